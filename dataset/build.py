@@ -1,0 +1,78 @@
+"""Build dataset/samples/*.parquet from the readable sources in dataset/source/*.json.
+
+Usage: python dataset/build.py [--out DIR]
+
+Each source file holds one language's passages (key, title, text) and questions (key, text,
+relevant: {passage key: label 1-3}, answers: [...]). Keys become int64 ids here, in file order,
+so editing the text and rebuilding keeps every id stable unless items are inserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+HERE = Path(__file__).resolve().parent
+SOURCES = ("en", "fr", "zh")
+
+
+def read_sources(folder: Path) -> list[dict]:
+    """The language files, in a fixed order."""
+    return [json.loads((folder / f"{lang}.json").read_text(encoding="utf-8")) for lang in SOURCES]
+
+
+def build_tables(sources: list[dict]) -> dict[str, pa.Table]:
+    """Turn keyed source records into the five seed-000 tables (plus title and lang columns)."""
+    corpus: dict[str, list] = {"id": [], "text": [], "title": [], "lang": []}
+    queries: dict[str, list] = {"id": [], "text": [], "lang": []}
+    answers: dict[str, list] = {"id": [], "text": []}
+    qrels: dict[str, list] = {"qid": [], "pid": [], "score": []}
+    qas: dict[str, list] = {"qid": [], "aid": []}
+    pid_of: dict[str, int] = {}
+    for source in sources:
+        for passage in source["passages"]:
+            pid_of[passage["key"]] = len(corpus["id"])
+            _append(corpus, id=len(corpus["id"]), text=passage["text"], title=passage["title"], lang=source["language"])
+    for source in sources:
+        for question in source["questions"]:
+            qid = len(queries["id"])
+            _append(queries, id=qid, text=question["text"], lang=source["language"])
+            for key, label in question["relevant"].items():
+                _append(qrels, qid=qid, pid=pid_of[key], score=int(label))
+            for text in question["answers"]:
+                aid = len(answers["id"])
+                _append(answers, id=aid, text=text)
+                _append(qas, qid=qid, aid=aid)
+    int_columns = {"id", "qid", "pid", "aid", "score"}
+    return {
+        name: pa.table({c: pa.array(v, type=pa.int64() if c in int_columns else pa.string()) for c, v in columns.items()})
+        for name, columns in (("corpus", corpus), ("queries", queries), ("answers", answers), ("qrels", qrels), ("qas", qas))
+    }
+
+
+def _append(columns: dict[str, list], **values: object) -> None:
+    for name, value in values.items():
+        columns[name].append(value)
+
+
+def main() -> int:
+    """Write the Parquet files and print the dataset check."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=HERE / "samples")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name, table in build_tables(read_sources(HERE / "source")).items():
+        pq.write_table(table, args.out / f"{name}.parquet")
+    sys.path.insert(0, str(HERE.parent))
+    from evalcore.cli import main as cli
+
+    return cli(["dataset", "check", str(args.out)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

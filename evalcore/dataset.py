@@ -1,0 +1,308 @@
+"""Datasets: five Parquet files (seed 000 schema), validated whole before anything is used."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from evalcore.errors import EvalError
+
+DATASET_ROOT = Path(__file__).resolve().parent.parent / "dataset"
+DEFAULT_DATASET = "samples"
+FILES = ("queries", "corpus", "answers", "qrels", "qas")
+LABEL_COLUMNS = ("score", "label", "relevance")
+_REQUIRED = {
+    "queries": ("id", "text"),
+    "corpus": ("id", "text"),
+    "answers": ("id", "text"),
+    "qrels": ("qid", "pid"),
+    "qas": ("qid", "aid"),
+}
+
+
+class Passage(NamedTuple):
+    """One corpus passage; `title` names the document it comes from ("" when unknown)."""
+
+    pid: int
+    text: str
+    title: str
+
+
+class Question(NamedTuple):
+    """One question with its graded qrels and all its reference answers."""
+
+    qid: int
+    text: str
+    labels: dict[int, int]
+    references: tuple[str, ...]
+
+    @property
+    def relevant(self) -> frozenset[int]:
+        """Passages with a label of at least 1."""
+        return frozenset(pid for pid, label in self.labels.items() if label >= 1)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A loaded, validated dataset."""
+
+    name: str
+    path: Path
+    content_hash: str
+    passages: tuple[Passage, ...]
+    questions: tuple[Question, ...]
+    has_titles: bool = False
+    _by_pid: dict[int, Passage] = field(default_factory=dict, repr=False, compare=False)
+
+    def passage(self, pid: int) -> Passage:
+        """The passage with this id."""
+        return self._by_pid[pid]
+
+
+def resolve_dataset(ref: str | Path, root: Path | None = None, *, allow_paths: bool = True) -> Path:
+    """`default` is dataset/samples, a bare name is dataset/<name>, a path (when allowed) is itself.
+
+    The API passes allow_paths=False: a client may only name folders directly under the root.
+    """
+    root = (root or DATASET_ROOT).resolve()
+    text = str(ref).strip()
+    if text == "default":
+        return root / DEFAULT_DATASET
+    is_name = bool(text) and "/" not in text and "\\" not in text and text not in (".", "..")
+    if is_name:
+        return root / text
+    if allow_paths and text:
+        return Path(text).expanduser().resolve()
+    raise EvalError(f"dataset id {text!r} is not a folder name under the dataset root", where="dataset_id",
+                    expected=f"'default' or the name of a folder directly under {root}")
+
+
+class _Problems:
+    """Collects every problem so one check reports them all."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def add(self, where: str, message: str) -> None:
+        self.lines.append(f"{where}: {message}")
+
+
+def _read_table(path: Path, name: str, problems: _Problems) -> pa.Table | None:
+    file = path / f"{name}.parquet"
+    if not file.is_file():
+        problems.add(file.name, "missing file (a dataset needs queries, corpus, answers, qrels and qas .parquet)")
+        return None
+    try:
+        return pq.read_table(file)
+    except (pa.ArrowException, OSError, ValueError) as error:
+        problems.add(file.name, f"not a readable Parquet file ({str(error).splitlines()[0][:160]})")
+        return None
+
+
+def _int_column(table: pa.Table, file: str, column: str, problems: _Problems) -> list[int] | None:
+    """Integers, or strings of digits (normalised), with the first bad row named."""
+    if column not in table.column_names:
+        problems.add(file, f"missing column '{column}' (columns found: {', '.join(table.column_names) or 'none'})")
+        return None
+    values = table.column(column).to_pylist()
+    kind = table.schema.field(column).type
+    out: list[int] = []
+    for row, value in enumerate(values):
+        if isinstance(value, bool) or value is None:
+            problems.add(f"{file} row {row} column '{column}'", f"found {value!r}, expected an integer id")
+            return None
+        if isinstance(value, int):
+            out.append(value)
+        elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            out.append(int(value.strip()))
+        elif isinstance(value, float) and value.is_integer() and pa.types.is_floating(kind):
+            out.append(int(value))
+        else:
+            problems.add(f"{file} row {row} column '{column}'",
+                         f"found {value!r} ({kind}), expected an int64 id or a string of digits")
+            return None
+    return out
+
+
+def _text_column(table: pa.Table, file: str, column: str, problems: _Problems) -> list[str] | None:
+    if column not in table.column_names:
+        problems.add(file, f"missing column '{column}' (columns found: {', '.join(table.column_names) or 'none'})")
+        return None
+    kind = table.schema.field(column).type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind)):
+        problems.add(f"{file} column '{column}'", f"found type {kind}, expected string")
+        return None
+    values = table.column(column).to_pylist()
+    for row, value in enumerate(values):
+        if value is None or not value.strip():
+            problems.add(f"{file} row {row} column '{column}'", f"found {'null' if value is None else 'empty text'}, expected non-empty text")
+            return None
+    return values
+
+
+def _unique(ids: list[int], file: str, problems: _Problems) -> bool:
+    seen: dict[int, int] = {}
+    for row, value in enumerate(ids):
+        if value in seen:
+            problems.add(f"{file} row {row} column 'id'", f"duplicate id {value} (first at row {seen[value]})")
+            return False
+        seen[value] = row
+    return True
+
+
+def _references(ids: list[int], known: set[int], file: str, column: str, target: str, problems: _Problems) -> bool:
+    for row, value in enumerate(ids):
+        if value not in known:
+            problems.add(f"{file} row {row} column '{column}'", f"id {value} is not in {target}")
+            return False
+    return True
+
+
+def _labels(table: pa.Table, problems: _Problems) -> list[int] | None:
+    """The graded label column if there is one, else 1 for every row."""
+    column = next((c for c in LABEL_COLUMNS if c in table.column_names), None)
+    if column is None:
+        return [1] * table.num_rows
+    labels: list[int] = []
+    for row, value in enumerate(table.column(column).to_pylist()):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool):
+            problems.add(f"qrels.parquet row {row} column '{column}'", f"found {value!r}, expected an integer label")
+            return None
+        labels.append(value)
+    return labels
+
+
+def _content_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    for name in FILES:
+        digest.update(name.encode())
+        digest.update((path / f"{name}.parquet").read_bytes())
+    return digest.hexdigest()
+
+
+def load_dataset(ref: str | Path, root: Path | None = None, *, allow_paths: bool = True) -> Dataset:
+    """Load and validate a dataset folder; every problem is reported at once, nothing half-loaded."""
+    path = resolve_dataset(ref, root, allow_paths=allow_paths)
+    if not path.is_dir():
+        raise EvalError(f"no dataset folder at {path}", where=str(ref),
+                        fix="give 'default', a folder name under dataset/, or a folder path")
+    problems = _Problems()
+    tables = {name: _read_table(path, name, problems) for name in FILES}
+    parsed = _parse(tables, problems) if not problems.lines else None
+    if problems.lines or parsed is None:
+        raise EvalError(f"invalid dataset {path}", where=str(path), problems=[f"{path.name}/{line}" for line in problems.lines])
+    passages, questions, has_titles = parsed
+    name = path.name if path.name != DEFAULT_DATASET else "default"
+    return Dataset(name=name, path=path, content_hash=_content_hash(path), passages=passages,
+                   questions=questions, has_titles=has_titles, _by_pid={p.pid: p for p in passages})
+
+
+def _parse(tables: dict[str, pa.Table | None], problems: _Problems) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool] | None:
+    columns: dict[str, dict[str, list]] = {}
+    for name, table in tables.items():
+        if table is None:  # already reported by _read_table
+            return None
+        file = f"{name}.parquet"
+        id_columns, text_columns = (("id",), ("text",)) if name in ("queries", "corpus", "answers") else (_REQUIRED[name], ())
+        columns[name] = {c: _int_column(table, file, c, problems) for c in id_columns}
+        columns[name].update({c: _text_column(table, file, c, problems) for c in text_columns})
+    if problems.lines:
+        return None
+    for name in ("queries", "corpus", "answers"):
+        _unique(columns[name]["id"], f"{name}.parquet", problems)
+    query_ids, passage_ids, answer_ids = (set(columns[n]["id"]) for n in ("queries", "corpus", "answers"))
+    _references(columns["qrels"]["qid"], query_ids, "qrels.parquet", "qid", "queries.parquet", problems)
+    _references(columns["qrels"]["pid"], passage_ids, "qrels.parquet", "pid", "corpus.parquet", problems)
+    _references(columns["qas"]["qid"], query_ids, "qas.parquet", "qid", "queries.parquet", problems)
+    _references(columns["qas"]["aid"], answer_ids, "qas.parquet", "aid", "answers.parquet", problems)
+    labels = _labels(tables["qrels"], problems)  # type: ignore[arg-type]
+    titles = _titles(tables["corpus"], problems)  # type: ignore[arg-type]
+    if problems.lines or labels is None or titles is None:
+        return None
+    return _assemble(columns, labels, titles)
+
+
+def _titles(corpus: pa.Table, problems: _Problems) -> list[str] | None:
+    if "title" not in corpus.column_names:
+        return [""] * corpus.num_rows
+    values = corpus.column("title").to_pylist()
+    for row, value in enumerate(values):
+        if value is not None and not isinstance(value, str):
+            problems.add(f"corpus.parquet row {row} column 'title'", f"found {value!r}, expected text")
+            return None
+    return [value or "" for value in values]
+
+
+def _assemble(columns: dict[str, dict[str, list]], labels: list[int], titles: list[str]) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool]:
+    corpus = columns["corpus"]
+    passages = tuple(Passage(pid, text, title) for pid, text, title in zip(corpus["id"], corpus["text"], titles))
+    qrels: dict[int, dict[int, int]] = {}
+    for qid, pid, label in zip(columns["qrels"]["qid"], columns["qrels"]["pid"], labels):
+        qrels.setdefault(qid, {})[pid] = max(label, qrels.get(qid, {}).get(pid, label))
+    answer_text = dict(zip(columns["answers"]["id"], columns["answers"]["text"]))
+    references: dict[int, list[str]] = {}
+    for qid, aid in zip(columns["qas"]["qid"], columns["qas"]["aid"]):
+        references.setdefault(qid, []).append(answer_text[aid])
+    queries = columns["queries"]
+    questions = tuple(
+        Question(qid, text, qrels.get(qid, {}), tuple(references.get(qid, ())))
+        for qid, text in zip(queries["id"], queries["text"])
+    )
+    return passages, questions, any(titles)
+
+
+_ACCENTED = re.compile(r"[À-ÖØ-öø-ÿĀ-ſ]")
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def _spread(values: list[int]) -> dict[str, float]:
+    if not values:
+        return {"min": 0, "median": 0, "max": 0}
+    return {"min": min(values), "median": float(statistics.median(values)), "max": max(values)}
+
+
+def dataset_stats(ds: Dataset) -> dict[str, Any]:
+    """Seed 000's five statistics plus what an analyst needs to trust a dataset."""
+    from evalcore.text import tokenize
+
+    labeled = [q for q in ds.questions if q.relevant]
+    answered = sum(1 for q in ds.questions if q.references)
+    referenced = {pid for q in ds.questions for pid in q.labels}
+    total = len(ds.questions)
+    label_counts = Counter(label for q in ds.questions for label in q.labels.values())
+    return {
+        "dataset": ds.name,
+        "content_hash": ds.content_hash,
+        "total_queries": total,
+        "total_passages": len(ds.passages),
+        "total_answers": sum(len(q.references) for q in ds.questions),
+        "avg_relevant_per_labeled_query": (sum(len(q.relevant) for q in labeled) / len(labeled)) if labeled else 0.0,
+        "answer_coverage": f"{100 * answered / total if total else 0:.2f}% ({answered}/{total})",
+        "labeled_queries": len(labeled),
+        "unlabeled_queries": total - len(labeled),
+        "queries_without_answer": total - answered,
+        "distractor_passages": sum(1 for p in ds.passages if p.pid not in referenced),
+        "label_distribution": {str(k): label_counts[k] for k in sorted(label_counts)},
+        "relevant_per_labeled_query": sorted(len(q.relevant) for q in labeled),
+        "passage_tokens": _spread([len(tokenize(p.text)) for p in ds.passages]),
+        "question_tokens": _spread([len(tokenize(q.text)) for q in ds.questions]),
+        "language_mix": {
+            "han": _share(ds.passages, _HAN),
+            "accented_latin": _share(ds.passages, _ACCENTED),
+        },
+        "documents": len({p.title for p in ds.passages if p.title}),
+    }
+
+
+def _share(passages: tuple[Passage, ...], pattern: re.Pattern[str]) -> float:
+    return sum(1 for p in passages if pattern.search(p.text)) / len(passages) if passages else 0.0

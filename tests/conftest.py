@@ -1,0 +1,41 @@
+"""Shared fixtures: tiny datasets written by the tests themselves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+TINY = {
+    "queries": {"id": [1, 2, 3], "text": ["What is the refund window?", "Quel est le délai ?", "路由器的默认地址是什么？"]},
+    "corpus": {
+        "id": [10, 11, 12, 13, 14],
+        "text": [
+            "Refunds are accepted within 30 days of delivery.",
+            "Refunds were accepted within 14 days under the old terms.",
+            "Le délai de rétractation est de 14 jours calendaires.",
+            "路由器的默认地址是 192.168.8.1，可以在浏览器中打开。",
+            "This passage is a distractor about thermostats and café breaks.",
+        ],
+        "title": ["Terms of Sale (EU)", "Terms of Sale (2022)", "CGV France", "路由器手册", "Lumio T3 Manual"],
+    },
+    "answers": {"id": [100, 101, 102], "text": ["30 days.", "Thirty days after delivery.", "14 jours."]},
+    "qrels": {"qid": [1, 1, 2, 3], "pid": [10, 11, 12, 13], "score": [3, 1, 2, 3]},
+    "qas": {"qid": [1, 1, 2], "aid": [100, 101, 102]},
+}
+
+
+def write_dataset(folder: Path, tables: dict[str, dict[str, list]] | None = None) -> Path:
+    """Write the five Parquet files (the tiny dataset unless tables are given)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, columns in (tables or TINY).items():
+        pq.write_table(pa.table(columns), folder / f"{name}.parquet")
+    return folder
+
+
+@pytest.fixture
+def tiny_dataset(tmp_path: Path) -> Path:
+    """A valid five-question dataset folder in three languages."""
+    return write_dataset(tmp_path / "tiny")

@@ -1,0 +1,135 @@
+"""The dataset loader: every rejection names file, row and column; statistics are exact."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from evalcore.cli import main as cli
+from evalcore.dataset import dataset_stats, load_dataset, resolve_dataset
+from evalcore.errors import EvalError
+from tests.conftest import TINY, write_dataset
+
+
+def _broken(tmp_path: Path, change) -> Path:
+    tables = copy.deepcopy(TINY)
+    change(tables)
+    return write_dataset(tmp_path / "broken", tables)
+
+
+def _problems(path: Path) -> list[str]:
+    with pytest.raises(EvalError) as caught:
+        load_dataset(path)
+    return caught.value.problems
+
+
+def test_tiny_dataset_loads_with_labels_and_every_answer(tiny_dataset: Path) -> None:
+    ds = load_dataset(tiny_dataset)
+    first = ds.questions[0]
+    assert first.labels == {10: 3, 11: 1}
+    assert first.references == ("30 days.", "Thirty days after delivery.")
+    assert ds.passage(13).title == "路由器手册"
+    assert ds.questions[2].references == ()
+    assert len(ds.content_hash) == 64
+
+
+def test_string_ids_are_normalised(tmp_path: Path) -> None:
+    tables = copy.deepcopy(TINY)
+    tables["queries"]["id"] = ["1", "2", "3"]
+    tables["qrels"]["pid"] = ["10", "11", "12", "13"]
+    ds = load_dataset(write_dataset(tmp_path / "strings", tables))
+    assert [q.qid for q in ds.questions] == [1, 2, 3]
+    assert ds.questions[0].labels == {10: 3, 11: 1}
+
+
+def test_missing_label_column_means_relevance_one(tmp_path: Path) -> None:
+    tables = copy.deepcopy(TINY)
+    del tables["qrels"]["score"]
+    ds = load_dataset(write_dataset(tmp_path / "binary", tables))
+    assert ds.questions[0].labels == {10: 1, 11: 1}
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda t: t.pop("qas"), "qas.parquet: missing file"),
+        (lambda t: t["corpus"].pop("text"), "corpus.parquet: missing column 'text'"),
+        (lambda t: t["queries"].update(id=[1.5, 2.0, 3.0]), "queries.parquet row 0 column 'id': found 1.5"),
+        (lambda t: t["queries"].update(id=["a", "2", "3"]), "queries.parquet row 0 column 'id': found 'a'"),
+        (lambda t: t["answers"].update(text=["30 days.", None, "14 jours."]), "answers.parquet row 1 column 'text': found null"),
+        (lambda t: t["answers"].update(text=["30 days.", "  ", "14 jours."]), "answers.parquet row 1 column 'text': found empty text"),
+        (lambda t: t["corpus"].update(id=[10, 11, 12, 13, 10]), "corpus.parquet row 4 column 'id': duplicate id 10 (first at row 0)"),
+        (lambda t: t["qrels"].update(pid=[10, 11, 12, 99]), "qrels.parquet row 3 column 'pid': id 99 is not in corpus.parquet"),
+        (lambda t: t["qas"].update(qid=[1, 7, 2]), "qas.parquet row 1 column 'qid': id 7 is not in queries.parquet"),
+        (lambda t: t["qas"].update(aid=[100, 101, 555]), "qas.parquet row 2 column 'aid': id 555 is not in answers.parquet"),
+        (lambda t: t["qrels"].update(score=["high", "1", "2", "3"]), "qrels.parquet row 0 column 'score': found 'high', expected an integer label"),
+        (lambda t: t["queries"].update(text=[1, 2, 3]), "queries.parquet column 'text': found type int64, expected string"),
+    ],
+)
+def test_each_rejection_names_the_place(tmp_path: Path, change, expected: str) -> None:
+    problems = _problems(_broken(tmp_path, change))
+    assert any(expected in line for line in problems), problems
+
+
+def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
+    def change(t):
+        t.pop("qas")
+        t.pop("answers")
+
+    problems = _problems(_broken(tmp_path, change))
+    assert len(problems) == 2
+
+
+def test_truncated_parquet_is_rejected(tiny_dataset: Path) -> None:
+    data = (tiny_dataset / "corpus.parquet").read_bytes()
+    (tiny_dataset / "corpus.parquet").write_bytes(data[: len(data) // 2])
+    problems = _problems(tiny_dataset)
+    assert any("corpus.parquet: not a readable Parquet file" in line for line in problems)
+
+
+def test_path_outside_the_root_is_refused_for_ids(tmp_path: Path) -> None:
+    with pytest.raises(EvalError, match="not a folder name under the dataset root"):
+        resolve_dataset("../etc", allow_paths=False)
+    assert resolve_dataset("default").name == "samples"
+    assert resolve_dataset("mine", tmp_path) == tmp_path.resolve() / "mine"
+
+
+def test_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(EvalError, match="no dataset folder"):
+        load_dataset(tmp_path / "nowhere")
+
+
+def test_statistics_of_the_tiny_dataset(tiny_dataset: Path) -> None:
+    stats = dataset_stats(load_dataset(tiny_dataset))
+    assert stats["total_queries"] == 3
+    assert stats["total_passages"] == 5
+    assert stats["total_answers"] == 3
+    assert stats["avg_relevant_per_labeled_query"] == pytest.approx(4 / 3)
+    assert stats["answer_coverage"] == "66.67% (2/3)"
+    assert stats["labeled_queries"] == 3 and stats["unlabeled_queries"] == 0
+    assert stats["distractor_passages"] == 1
+    assert stats["label_distribution"] == {"1": 1, "2": 1, "3": 2}
+    assert stats["language_mix"] == {"han": pytest.approx(0.2), "accented_latin": pytest.approx(0.4)}
+    assert stats["passage_tokens"]["min"] <= stats["passage_tokens"]["median"] <= stats["passage_tokens"]["max"]
+
+
+def test_cli_check_ok_and_problems(tiny_dataset: Path, tmp_path: Path, capsys) -> None:
+    assert cli(["dataset", "check", str(tiny_dataset)]) == 0
+    assert capsys.readouterr().out.startswith("ok ")
+    broken = _broken(tmp_path, lambda t: t["qrels"].update(pid=[10, 11, 12, 99]))
+    (broken / "answers.parquet").unlink()
+    assert cli(["dataset", "check", str(broken)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "answers.parquet: missing file" in err[0]
+    assert "Traceback" not in "".join(err)
+
+
+def test_cli_stats_json(tiny_dataset: Path, capsys) -> None:
+    import json
+
+    assert cli(["dataset", "stats", str(tiny_dataset), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["answer_coverage"] == "66.67% (2/3)"
