@@ -1,0 +1,170 @@
+"""The one error envelope of the API: `{"success": false, "error": {"code", "message"}}`."""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+from collections.abc import Awaitable, Callable
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from evalcore.errors import EvalError
+from evalcore.store import Conflict, NotFound
+
+log = logging.getLogger("evalcore.api")
+FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\[\]]*$")
+
+CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "invalid_request",
+    500: "internal_error",
+}
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong; `field` names the request field at fault, `running_id` the blocking campaign."""
+
+    code: str
+    message: str
+    field: str | None = None
+    running_id: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    """Every failure has this shape."""
+
+    success: bool
+    error: ErrorDetail
+
+
+# For the OpenAPI document of the authenticated routes.
+ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
+    status: {"model": ErrorResponse, "description": description} for status, description in (
+        (401, "missing, unknown or revoked API key"), (403, "the key's role or capability does not allow this"),
+        (404, "no such object for this tenant"), (409, "a campaign is already running (running_id names it)"),
+        (413, "request body over the size limit"),
+        (422, "malformed request; `field` names the culprit"), (500, "unexpected server error (no internals)"))
+}
+
+
+class ApiError(Exception):
+    """An error answered to the client as it is: status, code, message, optional extra fields."""
+
+    def __init__(self, status: int, message: str, *, code: str | None = None, **extra: object) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code or CODES.get(status, "error")
+        self.message = message
+        self.extra = extra
+
+
+def envelope(status: int, code: str, message: str, headers: dict[str, str] | None = None, **extra: object) -> JSONResponse:
+    """The error response every failure path uses."""
+    error = {"code": code, "message": message, **{k: v for k, v in extra.items() if v is not None}}
+    return JSONResponse({"success": False, "error": error}, status_code=status, headers=headers)
+
+
+def not_found(kind: str, ident: str) -> ApiError:
+    """The same 404 for a missing object and for another tenant's object (no existence leak)."""
+    return ApiError(404, f"no {kind} with id {ident!r}")
+
+
+def _field(location: tuple) -> str:
+    """`('body', 'cases', 3, 'question')` -> `cases[3].question`; query and path keep their name."""
+    parts = [p for p in location if p not in ("body", "query", "path", "header")]
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "body"
+
+
+def _validation_message(error: dict) -> tuple[str, str]:
+    """(field, one line naming it); limits and JSON syntax errors get plainer words than pydantic's."""
+    kind, context = error.get("type"), error.get("ctx") or {}
+    if kind == "json_invalid":
+        position = next((p for p in error.get("loc", ()) if isinstance(p, int)), None)
+        return "body", f"body: not valid JSON ({context.get('error', 'syntax error')} at character {position})"
+    field = _field(tuple(error.get("loc", ())))
+    if kind == "too_long" and "max_length" in context:
+        return field, f"{field}: at most {context['max_length']} items allowed (found {context.get('actual_length')})"
+    return field, f"{field}: {str(error.get('msg', 'invalid value')).removeprefix('Value error, ')}"
+
+
+def _on_validation(authentication_error: Callable[[Request], Awaitable[ApiError | None]]) -> Callable:
+    async def handle(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # FastAPI parses bodies before running dependencies: a caller without a valid key must get
+        # its 401 first, not a description of what its body got wrong.
+        refusal = await authentication_error(request)
+        return await _on_api_error(request, refusal) if refusal else _validation_response(exc)
+    return handle
+
+
+def _validation_response(exc: RequestValidationError) -> JSONResponse:
+    problems = [_validation_message(e) for e in exc.errors()] or [("body", "body: invalid request")]
+    message = "; ".join(line for _, line in problems[:5])
+    return envelope(422, "invalid_request", message, field=problems[0][0])
+
+
+async def _on_api_error(_: Request, exc: ApiError) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+    return envelope(exc.status, exc.code, exc.message, headers=headers, **exc.extra)
+
+
+async def _on_not_found(_: Request, exc: NotFound) -> JSONResponse:
+    return envelope(404, "not_found", exc.line())
+
+
+async def _on_conflict(_: Request, exc: Conflict) -> JSONResponse:
+    # The message names the running campaign too, for clients that only show messages.
+    return envelope(409, "conflict", exc.line(), running_id=exc.running_id or None)
+
+
+async def _on_eval_error(_: Request, exc: EvalError) -> JSONResponse:
+    # A user-fixable engine error reached the API without a more specific mapping: the request
+    # was understood but cannot be carried out as given.
+    field = exc.where if exc.where and FIELD_NAME.match(exc.where) else None  # `where` may be a file path
+    return envelope(422, "invalid_request", "; ".join(exc.problems), field=field)
+
+
+async def _on_http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    message = exc.detail if isinstance(exc.detail, str) else CODES.get(exc.status_code, "error")
+    if exc.status_code == 404:
+        message = "no such endpoint"
+    headers = dict(exc.headers) if exc.headers else None
+    return envelope(exc.status_code, CODES.get(exc.status_code, "error"), message, headers=headers)
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+    # The traceback goes to the server log only; the client gets a reference to quote.
+    reference = secrets.token_hex(4)
+    log.error("unexpected error %s on %s %s", reference, request.method, request.url.path, exc_info=exc)
+    return envelope(500, "internal_error", f"internal error (reference {reference}); see the server log")
+
+
+def install(app: FastAPI, authentication_error: Callable[[Request], Awaitable[ApiError | None]]) -> None:
+    """Route every kind of failure to the one envelope."""
+    # The most specific handler wins (Starlette walks each exception's MRO).
+    handlers: dict[type[Exception], Callable[..., Awaitable[JSONResponse]]] = {
+        RequestValidationError: _on_validation(authentication_error), ApiError: _on_api_error,
+        NotFound: _on_not_found, Conflict: _on_conflict, EvalError: _on_eval_error,
+        StarletteHTTPException: _on_http, Exception: _on_unexpected,
+    }
+    for kind, handler in handlers.items():
+        app.add_exception_handler(kind, handler)
+
+
+def ok(data: object) -> dict[str, object]:
+    """The success envelope."""
+    return {"success": True, "data": data}

@@ -1,0 +1,57 @@
+"""Request body size limit, enforced before any handler reads the body."""
+
+from __future__ import annotations
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from evalcore.api.errors import envelope
+
+MAX_BODY_BYTES = 1024 * 1024
+
+
+class BodyLimit:
+    """Answer 413 when a body is larger than the limit, whether or not it declares its length."""
+
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.limit:
+            await self._refuse(scope, receive, send)
+            return
+        # Read the whole (bounded) body first, so a chunked body cannot slip past the limit.
+        body = bytearray()
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.limit:
+                await self._refuse(scope, receive, send)
+                return
+        await self.app(scope, _replay(bytes(body), receive), send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = envelope(413, "payload_too_large", f"request body larger than the limit of {self.limit} bytes",
+                            headers={"connection": "close"})
+        await response(scope, receive, send)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive channel that yields the already-read body, then defers to the real one."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+    return replay

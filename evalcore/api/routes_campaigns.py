@@ -1,0 +1,65 @@
+"""Campaigns of any kind: list, read, paged per-question results; comparison of two."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query, Request
+
+from evalcore.api.auth import Admin, Viewer
+from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
+from evalcore.campaigns import NotFound, campaign_aggregates, campaign_results, get_campaign, list_campaigns
+from evalcore.compare import compare_campaigns
+from evalcore.keys import KeyInfo
+
+router = APIRouter(prefix="/api/v1", tags=["campaigns"], responses=ERROR_RESPONSES)
+CampaignId = Annotated[str, Path(max_length=300)]
+MAX_PAGE = 1000
+
+
+def campaign_of(request: Request, campaign_id: str, key: KeyInfo, noun: str = "campaign") -> dict[str, Any]:
+    """The tenant's campaign, or the same 404 as for an id that does not exist."""
+    try:
+        return get_campaign(request.app.state.store, campaign_id, key.tenant)
+    except NotFound:
+        raise not_found(noun, campaign_id) from None
+
+
+@router.get("/campaigns", summary="The tenant's campaigns, newest first")
+def list_all(request: Request, key: Viewer) -> dict[str, Any]:
+    """Dataset and suite campaigns alike, with status and progress."""
+    return ok({"campaigns": list_campaigns(request.app.state.store, key.tenant)})
+
+
+@router.get("/campaigns/{campaign_id}", summary="One campaign with its aggregates")
+def read(request: Request, campaign_id: CampaignId, key: Viewer) -> dict[str, Any]:
+    """Aggregates are means over the stored per-question rows."""
+    campaign = campaign_of(request, campaign_id, key)
+    return ok({"campaign": campaign, "aggregates": campaign_aggregates(request.app.state.store, campaign_id)})
+
+
+@router.post("/campaigns/{campaign_id}/cancel", status_code=202, summary="Stop a pending or running campaign")
+def cancel(request: Request, campaign_id: CampaignId, key: Admin) -> dict[str, Any]:
+    """No new question starts; those in flight finish; then its status is cancelled (409 if already over)."""
+    campaign_of(request, campaign_id, key)
+    request.app.state.manager().cancel(campaign_id, tenant=key.tenant)
+    return ok({"campaign": campaign_of(request, campaign_id, key)})
+
+
+@router.get("/campaigns/{campaign_id}/results", summary="Per-question results, paged")
+def results(request: Request, campaign_id: CampaignId, key: Viewer, offset: Annotated[int, Query(ge=0)] = 0,
+            limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100) -> dict[str, Any]:
+    """In question order; `finished` counts the stored results, `total` the campaign's questions."""
+    campaign = campaign_of(request, campaign_id, key)
+    rows = campaign_results(request.app.state.store, campaign_id, offset=offset, limit=limit)
+    return ok({"results": rows, "offset": offset, "limit": limit, "total": campaign["total"],
+               "finished": campaign["finished"]})
+
+
+@router.get("/compare", summary="Compare two campaigns over their common questions")
+def compare(request: Request, a: Annotated[str, Query(max_length=300)], b: Annotated[str, Query(max_length=300)],
+            key: Viewer) -> dict[str, Any]:
+    """Per-question verdicts and per-measure deltas with intervals (campaign a is the baseline)."""
+    campaign_of(request, a, key)
+    campaign_of(request, b, key)
+    return ok({"comparison": compare_campaigns(request.app.state.store, a, b, tenant=key.tenant).to_dict()})

@@ -1,0 +1,146 @@
+"""Seed 000: `POST /api/v1/evaluation` creates a task, `GET /api/v1/evaluation?task_id=` reads it."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalcore.api.auth import Admin, Viewer
+from evalcore.api.errors import ERROR_RESPONSES, ApiError, ok
+from evalcore.api.routes_campaigns import campaign_of
+from evalcore.api.targets import resolve_target
+from evalcore.campaigns import campaign_aggregates, get_campaign, new_campaign_id, status_code
+from evalcore.dataset import DEFAULT_DATASET, resolve_dataset
+
+router = APIRouter(prefix="/api/v1/evaluation", tags=["evaluation (seed 000)"], responses=ERROR_RESPONSES)
+
+# Seed 000 field name -> our canonical measure name.
+RETRIEVAL_FIELDS = {"precision": "precision", "recall": "recall", "ndcg3": "ndcg@3", "ndcg10": "ndcg@10",
+                    "mrr": "mrr", "map": "map"}
+GENERATION_FIELDS = {name: name for name in ("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel")}
+DATASET_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,63}$")
+
+
+class EvaluationRequest(BaseModel):
+    """Seed 000's request; every field optional."""
+
+    model_config = ConfigDict(extra="forbid")
+    dataset_id: str = Field(default="default", description="folder under dataset/ ('default' is dataset/samples)")
+    knowledge_base_id: str | None = Field(default=None, description="saved target configuration whose settings are copied")
+    chat_id: str | None = Field(default=None, description="saved target configuration whose generation settings are used")
+    rerank_id: str | None = Field(default=None, description="saved target configuration whose rerank settings are used")
+
+
+class Task(BaseModel):
+    """Seed 000's EvaluationTask; tenant_id is our tenant name; total and finished always present."""
+
+    id: str
+    tenant_id: str
+    dataset_id: str
+    start_time: str
+    status: int = Field(description="0 pending, 1 running, 2 success, 3 failed (err_msg says why)")
+    err_msg: str
+    total: int
+    finished: int
+
+
+class TaskData(BaseModel):
+    task: Task
+
+
+class TaskResponse(BaseModel):
+    success: bool
+    data: TaskData
+
+
+class Metrics(BaseModel):
+    retrieval_metrics: dict[str, float | None]
+    generation_metrics: dict[str, float | None]
+
+
+class DetailData(BaseModel):
+    task: Task
+    params: dict[str, Any]
+    metric: Metrics
+
+
+class DetailResponse(BaseModel):
+    success: bool
+    data: DetailData
+
+
+def _iso(stamp: float) -> str:
+    return datetime.fromtimestamp(stamp, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _dataset_id(campaign: dict[str, Any]) -> str:
+    """The client's dataset id: kept in the task id; for campaigns started elsewhere, the folder name."""
+    if campaign["id"].startswith("evaluation_") and campaign["id"].count("_") >= 4:
+        return campaign["id"].split("_", 4)[4]
+    name = Path(campaign["source"]).name
+    return "default" if name == DEFAULT_DATASET else name
+
+
+def _err_msg(campaign: dict[str, Any]) -> str:
+    """Interrupted and cancelled are status 3 in the seed: the message must say which."""
+    status, error = campaign["status"], campaign["error"] or ""
+    if status in ("interrupted", "cancelled") and not error.startswith(status):
+        return f"{status}: {error}" if error else status
+    return error
+
+
+def task_json(campaign: dict[str, Any]) -> dict[str, Any]:
+    """A campaign as seed 000's task object."""
+    return {
+        "id": campaign["id"],
+        "tenant_id": campaign["tenant"],
+        "dataset_id": _dataset_id(campaign),
+        "start_time": _iso(campaign["started_at"] or campaign["created_at"]),
+        "status": status_code(campaign["status"]),
+        "err_msg": _err_msg(campaign),
+        "total": campaign["total"],
+        "finished": campaign["finished"],
+    }
+
+
+def _dataset_path(request: Request, dataset_id: str) -> Path:
+    if not DATASET_ID.match(dataset_id):
+        raise ApiError(422, f"dataset_id: {dataset_id!r} is not a dataset name (letters, digits, '.', '-')",
+                       field="dataset_id")
+    path = resolve_dataset(dataset_id, request.app.state.dataset_root, allow_paths=False)
+    if not path.is_dir():
+        raise ApiError(422, f"dataset_id: no dataset {dataset_id!r} (a folder under the dataset root)",
+                       field="dataset_id")
+    return path
+
+
+@router.post("", response_model=TaskResponse, summary="Create an evaluation task (returns at once)")
+def create_evaluation(request: Request, key: Admin,
+                      body: Annotated[EvaluationRequest | None, Body()] = None) -> dict[str, Any]:
+    """Validate synchronously, start the campaign in the background, answer its task."""
+    body = body or EvaluationRequest()
+    store = request.app.state.store
+    path = _dataset_path(request, body.dataset_id)
+    config = resolve_target(store, key.tenant, body.knowledge_base_id, body.chat_id, body.rerank_id)
+    task_id = new_campaign_id(key.tenant, body.dataset_id)
+    request.app.state.manager().launch(dataset=str(path), config=config, tenant=key.tenant, campaign_id=task_id)
+    return ok({"task": task_json(get_campaign(store, task_id, key.tenant))})
+
+
+@router.get("", response_model=DetailResponse, summary="Read a task: status, progress, configuration, metrics")
+def read_evaluation(request: Request, task_id: Annotated[str, Query(max_length=300)], key: Viewer) -> dict[str, Any]:
+    """Seed 000's EvaluationDetail; a metric absent from every question is null."""
+    store = request.app.state.store
+    campaign = campaign_of(request, task_id, key, "evaluation task")
+    aggregates = campaign_aggregates(store, task_id)
+
+    def means(fields: dict[str, str]) -> dict[str, float | None]:
+        return {field: aggregates.get(name, {}).get("mean") for field, name in fields.items()}
+
+    metric = {"retrieval_metrics": means(RETRIEVAL_FIELDS), "generation_metrics": means(GENERATION_FIELDS)}
+    return ok({"task": task_json(campaign), "params": campaign["config"], "metric": metric})

@@ -1,0 +1,147 @@
+"""Seed 003: question suites and their campaigns (`/api/v1/eval-suites`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Path, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalcore.api.auth import Admin, Viewer
+from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
+from evalcore.api.routes_campaigns import campaign_of
+from evalcore.api.targets import saved_target
+from evalcore.campaigns import NotFound, campaign_results, campaign_summary, get_campaign, list_campaigns
+from evalcore.keys import KeyInfo
+from evalcore.suites import (
+    MAX_CASES,
+    MAX_SOURCES,
+    Case,
+    Suite,
+    create_suite,
+    delete_suite,
+    get_suite,
+    list_suites,
+    replace_suite,
+)
+
+router = APIRouter(prefix="/api/v1/eval-suites", tags=["eval suites (seed 003)"], responses=ERROR_RESPONSES)
+SuiteId = Annotated[str, Path(max_length=200)]
+RunId = Annotated[str, Path(max_length=300)]
+
+
+class CaseIn(BaseModel):
+    """One question; expected answer and sources are optional."""
+
+    model_config = ConfigDict(extra="forbid")
+    question: str = Field(min_length=1, max_length=4000, pattern=r"\S")
+    expected_answer: str | None = Field(default=None, max_length=20000)
+    expected_sources: list[str] = Field(default_factory=list, max_length=MAX_SOURCES,
+                                        description=f"titles, file names or document ids; at most {MAX_SOURCES}")
+
+
+class SuiteIn(BaseModel):
+    """A suite as created or replaced: name, saved target configuration, up to 100 cases."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=200, pattern=r"\S")
+    agent_id: str = Field(min_length=1, max_length=200, description="id of a saved target configuration")
+    cases: list[CaseIn] = Field(min_length=1, max_length=MAX_CASES, description=f"at most {MAX_CASES} cases")
+
+
+class RunIn(BaseModel):
+    """Options of a campaign on a suite."""
+
+    model_config = ConfigDict(extra="forbid")
+    use_judge: bool = Field(default=False, description="add the 1-5 AI score, using the target's own chat model")
+
+
+def _cases(body: SuiteIn) -> list[Case]:
+    return [Case(c.question, c.expected_answer, tuple(c.expected_sources)) for c in body.cases]
+
+
+def suite_json(suite: Suite, *, with_cases: bool = True) -> dict[str, Any]:
+    """A suite for the API; lists omit the cases."""
+    data: dict[str, Any] = {"id": suite.id, "name": suite.name, "agent_id": suite.agent_id,
+                            "case_count": len(suite.cases), "created_at": suite.created_at,
+                            "updated_at": suite.updated_at}
+    if with_cases:
+        data["cases"] = [{"question": c.question, "expected_answer": c.expected_answer,
+                          "expected_sources": list(c.expected_sources)} for c in suite.cases]
+    return data
+
+
+def _suite(request: Request, suite_id: str, key: KeyInfo) -> Suite:
+    try:
+        return get_suite(request.app.state.store, suite_id, key.tenant)
+    except NotFound:
+        raise not_found("suite", suite_id) from None
+
+
+@router.get("", summary="List suites, each with its last campaign")
+def list_all(request: Request, key: Viewer) -> dict[str, Any]:
+    """Newest first; `last_run` is null for a suite never run."""
+    store = request.app.state.store
+    suites = []
+    for suite in list_suites(store, key.tenant):
+        runs = list_campaigns(store, key.tenant, suite.id)
+        suites.append({**suite_json(suite, with_cases=False), "last_run": runs[0] if runs else None})
+    return ok({"suites": suites})
+
+
+@router.post("", status_code=201, summary="Create a suite")
+def create(request: Request, body: SuiteIn, key: Admin) -> dict[str, Any]:
+    """The agent_id must name one of the tenant's saved target configurations."""
+    store = request.app.state.store
+    saved_target(store, key.tenant, body.agent_id, "agent_id")
+    suite = create_suite(store, tenant=key.tenant, name=body.name, agent_id=body.agent_id, cases=_cases(body))
+    return ok({"suite": suite_json(suite)})
+
+
+@router.get("/runs/{run_id}", summary="One campaign with its per-question results and summary")
+def read_run(request: Request, run_id: RunId, key: Viewer) -> dict[str, Any]:
+    """Results hold every finished question (a running campaign shows those done so far)."""
+    run = campaign_of(request, run_id, key, "run")
+    store = request.app.state.store
+    return ok({"run": run, "results": campaign_results(store, run_id), "summary": campaign_summary(store, run_id)})
+
+
+@router.get("/{suite_id}", summary="Read a suite with its cases")
+def read(request: Request, suite_id: SuiteId, key: Viewer) -> dict[str, Any]:
+    """One suite."""
+    return ok({"suite": suite_json(_suite(request, suite_id, key))})
+
+
+@router.put("/{suite_id}", summary="Replace a suite (past campaigns keep their questions)")
+def replace(request: Request, body: SuiteIn, suite_id: SuiteId, key: Admin) -> dict[str, Any]:
+    """Name, agent and cases are all replaced."""
+    store = request.app.state.store
+    _suite(request, suite_id, key)
+    saved_target(store, key.tenant, body.agent_id, "agent_id")
+    suite = replace_suite(store, suite_id, name=body.name, agent_id=body.agent_id, cases=_cases(body), tenant=key.tenant)
+    return ok({"suite": suite_json(suite)})
+
+
+@router.delete("/{suite_id}", status_code=204, response_class=Response, summary="Delete a suite and its campaigns")
+def delete(request: Request, suite_id: SuiteId, key: Admin) -> Response:
+    """No content on success."""
+    _suite(request, suite_id, key)
+    delete_suite(request.app.state.store, suite_id, key.tenant)
+    return Response(status_code=204)
+
+
+@router.post("/{suite_id}/runs", status_code=202, summary="Launch a campaign on a suite")
+def launch(request: Request, suite_id: SuiteId, key: Admin,
+           body: Annotated[RunIn | None, Body()] = None) -> dict[str, Any]:
+    """Returns at once with the pending campaign; 409 (with its id) while another one runs."""
+    suite = _suite(request, suite_id, key)
+    body = body or RunIn()
+    run_id = request.app.state.manager().launch(suite_id=suite.id, tenant=key.tenant, use_judge=body.use_judge)
+    return ok({"run": get_campaign(request.app.state.store, run_id, key.tenant)})
+
+
+@router.get("/{suite_id}/runs", summary="Campaigns of a suite, newest first")
+def list_runs(request: Request, suite_id: SuiteId, key: Viewer) -> dict[str, Any]:
+    """Each with status and progress."""
+    suite = _suite(request, suite_id, key)
+    return ok({"runs": list_campaigns(request.app.state.store, key.tenant, suite.id)})

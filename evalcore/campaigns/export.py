@@ -1,0 +1,69 @@
+"""Campaign results as files: CSV (safe to open in a spreadsheet), JSON Lines, TREC run."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable
+from typing import Any
+
+from evalcore.campaigns.queries import campaign_results, get_campaign
+from evalcore.errors import EvalError
+from evalcore.store import Store
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+FIXED_COLUMNS = ("qid", "question", "expected_answer", "answer", "sources", "error", "latency_s",
+                 "prompt_tokens", "completion_tokens", "attempts")
+
+
+def safe_cell(value: Any) -> Any:
+    """Text a spreadsheet would run as a formula is prefixed with a quote; numbers stay numbers."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def export_csv(store: Store, campaign_id: str) -> str:
+    """One row per question: fixed columns, then one column per measure."""
+    results = campaign_results(store, campaign_id)
+    measures = sorted({name for r in results for name in r["measures"]})
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(FIXED_COLUMNS + tuple(measures))
+    for r in results:
+        fixed = {**r, "sources": " | ".join(str(s["title"] or s["id"]) for s in r["sources"])}
+        row = [fixed[name] for name in FIXED_COLUMNS] + [r["measures"].get(name) for name in measures]
+        writer.writerow([safe_cell("" if value is None else value) for value in row])
+    return out.getvalue()
+
+
+def export_jsonl(store: Store, campaign_id: str) -> str:
+    """Every stored result, one JSON object per line."""
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in campaign_results(store, campaign_id))
+
+
+def export_trec(store: Store, campaign_id: str) -> str:
+    """A TREC run file `qid Q0 pid rank score tag`, in the order the target ranked the passages.
+
+    trec_eval re-sorts by score and breaks ties by docid, so the score written is derived from
+    the rank (n, n-1, ...) to keep the target's order; the raw scores are in the JSONL export.
+    Entries without a passage id (nothing to match in qrels) are left out.
+    """
+    tag = campaign_id.replace(" ", "_")
+    lines = []
+    for r in campaign_results(store, campaign_id):
+        pids = list(dict.fromkeys(hit["pid"] for hit in r["retrieved"] if hit["pid"] is not None))
+        lines += [f"{r['qid']} Q0 {pid} {rank} {len(pids) - rank + 1} {tag}\n" for rank, pid in enumerate(pids, 1)]
+    return "".join(lines)
+
+
+FORMATS: dict[str, Callable[[Store, str], str]] = {"csv": export_csv, "jsonl": export_jsonl, "trec": export_trec}
+
+
+def export_campaign(store: Store, campaign_id: str, fmt: str, tenant: str | None = None) -> str:
+    """The campaign's results in one of FORMATS."""
+    if fmt not in FORMATS:
+        raise EvalError(f"unknown export format {fmt!r}", where="format", expected=", ".join(FORMATS))
+    get_campaign(store, campaign_id, tenant)
+    return FORMATS[fmt](store, campaign_id)

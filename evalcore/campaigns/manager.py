@@ -1,0 +1,244 @@
+"""The process-wide campaign manager: validates launches, owns the background runners."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalcore.campaigns import plans
+from evalcore.campaigns.queries import get_campaign
+from evalcore.campaigns.runner import Item, Plan, Runner
+from evalcore.dataset import Dataset
+from evalcore.errors import EvalError
+from evalcore.store import ACTIVE, Conflict, Store, StoreCallCache, default_db_path, dumps, mark_orphans
+from evalcore.suites import get_suite
+
+if TYPE_CHECKING:
+    from evalcore.targets import Target, TargetConfig
+
+_MANAGERS: dict[str, CampaignManager] = {}
+_MANAGERS_LOCK = threading.Lock()
+
+
+def get_manager(db_path: str | Path | None = None) -> CampaignManager:
+    """The one manager of this process for a database path (created on first use)."""
+    key = str(Path(db_path or default_db_path()).resolve())
+    with _MANAGERS_LOCK:
+        if key not in _MANAGERS:
+            _MANAGERS[key] = CampaignManager(key)
+        return _MANAGERS[key]
+
+
+def new_campaign_id(tenant: str, dataset: str | None) -> str:
+    """Seed 000's `evaluation_{tenant}_{unix_ms}_{8 hex}_{dataset_id}`; `run_...` for suite campaigns."""
+    stem = f"{tenant}_{int(time.time() * 1000)}_{secrets.token_hex(4)}"
+    return f"evaluation_{stem}_{plans.dataset_tag(dataset)}" if dataset is not None else f"run_{stem}"
+
+
+def _refuse_second_run(conn: sqlite3.Connection, suite_id: str | None, campaign_id: str) -> None:
+    if suite_id is None:
+        return
+    row = conn.execute(
+        "SELECT id FROM campaigns WHERE suite_id = ? AND id != ? AND status IN (?, ?)", (suite_id, campaign_id, *ACTIVE)
+    ).fetchone()
+    if row is not None:
+        raise Conflict(
+            "a campaign is already running on this suite", where=f"suite {suite_id}", found=row["id"],
+            fix="wait for it to finish or cancel it", running_id=row["id"],
+        )
+
+
+class CampaignManager:
+    """Launch, resume, retry, cancel and delete campaigns; each runs on its own background thread."""
+
+    def __init__(self, db_path: str | Path) -> None:
+        self.store = Store(db_path)
+        self._runners: dict[str, Runner] = {}
+        self._lock = threading.Lock()
+
+    def launch(
+        self, *, dataset: str | None = None, suite_id: str | None = None, config: TargetConfig | None = None,
+        target_id: str | None = None, tenant: str = "default", use_judge: bool = False, judges: tuple[str, ...] = (),
+        concurrency: int | None = None, cache: bool = True, campaign_id: str | None = None,
+        time_limit: float | None = None, max_failed_share: float | None = None, limit: int | None = None,
+        target: Target | None = None,
+    ) -> str:
+        """Validate everything (dataset, configuration, target reachable), start in the background, return the id.
+
+        `target` runs a ready-made Target object (its config is the snapshot) instead of building one.
+        """
+        if (dataset is None) == (suite_id is None):
+            raise EvalError("give either a dataset or a suite", where="launch", fix="pass --dataset ID or --suite ID")
+        suite = get_suite(self.store, suite_id, tenant) if suite_id is not None else None
+        config = target.config if target is not None else config
+        config, target_id = plans.resolve_config(self.store, config, target_id, suite, tenant)
+        corpus = plans.load_corpus(config.knowledge_base if suite is not None else str(dataset), None)
+        items = plans.dataset_items(corpus) if suite is None else plans.suite_items(suite)
+        items = items[:limit] if limit else items
+        if not items:
+            raise EvalError("there is no question to run", where=suite_id or str(dataset), fix="add questions first")
+        judge_names = plans.check_judges((("score",) if use_judge else ()) + tuple(judges))
+        options = self._options(config, concurrency, time_limit, max_failed_share)
+        options["dataset_path"] = str(corpus.path.resolve())  # resume must find the same folder from any working directory
+        campaign_id = campaign_id or new_campaign_id(tenant, dataset)
+        plan = self._plan(campaign_id, config, corpus, items, len(items), options, judge_names, cache, 0, target)
+        record = {
+            "id": campaign_id, "tenant": tenant, "kind": "suite" if suite else "dataset",
+            "source": suite_id if suite else str(dataset), "suite_id": suite_id, "target_id": target_id,
+            "total": len(items), "config": dumps(config.to_dict()), "dataset_hash": corpus.content_hash,
+            "use_judge": int(use_judge), "judges": dumps(list(judge_names)), "cache": int(cache),
+            "options": dumps(options),
+        }
+        self.store.write(lambda conn: self._insert(conn, record, items))
+        self._start(plan)
+        return campaign_id
+
+    @staticmethod
+    def _options(config: TargetConfig, concurrency: int | None, time_limit: float | None,
+                 max_failed_share: float | None) -> dict[str, Any]:
+        if concurrency is not None and concurrency < 1:
+            raise EvalError("concurrency must be at least 1", where="concurrency", found=str(concurrency))
+        if time_limit is not None and time_limit <= 0:
+            raise EvalError("the time limit must be positive", where="time_limit", found=str(time_limit))
+        if max_failed_share is not None and not 0 <= max_failed_share <= 1:
+            raise EvalError("the failed share must be in [0, 1]", where="max_failed_share", found=str(max_failed_share))
+        default = plans.remote_concurrency() if plans.is_remote(config) else plans.local_concurrency()
+        return {
+            "concurrency": concurrency or default,
+            "time_limit": time_limit or plans.DEFAULT_TIME_LIMIT_S,
+            "max_failed_share": plans.DEFAULT_MAX_FAILED_SHARE if max_failed_share is None else max_failed_share,
+        }
+
+    def _plan(self, campaign_id: str, config: TargetConfig, corpus: Dataset, items: list[Item], total: int,
+              options: dict[str, Any], judges: tuple[str, ...], cache: bool, hits_before: int,
+              target: Target | None) -> Plan:
+        """Build and check the target (fails fast when a model is unreachable)."""
+        call_cache = StoreCallCache(self.store) if cache and target is None else None
+        if target is None:
+            from evalcore.targets import build_target
+
+            # The index cache lives next to the database, so one --db keeps everything together.
+            target = build_target(config, cache=call_cache, cache_dir=self.store.path.parent / "index")
+        target.check()
+        judge_model = target.chat_model() if judges else None
+        if judges and judge_model is None:
+            raise EvalError("judges need a chat model and this target has none", where="judges",
+                            fix="configure generator = \"openai\" (or \"local\") or run without judges")
+        return Plan(campaign_id, target, corpus.passages, items, total, options["concurrency"], options["time_limit"],
+                    options["max_failed_share"], judges, judge_model, call_cache, hits_before)
+
+    @staticmethod
+    def _insert(conn: sqlite3.Connection, record: dict[str, Any], items: list[Item]) -> None:
+        # Checking and inserting in one writer transaction makes concurrent launches on one suite safe.
+        mark_orphans(conn)
+        _refuse_second_run(conn, record["suite_id"], record["id"])
+        if conn.execute("SELECT 1 FROM campaigns WHERE id = ?", (record["id"],)).fetchone():
+            raise Conflict("a campaign with this id exists", where="campaign_id", found=record["id"])
+        now = time.time()
+        row = {**record, "status": "pending", "created_at": now, "heartbeat": now,
+               "owner_host": socket.gethostname(), "owner_pid": os.getpid()}
+        conn.execute(f"INSERT INTO campaigns ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
+        plans.insert_questions(conn, record["id"], items)
+
+    def _start(self, plan: Plan) -> None:
+        runner = Runner(self.store, plan)
+        with self._lock:
+            self._runners[plan.campaign_id] = runner
+        runner.start()
+
+    def resume(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
+               target: Target | None = None) -> str:
+        """Run the questions that have no result yet (after an interruption, a cancel or a failure)."""
+        return self._rerun(campaign_id, "missing", tenant, concurrency, target)
+
+    def retry_failed(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
+                     target: Target | None = None) -> str:
+        """Run again only the questions whose result is an error."""
+        return self._rerun(campaign_id, "failed", tenant, concurrency, target)
+
+    def _rerun(self, campaign_id: str, only: str, tenant: str | None, concurrency: int | None,
+               target: Target | None) -> str:
+        from evalcore.targets import TargetConfig
+
+        campaign = get_campaign(self.store, campaign_id, tenant)
+        if campaign["status"] in ACTIVE:
+            raise Conflict("the campaign is still running", where=campaign_id, running_id=campaign_id)
+        items = plans.stored_items(self.store, campaign_id, only)
+        if not items:
+            what = "has a result" if only == "missing" else "succeeded"
+            raise EvalError(f"nothing to run: every question {what}", where=campaign_id)
+        config = TargetConfig.from_dict(campaign["config"])
+        corpus = plans.load_corpus(campaign["options"]["dataset_path"], campaign["dataset_hash"])
+        options = dict(campaign["options"], **({"concurrency": concurrency} if concurrency else {}))
+        plan = self._plan(campaign_id, config, corpus, items, campaign["total"], options, tuple(campaign["judges"]),
+                          campaign["cache"], campaign["cache_hits"], target)
+        self.store.write(lambda conn: self._reactivate(conn, campaign_id, campaign["suite_id"]))
+        self._start(plan)
+        return campaign_id
+
+    @staticmethod
+    def _reactivate(conn: sqlite3.Connection, campaign_id: str, suite_id: str | None) -> None:
+        mark_orphans(conn)
+        row = conn.execute("SELECT status FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
+        if row is None or row["status"] in ACTIVE:
+            raise Conflict("the campaign is already running or was deleted", where=campaign_id, running_id=campaign_id)
+        _refuse_second_run(conn, suite_id, campaign_id)
+        conn.execute(
+            "UPDATE campaigns SET status = 'pending', error = NULL, ended_at = NULL, cancel_requested = 0, "
+            "owner_host = ?, owner_pid = ?, heartbeat = ? WHERE id = ?",
+            (socket.gethostname(), os.getpid(), time.time(), campaign_id),
+        )
+
+    def cancel(self, campaign_id: str, *, tenant: str | None = None) -> None:
+        """Stop dispatching questions; those in flight finish or time out; then it is `cancelled`."""
+        get_campaign(self.store, campaign_id, tenant)
+
+        def request(conn: sqlite3.Connection) -> None:
+            mark_orphans(conn)
+            status = conn.execute("SELECT status FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()["status"]
+            if status not in ACTIVE:
+                raise Conflict(f"the campaign is {status}: there is nothing to cancel", where=campaign_id)
+            conn.execute("UPDATE campaigns SET cancel_requested = 1 WHERE id = ?", (campaign_id,))
+
+        self.store.write(request)
+        runner = self._runners.get(campaign_id)
+        if runner is not None:
+            runner.cancelled.set()
+
+    def delete(self, campaign_id: str, *, tenant: str | None = None) -> None:
+        """Delete a campaign and its results (a running one stops first)."""
+        get_campaign(self.store, campaign_id, tenant)
+        runner = self._runners.pop(campaign_id, None)
+        if runner is not None:
+            runner.cancelled.set()
+        self.store.write(lambda conn: conn.execute("DELETE FROM campaigns WHERE id = ?", (campaign_id,)))
+
+    def wait(self, campaign_id: str, timeout: float | None = None) -> dict[str, Any]:
+        """Block until the campaign is no longer pending/running (or timeout); return it."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        runner = self._runners.get(campaign_id)
+        if runner is not None:
+            runner.thread.join(timeout)
+        campaign = get_campaign(self.store, campaign_id)
+        # Owned by another process: poll the store.
+        while campaign["status"] in ACTIVE and (deadline is None or time.monotonic() < deadline):
+            time.sleep(0.2)
+            campaign = get_campaign(self.store, campaign_id)
+        return campaign
+
+    def close(self) -> None:
+        """Cancel local runners, wait for them, close the store, and forget this manager."""
+        for runner in list(self._runners.values()):
+            runner.cancelled.set()
+        for runner in list(self._runners.values()):
+            runner.thread.join()
+        self.store.close()
+        with _MANAGERS_LOCK:
+            for key in [k for k, v in _MANAGERS.items() if v is self]:
+                del _MANAGERS[key]

@@ -1,0 +1,136 @@
+"""Turning a launch request into a validated plan: configuration, questions, corpus, target."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from typing import TYPE_CHECKING, Any
+
+from evalcore.campaigns.runner import Item
+from evalcore.dataset import Dataset, load_dataset
+from evalcore.errors import EvalError
+from evalcore.store import Store, dumps
+from evalcore.suites import Suite, get_target
+
+if TYPE_CHECKING:
+    from evalcore.targets import TargetConfig
+
+DEFAULT_TIME_LIMIT_S = 240.0
+DEFAULT_MAX_FAILED_SHARE = 0.5
+DEFAULT_REMOTE_CONCURRENCY = 8
+
+
+def local_concurrency() -> int:
+    """Questions in flight for work done on this machine: one core is left to the rest."""
+    return max((os.cpu_count() or 1) - 1, 1)
+
+
+def remote_concurrency() -> int:
+    """Questions in flight when the work is remote calls (EVALCORE_REMOTE_CONCURRENCY, default 8)."""
+    text = os.environ.get("EVALCORE_REMOTE_CONCURRENCY", "")
+    return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_REMOTE_CONCURRENCY
+
+
+def is_remote(config: TargetConfig) -> bool:
+    """Whether answering a question mostly waits on a remote service."""
+    return (
+        config.kind == "http_agent"
+        or (config.kind == "rag" and config.generator == "openai")
+        or config.reranker == "http"
+        or (config.reranker == "llm" and bool(config.rerank_url))
+    )
+
+
+def resolve_config(store: Store, config: TargetConfig | None, target_id: str | None, suite: Suite | None,
+                   tenant: str | None) -> tuple[TargetConfig, str | None]:
+    """The configuration to run and the saved target it came from, if any."""
+    from evalcore.targets import TargetConfig
+
+    if config is not None:
+        return config, target_id
+    target_id = target_id or (suite.agent_id if suite is not None else None)
+    if target_id in (None, "", "default"):
+        return TargetConfig(), None
+    return get_target(store, target_id, tenant), target_id
+
+
+def dataset_items(dataset: Dataset) -> list[Item]:
+    """The question snapshot of a dataset campaign (labels and every reference answer)."""
+    return [
+        Item(position, q.qid, q.text, None, tuple(q.references), dict(q.labels) or None, ())
+        for position, q in enumerate(dataset.questions)
+    ]
+
+
+def suite_items(suite: Suite) -> list[Item]:
+    """The question snapshot of a suite campaign: the cases as they are at launch."""
+    return [
+        Item(position, position + 1, case.question, case.expected_answer, (), None, tuple(case.expected_sources))
+        for position, case in enumerate(suite.cases)
+    ]
+
+
+def dataset_tag(ref: str) -> str:
+    """The dataset id as it appears in a seed 000 task id (the folder name for a path)."""
+    name = str(ref).rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or "dataset"
+    return re.sub(r"[^A-Za-z0-9.-]+", "-", name)
+
+
+def load_corpus(ref: str, expected_hash: str | None) -> Dataset:
+    """Load a dataset; when resuming, refuse one whose content changed since the campaign began."""
+    dataset = load_dataset(ref)
+    if expected_hash and dataset.content_hash != expected_hash:
+        raise EvalError(
+            "the dataset changed since this campaign started", where=ref,
+            found=dataset.content_hash[:12], expected=expected_hash[:12],
+            fix="launch a new campaign: results on two versions of a dataset cannot be mixed",
+        )
+    return dataset
+
+
+def insert_questions(conn: sqlite3.Connection, campaign_id: str, items: list[Item]) -> None:
+    """Write the question snapshot."""
+    conn.executemany(
+        "INSERT INTO campaign_questions (campaign_id, position, qid, question, expected_answer, refs, relevant, "
+        "expected_sources) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (campaign_id, i.position, i.qid, i.text, i.expected_answer, dumps(list(i.references)),
+             dumps({str(k): v for k, v in i.relevant.items()}) if i.relevant is not None else None,
+             dumps(list(i.expected_sources)))
+            for i in items
+        ],
+    )
+
+
+def stored_items(store: Store, campaign_id: str, only: str) -> list[Item]:
+    """Snapshot questions still to run: `missing` (no result) or `failed` (result with an error)."""
+    condition = {
+        "missing": "NOT EXISTS (SELECT 1 FROM results r WHERE r.campaign_id = q.campaign_id AND r.position = q.position)",
+        "failed": "EXISTS (SELECT 1 FROM results r WHERE r.campaign_id = q.campaign_id AND r.position = q.position "
+                  "AND r.error IS NOT NULL)",
+    }[only]
+    rows = store.read(f"SELECT * FROM campaign_questions q WHERE q.campaign_id = ? AND {condition} ORDER BY q.position",
+                      (campaign_id,))
+    return [_item(row) for row in rows]
+
+
+def _item(row: sqlite3.Row) -> Item:
+    relevant: dict[str, Any] | None = json.loads(row["relevant"]) if row["relevant"] is not None else None
+    return Item(
+        row["position"], row["qid"], row["question"], row["expected_answer"], tuple(json.loads(row["refs"])),
+        {int(k): v for k, v in relevant.items()} if relevant is not None else None,
+        tuple(json.loads(row["expected_sources"])),
+    )
+
+
+def check_judges(judges: tuple[str, ...]) -> tuple[str, ...]:
+    """Known judge names (aliases resolved), without duplicates, in the given order."""
+    from evalcore.judges import ALIASES, JUDGES
+
+    names = [ALIASES.get(name, name) for name in judges]
+    unknown = [name for name in names if name not in JUDGES]
+    if unknown:
+        raise EvalError(f"unknown judge {unknown[0]!r}", where="judges", expected=", ".join(JUDGES))
+    return tuple(dict.fromkeys(names))

@@ -1,0 +1,131 @@
+"""`python -m evalcore campaigns ...`: list, show, resume, retry-failed, cancel, delete, export."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from evalcore.campaigns import (
+    campaign_aggregates,
+    campaign_results,
+    campaign_summary,
+    get_campaign,
+    get_manager,
+    list_campaigns,
+)
+from evalcore.campaigns.export import FORMATS, export_campaign
+from evalcore.cli.run import add_db_option, follow, format_report
+
+
+def register(commands: Any) -> None:
+    """Add the `campaigns` subcommand and its actions."""
+    parser = commands.add_parser("campaigns", help="list, inspect, resume, cancel, delete and export campaigns")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    listing = actions.add_parser("list", help="every campaign, newest first")
+    listing.add_argument("--json", action="store_true")
+    add_db_option(listing)
+    listing.set_defaults(handler=list_command)
+    for name, handler, text in (
+        ("show", show_command, "one campaign: status, configuration, aggregates, failed questions"),
+        ("resume", resume_command, "run the questions without a result (foreground)"),
+        ("retry-failed", retry_command, "run again the questions that failed (foreground)"),
+        ("cancel", cancel_command, "stop dispatching questions of a running campaign"),
+        ("delete", delete_command, "delete a campaign and its results"),
+    ):
+        action = actions.add_parser(name, help=text)
+        action.add_argument("id", metavar="ID")
+        add_db_option(action)
+        if name in ("show", "resume", "retry-failed"):
+            action.add_argument("--json", action="store_true")
+        if name in ("resume", "retry-failed"):
+            action.add_argument("--concurrency", type=int, metavar="N")
+        action.set_defaults(handler=handler)
+    export = actions.add_parser("export", help="results as csv, jsonl or a TREC run file")
+    export.add_argument("id", metavar="ID")
+    export.add_argument("--format", choices=sorted(FORMATS), required=True)
+    export.add_argument("--out", type=Path, metavar="FILE", help="write here instead of standard output")
+    add_db_option(export)
+    export.set_defaults(handler=export_command)
+
+
+def list_command(args: argparse.Namespace) -> int:
+    """Print the campaigns as a table (or JSON)."""
+    campaigns = list_campaigns(get_manager(args.db).store)
+    if args.json:
+        print(json.dumps(campaigns, indent=2, ensure_ascii=False))
+        return 0
+    if not campaigns:
+        print("no campaigns")
+        return 0
+    width = max(len(c["id"]) for c in campaigns)
+    print(f"{'id':<{width}}  {'status':<11}  {'finished':>9}  {'failed':>6}  source")
+    for c in campaigns:
+        print(f"{c['id']:<{width}}  {c['status']:<11}  {c['finished']:>4}/{c['total']:<4}  {c['failed']:>6}  {c['kind']}:{c['source']}")
+    return 0
+
+
+def show_command(args: argparse.Namespace) -> int:
+    """Print one campaign with its aggregates and the errors of its failed questions."""
+    store = get_manager(args.db).store
+    report = {"campaign": get_campaign(store, args.id), "aggregates": campaign_aggregates(store, args.id),
+              "summary": campaign_summary(store, args.id)}
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+        return 0
+    campaign = report["campaign"]
+    print(f"campaign {campaign['id']} ({campaign['kind']} {campaign['source']}, tenant {campaign['tenant']})")
+    changed = _changed(campaign["config"])
+    print(f"configuration (changed from defaults): {json.dumps(changed, ensure_ascii=False) if changed else 'defaults'}")
+    print(format_report(report))
+    failures = [r for r in campaign_results(store, args.id) if r["error"]]
+    for result in failures[:10]:
+        print(f"  question {result['qid']}: {result['error']}")
+    if len(failures) > 10:
+        print(f"  ... and {len(failures) - 10} more (export to see them all)")
+    return 0
+
+
+def _changed(config: dict[str, Any]) -> dict[str, Any]:
+    from evalcore.targets import TargetConfig
+
+    return TargetConfig.from_dict(config).changed()
+
+
+def resume_command(args: argparse.Namespace) -> int:
+    """Resume in the foreground."""
+    manager = get_manager(args.db)
+    return follow(manager, manager.resume(args.id, concurrency=args.concurrency), as_json=args.json)
+
+
+def retry_command(args: argparse.Namespace) -> int:
+    """Retry the failed questions in the foreground."""
+    manager = get_manager(args.db)
+    return follow(manager, manager.retry_failed(args.id, concurrency=args.concurrency), as_json=args.json)
+
+
+def cancel_command(args: argparse.Namespace) -> int:
+    """Ask the process running the campaign to stop dispatching."""
+    get_manager(args.db).cancel(args.id)
+    print(f"cancel requested for {args.id}")
+    return 0
+
+
+def delete_command(args: argparse.Namespace) -> int:
+    """Delete a campaign and its results."""
+    get_manager(args.db).delete(args.id)
+    print(f"deleted {args.id}")
+    return 0
+
+
+def export_command(args: argparse.Namespace) -> int:
+    """Write the results in the chosen format."""
+    text = export_campaign(get_manager(args.db).store, args.id, args.format)
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        args.out.write_text(text, encoding="utf-8")
+        print(f"wrote {args.out}", file=sys.stderr)
+    return 0

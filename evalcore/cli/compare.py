@@ -1,0 +1,99 @@
+"""`python -m evalcore compare A B [C ...]`: two campaigns side by side, or a sweep of several."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from evalcore.compare import Comparison, compare_campaigns, compare_sweep
+from evalcore.errors import EvalError
+from evalcore.stats import RESAMPLES
+from evalcore.store import Store
+
+SHOWN_VERDICTS = ("worse", "better", "new", "removed")
+
+
+def register(commands: Any) -> None:
+    """Add the `compare` command."""
+    parser = commands.add_parser("compare", help="compare campaigns: verdicts per question, deltas with 95%% intervals")
+    parser.add_argument("ids", nargs="+", metavar="ID", help="campaign A (baseline) and B; more ids compare a sweep")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap and randomization test")
+    parser.add_argument("--resamples", type=int, default=RESAMPLES, help=f"resamples (default {RESAMPLES})")
+    parser.add_argument("--db", type=Path, metavar="PATH", help="database file (default: $EVALCORE_DB or .evalcore/evalcore.db)")
+    parser.set_defaults(handler=compare_command)
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    """Compare and print as text or JSON."""
+    if len(args.ids) < 2:
+        raise EvalError("compare needs at least two campaign ids", found=str(len(args.ids)), expected=">= 2")
+    with Store(args.db) as store:
+        if len(args.ids) == 2:
+            result: Any = compare_campaigns(store, args.ids[0], args.ids[1], seed=args.seed, resamples=args.resamples)
+        else:
+            result = compare_sweep(store, args.ids, seed=args.seed, resamples=args.resamples)
+    if args.json:
+        data = result.to_dict() if isinstance(result, Comparison) else result
+        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    else:
+        lines = format_comparison(result) if isinstance(result, Comparison) else format_sweep(result)
+        print("\n".join(lines))
+    return 0
+
+
+def num(value: float | None, digits: int = 4) -> str:
+    """A number in a few significant digits, '-' when absent."""
+    return "-" if value is None else f"{value:.{digits}g}"
+
+
+def format_comparison(comparison: Comparison) -> list[str]:
+    """The comparison as a readable report."""
+    a, b = comparison.a, comparison.b
+    lines = [f"A (baseline) {a['id']}  {a.get('kind')} {a.get('source')}  {a.get('status')}",
+             f"B            {b['id']}  {b.get('kind')} {b.get('source')}  {b.get('status')}"]
+    lines += [f"config {key}: {values[0]!r} -> {values[1]!r}" for key, values in comparison.config_diff.items()]
+    lines += [f"warning: {w}" for w in comparison.warnings] + [f"note: {n}" for n in comparison.notes]
+    lines.append("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(comparison.verdicts.items())))
+    lines.append(f"{'measure':28} {'n':>4} {'A':>8} {'B':>8} {'delta':>9} {'95% CI':>21} {'p':>8}  test")
+    for m in comparison.measures:
+        ci = f"[{num(m['ci_low'])}, {num(m['ci_high'])}]"
+        flag = " *" if m["significant"] else ""
+        lines.append(f"{m['measure']:28} {m['n']:4d} {num(m['mean_a']):>8} {num(m['mean_b']):>8} "
+                     f"{num(m['delta']):>9} {ci:>21} {num(m['p_value'], 3):>8}{flag}  {m['test']}")
+    lines.append(f"* p < 0.05 (seed {comparison.seed}, {comparison.resamples} resamples)")
+    for q in comparison.questions:
+        if q["verdict"] in SHOWN_VERDICTS:
+            lines.append(question_line(q))
+    return lines
+
+
+def question_line(q: dict) -> str:
+    """One changed question: verdict, basis, values, passages that moved."""
+    text = " ".join(str(q.get("question") or "").split())[:60]
+    line = f"{q['verdict']:8} q{q['qid']} {text}"
+    if q.get("basis"):
+        line += f"  [{q['basis']}: {num(q.get('a'))} -> {num(q.get('b'))}]"
+    moved = [f"+{p['pid']}" for p in q.get("entered", [])] + [f"-{p['pid']}" for p in q.get("left", [])]
+    moved += [f"+{s}" for s in q.get("sources_entered", [])] + [f"-{s}" for s in q.get("sources_left", [])]
+    return line + (f"  relevant: {' '.join(moved)}" if moved else "")
+
+
+def format_sweep(sweep: dict) -> list[str]:
+    """The sweep as a table: one row per campaign, one column per measure."""
+    lines = [f"sweep over {sweep['key'] or '(no single key)'}; baseline {sweep['baseline']}"]
+    lines += [f"warning: {w}" for w in sweep["warnings"]]
+    names = list(sweep["series"])
+    width = max(len(str(row["value"])) for row in sweep["table"])
+    lines.append(f"{'value':>{width}} " + " ".join(f"{n[:12]:>12}" for n in names))
+    for row in sweep["table"]:
+        cells = []
+        for name in names:
+            mean = row["measures"].get(name, {}).get("mean")
+            mark = "*" if row.get("deltas", {}).get(name, {}).get("significant") else " "
+            cells.append(f"{num(mean):>11}{mark}")
+        lines.append(f"{row['value']!s:>{width}} " + " ".join(cells))
+    lines.append("* significantly different from the baseline (p < 0.05)")
+    return lines

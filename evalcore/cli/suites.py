@@ -1,0 +1,91 @@
+"""`python -m evalcore suites import|list|export|delete`: question suites (seed 003)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from evalcore.errors import EvalError
+from evalcore.store import Store
+from evalcore.suite_csv import export_suite_csv, parse_suite_csv
+from evalcore.suites import create_suite, delete_suite, get_suite, list_suites
+
+DB_HELP = "database file (default: $EVALCORE_DB or .evalcore/evalcore.db)"
+
+
+def register(commands: Any) -> None:
+    """Add the `suites` command group."""
+    parser = commands.add_parser("suites", help="import, list, export and delete question suites")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    imp = actions.add_parser("import", help="import a CSV (question;expected answer;sources) as a new suite")
+    imp.add_argument("file", type=Path, help="CSV file, ';' or ',' separated, optional header line")
+    imp.add_argument("--name", required=True, help="suite name")
+    imp.add_argument("--agent", required=True, metavar="ID", help="saved target configuration the suite aims at")
+    imp.add_argument("--tenant", default="default", help="workspace (default: default)")
+    imp.add_argument("--valid-only", action="store_true", help="import the valid lines even if others are rejected")
+    imp.set_defaults(handler=import_command)
+    listing = actions.add_parser("list", help="list suites")
+    listing.add_argument("--tenant", help="only this workspace")
+    listing.set_defaults(handler=list_command)
+    export = actions.add_parser("export", help="write a suite as CSV (imports back to the same suite)")
+    export.add_argument("id", help="suite id")
+    export.add_argument("--out", type=Path, help="output file (default: standard output)")
+    export.set_defaults(handler=export_command)
+    delete = actions.add_parser("delete", help="delete a suite and its campaigns")
+    delete.add_argument("id", help="suite id")
+    delete.set_defaults(handler=delete_command)
+    for action in (imp, listing, export, delete):
+        action.add_argument("--db", type=Path, metavar="PATH", help=DB_HELP)
+
+
+def import_command(args: argparse.Namespace) -> int:
+    """Print the line-by-line report; import nothing when a line is rejected, unless --valid-only."""
+    try:
+        data = args.file.read_bytes()
+    except OSError as error:
+        raise EvalError(f"cannot read the file ({error.strerror})", where=str(args.file)) from None
+    report = parse_suite_csv(data, source=str(args.file))
+    for line in report.report_lines():
+        print(line)
+    if report.rejected and not args.valid_only:
+        raise EvalError(f"{len(report.rejected)} line(s) rejected: nothing imported", where=str(args.file),
+                        fix="correct those lines, or pass --valid-only to import the valid ones")
+    if not report.cases:
+        raise EvalError("no valid case to import", where=str(args.file))
+    with Store(args.db) as store:
+        suite = create_suite(store, tenant=args.tenant, name=args.name, agent_id=args.agent, cases=report.cases)
+    print(f"imported {len(suite.cases)} case(s) into suite {suite.id} ({suite.name})")
+    return 0
+
+
+def list_command(args: argparse.Namespace) -> int:
+    """One line per suite: id, cases, target, name."""
+    with Store(args.db) as store:
+        suites = list_suites(store, tenant=args.tenant)
+    if not suites:
+        print("no suite yet: import one with `python -m evalcore suites import FILE.csv --name N --agent ID`")
+    for suite in suites:
+        print(f"{suite.id}  {len(suite.cases):3d} case(s)  agent {suite.agent_id}  {suite.tenant}/{suite.name}")
+    return 0
+
+
+def export_command(args: argparse.Namespace) -> int:
+    """Write the suite's CSV to --out or standard output."""
+    with Store(args.db) as store:
+        text = export_suite_csv(get_suite(store, args.id).cases)
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        args.out.write_text(text, encoding="utf-8", newline="")
+        print(f"wrote {args.out}")
+    return 0
+
+
+def delete_command(args: argparse.Namespace) -> int:
+    """Delete the suite (its campaigns go with it)."""
+    with Store(args.db) as store:
+        delete_suite(store, args.id)
+    print(f"deleted suite {args.id}")
+    return 0

@@ -1,0 +1,89 @@
+"""`python -m evalcore config show|check|diff` and `python -m evalcore ask`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from evalcore.targets import TargetConfig, build_target
+
+
+def register(commands: Any) -> None:
+    """Add the `config` command group and the `ask` command."""
+    parser = commands.add_parser("config", help="show, check or compare target configurations (TOML)")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    show = actions.add_parser("show", help="print every key of a configuration with its hash")
+    show.add_argument("file", nargs="?", help="TOML file (omit for the defaults)")
+    show.add_argument("--json", action="store_true", help="print JSON instead of TOML")
+    show.set_defaults(handler=_show)
+    check = actions.add_parser("check", help="validate a configuration and reach its models and files")
+    check.add_argument("file", help="TOML file")
+    check.set_defaults(handler=_check)
+    diff = actions.add_parser("diff", help="keys whose values differ between two configurations")
+    diff.add_argument("a")
+    diff.add_argument("b")
+    diff.set_defaults(handler=_diff)
+    ask = commands.add_parser("ask", help="ask a target one question; print the ranked passages and the answer")
+    ask.add_argument("question")
+    ask.add_argument("--config", help="TOML file (default configuration when omitted)")
+    ask.add_argument("--dataset", help="dataset whose corpus is ingested (default: the config's knowledge_base)")
+    ask.add_argument("--top", type=int, default=10, help="passages to print (default 10)")
+    ask.add_argument("--index-dir", type=Path, help="index cache folder (default .evalcore/index)")
+    ask.set_defaults(handler=_ask)
+
+
+def _load(file: str | None) -> TargetConfig:
+    return TargetConfig.from_toml(file) if file else TargetConfig()
+
+
+def _show(args: argparse.Namespace) -> int:
+    config = _load(args.file)
+    if args.json:
+        print(json.dumps({"config_hash": config.config_hash(), **config.to_dict()}, ensure_ascii=False, indent=2))
+    else:
+        print(f"# config_hash = {config.config_hash()}")
+        print(config.to_toml(all_keys=True), end="")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    config = _load(args.file)
+    build_target(config).check()
+    print(f"ok {args.file}: kind={config.kind} config_hash={config.config_hash()[:12]}")
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    differences = _load(args.a).diff(_load(args.b))
+    for key, (a, b) in differences.items():
+        print(f"{key}: {a!r} -> {b!r}")
+    return 0 if not differences else 1
+
+
+def _ask(args: argparse.Namespace) -> int:
+    from evalcore.dataset import load_dataset
+
+    config = _load(args.config)
+    target = build_target(config, cache_dir=args.index_dir)
+    target.check()
+    dataset = load_dataset(args.dataset or config.knowledge_base)
+    target.prepare(dataset.passages, progress=_progress)
+    result = target.answer(args.question)
+    for rank, item in enumerate(result.retrieved[: args.top], 1):
+        stages = " ".join(f"{name}={value:.3f}" for name, value in item.stages.items())
+        print(f"{rank:>3}. pid={item.pid} score={item.score:.4f} [{item.title}] {stages}")
+        print(f"     {item.text[:160]}")
+    for note in result.notes:
+        print(f"note: {note}")
+    print(f"\nanswer ({config.generator if config.kind == 'rag' else config.kind}): {result.answer}")
+    if result.llm_calls:
+        print(f"tokens: {result.prompt_tokens} prompt + {result.completion_tokens} completion, "
+              f"{result.llm_calls} calls ({result.cache_hits} cached)")
+    return 0
+
+
+def _progress(done: int, total: int) -> None:
+    print(f"\rindexing {done}/{total}", end="\n" if done == total else "", file=sys.stderr, flush=True)

@@ -1,0 +1,212 @@
+"""Sentence BLEU (orders 1, 2, 4) and ROUGE-1/2/L F1 over the `default` tokens.
+
+BLEU follows Papineni et al. (2002) as sacreBLEU computes it: clipped n-gram counts against the
+maximum count over all references, brevity penalty from the closest reference length (shorter
+wins a tie), geometric mean of the precisions; smoothing methods of Chen & Cherry (2014).
+ROUGE follows Lin (2004) as Google's rouge-score computes it, the best F1 over the references.
+Each text's n-gram counts are computed once (and cached per distinct text), then shared by the
+six measures; the LCS uses a bit-parallel algorithm (Hyyro 2004) instead of a dynamic table.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from evalcore.errors import EvalError
+from evalcore.text import tokens
+
+GENERATION_MEASURES = ("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel")
+BLEU_ORDERS = {"bleu1": 1, "bleu2": 2, "bleu4": 4}
+MAX_ORDER = 4
+# Default smoothing values, as in sacreBLEU.
+SMOOTHING = {"none": None, "floor": 0.1, "add-k": 1.0, "exp": None}
+
+
+class Profile(NamedTuple):
+    """A text's tokens, its n-gram counts for n = 1..4, and each token's positions as bits."""
+
+    tokens: tuple[str, ...]
+    ngrams: tuple[Counter, ...]
+    positions: dict[str, int]
+
+
+def _count(words: tuple[str, ...], n: int) -> Counter:
+    return Counter(zip(*(words[i:] for i in range(n))))
+
+
+def profile_tokens(words: Sequence[str]) -> Profile:
+    """The profile of an already tokenized text."""
+    words = tuple(words)
+    positions: dict[str, int] = {}
+    for index, word in enumerate(words):
+        positions[word] = positions.get(word, 0) | (1 << index)
+    return Profile(words, tuple(_count(words, n) for n in range(1, MAX_ORDER + 1)), positions)
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def profile(text: str) -> Profile:
+    """The profile of a text under tokenizer `default`, cached per distinct text."""
+    return profile_tokens(tokens(text))
+
+
+class References(NamedTuple):
+    """A question's references: their profiles and, per order, each n-gram's largest count."""
+
+    profiles: tuple[Profile, ...]
+    most: tuple[Counter, ...]
+
+
+def references_from(profiles: Sequence[Profile]) -> References:
+    """Merge the references' n-gram counts (max per n-gram) once, for BLEU's clipping."""
+    if not profiles:
+        raise EvalError("no reference answer to score against", fix="give at least one reference")
+    most = list(profiles[0].ngrams)
+    for other in profiles[1:]:
+        most = [merged | counts for merged, counts in zip(most, other.ngrams)]
+    return References(tuple(profiles), tuple(most))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def reference_set(texts: tuple[str, ...]) -> References:
+    """The merged references of a question, cached: every system answer reuses them."""
+    return references_from([profile(text) for text in texts])
+
+
+def clear_caches() -> None:
+    """Forget cached profiles and reference sets (the tokenizer has its own caches)."""
+    profile.cache_clear()
+    reference_set.cache_clear()
+
+
+def _overlap(first: Counter, second: Counter) -> int:
+    """Clipped overlap: sum over shared n-grams of the smaller count (key sets intersect in C)."""
+    return sum([min(first[gram], second[gram]) for gram in first.keys() & second.keys()])
+
+
+def bleu_statistics(hyp: Profile, refs: References) -> tuple[list[int], list[int], int, int]:
+    """(clipped matches per order, hypothesis n-grams per order, hypothesis length, reference length)."""
+    length = len(hyp.tokens)
+    ref_length = min((abs(len(r.tokens) - length), len(r.tokens)) for r in refs.profiles)[1]
+    correct, total = [], []
+    for n in range(MAX_ORDER):
+        correct.append(_overlap(hyp.ngrams[n], refs.most[n]))
+        total.append(max(0, length - n))
+    return correct, total, length, ref_length
+
+
+def log_precisions(
+    correct: Sequence[int], total: Sequence[int], smooth: str = "none", smooth_value: float | None = None
+) -> list[float | None]:
+    """log of each order's n-gram precision (in percent, as sacreBLEU), None where it is 0.
+
+    Order n's value only depends on orders 1..n, so BLEU-1, -2 and -4 share one list.
+    """
+    if smooth not in SMOOTHING:
+        raise EvalError("unknown BLEU smoothing", found=smooth, expected=", ".join(SMOOTHING))
+    value = float(SMOOTHING[smooth] or 0.0) if smooth_value is None else float(smooth_value)
+    logs: list[float | None] = []
+    mteval = 1.0
+    for n, (matches, guesses) in enumerate(zip(map(float, correct), map(float, total))):
+        if smooth == "add-k" and n > 0:
+            matches, guesses = matches + value, guesses + value
+        if guesses == 0:
+            precision = 0.0  # an order with no n-gram at all has precision 0 whatever the smoothing
+        elif matches:
+            precision = 100.0 * matches / guesses
+        elif smooth == "exp":
+            mteval *= 2
+            precision = 100.0 / (mteval * guesses)
+        elif smooth == "floor":
+            precision = 100.0 * value / guesses
+        else:
+            precision = 0.0
+        logs.append(math.log(precision) if precision > 0 else None)
+    return logs
+
+
+def bleu_from_logs(
+    logs: Sequence[float | None], correct: Sequence[int], length: int, ref_length: int, order: int
+) -> float:
+    """BLEU-`order` in [0, 1]: brevity penalty times the geometric mean of the first precisions."""
+    head = logs[:order]
+    # No match at any order, or a zero precision, gives 0 (log 0); sacreBLEU checks matches first.
+    if not any(correct[:order]) or any(log is None for log in head):
+        return 0.0
+    brevity = 1.0 if length >= ref_length else (math.exp(1 - ref_length / length) if length else 0.0)
+    return brevity * math.exp(sum(head) / order) / 100.0  # type: ignore[arg-type]
+
+
+def bleu_from_statistics(
+    correct: Sequence[int], total: Sequence[int], length: int, ref_length: int,
+    order: int, smooth: str = "none", smooth_value: float | None = None,
+) -> float:
+    """BLEU in [0, 1] from sufficient statistics (sacreBLEU's computation, divided by 100)."""
+    logs = log_precisions(correct[:order], total[:order], smooth, smooth_value)
+    return bleu_from_logs(logs, correct, length, ref_length, order)
+
+
+def _f1(overlap: float, hyp_count: int, ref_count: int) -> float:
+    precision = overlap / max(hyp_count, 1)
+    recall = overlap / max(ref_count, 1)
+    return 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+
+
+def _rouge_f1(overlap: int, hyp: Profile, ref: Profile, n: int) -> float:
+    return _f1(overlap, max(0, len(hyp.tokens) - n + 1), max(0, len(ref.tokens) - n + 1))
+
+
+def rouge_n(hyp: Profile, ref: Profile, n: int) -> float:
+    """ROUGE-n F1: clipped n-gram overlap over hypothesis (precision) and reference (recall)."""
+    return _rouge_f1(_overlap(hyp.ngrams[n - 1], ref.ngrams[n - 1]), hyp, ref, n)
+
+
+def lcs_length(first: Profile, second: Profile) -> int:
+    """Length of the longest common subsequence of the two token sequences (bit-parallel)."""
+    if len(first.tokens) < len(second.tokens):
+        first, second = second, first
+    width = len(second.tokens)
+    full = (1 << width) - 1
+    state = full
+    positions = second.positions
+    for word in first.tokens:
+        match = positions.get(word)
+        if match:
+            low = state & match
+            state = ((state + low) | (state - low)) & full
+    return width - state.bit_count()
+
+
+def rouge_l(hyp: Profile, ref: Profile) -> float:
+    """ROUGE-L F1 over the longest common subsequence of the whole sequences."""
+    if not hyp.tokens or not ref.tokens:
+        return 0.0
+    common = lcs_length(hyp, ref)
+    return _f1(common, len(hyp.tokens), len(ref.tokens))
+
+
+def generation_profiles_scores(
+    hyp: Profile, refs: References, smooth: str = "none", smooth_value: float | None = None
+) -> dict[str, float]:
+    """The six measures from profiles (several references: BLEU clips against all, ROUGE takes the best)."""
+    correct, total, length, ref_length = bleu_statistics(hyp, refs)
+    logs = log_precisions(correct, total, smooth, smooth_value)
+    scores = {name: bleu_from_logs(logs, correct, length, ref_length, order) for name, order in BLEU_ORDERS.items()}
+    if len(refs.profiles) == 1:  # BLEU's clipped matches are then exactly ROUGE's overlaps
+        ref = refs.profiles[0]
+        scores["rouge1"], scores["rouge2"] = _rouge_f1(correct[0], hyp, ref, 1), _rouge_f1(correct[1], hyp, ref, 2)
+    else:
+        scores["rouge1"] = max(rouge_n(hyp, ref, 1) for ref in refs.profiles)
+        scores["rouge2"] = max(rouge_n(hyp, ref, 2) for ref in refs.profiles)
+    scores["rougel"] = max(rouge_l(hyp, ref) for ref in refs.profiles)
+    return scores
+
+
+def generation_scores(
+    hypothesis: str, references: Sequence[str], smooth: str = "none", smooth_value: float | None = None
+) -> dict[str, float]:
+    """bleu1 bleu2 bleu4 rouge1 rouge2 rougel of one answer against its reference answers."""
+    return generation_profiles_scores(profile(hypothesis), reference_set(tuple(references)), smooth, smooth_value)

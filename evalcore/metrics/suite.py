@@ -1,0 +1,53 @@
+"""Seed 003 measures of a suite case: `coverage` of the expected answer and `sources_found`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from evalcore.metrics.stopwords import STOPWORDS
+from evalcore.text import fold, is_han, tokens
+
+
+def _important(word: str) -> bool:
+    """Not a stopword, and a number, a Han word of 2+ characters, or 3+ letters."""
+    if word in STOPWORDS:
+        return False
+    if any(char.isdigit() for char in word):
+        return True
+    if is_han(word):
+        return len(word) >= 2
+    return sum(char.isalpha() for char in word) >= 3
+
+
+def important_words(text: str) -> list[str]:
+    """The distinct important words of `text`, folded (case and accents removed), in order."""
+    return list(dict.fromkeys(word for word in map(fold, tokens(text)) if _important(word)))
+
+
+def coverage(answer: str, expected: str) -> float | None:
+    """Share of the expected answer's important words found in the answer; None if it has none.
+
+    Words match after folding. A Han word matches anywhere in the answer's folded text, because
+    jieba may cut the same characters differently in another sentence.
+    """
+    wanted = important_words(expected)
+    if not wanted:
+        return None
+    answer_words = {fold(word) for word in tokens(answer)}
+    answer_text = fold(answer)
+    found = sum(word in answer_words or (is_han(word) and word in answer_text) for word in wanted)
+    return found / len(wanted)
+
+
+def _matches(expected: str, source: Mapping[str, object]) -> bool:
+    # Titles and file names match on any part ("CGV" finds "CGV_2024.pdf"), ids only whole.
+    names = (fold(str(source.get(key) or "")) for key in ("title", "file_name"))
+    return any(expected in name for name in names) or expected == fold(str(source.get("id", ""))).strip()
+
+
+def sources_found(expected_sources: Sequence[str], retrieved_sources: Sequence[Mapping[str, object]]) -> bool | None:
+    """True when every expected source is in a retrieved title or file name, or equals its id."""
+    wanted = [fold(source).strip() for source in expected_sources if source and source.strip()]
+    if not wanted:
+        return None
+    return all(any(_matches(item, source) for source in retrieved_sources) for item in wanted)

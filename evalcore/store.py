@@ -1,0 +1,288 @@
+"""The SQLite store: WAL, one writer thread fed by a queue, concurrent readers, versioned schema."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, Self, TypeVar
+
+from evalcore.errors import EvalError
+
+T = TypeVar("T")
+
+DEFAULT_DB = Path(".evalcore") / "evalcore.db"
+HEARTBEAT_S = 2.0
+# A running campaign whose heartbeat is older than this has lost its owner (crash, kill, reboot).
+STALE_S = 30.0
+ACTIVE = ("pending", "running")
+
+SCHEMA_V1 = """
+CREATE TABLE targets (
+    id TEXT PRIMARY KEY, tenant TEXT NOT NULL, name TEXT NOT NULL, config TEXT NOT NULL,
+    config_hash TEXT NOT NULL, created_at REAL NOT NULL);
+CREATE TABLE suites (
+    id TEXT PRIMARY KEY, tenant TEXT NOT NULL, name TEXT NOT NULL, agent_id TEXT NOT NULL,
+    created_at REAL NOT NULL, updated_at REAL NOT NULL);
+CREATE TABLE cases (
+    suite_id TEXT NOT NULL REFERENCES suites(id) ON DELETE CASCADE, position INTEGER NOT NULL,
+    question TEXT NOT NULL, expected_answer TEXT, expected_sources TEXT NOT NULL,
+    PRIMARY KEY (suite_id, position));
+CREATE TABLE campaigns (
+    id TEXT PRIMARY KEY, tenant TEXT NOT NULL, kind TEXT NOT NULL, source TEXT NOT NULL,
+    suite_id TEXT REFERENCES suites(id) ON DELETE CASCADE, target_id TEXT,
+    status TEXT NOT NULL, error TEXT, total INTEGER NOT NULL, finished INTEGER NOT NULL DEFAULT 0,
+    failed INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL, started_at REAL, ended_at REAL,
+    heartbeat REAL, owner_host TEXT, owner_pid INTEGER, session_finished INTEGER NOT NULL DEFAULT 0,
+    cancel_requested INTEGER NOT NULL DEFAULT 0, config TEXT NOT NULL, dataset_hash TEXT,
+    use_judge INTEGER NOT NULL DEFAULT 0, judges TEXT NOT NULL DEFAULT '[]',
+    cache INTEGER NOT NULL DEFAULT 1, cache_hits INTEGER NOT NULL DEFAULT 0,
+    options TEXT NOT NULL DEFAULT '{}');
+CREATE INDEX campaigns_suite ON campaigns(suite_id);
+-- The database itself refuses a second active campaign on one suite, whatever the process.
+CREATE UNIQUE INDEX campaigns_one_active_per_suite ON campaigns(suite_id)
+    WHERE suite_id IS NOT NULL AND status IN ('pending', 'running');
+CREATE TABLE campaign_questions (
+    campaign_id TEXT NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+    position INTEGER NOT NULL, qid INTEGER NOT NULL, question TEXT NOT NULL,
+    expected_answer TEXT, refs TEXT NOT NULL, relevant TEXT, expected_sources TEXT NOT NULL,
+    PRIMARY KEY (campaign_id, position));
+CREATE TABLE results (
+    campaign_id TEXT NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+    position INTEGER NOT NULL, qid INTEGER NOT NULL, answer TEXT, retrieved TEXT NOT NULL,
+    sources TEXT NOT NULL, measures TEXT NOT NULL, signatures TEXT NOT NULL, judges TEXT NOT NULL,
+    latency_s REAL, prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0, error TEXT, attempts INTEGER NOT NULL DEFAULT 1,
+    notes TEXT NOT NULL DEFAULT '[]', created_at REAL NOT NULL,
+    PRIMARY KEY (campaign_id, position));
+CREATE TABLE call_cache (
+    key TEXT PRIMARY KEY, value TEXT NOT NULL, created_at REAL NOT NULL);
+CREATE TABLE api_keys (
+    id TEXT PRIMARY KEY, tenant TEXT NOT NULL, role TEXT NOT NULL, capability TEXT NOT NULL,
+    key_hash TEXT UNIQUE NOT NULL, prefix TEXT NOT NULL, created_at REAL NOT NULL, revoked_at REAL);
+"""
+
+# Index i holds the script that takes the schema from version i to i + 1.
+MIGRATIONS: tuple[str, ...] = (SCHEMA_V1,)
+
+
+class NotFound(EvalError):
+    """An id that does not exist (or belongs to another tenant, which must look the same)."""
+
+
+class Conflict(EvalError):
+    """An operation refused because of the state of something else (e.g. a running campaign)."""
+
+    def __init__(self, message: str, *, running_id: str = "", **kwargs: Any) -> None:
+        self.running_id = running_id
+        super().__init__(message, **kwargs)
+
+
+def default_db_path() -> Path:
+    """EVALCORE_DB when set, else .evalcore/evalcore.db under the working directory."""
+    return Path(os.environ.get("EVALCORE_DB") or Path.cwd() / DEFAULT_DB)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists on this host."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON for a column."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class Store:
+    """One SQLite database: writes go through one thread, reads share a small pool of connections.
+
+    Readers borrow a connection for one query and give it back, so callers that run on a new
+    thread every time (Streamlit script runs, API requests) never leave connections behind.
+    """
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else default_db_path()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise EvalError(f"cannot create the database folder: {error}", where=str(self.path)) from None
+        self._idle: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._queue: queue.Queue[tuple[Callable[[sqlite3.Connection], Any], Future] | None] = queue.Queue()
+        self._closed = False
+        ready: Future = Future()
+        self._writer = threading.Thread(target=self._write_loop, args=(ready,), name="evalcore-store-writer", daemon=True)
+        self._writer.start()
+        ready.result()
+        self.write(mark_orphans)
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as error:
+            raise EvalError(f"cannot open the database: {error}", where=str(self.path)) from None
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA busy_timeout = 30000")
+        return conn
+
+    def _write_loop(self, ready: Future) -> None:
+        try:
+            conn = self._connect()
+            conn.execute("PRAGMA journal_mode = WAL")
+            # NORMAL in WAL mode: a committed transaction survives a killed process.
+            conn.execute("PRAGMA synchronous = NORMAL")
+            migrate(conn, self.path)
+        except BaseException as error:  # noqa: BLE001 - handed to the opener, who raises it
+            ready.set_exception(error)
+            return
+        ready.set_result(None)
+        while (item := self._queue.get()) is not None:
+            fn, future = item
+            if future.set_running_or_notify_cancel():
+                self._run_one(conn, fn, future)
+        conn.close()
+
+    @staticmethod
+    def _run_one(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], Any], future: Future) -> None:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            result = fn(conn)
+            conn.execute("COMMIT")
+        except BaseException as error:  # noqa: BLE001 - every failure goes back to the caller
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run fn(conn) in one transaction on the writer thread; block until done; return or raise."""
+        if self._closed:
+            raise EvalError("the store is closed", where=str(self.path))
+        if threading.current_thread() is self._writer:
+            raise RuntimeError("store.write called from inside a write: pass the connection instead")
+        future: Future = Future()
+        self._queue.put((fn, future))
+        return future.result()
+
+    def read(self, sql: str, params: tuple | list | dict = ()) -> list[sqlite3.Row]:
+        """Run one query on a pooled connection (one is opened only when all are busy)."""
+        try:
+            conn = self._idle.get_nowait()
+        except queue.Empty:
+            conn = self._connect()
+            with self._readers_lock:
+                self._readers.append(conn)
+        try:
+            return conn.execute(sql, params).fetchall()
+        finally:
+            self._idle.put(conn)
+
+    def close(self) -> None:
+        """Finish queued writes, stop the writer and close every connection."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(None)
+        self._writer.join()
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def migrate(conn: sqlite3.Connection, path: Path) -> None:
+    """Apply every migration newer than the database's user_version, each in its own transaction."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > len(MIGRATIONS):
+        raise EvalError(
+            "the database was written by a newer evalcore",
+            where=str(path),
+            found=f"schema version {version}",
+            expected=f"at most {len(MIGRATIONS)}",
+            fix="upgrade evalcore or use another --db",
+        )
+    for number in range(version, len(MIGRATIONS)):
+        conn.execute("BEGIN IMMEDIATE")
+        for statement in split_script(MIGRATIONS[number]):
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {number + 1}")
+        conn.execute("COMMIT")
+
+
+def split_script(script: str) -> list[str]:
+    """The statements of a migration script (executescript would commit on its own)."""
+    lines = [line for line in script.splitlines() if not line.strip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+def mark_orphans(conn: sqlite3.Connection) -> int:
+    """Mark interrupted every active campaign whose owner is dead or silent; return how many."""
+    now = time.time()
+    host = socket.gethostname()
+    rows = conn.execute(
+        "SELECT id, owner_host, owner_pid, heartbeat, created_at FROM campaigns WHERE status IN (?, ?)", ACTIVE
+    ).fetchall()
+    orphans = [
+        row["id"]
+        for row in rows
+        if (row["heartbeat"] or row["created_at"]) < now - STALE_S
+        or (row["owner_host"] == host and row["owner_pid"] and not pid_alive(row["owner_pid"]))
+    ]
+    for campaign_id in orphans:
+        conn.execute(
+            "UPDATE campaigns SET status = 'interrupted', ended_at = ?, "
+            "error = 'interrupted: the process running it stopped' WHERE id = ?",
+            (now, campaign_id),
+        )
+    return len(orphans)
+
+
+class StoreCallCache:
+    """The model-call cache (evalcore.llm.CallCache) on the call_cache table, counting its hits."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> dict | None:
+        """The stored reply for this key, or None."""
+        rows = self.store.read("SELECT value FROM call_cache WHERE key = ?", (key,))
+        with self._lock:
+            if rows:
+                self.hits += 1
+            else:
+                self.misses += 1
+        return json.loads(rows[0]["value"]) if rows else None
+
+    def put(self, key: str, value: dict) -> None:
+        """Remember a reply (the first one wins when two threads race on one key)."""
+        text = dumps(value)
+        self.store.write(
+            lambda conn: conn.execute(
+                "INSERT OR IGNORE INTO call_cache (key, value, created_at) VALUES (?, ?, ?)", (key, text, time.time())
+            )
+        )

@@ -1,0 +1,217 @@
+"""Suite CSV import and export (seed 003): question ; expected answer ; sources."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from evalcore.errors import EvalError
+from evalcore.suites import Case
+
+MAX_CASES = 100
+MAX_SOURCES = 10
+COLUMNS = 3
+SEPARATORS = (";", ",")
+EXPORT_HEADER = ("question", "expected_answer", "sources")
+# A valid UTF-8 multi-byte sequence: seeing one in a file that is not valid UTF-8 means the
+# file mixes encodings, and any single decoding would garble part of it.
+UTF8_SEQUENCE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
+
+
+@dataclass(frozen=True)
+class CsvLine:
+    """One record of the file: the case it became, or why it was rejected."""
+
+    line: int
+    case: Case | None
+    reason: str | None = None
+
+
+@dataclass
+class CsvReport:
+    """What an import found: valid cases, rejected lines with reasons, and how the file was read."""
+
+    source: str
+    encoding: str
+    separator: str
+    header: bool
+    lines: list[CsvLine] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def cases(self) -> list[Case]:
+        """The valid cases, in file order."""
+        return [entry.case for entry in self.lines if entry.case is not None]
+
+    @property
+    def rejected(self) -> list[tuple[int, str]]:
+        """(line number, reason) for every rejected line."""
+        return [(entry.line, entry.reason or "") for entry in self.lines if entry.case is None]
+
+    @property
+    def ok(self) -> bool:
+        """True when no line was rejected."""
+        return not self.rejected
+
+    def report_lines(self) -> list[str]:
+        """The line-by-line report a person reads before choosing to import."""
+        out = [(f"{self.source}: encoding {self.encoding}, separator '{self.separator}', "
+                f"header {'skipped' if self.header else 'none'}")]
+        out += [f"note: {note}" for note in self.notes]
+        for entry in self.lines:
+            if entry.case is None:
+                out.append(f"line {entry.line}: rejected: {entry.reason}")
+            else:
+                out.append(f"line {entry.line}: ok: {shorten(entry.case.question)}")
+        out.append(f"{len(self.cases)} valid case(s), {len(self.rejected)} rejected line(s)")
+        return out
+
+    def to_dict(self) -> dict:
+        """JSON shape for the API and the dashboard."""
+        return {
+            "source": self.source, "encoding": self.encoding, "separator": self.separator,
+            "header": self.header, "notes": list(self.notes),
+            "cases": [case_dict(case) for case in self.cases],
+            "rejected": [{"line": line, "reason": reason} for line, reason in self.rejected],
+        }
+
+
+def case_dict(case: Case) -> dict:
+    """A case as the JSON the API speaks."""
+    return {"question": case.question, "expected_answer": case.expected_answer,
+            "expected_sources": list(case.expected_sources)}
+
+
+def shorten(text: str, width: int = 70) -> str:
+    """One line of at most `width` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def parse_suite_csv(data: bytes, *, source: str = "upload") -> CsvReport:
+    """Read a suite CSV into a report; whole-file problems (binary, mixed encodings) raise EvalError."""
+    text, encoding, notes = decode(data, source)
+    separator = separator_for(text)
+    records = [r for r in read_records(text, separator) if r[1] is None or any(c.strip() for c in r[1])]
+    header = bool(records) and records[0][1] is not None and is_header(records[0][1])
+    report = CsvReport(source=source, encoding=encoding, separator=separator, header=header, notes=notes)
+    for line, cells, error in records[1:] if header else records:
+        report.lines.append(to_line(line, cells, error, accepted=len(report.cases)))
+    if not report.lines:
+        report.notes.append("the file holds no case")
+    return report
+
+
+def decode(data: bytes, source: str) -> tuple[str, str, list[str]]:
+    """Bytes to text: UTF-8 (BOM or not), UTF-16 with a BOM, else Windows-1252/Latin-1 with a note."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16"), "utf-16", []
+    if b"\x00" in data:
+        raise EvalError("this is not a text file (it contains NUL bytes)", where=source,
+                        fix="export the sheet as CSV (UTF-8)")
+    bom = data.startswith(b"\xef\xbb\xbf")
+    try:
+        return data.decode("utf-8-sig"), "utf-8-sig" if bom else "utf-8", []
+    except UnicodeDecodeError as error:
+        bad_line = data[: error.start].count(b"\n") + 1
+    if bom or UTF8_SEQUENCE.search(data):
+        raise EvalError("the file mixes UTF-8 with another encoding", where=f"{source}, line {bad_line}",
+                        fix="save the file again as CSV UTF-8")
+    try:
+        text, encoding = data.decode("cp1252"), "cp1252"
+    except UnicodeDecodeError:
+        text, encoding = data.decode("latin-1"), "latin-1"
+    note = (f"the file is not UTF-8 (first non-UTF-8 byte on line {bad_line}); read as {encoding} "
+            "(Windows Western / Latin-1): check the accented letters, or save the file as CSV UTF-8")
+    return text, encoding, [note]
+
+
+def read_records(text: str, separator: str) -> Iterable[tuple[int, list[str] | None, str | None]]:
+    """(first line number, cells or None, error or None) for every record, blank lines included."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=separator, strict=True)
+    previous = 0
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            yield previous + 1, None, quote_problem(str(error))
+        else:
+            yield previous + 1, [normalise_newlines(cell) for cell in cells], None
+        previous = reader.line_num
+
+
+def quote_problem(message: str) -> str:
+    """A csv module error in words a spreadsheet user understands."""
+    if "unexpected end of data" in message:
+        return "a quoted cell is never closed (it runs to the end of the file)"
+    return f"badly quoted cell ({message}): put quotes around the whole cell and double inner quotes"
+
+
+def normalise_newlines(cell: str) -> str:
+    """Windows and old-Mac line breaks inside a quoted cell become plain newlines."""
+    return cell.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def separator_for(text: str) -> str:
+    """`;` or `,`: the header's separator when there is a header, else the one that splits most lines in 2-3 columns."""
+    first = first_nonblank_line(text)
+    if first.lstrip('"').strip().casefold().startswith("question"):
+        for separator in SEPARATORS:
+            if len(next(csv.reader([first], delimiter=separator), [])) > 1:
+                return separator
+    return max(SEPARATORS, key=lambda sep: (fit_score(text, sep), sep == ";"))
+
+
+def first_nonblank_line(text: str) -> str:
+    """The first line with anything on it ("" for an empty file)."""
+    return next((line for line in text.splitlines() if line.strip()), "")
+
+
+def fit_score(text: str, separator: str) -> tuple[int, int]:
+    """How well a separator fits: records of exactly 3 cells, then records of 2-3 cells."""
+    rows = [cells for _, cells, _ in read_records(text, separator) if cells]
+    return sum(len(r) == COLUMNS for r in rows), sum(2 <= len(r) <= COLUMNS for r in rows)
+
+
+def is_header(cells: list[str]) -> bool:
+    """Seed 003: a first line whose first cell starts with "question" is a header."""
+    return bool(cells) and cells[0].strip().casefold().startswith("question")
+
+
+def to_line(line: int, cells: list[str] | None, error: str | None, *, accepted: int) -> CsvLine:
+    """One non-blank record to a case or a rejection."""
+    if cells is None:
+        return CsvLine(line, None, error)
+    while cells and not cells[-1].strip() and len(cells) > COLUMNS:
+        cells = cells[:-1]   # trailing empty cells come from spreadsheets, they carry nothing
+    if len(cells) > COLUMNS:
+        return CsvLine(line, None, f"{len(cells)} columns, expected at most {COLUMNS} "
+                       "(question;expected answer;sources): quote cells that contain the separator")
+    question, answer, sources_cell = (cells + ["", ""])[:COLUMNS]
+    sources = tuple(s.strip() for s in sources_cell.split("|") if s.strip())
+    if not question.strip():
+        return CsvLine(line, None, "empty question")
+    if len(sources) > MAX_SOURCES:
+        return CsvLine(line, None, f"{len(sources)} sources, at most {MAX_SOURCES} allowed")
+    if accepted >= MAX_CASES:
+        return CsvLine(line, None, f"more than {MAX_CASES} cases: a suite holds at most {MAX_CASES}")
+    return CsvLine(line, Case(question=question.strip(), expected_answer=answer.strip() or None,
+                              expected_sources=sources))
+
+
+def export_suite_csv(cases: Iterable[Case]) -> str:
+    """A CSV (`;`, header, quoted where needed) that imports back to the same cases."""
+    out = io.StringIO()
+    writer = csv.writer(out, delimiter=";", lineterminator="\r\n")
+    writer.writerow(EXPORT_HEADER)
+    for number, case in enumerate(cases, start=1):
+        if any("|" in source for source in case.expected_sources):
+            raise EvalError("a source contains '|', which the CSV uses between sources",
+                            where=f"case {number}", fix="remove the '|' from the source name")
+        writer.writerow([case.question, case.expected_answer or "", "|".join(case.expected_sources)])
+    return out.getvalue()

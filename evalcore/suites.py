@@ -1,0 +1,194 @@
+"""Question suites (seed 003) and saved target configurations, stored in the database."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from evalcore.errors import EvalError
+from evalcore.store import NotFound, Store, dumps
+
+if TYPE_CHECKING:
+    from evalcore.targets import TargetConfig
+
+MAX_CASES = 100
+MAX_SOURCES = 10
+
+
+@dataclass(frozen=True)
+class Case:
+    """One question of a suite, with what a good answer says and cites."""
+
+    question: str
+    expected_answer: str | None = None
+    expected_sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A named set of cases aimed at a saved target configuration (agent_id)."""
+
+    id: str
+    tenant: str
+    name: str
+    agent_id: str
+    cases: tuple[Case, ...]
+    created_at: float
+    updated_at: float
+
+
+def as_case(value: Case | Mapping[str, Any], where: str) -> Case:
+    """A Case from a Case or a mapping with question / expected_answer / expected_sources."""
+    if isinstance(value, Case):
+        return value
+    if not isinstance(value, Mapping):
+        raise EvalError("a case must be an object", where=where, found=type(value).__name__)
+    sources = value.get("expected_sources") or ()
+    if isinstance(sources, str):
+        sources = sources.split("|")
+    return Case(
+        question=str(value.get("question") or ""),
+        expected_answer=value.get("expected_answer") or None,
+        expected_sources=tuple(str(s) for s in sources),
+    )
+
+
+def validate_cases(cases: Iterable[Case | Mapping[str, Any]]) -> tuple[Case, ...]:
+    """Normalise cases and enforce seed 003's limits, naming the one that is broken."""
+    result = tuple(as_case(case, f"case {number}") for number, case in enumerate(cases, 1))
+    if len(result) > MAX_CASES:
+        raise EvalError(
+            f"a suite holds at most {MAX_CASES} cases", where="cases", found=str(len(result)),
+            expected=f"at most {MAX_CASES}", fix="split the questions into several suites",
+        )
+    cleaned = []
+    for number, case in enumerate(result, 1):
+        question = case.question.strip()
+        if not question:
+            raise EvalError("the question is required", where=f"case {number}", fix="write the question or remove the case")
+        sources = tuple(s.strip() for s in case.expected_sources if s.strip())
+        if len(sources) > MAX_SOURCES:
+            raise EvalError(
+                f"a case lists at most {MAX_SOURCES} expected sources", where=f"case {number}",
+                found=str(len(sources)), expected=f"at most {MAX_SOURCES}",
+            )
+        expected = case.expected_answer.strip() if case.expected_answer else None
+        cleaned.append(Case(question, expected or None, sources))
+    return tuple(cleaned)
+
+
+def _check_name(name: str) -> str:
+    if not name or not name.strip():
+        raise EvalError("the suite needs a name", where="name")
+    return name.strip()
+
+
+def _insert_cases(conn: sqlite3.Connection, suite_id: str, cases: tuple[Case, ...]) -> None:
+    conn.executemany(
+        "INSERT INTO cases (suite_id, position, question, expected_answer, expected_sources) VALUES (?, ?, ?, ?, ?)",
+        [(suite_id, i, c.question, c.expected_answer, dumps(list(c.expected_sources))) for i, c in enumerate(cases)],
+    )
+
+
+def create_suite(store: Store, *, tenant: str, name: str, agent_id: str, cases: Iterable[Case | Mapping[str, Any]]) -> Suite:
+    """Create a suite (limits: 100 cases, 10 sources per case, a question in each)."""
+    name, valid = _check_name(name), validate_cases(cases)
+    suite_id, now = f"suite_{secrets.token_hex(6)}", time.time()
+
+    def insert(conn: sqlite3.Connection) -> None:
+        conn.execute(
+            "INSERT INTO suites (id, tenant, name, agent_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (suite_id, tenant, name, agent_id, now, now),
+        )
+        _insert_cases(conn, suite_id, valid)
+
+    store.write(insert)
+    return Suite(suite_id, tenant, name, agent_id, valid, now, now)
+
+
+def _suite_row(store: Store, suite_id: str, tenant: str | None) -> sqlite3.Row:
+    rows = store.read("SELECT * FROM suites WHERE id = ?", (suite_id,))
+    if not rows or (tenant is not None and rows[0]["tenant"] != tenant):
+        raise NotFound(f"no suite {suite_id!r}", where="suite", fix="list them with `python -m evalcore suites list`")
+    return rows[0]
+
+
+def _cases(store: Store, suite_id: str) -> tuple[Case, ...]:
+    rows = store.read("SELECT * FROM cases WHERE suite_id = ? ORDER BY position", (suite_id,))
+    return tuple(Case(r["question"], r["expected_answer"], tuple(json.loads(r["expected_sources"]))) for r in rows)
+
+
+def _suite(store: Store, row: sqlite3.Row) -> Suite:
+    return Suite(row["id"], row["tenant"], row["name"], row["agent_id"], _cases(store, row["id"]), row["created_at"], row["updated_at"])
+
+
+def get_suite(store: Store, suite_id: str, tenant: str | None = None) -> Suite:
+    """One suite with its cases; NotFound when absent or owned by another tenant."""
+    return _suite(store, _suite_row(store, suite_id, tenant))
+
+
+def list_suites(store: Store, tenant: str | None = None) -> list[Suite]:
+    """Every suite (of one tenant when given), newest first."""
+    if tenant is None:
+        rows = store.read("SELECT * FROM suites ORDER BY created_at DESC, id")
+    else:
+        rows = store.read("SELECT * FROM suites WHERE tenant = ? ORDER BY created_at DESC, id", (tenant,))
+    return [_suite(store, row) for row in rows]
+
+
+def replace_suite(
+    store: Store, suite_id: str, *, name: str, agent_id: str, cases: Iterable[Case | Mapping[str, Any]], tenant: str | None = None
+) -> Suite:
+    """Replace name, target and cases; past campaigns keep their own snapshot of the questions."""
+    name, valid = _check_name(name), validate_cases(cases)
+    row = _suite_row(store, suite_id, tenant)
+    now = time.time()
+
+    def replace(conn: sqlite3.Connection) -> None:
+        conn.execute("UPDATE suites SET name = ?, agent_id = ?, updated_at = ? WHERE id = ?", (name, agent_id, now, suite_id))
+        conn.execute("DELETE FROM cases WHERE suite_id = ?", (suite_id,))
+        _insert_cases(conn, suite_id, valid)
+
+    store.write(replace)
+    return Suite(suite_id, row["tenant"], name, agent_id, valid, row["created_at"], now)
+
+
+def delete_suite(store: Store, suite_id: str, tenant: str | None = None) -> None:
+    """Delete a suite, its cases and its campaigns (a running one stops at its next write)."""
+    _suite_row(store, suite_id, tenant)
+    store.write(lambda conn: conn.execute("DELETE FROM suites WHERE id = ?", (suite_id,)))
+
+
+def save_target(store: Store, config: TargetConfig, *, tenant: str = "default", name: str = "") -> str:
+    """Save a target configuration; returns its id (seed 003's agent_id, seed 000's knowledge_base_id)."""
+    target_id = f"target_{secrets.token_hex(6)}"
+    text, digest = dumps(config.to_dict()), config.config_hash()
+    store.write(
+        lambda conn: conn.execute(
+            "INSERT INTO targets (id, tenant, name, config, config_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (target_id, tenant, name, text, digest, time.time()),
+        )
+    )
+    return target_id
+
+
+def get_target(store: Store, target_id: str, tenant: str | None = None) -> TargetConfig:
+    """A saved target configuration; NotFound when absent or owned by another tenant."""
+    from evalcore.targets import TargetConfig  # the pipeline is heavy: load it only when a target is used
+
+    rows = store.read("SELECT tenant, config FROM targets WHERE id = ?", (target_id,))
+    if not rows or (tenant is not None and rows[0]["tenant"] != tenant):
+        raise NotFound(f"no saved target {target_id!r}", where="target", fix="save one first or pass a configuration")
+    return TargetConfig.from_dict(json.loads(rows[0]["config"]))
+
+
+def list_targets(store: Store, tenant: str | None = None) -> list[dict[str, Any]]:
+    """Saved target configurations: id, tenant, name, config (dict), config_hash, created_at."""
+    sql = "SELECT * FROM targets" + (" WHERE tenant = ?" if tenant is not None else "") + " ORDER BY created_at DESC, id"
+    rows = store.read(sql, (tenant,) if tenant is not None else ())
+    return [{**dict(row), "config": json.loads(row["config"])} for row in rows]

@@ -1,0 +1,69 @@
+"""What every target returns, and the protocol campaigns drive."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple, Protocol
+
+from evalcore.llm import ChatModel, ChatReply
+from evalcore.targets.config import TargetConfig
+from evalcore.targets.knowledge import PassageLike
+
+RERANK_EMPTY_NOTE = "rerank returned nothing: using retrieval list"
+
+
+class Retrieved(NamedTuple):
+    """One retrieved chunk; `pid` is its passage by provenance (None when it maps to none).
+
+    `stages` holds every stage's score (bm25, bm25_norm, vector, rrf/weighted, rerank);
+    `source` is an external target's own id for the document ("" for our passages).
+    """
+
+    pid: int | None
+    title: str
+    text: str
+    score: float
+    stages: dict[str, float]
+    source: str = ""
+
+
+@dataclass
+class TargetAnswer:
+    """The answer to one question with what was retrieved and what it cost."""
+
+    answer: str
+    retrieved: list[Retrieved]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    notes: list[str] = field(default_factory=list)
+    llm_calls: int = 0
+    cache_hits: int = 0
+
+    def record(self, reply: ChatReply) -> None:
+        """Count one model call (token counts are kept for cached replies too)."""
+        self.llm_calls += 1
+        self.cache_hits += int(reply.cached)
+        self.prompt_tokens += reply.prompt_tokens
+        self.completion_tokens += reply.completion_tokens
+
+
+class Hit(NamedTuple):
+    """A retrieved chunk with its row in the knowledge base (for rerankers needing vectors)."""
+
+    row: int
+    item: Retrieved
+
+
+class Target(Protocol):
+    """The system under test, as campaigns see it."""
+
+    config: TargetConfig
+
+    def check(self) -> None: ...
+
+    def prepare(self, passages: Sequence[PassageLike], progress: Callable[[int, int], None] | None = None) -> None: ...
+
+    def answer(self, question: str, qid: int | None = None) -> TargetAnswer: ...
+
+    def chat_model(self) -> ChatModel | None: ...

@@ -1,0 +1,275 @@
+"""The frozen, flat configuration of a target: one key per setting an analyst may change.
+
+Keys are flat (no nested tables) so that `to_dict`, `diff`, the stored campaign snapshot, the
+UI and a TOML file all use the same names. A TOML file holds the keys at top level; the only
+table value is `agent_headers`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import string
+import tomllib
+from dataclasses import MISSING, asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from evalcore.errors import EvalError
+
+FALLBACK_ANSWER = "Sorry, I am unable to answer this question."
+SYSTEM_PROMPT = (
+    "You answer questions using only the numbered context passages. Answer briefly, in the "
+    "language of the question. If the context does not contain the answer, say so."
+)
+PROMPT_TEMPLATE = "Context:\n{context}\n\nQuestion: {question}\nAnswer:"
+CONTEXT_TEMPLATE = "[{index}] {title}\n{text}"
+
+CHOICES = {
+    "kind": ("rag", "http_agent", "results_file"),
+    "chunking": ("none", "tokens"),
+    "retriever": ("bm25", "vector", "hybrid"),
+    "fusion": ("rrf", "weighted"),
+    "embedding_model": ("use", "e5"),
+    "reranker": ("none", "embedding", "llm", "http"),
+    "generator": ("extractive", "openai", "local"),
+}
+# (low, high) inclusive bounds of every numeric key.
+RANGES: dict[str, tuple[float, float]] = {
+    "chunk_size": (8, 8192),
+    "chunk_overlap": (0, 8191),
+    "keyword_threshold": (0.0, 1.0),
+    "vector_threshold": (-1.0, 1.0),
+    "embedding_top_k": (1, 1000),
+    "fusion_weight": (0.0, 1.0),
+    "rrf_k": (1, 1000),
+    "rerank_top_k": (1, 1000),
+    "rerank_threshold": (-1.0, 1.0),
+    "context_top_k": (1, 100),
+    "extractive_sentences": (1, 20),
+    "temperature": (0.0, 2.0),
+    "max_tokens": (1, 131072),
+    "timeout": (0.01, 3600.0),
+    "retries": (0, 10),
+    "retry_backoff": (0.0, 60.0),
+}
+# Placeholders each template may use, and the ones it must use.
+TEMPLATE_FIELDS = {
+    "prompt_template": ({"question", "context"}, {"question", "context"}),
+    "context_template": ({"index", "title", "text", "pid"}, {"text"}),
+    "system_prompt": (set(), set()),
+}
+
+
+@dataclass(frozen=True)
+class TargetConfig:
+    """Everything that defines a target; thresholds are documented on their score scale."""
+
+    kind: str = "rag"
+    knowledge_base: str = "default"
+    # Knowledge base: `none` = one chunk per passage; `tokens` = windows of chunk_size words
+    # (jieba words for Chinese) overlapping by chunk_overlap.
+    chunking: str = "none"
+    chunk_size: int = 200
+    chunk_overlap: int = 40
+    # Retrieval. keyword_threshold applies to BM25 divided by the query's top BM25 score (0..1);
+    # vector_threshold applies to cosine similarity (-1..1). Thresholds first, then top-k.
+    retriever: str = "hybrid"
+    embedding_model: str = "use"
+    keyword_threshold: float = 0.3
+    vector_threshold: float = 0.2
+    embedding_top_k: int = 30
+    fusion: str = "rrf"
+    fusion_weight: float = 0.5  # weight of the vector score in weighted fusion
+    rrf_k: int = 60
+    # Rerank: embedding (rerank_model "use"/"e5", cosine), llm (yes/no: 1.0/0.0; an
+    # OpenAI-compatible endpoint when rerank_url is set, else the local model), http (/rerank).
+    reranker: str = "none"
+    rerank_model: str = ""
+    rerank_url: str = ""
+    rerank_api_key_env: str = ""
+    rerank_top_k: int = 30
+    rerank_threshold: float = 0.3
+    # Generation.
+    generator: str = "extractive"
+    base_url: str = "https://api.openai.com/v1"
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout: float = 60.0
+    retries: int = 3
+    retry_backoff: float = 0.5
+    system_prompt: str = SYSTEM_PROMPT
+    prompt_template: str = PROMPT_TEMPLATE
+    context_template: str = CONTEXT_TEMPLATE
+    context_top_k: int = 5
+    extractive_sentences: int = 2
+    temperature: float = 0.0
+    max_tokens: int = 512
+    fallback_answer: str = FALLBACK_ANSWER
+    # http_agent: body template (JSON text; "{question}" and "{qid}" inside strings are filled),
+    # dotted JSON paths, headers whose "${VAR}" parts come from the environment.
+    agent_url: str = ""
+    agent_body: str = '{"question": "{question}"}'
+    agent_answer_path: str = "answer"
+    agent_sources_path: str = "sources"
+    agent_source_id: str = "id"
+    agent_source_title: str = "title"
+    agent_source_text: str = "text"
+    agent_headers: tuple[tuple[str, str], ...] = ()
+    # results_file: JSONL or Parquet with columns qid, ranked_ids, answer (question optional).
+    results_path: str = ""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TargetConfig:
+        """Validate and build; every unknown key and bad value is reported, each by name."""
+        if not isinstance(data, dict):
+            raise EvalError("a target configuration must be a table of keys", found=type(data).__name__)
+        known = {f.name: f for f in fields(cls)}
+        problems = [f"{key}: unknown key" for key in data if key not in known]
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            if key in known:
+                converted = _convert(key, value, _default(known[key]), problems)
+                if converted is not None:
+                    values[key] = converted
+        problems += _check(cls(**values))  # well-typed values only: badly typed ones are already reported
+        if problems:
+            raise EvalError("invalid target configuration", problems=problems)
+        return cls(**values)
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> TargetConfig:
+        """Read a TOML file of flat keys (see the module docstring)."""
+        path = Path(path)
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise EvalError("configuration file not found", where=str(path), fix="check the path") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+            raise EvalError(f"not valid TOML: {error}", where=str(path)) from None
+        try:
+            return cls.from_dict(data)
+        except EvalError as error:
+            raise EvalError("invalid target configuration", problems=[f"{path}: {p}" for p in error.problems]) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able values; from_dict(to_dict()) == self."""
+        data = asdict(self)
+        data["agent_headers"] = dict(self.agent_headers)
+        return data
+
+    def config_hash(self) -> str:
+        """sha256 of the canonical JSON of every key (secrets are never in the config)."""
+        canonical = json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    def diff(self, other: TargetConfig) -> dict[str, tuple[Any, Any]]:
+        """Keys whose values differ: key -> (this value, other value)."""
+        mine, theirs = self.to_dict(), other.to_dict()
+        return {key: (mine[key], theirs[key]) for key in mine if mine[key] != theirs[key]}
+
+    def changed(self) -> dict[str, Any]:
+        """Keys that differ from the defaults (what a saved TOML needs to hold)."""
+        return {key: new for key, (_, new) in TargetConfig().diff(self).items()}
+
+    def to_toml(self, *, all_keys: bool = False) -> str:
+        """TOML text of the changed keys (or all keys); from_toml reads it back."""
+        data = self.to_dict() if all_keys else self.changed()
+        lines = [f"{key} = {_toml_value(value)}" for key, value in data.items() if key != "agent_headers"]
+        headers = data.get("agent_headers")
+        if headers:
+            lines += ["", "[agent_headers]"] + [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in headers.items()]
+        return "\n".join(lines) + "\n"
+
+
+def _default(field: Any) -> Any:
+    return field.default if field.default is not MISSING else field.default_factory()
+
+
+def _toml_value(value: Any) -> str:
+    # JSON numbers and string escapes are valid TOML.
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _convert(key: str, value: Any, default: Any, problems: list[str]) -> Any:
+    """The value in the field's type, or None after recording a problem."""
+    if key == "agent_headers":
+        return _headers(value, problems)
+    if key == "agent_body" and isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, bool):  # bool is an int in Python; no key takes one
+        ok = False
+    elif isinstance(default, int):
+        ok = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        value = int(value) if ok else value
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and math.isfinite(value)
+        value = float(value) if ok else value
+    else:
+        ok = isinstance(value, str)
+    if not ok:
+        problems.append(f"{key}: expected {type(default).__name__}, found {value!r}")
+        return None
+    return value
+
+
+def _headers(value: Any, problems: list[str]) -> tuple[tuple[str, str], ...] | None:
+    if isinstance(value, (list, tuple)):
+        value = dict(value)
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        problems.append(f"agent_headers: expected a table of text values, found {value!r}")
+        return None
+    return tuple(sorted(value.items()))
+
+
+def _check(config: TargetConfig) -> list[str]:
+    """Every out-of-range or inconsistent value, named by key."""
+    problems = []
+    for key, choices in CHOICES.items():
+        if getattr(config, key) not in choices:
+            problems.append(f"{key}: expected one of {', '.join(choices)}, found {getattr(config, key)!r}")
+    for key, (low, high) in RANGES.items():
+        value = getattr(config, key)
+        if not low <= value <= high:
+            problems.append(f"{key}: expected a value in [{low:g}, {high:g}], found {value!r}")
+    if config.chunking == "tokens" and config.chunk_overlap >= config.chunk_size:
+        problems.append(f"chunk_overlap: must be smaller than chunk_size ({config.chunk_size}), found {config.chunk_overlap}")
+    for key, (allowed, required) in TEMPLATE_FIELDS.items():
+        problems += _template_problems(key, getattr(config, key), allowed, required)
+    problems += _dependency_problems(config)
+    return problems
+
+
+def _template_problems(key: str, text: str, allowed: set[str], required: set[str]) -> list[str]:
+    try:
+        names = {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
+    except ValueError as error:
+        return [f"{key}: not a valid template ({error}); write literal braces as {{{{ and }}}}"]
+    problems = [f"{key}: unknown placeholder {{{name}}} (allowed: {', '.join(sorted(allowed)) or 'none'})"
+                for name in sorted(names - allowed)]
+    problems += [f"{key}: missing placeholder {{{name}}}" for name in sorted(required - names)]
+    return problems
+
+
+def _dependency_problems(config: TargetConfig) -> list[str]:
+    """Settings that only make sense together."""
+    problems = []
+    if config.kind == "rag" and config.generator == "openai" and not config.model:
+        problems.append("model: required when generator is openai (e.g. gpt-4o-mini)")
+    if config.kind == "rag" and config.reranker == "http" and not config.rerank_url:
+        problems.append("rerank_url: required when reranker is http (e.g. http://localhost:8080/rerank)")
+    if config.reranker == "embedding" and config.rerank_model not in ("", *CHOICES["embedding_model"]):
+        problems.append(f"rerank_model: expected one of use, e5 for the embedding reranker, found {config.rerank_model!r}")
+    if config.reranker == "llm" and config.rerank_url and not config.rerank_model:
+        problems.append("rerank_model: required when the llm reranker uses rerank_url")
+    if config.kind == "http_agent" and not config.agent_url.startswith(("http://", "https://")):
+        problems.append(f"agent_url: expected an http(s) URL, found {config.agent_url!r}")
+    if config.kind == "http_agent":
+        try:
+            json.loads(config.agent_body)
+        except json.JSONDecodeError as error:
+            problems.append(f"agent_body: not valid JSON ({error.msg} at character {error.pos})")
+    if config.kind == "results_file" and not config.results_path.endswith((".jsonl", ".parquet")):
+        problems.append(f"results_path: expected a .jsonl or .parquet file, found {config.results_path!r}")
+    return problems

@@ -1,0 +1,192 @@
+"""Targets that are not ours: an HTTP agent, or a file of answers produced elsewhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from evalcore.errors import EvalError
+from evalcore.llm import ChatModel, check_reachable, new_client, post_json
+from evalcore.targets.base import Retrieved, TargetAnswer
+from evalcore.targets.config import TargetConfig
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def json_path(data: Any, path: str) -> Any:
+    """Follow a dotted path (`choices.0.message.content`); list items by index. KeyError if absent."""
+    for part in filter(None, path.split(".")):
+        if isinstance(data, list) and part.lstrip("-").isdigit():
+            data = data[int(part)]
+        elif isinstance(data, dict):
+            data = data[part]
+        else:
+            raise KeyError(part)
+    return data
+
+
+def fill_template(template: Any, values: dict[str, str]) -> Any:
+    """Replace {name} inside every string of a parsed JSON template (other braces stay)."""
+    if isinstance(template, str):
+        return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), template)
+    if isinstance(template, list):
+        return [fill_template(item, values) for item in template]
+    if isinstance(template, dict):
+        return {key: fill_template(value, values) for key, value in template.items()}
+    return template
+
+
+def expand_env(text: str, where: str) -> str:
+    """Replace ${VAR} with the environment's value; EvalError naming an unset variable."""
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in os.environ:
+            raise EvalError(f"environment variable {name} is not set", where=where, fix=f"export {name}=...")
+        return os.environ[name]
+    return _ENV_REF.sub(value, text)
+
+
+def as_pid(value: Any) -> int | None:
+    """An integer passage id when the source id is one, else None (matched by title/id text)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return int(value) if isinstance(value, str) and value.strip().isdigit() else None
+
+
+class HttpAgentTarget:
+    """POSTs each question to an agent and reads the answer and sources by JSON path."""
+
+    def __init__(self, config: TargetConfig) -> None:
+        self.config = config
+        self._client = new_client()
+
+    def check(self) -> None:
+        """Fail fast: header secrets are set and the agent's server answers."""
+        check_reachable(self._client, self.config.agent_url, self._headers(), self.config.timeout, "agent_url")
+
+    def prepare(self, passages: Sequence, progress: Callable[[int, int], None] | None = None) -> None:
+        """Nothing to ingest: the agent has its own knowledge."""
+
+    def answer(self, question: str, qid: int | None = None) -> TargetAnswer:
+        """One POST with retries; sources keep their order as the ranking."""
+        body = fill_template(json.loads(self.config.agent_body), {"question": question, "qid": str(qid or "")})
+        answer, sources = post_json(self._client, self.config.agent_url, body, headers=self._headers(),
+                                    timeout=self.config.timeout, retries=self.config.retries,
+                                    backoff=self.config.retry_backoff, parse=self._parse)
+        return TargetAnswer(answer=answer, retrieved=sources)
+
+    def _parse(self, data: Any) -> tuple[str, list[Retrieved]]:
+        answer = json_path(data, self.config.agent_answer_path)
+        if not isinstance(answer, str):
+            raise TypeError(f"{self.config.agent_answer_path} is not text")
+        try:
+            sources = json_path(data, self.config.agent_sources_path) or []
+        except (KeyError, IndexError):
+            sources = []
+        return answer, [self._source(item) for item in sources]
+
+    def _source(self, item: Any) -> Retrieved:
+        if not isinstance(item, dict):
+            return Retrieved(as_pid(item), "", "", 0.0, {}, str(item))
+        source = item.get(self.config.agent_source_id, "")
+        score = item.get("score")
+        return Retrieved(as_pid(source), str(item.get(self.config.agent_source_title) or ""),
+                         str(item.get(self.config.agent_source_text) or ""),
+                         float(score) if isinstance(score, (int, float)) else 0.0, {}, str(source))
+
+    def _headers(self) -> dict[str, str]:
+        return {name: expand_env(value, f"agent_headers.{name}") for name, value in self.config.agent_headers}
+
+    def chat_model(self) -> ChatModel | None:
+        """An agent exposes no chat model of ours."""
+        return None
+
+
+class ResultsFileTarget:
+    """Answers read from a JSONL or Parquet file: qid, ranked_ids, answer (question optional)."""
+
+    def __init__(self, config: TargetConfig) -> None:
+        self.config = config
+        self._by_qid: dict[int, dict] = {}
+        self._by_question: dict[str, dict] = {}
+        self._passages: dict[int, Any] = {}
+
+    def check(self) -> None:
+        """Fail fast: the file exists and every row has the columns."""
+        rows = read_results(Path(self.config.results_path))
+        self._by_qid = {row["qid"]: row for row in rows if row["qid"] is not None}
+        self._by_question = {row["question"].strip(): row for row in rows if row.get("question")}
+
+    def prepare(self, passages: Sequence, progress: Callable[[int, int], None] | None = None) -> None:
+        """Read the file; passages give the ranked ids their titles and texts."""
+        self.check()
+        self._passages = {p.pid: p for p in passages}
+
+    def answer(self, question: str, qid: int | None = None) -> TargetAnswer:
+        """The row for this qid (or, for suites, this exact question)."""
+        row = self._by_qid.get(qid) if qid is not None else None
+        row = row or self._by_question.get(question.strip())
+        if row is None:
+            raise EvalError(f"no row for question {qid if qid is not None else question!r}",
+                            where=self.config.results_path, fix="add a row with this qid to the results file")
+        ranked = list(row["ranked_ids"])
+        retrieved = [self._retrieved(source, rank, len(ranked)) for rank, source in enumerate(ranked)]
+        return TargetAnswer(answer=str(row.get("answer") or ""), retrieved=retrieved)
+
+    def _retrieved(self, source: Any, rank: int, count: int) -> Retrieved:
+        pid = as_pid(source)
+        passage = self._passages.get(pid) if pid is not None else None
+        title, text = (passage.title, passage.text) if passage else ("", "")
+        return Retrieved(pid if passage or not self._passages else None, title, text, float(count - rank), {},
+                         str(source))
+
+    def chat_model(self) -> ChatModel | None:
+        """A file has no chat model."""
+        return None
+
+
+def read_results(path: Path) -> list[dict]:
+    """Rows of a results file, validated: qid (int or null), ranked_ids (list), answer (text)."""
+    if not path.exists():
+        raise EvalError("results file not found", where=str(path), fix="check results_path")
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(path).to_pylist()
+    else:
+        rows = [_json_line(line, path, number) for number, line in
+                enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1) if line.strip()]
+    problems = [problem for number, row in enumerate(rows, 1) for problem in _row_problems(row, path, number)]
+    if problems:
+        raise EvalError("invalid results file", problems=problems)
+    for row in rows:
+        row["qid"] = as_pid(row.get("qid"))
+    return rows
+
+
+def _json_line(line: str, path: Path, number: int) -> dict:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise EvalError(f"not valid JSON ({error.msg})", where=f"{path}:{number}") from None
+    if not isinstance(row, dict):
+        raise EvalError("each line must be a JSON object", where=f"{path}:{number}")
+    return row
+
+
+def _row_problems(row: dict, path: Path, number: int) -> list[str]:
+    where = f"{path} row {number}"
+    problems = []
+    if row.get("qid") is None and not row.get("question"):
+        problems.append(f"{where}: needs a qid (or a question)")
+    elif row.get("qid") is not None and as_pid(row["qid"]) is None:
+        problems.append(f"{where}: qid must be an integer, found {row['qid']!r}")
+    if not isinstance(row.get("ranked_ids"), (list, tuple)):
+        problems.append(f"{where}: ranked_ids must be a list of ids, found {row.get('ranked_ids')!r}")
+    if row.get("answer") is not None and not isinstance(row["answer"], str):
+        problems.append(f"{where}: answer must be text, found {row['answer']!r}")
+    return problems

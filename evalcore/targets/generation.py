@@ -1,0 +1,111 @@
+"""Generators: extractive (deterministic, no model), or a chat model (OpenAI-compatible or local).
+
+The generator sees the best `context_top_k` retrieved chunks; with none, the answer is the
+fallback answer and no model is called.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import Any, Protocol
+
+from evalcore.llm import ChatModel, LocalChatModel, OpenAIChatModel
+from evalcore.targets.base import Retrieved, TargetAnswer
+from evalcore.targets.config import TargetConfig
+
+_FRENCH_WORDS = {"le", "la", "les", "des", "du", "un", "une", "est", "et", "quel", "quelle", "quels", "quelles",
+                 "comment", "pourquoi", "combien", "où", "que", "qui", "pour", "dans", "sur", "au", "aux", "en"}
+_ENGLISH_WORDS = {"the", "a", "an", "is", "are", "what", "which", "how", "why", "who", "where", "when", "of",
+                  "to", "in", "for", "on", "and", "does", "do", "can"}
+
+
+class Generator(Protocol):
+    """Writes the answer from the question and the context chunks."""
+
+    def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer) -> str: ...
+
+
+def language(text: str) -> str:
+    """A coarse guess, zh / fr / en, for answering in the question's language."""
+    if re.search(r"[\u3400-\u4dbf\u4e00-\u9fff]", text):
+        return "zh"
+    words = re.findall(r"\w+", text.casefold())
+    french = sum(w in _FRENCH_WORDS for w in words) + 2 * len(re.findall(r"[éèêàçùûôîœ]", text.casefold()))
+    return "fr" if french > sum(w in _ENGLISH_WORDS for w in words) else "en"
+
+
+class ExtractiveGenerator:
+    """Picks the context sentences that share the most (idf-weighted) words with the question.
+
+    A sentence's weight is the idf sum of the question words it contains, times the DCG
+    discount 1/log2(rank + 1) of its chunk (rank 1 = best), so retrieval order still counts.
+    The idf is computed over the context's own sentences, so words found everywhere ("the",
+    "le") weigh little. Sentences in the question's language are preferred when there are any.
+    Ties go to the better-ranked chunk, then the earlier sentence. No model, fully deterministic.
+    """
+
+    def __init__(self, sentences: int) -> None:
+        self.sentences = sentences
+
+    def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer) -> str:
+        """The best sentences, best first, joined by a space."""
+        from evalcore.text import split_sentences, tokens
+
+        ranked = [(rank, s) for rank, item in enumerate(context, 1) for s in split_sentences(item.text) if tokens(s)]
+        same_language = [(rank, s) for rank, s in ranked if language(s) == language(question)]
+        ranked = same_language or ranked
+        if not ranked:
+            return context[0].text
+        token_sets = [set(tokens(s)) for _, s in ranked]
+        frequency = Counter(t for words in token_sets for t in words)
+        question_words = set(tokens(question))
+        weights = [sum(math.log(1 + len(ranked) / frequency[t]) for t in words & question_words) / math.log2(rank + 1)
+                   for (rank, _), words in zip(ranked, token_sets)]
+        best = sorted(range(len(ranked)), key=lambda i: (-weights[i], i))[: self.sentences]
+        joiner = "" if language(question) == "zh" else " "
+        return joiner.join(ranked[i][1].strip() for i in best)
+
+
+class ChatGenerator:
+    """Fills the prompt templates and asks a chat model."""
+
+    def __init__(self, config: TargetConfig, model: ChatModel) -> None:
+        self.config, self.model = config, model
+
+    def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer) -> str:
+        """The model's reply, stripped."""
+        reply = self.model.chat(messages(self.config, question, context), temperature=self.config.temperature,
+                                max_tokens=self.config.max_tokens)
+        answer.record(reply)
+        return reply.text.strip()
+
+
+def context_text(config: TargetConfig, context: list[Retrieved]) -> str:
+    """The numbered context chunks through the context template."""
+    return "\n\n".join(config.context_template.format(index=i, title=item.title, text=item.text, pid=item.pid)
+                       for i, item in enumerate(context, 1))
+
+
+def messages(config: TargetConfig, question: str, context: list[Retrieved]) -> list[dict]:
+    """System prompt (when set) and the user prompt with question and context filled in."""
+    user = config.prompt_template.format(question=question, context=context_text(config, context))
+    system = [{"role": "system", "content": config.system_prompt}] if config.system_prompt else []
+    return system + [{"role": "user", "content": user}]
+
+
+def build_chat_model(config: TargetConfig, cache: Any = None) -> ChatModel | None:
+    """The generator's chat model; None for the extractive generator."""
+    if config.generator == "openai":
+        return OpenAIChatModel(config.base_url, config.model, api_key_env=config.api_key_env,
+                               timeout=config.timeout, retries=config.retries, backoff=config.retry_backoff,
+                               cache=cache)
+    if config.generator == "local":
+        return LocalChatModel(cache=cache)
+    return None
+
+
+def build_generator(config: TargetConfig, model: ChatModel | None) -> Generator:
+    """Extractive without a model, else the chat generator."""
+    return ChatGenerator(config, model) if model is not None else ExtractiveGenerator(config.extractive_sentences)

@@ -1,0 +1,81 @@
+"""The built-in RAG pipeline: knowledge base -> retrieval -> rerank -> generation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from evalcore.errors import EvalError
+from evalcore.llm import CallCache, ChatModel
+from evalcore.targets.base import TargetAnswer
+from evalcore.targets.config import TargetConfig
+from evalcore.targets.generation import build_chat_model, build_generator
+from evalcore.targets.knowledge import KnowledgeBase, build_knowledge_base, get_embedder
+from evalcore.targets.rerank import (
+    HttpReranker,
+    Reranker,
+    build_reranker,
+    rerank,
+    rerank_chat_model,
+    rerank_embedding_model,
+)
+from evalcore.targets.retrieval import search
+
+
+class RagTarget:
+    """Our pipeline under one configuration; `prepare` must run before `answer`."""
+
+    def __init__(self, config: TargetConfig, *, cache: CallCache | None = None, cache_dir: Path | None = None) -> None:
+        self.config = config
+        self.cache = cache
+        self.cache_dir = cache_dir
+        self.kb: KnowledgeBase | None = None
+        self._model = build_chat_model(config, cache)
+        self._generator = build_generator(config, self._model)
+        self._reranker: Reranker | None = None
+
+    def embedding_models(self) -> tuple[str, ...]:
+        """Models whose chunk vectors the index needs (retrieval, embedding reranker)."""
+        models = [self.config.embedding_model] if self.config.retriever != "bm25" else []
+        if self.config.reranker == "embedding":
+            models.append(rerank_embedding_model(self.config))
+        return tuple(dict.fromkeys(models))
+
+    def check(self) -> None:
+        """Fail fast: embedding models load, chat endpoints answer, the local model is installed."""
+        for model in self.embedding_models():
+            get_embedder(model)
+        remote: list = [self._model]
+        if self.config.reranker == "llm":
+            remote.append(rerank_chat_model(self.config))
+        if self.config.reranker == "http":
+            remote.append(HttpReranker(self.config))
+        for service in remote:
+            if service is not None:
+                service.check()
+
+    def prepare(self, passages: Sequence, progress: Callable[[int, int], None] | None = None) -> None:
+        """Chunk, index and embed the whole corpus now (from the disk cache when possible)."""
+        size = self.config.chunk_size if self.config.chunking == "tokens" else None
+        self.kb = build_knowledge_base(passages, chunk_size=size, chunk_overlap=self.config.chunk_overlap,
+                                       models=self.embedding_models(), cache_dir=self.cache_dir, progress=progress)
+        self._reranker = build_reranker(self.config, self.kb, self.cache)
+
+    def answer(self, question: str, qid: int | None = None) -> TargetAnswer:
+        """Retrieve, rerank, generate; the fallback answer when nothing is retrieved."""
+        if self.kb is None:
+            raise EvalError("the target has no knowledge base yet", fix="call prepare(passages) before answer()")
+        result = TargetAnswer(answer="", retrieved=[])
+        hits = search(self.kb, self.config, question)
+        result.retrieved = rerank(self.config, self._reranker, question, hits, result)
+        if not result.retrieved:
+            result.answer = self.config.fallback_answer
+            result.notes.append("nothing retrieved: fallback answer")
+            return result
+        context = result.retrieved[: self.config.context_top_k]
+        result.answer = self._generator.generate(question, context, result) or self.config.fallback_answer
+        return result
+
+    def chat_model(self) -> ChatModel | None:
+        """The generator's chat model (None for extractive)."""
+        return self._model

@@ -1,0 +1,164 @@
+"""Text handling shared by the measures: the `default` tokenizer, accent folding, sentences.
+
+A tokenizer is never changed in place: its name goes into every measure signature, so a
+different behaviour gets a new name in `TOKENIZERS`.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+import unicodedata
+from collections.abc import Callable
+from typing import NamedTuple
+
+TOKENIZER = "default"
+
+# CJK unified ideographs, extension A, compatibility ideographs, extensions B-I (planes 2-3).
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+_HAN_RUN = re.compile(f"[{_HAN}]+")
+_HAN_RUN_GROUP = re.compile(f"([{_HAN}]+)")
+# Scripts outside the first two planes other than Han are rare enough to leave out of the scan.
+_SCANNED_PLANES = 0x20000
+
+
+def _ranges(codes: list[int]) -> str:
+    """A regex character-class body covering the given sorted code points."""
+    parts: list[str] = []
+    start = prev = codes[0]
+    for code in codes[1:] + [-1]:
+        if code == prev + 1:
+            prev = code
+            continue
+        parts.append(re.escape(chr(start)) + ("" if start == prev else "-" + re.escape(chr(prev))))
+        start = prev = code
+    return "".join(parts)
+
+
+class _Patterns(NamedTuple):
+    word: re.Pattern[str]  # a word of letters, digits and marks (never Han)
+    plain: re.Pattern[str]  # the same for text without marks: Python's own classes are faster
+    combining: re.Pattern[str]  # combining marks, for accent stripping
+
+
+# Combining marks start at U+0300: text below it (ASCII, Latin-1, Latin Extended) has none.
+_FIRST_MARK = "\u0300"
+
+
+@functools.cache
+def _patterns() -> _Patterns:
+    """The regular expressions, built once from the Unicode database."""
+    word_chars, combining = [], []
+    for code in range(_SCANNED_PLANES):
+        char = chr(code)
+        if _HAN_RUN.match(char):
+            continue
+        # Letters, digits and marks: a word keeps its accents and vowel signs.
+        if char.isalnum() or unicodedata.category(char).startswith("M"):
+            word_chars.append(code)
+        if unicodedata.combining(char):
+            combining.append(code)
+    # A point or comma between two digits stays inside the token: 3.14, 3,5, 1,000.
+    decimals = "(?:(?<=\\d)[.,](?=\\d){0})*"
+    chars = f"[{_ranges(word_chars)}]+"
+    return _Patterns(
+        re.compile(chars + decimals.format(chars)),
+        re.compile("[^\\W_]+" + decimals.format("[^\\W_]+")),
+        re.compile(f"[{_ranges(combining)}]+"),
+    )
+
+
+@functools.cache
+def _jieba() -> object:
+    """A private jieba tokenizer (its dictionary loads once, on first Chinese text)."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    return jieba.Tokenizer()
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _segment_han(run: str) -> tuple[str, ...]:
+    """jieba words (HMM on) of one run of Han characters, cached per distinct run."""
+    return tuple(word for word in _jieba().cut(run, HMM=True) if word.strip())  # type: ignore[attr-defined]
+
+
+def normalize(text: str) -> str:
+    """Unicode NFKC and case folding (folding can denormalise, so NFKC runs again)."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+
+
+def _words(segment: str) -> list[str]:
+    patterns = _patterns()
+    return (patterns.plain if max(segment, default="a") < _FIRST_MARK else patterns.word).findall(segment)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _tokens(text: str) -> tuple[str, ...]:
+    tokens: list[str] = []
+    # split() with a group alternates text between Han runs (even indexes) and the runs (odd).
+    for index, part in enumerate(_HAN_RUN_GROUP.split(normalize(text))):
+        tokens.extend(_segment_han(part) if index % 2 else _words(part))
+    return tuple(tokens)
+
+
+def tokenize(text: str) -> list[str]:
+    """Tokenizer `default`: NFKC, casefold, jieba for Han runs, words with accents and decimals."""
+    return list(_tokens(text))
+
+
+def tokens(text: str) -> tuple[str, ...]:
+    """Like `tokenize`, as the cached tuple itself (no copy): for hot loops that only read."""
+    return _tokens(text)
+
+
+def clear_caches() -> None:
+    """Forget cached tokens and segmentations (benchmarks measure cold starts with it)."""
+    _tokens.cache_clear()
+    _segment_han.cache_clear()
+
+
+def fold(text: str) -> str:
+    """Casefold and strip accents (NFKD, combining marks dropped): `Été` -> `ete`."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return _patterns().combining.sub("", decomposed)
+
+
+def is_han(text: str) -> bool:
+    """True when every character of `text` is a Han ideograph (and there is at least one)."""
+    return _HAN_RUN.fullmatch(text) is not None
+
+
+# A sentence ends after . ! ? or an ellipsis followed by a space (so 2.4 and 3,5 never end one),
+# after Chinese 。！？ directly, and at a line break; closing quotes and brackets stay with it.
+_SENTENCE_END = re.compile(
+    r"""(?:[.!?\u2026]+["'\u201d\u2019\u00bb)\]]*(?=\s|$|[""" + _HAN + r"""])"""
+    r"""|[\u3002\uff01\uff1f]+[\u201d\u2019\u300d\u300f\uff09)]*|\n)"""
+)
+# "1." at the start of a sentence or after a colon numbers a list item, it ends nothing.
+_ENUMERATOR = re.compile(r"(?:^|[:\uff1a]\s*)\d{1,3}\.$")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of `text`, stripped; every non-space character lands in exactly one sentence."""
+    pieces: list[str] = []
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        pieces.append(text[start : match.end()])
+        start = match.end()
+    pieces.append(text[start:])
+    sentences: list[str] = []
+    carry = ""
+    for piece in pieces:
+        merged = carry + piece
+        carry = merged if _ENUMERATOR.search(merged.strip()) else ""
+        if not carry and merged.strip():
+            sentences.append(merged.strip())
+    if carry.strip():
+        sentences.append(carry.strip())
+    return sentences
+
+
+TOKENIZERS: dict[str, Callable[[str], list[str]]] = {TOKENIZER: tokenize}
+

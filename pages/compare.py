@@ -1,0 +1,166 @@
+"""Compare: two campaigns question by question with per-measure deltas and intervals, or a sweep of N."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+import ui
+from evalcore.campaigns import list_campaigns
+from evalcore.compare import compare_campaigns, compare_sweep, question_key, row_values
+from evalcore.metrics import MEASURES
+
+VERDICTS = ["better", "worse", "same", "new", "removed", "unscored"]
+
+
+@st.cache_data(show_spinner="Comparing (paired bootstrap and randomization tests)…", max_entries=16)
+def cached_comparison(db: str, a_version: tuple, b_version: tuple) -> dict:
+    """compare_campaigns(...).to_dict(), recomputed only when either campaign changed."""
+    return compare_campaigns(ui.store(), a_version[0], b_version[0]).to_dict()
+
+
+@st.cache_data(show_spinner="Comparing the sweep…", max_entries=8)
+def cached_sweep(db: str, versions: tuple) -> dict:
+    """compare_sweep over the campaigns, recomputed only when one of them changed."""
+    return compare_sweep(ui.store(), [version[0] for version in versions])
+
+
+def delta_figure(measures: pd.DataFrame) -> go.Figure:
+    """B − A per measure (in the given order, top down) with its 95% interval; significant ones starred."""
+    rows = measures.iloc[::-1]  # Plotly draws the first category at the bottom
+    low, high = rows["ci_low"].fillna(rows["delta"]), rows["ci_high"].fillna(rows["delta"])
+    colors = ["#2e7d32" if r.improved else "#c62828" if r.significant else "#607d8b" for r in rows.itertuples()]
+    labels = [f"{d:+.3f}{' *' if s else ''}" for d, s in zip(rows["delta"], rows["significant"])]
+    figure = go.Figure(go.Scatter(
+        x=rows["delta"], y=rows["measure"], mode="markers+text", text=labels, textposition="top center",
+        marker={"color": colors, "size": 10},
+        error_x={"type": "data", "symmetric": False, "array": high - rows["delta"], "arrayminus": rows["delta"] - low},
+        customdata=rows[["n", "p_value", "test"]],
+        hovertemplate="%{y}: %{x:+.4f}<br>n=%{customdata[0]} · p=%{customdata[1]:.4f}<br>%{customdata[2]}<extra></extra>"))
+    figure.add_vline(x=0, line_dash="dot", line_color="#9e9e9e")
+    figure.update_layout(title="B − A (95% paired bootstrap interval; * p < 0.05)", height=max(300, 32 * len(rows) + 120),
+                         xaxis_title="difference", yaxis={"automargin": True, "range": [-0.7, len(rows) - 0.3]})
+    return figure
+
+
+def scatter_figure(a_rows: list[dict], b_rows: list[dict], measure: str) -> go.Figure:
+    """One point per common question: the measure in A against B, with the diagonal."""
+    b_index = {question_key(r): r for r in b_rows}
+    points = [(row_values(a).get(measure), row_values(b_index[question_key(a)]).get(measure), a["qid"])
+              for a in a_rows if question_key(a) in b_index]
+    points = [p for p in points if p[0] is not None and p[1] is not None]
+    frame = pd.DataFrame(points, columns=["A", "B", "qid"])
+    low = min([0.0, *frame["A"], *frame["B"]])
+    high = max([1.0, *frame["A"], *frame["B"]])
+    figure = go.Figure(go.Scatter(x=frame["A"], y=frame["B"], mode="markers", customdata=frame["qid"], opacity=0.7,
+                                  hovertemplate="question %{customdata}: A %{x:.3f} · B %{y:.3f}<extra></extra>"))
+    figure.add_shape(type="line", x0=low, y0=low, x1=high, y1=high, line={"dash": "dot", "color": "#9e9e9e"})
+    figure.update_layout(title=f"{measure} per question (above the diagonal: B is higher)",
+                         xaxis_title=f"A {measure}", yaxis_title=f"B {measure}", height=480)
+    return figure
+
+
+def verdict_table(questions: list[dict]) -> pd.DataFrame:
+    """The per-question verdicts with the relevant passages that entered or left the retrieved list."""
+    def titles(entries: list[dict] | None) -> str:
+        return " | ".join(f"{e['pid']} {e['title']}".strip() for e in entries or [])
+
+    return pd.DataFrame([{"qid": q["qid"], "question": q["question"], "verdict": q["verdict"], "basis": q["basis"],
+                          "A": q["a"], "B": q["b"], "answer changed": q.get("answer_changed"),
+                          "relevant entered": titles(q.get("entered")), "relevant left": titles(q.get("left")),
+                          "answer A": q["answer_a"], "answer B": q["answer_b"]} for q in questions],
+                        columns=["qid", "question", "verdict", "basis", "A", "B", "answer changed", "relevant entered",
+                                 "relevant left", "answer A", "answer B"])
+
+
+def sweep_table(result: dict) -> pd.DataFrame:
+    """One row per campaign of the sweep: the varied value, each measure's mean, the verdict counts."""
+    return pd.DataFrame([{"campaign": row["id"], result["key"] or "value": str(row["value"]),
+                          **{name: m["mean"] for name, m in row["measures"].items()},
+                          **{f"vs baseline: {k}": v for k, v in (row.get("verdicts") or {}).items()}}
+                         for row in result["table"]])
+
+
+def series_figure(result: dict, measure: str) -> go.Figure:
+    """The measure's mean (with its 95% interval) for each value of the swept key."""
+    points = pd.DataFrame(result["series"][measure])
+    points["x"] = points["x"].astype(str)
+    figure = go.Figure(go.Scatter(
+        x=points["x"], y=points["mean"], mode="lines+markers",
+        error_y={"type": "data", "symmetric": False, "array": points["ci_high"].fillna(points["mean"]) - points["mean"],
+                 "arrayminus": points["mean"] - points["ci_low"].fillna(points["mean"])}))
+    figure.update_layout(title=f"{measure} by {result['key'] or 'campaign'} (mean, 95% bootstrap interval)",
+                         xaxis_title=result["key"] or "campaign", yaxis_title=measure, height=420)
+    return figure
+
+
+ui.title("Compare")
+store = ui.store()
+campaigns = [c for c in list_campaigns(store) if c["finished"]]
+if len(campaigns) < 2:
+    st.info("Comparing needs two campaigns with results.")
+    st.page_link("pages/run.py", label="Run campaigns")
+    st.stop()
+by_id = {c["id"]: c for c in campaigns}
+ids = list(by_id)
+mode = st.radio("Compare", ["two campaigns", "a sweep (N campaigns, one key varied)"], horizontal=True)
+
+if mode == "two campaigns":
+    left, right = st.columns(2)
+    a_id = left.selectbox("A (baseline)", ids, index=1, format_func=lambda i: ui.campaign_label(by_id[i]))
+    b_id = right.selectbox("B (candidate)", ids, index=0, format_func=lambda i: ui.campaign_label(by_id[i]))
+    with ui.guard():
+        comparison = cached_comparison(ui.db_path(), ui.version(by_id[a_id]), ui.version(by_id[b_id]))
+        for warning in comparison["warnings"]:
+            st.warning(ui.escape_md(warning))
+        for note in comparison["notes"]:
+            st.info(ui.escape_md(note))
+        if comparison["config_diff"]:
+            st.dataframe(pd.DataFrame([{"key": k, "A": str(a), "B": str(b)} for k, (a, b) in comparison["config_diff"].items()]),
+                         hide_index=True)
+        counts = comparison["verdicts"]
+        for col, verdict in zip(st.columns(len(VERDICTS)), VERDICTS):
+            col.metric(verdict, counts.get(verdict, 0))
+
+        st.subheader("Measures: B − A with 95% intervals")
+        order = {name: position for position, name in enumerate(MEASURES)}
+        measures = pd.DataFrame(comparison["measures"])
+        if not measures.empty:
+            measures = measures.sort_values("measure", key=lambda names: names.map(lambda n: order.get(n, len(order))))
+        if measures.empty:
+            st.info("No measure is present in both campaigns.")
+        else:
+            ui.chart(delta_figure(measures), f"deltas-{a_id}-vs-{b_id}", key="deltas")
+            measures["signature"] = [getattr(MEASURES.get(name), "signature", "") for name in measures["measure"]]
+            shown = measures[["measure", "n", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "test",
+                              "significant", "signature"]]
+            st.dataframe(shown, hide_index=True)
+            ui.table_download(shown, f"measures-{a_id}-vs-{b_id}", key="measures-csv")
+
+            st.subheader("Per question: A against B")
+            measure = st.selectbox("Measure", list(measures["measure"]),
+                                   index=ui.index_of(list(measures["measure"]), "ndcg@10"))
+            a_rows, b_rows = ui.cached_results(by_id[a_id]), ui.cached_results(by_id[b_id])
+            ui.chart(scatter_figure(a_rows, b_rows, measure), f"scatter-{measure}-{a_id}-vs-{b_id}", key="scatter")
+
+        st.subheader("Questions")
+        keep = st.multiselect("Verdicts", VERDICTS, default=[v for v in VERDICTS if v != "same"])
+        questions = verdict_table(comparison["questions"])
+        questions = questions[questions["verdict"].isin(keep)]
+        st.dataframe(questions, hide_index=True)
+        ui.table_download(questions, f"questions-{a_id}-vs-{b_id}", key="questions-csv")
+else:
+    chosen = st.multiselect("Campaigns (the first is the baseline)", ids, default=ids[:3][::-1],
+                            format_func=lambda i: ui.campaign_label(by_id[i]))
+    with ui.guard():
+        sweep = cached_sweep(ui.db_path(), tuple(ui.version(by_id[i]) for i in chosen))
+        for warning in sweep["warnings"]:
+            st.warning(ui.escape_md(warning))
+        table = sweep_table(sweep)
+        st.dataframe(table, hide_index=True)
+        ui.table_download(table, "sweep", key="sweep-csv")
+        names = list(sweep["series"])
+        measure = st.selectbox("Measure", names, index=ui.index_of(names, "ndcg@10"))
+        if measure:
+            ui.chart(series_figure(sweep, measure), f"sweep-{measure}", key="sweep")

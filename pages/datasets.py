@@ -1,0 +1,76 @@
+"""Datasets: pick one, upload one, read its statistics, browse its questions."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+import ui
+
+ui.title("Datasets")
+choices = ui.list_datasets()
+ref = st.selectbox("Dataset", choices, index=ui.index_of(choices, st.session_state.get("dataset_ref")),
+                   help="`default` is the built-in sample (dataset/samples); other ids are folders under dataset/.")
+st.session_state["dataset_ref"] = ref  # the Run page starts from the dataset picked here
+
+with st.expander("Upload a dataset (five Parquet files or a zip of them)"):
+    with st.form("upload", clear_on_submit=False):
+        files = st.file_uploader("queries, corpus, answers, qrels and qas .parquet, or one .zip", type=["parquet", "zip"],
+                                 accept_multiple_files=True, key="upload_files")
+        name = st.text_input("Name", placeholder="my-dataset", help="Saved as dataset id uploads-<name> once it is valid.")
+        submitted = st.form_submit_button("Validate and save")
+    if submitted:
+        saved, problems = ui.validate_upload([(f.name, f.getvalue()) for f in files or []], name.strip())
+        if problems:
+            ui.upload_report(problems)
+        else:
+            st.session_state["dataset_ref"] = saved
+            ui.flash(f"Saved as dataset {saved}.")
+            st.rerun()
+
+with ui.guard():
+    dataset, stats, passage_tokens = ui.open_dataset(ref)
+    st.caption(f"{dataset.path} · content hash {dataset.content_hash[:12]}")
+    cols = st.columns(5)
+    cols[0].metric("Questions", stats["total_queries"], help=f"{stats['labeled_queries']} labeled, {stats['unlabeled_queries']} unlabeled")
+    cols[1].metric("Passages", stats["total_passages"], help=f"{stats['distractor_passages']} distractors (no question points at them)")
+    cols[2].metric("Answers", stats["total_answers"], help=f"{stats['queries_without_answer']} questions have no answer")
+    cols[3].metric("Relevant / labeled question", f"{stats['avg_relevant_per_labeled_query']:.2f}")
+    share, _, count = stats["answer_coverage"].partition(" ")
+    cols[4].metric("Answer coverage", share, help=f"questions with a reference answer {count}")
+
+    passages, questions = stats["passage_tokens"], stats["question_tokens"]
+    st.caption(f"{stats['documents']} documents · {stats['labeled_queries']} labeled and {stats['unlabeled_queries']} "
+               f"unlabeled questions · {stats['queries_without_answer']} without answer · {stats['distractor_passages']} "
+               f"distractor passages · passage tokens min/median/max {passages['min']}/{passages['median']:g}/{passages['max']} "
+               f"· question tokens {questions['min']}/{questions['median']:g}/{questions['max']}")
+    left, right = st.columns(2)
+    relevant = pd.Series(stats["relevant_per_labeled_query"]).value_counts().sort_index()
+    figure = px.bar(x=relevant.index.astype(str), y=relevant.values, title="Relevant passages per labeled question",
+                    labels={"x": "relevant passages", "y": "questions"})
+    left.plotly_chart(figure)
+    lengths = pd.DataFrame({"tokens": passage_tokens})
+    right.plotly_chart(px.histogram(lengths, x="tokens", nbins=30, title="Passage length (tokens)"))
+    labels = pd.DataFrame({"label": list(stats["label_distribution"]), "rows": list(stats["label_distribution"].values())})
+    left.plotly_chart(px.bar(labels, x="label", y="rows", title="qrels label distribution").update_xaxes(type="category"))
+    mix = stats["language_mix"]
+    languages = pd.DataFrame({"passages with": ["Han characters", "accented Latin letters"],
+                              "share": [mix["han"], mix["accented_latin"]]})
+    right.plotly_chart(px.bar(languages, x="passages with", y="share", range_y=[0, 1], title="Language mix"))
+
+    st.subheader("Questions")
+    by_qid = {q.qid: q for q in dataset.questions}
+    qid = st.selectbox("Question", list(by_qid), format_func=lambda q: f"{q} · {ui.short(by_qid[q].text)}")
+    question = by_qid[qid]
+    st.text(question.text)
+    passages = [dataset.passage(pid) for pid in sorted(question.labels, key=lambda p: -question.labels[p])]
+    st.dataframe(pd.DataFrame({"pid": [p.pid for p in passages], "title": [p.title for p in passages],
+                               "label": [question.labels[p.pid] for p in passages], "text": [p.text for p in passages]}),
+                 hide_index=True)
+    if not question.labels:
+        st.caption("No qrels: this question is unlabeled for retrieval.")
+    st.dataframe(pd.DataFrame({"reference answers": list(question.references)}), hide_index=True)
+    if not question.references:
+        st.caption("No reference answer: no generation measures for this question.")
+    st.page_link("pages/run.py", label="Run a campaign on this dataset")

@@ -1,0 +1,195 @@
+"""Run: pick the questions and a configuration (every key), launch, watch the progress, or sweep one key."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from typing import Any
+
+import streamlit as st
+
+import ui
+from evalcore.campaigns import get_campaign
+from evalcore.errors import EvalError
+from evalcore.judges import JUDGES
+from evalcore.store import NotFound
+from evalcore.suites import get_target, list_suites, save_target
+from evalcore.targets import TargetConfig
+from evalcore.targets.config import CHOICES, RANGES
+
+NO_SWEEP = "(no sweep)"
+# What a newcomer launches without configuring anything: no embedding index to build, no model.
+QUICK = "quick"
+QUICK_START = TargetConfig(retriever="bm25", generator="extractive")
+# Form sections by key prefix (first match); a key matching none lands in "Other", so every key has an input.
+CONFIG_GROUPS = (
+    ("Essentials", ("kind", "knowledge_base", "retriever", "reranker", "generator")),
+    ("Chunking", ("chunk",)),
+    ("Retrieval", ("retriever", "embedding", "keyword", "vector", "fusion", "rrf")),
+    ("Rerank", ("rerank",)),
+    ("Generation", ("generator", "base_url", "model", "api_key", "timeout", "retries", "retry", "temperature",
+                    "max_tokens", "context_top_k", "extractive")),
+    ("Prompts", ("system_prompt", "prompt_template", "context_template", "fallback")),
+    ("HTTP agent", ("agent_",)),
+    ("Results file", ("results_",)),
+)
+LONG_TEXT = ("_prompt", "_template", "agent_body", "fallback_answer")
+
+
+def config_group(name: str) -> str:
+    """The form section of a configuration key."""
+    return next((group for group, prefixes in CONFIG_GROUPS if name.startswith(prefixes)), "Other")
+
+
+def config_inputs(base: TargetConfig, key: str) -> dict[str, Any]:
+    """One input per TargetConfig field (built from the dataclass), grouped in sections; returns the values."""
+    current, defaults = base.to_dict(), TargetConfig().to_dict()
+    groups: dict[str, list[str]] = {}
+    for field in fields(TargetConfig):
+        groups.setdefault(config_group(field.name), []).append(field.name)
+    values: dict[str, Any] = {}
+    for number, (group, names) in enumerate(groups.items()):
+        with st.expander(group, expanded=number == 0):
+            columns = st.columns(3)
+            for position, name in enumerate(names):
+                with columns[position % 3]:
+                    values[name] = _config_input(name, current[name], defaults[name], f"{key}-{name}")
+    return values
+
+
+def _config_input(name: str, value: Any, default: Any, key: str) -> Any:
+    """The widget for one key, chosen by its choices, type and range."""
+    hint = f"default: {default!r}" if not isinstance(default, str) or len(default) < 60 else "see the default in the README"
+    if name in CHOICES:
+        return st.selectbox(name, CHOICES[name], index=ui.index_of(list(CHOICES[name]), value), key=key, help=hint)
+    low, high = RANGES.get(name, (None, None))
+    if isinstance(default, int) and not isinstance(default, bool):
+        return st.number_input(name, value=int(value), step=1, key=key, help=hint,
+                               min_value=None if low is None else int(low), max_value=None if high is None else int(high))
+    if isinstance(default, float):
+        return st.number_input(name, value=float(value), step=0.05, format="%.3f", key=key, help=hint,
+                               min_value=low, max_value=high)
+    if isinstance(default, dict):
+        return st.text_area(name, value=json.dumps(value, ensure_ascii=False), key=key, help="a JSON object")
+    if name.endswith(LONG_TEXT):
+        return st.text_area(name, value=value, key=key, help=hint)
+    return st.text_input(name, value=value, key=key, help=hint)
+
+
+def build_configs(values: dict[str, Any], sweep_key: str | None, sweep_text: str) -> list[TargetConfig]:
+    """The configuration of the form, or one per value of the swept key; EvalError names bad keys."""
+    values = dict(values)
+    for name, value in values.items():
+        if isinstance(TargetConfig().to_dict()[name], dict):
+            values[name] = _json_object(name, value)
+    if not sweep_key:
+        return [TargetConfig.from_dict(values)]
+    raw = [part.strip() for part in sweep_text.split(",") if part.strip()]
+    if len(raw) < 2:
+        raise EvalError("a sweep needs at least two values", where=sweep_key, found=sweep_text or "nothing",
+                        fix="write the values separated by commas, e.g. 10, 20, 30")
+    return [TargetConfig.from_dict({**values, sweep_key: _typed(part)}) for part in raw]
+
+
+def _json_object(name: str, text: str) -> dict:
+    try:
+        value = json.loads(text or "{}")
+    except json.JSONDecodeError as error:
+        raise EvalError(f"not valid JSON ({error.msg})", where=name, expected='an object such as {"X-Key": "${MY_KEY}"}') from None
+    return value
+
+
+def _typed(text: str) -> Any:
+    """A swept value as typed: numbers become numbers, the rest stays text (from_dict checks the type)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+ui.title("Run a campaign")
+st.caption("Press Launch: the quick start runs the built-in sample dataset with keyword retrieval and extractive "
+           "answers, no model needed. Vector and hybrid retrieval embed the corpus first (about half a minute for "
+           "the sample, then cached).")
+store = ui.store()
+origin = st.radio("Questions from", ["dataset", "suite"], horizontal=True)
+dataset, suite_id = None, None
+if origin == "dataset":
+    datasets = ui.list_datasets()
+    dataset = st.selectbox("Dataset", datasets, index=ui.index_of(datasets, st.session_state.get("dataset_ref")))
+else:
+    suites = {s.id: s for s in list_suites(store)}
+    if not suites:
+        st.info("No suite yet.")
+        st.page_link("pages/suites.py", label="Create or import a suite")
+        st.stop()
+    suite_id = st.selectbox("Suite", list(suites), format_func=lambda i: f"{suites[i].name} · {len(suites[i].cases)} cases",
+                            index=ui.index_of(list(suites), st.session_state.get("suite_id")))
+
+targets = {QUICK: "quick start (BM25 keyword retrieval, extractive answers)", **ui.target_choices(store)}
+preferred = suites[suite_id].agent_id if suite_id else QUICK
+target_ids = list(targets)
+base = st.selectbox("Start from", target_ids, format_func=lambda i: targets[i], index=ui.index_of(target_ids, preferred),
+                    help="A starting point; every key can be changed below.") or QUICK
+base_config = QUICK_START if base == QUICK else TargetConfig()
+if base not in (QUICK, "default"):
+    with ui.guard():
+        base_config = get_target(store, base)
+
+with st.form("launch"):
+    values = config_inputs(base_config, key=f"cfg-{base}")
+    left, middle, right = st.columns(3)
+    use_judge = left.checkbox("AI score 1-5 (judge.score)", help="Asks the target's own chat model; off by default.")
+    judges = left.multiselect("Other judges", [j for j in JUDGES if j != "score"])
+    concurrency = middle.number_input("Concurrency (0 = automatic)", min_value=0, max_value=256, value=0)
+    limit = middle.number_input("Only the first N questions (0 = all)", min_value=0, value=0, key="limit")
+    cache = right.checkbox("Cache model calls", value=True)
+    save_as = right.text_input("Save the configuration as", placeholder="optional name",
+                               help="Saved before launching (the first value of a sweep); suites can then target it.")
+    sweep_key = left.selectbox("Sweep one key", [NO_SWEEP, *(f.name for f in fields(TargetConfig))], key="sweep_key")
+    sweep_text = middle.text_input("Sweep values (comma-separated)", placeholder="e.g. bm25, vector, hybrid", key="sweep_values")
+    submitted = st.form_submit_button("Launch", type="primary")
+
+if submitted:
+    with ui.guard():
+        configs = build_configs(values, None if sweep_key == NO_SWEEP else sweep_key, sweep_text)
+        if suite_id and len(configs) > 1:
+            raise EvalError("a suite runs one campaign at a time", where="sweep", fix="sweep over a dataset instead")
+        saved = save_target(store, configs[0], name=save_as.strip()) if save_as.strip() else None
+        # A saved configuration run as it is stays linked to its id (seed 000's knowledge_base_id).
+        target_id = saved or (base if base not in (QUICK, "default") and configs == [base_config] else None)
+        for config in configs:
+            campaign_id = ui.manager().launch(dataset=dataset, suite_id=suite_id, config=config, target_id=target_id,
+                                              use_judge=use_judge, judges=tuple(judges), concurrency=concurrency or None,
+                                              cache=cache, limit=limit or None)
+            st.session_state["launched"] = [campaign_id, *st.session_state.get("launched", [])]
+            st.session_state["campaign_id"] = campaign_id
+
+
+def launched() -> list[dict]:
+    """The campaigns launched from this session (the last ten), as stored now."""
+    campaigns = []
+    for campaign_id in st.session_state.get("launched", [])[:10]:
+        try:
+            campaigns.append(get_campaign(store, campaign_id))
+        except NotFound:  # deleted meanwhile
+            pass
+    return campaigns
+
+
+def show_launched() -> None:
+    """Their progress bars and errors."""
+    for campaign in launched():
+        ui.show_progress(campaign)
+        if campaign["error"]:
+            st.text(campaign["error"])
+
+
+current = launched()
+if current:
+    st.subheader("Launched from here")
+    # Poll the store only while one of them runs; the workers never touch Streamlit.
+    ui.poll(show_launched, 2 if any(c["status"] in ui.ACTIVE for c in current) else None)
+    st.page_link("pages/campaigns.py", label="Open the results")
+    if len(current) > 1:
+        st.page_link("pages/compare.py", label="Compare them")

@@ -1,0 +1,480 @@
+"""The REST API through real HTTP on loopback: seed shapes, every error code, auth, tenants."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+import evalcore
+from evalcore.api import create_app
+from evalcore.keys import create_key, revoke_key
+from evalcore.suites import save_target
+from evalcore.targets import TargetConfig
+from evalcore.testing.openai_server import FakeOpenAIServer, Reply
+from tests.conftest import write_dataset
+
+SEED_TASK_FIELDS = {"id", "tenant_id", "dataset_id", "start_time", "status", "err_msg", "total", "finished"}
+RETRIEVAL = {"precision", "recall", "ndcg3", "ndcg10", "mrr", "map"}
+GENERATION = {"bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"}
+
+
+@contextmanager
+def serve(app) -> Iterator[str]:
+    """Run the app on uvicorn in a thread on a free loopback port; yield its base URL."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        sock.close()
+
+
+@dataclass
+class Api:
+    """A running server with keys of every kind and saved targets."""
+
+    url: str
+    app: object
+    db: Path
+    keys: dict[str, str]
+    targets: dict[str, str]
+
+    def call(self, method: str, path: str, key: str | None = "admin", **kwargs) -> httpx.Response:
+        headers = kwargs.pop("headers", {})
+        if key is not None:
+            headers["Authorization"] = f"Bearer {self.keys.get(key, key)}"
+        return httpx.request(method, self.url + path, headers=headers, timeout=30, **kwargs)
+
+
+def make_api(tmp: Path) -> tuple[object, dict[str, str], dict[str, str]]:
+    """An app over a fresh database and a dataset root holding the tiny dataset (also as default)."""
+    root = tmp / "datasets"
+    write_dataset(root / "samples")
+    write_dataset(root / "tiny")
+    app = create_app(tmp / "api.db", dataset_root=root)
+    store = app.state.store
+    # Suite campaigns ingest the target's knowledge base: the tiny dataset, one chunk per passage, BM25.
+    fast = TargetConfig(knowledge_base=str(root / "tiny"), chunking="none", retriever="bm25", generator="extractive")
+    keys = {
+        "admin": create_key(store, tenant="acme", role="admin")[1],
+        "viewer": create_key(store, tenant="acme", role="viewer")[1],
+        "full": create_key(store, tenant="acme", role="admin", capability="full-access")[1],
+        "nocap": create_key(store, tenant="acme", role="admin", capability="none")[1],
+        "other": create_key(store, tenant="other", role="admin")[1],
+    }
+    targets = {
+        "fast": save_target(store, fast, tenant="acme", name="fast"),
+        "chat": save_target(store, TargetConfig(generator="extractive", extractive_sentences=1), tenant="acme"),
+        "rerank": save_target(store, TargetConfig(reranker="embedding", rerank_top_k=7), tenant="acme"),
+        "other": save_target(store, fast, tenant="other"),
+    }
+    return app, keys, targets
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    tmp = tmp_path_factory.mktemp("api")
+    app, keys, targets = make_api(tmp)
+    with serve(app) as url:
+        yield Api(url, app, tmp / "api.db", keys, targets)
+
+
+def suite_body(api: Api, n: int = 2, agent: str = "fast", sources: int = 1) -> dict:
+    return {"name": "refunds", "agent_id": api.targets[agent],
+            "cases": [{"question": f"What is the refund window {i}?", "expected_answer": "30 days",
+                       "expected_sources": [f"Terms {j}" for j in range(sources)]} for i in range(n)]}
+
+
+def error_of(response: httpx.Response, status: int) -> dict:
+    """The one error envelope, with no stack trace in it."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["success"] is False and set(body["error"]) >= {"code", "message"}
+    assert "Traceback" not in response.text and 'File "' not in response.text
+    return body["error"]
+
+
+def wait_done(api: Api, path: str, status_of, timeout: float = 90) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        data = api.call("GET", path, "viewer").json()["data"]
+        if status_of(data) not in (0, 1, "pending", "running"):
+            return data
+        time.sleep(0.1)
+    raise AssertionError(f"{path} did not finish in {timeout} s")
+
+
+# --- service -------------------------------------------------------------------------------------
+
+def test_health_needs_no_key_and_openapi_is_served(api: Api) -> None:
+    health = api.call("GET", "/api/v1/health", key=None)
+    assert health.json() == {"success": True, "data": {"status": "ok", "version": evalcore.__version__}}
+    spec = api.call("GET", "/openapi.json", key=None).json()
+    for path in ("/api/v1/evaluation", "/api/v1/eval-suites", "/api/v1/eval-suites/{suite_id}/runs",
+                 "/api/v1/eval-suites/runs/{run_id}", "/api/v1/campaigns/{campaign_id}/results", "/api/v1/compare"):
+        assert path in spec["paths"]
+    assert "HTTPBearer" in spec["components"]["securitySchemes"]
+    assert "swagger" in api.call("GET", "/docs", key=None).text.lower()
+
+
+def test_serve_command_serves_the_api(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "evalcore", "serve", "--port", str(port), "--db", str(tmp_path / "serve.db")]
+    server = subprocess.Popen(command, cwd=Path(__file__).resolve().parent.parent,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline, answer = time.monotonic() + 60, None
+        while answer is None and server.poll() is None and time.monotonic() < deadline:
+            try:
+                answer = httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=5)
+            except httpx.TransportError:
+                time.sleep(0.2)
+        assert answer is not None and answer.json()["data"]["status"] == "ok"
+        assert httpx.get(f"http://127.0.0.1:{port}/api/v1/eval-suites", timeout=5).status_code == 401
+    finally:
+        server.terminate()
+        server.wait(30)
+    assert (tmp_path / "serve.db").exists()
+
+
+def test_me_reports_the_key(api: Api) -> None:
+    data = api.call("GET", "/api/v1/me", "nocap").json()["data"]
+    assert (data["tenant"], data["role"], data["capability"]) == ("acme", "admin", "none")
+
+
+# --- authentication and rights -------------------------------------------------------------------
+
+def test_missing_and_invalid_keys_answer_401(api: Api) -> None:
+    missing = api.call("GET", "/api/v1/eval-suites", key=None)
+    assert error_of(missing, 401)["code"] == "unauthorized"
+    assert missing.headers["www-authenticate"] == "Bearer"
+    assert error_of(api.call("GET", "/api/v1/eval-suites", key="ek_wrong"), 401)["message"] == "invalid or revoked API key"
+    basic = api.call("GET", "/api/v1/eval-suites", key=None, headers={"Authorization": "Basic YTpi"})
+    assert error_of(basic, 401)["code"] == "unauthorized"
+    # Bodies are parsed before keys are checked inside FastAPI: the 401 must still win.
+    for key in (None, "ek_wrong"):
+        error_of(api.call("POST", "/api/v1/eval-suites", key=key, content=b"{broken"), 401)
+        error_of(api.call("POST", "/api/v1/evaluation", key=key, json={"dataset_id": 5}), 401)
+
+
+def test_a_revoked_key_stops_working_at_once(api: Api) -> None:
+    key_id, secret = create_key(api.app.state.store, tenant="acme", role="viewer")
+    assert api.call("GET", "/api/v1/eval-suites", secret).status_code == 200
+    revoke_key(api.app.state.store, key_id)
+    error_of(api.call("GET", "/api/v1/eval-suites", secret), 401)
+
+
+def test_viewer_reads_but_cannot_create_delete_or_launch(api: Api) -> None:
+    suite = api.call("POST", "/api/v1/eval-suites", json=suite_body(api)).json()["data"]["suite"]
+    assert api.call("GET", f"/api/v1/eval-suites/{suite['id']}", "viewer").status_code == 200
+    for method, path, body in (("POST", "/api/v1/eval-suites", suite_body(api)),
+                               ("PUT", f"/api/v1/eval-suites/{suite['id']}", suite_body(api)),
+                               ("DELETE", f"/api/v1/eval-suites/{suite['id']}", None),
+                               ("POST", f"/api/v1/eval-suites/{suite['id']}/runs", {"use_judge": False}),
+                               ("POST", "/api/v1/evaluation", {})):
+        error = error_of(api.call(method, path, "viewer", json=body), 403)
+        assert error["code"] == "forbidden" and "admin" in error["message"]
+
+
+def test_a_key_without_evaluation_capability_is_refused(api: Api) -> None:
+    for path in ("/api/v1/evaluation?task_id=x", "/api/v1/eval-suites", "/api/v1/campaigns"):
+        assert "run_evaluations" in error_of(api.call("GET", path, "nocap"), 403)["message"]
+    assert api.call("GET", "/api/v1/eval-suites", "full").status_code == 200
+
+
+# --- errors --------------------------------------------------------------------------------------
+
+def test_unknown_ids_and_routes_answer_404(api: Api) -> None:
+    for path in ("/api/v1/evaluation?task_id=evaluation_acme_1_deadbeef_default", "/api/v1/eval-suites/suite_missing",
+                 "/api/v1/eval-suites/suite_missing/runs", "/api/v1/eval-suites/runs/nope",
+                 "/api/v1/campaigns/nope", "/api/v1/campaigns/nope/results", "/api/v1/compare?a=x&b=y",
+                 "/api/v1/nothing-here"):
+        assert error_of(api.call("GET", path), 404)["code"] == "not_found"
+    for method in ("PUT", "DELETE", "POST"):
+        path = "/api/v1/eval-suites/suite_missing" + ("/runs" if method == "POST" else "")
+        error_of(api.call(method, path, json=suite_body(api) if method == "PUT" else None), 404)
+
+
+@pytest.mark.parametrize(("body", "field", "words"), [
+    ({"name": "x", "agent_id": "t"}, "cases", "Field required"),
+    ({"name": "x", "agent_id": "t", "cases": [{"expected_answer": "a"}]}, "cases[0].question", "required"),
+    ({"name": "x", "agent_id": "t", "cases": [{"question": "q"}], "color": "red"}, "color", "not permitted"),
+    ({"name": "", "agent_id": "t", "cases": [{"question": "q"}]}, "name", "at least 1"),
+    ({"name": "x", "agent_id": "t", "cases": "q"}, "cases", "list"),
+])
+def test_malformed_suites_answer_422_naming_the_field(api: Api, body: dict, field: str, words: str) -> None:
+    error = error_of(api.call("POST", "/api/v1/eval-suites", json=body), 422)
+    assert error["code"] == "invalid_request" and error["field"] == field
+    assert error["message"].startswith(field) and words in error["message"]
+
+
+def test_suite_limits_are_named(api: Api) -> None:
+    many = error_of(api.call("POST", "/api/v1/eval-suites", json=suite_body(api, n=101)), 422)
+    assert many["field"] == "cases" and "100" in many["message"]
+    sources = error_of(api.call("POST", "/api/v1/eval-suites", json=suite_body(api, n=1, sources=11)), 422)
+    assert sources["field"] == "cases[0].expected_sources" and "10" in sources["message"]
+    assert api.call("POST", "/api/v1/eval-suites", json=suite_body(api, n=100, sources=10)).status_code == 201
+
+
+def test_unknown_agent_is_422_and_another_tenants_agent_too(api: Api) -> None:
+    for agent in ("target_missing", api.targets["other"]):
+        body = {**suite_body(api), "agent_id": agent}
+        error = error_of(api.call("POST", "/api/v1/eval-suites", json=body), 422)
+        assert error["field"] == "agent_id" and agent in error["message"]
+
+
+def test_malformed_json_and_wrong_types(api: Api) -> None:
+    broken = api.call("POST", "/api/v1/eval-suites", content=b'{"name": ', headers={"Content-Type": "application/json"})
+    assert error_of(broken, 422)["code"] == "invalid_request"
+    assert error_of(api.call("POST", "/api/v1/evaluation", json={"dataset_id": 5}), 422)["field"] == "dataset_id"
+    assert error_of(api.call("GET", "/api/v1/campaigns/x/results?limit=0"), 422)["field"] == "limit"
+    assert error_of(api.call("GET", "/api/v1/evaluation"), 422)["field"] == "task_id"
+
+
+def test_bodies_over_the_limit_answer_413(api: Api) -> None:
+    big = json.dumps({**suite_body(api), "name": "x" * (1024 * 1024)}).encode()
+    error = error_of(api.call("POST", "/api/v1/eval-suites", content=big, headers={"Content-Type": "application/json"}), 413)
+    assert error["code"] == "payload_too_large" and "1048576" in error["message"]
+
+    def chunks() -> Iterator[bytes]:
+        for _ in range(20):
+            yield b" " * 100_000
+    streamed = api.call("POST", "/api/v1/eval-suites", content=chunks(), headers={"Content-Type": "application/json"})
+    error_of(streamed, 413)
+
+
+def test_unexpected_errors_are_500_without_internals(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken() -> None:
+        raise RuntimeError("secret internal detail /etc/passwd")
+    monkeypatch.setattr(api.app.state, "manager", broken)
+    response = api.call("POST", "/api/v1/evaluation", json={"knowledge_base_id": api.targets["fast"]})
+    error = error_of(response, 500)
+    assert error["code"] == "internal_error" and "reference" in error["message"]
+    assert "secret" not in response.text and "RuntimeError" not in response.text
+
+
+# --- seed 000: evaluation tasks ------------------------------------------------------------------
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"dataset_id": "missing"}, "dataset_id"),
+    ({"dataset_id": "../samples"}, "dataset_id"),
+    ({"knowledge_base_id": "target_missing"}, "knowledge_base_id"),
+    ({"chat_id": "target_missing"}, "chat_id"),
+    ({"rerank_id": "target_missing"}, "rerank_id"),
+    ({"datasetid": "default"}, "datasetid"),
+])
+def test_evaluation_validates_synchronously(api: Api, body: dict, field: str) -> None:
+    error = error_of(api.call("POST", "/api/v1/evaluation", json=body), 422)
+    assert error["field"] == field and field in error["message"]
+
+
+def test_evaluation_task_runs_to_completion_with_seed_shapes(api: Api) -> None:
+    before = int(time.time() * 1000)
+    created = api.call("POST", "/api/v1/evaluation", json={"dataset_id": "tiny", "knowledge_base_id": api.targets["fast"]})
+    assert created.status_code == 200, created.text
+    body = created.json()
+    assert body["success"] is True and set(body["data"]) == {"task"}
+    task = body["data"]["task"]
+    assert set(task) == SEED_TASK_FIELDS
+    prefix, tenant, stamp, nonce, dataset = task["id"].split("_", 4)
+    assert (prefix, tenant, dataset) == ("evaluation", "acme", "tiny")
+    assert before <= int(stamp) <= int(time.time() * 1000) and len(nonce) == 8 and int(nonce, 16) >= 0
+    assert task["tenant_id"] == "acme" and task["dataset_id"] == "tiny" and task["status"] in (0, 1, 2)
+    assert task["total"] == 3 and task["start_time"].endswith("Z")
+
+    data = wait_done(api, f"/api/v1/evaluation?task_id={task['id']}", lambda d: d["task"]["status"])
+    assert set(data) == {"task", "params", "metric"}
+    assert set(data["task"]) == SEED_TASK_FIELDS
+    assert data["task"]["status"] == 2, data["task"]["err_msg"]
+    assert (data["task"]["finished"], data["task"]["total"], data["task"]["err_msg"]) == (3, 3, "")
+    assert data["params"]["retriever"] == "bm25" and data["params"]["chunking"] == "none"
+    assert set(data["metric"]) == {"retrieval_metrics", "generation_metrics"}
+    assert set(data["metric"]["retrieval_metrics"]) == RETRIEVAL
+    assert set(data["metric"]["generation_metrics"]) == GENERATION
+    for value in [*data["metric"]["retrieval_metrics"].values(), *data["metric"]["generation_metrics"].values()]:
+        assert isinstance(value, float) and 0.0 <= value <= 1.0
+    page = api.call("GET", f"/api/v1/campaigns/{task['id']}/results?offset=1&limit=1", "viewer").json()["data"]
+    assert [r["qid"] for r in page["results"]] == [2] and (page["total"], page["finished"]) == (3, 3)
+    assert "ndcg@3" in page["results"][0]["measures"]
+
+
+def test_evaluation_defaults_and_overlays(api: Api) -> None:
+    body = {"knowledge_base_id": api.targets["fast"], "chat_id": api.targets["chat"], "rerank_id": api.targets["rerank"]}
+    task = api.call("POST", "/api/v1/evaluation", json=body).json()["data"]["task"]
+    assert task["dataset_id"] == "default" and task["id"].endswith("_default")
+    params = api.call("GET", f"/api/v1/evaluation?task_id={task['id']}", "viewer").json()["data"]["params"]
+    assert (params["retriever"], params["extractive_sentences"], params["reranker"], params["rerank_top_k"]) == \
+        ("bm25", 1, "embedding", 7)
+    done = wait_done(api, f"/api/v1/evaluation?task_id={task['id']}", lambda d: d["task"]["status"])
+    assert done["task"]["status"] == 2, done["task"]["err_msg"]
+
+
+@contextmanager
+def gated_agent(api: Api) -> Iterator[tuple[str, threading.Event]]:
+    """A saved http_agent target whose answers wait for the gate: campaigns on it stay running."""
+    gate = threading.Event()
+
+    def agent(path: str, body: object) -> Reply:
+        gate.wait(30)
+        return Reply.json({"answer": "30 days after delivery", "sources": [{"id": "10", "title": "Terms 0"}]})
+
+    with FakeOpenAIServer(agent) as server:
+        config = TargetConfig(kind="http_agent", agent_url=server.root_url + "/ask")
+        try:
+            yield save_target(api.app.state.store, config, tenant="acme"), gate
+        finally:
+            gate.set()
+
+
+def test_a_cancelled_task_is_status_3_and_says_so(api: Api) -> None:
+    with gated_agent(api) as (target, gate):
+        task = api.call("POST", "/api/v1/evaluation", json={"dataset_id": "tiny", "knowledge_base_id": target})
+        task_id = task.json()["data"]["task"]["id"]
+        error_of(api.call("POST", f"/api/v1/campaigns/{task_id}/cancel", "viewer"), 403)
+        error_of(api.call("POST", f"/api/v1/campaigns/{task_id}/cancel", "other"), 404)
+        assert api.call("POST", f"/api/v1/campaigns/{task_id}/cancel").status_code == 202
+        gate.set()
+        data = wait_done(api, f"/api/v1/evaluation?task_id={task_id}", lambda d: d["task"]["status"])
+    assert data["task"]["status"] == 3 and data["task"]["err_msg"].startswith("cancelled")
+    assert error_of(api.call("POST", f"/api/v1/campaigns/{task_id}/cancel"), 409)["code"] == "conflict"
+
+
+# --- saved target configurations ----------------------------------------------------------------
+
+def test_targets_are_listed_read_and_saved_with_full_access_only(api: Api) -> None:
+    listed = api.call("GET", "/api/v1/targets", "viewer").json()["data"]["targets"]
+    assert api.targets["fast"] in {t["id"] for t in listed} and api.targets["other"] not in {t["id"] for t in listed}
+    read = api.call("GET", f"/api/v1/targets/{api.targets['fast']}", "viewer").json()["data"]["target"]
+    assert read["name"] == "fast" and read["config"]["retriever"] == "bm25" and len(read["config_hash"]) == 64
+    error_of(api.call("GET", f"/api/v1/targets/{api.targets['other']}", "viewer"), 404)
+    body = {"name": "bm25 top 5", "config": {"retriever": "bm25", "embedding_top_k": 5}}
+    assert "full-access" in error_of(api.call("POST", "/api/v1/targets", "admin", json=body), 403)["message"]
+    created = api.call("POST", "/api/v1/targets", "full", json=body)
+    assert created.status_code == 201, created.text
+    target = created.json()["data"]["target"]
+    assert target["config"]["embedding_top_k"] == 5 and target["config"]["chunking"] == "none"
+    suite = api.call("POST", "/api/v1/eval-suites", json={**suite_body(api), "agent_id": target["id"]})
+    assert suite.status_code == 201
+    bad = error_of(api.call("POST", "/api/v1/targets", "full", json={"name": "x", "config": {"retriever": "grep", "colour": 1}}), 422)
+    assert "retriever" in bad["message"] and "colour: unknown key" in bad["message"]
+
+
+# --- seed 003: suites and runs -------------------------------------------------------------------
+
+def test_suite_crud(api: Api) -> None:
+    created = api.call("POST", "/api/v1/eval-suites", json=suite_body(api, n=2))
+    assert created.status_code == 201
+    suite = created.json()["data"]["suite"]
+    assert suite["name"] == "refunds" and suite["agent_id"] == api.targets["fast"] and suite["case_count"] == 2
+    assert suite["cases"][0] == {"question": "What is the refund window 0?", "expected_answer": "30 days",
+                                 "expected_sources": ["Terms 0"]}
+    read = api.call("GET", f"/api/v1/eval-suites/{suite['id']}", "viewer").json()["data"]["suite"]
+    assert read["cases"] == suite["cases"]
+    replaced = api.call("PUT", f"/api/v1/eval-suites/{suite['id']}", json={**suite_body(api, n=1), "name": "renamed"})
+    assert replaced.status_code == 200 and replaced.json()["data"]["suite"]["case_count"] == 1
+    listed = api.call("GET", "/api/v1/eval-suites", "viewer").json()["data"]["suites"]
+    mine = next(s for s in listed if s["id"] == suite["id"])
+    assert mine["name"] == "renamed" and mine["last_run"] is None and "cases" not in mine
+    deleted = api.call("DELETE", f"/api/v1/eval-suites/{suite['id']}")
+    assert deleted.status_code == 204 and deleted.content == b""
+    error_of(api.call("GET", f"/api/v1/eval-suites/{suite['id']}"), 404)
+
+
+def test_suite_run_completes_with_results_and_summary(api: Api) -> None:
+    suite = api.call("POST", "/api/v1/eval-suites", json=suite_body(api, n=2)).json()["data"]["suite"]
+    launched = api.call("POST", f"/api/v1/eval-suites/{suite['id']}/runs", json={"use_judge": False})
+    assert launched.status_code == 202, launched.text
+    run = launched.json()["data"]["run"]
+    assert run["status"] in ("pending", "running", "succeeded") and run["kind"] == "suite"
+    data = wait_done(api, f"/api/v1/eval-suites/runs/{run['id']}", lambda d: d["run"]["status"])
+    assert data["run"]["status"] == "succeeded" and len(data["results"]) == 2
+    assert data["results"][0]["question"] == "What is the refund window 0?"
+    assert set(data["summary"]) >= {"answered", "failed", "sources_found_rate", "mean_coverage", "mean_judge_score",
+                                    "mean_latency_s", "tokens"}
+    assert data["summary"]["answered"] == 2
+    runs = api.call("GET", f"/api/v1/eval-suites/{suite['id']}/runs", "viewer").json()["data"]["runs"]
+    assert [r["id"] for r in runs] == [run["id"]]
+    listed = api.call("GET", "/api/v1/eval-suites", "viewer").json()["data"]["suites"]
+    assert next(s for s in listed if s["id"] == suite["id"])["last_run"]["id"] == run["id"]
+    again = api.call("POST", f"/api/v1/eval-suites/{suite['id']}/runs")
+    assert again.status_code == 202
+    second = wait_done(api, f"/api/v1/eval-suites/runs/{again.json()['data']['run']['id']}", lambda d: d["run"]["status"])
+    comparison = api.call("GET", f"/api/v1/compare?a={run['id']}&b={second['run']['id']}", "viewer")
+    assert comparison.status_code == 200, comparison.text
+    assert comparison.json()["data"]["comparison"]
+
+
+def test_concurrent_launches_on_one_suite_accept_exactly_one(api: Api) -> None:
+    with gated_agent(api) as (target, gate):
+        suite = api.call("POST", "/api/v1/eval-suites", json={**suite_body(api), "agent_id": target}).json()["data"]["suite"]
+        barrier = threading.Barrier(2)
+        answers: list[httpx.Response] = []
+
+        def post() -> None:
+            barrier.wait()
+            answers.append(api.call("POST", f"/api/v1/eval-suites/{suite['id']}/runs", json={"use_judge": False}))
+
+        threads = [threading.Thread(target=post) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        gate.set()
+        assert sorted(r.status_code for r in answers) == [202, 409]
+        accepted = next(r for r in answers if r.status_code == 202).json()["data"]["run"]["id"]
+        refused = error_of(next(r for r in answers if r.status_code == 409), 409)
+        assert refused["code"] == "conflict" and accepted in refused["message"] and refused["running_id"] == accepted
+        wait_done(api, f"/api/v1/eval-suites/runs/{accepted}", lambda d: d["run"]["status"])
+
+
+# --- tenants and key storage ---------------------------------------------------------------------
+
+def test_another_tenants_objects_answer_404_like_missing_ones(api: Api) -> None:
+    suite = api.call("POST", "/api/v1/eval-suites", json=suite_body(api, n=1)).json()["data"]["suite"]
+    task = api.call("POST", "/api/v1/evaluation", json={"dataset_id": "tiny", "knowledge_base_id": api.targets["fast"]})
+    task_id = task.json()["data"]["task"]["id"]
+    fake_suite, fake_task = "suite_" + "0" * 12, task_id[:-4] + "nope"
+    for real, fake, template in ((suite["id"], fake_suite, "/api/v1/eval-suites/{}"),
+                                 (suite["id"], fake_suite, "/api/v1/eval-suites/{}/runs"),
+                                 (task_id, fake_task, "/api/v1/evaluation?task_id={}"),
+                                 (task_id, fake_task, "/api/v1/campaigns/{}/results"),
+                                 (task_id, fake_task, "/api/v1/eval-suites/runs/{}")):
+        theirs = error_of(api.call("GET", template.format(real), "other"), 404)
+        missing = error_of(api.call("GET", template.format(fake), "other"), 404)
+        assert theirs == {**missing, "message": missing["message"].replace(fake, real)}
+    error_of(api.call("PUT", f"/api/v1/eval-suites/{suite['id']}", "other", json=suite_body(api)), 404)
+    error_of(api.call("DELETE", f"/api/v1/eval-suites/{suite['id']}", "other"), 404)
+    error_of(api.call("POST", f"/api/v1/eval-suites/{suite['id']}/runs", "other"), 404)
+    error_of(api.call("GET", f"/api/v1/compare?a={task_id}&b={task_id}", "other"), 404)
+    assert all(s["id"] != suite["id"] for s in api.call("GET", "/api/v1/eval-suites", "other").json()["data"]["suites"])
+    assert api.call("GET", "/api/v1/campaigns", "other").json()["data"]["campaigns"] == []
+    assert api.call("GET", f"/api/v1/eval-suites/{suite['id']}").status_code == 200
+    wait_done(api, f"/api/v1/evaluation?task_id={task_id}", lambda d: d["task"]["status"])
+
+
+def test_the_database_never_contains_a_key(api: Api) -> None:
+    assert api.call("GET", "/api/v1/eval-suites").status_code == 200
+    data = b"".join(p.read_bytes() for p in api.db.parent.glob(api.db.name + "*"))
+    assert data and all(secret.encode() not in data for secret in api.keys.values())

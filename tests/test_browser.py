@@ -1,0 +1,133 @@
+"""End to end in a real browser: `streamlit run app.py` on loopback, driven by Playwright with Debian's chromium."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+APP = Path(__file__).resolve().parent.parent / "app.py"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+# Text Streamlit shows when a script raised instead of reporting a readable message.
+EXCEPTION_TEXT = re.compile(r"Traceback \(most recent call last\)|StreamlitAPIException|^\w+Error: ", re.MULTILINE)
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium")
+sync_api = pytest.importorskip("playwright.sync_api")
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The dashboard served on a loopback port over an empty temporary database."""
+    home = tmp_path_factory.mktemp("browser")
+    port = free_port()
+    env = {**os.environ, "EVALCORE_DB": str(home / "evalcore.db"), "EVALCORE_UPLOAD_DIR": str(home / "uploads")}
+    command = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true", "--server.port", str(port),
+               "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
+    log = (home / "streamlit.log").open("w")
+    process = subprocess.Popen(command, cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, process)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+        log.close()
+
+
+def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 60) -> None:
+    """Poll Streamlit's health endpoint until it answers (or the server died)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {process.returncode}")
+        try:
+            if httpx.get(f"{url}/_stcore/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise TimeoutError("streamlit did not start")
+
+
+@pytest.fixture
+def page(server: str, tmp_path: Path) -> Iterator[tuple]:
+    """A browser page on the app, collecting console errors and uncaught page errors."""
+    problems: list[str] = []
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        context = browser.new_context(viewport={"width": 1400, "height": 2400}, accept_downloads=True)
+        tab = context.new_page()
+        tab.on("console", lambda message: problems.append(f"console: {message.text}") if message.type == "error" else None)
+        tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+        tab.on("requestfailed", lambda request: problems.append(f"request failed: {request.url} {request.failure}"))
+        tab.goto(server)
+        tab.get_by_role("heading", name="Datasets").wait_for(timeout=60_000)
+        yield tab, problems
+        context.close()
+        browser.close()
+
+
+def assert_no_exception_on(tab: object) -> None:
+    """Nothing on the page is an exception box or traceback text."""
+    assert tab.locator('[data-testid="stException"]').count() == 0
+    assert not EXCEPTION_TEXT.search(tab.locator("section.main, [data-testid='stMain']").first.inner_text())
+
+
+def choose(tab: object, label: str, option: str) -> None:
+    """Pick an option of a Streamlit selectbox by typing it."""
+    box = tab.get_by_label(label, exact=True).first
+    box.click()
+    box.fill(option)
+    tab.keyboard.press("Enter")
+
+
+def open_page(tab: object, name: str) -> None:
+    """Follow a link of the navigation sidebar."""
+    tab.get_by_role("link", name=name).first.click()
+    tab.get_by_role("heading", name=name if name != "Run" else "Run a campaign").wait_for(timeout=30_000)
+
+
+def test_launch_compare_screenshot_and_export(page: tuple, tmp_path: Path) -> None:
+    tab, problems = page
+    tab.get_by_text("Answer coverage").wait_for(timeout=60_000)  # the sample dataset is open
+    open_page(tab, "Run")
+    tab.get_by_label("Only the first N questions (0 = all)").fill("20")
+    choose(tab, "Sweep one key", "embedding_top_k")
+    tab.get_by_label("Sweep values (comma-separated)").fill("3, 10")
+    tab.get_by_role("button", name="Launch").click()
+    # Two campaigns, progress polled from the store until both succeed.
+    tab.get_by_text(re.compile(r"succeeded · 20/20 questions")).nth(1).wait_for(timeout=120_000)
+    assert_no_exception_on(tab)
+
+    open_page(tab, "Compare")
+    tab.get_by_text("Measures: B − A with 95% intervals").wait_for(timeout=60_000)
+    tab.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+    # EVALCORE_SCREENSHOT_DIR keeps the screenshot for a person to look at.
+    shot = Path(os.environ.get("EVALCORE_SCREENSHOT_DIR") or tmp_path) / "compare.png"
+    tab.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+    with tab.expect_download(timeout=60_000) as download:
+        tab.get_by_role("button", name="PNG").first.click()
+    exported = tmp_path / download.value.suggested_filename
+    download.value.save_as(exported)
+    assert exported.suffix == ".png" and exported.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert_no_exception_on(tab)
+    assert not problems, problems

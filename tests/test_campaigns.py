@@ -1,0 +1,257 @@
+"""Campaign lifecycle: background runs, failure isolation, time limits, cancel, resume, retry."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from evalcore.campaigns import (
+    CampaignManager,
+    Conflict,
+    NotFound,
+    campaign_aggregates,
+    campaign_results,
+    campaign_summary,
+    get_campaign,
+    get_manager,
+    list_campaigns,
+)
+from evalcore.errors import EvalError
+from evalcore.store import Store
+from evalcore.targets import Retrieved, TargetAnswer, TargetConfig
+from tests.conftest import write_dataset
+
+
+class FakeTarget:
+    """A Target whose behaviour per question is scripted by the test."""
+
+    def __init__(self, *, delay: float = 0.0, fail: Callable[[int], bool] = lambda qid: False,
+                 hang: Callable[[int], bool] = lambda qid: False, broken: bool = False) -> None:
+        self.config = TargetConfig()
+        self.delay, self.fail, self.hang, self.broken = delay, fail, hang, broken
+        self.release = threading.Event()
+        self.asked: list[int] = []
+        self.threads: set[str] = set()
+        self.prepared = 0
+
+    def check(self) -> None:
+        if self.broken:
+            raise EvalError("model unreachable", where="fake target")
+
+    def prepare(self, passages: Sequence, progress: Callable[[int, int], None] | None = None) -> None:
+        self.prepared = len(passages)
+
+    def answer(self, question: str, qid: int | None = None) -> TargetAnswer:
+        self.asked.append(qid)
+        self.threads.add(threading.current_thread().name)
+        if self.hang(qid):
+            self.release.wait(30)
+        time.sleep(self.delay)
+        if self.fail(qid):
+            raise RuntimeError(f"scripted failure on {qid}")
+        retrieved = [Retrieved(10, "Terms of Sale (EU)", "Refunds within 30 days.", 2.0, {"bm25": 2.0}),
+                     Retrieved(None, "", "unmapped chunk", 1.0, {}),
+                     Retrieved(12, "CGV France", "Le délai est de 14 jours.", 0.5, {"bm25": 0.5})]
+        return TargetAnswer("Refunds are accepted within 30 days.", retrieved, prompt_tokens=5, completion_tokens=3)
+
+    def chat_model(self) -> None:
+        return None
+
+
+def many_questions(folder: Path, n: int) -> Path:
+    """A valid dataset with n labeled, answered questions over five passages."""
+    return write_dataset(folder, {
+        "queries": {"id": list(range(1, n + 1)), "text": [f"Question number {i} about refunds?" for i in range(1, n + 1)]},
+        "corpus": {"id": [10, 11, 12, 13, 14], "text": [f"Passage {i} on refunds within {i} days." for i in range(5)]},
+        "answers": {"id": list(range(101, 101 + n)), "text": ["Refunds within 30 days."] * n},
+        "qrels": {"qid": list(range(1, n + 1)), "pid": [10 + i % 3 for i in range(n)]},
+        "qas": {"qid": list(range(1, n + 1)), "aid": list(range(101, 101 + n))},
+    })
+
+
+@pytest.fixture
+def manager(tmp_path: Path):
+    """A manager on a fresh database."""
+    result = get_manager(tmp_path / "campaigns.db")
+    yield result
+    result.close()
+
+
+def test_launch_returns_at_once_and_runs_in_background(manager: CampaignManager, tiny_dataset: Path) -> None:
+    target = FakeTarget(delay=0.2)
+    campaign_id = manager.launch(dataset=str(tiny_dataset), target=target, concurrency=1)
+    first = get_campaign(manager.store, campaign_id)
+    assert first["status"] in ("pending", "running") and first["finished"] == 0
+    assert campaign_id.startswith("evaluation_default_") and campaign_id.endswith("_tiny")
+    done = manager.wait(campaign_id, timeout=20)
+    assert done["status"] == "succeeded"
+    assert (done["finished"], done["total"], done["failed"]) == (3, 3, 0)
+    assert done["started_at"] and done["ended_at"] >= done["started_at"]
+    assert done["progress"]["finished"] == 3 and done["progress"]["eta_s"] == 0.0
+    assert threading.main_thread().name not in target.threads
+    assert target.prepared == 5  # the whole corpus, distractor included
+
+
+def test_launch_validates_before_accepting(manager: CampaignManager, tiny_dataset: Path, tmp_path: Path) -> None:
+    with pytest.raises(EvalError, match="unreachable"):
+        manager.launch(dataset=str(tiny_dataset), target=FakeTarget(broken=True))
+    with pytest.raises(EvalError):
+        manager.launch(dataset=str(tmp_path / "missing"), target=FakeTarget())
+    with pytest.raises(EvalError, match="either a dataset or a suite"):
+        manager.launch(target=FakeTarget())
+    with pytest.raises(EvalError, match="unknown judge"):
+        manager.launch(dataset=str(tiny_dataset), target=FakeTarget(), judges=("vibes",))
+    assert list_campaigns(manager.store) == []
+
+
+def test_one_failing_question_in_five_is_isolated(manager: CampaignManager, tmp_path: Path) -> None:
+    data = many_questions(tmp_path / "ten", 10)
+    campaign_id = manager.launch(dataset=str(data), target=FakeTarget(fail=lambda qid: qid % 5 == 0), concurrency=3)
+    done = manager.wait(campaign_id, timeout=20)
+    assert done["status"] == "succeeded"
+    assert (done["finished"], done["failed"]) == (10, 2)
+    results = campaign_results(manager.store, campaign_id)
+    errors = {r["qid"]: r["error"] for r in results if r["error"]}
+    assert errors == {5: "RuntimeError: scripted failure on 5", 10: "RuntimeError: scripted failure on 10"}
+    assert all(r["measures"] for r in results if not r["error"])
+    summary = campaign_summary(manager.store, campaign_id)
+    assert (summary["answered"], summary["failed"]) == (8, 2)
+    assert summary["tokens"] == {"prompt": 40, "completion": 24, "total": 64}
+
+
+def test_too_many_failures_fail_the_campaign(manager: CampaignManager, tmp_path: Path) -> None:
+    data = many_questions(tmp_path / "ten", 10)
+    campaign_id = manager.launch(dataset=str(data), target=FakeTarget(fail=lambda qid: qid > 2),
+                                 concurrency=1, max_failed_share=0.3)
+    done = manager.wait(campaign_id, timeout=20)
+    assert done["status"] == "failed"
+    assert "questions failed (more than 30%)" in done["error"]
+    assert done["failed"] == 4 and done["finished"] == 6  # dispatching stopped at the 4th failure
+
+
+def test_hung_question_times_out_and_campaign_goes_on(manager: CampaignManager, tmp_path: Path) -> None:
+    data = many_questions(tmp_path / "six", 6)
+    target = FakeTarget(hang=lambda qid: qid == 2)
+    try:
+        campaign_id = manager.launch(dataset=str(data), target=target, concurrency=2, time_limit=1.5)
+        done = manager.wait(campaign_id, timeout=20)
+        assert done["status"] == "succeeded"
+        errors = {r["qid"]: r["error"] for r in campaign_results(manager.store, campaign_id) if r["error"]}
+        assert errors == {2: "timed out after 1.5 s"}
+        assert done["finished"] == 6
+    finally:
+        target.release.set()
+
+
+def test_cancel_then_resume_runs_only_missing_questions(manager: CampaignManager, tmp_path: Path) -> None:
+    data = many_questions(tmp_path / "twenty", 20)
+    target = FakeTarget(delay=0.05)
+    campaign_id = manager.launch(dataset=str(data), target=target, concurrency=1)
+    while get_campaign(manager.store, campaign_id)["finished"] < 3:
+        time.sleep(0.02)
+    running = get_campaign(manager.store, campaign_id)
+    assert running["status"] == "running"
+    assert running["progress"]["rate_per_s"] > 0 and running["progress"]["eta_s"] > 0
+    manager.cancel(campaign_id)
+    cancelled = manager.wait(campaign_id, timeout=20)
+    assert cancelled["status"] == "cancelled" and cancelled["finished"] < 20
+    with pytest.raises(Conflict):
+        manager.cancel(campaign_id)
+    before = {r["qid"] for r in campaign_results(manager.store, campaign_id)}
+    again = FakeTarget()
+    manager.resume(campaign_id, target=again)
+    assert manager.wait(campaign_id, timeout=20)["status"] == "succeeded"
+    assert sorted(again.asked) == sorted(set(range(1, 21)) - before)
+    results = campaign_results(manager.store, campaign_id)
+    assert [r["qid"] for r in results] == list(range(1, 21)) and {r["attempts"] for r in results} == {1}
+    with pytest.raises(EvalError, match="nothing to run"):
+        manager.resume(campaign_id, target=FakeTarget())
+
+
+def test_retry_failed_reruns_only_errors(manager: CampaignManager, tmp_path: Path) -> None:
+    data = many_questions(tmp_path / "ten", 10)
+    campaign_id = manager.launch(dataset=str(data), target=FakeTarget(fail=lambda qid: qid in (3, 7)))
+    manager.wait(campaign_id, timeout=20)
+    fixed = FakeTarget()
+    manager.retry_failed(campaign_id, target=fixed)
+    done = manager.wait(campaign_id, timeout=20)
+    assert sorted(fixed.asked) == [3, 7]
+    assert (done["status"], done["failed"], done["finished"]) == ("succeeded", 0, 10)
+    attempts = {r["qid"]: r["attempts"] for r in campaign_results(manager.store, campaign_id)}
+    assert attempts == {qid: (2 if qid in (3, 7) else 1) for qid in range(1, 11)}
+
+
+def test_aggregates_are_the_mean_of_stored_rows(manager: CampaignManager, tmp_path: Path) -> None:
+    data = many_questions(tmp_path / "ten", 10)
+    campaign_id = manager.launch(dataset=str(data), target=FakeTarget(fail=lambda qid: qid == 4))
+    manager.wait(campaign_id, timeout=20)
+    results = campaign_results(manager.store, campaign_id)
+    aggregates = campaign_aggregates(manager.store, campaign_id)
+    names = {name for r in results for name in r["measures"]}
+    assert {"precision", "ndcg@10", "bleu4", "rougel"} <= names == set(aggregates)
+    for name in names:
+        values = [r["measures"][name] for r in results if name in r["measures"]]
+        assert aggregates[name]["count"] == len(values) == 9
+        assert aggregates[name]["mean"] == pytest.approx(sum(values) / len(values))
+    first = results[0]
+    assert first["retrieved"][1]["pid"] is None  # a miss kept at its rank
+    assert first["signatures"]["bleu4"].startswith("bleu4|")
+    assert first["relevant"] == {10 + 0 % 3: 1} and first["references"] == ["Refunds within 30 days."]
+
+
+def test_delete_and_tenant_isolation(manager: CampaignManager, tiny_dataset: Path) -> None:
+    campaign_id = manager.launch(dataset=str(tiny_dataset), target=FakeTarget(), tenant="acme")
+    manager.wait(campaign_id, timeout=20)
+    assert campaign_id.startswith("evaluation_acme_")
+    with pytest.raises(NotFound):
+        get_campaign(manager.store, campaign_id, tenant="other")
+    assert [c["id"] for c in list_campaigns(manager.store, tenant="acme")] == [campaign_id]
+    assert list_campaigns(manager.store, tenant="other") == []
+    manager.delete(campaign_id)
+    with pytest.raises(NotFound):
+        get_campaign(manager.store, campaign_id)
+    assert manager.store.read("SELECT count(*) AS n FROM results")[0]["n"] == 0
+
+
+def test_heartbeat_runs_while_questions_hang_and_picks_up_a_cancel_from_elsewhere(
+    manager: CampaignManager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("evalcore.campaigns.runner.HEARTBEAT_S", 0.05)
+    target = FakeTarget(hang=lambda qid: True)
+    try:
+        campaign_id = manager.launch(dataset=str(many_questions(tmp_path / "five", 5)), target=target, concurrency=1)
+
+        def await_beats(count: int) -> None:
+            beats = [get_campaign(manager.store, campaign_id)["heartbeat"]]
+            while len(beats) <= count:
+                beat = get_campaign(manager.store, campaign_id)["heartbeat"]
+                if beat > beats[-1]:
+                    beats.append(beat)
+                time.sleep(0.01)
+
+        await_beats(3)
+        assert get_campaign(manager.store, campaign_id)["finished"] == 0
+        # Another process asks for the cancel through the database only.
+        with Store(manager.store.path) as elsewhere:
+            elsewhere.write(lambda conn: conn.execute("UPDATE campaigns SET cancel_requested = 1 WHERE id = ?", (campaign_id,)))
+        await_beats(2)  # each beat writes, then reads the flag: two beats later it has been seen
+        target.release.set()
+        done = manager.wait(campaign_id, timeout=20)
+        assert done["status"] == "cancelled" and done["finished"] == 1  # the question in flight finished
+    finally:
+        target.release.set()
+
+
+def test_broken_setup_fails_the_campaign_with_its_reason(manager: CampaignManager, tiny_dataset: Path) -> None:
+    class BrokenIndex(FakeTarget):
+        def prepare(self, passages: Sequence, progress: Callable[[int, int], None] | None = None) -> None:
+            raise OSError("disk full while indexing")
+
+    campaign_id = manager.launch(dataset=str(tiny_dataset), target=BrokenIndex())
+    done = manager.wait(campaign_id, timeout=20)
+    assert (done["status"], done["error"]) == ("failed", "setup failed: OSError: disk full while indexing")
+    assert done["finished"] == 0 and done["ended_at"] is not None

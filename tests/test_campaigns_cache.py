@@ -1,0 +1,72 @@
+"""Real targets against a loopback OpenAI-compatible server: the call cache and the judges."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalcore.campaigns import CampaignManager, campaign_aggregates, campaign_results, get_campaign
+from evalcore.targets import TargetConfig
+from evalcore.testing.openai_server import FakeOpenAIServer
+
+JUDGE_REPLY = '{"score": 4, "reason": "Close to the expected answer."}'
+
+
+@pytest.fixture
+def manager(tmp_path: Path):
+    """A manager on a fresh database."""
+    result = CampaignManager(tmp_path / "cache.db")
+    yield result
+    result.close()
+
+
+def chat_requests(server: FakeOpenAIServer) -> int:
+    """How many chat completions the server answered."""
+    return sum(path.endswith("/chat/completions") for path, _, _ in server.requests)
+
+
+def openai_config(server: FakeOpenAIServer, dataset: Path) -> TargetConfig:
+    """Our pipeline with BM25 and an OpenAI-compatible generator on the loopback server."""
+    return TargetConfig(retriever="bm25", generator="openai", base_url=server.base_url, model="fake-model",
+                        api_key_env="", knowledge_base=str(dataset), retries=0)
+
+
+def test_second_identical_campaign_is_served_by_the_cache(manager: CampaignManager, tiny_dataset: Path) -> None:
+    with FakeOpenAIServer(default="Refunds are accepted within 30 days.") as server:
+        config = openai_config(server, tiny_dataset)
+        first = manager.launch(dataset=str(tiny_dataset), config=config, concurrency=2)
+        assert manager.wait(first, timeout=30)["status"] == "succeeded"
+        calls = chat_requests(server)
+        assert calls == 3 and get_campaign(manager.store, first)["cache_hits"] == 0
+
+        second = manager.launch(dataset=str(tiny_dataset), config=config, concurrency=2)
+        done = manager.wait(second, timeout=30)
+        assert done["status"] == "succeeded" and done["cache_hits"] == 3
+        assert chat_requests(server) == calls
+        assert campaign_aggregates(manager.store, second) == campaign_aggregates(manager.store, first)
+        # Cached replies keep their token counts, so cost stays comparable between campaigns.
+        assert [r["prompt_tokens"] for r in campaign_results(manager.store, second)] == [11, 11, 11]
+
+        third = manager.launch(dataset=str(tiny_dataset), config=config, cache=False)
+        assert manager.wait(third, timeout=30)["cache_hits"] == 0
+        assert chat_requests(server) == calls + 3
+
+
+def test_judges_are_stored_as_measures_with_details(manager: CampaignManager, tiny_dataset: Path) -> None:
+    from evalcore.suites import Case, create_suite
+
+    suite = create_suite(manager.store, tenant="default", name="judged", agent_id="default", cases=[
+        Case("What is the refund window?", "Refunds are accepted within 30 days.", ("Terms of Sale",)),
+        Case("Where is the thermostat manual?"),
+    ])
+    with FakeOpenAIServer(default=JUDGE_REPLY) as server:
+        campaign_id = manager.launch(suite_id=suite.id, config=openai_config(server, tiny_dataset), use_judge=True,
+                                     judges=("relevance",))
+        done = manager.wait(campaign_id, timeout=30)
+    assert done["status"] == "succeeded" and done["judges"] == ["score", "relevance"] and done["use_judge"]
+    with_expected, without = campaign_results(manager.store, campaign_id)
+    assert with_expected["measures"]["judge.score"] == 4.0 and with_expected["measures"]["judge.relevance"] == 4.0
+    assert with_expected["judges"]["score"]["reason"] == "Close to the expected answer."
+    assert with_expected["signatures"]["judge.score"].startswith("judge.score|model:openai:fake-model@")
+    assert "judge.score" not in without["measures"] and "judge.relevance" in without["measures"]

@@ -1,0 +1,98 @@
+"""The `run` and `campaigns` commands on the real built-in pipeline, and the export formats."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from evalcore.cli import main
+from evalcore.store import Store
+from tests.conftest import TINY, write_dataset
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A dataset whose first question looks like a spreadsheet formula, a BM25 config, a db path."""
+    tables = {**TINY, "queries": {**TINY["queries"], "text": ["=HYPERLINK(\"x\") refund window?", *TINY["queries"]["text"][1:]]}}
+    data = write_dataset(tmp_path / "formula", tables)
+    config = tmp_path / "bm25.toml"
+    config.write_text('retriever = "bm25"\nembedding_top_k = 3\n', encoding="utf-8")
+    return data, config, tmp_path / "cli.db"
+
+
+def run_json(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, dict]:
+    """Run a command with --json; return its exit code and parsed output."""
+    code = main([*argv, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_run_then_list_show_export_delete(setup: tuple[Path, Path, Path], capsys: pytest.CaptureFixture) -> None:
+    data, config, db = setup
+    code, report = run_json(capsys, "run", "--dataset", str(data), "--config", str(config), "--db", str(db))
+    assert code == 0
+    campaign = report["campaign"]
+    assert campaign["status"] == "succeeded" and campaign["config"]["retriever"] == "bm25"
+    assert report["aggregates"]["recall"]["count"] == 3 and report["aggregates"]["bleu1"]["count"] == 2
+    campaign_id = campaign["id"]
+
+    assert main(["campaigns", "list", "--db", str(db)]) == 0
+    assert campaign_id in capsys.readouterr().out
+    assert main(["campaigns", "show", campaign_id, "--db", str(db)]) == 0
+    shown = capsys.readouterr().out
+    assert "status: succeeded" in shown and '"retriever": "bm25"' in shown and "ndcg@10" in shown
+
+    assert main(["campaigns", "export", campaign_id, "--format", "csv", "--db", str(db)]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [row["qid"] for row in rows] == ["1", "2", "3"]
+    assert rows[0]["question"].startswith("'=HYPERLINK")  # neutralised for spreadsheets
+    assert float(rows[0]["recall"]) >= 0.0
+
+    out = db.parent / "run.trec"
+    assert main(["campaigns", "export", campaign_id, "--format", "trec", "--out", str(out), "--db", str(db)]) == 0
+    lines = [line.split() for line in out.read_text().splitlines()]
+    assert lines and all(len(fields) == 6 and fields[1] == "Q0" and fields[5] == campaign_id for fields in lines)
+    first = [fields for fields in lines if fields[0] == "1"]
+    assert [int(fields[3]) for fields in first] == list(range(1, len(first) + 1))
+    scores = [float(fields[4]) for fields in first]
+    assert scores == sorted(scores, reverse=True) and len(set(scores)) == len(scores)
+
+    assert main(["campaigns", "export", campaign_id, "--format", "jsonl", "--db", str(db)]) == 0
+    results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["qid"] for r in results] == [1, 2, 3] and any(r["retrieved"] for r in results)
+
+    assert main(["campaigns", "cancel", campaign_id, "--db", str(db)]) == 2
+    assert "nothing to cancel" in capsys.readouterr().err
+    assert main(["campaigns", "delete", campaign_id, "--db", str(db)]) == 0
+    assert main(["campaigns", "show", campaign_id, "--db", str(db)]) == 2
+    assert "no campaign" in capsys.readouterr().err
+
+
+def test_resume_and_retry_from_the_command_line(setup: tuple[Path, Path, Path], capsys: pytest.CaptureFixture) -> None:
+    data, config, db = setup
+    code, report = run_json(capsys, "run", "--dataset", str(data), "--config", str(config), "--db", str(db))
+    campaign_id = report["campaign"]["id"]
+    with Store(db) as store:  # as if the process died after the first question, with the third failed
+        store.write(lambda conn: conn.execute("DELETE FROM results WHERE campaign_id = ? AND position = 1", (campaign_id,)))
+        store.write(lambda conn: conn.execute(
+            "UPDATE results SET error = 'timed out after 240 s' WHERE campaign_id = ? AND position = 2", (campaign_id,)))
+        store.write(lambda conn: conn.execute("UPDATE campaigns SET status = 'interrupted' WHERE id = ?", (campaign_id,)))
+    code, report = run_json(capsys, "campaigns", "resume", campaign_id, "--db", str(db))
+    assert code == 0 and report["campaign"]["finished"] == 3 and report["summary"]["failed"] == 1
+    code, report = run_json(capsys, "campaigns", "retry-failed", campaign_id, "--db", str(db))
+    assert code == 0 and report["summary"]["failed"] == 0
+    assert main(["campaigns", "resume", campaign_id, "--db", str(db)]) == 2
+    assert "nothing to run" in capsys.readouterr().err
+
+
+def test_user_mistakes_exit_2_with_one_line(setup: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    data, _, db = setup
+    bad = tmp_path / "bad.toml"
+    bad.write_text('retriever = "grep"\n', encoding="utf-8")
+    assert main(["run", "--dataset", str(data), "--config", str(bad), "--db", str(db)]) == 2
+    assert "retriever" in capsys.readouterr().err
+    assert main(["run", "--dataset", str(tmp_path / "nowhere"), "--db", str(db)]) == 2
+    assert capsys.readouterr().err.startswith("error: ")

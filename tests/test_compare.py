@@ -1,0 +1,217 @@
+"""Comparison: verdicts, statistics and warnings on hand-built campaigns; sweep; CLI faces."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from scipy.stats import binomtest
+
+from evalcore import campaigns as campaigns_module
+from evalcore.cli import main
+from evalcore.compare import compare_campaigns, compare_results, sweep_results
+from evalcore.errors import EvalError
+
+
+def row(qid, question, measures=None, judge=None, error=None, relevant=None, retrieved=(), answer="an answer",
+        expected_sources=(), sources=()):
+    judges = {} if judge is None else {"score": {"score": judge, "result": "pass" if judge >= 3 else "fail",
+                                                 "model": "m1", "prompt_hash": "h1", "reason": "r"}}
+    return {"qid": qid, "question": question, "measures": measures or {}, "judges": judges, "error": error,
+            "answer": None if error else answer, "relevant": relevant or {},
+            "retrieved": [{"pid": p, "title": f"doc {p}", "score": 1.0} for p in retrieved],
+            "expected_sources": list(expected_sources), "sources": list(sources)}
+
+
+def campaign(cid, config=None, dataset_hash="d1", status="succeeded", source="default"):
+    return {"id": cid, "kind": "dataset", "source": source, "status": status, "dataset_hash": dataset_hash,
+            "config": {"top_k": 5, "retriever": "bm25", **(config or {})}}
+
+
+A_ROWS = [
+    row(1, "Q one", {"coverage": 0.8}, judge=3),
+    row(2, "Q two", {"coverage": 0.5}),
+    row(3, "Q three", {"sources_found": 1.0}),
+    row(4, "Q four", {"coverage": 0.5}, judge=4),
+    row(5, "Q five", {"coverage": 1.0}),
+    row(7, "Q seven", {"coverage": 0.1}),
+    row(8, "Q eight", error="timeout after 240 s"),
+    row(9, "Q nine", {"ndcg@10": 0.5}, relevant={"10": 1, "11": 2, "12": 0}, retrieved=(10, 99, 12)),
+    row(10, "Q ten"),
+]
+B_ROWS = [
+    row(1, "Q one", {"coverage": 0.6}, judge=5),
+    row(2, "Q  two", {"coverage": 0.25}),   # whitespace differences do not make another question
+    row(3, "Q three", {"sources_found": 1.0}),
+    row(4, "Q four", {"coverage": 0.75}),
+    row(6, "Q six", {"coverage": 0.3}),
+    row(7, "Q seven changed", {"coverage": 0.9}),
+    row(8, "Q eight", {"coverage": 0.4}),
+    row(9, "Q nine", {"ndcg@10": 1.0}, relevant={"10": 1, "11": 2, "12": 0}, retrieved=(11, 10)),
+    row(10, "Q ten"),
+]
+
+
+@pytest.fixture(scope="module")
+def comparison():
+    return compare_results(campaign("A"), A_ROWS, campaign("B", {"top_k": 10}), B_ROWS)
+
+
+def by_question(comparison):
+    return {(q["qid"], q["question"], q["verdict"]): q for q in comparison.questions}
+
+
+def test_verdicts_follow_judge_then_coverage_then_sources(comparison):
+    verdicts = {(q["qid"], q["question"]): (q["verdict"], q["basis"]) for q in comparison.questions}
+    assert verdicts[(1, "Q one")] == ("better", "judge.score")          # coverage fell, the judge decides
+    assert verdicts[(2, "Q two")] == ("worse", "coverage")
+    assert verdicts[(3, "Q three")] == ("same", "sources_found")
+    assert verdicts[(4, "Q four")] == ("better", "coverage")            # judge only on one side
+    assert verdicts[(5, "Q five")] == ("removed", None)
+    assert verdicts[(6, "Q six")] == ("new", None)
+    assert verdicts[(7, "Q seven")] == ("removed", None)                # same id, other text
+    assert verdicts[(7, "Q seven changed")] == ("new", None)
+    assert verdicts[(8, "Q eight")] == ("better", "error")              # failed in A, answered in B
+    assert verdicts[(9, "Q nine")] == ("better", "ndcg@10")
+    assert verdicts[(10, "Q ten")] == ("unscored", None)
+    assert comparison.verdicts == {"better": 4, "worse": 1, "same": 1, "removed": 2, "new": 2, "unscored": 1}
+
+
+def test_relevant_passages_entering_and_leaving(comparison):
+    nine = next(q for q in comparison.questions if q["qid"] == 9)
+    assert nine["entered"] == [{"pid": 11, "title": "doc 11"}]
+    assert nine["left"] == []                    # 12 has label 0, 99 is not relevant
+    assert nine["answer_changed"] is False
+
+
+def test_measure_statistics_by_hand(comparison):
+    coverage = next(m for m in comparison.measures if m["measure"] == "coverage")
+    # common questions with coverage on both sides: q1 (0.8 -> 0.6), q2 (0.5 -> 0.25), q4 (0.5 -> 0.75)
+    assert coverage["n"] == 3
+    assert coverage["mean_a"] == pytest.approx(0.6) and coverage["mean_b"] == pytest.approx(1.6 / 3)
+    assert coverage["delta"] == pytest.approx(-0.2 / 3)
+    # |sum| of +-0.2 +-0.25 +-0.25 is never below the observed 0.2: every assignment is as extreme.
+    assert coverage["p_value"] == pytest.approx(1.0) and coverage["randomization"] == "exact"
+    assert coverage["significant"] is False and coverage["binary"] is False
+    assert coverage["ci_low"] <= coverage["delta"] <= coverage["ci_high"]
+    assert -0.25 <= coverage["ci_low"] and coverage["ci_high"] <= 0.25
+    judge = next(m for m in comparison.measures if m["measure"] == "judge.score")
+    assert judge["n"] == 1 and judge["delta"] == 2.0
+
+
+def test_binary_measure_uses_exact_mcnemar():
+    a_rows = [row(i, f"q{i}", {"sources_found": 0.0}) for i in range(14)]
+    b_rows = [row(i, f"q{i}", {"sources_found": 1.0 if i < 11 else 0.0}) for i in range(13)]
+    b_rows.append(row(13, "q13", {"sources_found": 0.0}))
+    b_rows[12]["measures"]["sources_found"] = 1.0
+    a_rows[0]["measures"]["sources_found"] = 1.0    # q0 passes on both sides: concordant, not counted
+    result = compare_results(campaign("A"), a_rows, campaign("B"), b_rows)
+    found = next(m for m in result.measures if m["measure"] == "sources_found")
+    assert found["binary"] and found["test"] == "mcnemar-exact"
+    assert (found["mcnemar"]["only_a"], found["mcnemar"]["only_b"]) == (0, 11)
+    assert found["p_value"] == pytest.approx(binomtest(0, 11, 0.5).pvalue)
+    assert found["significant"] and found["improved"]
+
+
+def test_judge_pass_fail_is_compared_with_mcnemar(comparison):
+    passes = next(m for m in comparison.measures if m["measure"] == "judge.score:pass")
+    assert passes["binary"] and passes["n"] == 1 and passes["mcnemar"]["p_value"] == 1.0
+
+
+def test_lower_is_better_measures_improve_when_they_fall():
+    a_rows = [row(i, f"q{i}", {"graded.holes": 5.0 + i % 3}) for i in range(30)]
+    b_rows = [row(i, f"q{i}", {"graded.holes": 1.0 + i % 2}) for i in range(30)]
+    holes = compare_results(campaign("A"), a_rows, campaign("B"), b_rows).measures[0]
+    assert holes["delta"] < 0 and holes["significant"] and holes["improved"] and not holes["higher_is_better"]
+    assert holes["randomization"] == "sampled"
+
+
+def test_the_seed_is_recorded_and_results_repeat():
+    a_rows = [row(i, f"q{i}", {"coverage": (i * 37 % 11) / 10}) for i in range(25)]
+    b_rows = [row(i, f"q{i}", {"coverage": (i * 53 % 11) / 10}) for i in range(25)]
+    first = compare_results(campaign("A"), a_rows, campaign("B"), b_rows, seed=11, resamples=2000).to_dict()
+    again = compare_results(campaign("A"), a_rows, campaign("B"), b_rows, seed=11, resamples=2000).to_dict()
+    assert first == again and first["seed"] == 11 and first["resamples"] == 2000
+    json.dumps(first)
+
+
+def test_warnings(comparison):
+    assert comparison.warnings == []
+    assert comparison.config_diff == {"top_k": [5, 10]}
+    other_judge = [dict(r, judges={"score": {"score": 4, "model": "m2", "prompt_hash": "h1"}}) for r in B_ROWS]
+    noisy = compare_results(campaign("A"), A_ROWS, campaign("B", {"top_k": 3, "retriever": "vector"},
+                            dataset_hash="d2", status="interrupted", source="other"), other_judge)
+    text = " | ".join(noisy.warnings)
+    assert "differ in 2 settings (retriever, top_k)" in text
+    assert "dataset content differs" in text
+    assert "judge score used a different model or prompt" in text
+    assert "different question sets" in text
+    assert "interrupted" in text
+    nothing = compare_results(campaign("A"), A_ROWS[:1], campaign("A2"), B_ROWS[4:5])
+    assert any("no question in common" in w for w in nothing.warnings)
+    assert nothing.notes and "identical" in nothing.notes[0]
+
+
+def test_expected_sources_found_and_lost():
+    a = row(1, "q", {"sources_found": 0.0}, expected_sources=["Warranty", "FAQ"],
+            sources=[{"id": 1, "title": "Orvane Support FAQ"}])
+    b = row(1, "q", {"sources_found": 0.0}, expected_sources=["Warranty", "FAQ"],
+            sources=[{"id": 2, "title": "Warranty Policy"}])
+    question = compare_results(campaign("A"), [a], campaign("B"), [b]).questions[0]
+    assert question["sources_entered"] == ["Warranty"] and question["sources_left"] == ["FAQ"]
+
+
+def test_sweep_table_and_series():
+    runs = []
+    for k, shift in ((3, 0.0), (5, 0.2), (10, 0.4)):
+        rows = [row(i, f"q{i}", {"recall": min(1.0, 0.3 + shift + (i % 5) / 10)}) for i in range(20)]
+        runs.append((campaign(f"c{k}", {"top_k": k}), rows))
+    sweep = sweep_results(runs, resamples=2000)
+    assert sweep["key"] == "top_k" and sweep["warnings"] == [] and sweep["baseline"] == "c3"
+    assert [r["value"] for r in sweep["table"]] == [3, 5, 10]
+    series = sweep["series"]["recall"]
+    assert [p["x"] for p in series] == [3, 5, 10]
+    assert series[0]["mean"] < series[1]["mean"] < series[2]["mean"]
+    assert all(p["ci_low"] <= p["mean"] <= p["ci_high"] and p["count"] == 20 for p in series)
+    assert "deltas" not in sweep["table"][0]
+    assert sweep["table"][2]["deltas"]["recall"]["significant"]
+    mixed = sweep_results([runs[0], (campaign("x", {"top_k": 5, "retriever": "vector"}), runs[1][1])], resamples=500)
+    assert mixed["key"] is None and "vary 2" in mixed["warnings"][0]
+    assert [r["value"] for r in mixed["table"]] == ["retriever=bm25 top_k=3", "retriever=vector top_k=5"]
+    with pytest.raises(EvalError):
+        sweep_results(runs[:1])
+
+
+@pytest.fixture
+def stored(monkeypatch):
+    """Campaigns served through the campaigns module's contract functions."""
+    records = {"A": (campaign("A"), A_ROWS), "B": (campaign("B", {"top_k": 10}), B_ROWS),
+               "C": (campaign("C", {"top_k": 20}), B_ROWS)}
+
+    def get_campaign(store, cid, tenant=None):
+        if cid not in records:
+            raise EvalError(f"no campaign {cid!r}")
+        return records[cid][0]
+
+    monkeypatch.setattr(campaigns_module, "get_campaign", get_campaign)
+    monkeypatch.setattr(campaigns_module, "campaign_results", lambda store, cid, offset=0, limit=None: records[cid][1])
+    return records
+
+
+def test_compare_campaigns_loads_through_the_contract(stored):
+    result = compare_campaigns(object(), "A", "B", resamples=500)
+    assert result.a["id"] == "A" and result.b["id"] == "B" and result.verdicts["better"] == 4
+
+
+def test_cli_compare_text_json_and_sweep(stored, tmp_path, capsys):
+    db = str(tmp_path / "e.db")
+    assert main(["compare", "A", "B", "--db", db, "--resamples", "500"]) == 0
+    text = capsys.readouterr().out
+    assert "config top_k: 5 -> 10" in text and "coverage" in text and "better   q1 Q one" in text
+    assert main(["compare", "A", "B", "--json", "--db", db, "--resamples", "500"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["verdicts"]["worse"] == 1 and data["seed"] == 0
+    assert main(["compare", "A", "B", "C", "--db", db, "--resamples", "500"]) == 0
+    assert "sweep over top_k" in capsys.readouterr().out
+    assert main(["compare", "A", "nope", "--db", db]) == 2
+    assert "no campaign 'nope'" in capsys.readouterr().err

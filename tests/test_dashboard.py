@@ -1,0 +1,295 @@
+"""The dashboard through Streamlit's AppTest: every page renders, and the main interactions work."""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from evalcore.campaigns import get_manager, list_campaigns
+from evalcore.suites import Case, create_suite, list_suites
+from evalcore.targets import TargetConfig
+from tests.conftest import TINY
+from ui import csv_bytes, escape_md
+
+AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+PAGES = ["pages/datasets.py", "pages/suites.py", "pages/run.py", "pages/campaigns.py", "pages/compare.py"]
+# Small and fast: keyword retrieval only, 12 questions of the sample dataset.
+QUICK = {"retriever": "bm25"}
+
+
+TRICKY = "<b>bold</b> **not bold** [link](http://x) :red[red]"
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A database with a suite campaign (user text with markup) and two dataset campaigns differing in one key."""
+    db = str(tmp_path_factory.mktemp("dashboard") / "evalcore.db")
+    manager = get_manager(db)
+    suite = create_suite(manager.store, tenant="default", name="tricky", agent_id="default",
+                         cases=[Case(TRICKY, "30 days", ("Terms",)), Case("What is the refund window?", "30 days")])
+    ids = {"suite": manager.launch(suite_id=suite.id, config=TargetConfig.from_dict(QUICK))}
+    ids |= {f"top{k}": manager.launch(dataset="default", config=TargetConfig.from_dict({**QUICK, "embedding_top_k": k}),
+                                      limit=12) for k in (2, 30)}
+    for campaign_id in ids.values():
+        assert manager.wait(campaign_id, timeout=120)["status"] == "succeeded"
+    yield {"db": db, **ids}
+    manager.close()
+
+
+def page_test(db: str, monkeypatch: pytest.MonkeyPatch, page: str = "pages/datasets.py") -> AppTest:
+    """An AppTest session on one page of the app, over the given database."""
+    monkeypatch.setenv("EVALCORE_DB", db)
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    if page != "pages/datasets.py":
+        at.switch_page(page).run()
+    return at
+
+
+def assert_clean(at: AppTest) -> None:
+    """No exception and no error box on the page."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def unescape(markdown: str) -> str:
+    """Markdown text as a reader sees it (the app backslash-escapes user text)."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def texts(at: AppTest) -> str:
+    """Every plain text, code block, caption and markdown of the page, joined."""
+    parts = [e.value for kind in (at.text, at.code, at.caption, at.markdown, at.success, at.warning, at.info) for e in kind]
+    return "\n".join(str(p) for p in parts)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_renders(page: str, filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page_test(filled["db"], monkeypatch, page)
+    assert_clean(at)
+    assert at.title
+
+
+def test_opens_on_the_sample_dataset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page_test(str(tmp_path / "empty.db"), monkeypatch)
+    assert_clean(at)
+    assert at.title[0].value == "Datasets"
+    metrics = {m.label: m.value for m in at.metric}
+    assert int(metrics["Questions"]) >= 80 and int(metrics["Passages"]) >= 300
+
+
+def parquet_bytes(columns: dict[str, list]) -> bytes:
+    """One Parquet file in memory."""
+    out = io.BytesIO()
+    pq.write_table(pa.table(columns), out)
+    return out.getvalue()
+
+
+def upload(at: AppTest, files: list[tuple[str, bytes, str]], name: str) -> AppTest:
+    """Fill the dataset upload form and submit it."""
+    at.file_uploader(key="upload_files").set_value(files)
+    at.text_input[0].set_value(name)
+    at.button(key="FormSubmitter:upload-Validate and save").click()
+    return at.run()
+
+
+def test_bad_dataset_upload_shows_the_loader_messages_per_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALCORE_UPLOAD_DIR", str(tmp_path / "uploads"))
+    at = page_test(str(tmp_path / "db.sqlite"), monkeypatch)
+    broken = {**TINY, "corpus": {**TINY["corpus"], "text": [None, *TINY["corpus"]["text"][1:]]},
+              "answers": {"id": TINY["answers"]["id"]}}
+    files = [(f"{name}.parquet", parquet_bytes(columns), "application/octet-stream") for name, columns in broken.items()]
+    upload(at, [*files, ("notes.parquet", b"hello", "application/octet-stream")], "broken")
+    assert not at.exception
+    errors = unescape("\n".join(e.value for e in at.error))
+    assert "corpus.parquet row 0 column 'text'" in errors and "null" in errors
+    assert "answers.parquet: missing column 'text'" in errors
+    assert "notes.parquet" in errors and "unexpected file" in errors
+    assert "**queries.parquet**: no problem found" in unescape("\n".join(e.value for e in at.success))
+    assert not (tmp_path / "uploads").exists()
+
+
+def test_valid_zip_upload_is_saved_and_listed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALCORE_UPLOAD_DIR", str(tmp_path / "uploads"))
+    at = page_test(str(tmp_path / "db.sqlite"), monkeypatch)
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for name, columns in TINY.items():
+            zipped.writestr(f"tiny/{name}.parquet", parquet_bytes(columns))
+    upload(at, [("tiny.zip", archive.getvalue(), "application/zip")], "tiny")
+    assert_clean(at)
+    saved = tmp_path / "uploads" / "uploads-tiny"
+    assert sorted(p.name for p in saved.iterdir()) == sorted(f"{n}.parquet" for n in TINY)
+    assert at.selectbox[0].value == str(saved)  # the new dataset is picked and shown
+    assert at.metric[0].value == "3"
+
+
+def test_upload_over_the_size_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALCORE_UPLOAD_DIR", str(tmp_path / "uploads"))
+    monkeypatch.setenv("EVALCORE_UPLOAD_MB", "0")
+    at = page_test(str(tmp_path / "db.sqlite"), monkeypatch)
+    upload(at, [("queries.parquet", parquet_bytes(TINY["queries"]), "application/octet-stream")], "big")
+    assert "the limit is 0 MB" in unescape("\n".join(e.value for e in at.error))
+    assert not (tmp_path / "uploads").exists()
+
+
+CSV = (
+    "question;expected answer;sources\n"
+    "What is the refund window?;30 days;Terms of Sale\n"
+    ";an answer without a question;\n"
+    '"=HYPERLINK(""http://x"")";formula-looking question;a|b\n'
+)
+
+
+def test_csv_import_reports_each_line_and_imports_the_valid_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = str(tmp_path / "db.sqlite")
+    at = page_test(db, monkeypatch, "pages/suites.py")
+    at.file_uploader(key="suite_csv").set_value(("cases.csv", CSV.encode(), "text/csv")).run()
+    report = "\n".join(c.value for c in at.code)
+    assert "line 3: rejected: empty question" in report
+    import_button = next(b for b in at.button if b.label.startswith("Import 2 case"))
+    assert import_button.disabled  # nothing is imported from a file with errors unless chosen
+    at.radio[0].set_value("the valid lines").run()
+    next(b for b in at.button if b.label.startswith("Import 2 case")).click().run()
+    assert_clean(at)
+    suites = list_suites(get_manager(db).store)
+    assert [s.name for s in suites] == ["cases"]
+    assert [c.question for c in suites[0].cases] == ["What is the refund window?", '=HYPERLINK("http://x")']
+    assert "Imported 2 case(s)" in unescape(texts(at))
+    assert [d.label for d in at.download_button] == ["CSV"]
+
+
+def test_the_sample_suite_is_one_click_away(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = str(tmp_path / "db.sqlite")
+    at = page_test(db, monkeypatch, "pages/suites.py")
+    next(b for b in at.button if b.label == "Add the sample suite").click().run()
+    assert_clean(at)
+    [suite] = list_suites(get_manager(db).store)
+    assert suite.name == "sample" and len(suite.cases) >= 10
+    assert len(at.data_editor[0].value) == len(suite.cases)
+
+
+def test_launch_a_campaign_on_the_sample_dataset_and_see_it_finish(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = str(tmp_path / "db.sqlite")
+    at = page_test(db, monkeypatch, "pages/run.py")
+    at.number_input(key="limit").set_value(10)  # everything else as a newcomer finds it
+    at.button(key="FormSubmitter:launch-Launch").click().run()
+    assert_clean(at)
+    [campaign_id] = at.session_state["launched"]
+    finished = get_manager(db).wait(campaign_id, timeout=120)
+    assert finished["status"] == "succeeded" and finished["config"]["retriever"] == "bm25"  # the quick start
+    at.switch_page("pages/campaigns.py").run()
+    assert_clean(at)
+    assert "succeeded" in at.selectbox[0].value or campaign_id == at.selectbox[0].value
+    labels = [m.label for m in at.metric]
+    assert {"precision", "recall", "ndcg@10", "mrr", "map", "bleu4", "rougel", "Answered"} <= set(labels)
+    assert len(at.expander) >= 10  # one per question, plus the configuration
+    at.checkbox(key=f"confirm-{campaign_id}").check().run()
+    next(b for b in at.button if b.label == "Delete").click().run()
+    assert_clean(at)
+    assert list_campaigns(get_manager(db).store) == []
+    assert "No campaign yet." in texts(at)
+
+
+def test_an_invalid_configuration_is_a_readable_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page_test(str(tmp_path / "db.sqlite"), monkeypatch, "pages/run.py")
+    at.selectbox(key="cfg-quick-generator").set_value("openai")
+    at.button(key="FormSubmitter:launch-Launch").click().run()
+    assert not at.exception
+    message = unescape("\n".join(e.value for e in at.error))
+    assert "model" in message and "required when generator is openai" in message
+    assert "Traceback" not in message
+
+
+def test_sweep_launches_one_campaign_per_value(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = str(tmp_path / "db.sqlite")
+    at = page_test(db, monkeypatch, "pages/run.py")
+    at.number_input(key="limit").set_value(5)
+    at.selectbox(key="sweep_key").set_value("embedding_top_k")
+    at.text_input(key="sweep_values").set_value("3, 10")
+    at.button(key="FormSubmitter:launch-Launch").click().run()
+    assert_clean(at)
+    launched = at.session_state["launched"]
+    assert len(launched) == 2
+    configs = {c["config"]["embedding_top_k"] for c in list_campaigns(get_manager(db).store)}
+    assert configs == {3, 10}
+
+
+def test_compare_two_campaigns(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page_test(filled["db"], monkeypatch, "pages/compare.py")
+    assert_clean(at)
+    verdicts = {m.label for m in at.metric}
+    assert {"better", "worse", "same", "new", "removed"} <= verdicts
+    assert any("embedding_top_k" in str(df.value.to_dict()) for df in at.dataframe)  # the configuration difference
+    assert len(at.get("plotly_chart")) == 2  # deltas and the per-question scatter
+    at.radio[0].set_value("a sweep (N campaigns, one key varied)").run()
+    assert_clean(at)
+    assert at.get("plotly_chart")
+
+
+def test_campaign_actions_refuse_with_messages(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
+    retry = next(b for b in at.button if b.label == "Retry failed")
+    assert retry.disabled  # nothing failed
+    assert next(b for b in at.button if b.label == "Cancel").disabled
+
+
+def test_user_text_is_shown_as_text_never_as_markup(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
+    at.selectbox[0].set_value(filled["suite"]).run()
+    assert_clean(at)
+    labels = [e.label for e in at.expander]
+    assert any(r"\<b\>bold\</b\> \*\*not bold\*\*" in label for label in labels)
+    assert f"Question: {TRICKY}" in [t.value for t in at.text]
+    assert not any("<b>" in m.value for m in at.markdown)
+
+
+def test_the_run_form_has_an_input_for_every_configuration_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page_test(str(tmp_path / "db.sqlite"), monkeypatch, "pages/run.py")
+    widgets = [w for kind in (at.selectbox, at.number_input, at.text_input, at.text_area) for w in kind]
+    keys = {w.key.removeprefix("cfg-quick-") for w in widgets if w.key and w.key.startswith("cfg-quick-")}
+    assert keys == set(TargetConfig().to_dict())
+
+
+def test_suite_editor_enforces_the_case_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = str(tmp_path / "db.sqlite")
+    at = page_test(db, monkeypatch, "pages/suites.py")
+    at.text_input[0].set_value("too many")
+    rows = [{"question": f"question {n}"} for n in range(101)]
+    at.session_state["cases-(new suite)"] = {"edited_rows": {}, "added_rows": rows, "deleted_rows": []}
+    next(b for b in at.button if b.label == "Create").click().run()
+    assert not at.exception
+    assert "at most 100 cases" in unescape("\n".join(e.value for e in at.error))
+    assert list_suites(get_manager(db).store) == []
+    at.session_state["cases-(new suite)"] = {"edited_rows": {}, "added_rows": rows[:2], "deleted_rows": []}
+    next(b for b in at.button if b.label == "Create").click().run()
+    assert_clean(at)
+    [suite] = list_suites(get_manager(db).store)
+    assert len(suite.cases) == 2
+    at.session_state[f"cases-{suite.id}"] = {"edited_rows": {0: {"question": "changed"}},
+                                             "added_rows": [{"question": "third", "expected_sources": "A | B"}],
+                                             "deleted_rows": []}
+    next(b for b in at.button if b.label == "Save").click().run()
+    assert_clean(at)
+    [suite] = list_suites(get_manager(db).store)
+    assert [c.question for c in suite.cases] == ["changed", "question 1", "third"]
+    assert suite.cases[2].expected_sources == ("A", "B")
+    assert len(at.data_editor[0].value) == 3  # the editor restarts from the saved rows, no duplicate
+
+
+def test_exported_tables_neutralise_formulas_and_keep_numbers() -> None:
+    frame = pd.DataFrame({"text": ["=1+1", "+33 6", "-x", "@SUM(A1)", "plain"], "value": [-1.5, 2, 3, 4, 5]})
+    lines = csv_bytes(frame).decode("utf-8-sig").splitlines()
+    assert lines == ["text,value", "'=1+1,-1.5", "'+33 6,2.0", "'-x,3.0", "'@SUM(A1),4.0", "plain,5.0"]
+
+
+def test_markdown_and_html_are_escaped() -> None:
+    assert escape_md("<b>x</b> **y** [z](u)") == r"\<b\>x\</b\> \*\*y\*\* \[z\]\(u\)"

@@ -1,0 +1,217 @@
+"""LLM judges: reply parsing on real-looking replies, and end to end against a loopback server."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalcore import judges
+from evalcore.errors import EvalError
+from evalcore.llm import ChatReply, OpenAIChatModel
+from evalcore.testing.openai_server import FakeOpenAIServer, Reply
+
+LIKERT = [
+    ("plain JSON", '{"score": 4, "reason": "Mentions the 30-day window but not the refund delay."}',
+     4.0, "Mentions the 30-day window but not the refund delay."),
+    ("fenced JSON after prose", 'Here is my assessment:\n```json\n{\n  "score": 2,\n  "reason": "Mostly missing."\n}\n```',
+     2.0, "Mostly missing."),
+    ("fenced without language", '```\n{"score": 5, "reason": "Complete."}\n```', 5.0, "Complete."),
+    ("JSON with string score and extra keys", '{"reasoning_steps": ["a", "b"], "Score": "3", "Reason": "Half."}',
+     3.0, "Half."),
+    ("JSON score as 4/5", '{"score": "4/5", "explanation": "Nearly all."}', 4.0, "Nearly all."),
+    ("JSON after a thinking block", ("<think>The answer says 14 days, reference 30.</think>\n"
+                                     '{"score": 1, "reason": "Contradicts the reference."}'),
+     1.0, "Contradicts the reference."),
+    ("prose after thinking that mentions a score", "<think>Reference: 30 days; a score of 1 seems harsh.</think>"
+     "Score: 4. Right duration, no detail.", 4.0, "Score: 4. Right duration, no detail."),
+    ("tags", "<score>4</score>\n<reason>Correct, one detail missing.</reason>", 4.0, "Correct, one detail missing."),
+    ("tags with spaces", "Evaluation:\n<score> 5 </score> The response is fully supported.", 5.0, None),
+    ("prose with rated digit first", "The answer covers 2 of the 3 points. Score: 3/5.", 3.0, None),
+    ("prose with a lone digit", "I would give this a 4 because it is accurate but terse.", 4.0, None),
+    ("prose ignores numbers and decimals", "Over 10 days and 3.5 percent; overall 2.", 2.0, None),
+]
+
+UNREADABLE = [
+    ("nothing", "I cannot evaluate this."),
+    ("empty", ""),
+    ("JSON score out of range", '{"score": 7, "reason": "has 3 errors"}'),
+    ("JSON score not a number", '{"score": "good", "reason": "fine"}'),
+    ("tag out of range", "<score>9</score> great"),
+    ("only big numbers", "Between 10 and 20 percent."),
+]
+
+
+@pytest.mark.parametrize("name,text,score,reason", LIKERT, ids=[t[0] for t in LIKERT])
+def test_likert_replies_are_read(name, text, score, reason):
+    reading = judges.parse_reply(text, "likert")
+    assert reading is not None and reading.score == score
+    if reason is not None:
+        assert reading.reason == reason
+    assert reading.reason
+
+
+@pytest.mark.parametrize("name,text", UNREADABLE, ids=[t[0] for t in UNREADABLE])
+def test_unreadable_replies_are_none(name, text):
+    assert judges.parse_reply(text, "likert") is None
+
+
+@pytest.mark.parametrize("text,score", [
+    ('{"label": "pass", "reason": "All claims are in passage 1."}', 1.0),
+    ('{"label": false, "reason": "The price is not in the passages."}', 0.0),
+    ('```json\n{"grounded": true, "reason": "ok"}\n```', 1.0),
+    ('{"label": "Not Grounded", "reason": "x"}', 0.0),
+    ("<label>fail</label><reason>The 45 days are invented.</reason>", 0.0),
+    ("PASS - every statement is supported.", 1.0),
+    ("The answer fails: it invents a warranty.", 0.0),
+])
+def test_label_replies_are_read(text, score):
+    assert judges.parse_reply(text, "label").score == score
+
+
+@pytest.mark.parametrize("text", ["It could pass, or fail, depending.", "Unsure.", '{"label": "maybe"}'])
+def test_ambiguous_labels_are_unreadable(text):
+    assert judges.parse_reply(text, "label") is None
+
+
+def test_every_judge_has_a_versioned_prompt_with_a_stable_hash():
+    hashes = set()
+    for name in judges.JUDGES:
+        prompt = judges.load_prompt(name)
+        assert prompt.version and prompt.output in ("likert", "label") and len(prompt.hash) == 16
+        assert "JSON" in prompt.system and "{" not in prompt.user.replace("{question}", "").replace(
+            "{answer}", "").replace("{context}", "").replace("{expected}", "")
+        assert judges.signature(name) == judges.signature(name)
+        hashes.add(prompt.hash)
+    assert len(hashes) == len(judges.JUDGES)
+    assert judges.load_prompt("response_completeness").name == "completeness"
+    assert judges.load_prompt("judge.score").name == "score"
+    with pytest.raises(EvalError, match="unknown judge"):
+        judges.load_prompt("vibes")
+
+
+def test_messages_fill_placeholders_once_and_number_passages():
+    prompt = judges.load_prompt("groundedness")
+    messages = judges.build_messages(prompt, question="Q {answer}?", answer="A", context=["one", "two"], expected=None)
+    user = messages[1]["content"]
+    assert "Q {answer}?" in user and "[1] one" in user and "[2] two" in user
+    assert "(no passage was retrieved)" in judges.build_messages(
+        prompt, question="q", answer="a", context=[], expected=None)[1]["content"]
+    long = judges.format_context(["x" * 5000] * 20)
+    assert len(long) < judges.CONTEXT_CHARS + 200 and "left out for length" in long
+
+
+class ScriptedModel:
+    """A ChatModel double for the pure logic: replies from a list, records calls."""
+
+    name = "scripted:test"
+
+    def __init__(self, replies):
+        self.replies = list(replies)
+        self.calls = []
+
+    def chat(self, messages, *, temperature=None, max_tokens=None):
+        self.calls.append((messages, temperature, max_tokens))
+        item = self.replies.pop(0)
+        if isinstance(item, Exception):
+            raise item
+        return ChatReply(item, 100, 20, False)
+
+
+def run(model, name="score", **kwargs):
+    inputs = {"question": "How long is the refund window?", "answer": "30 days.",
+              "context": ["Consumers may return any product within 30 days."], "expected": "30 days from delivery."}
+    return judges.run_judge(model, name, **{**inputs, **kwargs})
+
+
+def test_unreadable_reply_is_retried_once_then_parsed():
+    model = ScriptedModel(["Looks good to me!", '{"score": 5, "reason": "Same facts."}'])
+    result = run(model)
+    assert (result["score"], result["result"], result["reason"]) == (5.0, "pass", "Same facts.")
+    assert len(model.calls) == 2 and model.calls[1][0][-2]["role"] == "assistant"
+    assert result["tokens"] == 240 and result["prompt_tokens"] == 200
+
+
+def test_twice_unreadable_is_unknown_never_a_pass():
+    model = ScriptedModel(["no idea", "still no idea"])
+    result = run(model)
+    assert result["score"] is None and result["result"] == "unknown"
+    assert "unreadable" in result["reason"] and len(model.calls) == 2
+
+
+def test_threshold_decides_pass_and_fail():
+    assert run(ScriptedModel(['{"score": 3, "reason": "r"}']))["result"] == "pass"
+    failed = run(ScriptedModel(['{"score": 3, "reason": "r"}']), threshold=4)
+    assert failed["result"] == "fail" and failed["threshold"] == 4
+
+
+def test_model_failure_is_unknown_with_the_error():
+    result = run(ScriptedModel([EvalError("HTTP 401: bad key")]))
+    assert result["result"] == "unknown" and "401" in result["error"]
+
+
+def test_missing_inputs_are_not_judged_and_cost_nothing():
+    model = ScriptedModel([])
+    result = run(model, "score", expected=None)
+    assert result["result"] == "unknown" and "expected answer" in result["reason"] and result["tokens"] == 0
+    assert model.calls == []
+
+
+def test_groundedness_pro_is_a_label_without_threshold():
+    result = run(ScriptedModel(['{"label": "fail", "reason": "The 14 days are not in the passages."}']),
+                 "groundedness_pro")
+    assert (result["score"], result["result"], result["threshold"]) == (0.0, "fail", None)
+
+
+def test_several_samples_report_the_spread_and_bypass_the_cache():
+    model = ScriptedModel(['{"score": 4, "reason": "a"}', '{"score": 2, "reason": "b"}', "???", "???"])
+    result = run(model, samples=3)
+    assert result["samples"] == [4.0, 2.0, None]
+    assert result["score"] == 3.0 and result["spread"] == {"n": 2, "min": 2.0, "max": 4.0, "stdev": pytest.approx(1.4142, 1e-3)}
+    contents = {call[0][-1]["content"] for call in model.calls[:2]}
+    assert len(contents) == 2 and all(call[1] > 0 for call in model.calls)
+
+
+def judge_server_reply(path, body):
+    """Reply like a judge would: a good score when the answer contains the expected number."""
+    text = body["messages"][-1]["content"]
+    if "Answer to grade:\n30 days" in text:
+        return Reply(text='```json\n{"score": 5, "reason": "Same duration as the reference."}\n```',
+                     prompt_tokens=321, completion_tokens=19)
+    return Reply(text="<score>2</score><reason>Wrong duration.</reason>", prompt_tokens=300, completion_tokens=12)
+
+
+def test_end_to_end_against_a_loopback_openai_server():
+    with FakeOpenAIServer(judge_server_reply) as server:
+        model = OpenAIChatModel(server.base_url, "judge-mini", retries=0)
+        good = run(model)
+        bad = run(model, answer="14 days.")
+        path, body, _ = server.requests[0]
+        base_url = server.base_url
+    assert (good["score"], good["result"], good["tokens"]) == (5.0, "pass", 340)
+    assert (bad["score"], bad["result"], bad["reason"]) == (2.0, "fail", "Wrong duration.")
+    assert good["model"] == f"openai:judge-mini@{base_url}"
+    assert good["prompt_hash"] == judges.load_prompt("score").hash
+    assert path.endswith("/chat/completions") and body["model"] == "judge-mini"
+    assert body["temperature"] == 0.0 and body["max_tokens"] == judges.MAX_TOKENS
+    assert body["messages"][0]["role"] == "system"
+
+
+def test_reasoning_model_rejecting_max_tokens_and_temperature_still_judges():
+    no_max_tokens = Reply.error(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                                     "Use 'max_completion_tokens' instead.")
+    no_temperature = Reply.error(400, "Unsupported value: 'temperature' does not support 0.0 with this model. "
+                                      "Only the default (1) value is supported.")
+    replies = [no_max_tokens, no_temperature, '<think>Short but correct.</think>{"score": 4, "reason": "Right, but terse."}']
+    with FakeOpenAIServer(replies) as server:
+        result = run(OpenAIChatModel(server.base_url, "o-reasoner", retries=0), "relevance")
+        bodies = [body for _, body, _ in server.requests]
+    assert (result["score"], result["result"], result["reason"]) == (4.0, "pass", "Right, but terse.")
+    assert "max_tokens" in bodies[0] and "max_tokens" not in bodies[1]
+    assert bodies[1]["max_completion_tokens"] == judges.MAX_TOKENS and "temperature" in bodies[1]
+    assert "temperature" not in bodies[2] and bodies[2]["max_completion_tokens"] == judges.MAX_TOKENS
+
+
+def test_end_to_end_unparseable_twice_over_http_is_unknown():
+    with FakeOpenAIServer(["I think it is fine.", "Really fine."]) as server:
+        result = run(OpenAIChatModel(server.base_url, "chatty", retries=0), "completeness")
+        assert len(server.requests) == 2
+    assert result["result"] == "unknown" and result["tokens"] == 36

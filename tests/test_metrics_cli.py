@@ -1,0 +1,152 @@
+"""`score` and `score-text` commands: TREC files against pytrec_eval, JSONL answers, errors."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import pytrec_eval
+
+from evalcore.cli import main
+from evalcore.metrics import generation_scores
+
+ORACLE_NAMES = {
+    "precision": "set_P", "recall": "set_recall", "ndcg@3": "ndcg_cut_3",
+    "ndcg@10": "ndcg_cut_10", "mrr": "recip_rank", "map": "map",
+}
+
+
+def write_random_trec(folder: Path, rng: random.Random, queries: int = 1000, prefix: str = "D") -> tuple[dict, dict]:
+    """Qrels and a shuffled run with score ties and repeated documents; oracle-ready dicts."""
+    qrels: dict[str, dict[str, int]] = {}
+    lines, run_lines = [], []
+    oracle_run: dict[str, dict[str, float]] = {}
+    for q in range(queries):
+        qid = f"{rng.randint(1, 99999)}-{q}"
+        docs = [f"{prefix}{rng.randrange(40)}" for _ in range(rng.randint(1, 12))]
+        qrels[qid] = {d: rng.choice([0, 1, 1, 2]) for d in docs}
+        lines += [f"{qid} 0 {d} {label}" for d, label in qrels[qid].items()]
+        ranked = [(f"{prefix}{rng.randrange(40)}", float(rng.randint(0, 6))) for _ in range(rng.choice([0, 3, 10, 20]))]
+        seen: dict[str, float] = {}
+        for doc, score in sorted(ranked, key=lambda p: (p[1], p[0]), reverse=True):
+            seen.setdefault(doc, score)  # a repeated document keeps its best place
+        oracle_run[qid] = seen
+        run_lines += [f"{qid}\tQ0\t{doc}\t{i}\t{score}\ttag" for i, (doc, score) in enumerate(ranked)]
+    rng.shuffle(run_lines)
+    (folder / "qrels").write_text("\n".join(lines) + "\n")
+    (folder / "run").write_text("\n".join(run_lines) + "\n")
+    binary = {q: {d: int(label >= 1) for d, label in docs.items()} for q, docs in qrels.items()}
+    return binary, {q: docs for q, docs in oracle_run.items() if docs}
+
+
+def score_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
+    assert main(["score", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+# Short ids take the packed-integer path, long ones the sorted-dictionary path.
+@pytest.mark.parametrize("prefix", ["D", "clueweb12-0000tw-"])
+def test_trec_files_equal_pytrec_eval(tmp_path: Path, capsys: pytest.CaptureFixture[str], prefix: str) -> None:
+    qrels, run = write_random_trec(tmp_path, random.Random(len(prefix)), prefix=prefix)
+    oracle = pytrec_eval.RelevanceEvaluator(qrels, set(ORACLE_NAMES.values())).evaluate(run)
+    result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"))
+    assert set(result["queries"]) == set(run)
+    for qid, values in result["queries"].items():
+        for name, oracle_name in ORACLE_NAMES.items():
+            assert values[name] == pytest.approx(oracle[qid][oracle_name], abs=1e-9), (qid, name)
+    mean = sum(oracle[q]["map"] for q in run) / len(run)
+    assert result["all"]["map"]["mean"] == pytest.approx(mean, abs=1e-9)
+
+
+def test_text_output_is_trec_eval_like(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "qrels").write_text("2 0 a 1\n10 0 b 1\n")
+    (tmp_path / "run").write_text("10 Q0 b 1 3.0 x\n2 Q0 c 1 2.0 x\n2 Q0 a 2 1.0 x\n")
+    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run")]) == 0
+    lines = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert [cells[1] for cells in lines[:12:6]] == ["10", "2"]  # queries in trec_eval's string order
+    by_key = {(c[0].strip(), c[1]): c[2] for c in lines}
+    assert by_key[("mrr", "2")] == "0.5000" and by_key[("mrr", "all")] == "0.7500"
+    assert by_key[("num_q", "all")] == "2"
+
+
+def test_graded_and_complete(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "qrels").write_text("1 0 d1 4\n1 0 d2 2\n1 0 d3 1\n2 0 x 1\n")
+    (tmp_path / "run").write_text("1 Q0 d2 1 0.9 t\n1 Q0 d9 2 0.8 t\n1 Q0 d1 3 0.7 t\n7 Q0 d1 1 1.0 t\n")
+    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--graded", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "1 run queries have no qrels line" in captured.err
+    result = json.loads(captured.out)
+    assert list(result["queries"]) == ["1"]
+    assert round(result["queries"]["1"]["graded.xdcg@3"], 2) == 43.88
+    assert result["signatures"]["graded.holes"].startswith("graded.holes|scale:0-4|")
+    complete = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "-c")
+    assert complete["queries"]["2"]["recall"] == 0.0 and complete["num_q"] == 2
+
+
+def test_parquet_qrels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pq.write_table(pa.table({"qid": ["1", "1"], "pid": ["10", "11"]}), tmp_path / "qrels.parquet")
+    (tmp_path / "run").write_text("1 Q0 11 1 2.0 t\n1 Q0 99 2 1.0 t\n")
+    result = score_json(capsys, "--qrels", str(tmp_path / "qrels.parquet"), "--run", str(tmp_path / "run"))
+    assert result["queries"]["1"]["precision"] == 0.5 and result["queries"]["1"]["recall"] == 0.5
+
+
+def test_mixed_whitespace_is_read_line_by_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "qrels").write_text("1  0 a 1\n\n1\t0 b 1 \n")
+    (tmp_path / "run").write_text("1 Q0 a 1 2.0 t\n1   Q0 b 2 1.0 t\n")
+    result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"))
+    assert result["queries"]["1"]["map"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("qrels", "run", "message"),
+    [
+        ("1 0 a 1\n", "1 Q0 a 1 2.0\n", "run:1: wrong number of fields"),
+        ("1 0 a 1\n", "1 Q0 a 1 2.0 t\n1 Q0 b 2 high t\n", "run:2: column score is not a number"),
+        ("1 0 a one\n", "1 Q0 a 1 2.0 t\n", "qrels:1: column rel is not a number"),
+        ("1 0 a 1\n1 0 a 0\n", "1 Q0 a 1 2.0 t\n", "judged twice"),
+    ],
+)
+def test_bad_files_name_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], qrels: str, run: str, message: str
+) -> None:
+    (tmp_path / "qrels").write_text(qrels)
+    (tmp_path / "run").write_text(run)
+    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run")]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["score", "--qrels", str(tmp_path / "nope"), "--run", str(tmp_path / "nope")]) == 2
+    assert "file not found" in capsys.readouterr().err
+
+
+def test_score_text_skips_bad_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = [
+        json.dumps({"id": "a", "hypothesis": "Le café coûte 3,5 €", "references": ["le café coûte 3,5 euros"]}),
+        "{not json",
+        json.dumps({"id": "b", "hypothesis": "北京天安门", "references": []}),
+        "",
+        json.dumps({"id": 7, "hypothesis": "the cat sat", "references": ["a cat sat", "the cat"]}),
+    ]
+    path = tmp_path / "answers.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["score-text", str(path), "--json"]) == 0
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    assert list(result["queries"]) == ["a", "7"]
+    assert result["queries"]["7"] == pytest.approx(generation_scores("the cat sat", ["a cat sat", "the cat"]))
+    assert [item["line"] for item in result["rejected"]] == [2, 3]
+    assert f"{path}:2: skipped" in captured.err and f"{path}:3: skipped" in captured.err
+    assert main(["score-text", str(path)]) == 0
+    assert "bleu4                 \tall\t" in capsys.readouterr().out
+
+
+def test_score_text_with_nothing_valid_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text("[1, 2]\n")
+    assert main(["score-text", str(path)]) == 2
+    assert "bad.jsonl:1: not a JSON object" in capsys.readouterr().err

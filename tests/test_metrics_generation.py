@@ -1,0 +1,131 @@
+"""BLEU and ROUGE against sacreBLEU and rouge-score on random multilingual cases."""
+
+from __future__ import annotations
+
+import logging
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rouge_score import rouge_scorer
+from sacrebleu.metrics import BLEU
+
+from evalcore.errors import EvalError
+from evalcore.metrics import generation_scores
+from evalcore.metrics.generation import BLEU_ORDERS
+from evalcore.text import tokenize
+
+# sacreBLEU warns on every sentence score without effective_order, which is what we compare to.
+logging.getLogger("sacrebleu").setLevel(logging.ERROR)
+
+WORDS = ["the", "a", "cat", "sat", "on", "mat", "of", "and", "is", "was", "dog", "café", "été", "naïve", "élève", "garçon", "où", "à", "les", "des", "3.14", "2,5", "42", "1867", "v2.4", "GHz", "Warsaw", "Paris", "北京", "天安门", "价格", "是", "研究", "生命", "起源", "我们", "模型"]
+PUNCTUATION = ["", "", "", ",", ".", "!", "?", "。", "，"]
+
+
+class Whitespace:
+    """rouge-score tokenizer over our tokens (already split by the `default` tokenizer)."""
+
+    def tokenize(self, text: str) -> list[str]:
+        return text.split()
+
+
+def random_text(rng: random.Random) -> str:
+    length = rng.choice([0, 1, 1, 2, 3, 5, 8, 12, 20])
+    parts = [rng.choice(WORDS) + rng.choice(PUNCTUATION) for _ in range(length)]
+    return rng.choice([" ", " ", ""]).join(parts)
+
+
+def joined(text: str) -> str:
+    return " ".join(tokenize(text))
+
+
+@pytest.fixture(scope="module")
+def oracles() -> tuple[dict[str, BLEU], rouge_scorer.RougeScorer]:
+    bleus = {
+        name: BLEU(tokenize="none", smooth_method="none", max_ngram_order=order, effective_order=False)
+        for name, order in BLEU_ORDERS.items()
+    }
+    return bleus, rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], tokenizer=Whitespace())
+
+
+def test_random_cases_equal_sacrebleu_and_rouge_score(oracles) -> None:  # type: ignore[no-untyped-def]
+    bleus, rouge = oracles
+    rng = random.Random(11)
+    for case in range(1200):
+        hyp = random_text(rng)
+        refs = [random_text(rng) for _ in range(rng.choice([1, 1, 2, 3]))]
+        if case % 10 == 0:
+            refs[0] = hyp  # exact matches reach 1.0
+        ours = generation_scores(hyp, refs)
+        hyp_t, refs_t = joined(hyp), [joined(r) for r in refs]
+        for name, bleu in bleus.items():
+            assert ours[name] == pytest.approx(bleu.sentence_score(hyp_t, refs_t).score / 100, abs=1e-9), (hyp, refs)
+        best = rouge.score_multi(refs_t, hyp_t)
+        for name, key in (("rouge1", "rouge1"), ("rouge2", "rouge2"), ("rougel", "rougeL")):
+            assert ours[name] == pytest.approx(best[key].fmeasure, abs=1e-9), (hyp, refs, name)
+
+
+@pytest.mark.parametrize(("method", "value"), [("floor", None), ("floor", 0.3), ("add-k", None), ("add-k", 2), ("exp", None)])
+def test_smoothing_equals_sacrebleu(method: str, value: float | None) -> None:
+    rng = random.Random(5)
+    bleus = {
+        name: BLEU(tokenize="none", smooth_method=method, smooth_value=value, max_ngram_order=order)
+        for name, order in BLEU_ORDERS.items()
+    }
+    for _ in range(300):
+        hyp, refs = random_text(rng), [random_text(rng) for _ in range(rng.choice([1, 2]))]
+        ours = generation_scores(hyp, refs, smooth=method, smooth_value=value)
+        for name, bleu in bleus.items():
+            expected = bleu.sentence_score(joined(hyp), [joined(r) for r in refs]).score / 100
+            assert ours[name] == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("hyp", "refs", "expected"),
+    [
+        ("", ["the cat"], dict.fromkeys(("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"), 0.0)),
+        ("the cat", [""], dict.fromkeys(("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"), 0.0)),
+        # One word: no bigram, so BLEU-2 and BLEU-4 are 0 without smoothing (seed 000).
+        ("cat", ["cat"], {"bleu1": 1.0, "bleu2": 0.0, "bleu4": 0.0, "rouge1": 1.0, "rouge2": 0.0, "rougel": 1.0}),
+        # No overlap at all scores 0, never above (the upstream +1 smoothing bug).
+        ("dog barks", ["cat sleeps"], dict.fromkeys(("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"), 0.0)),
+        # Case and accents are words: CAFÉ equals café after case folding.
+        ("Le CAFÉ est chaud", ["le café est chaud"], dict.fromkeys(("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"), 1.0)),
+    ],
+)
+def test_hand_checked(hyp: str, refs: list[str], expected: dict[str, float]) -> None:
+    assert generation_scores(hyp, refs) == pytest.approx(expected, abs=1e-12)
+
+
+def test_clipping_and_brevity() -> None:
+    # "the the the" vs "the cat": unigram matches clip to 1 of 3; c = 3 >= r = 2 so BP = 1.
+    assert generation_scores("the the the", ["the cat"])["bleu1"] == pytest.approx(1 / 3)
+    # A short hypothesis is penalised with the closest reference length (2 here, not 6).
+    short = generation_scores("the cat", ["the cat", "the cat sat on the mat"])
+    assert short["bleu1"] == pytest.approx(1.0)
+
+
+def test_no_reference_is_an_error() -> None:
+    with pytest.raises(EvalError):
+        generation_scores("an answer", [])
+
+
+def test_unknown_smoothing_is_an_error() -> None:
+    with pytest.raises(EvalError):
+        generation_scores("a b c", ["a b c"], smooth="magic")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(WORDS), max_size=12), st.lists(st.sampled_from(WORDS), max_size=12),
+       st.lists(st.sampled_from(WORDS), max_size=12))
+def test_bounds_symmetry_and_more_references(hyp: list[str], ref: list[str], other: list[str]) -> None:
+    hyp_text, ref_text, other_text = " ".join(hyp), " ".join(ref), " ".join(other)
+    one = generation_scores(hyp_text, [ref_text])
+    assert all(0.0 <= value <= 1.0 + 1e-12 for value in one.values())
+    swapped = generation_scores(ref_text, [hyp_text])
+    for name in ("rouge1", "rouge2", "rougel"):  # F1 does not care which side is the reference
+        assert one[name] == pytest.approx(swapped[name])
+    more = generation_scores(hyp_text, [ref_text, other_text])
+    for name in ("rouge1", "rouge2", "rougel"):  # the best reference can only get better
+        assert more[name] >= one[name]

@@ -1,0 +1,92 @@
+"""Graded document retrieval (seed 004): the worked example and hand-checked edge cases."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from evalcore.errors import EvalError
+from evalcore.metrics import graded_retrieval_scores
+
+WORKED = {"d1": 4, "d2": 2, "d3": 1}
+WORKED_RUN = [("d2", 0.9), ("d9", 0.8), ("d1", 0.7)]
+
+
+def test_worked_example() -> None:
+    scores = graded_retrieval_scores(WORKED, WORKED_RUN)
+    assert round(scores["ndcg@3"], 3) == 0.604
+    assert round(scores["xdcg@3"], 2) == 43.88
+    assert round(scores["fidelity"], 3) == 0.927
+    assert scores["top1_relevance"] == 2
+    assert scores["top3_max_relevance"] == 4
+    assert scores["holes"] == 1
+    assert round(scores["holes_ratio"], 3) == 0.333
+    assert scores["total_retrieved_documents"] == 3
+    assert scores["total_groundtruth_documents"] == 3
+
+
+def test_exact_values_of_the_worked_example() -> None:
+    scores = graded_retrieval_scores(WORKED, WORKED_RUN)
+    ideal = 15 + 3 / math.log2(3) + 1 / 2
+    assert scores["ndcg@3"] == pytest.approx((3 + 15 / 2) / ideal, abs=1e-12)
+    assert scores["xdcg@3"] == pytest.approx(25 * (2 + 4 * 0.36) / 1.96, abs=1e-12)
+    assert scores["fidelity"] == pytest.approx((7 + 31) / (31 + 7 + 3), abs=1e-12)
+
+
+def test_default_thresholds_and_directions() -> None:
+    scores = graded_retrieval_scores(WORKED, WORKED_RUN)
+    assert scores["ndcg@3_result"] == "pass"  # 0.604 >= 0.5
+    assert scores["xdcg@3_result"] == "fail"  # 43.88 < 50
+    # The seed's top-1 threshold of 50 can never pass on 0..4; ours is the scale's middle.
+    assert scores["top1_relevance_threshold"] == 2 and scores["top1_relevance_result"] == "pass"
+    assert scores["holes_higher_is_better"] is False and scores["holes_result"] == "fail"
+    assert scores["ndcg@3_higher_is_better"] is True
+
+
+def test_thresholds_override_and_unknown_names() -> None:
+    scores = graded_retrieval_scores(WORKED, WORKED_RUN, thresholds={"xdcg@3": 40, "holes": 1})
+    assert scores["xdcg@3_result"] == "pass" and scores["holes_result"] == "pass"
+    with pytest.raises(EvalError):
+        graded_retrieval_scores(WORKED, WORKED_RUN, thresholds={"ndcg@5": 0.5})
+
+
+def test_ties_keep_input_order_and_repeats_count_once() -> None:
+    tied = graded_retrieval_scores({"a": 4, "b": 1}, [("b", 1.0), ("a", 1.0), ("b", 0.5)])
+    assert tied["top1_relevance"] == 1
+    assert tied["total_retrieved_documents"] == 2
+
+
+def test_nothing_retrieved() -> None:
+    scores = graded_retrieval_scores(WORKED, [])
+    assert scores["ndcg@3"] == 0.0 and scores["xdcg@3"] == 0.0 and scores["fidelity"] == 0.0
+    assert scores["top1_relevance"] is None and scores["top1_relevance_result"] == "unknown"
+    assert scores["holes_ratio"] is None and scores["holes"] == 0
+
+
+def test_only_label_min_makes_ratios_absent() -> None:
+    scores = graded_retrieval_scores({"a": 0}, [("a", 1.0)])
+    assert scores["ndcg@3"] is None and scores["fidelity"] is None
+    assert scores["fidelity_result"] == "unknown"
+
+
+def test_other_scale_shifts_to_its_minimum() -> None:
+    # On 1..5 the same relative labels give the same values as on 0..4.
+    shifted = {doc: label + 1 for doc, label in WORKED.items()}
+    one_based = graded_retrieval_scores(shifted, WORKED_RUN, label_min=1, label_max=5)
+    zero_based = graded_retrieval_scores(WORKED, WORKED_RUN)
+    for name in ("ndcg@3", "xdcg@3", "fidelity", "holes_ratio"):
+        assert one_based[name] == pytest.approx(zero_based[name])
+    assert one_based["top1_relevance_threshold"] == 3
+
+
+def test_perfect_ranking_scores_top_marks() -> None:
+    scores = graded_retrieval_scores({"a": 4, "b": 4, "c": 4}, [("a", 3), ("b", 2), ("c", 1)])
+    assert scores["ndcg@3"] == pytest.approx(1.0) and scores["xdcg@3"] == pytest.approx(100.0)
+    assert scores["fidelity"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(("labels", "low", "high"), [({"a": 5}, 0, 4), ({"a": -1}, 0, 4), ({"a": 1}, 3, 3)])
+def test_bad_labels_or_scale(labels: dict[str, int], low: int, high: int) -> None:
+    with pytest.raises(EvalError):
+        graded_retrieval_scores(labels, [("a", 1.0)], label_min=low, label_max=high)

@@ -1,0 +1,100 @@
+"""Seed 003 measures (coverage, sources_found) and the registry (names, signatures, aggregation)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from evalcore.errors import EvalError
+from evalcore.metrics import (
+    MEASURES,
+    aggregate,
+    coverage,
+    important_words,
+    score_question,
+    signature,
+    sources_found,
+)
+
+
+@pytest.mark.parametrize(
+    ("expected", "words"),
+    [
+        ("The refund window is 30 days.", ["refund", "window", "30", "days"]),
+        ("Le délai est de 14 jours à Paris.", ["delai", "14", "jours", "paris"]),
+        ("路由器的默认地址是什么", ["路由器", "默认", "地址"]),
+        ("It is on", []),
+    ],
+)
+def test_important_words(expected: str, words: list[str]) -> None:
+    assert important_words(expected) == words
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected", "value"),
+    [
+        ("Refunds: 30 DAYS window.", "The refund window is 30 days.", 0.75),  # "refunds" != "refund"
+        ("Le DELAI est de 14 jours", "Le délai est de 14 jours.", 1.0),
+        ("默认的地址是192.168.8.1", "路由器的默认地址是192.168.8.1", 0.75),  # 路由器 missing
+        ("anything", "it is on", None),
+        ("", "thirty days", 0.0),
+    ],
+)
+def test_coverage(answer: str, expected: str, value: float | None) -> None:
+    assert coverage(answer, expected) == (None if value is None else pytest.approx(value))
+
+
+SOURCES = [{"id": 12, "title": "Conditions Générales de Vente (CGV).pdf"}, {"id": "a7", "title": "Règlement intérieur"}]
+
+
+@pytest.mark.parametrize(
+    ("expected", "found"),
+    [
+        (["cgv"], True),
+        (["reglement interieur", "12"], True),
+        (["A7"], True),
+        (["1"], False),  # ids match whole, titles partly
+        (["cgv", "tarifs"], False),
+        ([], None),
+        (["  "], None),
+    ],
+)
+def test_sources_found(expected: list[str], found: bool | None) -> None:
+    assert sources_found(expected, SOURCES) is found
+
+
+def test_score_question_includes_what_applies() -> None:
+    scores = score_question(
+        relevant={1: 2, 2: 0}, ranked=[None, 1], answer="30 days", references=["30 days"],
+        expected_answer="30 days", expected_sources=["cgv"], retrieved_sources=SOURCES,
+    )
+    assert scores["mrr"] == 0.5 and scores["bleu1"] == pytest.approx(1.0)
+    assert scores["coverage"] == 1.0 and scores["sources_found"] == 1.0
+    bare = score_question(
+        relevant=None, ranked=[], answer=None, references=["x"], expected_answer=None,
+        expected_sources=None, retrieved_sources=[],
+    )
+    assert bare == {}
+
+
+def test_registry_entries_document_themselves() -> None:
+    for name in ("precision", "recall", "ndcg@3", "ndcg@10", "mrr", "map", "bleu1", "bleu2", "bleu4",
+                 "rouge1", "rouge2", "rougel", "coverage", "sources_found", "graded.holes"):
+        measure = MEASURES[name]
+        assert measure.doc and measure.signature.startswith(name + "|")
+    assert MEASURES["graded.holes"].higher_is_better is False
+
+
+def test_signatures() -> None:
+    assert signature("bleu4") == "bleu4|tok:default|smooth:none|version:0.1.0"
+    assert signature("bleu4", smooth="exp") == "bleu4|tok:default|smooth:exp|version:0.1.0"
+    with pytest.raises(EvalError):
+        signature("bleu5")
+    with pytest.raises(EvalError):
+        signature("bleu4", stemming="porter")
+
+
+def test_aggregate_skips_absent_values() -> None:
+    assert aggregate([1.0, None, 0.0, math.nan]) == (0.5, 2)
+    assert aggregate([]) == (None, 0)

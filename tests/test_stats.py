@@ -1,0 +1,115 @@
+"""Paired statistics against brute force enumeration and scipy."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest, permutation_test
+
+from evalcore import stats
+
+
+def brute_force_sign_flip(diffs: list[float]) -> float:
+    """Two-sided p over every sign assignment, written the slow obvious way."""
+    observed = abs(sum(diffs) / len(diffs))
+    extreme = 0
+    for signs in itertools.product((1, -1), repeat=len(diffs)):
+        if abs(sum(s * d for s, d in zip(signs, diffs)) / len(diffs)) >= observed - 1e-12:
+            extreme += 1
+    return extreme / 2 ** len(diffs)
+
+
+SMALL = [
+    [0.5, 0.2, 0.1, 0.4, -0.1, 0.3, 0.2, 0.6],
+    [1.0, -1.0, 0.0, 2.0, 1.0],
+    [0.1, 0.1, 0.1, 0.1],
+    [0.3, -0.2, 0.05, -0.4, 0.1, 0.0, 0.25, -0.1, 0.2, 0.15],
+    [3.0],
+]
+
+
+@pytest.mark.parametrize("diffs", SMALL)
+def test_exact_sign_flip_equals_enumeration(diffs):
+    assert stats.sign_flip_exact(diffs) == pytest.approx(brute_force_sign_flip(diffs))
+
+
+@pytest.mark.parametrize("diffs", SMALL[:4])
+def test_sampled_sign_flip_is_close_to_exact(diffs):
+    exact = brute_force_sign_flip(diffs)
+    sampled = stats.sign_flip_sampled(diffs, resamples=10_000, seed=1)
+    # binomial standard error at 10,000 resamples is at most 0.005
+    assert sampled == pytest.approx(exact, abs=0.02)
+
+
+@pytest.mark.parametrize("diffs", SMALL[:4])
+def test_exact_sign_flip_equals_scipy_paired_permutation_test(diffs):
+    # scipy's paired permutation test on (b, a) with the mean difference enumerates the same 2^n swaps.
+    b, a = np.array(diffs), np.zeros(len(diffs))
+    result = permutation_test((b, a), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples",
+                              n_resamples=np.inf, alternative="two-sided")
+    assert stats.sign_flip_exact(diffs) == pytest.approx(result.pvalue)
+
+
+def test_hand_computed_sign_flip():
+    # diffs (1, 1, 1): only the all-plus and all-minus assignments reach |mean| = 1, so p = 2/8.
+    assert stats.sign_flip_exact([1.0, 1.0, 1.0]) == pytest.approx(0.25)
+    # (2, 1): |mean| 1.5 reached by (+,+) and (-,-) of 4 assignments.
+    assert stats.sign_flip_exact([2.0, 1.0]) == pytest.approx(0.5)
+
+
+def test_sign_flip_test_chooses_exact_for_small_n_and_is_seeded():
+    assert stats.sign_flip_test([0.2] * 5, resamples=10_000) == (pytest.approx(2 / 32), "exact")
+    diffs = list(np.random.default_rng(3).normal(0.1, 1.0, 40))
+    p1, method = stats.sign_flip_test(diffs, seed=7)
+    p2, _ = stats.sign_flip_test(diffs, seed=7)
+    assert method == "sampled" and p1 == p2 and 0 < p1 <= 1
+
+
+def test_no_difference_is_never_significant():
+    assert stats.sign_flip_sampled([0.0] * 30) == 1.0
+    assert stats.sign_flip_exact([0.0] * 6) == 1.0
+    assert stats.bootstrap_ci([0.0] * 20) == (0.0, 0.0)
+
+
+def test_large_consistent_improvement_is_significant():
+    diffs = [0.3 + 0.01 * i for i in range(50)]
+    p, _ = stats.sign_flip_test(diffs)
+    assert p < 0.001
+
+
+def test_bootstrap_interval_brackets_the_mean_and_shrinks_with_n():
+    rng = np.random.default_rng(0)
+    small = rng.normal(0.2, 1.0, 20)
+    large = rng.normal(0.2, 1.0, 500)
+    low_s, high_s = stats.bootstrap_ci(small, seed=0)
+    low_l, high_l = stats.bootstrap_ci(large, seed=0)
+    assert low_s < small.mean() < high_s and low_l < large.mean() < high_l
+    assert (high_l - low_l) < (high_s - low_s)
+    # Percentile bootstrap of a mean is close to the normal interval mean +- 1.96 sd/sqrt(n).
+    half = 1.96 * large.std(ddof=1) / np.sqrt(large.size)
+    assert high_l - low_l == pytest.approx(2 * half, rel=0.1)
+
+
+def test_bootstrap_is_deterministic_given_the_seed_and_slices_large_inputs():
+    values = list(np.random.default_rng(5).normal(size=300))
+    assert stats.bootstrap_ci(values, seed=4) == stats.bootstrap_ci(values, seed=4)
+    assert stats.bootstrap_ci(values, seed=4) != stats.bootstrap_ci(values, seed=5)
+    assert sum(stats.slices(10_000, 1_000)) == 10_000 and len(stats.slices(10_000, 1_000)) == 5
+    assert stats.bootstrap_ci([]) is None
+
+
+@pytest.mark.parametrize("only_a,only_b,both", [(0, 0, 5), (3, 0, 2), (1, 7, 4), (10, 12, 0), (0, 9, 1), (25, 10, 30)])
+def test_mcnemar_exact_equals_scipy_binomtest(only_a, only_b, both):
+    a = [True] * only_a + [False] * only_b + [True] * both + [False] * 3
+    b = [False] * only_a + [True] * only_b + [True] * both + [False] * 3
+    result = stats.mcnemar_exact(a, b)
+    assert (result["only_a"], result["only_b"]) == (only_a, only_b)
+    expected = 1.0 if only_a + only_b == 0 else binomtest(only_a, only_a + only_b, 0.5).pvalue
+    assert result["p_value"] == pytest.approx(expected)
+
+
+def test_mcnemar_rejects_unpaired_inputs():
+    with pytest.raises(ValueError):
+        stats.mcnemar_exact([True, False], [True])

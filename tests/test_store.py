@@ -1,0 +1,152 @@
+"""The SQLite store: WAL, one writer, concurrent readers, migrations, orphan detection, call cache."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from evalcore.errors import EvalError
+from evalcore.store import MIGRATIONS, STALE_S, Store, StoreCallCache, default_db_path
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    """A store on a fresh file."""
+    with Store(tmp_path / "store.db") as result:
+        yield result
+
+
+def test_open_creates_schema_in_wal_mode(store: Store) -> None:
+    assert store.read("PRAGMA journal_mode")[0][0] == "wal"
+    assert store.read("PRAGMA user_version")[0][0] == len(MIGRATIONS)
+    tables = {row["name"] for row in store.read("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {"targets", "suites", "cases", "campaigns", "campaign_questions", "results", "call_cache", "api_keys"} <= tables
+    columns = {row["name"] for row in store.read("PRAGMA table_info(api_keys)")}
+    assert columns == {"id", "tenant", "role", "capability", "key_hash", "prefix", "created_at", "revoked_at"}
+
+
+def test_reopening_keeps_data_and_does_not_migrate_again(tmp_path: Path) -> None:
+    with Store(tmp_path / "db") as first:
+        first.write(lambda conn: conn.execute("INSERT INTO call_cache VALUES ('k', '{}', 1.0)"))
+    with Store(tmp_path / "db") as second:
+        assert [row["key"] for row in second.read("SELECT key FROM call_cache")] == ["k"]
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.db"
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
+    conn.close()
+    with pytest.raises(EvalError, match="newer evalcore"):
+        Store(path)
+
+
+def test_write_returns_value_or_raises_and_rolls_back(store: Store) -> None:
+    def insert_then_fail(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO call_cache VALUES ('a', '{}', 1.0)")
+        raise ValueError("boom")
+
+    assert store.write(lambda conn: conn.execute("SELECT 41 + 1").fetchone()[0]) == 42
+    with pytest.raises(ValueError, match="boom"):
+        store.write(insert_then_fail)
+    assert store.read("SELECT count(*) FROM call_cache")[0][0] == 0
+    with pytest.raises(sqlite3.IntegrityError):
+        store.write(lambda conn: conn.execute("INSERT INTO results (campaign_id, position, qid, retrieved, sources, "
+                                              "measures, signatures, judges, created_at) "
+                                              "VALUES ('none', 0, 1, '[]', '[]', '{}', '{}', '{}', 0)"))
+
+
+def test_writes_from_many_threads_are_serialised_and_readers_run_concurrently(store: Store) -> None:
+    store.write(lambda conn: conn.execute("INSERT INTO call_cache VALUES ('n', '0', 0)"))
+
+    def bump(conn: sqlite3.Connection) -> None:
+        value = int(conn.execute("SELECT value FROM call_cache WHERE key = 'n'").fetchone()[0])
+        conn.execute("UPDATE call_cache SET value = ? WHERE key = 'n'", (str(value + 1),))
+
+    seen: list[int] = []
+
+    def worker() -> None:
+        for _ in range(25):
+            store.write(bump)
+            seen.append(int(store.read("SELECT value FROM call_cache WHERE key = 'n'")[0][0]))
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert store.read("SELECT value FROM call_cache WHERE key = 'n'")[0][0] == "200"
+    assert len(seen) == 200 and max(seen) == 200
+
+
+def dead_pid() -> int:
+    """The id of a process that has exited (and been reaped)."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def insert_campaign(store: Store, campaign_id: str, *, pid: int, heartbeat: float, status: str = "running") -> None:
+    """A bare campaign row owned by a process on this host."""
+    store.write(lambda conn: conn.execute(
+        "INSERT INTO campaigns (id, tenant, kind, source, status, total, created_at, heartbeat, owner_host, "
+        "owner_pid, config) VALUES (?, 'default', 'dataset', 'default', ?, 3, ?, ?, ?, ?, '{}')",
+        (campaign_id, status, heartbeat, heartbeat, socket.gethostname(), pid),
+    ))
+
+
+def test_orphaned_campaigns_are_marked_interrupted_on_open(tmp_path: Path) -> None:
+    path, now = tmp_path / "orphans.db", time.time()
+    with Store(path) as store:
+        insert_campaign(store, "dead-owner", pid=dead_pid(), heartbeat=now)
+        insert_campaign(store, "silent-owner", pid=os.getpid(), heartbeat=now - STALE_S - 5)
+        insert_campaign(store, "alive", pid=os.getpid(), heartbeat=now)
+        insert_campaign(store, "pending-dead", pid=dead_pid(), heartbeat=now, status="pending")
+        insert_campaign(store, "done", pid=dead_pid(), heartbeat=now - 1000, status="succeeded")
+    with Store(path) as store:
+        status = {row["id"]: row["status"] for row in store.read("SELECT id, status FROM campaigns")}
+    assert status == {"dead-owner": "interrupted", "silent-owner": "interrupted", "alive": "running",
+                      "pending-dead": "interrupted", "done": "succeeded"}
+
+
+def test_default_path_follows_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALCORE_DB", str(tmp_path / "env.db"))
+    assert default_db_path() == tmp_path / "env.db"
+    monkeypatch.delenv("EVALCORE_DB")
+    monkeypatch.chdir(tmp_path)
+    assert default_db_path() == tmp_path / ".evalcore" / "evalcore.db"
+    with Store() as store:
+        assert store.path.exists()
+
+
+def test_call_cache_counts_hits_and_misses(store: Store) -> None:
+    cache, other = StoreCallCache(store), StoreCallCache(store)
+    assert cache.get("k") is None
+    cache.put("k", {"text": "Paris", "prompt_tokens": 3})
+    cache.put("k", {"text": "ignored"})
+    assert cache.get("k") == {"text": "Paris", "prompt_tokens": 3}
+    assert other.get("k") == {"text": "Paris", "prompt_tokens": 3}
+    assert (cache.hits, cache.misses, other.hits) == (1, 1, 1)
+
+
+def test_closed_store_refuses_writes(tmp_path: Path) -> None:
+    store = Store(tmp_path / "closed.db")
+    store.close()
+    with pytest.raises(EvalError, match="closed"):
+        store.write(lambda conn: None)
+
+
+def test_reads_from_short_lived_threads_reuse_connections(store: Store) -> None:
+    """Streamlit and the API read from a new thread per run: connections must not pile up."""
+    for _ in range(30):
+        reader = threading.Thread(target=store.read, args=("SELECT count(*) FROM campaigns",))
+        reader.start()
+        reader.join()
+    assert len(store._readers) == 1

@@ -1,0 +1,190 @@
+"""Suite CSV import/export: a table of tricky files (one per rule) and a round-trip property."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalcore.cli import main
+from evalcore.errors import EvalError
+from evalcore.suite_csv import export_suite_csv, parse_suite_csv
+from evalcore.suites import Case
+
+SAMPLE = Path(__file__).resolve().parents[1] / "dataset" / "samples" / "suite.csv"
+
+
+def c(question: str, answer: str | None = None, *sources: str) -> Case:
+    return Case(question=question, expected_answer=answer, expected_sources=tuple(sources))
+
+
+# (name, raw bytes, expected cases, expected rejected [(line, reason fragment)], encoding, separator)
+TRICKY = [
+    ("seed example with header", "Question;Réponse attendue;Sources\nQuel est le délai de rétractation ?;"
+     "14 jours calendaires;CGV\nComment demander un devis ?;Par le formulaire de contact;\n".encode(),
+     [c("Quel est le délai de rétractation ?", "14 jours calendaires", "CGV"),
+      c("Comment demander un devis ?", "Par le formulaire de contact")], [], "utf-8", ";"),
+    ("comma separator, no header", b"Who founded it?,Ada,About us\nWhen?,1999,History|Timeline\n",
+     [c("Who founded it?", "Ada", "About us"), c("When?", "1999", "History", "Timeline")], [], "utf-8", ","),
+    ("header is case-insensitive, quoted", b'"QUESTIONS",answer,sources\nq1,a1,s1\n',
+     [c("q1", "a1", "s1")], [], "utf-8", ","),
+    ("only the first line can be a header", b"q0;a0\nQuestion two?;a2\n",
+     [c("q0", "a0"), c("Question two?", "a2")], [], "utf-8", ";"),
+    ("utf-8 with BOM", "\ufeffquestion;answer;sources\nÉté ?;oui;\n".encode(),
+     [c("Été ?", "oui")], [], "utf-8-sig", ";"),
+    ("windows line endings", b"question;a;s\r\nq1;a1;s1\r\nq2;;\r\n",
+     [c("q1", "a1", "s1"), c("q2")], [], "utf-8", ";"),
+    ("quoted separator and newline inside a cell",
+     b'question;answer;sources\r\n"Price; in euros?";"line one\r\nline two";"A;B|C"\r\nnext;x;\r\n',
+     [c("Price; in euros?", "line one\nline two", "A;B", "C"), c("next", "x")], [], "utf-8", ";"),
+    ("doubled quotes inside a quoted cell", b'question,answer\n"He said ""hi"", then left",ok\n',
+     [c('He said "hi", then left', "ok")], [], "utf-8", ","),
+    ("latin-1 / cp1252 file", "question;réponse\nQuel délai ?;14 jours\n".encode("cp1252"),
+     [c("Quel délai ?", "14 jours")], [], "cp1252", ";"),
+    ("byte undefined in cp1252 falls back to latin-1", b"question;r\nq\x81;ok\n",
+     [c("q\x81", "ok")], [], "latin-1", ";"),
+    ("utf-16 with BOM", "question;answer\n问题一？;答案\n".encode("utf-16"),
+     [c("问题一？", "答案")], [], "utf-16", ";"),
+    ("blank lines are skipped, numbering is physical", b"question;a\n\nq1;a1\n;;\n\nq2;a2\n",
+     [c("q1", "a1"), c("q2", "a2")], [], "utf-8", ";"),
+    ("empty question", b"question;a;s\nq1;a1;\n  ;answer without question;doc\n",
+     [c("q1", "a1")], [(3, "empty question")], "utf-8", ";"),
+    ("more than 10 sources", ("question;a;s\nq;a;" + "|".join(f"d{i}" for i in range(11)) + "\nok;;"
+                              + "|".join(f"d{i}" for i in range(10)) + "\n").encode(),
+     [c("ok", None, *(f"d{i}" for i in range(10)))], [(2, "11 sources")], "utf-8", ";"),
+    ("empty source cells between pipes are ignored", b"q;a;A||B| \n", [c("q", "a", "A", "B")], [], "utf-8", ";"),
+    ("wrong column count", b"question;a;s\nq1;a;s;extra\nq2;a;s\n",
+     [c("q2", "a", "s")], [(2, "4 columns")], "utf-8", ";"),
+    ("trailing empty cells from a spreadsheet are fine", b"q1;a;s;;\n", [c("q1", "a", "s")], [], "utf-8", ";"),
+    ("question alone is a valid line", b"question\nJust a question?\n", [c("Just a question?")], [], "utf-8", ";"),
+    ("unclosed quote is reported, earlier lines kept", b'question;a\nq1;a1\n"q2;a2\nq3;a3\n',
+     [c("q1", "a1")], [(3, "never closed")], "utf-8", ";"),
+    ("stray quote after a quoted cell", b'question;a\n"q1"x;a1\nq2;a2\n',
+     [c("q2", "a2")], [(2, "badly quoted")], "utf-8", ";"),
+    ("multi-line record: the next line number is right", b'question;a\n"q1\nstill q1";a1\n;bad\n',
+     [c("q1\nstill q1", "a1")], [(4, "empty question")], "utf-8", ";"),
+    ("empty file", b"", [], [], "utf-8", ";"),
+]
+
+
+@pytest.mark.parametrize("name,data,cases,rejected,encoding,separator", TRICKY, ids=[t[0] for t in TRICKY])
+def test_tricky_files(name, data, cases, rejected, encoding, separator):
+    report = parse_suite_csv(data, source="t.csv")
+    assert report.cases == cases
+    assert [line for line, _ in report.rejected] == [line for line, _ in rejected]
+    for (_, reason), (_, fragment) in zip(report.rejected, rejected):
+        assert fragment in reason
+    assert report.encoding == encoding
+    assert report.separator == separator
+    assert report.ok == (not rejected)
+
+
+def test_more_than_100_cases_rejects_the_rest_with_line_numbers():
+    lines = ["question;answer"] + [f"q{i};a{i}" for i in range(1, 104)]
+    report = parse_suite_csv("\n".join(lines).encode())
+    assert len(report.cases) == 100
+    assert [line for line, _ in report.rejected] == [102, 103, 104]
+    assert all("at most 100" in reason for _, reason in report.rejected)
+
+
+def test_invalid_lines_do_not_count_towards_the_limit():
+    lines = [";no question"] * 5 + [f"q{i};a" for i in range(100)]
+    report = parse_suite_csv("\n".join(lines).encode())
+    assert len(report.cases) == 100 and len(report.rejected) == 5
+
+
+def test_latin1_file_gets_a_note_naming_the_line():
+    report = parse_suite_csv("question;a\nok;fine\nété;oui\n".encode("latin-1"))
+    assert report.cases[1] == c("été", "oui")
+    assert any("line 3" in note and "UTF-8" in note for note in report.notes)
+
+
+def test_mixed_encodings_are_refused():
+    data = "question;a\nété;oui\n".encode() + "hiver;non\xe9\n".encode("latin-1")
+    with pytest.raises(EvalError, match="mixes UTF-8"):
+        parse_suite_csv(data, source="mixed.csv")
+
+
+def test_binary_file_is_refused():
+    with pytest.raises(EvalError, match="not a text file"):
+        parse_suite_csv(b"PK\x03\x04\x00\x00binary", source="book.xlsx")
+
+
+def test_report_lines_name_every_line():
+    report = parse_suite_csv(b"question;a\nq1;a1\n;x\n", source="s.csv")
+    lines = report.report_lines()
+    assert "line 2: ok: q1" in lines
+    assert "line 3: rejected: empty question" in lines
+    assert lines[-1] == "1 valid case(s), 1 rejected line(s)"
+    assert report.to_dict()["rejected"] == [{"line": 3, "reason": "empty question"}]
+
+
+def test_export_refuses_a_source_containing_the_pipe():
+    with pytest.raises(EvalError, match="'|'"):
+        export_suite_csv([c("q", None, "a|b")])
+
+
+def test_export_quotes_what_needs_quoting():
+    text = export_suite_csv([c("a;b", 'say "x"', "s1", "s2")])
+    assert text == 'question;expected_answer;sources\r\n"a;b";"say ""x""";s1|s2\r\n'
+
+
+# Cases exactly as an import can produce them: stripped, non-empty, no carriage return, no '|'
+# inside a source, at most 10 sources.
+TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\r") | st.sampled_from(
+    [";", ",", '"', "\n", "|", " ", "é", "问"]), max_size=30).map(str.strip)
+SOURCE = TEXT.map(lambda s: s.replace("|", "/").strip()).filter(bool)
+CASES = st.lists(st.builds(Case, question=TEXT.filter(bool), expected_answer=st.none() | TEXT.filter(bool),
+                           expected_sources=st.lists(SOURCE, max_size=10).map(tuple)), max_size=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(CASES)
+def test_export_then_import_gives_the_same_cases(cases):
+    report = parse_suite_csv(export_suite_csv(cases).encode("utf-8"))
+    assert report.rejected == []
+    assert report.cases == cases
+
+
+def test_shipped_sample_suite_imports_cleanly():
+    report = parse_suite_csv(SAMPLE.read_bytes(), source=str(SAMPLE))
+    assert report.ok and report.header
+    assert 15 <= len(report.cases) <= 100
+    assert all(case.expected_answer and case.expected_sources for case in report.cases)
+
+
+def test_cli_import_list_export_delete(tmp_path, capsys):
+    db = str(tmp_path / "suites.db")
+    good = tmp_path / "good.csv"
+    good.write_bytes("Question;Réponse attendue;Sources\r\nQuel délai ?;14 jours;CGV|Règlement\r\n".encode("utf-8-sig"))
+    assert main(["suites", "import", str(good), "--name", "FR", "--agent", "target_x", "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "line 2: ok: Quel délai ?" in out and "imported 1 case(s) into suite" in out
+    suite_id = out.split("into suite ")[1].split()[0]
+    assert main(["suites", "list", "--db", db]) == 0
+    assert suite_id in capsys.readouterr().out
+    exported = tmp_path / "out.csv"
+    assert main(["suites", "export", suite_id, "--out", str(exported), "--db", db]) == 0
+    assert parse_suite_csv(exported.read_bytes()).cases == [c("Quel délai ?", "14 jours", "CGV", "Règlement")]
+    assert main(["suites", "delete", suite_id, "--db", db]) == 0
+    capsys.readouterr()
+    assert main(["suites", "export", suite_id, "--db", db]) == 2
+    assert suite_id in capsys.readouterr().err
+
+
+def test_cli_import_refuses_a_file_with_errors_unless_valid_only(tmp_path, capsys):
+    db = str(tmp_path / "suites.db")
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(b"question;a\nq1;a1\n;orphan answer\nq3;a3\n")
+    assert main(["suites", "import", str(bad), "--name", "S", "--agent", "t", "--db", db]) == 2
+    captured = capsys.readouterr()
+    assert "line 3: rejected: empty question" in captured.out
+    assert "1 line(s) rejected: nothing imported" in captured.err
+    main(["suites", "list", "--db", db])
+    assert "no suite yet" in capsys.readouterr().out
+    assert main(["suites", "import", str(bad), "--name", "S", "--agent", "t", "--valid-only", "--db", db]) == 0
+    assert "imported 2 case(s)" in capsys.readouterr().out
+    assert main(["suites", "import", str(tmp_path / "missing.csv"), "--name", "S", "--agent", "t", "--db", db]) == 2
+    assert "cannot read the file" in capsys.readouterr().err

@@ -1,0 +1,113 @@
+"""Target configuration: defaults, validation naming the key, TOML, hash and diff, CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalcore.cli import main
+from evalcore.errors import EvalError
+from evalcore.targets import TargetConfig
+
+
+def test_seed_defaults() -> None:
+    config = TargetConfig()
+    assert (config.keyword_threshold, config.vector_threshold) == (0.3, 0.2)
+    assert (config.embedding_top_k, config.rerank_top_k, config.rerank_threshold) == (30, 30, 0.3)
+    assert config.fallback_answer == "Sorry, I am unable to answer this question."
+    assert (config.kind, config.knowledge_base, config.generator, config.embedding_model) == (
+        "rag", "default", "extractive", "use")
+
+
+@pytest.mark.parametrize(("data", "key"), [
+    ({"retriver": "bm25"}, "retriver"),
+    ({"keyword_threshold": 1.5}, "keyword_threshold"),
+    ({"vector_threshold": -2}, "vector_threshold"),
+    ({"embedding_top_k": 0}, "embedding_top_k"),
+    ({"embedding_top_k": 2.5}, "embedding_top_k"),
+    ({"embedding_top_k": True}, "embedding_top_k"),
+    ({"rerank_top_k": "30"}, "rerank_top_k"),
+    ({"temperature": float("nan")}, "temperature"),
+    ({"retriever": "splade"}, "retriever"),
+    ({"reranker": "cohere"}, "reranker"),
+    ({"generator": "openai"}, "model"),
+    ({"reranker": "http"}, "rerank_url"),
+    ({"chunking": "tokens", "chunk_size": 50, "chunk_overlap": 50}, "chunk_overlap"),
+    ({"prompt_template": "Answer {question}"}, "prompt_template"),
+    ({"context_template": "{text} {score}"}, "context_template"),
+    ({"prompt_template": "{question} {context"}, "prompt_template"),
+    ({"kind": "http_agent", "agent_url": "ftp://x"}, "agent_url"),
+    ({"kind": "http_agent", "agent_url": "http://x", "agent_body": "{question}"}, "agent_body"),
+    ({"kind": "results_file", "results_path": "run.csv"}, "results_path"),
+    ({"agent_headers": {"X-Key": 3}}, "agent_headers"),
+])
+def test_bad_values_are_rejected_naming_the_key(data: dict, key: str) -> None:
+    with pytest.raises(EvalError) as caught:
+        TargetConfig.from_dict(data)
+    assert any(problem.startswith(f"{key}:") for problem in caught.value.problems), caught.value.problems
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    with pytest.raises(EvalError) as caught:
+        TargetConfig.from_dict({"nope": 1, "rerank_top_k": -1, "fusion": "max"})
+    assert sorted(p.split(":")[0] for p in caught.value.problems) == ["fusion", "nope", "rerank_top_k"]
+
+
+def test_round_trip_hash_and_diff() -> None:
+    config = TargetConfig.from_dict({"retriever": "bm25", "embedding_top_k": 10, "agent_headers": {"A": "${T}"},
+                                     "agent_body": {"q": "{question}"}})
+    assert TargetConfig.from_dict(config.to_dict()) == config
+    assert config.config_hash() == TargetConfig.from_dict(config.to_dict()).config_hash()
+    assert config.config_hash() != TargetConfig().config_hash()
+    assert TargetConfig().diff(config) == {
+        "retriever": ("hybrid", "bm25"), "embedding_top_k": (30, 10), "agent_headers": ({}, {"A": "${T}"}),
+        "agent_body": ('{"question": "{question}"}', '{"q": "{question}"}')}
+    assert config.diff(config) == {}
+
+
+def test_toml_file_round_trip(tmp_path: Path) -> None:
+    config = TargetConfig.from_dict({"retriever": "vector", "prompt_template": 'Q: "{question}"\n{context}\nA:',
+                                     "agent_headers": {"Authorization": "Bearer ${TOKEN}"}})
+    for all_keys in (False, True):
+        path = tmp_path / f"t{all_keys}.toml"
+        path.write_text(config.to_toml(all_keys=all_keys), encoding="utf-8")
+        assert TargetConfig.from_toml(path) == config
+
+
+def test_toml_errors_name_file_and_key(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text("retriever = 'bm25'\nrerank_threshold = 3\n", encoding="utf-8")
+    with pytest.raises(EvalError) as caught:
+        TargetConfig.from_toml(path)
+    assert caught.value.problems == [f"{path}: rerank_threshold: expected a value in [-1, 1], found 3.0"]
+    path.write_text("retriever = \n", encoding="utf-8")
+    with pytest.raises(EvalError, match="not valid TOML"):
+        TargetConfig.from_toml(path)
+    with pytest.raises(EvalError, match="not found"):
+        TargetConfig.from_toml(tmp_path / "missing.toml")
+
+
+def test_cli_config_show_check_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = tmp_path / "a.toml", tmp_path / "b.toml"
+    a.write_text('retriever = "bm25"\n', encoding="utf-8")
+    b.write_text('retriever = "bm25"\nembedding_top_k = 5\n', encoding="utf-8")
+    assert main(["config", "show", str(a)]) == 0
+    assert 'retriever = "bm25"' in capsys.readouterr().out
+    assert main(["config", "check", str(a)]) == 0
+    assert main(["config", "diff", str(a), str(b)]) == 1
+    assert "embedding_top_k: 30 -> 5" in capsys.readouterr().out
+    b.write_text("embedding_top_k = 0\n", encoding="utf-8")
+    assert main(["config", "check", str(b)]) == 2
+    assert "embedding_top_k: expected a value in [1, 1000]" in capsys.readouterr().err
+
+
+def test_cli_ask_prints_passages_and_answer(tiny_dataset: Path, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "bm25.toml"
+    config.write_text('retriever = "bm25"\nextractive_sentences = 1\n', encoding="utf-8")
+    assert main(["ask", "--config", str(config), "--dataset", str(tiny_dataset), "--index-dir", str(tmp_path / "ix"),
+                 "Quel est le délai ?"]) == 0
+    out = capsys.readouterr().out
+    assert "  1. pid=12 " in out and "[CGV France]" in out
+    assert out.rstrip().endswith("answer (extractive): Le délai de rétractation est de 14 jours calendaires.")

@@ -1,0 +1,130 @@
+"""Knowledge base and retrieval on real corpora: bm25, vector, hybrid, thresholds, chunking, cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evalcore.dataset import DATASET_ROOT, Passage, load_dataset
+from evalcore.targets import RagTarget, TargetConfig
+from evalcore.targets.knowledge import build_knowledge_base, chunk_passage, clear_memo
+from evalcore.testing.corpus import QUESTIONS, corpus
+
+RETRIEVERS = ("bm25", "vector", "hybrid")
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("index")
+
+
+def prepared(index_dir: Path, passages: list[Passage] | tuple[Passage, ...], **settings: object) -> RagTarget:
+    target = RagTarget(TargetConfig.from_dict(settings), cache_dir=index_dir)
+    target.prepare(passages)
+    return target
+
+
+def ranked_pids(target: RagTarget, question: str) -> list[int | None]:
+    return [item.pid for item in target.answer(question).retrieved]
+
+
+@pytest.mark.parametrize("retriever", RETRIEVERS)
+@pytest.mark.parametrize(("question", "pid"), QUESTIONS)
+def test_known_questions_find_their_passage(index_dir: Path, retriever: str, question: str, pid: int) -> None:
+    target = prepared(index_dir, corpus(), retriever=retriever)
+    assert pid in ranked_pids(target, question)[:3]
+
+
+def test_retrievers_rank_differently(index_dir: Path) -> None:
+    rankings = {r: [ranked_pids(prepared(index_dir, corpus(), retriever=r), q) for q, _ in QUESTIONS]
+                for r in RETRIEVERS}
+    assert rankings["bm25"] != rankings["vector"] != rankings["hybrid"] != rankings["bm25"]
+
+
+def test_stage_scores_and_threshold_scales(index_dir: Path) -> None:
+    question = QUESTIONS[1][0]
+    items = prepared(index_dir, corpus(), retriever="hybrid", fusion="weighted", fusion_weight=0.25).answer(
+        question).retrieved
+    assert max(item.stages["bm25_norm"] for item in items) == 1.0
+    for item in items:
+        assert item.stages["bm25_norm"] >= 0.3 or item.stages["vector"] >= 0.2
+        expected = 0.25 * item.stages["vector"] + 0.75 * item.stages["bm25_norm"]
+        assert item.score == pytest.approx(expected, abs=1e-5)
+    assert [i.score for i in items] == sorted((i.score for i in items), reverse=True)
+
+
+def test_thresholds_and_top_k_cut_the_list(index_dir: Path) -> None:
+    question = QUESTIONS[0][0]
+    loose = prepared(index_dir, corpus(), retriever="vector", vector_threshold=-1.0).answer(question).retrieved
+    strict = prepared(index_dir, corpus(), retriever="vector", vector_threshold=0.4).answer(question).retrieved
+    top3 = prepared(index_dir, corpus(), retriever="bm25", keyword_threshold=0.0, embedding_top_k=3)
+    assert len(loose) == 30 and 0 < len(strict) < 30
+    assert all(item.score >= 0.4 for item in strict)
+    assert len(top3.answer(question).retrieved) == 3
+    everything = prepared(index_dir, corpus(), retriever="bm25", keyword_threshold=1.0).answer(question).retrieved
+    assert [item.stages["bm25_norm"] for item in everything] == [1.0]
+
+
+def test_no_match_gives_fallback_answer(index_dir: Path) -> None:
+    target = prepared(index_dir, corpus(), retriever="bm25")
+    result = target.answer("zzzz qqqq")
+    assert result.retrieved == [] and result.answer == target.config.fallback_answer
+    assert result.llm_calls == 0
+
+
+def test_chunks_keep_provenance_and_text() -> None:
+    text = ("Word " * 25 + "Le café coûte 3.14 euros. " + "路由器的默认地址是 192.168.8.1，可以在浏览器中打开。" * 3)
+    chunks = chunk_passage(Passage(7, text, "Manual"), 10, 3)
+    assert len(chunks) > 3
+    assert {(c.pid, c.title) for c in chunks} == {(7, "Manual")}
+    assert [c.position for c in chunks] == list(range(len(chunks)))
+    assert all(c.text and c.text in text for c in chunks)
+    assert any("3.14" in c.text for c in chunks)  # decimals are never split
+    assert chunks[-1].text.endswith("打开。")
+    assert chunk_passage(Passage(1, "short text", ""), 10, 3)[0].text == "short text"
+
+
+def test_chunked_retrieval_maps_to_passage_ids(index_dir: Path) -> None:
+    target = prepared(index_dir, corpus(), retriever="bm25", chunking="tokens", chunk_size=8, chunk_overlap=2)
+    assert len(target.kb.chunks) > 30
+    items = target.answer("What is the default password of the router?").retrieved
+    assert items[0].pid == 1 and items[0].title == "Router manual"
+
+
+def test_index_cache_is_reused_from_disk(tmp_path: Path) -> None:
+    passages = corpus()
+    first = build_knowledge_base(passages, chunk_size=None, models=("use",), cache_dir=tmp_path)
+    clear_memo()
+    second = build_knowledge_base(passages, chunk_size=None, models=("use",), cache_dir=tmp_path)
+    assert not first.loaded_from_cache and second.loaded_from_cache
+    assert np.array_equal(first.embeddings["use"], second.embeddings["use"])
+    assert first.chunks == second.chunks
+    changed = [passages[0]._replace(text="A changed passage.")] + passages[1:]
+    clear_memo()
+    other = build_knowledge_base(changed, chunk_size=None, cache_dir=tmp_path)
+    assert not other.loaded_from_cache and other.folder != first.folder
+    assert len(list(tmp_path.iterdir())) == 2
+
+
+def test_embedding_reranker_uses_a_second_model(index_dir: Path) -> None:
+    target = prepared(index_dir, corpus(), retriever="bm25", reranker="embedding", rerank_threshold=-1.0)
+    assert target.embedding_models() == ("e5",)
+    items = target.answer("How often should I descale the espresso machine?").retrieved
+    assert items[0].pid == 2
+    assert all("rerank" in item.stages for item in items)
+    assert [i.score for i in items] == sorted((i.score for i in items), reverse=True)
+
+
+@pytest.mark.skipif(not (DATASET_ROOT / "samples" / "corpus.parquet").exists(), reason="sample dataset not built")
+def test_sample_dataset_recall_at_10(index_dir: Path) -> None:
+    dataset = load_dataset("default")
+    labeled = [q for q in dataset.questions if q.relevant]
+    recall = {}
+    for retriever in RETRIEVERS:
+        target = prepared(index_dir, dataset.passages, retriever=retriever)
+        hits = [len(q.relevant & set(ranked_pids(target, q.text)[:10])) / len(q.relevant) for q in labeled]
+        recall[retriever] = sum(hits) / len(hits)
+    assert all(value > 0.6 for value in recall.values()), recall
+    assert len(set(recall.values())) == 3, recall

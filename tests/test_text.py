@@ -1,0 +1,88 @@
+"""Tokenizer `default`, accent folding and sentence splitting."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalcore.text import _patterns, fold, split_sentences, tokenize
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Le café est fermé.", ["le", "café", "est", "fermé"]),
+        ("pi = 3.14, not 3", ["pi", "3.14", "not", "3"]),
+        ("3,5 kg", ["3,5", "kg"]),
+        ("Hello, World!", ["hello", "world"]),
+        ("ＡＢＣ　１２３", ["abc", "123"]),  # NFKC: full-width letters and digits
+        ("Straße", ["strasse"]),  # case folding, not just lowering
+        ("version 2.4.1 at 2.4 GHz", ["version", "2.4.1", "at", "2.4", "ghz"]),
+        ("in 2023. Then", ["in", "2023", "then"]),
+        ("l'été", ["l", "été"]),
+        ("", []),
+    ],
+)
+def test_tokenize_table(text: str, expected: list[str]) -> None:
+    assert tokenize(text) == expected
+
+
+def test_chinese_is_segmented_with_jieba() -> None:
+    words = tokenize("我爱北京天安门，价格是3.14元。")
+    assert "北京" in words and "天安门" in words
+    assert "3.14" in words and "，" not in words and "。" not in words
+
+
+def test_mixed_scripts_keep_each_word_whole() -> None:
+    assert tokenize("Le modèle GPT-4 说中文") [:4] == ["le", "modèle", "gpt", "4"]
+
+
+def test_fold_strips_case_and_accents() -> None:
+    assert fold("Été À Ça NAÏVE") == "ete a ca naive"
+    assert fold("北京") == "北京"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("One. Two! Three? Four", ["One.", "Two!", "Three?", "Four"]),
+        ("The CPU runs at 2.4 GHz. It is fast.", ["The CPU runs at 2.4 GHz.", "It is fast."]),
+        ("第一句。第二句！第三句？", ["第一句。", "第二句！", "第三句？"]),
+        ("Il coûte 3,5 €. Voilà.", ["Il coûte 3,5 €.", "Voilà."]),
+        ('He said "stop." Then left.', ['He said "stop."', "Then left."]),
+        ("Background: 1. Marie was born in Warsaw. 2. She moved.", ["Background: 1. Marie was born in Warsaw.", "2. She moved."]),
+        ("line one\nline two", ["line one", "line two"]),
+        ("   ", []),
+    ],
+)
+def test_split_sentences_table(text: str, expected: list[str]) -> None:
+    assert split_sentences(text) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab 12.,!?。！？\n:\"'é中文")), max_size=60))
+def test_split_sentences_never_drops_text(text: str) -> None:
+    sentences = split_sentences(text)
+    assert re.sub(r"\s", "", "".join(sentences)) == re.sub(r"\s", "", text)
+    assert all(sentence == sentence.strip() and sentence for sentence in sentences)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=40))
+def test_tokens_are_never_blank(text: str) -> None:
+    assert all(token and not any(c.isspace() for c in token) for token in tokenize(text))
+
+
+def test_marks_stay_inside_words() -> None:
+    assert tokenize("नमस्ते दुनिया") == ["नमस्ते", "दुनिया"]
+    assert tokenize("x\u0301y z") == ["x\u0301y", "z"]  # a mark with no precomposed form
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=0x2FF), max_size=40))
+def test_fast_word_pattern_agrees_below_the_first_mark(text: str) -> None:
+    patterns = _patterns()
+    assert patterns.plain.findall(text) == patterns.word.findall(text)

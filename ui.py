@@ -1,0 +1,392 @@
+"""Dashboard helpers shared by the pages: engine handles, the one error display, text, exports, uploads.
+
+Pages stay thin: they read widgets, call the engine and render. Everything two pages need lives here.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import shutil
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from evalcore.campaigns import campaign_aggregates, campaign_results, get_manager, list_campaigns
+from evalcore.campaigns.export import safe_cell
+from evalcore.dataset import DATASET_ROOT, FILES, Dataset, dataset_stats, load_dataset, resolve_dataset
+from evalcore.errors import EvalError
+from evalcore.metrics import MEASURES
+from evalcore.store import Store, default_db_path
+from evalcore.suites import list_targets
+from evalcore.targets import TargetConfig
+from evalcore.text import tokenize
+
+CHROMIUM = "/usr/bin/chromium"
+ACTIVE = ("pending", "running")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$=])")
+
+if Path(CHROMIUM).exists():
+    # kaleido drives a browser through choreographer, which looks here first.
+    os.environ.setdefault("BROWSER_PATH", CHROMIUM)
+
+
+# --- engine handles -----------------------------------------------------------------------------
+
+def db_path() -> str:
+    """The database this session uses (EVALCORE_DB or .evalcore/evalcore.db)."""
+    return str(default_db_path().resolve())
+
+
+def manager() -> Any:
+    """The process-wide campaign manager for this database."""
+    return get_manager(db_path())
+
+
+def store() -> Any:
+    """The store of this session's database, as the engine functions take it."""
+    return manager().store
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+def show_error(error: EvalError) -> None:
+    """Show a user-fixable error as a readable message: what, where, found/expected, fix, every problem."""
+    lines = [escape_md(error.message)]
+    if error.where:
+        lines.append(f"**Where:** {escape_md(error.where)}")
+    if error.found is not None or error.expected is not None:
+        lines.append(f"**Found:** {escape_md(str(error.found))} · **expected:** {escape_md(str(error.expected))}")
+    if error.fix:
+        lines.append(f"**Fix:** {escape_md(error.fix)}")
+    if len(error.problems) > 1 or (error.problems and error.problems[0] != error.line()):
+        lines += [f"- {escape_md(problem)}" for problem in error.problems]
+    st.error("\n\n".join(lines))
+
+
+@contextmanager
+def guard() -> Iterator[None]:
+    """Run a user action; an EvalError becomes a message instead of a traceback."""
+    try:
+        yield
+    except EvalError as error:
+        show_error(error)
+
+
+def flash(message: str) -> None:
+    """Show a success message after the next rerun (st.rerun would wipe one shown now)."""
+    st.session_state["_flash"] = message
+
+
+def title(text: str) -> None:
+    """A page's title, then the message flash() left for it, once.
+
+    Pages show it themselves: Streamlit runs a script under pages/ without app.py in some runs
+    (the first request of a deep link, and every AppTest page switch).
+    """
+    st.title(text)
+    if message := st.session_state.pop("_flash", None):
+        st.success(escape_md(message))
+
+
+# --- text and numbers ---------------------------------------------------------------------------
+
+def escape_md(text: str) -> str:
+    """Text safe inside Streamlit Markdown: every markup character is backslash-escaped."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", " ")
+
+
+def short(text: str | None, limit: int = 80) -> str:
+    """One line of at most `limit` characters."""
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def fmt_value(value: float | None, digits: int = 3) -> str:
+    """A measure value, or an em dash when absent."""
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def fmt_seconds(seconds: float | None) -> str:
+    """A duration for people: 85 ms, 42 s, 3 min 5 s, 1 h 2 min."""
+    if seconds is None:
+        return "—"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
+def fmt_when(timestamp: float | None) -> str:
+    """A local date and time, or an em dash."""
+    return "—" if not timestamp else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))
+
+
+def measure_help(name: str, signature: str | None = None) -> str:
+    """The hover text of a number: its formula and the signature that produced it."""
+    measure = MEASURES.get(name)
+    doc = getattr(measure, "doc", "") if measure else ""
+    sig = signature or (getattr(measure, "signature", "") if measure else "")
+    return "\n\n".join(part for part in (doc, f"signature: `{sig}`" if sig else "") if part) or name
+
+
+def index_of(options: list, value: Any) -> int:
+    """The position of value in options, or 0 (the default choice) when it is not there."""
+    return options.index(value) if value in options else 0
+
+
+def campaign_label(campaign: dict) -> str:
+    """How a campaign is named in pickers: id, source, status, progress."""
+    return f"{campaign['id']} · {campaign['kind']} {campaign['source']} · {campaign['status']} · {campaign['finished']}/{campaign['total']}"
+
+
+# --- exports ------------------------------------------------------------------------------------
+
+def csv_bytes(frame: pd.DataFrame) -> bytes:
+    """A table as UTF-8 CSV (with BOM, for spreadsheets) with formula injection neutralised."""
+    safe = frame.copy()
+    for column in safe.columns:
+        if safe[column].dtype == object or pd.api.types.is_string_dtype(safe[column]):
+            safe[column] = safe[column].map(safe_cell)
+    return safe.to_csv(index=False).encode("utf-8-sig")
+
+
+def safe_csv_text(text: str, delimiter: str = ";") -> bytes:
+    """An engine-written CSV with every formula-like cell neutralised (same layout otherwise)."""
+    out = io.StringIO()
+    writer = csv.writer(out, delimiter=delimiter, lineterminator="\r\n")
+    writer.writerows([safe_cell(cell) for cell in row] for row in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
+    return out.getvalue().encode("utf-8-sig")
+
+
+def png_bytes(figure: Any) -> bytes:
+    """A Plotly figure as PNG (kaleido, headless chromium)."""
+    return figure.to_image(format="png", width=1100, height=figure.layout.height or 550, scale=2)
+
+
+def html_bytes(figure: Any) -> bytes:
+    """A Plotly figure as a self-contained HTML page (plotly.js inlined, works offline)."""
+    return figure.to_html(include_plotlyjs=True, full_html=True).encode("utf-8")
+
+
+def chart(figure: Any, name: str, key: str) -> None:
+    """Show a chart with its PNG and HTML downloads (both built only when clicked)."""
+    st.plotly_chart(figure, key=f"{key}-chart")
+    left, right, _ = st.columns([1, 1, 4])
+    left.download_button("PNG", data=lambda: png_bytes(figure), file_name=f"{name}.png", mime="image/png",
+                         key=f"{key}-png", on_click="ignore")
+    right.download_button("HTML", data=lambda: html_bytes(figure), file_name=f"{name}.html", mime="text/html",
+                          key=f"{key}-html", on_click="ignore")
+
+
+def table_download(frame: pd.DataFrame, name: str, key: str) -> None:
+    """A CSV download of a table, built only when clicked."""
+    st.download_button("CSV", data=lambda: csv_bytes(frame), file_name=f"{name}.csv", mime="text/csv",
+                       key=key, on_click="ignore")
+
+
+# --- suites and targets ------------------------------------------------------------------------
+
+def target_choices(store: Store) -> dict[str, str]:
+    """Saved target ids with a label; "default" is the built-in default configuration."""
+    default = TargetConfig()
+    choices = {"default": f"default configuration ({default.retriever} retrieval, {default.generator} answers)"}
+    choices.update({t["id"]: f"{t['name'] or 'unnamed'} · {t['id']}" for t in list_targets(store)})
+    return choices
+
+
+# --- datasets -----------------------------------------------------------------------------------
+
+def upload_limit_mb() -> int:
+    """Size limit of one dataset upload, all files together (EVALCORE_UPLOAD_MB, default 100)."""
+    return int(os.environ.get("EVALCORE_UPLOAD_MB", "100"))
+
+
+def upload_root() -> Path:
+    """Where validated uploads go (EVALCORE_UPLOAD_DIR); dataset/ by default, so uploads-<name> is a dataset id."""
+    return Path(os.environ.get("EVALCORE_UPLOAD_DIR") or DATASET_ROOT)
+
+
+def list_datasets() -> list[str]:
+    """Dataset ids: `default` first, then every folder under dataset/ (and the upload folder) with Parquet files."""
+    roots = {DATASET_ROOT.resolve(), upload_root().resolve()}
+    found = []
+    for root in roots:
+        for folder in sorted(root.iterdir()) if root.is_dir() else ():
+            if folder.is_dir() and folder.name != "samples" and any(folder.glob("*.parquet")):
+                found.append(folder.name if root == DATASET_ROOT.resolve() else str(folder))
+    return ["default", *sorted(found)]
+
+
+def open_dataset(ref: str) -> tuple[Dataset, dict, list[int]]:
+    """The dataset, its statistics and its passage lengths in tokens, cached until a file changes."""
+    path = resolve_dataset(ref)
+    stamp = tuple(sorted((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in path.glob("*.parquet")))
+    return _open_dataset(str(path), stamp)
+
+
+@st.cache_resource(show_spinner="Loading the dataset…", max_entries=8)
+def _open_dataset(path: str, stamp: tuple) -> tuple[Dataset, dict, list[int]]:
+    dataset = load_dataset(path)
+    return dataset, dataset_stats(dataset), [len(tokenize(p.text)) for p in dataset.passages]
+
+
+def _upload_name_problem(name: str) -> str | None:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,40}", name):
+        return "use 1-41 lowercase letters, digits, '-' or '_', starting with a letter or digit"
+    if (upload_root() / f"uploads-{name}").exists():
+        return f"a dataset uploads-{name} already exists: choose another name"
+    return None
+
+
+def _unpack(uploads: list[tuple[str, bytes]], folder: Path) -> dict[str, list[str]]:
+    """Write the five Parquet files (given one by one or in a zip) into folder; return per-file problems."""
+    problems: dict[str, list[str]] = {}
+    files: list[tuple[str, bytes]] = []
+    for name, data in uploads:
+        if name.lower().endswith(".zip"):
+            files += _zip_members(name, data, problems)
+        else:
+            files.append((name, data))
+    for name, data in files:
+        stem = Path(name).name
+        if stem.removesuffix(".parquet") not in FILES or not stem.endswith(".parquet"):
+            problems.setdefault(stem, []).append(f"unexpected file: a dataset has {', '.join(f + '.parquet' for f in FILES)}")
+        else:
+            (folder / stem).write_bytes(data)
+    return problems
+
+
+def _zip_members(name: str, data: bytes, problems: dict[str, list[str]]) -> list[tuple[str, bytes]]:
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        members = [m for m in archive.infolist() if not m.is_dir() and not Path(m.filename).name.startswith(".")]
+        # The declared sizes are checked before anything is inflated (zip bombs).
+        if sum(m.file_size for m in members) > upload_limit_mb() * 1024 * 1024:
+            problems.setdefault(name, []).append(f"unpacks to more than {upload_limit_mb()} MB")
+            return []
+        return [(m.filename, archive.read(m)) for m in members]
+    except (zipfile.BadZipFile, OSError, ValueError) as error:
+        problems.setdefault(name, []).append(f"not a readable zip file ({error})")
+        return []
+
+
+def validate_upload(uploads: list[tuple[str, bytes]], name: str) -> tuple[str | None, dict[str, list[str]]]:
+    """Validate uploaded files with the loader; save them as uploads-<name> only when valid.
+
+    Returns (dataset id or None, problems per file name); "" keys problems about the whole upload.
+    """
+    total = sum(len(data) for _, data in uploads)
+    if total > upload_limit_mb() * 1024 * 1024:
+        return None, {"": [f"the upload is {total / 1e6:.1f} MB; the limit is {upload_limit_mb()} MB (EVALCORE_UPLOAD_MB)"]}
+    if problem := _upload_name_problem(name):
+        return None, {"": [f"dataset name {name!r}: {problem}"]}
+    with tempfile.TemporaryDirectory(prefix="evalcore-upload-") as tmp:
+        folder = Path(tmp) / "dataset"
+        folder.mkdir()
+        problems = _unpack(uploads, folder)
+        try:
+            load_dataset(folder)
+        except EvalError as error:
+            for line in error.problems:
+                _file_problem(problems, line.removeprefix(f"{folder.name}/").removeprefix(f"{folder}: "))
+        if problems:
+            return None, problems
+        target = upload_root() / f"uploads-{name}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(folder, target)
+    return (target.name if upload_root().resolve() == DATASET_ROOT.resolve() else str(target)), {}
+
+
+def _file_problem(problems: dict[str, list[str]], line: str) -> None:
+    """File a loader problem under the Parquet file it names (or under the whole upload)."""
+    match = re.match(r"(\w+\.parquet)[: ]", line)
+    problems.setdefault(match.group(1) if match else "", []).append(line)
+
+
+def upload_report(problems: dict[str, list[str]]) -> None:
+    """One line per file: ok, or each of its problems."""
+    if set(problems) == {""}:  # refused before the files were read (size, name)
+        st.error("\n".join(f"- {escape_md(p)}" for p in problems[""]))
+        return
+    for file in [*(f"{f}.parquet" for f in FILES), *sorted(set(problems) - {f"{f}.parquet" for f in FILES})]:
+        if file in problems:
+            st.error(f"**{escape_md(file or 'upload')}**\n\n" + "\n".join(f"- {escape_md(p)}" for p in problems[file]))
+        elif file:
+            st.success(f"**{escape_md(file)}**: no problem found")
+
+
+def poll(fn: Callable[[], None], seconds: float | None = 2) -> None:
+    """Run fn now and again every few seconds (never when None), without rerunning the page (a fragment)."""
+    st.fragment(run_every=seconds)(fn)()
+
+
+# --- campaigns ----------------------------------------------------------------------------------
+
+def progress_text(campaign: dict) -> str:
+    """finished/total, failed, rate and time left of a campaign, in one line."""
+    progress = campaign["progress"]
+    parts = [f"{progress['finished']}/{progress['total']} questions"]
+    if campaign["status"] == "running" and not progress["finished"]:
+        parts.append("preparing the knowledge base (indexing the corpus)")
+    if campaign.get("failed"):
+        parts.append(f"{campaign['failed']} failed")
+    if progress.get("rate_per_s"):
+        parts.append(f"{progress['rate_per_s']:.1f} q/s")
+    if campaign["status"] in ACTIVE and progress.get("eta_s") is not None:
+        parts.append(f"{fmt_seconds(progress['eta_s'])} left")
+    return " · ".join(parts)
+
+
+def show_progress(campaign: dict) -> None:
+    """A progress bar with its status line (ids and numbers only: no user text)."""
+    progress = campaign["progress"]
+    share = progress["finished"] / progress["total"] if progress["total"] else 1.0
+    st.progress(min(share, 1.0), text=f"{campaign['id']} · {campaign['status']} · {progress_text(campaign)}")
+
+
+def activity() -> None:
+    """Campaigns in progress, on every page (polled: the workers never touch Streamlit)."""
+    running = [c for c in list_campaigns(store()) if c["status"] in ACTIVE]
+    if running:
+        st.caption("Running campaigns")
+        for campaign in running:
+            show_progress(campaign)
+
+
+def version(campaign: dict) -> tuple:
+    """What changes whenever a campaign's stored results may have changed (cache key)."""
+    return (campaign["id"], campaign["status"], campaign["finished"], campaign["failed"], campaign["ended_at"])
+
+
+def aggregates(campaign: dict) -> dict:
+    """campaign_aggregates, re-read only when the campaign changed."""
+    return _aggregates(db_path(), version(campaign))
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _aggregates(db: str, version: tuple) -> dict:
+    return campaign_aggregates(store(), version[0])
+
+
+def cached_results(campaign: dict) -> list[dict]:
+    """Every stored result of a campaign, re-read only when the campaign changed."""
+    return _results(db_path(), version(campaign))
+
+
+@st.cache_data(show_spinner="Reading the results…", max_entries=8)
+def _results(db: str, version: tuple) -> list[dict]:
+    return campaign_results(store(), version[0])
