@@ -22,7 +22,7 @@ import pandas as pd
 import streamlit as st
 
 from evalcore.campaigns import campaign_aggregates, campaign_results, get_manager, list_campaigns
-from evalcore.campaigns.export import safe_cell
+from evalcore.csvcells import safe_cell
 from evalcore.dataset import DATASET_ROOT, FILES, Dataset, dataset_stats, load_dataset, resolve_dataset
 from evalcore.errors import EvalError
 from evalcore.metrics import MEASURES

@@ -155,8 +155,8 @@ class OpenAIChatModel:
 
     def _complete(self, messages: list[dict], params: dict) -> ChatReply:
         # Reasoning models reject max_tokens (wanting max_completion_tokens) or any temperature:
-        # each rejection adjusts one parameter, so at most three tries.
-        for _ in range(3):
+        # each rejection adjusts one parameter and there are at most three adjustments.
+        while True:
             try:
                 return post_json(self._client, f"{self.base_url}/chat/completions",
                                  {"model": self.model, "messages": messages, **params}, headers=self._headers(),
@@ -164,7 +164,6 @@ class OpenAIChatModel:
             except ModelError as error:
                 if not (error.status == 400 and _drop_rejected(params, error.body)):
                     raise
-        raise ModelError("the endpoint rejected the request parameters", where=self.base_url)
 
     def _headers(self) -> dict[str, str]:
         if not self.api_key_env:

@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from evalcore.csvcells import restore_cell, safe_cell
 from evalcore.errors import EvalError
 from evalcore.suites import Case
 
@@ -192,7 +193,7 @@ def to_line(line: int, cells: list[str] | None, error: str | None, *, accepted: 
     if len(cells) > COLUMNS:
         return CsvLine(line, None, f"{len(cells)} columns, expected at most {COLUMNS} "
                        "(question;expected answer;sources): quote cells that contain the separator")
-    question, answer, sources_cell = (cells + ["", ""])[:COLUMNS]
+    question, answer, sources_cell = (restore_cell(cell) for cell in (cells + ["", ""])[:COLUMNS])
     sources = tuple(s.strip() for s in sources_cell.split("|") if s.strip())
     if not question.strip():
         return CsvLine(line, None, "empty question")
@@ -213,5 +214,6 @@ def export_suite_csv(cases: Iterable[Case]) -> str:
         if any("|" in source for source in case.expected_sources):
             raise EvalError("a source contains '|', which the CSV uses between sources",
                             where=f"case {number}", fix="remove the '|' from the source name")
-        writer.writerow([case.question, case.expected_answer or "", "|".join(case.expected_sources)])
+        writer.writerow([safe_cell(case.question), safe_cell(case.expected_answer or ""),
+                         safe_cell("|".join(case.expected_sources))])
     return out.getvalue()

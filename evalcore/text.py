@@ -86,6 +86,8 @@ def _segment_han(run: str) -> tuple[str, ...]:
 
 def normalize(text: str) -> str:
     """Unicode NFKC and case folding (folding can denormalise, so NFKC runs again)."""
+    if text.isascii():  # NFKC leaves ASCII alone and casefold is lower()
+        return text.lower()
     return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
 
 
@@ -97,7 +99,7 @@ def _words(segment: str) -> list[str]:
 @functools.lru_cache(maxsize=1 << 16)
 def _tokens(text: str) -> tuple[str, ...]:
     tokens: list[str] = []
-    # split() with a group alternates text between Han runs (even indexes) and the runs (odd).
+    # split() with a group alternates other text (even indexes) and Han runs (odd indexes).
     for index, part in enumerate(_HAN_RUN_GROUP.split(normalize(text))):
         tokens.extend(_segment_han(part) if index % 2 else _words(part))
     return tuple(tokens)

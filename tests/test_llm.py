@@ -85,6 +85,14 @@ def test_reasoning_model_parameters_are_dropped() -> None:
     assert "temperature" not in sent[2] and sent[2]["max_completion_tokens"] == 64
 
 
+def test_parameter_rejections_end_in_an_error() -> None:
+    rejection = Reply.error(400, "max_tokens / max_completion_tokens / temperature: all unsupported")
+    with FakeOpenAIServer([rejection] * 5) as server, pytest.raises(ModelError, match="HTTP 400"):
+        model(server).chat(MESSAGES, temperature=0.0, max_tokens=64)
+    assert len(server.requests) == 4
+    assert server.requests[-1][1] == {"model": "fake-model", "messages": MESSAGES}
+
+
 def test_cache_serves_repeated_calls() -> None:
     cache = DictCache()
     with FakeOpenAIServer(["first", "second"]) as server:

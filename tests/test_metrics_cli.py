@@ -119,6 +119,15 @@ def test_bad_files_name_file_and_line(
     assert message in capsys.readouterr().err
 
 
+def test_graded_labels_outside_the_scale(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "qrels").write_text("1 0 a 7\n")
+    (tmp_path / "run").write_text("1 Q0 a 1 2.0 t\n")
+    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--graded"]) == 2
+    assert "query 1, document a" in capsys.readouterr().err
+    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--graded",
+                 "--label-max", "7"]) == 0
+
+
 def test_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["score", "--qrels", str(tmp_path / "nope"), "--run", str(tmp_path / "nope")]) == 2
     assert "file not found" in capsys.readouterr().err

@@ -45,7 +45,11 @@ def test_coverage(answer: str, expected: str, value: float | None) -> None:
     assert coverage(answer, expected) == (None if value is None else pytest.approx(value))
 
 
-SOURCES = [{"id": 12, "title": "Conditions Générales de Vente (CGV).pdf"}, {"id": "a7", "title": "Règlement intérieur"}]
+SOURCES = [
+    {"id": 12, "title": "Conditions Générales de Vente (CGV).pdf"},
+    {"id": "a7", "title": "Règlement intérieur"},
+    {"id": None, "title": "Untitled upload"},
+]
 
 
 @pytest.mark.parametrize(
@@ -55,6 +59,7 @@ SOURCES = [{"id": 12, "title": "Conditions Générales de Vente (CGV).pdf"}, {"i
         (["reglement interieur", "12"], True),
         (["A7"], True),
         (["1"], False),  # ids match whole, titles partly
+        (["none"], False),  # a source without an id is not the id "None"
         (["cgv", "tarifs"], False),
         ([], None),
         (["  "], None),

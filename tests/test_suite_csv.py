@@ -188,3 +188,12 @@ def test_cli_import_refuses_a_file_with_errors_unless_valid_only(tmp_path, capsy
     assert "imported 2 case(s)" in capsys.readouterr().out
     assert main(["suites", "import", str(tmp_path / "missing.csv"), "--name", "S", "--agent", "t", "--db", db]) == 2
     assert "cannot read the file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("question", ["=SUM(A1:A2) ?", "+33 1 23 45 67 89 ?", "-5 °C ?", "@admin ?", "'=already quoted", "'plain quote"])
+def test_formula_cells_are_neutralised_and_import_back_unchanged(question):
+    case = Case(question=question, expected_answer="=1+1", expected_sources=("@doc",))
+    text = export_suite_csv([case])
+    data_line = text.splitlines()[1]
+    assert all(not cell.startswith(("=", "+", "-", "@")) for cell in data_line.split(";"))
+    assert parse_suite_csv(text.encode("utf-8")).cases == [case]

@@ -36,10 +36,10 @@ def test_http_agent_posts_template_and_reads_paths(monkeypatch: pytest.MonkeyPat
         target = agent(f"{server.root_url}/agent/ask")
         target.check()
         target.prepare(corpus())
-        result = target.answer('Refund "window"?', qid=7)
+        result = target.answer('Refund "window"?', qid=0)
     path, body, headers = server.requests[-1]
     assert path == "/agent/ask"
-    assert body == {"input": {"query": 'Refund "window"?', "id": "7"}, "stream": False}
+    assert body == {"input": {"query": 'Refund "window"?', "id": "0"}, "stream": False}
     assert headers["Authorization"] == "Bearer s3cret" and headers["X-Team"] == "eval"
     assert result.answer == "Within 30 days."
     assert [(r.pid, r.title, r.source, r.score) for r in result.retrieved] == [

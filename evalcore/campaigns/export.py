@@ -6,22 +6,14 @@ import csv
 import io
 import json
 from collections.abc import Callable
-from typing import Any
 
 from evalcore.campaigns.queries import campaign_results, get_campaign
+from evalcore.csvcells import safe_cell
 from evalcore.errors import EvalError
 from evalcore.store import Store
 
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 FIXED_COLUMNS = ("qid", "question", "expected_answer", "answer", "sources", "error", "latency_s",
                  "prompt_tokens", "completion_tokens", "attempts")
-
-
-def safe_cell(value: Any) -> Any:
-    """Text a spreadsheet would run as a formula is prefixed with a quote; numbers stay numbers."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
-    return value
 
 
 def export_csv(store: Store, campaign_id: str) -> str:

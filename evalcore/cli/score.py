@@ -73,7 +73,11 @@ def run_score(args: argparse.Namespace) -> int:
 def _add_graded(table: Table, qrels: Judgements, run: Ranking, label_min: int, label_max: int) -> list[str]:
     labels, rankings = judgements_by_query(qrels), rankings_by_query(run)
     for qid, row in table.items():
-        graded = graded_retrieval_scores(labels.get(qid, {}), rankings.get(qid, []), label_min, label_max)
+        try:
+            graded = graded_retrieval_scores(labels.get(qid, {}), rankings.get(qid, []), label_min, label_max)
+        except EvalError as error:
+            raise EvalError(error.message, where=f"qrels, query {qid}, {error.where}", found=error.found,
+                            expected=error.expected, fix="set --label-min/--label-max to your labels' scale") from None
         row.update({f"graded.{name}": _number(graded[name]) for name in GRADED_MEASURES})
     return [f"graded.{name}" for name in GRADED_MEASURES]
 

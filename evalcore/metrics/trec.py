@@ -17,12 +17,12 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from evalcore.dataset import LABEL_COLUMNS
 from evalcore.errors import EvalError
 from evalcore.metrics.retrieval import batch_scores
 
 QRELS_COLUMNS = ("qid", "iter", "docid", "rel")
 RUN_COLUMNS = ("qid", "q0", "docid", "rank", "score", "tag")
-LABEL_COLUMNS = ("score", "label", "relevance")
 PACKED_BYTES = 8
 
 

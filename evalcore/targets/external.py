@@ -73,7 +73,8 @@ class HttpAgentTarget:
 
     def answer(self, question: str, qid: int | None = None) -> TargetAnswer:
         """One POST with retries; sources keep their order as the ranking."""
-        body = fill_template(json.loads(self.config.agent_body), {"question": question, "qid": str(qid or "")})
+        values = {"question": question, "qid": "" if qid is None else str(qid)}
+        body = fill_template(json.loads(self.config.agent_body), values)
         answer, sources = post_json(self._client, self.config.agent_url, body, headers=self._headers(),
                                     timeout=self.config.timeout, retries=self.config.retries,
                                     backoff=self.config.retry_backoff, parse=self._parse)
