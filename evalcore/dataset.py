@@ -8,7 +8,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -208,7 +208,7 @@ def load_dataset(ref: str | Path, root: Path | None = None, *, allow_paths: bool
 
 
 def _parse(tables: dict[str, pa.Table | None], problems: _Problems) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool] | None:
-    columns: dict[str, dict[str, list]] = {}
+    columns: dict[str, dict[str, list | None]] = {}
     for name, table in tables.items():
         if table is None:  # already reported by _read_table
             return None
@@ -216,8 +216,13 @@ def _parse(tables: dict[str, pa.Table | None], problems: _Problems) -> tuple[tup
         id_columns, text_columns = (("id",), ("text",)) if name in ("queries", "corpus", "answers") else (_REQUIRED[name], ())
         columns[name] = {c: _int_column(table, file, c, problems) for c in id_columns}
         columns[name].update({c: _text_column(table, file, c, problems) for c in text_columns})
-    if problems.lines:
+    if problems.lines:  # a None column was reported
         return None
+    return _check_references(cast(dict[str, dict[str, list]], columns), tables, problems)
+
+
+def _check_references(columns: dict[str, dict[str, list]], tables: dict[str, pa.Table | None],
+                      problems: _Problems) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool] | None:
     for name in ("queries", "corpus", "answers"):
         _unique(columns[name]["id"], f"{name}.parquet", problems)
     query_ids, passage_ids, answer_ids = (set(columns[n]["id"]) for n in ("queries", "corpus", "answers"))

@@ -5,8 +5,6 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from evalcore.cli import main as cli

@@ -21,8 +21,8 @@ LIKERT = [
     ("JSON after a thinking block", ("<think>The answer says 14 days, reference 30.</think>\n"
                                      '{"score": 1, "reason": "Contradicts the reference."}'),
      1.0, "Contradicts the reference."),
-    ("prose after thinking that mentions a score", "<think>Reference: 30 days; a score of 1 seems harsh.</think>"
-     "Score: 4. Right duration, no detail.", 4.0, "Score: 4. Right duration, no detail."),
+    ("prose after thinking that mentions a score", ("<think>Reference: 30 days; a score of 1 seems harsh.</think>"
+     "Score: 4. Right duration, no detail."), 4.0, "Score: 4. Right duration, no detail."),
     ("tags", "<score>4</score>\n<reason>Correct, one detail missing.</reason>", 4.0, "Correct, one detail missing."),
     ("tags with spaces", "Evaluation:\n<score> 5 </score> The response is fully supported.", 5.0, None),
     ("prose with rated digit first", "The answer covers 2 of the 3 points. Score: 3/5.", 3.0, None),
