@@ -7,6 +7,7 @@ request cannot help).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import importlib.util
 import json
@@ -244,7 +245,17 @@ def _load_local() -> tuple[Any, threading.Lock]:
             llama = llama_cpp.Llama(model_path=str(path), n_ctx=4096, n_threads=max(os.cpu_count() or 1, 1),
                                     seed=0, verbose=False)
             _LOCAL_MODELS[str(path)] = (llama, threading.Lock())
+            if len(_LOCAL_MODELS) == 1:
+                atexit.register(_close_local_models)
         return _LOCAL_MODELS[str(path)]
+
+
+def _close_local_models() -> None:
+    """Free llama.cpp models before interpreter teardown (its own finaliser fails that late)."""
+    with _LOCAL_LOCK:
+        for llama, _ in _LOCAL_MODELS.values():
+            llama.close()
+        _LOCAL_MODELS.clear()
 
 
 class LocalChatModel:
