@@ -18,7 +18,10 @@ PAGES = [
     st.Page("pages/compare.py", title="Compare"),
 ]
 
+st.session_state["_routed"] = True  # ui.title: this session's pages run under this router
 page = st.navigation(PAGES)
+if deep_link := st.session_state.pop("_deep_link", None):
+    st.switch_page(deep_link)
 with st.sidebar:
     ui.poll(ui.activity)
 page.run()

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pandas as pd
 import streamlit as st
@@ -91,11 +92,25 @@ def title(text: str) -> None:
     """A page's title, then the message flash() left for it, once.
 
     Pages show it themselves: Streamlit runs a script under pages/ without app.py in some runs
-    (the first request of a deep link, and every AppTest page switch).
+    (every AppTest page switch; a deep link before any session ran app.py, sent through app.py here).
     """
+    if "_routed" not in st.session_state:
+        _route_through_app()
     st.title(text)
     if message := st.session_state.pop("_flash", None):
         st.success(escape_md(message))
+
+
+def _route_through_app() -> None:
+    """Rerun through app.py's navigation, then come back to the page the URL names.
+
+    Until some session has run app.py, Streamlit serves a deep link (/campaigns) straight from the
+    pages/ folder (its multipage v1 mode): no app.py, so a narrow layout and a sidebar listing "app".
+    """
+    name = urlparse(st.context.url or "").path.rstrip("/").rsplit("/", 1)[-1]
+    if name and (Path(__file__).parent / "pages" / f"{name}.py").is_file():
+        st.session_state["_deep_link"] = f"pages/{name}.py"
+    st.switch_page("app.py")
 
 
 # --- text and numbers ---------------------------------------------------------------------------
@@ -141,6 +156,27 @@ def measure_help(name: str, signature: str | None = None) -> str:
     doc = getattr(measure, "doc", "") if measure else ""
     sig = signature or (getattr(measure, "signature", "") if measure else "")
     return "\n\n".join(part for part in (doc, f"signature: `{sig}`" if sig else "") if part) or name
+
+
+def remembered_select(label: str, options: list, state_key: str, **kwargs: Any) -> Any:
+    """A selectbox that opens on the value remembered under state_key and remembers each pick.
+
+    The widget has a key and no `index`: an `index` computed from the remembered value changes the
+    widget's identity after every pick, so Streamlit dropped every second pick.
+    """
+    widget_key = f"{state_key}-pick"
+    if options and st.session_state.get(widget_key) not in options:
+        remembered = st.session_state.get(state_key)
+        st.session_state[widget_key] = remembered if remembered in options else options[0]
+    value = st.selectbox(label, options, key=widget_key, **kwargs)
+    st.session_state[state_key] = value
+    return value
+
+
+def select_next_run(state_key: str, value: Any) -> None:
+    """Make remembered_select(…, state_key) open on value at the next rerun."""
+    st.session_state[state_key] = value
+    st.session_state.pop(f"{state_key}-pick", None)
 
 
 def index_of(options: list, value: Any) -> int:
@@ -261,11 +297,17 @@ def _unpack(uploads: list[tuple[str, bytes]], folder: Path) -> dict[str, list[st
             files += _zip_members(name, data, problems)
         else:
             files.append((name, data))
+    expected = {f"{f}.parquet" for f in FILES}
+    written: dict[str, tuple[str, bytes]] = {}
     for name, data in files:
-        stem = Path(name).name
-        if stem.removesuffix(".parquet") not in FILES or not stem.endswith(".parquet"):
-            problems.setdefault(stem, []).append(f"unexpected file: a dataset has {', '.join(f + '.parquet' for f in FILES)}")
+        stem = Path(name).name.lower()  # "Corpus.PARQUET" from a Windows export is still the corpus
+        if stem not in expected:
+            problems.setdefault(Path(name).name, []).append(f"unexpected file: a dataset has {', '.join(sorted(expected))}")
+        elif stem in written and written[stem][1] != data:
+            # Two different files for one table (two folders in a zip): refuse rather than pick one silently.
+            problems.setdefault(stem, []).append(f"given twice with different content ({written[stem][0]} and {name}): keep one")
         else:
+            written[stem] = (name, data)
             (folder / stem).write_bytes(data)
     return problems
 
@@ -292,6 +334,8 @@ def validate_upload(uploads: list[tuple[str, bytes]], name: str) -> tuple[str | 
     total = sum(len(data) for _, data in uploads)
     if total > upload_limit_mb() * 1024 * 1024:
         return None, {"": [f"the upload is {total / 1e6:.1f} MB; the limit is {upload_limit_mb()} MB (EVALCORE_UPLOAD_MB)"]}
+    if not uploads:
+        return None, {"": ["no file chosen: add the five .parquet files or one .zip, then validate"]}
     if problem := _upload_name_problem(name):
         return None, {"": [f"dataset name {name!r}: {problem}"]}
     with tempfile.TemporaryDirectory(prefix="evalcore-upload-") as tmp:
@@ -322,7 +366,8 @@ def upload_report(problems: dict[str, list[str]]) -> None:
     if set(problems) == {""}:  # refused before the files were read (size, name)
         st.error("\n".join(f"- {escape_md(p)}" for p in problems[""]))
         return
-    for file in [*(f"{f}.parquet" for f in FILES), *sorted(set(problems) - {f"{f}.parquet" for f in FILES})]:
+    # Files that are not one of the five (an unreadable zip, a stray file) first: they often explain the rest.
+    for file in [*sorted(set(problems) - {f"{f}.parquet" for f in FILES}), *(f"{f}.parquet" for f in FILES)]:
         if file in problems:
             st.error(f"**{escape_md(file or 'upload')}**\n\n" + "\n".join(f"- {escape_md(p)}" for p in problems[file]))
         elif file:

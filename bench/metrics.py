@@ -36,7 +36,8 @@ from sacrebleu.metrics import BLEU
 from evalcore import text
 from evalcore.metrics import generation
 from evalcore.metrics.generation import BLEU_ORDERS, generation_scores
-from evalcore.metrics.trec import evaluate, read_qrels, read_run
+from evalcore.metrics.trec import evaluate
+from evalcore.metrics.trec_files import read_qrels, read_run
 
 ORACLE_NAMES = {
     "precision": "set_P", "recall": "set_recall", "ndcg@3": "ndcg_cut_3",

@@ -131,9 +131,13 @@ def question_entry(key: tuple, a_row: dict | None, b_row: dict | None) -> dict:
     if a_row is None or b_row is None:
         return {**entry, "verdict": "new" if a_row is None else "removed", "basis": None, "a": None, "b": None}
     kind, basis, a_value, b_value = verdict(a_row, b_row)
-    return {**entry, "verdict": kind, "basis": basis, "a": a_value, "b": b_value,
-            "answer_changed": (a_row.get("answer") or "").strip() != (b_row.get("answer") or "").strip(),
-            **passage_changes(a_row, b_row)}
+    entry = {**entry, "verdict": kind, "basis": basis, "a": a_value, "b": b_value,
+             "error_a": a_row.get("error") or None, "error_b": b_row.get("error") or None,
+             "answer_changed": (a_row.get("answer") or "").strip() != (b_row.get("answer") or "").strip()}
+    if basis == "error":
+        # A failed question retrieved nothing: "relevant passages left" would only echo the failure.
+        return {**entry, "entered": [], "left": []}
+    return {**entry, **passage_changes(a_row, b_row)}
 
 
 def measure_entry(name: str, pairs: list[tuple[float, float]], *, seed: int, resamples: int) -> dict:
@@ -209,6 +213,7 @@ def warnings_for(a: dict, b: dict, a_rows: list[dict], b_rows: list[dict], diff:
 def compare_results(a_campaign: dict, a_rows: list[dict], b_campaign: dict, b_rows: list[dict], *,
                     seed: int = 0, resamples: int = stats.RESAMPLES) -> Comparison:
     """Compare two campaigns given their records and result rows (pure: no store)."""
+    check_resamples(resamples)
     a_index = {question_key(r): r for r in a_rows}
     b_index = {question_key(r): r for r in b_rows}
     keys = list(a_index) + [k for k in b_index if k not in a_index]
@@ -221,10 +226,42 @@ def compare_results(a_campaign: dict, a_rows: list[dict], b_campaign: dict, b_ro
             pairs.setdefault(name, []).append((a_values[name], b_values[name]))
     measures = [measure_entry(n, p, seed=seed, resamples=resamples) for n, p in sorted(pairs.items())]
     diff = config_diff(a_campaign, b_campaign)
-    notes = [] if diff else ["the configurations are identical: differences come from non-determinism"]
+    notes = notes_for(a_campaign, b_campaign, diff, common=len(common), measured=set(pairs))
+    notes += one_sided([a_index[k] for k in common], [b_index[k] for k in common], set(pairs))
     return Comparison(a=campaign_header(a_campaign), b=campaign_header(b_campaign), questions=questions,
                       measures=measures, config_diff=diff, seed=seed, resamples=resamples, notes=notes,
                       warnings=warnings_for(a_campaign, b_campaign, a_rows, b_rows, diff, len(common)))
+
+
+def check_resamples(resamples: int) -> None:
+    """Refuse a resample count that leaves the bootstrap and the randomization test nothing to draw."""
+    if not isinstance(resamples, int) or resamples < 1:
+        raise EvalError("resamples must be a whole number of at least 1", found=str(resamples),
+                        expected=f">= 1 (default {stats.RESAMPLES})")
+
+
+def notes_for(a: dict, b: dict, diff: dict, *, common: int, measured: set[str]) -> list[str]:
+    """What the reader should know that is not a warning."""
+    if a.get("id") is not None and a.get("id") == b.get("id"):
+        return ["A and B are the same campaign: every question is the same, no difference can be significant"]
+    notes = []
+    same_questions = (a.get("kind"), a.get("source"), a.get("dataset_hash")) == (b.get("kind"), b.get("source"),
+                                                                               b.get("dataset_hash"))
+    if not diff and common and same_questions:
+        notes.append("the configurations are identical: differences come from non-determinism")
+    if common and not measured:
+        notes.append("no measure is present on both sides of any common question")
+    return notes
+
+
+def one_sided(a_rows: list[dict], b_rows: list[dict], measured: set[str]) -> list[str]:
+    """Measures present on the common questions of one campaign only (e.g. a judge run on B alone)."""
+    notes = []
+    for side, rows in (("A", a_rows), ("B", b_rows)):
+        counts = Counter(name for row in rows for name in row_values(row) if name not in measured)
+        notes += [f"{name} is measured only in {side} ({count} question(s)): not compared"
+                  for name, count in sorted(counts.items())]
+    return notes
 
 
 def load(store: Any, campaign_id: str, tenant: str | None) -> tuple[dict, list[dict]]:
@@ -277,6 +314,7 @@ def sweep_results(campaigns: list[tuple[dict, list[dict]]], *, seed: int = 0,
     """N campaigns varying one key: a table (one row per campaign, deltas against the first) and series."""
     if len(campaigns) < 2:
         raise EvalError("a sweep needs at least two campaigns", found=str(len(campaigns)), expected=">= 2")
+    check_resamples(resamples)
     varied = varied_keys([c.get("config") or {} for c, _ in campaigns])
     key = varied[0] if len(varied) == 1 else None
     warnings = [] if key else [(f"a sweep varies one setting; these campaigns vary {len(varied)} "

@@ -18,7 +18,12 @@ from evalcore.errors import EvalError
 DATASET_ROOT = Path(__file__).resolve().parent.parent / "dataset"
 DEFAULT_DATASET = "samples"
 FILES = ("queries", "corpus", "answers", "qrels", "qas")
-LABEL_COLUMNS = ("score", "label", "relevance")
+# When several are present the most explicit name wins (`score` is also used for retrieval scores).
+LABEL_COLUMNS = ("relevance", "label", "score")
+# Ids are stored as SQLite/Parquet int64: a longer string of digits would overflow later, not here.
+_INT64 = (-(2**63), 2**63 - 1)
+# A dataset needs something to ask and something to retrieve; answers and labels may be absent.
+_NON_EMPTY = ("queries", "corpus")
 _REQUIRED = {
     "queries": ("id", "text"),
     "corpus": ("id", "text"),
@@ -101,10 +106,19 @@ def _read_table(path: Path, name: str, problems: _Problems) -> pa.Table | None:
         problems.add(file.name, "missing file (a dataset needs queries, corpus, answers, qrels and qas .parquet)")
         return None
     try:
-        return pq.read_table(file)
+        table = pq.read_table(file)
     except (pa.ArrowException, OSError, ValueError) as error:
-        problems.add(file.name, f"not a readable Parquet file ({str(error).splitlines()[0][:160]})")
+        problems.add(file.name, f"not a readable Parquet file ({_arrow_reason(error)})")
         return None
+    if name in _NON_EMPTY and table.num_rows == 0:
+        problems.add(file.name, f"no rows (a dataset needs at least one {'question' if name == 'queries' else 'passage'})")
+    return table
+
+
+def _arrow_reason(error: Exception) -> str:
+    """Arrow's first sentence without the file path it repeats (the problem line names the file)."""
+    text = re.sub(r"^Could not open Parquet input source '.*?': ", "", str(error).splitlines()[0])
+    return text if len(text) <= 160 else text[:159] + "…"
 
 
 def _int_column(table: pa.Table, file: str, column: str, problems: _Problems) -> list[int] | None:
@@ -119,17 +133,23 @@ def _int_column(table: pa.Table, file: str, column: str, problems: _Problems) ->
         if isinstance(value, bool) or value is None:
             problems.add(f"{file} row {row} column '{column}'", f"found {value!r}, expected an integer id")
             return None
-        if isinstance(value, int):
-            out.append(value)
-        elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            out.append(int(value.strip()))
-        elif isinstance(value, float) and value.is_integer() and pa.types.is_floating(kind):
-            out.append(int(value))
-        else:
+        number = _as_int(value, kind)
+        if number is None or not _INT64[0] <= number <= _INT64[1]:
             problems.add(f"{file} row {row} column '{column}'",
-                         f"found {value!r} ({kind}), expected an int64 id or a string of digits")
+                         f"found {value!r} ({kind}), expected an int64 id or a string of digits within the int64 range")
             return None
+        out.append(number)
     return out
+
+
+def _as_int(value: object, kind: pa.DataType) -> int | None:
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    if isinstance(value, float) and value.is_integer() and pa.types.is_floating(kind):
+        return int(value)
+    return None
 
 
 def _text_column(table: pa.Table, file: str, column: str, problems: _Problems) -> list[str] | None:

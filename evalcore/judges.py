@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import re
@@ -28,13 +29,27 @@ LABEL_RETRY_MESSAGE = ('Your reply could not be read. Reply again with only the 
 # Reasoning models may think aloud first: only what follows the thinking is the verdict.
 THINKING = re.compile(r"<think(?:ing)?>.*?(?:</think(?:ing)?>|$)", re.DOTALL | re.IGNORECASE)
 FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
-SCORE_TAG = re.compile(r"<score>\s*(-?\d+(?:\.\d+)?)\s*</score>", re.IGNORECASE)
+SCORE_TAG = re.compile(r"<score>\s*(-?\d+(?:[.,]\d+)?)\s*</score>", re.IGNORECASE)
 LABEL_TAG = re.compile(r"<label>\s*([A-Za-z ]+?)\s*</label>", re.IGNORECASE)
 REASON_TAG = re.compile(r"<(?:reason|explanation)>(.*?)</(?:reason|explanation)>", re.IGNORECASE | re.DOTALL)
-# A rating word right before the digit is the best evidence; otherwise the first lone 1-5.
-NAMED_DIGIT = re.compile(r"\b(?:score|rating|grade|note)\b\W{0,3}(?:is\W{0,2}|of\W{0,2})?([1-5])(?!\d|\.\d)", re.IGNORECASE)
-LONE_DIGIT = re.compile(r"(?<![\w.])([1-5])(?!\w|[.,]\d|\s*/\s*10)")
-LABEL_WORD = re.compile(r"\b(pass|fail)(?:ed|es|s)?\b", re.IGNORECASE)
+# Prose, in order of evidence: a number after a rating word ("Score: 4", "note : 4,5/5"), a number
+# on the 5-point scale ("4.5/5", "4 out of 5"), a 1-5 right after a verb of rating ("I'd give it a
+# 4"), a reply that opens with a 1-5 ("4 - accurate"). Any other digit may be the judged answer
+# echoed back ("accepts up to 5 clients"): reading it as a score would be a silent pass. The
+# scale's own bounds ("on a scale of 1 to 5") are not a score; a number on another scale ("7/10") is none.
+NUMBER = r"(-?\d+(?:[.,]\d+)?)"
+SCALE_BOUNDS = re.compile(r"\b(?:from|of|between)?\s*\(?1\s*(?:-|–|to|and|à)\s*5\b\)?", re.IGNORECASE)
+NAMED_NUMBER = re.compile(rf"\b(?:score|rating|grade|note)\b\W{{0,3}}?(?:is\W{{0,2}}?|of\W{{0,2}}?)?{NUMBER}"
+                          r"(?:\s*(?:/|out\s+of|sur)\s*(\d+))?", re.IGNORECASE)
+OUT_OF_FIVE = re.compile(rf"(?<![\w.,/]){NUMBER}\s*(?:/|out\s+of|sur)\s*5(?!\d|[.,]\d)", re.IGNORECASE)
+FRACTION = re.compile(rf"{NUMBER}\s*(?:/|out\s+of|sur)\s*\d+", re.IGNORECASE)
+GIVEN_DIGIT = re.compile(r"\b(?:give|gave|giving|rate|rated|assign|assigned|award|awarded|overall|verdict)\b"
+                         r"[^.\d\n]{0,20}?(?<![\w.,/-])([1-5])(?!\w|[.,]\d)", re.IGNORECASE)
+LEADING_DIGIT = re.compile(r"^[\W_]*([1-5])(?!\w|[.,]\d)(?![ \t]+[^\W\d_])")
+# A label in prose: the reply opens with it, or it follows a verdict word ("Label: fail", "the answer
+# passes"); a "pass" or "fail" elsewhere may be the judged text echoed back ("failed login attempts").
+LABEL_WORD = re.compile(r"(?:^[\W_]*|\b(?:label|verdict|result|answer|response)\b\W{0,3}(?:is\W{0,2})?)"
+                        r"(pass|fail)(?:ed|es|s)?\b", re.IGNORECASE)
 SCORE_KEYS = ("score", "rating", "grade")
 LABEL_KEYS = ("label", "result", "verdict", "grounded")
 REASON_KEYS = ("reason", "explanation", "rationale", "justification")
@@ -136,6 +151,20 @@ def json_objects(text: str) -> list[dict]:
                 continue
             if isinstance(value, dict):
                 found.append({str(k).strip().lower(): v for k, v in value.items()})
+        found += python_dicts(chunk)
+    return found
+
+
+def python_dicts(text: str) -> list[dict]:
+    """Flat Python dict literals (`{'score': 3}`): small models often answer with one instead of JSON."""
+    found = []
+    for match in re.finditer(r"\{[^{}]*\}", text):
+        try:
+            value = ast.literal_eval(match.group(0))
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+        if isinstance(value, dict):
+            found.append({str(k).strip().lower(): v for k, v in value.items()})
     return found
 
 
@@ -149,8 +178,8 @@ def as_score(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
-        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(?:/\s*5)?\s*", value)
-        value = float(match.group(1)) if match else None
+        match = re.fullmatch(r"\s*(-?\d+(?:[.,]\d+)?)\s*(?:/\s*5)?\s*", value)
+        value = float(match.group(1).replace(",", ".")) if match else None
     if isinstance(value, (int, float)) and 1 <= value <= 5:
         return float(value)
     return None
@@ -169,7 +198,7 @@ def reason_from(text: str, obj: dict | None = None) -> str:
     if obj is not None and isinstance(first_key(obj, REASON_KEYS), str):
         return first_key(obj, REASON_KEYS).strip()
     tag = REASON_TAG.search(text)
-    flat = " ".join((tag.group(1) if tag else FENCE.sub("", text)).split())
+    flat = " ".join((tag.group(1) if tag else FENCE.sub("", text)).split()) or "(the judge gave no reason)"
     return flat if len(flat) <= 400 else flat[:399] + "…"
 
 
@@ -189,11 +218,24 @@ def parse_reply(text: str, output: str = "likert") -> Reading | None:
     return parse_prose(text, output)
 
 
+def prose_score(text: str) -> float | None:
+    """A 1-5 score read from prose (see NAMED_NUMBER); None when there is none or it is off the scale."""
+    text = SCALE_BOUNDS.sub(" ", text)
+    named = NAMED_NUMBER.search(text)
+    if named:
+        on_five = named.group(2) in (None, "5")
+        return as_score(named.group(1)) if on_five else None
+    text_without_fractions = FRACTION.sub(" ", text)
+    match = (OUT_OF_FIVE.search(text) or GIVEN_DIGIT.search(text_without_fractions)
+             or LEADING_DIGIT.search(text_without_fractions.strip()))
+    return as_score(match.group(1)) if match else None
+
+
 def parse_prose(text: str, output: str) -> Reading | None:
-    """Last resort: a rated digit or the first lone 1-5; for labels, exactly one of pass/fail."""
+    """Last resort: a number given as the score (see GIVEN_DIGIT); for labels, exactly one of pass/fail."""
     if output == "likert":
-        match = NAMED_DIGIT.search(text) or LONE_DIGIT.search(text)
-        return Reading(float(match.group(1)), reason_from(text)) if match else None
+        score = prose_score(text)
+        return Reading(score, reason_from(text)) if score is not None else None
     words = {m.group(1).lower() for m in LABEL_WORD.finditer(text)}
     if len(words) != 1:
         return None
@@ -216,7 +258,8 @@ def judge_once(model: Any, prompt: JudgePrompt, messages: list[dict], temperatur
     for attempt in range(2):
         try:
             reply = model.chat(messages, temperature=temperature, max_tokens=MAX_TOKENS)
-        except (EvalError, OSError) as error:
+        # ValueError/RuntimeError: llama.cpp's own failures (a prompt over the context window).
+        except (EvalError, OSError, ValueError, RuntimeError) as error:
             return Trial(None, f"judge call failed: {error}", tokens[0], tokens[1], error=str(error))
         tokens = [tokens[0] + reply.prompt_tokens, tokens[1] + reply.completion_tokens]
         reading = parse_reply(reply.text, prompt.output)

@@ -22,10 +22,10 @@ def slices(resamples: int, n: int) -> list[int]:
 
 def bootstrap_ci(values: Sequence[float], *, resamples: int = RESAMPLES, seed: int = 0,
                  level: float = 0.95) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of the mean (paired when `values` are per-question differences)."""
+    """Percentile bootstrap interval of the mean (paired when `values` are differences); None below 2 values."""
     data = np.asarray(values, dtype=float)
-    if data.size == 0:
-        return None
+    if data.size < 2:
+        return None   # one value has no spread to resample: an interval [v, v] would claim certainty
     rng = np.random.default_rng(seed)
     means = np.concatenate([data[rng.integers(0, data.size, size=(rows, data.size))].mean(axis=1)
                             for rows in slices(resamples, data.size)])
@@ -65,10 +65,13 @@ def threshold(data: np.ndarray) -> float:
 
 
 def sign_flip_test(diffs: Sequence[float], *, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, str]:
-    """p-value and method: exact enumeration when 2^n <= resamples, else sampled sign flips."""
-    if 2 ** len(diffs) <= resamples:
-        return sign_flip_exact(diffs), "exact"
-    return sign_flip_sampled(diffs, resamples=resamples, seed=seed), "sampled"
+    """p-value and method: exact enumeration when 2^(non-zero differences) <= resamples, else sampled."""
+    # Flipping the sign of a zero changes nothing, and the statistic |mean| over n or over the
+    # non-zero differences orders assignments the same way: the exact test needs only those.
+    nonzero = [d for d in diffs if d != 0]
+    if 2 ** len(nonzero) <= resamples:
+        return sign_flip_exact(nonzero), "exact"
+    return sign_flip_sampled(nonzero, resamples=resamples, seed=seed), "sampled"
 
 
 def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> dict:

@@ -147,6 +147,10 @@ class Store:
             # NORMAL in WAL mode: a committed transaction survives a killed process.
             conn.execute("PRAGMA synchronous = NORMAL")
             migrate(conn, self.path)
+        except sqlite3.DatabaseError as error:  # e.g. --db names a file that is not a database
+            ready.set_exception(EvalError(f"cannot open the database: {error}", where=str(self.path),
+                                          fix="give the path of an evalcore database, or of a new file"))
+            return
         except BaseException as error:  # noqa: BLE001 - handed to the opener, who raises it
             ready.set_exception(error)
             return

@@ -16,6 +16,11 @@ MAX_CASES = 100
 MAX_SOURCES = 10
 COLUMNS = 3
 SEPARATORS = (";", ",")
+# Seed 003 names the header by its English word; the French header starts with it too, a
+# Chinese sheet's header cell is one of these words (compared whole: "问题是…" is a question).
+HEADER_WORDS = ("问题", "問題", "提问", "提問")
+# Excel writes and reads a first line `sep=;` that names the separator.
+SEP_LINE = re.compile(r"^\s*sep=([^\r\n ])\s*$")
 EXPORT_HEADER = ("question", "expected_answer", "sources")
 # A valid UTF-8 multi-byte sequence: seeing one in a file that is not valid UTF-8 means the
 # file mixes encodings, and any single decoding would garble part of it.
@@ -62,11 +67,13 @@ class CsvReport:
         out = [(f"{self.source}: encoding {self.encoding}, separator '{self.separator}', "
                 f"header {'skipped' if self.header else 'none'}")]
         out += [f"note: {note}" for note in self.notes]
-        for entry in self.lines:
-            if entry.case is None:
-                out.append(f"line {entry.line}: rejected: {entry.reason}")
+        for run in runs(self.lines):
+            if run[0].case is not None:
+                out.append(f"line {run[0].line}: ok: {shorten(run[0].case.question)}")
+            elif len(run) < 3:
+                out += [f"line {entry.line}: rejected: {entry.reason}" for entry in run]
             else:
-                out.append(f"line {entry.line}: ok: {shorten(entry.case.question)}")
+                out.append(f"lines {run[0].line} to {run[-1].line} ({len(run)} lines): rejected: {run[0].reason}")
         out.append(f"{len(self.cases)} valid case(s), {len(self.rejected)} rejected line(s)")
         return out
 
@@ -78,6 +85,18 @@ class CsvReport:
             "cases": [case_dict(case) for case in self.cases],
             "rejected": [{"line": line, "reason": reason} for line, reason in self.rejected],
         }
+
+
+def runs(lines: list[CsvLine]) -> list[list[CsvLine]]:
+    """Each valid line alone, consecutive rejections with the same reason together."""
+    # A 10,000-line file over the 100-case limit then reads as one report line, not 9,900.
+    out: list[list[CsvLine]] = []
+    for entry in lines:
+        if out and entry.case is None and out[-1][0].case is None and out[-1][0].reason == entry.reason:
+            out[-1].append(entry)
+        else:
+            out.append([entry])
+    return out
 
 
 def case_dict(case: Case) -> dict:
@@ -95,7 +114,11 @@ def shorten(text: str, width: int = 70) -> str:
 def parse_suite_csv(data: bytes, *, source: str = "upload") -> CsvReport:
     """Read a suite CSV into a report; whole-file problems (binary, mixed encodings) raise EvalError."""
     text, encoding, notes = decode(data, source)
-    separator = separator_for(text)
+    text, separator = explicit_separator(text) or (text, separator_for(text))
+    if separator not in SEPARATORS:
+        problem = "the file is tab-separated" if separator == "\t" else f"the file is '{separator}'-separated"
+        raise EvalError(problem, where=source, expected="';' or ',' between cells",
+                        fix="export the sheet as CSV (';' or ',' separated), not as tab-separated or other text")
     records = [r for r in read_records(text, separator) if r[1] is None or any(c.strip() for c in r[1])]
     header = bool(records) and records[0][1] is not None and is_header(records[0][1])
     report = CsvReport(source=source, encoding=encoding, separator=separator, header=header, notes=notes)
@@ -150,6 +173,8 @@ def quote_problem(message: str) -> str:
     """A csv module error in words a spreadsheet user understands."""
     if "unexpected end of data" in message:
         return "a quoted cell is never closed (it runs to the end of the file)"
+    if "field larger than field limit" in message:
+        return f"a cell is longer than {csv.field_size_limit():,} characters (or a quote is never closed)"
     return f"badly quoted cell ({message}): put quotes around the whole cell and double inner quotes"
 
 
@@ -158,14 +183,26 @@ def normalise_newlines(cell: str) -> str:
     return cell.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def explicit_separator(text: str) -> tuple[str, str] | None:
+    """(rest of the text, separator) when the first line is Excel's `sep=X`, else None."""
+    first, _, rest = text.partition("\n")
+    match = SEP_LINE.match(first)
+    if match is None:
+        return None
+    # The line stays as a blank line so that line numbers still match the file.
+    return "\n" + rest, match.group(1)
+
+
 def separator_for(text: str) -> str:
-    """`;` or `,`: the header's separator when there is a header, else the one that splits most lines in 2-3 columns."""
+    """The header's separator when there is a header, else the one that splits most lines in 2-3 columns."""
+    # Tab is a candidate only so that a tab-separated file is recognised and refused clearly.
+    candidates = (*SEPARATORS, "\t")
     first = first_nonblank_line(text)
-    if first.lstrip('"').strip().casefold().startswith("question"):
-        for separator in SEPARATORS:
+    if is_header(re.split(r"[;,\t]", first, maxsplit=1)[:1]):
+        for separator in candidates:
             if len(next(csv.reader([first], delimiter=separator), [])) > 1:
                 return separator
-    return max(SEPARATORS, key=lambda sep: (fit_score(text, sep), sep == ";"))
+    return max(candidates, key=lambda sep: (fit_score(text, sep), sep == ";", sep == ","))
 
 
 def first_nonblank_line(text: str) -> str:
@@ -180,8 +217,9 @@ def fit_score(text: str, separator: str) -> tuple[int, int]:
 
 
 def is_header(cells: list[str]) -> bool:
-    """Seed 003: a first line whose first cell starts with "question" is a header."""
-    return bool(cells) and cells[0].strip().casefold().startswith("question")
+    """Seed 003: a first line whose first cell starts with "question" (or is a Chinese header word) is a header."""
+    first = cells[0].strip().strip('"').strip().rstrip(":：").casefold() if cells else ""
+    return first.startswith("question") or first in HEADER_WORDS
 
 
 def to_line(line: int, cells: list[str] | None, error: str | None, *, accepted: int) -> CsvLine:

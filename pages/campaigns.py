@@ -10,7 +10,7 @@ import streamlit as st
 import ui
 from evalcore.campaigns import campaign_aggregates, campaign_summary, get_campaign, list_campaigns
 from evalcore.campaigns.export import export_campaign
-from evalcore.metrics import MEASURES
+from evalcore.metrics import MEASURES, sources_found
 
 PAGE_SIZE = 20
 ORDER = {name: position for position, name in enumerate(MEASURES)}
@@ -60,16 +60,31 @@ def result_label(result: dict) -> str:
     return f"{result['qid']} · {state} · {ui.escape_md(ui.short(result['question'], 100))}"
 
 
+def hit_mark(result: dict, hit: dict) -> str:
+    """hit or miss by the qrels (label >= 1), else by the expected sources; "—" when neither exists."""
+    if result["relevant"]:
+        return "hit" if result["relevant"].get(hit.get("pid"), 0) >= 1 else "miss"
+    if result["expected_sources"]:
+        source = {"id": hit.get("pid"), "title": hit.get("title", "")}
+        return "hit" if any(sources_found([wanted], [source]) for wanted in result["expected_sources"]) else "miss"
+    return "—"
+
+
+def retrieved_table(result: dict) -> pd.DataFrame:
+    """The retrieved passages in rank order, each marked hit or miss, with its qrels label when there is one."""
+    relevant = result["relevant"] or {}
+    return pd.DataFrame([{"rank": rank, "pid": hit.get("pid"), "title": hit.get("title", ""), "score": hit.get("score"),
+                          "hit": hit_mark(result, hit), "label": relevant.get(hit.get("pid")),
+                          "text": ui.short(hit.get("text"), 200)} for rank, hit in enumerate(result["retrieved"], 1)])
+
+
 def show_result(result: dict) -> None:
     """One question in full: texts as plain text, retrieved passages marked hit or miss with labels."""
     st.text(f"Question: {result['question']}")
     st.text(f"Answer: {result['answer'] if result['answer'] is not None else '(none)'}")
     if result["error"]:
-        st.code(result["error"], language=None)
-    relevant = result["relevant"] or {}
-    retrieved = pd.DataFrame([{"rank": rank, "pid": hit.get("pid"), "title": hit.get("title", ""),
-                               "score": hit.get("score"), "hit": "hit" if relevant.get(hit.get("pid"), 0) >= 1 else "miss",
-                               "label": relevant.get(hit.get("pid"))} for rank, hit in enumerate(result["retrieved"], 1)])
+        st.code(result["error"], language=None, wrap_lines=True)
+    retrieved = retrieved_table(result)
     if not retrieved.empty:
         st.dataframe(retrieved, hide_index=True)
     references = [*result["references"], *([result["expected_answer"]] if result["expected_answer"] else [])]
@@ -77,7 +92,8 @@ def show_result(result: dict) -> None:
         st.dataframe(pd.DataFrame({"reference / expected answer": references}), hide_index=True)
     if result["expected_sources"]:
         st.text(f"Expected sources: {' | '.join(result['expected_sources'])}")
-        st.text(f"Sources found: {' | '.join(str(s.get('title') or s.get('id')) for s in result['sources']) or '(none)'}")
+        names = dict.fromkeys(str(s.get("title") or s.get("id")) for s in result["sources"])  # ordered, once each
+        st.text(f"Retrieved sources: {' | '.join(names) or '(none)'}")
     measures = [{"measure": name, "value": value, "signature": result["signatures"].get(name, "")}
                 for name, value in result["measures"].items()]
     if measures:
@@ -101,9 +117,7 @@ if not campaigns:
 st.dataframe(campaign_table(campaigns), hide_index=True)
 by_id = {c["id"]: c for c in campaigns}
 ids = list(by_id)
-chosen = st.selectbox("Campaign", ids, index=ui.index_of(ids, st.session_state.get("campaign_id")),
-                      format_func=lambda i: ui.campaign_label(by_id[i]))
-st.session_state["campaign_id"] = chosen
+chosen = ui.remembered_select("Campaign", ids, "campaign_id", format_func=lambda i: ui.campaign_label(by_id[i]))
 
 
 def actions(campaign: dict) -> None:
@@ -122,6 +136,8 @@ def actions(campaign: dict) -> None:
     if cols[2].button("Cancel", disabled=not active):
         with ui.guard():
             manager.cancel(chosen)
+            # It stays "running" until its questions in flight (or the corpus indexing) finish.
+            ui.flash(f"Cancellation requested for {chosen}: it stops once the work in progress ends.")
             st.rerun()
     confirm = cols[4].checkbox("Confirm deletion", key=f"confirm-{chosen}")
     if cols[3].button("Delete", disabled=not confirm):

@@ -110,6 +110,9 @@ if mode == "two campaigns":
     left, right = st.columns(2)
     a_id = left.selectbox("A (baseline)", ids, index=1, format_func=lambda i: ui.campaign_label(by_id[i]))
     b_id = right.selectbox("B (candidate)", ids, index=0, format_func=lambda i: ui.campaign_label(by_id[i]))
+    if a_id == b_id:
+        st.info("A and B are the same campaign: pick two different ones.")
+        st.stop()
     with ui.guard():
         comparison = cached_comparison(ui.db_path(), ui.version(by_id[a_id]), ui.version(by_id[b_id]))
         for warning in comparison["warnings"]:

@@ -10,9 +10,9 @@ import ui
 
 ui.title("Datasets")
 choices = ui.list_datasets()
-ref = st.selectbox("Dataset", choices, index=ui.index_of(choices, st.session_state.get("dataset_ref")),
-                   help="`default` is the built-in sample (dataset/samples); other ids are folders under dataset/.")
-st.session_state["dataset_ref"] = ref  # the Run page starts from the dataset picked here
+# The Run page starts from the dataset picked here.
+ref = ui.remembered_select("Dataset", choices, "dataset_ref",
+                           help="`default` is the built-in sample (dataset/samples); other ids are folders under dataset/.")
 
 with st.expander("Upload a dataset (five Parquet files or a zip of them)"):
     with st.form("upload", clear_on_submit=False):
@@ -25,13 +25,13 @@ with st.expander("Upload a dataset (five Parquet files or a zip of them)"):
         if problems:
             ui.upload_report(problems)
         else:
-            st.session_state["dataset_ref"] = saved
+            ui.select_next_run("dataset_ref", saved)
             ui.flash(f"Saved as dataset {saved}.")
             st.rerun()
 
 with ui.guard():
     dataset, stats, passage_tokens = ui.open_dataset(ref)
-    st.caption(f"{dataset.path} · content hash {dataset.content_hash[:12]}")
+    st.caption(f"{ui.escape_md(str(dataset.path))} · content hash {dataset.content_hash[:12]}")
     cols = st.columns(5)
     cols[0].metric("Questions", stats["total_queries"], help=f"{stats['labeled_queries']} labeled, {stats['unlabeled_queries']} unlabeled")
     cols[1].metric("Passages", stats["total_passages"], help=f"{stats['distractor_passages']} distractors (no question points at them)")
@@ -46,14 +46,20 @@ with ui.guard():
                f"distractor passages · passage tokens min/median/max {passages['min']}/{passages['median']:g}/{passages['max']} "
                f"· question tokens {questions['min']}/{questions['median']:g}/{questions['max']}")
     left, right = st.columns(2)
-    relevant = pd.Series(stats["relevant_per_labeled_query"]).value_counts().sort_index()
-    figure = px.bar(x=relevant.index.astype(str), y=relevant.values, title="Relevant passages per labeled question",
-                    labels={"x": "relevant passages", "y": "questions"})
-    left.plotly_chart(figure)
+    relevant = pd.Series(stats["relevant_per_labeled_query"], dtype=int).value_counts().sort_index()
+    if relevant.empty:
+        left.caption("Relevant passages per labeled question: no question has a relevant passage (qrels label >= 1).")
+    else:
+        # Counts are categories: a numeric axis would put ticks at 1.5 relevant passages.
+        left.plotly_chart(px.bar(x=relevant.index.astype(str), y=relevant.values, title="Relevant passages per labeled question",
+                                 labels={"x": "relevant passages", "y": "questions"}).update_xaxes(type="category"))
     lengths = pd.DataFrame({"tokens": passage_tokens})
     right.plotly_chart(px.histogram(lengths, x="tokens", nbins=30, title="Passage length (tokens)"))
     labels = pd.DataFrame({"label": list(stats["label_distribution"]), "rows": list(stats["label_distribution"].values())})
-    left.plotly_chart(px.bar(labels, x="label", y="rows", title="qrels label distribution").update_xaxes(type="category"))
+    if labels.empty:
+        left.caption("qrels label distribution: qrels.parquet has no rows.")
+    else:
+        left.plotly_chart(px.bar(labels, x="label", y="rows", title="qrels label distribution").update_xaxes(type="category"))
     mix = stats["language_mix"]
     languages = pd.DataFrame({"passages with": ["Han characters", "accented Latin letters"],
                               "share": [mix["han"], mix["accented_latin"]]})
@@ -64,13 +70,17 @@ with ui.guard():
     qid = st.selectbox("Question", list(by_qid), format_func=lambda q: f"{q} · {ui.short(by_qid[q].text)}")
     question = by_qid[qid]
     st.text(question.text)
-    passages = [dataset.passage(pid) for pid in sorted(question.labels, key=lambda p: -question.labels[p])]
-    st.dataframe(pd.DataFrame({"pid": [p.pid for p in passages], "title": [p.title for p in passages],
-                               "label": [question.labels[p.pid] for p in passages], "text": [p.text for p in passages]}),
-                 hide_index=True)
-    if not question.labels:
+    if question.labels:
+        passages = [dataset.passage(pid) for pid in sorted(question.labels, key=lambda p: -question.labels[p])]
+        table = {"pid": [p.pid for p in passages], "title": [p.title for p in passages],
+                 "label": [question.labels[p.pid] for p in passages], "text": [p.text for p in passages]}
+        if not dataset.has_titles:
+            del table["title"]
+        st.dataframe(pd.DataFrame(table), hide_index=True)
+    else:
         st.caption("No qrels: this question is unlabeled for retrieval.")
-    st.dataframe(pd.DataFrame({"reference answers": list(question.references)}), hide_index=True)
-    if not question.references:
+    if question.references:
+        st.dataframe(pd.DataFrame({"reference answers": list(question.references)}), hide_index=True)
+    else:
         st.caption("No reference answer: no generation measures for this question.")
     st.page_link("pages/run.py", label="Run a campaign on this dataset")

@@ -92,10 +92,13 @@ def build_configs(values: dict[str, Any], sweep_key: str | None, sweep_text: str
 
 
 def _json_object(name: str, text: str) -> dict:
+    expected = 'a JSON object such as {"X-Key": "${MY_KEY}"}'
     try:
         value = json.loads(text or "{}")
     except json.JSONDecodeError as error:
-        raise EvalError(f"not valid JSON ({error.msg})", where=name, expected='an object such as {"X-Key": "${MY_KEY}"}') from None
+        raise EvalError(f"not valid JSON ({error.msg})", where=name, found=ui.short(text), expected=expected) from None
+    if not isinstance(value, dict):  # a list or a number is valid JSON but no set of headers
+        raise EvalError("not a JSON object", where=name, found=ui.short(text), expected=expected)
     return value
 
 
@@ -163,7 +166,7 @@ if submitted:
                                               use_judge=use_judge, judges=tuple(judges), concurrency=concurrency or None,
                                               cache=cache, limit=limit or None)
             st.session_state["launched"] = [campaign_id, *st.session_state.get("launched", [])]
-            st.session_state["campaign_id"] = campaign_id
+            ui.select_next_run("campaign_id", campaign_id)
 
 
 def launched() -> list[dict]:

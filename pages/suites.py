@@ -46,9 +46,7 @@ else:
 
 ids = [NEW, *(s.id for s in suites)]
 by_id = {s.id: s for s in suites}
-chosen = st.selectbox("Suite", ids, index=ui.index_of(ids, st.session_state.get("suite_id")),
-                      format_func=lambda i: i if i == NEW else f"{by_id[i].name} · {i}")
-st.session_state["suite_id"] = chosen
+chosen = ui.remembered_select("Suite", ids, "suite_id", format_func=lambda i: i if i == NEW else f"{by_id[i].name} · {i}")
 suite = by_id.get(chosen)
 targets = ui.target_choices(store)
 name = st.text_input("Name", value=suite.name if suite else "")
@@ -67,7 +65,7 @@ if save.button("Save" if suite else "Create", type="primary"):
         if suite:
             replace_suite(store, suite.id, name=name, agent_id=agent, cases=cases)
         else:
-            st.session_state["suite_id"] = create_suite(store, tenant="default", name=name, agent_id=agent, cases=cases).id
+            ui.select_next_run("suite_id", create_suite(store, tenant="default", name=name, agent_id=agent, cases=cases).id)
         st.session_state.pop(f"cases-{chosen}", None)  # the saved rows are the editor's new starting table
         ui.flash(f"Saved {len(cases)} case(s).")
         st.rerun()
@@ -79,7 +77,7 @@ if suite:
     if remove.button("Delete suite", disabled=not confirm):
         with ui.guard():
             delete_suite(store, suite.id)
-            st.session_state["suite_id"] = NEW
+            ui.select_next_run("suite_id", NEW)
             st.rerun()
 
 st.subheader("Import a CSV")
@@ -87,7 +85,7 @@ if SAMPLE_SUITE.is_file() and st.button("Add the sample suite", help=f"Imports {
     with ui.guard():
         sample = parse_suite_csv(SAMPLE_SUITE.read_bytes(), source=SAMPLE_SUITE.name)
         created = create_suite(store, tenant="default", name="sample", agent_id="default", cases=sample.cases)
-        st.session_state["suite_id"] = created.id
+        ui.select_next_run("suite_id", created.id)
         ui.flash(f"Added the sample suite ({len(created.cases)} cases) as {created.id}.")
         st.rerun()
 upload = st.file_uploader("question ; expected answer ; sources (separator ; or , detected, header optional)",
@@ -95,7 +93,7 @@ upload = st.file_uploader("question ; expected answer ; sources (separator ; or 
 if upload is not None:
     with ui.guard():
         report = parse_suite_csv(upload.getvalue(), source=upload.name)
-        st.code("\n".join(report.report_lines()), language=None)
+        st.code("\n".join(report.report_lines()), language=None, wrap_lines=True)
         choice = "all"
         if report.rejected:
             st.warning(f"{len(report.rejected)} line(s) rejected: nothing is imported unless you choose the valid lines.")
@@ -103,6 +101,6 @@ if upload is not None:
         import_name = st.text_input("New suite name", value=Path(upload.name).stem, key="import-name")
         if st.button(f"Import {len(report.cases)} case(s) as a new suite", disabled=choice == "nothing" or not report.cases):
             created = create_suite(store, tenant="default", name=import_name, agent_id=agent, cases=report.cases)
-            st.session_state["suite_id"] = created.id
+            ui.select_next_run("suite_id", created.id)
             ui.flash(f"Imported {len(created.cases)} case(s) into {created.id}.")
             st.rerun()

@@ -254,15 +254,22 @@ def test_malformed_json_and_wrong_types(api: Api) -> None:
 
 
 def test_bodies_over_the_limit_answer_413(api: Api) -> None:
-    big = json.dumps({**suite_body(api), "name": "x" * (1024 * 1024)}).encode()
+    big = json.dumps({**suite_body(api), "name": "x" * (4 * 1024 * 1024)}).encode()
     error = error_of(api.call("POST", "/api/v1/eval-suites", content=big, headers={"Content-Type": "application/json"}), 413)
-    assert error["code"] == "payload_too_large" and "1048576" in error["message"]
+    assert error["code"] == "payload_too_large" and "4194304" in error["message"]
 
     def chunks() -> Iterator[bytes]:
-        for _ in range(20):
+        for _ in range(50):
             yield b" " * 100_000
     streamed = api.call("POST", "/api/v1/eval-suites", content=chunks(), headers={"Content-Type": "application/json"})
     error_of(streamed, 413)
+
+
+def test_a_full_suite_at_the_longest_fields_fits_the_body_limit(api: Api) -> None:
+    case = {"question": "q" * 4000, "expected_answer": "a" * 20000, "expected_sources": ["s" * 100] * 10}
+    body = {**suite_body(api), "cases": [case] * 100}
+    created = api.call("POST", "/api/v1/eval-suites", json=body)
+    assert created.status_code == 201, created.text
 
 
 def test_unexpected_errors_are_500_without_internals(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:

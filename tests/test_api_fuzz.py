@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,19 @@ from schemathesis.checks import not_a_server_error
 from tests.test_api import make_api, serve
 
 schema = schemathesis.pytest.from_fixture("openapi")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def deep_stack() -> Iterator[None]:
+    """Room for Hypothesis, which parses module sources deep inside schemathesis' strategies.
+
+    At the default limit a RecursionError there surfaces, on CPython 3.11.7, as a spurious
+    "AST constructor recursion depth mismatch" SystemError (CPython gh-106905) and fails the run.
+    """
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous, 5000))
+    yield
+    sys.setrecursionlimit(previous)
 
 
 @pytest.fixture(scope="module")

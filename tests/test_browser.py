@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -67,9 +68,9 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 60) -> No
     raise TimeoutError("streamlit did not start")
 
 
-@pytest.fixture
-def page(server: str, tmp_path: Path) -> Iterator[tuple]:
-    """A browser page on the app, collecting console errors and uncaught page errors."""
+@contextmanager
+def browser_tab(url: str) -> Iterator[tuple]:
+    """A browser page opened on url, collecting console errors and uncaught page errors."""
     problems: list[str] = []
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
@@ -78,11 +79,30 @@ def page(server: str, tmp_path: Path) -> Iterator[tuple]:
         tab.on("console", lambda message: problems.append(f"console: {message.text}") if message.type == "error" else None)
         tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
         tab.on("requestfailed", lambda request: problems.append(f"request failed: {request.url} {request.failure}"))
-        tab.goto(server)
-        tab.get_by_role("heading", name="Datasets").wait_for(timeout=60_000)
+        tab.goto(url)
         yield tab, problems
         context.close()
         browser.close()
+
+
+@pytest.fixture
+def page(server: str) -> Iterator[tuple]:
+    """A browser page on the app's home page (Datasets)."""
+    with browser_tab(server) as (tab, problems):
+        tab.get_by_role("heading", name="Datasets").wait_for(timeout=60_000)
+        yield tab, problems
+
+
+def test_a_deep_link_on_a_fresh_server_gets_the_apps_navigation(server: str) -> None:
+    # Runs first (file order), before any session has run app.py: Streamlit then serves /run from
+    # pages/ by itself, and the sidebar used to list "app", "campaigns", ... instead of our pages.
+    with browser_tab(f"{server}/run") as (tab, _):
+        tab.get_by_role("heading", name="Run a campaign").wait_for(timeout=60_000)
+        links = tab.locator("[data-testid='stSidebarNav'] a")
+        links.first.wait_for(timeout=30_000)
+        assert [link.inner_text() for link in links.all()] == ["Datasets", "Suites", "Run", "Campaigns", "Compare"]
+        assert tab.url.endswith("/run")
+        assert_no_exception_on(tab)
 
 
 def assert_no_exception_on(tab: object) -> None:

@@ -255,3 +255,45 @@ def test_broken_setup_fails_the_campaign_with_its_reason(manager: CampaignManage
     done = manager.wait(campaign_id, timeout=20)
     assert (done["status"], done["error"]) == ("failed", "setup failed: OSError: disk full while indexing")
     assert done["finished"] == 0 and done["ended_at"] is not None
+
+
+def test_results_file_campaign_collapses_duplicate_passages_and_skips_missing_answers(
+        manager: CampaignManager, tiny_dataset: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run.jsonl"
+    run.write_text('{"qid": 1, "ranked_ids": ["14", "14", "x", "10", "10"], "answer": "30 days."}\n'
+                   '{"qid": 2, "ranked_ids": [12]}\n{"qid": 99, "ranked_ids": [10], "answer": "extra"}\n',
+                   encoding="utf-8")
+    config = TargetConfig(kind="results_file", results_path=str(run))
+    campaign_id = manager.launch(dataset=str(tiny_dataset), config=config)
+    assert manager.wait(campaign_id, timeout=30)["status"] == "succeeded"
+    first, second, third = campaign_results(manager.store, campaign_id)
+    assert [hit["pid"] for hit in first["retrieved"]] == [14, 14, None, 10, 10]  # chunks as the target ranked them
+    # Each passage counts once, at its first rank; the unknown id stays a miss at its rank.
+    assert (first["measures"]["precision"], first["measures"]["mrr"]) == (pytest.approx(1 / 3), pytest.approx(1 / 3))
+    assert second["answer"] is None and "bleu1" not in second["measures"] and second["measures"]["recall"] == 1.0
+    assert third["error"].endswith("add a row with this qid to the results file")
+
+
+def test_default_concurrency_follows_where_the_work_happens(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalcore.campaigns import plans
+
+    monkeypatch.setattr(plans.os, "cpu_count", lambda: 16)
+    monkeypatch.delenv("EVALCORE_REMOTE_CONCURRENCY", raising=False)
+    assert plans.default_concurrency(TargetConfig()) == 15
+    assert plans.default_concurrency(TargetConfig(generator="openai", model="m")) == 8
+    # The in-process model answers one call at a time: more in flight would only queue for it.
+    assert plans.default_concurrency(TargetConfig(generator="local")) == 1
+    assert plans.default_concurrency(TargetConfig(reranker="llm", generator="openai", model="m")) == 1
+
+
+def test_cancel_during_setup_asks_no_question(manager: CampaignManager, tiny_dataset: Path) -> None:
+    class SlowIndex(FakeTarget):
+        def prepare(self, passages: Sequence, progress: Callable[[int, int], None] | None = None) -> None:
+            self.release.wait(10)  # an index being built when Ctrl-C comes
+
+    target = SlowIndex()
+    campaign_id = manager.launch(dataset=str(tiny_dataset), target=target, concurrency=2)
+    manager.cancel(campaign_id)
+    target.release.set()
+    assert manager.wait(campaign_id, timeout=20)["status"] == "cancelled"
+    assert target.asked == []

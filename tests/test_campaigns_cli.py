@@ -86,6 +86,9 @@ def test_resume_and_retry_from_the_command_line(setup: tuple[Path, Path, Path], 
     assert code == 0 and report["summary"]["failed"] == 0
     assert main(["campaigns", "resume", campaign_id, "--db", str(db)]) == 2
     assert "nothing to run" in capsys.readouterr().err
+    # A concurrency below 1 once dispatched nothing and spun forever.
+    assert main(["campaigns", "retry-failed", campaign_id, "--concurrency", "-1", "--db", str(db)]) == 2
+    assert "concurrency must be at least 1" in capsys.readouterr().err
 
 
 def test_user_mistakes_exit_2_with_one_line(setup: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -96,3 +99,45 @@ def test_user_mistakes_exit_2_with_one_line(setup: tuple[Path, Path, Path], tmp_
     assert "retriever" in capsys.readouterr().err
     assert main(["run", "--dataset", str(tmp_path / "nowhere"), "--db", str(db)]) == 2
     assert capsys.readouterr().err.startswith("error: ")
+    for limit in ("0", "-2"):  # not "every question" nor "all but the last two"
+        assert main(["run", "--dataset", str(data), "--limit", limit, "--db", str(db)]) == 2
+        assert capsys.readouterr().err.startswith("error: limit: the question limit must be at least 1")
+
+
+def test_export_creates_missing_folders_and_names_an_unwritable_path(
+        setup: tuple[Path, Path, Path], capsys: pytest.CaptureFixture) -> None:
+    data, config, db = setup
+    campaign_id = run_json(capsys, "run", "--dataset", str(data), "--config", str(config), "--db", str(db))[1]["campaign"]["id"]
+    out = db.parent / "new" / "folder" / "run.csv"
+    assert main(["campaigns", "export", campaign_id, "--format", "csv", "--out", str(out), "--db", str(db)]) == 0
+    assert out.read_text(encoding="utf-8").startswith("qid,question")
+    capsys.readouterr()
+    assert main(["campaigns", "export", campaign_id, "--format", "csv", "--out", str(db.parent), "--db", str(db)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {db.parent}: cannot write the export")
+
+
+def test_resume_finds_a_moved_dataset_given_with_dataset(
+        setup: tuple[Path, Path, Path], capsys: pytest.CaptureFixture) -> None:
+    data, config, db = setup
+    campaign_id = run_json(capsys, "run", "--dataset", str(data), "--config", str(config), "--db", str(db))[1]["campaign"]["id"]
+    with Store(db) as store:  # as if the process died after two questions
+        store.write(lambda conn: conn.execute("DELETE FROM results WHERE campaign_id = ? AND position = 2", (campaign_id,)))
+        store.write(lambda conn: conn.execute("UPDATE campaigns SET status = 'interrupted' WHERE id = ?", (campaign_id,)))
+    moved = data.rename(data.parent / "moved")
+    assert main(["campaigns", "resume", campaign_id, "--db", str(db)]) == 2
+    assert "--dataset PATH" in capsys.readouterr().err
+    code, report = run_json(capsys, "campaigns", "resume", campaign_id, "--dataset", str(moved), "--db", str(db))
+    assert code == 0 and report["campaign"]["finished"] == 3
+    assert report["campaign"]["options"]["dataset_path"] == str(moved.resolve())  # the next resume finds it too
+
+
+def test_report_groups_retrieval_then_generation_measures(
+        setup: tuple[Path, Path, Path], capsys: pytest.CaptureFixture) -> None:
+    data, config, db = setup
+    assert main(["run", "--dataset", str(data), "--config", str(config), "--db", str(db)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    retrieval, generation = lines.index("Retrieval measures"), lines.index("Generation measures")
+    names = [line.split()[0] for line in lines if line.startswith("  ") and not line.startswith("  measure")]
+    assert retrieval < generation
+    assert names == ["precision", "recall", "ndcg@3", "ndcg@10", "mrr", "map",
+                     "bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"]

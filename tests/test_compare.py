@@ -149,7 +149,9 @@ def test_warnings(comparison):
     assert "interrupted" in text
     nothing = compare_results(campaign("A"), A_ROWS[:1], campaign("A2"), B_ROWS[4:5])
     assert any("no question in common" in w for w in nothing.warnings)
-    assert nothing.notes and "identical" in nothing.notes[0]
+    assert not any("identical" in note for note in nothing.notes)   # nothing in common: nothing to attribute
+    same = compare_results(campaign("A"), A_ROWS, campaign("A2"), A_ROWS)
+    assert same.notes and "identical" in same.notes[0]
 
 
 def test_expected_sources_found_and_lost():
@@ -215,3 +217,60 @@ def test_cli_compare_text_json_and_sweep(stored, tmp_path, capsys):
     assert "sweep over top_k" in capsys.readouterr().out
     assert main(["compare", "A", "nope", "--db", db]) == 2
     assert "no campaign 'nope'" in capsys.readouterr().err
+
+
+def test_a_campaign_compared_with_itself_is_all_same_and_never_significant():
+    result = compare_results(campaign("A"), A_ROWS, campaign("A"), A_ROWS, resamples=500)
+    assert set(result.verdicts) <= {"same", "unscored"}
+    assert all(m["delta"] == 0 and m["p_value"] == 1.0 and not m["significant"] for m in result.measures)
+    assert result.notes == ["A and B are the same campaign: every question is the same, no difference can be significant"]
+
+
+def test_no_common_question_has_no_measure_and_no_misleading_note():
+    result = compare_results(campaign("A"), A_ROWS[:2], campaign("B"), [row(50, "Other", {"coverage": 1.0})])
+    assert result.measures == [] and result.verdicts == {"removed": 2, "new": 1}
+    assert any("no question in common" in w for w in result.warnings)
+    assert not any("identical" in n for n in result.notes)
+    other_data = compare_results(campaign("A"), A_ROWS, campaign("B", dataset_hash="d2"), A_ROWS)
+    assert not any("identical" in n for n in other_data.notes)   # the data changed, not chance
+
+
+def test_one_question_has_no_interval_and_is_not_significant():
+    result = compare_results(campaign("A"), [row(1, "Q", {"coverage": 0.0})], campaign("B"),
+                             [row(1, "Q", {"coverage": 1.0})])
+    (entry,) = result.measures
+    assert (entry["n"], entry["delta"], entry["ci_low"], entry["ci_high"]) == (1, 1.0, None, None)
+    assert entry["p_value"] == 1.0 and not entry["significant"]
+
+
+def test_a_measure_on_one_side_only_is_named_in_the_notes():
+    result = compare_results(campaign("A"), [row(1, "Q", {"coverage": 0.5})], campaign("B", {"top_k": 10}),
+                             [row(1, "Q", {"coverage": 0.5}, judge=4)])
+    assert [m["measure"] for m in result.measures] == ["coverage"]
+    assert "judge.score is measured only in B (1 question(s)): not compared" in result.notes
+
+
+def test_a_failed_question_names_the_error_and_moves_no_passage():
+    a = [row(1, "Q", {"ndcg@10": 1.0}, relevant={"10": 1}, retrieved=(10,), expected_sources=("doc",),
+             sources=({"id": "10", "title": "doc 10"},))]
+    b = [row(1, "Q", error="HTTP 500", relevant={"10": 1}, expected_sources=("doc",))]
+    (entry,) = compare_results(campaign("A"), a, campaign("B"), b).questions
+    assert (entry["verdict"], entry["basis"], entry["error_b"]) == ("worse", "error", "HTTP 500")
+    assert entry["left"] == [] and "sources_left" not in entry
+
+
+@pytest.mark.parametrize("resamples", [0, -5])
+def test_resamples_below_one_are_refused(resamples):
+    with pytest.raises(EvalError, match="resamples"):
+        compare_results(campaign("A"), A_ROWS, campaign("B"), B_ROWS, resamples=resamples)
+    with pytest.raises(EvalError, match="resamples"):
+        sweep_results([(campaign("A"), A_ROWS), (campaign("B"), B_ROWS)], resamples=resamples)
+
+
+def test_cli_refuses_zero_resamples_and_shows_failures(stored, tmp_path, capsys):
+    db = str(tmp_path / "e.db")
+    with pytest.raises(SystemExit) as raised:
+        main(["compare", "A", "B", "--db", db, "--resamples", "0"])
+    assert raised.value.code == 2 and "at least 1" in capsys.readouterr().err
+    assert main(["compare", "A", "B", "--db", db, "--resamples", "500"]) == 0
+    assert "[failed in A: timeout after 240 s]" in capsys.readouterr().out

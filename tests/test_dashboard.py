@@ -15,7 +15,7 @@ import pytest
 from evalcore.campaigns import get_manager, list_campaigns
 from evalcore.suites import Case, create_suite, list_suites
 from evalcore.targets import TargetConfig
-from tests.conftest import TINY
+from tests.conftest import TINY, write_dataset
 from ui import csv_bytes, escape_md
 
 AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
@@ -35,7 +35,8 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     db = str(tmp_path_factory.mktemp("dashboard") / "evalcore.db")
     manager = get_manager(db)
     suite = create_suite(manager.store, tenant="default", name="tricky", agent_id="default",
-                         cases=[Case(TRICKY, "30 days", ("Terms",)), Case("What is the refund window?", "30 days")])
+                         cases=[Case(TRICKY, "30 days", ("Terms",)),
+                                Case("What is the refund window for EU customers?", "30 days", ("Terms of Sale",))])
     ids = {"suite": manager.launch(suite_id=suite.id, config=TargetConfig.from_dict(QUICK))}
     ids |= {f"top{k}": manager.launch(dataset="default", config=TargetConfig.from_dict({**QUICK, "embedding_top_k": k}),
                                       limit=12) for k in (2, 30)}
@@ -121,15 +122,50 @@ def test_valid_zip_upload_is_saved_and_listed(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setenv("EVALCORE_UPLOAD_DIR", str(tmp_path / "uploads"))
     at = page_test(str(tmp_path / "db.sqlite"), monkeypatch)
     archive = io.BytesIO()
-    with zipfile.ZipFile(archive, "w") as zipped:
+    with zipfile.ZipFile(archive, "w") as zipped:  # as macOS's Finder zips a folder
         for name, columns in TINY.items():
-            zipped.writestr(f"tiny/{name}.parquet", parquet_bytes(columns))
+            zipped.writestr(f"export/tiny/{name}.parquet", parquet_bytes(columns))
+            zipped.writestr(f"__MACOSX/export/tiny/._{name}.parquet", b"\x00\x05\x16\x07")
+        zipped.writestr("export/tiny/.DS_Store", b"\x00")
     upload(at, [("tiny.zip", archive.getvalue(), "application/zip")], "tiny")
     assert_clean(at)
     saved = tmp_path / "uploads" / "uploads-tiny"
     assert sorted(p.name for p in saved.iterdir()) == sorted(f"{n}.parquet" for n in TINY)
     assert at.selectbox[0].value == str(saved)  # the new dataset is picked and shown
     assert at.metric[0].value == "3"
+
+
+def test_ambiguous_or_empty_uploads_are_refused_with_a_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALCORE_UPLOAD_DIR", str(tmp_path / "uploads"))
+    at = page_test(str(tmp_path / "db.sqlite"), monkeypatch)
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zipped:  # two versions of the dataset side by side
+        for folder, question in (("old", "Old question?"), ("new", "New question?")):
+            for name, columns in {**TINY, "queries": {**TINY["queries"], "text": [question, "b", "c"]}}.items():
+                zipped.writestr(f"{folder}/{name}.parquet", parquet_bytes(columns))
+    upload(at, [("two.zip", archive.getvalue(), "application/zip")], "two")
+    errors = unescape("\n".join(e.value for e in at.error))
+    assert "queries.parquet" in errors and "given twice with different content (old/queries.parquet and new/queries.parquet)" in errors
+    upload(at, [], "none")
+    assert "no file chosen" in unescape("\n".join(e.value for e in at.error))
+    assert not at.exception
+    assert not (tmp_path / "uploads").exists()
+
+
+def test_each_pick_of_a_dataset_applies_and_unlabeled_datasets_render(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    uploads = tmp_path / "uploads"
+    write_dataset(uploads / "uploads-a")
+    write_dataset(uploads / "uploads-b", {**TINY, "qrels": {"qid": [], "pid": []}})  # no question is labeled
+    monkeypatch.setenv("EVALCORE_UPLOAD_DIR", str(uploads))
+    at = page_test(str(tmp_path / "db.sqlite"), monkeypatch)
+    # Every second pick used to be dropped (the selectbox's index changed its identity).
+    for ref in (str(uploads / "uploads-a"), str(uploads / "uploads-b"), "default", str(uploads / "uploads-b")):
+        at.selectbox[0].set_value(ref).run()
+        assert_clean(at)
+        assert at.selectbox[0].value == ref
+        assert unescape(at.caption[0].value).startswith(str(Path(ref) if ref != "default" else "")), at.caption[0].value
+    assert "no question has a relevant passage" in texts(at)
+    assert "No qrels: this question is unlabeled for retrieval." in texts(at)
 
 
 def test_upload_over_the_size_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -209,6 +245,18 @@ def test_an_invalid_configuration_is_a_readable_message(tmp_path: Path, monkeypa
     assert "Traceback" not in message
 
 
+@pytest.mark.parametrize("headers", ["{not json", "[1, 2]", "42"])
+def test_agent_headers_that_are_no_json_object_are_a_readable_message(headers: str, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page_test(str(tmp_path / "db.sqlite"), monkeypatch, "pages/run.py")
+    at.text_area(key="cfg-quick-agent_headers").set_value(headers)
+    at.button(key="FormSubmitter:launch-Launch").click().run()
+    assert not at.exception  # "[1, 2]" used to raise a TypeError
+    message = unescape("\n".join(e.value for e in at.error))
+    assert "agent_headers" in message and "JSON" in message
+    assert "launched" not in at.session_state
+
+
 def test_sweep_launches_one_campaign_per_value(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = str(tmp_path / "db.sqlite")
     at = page_test(db, monkeypatch, "pages/run.py")
@@ -230,9 +278,33 @@ def test_compare_two_campaigns(filled: dict, monkeypatch: pytest.MonkeyPatch) ->
     assert {"better", "worse", "same", "new", "removed"} <= verdicts
     assert any("embedding_top_k" in str(df.value.to_dict()) for df in at.dataframe)  # the configuration difference
     assert len(at.get("plotly_chart")) == 2  # deltas and the per-question scatter
+    at.selectbox[1].set_value(at.selectbox[0].value).run()  # B = A: every verdict "same" would say nothing
+    assert_clean(at)
+    assert "A and B are the same campaign" in texts(at) and not at.get("plotly_chart")
     at.radio[0].set_value("a sweep (N campaigns, one key varied)").run()
     assert_clean(at)
     assert at.get("plotly_chart")
+
+
+def test_each_pick_of_a_campaign_applies(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
+    for campaign_id in (filled["top2"], filled["suite"], filled["top30"], filled["top2"]):
+        at.selectbox[0].set_value(campaign_id).run()
+        assert at.selectbox[0].value == campaign_id
+        assert at.get("progress")[0].proto.text.startswith(campaign_id)
+
+
+def test_suite_results_mark_hits_by_the_expected_sources(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
+    at.selectbox[0].set_value(filled["suite"]).run()
+    assert_clean(at)
+    tables = [df.value for df in at.dataframe if "hit" in df.value.columns]
+    # No qrels in a suite: a passage is a hit when its title contains an expected source (the cases' order).
+    for retrieved, source in zip(tables, ("terms", "terms of sale"), strict=True):
+        assert list(retrieved["hit"]) == ["hit" if source in t.casefold() else "miss" for t in retrieved["title"]]
+        assert retrieved["text"].str.len().gt(0).all()
+    assert "hit" in set(tables[1]["hit"])
+    assert any(t.value.startswith("Retrieved sources: ") for t in at.text)
 
 
 def test_campaign_actions_refuse_with_messages(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:

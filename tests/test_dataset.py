@@ -66,6 +66,9 @@ def test_missing_label_column_means_relevance_one(tmp_path: Path) -> None:
         (lambda t: t["qas"].update(aid=[100, 101, 555]), "qas.parquet row 2 column 'aid': id 555 is not in answers.parquet"),
         (lambda t: t["qrels"].update(score=["high", "1", "2", "3"]), "qrels.parquet row 0 column 'score': found 'high', expected an integer label"),
         (lambda t: t["queries"].update(text=[1, 2, 3]), "queries.parquet column 'text': found type int64, expected string"),
+        # Past int64 the id would overflow the store; Python ints would have taken it silently.
+        (lambda t: t["queries"].update(id=["1", "2", "99999999999999999999"]),
+         "queries.parquet row 2 column 'id': found '99999999999999999999'"),
     ],
 )
 def test_each_rejection_names_the_place(tmp_path: Path, change, expected: str) -> None:
@@ -87,6 +90,14 @@ def test_truncated_parquet_is_rejected(tiny_dataset: Path) -> None:
     (tiny_dataset / "corpus.parquet").write_bytes(data[: len(data) // 2])
     problems = _problems(tiny_dataset)
     assert any("corpus.parquet: not a readable Parquet file" in line for line in problems)
+    assert not any("Could not open" in line or str(tiny_dataset) in line for line in problems)  # no repeated path
+
+
+def test_a_dataset_without_questions_or_passages_is_rejected(tmp_path: Path) -> None:
+    empty = {name: {column: [] for column in columns} for name, columns in TINY.items()}
+    problems = _problems(write_dataset(tmp_path / "empty", empty))
+    assert any("queries.parquet: no rows" in line for line in problems), problems
+    assert any("corpus.parquet: no rows" in line for line in problems), problems
 
 
 def test_path_outside_the_root_is_refused_for_ids(tmp_path: Path) -> None:
@@ -118,6 +129,11 @@ def test_statistics_of_the_tiny_dataset(tiny_dataset: Path) -> None:
 def test_cli_check_ok_and_problems(tiny_dataset: Path, tmp_path: Path, capsys) -> None:
     assert cli(["dataset", "check", str(tiny_dataset)]) == 0
     assert capsys.readouterr().out.startswith("ok ")
+    one = write_dataset(tmp_path / "one", {"queries": {"id": [1], "text": ["Only one?"]}, "corpus": {"id": [1], "text": ["One."]},
+                                          "answers": {"id": [1], "text": ["Yes."]}, "qrels": {"qid": [1], "pid": [1]},
+                                          "qas": {"qid": [1], "aid": [1]}})
+    assert cli(["dataset", "check", str(one)]) == 0
+    assert capsys.readouterr().out.endswith(": 1 question (1 labeled), 1 passage, 1 answer\n")
     broken = _broken(tmp_path, lambda t: t["qrels"].update(pid=[10, 11, 12, 99]))
     (broken / "answers.parquet").unlink()
     assert cli(["dataset", "check", str(broken)]) == 2
@@ -131,3 +147,12 @@ def test_cli_stats_json(tiny_dataset: Path, capsys) -> None:
 
     assert cli(["dataset", "stats", str(tiny_dataset), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["answer_coverage"] == "66.67% (2/3)"
+
+
+def test_relevance_column_wins_over_a_retrieval_score_column(tmp_path: Path) -> None:
+    tables = copy.deepcopy(TINY)
+    tables["qrels"]["score"] = [0.91, 0.42, 0.77, 0.55]
+    tables["qrels"]["relevance"] = [2, 0, 1, 3]
+    ds = load_dataset(write_dataset(tmp_path / "both", tables))
+    assert ds.questions[0].labels == {10: 2, 11: 0}
+    assert ds.questions[0].relevant == frozenset({10})

@@ -28,6 +28,21 @@ LIKERT = [
     ("prose with rated digit first", "The answer covers 2 of the 3 points. Score: 3/5.", 3.0, None),
     ("prose with a lone digit", "I would give this a 4 because it is accurate but terse.", 4.0, None),
     ("prose ignores numbers and decimals", "Over 10 days and 3.5 percent; overall 2.", 2.0, None),
+    ("named score over 5", "Score: 4/5", 4.0, None),
+    ("out of 5", "4 out of 5", 4.0, None),
+    ("out of 5 at the end of a sentence", "I would rate this a 4 out of 5.", 4.0, None),
+    ("give it a", "I'd give it a 5", 5.0, None),
+    ("Python dict instead of JSON", "{'score': 3, 'reason': 'Half of it.'}", 3.0, "Half of it."),
+    ("fenced JSON with a string score and no reason", '```json {"score": "4"} ```', 4.0,
+     "(the judge gave no reason)"),
+    ("half point in JSON", '{"score": 4.5, "reason": "r"}', 4.5, "r"),
+    ("half point over 5 in prose", "I rate it 4.5/5", 4.5, None),
+    ("French decimal comma", "Note : 4,5/5", 4.5, None),
+    ("the scale's bounds are not the score", "On a scale of 1 to 5, I give it 4.", 4.0, None),
+    ("fractions of facts are not the score", "It covers 2/3 of the points; I give it a 4", 4.0, None),
+    ("a bare digit", "4", 4.0, None),
+    ("a reply opening with the digit", "**4** - accurate but terse", 4.0, None),
+    ("the digit on its own line", "3\nThe answer misses the date.", 3.0, None),
 ]
 
 UNREADABLE = [
@@ -37,6 +52,18 @@ UNREADABLE = [
     ("JSON score not a number", '{"score": "good", "reason": "fine"}'),
     ("tag out of range", "<score>9</score> great"),
     ("only big numbers", "Between 10 and 20 percent."),
+    ("JSON score 0", '{"score": 0}'),
+    ("JSON score 6", '{"score": 6, "reason": "has 2 errors"}'),
+    ("named score 0", "Score: 0"),
+    ("named score 6, small digit later", "Score: 6. The answer has 2 errors."),
+    ("named negative score", "Score: -1"),
+    ("named score on a 10-point scale", "Rating: 4/10"),
+    ("out of 10", "Score: 5 out of 10"),
+    ("fraction on another scale only", "It states 3/4 of the facts."),
+    # SmolLM2-135M, asked to judge, echoed the answer: its "5 clients" is not a score.
+    ("the judged answer echoed back", ("The Kestrel R5 VPN server listens on port 51820 and accepts up to 10 "
+                                       "peers. It uses UDP port 1194 and allows up to 5 simultaneous clients.")),
+    ("a count at the start", "3 facts are missing."),
 ]
 
 
@@ -62,12 +89,15 @@ def test_unreadable_replies_are_none(name, text):
     ("<label>fail</label><reason>The 45 days are invented.</reason>", 0.0),
     ("PASS - every statement is supported.", 1.0),
     ("The answer fails: it invents a warranty.", 0.0),
+    ("Label: fail. It does not pass.", 0.0),
+    ("Verdict: PASS", 1.0),
 ])
 def test_label_replies_are_read(text, score):
     assert judges.parse_reply(text, "label").score == score
 
 
-@pytest.mark.parametrize("text", ["It could pass, or fail, depending.", "Unsure.", '{"label": "maybe"}'])
+@pytest.mark.parametrize("text", ["It could pass, or fail, depending.", "Unsure.", '{"label": "maybe"}',
+                                  "Accounts lock after 5 failed login attempts.", "You pass the gate, then turn left."])
 def test_ambiguous_labels_are_unreadable(text):
     assert judges.parse_reply(text, "label") is None
 
@@ -215,3 +245,28 @@ def test_end_to_end_unparseable_twice_over_http_is_unknown():
         result = run(OpenAIChatModel(server.base_url, "chatty", retries=0), "completeness")
         assert len(server.requests) == 2
     assert result["result"] == "unknown" and result["tokens"] == 36
+
+
+@pytest.mark.parametrize("first,score", [
+    ("Score: 4/5", 4.0), ("4 out of 5", 4.0), ("I'd give it a 5", 5.0), ("{'score': 3}", 3.0),
+    ('```json {"score": "4"} ```', 4.0), ('{"score": 4.5, "reason": "r"}', 4.5),
+])
+def test_real_looking_replies_over_http_are_read_at_once(first, score):
+    with FakeOpenAIServer([first]) as server:
+        result = run(OpenAIChatModel(server.base_url, "small", retries=0), "relevance")
+        assert len(server.requests) == 1
+    assert result["score"] == score and result["result"] == "pass"
+
+
+@pytest.mark.parametrize("bad", ['{"score": 0, "reason": "r"}', '{"score": 6, "reason": "r"}', "Score: 6 of course"])
+def test_off_scale_scores_over_http_are_retried_then_unknown(bad):
+    with FakeOpenAIServer([bad, bad]) as server:
+        result = run(OpenAIChatModel(server.base_url, "small", retries=0), "score")
+        assert len(server.requests) == 2
+    assert result["score"] is None and result["result"] == "unknown" and "unreadable" in result["reason"]
+
+
+def test_local_model_failure_is_unknown_not_a_crash():
+    # llama.cpp raises ValueError when the prompt exceeds its context window.
+    result = run(ScriptedModel([ValueError("Requested tokens (5000) exceed context window of 4096")]))
+    assert result["result"] == "unknown" and result["score"] is None and "context window" in result["error"]

@@ -97,3 +97,11 @@ def test_cli_create_list_revoke(tmp_path: Path) -> None:
         assert verify_key(store, secret) is None
     refused = _cli("create", "--tenant", "a_b", "--role", "admin", "--db", db)
     assert refused.returncode == 2 and "error: tenant" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_cli_list_and_revoke_refuse_a_mistyped_database(tmp_path: Path) -> None:
+    typo = tmp_path / "typo.db"
+    for args in (("list", "--db", str(typo)), ("revoke", "key_x", "--db", str(typo))):
+        result = _cli(*args)
+        assert result.returncode == 2 and "--db" in result.stderr and str(typo) in result.stderr
+    assert not typo.exists()

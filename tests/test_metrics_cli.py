@@ -43,9 +43,17 @@ def write_random_trec(folder: Path, rng: random.Random, queries: int = 1000, pre
     return binary, {q: docs for q, docs in oracle_run.items() if docs}
 
 
+def strict_json(text: str) -> dict:
+    """Parse JSON as other languages' parsers do: NaN and Infinity are not JSON."""
+    def refuse(name: str) -> None:
+        raise ValueError(f"not JSON: {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
 def score_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
     assert main(["score", *args, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    return strict_json(capsys.readouterr().out)
 
 
 # Short ids take the packed-integer path, long ones the sorted-dictionary path.
@@ -79,7 +87,7 @@ def test_graded_and_complete(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--graded", "--json"]) == 0
     captured = capsys.readouterr()
     assert "1 run queries have no qrels line" in captured.err
-    result = json.loads(captured.out)
+    result = strict_json(captured.out)
     assert list(result["queries"]) == ["1"]
     assert round(result["queries"]["1"]["graded.xdcg@3"], 2) == 43.88
     assert result["signatures"]["graded.holes"].startswith("graded.holes|scale:0-4|")
@@ -106,8 +114,20 @@ def test_mixed_whitespace_is_read_line_by_line(tmp_path: Path, capsys: pytest.Ca
     [
         ("1 0 a 1\n", "1 Q0 a 1 2.0\n", "run:1: wrong number of fields"),
         ("1 0 a 1\n", "1 Q0 a 1 2.0 t\n1 Q0 b 2 high t\n", "run:2: column score is not a number"),
-        ("1 0 a one\n", "1 Q0 a 1 2.0 t\n", "qrels:1: column rel is not a number"),
+        ("1 0 a one\n", "1 Q0 a 1 2.0 t\n", "qrels:1: column rel is not an integer"),
         ("1 0 a 1\n1 0 a 0\n", "1 Q0 a 1 2.0 t\n", "judged twice"),
+        # Duplicates name both lines, counting blank ones (trec_eval refuses duplicates too).
+        ("1 0 a 1\n\n1 0 a 1\n", "1 Q0 a 1 2.0 t\n", "qrels:3: a document is judged twice"),
+        ("1 0 a 1\n1 0 b 1\n\n1 0 a 1\n", "1 Q0 a 1 2.0 t\n", "first at "),
+        # A doubled separator must not hide a missing field (it used to shift the columns).
+        ("1 0 a 1\n", "1 Q0  a 1 2.0\n", "run:1: wrong number of fields"),
+        ("1 0 a 1\n", "1 Q0 a  2.0 t\n", "run:1: wrong number of fields"),
+        ("1 0  1\n", "1 Q0 a 1 2.0 t\n", "qrels:1: wrong number of fields"),
+        # Tab-separated with a space inside a field: fields are whitespace-separated, as in trec_eval.
+        ("1 0 a 1\n", "1\tQ0\td 1\t1\t2.0\tt\n", "run:1: wrong number of fields"),
+        ("1 0 a 1\n", "1 Q0 a 1 2.0 t\n1 Q0 b 2 nan t\n", "run:2: column score is not a number"),
+        ("1 0 a 1\n", "1 Q0 a 1 1_0 t\n", "run:1: column score is not a number"),
+        ("1 0 a 99999999999999999999\n", "1 Q0 a 1 2.0 t\n", "qrels:1: column rel is not an integer"),
     ],
 )
 def test_bad_files_name_file_and_line(
@@ -119,6 +139,56 @@ def test_bad_files_name_file_and_line(
     assert message in capsys.readouterr().err
 
 
+def test_not_utf8_names_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "qrels").write_text("1 0 a 1\n")
+    (tmp_path / "run").write_bytes(b"1 Q0 a 1 2.0 t\n1 Q0 \xff 2 1.0 t\n")
+    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run")]) == 2
+    assert "run:2: not UTF-8" in capsys.readouterr().err
+
+
+def test_byte_order_mark_is_skipped_by_both_readers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "run").write_text("1 Q0 a 1 2.0 t\n")
+    for qrels in ("\ufeff1 0 a 1\n", "\ufeff1 0 a 1\n1  0 b 0\n"):  # the second needs the careful reader
+        (tmp_path / "qrels").write_text(qrels, encoding="utf-8")
+        result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"))
+        assert result["queries"]["1"]["recall"] == 1.0
+
+
+def test_nasty_ids_scores_and_labels_equal_pytrec_eval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Non-ASCII, zero-padded and long ids, negative labels, exponent scores, ties, mixed separators."""
+    rng = random.Random(4)
+    pool = ["007", "7", "0", "é1", "北京", "ß", "🙂x", "Doc", "doc", "clueweb12-" + "x" * 30, "-1"]
+    qrels, run, lines, run_lines = {}, {}, [], []
+    for q in ["001", "1", "Ω", "long-" + "q" * 40, "9"]:
+        qrels[q] = {d: rng.choice([-1, 0, 1, 2]) for d in rng.sample(pool, rng.randint(1, 8))}
+        run[q] = {d: rng.choice([0.0, 1e-7, 2.5e-7, 1.0, 3.0]) for d in rng.sample(pool, rng.randint(1, 10))}
+        lines += [f"{q}\t0\t{d}\t{label}" for d, label in qrels[q].items()]
+        # Any mix of spaces and tabs separates fields, as in trec_eval (the careful reader's path).
+        run_lines += [rng.choice([" ", "\t", "  ", " \t "]).join([q, "Q0", d, str(10**15), f"{score:e}", "t"])
+                      for d, score in run[q].items()]
+    (tmp_path / "qrels").write_text("\n".join(lines) + "\n\n", encoding="utf-8")
+    (tmp_path / "run").write_text("\n".join(run_lines) + "\n", encoding="utf-8")
+    binary = {q: {d: int(label >= 1) for d, label in docs.items()} for q, docs in qrels.items()}
+    oracle = pytrec_eval.RelevanceEvaluator(binary, set(ORACLE_NAMES.values())).evaluate(run)
+    result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"))
+    assert set(result["queries"]) == set(oracle)
+    for qid, values in result["queries"].items():
+        for name, oracle_name in ORACLE_NAMES.items():
+            assert values[name] == pytest.approx(oracle[qid][oracle_name], abs=1e-9), (qid, name)
+
+
+def test_parquet_ids_are_integers_and_labels_must_be(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "qrels.parquet"
+    pq.write_table(pa.table({"qid": ["001", "001"], "pid": ["010", "011"], "relevance": [0, 2]}), path)
+    (tmp_path / "run").write_text("001 Q0 011 1 2.0 t\n1 Q0 10 2 1.0 t\n")  # zero-padded or not: same ids
+    result = score_json(capsys, "--qrels", str(path), "--run", str(tmp_path / "run"))
+    assert result["queries"] == {"1": pytest.approx({"precision": 0.5, "recall": 1.0, "ndcg@3": 1.0,
+                                                      "ndcg@10": 1.0, "mrr": 1.0, "map": 1.0})}
+    pq.write_table(pa.table({"qid": [1, 1], "pid": [10, 11], "relevance": [1.0, 0.5]}), path)
+    assert main(["score", "--qrels", str(path), "--run", str(tmp_path / "run")]) == 2
+    assert f"{path} row 1: column relevance must hold integers (found 0.5" in capsys.readouterr().err
+
+
 def test_graded_labels_outside_the_scale(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "qrels").write_text("1 0 a 7\n")
     (tmp_path / "run").write_text("1 Q0 a 1 2.0 t\n")
@@ -126,6 +196,11 @@ def test_graded_labels_outside_the_scale(tmp_path: Path, capsys: pytest.CaptureF
     assert "query 1, document a" in capsys.readouterr().err
     assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--graded",
                  "--label-max", "7"]) == 0
+    # An empty scale is refused up front, even when no query would have been scored.
+    (tmp_path / "run").write_text("")
+    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--graded",
+                 "--label-min", "4", "--label-max", "4"]) == 2
+    assert "label range is empty" in capsys.readouterr().err
 
 
 def test_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -145,13 +220,37 @@ def test_score_text_skips_bad_lines(tmp_path: Path, capsys: pytest.CaptureFixtur
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert main(["score-text", str(path), "--json"]) == 0
     captured = capsys.readouterr()
-    result = json.loads(captured.out)
+    result = strict_json(captured.out)
     assert list(result["queries"]) == ["a", "7"]
     assert result["queries"]["7"] == pytest.approx(generation_scores("the cat sat", ["a cat sat", "the cat"]))
     assert [item["line"] for item in result["rejected"]] == [2, 3]
     assert f"{path}:2: skipped" in captured.err and f"{path}:3: skipped" in captured.err
     assert main(["score-text", str(path)]) == 0
     assert "bleu4                 \tall\t" in capsys.readouterr().out
+
+
+def test_score_text_lines_end_at_newline_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # JSON strings may hold U+2028 and U+0085 raw; splitting there broke valid lines.
+    record = {"id": "a", "hypothesis": "one\u2028two\x85three", "references": ["one two three"]}
+    path = tmp_path / "answers.jsonl"
+    path.write_bytes(json.dumps(record, ensure_ascii=False).encode() + b"\r\n" + b'{"id": "\xff"}\n')
+    assert main(["score-text", str(path), "--json"]) == 0
+    result = strict_json(capsys.readouterr().out)
+    assert result["queries"]["a"]["rougel"] == 1.0
+    assert result["rejected"] == [{"line": 2, "reason": "not UTF-8 text"}]  # one bad byte costs one line
+
+
+def test_score_text_ids_that_break_the_output_are_rejected(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # JSON's \ud800 escape decodes to a string that cannot be printed: it used to crash the output.
+    path = tmp_path / "answers.jsonl"
+    path.write_text('{"id": "x\\ud800", "hypothesis": "a \\ud800 b", "references": ["a b"]}\n'
+                    '{"id": "y", "hypothesis": "a \\ud800 b", "references": ["a b"]}\n'
+                    '{"id": "z\\tw", "hypothesis": "a b", "references": ["a b"]}\n')
+    assert main(["score-text", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert "answers.jsonl:1: skipped: id holds a lone surrogate" in captured.err
+    assert "answers.jsonl:3: skipped: id must be non-blank, without tabs" in captured.err  # it broke the columns
+    assert "rouge1                \ty\t1.0000" in captured.out
 
 
 def test_score_text_with_nothing_valid_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -87,6 +87,8 @@ def test_smoothing_equals_sacrebleu(method: str, value: float | None) -> None:
         ("", ["the cat"], dict.fromkeys(("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"), 0.0)),
         ("the cat", [""], dict.fromkeys(("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"), 0.0)),
         # One word: no bigram, so BLEU-2 and BLEU-4 are 0 without smoothing (seed 000).
+        # Identical texts: exactly 1.0 (sacreBLEU's arithmetic gives 1.0000000000000004).
+        ("a b", ["a b"], {"bleu1": 1.0, "bleu2": 1.0, "bleu4": 0.0, "rouge1": 1.0, "rouge2": 1.0, "rougel": 1.0}),
         ("cat", ["cat"], {"bleu1": 1.0, "bleu2": 0.0, "bleu4": 0.0, "rouge1": 1.0, "rouge2": 0.0, "rougel": 1.0}),
         # No overlap at all scores 0, never above (the upstream +1 smoothing bug).
         ("dog barks", ["cat sleeps"], dict.fromkeys(("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"), 0.0)),
@@ -95,7 +97,9 @@ def test_smoothing_equals_sacrebleu(method: str, value: float | None) -> None:
     ],
 )
 def test_hand_checked(hyp: str, refs: list[str], expected: dict[str, float]) -> None:
-    assert generation_scores(hyp, refs) == pytest.approx(expected, abs=1e-12)
+    scores = generation_scores(hyp, refs)
+    assert scores == pytest.approx(expected, abs=1e-12)
+    assert all(value <= 1.0 for value in scores.values())
 
 
 def test_clipping_and_brevity() -> None:
@@ -111,6 +115,60 @@ def test_no_reference_is_an_error() -> None:
         generation_scores("an answer", [])
 
 
+@pytest.mark.parametrize(
+    ("hyp", "refs", "message"),
+    [
+        # A bare string used to be scored as one reference per character (rouge1 0.67 here).
+        ("a b", "a b", "references must be a list of strings"),
+        ("a b", ["a b", None], "references must be a list of strings"),
+        (None, ["a b"], "the hypothesis must be a string"),
+    ],
+)
+def test_wrong_types_are_clear_errors(hyp: object, refs: object, message: str) -> None:
+    with pytest.raises(EvalError, match=message):
+        generation_scores(hyp, refs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("hyp", "refs"),
+    [
+        ("I love 🍕 and 🎉🎉 parties 👍", ["I love 🍕 and parties"]),
+        ("東京に行きました。とても楽しかったです。", ["東京へ行きました。楽しかったです。"]),
+        ("저는 학생입니다. 한국어를 공부해요.", ["저는 학생이에요. 한국어를 공부합니다."]),
+        ("価格は１２３４円です", ["価格は1234円です"]),
+        ("See https://example.com/a-b?x=1&y=2 for details", ["Details at https://example.com/a-b"]),
+        ("state-of-the-art well-known e-mail", ["state of the art well known email"]),
+        ("l'été, don't won’t can't", ["L’été, do not"]),
+        ("!!! ... ???", ["the answer"]),
+        ("the answer", ["!!! ... ???", "answer"]),
+        ("3.14 3,14 1,000,000 v2.4.1 192.168.0.1", ["3.14 and 1,000,000"]),
+        ("Ｈｅｌｌｏ　Ｗｏｒｌｄ ﬁnance", ["hello world finance"]),
+    ],
+)
+def test_unseen_scripts_and_symbols_equal_the_oracles(oracles, hyp: str, refs: list[str]) -> None:  # type: ignore[no-untyped-def]
+    bleus, rouge = oracles
+    ours = generation_scores(hyp, refs)
+    hyp_t, refs_t = joined(hyp), [joined(r) for r in refs]
+    for name, bleu in bleus.items():
+        assert ours[name] == pytest.approx(bleu.sentence_score(hyp_t, refs_t).score / 100, abs=1e-9)
+    best = rouge.score_multi(refs_t, hyp_t)
+    for name, key in (("rouge1", "rouge1"), ("rouge2", "rouge2"), ("rougel", "rougeL")):
+        assert ours[name] == pytest.approx(best[key].fmeasure, abs=1e-9)
+
+
+def test_long_answers_lcs_is_exact() -> None:
+    # 3,000 tokens each: a quadratic table would be slow; the bit-parallel LCS must stay exact.
+    rng = random.Random(2)
+    hyp = [rng.choice("abcdefgh") for _ in range(3000)]
+    ref = [rng.choice("abcdefgh") for _ in range(3000)]
+    table = [0] * (len(ref) + 1)
+    for word in hyp:  # the textbook dynamic programme, one row at a time
+        diagonal = 0
+        for j, other in enumerate(ref, start=1):
+            diagonal, table[j] = table[j], diagonal + 1 if word == other else max(table[j], table[j - 1])
+    assert generation_scores(" ".join(hyp), [" ".join(ref)])["rougel"] == pytest.approx(table[-1] / 3000, abs=1e-12)
+
+
 def test_unknown_smoothing_is_an_error() -> None:
     with pytest.raises(EvalError):
         generation_scores("a b c", ["a b c"], smooth="magic")
@@ -122,7 +180,7 @@ def test_unknown_smoothing_is_an_error() -> None:
 def test_bounds_symmetry_and_more_references(hyp: list[str], ref: list[str], other: list[str]) -> None:
     hyp_text, ref_text, other_text = " ".join(hyp), " ".join(ref), " ".join(other)
     one = generation_scores(hyp_text, [ref_text])
-    assert all(0.0 <= value <= 1.0 + 1e-12 for value in one.values())
+    assert all(0.0 <= value <= 1.0 for value in one.values())  # exactly: BLEU is clamped
     swapped = generation_scores(ref_text, [hyp_text])
     for name in ("rouge1", "rouge2", "rougel"):  # F1 does not care which side is the reference
         assert one[name] == pytest.approx(swapped[name])

@@ -90,3 +90,24 @@ def test_perfect_ranking_scores_top_marks() -> None:
 def test_bad_labels_or_scale(labels: dict[str, int], low: int, high: int) -> None:
     with pytest.raises(EvalError):
         graded_retrieval_scores(labels, [("a", 1.0)], label_min=low, label_max=high)
+
+
+@pytest.mark.parametrize(
+    ("labels", "retrieved", "message"),
+    [
+        ({"a": 1.5}, [("a", 1.0)], "not an integer"),  # used to be scored as relevance 1.5
+        ({"a": True}, [("a", 1.0)], "not an integer"),
+        ({"a": 1}, [("a", float("nan")), ("b", 1.0)], "retrieved\\[0\\]"),  # NaN made the order arbitrary
+        ({"a": 1}, ["a", "b"], "pair"),  # bare ids used to crash with a TypeError
+        ({"a": 1}, [("a", "high")], "numeric score"),
+    ],
+)
+def test_bad_labels_or_retrieved_items_are_clear_errors(labels: dict, retrieved: list, message: str) -> None:
+    with pytest.raises(EvalError, match=message):
+        graded_retrieval_scores(labels, retrieved)
+
+
+def test_integral_float_labels_are_integers() -> None:
+    scores = graded_retrieval_scores({doc: float(label) for doc, label in WORKED.items()}, WORKED_RUN)
+    assert scores["top1_relevance"] == 2 and isinstance(scores["top1_relevance"], int)
+    assert scores["ndcg@3"] == graded_retrieval_scores(WORKED, WORKED_RUN)["ndcg@3"]

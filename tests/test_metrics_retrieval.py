@@ -8,6 +8,7 @@ import random
 import pytest
 import pytrec_eval
 
+from evalcore.errors import EvalError
 from evalcore.metrics import RETRIEVAL_MEASURES, retrieval_scores
 
 ORACLE_NAMES = {
@@ -60,6 +61,13 @@ def test_misses_stay_at_their_rank() -> None:
     assert scores["mrr"] == pytest.approx(1 / 3)
     assert scores["ndcg@3"] == pytest.approx(1 / math.log2(4))
     assert scores["map"] == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize(("relevant", "ranked"), [({"ab"}, "ab"), ("ab", ["ab"])])
+def test_a_bare_string_is_not_a_list_of_ids(relevant: object, ranked: object) -> None:
+    # "ab" used to be read as the documents "a" and "b".
+    with pytest.raises(EvalError, match="not a string"):
+        retrieval_scores(relevant, ranked)  # type: ignore[arg-type]
 
 
 def test_duplicates_collapse_to_first_rank() -> None:

@@ -113,3 +113,18 @@ def test_mcnemar_exact_equals_scipy_binomtest(only_a, only_b, both):
 def test_mcnemar_rejects_unpaired_inputs():
     with pytest.raises(ValueError):
         stats.mcnemar_exact([True, False], [True])
+
+
+def test_zero_differences_leave_the_exact_test_exact_and_equal_to_scipy():
+    # 3 non-zero differences among 9: 2^9 = 512 > 100 resamples, yet only 2^3 assignments differ.
+    diffs = [0.0, 0.3, 0.0, 0.0, -0.1, 0.0, 0.25, 0.0, 0.0]
+    b, a = np.array(diffs), np.zeros(len(diffs))
+    scipy_p = permutation_test((b, a), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples",
+                               n_resamples=np.inf, alternative="two-sided").pvalue
+    assert stats.sign_flip_test(diffs, resamples=100) == (pytest.approx(scipy_p), "exact")
+    assert stats.sign_flip_test([0.0] * 50) == (1.0, "exact")
+
+
+def test_bootstrap_has_no_interval_for_a_single_value():
+    assert stats.bootstrap_ci([0.7]) is None and stats.bootstrap_ci([]) is None
+    assert stats.bootstrap_ci([0.2, 0.2, 0.2]) == (pytest.approx(0.2), pytest.approx(0.2))

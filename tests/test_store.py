@@ -150,3 +150,11 @@ def test_reads_from_short_lived_threads_reuse_connections(store: Store) -> None:
         reader.start()
         reader.join()
     assert len(store._readers) == 1
+
+
+def test_a_file_that_is_not_a_database_is_a_user_error(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    path.write_text("these are my notes, not a database\n", encoding="utf-8")
+    with pytest.raises(EvalError, match="cannot open the database: file is not a database") as caught:
+        Store(path)
+    assert caught.value.where == str(path)

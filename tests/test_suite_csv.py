@@ -66,6 +66,23 @@ TRICKY = [
     ("multi-line record: the next line number is right", b'question;a\n"q1\nstill q1";a1\n;bad\n',
      [c("q1\nstill q1", "a1")], [(4, "empty question")], "utf-8", ";"),
     ("empty file", b"", [], [], "utf-8", ";"),
+    ("header only", b"question;expected answer;sources\r\n", [], [], "utf-8", ";"),
+    ("Excel: BOM, ';', CRLF, French header", ("\ufeffQuestion;Réponse attendue;Sources\r\nQuel délai ?;"
+     '"14 jours; calendaires";CGV\r\n').encode(), [c("Quel délai ?", "14 jours; calendaires", "CGV")], [], "utf-8-sig", ";"),
+    ("LibreOffice Latin-1 with a French header", ("Question;Réponse attendue;Sources\nÀ quelle date ?;"
+     "Noël;Réglement intérieur\n").encode("latin-1"), [c("À quelle date ?", "Noël", "Réglement intérieur")], [],
+     "cp1252", ";"),
+    ("Google Sheets: ',' with newlines and doubled quotes", (b'question,expected,sources\n"What is ""X""?\nMore",'
+     b'"One, two\nthree",a|b\nplain,ans,\n'), [c('What is "X"?\nMore', "One, two\nthree", "a", "b"), c("plain", "ans")],
+     [], "utf-8", ","),
+    ("Chinese header word is a header", "问题;预期答案;来源\n退款期限？;30天;销售条款\n".encode(),
+     [c("退款期限？", "30天", "销售条款")], [], "utf-8", ";"),
+    ("a Chinese question starting with the header word is a case", "问题多吗？;不多;\n".encode(),
+     [c("问题多吗？", "不多")], [], "utf-8", ";"),
+    ("Excel's sep= line names the separator", b"sep=,\r\nquestion,a\r\nq1;x,a1\r\n", [c("q1;x", "a1")], [],
+     "utf-8", ","),
+    ("spaces around the pipes", b"q;a; CGV |  Tarifs | | reglement \n", [c("q", "a", "CGV", "Tarifs", "reglement")], [],
+     "utf-8", ";"),
 ]
 
 
@@ -93,6 +110,23 @@ def test_invalid_lines_do_not_count_towards_the_limit():
     lines = [";no question"] * 5 + [f"q{i};a" for i in range(100)]
     report = parse_suite_csv("\n".join(lines).encode())
     assert len(report.cases) == 100 and len(report.rejected) == 5
+
+
+@pytest.mark.parametrize("data", [b"question\tanswer\tsources\nq1\ta1\ts1\n", b"Hello, who?\tme\tdoc\nWhy?\tso\tdoc2\n",
+                                  b"sep=\t\nq1\ta1\n"], ids=["with header", "no header, comma in a cell", "sep line"])
+def test_tab_separated_file_is_refused_clearly(data):
+    with pytest.raises(EvalError, match="tab-separated") as raised:
+        parse_suite_csv(data, source="sheet.tsv")
+    assert "export the sheet as CSV" in str(raised.value.fix)
+
+
+def test_a_long_run_of_rejections_reads_as_one_report_line():
+    report = parse_suite_csv("".join(f"Item {i}?;a{i};s{i}\n" for i in range(10_000)).encode(), source="big.csv")
+    assert len(report.cases) == 100 and len(report.rejected) == 9_900
+    lines = report.report_lines()
+    assert "lines 101 to 10000 (9900 lines): rejected: more than 100 cases: a suite holds at most 100" in lines
+    assert len(lines) == 1 + 100 + 1 + 1
+    assert len(report.to_dict()["rejected"]) == 9_900
 
 
 def test_latin1_file_gets_a_note_naming_the_line():
@@ -168,6 +202,7 @@ def test_cli_import_list_export_delete(tmp_path, capsys):
     exported = tmp_path / "out.csv"
     assert main(["suites", "export", suite_id, "--out", str(exported), "--db", db]) == 0
     assert parse_suite_csv(exported.read_bytes()).cases == [c("Quel délai ?", "14 jours", "CGV", "Règlement")]
+    assert exported.read_bytes().startswith(b"\xef\xbb\xbfquestion;")   # Excel reads it as UTF-8
     assert main(["suites", "delete", suite_id, "--db", db]) == 0
     capsys.readouterr()
     assert main(["suites", "export", suite_id, "--db", db]) == 2
@@ -197,3 +232,9 @@ def test_formula_cells_are_neutralised_and_import_back_unchanged(question):
     data_line = text.splitlines()[1]
     assert all(not cell.startswith(("=", "+", "-", "@")) for cell in data_line.split(";"))
     assert parse_suite_csv(text.encode("utf-8")).cases == [case]
+
+
+def test_a_huge_cell_is_reported_in_words():
+    report = parse_suite_csv(b"question;a\nq1;a1\n" + b"x" * 200_000 + b";a\n", source="big.csv")
+    assert report.cases == [c("q1", "a1")]
+    assert report.rejected == [(3, "a cell is longer than 131,072 characters (or a quote is never closed)")]

@@ -41,6 +41,8 @@ def test_seed_defaults() -> None:
     ({"kind": "http_agent", "agent_url": "http://x", "agent_body": "{question}"}, "agent_body"),
     ({"kind": "results_file", "results_path": "run.csv"}, "results_path"),
     ({"agent_headers": {"X-Key": 3}}, "agent_headers"),
+    ({"agent_headers": [1, 2]}, "agent_headers"),
+    ({"agent_headers": "Authorization: x"}, "agent_headers"),
 ])
 def test_bad_values_are_rejected_naming_the_key(data: dict, key: str) -> None:
     with pytest.raises(EvalError) as caught:
@@ -52,6 +54,16 @@ def test_every_problem_is_reported_at_once() -> None:
     with pytest.raises(EvalError) as caught:
         TargetConfig.from_dict({"nope": 1, "rerank_top_k": -1, "fusion": "max"})
     assert sorted(p.split(":")[0] for p in caught.value.problems) == ["fusion", "nope", "rerank_top_k"]
+
+
+def test_problems_say_what_is_expected() -> None:
+    with pytest.raises(EvalError) as caught:
+        TargetConfig.from_dict({"retreiver": "bm25", "chunk_size": "big", "model": 4, "rag": {"retriever": "bm25"}})
+    assert caught.value.problems == [
+        "retreiver: unknown key (did you mean retriever?)",
+        "rag: unknown table (keys are flat, at the top of the file; the only table is [agent_headers])",
+        "chunk_size: expected a whole number, found 'big'",
+        "model: expected text (a quoted string), found 4"]
 
 
 def test_round_trip_hash_and_diff() -> None:
@@ -86,6 +98,8 @@ def test_toml_errors_name_file_and_key(tmp_path: Path) -> None:
         TargetConfig.from_toml(path)
     with pytest.raises(EvalError, match="not found"):
         TargetConfig.from_toml(tmp_path / "missing.toml")
+    with pytest.raises(EvalError, match="cannot read the configuration"):
+        TargetConfig.from_toml(tmp_path)  # a folder
 
 
 def test_cli_config_show_check_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

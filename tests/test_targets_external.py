@@ -61,6 +61,17 @@ def test_http_agent_reply_without_answer_path_fails_after_retries(monkeypatch: p
     assert len(server.requests) == 2
 
 
+def test_http_agent_sources_that_are_not_a_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_TOKEN", "t")
+    one = {"data": {"reply": {"text": "Yes."}, "docs": {"doc_id": 3, "name": "Manual"}}}
+    text = {"data": {"reply": {"text": "Yes."}, "docs": "manual.pdf, faq.md"}}
+    with FakeOpenAIServer([Reply.json(one), Reply.json(text)]) as server:
+        target = agent(f"{server.root_url}/agent", retries=0)
+        assert [(r.pid, r.title) for r in target.answer("q").retrieved] == [(3, "Manual")]
+        with pytest.raises(ModelError, match="data.docs is not a list of sources"):
+            target.answer("q")
+
+
 def test_json_path() -> None:
     data = {"choices": [{"message": {"content": "hi"}}], "a": {"b": None}}
     assert json_path(data, "choices.0.message.content") == "hi"
@@ -87,7 +98,7 @@ def test_results_file_jsonl(tmp_path: Path) -> None:
     assert first.answer == "On the label."
     assert [(r.pid, r.title, r.score) for r in first.retrieved] == [
         (1, "Router manual", 3.0), (12, "Machine à café", 2.0), (None, "", 1.0)]
-    assert (target.answer("x", qid=2).answer, target.answer("x", qid=2).retrieved) == ("", [])
+    assert (target.answer("x", qid=2).answer, target.answer("x", qid=2).retrieved) == (None, [])
     assert target.answer(" Suite question? ").retrieved[0].source == "Router manual"
     with pytest.raises(EvalError, match="no row for question 3"):
         target.answer("x", qid=3)
@@ -98,6 +109,18 @@ def test_results_file_parquet(tmp_path: Path) -> None:
     pq.write_table(pa.table({"qid": [5], "ranked_ids": [[3, 2]], "answer": ["Descale."]}), path)
     result = results_target(path).answer("q", qid=5)
     assert (result.answer, [r.pid for r in result.retrieved]) == ("Descale.", [3, 2])
+
+
+def test_results_file_parquet_written_by_pandas_with_gaps(tmp_path: Path) -> None:
+    # pandas stores an integer column with a missing value as floats (5.0, NaN -> null).
+    path = tmp_path / "run.parquet"
+    pq.write_table(pa.table({"qid": [5.0, None], "ranked_ids": [["3", "x9", "2"], ["1"]], "answer": [None, "Yes."],
+                             "question": [None, "Suite question?"]}), path)
+    target = results_target(path)
+    result = target.answer("q", qid=5)
+    assert result.answer is None  # no answer in the file: no generation measures, not zeros
+    assert [(r.pid, r.source) for r in result.retrieved] == [(3, "3"), (None, "x9"), (2, "2")]
+    assert target.answer("Suite question?").answer == "Yes."
 
 
 def test_results_file_problems_name_the_row(tmp_path: Path) -> None:
@@ -114,3 +137,10 @@ def test_results_file_problems_name_the_row(tmp_path: Path) -> None:
         results_target(path)
     with pytest.raises(EvalError, match="results file not found"):
         results_target(tmp_path / "missing.jsonl")
+    path.write_bytes(b'\xff\xfe{"qid": 1}\n')  # UTF-16 text
+    with pytest.raises(EvalError, match="cannot read the results file"):
+        results_target(path)
+    broken = tmp_path / "broken.parquet"
+    broken.write_text("not parquet", encoding="utf-8")
+    with pytest.raises(EvalError, match="cannot read the results file"):
+        results_target(broken)

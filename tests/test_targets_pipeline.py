@@ -51,6 +51,13 @@ def test_rerank_dropping_everything_falls_back_with_a_note(index_dir: Path) -> N
     assert [i.pid for i in result.retrieved] == [i.pid for i in plain.retrieved]
 
 
+def test_without_reranker_embedding_top_k_alone_sets_the_list_length(index_dir: Path) -> None:
+    # rerank_top_k once capped the list even with reranker = "none" (12 asked, 5 returned).
+    items = prepared(index_dir, chunking="tokens", chunk_size=8, chunk_overlap=0, keyword_threshold=0.0,
+                     embedding_top_k=12, rerank_top_k=5).answer(ROUTER).retrieved
+    assert len(items) == 12
+
+
 @pytest.mark.parametrize("failure", [Reply.error(500), Reply.malformed(), Reply.slow(1.0),
                                      Reply.json({"results": [{"index": 99, "relevance_score": 1}]})])
 def test_http_reranker_errors_after_retries(index_dir: Path, failure: Reply) -> None:

@@ -15,10 +15,20 @@ from evalcore.keys import EVALUATION_CAPABILITIES, KeyInfo, verify_key
 bearer = HTTPBearer(auto_error=False, description="An API key from `python -m evalcore keys create`")
 
 
+def _missing_key_message(header: str) -> str:
+    """Why no key was found; never repeats the header, which may hold a secret."""
+    if not header.strip():
+        return "missing API key: send 'Authorization: Bearer <key>'"
+    scheme, _, rest = header.strip().partition(" ")
+    if not rest.strip():
+        return "the Authorization header has no scheme or no key: write it as 'Bearer <key>'"
+    return f"the Authorization scheme must be Bearer (found {scheme[:20]!r}): write it as 'Bearer <key>'"
+
+
 def current_key(request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> KeyInfo:
     """The caller's active key; 401 when the header is missing or the key unknown or revoked."""
     if credentials is None or not credentials.credentials:
-        raise ApiError(401, "missing API key: send 'Authorization: Bearer <key>'")
+        raise ApiError(401, _missing_key_message(request.headers.get("authorization", "")))
     key = verify_key(request.app.state.store, credentials.credentials)
     if key is None:
         raise ApiError(401, "invalid or revoked API key")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 import secrets
 from collections.abc import Awaitable, Callable
 
@@ -12,12 +11,18 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute, Match
 
+from evalcore.dataset import DATASET_ROOT
 from evalcore.errors import EvalError
 from evalcore.store import Conflict, NotFound
 
 log = logging.getLogger("evalcore.api")
-FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\[\]]*$")
+# The top-level request fields an engine error's `where` may name; any other `where` (a dataset
+# reference, a path, a suite id) is not a field of the client's request.
+REQUEST_FIELDS = frozenset({"dataset_id", "knowledge_base_id", "chat_id", "rerank_id", "name", "agent_id", "cases",
+                            "use_judge", "config"})
+SHOWN_CHARS = 80
 
 CODES = {
     400: "bad_request",
@@ -54,7 +59,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
     status: {"model": ErrorResponse, "description": description} for status, description in (
         (401, "missing, unknown or revoked API key"), (403, "the key's role or capability does not allow this"),
         (404, "no such object for this tenant"), (409, "a campaign is already running (running_id names it)"),
-        (413, "request body over the size limit"),
+        (413, "request body over the size limit"), (415, "the body is not JSON (Content-Type: application/json)"),
         (422, "malformed request; `field` names the culprit"), (500, "unexpected server error (no internals)"))
 }
 
@@ -76,9 +81,14 @@ def envelope(status: int, code: str, message: str, headers: dict[str, str] | Non
     return JSONResponse({"success": False, "error": error}, status_code=status, headers=headers)
 
 
+def shown(value: str) -> str:
+    """A client's value quoted in a message, cut short: a 100 kB id must not come back 100 kB long."""
+    return repr(value) if len(value) <= SHOWN_CHARS else repr(value[:SHOWN_CHARS]) + f"... ({len(value)} characters)"
+
+
 def not_found(kind: str, ident: str) -> ApiError:
     """The same 404 for a missing object and for another tenant's object (no existence leak)."""
-    return ApiError(404, f"no {kind} with id {ident!r}")
+    return ApiError(404, f"no {kind} with id {shown(ident)}")
 
 
 def _field(location: tuple) -> str:
@@ -106,9 +116,27 @@ def _on_validation(authentication_error: Callable[[Request], Awaitable[ApiError 
     async def handle(request: Request, exc: RequestValidationError) -> JSONResponse:
         # FastAPI parses bodies before running dependencies: a caller without a valid key must get
         # its 401 first, not a description of what its body got wrong.
-        refusal = await authentication_error(request)
+        refusal = await authentication_error(request) or _body_kind_error(request, exc)
         return await _on_api_error(request, refusal) if refusal else _validation_response(exc)
     return handle
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";")[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
+
+
+def _body_kind_error(request: Request, exc: RequestValidationError) -> ApiError | None:
+    """415 for a body that is not JSON (a form, text); 422 for JSON that is not an object."""
+    whole_body = [e for e in exc.errors() if tuple(e.get("loc", ())) == ("body",)]
+    if not whole_body or whole_body[0].get("type") not in ("model_attributes_type", "dict_type"):
+        return None
+    content_type = request.headers.get("content-type", "")
+    if not _is_json(content_type):
+        return ApiError(415, f"body: send JSON with 'Content-Type: application/json' (found {content_type or 'none'!r})")
+    found = type(whole_body[0].get("input")).__name__
+    kind = {"list": "an array", "str": "a string", "int": "a number", "float": "a number", "bool": "a boolean"}
+    return ApiError(422, f"body: expected a JSON object, found {kind.get(found, found)}", field="body")
 
 
 def _validation_response(exc: RequestValidationError) -> JSONResponse:
@@ -131,19 +159,41 @@ async def _on_conflict(_: Request, exc: Conflict) -> JSONResponse:
     return envelope(409, "conflict", exc.line(), running_id=exc.running_id or None)
 
 
-async def _on_eval_error(_: Request, exc: EvalError) -> JSONResponse:
+async def _on_eval_error(request: Request, exc: EvalError) -> JSONResponse:
     # A user-fixable engine error reached the API without a more specific mapping: the request
     # was understood but cannot be carried out as given.
-    field = exc.where if exc.where and FIELD_NAME.match(exc.where) else None  # `where` may be a file path
-    return envelope(422, "invalid_request", "; ".join(exc.problems), field=field)
+    field = exc.where if exc.where in REQUEST_FIELDS else None
+    # Engine messages may name files under the server's dataset folder: keep the names, not the paths.
+    root = f"{(request.app.state.dataset_root or DATASET_ROOT).resolve()}/"
+    return envelope(422, "invalid_request", "; ".join(exc.problems).replace(root, ""), field=field)
 
 
-async def _on_http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-    message = exc.detail if isinstance(exc.detail, str) else CODES.get(exc.status_code, "error")
+def _http_message(exc: StarletteHTTPException, request: Request) -> str:
+    """FastAPI's and Starlette's own refusals in words a client can act on."""
     if exc.status_code == 404:
-        message = "no such endpoint"
+        return "no such endpoint"
+    if exc.status_code == 405:
+        return f"method {request.method} is not allowed on {request.url.path} (allowed: {_allowed(request)})"
+    if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+        return "body: could not be parsed as JSON (check its encoding is UTF-8 and its nesting depth)"
+    return exc.detail if isinstance(exc.detail, str) else CODES.get(exc.status_code, "error")
+
+
+def _allowed(request: Request) -> str:
+    """Every method some route accepts on this path (Starlette's Allow names only the first route's)."""
+    def accepts(method: str) -> bool:
+        scope = {**request.scope, "method": method}
+        return any(isinstance(r, BaseRoute) and r.matches(scope)[0] == Match.FULL for r in request.app.routes)
+
+    methods = [m for m in ("DELETE", "GET", "POST", "PUT") if accepts(m)]
+    return ", ".join(methods + (["HEAD"] if "GET" in methods else []))
+
+
+async def _on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     headers = dict(exc.headers) if exc.headers else None
-    return envelope(exc.status_code, CODES.get(exc.status_code, "error"), message, headers=headers)
+    if exc.status_code == 405:
+        headers = {**(headers or {}), "Allow": _allowed(request)}
+    return envelope(exc.status_code, CODES.get(exc.status_code, "error"), _http_message(exc, request), headers=headers)
 
 
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:

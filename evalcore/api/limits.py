@@ -6,7 +6,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evalcore.api.errors import envelope
 
-MAX_BODY_BYTES = 1024 * 1024
+MAX_BODY_BYTES = 4 * 1024 * 1024  # room for a full suite: 100 cases at their longest fields
 
 
 class BodyLimit:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import PurePath
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
@@ -10,11 +11,14 @@ from evalcore.api.auth import Admin, Viewer
 from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
 from evalcore.campaigns import NotFound, campaign_aggregates, campaign_results, get_campaign, list_campaigns
 from evalcore.compare import compare_campaigns
+from evalcore.dataset import DEFAULT_DATASET
 from evalcore.keys import KeyInfo
 
 router = APIRouter(prefix="/api/v1", tags=["campaigns"], responses=ERROR_RESPONSES)
 CampaignId = Annotated[str, Path(max_length=300)]
 MAX_PAGE = 1000
+# SQLite takes 64-bit offsets only; far past any campaign's size anyway.
+MAX_OFFSET = 1_000_000_000
 
 
 def campaign_of(request: Request, campaign_id: str, key: KeyInfo, noun: str = "campaign") -> dict[str, Any]:
@@ -25,17 +29,30 @@ def campaign_of(request: Request, campaign_id: str, key: KeyInfo, noun: str = "c
         raise not_found(noun, campaign_id) from None
 
 
+def dataset_name(source: str) -> str:
+    """A dataset campaign's source as the client names it: the folder name, `default` for the sample."""
+    name = PurePath(source).name
+    return "default" if name == DEFAULT_DATASET else name
+
+
+def campaign_json(campaign: dict[str, Any]) -> dict[str, Any]:
+    """A campaign for a client: the server's file paths are not the client's business."""
+    options = {k: v for k, v in campaign["options"].items() if k != "dataset_path"}
+    source = dataset_name(campaign["source"]) if campaign["kind"] == "dataset" else campaign["source"]
+    return {**campaign, "source": source, "options": options}
+
+
 @router.get("/campaigns", summary="The tenant's campaigns, newest first")
 def list_all(request: Request, key: Viewer) -> dict[str, Any]:
     """Dataset and suite campaigns alike, with status and progress."""
-    return ok({"campaigns": list_campaigns(request.app.state.store, key.tenant)})
+    return ok({"campaigns": [campaign_json(c) for c in list_campaigns(request.app.state.store, key.tenant)]})
 
 
 @router.get("/campaigns/{campaign_id}", summary="One campaign with its aggregates")
 def read(request: Request, campaign_id: CampaignId, key: Viewer) -> dict[str, Any]:
     """Aggregates are means over the stored per-question rows."""
     campaign = campaign_of(request, campaign_id, key)
-    return ok({"campaign": campaign, "aggregates": campaign_aggregates(request.app.state.store, campaign_id)})
+    return ok({"campaign": campaign_json(campaign), "aggregates": campaign_aggregates(request.app.state.store, campaign_id)})
 
 
 @router.post("/campaigns/{campaign_id}/cancel", status_code=202, summary="Stop a pending or running campaign")
@@ -43,11 +60,11 @@ def cancel(request: Request, campaign_id: CampaignId, key: Admin) -> dict[str, A
     """No new question starts; those in flight finish; then its status is cancelled (409 if already over)."""
     campaign_of(request, campaign_id, key)
     request.app.state.manager().cancel(campaign_id, tenant=key.tenant)
-    return ok({"campaign": campaign_of(request, campaign_id, key)})
+    return ok({"campaign": campaign_json(campaign_of(request, campaign_id, key))})
 
 
 @router.get("/campaigns/{campaign_id}/results", summary="Per-question results, paged")
-def results(request: Request, campaign_id: CampaignId, key: Viewer, offset: Annotated[int, Query(ge=0)] = 0,
+def results(request: Request, campaign_id: CampaignId, key: Viewer, offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
             limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100) -> dict[str, Any]:
     """In question order; `finished` counts the stored results, `total` the campaign's questions."""
     campaign = campaign_of(request, campaign_id, key)

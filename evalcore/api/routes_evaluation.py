@@ -11,11 +11,12 @@ from fastapi import APIRouter, Body, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalcore.api.auth import Admin, Viewer
-from evalcore.api.errors import ERROR_RESPONSES, ApiError, ok
-from evalcore.api.routes_campaigns import campaign_of
+from evalcore.api.errors import ERROR_RESPONSES, ApiError, ok, shown
+from evalcore.api.routes_campaigns import campaign_of, dataset_name
 from evalcore.api.targets import resolve_target
 from evalcore.campaigns import campaign_aggregates, get_campaign, new_campaign_id, status_code
-from evalcore.dataset import DEFAULT_DATASET, resolve_dataset
+from evalcore.dataset import load_dataset, resolve_dataset
+from evalcore.errors import EvalError
 
 router = APIRouter(prefix="/api/v1/evaluation", tags=["evaluation (seed 000)"], responses=ERROR_RESPONSES)
 
@@ -30,7 +31,7 @@ class EvaluationRequest(BaseModel):
     """Seed 000's request; every field optional."""
 
     model_config = ConfigDict(extra="forbid")
-    dataset_id: str = Field(default="default", description="folder under dataset/ ('default' is dataset/samples)")
+    dataset_id: str = Field(default="default", description="folder under the dataset root ('default' is its samples)")
     knowledge_base_id: str | None = Field(default=None, description="saved target configuration whose settings are copied")
     chat_id: str | None = Field(default=None, description="saved target configuration whose generation settings are used")
     rerank_id: str | None = Field(default=None, description="saved target configuration whose rerank settings are used")
@@ -82,8 +83,7 @@ def _dataset_id(campaign: dict[str, Any]) -> str:
     """The client's dataset id: kept in the task id; for campaigns started elsewhere, the folder name."""
     if campaign["id"].startswith("evaluation_") and campaign["id"].count("_") >= 4:
         return campaign["id"].split("_", 4)[4]
-    name = Path(campaign["source"]).name
-    return "default" if name == DEFAULT_DATASET else name
+    return dataset_name(campaign["source"])
 
 
 def _err_msg(campaign: dict[str, Any]) -> str:
@@ -109,13 +109,22 @@ def task_json(campaign: dict[str, Any]) -> dict[str, Any]:
 
 
 def _dataset_path(request: Request, dataset_id: str) -> Path:
+    """The folder of a valid dataset; 422 naming dataset_id and every problem otherwise."""
+    def refuse(message: str) -> ApiError:
+        return ApiError(422, f"dataset_id: {message}", field="dataset_id")
+
     if not DATASET_ID.match(dataset_id):
-        raise ApiError(422, f"dataset_id: {dataset_id!r} is not a dataset name (letters, digits, '.', '-')",
-                       field="dataset_id")
+        raise refuse(f"{shown(dataset_id)} is not a dataset name (letters, digits, '.', '-')")
     path = resolve_dataset(dataset_id, request.app.state.dataset_root, allow_paths=False)
     if not path.is_dir():
-        raise ApiError(422, f"dataset_id: no dataset {dataset_id!r} (a folder under the dataset root)",
-                       field="dataset_id")
+        raise refuse(f"no dataset {dataset_id!r} (a folder under the dataset root)")
+    try:
+        load_dataset(path)
+    except EvalError as error:
+        # Problems name files relative to the dataset root: the server's own paths stay private.
+        prefix = f"{path.parent}/"
+        problems = "; ".join(p.replace(prefix, "") for p in error.problems)
+        raise refuse(f"dataset {dataset_id!r} is invalid: {problems}") from None
     return path
 
 

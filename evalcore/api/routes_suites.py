@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalcore.api.auth import Admin, Viewer
 from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
-from evalcore.api.routes_campaigns import campaign_of
+from evalcore.api.routes_campaigns import campaign_json, campaign_of
 from evalcore.api.targets import saved_target
 from evalcore.campaigns import NotFound, campaign_results, campaign_summary, get_campaign, list_campaigns
 from evalcore.keys import KeyInfo
@@ -36,7 +36,7 @@ class CaseIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     question: str = Field(min_length=1, max_length=4000, pattern=r"\S")
     expected_answer: str | None = Field(default=None, max_length=20000)
-    expected_sources: list[str] = Field(default_factory=list, max_length=MAX_SOURCES,
+    expected_sources: list[Annotated[str, Field(max_length=1000)]] = Field(default_factory=list, max_length=MAX_SOURCES,
                                         description=f"titles, file names or document ids; at most {MAX_SOURCES}")
 
 
@@ -85,7 +85,7 @@ def list_all(request: Request, key: Viewer) -> dict[str, Any]:
     suites = []
     for suite in list_suites(store, key.tenant):
         runs = list_campaigns(store, key.tenant, suite.id)
-        suites.append({**suite_json(suite, with_cases=False), "last_run": runs[0] if runs else None})
+        suites.append({**suite_json(suite, with_cases=False), "last_run": campaign_json(runs[0]) if runs else None})
     return ok({"suites": suites})
 
 
@@ -103,7 +103,7 @@ def read_run(request: Request, run_id: RunId, key: Viewer) -> dict[str, Any]:
     """Results hold every finished question (a running campaign shows those done so far)."""
     run = campaign_of(request, run_id, key, "run")
     store = request.app.state.store
-    return ok({"run": run, "results": campaign_results(store, run_id), "summary": campaign_summary(store, run_id)})
+    return ok({"run": campaign_json(run), "results": campaign_results(store, run_id), "summary": campaign_summary(store, run_id)})
 
 
 @router.get("/{suite_id}", summary="Read a suite with its cases")
@@ -137,11 +137,11 @@ def launch(request: Request, suite_id: SuiteId, key: Admin,
     suite = _suite(request, suite_id, key)
     body = body or RunIn()
     run_id = request.app.state.manager().launch(suite_id=suite.id, tenant=key.tenant, use_judge=body.use_judge)
-    return ok({"run": get_campaign(request.app.state.store, run_id, key.tenant)})
+    return ok({"run": campaign_json(get_campaign(request.app.state.store, run_id, key.tenant))})
 
 
 @router.get("/{suite_id}/runs", summary="Campaigns of a suite, newest first")
 def list_runs(request: Request, suite_id: SuiteId, key: Viewer) -> dict[str, Any]:
     """Each with status and progress."""
     suite = _suite(request, suite_id, key)
-    return ok({"runs": list_campaigns(request.app.state.store, key.tenant, suite.id)})
+    return ok({"runs": [campaign_json(c) for c in list_campaigns(request.app.state.store, key.tenant, suite.id)]})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from evalcore.api.errors import ApiError
+from evalcore.api.errors import ApiError, shown
 from evalcore.store import NotFound, Store
 from evalcore.suites import get_target
 from evalcore.targets import TargetConfig
@@ -23,7 +23,7 @@ def saved_target(store: Store, tenant: str, target_id: str, field: str) -> Targe
     try:
         return get_target(store, target_id, tenant)
     except NotFound:
-        raise ApiError(422, f"{field}: no saved target configuration {target_id!r}", field=field) from None
+        raise ApiError(422, f"{field}: no saved target configuration {shown(target_id)}", field=field) from None
 
 
 def resolve_target(store: Store, tenant: str, knowledge_base_id: str | None, chat_id: str | None,

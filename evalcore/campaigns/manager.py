@@ -54,6 +54,11 @@ def _refuse_second_run(conn: sqlite3.Connection, suite_id: str | None, campaign_
         )
 
 
+def _check_concurrency(concurrency: int | None) -> None:
+    if concurrency is not None and concurrency < 1:
+        raise EvalError("concurrency must be at least 1", where="concurrency", found=str(concurrency))
+
+
 class CampaignManager:
     """Launch, resume, retry, cancel and delete campaigns; each runs on its own background thread."""
 
@@ -80,6 +85,9 @@ class CampaignManager:
         config, target_id = plans.resolve_config(self.store, config, target_id, suite, tenant)
         corpus = plans.load_corpus(config.knowledge_base if suite is not None else str(dataset), None)
         items = plans.dataset_items(corpus) if suite is None else plans.suite_items(suite)
+        if limit is not None and limit < 1:
+            raise EvalError("the question limit must be at least 1", where="limit", found=str(limit),
+                            fix="leave it out to run every question")
         items = items[:limit] if limit else items
         if not items:
             raise EvalError("there is no question to run", where=suite_id or str(dataset), fix="add questions first")
@@ -102,15 +110,13 @@ class CampaignManager:
     @staticmethod
     def _options(config: TargetConfig, concurrency: int | None, time_limit: float | None,
                  max_failed_share: float | None) -> dict[str, Any]:
-        if concurrency is not None and concurrency < 1:
-            raise EvalError("concurrency must be at least 1", where="concurrency", found=str(concurrency))
+        _check_concurrency(concurrency)
         if time_limit is not None and time_limit <= 0:
             raise EvalError("the time limit must be positive", where="time_limit", found=str(time_limit))
         if max_failed_share is not None and not 0 <= max_failed_share <= 1:
             raise EvalError("the failed share must be in [0, 1]", where="max_failed_share", found=str(max_failed_share))
-        default = plans.remote_concurrency() if plans.is_remote(config) else plans.local_concurrency()
         return {
-            "concurrency": concurrency or default,
+            "concurrency": concurrency or plans.default_concurrency(config),
             "time_limit": time_limit or plans.DEFAULT_TIME_LIMIT_S,
             "max_failed_share": plans.DEFAULT_MAX_FAILED_SHARE if max_failed_share is None else max_failed_share,
         }
@@ -153,19 +159,23 @@ class CampaignManager:
         runner.start()
 
     def resume(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
-               target: Target | None = None) -> str:
-        """Run the questions that have no result yet (after an interruption, a cancel or a failure)."""
-        return self._rerun(campaign_id, "missing", tenant, concurrency, target)
+               target: Target | None = None, dataset: str | None = None) -> str:
+        """Run the questions that have no result yet (after an interruption, a cancel or a failure).
+
+        `dataset` is where the campaign's dataset is now, when its folder moved (same content).
+        """
+        return self._rerun(campaign_id, "missing", tenant, concurrency, target, dataset)
 
     def retry_failed(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
-                     target: Target | None = None) -> str:
-        """Run again only the questions whose result is an error."""
-        return self._rerun(campaign_id, "failed", tenant, concurrency, target)
+                     target: Target | None = None, dataset: str | None = None) -> str:
+        """Run again only the questions whose result is an error (`dataset` as for resume)."""
+        return self._rerun(campaign_id, "failed", tenant, concurrency, target, dataset)
 
     def _rerun(self, campaign_id: str, only: str, tenant: str | None, concurrency: int | None,
-               target: Target | None) -> str:
+               target: Target | None, dataset: str | None) -> str:
         from evalcore.targets import TargetConfig
 
+        _check_concurrency(concurrency)
         campaign = get_campaign(self.store, campaign_id, tenant)
         if campaign["status"] in ACTIVE:
             raise Conflict("the campaign is still running", where=campaign_id, running_id=campaign_id)
@@ -174,16 +184,17 @@ class CampaignManager:
             what = "has a result" if only == "missing" else "succeeded"
             raise EvalError(f"nothing to run: every question {what}", where=campaign_id)
         config = TargetConfig.from_dict(campaign["config"])
-        corpus = plans.load_corpus(campaign["options"]["dataset_path"], campaign["dataset_hash"])
-        options = dict(campaign["options"], **({"concurrency": concurrency} if concurrency else {}))
+        corpus = plans.load_corpus(dataset or plans.stored_dataset_path(campaign), campaign["dataset_hash"])
+        options = dict(campaign["options"], dataset_path=str(corpus.path.resolve()),
+                       **({"concurrency": concurrency} if concurrency is not None else {}))
         plan = self._plan(campaign_id, config, corpus, items, campaign["total"], options, tuple(campaign["judges"]),
                           campaign["cache"], campaign["cache_hits"], target)
-        self.store.write(lambda conn: self._reactivate(conn, campaign_id, campaign["suite_id"]))
+        self.store.write(lambda conn: self._reactivate(conn, campaign_id, campaign["suite_id"], options))
         self._start(plan)
         return campaign_id
 
     @staticmethod
-    def _reactivate(conn: sqlite3.Connection, campaign_id: str, suite_id: str | None) -> None:
+    def _reactivate(conn: sqlite3.Connection, campaign_id: str, suite_id: str | None, options: dict[str, Any]) -> None:
         mark_orphans(conn)
         row = conn.execute("SELECT status FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
         if row is None or row["status"] in ACTIVE:
@@ -191,8 +202,8 @@ class CampaignManager:
         _refuse_second_run(conn, suite_id, campaign_id)
         conn.execute(
             "UPDATE campaigns SET status = 'pending', error = NULL, ended_at = NULL, cancel_requested = 0, "
-            "owner_host = ?, owner_pid = ?, heartbeat = ? WHERE id = ?",
-            (socket.gethostname(), os.getpid(), time.time(), campaign_id),
+            "owner_host = ?, owner_pid = ?, heartbeat = ?, options = ? WHERE id = ?",
+            (socket.gethostname(), os.getpid(), time.time(), dumps(options), campaign_id),
         )
 
     def cancel(self, campaign_id: str, *, tenant: str | None = None) -> None:

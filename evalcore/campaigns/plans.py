@@ -6,6 +6,7 @@ import json
 import os
 import re
 import sqlite3
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.campaigns.runner import Item
@@ -41,6 +42,22 @@ def is_remote(config: TargetConfig) -> bool:
         or config.reranker == "http"
         or (config.reranker == "llm" and bool(config.rerank_url))
     )
+
+
+def uses_local_model(config: TargetConfig) -> bool:
+    """Whether answering runs the in-process model, which answers one call at a time."""
+    return config.kind == "rag" and (config.generator == "local" or (config.reranker == "llm" and not config.rerank_url))
+
+
+def default_concurrency(config: TargetConfig) -> int:
+    """Questions in flight when none is asked for.
+
+    The local model serialises its calls: more questions in flight would only queue for it and
+    count the wait in their response time.
+    """
+    if uses_local_model(config):
+        return 1
+    return remote_concurrency() if is_remote(config) else local_concurrency()
 
 
 def resolve_config(store: Store, config: TargetConfig | None, target_id: str | None, suite: Suite | None,
@@ -88,6 +105,15 @@ def load_corpus(ref: str, expected_hash: str | None) -> Dataset:
             fix="launch a new campaign: results on two versions of a dataset cannot be mixed",
         )
     return dataset
+
+
+def stored_dataset_path(campaign: dict[str, Any]) -> str:
+    """Where the campaign's dataset was last loaded from; EvalError saying how to point at a moved one."""
+    path = campaign["options"]["dataset_path"]
+    if not Path(path).is_dir():
+        raise EvalError("the campaign's dataset folder is gone", where=path,
+                        fix="give its new location (same content) with --dataset PATH")
+    return path
 
 
 def insert_questions(conn: sqlite3.Connection, campaign_id: str, items: list[Item]) -> None:

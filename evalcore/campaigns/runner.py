@@ -107,7 +107,7 @@ def answer_question(plan: Plan, item: Item) -> dict[str, Any]:
         signatures = {name: measure_signature(name) for name in measures}
         notes = list(reply.notes)
         judges: dict = {}
-        if plan.judges:
+        if plan.judges and reply.answer is not None:
             judged, judge_signatures, judges, judge_notes = _judge(plan, item, reply.answer, [r["text"] for r in retrieved])
             measures.update(judged)
             signatures.update(judge_signatures)
@@ -201,7 +201,7 @@ class Runner:
         done: queue.Queue[tuple[int, dict]] = queue.Queue()
         in_flight: dict[int, float] = {}  # position -> deadline
         by_position = {item.position: item for item in plan.items}
-        stop: str | None = None
+        stop = self._stop_reason()  # a cancel may have come during the setup (a long index build)
         while (pending and stop is None) or in_flight:
             self._fill(pending, in_flight, done, stop)
             finished = self._collect(done, in_flight) + self._expire(in_flight)

@@ -18,6 +18,7 @@ from evalcore.campaigns import (
 )
 from evalcore.campaigns.export import FORMATS, export_campaign
 from evalcore.cli.run import add_db_option, follow, format_report
+from evalcore.errors import EvalError
 
 
 def register(commands: Any) -> None:
@@ -42,6 +43,8 @@ def register(commands: Any) -> None:
             action.add_argument("--json", action="store_true")
         if name in ("resume", "retry-failed"):
             action.add_argument("--concurrency", type=int, metavar="N")
+            action.add_argument("--dataset", metavar="ID_OR_DIR",
+                                help="where the campaign's dataset is now, if its folder moved (same content)")
         action.set_defaults(handler=handler)
     export = actions.add_parser("export", help="results as csv, jsonl or a TREC run file")
     export.add_argument("id", metavar="ID")
@@ -97,13 +100,13 @@ def _changed(config: dict[str, Any]) -> dict[str, Any]:
 def resume_command(args: argparse.Namespace) -> int:
     """Resume in the foreground."""
     manager = get_manager(args.db)
-    return follow(manager, manager.resume(args.id, concurrency=args.concurrency), as_json=args.json)
+    return follow(manager, manager.resume(args.id, concurrency=args.concurrency, dataset=args.dataset), as_json=args.json)
 
 
 def retry_command(args: argparse.Namespace) -> int:
     """Retry the failed questions in the foreground."""
     manager = get_manager(args.db)
-    return follow(manager, manager.retry_failed(args.id, concurrency=args.concurrency), as_json=args.json)
+    return follow(manager, manager.retry_failed(args.id, concurrency=args.concurrency, dataset=args.dataset), as_json=args.json)
 
 
 def cancel_command(args: argparse.Namespace) -> int:
@@ -126,6 +129,16 @@ def export_command(args: argparse.Namespace) -> int:
     if args.out is None:
         sys.stdout.write(text)
     else:
-        args.out.write_text(text, encoding="utf-8")
+        write_file(args.out, text)
         print(f"wrote {args.out}", file=sys.stderr)
     return 0
+
+
+def write_file(path: Path, text: str) -> None:
+    """Write text, creating missing folders; a path that cannot be written is a user error."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise EvalError(f"cannot write the export ({error.strerror or error})", where=str(path),
+                        fix="give a file path in a folder you can write to") from None

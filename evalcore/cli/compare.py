@@ -21,9 +21,20 @@ def register(commands: Any) -> None:
     parser.add_argument("ids", nargs="+", metavar="ID", help="campaign A (baseline) and B; more ids compare a sweep")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap and randomization test")
-    parser.add_argument("--resamples", type=int, default=RESAMPLES, help=f"resamples (default {RESAMPLES})")
+    parser.add_argument("--resamples", type=positive_int, default=RESAMPLES, help=f"resamples (default {RESAMPLES})")
     parser.add_argument("--db", type=Path, metavar="PATH", help="database file (default: $EVALCORE_DB or .evalcore/evalcore.db)")
     parser.set_defaults(handler=compare_command)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, found {text!r}")
+    return value
 
 
 def compare_command(args: argparse.Namespace) -> int:
@@ -57,7 +68,10 @@ def format_comparison(comparison: Comparison) -> list[str]:
     lines += [f"config {key}: {values[0]!r} -> {values[1]!r}" for key, values in comparison.config_diff.items()]
     lines += [f"warning: {w}" for w in comparison.warnings] + [f"note: {n}" for n in comparison.notes]
     lines.append("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(comparison.verdicts.items())))
-    lines.append(f"{'measure':28} {'n':>4} {'A':>8} {'B':>8} {'delta':>9} {'95% CI':>21} {'p':>8}  test")
+    if not comparison.measures:
+        lines.append("no measure to compare: no question has the same measure in both campaigns")
+    else:
+        lines.append(f"{'measure':28} {'n':>4} {'A':>8} {'B':>8} {'delta':>9} {'95% CI':>21} {'p':>8}  test")
     for m in comparison.measures:
         ci = f"[{num(m['ci_low'])}, {num(m['ci_high'])}]"
         flag = " *" if m["significant"] else ""
@@ -74,7 +88,11 @@ def question_line(q: dict) -> str:
     """One changed question: verdict, basis, values, passages that moved."""
     text = " ".join(str(q.get("question") or "").split())[:60]
     line = f"{q['verdict']:8} q{q['qid']} {text}"
-    if q.get("basis"):
+    if q.get("basis") == "error":
+        failed = [f"failed in {side}: {' '.join(str(q[key]).split())[:80]}"
+                  for side, key in (("A", "error_a"), ("B", "error_b")) if q.get(key)]
+        line += f"  [{'; '.join(failed)}]"
+    elif q.get("basis"):
         line += f"  [{q['basis']}: {num(q.get('a'))} -> {num(q.get('b'))}]"
     moved = [f"+{p['pid']}" for p in q.get("entered", [])] + [f"-{p['pid']}" for p in q.get("left", [])]
     moved += [f"+{s}" for s in q.get("sources_entered", [])] + [f"-{s}" for s in q.get("sources_left", [])]

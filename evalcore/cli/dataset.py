@@ -25,9 +25,14 @@ def register(commands: Any) -> None:
 def _check(args: argparse.Namespace) -> int:
     ds = load_dataset(args.dir)
     labeled = sum(1 for q in ds.questions if q.relevant)
-    print(f"ok {ds.path}: {len(ds.questions)} queries ({labeled} labeled), {len(ds.passages)} passages, "
-          f"{sum(len(q.references) for q in ds.questions)} answers")
+    answers = sum(len(q.references) for q in ds.questions)
+    print(f"ok {ds.path}: {_count(len(ds.questions), 'question')} ({labeled} labeled), "
+          f"{_count(len(ds.passages), 'passage')}, {_count(answers, 'answer')}")
     return 0
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _stats(args: argparse.Namespace) -> int:

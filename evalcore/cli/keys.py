@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
+from evalcore.errors import EvalError
 from evalcore.keys import CAPABILITIES, ROLES, create_key, list_keys, revoke_key
-from evalcore.store import Store
+from evalcore.store import Store, default_db_path
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -44,12 +46,21 @@ def _create(args: argparse.Namespace) -> int:
     return 0
 
 
+def _existing(db: str | None) -> Store:
+    """The store for listing and revoking: a mistyped --db must not answer with a new, empty database."""
+    path = Path(db) if db else default_db_path()
+    if not path.is_file():
+        raise EvalError("no database there", where="--db", found=str(path),
+                        fix="give the --db that `keys create` and `serve` use (or set EVALCORE_DB)")
+    return Store(path)
+
+
 def _when(stamp: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.gmtime(stamp)) if stamp else "-"
 
 
 def _list(args: argparse.Namespace) -> int:
-    with Store(args.db) as store:
+    with _existing(args.db) as store:
         keys = list_keys(store, args.tenant)
     print(f"{'id':<18} {'tenant':<16} {'role':<7} {'capability':<16} {'prefix':<9} {'created (UTC)':<17} revoked")
     for key in keys:
@@ -59,7 +70,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _revoke(args: argparse.Namespace) -> int:
-    with Store(args.db) as store:
+    with _existing(args.db) as store:
         key = revoke_key(store, args.key_id)
     print(f"revoked {key.id} (tenant {key.tenant}, role {key.role})")
     return 0

@@ -69,7 +69,8 @@ def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
     print(f"campaign {campaign_id}", file=sys.stderr if as_json else sys.stdout, flush=True)
     campaign = get_campaign(manager.store, campaign_id)
     try:
-        with tqdm(total=campaign["total"], unit="q", file=sys.stderr, disable=None) as bar:
+        # A resumed campaign starts at what it already has, so the rate is this session's.
+        with tqdm(total=campaign["total"], initial=campaign["finished"], unit="q", file=sys.stderr, disable=None) as bar:
             while campaign["status"] in ACTIVE:
                 time.sleep(POLL_S)
                 campaign = get_campaign(manager.store, campaign_id)
@@ -93,14 +94,38 @@ def format_report(report: dict[str, Any]) -> str:
     campaign, summary = report["campaign"], report["summary"]
     lines = [f"status: {campaign['status']}" + (f" ({campaign['error']})" if campaign["error"] else ""),
              f"questions: {campaign['finished']}/{campaign['total']} finished, {campaign['failed']} failed"]
-    if report["aggregates"]:
-        width = max(len(name) for name in report["aggregates"])
-        lines += ["", f"{'measure':<{width}}  {'mean':>8}  {'n':>5}"]
-        for name, value in report["aggregates"].items():
-            mean = "-" if value["mean"] is None else f"{value['mean']:.4f}"
-            lines.append(f"{name:<{width}}  {mean:>8}  {value['count']:>5}")
+    lines += aggregates_table(report["aggregates"])
     latency = summary["mean_latency_s"]
     lines += ["", f"mean latency: {'-' if latency is None else f'{latency:.3f} s'}",
               f"tokens: {summary['tokens']['prompt']} prompt + {summary['tokens']['completion']} completion",
               f"cache hits: {campaign['cache_hits']}"]
     return "\n".join(lines)
+
+
+GROUP_TITLES = {"retrieval": "Retrieval measures", "generation": "Generation measures",
+                "suite": "Suite measures", "judge": "Judge scores", "other": "Other measures"}
+
+
+def aggregates_table(aggregates: dict[str, dict[str, Any]]) -> list[str]:
+    """Lines of the aggregates, grouped as seed 000's panel (retrieval, then generation, ...)."""
+    from evalcore.metrics import MEASURES
+
+    if not aggregates:
+        return []
+    order = {name: position for position, name in enumerate(MEASURES)}
+    groups: dict[str, list[str]] = {group: [] for group in GROUP_TITLES}
+    for name in sorted(aggregates, key=lambda n: (order.get(n, len(order)), n)):
+        measure = MEASURES.get(name)
+        groups[measure.group if measure and measure.group in groups else "other"].append(name)
+    width = max(len(name) for name in aggregates)
+    lines = []
+    for group, names in groups.items():
+        if names:
+            lines += ["", GROUP_TITLES[group], f"  {'measure':<{width}}  {'mean':>8}  {'n':>5}"]
+            lines += [_aggregate_line(name, aggregates[name], width) for name in names]
+    return lines
+
+
+def _aggregate_line(name: str, value: dict[str, Any], width: int) -> str:
+    mean = "-" if value["mean"] is None else f"{value['mean']:.4f}"
+    return f"  {name:<{width}}  {mean:>8}  {value['count']:>5}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import sys
 from collections.abc import Iterable
@@ -12,15 +13,8 @@ from evalcore.errors import EvalError
 from evalcore.metrics import GENERATION_MEASURES, GRADED_MEASURES, aggregate, signature
 from evalcore.metrics.generation import generation_scores
 from evalcore.metrics.graded import graded_retrieval_scores
-from evalcore.metrics.trec import (
-    Judgements,
-    Ranking,
-    evaluate,
-    judgements_by_query,
-    rankings_by_query,
-    read_qrels,
-    read_run,
-)
+from evalcore.metrics.trec import evaluate, judgements_by_query, rankings_by_query
+from evalcore.metrics.trec_files import Judgements, Ranking, integer_ids, read_qrels, read_run
 
 Table = dict[str, dict[str, float | None]]  # id -> measure -> value
 
@@ -49,7 +43,12 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run_score(args: argparse.Namespace) -> int:
     """Score a run against qrels and print per-query values and means."""
+    if args.graded and args.label_min >= args.label_max:
+        raise EvalError("label range is empty", where="--label-min/--label-max",
+                        found=f"{args.label_min}..{args.label_max}", expected="--label-min < --label-max")
     qrels, run = read_qrels(args.qrels), read_run(args.run)
+    if args.qrels.suffix == ".parquet":
+        run = integer_ids(run)  # a dataset's ids are integers: run id 007 is passage 7
     scores = evaluate(qrels, run, complete=args.complete)
     table: Table = {qid: {} for qid in scores.qids}
     for name, column in scores.values.items():
@@ -107,14 +106,16 @@ def _read_answers(path: Path) -> tuple[list[tuple[str, str, list[str]]], list[tu
     if not path.is_file():
         raise EvalError("file not found", where=str(path), fix="check the path")
     items, rejected, seen = [], [], set()
-    try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
-    except UnicodeDecodeError as error:
-        raise EvalError("not UTF-8 text", where=str(path), found=str(error)) from None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
+    # JSONL lines end at \n only: splitlines() would also cut at U+2028 or U+0085, which JSON
+    # strings may hold raw. Each line is decoded alone, so a bad byte costs one line, not the file.
+    data = path.read_bytes().removeprefix(codecs.BOM_UTF8)
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
             continue
-        item, reason = _parse_answer(line)
+        try:
+            item, reason = _parse_answer(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            item, reason = None, "not UTF-8 text"
         if item is not None and item[0] in seen:
             item, reason = None, "this id is already used on an earlier line"
         if item is None:
@@ -135,11 +136,24 @@ def _parse_answer(line: str) -> tuple[tuple[str, str, list[str]] | None, str]:
     key, hyp, refs = record.get("id"), record.get("hypothesis"), record.get("references")
     if not isinstance(key, (str, int)) or isinstance(key, bool):
         return None, "id must be a string or an integer"
+    if isinstance(key, str) and not _printable(key):
+        return None, "id holds a lone surrogate escape (such as \\ud800): it cannot be printed"
+    if isinstance(key, str) and (not key.strip() or any(char in key for char in "\t\r\n\x85\u2028\u2029")):
+        return None, "id must be non-blank, without tabs or line breaks (output lines are tab-separated)"
     if not isinstance(hyp, str):
         return None, "hypothesis must be a string"
     if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
         return None, "references must be a non-empty list of strings"
     return (str(key), hyp, refs), ""
+
+
+def _printable(text: str) -> bool:
+    """Whether the text is valid Unicode (JSON's \\ud800 escapes can make lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _means(table: Table, names: Iterable[str]) -> dict[str, tuple[float | None, int]]:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+from evalcore.errors import EvalError
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -11,6 +14,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     parser.add_argument("--db", help="database file (default .evalcore/evalcore.db or $EVALCORE_DB)")
+    parser.add_argument("--datasets", type=Path, metavar="DIR",
+                        help="folder whose subfolders are the dataset_ids clients may name "
+                             "(default: the project's dataset/; 'default' is its samples/)")
     parser.set_defaults(handler=_serve)
 
 
@@ -20,5 +26,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     from evalcore.api import create_app
 
-    uvicorn.run(create_app(args.db), host=args.host, port=args.port, log_level="info")
+    if args.datasets is not None and not args.datasets.is_dir():
+        raise EvalError("no such folder", where="--datasets", found=str(args.datasets),
+                        fix="give a folder whose subfolders each hold the five Parquet files")
+    uvicorn.run(create_app(args.db, dataset_root=args.datasets), host=args.host, port=args.port, log_level="info")
     return 0

@@ -78,7 +78,8 @@ def export_command(args: argparse.Namespace) -> int:
     if args.out is None:
         sys.stdout.write(text)
     else:
-        args.out.write_text(text, encoding="utf-8", newline="")
+        # With a BOM, Excel opens the file as UTF-8 (accents and Chinese intact); the import skips it.
+        args.out.write_text(text, encoding="utf-8-sig", newline="")
         print(f"wrote {args.out}")
     return 0
 

@@ -78,7 +78,8 @@ def _ask(args: argparse.Namespace) -> int:
         print(f"     {item.text[:160]}")
     for note in result.notes:
         print(f"note: {note}")
-    print(f"\nanswer ({config.generator if config.kind == 'rag' else config.kind}): {result.answer}")
+    answer = "(none)" if result.answer is None else result.answer
+    print(f"\nanswer ({config.generator if config.kind == 'rag' else config.kind}): {answer}")
     if result.llm_calls:
         print(f"tokens: {result.prompt_tokens} prompt + {result.completion_tokens} completion, "
               f"{result.llm_calls} calls ({result.cache_hits} cached)")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from evalcore.errors import EvalError
@@ -137,7 +137,8 @@ def bleu_from_logs(
     if not any(correct[:order]) or any(log is None for log in head):
         return 0.0
     brevity = 1.0 if length >= ref_length else (math.exp(1 - ref_length / length) if length else 0.0)
-    return brevity * math.exp(sum(head) / order) / 100.0  # type: ignore[arg-type]
+    # exp(log(100)) / 100 can land a hair above 1 (sacreBLEU prints 100.00000000000004): clamp.
+    return min(1.0, brevity * math.exp(sum(head) / order) / 100.0)  # type: ignore[arg-type]
 
 
 def bleu_from_statistics(
@@ -205,8 +206,24 @@ def generation_profiles_scores(
     return scores
 
 
+def _checked_references(hypothesis: object, references: object) -> tuple[str, ...]:
+    """The references as a tuple; EvalError for what would be scored wrongly (a bare string is
+    a sequence of characters) or crash."""
+    if not isinstance(hypothesis, str):
+        raise EvalError("the hypothesis must be a string", found=type(hypothesis).__name__)
+    if isinstance(references, (str, bytes)) or not isinstance(references, Iterable):
+        raise EvalError("references must be a list of strings", found=type(references).__name__,
+                        fix='wrap a single reference in a list: ["..."]')
+    texts = tuple(references)
+    kinds = sorted({type(item).__name__ for item in texts if not isinstance(item, str)})
+    if kinds:
+        raise EvalError("references must be a list of strings", found=", ".join(kinds))
+    return texts
+
+
 def generation_scores(
     hypothesis: str, references: Sequence[str], smooth: str = "none", smooth_value: float | None = None
 ) -> dict[str, float]:
     """bleu1 bleu2 bleu4 rouge1 rouge2 rougel of one answer against its reference answers."""
-    return generation_profiles_scores(profile(hypothesis), reference_set(tuple(references)), smooth, smooth_value)
+    texts = _checked_references(hypothesis, references)
+    return generation_profiles_scores(profile(hypothesis), reference_set(texts), smooth, smooth_value)

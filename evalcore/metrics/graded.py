@@ -8,6 +8,7 @@ one of DESIGN section 3 verbatim. Unlabeled retrieved documents ("holes") count 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TypeVar
 
@@ -38,6 +39,10 @@ def default_thresholds(label_min: int, label_max: int) -> dict[str, float]:
 def _check(labels: Mapping[DocId, int], label_min: int, label_max: int) -> None:
     if label_min >= label_max:
         raise EvalError("label range is empty", found=f"{label_min}..{label_max}", expected="label_min < label_max")
+    fractional = [doc for doc, label in labels.items() if not _is_integer(label)]
+    if fractional:
+        raise EvalError("relevance label is not an integer", where=f"document {fractional[0]}",
+                        found=repr(labels[fractional[0]]), expected=f"an integer in {label_min}..{label_max}")
     outside = [doc for doc, label in labels.items() if not label_min <= label <= label_max]
     if outside:
         raise EvalError(
@@ -47,8 +52,24 @@ def _check(labels: Mapping[DocId, int], label_min: int, label_max: int) -> None:
         )
 
 
+def _is_integer(value: object) -> bool:
+    """An int, or a float without a fraction (a bool is no label)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer())
+
+
+def _check_retrieved(retrieved: Sequence[tuple[DocId, float]]) -> None:
+    for position, item in enumerate(retrieved):
+        pair = isinstance(item, (tuple, list)) and len(item) == 2
+        if not pair or isinstance(item[1], bool) or not isinstance(item[1], numbers.Real) or math.isnan(item[1]):
+            raise EvalError("a retrieved item is not a (document id, score) pair with a numeric score",
+                            where=f"retrieved[{position}]", found=repr(item), expected="(id, score), score not NaN")
+
+
 def _order(retrieved: Sequence[tuple[DocId, float]]) -> list[DocId]:
     """Document ids by score descending, ties in input order, repeats kept at their first place."""
+    _check_retrieved(retrieved)
     ranked = sorted(range(len(retrieved)), key=lambda i: -retrieved[i][1])
     return list(dict.fromkeys(retrieved[i][0] for i in ranked))
 
@@ -74,8 +95,8 @@ def _weight(grades: list[int], label_min: int) -> float:
 def _values(
     labels: Mapping[DocId, int], order: list[DocId], label_min: int, label_max: int
 ) -> dict[str, float | None]:
-    found = [labels.get(doc, label_min) for doc in order]
-    every = list(labels.values())
+    found = [int(labels.get(doc, label_min)) for doc in order]
+    every = [int(label) for label in labels.values()]
     holes = sum(doc not in labels for doc in order)
     total_weight = _weight(every, label_min)
     return {

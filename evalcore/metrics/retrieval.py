@@ -12,6 +12,8 @@ from typing import TypeVar
 
 import numpy as np
 
+from evalcore.errors import EvalError
+
 RETRIEVAL_MEASURES = ("precision", "recall", "ndcg@3", "ndcg@10", "mrr", "map")
 NDCG_CUTS = (3, 10)
 DocId = TypeVar("DocId", bound=Hashable)
@@ -41,6 +43,10 @@ def retrieval_scores(
     relevant: Mapping[DocId, int] | Collection[DocId], ranked: Sequence[DocId | None]
 ) -> dict[str, float]:
     """precision, recall, ndcg@3, ndcg@10, mrr, map of one ranked list (misses kept at rank)."""
+    for name, value in (("relevant", relevant), ("ranked", ranked)):
+        if isinstance(value, (str, bytes)):  # would be read as one document per character
+            raise EvalError(f"{name} must be a collection of document ids, not a string", found=repr(value),
+                            fix=f"wrap a single id in a list: [{value!r}]")
     wanted = relevant_set(relevant)
     flags = np.array(relevance_flags(wanted, ranked), dtype=bool)
     offsets = np.array([0, flags.size], dtype=np.int64)

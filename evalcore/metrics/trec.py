@@ -1,45 +1,23 @@
-"""TREC qrels and run files in, per-query retrieval measures out, as `trec_eval -q` computes them.
+"""Per-query retrieval measures of a TREC run against qrels, as `trec_eval -q` computes them.
 
-Reading uses pyarrow's multithreaded CSV reader when the file has one consistent separator;
-anything else (mixed spaces and tabs, a bad line) goes through a line-by-line reader that
-names the file and line of the first problem.
+Files are read by `evalcore.metrics.trec_files`; here ids become integers and every query is
+scored at once with numpy.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 
-from evalcore.dataset import LABEL_COLUMNS
 from evalcore.errors import EvalError
 from evalcore.metrics.retrieval import batch_scores
+from evalcore.metrics.trec_files import Judgements, Ranking, row_place
 
-QRELS_COLUMNS = ("qid", "iter", "docid", "rel")
-RUN_COLUMNS = ("qid", "q0", "docid", "rank", "score", "tag")
 PACKED_BYTES = 8
-
-
-class Judgements(NamedTuple):
-    """Qrels as columns: query id, document id (strings), integer label."""
-
-    qid: pa.Array
-    docid: pa.Array
-    label: np.ndarray
-
-
-class Ranking(NamedTuple):
-    """A run as columns: query id, document id (strings), score."""
-
-    qid: pa.Array
-    docid: pa.Array
-    score: np.ndarray
 
 
 class TrecScores(NamedTuple):
@@ -48,110 +26,6 @@ class TrecScores(NamedTuple):
     qids: list[str]
     values: dict[str, np.ndarray]
     unjudged: int  # run queries without any qrels line, skipped as trec_eval skips them
-
-
-def _open_check(path: Path) -> None:
-    if not path.is_file():
-        raise EvalError("file not found", where=str(path), fix="check the path")
-
-
-def _separator(path: Path) -> str:
-    with path.open("rb") as handle:
-        for raw in handle:
-            if raw.strip():
-                return "\t" if b"\t" in raw else " "
-    return " "
-
-
-def _fast_read(path: Path, names: tuple[str, ...], types: dict[str, pa.DataType]) -> pa.Table | None:
-    """pyarrow's reader for well-formed files; None when the file needs the careful reader."""
-    try:
-        return pacsv.read_csv(
-            path,
-            read_options=pacsv.ReadOptions(column_names=list(names)),
-            parse_options=pacsv.ParseOptions(delimiter=_separator(path), quote_char=False),
-            convert_options=pacsv.ConvertOptions(column_types=types, include_columns=list(types)),
-        )
-    except (pa.ArrowInvalid, UnicodeDecodeError):
-        return None
-
-
-def _careful_read(path: Path, names: tuple[str, ...], types: dict[str, pa.DataType]) -> pa.Table:
-    """Whitespace-separated fields line by line; EvalError naming the first bad line."""
-    columns: dict[str, list[object]] = {name: [] for name in types}
-    kinds = {name: names.index(name) for name in types}
-    with path.open("r", encoding="utf-8", errors="strict") as handle:
-        try:
-            for number, line in enumerate(handle, start=1):
-                fields = line.split()
-                if not fields:
-                    continue
-                if len(fields) != len(names):
-                    raise EvalError(
-                        "wrong number of fields", where=f"{path}:{number}",
-                        found=str(len(fields)), expected=f"{len(names)}: {' '.join(names)}",
-                    )
-                for name, index in kinds.items():
-                    columns[name].append(_convert(fields[index], types[name], f"{path}:{number}", name))
-        except UnicodeDecodeError as error:
-            raise EvalError("not UTF-8 text", where=str(path), found=str(error)) from None
-    return pa.table({name: pa.array(values, type=types[name]) for name, values in columns.items()})
-
-
-def _convert(field: str, kind: pa.DataType, where: str, name: str) -> object:
-    if kind == pa.string():
-        return field
-    try:
-        return int(field) if kind == pa.int64() else float(field)
-    except ValueError:
-        raise EvalError(f"column {name} is not a number", where=where, found=repr(field)) from None
-
-
-def _read(path: Path, names: tuple[str, ...], types: dict[str, pa.DataType]) -> pa.Table:
-    _open_check(path)
-    table = _fast_read(path, names, types)
-    return table if table is not None else _careful_read(path, names, types)
-
-
-def read_qrels(path: str | Path) -> Judgements:
-    """TREC qrels (`qid 0 docid rel`) or a dataset's qrels.parquet (qid, pid, optional label)."""
-    path = Path(path)
-    if path.suffix == ".parquet":
-        return _read_parquet_qrels(path)
-    types = {"qid": pa.string(), "docid": pa.string(), "rel": pa.int64()}
-    table = _read(path, QRELS_COLUMNS, types)
-    return Judgements(table["qid"].combine_chunks(), table["docid"].combine_chunks(), table["rel"].to_numpy())
-
-
-def _read_parquet_qrels(path: Path) -> Judgements:
-    _open_check(path)
-    try:
-        table = pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as error:
-        raise EvalError("not a Parquet file", where=str(path), found=str(error)) from None
-    missing = [name for name in ("qid", "pid") if name not in table.column_names]
-    if missing:
-        raise EvalError("missing column", where=str(path), found=", ".join(missing), expected="qid, pid")
-    label_name = next((name for name in LABEL_COLUMNS if name in table.column_names), None)
-    labels = np.ones(table.num_rows, dtype=np.int64) if label_name is None else _ints(table, label_name, path)
-    # Ids may be stored as int64 or as strings of digits: both become the same decimal string.
-    qid = pa.array(_ints(table, "qid", path).astype(str))
-    pid = pa.array(_ints(table, "pid", path).astype(str))
-    return Judgements(qid, pid, labels)
-
-
-def _ints(table: pa.Table, column: str, path: Path) -> np.ndarray:
-    try:
-        return pd.to_numeric(table[column].to_pandas(), errors="raise").astype(np.int64).to_numpy()
-    except (ValueError, TypeError):
-        raise EvalError(f"column {column} must hold integers", where=str(path)) from None
-
-
-def read_run(path: str | Path) -> Ranking:
-    """A TREC run file (`qid Q0 docid rank score tag`); the rank column is ignored as in trec_eval."""
-    types = {"qid": pa.string(), "docid": pa.string(), "score": pa.float64()}
-    table = _read(Path(path), RUN_COLUMNS, types)
-    return Ranking(table["qid"].combine_chunks(), table["docid"].combine_chunks(), table["score"].to_numpy())
 
 
 def _query_codes(first: pa.Array, second: pa.Array) -> tuple[np.ndarray, np.ndarray, pa.Array]:
@@ -213,9 +87,12 @@ def _labels(run_q: np.ndarray, run_d: np.ndarray, qrels: Judgements, rel_q: np.n
     judged_keys = pd.Index(rel_q * width + judged_docs.get_indexer(rel_d))
     if not judged_keys.is_unique:
         row = int(np.flatnonzero(judged_keys.duplicated())[0])
+        first = int(np.flatnonzero(judged_keys == judged_keys[row])[0])
         raise EvalError(
-            "a document is judged twice for the same query", where="qrels",
-            found=f"query {qrels.qid[row]} document {qrels.docid[row]}", fix="keep one line per (query, document)",
+            "a document is judged twice for the same query (trec_eval refuses it too)",
+            where=row_place(qrels.source, row),
+            found=f"query {qrels.qid[row]} document {qrels.docid[row]}, first at {row_place(qrels.source, first)}",
+            fix="keep one line per (query, document)",
         )
     slot = judged_keys.get_indexer(run_q[known] * width + run_code[known])
     label = np.zeros(run_q.size, dtype=np.int64)

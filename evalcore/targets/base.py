@@ -30,9 +30,12 @@ class Retrieved(NamedTuple):
 
 @dataclass
 class TargetAnswer:
-    """The answer to one question with what was retrieved and what it cost."""
+    """The answer to one question with what was retrieved and what it cost.
 
-    answer: str
+    `answer` is None when the target gave none (a results file row without an answer).
+    """
+
+    answer: str | None
     retrieved: list[Retrieved]
     prompt_tokens: int = 0
     completion_tokens: int = 0

@@ -7,6 +7,7 @@ table value is `agent_headers`.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import math
@@ -54,6 +55,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "retries": (0, 10),
     "retry_backoff": (0.0, 60.0),
 }
+TYPE_NAMES = {int: "a whole number", float: "a number", str: "text (a quoted string)"}
 # Placeholders each template may use, and the ones it must use.
 TEMPLATE_FIELDS = {
     "prompt_template": ({"question", "context"}, {"question", "context"}),
@@ -126,7 +128,7 @@ class TargetConfig:
         if not isinstance(data, dict):
             raise EvalError("a target configuration must be a table of keys", found=type(data).__name__)
         known = {f.name: f for f in fields(cls)}
-        problems = [f"{key}: unknown key" for key in data if key not in known]
+        problems = [_unknown_key(key, value, known) for key, value in data.items() if key not in known]
         values: dict[str, Any] = {}
         for key, value in data.items():
             if key in known:
@@ -146,6 +148,9 @@ class TargetConfig:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise EvalError("configuration file not found", where=str(path), fix="check the path") from None
+        except OSError as error:  # a folder, a file without read permission
+            raise EvalError(f"cannot read the configuration ({error.strerror or error})", where=str(path),
+                            fix="give the path of a TOML file") from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
             raise EvalError(f"not valid TOML: {error}", where=str(path)) from None
         try:
@@ -183,6 +188,14 @@ class TargetConfig:
         return "\n".join(lines) + "\n"
 
 
+def _unknown_key(key: str, value: Any, known: dict[str, Any]) -> str:
+    """The problem line for an unknown key, with the closest known key when it looks like a typo."""
+    if isinstance(value, dict):
+        return f"{key}: unknown table (keys are flat, at the top of the file; the only table is [agent_headers])"
+    close = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.75)
+    return f"{key}: unknown key" + (f" (did you mean {close[0]}?)" if close else "")
+
+
 def _default(field: Any) -> Any:
     return field.default if field.default is not MISSING else field.default_factory()
 
@@ -209,13 +222,14 @@ def _convert(key: str, value: Any, default: Any, problems: list[str]) -> Any:
     else:
         ok = isinstance(value, str)
     if not ok:
-        problems.append(f"{key}: expected {type(default).__name__}, found {value!r}")
+        problems.append(f"{key}: expected {TYPE_NAMES[type(default)]}, found {value!r}")
         return None
     return value
 
 
 def _headers(value: Any, problems: list[str]) -> tuple[tuple[str, str], ...] | None:
-    if isinstance(value, (list, tuple)):
+    # The frozen form is a tuple of (name, value) pairs: accept it back, and nothing else list-like.
+    if isinstance(value, (list, tuple)) and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in value):
         value = dict(value)
     if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
         problems.append(f"agent_headers: expected a table of text values, found {value!r}")

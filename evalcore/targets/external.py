@@ -54,6 +54,8 @@ def as_pid(value: Any) -> int | None:
     """An integer passage id when the source id is one, else None (matched by title/id text)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
+    if isinstance(value, float) and value.is_integer():  # pandas stores a column with gaps as floats
+        return int(value)
     return int(value) if isinstance(value, str) and value.strip().isdigit() else None
 
 
@@ -88,6 +90,10 @@ class HttpAgentTarget:
             sources = json_path(data, self.config.agent_sources_path) or []
         except (KeyError, IndexError):
             sources = []
+        if isinstance(sources, dict):  # one source object instead of a list of them
+            sources = [sources]
+        if not isinstance(sources, list):  # iterating a text would make each character a source
+            raise TypeError(f"{self.config.agent_sources_path} is not a list of sources")
         return answer, [self._source(item) for item in sources]
 
     def _source(self, item: Any) -> Retrieved:
@@ -108,7 +114,7 @@ class HttpAgentTarget:
 
 
 class ResultsFileTarget:
-    """Answers read from a JSONL or Parquet file: qid, ranked_ids, answer (question optional)."""
+    """Answers read from a JSONL or Parquet file: qid, ranked_ids, answer (answer and question optional)."""
 
     def __init__(self, config: TargetConfig) -> None:
         self.config = config
@@ -136,7 +142,8 @@ class ResultsFileTarget:
                             where=self.config.results_path, fix="add a row with this qid to the results file")
         ranked = list(row["ranked_ids"])
         retrieved = [self._retrieved(source, rank, len(ranked)) for rank, source in enumerate(ranked)]
-        return TargetAnswer(answer=str(row.get("answer") or ""), retrieved=retrieved)
+        # A row without an answer (a retrieval-only run) gets no generation measures, not zeros.
+        return TargetAnswer(answer=row.get("answer"), retrieved=retrieved)
 
     def _retrieved(self, source: Any, rank: int, count: int) -> Retrieved:
         pid = as_pid(source)
@@ -154,19 +161,28 @@ def read_results(path: Path) -> list[dict]:
     """Rows of a results file, validated: qid (int or null), ranked_ids (list), answer (text)."""
     if not path.exists():
         raise EvalError("results file not found", where=str(path), fix="check results_path")
-    if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        rows = pq.read_table(path).to_pylist()
-    else:
-        rows = [_json_line(line, path, number) for number, line in
-                enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1) if line.strip()]
+    rows = _read_rows(path)
     problems = [problem for number, row in enumerate(rows, 1) for problem in _row_problems(row, path, number)]
     if problems:
         raise EvalError("invalid results file", problems=problems)
     for row in rows:
         row["qid"] = as_pid(row.get("qid"))
     return rows
+
+
+def _read_rows(path: Path) -> list[dict]:
+    """The raw rows; a file that cannot be read as its suffix says is a user error."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        if path.suffix == ".parquet":
+            return pq.read_table(path).to_pylist()
+        return [_json_line(line, path, number) for number, line in
+                enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1) if line.strip()]
+    except (OSError, pa.ArrowException, UnicodeDecodeError) as error:
+        raise EvalError(f"cannot read the results file ({str(error)[:200]})", where=str(path),
+                        fix="give a UTF-8 JSONL file or a Parquet file with columns qid, ranked_ids, answer") from None
 
 
 def _json_line(line: str, path: Path, number: int) -> dict:

@@ -128,9 +128,12 @@ def rerank_chat_model(config: TargetConfig, cache: Any = None) -> ChatModel:
 
 def rerank(config: TargetConfig, reranker: Reranker | None, question: str, hits: list[Hit],
            answer: TargetAnswer) -> list[Retrieved]:
-    """Apply the reranker, threshold and top-k; fall back to retrieval order (noted) when empty."""
+    """Apply the reranker, threshold and top-k; fall back to retrieval order (noted) when empty.
+
+    Without a reranker the retrieval list is kept whole: `embedding_top_k` alone sets its length.
+    """
     if reranker is None or not hits:
-        return [hit.item for hit in hits][: config.rerank_top_k]
+        return [hit.item for hit in hits]
     scores = reranker.scores(question, hits, answer)
     kept = sorted((position for position, score in scores.items() if score >= config.rerank_threshold),
                   key=lambda position: (-scores[position], position))
