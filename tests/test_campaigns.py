@@ -129,7 +129,7 @@ def test_too_many_failures_fail_the_campaign(manager: CampaignManager, tmp_path:
                                  concurrency=1, max_failed_share=0.3)
     done = manager.wait(campaign_id, timeout=20)
     assert done["status"] == "failed"
-    assert "questions failed (more than 30%)" in done["error"]
+    assert "questions had failed (more than 30%)" in done["error"]
     assert done["failed"] == 4 and done["finished"] == 6  # dispatching stopped at the 4th failure
 
 

@@ -125,3 +125,20 @@ def test_cli_ask_prints_passages_and_answer(tiny_dataset: Path, tmp_path: Path,
     out = capsys.readouterr().out
     assert "  1. pid=12 " in out and "[CGV France]" in out
     assert out.rstrip().endswith("answer (extractive): Le délai de rétractation est de 14 jours calendaires.")
+
+
+def test_config_save_and_list_from_the_command_line(tmp_path, capsys) -> None:
+    from evalcore.cli import main
+    from evalcore.store import Store
+    from evalcore.suites import get_target
+
+    toml = tmp_path / "bm25.toml"
+    toml.write_text('retriever = "bm25"\nembedding_top_k = 10\n')
+    db = str(tmp_path / "t.db")
+    assert main(["config", "save", str(toml), "--name", "bm25 top10", "--db", db]) == 0
+    target_id = capsys.readouterr().out.strip()
+    with Store(db) as store:
+        assert get_target(store, target_id) == TargetConfig(retriever="bm25", embedding_top_k=10)
+    assert main(["config", "list", "--db", db]) == 0
+    assert target_id in capsys.readouterr().out
+    assert main(["config", "save", str(toml), "--tenant", "bad_tenant", "--db", db]) == 2

@@ -262,7 +262,7 @@ class Runner:
             return "cancelled"
         limit = self.plan.max_failed_share * self.plan.total
         if self._failed > limit:
-            return f"{self._failed} of {self.plan.total} questions failed (more than {self.plan.max_failed_share:.0%})"
+            return f"stopped when {self._failed} of {self.plan.total} questions had failed (more than {self.plan.max_failed_share:.0%})"
         return None
 
     def _cache_hits(self) -> int:

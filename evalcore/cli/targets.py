@@ -1,4 +1,4 @@
-"""`python -m evalcore config show|check|diff` and `python -m evalcore ask`."""
+"""`python -m evalcore config show|check|diff|save|list` and `python -m evalcore ask`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evalcore.cli.run import add_db_option
+from evalcore.keys import check_tenant
+from evalcore.store import Store
+from evalcore.suites import list_targets, save_target
 from evalcore.targets import TargetConfig, build_target
 
 
@@ -26,6 +30,16 @@ def register(commands: Any) -> None:
     diff.add_argument("a")
     diff.add_argument("b")
     diff.set_defaults(handler=_diff)
+    save = actions.add_parser("save", help="save a configuration in the database; prints its id (the agent_id of suites)")
+    save.add_argument("file", help="TOML file")
+    save.add_argument("--name", default="", help="a name shown in lists")
+    save.add_argument("--tenant", default="default", help="owner tenant (default: default)")
+    add_db_option(save)
+    save.set_defaults(handler=_save)
+    listing = actions.add_parser("list", help="saved configurations")
+    listing.add_argument("--tenant", help="only this tenant's")
+    add_db_option(listing)
+    listing.set_defaults(handler=_list)
     ask = commands.add_parser("ask", help="ask a target one question; print the ranked passages and the answer")
     ask.add_argument("question")
     ask.add_argument("--config", help="TOML file (default configuration when omitted)")
@@ -53,6 +67,27 @@ def _check(args: argparse.Namespace) -> int:
     config = _load(args.file)
     build_target(config).check()
     print(f"ok {args.file}: kind={config.kind} config_hash={config.config_hash()[:12]}")
+    return 0
+
+
+def _save(args: argparse.Namespace) -> int:
+    config = _load(args.file)
+    with Store(args.db) as store:
+        target_id = save_target(store, config, tenant=check_tenant(args.tenant), name=args.name)
+    print(target_id)
+    print(f"saved {args.file} as {target_id} (tenant {args.tenant})", file=sys.stderr)
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    with Store(args.db) as store:
+        targets = list_targets(store, args.tenant)
+    for target in targets:
+        config = target["config"]
+        print(f"{target['id']}  {target['tenant']:10} {config.get('kind', 'rag'):12} {config.get('retriever', ''):8} "
+              f"{config.get('generator', ''):10} {target['name']}")
+    if not targets:
+        print("no saved configuration: `python -m evalcore config save FILE.toml`", file=sys.stderr)
     return 0
 
 
