@@ -385,8 +385,10 @@ def progress_text(campaign: dict) -> str:
     """finished/total, failed, rate and time left of a campaign, in one line."""
     progress = campaign["progress"]
     parts = [f"{progress['finished']}/{progress['total']} questions"]
-    if campaign["status"] == "running" and not progress["finished"]:
-        parts.append("preparing the knowledge base (indexing the corpus)")
+    if progress.get("stage"):
+        parts.append(progress["stage"])
+    elif campaign["status"] == "running" and not progress["finished"]:
+        parts.append("preparing the knowledge base")
     if campaign.get("failed"):
         parts.append(f"{campaign['failed']} failed")
     if progress.get("rate_per_s"):

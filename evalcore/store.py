@@ -70,7 +70,12 @@ CREATE TABLE api_keys (
 """
 
 # Index i holds the script that takes the schema from version i to i + 1.
-MIGRATIONS: tuple[str, ...] = (SCHEMA_V1,)
+# v2: what a running campaign is doing before its first question (indexing the corpus), shown
+# with its progress so a long index build is visible, and cancellable.
+SCHEMA_V2 = """
+ALTER TABLE campaigns ADD COLUMN stage TEXT;
+"""
+MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2)
 
 
 class NotFound(EvalError):

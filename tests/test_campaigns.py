@@ -297,3 +297,27 @@ def test_cancel_during_setup_asks_no_question(manager: CampaignManager, tiny_dat
     target.release.set()
     assert manager.wait(campaign_id, timeout=20)["status"] == "cancelled"
     assert target.asked == []
+
+
+def test_index_build_shows_its_progress_and_stops_on_cancel(
+    manager: CampaignManager, tiny_dataset: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("evalcore.campaigns.runner.HEARTBEAT_S", 0.05)
+
+    class EndlessIndex(FakeTarget):
+        def prepare(self, passages: Sequence, progress: Callable[[int, int], None] | None = None) -> None:
+            assert progress is not None
+            for done in range(1, 100_000):  # only the cancel ends this build
+                progress(done, 100_000)
+                time.sleep(0.01)
+
+    target = EndlessIndex()
+    campaign_id = manager.launch(dataset=str(tiny_dataset), target=target, concurrency=2)
+    deadline = time.monotonic() + 20
+    while not (get_campaign(manager.store, campaign_id)["progress"]["stage"] or "").startswith("indexing the corpus"):
+        assert time.monotonic() < deadline, get_campaign(manager.store, campaign_id)
+        time.sleep(0.02)
+    manager.cancel(campaign_id)
+    done = manager.wait(campaign_id, timeout=20)
+    assert done["status"] == "cancelled" and target.asked == []
+    assert done["progress"]["stage"] is None  # an ended campaign shows no stage

@@ -158,3 +158,19 @@ def test_a_file_that_is_not_a_database_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(EvalError, match="cannot open the database: file is not a database") as caught:
         Store(path)
     assert caught.value.where == str(path)
+
+
+def test_a_version_one_database_is_migrated_on_open(tmp_path: Path) -> None:
+    from evalcore.store import SCHEMA_V1, split_script
+
+    path = tmp_path / "v1.db"
+    conn = sqlite3.connect(path)
+    for statement in split_script(SCHEMA_V1):
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    with Store(path) as store:
+        columns = {row["name"] for row in store.read("PRAGMA table_info(campaigns)")}
+        assert "stage" in columns
+        assert store.read("PRAGMA user_version")[0][0] == len(MIGRATIONS)

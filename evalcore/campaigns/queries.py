@@ -16,7 +16,7 @@ STATUS_CODES = {"pending": 0, "running": 1, "succeeded": 2}
 _CAMPAIGN_COLUMNS = (
     "id, tenant, kind, source, suite_id, target_id, status, error, total, finished, failed, created_at, "
     "started_at, ended_at, heartbeat, session_finished, cancel_requested, config, dataset_hash, use_judge, "
-    "judges, cache, cache_hits, options"
+    "judges, cache, cache_hits, options, stage"
 )
 
 
@@ -36,7 +36,8 @@ def progress(row: sqlite3.Row | dict, now: float | None = None) -> dict[str, Any
     rate = done_now / elapsed if elapsed > 0 and done_now > 0 else None
     left = row["total"] - row["finished"]
     eta = left / rate if active and rate else (0.0 if left == 0 else None)
-    return {"finished": row["finished"], "total": row["total"], "rate_per_s": rate, "eta_s": eta}
+    stage = row["stage"] if active else None
+    return {"finished": row["finished"], "total": row["total"], "rate_per_s": rate, "eta_s": eta, "stage": stage}
 
 
 def _campaign_dict(row: sqlite3.Row) -> dict[str, Any]:

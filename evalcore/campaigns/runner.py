@@ -143,6 +143,10 @@ class CampaignGone(Exception):
     """The campaign's row was deleted while it ran (its suite or itself was deleted)."""
 
 
+class CancelledDuringSetup(Exception):
+    """A cancel arrived while the knowledge base was being built."""
+
+
 class Runner:
     """Runs a plan on its own thread; setting `cancelled` stops dispatching."""
 
@@ -152,6 +156,7 @@ class Runner:
         self.cancelled = threading.Event()
         self.thread = threading.Thread(target=self.run, name=f"campaign-{plan.campaign_id}", daemon=True)
         self._failed = 0
+        self._stage_written = 0.0
         self._ended = threading.Event()
         self._beats = threading.Thread(target=self._beat_loop, name=f"heartbeat-{plan.campaign_id}", daemon=True)
 
@@ -177,6 +182,8 @@ class Runner:
             self._set_up()
         except CampaignGone:
             raise
+        except CancelledDuringSetup:
+            return "cancelled", None
         except Exception as failure:  # noqa: BLE001 - a broken setup fails the campaign, with its reason
             return "failed", f"setup failed: {error_text(failure)}"
         try:
@@ -194,7 +201,18 @@ class Runner:
             (now, now, self.plan.campaign_id),
         )
         self._beats.start()
-        self.plan.target.prepare(self.plan.passages)
+        self.plan.target.prepare(self.plan.passages, progress=self._preparing)
+        self._update("UPDATE campaigns SET stage = NULL WHERE id = ?", (self.plan.campaign_id,))
+
+    def _preparing(self, done: int, total: int) -> None:
+        """Progress of the index build: stored (at most every half second) and a chance to cancel."""
+        if self.cancelled.is_set():
+            raise CancelledDuringSetup
+        now = time.monotonic()
+        if now - self._stage_written >= 0.5 or done == total:
+            self._stage_written = now
+            self._update("UPDATE campaigns SET stage = ? WHERE id = ?",
+                         (f"indexing the corpus {done}/{total}", self.plan.campaign_id))
 
     def _dispatch(self) -> tuple[str, str | None]:
         plan, pending = self.plan, deque(self.plan.items)

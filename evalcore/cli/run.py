@@ -75,6 +75,7 @@ def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
                 time.sleep(POLL_S)
                 campaign = get_campaign(manager.store, campaign_id)
                 bar.update(campaign["finished"] - bar.n)
+                bar.set_description(campaign["progress"]["stage"] or "", refresh=False)
                 bar.set_postfix(failed=campaign["failed"], refresh=False)
     except KeyboardInterrupt:
         manager.cancel(campaign_id)
