@@ -109,10 +109,15 @@ def load_prompt(name: str) -> JudgePrompt:
                        system=system, user=user, hash=hashlib.sha256(text.encode()).hexdigest()[:16])
 
 
+# The reply parser is part of a verdict: a change to what it accepts is a new version.
+PARSER_VERSION = 2
+
+
 def signature(name: str) -> str:
-    """The judge measure's signature: name, prompt version and prompt hash."""
+    """The judge measure's signature: name, prompt version and hash, output kind, parser version."""
     prompt = load_prompt(name)
-    return f"judge.{prompt.name}|prompt:v{prompt.version}|hash:{prompt.hash}|output:{prompt.output}"
+    return (f"judge.{prompt.name}|prompt:v{prompt.version}|hash:{prompt.hash}|output:{prompt.output}"
+            f"|parser:v{PARSER_VERSION}")
 
 
 def format_context(context: list[str]) -> str:

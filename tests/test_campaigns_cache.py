@@ -68,5 +68,6 @@ def test_judges_are_stored_as_measures_with_details(manager: CampaignManager, ti
     with_expected, without = campaign_results(manager.store, campaign_id)
     assert with_expected["measures"]["judge.score"] == 4.0 and with_expected["measures"]["judge.relevance"] == 4.0
     assert with_expected["judges"]["score"]["reason"] == "Close to the expected answer."
-    assert with_expected["signatures"]["judge.score"].startswith("judge.score|model:openai:fake-model@")
+    assert with_expected["signatures"]["judge.score"].startswith("judge.score|prompt:v1|hash:")
+    assert "|parser:v2|model:openai:fake-model@" in with_expected["signatures"]["judge.score"]
     assert "judge.score" not in without["measures"] and "judge.relevance" in without["measures"]

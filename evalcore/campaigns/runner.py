@@ -80,10 +80,7 @@ def _judge(plan: Plan, item: Item, answer: str, context: list[str]) -> tuple[dic
         details[name] = verdict
         if verdict.get("score") is not None:
             measures[f"judge.{name}"] = float(verdict["score"])
-            signatures[f"judge.{name}"] = (
-                f"judge.{name}|model:{verdict.get('model')}|prompt:{verdict.get('prompt_hash')}"
-                f"|version:{verdict.get('prompt_version')}"
-            )
+            signatures[f"judge.{name}"] = f"{verdict['signature']}|model:{verdict.get('model')}"
     return measures, signatures, details, notes
 
 
