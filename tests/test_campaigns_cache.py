@@ -71,3 +71,24 @@ def test_judges_are_stored_as_measures_with_details(manager: CampaignManager, ti
     assert with_expected["signatures"]["judge.score"].startswith("judge.score|prompt:v1|hash:")
     assert "|parser:v2|model:openai:fake-model@" in with_expected["signatures"]["judge.score"]
     assert "judge.score" not in without["measures"] and "judge.relevance" in without["measures"]
+
+
+def test_judges_asked_several_times_record_their_spread(manager: CampaignManager, tiny_dataset: Path) -> None:
+    from evalcore.suites import Case, create_suite
+
+    suite = create_suite(manager.store, tenant="default", name="sampled", agent_id="default",
+                         cases=[Case("What is the refund window?", "Refunds are accepted within 30 days.")])
+    samples = iter(['{"score": 3, "reason": "a"}', '{"score": 5, "reason": "b"}', '{"score": 4, "reason": "c"}'])
+
+    def reply(path: str, body: object) -> str:
+        return next(samples) if "Independent judgement" in str(body) else "Refunds are accepted within 30 days."
+
+    with FakeOpenAIServer(reply) as server:
+        campaign_id = manager.launch(suite_id=suite.id, config=openai_config(server, tiny_dataset), use_judge=True,
+                                     judge_samples=3, cache=False)
+        done = manager.wait(campaign_id, timeout=30)
+    assert done["options"]["judge_samples"] == 3
+    (row,) = campaign_results(manager.store, campaign_id)
+    verdict = row["judges"]["score"]
+    assert sorted(verdict["samples"]) == [3.0, 4.0, 5.0] and row["measures"]["judge.score"] == 4.0
+    assert verdict["spread"]["max"] - verdict["spread"]["min"] == 2.0

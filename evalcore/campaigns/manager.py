@@ -72,7 +72,7 @@ class CampaignManager:
         target_id: str | None = None, tenant: str = "default", use_judge: bool = False, judges: tuple[str, ...] = (),
         concurrency: int | None = None, cache: bool = True, campaign_id: str | None = None,
         time_limit: float | None = None, max_failed_share: float | None = None, limit: int | None = None,
-        target: Target | None = None,
+        target: Target | None = None, judge_samples: int = 1,
     ) -> str:
         """Validate everything (dataset, configuration, target reachable), start in the background, return the id.
 
@@ -92,7 +92,7 @@ class CampaignManager:
         if not items:
             raise EvalError("there is no question to run", where=suite_id or str(dataset), fix="add questions first")
         judge_names = plans.check_judges((("score",) if use_judge else ()) + tuple(judges))
-        options = self._options(config, concurrency, time_limit, max_failed_share)
+        options = self._options(config, concurrency, time_limit, max_failed_share, judge_samples)
         options["dataset_path"] = str(corpus.path.resolve())  # resume must find the same folder from any working directory
         campaign_id = campaign_id or new_campaign_id(tenant, dataset)
         plan = self._plan(campaign_id, config, corpus, items, len(items), options, judge_names, cache, 0, target)
@@ -109,8 +109,10 @@ class CampaignManager:
 
     @staticmethod
     def _options(config: TargetConfig, concurrency: int | None, time_limit: float | None,
-                 max_failed_share: float | None) -> dict[str, Any]:
+                 max_failed_share: float | None, judge_samples: int = 1) -> dict[str, Any]:
         _check_concurrency(concurrency)
+        if judge_samples < 1:
+            raise EvalError("each judge must be asked at least once", where="judge_samples", found=str(judge_samples))
         if time_limit is not None and time_limit <= 0:
             raise EvalError("the time limit must be positive", where="time_limit", found=str(time_limit))
         if max_failed_share is not None and not 0 <= max_failed_share <= 1:
@@ -119,6 +121,7 @@ class CampaignManager:
             "concurrency": concurrency or plans.default_concurrency(config),
             "time_limit": time_limit or plans.DEFAULT_TIME_LIMIT_S,
             "max_failed_share": plans.DEFAULT_MAX_FAILED_SHARE if max_failed_share is None else max_failed_share,
+            "judge_samples": judge_samples,
         }
 
     def _plan(self, campaign_id: str, config: TargetConfig, corpus: Dataset, items: list[Item], total: int,
@@ -137,7 +140,8 @@ class CampaignManager:
             raise EvalError("judges need a chat model and this target has none", where="judges",
                             fix="configure generator = \"openai\" (or \"local\") or run without judges")
         return Plan(campaign_id, target, corpus.passages, items, total, options["concurrency"], options["time_limit"],
-                    options["max_failed_share"], judges, judge_model, call_cache, hits_before)
+                    options["max_failed_share"], judges, judge_model, call_cache, hits_before,
+                    options.get("judge_samples", 1))
 
     @staticmethod
     def _insert(conn: sqlite3.Connection, record: dict[str, Any], items: list[Item]) -> None:

@@ -48,6 +48,7 @@ class Plan:
     judge_model: Any = None
     cache: StoreCallCache | None = None
     cache_hits_before: int = 0
+    judge_samples: int = 1  # each judge asked this many times; the verdict carries their spread
 
 
 @cache
@@ -73,7 +74,7 @@ def _judge(plan: Plan, item: Item, answer: str, context: list[str]) -> tuple[dic
             continue
         try:
             verdict = run_judge(plan.judge_model, name, question=item.text, answer=answer, context=context,
-                                expected=item.expected_answer)
+                                expected=item.expected_answer, samples=plan.judge_samples)
         except Exception as error:  # noqa: BLE001 - recorded on the question, the campaign goes on
             notes.append(f"judge {name} failed: {error_text(error)}")
             continue

@@ -36,6 +36,8 @@ def register(commands: Any) -> None:
     parser.add_argument("--judge", action="extend", nargs="+", default=[], metavar="NAME",
                         help="LLM judges to run on each answer: score, retrieval, groundedness, groundedness_pro, "
                              "relevance, completeness")
+    parser.add_argument("--judge-samples", type=int, default=1, metavar="N",
+                        help="ask each judge N times (temperature 0.7) and record the spread (default 1)")
     parser.add_argument("--time-limit", type=float, metavar="S", help="seconds per question (default 240)")
     parser.add_argument("--limit", type=int, metavar="N", help="run only the first N questions")
     parser.add_argument("--tenant", default="default", help="workspace owning the campaign")
@@ -57,7 +59,7 @@ def run_command(args: argparse.Namespace) -> int:
     campaign_id = manager.launch(
         dataset=args.dataset, suite_id=args.suite, config=config, target_id=args.target, tenant=args.tenant,
         judges=tuple(args.judge), concurrency=args.concurrency, cache=not args.no_cache,
-        time_limit=args.time_limit, limit=args.limit,
+        time_limit=args.time_limit, limit=args.limit, judge_samples=args.judge_samples,
     )
     return follow(manager, campaign_id, as_json=args.json)
 
