@@ -147,6 +147,8 @@ with st.form("launch"):
     concurrency = middle.number_input("Concurrency (0 = automatic)", min_value=0, max_value=256, value=0)
     limit = middle.number_input("Only the first N questions (0 = all)", min_value=0, value=0, key="limit")
     cache = right.checkbox("Cache model calls", value=True)
+    judge_samples = right.number_input("Ask each judge N times", min_value=1, max_value=20, value=1,
+                                       help="Above 1, judges answer at temperature 0.7 and the spread is recorded.")
     save_as = right.text_input("Save the configuration as", placeholder="optional name",
                                help="Saved before launching (the first value of a sweep); suites can then target it.")
     sweep_key = left.selectbox("Sweep one key", [NO_SWEEP, *(f.name for f in fields(TargetConfig))], key="sweep_key")
@@ -164,7 +166,7 @@ if submitted:
         for config in configs:
             campaign_id = ui.manager().launch(dataset=dataset, suite_id=suite_id, config=config, target_id=target_id,
                                               use_judge=use_judge, judges=tuple(judges), concurrency=concurrency or None,
-                                              cache=cache, limit=limit or None)
+                                              cache=cache, limit=limit or None, judge_samples=int(judge_samples))
             st.session_state["launched"] = [campaign_id, *st.session_state.get("launched", [])]
             ui.select_next_run("campaign_id", campaign_id)
 
