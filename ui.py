@@ -220,8 +220,12 @@ def chart(figure: Any, name: str, key: str) -> None:
     """Show a chart with its PNG and HTML downloads (both built only when clicked)."""
     st.plotly_chart(figure, key=f"{key}-chart")
     left, right, _ = st.columns([1, 1, 4])
-    left.download_button("PNG", data=lambda: png_bytes(figure), file_name=f"{name}.png", mime="image/png",
-                         key=f"{key}-png", on_click="ignore")
+    if Path(os.environ.get("BROWSER_PATH", CHROMIUM)).exists():
+        left.download_button("PNG", data=lambda: png_bytes(figure), file_name=f"{name}.png", mime="image/png",
+                             key=f"{key}-png", on_click="ignore")
+    else:  # kaleido renders with a local Chromium and must never download one
+        left.button("PNG", key=f"{key}-png", disabled=True,
+                    help="PNG export needs Chromium: `apt-get install chromium`, or set BROWSER_PATH to a Chrome binary.")
     right.download_button("HTML", data=lambda: html_bytes(figure), file_name=f"{name}.html", mime="text/html",
                           key=f"{key}-html", on_click="ignore")
 

@@ -286,6 +286,15 @@ def test_compare_two_campaigns(filled: dict, monkeypatch: pytest.MonkeyPatch) ->
     assert at.get("plotly_chart")
 
 
+def test_png_export_is_disabled_with_a_reason_when_no_chromium(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BROWSER_PATH", "/nonexistent/chromium")
+    at = page_test(filled["db"], monkeypatch, "pages/compare.py")
+    assert_clean(at)
+    png = [b for b in at.button if b.label == "PNG"]
+    assert png and all(b.disabled for b in png)
+    assert "apt-get install chromium" in png[0].help
+
+
 def test_each_pick_of_a_campaign_applies(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
     for campaign_id in (filled["top2"], filled["suite"], filled["top30"], filled["top2"]):
