@@ -98,7 +98,8 @@ def show_result(result: dict) -> None:
                 for name, value in result["measures"].items()]
     if measures:
         st.dataframe(pd.DataFrame(measures), hide_index=True)
-    judges = [{"judge": name, **{k: v.get(k) for k in ("score", "result", "threshold", "reason", "model")}}
+    judges = [{"judge": name, **{k: v.get(k) for k in ("score", "result", "threshold", "reason", "model")},
+               "samples": ", ".join(ui.fmt_value(x, 1) for x in v.get("samples") or []) or None}
               for name, v in result["judges"].items()]
     if judges:
         st.dataframe(pd.DataFrame(judges), hide_index=True)
