@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -23,7 +20,6 @@ from evalcore.api import (
 from evalcore.api.limits import MAX_BODY_BYTES, BodyLimit
 from evalcore.api.normalize import Normalize
 from evalcore.campaigns import get_manager
-from evalcore.store import Store
 
 DESCRIPTION = """RAG evaluation workbench API: seed 000's evaluation tasks, seed 003's question suites
 and their campaigns, paged per-question results and comparisons.
@@ -37,20 +33,15 @@ Every route except `/api/v1/health` needs `Authorization: Bearer <key>` (create 
 def create_app(db_path: str | Path | None = None, *, dataset_root: Path | None = None,
                max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
     """The API over one database (default .evalcore/evalcore.db or $EVALCORE_DB)."""
-    store = Store(db_path)
-
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
-        store.close()
-
+    # One process, one writer per database: the API shares the campaign manager's store (the manager
+    # is process-wide and outlives any one app, so the app does not close it).
+    manager = get_manager(db_path)
     # The stock /docs and /redoc pages load their scripts from CDNs: ours (evalcore.api.docs) work offline.
-    app = FastAPI(title="evalcore", version=evalcore.__version__, description=DESCRIPTION, lifespan=lifespan,
+    app = FastAPI(title="evalcore", version=evalcore.__version__, description=DESCRIPTION,
                   docs_url=None, redoc_url=None)
-    app.state.store = store
+    app.state.store = manager.store
     app.state.dataset_root = dataset_root
-    # The manager is process-wide and starts worker threads: made on the first launch only.
-    app.state.manager = functools.cache(lambda: get_manager(store.path))
+    app.state.manager = manager
     errors.install(app, auth.authentication_error)
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     app.add_middleware(Normalize)

@@ -59,7 +59,7 @@ def read(request: Request, campaign_id: CampaignId, key: Viewer) -> dict[str, An
 def cancel(request: Request, campaign_id: CampaignId, key: Admin) -> dict[str, Any]:
     """No new question starts; those in flight finish; then its status is cancelled (409 if already over)."""
     campaign_of(request, campaign_id, key)
-    request.app.state.manager().cancel(campaign_id, tenant=key.tenant)
+    request.app.state.manager.cancel(campaign_id, tenant=key.tenant)
     return ok({"campaign": campaign_json(campaign_of(request, campaign_id, key))})
 
 

@@ -137,7 +137,7 @@ def create_evaluation(request: Request, key: Admin,
     path = _dataset_path(request, body.dataset_id)
     config = resolve_target(store, key.tenant, body.knowledge_base_id, body.chat_id, body.rerank_id)
     task_id = new_campaign_id(key.tenant, body.dataset_id)
-    request.app.state.manager().launch(dataset=str(path), config=config, tenant=key.tenant, campaign_id=task_id)
+    request.app.state.manager.launch(dataset=str(path), config=config, tenant=key.tenant, campaign_id=task_id)
     return ok({"task": task_json(get_campaign(store, task_id, key.tenant))})
 
 

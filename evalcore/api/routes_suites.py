@@ -136,7 +136,7 @@ def launch(request: Request, suite_id: SuiteId, key: Admin,
     """Returns at once with the pending campaign; 409 (with its id) while another one runs."""
     suite = _suite(request, suite_id, key)
     body = body or RunIn()
-    run_id = request.app.state.manager().launch(suite_id=suite.id, tenant=key.tenant, use_judge=body.use_judge)
+    run_id = request.app.state.manager.launch(suite_id=suite.id, tenant=key.tenant, use_judge=body.use_judge)
     return ok({"run": campaign_json(get_campaign(request.app.state.store, run_id, key.tenant))})
 
 
