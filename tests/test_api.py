@@ -137,25 +137,36 @@ def test_health_needs_no_key_and_openapi_is_served(api: Api) -> None:
     assert "swagger" in api.call("GET", "/docs", key=None).text.lower()
 
 
-def test_serve_command_serves_the_api(tmp_path: Path) -> None:
+@contextmanager
+def serve_command(db: Path, datasets: Path | None = None) -> Iterator[str]:
+    """`python -m evalcore serve` in its own process on a free loopback port; yield its base URL."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    command = [sys.executable, "-m", "evalcore", "serve", "--port", str(port), "--db", str(tmp_path / "serve.db")]
+    command = [sys.executable, "-m", "evalcore", "serve", "--port", str(port), "--db", str(db)]
+    command += ["--datasets", str(datasets)] if datasets else []
     server = subprocess.Popen(command, cwd=Path(__file__).resolve().parent.parent,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
     try:
-        deadline, answer = time.monotonic() + 60, None
-        while answer is None and server.poll() is None and time.monotonic() < deadline:
+        deadline = time.monotonic() + 60
+        while server.poll() is None and time.monotonic() < deadline:
             try:
-                answer = httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=5)
+                httpx.get(f"{url}/api/v1/health", timeout=5)
+                break
             except httpx.TransportError:
                 time.sleep(0.2)
-        assert answer is not None and answer.json()["data"]["status"] == "ok"
-        assert httpx.get(f"http://127.0.0.1:{port}/api/v1/eval-suites", timeout=5).status_code == 401
+        yield url
     finally:
         server.terminate()
         server.wait(30)
+
+
+def test_serve_command_serves_the_api(tmp_path: Path) -> None:
+    with serve_command(tmp_path / "serve.db") as url:
+        answer = httpx.get(f"{url}/api/v1/health", timeout=5)
+        assert answer.json()["data"]["status"] == "ok"
+        assert httpx.get(f"{url}/api/v1/eval-suites", timeout=5).status_code == 401
     assert (tmp_path / "serve.db").exists()
 
 

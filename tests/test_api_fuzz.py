@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,28 +10,23 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 
-from tests.test_api import make_api, serve
+from tests.test_api import make_api, serve_command
 
 schema = schemathesis.pytest.from_fixture("openapi")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def deep_stack() -> Iterator[None]:
-    """Room for Hypothesis, which parses module sources deep inside schemathesis' strategies.
-
-    At the default limit a RecursionError there surfaces, on CPython 3.11.7, as a spurious
-    "AST constructor recursion depth mismatch" SystemError (CPython gh-106905) and fails the run.
-    """
-    previous = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(previous, 5000))
-    yield
-    sys.setrecursionlimit(previous)
-
-
 @pytest.fixture(scope="module")
 def fuzz_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    app, keys, _ = make_api(Path(tmp_path_factory.mktemp("fuzz")))
-    with serve(app) as url:
+    """The API in its own process (`python -m evalcore serve`), as a client would reach it.
+
+    Out of process on purpose: on CPython 3.11.7 the AST builder's recursion-depth bookkeeping is
+    not safe across threads (gh-106905), and Hypothesis parsing sources here while the server's
+    threads run campaigns in this same process failed at random with "AST constructor recursion
+    depth mismatch" (2 runs in 6 with the server in a thread, 0 in 6 out of process).
+    """
+    tmp = Path(tmp_path_factory.mktemp("fuzz"))
+    _, keys, _ = make_api(tmp)
+    with serve_command(tmp / "api.db", tmp / "datasets") as url:
         yield url, keys["full"]
 
 
