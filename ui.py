@@ -21,14 +21,14 @@ import streamlit as st
 
 from evalcore.campaigns import campaign_aggregates, campaign_results, get_manager, list_campaigns
 from evalcore.csvcells import safe_cell
-from evalcore.dataset import FILES, Dataset, dataset_stats, load_dataset, resolve_dataset
+from evalcore.datasets import FILES, Dataset, dataset_stats, load_dataset, resolve_dataset
+from evalcore.datasets.uploads import list_datasets, validate_upload  # noqa: F401 - the pages use them through ui
 from evalcore.errors import EvalError
 from evalcore.metrics import MEASURES
 from evalcore.store import Store, default_db_path
-from evalcore.suites import list_targets
 from evalcore.targets import TargetConfig
+from evalcore.targets.saved import list_targets
 from evalcore.text import tokenize
-from evalcore.uploads import list_datasets, validate_upload  # noqa: F401 - the pages use them through ui
 
 CHROMIUM = "/usr/bin/chromium"
 ACTIVE = ("pending", "running")

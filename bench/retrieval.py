@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evalcore.dataset import Passage, load_dataset
+from evalcore.datasets import Passage, load_dataset
 from evalcore.targets import TargetConfig
 from evalcore.targets.knowledge import build_knowledge_base, clear_memo, embed_query, get_embedder
 from evalcore.targets.retrieval import search

@@ -269,7 +269,7 @@ def mark_orphans(conn: sqlite3.Connection) -> int:
 
 
 class StoreCallCache:
-    """The model-call cache (evalcore.llm.CallCache) on the call_cache table, counting its hits."""
+    """The model-call cache (evalcore.models.CallCache) on the call_cache table, counting its hits."""
 
     def __init__(self, store: Store) -> None:
         self.store = store

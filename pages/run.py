@@ -13,9 +13,10 @@ from evalcore.campaigns import get_campaign
 from evalcore.errors import EvalError
 from evalcore.judges import JUDGES
 from evalcore.store import NotFound
-from evalcore.suites import get_target, list_suites, save_target
+from evalcore.suites import list_suites
 from evalcore.targets import TargetConfig
 from evalcore.targets.config import CHOICES, RANGES
+from evalcore.targets.saved import get_target, save_target
 
 NO_SWEEP = "(no sweep)"
 # What a newcomer launches without configuring anything: no embedding index to build, no model.

@@ -9,9 +9,9 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from evalcore.dataset import DATASET_ROOT
-from evalcore.suite_csv import export_suite_csv, parse_suite_csv
+from evalcore.datasets import DATASET_ROOT
 from evalcore.suites import MAX_CASES, MAX_SOURCES, Case, create_suite, delete_suite, list_suites, replace_suite
+from evalcore.suites.csvfile import export_suite_csv, parse_suite_csv
 
 NEW = "(new suite)"
 SAMPLE_SUITE = DATASET_ROOT / "samples" / "suite.csv"

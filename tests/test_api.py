@@ -20,8 +20,8 @@ import uvicorn
 import evalcore
 from evalcore.api import create_app
 from evalcore.keys import create_key, revoke_key
-from evalcore.suites import save_target
 from evalcore.targets import TargetConfig
+from evalcore.targets.saved import save_target
 from evalcore.testing.openai_server import FakeOpenAIServer, Reply
 from tests.conftest import write_dataset
 

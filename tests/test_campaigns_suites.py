@@ -14,13 +14,11 @@ from evalcore.suites import (
     create_suite,
     delete_suite,
     get_suite,
-    get_target,
     list_suites,
-    list_targets,
     replace_suite,
-    save_target,
 )
 from evalcore.targets import TargetConfig
+from evalcore.targets.saved import get_target, list_targets, save_target
 from tests.test_campaigns import FakeTarget
 
 CASES = [

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evalcore.cli import main as cli
-from evalcore.dataset import dataset_stats, load_dataset, resolve_dataset
+from evalcore.datasets import dataset_stats, load_dataset, resolve_dataset
 from evalcore.errors import EvalError
 from tests.conftest import TINY, write_dataset
 

@@ -6,7 +6,7 @@ import pytest
 
 from evalcore import judges
 from evalcore.errors import EvalError
-from evalcore.llm import ChatReply, OpenAIChatModel
+from evalcore.models import ChatReply, OpenAIChatModel
 from evalcore.testing.openai_server import FakeOpenAIServer, Reply
 
 LIKERT = [

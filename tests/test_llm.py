@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from evalcore.errors import EvalError
-from evalcore.llm import ChatReply, ModelError, OpenAIChatModel, backoff_delay, cache_key
+from evalcore.models import ChatReply, ModelError, OpenAIChatModel, backoff_delay, cache_key
 from evalcore.testing import FakeOpenAIServer, Reply
 
 MESSAGES = [{"role": "user", "content": "Capital of France?"}]

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from evalcore.dataset import dataset_stats, load_dataset
+from evalcore.datasets import dataset_stats, load_dataset
 from evalcore.text import tokenize
 
 HAN = re.compile(r"[\u4e00-\u9fff]")

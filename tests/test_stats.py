@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest, permutation_test
 
-from evalcore import stats
+from evalcore.compare import stats
 
 
 def brute_force_sign_flip(diffs: list[float]) -> float:

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from evalcore.cli import main
 from evalcore.errors import EvalError
-from evalcore.suite_csv import export_suite_csv, parse_suite_csv
 from evalcore.suites import Case
+from evalcore.suites.csvfile import export_suite_csv, parse_suite_csv
 
 SAMPLE = Path(__file__).resolve().parents[1] / "dataset" / "samples" / "suite.csv"
 

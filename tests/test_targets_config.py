@@ -130,7 +130,7 @@ def test_cli_ask_prints_passages_and_answer(tiny_dataset: Path, tmp_path: Path,
 def test_config_save_and_list_from_the_command_line(tmp_path, capsys) -> None:
     from evalcore.cli import main
     from evalcore.store import Store
-    from evalcore.suites import get_target
+    from evalcore.targets.saved import get_target
 
     toml = tmp_path / "bm25.toml"
     toml.write_text('retriever = "bm25"\nembedding_top_k = 10\n')

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from evalcore.errors import EvalError
-from evalcore.llm import ModelError
+from evalcore.models import ModelError
 from evalcore.targets import TargetConfig, build_target
 from evalcore.targets.external import json_path
 from evalcore.testing import FakeOpenAIServer, Reply

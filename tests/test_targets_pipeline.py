@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evalcore.errors import EvalError
-from evalcore.llm import ModelError
+from evalcore.models import ModelError
 from evalcore.targets import TargetConfig, build_target
 from evalcore.targets.base import RERANK_EMPTY_NOTE
 from evalcore.targets.generation import ExtractiveGenerator, language

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evalcore.dataset import DATASET_ROOT, Passage, load_dataset
+from evalcore.datasets import DATASET_ROOT, Passage, load_dataset
 from evalcore.targets import RagTarget, TargetConfig
 from evalcore.targets.knowledge import build_knowledge_base, chunk_passage, clear_memo
 from evalcore.testing.corpus import QUESTIONS, corpus

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evalcore.dataset import load_dataset
-from evalcore.uploads import validate_upload
+from evalcore.datasets import load_dataset
+from evalcore.datasets.uploads import validate_upload
 
 
 @pytest.fixture

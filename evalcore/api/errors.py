@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Match
 
-from evalcore.dataset import DATASET_ROOT
+from evalcore.datasets import DATASET_ROOT
 from evalcore.errors import EvalError
 from evalcore.store import Conflict, NotFound
 

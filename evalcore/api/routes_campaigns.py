@@ -11,7 +11,7 @@ from evalcore.api.auth import Admin, Viewer
 from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
 from evalcore.campaigns import NotFound, campaign_aggregates, campaign_results, get_campaign, list_campaigns
 from evalcore.compare import compare_campaigns
-from evalcore.dataset import DEFAULT_DATASET
+from evalcore.datasets import DEFAULT_DATASET
 from evalcore.keys import KeyInfo
 
 router = APIRouter(prefix="/api/v1", tags=["campaigns"], responses=ERROR_RESPONSES)

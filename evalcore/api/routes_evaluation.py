@@ -11,11 +11,11 @@ from fastapi import APIRouter, Body, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalcore.api.auth import Admin, Viewer
+from evalcore.api.configurations import resolve_target
 from evalcore.api.errors import ERROR_RESPONSES, ApiError, ok, shown
 from evalcore.api.routes_campaigns import campaign_of, dataset_name
-from evalcore.api.targets import resolve_target
 from evalcore.campaigns import campaign_aggregates, get_campaign, new_campaign_id, status_code
-from evalcore.dataset import load_dataset, resolve_dataset
+from evalcore.datasets import load_dataset, resolve_dataset
 from evalcore.errors import EvalError
 
 router = APIRouter(prefix="/api/v1/evaluation", tags=["evaluation (seed 000)"], responses=ERROR_RESPONSES)

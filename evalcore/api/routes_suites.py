@@ -8,9 +8,9 @@ from fastapi import APIRouter, Body, Path, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalcore.api.auth import Admin, Viewer
+from evalcore.api.configurations import saved_target
 from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
 from evalcore.api.routes_campaigns import campaign_json, campaign_of
-from evalcore.api.targets import saved_target
 from evalcore.campaigns import NotFound, campaign_results, campaign_summary, get_campaign, list_campaigns
 from evalcore.keys import KeyInfo
 from evalcore.suites import (

@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalcore.api.auth import FullAdmin, Viewer
 from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
-from evalcore.suites import list_targets, save_target
 from evalcore.targets import TargetConfig
+from evalcore.targets.saved import list_targets, save_target
 
 router = APIRouter(prefix="/api/v1/targets", tags=["targets"], responses=ERROR_RESPONSES)
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from evalcore.campaigns import plans
 from evalcore.campaigns.queries import get_campaign
 from evalcore.campaigns.runner import Item, Plan, Runner
-from evalcore.dataset import Dataset
+from evalcore.datasets import Dataset
 from evalcore.errors import EvalError
 from evalcore.store import ACTIVE, Conflict, Store, StoreCallCache, default_db_path, dumps, mark_orphans
 from evalcore.suites import get_suite

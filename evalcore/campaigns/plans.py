@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.campaigns.runner import Item
-from evalcore.dataset import Dataset, load_dataset
+from evalcore.datasets import Dataset, load_dataset
 from evalcore.errors import EvalError
 from evalcore.store import Store, dumps
-from evalcore.suites import Suite, get_target
+from evalcore.suites import Suite
+from evalcore.targets.saved import get_target
 
 if TYPE_CHECKING:
     from evalcore.targets import TargetConfig

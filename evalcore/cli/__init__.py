@@ -17,6 +17,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m evalcore", description="RAG evaluation workbench")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module_info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if module_info.name.startswith("_"):
+            continue  # shared helpers, not commands
         module = importlib.import_module(f"{__name__}.{module_info.name}")
         module.register(commands)
     return parser

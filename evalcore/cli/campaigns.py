@@ -13,15 +13,14 @@ from evalcore.campaigns import (
     campaign_results,
     campaign_summary,
     get_campaign,
-    get_manager,
     list_campaigns,
 )
 from evalcore.campaigns.export import FORMATS, export_campaign
-from evalcore.cli.run import add_db_option, follow, format_report
-from evalcore.errors import EvalError
+from evalcore.cli._common import Commands, add_db_option, manager_of, store_of, write_file
+from evalcore.cli.run import follow, format_report
 
 
-def register(commands: Any) -> None:
+def register(commands: Commands) -> None:
     """Add the `campaigns` subcommand and its actions."""
     parser = commands.add_parser("campaigns", help="list, inspect, resume, cancel, delete and export campaigns")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -56,7 +55,7 @@ def register(commands: Any) -> None:
 
 def list_command(args: argparse.Namespace) -> int:
     """Print the campaigns as a table (or JSON)."""
-    campaigns = list_campaigns(get_manager(args.db).store)
+    campaigns = list_campaigns(store_of(args))
     if args.json:
         print(json.dumps(campaigns, indent=2, ensure_ascii=False))
         return 0
@@ -72,7 +71,7 @@ def list_command(args: argparse.Namespace) -> int:
 
 def show_command(args: argparse.Namespace) -> int:
     """Print one campaign with its aggregates and the errors of its failed questions."""
-    store = get_manager(args.db).store
+    store = store_of(args)
     report = {"campaign": get_campaign(store, args.id), "aggregates": campaign_aggregates(store, args.id),
               "summary": campaign_summary(store, args.id)}
     if args.json:
@@ -99,46 +98,36 @@ def _changed(config: dict[str, Any]) -> dict[str, Any]:
 
 def resume_command(args: argparse.Namespace) -> int:
     """Resume in the foreground."""
-    manager = get_manager(args.db)
+    manager = manager_of(args)
     return follow(manager, manager.resume(args.id, concurrency=args.concurrency, dataset=args.dataset), as_json=args.json)
 
 
 def retry_command(args: argparse.Namespace) -> int:
     """Retry the failed questions in the foreground."""
-    manager = get_manager(args.db)
+    manager = manager_of(args)
     return follow(manager, manager.retry_failed(args.id, concurrency=args.concurrency, dataset=args.dataset), as_json=args.json)
 
 
 def cancel_command(args: argparse.Namespace) -> int:
     """Ask the process running the campaign to stop dispatching."""
-    get_manager(args.db).cancel(args.id)
+    manager_of(args).cancel(args.id)
     print(f"cancel requested for {args.id}")
     return 0
 
 
 def delete_command(args: argparse.Namespace) -> int:
     """Delete a campaign and its results."""
-    get_manager(args.db).delete(args.id)
+    manager_of(args).delete(args.id)
     print(f"deleted {args.id}")
     return 0
 
 
 def export_command(args: argparse.Namespace) -> int:
     """Write the results in the chosen format."""
-    text = export_campaign(get_manager(args.db).store, args.id, args.format)
+    text = export_campaign(store_of(args), args.id, args.format)
     if args.out is None:
         sys.stdout.write(text)
     else:
-        write_file(args.out, text)
+        write_file(args.out, text, "the export")
         print(f"wrote {args.out}", file=sys.stderr)
     return 0
-
-
-def write_file(path: Path, text: str) -> None:
-    """Write text, creating missing folders; a path that cannot be written is a user error."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise EvalError(f"cannot write the export ({error.strerror or error})", where=str(path),
-                        fix="give a file path in a folder you can write to") from None

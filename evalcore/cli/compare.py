@@ -4,48 +4,35 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
+from evalcore.cli._common import Commands, add_db_option, positive_int, store_of
 from evalcore.compare import Comparison, compare_campaigns, compare_sweep
+from evalcore.compare.stats import RESAMPLES
 from evalcore.errors import EvalError
-from evalcore.stats import RESAMPLES
-from evalcore.store import Store
 
 SHOWN_VERDICTS = ("worse", "better", "new", "removed")
 
 
-def register(commands: Any) -> None:
+def register(commands: Commands) -> None:
     """Add the `compare` command."""
     parser = commands.add_parser("compare", help="compare campaigns: verdicts per question, deltas with 95%% intervals")
     parser.add_argument("ids", nargs="+", metavar="ID", help="campaign A (baseline) and B; more ids compare a sweep")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap and randomization test")
     parser.add_argument("--resamples", type=positive_int, default=RESAMPLES, help=f"resamples (default {RESAMPLES})")
-    parser.add_argument("--db", type=Path, metavar="PATH", help="database file (default: $EVALCORE_DB or .evalcore/evalcore.db)")
+    add_db_option(parser)
     parser.set_defaults(handler=compare_command)
-
-
-def positive_int(text: str) -> int:
-    """argparse type: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, found {text!r}")
-    return value
 
 
 def compare_command(args: argparse.Namespace) -> int:
     """Compare and print as text or JSON."""
     if len(args.ids) < 2:
         raise EvalError("compare needs at least two campaign ids", found=str(len(args.ids)), expected=">= 2")
-    with Store(args.db) as store:
-        if len(args.ids) == 2:
-            result: Any = compare_campaigns(store, args.ids[0], args.ids[1], seed=args.seed, resamples=args.resamples)
-        else:
-            result = compare_sweep(store, args.ids, seed=args.seed, resamples=args.resamples)
+    if len(args.ids) == 2:
+        result: Any = compare_campaigns(store_of(args), args.ids[0], args.ids[1], seed=args.seed, resamples=args.resamples)
+    else:
+        result = compare_sweep(store_of(args), args.ids, seed=args.seed, resamples=args.resamples)
     if args.json:
         data = result.to_dict() if isinstance(result, Comparison) else result
         print(json.dumps(data, ensure_ascii=False, indent=2, default=str))

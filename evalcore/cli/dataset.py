@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from evalcore.dataset import dataset_stats, load_dataset
+from evalcore.datasets import dataset_stats, load_dataset
 
 
 def register(commands: Any) -> None:

@@ -14,14 +14,15 @@ from evalcore.campaigns import (
     campaign_aggregates,
     campaign_summary,
     get_campaign,
-    get_manager,
 )
+from evalcore.cli import _common
+from evalcore.cli._common import Commands, add_db_option
 from evalcore.store import ACTIVE
 
 POLL_S = 0.5
 
 
-def register(commands: Any) -> None:
+def register(commands: Commands) -> None:
     """Add the `run` subcommand."""
     parser = commands.add_parser("run", help="run a campaign in the foreground and print its aggregates",
                                  description="Run a target over a dataset or a suite, with a progress bar.")
@@ -45,16 +46,11 @@ def register(commands: Any) -> None:
     parser.set_defaults(handler=run_command)
 
 
-def add_db_option(parser: argparse.ArgumentParser) -> None:
-    """--db, shared by every campaign command."""
-    parser.add_argument("--db", type=Path, metavar="PATH", help="database file (default: $EVALCORE_DB or .evalcore/evalcore.db)")
-
-
 def run_command(args: argparse.Namespace) -> int:
     """Launch, follow to the end, report."""
     from evalcore.targets import TargetConfig
 
-    manager = get_manager(args.db)
+    manager = _common.manager_of(args)
     config = TargetConfig.from_toml(args.config) if args.config else None
     campaign_id = manager.launch(
         dataset=args.dataset, suite_id=args.suite, config=config, target_id=args.target, tenant=args.tenant,

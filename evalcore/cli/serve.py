@@ -5,15 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from evalcore.cli._common import Commands, add_db_option
 from evalcore.errors import EvalError
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: Commands) -> None:
     """Add `serve`."""
     parser = commands.add_parser("serve", help="serve the REST API (OpenAPI at /docs and /openapi.json)")
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    parser.add_argument("--db", help="database file (default .evalcore/evalcore.db or $EVALCORE_DB)")
+    add_db_option(parser)
     parser.add_argument("--datasets", type=Path, metavar="DIR",
                         help="folder whose subfolders are the dataset_ids clients may name "
                              "(default: the project's dataset/; 'default' is its samples/)")

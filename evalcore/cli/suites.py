@@ -5,17 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
+from evalcore.cli._common import Commands, add_db_option, store_of
 from evalcore.errors import EvalError
-from evalcore.store import Store
-from evalcore.suite_csv import export_suite_csv, parse_suite_csv
-from evalcore.suites import create_suite, delete_suite, get_suite, list_suites
-
-DB_HELP = "database file (default: $EVALCORE_DB or .evalcore/evalcore.db)"
+from evalcore.suites import create_suite, delete_suite, export_suite_csv, get_suite, list_suites, parse_suite_csv
 
 
-def register(commands: Any) -> None:
+def register(commands: Commands) -> None:
     """Add the `suites` command group."""
     parser = commands.add_parser("suites", help="import, list, export and delete question suites")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -37,7 +33,7 @@ def register(commands: Any) -> None:
     delete.add_argument("id", help="suite id")
     delete.set_defaults(handler=delete_command)
     for action in (imp, listing, export, delete):
-        action.add_argument("--db", type=Path, metavar="PATH", help=DB_HELP)
+        add_db_option(action)
 
 
 def import_command(args: argparse.Namespace) -> int:
@@ -54,16 +50,14 @@ def import_command(args: argparse.Namespace) -> int:
                         fix="correct those lines, or pass --valid-only to import the valid ones")
     if not report.cases:
         raise EvalError("no valid case to import", where=str(args.file))
-    with Store(args.db) as store:
-        suite = create_suite(store, tenant=args.tenant, name=args.name, agent_id=args.agent, cases=report.cases)
+    suite = create_suite(store_of(args), tenant=args.tenant, name=args.name, agent_id=args.agent, cases=report.cases)
     print(f"imported {len(suite.cases)} case(s) into suite {suite.id} ({suite.name})")
     return 0
 
 
 def list_command(args: argparse.Namespace) -> int:
     """One line per suite: id, cases, target, name."""
-    with Store(args.db) as store:
-        suites = list_suites(store, tenant=args.tenant)
+    suites = list_suites(store_of(args), tenant=args.tenant)
     if not suites:
         print("no suite yet: import one with `python -m evalcore suites import FILE.csv --name N --agent ID`")
     for suite in suites:
@@ -73,8 +67,7 @@ def list_command(args: argparse.Namespace) -> int:
 
 def export_command(args: argparse.Namespace) -> int:
     """Write the suite's CSV to --out or standard output."""
-    with Store(args.db) as store:
-        text = export_suite_csv(get_suite(store, args.id).cases)
+    text = export_suite_csv(get_suite(store_of(args), args.id).cases)
     if args.out is None:
         sys.stdout.write(text)
     else:
@@ -86,7 +79,6 @@ def export_command(args: argparse.Namespace) -> int:
 
 def delete_command(args: argparse.Namespace) -> int:
     """Delete the suite (its campaigns go with it)."""
-    with Store(args.db) as store:
-        delete_suite(store, args.id)
+    delete_suite(store_of(args), args.id)
     print(f"deleted suite {args.id}")
     return 0

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from evalcore.dataset import LABEL_COLUMNS
+from evalcore.datasets import LABEL_COLUMNS
 from evalcore.errors import EvalError
 
 QRELS_COLUMNS = ("qid", "iter", "docid", "rel")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalcore.llm import CallCache
+from evalcore.models import CallCache
 from evalcore.targets.base import Retrieved, Target, TargetAnswer
 from evalcore.targets.config import TargetConfig
 from evalcore.targets.external import HttpAgentTarget, ResultsFileTarget

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
-from evalcore.llm import ChatModel, ChatReply
+from evalcore.models import ChatModel, ChatReply
 from evalcore.targets.config import TargetConfig
 from evalcore.targets.knowledge import PassageLike
 

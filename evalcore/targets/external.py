@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from evalcore.errors import EvalError
-from evalcore.llm import ChatModel, check_reachable, new_client, post_json
+from evalcore.models import ChatModel, check_reachable, new_client, post_json
 from evalcore.targets.base import Retrieved, TargetAnswer
 from evalcore.targets.config import TargetConfig
 

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from typing import Any, Protocol
 
-from evalcore.llm import ChatModel, LocalChatModel, OpenAIChatModel
+from evalcore.models import ChatModel, LocalChatModel, OpenAIChatModel
 from evalcore.targets.base import Retrieved, TargetAnswer
 from evalcore.targets.config import TargetConfig
 

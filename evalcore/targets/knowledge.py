@@ -32,7 +32,7 @@ Progress = Callable[[int, int], None]
 
 
 class PassageLike(Protocol):
-    """What the knowledge base needs of a passage (evalcore.dataset.Passage fits)."""
+    """What the knowledge base needs of a passage (evalcore.datasets.Passage fits)."""
 
     @property
     def pid(self) -> int: ...

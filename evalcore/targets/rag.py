@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from evalcore.errors import EvalError
-from evalcore.llm import CallCache, ChatModel
+from evalcore.models import CallCache, ChatModel
 from evalcore.targets.base import TargetAnswer
 from evalcore.targets.config import TargetConfig
 from evalcore.targets.generation import build_chat_model, build_generator

@@ -12,7 +12,7 @@ import re
 from typing import Any, Protocol
 
 from evalcore.errors import EvalError
-from evalcore.llm import ChatModel, LocalChatModel, OpenAIChatModel, check_reachable, new_client, post_json
+from evalcore.models import ChatModel, LocalChatModel, OpenAIChatModel, check_reachable, new_client, post_json
 from evalcore.targets.base import RERANK_EMPTY_NOTE, Hit, Retrieved, TargetAnswer
 from evalcore.targets.config import TargetConfig
 from evalcore.targets.knowledge import KnowledgeBase, embed_query

@@ -6,7 +6,7 @@ different facts, so cross-language matches are plausible but wrong.
 
 from __future__ import annotations
 
-from evalcore.dataset import Passage
+from evalcore.datasets import Passage
 
 EN = [
     ("Refund policy", ("Customers may return any product within 30 days of delivery for a full refund. "

@@ -6,16 +6,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
-from evalcore.cli.run import add_db_option
+from evalcore.cli._common import Commands, add_db_option, store_of
 from evalcore.keys import check_tenant
-from evalcore.store import Store
-from evalcore.suites import list_targets, save_target
 from evalcore.targets import TargetConfig, build_target
+from evalcore.targets.saved import list_targets, save_target
 
 
-def register(commands: Any) -> None:
+def register(commands: Commands) -> None:
     """Add the `config` command group and the `ask` command."""
     parser = commands.add_parser("config", help="show, check or compare target configurations (TOML)")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -72,16 +70,14 @@ def _check(args: argparse.Namespace) -> int:
 
 def _save(args: argparse.Namespace) -> int:
     config = _load(args.file)
-    with Store(args.db) as store:
-        target_id = save_target(store, config, tenant=check_tenant(args.tenant), name=args.name)
+    target_id = save_target(store_of(args), config, tenant=check_tenant(args.tenant), name=args.name)
     print(target_id)
     print(f"saved {args.file} as {target_id} (tenant {args.tenant})", file=sys.stderr)
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
-    with Store(args.db) as store:
-        targets = list_targets(store, args.tenant)
+    targets = list_targets(store_of(args), args.tenant)
     for target in targets:
         config = target["config"]
         print(f"{target['id']}  {target['tenant']:10} {config.get('kind', 'rag'):12} {config.get('retriever', ''):8} "
@@ -99,7 +95,7 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _ask(args: argparse.Namespace) -> int:
-    from evalcore.dataset import load_dataset
+    from evalcore.datasets import load_dataset
 
     config = _load(args.config)
     target = build_target(config, cache_dir=args.index_dir)

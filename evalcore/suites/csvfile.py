@@ -1,4 +1,4 @@
-"""Suite CSV import and export (seed 003): question ; expected answer ; sources."""
+"""Suite CSV import and export: question ; expected answer ; sources."""
 
 from __future__ import annotations
 
@@ -10,10 +10,8 @@ from dataclasses import dataclass, field
 
 from evalcore.csvcells import restore_cell, safe_cell
 from evalcore.errors import EvalError
-from evalcore.suites import Case
+from evalcore.suites.suite import MAX_CASES, MAX_SOURCES, Case
 
-MAX_CASES = 100
-MAX_SOURCES = 10
 COLUMNS = 3
 SEPARATORS = (";", ",")
 # Seed 003 names the header by its English word; the French header starts with it too, a

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from evalcore.errors import EvalError
 
-DATASET_ROOT = Path(__file__).resolve().parent.parent / "dataset"
+DATASET_ROOT = Path(__file__).resolve().parent.parent.parent / "dataset"
 DEFAULT_DATASET = "samples"
 FILES = ("queries", "corpus", "answers", "qrels", "qas")
 # When several are present the most explicit name wins (`score` is also used for retrieval scores).

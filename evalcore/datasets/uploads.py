@@ -10,7 +10,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from evalcore.dataset import DATASET_ROOT, FILES, load_dataset
+from evalcore.datasets.loader import DATASET_ROOT, FILES, load_dataset
 from evalcore.errors import EvalError
 
 

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 from evalcore.api.errors import ApiError, shown
 from evalcore.store import NotFound, Store
-from evalcore.suites import get_target
 from evalcore.targets import TargetConfig
+from evalcore.targets.saved import get_target
 
 # What seed 000's chat_id and rerank_id select: the generation (resp. rerank) settings of a saved
 # target configuration, laid over the base configuration. Our "models" are configurations, so an id

@@ -1,0 +1,59 @@
+"""What several commands share: the --db option and the one store of a process, argument types, file output."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from evalcore.campaigns import CampaignManager, get_manager
+from evalcore.errors import EvalError
+from evalcore.store import Store, default_db_path
+
+Commands = Any  # argparse's _SubParsersAction, private in typeshed
+DB_HELP = "database file (default: $EVALCORE_DB or .evalcore/evalcore.db)"
+
+
+def add_db_option(parser: argparse.ArgumentParser) -> None:
+    """--db, on every command that reads or writes the database."""
+    parser.add_argument("--db", type=Path, metavar="PATH", help=DB_HELP)
+
+
+def manager_of(args: argparse.Namespace) -> CampaignManager:
+    """The process's campaign manager for --db: one writer per database, whatever the command."""
+    return get_manager(args.db)
+
+
+def store_of(args: argparse.Namespace) -> Store:
+    """The store of --db (shared with the campaign manager)."""
+    return manager_of(args).store
+
+
+def existing_store(args: argparse.Namespace) -> Store:
+    """The store of --db, refusing a file that does not exist (a typo must not answer from a new, empty database)."""
+    path = Path(args.db) if args.db else default_db_path()
+    if not path.is_file():
+        raise EvalError("no database there", where="--db", found=str(path),
+                        fix="give the --db that `keys create` and `serve` use (or set EVALCORE_DB)")
+    return store_of(args)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, found {text!r}")
+    return value
+
+
+def write_file(path: Path, text: str, what: str = "the file") -> None:
+    """Write text, creating missing folders; a path that cannot be written is a user error."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise EvalError(f"cannot write {what} ({error.strerror or error})", where=str(path),
+                        fix="give a file path in a folder you can write to") from None

@@ -1,0 +1,13 @@
+"""Comparisons: two campaigns question by question, or a sweep of N, with paired statistics."""
+
+from evalcore.compare.comparison import (
+    Comparison,
+    compare_campaigns,
+    compare_results,
+    question_key,
+    row_values,
+)
+from evalcore.compare.sweep import compare_sweep, sweep_results
+
+__all__ = ["Comparison", "compare_campaigns", "compare_results", "compare_sweep", "question_key", "row_values",
+           "sweep_results"]

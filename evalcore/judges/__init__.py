@@ -1,0 +1,22 @@
+"""LLM judges: versioned prompt files, tolerant reply parsing, verdicts with pass/fail/unknown."""
+
+from evalcore.judges.parsing import PARSER_VERSION, Reading, parse_reply
+from evalcore.judges.prompts import (
+    ALIASES,
+    CONTEXT_CHARS,
+    DEFAULT_THRESHOLD,
+    JUDGES,
+    JudgePrompt,
+    build_messages,
+    canonical,
+    format_context,
+    load_prompt,
+    signature,
+)
+from evalcore.judges.running import MAX_TOKENS, Trial, run_judge
+
+__all__ = [
+    "ALIASES", "CONTEXT_CHARS", "DEFAULT_THRESHOLD", "JUDGES", "MAX_TOKENS", "PARSER_VERSION", "JudgePrompt",
+    "Reading", "Trial", "build_messages", "canonical", "format_context", "load_prompt", "parse_reply", "run_judge",
+    "signature",
+]

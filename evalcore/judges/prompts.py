@@ -1,0 +1,85 @@
+"""Judge prompts: one versioned file per judge (`templates/<name>.txt`), its hash, and the messages it makes."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from evalcore.errors import EvalError
+from evalcore.judges.parsing import PARSER_VERSION
+
+JUDGES = ("score", "retrieval", "groundedness", "groundedness_pro", "relevance", "completeness")
+ALIASES = {"response_completeness": "completeness", "ai_score": "score"}
+PROMPT_DIR = Path(__file__).with_name("templates")
+DEFAULT_THRESHOLD = 3.0
+PASSAGE_CHARS = 1500
+CONTEXT_CHARS = 12000
+
+
+@dataclass(frozen=True)
+class JudgePrompt:
+    """One judge's prompt file: metadata, system and user templates, and its content hash."""
+
+    name: str
+    version: str
+    output: str           # "likert" (1-5) or "label" (pass/fail)
+    requires: tuple[str, ...]
+    system: str
+    user: str
+    hash: str
+
+
+def canonical(name: str) -> str:
+    """The judge's canonical name (accepts `judge.` prefixes and seed 004 aliases)."""
+    short = name.removeprefix("judge.")
+    short = ALIASES.get(short, short)
+    if short not in JUDGES:
+        raise EvalError(f"unknown judge {name!r}", expected=", ".join(JUDGES), found=name)
+    return short
+
+
+@cache
+def load_prompt(name: str) -> JudgePrompt:
+    """Read evalcore/judge_prompts/<name>.txt (`# key: value` lines, then [system] and [user])."""
+    name = canonical(name)
+    text = (PROMPT_DIR / f"{name}.txt").read_text(encoding="utf-8").replace("\r\n", "\n")
+    meta = dict(re.findall(r"^# (\w+): (.*)$", text, re.MULTILINE))
+    system = text.split("[system]\n", 1)[1].split("[user]\n", 1)[0].strip()
+    user = text.split("[user]\n", 1)[1].strip()
+    return JudgePrompt(name=name, version=meta["version"], output=meta["output"],
+                       requires=tuple(k.strip() for k in meta["requires"].split(",")),
+                       system=system, user=user, hash=hashlib.sha256(text.encode()).hexdigest()[:16])
+
+
+def signature(name: str) -> str:
+    """The judge measure's signature: name, prompt version and hash, output kind, parser version."""
+    prompt = load_prompt(name)
+    return (f"judge.{prompt.name}|prompt:v{prompt.version}|hash:{prompt.hash}|output:{prompt.output}"
+            f"|parser:v{PARSER_VERSION}")
+
+
+def format_context(context: list[str]) -> str:
+    """Numbered passages, each and all cut to a size any chat model accepts."""
+    if not context:
+        return "(no passage was retrieved)"
+    parts, used = [], 0
+    for number, passage in enumerate(context, start=1):
+        piece = " ".join(passage.split())[:PASSAGE_CHARS]
+        if used + len(piece) > CONTEXT_CHARS:
+            parts.append(f"({len(context) - number + 1} more passage(s) left out for length)")
+            break
+        parts.append(f"[{number}] {piece}")
+        used += len(piece)
+    return "\n\n".join(parts)
+
+
+def build_messages(prompt: JudgePrompt, *, question: str, answer: str, context: list[str],
+                   expected: str | None) -> list[dict]:
+    """System + user messages, filling {question} {answer} {context} {expected} in one pass."""
+    values = {"question": question or "", "answer": answer or "", "expected": expected or "",
+              "context": format_context(context)}
+    user = re.sub(r"\{(question|answer|context|expected)\}", lambda m: values[m.group(1)], prompt.user)
+    return [{"role": "system", "content": prompt.system}, {"role": "user", "content": user}]

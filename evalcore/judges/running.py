@@ -1,0 +1,114 @@
+"""Running a judge: ask, parse, ask once more on an unreadable reply, combine samples into a verdict."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, NamedTuple
+
+from evalcore.errors import EvalError
+from evalcore.judges.parsing import parse_reply
+from evalcore.judges.prompts import DEFAULT_THRESHOLD, JudgePrompt, build_messages, load_prompt, signature
+
+MAX_TOKENS = 300
+RETRY_MESSAGE = ('Your reply could not be read. Reply again with only the JSON object, '
+                 'for example {"score": 3, "reason": "One sentence."}')
+LABEL_RETRY_MESSAGE = ('Your reply could not be read. Reply again with only the JSON object, '
+                       'for example {"label": "fail", "reason": "One sentence."}')
+
+
+class Trial(NamedTuple):
+    """One judgement (up to two calls): score or None, reason, tokens, and a call error if any."""
+
+    score: float | None
+    reason: str
+    prompt_tokens: int
+    completion_tokens: int
+    error: str | None = None
+
+
+def missing_input(prompt: JudgePrompt, *, question: str, answer: str | None, expected: str | None) -> str | None:
+    """Why this judge cannot run on this item, or None."""
+    given = {"question": question, "answer": answer, "expected": expected}
+    absent = [key for key in prompt.requires if not (given.get(key) or "").strip()]
+    names = {"expected": "expected answer"}
+    return ", ".join(names.get(key, key) for key in absent) or None
+
+
+def judge_once(model: Any, prompt: JudgePrompt, messages: list[dict], temperature: float) -> Trial:
+    """Ask, parse, and on an unreadable reply ask once more; model failures become a Trial with error."""
+    tokens = [0, 0]
+    retry = RETRY_MESSAGE if prompt.output == "likert" else LABEL_RETRY_MESSAGE
+    reply_text = ""
+    for attempt in range(2):
+        try:
+            reply = model.chat(messages, temperature=temperature, max_tokens=MAX_TOKENS)
+        # ValueError/RuntimeError: llama.cpp's own failures (a prompt over the context window).
+        except (EvalError, OSError, ValueError, RuntimeError) as error:
+            return Trial(None, f"judge call failed: {error}", tokens[0], tokens[1], error=str(error))
+        tokens = [tokens[0] + reply.prompt_tokens, tokens[1] + reply.completion_tokens]
+        reading = parse_reply(reply.text, prompt.output)
+        if reading is not None:
+            return Trial(reading.score, reading.reason, tokens[0], tokens[1])
+        reply_text = reply.text
+        messages = [*messages, {"role": "assistant", "content": reply.text}, {"role": "user", "content": retry}]
+    shown = " ".join(reply_text.split())[:200]
+    return Trial(None, f"unreadable judge reply after one retry: {shown!r}", tokens[0], tokens[1])
+
+
+def run_judge(model: Any, name: str, *, question: str, answer: str, context: list[str],
+              expected: str | None, threshold: float = DEFAULT_THRESHOLD, samples: int = 1) -> dict:
+    """Judge one item: {score, reason, result, threshold, model, prompt_hash, prompt_version, tokens, ...}."""
+    prompt = load_prompt(name)
+    if samples < 1:
+        raise EvalError("samples must be at least 1", found=str(samples), expected=">= 1")
+    base = {"judge": prompt.name, "model": getattr(model, "name", str(model)), "prompt_hash": prompt.hash,
+            "prompt_version": prompt.version, "signature": signature(prompt.name),
+            "threshold": threshold if prompt.output == "likert" else None}
+    missing = missing_input(prompt, question=question, answer=answer, expected=expected)
+    if missing:
+        return {**base, **outcome([Trial(None, f"not judged: no {missing}", 0, 0)], prompt, threshold)}
+    messages = build_messages(prompt, question=question, answer=answer, context=context, expected=expected)
+    # Several samples only make sense if they can differ: some temperature, and a message that
+    # keeps each sample out of the other samples' cache entry.
+    temperature = 0.0 if samples == 1 else 0.7
+    trials = [judge_once(model, prompt, sample_messages(messages, k, samples), temperature) for k in range(samples)]
+    return {**base, **outcome(trials, prompt, threshold)}
+
+
+def sample_messages(messages: list[dict], index: int, samples: int) -> list[dict]:
+    """The messages of sample `index` (unchanged for a single sample)."""
+    if samples == 1:
+        return messages
+    return [*messages[:-1], {**messages[-1], "content": messages[-1]["content"]
+                             + f"\n\n(Independent judgement {index + 1} of {samples}.)"}]
+
+
+def outcome(trials: list[Trial], prompt: JudgePrompt, threshold: float) -> dict:
+    """Combine trials into score, result, reason, tokens, and the spread when there are several."""
+    scores = [t.score for t in trials if t.score is not None]
+    score = statistics.fmean(scores) if scores else None
+    if score is None:
+        result = "unknown"
+    elif prompt.output == "label":
+        result = "pass" if score > 0.5 else "fail"   # a tie between samples is not a pass
+    else:
+        result = "pass" if score >= threshold else "fail"
+    reason = next((t.reason for t in trials if t.score is not None), trials[0].reason)
+    prompt_tokens = sum(t.prompt_tokens for t in trials)
+    completion_tokens = sum(t.completion_tokens for t in trials)
+    out: dict[str, Any] = {"score": score, "reason": reason, "result": result,
+                           "tokens": prompt_tokens + completion_tokens, "prompt_tokens": prompt_tokens,
+                           "completion_tokens": completion_tokens,
+                           "error": next((t.error for t in trials if t.error), None)}
+    if len(trials) > 1:
+        out["samples"] = [t.score for t in trials]
+        out["spread"] = spread(scores)
+    return out
+
+
+def spread(scores: list[float]) -> dict:
+    """min, max and standard deviation of the readable samples."""
+    if not scores:
+        return {"n": 0, "min": None, "max": None, "stdev": None}
+    return {"n": len(scores), "min": min(scores), "max": max(scores),
+            "stdev": statistics.stdev(scores) if len(scores) > 1 else 0.0}

@@ -1,0 +1,66 @@
+"""Chat models as campaigns see them: the protocol, one reply, the content-addressed call cache."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any, NamedTuple, Protocol
+
+from evalcore.errors import EvalError
+
+
+class ChatReply(NamedTuple):
+    """One completion; token counts are the model's own (also when served from the cache)."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached: bool
+
+
+class CallCache(Protocol):
+    """Content-addressed store of model replies (the campaign store implements it)."""
+
+    def get(self, key: str) -> dict | None: ...
+
+    def put(self, key: str, value: dict) -> None: ...
+
+
+class ChatModel(Protocol):
+    """Anything that answers chat messages."""
+
+    name: str
+
+    def chat(self, messages: list[dict], *, temperature: float | None = None,
+             max_tokens: int | None = None) -> ChatReply: ...
+
+
+class ModelError(EvalError):
+    """A model or remote service failed after its retries (or refused the request)."""
+
+    def __init__(self, message: str, *, status: int | None = None, body: str = "", **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.status = status
+        self.body = body
+
+
+def cache_key(model: str, endpoint: str, params: dict, messages: list[dict]) -> str:
+    """sha256 of the canonical JSON of everything that determines a reply."""
+    payload = {"model": model, "endpoint": endpoint, "params": params, "messages": messages}
+    canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def cached_chat(cache: CallCache | None, model: str, endpoint: str, params: dict, messages: list[dict],
+                call: Callable[[], ChatReply]) -> ChatReply:
+    """Serve a call from the cache, or make it and remember the reply."""
+    key = cache_key(model, endpoint, params, messages)
+    hit = cache.get(key) if cache is not None else None
+    if hit is not None:
+        return ChatReply(hit["text"], hit["prompt_tokens"], hit["completion_tokens"], True)
+    reply = call()
+    if cache is not None:
+        cache.put(key, {"text": reply.text, "prompt_tokens": reply.prompt_tokens,
+                        "completion_tokens": reply.completion_tokens})
+    return reply

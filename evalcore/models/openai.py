@@ -1,0 +1,78 @@
+"""An OpenAI-compatible chat completions endpoint (OpenAI, Azure, vLLM, Ollama, llama.cpp server)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from evalcore.errors import EvalError
+from evalcore.models.chat import CallCache, ChatReply, ModelError, cached_chat
+from evalcore.models.http import check_reachable, new_client, post_json
+
+
+class OpenAIChatModel:
+    """An OpenAI-compatible chat completions endpoint (OpenAI, Azure, vLLM, Ollama, llama.cpp)."""
+
+    def __init__(self, base_url: str, model: str, *, api_key_env: str = "", timeout: float = 60.0,
+                 retries: int = 3, backoff: float = 0.5, cache: CallCache | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api_key_env = api_key_env
+        self.timeout, self.retries, self.backoff = timeout, retries, backoff
+        self.cache = cache
+        self.name = f"openai:{model}@{self.base_url}"
+        self._client = new_client()
+
+    def check(self) -> None:
+        """Fail fast: the key variable is set and the server answers HTTP at all."""
+        check_reachable(self._client, f"{self.base_url}/models", self._headers(), self.timeout, "base_url")
+
+    def chat(self, messages: list[dict], *, temperature: float | None = None,
+             max_tokens: int | None = None) -> ChatReply:
+        """One completion, from the cache when the same call was made before."""
+        params = {k: v for k, v in (("temperature", temperature), ("max_tokens", max_tokens)) if v is not None}
+        return cached_chat(self.cache, self.name, "chat/completions", params, messages,
+                           lambda: self._complete(messages, dict(params)))
+
+    def _complete(self, messages: list[dict], params: dict) -> ChatReply:
+        # Reasoning models reject max_tokens (wanting max_completion_tokens) or any temperature:
+        # each rejection adjusts one parameter and there are at most three adjustments.
+        while True:
+            try:
+                return post_json(self._client, f"{self.base_url}/chat/completions",
+                                 {"model": self.model, "messages": messages, **params}, headers=self._headers(),
+                                 timeout=self.timeout, retries=self.retries, backoff=self.backoff, parse=_parse_chat)
+            except ModelError as error:
+                if not (error.status == 400 and _drop_rejected(params, error.body)):
+                    raise
+
+    def _headers(self) -> dict[str, str]:
+        if not self.api_key_env:
+            return {}
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise EvalError(f"environment variable {self.api_key_env} is not set", where="api_key_env",
+                            fix=f"export {self.api_key_env}=... or set api_key_env = \"\" for servers without keys")
+        return {"Authorization": f"Bearer {key}"}
+
+
+def _drop_rejected(params: dict, body: str) -> bool:
+    """Adjust the parameter the server complained about; False when there is nothing to adjust."""
+    if "max_tokens" in params and "max_tokens" in body:
+        params["max_completion_tokens"] = params.pop("max_tokens")
+        return True
+    if "max_completion_tokens" in params and "max_completion_tokens" in body:
+        del params["max_completion_tokens"]
+        return True
+    if "temperature" in params and "temperature" in body:
+        del params["temperature"]
+        return True
+    return False
+
+
+def _parse_chat(data: Any) -> ChatReply:
+    content = data["choices"][0]["message"]["content"]
+    if not isinstance(content, str):
+        raise TypeError("message content is not text")
+    usage = data.get("usage") or {}
+    return ChatReply(content, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), False)

@@ -1,0 +1,39 @@
+"""Saved target configurations: the ids that suites (agent_id) and evaluation tasks (knowledge_base_id) name."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from typing import Any
+
+from evalcore.store import NotFound, Store, dumps
+from evalcore.targets.config import TargetConfig
+
+
+def save_target(store: Store, config: TargetConfig, *, tenant: str = "default", name: str = "") -> str:
+    """Save a target configuration; returns its id (seed 003's agent_id, seed 000's knowledge_base_id)."""
+    target_id = f"target_{secrets.token_hex(6)}"
+    text, digest = dumps(config.to_dict()), config.config_hash()
+    store.write(
+        lambda conn: conn.execute(
+            "INSERT INTO targets (id, tenant, name, config, config_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (target_id, tenant, name, text, digest, time.time()),
+        )
+    )
+    return target_id
+
+
+def get_target(store: Store, target_id: str, tenant: str | None = None) -> TargetConfig:
+    """A saved target configuration; NotFound when absent or owned by another tenant."""
+    rows = store.read("SELECT tenant, config FROM targets WHERE id = ?", (target_id,))
+    if not rows or (tenant is not None and rows[0]["tenant"] != tenant):
+        raise NotFound(f"no saved target {target_id!r}", where="target", fix="save one first or pass a configuration")
+    return TargetConfig.from_dict(json.loads(rows[0]["config"]))
+
+
+def list_targets(store: Store, tenant: str | None = None) -> list[dict[str, Any]]:
+    """Saved target configurations: id, tenant, name, config (dict), config_hash, created_at."""
+    sql = "SELECT * FROM targets" + (" WHERE tenant = ?" if tenant is not None else "") + " ORDER BY created_at DESC, id"
+    rows = store.read(sql, (tenant,) if tenant is not None else ())
+    return [{**dict(row), "config": json.loads(row["config"])} for row in rows]
