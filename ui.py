@@ -19,19 +19,26 @@ from urllib.parse import urlparse
 import pandas as pd
 import streamlit as st
 
-from evalcore.campaigns import campaign_aggregates, campaign_results, get_manager, list_campaigns
+from evalcore.campaigns import (
+    Aggregate,
+    Campaign,
+    QuestionResult,
+    campaign_aggregates,
+    campaign_results,
+    get_manager,
+    list_campaigns,
+)
 from evalcore.csvcells import safe_cell
 from evalcore.datasets import FILES, Dataset, dataset_stats, load_dataset, resolve_dataset
 from evalcore.datasets.uploads import list_datasets, validate_upload  # noqa: F401 - the pages use them through ui
 from evalcore.errors import EvalError
 from evalcore.metrics import MEASURES
 from evalcore.store import Store, default_db_path
-from evalcore.targets import TargetConfig
+from evalcore.targets.presets import DEFAULTS
 from evalcore.targets.saved import list_targets
 from evalcore.text import tokenize
 
 CHROMIUM = "/usr/bin/chromium"
-ACTIVE = ("pending", "running")
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$=])")
 
 if Path(CHROMIUM).exists():
@@ -182,9 +189,9 @@ def index_of(options: list, value: Any) -> int:
     return options.index(value) if value in options else 0
 
 
-def campaign_label(campaign: dict) -> str:
+def campaign_label(campaign: Campaign) -> str:
     """How a campaign is named in pickers: id, source, status, progress."""
-    return f"{campaign['id']} · {campaign['kind']} {campaign['source']} · {campaign['status']} · {campaign['finished']}/{campaign['total']}"
+    return f"{campaign.id} · {campaign.kind} {campaign.source} · {campaign.status} · {campaign.finished}/{campaign.total}"
 
 
 # --- exports ------------------------------------------------------------------------------------
@@ -240,9 +247,8 @@ def table_download(frame: pd.DataFrame, name: str, key: str) -> None:
 
 def target_choices(store: Store) -> dict[str, str]:
     """Saved target ids with a label; "default" is the built-in default configuration."""
-    default = TargetConfig()
-    choices = {"default": f"default configuration ({default.retriever} retrieval, {default.generator} answers)"}
-    choices.update({t["id"]: f"{t['name'] or 'unnamed'} · {t['id']}" for t in list_targets(store)})
+    choices = {DEFAULTS.name: DEFAULTS.label}
+    choices.update({t.id: f"{t.name or 'unnamed'} · {t.id}" for t in list_targets(store)})
     return choices
 
 
@@ -281,59 +287,58 @@ def poll(fn: Callable[[], None], seconds: float | None = 2) -> None:
 
 # --- campaigns ----------------------------------------------------------------------------------
 
-def progress_text(campaign: dict) -> str:
+def progress_text(campaign: Campaign) -> str:
     """finished/total, failed, rate and time left of a campaign, in one line."""
-    progress = campaign["progress"]
-    parts = [f"{progress['finished']}/{progress['total']} questions"]
-    if progress.get("stage"):
-        parts.append(progress["stage"])
-    elif campaign["status"] == "running" and not progress["finished"]:
+    progress = campaign.progress()
+    parts = [f"{progress.finished}/{progress.total} questions"]
+    if progress.stage:
+        parts.append(progress.stage)
+    elif campaign.status == "running" and not progress.finished:
         parts.append("preparing the knowledge base")
-    if campaign.get("failed"):
-        parts.append(f"{campaign['failed']} failed")
-    if progress.get("rate_per_s"):
-        parts.append(f"{progress['rate_per_s']:.1f} q/s")
-    if campaign["status"] in ACTIVE and progress.get("eta_s") is not None:
-        parts.append(f"{fmt_seconds(progress['eta_s'])} left")
+    if campaign.failed:
+        parts.append(f"{campaign.failed} failed")
+    if progress.rate_per_s:
+        parts.append(f"{progress.rate_per_s:.1f} q/s")
+    if campaign.active and progress.eta_s is not None:
+        parts.append(f"{fmt_seconds(progress.eta_s)} left")
     return " · ".join(parts)
 
 
-def show_progress(campaign: dict) -> None:
+def show_progress(campaign: Campaign) -> None:
     """A progress bar with its status line (ids and numbers only: no user text)."""
-    progress = campaign["progress"]
-    share = progress["finished"] / progress["total"] if progress["total"] else 1.0
-    st.progress(min(share, 1.0), text=f"{campaign['id']} · {campaign['status']} · {progress_text(campaign)}")
+    share = campaign.finished / campaign.total if campaign.total else 1.0
+    st.progress(min(share, 1.0), text=f"{campaign.id} · {campaign.status} · {progress_text(campaign)}")
 
 
 def activity() -> None:
     """Campaigns in progress, on every page (polled: the workers never touch Streamlit)."""
-    running = [c for c in list_campaigns(store()) if c["status"] in ACTIVE]
+    running = [c for c in list_campaigns(store()) if c.active]
     if running:
         st.caption("Running campaigns")
         for campaign in running:
             show_progress(campaign)
 
 
-def version(campaign: dict) -> tuple:
+def version(campaign: Campaign) -> tuple[str, str, int, int, float | None]:
     """What changes whenever a campaign's stored results may have changed (cache key)."""
-    return (campaign["id"], campaign["status"], campaign["finished"], campaign["failed"], campaign["ended_at"])
+    return (campaign.id, campaign.status.value, campaign.finished, campaign.failed, campaign.ended_at)
 
 
-def aggregates(campaign: dict) -> dict:
+def aggregates(campaign: Campaign) -> dict[str, Aggregate]:
     """campaign_aggregates, re-read only when the campaign changed."""
     return _aggregates(db_path(), version(campaign))
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _aggregates(db: str, version: tuple) -> dict:
+def _aggregates(db: str, version: tuple[str, str, int, int, float | None]) -> dict[str, Aggregate]:
     return campaign_aggregates(store(), version[0])
 
 
-def cached_results(campaign: dict) -> list[dict]:
+def cached_results(campaign: Campaign) -> list[QuestionResult]:
     """Every stored result of a campaign, re-read only when the campaign changed."""
     return _results(db_path(), version(campaign))
 
 
 @st.cache_data(show_spinner="Reading the results…", max_entries=8)
-def _results(db: str, version: tuple) -> list[dict]:
+def _results(db: str, version: tuple[str, str, int, int, float | None]) -> list[QuestionResult]:
     return campaign_results(store(), version[0])

@@ -8,105 +8,108 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from evalcore.campaigns import campaign_aggregates, campaign_summary, get_campaign, list_campaigns
+from evalcore.campaigns import (
+    Campaign,
+    QuestionResult,
+    campaign_aggregates,
+    campaign_summary,
+    get_campaign,
+    list_campaigns,
+)
 from evalcore.campaigns.export import export_campaign
-from evalcore.metrics import MEASURES, sources_found
+from evalcore.metrics import panels, sources_found
+from evalcore.targets import Retrieved
 
 PAGE_SIZE = 20
-ORDER = {name: position for position, name in enumerate(MEASURES)}
-GROUPS = (("Retrieval", "retrieval"), ("Generation", "generation"), ("Graded retrieval (seed 004)", "graded"),
-          ("Suite (seed 003)", "suite"), ("Judges", "judge"))
 # Aggregates shown in the campaign list when a campaign has them.
 MAIN_MEASURES = ("recall", "ndcg@10", "mrr", "rougel", "bleu4", "coverage", "sources_found", "judge.score")
 
 
-def group_of(name: str) -> str:
-    """The panel row of a measure: its registry group, with seed 004's graded measures apart."""
-    return "graded" if name.startswith("graded.") else getattr(MEASURES.get(name), "group", "judge")
-
-
-def campaign_table(campaigns: list[dict]) -> pd.DataFrame:
+def campaign_table(campaigns: list[Campaign]) -> pd.DataFrame:
     """One row per campaign: status, progress and the main aggregates."""
     rows = []
     for c in campaigns:
         aggregates = ui.aggregates(c)
-        means = {name: aggregates[name]["mean"] for name in MAIN_MEASURES if name in aggregates}
-        rows.append({"id": c["id"], "kind": c["kind"], "source": c["source"], "status": c["status"],
-                     "progress": f"{c['finished']}/{c['total']}", "failed": c["failed"],
-                     "created": ui.fmt_when(c["created_at"]), **means})
+        means = {name: aggregates[name].mean for name in MAIN_MEASURES if name in aggregates}
+        rows.append({"id": c.id, "kind": c.kind, "source": c.source, "status": c.status.value,
+                     "progress": f"{c.finished}/{c.total}", "failed": c.failed,
+                     "created": ui.fmt_when(c.created_at), **means})
     return pd.DataFrame(rows)
 
 
-def stored_signatures(results: list[dict]) -> dict[str, str]:
+def stored_signatures(results: list[QuestionResult]) -> dict[str, str]:
     """The signature each measure was computed with, as stored with the results."""
     signatures: dict[str, str] = {}
     for result in results:
-        for name, signature in result["signatures"].items():
+        for name, signature in result.outcome.signatures.items():
             signatures.setdefault(name, signature)
     return signatures
 
 
-def results_table(results: list[dict]) -> pd.DataFrame:
+def results_table(results: list[QuestionResult]) -> pd.DataFrame:
     """The per-question overview: question, answer, error, the main measures, latency."""
-    rows = [{"qid": r["qid"], "question": ui.short(r["question"]), "answer": ui.short(r["answer"]),
-             "error": ui.short(r["error"]) if r["error"] else "", "latency s": r["latency_s"],
-             **{name: r["measures"][name] for name in MAIN_MEASURES if name in r["measures"]}} for r in results]
-    return pd.DataFrame(rows, index=[r["position"] for r in results])
+    rows = [{"qid": r.question.qid, "question": ui.short(r.question.text), "answer": ui.short(r.outcome.answer),
+             "error": ui.short(r.outcome.error) if r.outcome.error else "", "latency s": r.outcome.latency_s,
+             **{name: r.outcome.measures[name] for name in MAIN_MEASURES if name in r.outcome.measures}}
+            for r in results]
+    return pd.DataFrame(rows, index=[r.question.position for r in results])
 
 
-def result_label(result: dict) -> str:
+def result_label(result: QuestionResult) -> str:
     """The (escaped) label of a question's expander."""
-    state = "error" if result["error"] else "ok"
-    return f"{result['qid']} · {state} · {ui.escape_md(ui.short(result['question'], 100))}"
+    state = "error" if result.outcome.error else "ok"
+    return f"{result.question.qid} · {state} · {ui.escape_md(ui.short(result.question.text, 100))}"
 
 
-def hit_mark(result: dict, hit: dict) -> str:
+def hit_mark(result: QuestionResult, hit: Retrieved) -> str:
     """hit or miss by the qrels (label >= 1), else by the expected sources; "—" when neither exists."""
-    if result["relevant"]:
-        return "hit" if result["relevant"].get(hit.get("pid"), 0) >= 1 else "miss"
-    if result["expected_sources"]:
-        source = {"id": hit.get("pid"), "title": hit.get("title", "")}
-        return "hit" if any(sources_found([wanted], [source]) for wanted in result["expected_sources"]) else "miss"
+    relevant, expected = result.question.relevant, result.question.expected_sources
+    if relevant:
+        return "hit" if hit.pid is not None and relevant.get(hit.pid, 0) >= 1 else "miss"
+    if expected:
+        source = {"id": hit.pid, "title": hit.title}
+        return "hit" if any(sources_found([wanted], [source]) for wanted in expected) else "miss"
     return "—"
 
 
-def retrieved_table(result: dict) -> pd.DataFrame:
+def retrieved_table(result: QuestionResult) -> pd.DataFrame:
     """The retrieved passages in rank order, each marked hit or miss, with its qrels label when there is one."""
-    relevant = result["relevant"] or {}
-    return pd.DataFrame([{"rank": rank, "pid": hit.get("pid"), "title": hit.get("title", ""), "score": hit.get("score"),
-                          "hit": hit_mark(result, hit), "label": relevant.get(hit.get("pid")),
-                          "text": ui.short(hit.get("text"), 200)} for rank, hit in enumerate(result["retrieved"], 1)])
+    relevant = result.question.relevant or {}
+    return pd.DataFrame([{"rank": rank, "pid": hit.pid, "title": hit.title, "score": hit.score,
+                          "hit": hit_mark(result, hit), "label": relevant.get(hit.pid) if hit.pid is not None else None,
+                          "text": ui.short(hit.text, 200)} for rank, hit in enumerate(result.outcome.retrieved, 1)])
 
 
-def show_result(result: dict) -> None:
+def show_result(result: QuestionResult) -> None:
     """One question in full: texts as plain text, retrieved passages marked hit or miss with labels."""
-    st.text(f"Question: {result['question']}")
-    st.text(f"Answer: {result['answer'] if result['answer'] is not None else '(none)'}")
-    if result["error"]:
-        st.code(result["error"], language=None, wrap_lines=True)
+    question, outcome = result.question, result.outcome
+    st.text(f"Question: {question.text}")
+    st.text(f"Answer: {outcome.answer if outcome.answer is not None else '(none)'}")
+    if outcome.error:
+        st.code(outcome.error, language=None, wrap_lines=True)
     retrieved = retrieved_table(result)
     if not retrieved.empty:
         st.dataframe(retrieved, hide_index=True)
-    references = [*result["references"], *([result["expected_answer"]] if result["expected_answer"] else [])]
+    references = [*question.references, *([question.expected_answer] if question.expected_answer else [])]
     if references:
         st.dataframe(pd.DataFrame({"reference / expected answer": references}), hide_index=True)
-    if result["expected_sources"]:
-        st.text(f"Expected sources: {' | '.join(result['expected_sources'])}")
-        names = dict.fromkeys(str(s.get("title") or s.get("id")) for s in result["sources"])  # ordered, once each
+    if question.expected_sources:
+        st.text(f"Expected sources: {' | '.join(question.expected_sources)}")
+        names = dict.fromkeys(str(s.title or s.id) for s in outcome.sources)  # ordered, once each
         st.text(f"Retrieved sources: {' | '.join(names) or '(none)'}")
-    measures = [{"measure": name, "value": value, "signature": result["signatures"].get(name, "")}
-                for name, value in result["measures"].items()]
+    measures = [{"measure": name, "value": value, "signature": outcome.signatures.get(name, "")}
+                for name, value in outcome.measures.items()]
     if measures:
         st.dataframe(pd.DataFrame(measures), hide_index=True)
-    judges = [{"judge": name, **{k: v.get(k) for k in ("score", "result", "threshold", "reason", "model")},
-               "samples": ", ".join(ui.fmt_value(x, 1) for x in v.get("samples") or []) or None}
-              for name, v in result["judges"].items()]
+    judges = [{"judge": name, "score": v.score, "result": v.result, "threshold": v.threshold, "reason": v.reason,
+               "model": v.model, "samples": ", ".join(ui.fmt_value(x, 1) for x in v.samples or ()) or None}
+              for name, v in outcome.judges.items()]
     if judges:
         st.dataframe(pd.DataFrame(judges), hide_index=True)
-    for note in result["notes"]:
+    for note in outcome.notes:
         st.text(f"note: {note}")
-    st.caption(f"latency {ui.fmt_value(result['latency_s'], 3)} s · tokens {result['prompt_tokens']}+{result['completion_tokens']}"
-               f" · attempts {result['attempts']}")
+    st.caption(f"latency {ui.fmt_value(outcome.latency_s, 3)} s · tokens {outcome.prompt_tokens}+{outcome.completion_tokens}"
+               f" · attempts {result.attempts}")
 
 ui.title("Campaigns")
 store = ui.store()
@@ -116,21 +119,21 @@ if not campaigns:
     st.page_link("pages/run.py", label="Run a first campaign")
     st.stop()
 st.dataframe(campaign_table(campaigns), hide_index=True)
-by_id = {c["id"]: c for c in campaigns}
+by_id = {c.id: c for c in campaigns}
 ids = list(by_id)
 chosen = ui.remembered_select("Campaign", ids, "campaign_id", format_func=lambda i: ui.campaign_label(by_id[i]))
 
 
-def actions(campaign: dict) -> None:
+def actions(campaign: Campaign) -> None:
     """Resume, retry failed, cancel, delete: each refused with a message when it does not apply."""
     manager = ui.manager()
-    active = campaign["status"] in ui.ACTIVE
+    active = campaign.active
     cols = st.columns([1, 1, 1, 1, 2])
-    if cols[0].button("Resume", disabled=active or campaign["finished"] >= campaign["total"]):
+    if cols[0].button("Resume", disabled=active or campaign.finished >= campaign.total):
         with ui.guard():
             manager.resume(chosen)
             st.rerun()
-    if cols[1].button("Retry failed", disabled=active or not campaign["failed"]):
+    if cols[1].button("Retry failed", disabled=active or not campaign.failed):
         with ui.guard():
             manager.retry_failed(chosen)
             st.rerun()
@@ -149,46 +152,44 @@ def actions(campaign: dict) -> None:
 
 
 def panel() -> None:
-    """Progress, the seed 000 metric panel and the seed 003 summary (refreshed while it runs)."""
+    """Progress, the metric panels and the summary (refreshed while it runs)."""
     campaign = get_campaign(store, chosen)
-    if campaign["status"] not in ui.ACTIVE and by_id[chosen]["status"] in ui.ACTIVE:
+    if not campaign.active and by_id[chosen].active:
         st.rerun()  # it just finished: redraw the whole page (question list, buttons) once
     ui.show_progress(campaign)
-    if campaign["error"]:
-        st.text(f"error: {campaign['error']}")
+    if campaign.error:
+        st.text(f"error: {campaign.error}")
     aggregates = campaign_aggregates(store, chosen)
     signatures = stored_signatures(ui.cached_results(campaign))
-    for title, group in GROUPS:
-        names = sorted((n for n in aggregates if group_of(n) == group), key=lambda n: ORDER.get(n, len(ORDER)))
-        if names:
-            st.caption(title)
-            cols = st.columns(min(len(names), 6))
-            for position, name in enumerate(names):
-                value = aggregates[name]
-                hover = f"mean over {value['count']} question(s)\n\n" + ui.measure_help(name, signatures.get(name))
-                cols[position % 6].metric(name, ui.fmt_value(value["mean"]), help=hover)
+    for title, names in panels(aggregates):
+        st.caption(title)
+        cols = st.columns(min(len(names), 6))
+        for position, name in enumerate(names):
+            value = aggregates[name]
+            hover = f"mean over {value.count} question(s)\n\n" + ui.measure_help(name, signatures.get(name))
+            cols[position % 6].metric(name, ui.fmt_value(value.mean), help=hover)
     summary = campaign_summary(store, chosen)
     st.caption("Summary")
     cols = st.columns(7)
-    cols[0].metric("Answered", summary["answered"])
-    cols[1].metric("Failed", summary["failed"])
-    cols[2].metric("Sources found", ui.fmt_value(summary["sources_found_rate"], 2))
-    cols[3].metric("Mean coverage", ui.fmt_value(summary["mean_coverage"], 2))
-    cols[4].metric("Mean AI score", ui.fmt_value(summary["mean_judge_score"], 2))
-    cols[5].metric("Mean response time", ui.fmt_seconds(summary["mean_latency_s"]))
-    cols[6].metric("Tokens", summary["tokens"]["total"])
+    cols[0].metric("Answered", summary.answered)
+    cols[1].metric("Failed", summary.failed)
+    cols[2].metric("Sources found", ui.fmt_value(summary.sources_found_rate, 2))
+    cols[3].metric("Mean coverage", ui.fmt_value(summary.mean_coverage, 2))
+    cols[4].metric("Mean AI score", ui.fmt_value(summary.mean_judge_score, 2))
+    cols[5].metric("Mean response time", ui.fmt_seconds(summary.mean_latency_s))
+    cols[6].metric("Tokens", summary.tokens.total)
 
 
 campaign = by_id[chosen]
 actions(campaign)
-if campaign["status"] in ui.ACTIVE:
+if campaign.active:
     ui.poll(panel)
 else:
     panel()
 with st.expander("Configuration"):
-    st.json(campaign["config"], expanded=False)
-    st.caption(f"dataset hash {campaign['dataset_hash'] or '—'} · judges {', '.join(campaign['judges']) or 'none'} · "
-               f"cache {'on' if campaign['cache'] else 'off'} ({campaign['cache_hits']} hits) · created {ui.fmt_when(campaign['created_at'])}")
+    st.json(campaign.config, expanded=False)
+    st.caption(f"dataset hash {campaign.dataset_hash or '—'} · judges {', '.join(campaign.judges) or 'none'} · "
+               f"cache {'on' if campaign.cache else 'off'} ({campaign.cache_hits} hits) · created {ui.fmt_when(campaign.created_at)}")
 
 st.subheader("Questions")
 results = ui.cached_results(campaign)
@@ -196,11 +197,11 @@ overview = results_table(results)
 search, only_errors, page = st.columns([3, 1, 1])
 needle = search.text_input("Filter questions", placeholder="words of the question or the answer")
 errors_only = only_errors.checkbox("Only errors")
-shown = [r for r in results if (not errors_only or r["error"])
-         and (not needle or needle.casefold() in f"{r['question']} {r['answer'] or ''}".casefold())]
+shown = [r for r in results if (not errors_only or r.outcome.error)
+         and (not needle or needle.casefold() in f"{r.question.text} {r.outcome.answer or ''}".casefold())]
 pages = max((len(shown) + PAGE_SIZE - 1) // PAGE_SIZE, 1)
 number = page.number_input(f"Page (of {pages})", min_value=1, max_value=pages, value=1)
-st.dataframe(overview.loc[[r["position"] for r in shown]], hide_index=True, height=240)
+st.dataframe(overview.loc[[r.question.position for r in shown]], hide_index=True, height=240)
 for result in shown[(number - 1) * PAGE_SIZE: number * PAGE_SIZE]:
     with st.expander(result_label(result)):
         show_result(result)

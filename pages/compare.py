@@ -7,21 +7,22 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from evalcore.campaigns import list_campaigns
-from evalcore.compare import compare_campaigns, compare_sweep, question_key, row_values
-from evalcore.metrics import MEASURES
+from evalcore.campaigns import QuestionResult, list_campaigns
+from evalcore.compare import Comparison, QuestionDiff, Sweep, compare_campaigns, compare_sweep, question_key, row_values
+from evalcore.compare.comparison import Passage
+from evalcore.metrics import MEASURES, display_order
 
 VERDICTS = ["better", "worse", "same", "new", "removed", "unscored"]
 
 
 @st.cache_data(show_spinner="Comparing (paired bootstrap and randomization tests)…", max_entries=16)
-def cached_comparison(db: str, a_version: tuple, b_version: tuple) -> dict:
-    """compare_campaigns(...).to_dict(), recomputed only when either campaign changed."""
-    return compare_campaigns(ui.store(), a_version[0], b_version[0]).to_dict()
+def cached_comparison(db: str, a_version: tuple, b_version: tuple) -> Comparison:
+    """compare_campaigns(...), recomputed only when either campaign changed."""
+    return compare_campaigns(ui.store(), a_version[0], b_version[0])
 
 
 @st.cache_data(show_spinner="Comparing the sweep…", max_entries=8)
-def cached_sweep(db: str, versions: tuple) -> dict:
+def cached_sweep(db: str, versions: tuple) -> Sweep:
     """compare_sweep over the campaigns, recomputed only when one of them changed."""
     return compare_sweep(ui.store(), [version[0] for version in versions])
 
@@ -44,10 +45,10 @@ def delta_figure(measures: pd.DataFrame) -> go.Figure:
     return figure
 
 
-def scatter_figure(a_rows: list[dict], b_rows: list[dict], measure: str) -> go.Figure:
+def scatter_figure(a_rows: list[QuestionResult], b_rows: list[QuestionResult], measure: str) -> go.Figure:
     """One point per common question: the measure in A against B, with the diagonal."""
     b_index = {question_key(r): r for r in b_rows}
-    points = [(row_values(a).get(measure), row_values(b_index[question_key(a)]).get(measure), a["qid"])
+    points = [(row_values(a).get(measure), row_values(b_index[question_key(a)]).get(measure), a.question.qid)
               for a in a_rows if question_key(a) in b_index]
     points = [p for p in points if p[0] is not None and p[1] is not None]
     frame = pd.DataFrame(points, columns=["A", "B", "qid"])
@@ -61,48 +62,48 @@ def scatter_figure(a_rows: list[dict], b_rows: list[dict], measure: str) -> go.F
     return figure
 
 
-def verdict_table(questions: list[dict]) -> pd.DataFrame:
+def verdict_table(questions: list[QuestionDiff]) -> pd.DataFrame:
     """The per-question verdicts with the relevant passages that entered or left the retrieved list."""
-    def titles(entries: list[dict] | None) -> str:
-        return " | ".join(f"{e['pid']} {e['title']}".strip() for e in entries or [])
+    def titles(entries: tuple[Passage, ...]) -> str:
+        return " | ".join(f"{e.pid} {e.title}".strip() for e in entries)
 
-    return pd.DataFrame([{"qid": q["qid"], "question": q["question"], "verdict": q["verdict"], "basis": q["basis"],
-                          "A": q["a"], "B": q["b"], "answer changed": q.get("answer_changed"),
-                          "relevant entered": titles(q.get("entered")), "relevant left": titles(q.get("left")),
-                          "answer A": q["answer_a"], "answer B": q["answer_b"]} for q in questions],
+    return pd.DataFrame([{"qid": q.qid, "question": q.question, "verdict": q.verdict, "basis": q.basis,
+                          "A": q.a, "B": q.b, "answer changed": q.answer_changed,
+                          "relevant entered": titles(q.entered), "relevant left": titles(q.left),
+                          "answer A": q.answer_a, "answer B": q.answer_b} for q in questions],
                         columns=["qid", "question", "verdict", "basis", "A", "B", "answer changed", "relevant entered",
                                  "relevant left", "answer A", "answer B"])
 
 
-def sweep_table(result: dict) -> pd.DataFrame:
+def sweep_table(result: Sweep) -> pd.DataFrame:
     """One row per campaign of the sweep: the varied value, each measure's mean, the verdict counts."""
-    return pd.DataFrame([{"campaign": row["id"], result["key"] or "value": str(row["value"]),
-                          **{name: m["mean"] for name, m in row["measures"].items()},
-                          **{f"vs baseline: {k}": v for k, v in (row.get("verdicts") or {}).items()}}
-                         for row in result["table"]])
+    return pd.DataFrame([{"campaign": row.id, result.key or "value": str(row.value),
+                          **{name: m.mean for name, m in row.measures.items()},
+                          **{f"vs baseline: {k}": v for k, v in (row.verdicts or {}).items()}}
+                         for row in result.table])
 
 
-def series_figure(result: dict, measure: str) -> go.Figure:
+def series_figure(result: Sweep, measure: str) -> go.Figure:
     """The measure's mean (with its 95% interval) for each value of the swept key."""
-    points = pd.DataFrame(result["series"][measure])
+    points = pd.DataFrame(result.series[measure])
     points["x"] = points["x"].astype(str)
     figure = go.Figure(go.Scatter(
         x=points["x"], y=points["mean"], mode="lines+markers",
         error_y={"type": "data", "symmetric": False, "array": points["ci_high"].fillna(points["mean"]) - points["mean"],
                  "arrayminus": points["mean"] - points["ci_low"].fillna(points["mean"])}))
-    figure.update_layout(title=f"{measure} by {result['key'] or 'campaign'} (mean, 95% bootstrap interval)",
-                         xaxis_title=result["key"] or "campaign", yaxis_title=measure, height=420)
+    figure.update_layout(title=f"{measure} by {result.key or 'campaign'} (mean, 95% bootstrap interval)",
+                         xaxis_title=result.key or "campaign", yaxis_title=measure, height=420)
     return figure
 
 
 ui.title("Compare")
 store = ui.store()
-campaigns = [c for c in list_campaigns(store) if c["finished"]]
+campaigns = [c for c in list_campaigns(store) if c.finished]
 if len(campaigns) < 2:
     st.info("Comparing needs two campaigns with results.")
     st.page_link("pages/run.py", label="Run campaigns")
     st.stop()
-by_id = {c["id"]: c for c in campaigns}
+by_id = {c.id: c for c in campaigns}
 ids = list(by_id)
 mode = st.radio("Compare", ["two campaigns", "a sweep (N campaigns, one key varied)"], horizontal=True)
 
@@ -115,22 +116,19 @@ if mode == "two campaigns":
         st.stop()
     with ui.guard():
         comparison = cached_comparison(ui.db_path(), ui.version(by_id[a_id]), ui.version(by_id[b_id]))
-        for warning in comparison["warnings"]:
+        for warning in comparison.warnings:
             st.warning(ui.escape_md(warning))
-        for note in comparison["notes"]:
+        for note in comparison.notes:
             st.info(ui.escape_md(note))
-        if comparison["config_diff"]:
-            st.dataframe(pd.DataFrame([{"key": k, "A": str(a), "B": str(b)} for k, (a, b) in comparison["config_diff"].items()]),
+        if comparison.config_diff:
+            st.dataframe(pd.DataFrame([{"key": k, "A": str(a), "B": str(b)} for k, (a, b) in comparison.config_diff.items()]),
                          hide_index=True)
-        counts = comparison["verdicts"]
+        counts = comparison.verdicts
         for col, verdict in zip(st.columns(len(VERDICTS)), VERDICTS):
             col.metric(verdict, counts.get(verdict, 0))
 
         st.subheader("Measures: B − A with 95% intervals")
-        order = {name: position for position, name in enumerate(MEASURES)}
-        measures = pd.DataFrame(comparison["measures"])
-        if not measures.empty:
-            measures = measures.sort_values("measure", key=lambda names: names.map(lambda n: order.get(n, len(order))))
+        measures = pd.DataFrame([m.to_dict() for m in sorted(comparison.measures, key=lambda m: display_order(m.measure))])
         if measures.empty:
             st.info("No measure is present in both campaigns.")
         else:
@@ -149,7 +147,7 @@ if mode == "two campaigns":
 
         st.subheader("Questions")
         keep = st.multiselect("Verdicts", VERDICTS, default=[v for v in VERDICTS if v != "same"])
-        questions = verdict_table(comparison["questions"])
+        questions = verdict_table(comparison.questions)
         questions = questions[questions["verdict"].isin(keep)]
         st.dataframe(questions, hide_index=True)
         ui.table_download(questions, f"questions-{a_id}-vs-{b_id}", key="questions-csv")
@@ -158,12 +156,12 @@ else:
                             format_func=lambda i: ui.campaign_label(by_id[i]))
     with ui.guard():
         sweep = cached_sweep(ui.db_path(), tuple(ui.version(by_id[i]) for i in chosen))
-        for warning in sweep["warnings"]:
+        for warning in sweep.warnings:
             st.warning(ui.escape_md(warning))
         table = sweep_table(sweep)
         st.dataframe(table, hide_index=True)
         ui.table_download(table, "sweep", key="sweep-csv")
-        names = list(sweep["series"])
+        names = list(sweep.series)
         measure = st.selectbox("Measure", names, index=ui.index_of(names, "ndcg@10"))
         if measure:
             ui.chart(series_figure(sweep, measure), f"sweep-{measure}", key="sweep")

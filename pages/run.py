@@ -3,53 +3,30 @@
 from __future__ import annotations
 
 import json
-from dataclasses import fields
 from typing import Any
 
 import streamlit as st
 
 import ui
-from evalcore.campaigns import get_campaign
+from evalcore.campaigns import Campaign, get_campaign
 from evalcore.errors import EvalError
 from evalcore.judges import JUDGES
 from evalcore.store import NotFound
 from evalcore.suites import list_suites
 from evalcore.targets import TargetConfig
-from evalcore.targets.config import CHOICES, RANGES
+from evalcore.targets.config import CHOICES, RANGES, sweep_values
+from evalcore.targets.presets import PRESETS, QUICK_START
 from evalcore.targets.saved import get_target, save_target
 
 NO_SWEEP = "(no sweep)"
-# What a newcomer launches without configuring anything: no embedding index to build, no model.
-QUICK = "quick"
-QUICK_START = TargetConfig(retriever="bm25", generator="extractive")
-# Form sections by key prefix (first match); a key matching none lands in "Other", so every key has an input.
-CONFIG_GROUPS = (
-    ("Essentials", ("kind", "knowledge_base", "retriever", "reranker", "generator")),
-    ("Chunking", ("chunk",)),
-    ("Retrieval", ("retriever", "embedding", "keyword", "vector", "fusion", "rrf")),
-    ("Rerank", ("rerank",)),
-    ("Generation", ("generator", "base_url", "model", "api_key", "timeout", "retries", "retry", "temperature",
-                    "max_tokens", "context_top_k", "extractive")),
-    ("Prompts", ("system_prompt", "prompt_template", "context_template", "fallback")),
-    ("HTTP agent", ("agent_",)),
-    ("Results file", ("results_",)),
-)
 LONG_TEXT = ("_prompt", "_template", "agent_body", "fallback_answer")
-
-
-def config_group(name: str) -> str:
-    """The form section of a configuration key."""
-    return next((group for group, prefixes in CONFIG_GROUPS if name.startswith(prefixes)), "Other")
 
 
 def config_inputs(base: TargetConfig, key: str) -> dict[str, Any]:
     """One input per TargetConfig field (built from the dataclass), grouped in sections; returns the values."""
     current, defaults = base.to_dict(), TargetConfig().to_dict()
-    groups: dict[str, list[str]] = {}
-    for field in fields(TargetConfig):
-        groups.setdefault(config_group(field.name), []).append(field.name)
     values: dict[str, Any] = {}
-    for number, (group, names) in enumerate(groups.items()):
+    for number, (group, names) in enumerate(TargetConfig.sections().items()):
         with st.expander(group, expanded=number == 0):
             columns = st.columns(3)
             for position, name in enumerate(names):
@@ -79,20 +56,13 @@ def _config_input(name: str, value: Any, default: Any, key: str) -> Any:
 
 def build_configs(values: dict[str, Any], sweep_key: str | None, sweep_text: str) -> list[TargetConfig]:
     """The configuration of the form, or one per value of the swept key; EvalError names bad keys."""
-    values = dict(values)
-    for name, value in values.items():
-        if isinstance(TargetConfig().to_dict()[name], dict):
-            values[name] = _json_object(name, value)
-    if not sweep_key:
-        return [TargetConfig.from_dict(values)]
-    raw = [part.strip() for part in sweep_text.split(",") if part.strip()]
-    if len(raw) < 2:
-        raise EvalError("a sweep needs at least two values", where=sweep_key, found=sweep_text or "nothing",
-                        fix="write the values separated by commas, e.g. 10, 20, 30")
-    return [TargetConfig.from_dict({**values, sweep_key: _typed(part)}) for part in raw]
+    values = {name: _json_object(name, value) if isinstance(TargetConfig().to_dict()[name], dict) else value
+              for name, value in values.items()}
+    config = TargetConfig.from_dict(values)
+    return config.sweep(sweep_key, sweep_values(sweep_text)) if sweep_key else [config]
 
 
-def _json_object(name: str, text: str) -> dict:
+def _json_object(name: str, text: str) -> dict[str, Any]:
     expected = 'a JSON object such as {"X-Key": "${MY_KEY}"}'
     try:
         value = json.loads(text or "{}")
@@ -101,14 +71,6 @@ def _json_object(name: str, text: str) -> dict:
     if not isinstance(value, dict):  # a list or a number is valid JSON but no set of headers
         raise EvalError("not a JSON object", where=name, found=ui.short(text), expected=expected)
     return value
-
-
-def _typed(text: str) -> Any:
-    """A swept value as typed: numbers become numbers, the rest stays text (from_dict checks the type)."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
 
 
 ui.title("Run a campaign")
@@ -130,13 +92,13 @@ else:
     suite_id = st.selectbox("Suite", list(suites), format_func=lambda i: f"{suites[i].name} · {len(suites[i].cases)} cases",
                             index=ui.index_of(list(suites), st.session_state.get("suite_id")))
 
-targets = {QUICK: "quick start (BM25 keyword retrieval, extractive answers)", **ui.target_choices(store)}
-preferred = suites[suite_id].agent_id if suite_id else QUICK
+targets = {QUICK_START.name: QUICK_START.label, **ui.target_choices(store)}
+preferred = suites[suite_id].agent_id if suite_id else QUICK_START.name
 target_ids = list(targets)
 base = st.selectbox("Start from", target_ids, format_func=lambda i: targets[i], index=ui.index_of(target_ids, preferred),
-                    help="A starting point; every key can be changed below.") or QUICK
-base_config = QUICK_START if base == QUICK else TargetConfig()
-if base not in (QUICK, "default"):
+                    help="A starting point; every key can be changed below.") or QUICK_START.name
+base_config = PRESETS[base].config if base in PRESETS else TargetConfig()
+if base not in PRESETS:
     with ui.guard():
         base_config = get_target(store, base)
 
@@ -152,7 +114,7 @@ with st.form("launch"):
                                        help="Above 1, judges answer at temperature 0.7 and the spread is recorded.")
     save_as = right.text_input("Save the configuration as", placeholder="optional name",
                                help="Saved before launching (the first value of a sweep); suites can then target it.")
-    sweep_key = left.selectbox("Sweep one key", [NO_SWEEP, *(f.name for f in fields(TargetConfig))], key="sweep_key")
+    sweep_key = left.selectbox("Sweep one key", [NO_SWEEP, *TargetConfig().to_dict()], key="sweep_key")
     sweep_text = middle.text_input("Sweep values (comma-separated)", placeholder="e.g. bm25, vector, hybrid", key="sweep_values")
     submitted = st.form_submit_button("Launch", type="primary")
 
@@ -163,7 +125,7 @@ if submitted:
             raise EvalError("a suite runs one campaign at a time", where="sweep", fix="sweep over a dataset instead")
         saved = save_target(store, configs[0], name=save_as.strip()) if save_as.strip() else None
         # A saved configuration run as it is stays linked to its id (seed 000's knowledge_base_id).
-        target_id = saved or (base if base not in (QUICK, "default") and configs == [base_config] else None)
+        target_id = saved or (base if base not in PRESETS and configs == [base_config] else None)
         for config in configs:
             campaign_id = ui.manager().launch(dataset=dataset, suite_id=suite_id, config=config, target_id=target_id,
                                               use_judge=use_judge, judges=tuple(judges), concurrency=concurrency or None,
@@ -172,7 +134,7 @@ if submitted:
             ui.select_next_run("campaign_id", campaign_id)
 
 
-def launched() -> list[dict]:
+def launched() -> list[Campaign]:
     """The campaigns launched from this session (the last ten), as stored now."""
     campaigns = []
     for campaign_id in st.session_state.get("launched", [])[:10]:
@@ -187,15 +149,15 @@ def show_launched() -> None:
     """Their progress bars and errors."""
     for campaign in launched():
         ui.show_progress(campaign)
-        if campaign["error"]:
-            st.text(campaign["error"])
+        if campaign.error:
+            st.text(campaign.error)
 
 
 current = launched()
 if current:
     st.subheader("Launched from here")
     # Poll the store only while one of them runs; the workers never touch Streamlit.
-    ui.poll(show_launched, 2 if any(c["status"] in ui.ACTIVE for c in current) else None)
+    ui.poll(show_launched, 2 if any(c.active for c in current) else None)
     st.page_link("pages/campaigns.py", label="Open the results")
     if len(current) > 1:
         st.page_link("pages/compare.py", label="Compare them")

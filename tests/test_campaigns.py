@@ -85,13 +85,13 @@ def test_launch_returns_at_once_and_runs_in_background(manager: CampaignManager,
     target = FakeTarget(delay=0.2)
     campaign_id = manager.launch(dataset=str(tiny_dataset), target=target, concurrency=1)
     first = get_campaign(manager.store, campaign_id)
-    assert first["status"] in ("pending", "running") and first["finished"] == 0
+    assert first.status in ("pending", "running") and first.finished == 0
     assert campaign_id.startswith("evaluation_default_") and campaign_id.endswith("_tiny")
     done = manager.wait(campaign_id, timeout=20)
-    assert done["status"] == "succeeded"
-    assert (done["finished"], done["total"], done["failed"]) == (3, 3, 0)
-    assert done["started_at"] and done["ended_at"] >= done["started_at"]
-    assert done["progress"]["finished"] == 3 and done["progress"]["eta_s"] == 0.0
+    assert done.status == "succeeded"
+    assert (done.finished, done.total, done.failed) == (3, 3, 0)
+    assert done.started_at and done.ended_at >= done.started_at
+    assert done.progress().finished == 3 and done.progress().eta_s == 0.0
     assert threading.main_thread().name not in target.threads
     assert target.prepared == 5  # the whole corpus, distractor included
 
@@ -112,15 +112,15 @@ def test_one_failing_question_in_five_is_isolated(manager: CampaignManager, tmp_
     data = many_questions(tmp_path / "ten", 10)
     campaign_id = manager.launch(dataset=str(data), target=FakeTarget(fail=lambda qid: qid % 5 == 0), concurrency=3)
     done = manager.wait(campaign_id, timeout=20)
-    assert done["status"] == "succeeded"
-    assert (done["finished"], done["failed"]) == (10, 2)
+    assert done.status == "succeeded"
+    assert (done.finished, done.failed) == (10, 2)
     results = campaign_results(manager.store, campaign_id)
-    errors = {r["qid"]: r["error"] for r in results if r["error"]}
+    errors = {r.question.qid: r.outcome.error for r in results if r.outcome.error}
     assert errors == {5: "RuntimeError: scripted failure on 5", 10: "RuntimeError: scripted failure on 10"}
-    assert all(r["measures"] for r in results if not r["error"])
+    assert all(r.outcome.measures for r in results if not r.outcome.error)
     summary = campaign_summary(manager.store, campaign_id)
-    assert (summary["answered"], summary["failed"]) == (8, 2)
-    assert summary["tokens"] == {"prompt": 40, "completion": 24, "total": 64}
+    assert (summary.answered, summary.failed) == (8, 2)
+    assert summary.tokens.to_dict() == {"prompt": 40, "completion": 24, "total": 64}
 
 
 def test_too_many_failures_fail_the_campaign(manager: CampaignManager, tmp_path: Path) -> None:
@@ -128,9 +128,9 @@ def test_too_many_failures_fail_the_campaign(manager: CampaignManager, tmp_path:
     campaign_id = manager.launch(dataset=str(data), target=FakeTarget(fail=lambda qid: qid > 2),
                                  concurrency=1, max_failed_share=0.3)
     done = manager.wait(campaign_id, timeout=20)
-    assert done["status"] == "failed"
-    assert "questions had failed (more than 30%)" in done["error"]
-    assert done["failed"] == 4 and done["finished"] == 6  # dispatching stopped at the 4th failure
+    assert done.status == "failed"
+    assert "questions had failed (more than 30%)" in done.error
+    assert done.failed == 4 and done.finished == 6  # dispatching stopped at the 4th failure
 
 
 def test_hung_question_times_out_and_campaign_goes_on(manager: CampaignManager, tmp_path: Path) -> None:
@@ -139,10 +139,10 @@ def test_hung_question_times_out_and_campaign_goes_on(manager: CampaignManager, 
     try:
         campaign_id = manager.launch(dataset=str(data), target=target, concurrency=2, time_limit=1.5)
         done = manager.wait(campaign_id, timeout=20)
-        assert done["status"] == "succeeded"
-        errors = {r["qid"]: r["error"] for r in campaign_results(manager.store, campaign_id) if r["error"]}
+        assert done.status == "succeeded"
+        errors = {r.question.qid: r.outcome.error for r in campaign_results(manager.store, campaign_id) if r.outcome.error}
         assert errors == {2: "timed out after 1.5 s"}
-        assert done["finished"] == 6
+        assert done.finished == 6
     finally:
         target.release.set()
 
@@ -151,23 +151,23 @@ def test_cancel_then_resume_runs_only_missing_questions(manager: CampaignManager
     data = many_questions(tmp_path / "twenty", 20)
     target = FakeTarget(delay=0.05)
     campaign_id = manager.launch(dataset=str(data), target=target, concurrency=1)
-    while get_campaign(manager.store, campaign_id)["finished"] < 3:
+    while get_campaign(manager.store, campaign_id).finished < 3:
         time.sleep(0.02)
     running = get_campaign(manager.store, campaign_id)
-    assert running["status"] == "running"
-    assert running["progress"]["rate_per_s"] > 0 and running["progress"]["eta_s"] > 0
+    assert running.status == "running"
+    assert running.progress().rate_per_s > 0 and running.progress().eta_s > 0
     manager.cancel(campaign_id)
     cancelled = manager.wait(campaign_id, timeout=20)
-    assert cancelled["status"] == "cancelled" and cancelled["finished"] < 20
+    assert cancelled.status == "cancelled" and cancelled.finished < 20
     with pytest.raises(Conflict):
         manager.cancel(campaign_id)
-    before = {r["qid"] for r in campaign_results(manager.store, campaign_id)}
+    before = {r.question.qid for r in campaign_results(manager.store, campaign_id)}
     again = FakeTarget()
     manager.resume(campaign_id, target=again)
-    assert manager.wait(campaign_id, timeout=20)["status"] == "succeeded"
+    assert manager.wait(campaign_id, timeout=20).status == "succeeded"
     assert sorted(again.asked) == sorted(set(range(1, 21)) - before)
     results = campaign_results(manager.store, campaign_id)
-    assert [r["qid"] for r in results] == list(range(1, 21)) and {r["attempts"] for r in results} == {1}
+    assert [r.question.qid for r in results] == list(range(1, 21)) and {r.attempts for r in results} == {1}
     with pytest.raises(EvalError, match="nothing to run"):
         manager.resume(campaign_id, target=FakeTarget())
 
@@ -180,8 +180,8 @@ def test_retry_failed_reruns_only_errors(manager: CampaignManager, tmp_path: Pat
     manager.retry_failed(campaign_id, target=fixed)
     done = manager.wait(campaign_id, timeout=20)
     assert sorted(fixed.asked) == [3, 7]
-    assert (done["status"], done["failed"], done["finished"]) == ("succeeded", 0, 10)
-    attempts = {r["qid"]: r["attempts"] for r in campaign_results(manager.store, campaign_id)}
+    assert (done.status, done.failed, done.finished) == ("succeeded", 0, 10)
+    attempts = {r.question.qid: r.attempts for r in campaign_results(manager.store, campaign_id)}
     assert attempts == {qid: (2 if qid in (3, 7) else 1) for qid in range(1, 11)}
 
 
@@ -191,16 +191,16 @@ def test_aggregates_are_the_mean_of_stored_rows(manager: CampaignManager, tmp_pa
     manager.wait(campaign_id, timeout=20)
     results = campaign_results(manager.store, campaign_id)
     aggregates = campaign_aggregates(manager.store, campaign_id)
-    names = {name for r in results for name in r["measures"]}
+    names = {name for r in results for name in r.outcome.measures}
     assert {"precision", "ndcg@10", "bleu4", "rougel"} <= names == set(aggregates)
     for name in names:
-        values = [r["measures"][name] for r in results if name in r["measures"]]
-        assert aggregates[name]["count"] == len(values) == 9
-        assert aggregates[name]["mean"] == pytest.approx(sum(values) / len(values))
+        values = [r.outcome.measures[name] for r in results if name in r.outcome.measures]
+        assert aggregates[name].count == len(values) == 9
+        assert aggregates[name].mean == pytest.approx(sum(values) / len(values))
     first = results[0]
-    assert first["retrieved"][1]["pid"] is None  # a miss kept at its rank
-    assert first["signatures"]["bleu4"].startswith("bleu4|")
-    assert first["relevant"] == {10 + 0 % 3: 1} and first["references"] == ["Refunds within 30 days."]
+    assert first.outcome.retrieved[1].pid is None  # a miss kept at its rank
+    assert first.outcome.signatures["bleu4"].startswith("bleu4|")
+    assert first.question.relevant == {10 + 0 % 3: 1} and first.question.references == ("Refunds within 30 days.",)
 
 
 def test_delete_and_tenant_isolation(manager: CampaignManager, tiny_dataset: Path) -> None:
@@ -209,7 +209,7 @@ def test_delete_and_tenant_isolation(manager: CampaignManager, tiny_dataset: Pat
     assert campaign_id.startswith("evaluation_acme_")
     with pytest.raises(NotFound):
         get_campaign(manager.store, campaign_id, tenant="other")
-    assert [c["id"] for c in list_campaigns(manager.store, tenant="acme")] == [campaign_id]
+    assert [c.id for c in list_campaigns(manager.store, tenant="acme")] == [campaign_id]
     assert list_campaigns(manager.store, tenant="other") == []
     manager.delete(campaign_id)
     with pytest.raises(NotFound):
@@ -226,22 +226,22 @@ def test_heartbeat_runs_while_questions_hang_and_picks_up_a_cancel_from_elsewher
         campaign_id = manager.launch(dataset=str(many_questions(tmp_path / "five", 5)), target=target, concurrency=1)
 
         def await_beats(count: int) -> None:
-            beats = [get_campaign(manager.store, campaign_id)["heartbeat"]]
+            beats = [get_campaign(manager.store, campaign_id).heartbeat]
             while len(beats) <= count:
-                beat = get_campaign(manager.store, campaign_id)["heartbeat"]
+                beat = get_campaign(manager.store, campaign_id).heartbeat
                 if beat > beats[-1]:
                     beats.append(beat)
                 time.sleep(0.01)
 
         await_beats(3)
-        assert get_campaign(manager.store, campaign_id)["finished"] == 0
+        assert get_campaign(manager.store, campaign_id).finished == 0
         # Another process asks for the cancel through the database only.
         with Store(manager.store.path) as elsewhere:
             elsewhere.write(lambda conn: conn.execute("UPDATE campaigns SET cancel_requested = 1 WHERE id = ?", (campaign_id,)))
         await_beats(2)  # each beat writes, then reads the flag: two beats later it has been seen
         target.release.set()
         done = manager.wait(campaign_id, timeout=20)
-        assert done["status"] == "cancelled" and done["finished"] == 1  # the question in flight finished
+        assert done.status == "cancelled" and done.finished == 1  # the question in flight finished
     finally:
         target.release.set()
 
@@ -253,8 +253,8 @@ def test_broken_setup_fails_the_campaign_with_its_reason(manager: CampaignManage
 
     campaign_id = manager.launch(dataset=str(tiny_dataset), target=BrokenIndex())
     done = manager.wait(campaign_id, timeout=20)
-    assert (done["status"], done["error"]) == ("failed", "setup failed: OSError: disk full while indexing")
-    assert done["finished"] == 0 and done["ended_at"] is not None
+    assert (done.status, done.error) == ("failed", "setup failed: OSError: disk full while indexing")
+    assert done.finished == 0 and done.ended_at is not None
 
 
 def test_results_file_campaign_collapses_duplicate_passages_and_skips_missing_answers(
@@ -265,13 +265,13 @@ def test_results_file_campaign_collapses_duplicate_passages_and_skips_missing_an
                    encoding="utf-8")
     config = TargetConfig(kind="results_file", results_path=str(run))
     campaign_id = manager.launch(dataset=str(tiny_dataset), config=config)
-    assert manager.wait(campaign_id, timeout=30)["status"] == "succeeded"
+    assert manager.wait(campaign_id, timeout=30).status == "succeeded"
     first, second, third = campaign_results(manager.store, campaign_id)
-    assert [hit["pid"] for hit in first["retrieved"]] == [14, 14, None, 10, 10]  # chunks as the target ranked them
+    assert [hit.pid for hit in first.outcome.retrieved] == [14, 14, None, 10, 10]  # chunks as the target ranked them
     # Each passage counts once, at its first rank; the unknown id stays a miss at its rank.
-    assert (first["measures"]["precision"], first["measures"]["mrr"]) == (pytest.approx(1 / 3), pytest.approx(1 / 3))
-    assert second["answer"] is None and "bleu1" not in second["measures"] and second["measures"]["recall"] == 1.0
-    assert third["error"].endswith("add a row with this qid to the results file")
+    assert (first.outcome.measures["precision"], first.outcome.measures["mrr"]) == (pytest.approx(1 / 3), pytest.approx(1 / 3))
+    assert second.outcome.answer is None and "bleu1" not in second.outcome.measures and second.outcome.measures["recall"] == 1.0
+    assert third.outcome.error.endswith("add a row with this qid to the results file")
 
 
 def test_default_concurrency_follows_where_the_work_happens(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -295,7 +295,7 @@ def test_cancel_during_setup_asks_no_question(manager: CampaignManager, tiny_dat
     campaign_id = manager.launch(dataset=str(tiny_dataset), target=target, concurrency=2)
     manager.cancel(campaign_id)
     target.release.set()
-    assert manager.wait(campaign_id, timeout=20)["status"] == "cancelled"
+    assert manager.wait(campaign_id, timeout=20).status == "cancelled"
     assert target.asked == []
 
 
@@ -314,10 +314,10 @@ def test_index_build_shows_its_progress_and_stops_on_cancel(
     target = EndlessIndex()
     campaign_id = manager.launch(dataset=str(tiny_dataset), target=target, concurrency=2)
     deadline = time.monotonic() + 20
-    while not (get_campaign(manager.store, campaign_id)["progress"]["stage"] or "").startswith("indexing the corpus"):
+    while not (get_campaign(manager.store, campaign_id).progress().stage or "").startswith("indexing the corpus"):
         assert time.monotonic() < deadline, get_campaign(manager.store, campaign_id)
         time.sleep(0.02)
     manager.cancel(campaign_id)
     done = manager.wait(campaign_id, timeout=20)
-    assert done["status"] == "cancelled" and target.asked == []
-    assert done["progress"]["stage"] is None  # an ended campaign shows no stage
+    assert done.status == "cancelled" and target.asked == []
+    assert done.progress().stage is None  # an ended campaign shows no stage

@@ -36,20 +36,20 @@ def test_second_identical_campaign_is_served_by_the_cache(manager: CampaignManag
     with FakeOpenAIServer(default="Refunds are accepted within 30 days.") as server:
         config = openai_config(server, tiny_dataset)
         first = manager.launch(dataset=str(tiny_dataset), config=config, concurrency=2)
-        assert manager.wait(first, timeout=30)["status"] == "succeeded"
+        assert manager.wait(first, timeout=30).status == "succeeded"
         calls = chat_requests(server)
-        assert calls == 3 and get_campaign(manager.store, first)["cache_hits"] == 0
+        assert calls == 3 and get_campaign(manager.store, first).cache_hits == 0
 
         second = manager.launch(dataset=str(tiny_dataset), config=config, concurrency=2)
         done = manager.wait(second, timeout=30)
-        assert done["status"] == "succeeded" and done["cache_hits"] == 3
+        assert done.status == "succeeded" and done.cache_hits == 3
         assert chat_requests(server) == calls
         assert campaign_aggregates(manager.store, second) == campaign_aggregates(manager.store, first)
         # Cached replies keep their token counts, so cost stays comparable between campaigns.
-        assert [r["prompt_tokens"] for r in campaign_results(manager.store, second)] == [11, 11, 11]
+        assert [r.outcome.prompt_tokens for r in campaign_results(manager.store, second)] == [11, 11, 11]
 
         third = manager.launch(dataset=str(tiny_dataset), config=config, cache=False)
-        assert manager.wait(third, timeout=30)["cache_hits"] == 0
+        assert manager.wait(third, timeout=30).cache_hits == 0
         assert chat_requests(server) == calls + 3
 
 
@@ -64,13 +64,13 @@ def test_judges_are_stored_as_measures_with_details(manager: CampaignManager, ti
         campaign_id = manager.launch(suite_id=suite.id, config=openai_config(server, tiny_dataset), use_judge=True,
                                      judges=("relevance",))
         done = manager.wait(campaign_id, timeout=30)
-    assert done["status"] == "succeeded" and done["judges"] == ["score", "relevance"] and done["use_judge"]
+    assert done.status == "succeeded" and done.judges == ("score", "relevance") and done.use_judge
     with_expected, without = campaign_results(manager.store, campaign_id)
-    assert with_expected["measures"]["judge.score"] == 4.0 and with_expected["measures"]["judge.relevance"] == 4.0
-    assert with_expected["judges"]["score"]["reason"] == "Close to the expected answer."
-    assert with_expected["signatures"]["judge.score"].startswith("judge.score|prompt:v1|hash:")
-    assert "|parser:v2|model:openai:fake-model@" in with_expected["signatures"]["judge.score"]
-    assert "judge.score" not in without["measures"] and "judge.relevance" in without["measures"]
+    assert with_expected.outcome.measures["judge.score"] == 4.0 and with_expected.outcome.measures["judge.relevance"] == 4.0
+    assert with_expected.outcome.judges["score"].reason == "Close to the expected answer."
+    assert with_expected.outcome.signatures["judge.score"].startswith("judge.score|prompt:v1|hash:")
+    assert "|parser:v2|model:openai:fake-model@" in with_expected.outcome.signatures["judge.score"]
+    assert "judge.score" not in without.outcome.measures and "judge.relevance" in without.outcome.measures
 
 
 def test_judges_asked_several_times_record_their_spread(manager: CampaignManager, tiny_dataset: Path) -> None:
@@ -87,8 +87,8 @@ def test_judges_asked_several_times_record_their_spread(manager: CampaignManager
         campaign_id = manager.launch(suite_id=suite.id, config=openai_config(server, tiny_dataset), use_judge=True,
                                      judge_samples=3, cache=False)
         done = manager.wait(campaign_id, timeout=30)
-    assert done["options"]["judge_samples"] == 3
+    assert done.options.judge_samples == 3
     (row,) = campaign_results(manager.store, campaign_id)
-    verdict = row["judges"]["score"]
-    assert sorted(verdict["samples"]) == [3.0, 4.0, 5.0] and row["measures"]["judge.score"] == 4.0
-    assert verdict["spread"]["max"] - verdict["spread"]["min"] == 2.0
+    verdict = row.outcome.judges["score"]
+    assert sorted(verdict.samples) == [3.0, 4.0, 5.0] and row.outcome.measures["judge.score"] == 4.0
+    assert verdict.spread.max - verdict.spread.min == 2.0

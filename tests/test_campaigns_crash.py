@@ -41,8 +41,8 @@ def test_sigkill_mid_campaign_then_resume_loses_and_duplicates_nothing(tmp_path:
     try:
         campaign_id = child.stdout.readline().strip()
         with Store(db) as watcher:
-            wait_for(lambda: get_campaign(watcher, campaign_id)["finished"] >= 8)
-            assert get_campaign(watcher, campaign_id)["status"] == "running"  # alive owner: not an orphan
+            wait_for(lambda: get_campaign(watcher, campaign_id).finished >= 8)
+            assert get_campaign(watcher, campaign_id).status == "running"  # alive owner: not an orphan
     finally:
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
@@ -50,9 +50,9 @@ def test_sigkill_mid_campaign_then_resume_loses_and_duplicates_nothing(tmp_path:
 
     with Store(db) as reopened:
         crashed = get_campaign(reopened, campaign_id)
-        saved = {r["position"]: (r["answer"], r["latency_s"]) for r in campaign_results(reopened, campaign_id)}
-    assert crashed["status"] == "interrupted" and "stopped" in crashed["error"]
-    assert crashed["finished"] == len(saved) and 8 <= len(saved) < 40
+        saved = {r.question.position: (r.outcome.answer, r.outcome.latency_s) for r in campaign_results(reopened, campaign_id)}
+    assert crashed.status == "interrupted" and "stopped" in crashed.error
+    assert crashed.finished == len(saved) and 8 <= len(saved) < 40
 
     manager = get_manager(db)
     try:
@@ -62,8 +62,8 @@ def test_sigkill_mid_campaign_then_resume_loses_and_duplicates_nothing(tmp_path:
         results = campaign_results(manager.store, campaign_id)
     finally:
         manager.close()
-    assert done["status"] == "succeeded" and done["finished"] == 40
+    assert done.status == "succeeded" and done.finished == 40
     assert sorted(target.asked) == sorted(qid for qid in range(1, 41) if qid - 1 not in saved)
-    assert [r["qid"] for r in results] == list(range(1, 41))  # each question exactly once
-    assert all((r["answer"], r["latency_s"]) == saved[r["position"]] for r in results if r["position"] in saved)
-    assert {r["attempts"] for r in results} == {1}
+    assert [r.question.qid for r in results] == list(range(1, 41))  # each question exactly once
+    assert all((r.outcome.answer, r.outcome.latency_s) == saved[r.question.position] for r in results if r.question.position in saved)
+    assert {r.attempts for r in results} == {1}

@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from evalcore.campaigns import CampaignManager, Conflict, NotFound, campaign_results, get_campaign, list_campaigns
+from evalcore.campaigns import (
+    CampaignManager,
+    Conflict,
+    NotFound,
+    Source,
+    campaign_results,
+    get_campaign,
+    list_campaigns,
+)
 from evalcore.errors import EvalError
 from evalcore.suites import (
     Case,
@@ -70,8 +78,8 @@ def test_saved_targets_round_trip(manager: CampaignManager) -> None:
     config = TargetConfig(retriever="bm25", embedding_top_k=7)
     target_id = save_target(manager.store, config, tenant="acme", name="bm25 top 7")
     assert get_target(manager.store, target_id) == config
-    assert [t["id"] for t in list_targets(manager.store)] == [target_id]
-    assert list_targets(manager.store)[0]["config"]["embedding_top_k"] == 7
+    assert [t.id for t in list_targets(manager.store)] == [target_id]
+    assert list_targets(manager.store)[0].config["embedding_top_k"] == 7
     with pytest.raises(NotFound):
         get_target(manager.store, target_id, tenant="other")
 
@@ -80,16 +88,16 @@ def test_suite_campaign_snapshot_survives_edits_and_measures_apply(manager: Camp
     suite = create_suite(manager.store, tenant="default", name="s", agent_id="default", cases=CASES)
     campaign_id = manager.launch(suite_id=suite.id, target=suite_target(tiny_dataset))
     assert campaign_id.startswith("run_default_")
-    assert manager.wait(campaign_id, timeout=20)["status"] == "succeeded"
+    assert manager.wait(campaign_id, timeout=20).status == "succeeded"
     replace_suite(manager.store, suite.id, name="s", agent_id="default", cases=[Case("Something else entirely?")])
     results = campaign_results(manager.store, campaign_id)
-    assert [r["question"] for r in results] == [c.question if isinstance(c, Case) else c["question"] for c in CASES]
+    assert [r.question.text for r in results] == [c.question if isinstance(c, Case) else c["question"] for c in CASES]
     first, second, third = results
-    assert first["measures"]["sources_found"] == 1.0 and first["measures"]["coverage"] == 1.0
-    assert second["measures"]["sources_found"] == 0.0
-    assert "coverage" not in third["measures"] and "sources_found" not in third["measures"]
-    assert {"id": 10, "title": "Terms of Sale (EU)"} in first["sources"]
-    assert get_campaign(manager.store, campaign_id)["suite_id"] == suite.id
+    assert first.outcome.measures["sources_found"] == 1.0 and first.outcome.measures["coverage"] == 1.0
+    assert second.outcome.measures["sources_found"] == 0.0
+    assert "coverage" not in third.outcome.measures and "sources_found" not in third.outcome.measures
+    assert Source(10, "Terms of Sale (EU)") in first.outcome.sources
+    assert get_campaign(manager.store, campaign_id).suite_id == suite.id
 
 
 def test_concurrent_launches_on_one_suite_exactly_one_wins(manager: CampaignManager, tiny_dataset: Path, tmp_path: Path) -> None:
@@ -116,7 +124,7 @@ def test_concurrent_launches_on_one_suite_exactly_one_wins(manager: CampaignMana
         for owner in (manager, other):
             owner.wait(winners[0], timeout=20)
         second = manager.launch(suite_id=suite.id, target=suite_target(tiny_dataset))
-        assert manager.wait(second, timeout=20)["status"] == "succeeded"
+        assert manager.wait(second, timeout=20).status == "succeeded"
     finally:
         other.close()
 

@@ -3,29 +3,42 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from scipy.stats import binomtest
 
-from evalcore import campaigns as campaigns_module
+from evalcore.campaigns import Campaign, CampaignStatus, Outcome, Question, QuestionResult, RunOptions, Source
 from evalcore.cli import main
 from evalcore.compare import compare_campaigns, compare_results, sweep_results
+from evalcore.compare import comparison as comparison_module
+from evalcore.compare.comparison import Passage
 from evalcore.errors import EvalError
+from evalcore.judges import Verdict
+from evalcore.targets import Retrieved
+
+
+def verdict(score, model="m1"):
+    return Verdict("score", model, "h1", "1", "judge.score|test", 3.0, score, "r", "pass" if score >= 3 else "fail")
 
 
 def row(qid, question, measures=None, judge=None, error=None, relevant=None, retrieved=(), answer="an answer",
         expected_sources=(), sources=()):
-    judges = {} if judge is None else {"score": {"score": judge, "result": "pass" if judge >= 3 else "fail",
-                                                 "model": "m1", "prompt_hash": "h1", "reason": "r"}}
-    return {"qid": qid, "question": question, "measures": measures or {}, "judges": judges, "error": error,
-            "answer": None if error else answer, "relevant": relevant or {},
-            "retrieved": [{"pid": p, "title": f"doc {p}", "score": 1.0} for p in retrieved],
-            "expected_sources": list(expected_sources), "sources": list(sources)}
+    asked = Question(qid, qid, question, relevant={int(k): v for k, v in (relevant or {}).items()} or None,
+                     expected_sources=tuple(expected_sources))
+    outcome = Outcome(answer=None if error else answer, error=error, measures=dict(measures or {}),
+                      judges={} if judge is None else {"score": verdict(judge)},
+                      retrieved=tuple(Retrieved(p, f"doc {p}", "", 1.0, {}) for p in retrieved),
+                      sources=tuple(Source(s["id"], s["title"]) for s in sources))
+    return QuestionResult(asked, outcome)
 
 
 def campaign(cid, config=None, dataset_hash="d1", status="succeeded", source="default"):
-    return {"id": cid, "kind": "dataset", "source": source, "status": status, "dataset_hash": dataset_hash,
-            "config": {"top_k": 5, "retriever": "bm25", **(config or {})}}
+    return Campaign(id=cid, tenant="default", kind="dataset", source=source, suite_id=None, target_id=None,
+                    status=CampaignStatus(status), error=None, total=10, finished=10, failed=0, created_at=0.0,
+                    started_at=0.0, ended_at=1.0, heartbeat=1.0, session_finished=0, cancel_requested=False,
+                    config={"top_k": 5, "retriever": "bm25", **(config or {})}, dataset_hash=dataset_hash,
+                    use_judge=False, judges=(), cache=True, cache_hits=0, options=RunOptions(concurrency=1), stage=None)
 
 
 A_ROWS = [
@@ -58,11 +71,11 @@ def comparison():
 
 
 def by_question(comparison):
-    return {(q["qid"], q["question"], q["verdict"]): q for q in comparison.questions}
+    return {(q.qid, q.question, q.verdict): q for q in comparison.questions}
 
 
 def test_verdicts_follow_judge_then_coverage_then_sources(comparison):
-    verdicts = {(q["qid"], q["question"]): (q["verdict"], q["basis"]) for q in comparison.questions}
+    verdicts = {(q.qid, q.question): (q.verdict, q.basis) for q in comparison.questions}
     assert verdicts[(1, "Q one")] == ("better", "judge.score")          # coverage fell, the judge decides
     assert verdicts[(2, "Q two")] == ("worse", "coverage")
     assert verdicts[(3, "Q three")] == ("same", "sources_found")
@@ -78,52 +91,52 @@ def test_verdicts_follow_judge_then_coverage_then_sources(comparison):
 
 
 def test_relevant_passages_entering_and_leaving(comparison):
-    nine = next(q for q in comparison.questions if q["qid"] == 9)
-    assert nine["entered"] == [{"pid": 11, "title": "doc 11"}]
-    assert nine["left"] == []                    # 12 has label 0, 99 is not relevant
-    assert nine["answer_changed"] is False
+    nine = next(q for q in comparison.questions if q.qid == 9)
+    assert nine.entered == (Passage(11, "doc 11"),)
+    assert nine.left == ()                    # 12 has label 0, 99 is not relevant
+    assert nine.answer_changed is False
 
 
 def test_measure_statistics_by_hand(comparison):
-    coverage = next(m for m in comparison.measures if m["measure"] == "coverage")
+    coverage = next(m for m in comparison.measures if m.measure == "coverage")
     # common questions with coverage on both sides: q1 (0.8 -> 0.6), q2 (0.5 -> 0.25), q4 (0.5 -> 0.75)
-    assert coverage["n"] == 3
-    assert coverage["mean_a"] == pytest.approx(0.6) and coverage["mean_b"] == pytest.approx(1.6 / 3)
-    assert coverage["delta"] == pytest.approx(-0.2 / 3)
+    assert coverage.n == 3
+    assert coverage.mean_a == pytest.approx(0.6) and coverage.mean_b == pytest.approx(1.6 / 3)
+    assert coverage.delta == pytest.approx(-0.2 / 3)
     # |sum| of +-0.2 +-0.25 +-0.25 is never below the observed 0.2: every assignment is as extreme.
-    assert coverage["p_value"] == pytest.approx(1.0) and coverage["randomization"] == "exact"
-    assert coverage["significant"] is False and coverage["binary"] is False
-    assert coverage["ci_low"] <= coverage["delta"] <= coverage["ci_high"]
-    assert -0.25 <= coverage["ci_low"] and coverage["ci_high"] <= 0.25
-    judge = next(m for m in comparison.measures if m["measure"] == "judge.score")
-    assert judge["n"] == 1 and judge["delta"] == 2.0
+    assert coverage.p_value == pytest.approx(1.0) and coverage.randomization == "exact"
+    assert coverage.significant is False and coverage.binary is False
+    assert coverage.ci_low <= coverage.delta <= coverage.ci_high
+    assert -0.25 <= coverage.ci_low and coverage.ci_high <= 0.25
+    judge = next(m for m in comparison.measures if m.measure == "judge.score")
+    assert judge.n == 1 and judge.delta == 2.0
 
 
 def test_binary_measure_uses_exact_mcnemar():
     a_rows = [row(i, f"q{i}", {"sources_found": 0.0}) for i in range(14)]
     b_rows = [row(i, f"q{i}", {"sources_found": 1.0 if i < 11 else 0.0}) for i in range(13)]
     b_rows.append(row(13, "q13", {"sources_found": 0.0}))
-    b_rows[12]["measures"]["sources_found"] = 1.0
-    a_rows[0]["measures"]["sources_found"] = 1.0    # q0 passes on both sides: concordant, not counted
+    b_rows[12].outcome.measures["sources_found"] = 1.0
+    a_rows[0].outcome.measures["sources_found"] = 1.0    # q0 passes on both sides: concordant, not counted
     result = compare_results(campaign("A"), a_rows, campaign("B"), b_rows)
-    found = next(m for m in result.measures if m["measure"] == "sources_found")
-    assert found["binary"] and found["test"] == "mcnemar-exact"
-    assert (found["mcnemar"]["only_a"], found["mcnemar"]["only_b"]) == (0, 11)
-    assert found["p_value"] == pytest.approx(binomtest(0, 11, 0.5).pvalue)
-    assert found["significant"] and found["improved"]
+    found = next(m for m in result.measures if m.measure == "sources_found")
+    assert found.binary and found.test == "mcnemar-exact"
+    assert (found.mcnemar.only_a, found.mcnemar.only_b) == (0, 11)
+    assert found.p_value == pytest.approx(binomtest(0, 11, 0.5).pvalue)
+    assert found.significant and found.improved
 
 
 def test_judge_pass_fail_is_compared_with_mcnemar(comparison):
-    passes = next(m for m in comparison.measures if m["measure"] == "judge.score:pass")
-    assert passes["binary"] and passes["n"] == 1 and passes["mcnemar"]["p_value"] == 1.0
+    passes = next(m for m in comparison.measures if m.measure == "judge.score:pass")
+    assert passes.binary and passes.n == 1 and passes.mcnemar.p_value == 1.0
 
 
 def test_lower_is_better_measures_improve_when_they_fall():
     a_rows = [row(i, f"q{i}", {"graded.holes": 5.0 + i % 3}) for i in range(30)]
     b_rows = [row(i, f"q{i}", {"graded.holes": 1.0 + i % 2}) for i in range(30)]
     holes = compare_results(campaign("A"), a_rows, campaign("B"), b_rows).measures[0]
-    assert holes["delta"] < 0 and holes["significant"] and holes["improved"] and not holes["higher_is_better"]
-    assert holes["randomization"] == "sampled"
+    assert holes.delta < 0 and holes.significant and holes.improved and not holes.higher_is_better
+    assert holes.randomization == "sampled"
 
 
 def test_the_seed_is_recorded_and_results_repeat():
@@ -138,7 +151,7 @@ def test_the_seed_is_recorded_and_results_repeat():
 def test_warnings(comparison):
     assert comparison.warnings == []
     assert comparison.config_diff == {"top_k": [5, 10]}
-    other_judge = [dict(r, judges={"score": {"score": 4, "model": "m2", "prompt_hash": "h1"}}) for r in B_ROWS]
+    other_judge = [replace(r, outcome=replace(r.outcome, judges={"score": verdict(4, model="m2")})) for r in B_ROWS]
     noisy = compare_results(campaign("A"), A_ROWS, campaign("B", {"top_k": 3, "retriever": "vector"},
                             dataset_hash="d2", status="interrupted", source="other"), other_judge)
     text = " | ".join(noisy.warnings)
@@ -160,7 +173,7 @@ def test_expected_sources_found_and_lost():
     b = row(1, "q", {"sources_found": 0.0}, expected_sources=["Warranty", "FAQ"],
             sources=[{"id": 2, "title": "Warranty Policy"}])
     question = compare_results(campaign("A"), [a], campaign("B"), [b]).questions[0]
-    assert question["sources_entered"] == ["Warranty"] and question["sources_left"] == ["FAQ"]
+    assert question.sources_entered == ("Warranty",) and question.sources_left == ("FAQ",)
 
 
 def test_sweep_table_and_series():
@@ -169,24 +182,24 @@ def test_sweep_table_and_series():
         rows = [row(i, f"q{i}", {"recall": min(1.0, 0.3 + shift + (i % 5) / 10)}) for i in range(20)]
         runs.append((campaign(f"c{k}", {"top_k": k}), rows))
     sweep = sweep_results(runs, resamples=2000)
-    assert sweep["key"] == "top_k" and sweep["warnings"] == [] and sweep["baseline"] == "c3"
-    assert [r["value"] for r in sweep["table"]] == [3, 5, 10]
-    series = sweep["series"]["recall"]
+    assert sweep.key == "top_k" and sweep.warnings == [] and sweep.baseline == "c3"
+    assert [r.value for r in sweep.table] == [3, 5, 10]
+    series = sweep.series["recall"]
     assert [p["x"] for p in series] == [3, 5, 10]
     assert series[0]["mean"] < series[1]["mean"] < series[2]["mean"]
     assert all(p["ci_low"] <= p["mean"] <= p["ci_high"] and p["count"] == 20 for p in series)
-    assert "deltas" not in sweep["table"][0]
-    assert sweep["table"][2]["deltas"]["recall"]["significant"]
+    assert sweep.table[0].deltas is None
+    assert sweep.table[2].deltas["recall"]["significant"]
     mixed = sweep_results([runs[0], (campaign("x", {"top_k": 5, "retriever": "vector"}), runs[1][1])], resamples=500)
-    assert mixed["key"] is None and "vary 2" in mixed["warnings"][0]
-    assert [r["value"] for r in mixed["table"]] == ["retriever=bm25 top_k=3", "retriever=vector top_k=5"]
+    assert mixed.key is None and "vary 2" in mixed.warnings[0]
+    assert [r.value for r in mixed.table] == ["retriever=bm25 top_k=3", "retriever=vector top_k=5"]
     with pytest.raises(EvalError):
         sweep_results(runs[:1])
 
 
 @pytest.fixture
 def stored(monkeypatch):
-    """Campaigns served through the campaigns module's contract functions."""
+    """Campaigns served through the campaigns module's contract functions, as the comparison reads them."""
     records = {"A": (campaign("A"), A_ROWS), "B": (campaign("B", {"top_k": 10}), B_ROWS),
                "C": (campaign("C", {"top_k": 20}), B_ROWS)}
 
@@ -195,14 +208,14 @@ def stored(monkeypatch):
             raise EvalError(f"no campaign {cid!r}")
         return records[cid][0]
 
-    monkeypatch.setattr(campaigns_module, "get_campaign", get_campaign)
-    monkeypatch.setattr(campaigns_module, "campaign_results", lambda store, cid, offset=0, limit=None: records[cid][1])
+    monkeypatch.setattr(comparison_module, "get_campaign", get_campaign)
+    monkeypatch.setattr(comparison_module, "campaign_results", lambda store, cid, offset=0, limit=None: records[cid][1])
     return records
 
 
 def test_compare_campaigns_loads_through_the_contract(stored):
     result = compare_campaigns(object(), "A", "B", resamples=500)
-    assert result.a["id"] == "A" and result.b["id"] == "B" and result.verdicts["better"] == 4
+    assert result.a.id == "A" and result.b.id == "B" and result.verdicts["better"] == 4
 
 
 def test_cli_compare_text_json_and_sweep(stored, tmp_path, capsys):
@@ -222,7 +235,7 @@ def test_cli_compare_text_json_and_sweep(stored, tmp_path, capsys):
 def test_a_campaign_compared_with_itself_is_all_same_and_never_significant():
     result = compare_results(campaign("A"), A_ROWS, campaign("A"), A_ROWS, resamples=500)
     assert set(result.verdicts) <= {"same", "unscored"}
-    assert all(m["delta"] == 0 and m["p_value"] == 1.0 and not m["significant"] for m in result.measures)
+    assert all(m.delta == 0 and m.p_value == 1.0 and not m.significant for m in result.measures)
     assert result.notes == ["A and B are the same campaign: every question is the same, no difference can be significant"]
 
 
@@ -239,14 +252,14 @@ def test_one_question_has_no_interval_and_is_not_significant():
     result = compare_results(campaign("A"), [row(1, "Q", {"coverage": 0.0})], campaign("B"),
                              [row(1, "Q", {"coverage": 1.0})])
     (entry,) = result.measures
-    assert (entry["n"], entry["delta"], entry["ci_low"], entry["ci_high"]) == (1, 1.0, None, None)
-    assert entry["p_value"] == 1.0 and not entry["significant"]
+    assert (entry.n, entry.delta, entry.ci_low, entry.ci_high) == (1, 1.0, None, None)
+    assert entry.p_value == 1.0 and not entry.significant
 
 
 def test_a_measure_on_one_side_only_is_named_in_the_notes():
     result = compare_results(campaign("A"), [row(1, "Q", {"coverage": 0.5})], campaign("B", {"top_k": 10}),
                              [row(1, "Q", {"coverage": 0.5}, judge=4)])
-    assert [m["measure"] for m in result.measures] == ["coverage"]
+    assert [m.measure for m in result.measures] == ["coverage"]
     assert "judge.score is measured only in B (1 question(s)): not compared" in result.notes
 
 
@@ -255,8 +268,8 @@ def test_a_failed_question_names_the_error_and_moves_no_passage():
              sources=({"id": "10", "title": "doc 10"},))]
     b = [row(1, "Q", error="HTTP 500", relevant={"10": 1}, expected_sources=("doc",))]
     (entry,) = compare_results(campaign("A"), a, campaign("B"), b).questions
-    assert (entry["verdict"], entry["basis"], entry["error_b"]) == ("worse", "error", "HTTP 500")
-    assert entry["left"] == [] and "sources_left" not in entry
+    assert (entry.verdict, entry.basis, entry.error_b) == ("worse", "error", "HTTP 500")
+    assert entry.left == () and entry.sources_left is None
 
 
 @pytest.mark.parametrize("resamples", [0, -5])

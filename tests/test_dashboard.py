@@ -41,7 +41,7 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     ids |= {f"top{k}": manager.launch(dataset="default", config=TargetConfig.from_dict({**QUICK, "embedding_top_k": k}),
                                       limit=12) for k in (2, 30)}
     for campaign_id in ids.values():
-        assert manager.wait(campaign_id, timeout=120)["status"] == "succeeded"
+        assert manager.wait(campaign_id, timeout=120).status == "succeeded"
     yield {"db": db, **ids}
     manager.close()
 
@@ -221,7 +221,7 @@ def test_launch_a_campaign_on_the_sample_dataset_and_see_it_finish(tmp_path: Pat
     assert_clean(at)
     [campaign_id] = at.session_state["launched"]
     finished = get_manager(db).wait(campaign_id, timeout=120)
-    assert finished["status"] == "succeeded" and finished["config"]["retriever"] == "bm25"  # the quick start
+    assert finished.status == "succeeded" and finished.config["retriever"] == "bm25"  # the quick start
     at.switch_page("pages/campaigns.py").run()
     assert_clean(at)
     assert "succeeded" in at.selectbox[0].value or campaign_id == at.selectbox[0].value
@@ -267,7 +267,7 @@ def test_sweep_launches_one_campaign_per_value(tmp_path: Path, monkeypatch: pyte
     assert_clean(at)
     launched = at.session_state["launched"]
     assert len(launched) == 2
-    configs = {c["config"]["embedding_top_k"] for c in list_campaigns(get_manager(db).store)}
+    configs = {c.config["embedding_top_k"] for c in list_campaigns(get_manager(db).store)}
     assert configs == {3, 10}
 
 

@@ -155,47 +155,47 @@ def run(model, name="score", **kwargs):
 def test_unreadable_reply_is_retried_once_then_parsed():
     model = ScriptedModel(["Looks good to me!", '{"score": 5, "reason": "Same facts."}'])
     result = run(model)
-    assert (result["score"], result["result"], result["reason"]) == (5.0, "pass", "Same facts.")
+    assert (result.score, result.result, result.reason) == (5.0, "pass", "Same facts.")
     assert len(model.calls) == 2 and model.calls[1][0][-2]["role"] == "assistant"
-    assert result["tokens"] == 240 and result["prompt_tokens"] == 200
+    assert result.tokens == 240 and result.prompt_tokens == 200
 
 
 def test_twice_unreadable_is_unknown_never_a_pass():
     model = ScriptedModel(["no idea", "still no idea"])
     result = run(model)
-    assert result["score"] is None and result["result"] == "unknown"
-    assert "unreadable" in result["reason"] and len(model.calls) == 2
+    assert result.score is None and result.result == "unknown"
+    assert "unreadable" in result.reason and len(model.calls) == 2
 
 
 def test_threshold_decides_pass_and_fail():
-    assert run(ScriptedModel(['{"score": 3, "reason": "r"}']))["result"] == "pass"
+    assert run(ScriptedModel(['{"score": 3, "reason": "r"}'])).result == "pass"
     failed = run(ScriptedModel(['{"score": 3, "reason": "r"}']), threshold=4)
-    assert failed["result"] == "fail" and failed["threshold"] == 4
+    assert failed.result == "fail" and failed.threshold == 4
 
 
 def test_model_failure_is_unknown_with_the_error():
     result = run(ScriptedModel([EvalError("HTTP 401: bad key")]))
-    assert result["result"] == "unknown" and "401" in result["error"]
+    assert result.result == "unknown" and "401" in result.error
 
 
 def test_missing_inputs_are_not_judged_and_cost_nothing():
     model = ScriptedModel([])
     result = run(model, "score", expected=None)
-    assert result["result"] == "unknown" and "expected answer" in result["reason"] and result["tokens"] == 0
+    assert result.result == "unknown" and "expected answer" in result.reason and result.tokens == 0
     assert model.calls == []
 
 
 def test_groundedness_pro_is_a_label_without_threshold():
     result = run(ScriptedModel(['{"label": "fail", "reason": "The 14 days are not in the passages."}']),
                  "groundedness_pro")
-    assert (result["score"], result["result"], result["threshold"]) == (0.0, "fail", None)
+    assert (result.score, result.result, result.threshold) == (0.0, "fail", None)
 
 
 def test_several_samples_report_the_spread_and_bypass_the_cache():
     model = ScriptedModel(['{"score": 4, "reason": "a"}', '{"score": 2, "reason": "b"}', "???", "???"])
     result = run(model, samples=3)
-    assert result["samples"] == [4.0, 2.0, None]
-    assert result["score"] == 3.0 and result["spread"] == {"n": 2, "min": 2.0, "max": 4.0, "stdev": pytest.approx(1.4142, 1e-3)}
+    assert result.samples == (4.0, 2.0, None)
+    assert result.score == 3.0 and result.spread.to_dict() == {"n": 2, "min": 2.0, "max": 4.0, "stdev": pytest.approx(1.4142, 1e-3)}
     contents = {call[0][-1]["content"] for call in model.calls[:2]}
     assert len(contents) == 2 and all(call[1] > 0 for call in model.calls)
 
@@ -216,10 +216,10 @@ def test_end_to_end_against_a_loopback_openai_server():
         bad = run(model, answer="14 days.")
         path, body, _ = server.requests[0]
         base_url = server.base_url
-    assert (good["score"], good["result"], good["tokens"]) == (5.0, "pass", 340)
-    assert (bad["score"], bad["result"], bad["reason"]) == (2.0, "fail", "Wrong duration.")
-    assert good["model"] == f"openai:judge-mini@{base_url}"
-    assert good["prompt_hash"] == judges.load_prompt("score").hash
+    assert (good.score, good.result, good.tokens) == (5.0, "pass", 340)
+    assert (bad.score, bad.result, bad.reason) == (2.0, "fail", "Wrong duration.")
+    assert good.model == f"openai:judge-mini@{base_url}"
+    assert good.prompt_hash == judges.load_prompt("score").hash
     assert path.endswith("/chat/completions") and body["model"] == "judge-mini"
     assert body["temperature"] == 0.0 and body["max_tokens"] == judges.MAX_TOKENS
     assert body["messages"][0]["role"] == "system"
@@ -234,7 +234,7 @@ def test_reasoning_model_rejecting_max_tokens_and_temperature_still_judges():
     with FakeOpenAIServer(replies) as server:
         result = run(OpenAIChatModel(server.base_url, "o-reasoner", retries=0), "relevance")
         bodies = [body for _, body, _ in server.requests]
-    assert (result["score"], result["result"], result["reason"]) == (4.0, "pass", "Right, but terse.")
+    assert (result.score, result.result, result.reason) == (4.0, "pass", "Right, but terse.")
     assert "max_tokens" in bodies[0] and "max_tokens" not in bodies[1]
     assert bodies[1]["max_completion_tokens"] == judges.MAX_TOKENS and "temperature" in bodies[1]
     assert "temperature" not in bodies[2] and bodies[2]["max_completion_tokens"] == judges.MAX_TOKENS
@@ -244,7 +244,7 @@ def test_end_to_end_unparseable_twice_over_http_is_unknown():
     with FakeOpenAIServer(["I think it is fine.", "Really fine."]) as server:
         result = run(OpenAIChatModel(server.base_url, "chatty", retries=0), "completeness")
         assert len(server.requests) == 2
-    assert result["result"] == "unknown" and result["tokens"] == 36
+    assert result.result == "unknown" and result.tokens == 36
 
 
 @pytest.mark.parametrize("first,score", [
@@ -255,7 +255,7 @@ def test_real_looking_replies_over_http_are_read_at_once(first, score):
     with FakeOpenAIServer([first]) as server:
         result = run(OpenAIChatModel(server.base_url, "small", retries=0), "relevance")
         assert len(server.requests) == 1
-    assert result["score"] == score and result["result"] == "pass"
+    assert result.score == score and result.result == "pass"
 
 
 @pytest.mark.parametrize("bad", ['{"score": 0, "reason": "r"}', '{"score": 6, "reason": "r"}', "Score: 6 of course"])
@@ -263,10 +263,10 @@ def test_off_scale_scores_over_http_are_retried_then_unknown(bad):
     with FakeOpenAIServer([bad, bad]) as server:
         result = run(OpenAIChatModel(server.base_url, "small", retries=0), "score")
         assert len(server.requests) == 2
-    assert result["score"] is None and result["result"] == "unknown" and "unreadable" in result["reason"]
+    assert result.score is None and result.result == "unknown" and "unreadable" in result.reason
 
 
 def test_local_model_failure_is_unknown_not_a_crash():
     # llama.cpp raises ValueError when the prompt exceeds its context window.
     result = run(ScriptedModel([ValueError("Requested tokens (5000) exceed context window of 4096")]))
-    assert result["result"] == "unknown" and result["score"] is None and "context window" in result["error"]
+    assert result.result == "unknown" and result.score is None and "context window" in result.error

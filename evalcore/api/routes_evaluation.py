@@ -14,7 +14,7 @@ from evalcore.api.auth import Admin, Viewer
 from evalcore.api.configurations import resolve_target
 from evalcore.api.errors import ERROR_RESPONSES, ApiError, ok, shown
 from evalcore.api.routes_campaigns import campaign_of, dataset_name
-from evalcore.campaigns import campaign_aggregates, get_campaign, new_campaign_id, status_code
+from evalcore.campaigns import Campaign, campaign_aggregates, get_campaign, new_campaign_id
 from evalcore.datasets import load_dataset, resolve_dataset
 from evalcore.errors import EvalError
 
@@ -79,32 +79,32 @@ def _iso(stamp: float) -> str:
     return datetime.fromtimestamp(stamp, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _dataset_id(campaign: dict[str, Any]) -> str:
+def _dataset_id(campaign: Campaign) -> str:
     """The client's dataset id: kept in the task id; for campaigns started elsewhere, the folder name."""
-    if campaign["id"].startswith("evaluation_") and campaign["id"].count("_") >= 4:
-        return campaign["id"].split("_", 4)[4]
-    return dataset_name(campaign["source"])
+    if campaign.id.startswith("evaluation_") and campaign.id.count("_") >= 4:
+        return campaign.id.split("_", 4)[4]
+    return dataset_name(campaign.source)
 
 
-def _err_msg(campaign: dict[str, Any]) -> str:
-    """Interrupted and cancelled are status 3 in the seed: the message must say which."""
-    status, error = campaign["status"], campaign["error"] or ""
+def _err_msg(campaign: Campaign) -> str:
+    """Interrupted and cancelled are status 3 for a task: the message must say which."""
+    status, error = campaign.status.value, campaign.error or ""
     if status in ("interrupted", "cancelled") and not error.startswith(status):
         return f"{status}: {error}" if error else status
     return error
 
 
-def task_json(campaign: dict[str, Any]) -> dict[str, Any]:
-    """A campaign as seed 000's task object."""
+def task_json(campaign: Campaign) -> dict[str, Any]:
+    """A campaign as an evaluation task object."""
     return {
-        "id": campaign["id"],
-        "tenant_id": campaign["tenant"],
+        "id": campaign.id,
+        "tenant_id": campaign.tenant,
         "dataset_id": _dataset_id(campaign),
-        "start_time": _iso(campaign["started_at"] or campaign["created_at"]),
-        "status": status_code(campaign["status"]),
+        "start_time": _iso(campaign.started_at or campaign.created_at),
+        "status": campaign.status_code,
         "err_msg": _err_msg(campaign),
-        "total": campaign["total"],
-        "finished": campaign["finished"],
+        "total": campaign.total,
+        "finished": campaign.finished,
     }
 
 
@@ -149,7 +149,7 @@ def read_evaluation(request: Request, task_id: Annotated[str, Query(max_length=3
     aggregates = campaign_aggregates(store, task_id)
 
     def means(fields: dict[str, str]) -> dict[str, float | None]:
-        return {field: aggregates.get(name, {}).get("mean") for field, name in fields.items()}
+        return {field: aggregates[name].mean if name in aggregates else None for field, name in fields.items()}
 
     metric = {"retrieval_metrics": means(RETRIEVAL_FIELDS), "generation_metrics": means(GENERATION_FIELDS)}
-    return ok({"task": task_json(campaign), "params": campaign["config"], "metric": metric})
+    return ok({"task": task_json(campaign), "params": campaign.config, "metric": metric})

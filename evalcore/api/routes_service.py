@@ -9,18 +9,19 @@ from fastapi import APIRouter, Request
 import evalcore
 from evalcore.api.auth import Caller
 from evalcore.api.errors import ok
+from evalcore.api.schemas import Health, Me, Ok
 
 router = APIRouter(prefix="/api/v1", tags=["service"])
 
 
-@router.get("/health", summary="Liveness and database check (no key needed)")
+@router.get("/health", response_model=Ok[Health], summary="Liveness and database check (no key needed)")
 def health(request: Request) -> dict[str, Any]:
     """Answers only when the database can be read."""
     request.app.state.store.read("SELECT 1")
     return ok({"status": "ok", "version": evalcore.__version__})
 
 
-@router.get("/me", summary="What the calling key grants")
+@router.get("/me", response_model=Ok[Me], summary="What the calling key grants")
 def me(key: Caller) -> dict[str, Any]:
     """Tenant, role and capability of the key (never its secret)."""
     return ok({"key_id": key.id, "tenant": key.tenant, "role": key.role, "capability": key.capability})

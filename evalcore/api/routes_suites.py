@@ -11,6 +11,7 @@ from evalcore.api.auth import Admin, Viewer
 from evalcore.api.configurations import saved_target
 from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
 from evalcore.api.routes_campaigns import campaign_json, campaign_of
+from evalcore.api.schemas import Ok, RunDetail, RunList, RunOnly, SuiteDetail, SuiteList
 from evalcore.campaigns import NotFound, campaign_results, campaign_summary, get_campaign, list_campaigns
 from evalcore.keys import KeyInfo
 from evalcore.suites import (
@@ -78,7 +79,7 @@ def _suite(request: Request, suite_id: str, key: KeyInfo) -> Suite:
         raise not_found("suite", suite_id) from None
 
 
-@router.get("", summary="List suites, each with its last campaign")
+@router.get("", response_model=Ok[SuiteList], summary="List suites, each with its last campaign")
 def list_all(request: Request, key: Viewer) -> dict[str, Any]:
     """Newest first; `last_run` is null for a suite never run."""
     store = request.app.state.store
@@ -89,7 +90,7 @@ def list_all(request: Request, key: Viewer) -> dict[str, Any]:
     return ok({"suites": suites})
 
 
-@router.post("", status_code=201, summary="Create a suite")
+@router.post("", status_code=201, response_model=Ok[SuiteDetail], summary="Create a suite")
 def create(request: Request, body: SuiteIn, key: Admin) -> dict[str, Any]:
     """The agent_id must name one of the tenant's saved target configurations."""
     store = request.app.state.store
@@ -98,21 +99,22 @@ def create(request: Request, body: SuiteIn, key: Admin) -> dict[str, Any]:
     return ok({"suite": suite_json(suite)})
 
 
-@router.get("/runs/{run_id}", summary="One campaign with its per-question results and summary")
+@router.get("/runs/{run_id}", response_model=Ok[RunDetail], summary="One campaign with its per-question results and summary")
 def read_run(request: Request, run_id: RunId, key: Viewer) -> dict[str, Any]:
     """Results hold every finished question (a running campaign shows those done so far)."""
     run = campaign_of(request, run_id, key, "run")
     store = request.app.state.store
-    return ok({"run": campaign_json(run), "results": campaign_results(store, run_id), "summary": campaign_summary(store, run_id)})
+    return ok({"run": campaign_json(run), "results": [r.to_dict() for r in campaign_results(store, run_id)],
+               "summary": campaign_summary(store, run_id).to_dict()})
 
 
-@router.get("/{suite_id}", summary="Read a suite with its cases")
+@router.get("/{suite_id}", response_model=Ok[SuiteDetail], summary="Read a suite with its cases")
 def read(request: Request, suite_id: SuiteId, key: Viewer) -> dict[str, Any]:
     """One suite."""
     return ok({"suite": suite_json(_suite(request, suite_id, key))})
 
 
-@router.put("/{suite_id}", summary="Replace a suite (past campaigns keep their questions)")
+@router.put("/{suite_id}", response_model=Ok[SuiteDetail], summary="Replace a suite (past campaigns keep their questions)")
 def replace(request: Request, body: SuiteIn, suite_id: SuiteId, key: Admin) -> dict[str, Any]:
     """Name, agent and cases are all replaced."""
     store = request.app.state.store
@@ -130,7 +132,7 @@ def delete(request: Request, suite_id: SuiteId, key: Admin) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/{suite_id}/runs", status_code=202, summary="Launch a campaign on a suite")
+@router.post("/{suite_id}/runs", status_code=202, response_model=Ok[RunOnly], summary="Launch a campaign on a suite")
 def launch(request: Request, suite_id: SuiteId, key: Admin,
            body: Annotated[RunIn | None, Body()] = None) -> dict[str, Any]:
     """Returns at once with the pending campaign; 409 (with its id) while another one runs."""
@@ -140,7 +142,7 @@ def launch(request: Request, suite_id: SuiteId, key: Admin,
     return ok({"run": campaign_json(get_campaign(request.app.state.store, run_id, key.tenant))})
 
 
-@router.get("/{suite_id}/runs", summary="Campaigns of a suite, newest first")
+@router.get("/{suite_id}/runs", response_model=Ok[RunList], summary="Campaigns of a suite, newest first")
 def list_runs(request: Request, suite_id: SuiteId, key: Viewer) -> dict[str, Any]:
     """Each with status and progress."""
     suite = _suite(request, suite_id, key)

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalcore.api.auth import FullAdmin, Viewer
 from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
+from evalcore.api.schemas import Ok, TargetDetail, TargetList
 from evalcore.targets import TargetConfig
 from evalcore.targets.saved import list_targets, save_target
 
@@ -23,30 +24,25 @@ class TargetIn(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict, description="flat configuration keys, e.g. {\"retriever\": \"bm25\"}")
 
 
-def target_json(row: dict[str, Any]) -> dict[str, Any]:
-    """A saved configuration for the API (the tenant is the caller's own)."""
-    return {key: row[key] for key in ("id", "name", "config", "config_hash", "created_at")}
-
-
-@router.get("", summary="The tenant's saved target configurations, newest first")
+@router.get("", response_model=Ok[TargetList], summary="The tenant's saved target configurations, newest first")
 def list_all(request: Request, key: Viewer) -> dict[str, Any]:
     """Ids usable as agent_id, knowledge_base_id, chat_id and rerank_id."""
-    return ok({"targets": [target_json(row) for row in list_targets(request.app.state.store, key.tenant)]})
+    return ok({"targets": [target.to_dict() for target in list_targets(request.app.state.store, key.tenant)]})
 
 
-@router.get("/{target_id}", summary="One saved target configuration")
+@router.get("/{target_id}", response_model=Ok[TargetDetail], summary="One saved target configuration")
 def read(request: Request, target_id: Annotated[str, Path(max_length=200)], key: Viewer) -> dict[str, Any]:
     """Every key of the configuration."""
-    row = next((r for r in list_targets(request.app.state.store, key.tenant) if r["id"] == target_id), None)
-    if row is None:
+    target = next((t for t in list_targets(request.app.state.store, key.tenant) if t.id == target_id), None)
+    if target is None:
         raise not_found("target", target_id)
-    return ok({"target": target_json(row)})
+    return ok({"target": target.to_dict()})
 
 
-@router.post("", status_code=201, summary="Save a target configuration (admin key with full-access)")
+@router.post("", status_code=201, response_model=Ok[TargetDetail],
+             summary="Save a target configuration (admin key with full-access)")
 def create(request: Request, body: TargetIn, key: FullAdmin) -> dict[str, Any]:
     """Validated like a TOML configuration; unknown keys and bad values answer 422, each named."""
     store = request.app.state.store
     target_id = save_target(store, TargetConfig.from_dict(body.config), tenant=key.tenant, name=body.name.strip())
-    row = next(r for r in list_targets(store, key.tenant) if r["id"] == target_id)
-    return ok({"target": target_json(row)})
+    return ok({"target": next(t for t in list_targets(store, key.tenant) if t.id == target_id).to_dict()})

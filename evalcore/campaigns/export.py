@@ -19,20 +19,20 @@ FIXED_COLUMNS = ("qid", "question", "expected_answer", "answer", "sources", "err
 def export_csv(store: Store, campaign_id: str) -> str:
     """One row per question: fixed columns, then one column per measure."""
     results = campaign_results(store, campaign_id)
-    measures = sorted({name for r in results for name in r["measures"]})
+    measures = sorted({name for r in results for name in r.outcome.measures})
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(FIXED_COLUMNS + tuple(measures))
     for r in results:
-        fixed = {**r, "sources": " | ".join(str(s["title"] or s["id"]) for s in r["sources"])}
-        row = [fixed[name] for name in FIXED_COLUMNS] + [r["measures"].get(name) for name in measures]
+        fixed = {**r.to_dict(), "sources": " | ".join(str(s.title or s.id) for s in r.outcome.sources)}
+        row = [fixed[name] for name in FIXED_COLUMNS] + [r.outcome.measures.get(name) for name in measures]
         writer.writerow([safe_cell("" if value is None else value) for value in row])
     return out.getvalue()
 
 
 def export_jsonl(store: Store, campaign_id: str) -> str:
     """Every stored result, one JSON object per line."""
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in campaign_results(store, campaign_id))
+    return "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in campaign_results(store, campaign_id))
 
 
 def export_trec(store: Store, campaign_id: str) -> str:
@@ -45,8 +45,8 @@ def export_trec(store: Store, campaign_id: str) -> str:
     tag = campaign_id.replace(" ", "_")
     lines = []
     for r in campaign_results(store, campaign_id):
-        pids = list(dict.fromkeys(hit["pid"] for hit in r["retrieved"] if hit["pid"] is not None))
-        lines += [f"{r['qid']} Q0 {pid} {rank} {len(pids) - rank + 1} {tag}\n" for rank, pid in enumerate(pids, 1)]
+        pids = list(dict.fromkeys(hit.pid for hit in r.outcome.retrieved if hit.pid is not None))
+        lines += [f"{r.question.qid} Q0 {pid} {rank} {len(pids) - rank + 1} {tag}\n" for rank, pid in enumerate(pids, 1)]
     return "".join(lines)
 
 

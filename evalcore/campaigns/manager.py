@@ -8,12 +8,21 @@ import socket
 import sqlite3
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.campaigns import plans
+from evalcore.campaigns.answering import Plan
 from evalcore.campaigns.queries import get_campaign
-from evalcore.campaigns.runner import Item, Plan, Runner
+from evalcore.campaigns.records import (
+    DEFAULT_MAX_FAILED_SHARE,
+    DEFAULT_TIME_LIMIT_S,
+    Campaign,
+    Question,
+    RunOptions,
+)
+from evalcore.campaigns.runner import Runner
 from evalcore.datasets import Dataset
 from evalcore.errors import EvalError
 from evalcore.store import ACTIVE, Conflict, Store, StoreCallCache, default_db_path, dumps, mark_orphans
@@ -54,6 +63,22 @@ def _refuse_second_run(conn: sqlite3.Connection, suite_id: str | None, campaign_
         )
 
 
+def run_options(config: TargetConfig, concurrency: int | None, time_limit: float | None,
+                max_failed_share: float | None, judge_samples: int, dataset_path: str) -> RunOptions:
+    """The run options of a launch, defaults filled in; EvalError naming a value out of range."""
+    _check_concurrency(concurrency)
+    if judge_samples < 1:
+        raise EvalError("each judge must be asked at least once", where="judge_samples", found=str(judge_samples))
+    if time_limit is not None and time_limit <= 0:
+        raise EvalError("the time limit must be positive", where="time_limit", found=str(time_limit))
+    if max_failed_share is not None and not 0 <= max_failed_share <= 1:
+        raise EvalError("the failed share must be in [0, 1]", where="max_failed_share", found=str(max_failed_share))
+    return RunOptions(concurrency=concurrency or plans.default_concurrency(config),
+                      time_limit=time_limit or DEFAULT_TIME_LIMIT_S,
+                      max_failed_share=DEFAULT_MAX_FAILED_SHARE if max_failed_share is None else max_failed_share,
+                      judge_samples=judge_samples, dataset_path=dataset_path)
+
+
 def _check_concurrency(concurrency: int | None) -> None:
     if concurrency is not None and concurrency < 1:
         raise EvalError("concurrency must be at least 1", where="concurrency", found=str(concurrency))
@@ -84,48 +109,32 @@ class CampaignManager:
         config = target.config if target is not None else config
         config, target_id = plans.resolve_config(self.store, config, target_id, suite, tenant)
         corpus = plans.load_corpus(config.knowledge_base if suite is not None else str(dataset), None)
-        items = plans.dataset_items(corpus) if suite is None else plans.suite_items(suite)
+        questions = plans.dataset_questions(corpus) if suite is None else plans.suite_questions(suite)
         if limit is not None and limit < 1:
             raise EvalError("the question limit must be at least 1", where="limit", found=str(limit),
                             fix="leave it out to run every question")
-        items = items[:limit] if limit else items
-        if not items:
+        questions = questions[:limit] if limit else questions
+        if not questions:
             raise EvalError("there is no question to run", where=suite_id or str(dataset), fix="add questions first")
         judge_names = plans.check_judges((("score",) if use_judge else ()) + tuple(judges))
-        options = self._options(config, concurrency, time_limit, max_failed_share, judge_samples)
-        options["dataset_path"] = str(corpus.path.resolve())  # resume must find the same folder from any working directory
+        # resume must find the same folder from any working directory: the path is stored absolute
+        options = run_options(config, concurrency, time_limit, max_failed_share, judge_samples,
+                              str(corpus.path.resolve()))
         campaign_id = campaign_id or new_campaign_id(tenant, dataset)
-        plan = self._plan(campaign_id, config, corpus, items, len(items), options, judge_names, cache, 0, target)
+        plan = self._plan(campaign_id, config, corpus, questions, len(questions), options, judge_names, cache, 0, target)
         record = {
             "id": campaign_id, "tenant": tenant, "kind": "suite" if suite else "dataset",
             "source": suite_id if suite else str(dataset), "suite_id": suite_id, "target_id": target_id,
-            "total": len(items), "config": dumps(config.to_dict()), "dataset_hash": corpus.content_hash,
+            "total": len(questions), "config": dumps(config.to_dict()), "dataset_hash": corpus.content_hash,
             "use_judge": int(use_judge), "judges": dumps(list(judge_names)), "cache": int(cache),
-            "options": dumps(options),
+            "options": dumps(options.to_dict()),
         }
-        self.store.write(lambda conn: self._insert(conn, record, items))
+        self.store.write(lambda conn: self._insert(conn, record, questions))
         self._start(plan)
         return campaign_id
 
-    @staticmethod
-    def _options(config: TargetConfig, concurrency: int | None, time_limit: float | None,
-                 max_failed_share: float | None, judge_samples: int = 1) -> dict[str, Any]:
-        _check_concurrency(concurrency)
-        if judge_samples < 1:
-            raise EvalError("each judge must be asked at least once", where="judge_samples", found=str(judge_samples))
-        if time_limit is not None and time_limit <= 0:
-            raise EvalError("the time limit must be positive", where="time_limit", found=str(time_limit))
-        if max_failed_share is not None and not 0 <= max_failed_share <= 1:
-            raise EvalError("the failed share must be in [0, 1]", where="max_failed_share", found=str(max_failed_share))
-        return {
-            "concurrency": concurrency or plans.default_concurrency(config),
-            "time_limit": time_limit or plans.DEFAULT_TIME_LIMIT_S,
-            "max_failed_share": plans.DEFAULT_MAX_FAILED_SHARE if max_failed_share is None else max_failed_share,
-            "judge_samples": judge_samples,
-        }
-
-    def _plan(self, campaign_id: str, config: TargetConfig, corpus: Dataset, items: list[Item], total: int,
-              options: dict[str, Any], judges: tuple[str, ...], cache: bool, hits_before: int,
+    def _plan(self, campaign_id: str, config: TargetConfig, corpus: Dataset, questions: list[Question], total: int,
+              options: RunOptions, judges: tuple[str, ...], cache: bool, hits_before: int,
               target: Target | None) -> Plan:
         """Build and check the target (fails fast when a model is unreachable)."""
         call_cache = StoreCallCache(self.store) if cache and target is None else None
@@ -139,12 +148,11 @@ class CampaignManager:
         if judges and judge_model is None:
             raise EvalError("judges need a chat model and this target has none", where="judges",
                             fix="configure generator = \"openai\" (or \"local\") or run without judges")
-        return Plan(campaign_id, target, corpus.passages, items, total, options["concurrency"], options["time_limit"],
-                    options["max_failed_share"], judges, judge_model, call_cache, hits_before,
-                    options.get("judge_samples", 1))
+        return Plan(campaign_id, target, tuple(corpus.passages), tuple(questions), total, options, judges, judge_model,
+                    call_cache, hits_before)
 
     @staticmethod
-    def _insert(conn: sqlite3.Connection, record: dict[str, Any], items: list[Item]) -> None:
+    def _insert(conn: sqlite3.Connection, record: dict[str, Any], questions: list[Question]) -> None:
         # Checking and inserting in one writer transaction makes concurrent launches on one suite safe.
         mark_orphans(conn)
         _refuse_second_run(conn, record["suite_id"], record["id"])
@@ -154,7 +162,7 @@ class CampaignManager:
         row = {**record, "status": "pending", "created_at": now, "heartbeat": now,
                "owner_host": socket.gethostname(), "owner_pid": os.getpid()}
         conn.execute(f"INSERT INTO campaigns ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
-        plans.insert_questions(conn, record["id"], items)
+        plans.insert_questions(conn, record["id"], questions)
 
     def _start(self, plan: Plan) -> None:
         runner = Runner(self.store, plan)
@@ -181,24 +189,24 @@ class CampaignManager:
 
         _check_concurrency(concurrency)
         campaign = get_campaign(self.store, campaign_id, tenant)
-        if campaign["status"] in ACTIVE:
+        if campaign.active:
             raise Conflict("the campaign is still running", where=campaign_id, running_id=campaign_id)
-        items = plans.stored_items(self.store, campaign_id, only)
-        if not items:
+        questions = plans.stored_questions(self.store, campaign_id, only)
+        if not questions:
             what = "has a result" if only == "missing" else "succeeded"
             raise EvalError(f"nothing to run: every question {what}", where=campaign_id)
-        config = TargetConfig.from_dict(campaign["config"])
-        corpus = plans.load_corpus(dataset or plans.stored_dataset_path(campaign), campaign["dataset_hash"])
-        options = dict(campaign["options"], dataset_path=str(corpus.path.resolve()),
-                       **({"concurrency": concurrency} if concurrency is not None else {}))
-        plan = self._plan(campaign_id, config, corpus, items, campaign["total"], options, tuple(campaign["judges"]),
-                          campaign["cache"], campaign["cache_hits"], target)
-        self.store.write(lambda conn: self._reactivate(conn, campaign_id, campaign["suite_id"], options))
+        config = TargetConfig.from_dict(campaign.config)
+        corpus = plans.load_corpus(dataset or plans.stored_dataset_path(campaign), campaign.dataset_hash)
+        options = replace(campaign.options, dataset_path=str(corpus.path.resolve()),
+                          concurrency=campaign.options.concurrency if concurrency is None else concurrency)
+        plan = self._plan(campaign_id, config, corpus, questions, campaign.total, options, campaign.judges,
+                          campaign.cache, campaign.cache_hits, target)
+        self.store.write(lambda conn: self._reactivate(conn, campaign_id, campaign.suite_id, options))
         self._start(plan)
         return campaign_id
 
     @staticmethod
-    def _reactivate(conn: sqlite3.Connection, campaign_id: str, suite_id: str | None, options: dict[str, Any]) -> None:
+    def _reactivate(conn: sqlite3.Connection, campaign_id: str, suite_id: str | None, options: RunOptions) -> None:
         mark_orphans(conn)
         row = conn.execute("SELECT status FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
         if row is None or row["status"] in ACTIVE:
@@ -207,7 +215,7 @@ class CampaignManager:
         conn.execute(
             "UPDATE campaigns SET status = 'pending', error = NULL, ended_at = NULL, cancel_requested = 0, "
             "owner_host = ?, owner_pid = ?, heartbeat = ?, options = ? WHERE id = ?",
-            (socket.gethostname(), os.getpid(), time.time(), dumps(options), campaign_id),
+            (socket.gethostname(), os.getpid(), time.time(), dumps(options.to_dict()), campaign_id),
         )
 
     def cancel(self, campaign_id: str, *, tenant: str | None = None) -> None:
@@ -234,7 +242,7 @@ class CampaignManager:
             runner.cancelled.set()
         self.store.write(lambda conn: conn.execute("DELETE FROM campaigns WHERE id = ?", (campaign_id,)))
 
-    def wait(self, campaign_id: str, timeout: float | None = None) -> dict[str, Any]:
+    def wait(self, campaign_id: str, timeout: float | None = None) -> Campaign:
         """Block until the campaign is no longer pending/running (or timeout); return it."""
         deadline = None if timeout is None else time.monotonic() + timeout
         runner = self._runners.get(campaign_id)
@@ -242,7 +250,7 @@ class CampaignManager:
             runner.thread.join(timeout)
         campaign = get_campaign(self.store, campaign_id)
         # Owned by another process: poll the store.
-        while campaign["status"] in ACTIVE and (deadline is None or time.monotonic() < deadline):
+        while campaign.active and (deadline is None or time.monotonic() < deadline):
             time.sleep(0.2)
             campaign = get_campaign(self.store, campaign_id)
         return campaign

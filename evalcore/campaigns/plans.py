@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sqlite3
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from evalcore.campaigns.runner import Item
+from evalcore.campaigns.records import Campaign, Question
 from evalcore.datasets import Dataset, load_dataset
 from evalcore.errors import EvalError
 from evalcore.store import Store, dumps
@@ -19,8 +18,6 @@ from evalcore.targets.saved import get_target
 if TYPE_CHECKING:
     from evalcore.targets import TargetConfig
 
-DEFAULT_TIME_LIMIT_S = 240.0
-DEFAULT_MAX_FAILED_SHARE = 0.5
 DEFAULT_REMOTE_CONCURRENCY = 8
 
 
@@ -74,20 +71,17 @@ def resolve_config(store: Store, config: TargetConfig | None, target_id: str | N
     return get_target(store, target_id, tenant), target_id
 
 
-def dataset_items(dataset: Dataset) -> list[Item]:
+def dataset_questions(dataset: Dataset) -> list[Question]:
     """The question snapshot of a dataset campaign (labels and every reference answer)."""
-    return [
-        Item(position, q.qid, q.text, None, tuple(q.references), dict(q.labels) or None, ())
-        for position, q in enumerate(dataset.questions)
-    ]
+    return [Question(position, q.qid, q.text, None, tuple(q.references), dict(q.labels) or None, ())
+            for position, q in enumerate(dataset.questions)]
 
 
-def suite_items(suite: Suite) -> list[Item]:
+def suite_questions(suite: Suite) -> list[Question]:
     """The question snapshot of a suite campaign: the cases as they are at launch."""
-    return [
-        Item(position, position + 1, case.question, case.expected_answer, (), None, tuple(case.expected_sources))
-        for position, case in enumerate(suite.cases)
-    ]
+    return [Question(position, position + 1, case.question, case.expected_answer, (), None,
+                     tuple(case.expected_sources))
+            for position, case in enumerate(suite.cases)]
 
 
 def dataset_tag(ref: str) -> str:
@@ -108,30 +102,30 @@ def load_corpus(ref: str, expected_hash: str | None) -> Dataset:
     return dataset
 
 
-def stored_dataset_path(campaign: dict[str, Any]) -> str:
+def stored_dataset_path(campaign: Campaign) -> str:
     """Where the campaign's dataset was last loaded from; EvalError saying how to point at a moved one."""
-    path = campaign["options"]["dataset_path"]
-    if not Path(path).is_dir():
+    path = campaign.options.dataset_path
+    if path is None or not Path(path).is_dir():
         raise EvalError("the campaign's dataset folder is gone", where=path,
                         fix="give its new location (same content) with --dataset PATH")
     return path
 
 
-def insert_questions(conn: sqlite3.Connection, campaign_id: str, items: list[Item]) -> None:
+def insert_questions(conn: sqlite3.Connection, campaign_id: str, questions: list[Question]) -> None:
     """Write the question snapshot."""
     conn.executemany(
         "INSERT INTO campaign_questions (campaign_id, position, qid, question, expected_answer, refs, relevant, "
         "expected_sources) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         [
-            (campaign_id, i.position, i.qid, i.text, i.expected_answer, dumps(list(i.references)),
-             dumps({str(k): v for k, v in i.relevant.items()}) if i.relevant is not None else None,
-             dumps(list(i.expected_sources)))
-            for i in items
+            (campaign_id, q.position, q.qid, q.text, q.expected_answer, dumps(list(q.references)),
+             dumps({str(k): v for k, v in q.relevant.items()}) if q.relevant is not None else None,
+             dumps(list(q.expected_sources)))
+            for q in questions
         ],
     )
 
 
-def stored_items(store: Store, campaign_id: str, only: str) -> list[Item]:
+def stored_questions(store: Store, campaign_id: str, only: str) -> list[Question]:
     """Snapshot questions still to run: `missing` (no result) or `failed` (result with an error)."""
     condition = {
         "missing": "NOT EXISTS (SELECT 1 FROM results r WHERE r.campaign_id = q.campaign_id AND r.position = q.position)",
@@ -140,16 +134,7 @@ def stored_items(store: Store, campaign_id: str, only: str) -> list[Item]:
     }[only]
     rows = store.read(f"SELECT * FROM campaign_questions q WHERE q.campaign_id = ? AND {condition} ORDER BY q.position",
                       (campaign_id,))
-    return [_item(row) for row in rows]
-
-
-def _item(row: sqlite3.Row) -> Item:
-    relevant: dict[str, Any] | None = json.loads(row["relevant"]) if row["relevant"] is not None else None
-    return Item(
-        row["position"], row["qid"], row["question"], row["expected_answer"], tuple(json.loads(row["refs"])),
-        {int(k): v for k, v in relevant.items()} if relevant is not None else None,
-        tuple(json.loads(row["expected_sources"])),
-    )
+    return [Question.from_row(row) for row in rows]
 
 
 def check_judges(judges: tuple[str, ...]) -> tuple[str, ...]:

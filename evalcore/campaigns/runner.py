@@ -7,134 +7,14 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
-from functools import cache
-from typing import Any, NamedTuple
 
-from evalcore import metrics
+from evalcore.campaigns.answering import Plan, answer_question, error_text
+from evalcore.campaigns.records import CampaignStatus, Outcome, Question, retrieved_to_json
 from evalcore.errors import EvalError
-from evalcore.store import HEARTBEAT_S, Store, StoreCallCache, dumps
+from evalcore.store import HEARTBEAT_S, Store, dumps
 
-# Judges that compare the answer with the expected answer: skipped on questions without one.
-NEEDS_EXPECTED = frozenset({"score", "completeness"})
 WAKE_S = 0.25
-
-
-class Item(NamedTuple):
-    """One question of a campaign's snapshot."""
-
-    position: int
-    qid: int
-    text: str
-    expected_answer: str | None
-    references: tuple[str, ...]
-    relevant: dict[int, int] | None
-    expected_sources: tuple[str, ...]
-
-
-@dataclass
-class Plan:
-    """Everything a runner needs, validated before the campaign is accepted."""
-
-    campaign_id: str
-    target: Any
-    passages: tuple
-    items: list[Item]
-    total: int
-    concurrency: int
-    time_limit: float
-    max_failed_share: float
-    judges: tuple[str, ...] = ()
-    judge_model: Any = None
-    cache: StoreCallCache | None = None
-    cache_hits_before: int = 0
-    judge_samples: int = 1  # each judge asked this many times; the verdict carries their spread
-
-
-@cache
-def measure_signature(name: str) -> str:
-    """The signature of a registered measure (cached: it never changes within a process)."""
-    return metrics.signature(name)
-
-
-def error_text(error: BaseException) -> str:
-    """One line for a question's error column."""
-    if isinstance(error, EvalError):
-        return error.line()
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-
-
-def _judge(plan: Plan, item: Item, answer: str, context: list[str]) -> tuple[dict, dict, dict, list[str]]:
-    """Run each requested judge; a judge that breaks is noted, never fails the question."""
-    from evalcore.judges import run_judge  # judges pull prompt machinery only when asked for
-
-    measures, signatures, details, notes = {}, {}, {}, []
-    for name in plan.judges:
-        if name in NEEDS_EXPECTED and not item.expected_answer:
-            continue
-        try:
-            verdict = run_judge(plan.judge_model, name, question=item.text, answer=answer, context=context,
-                                expected=item.expected_answer, samples=plan.judge_samples)
-        except Exception as error:  # noqa: BLE001 - recorded on the question, the campaign goes on
-            notes.append(f"judge {name} failed: {error_text(error)}")
-            continue
-        details[name] = verdict
-        if verdict.get("score") is not None:
-            measures[f"judge.{name}"] = float(verdict["score"])
-            signatures[f"judge.{name}"] = f"{verdict['signature']}|model:{verdict.get('model')}"
-    return measures, signatures, details, notes
-
-
-def answer_question(plan: Plan, item: Item) -> dict[str, Any]:
-    """Ask the target, score the answer, judge it: the row to store (errors included, never raised)."""
-    start = time.perf_counter()
-    try:
-        reply = plan.target.answer(item.text, qid=item.qid)
-        latency = time.perf_counter() - start
-        retrieved = [
-            {"pid": r.pid, "source": getattr(r, "source", ""), "title": r.title, "text": r.text, "score": r.score,
-             "stages": dict(r.stages)}
-            for r in reply.retrieved
-        ]
-        sources = question_sources(retrieved)
-        measures = metrics.score_question(
-            relevant=item.relevant, ranked=[r["pid"] for r in retrieved], answer=reply.answer,
-            references=list(item.references), expected_answer=item.expected_answer,
-            expected_sources=list(item.expected_sources) or None, retrieved_sources=sources,
-        )
-        signatures = {name: measure_signature(name) for name in measures}
-        notes = list(reply.notes)
-        judges: dict = {}
-        if plan.judges and reply.answer is not None:
-            judged, judge_signatures, judges, judge_notes = _judge(plan, item, reply.answer, [r["text"] for r in retrieved])
-            measures.update(judged)
-            signatures.update(judge_signatures)
-            notes += judge_notes
-        return {
-            "answer": reply.answer, "retrieved": retrieved, "sources": sources, "measures": measures,
-            "signatures": signatures, "judges": judges, "latency_s": latency, "notes": notes,
-            "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens, "error": None,
-        }
-    except Exception as error:  # noqa: BLE001 - a failed question is recorded and the campaign goes on
-        return failed_row(error_text(error), time.perf_counter() - start)
-
-
-def question_sources(retrieved: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The distinct documents an answer drew on: passage id (or the external id) and title."""
-    sources: dict[tuple, dict[str, Any]] = {}
-    for hit in retrieved:
-        source_id = hit["pid"] if hit["pid"] is not None else (hit["source"] or None)
-        if source_id is not None or hit["title"]:
-            sources.setdefault((source_id, hit["title"]), {"id": source_id, "title": hit["title"]})
-    return list(sources.values())
-
-
-def failed_row(error: str, latency: float | None) -> dict[str, Any]:
-    """The row of a question that produced no answer."""
-    return {
-        "answer": None, "retrieved": [], "sources": [], "measures": {}, "signatures": {}, "judges": {},
-        "latency_s": latency, "notes": [], "prompt_tokens": 0, "completion_tokens": 0, "error": error,
-    }
+Finished = list[tuple[int, Outcome]]  # (question position, outcome)
 
 
 class CampaignGone(Exception):
@@ -163,33 +43,33 @@ class Runner:
         self.thread.start()
 
     def run(self) -> None:
-        """Set up the target, run every question, record the outcome."""
+        """Set up the target, run every question, record how the campaign ended."""
         try:
-            outcome, error = self._run()
+            status, error = self._run()
         except CampaignGone:
             return
         finally:
             self._ended.set()
         try:
-            self._finish(outcome, error)
+            self._finish(status, error)
         except CampaignGone:
             return
 
-    def _run(self) -> tuple[str, str | None]:
+    def _run(self) -> tuple[CampaignStatus, str | None]:
         try:
             self._set_up()
         except CampaignGone:
             raise
         except CancelledDuringSetup:
-            return "cancelled", None
+            return CampaignStatus.CANCELLED, None
         except Exception as failure:  # noqa: BLE001 - a broken setup fails the campaign, with its reason
-            return "failed", f"setup failed: {error_text(failure)}"
+            return CampaignStatus.FAILED, f"setup failed: {error_text(failure)}"
         try:
             return self._dispatch()
         except CampaignGone:
             raise
         except Exception as failure:  # noqa: BLE001 - e.g. the disk is full: stop, keep what was stored
-            return "failed", f"stopped: {error_text(failure)}"
+            return CampaignStatus.FAILED, f"stopped: {error_text(failure)}"
 
     def _set_up(self) -> None:
         now = time.time()
@@ -212,11 +92,11 @@ class Runner:
             self._update("UPDATE campaigns SET stage = ? WHERE id = ?",
                          (f"indexing the corpus {done}/{total}", self.plan.campaign_id))
 
-    def _dispatch(self) -> tuple[str, str | None]:
-        plan, pending = self.plan, deque(self.plan.items)
-        done: queue.Queue[tuple[int, dict]] = queue.Queue()
+    def _dispatch(self) -> tuple[CampaignStatus, str | None]:
+        plan, pending = self.plan, deque(self.plan.questions)
+        done: queue.Queue[tuple[int, Outcome]] = queue.Queue()
         in_flight: dict[int, float] = {}  # position -> deadline
-        by_position = {item.position: item for item in plan.items}
+        by_position = {question.position: question for question in plan.questions}
         stop = self._stop_reason()  # a cancel may have come during the setup (a long index build)
         while (pending and stop is None) or in_flight:
             self._fill(pending, in_flight, done, stop)
@@ -224,34 +104,35 @@ class Runner:
             stop = stop or self._stop_reason()  # a cancel may have come while waiting
             # Refill the freed slots before the (serialised) write, so questions never wait on the disk;
             # not after a failure, which may cross the failed-share limit once counted.
-            if all(row["error"] is None for _, row in finished):
+            if all(outcome.error is None for _, outcome in finished):
                 self._fill(pending, in_flight, done, stop)
             if finished:
-                self._save([(by_position[position], row) for position, row in finished])
+                self._save([(by_position[position], outcome) for position, outcome in finished])
             stop = stop or self._stop_reason()
         if stop == "cancelled":
-            return "cancelled", None
+            return CampaignStatus.CANCELLED, None
         if stop is not None:
-            return "failed", stop
-        return "succeeded", None
+            return CampaignStatus.FAILED, stop
+        return CampaignStatus.SUCCEEDED, None
 
-    def _fill(self, pending: deque, in_flight: dict[int, float], done: queue.Queue, stop: str | None) -> None:
-        while pending and stop is None and len(in_flight) < self.plan.concurrency:
-            item = pending.popleft()
-            in_flight[item.position] = time.monotonic() + self.plan.time_limit
-            self._spawn(item, done)
+    def _fill(self, pending: deque[Question], in_flight: dict[int, float], done: queue.Queue[tuple[int, Outcome]],
+              stop: str | None) -> None:
+        while pending and stop is None and len(in_flight) < self.plan.options.concurrency:
+            question = pending.popleft()
+            in_flight[question.position] = time.monotonic() + self.plan.options.time_limit
+            self._spawn(question, done)
 
-    def _spawn(self, item: Item, done: queue.Queue) -> None:
+    def _spawn(self, question: Question, done: queue.Queue[tuple[int, Outcome]]) -> None:
         # One daemon thread per question: a question that hangs past its limit is abandoned
         # (a thread cannot be killed) without holding a pool slot or blocking the end of the run.
         thread = threading.Thread(
-            target=lambda: done.put((item.position, answer_question(self.plan, item))), daemon=True,
-            name=f"question-{item.position}",
+            target=lambda: done.put((question.position, answer_question(self.plan, question))), daemon=True,
+            name=f"question-{question.position}",
         )
         thread.start()
 
     @staticmethod
-    def _collect(done: queue.Queue, in_flight: dict[int, float]) -> list[tuple[int, dict]]:
+    def _collect(done: queue.Queue[tuple[int, Outcome]], in_flight: dict[int, float]) -> Finished:
         """Results that arrived (waiting at most until the next deadline); late ones are dropped."""
         if not in_flight:
             return []
@@ -263,35 +144,37 @@ class Runner:
         while not done.empty():
             arrived.append(done.get_nowait())
         # A question already recorded as timed out is no longer in flight: its late reply is dropped.
-        return [(position, row) for position, row in arrived if in_flight.pop(position, None) is not None]
+        return [(position, outcome) for position, outcome in arrived if in_flight.pop(position, None) is not None]
 
-    def _expire(self, in_flight: dict[int, float]) -> list[tuple[int, dict]]:
+    def _expire(self, in_flight: dict[int, float]) -> Finished:
         now = time.monotonic()
         expired = [position for position, deadline in in_flight.items() if deadline <= now]
         for position in expired:
             del in_flight[position]
-        row = failed_row(f"timed out after {self.plan.time_limit:g} s", self.plan.time_limit)
-        return [(position, row) for position in expired]
+        limit = self.plan.options.time_limit
+        outcome = Outcome.failed(f"timed out after {limit:g} s", limit)
+        return [(position, outcome) for position in expired]
 
     def _stop_reason(self) -> str | None:
         if self.cancelled.is_set():
             return "cancelled"
-        limit = self.plan.max_failed_share * self.plan.total
-        if self._failed > limit:
-            return f"stopped when {self._failed} of {self.plan.total} questions had failed (more than {self.plan.max_failed_share:.0%})"
+        share = self.plan.options.max_failed_share
+        if self._failed > share * self.plan.total:
+            return f"stopped when {self._failed} of {self.plan.total} questions had failed (more than {share:.0%})"
         return None
 
     def _cache_hits(self) -> int:
         return self.plan.cache_hits_before + (self.plan.cache.hits if self.plan.cache else 0)
 
-    def _save(self, finished: list[tuple[Item, dict[str, Any]]]) -> None:
+    def _save(self, finished: list[tuple[Question, Outcome]]) -> None:
         """Store results (one transaction for all that arrived together) and refresh the counters."""
         campaign_id, now = self.plan.campaign_id, time.time()
         values = [
-            (campaign_id, item.position, item.qid, row["answer"], dumps(row["retrieved"]), dumps(row["sources"]),
-             dumps(row["measures"]), dumps(row["signatures"]), dumps(row["judges"]), row["latency_s"],
-             row["prompt_tokens"], row["completion_tokens"], row["error"], dumps(row["notes"]), now)
-            for item, row in finished
+            (campaign_id, question.position, question.qid, o.answer, dumps([retrieved_to_json(h) for h in o.retrieved]),
+             dumps([source.to_dict() for source in o.sources]), dumps(o.measures), dumps(o.signatures),
+             dumps({name: verdict.to_dict() for name, verdict in o.judges.items()}), o.latency_s, o.prompt_tokens,
+             o.completion_tokens, o.error, dumps(list(o.notes)), now)
+            for question, o in finished
         ]
 
         def write(conn: sqlite3.Connection) -> tuple[int, int]:
@@ -318,7 +201,7 @@ class Runner:
         except sqlite3.IntegrityError:
             raise CampaignGone from None
 
-    def _update(self, sql: str, params: tuple) -> None:
+    def _update(self, sql: str, params: tuple[object, ...]) -> None:
         if self.store.write(lambda conn: conn.execute(sql, params).rowcount) == 0:
             raise CampaignGone
 
@@ -336,9 +219,9 @@ class Runner:
             if rows and rows[0]["cancel_requested"]:
                 self.cancelled.set()
 
-    def _finish(self, outcome: str, error: str | None) -> None:
+    def _finish(self, status: CampaignStatus, error: str | None) -> None:
         now = time.time()
         self._update(
             "UPDATE campaigns SET status = ?, error = ?, ended_at = ?, heartbeat = ?, cache_hits = ? WHERE id = ?",
-            (outcome, error, now, now, self._cache_hits(), self.plan.campaign_id),
+            (status.value, error, now, now, self._cache_hits(), self.plan.campaign_id),
         )

@@ -17,7 +17,7 @@ from evalcore.campaigns import (
 )
 from evalcore.campaigns.export import FORMATS, export_campaign
 from evalcore.cli._common import Commands, add_db_option, manager_of, store_of, write_file
-from evalcore.cli.run import follow, format_report
+from evalcore.cli.run import Report, follow, format_report
 
 
 def register(commands: Commands) -> None:
@@ -57,34 +57,33 @@ def list_command(args: argparse.Namespace) -> int:
     """Print the campaigns as a table (or JSON)."""
     campaigns = list_campaigns(store_of(args))
     if args.json:
-        print(json.dumps(campaigns, indent=2, ensure_ascii=False))
+        print(json.dumps([c.to_dict() for c in campaigns], indent=2, ensure_ascii=False))
         return 0
     if not campaigns:
         print("no campaigns")
         return 0
-    width = max(len(c["id"]) for c in campaigns)
+    width = max(len(c.id) for c in campaigns)
     print(f"{'id':<{width}}  {'status':<11}  {'finished':>9}  {'failed':>6}  source")
     for c in campaigns:
-        print(f"{c['id']:<{width}}  {c['status']:<11}  {c['finished']:>4}/{c['total']:<4}  {c['failed']:>6}  {c['kind']}:{c['source']}")
+        print(f"{c.id:<{width}}  {c.status:<11}  {c.finished:>4}/{c.total:<4}  {c.failed:>6}  {c.kind}:{c.source}")
     return 0
 
 
 def show_command(args: argparse.Namespace) -> int:
     """Print one campaign with its aggregates and the errors of its failed questions."""
     store = store_of(args)
-    report = {"campaign": get_campaign(store, args.id), "aggregates": campaign_aggregates(store, args.id),
-              "summary": campaign_summary(store, args.id)}
+    report = Report(get_campaign(store, args.id), campaign_aggregates(store, args.id), campaign_summary(store, args.id))
     if args.json:
-        print(json.dumps(report, indent=2, ensure_ascii=False))
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
         return 0
-    campaign = report["campaign"]
-    print(f"campaign {campaign['id']} ({campaign['kind']} {campaign['source']}, tenant {campaign['tenant']})")
-    changed = _changed(campaign["config"])
+    campaign = report.campaign
+    print(f"campaign {campaign.id} ({campaign.kind} {campaign.source}, tenant {campaign.tenant})")
+    changed = _changed(campaign.config)
     print(f"configuration (changed from defaults): {json.dumps(changed, ensure_ascii=False) if changed else 'defaults'}")
     print(format_report(report))
-    failures = [r for r in campaign_results(store, args.id) if r["error"]]
+    failures = [r for r in campaign_results(store, args.id) if r.outcome.error]
     for result in failures[:10]:
-        print(f"  question {result['qid']}: {result['error']}")
+        print(f"  question {result.question.qid}: {result.outcome.error}")
     if len(failures) > 10:
         print(f"  ... and {len(failures) - 10} more (export to see them all)")
     return 0

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 from evalcore.cli._common import Commands, add_db_option, positive_int, store_of
-from evalcore.compare import Comparison, compare_campaigns, compare_sweep
+from evalcore.compare import Comparison, QuestionDiff, Sweep, compare_campaigns, compare_sweep
 from evalcore.compare.stats import RESAMPLES
 from evalcore.errors import EvalError
 
@@ -30,12 +29,11 @@ def compare_command(args: argparse.Namespace) -> int:
     if len(args.ids) < 2:
         raise EvalError("compare needs at least two campaign ids", found=str(len(args.ids)), expected=">= 2")
     if len(args.ids) == 2:
-        result: Any = compare_campaigns(store_of(args), args.ids[0], args.ids[1], seed=args.seed, resamples=args.resamples)
+        result: Comparison | Sweep = compare_campaigns(store_of(args), args.ids[0], args.ids[1], seed=args.seed, resamples=args.resamples)
     else:
         result = compare_sweep(store_of(args), args.ids, seed=args.seed, resamples=args.resamples)
     if args.json:
-        data = result.to_dict() if isinstance(result, Comparison) else result
-        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2, default=str))
     else:
         lines = format_comparison(result) if isinstance(result, Comparison) else format_sweep(result)
         print("\n".join(lines))
@@ -50,8 +48,8 @@ def num(value: float | None, digits: int = 4) -> str:
 def format_comparison(comparison: Comparison) -> list[str]:
     """The comparison as a readable report."""
     a, b = comparison.a, comparison.b
-    lines = [f"A (baseline) {a['id']}  {a.get('kind')} {a.get('source')}  {a.get('status')}",
-             f"B            {b['id']}  {b.get('kind')} {b.get('source')}  {b.get('status')}"]
+    lines = [f"A (baseline) {a.id}  {a.kind} {a.source}  {a.status}",
+             f"B            {b.id}  {b.kind} {b.source}  {b.status}"]
     lines += [f"config {key}: {values[0]!r} -> {values[1]!r}" for key, values in comparison.config_diff.items()]
     lines += [f"warning: {w}" for w in comparison.warnings] + [f"note: {n}" for n in comparison.notes]
     lines.append("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(comparison.verdicts.items())))
@@ -60,45 +58,45 @@ def format_comparison(comparison: Comparison) -> list[str]:
     else:
         lines.append(f"{'measure':28} {'n':>4} {'A':>8} {'B':>8} {'delta':>9} {'95% CI':>21} {'p':>8}  test")
     for m in comparison.measures:
-        ci = f"[{num(m['ci_low'])}, {num(m['ci_high'])}]"
-        flag = " *" if m["significant"] else ""
-        lines.append(f"{m['measure']:28} {m['n']:4d} {num(m['mean_a']):>8} {num(m['mean_b']):>8} "
-                     f"{num(m['delta']):>9} {ci:>21} {num(m['p_value'], 3):>8}{flag}  {m['test']}")
+        ci = f"[{num(m.ci_low)}, {num(m.ci_high)}]"
+        flag = " *" if m.significant else ""
+        lines.append(f"{m.measure:28} {m.n:4d} {num(m.mean_a):>8} {num(m.mean_b):>8} "
+                     f"{num(m.delta):>9} {ci:>21} {num(m.p_value, 3):>8}{flag}  {m.test}")
     lines.append(f"* p < 0.05 (seed {comparison.seed}, {comparison.resamples} resamples)")
     for q in comparison.questions:
-        if q["verdict"] in SHOWN_VERDICTS:
+        if q.verdict in SHOWN_VERDICTS:
             lines.append(question_line(q))
     return lines
 
 
-def question_line(q: dict) -> str:
+def question_line(q: QuestionDiff) -> str:
     """One changed question: verdict, basis, values, passages that moved."""
-    text = " ".join(str(q.get("question") or "").split())[:60]
-    line = f"{q['verdict']:8} q{q['qid']} {text}"
-    if q.get("basis") == "error":
-        failed = [f"failed in {side}: {' '.join(str(q[key]).split())[:80]}"
-                  for side, key in (("A", "error_a"), ("B", "error_b")) if q.get(key)]
+    text = " ".join(q.question.split())[:60]
+    line = f"{q.verdict:8} q{q.qid} {text}"
+    if q.basis == "error":
+        failed = [f"failed in {side}: {' '.join(error.split())[:80]}"
+                  for side, error in (("A", q.error_a), ("B", q.error_b)) if error]
         line += f"  [{'; '.join(failed)}]"
-    elif q.get("basis"):
-        line += f"  [{q['basis']}: {num(q.get('a'))} -> {num(q.get('b'))}]"
-    moved = [f"+{p['pid']}" for p in q.get("entered", [])] + [f"-{p['pid']}" for p in q.get("left", [])]
-    moved += [f"+{s}" for s in q.get("sources_entered", [])] + [f"-{s}" for s in q.get("sources_left", [])]
+    elif q.basis:
+        line += f"  [{q.basis}: {num(q.a)} -> {num(q.b)}]"
+    moved = [f"+{p.pid}" for p in q.entered] + [f"-{p.pid}" for p in q.left]
+    moved += [f"+{s}" for s in q.sources_entered or ()] + [f"-{s}" for s in q.sources_left or ()]
     return line + (f"  relevant: {' '.join(moved)}" if moved else "")
 
 
-def format_sweep(sweep: dict) -> list[str]:
+def format_sweep(sweep: Sweep) -> list[str]:
     """The sweep as a table: one row per campaign, one column per measure."""
-    lines = [f"sweep over {sweep['key'] or '(no single key)'}; baseline {sweep['baseline']}"]
-    lines += [f"warning: {w}" for w in sweep["warnings"]]
-    names = list(sweep["series"])
-    width = max(len(str(row["value"])) for row in sweep["table"])
+    lines = [f"sweep over {sweep.key or '(no single key)'}; baseline {sweep.baseline}"]
+    lines += [f"warning: {w}" for w in sweep.warnings]
+    names = list(sweep.series)
+    width = max(len(str(row.value)) for row in sweep.table)
     lines.append(f"{'value':>{width}} " + " ".join(f"{n[:12]:>12}" for n in names))
-    for row in sweep["table"]:
+    for row in sweep.table:
         cells = []
         for name in names:
-            mean = row["measures"].get(name, {}).get("mean")
-            mark = "*" if row.get("deltas", {}).get(name, {}).get("significant") else " "
+            mean = row.measures[name].mean if name in row.measures else None
+            mark = "*" if (row.deltas or {}).get(name, {}).get("significant") else " "
             cells.append(f"{num(mean):>11}{mark}")
-        lines.append(f"{row['value']!s:>{width}} " + " ".join(cells))
+        lines.append(f"{row.value!s:>{width}} " + " ".join(cells))
     lines.append("* significantly different from the baseline (p < 0.05)")
     return lines

@@ -79,9 +79,9 @@ def _save(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     targets = list_targets(store_of(args), args.tenant)
     for target in targets:
-        config = target["config"]
-        print(f"{target['id']}  {target['tenant']:10} {config.get('kind', 'rag'):12} {config.get('retriever', ''):8} "
-              f"{config.get('generator', ''):10} {target['name']}")
+        config = target.config
+        print(f"{target.id}  {target.tenant:10} {config.get('kind', 'rag'):12} {config.get('retriever', ''):8} "
+              f"{config.get('generator', ''):10} {target.name}")
     if not targets:
         print("no saved configuration: `python -m evalcore config save FILE.toml`", file=sys.stderr)
     return 0

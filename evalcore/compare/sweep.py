@@ -3,34 +3,95 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
+from evalcore.campaigns import Campaign, QuestionResult
 from evalcore.compare import stats
 from evalcore.compare.comparison import check_resamples, compare_results, load, row_values
 from evalcore.errors import EvalError
+from evalcore.store import Store
 
 
-def compare_sweep(store: Any, ids: list[str], *, seed: int = 0, resamples: int = stats.RESAMPLES,
-                  tenant: str | None = None) -> dict:
+@dataclass(frozen=True)
+class MeanCI:
+    """A measure over one campaign: mean, count and the bootstrap 95% interval of the mean."""
+
+    mean: float
+    count: int
+    ci_low: float | None
+    ci_high: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    """One campaign of a sweep: its value of the varied key, its measures, and how it compares with the baseline."""
+
+    id: str
+    value: Any
+    measures: dict[str, MeanCI]
+    verdicts: dict[str, int] | None = None  # None for the baseline
+    deltas: dict[str, dict[str, Any]] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape (verdicts and deltas only for the campaigns after the baseline)."""
+        data: dict[str, Any] = {"id": self.id, "value": self.value,
+                                "measures": {name: m.to_dict() for name, m in self.measures.items()}}
+        if self.verdicts is not None:
+            data["verdicts"], data["deltas"] = self.verdicts, self.deltas
+        return data
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """N campaigns varying one key: a table (one row per campaign) and a series per measure."""
+
+    key: str | None  # the varied key, None when the campaigns vary several (or none)
+    varied: list[str]
+    baseline: str
+    table: list[SweepRow]
+    warnings: list[str] = field(default_factory=list)
+    seed: int = 0
+    resamples: int = stats.RESAMPLES
+
+    @property
+    def series(self) -> dict[str, list[dict[str, Any]]]:
+        """Per measure: one point per campaign that has it (x = its value of the varied key)."""
+        names = sorted({name for row in self.table for name in row.measures})
+        return {name: [{"x": row.value, "id": row.id, **row.measures[name].to_dict()} for row in self.table
+                       if name in row.measures] for name in names}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape for --json, the API and the dashboard."""
+        return {"key": self.key, "varied": self.varied, "baseline": self.baseline,
+                "table": [row.to_dict() for row in self.table], "series": self.series, "warnings": self.warnings,
+                "seed": self.seed, "resamples": self.resamples}
+
+
+def compare_sweep(store: Store, ids: list[str], *, seed: int = 0, resamples: int = stats.RESAMPLES,
+                  tenant: str | None = None) -> Sweep:
     """Compare N stored campaigns of a sweep (one configuration key varied): table and series."""
     return sweep_results([load(store, i, tenant) for i in ids], seed=seed, resamples=resamples)
 
 
-def varied_keys(configs: list[dict]) -> list[str]:
+def varied_keys(configs: list[dict[str, Any]]) -> list[str]:
     """Configuration keys whose value is not the same in every campaign."""
-    keys = set().union(*configs)
+    keys: set[str] = set().union(*configs)
     return sorted(k for k in keys if len({json.dumps(c.get(k), sort_keys=True) for c in configs}) > 1)
 
 
-def sweep_value(campaign: dict, varied: list[str]) -> Any:
+def sweep_value(campaign: Campaign, varied: list[str]) -> Any:
     """The campaign's point on the sweep: the varied key's value, `k=v` pairs for several, else its id."""
-    config = campaign.get("config") or {}
     if len(varied) == 1:
-        return config.get(varied[0])
-    return " ".join(f"{k}={config.get(k)}" for k in varied) or campaign.get("id")
+        return campaign.config.get(varied[0])
+    return " ".join(f"{k}={campaign.config.get(k)}" for k in varied) or campaign.id
 
 
-def measure_summary(rows: list[dict], *, seed: int, resamples: int) -> dict[str, dict]:
+def measure_summary(rows: list[QuestionResult], *, seed: int, resamples: int) -> dict[str, MeanCI]:
     """Per measure of one campaign: mean, count and bootstrap 95% interval of the mean."""
     columns: dict[str, list[float]] = {}
     for row in rows:
@@ -39,35 +100,28 @@ def measure_summary(rows: list[dict], *, seed: int, resamples: int) -> dict[str,
     out = {}
     for name, values in sorted(columns.items()):
         low, high = stats.bootstrap_ci(values, resamples=resamples, seed=seed) or (None, None)
-        out[name] = {"mean": sum(values) / len(values), "count": len(values), "ci_low": low, "ci_high": high}
+        out[name] = MeanCI(sum(values) / len(values), len(values), low, high)
     return out
 
 
-def sweep_results(campaigns: list[tuple[dict, list[dict]]], *, seed: int = 0,
-                  resamples: int = stats.RESAMPLES) -> dict:
+def sweep_results(campaigns: list[tuple[Campaign, list[QuestionResult]]], *, seed: int = 0,
+                  resamples: int = stats.RESAMPLES) -> Sweep:
     """N campaigns varying one key: a table (one row per campaign, deltas against the first) and series."""
     if len(campaigns) < 2:
         raise EvalError("a sweep needs at least two campaigns", found=str(len(campaigns)), expected=">= 2")
     check_resamples(resamples)
-    varied = varied_keys([c.get("config") or {} for c, _ in campaigns])
+    varied = varied_keys([c.config for c, _ in campaigns])
     key = varied[0] if len(varied) == 1 else None
     warnings = [] if key else [(f"a sweep varies one setting; these campaigns vary {len(varied)} "
                                 f"({', '.join(varied) or 'none'})")]
     base, base_rows = campaigns[0]
-    table = []
-    for campaign, rows in campaigns:
-        row: dict[str, Any] = {"id": campaign.get("id"), "value": sweep_value(campaign, varied),
-                               "measures": measure_summary(rows, seed=seed, resamples=resamples)}
-        if campaign is not base:
-            versus = compare_results(base, base_rows, campaign, rows, seed=seed, resamples=resamples)
-            row["verdicts"] = versus.verdicts
-            row["deltas"] = {m["measure"]: {k: m[k] for k in ("delta", "ci_low", "ci_high", "p_value", "significant")}
-                             for m in versus.measures}
-            warnings += [f"{campaign.get('id')} vs {base.get('id')}: {w}" for w in versus.warnings
-                         if not w.startswith("the configurations differ")]
-        table.append(row)
-    names = sorted({name for row in table for name in row["measures"]})
-    series = {name: [{"x": row["value"], "id": row["id"], **row["measures"][name]} for row in table
-                     if name in row["measures"]] for name in names}
-    return {"key": key, "varied": varied, "baseline": base.get("id"), "table": table, "series": series,
-            "warnings": warnings, "seed": seed, "resamples": resamples}
+    table = [SweepRow(base.id, sweep_value(base, varied), measure_summary(base_rows, seed=seed, resamples=resamples))]
+    for campaign, rows in campaigns[1:]:
+        versus = compare_results(base, base_rows, campaign, rows, seed=seed, resamples=resamples)
+        deltas = {m.measure: {"delta": m.delta, "ci_low": m.ci_low, "ci_high": m.ci_high, "p_value": m.p_value,
+                              "significant": m.significant} for m in versus.measures}
+        table.append(SweepRow(campaign.id, sweep_value(campaign, varied),
+                              measure_summary(rows, seed=seed, resamples=resamples), versus.verdicts, deltas))
+        warnings += [f"{campaign.id} vs {base.id}: {w}" for w in versus.warnings
+                     if not w.startswith("the configurations differ")]
+    return Sweep(key, varied, base.id, table, warnings, seed, resamples)

@@ -14,9 +14,25 @@ from evalcore.judges.prompts import (
     signature,
 )
 from evalcore.judges.running import MAX_TOKENS, Trial, run_judge
+from evalcore.judges.verdict import Spread, Verdict
 
 __all__ = [
-    "ALIASES", "CONTEXT_CHARS", "DEFAULT_THRESHOLD", "JUDGES", "MAX_TOKENS", "PARSER_VERSION", "JudgePrompt",
-    "Reading", "Trial", "build_messages", "canonical", "format_context", "load_prompt", "parse_reply", "run_judge",
+    "ALIASES",
+    "CONTEXT_CHARS",
+    "DEFAULT_THRESHOLD",
+    "JUDGES",
+    "MAX_TOKENS",
+    "PARSER_VERSION",
+    "JudgePrompt",
+    "Reading",
+    "Spread",
+    "Trial",
+    "Verdict",
+    "build_messages",
+    "canonical",
+    "format_context",
+    "load_prompt",
+    "parse_reply",
+    "run_judge",
     "signature",
 ]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import statistics
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from evalcore.errors import EvalError
 from evalcore.judges.parsing import parse_reply
 from evalcore.judges.prompts import DEFAULT_THRESHOLD, JudgePrompt, build_messages, load_prompt, signature
+from evalcore.judges.verdict import Spread, Verdict
+from evalcore.models import ChatModel, Message
 
 MAX_TOKENS = 300
 RETRY_MESSAGE = ('Your reply could not be read. Reply again with only the JSON object, '
@@ -34,7 +36,7 @@ def missing_input(prompt: JudgePrompt, *, question: str, answer: str | None, exp
     return ", ".join(names.get(key, key) for key in absent) or None
 
 
-def judge_once(model: Any, prompt: JudgePrompt, messages: list[dict], temperature: float) -> Trial:
+def judge_once(model: ChatModel, prompt: JudgePrompt, messages: list[Message], temperature: float) -> Trial:
     """Ask, parse, and on an unreadable reply ask once more; model failures become a Trial with error."""
     tokens = [0, 0]
     retry = RETRY_MESSAGE if prompt.output == "likert" else LABEL_RETRY_MESSAGE
@@ -55,27 +57,24 @@ def judge_once(model: Any, prompt: JudgePrompt, messages: list[dict], temperatur
     return Trial(None, f"unreadable judge reply after one retry: {shown!r}", tokens[0], tokens[1])
 
 
-def run_judge(model: Any, name: str, *, question: str, answer: str, context: list[str],
-              expected: str | None, threshold: float = DEFAULT_THRESHOLD, samples: int = 1) -> dict:
-    """Judge one item: {score, reason, result, threshold, model, prompt_hash, prompt_version, tokens, ...}."""
+def run_judge(model: ChatModel, name: str, *, question: str, answer: str, context: list[str],
+              expected: str | None, threshold: float = DEFAULT_THRESHOLD, samples: int = 1) -> Verdict:
+    """Judge one item; a judge that cannot run on it (an input missing) gives an unknown verdict saying why."""
     prompt = load_prompt(name)
     if samples < 1:
         raise EvalError("samples must be at least 1", found=str(samples), expected=">= 1")
-    base = {"judge": prompt.name, "model": getattr(model, "name", str(model)), "prompt_hash": prompt.hash,
-            "prompt_version": prompt.version, "signature": signature(prompt.name),
-            "threshold": threshold if prompt.output == "likert" else None}
     missing = missing_input(prompt, question=question, answer=answer, expected=expected)
     if missing:
-        return {**base, **outcome([Trial(None, f"not judged: no {missing}", 0, 0)], prompt, threshold)}
+        return verdict([Trial(None, f"not judged: no {missing}", 0, 0)], prompt, model, threshold)
     messages = build_messages(prompt, question=question, answer=answer, context=context, expected=expected)
     # Several samples only make sense if they can differ: some temperature, and a message that
     # keeps each sample out of the other samples' cache entry.
     temperature = 0.0 if samples == 1 else 0.7
     trials = [judge_once(model, prompt, sample_messages(messages, k, samples), temperature) for k in range(samples)]
-    return {**base, **outcome(trials, prompt, threshold)}
+    return verdict(trials, prompt, model, threshold)
 
 
-def sample_messages(messages: list[dict], index: int, samples: int) -> list[dict]:
+def sample_messages(messages: list[Message], index: int, samples: int) -> list[Message]:
     """The messages of sample `index` (unchanged for a single sample)."""
     if samples == 1:
         return messages
@@ -83,7 +82,7 @@ def sample_messages(messages: list[dict], index: int, samples: int) -> list[dict
                              + f"\n\n(Independent judgement {index + 1} of {samples}.)"}]
 
 
-def outcome(trials: list[Trial], prompt: JudgePrompt, threshold: float) -> dict:
+def verdict(trials: list[Trial], prompt: JudgePrompt, model: ChatModel, threshold: float) -> Verdict:
     """Combine trials into score, result, reason, tokens, and the spread when there are several."""
     scores = [t.score for t in trials if t.score is not None]
     score = statistics.fmean(scores) if scores else None
@@ -93,22 +92,19 @@ def outcome(trials: list[Trial], prompt: JudgePrompt, threshold: float) -> dict:
         result = "pass" if score > 0.5 else "fail"   # a tie between samples is not a pass
     else:
         result = "pass" if score >= threshold else "fail"
-    reason = next((t.reason for t in trials if t.score is not None), trials[0].reason)
-    prompt_tokens = sum(t.prompt_tokens for t in trials)
-    completion_tokens = sum(t.completion_tokens for t in trials)
-    out: dict[str, Any] = {"score": score, "reason": reason, "result": result,
-                           "tokens": prompt_tokens + completion_tokens, "prompt_tokens": prompt_tokens,
-                           "completion_tokens": completion_tokens,
-                           "error": next((t.error for t in trials if t.error), None)}
-    if len(trials) > 1:
-        out["samples"] = [t.score for t in trials]
-        out["spread"] = spread(scores)
-    return out
+    several = len(trials) > 1
+    return Verdict(
+        judge=prompt.name, model=model.name, prompt_hash=prompt.hash, prompt_version=prompt.version,
+        signature=signature(prompt.name), threshold=threshold if prompt.output == "likert" else None,
+        score=score, reason=next((t.reason for t in trials if t.score is not None), trials[0].reason), result=result,
+        prompt_tokens=sum(t.prompt_tokens for t in trials), completion_tokens=sum(t.completion_tokens for t in trials),
+        error=next((t.error for t in trials if t.error), None),
+        samples=tuple(t.score for t in trials) if several else None, spread=spread(scores) if several else None,
+    )
 
 
-def spread(scores: list[float]) -> dict:
+def spread(scores: list[float]) -> Spread:
     """min, max and standard deviation of the readable samples."""
     if not scores:
-        return {"n": 0, "min": None, "max": None, "stdev": None}
-    return {"n": len(scores), "min": min(scores), "max": max(scores),
-            "stdev": statistics.stdev(scores) if len(scores) > 1 else 0.0}
+        return Spread(0, None, None, None)
+    return Spread(len(scores), min(scores), max(scores), statistics.stdev(scores) if len(scores) > 1 else 0.0)

@@ -1,8 +1,19 @@
-"""Measures of retrieval, generation and suite cases, with their registry (DESIGN section 3)."""
+"""Measures of retrieval, generation, graded retrieval, suite cases and judges, with their registry."""
 
 from evalcore.metrics.generation import GENERATION_MEASURES, generation_scores
 from evalcore.metrics.graded import GRADED_MEASURES, graded_retrieval_scores
-from evalcore.metrics.registry import MEASURES, Measure, aggregate, score_question, signature
+from evalcore.metrics.registry import (
+    MEASURES,
+    PANELS,
+    Measure,
+    Scores,
+    aggregate,
+    display_order,
+    panels,
+    score_question,
+    signature,
+    verdict_basis,
+)
 from evalcore.metrics.retrieval import RETRIEVAL_MEASURES, retrieval_scores
 from evalcore.metrics.suite import coverage, important_words, sources_found
 
@@ -10,15 +21,20 @@ __all__ = [
     "GENERATION_MEASURES",
     "GRADED_MEASURES",
     "MEASURES",
+    "PANELS",
     "RETRIEVAL_MEASURES",
     "Measure",
+    "Scores",
     "aggregate",
     "coverage",
+    "display_order",
     "generation_scores",
     "graded_retrieval_scores",
     "important_words",
+    "panels",
     "retrieval_scores",
     "score_question",
     "signature",
     "sources_found",
+    "verdict_basis",
 ]

@@ -1,18 +1,32 @@
-"""The registry of measures: canonical names, formulas, settings and signature strings."""
+"""The registry of measures: every fact about a measure lives on its `Measure`, and faces ask here.
+
+A measure's name, formula, panel, display order, direction, whether it is pass/fail, its
+priority when a per-question verdict is decided, whether it needs a reference answer, and the
+settings its signature records. Judge measures are built from the judge prompt files.
+Signatures record the settings a value was computed with (`signature(name, **used)`), as
+sacreBLEU's do, so a stored value always says how it was made.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from evalcore import __version__
 from evalcore.errors import EvalError
+from evalcore.judges import JUDGES, load_prompt
 from evalcore.metrics.generation import generation_scores
 from evalcore.metrics.graded import GRADED_MEASURES, LOWER_IS_BETTER
 from evalcore.metrics.retrieval import retrieval_scores
 from evalcore.metrics.suite import coverage, sources_found
 from evalcore.text import TOKENIZER
+
+# Panels in display order: (family, title).
+PANELS = (("retrieval", "Retrieval"), ("generation", "Generation"), ("graded", "Graded document retrieval"),
+          ("suite", "Suite"), ("judge", "Judges"))
+OTHER_PANEL = "Other"
 
 
 @dataclass(frozen=True)
@@ -21,9 +35,14 @@ class Measure:
 
     name: str
     doc: str
-    group: str  # "retrieval" | "generation" | "suite" | "judge"
+    family: str  # the panel it is shown in: one of PANELS
     higher_is_better: bool = True
+    binary: bool = False  # values are pass/fail as 1/0 (McNemar applies in comparisons)
+    # Seed order of a per-question verdict: the lowest priority present in both campaigns decides.
+    verdict_priority: int | None = None
+    needs_reference: bool = False  # absent on a question without an expected or reference answer
     settings: tuple[tuple[str, str], ...] = field(default=())
+    order: int = 0  # display position, set by the registry
 
     @property
     def signature(self) -> str:
@@ -63,39 +82,49 @@ _GRADED_DOCS = {
     "total_retrieved_documents": "distinct retrieved documents.",
     "total_groundtruth_documents": "labeled documents of the question.",
 }
-_JUDGE_DOCS = {
-    "judge.score": "1-5 agreement with the expected answer, with a one-sentence reason (LLM judge).",
-    "judge.groundedness": "1-5: is the answer supported by the retrieved context (LLM judge).",
-    "judge.groundedness_pro": "pass/fail as 1/0: is every claim of the answer in the context (LLM judge).",
-    "judge.relevance": "1-5: does the answer address the question (LLM judge).",
-    "judge.retrieval": "1-5: are the retrieved passages relevant and well ordered (LLM judge).",
-    "judge.completeness": "1-5: does the answer cover the expected answer (LLM judge).",
-}
+# A question's verdict in a comparison: the AI score, else coverage, else sources found (the suite
+# order); dataset campaigns have none of these, so ranking and then answer overlap decide.
+_VERDICT_ORDER = ("judge.score", "coverage", "sources_found", "ndcg@10", "rougel")
+
+
+def _judge_measure(name: str) -> Measure:
+    """A judge's measure, from its prompt file: scale, inputs, and the first sentence of its instructions."""
+    prompt = load_prompt(name)
+    label = prompt.output == "label"
+    first = prompt.system.split(". ")[0].rstrip(".") + "."
+    doc = f"{'pass/fail as 1/0' if label else '1-5'} (LLM judge, prompt v{prompt.version}): {first}"
+    return Measure(f"judge.{name}", doc, "judge", binary=label, needs_reference="expected" in prompt.requires,
+                   settings=(("prompt", "none"), ("model", "none")))
 
 
 def _registry() -> dict[str, Measure]:
     measures = [Measure(n, d, "retrieval", settings=_RANKED) for n, d in _RETRIEVAL_DOCS.items()]
     for name, doc in _GENERATION_DOCS.items():
         extra = (("smooth", "none"),) if name.startswith("bleu") else (("refs", "max"),)
-        measures.append(Measure(name, doc, "generation", settings=_TEXT + extra))
+        measures.append(Measure(name, doc, "generation", needs_reference=True, settings=_TEXT + extra))
     measures.append(Measure(
         "coverage", "share of the expected answer's important words (no stopword; a digit, 2+ Han "
-        "characters or 3+ letters) found in the answer, case and accents ignored (seed 003).",
-        "suite", settings=_TEXT + (("stop", "en,fr,zh"),),
+        "characters or 3+ letters) found in the answer, case and accents ignored.",
+        "suite", needs_reference=True, settings=_TEXT + (("stop", "en,fr,zh"),),
     ))
     measures.append(Measure(
         "sources_found", "1 when every expected source is contained in a retrieved title or file "
-        "name or equals its id, case and accents ignored, else 0 (seed 003).", "suite",
+        "name or equals its id, case and accents ignored, else 0.", "suite", binary=True,
         settings=(("match", "fold"),),
     ))
     for name in GRADED_MEASURES:
         measures.append(Measure(
-            f"graded.{name}", _GRADED_DOCS[name] + " Seed 004 (document retrieval).", "retrieval",
+            f"graded.{name}", _GRADED_DOCS[name] + " Graded document retrieval.", "graded",
             higher_is_better=name not in LOWER_IS_BETTER, settings=(("scale", "0-4"),),
         ))
-    for name, doc in _JUDGE_DOCS.items():
-        measures.append(Measure(name, doc, "judge", settings=(("prompt", "none"), ("model", "none"))))
-    return {measure.name: measure for measure in measures}
+    measures += [_judge_measure(name) for name in JUDGES]
+    return {m.name: _finish(m, order) for order, m in enumerate(measures)}
+
+
+def _finish(measure: Measure, order: int) -> Measure:
+    priority = _VERDICT_ORDER.index(measure.name) if measure.name in _VERDICT_ORDER else None
+    return Measure(measure.name, measure.doc, measure.family, measure.higher_is_better, measure.binary, priority,
+                   measure.needs_reference, measure.settings, order)
 
 
 MEASURES: dict[str, Measure] = _registry()
@@ -114,6 +143,37 @@ def signature(name: str, **settings: object) -> str:
     return "|".join([name, *(f"{key}:{value}" for key, value in values.items()), f"version:{__version__}"])
 
 
+def display_order(name: str) -> tuple[int, str]:
+    """Sort key: registry order, then unregistered names (e.g. `judge.X:pass`) by name."""
+    measure = MEASURES.get(name.split(":")[0])
+    return (measure.order if measure else len(MEASURES), name)
+
+
+def panels(names: Iterable[str]) -> list[tuple[str, list[str]]]:
+    """The names grouped into panels (title, names in display order); empty panels left out."""
+    titles = dict(PANELS)
+    grouped: dict[str, list[str]] = {title: [] for _, title in PANELS}
+    grouped[OTHER_PANEL] = []
+    for name in sorted(names, key=display_order):
+        measure = MEASURES.get(name.split(":")[0])
+        grouped[titles[measure.family] if measure else OTHER_PANEL].append(name)
+    return [(title, members) for title, members in grouped.items() if members]
+
+
+def verdict_basis() -> tuple[str, ...]:
+    """Measures that can decide a per-question verdict, by priority."""
+    ranked = sorted((m for m in MEASURES.values() if m.verdict_priority is not None),
+                    key=lambda m: m.verdict_priority or 0)
+    return tuple(m.name for m in ranked)
+
+
+class Scores(NamedTuple):
+    """The measures of one question and the signature each was computed with."""
+
+    values: dict[str, float]
+    signatures: dict[str, str]
+
+
 def score_question(
     *,
     relevant: Mapping[int, int] | None,
@@ -123,21 +183,31 @@ def score_question(
     expected_answer: str | None,
     expected_sources: Sequence[str] | None,
     retrieved_sources: Sequence[Mapping[str, object]],
-) -> dict[str, float]:
-    """Every measure that applies to one question (DESIGN section 3), absent ones left out."""
-    scores: dict[str, float] = {}
+) -> Scores:
+    """Every measure that applies to one question, absent ones left out, with their signatures."""
+    values: dict[str, float] = {}
     if relevant:
-        scores.update(retrieval_scores(relevant, ranked))
+        values.update(retrieval_scores(relevant, ranked))
     if answer is not None and references:
-        scores.update(generation_scores(answer, list(references)))
+        values.update(generation_scores(answer, list(references)))
     if answer is not None and expected_answer:
         share = coverage(answer, expected_answer)
         if share is not None:
-            scores["coverage"] = share
+            values["coverage"] = share
     found = sources_found(list(expected_sources or ()), retrieved_sources)
     if found is not None:
-        scores["sources_found"] = 1.0 if found else 0.0
-    return scores
+        values["sources_found"] = 1.0 if found else 0.0
+    return Scores(values, {name: _default_signature(name) for name in values})
+
+
+_SIGNATURES: dict[str, str] = {}
+
+
+def _default_signature(name: str) -> str:
+    """The signature of a measure computed with its registered settings (campaigns use them all)."""
+    if name not in _SIGNATURES:
+        _SIGNATURES[name] = signature(name)
+    return _SIGNATURES[name]
 
 
 def aggregate(values: Sequence[float | None]) -> tuple[float | None, int]:

@@ -9,6 +9,9 @@ from typing import Any, NamedTuple, Protocol
 
 from evalcore.errors import EvalError
 
+# {"role": "system" | "user" | "assistant", "content": text}
+Message = dict[str, str]
+
 
 class ChatReply(NamedTuple):
     """One completion; token counts are the model's own (also when served from the cache)."""
@@ -32,7 +35,7 @@ class ChatModel(Protocol):
 
     name: str
 
-    def chat(self, messages: list[dict], *, temperature: float | None = None,
+    def chat(self, messages: list[Message], *, temperature: float | None = None,
              max_tokens: int | None = None) -> ChatReply: ...
 
 
@@ -45,14 +48,14 @@ class ModelError(EvalError):
         self.body = body
 
 
-def cache_key(model: str, endpoint: str, params: dict, messages: list[dict]) -> str:
+def cache_key(model: str, endpoint: str, params: dict, messages: list[Message]) -> str:
     """sha256 of the canonical JSON of everything that determines a reply."""
     payload = {"model": model, "endpoint": endpoint, "params": params, "messages": messages}
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def cached_chat(cache: CallCache | None, model: str, endpoint: str, params: dict, messages: list[dict],
+def cached_chat(cache: CallCache | None, model: str, endpoint: str, params: dict, messages: list[Message],
                 call: Callable[[], ChatReply]) -> ChatReply:
     """Serve a call from the cache, or make it and remember the reply."""
     key = cache_key(model, endpoint, params, messages)

@@ -13,7 +13,8 @@ import json
 import math
 import string
 import tomllib
-from dataclasses import MISSING, asdict, dataclass, fields
+from collections.abc import Sequence
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,63 +65,80 @@ TEMPLATE_FIELDS = {
 }
 
 
+TARGET, CHUNKING, RETRIEVAL, RERANK = "target", "chunking", "retrieval", "rerank"
+GENERATION, PROMPTS, HTTP_AGENT, RESULTS_FILE = "generation", "prompts", "http_agent", "results_file"
+# Key groups in display order, with their titles: the dashboard's form sections, the API's overlays.
+GROUPS = {TARGET: "Target", CHUNKING: "Chunking", RETRIEVAL: "Retrieval", RERANK: "Rerank",
+          GENERATION: "Generation", PROMPTS: "Prompts", HTTP_AGENT: "HTTP agent", RESULTS_FILE: "Results file"}
+
+
+def setting(default: Any, group: str, *, essential: bool = False) -> Any:
+    """A configuration key: its default and, as field metadata, its group (and whether it is essential)."""
+    return field(default=default, metadata={"group": group, "essential": essential})
+
+
+def essential(default: Any, group: str) -> Any:
+    """A key a user chooses first (target kind, retriever, reranker, generator): shown before the groups."""
+    return setting(default, group, essential=True)
+
+
 @dataclass(frozen=True)
 class TargetConfig:
     """Everything that defines a target; thresholds are documented on their score scale."""
 
-    kind: str = "rag"
-    knowledge_base: str = "default"
+    kind: str = essential("rag", TARGET)
+    knowledge_base: str = essential("default", TARGET)
     # Knowledge base: `none` = one chunk per passage; `tokens` = windows of chunk_size words
     # (jieba words for Chinese) overlapping by chunk_overlap.
-    chunking: str = "none"
-    chunk_size: int = 200
-    chunk_overlap: int = 40
+    chunking: str = setting("none", CHUNKING)
+    chunk_size: int = setting(200, CHUNKING)
+    chunk_overlap: int = setting(40, CHUNKING)
     # Retrieval. keyword_threshold applies to BM25 divided by the query's top BM25 score (0..1);
     # vector_threshold applies to cosine similarity (-1..1). Thresholds first, then top-k.
-    retriever: str = "hybrid"
-    embedding_model: str = "use"
-    keyword_threshold: float = 0.3
-    vector_threshold: float = 0.2
-    embedding_top_k: int = 30
-    fusion: str = "rrf"
-    fusion_weight: float = 0.5  # weight of the vector score in weighted fusion
-    rrf_k: int = 60
+    retriever: str = essential("hybrid", RETRIEVAL)
+    embedding_model: str = setting("use", RETRIEVAL)
+    keyword_threshold: float = setting(0.3, RETRIEVAL)
+    vector_threshold: float = setting(0.2, RETRIEVAL)
+    embedding_top_k: int = setting(30, RETRIEVAL)
+    fusion: str = setting("rrf", RETRIEVAL)
+    fusion_weight: float = setting(0.5, RETRIEVAL)  # weight of the vector score in weighted fusion
+    rrf_k: int = setting(60, RETRIEVAL)
     # Rerank: embedding (rerank_model "use"/"e5", cosine), llm (yes/no: 1.0/0.0; an
     # OpenAI-compatible endpoint when rerank_url is set, else the local model), http (/rerank).
-    reranker: str = "none"
-    rerank_model: str = ""
-    rerank_url: str = ""
-    rerank_api_key_env: str = ""
-    rerank_top_k: int = 30
-    rerank_threshold: float = 0.3
+    reranker: str = essential("none", RERANK)
+    rerank_model: str = setting("", RERANK)
+    rerank_url: str = setting("", RERANK)
+    rerank_api_key_env: str = setting("", RERANK)
+    rerank_top_k: int = setting(30, RERANK)
+    rerank_threshold: float = setting(0.3, RERANK)
     # Generation.
-    generator: str = "extractive"
-    base_url: str = "https://api.openai.com/v1"
-    model: str = ""
-    api_key_env: str = "OPENAI_API_KEY"
-    timeout: float = 60.0
-    retries: int = 3
-    retry_backoff: float = 0.5
-    system_prompt: str = SYSTEM_PROMPT
-    prompt_template: str = PROMPT_TEMPLATE
-    context_template: str = CONTEXT_TEMPLATE
-    context_top_k: int = 5
-    extractive_sentences: int = 2
-    temperature: float = 0.0
-    max_tokens: int = 512
-    fallback_answer: str = FALLBACK_ANSWER
+    generator: str = essential("extractive", GENERATION)
+    base_url: str = setting("https://api.openai.com/v1", GENERATION)
+    model: str = setting("", GENERATION)
+    api_key_env: str = setting("OPENAI_API_KEY", GENERATION)
+    timeout: float = setting(60.0, GENERATION)
+    retries: int = setting(3, GENERATION)
+    retry_backoff: float = setting(0.5, GENERATION)
+    system_prompt: str = setting(SYSTEM_PROMPT, PROMPTS)
+    prompt_template: str = setting(PROMPT_TEMPLATE, PROMPTS)
+    context_template: str = setting(CONTEXT_TEMPLATE, PROMPTS)
+    context_top_k: int = setting(5, GENERATION)
+    extractive_sentences: int = setting(2, GENERATION)
+    temperature: float = setting(0.0, GENERATION)
+    max_tokens: int = setting(512, GENERATION)
+    fallback_answer: str = setting(FALLBACK_ANSWER, PROMPTS)
     # http_agent: body template (JSON text; "{question}" and "{qid}" inside strings are filled),
     # dotted JSON paths, headers whose "${VAR}" parts come from the environment.
-    agent_url: str = ""
-    agent_body: str = '{"question": "{question}"}'
-    agent_answer_path: str = "answer"
-    agent_sources_path: str = "sources"
-    agent_source_id: str = "id"
-    agent_source_title: str = "title"
-    agent_source_text: str = "text"
-    agent_headers: tuple[tuple[str, str], ...] = ()
+    agent_url: str = setting("", HTTP_AGENT)
+    agent_body: str = setting('{"question": "{question}"}', HTTP_AGENT)
+    agent_answer_path: str = setting("answer", HTTP_AGENT)
+    agent_sources_path: str = setting("sources", HTTP_AGENT)
+    agent_source_id: str = setting("id", HTTP_AGENT)
+    agent_source_title: str = setting("title", HTTP_AGENT)
+    agent_source_text: str = setting("text", HTTP_AGENT)
+    agent_headers: tuple[tuple[str, str], ...] = setting((), HTTP_AGENT)
     # results_file: JSONL or Parquet with columns qid, ranked_ids, answer (question optional).
-    results_path: str = ""
+    results_path: str = setting("", RESULTS_FILE)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TargetConfig:
@@ -186,6 +204,58 @@ class TargetConfig:
         if headers:
             lines += ["", "[agent_headers]"] + [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in headers.items()]
         return "\n".join(lines) + "\n"
+
+    @classmethod
+    def keys_in(cls, *groups: str) -> tuple[str, ...]:
+        """The keys of these groups, in declaration order."""
+        return tuple(f.name for f in fields(cls) if f.metadata["group"] in groups)
+
+    @classmethod
+    def sections(cls) -> dict[str, tuple[str, ...]]:
+        """Form sections: "Essentials" (the keys chosen first), then each group's other keys, by title."""
+        out = {"Essentials": tuple(f.name for f in fields(cls) if f.metadata["essential"])}
+        for group, title in GROUPS.items():
+            names = tuple(f.name for f in fields(cls) if f.metadata["group"] == group and not f.metadata["essential"])
+            if names:
+                out[title] = names
+        return out
+
+    def overlay(self, other: TargetConfig, *groups: str) -> TargetConfig:
+        """This configuration with the keys of `groups` taken from `other`."""
+        return replace(self, **{name: getattr(other, name) for name in self.keys_in(*groups)})
+
+    def sweep(self, key: str, values: Sequence[Any]) -> list[TargetConfig]:
+        """One configuration per value of `key` (validated like any configuration); EvalError naming the problem."""
+        if key not in {f.name for f in fields(self)}:
+            close = difflib.get_close_matches(key, [f.name for f in fields(self)], n=1, cutoff=0.75)
+            raise EvalError(f"unknown key {key!r}" + (f" (did you mean {close[0]}?)" if close else ""), where="sweep")
+        if len(values) < 2:
+            raise EvalError("a sweep needs at least two values", where=key, found=str(len(values)),
+                            fix="give the values separated by commas, e.g. 10, 20, 30")
+        repeated = [value for position, value in enumerate(values) if value in values[:position]]
+        if repeated:
+            raise EvalError(f"a sweep value is repeated: {repeated[0]!r}", where=key,
+                            fix="give each value once: two campaigns of one value compare nothing")
+        base = self.to_dict()
+        return [TargetConfig.from_dict({**base, key: value}) for value in values]
+
+
+def sweep_values(text: str) -> list[Any]:
+    """Comma-separated values as typed: numbers become numbers, the rest stays text (from_dict checks types)."""
+    def typed(part: str) -> Any:
+        try:
+            return json.loads(part)
+        except json.JSONDecodeError:
+            return part
+    return [typed(part.strip()) for part in text.split(",") if part.strip()]
+
+
+def parse_sweep(text: str) -> tuple[str, list[Any]]:
+    """`KEY=V1,V2,...` (the CLI's --sweep) as the key and its values."""
+    key, sep, values = text.partition("=")
+    if not sep or not key.strip():
+        raise EvalError("a sweep is KEY=V1,V2,...", where="--sweep", found=text, expected="e.g. retriever=bm25,vector")
+    return key.strip(), sweep_values(values)
 
 
 def _unknown_key(key: str, value: Any, known: dict[str, Any]) -> str:

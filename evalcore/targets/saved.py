@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from evalcore.store import NotFound, Store, dumps
@@ -32,8 +33,26 @@ def get_target(store: Store, target_id: str, tenant: str | None = None) -> Targe
     return TargetConfig.from_dict(json.loads(rows[0]["config"]))
 
 
-def list_targets(store: Store, tenant: str | None = None) -> list[dict[str, Any]]:
-    """Saved target configurations: id, tenant, name, config (dict), config_hash, created_at."""
+@dataclass(frozen=True)
+class SavedTarget:
+    """A saved target configuration as listed: its id, owner, name and keys."""
+
+    id: str
+    tenant: str
+    name: str
+    config: dict[str, Any]
+    config_hash: str
+    created_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape (the tenant left out: a client sees its own)."""
+        return {"id": self.id, "name": self.name, "config": self.config, "config_hash": self.config_hash,
+                "created_at": self.created_at}
+
+
+def list_targets(store: Store, tenant: str | None = None) -> list[SavedTarget]:
+    """Saved target configurations, newest first (of one tenant when given)."""
     sql = "SELECT * FROM targets" + (" WHERE tenant = ?" if tenant is not None else "") + " ORDER BY created_at DESC, id"
     rows = store.read(sql, (tenant,) if tenant is not None else ())
-    return [{**dict(row), "config": json.loads(row["config"])} for row in rows]
+    return [SavedTarget(row["id"], row["tenant"], row["name"], json.loads(row["config"]), row["config_hash"],
+                        row["created_at"]) for row in rows]

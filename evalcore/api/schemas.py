@@ -1,0 +1,314 @@
+"""What the API answers: one response model per route, wrapping the engine's records as clients see them.
+
+Every success is `{"success": true, "data": ...}` (`Ok[T]`). The models follow the engine records'
+`to_dict` shapes; the server's own file paths never appear in them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+T = TypeVar("T")
+
+
+class Ok(BaseModel, Generic[T]):
+    """The success envelope."""
+
+    success: bool = True
+    data: T
+
+
+class Out(BaseModel):
+    """A response part: extra keys a newer engine adds pass through."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class ProgressOut(Out):
+    finished: int
+    total: int
+    rate_per_s: float | None
+    eta_s: float | None
+    stage: str | None
+
+
+class RunOptionsOut(Out):
+    concurrency: int
+    time_limit: float
+    max_failed_share: float
+    judge_samples: int = 1
+
+
+class CampaignOut(Out):
+    """A campaign: status (and its numeric code), progress, the configuration snapshot and run options."""
+
+    id: str
+    tenant: str
+    kind: str = Field(description="dataset or suite")
+    source: str = Field(description="the dataset id, or the suite id")
+    suite_id: str | None
+    target_id: str | None
+    status: str = Field(description="pending, running, succeeded, failed, interrupted or cancelled")
+    status_code: int = Field(description="0 pending, 1 running, 2 succeeded, 3 otherwise")
+    error: str | None
+    total: int
+    finished: int
+    failed: int
+    created_at: float
+    started_at: float | None
+    ended_at: float | None
+    heartbeat: float | None
+    session_finished: int
+    cancel_requested: bool
+    config: dict[str, Any]
+    dataset_hash: str | None
+    use_judge: bool
+    judges: list[str]
+    cache: bool
+    cache_hits: int
+    options: RunOptionsOut
+    stage: str | None
+    progress: ProgressOut
+
+
+class AggregateOut(Out):
+    mean: float | None
+    count: int
+
+
+class RetrievedOut(Out):
+    pid: int | None
+    source: str
+    title: str
+    text: str
+    score: float
+    stages: dict[str, float]
+
+
+class SourceOut(Out):
+    id: int | str | None
+    title: str
+
+
+class VerdictOut(Out):
+    judge: str
+    model: str
+    score: float | None
+    reason: str
+    result: str
+    threshold: float | None
+    prompt_hash: str
+    prompt_version: str
+    signature: str
+    tokens: int
+    prompt_tokens: int
+    completion_tokens: int
+    error: str | None
+
+
+class QuestionResultOut(Out):
+    """One finished question: what was asked, what came back, its measures and judges."""
+
+    qid: int
+    position: int
+    question: str
+    expected_answer: str | None
+    references: list[str]
+    relevant: dict[int, int] | None
+    expected_sources: list[str]
+    answer: str | None
+    retrieved: list[RetrievedOut]
+    sources: list[SourceOut]
+    measures: dict[str, float]
+    signatures: dict[str, str]
+    judges: dict[str, VerdictOut]
+    latency_s: float | None
+    prompt_tokens: int
+    completion_tokens: int
+    error: str | None
+    attempts: int
+    notes: list[str]
+
+
+class TokensOut(Out):
+    prompt: int
+    completion: int
+    total: int
+
+
+class SummaryOut(Out):
+    answered: int
+    failed: int
+    sources_found_rate: float | None
+    mean_coverage: float | None
+    mean_judge_score: float | None
+    mean_latency_s: float | None
+    tokens: TokensOut
+
+
+class CampaignHeaderOut(Out):
+    id: str
+    kind: str
+    source: str
+    status: str
+    dataset_hash: str | None
+    config: dict[str, Any]
+    total: int
+    finished: int
+    failed: int
+
+
+class PassageOut(Out):
+    pid: int
+    title: str
+
+
+class QuestionDiffOut(Out):
+    qid: int
+    question: str
+    answer_a: str | None
+    answer_b: str | None
+    verdict: str = Field(description="better, worse, same, new, removed or unscored")
+    basis: str | None = Field(description="the measure that decided, or 'error'")
+    a: float | None
+    b: float | None
+    error_a: str | None
+    error_b: str | None
+    answer_changed: bool | None
+    entered: list[PassageOut]
+    left: list[PassageOut]
+
+
+class MeasureDeltaOut(Out):
+    measure: str
+    n: int
+    mean_a: float
+    mean_b: float
+    delta: float
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float
+    test: str
+    significant: bool
+    improved: bool
+    higher_is_better: bool
+    binary: bool
+
+
+class ComparisonOut(Out):
+    """Two campaigns: per-question verdicts and per-measure deltas with intervals."""
+
+    a: CampaignHeaderOut
+    b: CampaignHeaderOut
+    verdicts: dict[str, int]
+    questions: list[QuestionDiffOut]
+    measures: list[MeasureDeltaOut]
+    warnings: list[str]
+    notes: list[str]
+    config_diff: dict[str, list[Any]]
+    seed: int
+    resamples: int
+
+
+class CampaignList(BaseModel):
+    campaigns: list[CampaignOut]
+
+
+class CampaignDetail(BaseModel):
+    campaign: CampaignOut
+    aggregates: dict[str, AggregateOut]
+
+
+class CampaignOnly(BaseModel):
+    campaign: CampaignOut
+
+
+class ResultsPage(BaseModel):
+    results: list[QuestionResultOut]
+    offset: int
+    limit: int
+    total: int
+    finished: int
+
+
+class ComparisonData(BaseModel):
+    comparison: ComparisonOut
+
+
+class CaseOut(Out):
+    question: str
+    expected_answer: str | None
+    expected_sources: list[str]
+
+
+class SuiteOut(Out):
+    """A suite: its name, the saved target configuration its campaigns run, and its size."""
+
+    id: str
+    name: str
+    agent_id: str = Field(description="the saved target configuration its campaigns run")
+    case_count: int
+    created_at: float
+    updated_at: float
+
+
+class SuiteListed(SuiteOut):
+    """A suite in a list: its last campaign instead of its cases."""
+
+    last_run: CampaignOut | None
+
+
+class SuiteWithCases(SuiteOut):
+    cases: list[CaseOut]
+
+
+class SuiteList(BaseModel):
+    suites: list[SuiteListed]
+
+
+class SuiteDetail(BaseModel):
+    suite: SuiteWithCases
+
+
+class RunDetail(BaseModel):
+    run: CampaignOut
+    results: list[QuestionResultOut]
+    summary: SummaryOut
+
+
+class RunOnly(BaseModel):
+    run: CampaignOut
+
+
+class RunList(BaseModel):
+    runs: list[CampaignOut]
+
+
+class TargetOut(Out):
+    id: str
+    name: str
+    config: dict[str, Any]
+    config_hash: str
+    created_at: float
+
+
+class TargetList(BaseModel):
+    targets: list[TargetOut]
+
+
+class TargetDetail(BaseModel):
+    target: TargetOut
+
+
+class Health(BaseModel):
+    status: str
+    version: str
+
+
+class Me(BaseModel):
+    key_id: str
+    tenant: str
+    role: str
+    capability: str

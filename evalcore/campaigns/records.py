@@ -1,0 +1,335 @@
+"""The typed records of a campaign, as every layer above the store sees them.
+
+A `Campaign` is one row of the campaigns table; a `QuestionResult` is one question of its
+snapshot (`Question`) with what answering it produced (`Outcome`). Each has `from_row` (the
+store's columns) and `to_dict` (the JSON shape the API, the CLI's --json and the exports share).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from evalcore.judges import Verdict
+from evalcore.targets.base import Retrieved
+
+Row = sqlite3.Row | Mapping[str, Any]
+
+
+class CampaignStatus(StrEnum):
+    """Where a campaign is in its life; pending and running are active."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    CANCELLED = "cancelled"
+
+    @property
+    def active(self) -> bool:
+        """Still pending or running (a runner owns it)."""
+        return self in (CampaignStatus.PENDING, CampaignStatus.RUNNING)
+
+    @property
+    def code(self) -> int:
+        """The evaluation task's numeric status: pending 0, running 1, succeeded 2, anything else 3."""
+        return {CampaignStatus.PENDING: 0, CampaignStatus.RUNNING: 1, CampaignStatus.SUCCEEDED: 2}.get(self, 3)
+
+
+ACTIVE = (CampaignStatus.PENDING.value, CampaignStatus.RUNNING.value)
+DEFAULT_TIME_LIMIT_S = 240.0
+DEFAULT_MAX_FAILED_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a campaign runs (not what it runs): stored with it, reused by resume and retry."""
+
+    concurrency: int
+    time_limit: float = DEFAULT_TIME_LIMIT_S
+    max_failed_share: float = DEFAULT_MAX_FAILED_SHARE
+    judge_samples: int = 1  # each judge asked this many times; the verdict carries their spread
+    dataset_path: str | None = None  # where the dataset was loaded from (absolute), for resume
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored JSON; dataset_path only when known."""
+        data: dict[str, Any] = {"concurrency": self.concurrency, "time_limit": self.time_limit,
+                                "max_failed_share": self.max_failed_share, "judge_samples": self.judge_samples}
+        if self.dataset_path is not None:
+            data["dataset_path"] = self.dataset_path
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunOptions:
+        """From the stored JSON (keys written by older versions are accepted, unknown ones ignored)."""
+        return cls(concurrency=int(data.get("concurrency") or 1),
+                   time_limit=float(data.get("time_limit") or DEFAULT_TIME_LIMIT_S),
+                   max_failed_share=float(data.get("max_failed_share", DEFAULT_MAX_FAILED_SHARE)),
+                   judge_samples=int(data.get("judge_samples") or 1), dataset_path=data.get("dataset_path"))
+
+
+@dataclass(frozen=True)
+class Progress:
+    """finished/total, the rate of the current session and the time left at that rate."""
+
+    finished: int
+    total: int
+    rate_per_s: float | None
+    eta_s: float | None
+    stage: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {"finished": self.finished, "total": self.total, "rate_per_s": self.rate_per_s, "eta_s": self.eta_s,
+                "stage": self.stage}
+
+
+@dataclass(frozen=True)
+class Campaign:
+    """One run of a target over a dataset or a suite, with its configuration snapshot."""
+
+    id: str
+    tenant: str
+    kind: str  # "dataset" | "suite"
+    source: str  # the dataset reference or the suite id
+    suite_id: str | None
+    target_id: str | None
+    status: CampaignStatus
+    error: str | None
+    total: int
+    finished: int
+    failed: int
+    created_at: float
+    started_at: float | None
+    ended_at: float | None
+    heartbeat: float | None
+    session_finished: int  # finished when the current session started (its rate counts from there)
+    cancel_requested: bool
+    config: dict[str, Any]
+    dataset_hash: str | None
+    use_judge: bool
+    judges: tuple[str, ...]
+    cache: bool
+    cache_hits: int
+    options: RunOptions
+    stage: str | None
+
+    COLUMNS = (
+        "id, tenant, kind, source, suite_id, target_id, status, error, total, finished, failed, created_at, "
+        "started_at, ended_at, heartbeat, session_finished, cancel_requested, config, dataset_hash, use_judge, "
+        "judges, cache, cache_hits, options, stage"
+    )
+
+    @property
+    def active(self) -> bool:
+        """Pending or running."""
+        return self.status.active
+
+    @property
+    def status_code(self) -> int:
+        """The evaluation task's numeric status."""
+        return self.status.code
+
+    def progress(self, now: float | None = None) -> Progress:
+        """Progress now; an ended campaign shows no stage and no time left."""
+        now = time.time() if now is None else now
+        done_now = self.finished - self.session_finished
+        end = now if self.active or self.ended_at is None else self.ended_at
+        elapsed = (end - self.started_at) if self.started_at else 0.0
+        rate = done_now / elapsed if elapsed > 0 and done_now > 0 else None
+        left = self.total - self.finished
+        eta = left / rate if self.active and rate else (0.0 if left == 0 else None)
+        return Progress(self.finished, self.total, rate, eta, self.stage if self.active else None)
+
+    @classmethod
+    def from_row(cls, row: Row) -> Campaign:
+        """From a campaigns row (JSON columns decoded)."""
+        return cls(
+            id=row["id"], tenant=row["tenant"], kind=row["kind"], source=row["source"], suite_id=row["suite_id"],
+            target_id=row["target_id"], status=CampaignStatus(row["status"]), error=row["error"], total=row["total"],
+            finished=row["finished"], failed=row["failed"], created_at=row["created_at"],
+            started_at=row["started_at"], ended_at=row["ended_at"], heartbeat=row["heartbeat"],
+            session_finished=row["session_finished"], cancel_requested=bool(row["cancel_requested"]),
+            config=json.loads(row["config"]), dataset_hash=row["dataset_hash"], use_judge=bool(row["use_judge"]),
+            judges=tuple(json.loads(row["judges"])), cache=bool(row["cache"]), cache_hits=row["cache_hits"],
+            options=RunOptions.from_dict(json.loads(row["options"])), stage=row["stage"],
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape: every column, the numeric status and the progress."""
+        return {
+            "id": self.id, "tenant": self.tenant, "kind": self.kind, "source": self.source,
+            "suite_id": self.suite_id, "target_id": self.target_id, "status": self.status.value,
+            "error": self.error, "total": self.total, "finished": self.finished, "failed": self.failed,
+            "created_at": self.created_at, "started_at": self.started_at, "ended_at": self.ended_at,
+            "heartbeat": self.heartbeat, "session_finished": self.session_finished,
+            "cancel_requested": self.cancel_requested, "config": self.config, "dataset_hash": self.dataset_hash,
+            "use_judge": self.use_judge, "judges": list(self.judges), "cache": self.cache,
+            "cache_hits": self.cache_hits, "options": self.options.to_dict(), "stage": self.stage,
+            "status_code": self.status_code, "progress": self.progress().to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question of a campaign's snapshot: what was asked and what a good answer is."""
+
+    position: int
+    qid: int
+    text: str
+    expected_answer: str | None = None
+    references: tuple[str, ...] = ()
+    relevant: dict[int, int] | None = None  # passage id -> qrels label; None when unlabeled
+    expected_sources: tuple[str, ...] = ()
+
+    @classmethod
+    def from_row(cls, row: Row) -> Question:
+        """From a campaign_questions row."""
+        relevant = json.loads(row["relevant"]) if row["relevant"] is not None else None
+        return cls(row["position"], row["qid"], row["question"], row["expected_answer"],
+                   tuple(json.loads(row["refs"])), {int(k): v for k, v in relevant.items()} if relevant is not None else None,
+                   tuple(json.loads(row["expected_sources"])))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape (`question` is the text)."""
+        return {"qid": self.qid, "position": self.position, "question": self.text,
+                "expected_answer": self.expected_answer, "references": list(self.references),
+                "relevant": self.relevant, "expected_sources": list(self.expected_sources)}
+
+
+@dataclass(frozen=True)
+class Source:
+    """A document an answer drew on: a passage id (or an external target's own id) and its title."""
+
+    id: int | str | None
+    title: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {"id": self.id, "title": self.title}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What answering one question produced: the answer, what was retrieved, its measures, or its error."""
+
+    answer: str | None = None
+    retrieved: tuple[Retrieved, ...] = ()
+    sources: tuple[Source, ...] = ()
+    measures: dict[str, float] = field(default_factory=dict)
+    signatures: dict[str, str] = field(default_factory=dict)
+    judges: dict[str, Verdict] = field(default_factory=dict)
+    latency_s: float | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def failed(cls, error: str, latency_s: float | None) -> Outcome:
+        """A question that produced no answer."""
+        return cls(error=error, latency_s=latency_s)
+
+    @classmethod
+    def from_row(cls, row: Row) -> Outcome:
+        """From a results row."""
+        return cls(
+            answer=row["answer"], retrieved=tuple(retrieved_from_json(h) for h in json.loads(row["retrieved"])),
+            sources=tuple(Source(s["id"], s["title"]) for s in json.loads(row["sources"])),
+            measures=json.loads(row["measures"]), signatures=json.loads(row["signatures"]),
+            judges={name: Verdict.from_dict(v) for name, v in json.loads(row["judges"]).items()},
+            latency_s=row["latency_s"], prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
+            error=row["error"], notes=tuple(json.loads(row["notes"])),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {"answer": self.answer, "retrieved": [retrieved_to_json(h) for h in self.retrieved],
+                "sources": [s.to_dict() for s in self.sources], "measures": self.measures,
+                "signatures": self.signatures, "judges": {n: v.to_dict() for n, v in self.judges.items()},
+                "latency_s": self.latency_s, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "error": self.error, "notes": list(self.notes)}
+
+
+def retrieved_to_json(hit: Retrieved) -> dict[str, Any]:
+    """A retrieved chunk as stored and exported."""
+    return {"pid": hit.pid, "source": hit.source, "title": hit.title, "text": hit.text, "score": hit.score,
+            "stages": dict(hit.stages)}
+
+
+def retrieved_from_json(data: Mapping[str, Any]) -> Retrieved:
+    """The stored form back to a Retrieved."""
+    return Retrieved(data["pid"], data.get("title") or "", data.get("text") or "", data.get("score") or 0.0,
+                     dict(data.get("stages") or {}), data.get("source") or "")
+
+
+@dataclass(frozen=True)
+class QuestionResult:
+    """A finished question: the snapshot, its outcome, and how many times it was run."""
+
+    question: Question
+    outcome: Outcome
+    attempts: int = 1
+
+    @classmethod
+    def from_row(cls, row: Row) -> QuestionResult:
+        """From a results row joined with its campaign_questions row."""
+        return cls(Question.from_row(row), Outcome.from_row(row), row["attempts"])
+
+    def to_dict(self) -> dict[str, Any]:
+        """One flat JSON object per question, as the API and the JSONL export give it."""
+        return {**self.question.to_dict(), **self.outcome.to_dict(), "attempts": self.attempts}
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """A measure over a campaign: the mean over the questions where it is present, and their count."""
+
+    mean: float | None
+    count: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {"mean": self.mean, "count": self.count}
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """Tokens consumed."""
+
+    prompt: int
+    completion: int
+
+    @property
+    def total(self) -> int:
+        """prompt + completion."""
+        return self.prompt + self.completion
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {"prompt": self.prompt, "completion": self.completion, "total": self.total}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A campaign's summary: answered and failed questions, the suite measures, response time, tokens."""
+
+    answered: int
+    failed: int
+    sources_found_rate: float | None
+    mean_coverage: float | None
+    mean_judge_score: float | None
+    mean_latency_s: float | None
+    tokens: Tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {"answered": self.answered, "failed": self.failed, "sources_found_rate": self.sources_found_rate,
+                "mean_coverage": self.mean_coverage, "mean_judge_score": self.mean_judge_score,
+                "mean_latency_s": self.mean_latency_s, "tokens": self.tokens.to_dict()}

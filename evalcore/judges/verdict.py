@@ -1,0 +1,74 @@
+"""A judge's verdict on one answer: score, reason, pass/fail/unknown, what it cost, and who judged."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How the readable samples of an n-times judgement spread."""
+
+    n: int
+    min: float | None
+    max: float | None
+    stdev: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {"n": self.n, "min": self.min, "max": self.max, "stdev": self.stdev}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One judge on one answer; `score` is None (and `result` unknown) when no reading was possible."""
+
+    judge: str
+    model: str
+    prompt_hash: str
+    prompt_version: str
+    signature: str
+    threshold: float | None  # the pass mark on 1-5; None for pass/fail judges
+    score: float | None
+    reason: str
+    result: str  # "pass" | "fail" | "unknown"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: str | None = None
+    samples: tuple[float | None, ...] | None = None  # every sample's score when asked several times
+    spread: Spread | None = None
+
+    @property
+    def tokens(self) -> int:
+        """Prompt and completion tokens of every call this verdict took."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape (samples and spread only for n-times judgements)."""
+        data: dict[str, Any] = {
+            "judge": self.judge, "model": self.model, "prompt_hash": self.prompt_hash,
+            "prompt_version": self.prompt_version, "signature": self.signature, "threshold": self.threshold,
+            "score": self.score, "reason": self.reason, "result": self.result, "tokens": self.tokens,
+            "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "error": self.error,
+        }
+        if self.samples is not None:
+            data["samples"] = list(self.samples)
+            data["spread"] = self.spread.to_dict() if self.spread else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
+        """From the stored JSON."""
+        spread = data.get("spread")
+        samples = data.get("samples")
+        return cls(
+            judge=data.get("judge", ""), model=data.get("model", ""), prompt_hash=data.get("prompt_hash", ""),
+            prompt_version=data.get("prompt_version", ""), signature=data.get("signature", ""),
+            threshold=data.get("threshold"), score=data.get("score"), reason=data.get("reason", ""),
+            result=data.get("result", "unknown"), prompt_tokens=int(data.get("prompt_tokens") or 0),
+            completion_tokens=int(data.get("completion_tokens") or 0), error=data.get("error"),
+            samples=tuple(samples) if samples is not None else None,
+            spread=Spread(**spread) if isinstance(spread, Mapping) else None,
+        )
