@@ -14,12 +14,12 @@ from evalcore.errors import EvalError
 from evalcore.store import Store
 
 ROLES = ("admin", "viewer")
-# run_evaluations and full-access both open the evaluation routes (seed 000); "none" makes a key
+# run_evaluations and full-access both open the evaluation routes; "none" makes a key
 # that authenticates but reaches only key introspection (e.g. a monitoring probe).
 CAPABILITIES = ("run_evaluations", "full-access", "none")
 EVALUATION_CAPABILITIES = frozenset({"run_evaluations", "full-access"})
 SECRET_PREFIX = "ek_"
-# Underscores are excluded because seed 000 task ids join the tenant with underscores.
+# Underscores are excluded because evaluation task ids join the tenant with underscores.
 TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,63}$")
 
 

@@ -75,7 +75,13 @@ CREATE TABLE api_keys (
 SCHEMA_V2 = """
 ALTER TABLE campaigns ADD COLUMN stage TEXT;
 """
-MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2)
+# v3: a suite names its saved target configuration target_id (the API still calls it agent_id);
+# a campaign has a name people recognise it by.
+SCHEMA_V3 = """
+ALTER TABLE suites RENAME COLUMN agent_id TO target_id;
+ALTER TABLE campaigns ADD COLUMN name TEXT NOT NULL DEFAULT '';
+"""
+MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3)
 
 
 class NotFound(EvalError):
@@ -127,9 +133,9 @@ class Store:
         self._idle: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
-        self._queue: queue.Queue[tuple[Callable[[sqlite3.Connection], Any], Future] | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[Callable[[sqlite3.Connection], Any], Future[Any]] | None] = queue.Queue()
         self._closed = False
-        ready: Future = Future()
+        ready: Future[Any] = Future()
         self._writer = threading.Thread(target=self._write_loop, args=(ready,), name="evalcore-store-writer", daemon=True)
         self._writer.start()
         ready.result()
@@ -145,7 +151,7 @@ class Store:
         conn.execute("PRAGMA busy_timeout = 30000")
         return conn
 
-    def _write_loop(self, ready: Future) -> None:
+    def _write_loop(self, ready: Future[Any]) -> None:
         try:
             conn = self._connect()
             conn.execute("PRAGMA journal_mode = WAL")
@@ -167,7 +173,7 @@ class Store:
         conn.close()
 
     @staticmethod
-    def _run_one(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], Any], future: Future) -> None:
+    def _run_one(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], Any], future: Future[Any]) -> None:
         try:
             conn.execute("BEGIN IMMEDIATE")
             result = fn(conn)
@@ -185,11 +191,11 @@ class Store:
             raise EvalError("the store is closed", where=str(self.path))
         if threading.current_thread() is self._writer:
             raise RuntimeError("store.write called from inside a write: pass the connection instead")
-        future: Future = Future()
+        future: Future[T] = Future()
         self._queue.put((fn, future))
         return future.result()
 
-    def read(self, sql: str, params: tuple | list | dict = ()) -> list[sqlite3.Row]:
+    def read(self, sql: str, params: tuple[Any, ...] | list[Any] | dict[str, Any] = ()) -> list[sqlite3.Row]:
         """Run one query on a pooled connection (one is opened only when all are busy)."""
         try:
             conn = self._idle.get_nowait()
@@ -277,7 +283,7 @@ class StoreCallCache:
         self.misses = 0
         self._lock = threading.Lock()
 
-    def get(self, key: str) -> dict | None:
+    def get(self, key: str) -> dict[str, Any] | None:
         """The stored reply for this key, or None."""
         rows = self.store.read("SELECT value FROM call_cache WHERE key = ?", (key,))
         with self._lock:
@@ -287,7 +293,7 @@ class StoreCallCache:
                 self.misses += 1
         return json.loads(rows[0]["value"]) if rows else None
 
-    def put(self, key: str, value: dict) -> None:
+    def put(self, key: str, value: dict[str, Any]) -> None:
         """Remember a reply (the first one wins when two threads race on one key)."""
         text = dumps(value)
         self.store.write(

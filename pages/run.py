@@ -93,7 +93,7 @@ else:
                             index=ui.index_of(list(suites), st.session_state.get("suite_id")))
 
 targets = {QUICK_START.name: QUICK_START.label, **ui.target_choices(store)}
-preferred = suites[suite_id].agent_id if suite_id else QUICK_START.name
+preferred = suites[suite_id].target_id if suite_id else QUICK_START.name
 target_ids = list(targets)
 base = st.selectbox("Start from", target_ids, format_func=lambda i: targets[i], index=ui.index_of(target_ids, preferred),
                     help="A starting point; every key can be changed below.") or QUICK_START.name
@@ -124,7 +124,7 @@ if submitted:
         if suite_id and len(configs) > 1:
             raise EvalError("a suite runs one campaign at a time", where="sweep", fix="sweep over a dataset instead")
         saved = save_target(store, configs[0], name=save_as.strip()) if save_as.strip() else None
-        # A saved configuration run as it is stays linked to its id (seed 000's knowledge_base_id).
+        # A saved configuration run as it is stays linked to its id (an evaluation task's knowledge_base_id).
         target_id = saved or (base if base not in PRESETS and configs == [base_config] else None)
         for config in configs:
             campaign_id = ui.manager().launch(dataset=dataset, suite_id=suite_id, config=config, target_id=target_id,

@@ -39,7 +39,7 @@ ui.title("Suites")
 store = ui.store()
 suites = list_suites(store)
 if suites:
-    st.dataframe(pd.DataFrame([{"name": s.name, "id": s.id, "cases": len(s.cases), "target": s.agent_id,
+    st.dataframe(pd.DataFrame([{"name": s.name, "id": s.id, "cases": len(s.cases), "target": s.target_id,
                                 "updated": ui.fmt_when(s.updated_at)} for s in suites]), hide_index=True)
 else:
     st.info("No suite yet: create one below or import a CSV (question ; expected answer ; sources).")
@@ -51,8 +51,8 @@ suite = by_id.get(chosen)
 targets = ui.target_choices(store)
 name = st.text_input("Name", value=suite.name if suite else "")
 target_ids = list(targets)
-agent = st.selectbox("Target (agent_id)", target_ids, format_func=lambda i: targets[i],
-                     index=ui.index_of(target_ids, suite.agent_id if suite else None),
+target_id = st.selectbox("Target", target_ids, format_func=lambda i: targets[i],
+                     index=ui.index_of(target_ids, suite.target_id if suite else None),
                      help="The saved configuration a campaign of this suite runs.") or "default"
 rows = pd.DataFrame([case_row(c) for c in suite.cases] if suite else [], columns=list(COLUMNS), dtype="string")
 edited = st.data_editor(rows, column_config=COLUMNS, num_rows="dynamic", hide_index=True, key=f"cases-{chosen}")
@@ -63,9 +63,9 @@ save, download, remove = st.columns([1, 1, 2])
 if save.button("Save" if suite else "Create", type="primary"):
     with ui.guard():
         if suite:
-            replace_suite(store, suite.id, name=name, agent_id=agent, cases=cases)
+            replace_suite(store, suite.id, name=name, target_id=target_id, cases=cases)
         else:
-            ui.select_next_run("suite_id", create_suite(store, tenant="default", name=name, agent_id=agent, cases=cases).id)
+            ui.select_next_run("suite_id", create_suite(store, tenant="default", name=name, target_id=target_id, cases=cases).id)
         st.session_state.pop(f"cases-{chosen}", None)  # the saved rows are the editor's new starting table
         ui.flash(f"Saved {len(cases)} case(s).")
         st.rerun()
@@ -84,7 +84,7 @@ st.subheader("Import a CSV")
 if SAMPLE_SUITE.is_file() and st.button("Add the sample suite", help=f"Imports {SAMPLE_SUITE.name}: questions about the sample dataset's documents."):
     with ui.guard():
         sample = parse_suite_csv(SAMPLE_SUITE.read_bytes(), source=SAMPLE_SUITE.name)
-        created = create_suite(store, tenant="default", name="sample", agent_id="default", cases=sample.cases)
+        created = create_suite(store, tenant="default", name="sample", target_id="default", cases=sample.cases)
         ui.select_next_run("suite_id", created.id)
         ui.flash(f"Added the sample suite ({len(created.cases)} cases) as {created.id}.")
         st.rerun()
@@ -100,7 +100,7 @@ if upload is not None:
             choice = st.radio("Import", ["nothing", "the valid lines"], horizontal=True)
         import_name = st.text_input("New suite name", value=Path(upload.name).stem, key="import-name")
         if st.button(f"Import {len(report.cases)} case(s) as a new suite", disabled=choice == "nothing" or not report.cases):
-            created = create_suite(store, tenant="default", name=import_name, agent_id=agent, cases=report.cases)
+            created = create_suite(store, tenant="default", name=import_name, target_id=target_id, cases=report.cases)
             ui.select_next_run("suite_id", created.id)
             ui.flash(f"Imported {len(created.cases)} case(s) into {created.id}.")
             st.rerun()

@@ -56,7 +56,7 @@ def test_second_identical_campaign_is_served_by_the_cache(manager: CampaignManag
 def test_judges_are_stored_as_measures_with_details(manager: CampaignManager, tiny_dataset: Path) -> None:
     from evalcore.suites import Case, create_suite
 
-    suite = create_suite(manager.store, tenant="default", name="judged", agent_id="default", cases=[
+    suite = create_suite(manager.store, tenant="default", name="judged", target_id="default", cases=[
         Case("What is the refund window?", "Refunds are accepted within 30 days.", ("Terms of Sale",)),
         Case("Where is the thermostat manual?"),
     ])
@@ -76,7 +76,7 @@ def test_judges_are_stored_as_measures_with_details(manager: CampaignManager, ti
 def test_judges_asked_several_times_record_their_spread(manager: CampaignManager, tiny_dataset: Path) -> None:
     from evalcore.suites import Case, create_suite
 
-    suite = create_suite(manager.store, tenant="default", name="sampled", agent_id="default",
+    suite = create_suite(manager.store, tenant="default", name="sampled", target_id="default",
                          cases=[Case("What is the refund window?", "Refunds are accepted within 30 days.")])
     samples = iter(['{"score": 3, "reason": "a"}', '{"score": 5, "reason": "b"}', '{"score": 4, "reason": "c"}'])
 

@@ -141,3 +141,39 @@ def test_report_groups_retrieval_then_generation_measures(
     assert retrieval < generation
     assert names == ["precision", "recall", "ndcg@3", "ndcg@10", "mrr", "map",
                      "bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"]
+
+
+def test_campaigns_have_names_given_made_and_changed(setup: tuple[Path, Path, Path],
+                                                      capsys: pytest.CaptureFixture) -> None:
+    data, config, db = setup
+    _, report = run_json(capsys, "run", "--dataset", str(data), "--config", str(config), "--db", str(db))
+    assert report["campaign"]["name"] == "bm25 · extractive"  # made from what tells configurations apart
+    _, named = run_json(capsys, "run", "--dataset", str(data), "--name", "  my   baseline ", "--db", str(db))
+    assert named["campaign"]["name"] == "my baseline"
+    assert main(["campaigns", "list", "--db", str(db)]) == 0
+    listing = capsys.readouterr().out
+    assert "my baseline" in listing and "bm25 · extractive" in listing
+    assert main(["campaigns", "rename", named["campaign"]["id"], "hybrid, first try", "--db", str(db)]) == 0
+    assert "renamed" in capsys.readouterr().out
+    _, shown = run_json(capsys, "campaigns", "show", named["campaign"]["id"], "--db", str(db))
+    assert shown["campaign"]["name"] == "hybrid, first try"
+    capsys.readouterr()
+    assert main(["campaigns", "rename", named["campaign"]["id"], "   ", "--db", str(db)]) == 2
+    assert "name" in capsys.readouterr().err
+
+
+def test_run_sweep_launches_one_campaign_per_value_then_compares(setup: tuple[Path, Path, Path],
+                                                                 capsys: pytest.CaptureFixture) -> None:
+    data, config, db = setup
+    code = main(["run", "--dataset", str(data), "--config", str(config), "--sweep", "embedding_top_k=1,3",
+                 "--db", str(db)])
+    out = capsys.readouterr().out
+    assert code == 0 and "sweep over embedding_top_k" in out
+    _, campaigns = run_json(capsys, "campaigns", "list", "--db", str(db))
+    assert sorted(c["config"]["embedding_top_k"] for c in campaigns) == [1, 3]
+    assert all(c["config"]["retriever"] == "bm25" for c in campaigns)  # the rest of --config is kept
+    assert sorted(c["name"] for c in campaigns) == ["bm25 · extractive · embedding_top_k=1",
+                                                    "bm25 · extractive · embedding_top_k=3"]
+    for bad in ("embedding_top_k=3,3", "nokey=1,2", "embedding_top_k=5", "=1,2"):
+        assert main(["run", "--dataset", str(data), "--sweep", bad, "--db", str(db)]) == 2
+        assert "error:" in capsys.readouterr().err

@@ -53,21 +53,21 @@ def suite_target(tiny_dataset: Path, delay: float = 0.0) -> FakeTarget:
 
 def test_suite_crud_and_limits(manager: CampaignManager) -> None:
     store = manager.store
-    suite = create_suite(store, tenant="acme", name=" Refunds ", agent_id="default", cases=CASES)
+    suite = create_suite(store, tenant="acme", name=" Refunds ", target_id="default", cases=CASES)
     assert suite.name == "Refunds" and suite.cases[1].expected_sources == ("cgv", "manuel")
     assert get_suite(store, suite.id) == suite
     with pytest.raises(NotFound):
         get_suite(store, suite.id, tenant="other")
     assert [s.id for s in list_suites(store, tenant="acme")] == [suite.id] and list_suites(store, "other") == []
-    replaced = replace_suite(store, suite.id, name="Refunds v2", agent_id="default", cases=CASES[:1])
+    replaced = replace_suite(store, suite.id, name="Refunds v2", target_id="default", cases=CASES[:1])
     assert get_suite(store, suite.id).cases == replaced.cases == (CASES[0],)
     with pytest.raises(EvalError, match="at most 100 cases"):
-        create_suite(store, tenant="acme", name="big", agent_id="default", cases=[Case(f"q{i}") for i in range(101)])
+        create_suite(store, tenant="acme", name="big", target_id="default", cases=[Case(f"q{i}") for i in range(101)])
     with pytest.raises(EvalError, match="at most 10 expected sources") as error:
-        create_suite(store, tenant="acme", name="src", agent_id="default", cases=[Case("q", None, tuple("abcdefghijk"))])
+        create_suite(store, tenant="acme", name="src", target_id="default", cases=[Case("q", None, tuple("abcdefghijk"))])
     assert error.value.where == "case 1"
     with pytest.raises(EvalError, match="question is required") as error:
-        create_suite(store, tenant="acme", name="empty", agent_id="default", cases=[Case("ok"), Case("  ")])
+        create_suite(store, tenant="acme", name="empty", target_id="default", cases=[Case("ok"), Case("  ")])
     assert error.value.where == "case 2"
     delete_suite(store, suite.id)
     with pytest.raises(NotFound):
@@ -85,11 +85,11 @@ def test_saved_targets_round_trip(manager: CampaignManager) -> None:
 
 
 def test_suite_campaign_snapshot_survives_edits_and_measures_apply(manager: CampaignManager, tiny_dataset: Path) -> None:
-    suite = create_suite(manager.store, tenant="default", name="s", agent_id="default", cases=CASES)
+    suite = create_suite(manager.store, tenant="default", name="s", target_id="default", cases=CASES)
     campaign_id = manager.launch(suite_id=suite.id, target=suite_target(tiny_dataset))
     assert campaign_id.startswith("run_default_")
     assert manager.wait(campaign_id, timeout=20).status == "succeeded"
-    replace_suite(manager.store, suite.id, name="s", agent_id="default", cases=[Case("Something else entirely?")])
+    replace_suite(manager.store, suite.id, name="s", target_id="default", cases=[Case("Something else entirely?")])
     results = campaign_results(manager.store, campaign_id)
     assert [r.question.text for r in results] == [c.question if isinstance(c, Case) else c["question"] for c in CASES]
     first, second, third = results
@@ -101,7 +101,7 @@ def test_suite_campaign_snapshot_survives_edits_and_measures_apply(manager: Camp
 
 
 def test_concurrent_launches_on_one_suite_exactly_one_wins(manager: CampaignManager, tiny_dataset: Path, tmp_path: Path) -> None:
-    suite = create_suite(manager.store, tenant="default", name="s", agent_id="default", cases=CASES)
+    suite = create_suite(manager.store, tenant="default", name="s", target_id="default", cases=CASES)
     other = CampaignManager(tmp_path / "suites.db")  # a second writer, as another process would have
     barrier, outcomes = threading.Barrier(4), []
 
@@ -130,7 +130,7 @@ def test_concurrent_launches_on_one_suite_exactly_one_wins(manager: CampaignMana
 
 
 def test_deleting_a_suite_deletes_its_campaigns(manager: CampaignManager, tiny_dataset: Path) -> None:
-    suite = create_suite(manager.store, tenant="default", name="s", agent_id="default", cases=CASES)
+    suite = create_suite(manager.store, tenant="default", name="s", target_id="default", cases=CASES)
     campaign_id = manager.launch(suite_id=suite.id, target=suite_target(tiny_dataset))
     manager.wait(campaign_id, timeout=20)
     running = manager.launch(suite_id=suite.id, target=suite_target(tiny_dataset, delay=0.5))
@@ -142,6 +142,6 @@ def test_deleting_a_suite_deletes_its_campaigns(manager: CampaignManager, tiny_d
 
 
 def test_suite_campaign_with_unknown_agent_fails_fast(manager: CampaignManager) -> None:
-    suite = create_suite(manager.store, tenant="default", name="s", agent_id="target_nope", cases=CASES)
+    suite = create_suite(manager.store, tenant="default", name="s", target_id="target_nope", cases=CASES)
     with pytest.raises(NotFound, match="target_nope"):
         manager.launch(suite_id=suite.id)

@@ -34,7 +34,7 @@ def row(qid, question, measures=None, judge=None, error=None, relevant=None, ret
 
 
 def campaign(cid, config=None, dataset_hash="d1", status="succeeded", source="default"):
-    return Campaign(id=cid, tenant="default", kind="dataset", source=source, suite_id=None, target_id=None,
+    return Campaign(id=cid, name=cid, tenant="default", kind="dataset", source=source, suite_id=None, target_id=None,
                     status=CampaignStatus(status), error=None, total=10, finished=10, failed=0, created_at=0.0,
                     started_at=0.0, ended_at=1.0, heartbeat=1.0, session_finished=0, cancel_requested=False,
                     config={"top_k": 5, "retriever": "bm25", **(config or {})}, dataset_hash=dataset_hash,

@@ -34,7 +34,7 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """A database with a suite campaign (user text with markup) and two dataset campaigns differing in one key."""
     db = str(tmp_path_factory.mktemp("dashboard") / "evalcore.db")
     manager = get_manager(db)
-    suite = create_suite(manager.store, tenant="default", name="tricky", agent_id="default",
+    suite = create_suite(manager.store, tenant="default", name="tricky", target_id="default",
                          cases=[Case(TRICKY, "30 days", ("Terms",)),
                                 Case("What is the refund window for EU customers?", "30 days", ("Terms of Sale",))])
     ids = {"suite": manager.launch(suite_id=suite.id, config=TargetConfig.from_dict(QUICK))}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -31,6 +32,57 @@ def test_lint_is_clean() -> None:
 
 def test_engine_never_imports_streamlit() -> None:
     offenders = [p for p in (ROOT / "evalcore").rglob("*.py") if re.search(r"^\s*(import|from) streamlit", p.read_text(), re.MULTILINE)]
+    assert offenders == []
+
+
+# The engine's layers, lowest first: a package may import only from layers below its own (and itself).
+# ARCHITECTURE.md explains each; a new package must be placed here.
+LAYERS = (
+    {"__init__", "errors", "text", "csvcells"},
+    {"store", "models"},
+    {"keys", "datasets", "judges"},
+    {"metrics"},
+    {"targets", "suites"},
+    {"campaigns"},
+    {"compare"},
+    {"api"},
+    {"cli"},
+    {"__main__", "testing"},
+)
+
+
+def _layer(component: str) -> int:
+    return next(number for number, members in enumerate(LAYERS) if component in members)
+
+
+def _imported(path: Path) -> set[str]:
+    """The evalcore modules a file imports, at the top or inside functions."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return {name for name in names if name.startswith("evalcore.") or name == "evalcore"}
+
+
+def _component(module: str) -> str:
+    parts = module.split(".")
+    return parts[1].removesuffix(".py") if len(parts) > 1 else "__init__"
+
+
+def test_each_package_imports_only_the_layers_below() -> None:
+    engine = ROOT / "evalcore"
+    offenders = []
+    for path in sorted(engine.rglob("*.py")):
+        own = _component("evalcore." + ".".join(path.relative_to(engine).with_suffix("").parts))
+        for module in _imported(path):
+            other = _component(module)
+            if other in {"__version__"}:
+                continue
+            if other != own and _layer(other) >= _layer(own):
+                offenders.append(f"{path.relative_to(ROOT)} imports {module}")
     assert offenders == []
 
 

@@ -1,4 +1,4 @@
-"""The REST API (seeds 000 and 003) with API keys; `create_app` builds it."""
+"""The REST API (evaluation tasks and suites) with API keys; `create_app` builds it."""
 
 from evalcore.api.app import create_app
 

@@ -21,7 +21,7 @@ from evalcore.api.limits import MAX_BODY_BYTES, BodyLimit
 from evalcore.api.normalize import Normalize
 from evalcore.campaigns import get_manager
 
-DESCRIPTION = """RAG evaluation workbench API: seed 000's evaluation tasks, seed 003's question suites
+DESCRIPTION = """RAG evaluation workbench API: evaluation tasks, question suites
 and their campaigns, paged per-question results and comparisons.
 
 Every route except `/api/v1/health` needs `Authorization: Bearer <key>` (create keys with

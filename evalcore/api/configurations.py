@@ -24,7 +24,7 @@ def saved_target(store: Store, tenant: str, target_id: str, field: str) -> Targe
 
 def resolve_target(store: Store, tenant: str, knowledge_base_id: str | None, chat_id: str | None,
                    rerank_id: str | None) -> TargetConfig:
-    """The configuration of a seed 000 task: a copy of knowledge_base_id (or the defaults), then overlays."""
+    """The configuration of an evaluation task: a copy of knowledge_base_id (or the defaults), then overlays."""
     config = saved_target(store, tenant, knowledge_base_id, "knowledge_base_id") if knowledge_base_id else TargetConfig()
     for ident, (field, groups) in zip((chat_id, rerank_id), OVERLAYS, strict=True):
         if ident:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -91,7 +92,7 @@ def not_found(kind: str, ident: str) -> ApiError:
     return ApiError(404, f"no {kind} with id {shown(ident)}")
 
 
-def _field(location: tuple) -> str:
+def _field(location: tuple[Any, ...]) -> str:
     """`('body', 'cases', 3, 'question')` -> `cases[3].question`; query and path keep their name."""
     parts = [p for p in location if p not in ("body", "query", "path", "header")]
     text = ""
@@ -100,7 +101,7 @@ def _field(location: tuple) -> str:
     return text or "body"
 
 
-def _validation_message(error: dict) -> tuple[str, str]:
+def _validation_message(error: dict[str, Any]) -> tuple[str, str]:
     """(field, one line naming it); limits and JSON syntax errors get plainer words than pydantic's."""
     kind, context = error.get("type"), error.get("ctx") or {}
     if kind == "json_invalid":
@@ -112,7 +113,7 @@ def _validation_message(error: dict) -> tuple[str, str]:
     return field, f"{field}: {str(error.get('msg', 'invalid value')).removeprefix('Value error, ')}"
 
 
-def _on_validation(authentication_error: Callable[[Request], Awaitable[ApiError | None]]) -> Callable:
+def _on_validation(authentication_error: Callable[[Request], Awaitable[ApiError | None]]) -> Callable[..., Any]:
     async def handle(request: Request, exc: RequestValidationError) -> JSONResponse:
         # FastAPI parses bodies before running dependencies: a caller without a valid key must get
         # its 401 first, not a description of what its body got wrong.

@@ -1,4 +1,4 @@
-"""Seed 000: `POST /api/v1/evaluation` creates a task, `GET /api/v1/evaluation?task_id=` reads it."""
+"""Evaluation tasks: `POST /api/v1/evaluation` creates a task, `GET /api/v1/evaluation?task_id=` reads it."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from evalcore.campaigns import Campaign, campaign_aggregates, get_campaign, new_
 from evalcore.datasets import load_dataset, resolve_dataset
 from evalcore.errors import EvalError
 
-router = APIRouter(prefix="/api/v1/evaluation", tags=["evaluation (seed 000)"], responses=ERROR_RESPONSES)
+router = APIRouter(prefix="/api/v1/evaluation", tags=["evaluation tasks"], responses=ERROR_RESPONSES)
 
-# Seed 000 field name -> our canonical measure name.
+# The task API's field name -> our canonical measure name.
 RETRIEVAL_FIELDS = {"precision": "precision", "recall": "recall", "ndcg3": "ndcg@3", "ndcg10": "ndcg@10",
                     "mrr": "mrr", "map": "map"}
 GENERATION_FIELDS = {name: name for name in ("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel")}
@@ -28,7 +28,7 @@ DATASET_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,63}$")
 
 
 class EvaluationRequest(BaseModel):
-    """Seed 000's request; every field optional."""
+    """An evaluation task request; every field optional."""
 
     model_config = ConfigDict(extra="forbid")
     dataset_id: str = Field(default="default", description="folder under the dataset root ('default' is its samples)")
@@ -38,7 +38,7 @@ class EvaluationRequest(BaseModel):
 
 
 class Task(BaseModel):
-    """Seed 000's EvaluationTask; tenant_id is our tenant name; total and finished always present."""
+    """An evaluation task; tenant_id is our tenant name; total and finished always present."""
 
     id: str
     tenant_id: str
@@ -143,7 +143,7 @@ def create_evaluation(request: Request, key: Admin,
 
 @router.get("", response_model=DetailResponse, summary="Read a task: status, progress, configuration, metrics")
 def read_evaluation(request: Request, task_id: Annotated[str, Query(max_length=300)], key: Viewer) -> dict[str, Any]:
-    """Seed 000's EvaluationDetail; a metric absent from every question is null."""
+    """An evaluation task in detail; a metric absent from every question is null."""
     store = request.app.state.store
     campaign = campaign_of(request, task_id, key, "evaluation task")
     aggregates = campaign_aggregates(store, task_id)

@@ -1,4 +1,4 @@
-"""Seed 003: question suites and their campaigns (`/api/v1/eval-suites`)."""
+"""Question suites and their campaigns (`/api/v1/eval-suites`)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from evalcore.suites import (
     replace_suite,
 )
 
-router = APIRouter(prefix="/api/v1/eval-suites", tags=["eval suites (seed 003)"], responses=ERROR_RESPONSES)
+router = APIRouter(prefix="/api/v1/eval-suites", tags=["eval suites"], responses=ERROR_RESPONSES)
 SuiteId = Annotated[str, Path(max_length=200)]
 RunId = Annotated[str, Path(max_length=300)]
 
@@ -63,7 +63,7 @@ def _cases(body: SuiteIn) -> list[Case]:
 
 def suite_json(suite: Suite, *, with_cases: bool = True) -> dict[str, Any]:
     """A suite for the API; lists omit the cases."""
-    data: dict[str, Any] = {"id": suite.id, "name": suite.name, "agent_id": suite.agent_id,
+    data: dict[str, Any] = {"id": suite.id, "name": suite.name, "agent_id": suite.target_id,
                             "case_count": len(suite.cases), "created_at": suite.created_at,
                             "updated_at": suite.updated_at}
     if with_cases:
@@ -95,7 +95,7 @@ def create(request: Request, body: SuiteIn, key: Admin) -> dict[str, Any]:
     """The agent_id must name one of the tenant's saved target configurations."""
     store = request.app.state.store
     saved_target(store, key.tenant, body.agent_id, "agent_id")
-    suite = create_suite(store, tenant=key.tenant, name=body.name, agent_id=body.agent_id, cases=_cases(body))
+    suite = create_suite(store, tenant=key.tenant, name=body.name, target_id=body.agent_id, cases=_cases(body))
     return ok({"suite": suite_json(suite)})
 
 
@@ -120,7 +120,7 @@ def replace(request: Request, body: SuiteIn, suite_id: SuiteId, key: Admin) -> d
     store = request.app.state.store
     _suite(request, suite_id, key)
     saved_target(store, key.tenant, body.agent_id, "agent_id")
-    suite = replace_suite(store, suite_id, name=body.name, agent_id=body.agent_id, cases=_cases(body), tenant=key.tenant)
+    suite = replace_suite(store, suite_id, name=body.name, target_id=body.agent_id, cases=_cases(body), tenant=key.tenant)
     return ok({"suite": suite_json(suite)})
 
 

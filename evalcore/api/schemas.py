@@ -45,6 +45,7 @@ class CampaignOut(Out):
     """A campaign: status (and its numeric code), progress, the configuration snapshot and run options."""
 
     id: str
+    name: str = Field(description="given at launch, or made from the configuration's distinguishing settings")
     tenant: str
     kind: str = Field(description="dataset or suite")
     source: str = Field(description="the dataset id, or the suite id")

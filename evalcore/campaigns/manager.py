@@ -45,7 +45,7 @@ def get_manager(db_path: str | Path | None = None) -> CampaignManager:
 
 
 def new_campaign_id(tenant: str, dataset: str | None) -> str:
-    """Seed 000's `evaluation_{tenant}_{unix_ms}_{8 hex}_{dataset_id}`; `run_...` for suite campaigns."""
+    """An evaluation task's id `evaluation_{tenant}_{unix_ms}_{8 hex}_{dataset_id}`; `run_...` for suite campaigns."""
     stem = f"{tenant}_{int(time.time() * 1000)}_{secrets.token_hex(4)}"
     return f"evaluation_{stem}_{plans.dataset_tag(dataset)}" if dataset is not None else f"run_{stem}"
 
@@ -79,6 +79,19 @@ def run_options(config: TargetConfig, concurrency: int | None, time_limit: float
                       judge_samples=judge_samples, dataset_path=dataset_path)
 
 
+MAX_NAME = 200
+
+
+def campaign_name(name: str | None, config: TargetConfig | None) -> str:
+    """The name given (trimmed, one line), else one made from the configuration's distinguishing settings."""
+    if name is None and config is not None:
+        return config.describe()
+    text = " ".join((name or "").split())
+    if not text or len(text) > MAX_NAME:
+        raise EvalError("a campaign name is 1 to 200 characters", where="name", found=repr((name or "")[:40]))
+    return text
+
+
 def _check_concurrency(concurrency: int | None) -> None:
     if concurrency is not None and concurrency < 1:
         raise EvalError("concurrency must be at least 1", where="concurrency", found=str(concurrency))
@@ -97,7 +110,7 @@ class CampaignManager:
         target_id: str | None = None, tenant: str = "default", use_judge: bool = False, judges: tuple[str, ...] = (),
         concurrency: int | None = None, cache: bool = True, campaign_id: str | None = None,
         time_limit: float | None = None, max_failed_share: float | None = None, limit: int | None = None,
-        target: Target | None = None, judge_samples: int = 1,
+        target: Target | None = None, judge_samples: int = 1, name: str | None = None,
     ) -> str:
         """Validate everything (dataset, configuration, target reachable), start in the background, return the id.
 
@@ -123,7 +136,7 @@ class CampaignManager:
         campaign_id = campaign_id or new_campaign_id(tenant, dataset)
         plan = self._plan(campaign_id, config, corpus, questions, len(questions), options, judge_names, cache, 0, target)
         record = {
-            "id": campaign_id, "tenant": tenant, "kind": "suite" if suite else "dataset",
+            "id": campaign_id, "name": campaign_name(name, config), "tenant": tenant, "kind": "suite" if suite else "dataset",
             "source": suite_id if suite else str(dataset), "suite_id": suite_id, "target_id": target_id,
             "total": len(questions), "config": dumps(config.to_dict()), "dataset_hash": corpus.content_hash,
             "use_judge": int(use_judge), "judges": dumps(list(judge_names)), "cache": int(cache),
@@ -217,6 +230,13 @@ class CampaignManager:
             "owner_host = ?, owner_pid = ?, heartbeat = ?, options = ? WHERE id = ?",
             (socket.gethostname(), os.getpid(), time.time(), dumps(options.to_dict()), campaign_id),
         )
+
+    def rename(self, campaign_id: str, name: str, *, tenant: str | None = None) -> Campaign:
+        """Give a campaign another name (any state); EvalError for an empty one."""
+        get_campaign(self.store, campaign_id, tenant)
+        new = campaign_name(name, None)
+        self.store.write(lambda conn: conn.execute("UPDATE campaigns SET name = ? WHERE id = ?", (new, campaign_id)))
+        return get_campaign(self.store, campaign_id, tenant)
 
     def cancel(self, campaign_id: str, *, tenant: str | None = None) -> None:
         """Stop dispatching questions; those in flight finish or time out; then it is `cancelled`."""

@@ -65,7 +65,7 @@ def resolve_config(store: Store, config: TargetConfig | None, target_id: str | N
 
     if config is not None:
         return config, target_id
-    target_id = target_id or (suite.agent_id if suite is not None else None)
+    target_id = target_id or (suite.target_id if suite is not None else None)
     if target_id in (None, "", "default"):
         return TargetConfig(), None
     return get_target(store, target_id, tenant), target_id
@@ -85,7 +85,7 @@ def suite_questions(suite: Suite) -> list[Question]:
 
 
 def dataset_tag(ref: str) -> str:
-    """The dataset id as it appears in a seed 000 task id (the folder name for a path)."""
+    """The dataset id as it appears in an evaluation task's id (the folder name for a path)."""
     name = str(ref).rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or "dataset"
     return re.sub(r"[^A-Za-z0-9.-]+", "-", name)
 

@@ -95,6 +95,7 @@ class Campaign:
     """One run of a target over a dataset or a suite, with its configuration snapshot."""
 
     id: str
+    name: str  # given at launch or made from the configuration; editable
     tenant: str
     kind: str  # "dataset" | "suite"
     source: str  # the dataset reference or the suite id
@@ -121,7 +122,7 @@ class Campaign:
     stage: str | None
 
     COLUMNS = (
-        "id, tenant, kind, source, suite_id, target_id, status, error, total, finished, failed, created_at, "
+        "id, name, tenant, kind, source, suite_id, target_id, status, error, total, finished, failed, created_at, "
         "started_at, ended_at, heartbeat, session_finished, cancel_requested, config, dataset_hash, use_judge, "
         "judges, cache, cache_hits, options, stage"
     )
@@ -151,7 +152,7 @@ class Campaign:
     def from_row(cls, row: Row) -> Campaign:
         """From a campaigns row (JSON columns decoded)."""
         return cls(
-            id=row["id"], tenant=row["tenant"], kind=row["kind"], source=row["source"], suite_id=row["suite_id"],
+            id=row["id"], name=row["name"] or row["id"], tenant=row["tenant"], kind=row["kind"], source=row["source"], suite_id=row["suite_id"],
             target_id=row["target_id"], status=CampaignStatus(row["status"]), error=row["error"], total=row["total"],
             finished=row["finished"], failed=row["failed"], created_at=row["created_at"],
             started_at=row["started_at"], ended_at=row["ended_at"], heartbeat=row["heartbeat"],
@@ -164,7 +165,7 @@ class Campaign:
     def to_dict(self) -> dict[str, Any]:
         """JSON shape: every column, the numeric status and the progress."""
         return {
-            "id": self.id, "tenant": self.tenant, "kind": self.kind, "source": self.source,
+            "id": self.id, "name": self.name, "tenant": self.tenant, "kind": self.kind, "source": self.source,
             "suite_id": self.suite_id, "target_id": self.target_id, "status": self.status.value,
             "error": self.error, "total": self.total, "finished": self.finished, "failed": self.failed,
             "created_at": self.created_at, "started_at": self.started_at, "ended_at": self.ended_at,

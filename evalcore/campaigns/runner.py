@@ -189,12 +189,13 @@ class Runner:
                 "created_at = excluded.created_at, attempts = results.attempts + 1",
                 values,
             )
-            return conn.execute(
+            row = conn.execute(
                 "UPDATE campaigns SET finished = (SELECT count(*) FROM results WHERE campaign_id = :id), "
                 "failed = (SELECT count(error) FROM results WHERE campaign_id = :id), heartbeat = :now, "
                 "cache_hits = :hits WHERE id = :id RETURNING finished, failed",
                 {"id": campaign_id, "now": now, "hits": self._cache_hits()},
             ).fetchone()
+            return int(row["finished"]), int(row["failed"])
 
         try:
             _, self._failed = self.store.write(write)

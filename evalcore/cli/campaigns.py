@@ -45,6 +45,11 @@ def register(commands: Commands) -> None:
             action.add_argument("--dataset", metavar="ID_OR_DIR",
                                 help="where the campaign's dataset is now, if its folder moved (same content)")
         action.set_defaults(handler=handler)
+    rename = actions.add_parser("rename", help="give a campaign another name")
+    rename.add_argument("id", metavar="ID")
+    rename.add_argument("name", metavar="NAME")
+    add_db_option(rename)
+    rename.set_defaults(handler=rename_command)
     export = actions.add_parser("export", help="results as csv, jsonl or a TREC run file")
     export.add_argument("id", metavar="ID")
     export.add_argument("--format", choices=sorted(FORMATS), required=True)
@@ -63,9 +68,10 @@ def list_command(args: argparse.Namespace) -> int:
         print("no campaigns")
         return 0
     width = max(len(c.id) for c in campaigns)
-    print(f"{'id':<{width}}  {'status':<11}  {'finished':>9}  {'failed':>6}  source")
+    print(f"{'id':<{width}}  {'status':<11}  {'finished':>9}  {'failed':>6}  {'source':<20}  name")
     for c in campaigns:
-        print(f"{c.id:<{width}}  {c.status:<11}  {c.finished:>4}/{c.total:<4}  {c.failed:>6}  {c.kind}:{c.source}")
+        source = f"{c.kind}:{c.source}"
+        print(f"{c.id:<{width}}  {c.status:<11}  {c.finished:>4}/{c.total:<4}  {c.failed:>6}  {source:<20}  {c.name}")
     return 0
 
 
@@ -77,7 +83,7 @@ def show_command(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
         return 0
     campaign = report.campaign
-    print(f"campaign {campaign.id} ({campaign.kind} {campaign.source}, tenant {campaign.tenant})")
+    print(f"campaign {campaign.id} {campaign.name!r} ({campaign.kind} {campaign.source}, tenant {campaign.tenant})")
     changed = _changed(campaign.config)
     print(f"configuration (changed from defaults): {json.dumps(changed, ensure_ascii=False) if changed else 'defaults'}")
     print(format_report(report))
@@ -105,6 +111,13 @@ def retry_command(args: argparse.Namespace) -> int:
     """Retry the failed questions in the foreground."""
     manager = manager_of(args)
     return follow(manager, manager.retry_failed(args.id, concurrency=args.concurrency, dataset=args.dataset), as_json=args.json)
+
+
+def rename_command(args: argparse.Namespace) -> int:
+    """Rename a campaign."""
+    campaign = manager_of(args).rename(args.id, args.name)
+    print(f"renamed {campaign.id} to {campaign.name!r}")
+    return 0
 
 
 def cancel_command(args: argparse.Namespace) -> int:

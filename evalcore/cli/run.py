@@ -52,6 +52,7 @@ def register(commands: Commands) -> None:
     parser.add_argument("--time-limit", type=float, metavar="S", help="seconds per question (default 240)")
     parser.add_argument("--limit", type=int, metavar="N", help="run only the first N questions")
     parser.add_argument("--tenant", default="default", help="workspace owning the campaign")
+    parser.add_argument("--name", help="a name to recognise the campaign by (default: made from its configuration)")
     parser.add_argument("--sweep", metavar="KEY=V1,V2,...",
                         help="one campaign per value of one configuration key, run one after the other, then "
                              "compared (e.g. retriever=bm25,vector,hybrid)")
@@ -64,13 +65,14 @@ def run_command(args: argparse.Namespace) -> int:
     manager = _common.manager_of(args)
     config = TargetConfig.from_toml(args.config) if args.config else None
     if not args.sweep:
-        return follow(manager, launch(manager, args, config), as_json=args.json)
+        return follow(manager, launch(manager, args, config, args.name), as_json=args.json)
     if config is None:
         config = get_target(manager.store, args.target, args.tenant) if args.target else TargetConfig()
-    configs = config.sweep(*parse_sweep(args.sweep))
+    key, values = parse_sweep(args.sweep)
     ids, codes = [], []
-    for each in configs:  # one after the other: a suite runs one campaign at a time, and cores are shared
-        ids.append(launch(manager, args, each))
+    for value, each in zip(values, config.sweep(key, values), strict=True):
+        # One after the other: a suite runs one campaign at a time, and the cores are shared.
+        ids.append(launch(manager, args, each, f"{args.name or each.describe()} · {key}={value}"))
         codes.append(follow(manager, ids[-1], as_json=args.json))
     sweep = compare_sweep(manager.store, ids)
     print(json.dumps(sweep.to_dict(), indent=2, ensure_ascii=False, default=str) if args.json
@@ -78,12 +80,14 @@ def run_command(args: argparse.Namespace) -> int:
     return max(codes)
 
 
-def launch(manager: CampaignManager, args: argparse.Namespace, config: TargetConfig | None) -> str:
+def launch(manager: CampaignManager, args: argparse.Namespace, config: TargetConfig | None,
+           name: str | None = None) -> str:
     """Launch one campaign with the command's options."""
     return manager.launch(
         dataset=args.dataset, suite_id=args.suite, config=config, target_id=args.target, tenant=args.tenant,
         judges=tuple(args.judge), concurrency=args.concurrency, cache=not args.no_cache,
         time_limit=args.time_limit, limit=args.limit, judge_samples=args.judge_samples,
+        name=name,
     )
 
 

@@ -1,4 +1,4 @@
-"""`python -m evalcore suites import|list|export|delete`: question suites (seed 003)."""
+"""`python -m evalcore suites import|list|export|delete`: question suites."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ def register(commands: Commands) -> None:
     imp = actions.add_parser("import", help="import a CSV (question;expected answer;sources) as a new suite")
     imp.add_argument("file", type=Path, help="CSV file, ';' or ',' separated, optional header line")
     imp.add_argument("--name", required=True, help="suite name")
-    imp.add_argument("--agent", required=True, metavar="ID", help="saved target configuration the suite aims at")
+    imp.add_argument("--target", "--agent", dest="target", required=True, metavar="ID",
+                     help="saved target configuration the suite aims at (its agent_id)")
     imp.add_argument("--tenant", default="default", help="workspace (default: default)")
     imp.add_argument("--valid-only", action="store_true", help="import the valid lines even if others are rejected")
     imp.set_defaults(handler=import_command)
@@ -50,7 +51,7 @@ def import_command(args: argparse.Namespace) -> int:
                         fix="correct those lines, or pass --valid-only to import the valid ones")
     if not report.cases:
         raise EvalError("no valid case to import", where=str(args.file))
-    suite = create_suite(store_of(args), tenant=args.tenant, name=args.name, agent_id=args.agent, cases=report.cases)
+    suite = create_suite(store_of(args), tenant=args.tenant, name=args.name, target_id=args.target, cases=report.cases)
     print(f"imported {len(suite.cases)} case(s) into suite {suite.id} ({suite.name})")
     return 0
 
@@ -59,9 +60,9 @@ def list_command(args: argparse.Namespace) -> int:
     """One line per suite: id, cases, target, name."""
     suites = list_suites(store_of(args), tenant=args.tenant)
     if not suites:
-        print("no suite yet: import one with `python -m evalcore suites import FILE.csv --name N --agent ID`")
+        print("no suite yet: import one with `python -m evalcore suites import FILE.csv --name N --target ID`")
     for suite in suites:
-        print(f"{suite.id}  {len(suite.cases):3d} case(s)  agent {suite.agent_id}  {suite.tenant}/{suite.name}")
+        print(f"{suite.id}  {len(suite.cases):3d} case(s)  target {suite.target_id}  {suite.tenant}/{suite.name}")
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from math import comb
+from typing import Any
 
 import numpy as np
 
@@ -74,7 +75,7 @@ def sign_flip_test(diffs: Sequence[float], *, resamples: int = RESAMPLES, seed: 
     return sign_flip_sampled(nonzero, resamples=resamples, seed=seed), "sampled"
 
 
-def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> dict:
+def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> dict[str, Any]:
     """Exact McNemar test on paired pass/fail outcomes: binomial test of the discordant pairs."""
     only_a = sum(1 for x, y in zip(a, b, strict=True) if x and not y)
     only_b = sum(1 for x, y in zip(a, b, strict=True) if y and not x)

@@ -1,4 +1,4 @@
-"""Datasets: five Parquet files (seed 000 schema), validated whole before anything is used."""
+"""Datasets: five Parquet files (queries, corpus, answers, qrels, qas), validated whole before anything is used."""
 
 from __future__ import annotations
 
@@ -160,7 +160,7 @@ def _text_column(table: pa.Table, file: str, column: str, problems: _Problems) -
     if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind)):
         problems.add(f"{file} column '{column}'", f"found type {kind}, expected string")
         return None
-    values = table.column(column).to_pylist()
+    values: list[str] = table.column(column).to_pylist()
     for row, value in enumerate(values):
         if value is None or not value.strip():
             problems.add(f"{file} row {row} column '{column}'", f"found {'null' if value is None else 'empty text'}, expected non-empty text")
@@ -228,7 +228,7 @@ def load_dataset(ref: str | Path, root: Path | None = None, *, allow_paths: bool
 
 
 def _parse(tables: dict[str, pa.Table | None], problems: _Problems) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool] | None:
-    columns: dict[str, dict[str, list | None]] = {}
+    columns: dict[str, dict[str, list[Any] | None]] = {}
     for name, table in tables.items():
         if table is None:  # already reported by _read_table
             return None
@@ -238,10 +238,10 @@ def _parse(tables: dict[str, pa.Table | None], problems: _Problems) -> tuple[tup
         columns[name].update({c: _text_column(table, file, c, problems) for c in text_columns})
     if problems.lines:  # a None column was reported
         return None
-    return _check_references(cast(dict[str, dict[str, list]], columns), tables, problems)
+    return _check_references(cast(dict[str, dict[str, list[Any]]], columns), tables, problems)
 
 
-def _check_references(columns: dict[str, dict[str, list]], tables: dict[str, pa.Table | None],
+def _check_references(columns: dict[str, dict[str, list[Any]]], tables: dict[str, pa.Table | None],
                       problems: _Problems) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool] | None:
     for name in ("queries", "corpus", "answers"):
         _unique(columns[name]["id"], f"{name}.parquet", problems)
@@ -250,8 +250,8 @@ def _check_references(columns: dict[str, dict[str, list]], tables: dict[str, pa.
     _references(columns["qrels"]["pid"], passage_ids, "qrels.parquet", "pid", "corpus.parquet", problems)
     _references(columns["qas"]["qid"], query_ids, "qas.parquet", "qid", "queries.parquet", problems)
     _references(columns["qas"]["aid"], answer_ids, "qas.parquet", "aid", "answers.parquet", problems)
-    labels = _labels(tables["qrels"], problems)  # type: ignore[arg-type]
-    titles = _titles(tables["corpus"], problems)  # type: ignore[arg-type]
+    labels = _labels(tables["qrels"], problems)
+    titles = _titles(tables["corpus"], problems)
     if problems.lines or labels is None or titles is None:
         return None
     return _assemble(columns, labels, titles)
@@ -268,7 +268,7 @@ def _titles(corpus: pa.Table, problems: _Problems) -> list[str] | None:
     return [value or "" for value in values]
 
 
-def _assemble(columns: dict[str, dict[str, list]], labels: list[int], titles: list[str]) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool]:
+def _assemble(columns: dict[str, dict[str, list[Any]]], labels: list[int], titles: list[str]) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool]:
     corpus = columns["corpus"]
     passages = tuple(Passage(pid, text, title) for pid, text, title in zip(corpus["id"], corpus["text"], titles))
     qrels: dict[int, dict[int, int]] = {}
@@ -297,7 +297,7 @@ def _spread(values: list[int]) -> dict[str, float]:
 
 
 def dataset_stats(ds: Dataset) -> dict[str, Any]:
-    """Seed 000's five statistics plus what an analyst needs to trust a dataset."""
+    """The five headline statistics plus what an analyst needs to trust a dataset."""
     from evalcore.text import tokenize
 
     labeled = [q for q in ds.questions if q.relevant]

@@ -48,7 +48,7 @@ class Reading(NamedTuple):
     reason: str
 
 
-def json_objects(text: str) -> list[dict]:
+def json_objects(text: str) -> list[dict[str, Any]]:
     """Every JSON object in the reply, fenced blocks first."""
     decoder = json.JSONDecoder()
     found = []
@@ -64,7 +64,7 @@ def json_objects(text: str) -> list[dict]:
     return found
 
 
-def python_dicts(text: str) -> list[dict]:
+def python_dicts(text: str) -> list[dict[str, Any]]:
     """Flat Python dict literals (`{'score': 3}`): small models often answer with one instead of JSON."""
     found = []
     for match in re.finditer(r"\{[^{}]*\}", text):
@@ -77,7 +77,7 @@ def python_dicts(text: str) -> list[dict]:
     return found
 
 
-def first_key(obj: dict, keys: tuple[str, ...]) -> Any:
+def first_key(obj: dict[str, Any], keys: tuple[str, ...]) -> Any:
     """The value of the first of `keys` present in obj, else None."""
     return next((obj[k] for k in keys if k in obj), None)
 
@@ -102,10 +102,11 @@ def as_label(value: Any) -> float | None:
     return 1.0 if word in TRUE_WORDS else 0.0 if word in FALSE_WORDS else None
 
 
-def reason_from(text: str, obj: dict | None = None) -> str:
+def reason_from(text: str, obj: dict[str, Any] | None = None) -> str:
     """The judge's explanation: the JSON reason, a <reason> tag, else the reply itself (shortened)."""
-    if obj is not None and isinstance(first_key(obj, REASON_KEYS), str):
-        return first_key(obj, REASON_KEYS).strip()
+    given = first_key(obj, REASON_KEYS) if obj is not None else None
+    if isinstance(given, str):
+        return given.strip()
     tag = REASON_TAG.search(text)
     flat = " ".join((tag.group(1) if tag else FENCE.sub("", text)).split()) or "(the judge gave no reason)"
     return flat if len(flat) <= 400 else flat[:399] + "…"

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from evalcore.errors import EvalError
 from evalcore.judges.parsing import PARSER_VERSION
@@ -33,7 +34,7 @@ class JudgePrompt:
 
 
 def canonical(name: str) -> str:
-    """The judge's canonical name (accepts `judge.` prefixes and seed 004 aliases)."""
+    """The judge's canonical name (accepts `judge.` prefixes and the aliases of other evaluator suites)."""
     short = name.removeprefix("judge.")
     short = ALIASES.get(short, short)
     if short not in JUDGES:
@@ -77,7 +78,7 @@ def format_context(context: list[str]) -> str:
 
 
 def build_messages(prompt: JudgePrompt, *, question: str, answer: str, context: list[str],
-                   expected: str | None) -> list[dict]:
+                   expected: str | None) -> list[dict[str, Any]]:
     """System + user messages, filling {question} {answer} {context} {expected} in one pass."""
     values = {"question": question or "", "answer": answer or "", "expected": expected or "",
               "context": format_context(context)}

@@ -1,8 +1,8 @@
-"""Graded document retrieval (seed 004): NDCG@3, XDCG@3, fidelity, top relevance, holes.
+"""Graded document retrieval: NDCG@3, XDCG@3, fidelity, top relevance, holes.
 
 Labels live on a scale [label_min, label_max] (default 0..4). Gains are taken relative to
 label_min so that the lowest label is worth nothing on any scale; on 0..4 every formula is the
-one of DESIGN section 3 verbatim. Unlabeled retrieved documents ("holes") count as label_min.
+one of the project's definition verbatim. Unlabeled retrieved documents ("holes") count as label_min.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ DocId = TypeVar("DocId", bound=Hashable)
 
 
 def default_thresholds(label_min: int, label_max: int) -> dict[str, float]:
-    """Pass marks that mean something on the configured scale (seed 004's top-1 at 50 never passes)."""
+    """Pass marks that mean something on the configured scale (a top-1 pass mark of 50 on a 0..4 scale would never pass)."""
     middle = label_min + math.ceil((label_max - label_min) / 2)
     return {
         "ndcg@3": 0.5, "xdcg@3": 50.0, "fidelity": 0.5,
@@ -119,7 +119,7 @@ def graded_retrieval_scores(
     label_max: int = 4,
     thresholds: Mapping[str, float] | None = None,
 ) -> dict[str, object]:
-    """Seed 004 measures with `<name>_threshold`, `<name>_higher_is_better`, `<name>_result`.
+    """Graded retrieval measures with `<name>_threshold`, `<name>_higher_is_better`, `<name>_result`.
 
     `labels`: document id -> integer label; `retrieved`: (document id, score) pairs. A value
     that is undefined (nothing retrieved, nothing labeled above label_min) is None and its

@@ -25,9 +25,9 @@ class ChatReply(NamedTuple):
 class CallCache(Protocol):
     """Content-addressed store of model replies (the campaign store implements it)."""
 
-    def get(self, key: str) -> dict | None: ...
+    def get(self, key: str) -> dict[str, Any] | None: ...
 
-    def put(self, key: str, value: dict) -> None: ...
+    def put(self, key: str, value: dict[str, Any]) -> None: ...
 
 
 class ChatModel(Protocol):
@@ -48,14 +48,14 @@ class ModelError(EvalError):
         self.body = body
 
 
-def cache_key(model: str, endpoint: str, params: dict, messages: list[Message]) -> str:
+def cache_key(model: str, endpoint: str, params: dict[str, Any], messages: list[Message]) -> str:
     """sha256 of the canonical JSON of everything that determines a reply."""
     payload = {"model": model, "endpoint": endpoint, "params": params, "messages": messages}
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def cached_chat(cache: CallCache | None, model: str, endpoint: str, params: dict, messages: list[Message],
+def cached_chat(cache: CallCache | None, model: str, endpoint: str, params: dict[str, Any], messages: list[Message],
                 call: Callable[[], ChatReply]) -> ChatReply:
     """Serve a call from the cache, or make it and remember the reply."""
     key = cache_key(model, endpoint, params, messages)

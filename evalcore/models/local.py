@@ -66,14 +66,14 @@ class LocalChatModel:
         """Fail fast: load the model now (once per process)."""
         _load_local()
 
-    def chat(self, messages: list[dict], *, temperature: float | None = None,
+    def chat(self, messages: list[dict[str, Any]], *, temperature: float | None = None,
              max_tokens: int | None = None) -> ChatReply:
         """One completion, from the cache when the same call was made before."""
         params = {"temperature": 0.0 if temperature is None else temperature, "max_tokens": max_tokens or 256}
         return cached_chat(self.cache, self.name, "llama.cpp", params, messages,
                            lambda: self._complete(messages, params))
 
-    def _complete(self, messages: list[dict], params: dict) -> ChatReply:
+    def _complete(self, messages: list[dict[str, Any]], params: dict[str, Any]) -> ChatReply:
         llama, lock = _load_local()
         with lock:
             out = llama.create_chat_completion(messages=messages, seed=0, **params)

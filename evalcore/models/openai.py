@@ -27,14 +27,14 @@ class OpenAIChatModel:
         """Fail fast: the key variable is set and the server answers HTTP at all."""
         check_reachable(self._client, f"{self.base_url}/models", self._headers(), self.timeout, "base_url")
 
-    def chat(self, messages: list[dict], *, temperature: float | None = None,
+    def chat(self, messages: list[dict[str, Any]], *, temperature: float | None = None,
              max_tokens: int | None = None) -> ChatReply:
         """One completion, from the cache when the same call was made before."""
         params = {k: v for k, v in (("temperature", temperature), ("max_tokens", max_tokens)) if v is not None}
         return cached_chat(self.cache, self.name, "chat/completions", params, messages,
                            lambda: self._complete(messages, dict(params)))
 
-    def _complete(self, messages: list[dict], params: dict) -> ChatReply:
+    def _complete(self, messages: list[dict[str, Any]], params: dict[str, Any]) -> ChatReply:
         # Reasoning models reject max_tokens (wanting max_completion_tokens) or any temperature:
         # each rejection adjusts one parameter and there are at most three adjustments.
         while True:
@@ -56,7 +56,7 @@ class OpenAIChatModel:
         return {"Authorization": f"Bearer {key}"}
 
 
-def _drop_rejected(params: dict, body: str) -> bool:
+def _drop_rejected(params: dict[str, Any], body: str) -> bool:
     """Adjust the parameter the server complained about; False when there is nothing to adjust."""
     if "max_tokens" in params and "max_tokens" in body:
         params["max_completion_tokens"] = params.pop("max_tokens")

@@ -7,6 +7,7 @@ import io
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from evalcore.csvcells import restore_cell, safe_cell
 from evalcore.errors import EvalError
@@ -14,7 +15,7 @@ from evalcore.suites.suite import MAX_CASES, MAX_SOURCES, Case
 
 COLUMNS = 3
 SEPARATORS = (";", ",")
-# Seed 003 names the header by its English word; the French header starts with it too, a
+# A header is named by its English word; the French header starts with it too, a
 # Chinese sheet's header cell is one of these words (compared whole: "问题是…" is a question).
 HEADER_WORDS = ("问题", "問題", "提问", "提問")
 # Excel writes and reads a first line `sep=;` that names the separator.
@@ -75,7 +76,7 @@ class CsvReport:
         out.append(f"{len(self.cases)} valid case(s), {len(self.rejected)} rejected line(s)")
         return out
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON shape for the API and the dashboard."""
         return {
             "source": self.source, "encoding": self.encoding, "separator": self.separator,
@@ -97,7 +98,7 @@ def runs(lines: list[CsvLine]) -> list[list[CsvLine]]:
     return out
 
 
-def case_dict(case: Case) -> dict:
+def case_dict(case: Case) -> dict[str, Any]:
     """A case as the JSON the API speaks."""
     return {"question": case.question, "expected_answer": case.expected_answer,
             "expected_sources": list(case.expected_sources)}
@@ -215,7 +216,7 @@ def fit_score(text: str, separator: str) -> tuple[int, int]:
 
 
 def is_header(cells: list[str]) -> bool:
-    """Seed 003: a first line whose first cell starts with "question" (or is a Chinese header word) is a header."""
+    """A first line whose first cell starts with "question" (or is a Chinese header word) is a header."""
     first = cells[0].strip().strip('"').strip().rstrip(":：").casefold() if cells else ""
     return first.startswith("question") or first in HEADER_WORDS
 

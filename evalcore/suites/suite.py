@@ -28,12 +28,12 @@ class Case:
 
 @dataclass(frozen=True)
 class Suite:
-    """A named set of cases aimed at a saved target configuration (agent_id)."""
+    """A named set of cases aimed at a saved target configuration (target_id)."""
 
     id: str
     tenant: str
     name: str
-    agent_id: str
+    target_id: str
     cases: tuple[Case, ...]
     created_at: float
     updated_at: float
@@ -56,7 +56,7 @@ def as_case(value: Case | Mapping[str, Any], where: str) -> Case:
 
 
 def validate_cases(cases: Iterable[Case | Mapping[str, Any]]) -> tuple[Case, ...]:
-    """Normalise cases and enforce seed 003's limits, naming the one that is broken."""
+    """Normalise cases and enforce a suite's limits, naming the one that is broken."""
     result = tuple(as_case(case, f"case {number}") for number, case in enumerate(cases, 1))
     if len(result) > MAX_CASES:
         raise EvalError(
@@ -92,20 +92,20 @@ def _insert_cases(conn: sqlite3.Connection, suite_id: str, cases: tuple[Case, ..
     )
 
 
-def create_suite(store: Store, *, tenant: str, name: str, agent_id: str, cases: Iterable[Case | Mapping[str, Any]]) -> Suite:
+def create_suite(store: Store, *, tenant: str, name: str, target_id: str, cases: Iterable[Case | Mapping[str, Any]]) -> Suite:
     """Create a suite (limits: 100 cases, 10 sources per case, a question in each)."""
     name, valid = _check_name(name), validate_cases(cases)
     suite_id, now = f"suite_{secrets.token_hex(6)}", time.time()
 
     def insert(conn: sqlite3.Connection) -> None:
         conn.execute(
-            "INSERT INTO suites (id, tenant, name, agent_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (suite_id, tenant, name, agent_id, now, now),
+            "INSERT INTO suites (id, tenant, name, target_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (suite_id, tenant, name, target_id, now, now),
         )
         _insert_cases(conn, suite_id, valid)
 
     store.write(insert)
-    return Suite(suite_id, tenant, name, agent_id, valid, now, now)
+    return Suite(suite_id, tenant, name, target_id, valid, now, now)
 
 
 def _suite_row(store: Store, suite_id: str, tenant: str | None) -> sqlite3.Row:
@@ -121,7 +121,7 @@ def _cases(store: Store, suite_id: str) -> tuple[Case, ...]:
 
 
 def _suite(store: Store, row: sqlite3.Row) -> Suite:
-    return Suite(row["id"], row["tenant"], row["name"], row["agent_id"], _cases(store, row["id"]), row["created_at"], row["updated_at"])
+    return Suite(row["id"], row["tenant"], row["name"], row["target_id"], _cases(store, row["id"]), row["created_at"], row["updated_at"])
 
 
 def get_suite(store: Store, suite_id: str, tenant: str | None = None) -> Suite:
@@ -139,7 +139,7 @@ def list_suites(store: Store, tenant: str | None = None) -> list[Suite]:
 
 
 def replace_suite(
-    store: Store, suite_id: str, *, name: str, agent_id: str, cases: Iterable[Case | Mapping[str, Any]], tenant: str | None = None
+    store: Store, suite_id: str, *, name: str, target_id: str, cases: Iterable[Case | Mapping[str, Any]], tenant: str | None = None
 ) -> Suite:
     """Replace name, target and cases; past campaigns keep their own snapshot of the questions."""
     name, valid = _check_name(name), validate_cases(cases)
@@ -147,12 +147,12 @@ def replace_suite(
     now = time.time()
 
     def replace(conn: sqlite3.Connection) -> None:
-        conn.execute("UPDATE suites SET name = ?, agent_id = ?, updated_at = ? WHERE id = ?", (name, agent_id, now, suite_id))
+        conn.execute("UPDATE suites SET name = ?, target_id = ?, updated_at = ? WHERE id = ?", (name, target_id, now, suite_id))
         conn.execute("DELETE FROM cases WHERE suite_id = ?", (suite_id,))
         _insert_cases(conn, suite_id, valid)
 
     store.write(replace)
-    return Suite(suite_id, row["tenant"], name, agent_id, valid, row["created_at"], now)
+    return Suite(suite_id, row["tenant"], name, target_id, valid, row["created_at"], now)
 
 
 def delete_suite(store: Store, suite_id: str, tenant: str | None = None) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from evalcore.errors import EvalError
 
@@ -204,6 +205,24 @@ class TargetConfig:
         if headers:
             lines += ["", "[agent_headers]"] + [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in headers.items()]
         return "\n".join(lines) + "\n"
+
+    def describe(self) -> str:
+        """A short name from the settings that tell configurations apart, e.g. `hybrid · rerank http · gpt-4o-mini · k=5`."""
+        if self.kind == "http_agent":
+            return f"agent {urlsplit(self.agent_url).netloc or self.agent_url}"
+        if self.kind == "results_file":
+            return f"file {Path(self.results_path).name}"
+        retriever = {"hybrid": f"hybrid {self.fusion}", "vector": f"vector {self.embedding_model}"}.get(
+            self.retriever, self.retriever)
+        parts = [retriever if self.retriever != "hybrid" else f"{retriever} {self.embedding_model}"]
+        if self.chunking == "tokens":
+            parts.append(f"chunks {self.chunk_size}/{self.chunk_overlap}")
+        if self.reranker != "none":
+            parts.append(f"rerank {self.reranker}")
+        parts.append({"openai": self.model or "openai", "local": "local model"}.get(self.generator, self.generator))
+        if self.generator != "extractive":
+            parts.append(f"k={self.context_top_k}")
+        return " · ".join(parts)
 
     @classmethod
     def keys_in(cls, *groups: str) -> tuple[str, ...]:

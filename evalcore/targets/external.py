@@ -70,7 +70,7 @@ class HttpAgentTarget:
         """Fail fast: header secrets are set and the agent's server answers."""
         check_reachable(self._client, self.config.agent_url, self._headers(), self.config.timeout, "agent_url")
 
-    def prepare(self, passages: Sequence, progress: Callable[[int, int], None] | None = None) -> None:
+    def prepare(self, passages: Sequence[Any], progress: Callable[[int, int], None] | None = None) -> None:
         """Nothing to ingest: the agent has its own knowledge."""
 
     def answer(self, question: str, qid: int | None = None) -> TargetAnswer:
@@ -118,8 +118,8 @@ class ResultsFileTarget:
 
     def __init__(self, config: TargetConfig) -> None:
         self.config = config
-        self._by_qid: dict[int, dict] = {}
-        self._by_question: dict[str, dict] = {}
+        self._by_qid: dict[int, dict[str, Any]] = {}
+        self._by_question: dict[str, dict[str, Any]] = {}
         self._passages: dict[int, Any] = {}
 
     def check(self) -> None:
@@ -128,7 +128,7 @@ class ResultsFileTarget:
         self._by_qid = {row["qid"]: row for row in rows if row["qid"] is not None}
         self._by_question = {row["question"].strip(): row for row in rows if row.get("question")}
 
-    def prepare(self, passages: Sequence, progress: Callable[[int, int], None] | None = None) -> None:
+    def prepare(self, passages: Sequence[Any], progress: Callable[[int, int], None] | None = None) -> None:
         """Read the file; passages give the ranked ids their titles and texts."""
         self.check()
         self._passages = {p.pid: p for p in passages}
@@ -157,7 +157,7 @@ class ResultsFileTarget:
         return None
 
 
-def read_results(path: Path) -> list[dict]:
+def read_results(path: Path) -> list[dict[str, Any]]:
     """Rows of a results file, validated: qid (int or null), ranked_ids (list), answer (text)."""
     if not path.exists():
         raise EvalError("results file not found", where=str(path), fix="check results_path")
@@ -170,14 +170,15 @@ def read_results(path: Path) -> list[dict]:
     return rows
 
 
-def _read_rows(path: Path) -> list[dict]:
+def _read_rows(path: Path) -> list[dict[str, Any]]:
     """The raw rows; a file that cannot be read as its suffix says is a user error."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
         if path.suffix == ".parquet":
-            return pq.read_table(path).to_pylist()
+            rows: list[dict[str, Any]] = pq.read_table(path).to_pylist()
+            return rows
         return [_json_line(line, path, number) for number, line in
                 enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1) if line.strip()]
     except (OSError, pa.ArrowException, UnicodeDecodeError) as error:
@@ -185,7 +186,7 @@ def _read_rows(path: Path) -> list[dict]:
                         fix="give a UTF-8 JSONL file or a Parquet file with columns qid, ranked_ids, answer") from None
 
 
-def _json_line(line: str, path: Path, number: int) -> dict:
+def _json_line(line: str, path: Path, number: int) -> dict[str, Any]:
     try:
         row = json.loads(line)
     except json.JSONDecodeError as error:
@@ -195,7 +196,7 @@ def _json_line(line: str, path: Path, number: int) -> dict:
     return row
 
 
-def _row_problems(row: dict, path: Path, number: int) -> list[str]:
+def _row_problems(row: dict[str, Any], path: Path, number: int) -> list[str]:
     where = f"{path} row {number}"
     problems = []
     if row.get("qid") is None and not row.get("question"):

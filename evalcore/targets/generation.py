@@ -88,7 +88,7 @@ def context_text(config: TargetConfig, context: list[Retrieved]) -> str:
                        for i, item in enumerate(context, 1))
 
 
-def messages(config: TargetConfig, question: str, context: list[Retrieved]) -> list[dict]:
+def messages(config: TargetConfig, question: str, context: list[Retrieved]) -> list[dict[str, Any]]:
     """System prompt (when set) and the user prompt with question and context filled in."""
     user = config.prompt_template.format(question=question, context=context_text(config, context))
     system = [{"role": "system", "content": config.system_prompt}] if config.system_prompt else []

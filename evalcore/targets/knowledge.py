@@ -284,7 +284,7 @@ def _save_bm25(bm25: Any, target: Path) -> None:
 def _embeddings(kb: KnowledgeBase, model: str, progress: Progress | None) -> np.ndarray:
     path = kb.folder / f"emb-{model}.npy"
     if path.exists():
-        matrix = np.load(path)
+        matrix: np.ndarray = np.load(path)
         if matrix.shape[0] == len(kb.chunks):
             return matrix
     embedder = get_embedder(model)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from evalcore.errors import EvalError
 from evalcore.models import CallCache, ChatModel
@@ -45,7 +46,7 @@ class RagTarget:
         """Fail fast: embedding models load, chat endpoints answer, the local model is installed."""
         for model in self.embedding_models():
             get_embedder(model)
-        remote: list = [self._model]
+        remote: list[Any] = [self._model]
         if self.config.reranker == "llm":
             remote.append(rerank_chat_model(self.config))
         if self.config.reranker == "http":
@@ -54,7 +55,7 @@ class RagTarget:
             if service is not None:
                 service.check()
 
-    def prepare(self, passages: Sequence, progress: Callable[[int, int], None] | None = None) -> None:
+    def prepare(self, passages: Sequence[Any], progress: Callable[[int, int], None] | None = None) -> None:
         """Chunk, index and embed the whole corpus now (from the disk cache when possible)."""
         size = self.config.chunk_size if self.config.chunking == "tokens" else None
         self.kb = build_knowledge_base(passages, chunk_size=size, chunk_overlap=self.config.chunk_overlap,

@@ -2,7 +2,7 @@
 
 Score scales: `embedding` is the cosine of a second model (-1..1); `llm` is 1.0 for a yes and
 0.0 for a no; `http` is the server's relevance_score (0..1 for TEI/Jina/Cohere-style servers).
-If nothing survives, the retrieval list is used and a note says so (seed 000 falls back silently).
+If nothing survives, the retrieval list is used and a note says so (never silently).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from evalcore.targets.config import TargetConfig
 
 
 def save_target(store: Store, config: TargetConfig, *, tenant: str = "default", name: str = "") -> str:
-    """Save a target configuration; returns its id (seed 003's agent_id, seed 000's knowledge_base_id)."""
+    """Save a target configuration; returns its id (a suite's agent_id, an evaluation task's knowledge_base_id)."""
     target_id = f"target_{secrets.token_hex(6)}"
     text, digest = dumps(config.to_dict()), config.config_hash()
     store.write(

@@ -33,7 +33,7 @@ class Reply:
     headers: tuple[tuple[str, str], ...] = ()
     prompt_tokens: int = 11
     completion_tokens: int = 7
-    payload: dict | None = field(default=None, compare=False)
+    payload: dict[str, Any] | None = field(default=None, compare=False)
 
     @classmethod
     def error(cls, status: int, message: str = "scripted error", retry_after: float | None = None) -> Reply:
@@ -52,7 +52,7 @@ class Reply:
         return cls(text=text, delay=seconds)
 
     @classmethod
-    def json(cls, payload: dict) -> Reply:
+    def json(cls, payload: dict[str, Any]) -> Reply:
         """A 200 with this exact JSON body (e.g. a /rerank or agent reply)."""
         return cls(payload=payload)
 
@@ -163,7 +163,7 @@ def _handler_for(fake: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def chat_payload(body: Any, reply: Reply) -> dict:
+def chat_payload(body: Any, reply: Reply) -> dict[str, Any]:
     """An OpenAI chat.completion object carrying the scripted text."""
     model = body.get("model", "fake") if isinstance(body, dict) else "fake"
     return {
@@ -175,7 +175,7 @@ def chat_payload(body: Any, reply: Reply) -> dict:
     }
 
 
-def rerank_payload(body: Any, reply: Reply) -> dict:
+def rerank_payload(body: Any, reply: Reply) -> dict[str, Any]:
     """Unscripted /rerank: score each document by the share of query words it contains."""
     query = set(_words(body.get("query", "")))
     documents = body.get("documents", [])
