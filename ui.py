@@ -29,7 +29,7 @@ from evalcore.campaigns import (
     list_campaigns,
 )
 from evalcore.csvcells import safe_cell
-from evalcore.datasets import FILES, Dataset, dataset_stats, load_dataset, resolve_dataset
+from evalcore.datasets import FILES, Dataset, DatasetStats, dataset_stats, load_dataset, resolve_dataset
 from evalcore.datasets.uploads import list_datasets, validate_upload  # noqa: F401 - the pages use them through ui
 from evalcore.errors import EvalError
 from evalcore.metrics import MEASURES
@@ -254,7 +254,7 @@ def target_choices(store: Store) -> dict[str, str]:
 
 # --- datasets -----------------------------------------------------------------------------------
 
-def open_dataset(ref: str) -> tuple[Dataset, dict, list[int]]:
+def open_dataset(ref: str) -> tuple[Dataset, DatasetStats, list[int]]:
     """The dataset, its statistics and its passage lengths in tokens, cached until a file changes."""
     path = resolve_dataset(ref)
     stamp = tuple(sorted((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in path.glob("*.parquet")))
@@ -262,7 +262,7 @@ def open_dataset(ref: str) -> tuple[Dataset, dict, list[int]]:
 
 
 @st.cache_resource(show_spinner="Loading the dataset…", max_entries=8)
-def _open_dataset(path: str, stamp: tuple) -> tuple[Dataset, dict, list[int]]:
+def _open_dataset(path: str, stamp: tuple) -> tuple[Dataset, DatasetStats, list[int]]:
     dataset = load_dataset(path)
     return dataset, dataset_stats(dataset), [len(tokenize(p.text)) for p in dataset.passages]
 

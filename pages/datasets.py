@@ -33,20 +33,20 @@ with ui.guard():
     dataset, stats, passage_tokens = ui.open_dataset(ref)
     st.caption(f"{ui.escape_md(str(dataset.path))} · content hash {dataset.content_hash[:12]}")
     cols = st.columns(5)
-    cols[0].metric("Questions", stats["total_queries"], help=f"{stats['labeled_queries']} labeled, {stats['unlabeled_queries']} unlabeled")
-    cols[1].metric("Passages", stats["total_passages"], help=f"{stats['distractor_passages']} distractors (no question points at them)")
-    cols[2].metric("Answers", stats["total_answers"], help=f"{stats['queries_without_answer']} questions have no answer")
-    cols[3].metric("Relevant / labeled question", f"{stats['avg_relevant_per_labeled_query']:.2f}")
-    share, _, count = stats["answer_coverage"].partition(" ")
+    cols[0].metric("Questions", stats.total_queries, help=f"{stats.labeled_queries} labeled, {stats.unlabeled_queries} unlabeled")
+    cols[1].metric("Passages", stats.total_passages, help=f"{stats.distractor_passages} distractors (no question points at them)")
+    cols[2].metric("Answers", stats.total_answers, help=f"{stats.queries_without_answer} questions have no answer")
+    cols[3].metric("Relevant / labeled question", f"{stats.avg_relevant_per_labeled_query:.2f}")
+    share, _, count = stats.answer_coverage.partition(" ")
     cols[4].metric("Answer coverage", share, help=f"questions with a reference answer {count}")
 
-    passages, questions = stats["passage_tokens"], stats["question_tokens"]
-    st.caption(f"{stats['documents']} documents · {stats['labeled_queries']} labeled and {stats['unlabeled_queries']} "
-               f"unlabeled questions · {stats['queries_without_answer']} without answer · {stats['distractor_passages']} "
-               f"distractor passages · passage tokens min/median/max {passages['min']}/{passages['median']:g}/{passages['max']} "
-               f"· question tokens {questions['min']}/{questions['median']:g}/{questions['max']}")
+    passages, questions = stats.passage_tokens, stats.question_tokens
+    st.caption(f"{stats.documents} documents · {stats.labeled_queries} labeled and {stats.unlabeled_queries} "
+               f"unlabeled questions · {stats.queries_without_answer} without answer · {stats.distractor_passages} "
+               f"distractor passages · passage tokens min/median/max {passages.min}/{passages.median:g}/{passages.max} "
+               f"· question tokens {questions.min}/{questions.median:g}/{questions.max}")
     left, right = st.columns(2)
-    relevant = pd.Series(stats["relevant_per_labeled_query"], dtype=int).value_counts().sort_index()
+    relevant = pd.Series(stats.relevant_per_labeled_query, dtype=int).value_counts().sort_index()
     if relevant.empty:
         left.caption("Relevant passages per labeled question: no question has a relevant passage (qrels label >= 1).")
     else:
@@ -55,14 +55,13 @@ with ui.guard():
                                  labels={"x": "relevant passages", "y": "questions"}).update_xaxes(type="category"))
     lengths = pd.DataFrame({"tokens": passage_tokens})
     right.plotly_chart(px.histogram(lengths, x="tokens", nbins=30, title="Passage length (tokens)"))
-    labels = pd.DataFrame({"label": list(stats["label_distribution"]), "rows": list(stats["label_distribution"].values())})
+    labels = pd.DataFrame({"label": list(stats.label_distribution), "rows": list(stats.label_distribution.values())})
     if labels.empty:
         left.caption("qrels label distribution: qrels.parquet has no rows.")
     else:
         left.plotly_chart(px.bar(labels, x="label", y="rows", title="qrels label distribution").update_xaxes(type="category"))
-    mix = stats["language_mix"]
     languages = pd.DataFrame({"passages with": ["Han characters", "accented Latin letters"],
-                              "share": [mix["han"], mix["accented_latin"]]})
+                              "share": [stats.han_share, stats.accented_latin_share]})
     right.plotly_chart(px.bar(languages, x="passages with", y="share", range_y=[0, 1], title="Language mix"))
 
     st.subheader("Questions")

@@ -114,16 +114,16 @@ def test_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_statistics_of_the_tiny_dataset(tiny_dataset: Path) -> None:
     stats = dataset_stats(load_dataset(tiny_dataset))
-    assert stats["total_queries"] == 3
-    assert stats["total_passages"] == 5
-    assert stats["total_answers"] == 3
-    assert stats["avg_relevant_per_labeled_query"] == pytest.approx(4 / 3)
-    assert stats["answer_coverage"] == "66.67% (2/3)"
-    assert stats["labeled_queries"] == 3 and stats["unlabeled_queries"] == 0
-    assert stats["distractor_passages"] == 1
-    assert stats["label_distribution"] == {"1": 1, "2": 1, "3": 2}
-    assert stats["language_mix"] == {"han": pytest.approx(0.2), "accented_latin": pytest.approx(0.4)}
-    assert stats["passage_tokens"]["min"] <= stats["passage_tokens"]["median"] <= stats["passage_tokens"]["max"]
+    assert stats.total_queries == 3
+    assert stats.total_passages == 5
+    assert stats.total_answers == 3
+    assert stats.avg_relevant_per_labeled_query == pytest.approx(4 / 3)
+    assert stats.answer_coverage == "66.67% (2/3)"
+    assert stats.labeled_queries == 3 and stats.unlabeled_queries == 0
+    assert stats.distractor_passages == 1
+    assert stats.label_distribution == {"1": 1, "2": 1, "3": 2}
+    assert (stats.han_share, stats.accented_latin_share) == (pytest.approx(0.2), pytest.approx(0.4))
+    assert stats.passage_tokens.min <= stats.passage_tokens.median <= stats.passage_tokens.max
 
 
 def test_cli_check_ok_and_problems(tiny_dataset: Path, tmp_path: Path, capsys) -> None:

@@ -55,6 +55,6 @@ def test_questions_labels_and_answers(sample) -> None:
 
 def test_sample_statistics(sample) -> None:
     stats = dataset_stats(sample)
-    assert stats["distractor_passages"] > 100
-    assert stats["label_distribution"].keys() <= {"1", "2", "3"}
-    assert 0.28 <= stats["language_mix"]["han"] <= 0.40
+    assert stats.distractor_passages > 100
+    assert stats.label_distribution.keys() <= {"1", "2", "3"}
+    assert 0.28 <= stats.han_share <= 0.40

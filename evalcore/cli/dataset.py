@@ -36,7 +36,7 @@ def _count(number: int, noun: str) -> str:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    stats = dataset_stats(load_dataset(args.dir))
+    stats = dataset_stats(load_dataset(args.dir)).to_dict()
     if args.json:
         print(json.dumps(stats, ensure_ascii=False, indent=2))
         return 0

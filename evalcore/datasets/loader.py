@@ -290,43 +290,94 @@ _ACCENTED = re.compile(r"[À-ÖØ-öø-ÿĀ-ſ]")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
-def _spread(values: list[int]) -> dict[str, float]:
+@dataclass(frozen=True)
+class Spread:
+    """min, median and max of a length distribution (tokens)."""
+
+    min: int
+    median: float
+    max: int
+
+
+@dataclass(frozen=True)
+class DatasetStats:
+    """The five headline statistics plus what an analyst needs to trust a dataset."""
+
+    dataset: str
+    content_hash: str
+    total_queries: int
+    total_passages: int
+    total_answers: int
+    avg_relevant_per_labeled_query: float
+    answered_queries: int
+    labeled_queries: int
+    distractor_passages: int
+    label_distribution: dict[str, int]  # qrels label -> rows
+    relevant_per_labeled_query: list[int]  # sorted
+    passage_tokens: Spread
+    question_tokens: Spread
+    han_share: float  # passages with Han characters
+    accented_latin_share: float  # passages with accented Latin letters
+    documents: int  # distinct passage titles
+
+    @property
+    def unlabeled_queries(self) -> int:
+        """Questions without qrels."""
+        return self.total_queries - self.labeled_queries
+
+    @property
+    def queries_without_answer(self) -> int:
+        """Questions without a reference answer."""
+        return self.total_queries - self.answered_queries
+
+    @property
+    def answer_coverage(self) -> str:
+        """The share of questions with a reference answer, as `62.50% (5/8)`."""
+        total = self.total_queries
+        return f"{100 * self.answered_queries / total if total else 0:.2f}% ({self.answered_queries}/{total})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {
+            "dataset": self.dataset, "content_hash": self.content_hash, "total_queries": self.total_queries,
+            "total_passages": self.total_passages, "total_answers": self.total_answers,
+            "avg_relevant_per_labeled_query": self.avg_relevant_per_labeled_query,
+            "answer_coverage": self.answer_coverage, "labeled_queries": self.labeled_queries,
+            "unlabeled_queries": self.unlabeled_queries, "queries_without_answer": self.queries_without_answer,
+            "distractor_passages": self.distractor_passages, "label_distribution": self.label_distribution,
+            "relevant_per_labeled_query": self.relevant_per_labeled_query,
+            "passage_tokens": self.passage_tokens.__dict__, "question_tokens": self.question_tokens.__dict__,
+            "language_mix": {"han": self.han_share, "accented_latin": self.accented_latin_share},
+            "documents": self.documents,
+        }
+
+
+def _spread(values: list[int]) -> Spread:
     if not values:
-        return {"min": 0, "median": 0, "max": 0}
-    return {"min": min(values), "median": float(statistics.median(values)), "max": max(values)}
+        return Spread(0, 0.0, 0)
+    return Spread(min(values), float(statistics.median(values)), max(values))
 
 
-def dataset_stats(ds: Dataset) -> dict[str, Any]:
+def dataset_stats(ds: Dataset) -> DatasetStats:
     """The five headline statistics plus what an analyst needs to trust a dataset."""
     from evalcore.text import tokenize
 
     labeled = [q for q in ds.questions if q.relevant]
-    answered = sum(1 for q in ds.questions if q.references)
     referenced = {pid for q in ds.questions for pid in q.labels}
-    total = len(ds.questions)
     label_counts = Counter(label for q in ds.questions for label in q.labels.values())
-    return {
-        "dataset": ds.name,
-        "content_hash": ds.content_hash,
-        "total_queries": total,
-        "total_passages": len(ds.passages),
-        "total_answers": sum(len(q.references) for q in ds.questions),
-        "avg_relevant_per_labeled_query": (sum(len(q.relevant) for q in labeled) / len(labeled)) if labeled else 0.0,
-        "answer_coverage": f"{100 * answered / total if total else 0:.2f}% ({answered}/{total})",
-        "labeled_queries": len(labeled),
-        "unlabeled_queries": total - len(labeled),
-        "queries_without_answer": total - answered,
-        "distractor_passages": sum(1 for p in ds.passages if p.pid not in referenced),
-        "label_distribution": {str(k): label_counts[k] for k in sorted(label_counts)},
-        "relevant_per_labeled_query": sorted(len(q.relevant) for q in labeled),
-        "passage_tokens": _spread([len(tokenize(p.text)) for p in ds.passages]),
-        "question_tokens": _spread([len(tokenize(q.text)) for q in ds.questions]),
-        "language_mix": {
-            "han": _share(ds.passages, _HAN),
-            "accented_latin": _share(ds.passages, _ACCENTED),
-        },
-        "documents": len({p.title for p in ds.passages if p.title}),
-    }
+    return DatasetStats(
+        dataset=ds.name, content_hash=ds.content_hash, total_queries=len(ds.questions),
+        total_passages=len(ds.passages), total_answers=sum(len(q.references) for q in ds.questions),
+        avg_relevant_per_labeled_query=(sum(len(q.relevant) for q in labeled) / len(labeled)) if labeled else 0.0,
+        answered_queries=sum(1 for q in ds.questions if q.references), labeled_queries=len(labeled),
+        distractor_passages=sum(1 for p in ds.passages if p.pid not in referenced),
+        label_distribution={str(k): label_counts[k] for k in sorted(label_counts)},
+        relevant_per_labeled_query=sorted(len(q.relevant) for q in labeled),
+        passage_tokens=_spread([len(tokenize(p.text)) for p in ds.passages]),
+        question_tokens=_spread([len(tokenize(q.text)) for q in ds.questions]),
+        han_share=_share(ds.passages, _HAN), accented_latin_share=_share(ds.passages, _ACCENTED),
+        documents=len({p.title for p in ds.passages if p.title}),
+    )
 
 
 def _share(passages: tuple[Passage, ...], pattern: re.Pattern[str]) -> float:
