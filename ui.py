@@ -191,7 +191,7 @@ def index_of(options: list, value: Any) -> int:
 
 def campaign_label(campaign: Campaign) -> str:
     """How a campaign is named in pickers: id, source, status, progress."""
-    return f"{campaign.id} · {campaign.kind} {campaign.source} · {campaign.status} · {campaign.finished}/{campaign.total}"
+    return f"{campaign.id} · {campaign.kind} {campaign.source} · {campaign.status_text} · {campaign.finished}/{campaign.total}"
 
 
 # --- exports ------------------------------------------------------------------------------------
@@ -307,7 +307,7 @@ def progress_text(campaign: Campaign) -> str:
 def show_progress(campaign: Campaign) -> None:
     """A progress bar with its status line (ids and numbers only: no user text)."""
     share = campaign.finished / campaign.total if campaign.total else 1.0
-    st.progress(min(share, 1.0), text=f"{campaign.id} · {campaign.status} · {progress_text(campaign)}")
+    st.progress(min(share, 1.0), text=f"{campaign.id} · {campaign.status_text} · {progress_text(campaign)}")
 
 
 def activity() -> None:

@@ -81,7 +81,14 @@ SCHEMA_V3 = """
 ALTER TABLE suites RENAME COLUMN agent_id TO target_id;
 ALTER TABLE campaigns ADD COLUMN name TEXT NOT NULL DEFAULT '';
 """
-MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3)
+# v4: what each answer was built from (its context), pass/fail of measures with a mark, judge tokens.
+SCHEMA_V4 = """
+ALTER TABLE results ADD COLUMN context TEXT;
+ALTER TABLE results ADD COLUMN results TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE results ADD COLUMN judge_prompt_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE results ADD COLUMN judge_completion_tokens INTEGER NOT NULL DEFAULT 0;
+"""
+MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4)
 
 
 class NotFound(EvalError):

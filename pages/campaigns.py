@@ -31,7 +31,7 @@ def campaign_table(campaigns: list[Campaign]) -> pd.DataFrame:
     for c in campaigns:
         aggregates = ui.aggregates(c)
         means = {name: aggregates[name].mean for name in MAIN_MEASURES if name in aggregates}
-        rows.append({"id": c.id, "kind": c.kind, "source": c.source, "status": c.status.value,
+        rows.append({"id": c.id, "kind": c.kind, "source": c.source, "status": c.status_text,
                      "progress": f"{c.finished}/{c.total}", "failed": c.failed,
                      "created": ui.fmt_when(c.created_at), **means})
     return pd.DataFrame(rows)
@@ -75,7 +75,10 @@ def hit_mark(result: QuestionResult, hit: Retrieved) -> str:
 def retrieved_table(result: QuestionResult) -> pd.DataFrame:
     """The retrieved passages in rank order, each marked hit or miss, with its qrels label when there is one."""
     relevant = result.question.relevant or {}
+    in_context = len(result.outcome.context) if result.outcome.context == result.outcome.retrieved[
+        :len(result.outcome.context)] else 0
     return pd.DataFrame([{"rank": rank, "pid": hit.pid, "title": hit.title, "score": hit.score,
+                          "context": rank <= in_context,
                           "hit": hit_mark(result, hit), "label": relevant.get(hit.pid) if hit.pid is not None else None,
                           "text": ui.short(hit.text, 200)} for rank, hit in enumerate(result.outcome.retrieved, 1)])
 
@@ -177,7 +180,12 @@ def panel() -> None:
     cols[3].metric("Mean coverage", ui.fmt_value(summary.mean_coverage, 2))
     cols[4].metric("Mean AI score", ui.fmt_value(summary.mean_judge_score, 2))
     cols[5].metric("Mean response time", ui.fmt_seconds(summary.mean_latency_s))
-    cols[6].metric("Tokens", summary.tokens.total)
+    cols[6].metric("Tokens", summary.total_tokens,
+                   help=f"answers {summary.tokens.total} · judges {summary.judge_tokens.total} · "
+                        f"total {summary.total_tokens}")
+    if summary.skipped:
+        st.caption("Not judged for want of a reference answer: "
+                   + ", ".join(f"{ui.escape_md(name)} {count}" for name, count in summary.skipped.items()))
 
 
 campaign = by_id[chosen]

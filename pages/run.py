@@ -107,7 +107,12 @@ with st.form("launch"):
     left, middle, right = st.columns(3)
     use_judge = left.checkbox("AI score 1-5 (judge.score)", help="Asks the target's own chat model; off by default.")
     judges = left.multiselect("Other judges", [j for j in JUDGES if j != "score"])
-    concurrency = middle.number_input("Concurrency (0 = automatic)", min_value=0, max_value=256, value=0)
+    concurrency = middle.number_input("Concurrency (0 = automatic)", min_value=0, max_value=256, value=0,
+                                      help="Automatic: 1 for a suite (its response times then mean something), "
+                                           "cores - 1 for local work, 8 for remote models.")
+    max_failed = middle.number_input("Stop when more than this share failed", min_value=0.0, max_value=1.0,
+                                     value=0.5, step=0.05, help="1 = never stop; a campaign that ends with failed "
+                                     "questions shows as 'succeeded with N failed'.")
     limit = middle.number_input("Only the first N questions (0 = all)", min_value=0, value=0, key="limit")
     cache = right.checkbox("Cache model calls", value=True)
     judge_samples = right.number_input("Ask each judge N times", min_value=1, max_value=20, value=1,
@@ -129,7 +134,8 @@ if submitted:
         for config in configs:
             campaign_id = ui.manager().launch(dataset=dataset, suite_id=suite_id, config=config, target_id=target_id,
                                               use_judge=use_judge, judges=tuple(judges), concurrency=concurrency or None,
-                                              cache=cache, limit=limit or None, judge_samples=int(judge_samples))
+                                              cache=cache, limit=limit or None, judge_samples=int(judge_samples),
+                                              max_failed_share=float(max_failed))
             st.session_state["launched"] = [campaign_id, *st.session_state.get("launched", [])]
             ui.select_next_run("campaign_id", campaign_id)
 

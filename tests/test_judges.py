@@ -138,7 +138,7 @@ class ScriptedModel:
         self.replies = list(replies)
         self.calls = []
 
-    def chat(self, messages, *, temperature=None, max_tokens=None):
+    def chat(self, messages, *, temperature=None, max_tokens=None, schema=None):
         self.calls.append((messages, temperature, max_tokens))
         item = self.replies.pop(0)
         if isinstance(item, Exception):
@@ -146,10 +146,11 @@ class ScriptedModel:
         return ChatReply(item, 100, 20, False)
 
 
-def run(model, name="score", **kwargs):
+def run(model, name="score", threshold=None, samples=1, **kwargs):
     inputs = {"question": "How long is the refund window?", "answer": "30 days.",
               "context": ["Consumers may return any product within 30 days."], "expected": "30 days from delivery."}
-    return judges.run_judge(model, name, **{**inputs, **kwargs})
+    settings = judges.JudgeSettings(model, thresholds={name: threshold} if threshold else {}, samples=samples)
+    return judges.run_judge(settings, name, **{**inputs, **kwargs})
 
 
 def test_unreadable_reply_is_retried_once_then_parsed():
@@ -181,7 +182,9 @@ def test_model_failure_is_unknown_with_the_error():
 def test_missing_inputs_are_not_judged_and_cost_nothing():
     model = ScriptedModel([])
     result = run(model, "score", expected=None)
-    assert result.result == "unknown" and "expected answer" in result.reason and result.tokens == 0
+    assert result.result == "skipped" and result.reason == "skipped: no reference answer" and result.tokens == 0
+    empty = run(model, "relevance", answer="  ")
+    assert empty.result == "unknown" and empty.reason == "not judged: no answer"
     assert model.calls == []
 
 

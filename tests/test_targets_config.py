@@ -61,7 +61,8 @@ def test_problems_say_what_is_expected() -> None:
         TargetConfig.from_dict({"retreiver": "bm25", "chunk_size": "big", "model": 4, "rag": {"retriever": "bm25"}})
     assert caught.value.problems == [
         "retreiver: unknown key (did you mean retriever?)",
-        "rag: unknown table (keys are flat, at the top of the file; the only table is [agent_headers])",
+        ("rag: unknown table (keys are flat, at the top of the file; the only tables are [agent_headers], "
+        "[judge_thresholds], [graded_thresholds])"),
         "chunk_size: expected a whole number, found 'big'",
         "model: expected text (a quoted string), found 4"]
 

@@ -22,7 +22,8 @@ log = logging.getLogger("evalcore.api")
 # The top-level request fields an engine error's `where` may name; any other `where` (a dataset
 # reference, a path, a suite id) is not a field of the client's request.
 REQUEST_FIELDS = frozenset({"dataset_id", "knowledge_base_id", "chat_id", "rerank_id", "name", "agent_id", "cases",
-                            "use_judge", "config"})
+                            "use_judge", "config", "judges", "judge_samples", "judge_model", "judge_thresholds",
+                            "concurrency", "time_limit", "max_failed_share"})
 SHOWN_CHARS = 80
 
 CODES = {

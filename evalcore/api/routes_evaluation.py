@@ -14,7 +14,8 @@ from evalcore.api.auth import Admin, Viewer
 from evalcore.api.configurations import resolve_target
 from evalcore.api.errors import ERROR_RESPONSES, ApiError, ok, shown
 from evalcore.api.routes_campaigns import campaign_of, dataset_name
-from evalcore.campaigns import Campaign, campaign_aggregates, get_campaign, new_campaign_id
+from evalcore.api.runs import RunSettings, configured, launch
+from evalcore.campaigns import Campaign, CampaignStatus, campaign_aggregates, get_campaign, new_campaign_id
 from evalcore.datasets import load_dataset, resolve_dataset
 from evalcore.errors import EvalError
 
@@ -27,7 +28,7 @@ GENERATION_FIELDS = {name: name for name in ("bleu1", "bleu2", "bleu4", "rouge1"
 DATASET_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,63}$")
 
 
-class EvaluationRequest(BaseModel):
+class EvaluationRequest(RunSettings):
     """An evaluation task request; every field optional."""
 
     model_config = ConfigDict(extra="forbid")
@@ -91,6 +92,8 @@ def _err_msg(campaign: Campaign) -> str:
     status, error = campaign.status.value, campaign.error or ""
     if status in ("interrupted", "cancelled") and not error.startswith(status):
         return f"{status}: {error}" if error else status
+    if campaign.status == CampaignStatus.SUCCEEDED_WITH_FAILURES:
+        return f"{campaign.failed} of {campaign.total} questions failed"
     return error
 
 
@@ -137,7 +140,8 @@ def create_evaluation(request: Request, key: Admin,
     path = _dataset_path(request, body.dataset_id)
     config = resolve_target(store, key.tenant, body.knowledge_base_id, body.chat_id, body.rerank_id)
     task_id = new_campaign_id(key.tenant, body.dataset_id)
-    request.app.state.manager.launch(dataset=str(path), config=config, tenant=key.tenant, campaign_id=task_id)
+    launch(request.app.state.manager, body, dataset=str(path), config=configured(config, body, key),
+           tenant=key.tenant, campaign_id=task_id)
     return ok({"task": task_json(get_campaign(store, task_id, key.tenant))})
 
 

@@ -7,10 +7,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Path, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalcore.api import runs
 from evalcore.api.auth import Admin, Viewer
 from evalcore.api.configurations import saved_target
 from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
 from evalcore.api.routes_campaigns import campaign_json, campaign_of
+from evalcore.api.runs import RunSettings, configured
 from evalcore.api.schemas import Ok, RunDetail, RunList, RunOnly, SuiteDetail, SuiteList
 from evalcore.campaigns import NotFound, campaign_results, campaign_summary, get_campaign, list_campaigns
 from evalcore.keys import KeyInfo
@@ -25,6 +27,7 @@ from evalcore.suites import (
     list_suites,
     replace_suite,
 )
+from evalcore.targets import TargetConfig
 
 router = APIRouter(prefix="/api/v1/eval-suites", tags=["eval suites"], responses=ERROR_RESPONSES)
 SuiteId = Annotated[str, Path(max_length=200)]
@@ -50,11 +53,8 @@ class SuiteIn(BaseModel):
     cases: list[CaseIn] = Field(min_length=1, max_length=MAX_CASES, description=f"at most {MAX_CASES} cases")
 
 
-class RunIn(BaseModel):
+class RunIn(RunSettings):
     """Options of a campaign on a suite."""
-
-    model_config = ConfigDict(extra="forbid")
-    use_judge: bool = Field(default=False, description="add the 1-5 AI score, using the target's own chat model")
 
 
 def _cases(body: SuiteIn) -> list[Case]:
@@ -138,7 +138,10 @@ def launch(request: Request, suite_id: SuiteId, key: Admin,
     """Returns at once with the pending campaign; 409 (with its id) while another one runs."""
     suite = _suite(request, suite_id, key)
     body = body or RunIn()
-    run_id = request.app.state.manager.launch(suite_id=suite.id, tenant=key.tenant, use_judge=body.use_judge)
+    store = request.app.state.store
+    base = saved_target(store, key.tenant, suite.target_id, "agent_id") if suite.target_id != "default" else TargetConfig()
+    run_id = runs.launch(request.app.state.manager, body, suite_id=suite.id, tenant=key.tenant,
+                         config=configured(base, body, key), target_id=suite.target_id)
     return ok({"run": campaign_json(get_campaign(request.app.state.store, run_id, key.tenant))})
 
 

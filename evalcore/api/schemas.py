@@ -51,8 +51,10 @@ class CampaignOut(Out):
     source: str = Field(description="the dataset id, or the suite id")
     suite_id: str | None
     target_id: str | None
-    status: str = Field(description="pending, running, succeeded, failed, interrupted or cancelled")
-    status_code: int = Field(description="0 pending, 1 running, 2 succeeded, 3 otherwise")
+    status: str = Field(description="pending, running, succeeded, succeeded_with_failures (every question ran, "
+                                    "some failed), failed, interrupted or cancelled")
+    status_code: int = Field(description="0 pending, 1 running, 2 succeeded (with or without failures), 3 otherwise")
+    status_text: str = Field(description="the status as people read it, e.g. 'succeeded with 3 failed'")
     error: str | None
     total: int
     finished: int
@@ -98,7 +100,7 @@ class VerdictOut(Out):
     model: str
     score: float | None
     reason: str
-    result: str
+    result: str = Field(description="pass, fail, unknown (unreadable or failed), or skipped (no reference answer)")
     threshold: float | None
     prompt_hash: str
     prompt_version: str
@@ -121,13 +123,17 @@ class QuestionResultOut(Out):
     expected_sources: list[str]
     answer: str | None
     retrieved: list[RetrievedOut]
-    sources: list[SourceOut]
+    context: list[RetrievedOut] = Field(description="what the answer was built from (the judges see exactly this)")
+    sources: list[SourceOut] = Field(description="the documents of the context")
     measures: dict[str, float]
     signatures: dict[str, str]
+    results: dict[str, str] = Field(description="pass, fail or unknown of the measures with a pass mark")
     judges: dict[str, VerdictOut]
     latency_s: float | None
     prompt_tokens: int
     completion_tokens: int
+    judge_prompt_tokens: int
+    judge_completion_tokens: int
     error: str | None
     attempts: int
     notes: list[str]
@@ -146,7 +152,10 @@ class SummaryOut(Out):
     mean_coverage: float | None
     mean_judge_score: float | None
     mean_latency_s: float | None
-    tokens: TokensOut
+    tokens: TokensOut = Field(description="the answers' model calls")
+    judge_tokens: TokensOut = Field(description="the judges' model calls")
+    total_tokens: int
+    skipped: dict[str, int] = Field(description="per judge, questions not judged for want of a reference answer")
 
 
 class CampaignHeaderOut(Out):

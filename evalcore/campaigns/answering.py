@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from evalcore import metrics
 from evalcore.campaigns.records import Outcome, Question, RunOptions, Source
 from evalcore.errors import EvalError
-from evalcore.judges import Verdict, run_judge
-from evalcore.models import ChatModel
+from evalcore.judges import JudgeSettings, Verdict, run_judge
+from evalcore.metrics.graded import GradedScale
+from evalcore.models import metered
 from evalcore.store import StoreCallCache
-from evalcore.targets import Retrieved, Target
+from evalcore.targets import Retrieved, Target, TargetAnswer
 from evalcore.targets.knowledge import PassageLike
 
 
@@ -26,7 +27,8 @@ class Plan:
     total: int  # the campaign's question count (a resume runs fewer)
     options: RunOptions
     judges: tuple[str, ...] = ()
-    judge_model: ChatModel | None = None
+    judging: JudgeSettings | None = None  # the judges' model, pass marks and sampling
+    graded: GradedScale | None = None  # the dataset's label scale, when its qrels are graded
     cache: StoreCallCache | None = None
     cache_hits_before: int = 0
 
@@ -41,44 +43,51 @@ def error_text(error: BaseException) -> str:
 def answer_question(plan: Plan, question: Question) -> Outcome:
     """Ask the target, score the answer, judge it: the outcome to store (errors included, never raised)."""
     start = time.perf_counter()
-    try:
-        reply = plan.target.answer(question.text, qid=question.qid)
-        latency = time.perf_counter() - start
-        retrieved = tuple(reply.retrieved)
-        sources = question_sources(retrieved)
-        measures, signatures = metrics.score_question(
-            relevant=question.relevant, ranked=[hit.pid for hit in retrieved], answer=reply.answer,
-            references=list(question.references), expected_answer=question.expected_answer,
-            expected_sources=list(question.expected_sources) or None,
-            retrieved_sources=[source.to_dict() for source in sources],
-        )
-        notes = list(reply.notes)
-        verdicts: dict[str, Verdict] = {}
-        if plan.judges and reply.answer is not None:
-            verdicts, judge_notes = judge(plan, question, reply.answer, [hit.text for hit in retrieved])
-            notes += judge_notes
-            for name, verdict in verdicts.items():
-                if verdict.score is not None:
-                    measures[f"judge.{name}"] = float(verdict.score)
-                    signatures[f"judge.{name}"] = f"{verdict.signature}|model:{verdict.model}"
-        return Outcome(answer=reply.answer, retrieved=retrieved, sources=sources, measures=measures,
-                       signatures=signatures, judges=verdicts, latency_s=latency, prompt_tokens=reply.prompt_tokens,
-                       completion_tokens=reply.completion_tokens, notes=tuple(notes))
-    except Exception as error:  # noqa: BLE001 - a failed question is recorded and the campaign goes on
-        return Outcome.failed(error_text(error), time.perf_counter() - start)
-
-
-def judge(plan: Plan, question: Question, answer: str, context: list[str]) -> tuple[dict[str, Verdict], list[str]]:
-    """Run each requested judge; a judge that breaks is noted, never fails the question."""
-    verdicts, notes = {}, []
-    for name in plan.judges:
-        if metrics.MEASURES[f"judge.{name}"].needs_reference and not question.expected_answer:
-            continue
-        if plan.judge_model is None:
-            raise EvalError("judges need a chat model", where="judges")
+    with metered() as meter:
         try:
-            verdicts[name] = run_judge(plan.judge_model, name, question=question.text, answer=answer, context=context,
-                                       expected=question.expected_answer, samples=plan.options.judge_samples)
+            reply = plan.target.answer(question.text, qid=question.qid)
+            return scored(plan, question, reply, time.perf_counter() - start)
+        except Exception as error:  # noqa: BLE001 - a failed question is recorded and the campaign goes on
+            # The calls that did succeed were paid for: their tokens stay on the question.
+            tokens = (meter.prompt["answer"], meter.completion["answer"])
+            return Outcome.failed(error_text(error), time.perf_counter() - start, tokens)
+
+
+def scored(plan: Plan, question: Question, reply: TargetAnswer, latency: float) -> Outcome:
+    """The outcome of an answered question: measures on what was retrieved and answered, then the judges."""
+    retrieved = tuple(reply.retrieved)
+    context = retrieved if reply.context is None else tuple(reply.context)
+    sources = question_sources(context)
+    scores = metrics.score_question(
+        relevant=question.relevant, ranked=[hit.pid for hit in retrieved], answer=reply.answer,
+        references=list(question.references), expected_answer=question.expected_answer,
+        expected_sources=list(question.expected_sources) or None,
+        retrieved_sources=[source.to_dict() for source in sources], graded=plan.graded,
+    )
+    verdicts: dict[str, Verdict] = {}
+    notes = list(reply.notes)
+    if plan.judges and plan.judging is not None and reply.answer is not None:
+        verdicts, judge_notes = judge(plan.judging, plan.judges, question, reply.answer, context)
+        notes += judge_notes
+    for name, verdict in verdicts.items():
+        if verdict.score is not None:
+            scores.values[f"judge.{name}"] = float(verdict.score)
+            scores.signatures[f"judge.{name}"] = f"{verdict.signature}|model:{verdict.model}"
+    return Outcome(answer=reply.answer, retrieved=retrieved, context=context, sources=sources, measures=scores.values,
+                   signatures=scores.signatures, results=scores.results, judges=verdicts, latency_s=latency,
+                   prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens, notes=tuple(notes))
+
+
+def judge(settings: JudgeSettings, names: tuple[str, ...], question: Question, answer: str,
+          context: tuple[Retrieved, ...]) -> tuple[dict[str, Verdict], list[str]]:
+    """Run each requested judge on the answer's own context and every reference answer; a broken judge is noted."""
+    references = (question.expected_answer,) if question.expected_answer else question.references
+    verdicts: dict[str, Verdict] = {}
+    notes: list[str] = []
+    for name in names:
+        try:
+            verdicts[name] = run_judge(settings, name, question=question.text, answer=answer,
+                                       context=[hit.text for hit in context], expected=references)
         except Exception as error:  # noqa: BLE001 - recorded on the question, the campaign goes on
             notes.append(f"judge {name} failed: {error_text(error)}")
     return verdicts, notes

@@ -25,6 +25,7 @@ from evalcore.campaigns.records import (
 from evalcore.campaigns.runner import Runner
 from evalcore.datasets import Dataset
 from evalcore.errors import EvalError
+from evalcore.judges import JudgeSettings
 from evalcore.store import ACTIVE, Conflict, Store, StoreCallCache, default_db_path, dumps, mark_orphans
 from evalcore.suites import get_suite
 
@@ -64,8 +65,13 @@ def _refuse_second_run(conn: sqlite3.Connection, suite_id: str | None, campaign_
 
 
 def run_options(config: TargetConfig, concurrency: int | None, time_limit: float | None,
-                max_failed_share: float | None, judge_samples: int, dataset_path: str) -> RunOptions:
-    """The run options of a launch, defaults filled in; EvalError naming a value out of range."""
+                max_failed_share: float | None, judge_samples: int, dataset_path: str,
+                suite: bool = False) -> RunOptions:
+    """The run options of a launch, defaults filled in; EvalError naming a value out of range.
+
+    A suite's questions are asked one after another unless told otherwise, so that its response
+    times mean what they say.
+    """
     _check_concurrency(concurrency)
     if judge_samples < 1:
         raise EvalError("each judge must be asked at least once", where="judge_samples", found=str(judge_samples))
@@ -73,7 +79,7 @@ def run_options(config: TargetConfig, concurrency: int | None, time_limit: float
         raise EvalError("the time limit must be positive", where="time_limit", found=str(time_limit))
     if max_failed_share is not None and not 0 <= max_failed_share <= 1:
         raise EvalError("the failed share must be in [0, 1]", where="max_failed_share", found=str(max_failed_share))
-    return RunOptions(concurrency=concurrency or plans.default_concurrency(config),
+    return RunOptions(concurrency=concurrency or (1 if suite else plans.default_concurrency(config)),
                       time_limit=time_limit or DEFAULT_TIME_LIMIT_S,
                       max_failed_share=DEFAULT_MAX_FAILED_SHARE if max_failed_share is None else max_failed_share,
                       judge_samples=judge_samples, dataset_path=dataset_path)
@@ -132,7 +138,7 @@ class CampaignManager:
         judge_names = plans.check_judges((("score",) if use_judge else ()) + tuple(judges))
         # resume must find the same folder from any working directory: the path is stored absolute
         options = run_options(config, concurrency, time_limit, max_failed_share, judge_samples,
-                              str(corpus.path.resolve()))
+                              str(corpus.path.resolve()), suite=suite is not None)
         campaign_id = campaign_id or new_campaign_id(tenant, dataset)
         plan = self._plan(campaign_id, config, corpus, questions, len(questions), options, judge_names, cache, 0, target)
         record = {
@@ -157,12 +163,16 @@ class CampaignManager:
             # The index cache lives next to the database, so one --db keeps everything together.
             target = build_target(config, cache=call_cache, cache_dir=self.store.path.parent / "index")
         target.check()
-        judge_model = target.chat_model() if judges else None
-        if judges and judge_model is None:
-            raise EvalError("judges need a chat model and this target has none", where="judges",
-                            fix="configure generator = \"openai\" (or \"local\") or run without judges")
-        return Plan(campaign_id, target, tuple(corpus.passages), tuple(questions), total, options, judges, judge_model,
-                    call_cache, hits_before)
+        judging = None
+        if judges:
+            from evalcore.targets.generation import build_judge_model
+
+            model = build_judge_model(config, target.chat_model(), StoreCallCache(self.store) if cache else None)
+            judging = JudgeSettings(model, config.judge_temperature, config.judge_max_tokens,
+                                    dict(config.judge_thresholds), options.judge_samples)
+        graded = plans.graded_scale(corpus, config) if any(q.relevant for q in questions) else None
+        return Plan(campaign_id, target, tuple(corpus.passages), tuple(questions), total, options, judges, judging,
+                    graded, call_cache, hits_before)
 
     @staticmethod
     def _insert(conn: sqlite3.Connection, record: dict[str, Any], questions: list[Question]) -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from evalcore.campaigns.records import Campaign, Question
 from evalcore.datasets import Dataset, load_dataset
 from evalcore.errors import EvalError
+from evalcore.metrics.graded import GradedScale
 from evalcore.store import Store, dumps
 from evalcore.suites import Suite
 from evalcore.targets.saved import get_target
@@ -82,6 +83,24 @@ def suite_questions(suite: Suite) -> list[Question]:
     return [Question(position, position + 1, case.question, case.expected_answer, (), None,
                      tuple(case.expected_sources))
             for position, case in enumerate(suite.cases)]
+
+
+def graded_scale(dataset: Dataset, config: TargetConfig) -> GradedScale | None:
+    """The label scale of graded retrieval when the dataset's qrels are graded (a label above 1), else None.
+
+    The top of the scale is graded_label_max, or the dataset's highest label; EvalError when a
+    label falls outside the configured scale.
+    """
+    labels = [label for q in dataset.questions for label in q.labels.values()]
+    if not labels or max(labels) <= 1:
+        return None
+    low, high = config.graded_label_min, config.graded_label_max or max(labels)
+    outside = sorted({label for label in labels if not low <= label <= high})
+    if outside or high <= low:
+        raise EvalError("the dataset's qrels labels fall outside the graded scale", where="graded_label_max",
+                        found=f"labels {min(labels)}..{max(labels)}", expected=f"labels within {low}..{high}",
+                        fix="set graded_label_min/graded_label_max to the scale the labels use")
+    return GradedScale(low, high, dict(config.graded_thresholds))
 
 
 def dataset_tag(ref: str) -> str:

@@ -54,10 +54,16 @@ def campaign_summary(store: Store, campaign_id: str) -> Summary:
     row = store.read(
         "SELECT count(*) AS n, count(*) - count(error) AS answered, count(error) AS failed, "
         "avg(CASE WHEN error IS NULL THEN latency_s END) AS latency, "
-        "coalesce(sum(prompt_tokens), 0) AS prompt, coalesce(sum(completion_tokens), 0) AS completion "
-        "FROM results WHERE campaign_id = ?",
+        "coalesce(sum(prompt_tokens), 0) AS prompt, coalesce(sum(completion_tokens), 0) AS completion, "
+        "coalesce(sum(judge_prompt_tokens), 0) AS judge_prompt, "
+        "coalesce(sum(judge_completion_tokens), 0) AS judge_completion FROM results WHERE campaign_id = ?",
         (campaign_id,),
     )[0]
+    skipped = store.read(
+        "SELECT j.key AS judge, count(*) AS n FROM results r, json_each(r.judges) j "
+        "WHERE r.campaign_id = ? AND json_extract(j.value, '$.result') = 'skipped' GROUP BY j.key ORDER BY j.key",
+        (campaign_id,),
+    )
     aggregates = campaign_aggregates(store, campaign_id)
 
     def mean(name: str) -> float | None:
@@ -65,4 +71,6 @@ def campaign_summary(store: Store, campaign_id: str) -> Summary:
 
     return Summary(answered=row["answered"], failed=row["failed"], sources_found_rate=mean("sources_found"),
                    mean_coverage=mean("coverage"), mean_judge_score=mean("judge.score"),
-                   mean_latency_s=row["latency"], tokens=Tokens(row["prompt"], row["completion"]))
+                   mean_latency_s=row["latency"], tokens=Tokens(row["prompt"], row["completion"]),
+                   judge_tokens=Tokens(row["judge_prompt"], row["judge_completion"]),
+                   skipped={r["judge"]: r["n"] for r in skipped})

@@ -27,6 +27,7 @@ class CampaignStatus(StrEnum):
     PENDING = "pending"
     RUNNING = "running"
     SUCCEEDED = "succeeded"
+    SUCCEEDED_WITH_FAILURES = "succeeded_with_failures"  # every question ran, some of them failed
     FAILED = "failed"
     INTERRUPTED = "interrupted"
     CANCELLED = "cancelled"
@@ -38,8 +39,15 @@ class CampaignStatus(StrEnum):
 
     @property
     def code(self) -> int:
-        """The evaluation task's numeric status: pending 0, running 1, succeeded 2, anything else 3."""
-        return {CampaignStatus.PENDING: 0, CampaignStatus.RUNNING: 1, CampaignStatus.SUCCEEDED: 2}.get(self, 3)
+        """The evaluation task's numeric status: pending 0, running 1, succeeded (even with failures) 2, else 3."""
+        codes = {CampaignStatus.PENDING: 0, CampaignStatus.RUNNING: 1, CampaignStatus.SUCCEEDED: 2,
+                 CampaignStatus.SUCCEEDED_WITH_FAILURES: 2}
+        return codes.get(self, 3)
+
+    @property
+    def exit_code(self) -> int:
+        """The CLI's exit code for a campaign that ended this way: 0 succeeded, 3 with failed questions, else 1."""
+        return {CampaignStatus.SUCCEEDED: 0, CampaignStatus.SUCCEEDED_WITH_FAILURES: 3}.get(self, 1)
 
 
 ACTIVE = (CampaignStatus.PENDING.value, CampaignStatus.RUNNING.value)
@@ -162,6 +170,13 @@ class Campaign:
             options=RunOptions.from_dict(json.loads(row["options"])), stage=row["stage"],
         )
 
+    @property
+    def status_text(self) -> str:
+        """The status as people read it: `succeeded with 3 failed` for a campaign that ran every question."""
+        if self.status == CampaignStatus.SUCCEEDED_WITH_FAILURES:
+            return f"succeeded with {self.failed} failed"
+        return self.status.value
+
     def to_dict(self) -> dict[str, Any]:
         """JSON shape: every column, the numeric status and the progress."""
         return {
@@ -173,7 +188,7 @@ class Campaign:
             "cancel_requested": self.cancel_requested, "config": self.config, "dataset_hash": self.dataset_hash,
             "use_judge": self.use_judge, "judges": list(self.judges), "cache": self.cache,
             "cache_hits": self.cache_hits, "options": self.options.to_dict(), "stage": self.stage,
-            "status_code": self.status_code, "progress": self.progress().to_dict(),
+            "status_code": self.status_code, "status_text": self.status_text, "progress": self.progress().to_dict(),
         }
 
 
@@ -218,13 +233,18 @@ class Source:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What answering one question produced: the answer, what was retrieved, its measures, or its error."""
+    """What answering one question produced: the answer, what was retrieved, what the answer was built from
+    (`context`), the sources it drew on, its measures (with pass/fail `results` where a mark applies), the
+    judges' verdicts, and the tokens of the answer's model calls (the judges' are in their verdicts), or its error.
+    """
 
     answer: str | None = None
     retrieved: tuple[Retrieved, ...] = ()
+    context: tuple[Retrieved, ...] = ()
     sources: tuple[Source, ...] = ()
     measures: dict[str, float] = field(default_factory=dict)
     signatures: dict[str, str] = field(default_factory=dict)
+    results: dict[str, str] = field(default_factory=dict)
     judges: dict[str, Verdict] = field(default_factory=dict)
     latency_s: float | None = None
     prompt_tokens: int = 0
@@ -233,17 +253,32 @@ class Outcome:
     notes: tuple[str, ...] = ()
 
     @classmethod
-    def failed(cls, error: str, latency_s: float | None) -> Outcome:
-        """A question that produced no answer."""
-        return cls(error=error, latency_s=latency_s)
+    def failed(cls, error: str, latency_s: float | None, tokens: tuple[int, int] = (0, 0)) -> Outcome:
+        """A question that produced no answer (keeping the tokens of the calls that did succeed)."""
+        return cls(error=error, latency_s=latency_s, prompt_tokens=tokens[0], completion_tokens=tokens[1])
+
+    @property
+    def judge_tokens(self) -> tuple[int, int]:
+        """Prompt and completion tokens of every judge call."""
+        return (sum(v.prompt_tokens for v in self.judges.values()),
+                sum(v.completion_tokens for v in self.judges.values()))
+
+    def context_json(self) -> int | list[dict[str, Any]]:
+        """The stored form of the context: how many leading retrieved hits it is, or its own hits."""
+        size = len(self.context)
+        return size if self.context == self.retrieved[:size] else [retrieved_to_json(h) for h in self.context]
 
     @classmethod
     def from_row(cls, row: Row) -> Outcome:
         """From a results row."""
+        retrieved = tuple(retrieved_from_json(h) for h in json.loads(row["retrieved"]))
+        context = json.loads(row["context"]) if row["context"] is not None else len(retrieved)
         return cls(
-            answer=row["answer"], retrieved=tuple(retrieved_from_json(h) for h in json.loads(row["retrieved"])),
+            answer=row["answer"], retrieved=retrieved,
+            context=retrieved[:context] if isinstance(context, int) else tuple(map(retrieved_from_json, context)),
             sources=tuple(Source(s["id"], s["title"]) for s in json.loads(row["sources"])),
             measures=json.loads(row["measures"]), signatures=json.loads(row["signatures"]),
+            results=json.loads(row["results"]),
             judges={name: Verdict.from_dict(v) for name, v in json.loads(row["judges"]).items()},
             latency_s=row["latency_s"], prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
             error=row["error"], notes=tuple(json.loads(row["notes"])),
@@ -252,10 +287,13 @@ class Outcome:
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
         return {"answer": self.answer, "retrieved": [retrieved_to_json(h) for h in self.retrieved],
+                "context": [retrieved_to_json(h) for h in self.context],
                 "sources": [s.to_dict() for s in self.sources], "measures": self.measures,
-                "signatures": self.signatures, "judges": {n: v.to_dict() for n, v in self.judges.items()},
+                "signatures": self.signatures, "results": self.results,
+                "judges": {n: v.to_dict() for n, v in self.judges.items()},
                 "latency_s": self.latency_s, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens, "error": self.error, "notes": list(self.notes)}
+                "completion_tokens": self.completion_tokens, "judge_prompt_tokens": self.judge_tokens[0],
+                "judge_completion_tokens": self.judge_tokens[1], "error": self.error, "notes": list(self.notes)}
 
 
 def retrieved_to_json(hit: Retrieved) -> dict[str, Any]:
@@ -319,7 +357,12 @@ class Tokens:
 
 @dataclass(frozen=True)
 class Summary:
-    """A campaign's summary: answered and failed questions, the suite measures, response time, tokens."""
+    """A campaign's summary: answered and failed questions, the suite measures, response time, tokens by role.
+
+    `tokens` are the answers' (every model call a question made before its answer, failed ones
+    included), `judge_tokens` the judges'; `skipped` counts per judge the questions it could not
+    judge for want of a reference answer.
+    """
 
     answered: int
     failed: int
@@ -328,9 +371,18 @@ class Summary:
     mean_judge_score: float | None
     mean_latency_s: float | None
     tokens: Tokens
+    judge_tokens: Tokens = Tokens(0, 0)
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total_tokens(self) -> int:
+        """Answer and judge tokens together."""
+        return self.tokens.total + self.judge_tokens.total
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
         return {"answered": self.answered, "failed": self.failed, "sources_found_rate": self.sources_found_rate,
                 "mean_coverage": self.mean_coverage, "mean_judge_score": self.mean_judge_score,
-                "mean_latency_s": self.mean_latency_s, "tokens": self.tokens.to_dict()}
+                "mean_latency_s": self.mean_latency_s, "tokens": self.tokens.to_dict(),
+                "judge_tokens": self.judge_tokens.to_dict(), "total_tokens": self.total_tokens,
+                "skipped": self.skipped}

@@ -113,6 +113,8 @@ class Runner:
             return CampaignStatus.CANCELLED, None
         if stop is not None:
             return CampaignStatus.FAILED, stop
+        if self._failed:
+            return CampaignStatus.SUCCEEDED_WITH_FAILURES, None
         return CampaignStatus.SUCCEEDED, None
 
     def _fill(self, pending: deque[Question], in_flight: dict[int, float], done: queue.Queue[tuple[int, Outcome]],
@@ -171,22 +173,26 @@ class Runner:
         campaign_id, now = self.plan.campaign_id, time.time()
         values = [
             (campaign_id, question.position, question.qid, o.answer, dumps([retrieved_to_json(h) for h in o.retrieved]),
-             dumps([source.to_dict() for source in o.sources]), dumps(o.measures), dumps(o.signatures),
-             dumps({name: verdict.to_dict() for name, verdict in o.judges.items()}), o.latency_s, o.prompt_tokens,
-             o.completion_tokens, o.error, dumps(list(o.notes)), now)
+             dumps(o.context_json()), dumps([source.to_dict() for source in o.sources]), dumps(o.measures),
+             dumps(o.signatures), dumps(o.results), dumps({name: verdict.to_dict() for name, verdict in o.judges.items()}),
+             o.latency_s, o.prompt_tokens, o.completion_tokens, *o.judge_tokens, o.error, dumps(list(o.notes)), now)
             for question, o in finished
         ]
 
         def write(conn: sqlite3.Connection) -> tuple[int, int]:
             conn.executemany(
-                "INSERT INTO results (campaign_id, position, qid, answer, retrieved, sources, measures, signatures, "
-                "judges, latency_s, prompt_tokens, completion_tokens, error, notes, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (campaign_id, position) DO UPDATE SET "
-                "answer = excluded.answer, retrieved = excluded.retrieved, sources = excluded.sources, "
-                "measures = excluded.measures, signatures = excluded.signatures, judges = excluded.judges, "
-                "latency_s = excluded.latency_s, prompt_tokens = excluded.prompt_tokens, "
-                "completion_tokens = excluded.completion_tokens, error = excluded.error, notes = excluded.notes, "
-                "created_at = excluded.created_at, attempts = results.attempts + 1",
+                "INSERT INTO results (campaign_id, position, qid, answer, retrieved, context, sources, measures, "
+                "signatures, results, judges, latency_s, prompt_tokens, completion_tokens, judge_prompt_tokens, "
+                "judge_completion_tokens, error, notes, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (campaign_id, position) DO UPDATE SET "
+                "answer = excluded.answer, retrieved = excluded.retrieved, context = excluded.context, "
+                "sources = excluded.sources, measures = excluded.measures, signatures = excluded.signatures, "
+                "results = excluded.results, judges = excluded.judges, latency_s = excluded.latency_s, "
+                "prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens, "
+                "judge_prompt_tokens = excluded.judge_prompt_tokens, "
+                "judge_completion_tokens = excluded.judge_completion_tokens, error = excluded.error, "
+                "notes = excluded.notes, created_at = excluded.created_at, attempts = results.attempts + 1",
                 values,
             )
             row = conn.execute(

@@ -14,7 +14,6 @@ from evalcore.campaigns import (
     Aggregate,
     Campaign,
     CampaignManager,
-    CampaignStatus,
     Summary,
     campaign_aggregates,
     campaign_summary,
@@ -24,9 +23,12 @@ from evalcore.cli import _common
 from evalcore.cli._common import Commands, add_db_option
 from evalcore.cli.compare import format_sweep
 from evalcore.compare import compare_sweep
+from evalcore.errors import EvalError
 from evalcore.metrics import panels
+from evalcore.suites import get_suite
 from evalcore.targets import TargetConfig
-from evalcore.targets.config import parse_sweep
+from evalcore.targets.config import parse_sweep, sweep_values
+from evalcore.targets.presets import QUICK_START
 from evalcore.targets.saved import get_target
 
 POLL_S = 0.5
@@ -56,23 +58,40 @@ def register(commands: Commands) -> None:
     parser.add_argument("--sweep", metavar="KEY=V1,V2,...",
                         help="one campaign per value of one configuration key, run one after the other, then "
                              "compared (e.g. retriever=bm25,vector,hybrid)")
+    parser.add_argument("--max-failed-share", type=float, metavar="F",
+                        help="stop once more than this share of the questions failed (default 0.5; 1 = never stop)")
+    judging = parser.add_argument_group("judges", "the judges' model (default: the target's own chat model)")
+    for flag, key, kind, text in JUDGE_FLAGS:
+        judging.add_argument(flag, dest=key, type=kind, metavar=key.removeprefix("judge_").upper(), help=text)
+    judging.add_argument("--judge-threshold", action="append", default=[], metavar="NAME=V",
+                         help="pass mark of a judge on 1-5 (default 3), e.g. score=4; repeatable")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one configuration key, e.g. graded_label_max=3; repeatable")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(handler=run_command)
+
+
+JUDGE_FLAGS = (
+    ("--judge-kind", "judge_kind", str, "auto (the target's model, else the one below), openai or local"),
+    ("--judge-model", "judge_model", str, "the judges' model on an OpenAI-compatible endpoint, e.g. gpt-4o-mini"),
+    ("--judge-base-url", "judge_base_url", str, "its endpoint (default: the target's base_url)"),
+    ("--judge-api-key-env", "judge_api_key_env", str, "the NAME of the variable holding its key"),
+    ("--judge-temperature", "judge_temperature", float, "its temperature (default 0)"),
+    ("--judge-max-tokens", "judge_max_tokens", int, "its reply length limit (default 300)"),
+)
 
 
 def run_command(args: argparse.Namespace) -> int:
     """Launch, follow to the end, report; with --sweep, once per value, then the sweep's comparison."""
     manager = _common.manager_of(args)
-    config = TargetConfig.from_toml(args.config) if args.config else None
+    config, target_id = configuration(manager, args)
     if not args.sweep:
-        return follow(manager, launch(manager, args, config, args.name), as_json=args.json)
-    if config is None:
-        config = get_target(manager.store, args.target, args.tenant) if args.target else TargetConfig()
+        return follow(manager, launch(manager, args, config, target_id, args.name), as_json=args.json)
     key, values = parse_sweep(args.sweep)
     ids, codes = [], []
     for value, each in zip(values, config.sweep(key, values), strict=True):
         # One after the other: a suite runs one campaign at a time, and the cores are shared.
-        ids.append(launch(manager, args, each, f"{args.name or each.describe()} · {key}={value}"))
+        ids.append(launch(manager, args, each, None, f"{args.name or each.describe()} · {key}={value}"))
         codes.append(follow(manager, ids[-1], as_json=args.json))
     sweep = compare_sweep(manager.store, ids)
     print(json.dumps(sweep.to_dict(), indent=2, ensure_ascii=False, default=str) if args.json
@@ -80,14 +99,53 @@ def run_command(args: argparse.Namespace) -> int:
     return max(codes)
 
 
-def launch(manager: CampaignManager, args: argparse.Namespace, config: TargetConfig | None,
+def configuration(manager: CampaignManager, args: argparse.Namespace) -> tuple[TargetConfig, str | None]:
+    """The configuration to run, and the saved target it still is (None once changed by an option).
+
+    --config, else --target, else the suite's target, else the quick start the dashboard also starts
+    from; then --judge-* and --set override single keys.
+    """
+    target_id = args.target or (get_suite(manager.store, args.suite, args.tenant).target_id if args.suite else None)
+    if args.config:
+        config, target_id = TargetConfig.from_toml(args.config), None
+    elif target_id not in (None, "", "default"):
+        config = get_target(manager.store, target_id, args.tenant)
+    else:
+        config, target_id = (TargetConfig() if args.suite else QUICK_START.config), None
+    overrides = {key: getattr(args, key) for _, key, _, _ in JUDGE_FLAGS if getattr(args, key) is not None}
+    if args.judge_threshold:
+        overrides["judge_thresholds"] = {**dict(config.judge_thresholds), **pairs(args.judge_threshold, float)}
+    overrides |= pairs(args.set, None)
+    if not overrides:
+        return config, target_id
+    return TargetConfig.from_dict({**config.to_dict(), **overrides}), None
+
+
+def pairs(items: list[str], kind: type | None) -> dict[str, Any]:
+    """`NAME=VALUE` options as a dict; values typed as numbers or text (or by `kind`); EvalError on a bad one."""
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise EvalError("expected NAME=VALUE", where=item, fix="e.g. score=4 or graded_label_max=3")
+        typed = sweep_values(value)
+        if kind is float and not (len(typed) == 1 and isinstance(typed[0], (int, float))):
+            raise EvalError("expected a number", where=item, found=value)
+        out[name.strip()] = typed[0] if len(typed) == 1 else value
+    return out
+
+
+def launch(manager: CampaignManager, args: argparse.Namespace, config: TargetConfig, target_id: str | None,
            name: str | None = None) -> str:
-    """Launch one campaign with the command's options."""
+    """Launch one campaign with the command's options, after printing what it runs."""
+    print(f"configuration: {config.describe()}; changed from the defaults: "
+          f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}",
+          file=sys.stderr if args.json else sys.stdout, flush=True)
     return manager.launch(
-        dataset=args.dataset, suite_id=args.suite, config=config, target_id=args.target, tenant=args.tenant,
+        dataset=args.dataset, suite_id=args.suite, config=config, target_id=target_id, tenant=args.tenant,
         judges=tuple(args.judge), concurrency=args.concurrency, cache=not args.no_cache,
         time_limit=args.time_limit, limit=args.limit, judge_samples=args.judge_samples,
-        name=name,
+        max_failed_share=args.max_failed_share, name=name,
     )
 
 
@@ -112,7 +170,7 @@ def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
         campaign = manager.wait(campaign_id)
     report = Report(campaign, campaign_aggregates(manager.store, campaign_id), campaign_summary(manager.store, campaign_id))
     print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) if as_json else format_report(report))
-    return 0 if campaign.status == CampaignStatus.SUCCEEDED else 1
+    return campaign.status.exit_code
 
 
 @dataclass(frozen=True)
@@ -133,7 +191,7 @@ class Report:
 def format_report(report: Report) -> str:
     """Status line, aggregates table and summary as plain text."""
     campaign, summary = report.campaign, report.summary
-    lines = [f"status: {campaign.status}" + (f" ({campaign.error})" if campaign.error else ""),
+    lines = [f"status: {campaign.status_text}" + (f" ({campaign.error})" if campaign.error else ""),
              f"questions: {campaign.finished}/{campaign.total} finished, {campaign.failed} failed"]
     lines += aggregates_table(report.aggregates)
     latency = summary.mean_latency_s

@@ -13,7 +13,7 @@ from evalcore.judges.prompts import (
     load_prompt,
     signature,
 )
-from evalcore.judges.running import MAX_TOKENS, Trial, run_judge
+from evalcore.judges.running import MAX_TOKENS, JudgeSettings, Trial, run_judge
 from evalcore.judges.verdict import Spread, Verdict
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "MAX_TOKENS",
     "PARSER_VERSION",
     "JudgePrompt",
+    "JudgeSettings",
     "Reading",
     "Spread",
     "Trial",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -17,6 +18,7 @@ ALIASES = {"response_completeness": "completeness", "ai_score": "score"}
 PROMPT_DIR = Path(__file__).with_name("templates")
 DEFAULT_THRESHOLD = 3.0
 PASSAGE_CHARS = 1500
+REASON_CHARS = 300  # a one-sentence reason; bounds a grammar-constrained reply
 CONTEXT_CHARS = 12000
 
 
@@ -77,10 +79,29 @@ def format_context(context: list[str]) -> str:
     return "\n\n".join(parts)
 
 
+def format_references(references: Sequence[str]) -> str:
+    """One reference answer as it is; several numbered, any of them being a correct answer."""
+    if len(references) == 1:
+        return references[0]
+    listed = "\n".join(f"{number}. {text}" for number, text in enumerate(references, 1))
+    return f"(each of these {len(references)} reference answers is correct)\n{listed}"
+
+
+def reply_schema(prompt: JudgePrompt) -> dict[str, Any]:
+    """The JSON schema of a verdict: a 1-5 score or a pass/fail label, and a short reason."""
+    verdict: dict[str, Any] = ({"type": "integer", "enum": [1, 2, 3, 4, 5]} if prompt.output == "likert"
+                               else {"type": "string", "enum": ["pass", "fail"]})
+    key = "score" if prompt.output == "likert" else "label"
+    return {"type": "object", "additionalProperties": False, "required": [key, "reason"],
+            "properties": {key: verdict, "reason": {"type": "string", "maxLength": REASON_CHARS}}}
+
+
 def build_messages(prompt: JudgePrompt, *, question: str, answer: str, context: list[str],
-                   expected: str | None) -> list[dict[str, Any]]:
+                   expected: str | Sequence[str] | None) -> list[dict[str, Any]]:
     """System + user messages, filling {question} {answer} {context} {expected} in one pass."""
-    values = {"question": question or "", "answer": answer or "", "expected": expected or "",
+    references = [expected] if isinstance(expected, str) else list(expected or ())
+    values = {"question": question or "", "answer": answer or "",
+              "expected": format_references([r for r in references if r.strip()]) if references else "",
               "context": format_context(context)}
     user = re.sub(r"\{(question|answer|context|expected)\}", lambda m: values[m.group(1)], prompt.user)
     return [{"role": "system", "content": prompt.system}, {"role": "user", "content": user}]

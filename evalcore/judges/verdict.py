@@ -33,7 +33,7 @@ class Verdict:
     threshold: float | None  # the pass mark on 1-5; None for pass/fail judges
     score: float | None
     reason: str
-    result: str  # "pass" | "fail" | "unknown"
+    result: str  # "pass" | "fail" | "unknown" | "skipped" (needs a reference answer the question has not)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     error: str | None = None

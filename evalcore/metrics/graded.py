@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Hashable, Mapping, Sequence
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from evalcore.errors import EvalError
 
@@ -23,6 +23,19 @@ LOWER_IS_BETTER = frozenset({"holes", "holes_ratio"})
 XDCG_DECAY = 0.6
 CUT = 3
 DocId = TypeVar("DocId", bound=Hashable)
+
+
+class GradedScale(NamedTuple):
+    """The label scale of a dataset's graded qrels and the pass marks in use (defaults for the rest)."""
+
+    label_min: int
+    label_max: int
+    thresholds: Mapping[str, float] = {}
+
+    @property
+    def text(self) -> str:
+        """The scale as signatures record it, e.g. `0-3`."""
+        return f"{self.label_min}-{self.label_max}"
 
 
 def default_thresholds(label_min: int, label_max: int) -> dict[str, float]:

@@ -18,7 +18,7 @@ from evalcore import __version__
 from evalcore.errors import EvalError
 from evalcore.judges import JUDGES, load_prompt
 from evalcore.metrics.generation import generation_scores
-from evalcore.metrics.graded import GRADED_MEASURES, LOWER_IS_BETTER
+from evalcore.metrics.graded import GRADED_MEASURES, LOWER_IS_BETTER, GradedScale, graded_retrieval_scores
 from evalcore.metrics.retrieval import retrieval_scores
 from evalcore.metrics.suite import coverage, sources_found
 from evalcore.text import TOKENIZER
@@ -168,10 +168,11 @@ def verdict_basis() -> tuple[str, ...]:
 
 
 class Scores(NamedTuple):
-    """The measures of one question and the signature each was computed with."""
+    """The measures of one question, the signature each was computed with, and pass/fail where a mark applies."""
 
     values: dict[str, float]
     signatures: dict[str, str]
+    results: dict[str, str]  # measure -> "pass" | "fail" | "unknown" (graded retrieval)
 
 
 def score_question(
@@ -183,21 +184,47 @@ def score_question(
     expected_answer: str | None,
     expected_sources: Sequence[str] | None,
     retrieved_sources: Sequence[Mapping[str, object]],
+    graded: GradedScale | None = None,
 ) -> Scores:
-    """Every measure that applies to one question, absent ones left out, with their signatures."""
+    """Every measure that applies to one question, absent ones left out, with their signatures.
+
+    `references` are every reference answer (generation measures take the best; coverage too when
+    there is no single expected answer); `retrieved_sources` are the sources the answer drew on;
+    `graded` adds the graded retrieval measures on that label scale.
+    """
     values: dict[str, float] = {}
     if relevant:
         values.update(retrieval_scores(relevant, ranked))
     if answer is not None and references:
         values.update(generation_scores(answer, list(references)))
-    if answer is not None and expected_answer:
-        share = coverage(answer, expected_answer)
-        if share is not None:
-            values["coverage"] = share
+    expected = [expected_answer] if expected_answer else list(references)
+    shares = [share for text in expected if answer is not None and (share := coverage(answer, text)) is not None]
+    if shares:
+        values["coverage"] = max(shares)
     found = sources_found(list(expected_sources or ()), retrieved_sources)
     if found is not None:
         values["sources_found"] = 1.0 if found else 0.0
-    return Scores(values, {name: _default_signature(name) for name in values})
+    signatures = {name: _default_signature(name) for name in values}
+    results: dict[str, str] = {}
+    if graded is not None and relevant:
+        _add_graded(values, signatures, results, relevant, ranked, graded)
+    return Scores(values, signatures, results)
+
+
+def _add_graded(values: dict[str, float], signatures: dict[str, str], results: dict[str, str],
+                labels: Mapping[int, int], ranked: Sequence[int | None], scale: GradedScale) -> None:
+    """Graded retrieval measures of the ranked list, on the dataset's scale (each miss is a hole of its own)."""
+    documents: list[int | str] = [pid if pid is not None else f"unmapped {rank}" for rank, pid in enumerate(ranked)]
+    graded: dict[int | str, int] = {pid: label for pid, label in labels.items()}
+    # Scores that keep the target's order: the measures re-sort by score.
+    scores = graded_retrieval_scores(graded, [(doc, float(-rank)) for rank, doc in enumerate(documents)],
+                                     scale.label_min, scale.label_max, dict(scale.thresholds))
+    for name in GRADED_MEASURES:
+        value = scores[name]
+        if isinstance(value, (int, float)):
+            values[f"graded.{name}"] = float(value)
+            signatures[f"graded.{name}"] = signature(f"graded.{name}", scale=scale.text)
+        results[f"graded.{name}"] = str(scores[f"{name}_result"])
 
 
 _SIGNATURES: dict[str, str] = {}

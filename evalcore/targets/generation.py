@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from typing import Any, Protocol
 
+from evalcore.errors import EvalError
 from evalcore.models import ChatModel, LocalChatModel, OpenAIChatModel
 from evalcore.targets.base import Retrieved, TargetAnswer
 from evalcore.targets.config import TargetConfig
@@ -104,6 +105,29 @@ def build_chat_model(config: TargetConfig, cache: Any = None) -> ChatModel | Non
     if config.generator == "local":
         return LocalChatModel(cache=cache)
     return None
+
+
+def build_judge_model(config: TargetConfig, own: ChatModel | None, cache: Any = None) -> ChatModel:
+    """The judges' chat model: the target's own under judge_kind "auto" (when it has one), else the configured
+    one, checked (reachable, installed) so that a broken judge refuses the launch before anything runs.
+
+    EvalError naming the keys to set when there is none.
+    """
+    if config.judge_kind == "auto" and own is not None:
+        return own
+    model: OpenAIChatModel | LocalChatModel | None = None
+    if config.judge_kind == "local":
+        model = LocalChatModel(cache=cache)
+    elif config.judge_model:
+        model = OpenAIChatModel(config.judge_base_url or config.base_url, config.judge_model,
+                                api_key_env=config.judge_api_key_env, timeout=config.timeout, retries=config.retries,
+                                backoff=config.retry_backoff, cache=cache)
+    if model is not None:
+        model.check()
+        return model
+    raise EvalError("judges need a chat model: this target has none and no judge model is configured",
+                    where="judge_model", fix='set judge_model (and judge_base_url, judge_api_key_env) for an '
+                    'OpenAI-compatible judge, or judge_kind = "local"; on the command line --judge-model NAME')
 
 
 def build_generator(config: TargetConfig, model: ChatModel | None) -> Generator:

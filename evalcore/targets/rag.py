@@ -69,12 +69,12 @@ class RagTarget:
         result = TargetAnswer(answer="", retrieved=[])
         hits = search(self.kb, self.config, question)
         result.retrieved = rerank(self.config, self._reranker, question, hits, result)
+        result.context = result.retrieved[: self.config.context_top_k]
         if not result.retrieved:
             result.answer = self.config.fallback_answer
             result.notes.append("nothing retrieved: fallback answer")
             return result
-        context = result.retrieved[: self.config.context_top_k]
-        result.answer = self._generator.generate(question, context, result) or self.config.fallback_answer
+        result.answer = self._generator.generate(question, result.context, result) or self.config.fallback_answer
         return result
 
     def chat_model(self) -> ChatModel | None:

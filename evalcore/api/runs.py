@@ -1,0 +1,65 @@
+"""How a campaign runs, as the API's run bodies give it: judges, their model and pass marks, pacing, a name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalcore.api.errors import ApiError
+from evalcore.campaigns import CampaignManager
+from evalcore.keys import KeyInfo
+from evalcore.targets import TargetConfig
+
+
+class JudgeModelIn(BaseModel):
+    """The judges' model; left out, judges ask the target's own chat model (an agent or a file need one here)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: str = Field(default="auto", pattern="^(auto|openai|local)$",
+                      description="auto: the target's model when it has one, else this one; openai or local: this one")
+    base_url: str = Field(default="", max_length=2000, description="OpenAI-compatible endpoint (default: the target's)")
+    model: str = Field(default="", max_length=200)
+    api_key_env: str = Field(default="OPENAI_API_KEY", max_length=200,
+                             description="the NAME of the server's environment variable holding the key")
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=300, ge=16, le=131072)
+
+
+class RunSettings(BaseModel):
+    """Options every campaign launch accepts."""
+
+    model_config = ConfigDict(extra="forbid")
+    use_judge: bool = Field(default=False, description="add the 1-5 AI score (judge `score`)")
+    judges: list[str] = Field(default_factory=list, max_length=6,
+                              description="judges to run: score, retrieval, groundedness, groundedness_pro, "
+                                          "relevance, completeness")
+    judge_samples: int = Field(default=1, ge=1, le=20, description="ask each judge N times and record the spread")
+    judge: JudgeModelIn | None = Field(default=None, description="the judges' model (needs a full-access key)")
+    judge_thresholds: dict[str, float] = Field(default_factory=dict, description="pass mark per judge on 1-5")
+    concurrency: int | None = Field(default=None, ge=1, le=256,
+                                    description="questions in flight (suites: 1 by default, so times are meaningful)")
+    time_limit: float | None = Field(default=None, gt=0, le=86400, allow_inf_nan=False,
+                                     description="seconds per question (default 240)")
+    max_failed_share: float | None = Field(default=None, ge=0, le=1,
+                                           description="stop once more than this share failed (default 0.5; 1 = never)")
+    name: str | None = Field(default=None, min_length=1, max_length=200, description="a name to recognise it by")
+
+
+def configured(config: TargetConfig, body: RunSettings, key: KeyInfo) -> TargetConfig:
+    """The configuration with the body's judge settings; a judge model needs full-access (it names a URL)."""
+    overrides: dict[str, Any] = {}
+    if body.judge is not None:
+        if key.capability != "full-access":
+            raise ApiError(403, "judge: choosing the judges' model needs a key with the full-access capability")
+        overrides |= {f"judge_{name}": value for name, value in body.judge.model_dump().items()}
+    if body.judge_thresholds:
+        overrides["judge_thresholds"] = {**dict(config.judge_thresholds), **body.judge_thresholds}
+    return TargetConfig.from_dict({**config.to_dict(), **overrides}) if overrides else config
+
+
+def launch(manager: CampaignManager, body: RunSettings, **where: Any) -> str:
+    """Launch with the body's options (`where`: dataset or suite, config, target, tenant, campaign id)."""
+    return manager.launch(use_judge=body.use_judge, judges=tuple(body.judges), judge_samples=body.judge_samples,
+                          concurrency=body.concurrency, time_limit=body.time_limit,
+                          max_failed_share=body.max_failed_share, name=body.name, **where)
