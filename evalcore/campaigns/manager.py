@@ -162,14 +162,14 @@ class CampaignManager:
 
             # The index cache lives next to the database, so one --db keeps everything together.
             target = build_target(config, cache=call_cache, cache_dir=self.store.path.parent / "index")
-        target.check()
         judging = None
-        if judges:
+        if judges:  # before the target's own check: a launch that cannot be judged is refused first
             from evalcore.targets.generation import build_judge_model
 
             model = build_judge_model(config, target.chat_model(), StoreCallCache(self.store) if cache else None)
             judging = JudgeSettings(model, config.judge_temperature, config.judge_max_tokens,
                                     dict(config.judge_thresholds), options.judge_samples)
+        target.check()
         graded = plans.graded_scale(corpus, config) if any(q.relevant for q in questions) else None
         return Plan(campaign_id, target, tuple(corpus.passages), tuple(questions), total, options, judges, judging,
                     graded, call_cache, hits_before)

@@ -18,7 +18,7 @@ ALIASES = {"response_completeness": "completeness", "ai_score": "score"}
 PROMPT_DIR = Path(__file__).with_name("templates")
 DEFAULT_THRESHOLD = 3.0
 PASSAGE_CHARS = 1500
-REASON_CHARS = 300  # a one-sentence reason; bounds a grammar-constrained reply
+REASON_CHARS = 200  # a one-sentence reason; with judge_max_tokens >= 230 a grammar-bound reply always closes
 CONTEXT_CHARS = 12000
 
 

@@ -48,9 +48,14 @@ def _load_local() -> tuple[Any, threading.Lock]:
 
 
 def _close_local_models() -> None:
-    """Free llama.cpp models before interpreter teardown (its own finaliser fails that late)."""
+    """Free llama.cpp models before interpreter teardown (its own finaliser fails that late).
+
+    Each model's lock is taken and never given back: a question abandoned past its time limit may
+    still be decoding, and must neither be cut off mid-call nor start another call on a freed model.
+    """
     with _LOCAL_LOCK:
-        for llama, _ in _LOCAL_MODELS.values():
+        for llama, lock in _LOCAL_MODELS.values():
+            lock.acquire()
             llama.close()
         _LOCAL_MODELS.clear()
 

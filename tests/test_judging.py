@@ -1,0 +1,285 @@
+"""Judging in campaigns: a judge model of its own, the answer's context, every reference answer, costs,
+pass marks, structured replies; graded retrieval in campaigns; failures made visible."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalcore.campaigns import CampaignManager, campaign_results, campaign_summary, get_campaign
+from evalcore.cli import main
+from evalcore.datasets import load_dataset
+from evalcore.errors import EvalError
+from evalcore.metrics import graded_retrieval_scores
+from evalcore.models import openai as openai_models
+from evalcore.targets import TargetConfig
+from evalcore.testing import FakeOpenAIServer, Reply
+from tests.conftest import TINY, write_dataset
+
+AGENT_REPLY = {"answer": "Refunds are accepted within 30 days.",
+               "sources": [{"id": 10, "title": "Terms of Sale (EU)", "text": "Refunds are accepted within 30 days."},
+                           {"id": 13, "title": "路由器手册", "text": "路由器的默认地址是 192.168.8.1"}]}
+
+
+def verdict_for(body: dict[str, Any], score: int = 4) -> str:
+    """A judge's reply in the shape its prompt asks for."""
+    system = body["messages"][0]["content"]
+    if '"label"' in system:
+        return json.dumps({"label": "pass", "reason": "Every claim is in the passages."})
+    return json.dumps({"score": score, "reason": "Close to the reference."})
+
+
+def agent_and_judge(path: str, body: Any) -> Reply | str:
+    """One loopback server playing the agent (/agent) and the judge (chat completions)."""
+    if path.endswith("/agent"):
+        return Reply.json(AGENT_REPLY)
+    return verdict_for(body)
+
+
+def judge_calls(server: FakeOpenAIServer) -> list[dict[str, Any]]:
+    return [body for path, body, _ in server.requests if path.endswith("/chat/completions")]
+
+
+def user_prompt(body: dict[str, Any]) -> str:
+    return body["messages"][-1]["content"]
+
+
+@pytest.fixture
+def manager(tmp_path: Path) -> CampaignManager:
+    manager = CampaignManager(tmp_path / "judging.db")
+    yield manager
+    manager.close()
+
+
+def judged(server: FakeOpenAIServer, **keys: Any) -> TargetConfig:
+    return TargetConfig.from_dict({"judge_model": "judge-mini", "judge_base_url": server.base_url,
+                                   "judge_api_key_env": "", **keys})
+
+
+def test_an_http_agent_is_judged_by_the_configured_model(manager: CampaignManager, tiny_dataset: Path) -> None:
+    with FakeOpenAIServer(agent_and_judge) as server:
+        config = judged(server, kind="http_agent", agent_url=f"{server.root_url}/agent")
+        campaign_id = manager.launch(dataset=str(tiny_dataset), config=config,
+                                     judges=("score", "groundedness", "groundedness_pro", "relevance"))
+        done = manager.wait(campaign_id, timeout=60)
+        calls, base_url = judge_calls(server), server.base_url
+    assert done.status == "succeeded"
+    results = campaign_results(manager.store, campaign_id)
+    first = results[0].outcome
+    assert first.judges["score"].score == 4.0 and first.judges["groundedness_pro"].result == "pass"
+    assert first.judges["score"].model == f"openai:judge-mini@{base_url}"
+    assert "|model:openai:judge-mini@" in first.signatures["judge.score"]
+    # The agent's returned sources are the context the judges see, and the sources found.
+    grounded = next(body for body in calls if "grounded" in body["messages"][0]["content"].lower())
+    assert "Refunds are accepted within 30 days." in user_prompt(grounded) and "192.168.8.1" in user_prompt(grounded)
+    assert [s.title for s in first.sources] == ["Terms of Sale (EU)", "路由器手册"]
+    # Question 3 has no reference answer: score is skipped, said so, and counted; relevance still runs.
+    third = results[2].outcome.judges
+    assert third["score"].result == "skipped" and third["score"].reason == "skipped: no reference answer"
+    assert third["relevance"].score == 4.0
+    summary = campaign_summary(manager.store, campaign_id)
+    assert summary.skipped == {"score": 1}
+    judge_tokens = sum(v.tokens for r in results for v in r.outcome.judges.values())
+    assert summary.judge_tokens.total == judge_tokens == 18 * len(calls)  # 11 + 7 per scripted reply
+    assert summary.total_tokens == summary.tokens.total + judge_tokens
+
+
+def test_a_results_file_is_judged_on_its_own_contexts(manager: CampaignManager, tiny_dataset: Path,
+                                                      tmp_path: Path) -> None:
+    run = tmp_path / "run.jsonl"
+    run.write_text(json.dumps({"qid": 1, "ranked_ids": [11, 10], "answer": "30 days.",
+                               "contexts": ["Refunds are accepted within 30 days of delivery."]}) + "\n"
+                   + json.dumps({"qid": 2, "ranked_ids": [12], "answer": "14 jours."}) + "\n"
+                   + json.dumps({"qid": 3, "ranked_ids": [13], "answer": "192.168.8.1"}) + "\n", encoding="utf-8")
+    with FakeOpenAIServer(lambda path, body: verdict_for(body, 5)) as server:
+        config = judged(server, kind="results_file", results_path=str(run))
+        campaign_id = manager.launch(dataset=str(tiny_dataset), config=config, judges=("groundedness",))
+        manager.wait(campaign_id, timeout=60)
+        prompts = [user_prompt(body) for body in judge_calls(server)]
+    first = campaign_results(manager.store, campaign_id)[0].outcome
+    assert first.judges["groundedness"].score == 5.0
+    assert [hit.text for hit in first.context] == ["Refunds are accepted within 30 days of delivery."]
+    assert "Refunds are accepted within 30 days of delivery." in prompts[0]
+    assert "Refunds were accepted within 14 days" not in prompts[0]  # ranked, but not what the answer used
+    assert "Le délai de rétractation" in prompts[1]  # no contexts in the file: the ranked passages are
+
+
+def test_no_judge_model_refuses_the_launch_naming_the_keys(manager: CampaignManager, tiny_dataset: Path) -> None:
+    agent = TargetConfig(kind="http_agent", agent_url="http://127.0.0.1:9/agent")
+    with pytest.raises(EvalError, match="judges need a chat model") as refused:
+        manager.launch(dataset=str(tiny_dataset), config=agent, judges=("score",))
+    assert refused.value.where == "judge_model" and "judge_model" in refused.value.fix
+    extractive = TargetConfig(retriever="bm25")
+    with pytest.raises(EvalError, match="judges need a chat model"):
+        manager.launch(dataset=str(tiny_dataset), config=extractive, use_judge=True)
+    assert manager.store.read("SELECT count(*) AS n FROM campaigns")[0]["n"] == 0
+
+
+def test_reference_answers_and_the_answers_context_reach_the_judges(manager: CampaignManager,
+                                                                    tiny_dataset: Path) -> None:
+    with FakeOpenAIServer(lambda path, body: verdict_for(body, 3)) as server:
+        config = judged(server, retriever="bm25", context_top_k=1, judge_thresholds={"score": 4})
+        campaign_id = manager.launch(dataset=str(tiny_dataset), config=config,
+                                     judges=("score", "completeness", "groundedness"))
+        manager.wait(campaign_id, timeout=60)
+        calls = judge_calls(server)
+    by_judge = {}
+    for body in calls:
+        system = body["messages"][0]["content"]
+        name = next(n for n, words in (("score", "grade the answer"), ("completeness", "how complete"),
+                                       ("groundedness", "sticks to its sources")) if words in system)
+        by_judge.setdefault(name, []).append(user_prompt(body))
+    # Question 1 has two reference answers: both are given to the score and completeness judges.
+    assert "30 days." in by_judge["score"][0] and "Thirty days after delivery." in by_judge["score"][0]
+    assert "Thirty days after delivery." in by_judge["completeness"][0]
+    # Groundedness sees exactly the context_top_k passages placed in the prompt, not all retrieved.
+    first = campaign_results(manager.store, campaign_id)[0].outcome
+    assert len(first.context) == 1 and len(first.retrieved) > 1
+    grounded = by_judge["groundedness"][0]
+    assert "[1] " in grounded and "[2] " not in grounded and first.context[0].text in grounded
+    assert not any(hit.text in grounded for hit in first.retrieved[1:])
+    # A pass mark of 4 turns a 3 into a fail; the mark is stored with the verdict and the campaign.
+    assert first.judges["score"].score == 3.0 and first.judges["score"].result == "fail"
+    assert first.judges["score"].threshold == 4.0
+    assert get_campaign(manager.store, campaign_id).config["judge_thresholds"] == {"score": 4.0}
+
+
+def test_structured_replies_are_asked_and_an_endpoint_that_refuses_them_is_asked_without(
+        manager: CampaignManager, tiny_dataset: Path) -> None:
+    openai_models._UNSTRUCTURED.clear()
+
+    def refusing(path: str, body: Any) -> Reply | str:
+        if "response_format" in body:
+            return Reply.error(400, "response_format json_schema is not supported by this model")
+        return verdict_for(body)
+
+    with FakeOpenAIServer(lambda path, body: verdict_for(body)) as server:
+        config = judged(server, retriever="bm25")
+        manager.wait(manager.launch(dataset=str(tiny_dataset), config=config, judges=("score",), limit=1), timeout=60)
+        (asked,) = judge_calls(server)
+    schema = asked["response_format"]["json_schema"]["schema"]
+    assert asked["response_format"]["type"] == "json_schema"
+    assert schema["properties"]["score"]["enum"] == [1, 2, 3, 4, 5] and "maxLength" not in json.dumps(schema)
+    with FakeOpenAIServer(refusing) as server:
+        config = judged(server, retriever="bm25")
+        campaign_id = manager.launch(dataset=str(tiny_dataset), config=config, judges=("score",), limit=2, cache=False)
+        manager.wait(campaign_id, timeout=60)
+        calls = judge_calls(server)
+    assert [("response_format" in body) for body in calls] == [True, False, False]  # refused once, remembered
+    assert all(r.outcome.judges["score"].score == 4.0 for r in campaign_results(manager.store, campaign_id))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python not installed")
+def test_the_local_model_gives_a_readable_verdict_every_time(manager: CampaignManager) -> None:
+    config = TargetConfig(retriever="bm25", generator="local", max_tokens=32)
+    # A 135M model on shared cores is slow: a generous time limit, two questions, three judges.
+    campaign_id = manager.launch(dataset="default", config=config, limit=2, time_limit=900,
+                                 judges=("score", "groundedness", "groundedness_pro"))
+    done = manager.wait(campaign_id, timeout=1800)
+    assert done.status == "succeeded", done.error
+    verdicts = [v for r in campaign_results(manager.store, campaign_id) for v in r.outcome.judges.values()]
+    assert len(verdicts) == 6
+    assert all(v.result in ("pass", "fail") for v in verdicts), [(v.judge, v.reason) for v in verdicts]
+
+
+def test_graded_measures_in_campaigns_equal_the_function_on_the_same_ranked_lists(manager: CampaignManager) -> None:
+    config = TargetConfig(retriever="bm25", embedding_top_k=10, graded_thresholds={"ndcg@3": 0.7})
+    campaign_id = manager.launch(dataset="default", config=config, limit=30)
+    manager.wait(campaign_id, timeout=120)
+    sample = load_dataset("default")
+    top = max(label for q in sample.questions for label in q.labels.values())
+    checked = 0
+    for result in campaign_results(manager.store, campaign_id):
+        labels, outcome = result.question.relevant, result.outcome
+        if not labels:
+            assert not any(name.startswith("graded.") for name in outcome.measures)
+            continue
+        ranked = [hit.pid for hit in outcome.retrieved]
+        expected = graded_retrieval_scores(labels, [(pid, -rank) for rank, pid in enumerate(ranked)],
+                                           0, top, {"ndcg@3": 0.7})
+        for name in ("ndcg@3", "xdcg@3", "fidelity", "top1_relevance", "holes", "holes_ratio"):
+            if expected[name] is not None:
+                assert outcome.measures[f"graded.{name}"] == pytest.approx(expected[name], abs=1e-12)
+            assert outcome.results[f"graded.{name}"] == expected[f"{name}_result"]
+        assert outcome.signatures["graded.ndcg@3"].startswith(f"graded.ndcg@3|scale:0-{top}|")
+        checked += 1
+    assert checked >= 20 and top == 3
+
+
+def test_a_dataset_outside_the_configured_scale_is_refused(manager: CampaignManager) -> None:
+    with pytest.raises(EvalError, match="outside the graded scale"):
+        manager.launch(dataset="default", config=TargetConfig(retriever="bm25", graded_label_max=2))
+
+
+def failing_dataset(folder: Path, questions: int) -> Path:
+    tables = {**TINY, "queries": {"id": list(range(1, questions + 1)),
+                                  "text": [f"question {i} about refunds" for i in range(1, questions + 1)]},
+              "qrels": {"qid": [1], "pid": [10]}, "qas": {"qid": [1], "aid": [100]}}
+    return write_dataset(folder, tables)
+
+
+def test_failed_questions_are_visible_and_the_stop_says_why(manager: CampaignManager, tmp_path: Path) -> None:
+    data = failing_dataset(tmp_path / "ten", 10)
+
+    def every_other_fails(path: str, body: Any) -> Reply | str:
+        number = int(user_prompt(body).rsplit("question ", 1)[1].split()[0])
+        return Reply.error(400, "bad request") if number in (2, 4, 6, 8) else "Within 30 days."
+
+    with FakeOpenAIServer(every_other_fails) as server:
+        config = TargetConfig(retriever="bm25", generator="openai", base_url=server.base_url, model="m",
+                              api_key_env="")
+        done = manager.wait(manager.launch(dataset=str(data), config=config, concurrency=1), timeout=60)
+        assert (done.status, done.failed, done.status_text) == ("succeeded_with_failures", 4, "succeeded with 4 failed")
+        stopped = manager.wait(manager.launch(dataset=str(data), config=config, concurrency=1, max_failed_share=0.2,
+                                              cache=False), timeout=60)
+    assert stopped.status == "failed" and stopped.failed == 3
+    assert stopped.error == "stopped when 3 of 10 questions had failed (more than 20%)"
+
+
+def test_a_failed_question_keeps_the_tokens_of_the_calls_that_succeeded(manager: CampaignManager,
+                                                                        tmp_path: Path) -> None:
+    data = failing_dataset(tmp_path / "one", 1)
+
+    def rerank_then_fail(path: str, body: Any) -> Reply | str:
+        if "Does the passage help" in user_prompt(body):
+            return "yes"
+        return Reply.error(400, "generation refused")
+
+    with FakeOpenAIServer(rerank_then_fail) as server:
+        config = TargetConfig(retriever="bm25", reranker="llm", rerank_url=server.base_url, rerank_model="m",
+                              generator="openai", base_url=server.base_url, model="m", api_key_env="")
+        campaign_id = manager.launch(dataset=str(data), config=config)
+        done = manager.wait(campaign_id, timeout=60)
+        reranks = sum(1 for body in judge_calls(server) if "Does the passage help" in user_prompt(body))
+    (result,) = campaign_results(manager.store, campaign_id)
+    assert done.failed == 1 and "generation refused" in result.outcome.error
+    assert reranks > 0 and result.outcome.prompt_tokens == 11 * reranks and result.outcome.completion_tokens == 7 * reranks
+
+
+def test_suite_campaigns_ask_one_question_at_a_time_by_default(manager: CampaignManager) -> None:
+    from evalcore.suites import Case, create_suite
+
+    suite = create_suite(manager.store, tenant="default", name="s", target_id="default",
+                         cases=[Case("What is the refund window?", "30 days")])
+    campaign_id = manager.launch(suite_id=suite.id, config=TargetConfig(retriever="bm25"))
+    assert get_campaign(manager.store, campaign_id).options.concurrency == 1
+    manager.wait(campaign_id, timeout=60)
+
+
+def test_cli_judge_options_and_exit_code_of_a_run_with_failures(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture) -> None:
+    db = str(tmp_path / "cli.db")
+    with FakeOpenAIServer(agent_and_judge) as server:
+        code = main(["run", "--dataset", str(write_dataset(tmp_path / "tiny")), "--db", db, "--judge", "score",
+                     "--judge-model", "judge-mini", "--judge-base-url", server.base_url, "--judge-api-key-env", "",
+                     "--judge-threshold", "score=5", "--set", "kind=http_agent", "--set",
+                     f"agent_url={server.root_url}/agent", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["campaign"]["config"]["judge_thresholds"] == {"score": 5.0}
+    assert report["summary"]["skipped"] == {"score": 1} and report["summary"]["judge_tokens"]["total"] == 36
+    assert main(["run", "--dataset", "default", "--db", db, "--judge-threshold", "score"]) == 2
+    assert "NAME=VALUE" in capsys.readouterr().err
