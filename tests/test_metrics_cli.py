@@ -124,7 +124,7 @@ def test_mixed_whitespace_is_read_line_by_line(tmp_path: Path, capsys: pytest.Ca
         ("1 0 a 1\n", "1 Q0 a  2.0 t\n", "run:1: wrong number of fields"),
         ("1 0  1\n", "1 Q0 a 1 2.0 t\n", "qrels:1: wrong number of fields"),
         # Tab-separated with a space inside a field: fields are whitespace-separated, as in trec_eval.
-        ("1 0 a 1\n", "1\tQ0\td 1\t1\t2.0\tt\n", "run:1: wrong number of fields"),
+        ("1\t0\ta 1\t1\n", "1 Q0 a 1 2.0 t\n", "qrels:1: wrong number of fields"),
         ("1 0 a 1\n", "1 Q0 a 1 2.0 t\n1 Q0 b 2 nan t\n", "run:2: column score is not a number"),
         ("1 0 a 1\n", "1 Q0 a 1 1_0 t\n", "run:1: column score is not a number"),
         ("1 0 a 99999999999999999999\n", "1 Q0 a 1 2.0 t\n", "qrels:1: column rel is not an integer"),
