@@ -22,6 +22,9 @@ from evalcore.metrics.trec_files import Judgements, Ranking, row_place
 
 PACKED_BYTES = 8
 BUCKET_BITS = 24
+# The label of a retrieved document nobody judged: below every relevance level, as trec_eval
+# never counts an unjudged document as relevant (even with -l 0), and no gain for nDCG.
+UNJUDGED = np.iinfo(np.int64).min
 # An odd 64-bit constant (2^64 / golden ratio): multiplying query codes by it spreads them over
 # all bits before they are mixed with document keys.
 _SPREAD = np.uint64(0x9E3779B97F4A7C15)
@@ -120,7 +123,7 @@ class _Encoded(NamedTuple):
     run_q: np.ndarray
     run_d: np.ndarray  # uint64 document keys
     score: np.ndarray
-    label: np.ndarray  # qrels label of each run row, 0 when unjudged
+    label: np.ndarray  # qrels label of each run row, UNJUDGED when none
     rel_q: np.ndarray  # query code of each qrels row
     qids: pa.Array
     docid: pa.ChunkedArray  # the run's document ids, for trec_eval's tie order
@@ -142,7 +145,7 @@ def _maybe_judged(run_d: np.ndarray, rel_d: np.ndarray) -> np.ndarray:
 
 
 def _labels(run_q: np.ndarray, run_d: np.ndarray, qrels: Judgements, rel_q: np.ndarray, rel_d: np.ndarray) -> np.ndarray:
-    """The qrels label of every run row (0 when unjudged), by exact (query, document) lookup."""
+    """The qrels label of every run row (UNJUDGED when none), by exact (query, document) lookup."""
     ordered = np.sort(rel_d)  # np.unique hashes, slower here than sorting
     judged_docs = pd.Index(ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))])
     # Dense codes for judged documents only: a run document nobody judged has no label at all.
@@ -162,7 +165,7 @@ def _labels(run_q: np.ndarray, run_d: np.ndarray, qrels: Judgements, rel_q: np.n
             fix="keep one line per (query, document)",
         )
     slot = judged_keys.get_indexer(run_q[known] * width + run_code)
-    label = np.zeros(run_q.size, dtype=np.int64)
+    label = np.full(run_q.size, UNJUDGED, dtype=np.int64)
     label[known[slot >= 0]] = qrels.label[slot[slot >= 0]]
     return label
 
