@@ -325,7 +325,7 @@ def test_comments_blank_lines_and_trailing_fields_read_as_trec_eval(
                   GRADED_ORACLE)
 
 
-@pytest.mark.parametrize("level", [-1, 0, 2, 3, 5])
+@pytest.mark.parametrize("level", [-1000, -1, 0, 2, 3, 5])  # -1000: below the narrow label type
 def test_relevance_level_equals_trec_eval_on_thresholded_qrels(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], level: int
 ) -> None:

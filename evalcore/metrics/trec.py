@@ -22,9 +22,7 @@ from evalcore.metrics.trec_files import Judgements, Ranking, row_place
 
 PACKED_BYTES = 8
 BUCKET_BITS = 24
-# The label of a retrieved document nobody judged: below every relevance level, as trec_eval
-# never counts an unjudged document as relevant (even with -l 0), and no gain for nDCG.
-UNJUDGED = np.iinfo(np.int64).min
+HASH_BLOCK = 1 << 20
 # An odd 64-bit constant (2^64 / golden ratio): multiplying query codes by it spreads them over
 # all bits before they are mixed with document keys.
 _SPREAD = np.uint64(0x9E3779B97F4A7C15)
@@ -52,28 +50,33 @@ class TrecOptions(NamedTuple):
 DEFAULT_OPTIONS = TrecOptions()
 
 
-def _heads(values: pa.ChunkedArray) -> np.ndarray:
-    """Row numbers where the value differs from the previous row's (and 0): the starts of runs."""
-    if len(values) == 0:
-        return np.zeros(0, dtype=np.int64)
-    changed = pc.not_equal(values.slice(1), values.slice(0, len(values) - 1))
-    return np.concatenate(([0], np.flatnonzero(changed.to_numpy(zero_copy_only=False)) + 1))
+def _heads(values: pa.ChunkedArray) -> tuple[np.ndarray, pa.ChunkedArray]:
+    """Row numbers and values of the rows whose value differs from the previous row's (and row
+    0): the starts of runs of equal values. Chunk by chunk, so that no chunk is copied."""
+    rows, firsts, before, offset = [], [], None, 0
+    for chunk in values.chunks:
+        if len(chunk):
+            changed = pc.not_equal(chunk.slice(1), chunk.slice(0, len(chunk) - 1)).to_numpy(zero_copy_only=False)
+            local = np.flatnonzero(np.concatenate(([before is None or before != chunk[0]], changed)))
+            rows.append(local + offset)
+            firsts.append(chunk.take(pa.array(local)))
+            before, offset = chunk[len(chunk) - 1], offset + len(chunk)
+    return np.concatenate(rows or [np.zeros(0, dtype=np.int64)]), pa.chunked_array(firsts, type=values.type)
 
 
 def _query_codes(first: pa.ChunkedArray, second: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, pa.Array]:
-    """Shared integer codes for the query ids of both files (first-appearance order), and the ids.
+    """Shared int32 codes for the query ids of both files (first-appearance order), and the ids.
 
     Files list a query's lines together, so only the first id of each run of equal ids is
     hashed (100,000 instead of 10 million for a deep run); the others repeat its code.
     """
-    starts = [_heads(first), _heads(second)]
-    heads = pa.chunked_array([first.take(pa.array(starts[0])), second.take(pa.array(starts[1]))])
-    encoded = pc.dictionary_encode(heads.combine_chunks())
-    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    split = [codes[: len(starts[0])], codes[len(starts[0]) :]]
+    (first_rows, first_ids), (second_rows, second_ids) = _heads(first), _heads(second)
+    encoded = pc.dictionary_encode(pa.chunked_array(first_ids.chunks + second_ids.chunks, type=first.type).combine_chunks())
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    split = [codes[: len(first_rows)], codes[len(first_rows) :]]
     repeated = [
-        np.repeat(code, np.diff(np.append(start, len(values))))
-        for code, start, values in zip(split, starts, (first, second))
+        np.repeat(code, np.diff(np.append(rows, len(values))))
+        for code, rows, values in zip(split, (first_rows, second_rows), (first, second))
     ]
     return repeated[0], repeated[1], encoded.dictionary
 
@@ -103,9 +106,11 @@ def _packed(values: pa.ChunkedArray) -> np.ndarray | None:
     lengths = pc.binary_length(values).to_numpy()
     if lengths.size == 0 or lengths.max() > PACKED_BYTES or lengths.min() == 0:
         return None
-    bounds = np.cumsum([0] + [len(chunk) for chunk in values.chunks])
-    return np.concatenate([_packed_chunk(chunk, lengths[start:end])
-                           for chunk, start, end in zip(values.chunks, bounds, bounds[1:])])
+    words, start = np.empty(len(values), dtype=np.uint64), 0
+    for chunk in values.chunks:  # straight into one array: a concatenation would copy it all
+        words[start : start + len(chunk)] = _packed_chunk(chunk, lengths[start : start + len(chunk)])
+        start += len(chunk)
+    return words
 
 
 def _doc_keys(first: pa.ChunkedArray, second: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
@@ -123,29 +128,37 @@ class _Encoded(NamedTuple):
     run_q: np.ndarray
     run_d: np.ndarray  # uint64 document keys
     score: np.ndarray
-    label: np.ndarray  # qrels label of each run row, UNJUDGED when none
+    label: np.ndarray  # qrels label of each run row, its type's minimum when unjudged
     rel_q: np.ndarray  # query code of each qrels row
     qids: pa.Array
     docid: pa.ChunkedArray  # the run's document ids, for trec_eval's tie order
 
 
-def _bucket(keys: np.ndarray) -> np.ndarray:
-    """A 24-bit hash of each key (its top bits after multiplying by an odd constant)."""
-    spread = keys * _SPREAD
-    spread >>= np.uint64(64 - BUCKET_BITS)
-    return spread
+def _buckets(keys: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """A 24-bit hash of each key (its top bits after multiplying by an odd constant), into `out`."""
+    np.multiply(keys, _SPREAD, out=out)
+    out >>= np.uint64(64 - BUCKET_BITS)
+    return out
 
 
 def _maybe_judged(run_d: np.ndarray, rel_d: np.ndarray) -> np.ndarray:
     """Rows whose document may be judged: a bitmap of hashed judged documents rules out most
-    of a deep run for the price of one lookup per row, so the exact hash lookup sees few rows."""
+    of a deep run for the price of one lookup per row, so the exact hash lookup sees few rows.
+    The run is hashed a block at a time into one small buffer (fresh memory is costly)."""
     bitmap = np.zeros(1 << BUCKET_BITS, dtype=bool)
-    bitmap[_bucket(rel_d)] = True
-    return np.flatnonzero(bitmap[_bucket(run_d)])
+    bitmap[_buckets(rel_d, np.empty(rel_d.size, dtype=np.uint64))] = True
+    found = np.empty(run_d.size, dtype=bool)
+    buffer = np.empty(min(HASH_BLOCK, run_d.size), dtype=np.uint64)
+    for start in range(0, run_d.size, HASH_BLOCK):
+        part = run_d[start : start + HASH_BLOCK]
+        np.take(bitmap, _buckets(part, buffer[: part.size]), out=found[start : start + part.size])
+    return np.flatnonzero(found)
 
 
-def _labels(run_q: np.ndarray, run_d: np.ndarray, qrels: Judgements, rel_q: np.ndarray, rel_d: np.ndarray) -> np.ndarray:
-    """The qrels label of every run row (UNJUDGED when none), by exact (query, document) lookup."""
+def _labels(run_q: np.ndarray, run_d: np.ndarray, qrels: Judgements, rel_q: np.ndarray, rel_d: np.ndarray,
+            level: int) -> np.ndarray:
+    """The qrels label of every run row (the type's minimum when unjudged), by exact (query,
+    document) lookup."""
     ordered = np.sort(rel_d)  # np.unique hashes, slower here than sorting
     judged_docs = pd.Index(ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))])
     # Dense codes for judged documents only: a run document nobody judged has no label at all.
@@ -154,7 +167,7 @@ def _labels(run_q: np.ndarray, run_d: np.ndarray, qrels: Judgements, rel_q: np.n
     known = candidates[run_code >= 0]
     run_code = run_code[run_code >= 0]
     width = len(judged_docs)
-    judged_keys = pd.Index(rel_q * width + judged_docs.get_indexer(rel_d))
+    judged_keys = pd.Index(rel_q.astype(np.int64) * width + judged_docs.get_indexer(rel_d))
     if not judged_keys.is_unique:
         row = int(np.flatnonzero(judged_keys.duplicated())[0])
         first = int(np.flatnonzero(judged_keys == judged_keys[row])[0])
@@ -164,16 +177,30 @@ def _labels(run_q: np.ndarray, run_d: np.ndarray, qrels: Judgements, rel_q: np.n
             found=f"query {qrels.qid[row]} document {qrels.docid[row]}, first at {row_place(qrels.source, first)}",
             fix="keep one line per (query, document)",
         )
-    slot = judged_keys.get_indexer(run_q[known] * width + run_code)
-    label = np.full(run_q.size, UNJUDGED, dtype=np.int64)
+    slot = judged_keys.get_indexer(run_q[known].astype(np.int64) * width + run_code)
+    # An unjudged row gets the minimum of the type, which is below every label and relevance
+    # level: trec_eval never counts an unjudged document as relevant (even with -l 0), and its
+    # gain is 0.
+    kind = _label_type(qrels.label, level)
+    label = np.full(run_q.size, np.iinfo(kind).min, dtype=kind)
     label[known[slot >= 0]] = qrels.label[slot[slot >= 0]]
     return label
 
 
-def _encode(qrels: Judgements, run: Ranking) -> _Encoded:
+def _label_type(labels: np.ndarray, level: int) -> type[np.signedinteger]:
+    """The narrowest integer type holding every label and the relevance level above its own
+    minimum (labels are mostly 0..4: one byte a row instead of eight, for a deep run)."""
+    low, high = (min(int(labels.min()), level), int(labels.max())) if labels.size else (level, level)
+    for kind in (np.int8, np.int16, np.int32):
+        if np.iinfo(kind).min < low and high <= np.iinfo(kind).max:
+            return kind
+    return np.int64
+
+
+def _encode(qrels: Judgements, run: Ranking, level: int) -> _Encoded:
     run_q, rel_q, qids = _query_codes(run.qid, qrels.qid)
     run_d, rel_d = _doc_keys(run.docid, qrels.docid)
-    label = _labels(run_q, run_d, qrels, rel_q, rel_d)
+    label = _labels(run_q, run_d, qrels, rel_q, rel_d, level)
     return _Encoded(run_q, run_d, run.score, label, rel_q, qids, run.docid)
 
 
@@ -190,8 +217,7 @@ def _rank_order(encoded: _Encoded) -> np.ndarray | None:
     tie = (sorted_q[1:] == sorted_q[:-1]) & (sorted_s[1:] == sorted_s[:-1])
     if not tie.any():
         return order
-    rows = np.arange(run_q.size) if order is None else order
-    positions, moved = _tie_order(rows, tie, encoded)
+    positions, moved = _tie_order(order, tie, encoded)
     if order is not None:
         order[positions] = moved
     else:
@@ -199,9 +225,9 @@ def _rank_order(encoded: _Encoded) -> np.ndarray | None:
     return order
 
 
-def _tie_order(order: np.ndarray, tie: np.ndarray, encoded: _Encoded) -> tuple[np.ndarray, np.ndarray]:
+def _tie_order(order: np.ndarray | None, tie: np.ndarray, encoded: _Encoded) -> tuple[np.ndarray, np.ndarray]:
     """(positions, rows): within each run of equal (query, score) rows, documents in descending
-    id order; position p of `order` must hold row r.
+    id order; position p of `order` (None: the file's order) must hold row r.
 
     Only runs whose rows carry different labels are sorted: in the others every order gives
     the same labels at the same ranks, so the same values (duplicates share their label too).
@@ -210,11 +236,12 @@ def _tie_order(order: np.ndarray, tie: np.ndarray, encoded: _Encoded) -> tuple[n
     positions = np.flatnonzero(linked | np.concatenate((tie, [False])))
     opens = ~linked[positions]
     starts = np.flatnonzero(opens)
-    labels = encoded.label[order[positions]]
+    rows = positions if order is None else order[positions]
+    labels = encoded.label[rows]
     mixed = np.minimum.reduceat(labels, starts) != np.maximum.reduceat(labels, starts)
     run = np.cumsum(opens) - 1
     inside = mixed[run]
-    positions, rows = positions[inside], order[positions[inside]]
+    positions, rows = positions[inside], rows[inside]
     table = pa.table({"run": run[inside], "doc": encoded.docid.take(pa.array(rows))})
     # pyarrow compares strings bytewise, as trec_eval's strcmp.
     sort = pc.sort_indices(table, sort_keys=[("run", "ascending"), ("doc", "descending")]).to_numpy()
@@ -284,7 +311,7 @@ def evaluate(qrels: Judgements, run: Ranking, options: TrecOptions = DEFAULT_OPT
              graded: Collection[str] = ()) -> TrecScores:
     """Per-query binary measures (and the `graded` ndcg_graded@k) for the queries in both files
     (every judged query with `options.complete`, like -c)."""
-    encoded = _encode(qrels, run)
+    encoded = _encode(qrels, run, options.relevance_level)
     queries = len(encoded.qids)
     run_q, label = ranked_labels(encoded, options.max_docs)
     counts = np.bincount(run_q, minlength=queries)

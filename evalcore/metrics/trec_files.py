@@ -10,6 +10,7 @@ comment lines (first field starting with `#`), as trec_eval does.
 from __future__ import annotations
 
 import itertools
+import mmap
 import re
 from pathlib import Path
 from typing import NamedTuple
@@ -84,18 +85,31 @@ class _Layout(NamedTuple):
 SCAN_BLOCK = 1 << 20
 
 
+def _contains(path: Path, byte: bytes) -> bool:
+    """Whether the file holds `byte` anywhere (memchr over a memory map: fast on large files)."""
+    if path.stat().st_size == 0:
+        return False
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        return data.find(byte) >= 0
+
+
 def _scan(path: Path, separator: str) -> _Layout:
     """Whether pyarrow's reader sees the same fields as a whitespace split, checked on the bytes.
 
     An empty field (a doubled separator, one at a line's start or end) would shift the columns
-    and the other separator would hide a field boundary. Scanning the file in cache-sized blocks
-    with numpy costs a fraction of reading the unused columns to look for empty ones.
+    and the other separator would hide a field boundary. Single bytes are looked for with
+    memchr; pairs with numpy, over cache-sized blocks, which costs a fraction of reading the
+    unused columns to look for empty ones.
     """
-    sep, other = ord(separator), ord("\t" if separator == " " else " ")
+    if _contains(path, b"\t" if separator == " " else b" "):
+        return _Layout(False, False)
+    ends = [ord("\n")] + ([ord("\r")] if _contains(path, b"\r") else [])
+    hashed = _contains(path, b"#")
+    sep = ord(separator)
     # Byte 0 of the buffer holds the previous block's last byte (a newline before the first).
     # Every array is allocated once: fresh megabytes per block cost page faults.
     chunk = np.empty(SCAN_BLOCK + 1, dtype=np.uint8)
-    is_sep, ends, around = (np.empty(SCAN_BLOCK + 1, dtype=bool) for _ in range(3))
+    is_sep, is_end, around = (np.empty(SCAN_BLOCK + 1, dtype=bool) for _ in range(3))
     chunk[0] = ord("\n")
     comments = False
     with path.open("rb", buffering=0) as handle:
@@ -103,14 +117,15 @@ def _scan(path: Path, separator: str) -> _Layout:
             handle.seek(0)
         while size := handle.readinto(memoryview(chunk)[1:]):  # type: ignore[arg-type]
             width = size + 1
-            block, sep_, end_, near = chunk[:width], is_sep[:width], ends[:width], around[:width]
+            block, sep_, end_, near = chunk[:width], is_sep[:width], is_end[:width], around[:width]
             np.equal(block, sep, out=sep_)
-            np.equal(block, ord("\n"), out=end_)
-            end_ |= block == ord("\r")
+            np.equal(block, ends[0], out=end_)
+            for byte in ends[1:]:
+                end_ |= block == byte
             np.logical_or(sep_, end_, out=near)
-            if (sep_[1:] & near[:-1]).any() or (sep_[:-1] & near[1:]).any() or (block == other).any():
+            if (sep_[1:] & near[:-1]).any() or (sep_[:-1] & near[1:]).any():
                 return _Layout(False, comments)
-            comments = comments or bool((end_[:-1] & (block[1:] == ord("#"))).any())
+            comments = comments or (hashed and bool((end_[:-1] & (block[1:] == ord("#"))).any()))
             chunk[0] = block[-1]
     return _Layout(bool(chunk[0] != sep), comments)
 
