@@ -298,13 +298,15 @@ def ranked_labels(encoded: _Encoded, max_docs: int | None = None) -> tuple[np.nd
 def _graded(offsets: np.ndarray, label: np.ndarray, qrels: Judgements, rel_q: np.ndarray,
             names: Collection[str]) -> dict[str, np.ndarray]:
     """The requested ndcg_graded@k columns: gains are the labels, ideal from all judged labels."""
+    cuts = {name: int(name.split("@")[1]) for name in GRADED_NDCG_MEASURES if name in names}
+    if not cuts:
+        return {}
     queries = offsets.size - 1
     # The ideal ranking of each query: its judged labels, highest first.
     order = np.lexsort((-qrels.label, rel_q))
     ideal_q, ideal_label = rel_q[order], qrels.label[order]
     ideal_offsets = np.concatenate(([0], np.cumsum(np.bincount(ideal_q, minlength=queries))))
-    return {name: graded_ndcg(offsets, label, ideal_offsets, ideal_label, int(name.split("@")[1]))
-            for name in GRADED_NDCG_MEASURES if name in names}
+    return {name: graded_ndcg(offsets, label, ideal_offsets, ideal_label, cut) for name, cut in cuts.items()}
 
 
 def evaluate(qrels: Judgements, run: Ranking, options: TrecOptions = DEFAULT_OPTIONS,
