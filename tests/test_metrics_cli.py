@@ -178,6 +178,14 @@ def test_nasty_ids_scores_and_labels_equal_pytrec_eval(tmp_path: Path, capsys: p
             assert values[name] == pytest.approx(oracle[qid][oracle_name], abs=1e-9), (qid, name)
 
 
+def test_ids_differing_by_a_nul_byte_stay_apart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Short ids are packed into integers; a trailing NUL must not make `a` and `a` + NUL equal.
+    (tmp_path / "qrels").write_bytes(b"1 0 a\x00 1\n1 0 b 1\n")
+    (tmp_path / "run").write_bytes(b"1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n")
+    result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"))
+    assert result["queries"]["1"]["precision"] == 0.5 and result["queries"]["1"]["mrr"] == 0.5
+
+
 def test_parquet_ids_are_integers_and_labels_must_be(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "qrels.parquet"
     pq.write_table(pa.table({"qid": ["001", "001"], "pid": ["010", "011"], "relevance": [0, 2]}), path)

@@ -81,10 +81,13 @@ def _query_codes(first: pa.ChunkedArray, second: pa.ChunkedArray) -> tuple[np.nd
     return repeated[0], repeated[1], encoded.dictionary
 
 
-def _packed_chunk(values: pa.Array, lengths: np.ndarray) -> np.ndarray:
-    """The ids of one chunk as integers: their bytes read as a little-endian word (see `_packed`)."""
+def _packed_chunk(values: pa.Array, lengths: np.ndarray) -> np.ndarray | None:
+    """The ids of one chunk as integers: their bytes read as a little-endian word (see `_packed`);
+    None when an id holds a NUL byte (`a` plus NUL would read as `a`)."""
     offsets = np.frombuffer(values.buffers()[1], dtype=np.int32, count=len(values) + 1, offset=values.offset * 4)
     data = np.frombuffer(values.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+    if data.size and data.min() == 0:
+        return None
     starts = offsets[:-1] - offsets[0]
     # Read 8 bytes at every id's start in one gather (a view with a 1-byte stride over the data),
     # then keep each id's own bytes: the low `length` bytes of the word. The last ids, whose
@@ -102,13 +105,17 @@ def _packed_chunk(values: pa.Array, lengths: np.ndarray) -> np.ndarray:
 
 
 def _packed(values: pa.ChunkedArray) -> np.ndarray | None:
-    """Ids of 1 to 8 bytes as integers (equal ids, equal integers); None when some id is longer."""
+    """Ids of 1 to 8 bytes as integers (equal ids, equal integers); None when some id is longer
+    (or holds a NUL byte)."""
     lengths = pc.binary_length(values).to_numpy()
     if lengths.size == 0 or lengths.max() > PACKED_BYTES or lengths.min() == 0:
         return None
     words, start = np.empty(len(values), dtype=np.uint64), 0
     for chunk in values.chunks:  # straight into one array: a concatenation would copy it all
-        words[start : start + len(chunk)] = _packed_chunk(chunk, lengths[start : start + len(chunk)])
+        packed = _packed_chunk(chunk, lengths[start : start + len(chunk)])
+        if packed is None:
+            return None
+        words[start : start + len(chunk)] = packed
         start += len(chunk)
     return words
 
@@ -118,7 +125,7 @@ def _doc_keys(first: pa.ChunkedArray, second: pa.ChunkedArray) -> tuple[np.ndarr
     packed = (_packed(first), _packed(second))
     if packed[0] is not None and packed[1] is not None:
         return packed[0], packed[1]
-    # Long ids: a hash table of the distinct ids (slower, needed for ids over 8 bytes).
+    # Long ids: a hash table of the distinct ids (slower, needed for ids over 8 bytes or with NUL).
     keys = pc.dictionary_encode(pa.chunked_array(first.chunks + second.chunks).combine_chunks()).indices
     keys = keys.to_numpy(zero_copy_only=False).astype(np.uint64)
     return keys[: len(first)], keys[len(first) :]
