@@ -46,26 +46,31 @@ def top_rows(scores: np.ndarray, keep: np.ndarray, k: int) -> np.ndarray:
 ROUNDING_MARGIN = 1 - 2**-20
 
 
-def _kth_largest(raw: np.ndarray, top: float, k: int) -> float:
-    """The k-th largest raw score (0 with fewer than k rows). Only the rows above a share of the
-    top score are partitioned: finding them is one quick pass, partitioning all rows is slow."""
+def _candidates(raw: np.ndarray, top: float, k: int) -> np.ndarray:
+    """Rows that can be among the k best: the positive rows whose raw score is at least the k-th
+    largest less the rounding margin. The rows above a share of the top score are found first,
+    in one quick pass, and only they are partitioned (partitioning every row is slow)."""
     for share in (0.5, 0.125, 0.0):
-        above = raw[raw >= top * share]
-        if above.size >= k:
-            return float(np.partition(above, above.size - k)[above.size - k])
-    return 0.0
+        rows = np.flatnonzero(raw >= top * share if share else raw > 0)
+        if rows.size >= k or not share:
+            break
+    if rows.size <= k:
+        return rows
+    values = raw[rows]
+    floor = float(np.partition(values, values.size - k)[values.size - k]) * ROUNDING_MARGIN
+    return rows[values >= floor] if floor >= top * share else np.flatnonzero(raw >= floor)
 
 
 def _bm25_top(raw: np.ndarray, top: float, threshold: float, k: int) -> np.ndarray:
     """top_rows(raw / top, (raw > 0) & (raw / top >= threshold), k), without dividing, masking
-    and sorting every row of the corpus: once the k-th raw score is known, only the few rows
-    above it (less the rounding margin) are normalised and ranked."""
+    and sorting every row of the corpus: only the few rows that can make the top k (see
+    `_candidates`) are normalised and ranked."""
     if top <= 0:
         return np.zeros(0, dtype=np.int64)
-    kth = _kth_largest(raw, top, k)
-    rows = np.flatnonzero(raw > 0 if kth <= 0 else raw >= kth * ROUNDING_MARGIN)
-    norm = raw[rows] / top
-    keep = (raw[rows] > 0) & (norm >= threshold)
+    rows = _candidates(raw, top, k)
+    values = raw[rows]
+    norm = values / top
+    keep = (values > 0) & (norm >= threshold)
     rows, norm = rows[keep], norm[keep]
     return rows[np.lexsort((rows, -norm))[:k]]
 
