@@ -370,19 +370,39 @@ def test_graded_ndcg_equals_trec_eval_ndcg_cut_on_many_random_cases(
     assert list(result["queries"][next(iter(oracle))]) == ["ndcg_graded@3", "ndcg_graded@10"]
 
 
-def test_graded_ndcg_hand_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # Labels a:3 b:2 c:0 d:1; ranked c, a, d, b (ties: e and f at 0.5, f first as docid descending).
-    (tmp_path / "qrels").write_text("1 0 a 3\n1 0 b 2\n1 0 c 0\n1 0 d 1\n1 0 f 4\n")
-    (tmp_path / "run").write_text("1 Q0 c 1 4 t\n1 Q0 a 2 3 t\n1 Q0 d 3 2 t\n1 Q0 b 4 1 t\n1 Q0 e 5 0.5 t\n1 Q0 f 6 0.5 t\n")
+LOG3, LOG5, LOG6 = math.log2(3), math.log2(5), math.log2(6)
+
+
+@pytest.mark.parametrize(
+    ("qrels", "run", "expected"),
+    [
+        # Labels a:3 b:2 c:0 d:1 f:4; ranked c, a, d, b, then f before e (tied, docid descending).
+        ("1 0 a 3\n1 0 b 2\n1 0 c 0\n1 0 d 1\n1 0 f 4\n",
+         "1 Q0 c 1 4 t\n1 Q0 a 2 3 t\n1 Q0 d 3 2 t\n1 Q0 b 4 1 t\n1 Q0 e 5 0.5 t\n1 Q0 f 6 0.5 t\n",
+         ((3 / LOG3 + 1 / 2) / (4 + 3 / LOG3 + 2 / 2),
+          (3 / LOG3 + 1 / 2 + 2 / LOG5 + 4 / LOG6) / (4 + 3 / LOG3 + 2 / 2 + 1 / LOG5))),
+        # The best document first, the others never retrieved: the ideal still counts them.
+        ("1 0 a 4\n1 0 b 1\n", "1 Q0 a 1 1 t\n", (4 / (4 + 1 / LOG3), 4 / (4 + 1 / LOG3))),
+        # Below the cut only: 0 at 3, counted at 10; a negative label gains nothing.
+        ("1 0 a 2\n1 0 x -1\n", "1 Q0 x 1 9 t\n1 Q0 y 2 8 t\n1 Q0 z 3 7 t\n1 Q0 a 4 6 t\n",
+         (0.0, (2 / LOG5) / 2)),
+        # Nothing judged above 0: no ideal gain, so 0 (as trec_eval).
+        ("1 0 a 0\n", "1 Q0 a 1 1 t\n", (0.0, 0.0)),
+    ],
+)
+def test_graded_ndcg_hand_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], qrels: str, run: str, expected: tuple[float, float]
+) -> None:
+    (tmp_path / "qrels").write_text(qrels)
+    (tmp_path / "run").write_text(run)
     result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"),
                         "-m", "ndcg_graded@3", "-m", "ndcg_graded@10")
-    ideal3 = 4 + 3 / math.log2(3) + 2 / 2
-    ideal10 = ideal3 + 1 / math.log2(5)
-    found3 = 3 / math.log2(3) + 1 / 2
-    found10 = found3 + 2 / math.log2(5) + 4 / math.log2(6)  # f (4) at rank 5, e (unjudged) at 6
-    assert result["queries"]["1"] == pytest.approx({"ndcg_graded@3": found3 / ideal3,
-                                                    "ndcg_graded@10": found10 / ideal10}, abs=1e-12)
+    assert result["queries"]["1"] == pytest.approx(dict(zip(GRADED_ORACLE, expected)), abs=1e-12)
     assert result["signatures"]["ndcg_graded@3"].startswith("ndcg_graded@3|gain:label|")
+    oracle = pytrec_eval.RelevanceEvaluator(
+        {"1": {line.split()[2]: int(line.split()[3]) for line in qrels.splitlines()}}, set(GRADED_ORACLE.values())
+    ).evaluate({"1": {line.split()[2]: float(line.split()[4]) for line in run.splitlines()}})
+    assert [oracle["1"][name] for name in GRADED_ORACLE.values()] == pytest.approx(expected, abs=1e-12)
 
 
 def test_measure_selection_and_unknown_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
