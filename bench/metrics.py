@@ -5,7 +5,10 @@ ndcg@10, mrr, map. Timed as whole processes, each started with subprocess so tha
 reading, scoring and writing all count: ours is `python -m evalcore score --qrels Q --run R
 --json`; the reference is a Python process that parses both files with pytrec_eval, evaluates
 and prints the results as JSON; the floor is a process that only reads both files with
-pyarrow's CSV reader (`read_csv`, space delimiter, column names and types inferred).
+pyarrow's CSV reader (`read_csv`, space delimiter, column names and types inferred). The same
+three also run in this process (`evalcore.cli.main` with its output captured; pytrec_eval's
+parse, evaluate and `json.dumps`; pyarrow's read), which leaves out interpreter start-up and
+imports: the CLI imports every command's modules before it parses its arguments.
 Generation: 10,000 distinct answer pairs (1,000 questions with English, French and Chinese
 references, 10 system answers each) through bleu1/2/4 and rouge1/2/L, ours against sacreBLEU +
 rouge-score in process: once from the same tokens (the reference libraries cannot segment
@@ -22,6 +25,8 @@ sides' values are compared (max abs difference) so the table never reports a fas
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import logging
 import random
@@ -43,7 +48,7 @@ import pyarrow.csv as pacsv
 from rouge_score import rouge_scorer
 from sacrebleu.metrics import BLEU
 
-from evalcore import text
+from evalcore import cli, text
 from evalcore.metrics import generation
 from evalcore.metrics.generation import BLEU_ORDERS, generation_scores
 
@@ -166,21 +171,43 @@ def process(command: list[str]) -> Callable[[], str]:
     return run
 
 
+def in_process(command: list[str]) -> Callable[[], str]:
+    """A contender that runs `python -c SCRIPT ARGS...` or `python -m evalcore ARGS...` here."""
+    def run() -> str:
+        output = io.StringIO()
+        with contextlib.redirect_stdout(output):
+            if command[1] == "-m":
+                cli.main(command[3:])
+            else:
+                sys.argv = ["-c", *command[3:]]
+                exec(command[2], {"__name__": "__bench__"})  # noqa: S102 - the scripts above, not input
+        return output.getvalue()
+
+    return run
+
+
 def retrieval_rows(queries: int, depth: int, count: int) -> list[tuple[str, str, str, str, str]]:
+    rows = []
     with tempfile.TemporaryDirectory() as folder:
         qrels, run = (str(path) for path in write_trec(Path(folder), queries, depth))
-        timings = rounds({
-            "ours": process([sys.executable, "-m", "evalcore", "score", "--qrels", qrels, "--run", run, "--json"]),
-            "pytrec_eval": process([sys.executable, "-c", ORACLE_PROCESS, qrels, run]),
-            "floor": process([sys.executable, "-c", FLOOR_PROCESS, qrels, run]),
-        }, count)
+        commands = {
+            "ours": [sys.executable, "-m", "evalcore", "score", "--qrels", qrels, "--run", run, "--json"],
+            "pytrec_eval": [sys.executable, "-c", ORACLE_PROCESS, qrels, run],
+            "floor": [sys.executable, "-c", FLOOR_PROCESS, qrels, run],
+        }
+        for where, contender in (("whole process", process), ("in process", in_process)):
+            timings = rounds({name: contender(command) for name, command in commands.items()}, count)
+            rows += _trec_rows(f"TREC files, {queries:,} queries x {depth} results, six measures, {where}", timings)
+    return rows
+
+
+def _trec_rows(label: str, timings: dict[str, Timing]) -> list[tuple[str, str, str, str, str]]:
     ours = json.loads(str(timings["ours"].result))["queries"]
     oracle = json.loads(str(timings["pytrec_eval"].result))
     worst = largest_difference(
         [{name: ours[qid][name] for name in ORACLE_NAMES} for qid in oracle],
         [{name: oracle[qid][code] for name, code in ORACLE_NAMES.items()} for qid in oracle],
     )
-    label = f"TREC files, {queries:,} queries x {depth} results, six measures, whole process"
     rows = []
     for kind in ("wall", "CPU"):
         ours, oracle, floor = (getattr(timings[name], kind.lower()) for name in ("ours", "pytrec_eval", "floor"))
