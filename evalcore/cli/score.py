@@ -42,7 +42,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     trec.add_argument("--qrels", required=True, type=Path, help="TREC qrels (qid 0 docid rel) or qrels.parquet")
     trec.add_argument("--run", required=True, type=Path, help="TREC run (qid Q0 docid rank score tag)")
     trec.add_argument("--json", action="store_true", help="print JSON with full precision")
-    trec.add_argument("--graded", action="store_true", help="add the seed 004 graded measures (graded.*)")
+    trec.add_argument("--graded", action="store_true", help="add the graded document retrieval measures (graded.*)")
     trec.add_argument("--label-min", type=int, default=0, help="lowest label of the graded scale (default 0)")
     trec.add_argument("--label-max", type=int, default=4, help="highest label of the graded scale (default 4)")
     trec.add_argument("-c", "--complete", action="store_true",
