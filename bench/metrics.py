@@ -1,70 +1,102 @@
 """Benchmark: our measures against the reference libraries, in one run, on the same inputs.
 
-Retrieval: TREC files on disk -> per-query precision, recall, ndcg@3, ndcg@10, mrr, map, for
-100,000 queries x 100 results; ours (pyarrow reading + numpy) against pytrec_eval (its own
-parsers + trec_eval's evaluator). Generation: 10,000 answer pairs (1,000 questions with
-English, French and Chinese references, 10 system answers each) through bleu1/2/4 and
-rouge1/2/L, ours against sacreBLEU + rouge-score: once from the same tokens (the reference
-libraries cannot segment Chinese, so they get ours joined by spaces), once from raw text with
-both sides tokenizing and every cache cleared. Each side's time is the best of --repeat runs
-(the machine may be shared), and both sides' values are compared so the table never reports a
-fast wrong answer.
+Retrieval (TREC files): 100,000 queries x 100 results -> per-query precision, recall, ndcg@3,
+ndcg@10, mrr, map. Timed as whole processes, each started with subprocess so that imports,
+reading, scoring and writing all count: ours is `python -m evalcore score --qrels Q --run R
+--json`; the reference is a Python process that parses both files with pytrec_eval, evaluates
+and prints the results as JSON; the floor is a process that only reads both files with
+pyarrow's CSV reader (`read_csv`, space delimiter, column names and types inferred). The same
+three also run in this process (`evalcore.cli.main` with its output captured; pytrec_eval's
+parse, evaluate and `json.dumps`; pyarrow's read), which leaves out interpreter start-up and
+imports: the CLI imports every command's modules before it parses its arguments.
+Generation: 10,000 distinct answer pairs (1,000 questions with English, French and Chinese
+references, 10 system answers each) through bleu1/2/4 and rouge1/2/L, ours against sacreBLEU +
+rouge-score in process: once from the same tokens (the reference libraries cannot segment
+Chinese, so they get ours joined by spaces; our own tokens are cached, our n-gram profiles are
+not), once from raw text with both sides tokenizing and every cache cleared.
 
-    python -m bench.metrics [--queries 100000] [--depth 100] [--pairs 10000] [--repeat 3]
+Contenders run interleaved, one after the other in each of --rounds rounds (the machine is
+shared, so a slow spell hits every side), and each cell is the median with the min-max. Both
+sides' values are compared (max abs difference) so the table never reports a fast wrong answer.
+
+    python -m bench.metrics [--queries 100000] [--depth 100] [--pairs 10000] [--rounds 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import json
 import logging
 import random
+import resource
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
-import pytrec_eval
 from rouge_score import rouge_scorer
 from sacrebleu.metrics import BLEU
 
-from evalcore import text
+from evalcore import cli, text
 from evalcore.metrics import generation
 from evalcore.metrics.generation import BLEU_ORDERS, generation_scores
-from evalcore.metrics.trec import evaluate
-from evalcore.metrics.trec_files import read_qrels, read_run
 
+ROOT = Path(__file__).resolve().parent.parent
 ORACLE_NAMES = {
     "precision": "set_P", "recall": "set_recall", "ndcg@3": "ndcg_cut_3",
     "ndcg@10": "ndcg_cut_10", "mrr": "recip_rank", "map": "map",
 }
 
 
-Ours = TypeVar("Ours")
-Theirs = TypeVar("Theirs")
+class Timing(NamedTuple):
+    """Wall and CPU seconds of every round (CPU: this process and the commands it ran, user +
+    system), and the result of the last one."""
+
+    wall: list[float]
+    cpu: list[float]
+    result: object
 
 
-def race(
-    ours: Callable[[], Ours], reference: Callable[[], Theirs], repeat: int, setup: Callable[[], None] = lambda: None
-) -> tuple[float, float, Ours, Theirs]:
-    """Best wall time of each side over `repeat` alternating rounds (the machine may be shared,
-    so alternating spreads any slow spell over both sides), and each side's last result."""
-    ours_best = reference_best = float("inf")
-    for _ in range(repeat):
-        setup()
-        start = time.perf_counter()
-        ours_result = ours()
-        ours_best = min(ours_best, time.perf_counter() - start)
-        setup()
-        start = time.perf_counter()
-        reference_result = reference()
-        reference_best = min(reference_best, time.perf_counter() - start)
-    return ours_best, reference_best, ours_result, reference_result
+def rounds(contenders: dict[str, Callable[[], object]], count: int,
+           setup: Callable[[], None] = lambda: None) -> dict[str, Timing]:
+    """Run every contender once per round, in an order that rotates from round to round."""
+    names = list(contenders)
+    walls: dict[str, list[float]] = {name: [] for name in names}
+    cpus: dict[str, list[float]] = {name: [] for name in names}
+    results: dict[str, object] = {}
+    for number in range(count):
+        for name in names[number % len(names):] + names[: number % len(names)]:
+            setup()
+            wall, cpu = time.perf_counter(), _cpu()
+            results[name] = contenders[name]()
+            cpus[name].append(_cpu() - cpu)
+            walls[name].append(time.perf_counter() - wall)
+    return {name: Timing(walls[name], cpus[name], results[name]) for name in names}
+
+
+def _cpu() -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def spread(values: list[float]) -> str:
+    """`median (min-max)` in seconds."""
+    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+def ratio(slow: list[float], fast: list[float]) -> str:
+    return f"{statistics.median(slow) / statistics.median(fast):.2f}x"
 
 
 def largest_difference(ours: list[dict[str, float]], expected: list[dict[str, float]]) -> float:
@@ -116,29 +148,74 @@ def write_trec(folder: Path, queries: int, depth: int, seed: int = 0) -> tuple[P
     return qrels_path, run_path
 
 
-def ours_retrieval(qrels_path: Path, run_path: Path) -> dict[str, dict[str, float]]:
-    scores = evaluate(read_qrels(qrels_path), read_run(run_path))
-    return {name: dict(zip(scores.qids, column)) for name, column in scores.values.items()}
+ORACLE_PROCESS = """
+import json, sys, pytrec_eval
+with open(sys.argv[1]) as qrels_file, open(sys.argv[2]) as run_file:
+    qrels, run = pytrec_eval.parse_qrel(qrels_file), pytrec_eval.parse_run(run_file)
+measures = {"set_P", "set_recall", "ndcg_cut_3", "ndcg_cut_10", "recip_rank", "map"}
+print(json.dumps(pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)))
+"""
+FLOOR_PROCESS = """
+import sys, pyarrow.csv as pacsv
+options = pacsv.ReadOptions(autogenerate_column_names=True), pacsv.ParseOptions(delimiter=" ")
+print(sum(pacsv.read_csv(path, *options).num_rows for path in sys.argv[1:]))
+"""
 
 
-def oracle_retrieval(qrels_path: Path, run_path: Path) -> dict[str, dict[str, float]]:
-    with qrels_path.open() as qrels_file, run_path.open() as run_file:
-        qrels, run = pytrec_eval.parse_qrel(qrels_file), pytrec_eval.parse_run(run_file)
-    return pytrec_eval.RelevanceEvaluator(qrels, set(ORACLE_NAMES.values())).evaluate(run)
+def process(command: list[str]) -> Callable[[], str]:
+    """A contender that runs `command` and returns what it printed."""
+    def run() -> str:
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
+        return done.stdout
+
+    return run
 
 
-def retrieval_rows(queries: int, depth: int, repeat: int) -> list[tuple[str, float, float, float]]:
+def in_process(command: list[str]) -> Callable[[], str]:
+    """A contender that runs `python -c SCRIPT ARGS...` or `python -m evalcore ARGS...` here."""
+    def run() -> str:
+        output = io.StringIO()
+        with contextlib.redirect_stdout(output):
+            if command[1] == "-m":
+                cli.main(command[3:])
+            else:
+                sys.argv = ["-c", *command[3:]]
+                exec(command[2], {"__name__": "__bench__"})  # noqa: S102 - the scripts above, not input
+        return output.getvalue()
+
+    return run
+
+
+def retrieval_rows(queries: int, depth: int, count: int) -> list[tuple[str, str, str, str, str]]:
+    rows = []
     with tempfile.TemporaryDirectory() as folder:
-        qrels_path, run_path = write_trec(Path(folder), queries, depth)
-        ours_time, oracle_time, ours, oracle = race(
-            lambda: ours_retrieval(qrels_path, run_path), lambda: oracle_retrieval(qrels_path, run_path), repeat
-        )
+        qrels, run = (str(path) for path in write_trec(Path(folder), queries, depth))
+        commands = {
+            "ours": [sys.executable, "-m", "evalcore", "score", "--qrels", qrels, "--run", run, "--json"],
+            "pytrec_eval": [sys.executable, "-c", ORACLE_PROCESS, qrels, run],
+            "floor": [sys.executable, "-c", FLOOR_PROCESS, qrels, run],
+        }
+        for where, contender in (("whole process", process), ("in process", in_process)):
+            timings = rounds({name: contender(command) for name, command in commands.items()}, count)
+            rows += _trec_rows(f"TREC files, {queries:,} queries x {depth} results, six measures, {where}", timings)
+    return rows
+
+
+def _trec_rows(label: str, timings: dict[str, Timing]) -> list[tuple[str, str, str, str, str]]:
+    ours = json.loads(str(timings["ours"].result))["queries"]
+    oracle = json.loads(str(timings["pytrec_eval"].result))
     worst = largest_difference(
-        [{name: ours[name][qid] for name in ORACLE_NAMES} for qid in oracle],
+        [{name: ours[qid][name] for name in ORACLE_NAMES} for qid in oracle],
         [{name: oracle[qid][code] for name, code in ORACLE_NAMES.items()} for qid in oracle],
     )
-    label = f"retrieval: {queries:,} queries x {depth} results, six measures (from TREC files)"
-    return [(label, ours_time, oracle_time, worst)]
+    rows = []
+    for kind in ("wall", "CPU"):
+        ours, oracle, floor = (getattr(timings[name], kind.lower()) for name in ("ours", "pytrec_eval", "floor"))
+        rows.append((f"{label} (vs pytrec_eval): {kind}", spread(ours), spread(oracle),
+                     f"{ratio(oracle, ours)} faster", f"{worst:.1e}" if kind == "wall" else ""))
+        rows.append((f"{label} (vs the pyarrow read floor): {kind}", spread(ours), spread(floor),
+                     f"{ratio(ours, floor)} the floor", ""))
+    return rows
 
 
 SENTENCES = [
@@ -163,16 +240,20 @@ def _perturb(units: list[str], joiner: str, rng: random.Random) -> str:
 
 
 def answer_pairs(count: int, seed: int = 0) -> list[tuple[str, list[str]]]:
-    """`count` (answer, references) pairs: 10 system answers per question, references shared."""
+    """`count` distinct (answer, references) pairs: 10 system answers per question, references shared."""
     rng = random.Random(seed)
-    pairs = []
+    pairs: dict[tuple[str, tuple[str, ...]], None] = {}
     for question in range(count // 10):
-        reference = SENTENCES[question % len(SENTENCES)].replace("30", str(question))
+        # The question's number makes every reference set distinct (and gives numbers to score).
+        reference = f"{SENTENCES[question % len(SENTENCES)]} {question}"
         joiner = " " if " " in reference else ""  # Chinese has no spaces: perturb characters
         units = reference.split(" ") if joiner else list(reference)
-        references = [reference] + ([_perturb(units, joiner, rng)] if rng.random() < 0.5 else [])
-        pairs += [(_perturb(units, joiner, rng), references) for _ in range(10)]
-    return pairs
+        references = (reference,) + ((_perturb(units, joiner, rng),) if rng.random() < 0.5 else ())
+        for _ in range(200):  # a few perturbations repeat: draw until the question has 10 distinct
+            if len(pairs) == (question + 1) * 10:
+                break
+            pairs[(_perturb(units, joiner, rng), references)] = None
+    return [(hyp, list(refs)) for hyp, refs in pairs]
 
 
 def _reference_scores(joined: list[tuple[str, list[str]]]) -> list[dict[str, float]]:
@@ -198,22 +279,25 @@ def _cold() -> None:
     generation.clear_caches()
 
 
-def generation_rows(count: int, repeat: int) -> list[tuple[str, float, float, float]]:
+def generation_rows(count: int, count_rounds: int) -> list[tuple[str, str, str, str, str]]:
     pairs = answer_pairs(count)
     text.tokenize("预热")  # load jieba's dictionary once, outside every timing
     joined = _joined(pairs)  # leaves every text's tokens in the cache for the first row
-    ours_time, reference_time, ours, expected = race(
-        lambda: [generation_scores(h, r) for h, r in pairs], lambda: _reference_scores(joined),
-        repeat, generation.clear_caches,
-    )
-    cold_time, both_time, _, _ = race(
-        lambda: [generation_scores(h, r) for h, r in pairs], lambda: _reference_scores(_joined(pairs)), repeat, _cold
-    )
-    worst = largest_difference(ours, expected)
-    return [
-        (f"generation: {len(pairs):,} answer pairs, six measures, same tokens given to both", ours_time, reference_time, worst),
-        (f"generation: {len(pairs):,} answer pairs from raw text, both tokenizing (cold caches)", cold_time, both_time, worst),
-    ]
+    warm = rounds({"ours": lambda: [generation_scores(h, r) for h, r in pairs],
+                   "reference": lambda: _reference_scores(joined)}, count_rounds, generation.clear_caches)
+    cold = rounds({"ours": lambda: [generation_scores(h, r) for h, r in pairs],
+                   "reference": lambda: _reference_scores(_joined(pairs))}, count_rounds, _cold)
+    worst = largest_difference(warm["ours"].result, warm["reference"].result)  # type: ignore[arg-type]
+    label = f"BLEU-1/2/4 + ROUGE-1/2/L, {len(pairs):,} distinct answer pairs"
+    rows = []
+    for name, timing in ((f"{label}, same tokens given to both", warm),
+                         (f"{label} from raw text, both tokenizing (cold caches)", cold)):
+        ours, reference = timing["ours"], timing["reference"]
+        rows.append((f"{name}: wall", spread(ours.wall), spread(reference.wall),
+                     f"{ratio(reference.wall, ours.wall)} faster", f"{worst:.1e}"))
+        rows.append((f"{name}: CPU", spread(ours.cpu), spread(reference.cpu),
+                     f"{ratio(reference.cpu, ours.cpu)} faster", ""))
+    return rows
 
 
 class _Whitespace:
@@ -226,16 +310,22 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100_000)
     parser.add_argument("--depth", type=int, default=100)
     parser.add_argument("--pairs", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=3, help="best of this many runs per side")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of interleaved runs (median, min-max)")
+    parser.add_argument("--only", choices=("trec", "text"), help="run one group of rows")
     args = parser.parse_args()
     logging.getLogger("sacrebleu").setLevel(logging.ERROR)  # one warning per sentence otherwise
-    rows = retrieval_rows(args.queries, args.depth, args.repeat) + generation_rows(args.pairs, args.repeat)
-    print("| workload | ours (s) | reference (s) | reference / ours | max abs difference |")
+    rows = []
+    if args.only in (None, "trec"):
+        rows += retrieval_rows(args.queries, args.depth, args.rounds)
+    if args.only in (None, "text"):
+        rows += generation_rows(args.pairs, args.rounds)
+    print(f"{args.rounds} rounds, seconds as median (min-max), python {sys.version.split()[0]}\n")
+    print("| workload | ours (s) | reference (s) | ratio | max abs difference |")
     print("|---|---:|---:|---:|---:|")
-    for label, ours, reference, worst in rows:
-        print(f"| {label} | {ours:.2f} | {reference:.2f} | {reference / ours:.1f}x | {worst:.1e} |")
-    print("\nreference: pytrec_eval (parse_qrel, parse_run, RelevanceEvaluator) for retrieval;")
-    print("sacreBLEU BLEU(tokenize='none', smooth_method='none') x3 + rouge-score for generation.")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print("\nreference: pytrec_eval (parse_qrel, parse_run, RelevanceEvaluator) or pyarrow's read_csv alone")
+    print("for TREC files; sacreBLEU BLEU(tokenize='none', smooth_method='none') x3 + rouge-score for text.")
 
 
 if __name__ == "__main__":

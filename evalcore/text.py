@@ -1,7 +1,7 @@
 """Text handling shared by the measures: the `default` tokenizer, accent folding, sentences.
 
 A tokenizer is never changed in place: its name goes into every measure signature, so a
-different behaviour gets a new name in `TOKENIZERS`.
+different behaviour gets a new name.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import functools
 import logging
 import re
 import unicodedata
-from collections.abc import Callable
 from typing import NamedTuple
 
 TOKENIZER = "default"
@@ -39,7 +38,6 @@ def _ranges(codes: list[int]) -> str:
 class _Patterns(NamedTuple):
     word: re.Pattern[str]  # a word of letters, digits and marks (never Han)
     plain: re.Pattern[str]  # the same for text without marks: Python's own classes are faster
-    combining: re.Pattern[str]  # combining marks, for accent stripping
 
 
 # Combining marks start at U+0300: text below it (ASCII, Latin-1, Latin Extended) has none.
@@ -48,8 +46,8 @@ _FIRST_MARK = "\u0300"
 
 @functools.cache
 def _patterns() -> _Patterns:
-    """The regular expressions, built once from the Unicode database."""
-    word_chars, combining = [], []
+    """The word regular expressions, built once from the Unicode database."""
+    word_chars = []
     for code in range(_SCANNED_PLANES):
         char = chr(code)
         if _HAN_RUN.match(char):
@@ -57,16 +55,20 @@ def _patterns() -> _Patterns:
         # Letters, digits and marks: a word keeps its accents and vowel signs.
         if char.isalnum() or unicodedata.category(char).startswith("M"):
             word_chars.append(code)
-        if unicodedata.combining(char):
-            combining.append(code)
     # A point or comma between two digits stays inside the token: 3.14, 3,5, 1,000.
     decimals = "(?:(?<=\\d)[.,](?=\\d){0})*"
     chars = f"[{_ranges(word_chars)}]+"
     return _Patterns(
         re.compile(chars + decimals.format(chars)),
         re.compile("[^\\W_]+" + decimals.format("[^\\W_]+")),
-        re.compile(f"[{_ranges(combining)}]+"),
     )
+
+
+@functools.cache
+def _combining() -> re.Pattern[str]:
+    """Combining marks, for accent stripping (apart from the word patterns: `fold` runs at import
+    time for the stopwords, and this scan is a fraction of theirs)."""
+    return re.compile(f"[{_ranges([code for code in range(_SCANNED_PLANES) if unicodedata.combining(chr(code))])}]+")
 
 
 @functools.cache
@@ -124,7 +126,7 @@ def clear_caches() -> None:
 def fold(text: str) -> str:
     """Casefold and strip accents (NFKD, combining marks dropped): `Été` -> `ete`."""
     decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return _patterns().combining.sub("", decomposed)
+    return decomposed if decomposed.isascii() else _combining().sub("", decomposed)
 
 
 def is_han(text: str) -> bool:
@@ -161,6 +163,4 @@ def split_sentences(text: str) -> list[str]:
         sentences.append(carry.strip())
     return sentences
 
-
-TOKENIZERS: dict[str, Callable[[str], list[str]]] = {TOKENIZER: tokenize}
 

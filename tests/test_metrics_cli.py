@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 from pathlib import Path
 
@@ -124,7 +125,7 @@ def test_mixed_whitespace_is_read_line_by_line(tmp_path: Path, capsys: pytest.Ca
         ("1 0 a 1\n", "1 Q0 a  2.0 t\n", "run:1: wrong number of fields"),
         ("1 0  1\n", "1 Q0 a 1 2.0 t\n", "qrels:1: wrong number of fields"),
         # Tab-separated with a space inside a field: fields are whitespace-separated, as in trec_eval.
-        ("1 0 a 1\n", "1\tQ0\td 1\t1\t2.0\tt\n", "run:1: wrong number of fields"),
+        ("1\t0\ta 1\t1\n", "1 Q0 a 1 2.0 t\n", "qrels:1: wrong number of fields"),
         ("1 0 a 1\n", "1 Q0 a 1 2.0 t\n1 Q0 b 2 nan t\n", "run:2: column score is not a number"),
         ("1 0 a 1\n", "1 Q0 a 1 1_0 t\n", "run:1: column score is not a number"),
         ("1 0 a 99999999999999999999\n", "1 Q0 a 1 2.0 t\n", "qrels:1: column rel is not an integer"),
@@ -175,6 +176,14 @@ def test_nasty_ids_scores_and_labels_equal_pytrec_eval(tmp_path: Path, capsys: p
     for qid, values in result["queries"].items():
         for name, oracle_name in ORACLE_NAMES.items():
             assert values[name] == pytest.approx(oracle[qid][oracle_name], abs=1e-9), (qid, name)
+
+
+def test_ids_differing_by_a_nul_byte_stay_apart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Short ids are packed into integers; a trailing NUL must not make `a` and `a` + NUL equal.
+    (tmp_path / "qrels").write_bytes(b"1 0 a\x00 1\n1 0 b 1\n")
+    (tmp_path / "run").write_bytes(b"1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n")
+    result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"))
+    assert result["queries"]["1"]["precision"] == 0.5 and result["queries"]["1"]["mrr"] == 0.5
 
 
 def test_parquet_ids_are_integers_and_labels_must_be(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -258,3 +267,167 @@ def test_score_text_with_nothing_valid_fails(tmp_path: Path, capsys: pytest.Capt
     path.write_text("[1, 2]\n")
     assert main(["score-text", str(path)]) == 2
     assert "bad.jsonl:1: not a JSON object" in capsys.readouterr().err
+
+
+GRADED_ORACLE = {"ndcg_graded@3": "ndcg_cut_3", "ndcg_graded@10": "ndcg_cut_10"}
+
+
+def write_interop_trec(folder: Path, rng: random.Random, queries: int = 400,
+                       separator: str = " ") -> tuple[dict, dict]:
+    """trec_eval-style files: # comments, blank lines, fields after the run tag, labels -1..4,
+    score ties, repeated documents. Returns graded qrels and the run as trec_eval ranks it."""
+    qrels: dict[str, dict[str, int]] = {}
+    lines, run_lines = ["# qrels: query 0 document label", ""], ["# run written by a test", ""]
+    ranked_run: dict[str, dict[str, float]] = {}
+    for q in range(queries):
+        qid = f"q{rng.randint(1, 999)}-{q}"
+        docs = rng.sample(range(40), rng.randint(1, 15))
+        qrels[qid] = {f"d{d}": rng.choice([-1, 0, 0, 1, 2, 3, 4]) for d in docs}
+        lines += [f"{qid}{separator}0{separator}{d}{separator}{label}" for d, label in qrels[qid].items()]
+        ranked = [(f"d{rng.randrange(45)}", float(rng.randint(0, 8))) for _ in range(rng.choice([0, 1, 5, 12, 30]))]
+        seen: dict[str, float] = {}
+        for doc, score in sorted(ranked, key=lambda p: (p[1], p[0]), reverse=True):
+            seen.setdefault(doc, score)
+        ranked_run[qid] = seen
+        for position, (doc, score) in enumerate(ranked):
+            extra = rng.choice(["", "", f"{separator}extra{separator}fields"])
+            run_lines.append(separator.join([qid, "Q0", doc, str(position), str(score), "tag"]) + extra)
+            if rng.random() < 0.05:
+                run_lines.append(rng.choice(["", "# a comment line", f"#{separator}Q0{separator}x{separator}1{separator}2{separator}t"]))
+    rng.shuffle(run_lines)
+    (folder / "qrels").write_text("\n".join(lines) + "\n")
+    (folder / "run").write_text("\n".join(run_lines) + "\n")
+    return qrels, {q: docs for q, docs in ranked_run.items() if docs}
+
+
+def binarised(qrels: dict, level: int) -> dict:
+    return {q: {d: int(label >= level) for d, label in docs.items()} for q, docs in qrels.items()}
+
+
+def truncated(run: dict, depth: int) -> dict:
+    """The first `depth` documents of each query in trec_eval's order (score, then docid, descending)."""
+    return {q: dict(sorted(docs.items(), key=lambda p: (p[1], p[0]), reverse=True)[:depth]) for q, docs in run.items()}
+
+
+def assert_agrees(result: dict, oracle: dict, names: dict[str, str]) -> None:
+    assert set(result["queries"]) == set(oracle)
+    for qid, values in result["queries"].items():
+        for name, oracle_name in names.items():
+            assert values[name] == pytest.approx(oracle[qid][oracle_name], abs=1e-9), (qid, name)
+
+
+@pytest.mark.parametrize("separator", [" ", "\t", " \t"])  # the last needs the careful reader
+def test_comments_blank_lines_and_trailing_fields_read_as_trec_eval(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], separator: str
+) -> None:
+    qrels, run = write_interop_trec(tmp_path, random.Random(len(separator)), separator=separator)
+    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--json",
+                 *(f"-m{name}" for name in (*ORACLE_NAMES, *GRADED_ORACLE))]) == 0
+    captured = capsys.readouterr()
+    notes = [line for line in captured.err.splitlines() if "fields after the run tag" in line]
+    assert len(notes) == 1 and "they are ignored" in notes[0]  # one note, not one per line
+    result = strict_json(captured.out)
+    assert_agrees(result, pytrec_eval.RelevanceEvaluator(binarised(qrels, 1), set(ORACLE_NAMES.values())).evaluate(run),
+                  ORACLE_NAMES)
+    assert_agrees(result, pytrec_eval.RelevanceEvaluator(qrels, set(GRADED_ORACLE.values())).evaluate(run),
+                  GRADED_ORACLE)
+
+
+@pytest.mark.parametrize("level", [-1000, -1, 0, 2, 3, 5])  # -1000: below the narrow label type
+def test_relevance_level_equals_trec_eval_on_thresholded_qrels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], level: int
+) -> None:
+    qrels, run = write_interop_trec(tmp_path, random.Random(level + 10))
+    oracle = pytrec_eval.RelevanceEvaluator(binarised(qrels, level), set(ORACLE_NAMES.values())).evaluate(run)
+    result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "-l", str(level))
+    assert_agrees(result, oracle, ORACLE_NAMES)
+    assert result["signatures"]["map"].startswith(f"map|rel:>={level}|")
+
+
+@pytest.mark.parametrize("depth", [1, 3, 10])
+def test_max_docs_equals_trec_eval_on_truncated_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], depth: int
+) -> None:
+    qrels, run = write_interop_trec(tmp_path, random.Random(depth + 20))
+    short = truncated(run, depth)
+    oracle = pytrec_eval.RelevanceEvaluator(binarised(qrels, 1), set(ORACLE_NAMES.values())).evaluate(short)
+    graded = pytrec_eval.RelevanceEvaluator(qrels, set(GRADED_ORACLE.values())).evaluate(short)
+    result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"),
+                        "-M", str(depth), *(f"--measure={name}" for name in (*ORACLE_NAMES, *GRADED_ORACLE)))
+    assert_agrees(result, oracle, ORACLE_NAMES)
+    assert_agrees(result, graded, GRADED_ORACLE)
+    assert result["max_docs"] == depth
+
+
+def test_graded_ndcg_equals_trec_eval_ndcg_cut_on_many_random_cases(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    qrels, run = write_interop_trec(tmp_path, random.Random(3), queries=1500)
+    oracle = pytrec_eval.RelevanceEvaluator(qrels, set(GRADED_ORACLE.values())).evaluate(run)
+    result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"),
+                        "-m", "ndcg_graded@3", "-m", "ndcg_graded@10")
+    assert_agrees(result, oracle, GRADED_ORACLE)
+    assert list(result["queries"][next(iter(oracle))]) == ["ndcg_graded@3", "ndcg_graded@10"]
+
+
+LOG3, LOG5, LOG6 = math.log2(3), math.log2(5), math.log2(6)
+
+
+@pytest.mark.parametrize(
+    ("qrels", "run", "expected"),
+    [
+        # Labels a:3 b:2 c:0 d:1 f:4; ranked c, a, d, b, then f before e (tied, docid descending).
+        ("1 0 a 3\n1 0 b 2\n1 0 c 0\n1 0 d 1\n1 0 f 4\n",
+         "1 Q0 c 1 4 t\n1 Q0 a 2 3 t\n1 Q0 d 3 2 t\n1 Q0 b 4 1 t\n1 Q0 e 5 0.5 t\n1 Q0 f 6 0.5 t\n",
+         ((3 / LOG3 + 1 / 2) / (4 + 3 / LOG3 + 2 / 2),
+          (3 / LOG3 + 1 / 2 + 2 / LOG5 + 4 / LOG6) / (4 + 3 / LOG3 + 2 / 2 + 1 / LOG5))),
+        # The best document first, the others never retrieved: the ideal still counts them.
+        ("1 0 a 4\n1 0 b 1\n", "1 Q0 a 1 1 t\n", (4 / (4 + 1 / LOG3), 4 / (4 + 1 / LOG3))),
+        # Below the cut only: 0 at 3, counted at 10; a negative label gains nothing.
+        ("1 0 a 2\n1 0 x -1\n", "1 Q0 x 1 9 t\n1 Q0 y 2 8 t\n1 Q0 z 3 7 t\n1 Q0 a 4 6 t\n",
+         (0.0, (2 / LOG5) / 2)),
+        # Nothing judged above 0: no ideal gain, so 0 (as trec_eval).
+        ("1 0 a 0\n", "1 Q0 a 1 1 t\n", (0.0, 0.0)),
+    ],
+)
+def test_graded_ndcg_hand_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], qrels: str, run: str, expected: tuple[float, float]
+) -> None:
+    (tmp_path / "qrels").write_text(qrels)
+    (tmp_path / "run").write_text(run)
+    result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"),
+                        "-m", "ndcg_graded@3", "-m", "ndcg_graded@10")
+    assert result["queries"]["1"] == pytest.approx(dict(zip(GRADED_ORACLE, expected)), abs=1e-12)
+    assert result["signatures"]["ndcg_graded@3"].startswith("ndcg_graded@3|gain:label|")
+    oracle = pytrec_eval.RelevanceEvaluator(
+        {"1": {line.split()[2]: int(line.split()[3]) for line in qrels.splitlines()}}, set(GRADED_ORACLE.values())
+    ).evaluate({"1": {line.split()[2]: float(line.split()[4]) for line in run.splitlines()}})
+    assert [oracle["1"][name] for name in GRADED_ORACLE.values()] == pytest.approx(expected, abs=1e-12)
+
+
+def test_measure_selection_and_unknown_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "qrels").write_text("1 0 a 2\n")
+    (tmp_path / "run").write_text("1 Q0 a 1 2.0 t\n")
+    files = ["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run")]
+    assert main([*files, "-m", "map", "-m", "graded.holes", "-m", "map"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split("\t")[0].strip() for line in lines] == ["map", "graded.holes", "map", "graded.holes", "num_q"]
+    assert main([*files, "-m", "nDCG@10"]) == 2
+    error = capsys.readouterr().err
+    assert "-m/--measure: unknown measure (found nDCG@10, expected one of precision, recall" in error
+    assert "ndcg_graded@10" in error
+    assert main([*files, "-M", "0"]) == 2
+    assert "-M/--max-docs" in capsys.readouterr().err
+
+
+def test_comments_in_regular_files_keep_the_fast_reader_exact(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A comment with as many fields as a data line, one with fewer, and a blank line.
+    (tmp_path / "qrels").write_text("# q 0 doc rel\n1 0 a 1\n\n1 0 b 0\n#\n")
+    (tmp_path / "run").write_text("# qid Q0 docid rank score tag\n1 Q0 b 1 2.0 t\n# ranked\n1 Q0 a 2 1.0 t\n")
+    result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"))
+    assert result["queries"] == {"1": pytest.approx({"precision": 0.5, "recall": 1.0, "ndcg@3": 1 / math.log2(3),
+                                                      "ndcg@10": 1 / math.log2(3), "mrr": 0.5, "map": 0.5})}
+    # A problem found after reading still names the right line, comments and blank lines counted.
+    (tmp_path / "qrels").write_text("# header\n1 0 a 1\n\n# note\n1 0 a 0\n")
+    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run")]) == 2
+    assert "qrels:5: a document is judged twice" in capsys.readouterr().err

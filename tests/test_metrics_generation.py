@@ -86,7 +86,7 @@ def test_smoothing_equals_sacrebleu(method: str, value: float | None) -> None:
     [
         ("", ["the cat"], dict.fromkeys(("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"), 0.0)),
         ("the cat", [""], dict.fromkeys(("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"), 0.0)),
-        # One word: no bigram, so BLEU-2 and BLEU-4 are 0 without smoothing (seed 000).
+        # One word: no bigram, so BLEU-2 and BLEU-4 are 0 without smoothing.
         # Identical texts: exactly 1.0 (sacreBLEU's arithmetic gives 1.0000000000000004).
         ("a b", ["a b"], {"bleu1": 1.0, "bleu2": 1.0, "bleu4": 0.0, "rouge1": 1.0, "rouge2": 1.0, "rougel": 1.0}),
         ("cat", ["cat"], {"bleu1": 1.0, "bleu2": 0.0, "bleu4": 0.0, "rouge1": 1.0, "rouge2": 0.0, "rougel": 1.0}),

@@ -70,10 +70,11 @@ def test_sources_found(expected: list[str], found: bool | None) -> None:
 
 
 def test_score_question_includes_what_applies() -> None:
-    scores, signatures = score_question(
+    result = score_question(
         relevant={1: 2, 2: 0}, ranked=[None, 1], answer="30 days", references=["30 days"],
         expected_answer="30 days", expected_sources=["cgv"], retrieved_sources=SOURCES,
     )
+    scores, signatures = result.values, result.signatures
     assert signatures == {name: signature(name) for name in scores}
     assert scores["mrr"] == 0.5 and scores["bleu1"] == pytest.approx(1.0)
     assert scores["coverage"] == 1.0 and scores["sources_found"] == 1.0

@@ -128,3 +128,23 @@ def test_sample_dataset_recall_at_10(index_dir: Path) -> None:
         recall[retriever] = sum(hits) / len(hits)
     assert all(value > 0.6 for value in recall.values()), recall
     assert len(set(recall.values())) == 3, recall
+
+
+def test_bm25_shortcut_selects_what_normalising_every_row_selects() -> None:
+    # _bm25_top must pick exactly top_rows(raw / top, ...): ties, zeros, values one float32
+    # step apart (they can tie after the division) and every threshold.
+    from evalcore.targets.retrieval import _bm25_top, top_rows
+
+    rng = np.random.default_rng(5)
+    for case in range(400):
+        size = int(rng.integers(1, 300))
+        raw = rng.choice(rng.random(int(rng.integers(1, 40))) * 20, size).astype(np.float32)
+        raw[rng.random(size) < 0.3] = 0.0
+        if case % 3 == 0:  # neighbours of the k-th value, one or two ulps below it
+            picks = rng.integers(0, size, 5)
+            raw[picks] = np.nextafter(raw[picks], np.float32(0))
+        top = float(raw.max())
+        threshold, k = float(rng.choice([0.0, 0.2, 0.9, 1.0])), int(rng.integers(1, 40))
+        norm = raw / top if top > 0 else np.zeros_like(raw)
+        expected = top_rows(norm, (raw > 0) & (norm >= threshold), k)
+        assert _bm25_top(raw, top, threshold, k).tolist() == expected.tolist(), case

@@ -4,8 +4,15 @@ BLEU follows Papineni et al. (2002) as sacreBLEU computes it: clipped n-gram cou
 maximum count over all references, brevity penalty from the closest reference length (shorter
 wins a tie), geometric mean of the precisions; smoothing methods of Chen & Cherry (2014).
 ROUGE follows Lin (2004) as Google's rouge-score computes it, the best F1 over the references.
-Each text's n-gram counts are computed once (and cached per distinct text), then shared by the
-six measures; the LCS uses a bit-parallel algorithm (Hyyro 2004) instead of a dynamic table.
+Each text's n-grams are computed once, then shared by the six measures; the LCS uses a
+bit-parallel algorithm (Hyyro 2004) instead of a dynamic table.
+
+How the n-grams are held, for speed: an n-gram is its tokens joined by U+0000 (a string, which
+the garbage collector never walks, where a tuple of strings is one more object to track), and
+a text keeps the set of its distinct n-grams plus the extra count of the few that repeat. The
+clipped overlap of two texts is then a set intersection in C, corrected by the repeats. Only
+reference sets are cached (every system answer of a question reuses them); an answer's own
+n-grams are built when it is scored, since it is rarely scored twice.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from evalcore.errors import EvalError
@@ -24,32 +31,48 @@ BLEU_ORDERS = {"bleu1": 1, "bleu2": 2, "bleu4": 4}
 MAX_ORDER = 4
 # Default smoothing values, as in sacreBLEU.
 SMOOTHING = {"none": None, "floor": 0.1, "add-k": 1.0, "exp": None}
+# Joins the tokens of an n-gram: the `default` tokenizer keeps only letters, digits, marks and
+# Han characters, so no token holds it.
+GRAM_JOINER = "\0"
+
+
+class Grams(NamedTuple):
+    """The distinct n-grams of one order, and count - 1 of those seen more than once (or None)."""
+
+    distinct: frozenset[str]
+    repeats: Mapping[str, int] | None
 
 
 class Profile(NamedTuple):
-    """A text's tokens, its n-gram counts for n = 1..4, and each token's positions as bits."""
+    """A text's tokens, its n-grams for n = 1..4, and each token's positions as bits."""
 
     tokens: tuple[str, ...]
-    ngrams: tuple[Counter, ...]
+    ngrams: tuple[Grams, ...]
     positions: dict[str, int]
 
 
-def _count(words: tuple[str, ...], n: int) -> Counter:
-    return Counter(zip(*(words[i:] for i in range(n))))
+def _grams(words: tuple[str, ...], n: int) -> Grams:
+    def items() -> Iterable[str]:
+        return words if n == 1 else map(GRAM_JOINER.join, zip(*(words[i:] for i in range(n))))
+
+    distinct = frozenset(items())
+    if len(distinct) == max(0, len(words) - n + 1):
+        return Grams(distinct, None)
+    # Repeats are few (mostly function words): counting everything again only for them is cheap.
+    return Grams(distinct, {gram: count - 1 for gram, count in Counter(items()).items() if count > 1})
 
 
 def profile_tokens(words: Sequence[str]) -> Profile:
-    """The profile of an already tokenized text."""
+    """The profile of an already tokenized text (tokens never hold GRAM_JOINER)."""
     words = tuple(words)
     positions: dict[str, int] = {}
     for index, word in enumerate(words):
         positions[word] = positions.get(word, 0) | (1 << index)
-    return Profile(words, tuple(_count(words, n) for n in range(1, MAX_ORDER + 1)), positions)
+    return Profile(words, tuple(_grams(words, n) for n in range(1, MAX_ORDER + 1)), positions)
 
 
-@functools.lru_cache(maxsize=1 << 15)
 def profile(text: str) -> Profile:
-    """The profile of a text under tokenizer `default`, cached per distinct text."""
+    """The profile of a text under tokenizer `default` (its tokens are cached by `evalcore.text`)."""
     return profile_tokens(tokens(text))
 
 
@@ -57,17 +80,26 @@ class References(NamedTuple):
     """A question's references: their profiles and, per order, each n-gram's largest count."""
 
     profiles: tuple[Profile, ...]
-    most: tuple[Counter, ...]
+    most: tuple[Grams, ...]
+
+
+def _most(grams: Sequence[Grams]) -> Grams:
+    """Per n-gram, the largest count over the texts (BLEU clips against it)."""
+    if len(grams) == 1:
+        return grams[0]
+    repeats: dict[str, int] = {}
+    for text_grams in grams:
+        for gram, extra in (text_grams.repeats or {}).items():
+            repeats[gram] = max(repeats.get(gram, 0), extra)
+    return Grams(frozenset().union(*(text_grams.distinct for text_grams in grams)), repeats or None)
 
 
 def references_from(profiles: Sequence[Profile]) -> References:
     """Merge the references' n-gram counts (max per n-gram) once, for BLEU's clipping."""
     if not profiles:
         raise EvalError("no reference answer to score against", fix="give at least one reference")
-    most = list(profiles[0].ngrams)
-    for other in profiles[1:]:
-        most = [merged | counts for merged, counts in zip(most, other.ngrams)]
-    return References(tuple(profiles), tuple(most))
+    most = tuple(_most([p.ngrams[n] for p in profiles]) for n in range(MAX_ORDER))
+    return References(tuple(profiles), most)
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -77,14 +109,22 @@ def reference_set(texts: tuple[str, ...]) -> References:
 
 
 def clear_caches() -> None:
-    """Forget cached profiles and reference sets (the tokenizer has its own caches)."""
-    profile.cache_clear()
+    """Forget cached reference sets (the tokenizer has its own caches)."""
     reference_set.cache_clear()
 
 
-def _overlap(first: Counter, second: Counter) -> int:
-    """Clipped overlap: sum over shared n-grams of the smaller count (key sets intersect in C)."""
-    return sum([min(first[gram], second[gram]) for gram in first.keys() & second.keys()])
+def _overlap(first: Grams, second: Grams) -> int:
+    """Clipped overlap: sum over shared n-grams of the smaller count. Every shared n-gram counts
+    once (a set intersection, in C); repeated ones add the smaller of their extra counts."""
+    common = first.distinct & second.distinct
+    total = len(common)
+    if first.repeats is None or second.repeats is None:
+        return total  # one side has every n-gram once: min(1 + a, 1) = 1
+    for gram, extra in first.repeats.items():
+        other = second.repeats.get(gram)
+        if other is not None:
+            total += min(extra, other)
+    return total
 
 
 def bleu_statistics(hyp: Profile, refs: References) -> tuple[list[int], list[int], int, int]:
@@ -129,25 +169,20 @@ def log_precisions(
 
 
 def bleu_from_logs(
-    logs: Sequence[float | None], correct: Sequence[int], length: int, ref_length: int, order: int
-) -> float:
-    """BLEU-`order` in [0, 1]: brevity penalty times the geometric mean of the first precisions."""
-    head = logs[:order]
-    # No match at any order, or a zero precision, gives 0 (log 0); sacreBLEU checks matches first.
-    if not any(correct[:order]) or any(log is None for log in head):
-        return 0.0
+    logs: Sequence[float | None], correct: Sequence[int], length: int, ref_length: int
+) -> dict[str, float]:
+    """BLEU-1, -2 and -4 in [0, 1]: brevity penalty times the geometric mean of the first precisions."""
     brevity = 1.0 if length >= ref_length else (math.exp(1 - ref_length / length) if length else 0.0)
-    # exp(log(100)) / 100 can land a hair above 1 (sacreBLEU prints 100.00000000000004): clamp.
-    return min(1.0, brevity * math.exp(sum(head) / order) / 100.0)  # type: ignore[arg-type]
-
-
-def bleu_from_statistics(
-    correct: Sequence[int], total: Sequence[int], length: int, ref_length: int,
-    order: int, smooth: str = "none", smooth_value: float | None = None,
-) -> float:
-    """BLEU in [0, 1] from sufficient statistics (sacreBLEU's computation, divided by 100)."""
-    logs = log_precisions(correct[:order], total[:order], smooth, smooth_value)
-    return bleu_from_logs(logs, correct, length, ref_length, order)
+    scores = {}
+    for name, order in BLEU_ORDERS.items():
+        head = logs[:order]
+        # No match at any order, or a zero precision, gives 0 (log 0); sacreBLEU checks matches first.
+        if not any(correct[:order]) or None in head:
+            scores[name] = 0.0
+        else:
+            # exp(log(100)) / 100 can land a hair above 1 (sacreBLEU prints 100.00000000000004): clamp.
+            scores[name] = min(1.0, brevity * math.exp(sum(head) / order) / 100.0)  # type: ignore[arg-type]
+    return scores
 
 
 def _f1(overlap: float, hyp_count: int, ref_count: int) -> float:
@@ -195,7 +230,7 @@ def generation_profiles_scores(
     """The six measures from profiles (several references: BLEU clips against all, ROUGE takes the best)."""
     correct, total, length, ref_length = bleu_statistics(hyp, refs)
     logs = log_precisions(correct, total, smooth, smooth_value)
-    scores = {name: bleu_from_logs(logs, correct, length, ref_length, order) for name, order in BLEU_ORDERS.items()}
+    scores = bleu_from_logs(logs, correct, length, ref_length)
     if len(refs.profiles) == 1:  # BLEU's clipped matches are then exactly ROUGE's overlaps
         ref = refs.profiles[0]
         scores["rouge1"], scores["rouge2"] = _rouge_f1(correct[0], hyp, ref, 1), _rouge_f1(correct[1], hyp, ref, 2)

@@ -61,6 +61,11 @@ _RETRIEVAL_DOCS = {
     "mrr": "1 / rank of the first relevant document, 0 if none (Voorhees 1999; trec_eval recip_rank).",
     "map": "(1/|R|) * sum over relevant ranks i of (relevant in top i) / i (trec_eval map).",
 }
+_GRADED_NDCG_DOCS = {
+    f"ndcg_graded@{k}": f"DCG@{k} / IDCG@{k}, DCG = sum_{{i<={k}}} label_i / log2(i+1), IDCG from all judged "
+    f"labels of the query (Jarvelin & Kekalainen 2002; trec_eval ndcg_cut_{k}). TREC files (score -m)."
+    for k in (3, 10)
+}
 _GENERATION_DOCS = {
     "bleu1": "BLEU with N = 1: BP * p1, clipped against all references, BP = exp(1 - r/c) if c < r "
     "with r the closest reference length (Papineni et al. 2002; sacreBLEU).",
@@ -99,6 +104,8 @@ def _judge_measure(name: str) -> Measure:
 
 def _registry() -> dict[str, Measure]:
     measures = [Measure(n, d, "retrieval", settings=_RANKED) for n, d in _RETRIEVAL_DOCS.items()]
+    measures += [Measure(n, d, "retrieval", settings=(("gain", "label"), ("dup", "first")))
+                 for n, d in _GRADED_NDCG_DOCS.items()]
     for name, doc in _GENERATION_DOCS.items():
         extra = (("smooth", "none"),) if name.startswith("bleu") else (("refs", "max"),)
         measures.append(Measure(name, doc, "generation", needs_reference=True, settings=_TEXT + extra))

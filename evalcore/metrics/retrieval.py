@@ -16,6 +16,8 @@ from evalcore.errors import EvalError
 
 RETRIEVAL_MEASURES = ("precision", "recall", "ndcg@3", "ndcg@10", "mrr", "map")
 NDCG_CUTS = (3, 10)
+# nDCG with the qrels labels as gains (trec_eval's ndcg_cut on graded qrels), for TREC files.
+GRADED_NDCG_MEASURES = ("ndcg_graded@3", "ndcg_graded@10")
 DocId = TypeVar("DocId", bound=Hashable)
 
 
@@ -67,6 +69,14 @@ def _divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     return out
 
 
+def _hits(offsets: np.ndarray, flags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(query, 1-based rank) of every True flag. Only the hits are located (a binary search in
+    the sorted offsets), so no array as long as the whole run is built."""
+    hits = np.flatnonzero(flags)
+    group = np.searchsorted(offsets, hits, side="right") - 1
+    return group, hits - offsets[group] + 1
+
+
 def batch_scores(offsets: np.ndarray, flags: np.ndarray, num_rel: np.ndarray) -> dict[str, np.ndarray]:
     """The six measures per query.
 
@@ -75,14 +85,11 @@ def batch_scores(offsets: np.ndarray, flags: np.ndarray, num_rel: np.ndarray) ->
     """
     queries = offsets.size - 1
     retrieved = np.diff(offsets)
-    group = np.repeat(np.arange(queries), retrieved)
-    rank = np.arange(flags.size) - offsets[:-1][group] + 1
-    hits = np.flatnonzero(flags)
-    hit_group, hit_rank = group[hits], rank[hits]
+    hit_group, hit_rank = _hits(offsets, flags)
     found = np.bincount(hit_group, minlength=queries).astype(np.float64)
     # Rank of each hit among the hits of its query = the hit's position minus the query's first.
     first_hit = np.searchsorted(hit_group, np.arange(queries))
-    hits_so_far = np.arange(hits.size) - first_hit[hit_group] + 1
+    hits_so_far = np.arange(hit_group.size) - first_hit[hit_group] + 1
     values = {
         "precision": _divide(found, retrieved.astype(np.float64)),
         "recall": _divide(found, num_rel.astype(np.float64)),
@@ -92,10 +99,28 @@ def batch_scores(offsets: np.ndarray, flags: np.ndarray, num_rel: np.ndarray) ->
         top = hit_rank <= cut
         dcg = np.bincount(hit_group[top], weights=discount[top], minlength=queries)
         values[f"ndcg@{cut}"] = _divide(dcg, _ideal_dcg(num_rel, cut))
-    has_hit = first_hit < np.append(first_hit[1:], hits.size)
+    has_hit = first_hit < np.append(first_hit[1:], hit_group.size)
     mrr = np.zeros(queries)
     mrr[has_hit] = 1.0 / hit_rank[first_hit[has_hit]]
     values["mrr"] = mrr
     precision_at_hits = np.bincount(hit_group, weights=hits_so_far / hit_rank, minlength=queries)
     values["map"] = _divide(precision_at_hits, num_rel.astype(np.float64))
     return {name: values[name] for name in RETRIEVAL_MEASURES}
+
+
+def _graded_dcg(offsets: np.ndarray, gains: np.ndarray, cut: int) -> np.ndarray:
+    """sum over ranks i <= cut of gain_i / log2(i + 1), per query (only positive gains count)."""
+    group, rank = _hits(offsets, gains > 0)
+    top = rank <= cut
+    weights = gains[gains > 0][top] / np.log2(rank[top] + 1.0)
+    return np.bincount(group[top], weights=weights, minlength=offsets.size - 1)
+
+
+def graded_ndcg(offsets: np.ndarray, gains: np.ndarray, ideal_offsets: np.ndarray, ideal_gains: np.ndarray,
+                cut: int) -> np.ndarray:
+    """nDCG@cut with the labels as gains, per query, as trec_eval's ndcg_cut.
+
+    `gains[offsets[q]:offsets[q+1]]` are query q's labels in rank order; `ideal_gains` over
+    `ideal_offsets` are all its judged labels, highest first (the ideal ranking).
+    """
+    return _divide(_graded_dcg(offsets, gains, cut), _graded_dcg(ideal_offsets, ideal_gains, cut))

@@ -1,4 +1,4 @@
-"""Seed 003 measures of a suite case: `coverage` of the expected answer and `sources_found`."""
+"""Measures of a suite case: `coverage` of the expected answer and `sources_found`."""
 
 from __future__ import annotations
 

@@ -40,6 +40,45 @@ def top_rows(scores: np.ndarray, keep: np.ndarray, k: int) -> np.ndarray:
     return rows[order][:k]
 
 
+# The k best BM25 rows by normalised score are among the rows whose raw score is at least the
+# k-th largest raw score times this: dividing by the top score is monotone, and float32 rounding
+# can only merge scores closer than 2^-23 relative into a tie.
+ROUNDING_MARGIN = 1 - 2**-20
+
+
+def _candidates(raw: np.ndarray, top: float, k: int) -> np.ndarray:
+    """Rows that can be among the k best: the positive rows whose raw score is at least the k-th
+    largest less the rounding margin. The rows above a share of the top score are found first,
+    in one quick pass, and only they are partitioned (partitioning every row is slow)."""
+    for share in (0.5, 0.125, 0.0):
+        rows = np.flatnonzero(raw >= top * share if share else raw > 0)
+        if rows.size >= k or not share:
+            break
+    if rows.size <= k:
+        return rows
+    values = raw[rows]
+    floor = float(np.partition(values, values.size - k)[values.size - k]) * ROUNDING_MARGIN
+    return rows[values >= floor] if floor >= top * share else np.flatnonzero(raw >= floor)
+
+
+def _bm25_top(raw: np.ndarray, top: float, threshold: float, k: int) -> np.ndarray:
+    """top_rows(raw / top, (raw > 0) & (raw / top >= threshold), k), without dividing, masking
+    and sorting every row of the corpus: only the few rows that can make the top k (see
+    `_candidates`) are normalised and ranked."""
+    if top <= 0:
+        return np.zeros(0, dtype=np.int64)
+    rows = _candidates(raw, top, k)
+    values = raw[rows]
+    norm = values / top
+    keep = (values > 0) & (norm >= threshold)
+    rows, norm = rows[keep], norm[keep]
+    return rows[np.lexsort((rows, -norm))[:k]]
+
+
+def _normalised(raw: np.ndarray, top: float) -> np.ndarray:
+    return raw / top if top > 0 else np.zeros_like(raw)
+
+
 def search(kb: KnowledgeBase, config: TargetConfig, query: str) -> list[Hit]:
     """The ranked chunks for a query under the configured retriever."""
     stages: dict[str, np.ndarray] = {}
@@ -47,21 +86,28 @@ def search(kb: KnowledgeBase, config: TargetConfig, query: str) -> list[Hit]:
     if config.retriever in ("bm25", "hybrid"):
         raw = bm25_scores(kb, query)
         top = float(raw.max()) if len(raw) else 0.0
-        norm = raw / top if top > 0 else np.zeros_like(raw)
-        stages |= {"bm25": raw, "bm25_norm": norm}
-        kept["bm25"] = top_rows(norm, (raw > 0) & (norm >= config.keyword_threshold), config.embedding_top_k)
+        stages["bm25"] = raw
+        kept["bm25"] = _bm25_top(raw, top, config.keyword_threshold, config.embedding_top_k)
+        if config.retriever == "hybrid":  # the weighted fusion reads the normalised scores of many rows
+            stages["bm25_norm"] = _normalised(raw, top)
     if config.retriever in ("vector", "hybrid"):
         cosine = kb.embeddings[config.embedding_model] @ embed_query(config.embedding_model, query)
         stages["vector"] = cosine
         kept["vector"] = top_rows(cosine, cosine >= config.vector_threshold, config.embedding_top_k)
     if config.retriever == "bm25":
-        rows, final = kept["bm25"], stages["bm25_norm"]
+        rows = kept["bm25"]
+        at_rows = {"bm25": raw[rows], "bm25_norm": _normalised(raw[rows], top)}
+        final = at_rows["bm25_norm"]
     elif config.retriever == "vector":
-        rows, final = kept["vector"], stages["vector"]
+        rows = kept["vector"]
+        at_rows = {"vector": stages["vector"][rows]}
+        final = at_rows["vector"]
     else:
-        rows, final = _fuse(config, stages, kept, len(kb.chunks))
-        stages[config.fusion] = final
-    return [_hit(kb, int(row), float(final[row]), stages) for row in rows]
+        rows, fused = _fuse(config, stages, kept, len(kb.chunks))
+        stages[config.fusion] = fused
+        at_rows = {name: values[rows] for name, values in stages.items()}
+        final = at_rows[config.fusion]
+    return _hits(kb, rows, final, at_rows)
 
 
 def _fuse(config: TargetConfig, stages: dict[str, np.ndarray], kept: dict[str, np.ndarray],
@@ -80,7 +126,13 @@ def _fuse(config: TargetConfig, stages: dict[str, np.ndarray], kept: dict[str, n
     return top_rows(fused, union, config.embedding_top_k), fused
 
 
-def _hit(kb: KnowledgeBase, row: int, score: float, stages: dict[str, np.ndarray]) -> Hit:
-    chunk = kb.chunks[row]
-    scores = {name: round(float(values[row]), 6) for name, values in stages.items()}
-    return Hit(row, Retrieved(chunk.pid, chunk.title, chunk.text, score, scores))
+def _hits(kb: KnowledgeBase, rows: np.ndarray, final: np.ndarray, at_rows: dict[str, np.ndarray]) -> list[Hit]:
+    """A hit per returned row. Only these rows' stage scores are converted and rounded, a column
+    at a time (`tolist` converts a whole column in one call)."""
+    names = list(at_rows)
+    columns = [[round(value, 6) for value in at_rows[name].tolist()] for name in names]
+    hits = []
+    for row, score, values in zip(rows.tolist(), final.tolist(), zip(*columns)):
+        chunk = kb.chunks[row]
+        hits.append(Hit(row, Retrieved(chunk.pid, chunk.title, chunk.text, score, dict(zip(names, values)))))
+    return hits
