@@ -12,6 +12,7 @@ from evalcore.cli import main
 from evalcore.errors import EvalError
 from evalcore.suites import Case
 from evalcore.suites.csvfile import export_suite_csv, parse_suite_csv
+from tests.csvsafety import assert_safe_csv
 
 SAMPLE = Path(__file__).resolve().parents[1] / "dataset" / "samples" / "suite.csv"
 
@@ -167,8 +168,10 @@ def test_export_quotes_what_needs_quoting():
 
 # Cases exactly as an import can produce them: stripped, non-empty, no carriage return, no '|'
 # inside a source, at most 10 sources.
+# Formula starts and quotes are frequent, also after line breaks inside a cell.
 TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\r") | st.sampled_from(
-    [";", ",", '"', "\n", "|", " ", "é", "问"]), max_size=30).map(str.strip)
+    [";", ",", '"', "\n", "|", " ", "é", "问", "=", "+", "-", "@", "'", "\t"]),
+    max_size=30).map(str.strip)
 SOURCE = TEXT.map(lambda s: s.replace("|", "/").strip()).filter(bool)
 CASES = st.lists(st.builds(Case, question=TEXT.filter(bool), expected_answer=st.none() | TEXT.filter(bool),
                            expected_sources=st.lists(SOURCE, max_size=10).map(tuple)), max_size=12)
@@ -232,6 +235,15 @@ def test_formula_cells_are_neutralised_and_import_back_unchanged(question):
     data_line = text.splitlines()[1]
     assert all(not cell.startswith(("=", "+", "-", "@")) for cell in data_line.split(";"))
     assert parse_suite_csv(text.encode("utf-8")).cases == [case]
+
+
+def test_line_breaks_in_cells_keep_one_record_per_case_and_no_line_runs_as_a_formula():
+    cases = [c("Refund window?\n=HYPERLINK(1)", "30 days\r@SUM(1+1)", "Terms\n-x"), c("q2", "a\r\n+1\n'=2")]
+    text = export_suite_csv(cases)
+    assert_safe_csv(text, len(cases), delimiter=";")
+    # A lone carriage return inside a cell reads back as a line break, like every imported one.
+    assert parse_suite_csv(text.encode()).cases == [c("Refund window?\n=HYPERLINK(1)", "30 days\n@SUM(1+1)", "Terms\n-x"),
+                                                    c("q2", "a\n+1\n'=2")]
 
 
 def test_a_huge_cell_is_reported_in_words():

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalcore.csvcells import restore_cell, safe_cell
+from evalcore.csvcells import csv_text, restore_cell
 from evalcore.errors import EvalError
 from evalcore.suites.suite import MAX_CASES, MAX_SOURCES, Case
 
@@ -244,13 +244,10 @@ def to_line(line: int, cells: list[str] | None, error: str | None, *, accepted: 
 
 def export_suite_csv(cases: Iterable[Case]) -> str:
     """A CSV (`;`, header, quoted where needed) that imports back to the same cases."""
-    out = io.StringIO()
-    writer = csv.writer(out, delimiter=";", lineterminator="\r\n")
-    writer.writerow(EXPORT_HEADER)
+    rows: list[tuple[str, ...]] = [EXPORT_HEADER]
     for number, case in enumerate(cases, start=1):
         if any("|" in source for source in case.expected_sources):
             raise EvalError("a source contains '|', which the CSV uses between sources",
                             where=f"case {number}", fix="remove the '|' from the source name")
-        writer.writerow([safe_cell(case.question), safe_cell(case.expected_answer or ""),
-                         safe_cell("|".join(case.expected_sources))])
-    return out.getvalue()
+        rows.append((case.question, case.expected_answer or "", "|".join(case.expected_sources)))
+    return csv_text(rows, delimiter=";")
