@@ -121,6 +121,29 @@ def test_tab_separated_file_is_refused_clearly(data):
     assert "export the sheet as CSV" in str(raised.value.fix)
 
 
+@pytest.mark.parametrize("data", [b"question|expected|sources\nWhat is the refund window?|30 days|Terms of Sale\n",
+                                  b"q1|a1|s1|s2\nq2|a2|s3\nq3|a3\n", b"sep=|\nq1|a1\n"],
+                         ids=["with header", "no header, several sources", "sep line"])
+def test_pipe_separated_file_is_refused_clearly(data):
+    with pytest.raises(EvalError, match="'|'-separated") as raised:
+        parse_suite_csv(data, source="sheet.csv")
+    assert "';' or ','" in str(raised.value.fix) and "sources" in str(raised.value.fix)
+
+
+def test_a_question_about_a_pipe_is_not_a_pipe_separated_file():
+    report = parse_suite_csv(b"question\nIs A|B allowed?\nWhat about C?\nAnd D?\n")
+    assert [case.question for case in report.cases] == ["Is A|B allowed?", "What about C?", "And D?"]
+
+
+def test_cli_import_of_a_pipe_separated_file_exits_2_and_imports_nothing(tmp_path, capsys):
+    db, sheet = str(tmp_path / "suites.db"), tmp_path / "pipes.csv"
+    sheet.write_bytes(b"question|expected|sources\nWhat is the refund window?|30 days|Terms of Sale\n")
+    assert main(["suites", "import", str(sheet), "--name", "S", "--agent", "t", "--db", db]) == 2
+    assert "'|'-separated" in capsys.readouterr().err
+    main(["suites", "list", "--db", db])
+    assert "no suite yet" in capsys.readouterr().out
+
+
 def test_a_long_run_of_rejections_reads_as_one_report_line():
     report = parse_suite_csv("".join(f"Item {i}?;a{i};s{i}\n" for i in range(10_000)).encode(), source="big.csv")
     assert len(report.cases) == 100 and len(report.rejected) == 9_900
