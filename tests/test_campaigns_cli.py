@@ -5,11 +5,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from pathlib import Path
 
 import pytest
 
+from evalcore.campaigns.manager import run_options
 from evalcore.cli import main
+from evalcore.errors import EvalError
 from evalcore.store import Store
 from evalcore.suites import Case, create_suite
 from evalcore.targets import TargetConfig
@@ -106,6 +109,24 @@ def test_user_mistakes_exit_2_with_one_line(setup: tuple[Path, Path, Path], tmp_
     for limit in ("0", "-2"):  # not "every question" nor "all but the last two"
         assert main(["run", "--dataset", str(data), "--limit", limit, "--db", str(db)]) == 2
         assert capsys.readouterr().err.startswith("error: limit: the question limit must be at least 1")
+
+
+@pytest.mark.parametrize("seconds", ["nan", "inf", "-inf", "-5", "0", "soon"])
+def test_a_time_limit_that_is_not_a_finite_positive_number_is_refused(
+        setup: tuple[Path, Path, Path], seconds: str, capsys: pytest.CaptureFixture) -> None:
+    data, _, db = setup
+    with pytest.raises(SystemExit) as raised:
+        main(["run", "--dataset", str(data), f"--time-limit={seconds}", "--db", str(db)])
+    assert raised.value.code == 2
+    assert f"expected a number of seconds above 0, found {seconds!r}" in capsys.readouterr().err
+    assert not db.exists()  # refused before anything ran
+
+
+@pytest.mark.parametrize("seconds", [math.nan, math.inf, -1.0, 0.0])
+def test_the_engine_refuses_a_time_limit_that_would_switch_the_limit_off(seconds: float) -> None:
+    with pytest.raises(EvalError, match="finite number of seconds above 0") as raised:
+        run_options(TargetConfig(), None, seconds, None, 1, "dataset")
+    assert raised.value.where == "time_limit"
 
 
 def test_export_creates_missing_folders_and_names_an_unwritable_path(

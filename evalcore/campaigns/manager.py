@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import socket
@@ -75,8 +76,10 @@ def run_options(config: TargetConfig, concurrency: int | None, time_limit: float
     _check_concurrency(concurrency)
     if judge_samples < 1:
         raise EvalError("each judge must be asked at least once", where="judge_samples", found=str(judge_samples))
-    if time_limit is not None and time_limit <= 0:
-        raise EvalError("the time limit must be positive", where="time_limit", found=str(time_limit))
+    # nan and inf compare false with everything and would switch the per-question limit off.
+    if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
+        raise EvalError("the time limit must be a finite number of seconds above 0", where="time_limit",
+                        found=str(time_limit))
     if max_failed_share is not None and not 0 <= max_failed_share <= 1:
         raise EvalError("the failed share must be in [0, 1]", where="max_failed_share", found=str(max_failed_share))
     return RunOptions(concurrency=concurrency or (1 if suite else plans.default_concurrency(config)),
