@@ -59,7 +59,7 @@ class ErrorResponse(BaseModel):
 # For the OpenAPI document of the authenticated routes.
 ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
     status: {"model": ErrorResponse, "description": description} for status, description in (
-        (401, "missing, unknown or revoked API key"), (403, "the key's role or capability does not allow this"),
+        (400, "the body is not parseable as JSON (syntax, encoding)"), (401, "missing, unknown or revoked API key"), (403, "the key's role or capability does not allow this"),
         (404, "no such object for this tenant"), (409, "a campaign is already running (running_id names it)"),
         (413, "request body over the size limit"), (415, "the body is not JSON (Content-Type: application/json)"),
         (422, "malformed request; `field` names the culprit"), (500, "unexpected server error (no internals)"))
@@ -144,7 +144,9 @@ def _body_kind_error(request: Request, exc: RequestValidationError) -> ApiError 
 def _validation_response(exc: RequestValidationError) -> JSONResponse:
     problems = [_validation_message(e) for e in exc.errors()] or [("body", "body: invalid request")]
     message = "; ".join(line for _, line in problems[:5])
-    return envelope(422, "invalid_request", message, field=problems[0][0])
+    # A body that is not JSON at all is a bad request (400); JSON with wrong content is 422.
+    status = 400 if any(e.get("type") == "json_invalid" for e in exc.errors()) else 422
+    return envelope(status, CODES[status], message, field=problems[0][0])
 
 
 async def _on_api_error(_: Request, exc: ApiError) -> JSONResponse:
