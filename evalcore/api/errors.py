@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Match
 
+from evalcore.api.inputs import NOT_UNICODE, NOT_UNICODE_MESSAGE, escaped
 from evalcore.datasets import DATASET_ROOT
 from evalcore.errors import EvalError
 from evalcore.store import Conflict, NotFound
@@ -78,8 +79,9 @@ class ApiError(Exception):
 
 
 def envelope(status: int, code: str, message: str, headers: dict[str, str] | None = None, **extra: object) -> JSONResponse:
-    """The error response every failure path uses."""
-    error = {"code": code, "message": message, **{k: v for k, v in extra.items() if v is not None}}
+    """The error response every failure path uses (text that echoes a client's value is made encodable)."""
+    error = {"code": code, "message": escaped(message),
+             **{k: escaped(v) if isinstance(v, str) else v for k, v in extra.items() if v is not None}}
     return JSONResponse({"success": False, "error": error}, status_code=status, headers=headers)
 
 
@@ -109,6 +111,9 @@ def _validation_message(error: dict[str, Any]) -> tuple[str, str]:
         position = next((p for p in error.get("loc", ()) if isinstance(p, int)), None)
         return "body", f"body: not valid JSON ({context.get('error', 'syntax error')} at character {position})"
     field = _field(tuple(error.get("loc", ())))
+    if kind in (NOT_UNICODE, "string_unicode"):  # ours, and pydantic's own for constrained text
+        field += context.get("path", "")
+        return field, f"{field}: {NOT_UNICODE_MESSAGE}"
     if kind == "too_long" and "max_length" in context:
         return field, f"{field}: at most {context['max_length']} items allowed (found {context.get('actual_length')})"
     return field, f"{field}: {str(error.get('msg', 'invalid value')).removeprefix('Value error, ')}"

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from evalcore.api.auth import Admin, Viewer
 from evalcore.api.configurations import resolve_target
@@ -31,7 +31,6 @@ DATASET_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,63}$")
 class EvaluationRequest(RunSettings):
     """An evaluation task request; every field optional."""
 
-    model_config = ConfigDict(extra="forbid")
     dataset_id: str = Field(default="default", description="folder under the dataset root ('default' is its samples)")
     knowledge_base_id: str | None = Field(default=None, description="saved target configuration whose settings are copied")
     chat_id: str | None = Field(default=None, description="saved target configuration whose generation settings are used")

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from evalcore.api.auth import FullAdmin, Viewer
 from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
+from evalcore.api.inputs import RequestBody
 from evalcore.api.schemas import Ok, TargetDetail, TargetList
 from evalcore.targets import TargetConfig
 from evalcore.targets.saved import list_targets, save_target
@@ -16,10 +17,9 @@ from evalcore.targets.saved import list_targets, save_target
 router = APIRouter(prefix="/api/v1/targets", tags=["targets"], responses=ERROR_RESPONSES)
 
 
-class TargetIn(BaseModel):
+class TargetIn(RequestBody):
     """A name and the configuration keys that differ from the defaults (see `python -m evalcore config show`)."""
 
-    model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=200, pattern=r"\S")
     config: dict[str, Any] = Field(default_factory=dict, description="flat configuration keys, e.g. {\"retriever\": \"bm25\"}")
 

@@ -58,7 +58,8 @@ def cache_key(model: str, endpoint: str, params: dict[str, Any], messages: list[
     """sha256 of the canonical JSON of everything that determines a reply."""
     payload = {"model": model, "endpoint": endpoint, "params": params, "messages": messages}
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    # surrogatepass: a lone surrogate (possible in a Python str) hashes instead of raising.
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def cached_chat(cache: CallCache | None, model: str, endpoint: str, params: dict[str, Any], messages: list[Message],

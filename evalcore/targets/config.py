@@ -214,7 +214,8 @@ class TargetConfig:
     def config_hash(self) -> str:
         """sha256 of the canonical JSON of every key (secrets are never in the config)."""
         canonical = json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        # surrogatepass: a lone surrogate (possible in a Python str) hashes instead of raising.
+        return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
     def diff(self, other: TargetConfig) -> dict[str, tuple[Any, Any]]:
         """Keys whose values differ: key -> (this value, other value)."""
