@@ -74,7 +74,7 @@ def make_api(tmp: Path) -> tuple[object, dict[str, str], dict[str, str]]:
     app = create_app(tmp / "api.db", dataset_root=root)
     store = app.state.store
     # Suite campaigns ingest the target's knowledge base: the tiny dataset, one chunk per passage, BM25.
-    fast = TargetConfig(knowledge_base=str(root / "tiny"), chunking="none", retriever="bm25", generator="extractive")
+    fast = TargetConfig(knowledge_base="tiny", chunking="none", retriever="bm25", generator="extractive")
     keys = {
         "admin": create_key(store, tenant="acme", role="admin")[1],
         "viewer": create_key(store, tenant="acme", role="viewer")[1],

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from evalcore.api import docs, routes_campaigns, routes_evaluation, routes_service, routes_suites, routes_targets
 from evalcore.api.inputs import RequestBody
-from tests.test_api import Api, make_api, serve, suite_body
+from tests.test_api import Api, error_of, make_api, serve, suite_body, wait_done
 
 SURROGATE = "\ud800"
 ROUTE_MODULES = (routes_evaluation, routes_suites, routes_targets, routes_campaigns, routes_service, docs)
@@ -111,3 +111,63 @@ def test_the_store_replaces_what_it_cannot_encode_instead_of_raising(tmp_path: P
         assert get_target(store, target_id).model == "gpt\ufffd"
         rows = store.read("SELECT name FROM targets WHERE name = ?", (SURROGATE,))
         assert [row["name"] for row in rows] == ["\ufffd"]
+
+
+# --- server paths in configurations ------------------------------------------------------------------
+
+def without(value: str, text: str) -> str:
+    """The text with a client's value taken out (to compare answers for two values)."""
+    return text.replace(repr(value), "VALUE").replace(json.dumps(repr(value))[1:-1], "VALUE")
+
+
+def test_a_target_knowledge_base_is_a_dataset_id_and_answers_tell_nothing_about_the_server(api: Api) -> None:
+    answers = {}
+    for place in ("/etc", "/no/such/folder", "../../etc", "~", "..", "tiny/../../etc", "/"):
+        response = api.call("POST", "/api/v1/targets", "full", json={"name": "kb", "config": {"knowledge_base": place}})
+        error = error_of(response, 422)
+        assert error["field"] == "config.knowledge_base" and "not a dataset name" in error["message"]
+        assert str(api.db.parent) not in response.text
+        answers[place] = without(place, response.text)
+    assert len(set(answers.values())) == 1, answers  # an existing folder answers like a missing one
+    missing = error_of(api.call("POST", "/api/v1/targets", "full", json={"name": "kb", "config": {"knowledge_base": "nope"}}), 422)
+    assert missing["message"] == "config.knowledge_base: no dataset 'nope' (a folder under the dataset root)"
+    created = api.call("POST", "/api/v1/targets", "full", json={"name": "kb", "config": {"knowledge_base": "tiny"}})
+    assert created.status_code == 201 and created.json()["data"]["target"]["config"]["knowledge_base"] == "tiny"
+
+
+def test_a_results_file_cannot_be_named_through_the_api(api: Api) -> None:
+    inside = api.app.state.dataset_root / "run.jsonl"
+    inside.write_text('{"qid": 1, "ranked_ids": [10], "answer": "30 days"}\n', encoding="utf-8")
+    answers = set()
+    for path in ("/etc/passwd.jsonl", "/no/such/run.jsonl", str(inside), "run.jsonl"):
+        body = {"name": "file", "config": {"kind": "results_file", "results_path": path}}
+        response = api.call("POST", "/api/v1/targets", "full", json=body)
+        assert error_of(response, 422)["field"] == "config.results_path"
+        answers.add(response.text)
+    assert len(answers) == 1  # the same answer whatever the path: nothing is looked at
+
+
+def test_a_suite_runs_its_knowledge_base_from_the_servers_dataset_root_only(api: Api) -> None:
+    from evalcore.targets import TargetConfig
+    from evalcore.targets.saved import save_target
+
+    def run(knowledge_base: str) -> tuple[int, str]:
+        # Saved as the command line would, then run through the API.
+        target = save_target(api.app.state.store, TargetConfig(knowledge_base=knowledge_base, retriever="bm25",
+                                                               chunking="none"), tenant="acme")
+        suite = api.call("POST", "/api/v1/eval-suites", json={**suite_body(api, n=1), "agent_id": target})
+        launched = api.call("POST", f"/api/v1/eval-suites/{suite.json()['data']['suite']['id']}/runs")
+        return launched.status_code, launched.text
+
+    answers = {}
+    for place in ("/etc", "/no/such/folder", str(api.app.state.dataset_root / "tiny"), "~"):
+        status, text = run(place)
+        assert status == 422 and "knowledge_base of the suite's target configuration" in text
+        answers[place] = without(place, text)
+    assert len(set(answers.values())) == 1, answers
+    # "tiny" is a folder of this server's dataset root (not of the project's dataset/): it runs.
+    status, text = run("tiny")
+    assert status == 202, text
+    run_id = json.loads(text)["data"]["run"]["id"]
+    done = wait_done(api, f"/api/v1/eval-suites/runs/{run_id}", lambda d: d["run"]["status"])
+    assert done["run"]["status"] == "succeeded" and done["results"][0]["retrieved"], done["run"]["error"]

@@ -10,6 +10,7 @@ from pydantic import Field
 from evalcore.api import runs
 from evalcore.api.auth import Admin, Viewer
 from evalcore.api.configurations import saved_target
+from evalcore.api.dataset_ids import dataset_path
 from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
 from evalcore.api.inputs import RequestBody
 from evalcore.api.routes_campaigns import campaign_json, campaign_of
@@ -139,8 +140,11 @@ def launch(request: Request, suite_id: SuiteId, key: Admin,
     body = body or RunIn()
     store = request.app.state.store
     base = saved_target(store, key.tenant, suite.target_id, "agent_id") if suite.target_id != "default" else TargetConfig()
+    # The knowledge base is a dataset id under the server's dataset root, whoever saved the configuration.
+    dataset_path(request, base.knowledge_base, field=None, label="knowledge_base of the suite's target configuration")
     run_id = runs.launch(request.app.state.manager, body, suite_id=suite.id, tenant=key.tenant,
-                         config=configured(base, body, key), target_id=suite.target_id)
+                         config=configured(base, body, key), target_id=suite.target_id,
+                         dataset_root=request.app.state.dataset_root)
     return ok({"run": campaign_json(get_campaign(request.app.state.store, run_id, key.tenant))})
 
 

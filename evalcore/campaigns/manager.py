@@ -120,17 +120,19 @@ class CampaignManager:
         concurrency: int | None = None, cache: bool = True, campaign_id: str | None = None,
         time_limit: float | None = None, max_failed_share: float | None = None, limit: int | None = None,
         target: Target | None = None, judge_samples: int = 1, name: str | None = None,
+        dataset_root: Path | None = None,
     ) -> str:
         """Validate everything (dataset, configuration, target reachable), start in the background, return the id.
 
         `target` runs a ready-made Target object (its config is the snapshot) instead of building one.
+        `dataset_root` is where dataset ids (a suite's knowledge base) are found, when not dataset/ (the API's).
         """
         if (dataset is None) == (suite_id is None):
             raise EvalError("give either a dataset or a suite", where="launch", fix="pass --dataset ID or --suite ID")
         suite = get_suite(self.store, suite_id, tenant) if suite_id is not None else None
         config = target.config if target is not None else config
         config, target_id = plans.resolve_config(self.store, config, target_id, suite, tenant)
-        corpus = plans.load_corpus(config.knowledge_base if suite is not None else str(dataset), None)
+        corpus = plans.load_corpus(config.knowledge_base if suite is not None else str(dataset), None, dataset_root)
         questions = plans.dataset_questions(corpus) if suite is None else plans.suite_questions(suite)
         if limit is not None and limit < 1:
             raise EvalError("the question limit must be at least 1", where="limit", found=str(limit),
