@@ -77,9 +77,9 @@ def _jieba() -> object:
 
     jieba.setLogLevel(logging.WARNING)
     # jieba's HMM Viterbi copies the best path so far at every character: quadratic in the length
-    # of a run of characters its dictionary does not join into words (20,000 of them took 7 s, a
-    # 200,000-character answer over ten minutes). The same recurrence with back-pointers gives
-    # the same segmentation in linear time.
+    # of a run of characters its dictionary does not join into words (40,000 of them took 8 s, a
+    # 200,000-character answer minutes). The same recurrence with back-pointers gives the same
+    # segmentation in linear time.
     jieba.finalseg.viterbi = _viterbi
     return jieba.Tokenizer()
 
