@@ -171,3 +171,10 @@ def test_a_suite_runs_its_knowledge_base_from_the_servers_dataset_root_only(api:
     run_id = json.loads(text)["data"]["run"]["id"]
     done = wait_done(api, f"/api/v1/eval-suites/runs/{run_id}", lambda d: d["run"]["status"])
     assert done["run"]["status"] == "succeeded" and done["results"][0]["retrieved"], done["run"]["error"]
+
+
+@pytest.mark.parametrize("seconds", [b"NaN", b"Infinity", b"-Infinity", b"-1", b"0"])
+def test_a_time_limit_that_would_switch_the_limit_off_is_refused(api: Api, seconds: bytes) -> None:
+    body = b'{"dataset_id": "tiny", "time_limit": ' + seconds + b"}"
+    response = api.call("POST", "/api/v1/evaluation", content=body, headers={"Content-Type": "application/json"})
+    assert error_of(response, 422)["field"] == "time_limit"
