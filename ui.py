@@ -5,8 +5,6 @@ Pages stay thin: they read widgets, call the engine and render. Everything two p
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 import re
 import time
@@ -28,7 +26,7 @@ from evalcore.campaigns import (
     get_manager,
     list_campaigns,
 )
-from evalcore.csvcells import safe_cell
+from evalcore.csvcells import csv_text
 from evalcore.datasets import FILES, Dataset, DatasetStats, dataset_stats, load_dataset, resolve_dataset
 from evalcore.datasets.uploads import list_datasets, validate_upload  # noqa: F401 - the pages use them through ui
 from evalcore.errors import EvalError
@@ -197,20 +195,14 @@ def campaign_label(campaign: Campaign) -> str:
 # --- exports ------------------------------------------------------------------------------------
 
 def csv_bytes(frame: pd.DataFrame) -> bytes:
-    """A table as UTF-8 CSV (with BOM, for spreadsheets) with formula injection neutralised."""
-    safe = frame.copy()
-    for column in safe.columns:
-        if safe[column].dtype == object or pd.api.types.is_string_dtype(safe[column]):
-            safe[column] = safe[column].map(safe_cell)
-    return safe.to_csv(index=False).encode("utf-8-sig")
+    """A table as UTF-8 CSV (with BOM, for spreadsheets) written by the engine's one CSV writer."""
+    cells = frame.astype(object).where(frame.notna(), None)
+    return spreadsheet_bytes(csv_text([list(map(str, frame.columns)), *cells.itertuples(index=False, name=None)]))
 
 
-def safe_csv_text(text: str, delimiter: str = ";") -> bytes:
-    """An engine-written CSV with every formula-like cell neutralised (same layout otherwise)."""
-    out = io.StringIO()
-    writer = csv.writer(out, delimiter=delimiter, lineterminator="\r\n")
-    writer.writerows([safe_cell(cell) for cell in row] for row in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
-    return out.getvalue().encode("utf-8-sig")
+def spreadsheet_bytes(text: str) -> bytes:
+    """CSV text as a download: UTF-8 with a BOM, so that Excel shows accents and Chinese correctly."""
+    return text.encode("utf-8-sig")
 
 
 def png_bytes(figure: Any) -> bytes:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import socket
 import sqlite3
 import threading
@@ -119,9 +120,40 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+# Text the store writes is UTF-8, which cannot hold a lone UTF-16 surrogate (Python strings can:
+# json.loads("\"\\ud800\"") makes one). Rather than fail a whole write (a campaign's batch of
+# results, a saved configuration) for one character, the store replaces each with U+FFFD, the
+# Unicode replacement character, like any decoder meeting bytes it cannot read. Faces refuse such
+# text before it gets here (the API answers 422); the store is the last line.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def storable(text: str) -> str:
+    """The text with every lone surrogate replaced by U+FFFD (the same text when it has none)."""
+    return LONE_SURROGATE.sub(REPLACEMENT, text) if LONE_SURROGATE.search(text) else text
+
+
 def dumps(value: Any) -> str:
-    """Compact JSON for a column."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON for a column (lone surrogates replaced, as in every text the store writes)."""
+    return storable(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
+def _storable_params(params: Any) -> Any:
+    """Query parameters with every text storable (a sequence or a mapping, as sqlite3 takes them)."""
+    if isinstance(params, dict):
+        return {key: storable(value) if isinstance(value, str) else value for key, value in params.items()}
+    return tuple(storable(value) if isinstance(value, str) else value for value in params)
+
+
+class _Connection(sqlite3.Connection):
+    """A connection that never raises on a parameter's text: lone surrogates become U+FFFD."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        return super().execute(sql, _storable_params(parameters))
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+        return super().executemany(sql, (_storable_params(params) for params in parameters))
 
 
 class Store:
@@ -150,7 +182,8 @@ class Store:
 
     def _connect(self) -> sqlite3.Connection:
         try:
-            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False,
+                                   factory=_Connection)
         except sqlite3.Error as error:
             raise EvalError(f"cannot open the database: {error}", where=str(self.path)) from None
         conn.row_factory = sqlite3.Row

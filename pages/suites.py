@@ -71,7 +71,7 @@ if save.button("Save" if suite else "Create", type="primary"):
         st.rerun()
 if suite:
     with ui.guard():
-        download.download_button("CSV", data=ui.safe_csv_text(export_suite_csv(suite.cases)), file_name=f"{suite.name}.csv",
+        download.download_button("CSV", data=ui.spreadsheet_bytes(export_suite_csv(suite.cases)), file_name=f"{suite.name}.csv",
                                  mime="text/csv", on_click="ignore")
     confirm = remove.checkbox("Also delete its campaigns", key="confirm-delete", help="Deleting a suite deletes its campaigns.")
     if remove.button("Delete suite", disabled=not confirm):

@@ -74,7 +74,7 @@ def make_api(tmp: Path) -> tuple[object, dict[str, str], dict[str, str]]:
     app = create_app(tmp / "api.db", dataset_root=root)
     store = app.state.store
     # Suite campaigns ingest the target's knowledge base: the tiny dataset, one chunk per passage, BM25.
-    fast = TargetConfig(knowledge_base=str(root / "tiny"), chunking="none", retriever="bm25", generator="extractive")
+    fast = TargetConfig(knowledge_base="tiny", chunking="none", retriever="bm25", generator="extractive")
     keys = {
         "admin": create_key(store, tenant="acme", role="admin")[1],
         "viewer": create_key(store, tenant="acme", role="viewer")[1],
@@ -257,8 +257,10 @@ def test_unknown_agent_is_422_and_another_tenants_agent_too(api: Api) -> None:
 
 
 def test_malformed_json_and_wrong_types(api: Api) -> None:
-    broken = api.call("POST", "/api/v1/eval-suites", content=b'{"name": ', headers={"Content-Type": "application/json"})
-    assert error_of(broken, 422)["code"] == "invalid_request"
+    for body in (b'{"name": ', b'{"name": "x",}', b"{'name': 'x'}"):
+        broken = api.call("POST", "/api/v1/eval-suites", content=body, headers={"Content-Type": "application/json"})
+        error = error_of(broken, 400)
+        assert (error["code"], error["field"]) == ("bad_request", "body") and "not valid JSON" in error["message"]
     assert error_of(api.call("POST", "/api/v1/evaluation", json={"dataset_id": 5}), 422)["field"] == "dataset_id"
     assert error_of(api.call("GET", "/api/v1/campaigns/x/results?limit=0"), 422)["field"] == "limit"
     assert error_of(api.call("GET", "/api/v1/evaluation"), 422)["field"] == "task_id"

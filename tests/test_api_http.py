@@ -192,7 +192,7 @@ def test_docs_need_no_internet_and_the_error_envelope_is_described(api: Api) -> 
     assert spec["components"]["schemas"]["ErrorResponse"]["required"] == ["success", "error"]
     assert set(spec["components"]["schemas"]["ErrorDetail"]["required"]) == {"code", "message"}
     responses = spec["paths"]["/api/v1/eval-suites"]["post"]["responses"]
-    for status in ("401", "403", "404", "413", "415", "422"):
+    for status in ("400", "401", "403", "404", "413", "415", "422"):
         assert responses[status]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorResponse")
     assert "swagger-ui" in api.call("GET", "/docs/swagger", key=None).text
 

@@ -5,13 +5,20 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from pathlib import Path
 
 import pytest
 
+from evalcore.campaigns.manager import run_options
 from evalcore.cli import main
+from evalcore.errors import EvalError
 from evalcore.store import Store
+from evalcore.suites import Case, create_suite
+from evalcore.targets import TargetConfig
+from evalcore.targets.saved import save_target
 from tests.conftest import TINY, write_dataset
+from tests.csvsafety import assert_safe_csv
 
 
 @pytest.fixture
@@ -104,6 +111,24 @@ def test_user_mistakes_exit_2_with_one_line(setup: tuple[Path, Path, Path], tmp_
         assert capsys.readouterr().err.startswith("error: limit: the question limit must be at least 1")
 
 
+@pytest.mark.parametrize("seconds", ["nan", "inf", "-inf", "-5", "0", "soon"])
+def test_a_time_limit_that_is_not_a_finite_positive_number_is_refused(
+        setup: tuple[Path, Path, Path], seconds: str, capsys: pytest.CaptureFixture) -> None:
+    data, _, db = setup
+    with pytest.raises(SystemExit) as raised:
+        main(["run", "--dataset", str(data), f"--time-limit={seconds}", "--db", str(db)])
+    assert raised.value.code == 2
+    assert f"expected a number of seconds above 0, found {seconds!r}" in capsys.readouterr().err
+    assert not db.exists()  # refused before anything ran
+
+
+@pytest.mark.parametrize("seconds", [math.nan, math.inf, -1.0, 0.0])
+def test_the_engine_refuses_a_time_limit_that_would_switch_the_limit_off(seconds: float) -> None:
+    with pytest.raises(EvalError, match="finite number of seconds above 0") as raised:
+        run_options(TargetConfig(), None, seconds, None, 1, "dataset")
+    assert raised.value.where == "time_limit"
+
+
 def test_export_creates_missing_folders_and_names_an_unwritable_path(
         setup: tuple[Path, Path, Path], capsys: pytest.CaptureFixture) -> None:
     data, config, db = setup
@@ -181,3 +206,25 @@ def test_run_sweep_launches_one_campaign_per_value_then_compares(setup: tuple[Pa
     for bad in ("embedding_top_k=3,3", "nokey=1,2", "embedding_top_k=5", "=1,2"):
         assert main(["run", "--dataset", str(data), "--sweep", bad, "--db", str(db)]) == 2
         assert "error:" in capsys.readouterr().err
+
+
+# Line breaks of every kind followed by formula starts, inside a question and its expected answer.
+ATTACKS = [Case("What is the refund window?\r=HYPERLINK(\"x\")", "30 days\r@SUM(1+1)"),
+           Case("Quel est le délai ?\n+33 1 23", "14 jours\r\n-5\r\t=1"),
+           Case("=2+2", "\r@\n=")]
+
+
+def test_csv_export_keeps_one_record_per_question_and_neutralises_every_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    db = tmp_path / "cli.db"
+    with Store(db) as store:
+        config = TargetConfig(knowledge_base=str(write_dataset(tmp_path / "tiny")), retriever="bm25")
+        suite = create_suite(store, tenant="default", name="attacks", target_id=save_target(store, config),
+                             cases=ATTACKS)
+    code, report = run_json(capsys, "run", "--suite", suite.id, "--db", str(db))
+    assert code == 0 and report["campaign"]["finished"] == len(ATTACKS)
+    assert main(["campaigns", "export", report["campaign"]["id"], "--format", "csv", "--db", str(db)]) == 0
+    text = capsys.readouterr().out
+    assert_safe_csv(text, len(ATTACKS))
+    rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    assert rows[0]["expected_answer"] == "30 days\r'@SUM(1+1)"

@@ -16,6 +16,7 @@ from evalcore.campaigns import get_manager, list_campaigns
 from evalcore.suites import Case, create_suite, list_suites
 from evalcore.targets import TargetConfig
 from tests.conftest import TINY, write_dataset
+from tests.csvsafety import assert_safe_csv
 from ui import csv_bytes, escape_md
 
 AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
@@ -370,6 +371,9 @@ def test_exported_tables_neutralise_formulas_and_keep_numbers() -> None:
     frame = pd.DataFrame({"text": ["=1+1", "+33 6", "-x", "@SUM(A1)", "plain"], "value": [-1.5, 2, 3, 4, 5]})
     lines = csv_bytes(frame).decode("utf-8-sig").splitlines()
     assert lines == ["text,value", "'=1+1,-1.5", "'+33 6,2.0", "'-x,3.0", "'@SUM(A1),4.0", "plain,5.0"]
+    broken = pd.DataFrame({"answer": ["30 days\r@SUM(1+1)", "a\n=1\r\n-2", None], "n": [1.0, float("nan"), 3.0]})
+    rows = assert_safe_csv(csv_bytes(broken).decode("utf-8-sig"), len(broken))
+    assert rows[1:] == [["30 days\r'@SUM(1+1)", "1.0"], ["a\n'=1\r\n'-2", ""], ["", "3.0"]]
 
 
 def test_markdown_and_html_are_escaped() -> None:

@@ -12,6 +12,7 @@ from evalcore.cli import main
 from evalcore.errors import EvalError
 from evalcore.suites import Case
 from evalcore.suites.csvfile import export_suite_csv, parse_suite_csv
+from tests.csvsafety import assert_safe_csv
 
 SAMPLE = Path(__file__).resolve().parents[1] / "dataset" / "samples" / "suite.csv"
 
@@ -120,6 +121,29 @@ def test_tab_separated_file_is_refused_clearly(data):
     assert "export the sheet as CSV" in str(raised.value.fix)
 
 
+@pytest.mark.parametrize("data", [b"question|expected|sources\nWhat is the refund window?|30 days|Terms of Sale\n",
+                                  b"q1|a1|s1|s2\nq2|a2|s3\nq3|a3\n", b"sep=|\nq1|a1\n"],
+                         ids=["with header", "no header, several sources", "sep line"])
+def test_pipe_separated_file_is_refused_clearly(data):
+    with pytest.raises(EvalError, match="'|'-separated") as raised:
+        parse_suite_csv(data, source="sheet.csv")
+    assert "';' or ','" in str(raised.value.fix) and "sources" in str(raised.value.fix)
+
+
+def test_a_question_about_a_pipe_is_not_a_pipe_separated_file():
+    report = parse_suite_csv(b"question\nIs A|B allowed?\nWhat about C?\nAnd D?\n")
+    assert [case.question for case in report.cases] == ["Is A|B allowed?", "What about C?", "And D?"]
+
+
+def test_cli_import_of_a_pipe_separated_file_exits_2_and_imports_nothing(tmp_path, capsys):
+    db, sheet = str(tmp_path / "suites.db"), tmp_path / "pipes.csv"
+    sheet.write_bytes(b"question|expected|sources\nWhat is the refund window?|30 days|Terms of Sale\n")
+    assert main(["suites", "import", str(sheet), "--name", "S", "--agent", "t", "--db", db]) == 2
+    assert "'|'-separated" in capsys.readouterr().err
+    main(["suites", "list", "--db", db])
+    assert "no suite yet" in capsys.readouterr().out
+
+
 def test_a_long_run_of_rejections_reads_as_one_report_line():
     report = parse_suite_csv("".join(f"Item {i}?;a{i};s{i}\n" for i in range(10_000)).encode(), source="big.csv")
     assert len(report.cases) == 100 and len(report.rejected) == 9_900
@@ -167,8 +191,10 @@ def test_export_quotes_what_needs_quoting():
 
 # Cases exactly as an import can produce them: stripped, non-empty, no carriage return, no '|'
 # inside a source, at most 10 sources.
+# Formula starts and quotes are frequent, also after line breaks inside a cell.
 TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\r") | st.sampled_from(
-    [";", ",", '"', "\n", "|", " ", "é", "问"]), max_size=30).map(str.strip)
+    [";", ",", '"', "\n", "|", " ", "é", "问", "=", "+", "-", "@", "'", "\t"]),
+    max_size=30).map(str.strip)
 SOURCE = TEXT.map(lambda s: s.replace("|", "/").strip()).filter(bool)
 CASES = st.lists(st.builds(Case, question=TEXT.filter(bool), expected_answer=st.none() | TEXT.filter(bool),
                            expected_sources=st.lists(SOURCE, max_size=10).map(tuple)), max_size=12)
@@ -232,6 +258,15 @@ def test_formula_cells_are_neutralised_and_import_back_unchanged(question):
     data_line = text.splitlines()[1]
     assert all(not cell.startswith(("=", "+", "-", "@")) for cell in data_line.split(";"))
     assert parse_suite_csv(text.encode("utf-8")).cases == [case]
+
+
+def test_line_breaks_in_cells_keep_one_record_per_case_and_no_line_runs_as_a_formula():
+    cases = [c("Refund window?\n=HYPERLINK(1)", "30 days\r@SUM(1+1)", "Terms\n-x"), c("q2", "a\r\n+1\n'=2")]
+    text = export_suite_csv(cases)
+    assert_safe_csv(text, len(cases), delimiter=";")
+    # A lone carriage return inside a cell reads back as a line break, like every imported one.
+    assert parse_suite_csv(text.encode()).cases == [c("Refund window?\n=HYPERLINK(1)", "30 days\n@SUM(1+1)", "Terms\n-x"),
+                                                    c("q2", "a\n+1\n'=2")]
 
 
 def test_a_huge_cell_is_reported_in_words():

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Match
 
+from evalcore.api.inputs import NOT_UNICODE, NOT_UNICODE_MESSAGE, escaped
 from evalcore.datasets import DATASET_ROOT
 from evalcore.errors import EvalError
 from evalcore.store import Conflict, NotFound
@@ -59,7 +60,7 @@ class ErrorResponse(BaseModel):
 # For the OpenAPI document of the authenticated routes.
 ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
     status: {"model": ErrorResponse, "description": description} for status, description in (
-        (401, "missing, unknown or revoked API key"), (403, "the key's role or capability does not allow this"),
+        (400, "the body is not parseable as JSON (syntax, encoding)"), (401, "missing, unknown or revoked API key"), (403, "the key's role or capability does not allow this"),
         (404, "no such object for this tenant"), (409, "a campaign is already running (running_id names it)"),
         (413, "request body over the size limit"), (415, "the body is not JSON (Content-Type: application/json)"),
         (422, "malformed request; `field` names the culprit"), (500, "unexpected server error (no internals)"))
@@ -78,8 +79,9 @@ class ApiError(Exception):
 
 
 def envelope(status: int, code: str, message: str, headers: dict[str, str] | None = None, **extra: object) -> JSONResponse:
-    """The error response every failure path uses."""
-    error = {"code": code, "message": message, **{k: v for k, v in extra.items() if v is not None}}
+    """The error response every failure path uses (text that echoes a client's value is made encodable)."""
+    error = {"code": code, "message": escaped(message),
+             **{k: escaped(v) if isinstance(v, str) else v for k, v in extra.items() if v is not None}}
     return JSONResponse({"success": False, "error": error}, status_code=status, headers=headers)
 
 
@@ -109,6 +111,9 @@ def _validation_message(error: dict[str, Any]) -> tuple[str, str]:
         position = next((p for p in error.get("loc", ()) if isinstance(p, int)), None)
         return "body", f"body: not valid JSON ({context.get('error', 'syntax error')} at character {position})"
     field = _field(tuple(error.get("loc", ())))
+    if kind in (NOT_UNICODE, "string_unicode"):  # ours, and pydantic's own for constrained text
+        field += context.get("path", "")
+        return field, f"{field}: {NOT_UNICODE_MESSAGE}"
     if kind == "too_long" and "max_length" in context:
         return field, f"{field}: at most {context['max_length']} items allowed (found {context.get('actual_length')})"
     return field, f"{field}: {str(error.get('msg', 'invalid value')).removeprefix('Value error, ')}"
@@ -144,7 +149,9 @@ def _body_kind_error(request: Request, exc: RequestValidationError) -> ApiError 
 def _validation_response(exc: RequestValidationError) -> JSONResponse:
     problems = [_validation_message(e) for e in exc.errors()] or [("body", "body: invalid request")]
     message = "; ".join(line for _, line in problems[:5])
-    return envelope(422, "invalid_request", message, field=problems[0][0])
+    # A body that is not JSON at all is a bad request (400); JSON with wrong content is 422.
+    status = 400 if any(e.get("type") == "json_invalid" for e in exc.errors()) else 422
+    return envelope(status, CODES[status], message, field=problems[0][0])
 
 
 async def _on_api_error(_: Request, exc: ApiError) -> JSONResponse:

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from evalcore.api.auth import Admin, Viewer
 from evalcore.api.configurations import resolve_target
-from evalcore.api.errors import ERROR_RESPONSES, ApiError, ok, shown
+from evalcore.api.dataset_ids import dataset_path
+from evalcore.api.errors import ERROR_RESPONSES, ok
 from evalcore.api.routes_campaigns import campaign_of, dataset_name
 from evalcore.api.runs import RunSettings, configured, launch
 from evalcore.campaigns import Campaign, CampaignStatus, campaign_aggregates, get_campaign, new_campaign_id
-from evalcore.datasets import load_dataset, resolve_dataset
-from evalcore.errors import EvalError
 
 router = APIRouter(prefix="/api/v1/evaluation", tags=["evaluation tasks"], responses=ERROR_RESPONSES)
 
@@ -25,13 +22,11 @@ router = APIRouter(prefix="/api/v1/evaluation", tags=["evaluation tasks"], respo
 RETRIEVAL_FIELDS = {"precision": "precision", "recall": "recall", "ndcg3": "ndcg@3", "ndcg10": "ndcg@10",
                     "mrr": "mrr", "map": "map"}
 GENERATION_FIELDS = {name: name for name in ("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel")}
-DATASET_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,63}$")
 
 
 class EvaluationRequest(RunSettings):
     """An evaluation task request; every field optional."""
 
-    model_config = ConfigDict(extra="forbid")
     dataset_id: str = Field(default="default", description="folder under the dataset root ('default' is its samples)")
     knowledge_base_id: str | None = Field(default=None, description="saved target configuration whose settings are copied")
     chat_id: str | None = Field(default=None, description="saved target configuration whose generation settings are used")
@@ -111,33 +106,13 @@ def task_json(campaign: Campaign) -> dict[str, Any]:
     }
 
 
-def _dataset_path(request: Request, dataset_id: str) -> Path:
-    """The folder of a valid dataset; 422 naming dataset_id and every problem otherwise."""
-    def refuse(message: str) -> ApiError:
-        return ApiError(422, f"dataset_id: {message}", field="dataset_id")
-
-    if not DATASET_ID.match(dataset_id):
-        raise refuse(f"{shown(dataset_id)} is not a dataset name (letters, digits, '.', '-')")
-    path = resolve_dataset(dataset_id, request.app.state.dataset_root, allow_paths=False)
-    if not path.is_dir():
-        raise refuse(f"no dataset {dataset_id!r} (a folder under the dataset root)")
-    try:
-        load_dataset(path)
-    except EvalError as error:
-        # Problems name files relative to the dataset root: the server's own paths stay private.
-        prefix = f"{path.parent}/"
-        problems = "; ".join(p.replace(prefix, "") for p in error.problems)
-        raise refuse(f"dataset {dataset_id!r} is invalid: {problems}") from None
-    return path
-
-
 @router.post("", response_model=TaskResponse, summary="Create an evaluation task (returns at once)")
 def create_evaluation(request: Request, key: Admin,
                       body: Annotated[EvaluationRequest | None, Body()] = None) -> dict[str, Any]:
     """Validate synchronously, start the campaign in the background, answer its task."""
     body = body or EvaluationRequest()
     store = request.app.state.store
-    path = _dataset_path(request, body.dataset_id)
+    path = dataset_path(request, body.dataset_id)
     config = resolve_target(store, key.tenant, body.knowledge_base_id, body.chat_id, body.rerank_id)
     task_id = new_campaign_id(key.tenant, body.dataset_id)
     launch(request.app.state.manager, body, dataset=str(path), config=configured(config, body, key),

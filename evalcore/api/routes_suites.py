@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from evalcore.api import runs
 from evalcore.api.auth import Admin, Viewer
 from evalcore.api.configurations import saved_target
+from evalcore.api.dataset_ids import dataset_path
 from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
+from evalcore.api.inputs import RequestBody
 from evalcore.api.routes_campaigns import campaign_json, campaign_of
 from evalcore.api.runs import RunSettings, configured
 from evalcore.api.schemas import Ok, RunDetail, RunList, RunOnly, SuiteDetail, SuiteList
@@ -34,20 +36,18 @@ SuiteId = Annotated[str, Path(max_length=200)]
 RunId = Annotated[str, Path(max_length=300)]
 
 
-class CaseIn(BaseModel):
+class CaseIn(RequestBody):
     """One question; expected answer and sources are optional."""
 
-    model_config = ConfigDict(extra="forbid")
     question: str = Field(min_length=1, max_length=4000, pattern=r"\S")
     expected_answer: str | None = Field(default=None, max_length=20000)
     expected_sources: list[Annotated[str, Field(max_length=1000)]] = Field(default_factory=list, max_length=MAX_SOURCES,
                                         description=f"titles, file names or document ids; at most {MAX_SOURCES}")
 
 
-class SuiteIn(BaseModel):
+class SuiteIn(RequestBody):
     """A suite as created or replaced: name, saved target configuration, up to 100 cases."""
 
-    model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=200, pattern=r"\S")
     agent_id: str = Field(min_length=1, max_length=200, description="id of a saved target configuration")
     cases: list[CaseIn] = Field(min_length=1, max_length=MAX_CASES, description=f"at most {MAX_CASES} cases")
@@ -140,8 +140,11 @@ def launch(request: Request, suite_id: SuiteId, key: Admin,
     body = body or RunIn()
     store = request.app.state.store
     base = saved_target(store, key.tenant, suite.target_id, "agent_id") if suite.target_id != "default" else TargetConfig()
+    # The knowledge base is a dataset id under the server's dataset root, whoever saved the configuration.
+    dataset_path(request, base.knowledge_base, field=None, label="knowledge_base of the suite's target configuration")
     run_id = runs.launch(request.app.state.manager, body, suite_id=suite.id, tenant=key.tenant,
-                         config=configured(base, body, key), target_id=suite.target_id)
+                         config=configured(base, body, key), target_id=suite.target_id,
+                         dataset_root=request.app.state.dataset_root)
     return ok({"run": campaign_json(get_campaign(request.app.state.store, run_id, key.tenant))})
 
 

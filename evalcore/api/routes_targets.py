@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from evalcore.api.auth import FullAdmin, Viewer
-from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
+from evalcore.api.dataset_ids import dataset_path
+from evalcore.api.errors import ERROR_RESPONSES, ApiError, not_found, ok
+from evalcore.api.inputs import RequestBody
 from evalcore.api.schemas import Ok, TargetDetail, TargetList
 from evalcore.targets import TargetConfig
 from evalcore.targets.saved import list_targets, save_target
@@ -16,10 +18,9 @@ from evalcore.targets.saved import list_targets, save_target
 router = APIRouter(prefix="/api/v1/targets", tags=["targets"], responses=ERROR_RESPONSES)
 
 
-class TargetIn(BaseModel):
+class TargetIn(RequestBody):
     """A name and the configuration keys that differ from the defaults (see `python -m evalcore config show`)."""
 
-    model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=200, pattern=r"\S")
     config: dict[str, Any] = Field(default_factory=dict, description="flat configuration keys, e.g. {\"retriever\": \"bm25\"}")
 
@@ -39,10 +40,31 @@ def read(request: Request, target_id: Annotated[str, Path(max_length=200)], key:
     return ok({"target": target.to_dict()})
 
 
+def server_files(request: Request, config: TargetConfig, given: dict[str, Any]) -> None:
+    """422 for a configuration that names server files: a client names datasets by id, and no other file.
+
+    knowledge_base is held to the rule of dataset_id (a dataset directly under the server's
+    dataset root); results_path is refused outright, since a results file is a file of the server's
+    that a client has no business choosing (save results_file targets from the CLI or the dashboard).
+    """
+    if config.results_path:
+        raise ApiError(422, "config.results_path: a results file cannot be named through the API "
+                            "(save results_file targets with the command line or the dashboard)",
+                       field="config.results_path")
+    if "knowledge_base" in given:
+        dataset_path(request, config.knowledge_base, field="config.knowledge_base")
+
+
 @router.post("", status_code=201, response_model=Ok[TargetDetail],
              summary="Save a target configuration (admin key with full-access)")
 def create(request: Request, body: TargetIn, key: FullAdmin) -> dict[str, Any]:
-    """Validated like a TOML configuration; unknown keys and bad values answer 422, each named."""
+    """Validated like a TOML configuration; unknown keys and bad values answer 422, each named.
+
+    `knowledge_base` names a dataset id under the server's dataset root, like `dataset_id`;
+    `results_path` cannot be set through the API.
+    """
     store = request.app.state.store
-    target_id = save_target(store, TargetConfig.from_dict(body.config), tenant=key.tenant, name=body.name.strip())
+    config = TargetConfig.from_dict(body.config)
+    server_files(request, config, body.config)
+    target_id = save_target(store, config, tenant=key.tenant, name=body.name.strip())
     return ok({"target": next(t for t in list_targets(store, key.tenant) if t.id == target_id).to_dict()})

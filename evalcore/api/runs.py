@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from evalcore.api.errors import ApiError
+from evalcore.api.inputs import RequestBody
 from evalcore.campaigns import CampaignManager
 from evalcore.keys import KeyInfo
 from evalcore.targets import TargetConfig
 
 
-class JudgeModelIn(BaseModel):
+class JudgeModelIn(RequestBody):
     """The judges' model; left out, judges ask the target's own chat model (an agent or a file need one here)."""
 
-    model_config = ConfigDict(extra="forbid")
     kind: str = Field(default="auto", pattern="^(auto|openai|local)$",
                       description="auto: the target's model when it has one, else this one; openai or local: this one")
     base_url: str = Field(default="", max_length=2000, description="OpenAI-compatible endpoint (default: the target's)")
@@ -26,10 +26,9 @@ class JudgeModelIn(BaseModel):
     max_tokens: int = Field(default=300, ge=16, le=131072)
 
 
-class RunSettings(BaseModel):
+class RunSettings(RequestBody):
     """Options every campaign launch accepts."""
 
-    model_config = ConfigDict(extra="forbid")
     use_judge: bool = Field(default=False, description="add the 1-5 AI score (judge `score`)")
     judges: list[str] = Field(default_factory=list, max_length=6,
                               description="judges to run: score, retrieval, groundedness, groundedness_pro, "

@@ -10,7 +10,7 @@ from evalcore.campaigns.records import Outcome, Question, RunOptions, Source
 from evalcore.errors import EvalError
 from evalcore.judges import JudgeSettings, Verdict, run_judge
 from evalcore.metrics.graded import GradedScale
-from evalcore.models import metered
+from evalcore.models import metered, refuse_long_reply
 from evalcore.store import StoreCallCache
 from evalcore.targets import Retrieved, Target, TargetAnswer
 from evalcore.targets.knowledge import PassageLike
@@ -46,6 +46,9 @@ def answer_question(plan: Plan, question: Question) -> Outcome:
     with metered() as meter:
         try:
             reply = plan.target.answer(question.text, qid=question.qid)
+            # Scoring work grows with the answer's length: whatever the target, nothing over the cap is
+            # scored, so a question past its time limit stops costing CPU within a bounded time.
+            refuse_long_reply(reply.answer, plan.target.config.max_reply_chars)
             return scored(plan, question, reply, time.perf_counter() - start)
         except Exception as error:  # noqa: BLE001 - a failed question is recorded and the campaign goes on
             # The calls that did succeed were paid for: their tokens stay on the question.

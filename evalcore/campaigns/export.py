@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Callable
 
 from evalcore.campaigns.queries import campaign_results, get_campaign
-from evalcore.csvcells import safe_cell
+from evalcore.csvcells import csv_text
 from evalcore.errors import EvalError
 from evalcore.store import Store
 
@@ -20,14 +18,11 @@ def export_csv(store: Store, campaign_id: str) -> str:
     """One row per question: fixed columns, then one column per measure."""
     results = campaign_results(store, campaign_id)
     measures = sorted({name for r in results for name in r.outcome.measures})
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(FIXED_COLUMNS + tuple(measures))
+    rows: list[list[object]] = [[*FIXED_COLUMNS, *measures]]
     for r in results:
         fixed = {**r.to_dict(), "sources": " | ".join(str(s.title or s.id) for s in r.outcome.sources)}
-        row = [fixed[name] for name in FIXED_COLUMNS] + [r.outcome.measures.get(name) for name in measures]
-        writer.writerow([safe_cell("" if value is None else value) for value in row])
-    return out.getvalue()
+        rows.append([fixed[name] for name in FIXED_COLUMNS] + [r.outcome.measures.get(name) for name in measures])
+    return csv_text(rows)
 
 
 def export_jsonl(store: Store, campaign_id: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import socket
@@ -75,8 +76,10 @@ def run_options(config: TargetConfig, concurrency: int | None, time_limit: float
     _check_concurrency(concurrency)
     if judge_samples < 1:
         raise EvalError("each judge must be asked at least once", where="judge_samples", found=str(judge_samples))
-    if time_limit is not None and time_limit <= 0:
-        raise EvalError("the time limit must be positive", where="time_limit", found=str(time_limit))
+    # nan and inf compare false with everything and would switch the per-question limit off.
+    if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
+        raise EvalError("the time limit must be a finite number of seconds above 0", where="time_limit",
+                        found=str(time_limit))
     if max_failed_share is not None and not 0 <= max_failed_share <= 1:
         raise EvalError("the failed share must be in [0, 1]", where="max_failed_share", found=str(max_failed_share))
     return RunOptions(concurrency=concurrency or (1 if suite else plans.default_concurrency(config)),
@@ -117,17 +120,19 @@ class CampaignManager:
         concurrency: int | None = None, cache: bool = True, campaign_id: str | None = None,
         time_limit: float | None = None, max_failed_share: float | None = None, limit: int | None = None,
         target: Target | None = None, judge_samples: int = 1, name: str | None = None,
+        dataset_root: Path | None = None,
     ) -> str:
         """Validate everything (dataset, configuration, target reachable), start in the background, return the id.
 
         `target` runs a ready-made Target object (its config is the snapshot) instead of building one.
+        `dataset_root` is where dataset ids (a suite's knowledge base) are found, when not dataset/ (the API's).
         """
         if (dataset is None) == (suite_id is None):
             raise EvalError("give either a dataset or a suite", where="launch", fix="pass --dataset ID or --suite ID")
         suite = get_suite(self.store, suite_id, tenant) if suite_id is not None else None
         config = target.config if target is not None else config
         config, target_id = plans.resolve_config(self.store, config, target_id, suite, tenant)
-        corpus = plans.load_corpus(config.knowledge_base if suite is not None else str(dataset), None)
+        corpus = plans.load_corpus(config.knowledge_base if suite is not None else str(dataset), None, dataset_root)
         questions = plans.dataset_questions(corpus) if suite is None else plans.suite_questions(suite)
         if limit is not None and limit < 1:
             raise EvalError("the question limit must be at least 1", where="limit", found=str(limit),

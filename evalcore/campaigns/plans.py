@@ -109,9 +109,9 @@ def dataset_tag(ref: str) -> str:
     return re.sub(r"[^A-Za-z0-9.-]+", "-", name)
 
 
-def load_corpus(ref: str, expected_hash: str | None) -> Dataset:
-    """Load a dataset; when resuming, refuse one whose content changed since the campaign began."""
-    dataset = load_dataset(ref)
+def load_corpus(ref: str, expected_hash: str | None, root: Path | None = None) -> Dataset:
+    """Load a dataset (an id under `root`, default dataset/, or a path); when resuming, refuse one whose content changed."""
+    dataset = load_dataset(ref, root)
     if expected_hash and dataset.content_hash != expected_hash:
         raise EvalError(
             "the dataset changed since this campaign started", where=ref,

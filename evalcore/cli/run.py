@@ -51,7 +51,8 @@ def register(commands: Commands) -> None:
                              "relevance, completeness")
     parser.add_argument("--judge-samples", type=int, default=1, metavar="N",
                         help="ask each judge N times (temperature 0.7) and record the spread (default 1)")
-    parser.add_argument("--time-limit", type=float, metavar="S", help="seconds per question (default 240)")
+    parser.add_argument("--time-limit", type=_common.positive_seconds, metavar="S",
+                        help="seconds per question, above 0 (default 240)")
     parser.add_argument("--limit", type=int, metavar="N", help="run only the first N questions")
     parser.add_argument("--tenant", default="default", help="workspace owning the campaign")
     parser.add_argument("--name", help="a name to recognise the campaign by (default: made from its configuration)")

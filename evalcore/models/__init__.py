@@ -7,16 +7,18 @@ from evalcore.models.chat import (
     Message,
     Meter,
     ModelError,
+    ReplyTooLarge,
     cache_key,
     cached_chat,
     metered,
+    refuse_long_reply,
 )
-from evalcore.models.http import backoff_delay, check_reachable, new_client, post_json
+from evalcore.models.http import backoff_delay, check_reachable, new_client, post_json, reply_byte_limit
 from evalcore.models.local import LOCAL_INSTALL, LOCAL_MODEL_NAME, LocalChatModel, local_model_path
 from evalcore.models.openai import OpenAIChatModel
 
 __all__ = [
     "LOCAL_INSTALL", "LOCAL_MODEL_NAME", "CallCache", "ChatModel", "ChatReply", "LocalChatModel", "Message", "Meter", "ModelError",
-    "OpenAIChatModel", "backoff_delay", "cache_key", "cached_chat", "check_reachable", "local_model_path", "metered",
-    "new_client", "post_json",
+    "OpenAIChatModel", "ReplyTooLarge", "backoff_delay", "cache_key", "cached_chat", "check_reachable",
+    "local_model_path", "metered", "new_client", "post_json", "refuse_long_reply", "reply_byte_limit",
 ]

@@ -54,11 +54,27 @@ class ModelError(EvalError):
         self.body = body
 
 
+class ReplyTooLarge(ModelError):
+    """A reply longer than the target's max_reply_chars: refused, not retried, never scored nor cached."""
+
+    def __init__(self, message: str, **kwargs: Any) -> None:
+        kwargs.setdefault("fix", "raise max_reply_chars in the target configuration, or ask for shorter answers "
+                                 "(max_tokens, the prompt)")
+        super().__init__(message, **kwargs)
+
+
+def refuse_long_reply(text: str | None, max_reply_chars: int | None, what: str = "the answer") -> None:
+    """ReplyTooLarge naming the limit and the size when the text is longer than max_reply_chars."""
+    if text is not None and max_reply_chars is not None and len(text) > max_reply_chars:
+        raise ReplyTooLarge(f"{what} has {len(text):,} characters, over max_reply_chars = {max_reply_chars:,}")
+
+
 def cache_key(model: str, endpoint: str, params: dict[str, Any], messages: list[Message]) -> str:
     """sha256 of the canonical JSON of everything that determines a reply."""
     payload = {"model": model, "endpoint": endpoint, "params": params, "messages": messages}
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    # surrogatepass: a lone surrogate (possible in a Python str) hashes instead of raising.
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def cached_chat(cache: CallCache | None, model: str, endpoint: str, params: dict[str, Any], messages: list[Message],

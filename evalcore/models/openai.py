@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from evalcore.errors import EvalError
-from evalcore.models.chat import CallCache, ChatReply, Message, ModelError, cached_chat
+from evalcore.models.chat import CallCache, ChatReply, Message, ModelError, cached_chat, refuse_long_reply
 from evalcore.models.http import check_reachable, new_client, post_json
 
 # Endpoints (base URL, model) that refused structured output: asked without it from then on.
@@ -17,11 +17,13 @@ class OpenAIChatModel:
     """An OpenAI-compatible chat completions endpoint (OpenAI, Azure, vLLM, Ollama, llama.cpp)."""
 
     def __init__(self, base_url: str, model: str, *, api_key_env: str = "", timeout: float = 60.0,
-                 retries: int = 3, backoff: float = 0.5, cache: CallCache | None = None) -> None:
+                 retries: int = 3, backoff: float = 0.5, cache: CallCache | None = None,
+                 max_reply_chars: int | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key_env = api_key_env
         self.timeout, self.retries, self.backoff = timeout, retries, backoff
+        self.max_reply_chars = max_reply_chars  # None: no limit
         self.cache = cache
         self.name = f"openai:{model}@{self.base_url}"
         self._client = new_client()
@@ -48,7 +50,8 @@ class OpenAIChatModel:
             try:
                 return post_json(self._client, f"{self.base_url}/chat/completions",
                                  {"model": self.model, "messages": messages, **params}, headers=self._headers(),
-                                 timeout=self.timeout, retries=self.retries, backoff=self.backoff, parse=_parse_chat)
+                                 timeout=self.timeout, retries=self.retries, backoff=self.backoff,
+                                 parse=self._parse_chat, max_reply_chars=self.max_reply_chars)
             except ModelError as error:
                 if not (error.status in (400, 422) and self._drop_rejected(params, error.body)):
                     raise
@@ -70,6 +73,15 @@ class OpenAIChatModel:
                             fix=f"export {self.api_key_env}=... or set api_key_env = \"\" for servers without keys")
         return {"Authorization": f"Bearer {key}"}
 
+    def _parse_chat(self, data: Any) -> ChatReply:
+        content = data["choices"][0]["message"]["content"]
+        if not isinstance(content, str):
+            raise TypeError("message content is not text")
+        # Before the reply is cached: a reply over the limit is never stored.
+        refuse_long_reply(content, self.max_reply_chars, "the model's reply")
+        usage = data.get("usage") or {}
+        return ChatReply(content, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), False)
+
 
 def _drop_sampling(params: dict[str, Any], body: str) -> bool:
     """Adjust the sampling parameter a reasoning model complained about; False when none applies."""
@@ -83,14 +95,6 @@ def _drop_sampling(params: dict[str, Any], body: str) -> bool:
         del params["temperature"]
         return True
     return False
-
-
-def _parse_chat(data: Any) -> ChatReply:
-    content = data["choices"][0]["message"]["content"]
-    if not isinstance(content, str):
-        raise TypeError("message content is not text")
-    usage = data.get("usage") or {}
-    return ChatReply(content, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), False)
 
 
 def _strict(schema: Any) -> Any:

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalcore.csvcells import restore_cell, safe_cell
+from evalcore.csvcells import csv_text, restore_cell
 from evalcore.errors import EvalError
 from evalcore.suites.suite import MAX_CASES, MAX_SOURCES, Case
 
@@ -114,10 +114,7 @@ def parse_suite_csv(data: bytes, *, source: str = "upload") -> CsvReport:
     """Read a suite CSV into a report; whole-file problems (binary, mixed encodings) raise EvalError."""
     text, encoding, notes = decode(data, source)
     text, separator = explicit_separator(text) or (text, separator_for(text))
-    if separator not in SEPARATORS:
-        problem = "the file is tab-separated" if separator == "\t" else f"the file is '{separator}'-separated"
-        raise EvalError(problem, where=source, expected="';' or ',' between cells",
-                        fix="export the sheet as CSV (';' or ',' separated), not as tab-separated or other text")
+    refuse_other_separators(text, separator, source)
     records = [r for r in read_records(text, separator) if r[1] is None or any(c.strip() for c in r[1])]
     header = bool(records) and records[0][1] is not None and is_header(records[0][1])
     report = CsvReport(source=source, encoding=encoding, separator=separator, header=header, notes=notes)
@@ -126,6 +123,32 @@ def parse_suite_csv(data: bytes, *, source: str = "upload") -> CsvReport:
     if not report.lines:
         report.notes.append("the file holds no case")
     return report
+
+
+def refuse_other_separators(text: str, separator: str, source: str) -> None:
+    """EvalError for a file whose cells are separated by tabs, '|' or anything but ';' and ','."""
+    if separator == "\t":
+        raise EvalError("the file is tab-separated", where=source, expected="';' or ',' between cells",
+                        fix="export the sheet as CSV (';' or ',' separated), not as tab-separated or other text")
+    if separator == "|" or pipe_separated(text, separator):
+        # Refused rather than read: '|' already separates the sources inside the sources cell, so
+        # in `q|a|s1|s2` nothing tells another source from a fourth column, and a '|' inside a
+        # question or an answer would shift every cell after it. Whoever exported with '|' meant
+        # cells: ';' or ',' between cells keeps '|' for the one thing the format uses it for.
+        raise EvalError("the file is '|'-separated", where=source,
+                        expected="';' or ',' between cells ('|' only between the sources of one cell)",
+                        fix="export the sheet as CSV with ';' or ',' between cells, "
+                            "and keep '|' between the sources of the sources cell")
+    if separator not in SEPARATORS:
+        raise EvalError(f"the file is '{separator}'-separated", where=source, expected="';' or ',' between cells",
+                        fix="export the sheet as CSV (';' or ',' separated)")
+
+
+def pipe_separated(text: str, separator: str) -> bool:
+    """No record has a second cell under the separator, and most hold a '|': the cells are '|'-separated."""
+    # Most, not any: a one-column file of questions may hold a question about "A|B".
+    rows = [cells for _, cells, _ in read_records(text, separator) if cells and any(c.strip() for c in cells)]
+    return bool(rows) and all(len(cells) == 1 for cells in rows) and 2 * sum("|" in r[0] for r in rows) > len(rows)
 
 
 def decode(data: bytes, source: str) -> tuple[str, str, list[str]]:
@@ -244,13 +267,10 @@ def to_line(line: int, cells: list[str] | None, error: str | None, *, accepted: 
 
 def export_suite_csv(cases: Iterable[Case]) -> str:
     """A CSV (`;`, header, quoted where needed) that imports back to the same cases."""
-    out = io.StringIO()
-    writer = csv.writer(out, delimiter=";", lineterminator="\r\n")
-    writer.writerow(EXPORT_HEADER)
+    rows: list[tuple[str, ...]] = [EXPORT_HEADER]
     for number, case in enumerate(cases, start=1):
         if any("|" in source for source in case.expected_sources):
             raise EvalError("a source contains '|', which the CSV uses between sources",
                             where=f"case {number}", fix="remove the '|' from the source name")
-        writer.writerow([safe_cell(case.question), safe_cell(case.expected_answer or ""),
-                         safe_cell("|".join(case.expected_sources))])
-    return out.getvalue()
+        rows.append((case.question, case.expected_answer or "", "|".join(case.expected_sources)))
+    return csv_text(rows, delimiter=";")

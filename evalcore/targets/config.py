@@ -61,6 +61,9 @@ RANGES: dict[str, tuple[float, float]] = {
     "judge_max_tokens": (16, 131072),
     "graded_label_min": (0, 1000),
     "graded_label_max": (0, 1000),
+    # Scoring work grows with an answer's length: the top of the range keeps the slowest answer
+    # to score (Chinese text, segmented word by word) to seconds.
+    "max_reply_chars": (100, 1_000_000),
 }
 TYPE_NAMES = {int: "a whole number", float: "a number", str: "text (a quoted string)"}
 # Placeholders each template may use, and the ones it must use.
@@ -139,6 +142,9 @@ class TargetConfig:
     extractive_sentences: int = setting(2, GENERATION)
     temperature: float = setting(0.0, GENERATION)
     max_tokens: int = setting(512, GENERATION)
+    # Longest reply accepted (chat completions, agent answers, rerank and results-file replies):
+    # a longer one fails its question with the sizes, before it is scored or stored.
+    max_reply_chars: int = setting(200_000, GENERATION)
     fallback_answer: str = setting(FALLBACK_ANSWER, PROMPTS)
     # http_agent: body template (JSON text; "{question}" and "{qid}" inside strings are filled),
     # dotted JSON paths, headers whose "${VAR}" parts come from the environment.
@@ -214,7 +220,8 @@ class TargetConfig:
     def config_hash(self) -> str:
         """sha256 of the canonical JSON of every key (secrets are never in the config)."""
         canonical = json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        # surrogatepass: a lone surrogate (possible in a Python str) hashes instead of raising.
+        return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
     def diff(self, other: TargetConfig) -> dict[str, tuple[Any, Any]]:
         """Keys whose values differ: key -> (this value, other value)."""

@@ -79,7 +79,8 @@ class HttpAgentTarget:
         body = fill_template(json.loads(self.config.agent_body), values)
         answer, sources = post_json(self._client, self.config.agent_url, body, headers=self._headers(),
                                     timeout=self.config.timeout, retries=self.config.retries,
-                                    backoff=self.config.retry_backoff, parse=self._parse)
+                                    backoff=self.config.retry_backoff, parse=self._parse,
+                                    max_reply_chars=self.config.max_reply_chars)
         return TargetAnswer(answer=answer, retrieved=sources)
 
     def _parse(self, data: Any) -> tuple[str, list[Retrieved]]:

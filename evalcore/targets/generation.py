@@ -101,7 +101,7 @@ def build_chat_model(config: TargetConfig, cache: Any = None) -> ChatModel | Non
     if config.generator == "openai":
         return OpenAIChatModel(config.base_url, config.model, api_key_env=config.api_key_env,
                                timeout=config.timeout, retries=config.retries, backoff=config.retry_backoff,
-                               cache=cache)
+                               cache=cache, max_reply_chars=config.max_reply_chars)
     if config.generator == "local":
         return LocalChatModel(cache=cache)
     return None
@@ -121,7 +121,7 @@ def build_judge_model(config: TargetConfig, own: ChatModel | None, cache: Any = 
     elif config.judge_model:
         model = OpenAIChatModel(config.judge_base_url or config.base_url, config.judge_model,
                                 api_key_env=config.judge_api_key_env, timeout=config.timeout, retries=config.retries,
-                                backoff=config.retry_backoff, cache=cache)
+                                backoff=config.retry_backoff, cache=cache, max_reply_chars=config.max_reply_chars)
     if model is not None:
         model.check()
         return model

@@ -79,7 +79,8 @@ class HttpReranker:
                 "documents": [hit.item.text for hit in hits], "top_n": len(hits)}
         return post_json(self._client, self.config.rerank_url, body, headers=self._headers(),
                          timeout=self.config.timeout, retries=self.config.retries,
-                         backoff=self.config.retry_backoff, parse=lambda data: _parse_rerank(data, len(hits)))
+                         backoff=self.config.retry_backoff, parse=lambda data: _parse_rerank(data, len(hits)),
+                         max_reply_chars=self.config.max_reply_chars)
 
     def _headers(self) -> dict[str, str]:
         name = self.config.rerank_api_key_env
@@ -122,7 +123,7 @@ def rerank_chat_model(config: TargetConfig, cache: Any = None) -> ChatModel:
     if config.rerank_url:
         return OpenAIChatModel(config.rerank_url, config.rerank_model, api_key_env=config.rerank_api_key_env,
                                timeout=config.timeout, retries=config.retries, backoff=config.retry_backoff,
-                               cache=cache)
+                               cache=cache, max_reply_chars=config.max_reply_chars)
     return LocalChatModel(cache=cache)
 
 
