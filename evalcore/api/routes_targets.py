@@ -25,15 +25,15 @@ class TargetIn(BaseModel):
 
 
 @router.get("", response_model=Ok[TargetList], summary="The tenant's saved target configurations, newest first")
-def list_all(request: Request, key: Viewer) -> dict[str, Any]:
+def list_all(request: Request, principal: Viewer) -> dict[str, Any]:
     """Ids usable as agent_id, knowledge_base_id, chat_id and rerank_id."""
-    return ok({"targets": [target.to_dict() for target in list_targets(request.app.state.store, key.tenant)]})
+    return ok({"targets": [target.to_dict() for target in list_targets(request.app.state.store, principal=principal)]})
 
 
 @router.get("/{target_id}", response_model=Ok[TargetDetail], summary="One saved target configuration")
-def read(request: Request, target_id: Annotated[str, Path(max_length=200)], key: Viewer) -> dict[str, Any]:
+def read(request: Request, target_id: Annotated[str, Path(max_length=200)], principal: Viewer) -> dict[str, Any]:
     """Every key of the configuration."""
-    target = next((t for t in list_targets(request.app.state.store, key.tenant) if t.id == target_id), None)
+    target = next((t for t in list_targets(request.app.state.store, principal=principal) if t.id == target_id), None)
     if target is None:
         raise not_found("target", target_id)
     return ok({"target": target.to_dict()})
@@ -41,8 +41,8 @@ def read(request: Request, target_id: Annotated[str, Path(max_length=200)], key:
 
 @router.post("", status_code=201, response_model=Ok[TargetDetail],
              summary="Save a target configuration (admin key with full-access)")
-def create(request: Request, body: TargetIn, key: FullAdmin) -> dict[str, Any]:
+def create(request: Request, body: TargetIn, principal: FullAdmin) -> dict[str, Any]:
     """Validated like a TOML configuration; unknown keys and bad values answer 422, each named."""
     store = request.app.state.store
-    target_id = save_target(store, TargetConfig.from_dict(body.config), tenant=key.tenant, name=body.name.strip())
-    return ok({"target": next(t for t in list_targets(store, key.tenant) if t.id == target_id).to_dict()})
+    target_id = save_target(store, TargetConfig.from_dict(body.config), name=body.name.strip(), principal=principal)
+    return ok({"target": next(t for t in list_targets(store, principal=principal) if t.id == target_id).to_dict()})
