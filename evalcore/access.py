@@ -7,12 +7,14 @@ what it may not do with Forbidden, and hide other tenants' objects as if they di
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TypeVar
 
 from evalcore.errors import EvalError
 
@@ -22,6 +24,7 @@ ROLES = ("admin", "viewer")
 CAPABILITIES = ("run_evaluations", "full-access", "none")
 EVALUATION_CAPABILITIES = frozenset({"run_evaluations", "full-access"})
 LOCAL_TENANT = "default"
+T = TypeVar("T")
 
 
 class Action(StrEnum):
@@ -92,12 +95,25 @@ def owned(row_tenant: str, tenant: str | None) -> bool:
     return tenant is None or row_tenant == tenant
 
 
+def is_loopback(address: str | None) -> bool:
+    """Whether a server address listens on this machine only (unset or 0.0.0.0 listen on every interface)."""
+    if not address:
+        return False
+    if address.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip().strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve to any interface
+        return False
+
+
 @dataclass
 class LoginThrottle:
     """Exponential back-off of failed sign-ins, per session and per client address.
 
-    After n failures under one name the next answer waits base * 2**(n-1) seconds (at most `cap`);
-    a name with no failure for `forget_s` starts again from zero. Clock and sleep are injectable.
+    After n failures in a row under a name, the next attempt under it waits base * 2**(n-1) seconds
+    (at most `cap_s`) before the key is even checked, so parallel attempts wait too; a name with no
+    failure for `forget_s` starts again from zero. Clock and sleep are injectable for tests.
     """
 
     base_s: float = 0.5
@@ -109,27 +125,26 @@ class LoginThrottle:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def failures(self, name: str) -> int:
-        """Recent failures recorded under this name (a session id or a client address)."""
+        """Recent failures in a row under this name (a session or a client address)."""
         with self._lock:
             count, last = self._failures.get(name, (0, 0.0))
-            return count if self.clock() - last < self.forget_s else 0
+        return count if self.clock() - last < self.forget_s else 0
 
-    def fail(self, *names: str) -> float:
-        """Record one failure under each name, wait the back-off of the worst of them; return the wait."""
-        counts = [self.failures(name) + 1 for name in names]
+    def delay(self, *names: str) -> float:
+        """The wait before the next attempt under these names (the worst of them)."""
+        worst = max((self.failures(name) for name in names), default=0)
+        return 0.0 if worst == 0 else min(self.cap_s, self.base_s * math.pow(2, worst - 1))
+
+    def attempt(self, session: str, address: str, check: Callable[[], T | None]) -> T | None:
+        """Wait the back-off, then check; None counts a failure under both names, a success clears the session's."""
+        self.sleep(self.delay(session, address))
+        result = check()
         now = self.clock()
         with self._lock:
-            for name, count in zip(names, counts, strict=True):
-                self._failures[name] = (count, now)
-        delay = self.delay(max(counts, default=1))
-        self.sleep(delay)
-        return delay
-
-    def delay(self, failures: int) -> float:
-        """The wait after this many failures in a row."""
-        return min(self.cap_s, self.base_s * math.pow(2, max(failures, 1) - 1))
-
-    def succeed(self, name: str) -> None:
-        """Forget the failures of a name (a session that signed in)."""
-        with self._lock:
-            self._failures.pop(name, None)
+            if result is None:
+                for name in (session, address):
+                    count, last = self._failures.get(name, (0, 0.0))
+                    self._failures[name] = ((count if now - last < self.forget_s else 0) + 1, now)
+            else:
+                self._failures.pop(session, None)
+        return result
