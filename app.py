@@ -35,9 +35,9 @@ def pages_for(principal: Principal | None) -> list[st.Page]:
 
 st.session_state["_routed"] = True  # ui.page: this session's pages run under this router
 principal = ui.signed_in()
-page = st.navigation(pages_for(principal), position="sidebar" if principal else "hidden")
-if principal is None:
-    ui.sign_in_page()
+if principal is None:  # one page whatever the URL, the sign-in form (it stops the script)
+    st.navigation([st.Page(ui.sign_in_page, title="Sign in", url_path="sign-in")], position="hidden").run()
+page = st.navigation(pages_for(principal))
 if deep_link := st.session_state.pop("_deep_link", None):
     st.switch_page(deep_link)
 with st.sidebar:

@@ -103,18 +103,33 @@ def sign_in_page() -> NoReturn:
     st.caption("This dashboard asks for an API key (one from `python -m evalcore keys create`). "
                "It sees what the key's tenant owns, with the key's role.")
     with st.form("sign-in"):
-        secret = st.text_input("API key", type="password", max_chars=MAX_SECRET, key="sign-in-key")
-        submitted = st.form_submit_button("Sign in", type="primary")
-    if submitted:
-        session = st.session_state.setdefault("_session", secrets.token_hex(8))
-        address = f"address:{st.context.ip_address or 'local'}"
-        principal = THROTTLE.attempt(f"session:{session}", address, lambda: sign_in(store(), secret))
-        if principal is None:
-            st.error(REFUSED)  # one message for every refusal: it never tells whether a key exists
-        else:
-            st.session_state[SESSION_KEY] = principal.key_id
-            st.rerun()
+        st.text_input("API key", type="password", max_chars=MAX_SECRET, key="sign-in-key")
+        st.form_submit_button("Sign in", type="primary", on_click=_attempt_sign_in)
+    if st.session_state.pop("_refused", False):
+        st.error(REFUSED)  # one message for every refusal: it never tells whether a key exists
     st.stop()
+
+
+def _attempt_sign_in() -> None:
+    """The form's callback (before the rerun it triggers): check the key after the back-off this session earned."""
+    secret = st.session_state.pop("sign-in-key", "") or ""
+    session = st.session_state.setdefault("_session", secrets.token_hex(8))
+    address = f"address:{client_address()}"
+    principal = THROTTLE.attempt(f"session:{session}", address, lambda: sign_in(store(), secret))
+    if principal is None:
+        st.session_state["_refused"] = True
+    else:
+        st.session_state[SESSION_KEY] = principal.key_id
+
+
+def client_address() -> str:
+    """The client's IP address as the server saw the connection ("local" when none: localhost, tests).
+
+    Forwarded-for headers are not trusted (any client can write them); behind a proxy every client
+    shares the proxy's address, and so its back-off.
+    """
+    address = st.context.ip_address
+    return address if isinstance(address, str) and address else "local"
 
 
 def identity(principal: Principal) -> None:
@@ -125,9 +140,7 @@ def identity(principal: Principal) -> None:
         return
     st.caption(f"Signed in: tenant **{escape_md(principal.tenant)}** · role **{escape_md(principal.role)}** · "
                f"capability {escape_md(principal.capability)}")
-    if st.button("Sign out", key="sign-out"):
-        st.session_state.pop(SESSION_KEY, None)
-        st.rerun()
+    st.button("Sign out", key="sign-out", on_click=lambda: st.session_state.pop(SESSION_KEY, None))
 
 
 def page(text: str, needs: Action = Action.READ) -> Principal:
@@ -355,6 +368,12 @@ def upload_report(problems: dict[str, list[str]]) -> None:
             st.error(f"**{escape_md(file or 'upload')}**\n\n" + "\n".join(f"- {escape_md(p)}" for p in problems[file]))
         elif file:
             st.success(f"**{escape_md(file)}**: no problem found")
+
+
+def run_link(principal: Principal, label: str) -> None:
+    """A link to the Run page, for those who may launch (viewers' navigation has no Run page)."""
+    if principal.can(Action.CHANGE):
+        st.page_link("pages/run.py", label=label)
 
 
 def poll(fn: Callable[[], None], seconds: float | None = 2) -> None:

@@ -120,7 +120,7 @@ store = ui.store()
 campaigns = list_campaigns(store, principal=principal)
 if not campaigns:
     st.info("No campaign yet.")
-    st.page_link("pages/run.py", label="Run a first campaign")
+    ui.run_link(principal, "Run a first campaign")
     st.stop()
 st.dataframe(campaign_table(campaigns, principal), hide_index=True)
 by_id = {c.id: c for c in campaigns}

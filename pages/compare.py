@@ -102,7 +102,7 @@ store = ui.store()
 campaigns = [c for c in list_campaigns(store, principal=principal) if c.finished]
 if len(campaigns) < 2:
     st.info("Comparing needs two campaigns with results.")
-    st.page_link("pages/run.py", label="Run campaigns")
+    ui.run_link(principal, "Run campaigns")
     st.stop()
 by_id = {c.id: c for c in campaigns}
 ids = list(by_id)

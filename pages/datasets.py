@@ -86,4 +86,4 @@ with ui.guard():
         st.dataframe(pd.DataFrame({"reference answers": list(question.references)}), hide_index=True)
     else:
         st.caption("No reference answer: no generation measures for this question.")
-    st.page_link("pages/run.py", label="Run a campaign on this dataset")
+    ui.run_link(principal, "Run a campaign on this dataset")
