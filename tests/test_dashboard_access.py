@@ -298,3 +298,26 @@ def test_loopback_addresses(address: str | None, loopback: bool) -> None:
 def test_the_config_file_binds_to_localhost() -> None:
     text = (Path(APP).parent / ".streamlit" / "config.toml").read_text()
     assert 'address = "localhost"' in text
+
+
+def test_each_key_has_the_same_view_and_rights_on_the_api_and_the_dashboard(
+        two_tenants: dict[str, str], monkeypatch: pytest.MonkeyPatch, throttle: tuple) -> None:
+    from fastapi.testclient import TestClient
+
+    from evalcore.api import create_app
+
+    client = TestClient(create_app(two_tenants["db"]))  # the same store, served by the API in this process
+    own = {two_tenants["acme-campaign-1"], two_tenants["acme-campaign-2"]}
+    for role, cancel_status in (("admin", 409), ("viewer", 403)):
+        headers = {"Authorization": f"Bearer {two_tenants[role]}"}
+        listed = client.get("/api/v1/campaigns", headers=headers).json()["data"]["campaigns"]
+        at = sign_in(open_app(two_tenants["db"], monkeypatch), two_tenants[role])
+        at.switch_page("pages/campaigns.py").run()
+        shown = {label.split(" · ")[1] for label in at.selectbox[0].options}
+        assert {c["id"] for c in listed} == shown == own, role
+        # Cancelling a finished campaign: the admin may (409, nothing to cancel), the viewer may not (403) ...
+        assert client.post(f"/api/v1/campaigns/{min(own)}/cancel", headers=headers).status_code == cancel_status
+        # ... and the dashboard shows the control to the admin only.
+        assert ("Cancel" in button_labels(at)) is (role == "admin")
+        other = client.get(f"/api/v1/campaigns/{two_tenants['other-campaign-1']}", headers=headers)
+        assert other.status_code == 404

@@ -68,10 +68,10 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     home = tmp_path_factory.mktemp("hostile")
     db = str(home / "evalcore.db")
     manager = get_manager(db)
-    target_id = save_target(manager.store, TargetConfig(), name=HOSTILE)
+    target_id = save_target(manager.store, TargetConfig.from_dict({"model": HOSTILE}), name=HOSTILE)
     suite = create_suite(manager.store, name=HOSTILE, target_id=target_id,
                          cases=[Case(HOSTILE, HOSTILE, (HOSTILE,)), Case(f"fail {HOSTILE}", HOSTILE, ())])
-    ids = {"db": db, "uploads": str(home / "uploads"), "suite": suite.id}
+    ids = {"db": db, "uploads": str(home / "uploads"), "suite": suite.id, "target": target_id}
     for n, model in enumerate((HOSTILE, f"{HOSTILE} 2")):
         campaign_id = manager.launch(suite_id=suite.id, target=HostileTarget(model), use_judge=True, name=f"{n} {HOSTILE}")
         assert manager.wait(campaign_id, timeout=60).status == "succeeded"
@@ -171,6 +171,7 @@ def test_run_page(hostile: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> N
     at = open_page(hostile, monkeypatch, "pages/run.py")
     at.radio[0].set_value("suite").run()
     check_page(at, literal_in_plain=[f"{HOSTILE} · 2 cases", f"{HOSTILE} · target_"])
+    assert at.text_input(key=f"cfg-{hostile['target']}-model").value == HOSTILE  # the suite's saved configuration
 
 
 def test_campaigns_page(hostile: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -186,6 +187,8 @@ def test_campaigns_page(hostile: dict[str, str], monkeypatch: pytest.MonkeyPatch
     assert set(judges["reason"]) == {HOSTILE} and set(judges["model"]) == {HOSTILE}
     retrieved = next(df.value for df in at.dataframe if "hit" in df.value.columns)
     assert list(retrieved["title"]) == [HOSTILE]
+    snapshot = json.loads(at.json[0].value)
+    assert (snapshot["model"], snapshot["base_url"]) == (HOSTILE, f"http://127.0.0.1:9/{HOSTILE}")
 
 
 def test_compare_page(hostile: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
