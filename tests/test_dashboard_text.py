@@ -35,8 +35,8 @@ class HostileModel:
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def chat(self, messages: Sequence[Any], *, temperature: float | None = None,
-             max_tokens: int | None = None) -> ChatReply:
+    def chat(self, messages: Sequence[Any], *, temperature: float | None = None, max_tokens: int | None = None,
+             schema: dict[str, Any] | None = None) -> ChatReply:
         return ChatReply(json.dumps({"score": 4, "reason": HOSTILE}), 10, 5, False)
 
 
@@ -74,7 +74,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     ids = {"db": db, "uploads": str(home / "uploads"), "suite": suite.id, "target": target_id}
     for n, model in enumerate((HOSTILE, f"{HOSTILE} 2")):
         campaign_id = manager.launch(suite_id=suite.id, target=HostileTarget(model), use_judge=True, name=f"{n} {HOSTILE}")
-        assert manager.wait(campaign_id, timeout=60).status == "succeeded"
+        assert manager.wait(campaign_id, timeout=60).status == "succeeded_with_failures"  # the failing question
         ids[f"campaign{n}"] = campaign_id
     tables = {**TINY, "queries": {**TINY["queries"], "text": [HOSTILE, "b", "c"]},
               "corpus": {**TINY["corpus"], "title": [HOSTILE] * 5},
