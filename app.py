@@ -1,27 +1,44 @@
-"""The dashboard router: `streamlit run app.py` opens on the built-in sample dataset."""
+"""The dashboard router: `streamlit run app.py` opens on the built-in sample dataset.
+
+With no API key in the store it opens as the local admin of tenant `default`; once a key exists (or
+EVALCORE_REQUIRE_LOGIN=1) every page asks for one first, and shows what the key's tenant owns.
+"""
 
 from __future__ import annotations
 
 import streamlit as st
 
 import ui
+from evalcore.access import Action, Principal
 
 # No icons: Streamlit fetches Material icons from fonts.gstatic.com (fails offline) and emoji
 # need a font headless browsers lack.
 st.set_page_config(page_title="evalcore", layout="wide")
 
-PAGES = [
-    st.Page("pages/datasets.py", title="Datasets", default=True),
-    st.Page("pages/suites.py", title="Suites"),
-    st.Page("pages/run.py", title="Run"),
-    st.Page("pages/campaigns.py", title="Campaigns"),
-    st.Page("pages/compare.py", title="Compare"),
-]
+PAGES = {file: st.Page(file, title=title, default=file == "pages/datasets.py") for file, title in (
+    ("pages/datasets.py", "Datasets"), ("pages/suites.py", "Suites"), ("pages/run.py", "Run"),
+    ("pages/campaigns.py", "Campaigns"), ("pages/compare.py", "Compare"))}
+# Suites and Run change things: the workspace's administrators only (viewers read results).
+ADMIN_PAGES = {"pages/suites.py", "pages/run.py"}
 
-st.session_state["_routed"] = True  # ui.title: this session's pages run under this router
-page = st.navigation(PAGES)
-if deep_link := st.session_state.pop("_deep_link", None):
+
+def pages_for(principal: Principal | None) -> dict[str, st.Page]:
+    """The pages (by file) this principal's navigation lists."""
+    if principal is None or principal.can(Action.CHANGE):
+        return PAGES
+    return {file: page for file, page in PAGES.items() if file not in ADMIN_PAGES}
+
+
+st.session_state["_routed"] = True  # ui.page: this session's pages run under this router
+principal = ui.signed_in()
+if principal is None:  # one page whatever the URL, the sign-in form (it stops the script)
+    st.navigation([st.Page(ui.sign_in_page, title="Sign in", url_path="sign-in")], position="hidden").run()
+allowed = pages_for(principal)
+page = st.navigation(list(allowed.values()))
+# A deep link kept across the sign-in opens its page, unless this principal's navigation has no such page.
+if (deep_link := st.session_state.pop("_deep_link", None)) in allowed:
     st.switch_page(deep_link)
 with st.sidebar:
+    ui.identity(principal)
     ui.poll(ui.activity)
 page.run()

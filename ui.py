@@ -1,22 +1,27 @@
-"""Dashboard helpers shared by the pages: engine handles, the one error display, text, exports, uploads.
+"""Dashboard helpers shared by the pages: engine handles, sign-in, the one error display, text, exports, uploads.
 
 Pages stay thin: they read widgets, call the engine and render. Everything two pages need lives here.
+Every stored string shown through Markdown (labels, captions, tooltips, alerts, progress text) goes
+through escape_md; charts take it through chart_text; tables, st.text and st.code show it as it is.
 """
 
 from __future__ import annotations
 
+import html
 import os
 import re
+import secrets
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlparse
 
 import pandas as pd
 import streamlit as st
 
+from evalcore.access import LOCAL, Action, LoginThrottle, Principal, is_loopback
 from evalcore.campaigns import (
     Aggregate,
     Campaign,
@@ -30,6 +35,7 @@ from evalcore.csvcells import csv_text
 from evalcore.datasets import FILES, Dataset, DatasetStats, dataset_stats, load_dataset, resolve_dataset
 from evalcore.datasets.uploads import list_datasets, validate_upload  # noqa: F401 - the pages use them through ui
 from evalcore.errors import EvalError
+from evalcore.keys import MAX_SECRET, login_required, principal_of, sign_in
 from evalcore.metrics import MEASURES
 from evalcore.store import Store, default_db_path
 from evalcore.targets.presets import DEFAULTS
@@ -37,7 +43,12 @@ from evalcore.targets.saved import list_targets
 from evalcore.text import tokenize
 
 CHROMIUM = "/usr/bin/chromium"
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$=])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$=&])")
+SESSION_KEY = "_key_id"
+# Failed sign-ins back off per session and per client address, across every session of this process.
+THROTTLE = LoginThrottle()
+REFUSED = "Sign-in refused: this key is unknown, revoked, malformed, or not allowed to open evaluations."
+CREATE_KEY = "python -m evalcore keys create --tenant T --role admin --capability full-access"
 
 if Path(CHROMIUM).exists():
     # kaleido drives a browser through choreographer, which looks here first.
@@ -59,6 +70,91 @@ def manager() -> Any:
 def store() -> Any:
     """The store of this session's database, as the engine functions take it."""
     return manager().store
+
+
+# --- who is signed in ---------------------------------------------------------------------------
+
+def signed_in() -> Principal | None:
+    """Who this session acts as: the local admin when no key exists, else the signed-in key (None: nobody).
+
+    Refuses to go on when the server listens beyond this machine with no key to sign in with.
+    """
+    required = login_required(store())
+    address = st.get_option("server.address")
+    if not required and not is_loopback(address):
+        st.error(f"This dashboard listens on {escape_md(address or 'every network interface')} and no API key "
+                 "exists, so anyone who can reach it would be an admin. Create a key first, then sign in with it: "
+                 f"`{CREATE_KEY}`. Or serve it on localhost only (`server.address` in .streamlit/config.toml).")
+        st.stop()
+    if not required:
+        return LOCAL
+    key_id = st.session_state.get(SESSION_KEY)
+    principal = principal_of(store(), key_id) if key_id else None
+    if principal is None:  # never signed in, signed out, or the key was revoked meanwhile
+        st.session_state.pop(SESSION_KEY, None)
+    return principal
+
+
+def sign_in_page() -> NoReturn:
+    """The sign-in form alone; stops the script (nothing else is shown before a key is accepted)."""
+    st.title("Sign in")
+    st.caption("This dashboard asks for an API key (one from `python -m evalcore keys create`). "
+               "It sees what the key's tenant owns, with the key's role.")
+    with st.form("sign-in"):
+        st.text_input("API key", type="password", max_chars=MAX_SECRET, key="sign-in-key")
+        st.form_submit_button("Sign in", type="primary", on_click=_attempt_sign_in)
+    if st.session_state.pop("_refused", False):
+        st.error(REFUSED)  # one message for every refusal: it never tells whether a key exists
+    st.stop()
+
+
+def _attempt_sign_in() -> None:
+    """The form's callback (before the rerun it triggers): check the key after the back-off this session earned."""
+    secret = st.session_state.pop("sign-in-key", "") or ""
+    session = st.session_state.setdefault("_session", secrets.token_hex(8))
+    address = f"address:{client_address()}"
+    principal = THROTTLE.attempt(f"session:{session}", address, lambda: sign_in(store(), secret))
+    if principal is None:
+        st.session_state["_refused"] = True
+    else:
+        st.session_state[SESSION_KEY] = principal.key_id
+
+
+def client_address() -> str:
+    """The client's IP address as the server saw the connection ("local" when none: localhost, tests).
+
+    Forwarded-for headers are not trusted (any client can write them); behind a proxy every client
+    shares the proxy's address, and so its back-off.
+    """
+    address = st.context.ip_address
+    return address if isinstance(address, str) and address else "local"
+
+
+def identity(principal: Principal) -> None:
+    """Who is signed in (sidebar), with the sign-out button; the local admin says why no sign-in was asked."""
+    if principal.is_local:
+        st.caption(f"Local admin of tenant {escape_md(principal.tenant)}: no API key exists, so no sign-in is asked. "
+                   f"Creating one turns sign-in on: `{CREATE_KEY}`")
+        return
+    st.caption(f"Signed in: tenant **{escape_md(principal.tenant)}** · role **{escape_md(principal.role)}** · "
+               f"capability {escape_md(principal.capability)}")
+    st.button("Sign out", key="sign-out", on_click=lambda: st.session_state.pop(SESSION_KEY, None))
+
+
+def page(text: str, needs: Action = Action.READ) -> Principal:
+    """Start a page: route through app.py if needed, ask for a key if needed, check the role, show the title."""
+    if "_routed" not in st.session_state:
+        _route_through_app()
+    principal = signed_in()
+    if principal is None:
+        sign_in_page()
+    st.title(text)
+    if (reason := principal.refusal(needs)) is not None:
+        st.info(f"This page is reserved to the workspace's administrators: {escape_md(reason)}.")
+        st.stop()
+    if message := st.session_state.pop("_flash", None):
+        st.success(escape_md(message))
+    return principal
 
 
 # --- errors -------------------------------------------------------------------------------------
@@ -91,19 +187,6 @@ def flash(message: str) -> None:
     st.session_state["_flash"] = message
 
 
-def title(text: str) -> None:
-    """A page's title, then the message flash() left for it, once.
-
-    Pages show it themselves: Streamlit runs a script under pages/ without app.py in some runs
-    (every AppTest page switch; a deep link before any session ran app.py, sent through app.py here).
-    """
-    if "_routed" not in st.session_state:
-        _route_through_app()
-    st.title(text)
-    if message := st.session_state.pop("_flash", None):
-        st.success(escape_md(message))
-
-
 def _route_through_app() -> None:
     """Rerun through app.py's navigation, then come back to the page the URL names.
 
@@ -118,9 +201,15 @@ def _route_through_app() -> None:
 
 # --- text and numbers ---------------------------------------------------------------------------
 
-def escape_md(text: str) -> str:
-    """Text safe inside Streamlit Markdown: every markup character is backslash-escaped."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", " ")
+def escape_md(text: object) -> str:
+    """Text shown literally by Streamlit Markdown (labels, captions, tooltips, alerts): every markup character
+    is backslash-escaped (no link, image, HTML, code span, math or colour directive), newlines become spaces."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\r", " ").replace("\n", " ")
+
+
+def chart_text(text: object) -> str:
+    """Text shown literally in a Plotly label or tick (Plotly reads <a>, <b>, <br> and entities as markup)."""
+    return html.escape(str(text), quote=False)
 
 
 def short(text: str | None, limit: int = 80) -> str:
@@ -158,7 +247,8 @@ def measure_help(name: str, signature: str | None = None) -> str:
     measure = MEASURES.get(name)
     doc = getattr(measure, "doc", "") if measure else ""
     sig = signature or (getattr(measure, "signature", "") if measure else "")
-    return "\n\n".join(part for part in (doc, f"signature: `{sig}`" if sig else "") if part) or name
+    # A stored signature holds model names: escaped text, never a code span a backtick could close.
+    return "\n\n".join(part for part in (doc, f"signature: {escape_md(sig)}" if sig else "") if part) or escape_md(name)
 
 
 def remembered_select(label: str, options: list, state_key: str, **kwargs: Any) -> Any:
@@ -188,8 +278,8 @@ def index_of(options: list, value: Any) -> int:
 
 
 def campaign_label(campaign: Campaign) -> str:
-    """How a campaign is named in pickers: id, source, status, progress."""
-    return f"{campaign.id} · {campaign.kind} {campaign.source} · {campaign.status_text} · {campaign.finished}/{campaign.total}"
+    """How a campaign is named in pickers: name, id, status, progress."""
+    return f"{campaign.name} · {campaign.id} · {campaign.status_text} · {campaign.finished}/{campaign.total}"
 
 
 # --- exports ------------------------------------------------------------------------------------
@@ -237,10 +327,10 @@ def table_download(frame: pd.DataFrame, name: str, key: str) -> None:
 
 # --- suites and targets ------------------------------------------------------------------------
 
-def target_choices(store: Store) -> dict[str, str]:
-    """Saved target ids with a label; "default" is the built-in default configuration."""
+def target_choices(store: Store, principal: Principal) -> dict[str, str]:
+    """The principal's saved target ids with a label; "default" is the built-in default configuration."""
     choices = {DEFAULTS.name: DEFAULTS.label}
-    choices.update({t.id: f"{t.name or 'unnamed'} · {t.id}" for t in list_targets(store)})
+    choices.update({t.id: f"{t.name or 'unnamed'} · {t.id}" for t in list_targets(store, principal=principal)})
     return choices
 
 
@@ -272,6 +362,12 @@ def upload_report(problems: dict[str, list[str]]) -> None:
             st.success(f"**{escape_md(file)}**: no problem found")
 
 
+def run_link(principal: Principal, label: str) -> None:
+    """A link to the Run page, for those who may launch (viewers' navigation has no Run page)."""
+    if principal.can(Action.CHANGE):
+        st.page_link("pages/run.py", label=label)
+
+
 def poll(fn: Callable[[], None], seconds: float | None = 2) -> None:
     """Run fn now and again every few seconds (never when None), without rerunning the page (a fragment)."""
     st.fragment(run_every=seconds)(fn)()
@@ -299,12 +395,13 @@ def progress_text(campaign: Campaign) -> str:
 def show_progress(campaign: Campaign) -> None:
     """A progress bar with its status line (ids and numbers only: no user text)."""
     share = campaign.finished / campaign.total if campaign.total else 1.0
-    st.progress(min(share, 1.0), text=f"{campaign.id} · {campaign.status_text} · {progress_text(campaign)}")
+    st.progress(min(share, 1.0), text=escape_md(f"{campaign.id} · {campaign.status_text} · {progress_text(campaign)}"))
 
 
 def activity() -> None:
-    """Campaigns in progress, on every page (polled: the workers never touch Streamlit)."""
-    running = [c for c in list_campaigns(store()) if c.active]
+    """The signed-in tenant's campaigns in progress, on every page (polled: the workers never touch Streamlit)."""
+    principal = signed_in()
+    running = [c for c in list_campaigns(store(), principal=principal) if c.active] if principal else []
     if running:
         st.caption("Running campaigns")
         for campaign in running:
@@ -316,21 +413,21 @@ def version(campaign: Campaign) -> tuple[str, str, int, int, float | None]:
     return (campaign.id, campaign.status.value, campaign.finished, campaign.failed, campaign.ended_at)
 
 
-def aggregates(campaign: Campaign) -> dict[str, Aggregate]:
+def aggregates(campaign: Campaign, principal: Principal) -> dict[str, Aggregate]:
     """campaign_aggregates, re-read only when the campaign changed."""
-    return _aggregates(db_path(), version(campaign))
+    return _aggregates(db_path(), version(campaign), principal)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _aggregates(db: str, version: tuple[str, str, int, int, float | None]) -> dict[str, Aggregate]:
-    return campaign_aggregates(store(), version[0])
+def _aggregates(db: str, version: tuple[str, str, int, int, float | None], principal: Principal) -> dict[str, Aggregate]:
+    return campaign_aggregates(store(), version[0], principal=principal)
 
 
-def cached_results(campaign: Campaign) -> list[QuestionResult]:
+def cached_results(campaign: Campaign, principal: Principal) -> list[QuestionResult]:
     """Every stored result of a campaign, re-read only when the campaign changed."""
-    return _results(db_path(), version(campaign))
+    return _results(db_path(), version(campaign), principal)
 
 
 @st.cache_data(show_spinner="Reading the results…", max_entries=8)
-def _results(db: str, version: tuple[str, str, int, int, float | None]) -> list[QuestionResult]:
-    return campaign_results(store(), version[0])
+def _results(db: str, version: tuple[str, str, int, int, float | None], principal: Principal) -> list[QuestionResult]:
+    return campaign_results(store(), version[0], principal=principal)

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 import re
 import secrets
 import sqlite3
 import time
 from typing import NamedTuple
 
+from evalcore.access import CAPABILITIES, EVALUATION_CAPABILITIES, ROLES, Principal
 from evalcore.errors import EvalError
 from evalcore.store import Store
 
-ROLES = ("admin", "viewer")
-# run_evaluations and full-access both open the evaluation routes; "none" makes a key
-# that authenticates but reaches only key introspection (e.g. a monitoring probe).
-CAPABILITIES = ("run_evaluations", "full-access", "none")
-EVALUATION_CAPABILITIES = frozenset({"run_evaluations", "full-access"})
+__all__ = ["CAPABILITIES", "EVALUATION_CAPABILITIES", "ROLES", "KeyInfo", "check_tenant", "create_key", "hash_secret",
+           "list_keys", "login_required", "principal_of", "revoke_key", "sign_in", "verify_key"]
 SECRET_PREFIX = "ek_"
+# Longer input is cut before hashing: a secret is 46 characters, and hashing megabytes costs time.
+MAX_SECRET = 128
 # Underscores are excluded because evaluation task ids join the tenant with underscores.
 TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,63}$")
 
@@ -33,6 +34,10 @@ class KeyInfo(NamedTuple):
     prefix: str
     created_at: float
     revoked_at: float | None
+
+    def principal(self) -> Principal:
+        """Who acts with this key."""
+        return Principal(tenant=self.tenant, role=self.role, capability=self.capability, key_id=self.id)
 
 
 def hash_secret(secret: str) -> str:
@@ -78,14 +83,35 @@ def _info(row: sqlite3.Row) -> KeyInfo:
 
 def verify_key(store: Store, secret: str) -> KeyInfo | None:
     """The active key with this secret, or None (unknown, revoked or malformed)."""
-    if not secret.startswith(SECRET_PREFIX) or len(secret) > 128:
-        return None
-    digest = hash_secret(secret)
-    # Lookup by hash: the secret is never compared byte by byte, so timing reveals nothing about it.
+    well_formed = secret.startswith(SECRET_PREFIX) and len(secret) <= MAX_SECRET
+    digest = hash_secret(secret[:MAX_SECRET])
+    # Lookup by hash: the secret is never compared byte by byte, so timing reveals nothing about it;
+    # malformed secrets are looked up too, so that every refusal takes the same path.
     rows = store.read("SELECT * FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL", (digest,))
-    if not rows or not hmac.compare_digest(rows[0]["key_hash"], digest):
+    if not well_formed or not rows or not hmac.compare_digest(rows[0]["key_hash"], digest):
         return None
     return _info(rows[0])
+
+
+def sign_in(store: Store, secret: str) -> Principal | None:
+    """The principal of a dashboard sign-in, or None; keys without an evaluation capability cannot sign in."""
+    key = verify_key(store, secret.strip())
+    if key is None or key.capability not in EVALUATION_CAPABILITIES:
+        return None
+    return key.principal()
+
+
+def principal_of(store: Store, key_id: str) -> Principal | None:
+    """The principal of a signed-in key if the key is still active (revoking it ends its sessions)."""
+    rows = store.read("SELECT * FROM api_keys WHERE id = ? AND revoked_at IS NULL", (key_id,))
+    return _info(rows[0]).principal() if rows else None
+
+
+def login_required(store: Store) -> bool:
+    """Whether the dashboard asks for a key: once any key exists (even revoked), or EVALCORE_REQUIRE_LOGIN=1."""
+    if os.environ.get("EVALCORE_REQUIRE_LOGIN", "").strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    return bool(store.read("SELECT 1 FROM api_keys LIMIT 1"))
 
 
 def list_keys(store: Store, tenant: str | None = None) -> list[KeyInfo]:

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
+from evalcore.access import Action, Principal
 from evalcore.campaigns import (
     Campaign,
     QuestionResult,
@@ -25,13 +26,13 @@ PAGE_SIZE = 20
 MAIN_MEASURES = ("recall", "ndcg@10", "mrr", "rougel", "bleu4", "coverage", "sources_found", "judge.score")
 
 
-def campaign_table(campaigns: list[Campaign]) -> pd.DataFrame:
-    """One row per campaign: status, progress and the main aggregates."""
+def campaign_table(campaigns: list[Campaign], principal: Principal) -> pd.DataFrame:
+    """One row per campaign: name, status, progress and the main aggregates."""
     rows = []
     for c in campaigns:
-        aggregates = ui.aggregates(c)
+        aggregates = ui.aggregates(c, principal)
         means = {name: aggregates[name].mean for name in MAIN_MEASURES if name in aggregates}
-        rows.append({"id": c.id, "kind": c.kind, "source": c.source, "status": c.status_text,
+        rows.append({"name": c.name, "id": c.id, "kind": c.kind, "source": c.source, "status": c.status_text,
                      "progress": f"{c.finished}/{c.total}", "failed": c.failed,
                      "created": ui.fmt_when(c.created_at), **means})
     return pd.DataFrame(rows)
@@ -114,64 +115,64 @@ def show_result(result: QuestionResult) -> None:
     st.caption(f"latency {ui.fmt_value(outcome.latency_s, 3)} s · tokens {outcome.prompt_tokens}+{outcome.completion_tokens}"
                f" · attempts {result.attempts}")
 
-ui.title("Campaigns")
+principal = ui.page("Campaigns")
 store = ui.store()
-campaigns = list_campaigns(store)
+campaigns = list_campaigns(store, principal=principal)
 if not campaigns:
     st.info("No campaign yet.")
-    st.page_link("pages/run.py", label="Run a first campaign")
+    ui.run_link(principal, "Run a first campaign")
     st.stop()
-st.dataframe(campaign_table(campaigns), hide_index=True)
+st.dataframe(campaign_table(campaigns, principal), hide_index=True)
 by_id = {c.id: c for c in campaigns}
 ids = list(by_id)
 chosen = ui.remembered_select("Campaign", ids, "campaign_id", format_func=lambda i: ui.campaign_label(by_id[i]))
 
 
 def actions(campaign: Campaign) -> None:
-    """Resume, retry failed, cancel, delete: each refused with a message when it does not apply."""
+    """Resume, retry failed, cancel, delete (admins only): each refused with a message when it does not apply."""
     manager = ui.manager()
     active = campaign.active
     cols = st.columns([1, 1, 1, 1, 2])
     if cols[0].button("Resume", disabled=active or campaign.finished >= campaign.total):
         with ui.guard():
-            manager.resume(chosen)
+            manager.resume(chosen, principal=principal)
             st.rerun()
     if cols[1].button("Retry failed", disabled=active or not campaign.failed):
         with ui.guard():
-            manager.retry_failed(chosen)
+            manager.retry_failed(chosen, principal=principal)
             st.rerun()
     if cols[2].button("Cancel", disabled=not active):
         with ui.guard():
-            manager.cancel(chosen)
+            manager.cancel(chosen, principal=principal)
             # It stays "running" until its questions in flight (or the corpus indexing) finish.
             ui.flash(f"Cancellation requested for {chosen}: it stops once the work in progress ends.")
             st.rerun()
     confirm = cols[4].checkbox("Confirm deletion", key=f"confirm-{chosen}")
     if cols[3].button("Delete", disabled=not confirm):
         with ui.guard():
-            manager.delete(chosen)
+            manager.delete(chosen, principal=principal)
             ui.flash(f"Deleted {chosen}.")
             st.rerun()
 
 
 def panel() -> None:
     """Progress, the metric panels and the summary (refreshed while it runs)."""
-    campaign = get_campaign(store, chosen)
+    campaign = get_campaign(store, chosen, principal=principal)
     if not campaign.active and by_id[chosen].active:
         st.rerun()  # it just finished: redraw the whole page (question list, buttons) once
     ui.show_progress(campaign)
     if campaign.error:
         st.text(f"error: {campaign.error}")
-    aggregates = campaign_aggregates(store, chosen)
-    signatures = stored_signatures(ui.cached_results(campaign))
+    aggregates = campaign_aggregates(store, chosen, principal=principal)
+    signatures = stored_signatures(ui.cached_results(campaign, principal))
     for title, names in panels(aggregates):
-        st.caption(title)
+        st.caption(ui.escape_md(title))
         cols = st.columns(min(len(names), 6))
         for position, name in enumerate(names):
             value = aggregates[name]
             hover = f"mean over {value.count} question(s)\n\n" + ui.measure_help(name, signatures.get(name))
-            cols[position % 6].metric(name, ui.fmt_value(value.mean), help=hover)
-    summary = campaign_summary(store, chosen)
+            cols[position % 6].metric(ui.escape_md(name), ui.fmt_value(value.mean), help=hover)
+    summary = campaign_summary(store, chosen, principal=principal)
     st.caption("Summary")
     cols = st.columns(7)
     cols[0].metric("Answered", summary.answered)
@@ -189,18 +190,20 @@ def panel() -> None:
 
 
 campaign = by_id[chosen]
-actions(campaign)
+if principal.can(Action.CHANGE):
+    actions(campaign)
 if campaign.active:
     ui.poll(panel)
 else:
     panel()
 with st.expander("Configuration"):
     st.json(campaign.config, expanded=False)
-    st.caption(f"dataset hash {campaign.dataset_hash or '—'} · judges {', '.join(campaign.judges) or 'none'} · "
-               f"cache {'on' if campaign.cache else 'off'} ({campaign.cache_hits} hits) · created {ui.fmt_when(campaign.created_at)}")
+    st.caption(ui.escape_md(f"dataset hash {campaign.dataset_hash or '—'} · judges {', '.join(campaign.judges) or 'none'} · "
+                            f"cache {'on' if campaign.cache else 'off'} ({campaign.cache_hits} hits) · "
+                            f"created {ui.fmt_when(campaign.created_at)}"))
 
 st.subheader("Questions")
-results = ui.cached_results(campaign)
+results = ui.cached_results(campaign, principal)
 overview = results_table(results)
 search, only_errors, page = st.columns([3, 1, 1])
 needle = search.text_input("Filter questions", placeholder="words of the question or the answer")
@@ -218,7 +221,7 @@ for result in shown[(number - 1) * PAGE_SIZE: number * PAGE_SIZE]:
 
 def export(fmt: str) -> bytes:
     """The campaign as a file, built when its button is clicked (the CSV is formula-safe, with a BOM)."""
-    return export_campaign(store, chosen, fmt).encode("utf-8-sig" if fmt == "csv" else "utf-8")
+    return export_campaign(store, chosen, fmt, principal=principal).encode("utf-8-sig" if fmt == "csv" else "utf-8")
 
 
 st.caption("Export")

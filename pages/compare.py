@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
+from evalcore.access import Principal
 from evalcore.campaigns import QuestionResult, list_campaigns
 from evalcore.compare import Comparison, QuestionDiff, Sweep, compare_campaigns, compare_sweep, question_key, row_values
 from evalcore.compare.comparison import Passage
@@ -16,15 +17,15 @@ VERDICTS = ["better", "worse", "same", "new", "removed", "unscored"]
 
 
 @st.cache_data(show_spinner="Comparing (paired bootstrap and randomization tests)…", max_entries=16)
-def cached_comparison(db: str, a_version: tuple, b_version: tuple) -> Comparison:
+def cached_comparison(db: str, a_version: tuple, b_version: tuple, principal: Principal) -> Comparison:
     """compare_campaigns(...), recomputed only when either campaign changed."""
-    return compare_campaigns(ui.store(), a_version[0], b_version[0])
+    return compare_campaigns(ui.store(), a_version[0], b_version[0], principal=principal)
 
 
 @st.cache_data(show_spinner="Comparing the sweep…", max_entries=8)
-def cached_sweep(db: str, versions: tuple) -> Sweep:
+def cached_sweep(db: str, versions: tuple, principal: Principal) -> Sweep:
     """compare_sweep over the campaigns, recomputed only when one of them changed."""
-    return compare_sweep(ui.store(), [version[0] for version in versions])
+    return compare_sweep(ui.store(), [version[0] for version in versions], principal=principal)
 
 
 def delta_figure(measures: pd.DataFrame) -> go.Figure:
@@ -86,7 +87,7 @@ def sweep_table(result: Sweep) -> pd.DataFrame:
 def series_figure(result: Sweep, measure: str) -> go.Figure:
     """The measure's mean (with its 95% interval) for each value of the swept key."""
     points = pd.DataFrame(result.series[measure])
-    points["x"] = points["x"].astype(str)
+    points["x"] = points["x"].astype(str).map(ui.chart_text)  # swept values are stored text (model names, URLs)
     figure = go.Figure(go.Scatter(
         x=points["x"], y=points["mean"], mode="lines+markers",
         error_y={"type": "data", "symmetric": False, "array": points["ci_high"].fillna(points["mean"]) - points["mean"],
@@ -96,12 +97,12 @@ def series_figure(result: Sweep, measure: str) -> go.Figure:
     return figure
 
 
-ui.title("Compare")
+principal = ui.page("Compare")
 store = ui.store()
-campaigns = [c for c in list_campaigns(store) if c.finished]
+campaigns = [c for c in list_campaigns(store, principal=principal) if c.finished]
 if len(campaigns) < 2:
     st.info("Comparing needs two campaigns with results.")
-    st.page_link("pages/run.py", label="Run campaigns")
+    ui.run_link(principal, "Run campaigns")
     st.stop()
 by_id = {c.id: c for c in campaigns}
 ids = list(by_id)
@@ -115,7 +116,7 @@ if mode == "two campaigns":
         st.info("A and B are the same campaign: pick two different ones.")
         st.stop()
     with ui.guard():
-        comparison = cached_comparison(ui.db_path(), ui.version(by_id[a_id]), ui.version(by_id[b_id]))
+        comparison = cached_comparison(ui.db_path(), ui.version(by_id[a_id]), ui.version(by_id[b_id]), principal)
         for warning in comparison.warnings:
             st.warning(ui.escape_md(warning))
         for note in comparison.notes:
@@ -142,7 +143,7 @@ if mode == "two campaigns":
             st.subheader("Per question: A against B")
             measure = st.selectbox("Measure", list(measures["measure"]),
                                    index=ui.index_of(list(measures["measure"]), "ndcg@10"))
-            a_rows, b_rows = ui.cached_results(by_id[a_id]), ui.cached_results(by_id[b_id])
+            a_rows, b_rows = ui.cached_results(by_id[a_id], principal), ui.cached_results(by_id[b_id], principal)
             ui.chart(scatter_figure(a_rows, b_rows, measure), f"scatter-{measure}-{a_id}-vs-{b_id}", key="scatter")
 
         st.subheader("Questions")
@@ -155,7 +156,7 @@ else:
     chosen = st.multiselect("Campaigns (the first is the baseline)", ids, default=ids[:3][::-1],
                             format_func=lambda i: ui.campaign_label(by_id[i]))
     with ui.guard():
-        sweep = cached_sweep(ui.db_path(), tuple(ui.version(by_id[i]) for i in chosen))
+        sweep = cached_sweep(ui.db_path(), tuple(ui.version(by_id[i]) for i in chosen), principal)
         for warning in sweep.warnings:
             st.warning(ui.escape_md(warning))
         table = sweep_table(sweep)

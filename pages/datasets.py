@@ -7,27 +7,31 @@ import plotly.express as px
 import streamlit as st
 
 import ui
+from evalcore.access import Action
 
-ui.title("Datasets")
+principal = ui.page("Datasets")
 choices = ui.list_datasets()
 # The Run page starts from the dataset picked here.
 ref = ui.remembered_select("Dataset", choices, "dataset_ref",
                            help="`default` is the built-in sample (dataset/samples); other ids are folders under dataset/.")
 
-with st.expander("Upload a dataset (five Parquet files or a zip of them)"):
-    with st.form("upload", clear_on_submit=False):
-        files = st.file_uploader("queries, corpus, answers, qrels and qas .parquet, or one .zip", type=["parquet", "zip"],
-                                 accept_multiple_files=True, key="upload_files")
-        name = st.text_input("Name", placeholder="my-dataset", help="Saved as dataset id uploads-<name> once it is valid.")
-        submitted = st.form_submit_button("Validate and save")
-    if submitted:
-        saved, problems = ui.validate_upload([(f.name, f.getvalue()) for f in files or []], name.strip())
-        if problems:
-            ui.upload_report(problems)
-        else:
-            ui.select_next_run("dataset_ref", saved)
-            ui.flash(f"Saved as dataset {saved}.")
-            st.rerun()
+if principal.can(Action.CHANGE):
+    with st.expander("Upload a dataset (five Parquet files or a zip of them)"):
+        with st.form("upload", clear_on_submit=False):
+            files = st.file_uploader("queries, corpus, answers, qrels and qas .parquet, or one .zip",
+                                     type=["parquet", "zip"], accept_multiple_files=True, key="upload_files")
+            name = st.text_input("Name", placeholder="my-dataset", help="Saved as dataset id uploads-<name> once it is valid.")
+            submitted = st.form_submit_button("Validate and save")
+        if submitted:
+            with ui.guard():
+                saved, problems = ui.validate_upload([(f.name, f.getvalue()) for f in files or []], name.strip(),
+                                                     principal=principal)
+                if problems:
+                    ui.upload_report(problems)
+                else:
+                    ui.select_next_run("dataset_ref", saved)
+                    ui.flash(f"Saved as dataset {saved}.")
+                    st.rerun()
 
 with ui.guard():
     dataset, stats, passage_tokens = ui.open_dataset(ref)
@@ -82,4 +86,4 @@ with ui.guard():
         st.dataframe(pd.DataFrame({"reference answers": list(question.references)}), hide_index=True)
     else:
         st.caption("No reference answer: no generation measures for this question.")
-    st.page_link("pages/run.py", label="Run a campaign on this dataset")
+    ui.run_link(principal, "Run a campaign on this dataset")

@@ -8,6 +8,7 @@ from typing import Any
 import streamlit as st
 
 import ui
+from evalcore.access import Action
 from evalcore.campaigns import Campaign, get_campaign
 from evalcore.errors import EvalError
 from evalcore.judges import JUDGES
@@ -22,7 +23,7 @@ NO_SWEEP = "(no sweep)"
 LONG_TEXT = ("_prompt", "_template", "agent_body", "fallback_answer")
 
 
-def config_inputs(base: TargetConfig, key: str) -> dict[str, Any]:
+def config_inputs(base: TargetConfig, key: str, disabled: bool) -> dict[str, Any]:
     """One input per TargetConfig field (built from the dataclass), grouped in sections; returns the values."""
     current, defaults = base.to_dict(), TargetConfig().to_dict()
     values: dict[str, Any] = {}
@@ -31,27 +32,28 @@ def config_inputs(base: TargetConfig, key: str) -> dict[str, Any]:
             columns = st.columns(3)
             for position, name in enumerate(names):
                 with columns[position % 3]:
-                    values[name] = _config_input(name, current[name], defaults[name], f"{key}-{name}")
+                    values[name] = _config_input(name, current[name], defaults[name], f"{key}-{name}", disabled)
     return values
 
 
-def _config_input(name: str, value: Any, default: Any, key: str) -> Any:
+def _config_input(name: str, value: Any, default: Any, key: str, disabled: bool) -> Any:
     """The widget for one key, chosen by its choices, type and range."""
-    hint = f"default: {default!r}" if not isinstance(default, str) or len(default) < 60 else "see the default in the README"
+    hint = ui.escape_md(f"default: {default!r}" if not isinstance(default, str) or len(default) < 60
+                        else "see the default in the README")
+    common = {"key": key, "help": hint, "disabled": disabled}
     if name in CHOICES:
-        return st.selectbox(name, CHOICES[name], index=ui.index_of(list(CHOICES[name]), value), key=key, help=hint)
+        return st.selectbox(name, CHOICES[name], index=ui.index_of(list(CHOICES[name]), value), **common)
     low, high = RANGES.get(name, (None, None))
     if isinstance(default, int) and not isinstance(default, bool):
-        return st.number_input(name, value=int(value), step=1, key=key, help=hint,
+        return st.number_input(name, value=int(value), step=1, **common,
                                min_value=None if low is None else int(low), max_value=None if high is None else int(high))
     if isinstance(default, float):
-        return st.number_input(name, value=float(value), step=0.05, format="%.3f", key=key, help=hint,
-                               min_value=low, max_value=high)
+        return st.number_input(name, value=float(value), step=0.05, format="%.3f", **common, min_value=low, max_value=high)
     if isinstance(default, dict):
-        return st.text_area(name, value=json.dumps(value, ensure_ascii=False), key=key, help="a JSON object")
+        return st.text_area(name, value=json.dumps(value, ensure_ascii=False), **{**common, "help": "a JSON object"})
     if name.endswith(LONG_TEXT):
-        return st.text_area(name, value=value, key=key, help=hint)
-    return st.text_input(name, value=value, key=key, help=hint)
+        return st.text_area(name, value=value, **common)
+    return st.text_input(name, value=value, **common)
 
 
 def build_configs(values: dict[str, Any], sweep_key: str | None, sweep_text: str) -> list[TargetConfig]:
@@ -73,7 +75,10 @@ def _json_object(name: str, text: str) -> dict[str, Any]:
     return value
 
 
-ui.title("Run a campaign")
+principal = ui.page("Run a campaign", needs=Action.CHANGE)
+# Changing configuration keys decides which URLs and files the server uses: full-access keys only
+# (the API's rule for saving a target); other admins run presets and saved configurations as they are.
+configurable = principal.can(Action.CONFIGURE)
 st.caption("Press Launch: the quick start runs the built-in sample dataset with keyword retrieval and extractive "
            "answers, no model needed. Vector and hybrid retrieval embed the corpus first (about half a minute for "
            "the sample, then cached).")
@@ -84,7 +89,7 @@ if origin == "dataset":
     datasets = ui.list_datasets()
     dataset = st.selectbox("Dataset", datasets, index=ui.index_of(datasets, st.session_state.get("dataset_ref")))
 else:
-    suites = {s.id: s for s in list_suites(store)}
+    suites = {s.id: s for s in list_suites(store, principal=principal)}
     if not suites:
         st.info("No suite yet.")
         st.page_link("pages/suites.py", label="Create or import a suite")
@@ -92,7 +97,7 @@ else:
     suite_id = st.selectbox("Suite", list(suites), format_func=lambda i: f"{suites[i].name} · {len(suites[i].cases)} cases",
                             index=ui.index_of(list(suites), st.session_state.get("suite_id")))
 
-targets = {QUICK_START.name: QUICK_START.label, **ui.target_choices(store)}
+targets = {QUICK_START.name: QUICK_START.label, **ui.target_choices(store, principal)}
 preferred = suites[suite_id].target_id if suite_id else QUICK_START.name
 target_ids = list(targets)
 base = st.selectbox("Start from", target_ids, format_func=lambda i: targets[i], index=ui.index_of(target_ids, preferred),
@@ -100,10 +105,13 @@ base = st.selectbox("Start from", target_ids, format_func=lambda i: targets[i], 
 base_config = PRESETS[base].config if base in PRESETS else TargetConfig()
 if base not in PRESETS:
     with ui.guard():
-        base_config = get_target(store, base)
+        base_config = get_target(store, base, principal=principal)
+if not configurable:
+    st.caption("This key runs presets and saved configurations as they are: changing keys, saving and sweeping "
+               "need a key with the full-access capability.")
 
 with st.form("launch"):
-    values = config_inputs(base_config, key=f"cfg-{base}")
+    values = config_inputs(base_config, key=f"cfg-{base}", disabled=not configurable)
     left, middle, right = st.columns(3)
     use_judge = left.checkbox("AI score 1-5 (judge.score)", help="Asks the target's own chat model; off by default.")
     judges = left.multiselect("Other judges", [j for j in JUDGES if j != "score"])
@@ -117,10 +125,12 @@ with st.form("launch"):
     cache = right.checkbox("Cache model calls", value=True)
     judge_samples = right.number_input("Ask each judge N times", min_value=1, max_value=20, value=1,
                                        help="Above 1, judges answer at temperature 0.7 and the spread is recorded.")
-    save_as = right.text_input("Save the configuration as", placeholder="optional name",
+    save_as = right.text_input("Save the configuration as", placeholder="optional name", disabled=not configurable,
                                help="Saved before launching (the first value of a sweep); suites can then target it.")
-    sweep_key = left.selectbox("Sweep one key", [NO_SWEEP, *TargetConfig().to_dict()], key="sweep_key")
-    sweep_text = middle.text_input("Sweep values (comma-separated)", placeholder="e.g. bm25, vector, hybrid", key="sweep_values")
+    sweep_key = left.selectbox("Sweep one key", [NO_SWEEP, *TargetConfig().to_dict()], key="sweep_key",
+                               disabled=not configurable)
+    sweep_text = middle.text_input("Sweep values (comma-separated)", placeholder="e.g. bm25, vector, hybrid", key="sweep_values",
+                                   disabled=not configurable)
     submitted = st.form_submit_button("Launch", type="primary")
 
 if submitted:
@@ -128,14 +138,14 @@ if submitted:
         configs = build_configs(values, None if sweep_key == NO_SWEEP else sweep_key, sweep_text)
         if suite_id and len(configs) > 1:
             raise EvalError("a suite runs one campaign at a time", where="sweep", fix="sweep over a dataset instead")
-        saved = save_target(store, configs[0], name=save_as.strip()) if save_as.strip() else None
+        saved = save_target(store, configs[0], name=save_as.strip(), principal=principal) if save_as.strip() else None
         # A saved configuration run as it is stays linked to its id (an evaluation task's knowledge_base_id).
         target_id = saved or (base if base not in PRESETS and configs == [base_config] else None)
         for config in configs:
             campaign_id = ui.manager().launch(dataset=dataset, suite_id=suite_id, config=config, target_id=target_id,
                                               use_judge=use_judge, judges=tuple(judges), concurrency=concurrency or None,
                                               cache=cache, limit=limit or None, judge_samples=int(judge_samples),
-                                              max_failed_share=float(max_failed))
+                                              max_failed_share=float(max_failed), principal=principal)
             st.session_state["launched"] = [campaign_id, *st.session_state.get("launched", [])]
             ui.select_next_run("campaign_id", campaign_id)
 
@@ -145,7 +155,7 @@ def launched() -> list[Campaign]:
     campaigns = []
     for campaign_id in st.session_state.get("launched", [])[:10]:
         try:
-            campaigns.append(get_campaign(store, campaign_id))
+            campaigns.append(get_campaign(store, campaign_id, principal=principal))
         except NotFound:  # deleted meanwhile
             pass
     return campaigns

@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
+from evalcore.access import Action
 from evalcore.datasets import DATASET_ROOT
 from evalcore.suites import MAX_CASES, MAX_SOURCES, Case, create_suite, delete_suite, list_suites, replace_suite
 from evalcore.suites.csvfile import export_suite_csv, parse_suite_csv
@@ -35,9 +36,9 @@ def editor_cases(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [row for row in rows if any(str(value).strip() for value in row.values())]
 
 
-ui.title("Suites")
+principal = ui.page("Suites", needs=Action.CHANGE)
 store = ui.store()
-suites = list_suites(store)
+suites = list_suites(store, principal=principal)
 if suites:
     st.dataframe(pd.DataFrame([{"name": s.name, "id": s.id, "cases": len(s.cases), "target": s.target_id,
                                 "updated": ui.fmt_when(s.updated_at)} for s in suites]), hide_index=True)
@@ -48,7 +49,7 @@ ids = [NEW, *(s.id for s in suites)]
 by_id = {s.id: s for s in suites}
 chosen = ui.remembered_select("Suite", ids, "suite_id", format_func=lambda i: i if i == NEW else f"{by_id[i].name} · {i}")
 suite = by_id.get(chosen)
-targets = ui.target_choices(store)
+targets = ui.target_choices(store, principal)
 name = st.text_input("Name", value=suite.name if suite else "")
 target_ids = list(targets)
 target_id = st.selectbox("Target", target_ids, format_func=lambda i: targets[i],
@@ -63,9 +64,10 @@ save, download, remove = st.columns([1, 1, 2])
 if save.button("Save" if suite else "Create", type="primary"):
     with ui.guard():
         if suite:
-            replace_suite(store, suite.id, name=name, target_id=target_id, cases=cases)
+            replace_suite(store, suite.id, name=name, target_id=target_id, cases=cases, principal=principal)
         else:
-            ui.select_next_run("suite_id", create_suite(store, tenant="default", name=name, target_id=target_id, cases=cases).id)
+            created = create_suite(store, name=name, target_id=target_id, cases=cases, principal=principal)
+            ui.select_next_run("suite_id", created.id)
         st.session_state.pop(f"cases-{chosen}", None)  # the saved rows are the editor's new starting table
         ui.flash(f"Saved {len(cases)} case(s).")
         st.rerun()
@@ -76,7 +78,7 @@ if suite:
     confirm = remove.checkbox("Also delete its campaigns", key="confirm-delete", help="Deleting a suite deletes its campaigns.")
     if remove.button("Delete suite", disabled=not confirm):
         with ui.guard():
-            delete_suite(store, suite.id)
+            delete_suite(store, suite.id, principal=principal)
             ui.select_next_run("suite_id", NEW)
             st.rerun()
 
@@ -84,7 +86,7 @@ st.subheader("Import a CSV")
 if SAMPLE_SUITE.is_file() and st.button("Add the sample suite", help=f"Imports {SAMPLE_SUITE.name}: questions about the sample dataset's documents."):
     with ui.guard():
         sample = parse_suite_csv(SAMPLE_SUITE.read_bytes(), source=SAMPLE_SUITE.name)
-        created = create_suite(store, tenant="default", name="sample", target_id="default", cases=sample.cases)
+        created = create_suite(store, name="sample", target_id="default", cases=sample.cases, principal=principal)
         ui.select_next_run("suite_id", created.id)
         ui.flash(f"Added the sample suite ({len(created.cases)} cases) as {created.id}.")
         st.rerun()
@@ -100,7 +102,7 @@ if upload is not None:
             choice = st.radio("Import", ["nothing", "the valid lines"], horizontal=True)
         import_name = st.text_input("New suite name", value=Path(upload.name).stem, key="import-name")
         if st.button(f"Import {len(report.cases)} case(s) as a new suite", disabled=choice == "nothing" or not report.cases):
-            created = create_suite(store, tenant="default", name=import_name, target_id=target_id, cases=report.cases)
+            created = create_suite(store, name=import_name, target_id=target_id, cases=report.cases, principal=principal)
             ui.select_next_run("suite_id", created.id)
             ui.flash(f"Imported {len(created.cases)} case(s) into {created.id}.")
             st.rerun()

@@ -33,10 +33,9 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The dashboard served on a loopback port over an empty temporary database."""
-    home = tmp_path_factory.mktemp("browser")
+@contextmanager
+def serve(home: Path) -> Iterator[str]:
+    """The dashboard served on a loopback port over the database in home."""
     port = free_port()
     env = {**os.environ, "EVALCORE_DB": str(home / "evalcore.db"), "EVALCORE_UPLOAD_DIR": str(home / "uploads")}
     command = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true", "--server.port", str(port),
@@ -51,6 +50,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         process.terminate()
         process.wait(timeout=20)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The dashboard over an empty temporary database (no key: it opens as the local admin)."""
+    with serve(tmp_path_factory.mktemp("browser")) as url:
+        yield url
 
 
 def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 60) -> None:
@@ -151,3 +157,26 @@ def test_launch_compare_screenshot_and_export(page: tuple, tmp_path: Path) -> No
     assert exported.suffix == ".png" and exported.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert_no_exception_on(tab)
     assert not problems, problems
+
+
+def test_a_viewer_signs_in_and_finds_no_launch_button(tmp_path: Path) -> None:
+    from evalcore.keys import create_key
+    from evalcore.store import Store
+
+    with Store(tmp_path / "evalcore.db") as store:
+        _, secret = create_key(store, tenant="acme", role="viewer", capability="run_evaluations")
+    with serve(tmp_path) as url, browser_tab(f"{url}/run") as (tab, problems):
+        tab.get_by_role("heading", name="Sign in").wait_for(timeout=60_000)
+        assert tab.locator("[data-testid='stSidebarNav']").count() == 0  # nothing before a key is accepted
+        tab.get_by_label("API key").fill(secret)
+        tab.get_by_role("button", name="Sign in").click()
+        tab.get_by_role("heading", name="Datasets").wait_for(timeout=60_000)
+        tab.get_by_text("role viewer").wait_for(timeout=30_000)
+        links = [link.inner_text() for link in tab.locator("[data-testid='stSidebarNav'] a").all()]
+        assert links == ["Datasets", "Campaigns", "Compare"]
+        open_page(tab, "Campaigns")
+        assert tab.get_by_role("button", name="Launch").count() == 0
+        assert tab.get_by_role("button", name="Delete").count() == 0
+        assert_no_exception_on(tab)
+        # A deep link's first load probes /run/_stcore/... (two 404s in the console) before finding the app's root.
+        assert not [p for p in problems if p.startswith("page error")], problems

@@ -301,7 +301,7 @@ def test_each_pick_of_a_campaign_applies(filled: dict, monkeypatch: pytest.Monke
     for campaign_id in (filled["top2"], filled["suite"], filled["top30"], filled["top2"]):
         at.selectbox[0].set_value(campaign_id).run()
         assert at.selectbox[0].value == campaign_id
-        assert at.get("progress")[0].proto.text.startswith(campaign_id)
+        assert unescape(at.get("progress")[0].proto.text).startswith(campaign_id)
 
 
 def test_suite_results_mark_hits_by_the_expected_sources(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""Bearer API keys: who is calling (tenant), what they may do (role), which routes (capability)."""
+"""Bearer API keys: who is calling (tenant), what they may do (role), which routes (capability); the Principal passed on."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from evalcore.access import Action, Principal
 from evalcore.api.errors import ApiError
-from evalcore.keys import EVALUATION_CAPABILITIES, KeyInfo, verify_key
+from evalcore.keys import KeyInfo, verify_key
 
 # auto_error=False: a missing header must answer our 401 envelope, not FastAPI's own error.
 bearer = HTTPBearer(auto_error=False, description="An API key from `python -m evalcore keys create`")
@@ -44,23 +45,20 @@ async def authentication_error(request: Request) -> ApiError | None:
     return None
 
 
-def _checker(admin: bool, full_access: bool = False) -> Callable[[KeyInfo], KeyInfo]:
-    def check(key: Annotated[KeyInfo, Depends(current_key)]) -> KeyInfo:
-        if key.capability not in EVALUATION_CAPABILITIES:
-            raise ApiError(403, f"this key's capability {key.capability!r} does not allow evaluation routes "
-                                "(needs run_evaluations or full-access)")
-        if admin and key.role != "admin":
-            raise ApiError(403, f"this action needs an admin key (this key's role is {key.role!r})")
-        if full_access and key.capability != "full-access":
-            raise ApiError(403, "this action needs a key with the full-access capability")
-        return key
+def _checker(action: Action) -> Callable[[KeyInfo], Principal]:
+    def check(key: Annotated[KeyInfo, Depends(current_key)]) -> Principal:
+        principal = key.principal()
+        if (reason := principal.refusal(action)) is not None:
+            raise ApiError(403, reason)
+        return principal
     return check
 
 
+# The engine keeps the rules (evalcore.access); checking them here too answers 403 before the body is read.
 # Viewer reads; admin creates, changes, deletes and launches; both need an evaluation capability.
-Viewer = Annotated[KeyInfo, Depends(_checker(admin=False))]
-Admin = Annotated[KeyInfo, Depends(_checker(admin=True))]
+Viewer = Annotated[Principal, Depends(_checker(Action.READ))]
+Admin = Annotated[Principal, Depends(_checker(Action.CHANGE))]
 # Saving a target configuration decides which URLs and files the server uses: full-access only.
-FullAdmin = Annotated[KeyInfo, Depends(_checker(admin=True, full_access=True))]
+FullAdmin = Annotated[Principal, Depends(_checker(Action.CONFIGURE))]
 # Any active key, whatever its capability (key introspection).
 Caller = Annotated[KeyInfo, Depends(current_key)]

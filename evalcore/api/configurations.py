@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from evalcore.access import Principal
 from evalcore.api.errors import ApiError, shown
 from evalcore.store import NotFound, Store
 from evalcore.targets import TargetConfig
@@ -14,19 +15,19 @@ from evalcore.targets.saved import get_target
 OVERLAYS = (("chat_id", (GENERATION, PROMPTS)), ("rerank_id", (RERANK,)))
 
 
-def saved_target(store: Store, tenant: str, target_id: str, field: str) -> TargetConfig:
+def saved_target(store: Store, principal: Principal, target_id: str, field: str) -> TargetConfig:
     """The tenant's saved configuration; 422 naming the field when unknown (or another tenant's)."""
     try:
-        return get_target(store, target_id, tenant)
+        return get_target(store, target_id, principal=principal)
     except NotFound:
         raise ApiError(422, f"{field}: no saved target configuration {shown(target_id)}", field=field) from None
 
 
-def resolve_target(store: Store, tenant: str, knowledge_base_id: str | None, chat_id: str | None,
+def resolve_target(store: Store, principal: Principal, knowledge_base_id: str | None, chat_id: str | None,
                    rerank_id: str | None) -> TargetConfig:
     """The configuration of an evaluation task: a copy of knowledge_base_id (or the defaults), then overlays."""
-    config = saved_target(store, tenant, knowledge_base_id, "knowledge_base_id") if knowledge_base_id else TargetConfig()
+    config = saved_target(store, principal, knowledge_base_id, "knowledge_base_id") if knowledge_base_id else TargetConfig()
     for ident, (field, groups) in zip((chat_id, rerank_id), OVERLAYS, strict=True):
         if ident:
-            config = config.overlay(saved_target(store, tenant, ident, field), *groups)
+            config = config.overlay(saved_target(store, principal, ident, field), *groups)
     return config

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Match
 
+from evalcore.access import Forbidden
 from evalcore.api.inputs import NOT_UNICODE, NOT_UNICODE_MESSAGE, escaped
 from evalcore.datasets import DATASET_ROOT
 from evalcore.errors import EvalError
@@ -163,6 +164,10 @@ async def _on_not_found(_: Request, exc: NotFound) -> JSONResponse:
     return envelope(404, "not_found", exc.line())
 
 
+async def _on_forbidden(_: Request, exc: Forbidden) -> JSONResponse:
+    return envelope(403, "forbidden", exc.message)
+
+
 async def _on_conflict(_: Request, exc: Conflict) -> JSONResponse:
     # The message names the running campaign too, for clients that only show messages.
     return envelope(409, "conflict", exc.line(), running_id=exc.running_id or None)
@@ -217,7 +222,7 @@ def install(app: FastAPI, authentication_error: Callable[[Request], Awaitable[Ap
     # The most specific handler wins (Starlette walks each exception's MRO).
     handlers: dict[type[Exception], Callable[..., Awaitable[JSONResponse]]] = {
         RequestValidationError: _on_validation(authentication_error), ApiError: _on_api_error,
-        NotFound: _on_not_found, Conflict: _on_conflict, EvalError: _on_eval_error,
+        NotFound: _on_not_found, Conflict: _on_conflict, Forbidden: _on_forbidden, EvalError: _on_eval_error,
         StarletteHTTPException: _on_http, Exception: _on_unexpected,
     }
     for kind, handler in handlers.items():

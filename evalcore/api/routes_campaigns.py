@@ -7,13 +7,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 
+from evalcore.access import Principal
 from evalcore.api.auth import Admin, Viewer
 from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
 from evalcore.api.schemas import CampaignDetail, CampaignList, CampaignOnly, ComparisonData, Ok, ResultsPage
 from evalcore.campaigns import Campaign, NotFound, campaign_aggregates, campaign_results, get_campaign, list_campaigns
 from evalcore.compare import compare_campaigns
 from evalcore.datasets import DEFAULT_DATASET
-from evalcore.keys import KeyInfo
 from evalcore.store import Store
 
 router = APIRouter(prefix="/api/v1", tags=["campaigns"], responses=ERROR_RESPONSES)
@@ -23,10 +23,10 @@ MAX_PAGE = 1000
 MAX_OFFSET = 1_000_000_000
 
 
-def campaign_of(request: Request, campaign_id: str, key: KeyInfo, noun: str = "campaign") -> Campaign:
+def campaign_of(request: Request, campaign_id: str, principal: Principal, noun: str = "campaign") -> Campaign:
     """The tenant's campaign, or the same 404 as for an id that does not exist."""
     try:
-        return get_campaign(request.app.state.store, campaign_id, key.tenant)
+        return get_campaign(request.app.state.store, campaign_id, principal=principal)
     except NotFound:
         raise not_found(noun, campaign_id) from None
 
@@ -46,47 +46,48 @@ def campaign_json(campaign: Campaign) -> dict[str, Any]:
     return data
 
 
-def aggregates_json(store: Store, campaign_id: str) -> dict[str, Any]:
+def aggregates_json(store: Store, campaign_id: str, principal: Principal) -> dict[str, Any]:
     """The campaign's aggregates as JSON."""
-    return {name: value.to_dict() for name, value in campaign_aggregates(store, campaign_id).items()}
+    return {name: value.to_dict() for name, value in campaign_aggregates(store, campaign_id, principal=principal).items()}
 
 
 @router.get("/campaigns", response_model=Ok[CampaignList], summary="The tenant's campaigns, newest first")
-def list_all(request: Request, key: Viewer) -> dict[str, Any]:
+def list_all(request: Request, principal: Viewer) -> dict[str, Any]:
     """Dataset and suite campaigns alike, with status and progress."""
-    return ok({"campaigns": [campaign_json(c) for c in list_campaigns(request.app.state.store, key.tenant)]})
+    return ok({"campaigns": [campaign_json(c) for c in list_campaigns(request.app.state.store, principal=principal)]})
 
 
 @router.get("/campaigns/{campaign_id}", response_model=Ok[CampaignDetail], summary="One campaign with its aggregates")
-def read(request: Request, campaign_id: CampaignId, key: Viewer) -> dict[str, Any]:
+def read(request: Request, campaign_id: CampaignId, principal: Viewer) -> dict[str, Any]:
     """Aggregates are means over the stored per-question rows."""
-    campaign = campaign_of(request, campaign_id, key)
-    return ok({"campaign": campaign_json(campaign), "aggregates": aggregates_json(request.app.state.store, campaign_id)})
+    campaign = campaign_of(request, campaign_id, principal)
+    return ok({"campaign": campaign_json(campaign), "aggregates": aggregates_json(request.app.state.store, campaign_id, principal)})
 
 
 @router.post("/campaigns/{campaign_id}/cancel", status_code=202, response_model=Ok[CampaignOnly],
              summary="Stop a pending or running campaign")
-def cancel(request: Request, campaign_id: CampaignId, key: Admin) -> dict[str, Any]:
+def cancel(request: Request, campaign_id: CampaignId, principal: Admin) -> dict[str, Any]:
     """No new question starts; those in flight finish; then its status is cancelled (409 if already over)."""
-    campaign_of(request, campaign_id, key)
-    request.app.state.manager.cancel(campaign_id, tenant=key.tenant)
-    return ok({"campaign": campaign_json(campaign_of(request, campaign_id, key))})
+    campaign_of(request, campaign_id, principal)
+    request.app.state.manager.cancel(campaign_id, principal=principal)
+    return ok({"campaign": campaign_json(campaign_of(request, campaign_id, principal))})
 
 
 @router.get("/campaigns/{campaign_id}/results", response_model=Ok[ResultsPage], summary="Per-question results, paged")
-def results(request: Request, campaign_id: CampaignId, key: Viewer, offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+def results(request: Request, campaign_id: CampaignId, principal: Viewer, offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
             limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100) -> dict[str, Any]:
     """In question order; `finished` counts the stored results, `total` the campaign's questions."""
-    campaign = campaign_of(request, campaign_id, key)
-    rows = campaign_results(request.app.state.store, campaign_id, offset=offset, limit=limit)
+    campaign = campaign_of(request, campaign_id, principal)
+    rows = campaign_results(request.app.state.store, campaign_id, offset=offset, limit=limit,
+                            principal=principal)
     return ok({"results": [row.to_dict() for row in rows], "offset": offset, "limit": limit, "total": campaign.total,
                "finished": campaign.finished})
 
 
 @router.get("/compare", response_model=Ok[ComparisonData], summary="Compare two campaigns over their common questions")
 def compare(request: Request, a: Annotated[str, Query(max_length=300)], b: Annotated[str, Query(max_length=300)],
-            key: Viewer) -> dict[str, Any]:
+            principal: Viewer) -> dict[str, Any]:
     """Per-question verdicts and per-measure deltas with intervals (campaign a is the baseline)."""
-    campaign_of(request, a, key)
-    campaign_of(request, b, key)
-    return ok({"comparison": compare_campaigns(request.app.state.store, a, b, tenant=key.tenant).to_dict()})
+    campaign_of(request, a, principal)
+    campaign_of(request, b, principal)
+    return ok({"comparison": compare_campaigns(request.app.state.store, a, b, principal=principal).to_dict()})

@@ -107,25 +107,25 @@ def task_json(campaign: Campaign) -> dict[str, Any]:
 
 
 @router.post("", response_model=TaskResponse, summary="Create an evaluation task (returns at once)")
-def create_evaluation(request: Request, key: Admin,
+def create_evaluation(request: Request, principal: Admin,
                       body: Annotated[EvaluationRequest | None, Body()] = None) -> dict[str, Any]:
     """Validate synchronously, start the campaign in the background, answer its task."""
     body = body or EvaluationRequest()
     store = request.app.state.store
     path = dataset_path(request, body.dataset_id)
-    config = resolve_target(store, key.tenant, body.knowledge_base_id, body.chat_id, body.rerank_id)
-    task_id = new_campaign_id(key.tenant, body.dataset_id)
-    launch(request.app.state.manager, body, dataset=str(path), config=configured(config, body, key),
-           tenant=key.tenant, campaign_id=task_id)
-    return ok({"task": task_json(get_campaign(store, task_id, key.tenant))})
+    config = resolve_target(store, principal, body.knowledge_base_id, body.chat_id, body.rerank_id)
+    task_id = new_campaign_id(principal.tenant, body.dataset_id)
+    launch(request.app.state.manager, body, dataset=str(path), config=configured(config, body, principal),
+           campaign_id=task_id, principal=principal)
+    return ok({"task": task_json(get_campaign(store, task_id, principal=principal))})
 
 
 @router.get("", response_model=DetailResponse, summary="Read a task: status, progress, configuration, metrics")
-def read_evaluation(request: Request, task_id: Annotated[str, Query(max_length=300)], key: Viewer) -> dict[str, Any]:
+def read_evaluation(request: Request, task_id: Annotated[str, Query(max_length=300)], principal: Viewer) -> dict[str, Any]:
     """An evaluation task in detail; a metric absent from every question is null."""
     store = request.app.state.store
-    campaign = campaign_of(request, task_id, key, "evaluation task")
-    aggregates = campaign_aggregates(store, task_id)
+    campaign = campaign_of(request, task_id, principal, "evaluation task")
+    aggregates = campaign_aggregates(store, task_id, principal=principal)
 
     def means(fields: dict[str, str]) -> dict[str, float | None]:
         return {field: aggregates[name].mean if name in aggregates else None for field, name in fields.items()}

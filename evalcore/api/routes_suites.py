@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Path, Request, Response
 from pydantic import Field
 
+from evalcore.access import Principal
 from evalcore.api import runs
 from evalcore.api.auth import Admin, Viewer
 from evalcore.api.configurations import saved_target
@@ -17,7 +18,6 @@ from evalcore.api.routes_campaigns import campaign_json, campaign_of
 from evalcore.api.runs import RunSettings, configured
 from evalcore.api.schemas import Ok, RunDetail, RunList, RunOnly, SuiteDetail, SuiteList
 from evalcore.campaigns import NotFound, campaign_results, campaign_summary, get_campaign, list_campaigns
-from evalcore.keys import KeyInfo
 from evalcore.suites import (
     MAX_CASES,
     MAX_SOURCES,
@@ -72,84 +72,84 @@ def suite_json(suite: Suite, *, with_cases: bool = True) -> dict[str, Any]:
     return data
 
 
-def _suite(request: Request, suite_id: str, key: KeyInfo) -> Suite:
+def _suite(request: Request, suite_id: str, principal: Principal) -> Suite:
     try:
-        return get_suite(request.app.state.store, suite_id, key.tenant)
+        return get_suite(request.app.state.store, suite_id, principal=principal)
     except NotFound:
         raise not_found("suite", suite_id) from None
 
 
 @router.get("", response_model=Ok[SuiteList], summary="List suites, each with its last campaign")
-def list_all(request: Request, key: Viewer) -> dict[str, Any]:
+def list_all(request: Request, principal: Viewer) -> dict[str, Any]:
     """Newest first; `last_run` is null for a suite never run."""
     store = request.app.state.store
     suites = []
-    for suite in list_suites(store, key.tenant):
-        runs = list_campaigns(store, key.tenant, suite.id)
+    for suite in list_suites(store, principal=principal):
+        runs = list_campaigns(store, suite_id=suite.id, principal=principal)
         suites.append({**suite_json(suite, with_cases=False), "last_run": campaign_json(runs[0]) if runs else None})
     return ok({"suites": suites})
 
 
 @router.post("", status_code=201, response_model=Ok[SuiteDetail], summary="Create a suite")
-def create(request: Request, body: SuiteIn, key: Admin) -> dict[str, Any]:
+def create(request: Request, body: SuiteIn, principal: Admin) -> dict[str, Any]:
     """The agent_id must name one of the tenant's saved target configurations."""
     store = request.app.state.store
-    saved_target(store, key.tenant, body.agent_id, "agent_id")
-    suite = create_suite(store, tenant=key.tenant, name=body.name, target_id=body.agent_id, cases=_cases(body))
+    saved_target(store, principal, body.agent_id, "agent_id")
+    suite = create_suite(store, name=body.name, target_id=body.agent_id, cases=_cases(body), principal=principal)
     return ok({"suite": suite_json(suite)})
 
 
 @router.get("/runs/{run_id}", response_model=Ok[RunDetail], summary="One campaign with its per-question results and summary")
-def read_run(request: Request, run_id: RunId, key: Viewer) -> dict[str, Any]:
+def read_run(request: Request, run_id: RunId, principal: Viewer) -> dict[str, Any]:
     """Results hold every finished question (a running campaign shows those done so far)."""
-    run = campaign_of(request, run_id, key, "run")
+    run = campaign_of(request, run_id, principal, "run")
     store = request.app.state.store
-    return ok({"run": campaign_json(run), "results": [r.to_dict() for r in campaign_results(store, run_id)],
-               "summary": campaign_summary(store, run_id).to_dict()})
+    return ok({"run": campaign_json(run), "results": [r.to_dict() for r in campaign_results(store, run_id, principal=principal)],
+               "summary": campaign_summary(store, run_id, principal=principal).to_dict()})
 
 
 @router.get("/{suite_id}", response_model=Ok[SuiteDetail], summary="Read a suite with its cases")
-def read(request: Request, suite_id: SuiteId, key: Viewer) -> dict[str, Any]:
+def read(request: Request, suite_id: SuiteId, principal: Viewer) -> dict[str, Any]:
     """One suite."""
-    return ok({"suite": suite_json(_suite(request, suite_id, key))})
+    return ok({"suite": suite_json(_suite(request, suite_id, principal))})
 
 
 @router.put("/{suite_id}", response_model=Ok[SuiteDetail], summary="Replace a suite (past campaigns keep their questions)")
-def replace(request: Request, body: SuiteIn, suite_id: SuiteId, key: Admin) -> dict[str, Any]:
+def replace(request: Request, body: SuiteIn, suite_id: SuiteId, principal: Admin) -> dict[str, Any]:
     """Name, agent and cases are all replaced."""
     store = request.app.state.store
-    _suite(request, suite_id, key)
-    saved_target(store, key.tenant, body.agent_id, "agent_id")
-    suite = replace_suite(store, suite_id, name=body.name, target_id=body.agent_id, cases=_cases(body), tenant=key.tenant)
+    _suite(request, suite_id, principal)
+    saved_target(store, principal, body.agent_id, "agent_id")
+    suite = replace_suite(store, suite_id, name=body.name, target_id=body.agent_id, cases=_cases(body),
+                          principal=principal)
     return ok({"suite": suite_json(suite)})
 
 
 @router.delete("/{suite_id}", status_code=204, response_class=Response, summary="Delete a suite and its campaigns")
-def delete(request: Request, suite_id: SuiteId, key: Admin) -> Response:
+def delete(request: Request, suite_id: SuiteId, principal: Admin) -> Response:
     """No content on success."""
-    _suite(request, suite_id, key)
-    delete_suite(request.app.state.store, suite_id, key.tenant)
+    _suite(request, suite_id, principal)
+    delete_suite(request.app.state.store, suite_id, principal=principal)
     return Response(status_code=204)
 
 
 @router.post("/{suite_id}/runs", status_code=202, response_model=Ok[RunOnly], summary="Launch a campaign on a suite")
-def launch(request: Request, suite_id: SuiteId, key: Admin,
+def launch(request: Request, suite_id: SuiteId, principal: Admin,
            body: Annotated[RunIn | None, Body()] = None) -> dict[str, Any]:
     """Returns at once with the pending campaign; 409 (with its id) while another one runs."""
-    suite = _suite(request, suite_id, key)
+    suite = _suite(request, suite_id, principal)
     body = body or RunIn()
     store = request.app.state.store
-    base = saved_target(store, key.tenant, suite.target_id, "agent_id") if suite.target_id != "default" else TargetConfig()
+    base = saved_target(store, principal, suite.target_id, "agent_id") if suite.target_id != "default" else TargetConfig()
     # The knowledge base is a dataset id under the server's dataset root, whoever saved the configuration.
     dataset_path(request, base.knowledge_base, field=None, label="knowledge_base of the suite's target configuration")
-    run_id = runs.launch(request.app.state.manager, body, suite_id=suite.id, tenant=key.tenant,
-                         config=configured(base, body, key), target_id=suite.target_id,
-                         dataset_root=request.app.state.dataset_root)
-    return ok({"run": campaign_json(get_campaign(request.app.state.store, run_id, key.tenant))})
+    run_id = runs.launch(request.app.state.manager, body, suite_id=suite.id, config=configured(base, body, principal),
+                         target_id=suite.target_id, principal=principal, dataset_root=request.app.state.dataset_root)
+    return ok({"run": campaign_json(get_campaign(request.app.state.store, run_id, principal=principal))})
 
 
 @router.get("/{suite_id}/runs", response_model=Ok[RunList], summary="Campaigns of a suite, newest first")
-def list_runs(request: Request, suite_id: SuiteId, key: Viewer) -> dict[str, Any]:
+def list_runs(request: Request, suite_id: SuiteId, principal: Viewer) -> dict[str, Any]:
     """Each with status and progress."""
-    suite = _suite(request, suite_id, key)
-    return ok({"runs": [campaign_json(c) for c in list_campaigns(request.app.state.store, key.tenant, suite.id)]})
+    suite = _suite(request, suite_id, principal)
+    return ok({"runs": [campaign_json(c) for c in list_campaigns(request.app.state.store, suite_id=suite.id, principal=principal)]})

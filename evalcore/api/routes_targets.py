@@ -26,15 +26,15 @@ class TargetIn(RequestBody):
 
 
 @router.get("", response_model=Ok[TargetList], summary="The tenant's saved target configurations, newest first")
-def list_all(request: Request, key: Viewer) -> dict[str, Any]:
+def list_all(request: Request, principal: Viewer) -> dict[str, Any]:
     """Ids usable as agent_id, knowledge_base_id, chat_id and rerank_id."""
-    return ok({"targets": [target.to_dict() for target in list_targets(request.app.state.store, key.tenant)]})
+    return ok({"targets": [target.to_dict() for target in list_targets(request.app.state.store, principal=principal)]})
 
 
 @router.get("/{target_id}", response_model=Ok[TargetDetail], summary="One saved target configuration")
-def read(request: Request, target_id: Annotated[str, Path(max_length=200)], key: Viewer) -> dict[str, Any]:
+def read(request: Request, target_id: Annotated[str, Path(max_length=200)], principal: Viewer) -> dict[str, Any]:
     """Every key of the configuration."""
-    target = next((t for t in list_targets(request.app.state.store, key.tenant) if t.id == target_id), None)
+    target = next((t for t in list_targets(request.app.state.store, principal=principal) if t.id == target_id), None)
     if target is None:
         raise not_found("target", target_id)
     return ok({"target": target.to_dict()})
@@ -57,7 +57,7 @@ def server_files(request: Request, config: TargetConfig, given: dict[str, Any]) 
 
 @router.post("", status_code=201, response_model=Ok[TargetDetail],
              summary="Save a target configuration (admin key with full-access)")
-def create(request: Request, body: TargetIn, key: FullAdmin) -> dict[str, Any]:
+def create(request: Request, body: TargetIn, principal: FullAdmin) -> dict[str, Any]:
     """Validated like a TOML configuration; unknown keys and bad values answer 422, each named.
 
     `knowledge_base` names a dataset id under the server's dataset root, like `dataset_id`;
@@ -66,5 +66,5 @@ def create(request: Request, body: TargetIn, key: FullAdmin) -> dict[str, Any]:
     store = request.app.state.store
     config = TargetConfig.from_dict(body.config)
     server_files(request, config, body.config)
-    target_id = save_target(store, config, tenant=key.tenant, name=body.name.strip())
-    return ok({"target": next(t for t in list_targets(store, key.tenant) if t.id == target_id).to_dict()})
+    target_id = save_target(store, config, name=body.name.strip(), principal=principal)
+    return ok({"target": next(t for t in list_targets(store, principal=principal) if t.id == target_id).to_dict()})

@@ -6,10 +6,10 @@ from typing import Any
 
 from pydantic import Field
 
+from evalcore.access import Principal
 from evalcore.api.errors import ApiError
 from evalcore.api.inputs import RequestBody
 from evalcore.campaigns import CampaignManager
-from evalcore.keys import KeyInfo
 from evalcore.targets import TargetConfig
 
 
@@ -45,11 +45,11 @@ class RunSettings(RequestBody):
     name: str | None = Field(default=None, min_length=1, max_length=200, description="a name to recognise it by")
 
 
-def configured(config: TargetConfig, body: RunSettings, key: KeyInfo) -> TargetConfig:
+def configured(config: TargetConfig, body: RunSettings, principal: Principal) -> TargetConfig:
     """The configuration with the body's judge settings; a judge model needs full-access (it names a URL)."""
     overrides: dict[str, Any] = {}
     if body.judge is not None:
-        if key.capability != "full-access":
+        if principal.capability != "full-access":
             raise ApiError(403, "judge: choosing the judges' model needs a key with the full-access capability")
         overrides |= {f"judge_{name}": value for name, value in body.judge.model_dump().items()}
     if body.judge_thresholds:

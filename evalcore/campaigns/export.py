@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from evalcore.access import Principal
 from evalcore.campaigns.queries import campaign_results, get_campaign
 from evalcore.csvcells import csv_text
 from evalcore.errors import EvalError
@@ -48,9 +49,10 @@ def export_trec(store: Store, campaign_id: str) -> str:
 FORMATS: dict[str, Callable[[Store, str], str]] = {"csv": export_csv, "jsonl": export_jsonl, "trec": export_trec}
 
 
-def export_campaign(store: Store, campaign_id: str, fmt: str, tenant: str | None = None) -> str:
+def export_campaign(store: Store, campaign_id: str, fmt: str, tenant: str | None = None, *,
+                    principal: Principal | None = None) -> str:
     """The campaign's results in one of FORMATS."""
     if fmt not in FORMATS:
         raise EvalError(f"unknown export format {fmt!r}", where="format", expected=", ".join(FORMATS))
-    get_campaign(store, campaign_id, tenant)
+    get_campaign(store, campaign_id, tenant, principal=principal)
     return FORMATS[fmt](store, campaign_id)

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalcore.access import Action, Principal, scope
 from evalcore.campaigns import plans
 from evalcore.campaigns.answering import Plan
 from evalcore.campaigns.queries import get_campaign
@@ -121,12 +122,15 @@ class CampaignManager:
         time_limit: float | None = None, max_failed_share: float | None = None, limit: int | None = None,
         target: Target | None = None, judge_samples: int = 1, name: str | None = None,
         dataset_root: Path | None = None,
+        principal: Principal | None = None,
     ) -> str:
         """Validate everything (dataset, configuration, target reachable), start in the background, return the id.
 
         `target` runs a ready-made Target object (its config is the snapshot) instead of building one.
         `dataset_root` is where dataset ids (a suite's knowledge base) are found, when not dataset/ (the API's).
+        A principal launches in its own tenant, and only with a role that may change things.
         """
+        tenant = scope(principal, tenant, Action.CHANGE) or tenant
         if (dataset is None) == (suite_id is None):
             raise EvalError("give either a dataset or a suite", where="launch", fix="pass --dataset ID or --suite ID")
         suite = get_suite(self.store, suite_id, tenant) if suite_id is not None else None
@@ -199,17 +203,18 @@ class CampaignManager:
         runner.start()
 
     def resume(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
-               target: Target | None = None, dataset: str | None = None) -> str:
+               target: Target | None = None, dataset: str | None = None, principal: Principal | None = None) -> str:
         """Run the questions that have no result yet (after an interruption, a cancel or a failure).
 
         `dataset` is where the campaign's dataset is now, when its folder moved (same content).
         """
-        return self._rerun(campaign_id, "missing", tenant, concurrency, target, dataset)
+        return self._rerun(campaign_id, "missing", scope(principal, tenant, Action.CHANGE), concurrency, target, dataset)
 
     def retry_failed(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
-                     target: Target | None = None, dataset: str | None = None) -> str:
+                     target: Target | None = None, dataset: str | None = None,
+                     principal: Principal | None = None) -> str:
         """Run again only the questions whose result is an error (`dataset` as for resume)."""
-        return self._rerun(campaign_id, "failed", tenant, concurrency, target, dataset)
+        return self._rerun(campaign_id, "failed", scope(principal, tenant, Action.CHANGE), concurrency, target, dataset)
 
     def _rerun(self, campaign_id: str, only: str, tenant: str | None, concurrency: int | None,
                target: Target | None, dataset: str | None) -> str:
@@ -246,16 +251,18 @@ class CampaignManager:
             (socket.gethostname(), os.getpid(), time.time(), dumps(options.to_dict()), campaign_id),
         )
 
-    def rename(self, campaign_id: str, name: str, *, tenant: str | None = None) -> Campaign:
+    def rename(self, campaign_id: str, name: str, *, tenant: str | None = None,
+               principal: Principal | None = None) -> Campaign:
         """Give a campaign another name (any state); EvalError for an empty one."""
+        tenant = scope(principal, tenant, Action.CHANGE)
         get_campaign(self.store, campaign_id, tenant)
         new = campaign_name(name, None)
         self.store.write(lambda conn: conn.execute("UPDATE campaigns SET name = ? WHERE id = ?", (new, campaign_id)))
         return get_campaign(self.store, campaign_id, tenant)
 
-    def cancel(self, campaign_id: str, *, tenant: str | None = None) -> None:
+    def cancel(self, campaign_id: str, *, tenant: str | None = None, principal: Principal | None = None) -> None:
         """Stop dispatching questions; those in flight finish or time out; then it is `cancelled`."""
-        get_campaign(self.store, campaign_id, tenant)
+        get_campaign(self.store, campaign_id, scope(principal, tenant, Action.CHANGE))
 
         def request(conn: sqlite3.Connection) -> None:
             mark_orphans(conn)
@@ -269,9 +276,9 @@ class CampaignManager:
         if runner is not None:
             runner.cancelled.set()
 
-    def delete(self, campaign_id: str, *, tenant: str | None = None) -> None:
+    def delete(self, campaign_id: str, *, tenant: str | None = None, principal: Principal | None = None) -> None:
         """Delete a campaign and its results (a running one stops first)."""
-        get_campaign(self.store, campaign_id, tenant)
+        get_campaign(self.store, campaign_id, scope(principal, tenant, Action.CHANGE))
         runner = self._runners.pop(campaign_id, None)
         if runner is not None:
             runner.cancelled.set()

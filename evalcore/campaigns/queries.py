@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
+from evalcore.access import Principal, owned, scope
 from evalcore.campaigns.records import Aggregate, Campaign, QuestionResult, Summary, Tokens
 from evalcore.store import NotFound, Store
 
 
-def get_campaign(store: Store, campaign_id: str, tenant: str | None = None) -> Campaign:
+def get_campaign(store: Store, campaign_id: str, tenant: str | None = None, *,
+                 principal: Principal | None = None) -> Campaign:
     """One campaign with its configuration snapshot and progress; NotFound for other tenants too."""
+    tenant = scope(principal, tenant)
     rows = store.read(f"SELECT {Campaign.COLUMNS} FROM campaigns WHERE id = ?", (campaign_id,))
-    if not rows or (tenant is not None and rows[0]["tenant"] != tenant):
+    if not rows or not owned(rows[0]["tenant"], tenant):
         raise NotFound(f"no campaign {campaign_id!r}", where="campaign", fix="list them with `python -m evalcore campaigns list`")
     return Campaign.from_row(rows[0])
 
 
-def list_campaigns(store: Store, tenant: str | None = None, suite_id: str | None = None) -> list[Campaign]:
+def check_visible(store: Store, campaign_id: str, principal: Principal | None) -> None:
+    """NotFound unless the principal sees this campaign (nothing to check without one: the local operator)."""
+    if principal is not None:
+        get_campaign(store, campaign_id, principal=principal)
+
+
+def list_campaigns(store: Store, tenant: str | None = None, suite_id: str | None = None, *,
+                   principal: Principal | None = None) -> list[Campaign]:
     """Campaigns, newest first, optionally of one tenant and/or one suite."""
+    tenant = scope(principal, tenant)
     clauses, params = [], []
     if tenant is not None:
         clauses.append("tenant = ?")
@@ -28,8 +39,10 @@ def list_campaigns(store: Store, tenant: str | None = None, suite_id: str | None
     return [Campaign.from_row(row) for row in rows]
 
 
-def campaign_results(store: Store, campaign_id: str, offset: int = 0, limit: int | None = None) -> list[QuestionResult]:
+def campaign_results(store: Store, campaign_id: str, offset: int = 0, limit: int | None = None, *,
+                     principal: Principal | None = None) -> list[QuestionResult]:
     """The stored result of every finished question, in question order (pending ones are absent)."""
+    check_visible(store, campaign_id, principal)
     rows = store.read(
         "SELECT q.question, q.expected_answer, q.refs, q.relevant, q.expected_sources, r.* "
         "FROM results r JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = r.position "
@@ -39,8 +52,9 @@ def campaign_results(store: Store, campaign_id: str, offset: int = 0, limit: int
     return [QuestionResult.from_row(row) for row in rows]
 
 
-def campaign_aggregates(store: Store, campaign_id: str) -> dict[str, Aggregate]:
+def campaign_aggregates(store: Store, campaign_id: str, *, principal: Principal | None = None) -> dict[str, Aggregate]:
     """Per measure: the mean over stored results where it is present, and that count."""
+    check_visible(store, campaign_id, principal)
     rows = store.read(
         "SELECT m.key AS name, avg(m.value) AS mean, count(m.value) AS n "
         "FROM results r, json_each(r.measures) m WHERE r.campaign_id = ? GROUP BY m.key ORDER BY m.key",
@@ -49,8 +63,9 @@ def campaign_aggregates(store: Store, campaign_id: str) -> dict[str, Aggregate]:
     return {row["name"]: Aggregate(row["mean"], row["n"]) for row in rows}
 
 
-def campaign_summary(store: Store, campaign_id: str) -> Summary:
+def campaign_summary(store: Store, campaign_id: str, *, principal: Principal | None = None) -> Summary:
     """The campaign summary of suites, computed from the stored rows."""
+    check_visible(store, campaign_id, principal)
     row = store.read(
         "SELECT count(*) AS n, count(*) - count(error) AS answered, count(error) AS failed, "
         "avg(CASE WHEN error IS NULL THEN latency_s END) AS latency, "
@@ -64,7 +79,7 @@ def campaign_summary(store: Store, campaign_id: str) -> Summary:
         "WHERE r.campaign_id = ? AND json_extract(j.value, '$.result') = 'skipped' GROUP BY j.key ORDER BY j.key",
         (campaign_id,),
     )
-    aggregates = campaign_aggregates(store, campaign_id)
+    aggregates = campaign_aggregates(store, campaign_id)  # visibility checked above
 
     def mean(name: str) -> float | None:
         return aggregates[name].mean if name in aggregates else None

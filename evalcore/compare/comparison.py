@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
+from evalcore.access import Principal, scope
 from evalcore.campaigns import Campaign, QuestionResult, campaign_results, get_campaign
 from evalcore.compare import stats
 from evalcore.errors import EvalError
@@ -376,12 +377,14 @@ def one_sided(a_rows: list[QuestionResult], b_rows: list[QuestionResult], measur
     return notes
 
 
-def load(store: Store, campaign_id: str, tenant: str | None) -> tuple[Campaign, list[QuestionResult]]:
-    """A campaign record and its result rows."""
-    return get_campaign(store, campaign_id, tenant=tenant), campaign_results(store, campaign_id)
+def load(store: Store, campaign_id: str, tenant: str | None, principal: Principal | None = None,
+         ) -> tuple[Campaign, list[QuestionResult]]:
+    """A campaign record and its result rows (NotFound for another tenant's, as for a missing one)."""
+    return get_campaign(store, campaign_id, tenant=scope(principal, tenant)), campaign_results(store, campaign_id)
 
 
 def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resamples: int = stats.RESAMPLES,
-                      tenant: str | None = None) -> Comparison:
+                      tenant: str | None = None, principal: Principal | None = None) -> Comparison:
     """Compare two stored campaigns (A is the baseline, B the candidate)."""
-    return compare_results(*load(store, a_id, tenant), *load(store, b_id, tenant), seed=seed, resamples=resamples)
+    return compare_results(*load(store, a_id, tenant, principal), *load(store, b_id, tenant, principal), seed=seed,
+                           resamples=resamples)

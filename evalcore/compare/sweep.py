@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalcore.access import Principal
 from evalcore.campaigns import Campaign, QuestionResult
 from evalcore.compare import stats
 from evalcore.compare.comparison import check_resamples, compare_results, load, row_values
@@ -73,9 +74,9 @@ class Sweep:
 
 
 def compare_sweep(store: Store, ids: list[str], *, seed: int = 0, resamples: int = stats.RESAMPLES,
-                  tenant: str | None = None) -> Sweep:
+                  tenant: str | None = None, principal: Principal | None = None) -> Sweep:
     """Compare N stored campaigns of a sweep (one configuration key varied): table and series."""
-    return sweep_results([load(store, i, tenant) for i in ids], seed=seed, resamples=resamples)
+    return sweep_results([load(store, i, tenant, principal) for i in ids], seed=seed, resamples=resamples)
 
 
 def varied_keys(configs: list[dict[str, Any]]) -> list[str]:

@@ -10,6 +10,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from evalcore.access import Action, Principal
 from evalcore.datasets.loader import DATASET_ROOT, FILES, load_dataset
 from evalcore.errors import EvalError
 
@@ -81,11 +82,15 @@ def _zip_members(name: str, data: bytes, problems: dict[str, list[str]]) -> list
         return []
 
 
-def validate_upload(uploads: list[tuple[str, bytes]], name: str) -> tuple[str | None, dict[str, list[str]]]:
+def validate_upload(uploads: list[tuple[str, bytes]], name: str, *,
+                    principal: Principal | None = None) -> tuple[str | None, dict[str, list[str]]]:
     """Validate uploaded files with the loader; save them as uploads-<name> only when valid.
 
     Returns (dataset id or None, problems per file name); "" keys problems about the whole upload.
+    Saving a dataset changes what every campaign can run on: a principal needs a role that may change things.
     """
+    if principal is not None:
+        principal.require(Action.CHANGE)
     total = sum(len(data) for _, data in uploads)
     if total > upload_limit_mb() * 1024 * 1024:
         return None, {"": [f"the upload is {total / 1e6:.1f} MB; the limit is {upload_limit_mb()} MB (EVALCORE_UPLOAD_MB)"]}

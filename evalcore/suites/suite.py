@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from evalcore.access import LOCAL_TENANT, Action, Principal, owned, scope
 from evalcore.errors import EvalError
 from evalcore.store import NotFound, Store, dumps
 
@@ -92,8 +93,10 @@ def _insert_cases(conn: sqlite3.Connection, suite_id: str, cases: tuple[Case, ..
     )
 
 
-def create_suite(store: Store, *, tenant: str, name: str, target_id: str, cases: Iterable[Case | Mapping[str, Any]]) -> Suite:
-    """Create a suite (limits: 100 cases, 10 sources per case, a question in each)."""
+def create_suite(store: Store, *, tenant: str = LOCAL_TENANT, name: str, target_id: str,
+                 cases: Iterable[Case | Mapping[str, Any]], principal: Principal | None = None) -> Suite:
+    """Create a suite (limits: 100 cases, 10 sources per case, a question in each); a principal's in its tenant."""
+    tenant = scope(principal, tenant, Action.CHANGE) or tenant
     name, valid = _check_name(name), validate_cases(cases)
     suite_id, now = f"suite_{secrets.token_hex(6)}", time.time()
 
@@ -110,7 +113,7 @@ def create_suite(store: Store, *, tenant: str, name: str, target_id: str, cases:
 
 def _suite_row(store: Store, suite_id: str, tenant: str | None) -> sqlite3.Row:
     rows = store.read("SELECT * FROM suites WHERE id = ?", (suite_id,))
-    if not rows or (tenant is not None and rows[0]["tenant"] != tenant):
+    if not rows or not owned(rows[0]["tenant"], tenant):
         raise NotFound(f"no suite {suite_id!r}", where="suite", fix="list them with `python -m evalcore suites list`")
     return rows[0]
 
@@ -124,13 +127,14 @@ def _suite(store: Store, row: sqlite3.Row) -> Suite:
     return Suite(row["id"], row["tenant"], row["name"], row["target_id"], _cases(store, row["id"]), row["created_at"], row["updated_at"])
 
 
-def get_suite(store: Store, suite_id: str, tenant: str | None = None) -> Suite:
+def get_suite(store: Store, suite_id: str, tenant: str | None = None, *, principal: Principal | None = None) -> Suite:
     """One suite with its cases; NotFound when absent or owned by another tenant."""
-    return _suite(store, _suite_row(store, suite_id, tenant))
+    return _suite(store, _suite_row(store, suite_id, scope(principal, tenant)))
 
 
-def list_suites(store: Store, tenant: str | None = None) -> list[Suite]:
+def list_suites(store: Store, tenant: str | None = None, *, principal: Principal | None = None) -> list[Suite]:
     """Every suite (of one tenant when given), newest first."""
+    tenant = scope(principal, tenant)
     if tenant is None:
         rows = store.read("SELECT * FROM suites ORDER BY created_at DESC, id")
     else:
@@ -139,9 +143,11 @@ def list_suites(store: Store, tenant: str | None = None) -> list[Suite]:
 
 
 def replace_suite(
-    store: Store, suite_id: str, *, name: str, target_id: str, cases: Iterable[Case | Mapping[str, Any]], tenant: str | None = None
+    store: Store, suite_id: str, *, name: str, target_id: str, cases: Iterable[Case | Mapping[str, Any]],
+    tenant: str | None = None, principal: Principal | None = None,
 ) -> Suite:
     """Replace name, target and cases; past campaigns keep their own snapshot of the questions."""
+    tenant = scope(principal, tenant, Action.CHANGE)
     name, valid = _check_name(name), validate_cases(cases)
     row = _suite_row(store, suite_id, tenant)
     now = time.time()
@@ -155,7 +161,7 @@ def replace_suite(
     return Suite(suite_id, row["tenant"], name, target_id, valid, row["created_at"], now)
 
 
-def delete_suite(store: Store, suite_id: str, tenant: str | None = None) -> None:
+def delete_suite(store: Store, suite_id: str, tenant: str | None = None, *, principal: Principal | None = None) -> None:
     """Delete a suite, its cases and its campaigns (a running one stops at its next write)."""
-    _suite_row(store, suite_id, tenant)
+    _suite_row(store, suite_id, scope(principal, tenant, Action.CHANGE))
     store.write(lambda conn: conn.execute("DELETE FROM suites WHERE id = ?", (suite_id,)))

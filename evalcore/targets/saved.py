@@ -8,12 +8,19 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from evalcore.access import LOCAL_TENANT, Action, Principal, owned, scope
 from evalcore.store import NotFound, Store, dumps
 from evalcore.targets.config import TargetConfig
 
 
-def save_target(store: Store, config: TargetConfig, *, tenant: str = "default", name: str = "") -> str:
-    """Save a target configuration; returns its id (a suite's agent_id, an evaluation task's knowledge_base_id)."""
+def save_target(store: Store, config: TargetConfig, *, tenant: str = LOCAL_TENANT, name: str = "",
+                principal: Principal | None = None) -> str:
+    """Save a target configuration; returns its id (a suite's agent_id, an evaluation task's knowledge_base_id).
+
+    A principal saves in its tenant and needs the full-access capability (the configuration decides
+    which URLs and files the server uses).
+    """
+    tenant = scope(principal, tenant, Action.CONFIGURE) or tenant
     target_id = f"target_{secrets.token_hex(6)}"
     text, digest = dumps(config.to_dict()), config.config_hash()
     store.write(
@@ -25,10 +32,12 @@ def save_target(store: Store, config: TargetConfig, *, tenant: str = "default", 
     return target_id
 
 
-def get_target(store: Store, target_id: str, tenant: str | None = None) -> TargetConfig:
+def get_target(store: Store, target_id: str, tenant: str | None = None, *,
+               principal: Principal | None = None) -> TargetConfig:
     """A saved target configuration; NotFound when absent or owned by another tenant."""
+    tenant = scope(principal, tenant)
     rows = store.read("SELECT tenant, config FROM targets WHERE id = ?", (target_id,))
-    if not rows or (tenant is not None and rows[0]["tenant"] != tenant):
+    if not rows or not owned(rows[0]["tenant"], tenant):
         raise NotFound(f"no saved target {target_id!r}", where="target", fix="save one first or pass a configuration")
     return TargetConfig.from_dict(json.loads(rows[0]["config"]))
 
@@ -50,8 +59,9 @@ class SavedTarget:
                 "created_at": self.created_at}
 
 
-def list_targets(store: Store, tenant: str | None = None) -> list[SavedTarget]:
+def list_targets(store: Store, tenant: str | None = None, *, principal: Principal | None = None) -> list[SavedTarget]:
     """Saved target configurations, newest first (of one tenant when given)."""
+    tenant = scope(principal, tenant)
     sql = "SELECT * FROM targets" + (" WHERE tenant = ?" if tenant is not None else "") + " ORDER BY created_at DESC, id"
     rows = store.read(sql, (tenant,) if tenant is not None else ())
     return [SavedTarget(row["id"], row["tenant"], row["name"], json.loads(row["config"]), row["config_hash"],

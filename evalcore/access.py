@@ -1,0 +1,150 @@
+"""Who is acting (a Principal: tenant, role, capability) and what each may do; one rule for every face.
+
+The API builds a Principal from its key, the dashboard from the key it signed in with (or the local
+admin of a fresh install); the engine's list, read, launch, edit and delete calls take it, refuse
+what it may not do with Forbidden, and hide other tenants' objects as if they did not exist.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TypeVar
+
+from evalcore.errors import EvalError
+
+ROLES = ("admin", "viewer")
+# run_evaluations and full-access both open evaluations; "none" makes a key that authenticates but
+# reaches only key introspection (e.g. a monitoring probe), never evaluations nor the dashboard.
+CAPABILITIES = ("run_evaluations", "full-access", "none")
+EVALUATION_CAPABILITIES = frozenset({"run_evaluations", "full-access"})
+LOCAL_TENANT = "default"
+T = TypeVar("T")
+
+
+class Action(StrEnum):
+    """What a principal asks to do; each needs more than the one before."""
+
+    READ = "read"  # list and read campaigns, results, suites, saved targets, comparisons; export
+    CHANGE = "change"  # launch, resume, retry, cancel, rename, delete; create, edit, delete suites; upload datasets
+    CONFIGURE = "configure"  # save a target configuration: it decides which URLs and files the server uses
+
+
+class Forbidden(EvalError):
+    """The principal's role or capability does not allow this action."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who acts: the tenant whose objects it sees, its role and its key's capability."""
+
+    tenant: str
+    role: str
+    capability: str
+    key_id: str = ""  # the API key it signed in with ("" for the local admin)
+
+    @property
+    def is_local(self) -> bool:
+        """Whether this is the local admin (no API key)."""
+        return not self.key_id
+
+    def refusal(self, action: Action) -> str | None:
+        """Why this principal may not do the action, or None when it may."""
+        if self.capability not in EVALUATION_CAPABILITIES:
+            return (f"this key's capability {self.capability!r} does not allow evaluation routes "
+                    "(needs run_evaluations or full-access)")
+        if action is not Action.READ and self.role != "admin":
+            return f"this action needs an admin key (this key's role is {self.role!r})"
+        if action is Action.CONFIGURE and self.capability != "full-access":
+            return "this action needs a key with the full-access capability"
+        return None
+
+    def can(self, action: Action) -> bool:
+        """Whether this principal may do the action."""
+        return self.refusal(action) is None
+
+    def require(self, action: Action) -> None:
+        """Forbidden (with the reason) unless this principal may do the action."""
+        if (reason := self.refusal(action)) is not None:
+            raise Forbidden(reason, where=f"tenant {self.tenant}, role {self.role}")
+
+
+# The CLI and a dashboard with no API key configured act as this one.
+LOCAL = Principal(tenant=LOCAL_TENANT, role="admin", capability="full-access")
+
+
+def scope(principal: Principal | None, tenant: str | None, action: Action = Action.READ) -> str | None:
+    """The tenant an engine call is limited to, after checking the principal may do the action.
+
+    Without a principal the caller is the local operator of the database (the CLI, the runner):
+    `tenant` limits the call as before, None meaning every tenant. A principal's own tenant wins.
+    """
+    if principal is None:
+        return tenant
+    principal.require(action)
+    return principal.tenant
+
+
+def owned(row_tenant: str, tenant: str | None) -> bool:
+    """Whether an object of row_tenant is visible to a call limited to tenant (None: every tenant)."""
+    return tenant is None or row_tenant == tenant
+
+
+def is_loopback(address: str | None) -> bool:
+    """Whether a server address listens on this machine only (unset or 0.0.0.0 listen on every interface)."""
+    if not address:
+        return False
+    if address.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip().strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve to any interface
+        return False
+
+
+@dataclass
+class LoginThrottle:
+    """Exponential back-off of failed sign-ins, per session and per client address.
+
+    After n failures in a row under a name, the next attempt under it waits base * 2**(n-1) seconds
+    (at most `cap_s`) before the key is even checked, so parallel attempts wait too; a name with no
+    failure for `forget_s` starts again from zero. Clock and sleep are injectable for tests.
+    """
+
+    base_s: float = 0.5
+    cap_s: float = 30.0
+    forget_s: float = 900.0
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    _failures: dict[str, tuple[int, float]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def failures(self, name: str) -> int:
+        """Recent failures in a row under this name (a session or a client address)."""
+        with self._lock:
+            count, last = self._failures.get(name, (0, 0.0))
+        return count if self.clock() - last < self.forget_s else 0
+
+    def delay(self, *names: str) -> float:
+        """The wait before the next attempt under these names (the worst of them)."""
+        worst = max((self.failures(name) for name in names), default=0)
+        return 0.0 if worst == 0 else min(self.cap_s, self.base_s * math.pow(2, worst - 1))
+
+    def attempt(self, session: str, address: str, check: Callable[[], T | None]) -> T | None:
+        """Wait the back-off, then check; None counts a failure under both names, a success clears the session's."""
+        self.sleep(self.delay(session, address))
+        result = check()
+        now = self.clock()
+        with self._lock:
+            if result is None:
+                for name in (session, address):
+                    count, last = self._failures.get(name, (0, 0.0))
+                    self._failures[name] = ((count if now - last < self.forget_s else 0) + 1, now)
+            else:
+                self._failures.pop(session, None)
+        return result
