@@ -7,10 +7,11 @@ import codecs
 import json
 import sys
 from collections.abc import Mapping
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import NamedTuple
 
+from evalcore.cli._common import Commands
 from evalcore.errors import EvalError
 from evalcore.metrics import GENERATION_MEASURES, GRADED_MEASURES, RETRIEVAL_MEASURES, aggregate, signature
 from evalcore.metrics.generation import generation_scores
@@ -30,7 +31,7 @@ class Table(NamedTuple):
 KNOWN_MEASURES = (*RETRIEVAL_MEASURES, *GRADED_NDCG_MEASURES, *(f"graded.{name}" for name in GRADED_MEASURES))
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+def register(commands: Commands) -> None:
     """Add `score` and `score-text`."""
     trec = commands.add_parser(
         "score", help="per-query retrieval measures of a TREC run, like trec_eval -q",

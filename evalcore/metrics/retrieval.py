@@ -59,7 +59,8 @@ def retrieval_scores(
 def _ideal_dcg(num_rel: np.ndarray, cut: int) -> np.ndarray:
     """IDCG@cut for binary relevance: the discounts of the first min(cut, |R|) ranks."""
     table = np.concatenate(([0.0], np.cumsum(1.0 / np.log2(np.arange(2, cut + 2)))))
-    return table[np.minimum(num_rel, cut)]
+    ideal: np.ndarray = table[np.minimum(num_rel, cut)]
+    return ideal
 
 
 def _divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:

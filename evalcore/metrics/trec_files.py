@@ -258,14 +258,16 @@ def _ints(table: pa.Table, column: str, path: Path) -> np.ndarray:
     raw = table[column].to_pandas()
     values = pd.to_numeric(raw, errors="coerce")
     if values.dtype.kind in "iu":
-        return values.to_numpy(dtype=np.int64)
+        ints: np.ndarray = values.to_numpy(dtype=np.int64)
+        return ints
     numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
     bad = ~np.isfinite(numbers) | (numbers != np.round(numbers)) | (np.abs(numbers) >= INT64_LIMIT)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise EvalError(f"column {column} must hold integers", where=f"{path} row {row}",
                         found=repr(table[column][row].as_py()), expected="an integer")
-    return numbers.astype(np.int64)
+    converted: np.ndarray = numbers.astype(np.int64)
+    return converted
 
 
 def read_run(path: str | Path) -> Ranking:

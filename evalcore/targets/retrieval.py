@@ -72,7 +72,8 @@ def _bm25_top(raw: np.ndarray, top: float, threshold: float, k: int) -> np.ndarr
     norm = values / top
     keep = (values > 0) & (norm >= threshold)
     rows, norm = rows[keep], norm[keep]
-    return rows[np.lexsort((rows, -norm))[:k]]
+    best: np.ndarray = rows[np.lexsort((rows, -norm))[:k]]
+    return best
 
 
 def _normalised(raw: np.ndarray, top: float) -> np.ndarray:
