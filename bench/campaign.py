@@ -1,30 +1,42 @@
-"""Campaign throughput: questions against a loopback OpenAI-compatible server answering after 200 ms.
+"""Campaign throughput against a remote model, and the campaign machinery's own cost per question.
 
-    python bench/campaign.py [--questions 1000] [--questions-c1 100] [--latency 0.2] [--concurrency 1 8 32]
+    python bench/campaign.py [--questions 1000] [--latency 0.2] [--concurrency 8 32] [--rounds 3]
 
-The server runs in its own process (as a real remote model would), so this process's CPU time
-is our own cost per question: BM25 retrieval, the prompt, the HTTP call, scoring, the SQLite write.
-Ideal wall time = questions x latency / concurrency; wall time runs from launch (validation,
-snapshot, index) to the last result stored, after one small warm-up campaign. Concurrency 1 runs fewer questions by
-default (1,000 x 0.2 s would take 200 s on its own); the table says how many.
+A loopback OpenAI-compatible server runs in its own process (as a real remote model would) and
+answers after `latency` seconds. Two contenders are interleaved over the rounds:
+- **evalcore**: a campaign (bm25 retrieval, the openai generator) at each concurrency; wall time
+  runs from launch (validation, snapshot, index) to the last stored result;
+- **plain client**: a thread pool of that many threads posting the same number of chat requests
+  with httpx, and nothing else: the floor this server and machine allow.
+Ideal wall time = questions x latency / concurrency. The table gives median (min-max).
+
+Machinery rows (CPU of this process per question, the server answering at once): an in-process
+target that answers instantly with 30 retrieved passages (dispatch, scoring, the SQLite write);
+an HTTP agent (adds the HTTP call); the RAG pipeline with the openai generator (adds BM25
+retrieval and the prompt).
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evalcore.campaigns import CampaignManager
-from evalcore.targets import TargetConfig
+from evalcore.targets import Retrieved, TargetAnswer, TargetConfig
 
 # The handler writes headers and body in two sends; without TCP_NODELAY, Nagle's algorithm and
 # delayed ACKs add ~40 ms to every keep-alive response, which would be measured as our overhead.
@@ -39,13 +51,12 @@ with FakeOpenAIServer(delay=float(sys.argv[1]), default="Refunds are accepted wi
 
 
 class InstantTarget:
-    """A target that answers at once from a fixed passage: what is left is the campaign machinery."""
+    """A target that answers at once with 30 retrieved passages: what is left is the campaign machinery."""
 
     def __init__(self) -> None:
-        from evalcore.targets import Retrieved, TargetAnswer
-
         self.config = TargetConfig()
-        self.reply = lambda: TargetAnswer("The refund rule says 30 days.", [Retrieved(1, "", "The refund rule.", 1.0, {})])
+        self.hits = [Retrieved(p, f"Document {p % 7}", f"The rule number {p} says {p} days, in every country.",
+                               1.0 - p / 100, {"bm25": 5.0 - p / 10}) for p in range(30)]
 
     def check(self) -> None:
         """Nothing to reach."""
@@ -53,9 +64,9 @@ class InstantTarget:
     def prepare(self, passages: object, progress: object = None) -> None:
         """Nothing to index."""
 
-    def answer(self, question: str, qid: int | None = None) -> object:
+    def answer(self, question: str, qid: int | None = None) -> TargetAnswer:
         """The fixed answer."""
-        return self.reply()
+        return TargetAnswer("The refund rule says 30 days.", list(self.hits))
 
     def chat_model(self) -> None:
         """No model."""
@@ -78,63 +89,120 @@ def write_dataset(folder: Path, questions: int) -> Path:
     return folder
 
 
-def run_one(manager: CampaignManager, dataset: Path, config: TargetConfig, questions: int, concurrency: int,
-            target: InstantTarget | None = None) -> dict:
-    """Launch, wait, and measure one campaign."""
+def campaign(manager: CampaignManager, dataset: Path, config: TargetConfig | None, questions: int,
+             concurrency: int, target: InstantTarget | None = None) -> dict[str, float]:
+    """Launch, wait, and measure one campaign: wall and CPU of this process."""
     cpu, start = time.process_time(), time.perf_counter()
     campaign_id = manager.launch(dataset=str(dataset), config=config, concurrency=concurrency, cache=False,
                                  limit=questions, target=target)
-    campaign = manager.wait(campaign_id)
+    done = manager.wait(campaign_id)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-    if campaign["status"] != "succeeded" or campaign["failed"]:
-        raise SystemExit(f"campaign {campaign_id} ended {campaign['status']} with {campaign['failed']} failed: {campaign['error']}")
-    return {"wall": wall, "cpu": cpu, "finished": campaign["finished"]}
+    if done.status != "succeeded" or done.failed:
+        raise SystemExit(f"campaign {campaign_id} ended {done.status_text}: {done.error}")
+    return {"wall": wall, "cpu": cpu}
+
+
+def plain(base_url: str, questions: int, concurrency: int) -> dict[str, float]:
+    """The same number of chat requests from a plain thread pool and httpx, nothing else."""
+    client = httpx.Client(limits=httpx.Limits(max_connections=64, max_keepalive_connections=64))
+    body = {"model": "bench", "messages": [{"role": "user", "content": "What is the refund rule number 7?"}]}
+
+    def ask(_: int) -> Any:
+        return client.post(f"{base_url}/chat/completions", json=body, timeout=60).json()
+
+    with ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(ask, range(concurrency)))  # connections open
+        cpu, start = time.process_time(), time.perf_counter()
+        list(pool.map(ask, range(questions)))
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    client.close()
+    return {"wall": wall, "cpu": cpu}
+
+
+def server(latency: float) -> tuple[subprocess.Popen[str], str]:
+    """The loopback model server in its own process, and its base URL."""
+    process = subprocess.Popen([sys.executable, "-c", SERVER, str(latency)], stdout=subprocess.PIPE, text=True,
+                               cwd=Path(__file__).resolve().parent.parent)
+    assert process.stdout is not None
+    return process, process.stdout.readline().strip()
+
+
+def cell(values: list[float], digits: int = 3) -> str:
+    """Median (min-max)."""
+    return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
 
 
 def main() -> None:
-    """Run every concurrency and print the markdown table."""
+    """Interleave the contenders over the rounds, then the machinery rows; print the tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=1000)
-    parser.add_argument("--questions-c1", type=int, default=100, help="questions at concurrency 1")
     parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 32])
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    server = subprocess.Popen([sys.executable, "-c", SERVER, str(args.latency)], stdout=subprocess.PIPE, text=True,
-                              cwd=Path(__file__).resolve().parent.parent)
+    slow, slow_url = server(args.latency)
+    instant, instant_url = server(0.0)
     try:
-        base_url = server.stdout.readline().strip()
         with tempfile.TemporaryDirectory() as folder:
             dataset = write_dataset(Path(folder) / "bench", args.questions)
-            config = TargetConfig(retriever="bm25", generator="openai", base_url=base_url, model="bench",
-                                  api_key_env="", retries=0, knowledge_base=str(dataset))
             manager = CampaignManager(Path(folder) / "bench.db")
-            run_one(manager, dataset, config, 16, 8)  # warm-up: tokenizer dictionaries, imports, connections
-            rows = []
-            for concurrency in args.concurrency:
-                questions = args.questions_c1 if concurrency == 1 else args.questions
-                measured = run_one(manager, dataset, config, questions, concurrency)
-                rows.append((concurrency, questions, measured))
-            instant = run_one(manager, dataset, config, args.questions, 8, InstantTarget())
+            rag = TargetConfig(retriever="bm25", generator="openai", base_url=slow_url, model="bench",
+                               api_key_env="", retries=0, knowledge_base=str(dataset))
+            campaign(manager, dataset, rag, 16, 8)  # warm-up: tokenizer dictionaries, imports, connections
+            runs: dict[tuple[str, int], list[dict[str, float]]] = {}
+            for _ in range(args.rounds):
+                for concurrency in args.concurrency:
+                    runs.setdefault(("evalcore", concurrency), []).append(
+                        campaign(manager, dataset, rag, args.questions, concurrency))
+                    runs.setdefault(("plain client", concurrency), []).append(
+                        plain(slow_url, args.questions, concurrency))
+            machinery = measure_machinery(manager, dataset, instant_url, args)
             manager.close()
     finally:
-        server.kill()
-        server.wait()
-    print_table(rows, args.latency)
-    print(f"\nCampaign machinery alone (instant target, {args.questions} questions, concurrency 8: dispatch, "
-          f"scoring, SQLite write): {instant['wall'] / args.questions * 1000:.2f} ms wall and "
-          f"{instant['cpu'] / args.questions * 1000:.2f} ms CPU per question.")
+        for process in (slow, instant):
+            process.kill()
+            process.wait()
+    print_tables(runs, machinery, args)
 
 
-def print_table(rows: list[tuple[int, int, dict]], latency: float) -> None:
-    """Markdown: wall vs ideal, overhead per question, our CPU per question."""
-    print("| concurrency | questions | ideal (s) | wall (s) | wall / ideal | overhead per question (ms) | our CPU per question (ms) |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for concurrency, questions, m in rows:
-        ideal = questions * latency / concurrency
-        # Extra time each concurrency slot spent per question beyond the server's latency.
-        overhead = (m["wall"] - ideal) * concurrency / questions * 1000
-        print(f"| {concurrency} | {questions} | {ideal:.1f} | {m['wall']:.2f} | {m['wall'] / ideal:.3f} | "
-              f"{overhead:.2f} | {m['cpu'] / questions * 1000:.2f} |")
+def measure_machinery(manager: CampaignManager, dataset: Path, url: str,
+                      args: argparse.Namespace) -> dict[str, list[float]]:
+    """CPU per question (ms) of each machinery row, interleaved over the rounds."""
+    rows: dict[str, Callable[[], dict[str, float]]] = {
+        "in-process target, 30 passages (dispatch, scoring, store)":
+            lambda: campaign(manager, dataset, None, args.questions, 8, InstantTarget()),
+        "HTTP agent, instant server (adds the HTTP call)":
+            lambda: campaign(manager, dataset, TargetConfig(
+                kind="http_agent", agent_url=f"{url}/chat/completions", knowledge_base=str(dataset),
+                agent_body='{"model": "m", "messages": [{"role": "user", "content": "{question}"}]}',
+                agent_answer_path="choices.0.message.content"), args.questions, 8),
+        "RAG, bm25 + openai generator, instant server (adds retrieval, prompt)":
+            lambda: campaign(manager, dataset, TargetConfig(
+                retriever="bm25", generator="openai", base_url=url, model="bench", api_key_env="", retries=0,
+                knowledge_base=str(dataset)), args.questions, 8),
+    }
+    out: dict[str, list[float]] = {name: [] for name in rows}
+    for _ in range(args.rounds):
+        for name, run in rows.items():
+            out[name].append(run()["cpu"] / args.questions * 1000)
+    return out
+
+
+def print_tables(runs: dict[tuple[str, int], list[dict[str, float]]], machinery: dict[str, list[float]],
+                 args: argparse.Namespace) -> None:
+    """Markdown tables: wall / ideal of both contenders, and the machinery's CPU per question."""
+    print(f"{args.questions} questions, server latency {args.latency * 1000:.0f} ms, median (min-max) of "
+          f"{args.rounds} interleaved rounds\n")
+    print("| contender | concurrency | ideal (s) | wall (s) | wall / ideal | our CPU per question (ms) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for (name, concurrency), measured in runs.items():
+        ideal = args.questions * args.latency / concurrency
+        print(f"| {name} | {concurrency} | {ideal:.2f} | {cell([m['wall'] for m in measured], 2)} | "
+              f"{cell([m['wall'] / ideal for m in measured])} | "
+              f"{cell([m['cpu'] / args.questions * 1000 for m in measured], 2)} |")
+    print("\n| machinery (concurrency 8) | CPU per question (ms) |\n|---|---:|")
+    for name, values in machinery.items():
+        print(f"| {name} | {cell(values, 2)} |")
 
 
 if __name__ == "__main__":

@@ -89,7 +89,18 @@ ALTER TABLE results ADD COLUMN results TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE results ADD COLUMN judge_prompt_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE results ADD COLUMN judge_completion_tokens INTEGER NOT NULL DEFAULT 0;
 """
-MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4)
+# v5: each retrieved passage stored once per campaign, and the signatures its questions share
+# (a question keeps passage keys, scores and the signatures that differ): about 2 KB a question.
+SCHEMA_V5 = """
+CREATE TABLE campaign_passages (
+    campaign_id TEXT NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE, key INTEGER NOT NULL,
+    pid INTEGER, source TEXT NOT NULL, title TEXT NOT NULL, text TEXT NOT NULL,
+    PRIMARY KEY (campaign_id, key));
+CREATE TABLE campaign_signatures (
+    campaign_id TEXT NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE, name TEXT NOT NULL,
+    signature TEXT NOT NULL, PRIMARY KEY (campaign_id, name));
+"""
+MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5)
 
 
 class NotFound(EvalError):

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 
 from evalcore import metrics
-from evalcore.campaigns.records import Outcome, Question, RunOptions, Source
+from evalcore.campaigns.records import Outcome, Question, RunOptions, sources_of
 from evalcore.errors import EvalError
 from evalcore.judges import JudgeSettings, Verdict, run_judge
 from evalcore.metrics.graded import GradedScale
@@ -60,7 +60,7 @@ def scored(plan: Plan, question: Question, reply: TargetAnswer, latency: float) 
     """The outcome of an answered question: measures on what was retrieved and answered, then the judges."""
     retrieved = tuple(reply.retrieved)
     context = retrieved if reply.context is None else tuple(reply.context)
-    sources = question_sources(context)
+    sources = sources_of(context)
     scores = metrics.score_question(
         relevant=question.relevant, ranked=[hit.pid for hit in retrieved], answer=reply.answer,
         references=list(question.references), expected_answer=question.expected_answer,
@@ -94,13 +94,3 @@ def judge(settings: JudgeSettings, names: tuple[str, ...], question: Question, a
         except Exception as error:  # noqa: BLE001 - recorded on the question, the campaign goes on
             notes.append(f"judge {name} failed: {error_text(error)}")
     return verdicts, notes
-
-
-def question_sources(retrieved: tuple[Retrieved, ...]) -> tuple[Source, ...]:
-    """The distinct documents an answer drew on: passage id (or the external id) and title."""
-    sources: dict[tuple[int | str | None, str], Source] = {}
-    for hit in retrieved:
-        source_id = hit.pid if hit.pid is not None else (hit.source or None)
-        if source_id is not None or hit.title:
-            sources.setdefault((source_id, hit.title), Source(source_id, hit.title))
-    return tuple(sources.values())

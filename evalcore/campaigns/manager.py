@@ -245,10 +245,15 @@ class CampaignManager:
         if row is None or row["status"] in ACTIVE:
             raise Conflict("the campaign is already running or was deleted", where=campaign_id, running_id=campaign_id)
         _refuse_second_run(conn, suite_id, campaign_id)
+        # The runner moves the counters by each batch it writes; a new session starts them from the
+        # stored rows (one count per session, not per write).
         conn.execute(
             "UPDATE campaigns SET status = 'pending', error = NULL, ended_at = NULL, cancel_requested = 0, "
-            "owner_host = ?, owner_pid = ?, heartbeat = ?, options = ? WHERE id = ?",
-            (socket.gethostname(), os.getpid(), time.time(), dumps(options.to_dict()), campaign_id),
+            "owner_host = ?, owner_pid = ?, heartbeat = ?, options = ?, "
+            "finished = (SELECT count(*) FROM results WHERE campaign_id = ?), "
+            "failed = (SELECT count(error) FROM results WHERE campaign_id = ?) WHERE id = ?",
+            (socket.gethostname(), os.getpid(), time.time(), dumps(options.to_dict()), campaign_id, campaign_id,
+             campaign_id),
         )
 
     def rename(self, campaign_id: str, name: str, *, tenant: str | None = None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from evalcore.access import Principal, owned, scope
 from evalcore.campaigns.records import Aggregate, Campaign, QuestionResult, Summary, Tokens
+from evalcore.campaigns.storage import read_results
 from evalcore.store import NotFound, Store
 
 
@@ -39,17 +40,11 @@ def list_campaigns(store: Store, tenant: str | None = None, suite_id: str | None
     return [Campaign.from_row(row) for row in rows]
 
 
-def campaign_results(store: Store, campaign_id: str, offset: int = 0, limit: int | None = None, *,
-                     principal: Principal | None = None) -> list[QuestionResult]:
+def campaign_results(store: Store, campaign_id: str, offset: int = 0, limit: int | None = None,
+                     *, principal: Principal | None = None) -> list[QuestionResult]:
     """The stored result of every finished question, in question order (pending ones are absent)."""
     check_visible(store, campaign_id, principal)
-    rows = store.read(
-        "SELECT q.question, q.expected_answer, q.refs, q.relevant, q.expected_sources, r.* "
-        "FROM results r JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = r.position "
-        "WHERE r.campaign_id = ? ORDER BY r.position LIMIT ? OFFSET ?",
-        (campaign_id, -1 if limit is None else limit, offset),
-    )
-    return [QuestionResult.from_row(row) for row in rows]
+    return read_results(store, campaign_id, offset, limit)
 
 
 def campaign_aggregates(store: Store, campaign_id: str, *, principal: Principal | None = None) -> dict[str, Aggregate]:

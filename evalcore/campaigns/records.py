@@ -263,22 +263,17 @@ class Outcome:
         return (sum(v.prompt_tokens for v in self.judges.values()),
                 sum(v.completion_tokens for v in self.judges.values()))
 
-    def context_json(self) -> int | list[dict[str, Any]]:
-        """The stored form of the context: how many leading retrieved hits it is, or its own hits."""
-        size = len(self.context)
-        return size if self.context == self.retrieved[:size] else [retrieved_to_json(h) for h in self.context]
-
     @classmethod
-    def from_row(cls, row: Row) -> Outcome:
-        """From a results row."""
-        retrieved = tuple(retrieved_from_json(h) for h in json.loads(row["retrieved"]))
-        context = json.loads(row["context"]) if row["context"] is not None else len(retrieved)
+    def from_row(cls, row: Row, retrieved: tuple[Retrieved, ...], signatures: dict[str, str]) -> Outcome:
+        """From a results row, its ranked list and its signatures (the store keeps both compactly)."""
+        stored = json.loads(row["context"]) if row["context"] is not None else len(retrieved)
+        context = retrieved[:stored] if isinstance(stored, int) else tuple(map(retrieved_from_json, stored))
         return cls(
-            answer=row["answer"], retrieved=retrieved,
-            context=retrieved[:context] if isinstance(context, int) else tuple(map(retrieved_from_json, context)),
-            sources=tuple(Source(s["id"], s["title"]) for s in json.loads(row["sources"])),
-            measures=json.loads(row["measures"]), signatures=json.loads(row["signatures"]),
-            results=json.loads(row["results"]),
+            answer=row["answer"], retrieved=retrieved, context=context,
+            # "" stands for the context's own documents, which is what they nearly always are.
+            sources=tuple(Source(s["id"], s["title"]) for s in json.loads(row["sources"])) if row["sources"]
+            else sources_of(context),
+            measures=json.loads(row["measures"]), signatures=signatures, results=json.loads(row["results"]),
             judges={name: Verdict.from_dict(v) for name, v in json.loads(row["judges"]).items()},
             latency_s=row["latency_s"], prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
             error=row["error"], notes=tuple(json.loads(row["notes"])),
@@ -294,6 +289,16 @@ class Outcome:
                 "latency_s": self.latency_s, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens, "judge_prompt_tokens": self.judge_tokens[0],
                 "judge_completion_tokens": self.judge_tokens[1], "error": self.error, "notes": list(self.notes)}
+
+
+def sources_of(hits: tuple[Retrieved, ...]) -> tuple[Source, ...]:
+    """The distinct documents of these hits: passage id (or an external target's own id) and title."""
+    sources: dict[tuple[int | str | None, str], Source] = {}
+    for hit in hits:
+        source_id = hit.pid if hit.pid is not None else (hit.source or None)
+        if source_id is not None or hit.title:
+            sources.setdefault((source_id, hit.title), Source(source_id, hit.title))
+    return tuple(sources.values())
 
 
 def retrieved_to_json(hit: Retrieved) -> dict[str, Any]:
@@ -315,11 +320,6 @@ class QuestionResult:
     question: Question
     outcome: Outcome
     attempts: int = 1
-
-    @classmethod
-    def from_row(cls, row: Row) -> QuestionResult:
-        """From a results row joined with its campaign_questions row."""
-        return cls(Question.from_row(row), Outcome.from_row(row), row["attempts"])
 
     def to_dict(self) -> dict[str, Any]:
         """One flat JSON object per question, as the API and the JSONL export give it."""

@@ -9,9 +9,10 @@ import time
 from collections import deque
 
 from evalcore.campaigns.answering import Plan, answer_question, error_text
-from evalcore.campaigns.records import CampaignStatus, Outcome, Question, retrieved_to_json
+from evalcore.campaigns.records import CampaignStatus, Outcome, Question
+from evalcore.campaigns.storage import ResultWriter
 from evalcore.errors import EvalError
-from evalcore.store import HEARTBEAT_S, Store, dumps
+from evalcore.store import HEARTBEAT_S, Store
 
 WAKE_S = 0.25
 Finished = list[tuple[int, Outcome]]  # (question position, outcome)
@@ -34,6 +35,7 @@ class Runner:
         self.cancelled = threading.Event()
         self.thread = threading.Thread(target=self.run, name=f"campaign-{plan.campaign_id}", daemon=True)
         self._failed = 0
+        self._writer = ResultWriter(store, plan.campaign_id)
         self._stage_written = 0.0
         self._ended = threading.Event()
         self._beats = threading.Thread(target=self._beat_loop, name=f"heartbeat-{plan.campaign_id}", daemon=True)
@@ -169,42 +171,11 @@ class Runner:
         return self.plan.cache_hits_before + (self.plan.cache.hits if self.plan.cache else 0)
 
     def _save(self, finished: list[tuple[Question, Outcome]]) -> None:
-        """Store results (one transaction for all that arrived together) and refresh the counters."""
-        campaign_id, now = self.plan.campaign_id, time.time()
-        values = [
-            (campaign_id, question.position, question.qid, o.answer, dumps([retrieved_to_json(h) for h in o.retrieved]),
-             dumps(o.context_json()), dumps([source.to_dict() for source in o.sources]), dumps(o.measures),
-             dumps(o.signatures), dumps(o.results), dumps({name: verdict.to_dict() for name, verdict in o.judges.items()}),
-             o.latency_s, o.prompt_tokens, o.completion_tokens, *o.judge_tokens, o.error, dumps(list(o.notes)), now)
-            for question, o in finished
-        ]
-
-        def write(conn: sqlite3.Connection) -> tuple[int, int]:
-            conn.executemany(
-                "INSERT INTO results (campaign_id, position, qid, answer, retrieved, context, sources, measures, "
-                "signatures, results, judges, latency_s, prompt_tokens, completion_tokens, judge_prompt_tokens, "
-                "judge_completion_tokens, error, notes, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (campaign_id, position) DO UPDATE SET "
-                "answer = excluded.answer, retrieved = excluded.retrieved, context = excluded.context, "
-                "sources = excluded.sources, measures = excluded.measures, signatures = excluded.signatures, "
-                "results = excluded.results, judges = excluded.judges, latency_s = excluded.latency_s, "
-                "prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens, "
-                "judge_prompt_tokens = excluded.judge_prompt_tokens, "
-                "judge_completion_tokens = excluded.judge_completion_tokens, error = excluded.error, "
-                "notes = excluded.notes, created_at = excluded.created_at, attempts = results.attempts + 1",
-                values,
-            )
-            row = conn.execute(
-                "UPDATE campaigns SET finished = (SELECT count(*) FROM results WHERE campaign_id = :id), "
-                "failed = (SELECT count(error) FROM results WHERE campaign_id = :id), heartbeat = :now, "
-                "cache_hits = :hits WHERE id = :id RETURNING finished, failed",
-                {"id": campaign_id, "now": now, "hits": self._cache_hits()},
-            ).fetchone()
-            return int(row["finished"]), int(row["failed"])
-
+        """Store results (one transaction for all that arrived together) and move the counters."""
+        rows, passages, signatures = self._writer.rows(finished)
+        extra = {"cache_hits": self._cache_hits()}
         try:
-            _, self._failed = self.store.write(write)
+            _, self._failed = self.store.write(lambda conn: self._writer.write(conn, rows, passages, signatures, extra))
         except sqlite3.IntegrityError:
             raise CampaignGone from None
 

@@ -1,0 +1,178 @@
+"""How a question's outcome is written to the store and read back, compactly and with nothing lost.
+
+Retrieved passages repeat across the questions of a campaign (the sample's 305 passages serve
+8,000 questions), so each distinct passage is stored once per campaign (`campaign_passages`,
+keyed by a small number) and a question stores its ranked list as those keys with the scores:
+`{"k": [keys], "s": [scores], "st": {stage: [scores]}}`. Signatures are the same for every
+question of a campaign, so they are stored once (`campaign_signatures`) and a question keeps only
+those that differ. The campaign's counters move by the batch just written (reading every stored
+row to count them made a campaign's cost grow with the square of its size).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalcore.campaigns.records import Outcome, Question, QuestionResult, retrieved_to_json, sources_of
+from evalcore.store import Store, dumps
+from evalcore.targets import Retrieved
+
+PassageKey = tuple[int | None, str, str, str]  # pid, source, title, text
+
+
+@dataclass
+class Passages:
+    """A campaign's distinct retrieved passages by key, and the keys by content."""
+
+    by_key: dict[int, Retrieved] = field(default_factory=dict)
+    keys: dict[PassageKey, int] = field(default_factory=dict)
+
+    def key(self, hit: Retrieved, new: list[tuple[int, Retrieved]]) -> int:
+        """The key of a hit's passage; a passage not stored yet gets the next key and joins `new`."""
+        content = (hit.pid, hit.source, hit.title, hit.text)
+        key = self.keys.get(content)
+        if key is None:
+            key = self.keys[content] = len(self.keys)
+            self.by_key[key] = Retrieved(hit.pid, hit.title, hit.text, 0.0, {}, hit.source)
+            new.append((key, hit))
+        return key
+
+
+def load_passages(store: Store, campaign_id: str) -> Passages:
+    """What a campaign stored so far (a resumed campaign keeps numbering its passages)."""
+    rows = store.read("SELECT key, pid, source, title, text FROM campaign_passages WHERE campaign_id = ? ORDER BY key",
+                      (campaign_id,))
+    passages = Passages()
+    for row in rows:
+        passages.keys[(row["pid"], row["source"], row["title"], row["text"])] = row["key"]
+        passages.by_key[row["key"]] = Retrieved(row["pid"], row["title"], row["text"], 0.0, {}, row["source"])
+    return passages
+
+
+def load_signatures(store: Store, campaign_id: str) -> dict[str, str]:
+    """The signatures shared by a campaign's questions."""
+    rows = store.read("SELECT name, signature FROM campaign_signatures WHERE campaign_id = ?", (campaign_id,))
+    return {row["name"]: row["signature"] for row in rows}
+
+
+def encode_ranked(hits: Sequence[Retrieved], passages: Passages, new: list[tuple[int, Retrieved]]) -> str:
+    """A ranked list as passage keys, scores and each stage's scores (stages in the order they appear)."""
+    stages: dict[str, list[float | None]] = {}
+    for position, hit in enumerate(hits):
+        for name, value in hit.stages.items():
+            stages.setdefault(name, [None] * len(hits))[position] = value
+    return dumps({"k": [passages.key(hit, new) for hit in hits], "s": [hit.score for hit in hits], "st": stages})
+
+
+def decode_ranked(text: str, passages: Mapping[int, Retrieved]) -> tuple[Retrieved, ...]:
+    """The ranked list back (a list of passage objects in rows written before passages were shared)."""
+    data = json.loads(text)
+    if isinstance(data, list):
+        return tuple(Retrieved(h["pid"], h.get("title") or "", h.get("text") or "", h.get("score") or 0.0,
+                               dict(h.get("stages") or {}), h.get("source") or "") for h in data)
+    stages = data["st"]
+    return tuple(
+        passages[key]._replace(score=score, stages={name: values[position] for name, values in stages.items()
+                                                    if values[position] is not None})
+        for position, (key, score) in enumerate(zip(data["k"], data["s"], strict=True))
+    )
+
+
+class ResultWriter:
+    """Writes a runner's finished questions: results, new passages, new signatures, counters; one transaction."""
+
+    def __init__(self, store: Store, campaign_id: str) -> None:
+        self.store, self.campaign_id = store, campaign_id
+        self.passages = load_passages(store, campaign_id)
+        self.signatures = load_signatures(store, campaign_id)
+
+    def rows(self, finished: list[tuple[Question, Outcome]]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]],
+                                                                      list[tuple[str, str, str]]]:
+        """The result rows, the passages and the signatures this batch adds."""
+        new_passages: list[tuple[int, Retrieved]] = []
+        new_signatures: dict[str, str] = {}
+        now, rows = time.time(), []
+        for question, o in finished:
+            own = {}
+            for name, sig in o.signatures.items():
+                shared = self.signatures.get(name)
+                if shared is None:
+                    self.signatures[name] = new_signatures[name] = sig
+                elif shared != sig:
+                    own[name] = sig
+            rows.append((
+                self.campaign_id, question.position, question.qid, o.answer,
+                encode_ranked(o.retrieved, self.passages, new_passages), dumps(self._context(o, new_passages)),
+                "" if o.sources == sources_of(o.context) else dumps([source.to_dict() for source in o.sources]),
+                dumps(o.measures), dumps(own), dumps(o.results),
+                dumps({name: verdict.to_dict() for name, verdict in o.judges.items()}), o.latency_s, o.prompt_tokens,
+                o.completion_tokens, *o.judge_tokens, o.error, dumps(list(o.notes)), now,
+            ))
+        passages = [(self.campaign_id, key, hit.pid, hit.source, hit.title, hit.text) for key, hit in new_passages]
+        return rows, passages, [(self.campaign_id, name, sig) for name, sig in new_signatures.items()]
+
+    def _context(self, outcome: Outcome, new: list[tuple[int, Retrieved]]) -> int | list[dict[str, Any]]:
+        """How many leading retrieved hits the context is, or its own hits (a results file's contexts)."""
+        size = len(outcome.context)
+        return size if outcome.context == outcome.retrieved[:size] else [retrieved_to_json(h) for h in outcome.context]
+
+    def write(self, conn: sqlite3.Connection, rows: list[tuple[Any, ...]], passages: list[tuple[Any, ...]],
+              signatures: list[tuple[str, str, str]], extra: Mapping[str, Any]) -> tuple[int, int]:
+        """Insert (or replace, for a retried question) and move the counters; (finished, failed) after it."""
+        positions = [row[1] for row in rows]
+        marks = ",".join("?" * len(positions))
+        before = conn.execute(f"SELECT count(*), count(error) FROM results WHERE campaign_id = ? AND position IN ({marks})",
+                              (self.campaign_id, *positions)).fetchone()
+        conn.executemany("INSERT OR IGNORE INTO campaign_passages (campaign_id, key, pid, source, title, text) "
+                         "VALUES (?, ?, ?, ?, ?, ?)", passages)
+        conn.executemany("INSERT OR IGNORE INTO campaign_signatures (campaign_id, name, signature) VALUES (?, ?, ?)",
+                         signatures)
+        conn.executemany(INSERT_RESULT, rows)
+        failed_now = sum(1 for row in rows if row[ERROR_COLUMN] is not None)
+        row = conn.execute(
+            "UPDATE campaigns SET finished = finished + :added, failed = failed + :failed, heartbeat = :now, "
+            "cache_hits = :hits WHERE id = :id RETURNING finished, failed",
+            {"id": self.campaign_id, "added": len(rows) - before[0], "failed": failed_now - before[1],
+             "now": time.time(), "hits": extra.get("cache_hits", 0)},
+        ).fetchone()
+        return int(row["finished"]), int(row["failed"])
+
+
+COLUMNS = ("campaign_id", "position", "qid", "answer", "retrieved", "context", "sources", "measures", "signatures",
+           "results", "judges", "latency_s", "prompt_tokens", "completion_tokens", "judge_prompt_tokens",
+           "judge_completion_tokens", "error", "notes", "created_at")
+ERROR_COLUMN = COLUMNS.index("error")
+INSERT_RESULT = (
+    f"INSERT INTO results ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))}) "
+    "ON CONFLICT (campaign_id, position) DO UPDATE SET "
+    + ", ".join(f"{name} = excluded.{name}" for name in COLUMNS[3:]) + ", attempts = results.attempts + 1"
+)
+
+
+def read_results(store: Store, campaign_id: str, offset: int = 0, limit: int | None = None) -> list[QuestionResult]:
+    """The stored result of every finished question, in question order (pending ones are absent)."""
+    rows = store.read(
+        "SELECT q.question, q.expected_answer, q.refs, q.relevant, q.expected_sources, r.* "
+        "FROM results r JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = r.position "
+        "WHERE r.campaign_id = ? ORDER BY r.position LIMIT ? OFFSET ?",
+        (campaign_id, -1 if limit is None else limit, offset),
+    )
+    if not rows:
+        return []
+    passages, signatures = load_passages(store, campaign_id).by_key, load_signatures(store, campaign_id)
+    return [QuestionResult(Question.from_row(row), outcome_from_row(row, passages, signatures), row["attempts"])
+            for row in rows]
+
+
+def outcome_from_row(row: sqlite3.Row, passages: Mapping[int, Retrieved], signatures: Mapping[str, str]) -> Outcome:
+    """An outcome from its results row, the campaign's passages and its shared signatures."""
+    retrieved = decode_ranked(row["retrieved"], passages)
+    own = json.loads(row["signatures"])
+    measures = json.loads(row["measures"])
+    return Outcome.from_row(row, retrieved, {name: own.get(name) or signatures.get(name, "") for name in measures}
+                            | own)
