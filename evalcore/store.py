@@ -89,7 +89,18 @@ ALTER TABLE results ADD COLUMN results TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE results ADD COLUMN judge_prompt_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE results ADD COLUMN judge_completion_tokens INTEGER NOT NULL DEFAULT 0;
 """
-MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4)
+# v5: comparisons computed once and kept (evalcore.compare.saved): one row per pair of campaigns,
+# seed and resamples, used while both campaigns' results versions match; gone with either campaign.
+SCHEMA_V5 = """
+CREATE TABLE comparisons (
+    a_id TEXT NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+    b_id TEXT NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+    seed TEXT NOT NULL, resamples INTEGER NOT NULL, a_version TEXT NOT NULL, b_version TEXT NOT NULL,
+    format INTEGER NOT NULL, data TEXT NOT NULL, paired BLOB NOT NULL, created_at REAL NOT NULL,
+    PRIMARY KEY (a_id, b_id, seed, resamples));
+CREATE INDEX comparisons_b ON comparisons(b_id);
+"""
+MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5)
 
 
 class NotFound(EvalError):

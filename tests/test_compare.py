@@ -15,6 +15,7 @@ from evalcore.compare import comparison as comparison_module
 from evalcore.compare.comparison import Passage
 from evalcore.errors import EvalError
 from evalcore.judges import Verdict
+from evalcore.store import Store
 from evalcore.targets import Retrieved
 
 
@@ -213,8 +214,11 @@ def stored(monkeypatch):
     return records
 
 
-def test_compare_campaigns_loads_through_the_contract(stored):
-    result = compare_campaigns(object(), "A", "B", resamples=500)
+def test_compare_campaigns_loads_through_the_contract(stored, tmp_path):
+    # These campaigns exist only behind the contract, not in the database: nothing is kept for them.
+    with Store(tmp_path / "e.db") as store:
+        result = compare_campaigns(store, "A", "B", resamples=500)
+        assert store.read("SELECT count(*) AS n FROM comparisons")[0]["n"] == 0
     assert result.a.id == "A" and result.b.id == "B" and result.verdicts["better"] == 4
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from evalcore.access import Principal
 from evalcore.campaigns import Campaign, QuestionResult
 from evalcore.compare import stats
-from evalcore.compare.comparison import check_resamples, compare_results, load, row_values
+from evalcore.compare.comparison import check_draws, compare_results, load, row_values
 from evalcore.errors import EvalError
 from evalcore.store import Store
 
@@ -110,7 +110,7 @@ def sweep_results(campaigns: list[tuple[Campaign, list[QuestionResult]]], *, see
     """N campaigns varying one key: a table (one row per campaign, deltas against the first) and series."""
     if len(campaigns) < 2:
         raise EvalError("a sweep needs at least two campaigns", found=str(len(campaigns)), expected=">= 2")
-    check_resamples(resamples)
+    check_draws(seed, resamples)
     varied = varied_keys([c.config for c, _ in campaigns])
     key = varied[0] if len(varied) == 1 else None
     warnings = [] if key else [(f"a sweep varies one setting; these campaigns vary {len(varied)} "
