@@ -173,7 +173,8 @@ def measure_entry(name: str, values: Paired, interval: stats.BootstrapMean | Non
     significant = p_value < stats.ALPHA
     diffs = values.b - values.a
     sd = spread(diffs)
-    se = interval.se if interval else None
+    # Equal differences resample to equal means: an se of 1e-17 is rounding, not a spread.
+    se = (interval.se if sd else 0.0) if interval else None
     return MeasureDelta(
         measure=name, n=n, mean_a=mean_a, mean_b=mean_b, delta=mean_b - mean_a,
         ci_low=interval.low if interval else None, ci_high=interval.high if interval else None,

@@ -26,11 +26,9 @@ import numpy as np
 
 RESAMPLES = 10_000
 ALPHA = 0.05
-# Random draws are made in slices of at most this many cells, so memory stays bounded
-# (10,000 x n int64 would be 80 MB at n = 1,000).
-MAX_CELLS = 2_000_000
-# The inner loops work on blocks of this many cells (512 kB of float64): they stay in
-# the CPU cache, and the matrix products stay below the size where OpenBLAS starts threads, whose
+# Random numbers are drawn and used in blocks of at most this many cells (512 kB of float64):
+# memory stays bounded (10,000 x n at once would be 800 MB at n = 10,000), the blocks stay in the
+# CPU cache, and the matrix products stay below the size where OpenBLAS starts threads, whose
 # synchronisation costs more than it saves on a busy 2-core machine.
 BLOCK_CELLS = 1 << 16
 
@@ -44,7 +42,7 @@ class BootstrapMean:
     se: float
 
 
-def slices(resamples: int, n: int, cells: int = MAX_CELLS) -> list[int]:
+def slices(resamples: int, n: int, cells: int = BLOCK_CELLS) -> list[int]:
     """Row counts of the slices that together make `resamples` rows of width n, at most `cells` cells each."""
     rows = max(1, cells // max(n, 1))
     return [min(rows, resamples - start) for start in range(0, resamples, rows)]
@@ -57,7 +55,7 @@ def bootstrap_means(columns: np.ndarray, *, resamples: int = RESAMPLES, seed: in
     means = np.empty((resamples, columns.shape[1]))
     start = 0
     # The stream of indices does not depend on how it is sliced: small slices keep the counts in cache.
-    for rows in slices(resamples, n, BLOCK_CELLS):
+    for rows in slices(resamples, n):
         indices = rng.integers(0, n, size=(rows, n)) + np.arange(0, rows * n, n)[:, None]
         counts = np.bincount(indices.ravel(), minlength=rows * n).reshape(rows, n)
         means[start:start + rows] = counts @ columns
