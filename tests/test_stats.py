@@ -97,7 +97,7 @@ def test_bootstrap_is_deterministic_given_the_seed_and_slices_large_inputs():
     assert stats.bootstrap_ci(values, seed=4) == stats.bootstrap_ci(values, seed=4)
     assert stats.bootstrap_ci(values, seed=4) != stats.bootstrap_ci(values, seed=5)
     assert sum(stats.slices(10_000, 1_000)) == 10_000 and len(stats.slices(10_000, 1_000)) == 154  # 65 rows of 1,000 per block
-    assert stats.slices(10, 1_000, cells=2_000) == [2, 2, 2, 2, 2]
+    assert stats.slices(10, 2 * stats.BLOCK_CELLS // 5) == [2, 2, 2, 2, 2]
     assert stats.bootstrap_ci([]) is None
 
 

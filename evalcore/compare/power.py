@@ -21,11 +21,9 @@ is usually a little more conservative at small n.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
-
-from scipy import optimize
-from scipy.stats import nct, norm
-from scipy.stats import t as student_t
+from statistics import NormalDist
 
 from evalcore.errors import EvalError
 
@@ -42,6 +40,10 @@ def t_power(delta: float, sd: float, n: float, *, alpha: float = ALPHA) -> float
 
 def power_at(noncentrality: float, df: float, alpha: float) -> float:
     """P(|T| > t_{1-alpha/2, df}) for T ~ noncentral t(df, noncentrality)."""
+    # Imported here: scipy.stats takes a second to import, which every dashboard page would pay.
+    from scipy.stats import nct
+    from scipy.stats import t as student_t
+
     critical = student_t.ppf(1 - alpha / 2, df)
     # scipy's nct returns NaN beyond |nc| ~ 3e9; the power there is 1 to double precision anyway.
     noncentrality = min(max(noncentrality, -MAX_NONCENTRALITY), MAX_NONCENTRALITY)
@@ -53,10 +55,22 @@ def power_at(noncentrality: float, df: float, alpha: float) -> float:
 @lru_cache(maxsize=1024)
 def noncentrality_for(n: int, alpha: float = ALPHA, power: float = POWER) -> float:
     """The noncentrality at which the paired t-test on n pairs reaches `power`."""
-    high = 2 * (norm.ppf(1 - alpha / 2) + norm.ppf(power)) + 1   # the normal value, doubled: a first bracket
+    high = 2 * z_sum(alpha, power) + 1   # the normal value, doubled: a first bracket
     while power_at(high, n - 1, alpha) < power:
         high *= 2
-    return float(optimize.brentq(lambda nc: power_at(nc, n - 1, alpha) - power, 0.0, high, xtol=1e-12))
+    return root(lambda nc: power_at(nc, n - 1, alpha) - power, 0.0, high)
+
+
+def z_sum(alpha: float, power: float) -> float:
+    """z_{1-alpha/2} + z_{power}: the noncentrality of a normal test with this power (2.80 for 0.05 and 0.8)."""
+    return NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+
+
+def root(f: Callable[[float], float], low: float, high: float) -> float:
+    """The x in [low, high] where the increasing f crosses 0 (Brent's method)."""
+    from scipy.optimize import brentq  # imported here, as scipy.stats above
+
+    return float(brentq(f, low, high, xtol=1e-12, rtol=1e-14))
 
 
 def mde(sd: float | None, n: int, *, alpha: float = ALPHA, power: float = POWER) -> float | None:
@@ -70,18 +84,17 @@ def mde_bootstrap(se: float | None, *, alpha: float = ALPHA, power: float = POWE
     """The normal approximation of the MDE from the bootstrap standard error of the mean difference."""
     if not se:
         return None
-    return float((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * se)
+    return z_sum(alpha, power) * se
 
 
 def solve_n(effect: float, sd: float, *, alpha: float = ALPHA, power: float = POWER) -> float:
     """The real number of pairs n >= 2 at which the paired t-test detects `effect` with `power`."""
     if t_power(effect, sd, 2, alpha=alpha) >= power:
         return 2.0
-    high = 2 * ((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * sd / effect) ** 2 + 4
+    high = 2 * (z_sum(alpha, power) * sd / effect) ** 2 + 4
     while t_power(effect, sd, high, alpha=alpha) < power:
         high *= 2
-    return float(optimize.brentq(lambda n: t_power(effect, sd, n, alpha=alpha) - power, 2.0, high, xtol=1e-9,
-                                 rtol=1e-14))
+    return root(lambda n: t_power(effect, sd, n, alpha=alpha) - power, 2.0, high)
 
 
 def required_n(effect: float, sd: float | None, *, alpha: float = ALPHA, power: float = POWER) -> int | None:

@@ -42,9 +42,9 @@ class BootstrapMean:
     se: float
 
 
-def slices(resamples: int, n: int, cells: int = BLOCK_CELLS) -> list[int]:
-    """Row counts of the slices that together make `resamples` rows of width n, at most `cells` cells each."""
-    rows = max(1, cells // max(n, 1))
+def slices(resamples: int, n: int) -> list[int]:
+    """Row counts of the slices that together make `resamples` rows of width n, at most BLOCK_CELLS cells each."""
+    rows = max(1, BLOCK_CELLS // max(n, 1))
     return [min(rows, resamples - start) for start in range(0, resamples, rows)]
 
 
