@@ -78,7 +78,7 @@ def scatter_figure(values: Paired, measure: str) -> go.Figure:
 
 
 def measures_table(comparison: Comparison) -> pd.DataFrame:
-    """One row per measure in display order, with what it could detect and the questions needed."""
+    """One row per measure in display order; `detects` and `needs` say what it could detect, as text for the hover."""
     rows = sorted(comparison.measures, key=lambda m: display_order(m.measure))
     table = pd.DataFrame([m.to_dict() for m in rows])
     if table.empty:
@@ -168,12 +168,14 @@ if mode == "two campaigns":
             st.info("No measure is present in both campaigns.")
         else:
             ui.chart(delta_figure(measures), f"deltas-{a_id}-vs-{b_id}", key="deltas")
-            shown = measures[["measure", "n", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "test",
-                              "significant", "mde", "n_required", "detects", "needs", "signature"]]
+            shown = measures[["measure", "n", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "significant",
+                              "mde", "n_required", "power_note", "test", "signature"]]
             st.dataframe(shown, hide_index=True, column_config={
                 "mde": st.column_config.NumberColumn("detects ±", help="smallest difference this comparison "
                                                      "could see (80% power, alpha 0.05, paired t)", format="%.3g"),
-                "n_required": st.column_config.NumberColumn(f"questions for ±{effect:g}", format="%d")})
+                "n_required": st.column_config.NumberColumn(f"questions for ±{effect:g}", format="%d",
+                                                            help="questions needed to see this effect size"),
+                "power_note": st.column_config.TextColumn("no power because")})
             ui.table_download(shown, f"measures-{a_id}-vs-{b_id}", key="measures-csv")
 
             st.subheader("Per question: A against B")

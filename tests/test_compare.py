@@ -415,16 +415,17 @@ def test_compare_page_shows_what_each_measure_could_detect(two_stored, monkeypat
     at = page_test(str(two_stored.path), monkeypatch, "pages/compare.py")
     assert_clean(at)
     comparison = compare_campaigns(two_stored, at.selectbox[0].value, at.selectbox[1].value)
-    table = next(df.value for df in at.dataframe if "detects" in df.value.columns).set_index("measure")
+    table = next(df.value for df in at.dataframe if "mde" in df.value.columns).set_index("measure")
     for m in comparison.measures:
-        assert table.loc[m.measure, "detects"] == f"n = 30 can detect ±{m.mde:.2g}"
-        assert table.loc[m.measure, "needs"] == f"±0.02 needs {m.n_required:,} questions"
-        assert table.loc[m.measure, "mde"] == pytest.approx(m.mde)
+        assert table.loc[m.measure, "mde"] == pytest.approx(m.mde) and table.loc[m.measure, "n_required"] == m.n_required
     shown = unescape("\n".join(w.value for w in at.warning))
     assert all(w in shown for w in comparison.power_warnings) and comparison.power_warnings
+    hover = at.get("plotly_chart")[0].proto.spec
+    assert "n = 30 can detect ±" in hover and "±0.02 needs " in hover
     at.number_input(key="effect").set_value(0.5).run()
     assert_clean(at)
-    table = next(df.value for df in at.dataframe if "detects" in df.value.columns).set_index("measure")
-    assert table.loc["coverage", "needs"] == \
-        f"±0.5 needs {next(m for m in comparison.measures if m.measure == 'coverage').with_effect(0.5).n_required:,} questions"
+    table = next(df.value for df in at.dataframe if "mde" in df.value.columns).set_index("measure")
+    coverage = next(m for m in comparison.measures if m.measure == "coverage")
+    assert table.loc["coverage", "n_required"] == coverage.with_effect(0.5).n_required
+    assert "±0.5 needs " in at.get("plotly_chart")[0].proto.spec
     assert len(at.get("plotly_chart")) == 2
