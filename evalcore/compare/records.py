@@ -221,4 +221,4 @@ def power_warning(measure: MeasureDelta) -> str:
     needed = f"; about {measure.n_required:,} questions would be needed to see ±{measure.effect:g}" \
         if measure.n_required else ""
     return (f"no difference found on {measure.measure}, but with n = {measure.n} this comparison could not have "
-            f"seen one smaller than ±{measure.mde:.2g} (80% power, alpha 0.05{needed})")
+            f"seen one smaller than ±{measure.mde:.2g} ({power.POWER:.0%} power, alpha {power.ALPHA:g}{needed})")
