@@ -22,21 +22,27 @@ VERDICTS = ["better", "worse", "same", "new", "removed", "unscored"]
 # cache_data would unpickle a copy of it on every rerun (seconds); this keeps one object per
 # process and principal, shared by that principal's sessions (the page never changes it). Across
 # processes the engine keeps the comparison in the store, so a new process reads it back instead of
-# recomputing it.
-@st.cache_resource(show_spinner="Comparing (paired bootstrap and randomization tests)…", max_entries=16)
-def cached_comparison(db: str, a_version: tuple, b_version: tuple, principal: Principal, effect: float) -> Comparison:
-    """compare_campaigns(...) for these versions of the two campaigns and this effect size."""
-    return compare_campaigns(ui.store(), a_version[0], b_version[0], principal=principal, effect=effect)
+# recomputing it. A few pairs are kept (tens of MB each at 10,000 questions with their answers).
+@st.cache_resource(show_spinner="Comparing (paired bootstrap and randomization tests)…", max_entries=4)
+def cached_comparison(db: str, a_version: tuple, b_version: tuple, principal: Principal) -> Comparison:
+    """compare_campaigns(...) for these versions of the two campaigns (default effect size)."""
+    return compare_campaigns(ui.store(), a_version[0], b_version[0], principal=principal)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def cached_questions(db: str, a_version: tuple, b_version: tuple, principal: Principal, effect: float) -> pa.Table:
+def for_effect(db: str, a_version: tuple, b_version: tuple, principal: Principal, effect: float) -> Comparison:
+    """The cached comparison with the questions needed for another effect size (it shares the questions)."""
+    return cached_comparison(db, a_version, b_version, principal).with_effect(effect)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def cached_questions(db: str, a_version: tuple, b_version: tuple, principal: Principal) -> pa.Table:
     """The per-question table of a comparison as an Arrow table, built once.
 
     st.dataframe converts a pandas frame to Arrow on every run (0.3 s for 10,000 questions with
     their answers); an Arrow table, filtered with Arrow, is sent as it is.
     """
-    return pa.Table.from_pandas(verdict_table(cached_comparison(db, a_version, b_version, principal, effect).questions),
+    return pa.Table.from_pandas(verdict_table(cached_comparison(db, a_version, b_version, principal).questions),
                                 preserve_index=False)
 
 
@@ -146,9 +152,9 @@ if mode == "two campaigns":
                              help="The questions needed to see a difference this large with 80% power at alpha 0.05 "
                                   "(paired t). The 'detects' column is the smallest difference this comparison "
                                   "could see.")
-    versions = (ui.db_path(), ui.version(by_id[a_id]), ui.version(by_id[b_id]), principal, float(effect))
+    versions = (ui.db_path(), ui.version(by_id[a_id]), ui.version(by_id[b_id]), principal)
     with ui.guard():
-        comparison = cached_comparison(*versions)
+        comparison = for_effect(*versions, float(effect))
         for warning in comparison.warnings:
             st.warning(ui.escape_md(warning))
         if comparison.power_warnings:
