@@ -60,7 +60,8 @@ def bootstrap_means(columns: np.ndarray, *, resamples: int = RESAMPLES, seed: in
         counts = np.bincount(indices.ravel(), minlength=rows * n).reshape(rows, n)
         means[start:start + rows] = counts @ columns
         start += rows
-    return means / n
+    means /= n
+    return means
 
 
 def bootstrap_intervals(samples: Sequence[Sequence[float]], *, resamples: int = RESAMPLES, seed: int = 0,
