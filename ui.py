@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 from urllib.parse import urlparse
 
 import pandas as pd
+import pyarrow as pa
 import streamlit as st
 
 from evalcore.access import LOCAL, Action, LoginThrottle, Principal, is_loopback
@@ -31,6 +32,7 @@ from evalcore.campaigns import (
     get_manager,
     list_campaigns,
 )
+from evalcore.compare import results_version
 from evalcore.csvcells import csv_text
 from evalcore.datasets import FILES, Dataset, DatasetStats, dataset_stats, load_dataset, resolve_dataset
 from evalcore.datasets.uploads import list_datasets, validate_upload  # noqa: F401 - the pages use them through ui
@@ -319,10 +321,10 @@ def chart(figure: Any, name: str, key: str) -> None:
                           key=f"{key}-html", on_click="ignore")
 
 
-def table_download(frame: pd.DataFrame, name: str, key: str) -> None:
-    """A CSV download of a table, built only when clicked."""
-    st.download_button("CSV", data=lambda: csv_bytes(frame), file_name=f"{name}.csv", mime="text/csv",
-                       key=key, on_click="ignore")
+def table_download(frame: pd.DataFrame | pa.Table, name: str, key: str) -> None:
+    """A CSV download of a table (pandas or Arrow), built only when clicked."""
+    st.download_button("CSV", data=lambda: csv_bytes(frame if isinstance(frame, pd.DataFrame) else frame.to_pandas()),
+                       file_name=f"{name}.csv", mime="text/csv", key=key, on_click="ignore")
 
 
 # --- suites and targets ------------------------------------------------------------------------
@@ -408,9 +410,9 @@ def activity() -> None:
             show_progress(campaign)
 
 
-def version(campaign: Campaign) -> tuple[str, str, int, int, float | None]:
-    """What changes whenever a campaign's stored results may have changed (cache key)."""
-    return (campaign.id, campaign.status.value, campaign.finished, campaign.failed, campaign.ended_at)
+def version(campaign: Campaign) -> tuple[str, str]:
+    """What changes whenever a campaign's stored results may have changed (cache key): its id and results version."""
+    return (campaign.id, results_version(campaign))
 
 
 def aggregates(campaign: Campaign, principal: Principal) -> dict[str, Aggregate]:
@@ -419,7 +421,7 @@ def aggregates(campaign: Campaign, principal: Principal) -> dict[str, Aggregate]
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def _aggregates(db: str, version: tuple[str, str, int, int, float | None], principal: Principal) -> dict[str, Aggregate]:
+def _aggregates(db: str, version: tuple[str, str], principal: Principal) -> dict[str, Aggregate]:
     return campaign_aggregates(store(), version[0], principal=principal)
 
 
@@ -429,5 +431,5 @@ def cached_results(campaign: Campaign, principal: Principal) -> list[QuestionRes
 
 
 @st.cache_data(show_spinner="Reading the results…", max_entries=8)
-def _results(db: str, version: tuple[str, str, int, int, float | None], principal: Principal) -> list[QuestionResult]:
+def _results(db: str, version: tuple[str, str], principal: Principal) -> list[QuestionResult]:
     return campaign_results(store(), version[0], principal=principal)

@@ -30,7 +30,7 @@ from evalcore.store import dumps
 from evalcore.targets import TargetConfig
 
 PAGES = ["pages/datasets.py", "pages/suites.py", "pages/run.py", "pages/campaigns.py", "pages/compare.py"]
-SCORED = [name for name, m in MEASURES.items() if m.group in ("retrieval", "generation") and "." not in name]
+SCORED = [name for name, m in MEASURES.items() if m.family in ("retrieval", "generation") and "." not in name]
 WORDS = ["refund", "window", "delivery", "router", "firmware", "thermostat", "warranty", "policy", "days", "update",
          "reset", "password"]
 

@@ -100,7 +100,18 @@ CREATE TABLE campaign_signatures (
     campaign_id TEXT NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE, name TEXT NOT NULL,
     signature TEXT NOT NULL, PRIMARY KEY (campaign_id, name));
 """
-MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5)
+# v6: comparisons computed once and kept (evalcore.compare.saved): one row per pair of campaigns,
+# seed and resamples, used while both campaigns' results versions match; gone with either campaign.
+SCHEMA_V6 = """
+CREATE TABLE comparisons (
+    a_id TEXT NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+    b_id TEXT NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+    seed TEXT NOT NULL, resamples INTEGER NOT NULL, a_version TEXT NOT NULL, b_version TEXT NOT NULL,
+    format INTEGER NOT NULL, data TEXT NOT NULL, paired BLOB NOT NULL, created_at REAL NOT NULL,
+    PRIMARY KEY (a_id, b_id, seed, resamples));
+CREATE INDEX comparisons_b ON comparisons(b_id);
+"""
+MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6)
 
 
 class NotFound(EvalError):

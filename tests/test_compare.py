@@ -15,6 +15,7 @@ from evalcore.compare import comparison as comparison_module
 from evalcore.compare.comparison import Passage
 from evalcore.errors import EvalError
 from evalcore.judges import Verdict
+from evalcore.store import Store
 from evalcore.targets import Retrieved
 
 
@@ -213,8 +214,11 @@ def stored(monkeypatch):
     return records
 
 
-def test_compare_campaigns_loads_through_the_contract(stored):
-    result = compare_campaigns(object(), "A", "B", resamples=500)
+def test_compare_campaigns_loads_through_the_contract(stored, tmp_path):
+    # These campaigns exist only behind the contract, not in the database: nothing is kept for them.
+    with Store(tmp_path / "e.db") as store:
+        result = compare_campaigns(store, "A", "B", resamples=500)
+        assert store.read("SELECT count(*) AS n FROM comparisons")[0]["n"] == 0
     assert result.a.id == "A" and result.b.id == "B" and result.verdicts["better"] == 4
 
 
@@ -287,3 +291,141 @@ def test_cli_refuses_zero_resamples_and_shows_failures(stored, tmp_path, capsys)
     assert raised.value.code == 2 and "at least 1" in capsys.readouterr().err
     assert main(["compare", "A", "B", "--db", db, "--resamples", "500"]) == 0
     assert "[failed in A: timeout after 240 s]" in capsys.readouterr().out
+
+
+# --- comparisons kept in the store -----------------------------------------------------------------
+
+def stored_campaign(store, cid, coverage, *, status="succeeded", top_k=5):
+    """A finished campaign written straight through the store's schema: one question per coverage value."""
+    def insert(conn):
+        conn.execute("INSERT INTO campaigns (id, tenant, kind, source, status, total, finished, failed, created_at, "
+                     "ended_at, config, dataset_hash) VALUES (?, 'default', 'dataset', 'default', ?, ?, ?, 0, 0, 1.0, "
+                     "?, 'd1')", (cid, status, len(coverage), len(coverage), json.dumps({"top_k": top_k})))
+        conn.executemany("INSERT INTO campaign_questions (campaign_id, position, qid, question, refs, expected_sources) "
+                         "VALUES (?, ?, ?, ?, '[]', '[]')", [(cid, i, i, f"q{i}") for i in range(len(coverage))])
+        conn.executemany("INSERT INTO results (campaign_id, position, qid, answer, retrieved, sources, measures, "
+                         "signatures, judges, created_at) VALUES (?, ?, ?, 'an answer', '[]', '[]', ?, '{}', '{}', 0)",
+                         [(cid, i, i, json.dumps({"coverage": c, "recall": 1.0 - c})) for i, c in enumerate(coverage)])
+    store.write(insert)
+
+
+@pytest.fixture
+def two_stored(tmp_path):
+    with Store(tmp_path / "e.db") as store:
+        coverage = [(i * 37 % 11) / 10 for i in range(30)]
+        stored_campaign(store, "A", coverage)
+        stored_campaign(store, "B", [min(1.0, max(0.0, c + (i % 3 - 1) / 10)) for i, c in enumerate(coverage)], top_k=10)
+        yield store
+
+
+def kept(store):
+    return [(r["a_id"], r["b_id"], r["seed"]) for r in store.read("SELECT * FROM comparisons ORDER BY seed")]
+
+
+def test_a_comparison_is_computed_once_and_read_back(two_stored, monkeypatch):
+    first = compare_campaigns(two_stored, "A", "B", resamples=500)
+    assert kept(two_stored) == [("A", "B", "0")]
+
+    def no_results(*args, **kwargs):
+        raise AssertionError("a stored comparison must not read the results again")
+
+    monkeypatch.setattr(comparison_module, "campaign_results", no_results)
+    again = compare_campaigns(two_stored, "A", "B", resamples=500)
+    assert again.to_dict() == first.to_dict()
+    assert again.paired.keys() == first.paired.keys() == {"coverage", "recall"}
+    for name, values in first.paired.items():
+        assert all((x == y).all() and x.dtype == y.dtype for x, y in zip(values, again.paired[name]))
+    # Another effect size only changes the questions needed: no recomputation either.
+    wider = compare_campaigns(two_stored, "A", "B", resamples=500, effect=0.1)
+    assert [m.n_required for m in wider.measures] == [m.with_effect(0.1).n_required for m in first.measures]
+    assert wider.effect == 0.1 and all(m.effect == 0.1 for m in wider.measures)
+
+
+def test_a_changed_campaign_is_compared_again_and_replaces_what_was_kept(two_stored, monkeypatch):
+    first = compare_campaigns(two_stored, "A", "B", resamples=500)
+    two_stored.write(lambda conn: conn.execute(
+        "UPDATE results SET measures = '{\"coverage\": 1.0, \"recall\": 0.0}' WHERE campaign_id = 'B'"))
+    assert compare_campaigns(two_stored, "A", "B", resamples=500).to_dict() == first.to_dict()   # same version
+    two_stored.write(lambda conn: conn.execute("UPDATE campaigns SET ended_at = 2.0 WHERE id = 'B'"))   # e.g. retried
+    changed = compare_campaigns(two_stored, "A", "B", resamples=500)
+    assert changed.to_dict() != first.to_dict() and next(m for m in changed.measures if m.measure == "coverage").mean_b == 1.0
+    assert kept(two_stored) == [("A", "B", "0")]
+    compare_campaigns(two_stored, "A", "B", seed=7, resamples=500)
+    compare_campaigns(two_stored, "B", "A", resamples=500)
+    assert kept(two_stored) == [("A", "B", "0"), ("B", "A", "0"), ("A", "B", "7")]
+    two_stored.write(lambda conn: conn.execute("DELETE FROM campaigns WHERE id = 'B'"))
+    assert kept(two_stored) == []
+
+
+def test_a_running_campaign_is_compared_but_not_kept(two_stored):
+    two_stored.write(lambda conn: conn.execute("UPDATE campaigns SET status = 'running', heartbeat = 9e9 WHERE id = 'B'"))
+    assert compare_campaigns(two_stored, "A", "B", resamples=500).b.status == "running"
+    assert kept(two_stored) == []
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, True])
+def test_a_seed_numpy_cannot_take_is_refused(seed):
+    with pytest.raises(EvalError, match="seed"):
+        compare_results(campaign("A"), A_ROWS, campaign("B"), B_ROWS, seed=seed)
+
+
+def test_cli_compare_shows_power_and_takes_an_effect(stored, tmp_path, capsys):
+    db = str(tmp_path / "e.db")
+    assert main(["compare", "A", "B", "--db", db, "--resamples", "500", "--effect", "0.1"]) == 0
+    text = capsys.readouterr().out
+    assert "power (paired t, 80% at alpha 0.05)" in text and "questions needed to see ±0.1" in text
+    coverage = next(line for line in text.splitlines() if line.startswith("  coverage"))
+    assert "n = 3 can detect ±" in coverage and "±0.1 needs" in coverage
+    assert "1 paired question(s): no test can detect a difference" in text
+    assert "warning: no difference found on coverage, but with n = 3" in text
+    assert main(["compare", "A", "B", "--json", "--db", db, "--resamples", "500", "--effect", "0.1"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    entry = next(m for m in data["measures"] if m["measure"] == "coverage")
+    assert data["effect"] == 0.1 and entry["effect"] == 0.1 and entry["n_required"] > 3 and entry["mde"] > 0.1
+    assert data["power_warnings"] and data["power"] == 0.8 and data["alpha"] == 0.05
+    with pytest.raises(SystemExit) as raised:
+        main(["compare", "A", "B", "--db", db, "--effect", "0"])
+    assert raised.value.code == 2 and "expected a positive number, found '0'" in capsys.readouterr().err
+
+
+def test_api_compare_reports_power_for_an_effect(two_stored, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from evalcore.api import create_app
+    from evalcore.keys import create_key
+
+    app = create_app(two_stored.path)
+    key = create_key(app.state.store, tenant="default", role="viewer")[1]
+    with TestClient(app) as client:
+        answer = client.get("/api/v1/compare?a=A&b=B&effect=0.05", headers={"Authorization": f"Bearer {key}"})
+        assert answer.status_code == 200, answer.text
+        comparison = answer.json()["data"]["comparison"]
+        expected = compare_campaigns(two_stored, "A", "B", effect=0.05).to_dict()
+        assert comparison["effect"] == 0.05 and comparison["power_warnings"] == expected["power_warnings"]
+        for got, want in zip(comparison["measures"], expected["measures"]):
+            assert {k: got[k] for k in ("mde", "mde_bootstrap", "n_required", "effect", "sd_diff", "power_note")} == \
+                {k: want[k] for k in ("mde", "mde_bootstrap", "n_required", "effect", "sd_diff", "power_note")}
+        bad = client.get("/api/v1/compare?a=A&b=B&effect=0", headers={"Authorization": f"Bearer {key}"})
+        assert bad.status_code == 422 and "effect" in bad.text
+
+
+def test_compare_page_shows_what_each_measure_could_detect(two_stored, monkeypatch):
+    from tests.test_dashboard import assert_clean, page_test, unescape
+
+    at = page_test(str(two_stored.path), monkeypatch, "pages/compare.py")
+    assert_clean(at)
+    comparison = compare_campaigns(two_stored, at.selectbox[0].value, at.selectbox[1].value)
+    table = next(df.value for df in at.dataframe if "mde" in df.value.columns).set_index("measure")
+    for m in comparison.measures:
+        assert table.loc[m.measure, "mde"] == pytest.approx(m.mde) and table.loc[m.measure, "n_required"] == m.n_required
+    shown = unescape("\n".join(w.value for w in at.warning))
+    assert all(w in shown for w in comparison.power_warnings) and comparison.power_warnings
+    hover = at.get("plotly_chart")[0].proto.spec
+    assert "n = 30 can detect ±" in hover and "±0.02 needs " in hover
+    at.number_input(key="effect").set_value(0.5).run()
+    assert_clean(at)
+    table = next(df.value for df in at.dataframe if "mde" in df.value.columns).set_index("measure")
+    coverage = next(m for m in comparison.measures if m.measure == "coverage")
+    assert table.loc["coverage", "n_required"] == coverage.with_effect(0.5).n_required
+    assert "±0.5 needs " in at.get("plotly_chart")[0].proto.spec
+    assert len(at.get("plotly_chart")) == 2

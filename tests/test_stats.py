@@ -96,7 +96,8 @@ def test_bootstrap_is_deterministic_given_the_seed_and_slices_large_inputs():
     values = list(np.random.default_rng(5).normal(size=300))
     assert stats.bootstrap_ci(values, seed=4) == stats.bootstrap_ci(values, seed=4)
     assert stats.bootstrap_ci(values, seed=4) != stats.bootstrap_ci(values, seed=5)
-    assert sum(stats.slices(10_000, 1_000)) == 10_000 and len(stats.slices(10_000, 1_000)) == 5
+    assert sum(stats.slices(10_000, 1_000)) == 10_000 and len(stats.slices(10_000, 1_000)) == 154  # 65 rows of 1,000 per block
+    assert stats.slices(10, 2 * stats.BLOCK_CELLS // 5) == [2, 2, 2, 2, 2]
     assert stats.bootstrap_ci([]) is None
 
 
@@ -128,3 +129,96 @@ def test_zero_differences_leave_the_exact_test_exact_and_equal_to_scipy():
 def test_bootstrap_has_no_interval_for_a_single_value():
     assert stats.bootstrap_ci([0.7]) is None and stats.bootstrap_ci([]) is None
     assert stats.bootstrap_ci([0.2, 0.2, 0.2]) == (pytest.approx(0.2), pytest.approx(0.2))
+
+
+# --- the batch functions against the per-measure computation they replace ------------------------
+
+def per_measure_bootstrap(values, resamples, seed):
+    """The per-measure bootstrap as it was: its own generator, index matrices in slices of 2,000,000 cells."""
+    data = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    rows = max(1, 2_000_000 // data.size)
+    means = np.concatenate([data[rng.integers(0, data.size, size=(min(rows, resamples - start), data.size))].mean(axis=1)
+                            for start in range(0, resamples, rows)])
+    return tuple(np.percentile(means, [2.5, 97.5])), means.std(ddof=1)
+
+
+def per_measure_sign_flip(diffs, resamples, seed):
+    """The sampled sign-flip test as it was: its own generator, sign matrices in slices of 2,000,000 cells."""
+    data = np.asarray([d for d in diffs if d != 0], dtype=float)
+    rng = np.random.default_rng(seed)
+    limit = abs(data.mean()) - 1e-12 * max(1.0, np.abs(data).max())
+    rows, hits = max(1, 2_000_000 // data.size), 0
+    for start in range(0, resamples, rows):
+        signs = rng.integers(0, 2, size=(min(rows, resamples - start), data.size)) * 2 - 1
+        hits += int(np.count_nonzero(np.abs((signs * data).mean(axis=1)) >= limit))
+    return (hits + 1) / (resamples + 1)
+
+
+def measures_like_a_comparison(seed, sizes):
+    """Differences of several measures: continuous ones, and tied ones (many zero differences, distinct k)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for j, n in enumerate(sizes):
+        a, b = rng.random(n), rng.random(n)
+        if j % 2:   # a measure on a grid (like precision@5): equal values give zero differences
+            a, b = np.round(a * (j + 1)) / (j + 1), np.round(b * (j + 1)) / (j + 1)
+        out.append(b - a)
+    return out
+
+
+@pytest.mark.parametrize("seed,sizes,resamples", [
+    (0, [50, 50, 50, 73, 73, 2, 3], 2000),
+    (1, [400, 400, 401, 999, 400], 3001),
+    (2, [5000, 5000, 5000, 5000], 700),
+])
+def test_batch_bootstrap_equals_the_per_measure_bootstrap(seed, sizes, resamples):
+    samples = measures_like_a_comparison(seed, sizes)
+    batch = stats.bootstrap_intervals(samples, resamples=resamples, seed=seed)
+    for sample, result in zip(samples, batch):
+        (low, high), se = per_measure_bootstrap(sample, resamples, seed)
+        # The same resamples; only the order of a sum differs (a matrix product instead of a row mean).
+        assert result.low == pytest.approx(low, abs=1e-12) and result.high == pytest.approx(high, abs=1e-12)
+        assert result.se == pytest.approx(se, abs=1e-12)
+        alone = stats.bootstrap_ci(sample, resamples=resamples, seed=seed)   # a matrix-vector product: to rounding
+        assert alone == (pytest.approx(result.low, abs=1e-15), pytest.approx(result.high, abs=1e-15))
+
+
+@pytest.mark.parametrize("seed,sizes,resamples", [
+    (0, [30, 30, 31, 45, 64, 64], 2000),
+    (3, [700, 700, 701, 1500], 5000),
+    (4, [20, 3000, 21, 3000], 1001),
+])
+def test_batch_sign_flip_equals_the_per_measure_test(seed, sizes, resamples):
+    samples = measures_like_a_comparison(seed, sizes)
+    batch = stats.sign_flip_tests(samples, resamples=resamples, seed=seed)
+    assert len({np.count_nonzero(s) for s in samples}) > 2   # several k share one stream of signs
+    for sample, (p_value, method) in zip(samples, batch):
+        assert method == "sampled"
+        assert p_value == per_measure_sign_flip(sample, resamples, seed)   # exactly: the same hits
+
+
+def test_a_row_of_signs_longer_than_a_block_spans_several_draws():
+    # k above BLOCK_CELLS: a resample's row of signs is drawn over several blocks, and odd k leaves half-used
+    # 64-bit draws between rows; the shorter sample reads its rows from the same stream.
+    rng = np.random.default_rng(8)
+    long, short = rng.normal(0.001, 1, stats.BLOCK_CELLS + 1001), rng.normal(0.3, 1, 999)
+    (p_long, _), (p_short, _) = stats.sign_flip_tests([long, short], resamples=7, seed=5)
+    assert p_long == per_measure_sign_flip(long, 7, 5) and p_short == per_measure_sign_flip(short, 7, 5)
+
+
+def test_batches_mix_exact_sampled_empty_and_single_values():
+    samples = [[0.2] * 5, [], [0.0, 0.0], [0.5], list(np.random.default_rng(2).normal(0.1, 1, 40))]
+    tests = stats.sign_flip_tests(samples, resamples=1000, seed=3)
+    assert tests[:4] == [(pytest.approx(2 / 32), "exact"), (1.0, "exact"), (1.0, "exact"), (1.0, "exact")]
+    assert tests[4] == (per_measure_sign_flip(samples[4], 1000, 3), "sampled")
+    intervals = stats.bootstrap_intervals(samples, resamples=1000, seed=3)
+    assert intervals[1] is None and intervals[3] is None
+    assert (intervals[0].low, intervals[0].high) == (pytest.approx(0.2), pytest.approx(0.2))
+    assert intervals[0].se == pytest.approx(0.0, abs=1e-15)
+
+
+def test_bootstrap_standard_error_is_the_standard_error_of_the_mean():
+    values = np.random.default_rng(11).normal(0.0, 2.0, 900)
+    (result,) = stats.bootstrap_intervals([values], resamples=4000, seed=0)
+    assert result.se == pytest.approx(values.std(ddof=0) / np.sqrt(values.size), rel=0.05)

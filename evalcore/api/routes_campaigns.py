@@ -12,7 +12,7 @@ from evalcore.api.auth import Admin, Viewer
 from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
 from evalcore.api.schemas import CampaignDetail, CampaignList, CampaignOnly, ComparisonData, Ok, ResultsPage
 from evalcore.campaigns import Campaign, NotFound, campaign_aggregates, campaign_results, get_campaign, list_campaigns
-from evalcore.compare import compare_campaigns
+from evalcore.compare import compare_campaigns, power
 from evalcore.datasets import DEFAULT_DATASET
 from evalcore.store import Store
 
@@ -86,8 +86,14 @@ def results(request: Request, campaign_id: CampaignId, principal: Viewer, offset
 
 @router.get("/compare", response_model=Ok[ComparisonData], summary="Compare two campaigns over their common questions")
 def compare(request: Request, a: Annotated[str, Query(max_length=300)], b: Annotated[str, Query(max_length=300)],
-            principal: Viewer) -> dict[str, Any]:
-    """Per-question verdicts and per-measure deltas with intervals (campaign a is the baseline)."""
+            principal: Viewer, effect: Annotated[float, Query(gt=0, le=1e9, description="difference to detect, in "
+                                                              "each measure's units: the questions needed to see it")]
+            = power.EFFECT) -> dict[str, Any]:
+    """Per-question verdicts, per-measure deltas with intervals and power (campaign a is the baseline).
+
+    Computed once per pair of campaign versions and kept: asking again reads the stored comparison.
+    """
     campaign_of(request, a, principal)
     campaign_of(request, b, principal)
-    return ok({"comparison": compare_campaigns(request.app.state.store, a, b, principal=principal).to_dict()})
+    comparison = compare_campaigns(request.app.state.store, a, b, effect=effect, principal=principal)
+    return ok({"comparison": comparison.to_dict()})

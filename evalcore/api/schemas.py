@@ -205,6 +205,14 @@ class MeasureDeltaOut(Out):
     improved: bool
     higher_is_better: bool
     binary: bool
+    sd_diff: float | None = Field(description="standard deviation of the per-question differences B - A")
+    se_bootstrap: float | None = Field(description="bootstrap standard error of the mean difference")
+    mde: float | None = Field(description="smallest difference the paired t-test detects with 80% power at "
+                                          "alpha 0.05 given n and sd_diff (null when power_note says why not)")
+    mde_bootstrap: float | None = Field(description="(z_0.975 + z_0.8) * se_bootstrap: a check on mde")
+    effect: float = Field(description="the effect size n_required is computed for, in the measure's units")
+    n_required: int | None = Field(description="questions needed to detect effect with 80% power at alpha 0.05")
+    power_note: str | None = Field(description="why mde and n_required are null (fewer than 2 pairs, no spread)")
 
 
 class ComparisonOut(Out):
@@ -216,10 +224,15 @@ class ComparisonOut(Out):
     questions: list[QuestionDiffOut]
     measures: list[MeasureDeltaOut]
     warnings: list[str]
+    power_warnings: list[str] = Field(description="measures with no significant difference that could not have "
+                                                  "shown one of the effect size")
     notes: list[str]
     config_diff: dict[str, list[Any]]
     seed: int
     resamples: int
+    effect: float = Field(description="the effect size to detect (the `effect` query parameter)")
+    power: float = Field(description="the power the minimum detectable effects are computed for")
+    alpha: float
 
 
 class CampaignList(BaseModel):

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from evalcore.cli._common import Commands, add_db_option, positive_int, store_of
-from evalcore.compare import Comparison, QuestionDiff, Sweep, compare_campaigns, compare_sweep
+from evalcore.compare import Comparison, MeasureDelta, QuestionDiff, Sweep, compare_campaigns, compare_sweep, power
 from evalcore.compare.stats import RESAMPLES
 from evalcore.errors import EvalError
 
@@ -20,6 +20,9 @@ def register(commands: Commands) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap and randomization test")
     parser.add_argument("--resamples", type=positive_int, default=RESAMPLES, help=f"resamples (default {RESAMPLES})")
+    parser.add_argument("--effect", type=effect_size, default=power.EFFECT,
+                        help=f"difference to detect, in each measure's units: the questions needed to see it "
+                             f"(default {power.EFFECT})")
     add_db_option(parser)
     parser.set_defaults(handler=compare_command)
 
@@ -29,7 +32,8 @@ def compare_command(args: argparse.Namespace) -> int:
     if len(args.ids) < 2:
         raise EvalError("compare needs at least two campaign ids", found=str(len(args.ids)), expected=">= 2")
     if len(args.ids) == 2:
-        result: Comparison | Sweep = compare_campaigns(store_of(args), args.ids[0], args.ids[1], seed=args.seed, resamples=args.resamples)
+        result: Comparison | Sweep = compare_campaigns(store_of(args), args.ids[0], args.ids[1], seed=args.seed,
+                                                       resamples=args.resamples, effect=args.effect)
     else:
         result = compare_sweep(store_of(args), args.ids, seed=args.seed, resamples=args.resamples)
     if args.json:
@@ -38,6 +42,14 @@ def compare_command(args: argparse.Namespace) -> int:
         lines = format_comparison(result) if isinstance(result, Comparison) else format_sweep(result)
         print("\n".join(lines))
     return 0
+
+
+def effect_size(text: str) -> float:
+    """argparse type: a positive number."""
+    try:
+        return power.check_effect(float(text))
+    except (ValueError, EvalError):
+        raise argparse.ArgumentTypeError(f"expected a positive number, found {text!r}") from None
 
 
 def num(value: float | None, digits: int = 4) -> str:
@@ -51,7 +63,8 @@ def format_comparison(comparison: Comparison) -> list[str]:
     lines = [f"A (baseline) {a.id}  {a.kind} {a.source}  {a.status}",
              f"B            {b.id}  {b.kind} {b.source}  {b.status}"]
     lines += [f"config {key}: {values[0]!r} -> {values[1]!r}" for key, values in comparison.config_diff.items()]
-    lines += [f"warning: {w}" for w in comparison.warnings] + [f"note: {n}" for n in comparison.notes]
+    lines += [f"warning: {w}" for w in comparison.warnings + comparison.power_warnings]
+    lines += [f"note: {n}" for n in comparison.notes]
     lines.append("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(comparison.verdicts.items())))
     if not comparison.measures:
         lines.append("no measure to compare: no question has the same measure in both campaigns")
@@ -63,10 +76,22 @@ def format_comparison(comparison: Comparison) -> list[str]:
         lines.append(f"{m.measure:28} {m.n:4d} {num(m.mean_a):>8} {num(m.mean_b):>8} "
                      f"{num(m.delta):>9} {ci:>21} {num(m.p_value, 3):>8}{flag}  {m.test}")
     lines.append(f"* p < 0.05 (seed {comparison.seed}, {comparison.resamples} resamples)")
+    if comparison.measures:
+        lines.append(f"power (paired t, {power.POWER:.0%} at alpha {power.ALPHA:g}): the smallest difference each "
+                     f"measure could show, and the questions needed to see ±{comparison.effect:g}")
+        lines += [f"  {m.measure:28} {power_line(m)}" for m in comparison.measures]
     for q in comparison.questions:
         if q.verdict in SHOWN_VERDICTS:
             lines.append(question_line(q))
     return lines
+
+
+def power_line(m: MeasureDelta) -> str:
+    """'n = 74 can detect ±0.031 (bootstrap ±0.03); ±0.02 needs 180 questions', or why not."""
+    if m.mde is None:
+        return m.power_note or ""
+    bootstrap = f" (bootstrap ±{m.mde_bootstrap:.2g})" if m.mde_bootstrap is not None else ""
+    return f"n = {m.n} can detect ±{m.mde:.2g}{bootstrap}; ±{m.effect:g} needs {m.n_required:,} questions"
 
 
 def question_line(q: QuestionDiff) -> str:

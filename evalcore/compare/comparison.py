@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from evalcore.access import Principal, scope
 from evalcore.campaigns import Campaign, QuestionResult, campaign_results, get_campaign
-from evalcore.compare import stats
+from evalcore.compare import power, saved, stats
+from evalcore.compare.records import (
+    CampaignHeader,
+    Comparison,
+    McNemar,
+    MeasureDelta,
+    Paired,
+    Passage,
+    QuestionDiff,
+)
 from evalcore.errors import EvalError
 from evalcore.metrics import MEASURES, sources_found, verdict_basis
 from evalcore.store import Store
@@ -17,142 +28,7 @@ from evalcore.store import Store
 PASS_SUFFIX = ":pass"
 EPSILON = 1e-9
 QuestionKey = tuple[int, str]
-
-
-@dataclass(frozen=True)
-class CampaignHeader:
-    """The fields of a campaign a comparison repeats."""
-
-    id: str
-    kind: str
-    source: str
-    status: str
-    dataset_hash: str | None
-    config: dict[str, Any]
-    total: int
-    finished: int
-    failed: int
-
-    @classmethod
-    def of(cls, campaign: Campaign) -> CampaignHeader:
-        """The header of a campaign."""
-        return cls(campaign.id, campaign.kind, campaign.source, campaign.status.value, campaign.dataset_hash,
-                   campaign.config, campaign.total, campaign.finished, campaign.failed)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON shape."""
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class Passage:
-    """A relevant passage that entered or left the retrieved list."""
-
-    pid: int
-    title: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON shape."""
-        return {"pid": self.pid, "title": self.title}
-
-
-@dataclass(frozen=True)
-class QuestionDiff:
-    """One line of the per-question table: the verdict, its basis, and what changed."""
-
-    qid: int
-    question: str
-    answer_a: str | None
-    answer_b: str | None
-    verdict: str  # better | worse | same | new | removed | unscored
-    basis: str | None  # the measure that decided, "error", or None
-    a: float | None
-    b: float | None
-    error_a: str | None = None
-    error_b: str | None = None
-    answer_changed: bool | None = None
-    entered: tuple[Passage, ...] = ()
-    left: tuple[Passage, ...] = ()
-    sources_entered: tuple[str, ...] | None = None  # suites only: expected sources found in B, not in A
-    sources_left: tuple[str, ...] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON shape (sources_* only for questions with expected sources)."""
-        data: dict[str, Any] = {
-            "qid": self.qid, "question": self.question, "answer_a": self.answer_a, "answer_b": self.answer_b,
-            "verdict": self.verdict, "basis": self.basis, "a": self.a, "b": self.b, "error_a": self.error_a,
-            "error_b": self.error_b, "answer_changed": self.answer_changed,
-            "entered": [p.to_dict() for p in self.entered], "left": [p.to_dict() for p in self.left],
-        }
-        if self.sources_entered is not None:
-            data["sources_entered"] = list(self.sources_entered)
-            data["sources_left"] = list(self.sources_left or ())
-        return data
-
-
-@dataclass(frozen=True)
-class McNemar:
-    """Exact McNemar test of paired pass/fail outcomes."""
-
-    only_a: int
-    only_b: int
-    p_value: float
-
-
-@dataclass(frozen=True)
-class MeasureDelta:
-    """B − A of one measure over the common questions, its 95% interval and a paired test."""
-
-    measure: str
-    n: int
-    mean_a: float
-    mean_b: float
-    delta: float
-    ci_low: float | None
-    ci_high: float | None
-    p_randomization: float
-    randomization: str  # "exact" | "sampled"
-    higher_is_better: bool
-    binary: bool
-    p_value: float
-    test: str
-    significant: bool
-    improved: bool
-    mcnemar: McNemar | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON shape."""
-        data = {k: v for k, v in self.__dict__.items() if k != "mcnemar"}
-        if self.mcnemar is not None:
-            data["mcnemar"] = dict(self.mcnemar.__dict__)
-        return data
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """Two campaigns side by side: verdicts per question, statistics per measure, warnings."""
-
-    a: CampaignHeader
-    b: CampaignHeader
-    questions: list[QuestionDiff]
-    measures: list[MeasureDelta]
-    warnings: list[str]
-    config_diff: dict[str, list[Any]]
-    seed: int
-    resamples: int
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def verdicts(self) -> dict[str, int]:
-        """How many questions got each verdict."""
-        return dict(Counter(q.verdict for q in self.questions))
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON shape for --json, the API and the dashboard."""
-        return {"a": self.a.to_dict(), "b": self.b.to_dict(), "verdicts": self.verdicts,
-                "questions": [q.to_dict() for q in self.questions], "measures": [m.to_dict() for m in self.measures],
-                "warnings": self.warnings, "notes": self.notes, "config_diff": self.config_diff, "seed": self.seed,
-                "resamples": self.resamples}
+Values = dict[str, float]   # a question's measures, as row_values gives them
 
 
 def higher_is_better(name: str) -> bool:
@@ -183,13 +59,13 @@ def question_key(result: QuestionResult) -> QuestionKey:
     return (result.question.qid, " ".join(result.question.text.split()))
 
 
-def verdict(a_row: QuestionResult, b_row: QuestionResult) -> tuple[str, str | None, float | None, float | None]:
+def verdict(a_row: QuestionResult, b_row: QuestionResult, a_values: Values,
+            b_values: Values) -> tuple[str, str | None, float | None, float | None]:
     """(verdict, basis measure, value in A, value in B) for a question both campaigns asked."""
     a_failed, b_failed = bool(a_row.outcome.error), bool(b_row.outcome.error)
     if a_failed or b_failed:
         kind = "same" if a_failed == b_failed else "better" if a_failed else "worse"
         return kind, "error", None, None
-    a_values, b_values = row_values(a_row), row_values(b_row)
     for basis in verdict_basis():
         if basis in a_values and basis in b_values:
             delta = b_values[basis] - a_values[basis]
@@ -237,8 +113,9 @@ def passage_changes(a_row: QuestionResult, b_row: QuestionResult) -> Changes:
     return Changes(entered, left, sources_entered, sources_left)
 
 
-def question_entry(key: QuestionKey, a_row: QuestionResult | None, b_row: QuestionResult | None) -> QuestionDiff:
-    """One line of the per-question table."""
+def question_entry(key: QuestionKey, a_row: QuestionResult | None, b_row: QuestionResult | None,
+                   a_values: Values, b_values: Values) -> QuestionDiff:
+    """One line of the per-question table (the values are the rows' row_values)."""
     shown = a_row or b_row
     assert shown is not None  # every key comes from one side at least
     base = QuestionDiff(qid=key[0], question=shown.question.text, answer_a=a_row.outcome.answer if a_row else None,
@@ -246,7 +123,7 @@ def question_entry(key: QuestionKey, a_row: QuestionResult | None, b_row: Questi
                         basis=None, a=None, b=None)
     if a_row is None or b_row is None:
         return base
-    kind, basis, a_value, b_value = verdict(a_row, b_row)
+    kind, basis, a_value, b_value = verdict(a_row, b_row, a_values, b_values)
     # A failed question retrieved nothing: "relevant passages left" would only echo the failure.
     changes = passage_changes(a_row, b_row) if basis != "error" else Changes()
     return replace(base, verdict=kind, basis=basis, a=a_value, b=b_value, error_a=a_row.outcome.error or None,
@@ -255,34 +132,75 @@ def question_entry(key: QuestionKey, a_row: QuestionResult | None, b_row: Questi
                    **changes._asdict())
 
 
-def measure_entry(name: str, pairs: list[tuple[float, float]], *, seed: int, resamples: int) -> MeasureDelta:
-    """Mean difference over the common questions, its 95% interval, a paired test and significance."""
-    a_values, b_values = [p[0] for p in pairs], [p[1] for p in pairs]
-    diffs = [b - a for a, b in pairs]
-    mean_a, mean_b = sum(a_values) / len(pairs), sum(b_values) / len(pairs)
-    low, high = stats.bootstrap_ci(diffs, resamples=resamples, seed=seed) or (None, None)
-    p_random, method = stats.sign_flip_test(diffs, resamples=resamples, seed=seed)
-    binary = is_binary(name, pairs)
+def paired_values(common: list[QuestionKey], a_values: dict[QuestionKey, Values],
+                  b_values: dict[QuestionKey, Values]) -> dict[str, Paired]:
+    """Per measure (by name): the common questions where both sides have it, with both values."""
+    columns: dict[str, tuple[list[int], list[float], list[float]]] = {}
+    for key in common:
+        a, b = a_values[key], b_values[key]
+        for name in a.keys() & b.keys():
+            qids, xs, ys = columns.setdefault(name, ([], [], []))
+            qids.append(key[0])
+            xs.append(a[name])
+            ys.append(b[name])
+    return {name: Paired(np.array(qids, dtype=np.int64), np.array(xs, dtype=float), np.array(ys, dtype=float))
+            for name, (qids, xs, ys) in sorted(columns.items())}
+
+
+def measure_entries(paired: dict[str, Paired], *, seed: int, resamples: int, effect: float) -> list[MeasureDelta]:
+    """Every measure's delta: the bootstrap and randomization draws are shared by all measures (stats)."""
+    diffs = [values.b - values.a for values in paired.values()]
+    intervals = stats.bootstrap_intervals(diffs, resamples=resamples, seed=seed)
+    tests = stats.sign_flip_tests(diffs, resamples=resamples, seed=seed)
+    return [measure_entry(name, values, interval, test, effect=effect)
+            for (name, values), interval, test in zip(paired.items(), intervals, tests, strict=True)]
+
+
+def measure_entry(name: str, values: Paired, interval: stats.BootstrapMean | None, randomization: tuple[float, str],
+                  *, effect: float) -> MeasureDelta:
+    """Mean difference over the common questions, its 95% interval, a paired test, significance and power."""
+    n = len(values.a)
+    # Python's sum over the values, in question order: the means do not depend on numpy's summation.
+    mean_a, mean_b = sum(values.a.tolist()) / n, sum(values.b.tolist()) / n
+    p_random, method = randomization
+    binary = is_binary(name, values)
     mcnemar = None
     if binary:
-        test = stats.mcnemar_exact([a >= 0.5 for a in a_values], [b >= 0.5 for b in b_values])
+        test = stats.mcnemar_exact((values.a >= 0.5).tolist(), (values.b >= 0.5).tolist())
         mcnemar = McNemar(test["only_a"], test["only_b"], test["p_value"])
     p_value = mcnemar.p_value if mcnemar else p_random
     better = higher_is_better(name)
     significant = p_value < stats.ALPHA
+    diffs = values.b - values.a
+    sd = spread(diffs)
+    # Equal differences resample to equal means: an se of 1e-17 is rounding, not a spread.
+    se = (interval.se if sd else 0.0) if interval else None
     return MeasureDelta(
-        measure=name, n=len(pairs), mean_a=mean_a, mean_b=mean_b, delta=mean_b - mean_a, ci_low=low, ci_high=high,
+        measure=name, n=n, mean_a=mean_a, mean_b=mean_b, delta=mean_b - mean_a,
+        ci_low=interval.low if interval else None, ci_high=interval.high if interval else None,
         p_randomization=p_random, randomization=method, higher_is_better=better, binary=binary, p_value=p_value,
         test="mcnemar-exact" if mcnemar else f"sign-flip randomization ({method})", significant=significant,
-        improved=significant and (mean_b - mean_a > 0) == better, mcnemar=mcnemar,
+        improved=significant and (mean_b - mean_a > 0) == better, mcnemar=mcnemar, sd_diff=sd, se_bootstrap=se,
+        mde=power.mde(sd, n), mde_bootstrap=power.mde_bootstrap(se), effect=effect,
+        n_required=power.required_n(effect, sd), power_note=power.why_no_power(n, sd, float(diffs[0]) if n else 0.0),
     )
 
 
-def is_binary(name: str, pairs: list[tuple[float, float]]) -> bool:
+def spread(diffs: np.ndarray) -> float | None:
+    """Sample standard deviation of the differences; 0 when they are all equal, None below 2."""
+    if diffs.size < 2:
+        return None
+    # Equal up to rounding (0.7 - 0.5 vs 0.3 - 0.1) is equal: a spread of 1e-17 would claim that
+    # a difference of 1e-16 could be detected.
+    equal = diffs.max() - diffs.min() <= 1e-12 * max(1.0, float(np.abs(diffs).max()))
+    return 0.0 if equal else float(diffs.std(ddof=1))
+
+
+def is_binary(name: str, values: Paired) -> bool:
     """Pass/fail measures (McNemar applies): known binary names whose values are all 0 or 1."""
     measure = MEASURES.get(name)
     known = bool(measure and measure.binary) or name.endswith(PASS_SUFFIX)
-    return known and all(v in (0.0, 1.0) for pair in pairs for v in pair)
+    return known and all(bool(np.isin(side, (0.0, 1.0)).all()) for side in (values.a, values.b))
 
 
 def config_diff(a: Campaign, b: Campaign) -> dict[str, list[Any]]:
@@ -325,33 +243,37 @@ def warnings_for(a: Campaign, b: Campaign, a_rows: list[QuestionResult], b_rows:
 
 
 def compare_results(a_campaign: Campaign, a_rows: list[QuestionResult], b_campaign: Campaign,
-                    b_rows: list[QuestionResult], *, seed: int = 0, resamples: int = stats.RESAMPLES) -> Comparison:
+                    b_rows: list[QuestionResult], *, seed: int = 0, resamples: int = stats.RESAMPLES,
+                    effect: float = power.EFFECT) -> Comparison:
     """Compare two campaigns given their records and result rows (pure: no store)."""
-    check_resamples(resamples)
+    check_draws(seed, resamples)
+    effect = power.check_effect(effect)
     a_index = {question_key(r): r for r in a_rows}
     b_index = {question_key(r): r for r in b_rows}
+    a_values = {key: row_values(r) for key, r in a_index.items()}
+    b_values = {key: row_values(r) for key, r in b_index.items()}
     keys = list(a_index) + [k for k in b_index if k not in a_index]
-    questions = [question_entry(k, a_index.get(k), b_index.get(k)) for k in keys]
+    questions = [question_entry(k, a_index.get(k), b_index.get(k), a_values.get(k, {}), b_values.get(k, {}))
+                 for k in keys]
     common = [k for k in keys if k in a_index and k in b_index]
-    pairs: dict[str, list[tuple[float, float]]] = {}
-    for key in common:
-        a_values, b_values = row_values(a_index[key]), row_values(b_index[key])
-        for name in sorted(a_values.keys() & b_values.keys()):
-            pairs.setdefault(name, []).append((a_values[name], b_values[name]))
-    measures = [measure_entry(n, p, seed=seed, resamples=resamples) for n, p in sorted(pairs.items())]
+    paired = paired_values(common, a_values, b_values)
+    measures = measure_entries(paired, seed=seed, resamples=resamples, effect=effect)
     diff = config_diff(a_campaign, b_campaign)
-    notes = notes_for(a_campaign, b_campaign, diff, common=len(common), measured=set(pairs))
-    notes += one_sided([a_index[k] for k in common], [b_index[k] for k in common], set(pairs))
+    notes = notes_for(a_campaign, b_campaign, diff, common=len(common), measured=set(paired))
+    notes += one_sided([a_values[k] for k in common], [b_values[k] for k in common], set(paired))
     return Comparison(a=CampaignHeader.of(a_campaign), b=CampaignHeader.of(b_campaign), questions=questions,
                       measures=measures, config_diff=diff, seed=seed, resamples=resamples, notes=notes,
-                      warnings=warnings_for(a_campaign, b_campaign, a_rows, b_rows, diff, len(common)))
+                      warnings=warnings_for(a_campaign, b_campaign, a_rows, b_rows, diff, len(common)),
+                      effect=effect, paired=paired)
 
 
-def check_resamples(resamples: int) -> None:
-    """Refuse a resample count that leaves the bootstrap and the randomization test nothing to draw."""
+def check_draws(seed: int, resamples: int) -> None:
+    """Refuse a seed numpy cannot take, or a resample count that leaves the tests nothing to draw."""
     if not isinstance(resamples, int) or resamples < 1:
         raise EvalError("resamples must be a whole number of at least 1", found=str(resamples),
                         expected=f">= 1 (default {stats.RESAMPLES})")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise EvalError("the seed must be a whole number of at least 0", found=str(seed), expected=">= 0 (default 0)")
 
 
 def notes_for(a: Campaign, b: Campaign, diff: dict[str, list[Any]], *, common: int, measured: set[str]) -> list[str]:
@@ -367,11 +289,11 @@ def notes_for(a: Campaign, b: Campaign, diff: dict[str, list[Any]], *, common: i
     return notes
 
 
-def one_sided(a_rows: list[QuestionResult], b_rows: list[QuestionResult], measured: set[str]) -> list[str]:
+def one_sided(a_values: list[Values], b_values: list[Values], measured: set[str]) -> list[str]:
     """Measures present on the common questions of one campaign only (e.g. a judge run on B alone)."""
     notes = []
-    for side, rows in (("A", a_rows), ("B", b_rows)):
-        counts = Counter(name for row in rows for name in row_values(row) if name not in measured)
+    for side, rows in (("A", a_values), ("B", b_values)):
+        counts = Counter(name for values in rows for name in values if name not in measured)
         notes += [f"{name} is measured only in {side} ({count} question(s)): not compared"
                   for name, count in sorted(counts.items())]
     return notes
@@ -384,7 +306,21 @@ def load(store: Store, campaign_id: str, tenant: str | None, principal: Principa
 
 
 def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resamples: int = stats.RESAMPLES,
-                      tenant: str | None = None, principal: Principal | None = None) -> Comparison:
-    """Compare two stored campaigns (A is the baseline, B the candidate)."""
-    return compare_results(*load(store, a_id, tenant, principal), *load(store, b_id, tenant, principal), seed=seed,
-                           resamples=resamples)
+                      effect: float = power.EFFECT, tenant: str | None = None,
+                      principal: Principal | None = None) -> Comparison:
+    """Compare two stored campaigns (A is the baseline, B the candidate), computed once per pair of versions.
+
+    The comparison is kept in the store under both campaigns' ids and results versions, the seed
+    and the resamples (`saved`); while none of them changes it is read back, not recomputed.
+    Another tenant's campaign is NotFound, as a missing one.
+    """
+    check_draws(seed, resamples)
+    effect = power.check_effect(effect)
+    tenant = scope(principal, tenant)
+    a, b = get_campaign(store, a_id, tenant=tenant), get_campaign(store, b_id, tenant=tenant)
+    comparison = saved.find(store, a, b, seed=seed, resamples=resamples)
+    if comparison is None:
+        comparison = compare_results(a, campaign_results(store, a_id), b, campaign_results(store, b_id), seed=seed,
+                                     resamples=resamples)
+        saved.keep(store, comparison, a, b)
+    return comparison.with_effect(effect)

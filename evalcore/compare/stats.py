@@ -1,8 +1,24 @@
-"""Paired statistics for comparisons: bootstrap interval, sign-flip randomization test, exact McNemar."""
+"""Paired statistics for comparisons: bootstrap interval, sign-flip randomization test, exact McNemar.
+
+A comparison tests every measure with the same seed, and a measure used to draw its own random
+numbers from `default_rng(seed)`. The batch functions below (`bootstrap_intervals`,
+`sign_flip_tests`) draw those numbers once and apply them to every measure, so each measure still
+gets exactly the resamples it would get alone (same seed, same intervals and p-values, to the
+floating-point rounding of a sum taken in another order):
+
+- bootstrap: measures with the same number of pairs n drew identical index matrices; one draw per
+  distinct n is turned into per-resample counts of each question, and one matrix product gives
+  every measure's resampled means;
+- sign flips: `rng.integers(0, 2, ...)` hands out one value of the generator's stream per cell,
+  whatever the shape asked for, so the (resamples x k) sign matrix of a measure with k non-zero
+  differences is the first resamples * k values of one stream, row by row; one stream serves
+  every k.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from math import comb
 from typing import Any
 
@@ -10,29 +26,74 @@ import numpy as np
 
 RESAMPLES = 10_000
 ALPHA = 0.05
-# Resample matrices are built in slices of at most this many cells, so memory stays bounded
-# (10,000 x n int64 would be 80 MB at n = 1,000).
-MAX_CELLS = 2_000_000
+# Random numbers are drawn and used in blocks of at most this many cells (512 kB of float64):
+# memory stays bounded (10,000 x n at once would be 800 MB at n = 10,000), the blocks stay in the
+# CPU cache, and the matrix products stay below the size where OpenBLAS starts threads, whose
+# synchronisation costs more than it saves on a busy 2-core machine.
+BLOCK_CELLS = 1 << 16
+
+
+@dataclass(frozen=True)
+class BootstrapMean:
+    """The percentile interval of a mean and its bootstrap standard error (sd of the resampled means)."""
+
+    low: float
+    high: float
+    se: float
 
 
 def slices(resamples: int, n: int) -> list[int]:
-    """Row counts of the slices that together make `resamples` rows of width n."""
-    rows = max(1, MAX_CELLS // max(n, 1))
+    """Row counts of the slices that together make `resamples` rows of width n, at most BLOCK_CELLS cells each."""
+    rows = max(1, BLOCK_CELLS // max(n, 1))
     return [min(rows, resamples - start) for start in range(0, resamples, rows)]
+
+
+def bootstrap_means(columns: np.ndarray, *, resamples: int = RESAMPLES, seed: int = 0) -> np.ndarray:
+    """Means of each column of an (n x m) matrix over the same `resamples` bootstrap resamples of its rows."""
+    n = columns.shape[0]
+    rng = np.random.default_rng(seed)
+    means = np.empty((resamples, columns.shape[1]))
+    start = 0
+    # The stream of indices does not depend on how it is sliced: small slices keep the counts in cache.
+    for rows in slices(resamples, n):
+        indices = rng.integers(0, n, size=(rows, n)) + np.arange(0, rows * n, n)[:, None]
+        counts = np.bincount(indices.ravel(), minlength=rows * n).reshape(rows, n)
+        means[start:start + rows] = counts @ columns
+        start += rows
+    means /= n
+    return means
+
+
+def bootstrap_intervals(samples: Sequence[Sequence[float]], *, resamples: int = RESAMPLES, seed: int = 0,
+                        level: float = 0.95) -> list[BootstrapMean | None]:
+    """Percentile bootstrap of the mean of each sample (None below 2 values), one draw per distinct length."""
+    arrays = [np.asarray(sample, dtype=float) for sample in samples]
+    out: list[BootstrapMean | None] = [None] * len(arrays)
+    tail = (1 - level) / 2 * 100
+    for n, members in by_length(arrays).items():
+        if n < 2:
+            continue   # one value has no spread to resample: an interval [v, v] would claim certainty
+        means = bootstrap_means(np.column_stack([arrays[i] for i in members]), resamples=resamples, seed=seed)
+        lows, highs = np.percentile(means, [tail, 100 - tail], axis=0)
+        spread = means.std(axis=0, ddof=1) if resamples > 1 else np.zeros(len(members))
+        for column, i in enumerate(members):
+            out[i] = BootstrapMean(float(lows[column]), float(highs[column]), float(spread[column]))
+    return out
+
+
+def by_length(arrays: Sequence[np.ndarray]) -> dict[int, list[int]]:
+    """Positions of the arrays grouped by their length."""
+    groups: dict[int, list[int]] = {}
+    for i, array in enumerate(arrays):
+        groups.setdefault(array.size, []).append(i)
+    return groups
 
 
 def bootstrap_ci(values: Sequence[float], *, resamples: int = RESAMPLES, seed: int = 0,
                  level: float = 0.95) -> tuple[float, float] | None:
     """Percentile bootstrap interval of the mean (paired when `values` are differences); None below 2 values."""
-    data = np.asarray(values, dtype=float)
-    if data.size < 2:
-        return None   # one value has no spread to resample: an interval [v, v] would claim certainty
-    rng = np.random.default_rng(seed)
-    means = np.concatenate([data[rng.integers(0, data.size, size=(rows, data.size))].mean(axis=1)
-                            for rows in slices(resamples, data.size)])
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return float(low), float(high)
+    (result,) = bootstrap_intervals([values], resamples=resamples, seed=seed, level=level)
+    return None if result is None else (result.low, result.high)
 
 
 def sign_flip_exact(diffs: Sequence[float]) -> float:
@@ -47,16 +108,48 @@ def sign_flip_exact(diffs: Sequence[float]) -> float:
 
 def sign_flip_sampled(diffs: Sequence[float], *, resamples: int = RESAMPLES, seed: int = 0) -> float:
     """Two-sided p-value of the paired randomization test from `resamples` random sign flips."""
-    data = np.asarray(diffs, dtype=float)
-    if data.size == 0:
-        return 1.0
-    rng = np.random.default_rng(seed)
-    hits = 0
-    for rows in slices(resamples, data.size):
-        signs = rng.integers(0, 2, size=(rows, data.size)) * 2 - 1
-        hits += int(np.count_nonzero(np.abs((signs * data).mean(axis=1)) >= threshold(data)))
+    return sampled_p_values([np.asarray(diffs, dtype=float)], resamples=resamples, seed=seed)[0]
+
+
+def sampled_p_values(samples: Sequence[np.ndarray], *, resamples: int = RESAMPLES, seed: int = 0) -> list[float]:
+    """Sampled sign-flip p-values; sample j uses the first resamples x k_j values of one stream of signs."""
+    groups = {k: members for k, members in by_length(samples).items() if k}
+    limits = {k: np.array([threshold(samples[i]) for i in members]) for k, members in groups.items()}
+    hits = np.zeros(len(samples), dtype=np.int64)
+    for k, means in flipped_means(samples, groups, resamples=resamples, seed=seed) if groups else ():
+        hits[groups[k]] += np.count_nonzero(np.abs(means) >= limits[k], axis=0)
     # (hits + 1) / (resamples + 1): the observed assignment is one of the possible ones, so p > 0.
-    return (hits + 1) / (resamples + 1)
+    return [1.0 if samples[i].size == 0 else (int(hits[i]) + 1) / (resamples + 1) for i in range(len(samples))]
+
+
+def flipped_means(samples: Sequence[np.ndarray], groups: dict[int, list[int]], *, resamples: int,
+                  seed: int) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield (k, means over a block of resamples) for each group of samples of k values.
+
+    The stream of signs is drawn in blocks; each group reads its next whole rows of k signs from
+    the current block (the unread tail carries over to the next one), so every sign is drawn and
+    converted once whatever the number of groups, and read from the CPU cache.
+    """
+    matrices = {k: np.column_stack([samples[i] for i in members]) for k, members in groups.items()}
+    done = dict.fromkeys(groups, 0)   # rows (resamples) finished per group
+    rng = np.random.default_rng(seed)
+    buffer = np.empty(BLOCK_CELLS + max(groups))
+    start, size = 0, 0   # the stream position of buffer[0], and how many signs the buffer holds
+    total = resamples * max(groups)
+    while start + size < total:
+        drawn = min(BLOCK_CELLS, total - start - size)
+        signs = buffer[size:size + drawn]
+        np.multiply(rng.integers(0, 2, size=drawn), 2.0, out=signs)
+        signs -= 1.0
+        size += drawn
+        for k in groups:
+            rows = min(resamples, (start + size) // k)
+            if rows > done[k]:
+                yield k, buffer[done[k] * k - start:rows * k - start].reshape(-1, k) @ matrices[k] / k
+                done[k] = rows
+        keep = min([done[k] * k for k in groups if done[k] < resamples], default=start + size) - start
+        buffer[:size - keep] = buffer[keep:size]
+        start, size = start + keep, size - keep
 
 
 def threshold(data: np.ndarray) -> float:
@@ -65,14 +158,23 @@ def threshold(data: np.ndarray) -> float:
     return observed - 1e-12 * max(1.0, float(np.abs(data).max()))
 
 
-def sign_flip_test(diffs: Sequence[float], *, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, str]:
-    """p-value and method: exact enumeration when 2^(non-zero differences) <= resamples, else sampled."""
+def sign_flip_tests(samples: Sequence[Sequence[float]], *, resamples: int = RESAMPLES,
+                    seed: int = 0) -> list[tuple[float, str]]:
+    """sign_flip_test of each sample, the sampled ones drawing their signs from one shared stream."""
     # Flipping the sign of a zero changes nothing, and the statistic |mean| over n or over the
     # non-zero differences orders assignments the same way: the exact test needs only those.
-    nonzero = [d for d in diffs if d != 0]
-    if 2 ** len(nonzero) <= resamples:
-        return sign_flip_exact(nonzero), "exact"
-    return sign_flip_sampled(nonzero, resamples=resamples, seed=seed), "sampled"
+    arrays = [np.asarray(sample, dtype=float) for sample in samples]
+    nonzero = [data[data != 0] for data in arrays]
+    sampled = [i for i, data in enumerate(nonzero) if 2 ** data.size > resamples]
+    p_values = dict(zip(sampled, sampled_p_values([nonzero[i] for i in sampled], resamples=resamples, seed=seed),
+                        strict=True))
+    return [(p_values[i], "sampled") if i in p_values else (sign_flip_exact(data), "exact")
+            for i, data in enumerate(nonzero)]
+
+
+def sign_flip_test(diffs: Sequence[float], *, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, str]:
+    """p-value and method: exact enumeration when 2^(non-zero differences) <= resamples, else sampled."""
+    return sign_flip_tests([diffs], resamples=resamples, seed=seed)[0]
 
 
 def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> dict[str, Any]:

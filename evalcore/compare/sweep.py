@@ -9,7 +9,7 @@ from typing import Any
 from evalcore.access import Principal
 from evalcore.campaigns import Campaign, QuestionResult
 from evalcore.compare import stats
-from evalcore.compare.comparison import check_resamples, compare_results, load, row_values
+from evalcore.compare.comparison import check_draws, compare_results, load, row_values
 from evalcore.errors import EvalError
 from evalcore.store import Store
 
@@ -93,16 +93,16 @@ def sweep_value(campaign: Campaign, varied: list[str]) -> Any:
 
 
 def measure_summary(rows: list[QuestionResult], *, seed: int, resamples: int) -> dict[str, MeanCI]:
-    """Per measure of one campaign: mean, count and bootstrap 95% interval of the mean."""
+    """Per measure of one campaign: mean, count and bootstrap 95% interval of the mean (draws shared, see stats)."""
     columns: dict[str, list[float]] = {}
     for row in rows:
         for name, value in row_values(row).items():
             columns.setdefault(name, []).append(value)
-    out = {}
-    for name, values in sorted(columns.items()):
-        low, high = stats.bootstrap_ci(values, resamples=resamples, seed=seed) or (None, None)
-        out[name] = MeanCI(sum(values) / len(values), len(values), low, high)
-    return out
+    names = sorted(columns)
+    intervals = stats.bootstrap_intervals([columns[name] for name in names], resamples=resamples, seed=seed)
+    return {name: MeanCI(sum(columns[name]) / len(columns[name]), len(columns[name]),
+                         interval.low if interval else None, interval.high if interval else None)
+            for name, interval in zip(names, intervals, strict=True)}
 
 
 def sweep_results(campaigns: list[tuple[Campaign, list[QuestionResult]]], *, seed: int = 0,
@@ -110,7 +110,7 @@ def sweep_results(campaigns: list[tuple[Campaign, list[QuestionResult]]], *, see
     """N campaigns varying one key: a table (one row per campaign, deltas against the first) and series."""
     if len(campaigns) < 2:
         raise EvalError("a sweep needs at least two campaigns", found=str(len(campaigns)), expected=">= 2")
-    check_resamples(resamples)
+    check_draws(seed, resamples)
     varied = varied_keys([c.config for c, _ in campaigns])
     key = varied[0] if len(varied) == 1 else None
     warnings = [] if key else [(f"a sweep varies one setting; these campaigns vary {len(varied)} "

@@ -1,0 +1,224 @@
+"""The records of a comparison: campaign headers, per-question differences, per-measure deltas."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from evalcore.campaigns import Campaign
+from evalcore.compare import power
+
+
+@dataclass(frozen=True)
+class CampaignHeader:
+    """The fields of a campaign a comparison repeats."""
+
+    id: str
+    kind: str
+    source: str
+    status: str
+    dataset_hash: str | None
+    config: dict[str, Any]
+    total: int
+    finished: int
+    failed: int
+
+    @classmethod
+    def of(cls, campaign: Campaign) -> CampaignHeader:
+        """The header of a campaign."""
+        return cls(campaign.id, campaign.kind, campaign.source, campaign.status.value, campaign.dataset_hash,
+                   campaign.config, campaign.total, campaign.finished, campaign.failed)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A relevant passage that entered or left the retrieved list."""
+
+    pid: int
+    title: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {"pid": self.pid, "title": self.title}
+
+
+@dataclass(frozen=True)
+class QuestionDiff:
+    """One line of the per-question table: the verdict, its basis, and what changed."""
+
+    qid: int
+    question: str
+    answer_a: str | None
+    answer_b: str | None
+    verdict: str  # better | worse | same | new | removed | unscored
+    basis: str | None  # the measure that decided, "error", or None
+    a: float | None
+    b: float | None
+    error_a: str | None = None
+    error_b: str | None = None
+    answer_changed: bool | None = None
+    entered: tuple[Passage, ...] = ()
+    left: tuple[Passage, ...] = ()
+    sources_entered: tuple[str, ...] | None = None  # suites only: expected sources found in B, not in A
+    sources_left: tuple[str, ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape (sources_* only for questions with expected sources)."""
+        data: dict[str, Any] = {
+            "qid": self.qid, "question": self.question, "answer_a": self.answer_a, "answer_b": self.answer_b,
+            "verdict": self.verdict, "basis": self.basis, "a": self.a, "b": self.b, "error_a": self.error_a,
+            "error_b": self.error_b, "answer_changed": self.answer_changed,
+            "entered": [p.to_dict() for p in self.entered], "left": [p.to_dict() for p in self.left],
+        }
+        if self.sources_entered is not None:
+            data["sources_entered"] = list(self.sources_entered)
+            data["sources_left"] = list(self.sources_left or ())
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> QuestionDiff:
+        """From to_dict's shape."""
+        sources = data.get("sources_entered")
+        return cls(**{**data, "entered": tuple(Passage(**p) for p in data["entered"]),
+                      "left": tuple(Passage(**p) for p in data["left"]),
+                      "sources_entered": None if sources is None else tuple(sources),
+                      "sources_left": None if sources is None else tuple(data["sources_left"])})
+
+
+@dataclass(frozen=True)
+class McNemar:
+    """Exact McNemar test of paired pass/fail outcomes."""
+
+    only_a: int
+    only_b: int
+    p_value: float
+
+
+@dataclass(frozen=True)
+class MeasureDelta:
+    """B − A of one measure over the common questions, its 95% interval, a paired test, and its power.
+
+    `mde` is the smallest difference the paired t-test would detect with 80% power at alpha 0.05
+    given the observed spread of the differences (`sd_diff`) and n; `mde_bootstrap` the same from
+    the bootstrap standard error; `n_required` the questions needed to detect `effect`
+    (evalcore.compare.power). They are None when `power_note` says why they cannot be computed.
+    """
+
+    measure: str
+    n: int
+    mean_a: float
+    mean_b: float
+    delta: float
+    ci_low: float | None
+    ci_high: float | None
+    p_randomization: float
+    randomization: str  # "exact" | "sampled"
+    higher_is_better: bool
+    binary: bool
+    p_value: float
+    test: str
+    significant: bool
+    improved: bool
+    mcnemar: McNemar | None = None
+    sd_diff: float | None = None
+    se_bootstrap: float | None = None
+    mde: float | None = None
+    mde_bootstrap: float | None = None
+    effect: float = power.EFFECT
+    n_required: int | None = None
+    power_note: str | None = None
+
+    @property
+    def under_powered(self) -> bool:
+        """Not significant, and unable to see a difference as small as `effect` (or any at all)."""
+        return not self.significant and (self.n < 2 or (self.mde is not None and self.mde > self.effect))
+
+    def with_effect(self, effect: float) -> MeasureDelta:
+        """The same delta with the questions needed to detect another effect size."""
+        return replace(self, effect=effect, n_required=power.required_n(effect, self.sd_diff))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        data = {k: v for k, v in self.__dict__.items() if k != "mcnemar"}
+        if self.mcnemar is not None:
+            data["mcnemar"] = dict(self.mcnemar.__dict__)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MeasureDelta:
+        """From to_dict's shape."""
+        mcnemar = data.get("mcnemar")
+        return cls(**{**data, "mcnemar": McNemar(**mcnemar) if mcnemar else None})
+
+
+class Paired(NamedTuple):
+    """One measure on the common questions where both campaigns have it: question ids, A's and B's values."""
+
+    qids: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two campaigns side by side: verdicts per question, statistics per measure, warnings.
+
+    `warnings` are about the setup (what makes the comparison mean less than it seems);
+    `power_warnings` name the measures where no difference was found but none as small as
+    `effect` could have been. `paired` holds each measure's per-question values (for plots;
+    not part of the JSON shape).
+    """
+
+    a: CampaignHeader
+    b: CampaignHeader
+    questions: list[QuestionDiff]
+    measures: list[MeasureDelta]
+    warnings: list[str]
+    config_diff: dict[str, list[Any]]
+    seed: int
+    resamples: int
+    notes: list[str] = field(default_factory=list)
+    effect: float = power.EFFECT
+    paired: dict[str, Paired] = field(default_factory=dict)
+
+    @property
+    def verdicts(self) -> dict[str, int]:
+        """How many questions got each verdict."""
+        return dict(Counter(q.verdict for q in self.questions))
+
+    @property
+    def power_warnings(self) -> list[str]:
+        """One line per measure with no significant difference that could not have seen one of `effect`."""
+        return [power_warning(m) for m in self.measures if m.under_powered]
+
+    def with_effect(self, effect: float) -> Comparison:
+        """The same comparison with the questions needed (and the warnings) for another effect size."""
+        effect = power.check_effect(effect)
+        if effect == self.effect:
+            return self
+        return replace(self, effect=effect, measures=[m.with_effect(effect) for m in self.measures])
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape for --json, the API and the dashboard."""
+        return {"a": self.a.to_dict(), "b": self.b.to_dict(), "verdicts": self.verdicts,
+                "questions": [q.to_dict() for q in self.questions], "measures": [m.to_dict() for m in self.measures],
+                "warnings": self.warnings, "power_warnings": self.power_warnings, "notes": self.notes,
+                "config_diff": self.config_diff, "seed": self.seed, "resamples": self.resamples,
+                "effect": self.effect, "power": power.POWER, "alpha": power.ALPHA}
+
+
+def power_warning(measure: MeasureDelta) -> str:
+    """The under-powered warning of one measure."""
+    if measure.mde is None:
+        return f"no difference found on {measure.measure}, and none could be: {measure.power_note}"
+    needed = f"; about {measure.n_required:,} questions would be needed to see ±{measure.effect:g}" \
+        if measure.n_required else ""
+    return (f"no difference found on {measure.measure}, but with n = {measure.n} this comparison could not have "
+            f"seen one smaller than ±{measure.mde:.2g} ({power.POWER:.0%} power, alpha {power.ALPHA:g}{needed})")

@@ -1,0 +1,83 @@
+"""Comparisons kept in the store: computed once for a pair of campaign versions, then read back.
+
+A row of the `comparisons` table is found by both campaigns' ids, the seed and the resamples
+(its primary key: one row per pair and draw, replaced when recomputed), and it is used only when
+both campaigns' results versions and the stored format still match, so a campaign whose results
+change (resumed, retried, more questions finished) is compared afresh without any invalidation
+step. Deleting a campaign deletes its comparisons (foreign keys, ON DELETE CASCADE).
+
+The comparison is stored as JSON (questions, measures, warnings, notes) plus the per-measure
+paired values as an .npz blob; the campaign headers are rebuilt from the campaigns themselves,
+and the questions needed for an effect size are recomputed by the caller (`with_effect`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+import time
+from typing import Any
+
+import numpy as np
+
+from evalcore.campaigns import Campaign
+from evalcore.compare.records import CampaignHeader, Comparison, MeasureDelta, Paired, QuestionDiff
+from evalcore.store import Store, dumps
+
+# Bump when what a stored comparison holds, or how any of its numbers is computed, changes.
+FORMAT = 1
+
+
+def results_version(campaign: Campaign) -> str:
+    """Changes whenever a campaign's stored results may have changed: status, counts, end time."""
+    return f"{campaign.status.value}|{campaign.finished}|{campaign.failed}|{campaign.ended_at!r}"
+
+
+def key(a: Campaign, b: Campaign, seed: int, resamples: int) -> tuple[Any, ...]:
+    """The values that find a stored comparison, in the order of the table's columns."""
+    return (a.id, b.id, str(seed), resamples, results_version(a), results_version(b), FORMAT)
+
+
+def find(store: Store, a: Campaign, b: Campaign, *, seed: int, resamples: int) -> Comparison | None:
+    """The stored comparison of A and B for these versions, seed and resamples, or None."""
+    rows = store.read("SELECT data, paired FROM comparisons WHERE a_id = ? AND b_id = ? AND seed = ? AND "
+                      "resamples = ? AND a_version = ? AND b_version = ? AND format = ?", key(a, b, seed, resamples))
+    if not rows:
+        return None
+    data = json.loads(rows[0]["data"])
+    return Comparison(a=CampaignHeader.of(a), b=CampaignHeader.of(b),
+                      questions=[QuestionDiff.from_dict(q) for q in data["questions"]],
+                      measures=[MeasureDelta.from_dict(m) for m in data["measures"]], warnings=data["warnings"],
+                      config_diff=data["config_diff"], seed=seed, resamples=resamples, notes=data["notes"],
+                      effect=data["effect"], paired=unpack(rows[0]["paired"], data["paired"]))
+
+
+def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None:
+    """Store a comparison under its key, unless a campaign is still running (its results change by the second)."""
+    if a.active or b.active:
+        return
+    data = dumps({"questions": [q.to_dict() for q in comparison.questions],
+                  "measures": [m.to_dict() for m in comparison.measures], "warnings": comparison.warnings,
+                  "notes": comparison.notes, "config_diff": comparison.config_diff, "effect": comparison.effect,
+                  "paired": list(comparison.paired)})
+    row = (*key(a, b, comparison.seed, comparison.resamples), data, pack(comparison.paired), time.time())
+    try:
+        store.write(lambda conn: conn.execute(
+            "INSERT OR REPLACE INTO comparisons (a_id, b_id, seed, resamples, a_version, b_version, format, data, "
+            "paired, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row))
+    except sqlite3.IntegrityError:
+        return   # a campaign was deleted meanwhile: there is nothing to keep
+
+
+def pack(paired: dict[str, Paired]) -> bytes:
+    """The per-measure values as an .npz archive: measure i's qids, A and B are arrays 3i, 3i + 1, 3i + 2."""
+    buffer = io.BytesIO()
+    np.savez(buffer, *[array for values in paired.values() for array in values])
+    return buffer.getvalue()
+
+
+def unpack(blob: bytes, names: list[str]) -> dict[str, Paired]:
+    """pack's archive back to the per-measure values (never unpickles anything)."""
+    with np.load(io.BytesIO(blob), allow_pickle=False) as arrays:
+        return {name: Paired(*(arrays[f"arr_{3 * i + part}"] for part in range(3))) for i, name in enumerate(names)}
