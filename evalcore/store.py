@@ -6,6 +6,7 @@ import json
 import os
 import queue
 import re
+import secrets
 import socket
 import sqlite3
 import threading
@@ -111,7 +112,11 @@ CREATE TABLE comparisons (
     PRIMARY KEY (a_id, b_id, seed, resamples));
 CREATE INDEX comparisons_b ON comparisons(b_id);
 """
-MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6)
+# v7: who owns a running campaign, exactly: host, process id, process start time and a nonce.
+SCHEMA_V7 = """
+ALTER TABLE campaigns ADD COLUMN owner_token TEXT;
+"""
+MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7)
 
 
 class NotFound(EvalError):
@@ -314,19 +319,54 @@ def split_script(script: str) -> list[str]:
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
 
+def process_start(pid: int) -> str:
+    """When a process started (clock ticks since boot, from /proc), "" where that cannot be read.
+
+    With the PID it tells a living owner from a new process that was given the dead owner's PID.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat.rsplit(")", 1)[1].split()[19]  # field 22, counted after the command name
+
+
+def new_owner_token() -> str:
+    """A token naming one runner session: host, PID, process start time, nonce."""
+    return f"{socket.gethostname()}|{os.getpid()}|{process_start(os.getpid())}|{secrets.token_hex(6)}"
+
+
+def owner_alive(token: str | None) -> bool | None:
+    """True/False when the token's process is on this host (alive, and the same process); None elsewhere."""
+    host, pid, start, _ = (token or "|||").split("|", 3)
+    if host != socket.gethostname() or not pid.isdigit():
+        return None
+    return pid_alive(int(pid)) and (not start or process_start(int(pid)) == start)
+
+
+def orphaned(row: sqlite3.Row, now: float, host: str) -> bool:
+    """Whether an active campaign lost its owner.
+
+    On this host the owner's process is checked: alive (even paused by Ctrl-Z or a sleeping
+    laptop, its heartbeat stale) means owned. Elsewhere only a stale heartbeat can tell.
+    """
+    alive = owner_alive(row["owner_token"])
+    if alive is not None:
+        return not alive
+    if row["owner_host"] == host and row["owner_pid"] and not row["owner_token"]:  # a row of an older version
+        return not pid_alive(row["owner_pid"]) or (row["heartbeat"] or row["created_at"]) < now - STALE_S
+    return bool((row["heartbeat"] or row["created_at"]) < now - STALE_S)
+
+
 def mark_orphans(conn: sqlite3.Connection) -> int:
-    """Mark interrupted every active campaign whose owner is dead or silent; return how many."""
+    """Mark interrupted every active campaign whose owner is dead (or, on another host, silent); return how many."""
     now = time.time()
     host = socket.gethostname()
     rows = conn.execute(
-        "SELECT id, owner_host, owner_pid, heartbeat, created_at FROM campaigns WHERE status IN (?, ?)", ACTIVE
+        "SELECT id, owner_host, owner_pid, owner_token, heartbeat, created_at FROM campaigns WHERE status IN (?, ?)",
+        ACTIVE,
     ).fetchall()
-    orphans = [
-        row["id"]
-        for row in rows
-        if (row["heartbeat"] or row["created_at"]) < now - STALE_S
-        or (row["owner_host"] == host and row["owner_pid"] and not pid_alive(row["owner_pid"]))
-    ]
+    orphans = [row["id"] for row in rows if orphaned(row, now, host)]
     for campaign_id in orphans:
         conn.execute(
             "UPDATE campaigns SET status = 'interrupted', ended_at = ?, "

@@ -9,7 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from evalcore.campaigns import campaign_results, get_campaign, get_manager
+import pytest
+
+from evalcore.campaigns import Conflict, campaign_results, get_campaign, get_manager
 from evalcore.store import Store
 from tests.test_campaigns import FakeTarget, many_questions
 
@@ -67,3 +69,68 @@ def test_sigkill_mid_campaign_then_resume_loses_and_duplicates_nothing(tmp_path:
     assert [r.question.qid for r in results] == list(range(1, 41))  # each question exactly once
     assert all((r.outcome.answer, r.outcome.latency_s) == saved[r.question.position] for r in results if r.question.position in saved)
     assert {r.attempts for r in results} == {1}
+
+
+PAUSED_CHILD = """
+import sys
+from evalcore.campaigns import get_manager
+from tests.test_campaigns import FakeTarget
+manager = get_manager(sys.argv[1])
+target = FakeTarget(delay=0.15)
+campaign_id = manager.launch(dataset=sys.argv[2], target=target, concurrency=4)
+print(campaign_id, flush=True)
+manager.wait(campaign_id)
+print(" ".join(map(str, target.asked)), flush=True)
+"""
+
+
+def paused(tmp_path: Path, monkeypatch) -> tuple[subprocess.Popen[str], str, Path]:
+    """A child process running a campaign, stopped (SIGSTOP) long past the heartbeat's staleness."""
+    monkeypatch.setattr("evalcore.store.STALE_S", 0.5)
+    data = many_questions(tmp_path / "forty", 40)
+    db = tmp_path / "paused.db"
+    child = subprocess.Popen([sys.executable, "-c", PAUSED_CHILD, str(db), str(data)], cwd=REPO, stdout=subprocess.PIPE,
+                             text=True)
+    campaign_id = child.stdout.readline().strip()
+    with Store(db) as watcher:
+        wait_for(lambda: get_campaign(watcher, campaign_id).finished >= 4)
+    os.kill(child.pid, signal.SIGSTOP)
+    time.sleep(2.5)  # several heartbeats missed: stale by age
+    return child, campaign_id, db
+
+
+def test_a_paused_campaign_is_not_taken_over_and_no_question_is_asked_twice(tmp_path: Path, monkeypatch) -> None:
+    child, campaign_id, db = paused(tmp_path, monkeypatch)
+    manager = get_manager(db)
+    try:
+        assert get_campaign(manager.store, campaign_id).status == "running"  # its owner is alive, only paused
+        with pytest.raises(Conflict, match="still running") as refused:
+            manager.resume(campaign_id, target=FakeTarget())
+        assert f"process {child.pid}" in refused.value.line() and "--force" in refused.value.fix
+    finally:
+        os.kill(child.pid, signal.SIGCONT)
+        asked = child.communicate(timeout=120)[0].split()
+    results = campaign_results(manager.store, campaign_id)
+    manager.close()
+    assert sorted(map(int, asked)) == list(range(1, 41))  # each question asked once, by its owner
+    assert get_campaign(Store(db), campaign_id).status == "succeeded"
+    assert len(results) == 40 and {r.attempts for r in results} == {1}
+
+
+def test_a_forced_takeover_stops_the_old_owner_before_it_writes(tmp_path: Path, monkeypatch) -> None:
+    child, campaign_id, db = paused(tmp_path, monkeypatch)
+    manager = get_manager(db)
+    try:
+        target = FakeTarget()
+        manager.resume(campaign_id, target=target, force=True)
+        done = manager.wait(campaign_id, timeout=60)
+    finally:
+        os.kill(child.pid, signal.SIGCONT)
+        child.communicate(timeout=120)
+    results = campaign_results(manager.store, campaign_id)
+    after = get_campaign(manager.store, campaign_id)
+    manager.close()
+    assert done.status == "succeeded" and after.status == "succeeded" and after.finished == 40
+    # Woken up, the old owner found another token on the campaign: it wrote nothing more.
+    assert len(results) == 40 and {r.attempts for r in results} == {1}
+    assert child.returncode == 0

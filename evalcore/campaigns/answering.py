@@ -31,6 +31,7 @@ class Plan:
     graded: GradedScale | None = None  # the dataset's label scale, when its qrels are graded
     cache: StoreCallCache | None = None
     cache_hits_before: int = 0
+    owner_token: str = ""  # this session's claim on the campaign: a runner writes only while it holds it
 
 
 def error_text(error: BaseException) -> str:

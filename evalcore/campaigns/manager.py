@@ -28,7 +28,16 @@ from evalcore.campaigns.runner import Runner
 from evalcore.datasets import Dataset
 from evalcore.errors import EvalError
 from evalcore.judges import JudgeSettings
-from evalcore.store import ACTIVE, Conflict, Store, StoreCallCache, default_db_path, dumps, mark_orphans
+from evalcore.store import (
+    ACTIVE,
+    Conflict,
+    Store,
+    StoreCallCache,
+    default_db_path,
+    dumps,
+    mark_orphans,
+    new_owner_token,
+)
 from evalcore.suites import get_suite
 
 if TYPE_CHECKING:
@@ -102,6 +111,16 @@ def campaign_name(name: str | None, config: TargetConfig | None) -> str:
     return text
 
 
+def owned_elsewhere(campaign_id: str, store: Store) -> Conflict:
+    """The refusal to resume a campaign a live process owns, saying which and what to do."""
+    row = store.read("SELECT owner_host, owner_pid FROM campaigns WHERE id = ?", (campaign_id,))
+    owner = f"process {row[0]['owner_pid']} on {row[0]['owner_host']}" if row else "another process"
+    return Conflict(f"the campaign is still running: {owner} owns it (it may be paused, by Ctrl-Z or a sleeping "
+                    "laptop)", where=campaign_id, running_id=campaign_id,
+                    fix="let it finish, cancel it, or take it over with --force (its questions in flight are "
+                        "asked again)")
+
+
 def _check_concurrency(concurrency: int | None) -> None:
     if concurrency is not None and concurrency < 1:
         raise EvalError("concurrency must be at least 1", where="concurrency", found=str(concurrency))
@@ -157,6 +176,7 @@ class CampaignManager:
             "use_judge": int(use_judge), "judges": dumps(list(judge_names)), "cache": int(cache),
             "options": dumps(options.to_dict()),
         }
+        record["owner_token"] = plan.owner_token
         self.store.write(lambda conn: self._insert(conn, record, questions))
         self._start(plan)
         return campaign_id
@@ -181,7 +201,7 @@ class CampaignManager:
         target.check()
         graded = plans.graded_scale(corpus, config) if any(q.relevant for q in questions) else None
         return Plan(campaign_id, target, tuple(corpus.passages), tuple(questions), total, options, judges, judging,
-                    graded, call_cache, hits_before)
+                    graded, call_cache, hits_before, new_owner_token())
 
     @staticmethod
     def _insert(conn: sqlite3.Connection, record: dict[str, Any], questions: list[Question]) -> None:
@@ -203,27 +223,33 @@ class CampaignManager:
         runner.start()
 
     def resume(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
-               target: Target | None = None, dataset: str | None = None, principal: Principal | None = None) -> str:
+               target: Target | None = None, dataset: str | None = None, principal: Principal | None = None,
+               force: bool = False) -> str:
         """Run the questions that have no result yet (after an interruption, a cancel or a failure).
 
         `dataset` is where the campaign's dataset is now, when its folder moved (same content).
+        `force` takes over a campaign that another live process still owns (a paused one): that
+        process stops at its next write, and its questions in flight are asked again here.
         """
-        return self._rerun(campaign_id, "missing", scope(principal, tenant, Action.CHANGE), concurrency, target, dataset)
+        return self._rerun(campaign_id, "missing", scope(principal, tenant, Action.CHANGE), concurrency, target,
+                           dataset, force)
 
     def retry_failed(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
                      target: Target | None = None, dataset: str | None = None,
-                     principal: Principal | None = None) -> str:
-        """Run again only the questions whose result is an error (`dataset` as for resume)."""
-        return self._rerun(campaign_id, "failed", scope(principal, tenant, Action.CHANGE), concurrency, target, dataset)
+                     principal: Principal | None = None, force: bool = False) -> str:
+        """Run again only the questions whose result is an error (`dataset` and `force` as for resume)."""
+        return self._rerun(campaign_id, "failed", scope(principal, tenant, Action.CHANGE), concurrency, target,
+                           dataset, force)
 
     def _rerun(self, campaign_id: str, only: str, tenant: str | None, concurrency: int | None,
-               target: Target | None, dataset: str | None) -> str:
+               target: Target | None, dataset: str | None, force: bool = False) -> str:
         from evalcore.targets import TargetConfig
 
         _check_concurrency(concurrency)
+        self.store.write(mark_orphans)
         campaign = get_campaign(self.store, campaign_id, tenant)
-        if campaign.active:
-            raise Conflict("the campaign is still running", where=campaign_id, running_id=campaign_id)
+        if campaign.active and not force:
+            raise owned_elsewhere(campaign_id, self.store)
         questions = plans.stored_questions(self.store, campaign_id, only)
         if not questions:
             what = "has a result" if only == "missing" else "succeeded"
@@ -234,26 +260,30 @@ class CampaignManager:
                           concurrency=campaign.options.concurrency if concurrency is None else concurrency)
         plan = self._plan(campaign_id, config, corpus, questions, campaign.total, options, campaign.judges,
                           campaign.cache, campaign.cache_hits, target)
-        self.store.write(lambda conn: self._reactivate(conn, campaign_id, campaign.suite_id, options))
+        self.store.write(lambda conn: self._reactivate(conn, campaign_id, campaign.suite_id, options, plan.owner_token,
+                                                       force))
         self._start(plan)
         return campaign_id
 
     @staticmethod
-    def _reactivate(conn: sqlite3.Connection, campaign_id: str, suite_id: str | None, options: RunOptions) -> None:
+    def _reactivate(conn: sqlite3.Connection, campaign_id: str, suite_id: str | None, options: RunOptions,
+                    token: str, force: bool) -> None:
         mark_orphans(conn)
         row = conn.execute("SELECT status FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
-        if row is None or row["status"] in ACTIVE:
+        if row is None or (row["status"] in ACTIVE and not force):
             raise Conflict("the campaign is already running or was deleted", where=campaign_id, running_id=campaign_id)
+        if row["status"] in ACTIVE:  # taken over: the old owner's next write finds another token and stops
+            conn.execute("UPDATE campaigns SET status = 'interrupted' WHERE id = ?", (campaign_id,))
         _refuse_second_run(conn, suite_id, campaign_id)
         # The runner moves the counters by each batch it writes; a new session starts them from the
         # stored rows (one count per session, not per write).
         conn.execute(
             "UPDATE campaigns SET status = 'pending', error = NULL, ended_at = NULL, cancel_requested = 0, "
-            "owner_host = ?, owner_pid = ?, heartbeat = ?, options = ?, "
+            "owner_host = ?, owner_pid = ?, owner_token = ?, heartbeat = ?, options = ?, "
             "finished = (SELECT count(*) FROM results WHERE campaign_id = ?), "
             "failed = (SELECT count(error) FROM results WHERE campaign_id = ?) WHERE id = ?",
-            (socket.gethostname(), os.getpid(), time.time(), dumps(options.to_dict()), campaign_id, campaign_id,
-             campaign_id),
+            (socket.gethostname(), os.getpid(), token, time.time(), dumps(options.to_dict()), campaign_id,
+             campaign_id, campaign_id),
         )
 
     def rename(self, campaign_id: str, name: str, *, tenant: str | None = None,

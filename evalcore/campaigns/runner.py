@@ -10,7 +10,7 @@ from collections import deque
 
 from evalcore.campaigns.answering import Plan, answer_question, error_text
 from evalcore.campaigns.records import CampaignStatus, Outcome, Question
-from evalcore.campaigns.storage import ResultWriter
+from evalcore.campaigns.storage import NotOwner, ResultWriter
 from evalcore.errors import EvalError
 from evalcore.store import HEARTBEAT_S, Store
 
@@ -35,7 +35,7 @@ class Runner:
         self.cancelled = threading.Event()
         self.thread = threading.Thread(target=self.run, name=f"campaign-{plan.campaign_id}", daemon=True)
         self._failed = 0
-        self._writer = ResultWriter(store, plan.campaign_id)
+        self._writer = ResultWriter(store, plan.campaign_id, plan.owner_token)
         self._stage_written = 0.0
         self._ended = threading.Event()
         self._beats = threading.Thread(target=self._beat_loop, name=f"heartbeat-{plan.campaign_id}", daemon=True)
@@ -176,12 +176,14 @@ class Runner:
         extra = {"cache_hits": self._cache_hits()}
         try:
             _, self._failed = self.store.write(lambda conn: self._writer.write(conn, rows, passages, signatures, extra))
-        except sqlite3.IntegrityError:
+        except (sqlite3.IntegrityError, NotOwner):
             raise CampaignGone from None
 
     def _update(self, sql: str, params: tuple[object, ...]) -> None:
-        if self.store.write(lambda conn: conn.execute(sql, params).rowcount) == 0:
-            raise CampaignGone
+        """An update of this campaign's row (`... WHERE id = ?`), only while this runner owns it."""
+        owned = f"{sql} AND owner_token = ?"
+        if self.store.write(lambda conn: conn.execute(owned, (*params, self.plan.owner_token)).rowcount) == 0:
+            raise CampaignGone  # deleted, or taken over by another process: stop without writing
 
     def _beat_loop(self) -> None:
         """Heartbeat (even during a long setup), and pick up a cancel asked by another process."""

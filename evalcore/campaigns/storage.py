@@ -83,11 +83,15 @@ def decode_ranked(text: str, passages: Mapping[int, Retrieved]) -> tuple[Retriev
     )
 
 
+class NotOwner(Exception):
+    """The campaign was deleted or taken over by another session: this one must not write."""
+
+
 class ResultWriter:
     """Writes a runner's finished questions: results, new passages, new signatures, counters; one transaction."""
 
-    def __init__(self, store: Store, campaign_id: str) -> None:
-        self.store, self.campaign_id = store, campaign_id
+    def __init__(self, store: Store, campaign_id: str, owner_token: str = "") -> None:
+        self.store, self.campaign_id, self.owner_token = store, campaign_id, owner_token
         self.passages = load_passages(store, campaign_id)
         self.signatures = load_signatures(store, campaign_id)
 
@@ -123,7 +127,13 @@ class ResultWriter:
 
     def write(self, conn: sqlite3.Connection, rows: list[tuple[Any, ...]], passages: list[tuple[Any, ...]],
               signatures: list[tuple[str, str, str]], extra: Mapping[str, Any]) -> tuple[int, int]:
-        """Insert (or replace, for a retried question) and move the counters; (finished, failed) after it."""
+        """Insert (or replace, for a retried question) and move the counters; (finished, failed) after it.
+
+        NotOwner, writing nothing, when another session took the campaign over.
+        """
+        owner = conn.execute("SELECT owner_token FROM campaigns WHERE id = ?", (self.campaign_id,)).fetchone()
+        if owner is None or (self.owner_token and owner["owner_token"] != self.owner_token):
+            raise NotOwner(self.campaign_id)
         positions = [row[1] for row in rows]
         marks = ",".join("?" * len(positions))
         before = conn.execute(f"SELECT count(*), count(error) FROM results WHERE campaign_id = ? AND position IN ({marks})",

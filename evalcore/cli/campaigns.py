@@ -44,6 +44,9 @@ def register(commands: Commands) -> None:
             action.add_argument("--concurrency", type=int, metavar="N")
             action.add_argument("--dataset", metavar="ID_OR_DIR",
                                 help="where the campaign's dataset is now, if its folder moved (same content)")
+            action.add_argument("--force", action="store_true",
+                                help="take over a campaign another live process still owns (e.g. paused with "
+                                     "Ctrl-Z): it stops at its next write and its questions in flight are asked again")
         action.set_defaults(handler=handler)
     rename = actions.add_parser("rename", help="give a campaign another name")
     rename.add_argument("id", metavar="ID")
@@ -104,13 +107,15 @@ def _changed(config: dict[str, Any]) -> dict[str, Any]:
 def resume_command(args: argparse.Namespace) -> int:
     """Resume in the foreground."""
     manager = manager_of(args)
-    return follow(manager, manager.resume(args.id, concurrency=args.concurrency, dataset=args.dataset), as_json=args.json)
+    campaign_id = manager.resume(args.id, concurrency=args.concurrency, dataset=args.dataset, force=args.force)
+    return follow(manager, campaign_id, as_json=args.json)
 
 
 def retry_command(args: argparse.Namespace) -> int:
     """Retry the failed questions in the foreground."""
     manager = manager_of(args)
-    return follow(manager, manager.retry_failed(args.id, concurrency=args.concurrency, dataset=args.dataset), as_json=args.json)
+    campaign_id = manager.retry_failed(args.id, concurrency=args.concurrency, dataset=args.dataset, force=args.force)
+    return follow(manager, campaign_id, as_json=args.json)
 
 
 def rename_command(args: argparse.Namespace) -> int:
