@@ -24,25 +24,27 @@ VERDICTS = ["better", "worse", "same", "new", "removed", "unscored"]
 # processes the engine keeps the comparison in the store, so a new process reads it back instead of
 # recomputing it. A few pairs are kept (tens of MB each at 10,000 questions with their answers).
 @st.cache_resource(show_spinner="Comparing (paired bootstrap and randomization tests)…", max_entries=4)
-def cached_comparison(db: str, a_version: tuple, b_version: tuple, principal: Principal) -> Comparison:
-    """compare_campaigns(...) for these versions of the two campaigns (default effect size)."""
-    return compare_campaigns(ui.store(), a_version[0], b_version[0], principal=principal)
+def cached_comparison(db: str, a_version: tuple, b_version: tuple, principal: Principal,
+                      basis: str = "") -> Comparison:
+    """compare_campaigns(...) for these versions of the two campaigns (default effect size; "" = automatic basis)."""
+    return compare_campaigns(ui.store(), a_version[0], b_version[0], principal=principal, basis=basis or None)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def for_effect(db: str, a_version: tuple, b_version: tuple, principal: Principal, effect: float) -> Comparison:
+def for_effect(db: str, a_version: tuple, b_version: tuple, principal: Principal, basis: str,
+               effect: float) -> Comparison:
     """The cached comparison with the questions needed for another effect size (it shares the questions)."""
-    return cached_comparison(db, a_version, b_version, principal).with_effect(effect)
+    return cached_comparison(db, a_version, b_version, principal, basis).with_effect(effect)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def cached_questions(db: str, a_version: tuple, b_version: tuple, principal: Principal) -> pa.Table:
+def cached_questions(db: str, a_version: tuple, b_version: tuple, principal: Principal, basis: str = "") -> pa.Table:
     """The per-question table of a comparison as an Arrow table, built once.
 
     st.dataframe converts a pandas frame to Arrow on every run (0.3 s for 10,000 questions with
     their answers); an Arrow table, filtered with Arrow, is sent as it is.
     """
-    return pa.Table.from_pandas(verdict_table(cached_comparison(db, a_version, b_version, principal).questions),
+    return pa.Table.from_pandas(verdict_table(cached_comparison(db, a_version, b_version, principal, basis).questions),
                                 preserve_index=False)
 
 
@@ -154,7 +156,15 @@ if mode == "two campaigns":
                                   "could see.")
     versions = (ui.db_path(), ui.version(by_id[a_id]), ui.version(by_id[b_id]), principal)
     with ui.guard():
+        automatic = cached_comparison(*versions)
+        choices = ["", *(m.measure for m in automatic.measures)]
+        basis = st.selectbox("Decide each question's verdict by", choices, key="basis",
+                             format_func=lambda m: m or f"automatic ({automatic.basis or 'nothing in common'})",
+                             help="Automatic follows what differs: nDCG@10 for a retrieval-side change, the AI score "
+                                  "(else ROUGE-L) for a generation-side one, else the suite order.")
+        versions = (*versions, basis)
         comparison = for_effect(*versions, float(effect))
+        st.caption(ui.escape_md(f"Verdicts by {comparison.basis_reason}."))
         for warning in comparison.warnings:
             st.warning(ui.escape_md(warning))
         if comparison.power_warnings:

@@ -429,3 +429,46 @@ def test_compare_page_shows_what_each_measure_could_detect(two_stored, monkeypat
     assert table.loc["coverage", "n_required"] == coverage.with_effect(0.5).n_required
     assert "±0.5 needs " in at.get("plotly_chart")[0].proto.spec
     assert len(at.get("plotly_chart")) == 2
+
+
+def basis_rows(ndcg: float, rouge: float, judge: float | None = None) -> list:
+    return [row(i, f"q{i}", {"ndcg@10": ndcg + i / 100, "rougel": rouge + i / 100}, judge=judge) for i in range(6)]
+
+
+def test_the_verdict_basis_follows_what_changed():
+    # A generator change: ROUGE-L decides (no AI score), even though nDCG@10 moved the other way.
+    generation = compare_results(campaign("A", {"generator": "extractive"}), basis_rows(0.8, 0.2),
+                                 campaign("B", {"generator": "openai"}), basis_rows(0.5, 0.6))
+    assert generation.basis == "rougel" and {q.verdict for q in generation.questions} == {"better"}
+    assert "generation-side" in generation.basis_reason and "generator" in generation.basis_reason
+    # With the AI score on both sides, it decides a generation-side change.
+    judged = compare_results(campaign("A", {"temperature": 0.0}), basis_rows(0.8, 0.6, judge=4),
+                             campaign("B", {"temperature": 0.7}), basis_rows(0.8, 0.2, judge=2))
+    assert judged.basis == "judge.score" and {q.verdict for q in judged.questions} == {"worse"}
+    # A retrieval change: nDCG@10 decides, whatever the answers did.
+    retrieval = compare_results(campaign("A", {"retriever": "bm25"}), basis_rows(0.8, 0.2),
+                                campaign("B", {"retriever": "vector"}), basis_rows(0.5, 0.6))
+    assert retrieval.basis == "ndcg@10" and {q.verdict for q in retrieval.questions} == {"worse"}
+    assert retrieval.to_dict()["basis_reason"].startswith("ndcg@10: a retrieval-side setting changed (retriever)")
+    # Asked for: that measure alone; one absent from both sides is refused, naming those present.
+    asked = compare_results(campaign("A", {"retriever": "bm25"}), basis_rows(0.8, 0.2),
+                            campaign("B", {"retriever": "vector"}), basis_rows(0.5, 0.6), basis="rougel")
+    assert asked.basis == "rougel" and {q.verdict for q in asked.questions} == {"better"}
+    with pytest.raises(EvalError, match="no common question has coverage") as refused:
+        compare_results(campaign("A"), basis_rows(0.8, 0.2), campaign("B"), basis_rows(0.5, 0.6), basis="coverage")
+    assert "ndcg@10" in refused.value.expected
+
+
+def test_a_lower_is_better_basis_calls_a_fall_better():
+    a_rows = [row(1, "q", {"graded.holes": 3.0})]
+    b_rows = [row(1, "q", {"graded.holes": 1.0})]
+    (entry,) = compare_results(campaign("A"), a_rows, campaign("B"), b_rows, basis="graded.holes").questions
+    assert (entry.verdict, entry.basis) == ("better", "graded.holes")
+
+
+def test_cli_compare_prints_the_basis_and_takes_one(stored, tmp_path, capsys):
+    db = str(tmp_path / "e.db")
+    assert main(["compare", "A", "B", "--db", db, "--resamples", "500"]) == 0
+    assert "(by the suite order" in capsys.readouterr().out
+    assert main(["compare", "A", "B", "--db", db, "--resamples", "500", "--basis", "coverage"]) == 0
+    assert "(by coverage, as asked)" in capsys.readouterr().out

@@ -88,12 +88,14 @@ def results(request: Request, campaign_id: CampaignId, principal: Viewer, offset
 def compare(request: Request, a: Annotated[str, Query(max_length=300)], b: Annotated[str, Query(max_length=300)],
             principal: Viewer, effect: Annotated[float, Query(gt=0, le=1e9, description="difference to detect, in "
                                                               "each measure's units: the questions needed to see it")]
-            = power.EFFECT) -> dict[str, Any]:
+            = power.EFFECT,
+            basis: Annotated[str | None, Query(max_length=100, description="the measure deciding per-question "
+                                               "verdicts (default: follows what differs)")] = None) -> dict[str, Any]:
     """Per-question verdicts, per-measure deltas with intervals and power (campaign a is the baseline).
 
     Computed once per pair of campaign versions and kept: asking again reads the stored comparison.
     """
     campaign_of(request, a, principal)
     campaign_of(request, b, principal)
-    comparison = compare_campaigns(request.app.state.store, a, b, effect=effect, principal=principal)
+    comparison = compare_campaigns(request.app.state.store, a, b, effect=effect, principal=principal, basis=basis)
     return ok({"comparison": comparison.to_dict()})

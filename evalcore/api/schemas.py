@@ -233,6 +233,8 @@ class ComparisonOut(Out):
     effect: float = Field(description="the effect size to detect (the `effect` query parameter)")
     power: float = Field(description="the power the minimum detectable effects are computed for")
     alpha: float
+    basis: str | None = Field(default=None, description="the measure deciding per-question verdicts first")
+    basis_reason: str = Field(default="", description="why that measure (what changed between the configurations)")
 
 
 class CampaignList(BaseModel):

@@ -23,6 +23,9 @@ def register(commands: Commands) -> None:
     parser.add_argument("--effect", type=effect_size, default=power.EFFECT,
                         help=f"difference to detect, in each measure's units: the questions needed to see it "
                              f"(default {power.EFFECT})")
+    parser.add_argument("--basis", metavar="MEASURE",
+                        help="the measure deciding each question's verdict (default: follows what differs: nDCG@10 "
+                             "for a retrieval-side change, the AI score or else ROUGE-L for a generation-side one)")
     add_db_option(parser)
     parser.set_defaults(handler=compare_command)
 
@@ -33,7 +36,8 @@ def compare_command(args: argparse.Namespace) -> int:
         raise EvalError("compare needs at least two campaign ids", found=str(len(args.ids)), expected=">= 2")
     if len(args.ids) == 2:
         result: Comparison | Sweep = compare_campaigns(store_of(args), args.ids[0], args.ids[1], seed=args.seed,
-                                                       resamples=args.resamples, effect=args.effect)
+                                                       resamples=args.resamples, effect=args.effect,
+                                                       basis=args.basis)
     else:
         result = compare_sweep(store_of(args), args.ids, seed=args.seed, resamples=args.resamples)
     if args.json:
@@ -65,7 +69,8 @@ def format_comparison(comparison: Comparison) -> list[str]:
     lines += [f"config {key}: {values[0]!r} -> {values[1]!r}" for key, values in comparison.config_diff.items()]
     lines += [f"warning: {w}" for w in comparison.warnings + comparison.power_warnings]
     lines += [f"note: {n}" for n in comparison.notes]
-    lines.append("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(comparison.verdicts.items())))
+    lines.append("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(comparison.verdicts.items()))
+                 + f" (by {comparison.basis_reason})")
     if not comparison.measures:
         lines.append("no measure to compare: no question has the same measure in both campaigns")
     else:

@@ -59,17 +59,20 @@ def question_key(result: QuestionResult) -> QuestionKey:
     return (result.question.qid, " ".join(result.question.text.split()))
 
 
-def verdict(a_row: QuestionResult, b_row: QuestionResult, a_values: Values,
-            b_values: Values) -> tuple[str, str | None, float | None, float | None]:
-    """(verdict, basis measure, value in A, value in B) for a question both campaigns asked."""
+def verdict(a_row: QuestionResult, b_row: QuestionResult, a_values: Values, b_values: Values,
+            order: tuple[str, ...]) -> tuple[str, str | None, float | None, float | None]:
+    """(verdict, basis measure, value in A, value in B) for a question both campaigns asked.
+
+    The first measure of `order` present on both sides decides; direction follows the registry.
+    """
     a_failed, b_failed = bool(a_row.outcome.error), bool(b_row.outcome.error)
     if a_failed or b_failed:
         kind = "same" if a_failed == b_failed else "better" if a_failed else "worse"
         return kind, "error", None, None
-    for basis in verdict_basis():
+    for basis in order:
         if basis in a_values and basis in b_values:
             delta = b_values[basis] - a_values[basis]
-            kind = "same" if abs(delta) <= EPSILON else "better" if delta > 0 else "worse"
+            kind = "same" if abs(delta) <= EPSILON else "better" if (delta > 0) == higher_is_better(basis) else "worse"
             return kind, basis, a_values[basis], b_values[basis]
     return "unscored", None, None, None
 
@@ -113,8 +116,44 @@ def passage_changes(a_row: QuestionResult, b_row: QuestionResult) -> Changes:
     return Changes(entered, left, sources_entered, sources_left)
 
 
+def choose_basis(diff: dict[str, list[Any]], a_values: list[Values], b_values: list[Values],
+                 requested: str | None = None) -> tuple[tuple[str, ...], str]:
+    """The measures that decide per-question verdicts, in order, and why.
+
+    A requested measure decides alone (EvalError when no common question has it on both sides).
+    Otherwise the basis follows what differs: a retrieval-side setting (chunking, retrieval,
+    rerank) is judged by nDCG@10, a generation-side one (generator, model, prompts, sampling) by
+    the AI score when both campaigns have it, else ROUGE-L; anything else by the suite order (AI
+    score, coverage, sources found, then nDCG@10, ROUGE-L). Questions without the chosen measure
+    fall back to that order.
+    """
+    both = {name for a, b in zip(a_values, b_values, strict=True) for name in a.keys() & b.keys()}
+    default = verdict_basis()
+    if requested:
+        if requested not in both:
+            raise EvalError(f"no common question has {requested} in both campaigns", where="basis",
+                            expected=", ".join(sorted(both)) or "a measure present in both")
+        return (requested,), f"{requested}, as asked"
+    sides = {config_side(key) for key in diff}
+    if sides == {"retrieval"}:
+        return ("ndcg@10", *default), f"ndcg@10: a retrieval-side setting changed ({', '.join(diff)})"
+    if sides == {"generation"}:
+        chosen = "judge.score" if "judge.score" in both else "rougel"
+        return (chosen, *default), f"{chosen}: a generation-side setting changed ({', '.join(diff)})"
+    return default, "the suite order: AI score, else coverage, else sources found, then nDCG@10, ROUGE-L"
+
+
+def config_side(key: str) -> str:
+    """"retrieval" or "generation" for a configuration key of that side of the system, else "other"."""
+    from evalcore.targets.config import GENERATION_SIDE, RETRIEVAL_SIDE, TargetConfig
+
+    if key in TargetConfig.keys_in(*RETRIEVAL_SIDE):
+        return "retrieval"
+    return "generation" if key in TargetConfig.keys_in(*GENERATION_SIDE) else "other"
+
+
 def question_entry(key: QuestionKey, a_row: QuestionResult | None, b_row: QuestionResult | None,
-                   a_values: Values, b_values: Values) -> QuestionDiff:
+                   a_values: Values, b_values: Values, order: tuple[str, ...]) -> QuestionDiff:
     """One line of the per-question table (the values are the rows' row_values)."""
     shown = a_row or b_row
     assert shown is not None  # every key comes from one side at least
@@ -123,7 +162,7 @@ def question_entry(key: QuestionKey, a_row: QuestionResult | None, b_row: Questi
                         basis=None, a=None, b=None)
     if a_row is None or b_row is None:
         return base
-    kind, basis, a_value, b_value = verdict(a_row, b_row, a_values, b_values)
+    kind, basis, a_value, b_value = verdict(a_row, b_row, a_values, b_values, order)
     # A failed question retrieved nothing: "relevant passages left" would only echo the failure.
     changes = passage_changes(a_row, b_row) if basis != "error" else Changes()
     return replace(base, verdict=kind, basis=basis, a=a_value, b=b_value, error_a=a_row.outcome.error or None,
@@ -244,8 +283,12 @@ def warnings_for(a: Campaign, b: Campaign, a_rows: list[QuestionResult], b_rows:
 
 def compare_results(a_campaign: Campaign, a_rows: list[QuestionResult], b_campaign: Campaign,
                     b_rows: list[QuestionResult], *, seed: int = 0, resamples: int = stats.RESAMPLES,
-                    effect: float = power.EFFECT) -> Comparison:
-    """Compare two campaigns given their records and result rows (pure: no store)."""
+                    effect: float = power.EFFECT, basis: str | None = None) -> Comparison:
+    """Compare two campaigns given their records and result rows (pure: no store).
+
+    `basis` names the measure that decides per-question verdicts; by default it follows what
+    differs between the configurations (`choose_basis`).
+    """
     check_draws(seed, resamples)
     effect = power.check_effect(effect)
     a_index = {question_key(r): r for r in a_rows}
@@ -253,18 +296,19 @@ def compare_results(a_campaign: Campaign, a_rows: list[QuestionResult], b_campai
     a_values = {key: row_values(r) for key, r in a_index.items()}
     b_values = {key: row_values(r) for key, r in b_index.items()}
     keys = list(a_index) + [k for k in b_index if k not in a_index]
-    questions = [question_entry(k, a_index.get(k), b_index.get(k), a_values.get(k, {}), b_values.get(k, {}))
-                 for k in keys]
     common = [k for k in keys if k in a_index and k in b_index]
+    diff = config_diff(a_campaign, b_campaign)
+    order, reason = choose_basis(diff, [a_values[k] for k in common], [b_values[k] for k in common], basis)
+    questions = [question_entry(k, a_index.get(k), b_index.get(k), a_values.get(k, {}), b_values.get(k, {}), order)
+                 for k in keys]
     paired = paired_values(common, a_values, b_values)
     measures = measure_entries(paired, seed=seed, resamples=resamples, effect=effect)
-    diff = config_diff(a_campaign, b_campaign)
     notes = notes_for(a_campaign, b_campaign, diff, common=len(common), measured=set(paired))
     notes += one_sided([a_values[k] for k in common], [b_values[k] for k in common], set(paired))
     return Comparison(a=CampaignHeader.of(a_campaign), b=CampaignHeader.of(b_campaign), questions=questions,
                       measures=measures, config_diff=diff, seed=seed, resamples=resamples, notes=notes,
                       warnings=warnings_for(a_campaign, b_campaign, a_rows, b_rows, diff, len(common)),
-                      effect=effect, paired=paired)
+                      effect=effect, paired=paired, basis=order[0] if order else None, basis_reason=reason)
 
 
 def check_draws(seed: int, resamples: int) -> None:
@@ -307,7 +351,7 @@ def load(store: Store, campaign_id: str, tenant: str | None, principal: Principa
 
 def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resamples: int = stats.RESAMPLES,
                       effect: float = power.EFFECT, tenant: str | None = None,
-                      principal: Principal | None = None) -> Comparison:
+                      principal: Principal | None = None, basis: str | None = None) -> Comparison:
     """Compare two stored campaigns (A is the baseline, B the candidate), computed once per pair of versions.
 
     The comparison is kept in the store under both campaigns' ids and results versions, the seed
@@ -318,6 +362,9 @@ def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resa
     effect = power.check_effect(effect)
     tenant = scope(principal, tenant)
     a, b = get_campaign(store, a_id, tenant=tenant), get_campaign(store, b_id, tenant=tenant)
+    if basis:  # an asked basis is not the stored default: computed, not kept
+        return compare_results(a, campaign_results(store, a_id), b, campaign_results(store, b_id), seed=seed,
+                               resamples=resamples, effect=effect, basis=basis)
     comparison = saved.find(store, a, b, seed=seed, resamples=resamples)
     if comparison is None:
         comparison = compare_results(a, campaign_results(store, a_id), b, campaign_results(store, b_id), seed=seed,

@@ -187,6 +187,8 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     effect: float = power.EFFECT
     paired: dict[str, Paired] = field(default_factory=dict)
+    basis: str | None = None  # the measure that decides per-question verdicts first
+    basis_reason: str = ""  # why that one (what changed between the configurations)
 
     @property
     def verdicts(self) -> dict[str, int]:
@@ -211,7 +213,8 @@ class Comparison:
                 "questions": [q.to_dict() for q in self.questions], "measures": [m.to_dict() for m in self.measures],
                 "warnings": self.warnings, "power_warnings": self.power_warnings, "notes": self.notes,
                 "config_diff": self.config_diff, "seed": self.seed, "resamples": self.resamples,
-                "effect": self.effect, "power": power.POWER, "alpha": power.ALPHA}
+                "effect": self.effect, "power": power.POWER, "alpha": power.ALPHA, "basis": self.basis,
+                "basis_reason": self.basis_reason}
 
 
 def power_warning(measure: MeasureDelta) -> str:

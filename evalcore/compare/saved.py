@@ -26,7 +26,7 @@ from evalcore.compare.records import CampaignHeader, Comparison, MeasureDelta, P
 from evalcore.store import Store, dumps
 
 # Bump when what a stored comparison holds, or how any of its numbers is computed, changes.
-FORMAT = 1
+FORMAT = 2  # 2: the verdict basis and its reason
 
 
 def results_version(campaign: Campaign) -> str:
@@ -50,7 +50,8 @@ def find(store: Store, a: Campaign, b: Campaign, *, seed: int, resamples: int) -
                       questions=[QuestionDiff.from_dict(q) for q in data["questions"]],
                       measures=[MeasureDelta.from_dict(m) for m in data["measures"]], warnings=data["warnings"],
                       config_diff=data["config_diff"], seed=seed, resamples=resamples, notes=data["notes"],
-                      effect=data["effect"], paired=unpack(rows[0]["paired"], data["paired"]))
+                      effect=data["effect"], paired=unpack(rows[0]["paired"], data["paired"]), basis=data["basis"],
+                      basis_reason=data["basis_reason"])
 
 
 def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None:
@@ -60,7 +61,8 @@ def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None
     data = dumps({"questions": [q.to_dict() for q in comparison.questions],
                   "measures": [m.to_dict() for m in comparison.measures], "warnings": comparison.warnings,
                   "notes": comparison.notes, "config_diff": comparison.config_diff, "effect": comparison.effect,
-                  "paired": list(comparison.paired)})
+                  "paired": list(comparison.paired), "basis": comparison.basis,
+                  "basis_reason": comparison.basis_reason})
     row = (*key(a, b, comparison.seed, comparison.resamples), data, pack(comparison.paired), time.time())
     try:
         store.write(lambda conn: conn.execute(
