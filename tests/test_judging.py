@@ -283,3 +283,24 @@ def test_cli_judge_options_and_exit_code_of_a_run_with_failures(tmp_path: Path,
     assert report["summary"]["skipped"] == {"score": 1} and report["summary"]["judge_tokens"]["total"] == 36
     assert main(["run", "--dataset", "default", "--db", db, "--judge-threshold", "score"]) == 2
     assert "NAME=VALUE" in capsys.readouterr().err
+
+
+def test_exports_carry_each_judges_fields(manager: CampaignManager, tiny_dataset: Path) -> None:
+    import csv
+    import io
+
+    from evalcore.campaigns.export import export_campaign
+
+    with FakeOpenAIServer(agent_and_judge) as server:
+        config = judged(server, kind="http_agent", agent_url=f"{server.root_url}/agent",
+                        judge_thresholds={"score": 5})
+        campaign_id = manager.launch(dataset=str(tiny_dataset), config=config, judges=("score", "groundedness_pro"))
+        manager.wait(campaign_id, timeout=60)
+    first = json.loads(export_campaign(manager.store, campaign_id, "jsonl").splitlines()[0])
+    assert (first["score"], first["score_result"], first["score_threshold"]) == (4.0, "fail", 5.0)
+    assert first["score_reason"] == "Close to the reference."
+    assert (first["groundedness_pro"], first["groundedness_pro_result"], first["groundedness_pro_threshold"]) == \
+        (True, "pass", None)
+    assert first["graded.ndcg@3_result"] in ("pass", "fail", "unknown")
+    rows = list(csv.DictReader(io.StringIO(export_campaign(manager.store, campaign_id, "csv").lstrip("\ufeff"))))
+    assert rows[2]["score_result"] == "skipped" and rows[0]["groundedness_pro"] == "True"

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from evalcore.access import Principal
 from evalcore.campaigns.queries import campaign_results, get_campaign
+from evalcore.campaigns.records import Outcome
 from evalcore.csvcells import csv_text
 from evalcore.errors import EvalError
 from evalcore.store import Store
@@ -15,20 +16,40 @@ FIXED_COLUMNS = ("qid", "question", "expected_answer", "answer", "sources", "err
                  "prompt_tokens", "completion_tokens", "attempts")
 
 
+def judge_fields(outcome: Outcome) -> dict[str, object]:
+    """Per judge, the fields evaluators in the Azure AI style use: `<name>`, `<name>_reason`, `<name>_result`,
+    `<name>_threshold` (a pass/fail judge's `<name>` is true/false, without threshold); then `<measure>_result`
+    of the measures with a pass mark (graded retrieval)."""
+    fields: dict[str, object] = {}
+    for name, verdict in outcome.judges.items():
+        label = verdict.threshold is None
+        fields[name] = (verdict.result == "pass" if verdict.result in ("pass", "fail") else None) if label \
+            else verdict.score
+        fields[f"{name}_reason"] = verdict.reason
+        fields[f"{name}_result"] = verdict.result
+        fields[f"{name}_threshold"] = verdict.threshold
+    fields |= {f"{name}_result": result for name, result in outcome.results.items()}
+    return fields
+
+
 def export_csv(store: Store, campaign_id: str) -> str:
-    """One row per question: fixed columns, then one column per measure."""
+    """One row per question: fixed columns, one column per measure, then the judges' and pass marks' fields."""
     results = campaign_results(store, campaign_id)
     measures = sorted({name for r in results for name in r.outcome.measures})
-    rows: list[list[object]] = [[*FIXED_COLUMNS, *measures]]
+    extra = list(dict.fromkeys(name for r in results for name in judge_fields(r.outcome)))
+    rows: list[list[object]] = [[*FIXED_COLUMNS, *measures, *extra]]
     for r in results:
         fixed = {**r.to_dict(), "sources": " | ".join(str(s.title or s.id) for s in r.outcome.sources)}
-        rows.append([fixed[name] for name in FIXED_COLUMNS] + [r.outcome.measures.get(name) for name in measures])
+        judged = judge_fields(r.outcome)
+        rows.append([fixed[name] for name in FIXED_COLUMNS] + [r.outcome.measures.get(name) for name in measures]
+                    + [judged.get(name) for name in extra])
     return csv_text(rows)
 
 
 def export_jsonl(store: Store, campaign_id: str) -> str:
-    """Every stored result, one JSON object per line."""
-    return "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in campaign_results(store, campaign_id))
+    """Every stored result, one JSON object per line, with the judges' flat fields."""
+    return "".join(json.dumps({**r.to_dict(), **judge_fields(r.outcome)}, ensure_ascii=False) + "\n"
+                   for r in campaign_results(store, campaign_id))
 
 
 def export_trec(store: Store, campaign_id: str) -> str:
