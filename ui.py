@@ -32,7 +32,7 @@ from evalcore.campaigns import (
     get_manager,
     list_campaigns,
 )
-from evalcore.compare import results_version
+from evalcore.compare import compare_with_previous, results_version
 from evalcore.csvcells import csv_text
 from evalcore.datasets import FILES, Dataset, DatasetStats, dataset_stats, load_dataset, resolve_dataset
 from evalcore.datasets.uploads import list_datasets, validate_upload  # noqa: F401 - the pages use them through ui
@@ -65,8 +65,10 @@ def db_path() -> str:
 
 
 def manager() -> Any:
-    """The process-wide campaign manager for this database."""
-    return get_manager(db_path())
+    """The process-wide campaign manager for this database; each ended campaign is compared with the previous one."""
+    found = get_manager(db_path())
+    found.after_each(compare_with_previous)
+    return found
 
 
 def store() -> Any:

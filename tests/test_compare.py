@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import replace
 
 import pytest
@@ -472,3 +473,34 @@ def test_cli_compare_prints_the_basis_and_takes_one(stored, tmp_path, capsys):
     assert "(by the suite order" in capsys.readouterr().out
     assert main(["compare", "A", "B", "--db", db, "--resamples", "500", "--basis", "coverage"]) == 0
     assert "(by coverage, as asked)" in capsys.readouterr().out
+
+
+def test_a_campaign_that_ends_is_compared_with_the_previous_one_in_the_background(tmp_path, tiny_dataset):
+    from evalcore.campaigns import CampaignManager
+    from evalcore.compare import compare_with_previous
+    from tests.test_campaigns import FakeTarget
+
+    manager = CampaignManager(tmp_path / "after.db")
+    manager.after_each(compare_with_previous)
+    manager.after_each(compare_with_previous)  # once per hook
+    try:
+        first = manager.launch(dataset=str(tiny_dataset), target=FakeTarget())
+        manager.wait(first, timeout=30)
+        second = manager.launch(dataset=str(tiny_dataset), target=FakeTarget())
+        manager.wait(second, timeout=30)
+        deadline = time.monotonic() + 30
+        while not kept(manager.store) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert kept(manager.store) == [(first, second, "0")]  # the first had nothing before it
+
+        def no_results(*args, **kwargs):
+            raise AssertionError("the comparison was kept: nothing to read again")
+
+        original = comparison_module.campaign_results
+        comparison_module.campaign_results = no_results
+        try:
+            assert compare_campaigns(manager.store, first, second).verdicts
+        finally:
+            comparison_module.campaign_results = original
+    finally:
+        manager.close()

@@ -9,6 +9,7 @@ import socket
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -133,6 +134,16 @@ class CampaignManager:
         self.store = Store(db_path)
         self._runners: dict[str, Runner] = {}
         self._lock = threading.Lock()
+        self._after: list[Callable[[Store, str], object]] = []
+
+    def after_each(self, hook: Callable[[Store, str], object]) -> None:
+        """Call `hook(store, campaign_id)` after every campaign this manager runs ends (not when cancelled).
+
+        Layers above campaigns use it (the comparison of a new campaign with the previous one is
+        computed then, in the background, so the Compare page opens on it at once). Once per hook.
+        """
+        if hook not in self._after:
+            self._after.append(hook)
 
     def launch(
         self, *, dataset: str | None = None, suite_id: str | None = None, config: TargetConfig | None = None,
@@ -217,7 +228,7 @@ class CampaignManager:
         plans.insert_questions(conn, record["id"], questions)
 
     def _start(self, plan: Plan) -> None:
-        runner = Runner(self.store, plan)
+        runner = Runner(self.store, plan, self._after)
         with self._lock:
             self._runners[plan.campaign_id] = runner
         runner.start()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import queue
 import sqlite3
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
 
 from evalcore.campaigns.answering import Plan, answer_question, error_text
 from evalcore.campaigns.records import CampaignStatus, Outcome, Question
@@ -15,6 +17,7 @@ from evalcore.errors import EvalError
 from evalcore.store import HEARTBEAT_S, Store
 
 WAKE_S = 0.25
+log = logging.getLogger("evalcore.campaigns")
 Finished = list[tuple[int, Outcome]]  # (question position, outcome)
 
 
@@ -29,9 +32,10 @@ class CancelledDuringSetup(Exception):
 class Runner:
     """Runs a plan on its own thread; setting `cancelled` stops dispatching."""
 
-    def __init__(self, store: Store, plan: Plan) -> None:
+    def __init__(self, store: Store, plan: Plan, after: Sequence[Callable[[Store, str], object]] = ()) -> None:
         self.store = store
         self.plan = plan
+        self.after = tuple(after)  # called with the campaign id once it ended (not cancelled), off its thread
         self.cancelled = threading.Event()
         self.thread = threading.Thread(target=self.run, name=f"campaign-{plan.campaign_id}", daemon=True)
         self._failed = 0
@@ -56,6 +60,17 @@ class Runner:
             self._finish(status, error)
         except CampaignGone:
             return
+        if self.after and status != CampaignStatus.CANCELLED:
+            # Off this thread: whoever waits for the campaign does not wait for what follows it.
+            threading.Thread(target=self._after, name=f"after-{self.plan.campaign_id}", daemon=True).start()
+
+    def _after(self) -> None:
+        """The hooks of the layers above (e.g. comparing with the previous campaign); a broken one is logged."""
+        for hook in self.after:
+            try:
+                hook(self.store, self.plan.campaign_id)
+            except Exception:
+                log.exception("after %s", self.plan.campaign_id)
 
     def _run(self) -> tuple[CampaignStatus, str | None]:
         try:

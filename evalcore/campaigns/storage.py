@@ -11,10 +11,12 @@ row to count them made a campaign's cost grow with the square of its size).
 
 from __future__ import annotations
 
+import gc
 import json
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,8 +177,25 @@ def read_results(store: Store, campaign_id: str, offset: int = 0, limit: int | N
     if not rows:
         return []
     passages, signatures = load_passages(store, campaign_id).by_key, load_signatures(store, campaign_id)
-    return [QuestionResult(Question.from_row(row), outcome_from_row(row, passages, signatures), row["attempts"])
-            for row in rows]
+    with no_cycle_collection():
+        return [QuestionResult(Question.from_row(row), outcome_from_row(row, passages, signatures), row["attempts"])
+                for row in rows]
+
+
+@contextmanager
+def no_cycle_collection() -> Iterator[None]:
+    """Pause the cycle collector while building many objects that hold no cycles (records, tuples, dicts).
+
+    At 10,000 questions a read builds about a million objects; the collector would walk them again
+    and again for nothing, a third of the read's time. It resumes as it was, whatever happens.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def outcome_from_row(row: sqlite3.Row, passages: Mapping[int, Retrieved], signatures: Mapping[str, str]) -> Outcome:

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from evalcore.access import Principal, scope
-from evalcore.campaigns import Campaign, QuestionResult, campaign_results, get_campaign
+from evalcore.campaigns import Campaign, QuestionResult, campaign_results, get_campaign, list_campaigns
 from evalcore.compare import power, saved, stats
 from evalcore.compare.records import (
     CampaignHeader,
@@ -371,3 +371,18 @@ def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resa
                                      resamples=resamples)
         saved.keep(store, comparison, a, b)
     return comparison.with_effect(effect)
+
+
+def compare_with_previous(store: Store, campaign_id: str) -> Comparison | None:
+    """Compare a campaign that just ended with the newest earlier one on the same questions, and keep it.
+
+    Registered with the campaign manager by the dashboard and the API (`after_each`), so that the
+    Compare page's default pair opens at once instead of computing thousands of resamples then.
+    """
+    campaign = get_campaign(store, campaign_id)
+    earlier = [c for c in list_campaigns(store, campaign.tenant)
+               if c.id != campaign.id and not c.active and c.finished and c.created_at < campaign.created_at
+               and (c.kind, c.source) == (campaign.kind, campaign.source)]
+    if not earlier or campaign.active:
+        return None
+    return compare_campaigns(store, earlier[0].id, campaign.id, tenant=campaign.tenant)
