@@ -108,3 +108,13 @@ def test_every_command_has_working_help(command: list[str], capsys) -> None:
         build_parser().parse_args([*command, "--help"])
     assert done.value.code == 0
     assert "usage:" in capsys.readouterr().out
+
+
+def test_the_command_table_names_every_command_of_every_module() -> None:
+    from evalcore.cli import COMMANDS
+
+    parser = build_parser()
+    registered = set(parser._subparsers._group_actions[0].choices)
+    assert registered == set(COMMANDS)
+    for command, module in COMMANDS.items():  # each command's parser comes from its module alone
+        assert command in build_parser(command)._subparsers._group_actions[0].choices, module

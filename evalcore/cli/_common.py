@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evalcore.campaigns import CampaignManager, get_manager
 from evalcore.errors import EvalError
 from evalcore.store import Store, default_db_path
+
+if TYPE_CHECKING:
+    from evalcore.campaigns import CampaignManager
 
 Commands = Any  # argparse's _SubParsersAction, private in typeshed
 DB_HELP = "database file (default: $EVALCORE_DB or .evalcore/evalcore.db)"
@@ -22,6 +24,8 @@ def add_db_option(parser: argparse.ArgumentParser) -> None:
 
 def manager_of(args: argparse.Namespace) -> CampaignManager:
     """The process's campaign manager for --db: one writer per database, whatever the command."""
+    from evalcore.campaigns import get_manager  # the engine loads only for commands that use it
+
     return get_manager(args.db)
 
 
