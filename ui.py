@@ -7,12 +7,11 @@ through escape_md; charts take it through chart_text; tables, st.text and st.cod
 
 from __future__ import annotations
 
-import html
 import os
 import re
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
@@ -33,6 +32,7 @@ from evalcore.campaigns import (
     list_campaigns,
 )
 from evalcore.compare import compare_with_previous, results_version
+from evalcore.compare.charts import chart_text  # noqa: F401 - the one escape of chart text, engine charts included
 from evalcore.csvcells import csv_text
 from evalcore.datasets import FILES, Dataset, DatasetStats, dataset_stats, load_dataset, resolve_dataset
 from evalcore.datasets.uploads import list_datasets, validate_upload  # noqa: F401 - the pages use them through ui
@@ -211,11 +211,6 @@ def escape_md(text: object) -> str:
     return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\r", " ").replace("\n", " ")
 
 
-def chart_text(text: object) -> str:
-    """Text shown literally in a Plotly label or tick (Plotly reads <a>, <b>, <br> and entities as markup)."""
-    return html.escape(str(text), quote=False)
-
-
 def short(text: str | None, limit: int = 80) -> str:
     """One line of at most `limit` characters."""
     flat = " ".join((text or "").split())
@@ -288,10 +283,12 @@ def campaign_label(campaign: Campaign) -> str:
 
 # --- exports ------------------------------------------------------------------------------------
 
-def csv_bytes(frame: pd.DataFrame) -> bytes:
-    """A table as UTF-8 CSV (with BOM, for spreadsheets) written by the engine's one CSV writer."""
+def csv_bytes(frame: pd.DataFrame, context: Sequence[Sequence[str]] = ()) -> bytes:
+    """A table as UTF-8 CSV (with BOM, for spreadsheets) written by the engine's one CSV writer, after the
+    context's `# label,value` lines when given (ExportContext.csv_rows)."""
     cells = frame.astype(object).where(frame.notna(), None)
-    return spreadsheet_bytes(csv_text([list(map(str, frame.columns)), *cells.itertuples(index=False, name=None)]))
+    return spreadsheet_bytes(csv_text([*context, list(map(str, frame.columns)),
+                                       *cells.itertuples(index=False, name=None)]))
 
 
 def spreadsheet_bytes(text: str) -> bytes:
@@ -310,8 +307,12 @@ def html_bytes(figure: Any) -> bytes:
 
 
 def chart(figure: Any, name: str, key: str) -> None:
-    """Show a chart with its PNG and HTML downloads (both built only when clicked)."""
-    st.plotly_chart(figure, key=f"{key}-chart")
+    """Show a chart with its PNG and HTML downloads as `name`.png and .html (both built only when clicked).
+
+    The figure shown is the one exported: its title says what it shows (names, questions, what changed, date).
+    The chart's own camera button saves under the same name.
+    """
+    st.plotly_chart(figure, key=f"{key}-chart", config={"toImageButtonOptions": {"filename": name}})
     left, right, _ = st.columns([1, 1, 4])
     if Path(os.environ.get("BROWSER_PATH", CHROMIUM)).exists():
         left.download_button("PNG", data=lambda: png_bytes(figure), file_name=f"{name}.png", mime="image/png",
@@ -323,10 +324,17 @@ def chart(figure: Any, name: str, key: str) -> None:
                           key=f"{key}-html", on_click="ignore")
 
 
-def table_download(frame: pd.DataFrame | pa.Table, name: str, key: str) -> None:
-    """A CSV download of a table (pandas or Arrow), built only when clicked."""
-    st.download_button("CSV", data=lambda: csv_bytes(frame if isinstance(frame, pd.DataFrame) else frame.to_pandas()),
+def table_download(frame: pd.DataFrame | pa.Table, name: str, key: str, context: Sequence[Sequence[str]] = ()) -> None:
+    """A CSV download of a table (pandas or Arrow) as `name`.csv, after its context lines; built only when clicked."""
+    st.download_button("CSV", data=lambda: csv_bytes(frame if isinstance(frame, pd.DataFrame) else frame.to_pandas(),
+                                                     context),
                        file_name=f"{name}.csv", mime="text/csv", key=key, on_click="ignore")
+
+
+def html_download(label: str, build: Callable[[], str], name: str, key: str, help: str | None = None) -> None:
+    """A download of an HTML document as `name`.html, built only when clicked."""
+    st.download_button(label, data=lambda: build().encode("utf-8"), file_name=f"{name}.html", mime="text/html",
+                       key=key, on_click="ignore", help=help)
 
 
 # --- suites and targets ------------------------------------------------------------------------

@@ -2,20 +2,33 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
-import plotly.graph_objects as go
 import pyarrow as pa
 import pyarrow.compute as pc
 import streamlit as st
 
 import ui
 from evalcore.access import Principal
-from evalcore.campaigns import list_campaigns
-from evalcore.compare import Comparison, Paired, QuestionDiff, Sweep, compare_campaigns, compare_sweep, power
-from evalcore.compare.comparison import Passage
-from evalcore.metrics import MEASURES, display_order
+from evalcore.campaigns import Campaign, list_campaigns
+from evalcore.compare import Comparison, Sweep, compare_campaigns, compare_sweep, power
+from evalcore.compare.charts import delta_figure, scatter_figure, series_figure
+from evalcore.compare.exports import (
+    Fact,
+    Group,
+    by_questions,
+    comparison_context,
+    default_pair,
+    group_of,
+    source_names,
+    sweep_context,
+)
+from evalcore.compare.report import comparison_report, sweep_report
+from evalcore.compare.tables import MEASURE_COLUMNS, measure_frame, question_frame, sweep_frame
 
 VERDICTS = ["better", "worse", "same", "new", "removed", "unscored"]
+EVERY = "every dataset and suite"
 
 
 # cache_resource, not cache_data: a comparison of 10,000 questions is immutable once computed, and
@@ -44,7 +57,7 @@ def cached_questions(db: str, a_version: tuple, b_version: tuple, principal: Pri
     st.dataframe converts a pandas frame to Arrow on every run (0.3 s for 10,000 questions with
     their answers); an Arrow table, filtered with Arrow, is sent as it is.
     """
-    return pa.Table.from_pandas(verdict_table(cached_comparison(db, a_version, b_version, principal, basis).questions),
+    return pa.Table.from_pandas(question_frame(cached_comparison(db, a_version, b_version, principal, basis).questions),
                                 preserve_index=False)
 
 
@@ -54,81 +67,27 @@ def cached_sweep(db: str, versions: tuple, principal: Principal) -> Sweep:
     return compare_sweep(ui.store(), [version[0] for version in versions], principal=principal)
 
 
-def delta_figure(measures: pd.DataFrame) -> go.Figure:
-    """B − A per measure (in the given order, top down) with its 95% interval; significant ones starred."""
-    rows = measures.iloc[::-1]  # Plotly draws the first category at the bottom
-    low, high = rows["ci_low"].fillna(rows["delta"]), rows["ci_high"].fillna(rows["delta"])
-    colors = ["#2e7d32" if r.improved else "#c62828" if r.significant else "#607d8b" for r in rows.itertuples()]
-    labels = [f"{d:+.3f}{' *' if s else ''}" for d, s in zip(rows["delta"], rows["significant"])]
-    figure = go.Figure(go.Scatter(
-        x=rows["delta"], y=rows["measure"], mode="markers+text", text=labels, textposition="top center",
-        marker={"color": colors, "size": 10},
-        error_x={"type": "data", "symmetric": False, "array": high - rows["delta"], "arrayminus": rows["delta"] - low},
-        customdata=rows[["n", "p_value", "test", "detects", "needs"]],
-        hovertemplate="%{y}: %{x:+.4f}<br>n=%{customdata[0]} · p=%{customdata[1]:.4f}<br>%{customdata[2]}"
-                      "<br>%{customdata[3]}<br>%{customdata[4]}<extra></extra>"))
-    figure.add_vline(x=0, line_dash="dot", line_color="#9e9e9e")
-    figure.update_layout(title="B − A (95% paired bootstrap interval; * p < 0.05)", height=max(300, 32 * len(rows) + 120),
-                         xaxis_title="difference", yaxis={"automargin": True, "range": [-0.7, len(rows) - 0.3]})
-    return figure
+def pick_questions(campaigns: list[Campaign], sources: dict[Group, str]) -> list[Campaign]:
+    """The dataset or suite to compare on (the default pair's first), and its campaigns, newest first; or every
+    campaign, grouped by dataset or suite."""
+    groups = by_questions(campaigns)
+    choices: list[Group | str] = [g for g, members in groups.items() if len(members) > 1] + [EVERY]
+    pair = default_pair(campaigns)
+    group = st.selectbox("Questions", choices, index=choices.index(group_of(pair[1]) if pair else EVERY),
+                         format_func=lambda g: g if g == EVERY else f"{sources[g]} · {len(groups[g])} campaigns",
+                         help="Campaigns compare question by question: those on the same dataset or suite.")
+    return [c for members in groups.values() for c in members] if group == EVERY else groups[group]
 
 
-def scatter_figure(values: Paired, measure: str) -> go.Figure:
-    """One point per common question: the measure in A against B, with the diagonal."""
-    low = min(0.0, float(values.a.min(initial=0.0)), float(values.b.min(initial=0.0)))
-    high = max(1.0, float(values.a.max(initial=1.0)), float(values.b.max(initial=1.0)))
-    figure = go.Figure(go.Scatter(x=values.a, y=values.b, mode="markers", customdata=values.qids, opacity=0.7,
-                                  hovertemplate="question %{customdata}: A %{x:.3f} · B %{y:.3f}<extra></extra>"))
-    figure.add_shape(type="line", x0=low, y0=low, x1=high, y1=high, line={"dash": "dot", "color": "#9e9e9e"})
-    figure.update_layout(title=f"{measure} per question (above the diagonal: B is higher)",
-                         xaxis_title=f"A {measure}", yaxis_title=f"B {measure}", height=480)
-    return figure
+def label(campaign: Campaign, sources: dict[Group, str]) -> str:
+    """A campaign in the pickers: its dataset or suite first (the pickers list them grouped), then ui.campaign_label."""
+    return f"{sources[group_of(campaign)]} · {ui.campaign_label(campaign)}"
 
 
-def measures_table(comparison: Comparison) -> pd.DataFrame:
-    """One row per measure in display order; `detects` and `needs` say what it could detect, as text for the hover."""
-    rows = sorted(comparison.measures, key=lambda m: display_order(m.measure))
-    table = pd.DataFrame([m.to_dict() for m in rows])
-    if table.empty:
-        return table
-    table["detects"] = [f"n = {m.n} can detect ±{m.mde:.2g}" if m.mde is not None else m.power_note for m in rows]
-    table["needs"] = [f"±{m.effect:g} needs {m.n_required:,} questions" if m.n_required else "" for m in rows]
-    table["signature"] = [getattr(MEASURES.get(m.measure), "signature", "") for m in rows]
-    return table
-
-
-def verdict_table(questions: list[QuestionDiff]) -> pd.DataFrame:
-    """The per-question verdicts with the relevant passages that entered or left the retrieved list."""
-    def titles(entries: tuple[Passage, ...]) -> str:
-        return " | ".join(f"{e.pid} {e.title}".strip() for e in entries)
-
-    return pd.DataFrame([{"qid": q.qid, "question": q.question, "verdict": q.verdict, "basis": q.basis,
-                          "A": q.a, "B": q.b, "answer changed": q.answer_changed,
-                          "relevant entered": titles(q.entered), "relevant left": titles(q.left),
-                          "answer A": q.answer_a, "answer B": q.answer_b} for q in questions],
-                        columns=["qid", "question", "verdict", "basis", "A", "B", "answer changed", "relevant entered",
-                                 "relevant left", "answer A", "answer B"])
-
-
-def sweep_table(result: Sweep) -> pd.DataFrame:
-    """One row per campaign of the sweep: the varied value, each measure's mean, the verdict counts."""
-    return pd.DataFrame([{"campaign": row.id, result.key or "value": str(row.value),
-                          **{name: m.mean for name, m in row.measures.items()},
-                          **{f"vs baseline: {k}": v for k, v in (row.verdicts or {}).items()}}
-                         for row in result.table])
-
-
-def series_figure(result: Sweep, measure: str) -> go.Figure:
-    """The measure's mean (with its 95% interval) for each value of the swept key."""
-    points = pd.DataFrame(result.series[measure])
-    points["x"] = points["x"].astype(str).map(ui.chart_text)  # swept values are stored text (model names, URLs)
-    figure = go.Figure(go.Scatter(
-        x=points["x"], y=points["mean"], mode="lines+markers",
-        error_y={"type": "data", "symmetric": False, "array": points["ci_high"].fillna(points["mean"]) - points["mean"],
-                 "arrayminus": points["mean"] - points["ci_low"].fillna(points["mean"])}))
-    figure.update_layout(title=f"{measure} by {result.key or 'campaign'} (mean, 95% bootstrap interval)",
-                         xaxis_title=result.key or "campaign", yaxis_title=measure, height=420)
-    return figure
+def pair_indices(options: list[Campaign]) -> tuple[int, int]:
+    """The positions of the proposed A and B among the options (the two newest when none is comparable)."""
+    pair = default_pair(options)
+    return (options.index(pair[0]), options.index(pair[1])) if pair else (1, 0)
 
 
 principal = ui.page("Compare")
@@ -139,22 +98,26 @@ if len(campaigns) < 2:
     ui.run_link(principal, "Run campaigns")
     st.stop()
 by_id = {c.id: c for c in campaigns}
-ids = list(by_id)
+sources = source_names(store, campaigns, principal=principal)
 mode = st.radio("Compare", ["two campaigns", "a sweep (N campaigns, one key varied)"], horizontal=True)
+options = pick_questions(campaigns, sources)
+ids = [c.id for c in options]
 
 if mode == "two campaigns":
+    a_index, b_index = pair_indices(options)
     left, right = st.columns(2)
-    a_id = left.selectbox("A (baseline)", ids, index=1, format_func=lambda i: ui.campaign_label(by_id[i]))
-    b_id = right.selectbox("B (candidate)", ids, index=0, format_func=lambda i: ui.campaign_label(by_id[i]))
+    a_id = left.selectbox("A (baseline)", ids, index=a_index, format_func=lambda i: label(by_id[i], sources))
+    b_id = right.selectbox("B (candidate)", ids, index=b_index, format_func=lambda i: label(by_id[i], sources))
     if a_id == b_id:
         st.info("A and B are the same campaign: pick two different ones.")
         st.stop()
+    a, b = by_id[a_id], by_id[b_id]
     effect = st.number_input("Effect size to detect (in each measure's units)", min_value=1e-6, value=power.EFFECT,
                              step=0.01, format="%.3f", key="effect",
                              help="The questions needed to see a difference this large with 80% power at alpha 0.05 "
                                   "(paired t). The 'detects' column is the smallest difference this comparison "
                                   "could see.")
-    versions = (ui.db_path(), ui.version(by_id[a_id]), ui.version(by_id[b_id]), principal)
+    versions = (ui.db_path(), ui.version(a), ui.version(b), principal)
     with ui.guard():
         automatic = cached_comparison(*versions)
         choices = ["", *(m.measure for m in automatic.measures)]
@@ -164,6 +127,7 @@ if mode == "two campaigns":
                                   "(else ROUGE-L) for a generation-side one, else the suite order.")
         versions = (*versions, basis)
         comparison = for_effect(*versions, float(effect))
+        context = comparison_context(comparison, a, b, sources)
         st.caption(ui.escape_md(f"Verdicts by {comparison.basis_reason}."))
         for warning in comparison.warnings:
             st.warning(ui.escape_md(warning))
@@ -172,51 +136,65 @@ if mode == "two campaigns":
         for note in comparison.notes:
             st.info(ui.escape_md(note))
         if comparison.config_diff:
-            st.dataframe(pd.DataFrame([{"key": k, "A": str(a), "B": str(b)} for k, (a, b) in comparison.config_diff.items()]),
+            st.dataframe(pd.DataFrame([{"key": k, "A": str(x), "B": str(y)} for k, (x, y) in comparison.config_diff.items()]),
                          hide_index=True)
         counts = comparison.verdicts
         for col, verdict in zip(st.columns(len(VERDICTS)), VERDICTS):
             col.metric(verdict, counts.get(verdict, 0))
+        ui.html_download("Report (HTML)", partial(comparison_report, comparison, a, b, sources),
+                         context.file_stem("report"), key="report",
+                         help="One HTML file that opens without network: both campaigns and their settings, the "
+                              "differences, verdicts, measures with their chart and power, and every question.")
 
         st.subheader("Measures: B − A with 95% intervals")
-        measures = measures_table(comparison)
+        measures = measure_frame(comparison)
         if measures.empty:
             st.info("No measure is present in both campaigns.")
         else:
-            ui.chart(delta_figure(measures), f"deltas-{a_id}-vs-{b_id}", key="deltas")
-            shown = measures[["measure", "n", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "significant",
-                              "mde", "n_required", "power_note", "test", "signature"]]
+            ui.chart(delta_figure(comparison, context), context.file_stem("compare"), key="deltas")
+            shown = measures[MEASURE_COLUMNS]
             st.dataframe(shown, hide_index=True, column_config={
                 "mde": st.column_config.NumberColumn("detects ±", help="smallest difference this comparison "
                                                      "could see (80% power, alpha 0.05, paired t)", format="%.3g"),
                 "n_required": st.column_config.NumberColumn(f"questions for ±{effect:g}", format="%d",
                                                             help="questions needed to see this effect size"),
                 "power_note": st.column_config.TextColumn("no power because")})
-            ui.table_download(shown, f"measures-{a_id}-vs-{b_id}", key="measures-csv")
+            ui.table_download(shown, context.file_stem("measures"), key="measures-csv", context=context.csv_rows())
 
             st.subheader("Per question: A against B")
-            measure = st.selectbox("Measure", list(measures["measure"]),
-                                   index=ui.index_of(list(measures["measure"]), "ndcg@10"))
-            ui.chart(scatter_figure(comparison.paired[measure], measure), f"scatter-{measure}-{a_id}-vs-{b_id}",
-                     key="scatter")
+            names = list(measures["measure"])
+            measure = st.selectbox("Measure", names, index=ui.index_of(names, "ndcg@10"))
+            delta = next(m for m in comparison.measures if m.measure == measure)
+            ui.chart(scatter_figure(comparison.paired[measure], measure, context, delta),
+                     context.file_stem("scatter", measure), key="scatter")
 
         st.subheader("Questions")
         keep = st.multiselect("Verdicts", VERDICTS, default=[v for v in VERDICTS if v != "same"])
         questions = cached_questions(*versions)
         questions = questions.filter(pc.is_in(questions["verdict"], value_set=pa.array(keep, pa.string())))
         st.dataframe(questions, hide_index=True)
-        ui.table_download(questions, f"questions-{a_id}-vs-{b_id}", key="questions-csv")
+        shown_verdicts = Fact("verdicts shown", ", ".join(keep) or "none", None)
+        ui.table_download(questions, context.file_stem("questions"), key="questions-csv",
+                          context=context.with_fact(shown_verdicts).csv_rows())
 else:
-    chosen = st.multiselect("Campaigns (the first is the baseline)", ids, default=ids[:3][::-1],
-                            format_func=lambda i: ui.campaign_label(by_id[i]))
+    baseline_group = [c.id for c in options if group_of(c) == group_of(options[0])]
+    chosen = st.multiselect("Campaigns (the first is the baseline)", ids, default=baseline_group[:3][::-1],
+                            format_func=lambda i: label(by_id[i], sources))
     with ui.guard():
         sweep = cached_sweep(ui.db_path(), tuple(ui.version(by_id[i]) for i in chosen), principal)
+        members = [by_id[i] for i in chosen]
+        context = sweep_context(sweep, members, sources)
         for warning in sweep.warnings:
             st.warning(ui.escape_md(warning))
-        table = sweep_table(sweep)
+        table = sweep_frame(sweep, by_id)
         st.dataframe(table, hide_index=True)
-        ui.table_download(table, "sweep", key="sweep-csv")
+        ui.table_download(table, context.file_stem("sweep"), key="sweep-csv", context=context.csv_rows())
         names = list(sweep.series)
         measure = st.selectbox("Measure", names, index=ui.index_of(names, "ndcg@10"))
         if measure:
-            ui.chart(series_figure(sweep, measure), f"sweep-{measure}", key="sweep")
+            ui.chart(series_figure(sweep, measure, context), context.file_stem("sweep", measure), key="sweep")
+        ui.html_download(
+            "Report (HTML)", partial(sweep_report, store, sweep, members, sources, measure=measure, principal=principal),
+            context.file_stem("report"), key="report",
+            help="One HTML file that opens without network: the sweep's table and chart, and the comparison of the "
+                 "baseline with the last campaign (settings, verdicts, measures, power, every question).")

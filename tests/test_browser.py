@@ -151,12 +151,54 @@ def test_launch_compare_screenshot_and_export(page: tuple, tmp_path: Path) -> No
     tab.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
     with tab.expect_download(timeout=60_000) as download:
-        tab.get_by_role("button", name="PNG").first.click()
+        tab.get_by_role("button", name="PNG", exact=True).first.click()  # ours, not the chart's camera
     exported = tmp_path / download.value.suggested_filename
     download.value.save_as(exported)
     assert exported.suffix == ".png" and exported.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert re.fullmatch(r"compare_[^_]+_vs_[^_]+_\d{4}-\d{2}-\d{2}\.png", exported.name) and len(exported.name) < 100
+    with tab.expect_download(timeout=60_000) as download:
+        tab.get_by_role("button", name="Report (HTML)", exact=True).click()
+    report = tmp_path / download.value.suggested_filename
+    download.value.save_as(report)
+    assert report.name.startswith("report_") and report.suffix == ".html"
     assert_no_exception_on(tab)
     assert not problems, problems
+    assert opened_offline(tab.context.browser, report) == 1  # the delta chart
+
+
+def opened_offline(browser: object, path: Path) -> int:
+    """Open an HTML file in a browser context with the network off: the charts drawn (nothing fetched, no error)."""
+    problems: list[str] = []
+    context = browser.new_context(offline=True)
+    tab = context.new_page()
+    tab.on("request", lambda request: None if request.url.startswith(("file:", "data:")) else problems.append(request.url))
+    tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    tab.goto(path.as_uri())
+    tab.locator(".js-plotly-plot .main-svg").first.wait_for(timeout=30_000)
+    drawn = tab.locator(".js-plotly-plot").count()
+    context.close()
+    assert not problems, problems
+    return drawn
+
+
+def test_a_report_opens_offline_with_its_charts(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from evalcore.compare import sweep_results
+    from evalcore.compare.report import comparison_report
+    from tests.test_compare import A_ROWS, B_ROWS
+    from tests.test_compare_report import SOURCES, dated, hostile_pair
+
+    a, b, comparison = hostile_pair()
+    c = replace(dated("C", 3.0), config={**a.config, "top_k": 20})
+    sweep = sweep_results([(a, A_ROWS), (b, B_ROWS), (c, B_ROWS)], resamples=200)
+    path = tmp_path / "report.html"
+    path.write_text(comparison_report(comparison, a, b, SOURCES, sweep=sweep, sweep_campaigns=[a, b, c]),
+                    encoding="utf-8")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        assert opened_offline(browser, path) == 2  # the delta chart and the sweep's
+        browser.close()
 
 
 def test_a_viewer_signs_in_and_finds_no_launch_button(tmp_path: Path) -> None:

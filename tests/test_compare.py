@@ -411,11 +411,11 @@ def test_api_compare_reports_power_for_an_effect(two_stored, tmp_path):
 
 
 def test_compare_page_shows_what_each_measure_could_detect(two_stored, monkeypatch):
-    from tests.test_dashboard import assert_clean, page_test, unescape
+    from tests.test_dashboard import assert_clean, page_test, picker, unescape
 
     at = page_test(str(two_stored.path), monkeypatch, "pages/compare.py")
     assert_clean(at)
-    comparison = compare_campaigns(two_stored, at.selectbox[0].value, at.selectbox[1].value)
+    comparison = compare_campaigns(two_stored, picker(at, "A (baseline)").value, picker(at, "B (candidate)").value)
     table = next(df.value for df in at.dataframe if "mde" in df.value.columns).set_index("measure")
     for m in comparison.measures:
         assert table.loc[m.measure, "mde"] == pytest.approx(m.mde) and table.loc[m.measure, "n_required"] == m.n_required

@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
+import json
 import re
+import sys
 import zipfile
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
+import ui
 from evalcore.campaigns import get_manager, list_campaigns
 from evalcore.suites import Case, create_suite, list_suites
 from evalcore.targets import TargetConfig
 from tests.conftest import TINY, write_dataset
 from tests.csvsafety import assert_safe_csv
+from tests.htmlreport import network_sources, table_with
 from ui import csv_bytes, escape_md
 
 AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
@@ -32,15 +40,16 @@ TRICKY = "<b>bold</b> **not bold** [link](http://x) :red[red]"
 
 @pytest.fixture(scope="module")
 def filled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """A database with a suite campaign (user text with markup) and two dataset campaigns differing in one key."""
+    """A database with two dataset campaigns differing in one key, then (the newest) a suite campaign with user
+    text in markup: the two newest campaigns did not ask the same questions."""
     db = str(tmp_path_factory.mktemp("dashboard") / "evalcore.db")
     manager = get_manager(db)
     suite = create_suite(manager.store, tenant="default", name="tricky", target_id="default",
                          cases=[Case(TRICKY, "30 days", ("Terms",)),
                                 Case("What is the refund window for EU customers?", "30 days", ("Terms of Sale",))])
-    ids = {"suite": manager.launch(suite_id=suite.id, config=TargetConfig.from_dict(QUICK))}
-    ids |= {f"top{k}": manager.launch(dataset="default", config=TargetConfig.from_dict({**QUICK, "embedding_top_k": k}),
-                                      limit=12) for k in (2, 30)}
+    ids = {f"top{k}": manager.launch(dataset="default", config=TargetConfig.from_dict({**QUICK, "embedding_top_k": k}),
+                                     limit=12, name=f"keyword top {k}") for k in (2, 30)}
+    ids["suite"] = manager.launch(suite_id=suite.id, config=TargetConfig.from_dict(QUICK))
     for campaign_id in ids.values():
         assert manager.wait(campaign_id, timeout=120).status == "succeeded"
     yield {"db": db, **ids}
@@ -272,19 +281,108 @@ def test_sweep_launches_one_campaign_per_value(tmp_path: Path, monkeypatch: pyte
     assert configs == {3, 10}
 
 
+def picker(at: AppTest, label: str) -> object:
+    """The selectbox with this label."""
+    return next(box for box in at.selectbox if box.label == label)
+
+
 def test_compare_two_campaigns(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     at = page_test(filled["db"], monkeypatch, "pages/compare.py")
     assert_clean(at)
+    # The newest campaign ran a suite: the proposed pair is the two newest on the same dataset.
+    assert picker(at, "Questions").value == ("dataset", "default")
+    assert (picker(at, "A (baseline)").value, picker(at, "B (candidate)").value) == (filled["top2"], filled["top30"])
+    assert all(option.startswith("dataset default · keyword top ") for option in picker(at, "A (baseline)").options)
     verdicts = {m.label for m in at.metric}
     assert {"better", "worse", "same", "new", "removed"} <= verdicts
     assert any("embedding_top_k" in str(df.value.to_dict()) for df in at.dataframe)  # the configuration difference
     assert len(at.get("plotly_chart")) == 2  # deltas and the per-question scatter
-    at.selectbox[1].set_value(at.selectbox[0].value).run()  # B = A: every verdict "same" would say nothing
+    picker(at, "B (candidate)").set_value(filled["top2"]).run()  # B = A: every verdict "same" would say nothing
     assert_clean(at)
     assert "A and B are the same campaign" in texts(at) and not at.get("plotly_chart")
     at.radio[0].set_value("a sweep (N campaigns, one key varied)").run()
     assert_clean(at)
     assert at.get("plotly_chart")
+
+
+@pytest.fixture
+def downloads(monkeypatch: pytest.MonkeyPatch) -> dict[str, dict]:
+    """Every download button a page makes, by key: its file name and its data (a callable runs when clicked)."""
+    seen: dict[str, dict] = {}
+    original = DeltaGenerator.download_button
+
+    def record(container: DeltaGenerator, label: str, **kwargs: object) -> object:
+        seen[str(kwargs["key"])] = kwargs
+        return original(container, label, **kwargs)
+
+    monkeypatch.setattr(DeltaGenerator, "download_button", record)
+    monkeypatch.setattr(st, "download_button", partial(record, st.download_button.__self__))
+    return seen
+
+
+def clicked(download: dict) -> bytes:
+    """What the browser would receive on a click."""
+    return download["data"]() if callable(download["data"]) else download["data"]
+
+
+def test_compare_exports_name_both_campaigns_and_what_changed(filled: dict, monkeypatch: pytest.MonkeyPatch,
+                                                              downloads: dict[str, dict]) -> None:
+    figures: list = []
+    monkeypatch.setenv("BROWSER_PATH", sys.executable)  # any existing file: the PNG renderer is replaced below
+    monkeypatch.setattr(ui, "png_bytes", lambda figure: figures.append(figure) or b"\x89PNG")
+    at = page_test(filled["db"], monkeypatch, "pages/compare.py")
+    assert_clean(at)
+    stem = f"keyword-top-2_vs_keyword-top-30_{dt.date.today().isoformat()}"
+    names = {key: str(d["file_name"]) for key, d in downloads.items()}
+    assert names["deltas-png"] == f"compare_{stem}.png" and names["deltas-html"] == f"compare_{stem}.html"
+    assert names["report"] == f"report_{stem}.html" and names["questions-csv"] == f"questions_{stem}.csv"
+    assert all(len(name) < 100 for name in names.values())
+    expected = ("keyword top 2", "keyword top 30", "embedding_top_k 2 → 30", "dataset default")
+    chart = clicked(downloads["deltas-html"]).decode()
+    assert all(text in chart for text in expected)
+    clicked(downloads["deltas-png"])
+    title = figures[0].layout.title  # the figure the PNG is drawn from
+    assert all(text in title.subtitle.text for text in expected) and title.text.startswith("B − A per measure")
+
+    measures = clicked(downloads["measures-csv"]).decode("utf-8-sig")
+    lines = measures.splitlines()
+    skip = int(lines[0].split(",")[1])
+    context = dict(line.split(",", 1) for line in lines[1:skip])
+    assert (context["# A"], context["# B"], context["# changed"]) == expected[:3]
+    assert context["# A id"] == filled["top2"] and "sign-flip randomization" in context["# test"]
+    table = pd.read_csv(io.StringIO(measures), skiprows=skip)
+    shown = next(df.value for df in at.dataframe if "signature" in df.value.columns)
+    assert list(table.columns) == list(shown.columns) and list(table["measure"]) == list(shown["measure"])
+    questions = clicked(downloads["questions-csv"]).decode("utf-8-sig")
+    assert "# verdicts shown,\"better, worse, new, removed, unscored\"" in questions.splitlines()
+
+    report = clicked(downloads["report"]).decode()
+    assert network_sources(report) == [] and all(text in report for text in expected)
+    counts = {m.label: m.value for m in at.metric}
+    verdicts = table_with(report, ["worse", "better", "new", "removed", "unscored", "same"])
+    assert dict(zip(verdicts[0], verdicts[1])) == {v: str(counts.get(v, 0)) for v in verdicts[0]}
+    assert len(table_with(report, ["qid", "question", "verdict"])) == 1 + 12
+
+
+def test_the_scatter_shows_how_many_questions_share_a_point(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page_test(filled["db"], monkeypatch, "pages/compare.py")
+    [scatter] = [json.loads(c.proto.spec) for c in at.get("plotly_chart") if "per question" in c.proto.spec]
+    [points] = scatter["data"]
+    counts = [row[0] for row in points["customdata"]]
+    assert sum(counts) == 12 and max(counts) > 1  # each question counted once; some share a point
+    assert points["text"] == [str(c) if c > 1 else "" for c in counts]
+
+
+def test_every_campaign_can_be_compared_listed_by_dataset_or_suite(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page_test(filled["db"], monkeypatch, "pages/compare.py")
+    picker(at, "Questions").set_value("every dataset and suite").run()
+    assert_clean(at)
+    options = picker(at, "A (baseline)").options
+    assert [o.split(" · ")[0] for o in options] == ["suite tricky", "dataset default", "dataset default"]
+    assert (picker(at, "A (baseline)").value, picker(at, "B (candidate)").value) == (filled["top2"], filled["top30"])
+    picker(at, "A (baseline)").set_value(filled["suite"]).run()
+    assert_clean(at)
+    assert "different question sets" in texts(at)
 
 
 def test_png_export_is_disabled_with_a_reason_when_no_chromium(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 
-from evalcore.cli._common import Commands, add_db_option, positive_int, store_of
+from evalcore.campaigns import get_campaign
+from evalcore.cli._common import Commands, add_db_option, positive_int, store_of, write_file
 from evalcore.compare import Comparison, MeasureDelta, QuestionDiff, Sweep, compare_campaigns, compare_sweep, power
+from evalcore.compare.exports import source_names
+from evalcore.compare.report import comparison_report, sweep_report
 from evalcore.compare.stats import RESAMPLES
 from evalcore.errors import EvalError
 
@@ -26,6 +31,10 @@ def register(commands: Commands) -> None:
     parser.add_argument("--basis", metavar="MEASURE",
                         help="the measure deciding each question's verdict (default: follows what differs: nDCG@10 "
                              "for a retrieval-side change, the AI score or else ROUGE-L for a generation-side one)")
+    parser.add_argument("--report", type=Path, metavar="FILE.html",
+                        help="also write the comparison as one HTML file that opens without network (names, "
+                             "settings, verdicts, measures with their chart, power, every question); for a sweep, "
+                             "its baseline against the last campaign, with the sweep's table and chart")
     add_db_option(parser)
     parser.set_defaults(handler=compare_command)
 
@@ -45,7 +54,20 @@ def compare_command(args: argparse.Namespace) -> int:
     else:
         lines = format_comparison(result) if isinstance(result, Comparison) else format_sweep(result)
         print("\n".join(lines))
+    if args.report:
+        write_report(args, result)
     return 0
+
+
+def write_report(args: argparse.Namespace, result: Comparison | Sweep) -> None:
+    """Write the HTML report of the comparison (or of the sweep) to --report."""
+    store = store_of(args)
+    campaigns = [get_campaign(store, campaign_id) for campaign_id in args.ids]
+    sources = source_names(store, campaigns)
+    text = comparison_report(result, campaigns[0], campaigns[1], sources) if isinstance(result, Comparison) \
+        else sweep_report(store, result, campaigns, sources)
+    write_file(args.report, text, "the report")
+    print(f"wrote {args.report}", file=sys.stderr)
 
 
 def effect_size(text: str) -> float:

@@ -1,0 +1,123 @@
+"""The charts of a comparison and of a sweep (Plotly figures), each titled with its context.
+
+Built here rather than in the dashboard so that the dashboard's exports and the HTML report of the
+CLI and the dashboard draw the same figures. Every stored string goes through `chart_text`: Plotly
+reads `<b>`, `<a href>`, `<br>` and entities in labels as markup.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from evalcore.compare.comparison import higher_is_better
+from evalcore.compare.exports import ExportContext, Fact, shown
+from evalcore.compare.records import Comparison, MeasureDelta, Paired
+from evalcore.compare.sweep import Sweep
+from evalcore.metrics import display_order
+
+GREEN, RED, GREY = "#2e7d32", "#c62828", "#607d8b"
+SAME_VALUE = 9  # decimals two values must share to be drawn as one point of the scatter
+HOVER_QUESTIONS = 12  # question ids listed in the hover of a point
+
+
+def chart_text(text: object) -> str:
+    """Text shown literally in a Plotly title, label or tick (Plotly reads <a>, <b>, <br> and entities as markup)."""
+    return html.escape(str(text), quote=False)
+
+
+def titled(figure: go.Figure, title: str, context: ExportContext) -> go.Figure:
+    """The figure with its title and, as its subtitle, the context's lines (names, questions, change, n, date)."""
+    lines = [chart_text(line) for line in context.chart_lines()]
+    figure.update_layout(title={"text": chart_text(title), "subtitle": {"text": "<br>".join(lines)},
+                                "x": 0.01, "xanchor": "left", "xref": "container", "yref": "container", "y": 1,
+                                "yanchor": "top", "pad": {"t": 14}},
+                         margin={"t": 64 + 17 * len(lines)})
+    return figure
+
+
+def ordered(comparison: Comparison) -> list[MeasureDelta]:
+    """The comparison's measures in display order."""
+    return sorted(comparison.measures, key=lambda m: display_order(m.measure))
+
+
+def detects_text(m: MeasureDelta) -> str:
+    """What a measure could detect: `n = 74 can detect ±0.031`, or why it cannot say."""
+    return f"n = {m.n} can detect ±{m.mde:.2g}" if m.mde is not None else m.power_note or ""
+
+
+def needs_text(m: MeasureDelta) -> str:
+    """The questions needed to see the effect size: `±0.02 needs 180 questions` ("" when unknown)."""
+    return f"±{m.effect:g} needs {m.n_required:,} questions" if m.n_required else ""
+
+
+def delta_figure(comparison: Comparison, context: ExportContext) -> go.Figure:
+    """B − A per measure (display order, top down) with its 95% interval; significant ones starred."""
+    rows = ordered(comparison)[::-1]  # Plotly draws the first category at the bottom
+    delta = np.array([m.delta for m in rows])
+    low = np.array([m.delta if m.ci_low is None else m.ci_low for m in rows])
+    high = np.array([m.delta if m.ci_high is None else m.ci_high for m in rows])
+    figure = go.Figure(go.Scatter(
+        x=delta, y=[chart_text(m.measure) for m in rows], mode="markers+text", textposition="top center",
+        text=[f"{m.delta:+.3f}{' *' if m.significant else ''}" for m in rows],
+        marker={"color": [GREEN if m.improved else RED if m.significant else GREY for m in rows], "size": 10},
+        error_x={"type": "data", "symmetric": False, "array": high - delta, "arrayminus": delta - low},
+        customdata=[[m.n, m.p_value, m.test, detects_text(m), needs_text(m)] for m in rows],
+        hovertemplate="%{y}: %{x:+.4f}<br>n=%{customdata[0]} · p=%{customdata[1]:.4f}<br>%{customdata[2]}"
+                      "<br>%{customdata[3]}<br>%{customdata[4]}<extra></extra>"))
+    figure.add_vline(x=0, line_dash="dot", line_color="#9e9e9e")
+    figure.update_layout(height=max(300, 32 * len(rows) + 120), xaxis_title="difference (B − A)",
+                         yaxis={"automargin": True, "range": [-0.7, len(rows) - 0.3]})
+    return titled(figure, "B − A per measure (95% paired bootstrap interval; * p < 0.05)", context)
+
+
+def stacked(values: Paired) -> pd.DataFrame:
+    """The distinct (A, B) points of a measure with how many questions sit on each and which (first ids)."""
+    frame = pd.DataFrame({"a": values.a, "b": values.b, "qid": values.qids})
+    frame["key_a"], frame["key_b"] = frame["a"].round(SAME_VALUE), frame["b"].round(SAME_VALUE)
+    points = frame.groupby(["key_a", "key_b"], sort=False).agg(
+        a=("a", "first"), b=("b", "first"), count=("qid", "size"), qids=("qid", list)).reset_index(drop=True)
+    points["questions"] = [", ".join(map(str, q[:HOVER_QUESTIONS])) + (", …" if len(q) > HOVER_QUESTIONS else "")
+                           for q in points["qids"]]
+    return points.drop(columns="qids")
+
+
+def scatter_figure(values: Paired, measure: str, context: ExportContext, delta: MeasureDelta | None = None,
+                   ) -> go.Figure:
+    """Each distinct (A, B) pair of a measure once, its size and label the number of questions on it."""
+    points = stacked(values)
+    low = min(0.0, float(values.a.min(initial=0.0)), float(values.b.min(initial=0.0)))
+    high = max(1.0, float(values.a.max(initial=1.0)), float(values.b.max(initial=1.0)))
+    gain = (points["b"] - points["a"]) * (1 if higher_is_better(measure) else -1)
+    figure = go.Figure(go.Scatter(
+        x=points["a"], y=points["b"], mode="markers+text", opacity=0.75,
+        text=[str(c) if c > 1 else "" for c in points["count"]], textposition="middle right",
+        marker={"size": 8 + 4 * np.sqrt(points["count"] - 1), "sizemode": "diameter",
+                "color": np.where(gain > 1e-12, GREEN, np.where(gain < -1e-12, RED, GREY))},
+        customdata=points[["count", "questions"]],
+        hovertemplate="%{customdata[0]} question(s): A %{x:.3f} · B %{y:.3f}<br>questions %{customdata[1]}"
+                      "<extra></extra>"))
+    figure.add_shape(type="line", x0=low, y0=low, x1=high, y1=high, line={"dash": "dot", "color": "#9e9e9e"})
+    name = chart_text(measure)
+    figure.update_layout(xaxis_title=f"A {name}", yaxis_title=f"B {name}", height=520)
+    context = context.with_fact(shown("n", f"{len(values.qids):,} questions with {measure} in both"))
+    if delta is not None:
+        context = context.with_fact(Fact("test", delta.test, f"{delta.test}: B − A {delta.delta:+.4f}, p = {delta.p_value:.3g}"))
+    return titled(figure, f"{measure} per question (above the diagonal: B is higher; "
+                          "a number: questions on the same point)", context)
+
+
+def series_figure(sweep: Sweep, measure: str, context: ExportContext) -> go.Figure:
+    """The measure's mean (with its 95% interval) for each value of the swept key."""
+    points = pd.DataFrame(sweep.series[measure])
+    points["x"] = points["x"].astype(str).map(chart_text)  # swept values are stored text (model names, URLs)
+    figure = go.Figure(go.Scatter(
+        x=points["x"], y=points["mean"], mode="lines+markers",
+        error_y={"type": "data", "symmetric": False, "array": points["ci_high"].fillna(points["mean"]) - points["mean"],
+                 "arrayminus": points["mean"] - points["ci_low"].fillna(points["mean"])}))
+    axis = chart_text(sweep.key or "campaign")
+    figure.update_layout(xaxis_title=axis, yaxis_title=chart_text(measure), height=460)
+    return titled(figure, f"{measure} by {sweep.key or 'campaign'} (mean, 95% bootstrap interval)", context)

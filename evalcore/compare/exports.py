@@ -1,0 +1,209 @@
+"""What an exported chart, table or report says about where it comes from, and which campaigns to compare.
+
+An export leaves the page that explained it: a chart saying "B − A" or a CSV of verdicts means
+nothing a week later without the names of A and B, the questions (dataset or suite), the settings
+that changed, how many questions, the test and the date. `ExportContext` holds those facts once;
+the charts show them in a subtitle, CSV tables as `#` lines before the table, files in their names.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import unicodedata
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import PurePath
+from typing import Any
+
+from evalcore.access import Principal
+from evalcore.campaigns import Campaign
+from evalcore.compare.records import Comparison
+from evalcore.compare.sweep import Sweep
+from evalcore.store import Store
+from evalcore.suites import list_suites
+
+Group = tuple[str, str]  # (kind, source): campaigns that asked the same questions
+SLUG_LIMIT = 24  # characters of one name in a file name (a whole name stays under 100)
+CHANGED_IN_CHART = 3  # changed settings a chart subtitle names before "+N more"
+VALUE_IN_CHART = 40  # characters of one value in a chart subtitle
+LINE_IN_CHART = 110  # characters of one subtitle line
+CONTEXT_ROW = "# context lines"  # the first line of a CSV's context: how many lines come before the table
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One line of context: its label, its full value (one line of text) and what a chart shows of it (None: nothing)."""
+
+    label: str
+    value: str
+    chart: str | None
+
+
+def shown(label: str, value: str) -> Fact:
+    """A fact charts show as it is."""
+    return Fact(label, value, value)
+
+
+def hidden(label: str, value: str) -> Fact:
+    """A fact for CSV files and reports only."""
+    return Fact(label, value, None)
+
+
+@dataclass(frozen=True)
+class ExportContext:
+    """The facts an export carries, the stem of its file names (`<nameA>_vs_<nameB>`) and the date."""
+
+    facts: tuple[Fact, ...]
+    stem: str
+    date: str  # YYYY-MM-DD
+
+    def with_fact(self, fact: Fact) -> ExportContext:
+        """The same context with this fact replacing the one of its label (or added before the date)."""
+        if any(f.label == fact.label for f in self.facts):
+            return replace(self, facts=tuple(fact if f.label == fact.label else f for f in self.facts))
+        return replace(self, facts=(*self.facts[:-1], fact, self.facts[-1]))
+
+    def csv_rows(self) -> list[list[str]]:
+        """The `#` lines before a CSV table: how many there are, then one `# label, value` per fact."""
+        return [[CONTEXT_ROW, str(len(self.facts) + 1)], *([f"# {f.label}", f.value] for f in self.facts)]
+
+    def chart_lines(self) -> list[str]:
+        """The facts a chart shows, as plain text lines of at most about LINE_IN_CHART characters."""
+        parts = [f"{f.label}: {cut(f.chart, VALUE_IN_CHART * 2)}" for f in self.facts if f.chart is not None]
+        lines: list[str] = []
+        for part in parts:
+            if lines and len(lines[-1]) + len(part) + 3 <= LINE_IN_CHART:
+                lines[-1] += f" · {part}"
+            else:
+                lines.append(part)
+        return lines
+
+    def file_stem(self, kind: str, detail: str = "") -> str:
+        """A file name without its extension: `<kind>_<stem>[_<detail>]_<date>`, e.g. `compare_bm25_vs_hybrid_2025-06-01`."""
+        return "_".join(part for part in (kind, self.stem, slug(detail), self.date) if part)
+
+
+def one_line(text: object) -> str:
+    """Text on one line (a CSV context line must stay one line; a chart line too)."""
+    return " ".join(str(text).split())
+
+
+def cut(text: str, limit: int) -> str:
+    """At most `limit` characters, with an ellipsis when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def slug(text: str, limit: int = SLUG_LIMIT) -> str:
+    """A file-name-safe, readable piece: letters and digits (any script), dots, runs of the rest as one `-`."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    # `_` separates the parts of a file name, so it is not kept inside one.
+    cleaned = re.sub(r"[^\w.]+|_+", "-", text).strip("-.")
+    return cleaned[:limit].rstrip("-.")
+
+
+def value_text(value: Any) -> str:
+    """A configuration value as one short line (a prompt over several lines becomes one)."""
+    return "none" if value is None else one_line(value)
+
+
+def changed_settings(diff: dict[str, list[Any]], limit: int | None = None) -> str:
+    """`key A → B` for each differing setting (`limit` of them, then `+N more`), or `none`."""
+    items = [f"{key} {value_text(a)} → {value_text(b)}" for key, (a, b) in diff.items()]
+    if not items:
+        return "none (same configuration)"
+    if limit is not None and len(items) > limit:
+        items = [*(cut(item, VALUE_IN_CHART) for item in items[:limit]), f"+{len(items) - limit} more"]
+    return "; ".join(items)
+
+
+def tests_used(comparison: Comparison) -> str:
+    """The tests behind a comparison's significance marks, e.g. `sign-flip randomization (exact), mcnemar-exact`."""
+    return ", ".join(sorted({m.test for m in comparison.measures}, reverse=True)) or "none (no measure in common)"
+
+
+def comparison_context(comparison: Comparison, a: Campaign, b: Campaign, sources: dict[Group, str],
+                       today: dt.date | None = None) -> ExportContext:
+    """The context of a comparison of A (baseline) and B, `sources` naming each campaign's questions."""
+    common = sum(q.verdict not in ("new", "removed") for q in comparison.questions)
+    source_a, source_b = sources.get(group_of(a), a.source), sources.get(group_of(b), b.source)
+    facts = (
+        shown("A", one_line(a.name)), shown("B", one_line(b.name)),
+        shown("questions", source_a if source_a == source_b else f"{source_a} (A) vs {source_b} (B)"),
+        Fact("changed", changed_settings(comparison.config_diff),
+             changed_settings(comparison.config_diff, CHANGED_IN_CHART)),
+        shown("n", f"{common:,} questions in common"),
+        Fact("test", f"{tests_used(comparison)}; * p < 0.05; 95% paired bootstrap intervals "
+                     f"({comparison.resamples:,} resamples, seed {comparison.seed})", tests_used(comparison)),
+        hidden("verdicts by", one_line(comparison.basis_reason or "nothing in common")),
+        hidden("A id", a.id), hidden("B id", b.id),
+        shown("exported", date_text(today)),
+    )
+    return ExportContext(facts, f"{slug(a.name) or slug(a.id)}_vs_{slug(b.name) or slug(b.id)}", date_text(today))
+
+
+def sweep_context(sweep: Sweep, campaigns: Sequence[Campaign], sources: dict[Group, str],
+                  today: dt.date | None = None) -> ExportContext:
+    """The context of a sweep: its campaigns (the first is the baseline), its questions, the key varied."""
+    names = {group_of(c): sources.get(group_of(c), c.source) for c in campaigns}
+    varied = sweep.key or f"several settings ({', '.join(sweep.varied) or 'none'})"
+    facts = (
+        shown("campaigns", " | ".join(one_line(c.name) for c in campaigns) + " (the first is the baseline)"),
+        shown("questions", " vs ".join(dict.fromkeys(names.values()))),
+        shown("varied", varied),
+        shown("values", " | ".join(value_text(row.value) for row in sweep.table)),
+        shown("n", " | ".join(f"{c.finished:,}" for c in campaigns) + " questions finished"),
+        Fact("test", f"mean with its 95% bootstrap interval ({sweep.resamples:,} resamples, seed {sweep.seed}); "
+                     "against the baseline: paired sign-flip randomization, McNemar for pass/fail",
+             "bootstrap 95% interval of each mean"),
+        hidden("ids", " | ".join(c.id for c in campaigns)),
+        shown("exported", date_text(today)),
+    )
+    stem = f"{slug(sweep.key or 'campaigns')}_{slug(next(iter(names.values()), 'questions'))}"
+    return ExportContext(facts, stem, date_text(today))
+
+
+def date_text(today: dt.date | None) -> str:
+    """The export's date, YYYY-MM-DD (local time)."""
+    return (today or dt.date.today()).isoformat()
+
+
+# --- which campaigns to compare ------------------------------------------------------------------
+
+def group_of(campaign: Campaign) -> Group:
+    """The questions a campaign asked: its kind and source (a dataset, or a suite)."""
+    return (campaign.kind, campaign.source)
+
+
+def by_questions(campaigns: Iterable[Campaign]) -> dict[Group, list[Campaign]]:
+    """Campaigns grouped by the questions they asked, newest first within a group, the newest group first."""
+    return grouped(campaigns, group_of)
+
+
+def grouped(campaigns: Iterable[Campaign], key: Callable[[Campaign], Hashable]) -> dict[Any, list[Campaign]]:
+    """Campaigns grouped by a key, newest first within a group, the group of the newest campaign first."""
+    groups: dict[Any, list[Campaign]] = {}
+    for campaign in sorted(campaigns, key=lambda c: c.created_at, reverse=True):
+        groups.setdefault(key(campaign), []).append(campaign)
+    return groups
+
+
+def default_pair(campaigns: Iterable[Campaign]) -> tuple[Campaign, Campaign] | None:
+    """(A, B) to propose: the two newest campaigns that asked the same questions over the same dataset content (of
+    all such pairs, the one with the newest B), else over any content; None when no two asked the same questions."""
+    campaigns = list(campaigns)
+    for groups in (grouped(campaigns, lambda c: (*group_of(c), c.dataset_hash)), by_questions(campaigns)):
+        pairs = [(members[1], members[0]) for members in groups.values() if len(members) > 1]
+        if pairs:
+            return max(pairs, key=lambda pair: pair[1].created_at)
+    return None
+
+
+def source_names(store: Store, campaigns: Iterable[Campaign], *, principal: Principal | None = None,
+                 tenant: str | None = None) -> dict[Group, str]:
+    """How people name each group's questions: `dataset default` (the folder's name), `suite <its name>`."""
+    groups = {group_of(c) for c in campaigns}
+    suites = {s.id: s.name for s in list_suites(store, tenant, principal=principal)} \
+        if any(kind == "suite" for kind, _ in groups) else {}
+    return {(kind, source): f"suite {suites.get(source, source)}" if kind == "suite"
+            else f"dataset {PurePath(source).name or source}" for kind, source in groups}

@@ -1,0 +1,46 @@
+"""The tables of a comparison and of a sweep, as the dashboard shows them and the CSV files and the report hold them."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from evalcore.campaigns import Campaign
+from evalcore.compare.charts import detects_text, needs_text, ordered
+from evalcore.compare.records import Comparison, Passage, QuestionDiff
+from evalcore.compare.sweep import Sweep
+from evalcore.metrics import MEASURES
+
+MEASURE_COLUMNS = ["measure", "n", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "significant", "mde",
+                   "n_required", "power_note", "test", "signature"]
+QUESTION_COLUMNS = ["qid", "question", "verdict", "basis", "A", "B", "answer changed", "relevant entered",
+                    "relevant left", "answer A", "answer B"]
+
+
+def measure_frame(comparison: Comparison) -> pd.DataFrame:
+    """One row per measure in display order; `detects` and `needs` say what it could detect, as text (hover)."""
+    rows = [{**m.to_dict(), "signature": getattr(MEASURES.get(m.measure), "signature", ""),
+             "detects": detects_text(m), "needs": needs_text(m)} for m in ordered(comparison)]
+    return pd.DataFrame(rows, columns=[*MEASURE_COLUMNS, "detects", "needs"])
+
+
+def passages_text(entries: tuple[Passage, ...]) -> str:
+    """Passages as `pid title | pid title`."""
+    return " | ".join(f"{e.pid} {e.title}".strip() for e in entries)
+
+
+def question_frame(questions: list[QuestionDiff]) -> pd.DataFrame:
+    """The per-question verdicts with the relevant passages that entered or left the retrieved list."""
+    return pd.DataFrame([{"qid": q.qid, "question": q.question, "verdict": q.verdict, "basis": q.basis,
+                          "A": q.a, "B": q.b, "answer changed": q.answer_changed,
+                          "relevant entered": passages_text(q.entered), "relevant left": passages_text(q.left),
+                          "answer A": q.answer_a, "answer B": q.answer_b} for q in questions],
+                        columns=QUESTION_COLUMNS)
+
+
+def sweep_frame(sweep: Sweep, campaigns: dict[str, Campaign]) -> pd.DataFrame:
+    """One row per campaign of the sweep: its name, the varied value, each measure's mean, the verdict counts."""
+    return pd.DataFrame([{"campaign": campaigns[row.id].name if row.id in campaigns else row.id, "id": row.id,
+                          sweep.key or "value": str(row.value),
+                          **{name: m.mean for name, m in row.measures.items()},
+                          **{f"vs baseline: {k}": v for k, v in (row.verdicts or {}).items()}}
+                         for row in sweep.table])

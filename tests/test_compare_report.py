@@ -1,0 +1,165 @@
+"""Exports that explain themselves: context in titles, CSV lines and file names; the HTML report; default pairs."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evalcore.cli import main
+from evalcore.compare import Paired, compare_results, sweep_results
+from evalcore.compare.charts import delta_figure, scatter_figure
+from evalcore.compare.exports import by_questions, comparison_context, default_pair, slug
+from evalcore.compare.report import comparison_report
+from evalcore.store import Store
+from tests.htmlreport import network_sources, table_with
+from tests.test_compare import A_ROWS, B_ROWS, campaign, stored_campaign
+
+DAY = dt.date(2025, 6, 1)
+HOSTILE = "<b>bold</b> & <script>alert(1)</script>"
+SOURCES = {("dataset", "default"): "dataset default", ("suite", "s1"): "suite refunds"}
+
+
+def dated(cid: str, created: float, *, kind: str = "dataset", source: str = "default", dataset_hash: str = "d1",
+          name: str | None = None):
+    """A campaign record created at `created` on these questions."""
+    return replace(campaign(cid, dataset_hash=dataset_hash, source=source), kind=kind, created_at=created,
+                   name=name or cid)
+
+
+def hostile_pair():
+    """A comparison of two campaigns with markup in their names, differing in top_k."""
+    a = dated("A", 1.0, name=f"baseline {HOSTILE}")
+    b = replace(dated("B", 2.0, name="candidate, top 10"), config={**a.config, "top_k": 10})
+    return a, b, compare_results(a, A_ROWS, b, B_ROWS, resamples=500)
+
+
+def test_the_default_pair_is_the_newest_on_the_same_questions_not_the_two_newest():
+    campaigns = [dated("suite-run", 9.0, kind="suite", source="s1"), dated("new", 8.0, dataset_hash="d2"),
+                 dated("other-content", 7.0), dated("same-content", 6.0, dataset_hash="d2"), dated("old", 5.0),
+                 dated("lone", 4.0, source="elsewhere")]
+    a, b = default_pair(campaigns)
+    assert (a.id, b.id) == ("same-content", "new")  # same dataset content preferred over the newer other content
+    assert [c.id for c in by_questions(campaigns)[("dataset", "default")]] == ["new", "other-content", "same-content",
+                                                                              "old"]
+    a, b = default_pair([dated("edited", 3.0, dataset_hash="d9"), dated("x", 2.0), dated("y", 1.0)])
+    assert (a.id, b.id) == ("y", "x")  # the dataset changed since: the newest pair on the same content
+    a, b = default_pair([dated("x", 2.0, dataset_hash="d9"), dated("y", 1.0)])
+    assert (a.id, b.id) == ("y", "x")  # no pair on the same content: the same questions (the comparison warns)
+    assert default_pair([dated("suite-run", 9.0, kind="suite", source="s1"), dated("data", 8.0)]) is None
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("bm25 · extractive", "bm25-extractive"),
+    ("Hybrid_RRF top_k=30", "hybrid-rrf-top-k-30"),
+    ("路由器 检索 v2", "路由器-检索-v2"),
+    ("../../etc/passwd", "etc-passwd"),
+    ("a" * 80, "a" * 24),
+    ("<>:|?*", ""),
+])
+def test_names_become_short_readable_file_name_pieces(name, expected):
+    assert slug(name) == expected
+
+
+def test_file_names_name_both_campaigns_and_the_date():
+    a, b, comparison = hostile_pair()
+    context = comparison_context(comparison, a, b, SOURCES, DAY)
+    assert context.file_stem("compare") == "compare_baseline-b-bold-b-script_vs_candidate-top-10_2025-06-01"
+    assert context.file_stem("scatter", "ndcg@10").startswith("scatter_baseline")
+    long = comparison_context(comparison, replace(a, name="x" * 200), replace(b, name="<>"), SOURCES, DAY)
+    assert long.file_stem("questions") == f"questions_{'x' * 24}_vs_b_2025-06-01"  # a name with no letter: its id
+    assert len(long.file_stem("scatter", "graded.top3_max_relevance")) < 100
+
+
+def test_csv_context_lines_say_everything_on_one_line_each():
+    a, b, comparison = hostile_pair()
+    rows = comparison_context(comparison, replace(a, name="two\nlines"), b, SOURCES, DAY).csv_rows()
+    assert rows[0] == ["# context lines", str(len(rows))]
+    facts = {label: value for label, value in rows[1:]}
+    assert facts["# A"] == "two lines" and facts["# B"] == "candidate, top 10"
+    assert facts["# changed"] == "top_k 5 → 10" and facts["# questions"] == "dataset default"
+    assert facts["# n"] == "7 questions in common" and facts["# exported"] == "2025-06-01"
+    assert "sign-flip randomization" in facts["# test"] and "500 resamples" in facts["# test"]
+    assert facts["# A id"] == "A" and facts["# verdicts by"]
+
+
+def test_chart_titles_carry_the_context_as_escaped_text():
+    a, b, comparison = hostile_pair()
+    title = delta_figure(comparison, comparison_context(comparison, a, b, SOURCES, DAY)).layout.title
+    assert title.text == "B − A per measure (95% paired bootstrap interval; * p &lt; 0.05)"
+    lines = title.subtitle.text.split("<br>")  # the context under the title, on lines of its own
+    assert lines[0] == ("A: baseline &lt;b&gt;bold&lt;/b&gt; &amp; &lt;script&gt;alert(1)&lt;/script&gt; · "
+                        "B: candidate, top 10 · questions: dataset default")
+    assert lines[1:] == [("changed: top_k 5 → 10 · n: 7 questions in common · test: sign-flip randomization (exact), "
+                         "mcnemar-exact"), "exported: 2025-06-01"]
+
+
+def test_identical_points_are_drawn_once_with_their_count():
+    a = np.array([1.0] * 41 + [0.5] * 3 + [0.2, 0.3 + 1e-12])
+    b = np.array([1.0] * 41 + [0.7] * 3 + [0.1, 0.3])
+    values = Paired(np.arange(46), a, b)
+    a_, b_, comparison = hostile_pair()
+    figure = scatter_figure(values, "ndcg@10", comparison_context(comparison, a_, b_, SOURCES, DAY))
+    [points] = figure.data
+    counts = [int(row[0]) for row in points.customdata]
+    assert counts == [41, 3, 1, 1] and list(points.text) == ["41", "3", "", ""]
+    assert list(points.x) == [1.0, 0.5, 0.2, 0.3 + 1e-12] and list(points.y) == [1.0, 0.7, 0.1, 0.3]
+    assert points.marker.size[0] > points.marker.size[1] > points.marker.size[2]
+    assert "question(s)" in points.hovertemplate and points.customdata[0][1].endswith(", …")  # ids cut in the hover
+    assert points.customdata[1][1] == "41, 42, 43"
+    assert list(points.marker.color) == ["#607d8b", "#2e7d32", "#c62828", "#607d8b"]  # same, better, worse
+    assert "n: 46 questions with ndcg@10 in both" in figure.layout.title.subtitle.text
+
+
+def test_the_report_is_one_offline_file_with_names_settings_verdicts_and_questions():
+    a, b, comparison = hostile_pair()
+    text = comparison_report(comparison, a, b, SOURCES, today=DAY)
+    assert text.startswith("<!DOCTYPE html>") and network_sources(text) == []
+    assert text.count("<script") == 1 + 1  # plotly.js inlined once, then the delta chart
+    assert "Plotly.newPlot" in text and "cdn.plot.ly/plotly" not in text.split("</head>")[1]
+    assert HOSTILE not in text and "baseline &lt;b&gt;bold&lt;/b&gt; &amp; &lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert table_with(text, ["setting", "A", "B"])[1] == ["top_k", "5", "10"]
+    verdicts = table_with(text, ["worse", "better", "new", "removed", "unscored", "same"])
+    assert verdicts[1] == ["1", "4", "2", "2", "1", "1"]
+    assert f"Verdicts by {comparison.basis_reason}." in text
+    questions = table_with(text, ["qid", "question", "verdict"])
+    assert len(questions) == 1 + len(comparison.questions) and questions[1][:3] == ["2", "Q two", "worse"]  # changes first
+    measures = table_with(text, ["measure", "n", "A", "B", "B − A"])
+    assert {row[0] for row in measures[1:]} == {m.measure for m in comparison.measures}
+    for warning in comparison.power_warnings:
+        assert warning in text
+
+
+def test_a_sweep_report_adds_the_sweep_table_and_chart():
+    a, b, comparison = hostile_pair()
+    c = replace(dated("C", 3.0, name="top 20"), config={**a.config, "top_k": 20})
+    sweep = sweep_results([(a, A_ROWS), (b, B_ROWS), (c, B_ROWS)], resamples=500)
+    text = comparison_report(comparison, a, b, SOURCES, sweep=sweep, sweep_campaigns=[a, b, c], today=DAY)
+    assert "Sweep over top_k" in text and text.count("Plotly.newPlot") == 2 and network_sources(text) == []
+    rows = table_with(text, ["campaign", "id", "top_k"])
+    assert [row[:3] for row in rows[1:]] == [[a.name, "A", "5"], [b.name, "B", "10"], ["top 20", "C", "20"]]
+
+
+def test_cli_writes_the_report_of_a_comparison_and_of_a_sweep(tmp_path: Path, capsys):
+    db = tmp_path / "e.db"
+    with Store(db) as store:
+        coverage = [(i * 37 % 11) / 10 for i in range(30)]
+        for cid, top_k, shift in (("A", 5, 0.0), ("B", 10, 0.1), ("C", 20, 0.2)):
+            stored_campaign(store, cid, [min(1.0, c + shift * (i % 2)) for i, c in enumerate(coverage)], top_k=top_k)
+    report = tmp_path / "out" / "a-vs-b.html"
+    assert main(["compare", "A", "B", "--db", str(db), "--resamples", "200", "--report", str(report)]) == 0
+    assert f"wrote {report}" in capsys.readouterr().err
+    text = report.read_text(encoding="utf-8")
+    assert network_sources(text) == [] and "<h1>B against A</h1>" in text
+    assert table_with(text, ["setting", "A", "B"])[1] == ["top_k", "5", "10"]
+    assert len(table_with(text, ["qid", "question", "verdict"])) == 31
+    assert main(["compare", "A", "B", "C", "--db", str(db), "--resamples", "200", "--json", "--report",
+                 str(report)]) == 0
+    assert capsys.readouterr().out.startswith("{")  # the report's note goes to stderr, not into the JSON
+    text = report.read_text(encoding="utf-8")
+    assert "<h1>C against A</h1>" in text and "Sweep over top_k" in text
+    assert main(["compare", "A", "B", "--db", str(db), "--report", str(report / "x.html")]) == 2
+    assert "cannot write the report" in capsys.readouterr().err
