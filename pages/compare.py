@@ -14,16 +14,8 @@ from evalcore.access import Principal
 from evalcore.campaigns import Campaign, list_campaigns
 from evalcore.compare import Comparison, Sweep, compare_campaigns, compare_sweep, power
 from evalcore.compare.charts import delta_figure, scatter_figure, series_figure
-from evalcore.compare.exports import (
-    Fact,
-    Group,
-    by_questions,
-    comparison_context,
-    default_pair,
-    group_of,
-    source_names,
-    sweep_context,
-)
+from evalcore.compare.exports import Fact, comparison_context, source_names, sweep_context
+from evalcore.compare.pairing import Group, by_questions, default_pair, group_of
 from evalcore.compare.report import comparison_report, sweep_report
 from evalcore.compare.tables import MEASURE_COLUMNS, measure_frame, question_frame, sweep_frame
 

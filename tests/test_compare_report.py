@@ -12,7 +12,8 @@ import pytest
 from evalcore.cli import main
 from evalcore.compare import Paired, compare_results, sweep_results
 from evalcore.compare.charts import delta_figure, scatter_figure
-from evalcore.compare.exports import by_questions, comparison_context, default_pair, slug
+from evalcore.compare.exports import comparison_context, slug
+from evalcore.compare.pairing import by_questions, default_pair, previous
 from evalcore.compare.report import comparison_report
 from evalcore.store import Store
 from tests.htmlreport import network_sources, table_with
@@ -50,6 +51,15 @@ def test_the_default_pair_is_the_newest_on_the_same_questions_not_the_two_newest
     a, b = default_pair([dated("x", 2.0, dataset_hash="d9"), dated("y", 1.0)])
     assert (a.id, b.id) == ("y", "x")  # no pair on the same content: the same questions (the comparison warns)
     assert default_pair([dated("suite-run", 9.0, kind="suite", source="s1"), dated("data", 8.0)]) is None
+
+
+def test_a_campaign_that_ends_is_compared_by_the_rule_of_the_default_pair():
+    campaigns = [dated("new", 8.0, dataset_hash="d2"), dated("other-content", 7.0), dated("same-content", 6.0,
+                 dataset_hash="d2"), dated("lone", 4.0, source="elsewhere")]
+    newest, earlier = campaigns[0], campaigns[1:]
+    assert default_pair(campaigns) == (previous(newest, earlier), newest)
+    assert previous(dated("edited", 9.0, dataset_hash="d7"), campaigns).id == "new"  # no same content: the newest
+    assert previous(dated("suite-run", 9.0, kind="suite", source="s1"), campaigns) is None
 
 
 @pytest.mark.parametrize(("name", "expected"), [

@@ -12,6 +12,7 @@ import numpy as np
 from evalcore.access import Principal, scope
 from evalcore.campaigns import Campaign, QuestionResult, campaign_results, get_campaign, list_campaigns
 from evalcore.compare import power, saved, stats
+from evalcore.compare.pairing import previous
 from evalcore.compare.records import (
     CampaignHeader,
     Comparison,
@@ -374,15 +375,17 @@ def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resa
 
 
 def compare_with_previous(store: Store, campaign_id: str) -> Comparison | None:
-    """Compare a campaign that just ended with the newest earlier one on the same questions, and keep it.
+    """Compare a campaign that just ended with the newest earlier one on the same questions (same dataset content
+    first: `pairing.previous`), and keep it.
 
     Registered with the campaign manager by the dashboard and the API (`after_each`), so that the
-    Compare page's default pair opens at once instead of computing thousands of resamples then.
+    Compare page's default pair (`pairing.default_pair`, the same rule) opens at once instead of
+    computing thousands of resamples then.
     """
     campaign = get_campaign(store, campaign_id)
     earlier = [c for c in list_campaigns(store, campaign.tenant)
-               if c.id != campaign.id and not c.active and c.finished and c.created_at < campaign.created_at
-               and (c.kind, c.source) == (campaign.kind, campaign.source)]
-    if not earlier or campaign.active:
+               if c.id != campaign.id and not c.active and c.finished and c.created_at < campaign.created_at]
+    baseline = previous(campaign, earlier)
+    if baseline is None or campaign.active:
         return None
-    return compare_campaigns(store, earlier[0].id, campaign.id, tenant=campaign.tenant)
+    return compare_campaigns(store, baseline.id, campaign.id, tenant=campaign.tenant)

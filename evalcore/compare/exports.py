@@ -1,4 +1,4 @@
-"""What an exported chart, table or report says about where it comes from, and which campaigns to compare.
+"""What an exported chart, table or report says about where it comes from.
 
 An export leaves the page that explained it: a chart saying "B − A" or a CSV of verdicts means
 nothing a week later without the names of A and B, the questions (dataset or suite), the settings
@@ -11,19 +11,19 @@ from __future__ import annotations
 import datetime as dt
 import re
 import unicodedata
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import Any
 
 from evalcore.access import Principal
 from evalcore.campaigns import Campaign
+from evalcore.compare.pairing import Group, group_of
 from evalcore.compare.records import Comparison
 from evalcore.compare.sweep import Sweep
 from evalcore.store import Store
 from evalcore.suites import list_suites
 
-Group = tuple[str, str]  # (kind, source): campaigns that asked the same questions
 SLUG_LIMIT = 24  # characters of one name in a file name (a whole name stays under 100)
 CHANGED_IN_CHART = 3  # changed settings a chart subtitle names before "+N more"
 VALUE_IN_CHART = 40  # characters of one value in a chart subtitle
@@ -166,37 +166,6 @@ def sweep_context(sweep: Sweep, campaigns: Sequence[Campaign], sources: dict[Gro
 def date_text(today: dt.date | None) -> str:
     """The export's date, YYYY-MM-DD (local time)."""
     return (today or dt.date.today()).isoformat()
-
-
-# --- which campaigns to compare ------------------------------------------------------------------
-
-def group_of(campaign: Campaign) -> Group:
-    """The questions a campaign asked: its kind and source (a dataset, or a suite)."""
-    return (campaign.kind, campaign.source)
-
-
-def by_questions(campaigns: Iterable[Campaign]) -> dict[Group, list[Campaign]]:
-    """Campaigns grouped by the questions they asked, newest first within a group, the newest group first."""
-    return grouped(campaigns, group_of)
-
-
-def grouped(campaigns: Iterable[Campaign], key: Callable[[Campaign], Hashable]) -> dict[Any, list[Campaign]]:
-    """Campaigns grouped by a key, newest first within a group, the group of the newest campaign first."""
-    groups: dict[Any, list[Campaign]] = {}
-    for campaign in sorted(campaigns, key=lambda c: c.created_at, reverse=True):
-        groups.setdefault(key(campaign), []).append(campaign)
-    return groups
-
-
-def default_pair(campaigns: Iterable[Campaign]) -> tuple[Campaign, Campaign] | None:
-    """(A, B) to propose: the two newest campaigns that asked the same questions over the same dataset content (of
-    all such pairs, the one with the newest B), else over any content; None when no two asked the same questions."""
-    campaigns = list(campaigns)
-    for groups in (grouped(campaigns, lambda c: (*group_of(c), c.dataset_hash)), by_questions(campaigns)):
-        pairs = [(members[1], members[0]) for members in groups.values() if len(members) > 1]
-        if pairs:
-            return max(pairs, key=lambda pair: pair[1].created_at)
-    return None
 
 
 def source_names(store: Store, campaigns: Iterable[Campaign], *, principal: Principal | None = None,

@@ -22,7 +22,8 @@ from evalcore.access import Principal
 from evalcore.campaigns import Campaign
 from evalcore.compare import charts
 from evalcore.compare.comparison import compare_campaigns
-from evalcore.compare.exports import ExportContext, Group, comparison_context, group_of, sweep_context, value_text
+from evalcore.compare.exports import ExportContext, comparison_context, sweep_context, value_text
+from evalcore.compare.pairing import Group, group_of
 from evalcore.compare.records import Comparison
 from evalcore.compare.sweep import Sweep
 from evalcore.compare.tables import MEASURE_COLUMNS, measure_frame, question_frame, sweep_frame
