@@ -443,3 +443,4 @@ def cached_results(campaign: Campaign, principal: Principal) -> list[QuestionRes
 @st.cache_data(show_spinner="Reading the results…", max_entries=8)
 def _results(db: str, version: tuple[str, str], principal: Principal) -> list[QuestionResult]:
     return campaign_results(store(), version[0], principal=principal)
+

@@ -116,7 +116,15 @@ CREATE INDEX comparisons_b ON comparisons(b_id);
 SCHEMA_V7 = """
 ALTER TABLE campaigns ADD COLUMN owner_token TEXT;
 """
-MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7)
+# v8: failure attribution: the stage each question failed at (evalcore.diagnosis), kept so that lists
+# and comparisons count it without recomputing; whether a question of the snapshot is answerable
+# (NULL: not known, abstention not measured).
+SCHEMA_V8 = """
+ALTER TABLE results ADD COLUMN diagnosis TEXT;
+ALTER TABLE campaign_questions ADD COLUMN answerable INTEGER;
+"""
+MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
+                               SCHEMA_V8)
 
 
 class NotFound(EvalError):

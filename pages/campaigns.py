@@ -10,14 +10,18 @@ import streamlit as st
 import ui
 from evalcore.access import Action, Principal
 from evalcore.campaigns import (
+    Aggregate,
     Campaign,
     QuestionResult,
     campaign_aggregates,
+    campaign_diagnosis,
     campaign_summary,
     get_campaign,
     list_campaigns,
 )
 from evalcore.campaigns.export import export_campaign
+from evalcore.compare.charts import stage_bars
+from evalcore.diagnosis import NOT_ATTRIBUTED
 from evalcore.metrics import panels, sources_found
 from evalcore.targets import Retrieved
 
@@ -89,6 +93,7 @@ def show_result(result: QuestionResult) -> None:
     question, outcome = result.question, result.outcome
     st.text(f"Question: {question.text}")
     st.text(f"Answer: {outcome.answer if outcome.answer is not None else '(none)'}")
+    st.text(stage_line(result))
     if outcome.error:
         st.code(outcome.error, language=None, wrap_lines=True)
     retrieved = retrieved_table(result)
@@ -114,6 +119,45 @@ def show_result(result: QuestionResult) -> None:
         st.text(f"note: {note}")
     st.caption(f"latency {ui.fmt_value(outcome.latency_s, 3)} s · tokens {outcome.prompt_tokens}+{outcome.completion_tokens}"
                f" · attempts {result.attempts}")
+
+def stage_line(result: QuestionResult) -> str:
+    """Where the question failed, and whether declining was the right answer."""
+    answerable = {False: " · unanswerable: declining is the right answer", True: ""}.get(result.question.answerable, "")
+    return f"Failure stage: {result.outcome.diagnosis or NOT_ATTRIBUTED}{answerable}"
+
+
+def abstention_text(aggregates: dict[str, Aggregate]) -> str | None:
+    """Whether the target declines what it cannot answer, and only that, in words; None without the measures."""
+    def part(name: str, text: str) -> str | None:
+        value = aggregates.get(name)
+        if value is None or value.mean is None:
+            return None
+        return text.format(n=round(value.mean * value.count), of=value.count, rate=value.mean)
+
+    parts = [part("correct_abstention", "declined {n} of {of} unanswerable questions ({rate:.0%})"),
+             part("hallucination", "answered {n} of them anyway ({rate:.0%} hallucination)"),
+             part("false_abstention", "declined {n} of {of} answerable questions ({rate:.0%} false abstention)")]
+    return " · ".join(p for p in parts if p) or None
+
+
+def diagnosis_section(campaign: Campaign) -> None:
+    """Where the questions failed (a bar of the stages, the questions of one) and whether the target declines well."""
+    counts = campaign_diagnosis(store, campaign.id, principal=principal)
+    if not counts.total:
+        return
+    st.caption("Failure attribution: the stage at which each question went wrong")
+    ui.chart(stage_bars({"questions": counts}), f"stages-{campaign.id}", key="stages")
+    if (abstention := abstention_text(ui.aggregates(campaign, principal))) is not None:
+        st.caption(ui.escape_md(f"Abstention: {abstention}"))
+    present = [stage for stage, count in counts.counts.items() if count]
+    stage = st.selectbox("Questions at stage", present, format_func=lambda s: f"{s} ({counts.counts[s]})",
+                         key=f"stage-{campaign.id}")
+    rows = [r for r in ui.cached_results(campaign, principal) if (r.outcome.diagnosis or NOT_ATTRIBUTED) == stage]
+    st.dataframe(pd.DataFrame([{"qid": r.question.qid, "question": r.question.text, "answer": r.outcome.answer,
+                                "error": r.outcome.error, **{name: r.outcome.measures.get(name)
+                                                             for name in ("recall", "rougel", "coverage")}}
+                               for r in rows]), hide_index=True, height=200)
+
 
 principal = ui.page("Campaigns")
 store = ui.store()
@@ -187,6 +231,7 @@ def panel() -> None:
     if summary.skipped:
         st.caption("Not judged for want of a reference answer: "
                    + ", ".join(f"{ui.escape_md(name)} {count}" for name, count in summary.skipped.items()))
+    diagnosis_section(campaign)
 
 
 campaign = by_id[chosen]

@@ -13,11 +13,18 @@ import ui
 from evalcore.access import Principal
 from evalcore.campaigns import Campaign, list_campaigns
 from evalcore.compare import Comparison, Sweep, compare_campaigns, compare_sweep, power
-from evalcore.compare.charts import delta_figure, scatter_figure, series_figure
-from evalcore.compare.exports import Fact, comparison_context, source_names, sweep_context
+from evalcore.compare.charts import delta_figure, scatter_figure, series_figure, stages_figure
+from evalcore.compare.exports import ExportContext, Fact, comparison_context, source_names, sweep_context
 from evalcore.compare.pairing import Group, by_questions, default_pair, group_of
 from evalcore.compare.report import comparison_report, sweep_report
-from evalcore.compare.tables import MEASURE_COLUMNS, measure_frame, question_frame, sweep_frame
+from evalcore.compare.tables import (
+    MEASURE_COLUMNS,
+    measure_frame,
+    moved_frame,
+    question_frame,
+    sweep_frame,
+    transition_frame,
+)
 
 VERDICTS = ["better", "worse", "same", "new", "removed", "unscored"]
 EVERY = "every dataset and suite"
@@ -69,6 +76,23 @@ def pick_questions(campaigns: list[Campaign], sources: dict[Group, str]) -> list
                          format_func=lambda g: g if g == EVERY else f"{sources[g]} · {len(groups[g])} campaigns",
                          help="Campaigns compare question by question: those on the same dataset or suite.")
     return [c for members in groups.values() for c in members] if group == EVERY else groups[group]
+
+
+def diagnosis_section(comparison: Comparison, context: ExportContext) -> None:
+    """Where the common questions failed in A and in B, how they moved, and the questions behind each move."""
+    cells = comparison.transitions
+    if not cells:
+        return
+    st.subheader("Failure stages: A → B")
+    ui.chart(stages_figure(comparison, context), context.file_stem("stages"), key="stages")
+    st.dataframe(transition_frame(cells), hide_index=True)
+    moves = sorted(cells, key=lambda cell: cell.a == cell.b)  # the questions that moved first
+    cell = st.selectbox("Questions from stage A to stage B", moves, key="transition",
+                        format_func=lambda c: f"{c.a} → {c.b} ({c.count})")
+    questions = moved_frame(comparison, cell)
+    st.dataframe(questions, hide_index=True, height=240)
+    ui.table_download(questions, context.file_stem("stages"), key="stages-csv",
+                      context=context.with_fact(Fact("stages", f"{cell.a} → {cell.b}", None)).csv_rows())
 
 
 def label(campaign: Campaign, sources: dict[Group, str]) -> str:
@@ -160,6 +184,7 @@ if mode == "two campaigns":
             ui.chart(scatter_figure(comparison.paired[measure], measure, context, delta),
                      context.file_stem("scatter", measure), key="scatter")
 
+        diagnosis_section(comparison, context)
         st.subheader("Questions")
         keep = st.multiselect("Verdicts", VERDICTS, default=[v for v in VERDICTS if v != "same"])
         questions = cached_questions(*versions)

@@ -162,14 +162,15 @@ def test_report_groups_retrieval_then_generation_measures(
     assert main(["run", "--dataset", str(data), "--config", str(config), "--db", str(db)]) == 0
     lines = capsys.readouterr().out.splitlines()
     retrieval, generation = lines.index("Retrieval measures"), lines.index("Generation measures")
-    names = [line.split()[0] for line in lines if line.startswith("  ") and not line.startswith("  measure")]
+    stages = next(n for n, line in enumerate(lines) if line.startswith("failure attribution"))
+    names = [line.split()[0] for line in lines[:stages] if line.startswith("  ") and not line.startswith("  measure")]
     assert retrieval < generation
     assert names[:12] == ["precision", "recall", "ndcg@3", "ndcg@10", "mrr", "map",
                           "bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"]
     # Graded qrels (labels 1-3): graded retrieval has its panel; reference answers give coverage too.
     graded = lines.index("Graded document retrieval measures")
-    assert generation < graded < lines.index("Suite measures")
-    assert names[12:14] == ["graded.ndcg@3", "graded.xdcg@3"] and names[-1] == "coverage"
+    assert generation < graded < lines.index("Suite measures") < lines.index("Abstention measures") < stages
+    assert names[12:14] == ["graded.ndcg@3", "graded.xdcg@3"] and names[-2:] == ["coverage", "false_abstention"]
 
 
 def test_campaigns_have_names_given_made_and_changed(setup: tuple[Path, Path, Path],

@@ -296,7 +296,8 @@ def test_compare_two_campaigns(filled: dict, monkeypatch: pytest.MonkeyPatch) ->
     verdicts = {m.label for m in at.metric}
     assert {"better", "worse", "same", "new", "removed"} <= verdicts
     assert any("embedding_top_k" in str(df.value.to_dict()) for df in at.dataframe)  # the configuration difference
-    assert len(at.get("plotly_chart")) == 2  # deltas and the per-question scatter
+    # deltas, the per-question scatter, the failure stages in A and B
+    assert [chart.key for chart in at.get("plotly_chart")] == ["deltas-chart", "scatter-chart", "stages-chart"]
     picker(at, "B (candidate)").set_value(filled["top2"]).run()  # B = A: every verdict "same" would say nothing
     assert_clean(at)
     assert "A and B are the same campaign" in texts(at) and not at.get("plotly_chart")

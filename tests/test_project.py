@@ -42,7 +42,7 @@ LAYERS = (
     {"store", "models", "access"},
     {"keys", "datasets", "judges"},
     {"metrics"},
-    {"targets", "suites"},
+    {"targets", "suites", "diagnosis"},
     {"campaigns"},
     {"compare"},
     {"api"},

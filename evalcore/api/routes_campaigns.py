@@ -11,7 +11,15 @@ from evalcore.access import Principal
 from evalcore.api.auth import Admin, Viewer
 from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
 from evalcore.api.schemas import CampaignDetail, CampaignList, CampaignOnly, ComparisonData, Ok, ResultsPage
-from evalcore.campaigns import Campaign, NotFound, campaign_aggregates, campaign_results, get_campaign, list_campaigns
+from evalcore.campaigns import (
+    Campaign,
+    NotFound,
+    campaign_aggregates,
+    campaign_diagnosis,
+    campaign_results,
+    get_campaign,
+    list_campaigns,
+)
 from evalcore.compare import compare_campaigns, power
 from evalcore.datasets import DEFAULT_DATASET
 from evalcore.store import Store
@@ -59,9 +67,11 @@ def list_all(request: Request, principal: Viewer) -> dict[str, Any]:
 
 @router.get("/campaigns/{campaign_id}", response_model=Ok[CampaignDetail], summary="One campaign with its aggregates")
 def read(request: Request, campaign_id: CampaignId, principal: Viewer) -> dict[str, Any]:
-    """Aggregates are means over the stored per-question rows."""
+    """Aggregates are means over the stored per-question rows; `diagnosis` counts the questions per failure stage."""
     campaign = campaign_of(request, campaign_id, principal)
-    return ok({"campaign": campaign_json(campaign), "aggregates": aggregates_json(request.app.state.store, campaign_id, principal)})
+    store = request.app.state.store
+    return ok({"campaign": campaign_json(campaign), "aggregates": aggregates_json(store, campaign_id, principal),
+               "diagnosis": campaign_diagnosis(store, campaign_id, principal=principal).to_dict()})
 
 
 @router.post("/campaigns/{campaign_id}/cancel", status_code=202, response_model=Ok[CampaignOnly],

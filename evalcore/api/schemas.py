@@ -26,6 +26,10 @@ class Out(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+DIAGNOSIS = ("the stage the question failed at: retrieval miss, ranking miss, generation miss, ok, unlabeled or "
+             "failed (null or 'not attributed': stored before failure attribution existed)")
+
+
 class ProgressOut(Out):
     finished: int
     total: int
@@ -121,6 +125,8 @@ class QuestionResultOut(Out):
     references: list[str]
     relevant: dict[int, int] | None
     expected_sources: list[str]
+    answerable: bool | None = Field(None, description="false: declining is the right answer (no reference answer "
+                                    "and nothing relevant, or an unanswerable marker); null: not known")
     answer: str | None
     retrieved: list[RetrievedOut]
     context: list[RetrievedOut] = Field(description="what the answer was built from (the judges see exactly this)")
@@ -137,6 +143,7 @@ class QuestionResultOut(Out):
     error: str | None
     attempts: int
     notes: list[str]
+    diagnosis: str | None = Field(None, description=DIAGNOSIS)
 
 
 class TokensOut(Out):
@@ -189,6 +196,15 @@ class QuestionDiffOut(Out):
     answer_changed: bool | None
     entered: list[PassageOut]
     left: list[PassageOut]
+    diagnosis_a: str | None = Field(None, description="its failure stage in A (null when A did not ask it)")
+    diagnosis_b: str | None = Field(None, description="its failure stage in B (null when B did not ask it)")
+
+
+class TransitionOut(Out):
+    a: str = Field(description="the failure stage in A")
+    b: str = Field(description="the failure stage in B")
+    count: int
+    qids: list[int] = Field(description="the questions that moved from stage a to stage b")
 
 
 class MeasureDeltaOut(Out):
@@ -221,6 +237,8 @@ class ComparisonOut(Out):
     a: CampaignHeaderOut
     b: CampaignHeaderOut
     verdicts: dict[str, int]
+    transitions: list[TransitionOut] = Field([], description="how the common questions moved between failure "
+                                             "stages from A to B (the counts add up to the common questions)")
     questions: list[QuestionDiffOut]
     measures: list[MeasureDeltaOut]
     warnings: list[str]
@@ -244,6 +262,7 @@ class CampaignList(BaseModel):
 class CampaignDetail(BaseModel):
     campaign: CampaignOut
     aggregates: dict[str, AggregateOut]
+    diagnosis: dict[str, int] = Field(description="questions per failure stage: " + DIAGNOSIS)
 
 
 class CampaignOnly(BaseModel):

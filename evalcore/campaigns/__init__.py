@@ -3,6 +3,7 @@
 from evalcore.campaigns.manager import CampaignManager, get_manager, new_campaign_id
 from evalcore.campaigns.queries import (
     campaign_aggregates,
+    campaign_diagnosis,
     campaign_results,
     campaign_summary,
     get_campaign,
@@ -27,5 +28,6 @@ from evalcore.store import Conflict, NotFound
 __all__ = [
     "ACTIVE", "Aggregate", "Campaign", "CampaignManager", "CampaignStatus", "Conflict", "NotFound", "Outcome",
     "Progress", "Question", "QuestionResult", "RunOptions", "Source", "Summary", "Tokens", "campaign_aggregates",
-    "campaign_results", "campaign_summary", "get_campaign", "get_manager", "list_campaigns", "new_campaign_id",
+    "campaign_diagnosis", "campaign_results", "campaign_summary", "get_campaign", "get_manager", "list_campaigns",
+    "new_campaign_id",
 ]

@@ -7,12 +7,13 @@ from dataclasses import dataclass
 
 from evalcore import metrics
 from evalcore.campaigns.records import Outcome, Question, RunOptions, sources_of
+from evalcore.diagnosis import Evidence, GenerationMarks, Stage, attribute
 from evalcore.errors import EvalError
 from evalcore.judges import JudgeSettings, Verdict, run_judge
 from evalcore.metrics.graded import GradedScale
 from evalcore.models import metered, refuse_long_reply
 from evalcore.store import StoreCallCache
-from evalcore.targets import Retrieved, Target, TargetAnswer
+from evalcore.targets import Retrieved, Target, TargetAnswer, TargetConfig
 from evalcore.targets.knowledge import PassageLike
 
 
@@ -67,6 +68,7 @@ def scored(plan: Plan, question: Question, reply: TargetAnswer, latency: float) 
         references=list(question.references), expected_answer=question.expected_answer,
         expected_sources=list(question.expected_sources) or None,
         retrieved_sources=[source.to_dict() for source in sources], graded=plan.graded,
+        answerable=question.answerable, fallback_answer=plan.target.config.fallback_answer,
     )
     verdicts: dict[str, Verdict] = {}
     notes = list(reply.notes)
@@ -77,9 +79,20 @@ def scored(plan: Plan, question: Question, reply: TargetAnswer, latency: float) 
         if verdict.score is not None:
             scores.values[f"judge.{name}"] = float(verdict.score)
             scores.signatures[f"judge.{name}"] = f"{verdict.signature}|model:{verdict.model}"
+    stage = diagnose(plan.target.config, question, retrieved, context, scores.values, verdicts)
     return Outcome(answer=reply.answer, retrieved=retrieved, context=context, sources=sources, measures=scores.values,
                    signatures=scores.signatures, results=scores.results, judges=verdicts, latency_s=latency,
-                   prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens, notes=tuple(notes))
+                   prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens, notes=tuple(notes),
+                   diagnosis=stage.value)
+
+
+def diagnose(config: TargetConfig, question: Question, retrieved: tuple[Retrieved, ...], context: tuple[Retrieved, ...],
+             measures: dict[str, float], verdicts: dict[str, Verdict]) -> Stage:
+    """The stage this answered question failed at, with the target's pass marks (evalcore.diagnosis)."""
+    score = verdicts.get("score")
+    evidence = Evidence(question.relevant, question.expected_sources, retrieved, context, measures,
+                        judged=score.result if score else None)
+    return attribute(evidence, GenerationMarks(config.generation_pass_rougel, config.generation_pass_coverage))
 
 
 def judge(settings: JudgeSettings, names: tuple[str, ...], question: Question, answer: str,

@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalcore.campaigns.records import Campaign, Question
 from evalcore.datasets import Dataset, load_dataset
 from evalcore.errors import EvalError
+from evalcore.metrics.abstention import is_unanswerable_marker
 from evalcore.metrics.graded import GradedScale
 from evalcore.store import Store, dumps
 from evalcore.suites import Suite
@@ -74,15 +76,36 @@ def resolve_config(store: Store, config: TargetConfig | None, target_id: str | N
 
 def dataset_questions(dataset: Dataset) -> list[Question]:
     """The question snapshot of a dataset campaign (labels and every reference answer)."""
-    return [Question(position, q.qid, q.text, None, tuple(q.references), dict(q.labels) or None, ())
-            for position, q in enumerate(dataset.questions)]
+    return with_answerability([Question(position, q.qid, q.text, None, tuple(q.references), dict(q.labels) or None, ())
+                               for position, q in enumerate(dataset.questions)])
 
 
 def suite_questions(suite: Suite) -> list[Question]:
     """The question snapshot of a suite campaign: the cases as they are at launch."""
-    return [Question(position, position + 1, case.question, case.expected_answer, (), None,
-                     tuple(case.expected_sources))
-            for position, case in enumerate(suite.cases)]
+    return with_answerability([Question(position, position + 1, case.question, case.expected_answer, (), None,
+                                        tuple(case.expected_sources))
+                               for position, case in enumerate(suite.cases)])
+
+
+def with_answerability(questions: list[Question]) -> list[Question]:
+    """The questions marked answerable or not; left unknown in a set where no question has an expected answer.
+
+    Unanswerable: an expected answer that is an unanswerable marker (`(unanswerable)`, `[no answer]`),
+    or no expected or reference answer and nothing relevant (no qrels label >= 1, no expected
+    source). A set of bare questions (a suite of questions alone, a retrieval-only dataset) says
+    nothing about answers, so none of its questions is taken for unanswerable.
+    """
+    if not any((q.expected_answer or "").strip() or q.references for q in questions):
+        return questions
+    return [replace(q, answerable=is_answerable(q)) for q in questions]
+
+
+def is_answerable(question: Question) -> bool:
+    """Whether the question set says this question can be answered (see with_answerability)."""
+    if is_unanswerable_marker(question.expected_answer):
+        return False
+    evidence = any(label >= 1 for label in (question.relevant or {}).values()) or question.expected_sources
+    return bool((question.expected_answer or "").strip() or question.references or evidence)
 
 
 def graded_scale(dataset: Dataset, config: TargetConfig) -> GradedScale | None:
@@ -134,11 +157,11 @@ def insert_questions(conn: sqlite3.Connection, campaign_id: str, questions: list
     """Write the question snapshot."""
     conn.executemany(
         "INSERT INTO campaign_questions (campaign_id, position, qid, question, expected_answer, refs, relevant, "
-        "expected_sources) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "expected_sources, answerable) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (campaign_id, q.position, q.qid, q.text, q.expected_answer, dumps(list(q.references)),
              dumps({str(k): v for k, v in q.relevant.items()}) if q.relevant is not None else None,
-             dumps(list(q.expected_sources)))
+             dumps(list(q.expected_sources)), None if q.answerable is None else int(q.answerable))
             for q in questions
         ],
     )

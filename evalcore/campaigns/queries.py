@@ -5,6 +5,7 @@ from __future__ import annotations
 from evalcore.access import Principal, owned, scope
 from evalcore.campaigns.records import Aggregate, Campaign, QuestionResult, Summary, Tokens
 from evalcore.campaigns.storage import read_results
+from evalcore.diagnosis import StageCounts
 from evalcore.store import NotFound, Store
 
 
@@ -84,3 +85,11 @@ def campaign_summary(store: Store, campaign_id: str, *, principal: Principal | N
                    mean_latency_s=row["latency"], tokens=Tokens(row["prompt"], row["completion"]),
                    judge_tokens=Tokens(row["judge_prompt"], row["judge_completion"]),
                    skipped={r["judge"]: r["n"] for r in skipped})
+
+
+def campaign_diagnosis(store: Store, campaign_id: str, *, principal: Principal | None = None) -> StageCounts:
+    """How many of the stored questions failed at each stage (evalcore.diagnosis), from the stored stages."""
+    check_visible(store, campaign_id, principal)
+    rows = store.read("SELECT diagnosis, count(*) AS n FROM results WHERE campaign_id = ? GROUP BY diagnosis",
+                      (campaign_id,))
+    return StageCounts.of((row["diagnosis"], row["n"]) for row in rows)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from evalcore.diagnosis import Stage
 from evalcore.judges import Verdict
 from evalcore.targets.base import Retrieved
 
@@ -203,6 +204,7 @@ class Question:
     references: tuple[str, ...] = ()
     relevant: dict[int, int] | None = None  # passage id -> qrels label; None when unlabeled
     expected_sources: tuple[str, ...] = ()
+    answerable: bool | None = None  # False: declining is the right answer; None: not known (no abstention measures)
 
     @classmethod
     def from_row(cls, row: Row) -> Question:
@@ -210,13 +212,15 @@ class Question:
         relevant = json.loads(row["relevant"]) if row["relevant"] is not None else None
         return cls(row["position"], row["qid"], row["question"], row["expected_answer"],
                    tuple(json.loads(row["refs"])), {int(k): v for k, v in relevant.items()} if relevant is not None else None,
-                   tuple(json.loads(row["expected_sources"])))
+                   tuple(json.loads(row["expected_sources"])),
+                   None if row["answerable"] is None else bool(row["answerable"]))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape (`question` is the text)."""
         return {"qid": self.qid, "position": self.position, "question": self.text,
                 "expected_answer": self.expected_answer, "references": list(self.references),
-                "relevant": self.relevant, "expected_sources": list(self.expected_sources)}
+                "relevant": self.relevant, "expected_sources": list(self.expected_sources),
+                "answerable": self.answerable}
 
 
 @dataclass(frozen=True)
@@ -236,6 +240,7 @@ class Outcome:
     """What answering one question produced: the answer, what was retrieved, what the answer was built from
     (`context`), the sources it drew on, its measures (with pass/fail `results` where a mark applies), the
     judges' verdicts, and the tokens of the answer's model calls (the judges' are in their verdicts), or its error.
+    `diagnosis` is the stage the question failed at (evalcore.diagnosis.Stage), None in rows stored before it existed.
     """
 
     answer: str | None = None
@@ -251,11 +256,13 @@ class Outcome:
     completion_tokens: int = 0
     error: str | None = None
     notes: tuple[str, ...] = ()
+    diagnosis: str | None = None
 
     @classmethod
     def failed(cls, error: str, latency_s: float | None, tokens: tuple[int, int] = (0, 0)) -> Outcome:
         """A question that produced no answer (keeping the tokens of the calls that did succeed)."""
-        return cls(error=error, latency_s=latency_s, prompt_tokens=tokens[0], completion_tokens=tokens[1])
+        return cls(error=error, latency_s=latency_s, prompt_tokens=tokens[0], completion_tokens=tokens[1],
+                   diagnosis=Stage.FAILED.value)
 
     @property
     def judge_tokens(self) -> tuple[int, int]:
@@ -276,7 +283,7 @@ class Outcome:
             measures=json.loads(row["measures"]), signatures=signatures, results=json.loads(row["results"]),
             judges={name: Verdict.from_dict(v) for name, v in json.loads(row["judges"]).items()},
             latency_s=row["latency_s"], prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
-            error=row["error"], notes=tuple(json.loads(row["notes"])),
+            error=row["error"], notes=tuple(json.loads(row["notes"])), diagnosis=row["diagnosis"],
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -288,7 +295,8 @@ class Outcome:
                 "judges": {n: v.to_dict() for n, v in self.judges.items()},
                 "latency_s": self.latency_s, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens, "judge_prompt_tokens": self.judge_tokens[0],
-                "judge_completion_tokens": self.judge_tokens[1], "error": self.error, "notes": list(self.notes)}
+                "judge_completion_tokens": self.judge_tokens[1], "error": self.error, "notes": list(self.notes),
+                "diagnosis": self.diagnosis}
 
 
 def sources_of(hits: tuple[Retrieved, ...]) -> tuple[Source, ...]:

@@ -8,13 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evalcore.campaigns import (
-    campaign_aggregates,
-    campaign_results,
-    campaign_summary,
-    get_campaign,
-    list_campaigns,
-)
+from evalcore.campaigns import campaign_results, get_campaign, list_campaigns
 from evalcore.campaigns.export import FORMATS, export_campaign
 from evalcore.cli._common import Commands, add_db_option, manager_of, store_of, write_file
 from evalcore.cli.run import Report, follow, format_report
@@ -81,7 +75,7 @@ def list_command(args: argparse.Namespace) -> int:
 def show_command(args: argparse.Namespace) -> int:
     """Print one campaign with its aggregates and the errors of its failed questions."""
     store = store_of(args)
-    report = Report(get_campaign(store, args.id), campaign_aggregates(store, args.id), campaign_summary(store, args.id))
+    report = Report.of(store, get_campaign(store, args.id))
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
         return 0

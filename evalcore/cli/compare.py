@@ -13,6 +13,7 @@ from evalcore.compare import Comparison, MeasureDelta, QuestionDiff, Sweep, comp
 from evalcore.compare.exports import source_names
 from evalcore.compare.report import comparison_report, sweep_report
 from evalcore.compare.stats import RESAMPLES
+from evalcore.diagnosis import STAGES, Transition
 from evalcore.errors import EvalError
 
 SHOWN_VERDICTS = ("worse", "better", "new", "removed")
@@ -93,6 +94,7 @@ def format_comparison(comparison: Comparison) -> list[str]:
     lines += [f"note: {n}" for n in comparison.notes]
     lines.append("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(comparison.verdicts.items()))
                  + f" (by {comparison.basis_reason})")
+    lines += transition_lines(comparison.transitions)
     if not comparison.measures:
         lines.append("no measure to compare: no question has the same measure in both campaigns")
     else:
@@ -110,6 +112,22 @@ def format_comparison(comparison: Comparison) -> list[str]:
     for q in comparison.questions:
         if q.verdict in SHOWN_VERDICTS:
             lines.append(question_line(q))
+    return lines
+
+
+def transition_lines(cells: list[Transition]) -> list[str]:
+    """The failure stages of the common questions, A's (rows) against B's (columns), then who moved where."""
+    if not cells:
+        return []
+    present = [stage for stage in STAGES if any(stage in (cell.a, cell.b) for cell in cells)]
+    count = {(cell.a, cell.b): cell.count for cell in cells}
+    width = max(len(stage) for stage in present) + 2
+    lines = [f"failure stages, A (rows) -> B (columns), {sum(count.values())} common questions:",
+             f"  {'':{width}}" + "".join(f"{stage:>{width}}" for stage in present)]
+    lines += [f"  {a:{width}}" + "".join(f"{count.get((a, b), 0):>{width}}" for b in present) for a in present]
+    for cell in cells:
+        if cell.a != cell.b:
+            lines.append(f"  {cell.a} -> {cell.b}: {cell.count} (" + " ".join(f"q{qid}" for qid in cell.qids) + ")")
     return lines
 
 

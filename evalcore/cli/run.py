@@ -16,6 +16,7 @@ from evalcore.campaigns import (
     CampaignManager,
     Summary,
     campaign_aggregates,
+    campaign_diagnosis,
     campaign_summary,
     get_campaign,
 )
@@ -23,8 +24,10 @@ from evalcore.cli import _common
 from evalcore.cli._common import Commands, add_db_option
 from evalcore.cli.compare import format_sweep
 from evalcore.compare import compare_sweep
+from evalcore.diagnosis import STAGES, StageCounts
 from evalcore.errors import EvalError
 from evalcore.metrics import panels
+from evalcore.store import Store
 from evalcore.suites import get_suite
 from evalcore.targets import TargetConfig
 from evalcore.targets.config import parse_sweep, sweep_values
@@ -169,24 +172,31 @@ def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
         manager.cancel(campaign_id)
         print(f"cancelling; resume with `python -m evalcore campaigns resume {campaign_id}`", file=sys.stderr)
         campaign = manager.wait(campaign_id)
-    report = Report(campaign, campaign_aggregates(manager.store, campaign_id), campaign_summary(manager.store, campaign_id))
+    report = Report.of(manager.store, campaign)
     print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) if as_json else format_report(report))
     return campaign.status.exit_code
 
 
 @dataclass(frozen=True)
 class Report:
-    """What `run` and `campaigns show` print: the campaign, its aggregates and its summary."""
+    """What `run` and `campaigns show` print: the campaign, its aggregates, its summary, its failure stages."""
 
     campaign: Campaign
     aggregates: dict[str, Aggregate]
     summary: Summary
+    diagnosis: StageCounts
+
+    @classmethod
+    def of(cls, store: Store, campaign: Campaign) -> Report:
+        """The report of a stored campaign."""
+        return cls(campaign, campaign_aggregates(store, campaign.id), campaign_summary(store, campaign.id),
+                   campaign_diagnosis(store, campaign.id))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
         return {"campaign": self.campaign.to_dict(),
                 "aggregates": {name: value.to_dict() for name, value in self.aggregates.items()},
-                "summary": self.summary.to_dict()}
+                "summary": self.summary.to_dict(), "diagnosis": self.diagnosis.to_dict()}
 
 
 def format_report(report: Report) -> str:
@@ -195,6 +205,7 @@ def format_report(report: Report) -> str:
     lines = [f"status: {campaign.status_text}" + (f" ({campaign.error})" if campaign.error else ""),
              f"questions: {campaign.finished}/{campaign.total} finished, {campaign.failed} failed"]
     lines += aggregates_table(report.aggregates)
+    lines += diagnosis_lines(report.diagnosis)
     latency = summary.mean_latency_s
     lines += ["", f"mean latency: {'-' if latency is None else f'{latency:.3f} s'}",
               f"tokens: {summary.tokens.prompt} prompt + {summary.tokens.completion} completion",
@@ -212,6 +223,15 @@ def aggregates_table(aggregates: dict[str, Aggregate]) -> list[str]:
         lines += ["", f"{title} measures", f"  {'measure':<{width}}  {'mean':>8}  {'n':>5}"]
         lines += [_aggregate_line(name, aggregates[name], width) for name in names]
     return lines
+
+
+def diagnosis_lines(counts: StageCounts) -> list[str]:
+    """Where the questions failed: one line per stage with its count and share of the questions."""
+    if not counts.total:
+        return []
+    lines = ["", f"failure attribution ({counts.labeled} of {counts.total} questions labeled)"]
+    return lines + [f"  {stage:<16} {count:>5}  {count / counts.total:6.1%}" for stage, count in counts.counts.items()
+                    if count or stage in STAGES[:4]]
 
 
 def _aggregate_line(name: str, value: Aggregate, width: int) -> str:

@@ -17,6 +17,7 @@ from evalcore.compare.comparison import higher_is_better
 from evalcore.compare.exports import ExportContext, Fact, shown
 from evalcore.compare.records import Comparison, MeasureDelta, Paired
 from evalcore.compare.sweep import Sweep
+from evalcore.diagnosis import NOT_ATTRIBUTED, STAGES, StageCounts, side_counts
 from evalcore.metrics import display_order
 
 GREEN, RED, GREY = "#2e7d32", "#c62828", "#607d8b"
@@ -121,3 +122,30 @@ def series_figure(sweep: Sweep, measure: str, context: ExportContext) -> go.Figu
     axis = chart_text(sweep.key or "campaign")
     figure.update_layout(xaxis_title=axis, yaxis_title=chart_text(measure), height=460)
     return titled(figure, f"{measure} by {sweep.key or 'campaign'} (mean, 95% bootstrap interval)", context)
+
+
+STAGE_COLORS = {"retrieval miss": RED, "ranking miss": "#ef6c00", "generation miss": "#f9a825", "ok": GREEN,
+                "unlabeled": "#9e9e9e", "failed": "#424242", NOT_ATTRIBUTED: "#cfd8dc"}
+
+
+def stage_bars(bars: dict[str, StageCounts]) -> go.Figure:
+    """Questions per failure stage: one horizontal stacked bar per label (a campaign, or A and B), untitled."""
+    figure = go.Figure()
+    for stage in STAGES:
+        counts = [bar.counts.get(stage, 0) for bar in bars.values()]
+        if any(counts):
+            figure.add_bar(name=stage, y=[chart_text(label) for label in bars], x=counts, orientation="h", text=counts,
+                           marker_color=STAGE_COLORS[stage], hovertemplate=f"{stage}: %{{x}}<extra></extra>")
+    figure.update_layout(barmode="stack", height=150 + 45 * len(bars), xaxis_title="questions",
+                         yaxis={"autorange": "reversed", "automargin": True}, margin={"t": 50},
+                         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "traceorder": "normal"})
+    return figure
+
+
+def stages_figure(comparison: Comparison, context: ExportContext) -> go.Figure:
+    """The failure stages of the common questions in A and in B (the sums of the transition table)."""
+    a, b = side_counts(comparison.transitions)
+    figure = titled(stage_bars({"A": a, "B": b}), "Failure stage of each common question, in A and in B", context)
+    # The title block takes the top margin: the legend goes under the bars.
+    figure.update_layout(height=figure.layout.margin.t + 200, legend={"y": -0.35, "yanchor": "top"})
+    return figure

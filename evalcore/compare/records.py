@@ -8,8 +8,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from evalcore import diagnosis
 from evalcore.campaigns import Campaign
 from evalcore.compare import power
+from evalcore.diagnosis import Transition
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,8 @@ class QuestionDiff:
     left: tuple[Passage, ...] = ()
     sources_entered: tuple[str, ...] | None = None  # suites only: expected sources found in B, not in A
     sources_left: tuple[str, ...] | None = None
+    diagnosis_a: str | None = None  # the stage the question failed at in A (evalcore.diagnosis), None when not asked
+    diagnosis_b: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape (sources_* only for questions with expected sources)."""
@@ -76,6 +80,7 @@ class QuestionDiff:
             "verdict": self.verdict, "basis": self.basis, "a": self.a, "b": self.b, "error_a": self.error_a,
             "error_b": self.error_b, "answer_changed": self.answer_changed,
             "entered": [p.to_dict() for p in self.entered], "left": [p.to_dict() for p in self.left],
+            "diagnosis_a": self.diagnosis_a, "diagnosis_b": self.diagnosis_b,
         }
         if self.sources_entered is not None:
             data["sources_entered"] = list(self.sources_entered)
@@ -196,6 +201,12 @@ class Comparison:
         return dict(Counter(q.verdict for q in self.questions))
 
     @property
+    def transitions(self) -> list[Transition]:
+        """How the common questions moved between failure stages from A to B (the cells add up to them)."""
+        return diagnosis.transitions((q.qid, q.diagnosis_a, q.diagnosis_b) for q in self.questions
+                                     if q.verdict not in ("new", "removed"))
+
+    @property
     def power_warnings(self) -> list[str]:
         """One line per measure with no significant difference that could not have seen one of `effect`."""
         return [power_warning(m) for m in self.measures if m.under_powered]
@@ -212,6 +223,7 @@ class Comparison:
         return {"a": self.a.to_dict(), "b": self.b.to_dict(), "verdicts": self.verdicts,
                 "questions": [q.to_dict() for q in self.questions], "measures": [m.to_dict() for m in self.measures],
                 "warnings": self.warnings, "power_warnings": self.power_warnings, "notes": self.notes,
+                "transitions": [t.to_dict() for t in self.transitions],
                 "config_diff": self.config_diff, "seed": self.seed, "resamples": self.resamples,
                 "effect": self.effect, "power": power.POWER, "alpha": power.ALPHA, "basis": self.basis,
                 "basis_reason": self.basis_reason}

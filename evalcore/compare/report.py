@@ -26,7 +26,7 @@ from evalcore.compare.exports import ExportContext, comparison_context, sweep_co
 from evalcore.compare.pairing import Group, group_of
 from evalcore.compare.records import Comparison
 from evalcore.compare.sweep import Sweep
-from evalcore.compare.tables import MEASURE_COLUMNS, measure_frame, question_frame, sweep_frame
+from evalcore.compare.tables import MEASURE_COLUMNS, measure_frame, question_frame, sweep_frame, transition_frame
 from evalcore.store import Store
 
 VERDICT_ORDER = ("worse", "better", "new", "removed", "unscored", "same")  # the report lists changes first
@@ -51,7 +51,7 @@ def comparison_report(comparison: Comparison, a: Campaign, b: Campaign, sources:
     context = comparison_context(comparison, a, b, sources, today)
     parts = [f"<h1>{esc(b.name)} against {esc(a.name)}</h1>", facts_table(context),
              "<h2>Campaigns</h2>", campaigns_table(a, b, sources), settings_section(comparison, a, b),
-             verdicts_section(comparison), measures_section(comparison, context)]
+             verdicts_section(comparison), measures_section(comparison, context), stages_section(comparison, context)]
     if sweep is not None:
         parts.append(sweep_section(sweep, sweep_campaigns, sources, sweep_measure or comparison.basis, today))
     parts.append(questions_section(comparison))
@@ -171,6 +171,14 @@ def measures_section(comparison: Comparison, context: ExportContext) -> str:
     return ("<h2>Measures: B − A with 95% intervals</h2>" + figure_html(charts.delta_figure(comparison, context))
             + (f"<p class=\"warning\">Power:</p><ul class=\"warning\">{''.join(power)}</ul>" if power else "")
             + frame_table(frame.rename(columns=headers)))
+
+
+def stages_section(comparison: Comparison, context: ExportContext) -> str:
+    """The failure stages of A and B and the transition table (the questions of each move are in the last table)."""
+    if not comparison.transitions:
+        return ""
+    return ("<h2>Failure stages: A → B</h2>" + figure_html(charts.stages_figure(comparison, context))
+            + frame_table(transition_frame(comparison.transitions)))
 
 
 def sweep_section(sweep: Sweep, campaigns: Sequence[Campaign], sources: dict[Group, str], measure: str | None,

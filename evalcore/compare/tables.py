@@ -8,12 +8,14 @@ from evalcore.campaigns import Campaign
 from evalcore.compare.charts import detects_text, needs_text, ordered
 from evalcore.compare.records import Comparison, Passage, QuestionDiff
 from evalcore.compare.sweep import Sweep
+from evalcore.diagnosis import NOT_ATTRIBUTED, STAGES, Transition
 from evalcore.metrics import MEASURES
 
 MEASURE_COLUMNS = ["measure", "n", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "significant", "mde",
                    "n_required", "power_note", "test", "signature"]
-QUESTION_COLUMNS = ["qid", "question", "verdict", "basis", "A", "B", "answer changed", "relevant entered",
-                    "relevant left", "answer A", "answer B"]
+QUESTION_COLUMNS = ["qid", "question", "verdict", "basis", "A", "B", "stage A", "stage B", "answer changed",
+                    "relevant entered", "relevant left", "answer A", "answer B"]
+MOVED_COLUMNS = ["qid", "question", "verdict", "stage A", "stage B", "answer A", "answer B"]
 
 
 def measure_frame(comparison: Comparison) -> pd.DataFrame:
@@ -31,10 +33,28 @@ def passages_text(entries: tuple[Passage, ...]) -> str:
 def question_frame(questions: list[QuestionDiff]) -> pd.DataFrame:
     """The per-question verdicts with the relevant passages that entered or left the retrieved list."""
     return pd.DataFrame([{"qid": q.qid, "question": q.question, "verdict": q.verdict, "basis": q.basis,
-                          "A": q.a, "B": q.b, "answer changed": q.answer_changed,
+                          "A": q.a, "B": q.b, "stage A": q.diagnosis_a, "stage B": q.diagnosis_b,
+                          "answer changed": q.answer_changed,
                           "relevant entered": passages_text(q.entered), "relevant left": passages_text(q.left),
                           "answer A": q.answer_a, "answer B": q.answer_b} for q in questions],
                         columns=QUESTION_COLUMNS)
+
+
+def transition_frame(cells: list[Transition]) -> pd.DataFrame:
+    """The transition table: A's failure stage per row, B's per column (`B: ok`), questions in each cell."""
+    present = [stage for stage in STAGES if any(stage in (cell.a, cell.b) for cell in cells)]
+    count = {(cell.a, cell.b): cell.count for cell in cells}
+    return pd.DataFrame([{"stage in A": a, **{f"B: {b}": count.get((a, b), 0) for b in present}} for a in present],
+                        columns=["stage in A", *(f"B: {b}" for b in present)])
+
+
+def moved_frame(comparison: Comparison, cell: Transition) -> pd.DataFrame:
+    """The common questions of one cell of the transition table, with both answers."""
+    rows = [q for q in comparison.questions if q.verdict not in ("new", "removed")
+            and (q.diagnosis_a or NOT_ATTRIBUTED, q.diagnosis_b or NOT_ATTRIBUTED) == (cell.a, cell.b)]
+    return pd.DataFrame([{"qid": q.qid, "question": q.question, "verdict": q.verdict, "stage A": cell.a,
+                          "stage B": cell.b, "answer A": q.answer_a, "answer B": q.answer_b} for q in rows],
+                        columns=MOVED_COLUMNS)
 
 
 def sweep_frame(sweep: Sweep, campaigns: dict[str, Campaign]) -> pd.DataFrame:

@@ -17,6 +17,7 @@ from typing import NamedTuple
 from evalcore import __version__
 from evalcore.errors import EvalError
 from evalcore.judges import JUDGES, load_prompt
+from evalcore.metrics.abstention import REFUSALS_VERSION, abstention_scores
 from evalcore.metrics.generation import generation_scores
 from evalcore.metrics.graded import GRADED_MEASURES, LOWER_IS_BETTER, GradedScale, graded_retrieval_scores
 from evalcore.metrics.retrieval import retrieval_scores
@@ -25,7 +26,7 @@ from evalcore.text import TOKENIZER
 
 # Panels in display order: (family, title).
 PANELS = (("retrieval", "Retrieval"), ("generation", "Generation"), ("graded", "Graded document retrieval"),
-          ("suite", "Suite"), ("judge", "Judges"))
+          ("suite", "Suite"), ("abstention", "Abstention"), ("judge", "Judges"))
 OTHER_PANEL = "Other"
 
 
@@ -87,6 +88,16 @@ _GRADED_DOCS = {
     "total_retrieved_documents": "distinct retrieved documents.",
     "total_groundtruth_documents": "labeled documents of the question.",
 }
+# 1/0 per question, present only on the questions each applies to.
+_ABSTENTION_DOCS = {
+    "correct_abstention": "1 when the answer to an unanswerable question declines, else 0; the mean is the "
+    "correct abstention rate (negative rejection rate, Chen et al. 2024, RGB).",
+    "hallucination": "1 when an unanswerable question gets an answer instead of a refusal, else 0; the mean is "
+    "the hallucination rate (1 - correct_abstention on the same questions).",
+    "false_abstention": "1 when the answer to an answerable question declines, else 0; the mean is the false "
+    "abstention (over-refusal) rate (Feng et al. 2024, Don't Hallucinate, Abstain).",
+}
+_LOWER_IS_BETTER = {"hallucination", "false_abstention"}
 # A question's verdict in a comparison: the AI score, else coverage, else sources found (the suite
 # order); dataset campaigns have none of these, so ranking and then answer overlap decide.
 _VERDICT_ORDER = ("judge.score", "coverage", "sources_found", "ndcg@10", "rougel")
@@ -119,6 +130,10 @@ def _registry() -> dict[str, Measure]:
         "name or equals its id, case and accents ignored, else 0.", "suite", binary=True,
         settings=(("match", "fold"),),
     ))
+    measures += [Measure(name, doc + " Refusal: evalcore.metrics.abstention.", "abstention", binary=True,
+                         higher_is_better=name not in _LOWER_IS_BETTER,
+                         settings=(("refusals", REFUSALS_VERSION), ("match", "fold")))
+                 for name, doc in _ABSTENTION_DOCS.items()]
     for name in GRADED_MEASURES:
         measures.append(Measure(
             f"graded.{name}", _GRADED_DOCS[name] + " Graded document retrieval.", "graded",
@@ -192,14 +207,20 @@ def score_question(
     expected_sources: Sequence[str] | None,
     retrieved_sources: Sequence[Mapping[str, object]],
     graded: GradedScale | None = None,
+    answerable: bool | None = None,
+    fallback_answer: str = "",
 ) -> Scores:
     """Every measure that applies to one question, absent ones left out, with their signatures.
 
     `references` are every reference answer (generation measures take the best; coverage too when
     there is no single expected answer); `retrieved_sources` are the sources the answer drew on;
-    `graded` adds the graded retrieval measures on that label scale.
+    `graded` adds the graded retrieval measures on that label scale; `answerable` (None: unknown)
+    adds the abstention measures, a refusal being recognised by its phrasing or `fallback_answer`.
+    An unanswerable question has no reference to score against, whatever its expected answer says.
     """
-    values: dict[str, float] = {}
+    if answerable is False:
+        references, expected_answer = (), None
+    values: dict[str, float] = abstention_scores(answer, answerable, fallback_answer)
     if relevant:
         values.update(retrieval_scores(relevant, ranked))
     if answer is not None and references:

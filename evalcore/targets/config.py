@@ -64,6 +64,8 @@ RANGES: dict[str, tuple[float, float]] = {
     # Scoring work grows with an answer's length: the top of the range keeps the slowest answer
     # to score (Chinese text, segmented word by word) to seconds.
     "max_reply_chars": (100, 1_000_000),
+    "generation_pass_rougel": (0.0, 1.0),
+    "generation_pass_coverage": (0.0, 1.0),
 }
 TYPE_NAMES = {int: "a whole number", float: "a number", str: "text (a quoted string)"}
 # Placeholders each template may use, and the ones it must use.
@@ -76,11 +78,11 @@ TEMPLATE_FIELDS = {
 
 TARGET, CHUNKING, RETRIEVAL, RERANK = "target", "chunking", "retrieval", "rerank"
 GENERATION, PROMPTS, HTTP_AGENT, RESULTS_FILE = "generation", "prompts", "http_agent", "results_file"
-JUDGE, GRADED = "judge", "graded"
+JUDGE, GRADED, DIAGNOSIS = "judge", "graded", "diagnosis"
 # Key groups in display order, with their titles: the dashboard's form sections, the API's overlays.
 GROUPS = {TARGET: "Target", CHUNKING: "Chunking", RETRIEVAL: "Retrieval", RERANK: "Rerank",
           GENERATION: "Generation", PROMPTS: "Prompts", HTTP_AGENT: "HTTP agent", RESULTS_FILE: "Results file",
-          JUDGE: "Judge", GRADED: "Graded retrieval"}
+          JUDGE: "Judge", GRADED: "Graded retrieval", DIAGNOSIS: "Diagnosis"}
 # Which side of the system a group belongs to: a change on one side is judged by its measures.
 RETRIEVAL_SIDE = (CHUNKING, RETRIEVAL, RERANK)
 GENERATION_SIDE = (GENERATION, PROMPTS)
@@ -173,6 +175,11 @@ class TargetConfig:
     graded_label_min: int = setting(0, GRADED)
     graded_label_max: int = setting(0, GRADED)
     graded_thresholds: tuple[tuple[str, float], ...] = setting((), GRADED)
+    # Failure attribution (evalcore.diagnosis): an answer given relevant context and not decided by
+    # the AI score is a generation miss when neither its ROUGE-L F1 nor its coverage of the
+    # reference reaches its mark. ROUGE-L alone would fail correct answers longer than their reference.
+    generation_pass_rougel: float = setting(0.3, DIAGNOSIS)
+    generation_pass_coverage: float = setting(0.5, DIAGNOSIS)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TargetConfig:
