@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -236,4 +237,34 @@ def test_suite_cases_marked_or_left_empty_are_unanswerable(tmp_path: Path) -> No
     assert "coverage" not in measures[1]  # never scored against "(unanswerable)"
     assert all(not {"correct_abstention", "hallucination", "false_abstention"} & r.outcome.measures.keys()
                for r in campaign_results(manager.store, unknown))
+    manager.close()
+
+
+def test_the_refusal_judge_reads_what_the_phrasing_list_misses(tmp_path: Path) -> None:
+    data = write_dataset(tmp_path / "abstain", ABSTAIN)
+    manager = get_manager(tmp_path / "judged.db")
+    evasive = "That lies beyond what these pages cover."  # declines in words the list does not hold
+
+    def reply(path: str, body: Any) -> str:
+        if "declined to answer" in body["messages"][0]["content"]:  # the refusal judge
+            answer = body["messages"][-1]["content"].rsplit("Answer to check:", 1)[1]
+            declined = any(words in answer for words in ("beyond", "unable"))
+            return json.dumps({"label": "pass" if declined else "fail", "reason": "read"})
+        return scripted({"refund": "30 days.", "warranty": "3 years.", "founded": evasive})(path, body)
+
+    with FakeOpenAIServer(reply) as server:
+        config = TargetConfig(knowledge_base=str(data), retriever="bm25", generator="openai", model="fake",
+                              base_url=server.base_url, api_key_env="", keyword_threshold=0.0)
+        plain = manager.launch(dataset=str(data), config=config, concurrency=1)
+        judged = manager.launch(dataset=str(data), config=config, concurrency=1, judges=("refusal",))
+        for campaign_id in (plain, judged):
+            assert manager.wait(campaign_id, timeout=60).status == "succeeded"
+    assert not is_refusal(evasive)
+    founded = {campaign_id: campaign_results(manager.store, campaign_id)[2].outcome for campaign_id in (plain, judged)}
+    assert founded[plain].measures["hallucination"] == 1.0
+    assert founded[judged].measures["hallucination"] == 0.0 and founded[judged].measures["judge.refusal"] == 1.0
+    assert "|match:judge|" in founded[judged].signatures["correct_abstention"]
+    assert "|match:fold|" in founded[plain].signatures["correct_abstention"]
+    aggregates = campaign_aggregates(manager.store, judged)
+    assert (aggregates["correct_abstention"].mean, aggregates["false_abstention"].mean) == (1.0, 0.0)
     manager.close()

@@ -337,3 +337,14 @@ def test_compare_page_shows_the_transitions_and_the_questions_behind_them(two, m
     picker.set_value(next(c for c in picker.options if c.startswith("ok → ranking miss"))).run()
     moved = next(df.value for df in at.dataframe if "stage B" in df.value.columns and len(df.value) == 1)
     assert moved[["qid", "stage A", "stage B"]].values.tolist() == [[4, "ok", "ranking miss"]]
+
+
+def test_exports_carry_the_stage(two) -> None:
+    from evalcore.campaigns.export import export_campaign
+
+    manager, ids, _ = two
+    header, *rows = export_campaign(manager.store, ids["A"], "csv").splitlines()
+    column = header.split(",").index("diagnosis")
+    assert [row.split(",")[column] for row in rows[:2]] == ["retrieval miss", "ranking miss"]
+    lines = export_campaign(manager.store, ids["A"], "jsonl").splitlines()
+    assert json.loads(lines[-1])["diagnosis"] == "failed"

@@ -10,6 +10,7 @@ from evalcore.access import Principal
 from evalcore.api.errors import ApiError
 from evalcore.api.inputs import RequestBody
 from evalcore.campaigns import CampaignManager
+from evalcore.judges import JUDGES
 from evalcore.targets import TargetConfig
 
 
@@ -30,9 +31,8 @@ class RunSettings(RequestBody):
     """Options every campaign launch accepts."""
 
     use_judge: bool = Field(default=False, description="add the 1-5 AI score (judge `score`)")
-    judges: list[str] = Field(default_factory=list, max_length=6,
-                              description="judges to run: score, retrieval, groundedness, groundedness_pro, "
-                                          "relevance, completeness")
+    judges: list[str] = Field(default_factory=list, max_length=len(JUDGES),
+                              description=f"judges to run: {', '.join(JUDGES)}")
     judge_samples: int = Field(default=1, ge=1, le=20, description="ask each judge N times and record the spread")
     judge: JudgeModelIn | None = Field(default=None, description="the judges' model (needs a full-access key)")
     judge_thresholds: dict[str, float] = Field(default_factory=dict, description="pass mark per judge on 1-5")

@@ -79,6 +79,9 @@ def scored(plan: Plan, question: Question, reply: TargetAnswer, latency: float) 
         if verdict.score is not None:
             scores.values[f"judge.{name}"] = float(verdict.score)
             scores.signatures[f"judge.{name}"] = f"{verdict.signature}|model:{verdict.model}"
+    if (refusal := verdicts.get("refusal")) is not None and refusal.result in ("pass", "fail"):
+        metrics.judge_abstention(scores, answer=reply.answer, answerable=question.answerable,
+                                 refused=refusal.result == "pass")
     stage = diagnose(plan.target.config, question, retrieved, context, scores.values, verdicts)
     return Outcome(answer=reply.answer, retrieved=retrieved, context=context, sources=sources, measures=scores.values,
                    signatures=scores.signatures, results=scores.results, judges=verdicts, latency_s=latency,

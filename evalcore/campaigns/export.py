@@ -12,7 +12,7 @@ from evalcore.csvcells import csv_text
 from evalcore.errors import EvalError
 from evalcore.store import Store
 
-FIXED_COLUMNS = ("qid", "question", "expected_answer", "answer", "sources", "error", "latency_s",
+FIXED_COLUMNS = ("qid", "question", "expected_answer", "answer", "sources", "error", "diagnosis", "latency_s",
                  "prompt_tokens", "completion_tokens", "attempts")
 
 

@@ -26,6 +26,7 @@ from evalcore.cli.compare import format_sweep
 from evalcore.compare import compare_sweep
 from evalcore.diagnosis import STAGES, StageCounts
 from evalcore.errors import EvalError
+from evalcore.judges import JUDGES
 from evalcore.metrics import panels
 from evalcore.store import Store
 from evalcore.suites import get_suite
@@ -50,8 +51,7 @@ def register(commands: Commands) -> None:
     parser.add_argument("--concurrency", type=int, metavar="N", help="questions in flight (default: cores - 1, or 8 for remote models)")
     parser.add_argument("--no-cache", action="store_true", help="do not reuse cached model replies")
     parser.add_argument("--judge", action="extend", nargs="+", default=[], metavar="NAME",
-                        help="LLM judges to run on each answer: score, retrieval, groundedness, groundedness_pro, "
-                             "relevance, completeness")
+                        help=f"LLM judges to run on each answer: {', '.join(JUDGES)}")
     parser.add_argument("--judge-samples", type=int, default=1, metavar="N",
                         help="ask each judge N times (temperature 0.7) and record the spread (default 1)")
     parser.add_argument("--time-limit", type=_common.positive_seconds, metavar="S",

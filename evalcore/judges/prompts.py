@@ -13,7 +13,7 @@ from typing import Any
 from evalcore.errors import EvalError
 from evalcore.judges.parsing import PARSER_VERSION
 
-JUDGES = ("score", "retrieval", "groundedness", "groundedness_pro", "relevance", "completeness")
+JUDGES = ("score", "retrieval", "groundedness", "groundedness_pro", "relevance", "completeness", "refusal")
 ALIASES = {"response_completeness": "completeness", "ai_score": "score"}
 PROMPT_DIR = Path(__file__).with_name("templates")
 DEFAULT_THRESHOLD = 3.0

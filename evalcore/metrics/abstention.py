@@ -13,7 +13,9 @@ the measures' signatures): a change to it gets a new version, never an edit in p
 Measures (1/0 per question, present only where they apply): `correct_abstention` (unanswerable
 question, the answer declines), `hallucination` (unanswerable question, the answer does not
 decline) and `false_abstention` (answerable question, the answer declines). Their means are the
-correct abstention rate, the hallucination rate and the false abstention rate.
+correct abstention rate, the hallucination rate and the false abstention rate. When the `refusal`
+judge runs and reads the answer (pass: it declines; fail: it answers), its reading replaces the
+phrasing list, and the signatures say `match:judge` instead of `match:fold`.
 """
 
 from __future__ import annotations
@@ -114,11 +116,16 @@ def is_unanswerable_marker(expected_answer: str | None) -> bool:
     return expected_answer is not None and normalize(expected_answer) in UNANSWERABLE_MARKERS
 
 
-def abstention_scores(answer: str | None, answerable: bool | None, fallback_answer: str = "") -> dict[str, float]:
-    """The abstention measures that apply: none without an answer or when answerability is unknown."""
+def abstention_scores(answer: str | None, answerable: bool | None, fallback_answer: str = "",
+                      refused_by_judge: bool | None = None) -> dict[str, float]:
+    """The abstention measures that apply: none without an answer or when answerability is unknown.
+
+    `refused_by_judge` (the refusal judge's reading) replaces the phrasing list when given.
+    """
     if answer is None or answerable is None:
         return {}
-    refused = 1.0 if is_refusal(answer, fallback_answer) else 0.0
+    declined = is_refusal(answer, fallback_answer) if refused_by_judge is None else refused_by_judge
+    refused = 1.0 if declined else 0.0
     if answerable:
         return {"false_abstention": refused}
     return {"correct_abstention": refused, "hallucination": 1.0 - refused}

@@ -239,6 +239,13 @@ def score_question(
     return Scores(values, signatures, results)
 
 
+def judge_abstention(scores: Scores, *, answer: str | None, answerable: bool | None, refused: bool) -> None:
+    """The abstention measures as the refusal judge read the answer (declined or not), replacing the phrasing list's."""
+    for name, value in abstention_scores(answer, answerable, refused_by_judge=refused).items():
+        scores.values[name] = value
+        scores.signatures[name] = signature(name, match="judge")
+
+
 def _add_graded(values: dict[str, float], signatures: dict[str, str], results: dict[str, str],
                 labels: Mapping[int, int], ranked: Sequence[int | None], scale: GradedScale) -> None:
     """Graded retrieval measures of the ranked list, on the dataset's scale (each miss is a hole of its own)."""
