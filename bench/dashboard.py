@@ -77,7 +77,8 @@ def fill(db: str, campaigns: int, count: int) -> None:
                          f"finished, failed, created_at, started_at, ended_at, heartbeat, owner_host, owner_pid, "
                          f"session_finished, cancel_requested, config, dataset_hash, use_judge, judges, cache, "
                          f"cache_hits, options) VALUES ({', '.join('?' * len(row))})", row)
-            conn.executemany("INSERT INTO campaign_questions VALUES (?, ?, ?, ?, ?, ?, ?, ?)", snapshot)
+            conn.executemany("INSERT INTO campaign_questions (campaign_id, position, qid, question, expected_answer, "
+                             "refs, relevant, expected_sources) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", snapshot)
             conn.executemany("INSERT INTO results (campaign_id, position, qid, answer, retrieved, sources, measures, "
                              "signatures, judges, latency_s, prompt_tokens, completion_tokens, error, attempts, notes, "
                              "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", results)
