@@ -4,9 +4,9 @@ A question is unanswerable when nothing in its question set says it can be answe
 reference or expected answer, no relevant passage or expected source) or when its expected answer
 is an explicit marker (`UNANSWERABLE_MARKERS`); the right behaviour is then to decline. An answer
 declines (`is_refusal`) when it is empty, starts with the target's `fallback_answer`, or when
-its first sentence (after apologies such as "Sorry.") holds one of the `REFUSALS` phrasings and
-no contrast word ("but", "mais", "但是") follows the phrasing in that sentence: "I don't know
-Paris well, but the answer is 30 days" answers. Matching is on folded text (case and accents
+its first sentence (after apologies such as "Sorry."; within its first `OPENING_CHARS`) holds one
+of the `REFUSALS` phrasings and no contrast word ("but", "mais", "但是") follows the phrasing in
+that sentence: "I don't know Paris well, but the answer is 30 days" answers. Matching is on folded text (case and accents
 removed, `evalcore.text.fold`). The phrasing list is versioned (`REFUSALS_VERSION`, recorded in
 the measures' signatures): a change to it gets a new version, never an edit in place.
 
@@ -82,7 +82,15 @@ APOLOGY = re.compile(r"^(?:(?:i'm |i am |we're |we are )?sorry|unfortunately|des
 # An expected answer that says "no answer exists" (a suite case), compared after folding.
 UNANSWERABLE_MARKERS = ("(unanswerable)", "[unanswerable]", "(no answer)", "[no answer]")
 
-_PHRASINGS = re.compile("|".join(f"(?:{p})" for phrasings in REFUSALS.values() for p in phrasings))
+# One search for all phrasings; the word boundary every Latin one starts with is tested once per position.
+_PHRASINGS = re.compile(r"\b(?:" + "|".join(p.removeprefix(r"\b") for language in ("en", "fr") for p in REFUSALS[language])
+                        + ")|" + "|".join(REFUSALS["zh"]))
+# Every phrasing holds one of these cues: a sentence with none (most answers) is not searched.
+_CUES = ("know", "sure", "can", "could", "unable", "able", "answer", "information", "context", "document", "passage",
+         "source", "text", "sais", "peux", "parviens", "mesure", "incapable", "n'ai", "trouve", "impossible", "无法",
+         "不能", "找不到", "没有", "未", "无相关", "不知道", "信息", "上下文", "资料", "文档", "文件", "材料", "段落")
+# Only the opening sentences are read: an answer of 200,000 characters is not split whole.
+OPENING_CHARS = 2000
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'"})
 
 
@@ -91,8 +99,15 @@ def normalize(text: str) -> str:
     return " ".join(fold(text).translate(_APOSTROPHES).split())
 
 
+def has_cue(text: str) -> bool:
+    """Whether the (normalized) text holds a cue of some phrasing: without one, it cannot decline in words."""
+    return any(cue in text for cue in _CUES)
+
+
 def declines(sentence: str) -> bool:
     """A refusal phrasing in this (normalized) sentence with no contrast word after it."""
+    if not has_cue(sentence):
+        return False
     for match in _PHRASINGS.finditer(sentence):
         if not CONTRAST.search(sentence, match.end()):
             return True
@@ -101,11 +116,13 @@ def declines(sentence: str) -> bool:
 
 def is_refusal(answer: str, fallback_answer: str = "") -> bool:
     """Whether the answer declines: empty, the fallback answer, or a refusal phrasing (see the module)."""
-    text = normalize(answer)
+    text = normalize(answer[:OPENING_CHARS])
     fallback = normalize(fallback_answer).rstrip(".!?。！？ ")
-    if not text or (fallback and text.startswith(fallback)):
+    if not answer.strip() or (fallback and text.startswith(fallback)):
         return True
-    sentences = [normalize(sentence) for sentence in split_sentences(text)]
+    if not has_cue(text):
+        return False
+    sentences = split_sentences(text)
     while len(sentences) > 1 and APOLOGY.match(sentences[0]):
         sentences.pop(0)
     return bool(sentences) and declines(sentences[0])
