@@ -268,3 +268,9 @@ def test_the_refusal_judge_reads_what_the_phrasing_list_misses(tmp_path: Path) -
     aggregates = campaign_aggregates(manager.store, judged)
     assert (aggregates["correct_abstention"].mean, aggregates["false_abstention"].mean) == (1.0, 0.0)
     manager.close()
+
+
+def test_only_the_opening_of_a_long_answer_is_read() -> None:
+    assert is_refusal("I don't know. " + "filler words " * 20000)
+    assert not is_refusal("The refund window is 30 days. " + "I don't know. " * 20000)
+    assert not is_refusal(" " * 5000 + "30 days.") and is_refusal(" " * 5000 + "I don't know.")  # blanks skipped

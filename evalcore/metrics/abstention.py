@@ -116,9 +116,9 @@ def declines(sentence: str) -> bool:
 
 def is_refusal(answer: str, fallback_answer: str = "") -> bool:
     """Whether the answer declines: empty, the fallback answer, or a refusal phrasing (see the module)."""
-    text = normalize(answer[:OPENING_CHARS])
+    text = normalize(answer.lstrip()[:OPENING_CHARS])
     fallback = normalize(fallback_answer).rstrip(".!?。！？ ")
-    if not answer.strip() or (fallback and text.startswith(fallback)):
+    if not text or (fallback and text.startswith(fallback)):
         return True
     if not has_cue(text):
         return False
