@@ -348,3 +348,18 @@ def test_exports_carry_the_stage(two) -> None:
     assert [row.split(",")[column] for row in rows[:2]] == ["retrieval miss", "ranking miss"]
     lines = export_campaign(manager.store, ids["A"], "jsonl").splitlines()
     assert json.loads(lines[-1])["diagnosis"] == "failed"
+
+
+def test_the_html_report_holds_the_stages_and_the_transition_table(two) -> None:
+    from evalcore.campaigns import get_campaign
+    from evalcore.compare.exports import source_names
+    from evalcore.compare.report import comparison_report
+
+    manager, ids, _ = two
+    a, b = get_campaign(manager.store, ids["A"]), get_campaign(manager.store, ids["B"])
+    comparison = compare_campaigns(manager.store, a.id, b.id)
+    text = comparison_report(comparison, a, b, source_names(manager.store, [a, b]))
+    section = text.split("<h2>Failure stages: A → B</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "Failure stage of each common question, in A and in B" in section  # the chart's title
+    assert "<th>stage in A</th>" in section and "<th>B: ok</th>" in section
+    assert "<th>stage A</th>" in text  # and every question's stage in the last table
