@@ -116,7 +116,12 @@ CREATE INDEX comparisons_b ON comparisons(b_id);
 SCHEMA_V7 = """
 ALTER TABLE campaigns ADD COLUMN owner_token TEXT;
 """
-MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7)
+# v8: the texts a query transformation retrieved with (a rewrite, multi-query rewrites, a HyDE passage).
+SCHEMA_V8 = """
+ALTER TABLE results ADD COLUMN queries TEXT NOT NULL DEFAULT '[]';
+"""
+MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
+                                SCHEMA_V8)
 
 
 class NotFound(EvalError):

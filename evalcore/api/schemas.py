@@ -137,6 +137,8 @@ class QuestionResultOut(Out):
     error: str | None
     attempts: int
     notes: list[str]
+    queries: list[str] = Field(default=[], description="the texts a query transformation retrieved with (a rewrite, "
+                                                       "the multi-query rewrites, a HyDE passage); empty without one")
 
 
 class TokensOut(Out):
@@ -189,6 +191,8 @@ class QuestionDiffOut(Out):
     answer_changed: bool | None
     entered: list[PassageOut]
     left: list[PassageOut]
+    queries_a: list[str] = Field(default=[], description="the query transformation's texts in A (empty without one)")
+    queries_b: list[str] = Field(default=[], description="the query transformation's texts in B")
 
 
 class MeasureDeltaOut(Out):

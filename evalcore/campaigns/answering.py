@@ -79,7 +79,8 @@ def scored(plan: Plan, question: Question, reply: TargetAnswer, latency: float) 
             scores.signatures[f"judge.{name}"] = f"{verdict.signature}|model:{verdict.model}"
     return Outcome(answer=reply.answer, retrieved=retrieved, context=context, sources=sources, measures=scores.values,
                    signatures=scores.signatures, results=scores.results, judges=verdicts, latency_s=latency,
-                   prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens, notes=tuple(notes))
+                   prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens, notes=tuple(notes),
+                   queries=tuple(reply.queries))
 
 
 def judge(settings: JudgeSettings, names: tuple[str, ...], question: Question, answer: str,

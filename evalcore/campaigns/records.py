@@ -236,6 +236,7 @@ class Outcome:
     """What answering one question produced: the answer, what was retrieved, what the answer was built from
     (`context`), the sources it drew on, its measures (with pass/fail `results` where a mark applies), the
     judges' verdicts, and the tokens of the answer's model calls (the judges' are in their verdicts), or its error.
+    `queries` are the texts a query transformation retrieved with (empty without one).
     """
 
     answer: str | None = None
@@ -251,6 +252,7 @@ class Outcome:
     completion_tokens: int = 0
     error: str | None = None
     notes: tuple[str, ...] = ()
+    queries: tuple[str, ...] = ()
 
     @classmethod
     def failed(cls, error: str, latency_s: float | None, tokens: tuple[int, int] = (0, 0)) -> Outcome:
@@ -276,7 +278,7 @@ class Outcome:
             measures=json.loads(row["measures"]), signatures=signatures, results=json.loads(row["results"]),
             judges={name: Verdict.from_dict(v) for name, v in json.loads(row["judges"]).items()},
             latency_s=row["latency_s"], prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
-            error=row["error"], notes=tuple(json.loads(row["notes"])),
+            error=row["error"], notes=tuple(json.loads(row["notes"])), queries=tuple(json.loads(row["queries"])),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -288,7 +290,8 @@ class Outcome:
                 "judges": {n: v.to_dict() for n, v in self.judges.items()},
                 "latency_s": self.latency_s, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens, "judge_prompt_tokens": self.judge_tokens[0],
-                "judge_completion_tokens": self.judge_tokens[1], "error": self.error, "notes": list(self.notes)}
+                "judge_completion_tokens": self.judge_tokens[1], "error": self.error, "notes": list(self.notes),
+                "queries": list(self.queries)}
 
 
 def sources_of(hits: tuple[Retrieved, ...]) -> tuple[Source, ...]:

@@ -68,6 +68,8 @@ class QuestionDiff:
     left: tuple[Passage, ...] = ()
     sources_entered: tuple[str, ...] | None = None  # suites only: expected sources found in B, not in A
     sources_left: tuple[str, ...] | None = None
+    queries_a: tuple[str, ...] = ()  # what a query transformation retrieved with, in each campaign
+    queries_b: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape (sources_* only for questions with expected sources)."""
@@ -76,6 +78,7 @@ class QuestionDiff:
             "verdict": self.verdict, "basis": self.basis, "a": self.a, "b": self.b, "error_a": self.error_a,
             "error_b": self.error_b, "answer_changed": self.answer_changed,
             "entered": [p.to_dict() for p in self.entered], "left": [p.to_dict() for p in self.left],
+            "queries_a": list(self.queries_a), "queries_b": list(self.queries_b),
         }
         if self.sources_entered is not None:
             data["sources_entered"] = list(self.sources_entered)
@@ -89,7 +92,8 @@ class QuestionDiff:
         return cls(**{**data, "entered": tuple(Passage(**p) for p in data["entered"]),
                       "left": tuple(Passage(**p) for p in data["left"]),
                       "sources_entered": None if sources is None else tuple(sources),
-                      "sources_left": None if sources is None else tuple(data["sources_left"])})
+                      "sources_left": None if sources is None else tuple(data["sources_left"]),
+                      "queries_a": tuple(data.get("queries_a", ())), "queries_b": tuple(data.get("queries_b", ()))})
 
 
 @dataclass(frozen=True)
