@@ -122,9 +122,9 @@ def test_the_dashboard_shows_the_queries(manager: CampaignManager, tiny_dataset:
     assert_clean(at)
     assert f"Retrieved with: {REWRITE}" in [t.value for t in at.text]
     at = page_test(db, monkeypatch, "pages/compare.py")
-    at.selectbox[0].set_value(plain).run()
-    at.selectbox[1].set_value(rewritten).run()
-    at.multiselect[0].set_value(["better", "worse", "same"]).run()
+    for name, campaign_id in (("A (baseline)", plain), ("B (candidate)", rewritten)):
+        next(box for box in at.selectbox if box.label == name).set_value(campaign_id).run()
+    next(box for box in at.multiselect if box.label == "Verdicts").set_value(["better", "worse", "same"]).run()
     assert_clean(at)
     table = next(df.value for df in at.dataframe if "queries B" in df.value.columns)
     assert set(table["queries B"]) == {REWRITE, ""} and set(table["queries A"]) == {""}
