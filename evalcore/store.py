@@ -123,8 +123,12 @@ SCHEMA_V8 = """
 ALTER TABLE results ADD COLUMN diagnosis TEXT;
 ALTER TABLE campaign_questions ADD COLUMN answerable INTEGER;
 """
+# v9: the texts a query transformation retrieved with (a rewrite, multi-query rewrites, a HyDE passage).
+SCHEMA_V9 = """
+ALTER TABLE results ADD COLUMN queries TEXT NOT NULL DEFAULT '[]';
+"""
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
-                               SCHEMA_V8)
+                               SCHEMA_V8, SCHEMA_V9)
 
 
 class NotFound(EvalError):

@@ -92,6 +92,9 @@ def show_result(result: QuestionResult) -> None:
     """One question in full: texts as plain text, retrieved passages marked hit or miss with labels."""
     question, outcome = result.question, result.outcome
     st.text(f"Question: {question.text}")
+    count = len(outcome.queries)
+    for number, query in enumerate(outcome.queries, 1):  # what a query transformation retrieved with
+        st.text(f"Retrieved with{f' ({number} of {count})' if count > 1 else ''}: {query}")
     st.text(f"Answer: {outcome.answer if outcome.answer is not None else '(none)'}")
     st.text(stage_line(result))
     if outcome.error:

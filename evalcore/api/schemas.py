@@ -144,6 +144,8 @@ class QuestionResultOut(Out):
     attempts: int
     notes: list[str]
     diagnosis: str | None = Field(None, description=DIAGNOSIS)
+    queries: list[str] = Field(default=[], description="the texts a query transformation retrieved with (a rewrite, "
+                                                       "the multi-query rewrites, a HyDE passage); empty without one")
 
 
 class TokensOut(Out):
@@ -198,6 +200,8 @@ class QuestionDiffOut(Out):
     left: list[PassageOut]
     diagnosis_a: str | None = Field(None, description="its failure stage in A (null when A did not ask it)")
     diagnosis_b: str | None = Field(None, description="its failure stage in B (null when B did not ask it)")
+    queries_a: list[str] = Field(default=[], description="the query transformation's texts in A (empty without one)")
+    queries_b: list[str] = Field(default=[], description="the query transformation's texts in B")
 
 
 class TransitionOut(Out):

@@ -86,7 +86,7 @@ def scored(plan: Plan, question: Question, reply: TargetAnswer, latency: float) 
     return Outcome(answer=reply.answer, retrieved=retrieved, context=context, sources=sources, measures=scores.values,
                    signatures=scores.signatures, results=scores.results, judges=verdicts, latency_s=latency,
                    prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens, notes=tuple(notes),
-                   diagnosis=stage.value)
+                   diagnosis=stage.value, queries=tuple(reply.queries))
 
 
 def diagnose(config: TargetConfig, question: Question, retrieved: tuple[Retrieved, ...], context: tuple[Retrieved, ...],

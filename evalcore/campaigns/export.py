@@ -13,7 +13,7 @@ from evalcore.errors import EvalError
 from evalcore.store import Store
 
 FIXED_COLUMNS = ("qid", "question", "expected_answer", "answer", "sources", "error", "diagnosis", "latency_s",
-                 "prompt_tokens", "completion_tokens", "attempts")
+                 "prompt_tokens", "completion_tokens", "attempts", "queries")
 
 
 def judge_fields(outcome: Outcome) -> dict[str, object]:
@@ -33,13 +33,15 @@ def judge_fields(outcome: Outcome) -> dict[str, object]:
 
 
 def export_csv(store: Store, campaign_id: str) -> str:
-    """One row per question: fixed columns, one column per measure, then the judges' and pass marks' fields."""
+    """One row per question: fixed columns (a query transformation's texts one per line), one column per measure,
+    then the judges' and pass marks' fields."""
     results = campaign_results(store, campaign_id)
     measures = sorted({name for r in results for name in r.outcome.measures})
     extra = list(dict.fromkeys(name for r in results for name in judge_fields(r.outcome)))
     rows: list[list[object]] = [[*FIXED_COLUMNS, *measures, *extra]]
     for r in results:
-        fixed = {**r.to_dict(), "sources": " | ".join(str(s.title or s.id) for s in r.outcome.sources)}
+        fixed = {**r.to_dict(), "sources": " | ".join(str(s.title or s.id) for s in r.outcome.sources),
+                 "queries": "\n".join(r.outcome.queries)}
         judged = judge_fields(r.outcome)
         rows.append([fixed[name] for name in FIXED_COLUMNS] + [r.outcome.measures.get(name) for name in measures]
                     + [judged.get(name) for name in extra])

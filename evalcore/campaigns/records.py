@@ -241,6 +241,7 @@ class Outcome:
     (`context`), the sources it drew on, its measures (with pass/fail `results` where a mark applies), the
     judges' verdicts, and the tokens of the answer's model calls (the judges' are in their verdicts), or its error.
     `diagnosis` is the stage the question failed at (evalcore.diagnosis.Stage), None in rows stored before it existed.
+    `queries` are the texts a query transformation retrieved with (empty without one).
     """
 
     answer: str | None = None
@@ -257,6 +258,7 @@ class Outcome:
     error: str | None = None
     notes: tuple[str, ...] = ()
     diagnosis: str | None = None
+    queries: tuple[str, ...] = ()
 
     @classmethod
     def failed(cls, error: str, latency_s: float | None, tokens: tuple[int, int] = (0, 0)) -> Outcome:
@@ -284,6 +286,7 @@ class Outcome:
             judges={name: Verdict.from_dict(v) for name, v in json.loads(row["judges"]).items()},
             latency_s=row["latency_s"], prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
             error=row["error"], notes=tuple(json.loads(row["notes"])), diagnosis=row["diagnosis"],
+            queries=tuple(json.loads(row["queries"])),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -296,7 +299,7 @@ class Outcome:
                 "latency_s": self.latency_s, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens, "judge_prompt_tokens": self.judge_tokens[0],
                 "judge_completion_tokens": self.judge_tokens[1], "error": self.error, "notes": list(self.notes),
-                "diagnosis": self.diagnosis}
+                "diagnosis": self.diagnosis, "queries": list(self.queries)}
 
 
 def sources_of(hits: tuple[Retrieved, ...]) -> tuple[Source, ...]:

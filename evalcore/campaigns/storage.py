@@ -118,6 +118,7 @@ class ResultWriter:
                 dumps(o.measures), dumps(own), dumps(o.results),
                 dumps({name: verdict.to_dict() for name, verdict in o.judges.items()}), o.latency_s, o.prompt_tokens,
                 o.completion_tokens, *o.judge_tokens, o.error, dumps(list(o.notes)), now, o.diagnosis,
+                dumps(list(o.queries)),
             ))
         passages = [(self.campaign_id, key, hit.pid, hit.source, hit.title, hit.text) for key, hit in new_passages]
         return rows, passages, [(self.campaign_id, name, sig) for name, sig in new_signatures.items()]
@@ -157,7 +158,7 @@ class ResultWriter:
 
 COLUMNS = ("campaign_id", "position", "qid", "answer", "retrieved", "context", "sources", "measures", "signatures",
            "results", "judges", "latency_s", "prompt_tokens", "completion_tokens", "judge_prompt_tokens",
-           "judge_completion_tokens", "error", "notes", "created_at", "diagnosis")
+           "judge_completion_tokens", "error", "notes", "created_at", "diagnosis", "queries")
 ERROR_COLUMN = COLUMNS.index("error")
 INSERT_RESULT = (
     f"INSERT INTO results ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))}) "

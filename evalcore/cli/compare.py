@@ -151,7 +151,15 @@ def question_line(q: QuestionDiff) -> str:
         line += f"  [{q.basis}: {num(q.a)} -> {num(q.b)}]"
     moved = [f"+{p.pid}" for p in q.entered] + [f"-{p.pid}" for p in q.left]
     moved += [f"+{s}" for s in q.sources_entered or ()] + [f"-{s}" for s in q.sources_left or ()]
-    return line + (f"  relevant: {' '.join(moved)}" if moved else "")
+    line += f"  relevant: {' '.join(moved)}" if moved else ""
+    if q.queries_a or q.queries_b:
+        line += f"  queries: {queries_text(q.queries_a)} -> {queries_text(q.queries_b)}"
+    return line
+
+
+def queries_text(queries: tuple[str, ...]) -> str:
+    """A side's transformed queries, each cut to 60 characters, or "(the question)" without any."""
+    return " | ".join(repr(" ".join(text.split())[:60]) for text in queries) or "(the question)"
 
 
 def format_sweep(sweep: Sweep) -> list[str]:

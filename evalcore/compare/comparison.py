@@ -161,7 +161,9 @@ def question_entry(key: QuestionKey, a_row: QuestionResult | None, b_row: Questi
     base = QuestionDiff(qid=key[0], question=shown.question.text, answer_a=a_row.outcome.answer if a_row else None,
                         answer_b=b_row.outcome.answer if b_row else None, verdict="new" if a_row is None else "removed",
                         basis=None, a=None, b=None, diagnosis_a=a_row.outcome.diagnosis if a_row else None,
-                        diagnosis_b=b_row.outcome.diagnosis if b_row else None)
+                        diagnosis_b=b_row.outcome.diagnosis if b_row else None,
+                        queries_a=a_row.outcome.queries if a_row else (),
+                        queries_b=b_row.outcome.queries if b_row else ())
     if a_row is None or b_row is None:
         return base
     kind, basis, a_value, b_value = verdict(a_row, b_row, a_values, b_values, order)

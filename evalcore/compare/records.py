@@ -72,6 +72,8 @@ class QuestionDiff:
     sources_left: tuple[str, ...] | None = None
     diagnosis_a: str | None = None  # the stage the question failed at in A (evalcore.diagnosis), None when not asked
     diagnosis_b: str | None = None
+    queries_a: tuple[str, ...] = ()  # what a query transformation retrieved with, in each campaign
+    queries_b: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape (sources_* only for questions with expected sources)."""
@@ -81,6 +83,7 @@ class QuestionDiff:
             "error_b": self.error_b, "answer_changed": self.answer_changed,
             "entered": [p.to_dict() for p in self.entered], "left": [p.to_dict() for p in self.left],
             "diagnosis_a": self.diagnosis_a, "diagnosis_b": self.diagnosis_b,
+            "queries_a": list(self.queries_a), "queries_b": list(self.queries_b),
         }
         if self.sources_entered is not None:
             data["sources_entered"] = list(self.sources_entered)
@@ -94,7 +97,8 @@ class QuestionDiff:
         return cls(**{**data, "entered": tuple(Passage(**p) for p in data["entered"]),
                       "left": tuple(Passage(**p) for p in data["left"]),
                       "sources_entered": None if sources is None else tuple(sources),
-                      "sources_left": None if sources is None else tuple(data["sources_left"])})
+                      "sources_left": None if sources is None else tuple(data["sources_left"]),
+                      "queries_a": tuple(data.get("queries_a", ())), "queries_b": tuple(data.get("queries_b", ()))})
 
 
 @dataclass(frozen=True)

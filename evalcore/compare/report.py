@@ -198,4 +198,4 @@ def questions_section(comparison: Comparison) -> str:
     rank = {v: i for i, v in enumerate(VERDICT_ORDER)}
     questions = sorted(comparison.questions, key=lambda q: rank.get(q.verdict, len(rank)))
     return (f"<h2>Questions ({len(questions):,}; changed verdicts first)</h2>"
-            + frame_table(question_frame(questions), long=["question", "answer A", "answer B"]))
+            + frame_table(question_frame(questions), long=["question", "answer A", "answer B", "queries A", "queries B"]))

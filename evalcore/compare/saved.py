@@ -26,7 +26,9 @@ from evalcore.compare.records import CampaignHeader, Comparison, MeasureDelta, P
 from evalcore.store import Store, dumps
 
 # Bump when what a stored comparison holds, or how any of its numbers is computed, changes.
-FORMAT = 3  # 2: the verdict basis and its reason; 3: questions carry their failure stage in each campaign
+# 2: the verdict basis and its reason; 3: questions carry their failure stage in each campaign and what a query
+# transformation retrieved with.
+FORMAT = 3
 
 
 def results_version(campaign: Campaign) -> str:

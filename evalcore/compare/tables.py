@@ -14,7 +14,7 @@ from evalcore.metrics import MEASURES
 MEASURE_COLUMNS = ["measure", "n", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "significant", "mde",
                    "n_required", "power_note", "test", "signature"]
 QUESTION_COLUMNS = ["qid", "question", "verdict", "basis", "A", "B", "stage A", "stage B", "answer changed",
-                    "relevant entered", "relevant left", "answer A", "answer B"]
+                    "relevant entered", "relevant left", "answer A", "answer B", "queries A", "queries B"]
 MOVED_COLUMNS = ["qid", "question", "verdict", "stage A", "stage B", "answer A", "answer B"]
 
 
@@ -31,12 +31,14 @@ def passages_text(entries: tuple[Passage, ...]) -> str:
 
 
 def question_frame(questions: list[QuestionDiff]) -> pd.DataFrame:
-    """The per-question verdicts with the relevant passages that entered or left the retrieved list."""
+    """The per-question verdicts with the relevant passages that entered or left the retrieved list, and the
+    queries each side retrieved with when a query transformation made them."""
     return pd.DataFrame([{"qid": q.qid, "question": q.question, "verdict": q.verdict, "basis": q.basis,
                           "A": q.a, "B": q.b, "stage A": q.diagnosis_a, "stage B": q.diagnosis_b,
                           "answer changed": q.answer_changed,
                           "relevant entered": passages_text(q.entered), "relevant left": passages_text(q.left),
-                          "answer A": q.answer_a, "answer B": q.answer_b} for q in questions],
+                          "answer A": q.answer_a, "answer B": q.answer_b, "queries A": " | ".join(q.queries_a),
+                          "queries B": " | ".join(q.queries_b)} for q in questions],
                         columns=QUESTION_COLUMNS)
 
 

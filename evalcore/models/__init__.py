@@ -10,6 +10,7 @@ from evalcore.models.chat import (
     ReplyTooLarge,
     cache_key,
     cached_chat,
+    departures,
     metered,
     refuse_long_reply,
 )
@@ -19,6 +20,6 @@ from evalcore.models.openai import OpenAIChatModel
 
 __all__ = [
     "LOCAL_INSTALL", "LOCAL_MODEL_NAME", "CallCache", "ChatModel", "ChatReply", "LocalChatModel", "Message", "Meter", "ModelError",
-    "OpenAIChatModel", "ReplyTooLarge", "backoff_delay", "cache_key", "cached_chat", "check_reachable",
+    "OpenAIChatModel", "ReplyTooLarge", "backoff_delay", "cache_key", "cached_chat", "check_reachable", "departures",
     "local_model_path", "metered", "new_client", "post_json", "refuse_long_reply", "reply_byte_limit",
 ]

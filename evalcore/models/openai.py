@@ -6,11 +6,24 @@ import os
 from typing import Any
 
 from evalcore.errors import EvalError
-from evalcore.models.chat import CallCache, ChatReply, Message, ModelError, cached_chat, refuse_long_reply
+from evalcore.models.chat import CallCache, ChatReply, Message, ModelError, cached_chat, departures, refuse_long_reply
 from evalcore.models.http import check_reachable, new_client, post_json
 
 # Endpoints (base URL, model) that refused structured output: asked without it from then on.
 _UNSTRUCTURED: set[tuple[str, str]] = set()
+# Sampling parameters a reasoning model may refuse: each one it names is dropped and the call sent again.
+_DROPPABLE = ("temperature", "top_p", "frequency_penalty")
+
+
+def frequency_penalty(repeat_penalty: float) -> float:
+    """OpenAI's frequency_penalty for a llama.cpp repeat_penalty: repeat_penalty − 1, within OpenAI's [−2, 2].
+
+    Both are neutral at their default (1 and 0) and discourage repetition above it; they are not the
+    same penalty (llama.cpp divides a repeated token's logit, OpenAI subtracts the penalty times the
+    token's count so far), so the mapping keeps the direction and the neutral point, not the strength.
+    Rounded to 6 decimals so that 1.1 gives 0.1, not 0.10000000000000009.
+    """
+    return round(min(max(repeat_penalty - 1.0, -2.0), 2.0), 6)
 
 
 class OpenAIChatModel:
@@ -33,10 +46,16 @@ class OpenAIChatModel:
         check_reachable(self._client, f"{self.base_url}/models", self._headers(), self.timeout, "base_url")
 
     def chat(self, messages: list[Message], *, temperature: float | None = None, max_tokens: int | None = None,
+             top_p: float | None = None, repeat_penalty: float | None = None,
              schema: dict[str, Any] | None = None) -> ChatReply:
-        """One completion, from the cache when the same call was made before."""
+        """One completion, from the cache when the same call was made before (see `frequency_penalty`)."""
         params: dict[str, Any] = {k: v for k, v in (("temperature", temperature), ("max_tokens", max_tokens))
                                   if v is not None}
+        sampling = departures(top_p, repeat_penalty)
+        if "top_p" in sampling:
+            params["top_p"] = sampling["top_p"]
+        if "repeat_penalty" in sampling:
+            params["frequency_penalty"] = frequency_penalty(sampling["repeat_penalty"])
         if schema is not None and (self.base_url, self.model) not in _UNSTRUCTURED:
             params["response_format"] = {"type": "json_schema",
                                          "json_schema": {"name": "reply", "strict": True, "schema": _strict(schema)}}
@@ -44,8 +63,8 @@ class OpenAIChatModel:
                            lambda: self._complete(messages, dict(params)))
 
     def _complete(self, messages: list[Message], params: dict[str, Any]) -> ChatReply:
-        # Reasoning models reject max_tokens (wanting max_completion_tokens) or any temperature, and
-        # some servers reject structured output: each rejection adjusts one parameter, at most four times.
+        # Reasoning models reject max_tokens (wanting max_completion_tokens) or any sampling setting, and
+        # some servers reject structured output: each rejection adjusts one parameter, a bounded number of times.
         while True:
             try:
                 return post_json(self._client, f"{self.base_url}/chat/completions",
@@ -91,9 +110,10 @@ def _drop_sampling(params: dict[str, Any], body: str) -> bool:
     if "max_completion_tokens" in params and "max_completion_tokens" in body:
         del params["max_completion_tokens"]
         return True
-    if "temperature" in params and "temperature" in body:
-        del params["temperature"]
-        return True
+    for name in _DROPPABLE:
+        if name in params and name in body:
+            del params[name]
+            return True
     return False
 
 

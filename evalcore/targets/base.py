@@ -32,7 +32,9 @@ class Retrieved(NamedTuple):
 class TargetAnswer:
     """The answer to one question with what was retrieved, what it was built from, and what it cost.
 
-    `answer` is None when the target gave none (a results file row without an answer).
+    `answer` is None when the target gave none (a results file row without an answer). `queries` are
+    the texts a query transformation retrieved with besides the question (a rewrite, the multi-query
+    rewrites, a HyDE passage); empty without one, or when it failed and the question was used.
     """
 
     answer: str | None
@@ -43,6 +45,7 @@ class TargetAnswer:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     notes: list[str] = field(default_factory=list)
+    queries: list[str] = field(default_factory=list)
     llm_calls: int = 0
     cache_hits: int = 0
 

@@ -28,6 +28,15 @@ SYSTEM_PROMPT = (
 )
 PROMPT_TEMPLATE = "Context:\n{context}\n\nQuestion: {question}\nAnswer:"
 CONTEXT_TEMPLATE = "[{index}] {title}\n{text}"
+REWRITE_PROMPT = (
+    "Rewrite the question below as one standalone search query for a document search engine: keep every "
+    "name, number and term that matters, drop conversational words, and write it in the language of the "
+    "question. Reply with the query only.\n\nQuestion: {question}"
+)
+HYDE_PROMPT = (
+    "Write a short passage, two or three sentences in the language of the question, that answers the question "
+    "below as a reference document would. Reply with the passage only.\n\nQuestion: {question}"
+)
 
 CHOICES = {
     "kind": ("rag", "http_agent", "results_file"),
@@ -37,6 +46,7 @@ CHOICES = {
     "embedding_model": ("use", "e5"),
     "reranker": ("none", "embedding", "llm", "http"),
     "generator": ("extractive", "openai", "local"),
+    "query_transform": ("none", "rewrite", "multi_query", "hyde"),
     "judge_kind": ("auto", "openai", "local"),
 }
 # (low, high) inclusive bounds of every numeric key.
@@ -52,7 +62,13 @@ RANGES: dict[str, tuple[float, float]] = {
     "rerank_threshold": (-1.0, 1.0),
     "context_top_k": (1, 100),
     "extractive_sentences": (1, 20),
+    "multi_query_n": (1, 10),
+    "query_max_tokens": (8, 4096),
     "temperature": (0.0, 2.0),
+    "top_p": (0.0, 1.0),
+    # llama.cpp's scale (1 = off); OpenAI-compatible endpoints get frequency_penalty = repeat_penalty - 1,
+    # which this range keeps inside OpenAI's [-2, 2] (see evalcore.models.openai.frequency_penalty).
+    "repeat_penalty": (0.5, 3.0),
     "max_tokens": (1, 131072),
     "timeout": (0.01, 3600.0),
     "retries": (0, 10),
@@ -73,18 +89,20 @@ TEMPLATE_FIELDS = {
     "prompt_template": ({"question", "context"}, {"question", "context"}),
     "context_template": ({"index", "title", "text", "pid"}, {"text"}),
     "system_prompt": (set(), set()),
+    "rewrite_prompt": ({"question"}, {"question"}),
+    "hyde_prompt": ({"question"}, {"question"}),
 }
 
 
-TARGET, CHUNKING, RETRIEVAL, RERANK = "target", "chunking", "retrieval", "rerank"
+TARGET, CHUNKING, QUERY, RETRIEVAL, RERANK = "target", "chunking", "query", "retrieval", "rerank"
 GENERATION, PROMPTS, HTTP_AGENT, RESULTS_FILE = "generation", "prompts", "http_agent", "results_file"
 JUDGE, GRADED, DIAGNOSIS = "judge", "graded", "diagnosis"
 # Key groups in display order, with their titles: the dashboard's form sections, the API's overlays.
-GROUPS = {TARGET: "Target", CHUNKING: "Chunking", RETRIEVAL: "Retrieval", RERANK: "Rerank",
-          GENERATION: "Generation", PROMPTS: "Prompts", HTTP_AGENT: "HTTP agent", RESULTS_FILE: "Results file",
-          JUDGE: "Judge", GRADED: "Graded retrieval", DIAGNOSIS: "Diagnosis"}
+GROUPS = {TARGET: "Target", CHUNKING: "Chunking", QUERY: "Query transformation", RETRIEVAL: "Retrieval",
+          RERANK: "Rerank", GENERATION: "Generation", PROMPTS: "Prompts", HTTP_AGENT: "HTTP agent",
+          RESULTS_FILE: "Results file", JUDGE: "Judge", GRADED: "Graded retrieval", DIAGNOSIS: "Diagnosis"}
 # Which side of the system a group belongs to: a change on one side is judged by its measures.
-RETRIEVAL_SIDE = (CHUNKING, RETRIEVAL, RERANK)
+RETRIEVAL_SIDE = (CHUNKING, QUERY, RETRIEVAL, RERANK)
 GENERATION_SIDE = (GENERATION, PROMPTS)
 # Keys whose value is a table (TOML [name]): the type of each entry's value.
 TABLES: dict[str, type] = {"agent_headers": str, "judge_thresholds": float, "graded_thresholds": float}
@@ -111,6 +129,15 @@ class TargetConfig:
     chunking: str = setting("none", CHUNKING)
     chunk_size: int = setting(200, CHUNKING)
     chunk_overlap: int = setting(40, CHUNKING)
+    # Query transformation before retrieval (evalcore.targets.query), by the generator's chat model:
+    # rewrite = one standalone search query; multi_query = multi_query_n queries, each retrieved and
+    # fused with the question's own list by RRF; hyde = a hypothetical answer embedded in place of the
+    # question (vector side only). Rerank and generation keep the question.
+    query_transform: str = setting("none", QUERY)
+    multi_query_n: int = setting(3, QUERY)
+    rewrite_prompt: str = setting(REWRITE_PROMPT, QUERY)
+    hyde_prompt: str = setting(HYDE_PROMPT, QUERY)
+    query_max_tokens: int = setting(128, QUERY)
     # Retrieval. keyword_threshold applies to BM25 divided by the query's top BM25 score (0..1);
     # vector_threshold applies to cosine similarity (-1..1). Thresholds first, then top-k.
     retriever: str = essential("hybrid", RETRIEVAL)
@@ -143,6 +170,8 @@ class TargetConfig:
     context_top_k: int = setting(5, GENERATION)
     extractive_sentences: int = setting(2, GENERATION)
     temperature: float = setting(0.0, GENERATION)
+    top_p: float = setting(1.0, GENERATION)
+    repeat_penalty: float = setting(1.0, GENERATION)
     max_tokens: int = setting(512, GENERATION)
     # Longest reply accepted (chat completions, agent answers, rerank and results-file replies):
     # a longer one fails its question with the sizes, before it is scored or stored.
@@ -259,6 +288,9 @@ class TargetConfig:
         parts = [retriever if self.retriever != "hybrid" else f"{retriever} {self.embedding_model}"]
         if self.chunking == "tokens":
             parts.append(f"chunks {self.chunk_size}/{self.chunk_overlap}")
+        if self.query_transform != "none":
+            parts.append({"rewrite": "query rewrite", "multi_query": f"multi-query {self.multi_query_n}",
+                          "hyde": "HyDE"}[self.query_transform])
         if self.reranker != "none":
             parts.append(f"rerank {self.reranker}")
         parts.append({"openai": self.model or "openai", "local": "local model"}.get(self.generator, self.generator))
@@ -423,6 +455,22 @@ def _judge_problems(config: TargetConfig) -> list[str]:
     return problems
 
 
+def _query_problems(config: TargetConfig) -> list[str]:
+    """A query transformation needs our pipeline, a chat model, and (HyDE) a vector side to act on."""
+    transform = config.query_transform
+    problem = None
+    if transform != "none" and config.kind != "rag":
+        problem = (f"{transform!r} applies to our RAG pipeline only (kind = \"rag\"), found kind = {config.kind!r}; "
+                   "set query_transform = \"none\"")
+    elif transform != "none" and config.generator == "extractive":
+        problem = (f"{transform!r} is written by the generator's chat model, and generator = \"extractive\" has "
+                   "none: set generator = \"openai\" (with model) or \"local\", or query_transform = \"none\"")
+    elif transform == "hyde" and config.retriever == "bm25":
+        problem = ("\"hyde\" replaces the question on the vector side only, and retriever = \"bm25\" has none "
+                   "(BM25 keeps the question): use retriever = \"vector\" or \"hybrid\", or another query_transform")
+    return [f"query_transform: {problem}"] if problem else []
+
+
 def _dependency_problems(config: TargetConfig) -> list[str]:
     """Settings that only make sense together."""
     problems = []
@@ -434,6 +482,7 @@ def _dependency_problems(config: TargetConfig) -> list[str]:
         problems.append(f"rerank_model: expected one of use, e5 for the embedding reranker, found {config.rerank_model!r}")
     if config.reranker == "llm" and config.rerank_url and not config.rerank_model:
         problems.append("rerank_model: required when the llm reranker uses rerank_url")
+    problems += _query_problems(config)
     if config.kind == "http_agent" and not config.agent_url.startswith(("http://", "https://")):
         problems.append(f"agent_url: expected an http(s) URL, found {config.agent_url!r}")
     if config.kind == "http_agent":

@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any, Protocol
 
 from evalcore.errors import EvalError
-from evalcore.models import ChatModel, LocalChatModel, OpenAIChatModel
+from evalcore.models import ChatModel, ChatReply, LocalChatModel, Message, OpenAIChatModel
 from evalcore.targets.base import Retrieved, TargetAnswer
 from evalcore.targets.config import TargetConfig
 
@@ -77,10 +77,15 @@ class ChatGenerator:
 
     def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer) -> str:
         """The model's reply, stripped."""
-        reply = self.model.chat(messages(self.config, question, context), temperature=self.config.temperature,
-                                max_tokens=self.config.max_tokens)
+        reply = sampled_chat(self.model, self.config, messages(self.config, question, context), self.config.max_tokens)
         answer.record(reply)
         return reply.text.strip()
+
+
+def sampled_chat(model: ChatModel, config: TargetConfig, prompt: list[Message], max_tokens: int) -> ChatReply:
+    """One call of the target's chat model under the generation sampling settings (temperature, top_p, repeat_penalty)."""
+    return model.chat(prompt, temperature=config.temperature, top_p=config.top_p,
+                      repeat_penalty=config.repeat_penalty, max_tokens=max_tokens)
 
 
 def context_text(config: TargetConfig, context: list[Retrieved]) -> str:

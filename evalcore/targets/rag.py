@@ -1,4 +1,4 @@
-"""The built-in RAG pipeline: knowledge base -> retrieval -> rerank -> generation."""
+"""The built-in RAG pipeline: knowledge base -> query transformation -> retrieval -> rerank -> generation."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from evalcore.targets.base import TargetAnswer
 from evalcore.targets.config import TargetConfig
 from evalcore.targets.generation import build_chat_model, build_generator
 from evalcore.targets.knowledge import KnowledgeBase, build_knowledge_base, get_embedder
+from evalcore.targets.query import retrieve
 from evalcore.targets.rerank import (
     HttpReranker,
     Reranker,
@@ -20,7 +21,6 @@ from evalcore.targets.rerank import (
     rerank_chat_model,
     rerank_embedding_model,
 )
-from evalcore.targets.retrieval import search
 
 
 class RagTarget:
@@ -63,11 +63,11 @@ class RagTarget:
         self._reranker = build_reranker(self.config, self.kb, self.cache)
 
     def answer(self, question: str, qid: int | None = None) -> TargetAnswer:
-        """Retrieve, rerank, generate; the fallback answer when nothing is retrieved."""
+        """Transform the query, retrieve, rerank, generate; the fallback answer when nothing is retrieved."""
         if self.kb is None:
             raise EvalError("the target has no knowledge base yet", fix="call prepare(passages) before answer()")
         result = TargetAnswer(answer="", retrieved=[])
-        hits = search(self.kb, self.config, question)
+        hits = retrieve(self.kb, self.config, self._model, question, result)
         result.retrieved = rerank(self.config, self._reranker, question, hits, result)
         result.context = result.retrieved[: self.config.context_top_k]
         if not result.retrieved:

@@ -8,6 +8,7 @@ Score scales, so that thresholds mean the same on every corpus and query:
 Each side keeps the chunks over its threshold, then its best `embedding_top_k`. Hybrid fuses
 the two kept lists: RRF sums 1/(rrf_k + rank); weighted sums fusion_weight * cosine +
 (1 - fusion_weight) * bm25_norm, with both scores known for every chunk. Ties rank by row.
+The vector side may embed another text than BM25 searches (`vector_query`: a HyDE passage).
 """
 
 from __future__ import annotations
@@ -80,8 +81,8 @@ def _normalised(raw: np.ndarray, top: float) -> np.ndarray:
     return raw / top if top > 0 else np.zeros_like(raw)
 
 
-def search(kb: KnowledgeBase, config: TargetConfig, query: str) -> list[Hit]:
-    """The ranked chunks for a query under the configured retriever."""
+def search(kb: KnowledgeBase, config: TargetConfig, query: str, vector_query: str | None = None) -> list[Hit]:
+    """The ranked chunks for a query under the configured retriever (the vector side embeds `vector_query` when given)."""
     stages: dict[str, np.ndarray] = {}
     kept: dict[str, np.ndarray] = {}
     if config.retriever in ("bm25", "hybrid"):
@@ -92,7 +93,7 @@ def search(kb: KnowledgeBase, config: TargetConfig, query: str) -> list[Hit]:
         if config.retriever == "hybrid":  # the weighted fusion reads the normalised scores of many rows
             stages["bm25_norm"] = _normalised(raw, top)
     if config.retriever in ("vector", "hybrid"):
-        cosine = kb.embeddings[config.embedding_model] @ embed_query(config.embedding_model, query)
+        cosine = kb.embeddings[config.embedding_model] @ embed_query(config.embedding_model, vector_query or query)
         stages["vector"] = cosine
         kept["vector"] = top_rows(cosine, cosine >= config.vector_threshold, config.embedding_top_k)
     if config.retriever == "bm25":
