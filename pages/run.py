@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import streamlit as st
@@ -20,6 +21,7 @@ from evalcore.targets.presets import PRESETS, QUICK_START
 from evalcore.targets.saved import get_target, save_target
 
 NO_SWEEP = "(no sweep)"
+EXECUTORS = {"local": "this machine", "dask": "the Dask cluster"}
 LONG_TEXT = ("_prompt", "_template", "agent_body", "fallback_answer")
 
 
@@ -62,6 +64,20 @@ def build_configs(values: dict[str, Any], sweep_key: str | None, sweep_text: str
               for name, value in values.items()}
     config = TargetConfig.from_dict(values)
     return config.sweep(sweep_key, sweep_values(sweep_text)) if sweep_key else [config]
+
+
+def execution_inputs(base: TargetConfig, key: str, configurable: bool) -> dict[str, str]:
+    """Where the questions are answered: a Dask cluster is offered once a scheduler is known (typed, or set)."""
+    known = os.environ.get("EVALCORE_DASK_SCHEDULER", "").strip()
+    left, right = st.columns(2)
+    scheduler = left.text_input("Dask scheduler", value=base.scheduler, key=f"{key}-scheduler", disabled=not configurable,
+                                placeholder=known or "tcp://HOST:PORT",
+                                help="Empty: EVALCORE_DASK_SCHEDULER. Naming one needs the full-access capability.")
+    choices = ["local", "dask"] if scheduler.strip() or known or base.executor == "dask" else ["local"]
+    executor = right.selectbox("Answer the questions on", choices, index=ui.index_of(choices, base.executor),
+                               key=f"{key}-executor", format_func=EXECUTORS.__getitem__,
+                               help="The results are the same; a cluster spreads the work over its workers.")
+    return {"executor": executor or "local", "scheduler": scheduler.strip()}
 
 
 def _json_object(name: str, text: str) -> dict[str, Any]:
@@ -110,6 +126,7 @@ if not configurable:
     st.caption("This key runs presets and saved configurations as they are: changing keys, saving and sweeping "
                "need a key with the full-access capability.")
 
+execution = execution_inputs(base_config, key=f"cfg-{base}", configurable=configurable)
 with st.form("launch"):
     values = config_inputs(base_config, key=f"cfg-{base}", disabled=not configurable)
     left, middle, right = st.columns(3)
@@ -136,12 +153,14 @@ with st.form("launch"):
 
 if submitted:
     with ui.guard():
-        configs = build_configs(values, None if sweep_key == NO_SWEEP else sweep_key, sweep_text)
+        configs = build_configs(values | execution, None if sweep_key == NO_SWEEP else sweep_key, sweep_text)
         if suite_id and len(configs) > 1:
             raise EvalError("a suite runs one campaign at a time", where="sweep", fix="sweep over a dataset instead")
         saved = save_target(store, configs[0], name=save_as.strip(), principal=principal) if save_as.strip() else None
         # A saved configuration run as it is stays linked to its id (an evaluation task's knowledge_base_id).
-        target_id = saved or (base if base not in PRESETS and configs == [base_config] else None)
+        # (Where it runs does not make it another configuration.)
+        target_id = saved or (base if base not in PRESETS and [c.config_hash() for c in configs]
+                              == [base_config.config_hash()] else None)
         for config in configs:
             campaign_id = ui.manager().launch(dataset=dataset, suite_id=suite_id, config=config, target_id=target_id,
                                               use_judge=use_judge, judges=tuple(judges), concurrency=concurrency or None,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -43,10 +43,20 @@ class RunSettings(RequestBody):
     max_failed_share: float | None = Field(default=None, ge=0, le=1,
                                            description="stop once more than this share failed (default 0.5; 1 = never)")
     name: str | None = Field(default=None, min_length=1, max_length=200, description="a name to recognise it by")
+    executor: Literal["local", "dask"] | None = Field(
+        default=None, description="where the questions are answered: local (the server's threads) or dask (the "
+                                  "workers of a Dask cluster); default: the configuration's executor, else local")
+    scheduler: str | None = Field(default=None, max_length=300, pattern=r"^tcp://\S+:[0-9]{1,5}$",
+                                  description="the Dask scheduler, tcp://HOST:PORT (needs a full-access key); "
+                                              "default: the configuration's, else the server's EVALCORE_DASK_SCHEDULER")
 
 
 def configured(config: TargetConfig, body: RunSettings, principal: Principal) -> TargetConfig:
-    """The configuration with the body's judge settings; a judge model needs full-access (it names a URL)."""
+    """The configuration with the body's judge settings and where it runs; a judge model or a scheduler needs
+    full-access (each names a host the server connects to)."""
+    if body.scheduler is not None and principal.capability != "full-access":
+        raise ApiError(403, "scheduler: choosing the Dask scheduler needs a key with the full-access capability")
+    config = config.run_on(body.executor, body.scheduler)
     overrides: dict[str, Any] = {}
     if body.judge is not None:
         if principal.capability != "full-access":

@@ -42,20 +42,56 @@ def error_text(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What the target gave one question, before scoring: its reply or its error, the time and tokens it took."""
+
+    reply: TargetAnswer | None
+    error: str | None = None
+    latency_s: float = 0.0
+    tokens: tuple[int, int] = (0, 0)  # prompt, completion: those of the calls that succeeded, for a failed question
+
+    @classmethod
+    def timed_out(cls, limit: float) -> Asked:
+        """A question still unanswered at its time limit."""
+        return cls(None, timed_out_text(limit), limit)
+
+
+def timed_out_text(limit: float) -> str:
+    """The error of a question past its time limit."""
+    return f"timed out after {limit:g} s"
+
+
 def answer_question(plan: Plan, question: Question) -> Outcome:
     """Ask the target, score the answer, judge it: the outcome to store (errors included, never raised)."""
+    return settle(plan, question, ask(plan.target, question))
+
+
+def ask(target: Target, question: Question) -> Asked:
+    """Ask the target one question; an error is returned, never raised (the one half of answering a worker does)."""
     start = time.perf_counter()
     with metered() as meter:
         try:
-            reply = plan.target.answer(question.text, qid=question.qid)
+            reply = target.answer(question.text, qid=question.qid)
             # Scoring work grows with the answer's length: whatever the target, nothing over the cap is
             # scored, so a question past its time limit stops costing CPU within a bounded time.
-            refuse_long_reply(reply.answer, plan.target.config.max_reply_chars)
-            return scored(plan, question, reply, time.perf_counter() - start)
+            refuse_long_reply(reply.answer, target.config.max_reply_chars)
+            return Asked(reply, latency_s=time.perf_counter() - start)
         except Exception as error:  # noqa: BLE001 - a failed question is recorded and the campaign goes on
             # The calls that did succeed were paid for: their tokens stay on the question.
             tokens = (meter.prompt["answer"], meter.completion["answer"])
-            return Outcome.failed(error_text(error), time.perf_counter() - start, tokens)
+            return Asked(None, error_text(error), time.perf_counter() - start, tokens)
+
+
+def settle(plan: Plan, question: Question, asked: Asked) -> Outcome:
+    """The outcome of an asked question: scored and judged, or its error (recorded, never raised)."""
+    if asked.reply is None:
+        return Outcome.failed(asked.error or "no reply", asked.latency_s, asked.tokens)
+    try:
+        return scored(plan, question, asked.reply, asked.latency_s)
+    except Exception as error:  # noqa: BLE001 - a failed question is recorded and the campaign goes on
+        return Outcome.failed(error_text(error), asked.latency_s,
+                              (asked.reply.prompt_tokens, asked.reply.completion_tokens))
 
 
 def scored(plan: Plan, question: Question, reply: TargetAnswer, latency: float) -> Outcome:

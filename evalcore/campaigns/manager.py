@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from evalcore.access import Action, Principal, scope
 from evalcore.campaigns import plans
 from evalcore.campaigns.answering import Plan
+from evalcore.campaigns.cluster import Cluster, DaskExecutor, cluster_for
 from evalcore.campaigns.queries import get_campaign
 from evalcore.campaigns.records import (
     DEFAULT_MAX_FAILED_SHARE,
@@ -78,11 +79,11 @@ def _refuse_second_run(conn: sqlite3.Connection, suite_id: str | None, campaign_
 
 def run_options(config: TargetConfig, concurrency: int | None, time_limit: float | None,
                 max_failed_share: float | None, judge_samples: int, dataset_path: str,
-                suite: bool = False) -> RunOptions:
+                suite: bool = False, cluster: Cluster | None = None) -> RunOptions:
     """The run options of a launch, defaults filled in; EvalError naming a value out of range.
 
     A suite's questions are asked one after another unless told otherwise, so that its response
-    times mean what they say.
+    times mean what they say. On a cluster, the automatic concurrency follows its worker threads.
     """
     _check_concurrency(concurrency)
     if judge_samples < 1:
@@ -93,7 +94,8 @@ def run_options(config: TargetConfig, concurrency: int | None, time_limit: float
                         found=str(time_limit))
     if max_failed_share is not None and not 0 <= max_failed_share <= 1:
         raise EvalError("the failed share must be in [0, 1]", where="max_failed_share", found=str(max_failed_share))
-    return RunOptions(concurrency=concurrency or (1 if suite else plans.default_concurrency(config)),
+    automatic = cluster.concurrency if cluster is not None else plans.default_concurrency(config)
+    return RunOptions(concurrency=concurrency or (1 if suite else automatic),
                       time_limit=time_limit or DEFAULT_TIME_LIMIT_S,
                       max_failed_share=DEFAULT_MAX_FAILED_SHARE if max_failed_share is None else max_failed_share,
                       judge_samples=judge_samples, dataset_path=dataset_path)
@@ -175,21 +177,23 @@ class CampaignManager:
         if not questions:
             raise EvalError("there is no question to run", where=suite_id or str(dataset), fix="add questions first")
         judge_names = plans.check_judges((("score",) if use_judge else ()) + tuple(judges))
-        # resume must find the same folder from any working directory: the path is stored absolute
-        options = run_options(config, concurrency, time_limit, max_failed_share, judge_samples,
-                              str(corpus.path.resolve()), suite=suite is not None)
-        campaign_id = campaign_id or new_campaign_id(tenant, dataset)
-        plan = self._plan(campaign_id, config, corpus, questions, len(questions), options, judge_names, cache, 0, target)
-        record = {
-            "id": campaign_id, "name": campaign_name(name, config), "tenant": tenant, "kind": "suite" if suite else "dataset",
-            "source": suite_id if suite else str(dataset), "suite_id": suite_id, "target_id": target_id,
-            "total": len(questions), "config": dumps(config.to_dict()), "dataset_hash": corpus.content_hash,
-            "use_judge": int(use_judge), "judges": dumps(list(judge_names)), "cache": int(cache),
-            "options": dumps(options.to_dict()),
-        }
-        record["owner_token"] = plan.owner_token
-        self.store.write(lambda conn: self._insert(conn, record, questions))
-        self._start(plan)
+        with cluster_for(config, target is not None) as cluster:  # an unreachable scheduler refuses the launch
+            # resume must find the same folder from any working directory: the path is stored absolute
+            options = run_options(config, concurrency, time_limit, max_failed_share, judge_samples,
+                                  str(corpus.path.resolve()), suite=suite is not None, cluster=cluster)
+            campaign_id = campaign_id or new_campaign_id(tenant, dataset)
+            plan = self._plan(campaign_id, config, corpus, questions, len(questions), options, judge_names, cache, 0,
+                              target)
+            record = {
+                "id": campaign_id, "name": campaign_name(name, config), "tenant": tenant,
+                "kind": "suite" if suite else "dataset", "source": suite_id if suite else str(dataset),
+                "suite_id": suite_id, "target_id": target_id, "total": len(questions),
+                "config": dumps(config.to_dict()), "dataset_hash": corpus.content_hash, "use_judge": int(use_judge),
+                "judges": dumps(list(judge_names)), "cache": int(cache), "options": dumps(options.to_dict()),
+            }
+            record["owner_token"] = plan.owner_token
+            self.store.write(lambda conn: self._insert(conn, record, questions))
+            self._start(plan, cluster)
         return campaign_id
 
     def _plan(self, campaign_id: str, config: TargetConfig, corpus: Dataset, questions: list[Question], total: int,
@@ -227,33 +231,36 @@ class CampaignManager:
         conn.execute(f"INSERT INTO campaigns ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
         plans.insert_questions(conn, record["id"], questions)
 
-    def _start(self, plan: Plan) -> None:
-        runner = Runner(self.store, plan, self._after)
+    def _start(self, plan: Plan, cluster: Cluster | None) -> None:
+        runner = Runner(self.store, plan, self._after, DaskExecutor(plan, cluster) if cluster is not None else None)
         with self._lock:
             self._runners[plan.campaign_id] = runner
         runner.start()
 
     def resume(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
                target: Target | None = None, dataset: str | None = None, principal: Principal | None = None,
-               force: bool = False) -> str:
+               force: bool = False, run_on: tuple[str | None, str | None] = (None, None)) -> str:
         """Run the questions that have no result yet (after an interruption, a cancel or a failure).
 
         `dataset` is where the campaign's dataset is now, when its folder moved (same content).
         `force` takes over a campaign that another live process still owns (a paused one): that
         process stops at its next write, and its questions in flight are asked again here.
+        `run_on` (executor, scheduler) changes where it runs from now on (another cluster, or this machine).
         """
         return self._rerun(campaign_id, "missing", scope(principal, tenant, Action.CHANGE), concurrency, target,
-                           dataset, force)
+                           dataset, force, run_on)
 
     def retry_failed(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
                      target: Target | None = None, dataset: str | None = None,
-                     principal: Principal | None = None, force: bool = False) -> str:
-        """Run again only the questions whose result is an error (`dataset` and `force` as for resume)."""
+                     principal: Principal | None = None, force: bool = False,
+                     run_on: tuple[str | None, str | None] = (None, None)) -> str:
+        """Run again only the questions whose result is an error (`dataset`, `force` and `run_on` as for resume)."""
         return self._rerun(campaign_id, "failed", scope(principal, tenant, Action.CHANGE), concurrency, target,
-                           dataset, force)
+                           dataset, force, run_on)
 
     def _rerun(self, campaign_id: str, only: str, tenant: str | None, concurrency: int | None,
-               target: Target | None, dataset: str | None, force: bool = False) -> str:
+               target: Target | None, dataset: str | None, force: bool = False,
+               run_on: tuple[str | None, str | None] = (None, None)) -> str:
         from evalcore.targets import TargetConfig
 
         _check_concurrency(concurrency)
@@ -265,20 +272,21 @@ class CampaignManager:
         if not questions:
             what = "has a result" if only == "missing" else "succeeded"
             raise EvalError(f"nothing to run: every question {what}", where=campaign_id)
-        config = TargetConfig.from_dict(campaign.config)
+        config = TargetConfig.from_dict(campaign.config).run_on(*run_on)
         corpus = plans.load_corpus(dataset or plans.stored_dataset_path(campaign), campaign.dataset_hash)
-        options = replace(campaign.options, dataset_path=str(corpus.path.resolve()),
-                          concurrency=campaign.options.concurrency if concurrency is None else concurrency)
-        plan = self._plan(campaign_id, config, corpus, questions, campaign.total, options, campaign.judges,
-                          campaign.cache, campaign.cache_hits, target)
-        self.store.write(lambda conn: self._reactivate(conn, campaign_id, campaign.suite_id, options, plan.owner_token,
-                                                       force))
-        self._start(plan)
+        with cluster_for(config, target is not None) as cluster:
+            options = replace(campaign.options, dataset_path=str(corpus.path.resolve()),
+                              concurrency=campaign.options.concurrency if concurrency is None else concurrency)
+            plan = self._plan(campaign_id, config, corpus, questions, campaign.total, options, campaign.judges,
+                              campaign.cache, campaign.cache_hits, target)
+            self.store.write(lambda conn: self._reactivate(conn, campaign_id, campaign.suite_id, options, config,
+                                                           plan.owner_token, force))
+            self._start(plan, cluster)
         return campaign_id
 
     @staticmethod
     def _reactivate(conn: sqlite3.Connection, campaign_id: str, suite_id: str | None, options: RunOptions,
-                    token: str, force: bool) -> None:
+                    config: TargetConfig, token: str, force: bool) -> None:
         mark_orphans(conn)
         row = conn.execute("SELECT status FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
         if row is None or (row["status"] in ACTIVE and not force):
@@ -290,11 +298,11 @@ class CampaignManager:
         # stored rows (one count per session, not per write).
         conn.execute(
             "UPDATE campaigns SET status = 'pending', error = NULL, ended_at = NULL, cancel_requested = 0, "
-            "owner_host = ?, owner_pid = ?, owner_token = ?, heartbeat = ?, options = ?, "
+            "owner_host = ?, owner_pid = ?, owner_token = ?, heartbeat = ?, options = ?, config = ?, "
             "finished = (SELECT count(*) FROM results WHERE campaign_id = ?), "
             "failed = (SELECT count(error) FROM results WHERE campaign_id = ?) WHERE id = ?",
-            (socket.gethostname(), os.getpid(), token, time.time(), dumps(options.to_dict()), campaign_id,
-             campaign_id, campaign_id),
+            (socket.gethostname(), os.getpid(), token, time.time(), dumps(options.to_dict()), dumps(config.to_dict()),
+             campaign_id, campaign_id, campaign_id),
         )
 
     def rename(self, campaign_id: str, name: str, *, tenant: str | None = None,

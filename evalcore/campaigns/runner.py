@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import logging
-import queue
 import sqlite3
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from evalcore.campaigns.answering import Plan, answer_question, error_text
+from evalcore.campaigns.answering import Plan, error_text
+from evalcore.campaigns.executors import Executor, LocalExecutor
 from evalcore.campaigns.records import CampaignStatus, Outcome, Question
 from evalcore.campaigns.storage import NotOwner, ResultWriter
 from evalcore.errors import EvalError
 from evalcore.store import HEARTBEAT_S, Store
 
-WAKE_S = 0.25
 log = logging.getLogger("evalcore.campaigns")
-Finished = list[tuple[int, Outcome]]  # (question position, outcome)
 
 
 class CampaignGone(Exception):
@@ -30,12 +28,15 @@ class CancelledDuringSetup(Exception):
 
 
 class Runner:
-    """Runs a plan on its own thread; setting `cancelled` stops dispatching."""
+    """Runs a plan on its own thread, through an executor (this machine's threads by default); setting
+    `cancelled` stops dispatching."""
 
-    def __init__(self, store: Store, plan: Plan, after: Sequence[Callable[[Store, str], object]] = ()) -> None:
+    def __init__(self, store: Store, plan: Plan, after: Sequence[Callable[[Store, str], object]] = (),
+                 executor: Executor | None = None) -> None:
         self.store = store
         self.plan = plan
         self.after = tuple(after)  # called with the campaign id once it ended (not cancelled), off its thread
+        self.executor = executor or LocalExecutor(plan)
         self.cancelled = threading.Event()
         self.thread = threading.Thread(target=self.run, name=f"campaign-{plan.campaign_id}", daemon=True)
         self._failed = 0
@@ -56,6 +57,7 @@ class Runner:
             return
         finally:
             self._ended.set()
+            self.executor.close()
         try:
             self._finish(status, error)
         except CampaignGone:
@@ -96,7 +98,7 @@ class Runner:
             (now, now, self.plan.campaign_id),
         )
         self._beats.start()
-        self.plan.target.prepare(self.plan.passages, progress=self._preparing)
+        self.executor.prepare(self._preparing)
         self._update("UPDATE campaigns SET stage = NULL WHERE id = ?", (self.plan.campaign_id,))
 
     def _preparing(self, done: int, total: int) -> None:
@@ -110,22 +112,22 @@ class Runner:
                          (f"indexing the corpus {done}/{total}", self.plan.campaign_id))
 
     def _dispatch(self) -> tuple[CampaignStatus, str | None]:
-        plan, pending = self.plan, deque(self.plan.questions)
-        done: queue.Queue[tuple[int, Outcome]] = queue.Queue()
-        in_flight: dict[int, float] = {}  # position -> deadline
-        by_position = {question.position: question for question in plan.questions}
+        pending, executor = deque(self.plan.questions), self.executor
+        by_position = {question.position: question for question in self.plan.questions}
         stop = self._stop_reason()  # a cancel may have come during the setup (a long index build)
-        while (pending and stop is None) or in_flight:
-            self._fill(pending, in_flight, done, stop)
-            finished = self._collect(done, in_flight) + self._expire(in_flight)
+        while (pending and stop is None) or executor.busy:
+            self._fill(pending, stop)
+            finished = executor.collect()
             stop = stop or self._stop_reason()  # a cancel may have come while waiting
             # Refill the freed slots before the (serialised) write, so questions never wait on the disk;
             # not after a failure, which may cross the failed-share limit once counted.
             if all(outcome.error is None for _, outcome in finished):
-                self._fill(pending, in_flight, done, stop)
+                self._fill(pending, stop)
             if finished:
                 self._save([(by_position[position], outcome) for position, outcome in finished])
             stop = stop or self._stop_reason()
+            if stop is not None:
+                executor.cancel()
         if stop == "cancelled":
             return CampaignStatus.CANCELLED, None
         if stop is not None:
@@ -134,45 +136,10 @@ class Runner:
             return CampaignStatus.SUCCEEDED_WITH_FAILURES, None
         return CampaignStatus.SUCCEEDED, None
 
-    def _fill(self, pending: deque[Question], in_flight: dict[int, float], done: queue.Queue[tuple[int, Outcome]],
-              stop: str | None) -> None:
-        while pending and stop is None and len(in_flight) < self.plan.options.concurrency:
-            question = pending.popleft()
-            in_flight[question.position] = time.monotonic() + self.plan.options.time_limit
-            self._spawn(question, done)
-
-    def _spawn(self, question: Question, done: queue.Queue[tuple[int, Outcome]]) -> None:
-        # One daemon thread per question: a question that hangs past its limit is abandoned
-        # (a thread cannot be killed) without holding a pool slot or blocking the end of the run.
-        thread = threading.Thread(
-            target=lambda: done.put((question.position, answer_question(self.plan, question))), daemon=True,
-            name=f"question-{question.position}",
-        )
-        thread.start()
-
-    @staticmethod
-    def _collect(done: queue.Queue[tuple[int, Outcome]], in_flight: dict[int, float]) -> Finished:
-        """Results that arrived (waiting at most until the next deadline); late ones are dropped."""
-        if not in_flight:
-            return []
-        wait = min([WAKE_S] + [max(deadline - time.monotonic(), 0.0) for deadline in in_flight.values()])
-        try:
-            arrived = [done.get(timeout=wait)]
-        except queue.Empty:
-            return []
-        while not done.empty():
-            arrived.append(done.get_nowait())
-        # A question already recorded as timed out is no longer in flight: its late reply is dropped.
-        return [(position, outcome) for position, outcome in arrived if in_flight.pop(position, None) is not None]
-
-    def _expire(self, in_flight: dict[int, float]) -> Finished:
-        now = time.monotonic()
-        expired = [position for position, deadline in in_flight.items() if deadline <= now]
-        for position in expired:
-            del in_flight[position]
-        limit = self.plan.options.time_limit
-        outcome = Outcome.failed(f"timed out after {limit:g} s", limit)
-        return [(position, outcome) for position in expired]
+    def _fill(self, pending: deque[Question], stop: str | None) -> None:
+        room = min(self.executor.room(), len(pending)) if stop is None else 0
+        if room > 0:
+            self.executor.submit([pending.popleft() for _ in range(room)])
 
     def _stop_reason(self) -> str | None:
         if self.cancelled.is_set():
@@ -188,6 +155,8 @@ class Runner:
     def _save(self, finished: list[tuple[Question, Outcome]]) -> None:
         """Store results (one transaction for all that arrived together) and move the counters."""
         rows, passages, signatures = self._writer.rows(finished)
+        if not rows:  # every one of them was written already in this session
+            return
         extra = {"cache_hits": self._cache_hits()}
         try:
             _, self._failed = self.store.write(lambda conn: self._writer.write(conn, rows, passages, signatures, extra))

@@ -90,12 +90,17 @@ class NotOwner(Exception):
 
 
 class ResultWriter:
-    """Writes a runner's finished questions: results, new passages, new signatures, counters; one transaction."""
+    """Writes a runner's finished questions: results, new passages, new signatures, counters; one transaction.
+
+    A question is written once per session: an outcome that arrives again (a cluster that ran its
+    task twice, after a worker died) is skipped, and the counters stay true.
+    """
 
     def __init__(self, store: Store, campaign_id: str, owner_token: str = "") -> None:
         self.store, self.campaign_id, self.owner_token = store, campaign_id, owner_token
         self.passages = load_passages(store, campaign_id)
         self.signatures = load_signatures(store, campaign_id)
+        self.written: set[int] = set()  # positions written in this session
 
     def rows(self, finished: list[tuple[Question, Outcome]]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]],
                                                                       list[tuple[str, str, str]]]:
@@ -103,7 +108,8 @@ class ResultWriter:
         new_passages: list[tuple[int, Retrieved]] = []
         new_signatures: dict[str, str] = {}
         now, rows = time.time(), []
-        for question, o in finished:
+        fresh = {question.position: (question, o) for question, o in finished if question.position not in self.written}
+        for question, o in fresh.values():
             own = {}
             for name, sig in o.signatures.items():
                 shared = self.signatures.get(name)
@@ -153,6 +159,7 @@ class ResultWriter:
             {"id": self.campaign_id, "added": len(rows) - before[0], "failed": failed_now - before[1],
              "now": time.time(), "hits": extra.get("cache_hits", 0)},
         ).fetchone()
+        self.written.update(positions)
         return int(row["finished"]), int(row["failed"])
 
 

@@ -22,6 +22,20 @@ def add_db_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", type=Path, metavar="PATH", help=DB_HELP)
 
 
+def add_execution_options(parser: argparse.ArgumentParser) -> None:
+    """--executor and --scheduler: where the questions are answered (this machine, or a Dask cluster)."""
+    parser.add_argument("--executor", choices=("local", "dask"),
+                        help="local: threads of this process; dask: the workers of a Dask cluster "
+                             "(default: the configuration's executor key, else local)")
+    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                        help="the Dask scheduler (default: the configuration's scheduler key, else $EVALCORE_DASK_SCHEDULER)")
+
+
+def run_on(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """The executor and scheduler given on the command line (None: the configuration's)."""
+    return args.executor, args.scheduler
+
+
 def manager_of(args: argparse.Namespace) -> CampaignManager:
     """The process's campaign manager for --db: one writer per database, whatever the command."""
     from evalcore.campaigns import get_manager  # the engine loads only for commands that use it

@@ -10,7 +10,15 @@ from typing import Any
 
 from evalcore.campaigns import campaign_results, get_campaign, list_campaigns
 from evalcore.campaigns.export import FORMATS, export_campaign
-from evalcore.cli._common import Commands, add_db_option, manager_of, store_of, write_file
+from evalcore.cli._common import (
+    Commands,
+    add_db_option,
+    add_execution_options,
+    manager_of,
+    run_on,
+    store_of,
+    write_file,
+)
 from evalcore.cli.run import Report, follow, format_report
 
 
@@ -41,6 +49,7 @@ def register(commands: Commands) -> None:
             action.add_argument("--force", action="store_true",
                                 help="take over a campaign another live process still owns (e.g. paused with "
                                      "Ctrl-Z): it stops at its next write and its questions in flight are asked again")
+            add_execution_options(action)
         action.set_defaults(handler=handler)
     rename = actions.add_parser("rename", help="give a campaign another name")
     rename.add_argument("id", metavar="ID")
@@ -101,14 +110,16 @@ def _changed(config: dict[str, Any]) -> dict[str, Any]:
 def resume_command(args: argparse.Namespace) -> int:
     """Resume in the foreground."""
     manager = manager_of(args)
-    campaign_id = manager.resume(args.id, concurrency=args.concurrency, dataset=args.dataset, force=args.force)
+    campaign_id = manager.resume(args.id, concurrency=args.concurrency, dataset=args.dataset, force=args.force,
+                                 run_on=run_on(args))
     return follow(manager, campaign_id, as_json=args.json)
 
 
 def retry_command(args: argparse.Namespace) -> int:
     """Retry the failed questions in the foreground."""
     manager = manager_of(args)
-    campaign_id = manager.retry_failed(args.id, concurrency=args.concurrency, dataset=args.dataset, force=args.force)
+    campaign_id = manager.retry_failed(args.id, concurrency=args.concurrency, dataset=args.dataset, force=args.force,
+                                       run_on=run_on(args))
     return follow(manager, campaign_id, as_json=args.json)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from evalcore.cli._common import Commands, add_db_option, store_of
 from evalcore.keys import check_tenant
 from evalcore.targets import TargetConfig, build_target
+from evalcore.targets.config import EXECUTION_KEYS, under_test
 from evalcore.targets.saved import list_targets, save_target
 
 
@@ -88,10 +89,12 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
+    """Every differing key; exit 1 only when the system under test differs (not merely where it runs)."""
     differences = _load(args.a).diff(_load(args.b))
     for key, (a, b) in differences.items():
-        print(f"{key}: {a!r} -> {b!r}")
-    return 0 if not differences else 1
+        note = "  (where it runs, not the system under test)" if key in EXECUTION_KEYS else ""
+        print(f"{key}: {a!r} -> {b!r}{note}")
+    return 1 if under_test(differences) else 0
 
 
 def _ask(args: argparse.Namespace) -> int:

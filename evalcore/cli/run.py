@@ -71,6 +71,7 @@ def register(commands: Commands) -> None:
                          help="pass mark of a judge on 1-5 (default 3), e.g. score=4; repeatable")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override one configuration key, e.g. graded_label_max=3; repeatable")
+    _common.add_execution_options(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(handler=run_command)
 
@@ -89,6 +90,7 @@ def run_command(args: argparse.Namespace) -> int:
     """Launch, follow to the end, report; with --sweep, once per value, then the sweep's comparison."""
     manager = _common.manager_of(args)
     config, target_id = configuration(manager, args)
+    config = config.run_on(*_common.run_on(args))  # where it runs: still the saved target it was
     if not args.sweep:
         return follow(manager, launch(manager, args, config, target_id, args.name), as_json=args.json)
     key, values = parse_sweep(args.sweep)

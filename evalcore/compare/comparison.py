@@ -25,6 +25,7 @@ from evalcore.compare.records import (
 from evalcore.errors import EvalError
 from evalcore.metrics import MEASURES, sources_found, verdict_basis
 from evalcore.store import Store
+from evalcore.targets.config import under_test
 
 PASS_SUFFIX = ":pass"
 EPSILON = 1e-9
@@ -247,9 +248,9 @@ def is_binary(name: str, values: Paired) -> bool:
 
 
 def config_diff(a: Campaign, b: Campaign) -> dict[str, list[Any]]:
-    """Configuration keys whose values differ: key -> [value in A, value in B]."""
-    return {k: [a.config.get(k), b.config.get(k)] for k in sorted(a.config.keys() | b.config.keys())
-            if a.config.get(k) != b.config.get(k)}
+    """Keys of the system under test whose values differ: key -> [value in A, value in B] (where it ran is none)."""
+    mine, theirs = under_test(a.config), under_test(b.config)
+    return {k: [mine.get(k), theirs.get(k)] for k in sorted(mine.keys() | theirs.keys()) if mine.get(k) != theirs.get(k)}
 
 
 def judge_setups(rows: list[QuestionResult]) -> dict[str, set[tuple[str, str]]]:

@@ -12,6 +12,7 @@ from evalcore.compare import stats
 from evalcore.compare.comparison import check_draws, compare_results, load, row_values
 from evalcore.errors import EvalError
 from evalcore.store import Store
+from evalcore.targets.config import EXECUTION_KEYS
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,8 @@ def compare_sweep(store: Store, ids: list[str], *, seed: int = 0, resamples: int
 
 
 def varied_keys(configs: list[dict[str, Any]]) -> list[str]:
-    """Configuration keys whose value is not the same in every campaign."""
-    keys: set[str] = set().union(*configs)
+    """Keys of the system under test whose value is not the same in every campaign (where they ran is none)."""
+    keys: set[str] = set().union(*configs) - EXECUTION_KEYS
     return sorted(k for k in keys if len({json.dumps(c.get(k), sort_keys=True) for c in configs}) > 1)
 
 

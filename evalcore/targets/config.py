@@ -11,9 +11,10 @@ import difflib
 import hashlib
 import json
 import math
+import re
 import string
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ CHOICES = {
     "generator": ("extractive", "openai", "local"),
     "query_transform": ("none", "rewrite", "multi_query", "hyde"),
     "judge_kind": ("auto", "openai", "local"),
+    "executor": ("local", "dask"),
 }
 # (low, high) inclusive bounds of every numeric key.
 RANGES: dict[str, tuple[float, float]] = {
@@ -96,11 +98,14 @@ TEMPLATE_FIELDS = {
 
 TARGET, CHUNKING, QUERY, RETRIEVAL, RERANK = "target", "chunking", "query", "retrieval", "rerank"
 GENERATION, PROMPTS, HTTP_AGENT, RESULTS_FILE = "generation", "prompts", "http_agent", "results_file"
-JUDGE, GRADED, DIAGNOSIS = "judge", "graded", "diagnosis"
+JUDGE, GRADED, DIAGNOSIS, EXECUTION = "judge", "graded", "diagnosis", "execution"
 # Key groups in display order, with their titles: the dashboard's form sections, the API's overlays.
+# Execution says where the questions are answered, not what answers them: it is no form section of
+# the system under test, and neither names, hashes nor comparisons count it (see under_test).
 GROUPS = {TARGET: "Target", CHUNKING: "Chunking", QUERY: "Query transformation", RETRIEVAL: "Retrieval",
           RERANK: "Rerank", GENERATION: "Generation", PROMPTS: "Prompts", HTTP_AGENT: "HTTP agent",
-          RESULTS_FILE: "Results file", JUDGE: "Judge", GRADED: "Graded retrieval", DIAGNOSIS: "Diagnosis"}
+          RESULTS_FILE: "Results file", JUDGE: "Judge", GRADED: "Graded retrieval", DIAGNOSIS: "Diagnosis",
+          EXECUTION: "Execution"}
 # Which side of the system a group belongs to: a change on one side is judged by its measures.
 RETRIEVAL_SIDE = (CHUNKING, QUERY, RETRIEVAL, RERANK)
 GENERATION_SIDE = (GENERATION, PROMPTS)
@@ -209,6 +214,10 @@ class TargetConfig:
     # reference reaches its mark. ROUGE-L alone would fail correct answers longer than their reference.
     generation_pass_rougel: float = setting(0.3, DIAGNOSIS)
     generation_pass_coverage: float = setting(0.5, DIAGNOSIS)
+    # Where the questions are answered: this machine's threads, or a Dask cluster's workers
+    # (scheduler "" = the EVALCORE_DASK_SCHEDULER setting). Results are the same either way.
+    executor: str = setting("local", EXECUTION)
+    scheduler: str = setting("", EXECUTION)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TargetConfig:
@@ -254,8 +263,8 @@ class TargetConfig:
         return data
 
     def config_hash(self) -> str:
-        """sha256 of the canonical JSON of every key (secrets are never in the config)."""
-        canonical = json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        """sha256 of the canonical JSON of every key of the system under test (secrets are never in the config)."""
+        canonical = json.dumps(under_test(self.to_dict()), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         # surrogatepass: a lone surrogate (possible in a Python str) hashes instead of raising.
         return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -303,11 +312,18 @@ class TargetConfig:
         """The keys of these groups, in declaration order."""
         return tuple(f.name for f in fields(cls) if f.metadata["group"] in groups)
 
+    def run_on(self, executor: str | None = None, scheduler: str | None = None) -> TargetConfig:
+        """The same system answered elsewhere: the execution keys given replaced (validated), the rest kept."""
+        changes = {key: value for key, value in (("executor", executor), ("scheduler", scheduler)) if value is not None}
+        return TargetConfig.from_dict({**self.to_dict(), **changes}) if changes else self
+
     @classmethod
     def sections(cls) -> dict[str, tuple[str, ...]]:
-        """Form sections: "Essentials" (the keys chosen first), then each group's other keys, by title."""
+        """Form sections of the system under test: "Essentials" (the keys chosen first), then each group's other keys."""
         out = {"Essentials": tuple(f.name for f in fields(cls) if f.metadata["essential"])}
         for group, title in GROUPS.items():
+            if group == EXECUTION:
+                continue
             names = tuple(f.name for f in fields(cls) if f.metadata["group"] == group and not f.metadata["essential"])
             if names:
                 out[title] = names
@@ -331,6 +347,24 @@ class TargetConfig:
                             fix="give each value once: two campaigns of one value compare nothing")
         base = self.to_dict()
         return [TargetConfig.from_dict({**base, key: value}) for value in values]
+
+
+EXECUTION_KEYS = frozenset(TargetConfig.keys_in(EXECUTION))
+# tcp://HOST:PORT, HOST a name, an IPv4 address or a bracketed IPv6 address.
+SCHEDULER_ADDRESS = re.compile(r"tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):([0-9]{1,5})")
+
+
+def under_test(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of the system under test: a configuration (or its stored snapshot) without where it ran."""
+    return {key: value for key, value in settings.items() if key not in EXECUTION_KEYS}
+
+
+def scheduler_problem(address: str) -> str | None:
+    """What is wrong with a Dask scheduler address, or None for tcp://HOST:PORT."""
+    match = SCHEDULER_ADDRESS.fullmatch(address)
+    if match is None or not 1 <= int(match.group(2)) <= 65535:
+        return f"expected a Dask scheduler address tcp://HOST:PORT, found {address!r}"
+    return None
 
 
 def sweep_values(text: str) -> list[Any]:
@@ -493,4 +527,8 @@ def _dependency_problems(config: TargetConfig) -> list[str]:
     problems += _judge_problems(config)
     if config.kind == "results_file" and not config.results_path.endswith((".jsonl", ".parquet")):
         problems.append(f"results_path: expected a .jsonl or .parquet file, found {config.results_path!r}")
+    scheduler = scheduler_problem(config.scheduler) if config.scheduler else None
+    problems += [f"scheduler: {scheduler}"] if scheduler else []
+    if config.executor == "dask" and config.kind == "results_file":
+        problems.append("executor: a results file is read on this machine: run it with executor = \"local\"")
     return problems

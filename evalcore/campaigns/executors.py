@@ -1,0 +1,158 @@
+"""Where a campaign's questions are answered: the seam between the runner and the machines doing the work.
+
+The runner keeps the questions and the store; an executor takes questions (`submit`, as many as
+`room()` allows) and hands back their outcomes (`collect`), each question once, under its time
+limit. `LocalExecutor` answers each question on a thread of this process; `cluster.DaskExecutor`
+asks a Dask cluster and scores the replies here.
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
+from typing import Protocol
+
+from evalcore.campaigns.answering import Plan, answer_question, timed_out_text
+from evalcore.campaigns.records import Outcome, Question
+
+WAKE_S = 0.25
+Finished = list[tuple[int, Outcome]]  # (question position, outcome)
+Progress = Callable[[int, int], None]
+
+
+class Executor(Protocol):
+    """What the runner drives: prepare, submit, collect, cancel, close."""
+
+    def prepare(self, progress: Progress) -> None:
+        """Get the target ready (the knowledge base indexed); `progress` may raise to stop."""
+
+    def room(self) -> int:
+        """How many more questions may be submitted now."""
+
+    def submit(self, questions: Sequence[Question]) -> None:
+        """Start answering these questions."""
+
+    def collect(self) -> Finished:
+        """Outcomes that arrived or timed out, waiting a little for one; each question's once."""
+
+    @property
+    def busy(self) -> bool:
+        """Some question is still in flight."""
+
+    def cancel(self) -> None:
+        """Give up what has not started, where it can be given up (a started question finishes or times out)."""
+
+    def close(self) -> None:
+        """Release what the executor holds."""
+
+
+class InFlight:
+    """Questions started and not yet collected: each one's deadline, and the outcomes that came back.
+
+    Thread-safe: outcomes may come from any thread. A question no longer in flight (timed out,
+    given up) drops its late outcome, so each question is collected once.
+    """
+
+    def __init__(self, time_limit: float) -> None:
+        self.time_limit = time_limit
+        self._deadlines: dict[int, float] = {}  # position -> time.monotonic() deadline (inf: not started yet)
+        self._done: queue.Queue[tuple[int, Outcome]] = queue.Queue()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._deadlines)
+
+    def wait_for(self, positions: Iterable[int]) -> None:
+        """Questions handed over that have not started: no deadline yet."""
+        with self._lock:
+            self._deadlines.update((position, math.inf) for position in positions)
+
+    def run(self, position: int, work: Callable[[], Outcome], seconds: float) -> None:
+        """Do `work` on a daemon thread of its own, due within `seconds`."""
+        with self._lock:
+            self._deadlines[position] = time.monotonic() + seconds
+        # One daemon thread per question: a question that hangs past its limit is abandoned
+        # (a thread cannot be killed) without holding a pool slot or blocking the end of the run.
+        thread = threading.Thread(target=lambda: self._done.put((position, work())), daemon=True,
+                                  name=f"question-{position}")
+        thread.start()
+
+    def put(self, position: int, outcome: Outcome) -> None:
+        """An outcome known without further work."""
+        self._done.put((position, outcome))
+
+    def drop(self, positions: Iterable[int]) -> None:
+        """Questions given up: whatever comes back for them is ignored."""
+        with self._lock:
+            for position in positions:
+                self._deadlines.pop(position, None)
+
+    def collect(self) -> Finished:
+        """Outcomes that arrived (waiting at most until the next deadline), then the questions past theirs."""
+        return self._arrived() + self._expired()
+
+    def _arrived(self) -> Finished:
+        with self._lock:
+            if not self._deadlines:
+                return []
+            wait = min(WAKE_S, max(min(self._deadlines.values()) - time.monotonic(), 0.0))
+        try:
+            arrived = [self._done.get(timeout=wait)]
+        except queue.Empty:
+            return []
+        while not self._done.empty():
+            arrived.append(self._done.get_nowait())
+        with self._lock:
+            # A question already recorded as timed out is no longer in flight: its late reply is dropped.
+            return [(position, outcome) for position, outcome in arrived
+                    if self._deadlines.pop(position, None) is not None]
+
+    def _expired(self) -> Finished:
+        now = time.monotonic()
+        with self._lock:
+            expired = [position for position, deadline in self._deadlines.items() if deadline <= now]
+            for position in expired:
+                del self._deadlines[position]
+        outcome = Outcome.failed(timed_out_text(self.time_limit), self.time_limit)
+        return [(position, outcome) for position in expired]
+
+
+class LocalExecutor:
+    """Each question asked, scored and judged on its own thread of this process, `concurrency` at a time."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.in_flight = InFlight(plan.options.time_limit)
+
+    def prepare(self, progress: Progress) -> None:
+        """Index the corpus here (from the disk cache when possible)."""
+        self.plan.target.prepare(self.plan.passages, progress=progress)
+
+    def room(self) -> int:
+        """Free slots under the concurrency."""
+        return self.plan.options.concurrency - len(self.in_flight)
+
+    def submit(self, questions: Sequence[Question]) -> None:
+        """A thread per question, each due within the time limit."""
+        for question in questions:
+            self.in_flight.run(question.position, partial(answer_question, self.plan, question),
+                               self.plan.options.time_limit)
+
+    def collect(self) -> Finished:
+        """What finished or timed out."""
+        return self.in_flight.collect()
+
+    @property
+    def busy(self) -> bool:
+        """A question is in flight."""
+        return len(self.in_flight) > 0
+
+    def cancel(self) -> None:
+        """Nothing to give up: every submitted question has started (it finishes or times out)."""
+
+    def close(self) -> None:
+        """Nothing held."""
