@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import socket
 import subprocess
@@ -26,6 +27,7 @@ from evalcore.testing.openai_server import FakeOpenAIServer, Reply
 from tests.conftest import write_dataset
 
 SEED_TASK_FIELDS = {"id", "tenant_id", "dataset_id", "start_time", "status", "err_msg", "total", "finished"}
+SUITE_NUMBERS = itertools.count(1)
 RETRIEVAL = {"precision", "recall", "ndcg3", "ndcg10", "mrr", "map"}
 GENERATION = {"bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"}
 
@@ -100,7 +102,8 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
 
 
 def suite_body(api: Api, n: int = 2, agent: str = "fast", sources: int = 1) -> dict:
-    return {"name": "refunds", "agent_id": api.targets[agent],
+    # A name of its own: the tests share one server, and a second suite named alike answers 409.
+    return {"name": f"refunds {next(SUITE_NUMBERS)}", "agent_id": api.targets[agent],
             "cases": [{"question": f"What is the refund window {i}?", "expected_answer": "30 days",
                        "expected_sources": [f"Terms {j}" for j in range(sources)]} for i in range(n)]}
 
@@ -407,7 +410,7 @@ def test_suite_crud(api: Api) -> None:
     created = api.call("POST", "/api/v1/eval-suites", json=suite_body(api, n=2))
     assert created.status_code == 201
     suite = created.json()["data"]["suite"]
-    assert suite["name"] == "refunds" and suite["agent_id"] == api.targets["fast"] and suite["case_count"] == 2
+    assert suite["name"].startswith("refunds ") and suite["agent_id"] == api.targets["fast"] and suite["case_count"] == 2
     assert suite["cases"][0] == {"question": "What is the refund window 0?", "expected_answer": "30 days",
                                  "expected_sources": ["Terms 0"]}
     read = api.call("GET", f"/api/v1/eval-suites/{suite['id']}", "viewer").json()["data"]["suite"]
