@@ -237,8 +237,26 @@ class ComparisonOut(Out):
     basis_reason: str = Field(default="", description="why that measure (what changed between the configurations)")
 
 
+class SettingsOut(Out):
+    """The settings that tell configurations apart at a glance."""
+
+    retriever: str
+    reranker: str
+    generator: str = Field(description="the model of an OpenAI-compatible generator, else the generator")
+    top_k: int | None = Field(description="chunks each question retrieves (after the reranker when there is one)")
+
+
+class CampaignListed(CampaignOut):
+    """A campaign in a list: also its dataset or suite name, key settings and headline measures."""
+
+    source_name: str = Field(description="the dataset id, or the suite's name")
+    settings: SettingsOut
+    headline: dict[str, float] = Field(description="mean of each headline measure the campaign has (those that "
+                                                   "decide a question's verdict in a comparison)")
+
+
 class CampaignList(BaseModel):
-    campaigns: list[CampaignOut]
+    campaigns: list[CampaignListed]
 
 
 class CampaignDetail(BaseModel):
