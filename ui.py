@@ -32,6 +32,7 @@ from evalcore.campaigns import (
     get_manager,
     list_campaigns,
 )
+from evalcore.campaigns.pace import duration_text
 from evalcore.compare import compare_with_previous, results_version
 from evalcore.csvcells import csv_text
 from evalcore.datasets import FILES, Dataset, DatasetStats, dataset_stats, load_dataset, resolve_dataset
@@ -227,20 +228,6 @@ def fmt_value(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def fmt_seconds(seconds: float | None) -> str:
-    """A duration for people: 85 ms, 42 s, 3 min 5 s, 1 h 2 min."""
-    if seconds is None:
-        return "—"
-    if seconds < 1:
-        return f"{seconds * 1000:.0f} ms"
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
-
-
 def fmt_when(timestamp: float | None) -> str:
     """A local date and time, or an em dash."""
     return "—" if not timestamp else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))
@@ -380,26 +367,27 @@ def poll(fn: Callable[[], None], seconds: float | None = 2) -> None:
 # --- campaigns ----------------------------------------------------------------------------------
 
 def progress_text(campaign: Campaign) -> str:
-    """finished/total, failed, rate and time left of a campaign, in one line."""
+    """Questions finished of total, the stage before them with its chunks, failed, rate and time left, in one line."""
     progress = campaign.progress()
     parts = [f"{progress.finished}/{progress.total} questions"]
-    if progress.stage:
-        parts.append(progress.stage)
-    elif campaign.status == "running" and not progress.finished:
-        parts.append("preparing the knowledge base")
+    if progress.stage is not None:
+        chunks = f" {progress.stage_done}/{progress.stage_total} chunks" if progress.stage_total else ""
+        parts.append(f"preparing the knowledge base: {progress.stage}{chunks}")
+    elif campaign.status == "running" and campaign.pace_at is None:
+        parts.append("starting")
     if campaign.failed:
         parts.append(f"{campaign.failed} failed")
     if progress.rate_per_s:
         parts.append(f"{progress.rate_per_s:.1f} q/s")
     if campaign.active and progress.eta_s is not None:
-        parts.append(f"{fmt_seconds(progress.eta_s)} left")
+        parts.append(f"{duration_text(progress.eta_s)} left" + (" in this step" if progress.stage else ""))
     return " · ".join(parts)
 
 
 def show_progress(campaign: Campaign) -> None:
-    """A progress bar with its status line (ids and numbers only: no user text)."""
-    share = campaign.finished / campaign.total if campaign.total else 1.0
-    st.progress(min(share, 1.0), text=escape_md(f"{campaign.id} · {campaign.status_text} · {progress_text(campaign)}"))
+    """A progress bar of the current stage (the index build's chunks, then the questions) with its status line."""
+    st.progress(campaign.progress().share,
+                text=escape_md(f"{campaign.name} · {campaign.status_text} · {progress_text(campaign)}"))
 
 
 def activity() -> None:

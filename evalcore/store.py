@@ -116,7 +116,18 @@ CREATE INDEX comparisons_b ON comparisons(b_id);
 SCHEMA_V7 = """
 ALTER TABLE campaigns ADD COLUMN owner_token TEXT;
 """
-MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7)
+# v8: a running campaign's stage as numbers (the index build's chunks done of total), and its pace:
+# the latest sample of the current stage's count (time, done) with the rate over the half minute
+# before it, from which the time left is counted down (evalcore.campaigns.pace).
+SCHEMA_V8 = """
+ALTER TABLE campaigns ADD COLUMN stage_done INTEGER;
+ALTER TABLE campaigns ADD COLUMN stage_total INTEGER;
+ALTER TABLE campaigns ADD COLUMN pace_rate REAL;
+ALTER TABLE campaigns ADD COLUMN pace_at REAL;
+ALTER TABLE campaigns ADD COLUMN pace_done INTEGER;
+"""
+MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
+                               SCHEMA_V8)
 
 
 class NotFound(EvalError):

@@ -18,6 +18,7 @@ from evalcore.campaigns import (
     list_campaigns,
 )
 from evalcore.campaigns.export import export_campaign
+from evalcore.campaigns.pace import duration_text
 from evalcore.metrics import panels, sources_found
 from evalcore.targets import Retrieved
 
@@ -180,7 +181,7 @@ def panel() -> None:
     cols[2].metric("Sources found", ui.fmt_value(summary.sources_found_rate, 2))
     cols[3].metric("Mean coverage", ui.fmt_value(summary.mean_coverage, 2))
     cols[4].metric("Mean AI score", ui.fmt_value(summary.mean_judge_score, 2))
-    cols[5].metric("Mean response time", ui.fmt_seconds(summary.mean_latency_s))
+    cols[5].metric("Mean response time", duration_text(summary.mean_latency_s))
     cols[6].metric("Tokens", summary.total_tokens,
                    help=f"answers {summary.tokens.total} · judges {summary.judge_tokens.total} · "
                         f"total {summary.total_tokens}")
