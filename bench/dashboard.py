@@ -2,7 +2,7 @@
 
     python bench/dashboard.py [--campaigns 20] [--questions 1000] [--rounds 3] [--no-browser] [--no-apptest]
 
-Rows are written straight into a temporary store through its write API (no pipeline runs), with
+Rows are written straight into a temporary store by the runner's own writer (no pipeline runs), with
 realistic payloads: the retrieval and generation measures with signatures, ten retrieved passages,
 an answer of ~40 words; each campaign's configuration differs from its neighbour's in one key.
 
@@ -35,10 +35,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evalcore.campaigns import get_manager
+from evalcore.campaigns import Outcome, Question, get_manager
+from evalcore.campaigns.plans import insert_questions
+from evalcore.campaigns.storage import ResultWriter
 from evalcore.metrics import MEASURES
 from evalcore.store import dumps
-from evalcore.targets import TargetConfig
+from evalcore.targets import Retrieved, TargetConfig
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -65,47 +67,48 @@ def campaign_row(number: int, questions: int, now: float) -> dict[str, object]:
     """A finished dataset campaign whose configuration differs from its neighbour's in one key."""
     config = TargetConfig.from_dict({"retriever": RETRIEVERS[number % 3], "embedding_top_k": 5 + number})
     return {"id": f"bench_{number:02d}", "name": config.describe(), "tenant": "default", "kind": "dataset",
-            "source": "default", "status": "succeeded", "total": questions, "finished": questions,
+            "source": "default", "status": "succeeded", "total": questions, "finished": 0,
             "created_at": now - 600 + number, "started_at": now - 600 + number, "ended_at": now - 300 + number,
             "heartbeat": now, "owner_host": "bench", "config": dumps(config.to_dict()), "dataset_hash": "benchhash"}
 
 
-def questions(count: int) -> list[tuple[str, list[str], dict[str, int]]]:
-    """The same questions for every campaign: text, reference answers, graded relevant passages."""
+def questions(count: int) -> list[Question]:
+    """The same questions for every campaign: text, a reference answer, graded relevant passages."""
     rng = random.Random(0)
-    return [(f"Question {n + 1}: {' '.join(rng.choices(WORDS, k=12))}?", [" ".join(rng.choices(WORDS, k=20))],
-             {str(rng.randrange(5000)): rng.randint(1, 3) for _ in range(rng.randint(1, 3))}) for n in range(count)]
+    return [Question(n, n + 1, f"Question {n + 1}: {' '.join(rng.choices(WORDS, k=12))}?",
+                     references=(" ".join(rng.choices(WORDS, k=20)),),
+                     relevant={rng.randrange(5000): rng.randint(1, 3) for _ in range(rng.randint(1, 3))})
+            for n in range(count)]
 
 
-def question_rows(campaign_id: str, asked: list, rng: random.Random) -> tuple[list[tuple], list[tuple]]:
-    """The question snapshot and one stored result per question."""
-    snapshot, results = [], []
-    for position, (text, references, relevant) in enumerate(asked):
-        snapshot.append((campaign_id, position, position + 1, text, None, dumps(references), dumps(relevant), "[]"))
-        retrieved = [{"pid": rng.choice([int(p) for p in relevant] + [rng.randrange(5000)]), "title": f"Doc {k}",
-                      "text": " ".join(rng.choices(WORDS, k=30)), "score": 1.0 - k / 10, "stages": {"bm25": 10.0 - k}}
-                     for k in range(10)]
-        measures = {name: rng.random() for name in SCORED}
-        results.append((campaign_id, position, position + 1, " ".join(rng.choices(WORDS, k=40)), dumps(retrieved), "[]",
-                        dumps(measures), dumps({name: MEASURES[name].signature for name in measures}), "{}",
-                        rng.uniform(0.01, 0.2), 0, 0, None, 1, "[]", time.time()))
-    return snapshot, results
+CORPUS = [" ".join(random.Random(pid).choices(WORDS, k=30)) for pid in range(5000)]
+
+
+def outcome(question: Question, rng: random.Random) -> Outcome:
+    """An answer of ~40 words, ten retrieved passages of a 5,000-passage corpus (some relevant), the measures."""
+    relevant = list(question.relevant or {})
+    pids = [rng.choice([*relevant, rng.randrange(5000)]) for _ in range(10)]
+    retrieved = tuple(Retrieved(pid, f"Doc {pid // 10}", CORPUS[pid], 1.0 - k / 10, {"bm25": 10.0 - k})
+                      for k, pid in enumerate(pids))
+    measures = {name: rng.random() for name in SCORED}
+    return Outcome(answer=" ".join(rng.choices(WORDS, k=40)), retrieved=retrieved, context=retrieved[:5],
+                   measures=measures, signatures={name: MEASURES[name].signature for name in measures},
+                   latency_s=rng.uniform(0.01, 0.2))
 
 
 def fill(db: str, campaigns: int, count: int) -> None:
-    """Write the campaigns, their question snapshots and their results."""
+    """Write the campaigns, their question snapshots and their results as a runner stores them."""
     store = get_manager(db).store
     rng, now, asked = random.Random(1), time.time(), questions(count)
     for number in range(campaigns):
         row = campaign_row(number, count, now)
-        snapshot, results = question_rows(str(row["id"]), asked, rng)
+        writer = ResultWriter(store, str(row["id"]))
+        results, passages, signatures = writer.rows([(q, outcome(q, rng)) for q in asked])
 
-        def insert(conn, row=row, snapshot=snapshot, results=results) -> None:
+        def insert(conn, row=row, writer=writer, results=results, passages=passages, signatures=signatures) -> None:
             conn.execute(f"INSERT INTO campaigns ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
-            conn.executemany("INSERT INTO campaign_questions VALUES (?, ?, ?, ?, ?, ?, ?, ?)", snapshot)
-            conn.executemany("INSERT INTO results (campaign_id, position, qid, answer, retrieved, sources, measures, "
-                             "signatures, judges, latency_s, prompt_tokens, completion_tokens, error, attempts, notes, "
-                             "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", results)
+            insert_questions(conn, str(row["id"]), asked)
+            writer.write(conn, results, passages, signatures, {})
 
         store.write(insert)
     get_manager(db).close()
