@@ -27,11 +27,14 @@ from evalcore.campaigns import (
     Aggregate,
     Campaign,
     QuestionResult,
+    Summary,
     campaign_aggregates,
     campaign_results,
+    campaign_summary,
     get_manager,
     list_campaigns,
 )
+from evalcore.campaigns.listing import HEADLINE, CampaignRow, campaign_rows, headline_means, search_rows
 from evalcore.campaigns.pace import duration_text
 from evalcore.compare import compare_with_previous, results_version
 from evalcore.csvcells import csv_text
@@ -416,10 +419,80 @@ def _aggregates(db: str, version: tuple[str, str], principal: Principal) -> dict
 
 
 def cached_results(campaign: Campaign, principal: Principal) -> list[QuestionResult]:
-    """Every stored result of a campaign, re-read only when the campaign changed."""
+    """Every stored result of a campaign, re-read only when the campaign changed (shared, never copied: the
+    records are frozen)."""
     return _results(db_path(), version(campaign), principal)
 
 
-@st.cache_data(show_spinner="Reading the results…", max_entries=8)
+@st.cache_resource(show_spinner="Reading the results…", max_entries=8)
 def _results(db: str, version: tuple[str, str], principal: Principal) -> list[QuestionResult]:
     return campaign_results(store(), version[0], principal=principal)
+
+
+def summary(campaign: Campaign, principal: Principal) -> Summary:
+    """campaign_summary, re-read only when the campaign changed."""
+    return _summary(db_path(), version(campaign), principal)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _summary(db: str, version: tuple[str, str], principal: Principal) -> Summary:
+    return campaign_summary(store(), version[0], principal=principal)
+
+
+# --- lists and pickers --------------------------------------------------------------------------
+
+def rows_of(campaigns: list[Campaign], principal: Principal) -> list[CampaignRow]:
+    """The campaigns as list rows (dataset or suite name, key settings, headline means cached per version)."""
+    means = {c.id: _headline(db_path(), version(c)) for c in campaigns}
+    return campaign_rows(store(), principal=principal, campaigns=campaigns, means=means)
+
+
+@st.cache_data(show_spinner=False, max_entries=4096)
+def _headline(db: str, version: tuple[str, str]) -> dict[str, float]:
+    return headline_means(store(), [version[0]]).get(version[0], {})
+
+
+def campaign_frame(rows: list[CampaignRow]) -> pd.DataFrame:
+    """One line per campaign: name, dataset or suite, status, date, progress, key settings, headline means, id."""
+    measures = [name for name in HEADLINE if any(name in row.headline for row in rows)]  # no empty column
+    return pd.DataFrame([{
+        "name": row.campaign.name, "dataset / suite": f"{row.campaign.kind} {row.source_name}",
+        "status": row.campaign.status_text, "created": fmt_when(row.campaign.created_at),
+        "progress": f"{row.campaign.finished}/{row.campaign.total}", **row.settings.to_dict(),
+        **{name: row.headline.get(name) for name in measures}, "id": row.campaign.id,
+    } for row in rows], columns=["name", "dataset / suite", "status", "created", "progress", "retriever", "reranker",
+                                 "generator", "top_k", *measures, "id"]).rename(columns={"top_k": "top-k"})
+
+
+def row_label(row: CampaignRow) -> str:
+    """A campaign in a picker: name, dataset or suite, status, date, and the id that tells twins apart."""
+    c = row.campaign
+    return f"{c.name} · {c.kind} {row.source_name} · {c.status_text} · {fmt_when(c.created_at)} · {c.id}"
+
+
+def campaign_picker(rows: list[CampaignRow], state_key: str, key: str, label: str = "Campaign") -> str | None:
+    """Search box, the campaigns as a table (sort by any column, click a row to pick it) and the picker;
+    returns the picked campaign's id (None when the search matches nothing)."""
+    needle = st.text_input(f"Search {label.lower()}s", key=f"{key}-search",
+                           placeholder="words of the name, dataset or suite, status or settings")
+    shown = search_rows(rows, needle)
+    if not shown:
+        st.info("No campaign matches: clear the search to see them all.")
+        return None
+    return table_picker(label, campaign_frame(shown), {row.campaign.id: row_label(row) for row in shown}, state_key, key)
+
+
+def table_picker(label: str, frame: pd.DataFrame, labels: dict[str, str], state_key: str, key: str) -> str:
+    """A table whose rows are the options (in the order of `labels`), then a selectbox of them; clicking a
+    row picks it in the selectbox. Returns the picked option."""
+    ids = list(labels)
+    st.dataframe(frame, hide_index=True, key=f"{key}-table", on_select=lambda: _clicked(f"{key}-table", ids, state_key),
+                 selection_mode="single-row", height=min(36 + 35 * len(frame), 300))
+    return remembered_select(label, ids, state_key, format_func=lambda i: labels[i])
+
+
+def _clicked(table_key: str, ids: list[str], state_key: str) -> None:
+    """A row of a picker's table was clicked: its option becomes the pick."""
+    rows = st.session_state[table_key].selection.rows
+    if rows:
+        select_next_run(state_key, ids[rows[0]])

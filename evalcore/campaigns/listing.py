@@ -92,16 +92,18 @@ class CampaignRow:
 
 
 def campaign_rows(store: Store, tenant: str | None = None, *, principal: Principal | None = None,
-                  campaigns: Sequence[Campaign] | None = None) -> list[CampaignRow]:
-    """Every campaign of the principal (or tenant) as a list row, newest first (or the campaigns given)."""
+                  campaigns: Sequence[Campaign] | None = None,
+                  means: Mapping[str, dict[str, float]] | None = None) -> list[CampaignRow]:
+    """Every campaign of the principal (or tenant) as a list row, newest first (or the campaigns given, with
+    their headline means when the caller has them already)."""
     campaigns = list(campaigns) if campaigns is not None else list_campaigns(store, tenant, principal=principal)
-    means = _headline_means(store, [c.id for c in campaigns])
+    means = means if means is not None else headline_means(store, [c.id for c in campaigns])
     suites = _suite_names(store, scope(principal, tenant))
     return [CampaignRow(c, suites.get(c.suite_id or "", c.source) if c.kind == "suite" else dataset_label(c.source),
                         Settings.of(c.config), means.get(c.id, {})) for c in campaigns]
 
 
-def _headline_means(store: Store, ids: list[str]) -> dict[str, dict[str, float]]:
+def headline_means(store: Store, ids: Sequence[str]) -> dict[str, dict[str, float]]:
     """campaign id -> mean of each headline measure over its stored results (one query for all)."""
     if not ids:
         return {}
