@@ -34,7 +34,15 @@ from evalcore.campaigns import (
     get_manager,
     list_campaigns,
 )
-from evalcore.campaigns.listing import HEADLINE, CampaignRow, campaign_rows, headline_means, search_rows
+from evalcore.campaigns.listing import (
+    HEADLINE,
+    CampaignRow,
+    Settings,
+    campaign_rows,
+    dataset_label,
+    headline_means,
+    search_rows,
+)
 from evalcore.campaigns.pace import duration_text
 from evalcore.compare import compare_with_previous, results_version
 from evalcore.csvcells import csv_text
@@ -44,6 +52,7 @@ from evalcore.errors import EvalError
 from evalcore.keys import MAX_SECRET, login_required, principal_of, sign_in
 from evalcore.metrics import MEASURES
 from evalcore.store import Store, default_db_path
+from evalcore.suites import Suite
 from evalcore.targets.presets import DEFAULTS
 from evalcore.targets.saved import list_targets
 from evalcore.text import tokenize
@@ -328,6 +337,31 @@ def target_choices(store: Store, principal: Principal) -> dict[str, str]:
     return choices
 
 
+def suite_frame(suites: list[Suite], principal: Principal) -> pd.DataFrame:
+    """One line per suite: name, the dataset its configuration's knowledge base is, cases, the configuration
+    (name and key settings), updated, its last campaign (status, date, headline means), id."""
+    targets = {t.id: t for t in list_targets(store(), principal=principal)}
+    last: dict[str, CampaignRow] = {}
+    for row in rows_of([c for c in list_campaigns(store(), principal=principal) if c.suite_id], principal):
+        last.setdefault(row.campaign.suite_id or "", row)  # newest first
+    measures = [name for name in HEADLINE if any(name in row.headline for row in last.values())]
+    lines = []
+    for suite in suites:
+        target = targets.get(suite.target_id)
+        config = target.config if target else DEFAULTS.config.to_dict()
+        settings, run = Settings.of(config), last.get(suite.id)
+        lines.append({"name": suite.name, "dataset": dataset_label(str(config.get("knowledge_base", ""))),
+                      "cases": len(suite.cases),
+                      "configuration": target.name or target.id if target else DEFAULTS.label.split(" (")[0],
+                      **settings.to_dict(), "updated": fmt_when(suite.updated_at),
+                      "last campaign": run.campaign.status_text if run else "never run",
+                      "last run": fmt_when(run.campaign.created_at) if run else None,
+                      **{name: run.headline.get(name) if run else None for name in measures}, "id": suite.id})
+    return pd.DataFrame(lines, columns=["name", "dataset", "cases", "configuration", "retriever", "reranker", "generator", "top_k",
+                                        "updated", "last campaign", "last run", *measures, "id"]
+                        ).rename(columns={"top_k": "top-k"})
+
+
 # --- datasets -----------------------------------------------------------------------------------
 
 def open_dataset(ref: str) -> tuple[Dataset, DatasetStats, list[int]]:
@@ -482,13 +516,15 @@ def campaign_picker(rows: list[CampaignRow], state_key: str, key: str, label: st
     return table_picker(label, campaign_frame(shown), {row.campaign.id: row_label(row) for row in shown}, state_key, key)
 
 
-def table_picker(label: str, frame: pd.DataFrame, labels: dict[str, str], state_key: str, key: str) -> str:
-    """A table whose rows are the options (in the order of `labels`), then a selectbox of them; clicking a
-    row picks it in the selectbox. Returns the picked option."""
+def table_picker(label: str, frame: pd.DataFrame, labels: dict[str, str], state_key: str, key: str,
+                 first: str | None = None) -> str:
+    """A table whose rows are the options (in the order of `labels`), then a selectbox of them (after `first`,
+    an option with no row, such as a new suite); clicking a row picks it. Returns the picked option."""
     ids = list(labels)
     st.dataframe(frame, hide_index=True, key=f"{key}-table", on_select=lambda: _clicked(f"{key}-table", ids, state_key),
                  selection_mode="single-row", height=min(36 + 35 * len(frame), 300))
-    return remembered_select(label, ids, state_key, format_func=lambda i: labels[i])
+    options = [first, *ids] if first is not None else ids
+    return remembered_select(label, options, state_key, format_func=lambda i: labels.get(i, i))
 
 
 def _clicked(table_key: str, ids: list[str], state_key: str) -> None:

@@ -168,7 +168,7 @@ def panel() -> None:
 
 
 campaign = by_id[chosen]
-st.subheader(campaign.name, anchor=False)
+st.subheader(ui.escape_md(campaign.name), anchor=False)
 if principal.can(Action.CHANGE):
     actions(campaign)
 if campaign.active:

@@ -20,6 +20,7 @@ from evalcore.campaigns import (
     campaign_summary,
     get_campaign,
 )
+from evalcore.campaigns.manager import sweep_name
 from evalcore.campaigns.pace import duration_text
 from evalcore.cli import _common
 from evalcore.cli._common import Commands, add_db_option
@@ -94,7 +95,7 @@ def run_command(args: argparse.Namespace) -> int:
     ids, codes = [], []
     for value, each in zip(values, config.sweep(key, values), strict=True):
         # One after the other: a suite runs one campaign at a time, and the cores are shared.
-        ids.append(launch(manager, args, each, None, f"{args.name or each.describe()} · {key}={value}"))
+        ids.append(launch(manager, args, each, None, sweep_name(args.name, each, key, value)))
         codes.append(follow(manager, ids[-1], as_json=args.json))
     sweep = compare_sweep(manager.store, ids)
     print(json.dumps(sweep.to_dict(), indent=2, ensure_ascii=False, default=str) if args.json
