@@ -1,4 +1,4 @@
-"""The REST API through real HTTP on loopback: seed shapes, every error code, auth, tenants."""
+"""The REST API through real HTTP on loopback: task and suite shapes, every error code, auth, tenants."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from evalcore.targets.saved import save_target
 from evalcore.testing.openai_server import FakeOpenAIServer, Reply
 from tests.conftest import write_dataset
 
-SEED_TASK_FIELDS = {"id", "tenant_id", "dataset_id", "start_time", "status", "err_msg", "total", "finished"}
+TASK_FIELDS = {"id", "tenant_id", "dataset_id", "start_time", "status", "err_msg", "total", "finished"}
 SUITE_NUMBERS = itertools.count(1)
 RETRIEVAL = {"precision", "recall", "ndcg3", "ndcg10", "mrr", "map"}
 GENERATION = {"bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"}
@@ -298,7 +298,7 @@ def test_unexpected_errors_are_500_without_internals(api: Api, monkeypatch: pyte
     assert "secret" not in response.text and "RuntimeError" not in response.text
 
 
-# --- seed 000: evaluation tasks ------------------------------------------------------------------
+# --- evaluation tasks ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("body", "field"), [
     ({"dataset_id": "missing"}, "dataset_id"),
@@ -320,7 +320,7 @@ def test_evaluation_task_runs_to_completion_with_seed_shapes(api: Api) -> None:
     body = created.json()
     assert body["success"] is True and set(body["data"]) == {"task"}
     task = body["data"]["task"]
-    assert set(task) == SEED_TASK_FIELDS
+    assert set(task) == TASK_FIELDS
     prefix, tenant, stamp, nonce, dataset = task["id"].split("_", 4)
     assert (prefix, tenant, dataset) == ("evaluation", "acme", "tiny")
     assert before <= int(stamp) <= int(time.time() * 1000) and len(nonce) == 8 and int(nonce, 16) >= 0
@@ -329,7 +329,7 @@ def test_evaluation_task_runs_to_completion_with_seed_shapes(api: Api) -> None:
 
     data = wait_done(api, f"/api/v1/evaluation?task_id={task['id']}", lambda d: d["task"]["status"])
     assert set(data) == {"task", "params", "metric"}
-    assert set(data["task"]) == SEED_TASK_FIELDS
+    assert set(data["task"]) == TASK_FIELDS
     assert data["task"]["status"] == 2, data["task"]["err_msg"]
     assert (data["task"]["finished"], data["task"]["total"], data["task"]["err_msg"]) == (3, 3, "")
     assert data["params"]["retriever"] == "bm25" and data["params"]["chunking"] == "none"
@@ -384,7 +384,7 @@ def test_a_cancelled_task_is_status_3_and_says_so(api: Api) -> None:
     assert error_of(api.call("POST", f"/api/v1/campaigns/{task_id}/cancel"), 409)["code"] == "conflict"
 
 
-# --- saved target configurations ----------------------------------------------------------------
+# --- saved target configurations -----------------------------------------------------------------
 
 def test_targets_are_listed_read_and_saved_with_full_access_only(api: Api) -> None:
     listed = api.call("GET", "/api/v1/targets", "viewer").json()["data"]["targets"]
@@ -404,7 +404,7 @@ def test_targets_are_listed_read_and_saved_with_full_access_only(api: Api) -> No
     assert "retriever" in bad["message"] and "colour: unknown key" in bad["message"]
 
 
-# --- seed 003: suites and runs -------------------------------------------------------------------
+# --- suites and runs -----------------------------------------------------------------------------
 
 def test_suite_crud(api: Api) -> None:
     created = api.call("POST", "/api/v1/eval-suites", json=suite_body(api, n=2))
