@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlparse
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import streamlit as st
@@ -320,6 +321,30 @@ def chart(figure: Any, name: str, key: str) -> None:
                     help="PNG export needs Chromium: `apt-get install chromium`, or set BROWSER_PATH to a Chrome binary.")
     right.download_button("HTML", data=lambda: html_bytes(figure), file_name=f"{name}.html", mime="text/html",
                           key=f"{key}-html", on_click="ignore")
+
+
+def bars(frame: pd.DataFrame, title: str, share: bool = False) -> None:
+    """A bar chart of a two-column table (categories, then values), categories in table order.
+
+    Streamlit's own (Vega-Lite) chart: its script is a fraction of Plotly's, so a page's first chart shows
+    a second or more sooner in a browser that has not loaded it yet. Vega shows text as text.
+    """
+    x, y = frame.columns[:2]
+    scale = {"scale": {"domain": [0, 1]}} if share else {}
+    spec = {"title": title, "mark": {"type": "bar", "tooltip": True}, "height": 260,
+            "encoding": {"x": {"field": x, "type": "ordinal", "sort": None, "axis": {"labelAngle": 0}},
+                         "y": {"field": y, "type": "quantitative", **scale}}}
+    st.vega_lite_chart(frame.astype({x: str}), spec)
+
+
+def histogram(values: list[int], name: str, title: str, bins: int = 30) -> None:
+    """A histogram binned here (the browser gets the bins, not every value)."""
+    counts, edges = np.histogram(values or [0], bins=bins)
+    frame = pd.DataFrame({"from": edges[:-1], "to": edges[1:], "count": counts})
+    spec = {"title": title, "mark": {"type": "bar", "tooltip": True}, "height": 260,
+            "encoding": {"x": {"field": "from", "bin": {"binned": True}, "type": "quantitative", "title": name},
+                         "x2": {"field": "to"}, "y": {"field": "count", "type": "quantitative", "title": "passages"}}}
+    st.vega_lite_chart(frame, spec)
 
 
 def table_download(frame: pd.DataFrame | pa.Table, name: str, key: str) -> None:

@@ -10,11 +10,12 @@ Two measurements, each page in turn, over several rounds (median and min-max):
 
 - AppTest: the script's own time, the first run in a new session and the following runs.
 - A real browser (headless Debian chromium driven by Playwright, as tests/test_browser.py launches
-  it) against `streamlit run app.py`: the time from the click (or the address typed) until the page
+  it) against `streamlit run app.py`: the time from the address typed (or the click) until the page
   is usable, its title, its controls and its first chart or table visible, and until the script has
-  finished (Streamlit's running indicator gone). "first visit" is a page's first opening in a new
-  browser session (the server already up: round 1 also pays the server's own first imports, shown
-  apart as "cold server"); "next visits" are later openings in the same session.
+  finished (Streamlit's running indicator gone). "first visit": a new browser session (no cache)
+  opens the page by its address, so the whole app loads with it; the server is up (its own first
+  imports and caches are paid by a round before, shown apart as "cold server"). "next visits": the
+  same session comes back to the page from another one through the navigation.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ PAGES = {"pages/datasets.py": "Datasets", "pages/suites.py": "Suites", "pages/ru
          "pages/campaigns.py": "Campaigns", "pages/compare.py": "Compare"}
 # What "usable" means on each page: the title, then its controls and its first chart or table.
 USABLE = {
-    "Datasets": ("Datasets", ["[data-testid='stSelectbox']", ".js-plotly-plot"]),
+    "Datasets": ("Datasets", ["[data-testid='stSelectbox']", ".vega-embed"]),
     "Suites": ("Suites", ["[data-testid='stSelectbox']", "[data-testid='stDataFrame']"]),
     "Run": ("Run a campaign", ["[data-testid='stSelectbox']", "button:has-text('Launch')"]),
     "Campaigns": ("Campaigns", ["[data-testid='stTextInput']", "[data-testid='stDataFrame']"]),
@@ -197,24 +198,32 @@ def timed_open(tab, title: str, go: Callable[[], None]) -> tuple[float, float]:
 
 
 def browser_round(url: str, runs: int) -> dict[str, tuple[tuple[float, float], list[tuple[float, float]]]]:
-    """One new browser session: each page's first visit, then `runs` more visits of each."""
+    """Per page: a new browser session opening it by its address (the whole app loads: a first visit), then
+    `runs` visits from another page through the navigation (the app already loaded: the next visits)."""
     from playwright.sync_api import sync_playwright
-
-    def link(title: str) -> Callable[[], None]:
-        return lambda: tab.locator("[data-testid='stSidebarNav'] a").filter(has_text=title).first.click()
 
     times: dict[str, tuple[tuple[float, float], list[tuple[float, float]]]] = {}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        tab = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-        for title in PAGES.values():
-            go = (lambda: tab.goto(url)) if title == "Datasets" else link(title)
-            times[title] = (timed_open(tab, title, go), [])
-        for _ in range(runs):
-            for title in PAGES.values():
-                times[title][1].append(timed_open(tab, title, link(title)))
+        for page, title in PAGES.items():
+            context = browser.new_context(viewport={"width": 1400, "height": 1000})  # no cache, no cookies
+            tab = context.new_page()
+            address = url if page == "pages/datasets.py" else f"{url}/{Path(page).stem}"
+            first = timed_open(tab, title, lambda tab=tab, address=address: tab.goto(address))
+            other = "Suites" if title != "Suites" else "Run"
+            visits = []
+            for _ in range(runs):
+                timed_open(tab, other, link(tab, other))
+                visits.append(timed_open(tab, title, link(tab, title)))
+            times[title] = (first, visits)
+            context.close()
         browser.close()
     return times
+
+
+def link(tab, title: str) -> Callable[[], None]:
+    """A click on the navigation's link to a page."""
+    return lambda: tab.locator("[data-testid='stSidebarNav'] a").filter(has_text=title).first.click()
 
 
 # --- the report ---------------------------------------------------------------------------------
@@ -225,16 +234,19 @@ def spread(values: list[float]) -> str:
 
 
 def browser_table(db: str, home: Path, rounds: int, runs: int) -> list[str]:
-    """Browser rows: cold server, first visit in a new session, next visits; usable and finished."""
+    """Browser rows: the server's first round, first visits in new sessions, next visits; usable and finished."""
     first: dict[str, list[tuple[float, float]]] = {t: [] for t in PAGES.values()}
     later: dict[str, list[tuple[float, float]]] = {t: [] for t in PAGES.values()}
+    loads = []
     with serve(db, home) as url:
-        cold = browser_round(url, runs)  # the server's own first imports and caches
+        cold = browser_round(url, runs)  # the server's own first imports and caches, page by page
         for _ in range(rounds):
+            loads.append(os.getloadavg()[0])
             for title, (visit, visits) in browser_round(url, runs).items():
                 first[title].append(visit)
                 later[title] += visits
-    lines = [("| page | cold server: usable (s) | first visit: usable (s) | first visit: finished (s) "
+    lines = [f"load average (1 min) at the start of each round: {', '.join(f'{load:.1f}' for load in loads)}", "",
+             ("| page | server's first round: usable (s) | first visit: usable (s) | first visit: finished (s) "
               "| next visits: usable (s) | next visits: finished (s) |"), "|---|---:|---:|---:|---:|---:|"]
     for title in PAGES.values():
         lines.append(f"| {title} | {cold[title][0][0]:.2f} | {spread([u for u, _ in first[title]])} | "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pandas as pd
-import plotly.express as px
 import streamlit as st
 
 import ui
@@ -54,21 +53,22 @@ with ui.guard():
     if relevant.empty:
         left.caption("Relevant passages per labeled question: no question has a relevant passage (qrels label >= 1).")
     else:
-        # Counts are categories: a numeric axis would put ticks at 1.5 relevant passages.
-        left.plotly_chart(px.bar(x=relevant.index.astype(str), y=relevant.values, title="Relevant passages per labeled question",
-                                 labels={"x": "relevant passages", "y": "questions"}).update_xaxes(type="category"))
-    lengths = pd.DataFrame({"tokens": passage_tokens})
-    right.plotly_chart(px.histogram(lengths, x="tokens", nbins=30, title="Passage length (tokens)"))
+        with left:
+            ui.bars(pd.DataFrame({"relevant passages": relevant.index, "questions": relevant.values}),
+                    "Relevant passages per labeled question")
+    with right:
+        ui.histogram(passage_tokens, "tokens", "Passage length (tokens)")
     labels = pd.DataFrame({"label": list(stats.label_distribution), "rows": list(stats.label_distribution.values())})
     if labels.empty:
         left.caption("qrels label distribution: qrels.parquet has no rows.")
     else:
-        left.plotly_chart(px.bar(labels, x="label", y="rows", title="qrels label distribution").update_xaxes(type="category"))
-    languages = pd.DataFrame({"passages with": ["Han characters", "accented Latin letters"],
-                              "share": [stats.han_share, stats.accented_latin_share]})
-    right.plotly_chart(px.bar(languages, x="passages with", y="share", range_y=[0, 1], title="Language mix"))
+        with left:
+            ui.bars(labels, "qrels label distribution")
+    with right:
+        ui.bars(pd.DataFrame({"passages with": ["Han characters", "accented Latin letters"],
+                              "share": [stats.han_share, stats.accented_latin_share]}), "Language mix", share=True)
 
-    st.subheader("Questions")
+    st.subheader("Questions", anchor=False)
     by_qid = {q.qid: q for q in dataset.questions}
     qid = st.selectbox("Question", list(by_qid), format_func=lambda q: f"{q} · {ui.short(by_qid[q].text)}")
     question = by_qid[qid]
