@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from tqdm import tqdm
 
+import ui
 from evalcore.campaigns import CampaignManager, Progress, get_campaign, get_manager
 from evalcore.campaigns.pace import Window, duration_text, estimate, time_left
 from evalcore.cli.run import BAR, show_progress
@@ -124,12 +125,29 @@ def test_a_running_index_build_stores_its_latest_chunks(manager: CampaignManager
     while (progress := get_campaign(manager.store, campaign_id).progress()).stage_done != 150:
         assert time.monotonic() < deadline, progress
         time.sleep(0.02)
+    shown = api_progress(manager, campaign_id)
+    text = ui.progress_text(get_campaign(manager.store, campaign_id))
     target.go_on.set()
     assert progress.stage == "embedding the corpus with use" and progress.stage_total == 300
+    assert (shown["stage"], shown["stage_done"], shown["stage_total"]) == ("embedding the corpus with use", 150, 300)
+    assert "preparing the knowledge base: embedding the corpus with use 150/300 chunks" in text
     assert 150 <= (progress.stage_done or 0) <= 300 and 0 < progress.share < 1
     assert manager.wait(campaign_id, timeout=30).status == "succeeded"
     ended = get_campaign(manager.store, campaign_id)
     assert ended.stage is None and ended.stage_done is None and ended.progress().stage is None
+
+
+def api_progress(manager: CampaignManager, campaign_id: str) -> dict:
+    """A campaign's progress as the API answers it."""
+    from fastapi.testclient import TestClient
+
+    from evalcore.api import create_app
+    from evalcore.keys import create_key
+
+    _, secret = create_key(manager.store, tenant="default", role="viewer")
+    client = TestClient(create_app(manager.store.path))
+    answer = client.get(f"/api/v1/campaigns/{campaign_id}", headers={"Authorization": f"Bearer {secret}"})
+    return dict(answer.json()["data"]["campaign"]["progress"])
 
 
 def test_the_cli_bar_counts_chunks_then_questions_with_the_campaigns_time_left() -> None:

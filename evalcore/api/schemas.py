@@ -27,11 +27,17 @@ class Out(BaseModel):
 
 
 class ProgressOut(Out):
+    """Questions finished of total; before them, the index build's step with its chunks done of total."""
+
     finished: int
     total: int
-    rate_per_s: float | None
-    eta_s: float | None
-    stage: str | None
+    rate_per_s: float | None = Field(description="questions per second over the last half minute (the session's "
+                                                 "average once ended)")
+    eta_s: float | None = Field(description="seconds left in the current stage at its recent rate (null: unknown)")
+    stage: str | None = Field(description="the index build's step, e.g. 'embedding the corpus with use'; null once "
+                                          "questions run")
+    stage_done: int | None = Field(default=None, description="chunks done in that step")
+    stage_total: int | None = Field(default=None, description="chunks of that step")
 
 
 class RunOptionsOut(Out):
