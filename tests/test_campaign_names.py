@@ -92,6 +92,8 @@ def test_cli_list_shows_names_sources_settings_and_measures_searched_and_sorted(
     assert [c["settings"]["top_k"] for c in listed] == [5, 9, 30]
     assert main(["campaigns", "list", "--sort", "name", "--reverse", "--db", db]) == 0
     assert capsys.readouterr().out.splitlines()[1].startswith("nine chunks")
+    assert main(["campaigns", "show", ids["suite"], "--db", db]) == 0
+    assert "(suite Refund questions, tenant default)" in capsys.readouterr().out.splitlines()[0]
 
 
 @pytest.fixture(scope="module")

@@ -110,7 +110,8 @@ def show_command(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
         return 0
     campaign = report.campaign
-    print(f"campaign {campaign.id} {campaign.name!r} ({campaign.kind} {campaign.source}, tenant {campaign.tenant})")
+    [row] = campaign_rows(store, campaigns=[campaign], means={})  # the dataset or the suite by name
+    print(f"campaign {campaign.id} {campaign.name!r} ({campaign.kind} {row.source_name}, tenant {campaign.tenant})")
     changed = _changed(campaign.config)
     print(f"configuration (changed from defaults): {json.dumps(changed, ensure_ascii=False) if changed else 'defaults'}")
     print(format_report(report))
