@@ -196,3 +196,15 @@ def test_the_progress_bar_counts_the_index_build_then_the_questions(named: dict)
     text = ui.progress_text(building)
     assert "preparing the knowledge base: embedding the corpus with use 128/305 chunks" in text
     assert building.progress().share == pytest.approx(128 / 305)
+
+
+def test_the_question_browser_finds_questions_by_their_words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALCORE_DB", str(tmp_path / "db.sqlite"))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert len(at.selectbox(key="dataset-question").options) >= 80
+    at.text_input(key="dataset-find").set_value("REFUND").run()
+    found = at.selectbox(key="dataset-question").options
+    assert found and all("refund" in option.casefold() for option in found)
+    at.text_input(key="dataset-find").set_value("no question says this").run()
+    assert_clean(at)
+    assert "No question matches." in [c.value for c in at.caption]
