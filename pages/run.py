@@ -111,12 +111,12 @@ if origin == "dataset":
     datasets = ui.list_datasets()
     dataset = st.selectbox("Dataset", datasets, index=ui.index_of(datasets, st.session_state.get("dataset_ref")))
 else:
-    # Grouped by the dataset their configuration's knowledge base is, then by name.
     suites = list_suites(store, principal=principal)
     if not suites:
         st.info("No suite yet.")
         st.page_link("pages/suites.py", label="Create or import a suite")
         st.stop()
+    # Grouped by the dataset their configuration's knowledge base is, then by name.
     frame = ui.suite_frame(suites, principal).sort_values(["dataset", "name"], key=lambda c: c.str.casefold())
     by_id = {s.id: s for s in suites}
     suite = by_id[ui.table_picker("Suite", frame, {i: f"{by_id[i].name} · {len(by_id[i].cases)} cases · {i}"
