@@ -56,6 +56,16 @@ USABLE = {
     "Campaigns": ("Campaigns", ["[data-testid='stTextInput']", "[data-testid='stDataFrame']"]),
     "Compare": ("Compare", ["[data-testid='stSelectbox']", ".js-plotly-plot"]),
 }
+# The reference: Streamlit alone, with nothing of ours, serving a title, a picker and a three-row table.
+FLOOR = "Streamlit alone"
+FLOOR_APP = """import pandas as pd
+import streamlit as st
+
+st.title("Streamlit alone")
+st.selectbox("Pick", ["a", "b"])
+st.dataframe(pd.DataFrame({"x": [1, 2, 3]}))
+"""
+USABLE[FLOOR] = (FLOOR, ["[data-testid='stSelectbox']", "[data-testid='stDataFrame']"])
 SCORED = [name for name, m in MEASURES.items() if m.family in ("retrieval", "generation")]
 WORDS = ["refund", "window", "delivery", "router", "firmware", "thermostat", "warranty", "policy", "days", "update",
          "reset", "password"]
@@ -148,13 +158,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(db: str, home: Path) -> Iterator[str]:
-    """`streamlit run app.py` on a loopback port over the database."""
+def serve(db: str, home: Path, script: Path = ROOT / "app.py") -> Iterator[str]:
+    """`streamlit run` of a script (the app) on a loopback port over the database."""
     port = free_port()
     env = {**os.environ, "EVALCORE_DB": db}
-    command = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+    command = [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
                "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
-    with (home / "streamlit.log").open("w") as log:
+    with (home / f"{script.stem}.log").open("w") as log:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
         try:
@@ -197,15 +207,23 @@ def timed_open(tab, title: str, go: Callable[[], None]) -> tuple[float, float]:
     return usable, time.perf_counter() - started
 
 
-def browser_round(url: str, runs: int) -> dict[str, tuple[tuple[float, float], list[tuple[float, float]]]]:
+def browser_round(url: str, runs: int, floor: str | None = None,
+                  ) -> dict[str, tuple[tuple[float, float], list[tuple[float, float]]]]:
     """Per page: a new browser session opening it by its address (the whole app loads: a first visit), then
-    `runs` visits from another page through the navigation (the app already loaded: the next visits)."""
+    `runs` visits from another page through the navigation (the app already loaded: the next visits); before
+    each page, the same first visit of Streamlit alone (`floor`), when given."""
     from playwright.sync_api import sync_playwright
 
     times: dict[str, tuple[tuple[float, float], list[tuple[float, float]]]] = {}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         for page, title in PAGES.items():
+            if floor is not None:
+                context = browser.new_context(viewport={"width": 1400, "height": 1000})
+                tab = context.new_page()
+                visit = timed_open(tab, FLOOR, lambda tab=tab: tab.goto(floor))
+                times[f"{FLOOR} {title}"] = (visit, [])
+                context.close()
             context = browser.new_context(viewport={"width": 1400, "height": 1000})  # no cache, no cookies
             tab = context.new_page()
             address = url if page == "pages/datasets.py" else f"{url}/{Path(page).stem}"
@@ -237,12 +255,16 @@ def browser_table(db: str, home: Path, rounds: int, runs: int) -> list[str]:
     """Browser rows: the server's first round, first visits in new sessions, next visits; usable and finished."""
     first: dict[str, list[tuple[float, float]]] = {t: [] for t in PAGES.values()}
     later: dict[str, list[tuple[float, float]]] = {t: [] for t in PAGES.values()}
-    loads = []
-    with serve(db, home) as url:
+    loads, floor = [], []
+    (home / "floor.py").write_text(FLOOR_APP)
+    with serve(db, home) as url, serve(db, home, home / "floor.py") as floor_url:
         cold = browser_round(url, runs)  # the server's own first imports and caches, page by page
         for _ in range(rounds):
             loads.append(os.getloadavg()[0])
-            for title, (visit, visits) in browser_round(url, runs).items():
+            for title, (visit, visits) in browser_round(url, runs, floor_url).items():
+                if title.startswith(FLOOR):
+                    floor.append(visit)
+                    continue
                 first[title].append(visit)
                 later[title] += visits
     lines = [f"load average (1 min) at the start of each round: {', '.join(f'{load:.1f}' for load in loads)}", "",
@@ -252,6 +274,8 @@ def browser_table(db: str, home: Path, rounds: int, runs: int) -> list[str]:
         lines.append(f"| {title} | {cold[title][0][0]:.2f} | {spread([u for u, _ in first[title]])} | "
                      f"{spread([f for _, f in first[title]])} | {spread([u for u, _ in later[title]])} | "
                      f"{spread([f for _, f in later[title]])} |")
+    lines.append(f"| {FLOOR} (a title, a picker, a 3-row table; the same rounds) | | {spread([u for u, _ in floor])} | "
+                 f"{spread([f for _, f in floor])} | | |")
     return lines
 
 

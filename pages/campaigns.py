@@ -17,6 +17,7 @@ from evalcore.campaigns.storage import load_signatures
 from evalcore.metrics import panels, sources_found
 from evalcore.targets import Retrieved
 
+PAGE_SIZE = 100  # questions in the table and its picker at a time
 # Per question: the headline measures and the retrieval ones people sort by first.
 QUESTION_MEASURES = ("recall", "mrr", *HEADLINE)
 
@@ -183,20 +184,22 @@ with st.expander("Configuration"):
 
 st.subheader("Questions", anchor=False)
 results = ui.cached_results(campaign, principal)
-search, only_errors = st.columns([4, 1], vertical_alignment="bottom")
+search, only_errors, paging = st.columns([4, 1, 1], vertical_alignment="bottom")
 needle = search.text_input("Filter questions", placeholder="words of the question or the answer")
 errors_only = only_errors.checkbox("Only errors")
-shown = [r for r in results if (not errors_only or r.outcome.error)
-         and (not needle or needle.casefold() in f"{r.question.text} {r.outcome.answer or ''}".casefold())]
-overview = results_table(ui.db_path(), ui.version(campaign), results)
+matching = [position for position, r in enumerate(results) if (not errors_only or r.outcome.error)
+            and (not needle or needle.casefold() in f"{r.question.text} {r.outcome.answer or ''}".casefold())]
+pages = max((len(matching) + PAGE_SIZE - 1) // PAGE_SIZE, 1)
+number = paging.number_input(f"Page (of {pages})", min_value=1, max_value=pages, value=1, key=f"page-{chosen}")
+shown = matching[(number - 1) * PAGE_SIZE: number * PAGE_SIZE]  # a page of the table at a time
 if shown:
     # One question in full at a time: a click on its row, or the picker, chooses it.
-    by_position = {r.question.position: r for r in shown}
-    labels = {str(r.question.position): f"{r.question.qid} · {'error' if r.outcome.error else 'ok'} · "
-                                         f"{ui.short(r.question.text, 100)}" for r in shown}
-    rows = overview.iloc[[position for position, r in enumerate(results) if r.question.position in by_position]]
-    picked = ui.table_picker("Question", rows, labels, f"question-{chosen}", key=f"questions-{chosen}")
-    show_result(by_position[int(picked)])
+    labels = {str(results[i].question.position): f"{results[i].question.qid} · "
+              f"{'error' if results[i].outcome.error else 'ok'} · {ui.short(results[i].question.text, 100)}"
+              for i in shown}
+    overview = results_table(ui.db_path(), ui.version(campaign), results)
+    picked = ui.table_picker("Question", overview.iloc[shown], labels, f"question-{chosen}", key=f"questions-{chosen}")
+    show_result(next(results[i] for i in shown if str(results[i].question.position) == picked))
 else:
     st.caption("No question matches." if results else "No question has finished yet.")
 

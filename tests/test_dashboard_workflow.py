@@ -208,3 +208,20 @@ def test_the_question_browser_finds_questions_by_their_words(tmp_path: Path, mon
     at.text_input(key="dataset-find").set_value("no question says this").run()
     assert_clean(at)
     assert "No question matches." in [c.value for c in at.caption]
+
+
+def test_the_questions_of_a_campaign_come_a_page_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.test_campaigns import FakeTarget, many_questions
+
+    db = str(tmp_path / "db.sqlite")
+    manager = get_manager(db)
+    campaign_id = manager.launch(dataset=str(many_questions(tmp_path / "many", 130)), target=FakeTarget())
+    assert manager.wait(campaign_id, timeout=60).status == "succeeded"
+    at = page_test(db, monkeypatch, "pages/campaigns.py")
+    picker = at.selectbox(key=f"question-{campaign_id}-pick")
+    assert len(picker.options) == 100 and len(at.dataframe[1].value) == 100  # the list, then a page of questions
+    at.number_input(key=f"page-{campaign_id}").set_value(2).run()
+    assert_clean(at)
+    picker = at.selectbox(key=f"question-{campaign_id}-pick")
+    assert len(picker.options) == 30 and picker.options[0].startswith("101 · ok · Question number 101")
+    assert [t.value for t in at.text if t.value.startswith("Question: ")] == ["Question: Question number 101 about refunds?"]
