@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlparse
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import streamlit as st
@@ -26,11 +27,23 @@ from evalcore.campaigns import (
     Aggregate,
     Campaign,
     QuestionResult,
+    Summary,
     campaign_aggregates,
     campaign_results,
+    campaign_summary,
     get_manager,
     list_campaigns,
 )
+from evalcore.campaigns.listing import (
+    HEADLINE,
+    CampaignRow,
+    Settings,
+    campaign_rows,
+    dataset_label,
+    headline_means,
+    search_rows,
+)
+from evalcore.campaigns.pace import duration_text
 from evalcore.compare import compare_with_previous, results_version
 from evalcore.compare.charts import chart_text  # noqa: F401 - the one escape of chart text, engine charts included
 from evalcore.csvcells import csv_text
@@ -40,6 +53,7 @@ from evalcore.errors import EvalError
 from evalcore.keys import MAX_SECRET, login_required, principal_of, sign_in
 from evalcore.metrics import MEASURES
 from evalcore.store import Store, default_db_path
+from evalcore.suites import Suite
 from evalcore.targets.presets import DEFAULTS
 from evalcore.targets.saved import list_targets
 from evalcore.text import tokenize
@@ -222,20 +236,6 @@ def fmt_value(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def fmt_seconds(seconds: float | None) -> str:
-    """A duration for people: 85 ms, 42 s, 3 min 5 s, 1 h 2 min."""
-    if seconds is None:
-        return "—"
-    if seconds < 1:
-        return f"{seconds * 1000:.0f} ms"
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
-
-
 def fmt_when(timestamp: float | None) -> str:
     """A local date and time, or an em dash."""
     return "—" if not timestamp else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))
@@ -324,6 +324,30 @@ def chart(figure: Any, name: str, key: str) -> None:
                           key=f"{key}-html", on_click="ignore")
 
 
+def bars(frame: pd.DataFrame, title: str, share: bool = False) -> None:
+    """A bar chart of a two-column table (categories, then values), categories in table order.
+
+    Streamlit's own (Vega-Lite) chart: its script is a fraction of Plotly's, so a page's first chart shows
+    a second or more sooner in a browser that has not loaded it yet. Vega shows text as text.
+    """
+    x, y = frame.columns[:2]
+    scale = {"scale": {"domain": [0, 1]}} if share else {}
+    spec = {"title": title, "mark": {"type": "bar", "tooltip": True}, "height": 260,
+            "encoding": {"x": {"field": x, "type": "ordinal", "sort": None, "axis": {"labelAngle": 0}},
+                         "y": {"field": y, "type": "quantitative", **scale}}}
+    st.vega_lite_chart(frame.astype({x: str}), spec)
+
+
+def histogram(values: list[int], name: str, title: str, bins: int = 30) -> None:
+    """A histogram binned here (the browser gets the bins, not every value)."""
+    counts, edges = np.histogram(values or [0], bins=bins)
+    frame = pd.DataFrame({"from": edges[:-1], "to": edges[1:], "count": counts})
+    spec = {"title": title, "mark": {"type": "bar", "tooltip": True}, "height": 260,
+            "encoding": {"x": {"field": "from", "bin": {"binned": True}, "type": "quantitative", "title": name},
+                         "x2": {"field": "to"}, "y": {"field": "count", "type": "quantitative", "title": "passages"}}}
+    st.vega_lite_chart(frame, spec)
+
+
 def table_download(frame: pd.DataFrame | pa.Table, name: str, key: str, context: Sequence[Sequence[str]] = ()) -> None:
     """A CSV download of a table (pandas or Arrow) as `name`.csv, after its context lines; built only when clicked."""
     st.download_button("CSV", data=lambda: csv_bytes(frame if isinstance(frame, pd.DataFrame) else frame.to_pandas(),
@@ -344,6 +368,31 @@ def target_choices(store: Store, principal: Principal) -> dict[str, str]:
     choices = {DEFAULTS.name: DEFAULTS.label}
     choices.update({t.id: f"{t.name or 'unnamed'} · {t.id}" for t in list_targets(store, principal=principal)})
     return choices
+
+
+def suite_frame(suites: list[Suite], principal: Principal) -> pd.DataFrame:
+    """One line per suite: name, the dataset its configuration's knowledge base is, cases, the configuration
+    (name and key settings), updated, its last campaign (status, date, headline means), id."""
+    targets = {t.id: t for t in list_targets(store(), principal=principal)}
+    last: dict[str, CampaignRow] = {}
+    for row in rows_of([c for c in list_campaigns(store(), principal=principal) if c.suite_id], principal):
+        last.setdefault(row.campaign.suite_id or "", row)  # newest first
+    measures = [name for name in HEADLINE if any(name in row.headline for row in last.values())]
+    lines = []
+    for suite in suites:
+        target = targets.get(suite.target_id)
+        config = target.config if target else DEFAULTS.config.to_dict()
+        settings, run = Settings.of(config), last.get(suite.id)
+        lines.append({"name": suite.name, "dataset": dataset_label(str(config.get("knowledge_base", ""))),
+                      "cases": len(suite.cases),
+                      "configuration": target.name or target.id if target else DEFAULTS.label.split(" (")[0],
+                      **settings.to_dict(), "updated": fmt_when(suite.updated_at),
+                      "last campaign": run.campaign.status_text if run else "never run",
+                      "last run": fmt_when(run.campaign.created_at) if run else None,
+                      **{name: run.headline.get(name) if run else None for name in measures}, "id": suite.id})
+    return pd.DataFrame(lines, columns=["name", "dataset", "cases", "configuration", "retriever", "reranker", "generator", "top_k",
+                                        "updated", "last campaign", "last run", *measures, "id"]
+                        ).rename(columns={"top_k": "top-k"})
 
 
 # --- datasets -----------------------------------------------------------------------------------
@@ -388,26 +437,27 @@ def poll(fn: Callable[[], None], seconds: float | None = 2) -> None:
 # --- campaigns ----------------------------------------------------------------------------------
 
 def progress_text(campaign: Campaign) -> str:
-    """finished/total, failed, rate and time left of a campaign, in one line."""
+    """Questions finished of total, the stage before them with its chunks, failed, rate and time left, in one line."""
     progress = campaign.progress()
     parts = [f"{progress.finished}/{progress.total} questions"]
-    if progress.stage:
-        parts.append(progress.stage)
-    elif campaign.status == "running" and not progress.finished:
-        parts.append("preparing the knowledge base")
+    if progress.stage is not None:
+        chunks = f" {progress.stage_done}/{progress.stage_total} chunks" if progress.stage_total else ""
+        parts.append(f"preparing the knowledge base: {progress.stage}{chunks}")
+    elif campaign.status == "running" and campaign.pace_at is None:
+        parts.append("starting")
     if campaign.failed:
         parts.append(f"{campaign.failed} failed")
     if progress.rate_per_s:
         parts.append(f"{progress.rate_per_s:.1f} q/s")
     if campaign.active and progress.eta_s is not None:
-        parts.append(f"{fmt_seconds(progress.eta_s)} left")
+        parts.append(f"{duration_text(progress.eta_s)} left" + (" in this step" if progress.stage else ""))
     return " · ".join(parts)
 
 
 def show_progress(campaign: Campaign) -> None:
-    """A progress bar with its status line (ids and numbers only: no user text)."""
-    share = campaign.finished / campaign.total if campaign.total else 1.0
-    st.progress(min(share, 1.0), text=escape_md(f"{campaign.id} · {campaign.status_text} · {progress_text(campaign)}"))
+    """A progress bar of the current stage (the index build's chunks, then the questions) with its status line."""
+    st.progress(campaign.progress().share,
+                text=escape_md(f"{campaign.name} · {campaign.status_text} · {progress_text(campaign)}"))
 
 
 def activity() -> None:
@@ -436,11 +486,82 @@ def _aggregates(db: str, version: tuple[str, str], principal: Principal) -> dict
 
 
 def cached_results(campaign: Campaign, principal: Principal) -> list[QuestionResult]:
-    """Every stored result of a campaign, re-read only when the campaign changed."""
+    """Every stored result of a campaign, re-read only when the campaign changed (shared, never copied: the
+    records are frozen)."""
     return _results(db_path(), version(campaign), principal)
 
 
-@st.cache_data(show_spinner="Reading the results…", max_entries=8)
+@st.cache_resource(show_spinner="Reading the results…", max_entries=8)
 def _results(db: str, version: tuple[str, str], principal: Principal) -> list[QuestionResult]:
     return campaign_results(store(), version[0], principal=principal)
 
+
+def summary(campaign: Campaign, principal: Principal) -> Summary:
+    """campaign_summary, re-read only when the campaign changed."""
+    return _summary(db_path(), version(campaign), principal)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _summary(db: str, version: tuple[str, str], principal: Principal) -> Summary:
+    return campaign_summary(store(), version[0], principal=principal)
+
+
+# --- lists and pickers --------------------------------------------------------------------------
+
+def rows_of(campaigns: list[Campaign], principal: Principal) -> list[CampaignRow]:
+    """The campaigns as list rows (dataset or suite name, key settings, headline means cached per version)."""
+    means = {c.id: _headline(db_path(), version(c)) for c in campaigns}
+    return campaign_rows(store(), principal=principal, campaigns=campaigns, means=means)
+
+
+@st.cache_data(show_spinner=False, max_entries=4096)
+def _headline(db: str, version: tuple[str, str]) -> dict[str, float]:
+    return headline_means(store(), [version[0]]).get(version[0], {})
+
+
+def campaign_frame(rows: list[CampaignRow]) -> pd.DataFrame:
+    """One line per campaign: name, dataset or suite, status, date, progress, key settings, headline means, id."""
+    measures = [name for name in HEADLINE if any(name in row.headline for row in rows)]  # no empty column
+    return pd.DataFrame([{
+        "name": row.campaign.name, "dataset / suite": f"{row.campaign.kind} {row.source_name}",
+        "status": row.campaign.status_text, "created": fmt_when(row.campaign.created_at),
+        "progress": f"{row.campaign.finished}/{row.campaign.total}", **row.settings.to_dict(),
+        **{name: row.headline.get(name) for name in measures}, "id": row.campaign.id,
+    } for row in rows], columns=["name", "dataset / suite", "status", "created", "progress", "retriever", "reranker",
+                                 "generator", "top_k", *measures, "id"]).rename(columns={"top_k": "top-k"})
+
+
+def row_label(row: CampaignRow) -> str:
+    """A campaign in a picker: name, dataset or suite, status, date, and the id that tells twins apart."""
+    c = row.campaign
+    return f"{c.name} · {c.kind} {row.source_name} · {c.status_text} · {fmt_when(c.created_at)} · {c.id}"
+
+
+def campaign_picker(rows: list[CampaignRow], state_key: str, key: str, label: str = "Campaign") -> str | None:
+    """Search box, the campaigns as a table (sort by any column, click a row to pick it) and the picker;
+    returns the picked campaign's id (None when the search matches nothing)."""
+    needle = st.text_input(f"Search {label.lower()}s", key=f"{key}-search",
+                           placeholder="words of the name, dataset or suite, status or settings")
+    shown = search_rows(rows, needle)
+    if not shown:
+        st.info("No campaign matches: clear the search to see them all.")
+        return None
+    return table_picker(label, campaign_frame(shown), {row.campaign.id: row_label(row) for row in shown}, state_key, key)
+
+
+def table_picker(label: str, frame: pd.DataFrame, labels: dict[str, str], state_key: str, key: str,
+                 first: str | None = None) -> str:
+    """A table whose rows are the options (in the order of `labels`), then a selectbox of them (after `first`,
+    an option with no row, such as a new suite); clicking a row picks it. Returns the picked option."""
+    ids = list(labels)
+    st.dataframe(frame, hide_index=True, key=f"{key}-table", on_select=lambda: _clicked(f"{key}-table", ids, state_key),
+                 selection_mode="single-row", height=min(36 + 35 * len(frame), 300))
+    options = [first, *ids] if first is not None else ids
+    return remembered_select(label, options, state_key, format_func=lambda i: labels.get(i, i))
+
+
+def _clicked(table_key: str, ids: list[str], state_key: str) -> None:
+    """A row of a picker's table was clicked: its option becomes the pick."""
+    rows = st.session_state[table_key].selection.rows
+    if rows:
+        select_next_run(state_key, ids[rows[0]])

@@ -1,11 +1,21 @@
-"""Dashboard page load times with a full store: 20 campaigns x 1,000 questions.
+"""Dashboard page times with a full store: 20 campaigns x 1,000 questions, plus the sample dataset.
 
-    python bench/dashboard.py [--campaigns 20] [--questions 1000] [--runs 3]
+    python bench/dashboard.py [--campaigns 20] [--questions 1000] [--rounds 3] [--no-browser] [--no-apptest]
 
-Rows are written straight into a temporary store through its write API (no pipeline runs), with
-realistic payloads: twelve measures with signatures, ten retrieved passages, an answer of ~40 words.
-Each page is loaded with Streamlit's AppTest: the first load (cold caches, including the dataset
-and the comparison statistics of the two newest campaigns) and the median of the following loads.
+Rows are written straight into a temporary store by the runner's own writer (no pipeline runs), with
+realistic payloads: the retrieval and generation measures with signatures, ten retrieved passages,
+an answer of ~40 words; each campaign's configuration differs from its neighbour's in one key.
+
+Two measurements, each page in turn, over several rounds (median and min-max):
+
+- AppTest: the script's own time, the first run in a new session and the following runs.
+- A real browser (headless Debian chromium driven by Playwright, as tests/test_browser.py launches
+  it) against `streamlit run app.py`: the time from the address typed (or the click) until the page
+  is usable, its title, its controls and its first chart or table visible, and until the script has
+  finished (Streamlit's running indicator gone). "first visit": a new browser session (no cache)
+  opens the page by its address, so the whole app loads with it; the server is up (its own first
+  imports and caches are paid by a round before, shown apart as "cold server"). "next visits": the
+  same session comes back to the page from another one through the navigation.
 """
 
 from __future__ import annotations
@@ -13,113 +23,297 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from streamlit.testing.v1 import AppTest
-
-from evalcore.campaigns import get_manager
+from evalcore.campaigns import Outcome, Question, get_manager
+from evalcore.campaigns.plans import insert_questions
+from evalcore.campaigns.storage import ResultWriter
 from evalcore.metrics import MEASURES
 from evalcore.store import dumps
-from evalcore.targets import TargetConfig
+from evalcore.targets import Retrieved, TargetConfig
 
-PAGES = ["pages/datasets.py", "pages/suites.py", "pages/run.py", "pages/campaigns.py", "pages/compare.py"]
-SCORED = [name for name, m in MEASURES.items() if m.family in ("retrieval", "generation") and "." not in name]
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+PAGES = {"pages/datasets.py": "Datasets", "pages/suites.py": "Suites", "pages/run.py": "Run",
+         "pages/campaigns.py": "Campaigns", "pages/compare.py": "Compare"}
+# What "usable" means on each page: the title, then its controls and its first chart or table.
+USABLE = {
+    "Datasets": ("Datasets", ["[data-testid='stSelectbox']", ".vega-embed"]),
+    "Suites": ("Suites", ["[data-testid='stSelectbox']", "[data-testid='stDataFrame']"]),
+    "Run": ("Run a campaign", ["[data-testid='stSelectbox']", "button:has-text('Launch')"]),
+    "Campaigns": ("Campaigns", ["[data-testid='stTextInput']", "[data-testid='stDataFrame']"]),
+    "Compare": ("Compare", ["[data-testid='stSelectbox']", ".js-plotly-plot"]),
+}
+# The reference: Streamlit alone, with nothing of ours, serving a title, a picker and a three-row table.
+FLOOR = "Streamlit alone"
+FLOOR_APP = """import pandas as pd
+import streamlit as st
+
+st.title("Streamlit alone")
+st.selectbox("Pick", ["a", "b"])
+st.dataframe(pd.DataFrame({"x": [1, 2, 3]}))
+"""
+USABLE[FLOOR] = (FLOOR, ["[data-testid='stSelectbox']", "[data-testid='stDataFrame']"])
+SCORED = [name for name, m in MEASURES.items() if m.family in ("retrieval", "generation")]
 WORDS = ["refund", "window", "delivery", "router", "firmware", "thermostat", "warranty", "policy", "days", "update",
          "reset", "password"]
+RETRIEVERS = ("bm25", "vector", "hybrid")
 
 
-def campaign_row(number: int, questions: int, now: float) -> tuple:
-    """A finished dataset campaign whose configuration differs from its neighbour in one key."""
-    config = TargetConfig.from_dict({"retriever": "bm25", "embedding_top_k": 5 + number})
-    return (f"bench_{number:02d}", "default", "dataset", "default", None, None, "succeeded", None, questions, questions, 0,
-            now - 600 + number, now - 600 + number, now - 300 + number, now, "bench", 0, 0, 0,
-            dumps(config.to_dict()), "benchhash", 0, "[]", 1, 0, "{}")
+# --- the store ----------------------------------------------------------------------------------
+
+def campaign_row(number: int, questions: int, now: float) -> dict[str, object]:
+    """A finished dataset campaign whose configuration differs from its neighbour's in one key."""
+    config = TargetConfig.from_dict({"retriever": RETRIEVERS[number % 3], "embedding_top_k": 5 + number})
+    return {"id": f"bench_{number:02d}", "name": config.describe(), "tenant": "default", "kind": "dataset",
+            "source": "default", "status": "succeeded", "total": questions, "finished": 0,
+            "created_at": now - 600 + number, "started_at": now - 600 + number, "ended_at": now - 300 + number,
+            "heartbeat": now, "owner_host": "bench", "config": dumps(config.to_dict()), "dataset_hash": "benchhash"}
 
 
-def questions(count: int) -> list[tuple[str, list[str], dict[str, int]]]:
-    """The same questions for every campaign: text, reference answers, graded relevant passages."""
+def questions(count: int) -> list[Question]:
+    """The same questions for every campaign: text, a reference answer, graded relevant passages."""
     rng = random.Random(0)
-    return [(f"Question {n + 1}: {' '.join(rng.choices(WORDS, k=12))}?", [" ".join(rng.choices(WORDS, k=20))],
-             {str(rng.randrange(5000)): rng.randint(1, 3) for _ in range(rng.randint(1, 3))}) for n in range(count)]
+    return [Question(n, n + 1, f"Question {n + 1}: {' '.join(rng.choices(WORDS, k=12))}?",
+                     references=(" ".join(rng.choices(WORDS, k=20)),),
+                     relevant={rng.randrange(5000): rng.randint(1, 3) for _ in range(rng.randint(1, 3))})
+            for n in range(count)]
 
 
-def question_rows(campaign_id: str, asked: list, rng: random.Random) -> tuple[list[tuple], list[tuple]]:
-    """The question snapshot and one stored result per question."""
-    snapshot, results = [], []
-    for position, (text, references, relevant) in enumerate(asked):
-        snapshot.append((campaign_id, position, position + 1, text, None, dumps(references), dumps(relevant), "[]"))
-        retrieved = [{"pid": rng.choice([int(p) for p in relevant] + [rng.randrange(5000)]), "title": f"Doc {k}",
-                      "score": 1.0 - k / 10, "stages": {"bm25": 10.0 - k}} for k in range(10)]
-        measures = {name: rng.random() for name in SCORED}
-        results.append((campaign_id, position, position + 1, " ".join(rng.choices(WORDS, k=40)), dumps(retrieved), "[]",
-                        dumps(measures), dumps({name: MEASURES[name].signature for name in measures}), "{}",
-                        rng.uniform(0.01, 0.2), 0, 0, None, 1, "[]", time.time()))
-    return snapshot, results
+CORPUS = [" ".join(random.Random(pid).choices(WORDS, k=30)) for pid in range(5000)]
+
+
+def outcome(question: Question, rng: random.Random) -> Outcome:
+    """An answer of ~40 words, ten retrieved passages of a 5,000-passage corpus (some relevant), the measures."""
+    relevant = list(question.relevant or {})
+    pids = [rng.choice([*relevant, rng.randrange(5000)]) for _ in range(10)]
+    retrieved = tuple(Retrieved(pid, f"Doc {pid // 10}", CORPUS[pid], 1.0 - k / 10, {"bm25": 10.0 - k})
+                      for k, pid in enumerate(pids))
+    measures = {name: rng.random() for name in SCORED}
+    return Outcome(answer=" ".join(rng.choices(WORDS, k=40)), retrieved=retrieved, context=retrieved[:5],
+                   measures=measures, signatures={name: MEASURES[name].signature for name in measures},
+                   latency_s=rng.uniform(0.01, 0.2))
 
 
 def fill(db: str, campaigns: int, count: int) -> None:
-    """Write the campaigns, their question snapshots and their results."""
+    """Write the campaigns, their question snapshots and their results as a runner stores them."""
     store = get_manager(db).store
     rng, now, asked = random.Random(1), time.time(), questions(count)
     for number in range(campaigns):
         row = campaign_row(number, count, now)
-        snapshot, results = question_rows(row[0], asked, rng)
+        writer = ResultWriter(store, str(row["id"]))
+        results, passages, signatures = writer.rows([(q, outcome(q, rng)) for q in asked])
 
-        def insert(conn, row=row, snapshot=snapshot, results=results) -> None:
-            conn.execute(f"INSERT INTO campaigns (id, tenant, kind, source, suite_id, target_id, status, error, total, "
-                         f"finished, failed, created_at, started_at, ended_at, heartbeat, owner_host, owner_pid, "
-                         f"session_finished, cancel_requested, config, dataset_hash, use_judge, judges, cache, "
-                         f"cache_hits, options) VALUES ({', '.join('?' * len(row))})", row)
-            conn.executemany("INSERT INTO campaign_questions (campaign_id, position, qid, question, expected_answer, "
-                             "refs, relevant, expected_sources) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", snapshot)
-            conn.executemany("INSERT INTO results (campaign_id, position, qid, answer, retrieved, sources, measures, "
-                             "signatures, judges, latency_s, prompt_tokens, completion_tokens, error, attempts, notes, "
-                             "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", results)
+        def insert(conn, row=row, writer=writer, results=results, passages=passages, signatures=signatures) -> None:
+            conn.execute(f"INSERT INTO campaigns ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
+            insert_questions(conn, str(row["id"]), asked)
+            writer.write(conn, results, passages, signatures, {})
 
         store.write(insert)
+    get_manager(db).close()
 
 
-def time_page(page: str, runs: int) -> tuple[float, float]:
-    """Seconds for the first load of a page in a new session, and the median of the next loads."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
-    times = []
-    for run in range(runs + 1):
-        if run == 0 and page != PAGES[0]:
+# --- AppTest ------------------------------------------------------------------------------------
+
+def apptest_round(runs: int) -> dict[str, tuple[float, list[float]]]:
+    """Per page: the first script run in a new session and the next runs (seconds)."""
+    from streamlit.testing.v1 import AppTest
+
+    times = {}
+    for page, title in PAGES.items():
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
+        if page != "pages/datasets.py":
             at.run()
             at.switch_page(page)
-        started = time.perf_counter()
-        at.run()
-        times.append(time.perf_counter() - started)
-        if at.exception:
-            raise RuntimeError(f"{page}: {at.exception[0].value}")
-    return times[0], statistics.median(times[1:])
+        loads = []
+        for _ in range(runs + 1):
+            started = time.perf_counter()
+            at.run()
+            loads.append(time.perf_counter() - started)
+            if at.exception:
+                raise RuntimeError(f"{page}: {at.exception[0].value}")
+        times[title] = (loads[0], loads[1:])
+    return times
+
+
+# --- the browser --------------------------------------------------------------------------------
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def serve(db: str, home: Path, script: Path = ROOT / "app.py") -> Iterator[str]:
+    """`streamlit run` of a script (the app) on a loopback port over the database."""
+    port = free_port()
+    env = {**os.environ, "EVALCORE_DB": db}
+    command = [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
+               "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
+    with (home / f"{script.stem}.log").open("w") as log:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_healthy(url, process)
+            yield url
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 120) -> None:
+    """Poll Streamlit's health endpoint until it answers."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {process.returncode}")
+        try:
+            if httpx.get(f"{url}/_stcore/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise TimeoutError("streamlit did not start")
+
+
+def timed_open(tab, title: str, go: Callable[[], None]) -> tuple[float, float]:
+    """Seconds from go() until the page is usable, and until its script has finished."""
+    heading, selectors = USABLE[title]
+    started = time.perf_counter()
+    go()
+    main = tab.locator("[data-testid='stMain']")
+    main.get_by_role("heading", name=heading, exact=True).wait_for(timeout=120_000)
+    for selector in selectors:
+        main.locator(selector).first.wait_for(state="visible", timeout=120_000)
+    usable = time.perf_counter() - started
+    # The running indicator shows while a script runs (a page switch starts one at once).
+    tab.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=120_000)
+    return usable, time.perf_counter() - started
+
+
+def browser_round(url: str, runs: int, floor: str | None = None,
+                  ) -> dict[str, tuple[tuple[float, float], list[tuple[float, float]]]]:
+    """Per page: a new browser session opening it by its address (the whole app loads: a first visit), then
+    `runs` visits from another page through the navigation (the app already loaded: the next visits); before
+    each page, the same first visit of Streamlit alone (`floor`), when given."""
+    from playwright.sync_api import sync_playwright
+
+    times: dict[str, tuple[tuple[float, float], list[tuple[float, float]]]] = {}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        for page, title in PAGES.items():
+            if floor is not None:
+                context = browser.new_context(viewport={"width": 1400, "height": 1000})
+                tab = context.new_page()
+                visit = timed_open(tab, FLOOR, lambda tab=tab: tab.goto(floor))
+                times[f"{FLOOR} {title}"] = (visit, [])
+                context.close()
+            context = browser.new_context(viewport={"width": 1400, "height": 1000})  # no cache, no cookies
+            tab = context.new_page()
+            address = url if page == "pages/datasets.py" else f"{url}/{Path(page).stem}"
+            first = timed_open(tab, title, lambda tab=tab, address=address: tab.goto(address))
+            other = "Suites" if title != "Suites" else "Run"
+            visits = []
+            for _ in range(runs):
+                timed_open(tab, other, link(tab, other))
+                visits.append(timed_open(tab, title, link(tab, title)))
+            times[title] = (first, visits)
+            context.close()
+        browser.close()
+    return times
+
+
+def link(tab, title: str) -> Callable[[], None]:
+    """A click on the navigation's link to a page."""
+    return lambda: tab.locator("[data-testid='stSidebarNav'] a").filter(has_text=title).first.click()
+
+
+# --- the report ---------------------------------------------------------------------------------
+
+def spread(values: list[float]) -> str:
+    """median (min-max)."""
+    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+def browser_table(db: str, home: Path, rounds: int, runs: int) -> list[str]:
+    """Browser rows: the server's first round, first visits in new sessions, next visits; usable and finished."""
+    first: dict[str, list[tuple[float, float]]] = {t: [] for t in PAGES.values()}
+    later: dict[str, list[tuple[float, float]]] = {t: [] for t in PAGES.values()}
+    loads, floor = [], []
+    (home / "floor.py").write_text(FLOOR_APP)
+    with serve(db, home) as url, serve(db, home, home / "floor.py") as floor_url:
+        cold = browser_round(url, runs)  # the server's own first imports and caches, page by page
+        for _ in range(rounds):
+            loads.append(os.getloadavg()[0])
+            for title, (visit, visits) in browser_round(url, runs, floor_url).items():
+                if title.startswith(FLOOR):
+                    floor.append(visit)
+                    continue
+                first[title].append(visit)
+                later[title] += visits
+    lines = [f"load average (1 min) at the start of each round: {', '.join(f'{load:.1f}' for load in loads)}", "",
+             ("| page | server's first round: usable (s) | first visit: usable (s) | first visit: finished (s) "
+              "| next visits: usable (s) | next visits: finished (s) |"), "|---|---:|---:|---:|---:|---:|"]
+    for title in PAGES.values():
+        lines.append(f"| {title} | {cold[title][0][0]:.2f} | {spread([u for u, _ in first[title]])} | "
+                     f"{spread([f for _, f in first[title]])} | {spread([u for u, _ in later[title]])} | "
+                     f"{spread([f for _, f in later[title]])} |")
+    lines.append(f"| {FLOOR} (a title, a picker, a 3-row table; the same rounds) | | {spread([u for u, _ in floor])} | "
+                 f"{spread([f for _, f in floor])} | | |")
+    return lines
+
+
+def apptest_table(rounds: int, runs: int) -> list[str]:
+    """AppTest rows: first run in a new session and the next runs."""
+    first: dict[str, list[float]] = {t: [] for t in PAGES.values()}
+    later: dict[str, list[float]] = {t: [] for t in PAGES.values()}
+    for _ in range(rounds):
+        for title, (run, runs_after) in apptest_round(runs).items():
+            first[title].append(run)
+            later[title] += runs_after
+    lines = ["| page | AppTest first run (s) | AppTest next runs (s) |", "|---|---:|---:|"]
+    lines += [f"| {title} | {spread(first[title])} | {spread(later[title])} |" for title in PAGES.values()]
+    return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--campaigns", type=int, default=20)
     parser.add_argument("--questions", type=int, default=1000)
-    parser.add_argument("--runs", type=int, default=3, help="loads after the first, per page")
+    parser.add_argument("--rounds", type=int, default=3, help="new sessions per page")
+    parser.add_argument("--runs", type=int, default=2, help="visits after the first, per page and session")
+    parser.add_argument("--no-browser", action="store_true", help="AppTest only")
+    parser.add_argument("--no-apptest", action="store_true", help="the browser only")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="evalcore-bench-") as tmp:
         db = os.environ["EVALCORE_DB"] = str(Path(tmp) / "bench.db")
         started = time.perf_counter()
         fill(db, args.campaigns, args.questions)
         print(f"store: {args.campaigns} campaigns x {args.questions} questions written in "
-              f"{time.perf_counter() - started:.1f} s ({Path(db).stat().st_size / 1e6:.0f} MB)\n")
-        print("| page | first load (s) | next loads, median (s) |")
-        print("|---|---:|---:|")
-        for page in PAGES:
-            first, warm = time_page(page, args.runs)
-            print(f"| {Path(page).stem} | {first:.2f} | {warm:.2f} |", flush=True)
-        get_manager(db).close()
+              f"{time.perf_counter() - started:.1f} s ({Path(db).stat().st_size / 1e6:.0f} MB); "
+              f"{args.rounds} rounds, {args.runs} visits after the first\n", flush=True)
+        if not args.no_apptest:
+            print("\n".join(apptest_table(args.rounds, args.runs)) + "\n", flush=True)
+        if not args.no_browser:
+            if not CHROMIUM.exists():
+                sys.exit("the browser rows need Debian's chromium at /usr/bin/chromium (apt-get install chromium)")
+            print("\n".join(browser_table(db, Path(tmp), args.rounds, args.runs)), flush=True)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ def read_sources(folder: Path) -> list[dict]:
 
 
 def build_tables(sources: list[dict]) -> dict[str, pa.Table]:
-    """Turn keyed source records into the five seed-000 tables (plus title and lang columns)."""
+    """Turn keyed source records into the five dataset tables (plus title and lang columns)."""
     corpus: dict[str, list] = {"id": [], "text": [], "title": [], "lang": []}
     queries: dict[str, list] = {"id": [], "text": [], "lang": []}
     answers: dict[str, list] = {"id": [], "text": []}

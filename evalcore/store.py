@@ -127,8 +127,18 @@ ALTER TABLE campaign_questions ADD COLUMN answerable INTEGER;
 SCHEMA_V9 = """
 ALTER TABLE results ADD COLUMN queries TEXT NOT NULL DEFAULT '[]';
 """
+# v10: a running campaign's stage as numbers (the index build's chunks done of total), and its pace:
+# the latest sample of the current stage's count (time, done) with the rate over the half minute
+# before it, from which the time left is counted down (evalcore.campaigns.pace).
+SCHEMA_V10 = """
+ALTER TABLE campaigns ADD COLUMN stage_done INTEGER;
+ALTER TABLE campaigns ADD COLUMN stage_total INTEGER;
+ALTER TABLE campaigns ADD COLUMN pace_rate REAL;
+ALTER TABLE campaigns ADD COLUMN pace_at REAL;
+ALTER TABLE campaigns ADD COLUMN pace_done INTEGER;
+"""
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
-                               SCHEMA_V8, SCHEMA_V9)
+                               SCHEMA_V8, SCHEMA_V9, SCHEMA_V10)
 
 
 class NotFound(EvalError):

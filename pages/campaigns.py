@@ -1,4 +1,4 @@
-"""Campaigns: the list, one campaign's metric panel and summary, per-question drill-down, actions, exports."""
+"""Campaigns: the list, one campaign's metric panel and summary, one question in full, actions, exports."""
 
 from __future__ import annotations
 
@@ -8,62 +8,37 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from evalcore.access import Action, Principal
+from evalcore.access import Action
 from evalcore.campaigns import (
     Aggregate,
     Campaign,
     QuestionResult,
-    campaign_aggregates,
     campaign_diagnosis,
-    campaign_summary,
     get_campaign,
     list_campaigns,
 )
 from evalcore.campaigns.export import export_campaign
+from evalcore.campaigns.listing import HEADLINE
+from evalcore.campaigns.pace import duration_text
+from evalcore.campaigns.storage import load_signatures
 from evalcore.compare.charts import stage_bars
 from evalcore.diagnosis import NOT_ATTRIBUTED
 from evalcore.metrics import panels, sources_found
 from evalcore.targets import Retrieved
 
-PAGE_SIZE = 20
-# Aggregates shown in the campaign list when a campaign has them.
-MAIN_MEASURES = ("recall", "ndcg@10", "mrr", "rougel", "bleu4", "coverage", "sources_found", "judge.score")
+PAGE_SIZE = 100  # questions in the table and its picker at a time
+# Per question: the headline measures and the retrieval ones people sort by first.
+QUESTION_MEASURES = ("recall", "mrr", *HEADLINE)
 
 
-def campaign_table(campaigns: list[Campaign], principal: Principal) -> pd.DataFrame:
-    """One row per campaign: name, status, progress and the main aggregates."""
-    rows = []
-    for c in campaigns:
-        aggregates = ui.aggregates(c, principal)
-        means = {name: aggregates[name].mean for name in MAIN_MEASURES if name in aggregates}
-        rows.append({"name": c.name, "id": c.id, "kind": c.kind, "source": c.source, "status": c.status_text,
-                     "progress": f"{c.finished}/{c.total}", "failed": c.failed,
-                     "created": ui.fmt_when(c.created_at), **means})
-    return pd.DataFrame(rows)
-
-
-def stored_signatures(results: list[QuestionResult]) -> dict[str, str]:
-    """The signature each measure was computed with, as stored with the results."""
-    signatures: dict[str, str] = {}
-    for result in results:
-        for name, signature in result.outcome.signatures.items():
-            signatures.setdefault(name, signature)
-    return signatures
-
-
-def results_table(results: list[QuestionResult]) -> pd.DataFrame:
-    """The per-question overview: question, answer, error, the main measures, latency."""
-    rows = [{"qid": r.question.qid, "question": ui.short(r.question.text), "answer": ui.short(r.outcome.answer),
-             "error": ui.short(r.outcome.error) if r.outcome.error else "", "latency s": r.outcome.latency_s,
-             **{name: r.outcome.measures[name] for name in MAIN_MEASURES if name in r.outcome.measures}}
-            for r in results]
-    return pd.DataFrame(rows, index=[r.question.position for r in results])
-
-
-def result_label(result: QuestionResult) -> str:
-    """The (escaped) label of a question's expander."""
-    state = "error" if result.outcome.error else "ok"
-    return f"{result.question.qid} · {state} · {ui.escape_md(ui.short(result.question.text, 100))}"
+@st.cache_data(show_spinner=False, max_entries=16)
+def results_table(db: str, version: tuple[str, str], _results: list[QuestionResult]) -> pd.DataFrame:
+    """The per-question overview (cached per campaign version): question, answer, error, measures, latency."""
+    measures = [name for name in QUESTION_MEASURES if any(name in r.outcome.measures for r in _results)]
+    return pd.DataFrame([{"qid": r.question.qid, "question": ui.short(r.question.text), "answer": ui.short(r.outcome.answer),
+                          "error": ui.short(r.outcome.error) if r.outcome.error else "", "latency s": r.outcome.latency_s,
+                          **{name: r.outcome.measures.get(name) for name in measures}} for r in _results],
+                        columns=["qid", "question", "answer", "error", "latency s", *measures])
 
 
 def hit_mark(result: QuestionResult, hit: Retrieved) -> str:
@@ -123,6 +98,7 @@ def show_result(result: QuestionResult) -> None:
     st.caption(f"latency {ui.fmt_value(outcome.latency_s, 3)} s · tokens {outcome.prompt_tokens}+{outcome.completion_tokens}"
                f" · attempts {result.attempts}")
 
+
 def stage_line(result: QuestionResult) -> str:
     """Where the question failed, and whether declining was the right answer."""
     answerable = {False: " · unanswerable: declining is the right answer", True: ""}.get(result.question.answerable, "")
@@ -169,16 +145,24 @@ if not campaigns:
     st.info("No campaign yet.")
     ui.run_link(principal, "Run a first campaign")
     st.stop()
-st.dataframe(campaign_table(campaigns, principal), hide_index=True)
 by_id = {c.id: c for c in campaigns}
-ids = list(by_id)
-chosen = ui.remembered_select("Campaign", ids, "campaign_id", format_func=lambda i: ui.campaign_label(by_id[i]))
+chosen = ui.campaign_picker(ui.rows_of(campaigns, principal), "campaign_id", key="campaigns")
+if chosen is None:
+    st.stop()
 
 
 def actions(campaign: Campaign) -> None:
-    """Resume, retry failed, cancel, delete (admins only): each refused with a message when it does not apply."""
+    """Rename, resume, retry failed, cancel, delete (admins only): each refused with a message when it does not apply."""
     manager = ui.manager()
     active = campaign.active
+    with st.form(f"rename-{chosen}", border=False, enter_to_submit=True):
+        name, button = st.columns([4, 1], vertical_alignment="bottom")
+        new_name = name.text_input("Name", value=campaign.name, max_chars=200, key=f"name-{chosen}")
+        if button.form_submit_button("Rename"):
+            with ui.guard():
+                manager.rename(chosen, new_name, principal=principal)
+                ui.flash(f"Renamed to {' '.join(new_name.split())}.")
+                st.rerun()
     cols = st.columns([1, 1, 1, 1, 2])
     if cols[0].button("Resume", disabled=active or campaign.finished >= campaign.total):
         with ui.guard():
@@ -192,13 +176,13 @@ def actions(campaign: Campaign) -> None:
         with ui.guard():
             manager.cancel(chosen, principal=principal)
             # It stays "running" until its questions in flight (or the corpus indexing) finish.
-            ui.flash(f"Cancellation requested for {chosen}: it stops once the work in progress ends.")
+            ui.flash(f"Cancellation requested for {campaign.name}: it stops once the work in progress ends.")
             st.rerun()
     confirm = cols[4].checkbox("Confirm deletion", key=f"confirm-{chosen}")
     if cols[3].button("Delete", disabled=not confirm):
         with ui.guard():
             manager.delete(chosen, principal=principal)
-            ui.flash(f"Deleted {chosen}.")
+            ui.flash(f"Deleted {campaign.name}.")
             st.rerun()
 
 
@@ -210,8 +194,8 @@ def panel() -> None:
     ui.show_progress(campaign)
     if campaign.error:
         st.text(f"error: {campaign.error}")
-    aggregates = campaign_aggregates(store, chosen, principal=principal)
-    signatures = stored_signatures(ui.cached_results(campaign, principal))
+    aggregates = ui.aggregates(campaign, principal)
+    signatures = load_signatures(store, chosen)
     for title, names in panels(aggregates):
         st.caption(ui.escape_md(title))
         cols = st.columns(min(len(names), 6))
@@ -219,7 +203,7 @@ def panel() -> None:
             value = aggregates[name]
             hover = f"mean over {value.count} question(s)\n\n" + ui.measure_help(name, signatures.get(name))
             cols[position % 6].metric(ui.escape_md(name), ui.fmt_value(value.mean), help=hover)
-    summary = campaign_summary(store, chosen, principal=principal)
+    summary = ui.summary(campaign, principal)
     st.caption("Summary")
     cols = st.columns(7)
     cols[0].metric("Answered", summary.answered)
@@ -227,7 +211,7 @@ def panel() -> None:
     cols[2].metric("Sources found", ui.fmt_value(summary.sources_found_rate, 2))
     cols[3].metric("Mean coverage", ui.fmt_value(summary.mean_coverage, 2))
     cols[4].metric("Mean AI score", ui.fmt_value(summary.mean_judge_score, 2))
-    cols[5].metric("Mean response time", ui.fmt_seconds(summary.mean_latency_s))
+    cols[5].metric("Mean response time", duration_text(summary.mean_latency_s))
     cols[6].metric("Tokens", summary.total_tokens,
                    help=f"answers {summary.tokens.total} · judges {summary.judge_tokens.total} · "
                         f"total {summary.total_tokens}")
@@ -238,6 +222,7 @@ def panel() -> None:
 
 
 campaign = by_id[chosen]
+st.subheader(ui.escape_md(campaign.name), anchor=False)
 if principal.can(Action.CHANGE):
     actions(campaign)
 if campaign.active:
@@ -246,25 +231,30 @@ else:
     panel()
 with st.expander("Configuration"):
     st.json(campaign.config, expanded=False)
-    st.caption(ui.escape_md(f"dataset hash {campaign.dataset_hash or '—'} · judges {', '.join(campaign.judges) or 'none'} · "
-                            f"cache {'on' if campaign.cache else 'off'} ({campaign.cache_hits} hits) · "
-                            f"created {ui.fmt_when(campaign.created_at)}"))
+    st.caption(ui.escape_md(f"id {campaign.id} · dataset hash {campaign.dataset_hash or '—'} · judges "
+                            f"{', '.join(campaign.judges) or 'none'} · cache {'on' if campaign.cache else 'off'} "
+                            f"({campaign.cache_hits} hits) · created {ui.fmt_when(campaign.created_at)}"))
 
-st.subheader("Questions")
+st.subheader("Questions", anchor=False)
 results = ui.cached_results(campaign, principal)
-overview = results_table(results)
-search, only_errors, page = st.columns([3, 1, 1])
+search, only_errors, paging = st.columns([4, 1, 1], vertical_alignment="bottom")
 needle = search.text_input("Filter questions", placeholder="words of the question or the answer")
 errors_only = only_errors.checkbox("Only errors")
-shown = [r for r in results if (not errors_only or r.outcome.error)
-         and (not needle or needle.casefold() in f"{r.question.text} {r.outcome.answer or ''}".casefold())]
-pages = max((len(shown) + PAGE_SIZE - 1) // PAGE_SIZE, 1)
-number = page.number_input(f"Page (of {pages})", min_value=1, max_value=pages, value=1)
-st.dataframe(overview.loc[[r.question.position for r in shown]], hide_index=True, height=240)
-for result in shown[(number - 1) * PAGE_SIZE: number * PAGE_SIZE]:
-    with st.expander(result_label(result)):
-        show_result(result)
-
+matching = [position for position, r in enumerate(results) if (not errors_only or r.outcome.error)
+            and (not needle or needle.casefold() in f"{r.question.text} {r.outcome.answer or ''}".casefold())]
+pages = max((len(matching) + PAGE_SIZE - 1) // PAGE_SIZE, 1)
+number = paging.number_input(f"Page (of {pages})", min_value=1, max_value=pages, value=1, key=f"page-{chosen}")
+shown = matching[(number - 1) * PAGE_SIZE: number * PAGE_SIZE]  # a page of the table at a time
+if shown:
+    # One question in full at a time: a click on its row, or the picker, chooses it.
+    labels = {str(results[i].question.position): f"{results[i].question.qid} · "
+              f"{'error' if results[i].outcome.error else 'ok'} · {ui.short(results[i].question.text, 100)}"
+              for i in shown}
+    overview = results_table(ui.db_path(), ui.version(campaign), results)
+    picked = ui.table_picker("Question", overview.iloc[shown], labels, f"question-{chosen}", key=f"questions-{chosen}")
+    show_result(next(results[i] for i in shown if str(results[i].question.position) == picked))
+else:
+    st.caption("No question matches." if results else "No question has finished yet.")
 
 
 def export(fmt: str) -> bytes:

@@ -3,11 +3,32 @@
 from __future__ import annotations
 
 import pandas as pd
-import plotly.express as px
 import streamlit as st
 
 import ui
 from evalcore.access import Action
+from evalcore.datasets import Dataset, Question
+
+MAX_PICKED = 500
+
+
+def show_question(dataset: Dataset, question: Question) -> None:
+    """A question, its relevant passages with their labels, its reference answers."""
+    st.text(question.text)
+    if question.labels:
+        passages = [dataset.passage(pid) for pid in sorted(question.labels, key=lambda p: -question.labels[p])]
+        table = {"pid": [p.pid for p in passages], "title": [p.title for p in passages],
+                 "label": [question.labels[p.pid] for p in passages], "text": [p.text for p in passages]}
+        if not dataset.has_titles:
+            del table["title"]
+        st.dataframe(pd.DataFrame(table), hide_index=True)
+    else:
+        st.caption("No qrels: this question is unlabeled for retrieval.")
+    if question.references:
+        st.dataframe(pd.DataFrame({"reference answers": list(question.references)}), hide_index=True)
+    else:
+        st.caption("No reference answer: no generation measures for this question.")
+
 
 principal = ui.page("Datasets")
 choices = ui.list_datasets()
@@ -54,36 +75,32 @@ with ui.guard():
     if relevant.empty:
         left.caption("Relevant passages per labeled question: no question has a relevant passage (qrels label >= 1).")
     else:
-        # Counts are categories: a numeric axis would put ticks at 1.5 relevant passages.
-        left.plotly_chart(px.bar(x=relevant.index.astype(str), y=relevant.values, title="Relevant passages per labeled question",
-                                 labels={"x": "relevant passages", "y": "questions"}).update_xaxes(type="category"))
-    lengths = pd.DataFrame({"tokens": passage_tokens})
-    right.plotly_chart(px.histogram(lengths, x="tokens", nbins=30, title="Passage length (tokens)"))
+        with left:
+            ui.bars(pd.DataFrame({"relevant passages": relevant.index, "questions": relevant.values}),
+                    "Relevant passages per labeled question")
+    with right:
+        ui.histogram(passage_tokens, "tokens", "Passage length (tokens)")
     labels = pd.DataFrame({"label": list(stats.label_distribution), "rows": list(stats.label_distribution.values())})
     if labels.empty:
         left.caption("qrels label distribution: qrels.parquet has no rows.")
     else:
-        left.plotly_chart(px.bar(labels, x="label", y="rows", title="qrels label distribution").update_xaxes(type="category"))
-    languages = pd.DataFrame({"passages with": ["Han characters", "accented Latin letters"],
-                              "share": [stats.han_share, stats.accented_latin_share]})
-    right.plotly_chart(px.bar(languages, x="passages with", y="share", range_y=[0, 1], title="Language mix"))
+        with left:
+            ui.bars(labels, "qrels label distribution")
+    with right:
+        ui.bars(pd.DataFrame({"passages with": ["Han characters", "accented Latin letters"],
+                              "share": [stats.han_share, stats.accented_latin_share]}), "Language mix", share=True)
 
-    st.subheader("Questions")
-    by_qid = {q.qid: q for q in dataset.questions}
-    qid = st.selectbox("Question", list(by_qid), format_func=lambda q: f"{q} · {ui.short(by_qid[q].text)}")
-    question = by_qid[qid]
-    st.text(question.text)
-    if question.labels:
-        passages = [dataset.passage(pid) for pid in sorted(question.labels, key=lambda p: -question.labels[p])]
-        table = {"pid": [p.pid for p in passages], "title": [p.title for p in passages],
-                 "label": [question.labels[p.pid] for p in passages], "text": [p.text for p in passages]}
-        if not dataset.has_titles:
-            del table["title"]
-        st.dataframe(pd.DataFrame(table), hide_index=True)
+    st.subheader("Questions", anchor=False)
+    needle = st.text_input("Find questions", placeholder="words of the question, or its id", key="dataset-find").casefold()
+    # The picker holds the first matches only: a dataset of 100,000 questions is not sent to the browser.
+    found = [q for q in dataset.questions if not needle or needle in f"{q.qid} {q.text}".casefold()]
+    by_qid = {q.qid: q for q in found[:MAX_PICKED]}
+    if len(found) > MAX_PICKED:
+        st.caption(f"{len(found)} questions match: the first {MAX_PICKED} are listed, find the others by their words.")
+    qid = st.selectbox("Question", list(by_qid), format_func=lambda q: f"{q} · {ui.short(by_qid[q].text)}",
+                       key="dataset-question")
+    if qid is None:
+        st.caption("No question matches.")
     else:
-        st.caption("No qrels: this question is unlabeled for retrieval.")
-    if question.references:
-        st.dataframe(pd.DataFrame({"reference answers": list(question.references)}), hide_index=True)
-    else:
-        st.caption("No reference answer: no generation measures for this question.")
+        show_question(dataset, by_qid[qid])
     ui.run_link(principal, "Run a campaign on this dataset")

@@ -10,7 +10,9 @@ import streamlit as st
 
 import ui
 from evalcore.access import Action
-from evalcore.campaigns import Campaign, get_campaign
+from evalcore.campaigns import Campaign, get_campaign, list_campaigns
+from evalcore.campaigns.listing import dataset_label
+from evalcore.campaigns.manager import sweep_name
 from evalcore.errors import EvalError
 from evalcore.judges import JUDGES
 from evalcore.store import NotFound
@@ -22,6 +24,7 @@ from evalcore.targets.saved import get_target, save_target
 
 NO_SWEEP = "(no sweep)"
 EXECUTORS = {"local": "this machine", "dask": "the Dask cluster"}
+CAMPAIGN = "campaign:"  # a "start from" option: the configuration of a past campaign
 LONG_TEXT = ("_prompt", "_template", "agent_body", "fallback_answer")
 
 
@@ -91,6 +94,25 @@ def _json_object(name: str, text: str) -> dict[str, Any]:
     return value
 
 
+def past_configurations() -> dict[str, str]:
+    """The configurations of past campaigns, those on the chosen dataset or suite first, each group newest first."""
+    rows = ui.rows_of(list_campaigns(store, principal=principal), principal)
+    here = [r for r in rows if (r.campaign.suite_id == suite.id if suite else
+                                r.campaign.kind == "dataset" and r.source_name == dataset_label(str(dataset)))]
+    others = sorted((r for r in rows if r not in here), key=lambda r: (r.campaign.kind, r.source_name.casefold()))
+    return {f"{CAMPAIGN}{r.campaign.id}": f"campaign on {r.campaign.kind} {r.source_name}: {r.campaign.name} · "
+            f"{ui.fmt_when(r.campaign.created_at)}" for r in [*here, *others]}
+
+
+def start_config(base: str) -> TargetConfig:
+    """The configuration the form starts from: a preset, a saved configuration or a past campaign's."""
+    if base in PRESETS:
+        return PRESETS[base].config
+    if base.startswith(CAMPAIGN):
+        return TargetConfig.from_dict(get_campaign(store, base.removeprefix(CAMPAIGN), principal=principal).config)
+    return get_target(store, base, principal=principal)
+
+
 principal = ui.page("Run a campaign", needs=Action.CHANGE)
 # Changing configuration keys decides which URLs and files the server uses: full-access keys only
 # (the API's rule for saving a target); other admins run presets and saved configurations as they are.
@@ -100,34 +122,41 @@ st.caption("Press Launch: the quick start runs the built-in sample dataset with 
            "the sample, then cached).")
 store = ui.store()
 origin = st.radio("Questions from", ["dataset", "suite"], horizontal=True)
-dataset, suite_id = None, None
+dataset, suite = None, None
 if origin == "dataset":
     datasets = ui.list_datasets()
     dataset = st.selectbox("Dataset", datasets, index=ui.index_of(datasets, st.session_state.get("dataset_ref")))
 else:
-    suites = {s.id: s for s in list_suites(store, principal=principal)}
+    suites = list_suites(store, principal=principal)
     if not suites:
         st.info("No suite yet.")
         st.page_link("pages/suites.py", label="Create or import a suite")
         st.stop()
-    suite_id = st.selectbox("Suite", list(suites), format_func=lambda i: f"{suites[i].name} · {len(suites[i].cases)} cases",
-                            index=ui.index_of(list(suites), st.session_state.get("suite_id")))
+    # Grouped by the dataset their configuration's knowledge base is, then by name.
+    frame = ui.suite_frame(suites, principal).sort_values(["dataset", "name"], key=lambda c: c.str.casefold())
+    by_id = {s.id: s for s in suites}
+    suite = by_id[ui.table_picker("Suite", frame, {i: f"{by_id[i].name} · {len(by_id[i].cases)} cases · {i}"
+                                                   for i in frame["id"]}, "suite_id", key="run-suites")]
 
-targets = {QUICK_START.name: QUICK_START.label, **ui.target_choices(store, principal)}
-preferred = suites[suite_id].target_id if suite_id else QUICK_START.name
-target_ids = list(targets)
-base = st.selectbox("Start from", target_ids, format_func=lambda i: targets[i], index=ui.index_of(target_ids, preferred),
-                    help="A starting point; every key can be changed below.") or QUICK_START.name
-base_config = PRESETS[base].config if base in PRESETS else TargetConfig()
-if base not in PRESETS:
-    with ui.guard():
-        base_config = get_target(store, base, principal=principal)
+starts = {QUICK_START.name: QUICK_START.label, **ui.target_choices(store, principal), **past_configurations()}
+preferred = suite.target_id if suite else QUICK_START.name
+start_ids = list(starts)
+base = st.selectbox("Start from", start_ids, format_func=lambda i: starts[i], index=ui.index_of(start_ids, preferred),
+                    help="A starting point: a preset, a saved configuration, or the configuration of a past campaign "
+                         "(those on these questions first); every key can be changed below.") or QUICK_START.name
+base_config = TargetConfig()
+with ui.guard():
+    base_config = start_config(base)
 if not configurable:
     st.caption("This key runs presets and saved configurations as they are: changing keys, saving and sweeping "
                "need a key with the full-access capability.")
 
 execution = execution_inputs(base_config, key=f"cfg-{base}", configurable=configurable)
 with st.form("launch"):
+    name = st.text_input("Campaign name", max_chars=200, key="campaign-name",
+                         placeholder=f"made from its settings, e.g. {base_config.describe()}",
+                         help="A name to recognise it by in lists and pickers; renamed later on the Campaigns page. "
+                              "A sweep adds each value: '<name> · key=value'.")
     values = config_inputs(base_config, key=f"cfg-{base}", disabled=not configurable)
     left, middle, right = st.columns(3)
     use_judge = left.checkbox("AI score 1-5 (judge.score)", help="Asks the target's own chat model, else the model of the Judge section "
@@ -153,19 +182,24 @@ with st.form("launch"):
 
 if submitted:
     with ui.guard():
-        configs = build_configs(values | execution, None if sweep_key == NO_SWEEP else sweep_key, sweep_text)
-        if suite_id and len(configs) > 1:
+        swept = None if sweep_key == NO_SWEEP else sweep_key
+        configs = build_configs(values | execution, swept, sweep_text)
+        if suite and len(configs) > 1:
             raise EvalError("a suite runs one campaign at a time", where="sweep", fix="sweep over a dataset instead")
         saved = save_target(store, configs[0], name=save_as.strip(), principal=principal) if save_as.strip() else None
         # A saved configuration run as it is stays linked to its id (an evaluation task's knowledge_base_id).
         # (Where it runs does not make it another configuration.)
-        target_id = saved or (base if base not in PRESETS and [c.config_hash() for c in configs]
-                              == [base_config.config_hash()] else None)
-        for config in configs:
-            campaign_id = ui.manager().launch(dataset=dataset, suite_id=suite_id, config=config, target_id=target_id,
-                                              use_judge=use_judge, judges=tuple(judges), concurrency=concurrency or None,
-                                              cache=cache, limit=limit or None, judge_samples=int(judge_samples),
-                                              max_failed_share=float(max_failed), principal=principal)
+        as_saved = (base not in PRESETS and not base.startswith(CAMPAIGN)
+                    and [c.config_hash() for c in configs] == [base_config.config_hash()])
+        target_id = saved or (base if as_saved else None)
+        names = ([sweep_name(name, c, swept, c.to_dict()[swept]) for c in configs] if swept
+                 else [name.strip() or None])
+        for config, campaign_name in zip(configs, names, strict=True):
+            campaign_id = ui.manager().launch(dataset=dataset, suite_id=suite.id if suite else None, config=config,
+                                              target_id=target_id, use_judge=use_judge, judges=tuple(judges),
+                                              concurrency=concurrency or None, cache=cache, limit=limit or None,
+                                              judge_samples=int(judge_samples), max_failed_share=float(max_failed),
+                                              name=campaign_name, principal=principal)
             st.session_state["launched"] = [campaign_id, *st.session_state.get("launched", [])]
             ui.select_next_run("campaign_id", campaign_id)
 
@@ -191,7 +225,7 @@ def show_launched() -> None:
 
 current = launched()
 if current:
-    st.subheader("Launched from here")
+    st.subheader("Launched from here", anchor=False)
     # Poll the store only while one of them runs; the workers never touch Streamlit.
     ui.poll(show_launched, 2 if any(c.active for c in current) else None)
     st.page_link("pages/campaigns.py", label="Open the results")

@@ -11,17 +11,31 @@ import streamlit as st
 import ui
 from evalcore.access import Action
 from evalcore.datasets import DATASET_ROOT
-from evalcore.suites import MAX_CASES, MAX_SOURCES, Case, create_suite, delete_suite, list_suites, replace_suite
-from evalcore.suites.csvfile import export_suite_csv, parse_suite_csv
+from evalcore.suites import (
+    MAX_CASES,
+    MAX_SOURCES,
+    Case,
+    IfExists,
+    create_suite,
+    delete_suite,
+    list_suites,
+    parse_suite_csv,
+    replace_suite,
+    suite_csv_bytes,
+    suite_named,
+)
 
 NEW = "(new suite)"
 SAMPLE_SUITE = DATASET_ROOT / "samples" / "suite.csv"
+SAMPLE_NAME = "sample"
 COLUMNS = {
     "question": st.column_config.TextColumn("question", required=True, width="large"),
     "expected_answer": st.column_config.TextColumn("expected answer", width="medium"),
     "expected_sources": st.column_config.TextColumn(
         "expected sources", help=f"Titles, file names (even partial) or document ids, separated by |; at most {MAX_SOURCES}."),
 }
+# What to do when a suite of the name exists: the choices, in words.
+CHOICES = {"replace": IfExists.REPLACE, "keep both": IfExists.KEEP_BOTH}
 
 
 def case_row(case: Case) -> dict[str, str]:
@@ -36,25 +50,62 @@ def editor_cases(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [row for row in rows if any(str(value).strip() for value in row.values())]
 
 
+def existing_choice(name: str, key: str) -> IfExists | None:
+    """REFUSE when no suite has the name; else what the user chose to do with the one that has (None: not yet)."""
+    existing = suite_named(store, name, principal=principal)
+    if existing is None:
+        return IfExists.REFUSE
+    st.warning(f"A suite named {ui.escape_md(existing.name)} already exists ({len(existing.cases)} cases, updated "
+               f"{ui.fmt_when(existing.updated_at)}): give another name, or choose what to do with it.")
+    how = st.radio("The existing suite", list(CHOICES), index=None, horizontal=True, key=f"{key}-existing",
+                   captions=["it takes these cases and this target; its id and campaigns stay",
+                             f"import under a free name, {ui.escape_md(name)} (2)"])
+    return CHOICES[how] if how else None
+
+
+def import_cases(cases: list[Case], name: str, choice: IfExists) -> None:
+    """Create the suite (or replace the one of that name), pick it, and say what happened."""
+    created = create_suite(store, name=name, target_id=target_id, cases=cases, principal=principal, if_exists=choice)
+    ui.select_next_run("suite_id", created.id)
+    st.session_state.pop("import-sample", None)
+    replaced = "replacing the cases of" if created.created_at != created.updated_at else "into"
+    ui.flash(f"Imported {len(created.cases)} case(s) {replaced} {created.name}.")
+    st.rerun()
+
+
+def import_panel(data: bytes, filename: str, key: str) -> None:
+    """The line-by-line report of a CSV, its name, what to do with a suite of that name, and the import button."""
+    report = parse_suite_csv(data, source=filename)
+    st.code("\n".join(report.report_lines()), language=None, wrap_lines=True)
+    lines = "all"
+    if report.rejected:
+        st.warning(f"{len(report.rejected)} line(s) rejected: nothing is imported unless you choose the valid lines.")
+        lines = st.radio("Import", ["nothing", "the valid lines"], horizontal=True, key=f"{key}-lines")
+    name = st.text_input("New suite name", value=Path(filename).stem, key=f"{key}-name")
+    choice = existing_choice(name, key) if name.strip() else None
+    if st.button(f"Import {len(report.cases)} case(s)", key=f"{key}-import",
+                 disabled=lines == "nothing" or not report.cases or choice is None):
+        import_cases(report.cases, name, choice or IfExists.REFUSE)
+
+
 principal = ui.page("Suites", needs=Action.CHANGE)
 store = ui.store()
 suites = list_suites(store, principal=principal)
+by_id = {s.id: s for s in suites}
 if suites:
-    st.dataframe(pd.DataFrame([{"name": s.name, "id": s.id, "cases": len(s.cases), "target": s.target_id,
-                                "updated": ui.fmt_when(s.updated_at)} for s in suites]), hide_index=True)
+    chosen = ui.table_picker("Suite", ui.suite_frame(suites, principal),
+                             {s.id: f"{s.name} · {len(s.cases)} cases · {s.id}" for s in suites}, "suite_id",
+                             key="suites", first=NEW)
 else:
     st.info("No suite yet: create one below or import a CSV (question ; expected answer ; sources).")
-
-ids = [NEW, *(s.id for s in suites)]
-by_id = {s.id: s for s in suites}
-chosen = ui.remembered_select("Suite", ids, "suite_id", format_func=lambda i: i if i == NEW else f"{by_id[i].name} · {i}")
+    chosen = NEW
 suite = by_id.get(chosen)
 targets = ui.target_choices(store, principal)
 name = st.text_input("Name", value=suite.name if suite else "")
 target_ids = list(targets)
 target_id = st.selectbox("Target", target_ids, format_func=lambda i: targets[i],
-                     index=ui.index_of(target_ids, suite.target_id if suite else None),
-                     help="The saved configuration a campaign of this suite runs.") or "default"
+                         index=ui.index_of(target_ids, suite.target_id if suite else None),
+                         help="The saved configuration a campaign of this suite runs.") or "default"
 rows = pd.DataFrame([case_row(c) for c in suite.cases] if suite else [], columns=list(COLUMNS), dtype="string")
 edited = st.data_editor(rows, column_config=COLUMNS, num_rows="dynamic", hide_index=True, key=f"cases-{chosen}")
 cases = editor_cases(edited)
@@ -73,8 +124,9 @@ if save.button("Save" if suite else "Create", type="primary"):
         st.rerun()
 if suite:
     with ui.guard():
-        download.download_button("CSV", data=ui.spreadsheet_bytes(export_suite_csv(suite.cases)), file_name=f"{suite.name}.csv",
-                                 mime="text/csv", on_click="ignore")
+        # The same bytes as `python -m evalcore suites export`: they import back to the same suite.
+        download.download_button("CSV", data=suite_csv_bytes(suite.cases), file_name=f"{suite.name}.csv",
+                                 mime="text/csv", on_click="ignore", key="suite-download")
     confirm = remove.checkbox("Also delete its campaigns", key="confirm-delete", help="Deleting a suite deletes its campaigns.")
     if remove.button("Delete suite", disabled=not confirm):
         with ui.guard():
@@ -82,27 +134,20 @@ if suite:
             ui.select_next_run("suite_id", NEW)
             st.rerun()
 
-st.subheader("Import a CSV")
-if SAMPLE_SUITE.is_file() and st.button("Add the sample suite", help=f"Imports {SAMPLE_SUITE.name}: questions about the sample dataset's documents."):
-    with ui.guard():
-        sample = parse_suite_csv(SAMPLE_SUITE.read_bytes(), source=SAMPLE_SUITE.name)
-        created = create_suite(store, name="sample", target_id="default", cases=sample.cases, principal=principal)
-        ui.select_next_run("suite_id", created.id)
-        ui.flash(f"Added the sample suite ({len(created.cases)} cases) as {created.id}.")
-        st.rerun()
+st.subheader("Import a CSV", anchor=False)
+if SAMPLE_SUITE.is_file() and st.button("Add the sample suite", help=f"Imports {SAMPLE_SUITE.name}: questions about "
+                                        "the sample dataset's documents."):
+    sample = parse_suite_csv(SAMPLE_SUITE.read_bytes(), source=SAMPLE_SUITE.name)
+    if suite_named(store, SAMPLE_NAME, principal=principal) is None:  # one click, unless it would be a duplicate
+        with ui.guard():
+            import_cases(sample.cases, SAMPLE_NAME, IfExists.REFUSE)
+    st.session_state["import-sample"] = True
 upload = st.file_uploader("question ; expected answer ; sources (separator ; or , detected, header optional)",
                           type=["csv", "txt"], key="suite_csv")
-if upload is not None:
-    with ui.guard():
-        report = parse_suite_csv(upload.getvalue(), source=upload.name)
-        st.code("\n".join(report.report_lines()), language=None, wrap_lines=True)
-        choice = "all"
-        if report.rejected:
-            st.warning(f"{len(report.rejected)} line(s) rejected: nothing is imported unless you choose the valid lines.")
-            choice = st.radio("Import", ["nothing", "the valid lines"], horizontal=True)
-        import_name = st.text_input("New suite name", value=Path(upload.name).stem, key="import-name")
-        if st.button(f"Import {len(report.cases)} case(s) as a new suite", disabled=choice == "nothing" or not report.cases):
-            created = create_suite(store, name=import_name, target_id=target_id, cases=report.cases, principal=principal)
-            ui.select_next_run("suite_id", created.id)
-            ui.flash(f"Imported {len(created.cases)} case(s) into {created.id}.")
-            st.rerun()
+with ui.guard():
+    if upload is not None:
+        st.session_state.pop("import-sample", None)
+        import_panel(upload.getvalue(), upload.name, key="import")
+    elif st.session_state.get("import-sample"):
+        st.caption(f"The sample suite ({SAMPLE_SUITE.name}):")
+        import_panel(SAMPLE_SUITE.read_bytes(), f"{SAMPLE_NAME}.csv", key="sample")

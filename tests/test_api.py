@@ -1,7 +1,8 @@
-"""The REST API through real HTTP on loopback: seed shapes, every error code, auth, tenants."""
+"""The REST API through real HTTP on loopback: task and suite shapes, every error code, auth, tenants."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import socket
 import subprocess
@@ -25,7 +26,8 @@ from evalcore.targets.saved import save_target
 from evalcore.testing.openai_server import FakeOpenAIServer, Reply
 from tests.conftest import write_dataset
 
-SEED_TASK_FIELDS = {"id", "tenant_id", "dataset_id", "start_time", "status", "err_msg", "total", "finished"}
+TASK_FIELDS = {"id", "tenant_id", "dataset_id", "start_time", "status", "err_msg", "total", "finished"}
+SUITE_NUMBERS = itertools.count(1)
 RETRIEVAL = {"precision", "recall", "ndcg3", "ndcg10", "mrr", "map"}
 GENERATION = {"bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"}
 
@@ -100,7 +102,8 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
 
 
 def suite_body(api: Api, n: int = 2, agent: str = "fast", sources: int = 1) -> dict:
-    return {"name": "refunds", "agent_id": api.targets[agent],
+    # A name of its own: the tests share one server, and a second suite named alike answers 409.
+    return {"name": f"refunds {next(SUITE_NUMBERS)}", "agent_id": api.targets[agent],
             "cases": [{"question": f"What is the refund window {i}?", "expected_answer": "30 days",
                        "expected_sources": [f"Terms {j}" for j in range(sources)]} for i in range(n)]}
 
@@ -295,7 +298,7 @@ def test_unexpected_errors_are_500_without_internals(api: Api, monkeypatch: pyte
     assert "secret" not in response.text and "RuntimeError" not in response.text
 
 
-# --- seed 000: evaluation tasks ------------------------------------------------------------------
+# --- evaluation tasks ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("body", "field"), [
     ({"dataset_id": "missing"}, "dataset_id"),
@@ -317,7 +320,7 @@ def test_evaluation_task_runs_to_completion_with_seed_shapes(api: Api) -> None:
     body = created.json()
     assert body["success"] is True and set(body["data"]) == {"task"}
     task = body["data"]["task"]
-    assert set(task) == SEED_TASK_FIELDS
+    assert set(task) == TASK_FIELDS
     prefix, tenant, stamp, nonce, dataset = task["id"].split("_", 4)
     assert (prefix, tenant, dataset) == ("evaluation", "acme", "tiny")
     assert before <= int(stamp) <= int(time.time() * 1000) and len(nonce) == 8 and int(nonce, 16) >= 0
@@ -326,7 +329,7 @@ def test_evaluation_task_runs_to_completion_with_seed_shapes(api: Api) -> None:
 
     data = wait_done(api, f"/api/v1/evaluation?task_id={task['id']}", lambda d: d["task"]["status"])
     assert set(data) == {"task", "params", "metric"}
-    assert set(data["task"]) == SEED_TASK_FIELDS
+    assert set(data["task"]) == TASK_FIELDS
     assert data["task"]["status"] == 2, data["task"]["err_msg"]
     assert (data["task"]["finished"], data["task"]["total"], data["task"]["err_msg"]) == (3, 3, "")
     assert data["params"]["retriever"] == "bm25" and data["params"]["chunking"] == "none"
@@ -381,7 +384,7 @@ def test_a_cancelled_task_is_status_3_and_says_so(api: Api) -> None:
     assert error_of(api.call("POST", f"/api/v1/campaigns/{task_id}/cancel"), 409)["code"] == "conflict"
 
 
-# --- saved target configurations ----------------------------------------------------------------
+# --- saved target configurations -----------------------------------------------------------------
 
 def test_targets_are_listed_read_and_saved_with_full_access_only(api: Api) -> None:
     listed = api.call("GET", "/api/v1/targets", "viewer").json()["data"]["targets"]
@@ -401,13 +404,13 @@ def test_targets_are_listed_read_and_saved_with_full_access_only(api: Api) -> No
     assert "retriever" in bad["message"] and "colour: unknown key" in bad["message"]
 
 
-# --- seed 003: suites and runs -------------------------------------------------------------------
+# --- suites and runs -----------------------------------------------------------------------------
 
 def test_suite_crud(api: Api) -> None:
     created = api.call("POST", "/api/v1/eval-suites", json=suite_body(api, n=2))
     assert created.status_code == 201
     suite = created.json()["data"]["suite"]
-    assert suite["name"] == "refunds" and suite["agent_id"] == api.targets["fast"] and suite["case_count"] == 2
+    assert suite["name"].startswith("refunds ") and suite["agent_id"] == api.targets["fast"] and suite["case_count"] == 2
     assert suite["cases"][0] == {"question": "What is the refund window 0?", "expected_answer": "30 days",
                                  "expected_sources": ["Terms 0"]}
     read = api.call("GET", f"/api/v1/eval-suites/{suite['id']}", "viewer").json()["data"]["suite"]

@@ -156,6 +156,8 @@ def test_launch_compare_screenshot_and_export(page: tuple, tmp_path: Path) -> No
     download.value.save_as(exported)
     assert exported.suffix == ".png" and exported.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert re.fullmatch(r"compare_[^_]+_vs_[^_]+_\d{4}-\d{2}-\d{2}\.png", exported.name) and len(exported.name) < 100
+    a_part, b_part = exported.name.split("_")[1:4:2]
+    assert a_part != b_part  # the two sides of a sweep are told apart
     with tab.expect_download(timeout=60_000) as download:
         tab.get_by_role("button", name="Report (HTML)", exact=True).click()
     report = tmp_path / download.value.suggested_filename
@@ -163,7 +165,7 @@ def test_launch_compare_screenshot_and_export(page: tuple, tmp_path: Path) -> No
     assert report.name.startswith("report_") and report.suffix == ".html"
     assert_no_exception_on(tab)
     assert not problems, problems
-    assert opened_offline(tab.context.browser, report) == 1  # the delta chart
+    assert opened_offline(tab.context.browser, report) == 2  # the delta chart and the failure stages
 
 
 def opened_offline(browser: object, path: Path) -> int:
@@ -222,3 +224,42 @@ def test_a_viewer_signs_in_and_finds_no_launch_button(tmp_path: Path) -> None:
         assert_no_exception_on(tab)
         # A deep link's first load probes /run/_stcore/... (two 404s in the console) before finding the app's root.
         assert not [p for p in problems if p.startswith("page error")], problems
+
+
+def test_a_named_campaign_is_listed_renamed_and_a_second_import_asks(page: tuple, tmp_path: Path) -> None:
+    tab, problems = page
+    open_page(tab, "Run")
+    tab.get_by_role("textbox", name="Campaign name").fill("browser baseline")
+    tab.get_by_label("Only the first N questions (0 = all)").fill("5")
+    tab.get_by_role("button", name="Launch").click()
+    tab.get_by_text(re.compile(r"browser baseline · succeeded · 5/5 questions")).first.wait_for(timeout=120_000)
+
+    open_page(tab, "Campaigns")
+    main = tab.locator("[data-testid='stMain']")
+    main.get_by_role("heading", name="browser baseline").wait_for(timeout=30_000)  # the newest is picked
+    picked = main.get_by_role("combobox", name="Campaign").input_value()
+    assert picked.startswith("browser baseline · dataset default · succeeded · "), picked
+    main.get_by_role("textbox", name="Name", exact=True).fill("renamed in the browser")
+    main.get_by_role("button", name="Rename").click()
+    main.get_by_role("heading", name="renamed in the browser").wait_for(timeout=30_000)
+    main.get_by_text("Renamed to renamed in the browser.").wait_for(timeout=30_000)
+    main.locator("[data-testid='stDataFrame']").first.wait_for(timeout=30_000)  # the list and one question's tables
+    assert main.locator("[data-testid='stExpander']").count() == 1  # the configuration: no expander per question
+
+    csv = tmp_path / "browser refunds.csv"
+    csv.write_text("question;expected answer;sources\nWhat is the refund window?;30 days;Terms of Sale\n")
+    open_page(tab, "Suites")
+    for attempt in range(2):
+        main.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(csv))
+        button = main.get_by_role("button", name="Import 1 case(s)")
+        button.wait_for(timeout=30_000)
+        if attempt == 0:
+            button.click()
+            main.get_by_text("Imported 1 case(s) into browser refunds.").wait_for(timeout=30_000)
+    main.get_by_text("A suite named browser refunds already exists").wait_for(timeout=30_000)
+    assert main.get_by_role("button", name="Import 1 case(s)").is_disabled()  # until another name or a choice
+    main.get_by_text("keep both", exact=True).click()
+    main.get_by_role("button", name="Import 1 case(s)").click()
+    main.get_by_text("Imported 1 case(s) into browser refunds (2).").wait_for(timeout=30_000)
+    assert_no_exception_on(tab)
+    assert not problems, problems

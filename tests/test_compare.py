@@ -429,7 +429,8 @@ def test_compare_page_shows_what_each_measure_could_detect(two_stored, monkeypat
     coverage = next(m for m in comparison.measures if m.measure == "coverage")
     assert table.loc["coverage", "n_required"] == coverage.with_effect(0.5).n_required
     assert "±0.5 needs " in at.get("plotly_chart")[0].proto.spec
-    assert [chart.key for chart in at.get("plotly_chart")] == ["deltas-chart", "scatter-chart", "stages-chart"]
+    # No failure-stage chart: these rows were stored without stages (as before attribution existed).
+    assert [chart.key for chart in at.get("plotly_chart")] == ["deltas-chart", "scatter-chart"]
 
 
 def basis_rows(ndcg: float, rouge: float, judge: float | None = None) -> list:

@@ -82,6 +82,10 @@ def test_file_names_name_both_campaigns_and_the_date():
     long = comparison_context(comparison, replace(a, name="x" * 200), replace(b, name="<>"), SOURCES, DAY)
     assert long.file_stem("questions") == f"questions_{'x' * 24}_vs_b_2025-06-01"  # a name with no letter: its id
     assert len(long.file_stem("scatter", "graded.top3_max_relevance")) < 100
+    swept = comparison_context(comparison, replace(a, name="bm25 · extractive · embedding_top_k=3"),
+                               replace(b, name="bm25 · extractive · embedding_top_k=10"), SOURCES, DAY)
+    # Names alike for longer than a file name keeps: each is told by its end, where they differ.
+    assert swept.file_stem("compare") == "compare_embedding-top-k-3_vs_embedding-top-k-10_2025-06-01"
 
 
 def test_csv_context_lines_say_everything_on_one_line_each():

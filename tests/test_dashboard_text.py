@@ -162,15 +162,16 @@ def test_datasets_page(hostile: dict[str, str], monkeypatch: pytest.MonkeyPatch)
 def test_suites_page(hostile: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_page(hostile, monkeypatch, "pages/suites.py")
     at.selectbox[0].set_value(hostile["suite"]).run()
-    check_page(at, literal_in_plain=[f"{HOSTILE} · {hostile['suite']}", f"{HOSTILE} · target_"])
+    # A suite's name is one line (spaces collapsed); everything else keeps its line breaks.
+    check_page(at, literal_in_plain=[f"{FLAT} · 2 cases · {hostile['suite']}", f"{HOSTILE} · target_"])
     assert list(at.data_editor[0].value["question"]) == [HOSTILE, f"fail {HOSTILE}"]
-    assert at.dataframe[0].value["name"][0] == HOSTILE
+    assert at.dataframe[0].value["name"][0] == FLAT and at.dataframe[0].value["configuration"][0] == HOSTILE
 
 
 def test_run_page(hostile: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_page(hostile, monkeypatch, "pages/run.py")
     at.radio[0].set_value("suite").run()
-    check_page(at, literal_in_plain=[f"{HOSTILE} · 2 cases", f"{HOSTILE} · target_"])
+    check_page(at, literal_in_plain=[f"{FLAT} · 2 cases", f"{HOSTILE} · target_", f"campaign on suite {FLAT}: 0 {FLAT}"])
     assert at.text_input(key=f"cfg-{hostile['target']}-model").value == HOSTILE  # the suite's saved configuration
 
 
@@ -181,12 +182,14 @@ def test_campaigns_page(hostile: dict[str, str], monkeypatch: pytest.MonkeyPatch
     assert_inert(score.help)
     assert FLAT in rendered(score.help)[1]  # the judge's signature names its model: shown as it is, not as code
     check_page(at, literal_in_markdown=[ui.short(HOSTILE, 100), FLAT],
-               literal_in_plain=[f"0 {FLAT} · {hostile['campaign0']}", f"Answer: {HOSTILE}", f"RuntimeError: {HOSTILE}",
-                                 f"note: {HOSTILE}", "\t" + FLAT])
+               literal_in_plain=[f"0 {FLAT} · suite {FLAT} · succeeded with 1 failed · ", f"· {hostile['campaign0']}",
+                                 f"Answer: {HOSTILE}", f"note: {HOSTILE}", "\t" + FLAT])
     judges = next(df.value for df in at.dataframe if "reason" in df.value.columns)
     assert set(judges["reason"]) == {HOSTILE} and set(judges["model"]) == {HOSTILE}
     retrieved = next(df.value for df in at.dataframe if "hit" in df.value.columns)
     assert list(retrieved["title"]) == [HOSTILE]
+    at.selectbox(key=f"question-{hostile['campaign0']}-pick").set_value("1").run()  # the failed question
+    check_page(at, literal_in_plain=[f"RuntimeError: {HOSTILE}"])
     snapshot = json.loads(at.json[0].value)
     assert (snapshot["model"], snapshot["base_url"]) == (HOSTILE, f"http://127.0.0.1:9/{HOSTILE}")
 

@@ -1,4 +1,4 @@
-"""Graded document retrieval (seed 004): the worked example and hand-checked edge cases."""
+"""Graded document retrieval: the worked example and hand-checked edge cases."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_default_thresholds_and_directions() -> None:
     scores = graded_retrieval_scores(WORKED, WORKED_RUN)
     assert scores["ndcg@3_result"] == "pass"  # 0.604 >= 0.5
     assert scores["xdcg@3_result"] == "fail"  # 43.88 < 50
-    # The seed's top-1 threshold of 50 can never pass on 0..4; ours is the scale's middle.
+    # A top-1 threshold of 50 (a 0-100 mark) could never pass on 0..4; ours is the scale's middle.
     assert scores["top1_relevance_threshold"] == 2 and scores["top1_relevance_result"] == "pass"
     assert scores["holes_higher_is_better"] is False and scores["holes_result"] == "fail"
     assert scores["ndcg@3_higher_is_better"] is True

@@ -1,4 +1,4 @@
-"""Seed 003 measures (coverage, sources_found) and the registry (names, signatures, aggregation)."""
+"""Suite measures (coverage, sources_found) and the registry (names, signatures, aggregation)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ def c(question: str, answer: str | None = None, *sources: str) -> Case:
 
 # (name, raw bytes, expected cases, expected rejected [(line, reason fragment)], encoding, separator)
 TRICKY = [
-    ("seed example with header", "Question;Réponse attendue;Sources\nQuel est le délai de rétractation ?;"
+    ("French example with header", "Question;Réponse attendue;Sources\nQuel est le délai de rétractation ?;"
      "14 jours calendaires;CGV\nComment demander un devis ?;Par le formulaire de contact;\n".encode(),
      [c("Quel est le délai de rétractation ?", "14 jours calendaires", "CGV"),
       c("Comment demander un devis ?", "Par le formulaire de contact")], [], "utf-8", ";"),

@@ -43,12 +43,14 @@ CODES = {
 
 
 class ErrorDetail(BaseModel):
-    """What went wrong; `field` names the request field at fault, `running_id` the blocking campaign."""
+    """What went wrong; `field` names the request field at fault, `running_id` the blocking campaign,
+    `existing_id` the suite that already has the name asked for."""
 
     code: str
     message: str
     field: str | None = None
     running_id: str | None = None
+    existing_id: str | None = None
 
 
 class ErrorResponse(BaseModel):
@@ -62,7 +64,7 @@ class ErrorResponse(BaseModel):
 ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
     status: {"model": ErrorResponse, "description": description} for status, description in (
         (400, "the body is not parseable as JSON (syntax, encoding)"), (401, "missing, unknown or revoked API key"), (403, "the key's role or capability does not allow this"),
-        (404, "no such object for this tenant"), (409, "a campaign is already running (running_id names it)"),
+        (404, "no such object for this tenant"), (409, "a campaign is already running (running_id names it), or a suite of that name exists (existing_id names it)"),
         (413, "request body over the size limit"), (415, "the body is not JSON (Content-Type: application/json)"),
         (422, "malformed request; `field` names the culprit"), (500, "unexpected server error (no internals)"))
 }

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import PurePath
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request
+from pydantic import Field
 
 from evalcore.access import Principal
 from evalcore.api.auth import Admin, Viewer
 from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
+from evalcore.api.inputs import RequestBody
 from evalcore.api.schemas import CampaignDetail, CampaignList, CampaignOnly, ComparisonData, Ok, ResultsPage
 from evalcore.campaigns import (
     Campaign,
@@ -18,10 +19,10 @@ from evalcore.campaigns import (
     campaign_diagnosis,
     campaign_results,
     get_campaign,
-    list_campaigns,
 )
+from evalcore.campaigns.listing import SORT_KEYS, campaign_rows, dataset_label, search_rows, sort_rows
+from evalcore.campaigns.manager import MAX_NAME
 from evalcore.compare import compare_campaigns, power
-from evalcore.datasets import DEFAULT_DATASET
 from evalcore.store import Store
 
 router = APIRouter(prefix="/api/v1", tags=["campaigns"], responses=ERROR_RESPONSES)
@@ -39,10 +40,13 @@ def campaign_of(request: Request, campaign_id: str, principal: Principal, noun: 
         raise not_found(noun, campaign_id) from None
 
 
-def dataset_name(source: str) -> str:
-    """A dataset campaign's source as the client names it: the folder name, `default` for the sample."""
-    name = PurePath(source).name
-    return "default" if name == DEFAULT_DATASET else name
+SortKey = Literal[SORT_KEYS]  # type: ignore[valid-type]
+
+
+class RenameIn(RequestBody):
+    """A campaign's new name."""
+
+    name: str = Field(min_length=1, max_length=MAX_NAME, pattern=r"\S", description="1 to 200 characters, one line")
 
 
 def campaign_json(campaign: Campaign) -> dict[str, Any]:
@@ -50,7 +54,7 @@ def campaign_json(campaign: Campaign) -> dict[str, Any]:
     data = campaign.to_dict()
     data["options"].pop("dataset_path", None)
     if campaign.kind == "dataset":
-        data["source"] = dataset_name(campaign.source)
+        data["source"] = dataset_label(campaign.source)
     return data
 
 
@@ -60,9 +64,14 @@ def aggregates_json(store: Store, campaign_id: str, principal: Principal) -> dic
 
 
 @router.get("/campaigns", response_model=Ok[CampaignList], summary="The tenant's campaigns, newest first")
-def list_all(request: Request, principal: Viewer) -> dict[str, Any]:
-    """Dataset and suite campaigns alike, with status and progress."""
-    return ok({"campaigns": [campaign_json(c) for c in list_campaigns(request.app.state.store, principal=principal)]})
+def list_all(request: Request, principal: Viewer, search: Annotated[str | None, Query(max_length=200)] = None,
+             sort: Annotated[SortKey, Query(description="column to sort by: newest, best or A-Z first")] = "created",
+             reverse: Annotated[bool, Query(description="sort the other way round")] = False) -> dict[str, Any]:
+    """Dataset and suite campaigns alike, with status and progress, the dataset or suite name, the key settings
+    and the headline measures; `search` keeps those whose name, id, dataset or suite, status or settings hold
+    every word (case ignored)."""
+    rows = sort_rows(search_rows(campaign_rows(request.app.state.store, principal=principal), search), sort, reverse)
+    return ok({"campaigns": [{**campaign_json(row.campaign), **row.to_dict()} for row in rows]})
 
 
 @router.get("/campaigns/{campaign_id}", response_model=Ok[CampaignDetail], summary="One campaign with its aggregates")
@@ -72,6 +81,14 @@ def read(request: Request, campaign_id: CampaignId, principal: Viewer) -> dict[s
     store = request.app.state.store
     return ok({"campaign": campaign_json(campaign), "aggregates": aggregates_json(store, campaign_id, principal),
                "diagnosis": campaign_diagnosis(store, campaign_id, principal=principal).to_dict()})
+
+
+@router.patch("/campaigns/{campaign_id}", response_model=Ok[CampaignOnly], summary="Rename a campaign")
+def rename(request: Request, campaign_id: CampaignId, body: RenameIn, principal: Admin) -> dict[str, Any]:
+    """Any campaign, running or not; the name is trimmed to one line."""
+    campaign_of(request, campaign_id, principal)
+    renamed = request.app.state.manager.rename(campaign_id, body.name, principal=principal)
+    return ok({"campaign": campaign_json(renamed)})
 
 
 @router.post("/campaigns/{campaign_id}/cancel", status_code=202, response_model=Ok[CampaignOnly],

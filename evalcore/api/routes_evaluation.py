@@ -12,9 +12,10 @@ from evalcore.api.auth import Admin, Viewer
 from evalcore.api.configurations import resolve_target
 from evalcore.api.dataset_ids import dataset_path
 from evalcore.api.errors import ERROR_RESPONSES, ok
-from evalcore.api.routes_campaigns import campaign_of, dataset_name
+from evalcore.api.routes_campaigns import campaign_of
 from evalcore.api.runs import RunSettings, configured, launch
 from evalcore.campaigns import Campaign, CampaignStatus, campaign_aggregates, get_campaign, new_campaign_id
+from evalcore.campaigns.listing import dataset_label
 
 router = APIRouter(prefix="/api/v1/evaluation", tags=["evaluation tasks"], responses=ERROR_RESPONSES)
 
@@ -79,7 +80,7 @@ def _dataset_id(campaign: Campaign) -> str:
     """The client's dataset id: kept in the task id; for campaigns started elsewhere, the folder name."""
     if campaign.id.startswith("evaluation_") and campaign.id.count("_") >= 4:
         return campaign.id.split("_", 4)[4]
-    return dataset_name(campaign.source)
+    return dataset_label(campaign.source)
 
 
 def _err_msg(campaign: Campaign) -> str:

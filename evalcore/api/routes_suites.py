@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Path, Request, Response
 from pydantic import Field
@@ -12,7 +12,7 @@ from evalcore.api import runs
 from evalcore.api.auth import Admin, Viewer
 from evalcore.api.configurations import saved_target
 from evalcore.api.dataset_ids import dataset_path
-from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
+from evalcore.api.errors import ERROR_RESPONSES, ApiError, not_found, ok
 from evalcore.api.inputs import RequestBody
 from evalcore.api.routes_campaigns import campaign_json, campaign_of
 from evalcore.api.runs import RunSettings, configured
@@ -22,6 +22,7 @@ from evalcore.suites import (
     MAX_CASES,
     MAX_SOURCES,
     Case,
+    DuplicateName,
     Suite,
     create_suite,
     delete_suite,
@@ -51,6 +52,15 @@ class SuiteIn(RequestBody):
     name: str = Field(min_length=1, max_length=200, pattern=r"\S")
     agent_id: str = Field(min_length=1, max_length=200, description="id of a saved target configuration")
     cases: list[CaseIn] = Field(min_length=1, max_length=MAX_CASES, description=f"at most {MAX_CASES} cases")
+
+
+class SuiteCreate(SuiteIn):
+    """A new suite, and what to do when the workspace already has a suite of that name (case ignored)."""
+
+    if_exists: Literal["refuse", "replace", "keep_both"] = Field(
+        default="refuse", description="refuse: answer 409 with the existing suite's id (existing_id); replace: that "
+        "suite gets these cases and agent (its id and campaigns stay); keep_both: create it under the first free "
+        "name, 'NAME (2)'")
 
 
 class RunIn(RunSettings):
@@ -90,12 +100,22 @@ def list_all(request: Request, principal: Viewer) -> dict[str, Any]:
     return ok({"suites": suites})
 
 
+def duplicate(error: DuplicateName) -> ApiError:
+    """409 naming the suite that already has the name."""
+    return ApiError(409, f"{error.message} (id {error.existing_id}): send another name, or if_exists \"replace\" "
+                    "or \"keep_both\"", existing_id=error.existing_id, field="name")
+
+
 @router.post("", status_code=201, response_model=Ok[SuiteDetail], summary="Create a suite")
-def create(request: Request, body: SuiteIn, principal: Admin) -> dict[str, Any]:
-    """The agent_id must name one of the tenant's saved target configurations."""
+def create(request: Request, body: SuiteCreate, principal: Admin) -> dict[str, Any]:
+    """The agent_id must name one of the tenant's saved target configurations; a name in use answers 409."""
     store = request.app.state.store
     saved_target(store, principal, body.agent_id, "agent_id")
-    suite = create_suite(store, name=body.name, target_id=body.agent_id, cases=_cases(body), principal=principal)
+    try:
+        suite = create_suite(store, name=body.name, target_id=body.agent_id, cases=_cases(body), principal=principal,
+                             if_exists=body.if_exists)
+    except DuplicateName as error:
+        raise duplicate(error) from None
     return ok({"suite": suite_json(suite)})
 
 
@@ -116,12 +136,15 @@ def read(request: Request, suite_id: SuiteId, principal: Viewer) -> dict[str, An
 
 @router.put("/{suite_id}", response_model=Ok[SuiteDetail], summary="Replace a suite (past campaigns keep their questions)")
 def replace(request: Request, body: SuiteIn, suite_id: SuiteId, principal: Admin) -> dict[str, Any]:
-    """Name, agent and cases are all replaced."""
+    """Name, agent and cases are all replaced; another suite's name answers 409 (existing_id names it)."""
     store = request.app.state.store
     _suite(request, suite_id, principal)
     saved_target(store, principal, body.agent_id, "agent_id")
-    suite = replace_suite(store, suite_id, name=body.name, target_id=body.agent_id, cases=_cases(body),
-                          principal=principal)
+    try:
+        suite = replace_suite(store, suite_id, name=body.name, target_id=body.agent_id, cases=_cases(body),
+                              principal=principal)
+    except DuplicateName as error:
+        raise duplicate(error) from None
     return ok({"suite": suite_json(suite)})
 
 

@@ -31,11 +31,17 @@ DIAGNOSIS = ("the stage the question failed at: retrieval miss, ranking miss, ge
 
 
 class ProgressOut(Out):
+    """Questions finished of total; before them, the index build's step with its chunks done of total."""
+
     finished: int
     total: int
-    rate_per_s: float | None
-    eta_s: float | None
-    stage: str | None
+    rate_per_s: float | None = Field(description="questions per second over the last half minute (the session's "
+                                                 "average once ended)")
+    eta_s: float | None = Field(description="seconds left in the current stage at its recent rate (null: unknown)")
+    stage: str | None = Field(description="the index build's step, e.g. 'embedding the corpus with use'; null once "
+                                          "questions run")
+    stage_done: int | None = Field(default=None, description="chunks done in that step")
+    stage_total: int | None = Field(default=None, description="chunks of that step")
 
 
 class RunOptionsOut(Out):
@@ -259,8 +265,26 @@ class ComparisonOut(Out):
     basis_reason: str = Field(default="", description="why that measure (what changed between the configurations)")
 
 
+class SettingsOut(Out):
+    """The settings that tell configurations apart at a glance."""
+
+    retriever: str
+    reranker: str
+    generator: str = Field(description="the model of an OpenAI-compatible generator, else the generator")
+    top_k: int | None = Field(description="chunks each question retrieves (after the reranker when there is one)")
+
+
+class CampaignListed(CampaignOut):
+    """A campaign in a list: also its dataset or suite name, key settings and headline measures."""
+
+    source_name: str = Field(description="the dataset id, or the suite's name")
+    settings: SettingsOut
+    headline: dict[str, float] = Field(description="mean of each headline measure the campaign has (those that "
+                                                   "decide a question's verdict in a comparison)")
+
+
 class CampaignList(BaseModel):
-    campaigns: list[CampaignOut]
+    campaigns: list[CampaignListed]
 
 
 class CampaignDetail(BaseModel):

@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from evalcore.campaigns.answering import Asked, Plan, ask, error_text, settle
-from evalcore.campaigns.executors import WAKE_S, Finished, InFlight, Progress
+from evalcore.campaigns.executors import WAKE_S, Finished, InFlight
 from evalcore.campaigns.records import Outcome, Question
 from evalcore.errors import EvalError
 from evalcore.targets import Target, TargetConfig, build_target
 from evalcore.targets.config import scheduler_problem
-from evalcore.targets.knowledge import DEFAULT_INDEX_DIR, PassageLike, corpus_hash
+from evalcore.targets.knowledge import DEFAULT_INDEX_DIR, PassageLike, Progress, corpus_hash
 
 CONNECT_S = 5.0  # a scheduler that does not answer within this refuses the launch
 BATCH = 16  # questions per task at most: enough to make a task's own cost small beside its questions'
@@ -195,7 +195,7 @@ class DaskExecutor:
                    for number, worker in enumerate(workers)}
         while True:
             done = [future for future in futures if future.done()]
-            progress(len(done), len(futures))  # raises when the campaign is cancelled meanwhile
+            progress(len(done), len(futures), "preparing the workers")  # raises when the campaign is cancelled meanwhile
             for future in done:
                 if future.status != "finished":
                     why = error_text(future.exception()) if future.status == "error" else f"its task was {future.status}"

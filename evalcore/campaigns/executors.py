@@ -18,10 +18,10 @@ from typing import Protocol
 
 from evalcore.campaigns.answering import Plan, answer_question, timed_out_text
 from evalcore.campaigns.records import Outcome, Question
+from evalcore.targets.knowledge import Progress
 
 WAKE_S = 0.25
 Finished = list[tuple[int, Outcome]]  # (question position, outcome)
-Progress = Callable[[int, int], None]
 
 
 class Executor(Protocol):

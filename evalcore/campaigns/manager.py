@@ -124,6 +124,11 @@ def owned_elsewhere(campaign_id: str, store: Store) -> Conflict:
                         "asked again)")
 
 
+def sweep_name(name: str | None, config: TargetConfig, key: str, value: object) -> str:
+    """The name of one campaign of a sweep: the name given (else the configuration's) and the value it tries."""
+    return f"{(name or '').strip() or config.describe()} · {key}={value}"
+
+
 def _check_concurrency(concurrency: int | None) -> None:
     if concurrency is not None and concurrency < 1:
         raise EvalError("concurrency must be at least 1", where="concurrency", found=str(concurrency))

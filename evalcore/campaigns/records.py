@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from evalcore.campaigns.pace import estimate
 from evalcore.diagnosis import Stage
 from evalcore.judges import Verdict
 from evalcore.targets.base import Retrieved
@@ -85,18 +86,29 @@ class RunOptions:
 
 @dataclass(frozen=True)
 class Progress:
-    """finished/total, the rate of the current session and the time left at that rate."""
+    """Questions finished of total, the stage before them (the index build: chunks done of total), how fast
+    questions go (over the last half minute while running, over the session once ended) and the time the
+    current stage has left at its recent rate."""
 
     finished: int
     total: int
     rate_per_s: float | None
     eta_s: float | None
-    stage: str | None
+    stage: str | None = None
+    stage_done: int | None = None
+    stage_total: int | None = None
+
+    @property
+    def share(self) -> float:
+        """How much of the current stage is done, 0 to 1 (the questions once no stage runs)."""
+        if self.stage is not None:
+            return min(self.stage_done / self.stage_total, 1.0) if self.stage_done and self.stage_total else 0.0
+        return min(self.finished / self.total, 1.0) if self.total else 1.0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
         return {"finished": self.finished, "total": self.total, "rate_per_s": self.rate_per_s, "eta_s": self.eta_s,
-                "stage": self.stage}
+                "stage": self.stage, "stage_done": self.stage_done, "stage_total": self.stage_total}
 
 
 @dataclass(frozen=True)
@@ -129,11 +141,16 @@ class Campaign:
     cache_hits: int
     options: RunOptions
     stage: str | None
+    stage_done: int | None = None  # the stage's units done of stage_total (chunks of the index build)
+    stage_total: int | None = None
+    pace_rate: float | None = None  # the current stage's units per second over the half minute before pace_at
+    pace_at: float | None = None  # the latest sample of the current stage: pace_done units were done then
+    pace_done: int | None = None
 
     COLUMNS = (
         "id, name, tenant, kind, source, suite_id, target_id, status, error, total, finished, failed, created_at, "
         "started_at, ended_at, heartbeat, session_finished, cancel_requested, config, dataset_hash, use_judge, "
-        "judges, cache, cache_hits, options, stage"
+        "judges, cache, cache_hits, options, stage, stage_done, stage_total, pace_rate, pace_at, pace_done"
     )
 
     @property
@@ -147,15 +164,20 @@ class Campaign:
         return self.status.code
 
     def progress(self, now: float | None = None) -> Progress:
-        """Progress now; an ended campaign shows no stage and no time left."""
+        """Progress now: while it runs, the current stage and its time left at the recent rate; once ended, the
+        session's rate, no stage and no time left."""
         now = time.time() if now is None else now
-        done_now = self.finished - self.session_finished
-        end = now if self.active or self.ended_at is None else self.ended_at
-        elapsed = (end - self.started_at) if self.started_at else 0.0
-        rate = done_now / elapsed if elapsed > 0 and done_now > 0 else None
-        left = self.total - self.finished
-        eta = left / rate if self.active and rate else (0.0 if left == 0 else None)
-        return Progress(self.finished, self.total, rate, eta, self.stage if self.active else None)
+        if not self.active:
+            done_now, elapsed = self.finished - self.session_finished, (self.ended_at or now) - (self.started_at or now)
+            rate = done_now / elapsed if elapsed > 0 and done_now > 0 else None
+            return Progress(self.finished, self.total, rate, 0.0 if self.finished >= self.total else None)
+        if self.stage is not None:
+            done, total = self.stage_done or 0, self.stage_total or 0
+            _, eta = estimate(done, total, self.pace_rate, self.pace_at, self.pace_done, now)
+            return Progress(self.finished, self.total, None, eta if total else None, self.stage, self.stage_done,
+                            self.stage_total)
+        rate, eta = estimate(self.finished, self.total, self.pace_rate, self.pace_at, self.pace_done, now)
+        return Progress(self.finished, self.total, rate, 0.0 if self.finished >= self.total else eta)
 
     @classmethod
     def from_row(cls, row: Row) -> Campaign:
@@ -169,6 +191,8 @@ class Campaign:
             config=json.loads(row["config"]), dataset_hash=row["dataset_hash"], use_judge=bool(row["use_judge"]),
             judges=tuple(json.loads(row["judges"])), cache=bool(row["cache"]), cache_hits=row["cache_hits"],
             options=RunOptions.from_dict(json.loads(row["options"])), stage=row["stage"],
+            stage_done=row["stage_done"], stage_total=row["stage_total"], pace_rate=row["pace_rate"],
+            pace_at=row["pace_at"], pace_done=row["pace_done"],
         )
 
     @property

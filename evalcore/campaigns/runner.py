@@ -11,12 +11,14 @@ from collections.abc import Callable, Sequence
 
 from evalcore.campaigns.answering import Plan, error_text
 from evalcore.campaigns.executors import Executor, LocalExecutor
+from evalcore.campaigns.pace import Window
 from evalcore.campaigns.records import CampaignStatus, Outcome, Question
 from evalcore.campaigns.storage import NotOwner, ResultWriter
 from evalcore.errors import EvalError
 from evalcore.store import HEARTBEAT_S, Store
 
 log = logging.getLogger("evalcore.campaigns")
+STAGE_COLUMNS = "stage = ?, stage_done = ?, stage_total = ?, pace_rate = ?, pace_at = ?, pace_done = ?"
 
 
 class CampaignGone(Exception):
@@ -42,6 +44,11 @@ class Runner:
         self._failed = 0
         self._writer = ResultWriter(store, plan.campaign_id, plan.owner_token)
         self._stage_written = 0.0
+        self._step: str | None = None  # the index build's step being reported
+        self._stage: tuple[object, ...] = ()  # its latest report (stage, done, total, pace), stored by the heartbeat
+        self._stage_lock = threading.Lock()  # the campaign thread and the heartbeat write the stage in turn
+        self._asking = False  # the questions' stage has started
+        self._pace = Window()
         self._ended = threading.Event()
         self._beats = threading.Thread(target=self._beat_loop, name=f"heartbeat-{plan.campaign_id}", daemon=True)
 
@@ -93,23 +100,46 @@ class Runner:
     def _set_up(self) -> None:
         now = time.time()
         self._update(
-            "UPDATE campaigns SET status = 'running', started_at = ?, heartbeat = ?, session_finished = finished "
+            "UPDATE campaigns SET status = 'running', started_at = ?, heartbeat = ?, session_finished = finished, "
+            "stage = NULL, stage_done = NULL, stage_total = NULL, pace_rate = NULL, pace_at = NULL, pace_done = NULL "
             "WHERE id = ?",
             (now, now, self.plan.campaign_id),
         )
         self._beats.start()
         self.executor.prepare(self._preparing)
-        self._update("UPDATE campaigns SET stage = NULL WHERE id = ?", (self.plan.campaign_id,))
+        self._questions_start()
 
-    def _preparing(self, done: int, total: int) -> None:
-        """Progress of the index build: stored (at most every half second) and a chance to cancel."""
+    def _preparing(self, done: int, total: int, step: str = "indexing the corpus") -> None:
+        """Progress of the index build: stored (at once for a new step, else at most every half second) with
+        the base of its recent rate, and a chance to cancel."""
         if self.cancelled.is_set():
             raise CancelledDuringSetup
-        now = time.monotonic()
-        if now - self._stage_written >= 0.5 or done == total:
-            self._stage_written = now
-            self._update("UPDATE campaigns SET stage = ? WHERE id = ?",
-                         (f"indexing the corpus {done}/{total}", self.plan.campaign_id))
+        now = time.time()
+        new_step = step != self._step
+        self._step = step
+        pace = self._pace.restart(now, done) if new_step else self._pace.sample(now, done)
+        with self._stage_lock:
+            self._stage = (step, done, total, *pace)
+            if new_step or done == total or now - self._stage_written >= 0.5:
+                self._stage_written = now
+                self._update(f"UPDATE campaigns SET {STAGE_COLUMNS} WHERE id = ?", (*self._stage, self.plan.campaign_id))
+
+    def _questions_start(self) -> None:
+        """The index is ready: no stage any more, and the questions' rate counts from now."""
+        now = time.time()
+
+        def start(conn: sqlite3.Connection) -> int:
+            row = conn.execute("UPDATE campaigns SET stage = NULL, stage_done = NULL, stage_total = NULL, "
+                               "pace_rate = NULL, pace_at = ?, pace_done = finished WHERE id = ? AND owner_token = ? "
+                               "RETURNING finished", (now, self.plan.campaign_id, self.plan.owner_token)).fetchone()
+            if row is None:
+                raise CampaignGone  # deleted, or taken over by another process
+            return int(row["finished"])
+
+        with self._stage_lock:
+            self._stage = ()
+            self._pace.restart(now, self.store.write(start))
+            self._asking = True
 
     def _dispatch(self) -> tuple[CampaignStatus, str | None]:
         pending, executor = deque(self.plan.questions), self.executor
@@ -170,18 +200,30 @@ class Runner:
             raise CampaignGone  # deleted, or taken over by another process: stop without writing
 
     def _beat_loop(self) -> None:
-        """Heartbeat (even during a long setup), and pick up a cancel asked by another process."""
-        campaign_id = self.plan.campaign_id
+        """Heartbeat (even during a long setup), pick up a cancel asked by another process, slide the rate's window."""
         while not self._ended.wait(HEARTBEAT_S):
             try:
-                self._update("UPDATE campaigns SET heartbeat = ?, cache_hits = ? WHERE id = ?",
-                             (time.time(), self._cache_hits(), campaign_id))
-            except (CampaignGone, EvalError):
+                self._beat()
+            except (CampaignGone, EvalError, sqlite3.Error):  # deleted, or the store closed under it
                 self.cancelled.set()
                 return
-            rows = self.store.read("SELECT cancel_requested FROM campaigns WHERE id = ?", (campaign_id,))
-            if rows and rows[0]["cancel_requested"]:
-                self.cancelled.set()
+
+    def _beat(self) -> None:
+        campaign_id = self.plan.campaign_id
+        rows = self.store.read("SELECT cancel_requested, finished FROM campaigns WHERE id = ?", (campaign_id,))
+        if rows and rows[0]["cancel_requested"]:
+            self.cancelled.set()
+        if not (rows and self._asking):
+            # The latest report of the index build, in case the half-second rule held it back before a long step.
+            with self._stage_lock:
+                stage = f", {STAGE_COLUMNS}" if self._stage else ""
+                self._update(f"UPDATE campaigns SET heartbeat = ?, cache_hits = ?{stage} WHERE id = ?",
+                             (time.time(), self._cache_hits(), *self._stage, campaign_id))
+            return
+        # While questions run, each heartbeat samples their count: the pace the time left counts down from.
+        now = time.time()
+        self._update("UPDATE campaigns SET heartbeat = ?, cache_hits = ?, pace_rate = ?, pace_at = ?, pace_done = ? "
+                     "WHERE id = ?", (now, self._cache_hits(), *self._pace.sample(now, rows[0]["finished"]), campaign_id))
 
     def _finish(self, status: CampaignStatus, error: str | None) -> None:
         now = time.time()

@@ -5,11 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
-from evalcore.campaigns import campaign_results, get_campaign, list_campaigns
+from evalcore.campaigns import (
+    campaign_results,
+    get_campaign,
+)
 from evalcore.campaigns.export import FORMATS, export_campaign
+from evalcore.campaigns.listing import HEADLINE, SORT_KEYS, CampaignRow, campaign_rows, search_rows, sort_rows
 from evalcore.cli._common import (
     Commands,
     add_db_option,
@@ -26,7 +31,15 @@ def register(commands: Commands) -> None:
     """Add the `campaigns` subcommand and its actions."""
     parser = commands.add_parser("campaigns", help="list, inspect, resume, cancel, delete and export campaigns")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    listing = actions.add_parser("list", help="every campaign, newest first")
+    listing = actions.add_parser("list", help="every campaign: name, dataset or suite, status, date, key settings, "
+                                 "headline measures (newest first)")
+    listing.add_argument("--search", metavar="TEXT", help="only campaigns whose name, id, dataset or suite, status or "
+                         "settings hold every word of TEXT (case ignored)")
+    listing.add_argument("--sort", choices=SORT_KEYS, default="created", metavar="COLUMN",
+                         help=f"sort by one of: {', '.join(SORT_KEYS)} (default: created, newest first; measures best "
+                              "first; text A-Z)")
+    listing.add_argument("--reverse", action="store_true", help="the other way round")
+    listing.add_argument("--tenant", help="only this workspace")
     listing.add_argument("--json", action="store_true")
     add_db_option(listing)
     listing.set_defaults(handler=list_command)
@@ -65,20 +78,35 @@ def register(commands: Commands) -> None:
 
 
 def list_command(args: argparse.Namespace) -> int:
-    """Print the campaigns as a table (or JSON)."""
-    campaigns = list_campaigns(store_of(args))
+    """Print the campaigns as a table (or JSON), searched and sorted."""
+    rows = sort_rows(search_rows(campaign_rows(store_of(args), args.tenant), args.search), args.sort, args.reverse)
     if args.json:
-        print(json.dumps([c.to_dict() for c in campaigns], indent=2, ensure_ascii=False))
+        print(json.dumps([{**row.campaign.to_dict(), **row.to_dict()} for row in rows], indent=2, ensure_ascii=False))
         return 0
-    if not campaigns:
-        print("no campaigns")
+    if not rows:
+        print("no campaign matches" if args.search else "no campaigns")
         return 0
-    width = max(len(c.id) for c in campaigns)
-    print(f"{'id':<{width}}  {'status':<11}  {'finished':>9}  {'failed':>6}  {'source':<20}  name")
-    for c in campaigns:
-        source = f"{c.kind}:{c.source}"
-        print(f"{c.id:<{width}}  {c.status:<11}  {c.finished:>4}/{c.total:<4}  {c.failed:>6}  {source:<20}  {c.name}")
+    measures = [name for name in HEADLINE if any(name in row.headline for row in rows)]  # no empty column
+    header = ("name", "dataset/suite", "status", "created", "progress", "retriever", "reranker", "generator", "top-k",
+              *measures, "id")
+    print("\n".join(_table([header, *(_list_cells(row, measures) for row in rows)])))
     return 0
+
+
+def _list_cells(row: CampaignRow, measures: list[str]) -> tuple[str, ...]:
+    c, s = row.campaign, row.settings
+    means = tuple("-" if row.headline.get(name) is None else f"{row.headline[name]:.3f}" for name in measures)
+    return (c.name, f"{c.kind} {row.source_name}", c.status_text, time.strftime("%Y-%m-%d %H:%M", time.localtime(c.created_at)),
+            f"{c.finished}/{c.total}", s.retriever, s.reranker, s.generator, "-" if s.top_k is None else str(s.top_k),
+            *means, c.id)
+
+
+def _table(lines: list[tuple[str, ...]]) -> list[str]:
+    """Columns padded to their widest cell (names and sources, the first two, cut at 40 characters; ids never)."""
+    lines = [tuple(cell[:39] + "…" if column < 2 and len(cell) > 40 else cell for column, cell in enumerate(line))
+             for line in lines]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip() for line in lines]
 
 
 def show_command(args: argparse.Namespace) -> int:
@@ -89,7 +117,8 @@ def show_command(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
         return 0
     campaign = report.campaign
-    print(f"campaign {campaign.id} {campaign.name!r} ({campaign.kind} {campaign.source}, tenant {campaign.tenant})")
+    [row] = campaign_rows(store, campaigns=[campaign], means={})  # the dataset or the suite by name
+    print(f"campaign {campaign.id} {campaign.name!r} ({campaign.kind} {row.source_name}, tenant {campaign.tenant})")
     changed = _changed(campaign.config)
     print(f"configuration (changed from defaults): {json.dumps(changed, ensure_ascii=False) if changed else 'defaults'}")
     print(format_report(report))

@@ -120,5 +120,5 @@ def _ask(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress(done: int, total: int) -> None:
-    print(f"\rindexing {done}/{total}", end="\n" if done == total else "", file=sys.stderr, flush=True)
+def _progress(done: int, total: int, step: str = "indexing the corpus") -> None:
+    print(f"\r{step} {done}/{total}", end="\n" if done == total else "", file=sys.stderr, flush=True)

@@ -14,12 +14,15 @@ from evalcore.campaigns import (
     Aggregate,
     Campaign,
     CampaignManager,
+    Progress,
     Summary,
     campaign_aggregates,
     campaign_diagnosis,
     campaign_summary,
     get_campaign,
 )
+from evalcore.campaigns.manager import sweep_name
+from evalcore.campaigns.pace import duration_text
 from evalcore.cli import _common
 from evalcore.cli._common import Commands, add_db_option
 from evalcore.cli.compare import format_sweep
@@ -97,7 +100,7 @@ def run_command(args: argparse.Namespace) -> int:
     ids, codes = [], []
     for value, each in zip(values, config.sweep(key, values), strict=True):
         # One after the other: a suite runs one campaign at a time, and the cores are shared.
-        ids.append(launch(manager, args, each, None, f"{args.name or each.describe()} · {key}={value}"))
+        ids.append(launch(manager, args, each, None, sweep_name(args.name, each, key, value)))
         codes.append(follow(manager, ids[-1], as_json=args.json))
     sweep = compare_sweep(manager.store, ids)
     print(json.dumps(sweep.to_dict(), indent=2, ensure_ascii=False, default=str) if args.json
@@ -162,14 +165,13 @@ def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
     print(f"campaign {campaign_id}", file=sys.stderr if as_json else sys.stdout, flush=True)
     campaign = get_campaign(manager.store, campaign_id)
     try:
-        # A resumed campaign starts at what it already has, so the rate is this session's.
-        with tqdm(total=campaign.total, initial=campaign.finished, unit="q", file=sys.stderr, disable=None) as bar:
+        # tqdm's own rate and time left would mix the stages: the bar shows the campaign's (its recent rate).
+        with tqdm(total=campaign.total, initial=campaign.finished, unit="questions", file=sys.stderr, disable=None,
+                  bar_format=BAR) as bar:
             while campaign.active:
                 time.sleep(POLL_S)
                 campaign = get_campaign(manager.store, campaign_id)
-                bar.update(campaign.finished - bar.n)
-                bar.set_description(campaign.progress().stage or "", refresh=False)
-                bar.set_postfix(failed=campaign.failed, refresh=False)
+                show_progress(bar, campaign.progress(), campaign.failed)
     except KeyboardInterrupt:
         manager.cancel(campaign_id)
         print(f"cancelling; resume with `python -m evalcore campaigns resume {campaign_id}`", file=sys.stderr)
@@ -177,6 +179,29 @@ def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
     report = Report.of(manager.store, campaign)
     print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) if as_json else format_report(report))
     return campaign.status.exit_code
+
+
+BAR = "{desc}{percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} {unit} [{elapsed}{postfix}]"
+
+
+def show_progress(bar: Any, progress: Progress, failed: int) -> None:
+    """The bar counts the index build's chunks while it runs, then the questions; the postfix says the rest."""
+    if bar.disable:  # not a terminal
+        return
+    stage = progress.stage is not None
+    total, done, unit = ((progress.stage_total or 0), (progress.stage_done or 0), "chunks") if stage \
+        else (progress.total, progress.finished, "questions")
+    if (bar.total, bar.unit) != (total, unit):
+        bar.reset(total=total)
+        bar.unit = unit
+    bar.update(done - bar.n)
+    bar.set_description(f"preparing the knowledge base: {progress.stage}" if stage else "questions", refresh=False)
+    postfix = [] if stage else [f"{failed} failed"]
+    if progress.rate_per_s:
+        postfix.append(f"{progress.rate_per_s:.1f} q/s")
+    if progress.eta_s is not None:
+        postfix.append(f"{duration_text(progress.eta_s)} left")
+    bar.set_postfix_str(", ".join(postfix), refresh=True)
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from evalcore.cli._common import Commands, add_db_option, store_of
 from evalcore.errors import EvalError
-from evalcore.suites import create_suite, delete_suite, export_suite_csv, get_suite, list_suites, parse_suite_csv
+from evalcore.suites import (
+    DuplicateName,
+    IfExists,
+    create_suite,
+    delete_suite,
+    get_suite,
+    list_suites,
+    parse_suite_csv,
+    suite_csv_bytes,
+)
 
 
 def register(commands: Commands) -> None:
@@ -22,6 +32,13 @@ def register(commands: Commands) -> None:
                      help="saved target configuration the suite aims at (its agent_id)")
     imp.add_argument("--tenant", default="default", help="workspace (default: default)")
     imp.add_argument("--valid-only", action="store_true", help="import the valid lines even if others are rejected")
+    existing = imp.add_mutually_exclusive_group()
+    existing.add_argument("--replace", dest="if_exists", action="store_const", const=IfExists.REPLACE,
+                          default=IfExists.REFUSE,
+                          help="when a suite of that name exists: give it these cases and this target (its id and "
+                               "campaigns stay)")
+    existing.add_argument("--keep-both", dest="if_exists", action="store_const", const=IfExists.KEEP_BOTH,
+                          help="when a suite of that name exists: import under the first free name, 'NAME (2)'")
     imp.set_defaults(handler=import_command)
     listing = actions.add_parser("list", help="list suites")
     listing.add_argument("--tenant", help="only this workspace")
@@ -51,29 +68,44 @@ def import_command(args: argparse.Namespace) -> int:
                         fix="correct those lines, or pass --valid-only to import the valid ones")
     if not report.cases:
         raise EvalError("no valid case to import", where=str(args.file))
-    suite = create_suite(store_of(args), tenant=args.tenant, name=args.name, target_id=args.target, cases=report.cases)
-    print(f"imported {len(suite.cases)} case(s) into suite {suite.id} ({suite.name})")
+    try:
+        suite = create_suite(store_of(args), tenant=args.tenant, name=args.name, target_id=args.target,
+                             cases=report.cases, if_exists=args.if_exists)
+    except DuplicateName as error:
+        raise EvalError(f"a suite named {args.name!r} already exists ({error.existing_id}): nothing imported",
+                        where="--name", fix="give another --name, or pass --replace (that suite gets these cases, "
+                        "its campaigns stay) or --keep-both (imported as 'NAME (2)')") from None
+    replaced = suite.created_at != suite.updated_at  # an existing suite took the cases
+    print(f"imported {len(suite.cases)} case(s) into suite {suite.id} ({suite.name})"
+          + (", replacing its cases (its campaigns keep theirs)" if replaced else ""))
     return 0
 
 
 def list_command(args: argparse.Namespace) -> int:
-    """One line per suite: id, cases, target, name."""
+    """One line per suite: name, cases, target, updated, id."""
     suites = list_suites(store_of(args), tenant=args.tenant)
     if not suites:
         print("no suite yet: import one with `python -m evalcore suites import FILE.csv --name N --target ID`")
-    for suite in suites:
-        print(f"{suite.id}  {len(suite.cases):3d} case(s)  target {suite.target_id}  {suite.tenant}/{suite.name}")
+        return 0
+    width = max(len(f"{s.tenant}/{s.name}") for s in suites)
+    print(f"{'name':<{width}}  {'cases':>5}  {'target':<20}  {'updated':<16}  id")
+    for s in suites:
+        updated = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.updated_at))
+        print(f"{s.tenant + '/' + s.name:<{width}}  {len(s.cases):>5}  {s.target_id:<20}  {updated:<16}  {s.id}")
     return 0
 
 
 def export_command(args: argparse.Namespace) -> int:
-    """Write the suite's CSV to --out or standard output."""
-    text = export_suite_csv(get_suite(store_of(args), args.id).cases)
+    """Write the suite's CSV to --out or standard output: the same bytes as the dashboard's download."""
+    data = suite_csv_bytes(get_suite(store_of(args), args.id).cases)
     if args.out is None:
-        sys.stdout.write(text)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
     else:
-        # With a BOM, Excel opens the file as UTF-8 (accents and Chinese intact); the import skips it.
-        args.out.write_text(text, encoding="utf-8-sig", newline="")
+        try:
+            args.out.write_bytes(data)
+        except OSError as error:
+            raise EvalError(f"cannot write the file ({error.strerror})", where=str(args.out)) from None
         print(f"wrote {args.out}")
     return 0
 

@@ -13,11 +13,11 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import PurePath
 from typing import Any
 
 from evalcore.access import Principal
 from evalcore.campaigns import Campaign
+from evalcore.campaigns.listing import dataset_label
 from evalcore.compare.pairing import Group, group_of
 from evalcore.compare.records import Comparison
 from evalcore.compare.sweep import Sweep
@@ -139,7 +139,26 @@ def comparison_context(comparison: Comparison, a: Campaign, b: Campaign, sources
         hidden("A id", a.id), hidden("B id", b.id),
         shown("exported", date_text(today)),
     )
-    return ExportContext(facts, f"{slug(a.name) or slug(a.id)}_vs_{slug(b.name) or slug(b.id)}", date_text(today))
+    a_part, b_part = pair_slugs(a.name, b.name)
+    return ExportContext(facts, f"{a_part or slug(a.id)}_vs_{b_part or slug(b.id)}", date_text(today))
+
+
+def pair_slugs(a: str, b: str, limit: int = SLUG_LIMIT) -> tuple[str, str]:
+    """Both names for a file name, told apart: when their first `limit` characters are the same (a sweep's
+    `bm25 · … · top_k=3` and `… · top_k=10`), the end of each, where they differ, from a word's start."""
+    whole_a, whole_b = slug(a, len(a) * 4 + 1), slug(b, len(b) * 4 + 1)
+    if whole_a == whole_b or whole_a[:limit].rstrip("-.") != whole_b[:limit].rstrip("-."):
+        return slug(a, limit), slug(b, limit)
+    return tail(whole_a, limit), tail(whole_b, limit)
+
+
+def tail(text: str, limit: int) -> str:
+    """The last `limit` characters of a slug, from the start of a word when one starts in them."""
+    if len(text) <= limit:
+        return text
+    end = text[-limit:]
+    start = end.find("-")
+    return end[start + 1:] if 0 <= start < len(end) - 1 else end.strip("-.")
 
 
 def sweep_context(sweep: Sweep, campaigns: Sequence[Campaign], sources: dict[Group, str],
@@ -175,4 +194,4 @@ def source_names(store: Store, campaigns: Iterable[Campaign], *, principal: Prin
     suites = {s.id: s.name for s in list_suites(store, tenant, principal=principal)} \
         if any(kind == "suite" for kind, _ in groups) else {}
     return {(kind, source): f"suite {suites.get(source, source)}" if kind == "suite"
-            else f"dataset {PurePath(source).name or source}" for kind, source in groups}
+            else f"dataset {dataset_label(source)}" for kind, source in groups}

@@ -206,9 +206,12 @@ class Comparison:
 
     @property
     def transitions(self) -> list[Transition]:
-        """How the common questions moved between failure stages from A to B (the cells add up to them)."""
-        return diagnosis.transitions((q.qid, q.diagnosis_a, q.diagnosis_b) for q in self.questions
-                                     if q.verdict not in ("new", "removed"))
+        """How the common questions moved between failure stages from A to B (the cells add up to them);
+        none when neither campaign has a stage for any of them (results stored before attribution existed)."""
+        common = [(q.qid, q.diagnosis_a, q.diagnosis_b) for q in self.questions if q.verdict not in ("new", "removed")]
+        if all(a is None and b is None for _, a, b in common):
+            return []
+        return diagnosis.transitions(common)
 
     @property
     def power_warnings(self) -> list[str]:

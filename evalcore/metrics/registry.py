@@ -39,7 +39,7 @@ class Measure:
     family: str  # the panel it is shown in: one of PANELS
     higher_is_better: bool = True
     binary: bool = False  # values are pass/fail as 1/0 (McNemar applies in comparisons)
-    # Seed order of a per-question verdict: the lowest priority present in both campaigns decides.
+    # Rank among the measures that decide a per-question verdict: the lowest present in both campaigns decides.
     verdict_priority: int | None = None
     needs_reference: bool = False  # absent on a question without an expected or reference answer
     settings: tuple[tuple[str, str], ...] = field(default=())

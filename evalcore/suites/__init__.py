@@ -1,10 +1,12 @@
 """Suites: named question sets (cases with an expected answer and sources), CSV import and export."""
 
-from evalcore.suites.csvfile import CsvLine, CsvReport, export_suite_csv, parse_suite_csv
+from evalcore.suites.csvfile import CsvLine, CsvReport, export_suite_csv, parse_suite_csv, suite_csv_bytes
 from evalcore.suites.suite import (
     MAX_CASES,
     MAX_SOURCES,
     Case,
+    DuplicateName,
+    IfExists,
     Suite,
     as_case,
     create_suite,
@@ -12,10 +14,12 @@ from evalcore.suites.suite import (
     get_suite,
     list_suites,
     replace_suite,
+    suite_named,
     validate_cases,
 )
 
 __all__ = [
-    "MAX_CASES", "MAX_SOURCES", "Case", "CsvLine", "CsvReport", "Suite", "as_case", "create_suite", "delete_suite",
-    "export_suite_csv", "get_suite", "list_suites", "parse_suite_csv", "replace_suite", "validate_cases",
+    "MAX_CASES", "MAX_SOURCES", "Case", "CsvLine", "CsvReport", "DuplicateName", "IfExists", "Suite", "as_case",
+    "create_suite", "delete_suite", "export_suite_csv", "get_suite", "list_suites", "parse_suite_csv",
+    "replace_suite", "suite_csv_bytes", "suite_named", "validate_cases",
 ]

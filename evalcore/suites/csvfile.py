@@ -274,3 +274,8 @@ def export_suite_csv(cases: Iterable[Case]) -> str:
                             where=f"case {number}", fix="remove the '|' from the source name")
         rows.append((case.question, case.expected_answer or "", "|".join(case.expected_sources)))
     return csv_text(rows, delimiter=";")
+
+
+def suite_csv_bytes(cases: Iterable[Case]) -> bytes:
+    """The suite's CSV file as every face writes it: UTF-8 with a BOM (so Excel shows accents and Chinese)."""
+    return export_suite_csv(cases).encode("utf-8-sig")

@@ -8,11 +8,12 @@ import sqlite3
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from evalcore.access import LOCAL_TENANT, Action, Principal, owned, scope
 from evalcore.errors import EvalError
-from evalcore.store import NotFound, Store, dumps
+from evalcore.store import Conflict, NotFound, Store, dumps
 
 MAX_CASES = 100
 MAX_SOURCES = 10
@@ -38,6 +39,23 @@ class Suite:
     cases: tuple[Case, ...]
     created_at: float
     updated_at: float
+
+
+class IfExists(StrEnum):
+    """What creating a suite does when the workspace already has a suite of that name (case ignored)."""
+
+    REFUSE = "refuse"  # DuplicateName, naming the existing suite: nothing is created
+    REPLACE = "replace"  # the existing suite takes the new cases and target; its id and campaigns stay
+    KEEP_BOTH = "keep_both"  # the new suite is created under the first free name "<name> (2)", "(3)", ...
+
+
+class DuplicateName(Conflict):
+    """A suite of that name exists in the workspace; `existing_id` names it."""
+
+    def __init__(self, name: str, existing_id: str) -> None:
+        super().__init__(f"a suite named {name!r} already exists", where="name", found=existing_id,
+                         fix="give another name, or say what to do with the existing suite: replace it or keep both")
+        self.existing_id = existing_id
 
 
 def as_case(value: Case | Mapping[str, Any], where: str) -> Case:
@@ -81,9 +99,19 @@ def validate_cases(cases: Iterable[Case | Mapping[str, Any]]) -> tuple[Case, ...
 
 
 def _check_name(name: str) -> str:
-    if not name or not name.strip():
+    """The name on one line, spaces collapsed; EvalError when empty."""
+    text = " ".join((name or "").split())
+    if not text:
         raise EvalError("the suite needs a name", where="name")
-    return name.strip()
+    return text
+
+
+def _choice(if_exists: IfExists | str) -> IfExists:
+    try:
+        return IfExists(if_exists)
+    except ValueError:
+        raise EvalError("unknown choice for an existing name", where="if_exists", found=repr(if_exists),
+                        expected=", ".join(choice.value for choice in IfExists)) from None
 
 
 def _insert_cases(conn: sqlite3.Connection, suite_id: str, cases: tuple[Case, ...]) -> None:
@@ -93,22 +121,56 @@ def _insert_cases(conn: sqlite3.Connection, suite_id: str, cases: tuple[Case, ..
     )
 
 
-def create_suite(store: Store, *, tenant: str = LOCAL_TENANT, name: str, target_id: str,
-                 cases: Iterable[Case | Mapping[str, Any]], principal: Principal | None = None) -> Suite:
-    """Create a suite (limits: 100 cases, 10 sources per case, a question in each); a principal's in its tenant."""
-    tenant = scope(principal, tenant, Action.CHANGE) or tenant
-    name, valid = _check_name(name), validate_cases(cases)
-    suite_id, now = f"suite_{secrets.token_hex(6)}", time.time()
+def _named(conn: sqlite3.Connection, tenant: str, name: str, other_than: str = "") -> list[sqlite3.Row]:
+    """The workspace's suites whose name is this one, case ignored (newest first)."""
+    rows = conn.execute("SELECT id, name, created_at FROM suites WHERE tenant = ? AND id != ? "
+                        "ORDER BY created_at DESC, id", (tenant, other_than)).fetchall()
+    return [row for row in rows if row["name"].casefold() == name.casefold()]
 
-    def insert(conn: sqlite3.Connection) -> None:
+
+def _free_name(conn: sqlite3.Connection, tenant: str, name: str) -> str:
+    number = 2
+    while _named(conn, tenant, f"{name} ({number})"):
+        number += 1
+    return f"{name} ({number})"
+
+
+def create_suite(store: Store, *, tenant: str = LOCAL_TENANT, name: str, target_id: str,
+                 cases: Iterable[Case | Mapping[str, Any]], principal: Principal | None = None,
+                 if_exists: IfExists | str = IfExists.REFUSE) -> Suite:
+    """Create a suite (limits: 100 cases, 10 sources per case, a question in each); a principal's in its tenant.
+
+    A name the workspace already uses (case ignored) raises DuplicateName unless `if_exists` says to
+    replace that suite or to keep both; the check and the write are one transaction.
+    """
+    tenant = scope(principal, tenant, Action.CHANGE) or tenant
+    name, valid, choice = _check_name(name), validate_cases(cases), _choice(if_exists)
+    now = time.time()
+
+    def insert(conn: sqlite3.Connection) -> Suite:
+        existing = _named(conn, tenant, name)
+        if existing and choice == IfExists.REFUSE:
+            raise DuplicateName(name, existing[0]["id"])
+        if existing and choice == IfExists.REPLACE:
+            _replace(conn, existing[0]["id"], name, target_id, valid, now)
+            return Suite(existing[0]["id"], tenant, name, target_id, valid, existing[0]["created_at"], now)
+        given = _free_name(conn, tenant, name) if existing else name
+        suite = Suite(f"suite_{secrets.token_hex(6)}", tenant, given, target_id, valid, now, now)
         conn.execute(
             "INSERT INTO suites (id, tenant, name, target_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (suite_id, tenant, name, target_id, now, now),
+            (suite.id, tenant, given, target_id, now, now),
         )
-        _insert_cases(conn, suite_id, valid)
+        _insert_cases(conn, suite.id, valid)
+        return suite
 
-    store.write(insert)
-    return Suite(suite_id, tenant, name, target_id, valid, now, now)
+    return store.write(insert)
+
+
+def _replace(conn: sqlite3.Connection, suite_id: str, name: str, target_id: str, cases: tuple[Case, ...],
+             now: float) -> None:
+    conn.execute("UPDATE suites SET name = ?, target_id = ?, updated_at = ? WHERE id = ?", (name, target_id, now, suite_id))
+    conn.execute("DELETE FROM cases WHERE suite_id = ?", (suite_id,))
+    _insert_cases(conn, suite_id, cases)
 
 
 def _suite_row(store: Store, suite_id: str, tenant: str | None) -> sqlite3.Row:
@@ -132,6 +194,15 @@ def get_suite(store: Store, suite_id: str, tenant: str | None = None, *, princip
     return _suite(store, _suite_row(store, suite_id, scope(principal, tenant)))
 
 
+def suite_named(store: Store, name: str, tenant: str | None = None, *,
+                principal: Principal | None = None) -> Suite | None:
+    """The workspace's suite of this name (case ignored; the newest when several), or None."""
+    tenant, wanted = scope(principal, tenant), " ".join(name.split()).casefold()
+    rows = store.read("SELECT * FROM suites ORDER BY created_at DESC, id")
+    row = next((r for r in rows if owned(r["tenant"], tenant) and r["name"].casefold() == wanted), None)
+    return _suite(store, row) if row is not None else None
+
+
 def list_suites(store: Store, tenant: str | None = None, *, principal: Principal | None = None) -> list[Suite]:
     """Every suite (of one tenant when given), newest first."""
     tenant = scope(principal, tenant)
@@ -146,16 +217,19 @@ def replace_suite(
     store: Store, suite_id: str, *, name: str, target_id: str, cases: Iterable[Case | Mapping[str, Any]],
     tenant: str | None = None, principal: Principal | None = None,
 ) -> Suite:
-    """Replace name, target and cases; past campaigns keep their own snapshot of the questions."""
+    """Replace name, target and cases; past campaigns keep their own snapshot of the questions.
+
+    DuplicateName when another suite of the workspace has that name (case ignored).
+    """
     tenant = scope(principal, tenant, Action.CHANGE)
     name, valid = _check_name(name), validate_cases(cases)
     row = _suite_row(store, suite_id, tenant)
     now = time.time()
 
     def replace(conn: sqlite3.Connection) -> None:
-        conn.execute("UPDATE suites SET name = ?, target_id = ?, updated_at = ? WHERE id = ?", (name, target_id, now, suite_id))
-        conn.execute("DELETE FROM cases WHERE suite_id = ?", (suite_id,))
-        _insert_cases(conn, suite_id, valid)
+        if existing := _named(conn, row["tenant"], name, other_than=suite_id):
+            raise DuplicateName(name, existing[0]["id"])
+        _replace(conn, suite_id, name, target_id, valid, now)
 
     store.write(replace)
     return Suite(suite_id, row["tenant"], name, target_id, valid, row["created_at"], now)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 from evalcore.models import ChatModel, ChatReply
 from evalcore.targets.config import TargetConfig
-from evalcore.targets.knowledge import PassageLike
+from evalcore.targets.knowledge import PassageLike, Progress
 
 RERANK_EMPTY_NOTE = "rerank returned nothing: using retrieval list"
 
@@ -71,7 +71,7 @@ class Target(Protocol):
 
     def check(self) -> None: ...
 
-    def prepare(self, passages: Sequence[PassageLike], progress: Callable[[int, int], None] | None = None) -> None: ...
+    def prepare(self, passages: Sequence[PassageLike], progress: Progress | None = None) -> None: ...
 
     def answer(self, question: str, qid: int | None = None) -> TargetAnswer: ...
 

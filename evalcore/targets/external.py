@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from evalcore.errors import EvalError
 from evalcore.models import ChatModel, check_reachable, new_client, post_json
 from evalcore.targets.base import Retrieved, TargetAnswer
 from evalcore.targets.config import TargetConfig
+from evalcore.targets.knowledge import Progress
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -70,7 +71,7 @@ class HttpAgentTarget:
         """Fail fast: header secrets are set and the agent's server answers."""
         check_reachable(self._client, self.config.agent_url, self._headers(), self.config.timeout, "agent_url")
 
-    def prepare(self, passages: Sequence[Any], progress: Callable[[int, int], None] | None = None) -> None:
+    def prepare(self, passages: Sequence[Any], progress: Progress | None = None) -> None:
         """Nothing to ingest: the agent has its own knowledge."""
 
     def answer(self, question: str, qid: int | None = None) -> TargetAnswer:
@@ -133,7 +134,7 @@ class ResultsFileTarget:
         self._by_qid = {row["qid"]: row for row in rows if row["qid"] is not None}
         self._by_question = {row["question"].strip(): row for row in rows if row.get("question")}
 
-    def prepare(self, passages: Sequence[Any], progress: Callable[[int, int], None] | None = None) -> None:
+    def prepare(self, passages: Sequence[Any], progress: Progress | None = None) -> None:
         """Read the file; passages give the ranked ids their titles and texts."""
         self.check()
         self._passages = {p.pid: p for p in passages}

@@ -27,8 +27,14 @@ from evalcore.errors import EvalError
 
 DEFAULT_INDEX_DIR = Path(".evalcore") / "index"
 FORMAT = "v2"  # bump when the cached layout or chunking rule changes
-EMBED_BATCH = 256
-Progress = Callable[[int, int], None]
+EMBED_BATCH = 64  # small enough that the index build's progress moves every second or so
+PROGRESS_EVERY = 200  # chunks tokenized between two reports
+
+
+class Progress(Protocol):
+    """Where the index build is: `done` units of `total` (chunks) in the step it names."""
+
+    def __call__(self, done: int, total: int, step: str = ...) -> None: ...
 
 
 class PassageLike(Protocol):
@@ -219,6 +225,8 @@ def build_knowledge_base(passages: Sequence[PassageLike], *, chunk_size: int | N
     with _MEMO_LOCK:
         kb = _MEMO.get(str(folder.resolve()))
     if kb is None:
+        if progress:
+            progress(0, 0, "loading the index")
         kb = _load(folder, passages) or _build(passages, chunk_size, chunk_overlap, folder, progress)
     for model in models:
         if model not in kb.embeddings:
@@ -262,8 +270,8 @@ def _build(passages: Sequence[PassageLike], size: int | None, overlap: int, fold
     corpus_tokens = []
     for done, chunk in enumerate(chunks, 1):
         corpus_tokens.append(list(tokens(index_text(chunk))))
-        if progress and (done % 1000 == 0 or done == len(chunks)):
-            progress(done, len(chunks))
+        if progress and (done % PROGRESS_EVERY == 0 or done == len(chunks)):
+            progress(done, len(chunks), "indexing the words of the corpus")
     bm25 = bm25s.BM25()
     bm25.index(corpus_tokens, show_progress=False)
     folder.mkdir(parents=True, exist_ok=True)
@@ -287,13 +295,18 @@ def _embeddings(kb: KnowledgeBase, model: str, progress: Progress | None) -> np.
         matrix: np.ndarray = np.load(path)
         if matrix.shape[0] == len(kb.chunks):
             return matrix
-    embedder = get_embedder(model)
     texts = [index_text(chunk) for chunk in kb.chunks]
+    step = f"embedding the corpus with {model}"
+    if progress:  # loading the weights takes seconds: its own step, so that the embedding's rate is its own
+        progress(0, 0, f"loading the embedding model {model}")
+    embedder = get_embedder(model)
+    if progress:
+        progress(0, len(texts), step)
     parts = []
     for start in range(0, len(texts), EMBED_BATCH):
         parts.append(embedder.passages(texts[start:start + EMBED_BATCH]))
         if progress:
-            progress(min(start + EMBED_BATCH, len(texts)), len(texts))
+            progress(min(start + EMBED_BATCH, len(texts)), len(texts), step)
     matrix = _normalise(np.concatenate(parts))
     _save_array(path, matrix)
     return matrix

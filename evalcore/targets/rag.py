@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +11,7 @@ from evalcore.models import CallCache, ChatModel
 from evalcore.targets.base import TargetAnswer
 from evalcore.targets.config import TargetConfig
 from evalcore.targets.generation import build_chat_model, build_generator
-from evalcore.targets.knowledge import KnowledgeBase, build_knowledge_base, get_embedder
+from evalcore.targets.knowledge import KnowledgeBase, Progress, build_knowledge_base, get_embedder
 from evalcore.targets.query import retrieve
 from evalcore.targets.rerank import (
     HttpReranker,
@@ -55,7 +55,7 @@ class RagTarget:
             if service is not None:
                 service.check()
 
-    def prepare(self, passages: Sequence[Any], progress: Callable[[int, int], None] | None = None) -> None:
+    def prepare(self, passages: Sequence[Any], progress: Progress | None = None) -> None:
         """Chunk, index and embed the whole corpus now (from the disk cache when possible)."""
         size = self.config.chunk_size if self.config.chunking == "tokens" else None
         self.kb = build_knowledge_base(passages, chunk_size=size, chunk_overlap=self.config.chunk_overlap,

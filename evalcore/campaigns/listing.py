@@ -1,0 +1,136 @@
+"""Campaign lists as every face shows them: name, dataset or suite name, status, date, key settings, headline measures.
+
+One row per campaign (`CampaignRow`), searchable and sortable by any of its columns, so that the
+dashboard's list and pickers, `campaigns list` and the API's list agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any
+
+from evalcore.access import Principal, owned, scope
+from evalcore.campaigns.queries import list_campaigns
+from evalcore.campaigns.records import Campaign
+from evalcore.datasets import DEFAULT_DATASET
+from evalcore.errors import EvalError
+from evalcore.metrics.registry import MEASURES, display_order, verdict_basis
+from evalcore.store import Store
+
+# The measures that decide a question's verdict in a comparison are the ones a list shows.
+HEADLINE = tuple(sorted(verdict_basis(), key=display_order))
+SETTINGS = ("retriever", "reranker", "generator", "top_k")
+SORT_KEYS = ("created", "name", "source", "status", *SETTINGS, *HEADLINE)
+
+
+def dataset_label(source: str) -> str:
+    """A dataset campaign's source as people name it: the folder's name, `default` for the built-in sample."""
+    name = PurePath(source).name
+    return "default" if name == DEFAULT_DATASET else name
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The settings that tell configurations apart at a glance; `top_k` counts the chunks a question retrieves."""
+
+    retriever: str
+    reranker: str
+    generator: str
+    top_k: int | None
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any]) -> Settings:
+        """From a stored configuration snapshot (its flat keys)."""
+        kind = config.get("kind", "rag")
+        if kind != "rag":
+            label = {"http_agent": "HTTP agent", "results_file": "results file"}.get(kind, kind)
+            return cls(label, "—", label, None)
+        retriever = config.get("retriever", "")
+        if retriever == "vector":
+            retriever = f"vector {config.get('embedding_model', '')}"
+        elif retriever == "hybrid":
+            retriever = f"hybrid {config.get('fusion', '')} {config.get('embedding_model', '')}"
+        reranker = config.get("reranker", "none")
+        generator = {"openai": config.get("model") or "openai", "local": "local model"}.get(
+            config.get("generator", ""), config.get("generator", ""))
+        top_k = config.get("rerank_top_k") if reranker != "none" else config.get("embedding_top_k")
+        return cls(retriever.strip(), reranker, generator, top_k)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {"retriever": self.retriever, "reranker": self.reranker, "generator": self.generator, "top_k": self.top_k}
+
+
+@dataclass(frozen=True)
+class CampaignRow:
+    """A campaign as a list shows it: the record, its dataset or suite name, key settings and headline means."""
+
+    campaign: Campaign
+    source_name: str
+    settings: Settings
+    headline: dict[str, float]  # mean of each headline measure the campaign has
+
+    def cell(self, key: str) -> Any:
+        """The value a list sorts on (None when absent)."""
+        c = self.campaign
+        cells = {"created": c.created_at, "name": c.name.casefold(), "source": self.source_name.casefold(),
+                 "status": c.status_text, **self.settings.to_dict()}
+        return cells[key] if key in cells else self.headline.get(key)
+
+    def matches(self, text: str) -> bool:
+        """Whether every word of text is in the name, id, source, status or settings (case ignored)."""
+        c = self.campaign
+        haystack = " ".join(map(str, (c.name, c.id, c.kind, self.source_name, c.status_text,
+                                      *self.settings.to_dict().values()))).casefold()
+        return all(word in haystack for word in text.casefold().split())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The list's own fields (the API adds them to the campaign's)."""
+        return {"source_name": self.source_name, "settings": self.settings.to_dict(), "headline": self.headline}
+
+
+def campaign_rows(store: Store, tenant: str | None = None, *, principal: Principal | None = None,
+                  campaigns: Sequence[Campaign] | None = None,
+                  means: Mapping[str, dict[str, float]] | None = None) -> list[CampaignRow]:
+    """Every campaign of the principal (or tenant) as a list row, newest first (or the campaigns given, with
+    their headline means when the caller has them already)."""
+    campaigns = list(campaigns) if campaigns is not None else list_campaigns(store, tenant, principal=principal)
+    means = means if means is not None else headline_means(store, [c.id for c in campaigns])
+    suites = _suite_names(store, scope(principal, tenant))
+    return [CampaignRow(c, suites.get(c.suite_id or "", c.source) if c.kind == "suite" else dataset_label(c.source),
+                        Settings.of(c.config), means.get(c.id, {})) for c in campaigns]
+
+
+def headline_means(store: Store, ids: Sequence[str]) -> dict[str, dict[str, float]]:
+    """campaign id -> mean of each headline measure over its stored results (one query for all)."""
+    if not ids:
+        return {}
+    paths = [f'$."{name}"' for name in HEADLINE]
+    columns = ", ".join(f"avg(json_extract(measures, ?)) AS m{i}" for i in range(len(HEADLINE)))
+    rows = store.read(f"SELECT campaign_id, {columns} FROM results WHERE campaign_id IN "
+                      f"({', '.join('?' * len(ids))}) GROUP BY campaign_id", [*paths, *ids])
+    return {row["campaign_id"]: {name: row[f"m{i}"] for i, name in enumerate(HEADLINE) if row[f"m{i}"] is not None}
+            for row in rows}
+
+
+def _suite_names(store: Store, tenant: str | None) -> dict[str, str]:
+    rows = store.read("SELECT id, tenant, name FROM suites")
+    return {row["id"]: row["name"] for row in rows if owned(row["tenant"], tenant)}
+
+
+def search_rows(rows: Sequence[CampaignRow], text: str | None) -> list[CampaignRow]:
+    """The rows whose name, id, source, status or settings hold every word of text."""
+    return [row for row in rows if not text or row.matches(text)]
+
+
+def sort_rows(rows: Sequence[CampaignRow], key: str = "created", reverse: bool = False) -> list[CampaignRow]:
+    """Rows sorted by a column: newest, best or A-Z first (`reverse`: the other way); rows without a value last."""
+    if key not in SORT_KEYS:
+        raise EvalError("unknown column to sort by", where="sort", found=repr(key), expected=", ".join(SORT_KEYS))
+    best_first = key in HEADLINE and (key not in MEASURES or MEASURES[key].higher_is_better)
+    descending = (key == "created" or best_first) != reverse
+    present = [row for row in rows if row.cell(key) is not None]
+    absent = [row for row in rows if row.cell(key) is None]
+    return sorted(present, key=lambda row: row.cell(key), reverse=descending) + absent

@@ -1,0 +1,141 @@
+"""Campaign names and lists on every face: named at launch, renamed, listed with their dataset or suite name,
+status, date, key settings and headline measures, searchable and sortable."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evalcore.campaigns import get_manager
+from evalcore.campaigns.listing import HEADLINE, Settings, campaign_rows, dataset_label, search_rows, sort_rows
+from evalcore.cli import main
+from evalcore.errors import EvalError
+from evalcore.suites import Case, create_suite
+from evalcore.targets import TargetConfig
+from tests.test_api import Api, error_of, make_api, serve, suite_body, wait_done
+
+BM25 = TargetConfig(retriever="bm25", chunking="none")
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
+    """Two dataset campaigns (5 and 9 retrieved chunks) and a suite campaign, on the tiny dataset."""
+    from tests.conftest import write_dataset
+
+    tmp = tmp_path_factory.mktemp("names")
+    data = str(write_dataset(tmp / "tiny"))
+    db = str(tmp / "names.db")
+    manager = get_manager(db)
+    suite = create_suite(manager.store, name="Refund questions", target_id="default",
+                         cases=[Case("What is the refund window?", "30 days", ("Terms of Sale",))])
+    config = TargetConfig.from_dict({**BM25.to_dict(), "knowledge_base": data})
+    ids = {"k5": manager.launch(dataset=data, config=TargetConfig.from_dict({**config.to_dict(), "embedding_top_k": 5})),
+           "k9": manager.launch(dataset=data, config=TargetConfig.from_dict({**config.to_dict(), "embedding_top_k": 9}),
+                                name="nine chunks"),
+           "suite": manager.launch(suite_id=suite.id, config=config)}
+    for campaign_id in ids.values():
+        assert manager.wait(campaign_id, timeout=120).status == "succeeded"
+    yield db, ids
+    manager.close()
+
+
+def test_rows_name_the_suite_the_dataset_the_settings_and_the_headline_measures(filled: tuple) -> None:
+    db, ids = filled
+    rows = {row.campaign.id: row for row in campaign_rows(get_manager(db).store)}
+    assert rows[ids["suite"]].source_name == "Refund questions"  # the suite's name, not its id
+    assert rows[ids["k5"]].source_name == "tiny"
+    assert rows[ids["k9"]].campaign.name == "nine chunks" and rows[ids["k5"]].campaign.name == "bm25 · extractive"
+    assert rows[ids["k9"]].settings == Settings("bm25", "none", "extractive", 9)
+    assert {"ndcg@10", "rougel"} <= set(rows[ids["k5"]].headline) <= set(HEADLINE)
+    assert {"coverage", "sources_found"} <= set(rows[ids["suite"]].headline) and "ndcg@10" not in rows[ids["suite"]].headline
+    assert all(0 <= value <= 1 for row in rows.values() for value in row.headline.values())
+    assert [r.campaign.id for r in search_rows(list(rows.values()), "REFUND")] == [ids["suite"]]
+    assert [r.campaign.id for r in search_rows(list(rows.values()), "nine bm25")] == [ids["k9"]]
+    by_name = sort_rows(list(rows.values()), "name")
+    assert [r.campaign.name for r in by_name] == sorted((r.campaign.name for r in rows.values()), key=str.casefold)
+    by_k = sort_rows(list(rows.values()), "top_k", reverse=True)
+    assert [r.settings.top_k for r in by_k] == [30, 9, 5]  # the suite runs the default top-k
+    # Campaigns without a measure come last whichever the direction.
+    for reverse in (False, True):
+        assert sort_rows(list(rows.values()), "sources_found", reverse)[0].campaign.id == ids["suite"]
+        assert sort_rows(list(rows.values()), "ndcg@10", reverse)[-1].campaign.id == ids["suite"]
+    with pytest.raises(EvalError, match="sort"):
+        sort_rows(list(rows.values()), "colour")
+
+
+def test_settings_of_other_targets_and_dataset_labels() -> None:
+    hybrid = TargetConfig(retriever="hybrid", reranker="http", rerank_url="http://x", rerank_top_k=12,
+                          generator="openai", model="gpt-4o-mini", base_url="http://x")
+    assert Settings.of(hybrid.to_dict()) == Settings("hybrid rrf use", "http", "gpt-4o-mini", 12)
+    assert Settings.of({"kind": "http_agent"}).retriever == "HTTP agent"
+    assert dataset_label("/srv/dataset/samples") == "default" and dataset_label("dataset/uploads-x") == "uploads-x"
+    assert HEADLINE[0] == "ndcg@10"
+
+
+def test_cli_list_shows_names_sources_settings_and_measures_searched_and_sorted(
+        filled: tuple, capsys: pytest.CaptureFixture[str]) -> None:
+    db, ids = filled
+    assert main(["campaigns", "list", "--db", db]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[0].split()
+    assert header[:5] == ["name", "dataset/suite", "status", "created", "progress"]
+    assert {"retriever", "reranker", "generator", "top-k", "ndcg@10", "coverage", "id"} <= set(header)
+    assert "suite Refund questions" in "\n".join(lines) and ids["suite"] in "\n".join(lines)
+    assert main(["campaigns", "list", "--search", "nine", "--db", db]) == 0
+    [only] = capsys.readouterr().out.splitlines()[1:]
+    assert only.startswith("nine chunks") and ids["k9"] in only
+    assert main(["campaigns", "list", "--sort", "top_k", "--json", "--db", db]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [c["settings"]["top_k"] for c in listed] == [5, 9, 30]
+    assert main(["campaigns", "list", "--sort", "name", "--reverse", "--db", db]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("nine chunks")
+    assert main(["campaigns", "show", ids["suite"], "--db", db]) == 0
+    assert "(suite Refund questions, tenant default)" in capsys.readouterr().out.splitlines()[0]
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    """The API over a fresh database, as tests/test_api.py serves it."""
+    tmp = tmp_path_factory.mktemp("api")
+    app, keys, targets = make_api(tmp)
+    with serve(app) as url:
+        yield Api(url, app, tmp / "api.db", keys, targets)
+
+
+def test_api_names_at_launch_renames_and_lists_with_names(api: Api) -> None:
+    task = api.call("POST", "/api/v1/evaluation", json={"knowledge_base_id": api.targets["fast"], "name": "first try"})
+    task_id = task.json()["data"]["task"]["id"]
+    suite = api.call("POST", "/api/v1/eval-suites", json=suite_body(api, n=1)).json()["data"]["suite"]
+    run = api.call("POST", f"/api/v1/eval-suites/{suite['id']}/runs", json={"name": "suite try"}).json()["data"]["run"]
+    assert run["name"] == "suite try"
+    wait_done(api, f"/api/v1/eval-suites/runs/{run['id']}", lambda d: d["run"]["status"])
+    wait_done(api, f"/api/v1/evaluation?task_id={task_id}", lambda d: d["task"]["status"])
+    listed = {c["id"]: c for c in api.call("GET", "/api/v1/campaigns", "viewer").json()["data"]["campaigns"]}
+    assert listed[task_id]["name"] == "first try" and listed[task_id]["source_name"] == "default"
+    assert listed[run["id"]]["source_name"] == suite["name"]
+    assert listed[run["id"]]["settings"] == {"retriever": "bm25", "reranker": "none", "generator": "extractive",
+                                             "top_k": 30}
+    assert {"ndcg@10", "rougel"} <= set(listed[task_id]["headline"])
+    found = api.call("GET", "/api/v1/campaigns?search=SUITE%20try", "viewer").json()["data"]["campaigns"]
+    assert [c["id"] for c in found] == [run["id"]]
+    by_name = api.call("GET", "/api/v1/campaigns?sort=name", "viewer").json()["data"]["campaigns"]
+    assert [c["name"] for c in by_name] == ["first try", "suite try"]
+    assert error_of(api.call("GET", "/api/v1/campaigns?sort=colour", "viewer"), 422)["field"] == "sort"
+
+    renamed = api.call("PATCH", f"/api/v1/campaigns/{task_id}", json={"name": "  hybrid,\n second try "})
+    assert renamed.status_code == 200 and renamed.json()["data"]["campaign"]["name"] == "hybrid, second try"
+    assert api.call("GET", f"/api/v1/campaigns/{task_id}", "viewer").json()["data"]["campaign"]["name"] == "hybrid, second try"
+    error_of(api.call("PATCH", f"/api/v1/campaigns/{task_id}", "viewer", json={"name": "x"}), 403)
+    error_of(api.call("PATCH", f"/api/v1/campaigns/{task_id}", "other", json={"name": "x"}), 404)
+    assert error_of(api.call("PATCH", f"/api/v1/campaigns/{task_id}", json={"name": "   "}), 422)["field"] == "name"
+    assert error_of(api.call("PATCH", f"/api/v1/campaigns/{task_id}", json={"name": "x" * 201}), 422)["field"] == "name"
+    openapi = api.call("GET", "/openapi.json", None).json()
+    assert "patch" in openapi["paths"]["/api/v1/campaigns/{campaign_id}"]
+
+
+def test_dataset_label_of_paths(tmp_path: Path) -> None:
+    assert dataset_label(str(tmp_path / "samples")) == "default"
+    assert dataset_label("default") == "default"
