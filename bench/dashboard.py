@@ -23,9 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,10 +40,8 @@ from evalcore.campaigns.storage import ResultWriter
 from evalcore.metrics import MEASURES
 from evalcore.store import dumps
 from evalcore.targets import Retrieved, TargetConfig
+from evalcore.testing.dashboard import CHROMIUM, CHROMIUM_ARGS, serve_streamlit
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 PAGES = {"pages/datasets.py": "Datasets", "pages/suites.py": "Suites", "pages/run.py": "Run",
          "pages/campaigns.py": "Campaigns", "pages/compare.py": "Compare"}
 # What "usable" means on each page: the title, then its controls and its first chart or table.
@@ -150,46 +146,11 @@ def apptest_round(runs: int) -> dict[str, tuple[float, list[float]]]:
 
 # --- the browser --------------------------------------------------------------------------------
 
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @contextmanager
 def serve(db: str, home: Path, script: Path = ROOT / "app.py") -> Iterator[str]:
     """`streamlit run` of a script (the app) on a loopback port over the database."""
-    port = free_port()
-    env = {**os.environ, "EVALCORE_DB": db}
-    command = [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
-               "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
-    with (home / f"{script.stem}.log").open("w") as log:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_healthy(url, process)
-            yield url
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
-
-
-def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 120) -> None:
-    """Poll Streamlit's health endpoint until it answers."""
-    import httpx
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {process.returncode}")
-        try:
-            if httpx.get(f"{url}/_stcore/health", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise TimeoutError("streamlit did not start")
+    with serve_streamlit(script, {"EVALCORE_DB": db}, home / f"{script.stem}.log", cwd=ROOT) as url:
+        yield url
 
 
 def timed_open(tab, title: str, go: Callable[[], None]) -> tuple[float, float]:
@@ -216,7 +177,7 @@ def browser_round(url: str, runs: int, floor: str | None = None,
 
     times: dict[str, tuple[tuple[float, float], list[tuple[float, float]]]] = {}
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         for page, title in PAGES.items():
             if floor is not None:
                 context = browser.new_context(viewport={"width": 1400, "height": 1000})

@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import os
 import re
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
+from evalcore.testing.dashboard import CHROMIUM, CHROMIUM_ARGS, serve_streamlit
+
 APP = Path(__file__).resolve().parent.parent / "app.py"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 # Text Streamlit shows when a script raised instead of reporting a readable message.
 EXCEPTION_TEXT = re.compile(r"Traceback \(most recent call last\)|StreamlitAPIException|^\w+Error: ", re.MULTILINE)
 
@@ -26,30 +20,12 @@ pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's ch
 sync_api = pytest.importorskip("playwright.sync_api")
 
 
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @contextmanager
 def serve(home: Path) -> Iterator[str]:
     """The dashboard served on a loopback port over the database in home."""
-    port = free_port()
-    env = {**os.environ, "EVALCORE_DB": str(home / "evalcore.db"), "EVALCORE_UPLOAD_DIR": str(home / "uploads")}
-    command = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true", "--server.port", str(port),
-               "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
-    log = (home / "streamlit.log").open("w")
-    process = subprocess.Popen(command, cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, process)
+    env = {"EVALCORE_DB": str(home / "evalcore.db"), "EVALCORE_UPLOAD_DIR": str(home / "uploads")}
+    with serve_streamlit(APP, env, home / "streamlit.log", cwd=home, timeout=60) as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
-        log.close()
 
 
 @pytest.fixture(scope="module")
@@ -59,27 +35,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 60) -> None:
-    """Poll Streamlit's health endpoint until it answers (or the server died)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {process.returncode}")
-        try:
-            if httpx.get(f"{url}/_stcore/health", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    raise TimeoutError("streamlit did not start")
-
-
 @contextmanager
 def browser_tab(url: str) -> Iterator[tuple]:
     """A browser page opened on url, collecting console errors and uncaught page errors."""
     problems: list[str] = []
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1400, "height": 2400}, accept_downloads=True)
         tab = context.new_page()
         tab.on("console", lambda message: problems.append(f"console: {message.text}") if message.type == "error" else None)
@@ -198,7 +159,7 @@ def test_a_report_opens_offline_with_its_charts(tmp_path: Path) -> None:
     path.write_text(comparison_report(comparison, a, b, SOURCES, sweep=sweep, sweep_campaigns=[a, b, c]),
                     encoding="utf-8")
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         assert opened_offline(browser, path) == 2  # the delta chart and the sweep's
         browser.close()
 
