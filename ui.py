@@ -45,10 +45,11 @@ from evalcore.campaigns.listing import (
 )
 from evalcore.campaigns.pace import duration_text
 from evalcore.compare import compare_with_previous, results_version
-from evalcore.compare.charts import chart_text  # noqa: F401 - the one escape of chart text, engine charts included
+from evalcore.compare.charts import STAGE_COLORS, chart_text  # noqa: F401 - chart_text: the one escape of chart text
 from evalcore.csvcells import csv_text
 from evalcore.datasets import FILES, Dataset, DatasetStats, dataset_stats, load_dataset, resolve_dataset
 from evalcore.datasets.uploads import list_datasets, validate_upload  # noqa: F401 - the pages use them through ui
+from evalcore.diagnosis import StageCounts
 from evalcore.errors import EvalError
 from evalcore.keys import MAX_SECRET, login_required, principal_of, sign_in
 from evalcore.metrics import MEASURES
@@ -336,6 +337,20 @@ def bars(frame: pd.DataFrame, title: str, share: bool = False) -> None:
             "encoding": {"x": {"field": x, "type": "ordinal", "sort": None, "axis": {"labelAngle": 0}},
                          "y": {"field": y, "type": "quantitative", **scale}}}
     st.vega_lite_chart(frame.astype({x: str}), spec)
+
+
+def stage_bar(counts: StageCounts, key: str) -> None:
+    """One horizontal bar of the questions per failure stage, stages in their order and colours (Vega-Lite, as
+    `bars`: the Campaigns page needs no Plotly). The data is inline in the spec."""
+    rows = [{"stage": stage, "questions": n, "order": position}
+            for position, (stage, n) in enumerate(counts.counts.items()) if n]
+    stages = [row["stage"] for row in rows]
+    spec = {"data": {"values": rows}, "height": 60, "mark": {"type": "bar", "tooltip": True},
+            "encoding": {"x": {"field": "questions", "type": "quantitative", "stack": "zero"},
+                         "color": {"field": "stage", "type": "nominal", "sort": stages, "legend": {"orient": "top"},
+                                   "scale": {"domain": stages, "range": [STAGE_COLORS[s] for s in stages]}},
+                         "order": {"field": "order", "type": "quantitative"}}}
+    st.vega_lite_chart(spec=spec, key=key)
 
 
 def histogram(values: list[int], name: str, title: str, bins: int = 30) -> None:

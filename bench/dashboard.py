@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 from evalcore.campaigns import Outcome, Question, get_manager
 from evalcore.campaigns.plans import insert_questions
 from evalcore.campaigns.storage import ResultWriter
+from evalcore.diagnosis import Stage
 from evalcore.metrics import MEASURES
 from evalcore.store import dumps
 from evalcore.targets import Retrieved, TargetConfig
@@ -66,6 +67,7 @@ SCORED = [name for name, m in MEASURES.items() if m.family in ("retrieval", "gen
 WORDS = ["refund", "window", "delivery", "router", "firmware", "thermostat", "warranty", "policy", "days", "update",
          "reset", "password"]
 RETRIEVERS = ("bm25", "vector", "hybrid")
+PIPELINE_STAGES = [Stage.RETRIEVAL_MISS.value, Stage.RANKING_MISS.value, Stage.GENERATION_MISS.value, Stage.OK.value]
 
 
 # --- the store ----------------------------------------------------------------------------------
@@ -92,7 +94,8 @@ CORPUS = [" ".join(random.Random(pid).choices(WORDS, k=30)) for pid in range(500
 
 
 def outcome(question: Question, rng: random.Random) -> Outcome:
-    """An answer of ~40 words, ten retrieved passages of a 5,000-passage corpus (some relevant), the measures."""
+    """An answer of ~40 words, ten retrieved passages of a 5,000-passage corpus (some relevant), the measures, a
+    failure stage."""
     relevant = list(question.relevant or {})
     pids = [rng.choice([*relevant, rng.randrange(5000)]) for _ in range(10)]
     retrieved = tuple(Retrieved(pid, f"Doc {pid // 10}", CORPUS[pid], 1.0 - k / 10, {"bm25": 10.0 - k})
@@ -100,7 +103,7 @@ def outcome(question: Question, rng: random.Random) -> Outcome:
     measures = {name: rng.random() for name in SCORED}
     return Outcome(answer=" ".join(rng.choices(WORDS, k=40)), retrieved=retrieved, context=retrieved[:5],
                    measures=measures, signatures={name: MEASURES[name].signature for name in measures},
-                   latency_s=rng.uniform(0.01, 0.2))
+                   latency_s=rng.uniform(0.01, 0.2), diagnosis=rng.choice(PIPELINE_STAGES))
 
 
 def fill(db: str, campaigns: int, count: int) -> None:

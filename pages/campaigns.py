@@ -21,7 +21,6 @@ from evalcore.campaigns.export import export_campaign
 from evalcore.campaigns.listing import HEADLINE
 from evalcore.campaigns.pace import duration_text
 from evalcore.campaigns.storage import load_signatures
-from evalcore.compare.charts import stage_bars
 from evalcore.diagnosis import NOT_ATTRIBUTED
 from evalcore.metrics import panels, sources_found
 from evalcore.targets import Retrieved
@@ -122,10 +121,10 @@ def abstention_text(aggregates: dict[str, Aggregate]) -> str | None:
 def diagnosis_section(campaign: Campaign) -> None:
     """Where the questions failed (a bar of the stages, the questions of one) and whether the target declines well."""
     counts = campaign_diagnosis(store, campaign.id, principal=principal)
-    if not counts.total:
-        return
+    if counts.total == counts.counts.get(NOT_ATTRIBUTED, 0):
+        return  # no question yet, or results stored before attribution existed
     st.caption("Failure attribution: the stage at which each question went wrong")
-    ui.chart(stage_bars({"questions": counts}), f"stages-{campaign.id}", key="stages")
+    ui.stage_bar(counts, key="stages-chart")
     if (abstention := abstention_text(ui.aggregates(campaign, principal))) is not None:
         st.caption(ui.escape_md(f"Abstention: {abstention}"))
     present = [stage for stage, count in counts.counts.items() if count]

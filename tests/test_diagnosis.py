@@ -7,11 +7,13 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import pyarrow
 import pytest
 
 from evalcore.campaigns import CampaignManager, campaign_diagnosis, campaign_results, get_manager
 from evalcore.cli import main
 from evalcore.compare import compare_campaigns
+from evalcore.compare.charts import STAGE_COLORS
 from evalcore.diagnosis import NOT_ATTRIBUTED, STAGES, Evidence, GenerationMarks, Stage, StageCounts, attribute
 from evalcore.store import MIGRATIONS, Store
 from evalcore.targets import Retrieved, TargetAnswer, TargetConfig
@@ -308,9 +310,10 @@ def test_campaigns_page_shows_the_stages_and_their_questions(two, monkeypatch: p
     at = page_test(str(db), monkeypatch, "pages/campaigns.py")
     at.selectbox[0].set_value(ids["A"]).run()
     assert_clean(at)
-    chart = next(c for c in at.get("plotly_chart") if c.key == "stages-chart")
-    bars = {bar["name"]: bar["x"] for bar in json.loads(chart.proto.spec)["data"]}
-    assert bars == {stage: [1] for stage in STAGES[:-1]}
+    chart = next(c.proto for c in at.get("vega_lite_chart") if '"stage"' in c.proto.spec)
+    data = pyarrow.ipc.open_stream(chart.data.data).read_all().to_pandas()  # what the browser draws
+    assert list(zip(data["stage"], data["questions"], strict=True)) == [(s, 1) for s in STAGES[:-1]]
+    assert json.loads(chart.spec)["encoding"]["color"]["scale"]["range"][0] == STAGE_COLORS["retrieval miss"]
     picker = at.selectbox(key=f"stage-{ids['A']}")
     assert picker.options == [f"{stage} (1)" for stage in STAGES[:-1]]
     picker.set_value("ranking miss").run()
