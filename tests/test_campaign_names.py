@@ -47,7 +47,7 @@ def test_rows_name_the_suite_the_dataset_the_settings_and_the_headline_measures(
     rows = {row.campaign.id: row for row in campaign_rows(get_manager(db).store)}
     assert rows[ids["suite"]].source_name == "Refund questions"  # the suite's name, not its id
     assert rows[ids["k5"]].source_name == "tiny"
-    assert rows[ids["k9"]].campaign.name == "nine chunks" and rows[ids["k5"]].campaign.name == "bm25 · extractive"
+    assert rows[ids["k9"]].campaign.name == "nine chunks" and rows[ids["k5"]].campaign.name == "bm25 · top 5 · extractive"
     assert rows[ids["k9"]].settings == Settings("bm25", "none", "extractive", 9)
     assert {"ndcg@10", "rougel"} <= set(rows[ids["k5"]].headline) <= set(HEADLINE)
     assert {"coverage", "sources_found"} <= set(rows[ids["suite"]].headline) and "ndcg@10" not in rows[ids["suite"]].headline

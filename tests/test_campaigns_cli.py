@@ -177,12 +177,12 @@ def test_campaigns_have_names_given_made_and_changed(setup: tuple[Path, Path, Pa
                                                       capsys: pytest.CaptureFixture) -> None:
     data, config, db = setup
     _, report = run_json(capsys, "run", "--dataset", str(data), "--config", str(config), "--db", str(db))
-    assert report["campaign"]["name"] == "bm25 · extractive"  # made from what tells configurations apart
+    assert report["campaign"]["name"] == "bm25 · top 3 · extractive"  # made from what tells configurations apart
     _, named = run_json(capsys, "run", "--dataset", str(data), "--name", "  my   baseline ", "--db", str(db))
     assert named["campaign"]["name"] == "my baseline"
     assert main(["campaigns", "list", "--db", str(db)]) == 0
     listing = capsys.readouterr().out
-    assert "my baseline" in listing and "bm25 · extractive" in listing
+    assert "my baseline" in listing and "bm25 · top 3 · extractive" in listing
     assert main(["campaigns", "rename", named["campaign"]["id"], "hybrid, first try", "--db", str(db)]) == 0
     assert "renamed" in capsys.readouterr().out
     _, shown = run_json(capsys, "campaigns", "show", named["campaign"]["id"], "--db", str(db))

@@ -63,7 +63,7 @@ def test_the_campaign_list_shows_names_sources_settings_and_measures(named: dict
     assert {"retriever", "reranker", "generator", "top-k", "ndcg@10", "coverage", "id"} <= set(table.columns)
     rows = table.set_index("id")
     assert rows.loc[named["named"], "name"] == "keyword baseline"
-    assert rows.loc[named["made"], "name"] == "bm25 · extractive" and rows.loc[named["made"], "top-k"] == 7
+    assert rows.loc[named["made"], "name"] == "bm25 · top 7 · extractive" and rows.loc[named["made"], "top-k"] == 7
     assert rows.loc[named["suite"], "dataset / suite"] == "suite Refund questions"  # the suite's name, not its id
     assert rows.loc[named["named"], "dataset / suite"] == "dataset default"
     assert 0 <= rows.loc[named["named"], "ndcg@10"] <= 1

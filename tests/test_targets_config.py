@@ -143,3 +143,10 @@ def test_config_save_and_list_from_the_command_line(tmp_path, capsys) -> None:
     assert main(["config", "list", "--db", db]) == 0
     assert target_id in capsys.readouterr().out
     assert main(["config", "save", str(toml), "--tenant", "bad_tenant", "--db", db]) == 2
+
+
+def test_the_made_name_tells_configurations_apart() -> None:
+    assert TargetConfig().describe() == "hybrid rrf use · extractive"
+    assert TargetConfig(retriever="bm25", embedding_top_k=5).describe() == "bm25 · top 5 · extractive"  # not the default
+    hybrid = TargetConfig(reranker="http", generator="openai", model="gpt-4o-mini", context_top_k=5)
+    assert hybrid.describe() == "hybrid rrf use · rerank http · gpt-4o-mini · k=5"

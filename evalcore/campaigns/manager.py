@@ -125,8 +125,10 @@ def owned_elsewhere(campaign_id: str, store: Store) -> Conflict:
 
 
 def sweep_name(name: str | None, config: TargetConfig, key: str, value: object) -> str:
-    """The name of one campaign of a sweep: the name given (else the configuration's) and the value it tries."""
-    return f"{(name or '').strip() or config.describe()} · {key}={value}"
+    """The name of one campaign of a sweep: the name given (else the configuration's, without the swept key, which
+    the name ends with) and the value it tries."""
+    default = type(config).from_dict({**config.to_dict(), key: type(config)().to_dict()[key]})
+    return f"{(name or '').strip() or default.describe()} · {key}={value}"
 
 
 def _check_concurrency(concurrency: int | None) -> None:

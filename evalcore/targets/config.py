@@ -295,6 +295,8 @@ class TargetConfig:
         retriever = {"hybrid": f"hybrid {self.fusion}", "vector": f"vector {self.embedding_model}"}.get(
             self.retriever, self.retriever)
         parts = [retriever if self.retriever != "hybrid" else f"{retriever} {self.embedding_model}"]
+        if self.embedding_top_k != TargetConfig.embedding_top_k:  # the candidates retrieved, when not the default
+            parts.append(f"top {self.embedding_top_k}")
         if self.chunking == "tokens":
             parts.append(f"chunks {self.chunk_size}/{self.chunk_overlap}")
         if self.query_transform != "none":
