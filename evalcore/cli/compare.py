@@ -53,7 +53,12 @@ def compare_command(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2, default=str))
     else:
-        lines = format_comparison(result) if isinstance(result, Comparison) else format_sweep(result)
+        if isinstance(result, Comparison):
+            store = store_of(args)
+            names = {c: get_campaign(store, c).name for c in (result.a.id, result.b.id)}
+            lines = format_comparison(result, names)
+        else:
+            lines = format_sweep(result)
         print("\n".join(lines))
     if args.report:
         write_report(args, result)
@@ -84,11 +89,12 @@ def num(value: float | None, digits: int = 4) -> str:
     return "-" if value is None else f"{value:.{digits}g}"
 
 
-def format_comparison(comparison: Comparison) -> list[str]:
-    """The comparison as a readable report."""
+def format_comparison(comparison: Comparison, names: dict[str, str] | None = None) -> list[str]:
+    """The comparison as a readable report; `names` (campaign id -> name, as now) head A's and B's lines."""
     a, b = comparison.a, comparison.b
-    lines = [f"A (baseline) {a.id}  {a.kind} {a.source}  {a.status}",
-             f"B            {b.id}  {b.kind} {b.source}  {b.status}"]
+    names = names or {}
+    lines = [f"A (baseline) {names.get(a.id, a.id)}  ({a.id})  {a.kind} {a.source}  {a.status}",
+             f"B            {names.get(b.id, b.id)}  ({b.id})  {b.kind} {b.source}  {b.status}"]
     lines += [f"config {key}: {values[0]!r} -> {values[1]!r}" for key, values in comparison.config_diff.items()]
     lines += [f"warning: {w}" for w in comparison.warnings + comparison.power_warnings]
     lines += [f"note: {n}" for n in comparison.notes]
