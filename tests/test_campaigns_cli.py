@@ -229,3 +229,15 @@ def test_csv_export_keeps_one_record_per_question_and_neutralises_every_line(
     assert_safe_csv(text, len(ATTACKS))
     rows = list(csv.DictReader(io.StringIO(text, newline="")))
     assert rows[0]["expected_answer"] == "30 days\r'@SUM(1+1)"
+
+
+def test_compare_heads_a_and_b_with_their_names(setup: tuple[Path, Path, Path], capsys: pytest.CaptureFixture) -> None:
+    data, config, db = setup
+    ids = [run_json(capsys, "run", "--dataset", str(data), "--config", str(config), "--name", name, "--db", str(db))[1]
+           ["campaign"]["id"] for name in ("first try", "second try")]
+    assert main(["campaigns", "rename", ids[1], "second, renamed", "--db", str(db)]) == 0
+    capsys.readouterr()
+    assert main(["compare", *ids, "--db", str(db), "--resamples", "200"]) == 0
+    head = capsys.readouterr().out.splitlines()[:2]
+    assert head[0].startswith(f"A (baseline) first try  ({ids[0]})")
+    assert head[1].startswith(f"B            second, renamed  ({ids[1]})")  # the name as it is now

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
-from evalcore.campaigns import get_campaign
+from evalcore.campaigns import NotFound, get_campaign
 from evalcore.cli._common import Commands, add_db_option, positive_int, store_of, write_file
 from evalcore.compare import Comparison, MeasureDelta, QuestionDiff, Sweep, compare_campaigns, compare_sweep, power
 from evalcore.compare.exports import source_names
@@ -15,6 +16,7 @@ from evalcore.compare.report import comparison_report, sweep_report
 from evalcore.compare.stats import RESAMPLES
 from evalcore.diagnosis import STAGES, Transition
 from evalcore.errors import EvalError
+from evalcore.store import Store
 
 SHOWN_VERDICTS = ("worse", "better", "new", "removed")
 
@@ -54,15 +56,24 @@ def compare_command(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2, default=str))
     else:
         if isinstance(result, Comparison):
-            store = store_of(args)
-            names = {c: get_campaign(store, c).name for c in (result.a.id, result.b.id)}
-            lines = format_comparison(result, names)
+            lines = format_comparison(result, campaign_names(store_of(args), (result.a.id, result.b.id)))
         else:
             lines = format_sweep(result)
         print("\n".join(lines))
     if args.report:
         write_report(args, result)
     return 0
+
+
+def campaign_names(store: Store, ids: Iterable[str]) -> dict[str, str]:
+    """The campaigns' names as they are now (a campaign deleted since its comparison was kept has none)."""
+    names = {}
+    for campaign_id in ids:
+        try:
+            names[campaign_id] = get_campaign(store, campaign_id).name
+        except NotFound:
+            pass
+    return names
 
 
 def write_report(args: argparse.Namespace, result: Comparison | Sweep) -> None:
