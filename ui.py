@@ -45,7 +45,7 @@ from evalcore.campaigns.listing import (
 )
 from evalcore.campaigns.pace import duration_text
 from evalcore.compare import compare_with_previous, results_version
-from evalcore.compare.charts import STAGE_COLORS, chart_text  # noqa: F401 - chart_text: the one escape of chart text
+from evalcore.compare.charts import chart_text, stage_bars_spec  # noqa: F401 - chart_text: the one escape of chart text
 from evalcore.csvcells import csv_text
 from evalcore.datasets import FILES, Dataset, DatasetStats, dataset_stats, load_dataset, resolve_dataset
 from evalcore.datasets.uploads import list_datasets, validate_upload  # noqa: F401 - the pages use them through ui
@@ -307,21 +307,27 @@ def html_bytes(figure: Any) -> bytes:
     return figure.to_html(include_plotlyjs=True, full_html=True).encode("utf-8")
 
 
-def chart(figure: Any, name: str, key: str) -> None:
+def chart(figure: Any, name: str, key: str, spec: dict[str, Any] | None = None) -> None:
     """Show a chart with its PNG and HTML downloads as `name`.png and .html (both built only when clicked).
 
-    The figure shown is the one exported: its title says what it shows (names, questions, what changed, date).
-    The chart's own camera button saves under the same name.
+    `figure` is a Plotly figure, or a function making it. With a Vega-Lite `spec` of the same chart (the
+    engine draws both: evalcore.compare.charts), the page shows the spec, whose script a browser loads about
+    a second sooner than Plotly's, and the downloads are the Plotly figure; without one, the figure is shown.
+    Either way the title says what it shows (names, questions, what changed, date).
     """
-    st.plotly_chart(figure, key=f"{key}-chart", config={"toImageButtonOptions": {"filename": name}})
+    make = figure if callable(figure) else lambda: figure
+    if spec is not None:
+        st.vega_lite_chart(spec=spec, key=f"{key}-chart")
+    else:
+        st.plotly_chart(make(), key=f"{key}-chart", config={"toImageButtonOptions": {"filename": name}})
     left, right, _ = st.columns([1, 1, 4])
     if Path(os.environ.get("BROWSER_PATH", CHROMIUM)).exists():
-        left.download_button("PNG", data=lambda: png_bytes(figure), file_name=f"{name}.png", mime="image/png",
+        left.download_button("PNG", data=lambda: png_bytes(make()), file_name=f"{name}.png", mime="image/png",
                              key=f"{key}-png", on_click="ignore")
     else:  # kaleido renders with a local Chromium and must never download one
         left.button("PNG", key=f"{key}-png", disabled=True,
                     help="PNG export needs Chromium: `apt-get install chromium`, or set BROWSER_PATH to a Chrome binary.")
-    right.download_button("HTML", data=lambda: html_bytes(figure), file_name=f"{name}.html", mime="text/html",
+    right.download_button("HTML", data=lambda: html_bytes(make()), file_name=f"{name}.html", mime="text/html",
                           key=f"{key}-html", on_click="ignore")
 
 
@@ -341,16 +347,8 @@ def bars(frame: pd.DataFrame, title: str, share: bool = False) -> None:
 
 def stage_bar(counts: StageCounts, key: str) -> None:
     """One horizontal bar of the questions per failure stage, stages in their order and colours (Vega-Lite, as
-    `bars`: the Campaigns page needs no Plotly). The data is inline in the spec."""
-    rows = [{"stage": stage, "questions": n, "order": position}
-            for position, (stage, n) in enumerate(counts.counts.items()) if n]
-    stages = [row["stage"] for row in rows]
-    spec = {"data": {"values": rows}, "height": 60, "mark": {"type": "bar", "tooltip": True},
-            "encoding": {"x": {"field": "questions", "type": "quantitative", "stack": "zero"},
-                         "color": {"field": "stage", "type": "nominal", "sort": stages, "legend": {"orient": "top"},
-                                   "scale": {"domain": stages, "range": [STAGE_COLORS[s] for s in stages]}},
-                         "order": {"field": "order", "type": "quantitative"}}}
-    st.vega_lite_chart(spec=spec, key=key)
+    the Compare page's: the Campaigns page needs no Plotly)."""
+    st.vega_lite_chart(spec=stage_bars_spec({"questions": counts}), key=key)
 
 
 def histogram(values: list[int], name: str, title: str, bins: int = 30) -> None:

@@ -51,7 +51,7 @@ USABLE = {
     "Suites": ("Suites", ["[data-testid='stSelectbox']", "[data-testid='stDataFrame']"]),
     "Run": ("Run a campaign", ["[data-testid='stSelectbox']", "button:has-text('Launch')"]),
     "Campaigns": ("Campaigns", ["[data-testid='stTextInput']", "[data-testid='stDataFrame']"]),
-    "Compare": ("Compare", ["[data-testid='stSelectbox']", ".js-plotly-plot"]),
+    "Compare": ("Compare", ["[data-testid='stSelectbox']", ".vega-embed"]),
 }
 # The reference: Streamlit alone, with nothing of ours, serving a title, a picker and a three-row table.
 FLOOR = "Streamlit alone"

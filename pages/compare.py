@@ -13,7 +13,16 @@ import ui
 from evalcore.access import Principal
 from evalcore.campaigns import Campaign, list_campaigns
 from evalcore.compare import Comparison, Sweep, compare_campaigns, compare_sweep, power
-from evalcore.compare.charts import delta_figure, scatter_figure, series_figure, stages_figure
+from evalcore.compare.charts import (
+    delta_figure,
+    delta_spec,
+    scatter_figure,
+    scatter_spec,
+    series_figure,
+    series_spec,
+    stages_figure,
+    stages_spec,
+)
 from evalcore.compare.exports import ExportContext, Fact, comparison_context, source_names, sweep_context
 from evalcore.compare.pairing import Group, by_questions, default_pair, group_of
 from evalcore.compare.report import comparison_report, sweep_report
@@ -84,7 +93,8 @@ def diagnosis_section(comparison: Comparison, context: ExportContext) -> None:
     if not cells:
         return
     st.subheader("Failure stages: A → B")
-    ui.chart(stages_figure(comparison, context), context.file_stem("stages"), key="stages")
+    ui.chart(partial(stages_figure, comparison, context), context.file_stem("stages"), key="stages",
+             spec=stages_spec(comparison, context))
     st.dataframe(transition_frame(cells), hide_index=True)
     moves = sorted(cells, key=lambda cell: cell.a == cell.b)  # the questions that moved first
     cell = st.selectbox("Questions from stage A to stage B", moves, key="transition",
@@ -167,7 +177,8 @@ if mode == "two campaigns":
         if measures.empty:
             st.info("No measure is present in both campaigns.")
         else:
-            ui.chart(delta_figure(comparison, context), context.file_stem("compare"), key="deltas")
+            ui.chart(partial(delta_figure, comparison, context), context.file_stem("compare"), key="deltas",
+                     spec=delta_spec(comparison, context))
             shown = measures[MEASURE_COLUMNS]
             st.dataframe(shown, hide_index=True, column_config={
                 "mde": st.column_config.NumberColumn("detects ±", help="smallest difference this comparison "
@@ -181,8 +192,9 @@ if mode == "two campaigns":
             names = list(measures["measure"])
             measure = st.selectbox("Measure", names, index=ui.index_of(names, "ndcg@10"))
             delta = next(m for m in comparison.measures if m.measure == measure)
-            ui.chart(scatter_figure(comparison.paired[measure], measure, context, delta),
-                     context.file_stem("scatter", measure), key="scatter")
+            paired = comparison.paired[measure]
+            ui.chart(partial(scatter_figure, paired, measure, context, delta), context.file_stem("scatter", measure),
+                     key="scatter", spec=scatter_spec(paired, measure, context, delta))
 
         diagnosis_section(comparison, context)
         st.subheader("Questions")
@@ -209,7 +221,8 @@ else:
         names = list(sweep.series)
         measure = st.selectbox("Measure", names, index=ui.index_of(names, "ndcg@10"))
         if measure:
-            ui.chart(series_figure(sweep, measure, context), context.file_stem("sweep", measure), key="sweep")
+            ui.chart(partial(series_figure, sweep, measure, context), context.file_stem("sweep", measure), key="sweep",
+                     spec=series_spec(sweep, measure, context))
         ui.html_download(
             "Report (HTML)", partial(sweep_report, store, sweep, members, sources, measure=measure, principal=principal),
             context.file_stem("report"), key="report",

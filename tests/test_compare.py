@@ -411,7 +411,7 @@ def test_api_compare_reports_power_for_an_effect(two_stored, tmp_path):
 
 
 def test_compare_page_shows_what_each_measure_could_detect(two_stored, monkeypatch):
-    from tests.test_dashboard import assert_clean, page_test, picker, unescape
+    from tests.test_dashboard import assert_clean, chart_titles, page_test, picker, unescape, vega_charts
 
     at = page_test(str(two_stored.path), monkeypatch, "pages/compare.py")
     assert_clean(at)
@@ -421,16 +421,17 @@ def test_compare_page_shows_what_each_measure_could_detect(two_stored, monkeypat
         assert table.loc[m.measure, "mde"] == pytest.approx(m.mde) and table.loc[m.measure, "n_required"] == m.n_required
     shown = unescape("\n".join(w.value for w in at.warning))
     assert all(w in shown for w in comparison.power_warnings) and comparison.power_warnings
-    hover = at.get("plotly_chart")[0].proto.spec
-    assert "n = 30 can detect ±" in hover and "±0.02 needs " in hover
+    [deltas] = [data for title, _, data in vega_charts(at) if title.startswith("B − A per measure")]
+    assert deltas["detects"].str.startswith("n = 30 can detect ±").any() and deltas["needs"].str.startswith("±0.02 needs ").any()
     at.number_input(key="effect").set_value(0.5).run()
     assert_clean(at)
     table = next(df.value for df in at.dataframe if "mde" in df.value.columns).set_index("measure")
     coverage = next(m for m in comparison.measures if m.measure == "coverage")
     assert table.loc["coverage", "n_required"] == coverage.with_effect(0.5).n_required
-    assert "±0.5 needs " in at.get("plotly_chart")[0].proto.spec
+    [deltas] = [data for title, _, data in vega_charts(at) if title.startswith("B − A per measure")]
+    assert deltas["needs"].str.startswith("±0.5 needs ").any()
     # No failure-stage chart: these rows were stored without stages (as before attribution existed).
-    assert [chart.key for chart in at.get("plotly_chart")] == ["deltas-chart", "scatter-chart"]
+    assert [title.split(" per ")[0] for title in chart_titles(at)] == ["B − A", "recall"]  # no ndcg@10 here
 
 
 def basis_rows(ndcg: float, rouge: float, judge: float | None = None) -> list:

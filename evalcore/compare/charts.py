@@ -1,13 +1,17 @@
-"""The charts of a comparison and of a sweep (Plotly figures), each titled with its context.
+"""The charts of a comparison and of a sweep, each titled with its context.
 
-Built here rather than in the dashboard so that the dashboard's exports and the HTML report of the
-CLI and the dashboard draw the same figures. Every stored string goes through `chart_text`: Plotly
-reads `<b>`, `<a href>`, `<br>` and entities in labels as markup.
+Two forms of each chart, drawn from the same numbers: a Plotly figure (`*_figure`), which the PNG
+and HTML exports and the one-file report are made of, and a Vega-Lite spec (`*_spec`), which the
+dashboard shows (a browser loads Vega-Lite's script about a second sooner than Plotly's on a first
+visit). Built here rather than in the dashboard so that every face draws the same charts. In the
+Plotly figures every stored string goes through `chart_text`: Plotly reads `<b>`, `<a href>`,
+`<br>` and entities in labels as markup; Vega-Lite shows text as text.
 """
 
 from __future__ import annotations
 
 import html
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -38,6 +42,22 @@ def titled(figure: go.Figure, title: str, context: ExportContext) -> go.Figure:
                                 "yanchor": "top", "pad": {"t": 14}},
                          margin={"t": 64 + 17 * len(lines)})
     return figure
+
+
+Spec = dict[str, Any]
+
+
+def spec_title(title: str, context: ExportContext) -> Spec:
+    """A Vega-Lite title: what is drawn, and the context's lines under it."""
+    return {"text": title, "subtitle": context.chart_lines(), "anchor": "start", "subtitlePadding": 4}
+
+
+def direction(improved: bool, worse: bool) -> str:
+    """The colour class of a point: better, worse, or neither."""
+    return "better" if improved else "worse" if worse else "no difference"
+
+
+DIRECTION_SCALE = {"domain": ["better", "worse", "no difference"], "range": [GREEN, RED, GREY]}
 
 
 def ordered(comparison: Comparison) -> list[MeasureDelta]:
@@ -75,6 +95,39 @@ def delta_figure(comparison: Comparison, context: ExportContext) -> go.Figure:
     return titled(figure, "B − A per measure (95% paired bootstrap interval; * p < 0.05)", context)
 
 
+def delta_spec(comparison: Comparison, context: ExportContext) -> Spec:
+    """The delta chart for the dashboard (Vega-Lite): the same points, intervals, marks and hover as delta_figure."""
+    rows = ordered(comparison)
+    values = [{"measure": m.measure, "delta": m.delta, "low": m.delta if m.ci_low is None else m.ci_low,
+               "high": m.delta if m.ci_high is None else m.ci_high,
+               "label": f"{m.delta:+.3f}{' *' if m.significant else ''}", "n": m.n, "p": m.p_value, "test": m.test,
+               "detects": detects_text(m), "needs": needs_text(m),
+               "direction": direction(m.improved, m.significant and not m.improved)} for m in rows]
+    y = {"field": "measure", "type": "nominal", "sort": [m.measure for m in rows], "title": None,
+         "axis": {"labelLimit": 260}}
+    tooltip = [{"field": "measure"}, {"field": "delta", "format": "+.4f", "title": "B − A"},
+               {"field": "low", "format": "+.4f", "title": "95% low"}, {"field": "high", "format": "+.4f",
+                                                                        "title": "95% high"},
+               {"field": "n"}, {"field": "p", "format": ".4f"}, {"field": "test"}, {"field": "detects"},
+               {"field": "needs"}]
+    return {"title": spec_title("B − A per measure (95% paired bootstrap interval; * p < 0.05)", context),
+            "data": {"values": values}, "height": 110 + 16 * len(context.chart_lines()) + 26 * len(rows),
+            "width": "container",
+            "layer": [
+                {"mark": {"type": "rule", "strokeDash": [3, 3], "color": "#9e9e9e"}, "encoding": {"x": {"datum": 0}}},
+                {"mark": "rule", "encoding": {"y": y, "x": {"field": "low", "type": "quantitative",
+                                                            "title": "difference (B − A)"},
+                                             "x2": {"field": "high"}, "color": {"field": "direction",
+                                                                                "scale": DIRECTION_SCALE,
+                                                                                "legend": None}}},
+                {"mark": {"type": "point", "filled": True, "size": 90},
+                 "encoding": {"y": y, "x": {"field": "delta", "type": "quantitative"}, "tooltip": tooltip,
+                              "color": {"field": "direction", "scale": DIRECTION_SCALE, "legend": None}}},
+                {"mark": {"type": "text", "dy": -11}, "encoding": {"y": y, "x": {"field": "delta", "type": "quantitative"},
+                                                                   "text": {"field": "label"}}},
+            ]}
+
+
 def stacked(values: Paired) -> pd.DataFrame:
     """The distinct (A, B) points of a measure with how many questions sit on each and which (first ids)."""
     frame = pd.DataFrame({"a": values.a, "b": values.b, "qid": values.qids})
@@ -104,11 +157,52 @@ def scatter_figure(values: Paired, measure: str, context: ExportContext, delta: 
     figure.add_shape(type="line", x0=low, y0=low, x1=high, y1=high, line={"dash": "dot", "color": "#9e9e9e"})
     name = chart_text(measure)
     figure.update_layout(xaxis_title=f"A {name}", yaxis_title=f"B {name}", height=520)
+    return titled(figure, scatter_title(measure), scatter_context(values, measure, context, delta))
+
+
+def scatter_title(measure: str) -> str:
+    """What the scatter shows."""
+    return f"{measure} per question (above the diagonal: B is higher; a number: questions on the same point)"
+
+
+def scatter_context(values: Paired, measure: str, context: ExportContext, delta: MeasureDelta | None) -> ExportContext:
+    """The comparison's context with the scatter's n and, when known, the measure's test and difference."""
     context = context.with_fact(shown("n", f"{len(values.qids):,} questions with {measure} in both"))
     if delta is not None:
         context = context.with_fact(Fact("test", delta.test, f"{delta.test}: B − A {delta.delta:+.4f}, p = {delta.p_value:.3g}"))
-    return titled(figure, f"{measure} per question (above the diagonal: B is higher; "
-                          "a number: questions on the same point)", context)
+    return context
+
+
+def scatter_spec(values: Paired, measure: str, context: ExportContext, delta: MeasureDelta | None = None) -> Spec:
+    """The scatter for the dashboard (Vega-Lite): each distinct (A, B) point once, sized and labelled by its count."""
+    points = stacked(values)
+    low = min(0.0, float(values.a.min(initial=0.0)), float(values.b.min(initial=0.0)))
+    high = max(1.0, float(values.a.max(initial=1.0)), float(values.b.max(initial=1.0)))
+    gain = (points["b"] - points["a"]) * (1 if higher_is_better(measure) else -1)
+    rows = [{"a": float(a), "b": float(b), "count": int(count), "questions": questions,
+             "label": str(count) if count > 1 else "", "direction": direction(g > 1e-12, g < -1e-12)}
+            for a, b, count, questions, g in zip(points["a"], points["b"], points["count"], points["questions"], gain,
+                                                  strict=True)]
+    scale = {"domain": [low, high], "nice": False}
+    x = {"field": "a", "type": "quantitative", "title": f"A {measure}", "scale": scale}
+    y = {"field": "b", "type": "quantitative", "title": f"B {measure}", "scale": scale}
+    tooltip = [{"field": "count", "title": "questions"}, {"field": "a", "format": ".3f", "title": "A"},
+               {"field": "b", "format": ".3f", "title": "B"}, {"field": "questions", "title": "question ids"}]
+    return {"title": spec_title(scatter_title(measure), scatter_context(values, measure, context, delta)),
+            "data": {"values": rows}, "height": 440, "width": "container",
+            "layer": [
+                {"mark": {"type": "rule", "strokeDash": [3, 3], "color": "#9e9e9e"},
+                 "encoding": {"x": {"datum": low, "type": "quantitative", "scale": scale},
+                              "y": {"datum": low, "type": "quantitative", "scale": scale},
+                              "x2": {"datum": high}, "y2": {"datum": high}}},
+                {"mark": {"type": "circle", "opacity": 0.75},
+                 "encoding": {"x": x, "y": y, "tooltip": tooltip,
+                              "size": {"field": "count", "type": "quantitative", "legend": None,
+                                       "scale": {"range": [60, 900]}},
+                              "color": {"field": "direction", "scale": DIRECTION_SCALE, "legend": None}}},
+                {"mark": {"type": "text", "align": "left", "dx": 9},
+                 "encoding": {"x": x, "y": y, "text": {"field": "label"}}},
+            ]}
 
 
 def series_figure(sweep: Sweep, measure: str, context: ExportContext) -> go.Figure:
@@ -122,6 +216,25 @@ def series_figure(sweep: Sweep, measure: str, context: ExportContext) -> go.Figu
     axis = chart_text(sweep.key or "campaign")
     figure.update_layout(xaxis_title=axis, yaxis_title=chart_text(measure), height=460)
     return titled(figure, f"{measure} by {sweep.key or 'campaign'} (mean, 95% bootstrap interval)", context)
+
+
+def series_spec(sweep: Sweep, measure: str, context: ExportContext) -> Spec:
+    """The sweep's series for the dashboard (Vega-Lite): the measure's mean and interval per swept value."""
+    rows = [{"x": str(point["x"]), "mean": point["mean"],
+             "low": point["mean"] if point["ci_low"] is None else point["ci_low"],
+             "high": point["mean"] if point["ci_high"] is None else point["ci_high"]} for point in sweep.series[measure]]
+    x = {"field": "x", "type": "ordinal", "sort": [row["x"] for row in rows], "title": sweep.key or "campaign",
+         "axis": {"labelAngle": 0}}
+    y = {"field": "mean", "type": "quantitative", "title": measure, "scale": {"zero": False}}
+    tooltip = [{"field": "x", "title": sweep.key or "campaign"}, {"field": "mean", "format": ".4f"},
+               {"field": "low", "format": ".4f", "title": "95% low"}, {"field": "high", "format": ".4f",
+                                                                        "title": "95% high"}]
+    return {"title": spec_title(f"{measure} by {sweep.key or 'campaign'} (mean, 95% bootstrap interval)", context),
+            "data": {"values": rows}, "height": 380, "width": "container",
+            "layer": [{"mark": {"type": "line", "point": {"filled": True, "size": 70}},
+                       "encoding": {"x": x, "y": y, "tooltip": tooltip}},
+                      {"mark": "rule", "encoding": {"x": x, "y": {"field": "low", "type": "quantitative"},
+                                                    "y2": {"field": "high"}}}]}
 
 
 STAGE_COLORS = {"retrieval miss": RED, "ranking miss": "#ef6c00", "generation miss": "#f9a825", "ok": GREEN,
@@ -149,3 +262,27 @@ def stages_figure(comparison: Comparison, context: ExportContext) -> go.Figure:
     # The title block takes the top margin: the legend goes under the bars.
     figure.update_layout(height=figure.layout.margin.t + 200, legend={"y": -0.35, "yanchor": "top"})
     return figure
+
+
+def stage_bars_spec(bars: dict[str, StageCounts]) -> Spec:
+    """Questions per failure stage for the dashboard (Vega-Lite): one stacked horizontal bar per label, untitled."""
+    rows = [{"bar": label, "stage": stage, "questions": counts.counts.get(stage, 0), "order": position}
+            for label, counts in bars.items() for position, stage in enumerate(STAGES) if counts.counts.get(stage, 0)]
+    present = [stage for stage in STAGES if any(row["stage"] == stage for row in rows)]
+    # Streamlit fits the whole chart (legend and title included) into the height.
+    return {"data": {"values": rows}, "height": 110 + 40 * len(bars), "width": "container",
+            "mark": "bar",
+            "encoding": {"y": {"field": "bar", "type": "nominal", "sort": list(bars), "title": None},
+                         "tooltip": [{"field": "bar", "title": "of"}, {"field": "stage"}, {"field": "questions"}],
+                         "x": {"field": "questions", "type": "quantitative", "stack": "zero"},
+                         "color": {"field": "stage", "type": "nominal", "sort": present, "legend": {"orient": "top"},
+                                   "scale": {"domain": present, "range": [STAGE_COLORS[s] for s in present]}},
+                         "order": {"field": "order", "type": "quantitative"}}}
+
+
+def stages_spec(comparison: Comparison, context: ExportContext) -> Spec:
+    """The failure stages of the common questions in A and in B, for the dashboard (Vega-Lite)."""
+    a, b = side_counts(comparison.transitions)
+    title = spec_title("Failure stage of each common question, in A and in B", context)
+    spec = stage_bars_spec({"A": a, "B": b})
+    return {**spec, "title": title, "height": spec["height"] + 40 + 18 * len(title["subtitle"])}

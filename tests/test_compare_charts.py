@@ -1,0 +1,71 @@
+"""The dashboard's Vega-Lite charts draw the numbers of the Plotly figures the exports are made of."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from evalcore.compare import sweep_results
+from evalcore.compare.charts import (
+    STAGE_COLORS,
+    delta_figure,
+    delta_spec,
+    scatter_figure,
+    scatter_spec,
+    series_figure,
+    series_spec,
+    stage_bars_spec,
+    stages_spec,
+)
+from evalcore.compare.exports import comparison_context, sweep_context
+from evalcore.diagnosis import StageCounts
+from tests.test_compare import A_ROWS, B_ROWS
+from tests.test_compare_report import DAY, HOSTILE, SOURCES, dated, hostile_pair
+
+
+def test_the_delta_spec_draws_the_figures_points_intervals_and_marks() -> None:
+    a, b, comparison = hostile_pair()
+    context = comparison_context(comparison, a, b, SOURCES, DAY)
+    spec, [trace] = delta_spec(comparison, context), delta_figure(comparison, context).data
+    rows = spec["data"]["values"]
+    # The figure lists the measures bottom up, the spec top down.
+    assert [r["measure"] for r in rows] == list(trace.y)[::-1]
+    assert np.allclose([r["delta"] for r in rows], list(trace.x)[::-1])
+    assert np.allclose([r["high"] - r["delta"] for r in rows], list(trace.error_x.array)[::-1])
+    assert np.allclose([r["delta"] - r["low"] for r in rows], list(trace.error_x.arrayminus)[::-1])
+    assert [r["label"] for r in rows] == list(trace.text)[::-1]
+    colors = dict(zip(spec["layer"][2]["encoding"]["color"]["scale"]["domain"],
+                      spec["layer"][2]["encoding"]["color"]["scale"]["range"], strict=True))
+    assert [colors[r["direction"]] for r in rows] == list(trace.marker.color)[::-1]
+    # Stored text stays text: the title lines name the campaigns as they are (Vega-Lite draws no markup).
+    assert any(HOSTILE in line for line in spec["title"]["subtitle"])
+
+
+def test_the_scatter_spec_has_each_distinct_point_once_with_its_count() -> None:
+    a, b, comparison = hostile_pair()
+    context = comparison_context(comparison, a, b, SOURCES, DAY)
+    measure = next(iter(comparison.paired))
+    values = comparison.paired[measure]
+    rows = scatter_spec(values, measure, context)["data"]["values"]
+    [trace] = scatter_figure(values, measure, context).data
+    assert [(r["a"], r["b"]) for r in rows] == list(zip(trace.x, trace.y, strict=True))
+    assert [r["count"] for r in rows] == [row[0] for row in trace.customdata]
+    assert sum(r["count"] for r in rows) == len(values.qids)
+
+
+def test_the_series_spec_and_the_stage_bars() -> None:
+    a, b, _ = hostile_pair()
+    sweep = sweep_results([(a, A_ROWS), (b, B_ROWS)], resamples=200)
+    measure = next(iter(sweep.series))
+    context = sweep_context(sweep, [a, b], SOURCES, DAY)
+    rows = series_spec(sweep, measure, context)["data"]["values"]
+    [trace] = series_figure(sweep, measure, context).data
+    assert np.allclose([r["mean"] for r in rows], list(trace.y))
+    counts = StageCounts.of([("ok", 3), ("retrieval miss", 2), (None, 1)])
+    spec = stage_bars_spec({"questions": counts})
+    assert [(r["stage"], r["questions"]) for r in spec["data"]["values"]] == [("retrieval miss", 2), ("ok", 3),
+                                                                               ("not attributed", 1)]
+    assert spec["encoding"]["color"]["scale"]["range"] == [STAGE_COLORS[s] for s in ("retrieval miss", "ok",
+                                                                                     "not attributed")]
+    _, _, comparison = hostile_pair()
+    assert stages_spec(comparison, comparison_context(comparison, a, dated("B", 2.0), SOURCES, DAY))["title"]["text"] \
+        .startswith("Failure stage")
