@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from evalcore.campaigns.answering import Asked, Plan, ask, error_text, settle
-from evalcore.campaigns.executors import WAKE_S, Finished, InFlight
+from evalcore.campaigns.executors import WAKE_S, InFlight, Tracked
 from evalcore.campaigns.records import Outcome, Question
 from evalcore.errors import EvalError
 from evalcore.targets import Target, TargetConfig, build_target
@@ -170,7 +170,7 @@ def ask_within(target: Target, question: Question, time_limit: float) -> Asked:
     return box[0] if box else Asked.timed_out(time_limit)
 
 
-class DaskExecutor:
+class DaskExecutor(Tracked):
     """Batches of questions answered on a Dask cluster; their replies scored here, each on its own thread."""
 
     def __init__(self, plan: Plan, cluster: Cluster) -> None:
@@ -242,15 +242,6 @@ class DaskExecutor:
             else:
                 self.in_flight.run(question.position, partial(settle, self.plan, question, asked),
                                    max(limit - asked.latency_s, 0.0))
-
-    def collect(self) -> Finished:
-        """What was scored, failed or timed out."""
-        return self.in_flight.collect()
-
-    @property
-    def busy(self) -> bool:
-        """A question is on the cluster or being scored."""
-        return len(self.in_flight) > 0
 
     def cancel(self) -> None:
         """Cancel every batch not back yet; replies being scored here finish."""

@@ -121,7 +121,22 @@ class InFlight:
         return [(position, outcome) for position in expired]
 
 
-class LocalExecutor:
+class Tracked:
+    """What the executors share: the questions in flight, collected once each, and whether any is left."""
+
+    in_flight: InFlight
+
+    def collect(self) -> Finished:
+        """What finished, failed or timed out."""
+        return self.in_flight.collect()
+
+    @property
+    def busy(self) -> bool:
+        """A question is in flight (being answered, or its reply being scored)."""
+        return len(self.in_flight) > 0
+
+
+class LocalExecutor(Tracked):
     """Each question asked, scored and judged on its own thread of this process, `concurrency` at a time."""
 
     def __init__(self, plan: Plan) -> None:
@@ -141,15 +156,6 @@ class LocalExecutor:
         for question in questions:
             self.in_flight.run(question.position, partial(answer_question, self.plan, question),
                                self.plan.options.time_limit)
-
-    def collect(self) -> Finished:
-        """What finished or timed out."""
-        return self.in_flight.collect()
-
-    @property
-    def busy(self) -> bool:
-        """A question is in flight."""
-        return len(self.in_flight) > 0
 
     def cancel(self) -> None:
         """Nothing to give up: every submitted question has started (it finishes or times out)."""
