@@ -269,8 +269,9 @@ def stage_bars_spec(bars: dict[str, StageCounts]) -> Spec:
     rows = [{"bar": label, "stage": stage, "questions": counts.counts.get(stage, 0), "order": position}
             for label, counts in bars.items() for position, stage in enumerate(STAGES) if counts.counts.get(stage, 0)]
     present = [stage for stage in STAGES if any(row["stage"] == stage for row in rows)]
-    # Streamlit fits the whole chart (legend and title included) into the height.
-    return {"data": {"values": rows}, "height": 110 + 40 * len(bars), "width": "container",
+    # "fit-x": the width fits the page, the height is the bars' own (legend, axis and title added around them).
+    return {"data": {"values": rows}, "height": 40 * len(bars), "width": "container",
+            "autosize": {"type": "fit-x", "contains": "padding"},
             "mark": "bar",
             "encoding": {"y": {"field": "bar", "type": "nominal", "sort": list(bars), "title": None},
                          "tooltip": [{"field": "bar", "title": "of"}, {"field": "stage"}, {"field": "questions"}],
@@ -283,6 +284,5 @@ def stage_bars_spec(bars: dict[str, StageCounts]) -> Spec:
 def stages_spec(comparison: Comparison, context: ExportContext) -> Spec:
     """The failure stages of the common questions in A and in B, for the dashboard (Vega-Lite)."""
     a, b = side_counts(comparison.transitions)
-    title = spec_title("Failure stage of each common question, in A and in B", context)
-    spec = stage_bars_spec({"A": a, "B": b})
-    return {**spec, "title": title, "height": spec["height"] + 40 + 18 * len(title["subtitle"])}
+    return {**stage_bars_spec({"A": a, "B": b}),
+            "title": spec_title("Failure stage of each common question, in A and in B", context)}
