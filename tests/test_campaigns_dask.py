@@ -236,3 +236,12 @@ def test_the_run_page_offers_the_cluster_once_a_scheduler_is_known(scheduler: st
     campaign = get_manager(db).wait(campaign_id, timeout=60)
     assert campaign.status == "succeeded" and campaign.finished == 5
     assert (campaign.config["executor"], campaign.config["scheduler"]) == ("dask", "")  # the setting's, at launch
+
+
+def test_a_cluster_without_evalcore_is_told_how_to_install_it() -> None:
+    from evalcore.campaigns.cluster import worker_problem
+
+    missing = worker_problem(Exception("ModuleNotFoundError(\"No module named 'evalcore'\")"), "the setup failed")
+    assert "cannot import evalcore" in missing.line() and "pip install -e ." in missing.line()
+    other = worker_problem(RuntimeError("out of memory"), "the setup failed", "tcp://10.0.0.2:4000")
+    assert other.line() == "tcp://10.0.0.2:4000: the setup failed: RuntimeError: out of memory"

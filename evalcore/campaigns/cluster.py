@@ -170,6 +170,19 @@ def ask_within(target: Target, question: Question, time_limit: float) -> Asked:
     return box[0] if box else Asked.timed_out(time_limit)
 
 
+MISSING_EVALCORE = "No module named 'evalcore'"
+
+
+def worker_problem(error: BaseException, what: str, where: str = "") -> EvalError:
+    """A cluster's failure as a readable error; a scheduler or worker without evalcore is told how to fix it (the
+    scheduler unpickles the tasks too)."""
+    if MISSING_EVALCORE in str(error) or MISSING_EVALCORE in repr(error):
+        return EvalError(f"{what}: the Dask scheduler or a worker cannot import evalcore", where=where or None,
+                         fix="install the project where the scheduler and every worker run, at the launcher's "
+                             "version: pip install -r requirements.txt && pip install -e .")
+    return EvalError(f"{what}: {error_text(error)}", where=where or None)
+
+
 class DaskExecutor(Tracked):
     """Batches of questions answered on a Dask cluster; their replies scored here, each on its own thread."""
 
@@ -188,7 +201,10 @@ class DaskExecutor(Tracked):
     def prepare(self, progress: Progress) -> None:
         """Send the setup to every worker once, and have each build its target (a failure fails the setup)."""
         client = self.cluster.client
-        self._scattered = client.scatter(self.setup, broadcast=True, hash=False)
+        try:
+            self._scattered = client.scatter(self.setup, broadcast=True, hash=False)
+        except Exception as error:  # noqa: BLE001 - a worker could not take the setup: say why and how to fix it
+            raise worker_problem(error, "the campaign's setup could not be sent to the Dask workers") from None
         workers = sorted(client.nthreads())
         futures = {client.submit(prepare_worker, self._scattered, key=f"{self._token}-prepare-{number}",
                                  workers=[worker], allow_other_workers=True, pure=False): worker
@@ -197,9 +213,12 @@ class DaskExecutor(Tracked):
             done = [future for future in futures if future.done()]
             progress(len(done), len(futures), "preparing the workers")  # raises when the campaign is cancelled meanwhile
             for future in done:
+                if future.status == "error":
+                    raise worker_problem(future.exception(), "the target could not be built on a Dask worker",
+                                         futures[future])
                 if future.status != "finished":
-                    why = error_text(future.exception()) if future.status == "error" else f"its task was {future.status}"
-                    raise EvalError(f"the target could not be built on a Dask worker: {why}", where=futures[future])
+                    raise EvalError(f"the target could not be built on a Dask worker: its task was {future.status}",
+                                    where=futures[future])
             if len(done) == len(futures):
                 return
             time.sleep(WAKE_S)
