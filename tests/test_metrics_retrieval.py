@@ -55,7 +55,7 @@ def test_random_cases_equal_pytrec_eval() -> None:
 
 
 def test_misses_stay_at_their_rank() -> None:
-    # The upstream bug dropped misses, making every score 1.0 here (DESIGN section 7).
+    # Dropping misses before scoring (a known defect of the original tool) would make every score 1.0 here.
     scores = retrieval_scores({1}, [None, None, 1])
     assert scores["precision"] == pytest.approx(1 / 3)
     assert scores["mrr"] == pytest.approx(1 / 3)
@@ -82,7 +82,7 @@ def test_duplicates_collapse_to_first_rank() -> None:
         ({1, 2, 3}, [1, 9, 2], {"precision": 2 / 3, "recall": 2 / 3, "mrr": 1.0, "map": (1 + 2 / 3) / 3,
                                 "ndcg@3": (1 + 0.5) / (1 + 1 / math.log2(3) + 0.5),
                                 "ndcg@10": (1 + 0.5) / (1 + 1 / math.log2(3) + 0.5)}),
-        # IDCG uses every relevant document, not just the retrieved length (DESIGN section 7).
+        # IDCG uses every relevant document, not just the retrieved length (as trec_eval does).
         ({1, 2, 3, 4}, [1], {"precision": 1.0, "recall": 0.25, "mrr": 1.0, "map": 0.25,
                              "ndcg@3": 1 / (1 + 1 / math.log2(3) + 0.5),
                              "ndcg@10": 1 / (1 + 1 / math.log2(3) + 0.5 + 1 / math.log2(5))}),

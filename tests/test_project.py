@@ -93,6 +93,19 @@ def test_every_environment_setting_is_documented() -> None:
     assert sorted(name for name in names if name not in readme) == []
 
 
+# The specification documents live outside the repository: code, UI text and docs name the concepts instead.
+OUTSIDE_DOCUMENTS = re.compile(r"\bDESIGN(?:\.md| section| §)|\bSTYLE\.md\b|\bseeds?[ -]0\d\d\b", re.IGNORECASE)
+
+
+def test_nothing_names_the_documents_the_project_was_specified_from() -> None:
+    texts = [*SOURCES, *(ROOT / "tests").glob("*.py"), *(ROOT / "bench").glob("*.py"), ROOT / "README.md",
+             ROOT / "ARCHITECTURE.md", *(ROOT / "evalcore").rglob("*.txt")]
+    found = [f"{path.relative_to(ROOT)}:{number}" for path in texts
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if OUTSIDE_DOCUMENTS.search(line) and path.name != "test_project.py"]
+    assert found == []
+
+
 def _commands(parser) -> list[list[str]]:
     paths = []
     for action in parser._subparsers._group_actions if parser._subparsers else []:

@@ -1,4 +1,4 @@
-"""Binary retrieval measures (DESIGN section 3), vectorised over many queries at once.
+"""Binary retrieval measures as trec_eval defines them, vectorised over many queries at once.
 
 Every query is a slice of one flat array of relevance flags in rank order, so 100,000 queries
 cost a handful of numpy passes instead of a Python loop per query. The single-question
@@ -82,7 +82,7 @@ def batch_scores(offsets: np.ndarray, flags: np.ndarray, num_rel: np.ndarray) ->
     """The six measures per query.
 
     `flags[offsets[q]:offsets[q+1]]` are query q's results in rank order (deduplicated, misses
-    included as False); `num_rel[q]` is |R|. Definitions and trec_eval equivalents: DESIGN §3.
+    included as False); `num_rel[q]` is |R|. Definitions and trec_eval equivalents: the README's Measures section.
     """
     queries = offsets.size - 1
     retrieved = np.diff(offsets)
