@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -39,3 +41,15 @@ def write_dataset(folder: Path, tables: dict[str, dict[str, list]] | None = None
 def tiny_dataset(tmp_path: Path) -> Path:
     """A valid five-question dataset folder in three languages."""
     return write_dataset(tmp_path / "tiny")
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The REST API served on loopback over a fresh database with its keys and saved targets, one per test module
+    (tests.test_api.Api); a module needing more set-up defines its own."""
+    from tests.test_api import Api, make_api, serve
+
+    tmp = tmp_path_factory.mktemp("api")
+    app, keys, targets = make_api(tmp)
+    with serve(app) as url:
+        yield Api(url, app, tmp / "api.db", keys, targets)

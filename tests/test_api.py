@@ -93,14 +93,6 @@ def make_api(tmp: Path) -> tuple[object, dict[str, str], dict[str, str]]:
     return app, keys, targets
 
 
-@pytest.fixture(scope="module")
-def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
-    tmp = tmp_path_factory.mktemp("api")
-    app, keys, targets = make_api(tmp)
-    with serve(app) as url:
-        yield Api(url, app, tmp / "api.db", keys, targets)
-
-
 def suite_body(api: Api, n: int = 2, agent: str = "fast", sources: int = 1) -> dict:
     # A name of its own: the tests share one server, and a second suite named alike answers 409.
     return {"name": f"refunds {next(SUITE_NUMBERS)}", "agent_id": api.targets[agent],

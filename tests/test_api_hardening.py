@@ -5,7 +5,6 @@ from __future__ import annotations
 import http.client
 import json
 import typing
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -15,18 +14,10 @@ from pydantic import BaseModel
 
 from evalcore.api import docs, routes_campaigns, routes_evaluation, routes_service, routes_suites, routes_targets
 from evalcore.api.inputs import RequestBody
-from tests.test_api import Api, error_of, make_api, serve, suite_body, wait_done
+from tests.test_api import Api, error_of, suite_body, wait_done
 
 SURROGATE = "\ud800"
 ROUTE_MODULES = (routes_evaluation, routes_suites, routes_targets, routes_campaigns, routes_service, docs)
-
-
-@pytest.fixture(scope="module")
-def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
-    tmp = tmp_path_factory.mktemp("api_hardening")
-    app, keys, targets = make_api(tmp)
-    with serve(app) as url:
-        yield Api(url, app, tmp / "api.db", keys, targets)
 
 
 class KeepAlive:

@@ -15,7 +15,7 @@ from evalcore.cli import main
 from evalcore.errors import EvalError
 from evalcore.suites import Case, create_suite
 from evalcore.targets import TargetConfig
-from tests.test_api import Api, error_of, make_api, serve, suite_body, wait_done
+from tests.test_api import Api, error_of, suite_body, wait_done
 
 BM25 = TargetConfig(retriever="bm25", chunking="none")
 
@@ -94,15 +94,6 @@ def test_cli_list_shows_names_sources_settings_and_measures_searched_and_sorted(
     assert capsys.readouterr().out.splitlines()[1].startswith("nine chunks")
     assert main(["campaigns", "show", ids["suite"], "--db", db]) == 0
     assert "(suite Refund questions, tenant default)" in capsys.readouterr().out.splitlines()[0]
-
-
-@pytest.fixture(scope="module")
-def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
-    """The API over a fresh database, as tests/test_api.py serves it."""
-    tmp = tmp_path_factory.mktemp("api")
-    app, keys, targets = make_api(tmp)
-    with serve(app) as url:
-        yield Api(url, app, tmp / "api.db", keys, targets)
 
 
 def test_api_names_at_launch_renames_and_lists_with_names(api: Api) -> None:

@@ -22,6 +22,7 @@ from evalcore.targets.query import MULTI_QUERY_NEXT, fuse
 from evalcore.targets.retrieval import bm25_scores, search
 from evalcore.testing import FakeOpenAIServer, Reply
 from evalcore.testing.corpus import corpus
+from tests.test_llm import DictCache
 
 # A follow-up question that names nothing: only a rewrite can make it findable.
 QUESTION = "And how do I get into its settings page?"
@@ -31,19 +32,6 @@ HYDE = "The router's admin page opens at 192.168.8.1 in a web browser; log in wi
 ANSWER = "At 192.168.8.1."
 MESSAGES = [{"role": "user", "content": "Capital of France?"}]
 FAST = {"retry_backoff": 0.01, "timeout": 5.0, "retries": 1, "api_key_env": "", "model": "fake-model"}
-
-
-class DictCache:
-    """The CallCache protocol over a dict."""
-
-    def __init__(self) -> None:
-        self.data: dict[str, dict] = {}
-
-    def get(self, key: str) -> dict | None:
-        return self.data.get(key)
-
-    def put(self, key: str, value: dict) -> None:
-        self.data[key] = value
 
 
 def scripted(path: str, body: dict) -> str | Reply:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,19 +20,10 @@ from evalcore.suites import (
     suite_csv_bytes,
     suite_named,
 )
-from tests.test_api import Api, error_of, make_api, serve, suite_body
+from tests.test_api import Api, error_of, suite_body
 
 CASES = [Case("What is the refund window?", "30 days", ("Terms of Sale",))]
 OTHER = [Case("Quel délai ?", "14 jours", ("CGV", "Règlement"))]
-
-
-@pytest.fixture(scope="module")
-def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
-    """The API over a fresh database, as tests/test_api.py serves it."""
-    tmp = tmp_path_factory.mktemp("api")
-    app, keys, targets = make_api(tmp)
-    with serve(app) as url:
-        yield Api(url, app, tmp / "api.db", keys, targets)
 
 
 @pytest.fixture
