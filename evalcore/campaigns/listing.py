@@ -98,9 +98,9 @@ def campaign_rows(store: Store, tenant: str | None = None, *, principal: Princip
     their headline means when the caller has them already)."""
     campaigns = list(campaigns) if campaigns is not None else list_campaigns(store, tenant, principal=principal)
     means = means if means is not None else headline_means(store, [c.id for c in campaigns])
-    suites = _suite_names(store, scope(principal, tenant))
-    return [CampaignRow(c, suites.get(c.suite_id or "", c.source) if c.kind == "suite" else dataset_label(c.source),
-                        Settings.of(c.config), means.get(c.id, {})) for c in campaigns]
+    suites = suite_names(store, scope(principal, tenant))
+    return [CampaignRow(c, source_name(c.kind, c.source, suites), Settings.of(c.config), means.get(c.id, {}))
+            for c in campaigns]
 
 
 def headline_means(store: Store, ids: Sequence[str]) -> dict[str, dict[str, float]]:
@@ -115,9 +115,16 @@ def headline_means(store: Store, ids: Sequence[str]) -> dict[str, dict[str, floa
             for row in rows}
 
 
-def _suite_names(store: Store, tenant: str | None) -> dict[str, str]:
+def suite_names(store: Store, tenant: str | None) -> dict[str, str]:
+    """Suite id -> name, of a tenant's suites (every suite for None)."""
     rows = store.read("SELECT id, tenant, name FROM suites")
     return {row["id"]: row["name"] for row in rows if owned(row["tenant"], tenant)}
+
+
+def source_name(kind: str, source: str, suites: Mapping[str, str]) -> str:
+    """The questions of a campaign as people name them: its suite's name (a suite campaign's source is the suite's
+    id), or its dataset's folder name."""
+    return suites.get(source, source) if kind == "suite" else dataset_label(source)
 
 
 def search_rows(rows: Sequence[CampaignRow], text: str | None) -> list[CampaignRow]:

@@ -15,14 +15,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from evalcore.access import Principal
+from evalcore.access import Principal, scope
 from evalcore.campaigns import Campaign
-from evalcore.campaigns.listing import dataset_label
+from evalcore.campaigns.listing import source_name, suite_names
 from evalcore.compare.pairing import Group, group_of
 from evalcore.compare.records import Comparison
 from evalcore.compare.sweep import Sweep
 from evalcore.store import Store
-from evalcore.suites import list_suites
 
 SLUG_LIMIT = 24  # characters of one name in a file name (a whole name stays under 100)
 CHANGED_IN_CHART = 3  # changed settings a chart subtitle names before "+N more"
@@ -191,7 +190,5 @@ def source_names(store: Store, campaigns: Iterable[Campaign], *, principal: Prin
                  tenant: str | None = None) -> dict[Group, str]:
     """How people name each group's questions: `dataset default` (the folder's name), `suite <its name>`."""
     groups = {group_of(c) for c in campaigns}
-    suites = {s.id: s.name for s in list_suites(store, tenant, principal=principal)} \
-        if any(kind == "suite" for kind, _ in groups) else {}
-    return {(kind, source): f"suite {suites.get(source, source)}" if kind == "suite"
-            else f"dataset {dataset_label(source)}" for kind, source in groups}
+    suites = suite_names(store, scope(principal, tenant)) if any(kind == "suite" for kind, _ in groups) else {}
+    return {(kind, source): f"{kind} {source_name(kind, source, suites)}" for kind, source in groups}
