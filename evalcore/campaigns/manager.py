@@ -197,8 +197,8 @@ class CampaignManager:
                 "suite_id": suite_id, "target_id": target_id, "total": len(questions),
                 "config": dumps(config.to_dict()), "dataset_hash": corpus.content_hash, "use_judge": int(use_judge),
                 "judges": dumps(list(judge_names)), "cache": int(cache), "options": dumps(options.to_dict()),
+                "owner_token": plan.owner_token,
             }
-            record["owner_token"] = plan.owner_token
             self.store.write(lambda conn: self._insert(conn, record, questions))
             self._start(plan, cluster)
         return campaign_id

@@ -57,7 +57,8 @@ def direction(improved: bool, worse: bool) -> str:
     return "better" if improved else "worse" if worse else "no difference"
 
 
-DIRECTION_SCALE = {"domain": ["better", "worse", "no difference"], "range": [GREEN, RED, GREY]}
+DIRECTION_COLORS = {"better": GREEN, "worse": RED, "no difference": GREY}
+DIRECTION_SCALE = {"domain": list(DIRECTION_COLORS), "range": list(DIRECTION_COLORS.values())}
 
 
 def ordered(comparison: Comparison) -> list[MeasureDelta]:
@@ -75,35 +76,39 @@ def needs_text(m: MeasureDelta) -> str:
     return f"±{m.effect:g} needs {m.n_required:,} questions" if m.n_required else ""
 
 
+def delta_points(comparison: Comparison) -> pd.DataFrame:
+    """One row per measure in display order: B − A, its interval (the point itself when none), its label, colour
+    class and what the hover says. Both forms of the delta chart draw these."""
+    rows = ordered(comparison)
+    return pd.DataFrame([{
+        "measure": m.measure, "delta": m.delta, "low": m.delta if m.ci_low is None else m.ci_low,
+        "high": m.delta if m.ci_high is None else m.ci_high, "label": f"{m.delta:+.3f}{' *' if m.significant else ''}",
+        "n": m.n, "p": m.p_value, "test": m.test, "detects": detects_text(m), "needs": needs_text(m),
+        "direction": direction(m.improved, m.significant and not m.improved)} for m in rows],
+        columns=["measure", "delta", "low", "high", "label", "n", "p", "test", "detects", "needs", "direction"])
+
+
 def delta_figure(comparison: Comparison, context: ExportContext) -> go.Figure:
     """B − A per measure (display order, top down) with its 95% interval; significant ones starred."""
-    rows = ordered(comparison)[::-1]  # Plotly draws the first category at the bottom
-    delta = np.array([m.delta for m in rows])
-    low = np.array([m.delta if m.ci_low is None else m.ci_low for m in rows])
-    high = np.array([m.delta if m.ci_high is None else m.ci_high for m in rows])
+    points = delta_points(comparison).iloc[::-1]  # Plotly draws the first category at the bottom
     figure = go.Figure(go.Scatter(
-        x=delta, y=[chart_text(m.measure) for m in rows], mode="markers+text", textposition="top center",
-        text=[f"{m.delta:+.3f}{' *' if m.significant else ''}" for m in rows],
-        marker={"color": [GREEN if m.improved else RED if m.significant else GREY for m in rows], "size": 10},
-        error_x={"type": "data", "symmetric": False, "array": high - delta, "arrayminus": delta - low},
-        customdata=[[m.n, m.p_value, m.test, detects_text(m), needs_text(m)] for m in rows],
+        x=points["delta"], y=points["measure"].map(chart_text), mode="markers+text", textposition="top center",
+        text=points["label"], marker={"color": points["direction"].map(DIRECTION_COLORS), "size": 10},
+        error_x={"type": "data", "symmetric": False, "array": points["high"] - points["delta"],
+                 "arrayminus": points["delta"] - points["low"]},
+        customdata=points[["n", "p", "test", "detects", "needs"]],
         hovertemplate="%{y}: %{x:+.4f}<br>n=%{customdata[0]} · p=%{customdata[1]:.4f}<br>%{customdata[2]}"
                       "<br>%{customdata[3]}<br>%{customdata[4]}<extra></extra>"))
     figure.add_vline(x=0, line_dash="dot", line_color="#9e9e9e")
-    figure.update_layout(height=max(300, 32 * len(rows) + 120), xaxis_title="difference (B − A)",
-                         yaxis={"automargin": True, "range": [-0.7, len(rows) - 0.3]})
+    figure.update_layout(height=max(300, 32 * len(points) + 120), xaxis_title="difference (B − A)",
+                         yaxis={"automargin": True, "range": [-0.7, len(points) - 0.3]})
     return titled(figure, "B − A per measure (95% paired bootstrap interval; * p < 0.05)", context)
 
 
 def delta_spec(comparison: Comparison, context: ExportContext) -> Spec:
     """The delta chart for the dashboard (Vega-Lite): the same points, intervals, marks and hover as delta_figure."""
-    rows = ordered(comparison)
-    values = [{"measure": m.measure, "delta": m.delta, "low": m.delta if m.ci_low is None else m.ci_low,
-               "high": m.delta if m.ci_high is None else m.ci_high,
-               "label": f"{m.delta:+.3f}{' *' if m.significant else ''}", "n": m.n, "p": m.p_value, "test": m.test,
-               "detects": detects_text(m), "needs": needs_text(m),
-               "direction": direction(m.improved, m.significant and not m.improved)} for m in rows]
-    y = {"field": "measure", "type": "nominal", "sort": [m.measure for m in rows], "title": None,
+    points = delta_points(comparison)
+    y = {"field": "measure", "type": "nominal", "sort": list(points["measure"]), "title": None,
          "axis": {"labelLimit": 260}}
     tooltip = [{"field": "measure"}, {"field": "delta", "format": "+.4f", "title": "B − A"},
                {"field": "low", "format": "+.4f", "title": "95% low"}, {"field": "high", "format": "+.4f",
@@ -111,7 +116,8 @@ def delta_spec(comparison: Comparison, context: ExportContext) -> Spec:
                {"field": "n"}, {"field": "p", "format": ".4f"}, {"field": "test"}, {"field": "detects"},
                {"field": "needs"}]
     return {"title": spec_title("B − A per measure (95% paired bootstrap interval; * p < 0.05)", context),
-            "data": {"values": values}, "height": 110 + 16 * len(context.chart_lines()) + 26 * len(rows),
+            "data": {"values": points.to_dict("records")},
+            "height": 110 + 16 * len(context.chart_lines()) + 26 * len(points),
             "width": "container",
             "layer": [
                 {"mark": {"type": "rule", "strokeDash": [3, 3], "color": "#9e9e9e"}, "encoding": {"x": {"datum": 0}}},
@@ -139,18 +145,31 @@ def stacked(values: Paired) -> pd.DataFrame:
     return points.drop(columns="qids")
 
 
+def scatter_points(values: Paired, measure: str) -> pd.DataFrame:
+    """The scatter's points (stacked) with their label (the count, when over one) and colour class (B better or
+    worse in the measure's direction). Both forms of the scatter draw these."""
+    points = stacked(values)
+    gain = (points["b"] - points["a"]) * (1 if higher_is_better(measure) else -1)
+    points["label"] = [str(c) if c > 1 else "" for c in points["count"]]
+    points["direction"] = [direction(g > 1e-12, g < -1e-12) for g in gain]
+    return points
+
+
+def scatter_domain(values: Paired) -> tuple[float, float]:
+    """Both axes' range: [0, 1] widened to every value."""
+    return (min(0.0, float(values.a.min(initial=0.0)), float(values.b.min(initial=0.0))),
+            max(1.0, float(values.a.max(initial=1.0)), float(values.b.max(initial=1.0))))
+
+
 def scatter_figure(values: Paired, measure: str, context: ExportContext, delta: MeasureDelta | None = None,
                    ) -> go.Figure:
     """Each distinct (A, B) pair of a measure once, its size and label the number of questions on it."""
-    points = stacked(values)
-    low = min(0.0, float(values.a.min(initial=0.0)), float(values.b.min(initial=0.0)))
-    high = max(1.0, float(values.a.max(initial=1.0)), float(values.b.max(initial=1.0)))
-    gain = (points["b"] - points["a"]) * (1 if higher_is_better(measure) else -1)
+    points, (low, high) = scatter_points(values, measure), scatter_domain(values)
     figure = go.Figure(go.Scatter(
         x=points["a"], y=points["b"], mode="markers+text", opacity=0.75,
-        text=[str(c) if c > 1 else "" for c in points["count"]], textposition="middle right",
+        text=points["label"], textposition="middle right",
         marker={"size": 8 + 4 * np.sqrt(points["count"] - 1), "sizemode": "diameter",
-                "color": np.where(gain > 1e-12, GREEN, np.where(gain < -1e-12, RED, GREY))},
+                "color": points["direction"].map(DIRECTION_COLORS)},
         customdata=points[["count", "questions"]],
         hovertemplate="%{customdata[0]} question(s): A %{x:.3f} · B %{y:.3f}<br>questions %{customdata[1]}"
                       "<extra></extra>"))
@@ -175,14 +194,8 @@ def scatter_context(values: Paired, measure: str, context: ExportContext, delta:
 
 def scatter_spec(values: Paired, measure: str, context: ExportContext, delta: MeasureDelta | None = None) -> Spec:
     """The scatter for the dashboard (Vega-Lite): each distinct (A, B) point once, sized and labelled by its count."""
-    points = stacked(values)
-    low = min(0.0, float(values.a.min(initial=0.0)), float(values.b.min(initial=0.0)))
-    high = max(1.0, float(values.a.max(initial=1.0)), float(values.b.max(initial=1.0)))
-    gain = (points["b"] - points["a"]) * (1 if higher_is_better(measure) else -1)
-    rows = [{"a": float(a), "b": float(b), "count": int(count), "questions": questions,
-             "label": str(count) if count > 1 else "", "direction": direction(g > 1e-12, g < -1e-12)}
-            for a, b, count, questions, g in zip(points["a"], points["b"], points["count"], points["questions"], gain,
-                                                  strict=True)]
+    rows = scatter_points(values, measure).to_dict("records")
+    low, high = scatter_domain(values)
     scale = {"domain": [low, high], "nice": False}
     x = {"field": "a", "type": "quantitative", "title": f"A {measure}", "scale": scale}
     y = {"field": "b", "type": "quantitative", "title": f"B {measure}", "scale": scale}
