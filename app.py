@@ -14,6 +14,7 @@ from evalcore.access import Action, Principal
 # No icons: Streamlit fetches Material icons from fonts.gstatic.com (fails offline) and emoji
 # need a font headless browsers lack.
 st.set_page_config(page_title="evalcore", layout="wide")
+ui.no_delay()  # small writes go out at once: see ui.no_delay
 
 PAGES = {file: st.Page(file, title=title, default=file == "pages/datasets.py") for file, title in (
     ("pages/datasets.py", "Datasets"), ("pages/suites.py", "Suites"), ("pages/run.py", "Run"),

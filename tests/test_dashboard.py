@@ -503,3 +503,35 @@ def test_exported_tables_neutralise_formulas_and_keep_numbers() -> None:
 
 def test_markdown_and_html_are_escaped() -> None:
     assert escape_md("<b>x</b> **y** [z](u)") == r"\<b\>x\</b\> \*\*y\*\* \[z\]\(u\)"
+
+
+@pytest.mark.skipif(not Path("/dev/fd").is_dir(), reason="the sockets are found through /dev/fd")
+def test_no_delay_turns_nagle_off_on_the_servers_sockets_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The listening socket (and so every connection it accepts later) and the connections already open
+    send small writes at once; another program's socket in the process is left alone."""
+    import socket
+
+    def nodelay(sock: socket.socket) -> int:
+        return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+
+    with socket.socket(socket.AF_INET) as listener, socket.socket(socket.AF_INET) as other:
+        # protocol 0, as Streamlit's server binds it
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        monkeypatch.setattr(ui, "_NO_DELAY", type(ui._NO_DELAY)())
+        port, get_option = listener.getsockname()[1], st.get_option
+        monkeypatch.setattr(st, "get_option", lambda key: port if key == "server.port" else get_option(key))
+        with socket.create_connection(listener.getsockname()) as before:
+            opened, _ = listener.accept()
+            assert nodelay(listener) == 0 and nodelay(opened) == 0
+            ui.no_delay()
+            with socket.create_connection(listener.getsockname()) as after:
+                accepted, _ = listener.accept()
+                assert nodelay(listener) == 1 and nodelay(opened) == 1 and nodelay(accepted) == 1
+                assert nodelay(other) == 0
+                before.sendall(b"x"), after.sendall(b"y")
+                assert opened.recv(1) == b"x" and accepted.recv(1) == b"y"  # the server's sockets still work
+            accepted.close()
+        opened.close()
