@@ -17,6 +17,7 @@ from evalcore.compare.charts import (
     stages_spec,
 )
 from evalcore.compare.exports import comparison_context, sweep_context
+from evalcore.compare.records import Paired
 from evalcore.diagnosis import StageCounts
 from tests.test_compare import A_ROWS, B_ROWS
 from tests.test_compare_report import DAY, HOSTILE, SOURCES, dated, hostile_pair
@@ -45,11 +46,21 @@ def test_the_scatter_spec_has_each_distinct_point_once_with_its_count() -> None:
     context = comparison_context(comparison, a, b, SOURCES, DAY)
     measure = next(iter(comparison.paired))
     values = comparison.paired[measure]
-    rows = scatter_spec(values, measure, context)["data"]["values"]
+    spec = scatter_spec(values, measure, context)
+    rows = spec["data"]["values"]
     [trace] = scatter_figure(values, measure, context).data
     assert [(r["a"], r["b"]) for r in rows] == list(zip(trace.x, trace.y, strict=True))
     assert [r["count"] for r in rows] == [row[0] for row in trace.customdata]
     assert sum(r["count"] for r in rows) == len(values.qids)
+    # The text layer labels the stacked points only (the figure's text, without its empty labels).
+    values = Paired(np.array(["q1", "q2", "q3", "q4"]), np.array([0.0, 0.0, 0.5, 1.0]), np.array([0.0, 0.0, 0.5, 0.5]))
+    spec, [trace] = scatter_spec(values, measure, context), scatter_figure(values, measure, context).data
+    rows = spec["data"]["values"]
+    [labels] = [layer["data"]["values"] for layer in spec["layer"] if layer["mark"]["type"] == "text"]
+    assert [(r["a"], r["b"], r["label"]) for r in labels] == [
+        (x, y, text) for x, y, text in zip(trace.x, trace.y, trace.text, strict=True) if text]
+    assert labels and all(int(r["label"]) == next(p["count"] for p in rows if (p["a"], p["b"]) == (r["a"], r["b"]))
+                          for r in labels)
 
 
 def test_the_series_spec_and_the_stage_bars() -> None:

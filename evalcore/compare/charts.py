@@ -213,7 +213,9 @@ def scatter_spec(values: Paired, measure: str, context: ExportContext, delta: Me
                               "size": {"field": "count", "type": "quantitative", "legend": None,
                                        "scale": {"range": [60, 900]}},
                               "color": {"field": "direction", "scale": DIRECTION_SCALE, "legend": None}}},
-                {"mark": {"type": "text", "align": "left", "dx": 9},
+                # Labels only where points stack: a text mark per point costs the browser more than the circles.
+                {"data": {"values": [{"a": r["a"], "b": r["b"], "label": r["label"]} for r in rows if r["label"]]},
+                 "mark": {"type": "text", "align": "left", "dx": 9},
                  "encoding": {"x": x, "y": y, "text": {"field": "label"}}},
             ]}
 
