@@ -304,6 +304,17 @@ def remembered_select(label: str, options: list, state_key: str, **kwargs: Any) 
     return value
 
 
+def remembered_multiselect(label: str, options: list, state_key: str, default: list, **kwargs: Any) -> list:
+    """A multiselect that opens on the picks remembered under state_key (`default` at first) and remembers
+    each change, also across runs that do not show it (Streamlit forgets a widget's value then)."""
+    widget_key = f"{state_key}-pick"
+    if widget_key not in st.session_state:
+        st.session_state[widget_key] = [o for o in st.session_state.get(state_key, default) if o in options]
+    value = st.multiselect(label, options, key=widget_key, **kwargs)
+    st.session_state[state_key] = value
+    return value
+
+
 def select_next_run(state_key: str, value: Any) -> None:
     """Make remembered_select(…, state_key) open on value at the next rerun."""
     st.session_state[state_key] = value

@@ -14,8 +14,12 @@ Two measurements, each page in turn, over several rounds (median and min-max):
   is usable, its title, its controls and its first chart or table visible, and until the script has
   finished (Streamlit's running indicator gone). "first visit": a new browser session (no cache)
   opens the page by its address, so the whole app loads with it; the server is up (its own first
-  imports and caches are paid by a round before, shown apart as "cold server"). "next visits": the
-  same session comes back to the page from another one through the navigation.
+  imports and caches are paid by a round before, shown apart as "server's first round"). "next
+  visits": the same session comes back to the page from another one through the navigation.
+
+The floor, measured in the same rounds before each page: Streamlit alone (a title, a picker, a 3-row
+table) as it ships, and the same app with Nagle's algorithm turned off on its server's sockets as the
+dashboard does (ui.no_delay).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,7 +66,11 @@ st.title("Streamlit alone")
 st.selectbox("Pick", ["a", "b"])
 st.dataframe(pd.DataFrame({"x": [1, 2, 3]}))
 """
-USABLE[FLOOR] = (FLOOR, ["[data-testid='stSelectbox']", "[data-testid='stDataFrame']"])
+# The same app with Nagle's algorithm turned off on the server's sockets, as the dashboard does (ui.no_delay):
+# what is left of a first visit over Streamlit's own once its connections stop waiting for delayed ACKs.
+FLOORS = {FLOOR: FLOOR_APP, f"{FLOOR}, Nagle off": FLOOR_APP + "\nimport ui\n\nui.no_delay()\n"}
+for name in FLOORS:
+    USABLE[name] = (FLOOR, ["[data-testid='stSelectbox']", "[data-testid='stDataFrame']"])
 SCORED = [name for name, m in MEASURES.items() if m.family in ("retrieval", "generation")]
 WORDS = ["refund", "window", "delivery", "router", "firmware", "thermostat", "warranty", "policy", "days", "update",
          "reset", "password"]
@@ -171,22 +179,22 @@ def timed_open(tab, title: str, go: Callable[[], None]) -> tuple[float, float]:
     return usable, time.perf_counter() - started
 
 
-def browser_round(url: str, runs: int, floor: str | None = None,
+def browser_round(url: str, runs: int, floors: dict[str, str] | None = None,
                   ) -> dict[str, tuple[tuple[float, float], list[tuple[float, float]]]]:
     """Per page: a new browser session opening it by its address (the whole app loads: a first visit), then
     `runs` visits from another page through the navigation (the app already loaded: the next visits); before
-    each page, the same first visit of Streamlit alone (`floor`), when given."""
+    each page, the same first visit of each floor app (name: its address), when given."""
     from playwright.sync_api import sync_playwright
 
     times: dict[str, tuple[tuple[float, float], list[tuple[float, float]]]] = {}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         for page, title in PAGES.items():
-            if floor is not None:
+            for name, floor in (floors or {}).items():
                 context = browser.new_context(viewport={"width": 1400, "height": 1000})
                 tab = context.new_page()
-                visit = timed_open(tab, FLOOR, lambda tab=tab: tab.goto(floor))
-                times[f"{FLOOR} {title}"] = (visit, [])
+                visit = timed_open(tab, name, lambda tab=tab, floor=floor: tab.goto(floor))
+                times[f"{name} | {title}"] = (visit, [])
                 context.close()
             context = browser.new_context(viewport={"width": 1400, "height": 1000})  # no cache, no cookies
             tab = context.new_page()
@@ -219,15 +227,20 @@ def browser_table(db: str, home: Path, rounds: int, runs: int) -> list[str]:
     """Browser rows: the server's first round, first visits in new sessions, next visits; usable and finished."""
     first: dict[str, list[tuple[float, float]]] = {t: [] for t in PAGES.values()}
     later: dict[str, list[tuple[float, float]]] = {t: [] for t in PAGES.values()}
-    loads, floor = [], []
-    (home / "floor.py").write_text(FLOOR_APP)
-    with serve(db, home) as url, serve(db, home, home / "floor.py") as floor_url:
-        cold = browser_round(url, runs)  # the server's own first imports and caches, page by page
+    floor: dict[str, list[tuple[float, float]]] = {name: [] for name in FLOORS}
+    loads = []
+    with ExitStack() as servers:
+        url = servers.enter_context(serve(db, home))
+        floors = {}
+        for number, (name, source) in enumerate(FLOORS.items()):
+            (home / f"floor{number}.py").write_text(source)
+            floors[name] = servers.enter_context(serve(db, home, home / f"floor{number}.py"))
+        cold = browser_round(url, runs, floors)  # each server's own first imports and caches, page by page
         for _ in range(rounds):
             loads.append(os.getloadavg()[0])
-            for title, (visit, visits) in browser_round(url, runs, floor_url).items():
-                if title.startswith(FLOOR):
-                    floor.append(visit)
+            for title, (visit, visits) in browser_round(url, runs, floors).items():
+                if (name := title.partition(" | ")[0]) in floor:
+                    floor[name].append(visit)
                     continue
                 first[title].append(visit)
                 later[title] += visits
@@ -238,8 +251,9 @@ def browser_table(db: str, home: Path, rounds: int, runs: int) -> list[str]:
         lines.append(f"| {title} | {cold[title][0][0]:.2f} | {spread([u for u, _ in first[title]])} | "
                      f"{spread([f for _, f in first[title]])} | {spread([u for u, _ in later[title]])} | "
                      f"{spread([f for _, f in later[title]])} |")
-    lines.append(f"| {FLOOR} (a title, a picker, a 3-row table; the same rounds) | | {spread([u for u, _ in floor])} | "
-                 f"{spread([f for _, f in floor])} | | |")
+    for name, visits in floor.items():
+        lines.append(f"| {name} (a title, a picker, a 3-row table; the same rounds) | | "
+                     f"{spread([u for u, _ in visits])} | {spread([f for _, f in visits])} | | |")
     return lines
 
 

@@ -37,6 +37,8 @@ from evalcore.compare.tables import (
 
 VERDICTS = ["better", "worse", "same", "new", "removed", "unscored"]
 EVERY = "every dataset and suite"
+MEASURES, PER_QUESTION, STAGES, QUESTIONS = "Measures", "Per question", "Failure stages", "Questions"
+SECTIONS = [MEASURES, PER_QUESTION, STAGES, QUESTIONS]
 
 
 # cache_resource, not cache_data: a comparison of 10,000 questions is immutable once computed, and
@@ -97,12 +99,57 @@ def diagnosis_section(comparison: Comparison, context: ExportContext) -> None:
              spec=stages_spec(comparison, context))
     st.dataframe(transition_frame(cells), hide_index=True)
     moves = sorted(cells, key=lambda cell: cell.a == cell.b)  # the questions that moved first
-    cell = st.selectbox("Questions from stage A to stage B", moves, key="transition",
-                        format_func=lambda c: f"{c.a} → {c.b} ({c.count})")
+    cell = ui.remembered_select("Questions from stage A to stage B", moves, "compare-transition",
+                                format_func=lambda c: f"{c.a} → {c.b} ({c.count})")
     questions = moved_frame(comparison, cell)
     st.dataframe(questions, hide_index=True, height=240)
     ui.table_download(questions, context.file_stem("stages"), key="stages-csv",
                       context=context.with_fact(Fact("stages", f"{cell.a} → {cell.b}", None)).csv_rows())
+
+
+def measures_section(comparison: Comparison, context: ExportContext, measures: pd.DataFrame, effect: float) -> None:
+    """Every measure's B − A with its interval (the chart), then the table with the power of each."""
+    st.subheader("Measures: B − A with 95% intervals")
+    if measures.empty:
+        st.info("No measure is present in both campaigns.")
+        return
+    ui.chart(partial(delta_figure, comparison, context), context.file_stem("compare"), key="deltas",
+             spec=delta_spec(comparison, context))
+    shown = measures[MEASURE_COLUMNS]
+    st.dataframe(shown, hide_index=True, column_config={
+        "mde": st.column_config.NumberColumn("detects ±", help="smallest difference this comparison "
+                                             "could see (80% power, alpha 0.05, paired t)", format="%.3g"),
+        "n_required": st.column_config.NumberColumn(f"questions for ±{effect:g}", format="%d",
+                                                    help="questions needed to see this effect size"),
+        "power_note": st.column_config.TextColumn("no power because")})
+    ui.table_download(shown, context.file_stem("measures"), key="measures-csv", context=context.csv_rows())
+
+
+def scatter_section(comparison: Comparison, context: ExportContext, measures: pd.DataFrame) -> None:
+    """One measure's value in A against B, question by question."""
+    st.subheader("Per question: A against B")
+    if measures.empty:
+        st.info("No measure is present in both campaigns.")
+        return
+    names = list(measures["measure"])
+    st.session_state.setdefault("compare-measure", "ndcg@10")
+    measure = ui.remembered_select("Measure", names, "compare-measure")  # kept while another section is open
+    delta = next(m for m in comparison.measures if m.measure == measure)
+    paired = comparison.paired[measure]
+    ui.chart(partial(scatter_figure, paired, measure, context, delta), context.file_stem("scatter", measure),
+             key="scatter", spec=scatter_spec(paired, measure, context, delta))
+
+
+def questions_section(versions: tuple, context: ExportContext) -> None:
+    """The questions with their verdicts, filtered by verdict, and their CSV."""
+    st.subheader("Questions")
+    keep = ui.remembered_multiselect("Verdicts", VERDICTS, "compare-verdicts", [v for v in VERDICTS if v != "same"])
+    questions = cached_questions(*versions)
+    questions = questions.filter(pc.is_in(questions["verdict"], value_set=pa.array(keep, pa.string())))
+    st.dataframe(questions, hide_index=True)
+    shown_verdicts = Fact("verdicts shown", ", ".join(keep) or "none", None)
+    ui.table_download(questions, context.file_stem("questions"), key="questions-csv",
+                      context=context.with_fact(shown_verdicts).csv_rows())
 
 
 def label(campaign: Campaign, sources: dict[Group, str]) -> str:
@@ -172,39 +219,23 @@ if mode == "two campaigns":
                          help="One HTML file that opens without network: both campaigns and their settings, the "
                               "differences, verdicts, measures with their chart and power, and every question.")
 
-        st.subheader("Measures: B − A with 95% intervals")
+        # One section at a time, computed only when open: a first visit draws the measures, not every chart
+        # and table of the comparison (the report above holds them all).
+        sections = SECTIONS if comparison.transitions else [s for s in SECTIONS if s != STAGES]
+        tabs = dict(zip(sections, st.tabs(sections, key="compare-section", on_change="rerun"), strict=True))
         measures = measure_frame(comparison)
-        if measures.empty:
-            st.info("No measure is present in both campaigns.")
-        else:
-            ui.chart(partial(delta_figure, comparison, context), context.file_stem("compare"), key="deltas",
-                     spec=delta_spec(comparison, context))
-            shown = measures[MEASURE_COLUMNS]
-            st.dataframe(shown, hide_index=True, column_config={
-                "mde": st.column_config.NumberColumn("detects ±", help="smallest difference this comparison "
-                                                     "could see (80% power, alpha 0.05, paired t)", format="%.3g"),
-                "n_required": st.column_config.NumberColumn(f"questions for ±{effect:g}", format="%d",
-                                                            help="questions needed to see this effect size"),
-                "power_note": st.column_config.TextColumn("no power because")})
-            ui.table_download(shown, context.file_stem("measures"), key="measures-csv", context=context.csv_rows())
-
-            st.subheader("Per question: A against B")
-            names = list(measures["measure"])
-            measure = st.selectbox("Measure", names, index=ui.index_of(names, "ndcg@10"))
-            delta = next(m for m in comparison.measures if m.measure == measure)
-            paired = comparison.paired[measure]
-            ui.chart(partial(scatter_figure, paired, measure, context, delta), context.file_stem("scatter", measure),
-                     key="scatter", spec=scatter_spec(paired, measure, context, delta))
-
-        diagnosis_section(comparison, context)
-        st.subheader("Questions")
-        keep = st.multiselect("Verdicts", VERDICTS, default=[v for v in VERDICTS if v != "same"])
-        questions = cached_questions(*versions)
-        questions = questions.filter(pc.is_in(questions["verdict"], value_set=pa.array(keep, pa.string())))
-        st.dataframe(questions, hide_index=True)
-        shown_verdicts = Fact("verdicts shown", ", ".join(keep) or "none", None)
-        ui.table_download(questions, context.file_stem("questions"), key="questions-csv",
-                          context=context.with_fact(shown_verdicts).csv_rows())
+        if tabs[MEASURES].open:
+            with tabs[MEASURES]:
+                measures_section(comparison, context, measures, effect)
+        if tabs[PER_QUESTION].open:
+            with tabs[PER_QUESTION]:
+                scatter_section(comparison, context, measures)
+        if STAGES in tabs and tabs[STAGES].open:
+            with tabs[STAGES]:
+                diagnosis_section(comparison, context)
+        if tabs[QUESTIONS].open:
+            with tabs[QUESTIONS]:
+                questions_section(versions, context)
 else:
     baseline_group = [c.id for c in options if group_of(c) == group_of(options[0])]
     chosen = st.multiselect("Campaigns (the first is the baseline)", ids, default=baseline_group[:3][::-1],

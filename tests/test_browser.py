@@ -106,9 +106,17 @@ def test_launch_compare_screenshot_and_export(page: tuple, tmp_path: Path) -> No
 
     open_page(tab, "Compare")
     tab.get_by_text("Measures: B − A with 95% intervals").wait_for(timeout=60_000)
-    # The deltas, the per-question scatter and the failure stages, drawn by Vega-Lite (Plotly only for the downloads).
-    tab.locator(".vega-embed canvas, .vega-embed svg").nth(2).wait_for(timeout=30_000)
+    # The deltas first, drawn by Vega-Lite (Plotly only for the downloads); the other sections when opened.
+    tab.locator(".vega-embed canvas, .vega-embed svg").first.wait_for(timeout=30_000)
     assert tab.locator(".js-plotly-plot").count() == 0
+    for section, heading in (("Per question", "Per question: A against B"), ("Failure stages", "Failure stages: A → B"),
+                             ("Measures", "Measures: B − A with 95% intervals")):
+        tab.get_by_role("tab", name=section).click()
+        tab.get_by_text(heading).wait_for(timeout=60_000)
+        tab.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=60_000)
+        charts = tab.locator("[data-stale='false'] .vega-embed canvas, [data-stale='false'] .vega-embed svg")
+        charts.first.wait_for(timeout=30_000)
+        assert tab.locator("[data-testid='stMain'] .vega-embed:visible").count() == 1  # this section's chart only
     # EVALCORE_SCREENSHOT_DIR keeps the screenshot for a person to look at.
     shot = Path(os.environ.get("EVALCORE_SCREENSHOT_DIR") or tmp_path) / "compare.png"
     tab.screenshot(path=str(shot), full_page=True)

@@ -411,7 +411,7 @@ def test_api_compare_reports_power_for_an_effect(two_stored, tmp_path):
 
 
 def test_compare_page_shows_what_each_measure_could_detect(two_stored, monkeypatch):
-    from tests.test_dashboard import assert_clean, chart_titles, page_test, picker, unescape, vega_charts
+    from tests.test_dashboard import assert_clean, chart_titles, open_section, page_test, picker, unescape, vega_charts
 
     at = page_test(str(two_stored.path), monkeypatch, "pages/compare.py")
     assert_clean(at)
@@ -430,8 +430,9 @@ def test_compare_page_shows_what_each_measure_could_detect(two_stored, monkeypat
     assert table.loc["coverage", "n_required"] == coverage.with_effect(0.5).n_required
     [deltas] = [data for title, _, data in vega_charts(at) if title.startswith("B − A per measure")]
     assert deltas["needs"].str.startswith("±0.5 needs ").any()
-    # No failure-stage chart: these rows were stored without stages (as before attribution existed).
-    assert [title.split(" per ")[0] for title in chart_titles(at)] == ["B − A", "recall"]  # no ndcg@10 here
+    # No failure-stage section: these rows were stored without stages (as before attribution existed).
+    assert [tab.label for tab in at.tabs] == ["Measures", "Per question", "Questions"]
+    assert [title.split(" per ")[0] for title in chart_titles(open_section(at, "Per question"))] == ["recall"]  # no ndcg@10
 
 
 def basis_rows(ndcg: float, rouge: float, judge: float | None = None) -> list:

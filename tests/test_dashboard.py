@@ -305,6 +305,12 @@ def chart_titles(at: AppTest) -> list[str]:
     return [title for title, _, _ in vega_charts(at)]
 
 
+def open_section(at: AppTest, label: str) -> AppTest:
+    """Open one of the Compare page's sections (its tabs render only the open one), as a click on it does."""
+    at.session_state["compare-section"] = label
+    return at.run()
+
+
 def test_compare_two_campaigns(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     at = page_test(filled["db"], monkeypatch, "pages/compare.py")
     assert_clean(at)
@@ -315,11 +321,16 @@ def test_compare_two_campaigns(filled: dict, monkeypatch: pytest.MonkeyPatch) ->
     verdicts = {m.label for m in at.metric}
     assert {"better", "worse", "same", "new", "removed"} <= verdicts
     assert any("embedding_top_k" in str(df.value.to_dict()) for df in at.dataframe)  # the configuration difference
-    # deltas, the per-question scatter, the failure stages in A and B
-    titles = chart_titles(at)
-    assert [title.split(" (")[0] for title in titles] == ["B − A per measure", "ndcg@10 per question",
-                                                          "Failure stage of each common question, in A and in B"]
+    # One section at a time: the deltas first, then the per-question scatter and the failure stages in A and B.
+    assert [tab.label for tab in at.tabs] == ["Measures", "Per question", "Failure stages", "Questions"]
+    assert [title.split(" (")[0] for title in chart_titles(at)] == ["B − A per measure"]
     assert not at.get("plotly_chart")  # the page draws Vega-Lite; Plotly only for the downloads
+    assert [title.split(" (")[0] for title in chart_titles(open_section(at, "Per question"))] == ["ndcg@10 per question"]
+    assert [title.split(" (")[0] for title in chart_titles(open_section(at, "Failure stages"))] == [
+        "Failure stage of each common question, in A and in B"]
+    assert not at.multiselect and [box.label for box in open_section(at, "Questions").multiselect] == ["Verdicts"]
+    assert any("verdict" in df.value.columns for df in at.dataframe) and not chart_titles(at)
+    open_section(at, "Measures")
     picker(at, "B (candidate)").set_value(filled["top2"]).run()  # B = A: every verdict "same" would say nothing
     assert_clean(at)
     assert "A and B are the same campaign" in texts(at) and not vega_charts(at)
@@ -358,7 +369,7 @@ def test_compare_exports_name_both_campaigns_and_what_changed(filled: dict, monk
     stem = f"keyword-top-2_vs_keyword-top-30_{dt.date.today().isoformat()}"
     names = {key: str(d["file_name"]) for key, d in downloads.items()}
     assert names["deltas-png"] == f"compare_{stem}.png" and names["deltas-html"] == f"compare_{stem}.html"
-    assert names["report"] == f"report_{stem}.html" and names["questions-csv"] == f"questions_{stem}.csv"
+    assert names["report"] == f"report_{stem}.html" and "questions-csv" not in names  # its section is closed
     assert all(len(name) < 100 for name in names.values())
     expected = ("keyword top 2", "keyword top 30", "embedding_top_k 2 → 30", "dataset default")
     chart = clicked(downloads["deltas-html"]).decode()
@@ -377,19 +388,36 @@ def test_compare_exports_name_both_campaigns_and_what_changed(filled: dict, monk
     table = pd.read_csv(io.StringIO(measures), skiprows=skip)
     shown = next(df.value for df in at.dataframe if "signature" in df.value.columns)
     assert list(table.columns) == list(shown.columns) and list(table["measure"]) == list(shown["measure"])
+    counts = {m.label: m.value for m in at.metric}
+    open_section(at, "Questions")
+    assert str(downloads["questions-csv"]["file_name"]) == f"questions_{stem}.csv"
     questions = clicked(downloads["questions-csv"]).decode("utf-8-sig")
     assert "# verdicts shown,\"better, worse, new, removed, unscored\"" in questions.splitlines()
 
     report = clicked(downloads["report"]).decode()
     assert network_sources(report) == [] and all(text in report for text in expected)
-    counts = {m.label: m.value for m in at.metric}
     verdicts = table_with(report, ["worse", "better", "new", "removed", "unscored", "same"])
     assert dict(zip(verdicts[0], verdicts[1])) == {v: str(counts.get(v, 0)) for v in verdicts[0]}
     assert len(table_with(report, ["qid", "question", "verdict"])) == 1 + 12
 
 
+def test_compare_sections_keep_their_picks_while_another_is_open(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_section(page_test(filled["db"], monkeypatch, "pages/compare.py"), "Per question")
+    assert picker(at, "Measure").value == "ndcg@10"
+    picker(at, "Measure").set_value("mrr").run()
+    open_section(at, "Questions")
+    next(box for box in at.multiselect if box.label == "Verdicts").set_value(["same"]).run()
+    [questions] = [df.value for df in at.dataframe if "verdict" in df.value.columns]
+    assert set(questions["verdict"]) == {"same"}
+    open_section(at, "Per question")
+    assert picker(at, "Measure").value == "mrr" and chart_titles(at)[0].startswith("mrr per question")
+    open_section(at, "Questions")
+    assert next(box for box in at.multiselect if box.label == "Verdicts").value == ["same"]
+    assert_clean(at)
+
+
 def test_the_scatter_shows_how_many_questions_share_a_point(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = page_test(filled["db"], monkeypatch, "pages/compare.py")
+    at = open_section(page_test(filled["db"], monkeypatch, "pages/compare.py"), "Per question")
     [points] = [data for title, _, data in vega_charts(at) if " per question " in title]
     counts = list(points["count"])
     assert sum(counts) == 12 and max(counts) > 1  # each question counted once; some share a point

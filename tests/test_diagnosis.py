@@ -323,19 +323,20 @@ def test_campaigns_page_shows_the_stages_and_their_questions(two, monkeypatch: p
 
 
 def test_compare_page_shows_the_transitions_and_the_questions_behind_them(two, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.test_dashboard import assert_clean, page_test, picker, vega_charts
+    from tests.test_dashboard import assert_clean, open_section, page_test, picker, vega_charts
 
     _, ids, db = two
     at = page_test(str(db), monkeypatch, "pages/compare.py")
     picker(at, "A (baseline)").set_value(ids["A"]).run()
     picker(at, "B (candidate)").set_value(ids["B"]).run()
+    open_section(at, "Failure stages")
     assert_clean(at)
     matrix = next(df.value for df in at.dataframe if "stage in A" in df.value.columns).set_index("stage in A")
     assert matrix.loc["retrieval miss", "B: ok"] == 1 and int(matrix.values.sum()) == 6
     [data] = [data for title, _, data in vega_charts(at) if title.startswith("Failure stage of each common question")]
     bars = {(row.bar, row.stage): row.questions for row in data.itertuples()}
     assert (bars[("A", "ok")], bars[("B", "ok")], bars[("A", "failed")]) == (1, 3, 1) and ("B", "failed") not in bars
-    picker = at.selectbox(key="transition")
+    picker = at.selectbox(key="compare-transition-pick")
     assert picker.options[0] == "retrieval miss → ok (1)"  # questions that moved come first
     picker.set_value(next(c for c in picker.options if c.startswith("ok → ranking miss"))).run()
     moved = next(df.value for df in at.dataframe if "stage B" in df.value.columns and len(df.value) == 1)

@@ -111,7 +111,7 @@ def test_a_comparison_shows_each_sides_queries(manager: CampaignManager, tiny_da
 
 def test_the_dashboard_shows_the_queries(manager: CampaignManager, tiny_dataset: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.test_dashboard import assert_clean, page_test
+    from tests.test_dashboard import assert_clean, open_section, page_test
 
     with FakeOpenAIServer(replies) as server:
         plain = run(manager, tiny_dataset, config(server, tiny_dataset))
@@ -124,6 +124,7 @@ def test_the_dashboard_shows_the_queries(manager: CampaignManager, tiny_dataset:
     at = page_test(db, monkeypatch, "pages/compare.py")
     for name, campaign_id in (("A (baseline)", plain), ("B (candidate)", rewritten)):
         next(box for box in at.selectbox if box.label == name).set_value(campaign_id).run()
+    open_section(at, "Questions")
     next(box for box in at.multiselect if box.label == "Verdicts").set_value(["better", "worse", "same"]).run()
     assert_clean(at)
     table = next(df.value for df in at.dataframe if "queries B" in df.value.columns)
