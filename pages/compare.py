@@ -204,8 +204,13 @@ if mode == "two campaigns":
         st.caption(ui.escape_md(f"Verdicts by {comparison.basis_reason}."))
         for warning in comparison.warnings:
             st.warning(ui.escape_md(warning))
-        if comparison.power_warnings:
-            st.warning("\n".join(f"- {ui.escape_md(w)}" for w in comparison.power_warnings))
+        if comparison.power_warnings:  # one line, the measure by measure reasons folded under it
+            weak = [m.measure for m in comparison.measures if m.under_powered]
+            st.warning(ui.escape_md(f"No difference found on {len(weak)} measure(s) where this comparison could not "
+                                    f"have seen one of ±{comparison.effect:g} ({power.POWER:.0%} power, alpha "
+                                    f"{power.ALPHA:g}): {', '.join(weak)}."))
+            with st.expander("What each of them could have seen, and the questions it would need"):
+                st.markdown("\n".join(f"- {ui.escape_md(w)}" for w in comparison.power_warnings))
         for note in comparison.notes:
             st.info(ui.escape_md(note))
         if comparison.config_diff:

@@ -419,7 +419,12 @@ def test_compare_page_shows_what_each_measure_could_detect(two_stored, monkeypat
     table = next(df.value for df in at.dataframe if "mde" in df.value.columns).set_index("measure")
     for m in comparison.measures:
         assert table.loc[m.measure, "mde"] == pytest.approx(m.mde) and table.loc[m.measure, "n_required"] == m.n_required
-    shown = unescape("\n".join(w.value for w in at.warning))
+    # One warning line names the measures; the reasons, one per measure, are folded under it.
+    [summary] = [unescape(w.value) for w in at.warning if w.value.startswith("No difference found on")]
+    weak = [m.measure for m in comparison.measures if m.under_powered]
+    assert summary.startswith(f"No difference found on {len(weak)} measure(s) ") and summary.endswith(", ".join(weak) + ".")
+    [folded] = [e for e in at.expander if e.label.startswith("What each of them could have seen")]
+    shown = unescape("\n".join(m.value for m in folded.markdown))
     assert all(w in shown for w in comparison.power_warnings) and comparison.power_warnings
     [deltas] = [data for title, _, data in vega_charts(at) if title.startswith("B − A per measure")]
     assert deltas["detects"].str.startswith("n = 30 can detect ±").any() and deltas["needs"].str.startswith("±0.02 needs ").any()
