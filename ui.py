@@ -264,6 +264,20 @@ def escape_md(text: object) -> str:
     return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\r", " ").replace("\n", " ")
 
 
+STATIC_ROWS = 20
+
+
+def text_table(frame: pd.DataFrame) -> None:
+    """A few rows of reading (passages, references) as a static table: long text wraps, and the browser loads
+    no table grid for it. st.table renders Markdown, so every cell and header goes through escape_md. More
+    than STATIC_ROWS rows go to the scrolling grid, as they are."""
+    if len(frame) > STATIC_ROWS:
+        st.dataframe(frame, hide_index=True)
+        return
+    shown = pd.DataFrame({escape_md(column): [escape_md(value) for value in frame[column]] for column in frame.columns})
+    st.table(shown, hide_index=True)
+
+
 def short(text: str | None, limit: int = 80) -> str:
     """One line of at most `limit` characters."""
     flat = " ".join((text or "").split())

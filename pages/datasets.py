@@ -21,11 +21,11 @@ def show_question(dataset: Dataset, question: Question) -> None:
                  "label": [question.labels[p.pid] for p in passages], "text": [p.text for p in passages]}
         if not dataset.has_titles:
             del table["title"]
-        st.dataframe(pd.DataFrame(table), hide_index=True)
+        ui.text_table(pd.DataFrame(table))
     else:
         st.caption("No qrels: this question is unlabeled for retrieval.")
     if question.references:
-        st.dataframe(pd.DataFrame({"reference answers": list(question.references)}), hide_index=True)
+        ui.text_table(pd.DataFrame({"reference answers": list(question.references)}))
     else:
         st.caption("No reference answer: no generation measures for this question.")
 

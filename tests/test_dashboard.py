@@ -563,3 +563,19 @@ def test_no_delay_turns_nagle_off_on_the_servers_sockets_only(monkeypatch: pytes
                 assert opened.recv(1) == b"x" and accepted.recv(1) == b"y"  # the server's sockets still work
             accepted.close()
         opened.close()
+
+
+def test_text_tables_are_static_and_escaped_when_short_and_a_grid_when_long() -> None:
+    def page(rows: int) -> None:
+        import pandas as pd
+
+        import ui
+
+        ui.text_table(pd.DataFrame({"text": [f"*{n}* [x](http://e.test)" for n in range(rows)]}))
+
+    short_table = AppTest.from_function(page, args=(3,)).run()
+    assert not short_table.dataframe and [unescape(v) for v in short_table.table[0].value["text"]] == [
+        f"*{n}* [x](http://e.test)" for n in range(3)]
+    assert all(v.startswith("\\*") for v in short_table.table[0].value["text"])  # shown as written, not as Markdown
+    long_table = AppTest.from_function(page, args=(ui.STATIC_ROWS + 1,)).run()
+    assert not long_table.table and list(long_table.dataframe[0].value["text"])[-1] == "*20* [x](http://e.test)"
