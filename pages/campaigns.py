@@ -28,6 +28,8 @@ from evalcore.targets import Retrieved
 PAGE_SIZE = 100  # questions in the table and its picker at a time
 # Per question: the headline measures and the retrieval ones people sort by first.
 QUESTION_MEASURES = ("recall", "mrr", *HEADLINE)
+QUESTIONS, STAGES, CONFIGURATION = "Questions", "Failure stages", "Configuration"
+SECTIONS = [QUESTIONS, STAGES, CONFIGURATION]
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -122,7 +124,9 @@ def diagnosis_section(campaign: Campaign) -> None:
     """Where the questions failed (a bar of the stages, the questions of one) and whether the target declines well."""
     counts = campaign_diagnosis(store, campaign.id, principal=principal)
     if counts.total == counts.counts.get(NOT_ATTRIBUTED, 0):
-        return  # no question yet, or results stored before attribution existed
+        st.caption("No failure stage: no question has finished yet, or its results were stored before failure "
+                   "attribution existed.")
+        return
     st.caption("Failure attribution: the stage at which each question went wrong")
     ui.stage_bar(counts, key="stages-chart")
     if (abstention := abstention_text(ui.aggregates(campaign, principal))) is not None:
@@ -217,7 +221,38 @@ def panel() -> None:
     if summary.skipped:
         st.caption("Not judged for want of a reference answer: "
                    + ", ".join(f"{ui.escape_md(name)} {count}" for name, count in summary.skipped.items()))
-    diagnosis_section(campaign)
+
+
+def configuration_section(campaign: Campaign) -> None:
+    """The configuration snapshot the campaign ran with, and where it comes from."""
+    st.json(campaign.config, expanded=False)
+    st.caption(ui.escape_md(f"id {campaign.id} · dataset hash {campaign.dataset_hash or '—'} · judges "
+                            f"{', '.join(campaign.judges) or 'none'} · cache {'on' if campaign.cache else 'off'} "
+                            f"({campaign.cache_hits} hits) · created {ui.fmt_when(campaign.created_at)}"))
+
+
+def questions_section(campaign: Campaign) -> None:
+    """The questions as a table, a page at a time, filtered by words or errors, and one of them in full."""
+    st.subheader("Questions", anchor=False)
+    results = ui.cached_results(campaign, principal)
+    search, only_errors, paging = st.columns([4, 1, 1], vertical_alignment="bottom")
+    needle = search.text_input("Filter questions", placeholder="words of the question or the answer")
+    errors_only = only_errors.checkbox("Only errors")
+    matching = [position for position, r in enumerate(results) if (not errors_only or r.outcome.error)
+                and (not needle or needle.casefold() in f"{r.question.text} {r.outcome.answer or ''}".casefold())]
+    pages = max((len(matching) + PAGE_SIZE - 1) // PAGE_SIZE, 1)
+    number = paging.number_input(f"Page (of {pages})", min_value=1, max_value=pages, value=1, key=f"page-{chosen}")
+    shown = matching[(number - 1) * PAGE_SIZE: number * PAGE_SIZE]  # a page of the table at a time
+    if shown:
+        # One question in full at a time: a click on its row, or the picker, chooses it.
+        labels = {str(results[i].question.position): f"{results[i].question.qid} · "
+                  f"{'error' if results[i].outcome.error else 'ok'} · {ui.short(results[i].question.text, 100)}"
+                  for i in shown}
+        overview = results_table(ui.db_path(), ui.version(campaign), results)
+        picked = ui.table_picker("Question", overview.iloc[shown], labels, f"question-{chosen}", key=f"questions-{chosen}")
+        show_result(next(results[i] for i in shown if str(results[i].question.position) == picked))
+    else:
+        st.caption("No question matches." if results else "No question has finished yet.")
 
 
 campaign = by_id[chosen]
@@ -228,32 +263,21 @@ if campaign.active:
     ui.poll(panel)
 else:
     panel()
-with st.expander("Configuration"):
-    st.json(campaign.config, expanded=False)
-    st.caption(ui.escape_md(f"id {campaign.id} · dataset hash {campaign.dataset_hash or '—'} · judges "
-                            f"{', '.join(campaign.judges) or 'none'} · cache {'on' if campaign.cache else 'off'} "
-                            f"({campaign.cache_hits} hits) · created {ui.fmt_when(campaign.created_at)}"))
-
-st.subheader("Questions", anchor=False)
-results = ui.cached_results(campaign, principal)
-search, only_errors, paging = st.columns([4, 1, 1], vertical_alignment="bottom")
-needle = search.text_input("Filter questions", placeholder="words of the question or the answer")
-errors_only = only_errors.checkbox("Only errors")
-matching = [position for position, r in enumerate(results) if (not errors_only or r.outcome.error)
-            and (not needle or needle.casefold() in f"{r.question.text} {r.outcome.answer or ''}".casefold())]
-pages = max((len(matching) + PAGE_SIZE - 1) // PAGE_SIZE, 1)
-number = paging.number_input(f"Page (of {pages})", min_value=1, max_value=pages, value=1, key=f"page-{chosen}")
-shown = matching[(number - 1) * PAGE_SIZE: number * PAGE_SIZE]  # a page of the table at a time
-if shown:
-    # One question in full at a time: a click on its row, or the picker, chooses it.
-    labels = {str(results[i].question.position): f"{results[i].question.qid} · "
-              f"{'error' if results[i].outcome.error else 'ok'} · {ui.short(results[i].question.text, 100)}"
-              for i in shown}
-    overview = results_table(ui.db_path(), ui.version(campaign), results)
-    picked = ui.table_picker("Question", overview.iloc[shown], labels, f"question-{chosen}", key=f"questions-{chosen}")
-    show_result(next(results[i] for i in shown if str(results[i].question.position) == picked))
-else:
-    st.caption("No question matches." if results else "No question has finished yet.")
+# One section at a time below the panel, computed only when open: a first visit draws the questions, not the
+# failure-stage chart and the configuration too.
+sections = dict(zip(SECTIONS, st.tabs(SECTIONS, key="campaign-section", on_change="rerun"), strict=True))
+if sections[QUESTIONS].open:
+    with sections[QUESTIONS]:
+        questions_section(campaign)
+if sections[STAGES].open:
+    with sections[STAGES]:
+        if campaign.active:  # refreshed while it runs, as the panel is
+            ui.poll(lambda: diagnosis_section(get_campaign(store, chosen, principal=principal)))
+        else:
+            diagnosis_section(campaign)
+if sections[CONFIGURATION].open:
+    with sections[CONFIGURATION]:
+        configuration_section(campaign)
 
 
 def export(fmt: str) -> bytes:

@@ -215,7 +215,16 @@ def test_a_named_campaign_is_listed_renamed_and_a_second_import_asks(page: tuple
     main.get_by_role("heading", name="renamed in the browser").wait_for(timeout=30_000)
     main.get_by_text("Renamed to renamed in the browser.").wait_for(timeout=30_000)
     main.locator("[data-testid='stDataFrame']").first.wait_for(timeout=30_000)  # the list and one question's tables
-    assert main.locator("[data-testid='stExpander']").count() == 1  # the configuration: no expander per question
+    assert main.locator("[data-testid='stExpander']").count() == 0  # no expander per question
+    # The questions first; the failure stages and the configuration are sections drawn when opened.
+    assert main.locator(".vega-embed").count() == 0
+    main.get_by_role("tab", name="Failure stages").click()
+    main.get_by_text("Failure attribution: the stage at which each question went wrong").wait_for(timeout=30_000)
+    main.locator(".vega-embed canvas, .vega-embed svg").first.wait_for(timeout=30_000)
+    main.get_by_role("tab", name="Configuration").click()
+    main.locator("[data-testid='stJson']").first.wait_for(timeout=30_000)
+    main.get_by_role("tab", name="Questions").click()
+    main.get_by_role("textbox", name="Filter questions").wait_for(timeout=30_000)
 
     csv = tmp_path / "browser refunds.csv"
     csv.write_text("question;expected answer;sources\nWhat is the refund window?;30 days;Terms of Sale\n")

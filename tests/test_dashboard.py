@@ -305,9 +305,10 @@ def chart_titles(at: AppTest) -> list[str]:
     return [title for title, _, _ in vega_charts(at)]
 
 
-def open_section(at: AppTest, label: str) -> AppTest:
-    """Open one of the Compare page's sections (its tabs render only the open one), as a click on it does."""
-    at.session_state["compare-section"] = label
+def open_section(at: AppTest, label: str, key: str = "compare-section") -> AppTest:
+    """Open one of a page's sections (Compare's, or `campaign-section` on Campaigns: their tabs render only the
+    open one), as a click on it does."""
+    at.session_state[key] = label
     return at.run()
 
 
@@ -447,12 +448,16 @@ def test_png_export_is_disabled_with_a_reason_when_no_chromium(filled: dict, mon
 
 def test_each_pick_of_a_campaign_applies(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
+    assert [tab.label for tab in at.tabs] == ["Questions", "Failure stages", "Configuration"]
+    open_section(at, "Configuration", "campaign-section")
     names = {c.id: c.name for c in list_campaigns(get_manager(filled["db"]).store)}
+    configs = {c.id: c.config for c in list_campaigns(get_manager(filled["db"]).store)}
     for campaign_id in (filled["top2"], filled["suite"], filled["top30"], filled["top2"]):
         at.selectbox[0].set_value(campaign_id).run()
         assert at.selectbox[0].value == campaign_id
         assert unescape(at.get("progress")[0].proto.text).startswith(names[campaign_id])
-        assert campaign_id in unescape(at.expander[0].children[1].value)  # the configuration's caption
+        assert any(campaign_id in unescape(c.value) for c in at.caption)  # the configuration's caption
+        assert json.loads(at.json[0].value) == json.loads(json.dumps(configs[campaign_id]))  # its snapshot
 
 
 def test_suite_results_mark_hits_by_the_expected_sources(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -194,6 +194,8 @@ def test_campaigns_page(hostile: dict[str, str], monkeypatch: pytest.MonkeyPatch
     assert list(retrieved["title"]) == [HOSTILE]
     at.selectbox(key=f"question-{hostile['campaign0']}-pick").set_value("1").run()  # the failed question
     check_page(at, literal_in_plain=[f"RuntimeError: {HOSTILE}"])
+    at.session_state["campaign-section"] = "Configuration"
+    check_page(at.run())
     snapshot = json.loads(at.json[0].value)
     assert (snapshot["model"], snapshot["base_url"]) == (HOSTILE, f"http://127.0.0.1:9/{HOSTILE}")
 

@@ -304,11 +304,13 @@ def test_an_agent_judged_by_the_ai_score(tiny_dataset: Path, tmp_path: Path, sco
 
 
 def test_campaigns_page_shows_the_stages_and_their_questions(two, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.test_dashboard import assert_clean, page_test
+    from tests.test_dashboard import assert_clean, open_section, page_test
 
     _, ids, db = two
     at = page_test(str(db), monkeypatch, "pages/campaigns.py")
     at.selectbox[0].set_value(ids["A"]).run()
+    assert not at.get("vega_lite_chart")  # the failure stages are a section of their own, drawn when opened
+    open_section(at, "Failure stages", "campaign-section")
     assert_clean(at)
     chart = next(c.proto for c in at.get("vega_lite_chart") if '"stage"' in c.proto.spec)
     data = pyarrow.ipc.open_stream(chart.data.data).read_all().to_pandas()  # what the browser draws
