@@ -192,7 +192,7 @@ if mode == "two campaigns":
                                   "could see.")
     versions = (ui.db_path(), ui.version(a), ui.version(b), principal)
     with ui.guard():
-        automatic = cached_comparison(*versions)
+        automatic = cached_comparison(*versions, "")  # the basis spelled out: the same cache entry as below
         choices = ["", *(m.measure for m in automatic.measures)]
         basis = st.selectbox("Decide each question's verdict by", choices, key="basis",
                              format_func=lambda m: m or f"automatic ({automatic.basis or 'nothing in common'})",

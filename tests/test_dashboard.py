@@ -402,6 +402,21 @@ def test_compare_exports_name_both_campaigns_and_what_changed(filled: dict, monk
     assert len(table_with(report, ["qid", "question", "verdict"])) == 1 + 12
 
 
+def test_compare_reads_the_comparison_once_per_new_session(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The automatic verdict basis and the comparison shown are one cache entry: a new server process reads (or
+    computes) the comparison once, not once for the basis picker and again for the page."""
+    import evalcore.compare
+
+    calls: list[object] = []
+    original = evalcore.compare.compare_campaigns
+    monkeypatch.setattr(evalcore.compare, "compare_campaigns",
+                        lambda *args, **kwargs: calls.append(kwargs.get("basis")) or original(*args, **kwargs))
+    st.cache_resource.clear()
+    at = page_test(filled["db"], monkeypatch, "pages/compare.py")
+    assert_clean(at)
+    assert calls == [None]  # once, with the automatic basis
+
+
 def test_compare_sections_keep_their_picks_while_another_is_open(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_section(page_test(filled["db"], monkeypatch, "pages/compare.py"), "Per question")
     assert picker(at, "Measure").value == "ndcg@10"
