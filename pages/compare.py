@@ -92,9 +92,11 @@ def pick_questions(campaigns: list[Campaign], sources: dict[Group, str]) -> list
 def diagnosis_section(comparison: Comparison, context: ExportContext) -> None:
     """Where the common questions failed in A and in B, how they moved, and the questions behind each move."""
     cells = comparison.transitions
-    if not cells:
-        return
     st.subheader("Failure stages: A → B")
+    if not cells:
+        st.caption("No failure stage: neither campaign has one (their results were stored before failure "
+                   "attribution existed).")
+        return
     ui.chart(partial(stages_figure, comparison, context), context.file_stem("stages"), key="stages",
              spec=stages_spec(comparison, context))
     st.dataframe(transition_frame(cells), hide_index=True)
@@ -226,8 +228,8 @@ if mode == "two campaigns":
 
         # One section at a time, computed only when open: a first visit draws the measures, not every chart
         # and table of the comparison (the report above holds them all).
-        sections = SECTIONS if comparison.transitions else [s for s in SECTIONS if s != STAGES]
-        tabs = dict(zip(sections, st.tabs(sections, key="compare-section", on_change="rerun"), strict=True))
+        # The same sections for every pair: the open one stays open when another pair is picked.
+        tabs = dict(zip(SECTIONS, st.tabs(SECTIONS, key="compare-section", on_change="rerun"), strict=True))
         measures = measure_frame(comparison)
         if tabs[MEASURES].open:
             with tabs[MEASURES]:
@@ -235,7 +237,7 @@ if mode == "two campaigns":
         if tabs[PER_QUESTION].open:
             with tabs[PER_QUESTION]:
                 scatter_section(comparison, context, measures)
-        if STAGES in tabs and tabs[STAGES].open:
+        if tabs[STAGES].open:
             with tabs[STAGES]:
                 diagnosis_section(comparison, context)
         if tabs[QUESTIONS].open:

@@ -435,9 +435,10 @@ def test_compare_page_shows_what_each_measure_could_detect(two_stored, monkeypat
     assert table.loc["coverage", "n_required"] == coverage.with_effect(0.5).n_required
     [deltas] = [data for title, _, data in vega_charts(at) if title.startswith("B − A per measure")]
     assert deltas["needs"].str.startswith("±0.5 needs ").any()
-    # No failure-stage section: these rows were stored without stages (as before attribution existed).
-    assert [tab.label for tab in at.tabs] == ["Measures", "Per question", "Questions"]
     assert [title.split(" per ")[0] for title in chart_titles(open_section(at, "Per question"))] == ["recall"]  # no ndcg@10
+    # No failure-stage chart: these rows were stored without stages (as before attribution existed).
+    assert not chart_titles(open_section(at, "Failure stages"))
+    assert any(c.value.startswith("No failure stage: neither campaign has one") for c in at.caption)
 
 
 def basis_rows(ndcg: float, rouge: float, judge: float | None = None) -> list:

@@ -429,6 +429,10 @@ def test_compare_sections_keep_their_picks_while_another_is_open(filled: dict, m
     assert picker(at, "Measure").value == "mrr" and chart_titles(at)[0].startswith("mrr per question")
     open_section(at, "Questions")
     assert next(box for box in at.multiselect if box.label == "Verdicts").value == ["same"]
+    # Another pair keeps the open section: the same sections for every pair.
+    picker(at, "A (baseline)").set_value(filled["top30"]).run()
+    picker(at, "B (candidate)").set_value(filled["top2"]).run()
+    assert [box.label for box in at.multiselect] == ["Verdicts"] and not chart_titles(at)
     assert_clean(at)
 
 
