@@ -318,15 +318,22 @@ def remembered_select(label: str, options: list, state_key: str, **kwargs: Any) 
     return value
 
 
-def remembered_multiselect(label: str, options: list, state_key: str, default: list, **kwargs: Any) -> list:
-    """A multiselect that opens on the picks remembered under state_key (`default` at first) and remembers
-    each change, also across runs that do not show it (Streamlit forgets a widget's value then)."""
+def remembered(widget: Callable[..., Any], label: str, state_key: str, default: Any, **kwargs: Any) -> Any:
+    """A widget (text input, checkbox, multiselect) that opens on the value remembered under state_key
+    (`default` at first) and remembers each change, also across runs that do not draw it: Streamlit forgets a
+    widget's value then (a section in a tab that is not open)."""
     widget_key = f"{state_key}-pick"
     if widget_key not in st.session_state:
-        st.session_state[widget_key] = [o for o in st.session_state.get(state_key, default) if o in options]
-    value = st.multiselect(label, options, key=widget_key, **kwargs)
+        st.session_state[widget_key] = st.session_state.get(state_key, default)
+    value = widget(label, key=widget_key, **kwargs)
     st.session_state[state_key] = value
     return value
+
+
+def remembered_multiselect(label: str, options: list, state_key: str, default: list, **kwargs: Any) -> list:
+    """remembered(st.multiselect, …): the remembered picks that are still options (`default` at first)."""
+    st.session_state[state_key] = [o for o in st.session_state.get(state_key, default) if o in options]
+    return list(remembered(st.multiselect, label, state_key, default, options=options, **kwargs))
 
 
 def select_next_run(state_key: str, value: Any) -> None:

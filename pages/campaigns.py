@@ -236,8 +236,11 @@ def questions_section(campaign: Campaign) -> None:
     st.subheader("Questions", anchor=False)
     results = ui.cached_results(campaign, principal)
     search, only_errors, paging = st.columns([4, 1, 1], vertical_alignment="bottom")
-    needle = search.text_input("Filter questions", placeholder="words of the question or the answer")
-    errors_only = only_errors.checkbox("Only errors")
+    with search:  # both kept while another section is open
+        needle = ui.remembered(st.text_input, "Filter questions", "campaign-filter", "",
+                               placeholder="words of the question or the answer")
+    with only_errors:
+        errors_only = ui.remembered(st.checkbox, "Only errors", "campaign-errors", False)
     matching = [position for position, r in enumerate(results) if (not errors_only or r.outcome.error)
                 and (not needle or needle.casefold() in f"{r.question.text} {r.outcome.answer or ''}".casefold())]
     pages = max((len(matching) + PAGE_SIZE - 1) // PAGE_SIZE, 1)

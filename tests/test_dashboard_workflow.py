@@ -212,6 +212,7 @@ def test_the_question_browser_finds_questions_by_their_words(tmp_path: Path, mon
 
 def test_the_questions_of_a_campaign_come_a_page_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.test_campaigns import FakeTarget, many_questions
+    from tests.test_dashboard import open_section
 
     db = str(tmp_path / "db.sqlite")
     manager = get_manager(db)
@@ -226,3 +227,11 @@ def test_the_questions_of_a_campaign_come_a_page_at_a_time(tmp_path: Path, monke
     picker = at.selectbox(key=f"question-{campaign_id}-pick")
     assert len(picker.options) == 30 and picker.options[0].startswith("101 · ok · Question number 101")
     assert [t.value for t in at.text if t.value.startswith("Question: ")] == ["Question: Question number 101 about refunds?"]
+    # The filter is kept while another section of the campaign is open.
+    at.text_input(key="campaign-filter-pick").set_value("number 12").run()
+    assert len(at.selectbox(key=f"question-{campaign_id}-pick").options) == 11  # 12 and 120-129
+    open_section(at, "Configuration", "campaign-section")
+    assert "campaign-filter-pick" not in [box.key for box in at.text_input] and at.json
+    open_section(at, "Questions", "campaign-section")
+    assert at.text_input(key="campaign-filter-pick").value == "number 12"
+    assert len(at.selectbox(key=f"question-{campaign_id}-pick").options) == 11
