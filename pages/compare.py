@@ -47,9 +47,11 @@ SECTIONS = [MEASURES, PER_QUESTION, STAGES, QUESTIONS]
 # processes the engine keeps the comparison in the store, so a new process reads it back instead of
 # recomputing it. A few pairs are kept (tens of MB each at 10,000 questions with their answers).
 @st.cache_resource(show_spinner="Comparing (paired bootstrap and randomization tests)…", max_entries=4)
-def cached_comparison(db: str, a_version: tuple, b_version: tuple, principal: Principal,
-                      basis: str = "") -> Comparison:
-    """compare_campaigns(...) for these versions of the two campaigns (default effect size; "" = automatic basis)."""
+def cached_comparison(db: str, a_version: tuple, b_version: tuple, principal: Principal, basis: str) -> Comparison:
+    """compare_campaigns(...) for these versions of the two campaigns (default effect size; "" = automatic basis).
+
+    `basis` has no default: Streamlit keys the cache by the arguments as given, so a call that left it out
+    would be another entry, and the stored comparison read twice."""
     return compare_campaigns(ui.store(), a_version[0], b_version[0], principal=principal, basis=basis or None)
 
 
@@ -194,7 +196,7 @@ if mode == "two campaigns":
                                   "could see.")
     versions = (ui.db_path(), ui.version(a), ui.version(b), principal)
     with ui.guard():
-        automatic = cached_comparison(*versions, "")  # the basis spelled out: the same cache entry as below
+        automatic = cached_comparison(*versions, "")  # the automatic basis: the entry the page shows below
         choices = ["", *(m.measure for m in automatic.measures)]
         basis = st.selectbox("Decide each question's verdict by", choices, key="basis",
                              format_func=lambda m: m or f"automatic ({automatic.basis or 'nothing in common'})",
