@@ -304,18 +304,21 @@ def measure_help(name: str, signature: str | None = None) -> str:
 
 
 def remembered_select(label: str, options: list, state_key: str, **kwargs: Any) -> Any:
-    """A selectbox that opens on the value remembered under state_key and remembers each pick.
+    """remembered(st.selectbox, …) over options that change: a pick that is no longer an option gives way to
+    the remembered one, else to the first option.
 
     The widget has a key and no `index`: an `index` computed from the remembered value changes the
     widget's identity after every pick, so Streamlit dropped every second pick.
     """
     widget_key = f"{state_key}-pick"
-    if options and st.session_state.get(widget_key) not in options:
-        remembered = st.session_state.get(state_key)
-        st.session_state[widget_key] = remembered if remembered in options else options[0]
-    value = st.selectbox(label, options, key=widget_key, **kwargs)
-    st.session_state[state_key] = value
-    return value
+    if not options:
+        st.session_state[state_key] = st.selectbox(label, options, key=widget_key, **kwargs)
+        return None
+    if st.session_state.get(widget_key) not in options:
+        st.session_state.pop(widget_key, None)
+        if st.session_state.get(state_key) not in options:
+            st.session_state[state_key] = options[0]
+    return remembered(st.selectbox, label, state_key, options[0], options=options, **kwargs)
 
 
 def remembered(widget: Callable[..., Any], label: str, state_key: str, default: Any, **kwargs: Any) -> Any:
