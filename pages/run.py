@@ -44,7 +44,7 @@ def config_inputs(base: TargetConfig, key: str, disabled: bool) -> dict[str, Any
 def _config_input(name: str, value: Any, default: Any, key: str, disabled: bool) -> Any:
     """The widget for one key, chosen by its choices, type and range."""
     hint = ui.escape_md(f"default: {default!r}" if not isinstance(default, str) or len(default) < 60
-                        else "see the default in the README")
+                        else "see the default in docs/targets.md")
     common = {"key": key, "help": hint, "disabled": disabled}
     if name in CHOICES:
         return st.selectbox(name, CHOICES[name], index=ui.index_of(list(CHOICES[name]), value), **common)

@@ -14,6 +14,7 @@ from evalcore.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [ROOT / "app.py", ROOT / "ui.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "evalcore").rglob("*.py")]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def _run(*command: str) -> subprocess.CompletedProcess[str]:
@@ -87,7 +88,7 @@ def test_each_package_imports_only_the_layers_below() -> None:
 
 
 def test_every_environment_setting_is_documented() -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = "".join(path.read_text() for path in DOCS)
     names = {name for path in SOURCES for name in re.findall(r"environ(?:\.get|\.setdefault)?\(?\[?\"(EVALCORE_[A-Z_]+)\"", path.read_text())}
     assert names, "no settings found: the pattern is stale"
     assert sorted(name for name in names if name not in readme) == []
@@ -98,7 +99,7 @@ OUTSIDE_DOCUMENTS = re.compile(r"\bDESIGN(?:\.md| section| §)|\bSTYLE\.md\b|\bs
 
 
 def test_nothing_names_the_documents_the_project_was_specified_from() -> None:
-    texts = [*SOURCES, *(ROOT / "tests").glob("*.py"), *(ROOT / "bench").glob("*.py"), ROOT / "README.md",
+    texts = [*SOURCES, *(ROOT / "tests").glob("*.py"), *(ROOT / "bench").glob("*.py"), *DOCS,
              ROOT / "ARCHITECTURE.md", *(ROOT / "evalcore").rglob("*.txt")]
     found = [f"{path.relative_to(ROOT)}:{number}" for path in texts
              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
@@ -131,3 +132,17 @@ def test_the_command_table_names_every_command_of_every_module() -> None:
     assert registered == set(COMMANDS)
     for command, module in COMMANDS.items():  # each command's parser comes from its module alone
         assert command in build_parser(command)._subparsers._group_actions[0].choices, module
+
+
+def test_the_readme_is_a_front_door_linking_every_topic() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 220
+    linked = set(re.findall(r"\]\((docs/[a-z-]+\.md)\)", readme))
+    assert linked == {f"docs/{path.name}" for path in DOCS[1:]}
+
+
+def test_links_between_documents_point_at_files_that_exist() -> None:
+    broken = [f"{path.relative_to(ROOT)} -> {target}" for path in DOCS
+              for target in re.findall(r"\]\(([^)#:]+\.md)(?:#[^)]*)?\)", path.read_text(encoding="utf-8"))
+              if not (path.parent / target).exists()]
+    assert broken == []

@@ -82,7 +82,7 @@ def batch_scores(offsets: np.ndarray, flags: np.ndarray, num_rel: np.ndarray) ->
     """The six measures per query.
 
     `flags[offsets[q]:offsets[q+1]]` are query q's results in rank order (deduplicated, misses
-    included as False); `num_rel[q]` is |R|. Definitions and trec_eval equivalents: the README's Measures section.
+    included as False); `num_rel[q]` is |R|. Definitions and trec_eval equivalents: docs/measures.md.
     """
     queries = offsets.size - 1
     retrieved = np.diff(offsets)
