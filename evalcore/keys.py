@@ -7,13 +7,12 @@ import hmac
 import os
 import re
 import secrets
-import sqlite3
 import time
 from typing import NamedTuple
 
 from evalcore.access import CAPABILITIES, EVALUATION_CAPABILITIES, ROLES, Principal
 from evalcore.errors import EvalError
-from evalcore.store import Store
+from evalcore.store import Connection, Row, Store
 
 __all__ = ["CAPABILITIES", "EVALUATION_CAPABILITIES", "ROLES", "KeyInfo", "check_tenant", "create_key", "hash_secret",
            "list_keys", "login_required", "principal_of", "revoke_key", "sign_in", "verify_key"]
@@ -68,7 +67,7 @@ def create_key(store: Store, *, tenant: str, role: str, capability: str = "run_e
     key_id = "key_" + secrets.token_hex(6)
     row = (key_id, tenant, role, capability, hash_secret(secret), secret[:8], time.time())
 
-    def insert(conn: sqlite3.Connection) -> None:
+    def insert(conn: Connection) -> None:
         conn.execute("INSERT INTO api_keys (id, tenant, role, capability, key_hash, prefix, created_at, revoked_at)"
                      " VALUES (?, ?, ?, ?, ?, ?, ?, NULL)", row)
 
@@ -76,7 +75,7 @@ def create_key(store: Store, *, tenant: str, role: str, capability: str = "run_e
     return key_id, secret
 
 
-def _info(row: sqlite3.Row) -> KeyInfo:
+def _info(row: Row) -> KeyInfo:
     return KeyInfo(row["id"], row["tenant"], row["role"], row["capability"], row["prefix"],
                    row["created_at"], row["revoked_at"])
 
@@ -125,7 +124,7 @@ def list_keys(store: Store, tenant: str | None = None) -> list[KeyInfo]:
 
 def revoke_key(store: Store, key_id: str) -> KeyInfo:
     """Revoke a key at once (idempotent); EvalError when the id is unknown."""
-    def revoke(conn: sqlite3.Connection) -> None:
+    def revoke(conn: Connection) -> None:
         conn.execute("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (time.time(), key_id))
 
     store.write(revoke)

@@ -1,4 +1,5 @@
-"""The SQLite store: WAL, one writer thread fed by a queue, concurrent readers, versioned schema."""
+"""The store: SQLite (WAL, one writer thread fed by a queue, concurrent readers) by default, PostgreSQL
+(evalcore.pgstore) for a postgresql:// URL; one versioned schema, one SQL dialect for both."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
 from evalcore.errors import EvalError
 
@@ -158,6 +159,87 @@ def default_db_path() -> Path:
     return Path(os.environ.get("EVALCORE_DB") or Path.cwd() / DEFAULT_DB)
 
 
+URL_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_url(db: str | Path | None) -> bool:
+    """Whether a --db / EVALCORE_DB value names a PostgreSQL server rather than a SQLite file."""
+    return isinstance(db, str) and db.startswith(URL_SCHEMES)
+
+
+def db_location(db: str | Path | None = None) -> str:
+    """The store a --db value names, one spelling per store: a PostgreSQL URL as given, a file's absolute path
+    (`sqlite:PATH` is a path too); EVALCORE_DB, else .evalcore/evalcore.db, when none is given."""
+    db = db or os.environ.get("EVALCORE_DB") or Path.cwd() / DEFAULT_DB
+    if is_url(db):
+        return str(db)
+    text = str(db)
+    return str(Path(text.removeprefix("sqlite:")).resolve())
+
+
+def open_store(db: str | Path | None = None) -> Store:
+    """The store a --db value names: PostgreSQL for a postgresql:// URL, else the SQLite file."""
+    location = db_location(db)
+    if is_url(location):
+        from evalcore.pgstore import PgStore  # psycopg is loaded only by those who use PostgreSQL
+
+        return PgStore(location)
+    return Store(location)
+
+
+class Cursor(Protocol):
+    """What a statement returns, on either backend."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Connection(Protocol):
+    """The connection a write function is given: sqlite3's, or the PostgreSQL one that takes the same SQL."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Cursor: ...
+
+    def executemany(self, sql: str, parameters: Any, /) -> Cursor: ...
+
+
+class Row(Protocol):
+    """A result row, by position or by column name (sqlite3.Row, evalcore.pgstore.PgRow)."""
+
+    def __getitem__(self, key: int | str, /) -> Any: ...
+
+    def keys(self) -> list[str]: ...
+
+
+class Dialect:
+    """The few SQL expressions the two backends spell differently (SQLite's; PostgreSQL's in evalcore.pgstore)."""
+
+    name = "sqlite"
+
+    @staticmethod
+    def json_number(column: str) -> str:
+        """The number stored under a key (given as the next parameter) of a JSON object column, NULL otherwise."""
+        return f"json_extract({column}, '$.\"' || ? || '\"')"
+
+    @staticmethod
+    def json_entries(column: str) -> str:
+        """A table of a JSON object column's (key, value) pairs, for FROM."""
+        return f"json_each({column})"
+
+    @staticmethod
+    def entry_number(value: str) -> str:
+        """An entry's value as a number (NULL when it is not one)."""
+        return value
+
+    @staticmethod
+    def entry_text(value: str, key: str) -> str:
+        """The text under a key (a literal) of an entry's JSON object value."""
+        return f"json_extract({value}, '$.{key}')"
+
+
 def pid_alive(pid: int) -> bool:
     """Whether a process with this id exists on this host."""
     try:
@@ -212,8 +294,11 @@ class Store:
     thread every time (Streamlit script runs, API requests) never leave connections behind.
     """
 
+    dialect = Dialect()
+
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_db_path()
+        self.location = str(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
@@ -221,7 +306,7 @@ class Store:
         self._idle: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
-        self._queue: queue.Queue[tuple[Callable[[sqlite3.Connection], Any], Future[Any]] | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[Callable[[Connection], Any], Future[Any]] | None] = queue.Queue()
         self._closed = False
         ready: Future[Any] = Future()
         self._writer = threading.Thread(target=self._write_loop, args=(ready,), name="evalcore-store-writer", daemon=True)
@@ -262,7 +347,7 @@ class Store:
         conn.close()
 
     @staticmethod
-    def _run_one(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], Any], future: Future[Any]) -> None:
+    def _run_one(conn: sqlite3.Connection, fn: Callable[[Connection], Any], future: Future[Any]) -> None:
         try:
             conn.execute("BEGIN IMMEDIATE")
             result = fn(conn)
@@ -274,7 +359,12 @@ class Store:
         else:
             future.set_result(result)
 
-    def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    @property
+    def index_dir(self) -> Path:
+        """Where knowledge-base indexes are cached: next to the database, so one --db keeps everything together."""
+        return self.path.parent / "index"
+
+    def write(self, fn: Callable[[Connection], T]) -> T:
         """Run fn(conn) in one transaction on the writer thread; block until done; return or raise."""
         if self._closed:
             raise EvalError("the store is closed", where=str(self.path))
@@ -284,7 +374,7 @@ class Store:
         self._queue.put((fn, future))
         return future.result()
 
-    def read(self, sql: str, params: tuple[Any, ...] | list[Any] | dict[str, Any] = ()) -> list[sqlite3.Row]:
+    def read(self, sql: str, params: tuple[Any, ...] | list[Any] | dict[str, Any] = ()) -> list[Row]:
         """Run one query on a pooled connection (one is opened only when all are busy)."""
         try:
             conn = self._idle.get_nowait()
@@ -366,7 +456,7 @@ def owner_alive(token: str | None) -> bool | None:
     return pid_alive(int(pid)) and (not start or process_start(int(pid)) == start)
 
 
-def orphaned(row: sqlite3.Row, now: float, host: str) -> bool:
+def orphaned(row: Row, now: float, host: str) -> bool:
     """Whether an active campaign lost its owner.
 
     On this host the owner's process is checked: alive (even paused by Ctrl-Z or a sleeping
@@ -380,7 +470,7 @@ def orphaned(row: sqlite3.Row, now: float, host: str) -> bool:
     return bool((row["heartbeat"] or row["created_at"]) < now - STALE_S)
 
 
-def mark_orphans(conn: sqlite3.Connection) -> int:
+def mark_orphans(conn: Connection) -> int:
     """Mark interrupted every active campaign whose owner is dead (or, on another host, silent); return how many."""
     now = time.time()
     host = socket.gethostname()
@@ -422,6 +512,7 @@ class StoreCallCache:
         text = dumps(value)
         self.store.write(
             lambda conn: conn.execute(
-                "INSERT OR IGNORE INTO call_cache (key, value, created_at) VALUES (?, ?, ?)", (key, text, time.time())
+                "INSERT INTO call_cache (key, value, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                (key, text, time.time())
             )
         )

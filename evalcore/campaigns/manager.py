@@ -6,7 +6,6 @@ import math
 import os
 import secrets
 import socket
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -33,9 +32,11 @@ from evalcore.judges import JudgeSettings
 from evalcore.store import (
     ACTIVE,
     Conflict,
+    Connection,
     Store,
     StoreCallCache,
-    default_db_path,
+    db_location,
+    open_store,
     dumps,
     mark_orphans,
     new_owner_token,
@@ -51,7 +52,7 @@ _MANAGERS_LOCK = threading.Lock()
 
 def get_manager(db_path: str | Path | None = None) -> CampaignManager:
     """The one manager of this process for a database path (created on first use)."""
-    key = str(Path(db_path or default_db_path()).resolve())
+    key = db_location(db_path)
     with _MANAGERS_LOCK:
         if key not in _MANAGERS:
             _MANAGERS[key] = CampaignManager(key)
@@ -64,7 +65,7 @@ def new_campaign_id(tenant: str, dataset: str | None) -> str:
     return f"evaluation_{stem}_{plans.dataset_tag(dataset)}" if dataset is not None else f"run_{stem}"
 
 
-def _refuse_second_run(conn: sqlite3.Connection, suite_id: str | None, campaign_id: str) -> None:
+def _refuse_second_run(conn: Connection, suite_id: str | None, campaign_id: str) -> None:
     if suite_id is None:
         return
     row = conn.execute(
@@ -140,7 +141,7 @@ class CampaignManager:
     """Launch, resume, retry, cancel and delete campaigns; each runs on its own background thread."""
 
     def __init__(self, db_path: str | Path) -> None:
-        self.store = Store(db_path)
+        self.store = open_store(db_path)
         self._runners: dict[str, Runner] = {}
         self._lock = threading.Lock()
         self._after: list[Callable[[Store, str], object]] = []
@@ -211,8 +212,7 @@ class CampaignManager:
         if target is None:
             from evalcore.targets import build_target
 
-            # The index cache lives next to the database, so one --db keeps everything together.
-            target = build_target(config, cache=call_cache, cache_dir=self.store.path.parent / "index")
+            target = build_target(config, cache=call_cache, cache_dir=self.store.index_dir)
         judging = None
         if judges:  # before the target's own check: a launch that cannot be judged is refused first
             from evalcore.targets.generation import build_judge_model
@@ -226,7 +226,7 @@ class CampaignManager:
                     graded, call_cache, hits_before, new_owner_token())
 
     @staticmethod
-    def _insert(conn: sqlite3.Connection, record: dict[str, Any], questions: list[Question]) -> None:
+    def _insert(conn: Connection, record: dict[str, Any], questions: list[Question]) -> None:
         # Checking and inserting in one writer transaction makes concurrent launches on one suite safe.
         mark_orphans(conn)
         _refuse_second_run(conn, record["suite_id"], record["id"])
@@ -292,7 +292,7 @@ class CampaignManager:
         return campaign_id
 
     @staticmethod
-    def _reactivate(conn: sqlite3.Connection, campaign_id: str, suite_id: str | None, options: RunOptions,
+    def _reactivate(conn: Connection, campaign_id: str, suite_id: str | None, options: RunOptions,
                     config: TargetConfig, token: str, force: bool) -> None:
         mark_orphans(conn)
         row = conn.execute("SELECT status FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
@@ -325,7 +325,7 @@ class CampaignManager:
         """Stop dispatching questions; those in flight finish or time out; then it is `cancelled`."""
         get_campaign(self.store, campaign_id, scope(principal, tenant, Action.CHANGE))
 
-        def request(conn: sqlite3.Connection) -> None:
+        def request(conn: Connection) -> None:
             mark_orphans(conn)
             status = conn.execute("SELECT status FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()["status"]
             if status not in ACTIVE:

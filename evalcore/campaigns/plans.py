@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import sqlite3
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,7 +13,7 @@ from evalcore.datasets import Dataset, load_dataset
 from evalcore.errors import EvalError
 from evalcore.metrics.abstention import is_unanswerable_marker
 from evalcore.metrics.graded import GradedScale
-from evalcore.store import Store, dumps
+from evalcore.store import Connection, Store, dumps
 from evalcore.suites import Suite
 from evalcore.targets.saved import get_target
 
@@ -153,7 +152,7 @@ def stored_dataset_path(campaign: Campaign) -> str:
     return path
 
 
-def insert_questions(conn: sqlite3.Connection, campaign_id: str, questions: list[Question]) -> None:
+def insert_questions(conn: Connection, campaign_id: str, questions: list[Question]) -> None:
     """Write the question snapshot."""
     conn.executemany(
         "INSERT INTO campaign_questions (campaign_id, position, qid, question, expected_answer, refs, relevant, "

@@ -51,9 +51,11 @@ def campaign_results(store: Store, campaign_id: str, offset: int = 0, limit: int
 def campaign_aggregates(store: Store, campaign_id: str, *, principal: Principal | None = None) -> dict[str, Aggregate]:
     """Per measure: the mean over stored results where it is present, and that count."""
     check_visible(store, campaign_id, principal)
+    sql = store.dialect
+    value = sql.entry_number("m.value")
     rows = store.read(
-        "SELECT m.key AS name, avg(m.value) AS mean, count(m.value) AS n "
-        "FROM results r, json_each(r.measures) m WHERE r.campaign_id = ? GROUP BY m.key ORDER BY m.key",
+        f"SELECT m.key AS name, avg({value}) AS mean, count({value}) AS n "
+        f"FROM results r, {sql.json_entries('r.measures')} m WHERE r.campaign_id = ? GROUP BY m.key ORDER BY m.key",
         (campaign_id,),
     )
     return {row["name"]: Aggregate(row["mean"], row["n"]) for row in rows}
@@ -70,9 +72,10 @@ def campaign_summary(store: Store, campaign_id: str, *, principal: Principal | N
         "coalesce(sum(judge_completion_tokens), 0) AS judge_completion FROM results WHERE campaign_id = ?",
         (campaign_id,),
     )[0]
+    sql = store.dialect
     skipped = store.read(
-        "SELECT j.key AS judge, count(*) AS n FROM results r, json_each(r.judges) j "
-        "WHERE r.campaign_id = ? AND json_extract(j.value, '$.result') = 'skipped' GROUP BY j.key ORDER BY j.key",
+        f"SELECT j.key AS judge, count(*) AS n FROM results r, {sql.json_entries('r.judges')} j "
+        f"WHERE r.campaign_id = ? AND {sql.entry_text('j.value', 'result')} = 'skipped' GROUP BY j.key ORDER BY j.key",
         (campaign_id,),
     )
     aggregates = campaign_aggregates(store, campaign_id)  # visibility checked above

@@ -8,7 +8,6 @@ store's columns) and `to_dict` (the JSON shape the API, the CLI's --json and the
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,8 +18,9 @@ from evalcore.campaigns.pace import estimate
 from evalcore.diagnosis import Stage
 from evalcore.judges import Verdict
 from evalcore.targets.base import Retrieved
+from evalcore import store
 
-Row = sqlite3.Row | Mapping[str, Any]
+Row = store.Row | Mapping[str, Any]
 
 
 class CampaignStatus(StrEnum):

@@ -15,7 +15,7 @@ from evalcore.campaigns.pace import Window
 from evalcore.campaigns.records import CampaignStatus, Outcome, Question
 from evalcore.campaigns.storage import NotOwner, ResultWriter
 from evalcore.errors import EvalError
-from evalcore.store import HEARTBEAT_S, Store
+from evalcore.store import HEARTBEAT_S, Connection, Store
 
 log = logging.getLogger("evalcore.campaigns")
 STAGE_COLUMNS = "stage = ?, stage_done = ?, stage_total = ?, pace_rate = ?, pace_at = ?, pace_done = ?"
@@ -128,7 +128,7 @@ class Runner:
         """The index is ready: no stage any more, and the questions' rate counts from now."""
         now = time.time()
 
-        def start(conn: sqlite3.Connection) -> int:
+        def start(conn: Connection) -> int:
             row = conn.execute("UPDATE campaigns SET stage = NULL, stage_done = NULL, stage_total = NULL, "
                                "pace_rate = NULL, pace_at = ?, pace_done = finished WHERE id = ? AND owner_token = ? "
                                "RETURNING finished", (now, self.plan.campaign_id, self.plan.owner_token)).fetchone()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gc
 import json
-import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -21,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalcore.campaigns.records import Outcome, Question, QuestionResult, retrieved_to_json, sources_of
-from evalcore.store import Store, dumps
+from evalcore.store import Connection, Row, Store, dumps
 from evalcore.targets import Retrieved
 
 PassageKey = tuple[int | None, str, str, str]  # pid, source, title, text
@@ -134,7 +133,7 @@ class ResultWriter:
         size = len(outcome.context)
         return size if outcome.context == outcome.retrieved[:size] else [retrieved_to_json(h) for h in outcome.context]
 
-    def write(self, conn: sqlite3.Connection, rows: list[tuple[Any, ...]], passages: list[tuple[Any, ...]],
+    def write(self, conn: Connection, rows: list[tuple[Any, ...]], passages: list[tuple[Any, ...]],
               signatures: list[tuple[str, str, str]], extra: Mapping[str, Any]) -> tuple[int, int]:
         """Insert (or replace, for a retried question) and move the counters; (finished, failed) after it.
 
@@ -147,9 +146,10 @@ class ResultWriter:
         marks = ",".join("?" * len(positions))
         before = conn.execute(f"SELECT count(*), count(error) FROM results WHERE campaign_id = ? AND position IN ({marks})",
                               (self.campaign_id, *positions)).fetchone()
-        conn.executemany("INSERT OR IGNORE INTO campaign_passages (campaign_id, key, pid, source, title, text) "
-                         "VALUES (?, ?, ?, ?, ?, ?)", passages)
-        conn.executemany("INSERT OR IGNORE INTO campaign_signatures (campaign_id, name, signature) VALUES (?, ?, ?)",
+        conn.executemany("INSERT INTO campaign_passages (campaign_id, key, pid, source, title, text) "
+                         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", passages)
+        conn.executemany("INSERT INTO campaign_signatures (campaign_id, name, signature) VALUES (?, ?, ?) "
+                         "ON CONFLICT DO NOTHING",
                          signatures)
         conn.executemany(INSERT_RESULT, rows)
         failed_now = sum(1 for row in rows if row[ERROR_COLUMN] is not None)
@@ -206,7 +206,7 @@ def no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-def outcome_from_row(row: sqlite3.Row, passages: Mapping[int, Retrieved], signatures: Mapping[str, str]) -> Outcome:
+def outcome_from_row(row: Row, passages: Mapping[int, Retrieved], signatures: Mapping[str, str]) -> Outcome:
     """An outcome from its results row, the campaign's passages and its shared signatures."""
     retrieved = decode_ranked(row["retrieved"], passages)
     own = json.loads(row["signatures"])

@@ -68,8 +68,10 @@ def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None
     row = (*key(a, b, comparison.seed, comparison.resamples), data, pack(comparison.paired), time.time())
     try:
         store.write(lambda conn: conn.execute(
-            "INSERT OR REPLACE INTO comparisons (a_id, b_id, seed, resamples, a_version, b_version, format, data, "
-            "paired, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row))
+            "INSERT INTO comparisons (a_id, b_id, seed, resamples, a_version, b_version, format, data, paired, "
+            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (a_id, b_id, seed, resamples) DO UPDATE SET "
+            "a_version = excluded.a_version, b_version = excluded.b_version, format = excluded.format, "
+            "data = excluded.data, paired = excluded.paired, created_at = excluded.created_at", row))
     except sqlite3.IntegrityError:
         return   # a campaign was deleted meanwhile: there is nothing to keep
 
