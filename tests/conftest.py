@@ -43,6 +43,28 @@ def tiny_dataset(tmp_path: Path) -> Path:
     return write_dataset(tmp_path / "tiny")
 
 
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A throwaway PostgreSQL server for the whole run (skipped, saying why, when PostgreSQL is not installed)."""
+    from evalcore.testing.postgres import postgres_bin, temporary_postgres
+
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL is not installed (Debian: apt-get install postgresql): this test ran on SQLite only")
+    pytest.importorskip("psycopg", reason="psycopg is not installed: this test ran on SQLite only")
+    with temporary_postgres() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store on each backend: a SQLite file, then a new database on the test PostgreSQL server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "store.db")
+    from evalcore.testing.postgres import new_database
+
+    return new_database(request.getfixturevalue("postgres_server"))
+
+
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The REST API served on loopback over a fresh database with its keys and saved targets, one per test module

@@ -21,7 +21,7 @@ from evalcore.campaigns import (
     list_campaigns,
 )
 from evalcore.errors import EvalError
-from evalcore.store import Store
+from evalcore.store import open_store
 from evalcore.targets import Retrieved, TargetAnswer, TargetConfig
 from tests.conftest import write_dataset
 
@@ -74,9 +74,9 @@ def many_questions(folder: Path, n: int) -> Path:
 
 
 @pytest.fixture
-def manager(tmp_path: Path):
-    """A manager on a fresh database."""
-    result = get_manager(tmp_path / "campaigns.db")
+def manager(db: str):
+    """A manager on a fresh database, on each backend."""
+    result = get_manager(db)
     yield result
     result.close()
 
@@ -236,7 +236,7 @@ def test_heartbeat_runs_while_questions_hang_and_picks_up_a_cancel_from_elsewher
         await_beats(3)
         assert get_campaign(manager.store, campaign_id).finished == 0
         # Another process asks for the cancel through the database only.
-        with Store(manager.store.path) as elsewhere:
+        with open_store(manager.store.location) as elsewhere:
             elsewhere.write(lambda conn: conn.execute("UPDATE campaigns SET cancel_requested = 1 WHERE id = ?", (campaign_id,)))
         await_beats(2)  # each beat writes, then reads the flag: two beats later it has been seen
         target.release.set()

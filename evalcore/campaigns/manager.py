@@ -36,10 +36,10 @@ from evalcore.store import (
     Store,
     StoreCallCache,
     db_location,
-    open_store,
     dumps,
     mark_orphans,
     new_owner_token,
+    open_store,
 )
 from evalcore.suites import get_suite
 

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from evalcore import store
 from evalcore.campaigns.pace import estimate
 from evalcore.diagnosis import Stage
 from evalcore.judges import Verdict
 from evalcore.targets.base import Retrieved
-from evalcore import store
 
 Row = store.Row | Mapping[str, Any]
 

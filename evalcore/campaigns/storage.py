@@ -174,13 +174,16 @@ INSERT_RESULT = (
 )
 
 
+ALL_ROWS = 2**63 - 1  # LIMIT for no limit on both backends (SQLite's -1 is an error on PostgreSQL)
+
+
 def read_results(store: Store, campaign_id: str, offset: int = 0, limit: int | None = None) -> list[QuestionResult]:
     """The stored result of every finished question, in question order (pending ones are absent)."""
     rows = store.read(
         "SELECT q.question, q.expected_answer, q.refs, q.relevant, q.expected_sources, q.answerable, r.* "
         "FROM results r JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = r.position "
         "WHERE r.campaign_id = ? ORDER BY r.position LIMIT ? OFFSET ?",
-        (campaign_id, -1 if limit is None else limit, offset),
+        (campaign_id, ALL_ROWS if limit is None else limit, offset),
     )
     if not rows:
         return []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import secrets
 import shutil
 import socket
 import subprocess
@@ -67,3 +68,13 @@ def temporary_postgres() -> Iterator[str]:
     finally:
         _run_as(user, [str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"])
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def new_database(server_url: str) -> str:
+    """A new, empty database on a running server (one per test): its URL."""
+    import psycopg  # only those who test on PostgreSQL need it
+
+    name = f"t_{secrets.token_hex(6)}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return f"{server_url.rsplit('/', 1)[0]}/{name}"

@@ -1,5 +1,5 @@
 """The store: SQLite (WAL, one writer thread fed by a queue, concurrent readers) by default, PostgreSQL
-(evalcore.pgstore) for a postgresql:// URL; one versioned schema, one SQL dialect for both."""
+(evalcore.store.postgres) for a postgresql:// URL; one versioned schema, one SQL dialect for both."""
 
 from __future__ import annotations
 
@@ -181,7 +181,7 @@ def open_store(db: str | Path | None = None) -> Store:
     """The store a --db value names: PostgreSQL for a postgresql:// URL, else the SQLite file."""
     location = db_location(db)
     if is_url(location):
-        from evalcore.pgstore import PgStore  # psycopg is loaded only by those who use PostgreSQL
+        from evalcore.store.postgres import PgStore  # psycopg is loaded only by those who use PostgreSQL
 
         return PgStore(location)
     return Store(location)
@@ -207,7 +207,7 @@ class Connection(Protocol):
 
 
 class Row(Protocol):
-    """A result row, by position or by column name (sqlite3.Row, evalcore.pgstore.PgRow)."""
+    """A result row, by position or by column name (sqlite3.Row, evalcore.store.postgres.PgRow)."""
 
     def __getitem__(self, key: int | str, /) -> Any: ...
 
@@ -215,7 +215,7 @@ class Row(Protocol):
 
 
 class Dialect:
-    """The few SQL expressions the two backends spell differently (SQLite's; PostgreSQL's in evalcore.pgstore)."""
+    """The few SQL expressions the two backends spell differently (SQLite's; PostgreSQL's in evalcore.store.postgres)."""
 
     name = "sqlite"
 
