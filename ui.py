@@ -56,7 +56,7 @@ from evalcore.diagnosis import StageCounts
 from evalcore.errors import EvalError
 from evalcore.keys import MAX_SECRET, login_required, principal_of, sign_in
 from evalcore.metrics import MEASURES
-from evalcore.store import Store, default_db_path
+from evalcore.store import Store, db_location
 from evalcore.suites import Suite
 from evalcore.targets.presets import DEFAULTS
 from evalcore.targets.saved import list_targets
@@ -114,7 +114,7 @@ def no_delay() -> None:
 
 def db_path() -> str:
     """The database this session uses (EVALCORE_DB or .evalcore/evalcore.db)."""
-    return str(default_db_path().resolve())
+    return db_location()
 
 
 def manager() -> Any:
