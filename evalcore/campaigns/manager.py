@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.access import Action, Principal, scope
 from evalcore.campaigns import plans
-from evalcore.campaigns.answering import Plan
+from evalcore.campaigns.answering import Plan, error_text
+from evalcore.campaigns.claims import Workers
 from evalcore.campaigns.cluster import Cluster, DaskExecutor, cluster_for
 from evalcore.campaigns.queries import get_campaign
 from evalcore.campaigns.records import (
@@ -31,8 +32,10 @@ from evalcore.errors import EvalError
 from evalcore.judges import JudgeSettings
 from evalcore.store import (
     ACTIVE,
+    QUEUED,
     Conflict,
     Connection,
+    NotFound,
     Store,
     StoreCallCache,
     db_location,
@@ -69,7 +72,8 @@ def _refuse_second_run(conn: Connection, suite_id: str | None, campaign_id: str)
     if suite_id is None:
         return
     row = conn.execute(
-        "SELECT id FROM campaigns WHERE suite_id = ? AND id != ? AND status IN (?, ?)", (suite_id, campaign_id, *ACTIVE)
+        "SELECT id FROM campaigns WHERE suite_id = ? AND id != ? AND status IN (?, ?, ?)",
+        (suite_id, campaign_id, QUEUED, *ACTIVE),
     ).fetchone()
     if row is not None:
         raise Conflict(
@@ -145,6 +149,21 @@ class CampaignManager:
         self._runners: dict[str, Runner] = {}
         self._lock = threading.Lock()
         self._after: list[Callable[[Store, str], object]] = []
+        self.workers: Workers | None = None  # when set, launches are queued and claimed by workers
+        self._claimed: set[str] = set()  # campaigns this process runs for the queue
+
+    def serve_queue(self, slots: int | None = None, tenant_cap: int | None = None) -> Workers:
+        """From now on launches queue their campaign in the store; this process claims and runs queued campaigns
+        (any process's) with threads, at most `slots` at once and `tenant_cap` of one tenant over every process."""
+        if self.workers is None:
+            self.workers = Workers(self, slots, tenant_cap)
+            self.workers.start()
+        return self.workers
+
+    def running(self) -> int:
+        """How many campaigns run in this process now."""
+        with self._lock:
+            return sum(runner.thread.is_alive() for runner in self._runners.values())
 
     def after_each(self, hook: Callable[[Store, str], object]) -> None:
         """Call `hook(store, campaign_id)` after every campaign this manager runs ends (not when cancelled).
@@ -200,13 +219,20 @@ class CampaignManager:
                 "judges": dumps(list(judge_names)), "cache": int(cache), "options": dumps(options.to_dict()),
                 "owner_token": plan.owner_token,
             }
-            self.store.write(lambda conn: self._insert(conn, record, questions))
-            self._start(plan, cluster)
+            queued = self.workers is not None and target is None  # a ready-made target object runs here
+            self.store.write(lambda conn: self._insert(conn, record, questions, queued))
+            self._start_or_queue(plan, cluster, queued)
         return campaign_id
+
+    def _start_or_queue(self, plan: Plan, cluster: Cluster | None, queued: bool) -> None:
+        if not queued:
+            self._start(plan, cluster)
+        elif self.workers is not None:
+            self.workers.wake()
 
     def _plan(self, campaign_id: str, config: TargetConfig, corpus: Dataset, questions: list[Question], total: int,
               options: RunOptions, judges: tuple[str, ...], cache: bool, hits_before: int,
-              target: Target | None) -> Plan:
+              target: Target | None, token: str | None = None) -> Plan:
         """Build and check the target (fails fast when a model is unreachable)."""
         call_cache = StoreCallCache(self.store) if cache and target is None else None
         if target is None:
@@ -223,10 +249,10 @@ class CampaignManager:
         target.check()
         graded = plans.graded_scale(corpus, config) if any(q.relevant for q in questions) else None
         return Plan(campaign_id, target, tuple(corpus.passages), tuple(questions), total, options, judges, judging,
-                    graded, call_cache, hits_before, new_owner_token())
+                    graded, call_cache, hits_before, token or new_owner_token())
 
     @staticmethod
-    def _insert(conn: Connection, record: dict[str, Any], questions: list[Question]) -> None:
+    def _insert(conn: Connection, record: dict[str, Any], questions: list[Question], queued: bool) -> None:
         # Checking and inserting in one writer transaction makes concurrent launches on one suite safe.
         mark_orphans(conn)
         _refuse_second_run(conn, record["suite_id"], record["id"])
@@ -235,6 +261,8 @@ class CampaignManager:
         now = time.time()
         row = {**record, "status": "pending", "created_at": now, "heartbeat": now,
                "owner_host": socket.gethostname(), "owner_pid": os.getpid()}
+        if queued:  # no owner until a worker claims it
+            row |= {"status": QUEUED, "owner_token": None, "heartbeat": None, "queued_at": now}
         conn.execute(f"INSERT INTO campaigns ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
         plans.insert_questions(conn, record["id"], questions)
 
@@ -286,14 +314,39 @@ class CampaignManager:
                               concurrency=campaign.options.concurrency if concurrency is None else concurrency)
             plan = self._plan(campaign_id, config, corpus, questions, campaign.total, options, campaign.judges,
                               campaign.cache, campaign.cache_hits, target)
+            queued = self.workers is not None and target is None
             self.store.write(lambda conn: self._reactivate(conn, campaign_id, campaign.suite_id, options, config,
-                                                           plan.owner_token, force))
-            self._start(plan, cluster)
+                                                           None if queued else plan.owner_token, force))
+            self._start_or_queue(plan, cluster, queued)
         return campaign_id
+
+    def run_claimed(self, campaign_id: str, token: str) -> None:
+        """Run a campaign this process claimed from the queue (its questions without a result), on a thread; one
+        that cannot start here (its dataset is not on this host, a model is unreachable) fails with the reason."""
+        from evalcore.targets import TargetConfig
+
+        try:
+            campaign = get_campaign(self.store, campaign_id)
+            config = TargetConfig.from_dict(campaign.config)
+            corpus = plans.load_corpus(plans.stored_dataset_path(campaign), campaign.dataset_hash)
+            questions = plans.stored_questions(self.store, campaign_id, "missing")
+            with cluster_for(config, False) as cluster:
+                plan = self._plan(campaign_id, config, corpus, questions, campaign.total, campaign.options,
+                                  campaign.judges, campaign.cache, campaign.cache_hits, None, token)
+                self._claimed.add(campaign_id)
+                self._start(plan, cluster)
+        except NotFound:
+            return  # deleted since it was claimed
+        except Exception as failure:  # noqa: BLE001 - the campaign fails with its reason; the worker goes on
+            reason = f"setup failed: {error_text(failure)}"
+            self.store.write(lambda conn: conn.execute(
+                "UPDATE campaigns SET status = 'failed', error = ?, ended_at = ? WHERE id = ? AND owner_token = ?",
+                (reason, time.time(), campaign_id, token)))
 
     @staticmethod
     def _reactivate(conn: Connection, campaign_id: str, suite_id: str | None, options: RunOptions,
-                    config: TargetConfig, token: str, force: bool) -> None:
+                    config: TargetConfig, token: str | None, force: bool) -> None:
+        """Make a campaign active again: owned by `token`, or queued for workers when it is None."""
         mark_orphans(conn)
         row = conn.execute("SELECT status FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
         if row is None or (row["status"] in ACTIVE and not force):
@@ -304,12 +357,12 @@ class CampaignManager:
         # The runner moves the counters by each batch it writes; a new session starts them from the
         # stored rows (one count per session, not per write).
         conn.execute(
-            "UPDATE campaigns SET status = 'pending', error = NULL, ended_at = NULL, cancel_requested = 0, "
+            "UPDATE campaigns SET status = ?, error = NULL, ended_at = NULL, cancel_requested = 0, queued_at = ?, "
             "owner_host = ?, owner_pid = ?, owner_token = ?, heartbeat = ?, options = ?, config = ?, "
             "finished = (SELECT count(*) FROM results WHERE campaign_id = ?), "
             "failed = (SELECT count(error) FROM results WHERE campaign_id = ?) WHERE id = ?",
-            (socket.gethostname(), os.getpid(), token, time.time(), dumps(options.to_dict()), dumps(config.to_dict()),
-             campaign_id, campaign_id, campaign_id),
+            ("pending" if token else QUEUED, None if token else time.time(), socket.gethostname(), os.getpid(), token,
+             time.time(), dumps(options.to_dict()), dumps(config.to_dict()), campaign_id, campaign_id, campaign_id),
         )
 
     def rename(self, campaign_id: str, name: str, *, tenant: str | None = None,
@@ -328,6 +381,10 @@ class CampaignManager:
         def request(conn: Connection) -> None:
             mark_orphans(conn)
             status = conn.execute("SELECT status FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()["status"]
+            if status == QUEUED:  # no runner: cancelled at once
+                conn.execute("UPDATE campaigns SET status = 'cancelled', ended_at = ? WHERE id = ?",
+                             (time.time(), campaign_id))
+                return
             if status not in ACTIVE:
                 raise Conflict(f"the campaign is {status}: there is nothing to cancel", where=campaign_id)
             conn.execute("UPDATE campaigns SET cancel_requested = 1 WHERE id = ?", (campaign_id,))
@@ -359,9 +416,14 @@ class CampaignManager:
         return campaign
 
     def close(self) -> None:
-        """Cancel local runners, wait for them, close the store, and forget this manager."""
-        for runner in list(self._runners.values()):
-            runner.cancelled.set()
+        """Stop claiming, cancel local runners, wait for them, close the store, and forget this manager."""
+        if self.workers is not None:
+            self.workers.stop()
+        for campaign_id, runner in list(self._runners.items()):
+            if campaign_id in self._claimed:
+                runner.release()  # another worker resumes it
+            else:
+                runner.cancelled.set()
         for runner in list(self._runners.values()):
             runner.thread.join()
         self.store.close()

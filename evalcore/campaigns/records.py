@@ -24,8 +24,9 @@ Row = store.Row | Mapping[str, Any]
 
 
 class CampaignStatus(StrEnum):
-    """Where a campaign is in its life; pending and running are active."""
+    """Where a campaign is in its life; queued (waiting for a worker), pending and running are active."""
 
+    QUEUED = "queued"
     PENDING = "pending"
     RUNNING = "running"
     SUCCEEDED = "succeeded"
@@ -36,13 +37,14 @@ class CampaignStatus(StrEnum):
 
     @property
     def active(self) -> bool:
-        """Still pending or running (a runner owns it)."""
-        return self in (CampaignStatus.PENDING, CampaignStatus.RUNNING)
+        """Still queued, pending or running (waiting for a runner, or owned by one)."""
+        return self in (CampaignStatus.QUEUED, CampaignStatus.PENDING, CampaignStatus.RUNNING)
 
     @property
     def code(self) -> int:
-        """The evaluation task's numeric status: pending 0, running 1, succeeded (even with failures) 2, else 3."""
-        codes = {CampaignStatus.PENDING: 0, CampaignStatus.RUNNING: 1, CampaignStatus.SUCCEEDED: 2,
+        """The evaluation task's numeric status: queued or pending 0, running 1, succeeded (even with failures) 2,
+        else 3."""
+        codes = {CampaignStatus.QUEUED: 0, CampaignStatus.PENDING: 0, CampaignStatus.RUNNING: 1, CampaignStatus.SUCCEEDED: 2,
                  CampaignStatus.SUCCEEDED_WITH_FAILURES: 2}
         return codes.get(self, 3)
 
@@ -52,7 +54,7 @@ class CampaignStatus(StrEnum):
         return {CampaignStatus.SUCCEEDED: 0, CampaignStatus.SUCCEEDED_WITH_FAILURES: 3}.get(self, 1)
 
 
-ACTIVE = (CampaignStatus.PENDING.value, CampaignStatus.RUNNING.value)
+ACTIVE = (CampaignStatus.QUEUED.value, CampaignStatus.PENDING.value, CampaignStatus.RUNNING.value)
 DEFAULT_TIME_LIMIT_S = 240.0
 DEFAULT_MAX_FAILED_SHARE = 0.5
 
@@ -155,7 +157,7 @@ class Campaign:
 
     @property
     def active(self) -> bool:
-        """Pending or running."""
+        """Queued, pending or running."""
         return self.status.active
 
     @property

@@ -40,6 +40,7 @@ class Runner:
         self.after = tuple(after)  # called with the campaign id once it ended (not cancelled), off its thread
         self.executor = executor or LocalExecutor(plan)
         self.cancelled = threading.Event()
+        self.released = threading.Event()  # stopped to be resumed elsewhere: back to the queue, not cancelled
         self.thread = threading.Thread(target=self.run, name=f"campaign-{plan.campaign_id}", daemon=True)
         self._failed = 0
         self._writer = ResultWriter(store, plan.campaign_id, plan.owner_token)
@@ -56,6 +57,11 @@ class Runner:
         """Start the campaign thread."""
         self.thread.start()
 
+    def release(self) -> None:
+        """Stop as a cancel does, but put the campaign back in the queue for another worker to resume."""
+        self.released.set()
+        self.cancelled.set()
+
     def run(self) -> None:
         """Set up the target, run every question, record how the campaign ended."""
         try:
@@ -65,11 +71,13 @@ class Runner:
         finally:
             self._ended.set()
             self.executor.close()
+        if status == CampaignStatus.CANCELLED and self.released.is_set():
+            status = CampaignStatus.QUEUED
         try:
             self._finish(status, error)
         except CampaignGone:
             return
-        if self.after and status != CampaignStatus.CANCELLED:
+        if self.after and not status.active and status != CampaignStatus.CANCELLED:
             # Off this thread: whoever waits for the campaign does not wait for what follows it.
             threading.Thread(target=self._after, name=f"after-{self.plan.campaign_id}", daemon=True).start()
 
@@ -228,6 +236,8 @@ class Runner:
     def _finish(self, status: CampaignStatus, error: str | None) -> None:
         now = time.time()
         self._update(
-            "UPDATE campaigns SET status = ?, error = ?, ended_at = ?, heartbeat = ?, cache_hits = ? WHERE id = ?",
-            (status.value, error, now, now, self._cache_hits(), self.plan.campaign_id),
+            "UPDATE campaigns SET status = ?, error = ?, ended_at = ?, heartbeat = ?, cache_hits = ?, "
+            "owner_token = CASE WHEN ? THEN NULL ELSE owner_token END WHERE id = ?",
+            (status.value, error, None if status.active else now, now, self._cache_hits(), status.active,
+             self.plan.campaign_id),
         )

@@ -25,7 +25,8 @@ DEFAULT_DB = Path(".evalcore") / "evalcore.db"
 HEARTBEAT_S = 2.0
 # A running campaign whose heartbeat is older than this has lost its owner (crash, kill, reboot).
 STALE_S = 30.0
-ACTIVE = ("pending", "running")
+ACTIVE = ("pending", "running")  # owned by a runner
+QUEUED = "queued"  # waiting for a worker to claim it (evalcore.campaigns.claims)
 
 SCHEMA_V1 = """
 CREATE TABLE targets (
@@ -138,8 +139,18 @@ ALTER TABLE campaigns ADD COLUMN pace_rate REAL;
 ALTER TABLE campaigns ADD COLUMN pace_at REAL;
 ALTER TABLE campaigns ADD COLUMN pace_done INTEGER;
 """
+# v11: campaigns run by workers: launched as 'queued', claimed from the store by any process (each server's
+# threads, `evalcore worker`); queued_at says a campaign runs on workers, which put it back in the queue when its
+# owner is lost. A queued campaign holds its suite like a running one.
+SCHEMA_V11 = """
+ALTER TABLE campaigns ADD COLUMN queued_at REAL;
+DROP INDEX campaigns_one_active_per_suite;
+CREATE UNIQUE INDEX campaigns_one_active_per_suite ON campaigns(suite_id)
+    WHERE suite_id IS NOT NULL AND status IN ('queued', 'pending', 'running');
+CREATE INDEX campaigns_status ON campaigns(status, created_at);
+"""
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
-                               SCHEMA_V8, SCHEMA_V9, SCHEMA_V10)
+                               SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11)
 
 
 class NotFound(EvalError):
@@ -238,6 +249,9 @@ class Dialect:
     def entry_text(value: str, key: str) -> str:
         """The text under a key (a literal) of an entry's JSON object value."""
         return f"json_extract({value}, '$.{key}')"
+
+    # What ends a subquery that picks a row to claim: nothing on SQLite, whose one writer already serialises claims.
+    skip_locked = ""
 
 
 def pid_alive(pid: int) -> bool:
@@ -471,20 +485,22 @@ def orphaned(row: Row, now: float, host: str) -> bool:
 
 
 def mark_orphans(conn: Connection) -> int:
-    """Mark interrupted every active campaign whose owner is dead (or, on another host, silent); return how many."""
+    """Every active campaign whose owner is dead (or, on another host, silent): back in the queue when workers run
+    it (its lease expired: another worker resumes it), else interrupted; return how many."""
     now = time.time()
     host = socket.gethostname()
     rows = conn.execute(
-        "SELECT id, owner_host, owner_pid, owner_token, heartbeat, created_at FROM campaigns WHERE status IN (?, ?)",
-        ACTIVE,
+        "SELECT id, owner_host, owner_pid, owner_token, heartbeat, created_at, queued_at FROM campaigns "
+        "WHERE status IN (?, ?)", ACTIVE,
     ).fetchall()
-    orphans = [row["id"] for row in rows if orphaned(row, now, host)]
-    for campaign_id in orphans:
-        conn.execute(
-            "UPDATE campaigns SET status = 'interrupted', ended_at = ?, "
-            "error = 'interrupted: the process running it stopped' WHERE id = ?",
-            (now, campaign_id),
-        )
+    orphans = [row for row in rows if orphaned(row, now, host)]
+    for row in orphans:
+        if row["queued_at"] is not None:
+            conn.execute("UPDATE campaigns SET status = ?, owner_token = NULL, stage = NULL WHERE id = ?",
+                         (QUEUED, row["id"]))
+        else:
+            conn.execute("UPDATE campaigns SET status = 'interrupted', ended_at = ?, "
+                         "error = 'interrupted: the process running it stopped' WHERE id = ?", (now, row["id"]))
     return len(orphans)
 
 

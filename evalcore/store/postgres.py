@@ -145,6 +145,8 @@ class PgDialect(Dialect):
     def entry_text(value: str, key: str) -> str:
         return f"({value} ->> '{key}')"
 
+    skip_locked = " FOR UPDATE SKIP LOCKED"  # claimers pass over a row another one is taking
+
 
 class PgStore(Store):
     """One PostgreSQL database: pooled connections, each write one SERIALIZABLE transaction (retried on conflict)."""

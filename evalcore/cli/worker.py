@@ -1,0 +1,55 @@
+"""`python -m evalcore worker`: a process that only claims queued campaigns from the store and runs them."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from types import FrameType
+
+from evalcore.cli._common import Commands, add_db_option, positive_int
+
+
+def add_cap_options(parser: argparse.ArgumentParser) -> None:
+    """--max-campaigns and --max-per-tenant: how many queued campaigns this process claims and runs at once."""
+    parser.add_argument("--max-campaigns", type=positive_int, metavar="N",
+                        help="campaigns this process runs at once (default: $EVALCORE_MAX_CAMPAIGNS, else 2)")
+    parser.add_argument("--max-per-tenant", type=positive_int, metavar="N",
+                        help="campaigns of one tenant running at once over every process on the store "
+                             "(default: $EVALCORE_MAX_CAMPAIGNS_PER_TENANT, else 4)")
+
+
+def register(commands: Commands) -> None:
+    """Add `worker`."""
+    parser = commands.add_parser("worker", help="claim queued campaigns from the store and run them (no pages, no API)")
+    add_db_option(parser)
+    add_cap_options(parser)
+    parser.set_defaults(handler=_work)
+
+
+def serve_queue(args: argparse.Namespace) -> None:
+    """Have this process's manager claim queued campaigns (after each, compared with the previous one)."""
+    from evalcore.campaigns import get_manager
+    from evalcore.compare import compare_with_previous
+
+    manager = get_manager(args.db)
+    manager.after_each(compare_with_previous)
+    manager.serve_queue(args.max_campaigns, args.max_per_tenant)
+
+
+def _work(args: argparse.Namespace) -> int:
+    from evalcore.campaigns import get_manager
+
+    stop = threading.Event()
+
+    def finish(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, finish)
+    signal.signal(signal.SIGINT, finish)
+    serve_queue(args)
+    print(f"worker: claiming campaigns from {get_manager(args.db).store.location}", flush=True)
+    stop.wait()
+    # The campaigns running here are cancelled, to be resumed: they go back to the queue for another worker.
+    get_manager(args.db).close()
+    return 0
