@@ -47,6 +47,7 @@ from evalcore.campaigns.listing import (
     search_rows,
 )
 from evalcore.campaigns.pace import duration_text
+from evalcore.campaigns.supervisor import dashboard_mode
 from evalcore.compare import compare_with_previous, results_version
 from evalcore.compare.charts import chart_text, stage_bars_spec  # noqa: F401 - chart_text: the one escape of chart text
 from evalcore.csvcells import csv_text
@@ -118,9 +119,14 @@ def db_path() -> str:
 
 
 def manager() -> Any:
-    """The process-wide campaign manager for this database; each ended campaign is compared with the previous one."""
+    """The process-wide campaign manager for this database; each ended campaign is compared with the previous one.
+
+    Its campaigns run in a worker process it supervises (unless EVALCORE_DASHBOARD_WORKER=threads), so pages stay
+    quick while one embeds a corpus."""
     found = get_manager(db_path())
     found.after_each(compare_with_previous)
+    if dashboard_mode() == "process":
+        found.supervise_worker()
     return found
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
+# The dashboard's pages are tested in this process; its campaigns run on its threads here (a worker process per
+# test database would outlive each test). tests/test_campaigns_queue.py tests the supervised worker process.
+os.environ.setdefault("EVALCORE_DASHBOARD_WORKER", "threads")
 
 TINY = {
     "queries": {"id": [1, 2, 3], "text": ["What is the refund window?", "Quel est le délai ?", "路由器的默认地址是什么？"]},

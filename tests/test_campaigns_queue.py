@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -134,3 +136,24 @@ def test_caps_from_the_environment_are_checked(monkeypatch: pytest.MonkeyPatch) 
     assert per_server() == 3
     with pytest.raises(EvalError, match="whole number of at least 1"):
         per_tenant()
+
+
+def test_the_supervised_worker_process_runs_campaigns_and_comes_back_after_a_sigkill(
+        db: str, config: TargetConfig, dataset: Path) -> None:
+    manager = CampaignManager(db)
+    try:
+        manager.supervise_worker(slots=1)
+        campaign_id = manager.launch(dataset=str(dataset), config=config, concurrency=1)
+        deadline = time.monotonic() + 60
+        while get_campaign(manager.store, campaign_id).finished < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        child = manager.workers.process
+        owner = manager.store.read("SELECT owner_pid FROM campaigns WHERE id = ?", (campaign_id,))[0]["owner_pid"]
+        assert owner == child.pid and manager.running() == 0  # run by the child, not by this process
+        os.kill(child.pid, signal.SIGKILL)
+        done = manager.wait(campaign_id, timeout=90)
+        assert done.status.value == "succeeded" and stored_once(manager, campaign_id)
+        assert manager.workers.starts == 2
+    finally:
+        manager.close()
+    assert child.poll() is not None and manager.workers.process.poll() is not None

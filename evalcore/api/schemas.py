@@ -61,9 +61,10 @@ class CampaignOut(Out):
     source: str = Field(description="the dataset id, or the suite id")
     suite_id: str | None
     target_id: str | None
-    status: str = Field(description="pending, running, succeeded, succeeded_with_failures (every question ran, "
+    status: str = Field(description="queued (waiting for a worker), pending, running, succeeded, "
+                                    "succeeded_with_failures (every question ran, "
                                     "some failed), failed, interrupted or cancelled")
-    status_code: int = Field(description="0 pending, 1 running, 2 succeeded (with or without failures), 3 otherwise")
+    status_code: int = Field(description="0 queued or pending, 1 running, 2 succeeded (with or without failures), 3 otherwise")
     status_text: str = Field(description="the status as people read it, e.g. 'succeeded with 3 failed'")
     error: str | None
     total: int

@@ -39,9 +39,9 @@ CLAIM = (
 )
 
 
-def setting(name: str, default: int) -> int:
-    """A cap from the environment (a whole number of at least 1), else its default."""
-    text = os.environ.get(name, "").strip()
+def cap(name: str, text: str | None, default: int) -> int:
+    """A cap set in the environment variable `name` (a whole number of at least 1), else its default."""
+    text = (text or "").strip()
     if not text:
         return default
     if not text.isdigit() or int(text) < 1:
@@ -51,12 +51,13 @@ def setting(name: str, default: int) -> int:
 
 def per_server() -> int:
     """How many campaigns one process runs at once (EVALCORE_MAX_CAMPAIGNS)."""
-    return setting("EVALCORE_MAX_CAMPAIGNS", DEFAULT_PER_SERVER)
+    return cap("EVALCORE_MAX_CAMPAIGNS", os.environ.get("EVALCORE_MAX_CAMPAIGNS"), DEFAULT_PER_SERVER)
 
 
 def per_tenant() -> int:
     """How many campaigns of one tenant run at once, over every process (EVALCORE_MAX_CAMPAIGNS_PER_TENANT)."""
-    return setting("EVALCORE_MAX_CAMPAIGNS_PER_TENANT", DEFAULT_PER_TENANT)
+    return cap("EVALCORE_MAX_CAMPAIGNS_PER_TENANT", os.environ.get("EVALCORE_MAX_CAMPAIGNS_PER_TENANT"),
+               DEFAULT_PER_TENANT)
 
 
 def claim(store: Store, token: str, tenant_cap: int) -> str | None:

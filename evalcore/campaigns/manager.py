@@ -27,6 +27,7 @@ from evalcore.campaigns.records import (
     RunOptions,
 )
 from evalcore.campaigns.runner import Runner
+from evalcore.campaigns.supervisor import WorkerProcess
 from evalcore.datasets import Dataset
 from evalcore.errors import EvalError
 from evalcore.judges import JudgeSettings
@@ -149,16 +150,22 @@ class CampaignManager:
         self._runners: dict[str, Runner] = {}
         self._lock = threading.Lock()
         self._after: list[Callable[[Store, str], object]] = []
-        self.workers: Workers | None = None  # when set, launches are queued and claimed by workers
+        self.workers: Workers | WorkerProcess | None = None  # when set, launches are queued for workers
         self._claimed: set[str] = set()  # campaigns this process runs for the queue
 
-    def serve_queue(self, slots: int | None = None, tenant_cap: int | None = None) -> Workers:
+    def serve_queue(self, slots: int | None = None, tenant_cap: int | None = None) -> None:
         """From now on launches queue their campaign in the store; this process claims and runs queued campaigns
         (any process's) with threads, at most `slots` at once and `tenant_cap` of one tenant over every process."""
         if self.workers is None:
             self.workers = Workers(self, slots, tenant_cap)
             self.workers.start()
-        return self.workers
+
+    def supervise_worker(self, slots: int | None = None, tenant_cap: int | None = None) -> None:
+        """From now on launches queue their campaign; a child process this one supervises claims and runs them
+        (the dashboard: pages stay quick while a campaign embeds a corpus)."""
+        if self.workers is None:
+            self.workers = WorkerProcess(self.store.location, slots, tenant_cap)
+            self.workers.start()
 
     def running(self) -> int:
         """How many campaigns run in this process now."""
@@ -315,8 +322,9 @@ class CampaignManager:
             plan = self._plan(campaign_id, config, corpus, questions, campaign.total, options, campaign.judges,
                               campaign.cache, campaign.cache_hits, target)
             queued = self.workers is not None and target is None
+            token = None if queued else plan.owner_token
             self.store.write(lambda conn: self._reactivate(conn, campaign_id, campaign.suite_id, options, config,
-                                                           None if queued else plan.owner_token, force))
+                                                           token, force, only))
             self._start_or_queue(plan, cluster, queued)
         return campaign_id
 
@@ -329,7 +337,8 @@ class CampaignManager:
             campaign = get_campaign(self.store, campaign_id)
             config = TargetConfig.from_dict(campaign.config)
             corpus = plans.load_corpus(plans.stored_dataset_path(campaign), campaign.dataset_hash)
-            questions = plans.stored_questions(self.store, campaign_id, "missing")
+            only = self.store.read("SELECT rerun FROM campaigns WHERE id = ?", (campaign_id,))[0]["rerun"]
+            questions = plans.stored_questions(self.store, campaign_id, only)
             with cluster_for(config, False) as cluster:
                 plan = self._plan(campaign_id, config, corpus, questions, campaign.total, campaign.options,
                                   campaign.judges, campaign.cache, campaign.cache_hits, None, token)
@@ -345,7 +354,7 @@ class CampaignManager:
 
     @staticmethod
     def _reactivate(conn: Connection, campaign_id: str, suite_id: str | None, options: RunOptions,
-                    config: TargetConfig, token: str | None, force: bool) -> None:
+                    config: TargetConfig, token: str | None, force: bool, only: str = "missing") -> None:
         """Make a campaign active again: owned by `token`, or queued for workers when it is None."""
         mark_orphans(conn)
         row = conn.execute("SELECT status FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
@@ -357,11 +366,11 @@ class CampaignManager:
         # The runner moves the counters by each batch it writes; a new session starts them from the
         # stored rows (one count per session, not per write).
         conn.execute(
-            "UPDATE campaigns SET status = ?, error = NULL, ended_at = NULL, cancel_requested = 0, queued_at = ?, "
+            "UPDATE campaigns SET status = ?, error = NULL, ended_at = NULL, cancel_requested = 0, queued_at = ?, rerun = ?, "
             "owner_host = ?, owner_pid = ?, owner_token = ?, heartbeat = ?, options = ?, config = ?, "
             "finished = (SELECT count(*) FROM results WHERE campaign_id = ?), "
             "failed = (SELECT count(error) FROM results WHERE campaign_id = ?) WHERE id = ?",
-            ("pending" if token else QUEUED, None if token else time.time(), socket.gethostname(), os.getpid(), token,
+            ("pending" if token else QUEUED, None if token else time.time(), only, socket.gethostname(), os.getpid(), token,
              time.time(), dumps(options.to_dict()), dumps(config.to_dict()), campaign_id, campaign_id, campaign_id),
         )
 

@@ -8,6 +8,7 @@ import threading
 from types import FrameType
 
 from evalcore.cli._common import Commands, add_db_option, positive_int
+from evalcore.store import pid_alive, redact
 
 
 def add_cap_options(parser: argparse.ArgumentParser) -> None:
@@ -24,6 +25,8 @@ def register(commands: Commands) -> None:
     parser = commands.add_parser("worker", help="claim queued campaigns from the store and run them (no pages, no API)")
     add_db_option(parser)
     add_cap_options(parser)
+    parser.add_argument("--exit-with", type=positive_int, metavar="PID",
+                        help="end when this process ends (the dashboard supervising its worker)")
     parser.set_defaults(handler=_work)
 
 
@@ -48,8 +51,10 @@ def _work(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, finish)
     signal.signal(signal.SIGINT, finish)
     serve_queue(args)
-    print(f"worker: claiming campaigns from {get_manager(args.db).store.location}", flush=True)
-    stop.wait()
+    print(f"worker: claiming campaigns from {redact(get_manager(args.db).store.location)}", flush=True)
+    while not stop.wait(1.0):
+        if args.exit_with and not pid_alive(args.exit_with):
+            break
     # The campaigns running here are cancelled, to be resumed: they go back to the queue for another worker.
     get_manager(args.db).close()
     return 0

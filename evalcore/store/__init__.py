@@ -141,9 +141,11 @@ ALTER TABLE campaigns ADD COLUMN pace_done INTEGER;
 """
 # v11: campaigns run by workers: launched as 'queued', claimed from the store by any process (each server's
 # threads, `evalcore worker`); queued_at says a campaign runs on workers, which put it back in the queue when its
-# owner is lost. A queued campaign holds its suite like a running one.
+# owner is lost; rerun says which questions a claim runs (those with no result, or those that failed). A queued
+# campaign holds its suite like a running one.
 SCHEMA_V11 = """
 ALTER TABLE campaigns ADD COLUMN queued_at REAL;
+ALTER TABLE campaigns ADD COLUMN rerun TEXT NOT NULL DEFAULT 'missing';
 DROP INDEX campaigns_one_active_per_suite;
 CREATE UNIQUE INDEX campaigns_one_active_per_suite ON campaigns(suite_id)
     WHERE suite_id IS NOT NULL AND status IN ('queued', 'pending', 'running');
@@ -186,6 +188,11 @@ def db_location(db: str | Path | None = None) -> str:
         return str(db)
     text = str(db)
     return str(Path(text.removeprefix("sqlite:")).resolve())
+
+
+def redact(location: str) -> str:
+    """A store's location without a URL's password, for messages and logs."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", location)
 
 
 def open_store(db: str | Path | None = None) -> Store:

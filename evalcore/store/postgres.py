@@ -27,7 +27,17 @@ from psycopg.rows import RowMaker
 from psycopg.types.numeric import FloatLoader
 
 from evalcore.errors import EvalError
-from evalcore.store import DEFAULT_DB, MIGRATIONS, Connection, Cursor, Dialect, Store, mark_orphans, split_script
+from evalcore.store import (
+    DEFAULT_DB,
+    MIGRATIONS,
+    Connection,
+    Cursor,
+    Dialect,
+    Store,
+    mark_orphans,
+    redact,
+    split_script,
+)
 from evalcore.store import _storable_params as storable_params
 
 T = TypeVar("T")
@@ -57,11 +67,6 @@ def ddl(statement: str) -> str:
     for pattern, name in TYPES:
         statement = pattern.sub(name, statement)
     return statement
-
-
-def redact(url: str) -> str:
-    """The URL without its password, for messages."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
 
 
 class PgRow:
