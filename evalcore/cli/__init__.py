@@ -16,7 +16,8 @@ from evalcore.errors import EvalError
 # over a TREC run would pay for nothing. A test checks this table against what the modules register.
 COMMANDS = {"campaigns": "campaigns", "compare": "compare", "config": "config", "ask": "config",
             "dataset": "dataset", "keys": "keys", "run": "run", "score": "score", "score-text": "score",
-            "serve": "serve", "suites": "suites", "worker": "worker"}
+            "serve": "serve", "store": "store", "suites": "suites",
+            "worker": "worker"}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
