@@ -46,8 +46,11 @@ def _run_as(user: pwd.struct_passwd | None, args: list[str]) -> None:
 
 
 @contextmanager
-def temporary_postgres() -> Iterator[str]:
-    """Start a PostgreSQL server in a temporary folder on a free loopback port; yield its URL; stop and remove it."""
+def temporary_postgres(durable: bool = False) -> Iterator[str]:
+    """Start a PostgreSQL server in a temporary folder on a free loopback port; yield its URL; stop and remove it.
+
+    Tests run it without fsync. `durable` (benchmarks) keeps fsync and commits as SQLite's store does (WAL with
+    synchronous NORMAL): a commit survives the process, the last ones may not survive a power cut."""
     bin_dir = postgres_bin()
     if bin_dir is None:
         raise RuntimeError("PostgreSQL is not installed (Debian: apt-get install postgresql)")
@@ -59,7 +62,8 @@ def temporary_postgres() -> Iterator[str]:
     port = _free_port()
     _run_as(user, [str(bin_dir / "initdb"), "-D", str(data), "-U", "evalcore", "--auth=trust", "-E", "UTF8",
                    "--locale=C.UTF-8", "--no-sync"])
-    options = f"-h 127.0.0.1 -p {port} -k {folder} -c fsync=off -c max_connections=200"
+    durability = "-c synchronous_commit=off" if durable else "-c fsync=off"
+    options = f"-h 127.0.0.1 -p {port} -k {folder} {durability} -c max_connections=200"
     _run_as(user, [str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w",
                    "start"])
     try:
