@@ -537,6 +537,8 @@ def progress_text(campaign: Campaign) -> str:
         parts.append(f"preparing the knowledge base: {progress.stage}{chunks}")
     elif campaign.status == "running" and campaign.pace_at is None:
         parts.append("starting")
+    elif campaign.status == "queued":
+        parts.append("waiting for a worker: campaigns run a few at a time")
     if campaign.failed:
         parts.append(f"{campaign.failed} failed")
     if progress.rate_per_s:
