@@ -18,7 +18,7 @@ from evalcore.judges import JUDGES
 from evalcore.store import NotFound
 from evalcore.suites import list_suites
 from evalcore.targets import TargetConfig
-from evalcore.targets.config import CHOICES, RANGES, sweep_values
+from evalcore.targets.config import CHOICES, KEYS, RANGES, sweep_values
 from evalcore.targets.presets import PRESETS, QUICK_START
 from evalcore.targets.saved import get_target, save_target
 
@@ -43,8 +43,8 @@ def config_inputs(base: TargetConfig, key: str, disabled: bool) -> dict[str, Any
 
 def _config_input(name: str, value: Any, default: Any, key: str, disabled: bool) -> Any:
     """The widget for one key, chosen by its choices, type and range."""
-    hint = ui.escape_md(f"default: {default!r}" if not isinstance(default, str) or len(default) < 60
-                        else "see the default in docs/targets.md")
+    shown = f"{default!r}" if not isinstance(default, str) or len(default) < 60 else "see docs/targets.md"
+    hint = ui.escape_md(f"{KEYS[name].help} (default: {shown})")
     common = {"key": key, "help": hint, "disabled": disabled}
     if name in CHOICES:
         return st.selectbox(name, CHOICES[name], index=ui.index_of(list(CHOICES[name]), value), **common)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import secrets
 import socket
@@ -25,6 +24,7 @@ from evalcore.campaigns.records import (
     Campaign,
     Question,
     RunOptions,
+    run_option_problem,
 )
 from evalcore.campaigns.runner import Runner
 from evalcore.datasets import Dataset
@@ -85,15 +85,11 @@ def run_options(config: TargetConfig, concurrency: int | None, time_limit: float
     A suite's questions are asked one after another unless told otherwise, so that its response
     times mean what they say. On a cluster, the automatic concurrency follows its worker threads.
     """
-    _check_concurrency(concurrency)
-    if judge_samples < 1:
-        raise EvalError("each judge must be asked at least once", where="judge_samples", found=str(judge_samples))
-    # nan and inf compare false with everything and would switch the per-question limit off.
-    if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
-        raise EvalError("the time limit must be a finite number of seconds above 0", where="time_limit",
-                        found=str(time_limit))
-    if max_failed_share is not None and not 0 <= max_failed_share <= 1:
-        raise EvalError("the failed share must be in [0, 1]", where="max_failed_share", found=str(max_failed_share))
+    given = {"concurrency": concurrency, "judge_samples": judge_samples, "time_limit": time_limit,
+             "max_failed_share": max_failed_share}
+    problems = [problem for name, value in given.items() if (problem := run_option_problem(name, value))]
+    if problems:
+        raise EvalError("invalid run options", where=problems[0].partition(":")[0], problems=problems)
     automatic = cluster.concurrency if cluster is not None else plans.default_concurrency(config)
     return RunOptions(concurrency=concurrency or (1 if suite else automatic),
                       time_limit=time_limit or DEFAULT_TIME_LIMIT_S,
@@ -129,11 +125,6 @@ def sweep_name(name: str | None, config: TargetConfig, key: str, value: object) 
     the name ends with) and the value it tries."""
     default = type(config).from_dict({**config.to_dict(), key: type(config)().to_dict()[key]})
     return f"{(name or '').strip() or default.describe()} · {key}={value}"
-
-
-def _check_concurrency(concurrency: int | None) -> None:
-    if concurrency is not None and concurrency < 1:
-        raise EvalError("concurrency must be at least 1", where="concurrency", found=str(concurrency))
 
 
 class CampaignManager:
@@ -270,7 +261,8 @@ class CampaignManager:
                run_on: tuple[str | None, str | None] = (None, None)) -> str:
         from evalcore.targets import TargetConfig
 
-        _check_concurrency(concurrency)
+        if problem := run_option_problem("concurrency", concurrency):
+            raise EvalError("invalid run options", where="concurrency", problems=[problem])
         self.store.write(mark_orphans)
         campaign = get_campaign(self.store, campaign_id, tenant)
         if campaign.active and not force:
