@@ -434,7 +434,7 @@ def test_comments_in_regular_files_keep_the_fast_reader_exact(tmp_path: Path, ca
 
 
 def test_the_signature_says_how_the_values_were_computed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    qrels, run = write_interop_trec(tmp_path, random.Random(7))
+    write_interop_trec(tmp_path, random.Random(7))
     files = ("--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "-m", "ndcg@10", "-m", "map",
              "-m", "ndcg_graded@3")
     plain = score_json(capsys, *files)["signatures"]

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalcore.errors import EvalError
+from evalcore.relevance import relevant_ids
 
 DATASET_ROOT = Path(__file__).resolve().parent.parent.parent / "dataset"
 DEFAULT_DATASET = "samples"
@@ -53,7 +54,7 @@ class Question(NamedTuple):
     @property
     def relevant(self) -> frozenset[int]:
         """Passages with a label of at least 1."""
-        return frozenset(pid for pid, label in self.labels.items() if label >= 1)
+        return frozenset(relevant_ids(self.labels))
 
 
 @dataclass(frozen=True)
