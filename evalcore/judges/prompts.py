@@ -47,7 +47,7 @@ def canonical(name: str) -> str:
 
 @cache
 def load_prompt(name: str) -> JudgePrompt:
-    """Read evalcore/judge_prompts/<name>.txt (`# key: value` lines, then [system] and [user])."""
+    """Read evalcore/judges/templates/<name>.txt (`# key: value` lines, then [system] and [user])."""
     name = canonical(name)
     text = (PROMPT_DIR / f"{name}.txt").read_text(encoding="utf-8").replace("\r\n", "\n")
     meta = dict(re.findall(r"^# (\w+): (.*)$", text, re.MULTILINE))
