@@ -18,6 +18,7 @@ from evalcore.api.routes_campaigns import campaign_json, campaign_of
 from evalcore.api.runs import RunSettings, configured
 from evalcore.api.schemas import Ok, RunDetail, RunList, RunOnly, SuiteDetail, SuiteList
 from evalcore.campaigns import NotFound, campaign_results, campaign_summary, get_campaign, list_campaigns
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.suites import (
     MAX_CASES,
     MAX_SOURCES,
@@ -166,8 +167,9 @@ def launch(request: Request, suite_id: SuiteId, principal: Admin,
     base = saved_target(store, principal, suite.target_id, "agent_id") if suite.target_id != "default" else TargetConfig()
     # The knowledge base is a dataset id under the server's dataset root, whoever saved the configuration.
     dataset_path(request, base.knowledge_base, field=None, label="knowledge_base of the suite's target configuration")
-    run_id = runs.launch(request.app.state.manager, body, suite_id=suite.id, config=configured(base, body, principal),
-                         target_id=suite.target_id, principal=principal, dataset_root=request.app.state.dataset_root)
+    run_id = runs.launch(request.app.state.manager, body, LaunchRequest(
+        suite_id=suite.id, config=configured(base, body, principal), target_id=suite.target_id, principal=principal,
+        dataset_root=request.app.state.dataset_root))
     return ok({"run": campaign_json(get_campaign(request.app.state.store, run_id, principal=principal))})
 
 

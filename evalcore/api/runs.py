@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import Field
 
-from evalcore.access import Principal
+from evalcore.access import Action, Principal
 from evalcore.api.errors import ApiError
 from evalcore.api.inputs import RequestBody
 from evalcore.campaigns import CampaignManager
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.records import DEFAULT_MAX_FAILED_SHARE, DEFAULT_TIME_LIMIT_S, RUN_BOUNDS
 from evalcore.judges import JUDGES
 from evalcore.judges.scale import HIGHEST, LOWEST
@@ -75,12 +77,12 @@ class RunSettings(RequestBody):
 def configured(config: TargetConfig, body: RunSettings, principal: Principal) -> TargetConfig:
     """The configuration with the body's judge settings and where it runs; a judge model or a scheduler needs
     full-access (each names a host the server connects to)."""
-    if body.scheduler is not None and principal.capability != "full-access":
+    if body.scheduler is not None and not principal.can(Action.CONFIGURE):
         raise ApiError(403, "scheduler: choosing the Dask scheduler needs a key with the full-access capability")
     config = config.run_on(body.executor, body.scheduler)
     overrides: dict[str, Any] = {}
     if body.judge is not None:
-        if principal.capability != "full-access":
+        if not principal.can(Action.CONFIGURE):
             raise ApiError(403, "judge: choosing the judges' model needs a key with the full-access capability")
         overrides |= {f"judge_{name}": value for name, value in body.judge.model_dump().items()}
     if body.judge_thresholds:
@@ -88,8 +90,8 @@ def configured(config: TargetConfig, body: RunSettings, principal: Principal) ->
     return TargetConfig.from_dict({**config.to_dict(), **overrides}) if overrides else config
 
 
-def launch(manager: CampaignManager, body: RunSettings, **where: Any) -> str:
-    """Launch with the body's options (`where`: dataset or suite, config, target, tenant, campaign id)."""
-    return manager.launch(use_judge=body.use_judge, judges=tuple(body.judges), judge_samples=body.judge_samples,
-                          concurrency=body.concurrency, time_limit=body.time_limit,
-                          max_failed_share=body.max_failed_share, name=body.name, **where)
+def launch(manager: CampaignManager, body: RunSettings, where: LaunchRequest) -> str:
+    """Launch with the body's options (`where`: dataset or suite, config, target, principal, campaign id)."""
+    return manager.launch(replace(where, use_judge=body.use_judge, judges=tuple(body.judges),
+                                  judge_samples=body.judge_samples, concurrency=body.concurrency,
+                                  time_limit=body.time_limit, max_failed_share=body.max_failed_share, name=body.name))

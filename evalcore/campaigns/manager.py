@@ -17,6 +17,7 @@ from evalcore.access import Action, Principal, scope
 from evalcore.campaigns import plans
 from evalcore.campaigns.answering import Plan
 from evalcore.campaigns.cluster import Cluster, DaskExecutor, cluster_for
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.queries import get_campaign
 from evalcore.campaigns.records import (
     DEFAULT_MAX_FAILED_SHARE,
@@ -120,13 +121,6 @@ def owned_elsewhere(campaign_id: str, store: Store) -> Conflict:
                         "asked again)")
 
 
-def sweep_name(name: str | None, config: TargetConfig, key: str, value: object) -> str:
-    """The name of one campaign of a sweep: the name given (else the configuration's, without the swept key, which
-    the name ends with) and the value it tries."""
-    default = type(config).from_dict({**config.to_dict(), key: type(config)().to_dict()[key]})
-    return f"{(name or '').strip() or default.describe()} · {key}={value}"
-
-
 class CampaignManager:
     """Launch, resume, retry, cancel and delete campaigns; each runs on its own background thread."""
 
@@ -145,28 +139,22 @@ class CampaignManager:
         if hook not in self._after:
             self._after.append(hook)
 
-    def launch(
-        self, *, dataset: str | None = None, suite_id: str | None = None, config: TargetConfig | None = None,
-        target_id: str | None = None, tenant: str = "default", use_judge: bool = False, judges: tuple[str, ...] = (),
-        concurrency: int | None = None, cache: bool = True, campaign_id: str | None = None,
-        time_limit: float | None = None, max_failed_share: float | None = None, limit: int | None = None,
-        target: Target | None = None, judge_samples: int = 1, name: str | None = None,
-        dataset_root: Path | None = None,
-        principal: Principal | None = None,
-    ) -> str:
+    def launch(self, request: LaunchRequest) -> str:
         """Validate everything (dataset, configuration, target reachable), start in the background, return the id.
 
-        `target` runs a ready-made Target object (its config is the snapshot) instead of building one.
-        `dataset_root` is where dataset ids (a suite's knowledge base) are found, when not dataset/ (the API's).
         A principal launches in its own tenant, and only with a role that may change things.
         """
-        tenant = scope(principal, tenant, Action.CHANGE) or tenant
+        dataset, suite_id, config, target = request.dataset, request.suite_id, request.config, request.target
+        target_id, limit, judges, use_judge = request.target_id, request.limit, request.judges, request.use_judge
+        name, cache, campaign_id = request.name, request.cache, request.campaign_id
+        tenant = scope(request.principal, request.tenant, Action.CHANGE) or request.tenant
         if (dataset is None) == (suite_id is None):
             raise EvalError("give either a dataset or a suite", where="launch", fix="pass --dataset ID or --suite ID")
         suite = get_suite(self.store, suite_id, tenant) if suite_id is not None else None
         config = target.config if target is not None else config
         config, target_id = plans.resolve_config(self.store, config, target_id, suite, tenant)
-        corpus = plans.load_corpus(config.knowledge_base if suite is not None else str(dataset), None, dataset_root)
+        corpus = plans.load_corpus(config.knowledge_base if suite is not None else str(dataset), None,
+                                   request.dataset_root)
         questions = plans.dataset_questions(corpus) if suite is None else plans.suite_questions(suite)
         if limit is not None and limit < 1:
             raise EvalError("the question limit must be at least 1", where="limit", found=str(limit),
@@ -177,8 +165,9 @@ class CampaignManager:
         judge_names = plans.check_judges((("score",) if use_judge else ()) + tuple(judges))
         with cluster_for(config, target is not None) as cluster:  # an unreachable scheduler refuses the launch
             # resume must find the same folder from any working directory: the path is stored absolute
-            options = run_options(config, concurrency, time_limit, max_failed_share, judge_samples,
-                                  str(corpus.path.resolve()), suite=suite is not None, cluster=cluster)
+            options = run_options(config, request.concurrency, request.time_limit, request.max_failed_share,
+                                  request.judge_samples, str(corpus.path.resolve()), suite=suite is not None,
+                                  cluster=cluster)
             campaign_id = campaign_id or new_campaign_id(tenant, dataset)
             plan = self._plan(campaign_id, config, corpus, questions, len(questions), options, judge_names, cache, 0,
                               target)

@@ -21,7 +21,7 @@ from evalcore.campaigns import (
     campaign_summary,
     get_campaign,
 )
-from evalcore.campaigns.manager import sweep_name
+from evalcore.campaigns.launching import LaunchRequest, sweep_requests
 from evalcore.campaigns.pace import duration_text
 from evalcore.cli import _common
 from evalcore.cli._common import Commands, add_db_option
@@ -91,13 +91,14 @@ def run_command(args: argparse.Namespace) -> int:
     manager = _common.manager_of(args)
     config, target_id = configuration(manager, args)
     config = config.run_on(*_common.run_on(args))  # where it runs: still the saved target it was
+    request = launch_request(args, config, target_id)
     if not args.sweep:
-        return follow(manager, launch(manager, args, config, target_id, args.name), as_json=args.json)
+        return follow(manager, launch(manager, request, as_json=args.json), as_json=args.json)
     key, values = parse_sweep(args.sweep)
     ids, codes = [], []
-    for value, each in zip(values, config.sweep(key, values), strict=True):
-        # One after the other: a suite runs one campaign at a time, and the cores are shared.
-        ids.append(launch(manager, args, each, None, sweep_name(args.name, each, key, value)))
+    # One after the other: a suite runs one campaign at a time, and the cores are shared.
+    for each in sweep_requests(request, key, values, one_after_another=True):
+        ids.append(launch(manager, each, as_json=args.json))
         codes.append(follow(manager, ids[-1], as_json=args.json))
     sweep = compare_sweep(manager.store, ids)
     print(json.dumps(sweep.to_dict(), indent=2, ensure_ascii=False, default=str) if args.json
@@ -141,18 +142,23 @@ def pairs(items: list[str], kind: type | None) -> dict[str, Any]:
     return out
 
 
-def launch(manager: CampaignManager, args: argparse.Namespace, config: TargetConfig, target_id: str | None,
-           name: str | None = None) -> str:
-    """Launch one campaign with the command's options, after printing what it runs."""
-    print(f"configuration: {config.describe()}; changed from the defaults: "
-          f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}",
-          file=sys.stderr if args.json else sys.stdout, flush=True)
-    return manager.launch(
+def launch_request(args: argparse.Namespace, config: TargetConfig, target_id: str | None) -> LaunchRequest:
+    """The launch the command's options ask for."""
+    return LaunchRequest(
         dataset=args.dataset, suite_id=args.suite, config=config, target_id=target_id, tenant=args.tenant,
         judges=tuple(args.judge), concurrency=args.concurrency, cache=not args.no_cache,
         time_limit=args.time_limit, limit=args.limit, judge_samples=args.judge_samples,
-        max_failed_share=args.max_failed_share, name=name,
+        max_failed_share=args.max_failed_share, name=args.name,
     )
+
+
+def launch(manager: CampaignManager, request: LaunchRequest, *, as_json: bool) -> str:
+    """Launch one campaign, after printing what it runs."""
+    config = request.config or TargetConfig()
+    print(f"configuration: {config.describe()}; changed from the defaults: "
+          f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}",
+          file=sys.stderr if as_json else sys.stdout, flush=True)
+    return manager.launch(request)
 
 
 def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
