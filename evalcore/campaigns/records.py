@@ -67,8 +67,8 @@ def run_option_problem(name: str, value: float | None) -> str | None:
     # nan and inf compare false with everything and would switch a limit off.
     if value is None or (math.isfinite(value) and low <= value <= high and not (name == "time_limit" and value == 0)):
         return None
-    return f"{name}: expected a value in [{low:g}, {high:g}]" + (" above 0" if name == "time_limit" else "") + \
-        f", found {value!r}"
+    opening = "(" if name == "time_limit" else "["  # a time limit of 0 would switch the limit off
+    return f"{name}: expected a value in {opening}{low:g}, {high:g}], found {value!r}"
 
 
 @dataclass(frozen=True)

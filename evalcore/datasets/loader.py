@@ -350,10 +350,14 @@ class DatasetStats:
         return self.total_queries - self.answered_queries
 
     @property
+    def answer_share(self) -> float:
+        """The share of questions with a reference answer (0 without questions)."""
+        return self.answered_queries / self.total_queries if self.total_queries else 0.0
+
+    @property
     def answer_coverage(self) -> str:
         """The share of questions with a reference answer, as `62.50% (5/8)`."""
-        total = self.total_queries
-        return f"{100 * self.answered_queries / total if total else 0:.2f}% ({self.answered_queries}/{total})"
+        return f"{100 * self.answer_share:.2f}% ({self.answered_queries}/{self.total_queries})"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
