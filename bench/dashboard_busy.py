@@ -32,6 +32,7 @@ from dashboard import PAGES, WORDS, browser_round, fill, serve
 
 from evalcore.campaigns import get_campaign, get_manager
 from evalcore.campaigns.claims import Workers
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.targets import TargetConfig
 
 Times = dict[str, list[tuple[float, float]]]
@@ -59,7 +60,7 @@ def queue_campaign(db: str, dataset: Path) -> str:
     manager = get_manager(db)
     manager.workers = Workers(manager)  # launches queue; this process never claims
     config = TargetConfig(retriever="vector", knowledge_base=str(dataset))
-    return manager.launch(dataset=str(dataset), config=config, cache=False)
+    return manager.launch(LaunchRequest(dataset=str(dataset), config=config, cache=False))
 
 
 def embedding(db: str, campaign_id: str) -> bool:

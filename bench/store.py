@@ -30,6 +30,7 @@ from dashboard import fill
 from scale import cell, fifths, write_dataset
 
 from evalcore.campaigns import CampaignManager, get_manager
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.compare import compare_campaigns
 from evalcore.targets import TargetConfig
 from evalcore.testing.postgres import new_database, temporary_postgres
@@ -41,9 +42,9 @@ def campaign(location: str, dataset: Path, size: int) -> dict[str, float]:
     """One campaign of `size` questions in a fresh store; per question: wall and CPU ms, first and last fifth."""
     manager = CampaignManager(location)
     config = TargetConfig(retriever="bm25", knowledge_base=str(dataset))
-    manager.wait(manager.launch(dataset=str(dataset), config=config, limit=20, cache=False))  # index, imports
+    manager.wait(manager.launch(LaunchRequest(dataset=str(dataset), config=config, limit=20, cache=False)))  # imports
     cpu, start = time.process_time(), time.perf_counter()
-    campaign_id = manager.launch(dataset=str(dataset), config=config, limit=size, cache=False)
+    campaign_id = manager.launch(LaunchRequest(dataset=str(dataset), config=config, limit=size, cache=False))
     done = manager.wait(campaign_id)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     if done.status != "succeeded" or done.finished != size:

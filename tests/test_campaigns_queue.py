@@ -13,6 +13,7 @@ import pytest
 
 from evalcore.campaigns import CampaignManager, get_campaign
 from evalcore.campaigns.claims import Workers
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.errors import EvalError
 from evalcore.targets import TargetConfig
 from evalcore.testing.openai_server import FakeOpenAIServer
@@ -75,7 +76,7 @@ def test_launches_queue_and_workers_keep_the_caps_per_server_and_per_tenant(
         managers: list[CampaignManager], config: TargetConfig, dataset: Path) -> None:
     manager = managers[0]
     manager.serve_queue(slots=2, tenant_cap=1)
-    ids = [manager.launch(dataset=str(dataset), config=config, tenant=tenant, concurrency=1)
+    ids = [manager.launch(LaunchRequest(dataset=str(dataset), config=config, tenant=tenant, concurrency=1))
            for tenant in ("acme", "acme", "acme", "globex")]
     samples = watch(manager, ids)
     tenants = ["acme", "acme", "acme", "globex"]
@@ -90,8 +91,8 @@ def test_a_queued_campaign_is_cancelled_at_once_and_never_runs(
         managers: list[CampaignManager], config: TargetConfig, dataset: Path) -> None:
     manager = managers[0]
     manager.serve_queue(slots=1, tenant_cap=1)
-    first = manager.launch(dataset=str(dataset), config=config, concurrency=1)
-    second = manager.launch(dataset=str(dataset), config=config, concurrency=1)
+    first = manager.launch(LaunchRequest(dataset=str(dataset), config=config, concurrency=1))
+    second = manager.launch(LaunchRequest(dataset=str(dataset), config=config, concurrency=1))
     assert get_campaign(manager.store, second).status.value == "queued"
     manager.cancel(second)
     assert get_campaign(manager.store, second).status.value == "cancelled"
@@ -105,7 +106,8 @@ def test_two_servers_share_the_queue_and_a_released_campaign_is_resumed_by_the_o
         managers: list[CampaignManager], config: TargetConfig, dataset: Path) -> None:
     first, second = managers
     first.serve_queue(slots=1, tenant_cap=4)
-    ids = [server.launch(dataset=str(dataset), config=config, concurrency=1) for server in (first, second) * 2]
+    request = LaunchRequest(dataset=str(dataset), config=config, concurrency=1)
+    ids = [server.launch(request) for server in (first, second) * 2]
     while get_campaign(first.store, ids[0]).finished < 2:
         time.sleep(0.05)
     first.close()  # a server stopping: its campaign goes back to the queue, no question lost or asked twice
@@ -121,7 +123,7 @@ def test_a_campaign_whose_dataset_is_not_on_the_worker_host_fails_with_the_reaso
     manager = managers[0]
     workers = Workers(manager, slots=1, tenant_cap=1)
     manager.workers = workers  # launches queue; nobody claims yet
-    campaign_id = manager.launch(dataset=str(data), config=config)
+    campaign_id = manager.launch(LaunchRequest(dataset=str(data), config=config))
     (data / "corpus.parquet").unlink()
     workers.start()
     done = manager.wait(campaign_id, timeout=30)
@@ -143,7 +145,7 @@ def test_the_supervised_worker_process_runs_campaigns_and_comes_back_after_a_sig
     manager = CampaignManager(db)
     try:
         manager.supervise_worker(slots=1)
-        campaign_id = manager.launch(dataset=str(dataset), config=config, concurrency=1)
+        campaign_id = manager.launch(LaunchRequest(dataset=str(dataset), config=config, concurrency=1))
         deadline = time.monotonic() + 60
         while get_campaign(manager.store, campaign_id).finished < 2 and time.monotonic() < deadline:
             time.sleep(0.05)

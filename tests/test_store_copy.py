@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from evalcore.campaigns import CampaignManager, campaign_results, campaign_summary, list_campaigns
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.cli import main
 from evalcore.compare import compare_campaigns
 from evalcore.keys import create_key
@@ -27,7 +28,7 @@ def filled_store(path: Path, tiny_dataset: Path) -> str:
     manager = CampaignManager(str(path))
     try:
         config = TargetConfig(kind="results_file", results_path=str(run))
-        ids = [manager.launch(dataset=str(tiny_dataset), config=config) for _ in range(2)]
+        ids = [manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config)) for _ in range(2)]
         for campaign_id in ids:
             manager.wait(campaign_id, timeout=30)
         compare_campaigns(manager.store, *ids)
