@@ -141,16 +141,18 @@ class CampaignManager:
     def serve_queue(self, slots: int | None = None, tenant_cap: int | None = None) -> None:
         """From now on launches queue their campaign in the store; this process claims and runs queued campaigns
         (any process's) with threads, at most `slots` at once and `tenant_cap` of one tenant over every process."""
-        if self.workers is None:
-            self.workers = Workers(self, slots, tenant_cap)
-            self.workers.start()
+        with self._lock:  # pages of several sessions may ask at once: one set of workers
+            if self.workers is None:
+                self.workers = Workers(self, slots, tenant_cap)
+                self.workers.start()
 
     def supervise_worker(self, slots: int | None = None, tenant_cap: int | None = None) -> None:
         """From now on launches queue their campaign; a child process this one supervises claims and runs them
         (the dashboard: pages stay quick while a campaign embeds a corpus)."""
-        if self.workers is None:
-            self.workers = WorkerProcess(self.store.location, slots, tenant_cap)
-            self.workers.start()
+        with self._lock:
+            if self.workers is None:
+                self.workers = WorkerProcess(self.store.location, slots, tenant_cap)
+                self.workers.start()
 
     def running(self) -> int:
         """How many campaigns run in this process now."""
