@@ -19,6 +19,9 @@ from evalcore.errors import EvalError
 log = logging.getLogger("evalcore.campaigns")
 
 CHECK_S = 1.0
+# The worker's priority below the pages': on a small machine an index build would otherwise take the cores the
+# pages need (a separate process frees them from the build's interpreter lock, not from its CPU use).
+NICE = 10
 MODES = ("process", "threads")
 
 
@@ -37,7 +40,8 @@ class WorkerProcess:
 
     def __init__(self, location: str, slots: int | None = None, tenant_cap: int | None = None) -> None:
         self.location = location
-        self.args = [sys.executable, "-m", "evalcore", "worker", "--db", location, "--exit-with", str(os.getpid())]
+        self.args = [sys.executable, "-m", "evalcore", "worker", "--db", location, "--exit-with", str(os.getpid()),
+                     "--nice", str(NICE)]
         self.args += ["--max-campaigns", str(slots)] if slots else []
         self.args += ["--max-per-tenant", str(tenant_cap)] if tenant_cap else []
         self.process: subprocess.Popen[bytes] | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import threading
 from types import FrameType
@@ -27,6 +28,8 @@ def register(commands: Commands) -> None:
     add_cap_options(parser)
     parser.add_argument("--exit-with", type=positive_int, metavar="PID",
                         help="end when this process ends (the dashboard supervising its worker)")
+    parser.add_argument("--nice", type=positive_int, metavar="N",
+                        help="lower this process's priority by N (the dashboard's worker: its pages come first)")
     parser.set_defaults(handler=_work)
 
 
@@ -43,6 +46,8 @@ def serve_queue(args: argparse.Namespace) -> None:
 def _work(args: argparse.Namespace) -> int:
     from evalcore.campaigns import get_manager
 
+    if args.nice:
+        os.nice(args.nice)
     stop = threading.Event()
 
     def finish(signum: int, frame: FrameType | None) -> None:
