@@ -36,12 +36,12 @@ def dashboard_mode() -> str:
 
 
 class WorkerProcess:
-    """`python -m evalcore worker --db LOCATION`, started again whenever it ends while supervised."""
+    """`python -m evalcore worker` on the store at `location`, started again whenever it ends while supervised."""
 
     def __init__(self, location: str, slots: int | None = None, tenant_cap: int | None = None) -> None:
         self.location = location
-        self.args = [sys.executable, "-m", "evalcore", "worker", "--db", location, "--exit-with", str(os.getpid()),
-                     "--nice", str(NICE)]
+        # The store by the environment, not the command line, where any user could read a URL's password.
+        self.args = [sys.executable, "-m", "evalcore", "worker", "--exit-with", str(os.getpid()), "--nice", str(NICE)]
         self.args += ["--max-campaigns", str(slots)] if slots else []
         self.args += ["--max-per-tenant", str(tenant_cap)] if tenant_cap else []
         self.process: subprocess.Popen[bytes] | None = None
@@ -71,7 +71,8 @@ class WorkerProcess:
                 self.process.wait()
 
     def _spawn(self) -> None:
-        self.process = subprocess.Popen(self.args, stdin=subprocess.DEVNULL)
+        self.process = subprocess.Popen(self.args, stdin=subprocess.DEVNULL,
+                                        env={**os.environ, "EVALCORE_DB": self.location})
         self.starts += 1
 
     def _supervise(self) -> None:
