@@ -131,8 +131,8 @@ class QuestionResultOut(Out):
     references: list[str]
     relevant: dict[int, int] | None
     expected_sources: list[str]
-    answerable: bool | None = Field(None, description="false: declining is the right answer (no reference answer "
-                                    "and nothing relevant, or an unanswerable marker); null: not known")
+    answerable: bool | None = Field(None, description="false: declining is the right answer (an unanswerable marker "
+                                    "or the dataset's answerable column); null: no reference answer")
     answer: str | None
     retrieved: list[RetrievedOut]
     context: list[RetrievedOut] = Field(description="what the answer was built from (the judges see exactly this)")
