@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from evalcore.campaigns import CampaignManager, campaign_results, campaign_summary, get_campaign
+from evalcore.campaigns import CampaignManager, campaign_aggregates, campaign_results, campaign_summary, get_campaign
 from evalcore.cli import main
 from evalcore.datasets import load_dataset
 from evalcore.errors import EvalError
@@ -208,6 +208,28 @@ def test_graded_measures_in_campaigns_equal_the_function_on_the_same_ranked_list
         assert outcome.signatures["graded.ndcg@3"].startswith(f"graded.ndcg@3|scale:0-{top}|")
         checked += 1
     assert checked >= 20 and top == 3
+
+
+def test_a_name_stored_before_the_documented_one_reads_back_under_it(manager: CampaignManager) -> None:
+    """Campaigns stored with `graded.total_groundtruth_documents` show it as `graded.total_ground_truth_documents`."""
+    campaign_id = manager.launch(dataset="default", config=TargetConfig(retriever="bm25"), limit=6)
+    manager.wait(campaign_id, timeout=120)
+    new, old = "graded.total_ground_truth_documents", "graded.total_groundtruth_documents"
+    before = {r.question.qid: r.outcome for r in campaign_results(manager.store, campaign_id)}
+
+    def downgrade(conn) -> None:  # what a store written before the rename holds
+        for column in ("measures", "results", "signatures"):
+            conn.execute(f"UPDATE results SET {column} = replace({column}, ?, ?)", (new, old))
+        conn.execute("UPDATE campaign_signatures SET name = replace(name, ?, ?), signature = replace(signature, ?, ?)",
+                     (new, old, new, old))
+
+    manager.store.write(downgrade)
+    stored = manager.store.read("SELECT count(*) AS n FROM results WHERE measures LIKE ?", (f"%{old}%",))[0]["n"]
+    assert stored >= 4
+    after = {r.question.qid: r.outcome for r in campaign_results(manager.store, campaign_id)}
+    assert {q: (o.measures, o.results, o.signatures) for q, o in after.items()} == \
+        {q: (o.measures, o.results, o.signatures) for q, o in before.items()}
+    assert campaign_aggregates(manager.store, campaign_id)[new].count == stored
 
 
 def test_a_dataset_outside_the_configured_scale_is_refused(manager: CampaignManager) -> None:

@@ -475,14 +475,15 @@ def _template_problems(key: str, text: str, allowed: set[str], required: set[str
 def _judge_problems(config: TargetConfig) -> list[str]:
     """Judge and graded settings: known names, pass marks on their scales, a model when one is named."""
     from evalcore.judges import JUDGES
-    from evalcore.metrics.graded import GRADED_MEASURES
+    from evalcore.metrics.graded import GRADED_MEASURES, THRESHOLD_NAMES, is_threshold_name
 
     problems = [f"judge_thresholds: unknown judge {name!r} (known: {', '.join(JUDGES)})"
                 for name, _ in config.judge_thresholds if name not in JUDGES]
     problems += [f"judge_thresholds.{name}: expected a pass mark in [1, 5], found {value!r}"
                  for name, value in config.judge_thresholds if name in JUDGES and not 1 <= value <= 5]
-    problems += [f"graded_thresholds: unknown graded measure {name!r} (known: {', '.join(GRADED_MEASURES)})"
-                 for name, _ in config.graded_thresholds if name not in GRADED_MEASURES]
+    problems += [f"graded_thresholds: unknown threshold {name!r} (known: {', '.join(THRESHOLD_NAMES)}, "
+                 f"or a measure: {', '.join(GRADED_MEASURES)})"
+                 for name, _ in config.graded_thresholds if not is_threshold_name(name)]
     if config.judge_kind == "openai" and not config.judge_model:
         problems.append("judge_model: required when judge_kind is openai (e.g. gpt-4o-mini)")
     if config.graded_label_max and config.graded_label_max <= config.graded_label_min:
