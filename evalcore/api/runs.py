@@ -23,6 +23,10 @@ class JudgeModelIn(RequestBody):
     model: str = Field(default="", max_length=200)
     api_key_env: str = Field(default="OPENAI_API_KEY", max_length=200,
                              description="the NAME of the server's environment variable holding the key")
+    deployment: str = Field(default="", max_length=200, description="Azure OpenAI: the deployment's name")
+    api_version: str = Field(default="", max_length=100, description="Azure OpenAI: sent as ?api-version=")
+    api_key_header: Literal["authorization", "api-key"] = Field(
+        default="authorization", description="api-key: the key as Azure's `api-key` header, not `Authorization: Bearer`")
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=300, ge=16, le=131072)
 

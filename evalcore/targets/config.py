@@ -49,6 +49,8 @@ CHOICES = {
     "generator": ("extractive", "openai", "local"),
     "query_transform": ("none", "rewrite", "multi_query", "hyde"),
     "judge_kind": ("auto", "openai", "local"),
+    "api_key_header": ("authorization", "api-key"),
+    "judge_api_key_header": ("authorization", "api-key"),
     "executor": ("local", "dask"),
 }
 # (low, high) inclusive bounds of every numeric key.
@@ -166,6 +168,11 @@ class TargetConfig:
     base_url: str = setting("https://api.openai.com/v1", GENERATION)
     model: str = setting("", GENERATION)
     api_key_env: str = setting("OPENAI_API_KEY", GENERATION)
+    # Azure OpenAI: base_url https://RESOURCE.openai.azure.com, the deployment's name (it stands for
+    # model), api_version (sent as ?api-version=) and the key in the api-key header.
+    deployment: str = setting("", GENERATION)
+    api_version: str = setting("", GENERATION)
+    api_key_header: str = setting("authorization", GENERATION)
     timeout: float = setting(60.0, GENERATION)
     retries: int = setting(3, GENERATION)
     retry_backoff: float = setting(0.5, GENERATION)
@@ -201,6 +208,9 @@ class TargetConfig:
     judge_base_url: str = setting("", JUDGE)
     judge_model: str = setting("", JUDGE)
     judge_api_key_env: str = setting("OPENAI_API_KEY", JUDGE)
+    judge_deployment: str = setting("", JUDGE)
+    judge_api_version: str = setting("", JUDGE)
+    judge_api_key_header: str = setting("authorization", JUDGE)
     judge_temperature: float = setting(0.0, JUDGE)
     judge_max_tokens: int = setting(300, JUDGE)
     judge_thresholds: tuple[tuple[str, float], ...] = setting((), JUDGE)
@@ -484,8 +494,8 @@ def _judge_problems(config: TargetConfig) -> list[str]:
     problems += [f"graded_thresholds: unknown threshold {name!r} (known: {', '.join(THRESHOLD_NAMES)}, "
                  f"or a measure: {', '.join(GRADED_MEASURES)})"
                  for name, _ in config.graded_thresholds if not is_threshold_name(name)]
-    if config.judge_kind == "openai" and not config.judge_model:
-        problems.append("judge_model: required when judge_kind is openai (e.g. gpt-4o-mini)")
+    if config.judge_kind == "openai" and not (config.judge_model or config.judge_deployment):
+        problems.append("judge_model: required when judge_kind is openai (e.g. gpt-4o-mini; or judge_deployment)")
     if config.graded_label_max and config.graded_label_max <= config.graded_label_min:
         problems.append(f"graded_label_max: must be above graded_label_min ({config.graded_label_min}), "
                         f"found {config.graded_label_max} (0 means the dataset's highest label)")
@@ -511,8 +521,11 @@ def _query_problems(config: TargetConfig) -> list[str]:
 def _dependency_problems(config: TargetConfig) -> list[str]:
     """Settings that only make sense together."""
     problems = []
-    if config.kind == "rag" and config.generator == "openai" and not config.model:
-        problems.append("model: required when generator is openai (e.g. gpt-4o-mini)")
+    if config.kind == "rag" and config.generator == "openai" and not (config.model or config.deployment):
+        problems.append("model: required when generator is openai (e.g. gpt-4o-mini; or an Azure deployment)")
+    problems += [f"{key}: expected a name of letters, digits, '.', '_' or '-', found {getattr(config, key)!r}"
+                 for key in ("deployment", "judge_deployment", "api_version", "judge_api_version")
+                 if not re.fullmatch(r"[\w.\-]*", getattr(config, key))]
     if config.kind == "rag" and config.reranker == "http" and not config.rerank_url:
         problems.append("rerank_url: required when reranker is http (e.g. http://localhost:8080/rerank)")
     if config.reranker == "embedding" and config.rerank_model not in ("", *CHOICES["embedding_model"]):
