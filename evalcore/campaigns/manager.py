@@ -176,6 +176,8 @@ class CampaignManager:
         config = target.config if target is not None else config
         config, target_id = plans.resolve_config(self.store, config, target_id, suite, tenant)
         corpus = plans.load_corpus(config.knowledge_base if suite is not None else str(dataset), None, dataset_root)
+        if suite is None:  # a dataset campaign retrieves from the dataset's corpus: the snapshot names it
+            config = replace(config, knowledge_base=corpus.name)
         questions = plans.dataset_questions(corpus) if suite is None else plans.suite_questions(suite)
         if limit is not None and limit < 1:
             raise EvalError("the question limit must be at least 1", where="limit", found=str(limit),
