@@ -292,6 +292,12 @@ def test_unexpected_errors_are_500_without_internals(api: Api, monkeypatch: pyte
 
 # --- evaluation tasks ----------------------------------------------------------------------------
 
+def test_a_suite_run_refuses_more_than_4_minutes_per_question(api: Api) -> None:
+    suite = api.call("POST", "/api/v1/eval-suites", json=suite_body(api)).json()["data"]["suite"]
+    error = error_of(api.call("POST", f"/api/v1/eval-suites/{suite['id']}/runs", json={"time_limit": 300}), 422)
+    assert error["field"] == "time_limit" and "4 minutes at most" in error["message"]
+
+
 def test_a_task_names_the_corpus_it_used_and_keeps_its_start_time(api: Api) -> None:
     """knowledge_base_id copies a configuration whose knowledge_base is "tiny"; the task ran on dataset "default"."""
     created = api.call("POST", "/api/v1/evaluation", json={"dataset_id": "default", "knowledge_base_id": api.targets["fast"]})

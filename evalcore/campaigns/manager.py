@@ -77,6 +77,9 @@ def _refuse_second_run(conn: sqlite3.Connection, suite_id: str | None, campaign_
         )
 
 
+SUITE_TIME_LIMIT_S = 240.0  # a suite's promise: each question answered within 4 minutes at most
+
+
 def run_options(config: TargetConfig, concurrency: int | None, time_limit: float | None,
                 max_failed_share: float | None, judge_samples: int, dataset_path: str,
                 suite: bool = False, cluster: Cluster | None = None) -> RunOptions:
@@ -92,6 +95,10 @@ def run_options(config: TargetConfig, concurrency: int | None, time_limit: float
     if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
         raise EvalError("the time limit must be a finite number of seconds above 0", where="time_limit",
                         found=str(time_limit))
+    if suite and time_limit is not None and time_limit > SUITE_TIME_LIMIT_S:
+        raise EvalError("a suite's questions get 4 minutes at most", where="time_limit", found=f"{time_limit:g} s",
+                        expected=f"at most {SUITE_TIME_LIMIT_S:g} s", fix="leave it out (240 s) or lower it; "
+                        "dataset campaigns take longer limits")
     if max_failed_share is not None and not 0 <= max_failed_share <= 1:
         raise EvalError("the failed share must be in [0, 1]", where="max_failed_share", found=str(max_failed_share))
     automatic = cluster.concurrency if cluster is not None else plans.default_concurrency(config)
