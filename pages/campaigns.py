@@ -278,14 +278,19 @@ if sections[CONFIGURATION].open:
         configuration_section(campaign)
 
 
-def export(fmt: str) -> bytes:
+def export(fmt: str, names: str) -> bytes:
     """The campaign as a file, built when its button is clicked (the CSV is formula-safe, with a BOM)."""
-    return export_campaign(store, chosen, fmt, principal=principal).encode("utf-8-sig" if fmt == "csv" else "utf-8")
+    return export_campaign(store, chosen, fmt, principal=principal,
+                           names=names).encode("utf-8-sig" if fmt == "csv" else "utf-8")
 
 
 st.caption("Export")
 cols = st.columns([1, 1, 1, 4])
+names = "evaluator" if cols[3].checkbox(
+    "Judge fields under the evaluators' names", key="export-names",
+    help="gpt_retrieval, retrieval_reason, response_completeness_result, groundedness_pro_label… instead of "
+    "score, completeness, groundedness_pro (CSV and JSONL)") else "project"
 for col, (fmt, mime, label, suffix) in zip(cols, (("csv", "text/csv", "CSV", "csv"), ("jsonl", "application/jsonl", "JSONL", "jsonl"),
                                                   ("trec", "text/plain", "TREC run", "run.txt"))):
-    col.download_button(label, data=partial(export, fmt), file_name=f"{chosen}.{suffix}", mime=mime, key=f"export-{fmt}",
+    col.download_button(label, data=partial(export, fmt, names), file_name=f"{chosen}.{suffix}", mime=mime, key=f"export-{fmt}",
                         on_click="ignore")

@@ -502,6 +502,14 @@ def test_campaign_actions_refuse_with_messages(filled: dict, monkeypatch: pytest
     assert next(b for b in at.button if b.label == "Cancel").disabled
 
 
+def test_exports_offer_the_evaluators_names(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
+    names = at.checkbox(key="export-names")
+    assert names.label == "Judge fields under the evaluators' names" and names.value is False
+    names.check().run()
+    assert_clean(at)
+
+
 def test_user_text_is_shown_as_text_never_as_markup(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
     at.selectbox[0].set_value(filled["suite"]).run()

@@ -15,14 +15,17 @@ from evalcore.api.schemas import CampaignDetail, CampaignList, CampaignOnly, Com
 from evalcore.campaigns import (
     Campaign,
     NotFound,
+    QuestionResult,
     campaign_aggregates,
     campaign_diagnosis,
     campaign_results,
     get_campaign,
 )
+from evalcore.campaigns.export import judge_fields
 from evalcore.campaigns.listing import SORT_KEYS, campaign_rows, dataset_label, search_rows, sort_rows
 from evalcore.campaigns.manager import MAX_NAME
 from evalcore.compare import compare_campaigns, power
+from evalcore.judges import FIELD_NAMES
 from evalcore.store import Store
 
 router = APIRouter(prefix="/api/v1", tags=["campaigns"], responses=ERROR_RESPONSES)
@@ -41,12 +44,22 @@ def campaign_of(request: Request, campaign_id: str, principal: Principal, noun: 
 
 
 SortKey = Literal[SORT_KEYS]  # type: ignore[valid-type]
+FieldNames = Annotated[Literal[FIELD_NAMES] | None,  # type: ignore[valid-type]
+                       Query(description="add each question's judge results as flat fields under these names")]
 
 
 class RenameIn(RequestBody):
     """A campaign's new name."""
 
     name: str = Field(min_length=1, max_length=MAX_NAME, pattern=r"\S", description="1 to 200 characters, one line")
+
+
+def result_json(result: QuestionResult, names: str | None) -> dict[str, Any]:
+    """One question's result; with `names`, its judges' flat fields too (`flat`)."""
+    data = result.to_dict()
+    if names is not None:
+        data["flat"] = judge_fields(result.outcome, names)
+    return data
 
 
 def campaign_json(campaign: Campaign) -> dict[str, Any]:
@@ -102,13 +115,16 @@ def cancel(request: Request, campaign_id: CampaignId, principal: Admin) -> dict[
 
 @router.get("/campaigns/{campaign_id}/results", response_model=Ok[ResultsPage], summary="Per-question results, paged")
 def results(request: Request, campaign_id: CampaignId, principal: Viewer, offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
-            limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100) -> dict[str, Any]:
-    """In question order; `finished` counts the stored results, `total` the campaign's questions."""
+            limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100, names: FieldNames = None) -> dict[str, Any]:
+    """In question order; `finished` counts the stored results, `total` the campaign's questions.
+
+    `names=evaluator` (or `project`) adds each question's judge results as flat fields (`flat`).
+    """
     campaign = campaign_of(request, campaign_id, principal)
     rows = campaign_results(request.app.state.store, campaign_id, offset=offset, limit=limit,
                             principal=principal)
-    return ok({"results": [row.to_dict() for row in rows], "offset": offset, "limit": limit, "total": campaign.total,
-               "finished": campaign.finished})
+    return ok({"results": [result_json(row, names) for row in rows], "offset": offset, "limit": limit,
+               "total": campaign.total, "finished": campaign.finished})
 
 
 @router.get("/compare", response_model=Ok[ComparisonData], summary="Compare two campaigns over their common questions")

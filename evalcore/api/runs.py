@@ -45,6 +45,9 @@ class JudgeModelIn(RequestBody):
     base_url: str = key_field("judge_base_url", max_length=2000)
     model: str = key_field("judge_model", max_length=200)
     api_key_env: str = key_field("judge_api_key_env", max_length=200)
+    deployment: str = key_field("judge_deployment", max_length=200)
+    api_version: str = key_field("judge_api_version", max_length=100)
+    api_key_header: str = key_field("judge_api_key_header")
     temperature: float = key_field("judge_temperature")
     max_tokens: int = key_field("judge_max_tokens")
 

@@ -131,8 +131,8 @@ class QuestionResultOut(Out):
     references: list[str]
     relevant: dict[int, int] | None
     expected_sources: list[str]
-    answerable: bool | None = Field(None, description="false: declining is the right answer (no reference answer "
-                                    "and nothing relevant, or an unanswerable marker); null: not known")
+    answerable: bool | None = Field(None, description="false: declining is the right answer (an unanswerable marker "
+                                    "or the dataset's answerable column); null: no reference answer")
     answer: str | None
     retrieved: list[RetrievedOut]
     context: list[RetrievedOut] = Field(description="what the answer was built from (the judges see exactly this)")
@@ -152,6 +152,9 @@ class QuestionResultOut(Out):
     diagnosis: str | None = Field(None, description=DIAGNOSIS)
     queries: list[str] = Field(default=[], description="the texts a query transformation retrieved with (a rewrite, "
                                                        "the multi-query rewrites, a HyDE passage); empty without one")
+    flat: dict[str, Any] | None = Field(None, description="with ?names=: each judge's result as flat fields (evaluator: "
+                                        "gpt_retrieval, retrieval_reason, response_completeness_result, "
+                                        "groundedness_pro_label...; project: our names), then <measure>_result")
 
 
 class TokensOut(Out):

@@ -78,6 +78,9 @@ def _refuse_second_run(conn: sqlite3.Connection, suite_id: str | None, campaign_
         )
 
 
+SUITE_TIME_LIMIT_S = 240.0  # a suite's promise: each question answered within 4 minutes at most
+
+
 def run_options(config: TargetConfig, concurrency: int | None, time_limit: float | None,
                 max_failed_share: float | None, judge_samples: int, dataset_path: str,
                 suite: bool = False, cluster: Cluster | None = None) -> RunOptions:
@@ -91,6 +94,10 @@ def run_options(config: TargetConfig, concurrency: int | None, time_limit: float
     problems = [problem for name, value in given.items() if (problem := run_option_problem(name, value))]
     if problems:
         raise EvalError("invalid run options", where=problems[0].partition(":")[0], problems=problems)
+    if suite and time_limit is not None and time_limit > SUITE_TIME_LIMIT_S:
+        raise EvalError("a suite's questions get 4 minutes at most", where="time_limit", found=f"{time_limit:g} s",
+                        expected=f"at most {SUITE_TIME_LIMIT_S:g} s", fix="leave it out (240 s) or lower it; "
+                        "dataset campaigns take longer limits")
     automatic = cluster.concurrency if cluster is not None else plans.default_concurrency(config)
     return RunOptions(concurrency=concurrency or (1 if suite else automatic),
                       time_limit=time_limit or DEFAULT_TIME_LIMIT_S,
@@ -155,6 +162,8 @@ class CampaignManager:
         config, target_id = plans.resolve_config(self.store, config, target_id, suite, tenant)
         corpus = plans.load_corpus(config.knowledge_base if suite is not None else str(dataset), None,
                                    request.dataset_root)
+        if suite is None:  # a dataset campaign retrieves from the dataset's corpus: the snapshot names it
+            config = replace(config, knowledge_base=corpus.name)
         questions = plans.dataset_questions(corpus) if suite is None else plans.suite_questions(suite)
         if limit is not None and limit < 1:
             raise EvalError("the question limit must be at least 1", where="limit", found=str(limit),

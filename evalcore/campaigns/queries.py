@@ -6,6 +6,7 @@ from evalcore.access import Principal, owned, scope
 from evalcore.campaigns.records import Aggregate, Campaign, QuestionResult, Summary, Tokens
 from evalcore.campaigns.storage import read_results
 from evalcore.diagnosis import StageCounts
+from evalcore.metrics.graded import current_name
 from evalcore.store import NotFound, Store
 
 
@@ -56,7 +57,7 @@ def campaign_aggregates(store: Store, campaign_id: str, *, principal: Principal 
         "FROM results r, json_each(r.measures) m WHERE r.campaign_id = ? GROUP BY m.key ORDER BY m.key",
         (campaign_id,),
     )
-    return {row["name"]: Aggregate(row["mean"], row["n"]) for row in rows}
+    return {current_name(row["name"]): Aggregate(row["mean"], row["n"]) for row in rows}
 
 
 def campaign_summary(store: Store, campaign_id: str, *, principal: Principal | None = None) -> Summary:

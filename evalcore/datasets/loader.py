@@ -44,12 +44,13 @@ class Passage(NamedTuple):
 
 
 class Question(NamedTuple):
-    """One question with its graded qrels and all its reference answers."""
+    """One question with its graded qrels, all its reference answers and what the dataset says of answerability."""
 
     qid: int
     text: str
     labels: dict[int, int]
     references: tuple[str, ...]
+    answerable: bool | None = None  # queries.parquet's optional `answerable` column (False: declining is right)
 
     @property
     def relevant(self) -> frozenset[int]:
@@ -271,9 +272,23 @@ def _check_references(columns: dict[str, dict[str, list[Any]]], tables: dict[str
     _references(columns["qas"]["aid"], answer_ids, "qas.parquet", "aid", "answers.parquet", problems)
     labels = _labels(tables["qrels"], problems)
     titles = _titles(tables["corpus"], problems)
+    columns["queries"]["answerable"] = _answerable(tables["queries"], problems)
     if problems.lines or labels is None or titles is None:
         return None
     return _assemble(columns, labels, titles)
+
+
+def _answerable(queries: pa.Table | None, problems: _Problems) -> list[bool | None]:
+    """The optional `answerable` column of queries.parquet (true, false or null), else null for every row."""
+    if queries is None or "answerable" not in queries.column_names:
+        return [None] * (queries.num_rows if queries is not None else 0)
+    values: list[bool | None] = queries.column("answerable").to_pylist()
+    for row, value in enumerate(values):
+        if value is not None and not isinstance(value, bool):
+            problems.add(f"queries.parquet row {row} column 'answerable'",
+                         f"found {value!r}, expected true, false or null (false marks a question to decline)")
+            return []
+    return values
 
 
 def _titles(corpus: pa.Table, problems: _Problems) -> list[str] | None:
@@ -299,8 +314,8 @@ def _assemble(columns: dict[str, dict[str, list[Any]]], labels: list[int], title
         references.setdefault(qid, []).append(answer_text[aid])
     queries = columns["queries"]
     questions = tuple(
-        Question(qid, text, qrels.get(qid, {}), tuple(references.get(qid, ())))
-        for qid, text in zip(queries["id"], queries["text"])
+        Question(qid, text, qrels.get(qid, {}), tuple(references.get(qid, ())), answerable)
+        for qid, text, answerable in zip(queries["id"], queries["text"], queries["answerable"])
     )
     return passages, questions, any(titles)
 

@@ -86,7 +86,7 @@ _GRADED_DOCS = {
     "holes": "retrieved documents without a label.",
     "holes_ratio": "holes / retrieved documents.",
     "total_retrieved_documents": "distinct retrieved documents.",
-    "total_groundtruth_documents": "labeled documents of the question.",
+    "total_ground_truth_documents": "labeled documents of the question.",
 }
 # 1/0 per question, present only on the questions each applies to.
 _ABSTENTION_DOCS = {

@@ -153,6 +153,12 @@ class TargetConfig:
     model: str = setting("", GENERATION, "the generator's model (required with generator = openai)")
     api_key_env: str = setting("OPENAI_API_KEY", GENERATION, "the NAME of the environment variable holding the key "
                                "(empty for servers without keys)")
+    # Azure OpenAI: base_url https://RESOURCE.openai.azure.com, the deployment's name (it stands for
+    # model), api_version (sent as ?api-version=) and the key in the api-key header.
+    deployment: str = setting("", GENERATION, "Azure OpenAI: the deployment's name (it stands for model)")
+    api_version: str = setting("", GENERATION, "Azure OpenAI: sent as ?api-version=")
+    api_key_header: str = setting("authorization", GENERATION, "how the key is sent: Authorization: Bearer, or "
+                                  "Azure's api-key header", choices=("authorization", "api-key"))
     timeout: float = setting(60.0, GENERATION, "seconds per model call", within=(0.01, 3600.0))
     retries: int = setting(3, GENERATION, "retries of a model call on timeouts, 429, 5xx and malformed replies",
                            within=(0, 10))
@@ -201,6 +207,10 @@ class TargetConfig:
     judge_base_url: str = setting("", JUDGE, "the judges' OpenAI-compatible server (empty: the target's base_url)")
     judge_model: str = setting("", JUDGE, "the judges' model, e.g. gpt-4o-mini (required with judge_kind = openai)")
     judge_api_key_env: str = setting("OPENAI_API_KEY", JUDGE, "the NAME of the variable holding the judges' key")
+    judge_deployment: str = setting("", JUDGE, "Azure OpenAI: the judges' deployment (it stands for judge_model)")
+    judge_api_version: str = setting("", JUDGE, "Azure OpenAI: the judges' api-version")
+    judge_api_key_header: str = setting("authorization", JUDGE, "how the judges' key is sent",
+                                        choices=("authorization", "api-key"))
     judge_temperature: float = setting(0.0, JUDGE, "the judges' temperature", within=(0.0, 2.0))
     judge_max_tokens: int = setting(300, JUDGE, "the judges' reply length limit", within=(16, 131072))
     judge_thresholds: tuple[tuple[str, float], ...] = setting((), JUDGE, "pass mark per judge on its scale "
@@ -208,7 +218,7 @@ class TargetConfig:
     # Graded document retrieval on datasets whose qrels carry graded labels.
     graded_label_min: int = setting(0, GRADED, "the lowest relevance label of the scale", within=(0, 1000))
     graded_label_max: int = setting(0, GRADED, "the highest label (0: the dataset's highest)", within=(0, 1000))
-    graded_thresholds: tuple[tuple[str, float], ...] = setting((), GRADED, "pass mark per graded measure",
+    graded_thresholds: tuple[tuple[str, float], ...] = setting((), GRADED, "pass mark per graded measure (or its threshold name)",
                                                                table=float)
     # Failure attribution (evalcore.diagnosis): an answer given relevant context and not decided by
     # the AI score is a generation miss when neither its ROUGE-L F1 nor its coverage of the
@@ -492,16 +502,17 @@ def _template_problems(key: str, text: str, allowed: frozenset[str], required: f
 def _judge_problems(config: TargetConfig) -> list[str]:
     """Judge and graded settings: known names, pass marks on their scales, a model when one is named."""
     from evalcore.judges import JUDGES
-    from evalcore.metrics.graded import GRADED_MEASURES
+    from evalcore.metrics.graded import GRADED_MEASURES, THRESHOLD_NAMES, is_threshold_name
 
     problems = [f"judge_thresholds: unknown judge {name!r} (known: {', '.join(JUDGES)})"
                 for name, _ in config.judge_thresholds if name not in JUDGES]
     problems += [f"judge_thresholds.{name}: expected a pass mark in [{LOWEST}, {HIGHEST}], found {value!r}"
                  for name, value in config.judge_thresholds if name in JUDGES and not on_scale(value)]
-    problems += [f"graded_thresholds: unknown graded measure {name!r} (known: {', '.join(GRADED_MEASURES)})"
-                 for name, _ in config.graded_thresholds if name not in GRADED_MEASURES]
-    if config.judge_kind == "openai" and not config.judge_model:
-        problems.append("judge_model: required when judge_kind is openai (e.g. gpt-4o-mini)")
+    problems += [f"graded_thresholds: unknown threshold {name!r} (known: {', '.join(THRESHOLD_NAMES)}, "
+                 f"or a measure: {', '.join(GRADED_MEASURES)})"
+                 for name, _ in config.graded_thresholds if not is_threshold_name(name)]
+    if config.judge_kind == "openai" and not (config.judge_model or config.judge_deployment):
+        problems.append("judge_model: required when judge_kind is openai (e.g. gpt-4o-mini; or judge_deployment)")
     if config.graded_label_max and config.graded_label_max <= config.graded_label_min:
         problems.append(f"graded_label_max: must be above graded_label_min ({config.graded_label_min}), "
                         f"found {config.graded_label_max} (0 means the dataset's highest label)")
@@ -527,8 +538,11 @@ def _query_problems(config: TargetConfig) -> list[str]:
 def _dependency_problems(config: TargetConfig) -> list[str]:
     """Settings that only make sense together."""
     problems = []
-    if config.kind == "rag" and config.generator == "openai" and not config.model:
-        problems.append("model: required when generator is openai (e.g. gpt-4o-mini)")
+    if config.kind == "rag" and config.generator == "openai" and not (config.model or config.deployment):
+        problems.append("model: required when generator is openai (e.g. gpt-4o-mini; or an Azure deployment)")
+    problems += [f"{key}: expected a name of letters, digits, '.', '_' or '-', found {getattr(config, key)!r}"
+                 for key in ("deployment", "judge_deployment", "api_version", "judge_api_version")
+                 if not re.fullmatch(r"[\w.\-]*", getattr(config, key))]
     if config.kind == "rag" and config.reranker == "http" and not config.rerank_url:
         problems.append("rerank_url: required when reranker is http (e.g. http://localhost:8080/rerank)")
     if config.reranker == "embedding" and config.rerank_model not in ("", *CHOICES["embedding_model"]):
