@@ -46,6 +46,7 @@ LAYERS = (
     {"targets", "suites", "diagnosis"},
     {"campaigns"},
     {"compare"},
+    {"gates"},
     {"api"},
     {"cli"},
     {"__main__", "testing"},
