@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
 import sqlite3
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import yaml
 
 from evalcore.campaigns import CampaignStatus, campaign_aggregates, campaign_results, get_manager, list_campaigns
 from evalcore.cli import main
@@ -20,6 +26,7 @@ from evalcore.store import Store
 from evalcore.targets import TargetConfig
 from tests.conftest import write_dataset
 
+ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = "default"
 
 
@@ -195,3 +202,61 @@ def test_failed_questions_are_test_cases(tmp_path, capsys) -> None:
     suites = {suite.get("name").split(": ")[-1]: suite for suite in ET.parse(junit).getroot()}
     assert suites["gates"].get("failures") == "0"
     assert [case.get("name").split()[0] for case in suites["questions"]] == ["q2", "q3"]
+
+
+def doc_blocks(language: str) -> list[str]:
+    """The fenced blocks of one language in the CI page, in order."""
+    text = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    return re.findall(rf"^```{language}\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+
+
+class Build:
+    """One build of the documented job: its `run:` steps in GitHub's shell, the Actions cache as a folder."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        (self.job,) = [yaml.safe_load(block) for block in doc_blocks("yaml")]
+        self.cache, self.tmp, self.count = tmp_path / "actions-cache", tmp_path, 0
+
+    def run(self, config: str) -> tuple[int, str]:
+        """Check out (a fresh folder with evalcore.toml), restore, run the steps until one fails, save on success."""
+        self.count += 1
+        checkout = self.tmp / f"build{self.count}"
+        checkout.mkdir()
+        (checkout / "evalcore.toml").write_text(config, encoding="utf-8")
+        if self.cache.exists():
+            shutil.copytree(self.cache, checkout / ".evalcore")
+        env = {**os.environ, "GITHUB_SHA": f"{self.count:040x}", "GITHUB_STEP_SUMMARY": str(self.tmp / "summary.md"),
+               "PYTHONPATH": str(ROOT), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+        env.pop("EVALCORE_DB", None)
+        output = ""
+        for step in self.job["jobs"]["evaluate"]["steps"]:
+            if "run" not in step or step["name"] == "Install":  # the test environment is installed already
+                continue
+            done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], cwd=checkout,
+                                  env=env, capture_output=True, text=True, check=False, timeout=300)
+            output += done.stdout + done.stderr
+            if done.returncode:
+                return done.returncode, output
+        shutil.rmtree(self.cache, ignore_errors=True)
+        shutil.copytree(checkout / ".evalcore", self.cache)  # the job saves on main: these builds are main's
+        return 0, output
+
+
+def test_the_ci_job_of_the_docs_runs_as_written(tmp_path) -> None:
+    config = doc_blocks("toml")[0]
+    assert "[gates]" in config
+    build = Build(tmp_path)
+    code, out = build.run(config)
+    assert code == 0 and "no baseline yet" in out
+    code, out = build.run(config)  # the same configuration again: compared, nothing worse
+    assert code == 0 and "checks: " in out and "regression failed" not in out
+    # One passage per question: nDCG@10 falls under the gate's mark, and the run step fails the build.
+    code, out = build.run("embedding_top_k = 1\n" + config)
+    assert code == Exit.GATE_FAILED and "gate failed: ndcg@10 >= 0.7" in out
+    # Two passages: over the mark, but significantly worse than the last saved baseline.
+    code, out = build.run("embedding_top_k = 2\n" + config)
+    assert code == Exit.WORSE and "regression failed: ndcg@10 not significantly worse" in out
+    assert sorted(path.name for path in (tmp_path / "build4").glob("evalcore-*.xml")) == \
+        ["evalcore-compare.xml", "evalcore-run.xml"]
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert summary.count("### evalcore run") == 4 and summary.count("### evalcore compare") == 2
