@@ -6,7 +6,7 @@ from pathlib import Path
 
 from fastapi import FastAPI
 
-import evalcore
+from evalcore import __version__
 from evalcore.api import (
     auth,
     docs,
@@ -39,7 +39,7 @@ def create_app(db_path: str | Path | None = None, *, dataset_root: Path | None =
     manager = get_manager(db_path)
     manager.after_each(compare_with_previous)
     # The stock /docs and /redoc pages load their scripts from CDNs: ours (evalcore.api.docs) work offline.
-    app = FastAPI(title="evalcore", version=evalcore.__version__, description=DESCRIPTION,
+    app = FastAPI(title="evalcore", version=__version__, description=DESCRIPTION,
                   docs_url=None, redoc_url=None)
     app.state.store = manager.store
     app.state.dataset_root = dataset_root

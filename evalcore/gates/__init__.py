@@ -8,6 +8,7 @@ from evalcore.gates.checks import (
     Gate,
     campaign_checks,
     exit_code,
+    gate,
     gates_from_toml,
     parse_gate,
     question_failures,
@@ -16,5 +17,5 @@ from evalcore.gates.checks import (
 )
 from evalcore.gates.reports import junit_xml, step_summary
 
-__all__ = ["BOUNDS", "Check", "Exit", "Gate", "campaign_checks", "exit_code", "gates_from_toml", "junit_xml",
+__all__ = ["BOUNDS", "Check", "Exit", "Gate", "campaign_checks", "exit_code", "gate", "gates_from_toml", "junit_xml",
            "parse_gate", "question_failures", "step_summary", "worse_checks", "worst"]
