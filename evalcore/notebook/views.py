@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import importlib.util
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -219,16 +220,26 @@ class RunHandle:
 
 
 def follow(manager: CampaignManager, campaign_id: str, timeout: float | None, progress: bool) -> None:
-    """Poll the campaign until it ends or time is up, showing finished questions on a (notebook) tqdm bar."""
-    from tqdm.auto import tqdm
-
+    """Poll the campaign until it ends or time is up, showing finished questions on a progress bar."""
     deadline = None if timeout is None else time.monotonic() + timeout
     campaign = get_campaign(manager.store, campaign_id)
-    with tqdm(total=campaign.total, unit="questions", disable=not progress) as bar:
+    shown = None
+    with progress_bar(campaign.total, disable=not progress) as bar:
         while True:
-            bar.update(campaign.finished - bar.n)
-            bar.set_postfix_str(f"{campaign.failed} failed", refresh=True)
+            if (campaign.finished, campaign.failed) != shown:  # a line per change, not per poll, in a text cell
+                shown = (campaign.finished, campaign.failed)
+                bar.set_postfix_str(f"{campaign.failed} failed", refresh=False)
+                bar.update(campaign.finished - bar.n)
             if not campaign.active or (deadline is not None and time.monotonic() >= deadline):
                 return
             time.sleep(POLL_S)
             campaign = get_campaign(manager.store, campaign_id)
+
+
+def progress_bar(total: int, *, disable: bool) -> Any:
+    """tqdm's notebook widget when ipywidgets is installed (tqdm.auto would warn without it), else its text bar."""
+    if importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm.auto import tqdm
+    else:
+        from tqdm import tqdm
+    return tqdm(total=total, unit="questions", disable=disable)
