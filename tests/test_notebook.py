@@ -122,6 +122,9 @@ def test_a_comparison_shows_itself_and_its_chart(pair) -> None:
     figure = view.figure()
     assert {trace.type for trace in figure.data} >= {"scatter"}
     assert "<table" in a._repr_html_() and "&lt;b&gt;" in a._repr_html_()
+    stages = a.chart()._repr_mimebundle_()["application/vnd.vegalite.v5+json"]["data"]["values"]
+    assert sum(row["questions"] for row in stages) == a.record.total
+    assert sum(sum(trace.x) for trace in a.figure().data) == a.record.total
 
 
 def test_a_background_run_is_a_handle(pair) -> None:

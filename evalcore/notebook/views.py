@@ -17,14 +17,16 @@ from evalcore.campaigns import (
     CampaignManager,
     Summary,
     campaign_aggregates,
+    campaign_diagnosis,
     campaign_results,
     campaign_summary,
     get_campaign,
 )
 from evalcore.campaigns.export import result_table
 from evalcore.compare import Comparison, Sweep, tables
-from evalcore.compare.charts import delta_figure, delta_spec, series_figure, series_spec
+from evalcore.compare.charts import delta_figure, delta_spec, series_figure, series_spec, stage_bars, stage_bars_spec
 from evalcore.compare.exports import comparison_context, source_names, sweep_context
+from evalcore.diagnosis import StageCounts
 from evalcore.errors import EvalError
 from evalcore.gates import Check, campaign_checks, gate, worse_checks
 from evalcore.metrics import MEASURES, display_order
@@ -101,6 +103,17 @@ class CampaignView:
     def summary(self) -> Summary:
         """Answered and failed questions, latency, tokens, the suite measures' means."""
         return campaign_summary(self.store, self.id)
+
+    def chart(self) -> Chart:
+        """The Campaigns page's chart: questions per failure stage (Vega-Lite)."""
+        return Chart({**stage_bars_spec(self._stages()), "title": "Failure stage of each question"})
+
+    def figure(self) -> go.Figure:
+        """The same chart as a Plotly figure."""
+        return stage_bars(self._stages()).update_layout(title="Failure stage of each question")
+
+    def _stages(self) -> dict[str, StageCounts]:
+        return {self.record.name: campaign_diagnosis(self.store, self.id)}
 
     def check(self, fail_under: Mapping[str, float], bound: str = "mean") -> list[Check]:
         """The gates `measure -> mark` on this campaign (as `run --fail-under` takes them)."""
