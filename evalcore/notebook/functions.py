@@ -18,7 +18,7 @@ from evalcore.datasets import load_dataset as _load_dataset
 from evalcore.errors import EvalError
 from evalcore.metrics import GENERATION_MEASURES, RETRIEVAL_MEASURES, generation_scores
 from evalcore.metrics.trec import TrecOptions, evaluate
-from evalcore.metrics.trec_files import integer_ids, read_qrels, read_run
+from evalcore.metrics.trec_files import read_pair
 from evalcore.notebook.views import CampaignView, ComparisonView, RunHandle, SweepView
 from evalcore.suites import DuplicateName, Suite, create_suite, get_suite, parse_suite_csv
 from evalcore.targets import TargetConfig
@@ -147,9 +147,7 @@ def score_trec(qrels: str | Path, run_file: str | Path, *, relevance_level: int 
                max_docs: int | None = None) -> pd.DataFrame:
     """Per-query retrieval measures of a TREC run against qrels (as `score`, like trec_eval -q): one row per
     query, one column per measure; `.mean()` gives trec_eval's `all` line."""
-    judgements, ranking = read_qrels(Path(qrels)), read_run(Path(run_file))
-    if Path(qrels).suffix == ".parquet":
-        ranking = integer_ids(ranking)
+    judgements, ranking = read_pair(Path(qrels), Path(run_file))
     scores = evaluate(judgements, ranking, TrecOptions(complete, relevance_level, max_docs))
     frame = pd.DataFrame({name: scores.values[name] for name in RETRIEVAL_MEASURES})
     frame.insert(0, "qid", scores.qids)
