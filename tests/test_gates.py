@@ -260,3 +260,13 @@ def test_the_ci_job_of_the_docs_runs_as_written(tmp_path) -> None:
         ["evalcore-compare.xml", "evalcore-run.xml"]
     summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert summary.count("### evalcore run") == 4 and summary.count("### evalcore compare") == 2
+
+
+def test_a_sweep_gates_each_campaign(tmp_path, capsys) -> None:
+    code, out = run(capsys, tmp_path / "sweep.db", "--sweep", "embedding_top_k=1,30", "--fail-under", "ndcg@10=0.7",
+                    "--junit", str(tmp_path / "sweep.xml"))
+    assert code == Exit.GATE_FAILED
+    failed = [line for line in out.splitlines() if line.startswith("gate failed")]
+    assert len(failed) == 1 and "embedding_top_k=1: ndcg@10 >= 0.7" in failed[0]
+    cases = [case.get("name") for case in ET.parse(tmp_path / "sweep.xml").getroot().iter("testcase")]
+    assert len(cases) == 2 and all(name.endswith(": ndcg@10 >= 0.7") for name in cases)

@@ -92,7 +92,9 @@ def gate_comparison(args: argparse.Namespace, comparison: Comparison) -> int:
     worse = [c.name.split()[0] for c in checks if not c.passed]
     verdict = f"**exit code {code.value}: {code.label}**" + (f" (significantly worse: {', '.join(worse)})"
                                                                  if worse else "")
-    return _gates.report(args, f"evalcore compare {comparison.a.id} {comparison.b.id}", verdict, checks, code)
+    names = campaign_names(store_of(args), (comparison.a.id, comparison.b.id))
+    a, b = (f"{names.get(side.id, side.id)} ({side.id})" for side in (comparison.a, comparison.b))
+    return _gates.report(args, f"evalcore compare: {a} → {b}", verdict, checks, code)
 
 
 def campaign_names(store: Store, ids: Iterable[str]) -> dict[str, str]:

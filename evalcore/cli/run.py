@@ -33,6 +33,7 @@ from evalcore.errors import EvalError
 from evalcore.gates import (
     BOUNDS,
     Check,
+    Exit,
     Gate,
     campaign_checks,
     exit_code,
@@ -150,7 +151,8 @@ def run_gates(args: argparse.Namespace) -> list[Gate]:
 def gate_campaigns(store: Store, args: argparse.Namespace, gates: list[Gate], ids: list[str]) -> int:
     """Take the gates on each campaign (their names prefixed in a sweep), report, and return the exit code."""
     checks: list[Check] = []
-    codes, lines = [], []
+    codes: list[Exit] = []
+    lines: list[tuple[str, str]] = []
     for campaign_id in ids:
         campaign = get_campaign(store, campaign_id)
         rows = campaign_results(store, campaign_id)
@@ -159,11 +161,11 @@ def gate_campaigns(store: Store, args: argparse.Namespace, gates: list[Gate], id
             own = [replace(check, name=f"{campaign.name}: {check.name}") for check in own]
         checks += own
         codes.append(exit_code(campaign.status, own))
-        lines.append(f"{campaign.name} ({campaign.id}): {campaign.status_text}, {campaign.finished}/{campaign.total} "
-                     f"questions, {campaign.failed} failed")
+        state = f"{campaign.status_text}, {campaign.finished}/{campaign.total} questions, {campaign.failed} failed"
+        lines.append((f"{campaign.name} ({campaign.id})", state))
     code = worst(codes)
-    title = f"evalcore run {ids[0]}" if len(ids) == 1 else f"evalcore sweep {args.sweep}"
-    verdict = f"**exit code {code.value}: {code.label}**\n\n" + "\n".join(f"- {line}" for line in lines)
+    title = f"evalcore run: {lines[0][0]}" if len(ids) == 1 else f"evalcore run --sweep {args.sweep}"
+    verdict = f"**exit code {code.value}: {code.label}**\n\n" + "\n".join(f"- {name}: {state}" for name, state in lines)
     return _gates.report(args, title, verdict, checks, code)
 
 
