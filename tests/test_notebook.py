@@ -186,3 +186,13 @@ def test_bad_input_is_an_eval_error(tmp_path) -> None:
     suite = ec.load_suite(good, db=tmp_path / "x.db")
     assert ec.load_suite(suite.id, db=tmp_path / "x.db").cases == suite.cases
     assert isinstance(ec.to_arrow(pd.DataFrame({"a": [1]})), pa.Table)
+
+
+def test_a_suite_from_its_csv_runs(tmp_path) -> None:
+    suite = ec.load_suite(ROOT / "dataset" / "samples" / "suite.csv", name="sample suite", db=tmp_path / "s.db")
+    done = ec.run(suite=suite.id, config=ec.configuration("quick"), db=tmp_path / "s.db", progress=False)
+    assert done.record.kind == "suite" and done.record.finished == len(suite.cases)
+    means = done.aggregates().set_index("measure")["mean"]
+    assert done.summary().mean_coverage == pytest.approx(means["coverage"])
+    with pytest.raises(EvalError, match="already exists"):
+        ec.load_suite(ROOT / "dataset" / "samples" / "suite.csv", name="sample suite", db=tmp_path / "s.db")
