@@ -40,11 +40,10 @@ from evalcore.campaigns import (
 from evalcore.campaigns.listing import (
     HEADLINE,
     CampaignRow,
-    Settings,
     campaign_rows,
-    dataset_label,
     headline_means,
     search_rows,
+    suite_rows,
 )
 from evalcore.campaigns.pace import duration_text
 from evalcore.compare import compare_with_previous, results_version
@@ -459,20 +458,15 @@ def target_choices(store: Store, principal: Principal) -> dict[str, str]:
 def suite_frame(suites: list[Suite], principal: Principal) -> pd.DataFrame:
     """One line per suite: name, the dataset its configuration's knowledge base is, cases, the configuration
     (name and key settings), updated, its last campaign (status, date, headline means), id."""
-    targets = {t.id: t for t in list_targets(store(), principal=principal)}
-    last: dict[str, CampaignRow] = {}
-    for row in rows_of([c for c in list_campaigns(store(), principal=principal) if c.suite_id], principal):
-        last.setdefault(row.campaign.suite_id or "", row)  # newest first
-    measures = [name for name in HEADLINE if any(name in row.headline for row in last.values())]
+    shown = {suite.id for suite in suites}
+    rows = rows_of([c for c in list_campaigns(store(), principal=principal) if c.suite_id], principal)
+    listed = [row for row in suite_rows(store(), principal=principal, rows=rows) if row.suite.id in shown]
+    measures = [name for name in HEADLINE if any(row.last and name in row.last.headline for row in listed)]
     lines = []
-    for suite in suites:
-        target = targets.get(suite.target_id)
-        config = target.config if target else DEFAULTS.config.to_dict()
-        settings, run = Settings.of(config), last.get(suite.id)
-        lines.append({"name": suite.name, "dataset": dataset_label(str(config.get("knowledge_base", ""))),
-                      "cases": len(suite.cases),
-                      "configuration": target.name or target.id if target else DEFAULTS.label.split(" (")[0],
-                      **settings.to_dict(), "updated": fmt_when(suite.updated_at),
+    for row in listed:
+        suite, run = row.suite, row.last
+        lines.append({"name": suite.name, "dataset": row.dataset, "cases": len(suite.cases),
+                      "configuration": row.configuration, **row.settings.to_dict(), "updated": fmt_when(suite.updated_at),
                       "last campaign": run.campaign.status_text if run else "never run",
                       "last run": fmt_when(run.campaign.created_at) if run else None,
                       **{name: run.headline.get(name) if run else None for name in measures}, "id": suite.id})

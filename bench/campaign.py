@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evalcore.campaigns import CampaignManager
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.targets import Retrieved, TargetAnswer, TargetConfig
 
 # The handler writes headers and body in two sends; without TCP_NODELAY, Nagle's algorithm and
@@ -93,8 +94,8 @@ def campaign(manager: CampaignManager, dataset: Path, config: TargetConfig | Non
              concurrency: int, target: InstantTarget | None = None) -> dict[str, float]:
     """Launch, wait, and measure one campaign: wall and CPU of this process."""
     cpu, start = time.process_time(), time.perf_counter()
-    campaign_id = manager.launch(dataset=str(dataset), config=config, concurrency=concurrency, cache=False,
-                                 limit=questions, target=target)
+    campaign_id = manager.launch(LaunchRequest(dataset=str(dataset), config=config, concurrency=concurrency, cache=False,
+                                 limit=questions, target=target))
     done = manager.wait(campaign_id)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     if done.status != "succeeded" or done.failed:

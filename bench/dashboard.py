@@ -61,6 +61,7 @@ USABLE = {
 FLOOR = "Streamlit alone"
 FLOOR_APP = """import pandas as pd
 import streamlit as st
+from evalcore.campaigns.launching import LaunchRequest
 
 st.title("Streamlit alone")
 st.selectbox("Pick", ["a", "b"])

@@ -21,8 +21,8 @@ from evalcore.campaigns.export import export_campaign
 from evalcore.campaigns.listing import HEADLINE
 from evalcore.campaigns.pace import duration_text
 from evalcore.campaigns.storage import load_signatures
-from evalcore.diagnosis import NOT_ATTRIBUTED
-from evalcore.metrics import panels, sources_found
+from evalcore.diagnosis import NOT_ATTRIBUTED, relevance
+from evalcore.metrics import panels
 from evalcore.targets import Retrieved
 
 PAGE_SIZE = 100  # questions in the table and its picker at a time
@@ -43,14 +43,9 @@ def results_table(db: str, version: tuple[str, str], _results: list[QuestionResu
 
 
 def hit_mark(result: QuestionResult, hit: Retrieved) -> str:
-    """hit or miss by the qrels (label >= 1), else by the expected sources; "—" when neither exists."""
-    relevant, expected = result.question.relevant, result.question.expected_sources
-    if relevant:
-        return "hit" if hit.pid is not None and relevant.get(hit.pid, 0) >= 1 else "miss"
-    if expected:
-        source = {"id": hit.pid, "title": hit.title}
-        return "hit" if any(sources_found([wanted], [source]) for wanted in expected) else "miss"
-    return "—"
+    """hit or miss by the qrels, else by the expected sources (as failure attribution decides); "—" when neither exists."""
+    relevant = relevance(result.question.relevant, result.question.expected_sources)
+    return "—" if relevant is None else "hit" if relevant(hit) else "miss"
 
 
 def retrieved_table(result: QuestionResult) -> pd.DataFrame:

@@ -62,8 +62,8 @@ with ui.guard():
     cols[1].metric("Passages", stats.total_passages, help=f"{stats.distractor_passages} distractors (no question points at them)")
     cols[2].metric("Answers", stats.total_answers, help=f"{stats.queries_without_answer} questions have no answer")
     cols[3].metric("Relevant / labeled question", f"{stats.avg_relevant_per_labeled_query:.2f}")
-    share, _, count = stats.answer_coverage.partition(" ")
-    cols[4].metric("Answer coverage", share, help=f"questions with a reference answer {count}")
+    cols[4].metric("Answer coverage", f"{stats.answer_share:.2%}",
+                   help=f"questions with a reference answer: {stats.answered_queries} of {stats.total_queries}")
 
     passages, questions = stats.passage_tokens, stats.question_tokens
     st.caption(f"{stats.documents} documents · {stats.labeled_queries} labeled and {stats.unlabeled_queries} "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from typing import Any
 
 import streamlit as st
@@ -11,14 +12,14 @@ import streamlit as st
 import ui
 from evalcore.access import Action
 from evalcore.campaigns import Campaign, get_campaign, list_campaigns
+from evalcore.campaigns.launching import LaunchRequest, linked_target, sweep_requests
 from evalcore.campaigns.listing import dataset_label
-from evalcore.campaigns.manager import sweep_name
 from evalcore.errors import EvalError
 from evalcore.judges import JUDGES
 from evalcore.store import NotFound
 from evalcore.suites import list_suites
 from evalcore.targets import TargetConfig
-from evalcore.targets.config import CHOICES, RANGES, sweep_values
+from evalcore.targets.config import CHOICES, KEYS, RANGES, sweep_values
 from evalcore.targets.presets import PRESETS, QUICK_START
 from evalcore.targets.saved import get_target, save_target
 
@@ -43,8 +44,8 @@ def config_inputs(base: TargetConfig, key: str, disabled: bool) -> dict[str, Any
 
 def _config_input(name: str, value: Any, default: Any, key: str, disabled: bool) -> Any:
     """The widget for one key, chosen by its choices, type and range."""
-    hint = ui.escape_md(f"default: {default!r}" if not isinstance(default, str) or len(default) < 60
-                        else "see the default in docs/targets.md")
+    shown = f"{default!r}" if not isinstance(default, str) or len(default) < 60 else "see docs/targets.md"
+    hint = ui.escape_md(f"{KEYS[name].help} (default: {shown})")
     common = {"key": key, "help": hint, "disabled": disabled}
     if name in CHOICES:
         return st.selectbox(name, CHOICES[name], index=ui.index_of(list(CHOICES[name]), value), **common)
@@ -61,12 +62,10 @@ def _config_input(name: str, value: Any, default: Any, key: str, disabled: bool)
     return st.text_input(name, value=value, **common)
 
 
-def build_configs(values: dict[str, Any], sweep_key: str | None, sweep_text: str) -> list[TargetConfig]:
-    """The configuration of the form, or one per value of the swept key; EvalError names bad keys."""
-    values = {name: _json_object(name, value) if isinstance(TargetConfig().to_dict()[name], dict) else value
-              for name, value in values.items()}
-    config = TargetConfig.from_dict(values)
-    return config.sweep(sweep_key, sweep_values(sweep_text)) if sweep_key else [config]
+def form_values(values: dict[str, Any]) -> dict[str, Any]:
+    """The form's values with its table keys (JSON text) read as objects; EvalError names a bad one."""
+    return {name: _json_object(name, value) if isinstance(TargetConfig().to_dict()[name], dict) else value
+            for name, value in values.items()}
 
 
 def execution_inputs(base: TargetConfig, key: str, configurable: bool) -> dict[str, str]:
@@ -183,23 +182,20 @@ with st.form("launch"):
 if submitted:
     with ui.guard():
         swept = None if sweep_key == NO_SWEEP else sweep_key
-        configs = build_configs(values | execution, swept, sweep_text)
-        if suite and len(configs) > 1:
-            raise EvalError("a suite runs one campaign at a time", where="sweep", fix="sweep over a dataset instead")
-        saved = save_target(store, configs[0], name=save_as.strip(), principal=principal) if save_as.strip() else None
-        # A saved configuration run as it is stays linked to its id (an evaluation task's knowledge_base_id).
-        # (Where it runs does not make it another configuration.)
-        as_saved = (base not in PRESETS and not base.startswith(CAMPAIGN)
-                    and [c.config_hash() for c in configs] == [base_config.config_hash()])
-        target_id = saved or (base if as_saved else None)
-        names = ([sweep_name(name, c, swept, c.to_dict()[swept]) for c in configs] if swept
-                 else [name.strip() or None])
-        for config, campaign_name in zip(configs, names, strict=True):
-            campaign_id = ui.manager().launch(dataset=dataset, suite_id=suite.id if suite else None, config=config,
-                                              target_id=target_id, use_judge=use_judge, judges=tuple(judges),
-                                              concurrency=concurrency or None, cache=cache, limit=limit or None,
-                                              judge_samples=int(judge_samples), max_failed_share=float(max_failed),
-                                              name=campaign_name, principal=principal)
+        config = TargetConfig.from_dict(form_values(values | execution))
+        start = None if base in PRESETS or base.startswith(CAMPAIGN) else base
+        request = LaunchRequest(dataset=dataset, suite_id=suite.id if suite else None, config=config,
+                                target_id=linked_target(start, base_config, [config]), use_judge=use_judge,
+                                judges=tuple(judges), concurrency=concurrency or None, cache=cache,
+                                limit=limit or None, judge_samples=int(judge_samples),
+                                max_failed_share=float(max_failed), name=name.strip() or None, principal=principal)
+        requests = (sweep_requests(request, swept, sweep_values(sweep_text), one_after_another=False) if swept
+                    else [request])
+        if save_as.strip():  # the first value of a sweep is the one saved, and its campaign stays linked to it
+            saved = save_target(store, requests[0].config or config, name=save_as.strip(), principal=principal)
+            requests[0] = replace(requests[0], target_id=saved)
+        for each in requests:
+            campaign_id = ui.manager().launch(each)
             st.session_state["launched"] = [campaign_id, *st.session_state.get("launched", [])]
             ui.select_next_run("campaign_id", campaign_id)
 

@@ -39,7 +39,7 @@ def write_dataset(folder: Path, tables: dict[str, dict[str, list]] | None = None
 
 @pytest.fixture
 def tiny_dataset(tmp_path: Path) -> Path:
-    """A valid five-question dataset folder in three languages."""
+    """A valid three-question dataset folder (five passages) in three languages."""
     return write_dataset(tmp_path / "tiny")
 
 

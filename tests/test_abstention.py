@@ -11,6 +11,7 @@ import pytest
 
 from evalcore import __version__
 from evalcore.campaigns import campaign_aggregates, campaign_results, get_manager
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.plans import with_answerability
 from evalcore.campaigns.records import Question
 from evalcore.compare import compare_campaigns
@@ -178,7 +179,7 @@ def launch(manager, data: Path, server: FakeOpenAIServer, **source: Any) -> str:
     """A campaign of the pipeline over `data`'s corpus with the chat server as its model (the dataset unless a suite)."""
     config = TargetConfig(knowledge_base=str(data), retriever="bm25", generator="openai", base_url=server.base_url,
                           model="fake", api_key_env="", keyword_threshold=0.0)
-    campaign_id = manager.launch(config=config, concurrency=1, **(source or {"dataset": str(data)}))
+    campaign_id = manager.launch(LaunchRequest(config=config, concurrency=1, **(source or {"dataset": str(data)})))
     assert manager.wait(campaign_id, timeout=60).status == "succeeded"
     return campaign_id
 
@@ -255,8 +256,8 @@ def test_the_refusal_judge_reads_what_the_phrasing_list_misses(tmp_path: Path) -
     with FakeOpenAIServer(reply) as server:
         config = TargetConfig(knowledge_base=str(data), retriever="bm25", generator="openai", model="fake",
                               base_url=server.base_url, api_key_env="", keyword_threshold=0.0)
-        plain = manager.launch(dataset=str(data), config=config, concurrency=1)
-        judged = manager.launch(dataset=str(data), config=config, concurrency=1, judges=("refusal",))
+        plain = manager.launch(LaunchRequest(dataset=str(data), config=config, concurrency=1))
+        judged = manager.launch(LaunchRequest(dataset=str(data), config=config, concurrency=1, judges=("refusal",)))
         for campaign_id in (plain, judged):
             assert manager.wait(campaign_id, timeout=60).status == "succeeded"
     assert not is_refusal(evasive)

@@ -21,7 +21,7 @@ import sys
 from evalcore.campaigns import get_manager
 from tests.test_campaigns import FakeTarget
 manager = get_manager(sys.argv[1])
-campaign_id = manager.launch(dataset=sys.argv[2], target=FakeTarget(delay=0.05), concurrency=2)
+campaign_id = manager.launch(LaunchRequest(dataset=sys.argv[2], target=FakeTarget(delay=0.05), concurrency=2))
 print(campaign_id, flush=True)
 manager.wait(campaign_id)
 """
@@ -75,9 +75,10 @@ PAUSED_CHILD = """
 import sys
 from evalcore.campaigns import get_manager
 from tests.test_campaigns import FakeTarget
+from evalcore.campaigns.launching import LaunchRequest
 manager = get_manager(sys.argv[1])
 target = FakeTarget(delay=0.15)
-campaign_id = manager.launch(dataset=sys.argv[2], target=target, concurrency=4)
+campaign_id = manager.launch(LaunchRequest(dataset=sys.argv[2], target=target, concurrency=4))
 print(campaign_id, flush=True)
 manager.wait(campaign_id)
 print(" ".join(map(str, target.asked)), flush=True)

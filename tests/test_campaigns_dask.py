@@ -17,6 +17,7 @@ import pytest
 
 from evalcore.campaigns import CampaignManager, campaign_results, get_campaign, list_campaigns
 from evalcore.campaigns.answering import Asked
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.records import Outcome, Question
 from evalcore.campaigns.storage import ResultWriter
 from evalcore.datasets import load_dataset
@@ -64,7 +65,7 @@ def both(manager: CampaignManager, scheduler: str, config: TargetConfig, **optio
     """The rows of the same campaign run here, then on the cluster."""
     out = []
     for each in (config, config.run_on("dask", scheduler)):
-        campaign = manager.wait(manager.launch(dataset="default", config=each, cache=False, **options), timeout=60)
+        campaign = manager.wait(manager.launch(LaunchRequest(dataset="default", config=each, cache=False, **options)), timeout=60)
         assert campaign.config["executor"] == each.executor
         out.append(rows(manager, campaign.id))
     return out
@@ -126,7 +127,7 @@ def test_cancel_stops_the_cluster_campaign(manager: CampaignManager, scheduler: 
     released = threading.Event()
     with held_server(released, 6) as server:
         config = llm_config(server).run_on("dask", scheduler)
-        campaign_id = manager.launch(dataset="default", config=config, limit=40, concurrency=4, cache=False)
+        campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, limit=40, concurrency=4, cache=False))
         try:
             wait_until(lambda: get_campaign(manager.store, campaign_id).finished == 6)
             manager.cancel(campaign_id)
@@ -148,21 +149,21 @@ def test_unreachable_scheduler_is_refused_before_anything_is_stored(manager: Cam
         unused.bind(("127.0.0.1", 0))
         address = f"tcp://127.0.0.1:{unused.getsockname()[1]}"
     with pytest.raises(EvalError, match="cannot reach the Dask scheduler") as refused:
-        manager.launch(dataset="default", config=BM25.run_on("dask", address))
+        manager.launch(LaunchRequest(dataset="default", config=BM25.run_on("dask", address)))
     assert address in refused.value.line()
     monkeypatch.delenv("EVALCORE_DASK_SCHEDULER", raising=False)
     with pytest.raises(EvalError, match="needs a scheduler address"):
-        manager.launch(dataset="default", config=BM25.run_on("dask"))
+        manager.launch(LaunchRequest(dataset="default", config=BM25.run_on("dask")))
     monkeypatch.setenv("EVALCORE_DASK_SCHEDULER", "localhost:8786")
     with pytest.raises(EvalError, match="EVALCORE_DASK_SCHEDULER.*tcp://HOST:PORT"):
-        manager.launch(dataset="default", config=BM25.run_on("dask"))
+        manager.launch(LaunchRequest(dataset="default", config=BM25.run_on("dask")))
     with pytest.raises(EvalError, match="scheduler: expected a Dask scheduler address"):
         BM25.run_on("dask", "8786")
     assert list_campaigns(manager.store) == []
 
 
 def test_an_outcome_arriving_twice_is_written_once(manager: CampaignManager) -> None:
-    campaign = manager.wait(manager.launch(dataset="default", config=BM25, limit=2, cache=False), timeout=60)
+    campaign = manager.wait(manager.launch(LaunchRequest(dataset="default", config=BM25, limit=2, cache=False)), timeout=60)
     writer = ResultWriter(manager.store, campaign.id)  # a new session, as a resume starts
     question = Question(0, 1, QUESTIONS[0])
     outcome = Outcome.failed("worker lost", None)
@@ -180,7 +181,7 @@ def test_a_worker_killed_mid_campaign_loses_and_repeats_nothing(manager: Campaig
     released = threading.Event()
     with held_server(released, 8) as server, distributed.Client(scheduler, set_as_default=False) as client:
         config = llm_config(server).run_on("dask", scheduler)
-        campaign_id = manager.launch(dataset="default", config=config, limit=40, concurrency=8, cache=False)
+        campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, limit=40, concurrency=8, cache=False))
         # 8 questions answered in batches of 2 on 2 single-thread workers: at least 3 batches are back.
         wait_until(lambda: get_campaign(manager.store, campaign_id).finished >= 6)
         wait_until(lambda: len(client.processing()) == 2 and all(client.processing().values()))

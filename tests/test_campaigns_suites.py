@@ -16,6 +16,7 @@ from evalcore.campaigns import (
     get_campaign,
     list_campaigns,
 )
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.errors import EvalError
 from evalcore.suites import (
     Case,
@@ -86,7 +87,7 @@ def test_saved_targets_round_trip(manager: CampaignManager) -> None:
 
 def test_suite_campaign_snapshot_survives_edits_and_measures_apply(manager: CampaignManager, tiny_dataset: Path) -> None:
     suite = create_suite(manager.store, tenant="default", name="s", target_id="default", cases=CASES)
-    campaign_id = manager.launch(suite_id=suite.id, target=suite_target(tiny_dataset))
+    campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, target=suite_target(tiny_dataset)))
     assert campaign_id.startswith("run_default_")
     assert manager.wait(campaign_id, timeout=20).status == "succeeded"
     replace_suite(manager.store, suite.id, name="s", target_id="default", cases=[Case("Something else entirely?")])
@@ -108,7 +109,7 @@ def test_concurrent_launches_on_one_suite_exactly_one_wins(manager: CampaignMana
     def launch(owner: CampaignManager) -> None:
         barrier.wait()
         try:
-            outcomes.append(("ok", owner.launch(suite_id=suite.id, target=suite_target(tiny_dataset, delay=0.5))))
+            outcomes.append(("ok", owner.launch(LaunchRequest(suite_id=suite.id, target=suite_target(tiny_dataset, delay=0.5)))))
         except Conflict as conflict:
             outcomes.append(("conflict", conflict.running_id))
 
@@ -123,7 +124,7 @@ def test_concurrent_launches_on_one_suite_exactly_one_wins(manager: CampaignMana
         assert [value for kind, value in outcomes if kind == "conflict"] == winners * 3
         for owner in (manager, other):
             owner.wait(winners[0], timeout=20)
-        second = manager.launch(suite_id=suite.id, target=suite_target(tiny_dataset))
+        second = manager.launch(LaunchRequest(suite_id=suite.id, target=suite_target(tiny_dataset)))
         assert manager.wait(second, timeout=20).status == "succeeded"
     finally:
         other.close()
@@ -131,9 +132,9 @@ def test_concurrent_launches_on_one_suite_exactly_one_wins(manager: CampaignMana
 
 def test_deleting_a_suite_deletes_its_campaigns(manager: CampaignManager, tiny_dataset: Path) -> None:
     suite = create_suite(manager.store, tenant="default", name="s", target_id="default", cases=CASES)
-    campaign_id = manager.launch(suite_id=suite.id, target=suite_target(tiny_dataset))
+    campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, target=suite_target(tiny_dataset)))
     manager.wait(campaign_id, timeout=20)
-    running = manager.launch(suite_id=suite.id, target=suite_target(tiny_dataset, delay=0.5))
+    running = manager.launch(LaunchRequest(suite_id=suite.id, target=suite_target(tiny_dataset, delay=0.5)))
     delete_suite(manager.store, suite.id)
     assert list_campaigns(manager.store) == []
     with pytest.raises(NotFound):
@@ -144,4 +145,4 @@ def test_deleting_a_suite_deletes_its_campaigns(manager: CampaignManager, tiny_d
 def test_suite_campaign_with_unknown_agent_fails_fast(manager: CampaignManager) -> None:
     suite = create_suite(manager.store, tenant="default", name="s", target_id="target_nope", cases=CASES)
     with pytest.raises(NotFound, match="target_nope"):
-        manager.launch(suite_id=suite.id)
+        manager.launch(LaunchRequest(suite_id=suite.id))

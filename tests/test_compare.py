@@ -10,6 +10,7 @@ import pytest
 from scipy.stats import binomtest
 
 from evalcore.campaigns import Campaign, CampaignStatus, Outcome, Question, QuestionResult, RunOptions, Source
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.cli import main
 from evalcore.compare import compare_campaigns, compare_results, sweep_results
 from evalcore.compare import comparison as comparison_module
@@ -493,9 +494,9 @@ def test_a_campaign_that_ends_is_compared_with_the_previous_one_in_the_backgroun
     manager.after_each(compare_with_previous)
     manager.after_each(compare_with_previous)  # once per hook
     try:
-        first = manager.launch(dataset=str(tiny_dataset), target=FakeTarget())
+        first = manager.launch(LaunchRequest(dataset=str(tiny_dataset), target=FakeTarget()))
         manager.wait(first, timeout=30)
-        second = manager.launch(dataset=str(tiny_dataset), target=FakeTarget())
+        second = manager.launch(LaunchRequest(dataset=str(tiny_dataset), target=FakeTarget()))
         manager.wait(second, timeout=30)
         deadline = time.monotonic() + 30
         while not kept(manager.store) and time.monotonic() < deadline:

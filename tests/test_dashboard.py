@@ -20,6 +20,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 import ui
 from evalcore.campaigns import get_manager, list_campaigns
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.suites import Case, create_suite, list_suites
 from evalcore.targets import TargetConfig
 from tests.conftest import TINY, write_dataset
@@ -47,9 +48,9 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     suite = create_suite(manager.store, tenant="default", name="tricky", target_id="default",
                          cases=[Case(TRICKY, "30 days", ("Terms",)),
                                 Case("What is the refund window for EU customers?", "30 days", ("Terms of Sale",))])
-    ids = {f"top{k}": manager.launch(dataset="default", config=TargetConfig.from_dict({**QUICK, "embedding_top_k": k}),
-                                     limit=12, name=f"keyword top {k}") for k in (2, 30)}
-    ids["suite"] = manager.launch(suite_id=suite.id, config=TargetConfig.from_dict(QUICK))
+    ids = {f"top{k}": manager.launch(LaunchRequest(dataset="default", config=TargetConfig.from_dict({**QUICK, "embedding_top_k": k}),
+                                     limit=12, name=f"keyword top {k}")) for k in (2, 30)}
+    ids["suite"] = manager.launch(LaunchRequest(suite_id=suite.id, config=TargetConfig.from_dict(QUICK)))
     for campaign_id in ids.values():
         assert manager.wait(campaign_id, timeout=120).status == "succeeded"
     yield {"db": db, **ids}

@@ -10,6 +10,7 @@ from streamlit import config as st_config
 import ui
 from evalcore.access import LOCAL, Action, Forbidden, LoginThrottle, Principal, is_loopback
 from evalcore.campaigns import campaign_results, get_campaign, get_manager
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.compare import compare_campaigns
 from evalcore.datasets import validate_upload
 from evalcore.keys import create_key, revoke_key
@@ -170,7 +171,7 @@ def two_tenants(store_db: str) -> dict[str, str]:
                              cases=[Case("What is the refund window?", "30 days", ("Terms of Sale",))])
         ids[f"{tenant}-target"], ids[f"{tenant}-suite"] = target_id, suite.id
         for n in (1, 2):
-            campaign_id = manager.launch(suite_id=suite.id, principal=owner, name=f"{tenant}-campaign-{n}")
+            campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, principal=owner, name=f"{tenant}-campaign-{n}"))
             manager.wait(campaign_id, timeout=120)
             ids[f"{tenant}-campaign-{n}"] = campaign_id
     store = manager.store
@@ -242,7 +243,7 @@ def test_the_engine_refuses_a_viewer_and_hides_other_tenants(two_tenants: dict[s
     probe = Principal("acme", "admin", "none")
     suite_id, campaign_id = two_tenants["acme-suite"], two_tenants["acme-campaign-1"]
     refused = [
-        lambda who: manager.launch(suite_id=suite_id, principal=who),
+        lambda who: manager.launch(LaunchRequest(suite_id=suite_id, principal=who)),
         lambda who: manager.resume(campaign_id, principal=who),
         lambda who: manager.retry_failed(campaign_id, principal=who),
         lambda who: manager.cancel(campaign_id, principal=who),

@@ -14,6 +14,7 @@ from markdown_it import MarkdownIt
 
 import ui
 from evalcore.campaigns import get_manager
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.models import ChatReply
 from evalcore.suites import Case, create_suite
 from evalcore.targets import Retrieved, TargetAnswer, TargetConfig
@@ -74,7 +75,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
                          cases=[Case(HOSTILE, HOSTILE, (HOSTILE,)), Case(f"fail {HOSTILE}", HOSTILE, ())])
     ids = {"db": db, "uploads": str(home / "uploads"), "suite": suite.id, "target": target_id}
     for n, model in enumerate((HOSTILE, f"{HOSTILE} 2")):
-        campaign_id = manager.launch(suite_id=suite.id, target=HostileTarget(model), use_judge=True, name=f"{n} {HOSTILE}")
+        campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, target=HostileTarget(model), use_judge=True, name=f"{n} {HOSTILE}"))
         assert manager.wait(campaign_id, timeout=60).status == "succeeded_with_failures"  # the failing question
         ids[f"campaign{n}"] = campaign_id
     tables = {**TINY, "queries": {**TINY["queries"], "text": [HOSTILE, "b", "c"]},

@@ -11,6 +11,7 @@ import pytest
 
 import ui
 from evalcore.campaigns import get_campaign, get_manager, list_campaigns
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.cli import main
 from evalcore.suites import Case, create_suite, list_suites, parse_suite_csv
 from evalcore.targets import TargetConfig
@@ -30,9 +31,9 @@ def named(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
                          cases=[Case("What is the refund window?", "30 days", ("Terms of Sale",)),
                                 Case("Quel est le délai de rétractation ?", "14 jours", ("CGV",))])
     bm25 = TargetConfig(retriever="bm25")
-    ids = {"suite_id": suite.id, "suite": manager.launch(suite_id=suite.id, config=bm25, name="suite baseline"),
-           "named": manager.launch(dataset="default", config=bm25, limit=5, name="keyword baseline"),
-           "made": manager.launch(dataset="default", config=TargetConfig(retriever="bm25", embedding_top_k=7), limit=5)}
+    ids = {"suite_id": suite.id, "suite": manager.launch(LaunchRequest(suite_id=suite.id, config=bm25, name="suite baseline")),
+           "named": manager.launch(LaunchRequest(dataset="default", config=bm25, limit=5, name="keyword baseline")),
+           "made": manager.launch(LaunchRequest(dataset="default", config=TargetConfig(retriever="bm25", embedding_top_k=7), limit=5))}
     for key in ("suite", "named", "made"):
         assert manager.wait(ids[key], timeout=120).status == "succeeded"
     yield {"db": db, **ids}
@@ -216,7 +217,7 @@ def test_the_questions_of_a_campaign_come_a_page_at_a_time(tmp_path: Path, monke
 
     db = str(tmp_path / "db.sqlite")
     manager = get_manager(db)
-    campaign_id = manager.launch(dataset=str(many_questions(tmp_path / "many", 130)), target=FakeTarget())
+    campaign_id = manager.launch(LaunchRequest(dataset=str(many_questions(tmp_path / "many", 130)), target=FakeTarget()))
     assert manager.wait(campaign_id, timeout=60).status == "succeeded"
     at = page_test(db, monkeypatch, "pages/campaigns.py")
     picker = at.selectbox(key=f"question-{campaign_id}-pick")

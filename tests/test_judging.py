@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from evalcore.campaigns import CampaignManager, campaign_results, campaign_summary, get_campaign
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.cli import main
 from evalcore.datasets import load_dataset
 from evalcore.errors import EvalError
@@ -63,8 +64,8 @@ def judged(server: FakeOpenAIServer, **keys: Any) -> TargetConfig:
 def test_an_http_agent_is_judged_by_the_configured_model(manager: CampaignManager, tiny_dataset: Path) -> None:
     with FakeOpenAIServer(agent_and_judge) as server:
         config = judged(server, kind="http_agent", agent_url=f"{server.root_url}/agent")
-        campaign_id = manager.launch(dataset=str(tiny_dataset), config=config,
-                                     judges=("score", "groundedness", "groundedness_pro", "relevance"))
+        campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config,
+                                     judges=("score", "groundedness", "groundedness_pro", "relevance")))
         done = manager.wait(campaign_id, timeout=60)
         calls, base_url = judge_calls(server), server.base_url
     assert done.status == "succeeded"
@@ -97,7 +98,7 @@ def test_a_results_file_is_judged_on_its_own_contexts(manager: CampaignManager, 
                    + json.dumps({"qid": 3, "ranked_ids": [13], "answer": "192.168.8.1"}) + "\n", encoding="utf-8")
     with FakeOpenAIServer(lambda path, body: verdict_for(body, 5)) as server:
         config = judged(server, kind="results_file", results_path=str(run))
-        campaign_id = manager.launch(dataset=str(tiny_dataset), config=config, judges=("groundedness",))
+        campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, judges=("groundedness",)))
         manager.wait(campaign_id, timeout=60)
         prompts = [user_prompt(body) for body in judge_calls(server)]
     first = campaign_results(manager.store, campaign_id)[0].outcome
@@ -111,11 +112,11 @@ def test_a_results_file_is_judged_on_its_own_contexts(manager: CampaignManager, 
 def test_no_judge_model_refuses_the_launch_naming_the_keys(manager: CampaignManager, tiny_dataset: Path) -> None:
     agent = TargetConfig(kind="http_agent", agent_url="http://127.0.0.1:9/agent")
     with pytest.raises(EvalError, match="judges need a chat model") as refused:
-        manager.launch(dataset=str(tiny_dataset), config=agent, judges=("score",))
+        manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=agent, judges=("score",)))
     assert refused.value.where == "judge_model" and "judge_model" in refused.value.fix
     extractive = TargetConfig(retriever="bm25")
     with pytest.raises(EvalError, match="judges need a chat model"):
-        manager.launch(dataset=str(tiny_dataset), config=extractive, use_judge=True)
+        manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=extractive, use_judge=True))
     assert manager.store.read("SELECT count(*) AS n FROM campaigns")[0]["n"] == 0
 
 
@@ -123,8 +124,8 @@ def test_reference_answers_and_the_answers_context_reach_the_judges(manager: Cam
                                                                     tiny_dataset: Path) -> None:
     with FakeOpenAIServer(lambda path, body: verdict_for(body, 3)) as server:
         config = judged(server, retriever="bm25", context_top_k=1, judge_thresholds={"score": 4})
-        campaign_id = manager.launch(dataset=str(tiny_dataset), config=config,
-                                     judges=("score", "completeness", "groundedness"))
+        campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config,
+                                     judges=("score", "completeness", "groundedness")))
         manager.wait(campaign_id, timeout=60)
         calls = judge_calls(server)
     by_judge = {}
@@ -159,14 +160,14 @@ def test_structured_replies_are_asked_and_an_endpoint_that_refuses_them_is_asked
 
     with FakeOpenAIServer(lambda path, body: verdict_for(body)) as server:
         config = judged(server, retriever="bm25")
-        manager.wait(manager.launch(dataset=str(tiny_dataset), config=config, judges=("score",), limit=1), timeout=60)
+        manager.wait(manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, judges=("score",), limit=1)), timeout=60)
         (asked,) = judge_calls(server)
     schema = asked["response_format"]["json_schema"]["schema"]
     assert asked["response_format"]["type"] == "json_schema"
     assert schema["properties"]["score"]["enum"] == [1, 2, 3, 4, 5] and "maxLength" not in json.dumps(schema)
     with FakeOpenAIServer(refusing) as server:
         config = judged(server, retriever="bm25")
-        campaign_id = manager.launch(dataset=str(tiny_dataset), config=config, judges=("score",), limit=2, cache=False)
+        campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, judges=("score",), limit=2, cache=False))
         manager.wait(campaign_id, timeout=60)
         calls = judge_calls(server)
     assert [("response_format" in body) for body in calls] == [True, False, False]  # refused once, remembered
@@ -177,8 +178,8 @@ def test_structured_replies_are_asked_and_an_endpoint_that_refuses_them_is_asked
 def test_the_local_model_gives_a_readable_verdict_every_time(manager: CampaignManager) -> None:
     config = TargetConfig(retriever="bm25", generator="local", max_tokens=32)
     # A 135M model on shared cores is slow: a generous time limit, two questions, three judges.
-    campaign_id = manager.launch(dataset="default", config=config, limit=2, time_limit=900,
-                                 judges=("score", "groundedness", "groundedness_pro"))
+    campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, limit=2, time_limit=900,
+                                 judges=("score", "groundedness", "groundedness_pro")))
     done = manager.wait(campaign_id, timeout=1800)
     assert done.status == "succeeded", done.error
     verdicts = [v for r in campaign_results(manager.store, campaign_id) for v in r.outcome.judges.values()]
@@ -188,7 +189,7 @@ def test_the_local_model_gives_a_readable_verdict_every_time(manager: CampaignMa
 
 def test_graded_measures_in_campaigns_equal_the_function_on_the_same_ranked_lists(manager: CampaignManager) -> None:
     config = TargetConfig(retriever="bm25", embedding_top_k=10, graded_thresholds={"ndcg@3": 0.7})
-    campaign_id = manager.launch(dataset="default", config=config, limit=30)
+    campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, limit=30))
     manager.wait(campaign_id, timeout=120)
     sample = load_dataset("default")
     top = max(label for q in sample.questions for label in q.labels.values())
@@ -212,7 +213,7 @@ def test_graded_measures_in_campaigns_equal_the_function_on_the_same_ranked_list
 
 def test_a_dataset_outside_the_configured_scale_is_refused(manager: CampaignManager) -> None:
     with pytest.raises(EvalError, match="outside the graded scale"):
-        manager.launch(dataset="default", config=TargetConfig(retriever="bm25", graded_label_max=2))
+        manager.launch(LaunchRequest(dataset="default", config=TargetConfig(retriever="bm25", graded_label_max=2)))
 
 
 def failing_dataset(folder: Path, questions: int) -> Path:
@@ -232,10 +233,10 @@ def test_failed_questions_are_visible_and_the_stop_says_why(manager: CampaignMan
     with FakeOpenAIServer(every_other_fails) as server:
         config = TargetConfig(retriever="bm25", generator="openai", base_url=server.base_url, model="m",
                               api_key_env="")
-        done = manager.wait(manager.launch(dataset=str(data), config=config, concurrency=1), timeout=60)
+        done = manager.wait(manager.launch(LaunchRequest(dataset=str(data), config=config, concurrency=1)), timeout=60)
         assert (done.status, done.failed, done.status_text) == ("succeeded_with_failures", 4, "succeeded with 4 failed")
-        stopped = manager.wait(manager.launch(dataset=str(data), config=config, concurrency=1, max_failed_share=0.2,
-                                              cache=False), timeout=60)
+        stopped = manager.wait(manager.launch(LaunchRequest(dataset=str(data), config=config, concurrency=1, max_failed_share=0.2,
+                                              cache=False)), timeout=60)
     assert stopped.status == "failed" and stopped.failed == 3
     assert stopped.error == "stopped when 3 of 10 questions had failed (more than 20%)"
 
@@ -252,7 +253,7 @@ def test_a_failed_question_keeps_the_tokens_of_the_calls_that_succeeded(manager:
     with FakeOpenAIServer(rerank_then_fail) as server:
         config = TargetConfig(retriever="bm25", reranker="llm", rerank_url=server.base_url, rerank_model="m",
                               generator="openai", base_url=server.base_url, model="m", api_key_env="")
-        campaign_id = manager.launch(dataset=str(data), config=config)
+        campaign_id = manager.launch(LaunchRequest(dataset=str(data), config=config))
         done = manager.wait(campaign_id, timeout=60)
         reranks = sum(1 for body in judge_calls(server) if "Does the passage help" in user_prompt(body))
     (result,) = campaign_results(manager.store, campaign_id)
@@ -265,7 +266,7 @@ def test_suite_campaigns_ask_one_question_at_a_time_by_default(manager: Campaign
 
     suite = create_suite(manager.store, tenant="default", name="s", target_id="default",
                          cases=[Case("What is the refund window?", "30 days")])
-    campaign_id = manager.launch(suite_id=suite.id, config=TargetConfig(retriever="bm25"))
+    campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, config=TargetConfig(retriever="bm25")))
     assert get_campaign(manager.store, campaign_id).options.concurrency == 1
     manager.wait(campaign_id, timeout=60)
 
@@ -294,7 +295,7 @@ def test_exports_carry_each_judges_fields(manager: CampaignManager, tiny_dataset
     with FakeOpenAIServer(agent_and_judge) as server:
         config = judged(server, kind="http_agent", agent_url=f"{server.root_url}/agent",
                         judge_thresholds={"score": 5})
-        campaign_id = manager.launch(dataset=str(tiny_dataset), config=config, judges=("score", "groundedness_pro"))
+        campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, judges=("score", "groundedness_pro")))
         manager.wait(campaign_id, timeout=60)
     first = json.loads(export_campaign(manager.store, campaign_id, "jsonl").splitlines()[0])
     assert (first["score"], first["score_result"], first["score_threshold"]) == (4.0, "fail", 5.0)

@@ -431,3 +431,17 @@ def test_comments_in_regular_files_keep_the_fast_reader_exact(tmp_path: Path, ca
     (tmp_path / "qrels").write_text("# header\n1 0 a 1\n\n# note\n1 0 a 0\n")
     assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run")]) == 2
     assert "qrels:5: a document is judged twice" in capsys.readouterr().err
+
+
+def test_the_signature_says_how_the_values_were_computed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_interop_trec(tmp_path, random.Random(7))
+    files = ("--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "-m", "ndcg@10", "-m", "map",
+             "-m", "ndcg_graded@3")
+    plain = score_json(capsys, *files)["signatures"]
+    cut = score_json(capsys, *files, "-M", "1")["signatures"]
+    every = score_json(capsys, *files, "-c")["signatures"]
+    for name in ("ndcg@10", "map", "ndcg_graded@3"):
+        assert "depth:" not in plain[name] and "queries:" not in plain[name]
+        assert "|depth:1|" in cut[name] and "|queries:qrels|" in every[name]
+        assert len({plain[name], cut[name], every[name]}) == 3
+    assert plain["ndcg@10"] == "ndcg@10|rel:>=1|dup:first|miss:kept|version:0.1.0"  # stored campaigns' form

@@ -39,7 +39,7 @@ def test_engine_never_imports_streamlit() -> None:
 # The engine's layers, lowest first: a package may import only from layers below its own (and itself).
 # ARCHITECTURE.md explains each; a new package must be placed here.
 LAYERS = (
-    {"errors", "text", "csvcells"},
+    {"errors", "text", "csvcells", "relevance"},
     {"store", "models", "access"},
     {"keys", "datasets", "judges"},
     {"metrics"},
@@ -149,3 +149,11 @@ def test_links_between_documents_point_at_files_that_exist() -> None:
               for target in re.findall(r"\]\(([^)#:]+\.md)(?:#[^)]*)?\)", path.read_text(encoding="utf-8"))
               if not (path.parent / target).exists()]
     assert broken == []
+
+
+def test_the_key_table_in_the_docs_is_the_declared_one() -> None:
+    from evalcore.targets.config import key_reference
+
+    text = (ROOT / "docs" / "targets.md").read_text(encoding="utf-8")
+    table = text.split("<!-- keys:start -->\n", 1)[1].split("<!-- keys:end -->", 1)[0]
+    assert table == key_reference(), "run: python -m evalcore config keys, and paste it between the markers"

@@ -13,6 +13,7 @@ import pytest
 
 from evalcore.campaigns import CampaignManager, campaign_results, campaign_summary, get_campaign, list_campaigns
 from evalcore.campaigns.export import export_campaign
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.cli import main
 from evalcore.cli.compare import question_line
 from evalcore.compare import compare_campaigns
@@ -47,7 +48,7 @@ def config(server: FakeOpenAIServer, dataset: Path, **settings: object) -> Targe
 
 
 def run(manager: CampaignManager, dataset: Path, target: TargetConfig) -> str:
-    campaign_id = manager.launch(dataset=str(dataset), config=target, concurrency=1)
+    campaign_id = manager.launch(LaunchRequest(dataset=str(dataset), config=target, concurrency=1))
     assert manager.wait(campaign_id, timeout=60).status == "succeeded"
     return campaign_id
 
@@ -152,7 +153,7 @@ def test_a_rewrite_campaign_runs_end_to_end_on_the_local_model(manager: Campaign
     target = TargetConfig.from_dict({"retriever": "bm25", "generator": "local", "query_transform": "rewrite",
                                      "max_tokens": 24, "query_max_tokens": 24})
     # The machine is slow and shared: the time limits only stop a hung model.
-    campaign_id = manager.launch(dataset="default", config=target, limit=3, concurrency=1, time_limit=600)
+    campaign_id = manager.launch(LaunchRequest(dataset="default", config=target, limit=3, concurrency=1, time_limit=600))
     assert manager.wait(campaign_id, timeout=1800).status == "succeeded"
     for result in campaign_results(manager.store, campaign_id):
         outcome = result.outcome

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from evalcore import metrics, text
 from evalcore.campaigns import CampaignManager, campaign_results, get_manager
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.errors import EvalError
 from evalcore.metrics.generation import clear_caches as clear_generation_caches
 from evalcore.models import OpenAIChatModel, ReplyTooLarge, reply_byte_limit
@@ -143,7 +144,7 @@ def test_agent_and_results_file_answers_over_the_cap_fail_their_question_before_
     with FakeOpenAIServer(agent) as server:
         for config in (TargetConfig(kind="results_file", results_path=str(run), max_reply_chars=LIMIT),
                        TargetConfig(kind="http_agent", agent_url=server.root_url + "/ask", max_reply_chars=LIMIT)):
-            campaign_id = manager.launch(dataset=str(tiny_dataset), config=config)
+            campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config))
             assert manager.wait(campaign_id, timeout=60).finished == 3
             errors = [result.outcome.error for result in campaign_results(manager.store, campaign_id)]
             if config.kind == "results_file":

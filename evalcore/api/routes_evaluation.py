@@ -15,6 +15,7 @@ from evalcore.api.errors import ERROR_RESPONSES, ok
 from evalcore.api.routes_campaigns import campaign_of
 from evalcore.api.runs import RunSettings, configured, launch
 from evalcore.campaigns import Campaign, CampaignStatus, campaign_aggregates, get_campaign, new_campaign_id
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.listing import dataset_label
 
 router = APIRouter(prefix="/api/v1/evaluation", tags=["evaluation tasks"], responses=ERROR_RESPONSES)
@@ -116,8 +117,8 @@ def create_evaluation(request: Request, principal: Admin,
     path = dataset_path(request, body.dataset_id)
     config = resolve_target(store, principal, body.knowledge_base_id, body.chat_id, body.rerank_id)
     task_id = new_campaign_id(principal.tenant, body.dataset_id)
-    launch(request.app.state.manager, body, dataset=str(path), config=configured(config, body, principal),
-           campaign_id=task_id, principal=principal)
+    launch(request.app.state.manager, body, LaunchRequest(dataset=str(path), config=configured(config, body, principal),
+                                                          campaign_id=task_id, principal=principal))
     return ok({"task": task_json(get_campaign(store, task_id, principal=principal))})
 
 

@@ -18,6 +18,8 @@ from evalcore.api.routes_campaigns import campaign_json, campaign_of
 from evalcore.api.runs import RunSettings, configured
 from evalcore.api.schemas import Ok, RunDetail, RunList, RunOnly, SuiteDetail, SuiteList
 from evalcore.campaigns import NotFound, campaign_results, campaign_summary, get_campaign, list_campaigns
+from evalcore.campaigns.launching import LaunchRequest
+from evalcore.campaigns.listing import suite_rows
 from evalcore.suites import (
     MAX_CASES,
     MAX_SOURCES,
@@ -27,7 +29,6 @@ from evalcore.suites import (
     create_suite,
     delete_suite,
     get_suite,
-    list_suites,
     replace_suite,
 )
 from evalcore.targets import TargetConfig
@@ -92,12 +93,9 @@ def _suite(request: Request, suite_id: str, principal: Principal) -> Suite:
 @router.get("", response_model=Ok[SuiteList], summary="List suites, each with its last campaign")
 def list_all(request: Request, principal: Viewer) -> dict[str, Any]:
     """Newest first; `last_run` is null for a suite never run."""
-    store = request.app.state.store
-    suites = []
-    for suite in list_suites(store, principal=principal):
-        runs = list_campaigns(store, suite_id=suite.id, principal=principal)
-        suites.append({**suite_json(suite, with_cases=False), "last_run": campaign_json(runs[0]) if runs else None})
-    return ok({"suites": suites})
+    rows = suite_rows(request.app.state.store, principal=principal)
+    return ok({"suites": [{**suite_json(row.suite, with_cases=False),
+                           "last_run": campaign_json(row.last.campaign) if row.last else None} for row in rows]})
 
 
 def duplicate(error: DuplicateName) -> ApiError:
@@ -166,8 +164,9 @@ def launch(request: Request, suite_id: SuiteId, principal: Admin,
     base = saved_target(store, principal, suite.target_id, "agent_id") if suite.target_id != "default" else TargetConfig()
     # The knowledge base is a dataset id under the server's dataset root, whoever saved the configuration.
     dataset_path(request, base.knowledge_base, field=None, label="knowledge_base of the suite's target configuration")
-    run_id = runs.launch(request.app.state.manager, body, suite_id=suite.id, config=configured(base, body, principal),
-                         target_id=suite.target_id, principal=principal, dataset_root=request.app.state.dataset_root)
+    run_id = runs.launch(request.app.state.manager, body, LaunchRequest(
+        suite_id=suite.id, config=configured(base, body, principal), target_id=suite.target_id, principal=principal,
+        dataset_root=request.app.state.dataset_root))
     return ok({"run": campaign_json(get_campaign(request.app.state.store, run_id, principal=principal))})
 
 

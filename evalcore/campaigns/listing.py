@@ -18,6 +18,9 @@ from evalcore.datasets import DEFAULT_DATASET
 from evalcore.errors import EvalError
 from evalcore.metrics.registry import MEASURES, display_order, verdict_basis
 from evalcore.store import Store
+from evalcore.suites import Suite, list_suites
+from evalcore.targets.presets import DEFAULTS
+from evalcore.targets.saved import list_targets
 
 # The measures that decide a question's verdict in a comparison are the ones a list shows.
 HEADLINE = tuple(sorted(verdict_basis(), key=display_order))
@@ -141,3 +144,34 @@ def sort_rows(rows: Sequence[CampaignRow], key: str = "created", reverse: bool =
     present = [row for row in rows if row.cell(key) is not None]
     absent = [row for row in rows if row.cell(key) is None]
     return sorted(present, key=lambda row: row.cell(key), reverse=descending) + absent
+
+
+@dataclass(frozen=True)
+class SuiteRow:
+    """A suite as a list shows it: the dataset its configuration's knowledge base is, the configuration's name and
+    key settings, and its last campaign."""
+
+    suite: Suite
+    dataset: str
+    configuration: str
+    settings: Settings
+    last: CampaignRow | None  # the newest campaign of the suite, None when never run
+
+
+def suite_rows(store: Store, tenant: str | None = None, *, principal: Principal | None = None,
+               rows: Sequence[CampaignRow] | None = None) -> list[SuiteRow]:
+    """Every suite of the principal (or tenant), newest first, as its list row (`rows`: the campaigns' list rows,
+    when the caller has them already)."""
+    targets = {t.id: t for t in list_targets(store, tenant, principal=principal)}
+    last: dict[str, CampaignRow] = {}
+    for row in rows if rows is not None else campaign_rows(store, tenant, principal=principal):
+        if row.campaign.suite_id:
+            last.setdefault(row.campaign.suite_id, row)  # newest first
+    out = []
+    for suite in list_suites(store, tenant, principal=principal):
+        target = targets.get(suite.target_id)
+        config = target.config if target else DEFAULTS.config.to_dict()
+        name = (target.name or target.id) if target else DEFAULTS.label.split(" (")[0]
+        out.append(SuiteRow(suite, dataset_label(str(config.get("knowledge_base", ""))), name, Settings.of(config),
+                            last.get(suite.id)))
+    return out

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import secrets
 import socket
@@ -18,6 +17,7 @@ from evalcore.access import Action, Principal, scope
 from evalcore.campaigns import plans
 from evalcore.campaigns.answering import Plan
 from evalcore.campaigns.cluster import Cluster, DaskExecutor, cluster_for
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.queries import get_campaign
 from evalcore.campaigns.records import (
     DEFAULT_MAX_FAILED_SHARE,
@@ -25,6 +25,7 @@ from evalcore.campaigns.records import (
     Campaign,
     Question,
     RunOptions,
+    run_option_problem,
 )
 from evalcore.campaigns.runner import Runner
 from evalcore.datasets import Dataset
@@ -85,15 +86,11 @@ def run_options(config: TargetConfig, concurrency: int | None, time_limit: float
     A suite's questions are asked one after another unless told otherwise, so that its response
     times mean what they say. On a cluster, the automatic concurrency follows its worker threads.
     """
-    _check_concurrency(concurrency)
-    if judge_samples < 1:
-        raise EvalError("each judge must be asked at least once", where="judge_samples", found=str(judge_samples))
-    # nan and inf compare false with everything and would switch the per-question limit off.
-    if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
-        raise EvalError("the time limit must be a finite number of seconds above 0", where="time_limit",
-                        found=str(time_limit))
-    if max_failed_share is not None and not 0 <= max_failed_share <= 1:
-        raise EvalError("the failed share must be in [0, 1]", where="max_failed_share", found=str(max_failed_share))
+    given = {"concurrency": concurrency, "judge_samples": judge_samples, "time_limit": time_limit,
+             "max_failed_share": max_failed_share}
+    problems = [problem for name, value in given.items() if (problem := run_option_problem(name, value))]
+    if problems:
+        raise EvalError("invalid run options", where=problems[0].partition(":")[0], problems=problems)
     automatic = cluster.concurrency if cluster is not None else plans.default_concurrency(config)
     return RunOptions(concurrency=concurrency or (1 if suite else automatic),
                       time_limit=time_limit or DEFAULT_TIME_LIMIT_S,
@@ -124,18 +121,6 @@ def owned_elsewhere(campaign_id: str, store: Store) -> Conflict:
                         "asked again)")
 
 
-def sweep_name(name: str | None, config: TargetConfig, key: str, value: object) -> str:
-    """The name of one campaign of a sweep: the name given (else the configuration's, without the swept key, which
-    the name ends with) and the value it tries."""
-    default = type(config).from_dict({**config.to_dict(), key: type(config)().to_dict()[key]})
-    return f"{(name or '').strip() or default.describe()} · {key}={value}"
-
-
-def _check_concurrency(concurrency: int | None) -> None:
-    if concurrency is not None and concurrency < 1:
-        raise EvalError("concurrency must be at least 1", where="concurrency", found=str(concurrency))
-
-
 class CampaignManager:
     """Launch, resume, retry, cancel and delete campaigns; each runs on its own background thread."""
 
@@ -154,28 +139,22 @@ class CampaignManager:
         if hook not in self._after:
             self._after.append(hook)
 
-    def launch(
-        self, *, dataset: str | None = None, suite_id: str | None = None, config: TargetConfig | None = None,
-        target_id: str | None = None, tenant: str = "default", use_judge: bool = False, judges: tuple[str, ...] = (),
-        concurrency: int | None = None, cache: bool = True, campaign_id: str | None = None,
-        time_limit: float | None = None, max_failed_share: float | None = None, limit: int | None = None,
-        target: Target | None = None, judge_samples: int = 1, name: str | None = None,
-        dataset_root: Path | None = None,
-        principal: Principal | None = None,
-    ) -> str:
+    def launch(self, request: LaunchRequest) -> str:
         """Validate everything (dataset, configuration, target reachable), start in the background, return the id.
 
-        `target` runs a ready-made Target object (its config is the snapshot) instead of building one.
-        `dataset_root` is where dataset ids (a suite's knowledge base) are found, when not dataset/ (the API's).
         A principal launches in its own tenant, and only with a role that may change things.
         """
-        tenant = scope(principal, tenant, Action.CHANGE) or tenant
+        dataset, suite_id, config, target = request.dataset, request.suite_id, request.config, request.target
+        target_id, limit, judges, use_judge = request.target_id, request.limit, request.judges, request.use_judge
+        name, cache, campaign_id = request.name, request.cache, request.campaign_id
+        tenant = scope(request.principal, request.tenant, Action.CHANGE) or request.tenant
         if (dataset is None) == (suite_id is None):
             raise EvalError("give either a dataset or a suite", where="launch", fix="pass --dataset ID or --suite ID")
         suite = get_suite(self.store, suite_id, tenant) if suite_id is not None else None
         config = target.config if target is not None else config
         config, target_id = plans.resolve_config(self.store, config, target_id, suite, tenant)
-        corpus = plans.load_corpus(config.knowledge_base if suite is not None else str(dataset), None, dataset_root)
+        corpus = plans.load_corpus(config.knowledge_base if suite is not None else str(dataset), None,
+                                   request.dataset_root)
         questions = plans.dataset_questions(corpus) if suite is None else plans.suite_questions(suite)
         if limit is not None and limit < 1:
             raise EvalError("the question limit must be at least 1", where="limit", found=str(limit),
@@ -186,8 +165,9 @@ class CampaignManager:
         judge_names = plans.check_judges((("score",) if use_judge else ()) + tuple(judges))
         with cluster_for(config, target is not None) as cluster:  # an unreachable scheduler refuses the launch
             # resume must find the same folder from any working directory: the path is stored absolute
-            options = run_options(config, concurrency, time_limit, max_failed_share, judge_samples,
-                                  str(corpus.path.resolve()), suite=suite is not None, cluster=cluster)
+            options = run_options(config, request.concurrency, request.time_limit, request.max_failed_share,
+                                  request.judge_samples, str(corpus.path.resolve()), suite=suite is not None,
+                                  cluster=cluster)
             campaign_id = campaign_id or new_campaign_id(tenant, dataset)
             plan = self._plan(campaign_id, config, corpus, questions, len(questions), options, judge_names, cache, 0,
                               target)
@@ -270,7 +250,8 @@ class CampaignManager:
                run_on: tuple[str | None, str | None] = (None, None)) -> str:
         from evalcore.targets import TargetConfig
 
-        _check_concurrency(concurrency)
+        if problem := run_option_problem("concurrency", concurrency):
+            raise EvalError("invalid run options", where="concurrency", problems=[problem])
         self.store.write(mark_orphans)
         campaign = get_campaign(self.store, campaign_id, tenant)
         if campaign.active and not force:

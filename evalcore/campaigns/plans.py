@@ -14,6 +14,7 @@ from evalcore.datasets import Dataset, load_dataset
 from evalcore.errors import EvalError
 from evalcore.metrics.abstention import is_unanswerable_marker
 from evalcore.metrics.graded import GradedScale
+from evalcore.relevance import any_relevant
 from evalcore.store import Store, dumps
 from evalcore.suites import Suite
 from evalcore.targets.saved import get_target
@@ -104,7 +105,7 @@ def is_answerable(question: Question) -> bool:
     """Whether the question set says this question can be answered (see with_answerability)."""
     if is_unanswerable_marker(question.expected_answer):
         return False
-    evidence = any(label >= 1 for label in (question.relevant or {}).values()) or question.expected_sources
+    evidence = any_relevant((question.relevant or {}).values()) or question.expected_sources
     return bool((question.expected_answer or "").strip() or question.references or evidence)
 
 

@@ -8,6 +8,7 @@ store's columns) and `to_dict` (the JSON shape the API, the CLI's --json and the
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import time
 from collections.abc import Mapping
@@ -55,6 +56,19 @@ class CampaignStatus(StrEnum):
 ACTIVE = (CampaignStatus.PENDING.value, CampaignStatus.RUNNING.value)
 DEFAULT_TIME_LIMIT_S = 240.0
 DEFAULT_MAX_FAILED_SHARE = 0.5
+# The run options' bounds, inclusive (time_limit excludes 0): the engine enforces them, the faces show them.
+RUN_BOUNDS: dict[str, tuple[float, float]] = {"concurrency": (1, 256), "judge_samples": (1, 20),
+                                              "time_limit": (0, 86_400), "max_failed_share": (0, 1)}
+
+
+def run_option_problem(name: str, value: float | None) -> str | None:
+    """What is wrong with one run option's value (None: unset, or within its bounds)."""
+    low, high = RUN_BOUNDS[name]
+    # nan and inf compare false with everything and would switch a limit off.
+    if value is None or (math.isfinite(value) and low <= value <= high and not (name == "time_limit" and value == 0)):
+        return None
+    opening = "(" if name == "time_limit" else "["  # a time limit of 0 would switch the limit off
+    return f"{name}: expected a value in {opening}{low:g}, {high:g}], found {value!r}"
 
 
 @dataclass(frozen=True)

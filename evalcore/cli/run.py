@@ -22,7 +22,7 @@ from evalcore.campaigns import (
     campaign_summary,
     get_campaign,
 )
-from evalcore.campaigns.manager import sweep_name
+from evalcore.campaigns.launching import LaunchRequest, sweep_requests
 from evalcore.campaigns.pace import duration_text
 from evalcore.cli import _common, _gates
 from evalcore.cli._common import Commands, add_db_option
@@ -43,11 +43,12 @@ from evalcore.gates import (
     worst,
 )
 from evalcore.judges import JUDGES
+from evalcore.judges.scale import HIGHEST, LOWEST, PASS_MARK
 from evalcore.metrics import panels
 from evalcore.store import Store
 from evalcore.suites import get_suite
 from evalcore.targets import TargetConfig
-from evalcore.targets.config import parse_sweep, sweep_values
+from evalcore.targets.config import KEYS, parse_sweep, sweep_values
 from evalcore.targets.presets import QUICK_START
 from evalcore.targets.saved import get_target
 
@@ -81,10 +82,11 @@ def register(commands: Commands) -> None:
     parser.add_argument("--max-failed-share", type=float, metavar="F",
                         help="stop once more than this share of the questions failed (default 0.5; 1 = never stop)")
     judging = parser.add_argument_group("judges", "the judges' model (default: the target's own chat model)")
-    for flag, key, kind, text in JUDGE_FLAGS:
-        judging.add_argument(flag, dest=key, type=kind, metavar=key.removeprefix("judge_").upper(), help=text)
+    for key in JUDGE_FLAGS:
+        judging.add_argument("--" + key.replace("_", "-"), dest=key, type=type(KEYS[key].default),
+                             metavar=key.removeprefix("judge_").upper(), help=KEYS[key].help)
     judging.add_argument("--judge-threshold", action="append", default=[], metavar="NAME=V",
-                         help="pass mark of a judge on 1-5 (default 3), e.g. score=4; repeatable")
+                         help=f"pass mark of a judge on {LOWEST}-{HIGHEST} (default {PASS_MARK:g}), e.g. score=4; repeatable")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override one configuration key, e.g. graded_label_max=3; repeatable")
     _common.add_execution_options(parser)
@@ -106,14 +108,9 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
     _gates.add_report_options(parser)
 
 
-JUDGE_FLAGS = (
-    ("--judge-kind", "judge_kind", str, "auto (the target's model, else the one below), openai or local"),
-    ("--judge-model", "judge_model", str, "the judges' model on an OpenAI-compatible endpoint, e.g. gpt-4o-mini"),
-    ("--judge-base-url", "judge_base_url", str, "its endpoint (default: the target's base_url)"),
-    ("--judge-api-key-env", "judge_api_key_env", str, "the NAME of the variable holding its key"),
-    ("--judge-temperature", "judge_temperature", float, "its temperature (default 0)"),
-    ("--judge-max-tokens", "judge_max_tokens", int, "its reply length limit (default 300)"),
-)
+# The judges' model keys that have a flag of their own (--judge-kind ...); type and help come from the key.
+JUDGE_FLAGS = ("judge_kind", "judge_model", "judge_base_url", "judge_api_key_env", "judge_temperature",
+               "judge_max_tokens")
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -122,15 +119,16 @@ def run_command(args: argparse.Namespace) -> int:
     config, target_id = configuration(manager, args)
     config = config.run_on(*_common.run_on(args))  # where it runs: still the saved target it was
     gates = run_gates(args)  # a mistyped gate fails before the run, not after it
+    request = launch_request(args, config, target_id)
     if not args.sweep:
-        campaign_id = launch(manager, args, config, target_id, args.name)
+        campaign_id = launch(manager, request, as_json=args.json)
         follow(manager, campaign_id, as_json=args.json)
         return gate_campaigns(manager.store, args, gates, [campaign_id])
     key, values = parse_sweep(args.sweep)
     ids = []
-    for value, each in zip(values, config.sweep(key, values), strict=True):
-        # One after the other: a suite runs one campaign at a time, and the cores are shared.
-        ids.append(launch(manager, args, each, None, sweep_name(args.name, each, key, value)))
+    # One after the other: a suite runs one campaign at a time, and the cores are shared.
+    for each in sweep_requests(request, key, values, one_after_another=True):
+        ids.append(launch(manager, each, as_json=args.json))
         follow(manager, ids[-1], as_json=args.json)
     sweep = compare_sweep(manager.store, ids)
     print(json.dumps(sweep.to_dict(), indent=2, ensure_ascii=False, default=str) if args.json
@@ -182,7 +180,7 @@ def configuration(manager: CampaignManager, args: argparse.Namespace) -> tuple[T
         config = get_target(manager.store, target_id, args.tenant)
     else:
         config, target_id = (TargetConfig() if args.suite else QUICK_START.config), None
-    overrides = {key: getattr(args, key) for _, key, _, _ in JUDGE_FLAGS if getattr(args, key) is not None}
+    overrides = {key: getattr(args, key) for key in JUDGE_FLAGS if getattr(args, key) is not None}
     if args.judge_threshold:
         overrides["judge_thresholds"] = {**dict(config.judge_thresholds), **pairs(args.judge_threshold, float)}
     overrides |= pairs(args.set, None)
@@ -205,18 +203,23 @@ def pairs(items: list[str], kind: type | None) -> dict[str, Any]:
     return out
 
 
-def launch(manager: CampaignManager, args: argparse.Namespace, config: TargetConfig, target_id: str | None,
-           name: str | None = None) -> str:
-    """Launch one campaign with the command's options, after printing what it runs."""
-    print(f"configuration: {config.describe()}; changed from the defaults: "
-          f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}",
-          file=sys.stderr if args.json else sys.stdout, flush=True)
-    return manager.launch(
+def launch_request(args: argparse.Namespace, config: TargetConfig, target_id: str | None) -> LaunchRequest:
+    """The launch the command's options ask for."""
+    return LaunchRequest(
         dataset=args.dataset, suite_id=args.suite, config=config, target_id=target_id, tenant=args.tenant,
         judges=tuple(args.judge), concurrency=args.concurrency, cache=not args.no_cache,
         time_limit=args.time_limit, limit=args.limit, judge_samples=args.judge_samples,
-        max_failed_share=args.max_failed_share, name=name,
+        max_failed_share=args.max_failed_share, name=args.name,
     )
+
+
+def launch(manager: CampaignManager, request: LaunchRequest, *, as_json: bool) -> str:
+    """Launch one campaign, after printing what it runs."""
+    config = request.config or TargetConfig()
+    print(f"configuration: {config.describe()}; changed from the defaults: "
+          f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}",
+          file=sys.stderr if as_json else sys.stdout, flush=True)
+    return manager.launch(request)
 
 
 def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:

@@ -105,11 +105,17 @@ def run_score(args: argparse.Namespace) -> int:
 
 
 def _signature(name: str, args: argparse.Namespace) -> str:
+    """The signature of the values as computed: the scale, the relevance level, -M and -c when given."""
+    used: dict[str, str] = {}
+    if args.max_docs is not None:
+        used["depth"] = str(args.max_docs)
+    if args.complete:
+        used["queries"] = "qrels"
     if name.startswith("graded."):
-        return signature(name, scale=f"{args.label_min}-{args.label_max}")
+        return signature(name, scale=f"{args.label_min}-{args.label_max}", **used)
     if name in GRADED_NDCG_MEASURES:
-        return signature(name)
-    return signature(name, rel=f">={args.relevance_level}")
+        return signature(name, **used)
+    return signature(name, rel=f">={args.relevance_level}", **used)
 
 
 def _graded_columns(qids: list[str], qrels: Judgements, run: Ranking,

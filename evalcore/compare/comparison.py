@@ -24,6 +24,7 @@ from evalcore.compare.records import (
 )
 from evalcore.errors import EvalError
 from evalcore.metrics import MEASURES, sources_found, verdict_basis
+from evalcore.relevance import is_relevant
 from evalcore.store import Store
 from evalcore.targets.config import under_test
 
@@ -81,7 +82,7 @@ def verdict(a_row: QuestionResult, b_row: QuestionResult, a_values: Values, b_va
 
 def relevant_pids(result: QuestionResult) -> set[int]:
     """Passage ids labelled relevant (label >= 1) for this question."""
-    return {int(pid) for pid, label in (result.question.relevant or {}).items() if is_number(label) and label >= 1}
+    return {int(pid) for pid, label in (result.question.relevant or {}).items() if is_number(label) and is_relevant(label)}
 
 
 def retrieved_pids(result: QuestionResult) -> dict[int, str]:

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalcore.errors import EvalError
+from evalcore.relevance import relevant_ids
 
 DATASET_ROOT = Path(__file__).resolve().parent.parent.parent / "dataset"
 DEFAULT_DATASET = "samples"
@@ -53,7 +54,7 @@ class Question(NamedTuple):
     @property
     def relevant(self) -> frozenset[int]:
         """Passages with a label of at least 1."""
-        return frozenset(pid for pid, label in self.labels.items() if label >= 1)
+        return frozenset(relevant_ids(self.labels))
 
 
 @dataclass(frozen=True)
@@ -349,10 +350,14 @@ class DatasetStats:
         return self.total_queries - self.answered_queries
 
     @property
+    def answer_share(self) -> float:
+        """The share of questions with a reference answer (0 without questions)."""
+        return self.answered_queries / self.total_queries if self.total_queries else 0.0
+
+    @property
     def answer_coverage(self) -> str:
         """The share of questions with a reference answer, as `62.50% (5/8)`."""
-        total = self.total_queries
-        return f"{100 * self.answered_queries / total if total else 0:.2f}% ({self.answered_queries}/{total})"
+        return f"{100 * self.answer_share:.2f}% ({self.answered_queries}/{self.total_queries})"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""

@@ -29,6 +29,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from evalcore.metrics import sources_found
+from evalcore.relevance import relevant_ids
 
 
 class Stage(StrEnum):
@@ -104,7 +105,7 @@ def attribute(evidence: Evidence, marks: GenerationMarks) -> Stage:
 
 def relevance(labels: Mapping[int, int] | None, expected_sources: Sequence[str]) -> Callable[[Hit], bool] | None:
     """Whether a passage is relevant: by qrels (label >= 1), else by expected sources; None when neither exists."""
-    pids = {pid for pid, label in (labels or {}).items() if label >= 1}
+    pids = relevant_ids(labels)
     if pids:
         return lambda hit: hit.pid in pids
     wanted = [source for source in expected_sources if source.strip()]

@@ -12,11 +12,12 @@ from typing import Any
 
 from evalcore.errors import EvalError
 from evalcore.judges.parsing import PARSER_VERSION
+from evalcore.judges.scale import PASS_MARK
 
 JUDGES = ("score", "retrieval", "groundedness", "groundedness_pro", "relevance", "completeness", "refusal")
 ALIASES = {"response_completeness": "completeness", "ai_score": "score"}
 PROMPT_DIR = Path(__file__).with_name("templates")
-DEFAULT_THRESHOLD = 3.0
+DEFAULT_THRESHOLD = PASS_MARK
 PASSAGE_CHARS = 1500
 REASON_CHARS = 200  # a one-sentence reason; with judge_max_tokens >= 230 a grammar-bound reply always closes
 CONTEXT_CHARS = 12000
@@ -46,7 +47,7 @@ def canonical(name: str) -> str:
 
 @cache
 def load_prompt(name: str) -> JudgePrompt:
-    """Read evalcore/judge_prompts/<name>.txt (`# key: value` lines, then [system] and [user])."""
+    """Read evalcore/judges/templates/<name>.txt (`# key: value` lines, then [system] and [user])."""
     name = canonical(name)
     text = (PROMPT_DIR / f"{name}.txt").read_text(encoding="utf-8").replace("\r\n", "\n")
     meta = dict(re.findall(r"^# (\w+): (.*)$", text, re.MULTILINE))

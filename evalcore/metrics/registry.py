@@ -152,16 +152,23 @@ def _finish(measure: Measure, order: int) -> Measure:
 MEASURES: dict[str, Measure] = _registry()
 
 
+# Settings a signature names only when a computation departs from the default: the depth of the ranked list
+# scored (trec_eval -M) and which queries count (-c: every judged query, not only those in the run). Leaving
+# them out at their defaults keeps the signatures stored before they existed equal to today's.
+DEPARTURES = ("depth", "queries")
+
+
 def signature(name: str, **settings: object) -> str:
     """`name|key:value|...|version:X`, defaults overridden by `settings` (unknown keys rejected)."""
     measure = MEASURES.get(name)
     if measure is None:
         raise EvalError("unknown measure", found=name, expected=", ".join(MEASURES))
     values = dict(measure.settings)
-    unknown = sorted(set(settings) - set(values))
+    ranked = "rel" in values or "scale" in values or name.startswith("ndcg_graded@")
+    unknown = sorted(set(settings) - set(values) - (set(DEPARTURES) if ranked else set()))
     if unknown:
         raise EvalError(f"unknown setting for {name}", found=", ".join(unknown), expected=", ".join(values))
-    values.update({key: str(value) for key, value in settings.items()})
+    values.update({key: str(value) for key, value in settings.items()})  # departures go after the defaults
     return "|".join([name, *(f"{key}:{value}" for key, value in values.items()), f"version:{__version__}"])
 
 

@@ -9,8 +9,8 @@ from typing import Any, Literal, overload
 import pandas as pd
 
 from evalcore.campaigns import CampaignManager, get_manager
+from evalcore.campaigns.launching import LaunchRequest, sweep_requests
 from evalcore.campaigns.listing import campaign_rows
-from evalcore.campaigns.manager import sweep_name
 from evalcore.compare import compare_campaigns, compare_sweep
 from evalcore.compare.stats import RESAMPLES
 from evalcore.datasets import Dataset
@@ -91,26 +91,33 @@ def run(dataset: str | Path | None = None, *, suite: str | None = None, config: 
     """Run a configuration over a dataset (default: the sample) or a suite.
 
     Blocks with a progress bar and returns the campaign; with `background=True`, returns at once a
-    handle to poll, wait on or cancel. `options` are the campaign manager's (concurrency, cache,
-    time_limit, max_failed_share, judge_samples).
+    handle to poll, wait on or cancel. `options` are the launch's (concurrency, cache, time_limit,
+    max_failed_share, judge_samples).
     """
     chosen = manager(db)
-    if dataset is None and suite is None:
-        dataset = "default"
-    campaign_id = chosen.launch(dataset=None if dataset is None else str(dataset), suite_id=suite,
-                                config=configuration(config, db=db) if config is not None or suite is None else None,
-                                judges=tuple(judges), limit=limit, name=name, **options)
-    handle = RunHandle(chosen, campaign_id)
+    request = launch_request(dataset, suite, config, db, judges=tuple(judges), limit=limit, name=name, **options)
+    handle = RunHandle(chosen, chosen.launch(request))
     return handle if background else handle.wait(progress=progress)
 
 
-def run_sweep(spec: str, dataset: str | Path | None = None, *, config: TargetConfig | str | Path | None = None,
-              db: Db = None, **run_options: Any) -> SweepView:
+def launch_request(dataset: str | Path | None, suite: str | None, config: TargetConfig | str | Path | None, db: Db,
+                   **fields: Any) -> LaunchRequest:
+    """The launch of a dataset (the sample when neither is given) or a suite (its own target unless `config`)."""
+    if dataset is None and suite is None:
+        dataset = "default"
+    chosen = configuration(config, db=db) if config is not None or suite is None else None
+    return LaunchRequest(dataset=None if dataset is None else str(dataset), suite_id=suite, config=chosen, **fields)
+
+
+def run_sweep(spec: str, dataset: str | Path | None = None, *, suite: str | None = None,
+              config: TargetConfig | str | Path | None = None, limit: int | None = None, name: str | None = None,
+              db: Db = None, progress: bool = True, **options: Any) -> SweepView:
     """One campaign per value of one key (`"retriever=bm25,vector"`), one after the other, then their sweep."""
     key, values = parse_sweep(spec)
-    base = configuration(config, db=db)
-    ids = [run(dataset, config=each, db=db, name=sweep_name(None, each, key, value), **run_options).id
-           for value, each in zip(values, base.sweep(key, values), strict=True)]
+    chosen = manager(db)
+    request = launch_request(dataset, suite, config, db, limit=limit, name=name, **options)
+    ids = [RunHandle(chosen, chosen.launch(each)).wait(progress=progress).id
+           for each in sweep_requests(request, key, values, one_after_another=True)]
     return sweep(*ids, db=db)
 
 
