@@ -1,7 +1,7 @@
 """The checks a build can fail on: a campaign's measures against marks, a candidate against its baseline.
 
 A gate `ndcg@10=0.7` passes when the campaign's mean of ndcg@10 is at least 0.7; for a measure
-where lower is better (`holes`, `holes_ratio`) the mark is a ceiling instead. With the bound
+where lower is better (`graded.holes`, `hallucination`) the mark is a ceiling instead. With the bound
 `lower`, the gate is taken on the pessimistic end of the mean's 95% bootstrap interval (its low
 end, or its high end where lower is better), so a campaign passes only when it is likely to.
 """
@@ -29,7 +29,7 @@ BOUNDS = ("mean", "lower")
 
 
 class Exit(IntEnum):
-    """The exit codes of `run` and `compare`, from the most to the least serious after an error."""
+    """The exit codes of `run` and `compare` (SEVERITY orders them when several apply)."""
 
     PASSED = 0
     CAMPAIGN_FAILED = 1  # the campaign did not end (failed, cancelled, interrupted)
@@ -60,7 +60,7 @@ class Gate:
     def name(self) -> str:
         """`ndcg@10 >= 0.7` (or `<=` where lower is better), with the bound when it is not the mean."""
         sign = ">=" if higher_is_better(self.measure) else "<="
-        return f"{self.measure}{' (95% lower bound)' if self.bound == 'lower' else ''} {sign} {self.mark:g}"
+        return f"{self.measure}{' (pessimistic 95% bound)' if self.bound == 'lower' else ''} {sign} {self.mark:g}"
 
 
 @dataclass(frozen=True)
