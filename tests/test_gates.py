@@ -12,6 +12,7 @@ import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,8 @@ from evalcore.campaigns import CampaignStatus, campaign_aggregates, campaign_res
 from evalcore.cli import main
 from evalcore.compare import compare_campaigns, row_values
 from evalcore.compare.stats import bootstrap_ci
-from evalcore.gates import Check, Exit, exit_code, gates_from_toml, parse_gate
+from evalcore.errors import EvalError
+from evalcore.gates import Check, Exit, exit_code, gates_from_toml, parse_gate, worse_checks
 from evalcore.store import Store
 from evalcore.targets import TargetConfig
 from tests.conftest import write_dataset
@@ -139,9 +141,10 @@ def test_a_bad_gate_is_an_error_before_anything_runs(tmp_path, capsys, argv, say
         assert list_campaigns(store) == []
 
 
-def test_a_bad_gates_table_names_the_file(tmp_path, capsys) -> None:
+@pytest.mark.parametrize("table", ['fail_under = { "ndcg@10" = "high" }', 'bound = "upper"', 'ndcg = 0.7'])
+def test_a_bad_gates_table_names_the_file(tmp_path, capsys, table) -> None:
     config = tmp_path / "bad.toml"
-    config.write_text('[gates]\nfail_under = { "ndcg@10" = "high" }\n', encoding="utf-8")
+    config.write_text(f"[gates]\n{table}\n", encoding="utf-8")
     assert main(["run", "--dataset", SAMPLE, "--db", str(tmp_path / "x.db"), "--config", str(config)]) == 2
     assert f"{config}: [gates]: invalid [gates] table" in capsys.readouterr().err
 
@@ -172,6 +175,8 @@ def test_compare_fails_on_a_significant_regression_only(baseline, tmp_path, caps
     assert "regression failed" not in capsys.readouterr().out
     assert main(["compare", good, bad, "--db", str(db), "--fail-if-worse", "judge.score"]) == 2
     assert "not compared" in capsys.readouterr().err
+    with pytest.raises(EvalError, match="no measure to check"):  # `headline` must name something
+        worse_checks(replace(comparison, measures=[]), ["headline"])
 
 
 def test_the_exit_code_of_every_outcome() -> None:

@@ -110,6 +110,7 @@ def gates_from_toml(path: str | Path) -> list[Gate]:
         raise EvalError(f"cannot read the gates ({error})", where=str(path)) from None
     unknown = sorted(set(table) - {"fail_under", "bound"}) if isinstance(table, dict) else ["gates"]
     marks = table.get("fail_under", {}) if not unknown else {}
+    unknown += [f"bound = {table['bound']!r}"] if not unknown and table.get("bound", "mean") not in BOUNDS else []
     if unknown or not isinstance(marks, dict) or not all(_is_mark(v) for v in marks.values()):
         raise EvalError("invalid [gates] table", where=f"{path}: [gates]", found=", ".join(unknown) or repr(marks),
                         expected='fail_under = { "ndcg@10" = 0.7 } and optionally bound = "mean" or "lower"')
@@ -159,6 +160,9 @@ def worse_checks(comparison: Comparison, names: Sequence[str]) -> list[Check]:
     significantly worse than A by the comparison's own test."""
     deltas = {m.measure: m for m in comparison.measures}
     wanted = expand(names, deltas)
+    if not wanted:
+        raise EvalError("no measure to check: the campaigns share no headline measure", where="--fail-if-worse",
+                        expected=", ".join(deltas) or "a measure both campaigns have")
     missing = [name for name in wanted if name not in deltas]
     if missing:
         raise EvalError("not compared: no common question has this measure in both campaigns", where="--fail-if-worse",
@@ -195,7 +199,6 @@ def exit_code(status: CampaignStatus | None, checks: Iterable[Check]) -> Exit:
     if "gate" in failed:
         return Exit.GATE_FAILED
     return Exit.QUESTIONS_FAILED if status == CampaignStatus.SUCCEEDED_WITH_FAILURES else Exit.PASSED
-
 
 
 def worst(codes: Iterable[Exit]) -> Exit:
