@@ -387,3 +387,20 @@ class Me(BaseModel):
     tenant: str
     role: str
     capability: str
+
+
+class CheckOut(Out):
+    """One gate, one measure's regression check, or one failed question."""
+
+    kind: str = Field(description="gate, regression or question")
+    name: str
+    passed: bool
+    reason: str = Field(description="one line: what was measured, and why it failed")
+    value: float | None = Field(description="the mean (or bound) a gate took, or a regression's delta")
+
+
+class ChecksData(BaseModel):
+    checks: list[CheckOut]
+    exit_code: int = Field(description="what `run` or `compare` would exit with: 0 passed, 1 campaign failed, "
+                                       "3 questions failed, 4 gate failed, 5 worse")
+    verdict: str

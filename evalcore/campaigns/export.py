@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from evalcore.access import Principal
 from evalcore.campaigns.queries import campaign_results, get_campaign
-from evalcore.campaigns.records import Outcome
+from evalcore.campaigns.records import Outcome, QuestionResult
 from evalcore.csvcells import csv_text
 from evalcore.errors import EvalError
 from evalcore.judges import FIELD_NAMES, flat_fields
@@ -27,20 +27,25 @@ def judge_fields(outcome: Outcome, names: str = "project") -> dict[str, object]:
     return fields
 
 
-def export_csv(store: Store, campaign_id: str, names: str = "project") -> str:
-    """One row per question: fixed columns (a query transformation's texts one per line), one column per measure,
-    then the judges' and pass marks' fields."""
-    results = campaign_results(store, campaign_id)
+def result_table(results: list[QuestionResult], names: str = "project") -> tuple[list[str], list[list[object]]]:
+    """The header and rows of the CSV export (and of the notebook's results table): fixed columns (a query
+    transformation's texts one per line), one column per measure, then the judges' and pass marks' fields."""
     measures = sorted({name for r in results for name in r.outcome.measures})
     extra = list(dict.fromkeys(name for r in results for name in judge_fields(r.outcome, names)))
-    rows: list[list[object]] = [[*FIXED_COLUMNS, *measures, *extra]]
+    rows: list[list[object]] = []
     for r in results:
         fixed = {**r.to_dict(), "sources": " | ".join(str(s.title or s.id) for s in r.outcome.sources),
                  "queries": "\n".join(r.outcome.queries)}
         judged = judge_fields(r.outcome, names)
         rows.append([fixed[name] for name in FIXED_COLUMNS] + [r.outcome.measures.get(name) for name in measures]
                     + [judged.get(name) for name in extra])
-    return csv_text(rows)
+    return [*FIXED_COLUMNS, *measures, *extra], rows
+
+
+def export_csv(store: Store, campaign_id: str, names: str = "project") -> str:
+    """One row per question, as `result_table` lays them out."""
+    header, rows = result_table(campaign_results(store, campaign_id), names)
+    return csv_text([header, *rows])
 
 
 def export_jsonl(store: Store, campaign_id: str, names: str = "project") -> str:

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from evalcore.campaigns import NotFound, get_campaign
+from evalcore.cli import _gates
 from evalcore.cli._common import Commands, add_db_option, positive_int, store_of, write_file
 from evalcore.compare import Comparison, MeasureDelta, QuestionDiff, Sweep, compare_campaigns, compare_sweep, power
 from evalcore.compare.exports import source_names
@@ -16,6 +17,7 @@ from evalcore.compare.report import comparison_report, sweep_report
 from evalcore.compare.stats import RESAMPLES
 from evalcore.diagnosis import STAGES, Transition
 from evalcore.errors import EvalError
+from evalcore.gates import exit_code, worse_checks
 from evalcore.store import Store
 
 SHOWN_VERDICTS = ("worse", "better", "new", "removed")
@@ -38,14 +40,30 @@ def register(commands: Commands) -> None:
                         help="also write the comparison as one HTML file that opens without network (names, "
                              "settings, verdicts, measures with their chart, power, every question); for a sweep, "
                              "its baseline against the last campaign, with the sweep's table and chart")
+    parser.add_argument("--fail-if-worse", type=measure_list, action="extend", default=[], metavar="M1,M2",
+                        help="exit 5 when B is significantly worse than A (the comparison's paired test, p < 0.05) "
+                             "on any of these measures, e.g. ndcg@10,rougel; `headline`: the measures that decide "
+                             f"verdicts. Exit codes: {_gates.EXIT_CODES}")
+    _gates.add_report_options(parser)
     add_db_option(parser)
     parser.set_defaults(handler=compare_command)
+
+
+def measure_list(text: str) -> list[str]:
+    """argparse type: comma-separated measure names."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected measure names separated by commas, found {text!r}")
+    return names
 
 
 def compare_command(args: argparse.Namespace) -> int:
     """Compare and print as text or JSON."""
     if len(args.ids) < 2:
         raise EvalError("compare needs at least two campaign ids", found=str(len(args.ids)), expected=">= 2")
+    if len(args.ids) > 2 and (args.fail_if_worse or args.junit):
+        raise EvalError("--fail-if-worse and --junit compare two campaigns, not a sweep", where="ids",
+                        found=str(len(args.ids)), fix="give the baseline and one candidate")
     if len(args.ids) == 2:
         result: Comparison | Sweep = compare_campaigns(store_of(args), args.ids[0], args.ids[1], seed=args.seed,
                                                        resamples=args.resamples, effect=args.effect,
@@ -62,7 +80,21 @@ def compare_command(args: argparse.Namespace) -> int:
         print("\n".join(lines))
     if args.report:
         write_report(args, result)
-    return 0
+    if not isinstance(result, Comparison) or not (args.fail_if_worse or args.junit):
+        return 0
+    return gate_comparison(args, result)
+
+
+def gate_comparison(args: argparse.Namespace, comparison: Comparison) -> int:
+    """Check the named measures for a significant regression of B against A, report, and return the exit code."""
+    checks = worse_checks(comparison, args.fail_if_worse)
+    code = exit_code(None, checks)
+    worse = [c.name.split()[0] for c in checks if not c.passed]
+    verdict = f"**exit code {code.value}: {code.label}**" + (f" (significantly worse: {', '.join(worse)})"
+                                                                 if worse else "")
+    names = campaign_names(store_of(args), (comparison.a.id, comparison.b.id))
+    a, b = (f"{names.get(side.id, side.id)} ({side.id})" for side in (comparison.a, comparison.b))
+    return _gates.report(args, f"evalcore compare: {a} → {b}", verdict, checks, code)
 
 
 def campaign_names(store: Store, ids: Iterable[str]) -> dict[str, str]:

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,17 +18,30 @@ from evalcore.campaigns import (
     Summary,
     campaign_aggregates,
     campaign_diagnosis,
+    campaign_results,
     campaign_summary,
     get_campaign,
 )
 from evalcore.campaigns.launching import LaunchRequest, sweep_requests
 from evalcore.campaigns.pace import duration_text
-from evalcore.cli import _common
+from evalcore.cli import _common, _gates
 from evalcore.cli._common import Commands, add_db_option
 from evalcore.cli.compare import format_sweep
 from evalcore.compare import compare_sweep
 from evalcore.diagnosis import STAGES, StageCounts
 from evalcore.errors import EvalError
+from evalcore.gates import (
+    BOUNDS,
+    Check,
+    Exit,
+    Gate,
+    campaign_checks,
+    exit_code,
+    gates_from_toml,
+    parse_gate,
+    question_failures,
+    worst,
+)
 from evalcore.judges import JUDGES
 from evalcore.judges.scale import HIGHEST, LOWEST, PASS_MARK
 from evalcore.metrics import panels
@@ -78,7 +91,21 @@ def register(commands: Commands) -> None:
                         help="override one configuration key, e.g. graded_label_max=3; repeatable")
     _common.add_execution_options(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_gate_options(parser)
     parser.set_defaults(handler=run_command)
+
+
+def add_gate_options(parser: argparse.ArgumentParser) -> None:
+    """--fail-under, --gate-bound and --junit: the run fails a build when a measure is under its mark."""
+    gating = parser.add_argument_group("quality gates", f"exit codes: {_gates.EXIT_CODES}")
+    gating.add_argument("--fail-under", action="append", default=[], metavar="MEASURE=V",
+                        help="exit 4 when the campaign's mean of MEASURE is under V (over V where lower is better), "
+                             "e.g. ndcg@10=0.7 or judge.groundedness=4; repeatable; adds to the [gates] table of "
+                             "--config")
+    gating.add_argument("--gate-bound", choices=BOUNDS,
+                        help="take the gates on the mean (default) or on the lower (pessimistic) end of its 95%% "
+                             "bootstrap interval")
+    _gates.add_report_options(parser)
 
 
 # The judges' model keys that have a flag of their own (--judge-kind ...); type and help come from the key.
@@ -91,19 +118,53 @@ def run_command(args: argparse.Namespace) -> int:
     manager = _common.manager_of(args)
     config, target_id = configuration(manager, args)
     config = config.run_on(*_common.run_on(args))  # where it runs: still the saved target it was
+    gates = run_gates(args)  # a mistyped gate fails before the run, not after it
     request = launch_request(args, config, target_id)
     if not args.sweep:
-        return follow(manager, launch(manager, request, as_json=args.json), as_json=args.json)
+        campaign_id = launch(manager, request, as_json=args.json)
+        follow(manager, campaign_id, as_json=args.json)
+        return gate_campaigns(manager.store, args, gates, [campaign_id])
     key, values = parse_sweep(args.sweep)
-    ids, codes = [], []
+    ids = []
     # One after the other: a suite runs one campaign at a time, and the cores are shared.
     for each in sweep_requests(request, key, values, one_after_another=True):
         ids.append(launch(manager, each, as_json=args.json))
-        codes.append(follow(manager, ids[-1], as_json=args.json))
+        follow(manager, ids[-1], as_json=args.json)
     sweep = compare_sweep(manager.store, ids)
     print(json.dumps(sweep.to_dict(), indent=2, ensure_ascii=False, default=str) if args.json
           else "\n".join(format_sweep(sweep)))
-    return max(codes)
+    return gate_campaigns(manager.store, args, gates, ids)
+
+
+def run_gates(args: argparse.Namespace) -> list[Gate]:
+    """The gates of --config's [gates] table, then --fail-under's (a measure given twice keeps the later mark)."""
+    gates = gates_from_toml(args.config) if args.config else []
+    if args.gate_bound:
+        gates = [replace(g, bound=args.gate_bound) for g in gates]
+    bound = args.gate_bound or (gates[0].bound if gates else "mean")
+    gates += [parse_gate(text, bound) for text in args.fail_under]
+    return list({g.measure: g for g in gates}.values())
+
+
+def gate_campaigns(store: Store, args: argparse.Namespace, gates: list[Gate], ids: list[str]) -> int:
+    """Take the gates on each campaign (their names prefixed in a sweep), report, and return the exit code."""
+    checks: list[Check] = []
+    codes: list[Exit] = []
+    lines: list[tuple[str, str]] = []
+    for campaign_id in ids:
+        campaign = get_campaign(store, campaign_id)
+        rows = campaign_results(store, campaign_id)
+        own = campaign_checks(gates, rows) + question_failures(rows)
+        if len(ids) > 1:
+            own = [replace(check, name=f"{campaign.name}: {check.name}") for check in own]
+        checks += own
+        codes.append(exit_code(campaign.status, own))
+        state = f"{campaign.status_text}, {campaign.finished}/{campaign.total} questions, {campaign.failed} failed"
+        lines.append((f"{campaign.name} ({campaign.id})", state))
+    code = worst(codes)
+    title = f"evalcore run: {lines[0][0]}" if len(ids) == 1 else f"evalcore run --sweep {args.sweep}"
+    verdict = f"**exit code {code.value}: {code.label}**\n\n" + "\n".join(f"- {name}: {state}" for name, state in lines)
+    return _gates.report(args, title, verdict, checks, code)
 
 
 def configuration(manager: CampaignManager, args: argparse.Namespace) -> tuple[TargetConfig, str | None]:

@@ -20,7 +20,7 @@ from evalcore.metrics.generation import generation_scores
 from evalcore.metrics.graded import default_thresholds, graded_retrieval_scores, threshold_measure
 from evalcore.metrics.retrieval import GRADED_NDCG_MEASURES
 from evalcore.metrics.trec import TrecOptions, evaluate, judgements_by_query, rankings_by_query
-from evalcore.metrics.trec_files import Judgements, Ranking, integer_ids, read_qrels, read_run
+from evalcore.metrics.trec_files import Judgements, Ranking, read_pair
 
 
 class Table(NamedTuple):
@@ -99,12 +99,10 @@ def run_score(args: argparse.Namespace) -> int:
     if args.qrels is None or args.run is None:
         raise EvalError("nothing to score", where="--qrels/--run", expected="both --qrels and --run, or --cases FILE")
     names = _selected(args)
-    qrels, run = read_qrels(args.qrels), read_run(args.run)
+    qrels, run = read_pair(args.qrels, args.run)
     if run.extra is not None:
         print(f"note: {run.extra.lines} run lines have fields after the run tag (first at {run.extra.first}); "
               "they are ignored, as trec_eval does", file=sys.stderr)
-    if args.qrels.suffix == ".parquet":
-        run = integer_ids(run)  # a dataset's ids are integers: run id 007 is passage 7
     options = TrecOptions(args.complete, args.relevance_level, args.max_docs)
     scores = evaluate(qrels, run, options, graded=names)
     columns = {name: column.tolist() for name, column in scores.values.items()}

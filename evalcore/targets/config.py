@@ -2,7 +2,8 @@
 
 Keys are flat (no nested tables) so that `to_dict`, `diff`, the stored campaign snapshot, the
 UI and a TOML file all use the same names. A TOML file holds the keys at top level; the only
-table values are `agent_headers`, `judge_thresholds` and `graded_thresholds` (see TABLES).
+table values are `agent_headers`, `judge_thresholds` and `graded_thresholds` (see TABLES). A
+`[gates]` table, the marks the campaign must reach, is not part of the target (`evalcore.gates`).
 """
 
 from __future__ import annotations
@@ -264,6 +265,7 @@ class TargetConfig:
                             fix="give the path of a TOML file") from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
             raise EvalError(f"not valid TOML: {error}", where=str(path)) from None
+        data.pop("gates", None)  # how a run is judged, not what runs: read by evalcore.gates
         try:
             return cls.from_dict(data)
         except EvalError as error:
