@@ -19,6 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 CHILD = """
 import sys
 from evalcore.campaigns import get_manager
+from evalcore.campaigns.launching import LaunchRequest
 from tests.test_campaigns import FakeTarget
 manager = get_manager(sys.argv[1])
 campaign_id = manager.launch(LaunchRequest(dataset=sys.argv[2], target=FakeTarget(delay=0.05), concurrency=2))
@@ -74,6 +75,7 @@ def test_sigkill_mid_campaign_then_resume_loses_and_duplicates_nothing(tmp_path:
 PAUSED_CHILD = """
 import sys
 from evalcore.campaigns import get_manager
+from evalcore.campaigns.launching import LaunchRequest
 from tests.test_campaigns import FakeTarget
 from evalcore.campaigns.launching import LaunchRequest
 manager = get_manager(sys.argv[1])
