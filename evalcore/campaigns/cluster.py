@@ -31,6 +31,7 @@ from evalcore.errors import EvalError
 from evalcore.targets import Target, TargetConfig, build_target
 from evalcore.targets.config import scheduler_problem
 from evalcore.targets.knowledge import DEFAULT_INDEX_DIR, PassageLike, Progress, corpus_hash
+from evalcore.targets.operator import scheduler_choice
 
 CONNECT_S = 5.0  # a scheduler that does not answer within this refuses the launch
 BATCH = 16  # questions per task at most: enough to make a task's own cost small beside its questions'
@@ -57,15 +58,18 @@ class Cluster:
 
 
 def scheduler_address(config: TargetConfig) -> str:
-    """The configuration's scheduler, else EVALCORE_DASK_SCHEDULER; EvalError when neither is a valid address."""
+    """The configuration's scheduler (an address, or the name of one in EVALCORE_DASK_SCHEDULERS), else
+    EVALCORE_DASK_SCHEDULER; EvalError when neither is a valid address."""
     address = config.scheduler or os.environ.get("EVALCORE_DASK_SCHEDULER", "").strip()
     where = "scheduler" if config.scheduler else "EVALCORE_DASK_SCHEDULER"
     if not address:
         raise EvalError("the dask executor needs a scheduler address", where="scheduler",
                         fix='set scheduler = "tcp://HOST:PORT" (--scheduler), or EVALCORE_DASK_SCHEDULER')
+    address = scheduler_choice(address) if config.scheduler else address
     problem = scheduler_problem(address)
-    if problem:
-        raise EvalError(problem, where=where)
+    if problem or not address.startswith("tcp://"):
+        raise EvalError(problem or f"expected a Dask scheduler address tcp://HOST:PORT, found {address!r}",
+                        where=where)
     return address
 
 

@@ -41,6 +41,7 @@ from evalcore.store import (
     new_owner_token,
 )
 from evalcore.suites import get_suite
+from evalcore.targets.operator import check_request
 
 if TYPE_CHECKING:
     from evalcore.targets import Target, TargetConfig
@@ -184,6 +185,8 @@ class CampaignManager:
         if not questions:
             raise EvalError("there is no question to run", where=suite_id or str(dataset), fix="add questions first")
         judge_names = plans.check_judges((("score",) if use_judge else ()) + tuple(judges))
+        if principal is not None:  # before any connection: a request picks only what the operator listed
+            check_request(config)
         with cluster_for(config, target is not None) as cluster:  # an unreachable scheduler refuses the launch
             # resume must find the same folder from any working directory: the path is stored absolute
             options = run_options(config, concurrency, time_limit, max_failed_share, judge_samples,
@@ -255,7 +258,7 @@ class CampaignManager:
         `run_on` (executor, scheduler) changes where it runs from now on (another cluster, or this machine).
         """
         return self._rerun(campaign_id, "missing", scope(principal, tenant, Action.CHANGE), concurrency, target,
-                           dataset, force, run_on)
+                           dataset, force, run_on, principal)
 
     def retry_failed(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
                      target: Target | None = None, dataset: str | None = None,
@@ -263,23 +266,25 @@ class CampaignManager:
                      run_on: tuple[str | None, str | None] = (None, None)) -> str:
         """Run again only the questions whose result is an error (`dataset`, `force` and `run_on` as for resume)."""
         return self._rerun(campaign_id, "failed", scope(principal, tenant, Action.CHANGE), concurrency, target,
-                           dataset, force, run_on)
+                           dataset, force, run_on, principal)
 
     def _rerun(self, campaign_id: str, only: str, tenant: str | None, concurrency: int | None,
                target: Target | None, dataset: str | None, force: bool = False,
-               run_on: tuple[str | None, str | None] = (None, None)) -> str:
+               run_on: tuple[str | None, str | None] = (None, None), principal: Principal | None = None) -> str:
         from evalcore.targets import TargetConfig
 
         _check_concurrency(concurrency)
         self.store.write(mark_orphans)
         campaign = get_campaign(self.store, campaign_id, tenant)
+        config = TargetConfig.from_dict(campaign.config).run_on(*run_on)
+        if principal is not None:
+            check_request(config)
         if campaign.active and not force:
             raise owned_elsewhere(campaign_id, self.store)
         questions = plans.stored_questions(self.store, campaign_id, only)
         if not questions:
             what = "has a result" if only == "missing" else "succeeded"
             raise EvalError(f"nothing to run: every question {what}", where=campaign_id)
-        config = TargetConfig.from_dict(campaign.config).run_on(*run_on)
         corpus = plans.load_corpus(dataset or plans.stored_dataset_path(campaign), campaign.dataset_hash)
         with cluster_for(config, target is not None) as cluster:
             options = replace(campaign.options, dataset_path=str(corpus.path.resolve()),

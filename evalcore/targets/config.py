@@ -354,6 +354,8 @@ class TargetConfig:
 EXECUTION_KEYS = frozenset(TargetConfig.keys_in(EXECUTION))
 # tcp://HOST:PORT, HOST a name, an IPv4 address or a bracketed IPv6 address.
 SCHEDULER_ADDRESS = re.compile(r"tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):([0-9]{1,5})")
+# Or the name the operator gave it (EVALCORE_DASK_SCHEDULERS).
+SCHEDULER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,63}")
 
 
 def under_test(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -362,10 +364,12 @@ def under_test(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def scheduler_problem(address: str) -> str | None:
-    """What is wrong with a Dask scheduler address, or None for tcp://HOST:PORT."""
+    """What is wrong with a Dask scheduler address, or None for tcp://HOST:PORT or a scheduler's name."""
+    if not address.startswith("tcp://") and SCHEDULER_NAME.fullmatch(address):
+        return None
     match = SCHEDULER_ADDRESS.fullmatch(address)
     if match is None or not 1 <= int(match.group(2)) <= 65535:
-        return f"expected a Dask scheduler address tcp://HOST:PORT, found {address!r}"
+        return f"expected a Dask scheduler address tcp://HOST:PORT or a scheduler's name, found {address!r}"
     return None
 
 
