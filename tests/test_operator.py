@@ -23,6 +23,7 @@ from evalcore.campaigns import CampaignManager
 from evalcore.targets import TargetConfig
 from evalcore.targets.operator import check_request
 from evalcore.targets.saved import save_target
+from evalcore.testing import FakeOpenAIServer
 from tests.test_api import error_of, make_api, serve
 
 distributed = pytest.importorskip("distributed")
@@ -164,3 +165,49 @@ def test_the_run_page_hides_the_scheduler_from_a_session_that_cannot_choose_it(t
         offered[capability] = [w.options for w in at.selectbox if w.key == "cfg-quick-scheduler"]
         assert not [w for w in at.text_input if w.key == "cfg-quick-scheduler"]
     assert offered == {"run_evaluations": [], "full-access": [["gpu"]]}
+
+
+def llm(server: FakeOpenAIServer, **keys: Any) -> TargetConfig:
+    return TargetConfig(retriever="bm25", chunking="none", generator="openai", model="fake", base_url=server.base_url,
+                        retries=0, **keys)
+
+
+def test_a_request_sends_only_the_environment_variables_the_operator_allowed(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The variable's value never leaves for a principal; the command line (no principal) keeps its freedom."""
+    monkeypatch.setenv("EVALCORE_TEST_SECRET", "s3cret")
+    monkeypatch.delenv("EVALCORE_ALLOWED_ENV", raising=False)
+    manager = CampaignManager(tmp_path / "db.sqlite")
+    try:
+        with FakeOpenAIServer() as server:
+            config = llm(server, api_key_env="EVALCORE_TEST_SECRET")
+            for principal in (LOCAL, RUNNER):
+                with pytest.raises(Forbidden, match="api_key_env: .*EVALCORE_TEST_SECRET is not in EVALCORE_ALLOWED_ENV"):
+                    manager.launch(dataset="default", config=config, limit=1, principal=principal)
+            assert server.requests == []
+            manager.wait(manager.launch(dataset="default", config=config, limit=1), timeout=60)
+            assert {headers.get("Authorization") for _, _, headers in server.requests} == {"Bearer s3cret"}
+            monkeypatch.setenv("EVALCORE_ALLOWED_ENV", "OTHER, EVALCORE_TEST_SECRET")
+            launched = manager.launch(dataset="default", config=config, limit=1, principal=LOCAL)
+            assert manager.wait(launched, timeout=60).status == "succeeded"
+    finally:
+        manager.close()
+
+
+@pytest.mark.parametrize("keys", [
+    {"api_key_env": "HOME"}, {"judge_api_key_env": "HOME"}, {"rerank_api_key_env": "HOME"},
+    {"kind": "http_agent", "agent_url": "http://127.0.0.1:9/ask", "agent_headers": {"X-Key": "k-${HOME}"}},
+])
+def test_the_api_refuses_a_configuration_naming_another_variable(api: Any, keys: dict[str, Any]) -> None:
+    refused = error_of(api.call("POST", "/api/v1/targets", "full", json={"name": "x", "config": keys}), 403)
+    assert "HOME is not in EVALCORE_ALLOWED_ENV (allowed: OPENAI_API_KEY)" in refused["message"]
+    allowed = {key: value.replace("HOME", "OPENAI_API_KEY") if isinstance(value, str) else
+               {"X-Key": "k-${OPENAI_API_KEY}"} for key, value in keys.items()}
+    assert api.call("POST", "/api/v1/targets", "full", json={"name": "x", "config": allowed}).status_code == 201
+
+
+def test_the_api_refuses_a_judge_model_key_from_another_variable(api: Any) -> None:
+    body = {"dataset_id": "tiny", "knowledge_base_id": api.targets["fast"], "use_judge": True,
+            "judge": {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1", "api_key_env": "HOME"}}
+    refused = error_of(api.call("POST", "/api/v1/evaluation", "full", json=body), 403)
+    assert "judge_api_key_env: the server's environment variable HOME" in refused["message"]
