@@ -7,6 +7,7 @@ pickled payload which, once unpickled, creates a folder: a refused request must 
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import struct
@@ -211,3 +212,23 @@ def test_the_api_refuses_a_judge_model_key_from_another_variable(api: Any) -> No
             "judge": {"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1", "api_key_env": "HOME"}}
     refused = error_of(api.call("POST", "/api/v1/evaluation", "full", json=body), 403)
     assert "judge_api_key_env: the server's environment variable HOME" in refused["message"]
+
+
+@pytest.mark.parametrize(("headers", "named"), [
+    ({"X-Team": "eval\r\nX-Injected: 1"}, "agent_headers.X-Team: the value holds a line break"),
+    ({"X-Team\nX-Injected": "1"}, "agent_headers: 'X-Team\\nX-Injected' is not a header name"),
+])
+def test_a_line_break_in_an_agent_header_is_refused_where_it_is_saved_or_checked(
+        api: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], headers: dict[str, str], named: str) -> None:
+    from evalcore.cli import main
+
+    config = {"kind": "http_agent", "agent_url": "http://127.0.0.1:9/ask", "agent_headers": headers}
+    refused = error_of(api.call("POST", "/api/v1/targets", "full", json={"name": "x", "config": config}), 422)
+    assert named in refused["message"]
+    toml = tmp_path / "agent.toml"
+    toml.write_text("\n".join(f"{key} = {json.dumps(value)}" for key, value in config.items() if key != "agent_headers")
+                    + "\n[agent_headers]\n" + "".join(f"{json.dumps(k)} = {json.dumps(v)}\n" for k, v in headers.items()))
+    for command in (["config", "check", str(toml)], ["config", "save", str(toml), "--db", str(tmp_path / "db")]):
+        assert main(command) != 0
+        err = capsys.readouterr().err
+        assert named in err and "Traceback" not in err
