@@ -192,7 +192,7 @@ class DaskExecutor(Tracked):
 
     def __init__(self, plan: Plan, cluster: Cluster) -> None:
         self.plan, self.cluster = plan, cluster
-        self.in_flight = InFlight(plan.options.time_limit)
+        self.in_flight = InFlight(plan.options.time_limit, plan.calls)
         self.batch = batch_size(plan.options.concurrency, cluster.threads)
         config = plan.target.config
         self.setup = WorkerSetup(f"{config.config_hash()[:16]}-{corpus_hash(plan.passages)[:16]}", config.to_dict(),
@@ -276,6 +276,7 @@ class DaskExecutor(Tracked):
             self.cluster.client.cancel([future for future, _ in entries])
 
     def close(self) -> None:
-        """Cancel what is left and disconnect."""
+        """Cancel what is left, disconnect, and close the connections of the judges asked here."""
         self.cancel()
         self.cluster.close()
+        self.in_flight.close()

@@ -30,6 +30,7 @@ from evalcore.campaigns.runner import Runner
 from evalcore.datasets import Dataset
 from evalcore.errors import EvalError
 from evalcore.judges import JudgeSettings
+from evalcore.models.http import Calls
 from evalcore.store import (
     ACTIVE,
     Conflict,
@@ -223,10 +224,16 @@ class CampaignManager:
             model = build_judge_model(config, target.chat_model(), StoreCallCache(self.store) if cache else None)
             judging = JudgeSettings(model, config.judge_temperature, config.judge_max_tokens,
                                     dict(config.judge_thresholds), options.judge_samples)
-        target.check()
+        calls = Calls()  # the check's connection is the campaign's too: closed when it ends
+        try:
+            with calls.active():
+                target.check()
+        except BaseException:
+            calls.close()
+            raise
         graded = plans.graded_scale(corpus, config) if any(q.relevant for q in questions) else None
         return Plan(campaign_id, target, tuple(corpus.passages), tuple(questions), total, options, judges, judging,
-                    graded, call_cache, hits_before, new_owner_token())
+                    graded, call_cache, hits_before, new_owner_token(), calls)
 
     @staticmethod
     def _insert(conn: sqlite3.Connection, record: dict[str, Any], questions: list[Question]) -> None:
@@ -242,10 +249,17 @@ class CampaignManager:
         plans.insert_questions(conn, record["id"], questions)
 
     def _start(self, plan: Plan, cluster: Cluster | None) -> None:
-        runner = Runner(self.store, plan, self._after, DaskExecutor(plan, cluster) if cluster is not None else None)
+        runner = Runner(self.store, plan, self._after, DaskExecutor(plan, cluster) if cluster is not None else None,
+                        ended=self._forget)
         with self._lock:
             self._runners[plan.campaign_id] = runner
         runner.start()
+
+    def _forget(self, runner: Runner) -> None:
+        """A campaign ended, however: nothing of its run is kept (a resumed one has a runner of its own)."""
+        with self._lock:
+            if self._runners.get(runner.plan.campaign_id) is runner:
+                del self._runners[runner.plan.campaign_id]
 
     def resume(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
                target: Target | None = None, dataset: str | None = None, principal: Principal | None = None,

@@ -34,8 +34,9 @@ class Runner:
     `cancelled` stops dispatching."""
 
     def __init__(self, store: Store, plan: Plan, after: Sequence[Callable[[Store, str], object]] = (),
-                 executor: Executor | None = None) -> None:
+                 executor: Executor | None = None, ended: Callable[[Runner], object] | None = None) -> None:
         self.store = store
+        self.ended = ended  # told once the campaign ended, however (its owner then forgets this runner)
         self.plan = plan
         self.after = tuple(after)  # called with the campaign id once it ended (not cancelled), off its thread
         self.executor = executor or LocalExecutor(plan)
@@ -57,7 +58,14 @@ class Runner:
         self.thread.start()
 
     def run(self) -> None:
-        """Set up the target, run every question, record how the campaign ended."""
+        """Set up the target, run every question, record how the campaign ended; then release what it held."""
+        try:
+            self._record()
+        finally:
+            if self.ended is not None:
+                self.ended(self)
+
+    def _record(self) -> None:
         try:
             status, error = self._run()
         except CampaignGone:
