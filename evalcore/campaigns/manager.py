@@ -43,6 +43,7 @@ from evalcore.store import (
 )
 from evalcore.suites import get_suite
 from evalcore.targets.operator import check_request
+from evalcore.text import name_problem, shown
 
 if TYPE_CHECKING:
     from evalcore.targets import Target, TargetConfig
@@ -112,7 +113,9 @@ def campaign_name(name: str | None, config: TargetConfig | None) -> str:
         return config.describe()
     text = " ".join((name or "").split())
     if not text or len(text) > MAX_NAME:
-        raise EvalError("a campaign name is 1 to 200 characters", where="name", found=repr((name or "")[:40]))
+        raise EvalError("a campaign name is 1 to 200 characters", where="name", found=shown(repr((name or "")[:40])))
+    if (problem := name_problem(text)) is not None:
+        raise EvalError(problem, where="name", found=shown(repr(text[:40])))
     return text
 
 

@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalcore.access import LOCAL_TENANT, Action, Principal, owned, scope
+from evalcore.errors import EvalError
 from evalcore.store import NotFound, Store, dumps
 from evalcore.targets.config import TargetConfig
 from evalcore.targets.operator import check_request
+from evalcore.text import name_problem, shown
 
 
 def save_target(store: Store, config: TargetConfig, *, tenant: str = LOCAL_TENANT, name: str = "",
@@ -24,6 +26,8 @@ def save_target(store: Store, config: TargetConfig, *, tenant: str = LOCAL_TENAN
     tenant = scope(principal, tenant, Action.CONFIGURE) or tenant
     if principal is not None:
         check_request(config)
+    if name and (problem := name_problem(name)) is not None:
+        raise EvalError(problem, where="name", found=shown(repr(name[:40])))
     target_id = f"target_{secrets.token_hex(6)}"
     text, digest = dumps(config.to_dict()), config.config_hash()
     store.write(
