@@ -276,11 +276,11 @@ def test_a_huge_cell_is_reported_in_words():
 
 
 def test_a_line_written_with_the_other_separator_is_a_line_problem() -> None:
-    data = ("question;expected answer;sources\n"
-            "What is the refund window?;30 days;Terms of Sale\n"
-            "How many devices?,32,FAQ\n"
-            '"Hello, which plan?";;\n'
-            "Which plan, then?\n").encode()
+    data = (b"question;expected answer;sources\n"
+            b"What is the refund window?;30 days;Terms of Sale\n"
+            b"How many devices?,32,FAQ\n"
+            b'"Hello, which plan?";;\n'
+            b"Which plan, then?\n")
     report = parse_suite_csv(data, source="faq.csv")
     assert [case.question for case in report.cases] == ["What is the refund window?", "Hello, which plan?"]
     assert [line for line, _ in report.rejected] == [3, 5]
