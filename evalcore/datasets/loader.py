@@ -19,6 +19,9 @@ from evalcore.errors import EvalError
 DATASET_ROOT = Path(__file__).resolve().parent.parent.parent / "dataset"
 DEFAULT_DATASET = "samples"
 FILES = ("queries", "corpus", "answers", "qrels", "qas")
+# What a dataset id is (a folder directly under the dataset root, never a path): the API takes ids of this
+# shape, and an upload is saved under one (uploads-<name>).
+DATASET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # When several are present the most explicit name wins (`score` is also used for retrieval scores).
 LABEL_COLUMNS = ("relevance", "label", "score")
 # Ids are stored as SQLite/Parquet int64: a longer string of digits would overflow later, not here.
