@@ -147,6 +147,7 @@ class CampaignManager:
     def __init__(self, db_path: str | Path) -> None:
         self.store = Store(db_path)
         self._runners: dict[str, Runner] = {}
+        self._lost: set[str] = set()  # campaigns whose runner here stopped: deleted, or taken over elsewhere
         self._lock = threading.Lock()
         self._after: list[Callable[[Store, str], object]] = []
 
@@ -256,6 +257,7 @@ class CampaignManager:
                         ended=self._forget)
         with self._lock:
             self._runners[plan.campaign_id] = runner
+            self._lost.discard(plan.campaign_id)
         runner.start()
 
     def _forget(self, runner: Runner) -> None:
@@ -263,6 +265,13 @@ class CampaignManager:
         with self._lock:
             if self._runners.get(runner.plan.campaign_id) is runner:
                 del self._runners[runner.plan.campaign_id]
+                if runner.lost:
+                    self._lost.add(runner.plan.campaign_id)
+
+    def lost(self, campaign_id: str) -> bool:
+        """Whether this process ran the campaign until another process took it over (or it was deleted)."""
+        with self._lock:
+            return campaign_id in self._lost
 
     def resume(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
                target: Target | None = None, dataset: str | None = None, principal: Principal | None = None,
