@@ -136,17 +136,28 @@ def _tokens(text: str) -> tuple[str, ...]:
 
 def tokenize(text: str) -> list[str]:
     """Tokenizer `default`: NFKC, casefold, jieba for Han runs, words with accents and decimals."""
-    return list(_tokens(text))
+    return list(tokens(text))
 
 
 def tokens(text: str) -> tuple[str, ...]:
     """Like `tokenize`, as the cached tuple itself (no copy): for hot loops that only read."""
-    return _tokens(text)
+    return _tokens(text) if len(text) <= LONG_TEXT else _long_tokens(text)
+
+
+# Texts longer than this (replies, mostly: read by several measures, then never again) have a cache of their
+# own of a few entries, so a server that scored thousands of long replies does not keep them.
+LONG_TEXT = 4096
+
+
+@functools.lru_cache(maxsize=8)
+def _long_tokens(text: str) -> tuple[str, ...]:
+    return _tokens.__wrapped__(text)
 
 
 def clear_caches() -> None:
     """Forget cached tokens and segmentations (benchmarks measure cold starts with it)."""
     _tokens.cache_clear()
+    _long_tokens.cache_clear()
     _segment_han.cache_clear()
 
 

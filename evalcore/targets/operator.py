@@ -17,7 +17,6 @@ from evalcore.errors import EvalError
 from evalcore.targets.config import SCHEDULER_ADDRESS, TargetConfig
 
 SCHEDULERS_SETTING = "EVALCORE_DASK_SCHEDULERS"
-DEFAULT_SCHEDULER_SETTING = "EVALCORE_DASK_SCHEDULER"
 ENV_SETTING = "EVALCORE_ALLOWED_ENV"
 # The variables the documentation names for model keys: a request may always name these.
 KEY_VARIABLES = frozenset({"OPENAI_API_KEY"})
@@ -25,22 +24,22 @@ ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 ENV_KEYS = ("api_key_env", "judge_api_key_env", "rerank_api_key_env")
 
 
-def _entries(setting: str) -> list[str]:
-    return [part.strip() for part in os.environ.get(setting, "").split(",") if part.strip()]
+def _entries(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def schedulers() -> dict[str, str]:
     """The operator's Dask schedulers by name: EVALCORE_DASK_SCHEDULERS (`NAME=tcp://HOST:PORT` or a bare
     address, named by itself), then EVALCORE_DASK_SCHEDULER as `default`; EvalError for a malformed entry."""
     listed: dict[str, str] = {}
-    for entry in _entries(SCHEDULERS_SETTING):
+    for entry in _entries(os.environ.get("EVALCORE_DASK_SCHEDULERS", "")):
         name, sep, address = entry.partition("=")
         name, address = (name.strip(), address.strip()) if sep else (entry, entry)
         if SCHEDULER_ADDRESS.fullmatch(address) is None or not name:
             raise EvalError("a Dask scheduler entry is malformed", where=SCHEDULERS_SETTING, found=entry,
                             expected="NAME=tcp://HOST:PORT or tcp://HOST:PORT, separated by commas")
         listed[name] = address
-    default = os.environ.get(DEFAULT_SCHEDULER_SETTING, "").strip()
+    default = os.environ.get("EVALCORE_DASK_SCHEDULER", "").strip()
     if default and "default" not in listed:
         listed["default"] = default
     return listed
@@ -60,7 +59,7 @@ def scheduler_choice(choice: str) -> str:
 
 def allowed_env() -> frozenset[str]:
     """The environment variables a request may name: the documented model keys and EVALCORE_ALLOWED_ENV."""
-    return KEY_VARIABLES | frozenset(_entries(ENV_SETTING))
+    return KEY_VARIABLES | frozenset(_entries(os.environ.get("EVALCORE_ALLOWED_ENV", "")))
 
 
 def env_names(config: TargetConfig) -> list[tuple[str, str]]:
