@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from evalcore.errors import EvalError
@@ -37,8 +37,8 @@ SMOOTHING = {"none": None, "floor": 0.1, "add-k": 1.0, "exp": None}
 # Joins the tokens of an n-gram: the `default` tokenizer keeps only letters, digits, marks and
 # Han characters, so no token holds it.
 GRAM_JOINER = "\0"
-# The LCS keeps every match mask of a text up to this many tokens (at most SHORT_TEXT**2 bits, 2 MB),
-# and at most KEPT_MASKS masks of a longer one (the others are rebuilt when asked for again).
+# The LCS builds every match mask of a text up to this many tokens (at most SHORT_TEXT**2 bits, 2 MB),
+# and keeps at most KEPT_MASKS masks of a longer one (the others are rebuilt when asked for again).
 SHORT_TEXT = 4096
 KEPT_MASKS = 64
 
@@ -204,8 +204,8 @@ def rouge_n(hyp: Profile, ref: Profile, n: int) -> float:
 
 
 class _Masks:
-    """The match masks of a text's tokens (bit i set where token i is the word), built when asked for; memory
-    linear in the text's length (see SHORT_TEXT)."""
+    """The match masks of a long text's tokens (bit i set where token i is the word), built when asked for,
+    KEPT_MASKS of them kept: memory linear in the text's length."""
 
     def __init__(self, words: tuple[str, ...]) -> None:
         self.places: dict[str, list[int]] = {}
@@ -213,7 +213,6 @@ class _Masks:
             self.places.setdefault(word, []).append(index)
         self.width = len(words)
         self.kept: dict[str, int] = {}
-        self.room = len(self.places) if self.width <= SHORT_TEXT else KEPT_MASKS
 
     def get(self, word: str) -> int:
         """The word's mask, 0 when the text does not hold it."""
@@ -224,7 +223,7 @@ class _Masks:
         if places is None:
             return 0
         mask = _mask(places, self.width)
-        if len(self.kept) < self.room:
+        if len(self.kept) < KEPT_MASKS:
             self.kept[word] = mask
         return mask
 
@@ -239,19 +238,29 @@ def _mask(places: list[int], width: int) -> int:
     return int.from_bytes(bits, "little")
 
 
+def _match_masks(words: tuple[str, ...]) -> Callable[[str], int | None]:
+    """Each token's match mask: all of them for a short text (at most SHORT_TEXT**2 bits), else `_Masks`."""
+    if len(words) > SHORT_TEXT:
+        return _Masks(words).get
+    positions: dict[str, int] = {}
+    for index, word in enumerate(words):
+        positions[word] = positions.get(word, 0) | (1 << index)
+    return positions.get
+
+
 def lcs_length(first: Profile, second: Profile) -> int:
     """Length of the longest common subsequence of the two token sequences (bit-parallel)."""
     if len(first.tokens) < len(second.tokens):
         first, second = second, first
-    masks = _Masks(second.tokens)
-    full = (1 << masks.width) - 1
+    mask_of, width = _match_masks(second.tokens), len(second.tokens)
+    full = (1 << width) - 1
     state = full
     for word in first.tokens:
-        match = masks.get(word)
+        match = mask_of(word)
         if match:
             low = state & match
             state = ((state + low) | (state - low)) & full
-    return masks.width - state.bit_count()
+    return width - state.bit_count()
 
 
 def rouge_l(hyp: Profile, ref: Profile) -> float:
