@@ -26,7 +26,7 @@ def save_target(store: Store, config: TargetConfig, *, tenant: str = LOCAL_TENAN
     tenant = scope(principal, tenant, Action.CONFIGURE) or tenant
     if principal is not None:
         check_request(config)
-    if name and (problem := name_problem(name)) is not None:
+    if name and (problem := name_problem(" ".join(name.split()))) is not None:  # line breaks are spacing
         raise EvalError(problem, where="name", found=shown(repr(name[:40])))
     target_id = f"target_{secrets.token_hex(6)}"
     text, digest = dumps(config.to_dict()), config.config_hash()
