@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import replace
 from typing import Any
 
@@ -20,6 +19,7 @@ from evalcore.store import NotFound
 from evalcore.suites import list_suites
 from evalcore.targets import TargetConfig
 from evalcore.targets.config import CHOICES, KEYS, RANGES, sweep_values
+from evalcore.targets.operator import SCHEDULERS_SETTING, schedulers
 from evalcore.targets.presets import PRESETS, QUICK_START
 from evalcore.targets.saved import get_target, save_target
 
@@ -69,17 +69,31 @@ def form_values(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def execution_inputs(base: TargetConfig, key: str, configurable: bool) -> dict[str, str]:
-    """Where the questions are answered: a Dask cluster is offered once a scheduler is known (typed, or set)."""
-    known = os.environ.get("EVALCORE_DASK_SCHEDULER", "").strip()
+    """Where the questions are answered: a Dask cluster is offered once the operator set a scheduler, and a
+    full-access session picks one of the operator's schedulers (never an address typed here)."""
+    listed = operator_schedulers()
+    offered = list(listed) if configurable else []
     left, right = st.columns(2)
-    scheduler = left.text_input("Dask scheduler", value=base.scheduler, key=f"{key}-scheduler", disabled=not configurable,
-                                placeholder=known or "tcp://HOST:PORT",
-                                help="Empty: EVALCORE_DASK_SCHEDULER. Naming one needs the full-access capability.")
-    choices = ["local", "dask"] if scheduler.strip() or known or base.executor == "dask" else ["local"]
+    scheduler = base.scheduler
+    if offered:
+        current = next((name for name, address in listed.items() if base.scheduler in (name, address)), None)
+        scheduler = left.selectbox("Dask scheduler", offered, index=ui.index_of(offered, current),
+                                   key=f"{key}-scheduler", help=f"The schedulers the server's operator lists "
+                                   f"({SCHEDULERS_SETTING}; `default` is EVALCORE_DASK_SCHEDULER).")
+    choices = ["local", "dask"] if offered or "default" in listed or base.executor == "dask" else ["local"]
     executor = right.selectbox("Answer the questions on", choices, index=ui.index_of(choices, base.executor),
                                key=f"{key}-executor", format_func=EXECUTORS.__getitem__,
                                help="The results are the same; a cluster spreads the work over its workers.")
-    return {"executor": executor or "local", "scheduler": scheduler.strip()}
+    return {"executor": executor or "local", "scheduler": scheduler or ""}
+
+
+def operator_schedulers() -> dict[str, str]:
+    """The operator's Dask schedulers by name; none (and the setting's problem shown) when it is malformed."""
+    try:
+        return schedulers()
+    except EvalError as error:
+        ui.show_error(error)
+        return {}
 
 
 def _json_object(name: str, text: str) -> dict[str, Any]:

@@ -521,10 +521,14 @@ def test_user_text_is_shown_as_text_never_as_markup(filled: dict, monkeypatch: p
 
 
 def test_the_run_form_has_an_input_for_every_configuration_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = page_test(str(tmp_path / "db.sqlite"), monkeypatch, "pages/run.py")
-    widgets = [w for kind in (at.selectbox, at.number_input, at.text_input, at.text_area) for w in kind]
-    keys = {w.key.removeprefix("cfg-quick-") for w in widgets if w.key and w.key.startswith("cfg-quick-")}
-    assert keys == set(TargetConfig().to_dict())
+    """The scheduler's only once the operator listed schedulers (a picker of them, never a typed address)."""
+    for listed, expected in (("", set(TargetConfig().to_dict()) - {"scheduler"}),
+                             ("gpu=tcp://127.0.0.1:9", set(TargetConfig().to_dict()))):
+        monkeypatch.setenv("EVALCORE_DASK_SCHEDULERS", listed)
+        at = page_test(str(tmp_path / "db.sqlite"), monkeypatch, "pages/run.py")
+        widgets = [w for kind in (at.selectbox, at.number_input, at.text_input, at.text_area) for w in kind]
+        keys = {w.key.removeprefix("cfg-quick-") for w in widgets if w.key and w.key.startswith("cfg-quick-")}
+        assert keys == expected
 
 
 def test_suite_editor_enforces_the_case_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -95,6 +95,29 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
     assert len(problems) == 2
 
 
+def test_every_bad_row_of_a_column_is_reported_up_to_twenty_and_counted(tmp_path: Path) -> None:
+    def change(t):
+        n = 30
+        t["corpus"] = {"id": list(range(100, 100 + n)), "text": [""] * 25 + ["fine"] * 5,
+                       "title": ["t"] * n}
+        t["queries"]["text"] = [" ", None, "ok"]
+
+    problems = _problems(_broken(tmp_path, change))
+    empty = [line for line in problems if "corpus.parquet row " in line and "column 'text'" in line]
+    assert [line.split()[2] for line in empty] == [str(row) for row in range(20)]
+    assert "broken/corpus.parquet column 'text': 5 more bad rows like these (25 in all; the first 20 are listed)" \
+        in problems
+    assert sum("queries.parquet row " in line for line in problems) == 2
+
+
+def test_every_unknown_reference_is_reported(tmp_path: Path) -> None:
+    def change(t):
+        t["qrels"]["pid"] = [900 + i for i in range(len(t["qrels"]["pid"]))]
+
+    problems = _problems(_broken(tmp_path, change))
+    assert sum("is not in" in line for line in problems) == len(TINY["qrels"]["pid"]), problems
+
+
 def test_truncated_parquet_is_rejected(tiny_dataset: Path) -> None:
     data = (tiny_dataset / "corpus.parquet").read_bytes()
     (tiny_dataset / "corpus.parquet").write_bytes(data[: len(data) // 2])

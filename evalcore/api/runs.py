@@ -72,9 +72,11 @@ class RunSettings(RequestBody):
     executor: Literal["local", "dask"] | None = Field(
         default=None, description="where the questions are answered: local (the server's threads) or dask (the "
                                   "workers of a Dask cluster); default: the configuration's executor, else local")
-    scheduler: str | None = Field(default=None, max_length=300, pattern=r"^tcp://\S+:[0-9]{1,5}$",
-                                  description="the Dask scheduler, tcp://HOST:PORT (needs a full-access key); "
-                                              "default: the configuration's, else the server's EVALCORE_DASK_SCHEDULER")
+    scheduler: str | None = Field(default=None, max_length=300, pattern=r"^(tcp://\S+:[0-9]{1,5}|[A-Za-z][A-Za-z0-9._-]{0,63})$",
+                                  description="the Dask scheduler: the name or address (tcp://HOST:PORT) of one the "
+                                              "server's operator lists in EVALCORE_DASK_SCHEDULERS (needs a "
+                                              "full-access key); default: the configuration's, else the server's "
+                                              "EVALCORE_DASK_SCHEDULER")
 
 
 def configured(config: TargetConfig, body: RunSettings, principal: Principal) -> TargetConfig:

@@ -31,6 +31,7 @@ from evalcore.campaigns.runner import Runner
 from evalcore.datasets import Dataset
 from evalcore.errors import EvalError
 from evalcore.judges import JudgeSettings
+from evalcore.models.http import Calls
 from evalcore.store import (
     ACTIVE,
     Conflict,
@@ -42,6 +43,8 @@ from evalcore.store import (
     new_owner_token,
 )
 from evalcore.suites import get_suite
+from evalcore.targets.operator import check_request
+from evalcore.text import name_problem, shown
 
 if TYPE_CHECKING:
     from evalcore.targets import Target, TargetConfig
@@ -114,7 +117,9 @@ def campaign_name(name: str | None, config: TargetConfig | None) -> str:
         return config.describe()
     text = " ".join((name or "").split())
     if not text or len(text) > MAX_NAME:
-        raise EvalError("a campaign name is 1 to 200 characters", where="name", found=repr((name or "")[:40]))
+        raise EvalError("a campaign name is 1 to 200 characters", where="name", found=shown(repr((name or "")[:40])))
+    if (problem := name_problem(text)) is not None:
+        raise EvalError(problem, where="name", found=shown(repr(text[:40])))
     return text
 
 
@@ -134,6 +139,7 @@ class CampaignManager:
     def __init__(self, db_path: str | Path) -> None:
         self.store = Store(db_path)
         self._runners: dict[str, Runner] = {}
+        self._lost: set[str] = set()  # campaigns whose runner here stopped: deleted, or taken over elsewhere
         self._lock = threading.Lock()
         self._after: list[Callable[[Store, str], object]] = []
 
@@ -172,6 +178,8 @@ class CampaignManager:
         if not questions:
             raise EvalError("there is no question to run", where=suite_id or str(dataset), fix="add questions first")
         judge_names = plans.check_judges((("score",) if use_judge else ()) + tuple(judges))
+        if request.principal is not None:  # before any connection: a request picks only what the operator listed
+            check_request(config)
         with cluster_for(config, target is not None) as cluster:  # an unreachable scheduler refuses the launch
             # resume must find the same folder from any working directory: the path is stored absolute
             options = run_options(config, request.concurrency, request.time_limit, request.max_failed_share,
@@ -209,10 +217,16 @@ class CampaignManager:
             model = build_judge_model(config, target.chat_model(), StoreCallCache(self.store) if cache else None)
             judging = JudgeSettings(model, config.judge_temperature, config.judge_max_tokens,
                                     dict(config.judge_thresholds), options.judge_samples)
-        target.check()
+        calls = Calls()  # the check's connection is the campaign's too: closed when it ends
+        try:
+            with calls.active():
+                target.check()
+        except BaseException:
+            calls.close()
+            raise
         graded = plans.graded_scale(corpus, config) if any(q.relevant for q in questions) else None
         return Plan(campaign_id, target, tuple(corpus.passages), tuple(questions), total, options, judges, judging,
-                    graded, call_cache, hits_before, new_owner_token())
+                    graded, call_cache, hits_before, new_owner_token(), calls)
 
     @staticmethod
     def _insert(conn: sqlite3.Connection, record: dict[str, Any], questions: list[Question]) -> None:
@@ -228,10 +242,25 @@ class CampaignManager:
         plans.insert_questions(conn, record["id"], questions)
 
     def _start(self, plan: Plan, cluster: Cluster | None) -> None:
-        runner = Runner(self.store, plan, self._after, DaskExecutor(plan, cluster) if cluster is not None else None)
+        runner = Runner(self.store, plan, self._after, DaskExecutor(plan, cluster) if cluster is not None else None,
+                        ended=self._forget)
         with self._lock:
             self._runners[plan.campaign_id] = runner
+            self._lost.discard(plan.campaign_id)
         runner.start()
+
+    def _forget(self, runner: Runner) -> None:
+        """A campaign ended, however: nothing of its run is kept (a resumed one has a runner of its own)."""
+        with self._lock:
+            if self._runners.get(runner.plan.campaign_id) is runner:
+                del self._runners[runner.plan.campaign_id]
+                if runner.lost:
+                    self._lost.add(runner.plan.campaign_id)
+
+    def lost(self, campaign_id: str) -> bool:
+        """Whether this process ran the campaign until another process took it over (or it was deleted)."""
+        with self._lock:
+            return campaign_id in self._lost
 
     def resume(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
                target: Target | None = None, dataset: str | None = None, principal: Principal | None = None,
@@ -244,7 +273,7 @@ class CampaignManager:
         `run_on` (executor, scheduler) changes where it runs from now on (another cluster, or this machine).
         """
         return self._rerun(campaign_id, "missing", scope(principal, tenant, Action.CHANGE), concurrency, target,
-                           dataset, force, run_on)
+                           dataset, force, run_on, principal)
 
     def retry_failed(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
                      target: Target | None = None, dataset: str | None = None,
@@ -252,24 +281,26 @@ class CampaignManager:
                      run_on: tuple[str | None, str | None] = (None, None)) -> str:
         """Run again only the questions whose result is an error (`dataset`, `force` and `run_on` as for resume)."""
         return self._rerun(campaign_id, "failed", scope(principal, tenant, Action.CHANGE), concurrency, target,
-                           dataset, force, run_on)
+                           dataset, force, run_on, principal)
 
     def _rerun(self, campaign_id: str, only: str, tenant: str | None, concurrency: int | None,
                target: Target | None, dataset: str | None, force: bool = False,
-               run_on: tuple[str | None, str | None] = (None, None)) -> str:
+               run_on: tuple[str | None, str | None] = (None, None), principal: Principal | None = None) -> str:
         from evalcore.targets import TargetConfig
 
         if problem := run_option_problem("concurrency", concurrency):
             raise EvalError("invalid run options", where="concurrency", problems=[problem])
         self.store.write(mark_orphans)
         campaign = get_campaign(self.store, campaign_id, tenant)
+        config = TargetConfig.from_dict(campaign.config).run_on(*run_on)
+        if principal is not None:
+            check_request(config)
         if campaign.active and not force:
             raise owned_elsewhere(campaign_id, self.store)
         questions = plans.stored_questions(self.store, campaign_id, only)
         if not questions:
             what = "has a result" if only == "missing" else "succeeded"
             raise EvalError(f"nothing to run: every question {what}", where=campaign_id)
-        config = TargetConfig.from_dict(campaign.config).run_on(*run_on)
         corpus = plans.load_corpus(dataset or plans.stored_dataset_path(campaign), campaign.dataset_hash)
         with cluster_for(config, target is not None) as cluster:
             options = replace(campaign.options, dataset_path=str(corpus.path.resolve()),

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from evalcore.campaigns import NotFound, get_campaign
+from evalcore.campaigns.listing import dataset_label
 from evalcore.cli import _gates
 from evalcore.cli._common import Commands, add_db_option, positive_int, store_of, write_file
 from evalcore.compare import Comparison, MeasureDelta, QuestionDiff, Sweep, compare_campaigns, compare_sweep, power
@@ -136,8 +137,10 @@ def format_comparison(comparison: Comparison, names: dict[str, str] | None = Non
     """The comparison as a readable report; `names` (campaign id -> name, as now) head A's and B's lines."""
     a, b = comparison.a, comparison.b
     names = names or {}
-    lines = [f"A (baseline) {names.get(a.id, a.id)}  ({a.id})  {a.kind} {a.source}  {a.status}",
-             f"B            {names.get(b.id, b.id)}  ({b.id})  {b.kind} {b.source}  {b.status}"]
+    # A dataset by its name, never the folder it was read from: the report may be passed on.
+    source = {c.id: dataset_label(c.source) if c.kind == "dataset" else c.source for c in (a, b)}
+    lines = [f"A (baseline) {names.get(a.id, a.id)}  ({a.id})  {a.kind} {source[a.id]}  {a.status}",
+             f"B            {names.get(b.id, b.id)}  ({b.id})  {b.kind} {source[b.id]}  {b.status}"]
     lines += [f"config {key}: {values[0]!r} -> {values[1]!r}" for key, values in comparison.config_diff.items()]
     lines += [f"warning: {w}" for w in comparison.warnings + comparison.power_warnings]
     lines += [f"note: {n}" for n in comparison.notes]

@@ -223,7 +223,8 @@ def launch(manager: CampaignManager, request: LaunchRequest, *, as_json: bool) -
 
 
 def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
-    """Show progress until the campaign ends (Ctrl-C cancels it), then print it; 0 when it succeeded."""
+    """Show progress until the campaign ends (Ctrl-C cancels it), then print it; 0 when it succeeded, LOST_EXIT when
+    another process took it over."""
     from tqdm import tqdm
 
     print(f"campaign {campaign_id}", file=sys.stderr if as_json else sys.stdout, flush=True)
@@ -232,7 +233,7 @@ def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
         # tqdm's own rate and time left would mix the stages: the bar shows the campaign's (its recent rate).
         with tqdm(total=campaign.total, initial=campaign.finished, unit="questions", file=sys.stderr, disable=None,
                   bar_format=BAR) as bar:
-            while campaign.active:
+            while campaign.active and not manager.lost(campaign_id):
                 time.sleep(POLL_S)
                 campaign = get_campaign(manager.store, campaign_id)
                 show_progress(bar, campaign.progress(), campaign.failed)
@@ -240,11 +241,16 @@ def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
         manager.cancel(campaign_id)
         print(f"cancelling; resume with `python -m evalcore campaigns resume {campaign_id}`", file=sys.stderr)
         campaign = manager.wait(campaign_id)
+    if manager.lost(campaign_id):
+        print(f"this process lost campaign {campaign_id}: another process took it over (or it was deleted), and "
+              "its results are that process's (`python -m evalcore campaigns show ID` shows them)", file=sys.stderr)
+        return LOST_EXIT
     report = Report.of(manager.store, campaign)
     print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) if as_json else format_report(report))
     return campaign.status.exit_code
 
 
+LOST_EXIT = 6  # the campaign was taken over by another process: what it did is not this process's
 BAR = "{desc}{percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} {unit} [{elapsed}{postfix}]"
 
 

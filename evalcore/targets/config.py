@@ -376,6 +376,10 @@ TABLES = {name: key.table for name, key in KEYS.items() if key.table is not None
 EXECUTION_KEYS = frozenset(TargetConfig.keys_in(EXECUTION))
 # tcp://HOST:PORT, HOST a name, an IPv4 address or a bracketed IPv6 address.
 SCHEDULER_ADDRESS = re.compile(r"tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):([0-9]{1,5})")
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+HEADER_VALUE_BAD = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# Or the name the operator gave it (EVALCORE_DASK_SCHEDULERS).
+SCHEDULER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,63}")
 
 
 def key_reference() -> str:
@@ -395,10 +399,12 @@ def under_test(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def scheduler_problem(address: str) -> str | None:
-    """What is wrong with a Dask scheduler address, or None for tcp://HOST:PORT."""
+    """What is wrong with a Dask scheduler address, or None for tcp://HOST:PORT or a scheduler's name."""
+    if not address.startswith("tcp://") and SCHEDULER_NAME.fullmatch(address):
+        return None
     match = SCHEDULER_ADDRESS.fullmatch(address)
     if match is None or not 1 <= int(match.group(2)) <= 65535:
-        return f"expected a Dask scheduler address tcp://HOST:PORT, found {address!r}"
+        return f"expected a Dask scheduler address tcp://HOST:PORT or a scheduler's name, found {address!r}"
     return None
 
 
@@ -537,6 +543,16 @@ def _query_problems(config: TargetConfig) -> list[str]:
     return [f"query_transform: {problem}"] if problem else []
 
 
+def _header_problems(headers: tuple[tuple[str, str], ...]) -> list[str]:
+    """A header name is an HTTP token, and no value holds a line break or another control character (a line
+    break would start another header, or fail every request)."""
+    problems = [f"agent_headers: {name!r} is not a header name (letters, digits and !#$%&'*+-.^_`|~ only)"
+                for name, _ in headers if not HEADER_NAME.fullmatch(name)]
+    return problems + [f"agent_headers.{name}: the value holds a line break or a control character, found "
+                       f"{value!r}" for name, value in headers if HEADER_NAME.fullmatch(name)
+                       and HEADER_VALUE_BAD.search(value)]
+
+
 def _dependency_problems(config: TargetConfig) -> list[str]:
     """Settings that only make sense together."""
     problems = []
@@ -554,6 +570,7 @@ def _dependency_problems(config: TargetConfig) -> list[str]:
     problems += _query_problems(config)
     if config.kind == "http_agent" and not config.agent_url.startswith(("http://", "https://")):
         problems.append(f"agent_url: expected an http(s) URL, found {config.agent_url!r}")
+    problems += _header_problems(config.agent_headers)
     if config.kind == "http_agent":
         try:
             json.loads(config.agent_body)
