@@ -90,6 +90,7 @@ print(" ".join(map(str, target.asked)), flush=True)
 FOLLOWING_CHILD = """
 import sys
 from evalcore.campaigns import get_manager
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.cli.run import follow
 from tests.test_campaigns import FakeTarget
 manager = get_manager(sys.argv[1])
