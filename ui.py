@@ -380,17 +380,19 @@ def html_bytes(figure: Any) -> bytes:
     return figure.to_html(include_plotlyjs=True, full_html=True).encode("utf-8")
 
 
-def chart(figure: Any, name: str, key: str, spec: dict[str, Any] | None = None) -> None:
+def chart(figure: Any, name: str, key: str, spec: dict[str, Any] | list[dict[str, Any]] | None = None) -> None:
     """Show a chart with its PNG and HTML downloads as `name`.png and .html (both built only when clicked).
 
     `figure` is a Plotly figure, or a function making it. With a Vega-Lite `spec` of the same chart (the
     engine draws both: evalcore.compare.charts), the page shows the spec, whose script a browser loads about
     a second sooner than Plotly's, and the downloads are the Plotly figure; without one, the figure is shown.
+    A list of specs is one chart drawn in panels, one under the other (the figure has them all).
     Either way the title says what it shows (names, questions, what changed, date).
     """
     make = figure if callable(figure) else lambda: figure
     if spec is not None:
-        st.vega_lite_chart(spec=spec, key=f"{key}-chart")
+        for position, panel in enumerate([spec] if isinstance(spec, dict) else spec):
+            st.vega_lite_chart(spec=panel, key=f"{key}-chart" + (f"-{position}" if position else ""))
     else:
         st.plotly_chart(make(), key=f"{key}-chart", config={"toImageButtonOptions": {"filename": name}})
     left, right, _ = st.columns([1, 1, 4])

@@ -15,13 +15,14 @@ from evalcore.campaigns import Campaign, list_campaigns
 from evalcore.compare import Comparison, Sweep, compare_campaigns, compare_sweep, power
 from evalcore.compare.charts import (
     delta_figure,
-    delta_spec,
+    delta_specs,
     scatter_figure,
     scatter_spec,
     series_figure,
     series_spec,
     stages_figure,
     stages_spec,
+    unchanged_line,
 )
 from evalcore.compare.exports import ExportContext, Fact, comparison_context, source_names, sweep_context
 from evalcore.compare.pairing import Group, by_questions, default_pair, group_of
@@ -118,7 +119,9 @@ def measures_section(comparison: Comparison, context: ExportContext, measures: p
         st.info("No measure is present in both campaigns.")
         return
     ui.chart(partial(delta_figure, comparison, context), context.file_stem("compare"), key="deltas",
-             spec=delta_spec(comparison, context))
+             spec=delta_specs(comparison, context))
+    if comparison.unchanged:
+        st.caption(ui.escape_md(unchanged_line(comparison)))
     shown = measures[MEASURE_COLUMNS]
     st.dataframe(shown, hide_index=True, column_config={
         "mde": st.column_config.NumberColumn("detects ±", help="smallest difference this comparison "

@@ -103,7 +103,7 @@ def test_csv_context_lines_say_everything_on_one_line_each():
 def test_chart_titles_carry_the_context_as_escaped_text():
     a, b, comparison = hostile_pair()
     title = delta_figure(comparison, comparison_context(comparison, a, b, SOURCES, DAY)).layout.title
-    assert title.text == "B − A per measure (95% paired bootstrap interval; * p &lt; 0.05)"
+    assert title.text == "B − A per measure, each scale on its own axis (95% paired bootstrap interval; * p &lt; 0.05)"
     lines = title.subtitle.text.split("<br>")  # the context under the title, on lines of its own
     assert lines[0] == ("A: baseline &lt;b&gt;bold&lt;/b&gt; &amp; &lt;script&gt;alert(1)&lt;/script&gt; · "
                         "B: candidate, top 10 · questions: dataset default")
