@@ -62,7 +62,7 @@ NEUTRAL = "count (neither better nor worse)"  # the colour class of a count's ch
 DIRECTION_COLORS = {"better": GREEN, "worse": RED, "no difference": GREY, NEUTRAL: "#1565c0"}
 DIRECTION_SCALE = {"domain": list(DIRECTION_COLORS), "range": list(DIRECTION_COLORS.values())}
 DELTA_TITLE = "B − A per measure, each scale on its own axis (95% paired bootstrap interval; * p < 0.05)"
-ROW_PX = 26  # height of one measure's row in the dashboard's delta chart
+ROW_PX = 32  # height of one measure's row in the dashboard's delta chart: its label above its point clears the row above
 
 
 def ordered(comparison: Comparison) -> list[MeasureDelta]:
