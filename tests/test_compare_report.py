@@ -77,15 +77,31 @@ def test_names_become_short_readable_file_name_pieces(name, expected):
 def test_file_names_name_both_campaigns_and_the_date():
     a, b, comparison = hostile_pair()
     context = comparison_context(comparison, a, b, SOURCES, DAY)
-    assert context.file_stem("compare") == "compare_baseline-b-bold-b-script_vs_candidate-top-10_2025-06-01"
+    # A long name keeps its start and its end; a name that does not show the changed setting's value gets it.
+    assert context.file_stem("compare") == "compare_baseline-b-1-script-5_vs_candidate-top-10_2025-06-01"
     assert context.file_stem("scatter", "ndcg@10").startswith("scatter_baseline")
     long = comparison_context(comparison, replace(a, name="x" * 200), replace(b, name="<>"), SOURCES, DAY)
-    assert long.file_stem("questions") == f"questions_{'x' * 24}_vs_b_2025-06-01"  # a name with no letter: its id
+    assert long.file_stem("questions") == f"questions_{'x' * 24}-5_vs_b-10_2025-06-01"  # a name with no letter: its id
     assert len(long.file_stem("scatter", "graded.top3_max_relevance")) < 100
     swept = comparison_context(comparison, replace(a, name="bm25 · extractive · embedding_top_k=3"),
                                replace(b, name="bm25 · extractive · embedding_top_k=10"), SOURCES, DAY)
     # Names alike for longer than a file name keeps: each is told by its end, where they differ.
-    assert swept.file_stem("compare") == "compare_embedding-top-k-3_vs_embedding-top-k-10_2025-06-01"
+    assert swept.file_stem("compare") == "compare_embedding-top-k-3-5_vs_embedding-top-k-10_2025-06-01"
+
+
+def test_each_pair_of_a_sweep_gets_its_own_file_names_with_the_changed_value():
+    a, b, comparison = hostile_pair()  # top_k 5 → 10
+    baseline = replace(a, name="baseline quick start")
+    stems = {comparison_context(replace(comparison, config_diff={"embedding_top_k": [30, k]}), baseline,
+                                replace(b, id=f"B{k}", name=f"topk sweep · embedding_top_k={k}"), SOURCES,
+                                DAY).file_stem("report") for k in (3, 5, 10)}
+    assert stems == {f"report_baseline-quick-start-30_vs_topk-sweep-top-k-{k}_2025-06-01" for k in (3, 5, 10)}
+    # The same name on both sides: the value tells them apart; with nothing changed, a short id.
+    same = comparison_context(comparison, replace(a, name="run"), replace(b, name="run"), SOURCES, DAY)
+    assert same.file_stem("compare") == "compare_run-5_vs_run-10_2025-06-01"
+    unchanged = replace(comparison, config_diff={})
+    same = comparison_context(unchanged, replace(a, name="run"), replace(b, name="run"), SOURCES, DAY)
+    assert same.file_stem("compare") == "compare_run-a_vs_run-b_2025-06-01"
 
 
 def test_csv_context_lines_say_everything_on_one_line_each():
