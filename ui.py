@@ -14,7 +14,7 @@ import socket
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
@@ -357,12 +357,12 @@ def campaign_label(campaign: Campaign) -> str:
 
 # --- exports ------------------------------------------------------------------------------------
 
-def csv_bytes(frame: pd.DataFrame, context: Sequence[Sequence[str]] = ()) -> bytes:
-    """A table as UTF-8 CSV (with BOM, for spreadsheets) written by the engine's one CSV writer, after the
-    context's `# label,value` lines when given (ExportContext.csv_rows)."""
+def csv_bytes(frame: pd.DataFrame, context: Mapping[str, str] | None = None) -> bytes:
+    """A table as UTF-8 CSV (with BOM, for spreadsheets) written by the engine's one CSV writer, with the
+    context's columns after the table's own when given (ExportContext.csv_columns)."""
+    frame = frame.assign(**(context or {}))
     cells = frame.astype(object).where(frame.notna(), None)
-    return spreadsheet_bytes(csv_text([*context, list(map(str, frame.columns)),
-                                       *cells.itertuples(index=False, name=None)]))
+    return spreadsheet_bytes(csv_text([list(map(str, frame.columns)), *cells.itertuples(index=False, name=None)]))
 
 
 def spreadsheet_bytes(text: str) -> bytes:
@@ -436,8 +436,9 @@ def histogram(values: list[int], name: str, title: str, bins: int = 30) -> None:
     st.vega_lite_chart(frame, spec)
 
 
-def table_download(frame: pd.DataFrame | pa.Table, name: str, key: str, context: Sequence[Sequence[str]] = ()) -> None:
-    """A CSV download of a table (pandas or Arrow) as `name`.csv, after its context lines; built only when clicked."""
+def table_download(frame: pd.DataFrame | pa.Table, name: str, key: str, context: Mapping[str, str] | None = None,
+                   ) -> None:
+    """A CSV download of a table (pandas or Arrow) as `name`.csv, with its context columns; built only when clicked."""
     st.download_button("CSV", data=lambda: csv_bytes(frame if isinstance(frame, pd.DataFrame) else frame.to_pandas(),
                                                      context),
                        file_name=f"{name}.csv", mime="text/csv", key=key, on_click="ignore")

@@ -109,7 +109,7 @@ def diagnosis_section(comparison: Comparison, context: ExportContext) -> None:
     questions = moved_frame(comparison, cell)
     st.dataframe(questions, hide_index=True, height=240)
     ui.table_download(questions, context.file_stem("stages"), key="stages-csv",
-                      context=context.with_fact(Fact("stages", f"{cell.a} → {cell.b}", None)).csv_rows())
+                      context=context.with_fact(Fact("stages", f"{cell.a} → {cell.b}", None)).csv_columns())
 
 
 def measures_section(comparison: Comparison, context: ExportContext, measures: pd.DataFrame, effect: float) -> None:
@@ -129,7 +129,7 @@ def measures_section(comparison: Comparison, context: ExportContext, measures: p
         "n_required": st.column_config.NumberColumn(f"questions for ±{effect:g}", format="%d",
                                                     help="questions needed to see this effect size"),
         "power_note": st.column_config.TextColumn("no power because")})
-    ui.table_download(shown, context.file_stem("measures"), key="measures-csv", context=context.csv_rows())
+    ui.table_download(shown, context.file_stem("measures"), key="measures-csv", context=context.csv_columns())
 
 
 def scatter_section(comparison: Comparison, context: ExportContext, measures: pd.DataFrame) -> None:
@@ -156,7 +156,7 @@ def questions_section(versions: tuple, context: ExportContext) -> None:
     st.dataframe(questions, hide_index=True)
     shown_verdicts = Fact("verdicts shown", ", ".join(keep) or "none", None)
     ui.table_download(questions, context.file_stem("questions"), key="questions-csv",
-                      context=context.with_fact(shown_verdicts).csv_rows())
+                      context=context.with_fact(shown_verdicts).csv_columns())
 
 
 def label(campaign: Campaign, sources: dict[Group, str]) -> str:
@@ -260,7 +260,7 @@ else:
             st.warning(ui.escape_md(warning))
         table = sweep_frame(sweep, by_id)
         st.dataframe(table, hide_index=True)
-        ui.table_download(table, context.file_stem("sweep"), key="sweep-csv", context=context.csv_rows())
+        ui.table_download(table, context.file_stem("sweep"), key="sweep-csv", context=context.csv_columns())
         names = list(sweep.series)
         measure = st.selectbox("Measure", names, index=ui.index_of(names, "ndcg@10"))
         if measure:

@@ -104,16 +104,14 @@ def test_each_pair_of_a_sweep_gets_its_own_file_names_with_the_changed_value():
     assert same.file_stem("compare") == "compare_run-a_vs_run-b_2025-06-01"
 
 
-def test_csv_context_lines_say_everything_on_one_line_each():
+def test_csv_context_columns_say_everything_on_one_line_each():
     a, b, comparison = hostile_pair()
-    rows = comparison_context(comparison, replace(a, name="two\nlines"), b, SOURCES, DAY).csv_rows()
-    assert rows[0] == ["# context lines", str(len(rows))]
-    facts = {label: value for label, value in rows[1:]}
-    assert facts["# A"] == "two lines" and facts["# B"] == "candidate, top 10"
-    assert facts["# changed"] == "top_k 5 → 10" and facts["# questions"] == "dataset default"
-    assert facts["# n"] == "7 questions in common" and facts["# exported"] == "2025-06-01"
-    assert "sign-flip randomization" in facts["# test"] and "500 resamples" in facts["# test"]
-    assert facts["# A id"] == "A" and facts["# verdicts by"]
+    facts = comparison_context(comparison, replace(a, name="two\nlines"), b, SOURCES, DAY).csv_columns()
+    assert facts["context: A"] == "two lines" and facts["context: B"] == "candidate, top 10"
+    assert facts["context: changed"] == "top_k 5 → 10" and facts["context: questions"] == "dataset default"
+    assert facts["context: n"] == "7 questions in common" and facts["context: exported"] == "2025-06-01"
+    assert "sign-flip randomization" in facts["context: test"] and "500 resamples" in facts["context: test"]
+    assert facts["context: A id"] == "A" and facts["context: verdicts by"]
 
 
 def test_chart_titles_carry_the_context_as_escaped_text():

@@ -3,7 +3,7 @@
 An export leaves the page that explained it: a chart saying "B − A" or a CSV of verdicts means
 nothing a week later without the names of A and B, the questions (dataset or suite), the settings
 that changed, how many questions, the test and the date. `ExportContext` holds those facts once;
-the charts show them in a subtitle, CSV tables as `#` lines before the table, files in their names.
+the charts show them in a subtitle, CSV tables as columns after their own, files in their names.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ ID_IN_NAME = 8  # characters of a campaign's id added when two names are still t
 CHANGED_IN_CHART = 3  # changed settings a chart subtitle names before "+N more"
 VALUE_IN_CHART = 40  # characters of one value in a chart subtitle
 LINE_IN_CHART = 110  # characters of one subtitle line
-CONTEXT_ROW = "# context lines"  # the first line of a CSV's context: how many lines come before the table
+CONTEXT_PREFIX = "context: "  # the header of a CSV's context columns: `context: A`, `context: changed`…
 
 
 @dataclass(frozen=True)
@@ -65,9 +65,10 @@ class ExportContext:
             return replace(self, facts=tuple(fact if f.label == fact.label else f for f in self.facts))
         return replace(self, facts=(*self.facts[:-1], fact, self.facts[-1]))
 
-    def csv_rows(self) -> list[list[str]]:
-        """The `#` lines before a CSV table: how many there are, then one `# label, value` per fact."""
-        return [[CONTEXT_ROW, str(len(self.facts) + 1)], *([f"# {f.label}", f.value] for f in self.facts)]
+    def csv_columns(self) -> dict[str, str]:
+        """The columns a CSV table carries after its own, one per fact (`context: A`), the value on every row: the
+        file opens as a table with no option, and a row keeps its context when sorted, filtered or concatenated."""
+        return {f"{CONTEXT_PREFIX}{f.label}": f.value for f in self.facts}
 
     def chart_lines(self) -> list[str]:
         """The facts a chart shows, as plain text lines of at most about LINE_IN_CHART characters."""
