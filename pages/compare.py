@@ -80,6 +80,20 @@ def cached_sweep(db: str, versions: tuple, principal: Principal) -> Sweep:
     return compare_sweep(ui.store(), [version[0] for version in versions], principal=principal)
 
 
+def with_tolerance(comparison: Comparison) -> Comparison:
+    """The comparison with the verdicts under the tolerance asked for the measure deciding most of them."""
+    decided_by = comparison.deciding
+    if decided_by is None:
+        return comparison
+    default = comparison.tolerance(decided_by)
+    tolerance = st.number_input(f"Smallest meaningful difference of {decided_by} (a smaller change is the same)",
+                                min_value=0.0, value=default, step=0.005, format="%.4g", key=f"tolerance-{decided_by}",
+                                help="A question's verdict is better or worse only when its value changed by at "
+                                     "least this much. Default: 0.01 for 0-1 measures, 1 for 0-100 scores, any "
+                                     "change for pass/fail, labels and judge scores.")
+    return comparison if tolerance == default else comparison.with_tolerances({decided_by: tolerance})
+
+
 def pick_questions(campaigns: list[Campaign], sources: dict[Group, str]) -> list[Campaign]:
     """The dataset or suite to compare on (the default pair's first), and its campaigns, newest first; or every
     campaign, grouped by dataset or suite."""
@@ -122,6 +136,8 @@ def measures_section(comparison: Comparison, context: ExportContext, measures: p
              spec=delta_specs(comparison, context))
     if comparison.unchanged:
         st.caption(ui.escape_md(unchanged_line(comparison)))
+    for line in comparison.disagreements:
+        st.info(ui.escape_md(f"The interval and the test disagree on {line}."))
     shown = measures[MEASURE_COLUMNS]
     st.dataframe(shown, hide_index=True, column_config={
         "mde": st.column_config.NumberColumn("detects ±", help="smallest difference this comparison "
@@ -207,6 +223,7 @@ if mode == "two campaigns":
                                   "(else ROUGE-L) for a generation-side one, else the suite order.")
         versions = (*versions, basis)
         comparison = for_effect(*versions, float(effect))
+        comparison = with_tolerance(comparison)
         context = comparison_context(comparison, a, b, sources)
         st.caption(ui.escape_md(f"Verdicts by {comparison.basis_reason}."))
         for warning in comparison.warnings:
@@ -226,6 +243,8 @@ if mode == "two campaigns":
         counts = comparison.verdicts
         for col, verdict in zip(st.columns(len(VERDICTS)), VERDICTS):
             col.metric(verdict, counts.get(verdict, 0))
+        if comparison.tolerance_note:
+            st.caption(ui.escape_md(comparison.tolerance_note[0].upper() + comparison.tolerance_note[1:] + "."))
         ui.html_download("Report (HTML)", partial(comparison_report, comparison, a, b, sources),
                          context.file_stem("report"), key="report",
                          help="One HTML file that opens without network: both campaigns and their settings, the "

@@ -16,6 +16,7 @@ from evalcore.compare.report import comparison_report, sweep_report
 from evalcore.compare.stats import RESAMPLES
 from evalcore.diagnosis import STAGES, Transition
 from evalcore.errors import EvalError
+from evalcore.metrics import MEASURES
 from evalcore.store import Store
 
 SHOWN_VERDICTS = ("worse", "better", "new", "removed")
@@ -34,6 +35,10 @@ def register(commands: Commands) -> None:
     parser.add_argument("--basis", metavar="MEASURE",
                         help="the measure deciding each question's verdict (default: follows what differs: nDCG@10 "
                              "for a retrieval-side change, the AI score or else ROUGE-L for a generation-side one)")
+    parser.add_argument("--tolerance", type=tolerance, action="append", default=[], metavar="[MEASURE=]VALUE",
+                        help="the smallest difference of a question's measure that changes its verdict (below it: "
+                             "same); MEASURE=VALUE for one measure, VALUE for all; repeatable (default: 0.01 for 0-1 "
+                             "measures, 1 for 0-100 scores, any change for pass/fail, labels and judge scores)")
     parser.add_argument("--report", type=Path, metavar="FILE.html",
                         help="also write the comparison as one HTML file that opens without network (names, "
                              "settings, verdicts, measures with their chart, power, every question); for a sweep, "
@@ -47,9 +52,10 @@ def compare_command(args: argparse.Namespace) -> int:
     if len(args.ids) < 2:
         raise EvalError("compare needs at least two campaign ids", found=str(len(args.ids)), expected=">= 2")
     if len(args.ids) == 2:
+        tolerances = dict(pair for given in args.tolerance for pair in given)  # later ones win
         result: Comparison | Sweep = compare_campaigns(store_of(args), args.ids[0], args.ids[1], seed=args.seed,
                                                        resamples=args.resamples, effect=args.effect,
-                                                       basis=args.basis)
+                                                       basis=args.basis, tolerances=tolerances)
     else:
         result = compare_sweep(store_of(args), args.ids, seed=args.seed, resamples=args.resamples)
     if args.json:
@@ -95,6 +101,19 @@ def effect_size(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a positive number, found {text!r}") from None
 
 
+def tolerance(text: str) -> list[tuple[str, float]]:
+    """argparse type: `MEASURE=VALUE` (one measure) or `VALUE` (every measure), VALUE a number of at least 0."""
+    name, _, value = text.rpartition("=")
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number >= 0 or (name and name not in MEASURES):
+        raise argparse.ArgumentTypeError(f"expected MEASURE=VALUE or VALUE (a number >= 0, a registered measure), "
+                                         f"found {text!r}")
+    return [(name, number)] if name else [(measure, number) for measure in MEASURES]
+
+
 def num(value: float | None, digits: int = 4) -> str:
     """A number in a few significant digits, '-' when absent."""
     return "-" if value is None else f"{value:.{digits}g}"
@@ -111,6 +130,8 @@ def format_comparison(comparison: Comparison, names: dict[str, str] | None = Non
     lines += [f"note: {n}" for n in comparison.notes]
     lines.append("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(comparison.verdicts.items()))
                  + f" (by {comparison.basis_reason})")
+    if comparison.tolerance_note:
+        lines.append(f"tolerance: {comparison.tolerance_note}")
     lines += transition_lines(comparison.transitions)
     if not comparison.measures:
         lines.append("no measure to compare: no question has the same measure in both campaigns")
@@ -122,10 +143,13 @@ def format_comparison(comparison: Comparison, names: dict[str, str] | None = Non
         lines.append(f"{m.measure:28} {m.n:4d} {num(m.mean_a):>8} {num(m.mean_b):>8} "
                      f"{num(m.delta):>9} {ci:>21} {num(m.p_value, 3):>8}{flag}  {m.test}")
     lines.append(f"* p < 0.05 (seed {comparison.seed}, {comparison.resamples} resamples)")
+    lines += [f"tests disagree on {line}" for line in comparison.disagreements]
     if comparison.measures:
         lines.append(f"power (paired t, {power.POWER:.0%} at alpha {power.ALPHA:g}): the smallest difference each "
                      f"measure could show, and the questions needed to see ±{comparison.effect:g}")
-        lines += [f"  {m.measure:28} {power_line(m)}" for m in comparison.measures]
+        lines += [f"  {m.measure:28} {power_line(m)}" for m in comparison.measures if not m.unchanged]
+        if comparison.unchanged:
+            lines.append(f"  the same in A and B on every question (nothing to test): {', '.join(comparison.unchanged)}")
     for q in comparison.questions:
         if q.verdict in SHOWN_VERDICTS:
             lines.append(question_line(q))

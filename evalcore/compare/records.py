@@ -262,6 +262,28 @@ class Comparison:
                             else q.verdict for q in self.questions))
 
     @property
+    def deciding(self) -> str | None:
+        """The measure that decided the most questions' verdicts (the basis, or the first fallback they had)."""
+        counts = Counter(q.basis for q in self.questions if q.basis and q.basis != "error")
+        return counts.most_common(1)[0][0] if counts else None
+
+    @property
+    def tolerance_note(self) -> str:
+        """The tolerance the verdicts were decided with and the counts without it ("" when none applied)."""
+        used = sorted({q.basis for q in self.questions if q.basis and q.basis != "error"})
+        kept = [f"{name} under {self.tolerance(name):g}" for name in used if self.tolerance(name) > 0]
+        if not kept:
+            return ""
+        strict = self.strict_verdicts
+        return (f"a change of {', '.join(kept)} is the same (the smallest meaningful difference); counting every "
+                f"difference: " + ", ".join(f"{kind} {strict.get(kind, 0)}" for kind in VERDICT_KINDS))
+
+    @property
+    def disagreements(self) -> list[str]:
+        """One line per measure whose interval and test disagree, saying what that means."""
+        return [f"{m.measure}: {m.disagreement}" for m in self.measures if m.disagreement]
+
+    @property
     def unchanged(self) -> list[str]:
         """The measures whose value is the same in A and B on every common question (display order)."""
         return [m.measure for m in self.measures if m.unchanged]
