@@ -10,6 +10,7 @@ import pytest
 from scipy.stats import binomtest
 
 from evalcore.campaigns import Campaign, CampaignStatus, Outcome, Question, QuestionResult, RunOptions, Source
+from evalcore.cli import compare as cli_compare
 from evalcore.cli import main
 from evalcore.compare import compare_campaigns, compare_results, sweep_results
 from evalcore.compare import comparison as comparison_module
@@ -211,6 +212,7 @@ def stored(monkeypatch):
         return records[cid][0]
 
     monkeypatch.setattr(comparison_module, "get_campaign", get_campaign)
+    monkeypatch.setattr(cli_compare, "find_campaign", get_campaign)  # the CLI finds campaigns by name through it
     monkeypatch.setattr(comparison_module, "campaign_results", lambda store, cid, offset=0, limit=None: records[cid][1])
     return records
 

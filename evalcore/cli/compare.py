@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from evalcore.campaigns import NotFound, get_campaign
+from evalcore.campaigns import NotFound, find_campaign, get_campaign
 from evalcore.cli._common import Commands, add_db_option, positive_int, store_of, write_file
 from evalcore.compare import Comparison, MeasureDelta, QuestionDiff, Sweep, compare_campaigns, compare_sweep, power
 from evalcore.compare.exports import source_names
@@ -25,7 +25,9 @@ SHOWN_VERDICTS = ("worse", "better", "new", "removed")
 def register(commands: Commands) -> None:
     """Add the `compare` command."""
     parser = commands.add_parser("compare", help="compare campaigns: verdicts per question, deltas with 95%% intervals")
-    parser.add_argument("ids", nargs="+", metavar="ID", help="campaign A (baseline) and B; more ids compare a sweep")
+    parser.add_argument("ids", nargs="+", metavar="CAMPAIGN",
+                        help="campaign A (baseline) and B, each by id, name or the start of its name (unique); more "
+                             "campaigns compare a sweep")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap and randomization test")
     parser.add_argument("--resamples", type=positive_int, default=RESAMPLES, help=f"resamples (default {RESAMPLES})")
@@ -50,14 +52,15 @@ def register(commands: Commands) -> None:
 def compare_command(args: argparse.Namespace) -> int:
     """Compare and print as text or JSON."""
     if len(args.ids) < 2:
-        raise EvalError("compare needs at least two campaign ids", found=str(len(args.ids)), expected=">= 2")
-    if len(args.ids) == 2:
+        raise EvalError("compare needs at least two campaigns", found=str(len(args.ids)), expected=">= 2")
+    ids = [find_campaign(store_of(args), text).id for text in args.ids]
+    if len(ids) == 2:
         tolerances = dict(pair for given in args.tolerance for pair in given)  # later ones win
-        result: Comparison | Sweep = compare_campaigns(store_of(args), args.ids[0], args.ids[1], seed=args.seed,
+        result: Comparison | Sweep = compare_campaigns(store_of(args), ids[0], ids[1], seed=args.seed,
                                                        resamples=args.resamples, effect=args.effect,
                                                        basis=args.basis, tolerances=tolerances)
     else:
-        result = compare_sweep(store_of(args), args.ids, seed=args.seed, resamples=args.resamples)
+        result = compare_sweep(store_of(args), ids, seed=args.seed, resamples=args.resamples)
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2, default=str))
     else:
@@ -67,7 +70,7 @@ def compare_command(args: argparse.Namespace) -> int:
             lines = format_sweep(result)
         print("\n".join(lines))
     if args.report:
-        write_report(args, result)
+        write_report(args, ids, result)
     return 0
 
 
@@ -82,10 +85,10 @@ def campaign_names(store: Store, ids: Iterable[str]) -> dict[str, str]:
     return names
 
 
-def write_report(args: argparse.Namespace, result: Comparison | Sweep) -> None:
+def write_report(args: argparse.Namespace, ids: list[str], result: Comparison | Sweep) -> None:
     """Write the HTML report of the comparison (or of the sweep) to --report."""
     store = store_of(args)
-    campaigns = [get_campaign(store, campaign_id) for campaign_id in args.ids]
+    campaigns = [get_campaign(store, campaign_id) for campaign_id in ids]
     sources = source_names(store, campaigns)
     text = comparison_report(result, campaigns[0], campaigns[1], sources) if isinstance(result, Comparison) \
         else sweep_report(store, result, campaigns, sources)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from dataclasses import dataclass
@@ -19,7 +20,9 @@ from evalcore.campaigns import (
     campaign_aggregates,
     campaign_diagnosis,
     campaign_summary,
+    find_campaign,
     get_campaign,
+    list_campaigns,
 )
 from evalcore.campaigns.manager import sweep_name
 from evalcore.campaigns.pace import duration_text
@@ -27,6 +30,7 @@ from evalcore.cli import _common
 from evalcore.cli._common import Commands, add_db_option
 from evalcore.cli.compare import format_sweep
 from evalcore.compare import compare_sweep
+from evalcore.compare.pairing import previous
 from evalcore.diagnosis import STAGES, StageCounts
 from evalcore.errors import EvalError
 from evalcore.judges import JUDGES
@@ -178,7 +182,28 @@ def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
         campaign = manager.wait(campaign_id)
     report = Report.of(manager.store, campaign)
     print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) if as_json else format_report(report))
+    print("\n".join(next_lines(manager.store, campaign)), file=sys.stderr if as_json else sys.stdout)
     return campaign.status.exit_code
+
+
+def next_lines(store: Store, campaign: Campaign) -> list[str]:
+    """The campaign's name and id, and the command to type next: compare it with the previous campaign on the same
+    questions, or look at it."""
+    earlier = [c for c in list_campaigns(store, campaign.tenant)
+               if c.id != campaign.id and c.finished and c.created_at < campaign.created_at]
+    baseline = previous(campaign, earlier)
+    command = f"python -m evalcore compare {handle(store, baseline)} {handle(store, campaign)}" if baseline \
+        else f"python -m evalcore campaigns show {campaign.id}"
+    return ["", f"campaign {campaign.name!r} ({campaign.id})", f"next: {command}"]
+
+
+def handle(store: Store, campaign: Campaign) -> str:
+    """How to name a campaign on the command line: its name (quoted for the shell) when it finds it, else its id."""
+    try:
+        found = find_campaign(store, campaign.name, campaign.tenant).id == campaign.id
+    except EvalError:
+        found = False
+    return shlex.quote(campaign.name) if found else campaign.id
 
 
 BAR = "{desc}{percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} {unit} [{elapsed}{postfix}]"
