@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from evalcore.campaigns import NotFound, find_campaign, get_campaign
+from evalcore.campaigns.listing import HEADLINE
 from evalcore.cli._common import Commands, add_db_option, positive_int, store_of, write_file
 from evalcore.compare import Comparison, MeasureDelta, QuestionDiff, Sweep, compare_campaigns, compare_sweep, power
 from evalcore.compare.exports import source_names
@@ -16,10 +17,11 @@ from evalcore.compare.report import comparison_report, sweep_report
 from evalcore.compare.stats import RESAMPLES
 from evalcore.diagnosis import STAGES, Transition
 from evalcore.errors import EvalError
-from evalcore.metrics import MEASURES
+from evalcore.metrics import MEASURES, display_order
 from evalcore.store import Store
 
 SHOWN_VERDICTS = ("worse", "better", "new", "removed")
+SWEEP_COLUMNS = 6  # measures a sweep's table shows when it has none of the headline ones
 
 
 def register(commands: Commands) -> None:
@@ -45,6 +47,7 @@ def register(commands: Commands) -> None:
                         help="also write the comparison as one HTML file that opens without network (names, "
                              "settings, verdicts, measures with their chart, power, every question); for a sweep, "
                              "its baseline against the last campaign, with the sweep's table and chart")
+    add_sweep_columns(parser)
     add_db_option(parser)
     parser.set_defaults(handler=compare_command)
 
@@ -67,7 +70,7 @@ def compare_command(args: argparse.Namespace) -> int:
         if isinstance(result, Comparison):
             lines = format_comparison(result, campaign_names(store_of(args), (result.a.id, result.b.id)))
         else:
-            lines = format_sweep(result)
+            lines = format_sweep(result, sweep_columns(result, args.measures, args.all))
         print("\n".join(lines))
     if args.report:
         write_report(args, ids, result)
@@ -206,19 +209,47 @@ def queries_text(queries: tuple[str, ...]) -> str:
     return " | ".join(repr(" ".join(text.split())[:60]) for text in queries) or "(the question)"
 
 
-def format_sweep(sweep: Sweep) -> list[str]:
-    """The sweep as a table: one row per campaign, one column per measure."""
+def add_sweep_columns(parser: argparse.ArgumentParser) -> None:
+    """The options choosing the measures of a sweep's table (compare with 3+ campaigns, run --sweep)."""
+    columns = parser.add_mutually_exclusive_group()
+    columns.add_argument("--measures", type=lambda text: [m.strip() for m in text.split(",") if m.strip()],
+                         metavar="M1,M2,...", help="the sweep table's measures (default: the headline measures, "
+                                                   "those deciding verdicts: ndcg@10, rougel, coverage, …)")
+    columns.add_argument("--all", action="store_true", help="every measure in the sweep table")
+
+
+def sweep_columns(sweep: Sweep, asked: list[str] | None = None, every: bool = False) -> list[str]:
+    """The measures a sweep's table shows, in panel order: those asked, every one, or the headline measures
+    present (else the first few present)."""
+    present = sorted(sweep.series, key=display_order)
+    if asked:
+        unknown = [name for name in asked if name not in present]
+        if unknown:
+            raise EvalError("no campaign of the sweep has this measure", where="--measures", found=", ".join(unknown),
+                            expected=", ".join(present) or "a measure of the campaigns")
+        return sorted(asked, key=display_order)
+    if every:
+        return present
+    return [name for name in present if name in HEADLINE] or present[:SWEEP_COLUMNS]
+
+
+def format_sweep(sweep: Sweep, measures: list[str] | None = None) -> list[str]:
+    """The sweep as a table: one row per campaign, one column per measure (full names; `sweep_columns` by default)."""
+    names = sweep_columns(sweep) if measures is None else measures
     lines = [f"sweep over {sweep.key or '(no single key)'}; baseline {sweep.baseline}"]
     lines += [f"warning: {w}" for w in sweep.warnings]
-    names = list(sweep.series)
-    width = max(len(str(row.value)) for row in sweep.table)
-    lines.append(f"{'value':>{width}} " + " ".join(f"{n[:12]:>12}" for n in names))
+    width = max([len("value"), *(len(str(row.value)) for row in sweep.table)])
+    widths = [max(len(name), 9) for name in names]
+    lines.append(f"{'value':>{width}} " + " ".join(f"{name:>{w + 1}}" for name, w in zip(names, widths)))
     for row in sweep.table:
         cells = []
-        for name in names:
+        for name, cell_width in zip(names, widths):
             mean = row.measures[name].mean if name in row.measures else None
             mark = "*" if (row.deltas or {}).get(name, {}).get("significant") else " "
-            cells.append(f"{num(mean):>11}{mark}")
+            cells.append(f"{num(mean):>{cell_width}}{mark}")
         lines.append(f"{row.value!s:>{width}} " + " ".join(cells))
     lines.append("* significantly different from the baseline (p < 0.05)")
+    hidden = len(sweep.series) - len(names)
+    if hidden > 0:
+        lines.append(f"{hidden} more measure(s): --measures M1,M2,... or --all")
     return lines

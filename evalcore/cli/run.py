@@ -28,7 +28,7 @@ from evalcore.campaigns.manager import sweep_name
 from evalcore.campaigns.pace import duration_text
 from evalcore.cli import _common
 from evalcore.cli._common import Commands, add_db_option
-from evalcore.cli.compare import format_sweep
+from evalcore.cli.compare import add_sweep_columns, format_sweep, sweep_columns
 from evalcore.compare import compare_sweep
 from evalcore.compare.pairing import previous
 from evalcore.diagnosis import STAGES, StageCounts
@@ -79,6 +79,7 @@ def register(commands: Commands) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override one configuration key, e.g. graded_label_max=3; repeatable")
     _common.add_execution_options(parser)
+    add_sweep_columns(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(handler=run_command)
 
@@ -108,7 +109,7 @@ def run_command(args: argparse.Namespace) -> int:
         codes.append(follow(manager, ids[-1], as_json=args.json))
     sweep = compare_sweep(manager.store, ids)
     print(json.dumps(sweep.to_dict(), indent=2, ensure_ascii=False, default=str) if args.json
-          else "\n".join(format_sweep(sweep)))
+          else "\n".join(format_sweep(sweep, sweep_columns(sweep, args.measures, args.all))))
     return max(codes)
 
 

@@ -1,4 +1,5 @@
-"""The CLI names campaigns as people do: `compare` takes names or their start, `run` says what to type next."""
+"""The CLI as people read it: `compare` takes names or their start, `run` says what to type next, a sweep's table
+shows the headline measures by their full names."""
 
 from __future__ import annotations
 
@@ -41,3 +42,23 @@ def test_compare_takes_a_unique_start_of_a_name_and_lists_the_candidates_of_an_a
     assert "'top-k' names 2 campaigns" in err and f"top-k 3 ({ids[0]})" in err and f"top-k 10 ({ids[1]})" in err
     assert main(["compare", "nothing like it", "baseline", "--db", str(db)]) == 2
     assert "no campaign 'nothing like it'" in capsys.readouterr().err
+
+
+def test_a_sweep_table_shows_the_headline_measures_by_full_name_and_the_rest_on_request(setup, capsys) -> None:  # noqa: F811
+    data, config, db = setup
+    argv = ["run", "--dataset", str(data), "--config", str(config), "--sweep", "embedding_top_k=1,3", "--db", str(db)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    header = out[out.index(next(line for line in out if line.startswith("sweep over embedding_top_k"))) + 1]
+    assert header.split() == ["value", "ndcg@10", "rougel", "coverage"]  # those deciding verdicts, in panel order
+    assert any(line.endswith("more measure(s): --measures M1,M2,... or --all") for line in out)
+    assert max(len(line) for line in out if not line.startswith(("campaign", "next", "configuration"))) < 120
+    ids = [line.split("(")[-1].rstrip(")") for line in out if line.startswith("campaign '")]
+    assert main(["compare", *ids, ids[0], "--db", str(db), "--all", "--resamples", "200"]) == 0
+    header = capsys.readouterr().out.splitlines()[1]
+    assert "graded.total_retrieved_documents" in header.split() and "graded.holes" in header.split()
+    assert header.split().index("precision") < header.split().index("bleu1")  # panel order, not alphabetical
+    assert main(["compare", *ids, ids[0], "--db", str(db), "--measures", "recall,precision"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split() == ["value", "precision", "recall"]
+    assert main(["compare", *ids, ids[0], "--db", str(db), "--measures", "nope"]) == 2
+    assert "no campaign of the sweep has this measure" in capsys.readouterr().err
