@@ -424,6 +424,8 @@ def stage_bar(counts: StageCounts, key: str) -> None:
     """One horizontal bar of the questions per failure stage, stages in their order and colours (Vega-Lite, as
     the Compare page's: the Campaigns page needs no Plotly)."""
     st.vega_lite_chart(spec=stage_bars_spec({"questions": counts}), key=key)
+    st.caption(escape_md(" · ".join(f"{stage} {count:,}" for stage, count in counts.counts.items() if count)
+                         + f" (of {counts.total:,} questions)"))
 
 
 def histogram(values: list[int], name: str, title: str, bins: int = 30) -> None:
@@ -477,7 +479,7 @@ def suite_frame(suites: list[Suite], principal: Principal) -> pd.DataFrame:
                       "configuration": target.name or target.id if target else DEFAULTS.label.split(" (")[0],
                       **settings.to_dict(), "updated": fmt_when(suite.updated_at),
                       "last campaign": run.campaign.status_text if run else "never run",
-                      "last run": fmt_when(run.campaign.created_at) if run else None,
+                      "last run": fmt_when(run.campaign.created_at) if run else "never",
                       **{name: run.headline.get(name) if run else None for name in measures}, "id": suite.id})
     return pd.DataFrame(lines, columns=["name", "dataset", "cases", "configuration", "retriever", "reranker", "generator", "top_k",
                                         "updated", "last campaign", "last run", *measures, "id"]

@@ -139,11 +139,15 @@ def measures_section(comparison: Comparison, context: ExportContext, measures: p
     for line in comparison.disagreements:
         st.info(ui.escape_md(f"The interval and the test disagree on {line}."))
     shown = measures[MEASURE_COLUMNS]
-    st.dataframe(shown, hide_index=True, column_config={
-        "mde": st.column_config.NumberColumn("detects ±", help="smallest difference this comparison "
-                                             "could see (80% power, alpha 0.05, paired t)", format="%.3g"),
-        "n_required": st.column_config.NumberColumn(f"questions for ±{effect:g}", format="%d",
-                                                    help="questions needed to see this effect size"),
+    # Missing values as empty text: a table cell never says "None".
+    texts = shown.assign(mde=[f"±{v:.3g}" if pd.notna(v) else "" for v in shown["mde"]],
+                         n_required=[f"{int(v):,}" if pd.notna(v) else "" for v in shown["n_required"]],
+                         power_note=shown["power_note"].fillna(""))
+    st.dataframe(texts, hide_index=True, column_config={
+        "mde": st.column_config.TextColumn("detects ±", help="smallest difference this comparison could see (80% "
+                                           "power, alpha 0.05, paired t); empty: see the next columns"),
+        "n_required": st.column_config.TextColumn(f"questions for ±{effect:g}",
+                                                  help="questions needed to see this effect size"),
         "power_note": st.column_config.TextColumn("no power because")})
     ui.table_download(shown, context.file_stem("measures"), key="measures-csv", context=context.csv_columns())
 

@@ -26,6 +26,8 @@ NO_SWEEP = "(no sweep)"
 EXECUTORS = {"local": "this machine", "dask": "the Dask cluster"}
 CAMPAIGN = "campaign:"  # a "start from" option: the configuration of a past campaign
 LONG_TEXT = ("_prompt", "_template", "agent_body", "fallback_answer")
+ACRONYMS = {"rrf": "RRF", "llm": "LLM", "url": "URL", "http": "HTTP", "api": "API", "id": "id", "hyde": "HyDE",
+            "n": "N", "kb": "KB"}
 
 
 def config_inputs(base: TargetConfig, key: str, disabled: bool) -> dict[str, Any]:
@@ -43,22 +45,33 @@ def config_inputs(base: TargetConfig, key: str, disabled: bool) -> dict[str, Any
 
 def _config_input(name: str, value: Any, default: Any, key: str, disabled: bool) -> Any:
     """The widget for one key, chosen by its choices, type and range."""
-    hint = ui.escape_md(f"default: {default!r}" if not isinstance(default, str) or len(default) < 60
-                        else "see the default in docs/targets.md")
+    hint = ui.escape_md(f"key {name} · default: {default!r}" if not isinstance(default, str) or len(default) < 60
+                        else f"key {name} · see the default in docs/targets.md")
     common = {"key": key, "help": hint, "disabled": disabled}
+    label = setting_label(name)
     if name in CHOICES:
-        return st.selectbox(name, CHOICES[name], index=ui.index_of(list(CHOICES[name]), value), **common)
+        return st.selectbox(label, CHOICES[name], index=ui.index_of(list(CHOICES[name]), value), **common)
     low, high = RANGES.get(name, (None, None))
     if isinstance(default, int) and not isinstance(default, bool):
-        return st.number_input(name, value=int(value), step=1, **common,
+        return st.number_input(label, value=int(value), step=1, **common,
                                min_value=None if low is None else int(low), max_value=None if high is None else int(high))
     if isinstance(default, float):
-        return st.number_input(name, value=float(value), step=0.05, format="%.3f", **common, min_value=low, max_value=high)
+        return st.number_input(label, value=float(value), step=0.05, format="%.3f", **common, min_value=low,
+                               max_value=high)
     if isinstance(default, dict):
-        return st.text_area(name, value=json.dumps(value, ensure_ascii=False), **{**common, "help": "a JSON object"})
+        return st.text_area(label, value=json.dumps(value, ensure_ascii=False),
+                            **{**common, "help": f"key {name} · a JSON object"})
     if name.endswith(LONG_TEXT):
-        return st.text_area(name, value=value, **common)
-    return st.text_input(name, value=value, **common)
+        return st.text_area(label, value=value, **common)
+    return st.text_input(label, value=value, **common)
+
+
+def setting_label(name: str) -> str:
+    """A configuration key as a form label: `knowledge_base` → "Knowledge base", `rrf_k` → "RRF k" (the key itself
+    is in the help)."""
+    words = [ACRONYMS.get(word, word) for word in name.replace("top_k", "top-k").split("_")]
+    text = " ".join(words)
+    return text[0].upper() + text[1:]
 
 
 def build_configs(values: dict[str, Any], sweep_key: str | None, sweep_text: str) -> list[TargetConfig]:

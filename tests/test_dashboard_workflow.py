@@ -98,7 +98,7 @@ def test_the_run_page_lists_suites_by_name_with_their_settings_and_names_campaig
     assert_clean(at)
     suites = at.dataframe[0].value
     assert suites["name"][0] == "Refund questions" and suites["dataset"][0] == "default"
-    assert suites["cases"][0] == 2 and suites["retriever"][0] == "hybrid rrf use"
+    assert suites["cases"][0] == 2 and suites["retriever"][0] == "hybrid RRF · USE embeddings"
     assert suites["last campaign"][0] == "succeeded" and 0 <= suites["coverage"][0] <= 1
     assert at.selectbox(key="suite_id-pick").options == [f"Refund questions · 2 cases · {named['suite_id']}"]
     # The past campaigns on this suite come first among the past configurations.

@@ -26,7 +26,7 @@ from evalcore.text import TOKENIZER
 
 # Panels in display order: (family, title).
 PANELS = (("retrieval", "Retrieval"), ("generation", "Generation"), ("graded", "Graded document retrieval"),
-          ("suite", "Suite"), ("abstention", "Abstention"), ("judge", "Judges"))
+          ("suite", "Coverage and sources"), ("abstention", "Abstention"), ("judge", "Judges"))
 OTHER_PANEL = "Other"
 # What a measure's values are, in display order, with how a chart titles them: a chart draws each scale on its own
 # axis (a count of +4 documents would flatten a precision change of -0.096 to the zero line).
