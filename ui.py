@@ -194,7 +194,7 @@ def identity(principal: Principal) -> None:
                    f"Creating one turns sign-in on: `{CREATE_KEY}`")
         return
     st.caption(f"Signed in: tenant **{escape_md(principal.tenant)}** · role **{escape_md(principal.role)}** · "
-               f"capability {escape_md(principal.capability)}")
+               f"capability {escape_md(principal.capability)}. This key {escape_md(principal.abilities)}.")
     st.button("Sign out", key="sign-out", on_click=lambda: st.session_state.pop(SESSION_KEY, None))
 
 
