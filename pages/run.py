@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import partial
 from typing import Any
 
 import streamlit as st
@@ -39,18 +40,20 @@ def config_inputs(base: TargetConfig, key: str, disabled: bool) -> dict[str, Any
             columns = st.columns(3)
             for position, name in enumerate(names):
                 with columns[position % 3]:
-                    values[name] = _config_input(name, current[name], defaults[name], f"{key}-{name}", disabled)
+                    values[name] = _config_input(name, current[name], defaults[name], f"{key}-{name}", disabled,
+                                                 base)
     return values
 
 
-def _config_input(name: str, value: Any, default: Any, key: str, disabled: bool) -> Any:
+def _config_input(name: str, value: Any, default: Any, key: str, disabled: bool, base: TargetConfig) -> Any:
     """The widget for one key, chosen by its choices, type and range."""
     hint = ui.escape_md(f"key {name} · default: {default!r}" if not isinstance(default, str) or len(default) < 60
                         else f"key {name} · see the default in docs/targets.md")
     common = {"key": key, "help": hint, "disabled": disabled}
     label = setting_label(name)
     if name in CHOICES:
-        return st.selectbox(label, CHOICES[name], index=ui.index_of(list(CHOICES[name]), value), **common)
+        return st.selectbox(label, CHOICES[name], index=ui.index_of(list(CHOICES[name]), value),
+                            format_func=partial(choice_text, name, base), **common)
     low, high = RANGES.get(name, (None, None))
     if isinstance(default, int) and not isinstance(default, bool):
         return st.number_input(label, value=int(value), step=1, **common,
@@ -64,6 +67,14 @@ def _config_input(name: str, value: Any, default: Any, key: str, disabled: bool)
     if name.endswith(LONG_TEXT):
         return st.text_area(label, value=value, **common)
     return st.text_input(label, value=value, **common)
+
+
+def choice_text(name: str, base: TargetConfig, choice: str) -> str:
+    """An option as offered, with why it cannot work with the starting configuration (a query transformation is
+    written by the generator's chat model, which the extractive generator does not have)."""
+    if name == "query_transform" and choice != "none" and base.generator == "extractive":
+        return f"{choice} (needs generator openai or local, not extractive)"
+    return str(choice)
 
 
 def setting_label(name: str) -> str:
@@ -207,14 +218,21 @@ if submitted:
         target_id = saved or (base if as_saved else None)
         names = ([sweep_name(name, c, swept, c.to_dict()[swept]) for c in configs] if swept
                  else [name.strip() or None])
-        for config, campaign_name in zip(configs, names, strict=True):
-            campaign_id = ui.manager().launch(dataset=dataset, suite_id=suite.id if suite else None, config=config,
-                                              target_id=target_id, use_judge=use_judge, judges=tuple(judges),
-                                              concurrency=concurrency or None, cache=cache, limit=limit or None,
-                                              judge_samples=int(judge_samples), max_failed_share=float(max_failed),
-                                              name=campaign_name, principal=principal)
-            st.session_state["launched"] = [campaign_id, *st.session_state.get("launched", [])]
-            ui.select_next_run("campaign_id", campaign_id)
+        # Launching checks everything first (the questions, the target, its models): seconds. Say so at once.
+        with st.status(f"Launching {len(configs)} campaign(s)…", expanded=True) as launching:
+            for number, (config, campaign_name) in enumerate(zip(configs, names, strict=True), start=1):
+                launching.write(ui.escape_md(f"{number} of {len(configs)}: {campaign_name or config.describe()} · "
+                                             "preparing: loading the questions, checking the target…"))
+                campaign_id = ui.manager().launch(
+                    dataset=dataset, suite_id=suite.id if suite else None, config=config, target_id=target_id,
+                    use_judge=use_judge, judges=tuple(judges), concurrency=concurrency or None, cache=cache,
+                    limit=limit or None, judge_samples=int(judge_samples), max_failed_share=float(max_failed),
+                    name=campaign_name, principal=principal)
+                launching.write(ui.escape_md(f"{number} of {len(configs)}: queued as {campaign_id}"))
+                st.session_state["launched"] = [campaign_id, *st.session_state.get("launched", [])]
+                ui.select_next_run("campaign_id", campaign_id)
+            launching.update(label=f"Launched {len(configs)} campaign(s): their progress is below", state="complete",
+                             expanded=False)
 
 
 def launched() -> list[Campaign]:

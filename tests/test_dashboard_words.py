@@ -35,3 +35,20 @@ def test_the_run_form_labels_settings_in_words_and_names_the_key_in_the_help(fil
     assert labels["knowledge_base"][0] == "Knowledge base" and labels["kind"][0] == "Kind"
     assert labels["embedding_top_k"][0] == "Embedding top-k" and labels["rrf_k"][0] == "RRF k"
     assert all(unescape(help_).startswith(f"key {key} · ") for key, (_, help_) in labels.items())
+
+
+def test_the_run_form_says_why_a_query_transformation_cannot_work_and_a_launch_says_what_it_does(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page_test(str(tmp_path / "db.sqlite"), monkeypatch, "pages/run.py")
+    assert_clean(at)
+    options = at.selectbox(key="cfg-quick-query_transform").options  # the quick start's extractive generator
+    assert options[0] == "none" and all(o.endswith("(needs generator openai or local, not extractive)")
+                                        for o in options[1:])
+    at.number_input(key="limit").set_value(3)
+    at.button(key="FormSubmitter:launch-Launch").click().run()
+    assert_clean(at)
+    [launching] = [block for block in at.main.children.values() if type(block).__name__ == "Status"]
+    assert launching.label == "Launched 1 campaign(s): their progress is below"
+    said = " ".join(unescape(m.value) for m in launching.markdown)
+    assert "1 of 1: " in said and "preparing: loading the questions, checking the target" in said
+    assert f"queued as {at.session_state['launched'][0]}" in said
