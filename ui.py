@@ -7,6 +7,7 @@ through escape_md; charts take it through chart_text; tables, st.text and st.cod
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -54,7 +55,15 @@ from evalcore.datasets import FILES, Dataset, DatasetStats, dataset_stats, load_
 from evalcore.datasets.uploads import list_datasets, validate_upload  # noqa: F401 - the pages use them through ui
 from evalcore.diagnosis import StageCounts
 from evalcore.errors import EvalError
-from evalcore.keys import MAX_SECRET, login_required, principal_of, sign_in
+from evalcore.keys import (
+    MAX_SECRET,
+    SESSION_TTL_S,
+    end_session,
+    login_required,
+    session_principal,
+    sign_in,
+    start_session,
+)
 from evalcore.metrics import MEASURES
 from evalcore.store import Store, default_db_path
 from evalcore.suites import Suite
@@ -64,7 +73,9 @@ from evalcore.text import tokenize
 
 CHROMIUM = "/usr/bin/chromium"
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$=&])")
-SESSION_KEY = "_key_id"
+SESSION_TOKEN = "_session_token"  # this session's sign-in (evalcore.keys.start_session), never the API key
+SESSION_COOKIE = "evalcore_session"  # the same token in the browser: a reload or a new tab stays signed in
+COOKIE_PENDING = "_cookie"  # a token to write into the cookie on this run ("" clears it)
 # Failed sign-ins back off per session and per client address, across every session of this process.
 THROTTLE = LoginThrottle()
 REFUSED = "Sign-in refused: this key is unknown, revoked, malformed, or not allowed to open evaluations."
@@ -145,11 +156,33 @@ def signed_in() -> Principal | None:
         st.stop()
     if not required:
         return LOCAL
-    key_id = st.session_state.get(SESSION_KEY)
-    principal = principal_of(store(), key_id) if key_id else None
-    if principal is None:  # never signed in, signed out, or the key was revoked meanwhile
-        st.session_state.pop(SESSION_KEY, None)
+    # This session's token, else the browser's (a reload or another tab): checked on every run, so a sign-out
+    # anywhere, an expired session or a revoked key ends it at the next click.
+    cookie = st.context.cookies.get(SESSION_COOKIE)
+    token = st.session_state.get(SESSION_TOKEN) or (cookie if isinstance(cookie, str) else "")
+    principal = session_principal(store(), token) if token else None
+    if principal is None:
+        st.session_state.pop(SESSION_TOKEN, None)
+    else:
+        st.session_state[SESSION_TOKEN] = token
     return principal
+
+
+def session_cookie() -> None:
+    """Write (or clear) the browser's session cookie when a sign-in or a sign-out asked for it: the token only,
+    never the key, for the session's lifetime, sent to this app only."""
+    if (token := st.session_state.pop(COOKIE_PENDING, None)) is None:
+        return
+    age = int(SESSION_TTL_S) if token else 0
+    st.html(f"<script>document.cookie = {json.dumps(f'{SESSION_COOKIE}={token}')} + "
+            f"'; path=/; max-age={age}; SameSite=Strict';</script>", unsafe_allow_javascript=True)
+
+
+def sign_out() -> None:
+    """End this session's sign-in everywhere (every tab of every browser holding its token), and clear the cookie."""
+    if token := st.session_state.pop(SESSION_TOKEN, None):
+        end_session(store(), token)
+    st.session_state[COOKIE_PENDING] = ""
 
 
 def sign_in_page() -> NoReturn:
@@ -174,7 +207,7 @@ def _attempt_sign_in() -> None:
     if principal is None:
         st.session_state["_refused"] = True
     else:
-        st.session_state[SESSION_KEY] = principal.key_id
+        st.session_state[SESSION_TOKEN] = st.session_state[COOKIE_PENDING] = start_session(store(), principal)
 
 
 def client_address() -> str:
@@ -195,7 +228,7 @@ def identity(principal: Principal) -> None:
         return
     st.caption(f"Signed in: tenant **{escape_md(principal.tenant)}** · role **{escape_md(principal.role)}** · "
                f"capability {escape_md(principal.capability)}. This key {escape_md(principal.abilities)}.")
-    st.button("Sign out", key="sign-out", on_click=lambda: st.session_state.pop(SESSION_KEY, None))
+    st.button("Sign out", key="sign-out", on_click=sign_out, help="Ends this sign-in in every tab")
 
 
 def page(text: str, needs: Action = Action.READ) -> Principal:
@@ -250,10 +283,15 @@ def _route_through_app() -> None:
     Until some session has run app.py, Streamlit serves a deep link (/campaigns) straight from the
     pages/ folder (its multipage v1 mode): no app.py, so a narrow layout and a sidebar listing "app".
     """
+    keep_deep_link()
+    st.switch_page("app.py")
+
+
+def keep_deep_link() -> None:
+    """Remember the page the URL names (/campaigns), so that app.py opens it once the session may see it."""
     name = urlparse(st.context.url or "").path.rstrip("/").rsplit("/", 1)[-1]
     if name and (Path(__file__).parent / "pages" / f"{name}.py").is_file():
         st.session_state["_deep_link"] = f"pages/{name}.py"
-    st.switch_page("app.py")
 
 
 # --- text and numbers ---------------------------------------------------------------------------
