@@ -33,8 +33,8 @@ def pages_for(principal: Principal | None) -> dict[str, st.Page]:
 
 
 st.session_state["_routed"] = True  # ui.page: this session's pages run under this router
-ui.session_cookie()  # first: a sign-out clears the browser's cookie before the sign-in form stops the script
 principal = ui.signed_in()
+ui.session_cookie()  # before the sign-in form stops the script: a sign-out clears the browser's cookie
 if principal is None:  # the sign-in form whatever the URL (it stops the script); the page asked for opens after it
     ui.keep_deep_link()
     st.navigation([st.Page(ui.sign_in_page, title="Sign in", url_path="sign-in", default=True),

@@ -75,7 +75,6 @@ CHROMIUM = "/usr/bin/chromium"
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$=&])")
 SESSION_TOKEN = "_session_token"  # this session's sign-in (evalcore.keys.start_session), never the API key
 SESSION_COOKIE = "evalcore_session"  # the same token in the browser: a reload or a new tab stays signed in
-COOKIE_PENDING = "_cookie"  # a token to write into the cookie on this run ("" clears it)
 # Failed sign-ins back off per session and per client address, across every session of this process.
 THROTTLE = LoginThrottle()
 REFUSED = "Sign-in refused: this key is unknown, revoked, malformed, or not allowed to open evaluations."
@@ -169,9 +168,12 @@ def signed_in() -> Principal | None:
 
 
 def session_cookie() -> None:
-    """Write (or clear) the browser's session cookie when a sign-in or a sign-out asked for it: the token only,
-    never the key, for the session's lifetime, sent to this app only."""
-    if (token := st.session_state.pop(COOKIE_PENDING, None)) is None:
+    """Make the browser's session cookie hold this session's token (after signed_in: none once signed out): the
+    token only, never the key, for the session's lifetime, sent to this app only. Written on every run where the
+    browser's cookie (as sent when this session opened) differs, so a run cut short by a page switch loses none."""
+    token = st.session_state.get(SESSION_TOKEN) or ""
+    cookie = st.context.cookies.get(SESSION_COOKIE)
+    if token == (cookie if isinstance(cookie, str) else ""):
         return
     age = int(SESSION_TTL_S) if token else 0
     st.html(f"<script>document.cookie = {json.dumps(f'{SESSION_COOKIE}={token}')} + "
@@ -182,7 +184,6 @@ def sign_out() -> None:
     """End this session's sign-in everywhere (every tab of every browser holding its token), and clear the cookie."""
     if token := st.session_state.pop(SESSION_TOKEN, None):
         end_session(store(), token)
-    st.session_state[COOKIE_PENDING] = ""
 
 
 def sign_in_page() -> NoReturn:
@@ -191,7 +192,8 @@ def sign_in_page() -> NoReturn:
     st.caption("This dashboard asks for an API key (one from `python -m evalcore keys create`). "
                "It sees what the key's tenant owns, with the key's role.")
     with st.form("sign-in"):
-        st.text_input("API key", type="password", max_chars=MAX_SECRET, key="sign-in-key")
+        st.text_input("API key", type="password", max_chars=MAX_SECRET, key="sign-in-key",
+                      autocomplete="current-password")  # a password manager may fill it
         st.form_submit_button("Sign in", type="primary", on_click=_attempt_sign_in)
     if st.session_state.pop("_refused", False):
         st.error(REFUSED)  # one message for every refusal: it never tells whether a key exists
@@ -207,7 +209,7 @@ def _attempt_sign_in() -> None:
     if principal is None:
         st.session_state["_refused"] = True
     else:
-        st.session_state[SESSION_TOKEN] = st.session_state[COOKIE_PENDING] = start_session(store(), principal)
+        st.session_state[SESSION_TOKEN] = start_session(store(), principal)
 
 
 def client_address() -> str:
