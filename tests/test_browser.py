@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -279,8 +280,6 @@ def test_a_sign_in_survives_a_reload_and_a_new_tab_and_keeps_the_deep_link(tmp_p
 
 def wait_for_cookie(tab: object, name: str, timeout: float = 30) -> dict:
     """The browser's cookie of that name, once the page has set it."""
-    import time
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if found := [c for c in tab.context.cookies() if c["name"] == name]:
@@ -323,10 +322,14 @@ def test_a_sweeps_pairs_download_under_their_own_names_and_the_csv_reads_as_a_ta
         open_page(tab, "Compare")
         reports = []
         for value in (3, 5, 10):
-            choose(tab, "A (baseline)", "baseline quick start")
-            choose(tab, "B (candidate)", f"embedding_top_k={value} ")
-            tab.get_by_text("Measures: B − A with 95% intervals").wait_for(timeout=60_000)
+            for picker, option in (("A (baseline)", "baseline quick start"), ("B (candidate)", f"top_k={value} ·")):
+                choose(tab, picker, option)
+                picked = tab.get_by_role("combobox", name=picker)
+                tab.wait_for_function("([box, text]) => box.value.includes(text)",
+                                      arg=[picked.element_handle(), option], timeout=30_000)
+            time.sleep(1)  # the rerun the pick started
             tab.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=60_000)
+            tab.get_by_text("Measures: B − A with 95% intervals").wait_for(timeout=60_000)
             reports.append(download(tab, "Report (HTML)", tmp_path).name)
         assert len(set(reports)) == 3, reports  # one name per pair, each with its value
         assert all(f"top-k-{value}_" in name for value, name in zip((3, 5, 10), reports, strict=True)), reports
