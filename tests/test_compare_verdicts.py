@@ -106,3 +106,27 @@ def test_the_compare_page_sets_the_tolerance_and_shows_both_counts(tmp_path, mon
     assert_clean(at)
     counts = {m.label: m.value for m in at.metric}
     assert (counts["better"], counts["worse"], counts["same"]) == ("2", "1", "0")
+
+
+def test_the_api_gives_both_counts_and_takes_a_tolerance(tmp_path) -> None:
+    from fastapi.testclient import TestClient
+
+    from evalcore.api import create_app
+    from evalcore.keys import create_key
+    from evalcore.store import Store
+    from tests.test_compare import stored_campaign
+
+    with Store(tmp_path / "evalcore.db") as store:
+        stored_campaign(store, "A", [0.50, 0.50, 0.50])
+        stored_campaign(store, "B", [0.505, 0.60, 0.40], top_k=10)
+    app = create_app(tmp_path / "evalcore.db")
+    key = create_key(app.state.store, tenant="default", role="viewer")[1]
+    headers = {"Authorization": f"Bearer {key}"}
+    with TestClient(app) as client:
+        comparison = client.get("/api/v1/compare?a=A&b=B", headers=headers).json()["data"]["comparison"]
+        assert comparison["verdicts"] == {"same": 1, "better": 1, "worse": 1}
+        assert comparison["verdicts_without_tolerance"] == {"better": 2, "worse": 1}
+        assert comparison["tolerance"] == {"coverage": 0.01} and "changed" in comparison["measures"][0]
+        exact = client.get("/api/v1/compare?a=A&b=B&tolerance=0", headers=headers).json()["data"]["comparison"]
+        assert exact["verdicts"] == {"better": 2, "worse": 1} and exact["tolerance"] == {"coverage": 0.0}
+        assert client.get("/api/v1/compare?a=A&b=B&tolerance=-1", headers=headers).status_code == 422

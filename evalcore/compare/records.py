@@ -338,7 +338,7 @@ class Comparison:
                 "basis_reason": self.basis_reason, "verdicts_without_tolerance": self.strict_verdicts,
                 "tolerance": {name: self.tolerance(name) for name in dict.fromkeys(q.basis for q in self.questions)
                               if name and name != "error"},
-                "unchanged": self.unchanged}
+                "unchanged": self.unchanged, "disagreements": self.disagreements}
 
 
 def unchanged_text(measures: list[str]) -> str:
