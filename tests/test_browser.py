@@ -238,7 +238,8 @@ def test_a_named_campaign_is_listed_renamed_and_a_second_import_asks(page: tuple
         if attempt == 0:
             button.click()
             main.get_by_text("Imported 1 case(s) into browser refunds.").wait_for(timeout=30_000)
-    main.get_by_text("A suite named browser refunds already exists").wait_for(timeout=30_000)
+            tab.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=60_000)
+    main.get_by_text("A suite named browser refunds already exists").wait_for(timeout=60_000)
     assert main.get_by_role("button", name="Import 1 case(s)").is_disabled()  # until another name or a choice
     main.get_by_text("keep both", exact=True).click()
     main.get_by_role("button", name="Import 1 case(s)").click()
@@ -270,6 +271,7 @@ def test_a_sign_in_survives_a_reload_and_a_new_tab_and_keeps_the_deep_link(tmp_p
         other.get_by_role("heading", name="Compare").wait_for(timeout=60_000)
         cookie = wait_for_cookie(tab, "evalcore_session")
         assert cookie["value"].startswith("es_") and secret not in cookie["value"]  # a session token, not the key
+        tab.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=60_000)  # a settled page
         tab.get_by_role("button", name="Sign out").click()
         tab.get_by_role("heading", name="Sign in").wait_for(timeout=60_000)
         other.reload()
