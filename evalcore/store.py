@@ -137,8 +137,20 @@ ALTER TABLE campaigns ADD COLUMN pace_rate REAL;
 ALTER TABLE campaigns ADD COLUMN pace_at REAL;
 ALTER TABLE campaigns ADD COLUMN pace_done INTEGER;
 """
+# v11: the dashboard's signed-in sessions (evalcore.keys.start_session): the hash of each session token (never
+# the token, never the API key), the key it signed in with, when it expires and when it was signed out.
+SCHEMA_V11 = """
+CREATE TABLE dashboard_sessions (
+    token_hash TEXT PRIMARY KEY,
+    key_id TEXT NOT NULL REFERENCES api_keys(id) ON DELETE CASCADE,
+    created_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    ended_at REAL
+);
+CREATE INDEX dashboard_sessions_key ON dashboard_sessions(key_id);
+"""
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
-                               SCHEMA_V8, SCHEMA_V9, SCHEMA_V10)
+                               SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11)
 
 
 class NotFound(EvalError):

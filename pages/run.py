@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import streamlit as st
@@ -27,6 +28,8 @@ NO_SWEEP = "(no sweep)"
 EXECUTORS = {"local": "this machine", "dask": "the Dask cluster"}
 CAMPAIGN = "campaign:"  # a "start from" option: the configuration of a past campaign
 LONG_TEXT = ("_prompt", "_template", "agent_body", "fallback_answer")
+ACRONYMS = {"rrf": "RRF", "llm": "LLM", "url": "URL", "http": "HTTP", "api": "API", "id": "id", "hyde": "HyDE",
+            "n": "N", "kb": "KB"}
 
 
 def config_inputs(base: TargetConfig, key: str, disabled: bool) -> dict[str, Any]:
@@ -38,28 +41,49 @@ def config_inputs(base: TargetConfig, key: str, disabled: bool) -> dict[str, Any
             columns = st.columns(3)
             for position, name in enumerate(names):
                 with columns[position % 3]:
-                    values[name] = _config_input(name, current[name], defaults[name], f"{key}-{name}", disabled)
+                    values[name] = _config_input(name, current[name], defaults[name], f"{key}-{name}", disabled,
+                                                 base)
     return values
 
 
-def _config_input(name: str, value: Any, default: Any, key: str, disabled: bool) -> Any:
+def _config_input(name: str, value: Any, default: Any, key: str, disabled: bool, base: TargetConfig) -> Any:
     """The widget for one key, chosen by its choices, type and range."""
     shown = f"{default!r}" if not isinstance(default, str) or len(default) < 60 else "see docs/targets.md"
-    hint = ui.escape_md(f"{KEYS[name].help} (default: {shown})")
+    hint = ui.escape_md(f"{KEYS[name].help} (key {name} · default: {shown})")
     common = {"key": key, "help": hint, "disabled": disabled}
+    label = setting_label(name)
     if name in CHOICES:
-        return st.selectbox(name, CHOICES[name], index=ui.index_of(list(CHOICES[name]), value), **common)
+        return st.selectbox(label, CHOICES[name], index=ui.index_of(list(CHOICES[name]), value),
+                            format_func=partial(choice_text, name, base), **common)
     low, high = RANGES.get(name, (None, None))
     if isinstance(default, int) and not isinstance(default, bool):
-        return st.number_input(name, value=int(value), step=1, **common,
+        return st.number_input(label, value=int(value), step=1, **common,
                                min_value=None if low is None else int(low), max_value=None if high is None else int(high))
     if isinstance(default, float):
-        return st.number_input(name, value=float(value), step=0.05, format="%.3f", **common, min_value=low, max_value=high)
+        return st.number_input(label, value=float(value), step=0.05, format="%.3f", **common, min_value=low,
+                               max_value=high)
     if isinstance(default, dict):
-        return st.text_area(name, value=json.dumps(value, ensure_ascii=False), **{**common, "help": "a JSON object"})
+        return st.text_area(label, value=json.dumps(value, ensure_ascii=False),
+                            **{**common, "help": f"key {name} · a JSON object"})
     if name.endswith(LONG_TEXT):
-        return st.text_area(name, value=value, **common)
-    return st.text_input(name, value=value, **common)
+        return st.text_area(label, value=value, **common)
+    return st.text_input(label, value=value, **common)
+
+
+def choice_text(name: str, base: TargetConfig, choice: str) -> str:
+    """An option as offered, with why it cannot work with the starting configuration (a query transformation is
+    written by the generator's chat model, which the extractive generator does not have)."""
+    if name == "query_transform" and choice != "none" and base.generator == "extractive":
+        return f"{choice} (needs generator openai or local, not extractive)"
+    return str(choice)
+
+
+def setting_label(name: str) -> str:
+    """A configuration key as a form label: `knowledge_base` → "Knowledge base", `rrf_k` → "RRF k" (the key itself
+    is in the help)."""
+    words = [ACRONYMS.get(word, word) for word in name.replace("top_k", "top-k").split("_")]
+    text = " ".join(words)
+    return text[0].upper() + text[1:]
 
 
 def form_values(values: dict[str, Any]) -> dict[str, Any]:
@@ -208,10 +232,18 @@ if submitted:
         if save_as.strip():  # the first value of a sweep is the one saved, and its campaign stays linked to it
             saved = save_target(store, requests[0].config or config, name=save_as.strip(), principal=principal)
             requests[0] = replace(requests[0], target_id=saved)
-        for each in requests:
-            campaign_id = ui.manager().launch(each)
-            st.session_state["launched"] = [campaign_id, *st.session_state.get("launched", [])]
-            ui.select_next_run("campaign_id", campaign_id)
+        # Launching checks everything first (the questions, the target, its models): seconds. Say so at once.
+        with st.status(f"Launching {len(requests)} campaign(s)…", expanded=True) as launching:
+            for number, each in enumerate(requests, start=1):
+                label = each.name or (each.config or config).describe()
+                launching.write(ui.escape_md(f"{number} of {len(requests)}: {label} · "
+                                             "preparing: loading the questions, checking the target…"))
+                campaign_id = ui.manager().launch(each)
+                launching.write(ui.escape_md(f"{number} of {len(requests)}: queued as {campaign_id}"))
+                st.session_state["launched"] = [campaign_id, *st.session_state.get("launched", [])]
+                ui.select_next_run("campaign_id", campaign_id)
+            launching.update(label=f"Launched {len(requests)} campaign(s): their progress is below", state="complete",
+                             expanded=False)
 
 
 def launched() -> list[Campaign]:

@@ -146,10 +146,10 @@ def test_config_save_and_list_from_the_command_line(tmp_path, capsys) -> None:
 
 
 def test_the_made_name_tells_configurations_apart() -> None:
-    assert TargetConfig().describe() == "hybrid rrf use · extractive"
+    assert TargetConfig().describe() == "hybrid RRF · USE embeddings · extractive"
     assert TargetConfig(retriever="bm25", embedding_top_k=5).describe() == "bm25 · top 5 · extractive"  # not the default
     hybrid = TargetConfig(reranker="http", generator="openai", model="gpt-4o-mini", context_top_k=5)
-    assert hybrid.describe() == "hybrid rrf use · rerank http · gpt-4o-mini · k=5"
+    assert hybrid.describe() == "hybrid RRF · USE embeddings · rerank http · gpt-4o-mini · k=5"
 
 
 def test_graded_thresholds_under_the_evaluators_names(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from evalcore.campaigns.listing import SORT_KEYS, campaign_rows, dataset_label, 
 from evalcore.campaigns.manager import MAX_NAME
 from evalcore.compare import compare_campaigns, power
 from evalcore.judges import FIELD_NAMES
+from evalcore.metrics import MEASURES
 from evalcore.store import Store
 
 router = APIRouter(prefix="/api/v1", tags=["campaigns"], responses=ERROR_RESPONSES)
@@ -133,12 +134,18 @@ def compare(request: Request, a: Annotated[str, Query(max_length=300)], b: Annot
                                                               "each measure's units: the questions needed to see it")]
             = power.EFFECT,
             basis: Annotated[str | None, Query(max_length=100, description="the measure deciding per-question "
-                                               "verdicts (default: follows what differs)")] = None) -> dict[str, Any]:
+                                               "verdicts (default: follows what differs)")] = None,
+            tolerance: Annotated[float | None, Query(ge=0, le=1e9, description="the smallest difference of a "
+                                                     "question's deciding measure that changes its verdict, for "
+                                                     "every measure (default: each measure's own)")] = None,
+            ) -> dict[str, Any]:
     """Per-question verdicts, per-measure deltas with intervals and power (campaign a is the baseline).
 
     Computed once per pair of campaign versions and kept: asking again reads the stored comparison.
     """
     campaign_of(request, a, principal)
     campaign_of(request, b, principal)
-    comparison = compare_campaigns(request.app.state.store, a, b, effect=effect, principal=principal, basis=basis)
+    tolerances = dict.fromkeys(MEASURES, tolerance) if tolerance is not None else None
+    comparison = compare_campaigns(request.app.state.store, a, b, effect=effect, principal=principal, basis=basis,
+                                   tolerances=tolerances)
     return ok({"comparison": comparison.to_dict()})

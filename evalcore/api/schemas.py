@@ -242,6 +242,8 @@ class MeasureDeltaOut(Out):
     effect: float = Field(description="the effect size n_required is computed for, in the measure's units")
     n_required: int | None = Field(description="questions needed to detect effect with 80% power at alpha 0.05")
     power_note: str | None = Field(description="why mde and n_required are null (fewer than 2 pairs, no spread)")
+    changed: int | None = Field(None, description="common questions whose value differs between A and B")
+    one_way: bool | None = Field(None, description="every one of them moved in the same direction")
 
 
 class ComparisonOut(Out):
@@ -266,6 +268,14 @@ class ComparisonOut(Out):
     alpha: float
     basis: str | None = Field(default=None, description="the measure deciding per-question verdicts first")
     basis_reason: str = Field(default="", description="why that measure (what changed between the configurations)")
+    verdicts_without_tolerance: dict[str, int] = Field(default_factory=dict, description="the verdict counts if any "
+                                                       "difference counted")
+    tolerance: dict[str, float] = Field(default_factory=dict, description="the smallest meaningful difference used "
+                                        "for each measure that decided a verdict (a smaller change is the same)")
+    unchanged: list[str] = Field(default_factory=list, description="measures with the same value in A and B on every "
+                                 "common question")
+    disagreements: list[str] = Field(default_factory=list, description="measures whose interval and test disagree, "
+                                     "with what that means in words")
 
 
 class SettingsOut(Out):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -20,14 +21,17 @@ from evalcore.campaigns import (
     campaign_diagnosis,
     campaign_results,
     campaign_summary,
+    find_campaign,
     get_campaign,
+    list_campaigns,
 )
 from evalcore.campaigns.launching import LaunchRequest, sweep_requests
 from evalcore.campaigns.pace import duration_text
 from evalcore.cli import _common, _gates
 from evalcore.cli._common import Commands, add_db_option
-from evalcore.cli.compare import format_sweep
+from evalcore.cli.compare import add_sweep_columns, format_sweep, sweep_columns
 from evalcore.compare import compare_sweep
+from evalcore.compare.pairing import previous
 from evalcore.diagnosis import STAGES, StageCounts
 from evalcore.errors import EvalError
 from evalcore.gates import (
@@ -90,6 +94,7 @@ def register(commands: Commands) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override one configuration key, e.g. graded_label_max=3; repeatable")
     _common.add_execution_options(parser)
+    add_sweep_columns(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     add_gate_options(parser)
     parser.set_defaults(handler=run_command)
@@ -122,17 +127,19 @@ def run_command(args: argparse.Namespace) -> int:
     request = launch_request(args, config, target_id)
     if not args.sweep:
         campaign_id = launch(manager, request, as_json=args.json)
-        follow(manager, campaign_id, as_json=args.json)
+        if follow(manager, campaign_id, as_json=args.json) == LOST_EXIT:
+            return LOST_EXIT
         return gate_campaigns(manager.store, args, gates, [campaign_id])
     key, values = parse_sweep(args.sweep)
     ids = []
     # One after the other: a suite runs one campaign at a time, and the cores are shared.
     for each in sweep_requests(request, key, values, one_after_another=True):
         ids.append(launch(manager, each, as_json=args.json))
-        follow(manager, ids[-1], as_json=args.json)
+        if follow(manager, ids[-1], as_json=args.json) == LOST_EXIT:
+            return LOST_EXIT
     sweep = compare_sweep(manager.store, ids)
     print(json.dumps(sweep.to_dict(), indent=2, ensure_ascii=False, default=str) if args.json
-          else "\n".join(format_sweep(sweep)))
+          else "\n".join(format_sweep(sweep, sweep_columns(sweep, args.measures, args.all))))
     return gate_campaigns(manager.store, args, gates, ids)
 
 
@@ -247,10 +254,31 @@ def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
         return LOST_EXIT
     report = Report.of(manager.store, campaign)
     print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) if as_json else format_report(report))
+    print("\n".join(next_lines(manager.store, campaign)), file=sys.stderr if as_json else sys.stdout)
     return campaign.status.exit_code
 
 
 LOST_EXIT = 6  # the campaign was taken over by another process: what it did is not this process's
+def next_lines(store: Store, campaign: Campaign) -> list[str]:
+    """The campaign's name and id, and the command to type next: compare it with the previous campaign on the same
+    questions, or look at it."""
+    earlier = [c for c in list_campaigns(store, campaign.tenant)
+               if c.id != campaign.id and c.finished and c.created_at < campaign.created_at]
+    baseline = previous(campaign, earlier)
+    command = f"python -m evalcore compare {handle(store, baseline)} {handle(store, campaign)}" if baseline \
+        else f"python -m evalcore campaigns show {campaign.id}"
+    return ["", f"campaign {campaign.name!r} ({campaign.id})", f"next: {command}"]
+
+
+def handle(store: Store, campaign: Campaign) -> str:
+    """How to name a campaign on the command line: its name (quoted for the shell) when it finds it, else its id."""
+    try:
+        found = find_campaign(store, campaign.name, campaign.tenant).id == campaign.id
+    except EvalError:
+        found = False
+    return shlex.quote(campaign.name) if found else campaign.id
+
+
 BAR = "{desc}{percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} {unit} [{elapsed}{postfix}]"
 
 

@@ -24,7 +24,7 @@ from evalcore.campaigns import (
 )
 from evalcore.campaigns.export import result_table
 from evalcore.compare import Comparison, Sweep, tables
-from evalcore.compare.charts import delta_figure, delta_spec, series_figure, series_spec, stage_bars, stage_bars_spec
+from evalcore.compare.charts import delta_figure, delta_specs, series_figure, series_spec, stage_bars, stage_bars_spec
 from evalcore.compare.exports import comparison_context, source_names, sweep_context
 from evalcore.diagnosis import StageCounts
 from evalcore.errors import EvalError
@@ -155,8 +155,11 @@ class ComparisonView:
         return worse_checks(self.comparison, list(measures))
 
     def chart(self) -> Chart:
-        """The dashboard's delta chart (Vega-Lite)."""
-        return Chart(delta_spec(self.comparison, self._context))
+        """The dashboard's delta chart (Vega-Lite): one panel per scale, stacked."""
+        panels = [{**{key: value for key, value in spec.items() if key != "$schema"},
+                   **({"width": 640} if spec.get("width") == "container" else {})}
+                  for spec in delta_specs(self.comparison, self._context)]
+        return Chart({"title": panels[0].pop("title", "") if panels else "", "vconcat": panels})
 
     def figure(self) -> go.Figure:
         """The same chart as a Plotly figure (`.show()`, `.write_html(...)`)."""

@@ -96,6 +96,14 @@ def _default(field: Any) -> Any:
     return field.default if field.default is not MISSING else field.default_factory()
 
 
+def retriever_text(retriever: str, fusion: str, embedding_model: str) -> str:
+    """The retriever as people say it: `bm25`, `vector · USE embeddings`, `hybrid RRF · USE embeddings`."""
+    embeddings = f"{embedding_model.upper()} embeddings"  # the models' short names: USE, E5
+    if retriever == "hybrid":
+        return f"hybrid {fusion.upper() if fusion == 'rrf' else fusion} · {embeddings}"
+    return f"vector · {embeddings}" if retriever == "vector" else retriever
+
+
 @dataclass(frozen=True)
 class TargetConfig:
     """Everything that defines a target; thresholds are documented on their score scale."""
@@ -303,14 +311,13 @@ class TargetConfig:
         return "\n".join(lines) + "\n"
 
     def describe(self) -> str:
-        """A short name from the settings that tell configurations apart, e.g. `hybrid · rerank http · gpt-4o-mini · k=5`."""
+        """A short name from the settings that tell configurations apart, e.g. `hybrid RRF · USE embeddings · rerank
+        http · gpt-4o-mini · k=5`."""
         if self.kind == "http_agent":
             return f"agent {urlsplit(self.agent_url).netloc or self.agent_url}"
         if self.kind == "results_file":
             return f"file {Path(self.results_path).name}"
-        retriever = {"hybrid": f"hybrid {self.fusion}", "vector": f"vector {self.embedding_model}"}.get(
-            self.retriever, self.retriever)
-        parts = [retriever if self.retriever != "hybrid" else f"{retriever} {self.embedding_model}"]
+        parts = [retriever_text(self.retriever, self.fusion, self.embedding_model)]
         if self.embedding_top_k != TargetConfig.embedding_top_k:  # the candidates retrieved, when not the default
             parts.append(f"top {self.embedding_top_k}")
         if self.chunking == "tokens":
