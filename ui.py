@@ -7,6 +7,7 @@ through escape_md; charts take it through chart_text; tables, st.text and st.cod
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -14,7 +15,7 @@ import socket
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
@@ -54,7 +55,15 @@ from evalcore.datasets import FILES, Dataset, DatasetStats, dataset_stats, load_
 from evalcore.datasets.uploads import list_datasets, validate_upload  # noqa: F401 - the pages use them through ui
 from evalcore.diagnosis import StageCounts
 from evalcore.errors import EvalError
-from evalcore.keys import MAX_SECRET, login_required, principal_of, sign_in
+from evalcore.keys import (
+    MAX_SECRET,
+    SESSION_TTL_S,
+    end_session,
+    login_required,
+    session_principal,
+    sign_in,
+    start_session,
+)
 from evalcore.metrics import MEASURES
 from evalcore.store import Store, db_location
 from evalcore.suites import Suite
@@ -64,7 +73,8 @@ from evalcore.text import tokenize
 
 CHROMIUM = "/usr/bin/chromium"
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$=&])")
-SESSION_KEY = "_key_id"
+SESSION_TOKEN = "_session_token"  # this session's sign-in (evalcore.keys.start_session), never the API key
+SESSION_COOKIE = "evalcore_session"  # the same token in the browser: a reload or a new tab stays signed in
 # Failed sign-ins back off per session and per client address, across every session of this process.
 THROTTLE = LoginThrottle()
 REFUSED = "Sign-in refused: this key is unknown, revoked, malformed, or not allowed to open evaluations."
@@ -150,11 +160,35 @@ def signed_in() -> Principal | None:
         st.stop()
     if not required:
         return LOCAL
-    key_id = st.session_state.get(SESSION_KEY)
-    principal = principal_of(store(), key_id) if key_id else None
-    if principal is None:  # never signed in, signed out, or the key was revoked meanwhile
-        st.session_state.pop(SESSION_KEY, None)
+    # This session's token, else the browser's (a reload or another tab): checked on every run, so a sign-out
+    # anywhere, an expired session or a revoked key ends it at the next click.
+    cookie = st.context.cookies.get(SESSION_COOKIE)
+    token = st.session_state.get(SESSION_TOKEN) or (cookie if isinstance(cookie, str) else "")
+    principal = session_principal(store(), token) if token else None
+    if principal is None:
+        st.session_state.pop(SESSION_TOKEN, None)
+    else:
+        st.session_state[SESSION_TOKEN] = token
     return principal
+
+
+def session_cookie() -> None:
+    """Make the browser's session cookie hold this session's token (after signed_in: none once signed out): the
+    token only, never the key, for the session's lifetime, sent to this app only. Written on every run where the
+    browser's cookie (as sent when this session opened) differs, so a run cut short by a page switch loses none."""
+    token = st.session_state.get(SESSION_TOKEN) or ""
+    cookie = st.context.cookies.get(SESSION_COOKIE)
+    if token == (cookie if isinstance(cookie, str) else ""):
+        return
+    age = int(SESSION_TTL_S) if token else 0
+    st.html(f"<script>document.cookie = {json.dumps(f'{SESSION_COOKIE}={token}')} + "
+            f"'; path=/; max-age={age}; SameSite=Strict';</script>", unsafe_allow_javascript=True)
+
+
+def sign_out() -> None:
+    """End this session's sign-in everywhere (every tab of every browser holding its token), and clear the cookie."""
+    if token := st.session_state.pop(SESSION_TOKEN, None):
+        end_session(store(), token)
 
 
 def sign_in_page() -> NoReturn:
@@ -163,7 +197,8 @@ def sign_in_page() -> NoReturn:
     st.caption("This dashboard asks for an API key (one from `python -m evalcore keys create`). "
                "It sees what the key's tenant owns, with the key's role.")
     with st.form("sign-in"):
-        st.text_input("API key", type="password", max_chars=MAX_SECRET, key="sign-in-key")
+        st.text_input("API key", type="password", max_chars=MAX_SECRET, key="sign-in-key",
+                      autocomplete="current-password")  # a password manager may fill it
         st.form_submit_button("Sign in", type="primary", on_click=_attempt_sign_in)
     if st.session_state.pop("_refused", False):
         st.error(REFUSED)  # one message for every refusal: it never tells whether a key exists
@@ -179,7 +214,7 @@ def _attempt_sign_in() -> None:
     if principal is None:
         st.session_state["_refused"] = True
     else:
-        st.session_state[SESSION_KEY] = principal.key_id
+        st.session_state[SESSION_TOKEN] = start_session(store(), principal)
 
 
 def client_address() -> str:
@@ -199,8 +234,8 @@ def identity(principal: Principal) -> None:
                    f"Creating one turns sign-in on: `{CREATE_KEY}`")
         return
     st.caption(f"Signed in: tenant **{escape_md(principal.tenant)}** · role **{escape_md(principal.role)}** · "
-               f"capability {escape_md(principal.capability)}")
-    st.button("Sign out", key="sign-out", on_click=lambda: st.session_state.pop(SESSION_KEY, None))
+               f"capability {escape_md(principal.capability)}. This key {escape_md(principal.abilities)}.")
+    st.button("Sign out", key="sign-out", on_click=sign_out, help="Ends this sign-in in every tab")
 
 
 def page(text: str, needs: Action = Action.READ) -> Principal:
@@ -255,10 +290,15 @@ def _route_through_app() -> None:
     Until some session has run app.py, Streamlit serves a deep link (/campaigns) straight from the
     pages/ folder (its multipage v1 mode): no app.py, so a narrow layout and a sidebar listing "app".
     """
+    keep_deep_link()
+    st.switch_page("app.py")
+
+
+def keep_deep_link() -> None:
+    """Remember the page the URL names (/campaigns), so that app.py opens it once the session may see it."""
     name = urlparse(st.context.url or "").path.rstrip("/").rsplit("/", 1)[-1]
     if name and (Path(__file__).parent / "pages" / f"{name}.py").is_file():
         st.session_state["_deep_link"] = f"pages/{name}.py"
-    st.switch_page("app.py")
 
 
 # --- text and numbers ---------------------------------------------------------------------------
@@ -362,12 +402,12 @@ def campaign_label(campaign: Campaign) -> str:
 
 # --- exports ------------------------------------------------------------------------------------
 
-def csv_bytes(frame: pd.DataFrame, context: Sequence[Sequence[str]] = ()) -> bytes:
-    """A table as UTF-8 CSV (with BOM, for spreadsheets) written by the engine's one CSV writer, after the
-    context's `# label,value` lines when given (ExportContext.csv_rows)."""
+def csv_bytes(frame: pd.DataFrame, context: Mapping[str, str] | None = None) -> bytes:
+    """A table as UTF-8 CSV (with BOM, for spreadsheets) written by the engine's one CSV writer, with the
+    context's columns after the table's own when given (ExportContext.csv_columns)."""
+    frame = frame.assign(**(context or {}))
     cells = frame.astype(object).where(frame.notna(), None)
-    return spreadsheet_bytes(csv_text([*context, list(map(str, frame.columns)),
-                                       *cells.itertuples(index=False, name=None)]))
+    return spreadsheet_bytes(csv_text([list(map(str, frame.columns)), *cells.itertuples(index=False, name=None)]))
 
 
 def spreadsheet_bytes(text: str) -> bytes:
@@ -385,17 +425,19 @@ def html_bytes(figure: Any) -> bytes:
     return figure.to_html(include_plotlyjs=True, full_html=True).encode("utf-8")
 
 
-def chart(figure: Any, name: str, key: str, spec: dict[str, Any] | None = None) -> None:
+def chart(figure: Any, name: str, key: str, spec: dict[str, Any] | list[dict[str, Any]] | None = None) -> None:
     """Show a chart with its PNG and HTML downloads as `name`.png and .html (both built only when clicked).
 
     `figure` is a Plotly figure, or a function making it. With a Vega-Lite `spec` of the same chart (the
     engine draws both: evalcore.compare.charts), the page shows the spec, whose script a browser loads about
     a second sooner than Plotly's, and the downloads are the Plotly figure; without one, the figure is shown.
+    A list of specs is one chart drawn in panels, one under the other (the figure has them all).
     Either way the title says what it shows (names, questions, what changed, date).
     """
     make = figure if callable(figure) else lambda: figure
     if spec is not None:
-        st.vega_lite_chart(spec=spec, key=f"{key}-chart")
+        for position, panel in enumerate([spec] if isinstance(spec, dict) else spec):
+            st.vega_lite_chart(spec=panel, key=f"{key}-chart" + (f"-{position}" if position else ""))
     else:
         st.plotly_chart(make(), key=f"{key}-chart", config={"toImageButtonOptions": {"filename": name}})
     left, right, _ = st.columns([1, 1, 4])
@@ -427,6 +469,8 @@ def stage_bar(counts: StageCounts, key: str) -> None:
     """One horizontal bar of the questions per failure stage, stages in their order and colours (Vega-Lite, as
     the Compare page's: the Campaigns page needs no Plotly)."""
     st.vega_lite_chart(spec=stage_bars_spec({"questions": counts}), key=key)
+    st.caption(escape_md(" · ".join(f"{stage} {count:,}" for stage, count in counts.counts.items() if count)
+                         + f" (of {counts.total:,} questions)"))
 
 
 def histogram(values: list[int], name: str, title: str, bins: int = 30) -> None:
@@ -439,8 +483,9 @@ def histogram(values: list[int], name: str, title: str, bins: int = 30) -> None:
     st.vega_lite_chart(frame, spec)
 
 
-def table_download(frame: pd.DataFrame | pa.Table, name: str, key: str, context: Sequence[Sequence[str]] = ()) -> None:
-    """A CSV download of a table (pandas or Arrow) as `name`.csv, after its context lines; built only when clicked."""
+def table_download(frame: pd.DataFrame | pa.Table, name: str, key: str, context: Mapping[str, str] | None = None,
+                   ) -> None:
+    """A CSV download of a table (pandas or Arrow) as `name`.csv, with its context columns; built only when clicked."""
     st.download_button("CSV", data=lambda: csv_bytes(frame if isinstance(frame, pd.DataFrame) else frame.to_pandas(),
                                                      context),
                        file_name=f"{name}.csv", mime="text/csv", key=key, on_click="ignore")
@@ -474,7 +519,7 @@ def suite_frame(suites: list[Suite], principal: Principal) -> pd.DataFrame:
         lines.append({"name": suite.name, "dataset": row.dataset, "cases": len(suite.cases),
                       "configuration": row.configuration, **row.settings.to_dict(), "updated": fmt_when(suite.updated_at),
                       "last campaign": run.campaign.status_text if run else "never run",
-                      "last run": fmt_when(run.campaign.created_at) if run else None,
+                      "last run": fmt_when(run.campaign.created_at) if run else "never",
                       **{name: run.headline.get(name) if run else None for name in measures}, "id": suite.id})
     return pd.DataFrame(lines, columns=["name", "dataset", "cases", "configuration", "retriever", "reranker", "generator", "top_k",
                                         "updated", "last campaign", "last run", *measures, "id"]

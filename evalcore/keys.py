@@ -14,11 +14,14 @@ from evalcore.access import CAPABILITIES, EVALUATION_CAPABILITIES, ROLES, Princi
 from evalcore.errors import EvalError
 from evalcore.store import Connection, Row, Store
 
-__all__ = ["CAPABILITIES", "EVALUATION_CAPABILITIES", "ROLES", "KeyInfo", "check_tenant", "create_key", "hash_secret",
-           "list_keys", "login_required", "principal_of", "revoke_key", "sign_in", "verify_key"]
+__all__ = ["CAPABILITIES", "EVALUATION_CAPABILITIES", "ROLES", "KeyInfo", "check_tenant", "create_key", "end_session",
+           "hash_secret", "list_keys", "login_required", "principal_of", "revoke_key", "session_principal", "sign_in",
+           "start_session", "verify_key"]
 SECRET_PREFIX = "ek_"
 # Longer input is cut before hashing: a secret is 46 characters, and hashing megabytes costs time.
 MAX_SECRET = 128
+SESSION_PREFIX = "es_"  # a dashboard session token, never an API key
+SESSION_TTL_S = 12 * 3600.0  # a dashboard session lasts a working day
 # Underscores are excluded because evaluation task ids join the tenant with underscores.
 TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,63}$")
 
@@ -104,6 +107,36 @@ def principal_of(store: Store, key_id: str) -> Principal | None:
     """The principal of a signed-in key if the key is still active (revoking it ends its sessions)."""
     rows = store.read("SELECT * FROM api_keys WHERE id = ? AND revoked_at IS NULL", (key_id,))
     return _info(rows[0]).principal() if rows else None
+
+
+def start_session(store: Store, principal: Principal, ttl_s: float = SESSION_TTL_S) -> str:
+    """A new dashboard session for a signed-in key: its token (kept by the browser; only its hash is stored)."""
+    token = SESSION_PREFIX + secrets.token_urlsafe(32)
+    now = time.time()
+    row = (hash_secret(token), principal.key_id, now, now + ttl_s)
+
+    def insert(conn: Connection) -> None:
+        conn.execute("INSERT INTO dashboard_sessions (token_hash, key_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                     row)
+
+    store.write(insert)
+    return token
+
+
+def session_principal(store: Store, token: str) -> Principal | None:
+    """The principal of a session token while the session lasts: not expired, not signed out, its key not revoked."""
+    if not token.startswith(SESSION_PREFIX) or len(token) > MAX_SECRET:
+        return None
+    rows = store.read("SELECT key_id FROM dashboard_sessions WHERE token_hash = ? AND ended_at IS NULL AND "
+                      "expires_at > ?", (hash_secret(token), time.time()))
+    return principal_of(store, rows[0]["key_id"]) if rows else None
+
+
+def end_session(store: Store, token: str) -> None:
+    """Sign a session out: its token stops working in every tab and browser that holds it."""
+    digest, now = hash_secret(token[:MAX_SECRET]), time.time()
+    store.write(lambda conn: conn.execute(
+        "UPDATE dashboard_sessions SET ended_at = ? WHERE token_hash = ? AND ended_at IS NULL", (now, digest)))
 
 
 def login_required(store: Store) -> bool:

@@ -22,10 +22,11 @@ from evalcore.campaigns.listing import HEADLINE
 from evalcore.campaigns.pace import duration_text
 from evalcore.campaigns.storage import load_signatures
 from evalcore.diagnosis import NOT_ATTRIBUTED, relevance
-from evalcore.metrics import panels
+from evalcore.metrics import MEASURES, panels
 from evalcore.targets import Retrieved
 
 PAGE_SIZE = 100  # questions in the table and its picker at a time
+PANEL_COLUMNS = 4  # measures a row of a panel shows
 # Per question: the headline measures and the retrieval ones people sort by first.
 QUESTION_MEASURES = ("recall", "mrr", *HEADLINE)
 QUESTIONS, STAGES, CONFIGURATION = "Questions", "Failure stages", "Configuration"
@@ -48,6 +49,12 @@ def hit_mark(result: QuestionResult, hit: Retrieved) -> str:
     return "—" if relevant is None else "hit" if relevant(hit) else "miss"
 
 
+def label_text(relevant: dict[int, int], pid: int | None) -> str:
+    """A retrieved passage's qrels label as shown: the label, or "unlabeled" (never "None")."""
+    label = relevant.get(pid) if pid is not None else None
+    return "unlabeled" if label is None else str(label)
+
+
 def retrieved_table(result: QuestionResult) -> pd.DataFrame:
     """The retrieved passages in rank order, each marked hit or miss, with its qrels label when there is one."""
     relevant = result.question.relevant or {}
@@ -55,7 +62,7 @@ def retrieved_table(result: QuestionResult) -> pd.DataFrame:
         :len(result.outcome.context)] else 0
     return pd.DataFrame([{"rank": rank, "pid": hit.pid, "title": hit.title, "score": hit.score,
                           "context": rank <= in_context,
-                          "hit": hit_mark(result, hit), "label": relevant.get(hit.pid) if hit.pid is not None else None,
+                          "hit": hit_mark(result, hit), "label": label_text(relevant, hit.pid),
                           "text": ui.short(hit.text, 200)} for rank, hit in enumerate(result.outcome.retrieved, 1)])
 
 
@@ -184,6 +191,13 @@ def actions(campaign: Campaign) -> None:
             st.rerun()
 
 
+def measure_value(name: str, value: Aggregate) -> str:
+    """A measure's mean as shown in large type; a rate (pass/fail measure) with the questions it is over."""
+    measure = MEASURES.get(name.split(":")[0])
+    rate = name.endswith(":pass") or bool(measure and measure.binary)
+    return f"{value.mean:.0%} of {value.count}" if rate and value.mean is not None else ui.fmt_value(value.mean)
+
+
 def panel() -> None:
     """Progress, the metric panels and the summary (refreshed while it runs)."""
     campaign = get_campaign(store, chosen, principal=principal)
@@ -196,11 +210,11 @@ def panel() -> None:
     signatures = load_signatures(store, chosen)
     for title, names in panels(aggregates):
         st.caption(ui.escape_md(title))
-        cols = st.columns(min(len(names), 6))
+        cols = st.columns(PANEL_COLUMNS)  # four a row: a name as long as graded.top1_relevance is not cut
         for position, name in enumerate(names):
             value = aggregates[name]
             hover = f"mean over {value.count} question(s)\n\n" + ui.measure_help(name, signatures.get(name))
-            cols[position % 6].metric(ui.escape_md(name), ui.fmt_value(value.mean), help=hover)
+            cols[position % PANEL_COLUMNS].metric(ui.escape_md(name), measure_value(name, value), help=hover)
     summary = ui.summary(campaign, principal)
     st.caption("Summary")
     cols = st.columns(7)
@@ -278,14 +292,19 @@ if sections[CONFIGURATION].open:
         configuration_section(campaign)
 
 
-def export(fmt: str) -> bytes:
+def export(fmt: str, names: str) -> bytes:
     """The campaign as a file, built when its button is clicked (the CSV is formula-safe, with a BOM)."""
-    return export_campaign(store, chosen, fmt, principal=principal).encode("utf-8-sig" if fmt == "csv" else "utf-8")
+    return export_campaign(store, chosen, fmt, principal=principal,
+                           names=names).encode("utf-8-sig" if fmt == "csv" else "utf-8")
 
 
 st.caption("Export")
 cols = st.columns([1, 1, 1, 4])
+names = "evaluator" if cols[3].checkbox(
+    "Judge fields under the evaluators' names", key="export-names",
+    help="gpt_retrieval, retrieval_reason, response_completeness_result, groundedness_pro_label… instead of "
+    "score, completeness, groundedness_pro (CSV and JSONL)") else "project"
 for col, (fmt, mime, label, suffix) in zip(cols, (("csv", "text/csv", "CSV", "csv"), ("jsonl", "application/jsonl", "JSONL", "jsonl"),
                                                   ("trec", "text/plain", "TREC run", "run.txt"))):
-    col.download_button(label, data=partial(export, fmt), file_name=f"{chosen}.{suffix}", mime=mime, key=f"export-{fmt}",
+    col.download_button(label, data=partial(export, fmt, names), file_name=f"{chosen}.{suffix}", mime=mime, key=f"export-{fmt}",
                         on_click="ignore")

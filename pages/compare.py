@@ -15,13 +15,14 @@ from evalcore.campaigns import Campaign, list_campaigns
 from evalcore.compare import Comparison, Sweep, compare_campaigns, compare_sweep, power
 from evalcore.compare.charts import (
     delta_figure,
-    delta_spec,
+    delta_specs,
     scatter_figure,
     scatter_spec,
     series_figure,
     series_spec,
     stages_figure,
     stages_spec,
+    unchanged_line,
 )
 from evalcore.compare.exports import ExportContext, Fact, comparison_context, source_names, sweep_context
 from evalcore.compare.pairing import Group, by_questions, default_pair, group_of
@@ -79,6 +80,20 @@ def cached_sweep(db: str, versions: tuple, principal: Principal) -> Sweep:
     return compare_sweep(ui.store(), [version[0] for version in versions], principal=principal)
 
 
+def with_tolerance(comparison: Comparison) -> Comparison:
+    """The comparison with the verdicts under the tolerance asked for the measure deciding most of them."""
+    decided_by = comparison.deciding
+    if decided_by is None:
+        return comparison
+    default = comparison.tolerance(decided_by)
+    tolerance = st.number_input(f"Smallest meaningful difference of {decided_by} (a smaller change is the same)",
+                                min_value=0.0, value=default, step=0.005, format="%.4g", key=f"tolerance-{decided_by}",
+                                help="A question's verdict is better or worse only when its value changed by at "
+                                     "least this much. Default: 0.01 for 0-1 measures, 1 for 0-100 scores, any "
+                                     "change for pass/fail, labels and judge scores.")
+    return comparison if tolerance == default else comparison.with_tolerances({decided_by: tolerance})
+
+
 def pick_questions(campaigns: list[Campaign], sources: dict[Group, str]) -> list[Campaign]:
     """The dataset or suite to compare on (the default pair's first), and its campaigns, newest first; or every
     campaign, grouped by dataset or suite."""
@@ -108,7 +123,7 @@ def diagnosis_section(comparison: Comparison, context: ExportContext) -> None:
     questions = moved_frame(comparison, cell)
     st.dataframe(questions, hide_index=True, height=240)
     ui.table_download(questions, context.file_stem("stages"), key="stages-csv",
-                      context=context.with_fact(Fact("stages", f"{cell.a} → {cell.b}", None)).csv_rows())
+                      context=context.with_fact(Fact("stages", f"{cell.a} → {cell.b}", None)).csv_columns())
 
 
 def measures_section(comparison: Comparison, context: ExportContext, measures: pd.DataFrame, effect: float) -> None:
@@ -118,15 +133,23 @@ def measures_section(comparison: Comparison, context: ExportContext, measures: p
         st.info("No measure is present in both campaigns.")
         return
     ui.chart(partial(delta_figure, comparison, context), context.file_stem("compare"), key="deltas",
-             spec=delta_spec(comparison, context))
+             spec=delta_specs(comparison, context))
+    if comparison.unchanged:
+        st.caption(ui.escape_md(unchanged_line(comparison)))
+    for line in comparison.disagreements:
+        st.info(ui.escape_md(f"The interval and the test disagree on {line}."))
     shown = measures[MEASURE_COLUMNS]
-    st.dataframe(shown, hide_index=True, column_config={
-        "mde": st.column_config.NumberColumn("detects ±", help="smallest difference this comparison "
-                                             "could see (80% power, alpha 0.05, paired t)", format="%.3g"),
-        "n_required": st.column_config.NumberColumn(f"questions for ±{effect:g}", format="%d",
-                                                    help="questions needed to see this effect size"),
+    # Missing values as empty text: a table cell never says "None".
+    texts = shown.assign(mde=[f"±{v:.3g}" if pd.notna(v) else "" for v in shown["mde"]],
+                         n_required=[f"{int(v):,}" if pd.notna(v) else "" for v in shown["n_required"]],
+                         power_note=shown["power_note"].fillna(""))
+    st.dataframe(texts, hide_index=True, column_config={
+        "mde": st.column_config.TextColumn("detects ±", help="smallest difference this comparison could see (80% "
+                                           "power, alpha 0.05, paired t); empty: see the next columns"),
+        "n_required": st.column_config.TextColumn(f"questions for ±{effect:g}",
+                                                  help="questions needed to see this effect size"),
         "power_note": st.column_config.TextColumn("no power because")})
-    ui.table_download(shown, context.file_stem("measures"), key="measures-csv", context=context.csv_rows())
+    ui.table_download(shown, context.file_stem("measures"), key="measures-csv", context=context.csv_columns())
 
 
 def scatter_section(comparison: Comparison, context: ExportContext, measures: pd.DataFrame) -> None:
@@ -153,7 +176,7 @@ def questions_section(versions: tuple, context: ExportContext) -> None:
     st.dataframe(questions, hide_index=True)
     shown_verdicts = Fact("verdicts shown", ", ".join(keep) or "none", None)
     ui.table_download(questions, context.file_stem("questions"), key="questions-csv",
-                      context=context.with_fact(shown_verdicts).csv_rows())
+                      context=context.with_fact(shown_verdicts).csv_columns())
 
 
 def label(campaign: Campaign, sources: dict[Group, str]) -> str:
@@ -204,6 +227,7 @@ if mode == "two campaigns":
                                   "(else ROUGE-L) for a generation-side one, else the suite order.")
         versions = (*versions, basis)
         comparison = for_effect(*versions, float(effect))
+        comparison = with_tolerance(comparison)
         context = comparison_context(comparison, a, b, sources)
         st.caption(ui.escape_md(f"Verdicts by {comparison.basis_reason}."))
         for warning in comparison.warnings:
@@ -223,6 +247,8 @@ if mode == "two campaigns":
         counts = comparison.verdicts
         for col, verdict in zip(st.columns(len(VERDICTS)), VERDICTS):
             col.metric(verdict, counts.get(verdict, 0))
+        if comparison.tolerance_note:
+            st.caption(ui.escape_md(comparison.tolerance_note[0].upper() + comparison.tolerance_note[1:] + "."))
         ui.html_download("Report (HTML)", partial(comparison_report, comparison, a, b, sources),
                          context.file_stem("report"), key="report",
                          help="One HTML file that opens without network: both campaigns and their settings, the "
@@ -257,7 +283,7 @@ else:
             st.warning(ui.escape_md(warning))
         table = sweep_frame(sweep, by_id)
         st.dataframe(table, hide_index=True)
-        ui.table_download(table, context.file_stem("sweep"), key="sweep-csv", context=context.csv_rows())
+        ui.table_download(table, context.file_stem("sweep"), key="sweep-csv", context=context.csv_columns())
         names = list(sweep.series)
         measure = st.selectbox("Measure", names, index=ui.index_of(names, "ndcg@10"))
         if measure:

@@ -56,7 +56,9 @@ if principal.can(Action.CHANGE):
 
 with ui.guard():
     dataset, stats, passage_tokens = ui.open_dataset(ref)
-    st.caption(f"{ui.escape_md(str(dataset.path))} · content hash {dataset.content_hash[:12]}")
+    # The server's folders are shown to the local operator only: a signed-in key sees the dataset's name.
+    where = str(dataset.path) if principal.is_local else ref
+    st.caption(f"{ui.escape_md(where)} · content hash {dataset.content_hash[:12]}")
     cols = st.columns(5)
     cols[0].metric("Questions", stats.total_queries, help=f"{stats.labeled_queries} labeled, {stats.unlabeled_queries} unlabeled")
     cols[1].metric("Passages", stats.total_passages, help=f"{stats.distractor_passages} distractors (no question points at them)")

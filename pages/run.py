@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import streamlit as st
@@ -20,6 +20,7 @@ from evalcore.store import NotFound
 from evalcore.suites import list_suites
 from evalcore.targets import TargetConfig
 from evalcore.targets.config import CHOICES, KEYS, RANGES, sweep_values
+from evalcore.targets.operator import SCHEDULERS_SETTING, schedulers
 from evalcore.targets.presets import PRESETS, QUICK_START
 from evalcore.targets.saved import get_target, save_target
 
@@ -27,6 +28,8 @@ NO_SWEEP = "(no sweep)"
 EXECUTORS = {"local": "this machine", "dask": "the Dask cluster"}
 CAMPAIGN = "campaign:"  # a "start from" option: the configuration of a past campaign
 LONG_TEXT = ("_prompt", "_template", "agent_body", "fallback_answer")
+ACRONYMS = {"rrf": "RRF", "llm": "LLM", "url": "URL", "http": "HTTP", "api": "API", "id": "id", "hyde": "HyDE",
+            "n": "N", "kb": "KB"}
 
 
 def config_inputs(base: TargetConfig, key: str, disabled: bool) -> dict[str, Any]:
@@ -38,28 +41,49 @@ def config_inputs(base: TargetConfig, key: str, disabled: bool) -> dict[str, Any
             columns = st.columns(3)
             for position, name in enumerate(names):
                 with columns[position % 3]:
-                    values[name] = _config_input(name, current[name], defaults[name], f"{key}-{name}", disabled)
+                    values[name] = _config_input(name, current[name], defaults[name], f"{key}-{name}", disabled,
+                                                 base)
     return values
 
 
-def _config_input(name: str, value: Any, default: Any, key: str, disabled: bool) -> Any:
+def _config_input(name: str, value: Any, default: Any, key: str, disabled: bool, base: TargetConfig) -> Any:
     """The widget for one key, chosen by its choices, type and range."""
     shown = f"{default!r}" if not isinstance(default, str) or len(default) < 60 else "see docs/targets.md"
-    hint = ui.escape_md(f"{KEYS[name].help} (default: {shown})")
+    hint = ui.escape_md(f"{KEYS[name].help} (key {name} · default: {shown})")
     common = {"key": key, "help": hint, "disabled": disabled}
+    label = setting_label(name)
     if name in CHOICES:
-        return st.selectbox(name, CHOICES[name], index=ui.index_of(list(CHOICES[name]), value), **common)
+        return st.selectbox(label, CHOICES[name], index=ui.index_of(list(CHOICES[name]), value),
+                            format_func=partial(choice_text, name, base), **common)
     low, high = RANGES.get(name, (None, None))
     if isinstance(default, int) and not isinstance(default, bool):
-        return st.number_input(name, value=int(value), step=1, **common,
+        return st.number_input(label, value=int(value), step=1, **common,
                                min_value=None if low is None else int(low), max_value=None if high is None else int(high))
     if isinstance(default, float):
-        return st.number_input(name, value=float(value), step=0.05, format="%.3f", **common, min_value=low, max_value=high)
+        return st.number_input(label, value=float(value), step=0.05, format="%.3f", **common, min_value=low,
+                               max_value=high)
     if isinstance(default, dict):
-        return st.text_area(name, value=json.dumps(value, ensure_ascii=False), **{**common, "help": "a JSON object"})
+        return st.text_area(label, value=json.dumps(value, ensure_ascii=False),
+                            **{**common, "help": f"key {name} · a JSON object"})
     if name.endswith(LONG_TEXT):
-        return st.text_area(name, value=value, **common)
-    return st.text_input(name, value=value, **common)
+        return st.text_area(label, value=value, **common)
+    return st.text_input(label, value=value, **common)
+
+
+def choice_text(name: str, base: TargetConfig, choice: str) -> str:
+    """An option as offered, with why it cannot work with the starting configuration (a query transformation is
+    written by the generator's chat model, which the extractive generator does not have)."""
+    if name == "query_transform" and choice != "none" and base.generator == "extractive":
+        return f"{choice} (needs generator openai or local, not extractive)"
+    return str(choice)
+
+
+def setting_label(name: str) -> str:
+    """A configuration key as a form label: `knowledge_base` → "Knowledge base", `rrf_k` → "RRF k" (the key itself
+    is in the help)."""
+    words = [ACRONYMS.get(word, word) for word in name.replace("top_k", "top-k").split("_")]
+    text = " ".join(words)
+    return text[0].upper() + text[1:]
 
 
 def form_values(values: dict[str, Any]) -> dict[str, Any]:
@@ -69,17 +93,31 @@ def form_values(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def execution_inputs(base: TargetConfig, key: str, configurable: bool) -> dict[str, str]:
-    """Where the questions are answered: a Dask cluster is offered once a scheduler is known (typed, or set)."""
-    known = os.environ.get("EVALCORE_DASK_SCHEDULER", "").strip()
+    """Where the questions are answered: a Dask cluster is offered once the operator set a scheduler, and a
+    full-access session picks one of the operator's schedulers (never an address typed here)."""
+    listed = operator_schedulers()
+    offered = list(listed) if configurable else []
     left, right = st.columns(2)
-    scheduler = left.text_input("Dask scheduler", value=base.scheduler, key=f"{key}-scheduler", disabled=not configurable,
-                                placeholder=known or "tcp://HOST:PORT",
-                                help="Empty: EVALCORE_DASK_SCHEDULER. Naming one needs the full-access capability.")
-    choices = ["local", "dask"] if scheduler.strip() or known or base.executor == "dask" else ["local"]
+    scheduler = base.scheduler
+    if offered:
+        current = next((name for name, address in listed.items() if base.scheduler in (name, address)), None)
+        scheduler = left.selectbox("Dask scheduler", offered, index=ui.index_of(offered, current),
+                                   key=f"{key}-scheduler", help=f"The schedulers the server's operator lists "
+                                   f"({SCHEDULERS_SETTING}; `default` is EVALCORE_DASK_SCHEDULER).")
+    choices = ["local", "dask"] if offered or "default" in listed or base.executor == "dask" else ["local"]
     executor = right.selectbox("Answer the questions on", choices, index=ui.index_of(choices, base.executor),
                                key=f"{key}-executor", format_func=EXECUTORS.__getitem__,
                                help="The results are the same; a cluster spreads the work over its workers.")
-    return {"executor": executor or "local", "scheduler": scheduler.strip()}
+    return {"executor": executor or "local", "scheduler": scheduler or ""}
+
+
+def operator_schedulers() -> dict[str, str]:
+    """The operator's Dask schedulers by name; none (and the setting's problem shown) when it is malformed."""
+    try:
+        return schedulers()
+    except EvalError as error:
+        ui.show_error(error)
+        return {}
 
 
 def _json_object(name: str, text: str) -> dict[str, Any]:
@@ -194,10 +232,18 @@ if submitted:
         if save_as.strip():  # the first value of a sweep is the one saved, and its campaign stays linked to it
             saved = save_target(store, requests[0].config or config, name=save_as.strip(), principal=principal)
             requests[0] = replace(requests[0], target_id=saved)
-        for each in requests:
-            campaign_id = ui.manager().launch(each)
-            st.session_state["launched"] = [campaign_id, *st.session_state.get("launched", [])]
-            ui.select_next_run("campaign_id", campaign_id)
+        # Launching checks everything first (the questions, the target, its models): seconds. Say so at once.
+        with st.status(f"Launching {len(requests)} campaign(s)…", expanded=True) as launching:
+            for number, each in enumerate(requests, start=1):
+                label = each.name or (each.config or config).describe()
+                launching.write(ui.escape_md(f"{number} of {len(requests)}: {label} · "
+                                             "preparing: loading the questions, checking the target…"))
+                campaign_id = ui.manager().launch(each)
+                launching.write(ui.escape_md(f"{number} of {len(requests)}: queued as {campaign_id}"))
+                st.session_state["launched"] = [campaign_id, *st.session_state.get("launched", [])]
+                ui.select_next_run("campaign_id", campaign_id)
+            launching.update(label=f"Launched {len(requests)} campaign(s): their progress is below", state="complete",
+                             expanded=False)
 
 
 def launched() -> list[Campaign]:

@@ -28,6 +28,7 @@ from evalcore.suites import (
 NEW = "(new suite)"
 SAMPLE_SUITE = DATASET_ROOT / "samples" / "suite.csv"
 SAMPLE_NAME = "sample"
+UPLOADS = "suite-imports"  # imports done in this session: the uploader's key changes with each, which empties it
 COLUMNS = {
     "question": st.column_config.TextColumn("question", required=True, width="large"),
     "expected_answer": st.column_config.TextColumn("expected answer", width="medium"),
@@ -68,6 +69,8 @@ def import_cases(cases: list[Case], name: str, choice: IfExists) -> None:
     created = create_suite(store, name=name, target_id=target_id, cases=cases, principal=principal, if_exists=choice)
     ui.select_next_run("suite_id", created.id)
     st.session_state.pop("import-sample", None)
+    # A new key empties the uploader: the imported file would otherwise stay, and say its suite already exists.
+    st.session_state[UPLOADS] = st.session_state.get(UPLOADS, 0) + 1
     replaced = "replacing the cases of" if created.created_at != created.updated_at else "into"
     ui.flash(f"Imported {len(created.cases)} case(s) {replaced} {created.name}.")
     st.rerun()
@@ -142,8 +145,9 @@ if SAMPLE_SUITE.is_file() and st.button("Add the sample suite", help=f"Imports {
         with ui.guard():
             import_cases(sample.cases, SAMPLE_NAME, IfExists.REFUSE)
     st.session_state["import-sample"] = True
+uploads = st.session_state.get(UPLOADS, 0)
 upload = st.file_uploader("question ; expected answer ; sources (separator ; or , detected, header optional)",
-                          type=["csv", "txt"], key="suite_csv")
+                          type=["csv", "txt"], key="suite_csv" + (f"-{uploads}" if uploads else ""))
 with ui.guard():
     if upload is not None:
         st.session_state.pop("import-sample", None)

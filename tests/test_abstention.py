@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -139,20 +140,20 @@ def question(position: int, expected: str | None = None, references: tuple[str, 
 
 
 def test_which_questions_are_unanswerable() -> None:
+    """Only a marker (or a dataset's answerable column) makes a question unanswerable; no expected answer is no reference."""
     marked = with_answerability([question(1, "30 days"), question(2, "(unanswerable)", sources=("Terms",)),
                                  question(3), question(4, sources=("Terms",)), question(5, "  ")])
-    assert [q.answerable for q in marked] == [True, False, False, True, False]
+    assert [q.answerable for q in marked] == [True, False, None, None, None]
     dataset = with_answerability([question(1, references=("30 days",)), question(2, relevant={10: 1}),
-                                  question(3, relevant={10: 0}), question(4)])
-    assert [q.answerable for q in dataset] == [True, True, False, False]
-    # A set with no expected answer at all says nothing about answers: abstention is not measured.
-    bare = with_answerability([question(1), question(2, sources=("Terms",)), question(3, relevant={10: 1})])
-    assert [q.answerable for q in bare] == [None, None, None]
+                                  question(3, relevant={10: 0}), question(4), question(5, references=("[No answer]",)),
+                                  replace(question(6), answerable=False), replace(question(7), answerable=True)])
+    assert [q.answerable for q in dataset] == [True, None, None, None, False, False, True]
 
 
 ABSTAIN = {
     "queries": {"id": [1, 2, 3, 4], "text": ["What is the refund window?", "How long is the warranty?",
-                                             "Who founded the company?", "Will it rain in Lyon tomorrow?"]},
+                                             "Who founded the company?", "Will it rain in Lyon tomorrow?"],
+                "answerable": [None, None, False, False]},
     "corpus": {"id": [10, 11, 12], "text": ["Refunds are accepted within 30 days of delivery.",
                                             "The warranty lasts 3 years from delivery.",
                                             "The company sells routers and thermostats."],
@@ -218,7 +219,8 @@ def test_abstention_measures_on_answers_both_ways(tmp_path: Path) -> None:
     manager.close()
 
 
-def test_suite_cases_marked_or_left_empty_are_unanswerable(tmp_path: Path) -> None:
+def test_suite_cases_marked_are_unanswerable_and_empty_ones_have_no_reference(tmp_path: Path) -> None:
+    """An optional expected answer left empty, next to cases that have one, is no reference: never a question to decline."""
     data = write_dataset(tmp_path / "abstain", ABSTAIN)
     manager = get_manager(tmp_path / "suite.db")
     suite = create_suite(manager.store, name="abstain", target_id="default", cases=[
@@ -234,7 +236,8 @@ def test_suite_cases_marked_or_left_empty_are_unanswerable(tmp_path: Path) -> No
         unknown = launch(manager, data, server, suite_id=bare.id)
     measures = [r.outcome.measures for r in campaign_results(manager.store, marked)]
     assert measures[0]["false_abstention"] == 0.0 and measures[1]["correct_abstention"] == 1.0
-    assert measures[2]["hallucination"] == 1.0
+    assert [r.question.answerable for r in campaign_results(manager.store, marked)] == [True, False, None]
+    assert not {"correct_abstention", "hallucination", "false_abstention", "coverage"} & measures[2].keys()
     assert "coverage" not in measures[1]  # never scored against "(unanswerable)"
     assert all(not {"correct_abstention", "hallucination", "false_abstention"} & r.outcome.measures.keys()
                for r in campaign_results(manager.store, unknown))

@@ -292,6 +292,23 @@ def test_unexpected_errors_are_500_without_internals(api: Api, monkeypatch: pyte
 
 # --- evaluation tasks ----------------------------------------------------------------------------
 
+def test_a_suite_run_refuses_more_than_4_minutes_per_question(api: Api) -> None:
+    suite = api.call("POST", "/api/v1/eval-suites", json=suite_body(api)).json()["data"]["suite"]
+    error = error_of(api.call("POST", f"/api/v1/eval-suites/{suite['id']}/runs", json={"time_limit": 300}), 422)
+    assert error["field"] == "time_limit" and "4 minutes at most" in error["message"]
+
+
+def test_a_task_names_the_corpus_it_used_and_keeps_its_start_time(api: Api) -> None:
+    """knowledge_base_id copies a configuration whose knowledge_base is "tiny"; the task ran on dataset "default"."""
+    created = api.call("POST", "/api/v1/evaluation", json={"dataset_id": "default", "knowledge_base_id": api.targets["fast"]})
+    task = created.json()["data"]["task"]
+    data = wait_done(api, f"/api/v1/evaluation?task_id={task['id']}", lambda d: d["task"]["status"])
+    assert data["params"]["knowledge_base"] == "default" and data["params"]["retriever"] == "bm25"
+    assert data["task"]["start_time"] == task["start_time"]
+    campaign = api.call("GET", f"/api/v1/campaigns/{task['id']}", "viewer").json()["data"]["campaign"]
+    assert campaign["config"]["knowledge_base"] == "default"
+
+
 @pytest.mark.parametrize(("body", "field"), [
     ({"dataset_id": "missing"}, "dataset_id"),
     ({"dataset_id": "../samples"}, "dataset_id"),

@@ -70,7 +70,7 @@ def test_rows_name_the_suite_the_dataset_the_settings_and_the_headline_measures(
 def test_settings_of_other_targets_and_dataset_labels() -> None:
     hybrid = TargetConfig(retriever="hybrid", reranker="http", rerank_url="http://x", rerank_top_k=12,
                           generator="openai", model="gpt-4o-mini", base_url="http://x")
-    assert Settings.of(hybrid.to_dict()) == Settings("hybrid rrf use", "http", "gpt-4o-mini", 12)
+    assert Settings.of(hybrid.to_dict()) == Settings("hybrid RRF · USE embeddings", "http", "gpt-4o-mini", 12)
     assert Settings.of({"kind": "http_agent"}).retriever == "HTTP agent"
     assert dataset_label("/srv/dataset/samples") == "default" and dataset_label("dataset/uploads-x") == "uploads-x"
     assert HEADLINE[0] == "ndcg@10"

@@ -196,39 +196,42 @@ def test_a_worker_killed_mid_campaign_loses_and_repeats_nothing(manager: Campaig
     assert {r.attempts for r in results} == {1}
 
 
-def test_the_api_runs_on_the_cluster_a_full_access_key_names(scheduler: str, tmp_path: Path) -> None:
+def test_the_api_runs_on_the_cluster_a_full_access_key_names(scheduler: str, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.test_api import error_of, make_api, serve
 
+    monkeypatch.setenv("EVALCORE_DASK_SCHEDULERS", f"cluster={scheduler}, down=tcp://127.0.0.1:9")
     app, keys, targets = make_api(tmp_path)
-    body = {"dataset_id": "tiny", "knowledge_base_id": targets["fast"], "executor": "dask", "scheduler": scheduler}
+    body = {"dataset_id": "tiny", "knowledge_base_id": targets["fast"], "executor": "dask", "scheduler": "cluster"}
     with serve(app) as url:
         def post(key: str, **changes: Any) -> httpx.Response:
             return httpx.post(f"{url}/api/v1/evaluation", json={**body, **changes}, timeout=30,
                               headers={"Authorization": f"Bearer {keys[key]}"})
 
         assert "full-access" in error_of(post("admin"), 403)["message"]
-        refused = error_of(post("full", scheduler="tcp://127.0.0.1:9"), 422)
+        refused = error_of(post("full", scheduler="down"), 422)
         assert "cannot reach the Dask scheduler" in refused["message"]
         task_id = post("full").json()["data"]["task"]["id"]
         campaign = app.state.manager.wait(task_id, timeout=60)
     assert campaign.status == "succeeded" and campaign.finished == 3
-    assert (campaign.config["executor"], campaign.config["scheduler"]) == ("dask", scheduler)
+    assert (campaign.config["executor"], campaign.config["scheduler"]) == ("dask", "cluster")
     assert [c.id for c in list_campaigns(app.state.store)] == [task_id]
 
 
-def test_the_run_page_offers_the_cluster_once_a_scheduler_is_known(scheduler: str, tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_run_page_offers_only_the_operators_schedulers(scheduler: str, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from evalcore.campaigns import get_manager
     from tests.test_dashboard import assert_clean, page_test
 
     monkeypatch.delenv("EVALCORE_DASK_SCHEDULER", raising=False)
+    monkeypatch.delenv("EVALCORE_DASK_SCHEDULERS", raising=False)
     db = str(tmp_path / "db.sqlite")
-    at = page_test(db, monkeypatch, "pages/run.py")
+    at = page_test(db, monkeypatch, "pages/run.py")  # none set: no cluster, and no field to type an address in
     assert at.selectbox(key="cfg-quick-executor").options == ["this machine"]
-    at.text_input(key="cfg-quick-scheduler").set_value(scheduler).run()  # typed: offered
-    assert at.selectbox(key="cfg-quick-executor").options == ["this machine", "the Dask cluster"]
-    monkeypatch.setenv("EVALCORE_DASK_SCHEDULER", scheduler)  # or set for the server: offered, nothing typed
+    assert not [w for w in [*at.text_input, *at.selectbox] if w.key == "cfg-quick-scheduler"]
+    monkeypatch.setenv("EVALCORE_DASK_SCHEDULERS", f"cluster={scheduler}, down=tcp://127.0.0.1:9")
     at = page_test(db, monkeypatch, "pages/run.py")
+    assert at.selectbox(key="cfg-quick-scheduler").options == ["cluster", "down"]
     at.selectbox(key="cfg-quick-executor").set_value("dask")
     at.number_input(key="limit").set_value(5)
     at.button(key="FormSubmitter:launch-Launch").click().run()
@@ -236,7 +239,7 @@ def test_the_run_page_offers_the_cluster_once_a_scheduler_is_known(scheduler: st
     [campaign_id] = at.session_state["launched"]
     campaign = get_manager(db).wait(campaign_id, timeout=60)
     assert campaign.status == "succeeded" and campaign.finished == 5
-    assert (campaign.config["executor"], campaign.config["scheduler"]) == ("dask", "")  # the setting's, at launch
+    assert (campaign.config["executor"], campaign.config["scheduler"]) == ("dask", "cluster")
 
 
 def test_a_cluster_without_evalcore_is_told_how_to_install_it() -> None:

@@ -130,6 +130,19 @@ def test_concurrent_launches_on_one_suite_exactly_one_wins(manager: CampaignMana
         other.close()
 
 
+def test_a_suite_campaign_gives_each_question_4_minutes_at_most(manager: CampaignManager, tiny_dataset: Path) -> None:
+    suite = create_suite(manager.store, tenant="default", name="timed", target_id="default", cases=CASES)
+    with pytest.raises(EvalError) as caught:
+        manager.launch(LaunchRequest(suite_id=suite.id, target=suite_target(tiny_dataset), time_limit=241))
+    assert (caught.value.where, caught.value.expected) == ("time_limit", "at most 240 s")
+    at_most = manager.launch(LaunchRequest(suite_id=suite.id, target=suite_target(tiny_dataset), time_limit=240))
+    assert get_campaign(manager.store, at_most).options.time_limit == 240
+    manager.wait(at_most, timeout=20)
+    longer = manager.launch(LaunchRequest(dataset=str(tiny_dataset), target=suite_target(tiny_dataset), time_limit=900))
+    assert get_campaign(manager.store, longer).options.time_limit == 900  # datasets keep their wider range
+    manager.wait(longer, timeout=20)
+
+
 def test_deleting_a_suite_deletes_its_campaigns(manager: CampaignManager, tiny_dataset: Path) -> None:
     suite = create_suite(manager.store, tenant="default", name="s", target_id="default", cases=CASES)
     campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, target=suite_target(tiny_dataset)))

@@ -11,6 +11,7 @@ from scipy.stats import binomtest
 
 from evalcore.campaigns import Campaign, CampaignStatus, Outcome, Question, QuestionResult, RunOptions, Source
 from evalcore.campaigns.launching import LaunchRequest
+from evalcore.cli import compare as cli_compare
 from evalcore.cli import main
 from evalcore.compare import compare_campaigns, compare_results, sweep_results
 from evalcore.compare import comparison as comparison_module
@@ -212,6 +213,7 @@ def stored(monkeypatch):
         return records[cid][0]
 
     monkeypatch.setattr(comparison_module, "get_campaign", get_campaign)
+    monkeypatch.setattr(cli_compare, "find_campaign", get_campaign)  # the CLI finds campaigns by name through it
     monkeypatch.setattr(comparison_module, "campaign_results", lambda store, cid, offset=0, limit=None: records[cid][1])
     return records
 
@@ -419,7 +421,9 @@ def test_compare_page_shows_what_each_measure_could_detect(two_stored, monkeypat
     comparison = compare_campaigns(two_stored, picker(at, "A (baseline)").value, picker(at, "B (candidate)").value)
     table = next(df.value for df in at.dataframe if "mde" in df.value.columns).set_index("measure")
     for m in comparison.measures:
-        assert table.loc[m.measure, "mde"] == pytest.approx(m.mde) and table.loc[m.measure, "n_required"] == m.n_required
+        assert table.loc[m.measure, "mde"] == (f"±{m.mde:.3g}" if m.mde is not None else "")
+        assert table.loc[m.measure, "n_required"] == (f"{m.n_required:,}" if m.n_required else "")
+    assert "None" not in table.astype(str).to_numpy()  # nothing missing is shown as the word None
     # One warning line names the measures; the reasons, one per measure, are folded under it.
     [summary] = [unescape(w.value) for w in at.warning if w.value.startswith("No difference found on")]
     weak = [m.measure for m in comparison.measures if m.under_powered]
@@ -433,7 +437,7 @@ def test_compare_page_shows_what_each_measure_could_detect(two_stored, monkeypat
     assert_clean(at)
     table = next(df.value for df in at.dataframe if "mde" in df.value.columns).set_index("measure")
     coverage = next(m for m in comparison.measures if m.measure == "coverage")
-    assert table.loc["coverage", "n_required"] == coverage.with_effect(0.5).n_required
+    assert table.loc["coverage", "n_required"] == f"{coverage.with_effect(0.5).n_required:,}"
     [deltas] = [data for title, _, data in vega_charts(at) if title.startswith("B − A per measure")]
     assert deltas["needs"].str.startswith("±0.5 needs ").any()
     assert [title.split(" per ")[0] for title in chart_titles(open_section(at, "Per question"))] == ["recall"]  # no ndcg@10

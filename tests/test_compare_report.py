@@ -77,33 +77,47 @@ def test_names_become_short_readable_file_name_pieces(name, expected):
 def test_file_names_name_both_campaigns_and_the_date():
     a, b, comparison = hostile_pair()
     context = comparison_context(comparison, a, b, SOURCES, DAY)
-    assert context.file_stem("compare") == "compare_baseline-b-bold-b-script_vs_candidate-top-10_2025-06-01"
+    # A long name keeps its start and its end; a name that does not show the changed setting's value gets it.
+    assert context.file_stem("compare") == "compare_baseline-b-1-script-5_vs_candidate-top-10_2025-06-01"
     assert context.file_stem("scatter", "ndcg@10").startswith("scatter_baseline")
     long = comparison_context(comparison, replace(a, name="x" * 200), replace(b, name="<>"), SOURCES, DAY)
-    assert long.file_stem("questions") == f"questions_{'x' * 24}_vs_b_2025-06-01"  # a name with no letter: its id
+    assert long.file_stem("questions") == f"questions_{'x' * 24}-5_vs_b-10_2025-06-01"  # a name with no letter: its id
     assert len(long.file_stem("scatter", "graded.top3_max_relevance")) < 100
     swept = comparison_context(comparison, replace(a, name="bm25 · extractive · embedding_top_k=3"),
                                replace(b, name="bm25 · extractive · embedding_top_k=10"), SOURCES, DAY)
     # Names alike for longer than a file name keeps: each is told by its end, where they differ.
-    assert swept.file_stem("compare") == "compare_embedding-top-k-3_vs_embedding-top-k-10_2025-06-01"
+    assert swept.file_stem("compare") == "compare_embedding-top-k-3-5_vs_embedding-top-k-10_2025-06-01"
 
 
-def test_csv_context_lines_say_everything_on_one_line_each():
+def test_each_pair_of_a_sweep_gets_its_own_file_names_with_the_changed_value():
+    a, b, comparison = hostile_pair()  # top_k 5 → 10
+    baseline = replace(a, name="baseline quick start")
+    stems = {comparison_context(replace(comparison, config_diff={"embedding_top_k": [30, k]}), baseline,
+                                replace(b, id=f"B{k}", name=f"topk sweep · embedding_top_k={k}"), SOURCES,
+                                DAY).file_stem("report") for k in (3, 5, 10)}
+    assert stems == {f"report_baseline-quick-start-30_vs_topk-sweep-top-k-{k}_2025-06-01" for k in (3, 5, 10)}
+    # The same name on both sides: the value tells them apart; with nothing changed, a short id.
+    same = comparison_context(comparison, replace(a, name="run"), replace(b, name="run"), SOURCES, DAY)
+    assert same.file_stem("compare") == "compare_run-5_vs_run-10_2025-06-01"
+    unchanged = replace(comparison, config_diff={})
+    same = comparison_context(unchanged, replace(a, name="run"), replace(b, name="run"), SOURCES, DAY)
+    assert same.file_stem("compare") == "compare_run-a_vs_run-b_2025-06-01"
+
+
+def test_csv_context_columns_say_everything_on_one_line_each():
     a, b, comparison = hostile_pair()
-    rows = comparison_context(comparison, replace(a, name="two\nlines"), b, SOURCES, DAY).csv_rows()
-    assert rows[0] == ["# context lines", str(len(rows))]
-    facts = {label: value for label, value in rows[1:]}
-    assert facts["# A"] == "two lines" and facts["# B"] == "candidate, top 10"
-    assert facts["# changed"] == "top_k 5 → 10" and facts["# questions"] == "dataset default"
-    assert facts["# n"] == "7 questions in common" and facts["# exported"] == "2025-06-01"
-    assert "sign-flip randomization" in facts["# test"] and "500 resamples" in facts["# test"]
-    assert facts["# A id"] == "A" and facts["# verdicts by"]
+    facts = comparison_context(comparison, replace(a, name="two\nlines"), b, SOURCES, DAY).csv_columns()
+    assert facts["context: A"] == "two lines" and facts["context: B"] == "candidate, top 10"
+    assert facts["context: changed"] == "top_k 5 → 10" and facts["context: questions"] == "dataset default"
+    assert facts["context: n"] == "7 questions in common" and facts["context: exported"] == "2025-06-01"
+    assert "sign-flip randomization" in facts["context: test"] and "500 resamples" in facts["context: test"]
+    assert facts["context: A id"] == "A" and facts["context: verdicts by"]
 
 
 def test_chart_titles_carry_the_context_as_escaped_text():
     a, b, comparison = hostile_pair()
     title = delta_figure(comparison, comparison_context(comparison, a, b, SOURCES, DAY)).layout.title
-    assert title.text == "B − A per measure (95% paired bootstrap interval; * p &lt; 0.05)"
+    assert title.text == "B − A per measure, each scale on its own axis (95% paired bootstrap interval; * p &lt; 0.05)"
     lines = title.subtitle.text.split("<br>")  # the context under the title, on lines of its own
     assert lines[0] == ("A: baseline &lt;b&gt;bold&lt;/b&gt; &amp; &lt;script&gt;alert(1)&lt;/script&gt; · "
                         "B: candidate, top 10 · questions: dataset default")

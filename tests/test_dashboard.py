@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import io
 import json
@@ -325,7 +326,8 @@ def test_compare_two_campaigns(filled: dict, monkeypatch: pytest.MonkeyPatch) ->
     assert any("embedding_top_k" in str(df.value.to_dict()) for df in at.dataframe)  # the configuration difference
     # One section at a time: the deltas first, then the per-question scatter and the failure stages in A and B.
     assert [tab.label for tab in at.tabs] == ["Measures", "Per question", "Failure stages", "Questions"]
-    assert [title.split(" (")[0] for title in chart_titles(at)] == ["B − A per measure"]
+    first, *panels = chart_titles(at)  # the deltas, one panel per scale: counts apart from 0-1 measures
+    assert first.split(",")[0] == "B − A per measure" and all(title.startswith("B − A: ") for title in panels)
     assert not at.get("plotly_chart")  # the page draws Vega-Lite; Plotly only for the downloads
     assert [title.split(" (")[0] for title in chart_titles(open_section(at, "Per question"))] == ["ndcg@10 per question"]
     assert [title.split(" (")[0] for title in chart_titles(open_section(at, "Failure stages"))] == [
@@ -362,7 +364,7 @@ def clicked(download: dict) -> bytes:
 
 
 def test_compare_exports_name_both_campaigns_and_what_changed(filled: dict, monkeypatch: pytest.MonkeyPatch,
-                                                              downloads: dict[str, dict]) -> None:
+                                                              downloads: dict[str, dict], tmp_path: Path) -> None:
     figures: list = []
     monkeypatch.setenv("BROWSER_PATH", sys.executable)  # any existing file: the PNG renderer is replaced below
     monkeypatch.setattr(ui, "png_bytes", lambda figure: figures.append(figure) or b"\x89PNG")
@@ -381,20 +383,25 @@ def test_compare_exports_name_both_campaigns_and_what_changed(filled: dict, monk
     title = figures[0].layout.title  # the figure the PNG is drawn from
     assert all(text in title.subtitle.text for text in expected) and title.text.startswith("B − A per measure")
 
-    measures = clicked(downloads["measures-csv"]).decode("utf-8-sig")
-    lines = measures.splitlines()
-    skip = int(lines[0].split(",")[1])
-    context = dict(line.split(",", 1) for line in lines[1:skip])
-    assert (context["# A"], context["# B"], context["# changed"]) == expected[:3]
-    assert context["# A id"] == filled["top2"] and "sign-flip randomization" in context["# test"]
-    table = pd.read_csv(io.StringIO(measures), skiprows=skip)
+    # The CSV opens as a table with no option; its context is in columns after the table's own, on every row.
+    path = tmp_path / "measures.csv"
+    path.write_bytes(clicked(downloads["measures-csv"]))
+    table = pd.read_csv(path)
     shown = next(df.value for df in at.dataframe if "signature" in df.value.columns)
-    assert list(table.columns) == list(shown.columns) and list(table["measure"]) == list(shown["measure"])
+    own = [c for c in table.columns if not c.startswith("context: ")]
+    assert own == list(shown.columns) and list(table["measure"]) == list(shown["measure"])
+    with path.open(encoding="utf-8-sig", newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert len(rows) == len(table) and all(row["measure"] for row in rows)
+    context = rows[-1]
+    assert (context["context: A"], context["context: B"], context["context: changed"]) == expected[:3]
+    assert context["context: A id"] == filled["top2"] and "sign-flip randomization" in context["context: test"]
+    assert table["context: A"].nunique() == 1
     counts = {m.label: m.value for m in at.metric}
     open_section(at, "Questions")
     assert str(downloads["questions-csv"]["file_name"]) == f"questions_{stem}.csv"
-    questions = clicked(downloads["questions-csv"]).decode("utf-8-sig")
-    assert "# verdicts shown,\"better, worse, new, removed, unscored\"" in questions.splitlines()
+    questions = pd.read_csv(io.BytesIO(clicked(downloads["questions-csv"])))
+    assert set(questions["context: verdicts shown"]) == {"better, worse, new, removed, unscored"}
 
     report = clicked(downloads["report"]).decode()
     assert network_sources(report) == [] and all(text in report for text in expected)
@@ -502,6 +509,14 @@ def test_campaign_actions_refuse_with_messages(filled: dict, monkeypatch: pytest
     assert next(b for b in at.button if b.label == "Cancel").disabled
 
 
+def test_exports_offer_the_evaluators_names(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
+    names = at.checkbox(key="export-names")
+    assert names.label == "Judge fields under the evaluators' names" and names.value is False
+    names.check().run()
+    assert_clean(at)
+
+
 def test_user_text_is_shown_as_text_never_as_markup(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
     at.selectbox[0].set_value(filled["suite"]).run()
@@ -513,10 +528,14 @@ def test_user_text_is_shown_as_text_never_as_markup(filled: dict, monkeypatch: p
 
 
 def test_the_run_form_has_an_input_for_every_configuration_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = page_test(str(tmp_path / "db.sqlite"), monkeypatch, "pages/run.py")
-    widgets = [w for kind in (at.selectbox, at.number_input, at.text_input, at.text_area) for w in kind]
-    keys = {w.key.removeprefix("cfg-quick-") for w in widgets if w.key and w.key.startswith("cfg-quick-")}
-    assert keys == set(TargetConfig().to_dict())
+    """The scheduler's only once the operator listed schedulers (a picker of them, never a typed address)."""
+    for listed, expected in (("", set(TargetConfig().to_dict()) - {"scheduler"}),
+                             ("gpu=tcp://127.0.0.1:9", set(TargetConfig().to_dict()))):
+        monkeypatch.setenv("EVALCORE_DASK_SCHEDULERS", listed)
+        at = page_test(str(tmp_path / "db.sqlite"), monkeypatch, "pages/run.py")
+        widgets = [w for kind in (at.selectbox, at.number_input, at.text_input, at.text_area) for w in kind]
+        keys = {w.key.removeprefix("cfg-quick-") for w in widgets if w.key and w.key.startswith("cfg-quick-")}
+        assert keys == expected
 
 
 def test_suite_editor_enforces_the_case_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

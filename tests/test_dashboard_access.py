@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -146,6 +148,24 @@ def test_the_back_off_is_per_session_and_per_address_and_capped() -> None:
     assert throttle.failures("session:a") == 0 and throttle.failures("address:1") == 5
     now[0] = 61.0
     assert throttle.delay("session:b", "address:1") == 0.0  # forgotten after a quiet minute
+
+
+def test_parallel_sign_ins_from_one_address_each_wait_what_the_ones_before_earned() -> None:
+    """Ten sessions at once from one address: checked one after another, each after a longer wait."""
+    waits: list[float] = []
+    throttle = LoginThrottle(sleep=waits.append, clock=lambda: 1000.0)
+
+    def wrong_key() -> None:
+        time.sleep(0.05)  # the key's check takes a moment: without turns, every attempt is checked meanwhile
+
+    threads = [threading.Thread(target=throttle.attempt, args=(f"session:{n}", "address:1", wrong_key))
+               for n in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(waits) == [0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0]
+    assert throttle.failures("address:1") == 10
 
 
 def test_a_revoked_key_ends_its_session(store_db: str, monkeypatch: pytest.MonkeyPatch,

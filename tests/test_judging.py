@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from evalcore.campaigns import CampaignManager, campaign_results, campaign_summary, get_campaign
+from evalcore.campaigns import CampaignManager, campaign_aggregates, campaign_results, campaign_summary, get_campaign
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.cli import main
 from evalcore.datasets import load_dataset
@@ -211,6 +211,28 @@ def test_graded_measures_in_campaigns_equal_the_function_on_the_same_ranked_list
     assert checked >= 20 and top == 3
 
 
+def test_a_name_stored_before_the_documented_one_reads_back_under_it(manager: CampaignManager) -> None:
+    """Campaigns stored with `graded.total_groundtruth_documents` show it as `graded.total_ground_truth_documents`."""
+    campaign_id = manager.launch(LaunchRequest(dataset="default", config=TargetConfig(retriever="bm25"), limit=6))
+    manager.wait(campaign_id, timeout=120)
+    new, old = "graded.total_ground_truth_documents", "graded.total_groundtruth_documents"
+    before = {r.question.qid: r.outcome for r in campaign_results(manager.store, campaign_id)}
+
+    def downgrade(conn) -> None:  # what a store written before the rename holds
+        for column in ("measures", "results", "signatures"):
+            conn.execute(f"UPDATE results SET {column} = replace({column}, ?, ?)", (new, old))
+        conn.execute("UPDATE campaign_signatures SET name = replace(name, ?, ?), signature = replace(signature, ?, ?)",
+                     (new, old, new, old))
+
+    manager.store.write(downgrade)
+    stored = manager.store.read("SELECT count(*) AS n FROM results WHERE measures LIKE ?", (f"%{old}%",))[0]["n"]
+    assert stored >= 4
+    after = {r.question.qid: r.outcome for r in campaign_results(manager.store, campaign_id)}
+    assert {q: (o.measures, o.results, o.signatures) for q, o in after.items()} == \
+        {q: (o.measures, o.results, o.signatures) for q, o in before.items()}
+    assert campaign_aggregates(manager.store, campaign_id)[new].count == stored
+
+
 def test_a_dataset_outside_the_configured_scale_is_refused(manager: CampaignManager) -> None:
     with pytest.raises(EvalError, match="outside the graded scale"):
         manager.launch(LaunchRequest(dataset="default", config=TargetConfig(retriever="bm25", graded_label_max=2)))
@@ -305,3 +327,46 @@ def test_exports_carry_each_judges_fields(manager: CampaignManager, tiny_dataset
     assert first["graded.ndcg@3_result"] in ("pass", "fail", "unknown")
     rows = list(csv.DictReader(io.StringIO(export_campaign(manager.store, campaign_id, "csv").lstrip("\ufeff"))))
     assert rows[2]["score_result"] == "skipped" and rows[0]["groundedness_pro"] == "True"
+
+
+def test_exports_and_the_api_give_the_evaluators_documented_names(manager: CampaignManager, tiny_dataset: Path,
+                                                                  tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """One option selects the flat fields under the evaluators' names; the nested form stays."""
+    import csv
+    import io
+
+    from fastapi.testclient import TestClient
+
+    from evalcore.api import create_app
+    from evalcore.campaigns.export import export_campaign
+    from evalcore.keys import create_key
+
+    with FakeOpenAIServer(agent_and_judge) as server:
+        config = judged(server, kind="http_agent", agent_url=f"{server.root_url}/agent")
+        campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config,
+                                     judges=("retrieval", "groundedness", "relevance", "completeness", "groundedness_pro")))
+        manager.wait(campaign_id, timeout=60)
+    first = json.loads(export_campaign(manager.store, campaign_id, "jsonl", names="evaluator").splitlines()[0])
+    for name in ("retrieval", "groundedness", "relevance"):
+        assert {key: first[key] for key in (name, f"gpt_{name}", f"{name}_result", f"{name}_threshold")} == \
+            {name: 4.0, f"gpt_{name}": 4.0, f"{name}_result": "pass", f"{name}_threshold": 3.0}
+        assert first[f"{name}_reason"] == first["judges"][name]["reason"]
+    assert (first["response_completeness"], first["response_completeness_result"]) == (4.0, "pass")
+    assert sorted(k for k in first if "completeness" in k) == [
+        "response_completeness", "response_completeness_reason", "response_completeness_result",
+        "response_completeness_threshold"]
+    assert (first["groundedness_pro_label"], first["groundedness_pro_reason"]) == (True, first["judges"]["groundedness_pro"]["reason"])
+    assert "groundedness_pro" not in first and first["judges"]["retrieval"]["score"] == 4.0  # the nested form stays
+    header = next(csv.reader(io.StringIO(export_campaign(manager.store, campaign_id, "csv", names="evaluator"))))
+    assert {"gpt_retrieval", "response_completeness_threshold", "groundedness_pro_label"} <= set(header)
+    with pytest.raises(EvalError, match="unknown judge field names"):
+        export_campaign(manager.store, campaign_id, "csv", names="azure")
+    key = create_key(manager.store, tenant="default", role="viewer")[1]
+    client = TestClient(create_app(manager.store.path), headers={"Authorization": f"Bearer {key}"})
+    page = client.get(f"/api/v1/campaigns/{campaign_id}/results", params={"names": "evaluator"}).json()["data"]
+    assert page["results"][0]["flat"]["gpt_relevance"] == 4.0
+    assert client.get(f"/api/v1/campaigns/{campaign_id}/results").json()["data"]["results"][0]["flat"] is None
+    assert client.get(f"/api/v1/campaigns/{campaign_id}/results", params={"names": "x"}).status_code in (400, 422)
+    assert main(["campaigns", "export", campaign_id, "--format", "jsonl", "--names", "evaluator",
+                 "--db", str(manager.store.path)]) == 0
+    assert '"gpt_retrieval": 4.0' in capsys.readouterr().out

@@ -10,7 +10,7 @@ from evalcore.campaigns import CampaignManager, campaign_results, campaign_summa
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.cli import main
 from evalcore.compare import compare_campaigns
-from evalcore.keys import create_key
+from evalcore.keys import create_key, principal_of, start_session
 from evalcore.store import StoreCallCache, open_store
 from evalcore.store.copy import TABLES, fingerprint
 from evalcore.suites import create_suite
@@ -35,7 +35,8 @@ def filled_store(path: Path, tiny_dataset: Path) -> str:
         target_id = save_target(manager.store, config, name="results")
         create_suite(manager.store, name="refunds", target_id=target_id,
                      cases=[{"question": "What is the refund window?", "expected_answer": "30 days"}])
-        create_key(manager.store, tenant="acme", role="admin")
+        key_id, _ = create_key(manager.store, tenant="acme", role="admin")
+        start_session(manager.store, principal_of(manager.store, key_id))
         StoreCallCache(manager.store).put("k", {"text": "Paris", "prompt_tokens": 3})
         for table, order in TABLES:
             assert fingerprint(manager.store, table, order)[0] > 0, table

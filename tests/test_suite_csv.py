@@ -273,3 +273,18 @@ def test_a_huge_cell_is_reported_in_words():
     report = parse_suite_csv(b"question;a\nq1;a1\n" + b"x" * 200_000 + b";a\n", source="big.csv")
     assert report.cases == [c("q1", "a1")]
     assert report.rejected == [(3, "a cell is longer than 131,072 characters (or a quote is never closed)")]
+
+
+def test_a_line_written_with_the_other_separator_is_a_line_problem() -> None:
+    data = (b"question;expected answer;sources\n"
+            b"What is the refund window?;30 days;Terms of Sale\n"
+            b"How many devices?,32,FAQ\n"
+            b'"Hello, which plan?";;\n'
+            b"Which plan, then?\n")
+    report = parse_suite_csv(data, source="faq.csv")
+    assert [case.question for case in report.cases] == ["What is the refund window?", "Hello, which plan?"]
+    assert [line for line, _ in report.rejected] == [3, 5]
+    assert all("the file's separator is ';'" in problem and "quote the question" in problem
+               for _, problem in report.rejected)
+    only_questions = parse_suite_csv(b"Which plan, then?\nAnd this one, too?\n")  # no line uses ';': nothing mixed
+    assert len(only_questions.cases) == 2

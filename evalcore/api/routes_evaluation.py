@@ -100,7 +100,7 @@ def task_json(campaign: Campaign) -> dict[str, Any]:
         "id": campaign.id,
         "tenant_id": campaign.tenant,
         "dataset_id": _dataset_id(campaign),
-        "start_time": _iso(campaign.started_at or campaign.created_at),
+        "start_time": _iso(campaign.created_at),  # stored once, when the task is created: the POST's value stays
         "status": campaign.status_code,
         "err_msg": _err_msg(campaign),
         "total": campaign.total,

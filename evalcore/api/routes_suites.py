@@ -14,7 +14,7 @@ from evalcore.api.configurations import saved_target
 from evalcore.api.dataset_ids import dataset_path
 from evalcore.api.errors import ERROR_RESPONSES, ApiError, not_found, ok
 from evalcore.api.inputs import RequestBody
-from evalcore.api.routes_campaigns import campaign_json, campaign_of
+from evalcore.api.routes_campaigns import FieldNames, campaign_json, campaign_of, result_json
 from evalcore.api.runs import RunSettings, configured
 from evalcore.api.schemas import Ok, RunDetail, RunList, RunOnly, SuiteDetail, SuiteList
 from evalcore.campaigns import NotFound, campaign_results, campaign_summary, get_campaign, list_campaigns
@@ -118,11 +118,12 @@ def create(request: Request, body: SuiteCreate, principal: Admin) -> dict[str, A
 
 
 @router.get("/runs/{run_id}", response_model=Ok[RunDetail], summary="One campaign with its per-question results and summary")
-def read_run(request: Request, run_id: RunId, principal: Viewer) -> dict[str, Any]:
-    """Results hold every finished question (a running campaign shows those done so far)."""
+def read_run(request: Request, run_id: RunId, principal: Viewer, names: FieldNames = None) -> dict[str, Any]:
+    """Results hold every finished question (a running campaign shows those done so far); `names` as for campaign results."""
     run = campaign_of(request, run_id, principal, "run")
     store = request.app.state.store
-    return ok({"run": campaign_json(run), "results": [r.to_dict() for r in campaign_results(store, run_id, principal=principal)],
+    return ok({"run": campaign_json(run),
+               "results": [result_json(r, names) for r in campaign_results(store, run_id, principal=principal)],
                "summary": campaign_summary(store, run_id, principal=principal).to_dict()})
 
 

@@ -45,6 +45,9 @@ class JudgeModelIn(RequestBody):
     base_url: str = key_field("judge_base_url", max_length=2000)
     model: str = key_field("judge_model", max_length=200)
     api_key_env: str = key_field("judge_api_key_env", max_length=200)
+    deployment: str = key_field("judge_deployment", max_length=200)
+    api_version: str = key_field("judge_api_version", max_length=100)
+    api_key_header: str = key_field("judge_api_key_header")
     temperature: float = key_field("judge_temperature")
     max_tokens: int = key_field("judge_max_tokens")
 
@@ -69,9 +72,11 @@ class RunSettings(RequestBody):
     executor: Literal["local", "dask"] | None = Field(
         default=None, description="where the questions are answered: local (the server's threads) or dask (the "
                                   "workers of a Dask cluster); default: the configuration's executor, else local")
-    scheduler: str | None = Field(default=None, max_length=300, pattern=r"^tcp://\S+:[0-9]{1,5}$",
-                                  description="the Dask scheduler, tcp://HOST:PORT (needs a full-access key); "
-                                              "default: the configuration's, else the server's EVALCORE_DASK_SCHEDULER")
+    scheduler: str | None = Field(default=None, max_length=300, pattern=r"^(tcp://\S+:[0-9]{1,5}|[A-Za-z][A-Za-z0-9._-]{0,63})$",
+                                  description="the Dask scheduler: the name or address (tcp://HOST:PORT) of one the "
+                                              "server's operator lists in EVALCORE_DASK_SCHEDULERS (needs a "
+                                              "full-access key); default: the configuration's, else the server's "
+                                              "EVALCORE_DASK_SCHEDULER")
 
 
 def configured(config: TargetConfig, body: RunSettings, principal: Principal) -> TargetConfig:

@@ -132,8 +132,8 @@ class QuestionResultOut(Out):
     references: list[str]
     relevant: dict[int, int] | None
     expected_sources: list[str]
-    answerable: bool | None = Field(None, description="false: declining is the right answer (no reference answer "
-                                    "and nothing relevant, or an unanswerable marker); null: not known")
+    answerable: bool | None = Field(None, description="false: declining is the right answer (an unanswerable marker "
+                                    "or the dataset's answerable column); null: no reference answer")
     answer: str | None
     retrieved: list[RetrievedOut]
     context: list[RetrievedOut] = Field(description="what the answer was built from (the judges see exactly this)")
@@ -153,6 +153,9 @@ class QuestionResultOut(Out):
     diagnosis: str | None = Field(None, description=DIAGNOSIS)
     queries: list[str] = Field(default=[], description="the texts a query transformation retrieved with (a rewrite, "
                                                        "the multi-query rewrites, a HyDE passage); empty without one")
+    flat: dict[str, Any] | None = Field(None, description="with ?names=: each judge's result as flat fields (evaluator: "
+                                        "gpt_retrieval, retrieval_reason, response_completeness_result, "
+                                        "groundedness_pro_label...; project: our names), then <measure>_result")
 
 
 class TokensOut(Out):
@@ -240,6 +243,8 @@ class MeasureDeltaOut(Out):
     effect: float = Field(description="the effect size n_required is computed for, in the measure's units")
     n_required: int | None = Field(description="questions needed to detect effect with 80% power at alpha 0.05")
     power_note: str | None = Field(description="why mde and n_required are null (fewer than 2 pairs, no spread)")
+    changed: int | None = Field(None, description="common questions whose value differs between A and B")
+    one_way: bool | None = Field(None, description="every one of them moved in the same direction")
 
 
 class ComparisonOut(Out):
@@ -264,6 +269,14 @@ class ComparisonOut(Out):
     alpha: float
     basis: str | None = Field(default=None, description="the measure deciding per-question verdicts first")
     basis_reason: str = Field(default="", description="why that measure (what changed between the configurations)")
+    verdicts_without_tolerance: dict[str, int] = Field(default_factory=dict, description="the verdict counts if any "
+                                                       "difference counted")
+    tolerance: dict[str, float] = Field(default_factory=dict, description="the smallest meaningful difference used "
+                                        "for each measure that decided a verdict (a smaller change is the same)")
+    unchanged: list[str] = Field(default_factory=list, description="measures with the same value in A and B on every "
+                                 "common question")
+    disagreements: list[str] = Field(default_factory=list, description="measures whose interval and test disagree, "
+                                     "with what that means in words")
 
 
 class SettingsOut(Out):
@@ -385,3 +398,20 @@ class Me(BaseModel):
     tenant: str
     role: str
     capability: str
+
+
+class CheckOut(Out):
+    """One gate, one measure's regression check, or one failed question."""
+
+    kind: str = Field(description="gate, regression or question")
+    name: str
+    passed: bool
+    reason: str = Field(description="one line: what was measured, and why it failed")
+    value: float | None = Field(description="the mean (or bound) a gate took, or a regression's delta")
+
+
+class ChecksData(BaseModel):
+    checks: list[CheckOut]
+    exit_code: int = Field(description="what `run` or `compare` would exit with: 0 passed, 1 campaign failed, "
+                                       "3 questions failed, 4 gate failed, 5 worse")
+    verdict: str

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from evalcore import metrics
 from evalcore.campaigns.records import Outcome, Question, RunOptions, sources_of
@@ -12,6 +12,7 @@ from evalcore.errors import EvalError
 from evalcore.judges import JudgeSettings, Verdict, run_judge
 from evalcore.metrics.graded import GradedScale
 from evalcore.models import metered, refuse_long_reply
+from evalcore.models.http import Calls
 from evalcore.store import StoreCallCache
 from evalcore.targets import Retrieved, Target, TargetAnswer, TargetConfig
 from evalcore.targets.knowledge import PassageLike
@@ -33,6 +34,7 @@ class Plan:
     cache: StoreCallCache | None = None
     cache_hits_before: int = 0
     owner_token: str = ""  # this session's claim on the campaign: a runner writes only while it holds it
+    calls: Calls = field(default_factory=Calls)  # its HTTP connections, closed when the campaign ends
 
 
 def error_text(error: BaseException) -> str:

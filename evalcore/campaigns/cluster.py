@@ -31,6 +31,7 @@ from evalcore.errors import EvalError
 from evalcore.targets import Target, TargetConfig, build_target
 from evalcore.targets.config import scheduler_problem
 from evalcore.targets.knowledge import DEFAULT_INDEX_DIR, PassageLike, Progress, corpus_hash
+from evalcore.targets.operator import scheduler_choice
 
 CONNECT_S = 5.0  # a scheduler that does not answer within this refuses the launch
 BATCH = 16  # questions per task at most: enough to make a task's own cost small beside its questions'
@@ -57,15 +58,18 @@ class Cluster:
 
 
 def scheduler_address(config: TargetConfig) -> str:
-    """The configuration's scheduler, else EVALCORE_DASK_SCHEDULER; EvalError when neither is a valid address."""
+    """The configuration's scheduler (an address, or the name of one in EVALCORE_DASK_SCHEDULERS), else
+    EVALCORE_DASK_SCHEDULER; EvalError when neither is a valid address."""
     address = config.scheduler or os.environ.get("EVALCORE_DASK_SCHEDULER", "").strip()
     where = "scheduler" if config.scheduler else "EVALCORE_DASK_SCHEDULER"
     if not address:
         raise EvalError("the dask executor needs a scheduler address", where="scheduler",
                         fix='set scheduler = "tcp://HOST:PORT" (--scheduler), or EVALCORE_DASK_SCHEDULER')
+    address = scheduler_choice(address) if config.scheduler else address
     problem = scheduler_problem(address)
-    if problem:
-        raise EvalError(problem, where=where)
+    if problem or not address.startswith("tcp://"):
+        raise EvalError(problem or f"expected a Dask scheduler address tcp://HOST:PORT, found {address!r}",
+                        where=where)
     return address
 
 
@@ -188,7 +192,7 @@ class DaskExecutor(Tracked):
 
     def __init__(self, plan: Plan, cluster: Cluster) -> None:
         self.plan, self.cluster = plan, cluster
-        self.in_flight = InFlight(plan.options.time_limit)
+        self.in_flight = InFlight(plan.options.time_limit, plan.calls)
         self.batch = batch_size(plan.options.concurrency, cluster.threads)
         config = plan.target.config
         self.setup = WorkerSetup(f"{config.config_hash()[:16]}-{corpus_hash(plan.passages)[:16]}", config.to_dict(),
@@ -272,6 +276,7 @@ class DaskExecutor(Tracked):
             self.cluster.client.cancel([future for future, _ in entries])
 
     def close(self) -> None:
-        """Cancel what is left and disconnect."""
+        """Cancel what is left, disconnect, and close the connections of the judges asked here."""
         self.cancel()
         self.cluster.close()
+        self.in_flight.close()

@@ -19,6 +19,7 @@ from evalcore.errors import EvalError
 from evalcore.metrics.registry import MEASURES, display_order, verdict_basis
 from evalcore.store import Store
 from evalcore.suites import Suite, list_suites
+from evalcore.targets.config import retriever_text
 from evalcore.targets.presets import DEFAULTS
 from evalcore.targets.saved import list_targets
 
@@ -50,11 +51,8 @@ class Settings:
         if kind != "rag":
             label = {"http_agent": "HTTP agent", "results_file": "results file"}.get(kind, kind)
             return cls(label, "—", label, None)
-        retriever = config.get("retriever", "")
-        if retriever == "vector":
-            retriever = f"vector {config.get('embedding_model', '')}"
-        elif retriever == "hybrid":
-            retriever = f"hybrid {config.get('fusion', '')} {config.get('embedding_model', '')}"
+        retriever = retriever_text(str(config.get("retriever", "")), str(config.get("fusion", "")),
+                                   str(config.get("embedding_model", "")))
         reranker = config.get("reranker", "none")
         generator = {"openai": config.get("model") or "openai", "local": "local model"}.get(
             config.get("generator", ""), config.get("generator", ""))

@@ -32,6 +32,7 @@ from evalcore.campaigns.supervisor import WorkerProcess
 from evalcore.datasets import Dataset
 from evalcore.errors import EvalError
 from evalcore.judges import JudgeSettings
+from evalcore.models.http import Calls
 from evalcore.store import (
     ACTIVE,
     QUEUED,
@@ -47,6 +48,8 @@ from evalcore.store import (
     open_store,
 )
 from evalcore.suites import get_suite
+from evalcore.targets.operator import check_request
+from evalcore.text import name_problem, shown
 
 if TYPE_CHECKING:
     from evalcore.targets import Target, TargetConfig
@@ -84,6 +87,9 @@ def _refuse_second_run(conn: Connection, suite_id: str | None, campaign_id: str)
         )
 
 
+SUITE_TIME_LIMIT_S = 240.0  # a suite's promise: each question answered within 4 minutes at most
+
+
 def run_options(config: TargetConfig, concurrency: int | None, time_limit: float | None,
                 max_failed_share: float | None, judge_samples: int, dataset_path: str,
                 suite: bool = False, cluster: Cluster | None = None) -> RunOptions:
@@ -97,6 +103,10 @@ def run_options(config: TargetConfig, concurrency: int | None, time_limit: float
     problems = [problem for name, value in given.items() if (problem := run_option_problem(name, value))]
     if problems:
         raise EvalError("invalid run options", where=problems[0].partition(":")[0], problems=problems)
+    if suite and time_limit is not None and time_limit > SUITE_TIME_LIMIT_S:
+        raise EvalError("a suite's questions get 4 minutes at most", where="time_limit", found=f"{time_limit:g} s",
+                        expected=f"at most {SUITE_TIME_LIMIT_S:g} s", fix="leave it out (240 s) or lower it; "
+                        "dataset campaigns take longer limits")
     automatic = cluster.concurrency if cluster is not None else plans.default_concurrency(config)
     return RunOptions(concurrency=concurrency or (1 if suite else automatic),
                       time_limit=time_limit or DEFAULT_TIME_LIMIT_S,
@@ -113,7 +123,9 @@ def campaign_name(name: str | None, config: TargetConfig | None) -> str:
         return config.describe()
     text = " ".join((name or "").split())
     if not text or len(text) > MAX_NAME:
-        raise EvalError("a campaign name is 1 to 200 characters", where="name", found=repr((name or "")[:40]))
+        raise EvalError("a campaign name is 1 to 200 characters", where="name", found=shown(repr((name or "")[:40])))
+    if (problem := name_problem(text)) is not None:
+        raise EvalError(problem, where="name", found=shown(repr(text[:40])))
     return text
 
 
@@ -133,6 +145,7 @@ class CampaignManager:
     def __init__(self, db_path: str | Path) -> None:
         self.store = open_store(db_path)
         self._runners: dict[str, Runner] = {}
+        self._lost: set[str] = set()  # campaigns whose runner here stopped: deleted, or taken over elsewhere
         self._lock = threading.Lock()
         self._after: list[Callable[[Store, str], object]] = []
         self.workers: Workers | WorkerProcess | None = None  # when set, launches are queued for workers
@@ -184,6 +197,8 @@ class CampaignManager:
         config, target_id = plans.resolve_config(self.store, config, target_id, suite, tenant)
         corpus = plans.load_corpus(config.knowledge_base if suite is not None else str(dataset), None,
                                    request.dataset_root)
+        if suite is None:  # a dataset campaign retrieves from the dataset's corpus: the snapshot names it
+            config = replace(config, knowledge_base=corpus.name)
         questions = plans.dataset_questions(corpus) if suite is None else plans.suite_questions(suite)
         if limit is not None and limit < 1:
             raise EvalError("the question limit must be at least 1", where="limit", found=str(limit),
@@ -192,6 +207,8 @@ class CampaignManager:
         if not questions:
             raise EvalError("there is no question to run", where=suite_id or str(dataset), fix="add questions first")
         judge_names = plans.check_judges((("score",) if use_judge else ()) + tuple(judges))
+        if request.principal is not None:  # before any connection: a request picks only what the operator listed
+            check_request(config)
         with cluster_for(config, target is not None) as cluster:  # an unreachable scheduler refuses the launch
             # resume must find the same folder from any working directory: the path is stored absolute
             options = run_options(config, request.concurrency, request.time_limit, request.max_failed_share,
@@ -235,10 +252,16 @@ class CampaignManager:
             model = build_judge_model(config, target.chat_model(), StoreCallCache(self.store) if cache else None)
             judging = JudgeSettings(model, config.judge_temperature, config.judge_max_tokens,
                                     dict(config.judge_thresholds), options.judge_samples)
-        target.check()
+        calls = Calls()  # the check's connection is the campaign's too: closed when it ends
+        try:
+            with calls.active():
+                target.check()
+        except BaseException:
+            calls.close()
+            raise
         graded = plans.graded_scale(corpus, config) if any(q.relevant for q in questions) else None
         return Plan(campaign_id, target, tuple(corpus.passages), tuple(questions), total, options, judges, judging,
-                    graded, call_cache, hits_before, token or new_owner_token())
+                    graded, call_cache, hits_before, token or new_owner_token(), calls)
 
     @staticmethod
     def _insert(conn: Connection, record: dict[str, Any], questions: list[Question], queued: bool) -> None:
@@ -256,10 +279,25 @@ class CampaignManager:
         plans.insert_questions(conn, record["id"], questions)
 
     def _start(self, plan: Plan, cluster: Cluster | None) -> None:
-        runner = Runner(self.store, plan, self._after, DaskExecutor(plan, cluster) if cluster is not None else None)
+        runner = Runner(self.store, plan, self._after, DaskExecutor(plan, cluster) if cluster is not None else None,
+                        ended=self._forget)
         with self._lock:
             self._runners[plan.campaign_id] = runner
+            self._lost.discard(plan.campaign_id)
         runner.start()
+
+    def _forget(self, runner: Runner) -> None:
+        """A campaign ended, however: nothing of its run is kept (a resumed one has a runner of its own)."""
+        with self._lock:
+            if self._runners.get(runner.plan.campaign_id) is runner:
+                del self._runners[runner.plan.campaign_id]
+                if runner.lost:
+                    self._lost.add(runner.plan.campaign_id)
+
+    def lost(self, campaign_id: str) -> bool:
+        """Whether this process ran the campaign until another process took it over (or it was deleted)."""
+        with self._lock:
+            return campaign_id in self._lost
 
     def resume(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
                target: Target | None = None, dataset: str | None = None, principal: Principal | None = None,
@@ -272,7 +310,7 @@ class CampaignManager:
         `run_on` (executor, scheduler) changes where it runs from now on (another cluster, or this machine).
         """
         return self._rerun(campaign_id, "missing", scope(principal, tenant, Action.CHANGE), concurrency, target,
-                           dataset, force, run_on)
+                           dataset, force, run_on, principal)
 
     def retry_failed(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
                      target: Target | None = None, dataset: str | None = None,
@@ -280,24 +318,26 @@ class CampaignManager:
                      run_on: tuple[str | None, str | None] = (None, None)) -> str:
         """Run again only the questions whose result is an error (`dataset`, `force` and `run_on` as for resume)."""
         return self._rerun(campaign_id, "failed", scope(principal, tenant, Action.CHANGE), concurrency, target,
-                           dataset, force, run_on)
+                           dataset, force, run_on, principal)
 
     def _rerun(self, campaign_id: str, only: str, tenant: str | None, concurrency: int | None,
                target: Target | None, dataset: str | None, force: bool = False,
-               run_on: tuple[str | None, str | None] = (None, None)) -> str:
+               run_on: tuple[str | None, str | None] = (None, None), principal: Principal | None = None) -> str:
         from evalcore.targets import TargetConfig
 
         if problem := run_option_problem("concurrency", concurrency):
             raise EvalError("invalid run options", where="concurrency", problems=[problem])
         self.store.write(mark_orphans)
         campaign = get_campaign(self.store, campaign_id, tenant)
+        config = TargetConfig.from_dict(campaign.config).run_on(*run_on)
+        if principal is not None:
+            check_request(config)
         if campaign.active and not force:
             raise owned_elsewhere(campaign_id, self.store)
         questions = plans.stored_questions(self.store, campaign_id, only)
         if not questions:
             what = "has a result" if only == "missing" else "succeeded"
             raise EvalError(f"nothing to run: every question {what}", where=campaign_id)
-        config = TargetConfig.from_dict(campaign.config).run_on(*run_on)
         corpus = plans.load_corpus(dataset or plans.stored_dataset_path(campaign), campaign.dataset_hash)
         with cluster_for(config, target is not None) as cluster:
             options = replace(campaign.options, dataset_path=str(corpus.path.resolve()),

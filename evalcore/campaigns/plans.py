@@ -13,7 +13,6 @@ from evalcore.datasets import Dataset, load_dataset
 from evalcore.errors import EvalError
 from evalcore.metrics.abstention import is_unanswerable_marker
 from evalcore.metrics.graded import GradedScale
-from evalcore.relevance import any_relevant
 from evalcore.store import Connection, Store, dumps
 from evalcore.suites import Suite
 from evalcore.targets.saved import get_target
@@ -75,8 +74,9 @@ def resolve_config(store: Store, config: TargetConfig | None, target_id: str | N
 
 
 def dataset_questions(dataset: Dataset) -> list[Question]:
-    """The question snapshot of a dataset campaign (labels and every reference answer)."""
-    return with_answerability([Question(position, q.qid, q.text, None, tuple(q.references), dict(q.labels) or None, ())
+    """The question snapshot of a dataset campaign (labels, every reference answer, the dataset's answerability)."""
+    return with_answerability([Question(position, q.qid, q.text, None, tuple(q.references), dict(q.labels) or None,
+                                        (), q.answerable)
                                for position, q in enumerate(dataset.questions)])
 
 
@@ -88,24 +88,23 @@ def suite_questions(suite: Suite) -> list[Question]:
 
 
 def with_answerability(questions: list[Question]) -> list[Question]:
-    """The questions marked answerable or not; left unknown in a set where no question has an expected answer.
+    """The questions marked answerable, unanswerable, or neither (see answerability)."""
+    return [replace(q, answerable=answerability(q)) for q in questions]
 
-    Unanswerable: an expected answer that is an unanswerable marker (`(unanswerable)`, `[no answer]`),
-    or no expected or reference answer and nothing relevant (no qrels label >= 1, no expected
-    source). A set of bare questions (a suite of questions alone, a retrieval-only dataset) says
-    nothing about answers, so none of its questions is taken for unanswerable.
+
+def answerability(question: Question) -> bool | None:
+    """False only when the question set marks the question; True when it has a reference; else None (no reference).
+
+    The marks: an expected or reference answer that is an unanswerable marker (`(unanswerable)`,
+    `[no answer]`), or a dataset's `answerable` column set to false. An empty expected answer is
+    no reference, not a question to decline: it gets no abstention measure.
     """
-    if not any((q.expected_answer or "").strip() or q.references for q in questions):
-        return questions
-    return [replace(q, answerable=is_answerable(q)) for q in questions]
-
-
-def is_answerable(question: Question) -> bool:
-    """Whether the question set says this question can be answered (see with_answerability)."""
-    if is_unanswerable_marker(question.expected_answer):
+    answers = (question.expected_answer, *question.references)
+    if any(is_unanswerable_marker(text) for text in answers):
         return False
-    evidence = any_relevant((question.relevant or {}).values()) or question.expected_sources
-    return bool((question.expected_answer or "").strip() or question.references or evidence)
+    if question.answerable is not None:
+        return question.answerable
+    return True if any((text or "").strip() for text in answers) else None
 
 
 def graded_scale(dataset: Dataset, config: TargetConfig) -> GradedScale | None:

@@ -6,7 +6,11 @@ from evalcore.access import Principal, owned, scope
 from evalcore.campaigns.records import Aggregate, Campaign, QuestionResult, Summary, Tokens
 from evalcore.campaigns.storage import read_results
 from evalcore.diagnosis import StageCounts
+from evalcore.errors import EvalError
+from evalcore.metrics.graded import current_name
 from evalcore.store import NotFound, Store
+
+CANDIDATES_SHOWN = 10  # campaigns an ambiguous name lists
 
 
 def get_campaign(store: Store, campaign_id: str, tenant: str | None = None, *,
@@ -17,6 +21,30 @@ def get_campaign(store: Store, campaign_id: str, tenant: str | None = None, *,
     if not rows or not owned(rows[0]["tenant"], tenant):
         raise NotFound(f"no campaign {campaign_id!r}", where="campaign", fix="list them with `python -m evalcore campaigns list`")
     return Campaign.from_row(rows[0])
+
+
+def find_campaign(store: Store, text: str, tenant: str | None = None, *,
+                  principal: Principal | None = None) -> Campaign:
+    """The campaign `text` names: its id, its exact name, else the one name or id it starts (case ignored).
+
+    NotFound when none does; an EvalError listing the candidates when several do."""
+    tenant = scope(principal, tenant)
+    rows = store.read(f"SELECT {Campaign.COLUMNS} FROM campaigns WHERE id = ?", (text,))
+    if rows and owned(rows[0]["tenant"], tenant):
+        return Campaign.from_row(rows[0])
+    campaigns = list_campaigns(store, tenant)
+    folded = text.casefold()
+    for matches in ([c for c in campaigns if c.name == text],
+                    [c for c in campaigns if c.name.casefold().startswith(folded) or c.id.startswith(text)]):
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise EvalError(f"{text!r} names {len(matches)} campaigns", where="campaign", found="; ".join(
+                f"{c.name} ({c.id})" for c in matches[:CANDIDATES_SHOWN]) + (" …" if len(matches) > CANDIDATES_SHOWN
+                                                                            else ""),
+                fix="give more of the name, or the id")
+    raise NotFound(f"no campaign {text!r} (as an id, a name or the start of one)", where="campaign",
+                   fix="list them with `python -m evalcore campaigns list`")
 
 
 def check_visible(store: Store, campaign_id: str, principal: Principal | None) -> None:
@@ -58,7 +86,7 @@ def campaign_aggregates(store: Store, campaign_id: str, *, principal: Principal 
         f"FROM results r, {sql.json_entries('r.measures')} m WHERE r.campaign_id = ? GROUP BY m.key ORDER BY m.key",
         (campaign_id,),
     )
-    return {row["name"]: Aggregate(row["mean"], row["n"]) for row in rows}
+    return {current_name(row["name"]): Aggregate(row["mean"], row["n"]) for row in rows}
 
 
 def campaign_summary(store: Store, campaign_id: str, *, principal: Principal | None = None) -> Summary:

@@ -19,6 +19,7 @@ from evalcore import store
 from evalcore.campaigns.pace import estimate
 from evalcore.diagnosis import Stage
 from evalcore.judges import Verdict
+from evalcore.metrics.graded import stored_values
 from evalcore.targets.base import Retrieved
 
 Row = store.Row | Mapping[str, Any]
@@ -322,7 +323,8 @@ class Outcome:
             # "" stands for the context's own documents, which is what they nearly always are.
             sources=tuple(Source(s["id"], s["title"]) for s in json.loads(row["sources"])) if row["sources"]
             else sources_of(context),
-            measures=json.loads(row["measures"]), signatures=signatures, results=json.loads(row["results"]),
+            measures=stored_values(row["measures"]), results=stored_values(row["results"]),
+            signatures=signatures,
             judges={name: Verdict.from_dict(v) for name, v in json.loads(row["judges"]).items()},
             latency_s=row["latency_s"], prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
             error=row["error"], notes=tuple(json.loads(row["notes"])), diagnosis=row["diagnosis"],

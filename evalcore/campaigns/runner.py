@@ -22,7 +22,8 @@ STAGE_COLUMNS = "stage = ?, stage_done = ?, stage_total = ?, pace_rate = ?, pace
 
 
 class CampaignGone(Exception):
-    """The campaign's row was deleted while it ran (its suite or itself was deleted)."""
+    """The campaign's row was deleted while it ran (its suite or itself was deleted), or another process took it
+    over."""
 
 
 class CancelledDuringSetup(Exception):
@@ -34,8 +35,10 @@ class Runner:
     `cancelled` stops dispatching."""
 
     def __init__(self, store: Store, plan: Plan, after: Sequence[Callable[[Store, str], object]] = (),
-                 executor: Executor | None = None) -> None:
+                 executor: Executor | None = None, ended: Callable[[Runner], object] | None = None) -> None:
         self.store = store
+        self.ended = ended  # told once the campaign ended, however (its owner then forgets this runner)
+        self.lost = False  # it stopped because the campaign was deleted or another process took it over
         self.plan = plan
         self.after = tuple(after)  # called with the campaign id once it ended (not cancelled), off its thread
         self.executor = executor or LocalExecutor(plan)
@@ -63,10 +66,18 @@ class Runner:
         self.cancelled.set()
 
     def run(self) -> None:
-        """Set up the target, run every question, record how the campaign ended."""
+        """Set up the target, run every question, record how the campaign ended; then release what it held."""
+        try:
+            self._record()
+        finally:
+            if self.ended is not None:
+                self.ended(self)
+
+    def _record(self) -> None:
         try:
             status, error = self._run()
         except CampaignGone:
+            self.lost = True
             return
         finally:
             self._ended.set()
@@ -76,6 +87,7 @@ class Runner:
         try:
             self._finish(status, error)
         except CampaignGone:
+            self.lost = True
             return
         if self.after and not status.active and status != CampaignStatus.CANCELLED:
             # Off this thread: whoever waits for the campaign does not wait for what follows it.

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalcore.campaigns.records import Outcome, Question, QuestionResult, retrieved_to_json, sources_of
+from evalcore.metrics.graded import current_name, stored_values
 from evalcore.store import Connection, Row, Store, dumps
 from evalcore.targets import Retrieved
 
@@ -56,9 +57,9 @@ def load_passages(store: Store, campaign_id: str) -> Passages:
 
 
 def load_signatures(store: Store, campaign_id: str) -> dict[str, str]:
-    """The signatures shared by a campaign's questions."""
+    """The signatures shared by a campaign's questions (under the measures' documented names)."""
     rows = store.read("SELECT name, signature FROM campaign_signatures WHERE campaign_id = ?", (campaign_id,))
-    return {row["name"]: row["signature"] for row in rows}
+    return {current_name(row["name"]): current_name(row["signature"]) for row in rows}
 
 
 def encode_ranked(hits: Sequence[Retrieved], passages: Passages, new: list[tuple[int, Retrieved]]) -> str:
@@ -212,7 +213,7 @@ def no_cycle_collection() -> Iterator[None]:
 def outcome_from_row(row: Row, passages: Mapping[int, Retrieved], signatures: Mapping[str, str]) -> Outcome:
     """An outcome from its results row, the campaign's passages and its shared signatures."""
     retrieved = decode_ranked(row["retrieved"], passages)
-    own = json.loads(row["signatures"])
-    measures = json.loads(row["measures"])
+    own = stored_values(row["signatures"])
+    measures = stored_values(row["measures"])
     return Outcome.from_row(row, retrieved, {name: own.get(name) or signatures.get(name, "") for name in measures}
                             | own)

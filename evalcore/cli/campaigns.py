@@ -25,6 +25,7 @@ from evalcore.cli._common import (
     write_file,
 )
 from evalcore.cli.run import Report, follow, format_report
+from evalcore.judges import FIELD_NAMES
 
 
 def register(commands: Commands) -> None:
@@ -73,6 +74,9 @@ def register(commands: Commands) -> None:
     export.add_argument("id", metavar="ID")
     export.add_argument("--format", choices=sorted(FORMATS), required=True)
     export.add_argument("--out", type=Path, metavar="FILE", help="write here instead of standard output")
+    export.add_argument("--names", choices=FIELD_NAMES, default="project",
+                        help="the judges' flat fields: project (score, completeness, groundedness_pro) or evaluator "
+                        "(the evaluators' documented names: gpt_retrieval, response_completeness, groundedness_pro_label)")
     add_db_option(export)
     export.set_defaults(handler=export_command)
 
@@ -175,7 +179,7 @@ def delete_command(args: argparse.Namespace) -> int:
 
 def export_command(args: argparse.Namespace) -> int:
     """Write the results in the chosen format."""
-    text = export_campaign(store_of(args), args.id, args.format)
+    text = export_campaign(store_of(args), args.id, args.format, names=args.names)
     if args.out is None:
         sys.stdout.write(text)
     else:

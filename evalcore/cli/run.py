@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,17 +19,33 @@ from evalcore.campaigns import (
     Summary,
     campaign_aggregates,
     campaign_diagnosis,
+    campaign_results,
     campaign_summary,
+    find_campaign,
     get_campaign,
+    list_campaigns,
 )
 from evalcore.campaigns.launching import LaunchRequest, sweep_requests
 from evalcore.campaigns.pace import duration_text
-from evalcore.cli import _common
+from evalcore.cli import _common, _gates
 from evalcore.cli._common import Commands, add_db_option
-from evalcore.cli.compare import format_sweep
+from evalcore.cli.compare import add_sweep_columns, format_sweep, sweep_columns
 from evalcore.compare import compare_sweep
+from evalcore.compare.pairing import previous
 from evalcore.diagnosis import STAGES, StageCounts
 from evalcore.errors import EvalError
+from evalcore.gates import (
+    BOUNDS,
+    Check,
+    Exit,
+    Gate,
+    campaign_checks,
+    exit_code,
+    gates_from_toml,
+    parse_gate,
+    question_failures,
+    worst,
+)
 from evalcore.judges import JUDGES
 from evalcore.judges.scale import HIGHEST, LOWEST, PASS_MARK
 from evalcore.metrics import panels
@@ -77,8 +94,23 @@ def register(commands: Commands) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override one configuration key, e.g. graded_label_max=3; repeatable")
     _common.add_execution_options(parser)
+    add_sweep_columns(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_gate_options(parser)
     parser.set_defaults(handler=run_command)
+
+
+def add_gate_options(parser: argparse.ArgumentParser) -> None:
+    """--fail-under, --gate-bound and --junit: the run fails a build when a measure is under its mark."""
+    gating = parser.add_argument_group("quality gates", f"exit codes: {_gates.EXIT_CODES}")
+    gating.add_argument("--fail-under", action="append", default=[], metavar="MEASURE=V",
+                        help="exit 4 when the campaign's mean of MEASURE is under V (over V where lower is better), "
+                             "e.g. ndcg@10=0.7 or judge.groundedness=4; repeatable; adds to the [gates] table of "
+                             "--config")
+    gating.add_argument("--gate-bound", choices=BOUNDS,
+                        help="take the gates on the mean (default) or on the lower (pessimistic) end of its 95%% "
+                             "bootstrap interval")
+    _gates.add_report_options(parser)
 
 
 # The judges' model keys that have a flag of their own (--judge-kind ...); type and help come from the key.
@@ -91,19 +123,55 @@ def run_command(args: argparse.Namespace) -> int:
     manager = _common.manager_of(args)
     config, target_id = configuration(manager, args)
     config = config.run_on(*_common.run_on(args))  # where it runs: still the saved target it was
+    gates = run_gates(args)  # a mistyped gate fails before the run, not after it
     request = launch_request(args, config, target_id)
     if not args.sweep:
-        return follow(manager, launch(manager, request, as_json=args.json), as_json=args.json)
+        campaign_id = launch(manager, request, as_json=args.json)
+        if follow(manager, campaign_id, as_json=args.json) == LOST_EXIT:
+            return LOST_EXIT
+        return gate_campaigns(manager.store, args, gates, [campaign_id])
     key, values = parse_sweep(args.sweep)
-    ids, codes = [], []
+    ids = []
     # One after the other: a suite runs one campaign at a time, and the cores are shared.
     for each in sweep_requests(request, key, values, one_after_another=True):
         ids.append(launch(manager, each, as_json=args.json))
-        codes.append(follow(manager, ids[-1], as_json=args.json))
+        if follow(manager, ids[-1], as_json=args.json) == LOST_EXIT:
+            return LOST_EXIT
     sweep = compare_sweep(manager.store, ids)
     print(json.dumps(sweep.to_dict(), indent=2, ensure_ascii=False, default=str) if args.json
-          else "\n".join(format_sweep(sweep)))
-    return max(codes)
+          else "\n".join(format_sweep(sweep, sweep_columns(sweep, args.measures, args.all))))
+    return gate_campaigns(manager.store, args, gates, ids)
+
+
+def run_gates(args: argparse.Namespace) -> list[Gate]:
+    """The gates of --config's [gates] table, then --fail-under's (a measure given twice keeps the later mark)."""
+    gates = gates_from_toml(args.config) if args.config else []
+    if args.gate_bound:
+        gates = [replace(g, bound=args.gate_bound) for g in gates]
+    bound = args.gate_bound or (gates[0].bound if gates else "mean")
+    gates += [parse_gate(text, bound) for text in args.fail_under]
+    return list({g.measure: g for g in gates}.values())
+
+
+def gate_campaigns(store: Store, args: argparse.Namespace, gates: list[Gate], ids: list[str]) -> int:
+    """Take the gates on each campaign (their names prefixed in a sweep), report, and return the exit code."""
+    checks: list[Check] = []
+    codes: list[Exit] = []
+    lines: list[tuple[str, str]] = []
+    for campaign_id in ids:
+        campaign = get_campaign(store, campaign_id)
+        rows = campaign_results(store, campaign_id)
+        own = campaign_checks(gates, rows) + question_failures(rows)
+        if len(ids) > 1:
+            own = [replace(check, name=f"{campaign.name}: {check.name}") for check in own]
+        checks += own
+        codes.append(exit_code(campaign.status, own))
+        state = f"{campaign.status_text}, {campaign.finished}/{campaign.total} questions, {campaign.failed} failed"
+        lines.append((f"{campaign.name} ({campaign.id})", state))
+    code = worst(codes)
+    title = f"evalcore run: {lines[0][0]}" if len(ids) == 1 else f"evalcore run --sweep {args.sweep}"
+    verdict = f"**exit code {code.value}: {code.label}**\n\n" + "\n".join(f"- {name}: {state}" for name, state in lines)
+    return _gates.report(args, title, verdict, checks, code)
 
 
 def configuration(manager: CampaignManager, args: argparse.Namespace) -> tuple[TargetConfig, str | None]:
@@ -162,7 +230,8 @@ def launch(manager: CampaignManager, request: LaunchRequest, *, as_json: bool) -
 
 
 def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
-    """Show progress until the campaign ends (Ctrl-C cancels it), then print it; 0 when it succeeded."""
+    """Show progress until the campaign ends (Ctrl-C cancels it), then print it; 0 when it succeeded, LOST_EXIT when
+    another process took it over."""
     from tqdm import tqdm
 
     print(f"campaign {campaign_id}", file=sys.stderr if as_json else sys.stdout, flush=True)
@@ -171,7 +240,7 @@ def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
         # tqdm's own rate and time left would mix the stages: the bar shows the campaign's (its recent rate).
         with tqdm(total=campaign.total, initial=campaign.finished, unit="questions", file=sys.stderr, disable=None,
                   bar_format=BAR) as bar:
-            while campaign.active:
+            while campaign.active and not manager.lost(campaign_id):
                 time.sleep(POLL_S)
                 campaign = get_campaign(manager.store, campaign_id)
                 show_progress(bar, campaign.progress(), campaign.failed)
@@ -179,9 +248,35 @@ def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
         manager.cancel(campaign_id)
         print(f"cancelling; resume with `python -m evalcore campaigns resume {campaign_id}`", file=sys.stderr)
         campaign = manager.wait(campaign_id)
+    if manager.lost(campaign_id):
+        print(f"this process lost campaign {campaign_id}: another process took it over (or it was deleted), and "
+              "its results are that process's (`python -m evalcore campaigns show ID` shows them)", file=sys.stderr)
+        return LOST_EXIT
     report = Report.of(manager.store, campaign)
     print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) if as_json else format_report(report))
+    print("\n".join(next_lines(manager.store, campaign)), file=sys.stderr if as_json else sys.stdout)
     return campaign.status.exit_code
+
+
+LOST_EXIT = 6  # the campaign was taken over by another process: what it did is not this process's
+def next_lines(store: Store, campaign: Campaign) -> list[str]:
+    """The campaign's name and id, and the command to type next: compare it with the previous campaign on the same
+    questions, or look at it."""
+    earlier = [c for c in list_campaigns(store, campaign.tenant)
+               if c.id != campaign.id and c.finished and c.created_at < campaign.created_at]
+    baseline = previous(campaign, earlier)
+    command = f"python -m evalcore compare {handle(store, baseline)} {handle(store, campaign)}" if baseline \
+        else f"python -m evalcore campaigns show {campaign.id}"
+    return ["", f"campaign {campaign.name!r} ({campaign.id})", f"next: {command}"]
+
+
+def handle(store: Store, campaign: Campaign) -> str:
+    """How to name a campaign on the command line: its name (quoted for the shell) when it finds it, else its id."""
+    try:
+        found = find_campaign(store, campaign.name, campaign.tenant).id == campaign.id
+    except EvalError:
+        found = False
+    return shlex.quote(campaign.name) if found else campaign.id
 
 
 BAR = "{desc}{percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} {unit} [{elapsed}{postfix}]"

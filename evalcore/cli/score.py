@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import json
+import math
 import sys
 from collections.abc import Mapping
 from json.encoder import encode_basestring
@@ -14,11 +15,12 @@ from typing import NamedTuple
 from evalcore.cli._common import Commands
 from evalcore.errors import EvalError
 from evalcore.metrics import GENERATION_MEASURES, GRADED_MEASURES, RETRIEVAL_MEASURES, aggregate, signature
+from evalcore.metrics.document_retrieval import document_retrieval, read_cases
 from evalcore.metrics.generation import generation_scores
-from evalcore.metrics.graded import graded_retrieval_scores
+from evalcore.metrics.graded import default_thresholds, graded_retrieval_scores, threshold_measure
 from evalcore.metrics.retrieval import GRADED_NDCG_MEASURES
 from evalcore.metrics.trec import TrecOptions, evaluate, judgements_by_query, rankings_by_query
-from evalcore.metrics.trec_files import Judgements, Ranking, integer_ids, read_qrels, read_run
+from evalcore.metrics.trec_files import Judgements, Ranking, read_pair
 
 
 class Table(NamedTuple):
@@ -40,8 +42,16 @@ def register(commands: Commands) -> None:
         "ndcg_cut). Ranking: score descending, ties by docid descending. Blank lines and lines "
         "starting with # are skipped; fields after a run's tag are ignored.",
     )
-    trec.add_argument("--qrels", required=True, type=Path, help="TREC qrels (qid 0 docid rel) or qrels.parquet")
-    trec.add_argument("--run", required=True, type=Path, help="TREC run (qid Q0 docid rank score tag)")
+    trec.add_argument("--qrels", type=Path, help="TREC qrels (qid 0 docid rel) or qrels.parquet")
+    trec.add_argument("--run", type=Path, help="TREC run (qid Q0 docid rank score tag)")
+    trec.add_argument("--cases", type=Path, metavar="FILE",
+                      help="instead of --qrels/--run with --graded: queries in the document retrieval evaluator's "
+                      "JSON input (a list, one object, or JSONL: retrieval_ground_truth, retrieved_documents, "
+                      "ground_truth_label_min/max); prints its output fields as JSONL")
+    trec.add_argument("--threshold", action="append", metavar="NAME=V", default=[],
+                      help="a graded pass mark (repeatable): ndcg_threshold, xdcg_threshold, fidelity_threshold, "
+                      "top1_relevance_threshold, top3_max_relevance_threshold, total_retrieved_documents_threshold, "
+                      "total_ground_truth_documents_threshold, holes_threshold, holes_ratio_threshold")
     trec.add_argument("--json", action="store_true", help="print JSON with full precision")
     trec.add_argument("--graded", action="store_true", help="add the graded document retrieval measures (graded.*)")
     trec.add_argument("--label-min", type=int, default=0, help="lowest label of the graded scale (default 0)")
@@ -82,14 +92,17 @@ def _selected(args: argparse.Namespace) -> list[str]:
 
 
 def run_score(args: argparse.Namespace) -> int:
-    """Score a run against qrels and print per-query values and means."""
+    """Score a run against qrels and print per-query values and means (or the evaluator's output per case)."""
+    thresholds = _thresholds(args.threshold)
+    if args.cases is not None:
+        return _score_cases(args.cases, thresholds)
+    if args.qrels is None or args.run is None:
+        raise EvalError("nothing to score", where="--qrels/--run", expected="both --qrels and --run, or --cases FILE")
     names = _selected(args)
-    qrels, run = read_qrels(args.qrels), read_run(args.run)
+    qrels, run = read_pair(args.qrels, args.run)
     if run.extra is not None:
         print(f"note: {run.extra.lines} run lines have fields after the run tag (first at {run.extra.first}); "
               "they are ignored, as trec_eval does", file=sys.stderr)
-    if args.qrels.suffix == ".parquet":
-        run = integer_ids(run)  # a dataset's ids are integers: run id 007 is passage 7
     options = TrecOptions(args.complete, args.relevance_level, args.max_docs)
     scores = evaluate(qrels, run, options, graded=names)
     columns = {name: column.tolist() for name, column in scores.values.items()}
@@ -101,7 +114,10 @@ def run_score(args: argparse.Namespace) -> int:
               file=sys.stderr)
     if not scores.qids:
         print("note: no query is in both the run and the qrels", file=sys.stderr)
-    extra = {} if args.max_docs is None else {"max_docs": args.max_docs}
+    extra: dict[str, object] = {} if args.max_docs is None else {"max_docs": args.max_docs}
+    if any(name.startswith("graded.") for name in names):
+        marks = default_thresholds(args.label_min, args.label_max) | thresholds
+        extra["thresholds"] = {f"graded.{name}": marks[name] for name in GRADED_MEASURES}
     _print(Table(scores.qids, {name: columns[name] for name in names}), sigs, args.json, extra)
     return 0
 
@@ -126,13 +142,40 @@ def _graded_columns(qids: list[str], qrels: Judgements, run: Ranking,
     columns: dict[str, list[float | None]] = {f"graded.{name}": [] for name in GRADED_MEASURES}
     for qid in qids:
         try:
-            graded = graded_retrieval_scores(labels.get(qid, {}), rankings.get(qid, []), args.label_min, args.label_max)
+            graded = graded_retrieval_scores(labels.get(qid, {}), rankings.get(qid, []), args.label_min, args.label_max,
+                                             _thresholds(args.threshold))
         except EvalError as error:
             raise EvalError(error.message, where=f"qrels, query {qid}, {error.where}", found=error.found,
                             expected=error.expected, fix="set --label-min/--label-max to your labels' scale") from None
         for name in GRADED_MEASURES:
             columns[f"graded.{name}"].append(_number(graded[name]))
     return columns
+
+
+def _thresholds(pairs: list[str]) -> dict[str, float]:
+    """`NAME=V` pass marks by graded measure; EvalError naming the bad one."""
+    marks: dict[str, float] = {}
+    for pair in pairs:
+        name, _, text = pair.partition("=")
+        measure = threshold_measure(name.strip())
+        try:
+            marks[measure] = float(text)
+        except ValueError:
+            marks[measure] = math.nan
+        if not math.isfinite(marks[measure]):
+            raise EvalError("a threshold is not NAME=NUMBER", where="--threshold", found=pair,
+                            expected="e.g. ndcg_threshold=0.7")
+    return marks
+
+
+def _score_cases(path: Path, thresholds: dict[str, float]) -> int:
+    """The evaluator's output fields for each query of the file, one JSON line each (with its id when it has one)."""
+    for number, record in enumerate(read_cases(path), start=1):
+        where = f"{path} query {number}"
+        output = document_retrieval(record, thresholds, where=where)
+        key = record.get("id", number) if isinstance(record, dict) else number
+        sys.stdout.write(json.dumps({"id": key, **output}, ensure_ascii=False) + "\n")
+    return 0
 
 
 def _number(value: object) -> float | None:

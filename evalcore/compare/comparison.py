@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -14,6 +15,7 @@ from evalcore.campaigns import Campaign, QuestionResult, campaign_results, get_c
 from evalcore.compare import power, saved, stats
 from evalcore.compare.pairing import previous
 from evalcore.compare.records import (
+    PASS_SUFFIX,
     CampaignHeader,
     Comparison,
     McNemar,
@@ -21,23 +23,17 @@ from evalcore.compare.records import (
     Paired,
     Passage,
     QuestionDiff,
+    higher_is_better,
+    verdict_by,
 )
 from evalcore.errors import EvalError
-from evalcore.metrics import MEASURES, sources_found, verdict_basis
+from evalcore.metrics import MEASURES, sources_found, tolerance_of, verdict_basis
 from evalcore.relevance import is_relevant
 from evalcore.store import Store
 from evalcore.targets.config import under_test
 
-PASS_SUFFIX = ":pass"
-EPSILON = 1e-9
 QuestionKey = tuple[int, str]
 Values = dict[str, float]   # a question's measures, as row_values gives them
-
-
-def higher_is_better(name: str) -> bool:
-    """The measure's direction from the registry (judge pass rates and unknown names: higher)."""
-    measure = MEASURES.get(name.split(PASS_SUFFIX)[0])
-    return measure.higher_is_better if measure else True
 
 
 def is_number(value: object) -> bool:
@@ -66,7 +62,8 @@ def verdict(a_row: QuestionResult, b_row: QuestionResult, a_values: Values, b_va
             order: tuple[str, ...]) -> tuple[str, str | None, float | None, float | None]:
     """(verdict, basis measure, value in A, value in B) for a question both campaigns asked.
 
-    The first measure of `order` present on both sides decides; direction follows the registry.
+    The first measure of `order` present on both sides decides; direction follows the registry, and a difference
+    under the measure's tolerance (`Comparison.with_tolerances` applies asked ones) is the same.
     """
     a_failed, b_failed = bool(a_row.outcome.error), bool(b_row.outcome.error)
     if a_failed or b_failed:
@@ -74,8 +71,7 @@ def verdict(a_row: QuestionResult, b_row: QuestionResult, a_values: Values, b_va
         return kind, "error", None, None
     for basis in order:
         if basis in a_values and basis in b_values:
-            delta = b_values[basis] - a_values[basis]
-            kind = "same" if abs(delta) <= EPSILON else "better" if (delta > 0) == higher_is_better(basis) else "worse"
+            kind = verdict_by(basis, a_values[basis], b_values[basis], tolerance_of(basis))
             return kind, basis, a_values[basis], b_values[basis]
     return "unscored", None, None, None
 
@@ -218,6 +214,7 @@ def measure_entry(name: str, values: Paired, interval: stats.BootstrapMean | Non
     significant = p_value < stats.ALPHA
     diffs = values.b - values.a
     sd = spread(diffs)
+    moved = diffs[diffs != 0]
     # Equal differences resample to equal means: an se of 1e-17 is rounding, not a spread.
     se = (interval.se if sd else 0.0) if interval else None
     return MeasureDelta(
@@ -228,6 +225,7 @@ def measure_entry(name: str, values: Paired, interval: stats.BootstrapMean | Non
         improved=significant and (mean_b - mean_a > 0) == better, mcnemar=mcnemar, sd_diff=sd, se_bootstrap=se,
         mde=power.mde(sd, n), mde_bootstrap=power.mde_bootstrap(se), effect=effect,
         n_required=power.required_n(effect, sd), power_note=power.why_no_power(n, sd, float(diffs[0]) if n else 0.0),
+        changed=int(moved.size), one_way=bool(moved.size) and bool((moved > 0).all() or (moved < 0).all()),
     )
 
 
@@ -289,11 +287,13 @@ def warnings_for(a: Campaign, b: Campaign, a_rows: list[QuestionResult], b_rows:
 
 def compare_results(a_campaign: Campaign, a_rows: list[QuestionResult], b_campaign: Campaign,
                     b_rows: list[QuestionResult], *, seed: int = 0, resamples: int = stats.RESAMPLES,
-                    effect: float = power.EFFECT, basis: str | None = None) -> Comparison:
+                    effect: float = power.EFFECT, basis: str | None = None,
+                    tolerances: Mapping[str, float] | None = None) -> Comparison:
     """Compare two campaigns given their records and result rows (pure: no store).
 
     `basis` names the measure that decides per-question verdicts; by default it follows what
-    differs between the configurations (`choose_basis`).
+    differs between the configurations (`choose_basis`). `tolerances` override measures' smallest
+    meaningful differences (a question's change under it is "same").
     """
     check_draws(seed, resamples)
     effect = power.check_effect(effect)
@@ -314,7 +314,8 @@ def compare_results(a_campaign: Campaign, a_rows: list[QuestionResult], b_campai
     return Comparison(a=CampaignHeader.of(a_campaign), b=CampaignHeader.of(b_campaign), questions=questions,
                       measures=measures, config_diff=diff, seed=seed, resamples=resamples, notes=notes,
                       warnings=warnings_for(a_campaign, b_campaign, a_rows, b_rows, diff, len(common)),
-                      effect=effect, paired=paired, basis=order[0] if order else None, basis_reason=reason)
+                      effect=effect, paired=paired, basis=order[0] if order else None,
+                      basis_reason=reason).with_tolerances(tolerances or {})
 
 
 def check_draws(seed: int, resamples: int) -> None:
@@ -357,12 +358,14 @@ def load(store: Store, campaign_id: str, tenant: str | None, principal: Principa
 
 def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resamples: int = stats.RESAMPLES,
                       effect: float = power.EFFECT, tenant: str | None = None,
-                      principal: Principal | None = None, basis: str | None = None) -> Comparison:
+                      principal: Principal | None = None, basis: str | None = None,
+                      tolerances: Mapping[str, float] | None = None) -> Comparison:
     """Compare two stored campaigns (A is the baseline, B the candidate), computed once per pair of versions.
 
     The comparison is kept in the store under both campaigns' ids and results versions, the seed
     and the resamples (`saved`); while none of them changes it is read back, not recomputed.
-    Another tenant's campaign is NotFound, as a missing one.
+    Another tenant's campaign is NotFound, as a missing one. `tolerances` re-decide the verdicts of the kept
+    comparison (`Comparison.with_tolerances`).
     """
     check_draws(seed, resamples)
     effect = power.check_effect(effect)
@@ -370,13 +373,13 @@ def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resa
     a, b = get_campaign(store, a_id, tenant=tenant), get_campaign(store, b_id, tenant=tenant)
     if basis:  # an asked basis is not the stored default: computed, not kept
         return compare_results(a, campaign_results(store, a_id), b, campaign_results(store, b_id), seed=seed,
-                               resamples=resamples, effect=effect, basis=basis)
+                               resamples=resamples, effect=effect, basis=basis, tolerances=tolerances)
     comparison = saved.find(store, a, b, seed=seed, resamples=resamples)
     if comparison is None:
         comparison = compare_results(a, campaign_results(store, a_id), b, campaign_results(store, b_id), seed=seed,
                                      resamples=resamples)
         saved.keep(store, comparison, a, b)
-    return comparison.with_effect(effect)
+    return comparison.with_effect(effect).with_tolerances(tolerances or {})
 
 
 def compare_with_previous(store: Store, campaign_id: str) -> Comparison | None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
@@ -12,6 +14,27 @@ from evalcore import diagnosis
 from evalcore.campaigns import Campaign
 from evalcore.compare import power
 from evalcore.diagnosis import Transition
+from evalcore.errors import EvalError
+from evalcore.metrics import MEASURES, tolerance_of
+
+PASS_SUFFIX = ":pass"
+EPSILON = 1e-9
+VERDICT_KINDS = ("better", "worse", "same")
+
+
+def higher_is_better(name: str) -> bool:
+    """The measure's direction from the registry (judge pass rates and unknown names: higher)."""
+    measure = MEASURES.get(name.split(PASS_SUFFIX)[0])
+    return measure.higher_is_better if measure else True
+
+
+def verdict_by(basis: str, a: float, b: float, tolerance: float = 0.0) -> str:
+    """better, worse or same: B − A in the basis measure's direction; a difference under `tolerance` (the smallest
+    meaningful one) is the same."""
+    delta = b - a
+    if abs(delta) <= EPSILON or abs(delta) < tolerance - EPSILON:
+        return "same"
+    return "better" if (delta > 0) == higher_is_better(basis) else "worse"
 
 
 @dataclass(frozen=True)
@@ -143,6 +166,34 @@ class MeasureDelta:
     effect: float = power.EFFECT
     n_required: int | None = None
     power_note: str | None = None
+    changed: int | None = None  # questions whose value differs between A and B
+    one_way: bool | None = None  # every one of them moved in the same direction
+
+    @property
+    def unchanged(self) -> bool:
+        """Every question has the same value in A and B: there is nothing to test or to draw."""
+        if self.changed is not None:
+            return self.changed == 0
+        return abs(self.delta) <= EPSILON and self.sd_diff in (0.0, None)
+
+    @property
+    def disagreement(self) -> str | None:
+        """When the interval and the test disagree, what that means in words an analyst can act on (else None)."""
+        if self.ci_low is None or self.ci_high is None:
+            return None
+        excludes = self.ci_low > 0 or self.ci_high < 0
+        if excludes == self.significant:
+            return None
+        interval = f"the 95% interval [{self.ci_low:+.3g}, {self.ci_high:+.3g}]"
+        if not excludes:
+            return (f"the test finds a difference (p = {self.p_value:.3g}) but {interval} includes 0: a borderline "
+                    f"result that more questions would settle")
+        if self.changed and self.one_way and self.p_value <= 2.0 ** (1 - self.changed) + EPSILON:
+            return (f"too few questions changed to be significant ({self.changed} of {self.n}: p = "
+                    f"{self.p_value:.3g} is the smallest possible), though every change went the same way and "
+                    f"{interval} excludes 0: more questions would confirm it")
+        return (f"no difference found (p = {self.p_value:.3g}) though {interval} excludes 0: a borderline result "
+                f"that more questions would settle")
 
     @property
     def under_powered(self) -> bool:
@@ -198,6 +249,54 @@ class Comparison:
     paired: dict[str, Paired] = field(default_factory=dict)
     basis: str | None = None  # the measure that decides per-question verdicts first
     basis_reason: str = ""  # why that one (what changed between the configurations)
+    tolerances: dict[str, float] = field(default_factory=dict)  # asked smallest meaningful differences, by measure
+
+    def tolerance(self, measure: str) -> float:
+        """The smallest difference of a question's `measure` that changes its verdict (asked, else the default)."""
+        return self.tolerances.get(measure, tolerance_of(measure))
+
+    @property
+    def strict_verdicts(self) -> dict[str, int]:
+        """How many questions would get each verdict if any difference counted (no tolerance)."""
+        return dict(Counter(verdict_by(q.basis, q.a, q.b) if q.basis and q.a is not None and q.b is not None
+                            else q.verdict for q in self.questions))
+
+    @property
+    def deciding(self) -> str | None:
+        """The measure that decided the most questions' verdicts (the basis, or the first fallback they had)."""
+        counts = Counter(q.basis for q in self.questions if q.basis and q.basis != "error")
+        return counts.most_common(1)[0][0] if counts else None
+
+    @property
+    def tolerance_note(self) -> str:
+        """The tolerance the verdicts were decided with and the counts without it ("" when none applied)."""
+        used = sorted({q.basis for q in self.questions if q.basis and q.basis != "error"})
+        kept = [f"{name} under {self.tolerance(name):g}" for name in used if self.tolerance(name) > 0]
+        if not kept:
+            return ""
+        strict = self.strict_verdicts
+        return (f"a change of {', '.join(kept)} is the same (the smallest meaningful difference); counting every "
+                f"difference: " + ", ".join(f"{kind} {strict.get(kind, 0)}" for kind in VERDICT_KINDS))
+
+    @property
+    def disagreements(self) -> list[str]:
+        """One line per measure whose interval and test disagree, saying what that means."""
+        return [f"{m.measure}: {m.disagreement}" for m in self.measures if m.disagreement]
+
+    @property
+    def unchanged(self) -> list[str]:
+        """The measures whose value is the same in A and B on every common question (display order)."""
+        return [m.measure for m in self.measures if m.unchanged]
+
+    def with_tolerances(self, asked: Mapping[str, float]) -> Comparison:
+        """The same comparison with each question's verdict decided under these tolerances (others: defaults)."""
+        if not asked:
+            return self
+        tolerances = {**self.tolerances, **check_tolerances(asked)}
+        relabelled = replace(self, tolerances=tolerances)
+        questions = [replace(q, verdict=verdict_by(q.basis, q.a, q.b, relabelled.tolerance(q.basis)))
+                     if q.basis and q.a is not None and q.b is not None else q for q in self.questions]
+        return replace(relabelled, questions=questions)
 
     @property
     def verdicts(self) -> dict[str, int]:
@@ -215,8 +314,11 @@ class Comparison:
 
     @property
     def power_warnings(self) -> list[str]:
-        """One line per measure with no significant difference that could not have seen one of `effect`."""
-        return [power_warning(m) for m in self.measures if m.under_powered]
+        """One line per measure with no significant difference that could not have seen one of `effect`, and one
+        line for all those with the same value in A and B on every question."""
+        lines = [power_warning(m) for m in self.measures if m.under_powered and not m.unchanged]
+        flat = [m.measure for m in self.measures if m.under_powered and m.unchanged]
+        return lines + ([unchanged_text(flat)] if flat else [])
 
     def with_effect(self, effect: float) -> Comparison:
         """The same comparison with the questions needed (and the warnings) for another effect size."""
@@ -233,7 +335,25 @@ class Comparison:
                 "transitions": [t.to_dict() for t in self.transitions],
                 "config_diff": self.config_diff, "seed": self.seed, "resamples": self.resamples,
                 "effect": self.effect, "power": power.POWER, "alpha": power.ALPHA, "basis": self.basis,
-                "basis_reason": self.basis_reason}
+                "basis_reason": self.basis_reason, "verdicts_without_tolerance": self.strict_verdicts,
+                "tolerance": {name: self.tolerance(name) for name in dict.fromkeys(q.basis for q in self.questions)
+                              if name and name != "error"},
+                "unchanged": self.unchanged, "disagreements": self.disagreements}
+
+
+def unchanged_text(measures: list[str]) -> str:
+    """One line for the measures with the same value in A and B on every question."""
+    return f"the same in A and B on every question (nothing to test) on {len(measures)} measure(s): " \
+        + ", ".join(measures)
+
+
+def check_tolerances(asked: Mapping[str, float]) -> dict[str, float]:
+    """Tolerances as asked, each a finite number of at least 0 (EvalError naming the measure otherwise)."""
+    for measure, value in asked.items():
+        if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise EvalError(f"the tolerance of {measure} must be a number of at least 0", where="tolerance",
+                            found=str(value), expected="e.g. 0.01 for a 0-1 measure, 0 to count any difference")
+    return {measure: float(value) for measure, value in asked.items()}
 
 
 def power_warning(measure: MeasureDelta) -> str:

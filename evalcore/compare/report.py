@@ -158,6 +158,8 @@ def verdicts_section(comparison: Comparison) -> str:
     counts = comparison.verdicts
     lines.append(table(list(VERDICT_ORDER), [[counts.get(v, 0) for v in VERDICT_ORDER]]))
     lines.append(f"<p>Verdicts by {esc(comparison.basis_reason or 'nothing in common')}.</p>")
+    if comparison.tolerance_note:
+        lines.append(f"<p>Tolerance: {esc(comparison.tolerance_note)}.</p>")
     return "<h2>Verdicts per question</h2>" + "".join(lines)
 
 
@@ -168,7 +170,10 @@ def measures_section(comparison: Comparison, context: ExportContext) -> str:
     frame = measure_frame(comparison)[MEASURE_COLUMNS]
     headers = {k: v.format(effect=comparison.effect) for k, v in MEASURE_HEADERS.items()}
     power = [f"<li>{esc(w)}</li>" for w in comparison.power_warnings]
+    disagree = "".join(f"<p class=\"note\">The interval and the test disagree on {esc(line)}.</p>"
+                       for line in comparison.disagreements)
     return ("<h2>Measures: B − A with 95% intervals</h2>" + figure_html(charts.delta_figure(comparison, context))
+            + disagree
             + (f"<p class=\"warning\">Power:</p><ul class=\"warning\">{''.join(power)}</ul>" if power else "")
             + frame_table(frame.rename(columns=headers)))
 

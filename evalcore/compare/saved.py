@@ -27,8 +27,8 @@ from evalcore.store import Store, dumps
 
 # Bump when what a stored comparison holds, or how any of its numbers is computed, changes.
 # 2: the verdict basis and its reason; 3: questions carry their failure stage in each campaign and what a query
-# transformation retrieved with.
-FORMAT = 3
+# transformation retrieved with; 4: verdicts under each measure's tolerance, and the questions each measure changed.
+FORMAT = 4
 
 
 def results_version(campaign: Campaign) -> str:

@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 
 from evalcore.access import Action, Principal
-from evalcore.datasets.loader import DATASET_ROOT, FILES, load_dataset
+from evalcore.datasets.loader import DATASET_ID, DATASET_ROOT, FILES, load_dataset
 from evalcore.errors import EvalError
 
 
@@ -37,7 +37,8 @@ def list_datasets() -> list[str]:
 
 
 def upload_name_problem(name: str) -> str | None:
-    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,40}", name):
+    """Why an upload cannot be saved under this name, or None; saved as uploads-<name>, a valid dataset id."""
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,40}", name) or not DATASET_ID.fullmatch(f"uploads-{name}"):
         return "use 1-41 lowercase letters, digits, '-' or '_', starting with a letter or digit"
     if (upload_root() / f"uploads-{name}").exists():
         return f"a dataset uploads-{name} already exists: choose another name"

@@ -14,12 +14,13 @@ from evalcore.judges.prompts import (
     signature,
 )
 from evalcore.judges.running import MAX_TOKENS, JudgeSettings, Trial, run_judge
-from evalcore.judges.verdict import Spread, Verdict
+from evalcore.judges.verdict import FIELD_NAMES, Spread, Verdict, flat_fields
 
 __all__ = [
     "ALIASES",
     "CONTEXT_CHARS",
     "DEFAULT_THRESHOLD",
+    "FIELD_NAMES",
     "JUDGES",
     "MAX_TOKENS",
     "PARSER_VERSION",
@@ -31,6 +32,7 @@ __all__ = [
     "Verdict",
     "build_messages",
     "canonical",
+    "flat_fields",
     "format_context",
     "load_prompt",
     "parse_reply",

@@ -72,3 +72,28 @@ class Verdict:
             samples=tuple(samples) if samples is not None else None,
             spread=Spread(**spread) if isinstance(spread, Mapping) else None,
         )
+
+
+# The judges azure-ai-evaluation's evaluators document, by the name their output fields start with.
+EVALUATOR_NAMES = {"retrieval": "retrieval", "groundedness": "groundedness", "relevance": "relevance",
+                   "completeness": "response_completeness", "groundedness_pro": "groundedness_pro"}
+GPT_PREFIXED = frozenset({"retrieval", "groundedness", "relevance"})  # also given as `gpt_<name>`
+FIELD_NAMES = ("project", "evaluator")  # how flat judge fields are named: ours, or the evaluators' documented names
+
+
+def flat_fields(judge: str, verdict: Verdict, names: str = "project") -> dict[str, object]:
+    """One verdict as flat fields: `<name>`, `<name>_reason`, `<name>_result`, `<name>_threshold`.
+
+    names="evaluator" gives a judge the evaluators document under their documented fields: a 1-5
+    judge also as `gpt_<name>` (`gpt_retrieval`), completeness as `response_completeness*`, and
+    the pass/fail groundedness_pro as `groundedness_pro_label` (true/false) and `groundedness_pro_reason`.
+    """
+    passed = verdict.result == "pass" if verdict.result in ("pass", "fail") else None
+    name = EVALUATOR_NAMES.get(judge, judge) if names == "evaluator" else judge
+    if names == "evaluator" and judge == "groundedness_pro":
+        return {f"{name}_label": passed, f"{name}_reason": verdict.reason}
+    fields: dict[str, object] = {name: passed if verdict.threshold is None else verdict.score}
+    if names == "evaluator" and judge in GPT_PREFIXED:
+        fields[f"gpt_{name}"] = verdict.score
+    return fields | {f"{name}_reason": verdict.reason, f"{name}_result": verdict.result,
+                     f"{name}_threshold": verdict.threshold}

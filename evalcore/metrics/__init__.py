@@ -5,14 +5,17 @@ from evalcore.metrics.graded import GRADED_MEASURES, graded_retrieval_scores
 from evalcore.metrics.registry import (
     MEASURES,
     PANELS,
+    SCALES,
     Measure,
     Scores,
     aggregate,
     display_order,
     judge_abstention,
     panels,
+    scale_of,
     score_question,
     signature,
+    tolerance_of,
     verdict_basis,
 )
 from evalcore.metrics.retrieval import RETRIEVAL_MEASURES, retrieval_scores
@@ -24,6 +27,7 @@ __all__ = [
     "MEASURES",
     "PANELS",
     "RETRIEVAL_MEASURES",
+    "SCALES",
     "Measure",
     "Scores",
     "aggregate",
@@ -35,8 +39,10 @@ __all__ = [
     "judge_abstention",
     "panels",
     "retrieval_scores",
+    "scale_of",
     "score_question",
     "signature",
     "sources_found",
+    "tolerance_of",
     "verdict_basis",
 ]

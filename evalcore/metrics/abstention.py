@@ -1,8 +1,8 @@
 """Abstention: whether an answer declines, and the three measures of declining well.
 
-A question is unanswerable when nothing in its question set says it can be answered (no
-reference or expected answer, no relevant passage or expected source) or when its expected answer
-is an explicit marker (`UNANSWERABLE_MARKERS`); the right behaviour is then to decline. An answer
+A question is unanswerable only when its question set marks it: an expected or reference answer
+that is an explicit marker (`UNANSWERABLE_MARKERS`), or a dataset's `answerable` column set to
+false; the right behaviour is then to decline. No expected answer is no reference, not a mark. An answer
 declines (`is_refusal`) when it is empty, starts with the target's `fallback_answer`, or when
 its first sentence (after apologies such as "Sorry."; within its first `OPENING_CHARS`) holds one
 of the `REFUSALS` phrasings and no contrast word ("but", "mais", "但是") follows the phrasing in

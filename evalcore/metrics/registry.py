@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from evalcore import __version__
@@ -26,8 +26,15 @@ from evalcore.text import TOKENIZER
 
 # Panels in display order: (family, title).
 PANELS = (("retrieval", "Retrieval"), ("generation", "Generation"), ("graded", "Graded document retrieval"),
-          ("suite", "Suite"), ("abstention", "Abstention"), ("judge", "Judges"))
+          ("suite", "Coverage and sources"), ("abstention", "Abstention"), ("judge", "Judges"))
 OTHER_PANEL = "Other"
+# What a measure's values are, in display order, with how a chart titles them: a chart draws each scale on its own
+# axis (a count of +4 documents would flatten a precision change of -0.096 to the zero line).
+SCALES = (("share", "0-1 measures"), ("score", "0-100 scores"), ("label", "relevance labels"),
+          ("likert", "judge scores (1-5)"), ("count", "counts (no better or worse)"))
+# The smallest difference of a question's value that changes its verdict, by scale: below it a question is "same"
+# (a ROUGE-L of 0.3333 against 0.3273 is one word of noise, not a worse answer). Whole-number scales: any change.
+TOLERANCES = {"share": 0.01, "score": 1.0, "label": 0.0, "likert": 0.0, "count": 0.0}
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,12 @@ class Measure:
     needs_reference: bool = False  # absent on a question without an expected or reference answer
     settings: tuple[tuple[str, str], ...] = field(default=())
     order: int = 0  # display position, set by the registry
+    scale: str = "share"  # one of SCALES: what the values are (counts are neither better nor worse)
+
+    @property
+    def tolerance(self) -> float:
+        """The smallest meaningful difference of one question's value (a verdict's default tolerance)."""
+        return 0.0 if self.binary else TOLERANCES[self.scale]
 
     @property
     def signature(self) -> str:
@@ -86,7 +99,7 @@ _GRADED_DOCS = {
     "holes": "retrieved documents without a label.",
     "holes_ratio": "holes / retrieved documents.",
     "total_retrieved_documents": "distinct retrieved documents.",
-    "total_groundtruth_documents": "labeled documents of the question.",
+    "total_ground_truth_documents": "labeled documents of the question.",
 }
 # 1/0 per question, present only on the questions each applies to.
 _ABSTENTION_DOCS = {
@@ -98,6 +111,8 @@ _ABSTENTION_DOCS = {
     "abstention (over-refusal) rate (Feng et al. 2024, Don't Hallucinate, Abstain).",
 }
 _LOWER_IS_BETTER = {"hallucination", "false_abstention"}
+_GRADED_SCALES = {"xdcg@3": "score", "top1_relevance": "label", "top3_max_relevance": "label", "holes": "count",
+                  "total_retrieved_documents": "count", "total_groundtruth_documents": "count"}
 # A question's verdict in a comparison: the AI score, else coverage, else sources found (the suite
 # order); dataset campaigns have none of these, so ranking and then answer overlap decide.
 _VERDICT_ORDER = ("judge.score", "coverage", "sources_found", "ndcg@10", "rougel")
@@ -110,7 +125,7 @@ def _judge_measure(name: str) -> Measure:
     first = prompt.system.split(". ")[0].rstrip(".") + "."
     doc = f"{'pass/fail as 1/0' if label else '1-5'} (LLM judge, prompt v{prompt.version}): {first}"
     return Measure(f"judge.{name}", doc, "judge", binary=label, needs_reference="expected" in prompt.requires,
-                   settings=(("prompt", "none"), ("model", "none")))
+                   settings=(("prompt", "none"), ("model", "none")), scale="share" if label else "likert")
 
 
 def _registry() -> dict[str, Measure]:
@@ -138,6 +153,7 @@ def _registry() -> dict[str, Measure]:
         measures.append(Measure(
             f"graded.{name}", _GRADED_DOCS[name] + " Graded document retrieval.", "graded",
             higher_is_better=name not in LOWER_IS_BETTER, settings=(("scale", "0-4"),),
+            scale=_GRADED_SCALES.get(name, "share"),
         ))
     measures += [_judge_measure(name) for name in JUDGES]
     return {m.name: _finish(m, order) for order, m in enumerate(measures)}
@@ -145,8 +161,7 @@ def _registry() -> dict[str, Measure]:
 
 def _finish(measure: Measure, order: int) -> Measure:
     priority = _VERDICT_ORDER.index(measure.name) if measure.name in _VERDICT_ORDER else None
-    return Measure(measure.name, measure.doc, measure.family, measure.higher_is_better, measure.binary, priority,
-                   measure.needs_reference, measure.settings, order)
+    return replace(measure, verdict_priority=priority, order=order)
 
 
 MEASURES: dict[str, Measure] = _registry()
@@ -187,6 +202,18 @@ def panels(names: Iterable[str]) -> list[tuple[str, list[str]]]:
         measure = MEASURES.get(name.split(":")[0])
         grouped[titles[measure.family] if measure else OTHER_PANEL].append(name)
     return [(title, members) for title, members in grouped.items() if members]
+
+
+def scale_of(name: str) -> str:
+    """The scale of a measure's values (`judge.X:pass` rates and unregistered names: 0-1)."""
+    measure = MEASURES.get(name)
+    return measure.scale if measure else "share"
+
+
+def tolerance_of(name: str) -> float:
+    """The default smallest meaningful difference of a measure (unregistered names: that of 0-1 measures)."""
+    measure = MEASURES.get(name)
+    return measure.tolerance if measure else TOLERANCES["share"]
 
 
 def verdict_basis() -> tuple[str, ...]:

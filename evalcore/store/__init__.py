@@ -139,11 +139,23 @@ ALTER TABLE campaigns ADD COLUMN pace_rate REAL;
 ALTER TABLE campaigns ADD COLUMN pace_at REAL;
 ALTER TABLE campaigns ADD COLUMN pace_done INTEGER;
 """
-# v11: campaigns run by workers: launched as 'queued', claimed from the store by any process (each server's
+# v11: the dashboard's signed-in sessions (evalcore.keys.start_session): the hash of each session token (never
+# the token, never the API key), the key it signed in with, when it expires and when it was signed out.
+SCHEMA_V11 = """
+CREATE TABLE dashboard_sessions (
+    token_hash TEXT PRIMARY KEY,
+    key_id TEXT NOT NULL REFERENCES api_keys(id) ON DELETE CASCADE,
+    created_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    ended_at REAL
+);
+CREATE INDEX dashboard_sessions_key ON dashboard_sessions(key_id);
+"""
+# v12: campaigns run by workers: launched as 'queued', claimed from the store by any process (each server's
 # threads, `evalcore worker`); queued_at says a campaign runs on workers, which put it back in the queue when its
 # owner is lost; rerun says which questions a claim runs (those with no result, or those that failed). A queued
 # campaign holds its suite like a running one.
-SCHEMA_V11 = """
+SCHEMA_V12 = """
 ALTER TABLE campaigns ADD COLUMN queued_at REAL;
 ALTER TABLE campaigns ADD COLUMN rerun TEXT NOT NULL DEFAULT 'missing';
 DROP INDEX campaigns_one_active_per_suite;
@@ -152,7 +164,7 @@ CREATE UNIQUE INDEX campaigns_one_active_per_suite ON campaigns(suite_id)
 CREATE INDEX campaigns_status ON campaigns(status, created_at);
 """
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
-                               SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11)
+                               SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12)
 
 
 class NotFound(EvalError):

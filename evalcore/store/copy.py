@@ -18,6 +18,7 @@ TABLES: tuple[tuple[str, str], ...] = (
     ("campaign_questions", "campaign_id, position"), ("results", "campaign_id, position"),
     ("campaign_passages", "campaign_id, key"), ("campaign_signatures", "campaign_id, name"),
     ("comparisons", "a_id, b_id, seed, resamples"), ("call_cache", "key"), ("api_keys", "id"),
+    ("dashboard_sessions", "token_hash"),
 )
 BATCH = 2000
 

@@ -13,6 +13,7 @@ from typing import Any
 from evalcore.access import LOCAL_TENANT, Action, Principal, owned, scope
 from evalcore.errors import EvalError
 from evalcore.store import Conflict, Connection, NotFound, Row, Store, dumps
+from evalcore.text import name_key, name_problem, shown
 
 MAX_CASES = 100
 MAX_SOURCES = 10
@@ -98,10 +99,12 @@ def validate_cases(cases: Iterable[Case | Mapping[str, Any]]) -> tuple[Case, ...
 
 
 def _check_name(name: str) -> str:
-    """The name on one line, spaces collapsed; EvalError when empty."""
+    """The name on one line, spaces collapsed; EvalError when empty, invisible or holding a control character."""
     text = " ".join((name or "").split())
     if not text:
         raise EvalError("the suite needs a name", where="name")
+    if (problem := name_problem(text)) is not None:
+        raise EvalError(problem, where="name", found=shown(repr(text)))
     return text
 
 
@@ -121,10 +124,12 @@ def _insert_cases(conn: Connection, suite_id: str, cases: tuple[Case, ...]) -> N
 
 
 def _named(conn: Connection, tenant: str, name: str, other_than: str = "") -> list[Row]:
-    """The workspace's suites whose name is this one, case ignored (newest first)."""
+    """The workspace's suites whose name is this one, compared by `name_key` (case, width, zero-width characters
+    ignored), newest first."""
     rows = conn.execute("SELECT id, name, created_at FROM suites WHERE tenant = ? AND id != ? "
                         "ORDER BY created_at DESC, id", (tenant, other_than)).fetchall()
-    return [row for row in rows if row["name"].casefold() == name.casefold()]
+    key = name_key(name)
+    return [row for row in rows if name_key(row["name"]) == key]
 
 
 def _free_name(conn: Connection, tenant: str, name: str) -> str:
@@ -196,9 +201,9 @@ def get_suite(store: Store, suite_id: str, tenant: str | None = None, *, princip
 def suite_named(store: Store, name: str, tenant: str | None = None, *,
                 principal: Principal | None = None) -> Suite | None:
     """The workspace's suite of this name (case ignored; the newest when several), or None."""
-    tenant, wanted = scope(principal, tenant), " ".join(name.split()).casefold()
+    tenant, wanted = scope(principal, tenant), name_key(name)
     rows = store.read("SELECT * FROM suites ORDER BY created_at DESC, id")
-    row = next((r for r in rows if owned(r["tenant"], tenant) and r["name"].casefold() == wanted), None)
+    row = next((r for r in rows if owned(r["tenant"], tenant) and name_key(r["name"]) == wanted), None)
     return _suite(store, row) if row is not None else None
 
 

@@ -2,7 +2,8 @@
 
 Keys are flat (no nested tables) so that `to_dict`, `diff`, the stored campaign snapshot, the
 UI and a TOML file all use the same names. A TOML file holds the keys at top level; the only
-table values are `agent_headers`, `judge_thresholds` and `graded_thresholds` (see TABLES).
+table values are `agent_headers`, `judge_thresholds` and `graded_thresholds` (see TABLES). A
+`[gates]` table, the marks the campaign must reach, is not part of the target (`evalcore.gates`).
 """
 
 from __future__ import annotations
@@ -95,6 +96,14 @@ def _default(field: Any) -> Any:
     return field.default if field.default is not MISSING else field.default_factory()
 
 
+def retriever_text(retriever: str, fusion: str, embedding_model: str) -> str:
+    """The retriever as people say it: `bm25`, `vector · USE embeddings`, `hybrid RRF · USE embeddings`."""
+    embeddings = f"{embedding_model.upper()} embeddings"  # the models' short names: USE, E5
+    if retriever == "hybrid":
+        return f"hybrid {fusion.upper() if fusion == 'rrf' else fusion} · {embeddings}"
+    return f"vector · {embeddings}" if retriever == "vector" else retriever
+
+
 @dataclass(frozen=True)
 class TargetConfig:
     """Everything that defines a target; thresholds are documented on their score scale."""
@@ -153,6 +162,12 @@ class TargetConfig:
     model: str = setting("", GENERATION, "the generator's model (required with generator = openai)")
     api_key_env: str = setting("OPENAI_API_KEY", GENERATION, "the NAME of the environment variable holding the key "
                                "(empty for servers without keys)")
+    # Azure OpenAI: base_url https://RESOURCE.openai.azure.com, the deployment's name (it stands for
+    # model), api_version (sent as ?api-version=) and the key in the api-key header.
+    deployment: str = setting("", GENERATION, "Azure OpenAI: the deployment's name (it stands for model)")
+    api_version: str = setting("", GENERATION, "Azure OpenAI: sent as ?api-version=")
+    api_key_header: str = setting("authorization", GENERATION, "how the key is sent: Authorization: Bearer, or "
+                                  "Azure's api-key header", choices=("authorization", "api-key"))
     timeout: float = setting(60.0, GENERATION, "seconds per model call", within=(0.01, 3600.0))
     retries: int = setting(3, GENERATION, "retries of a model call on timeouts, 429, 5xx and malformed replies",
                            within=(0, 10))
@@ -201,6 +216,10 @@ class TargetConfig:
     judge_base_url: str = setting("", JUDGE, "the judges' OpenAI-compatible server (empty: the target's base_url)")
     judge_model: str = setting("", JUDGE, "the judges' model, e.g. gpt-4o-mini (required with judge_kind = openai)")
     judge_api_key_env: str = setting("OPENAI_API_KEY", JUDGE, "the NAME of the variable holding the judges' key")
+    judge_deployment: str = setting("", JUDGE, "Azure OpenAI: the judges' deployment (it stands for judge_model)")
+    judge_api_version: str = setting("", JUDGE, "Azure OpenAI: the judges' api-version")
+    judge_api_key_header: str = setting("authorization", JUDGE, "how the judges' key is sent",
+                                        choices=("authorization", "api-key"))
     judge_temperature: float = setting(0.0, JUDGE, "the judges' temperature", within=(0.0, 2.0))
     judge_max_tokens: int = setting(300, JUDGE, "the judges' reply length limit", within=(16, 131072))
     judge_thresholds: tuple[tuple[str, float], ...] = setting((), JUDGE, "pass mark per judge on its scale "
@@ -208,7 +227,7 @@ class TargetConfig:
     # Graded document retrieval on datasets whose qrels carry graded labels.
     graded_label_min: int = setting(0, GRADED, "the lowest relevance label of the scale", within=(0, 1000))
     graded_label_max: int = setting(0, GRADED, "the highest label (0: the dataset's highest)", within=(0, 1000))
-    graded_thresholds: tuple[tuple[str, float], ...] = setting((), GRADED, "pass mark per graded measure",
+    graded_thresholds: tuple[tuple[str, float], ...] = setting((), GRADED, "pass mark per graded measure (or its threshold name)",
                                                                table=float)
     # Failure attribution (evalcore.diagnosis): an answer given relevant context and not decided by
     # the AI score is a generation miss when neither its ROUGE-L F1 nor its coverage of the
@@ -254,6 +273,7 @@ class TargetConfig:
                             fix="give the path of a TOML file") from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
             raise EvalError(f"not valid TOML: {error}", where=str(path)) from None
+        data.pop("gates", None)  # how a run is judged, not what runs: read by evalcore.gates
         try:
             return cls.from_dict(data)
         except EvalError as error:
@@ -291,14 +311,13 @@ class TargetConfig:
         return "\n".join(lines) + "\n"
 
     def describe(self) -> str:
-        """A short name from the settings that tell configurations apart, e.g. `hybrid · rerank http · gpt-4o-mini · k=5`."""
+        """A short name from the settings that tell configurations apart, e.g. `hybrid RRF · USE embeddings · rerank
+        http · gpt-4o-mini · k=5`."""
         if self.kind == "http_agent":
             return f"agent {urlsplit(self.agent_url).netloc or self.agent_url}"
         if self.kind == "results_file":
             return f"file {Path(self.results_path).name}"
-        retriever = {"hybrid": f"hybrid {self.fusion}", "vector": f"vector {self.embedding_model}"}.get(
-            self.retriever, self.retriever)
-        parts = [retriever if self.retriever != "hybrid" else f"{retriever} {self.embedding_model}"]
+        parts = [retriever_text(self.retriever, self.fusion, self.embedding_model)]
         if self.embedding_top_k != TargetConfig.embedding_top_k:  # the candidates retrieved, when not the default
             parts.append(f"top {self.embedding_top_k}")
         if self.chunking == "tokens":
@@ -364,6 +383,10 @@ TABLES = {name: key.table for name, key in KEYS.items() if key.table is not None
 EXECUTION_KEYS = frozenset(TargetConfig.keys_in(EXECUTION))
 # tcp://HOST:PORT, HOST a name, an IPv4 address or a bracketed IPv6 address.
 SCHEDULER_ADDRESS = re.compile(r"tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):([0-9]{1,5})")
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+HEADER_VALUE_BAD = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# Or the name the operator gave it (EVALCORE_DASK_SCHEDULERS).
+SCHEDULER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,63}")
 
 
 def key_reference() -> str:
@@ -383,10 +406,12 @@ def under_test(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def scheduler_problem(address: str) -> str | None:
-    """What is wrong with a Dask scheduler address, or None for tcp://HOST:PORT."""
+    """What is wrong with a Dask scheduler address, or None for tcp://HOST:PORT or a scheduler's name."""
+    if not address.startswith("tcp://") and SCHEDULER_NAME.fullmatch(address):
+        return None
     match = SCHEDULER_ADDRESS.fullmatch(address)
     if match is None or not 1 <= int(match.group(2)) <= 65535:
-        return f"expected a Dask scheduler address tcp://HOST:PORT, found {address!r}"
+        return f"expected a Dask scheduler address tcp://HOST:PORT or a scheduler's name, found {address!r}"
     return None
 
 
@@ -492,16 +517,17 @@ def _template_problems(key: str, text: str, allowed: frozenset[str], required: f
 def _judge_problems(config: TargetConfig) -> list[str]:
     """Judge and graded settings: known names, pass marks on their scales, a model when one is named."""
     from evalcore.judges import JUDGES
-    from evalcore.metrics.graded import GRADED_MEASURES
+    from evalcore.metrics.graded import GRADED_MEASURES, THRESHOLD_NAMES, is_threshold_name
 
     problems = [f"judge_thresholds: unknown judge {name!r} (known: {', '.join(JUDGES)})"
                 for name, _ in config.judge_thresholds if name not in JUDGES]
     problems += [f"judge_thresholds.{name}: expected a pass mark in [{LOWEST}, {HIGHEST}], found {value!r}"
                  for name, value in config.judge_thresholds if name in JUDGES and not on_scale(value)]
-    problems += [f"graded_thresholds: unknown graded measure {name!r} (known: {', '.join(GRADED_MEASURES)})"
-                 for name, _ in config.graded_thresholds if name not in GRADED_MEASURES]
-    if config.judge_kind == "openai" and not config.judge_model:
-        problems.append("judge_model: required when judge_kind is openai (e.g. gpt-4o-mini)")
+    problems += [f"graded_thresholds: unknown threshold {name!r} (known: {', '.join(THRESHOLD_NAMES)}, "
+                 f"or a measure: {', '.join(GRADED_MEASURES)})"
+                 for name, _ in config.graded_thresholds if not is_threshold_name(name)]
+    if config.judge_kind == "openai" and not (config.judge_model or config.judge_deployment):
+        problems.append("judge_model: required when judge_kind is openai (e.g. gpt-4o-mini; or judge_deployment)")
     if config.graded_label_max and config.graded_label_max <= config.graded_label_min:
         problems.append(f"graded_label_max: must be above graded_label_min ({config.graded_label_min}), "
                         f"found {config.graded_label_max} (0 means the dataset's highest label)")
@@ -524,11 +550,24 @@ def _query_problems(config: TargetConfig) -> list[str]:
     return [f"query_transform: {problem}"] if problem else []
 
 
+def _header_problems(headers: tuple[tuple[str, str], ...]) -> list[str]:
+    """A header name is an HTTP token, and no value holds a line break or another control character (a line
+    break would start another header, or fail every request)."""
+    problems = [f"agent_headers: {name!r} is not a header name (letters, digits and !#$%&'*+-.^_`|~ only)"
+                for name, _ in headers if not HEADER_NAME.fullmatch(name)]
+    return problems + [f"agent_headers.{name}: the value holds a line break or a control character, found "
+                       f"{value!r}" for name, value in headers if HEADER_NAME.fullmatch(name)
+                       and HEADER_VALUE_BAD.search(value)]
+
+
 def _dependency_problems(config: TargetConfig) -> list[str]:
     """Settings that only make sense together."""
     problems = []
-    if config.kind == "rag" and config.generator == "openai" and not config.model:
-        problems.append("model: required when generator is openai (e.g. gpt-4o-mini)")
+    if config.kind == "rag" and config.generator == "openai" and not (config.model or config.deployment):
+        problems.append("model: required when generator is openai (e.g. gpt-4o-mini; or an Azure deployment)")
+    problems += [f"{key}: expected a name of letters, digits, '.', '_' or '-', found {getattr(config, key)!r}"
+                 for key in ("deployment", "judge_deployment", "api_version", "judge_api_version")
+                 if not re.fullmatch(r"[\w.\-]*", getattr(config, key))]
     if config.kind == "rag" and config.reranker == "http" and not config.rerank_url:
         problems.append("rerank_url: required when reranker is http (e.g. http://localhost:8080/rerank)")
     if config.reranker == "embedding" and config.rerank_model not in ("", *CHOICES["embedding_model"]):
@@ -538,6 +577,7 @@ def _dependency_problems(config: TargetConfig) -> list[str]:
     problems += _query_problems(config)
     if config.kind == "http_agent" and not config.agent_url.startswith(("http://", "https://")):
         problems.append(f"agent_url: expected an http(s) URL, found {config.agent_url!r}")
+    problems += _header_problems(config.agent_headers)
     if config.kind == "http_agent":
         try:
             json.loads(config.agent_body)

@@ -106,7 +106,8 @@ def build_chat_model(config: TargetConfig, cache: Any = None) -> ChatModel | Non
     if config.generator == "openai":
         return OpenAIChatModel(config.base_url, config.model, api_key_env=config.api_key_env,
                                timeout=config.timeout, retries=config.retries, backoff=config.retry_backoff,
-                               cache=cache, max_reply_chars=config.max_reply_chars)
+                               cache=cache, max_reply_chars=config.max_reply_chars, deployment=config.deployment,
+                               api_version=config.api_version, key_header=config.api_key_header)
     if config.generator == "local":
         return LocalChatModel(cache=cache)
     return None
@@ -123,10 +124,12 @@ def build_judge_model(config: TargetConfig, own: ChatModel | None, cache: Any = 
     model: OpenAIChatModel | LocalChatModel | None = None
     if config.judge_kind == "local":
         model = LocalChatModel(cache=cache)
-    elif config.judge_model:
+    elif config.judge_model or config.judge_deployment:
         model = OpenAIChatModel(config.judge_base_url or config.base_url, config.judge_model,
                                 api_key_env=config.judge_api_key_env, timeout=config.timeout, retries=config.retries,
-                                backoff=config.retry_backoff, cache=cache, max_reply_chars=config.max_reply_chars)
+                                backoff=config.retry_backoff, cache=cache, max_reply_chars=config.max_reply_chars,
+                                deployment=config.judge_deployment, api_version=config.judge_api_version,
+                                key_header=config.judge_api_key_header)
     if model is not None:
         model.check()
         return model
