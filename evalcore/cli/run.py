@@ -247,7 +247,9 @@ def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
     except KeyboardInterrupt:
         manager.cancel(campaign_id)
         print(f"cancelling; resume with `python -m evalcore campaigns resume {campaign_id}`", file=sys.stderr)
-        campaign = manager.wait(campaign_id)
+    # Cancelled, or ended under another owner before this process's runner noticed that it lost the campaign: the
+    # runner stops (within a heartbeat), and then lost() tells.
+    campaign = manager.wait(campaign_id)
     if manager.lost(campaign_id):
         print(f"this process lost campaign {campaign_id}: another process took it over (or it was deleted), and "
               "its results are that process's (`python -m evalcore campaigns show ID` shows them)", file=sys.stderr)
