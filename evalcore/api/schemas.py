@@ -49,6 +49,8 @@ class RunOptionsOut(Out):
     time_limit: float
     max_failed_share: float
     judge_samples: int = 1
+    models: dict[str, str] = Field(default={}, description="evaluation tasks: which chat and rerank model each "
+                                   "role got, and why (an id, the operator's default, none configured)")
 
 
 class CampaignOut(Out):

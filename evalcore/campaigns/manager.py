@@ -9,7 +9,7 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,7 +82,8 @@ SUITE_TIME_LIMIT_S = 240.0  # a suite's promise: each question answered within 4
 
 def run_options(config: TargetConfig, concurrency: int | None, time_limit: float | None,
                 max_failed_share: float | None, judge_samples: int, dataset_path: str,
-                suite: bool = False, cluster: Cluster | None = None) -> RunOptions:
+                suite: bool = False, cluster: Cluster | None = None,
+                models: Mapping[str, str] | None = None) -> RunOptions:
     """The run options of a launch, defaults filled in; EvalError naming a value out of range.
 
     A suite's questions are asked one after another unless told otherwise, so that its response
@@ -105,7 +106,7 @@ def run_options(config: TargetConfig, concurrency: int | None, time_limit: float
     return RunOptions(concurrency=concurrency or (1 if suite else automatic),
                       time_limit=time_limit or DEFAULT_TIME_LIMIT_S,
                       max_failed_share=DEFAULT_MAX_FAILED_SHARE if max_failed_share is None else max_failed_share,
-                      judge_samples=judge_samples, dataset_path=dataset_path)
+                      judge_samples=judge_samples, dataset_path=dataset_path, models=dict(models or {}))
 
 
 MAX_NAME = 200
@@ -168,12 +169,13 @@ class CampaignManager:
         time_limit: float | None = None, max_failed_share: float | None = None, limit: int | None = None,
         target: Target | None = None, judge_samples: int = 1, name: str | None = None,
         dataset_root: Path | None = None,
-        principal: Principal | None = None,
+        principal: Principal | None = None, models: Mapping[str, str] | None = None,
     ) -> str:
         """Validate everything (dataset, configuration, target reachable), start in the background, return the id.
 
         `target` runs a ready-made Target object (its config is the snapshot) instead of building one.
         `dataset_root` is where dataset ids (a suite's knowledge base) are found, when not dataset/ (the API's).
+        `models` says, per role, which model the configuration got and why (stored with the run options).
         A principal launches in its own tenant, and only with a role that may change things.
         """
         tenant = scope(principal, tenant, Action.CHANGE) or tenant
@@ -196,7 +198,7 @@ class CampaignManager:
         with cluster_for(config, target is not None) as cluster:  # an unreachable scheduler refuses the launch
             # resume must find the same folder from any working directory: the path is stored absolute
             options = run_options(config, concurrency, time_limit, max_failed_share, judge_samples,
-                                  str(corpus.path.resolve()), suite=suite is not None, cluster=cluster)
+                                  str(corpus.path.resolve()), suite=suite is not None, cluster=cluster, models=models)
             campaign_id = campaign_id or new_campaign_id(tenant, dataset)
             plan = self._plan(campaign_id, config, corpus, questions, len(questions), options, judge_names, cache, 0,
                               target)

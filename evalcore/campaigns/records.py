@@ -67,13 +67,17 @@ class RunOptions:
     max_failed_share: float = DEFAULT_MAX_FAILED_SHARE
     judge_samples: int = 1  # each judge asked this many times; the verdict carries their spread
     dataset_path: str | None = None  # where the dataset was loaded from (absolute), for resume
+    # Evaluation tasks: role (chat, rerank) -> which model it got and why (an id, the operator's default, none).
+    models: Mapping[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """The stored JSON; dataset_path only when known."""
+        """The stored JSON; dataset_path and models only when known."""
         data: dict[str, Any] = {"concurrency": self.concurrency, "time_limit": self.time_limit,
                                 "max_failed_share": self.max_failed_share, "judge_samples": self.judge_samples}
         if self.dataset_path is not None:
             data["dataset_path"] = self.dataset_path
+        if self.models:
+            data["models"] = dict(self.models)
         return data
 
     @classmethod
@@ -82,7 +86,8 @@ class RunOptions:
         return cls(concurrency=int(data.get("concurrency") or 1),
                    time_limit=float(data.get("time_limit") or DEFAULT_TIME_LIMIT_S),
                    max_failed_share=float(data.get("max_failed_share", DEFAULT_MAX_FAILED_SHARE)),
-                   judge_samples=int(data.get("judge_samples") or 1), dataset_path=data.get("dataset_path"))
+                   judge_samples=int(data.get("judge_samples") or 1), dataset_path=data.get("dataset_path"),
+                   models=dict(data.get("models") or {}))
 
 
 @dataclass(frozen=True)
