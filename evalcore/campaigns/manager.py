@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import secrets
@@ -27,7 +28,7 @@ from evalcore.campaigns.records import (
     RunOptions,
 )
 from evalcore.campaigns.runner import Runner
-from evalcore.datasets import Dataset
+from evalcore.datasets import Dataset, dataset_stats
 from evalcore.errors import EvalError
 from evalcore.judges import JudgeSettings
 from evalcore.store import (
@@ -77,6 +78,7 @@ def _refuse_second_run(conn: sqlite3.Connection, suite_id: str | None, campaign_
         )
 
 
+log = logging.getLogger("evalcore.campaigns")
 SUITE_TIME_LIMIT_S = 240.0  # a suite's promise: each question answered within 4 minutes at most
 
 
@@ -212,6 +214,8 @@ class CampaignManager:
             }
             self.store.write(lambda conn: self._insert(conn, record, questions))
             self._start(plan, cluster)
+        if suite is None:  # the server's log says what a dataset campaign runs on
+            log.info("campaign %s on dataset %s", campaign_id, dataset_stats(corpus).summary())
         return campaign_id
 
     def _plan(self, campaign_id: str, config: TargetConfig, corpus: Dataset, questions: list[Question], total: int,

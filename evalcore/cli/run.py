@@ -27,6 +27,7 @@ from evalcore.cli import _common
 from evalcore.cli._common import Commands, add_db_option
 from evalcore.cli.compare import format_sweep
 from evalcore.compare import compare_sweep
+from evalcore.datasets import dataset_stats, load_dataset
 from evalcore.diagnosis import STAGES, StageCounts
 from evalcore.errors import EvalError
 from evalcore.judges import JUDGES
@@ -146,10 +147,12 @@ def pairs(items: list[str], kind: type | None) -> dict[str, Any]:
 
 def launch(manager: CampaignManager, args: argparse.Namespace, config: TargetConfig, target_id: str | None,
            name: str | None = None) -> str:
-    """Launch one campaign with the command's options, after printing what it runs."""
+    """Launch one campaign with the command's options, after printing what it runs (and on which data)."""
+    out = sys.stderr if args.json else sys.stdout
     print(f"configuration: {config.describe()}; changed from the defaults: "
-          f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}",
-          file=sys.stderr if args.json else sys.stdout, flush=True)
+          f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}", file=out, flush=True)
+    if args.dataset is not None:
+        print(f"dataset {dataset_stats(load_dataset(args.dataset)).summary()}", file=out, flush=True)
     return manager.launch(
         dataset=args.dataset, suite_id=args.suite, config=config, target_id=target_id, tenant=args.tenant,
         judges=tuple(args.judge), concurrency=args.concurrency, cache=not args.no_cache,

@@ -369,6 +369,13 @@ class DatasetStats:
         total = self.total_queries
         return f"{100 * self.answered_queries / total if total else 0:.2f}% ({self.answered_queries}/{total})"
 
+    def summary(self) -> str:
+        """One line for a run's output and the server's log: size, relevance, answers, languages."""
+        return (f"{self.dataset}: {self.total_queries} questions, {self.total_passages} passages, "
+                f"{self.avg_relevant_per_labeled_query:.2f} relevant passages per labeled question "
+                f"({self.labeled_queries} labeled), answer coverage {self.answer_coverage}, languages: passages with "
+                f"Han {self.han_share:.0%}, with accented Latin {self.accented_latin_share:.0%}")
+
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
         return {
