@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import csv
-import logging
 import io
 import json
+import logging
 import math
 from pathlib import Path
 

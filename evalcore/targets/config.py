@@ -70,6 +70,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "query_max_tokens": (8, 4096),
     "temperature": (0.0, 2.0),
     "top_p": (0.0, 1.0),
+    "top_k": (0, 1000),  # 0 = off
     # llama.cpp's scale (1 = off); OpenAI-compatible endpoints get frequency_penalty = repeat_penalty - 1,
     # which this range keeps inside OpenAI's [-2, 2] (see evalcore.models.openai.frequency_penalty).
     "repeat_penalty": (0.5, 3.0),
@@ -183,6 +184,7 @@ class TargetConfig:
     extractive_sentences: int = setting(2, GENERATION)
     temperature: float = setting(0.0, GENERATION)
     top_p: float = setting(1.0, GENERATION)
+    top_k: int = setting(0, GENERATION)
     repeat_penalty: float = setting(1.0, GENERATION)
     max_tokens: int = setting(512, GENERATION)
     # Longest reply accepted (chat completions, agent answers, rerank and results-file replies):
