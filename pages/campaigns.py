@@ -48,7 +48,7 @@ def hit_mark(result: QuestionResult, hit: Retrieved) -> str:
     if relevant:
         return "hit" if hit.pid is not None and relevant.get(hit.pid, 0) >= 1 else "miss"
     if expected:
-        source = {"id": hit.pid, "title": hit.title}
+        source = {"id": hit.pid, "title": hit.title, "file_name": hit.file_name}
         return "hit" if any(sources_found([wanted], [source]) for wanted in expected) else "miss"
     return "—"
 
@@ -83,7 +83,7 @@ def show_result(result: QuestionResult) -> None:
         st.dataframe(pd.DataFrame({"reference / expected answer": references}), hide_index=True)
     if question.expected_sources:
         st.text(f"Expected sources: {' | '.join(question.expected_sources)}")
-        names = dict.fromkeys(str(s.title or s.id) for s in outcome.sources)  # ordered, once each
+        names = dict.fromkeys(s.label for s in outcome.sources)  # ordered, once each
         st.text(f"Retrieved sources: {' | '.join(names) or '(none)'}")
     measures = [{"measure": name, "value": value, "signature": outcome.signatures.get(name, "")}
                 for name, value in outcome.measures.items()]

@@ -105,6 +105,8 @@ class RetrievedOut(Out):
 class SourceOut(Out):
     id: int | str | None
     title: str
+    file_name: str = Field(default="", description="the file an agent named for it (file_name, filename, source, "
+                                                   "path, url or agent_source_file), matched by expected sources")
 
 
 class VerdictOut(Out):

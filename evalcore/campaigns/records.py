@@ -255,14 +255,21 @@ class Question:
 
 @dataclass(frozen=True)
 class Source:
-    """A document an answer drew on: a passage id (or an external target's own id) and its title."""
+    """A document an answer drew on: a passage id (or an external target's own id), its title and file name."""
 
     id: int | str | None
     title: str
+    file_name: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
-        return {"id": self.id, "title": self.title}
+        return {"id": self.id, "title": self.title, "file_name": self.file_name}
+
+    @property
+    def label(self) -> str:
+        """How a page names it: the title (or id), with the file name when there is one."""
+        name = str(self.title or self.id)
+        return f"{name} ({self.file_name})" if self.file_name and self.file_name != name else name
 
 
 @dataclass(frozen=True)
@@ -310,7 +317,8 @@ class Outcome:
         return cls(
             answer=row["answer"], retrieved=retrieved, context=context,
             # "" stands for the context's own documents, which is what they nearly always are.
-            sources=tuple(Source(s["id"], s["title"]) for s in json.loads(row["sources"])) if row["sources"]
+            sources=tuple(Source(s["id"], s["title"], s.get("file_name") or "") for s in json.loads(row["sources"]))
+            if row["sources"]
             else sources_of(context),
             measures=stored_values(row["measures"]), results=stored_values(row["results"]),
             signatures=signatures,
@@ -334,12 +342,12 @@ class Outcome:
 
 
 def sources_of(hits: tuple[Retrieved, ...]) -> tuple[Source, ...]:
-    """The distinct documents of these hits: passage id (or an external target's own id) and title."""
-    sources: dict[tuple[int | str | None, str], Source] = {}
+    """The distinct documents of these hits: passage id (or an external target's own id), title and file name."""
+    sources: dict[tuple[int | str | None, str, str], Source] = {}
     for hit in hits:
         source_id = hit.pid if hit.pid is not None else (hit.source or None)
-        if source_id is not None or hit.title:
-            sources.setdefault((source_id, hit.title), Source(source_id, hit.title))
+        if source_id is not None or hit.title or hit.file_name:
+            sources.setdefault((source_id, hit.title, hit.file_name), Source(source_id, hit.title, hit.file_name))
     return tuple(sources.values())
 
 

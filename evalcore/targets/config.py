@@ -200,6 +200,7 @@ class TargetConfig:
     agent_source_id: str = setting("id", HTTP_AGENT)
     agent_source_title: str = setting("title", HTTP_AGENT)
     agent_source_text: str = setting("text", HTTP_AGENT)
+    agent_source_file: str = setting("", HTTP_AGENT)  # "" = file_name, filename, source, path or url, the first given
     agent_headers: tuple[tuple[str, str], ...] = setting((), HTTP_AGENT)
     # results_file: JSONL or Parquet with columns qid, ranked_ids, answer (question and contexts optional).
     results_path: str = setting("", RESULTS_FILE)
