@@ -54,11 +54,11 @@ class RenameIn(RequestBody):
     name: str = Field(min_length=1, max_length=MAX_NAME, pattern=r"\S", description="1 to 200 characters, one line")
 
 
-def result_json(result: QuestionResult, names: str | None) -> dict[str, Any]:
-    """One question's result; with `names`, its judges' flat fields too (`flat`)."""
+def result_json(result: QuestionResult, names: str | None, campaign: Campaign) -> dict[str, Any]:
+    """One question's result; with `names`, its judges' flat fields too (`flat`), pass marks with their results."""
     data = result.to_dict()
     if names is not None:
-        data["flat"] = judge_fields(result.outcome, names)
+        data["flat"] = judge_fields(result.outcome, names, campaign.options.graded_thresholds)
     return data
 
 
@@ -123,7 +123,7 @@ def results(request: Request, campaign_id: CampaignId, principal: Viewer, offset
     campaign = campaign_of(request, campaign_id, principal)
     rows = campaign_results(request.app.state.store, campaign_id, offset=offset, limit=limit,
                             principal=principal)
-    return ok({"results": [result_json(row, names) for row in rows], "offset": offset, "limit": limit,
+    return ok({"results": [result_json(row, names, campaign) for row in rows], "offset": offset, "limit": limit,
                "total": campaign.total, "finished": campaign.finished})
 
 

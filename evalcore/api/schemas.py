@@ -51,6 +51,8 @@ class RunOptionsOut(Out):
     judge_samples: int = 1
     models: dict[str, str] = Field(default={}, description="evaluation tasks: which chat and rerank model each "
                                    "role got, and why (an id, the operator's default, none configured)")
+    graded_thresholds: dict[str, float] = Field(default={}, description="graded retrieval: the pass mark of each "
+                                                "measure, as its results used")
 
 
 class CampaignOut(Out):

@@ -204,6 +204,7 @@ class CampaignManager:
             campaign_id = campaign_id or new_campaign_id(tenant, dataset)
             plan = self._plan(campaign_id, config, corpus, questions, len(questions), options, judge_names, cache, 0,
                               target)
+            options = replace(options, graded_thresholds=plan.graded.marks() if plan.graded else {})
             record = {
                 "id": campaign_id, "name": campaign_name(name, config), "tenant": tenant,
                 "kind": "suite" if suite else "dataset", "source": suite_id if suite else str(dataset),
@@ -237,6 +238,8 @@ class CampaignManager:
                                     dict(config.judge_thresholds), options.judge_samples)
         target.check()
         graded = plans.graded_scale(corpus, config) if any(q.relevant for q in questions) else None
+        if graded is not None and options.graded_thresholds:  # a resumed campaign keeps its launch's pass marks
+            graded = graded._replace(thresholds=dict(options.graded_thresholds))
         return Plan(campaign_id, target, tuple(corpus.passages), tuple(questions), total, options, judges, judging,
                     graded, call_cache, hits_before, new_owner_token())
 

@@ -69,6 +69,8 @@ class RunOptions:
     dataset_path: str | None = None  # where the dataset was loaded from (absolute), for resume
     # Evaluation tasks: role (chat, rerank) -> which model it got and why (an id, the operator's default, none).
     models: Mapping[str, str] = field(default_factory=dict)
+    # Graded retrieval: measure -> the pass mark its results used (fixed at launch, kept on resume).
+    graded_thresholds: Mapping[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The stored JSON; dataset_path and models only when known."""
@@ -78,6 +80,8 @@ class RunOptions:
             data["dataset_path"] = self.dataset_path
         if self.models:
             data["models"] = dict(self.models)
+        if self.graded_thresholds:
+            data["graded_thresholds"] = dict(self.graded_thresholds)
         return data
 
     @classmethod
@@ -87,7 +91,8 @@ class RunOptions:
                    time_limit=float(data.get("time_limit") or DEFAULT_TIME_LIMIT_S),
                    max_failed_share=float(data.get("max_failed_share", DEFAULT_MAX_FAILED_SHARE)),
                    judge_samples=int(data.get("judge_samples") or 1), dataset_path=data.get("dataset_path"),
-                   models=dict(data.get("models") or {}))
+                   models=dict(data.get("models") or {}),
+                   graded_thresholds=dict(data.get("graded_thresholds") or {}))
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,11 @@ class GradedScale(NamedTuple):
         """The scale as signatures record it, e.g. `0-3`."""
         return f"{self.label_min}-{self.label_max}"
 
+    def marks(self) -> dict[str, float]:
+        """Every measure's pass mark on this scale: the configured ones (by any accepted name), defaults for the rest."""
+        configured = {threshold_measure(name): value for name, value in self.thresholds.items()}
+        return default_thresholds(self.label_min, self.label_max) | configured
+
 
 def default_thresholds(label_min: int, label_max: int) -> dict[str, float]:
     """Pass marks that mean something on the configured scale (a top-1 pass mark of 50 on a 0..4 scale would never pass).
