@@ -360,6 +360,9 @@ def test_a_task_names_the_corpus_it_used_and_keeps_its_start_time(api: Api) -> N
     assert data["task"]["start_time"] == task["start_time"]
     campaign = api.call("GET", f"/api/v1/campaigns/{task['id']}", "viewer").json()["data"]["campaign"]
     assert campaign["config"]["knowledge_base"] == "default"
+    recompute = f"/api/v1/campaigns/{task['id']}/recompute-abstention"
+    assert error_of(api.call("POST", recompute, "viewer"), 403)["code"] == "forbidden"
+    assert api.call("POST", recompute).json()["data"]["campaign"]["id"] == task["id"]
 
 
 @pytest.mark.parametrize(("body", "field"), [

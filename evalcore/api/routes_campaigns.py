@@ -24,6 +24,7 @@ from evalcore.campaigns import (
 from evalcore.campaigns.export import judge_fields
 from evalcore.campaigns.listing import SORT_KEYS, campaign_rows, dataset_label, search_rows, sort_rows
 from evalcore.campaigns.manager import MAX_NAME
+from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.compare import compare_campaigns, power
 from evalcore.judges import FIELD_NAMES
 from evalcore.store import Store
@@ -110,6 +111,15 @@ def cancel(request: Request, campaign_id: CampaignId, principal: Admin) -> dict[
     """No new question starts; those in flight finish; then its status is cancelled (409 if already over)."""
     campaign_of(request, campaign_id, principal)
     request.app.state.manager.cancel(campaign_id, principal=principal)
+    return ok({"campaign": campaign_json(campaign_of(request, campaign_id, principal))})
+
+
+@router.post("/campaigns/{campaign_id}/recompute-abstention", response_model=Ok[CampaignOnly],
+             summary="Recompute an ended campaign's abstention measures under the current answerability rule")
+def recompute(request: Request, campaign_id: CampaignId, principal: Admin) -> dict[str, Any]:
+    """On request only (stored campaigns never change by themselves); 409 while the campaign runs."""
+    campaign_of(request, campaign_id, principal)
+    recompute_abstention(request.app.state.store, campaign_id, principal=principal)
     return ok({"campaign": campaign_json(campaign_of(request, campaign_id, principal))})
 
 
