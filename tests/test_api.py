@@ -345,6 +345,21 @@ def test_a_task_without_ids_gets_the_default_chat_model(api: Api, monkeypatch: p
     assert campaign["options"]["models"] == data["params"]["models"]
 
 
+def test_graded_thresholds_under_the_evaluators_names_in_a_task(api: Api) -> None:
+    body = {"dataset_id": "tiny", "graded_thresholds": {"ndcg_threshold": 0.9, "top1_relevance_threshold": 1}}
+    task = api.call("POST", "/api/v1/evaluation", json=body).json()["data"]["task"]
+    wait_done(api, f"/api/v1/evaluation?task_id={task['id']}", lambda d: d["task"]["status"])
+    campaign = api.call("GET", f"/api/v1/campaigns/{task['id']}", "viewer").json()["data"]["campaign"]
+    assert campaign["config"]["graded_thresholds"] == {"ndcg_threshold": 0.9, "top1_relevance_threshold": 1.0}
+    assert (campaign["options"]["graded_thresholds"]["ndcg@3"], campaign["options"]["graded_thresholds"]["xdcg@3"]) == \
+        (0.9, 50.0)
+    page = api.call("GET", f"/api/v1/campaigns/{task['id']}/results?names=evaluator", "viewer").json()["data"]
+    flat = page["results"][0]["flat"]
+    assert flat["graded.ndcg@3_threshold"] == 0.9 and flat["graded.top1_relevance_threshold"] == 1.0
+    error = error_of(api.call("POST", "/api/v1/evaluation", json={"graded_thresholds": {"ndcg": 1}}), 422)
+    assert "unknown threshold 'ndcg'" in error["message"]
+
+
 def test_a_suite_run_refuses_more_than_4_minutes_per_question(api: Api) -> None:
     suite = api.call("POST", "/api/v1/eval-suites", json=suite_body(api)).json()["data"]["suite"]
     error = error_of(api.call("POST", f"/api/v1/eval-suites/{suite['id']}/runs", json={"time_limit": 300}), 422)
