@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from evalcore.errors import EvalError
 from evalcore.targets.config import TargetConfig
 
 CHAT_ROLE, RERANK_ROLE = "chat", "rerank"
@@ -24,7 +25,6 @@ CHAT_ROLE, RERANK_ROLE = "chat", "rerank"
 class DefaultModel:
     """One role's default: the configuration keys it sets, and how it reads in a task's params."""
 
-    role: str
     keys: dict[str, Any]
     label: str
 
@@ -37,12 +37,12 @@ def default_models(environ: Mapping[str, str] | None = None) -> dict[str, Defaul
         url = env.get("EVALCORE_DEFAULT_CHAT_BASE_URL", "").strip() or TargetConfig.base_url
         keys = {"generator": "openai", "model": model, "base_url": url,
                 "api_key_env": env.get("EVALCORE_DEFAULT_CHAT_API_KEY_ENV", TargetConfig.api_key_env).strip()}
-        found[CHAT_ROLE] = DefaultModel(CHAT_ROLE, keys, f"the default chat model: {model} at {url}")
+        found[CHAT_ROLE] = DefaultModel(keys, f"the default chat model: {model} at {url}")
     if url := env.get("EVALCORE_DEFAULT_RERANK_URL", "").strip():
         model = env.get("EVALCORE_DEFAULT_RERANK_MODEL", "").strip()
         keys = {"reranker": env.get("EVALCORE_DEFAULT_RERANKER", "http").strip(), "rerank_url": url,
                 "rerank_model": model, "rerank_api_key_env": env.get("EVALCORE_DEFAULT_RERANK_API_KEY_ENV", "").strip()}
-        found[RERANK_ROLE] = DefaultModel(RERANK_ROLE, keys, f"the default rerank model: {model or keys['reranker']} at {url}")
+        found[RERANK_ROLE] = DefaultModel(keys, f"the default rerank model: {model or keys['reranker']} at {url}")
     return found
 
 
@@ -69,4 +69,10 @@ def with_default_models(config: TargetConfig, chosen: Mapping[str, str | None],
             variable = "EVALCORE_DEFAULT_CHAT_MODEL" if role == CHAT_ROLE else "EVALCORE_DEFAULT_RERANK_URL"
             none = "the extractive generator" if role == CHAT_ROLE else "no reranker"
             used[role] = f"no default {role} model configured ({variable}): {none}"
-    return (TargetConfig.from_dict({**config.to_dict(), **keys}) if keys else config), used
+    if not keys:
+        return config, used
+    try:
+        return TargetConfig.from_dict({**config.to_dict(), **keys}), used
+    except EvalError as error:
+        raise EvalError("the operator's default models make an invalid configuration", where="EVALCORE_DEFAULT_*",
+                        problems=error.problems, fix="correct the server's EVALCORE_DEFAULT_ settings") from None
