@@ -484,7 +484,8 @@ def test_a_lower_is_better_basis_calls_a_fall_better():
 def test_cli_compare_prints_the_basis_and_takes_one(stored, tmp_path, capsys):
     db = str(tmp_path / "e.db")
     assert main(["compare", "A", "B", "--db", db, "--resamples", "500"]) == 0
-    assert "(by the suite order" in capsys.readouterr().out
+    # top_k is the sampling setting: a generation-side change, judged by the AI score both campaigns have.
+    assert "(by judge.score: a generation-side setting changed (top_k))" in capsys.readouterr().out
     assert main(["compare", "A", "B", "--db", db, "--resamples", "500", "--basis", "coverage"]) == 0
     assert "(by coverage, as asked)" in capsys.readouterr().out
 

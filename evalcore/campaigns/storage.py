@@ -121,7 +121,9 @@ class ResultWriter:
             rows.append((
                 self.campaign_id, question.position, question.qid, o.answer,
                 encode_ranked(o.retrieved, self.passages, new_passages), dumps(self._context(o, new_passages)),
-                "" if o.sources == sources_of(o.context) else dumps([source.to_dict() for source in o.sources]),
+                # The stored passages keep no file name: sources with one are stored as they are.
+                "" if o.sources == sources_of(o.context) and not any(s.file_name for s in o.sources)
+                else dumps([source.to_dict() for source in o.sources]),
                 dumps(o.measures), dumps(own), dumps(o.results),
                 dumps({name: verdict.to_dict() for name, verdict in o.judges.items()}), o.latency_s, o.prompt_tokens,
                 o.completion_tokens, *o.judge_tokens, o.error, dumps(list(o.notes)), now, o.diagnosis,
