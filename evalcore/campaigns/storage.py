@@ -84,9 +84,10 @@ def decode_ranked(text: str, passages: Mapping[int, Retrieved]) -> tuple[Retriev
         for position, value in enumerate(values):
             if value is not None:
                 stages[position][name] = value
-    # tuple.__new__ builds each hit in one step (NamedTuple._replace takes five times as long).
+    # tuple.__new__ builds each hit in one step (NamedTuple._replace takes five times as long); the fields
+    # after the stages (source, file name, any added later) are the stored passage's.
     new = tuple.__new__
-    return tuple(new(Retrieved, (hit.pid, hit.title, hit.text, score, own, hit.source))
+    return tuple(new(Retrieved, (*hit[:3], score, own, *hit[5:]))
                  for hit, score, own in zip(map(passages.__getitem__, data["k"]), scores, stages, strict=True))
 
 
