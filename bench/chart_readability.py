@@ -21,6 +21,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from evalcore.campaigns.launching import LaunchRequest
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -49,8 +51,8 @@ OLD_ROW_PX = 26
 def top_k_comparison(db: str, questions: int) -> tuple[Comparison, Any]:
     """Two campaigns differing in embedding_top_k (3, then 10) on the sample dataset, compared; and their context."""
     manager = get_manager(db)
-    ids = [manager.launch(dataset="default", limit=questions, name=f"keyword top {k}",
-                          config=TargetConfig.from_dict({"retriever": "bm25", "embedding_top_k": k})) for k in (3, 10)]
+    ids = [manager.launch(LaunchRequest(dataset="default", limit=questions, name=f"keyword top {k}",
+                          config=TargetConfig.from_dict({"retriever": "bm25", "embedding_top_k": k}))) for k in (3, 10)]
     campaigns = [manager.wait(campaign_id, timeout=600) for campaign_id in ids]
     comparison = compare_campaigns(manager.store, *ids)
     context = comparison_context(comparison, *campaigns, source_names(manager.store, campaigns))

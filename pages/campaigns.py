@@ -20,6 +20,7 @@ from evalcore.campaigns import (
 from evalcore.campaigns.export import export_campaign
 from evalcore.campaigns.listing import HEADLINE
 from evalcore.campaigns.pace import duration_text
+from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.campaigns.storage import load_signatures
 from evalcore.diagnosis import NOT_ATTRIBUTED, relevance
 from evalcore.metrics import MEASURES, panels
@@ -85,7 +86,7 @@ def show_result(result: QuestionResult) -> None:
         st.dataframe(pd.DataFrame({"reference / expected answer": references}), hide_index=True)
     if question.expected_sources:
         st.text(f"Expected sources: {' | '.join(question.expected_sources)}")
-        names = dict.fromkeys(str(s.title or s.id) for s in outcome.sources)  # ordered, once each
+        names = dict.fromkeys(s.label for s in outcome.sources)  # ordered, once each
         st.text(f"Retrieved sources: {' | '.join(names) or '(none)'}")
     measures = [{"measure": name, "value": value, "signature": outcome.signatures.get(name, "")}
                 for name, value in outcome.measures.items()]
@@ -157,7 +158,8 @@ if chosen is None:
 
 
 def actions(campaign: Campaign) -> None:
-    """Rename, resume, retry failed, cancel, delete (admins only): each refused with a message when it does not apply."""
+    """Rename, resume, retry failed, cancel, delete, recompute abstention (admins only): each refused with a message
+    when it does not apply."""
     manager = ui.manager()
     active = campaign.active
     with st.form(f"rename-{chosen}", border=False, enter_to_submit=True):
@@ -188,6 +190,13 @@ def actions(campaign: Campaign) -> None:
         with ui.guard():
             manager.delete(chosen, principal=principal)
             ui.flash(f"Deleted {campaign.name}.")
+            st.rerun()
+    if st.button("Recompute abstention", disabled=active, help="Recompute which questions are unanswerable and the "
+                 "abstention measures under the current rule (only a marker makes a question unanswerable; "
+                 "no expected answer is no reference). Stored campaigns never change otherwise."):
+        with ui.guard():
+            changed = recompute_abstention(store, chosen, principal=principal)
+            ui.flash(f"Recomputed abstention: {changed} question(s) changed.")
             st.rerun()
 
 

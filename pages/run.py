@@ -98,9 +98,10 @@ def execution_inputs(base: TargetConfig, key: str, configurable: bool) -> dict[s
     listed = operator_schedulers()
     offered = list(listed) if configurable else []
     left, right = st.columns(2)
-    scheduler = base.scheduler
+    # A past campaign's scheduler that the operator does not list is dropped (the server's default instead).
+    current = next((name for name, address in listed.items() if base.scheduler in (name, address)), None)
+    scheduler = current or ""
     if offered:
-        current = next((name for name, address in listed.items() if base.scheduler in (name, address)), None)
         scheduler = left.selectbox("Dask scheduler", offered, index=ui.index_of(offered, current),
                                    key=f"{key}-scheduler", help=f"The schedulers the server's operator lists "
                                    f"({SCHEDULERS_SETTING}; `default` is EVALCORE_DASK_SCHEDULER).")

@@ -244,6 +244,38 @@ def test_suite_cases_marked_are_unanswerable_and_empty_ones_have_no_reference(tm
     manager.close()
 
 
+def test_stored_campaigns_change_only_when_asked_to_recompute(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A campaign stored under the old rule (an empty expected answer taken for 'decline') keeps it until recomputed."""
+    from evalcore.campaigns.recompute import recompute_abstention
+    from evalcore.cli import main
+
+    data = write_dataset(tmp_path / "abstain", ABSTAIN)
+    manager = get_manager(tmp_path / "old.db")
+    suite = create_suite(manager.store, name="old", target_id="default", cases=[
+        Case("What is the refund window?", "30 days"), Case("Which company sells thermostats?", None)])
+    with FakeOpenAIServer(scripted({"refund": "30 days.", "thermostats": "The company does."})) as server:
+        campaign = launch(manager, data, server, suite_id=suite.id)
+
+    def old_rule(conn) -> None:  # what the previous rule stored for the case without an expected answer
+        conn.execute("UPDATE campaign_questions SET answerable = 0 WHERE campaign_id = ? AND position = 1", (campaign,))
+        conn.execute("UPDATE results SET measures = json_set(measures, '$.hallucination', 1.0, "
+                     "'$.correct_abstention', 0.0) WHERE campaign_id = ? AND position = 1", (campaign,))
+
+    manager.store.write(old_rule)
+    assert campaign_aggregates(manager.store, campaign)["hallucination"].mean == 1.0  # read back as stored
+    assert recompute_abstention(manager.store, campaign) == 1
+    second = campaign_results(manager.store, campaign)[1]
+    assert second.question.answerable is None and not ABSTENTION_NAMES & second.outcome.measures.keys()
+    assert "hallucination" not in campaign_aggregates(manager.store, campaign)
+    assert campaign_results(manager.store, campaign)[0].outcome.measures["false_abstention"] == 0.0
+    assert main(["campaigns", "recompute-abstention", campaign, "--db", str(manager.store.path)]) == 0
+    assert "0 question(s) changed" in capsys.readouterr().out
+    manager.close()
+
+
+ABSTENTION_NAMES = {"correct_abstention", "hallucination", "false_abstention"}
+
+
 def test_the_refusal_judge_reads_what_the_phrasing_list_misses(tmp_path: Path) -> None:
     data = write_dataset(tmp_path / "abstain", ABSTAIN)
     manager = get_manager(tmp_path / "judged.db")

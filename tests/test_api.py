@@ -292,6 +292,74 @@ def test_unexpected_errors_are_500_without_internals(api: Api, monkeypatch: pyte
 
 # --- evaluation tasks ----------------------------------------------------------------------------
 
+def test_tasks_without_chat_or_rerank_id_get_the_operators_default_models(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default chat and rerank models come from the server's environment; the params say what each role got."""
+    from evalcore.testing import FakeOpenAIServer, Reply
+
+    def reply(path: str, body: dict) -> str | Reply:
+        if path.endswith("/rerank"):
+            return Reply.json({"results": [{"index": i, "relevance_score": 1.0 / (i + 1)}
+                                           for i in range(len(body["documents"]))]})
+        return "Refunds are accepted within 30 days."
+
+    plain = api.call("POST", "/api/v1/evaluation", json={"dataset_id": "tiny"}).json()["data"]["task"]
+    params = wait_done(api, f"/api/v1/evaluation?task_id={plain['id']}", lambda d: d["task"]["status"])["params"]
+    assert params["generator"] == "extractive" and params["reranker"] == "none"
+    assert params["models"] == {
+        "chat": "no default chat model configured (EVALCORE_DEFAULT_CHAT_MODEL): the extractive generator",
+        "rerank": "no default rerank model configured (EVALCORE_DEFAULT_RERANK_URL): no reranker"}
+    with FakeOpenAIServer(reply) as server:
+        monkeypatch.setenv("EVALCORE_DEFAULT_CHAT_MODEL", "house-chat")
+        monkeypatch.setenv("EVALCORE_DEFAULT_CHAT_BASE_URL", server.base_url)
+        monkeypatch.setenv("EVALCORE_DEFAULT_CHAT_API_KEY_ENV", "")
+        monkeypatch.setenv("EVALCORE_DEFAULT_RERANK_URL", f"{server.root_url}/rerank")
+        monkeypatch.setenv("EVALCORE_DEFAULT_RERANK_MODEL", "house-rerank")
+        task = api.call("POST", "/api/v1/evaluation", json={"dataset_id": "tiny", "chat_id": api.targets["chat"]})
+        data = wait_done(api, f"/api/v1/evaluation?task_id={task.json()['data']['task']['id']}",
+                         lambda d: d["task"]["status"])
+        paths, root = [path for path, _, _ in server.requests], server.root_url
+    assert data["task"]["status"] == 2, data["task"]["err_msg"]
+    params = data["params"]
+    assert (params["generator"], params["reranker"], params["rerank_model"]) == ("extractive", "http", "house-rerank")
+    assert params["models"] == {"chat": f"chat_id {api.targets['chat']}",
+                                "rerank": f"the default rerank model: house-rerank at {root}/rerank"}
+    assert "/rerank" in paths and not any(path.endswith("/chat/completions") for path in paths)
+
+
+def test_a_task_without_ids_gets_the_default_chat_model(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalcore.testing import FakeOpenAIServer
+
+    with FakeOpenAIServer(default="Refunds are accepted within 30 days.") as server:
+        monkeypatch.setenv("EVALCORE_DEFAULT_CHAT_MODEL", "house-chat")
+        monkeypatch.setenv("EVALCORE_DEFAULT_CHAT_BASE_URL", server.base_url)
+        monkeypatch.setenv("EVALCORE_DEFAULT_CHAT_API_KEY_ENV", "")
+        task = api.call("POST", "/api/v1/evaluation", json={"dataset_id": "tiny"}).json()["data"]["task"]
+        data = wait_done(api, f"/api/v1/evaluation?task_id={task['id']}", lambda d: d["task"]["status"])
+        bodies = [body for path, body, _ in server.requests if path.endswith("/chat/completions")]
+        base_url = server.base_url
+    assert data["task"]["status"] == 2, data["task"]["err_msg"]
+    assert (data["params"]["generator"], data["params"]["model"]) == ("openai", "house-chat")
+    assert data["params"]["models"]["chat"] == f"the default chat model: house-chat at {base_url}"
+    assert len(bodies) == 3 and {body["model"] for body in bodies} == {"house-chat"}
+    campaign = api.call("GET", f"/api/v1/campaigns/{task['id']}", "viewer").json()["data"]["campaign"]
+    assert campaign["options"]["models"] == data["params"]["models"]
+
+
+def test_graded_thresholds_under_the_evaluators_names_in_a_task(api: Api) -> None:
+    body = {"dataset_id": "tiny", "graded_thresholds": {"ndcg_threshold": 0.9, "top1_relevance_threshold": 1}}
+    task = api.call("POST", "/api/v1/evaluation", json=body).json()["data"]["task"]
+    wait_done(api, f"/api/v1/evaluation?task_id={task['id']}", lambda d: d["task"]["status"])
+    campaign = api.call("GET", f"/api/v1/campaigns/{task['id']}", "viewer").json()["data"]["campaign"]
+    assert campaign["config"]["graded_thresholds"] == {"ndcg_threshold": 0.9, "top1_relevance_threshold": 1.0}
+    assert (campaign["options"]["graded_thresholds"]["ndcg@3"], campaign["options"]["graded_thresholds"]["xdcg@3"]) == \
+        (0.9, 50.0)
+    page = api.call("GET", f"/api/v1/campaigns/{task['id']}/results?names=evaluator", "viewer").json()["data"]
+    flat = page["results"][0]["flat"]
+    assert flat["graded.ndcg@3_threshold"] == 0.9 and flat["graded.top1_relevance_threshold"] == 1.0
+    error = error_of(api.call("POST", "/api/v1/evaluation", json={"graded_thresholds": {"ndcg": 1}}), 422)
+    assert "unknown threshold 'ndcg'" in error["message"]
+
+
 def test_a_suite_run_refuses_more_than_4_minutes_per_question(api: Api) -> None:
     suite = api.call("POST", "/api/v1/eval-suites", json=suite_body(api)).json()["data"]["suite"]
     error = error_of(api.call("POST", f"/api/v1/eval-suites/{suite['id']}/runs", json={"time_limit": 300}), 422)
@@ -307,6 +375,9 @@ def test_a_task_names_the_corpus_it_used_and_keeps_its_start_time(api: Api) -> N
     assert data["task"]["start_time"] == task["start_time"]
     campaign = api.call("GET", f"/api/v1/campaigns/{task['id']}", "viewer").json()["data"]["campaign"]
     assert campaign["config"]["knowledge_base"] == "default"
+    recompute = f"/api/v1/campaigns/{task['id']}/recompute-abstention"
+    assert error_of(api.call("POST", recompute, "viewer"), 403)["code"] == "forbidden"
+    assert api.call("POST", recompute).json()["data"]["campaign"]["id"] == task["id"]
 
 
 @pytest.mark.parametrize(("body", "field"), [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import math
 from pathlib import Path
 
@@ -76,6 +77,19 @@ def test_run_then_list_show_export_delete(setup: tuple[Path, Path, Path], capsys
     assert main(["campaigns", "delete", campaign_id, "--db", str(db)]) == 0
     assert main(["campaigns", "show", campaign_id, "--db", str(db)]) == 2
     assert "no campaign" in capsys.readouterr().err
+
+
+def test_run_prints_the_dataset_statistics_and_the_server_logs_them(
+        setup: tuple[Path, Path, Path], capsys: pytest.CaptureFixture, caplog: pytest.LogCaptureFixture) -> None:
+    data, config, db = setup
+    with caplog.at_level(logging.INFO, logger="evalcore.campaigns"):
+        assert main(["run", "--dataset", str(data), "--config", str(config), "--db", str(db)]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("dataset "))
+    assert line.startswith(f"dataset {data.name}: 3 questions, 5 passages, ")
+    assert "relevant passages per labeled question" in line and "answer coverage 66.67% (2/3)" in line
+    assert "languages: passages with Han 20%" in line
+    logged = [record.getMessage() for record in caplog.records if record.name == "evalcore.campaigns"]
+    assert len(logged) == 1 and logged[0].endswith(line.removeprefix("dataset "))
 
 
 def test_resume_and_retry_from_the_command_line(setup: tuple[Path, Path, Path], capsys: pytest.CaptureFixture) -> None:

@@ -6,6 +6,7 @@ import json
 import time
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from scipy.stats import binomtest
 
@@ -13,7 +14,7 @@ from evalcore.campaigns import Campaign, CampaignStatus, Outcome, Question, Ques
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.cli import compare as cli_compare
 from evalcore.cli import main
-from evalcore.compare import compare_campaigns, compare_results, sweep_results
+from evalcore.compare import compare_campaigns, compare_results, stats, sweep_results
 from evalcore.compare import comparison as comparison_module
 from evalcore.compare.comparison import Passage
 from evalcore.errors import EvalError
@@ -214,7 +215,8 @@ def stored(monkeypatch):
 
     monkeypatch.setattr(comparison_module, "get_campaign", get_campaign)
     monkeypatch.setattr(cli_compare, "find_campaign", get_campaign)  # the CLI finds campaigns by name through it
-    monkeypatch.setattr(comparison_module, "campaign_results", lambda store, cid, offset=0, limit=None: records[cid][1])
+    monkeypatch.setattr(comparison_module, "campaign_results",
+                        lambda store, cid, offset=0, limit=None, detail=True: records[cid][1])
     return records
 
 
@@ -484,7 +486,8 @@ def test_a_lower_is_better_basis_calls_a_fall_better():
 def test_cli_compare_prints_the_basis_and_takes_one(stored, tmp_path, capsys):
     db = str(tmp_path / "e.db")
     assert main(["compare", "A", "B", "--db", db, "--resamples", "500"]) == 0
-    assert "(by the suite order" in capsys.readouterr().out
+    # top_k is the sampling setting: a generation-side change, judged by the AI score both campaigns have.
+    assert "(by judge.score: a generation-side setting changed (top_k))" in capsys.readouterr().out
     assert main(["compare", "A", "B", "--db", db, "--resamples", "500", "--basis", "coverage"]) == 0
     assert "(by coverage, as asked)" in capsys.readouterr().out
 
@@ -518,3 +521,71 @@ def test_a_campaign_that_ends_is_compared_with_the_previous_one_in_the_backgroun
             comparison_module.campaign_results = original
     finally:
         manager.close()
+
+
+def test_every_measure_is_resampled_with_the_same_questions():
+    # ndcg@10 on every question that has a measure (one failed in both is left out), rougel on a third of them.
+    rng = __import__("random").Random(4)
+    a_rows, b_rows = [], []
+    for n in range(60):
+        values = [{"ndcg@10": round(rng.random(), 2), **({"rougel": round(rng.random(), 2)} if n % 3 == 0 else {})}
+                  for _ in range(2)]
+        a_rows.append(row(n, f"Q{n}", values[0]))
+        b_rows.append(row(n, f"Q{n}", values[1]))
+    a_rows.append(row(99, "Q99", error="timeout"))
+    b_rows.append(row(99, "Q99", error="timeout"))
+    result = compare_results(campaign("A"), a_rows, campaign("B", {"top_k": 10}), b_rows, resamples=500, seed=2)
+    deltas = {m.measure: m for m in result.measures}
+    diffs = {name: paired.b - paired.a for name, paired in result.paired.items()}
+    alone = stats.bootstrap_ci(diffs["ndcg@10"], resamples=500, seed=2)
+    assert (deltas["ndcg@10"].ci_low, deltas["ndcg@10"].ci_high) == (pytest.approx(alone[0], abs=1e-12),
+                                                                     pytest.approx(alone[1], abs=1e-12))
+    table = np.column_stack([diffs["ndcg@10"], np.full(60, np.nan)])
+    table[::3, 1] = diffs["rougel"]
+    shared = stats.bootstrap_table(table, resamples=500, seed=2)[1]
+    assert (deltas["rougel"].ci_low, deltas["rougel"].ci_high) == (shared.low, shared.high)
+
+
+def written_campaign(store, cid, shift, *, top_k):
+    """A finished campaign written by the runner's own writer: ranked lists with scores, graded labels, judges."""
+    from evalcore.campaigns.plans import insert_questions
+    from evalcore.campaigns.storage import ResultWriter
+
+    asked = [Question(i, i, f"q{i}", relevant={i: 2, i + 1: 1}, references=("ref",)) for i in range(12)]
+    outcomes = [Outcome(answer=f"answer {i}", measures={"ndcg@10": ((i + shift) % 5) / 4, "rougel": (i * shift % 7) / 7},
+                        judges={"score": verdict(1 + (i + shift) % 5)},
+                        retrieved=tuple(Retrieved(p, f"doc-{p:09d}", f"text {p}", 1.0 / (k + 1), {"bm25": 9.0 - k})
+                                        for k, p in enumerate(range(i + shift % 2, i + 4))))
+                for i in range(12)]
+    writer = ResultWriter(store, cid)
+    rows, passages, signatures = writer.rows(list(zip(asked, outcomes)))
+
+    def insert(conn):
+        conn.execute("INSERT INTO campaigns (id, tenant, kind, source, status, total, finished, failed, created_at, "
+                     "ended_at, config, dataset_hash) VALUES (?, 'default', 'dataset', 'default', 'succeeded', 12, 0, "
+                     "0, 0, 1.0, ?, 'd1')", (cid, json.dumps({"top_k": top_k})))
+        insert_questions(conn, cid, asked)
+        writer.write(conn, rows, passages, signatures, {})
+
+    store.write(insert)
+
+
+def test_a_comparison_reads_less_of_the_results_and_finds_the_same(tmp_path):
+    from evalcore.campaigns import campaign_results, get_campaign
+
+    with Store(tmp_path / "e.db") as store:
+        written_campaign(store, "A", 0, top_k=5)
+        written_campaign(store, "B", 1, top_k=10)
+        full = [campaign_results(store, cid) for cid in ("A", "B")]
+        lean = [campaign_results(store, cid, detail=False) for cid in ("A", "B")]
+        expected = compare_results(get_campaign(store, "A"), full[0], get_campaign(store, "B"), full[1], resamples=300)
+        result = compare_campaigns(store, "A", "B", resamples=300)
+    assert result.questions == expected.questions and result.measures == expected.measures
+    assert any(q.entered or q.left for q in result.questions)
+    for whole, read in zip(full[0], lean[0]):
+        assert [(h.pid, h.title, h.text) for h in read.outcome.retrieved] == \
+               [(h.pid, h.title, h.text) for h in whole.outcome.retrieved]
+        assert whole.outcome.retrieved[1].score == 0.5 and read.outcome.retrieved[1].score == 0.0
+        assert (read.question, read.outcome.measures, read.outcome.judges) == \
+               (whole.question, whole.outcome.measures, whole.outcome.judges)
+        assert whole.outcome.signatures and not read.outcome.signatures

@@ -517,6 +517,13 @@ def test_exports_offer_the_evaluators_names(filled: dict, monkeypatch: pytest.Mo
     assert_clean(at)
 
 
+def test_abstention_is_recomputed_on_request(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
+    next(b for b in at.button if b.label == "Recompute abstention").click().run()
+    assert_clean(at)
+    assert [unescape(s.value) for s in at.success] == ["Recomputed abstention: 0 question(s) changed."]
+
+
 def test_user_text_is_shown_as_text_never_as_markup(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
     at.selectbox[0].set_value(filled["suite"]).run()

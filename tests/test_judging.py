@@ -209,6 +209,9 @@ def test_graded_measures_in_campaigns_equal_the_function_on_the_same_ranked_list
         assert outcome.signatures["graded.ndcg@3"].startswith(f"graded.ndcg@3|scale:0-{top}|")
         checked += 1
     assert checked >= 20 and top == 3
+    marks = get_campaign(manager.store, campaign_id).options.graded_thresholds
+    assert (marks["ndcg@3"], marks["top1_relevance"], marks["holes"], marks["total_ground_truth_documents"]) == \
+        (0.7, 3, 0, 1)  # configured, then the defaults on 0-3
 
 
 def test_a_name_stored_before_the_documented_one_reads_back_under_it(manager: CampaignManager) -> None:
@@ -324,7 +327,8 @@ def test_exports_carry_each_judges_fields(manager: CampaignManager, tiny_dataset
     assert first["score_reason"] == "Close to the reference."
     assert (first["groundedness_pro"], first["groundedness_pro_result"], first["groundedness_pro_threshold"]) == \
         (True, "pass", None)
-    assert first["graded.ndcg@3_result"] in ("pass", "fail", "unknown")
+    assert first["graded.ndcg@3_result"] in ("pass", "fail", "unknown") and first["graded.ndcg@3_threshold"] == 0.5
+    assert first["graded.top1_relevance_threshold"] == 3 and first["graded.holes_threshold"] == 0
     rows = list(csv.DictReader(io.StringIO(export_campaign(manager.store, campaign_id, "csv").lstrip("\ufeff"))))
     assert rows[2]["score_result"] == "skipped" and rows[0]["groundedness_pro"] == "True"
 

@@ -107,13 +107,24 @@ def test_a_model_refusing_a_sampling_setting_is_asked_without_it() -> None:
     assert first["top_p"] == 0.5 and "top_p" not in second and second["frequency_penalty"] == 0.2
 
 
+def test_top_k_is_an_extra_field_off_at_zero_and_dropped_when_refused() -> None:
+    replies = ["A.", Reply.error(400, "Unrecognized request argument supplied: top_k"), "B."]
+    with FakeOpenAIServer(replies) as server:
+        model = OpenAIChatModel(server.base_url, "fake-model", api_key_env="")
+        model.chat(MESSAGES, top_k=0)
+        assert model.chat(MESSAGES, top_k=40, top_p=0.9).text == "B."
+    off, refused, retried = (body for _, body, _ in server.requests)
+    assert "top_k" not in off and refused["top_k"] == 40
+    assert "top_k" not in retried and retried["top_p"] == 0.9
+
+
 def test_the_generator_sends_the_configured_sampling(index_dir: Path) -> None:
     with FakeOpenAIServer(default=ANSWER) as server:
         prepared(index_dir, server).answer("router password")
-        prepared(index_dir, server, top_p=0.8, repeat_penalty=1.25).answer("router password")
+        prepared(index_dir, server, top_p=0.8, top_k=20, repeat_penalty=1.25).answer("router password")
     plain, tuned = chat_bodies(server)
-    assert "top_p" not in plain and "frequency_penalty" not in plain
-    assert (tuned["top_p"], tuned["frequency_penalty"]) == (0.8, 0.25)
+    assert "top_p" not in plain and "frequency_penalty" not in plain and "top_k" not in plain
+    assert (tuned["top_p"], tuned["top_k"], tuned["frequency_penalty"]) == (0.8, 20, 0.25)
 
 
 class FakeLlama:
@@ -136,11 +147,11 @@ def test_the_local_model_gets_top_p_and_repeat_penalty_by_their_llama_cpp_names(
     model = local_model.LocalChatModel()
     model.chat(MESSAGES, temperature=0.0, max_tokens=8)
     model.chat(MESSAGES, temperature=0.0, max_tokens=8, top_p=1.0, repeat_penalty=1.0)
-    model.chat(MESSAGES, temperature=0.0, max_tokens=8, top_p=0.9, repeat_penalty=1.2)
+    model.chat(MESSAGES, temperature=0.0, max_tokens=8, top_p=0.9, repeat_penalty=1.2, top_k=30)
     assert [set(call) - {"messages", "seed"} for call in llama.calls] == [
         {"temperature", "max_tokens"}, {"temperature", "max_tokens"},
-        {"temperature", "max_tokens", "top_p", "repeat_penalty"}]
-    assert (llama.calls[2]["top_p"], llama.calls[2]["repeat_penalty"]) == (0.9, 1.2)
+        {"temperature", "max_tokens", "top_p", "repeat_penalty", "top_k"}]
+    assert (llama.calls[2]["top_p"], llama.calls[2]["repeat_penalty"], llama.calls[2]["top_k"]) == (0.9, 1.2, 30)
     monkeypatch.setattr(local_model, "_load_local",
                         lambda: (FakeLlama(ValueError("Requested tokens exceed context window")), threading.Lock()))
     with pytest.raises(ModelError, match="the local model failed: Requested tokens exceed"):
@@ -158,6 +169,8 @@ def test_the_local_model_gets_top_p_and_repeat_penalty_by_their_llama_cpp_names(
     ({"hyde_prompt": "{question} {context}"}, "unknown placeholder {context}"),
     ({"multi_query_n": 0}, "expected a value in [1, 10]"),
     ({"top_p": 1.5}, "expected a value in [0, 1]"),
+    ({"top_k": -1}, "expected a value in [0, 1000]"),
+    ({"top_k": 2.5}, "expected a whole number"),
     ({"repeat_penalty": 0.0}, "expected a value in [0.5, 3]"),
 ])
 def test_bad_query_settings_are_refused_naming_the_key(settings: dict, words: str) -> None:

@@ -162,3 +162,15 @@ def test_graded_thresholds_under_the_evaluators_names(tmp_path: Path) -> None:
     with pytest.raises(EvalError) as caught:
         TargetConfig.from_dict({"graded_thresholds": {"ndcg": 0.7}})
     assert caught.value.problems[0].startswith("graded_thresholds: unknown threshold 'ndcg' (known: ndcg_threshold,")
+
+
+def test_default_models_fill_only_roles_without_a_model_and_name_bad_settings() -> None:
+    from evalcore.targets.defaults import with_default_models
+
+    env = {"EVALCORE_DEFAULT_CHAT_MODEL": "house", "EVALCORE_DEFAULT_RERANK_URL": "http://r/rerank"}
+    config, used = with_default_models(TargetConfig(generator="local"), {"chat": None, "rerank": None}, env)
+    assert (config.generator, config.reranker, config.rerank_url) == ("local", "http", "http://r/rerank")
+    assert used == {"chat": "the configuration's own chat model", "rerank": "the default rerank model: http at http://r/rerank"}
+    with pytest.raises(EvalError) as caught:
+        with_default_models(TargetConfig(), {"rerank": None}, {**env, "EVALCORE_DEFAULT_RERANKER": "magic"})
+    assert caught.value.where == "EVALCORE_DEFAULT_*" and caught.value.problems[0].startswith("reranker: expected one of")

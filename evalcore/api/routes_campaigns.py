@@ -24,6 +24,7 @@ from evalcore.campaigns import (
 from evalcore.campaigns.export import judge_fields
 from evalcore.campaigns.listing import SORT_KEYS, campaign_rows, dataset_label, search_rows, sort_rows
 from evalcore.campaigns.manager import MAX_NAME
+from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.compare import compare_campaigns, power
 from evalcore.judges import FIELD_NAMES
 from evalcore.metrics import MEASURES
@@ -55,11 +56,11 @@ class RenameIn(RequestBody):
     name: str = Field(min_length=1, max_length=MAX_NAME, pattern=r"\S", description="1 to 200 characters, one line")
 
 
-def result_json(result: QuestionResult, names: str | None) -> dict[str, Any]:
-    """One question's result; with `names`, its judges' flat fields too (`flat`)."""
+def result_json(result: QuestionResult, names: str | None, campaign: Campaign) -> dict[str, Any]:
+    """One question's result; with `names`, its judges' flat fields too (`flat`), pass marks with their results."""
     data = result.to_dict()
     if names is not None:
-        data["flat"] = judge_fields(result.outcome, names)
+        data["flat"] = judge_fields(result.outcome, names, campaign.options.graded_thresholds)
     return data
 
 
@@ -114,6 +115,15 @@ def cancel(request: Request, campaign_id: CampaignId, principal: Admin) -> dict[
     return ok({"campaign": campaign_json(campaign_of(request, campaign_id, principal))})
 
 
+@router.post("/campaigns/{campaign_id}/recompute-abstention", response_model=Ok[CampaignOnly],
+             summary="Recompute an ended campaign's abstention measures under the current answerability rule")
+def recompute(request: Request, campaign_id: CampaignId, principal: Admin) -> dict[str, Any]:
+    """On request only (stored campaigns never change by themselves); 409 while the campaign runs."""
+    campaign_of(request, campaign_id, principal)
+    recompute_abstention(request.app.state.store, campaign_id, principal=principal)
+    return ok({"campaign": campaign_json(campaign_of(request, campaign_id, principal))})
+
+
 @router.get("/campaigns/{campaign_id}/results", response_model=Ok[ResultsPage], summary="Per-question results, paged")
 def results(request: Request, campaign_id: CampaignId, principal: Viewer, offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
             limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100, names: FieldNames = None) -> dict[str, Any]:
@@ -124,7 +134,7 @@ def results(request: Request, campaign_id: CampaignId, principal: Viewer, offset
     campaign = campaign_of(request, campaign_id, principal)
     rows = campaign_results(request.app.state.store, campaign_id, offset=offset, limit=limit,
                             principal=principal)
-    return ok({"results": [result_json(row, names) for row in rows], "offset": offset, "limit": limit,
+    return ok({"results": [result_json(row, names, campaign) for row in rows], "offset": offset, "limit": limit,
                "total": campaign.total, "finished": campaign.finished})
 
 

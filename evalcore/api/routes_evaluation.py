@@ -115,10 +115,10 @@ def create_evaluation(request: Request, principal: Admin,
     body = body or EvaluationRequest()
     store = request.app.state.store
     path = dataset_path(request, body.dataset_id)
-    config = resolve_target(store, principal, body.knowledge_base_id, body.chat_id, body.rerank_id)
+    config, models = resolve_target(store, principal, body.knowledge_base_id, body.chat_id, body.rerank_id)
     task_id = new_campaign_id(principal.tenant, body.dataset_id)
     launch(request.app.state.manager, body, LaunchRequest(dataset=str(path), config=configured(config, body, principal),
-                                                          campaign_id=task_id, principal=principal))
+                                                          campaign_id=task_id, principal=principal, models=models))
     return ok({"task": task_json(get_campaign(store, task_id, principal=principal))})
 
 
@@ -133,4 +133,5 @@ def read_evaluation(request: Request, task_id: Annotated[str, Query(max_length=3
         return {field: aggregates[name].mean if name in aggregates else None for field, name in fields.items()}
 
     metric = {"retrieval_metrics": means(RETRIEVAL_FIELDS), "generation_metrics": means(GENERATION_FIELDS)}
-    return ok({"task": task_json(campaign), "params": campaign.config, "metric": metric})
+    params = {**campaign.config, "models": dict(campaign.options.models)}  # which chat and rerank model, and why
+    return ok({"task": task_json(campaign), "params": params, "metric": metric})

@@ -123,7 +123,7 @@ def read_run(request: Request, run_id: RunId, principal: Viewer, names: FieldNam
     run = campaign_of(request, run_id, principal, "run")
     store = request.app.state.store
     return ok({"run": campaign_json(run),
-               "results": [result_json(r, names) for r in campaign_results(store, run_id, principal=principal)],
+               "results": [result_json(r, names, run) for r in campaign_results(store, run_id, principal=principal)],
                "summary": campaign_summary(store, run_id, principal=principal).to_dict()})
 
 

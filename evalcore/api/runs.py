@@ -63,6 +63,9 @@ class RunSettings(RequestBody):
     judge: JudgeModelIn | None = Field(default=None, description="the judges' model (needs a full-access key)")
     judge_thresholds: dict[str, float] = Field(default_factory=dict,
                                                description=f"pass mark per judge on {LOWEST}-{HIGHEST}")
+    graded_thresholds: dict[str, float] = Field(
+        default_factory=dict, description="graded document retrieval pass marks by the evaluator's names "
+        "(ndcg_threshold, xdcg_threshold, fidelity_threshold, top1_relevance_threshold, ...) or the measure's")
     concurrency: int | None = bounded("concurrency", "questions in flight (suites: 1 by default, so times are "
                                                      "meaningful)")
     time_limit: float | None = bounded("time_limit", f"seconds per question (default {DEFAULT_TIME_LIMIT_S:g})")
@@ -90,8 +93,9 @@ def configured(config: TargetConfig, body: RunSettings, principal: Principal) ->
         if not principal.can(Action.CONFIGURE):
             raise ApiError(403, "judge: choosing the judges' model needs a key with the full-access capability")
         overrides |= {f"judge_{name}": value for name, value in body.judge.model_dump().items()}
-    if body.judge_thresholds:
-        overrides["judge_thresholds"] = {**dict(config.judge_thresholds), **body.judge_thresholds}
+    for table in ("judge_thresholds", "graded_thresholds"):
+        if given := getattr(body, table):
+            overrides[table] = {**dict(getattr(config, table)), **given}
     return TargetConfig.from_dict({**config.to_dict(), **overrides}) if overrides else config
 
 

@@ -49,6 +49,10 @@ class RunOptionsOut(Out):
     time_limit: float
     max_failed_share: float
     judge_samples: int = 1
+    models: dict[str, str] = Field(default={}, description="evaluation tasks: which chat and rerank model each "
+                                   "role got, and why (an id, the operator's default, none configured)")
+    graded_thresholds: dict[str, float] = Field(default={}, description="graded retrieval: the pass mark of each "
+                                                "measure, as its results used")
 
 
 class CampaignOut(Out):
@@ -104,6 +108,8 @@ class RetrievedOut(Out):
 class SourceOut(Out):
     id: int | str | None
     title: str
+    file_name: str = Field(default="", description="the file an agent named for it (file_name, filename, source, "
+                                                   "path, url or agent_source_file), matched by expected sources")
 
 
 class VerdictOut(Out):

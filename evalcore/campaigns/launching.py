@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +37,7 @@ class LaunchRequest:
     name: str | None = None  # a name to recognise it by (None: made from the configuration)
     dataset_root: Path | None = None  # where dataset ids are found, when not the project's dataset/ (the API's)
     principal: Principal | None = None  # who launches (None: the local operator)
+    models: Mapping[str, str] | None = None  # per role, which model the configuration got and why (an evaluation task's)
 
 
 def sweep_name(name: str | None, config: TargetConfig, key: str, value: object) -> str:

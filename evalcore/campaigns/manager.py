@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,7 @@ from evalcore.campaigns.records import (
 )
 from evalcore.campaigns.runner import Runner
 from evalcore.campaigns.supervisor import WorkerProcess
-from evalcore.datasets import Dataset
+from evalcore.datasets import Dataset, dataset_stats
 from evalcore.errors import EvalError
 from evalcore.judges import JudgeSettings
 from evalcore.models.http import Calls
@@ -87,12 +88,14 @@ def _refuse_second_run(conn: Connection, suite_id: str | None, campaign_id: str)
         )
 
 
+log = logging.getLogger("evalcore.campaigns")
 SUITE_TIME_LIMIT_S = 240.0  # a suite's promise: each question answered within 4 minutes at most
 
 
 def run_options(config: TargetConfig, concurrency: int | None, time_limit: float | None,
                 max_failed_share: float | None, judge_samples: int, dataset_path: str,
-                suite: bool = False, cluster: Cluster | None = None) -> RunOptions:
+                suite: bool = False, cluster: Cluster | None = None,
+                models: Mapping[str, str] | None = None) -> RunOptions:
     """The run options of a launch, defaults filled in; EvalError naming a value out of range.
 
     A suite's questions are asked one after another unless told otherwise, so that its response
@@ -111,7 +114,7 @@ def run_options(config: TargetConfig, concurrency: int | None, time_limit: float
     return RunOptions(concurrency=concurrency or (1 if suite else automatic),
                       time_limit=time_limit or DEFAULT_TIME_LIMIT_S,
                       max_failed_share=DEFAULT_MAX_FAILED_SHARE if max_failed_share is None else max_failed_share,
-                      judge_samples=judge_samples, dataset_path=dataset_path)
+                      judge_samples=judge_samples, dataset_path=dataset_path, models=dict(models or {}))
 
 
 MAX_NAME = 200
@@ -213,10 +216,11 @@ class CampaignManager:
             # resume must find the same folder from any working directory: the path is stored absolute
             options = run_options(config, request.concurrency, request.time_limit, request.max_failed_share,
                                   request.judge_samples, str(corpus.path.resolve()), suite=suite is not None,
-                                  cluster=cluster)
+                                  cluster=cluster, models=request.models)
             campaign_id = campaign_id or new_campaign_id(tenant, dataset)
             plan = self._plan(campaign_id, config, corpus, questions, len(questions), options, judge_names, cache, 0,
                               target)
+            options = replace(options, graded_thresholds=plan.graded.marks() if plan.graded else {})
             record = {
                 "id": campaign_id, "name": campaign_name(name, config), "tenant": tenant,
                 "kind": "suite" if suite else "dataset", "source": suite_id if suite else str(dataset),
@@ -228,6 +232,8 @@ class CampaignManager:
             queued = self.workers is not None and target is None  # a ready-made target object runs here
             self.store.write(lambda conn: self._insert(conn, record, questions, queued))
             self._start_or_queue(plan, cluster, queued)
+        if suite is None:  # the server's log says what a dataset campaign runs on
+            log.info("campaign %s on dataset %s", campaign_id, dataset_stats(corpus).summary())
         return campaign_id
 
     def _start_or_queue(self, plan: Plan, cluster: Cluster | None, queued: bool) -> None:
@@ -260,6 +266,8 @@ class CampaignManager:
             calls.close()
             raise
         graded = plans.graded_scale(corpus, config) if any(q.relevant for q in questions) else None
+        if graded is not None and options.graded_thresholds:  # a resumed campaign keeps its launch's pass marks
+            graded = graded._replace(thresholds=dict(options.graded_thresholds))
         return Plan(campaign_id, target, tuple(corpus.passages), tuple(questions), total, options, judges, judging,
                     graded, call_cache, hits_before, token or new_owner_token(), calls)
 

@@ -83,13 +83,21 @@ class RunOptions:
     max_failed_share: float = DEFAULT_MAX_FAILED_SHARE
     judge_samples: int = 1  # each judge asked this many times; the verdict carries their spread
     dataset_path: str | None = None  # where the dataset was loaded from (absolute), for resume
+    # Evaluation tasks: role (chat, rerank) -> which model it got and why (an id, the operator's default, none).
+    models: Mapping[str, str] = field(default_factory=dict)
+    # Graded retrieval: measure -> the pass mark its results used (fixed at launch, kept on resume).
+    graded_thresholds: Mapping[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """The stored JSON; dataset_path only when known."""
+        """The stored JSON; dataset_path and models only when known."""
         data: dict[str, Any] = {"concurrency": self.concurrency, "time_limit": self.time_limit,
                                 "max_failed_share": self.max_failed_share, "judge_samples": self.judge_samples}
         if self.dataset_path is not None:
             data["dataset_path"] = self.dataset_path
+        if self.models:
+            data["models"] = dict(self.models)
+        if self.graded_thresholds:
+            data["graded_thresholds"] = dict(self.graded_thresholds)
         return data
 
     @classmethod
@@ -98,7 +106,9 @@ class RunOptions:
         return cls(concurrency=int(data.get("concurrency") or 1),
                    time_limit=float(data.get("time_limit") or DEFAULT_TIME_LIMIT_S),
                    max_failed_share=float(data.get("max_failed_share", DEFAULT_MAX_FAILED_SHARE)),
-                   judge_samples=int(data.get("judge_samples") or 1), dataset_path=data.get("dataset_path"))
+                   judge_samples=int(data.get("judge_samples") or 1), dataset_path=data.get("dataset_path"),
+                   models=dict(data.get("models") or {}),
+                   graded_thresholds=dict(data.get("graded_thresholds") or {}))
 
 
 @dataclass(frozen=True)
@@ -266,14 +276,21 @@ class Question:
 
 @dataclass(frozen=True)
 class Source:
-    """A document an answer drew on: a passage id (or an external target's own id) and its title."""
+    """A document an answer drew on: a passage id (or an external target's own id), its title and file name."""
 
     id: int | str | None
     title: str
+    file_name: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
-        return {"id": self.id, "title": self.title}
+        return {"id": self.id, "title": self.title, "file_name": self.file_name}
+
+    @property
+    def label(self) -> str:
+        """How a page names it: the title (or id), with the file name when there is one."""
+        name = str(self.title or self.id)
+        return f"{name} ({self.file_name})" if self.file_name and self.file_name != name else name
 
 
 @dataclass(frozen=True)
@@ -321,7 +338,8 @@ class Outcome:
         return cls(
             answer=row["answer"], retrieved=retrieved, context=context,
             # "" stands for the context's own documents, which is what they nearly always are.
-            sources=tuple(Source(s["id"], s["title"]) for s in json.loads(row["sources"])) if row["sources"]
+            sources=tuple(Source(s["id"], s["title"], s.get("file_name") or "") for s in json.loads(row["sources"]))
+            if row["sources"]
             else sources_of(context),
             measures=stored_values(row["measures"]), results=stored_values(row["results"]),
             signatures=signatures,
@@ -345,12 +363,12 @@ class Outcome:
 
 
 def sources_of(hits: tuple[Retrieved, ...]) -> tuple[Source, ...]:
-    """The distinct documents of these hits: passage id (or an external target's own id) and title."""
-    sources: dict[tuple[int | str | None, str], Source] = {}
+    """The distinct documents of these hits: passage id (or an external target's own id), title and file name."""
+    sources: dict[tuple[int | str | None, str, str], Source] = {}
     for hit in hits:
         source_id = hit.pid if hit.pid is not None else (hit.source or None)
-        if source_id is not None or hit.title:
-            sources.setdefault((source_id, hit.title), Source(source_id, hit.title))
+        if source_id is not None or hit.title or hit.file_name:
+            sources.setdefault((source_id, hit.title, hit.file_name), Source(source_id, hit.title, hit.file_name))
     return tuple(sources.values())
 
 

@@ -249,7 +249,7 @@ class Runner:
         now = time.time()
         self._update(
             "UPDATE campaigns SET status = ?, error = ?, ended_at = ?, heartbeat = ?, cache_hits = ?, "
-            "owner_token = CASE WHEN ? THEN NULL ELSE owner_token END WHERE id = ?",
+            "owner_token = CASE WHEN ? = 1 THEN NULL ELSE owner_token END WHERE id = ?",
             (status.value, error, None if status.active else now, now, self._cache_hits(), status.active,
              self.plan.campaign_id),
         )

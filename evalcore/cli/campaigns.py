@@ -15,6 +15,7 @@ from evalcore.campaigns import (
 )
 from evalcore.campaigns.export import FORMATS, export_campaign
 from evalcore.campaigns.listing import HEADLINE, SORT_KEYS, CampaignRow, campaign_rows, search_rows, sort_rows
+from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.cli._common import (
     Commands,
     add_db_option,
@@ -70,6 +71,12 @@ def register(commands: Commands) -> None:
     rename.add_argument("name", metavar="NAME")
     add_db_option(rename)
     rename.set_defaults(handler=rename_command)
+    recompute = actions.add_parser("recompute-abstention",
+                                   help="recompute an ended campaign's abstention measures under the current rule "
+                                   "(only a marker makes a question unanswerable; no expected answer is no reference)")
+    recompute.add_argument("id", metavar="ID")
+    add_db_option(recompute)
+    recompute.set_defaults(handler=recompute_command)
     export = actions.add_parser("export", help="results as csv, jsonl or a TREC run file")
     export.add_argument("id", metavar="ID")
     export.add_argument("--format", choices=sorted(FORMATS), required=True)
@@ -160,6 +167,13 @@ def rename_command(args: argparse.Namespace) -> int:
     """Rename a campaign."""
     campaign = manager_of(args).rename(args.id, args.name)
     print(f"renamed {campaign.id} to {campaign.name!r}")
+    return 0
+
+
+def recompute_command(args: argparse.Namespace) -> int:
+    """Recompute a campaign's answerability and abstention measures, on request."""
+    changed = recompute_abstention(store_of(args), args.id)
+    print(f"recomputed {args.id}: {changed} question(s) changed answerability")
     return 0
 
 

@@ -32,6 +32,7 @@ from evalcore.cli._common import Commands, add_db_option
 from evalcore.cli.compare import add_sweep_columns, format_sweep, sweep_columns
 from evalcore.compare import compare_sweep
 from evalcore.compare.pairing import previous
+from evalcore.datasets import dataset_stats, load_dataset
 from evalcore.diagnosis import STAGES, StageCounts
 from evalcore.errors import EvalError
 from evalcore.gates import (
@@ -221,11 +222,12 @@ def launch_request(args: argparse.Namespace, config: TargetConfig, target_id: st
 
 
 def launch(manager: CampaignManager, request: LaunchRequest, *, as_json: bool) -> str:
-    """Launch one campaign, after printing what it runs."""
-    config = request.config or TargetConfig()
+    """Launch one campaign, after printing what it runs (and on which data)."""
+    config, out = request.config or TargetConfig(), sys.stderr if as_json else sys.stdout
     print(f"configuration: {config.describe()}; changed from the defaults: "
-          f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}",
-          file=sys.stderr if as_json else sys.stdout, flush=True)
+          f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}", file=out, flush=True)
+    if request.dataset is not None:
+        print(f"dataset {dataset_stats(load_dataset(request.dataset)).summary()}", file=out, flush=True)
     return manager.launch(request)
 
 

@@ -140,10 +140,11 @@ def _graded_columns(qids: list[str], qrels: Judgements, run: Ranking,
                     args: argparse.Namespace) -> dict[str, list[float | None]]:
     labels, rankings = judgements_by_query(qrels), rankings_by_query(run, args.max_docs)
     columns: dict[str, list[float | None]] = {f"graded.{name}": [] for name in GRADED_MEASURES}
+    marks = _thresholds(args.threshold)
     for qid in qids:
         try:
             graded = graded_retrieval_scores(labels.get(qid, {}), rankings.get(qid, []), args.label_min, args.label_max,
-                                             _thresholds(args.threshold))
+                                             marks)
         except EvalError as error:
             raise EvalError(error.message, where=f"qrels, query {qid}, {error.where}", found=error.found,
                             expected=error.expected, fix="set --label-min/--label-max to your labels' scale") from None

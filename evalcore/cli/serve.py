@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 
 from evalcore.cli._common import Commands, add_db_option
@@ -32,6 +33,8 @@ def _serve(args: argparse.Namespace) -> int:
     if args.datasets is not None and not args.datasets.is_dir():
         raise EvalError("no such folder", where="--datasets", found=str(args.datasets),
                         fix="give a folder whose subfolders each hold the five Parquet files")
+    # The engine's own lines (a campaign's dataset statistics) go to the server's log beside uvicorn's.
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     app = create_app(args.db, dataset_root=args.datasets)
     serve_queue(args)  # launches are queued; this server's threads claim campaigns, as do the other servers'
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")

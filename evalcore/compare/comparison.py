@@ -43,7 +43,8 @@ def is_number(value: object) -> bool:
 
 def row_values(result: QuestionResult) -> dict[str, float]:
     """Every measure of a result, judges included (`judge.X` and the pass/fail rate `judge.X:pass`)."""
-    values = {k: float(v) for k, v in result.outcome.measures.items() if is_number(v)}
+    # is_number inline: a comparison calls this for every measure of every row.
+    values = {k: float(v) for k, v in result.outcome.measures.items() if isinstance(v, (int, float)) and not math.isnan(v)}
     for name, verdict in result.outcome.judges.items():
         if verdict.score is not None and is_number(verdict.score):
             values.setdefault(f"judge.{name}", float(verdict.score))
@@ -81,9 +82,9 @@ def relevant_pids(result: QuestionResult) -> set[int]:
     return {int(pid) for pid, label in (result.question.relevant or {}).items() if is_number(label) and is_relevant(label)}
 
 
-def retrieved_pids(result: QuestionResult) -> dict[int, str]:
-    """Retrieved passage id -> title, in rank order."""
-    return {int(hit.pid): hit.title for hit in result.outcome.retrieved if hit.pid is not None}
+def retrieved_pids(result: QuestionResult, among: set[int]) -> dict[int, str]:
+    """Retrieved passage id -> title, in rank order, of the passages among these ids."""
+    return {int(hit.pid): hit.title for hit in result.outcome.retrieved if hit.pid is not None and int(hit.pid) in among}
 
 
 def found_sources(result: QuestionResult) -> set[str]:
@@ -104,10 +105,9 @@ class Changes(NamedTuple):
 def passage_changes(a_row: QuestionResult, b_row: QuestionResult) -> Changes:
     """Relevant passages (and expected sources) that entered or left the retrieved list from A to B."""
     relevant = relevant_pids(a_row) | relevant_pids(b_row)
-    a_top, b_top = retrieved_pids(a_row), retrieved_pids(b_row)
-    titles = {**a_top, **b_top}
-    entered = tuple(Passage(p, titles[p]) for p in sorted(relevant & (b_top.keys() - a_top.keys())))
-    left = tuple(Passage(p, titles[p]) for p in sorted(relevant & (a_top.keys() - b_top.keys())))
+    a_top, b_top = retrieved_pids(a_row, relevant), retrieved_pids(b_row, relevant)
+    entered = tuple(Passage(p, b_top[p]) for p in sorted(b_top.keys() - a_top.keys()))
+    left = tuple(Passage(p, a_top[p]) for p in sorted(a_top.keys() - b_top.keys()))
     sources_entered = sources_left = None
     if a_row.question.expected_sources or b_row.question.expected_sources:
         a_found, b_found = found_sources(a_row), found_sources(b_row)
@@ -174,25 +174,35 @@ def question_entry(key: QuestionKey, a_row: QuestionResult | None, b_row: Questi
 
 
 def paired_values(common: list[QuestionKey], a_values: dict[QuestionKey, Values],
-                  b_values: dict[QuestionKey, Values]) -> dict[str, Paired]:
-    """Per measure (by name): the common questions where both sides have it, with both values."""
-    columns: dict[str, tuple[list[int], list[float], list[float]]] = {}
-    for key in common:
+                  b_values: dict[QuestionKey, Values]) -> tuple[dict[str, Paired], np.ndarray]:
+    """Per measure (by name): the common questions where both sides have it, with both values; and the
+    table of B - A (a row per common question with a measure, a column per measure, NaN where a side lacks it)."""
+    columns: dict[str, tuple[list[int], list[int], list[float], list[float]]] = {}
+    for position, key in enumerate(common):
         a, b = a_values[key], b_values[key]
         for name in a.keys() & b.keys():
-            qids, xs, ys = columns.setdefault(name, ([], [], []))
+            positions, qids, xs, ys = columns.setdefault(name, ([], [], [], []))
+            positions.append(position)
             qids.append(key[0])
             xs.append(a[name])
             ys.append(b[name])
-    return {name: Paired(np.array(qids, dtype=np.int64), np.array(xs, dtype=float), np.array(ys, dtype=float))
-            for name, (qids, xs, ys) in sorted(columns.items())}
+    names = sorted(columns)
+    paired = {name: Paired(np.array(columns[name][1], dtype=np.int64), np.array(columns[name][2], dtype=float),
+                           np.array(columns[name][3], dtype=float)) for name in names}
+    table = np.full((len(common), len(names)), np.nan)
+    for j, name in enumerate(names):
+        table[columns[name][0], j] = paired[name].b - paired[name].a
+    # A question with no measure on both sides (failed in both) is not resampled: a measure present on
+    # every other question keeps the interval it would get alone.
+    return paired, table[~np.isnan(table).all(axis=1)]
 
 
-def measure_entries(paired: dict[str, Paired], *, seed: int, resamples: int, effect: float) -> list[MeasureDelta]:
-    """Every measure's delta: the bootstrap and randomization draws are shared by all measures (stats)."""
-    diffs = [values.b - values.a for values in paired.values()]
-    intervals = stats.bootstrap_intervals(diffs, resamples=resamples, seed=seed)
-    tests = stats.sign_flip_tests(diffs, resamples=resamples, seed=seed)
+def measure_entries(paired: dict[str, Paired], table: np.ndarray, *, seed: int, resamples: int,
+                    effect: float) -> list[MeasureDelta]:
+    """Every measure's delta: one bootstrap resample of the common questions and one stream of sign flips serve
+    every measure (stats)."""
+    intervals = stats.bootstrap_table(table, resamples=resamples, seed=seed)
+    tests = stats.sign_flip_tests([values.b - values.a for values in paired.values()], resamples=resamples, seed=seed)
     return [measure_entry(name, values, interval, test, effect=effect)
             for (name, values), interval, test in zip(paired.items(), intervals, tests, strict=True)]
 
@@ -307,8 +317,8 @@ def compare_results(a_campaign: Campaign, a_rows: list[QuestionResult], b_campai
     order, reason = choose_basis(diff, [a_values[k] for k in common], [b_values[k] for k in common], basis)
     questions = [question_entry(k, a_index.get(k), b_index.get(k), a_values.get(k, {}), b_values.get(k, {}), order)
                  for k in keys]
-    paired = paired_values(common, a_values, b_values)
-    measures = measure_entries(paired, seed=seed, resamples=resamples, effect=effect)
+    paired, table = paired_values(common, a_values, b_values)
+    measures = measure_entries(paired, table, seed=seed, resamples=resamples, effect=effect)
     notes = notes_for(a_campaign, b_campaign, diff, common=len(common), measured=set(paired))
     notes += one_sided([a_values[k] for k in common], [b_values[k] for k in common], set(paired))
     return Comparison(a=CampaignHeader.of(a_campaign), b=CampaignHeader.of(b_campaign), questions=questions,
@@ -353,7 +363,12 @@ def one_sided(a_values: list[Values], b_values: list[Values], measured: set[str]
 def load(store: Store, campaign_id: str, tenant: str | None, principal: Principal | None = None,
          ) -> tuple[Campaign, list[QuestionResult]]:
     """A campaign record and its result rows (NotFound for another tenant's, as for a missing one)."""
-    return get_campaign(store, campaign_id, tenant=scope(principal, tenant)), campaign_results(store, campaign_id)
+    return get_campaign(store, campaign_id, tenant=scope(principal, tenant)), compared_results(store, campaign_id)
+
+
+def compared_results(store: Store, campaign_id: str) -> list[QuestionResult]:
+    """A campaign's results as a comparison reads them: without the detail it does not use (campaign_results)."""
+    return campaign_results(store, campaign_id, detail=False)
 
 
 def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resamples: int = stats.RESAMPLES,
@@ -372,11 +387,11 @@ def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resa
     tenant = scope(principal, tenant)
     a, b = get_campaign(store, a_id, tenant=tenant), get_campaign(store, b_id, tenant=tenant)
     if basis:  # an asked basis is not the stored default: computed, not kept
-        return compare_results(a, campaign_results(store, a_id), b, campaign_results(store, b_id), seed=seed,
+        return compare_results(a, compared_results(store, a_id), b, compared_results(store, b_id), seed=seed,
                                resamples=resamples, effect=effect, basis=basis, tolerances=tolerances)
     comparison = saved.find(store, a, b, seed=seed, resamples=resamples)
     if comparison is None:
-        comparison = compare_results(a, campaign_results(store, a_id), b, campaign_results(store, b_id), seed=seed,
+        comparison = compare_results(a, compared_results(store, a_id), b, compared_results(store, b_id), seed=seed,
                                      resamples=resamples)
         saved.keep(store, comparison, a, b)
     return comparison.with_effect(effect).with_tolerances(tolerances or {})

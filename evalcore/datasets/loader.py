@@ -382,6 +382,13 @@ class DatasetStats:
         """The share of questions with a reference answer, as `62.50% (5/8)`."""
         return f"{100 * self.answer_share:.2f}% ({self.answered_queries}/{self.total_queries})"
 
+    def summary(self) -> str:
+        """One line for a run's output and the server's log: size, relevance, answers, languages."""
+        return (f"{self.dataset}: {self.total_queries} questions, {self.total_passages} passages, "
+                f"{self.avg_relevant_per_labeled_query:.2f} relevant passages per labeled question "
+                f"({self.labeled_queries} labeled), answer coverage {self.answer_coverage}, languages: passages with "
+                f"Han {self.han_share:.0%}, with accented Latin {self.accented_latin_share:.0%}")
+
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
         return {

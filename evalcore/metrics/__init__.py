@@ -1,5 +1,6 @@
 """Measures of retrieval, generation, graded retrieval, suite cases and judges, with their registry."""
 
+from evalcore.metrics.document_retrieval import document_retrieval
 from evalcore.metrics.generation import GENERATION_MEASURES, generation_scores
 from evalcore.metrics.graded import GRADED_MEASURES, graded_retrieval_scores
 from evalcore.metrics.registry import (
@@ -8,6 +9,7 @@ from evalcore.metrics.registry import (
     SCALES,
     Measure,
     Scores,
+    abstention_measures,
     aggregate,
     display_order,
     judge_abstention,
@@ -30,9 +32,11 @@ __all__ = [
     "SCALES",
     "Measure",
     "Scores",
+    "abstention_measures",
     "aggregate",
     "coverage",
     "display_order",
+    "document_retrieval",
     "generation_scores",
     "graded_retrieval_scores",
     "important_words",

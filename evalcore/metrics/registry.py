@@ -275,9 +275,18 @@ def score_question(
 
 def judge_abstention(scores: Scores, *, answer: str | None, answerable: bool | None, refused: bool) -> None:
     """The abstention measures as the refusal judge read the answer (declined or not), replacing the phrasing list's."""
-    for name, value in abstention_scores(answer, answerable, refused_by_judge=refused).items():
-        scores.values[name] = value
-        scores.signatures[name] = signature(name, match="judge")
+    reading = abstention_measures(answer, answerable, refused=refused)
+    scores.values.update(reading.values)
+    scores.signatures.update(reading.signatures)
+
+
+def abstention_measures(answer: str | None, answerable: bool | None, fallback_answer: str = "",
+                        refused: bool | None = None) -> Scores:
+    """The abstention measures that apply, with their signatures (`match:judge` when the refusal judge's reading is given)."""
+    values = abstention_scores(answer, answerable, fallback_answer, refused_by_judge=refused)
+    signatures = {name: _default_signature(name) if refused is None else signature(name, match="judge")
+                  for name in values}
+    return Scores(values, signatures, {})
 
 
 def _add_graded(values: dict[str, float], signatures: dict[str, str], results: dict[str, str],

@@ -76,15 +76,15 @@ class LocalChatModel:
 
     def chat(self, messages: list[Message], *, temperature: float | None = None, max_tokens: int | None = None,
              top_p: float | None = None, repeat_penalty: float | None = None,
-             schema: dict[str, Any] | None = None) -> ChatReply:
+             schema: dict[str, Any] | None = None, top_k: int | None = None) -> ChatReply:
         """One completion, from the cache when the same call was made before.
 
         With a schema, llama.cpp turns it into a grammar: even a 135M model can only write a reply
-        of that shape. top_p and repeat_penalty go to llama.cpp under their own names when they depart
-        from neutral (at neutral, llama.cpp's own defaults apply: top_p 0.95, repeat_penalty 1).
+        of that shape. top_p, top_k and repeat_penalty go to llama.cpp under their own names when they depart
+        from neutral (at neutral, llama.cpp's own defaults apply: top_p 0.95, top_k 40, repeat_penalty 1).
         """
         params: dict[str, Any] = {"temperature": 0.0 if temperature is None else temperature,
-                                  "max_tokens": max_tokens or 256, **departures(top_p, repeat_penalty)}
+                                  "max_tokens": max_tokens or 256, **departures(top_p, repeat_penalty, top_k)}
         if schema is not None:
             params["response_format"] = {"type": "json_object", "schema": schema}
         return cached_chat(self.cache, self.name, "llama.cpp", params, messages,

@@ -13,7 +13,7 @@ from evalcore.models.http import check_reachable, new_client, post_json
 # Endpoints (base URL, model) that refused structured output: asked without it from then on.
 _UNSTRUCTURED: set[tuple[str, str]] = set()
 # Sampling parameters a reasoning model may refuse: each one it names is dropped and the call sent again.
-_DROPPABLE = ("temperature", "top_p", "frequency_penalty")
+_DROPPABLE = ("temperature", "top_p", "top_k", "frequency_penalty")
 
 
 def frequency_penalty(repeat_penalty: float) -> float:
@@ -71,13 +71,16 @@ class OpenAIChatModel:
 
     def chat(self, messages: list[Message], *, temperature: float | None = None, max_tokens: int | None = None,
              top_p: float | None = None, repeat_penalty: float | None = None,
-             schema: dict[str, Any] | None = None) -> ChatReply:
-        """One completion, from the cache when the same call was made before (see `frequency_penalty`)."""
+             schema: dict[str, Any] | None = None, top_k: int | None = None) -> ChatReply:
+        """One completion, from the cache when the same call was made before (see `frequency_penalty`).
+
+        top_k is no OpenAI parameter: it goes as an extra body field, which vLLM, llama.cpp's server and
+        others read; a server that refuses it is asked again without it.
+        """
         params: dict[str, Any] = {k: v for k, v in (("temperature", temperature), ("max_tokens", max_tokens))
                                   if v is not None}
-        sampling = departures(top_p, repeat_penalty)
-        if "top_p" in sampling:
-            params["top_p"] = sampling["top_p"]
+        sampling = departures(top_p, repeat_penalty, top_k)
+        params |= {name: sampling[name] for name in ("top_p", "top_k") if name in sampling}
         if "repeat_penalty" in sampling:
             params["frequency_penalty"] = frequency_penalty(sampling["repeat_penalty"])
         if schema is not None and (self.base_url, self.model) not in _UNSTRUCTURED:

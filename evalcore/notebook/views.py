@@ -22,7 +22,7 @@ from evalcore.campaigns import (
     campaign_summary,
     get_campaign,
 )
-from evalcore.campaigns.export import result_table
+from evalcore.campaigns.export import graded_marks, result_table
 from evalcore.compare import Comparison, Sweep, tables
 from evalcore.compare.charts import delta_figure, delta_specs, series_figure, series_spec, stage_bars, stage_bars_spec
 from evalcore.compare.exports import comparison_context, source_names, sweep_context
@@ -89,7 +89,7 @@ class CampaignView:
 
     def results(self) -> pd.DataFrame:
         """One row per finished question, with the CSV export's columns and values."""
-        header, rows = result_table(campaign_results(self.store, self.id))
+        header, rows = result_table(campaign_results(self.store, self.id), marks=graded_marks(self.store, self.id))
         return pd.DataFrame(rows, columns=header)
 
     def aggregates(self) -> pd.DataFrame:

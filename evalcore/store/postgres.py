@@ -112,6 +112,14 @@ def integrity_as_sqlite() -> Iterator[None]:
         raise sqlite3.IntegrityError(str(error)) from error
 
 
+def pg_params(params: Any) -> Any:
+    """Parameters as SQLite takes them: texts storable, and True/False as 1/0 (the schema's flags are INTEGER)."""
+    params = storable_params(params)
+    if isinstance(params, dict):
+        return {key: int(value) if isinstance(value, bool) else value for key, value in params.items()}
+    return tuple(int(value) if isinstance(value, bool) else value for value in params)
+
+
 class PgConnection:
     """A psycopg connection taking the store's SQL (SQLite placeholders) and giving PgRow rows."""
 
@@ -120,12 +128,12 @@ class PgConnection:
 
     def execute(self, sql: str, parameters: Any = (), /) -> Cursor:
         with integrity_as_sqlite():
-            return self._conn.execute(to_pg(sql), storable_params(parameters))
+            return self._conn.execute(to_pg(sql), pg_params(parameters))
 
     def executemany(self, sql: str, parameters: Any, /) -> Cursor:
         cursor = self._conn.cursor()
         with integrity_as_sqlite():
-            cursor.executemany(to_pg(sql), [storable_params(params) for params in parameters])
+            cursor.executemany(to_pg(sql), [pg_params(params) for params in parameters])
         return cursor
 
 
@@ -217,7 +225,7 @@ class PgStore(Store):
     def read(self, sql: str, params: tuple[Any, ...] | list[Any] | dict[str, Any] = ()) -> list[Any]:
         """Run one query on a pooled connection (its own snapshot)."""
         with self._connection() as conn, integrity_as_sqlite():
-            return conn.execute(to_pg(sql), storable_params(params)).fetchall()
+            return conn.execute(to_pg(sql), pg_params(params)).fetchall()
 
     def close(self) -> None:
         """Close every connection."""

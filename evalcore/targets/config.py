@@ -182,6 +182,8 @@ class TargetConfig:
     extractive_sentences: int = setting(2, GENERATION, "extractive: the sentences answered", within=(1, 20))
     temperature: float = setting(0.0, GENERATION, "sampling temperature of the generator", within=(0.0, 2.0))
     top_p: float = setting(1.0, GENERATION, "nucleus sampling; 1 = off, and then not sent", within=(0.0, 1.0))
+    top_k: int = setting(0, GENERATION, "sampling from the k likeliest tokens; 0 = off, and then not sent (a server "
+                         "that refuses it is asked again without it)", within=(0, 1000))
     # llama.cpp's scale (1 = off); OpenAI-compatible endpoints get frequency_penalty = repeat_penalty - 1,
     # which this range keeps inside OpenAI's [-2, 2] (see evalcore.models.openai.frequency_penalty).
     repeat_penalty: float = setting(1.0, GENERATION, "llama.cpp's repetition penalty (OpenAI: frequency_penalty = "
@@ -205,6 +207,8 @@ class TargetConfig:
     agent_source_id: str = setting("id", HTTP_AGENT, "a source's id field")
     agent_source_title: str = setting("title", HTTP_AGENT, "a source's title field")
     agent_source_text: str = setting("text", HTTP_AGENT, "a source's text field")
+    agent_source_file: str = setting("", HTTP_AGENT, "a source's file name field (empty: file_name, filename, source, "
+                                     "path or url, the first given)")
     agent_headers: tuple[tuple[str, str], ...] = setting((), HTTP_AGENT, "headers sent to the agent; ${VAR} parts come "
                                                          "from the environment", table=str)
     # results_file: JSONL or Parquet with columns qid, ranked_ids, answer (question and contexts optional).
