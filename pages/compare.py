@@ -94,6 +94,14 @@ def with_tolerance(comparison: Comparison) -> Comparison:
     return comparison if tolerance == default else comparison.with_tolerances({decided_by: tolerance})
 
 
+def report_names() -> str:
+    """How the report names each question's judge results: ours, or the evaluators' documented names when ticked."""
+    return "evaluator" if st.checkbox(
+        "Report: judge fields under the evaluators' names", key="report-names",
+        help="gpt_retrieval, retrieval_reason, response_completeness_result, groundedness_pro_label… instead of "
+             "score, completeness, groundedness_pro in the report's judge results per question") else "project"
+
+
 def pick_questions(campaigns: list[Campaign], sources: dict[Group, str]) -> list[Campaign]:
     """The dataset or suite to compare on (the default pair's first), and its campaigns, newest first; or every
     campaign, grouped by dataset or suite."""
@@ -249,7 +257,8 @@ if mode == "two campaigns":
             col.metric(verdict, counts.get(verdict, 0))
         if comparison.tolerance_note:
             st.caption(ui.escape_md(comparison.tolerance_note[0].upper() + comparison.tolerance_note[1:] + "."))
-        ui.html_download("Report (HTML)", partial(comparison_report, comparison, a, b, sources),
+        names = report_names()
+        ui.html_download("Report (HTML)", partial(comparison_report, comparison, a, b, sources, names=names),
                          context.file_stem("report"), key="report",
                          help="One HTML file that opens without network: both campaigns and their settings, the "
                               "differences, verdicts, measures with their chart and power, and every question.")
@@ -289,8 +298,10 @@ else:
         if measure:
             ui.chart(partial(series_figure, sweep, measure, context), context.file_stem("sweep", measure), key="sweep",
                      spec=series_spec(sweep, measure, context))
+        names = report_names()
         ui.html_download(
-            "Report (HTML)", partial(sweep_report, store, sweep, members, sources, measure=measure, principal=principal),
+            "Report (HTML)", partial(sweep_report, store, sweep, members, sources, measure=measure, principal=principal,
+                                     names=names),
             context.file_stem("report"), key="report",
             help="One HTML file that opens without network: the sweep's table and chart, and the comparison of the "
                  "baseline with the last campaign (settings, verdicts, measures, power, every question).")

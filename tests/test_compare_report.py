@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -10,11 +11,12 @@ import numpy as np
 import pytest
 
 from evalcore.cli import main
-from evalcore.compare import Paired, compare_results, sweep_results
+from evalcore.compare import Paired, QuestionDiff, compare_results, sweep_results
 from evalcore.compare.charts import delta_figure, scatter_figure
 from evalcore.compare.exports import comparison_context, slug
 from evalcore.compare.pairing import by_questions, default_pair, previous
 from evalcore.compare.report import comparison_report
+from evalcore.judges import Verdict
 from evalcore.store import Store
 from tests.htmlreport import network_sources, table_with
 from tests.test_compare import A_ROWS, B_ROWS, campaign, stored_campaign
@@ -191,3 +193,92 @@ def test_cli_writes_the_report_of_a_comparison_and_of_a_sweep(tmp_path: Path, ca
     assert "<h1>C against A</h1>" in text and "Sweep over top_k" in text
     assert main(["compare", "A", "B", "--db", str(db), "--report", str(report / "x.html")]) == 2
     assert "cannot write the report" in capsys.readouterr().err
+
+
+def judged(rows, verdicts):
+    """The rows with these judges' verdicts (by qid; a question not listed keeps none)."""
+    return [replace(r, outcome=replace(r.outcome, judges=verdicts.get(r.question.qid, {}))) for r in rows]
+
+
+def retrieval(score, reason):
+    return Verdict("retrieval", "m1", "h1", "1", "judge.retrieval|m1", 3.0, score, reason,
+                   "pass" if score >= 3 else "fail")
+
+
+def grounded(passed, reason):
+    return Verdict("groundedness_pro", "m1", "h2", "1", "judge.groundedness_pro|m1", None, 1.0 if passed else 0.0,
+                   reason, "pass" if passed else "fail")
+
+
+def judged_pair():
+    """A comparison whose question 1 was judged in both campaigns, and question 4 in A only."""
+    a, b = dated("A", 1.0), replace(dated("B", 2.0), config={"top_k": 10})
+    a_rows = judged(A_ROWS, {1: {"retrieval": retrieval(2, f"A misses it {HOSTILE}"), "groundedness_pro":
+                                 grounded(False, "unsupported")}, 4: {"retrieval": retrieval(4, "fine")}})
+    b_rows = judged(B_ROWS, {1: {"retrieval": retrieval(5, "B finds it"), "groundedness_pro": grounded(True, "ok")}})
+    return a, b, compare_results(a, a_rows, b, b_rows, resamples=200)
+
+
+def test_the_report_gives_each_judged_questions_judge_results_under_our_names_or_the_evaluators():
+    a, b, comparison = judged_pair()
+    ours = comparison_report(comparison, a, b, SOURCES, today=DAY)
+    assert network_sources(ours) == [] and HOSTILE not in ours and "A misses it &lt;b&gt;bold&lt;/b&gt;" in ours
+    rows = table_with(ours, ["qid", "question", "verdict", "A: retrieval"])
+    assert rows[0] == ["qid", "question", "verdict", "A: retrieval", "A: retrieval_reason", "A: retrieval_result",
+                       "A: retrieval_threshold", "A: groundedness_pro", "A: groundedness_pro_reason",
+                       "A: groundedness_pro_result", "A: groundedness_pro_threshold", "B: retrieval",
+                       "B: retrieval_reason", "B: retrieval_result", "B: retrieval_threshold", "B: groundedness_pro",
+                       "B: groundedness_pro_reason", "B: groundedness_pro_result", "B: groundedness_pro_threshold"]
+    by_qid = {row[0]: dict(zip(rows[0], row)) for row in rows[1:]}
+    assert sorted(by_qid) == ["1", "4"]  # only the judged questions
+    one = by_qid["1"]
+    assert (one["A: retrieval"], one["A: retrieval_result"], one["A: retrieval_threshold"]) == ("2", "fail", "3")
+    assert one["A: retrieval_reason"] == f"A misses it {HOSTILE}"  # the reason as text, never as markup
+    assert (one["B: retrieval"], one["B: retrieval_reason"], one["B: groundedness_pro"]) == ("5", "B finds it", "True")
+    assert (one["A: groundedness_pro"], one["A: groundedness_pro_threshold"]) == ("False", "")
+    assert by_qid["4"]["B: retrieval"] == "" and by_qid["4"]["A: retrieval_reason"] == "fine"  # no B verdict
+    assert "fields under evalcore's names" in ours
+
+    theirs = comparison_report(comparison, a, b, SOURCES, today=DAY, names="evaluator")
+    rows = table_with(theirs, ["qid", "question", "verdict", "A: retrieval"])
+    assert rows[0][3:9] == ["A: retrieval", "A: gpt_retrieval", "A: retrieval_reason", "A: retrieval_result",
+                            "A: retrieval_threshold", "A: groundedness_pro_label"]
+    one = dict(zip(rows[0], next(row for row in rows[1:] if row[0] == "1")))
+    assert (one["A: gpt_retrieval"], one["B: gpt_retrieval"], one["B: retrieval_threshold"]) == ("2", "5", "3")
+    assert (one["A: groundedness_pro_label"], one["B: groundedness_pro_reason"]) == ("False", "ok")
+    assert "A: groundedness_pro_result" not in one and "fields under the evaluators' documented names" in theirs
+
+
+def test_a_report_of_unjudged_campaigns_has_no_judge_table():
+    a, b, comparison = hostile_pair()
+    plain = [replace(q, judges_a={}, judges_b={}) for q in comparison.questions]
+    text = comparison_report(replace(comparison, questions=plain), a, b, SOURCES, today=DAY)
+    assert "Judge results per question" not in text and "A: score" not in text
+
+
+def test_judge_verdicts_survive_a_stored_comparison():
+    _, _, comparison = judged_pair()
+    one = next(q for q in comparison.questions if q.qid == 1)
+    back = QuestionDiff.from_dict(json.loads(json.dumps(one.to_dict())))
+    assert back.judges_a == one.judges_a and back.judges_b["retrieval"].reason == "B finds it"
+    unjudged = next(q for q in comparison.questions if q.qid == 2)
+    assert "judges_a" not in unjudged.to_dict() and QuestionDiff.from_dict(unjudged.to_dict()) == unjudged
+
+
+def test_cli_writes_the_report_with_the_judge_results_under_either_names(tmp_path: Path):
+    db = tmp_path / "e.db"
+    with Store(db) as store:
+        for cid, score in (("A", 2), ("B", 4)):
+            stored_campaign(store, cid, [0.5] * 6)
+            verdicts = json.dumps({"retrieval": retrieval(score, f"{cid} says <i>so</i>").to_dict()})
+            store.write(lambda conn, v=verdicts, c=cid: conn.execute(
+                "UPDATE results SET judges = ? WHERE campaign_id = ? AND qid = 0", (v, c)))
+    report = tmp_path / "report.html"
+    for names, column in (("project", "A: retrieval"), ("evaluator", "A: gpt_retrieval")):
+        assert main(["compare", "A", "B", "--db", str(db), "--resamples", "200", "--report", str(report),
+                     "--names", names]) == 0
+        text = report.read_text(encoding="utf-8")
+        rows = table_with(text, ["qid", "question", "verdict", "A: retrieval"])
+        one = dict(zip(rows[0], rows[1]))
+        assert len(rows) == 2 and (one[column], one["B: retrieval_reason"]) == ("2", "B says <i>so</i>")
+        assert "B says &lt;i&gt;so&lt;/i&gt;" in text

@@ -7,6 +7,7 @@ import datetime as dt
 import io
 import json
 import re
+import sqlite3
 import sys
 import zipfile
 from functools import partial
@@ -22,6 +23,7 @@ from streamlit.delta_generator import DeltaGenerator
 import ui
 from evalcore.campaigns import get_manager, list_campaigns
 from evalcore.campaigns.launching import LaunchRequest
+from evalcore.judges import Verdict
 from evalcore.suites import Case, create_suite, list_suites
 from evalcore.targets import TargetConfig
 from tests.conftest import TINY, write_dataset
@@ -408,6 +410,30 @@ def test_compare_exports_name_both_campaigns_and_what_changed(filled: dict, monk
     verdicts = table_with(report, ["worse", "better", "new", "removed", "unscored", "same"])
     assert dict(zip(verdicts[0], verdicts[1])) == {v: str(counts.get(v, 0)) for v in verdicts[0]}
     assert len(table_with(report, ["qid", "question", "verdict"])) == 1 + 12
+
+
+def test_the_compare_report_gives_judge_results_under_the_evaluators_names_when_ticked(
+        filled: dict, monkeypatch: pytest.MonkeyPatch, downloads: dict[str, dict], tmp_path: Path) -> None:
+    db = str(tmp_path / "judged.db")
+    with sqlite3.connect(filled["db"]) as source, sqlite3.connect(db) as copy:
+        source.backup(copy)
+        for campaign_id, score in ((filled["top2"], 2), (filled["top30"], 4)):
+            verdict = Verdict("retrieval", "m1", "h1", "1", "judge.retrieval|m1", 3.0, score, f"<b>{score}</b>",
+                              "pass" if score >= 3 else "fail")
+            copy.execute("UPDATE results SET judges = ? WHERE campaign_id = ? AND position = 0",
+                         (json.dumps({"retrieval": verdict.to_dict()}), campaign_id))
+        copy.execute("DELETE FROM comparisons")
+    at = page_test(db, monkeypatch, "pages/compare.py")
+    assert_clean(at)
+    first = table_with(clicked(downloads["report"]).decode(), ["qid", "question", "verdict", "A: retrieval"])
+    assert len(first) == 2 and dict(zip(first[0], first[1]))["B: retrieval_reason"] == "<b>4</b>"
+    names = at.checkbox(key="report-names")
+    assert names.value is False and "evaluators' names" in names.label
+    names.check().run()
+    assert_clean(at)
+    report = clicked(downloads["report"]).decode()
+    rows = table_with(report, ["qid", "question", "verdict", "A: retrieval"])
+    assert dict(zip(rows[0], rows[1]))["A: gpt_retrieval"] == "2" and network_sources(report) == []
 
 
 def test_compare_reads_the_comparison_once_per_new_session(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,6 +19,7 @@ from evalcore.compare.stats import RESAMPLES
 from evalcore.diagnosis import STAGES, Transition
 from evalcore.errors import EvalError
 from evalcore.gates import exit_code, worse_checks
+from evalcore.judges import FIELD_NAMES
 from evalcore.metrics import MEASURES, display_order
 from evalcore.store import Store
 
@@ -49,6 +50,10 @@ def register(commands: Commands) -> None:
                         help="also write the comparison as one HTML file that opens without network (names, "
                              "settings, verdicts, measures with their chart, power, every question); for a sweep, "
                              "its baseline against the last campaign, with the sweep's table and chart")
+    parser.add_argument("--names", choices=FIELD_NAMES, default="project",
+                        help="how the report names each question's judge results: project (score, completeness, "
+                             "groundedness_pro) or evaluator (the evaluators' documented names: gpt_retrieval, "
+                             "retrieval_reason, response_completeness_result, groundedness_pro_label)")
     parser.add_argument("--fail-if-worse", type=measure_list, action="extend", default=[], metavar="M1,M2",
                         help="exit 5 when B is significantly worse than A (the comparison's paired test, p < 0.05) "
                              "on any of these measures, e.g. ndcg@10,rougel; `headline`: the measures that decide "
@@ -125,8 +130,8 @@ def write_report(args: argparse.Namespace, ids: list[str], result: Comparison | 
     store = store_of(args)
     campaigns = [get_campaign(store, campaign_id) for campaign_id in ids]
     sources = source_names(store, campaigns)
-    text = comparison_report(result, campaigns[0], campaigns[1], sources) if isinstance(result, Comparison) \
-        else sweep_report(store, result, campaigns, sources)
+    text = comparison_report(result, campaigns[0], campaigns[1], sources, names=args.names) \
+        if isinstance(result, Comparison) else sweep_report(store, result, campaigns, sources, names=args.names)
     write_file(args.report, text, "the report")
     print(f"wrote {args.report}", file=sys.stderr)
 

@@ -161,7 +161,9 @@ def question_entry(key: QuestionKey, a_row: QuestionResult | None, b_row: Questi
                         basis=None, a=None, b=None, diagnosis_a=a_row.outcome.diagnosis if a_row else None,
                         diagnosis_b=b_row.outcome.diagnosis if b_row else None,
                         queries_a=a_row.outcome.queries if a_row else (),
-                        queries_b=b_row.outcome.queries if b_row else ())
+                        queries_b=b_row.outcome.queries if b_row else (),
+                        judges_a=dict(a_row.outcome.judges) if a_row else {},
+                        judges_b=dict(b_row.outcome.judges) if b_row else {})
     if a_row is None or b_row is None:
         return base
     kind, basis, a_value, b_value = verdict(a_row, b_row, a_values, b_values, order)

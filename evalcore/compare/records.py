@@ -15,6 +15,7 @@ from evalcore.campaigns import Campaign
 from evalcore.compare import power
 from evalcore.diagnosis import Transition
 from evalcore.errors import EvalError
+from evalcore.judges import Verdict
 from evalcore.metrics import MEASURES, tolerance_of
 
 PASS_SUFFIX = ":pass"
@@ -97,9 +98,11 @@ class QuestionDiff:
     diagnosis_b: str | None = None
     queries_a: tuple[str, ...] = ()  # what a query transformation retrieved with, in each campaign
     queries_b: tuple[str, ...] = ()
+    judges_a: dict[str, Verdict] = field(default_factory=dict)  # each judge's verdict on the answer, by judge
+    judges_b: dict[str, Verdict] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON shape (sources_* only for questions with expected sources)."""
+        """JSON shape (sources_* only for questions with expected sources, judges_* only for judged ones)."""
         data: dict[str, Any] = {
             "qid": self.qid, "question": self.question, "answer_a": self.answer_a, "answer_b": self.answer_b,
             "verdict": self.verdict, "basis": self.basis, "a": self.a, "b": self.b, "error_a": self.error_a,
@@ -111,6 +114,9 @@ class QuestionDiff:
         if self.sources_entered is not None:
             data["sources_entered"] = list(self.sources_entered)
             data["sources_left"] = list(self.sources_left or ())
+        if self.judges_a or self.judges_b:
+            data["judges_a"] = {name: v.to_dict() for name, v in self.judges_a.items()}
+            data["judges_b"] = {name: v.to_dict() for name, v in self.judges_b.items()}
         return data
 
     @classmethod
@@ -121,7 +127,13 @@ class QuestionDiff:
                       "left": tuple(Passage(**p) for p in data["left"]),
                       "sources_entered": None if sources is None else tuple(sources),
                       "sources_left": None if sources is None else tuple(data["sources_left"]),
-                      "queries_a": tuple(data.get("queries_a", ())), "queries_b": tuple(data.get("queries_b", ()))})
+                      "queries_a": tuple(data.get("queries_a", ())), "queries_b": tuple(data.get("queries_b", ())),
+                      "judges_a": verdicts_of(data.get("judges_a")), "judges_b": verdicts_of(data.get("judges_b"))})
+
+
+def verdicts_of(data: Mapping[str, Any] | None) -> dict[str, Verdict]:
+    """Stored verdicts by judge (none for comparisons stored before they were kept)."""
+    return {name: Verdict.from_dict(v) for name, v in (data or {}).items()}
 
 
 @dataclass(frozen=True)

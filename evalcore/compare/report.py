@@ -24,9 +24,16 @@ from evalcore.compare import charts
 from evalcore.compare.comparison import compare_campaigns
 from evalcore.compare.exports import ExportContext, comparison_context, sweep_context, value_text
 from evalcore.compare.pairing import Group, group_of
-from evalcore.compare.records import Comparison
+from evalcore.compare.records import Comparison, QuestionDiff
 from evalcore.compare.sweep import Sweep
-from evalcore.compare.tables import MEASURE_COLUMNS, measure_frame, question_frame, sweep_frame, transition_frame
+from evalcore.compare.tables import (
+    MEASURE_COLUMNS,
+    judge_frame,
+    measure_frame,
+    question_frame,
+    sweep_frame,
+    transition_frame,
+)
 from evalcore.store import Store
 
 VERDICT_ORDER = ("worse", "better", "new", "removed", "unscored", "same")  # the report lists changes first
@@ -46,27 +53,29 @@ tr.changed td { background: #fff6d6; }
 
 def comparison_report(comparison: Comparison, a: Campaign, b: Campaign, sources: dict[Group, str], *,
                       sweep: Sweep | None = None, sweep_campaigns: Sequence[Campaign] = (),
-                      sweep_measure: str | None = None, today: dt.date | None = None) -> str:
-    """The HTML report of A (baseline) against B, with a sweep's table and chart when given."""
+                      sweep_measure: str | None = None, today: dt.date | None = None, names: str = "project") -> str:
+    """The HTML report of A (baseline) against B, with a sweep's table and chart when given; each judged question's
+    judge results under our names, or names="evaluator" under the evaluators' documented names."""
     context = comparison_context(comparison, a, b, sources, today)
     parts = [f"<h1>{esc(b.name)} against {esc(a.name)}</h1>", facts_table(context),
              "<h2>Campaigns</h2>", campaigns_table(a, b, sources), settings_section(comparison, a, b),
              verdicts_section(comparison), measures_section(comparison, context), stages_section(comparison, context)]
     if sweep is not None:
         parts.append(sweep_section(sweep, sweep_campaigns, sources, sweep_measure or comparison.basis, today))
-    parts.append(questions_section(comparison))
+    parts.append(questions_section(comparison, names))
     return page(f"{a.name} vs {b.name}", parts)
 
 
 def sweep_report(store: Store, sweep: Sweep, campaigns: Sequence[Campaign], sources: dict[Group, str], *,
                  measure: str | None = None, principal: Principal | None = None, tenant: str | None = None,
-                 today: dt.date | None = None) -> str:
-    """The report of a sweep: its baseline (the first campaign) against the last, with the sweep's table and chart."""
+                 today: dt.date | None = None, names: str = "project") -> str:
+    """The report of a sweep: its baseline (the first campaign) against the last, with the sweep's table and chart
+    (`names` as in `comparison_report`)."""
     first, last = campaigns[0], campaigns[-1]
     comparison = compare_campaigns(store, first.id, last.id, seed=sweep.seed, resamples=sweep.resamples,
                                    tenant=tenant, principal=principal)
     return comparison_report(comparison, first, last, sources, sweep=sweep, sweep_campaigns=campaigns,
-                             sweep_measure=measure, today=today)
+                             sweep_measure=measure, today=today, names=names)
 
 
 def page(title: str, parts: list[str]) -> str:
@@ -198,9 +207,22 @@ def sweep_section(sweep: Sweep, campaigns: Sequence[Campaign], sources: dict[Gro
             + frame_table(sweep_frame(sweep, {c.id: c for c in campaigns})))
 
 
-def questions_section(comparison: Comparison) -> str:
-    """Every question with its verdict, changes first."""
+def questions_section(comparison: Comparison, names: str = "project") -> str:
+    """Every question with its verdict, changes first; then the judged questions' judge results in both."""
     rank = {v: i for i, v in enumerate(VERDICT_ORDER)}
     questions = sorted(comparison.questions, key=lambda q: rank.get(q.verdict, len(rank)))
     return (f"<h2>Questions ({len(questions):,}; changed verdicts first)</h2>"
-            + frame_table(question_frame(questions), long=["question", "answer A", "answer B", "queries A", "queries B"]))
+            + frame_table(question_frame(questions), long=["question", "answer A", "answer B", "queries A", "queries B"])
+            + judges_table(questions, names))
+
+
+def judges_table(questions: list[QuestionDiff], names: str) -> str:
+    """The judge results (score or label, result, threshold, reason) of each judged question in A and B; nothing
+    when neither campaign ran a judge."""
+    frame = judge_frame(questions, names)
+    if frame.empty:
+        return ""
+    shape = "the evaluators' documented names" if names == "evaluator" else "evalcore's names"
+    reasons = [c for c in frame.columns if c == "question" or c.endswith("_reason")]
+    return (f"<h3>Judge results per question ({len(frame):,} judged; fields under {shape})</h3>"
+            + frame_table(frame, long=reasons))

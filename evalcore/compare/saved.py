@@ -27,8 +27,9 @@ from evalcore.store import Store, dumps
 
 # Bump when what a stored comparison holds, or how any of its numbers is computed, changes.
 # 2: the verdict basis and its reason; 3: questions carry their failure stage in each campaign and what a query
-# transformation retrieved with; 4: verdicts under each measure's tolerance, and the questions each measure changed.
-FORMAT = 4
+# transformation retrieved with; 4: verdicts under each measure's tolerance, and the questions each measure changed;
+# 5: questions carry each judge's verdict in each campaign (the report's judge results).
+FORMAT = 5
 
 
 def results_version(campaign: Campaign) -> str:

@@ -9,6 +9,7 @@ from evalcore.compare.charts import detects_text, needs_text, ordered
 from evalcore.compare.records import Comparison, Passage, QuestionDiff
 from evalcore.compare.sweep import Sweep
 from evalcore.diagnosis import NOT_ATTRIBUTED, STAGES, Transition
+from evalcore.judges import Verdict, flat_fields
 from evalcore.metrics import MEASURES
 
 MEASURE_COLUMNS = ["measure", "n", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "significant", "mde",
@@ -40,6 +41,24 @@ def question_frame(questions: list[QuestionDiff]) -> pd.DataFrame:
                           "answer A": q.answer_a, "answer B": q.answer_b, "queries A": " | ".join(q.queries_a),
                           "queries B": " | ".join(q.queries_b)} for q in questions],
                         columns=QUESTION_COLUMNS)
+
+
+def judge_frame(questions: list[QuestionDiff], names: str = "project") -> pd.DataFrame:
+    """Each judged question's judge results in A then in B (`A: <field>`, `B: <field>`) as `judges.flat_fields`
+    gives them: under our names, or names="evaluator" under the evaluators' documented names. Only the questions
+    a judge saw are rows; no judge in either campaign: no rows."""
+    rows = [{"qid": q.qid, "question": q.question, "verdict": q.verdict, **side_fields("A", q.judges_a, names),
+             **side_fields("B", q.judges_b, names)} for q in questions if q.judges_a or q.judges_b]
+    fields = list(dict.fromkeys(name for row in rows for name in row))
+    return pd.DataFrame(rows, columns=sorted(fields, key=lambda f: (f[:3] == "B: ", f[:3] == "A: ")))
+
+
+def side_fields(side: str, verdicts: dict[str, Verdict], names: str) -> dict[str, object]:
+    """One campaign's verdicts on a question as flat fields, each prefixed with the side (`A: retrieval_reason`)."""
+    fields: dict[str, object] = {}
+    for judge, verdict in verdicts.items():
+        fields |= flat_fields(judge, verdict, names)
+    return {f"{side}: {name}": value for name, value in fields.items()}
 
 
 def transition_frame(cells: list[Transition]) -> pd.DataFrame:
