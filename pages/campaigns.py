@@ -314,6 +314,6 @@ names = "evaluator" if cols[3].checkbox(
     help="gpt_retrieval, retrieval_reason, response_completeness_result, groundedness_pro_label… instead of "
     "score, completeness, groundedness_pro (CSV and JSONL)") else "project"
 for col, (fmt, mime, label, suffix) in zip(cols, (("csv", "text/csv", "CSV", "csv"), ("jsonl", "application/jsonl", "JSONL", "jsonl"),
-                                                  ("trec", "text/plain", "TREC run", "run.txt"))):
+                                                  ("trec", "text/plain", "TREC run", "run.txt")), strict=False):
     col.download_button(label, data=partial(export, fmt, names), file_name=f"{chosen}.{suffix}", mime=mime, key=f"export-{fmt}",
                         on_click="ignore")

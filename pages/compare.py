@@ -253,7 +253,7 @@ if mode == "two campaigns":
             st.dataframe(pd.DataFrame([{"key": k, "A": str(x), "B": str(y)} for k, (x, y) in comparison.config_diff.items()]),
                          hide_index=True)
         counts = comparison.verdicts
-        for col, verdict in zip(st.columns(len(VERDICTS)), VERDICTS):
+        for col, verdict in zip(st.columns(len(VERDICTS)), VERDICTS, strict=False):
             col.metric(verdict, counts.get(verdict, 0))
         if comparison.tolerance_note:
             st.caption(ui.escape_md(comparison.tolerance_note[0].upper() + comparison.tolerance_note[1:] + "."))

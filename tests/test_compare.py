@@ -340,7 +340,7 @@ def test_a_comparison_is_computed_once_and_read_back(two_stored, monkeypatch):
     assert again.to_dict() == first.to_dict()
     assert again.paired.keys() == first.paired.keys() == {"coverage", "recall"}
     for name, values in first.paired.items():
-        assert all((x == y).all() and x.dtype == y.dtype for x, y in zip(values, again.paired[name]))
+        assert all((x == y).all() and x.dtype == y.dtype for x, y in zip(values, again.paired[name], strict=False))
     # Another effect size only changes the questions needed: no recomputation either.
     wider = compare_campaigns(two_stored, "A", "B", resamples=500, effect=0.1)
     assert [m.n_required for m in wider.measures] == [m.with_effect(0.1).n_required for m in first.measures]
@@ -408,7 +408,7 @@ def test_api_compare_reports_power_for_an_effect(two_stored, tmp_path):
         comparison = answer.json()["data"]["comparison"]
         expected = compare_campaigns(two_stored, "A", "B", effect=0.05).to_dict()
         assert comparison["effect"] == 0.05 and comparison["power_warnings"] == expected["power_warnings"]
-        for got, want in zip(comparison["measures"], expected["measures"]):
+        for got, want in zip(comparison["measures"], expected["measures"], strict=False):
             assert {k: got[k] for k in ("mde", "mde_bootstrap", "n_required", "effect", "sd_diff", "power_note")} == \
                 {k: want[k] for k in ("mde", "mde_bootstrap", "n_required", "effect", "sd_diff", "power_note")}
         bad = client.get("/api/v1/compare?a=A&b=B&effect=0", headers={"Authorization": f"Bearer {key}"})
@@ -558,7 +558,7 @@ def written_campaign(store, cid, shift, *, top_k):
                                         for k, p in enumerate(range(i + shift % 2, i + 4))))
                 for i in range(12)]
     writer = ResultWriter(store, cid)
-    rows, passages, signatures = writer.rows(list(zip(asked, outcomes)))
+    rows, passages, signatures = writer.rows(list(zip(asked, outcomes, strict=False)))
 
     def insert(conn):
         conn.execute("INSERT INTO campaigns (id, tenant, kind, source, status, total, finished, failed, created_at, "
@@ -582,7 +582,7 @@ def test_a_comparison_reads_less_of_the_results_and_finds_the_same(tmp_path):
         result = compare_campaigns(store, "A", "B", resamples=300)
     assert result.questions == expected.questions and result.measures == expected.measures
     assert any(q.entered or q.left for q in result.questions)
-    for whole, read in zip(full[0], lean[0]):
+    for whole, read in zip(full[0], lean[0], strict=False):
         assert [(h.pid, h.title, h.text) for h in read.outcome.retrieved] == \
                [(h.pid, h.title, h.text) for h in whole.outcome.retrieved]
         assert whole.outcome.retrieved[1].score == 0.5 and read.outcome.retrieved[1].score == 0.0

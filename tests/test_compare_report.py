@@ -229,7 +229,7 @@ def test_the_report_gives_each_judged_questions_judge_results_under_our_names_or
                        "A: groundedness_pro_result", "A: groundedness_pro_threshold", "B: retrieval",
                        "B: retrieval_reason", "B: retrieval_result", "B: retrieval_threshold", "B: groundedness_pro",
                        "B: groundedness_pro_reason", "B: groundedness_pro_result", "B: groundedness_pro_threshold"]
-    by_qid = {row[0]: dict(zip(rows[0], row)) for row in rows[1:]}
+    by_qid = {row[0]: dict(zip(rows[0], row, strict=False)) for row in rows[1:]}
     assert sorted(by_qid) == ["1", "4"]  # only the judged questions
     one = by_qid["1"]
     assert (one["A: retrieval"], one["A: retrieval_result"], one["A: retrieval_threshold"]) == ("2", "fail", "3")
@@ -243,7 +243,7 @@ def test_the_report_gives_each_judged_questions_judge_results_under_our_names_or
     rows = table_with(theirs, ["qid", "question", "verdict", "A: retrieval"])
     assert rows[0][3:9] == ["A: retrieval", "A: gpt_retrieval", "A: retrieval_reason", "A: retrieval_result",
                             "A: retrieval_threshold", "A: groundedness_pro_label"]
-    one = dict(zip(rows[0], next(row for row in rows[1:] if row[0] == "1")))
+    one = dict(zip(rows[0], next(row for row in rows[1:] if row[0] == "1"), strict=False))
     assert (one["A: gpt_retrieval"], one["B: gpt_retrieval"], one["B: retrieval_threshold"]) == ("2", "5", "3")
     assert (one["A: groundedness_pro_label"], one["B: groundedness_pro_reason"]) == ("False", "ok")
     assert "A: groundedness_pro_result" not in one and "fields under the evaluators' documented names" in theirs
@@ -279,6 +279,6 @@ def test_cli_writes_the_report_with_the_judge_results_under_either_names(tmp_pat
                      "--names", names]) == 0
         text = report.read_text(encoding="utf-8")
         rows = table_with(text, ["qid", "question", "verdict", "A: retrieval"])
-        one = dict(zip(rows[0], rows[1]))
+        one = dict(zip(rows[0], rows[1], strict=False))
         assert len(rows) == 2 and (one[column], one["B: retrieval_reason"]) == ("2", "B says <i>so</i>")
         assert "B says &lt;i&gt;so&lt;/i&gt;" in text

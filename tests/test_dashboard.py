@@ -372,7 +372,7 @@ def test_compare_exports_name_both_campaigns_and_what_changed(filled: dict, monk
     monkeypatch.setattr(ui, "png_bytes", lambda figure: figures.append(figure) or b"\x89PNG")
     at = page_test(filled["db"], monkeypatch, "pages/compare.py")
     assert_clean(at)
-    stem = f"keyword-top-2_vs_keyword-top-30_{dt.date.today().isoformat()}"
+    stem = f"keyword-top-2_vs_keyword-top-30_{dt.datetime.now(dt.UTC).astimezone().date().isoformat()}"
     names = {key: str(d["file_name"]) for key, d in downloads.items()}
     assert names["deltas-png"] == f"compare_{stem}.png" and names["deltas-html"] == f"compare_{stem}.html"
     assert names["report"] == f"report_{stem}.html" and "questions-csv" not in names  # its section is closed
@@ -408,7 +408,7 @@ def test_compare_exports_name_both_campaigns_and_what_changed(filled: dict, monk
     report = clicked(downloads["report"]).decode()
     assert network_sources(report) == [] and all(text in report for text in expected)
     verdicts = table_with(report, ["worse", "better", "new", "removed", "unscored", "same"])
-    assert dict(zip(verdicts[0], verdicts[1])) == {v: str(counts.get(v, 0)) for v in verdicts[0]}
+    assert dict(zip(verdicts[0], verdicts[1], strict=False)) == {v: str(counts.get(v, 0)) for v in verdicts[0]}
     assert len(table_with(report, ["qid", "question", "verdict"])) == 1 + 12
 
 
@@ -426,14 +426,14 @@ def test_the_compare_report_gives_judge_results_under_the_evaluators_names_when_
     at = page_test(db, monkeypatch, "pages/compare.py")
     assert_clean(at)
     first = table_with(clicked(downloads["report"]).decode(), ["qid", "question", "verdict", "A: retrieval"])
-    assert len(first) == 2 and dict(zip(first[0], first[1]))["B: retrieval_reason"] == "<b>4</b>"
+    assert len(first) == 2 and dict(zip(first[0], first[1], strict=False))["B: retrieval_reason"] == "<b>4</b>"
     names = at.checkbox(key="report-names")
     assert names.value is False and "evaluators' names" in names.label
     names.check().run()
     assert_clean(at)
     report = clicked(downloads["report"]).decode()
     rows = table_with(report, ["qid", "question", "verdict", "A: retrieval"])
-    assert dict(zip(rows[0], rows[1]))["A: gpt_retrieval"] == "2" and network_sources(report) == []
+    assert dict(zip(rows[0], rows[1], strict=False))["A: gpt_retrieval"] == "2" and network_sources(report) == []
 
 
 def test_compare_reads_the_comparison_once_per_new_session(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:

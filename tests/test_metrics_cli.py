@@ -461,7 +461,7 @@ def test_graded_ndcg_hand_checked(
     (tmp_path / "run").write_text(run)
     result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"),
                         "-m", "ndcg_graded@3", "-m", "ndcg_graded@10")
-    assert result["queries"]["1"] == pytest.approx(dict(zip(GRADED_ORACLE, expected)), abs=1e-12)
+    assert result["queries"]["1"] == pytest.approx(dict(zip(GRADED_ORACLE, expected, strict=False)), abs=1e-12)
     assert result["signatures"]["ndcg_graded@3"].startswith("ndcg_graded@3|gain:label|")
     oracle = pytrec_eval.RelevanceEvaluator(
         {"1": {line.split()[2]: int(line.split()[3]) for line in qrels.splitlines()}}, set(GRADED_ORACLE.values())

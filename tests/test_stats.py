@@ -16,7 +16,7 @@ def brute_force_sign_flip(diffs: list[float]) -> float:
     observed = abs(sum(diffs) / len(diffs))
     extreme = 0
     for signs in itertools.product((1, -1), repeat=len(diffs)):
-        if abs(sum(s * d for s, d in zip(signs, diffs)) / len(diffs)) >= observed - 1e-12:
+        if abs(sum(s * d for s, d in zip(signs, diffs, strict=False)) / len(diffs)) >= observed - 1e-12:
             extreme += 1
     return extreme / 2 ** len(diffs)
 
@@ -175,7 +175,7 @@ def measures_like_a_comparison(seed, sizes):
 def test_batch_bootstrap_equals_the_per_measure_bootstrap(seed, sizes, resamples):
     samples = measures_like_a_comparison(seed, sizes)
     batch = stats.bootstrap_intervals(samples, resamples=resamples, seed=seed)
-    for sample, result in zip(samples, batch):
+    for sample, result in zip(samples, batch, strict=False):
         (low, high), se = per_measure_bootstrap(sample, resamples, seed)
         # The same resamples; only the order of a sum differs (a matrix product instead of a row mean).
         assert result.low == pytest.approx(low, abs=1e-12) and result.high == pytest.approx(high, abs=1e-12)
@@ -193,7 +193,7 @@ def test_batch_sign_flip_equals_the_per_measure_test(seed, sizes, resamples):
     samples = measures_like_a_comparison(seed, sizes)
     batch = stats.sign_flip_tests(samples, resamples=resamples, seed=seed)
     assert len({np.count_nonzero(s) for s in samples}) > 2   # several k share one stream of signs
-    for sample, (p_value, method) in zip(samples, batch):
+    for sample, (p_value, method) in zip(samples, batch, strict=False):
         assert method == "sampled"
         assert p_value == per_measure_sign_flip(sample, resamples, seed)   # exactly: the same hits
 

@@ -279,10 +279,10 @@ def format_sweep(sweep: Sweep, measures: list[str] | None = None) -> list[str]:
     lines += [f"warning: {w}" for w in sweep.warnings]
     width = max([len("value"), *(len(str(row.value)) for row in sweep.table)])
     widths = [max(len(name), 9) for name in names]
-    lines.append(f"{'value':>{width}} " + " ".join(f"{name:>{w + 1}}" for name, w in zip(names, widths)))
+    lines.append(f"{'value':>{width}} " + " ".join(f"{name:>{w + 1}}" for name, w in zip(names, widths, strict=False)))
     for row in sweep.table:
         cells = []
-        for name, cell_width in zip(names, widths):
+        for name, cell_width in zip(names, widths, strict=False):
             mean = row.measures[name].mean if name in row.measures else None
             mark = "*" if (row.deltas or {}).get(name, {}).get("significant") else " "
             cells.append(f"{num(mean):>{cell_width}}{mark}")

@@ -218,7 +218,7 @@ def sweep_context(sweep: Sweep, campaigns: Sequence[Campaign], sources: dict[Gro
 
 def date_text(today: dt.date | None) -> str:
     """The export's date, YYYY-MM-DD (local time)."""
-    return (today or dt.date.today()).isoformat()
+    return (today or dt.datetime.now(dt.UTC).astimezone().date()).isoformat()
 
 
 def source_names(store: Store, campaigns: Iterable[Campaign], *, principal: Principal | None = None,

@@ -140,12 +140,12 @@ def campaigns_table(a: Campaign, b: Campaign, sources: dict[Group, str]) -> str:
 
     fields = ["name", "id", "questions", "status", "finished", "failed", "created", "ended", "dataset content hash",
               "judges"]
-    return table(["", "A (baseline)", "B (candidate)"], [(f, x, y) for f, x, y in zip(fields, row(a), row(b))])
+    return table(["", "A (baseline)", "B (candidate)"], [(f, x, y) for f, x, y in zip(fields, row(a), row(b), strict=False)])
 
 
 def when(timestamp: float | None) -> str:
     """A local date and time, or empty."""
-    return dt.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S") if timestamp else ""
+    return dt.datetime.fromtimestamp(timestamp, dt.UTC).astimezone().strftime("%Y-%m-%d %H:%M:%S") if timestamp else ""
 
 
 def settings_section(comparison: Comparison, a: Campaign, b: Campaign) -> str:

@@ -312,18 +312,18 @@ def _titles(corpus: pa.Table, problems: _Problems) -> list[str] | None:
 
 def _assemble(columns: dict[str, dict[str, list[Any]]], labels: list[int], titles: list[str]) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool]:
     corpus = columns["corpus"]
-    passages = tuple(Passage(pid, text, title) for pid, text, title in zip(corpus["id"], corpus["text"], titles))
+    passages = tuple(Passage(pid, text, title) for pid, text, title in zip(corpus["id"], corpus["text"], titles, strict=False))
     qrels: dict[int, dict[int, int]] = {}
-    for qid, pid, label in zip(columns["qrels"]["qid"], columns["qrels"]["pid"], labels):
+    for qid, pid, label in zip(columns["qrels"]["qid"], columns["qrels"]["pid"], labels, strict=False):
         qrels.setdefault(qid, {})[pid] = max(label, qrels.get(qid, {}).get(pid, label))
-    answer_text = dict(zip(columns["answers"]["id"], columns["answers"]["text"]))
+    answer_text = dict(zip(columns["answers"]["id"], columns["answers"]["text"], strict=False))
     references: dict[int, list[str]] = {}
-    for qid, aid in zip(columns["qas"]["qid"], columns["qas"]["aid"]):
+    for qid, aid in zip(columns["qas"]["qid"], columns["qas"]["aid"], strict=False):
         references.setdefault(qid, []).append(answer_text[aid])
     queries = columns["queries"]
     questions = tuple(
         Question(qid, text, qrels.get(qid, {}), tuple(references.get(qid, ())), answerable)
-        for qid, text, answerable in zip(queries["id"], queries["text"], queries["answerable"])
+        for qid, text, answerable in zip(queries["id"], queries["text"], queries["answerable"], strict=False)
     )
     return passages, questions, any(titles)
 

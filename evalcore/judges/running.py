@@ -66,7 +66,7 @@ def judge_once(settings: JudgeSettings, prompt: JudgePrompt, messages: list[Mess
     tokens = [0, 0]
     retry = RETRY_MESSAGE if prompt.output == "likert" else LABEL_RETRY_MESSAGE
     reply_text = ""
-    for attempt in range(2):
+    for _attempt in range(2):
         try:
             reply = settings.model.chat(messages, temperature=temperature, max_tokens=settings.max_tokens,
                                         schema=reply_schema(prompt))

@@ -59,7 +59,7 @@ class Profile(NamedTuple):
 
 def _grams(words: tuple[str, ...], n: int) -> Grams:
     def items() -> Iterable[str]:
-        return words if n == 1 else map(GRAM_JOINER.join, zip(*(words[i:] for i in range(n))))
+        return words if n == 1 else map(GRAM_JOINER.join, zip(*(words[i:] for i in range(n)), strict=False))
 
     distinct = frozenset(items())
     if len(distinct) == max(0, len(words) - n + 1):
@@ -153,7 +153,7 @@ def log_precisions(
     value = float(SMOOTHING[smooth] or 0.0) if smooth_value is None else float(smooth_value)
     logs: list[float | None] = []
     mteval = 1.0
-    for n, (matches, guesses) in enumerate(zip(map(float, correct), map(float, total))):
+    for n, (matches, guesses) in enumerate(zip(map(float, correct), map(float, total), strict=False)):
         if smooth == "add-k" and n > 0:
             matches, guesses = matches + value, guesses + value
         if guesses == 0:

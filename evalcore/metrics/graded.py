@@ -152,7 +152,7 @@ def _ndcg(found: list[int], every: list[int], label_min: int) -> float | None:
 
 def _xdcg(found: list[int], label_min: int, label_max: int) -> float:
     weights = [XDCG_DECAY**i for i in range(CUT)]
-    gained = sum((g - label_min) * w for g, w in zip(found[:CUT], weights))
+    gained = sum((g - label_min) * w for g, w in zip(found[:CUT], weights, strict=False))
     return 100.0 / (label_max - label_min) * gained / sum(weights)
 
 

@@ -63,7 +63,7 @@ class ExtractiveGenerator:
         frequency = Counter(t for words in token_sets for t in words)
         question_words = set(tokens(question))
         weights = [sum(math.log(1 + len(ranked) / frequency[t]) for t in words & question_words) / math.log2(rank + 1)
-                   for (rank, _), words in zip(ranked, token_sets)]
+                   for (rank, _), words in zip(ranked, token_sets, strict=False)]
         best = sorted(range(len(ranked)), key=lambda i: (-weights[i], i))[: self.sentences]
         joiner = "" if language(question) == "zh" else " "
         return joiner.join(ranked[i][1].strip() for i in best)

@@ -134,7 +134,7 @@ def _hits(kb: KnowledgeBase, rows: np.ndarray, final: np.ndarray, at_rows: dict[
     names = list(at_rows)
     columns = [[round(value, 6) for value in at_rows[name].tolist()] for name in names]
     hits = []
-    for row, score, values in zip(rows.tolist(), final.tolist(), zip(*columns)):
+    for row, score, values in zip(rows.tolist(), final.tolist(), zip(*columns, strict=False), strict=False):
         chunk = kb.chunks[row]
-        hits.append(Hit(row, Retrieved(chunk.pid, chunk.title, chunk.text, score, dict(zip(names, values)))))
+        hits.append(Hit(row, Retrieved(chunk.pid, chunk.title, chunk.text, score, dict(zip(names, values, strict=False)))))
     return hits
