@@ -96,7 +96,8 @@ def print_tables(runs: dict[tuple[str, int], list[dict[str, float]]], compares: 
                  args: argparse.Namespace) -> None:
     """Markdown tables: the campaigns by store and size, then the comparison by store."""
     print(f"Median (min-max) of {args.rounds} interleaved rounds, {os.cpu_count()} cores.\n")
-    print("| store | questions | wall per question (ms) | CPU per question (ms) | first fifth (ms/q) | last fifth (ms/q) |")
+    print("| store | questions | wall per question (ms) | CPU per question (ms) | first fifth (ms/q) "
+          "| last fifth (ms/q) |")
     print("|---|---:|---:|---:|---:|---:|")
     for (backend, size), rows in sorted(runs.items(), key=lambda item: (item[0][1], item[0][0] != "sqlite")):
         print(f"| {backend} | {size:,} | {cell([r['wall'] for r in rows])} | {cell([r['cpu'] for r in rows])} | "

@@ -245,7 +245,8 @@ class Row(Protocol):
 
 
 class Dialect:
-    """The few SQL expressions the two backends spell differently (SQLite's; PostgreSQL's in evalcore.store.postgres)."""
+    """The few SQL expressions the two backends spell differently (SQLite's here; PostgreSQL's in
+    evalcore.store.postgres)."""
 
     name = "sqlite"
 
@@ -342,7 +343,8 @@ class Store:
         self._queue: queue.Queue[tuple[Callable[[Connection], Any], Future[Any]] | None] = queue.Queue()
         self._closed = False
         ready: Future[Any] = Future()
-        self._writer = threading.Thread(target=self._write_loop, args=(ready,), name="evalcore-store-writer", daemon=True)
+        self._writer = threading.Thread(target=self._write_loop, args=(ready,), name="evalcore-store-writer",
+                                        daemon=True)
         self._writer.start()
         ready.result()
         self.write(mark_orphans)

@@ -186,7 +186,8 @@ class PgStore(Store):
             conn = psycopg.connect(self.location, autocommit=True, row_factory=pg_rows)
         except psycopg.Error as error:
             raise EvalError(f"cannot open the database: {error}".strip(), where=redact(self.location),
-                            fix="start the PostgreSQL server, or check the URL (postgresql://USER@HOST:PORT/DB)") from None
+                            fix="start the PostgreSQL server, or check the URL (postgresql://USER@HOST:PORT/DB)",
+                            ) from None
         conn.adapters.register_loader("numeric", FloatLoader)  # avg() and sum() of integers: numbers, not Decimal
         with self._lock:
             self._all.append(conn)
