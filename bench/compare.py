@@ -41,6 +41,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from evalcore.campaigns.launching import LaunchRequest
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -234,7 +236,7 @@ def real_pair(store: Store, folder: Path, questions: int) -> tuple[str, str]:
     ids = []
     for top in (30, 10):
         config = TargetConfig.from_dict({"retriever": "bm25", "generator": "extractive", "embedding_top_k": top})
-        ids.append(manager.launch(dataset=str(dataset), config=config, cache=False))
+        ids.append(manager.launch(LaunchRequest(dataset=str(dataset), config=config, cache=False)))
         done = manager.wait(ids[-1])
         if done.status != "succeeded":
             raise SystemExit(f"campaign {ids[-1]} ended {done.status_text}: {done.error}")
