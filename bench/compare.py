@@ -41,7 +41,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from evalcore.campaigns.launching import LaunchRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -54,6 +53,7 @@ from shapes import fill
 from streamlit.testing.v1 import AppTest
 
 from evalcore.campaigns import campaign_results, get_campaign, get_manager
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.compare import compare_campaigns, compare_results, saved, stats
 from evalcore.store import Store
 from evalcore.targets import TargetConfig
