@@ -21,8 +21,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from evalcore.campaigns.launching import LaunchRequest
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -30,6 +28,7 @@ import pandas as pd
 import vl_convert
 
 from evalcore.campaigns import get_manager
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.compare import Comparison, compare_campaigns
 from evalcore.compare.charts import (
     delta_panel,

@@ -41,7 +41,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
