@@ -39,7 +39,7 @@ from evalcore.compare.charts import (
     ordered,
     point_class,
 )
-from evalcore.compare.exports import comparison_context, source_names
+from evalcore.compare.export_context import comparison_context, source_names
 from evalcore.metrics import scale_of
 from evalcore.targets import TargetConfig
 

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from evalcore.campaigns import Outcome, Question, get_manager
 from evalcore.campaigns.plans import insert_questions
-from evalcore.campaigns.storage import ResultWriter
+from evalcore.campaigns.result_rows import ResultWriter
 from evalcore.diagnosis import Stage
 from evalcore.metrics import MEASURES
 from evalcore.store import dumps

@@ -17,7 +17,7 @@ from dashboard import WORDS, campaign_row
 
 from evalcore.campaigns import Outcome, Question, get_manager
 from evalcore.campaigns.plans import insert_questions
-from evalcore.campaigns.storage import ResultWriter
+from evalcore.campaigns.result_rows import ResultWriter
 from evalcore.judges import Verdict
 from evalcore.metrics import MEASURES
 from evalcore.targets import Retrieved

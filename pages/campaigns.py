@@ -21,7 +21,7 @@ from evalcore.campaigns.export import export_campaign
 from evalcore.campaigns.listing import HEADLINE
 from evalcore.campaigns.pace import duration_text
 from evalcore.campaigns.recompute import recompute_abstention
-from evalcore.campaigns.storage import load_signatures
+from evalcore.campaigns.result_rows import load_signatures
 from evalcore.diagnosis import NOT_ATTRIBUTED, relevance
 from evalcore.metrics import MEASURES, panels
 from evalcore.targets import Retrieved

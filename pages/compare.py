@@ -24,7 +24,7 @@ from evalcore.compare.charts import (
     stages_spec,
     unchanged_line,
 )
-from evalcore.compare.exports import ExportContext, Fact, comparison_context, source_names, sweep_context
+from evalcore.compare.export_context import ExportContext, Fact, comparison_context, source_names, sweep_context
 from evalcore.compare.pairing import Group, by_questions, default_pair, group_of
 from evalcore.compare.report import comparison_report, sweep_report
 from evalcore.compare.tables import (

@@ -19,8 +19,8 @@ from evalcore.judges import JUDGES
 from evalcore.store import NotFound
 from evalcore.suites import list_suites
 from evalcore.targets import TargetConfig
+from evalcore.targets.allowed import SCHEDULERS_SETTING, schedulers
 from evalcore.targets.config import CHOICES, KEYS, RANGES, sweep_values
-from evalcore.targets.operator import SCHEDULERS_SETTING, schedulers
 from evalcore.targets.presets import PRESETS, QUICK_START
 from evalcore.targets.saved import get_target, save_target
 

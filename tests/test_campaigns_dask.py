@@ -19,7 +19,7 @@ from evalcore.campaigns import CampaignManager, campaign_results, get_campaign, 
 from evalcore.campaigns.answering import Asked
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.records import Outcome, Question
-from evalcore.campaigns.storage import ResultWriter
+from evalcore.campaigns.result_rows import ResultWriter
 from evalcore.datasets import load_dataset
 from evalcore.errors import EvalError
 from evalcore.targets import TargetConfig

@@ -549,7 +549,7 @@ def test_every_measure_is_resampled_with_the_same_questions():
 def written_campaign(store, cid, shift, *, top_k):
     """A finished campaign written by the runner's own writer: ranked lists with scores, graded labels, judges."""
     from evalcore.campaigns.plans import insert_questions
-    from evalcore.campaigns.storage import ResultWriter
+    from evalcore.campaigns.result_rows import ResultWriter
 
     asked = [Question(i, i, f"q{i}", relevant={i: 2, i + 1: 1}, references=("ref",)) for i in range(12)]
     outcomes = [Outcome(answer=f"answer {i}", measures={"ndcg@10": ((i + shift) % 5) / 4, "rougel": (i * shift % 7) / 7},

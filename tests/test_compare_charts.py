@@ -21,8 +21,8 @@ from evalcore.compare.charts import (
     stages_spec,
     unchanged_line,
 )
-from evalcore.compare.exports import comparison_context, sweep_context
-from evalcore.compare.records import Paired
+from evalcore.compare.deltas import Paired
+from evalcore.compare.export_context import comparison_context, sweep_context
 from evalcore.diagnosis import StageCounts
 from tests.test_compare import A_ROWS, B_ROWS, row
 from tests.test_compare_report import DAY, HOSTILE, SOURCES, dated, hostile_pair

@@ -13,7 +13,7 @@ import pytest
 from evalcore.cli import main
 from evalcore.compare import Paired, QuestionDiff, compare_results, sweep_results
 from evalcore.compare.charts import delta_figure, scatter_figure
-from evalcore.compare.exports import comparison_context, slug
+from evalcore.compare.export_context import comparison_context, slug
 from evalcore.compare.pairing import by_questions, default_pair, previous
 from evalcore.compare.report import comparison_report
 from evalcore.judges import Verdict

@@ -359,7 +359,7 @@ def test_exports_carry_the_stage(two) -> None:
 
 def test_the_html_report_holds_the_stages_and_the_transition_table(two) -> None:
     from evalcore.campaigns import get_campaign
-    from evalcore.compare.exports import source_names
+    from evalcore.compare.export_context import source_names
     from evalcore.compare.report import comparison_report
 
     manager, ids, _ = two

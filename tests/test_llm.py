@@ -147,7 +147,7 @@ def test_backoff_grows_and_is_jittered() -> None:
 def test_azure_openai_deployment_api_version_and_api_key_header(monkeypatch: pytest.MonkeyPatch) -> None:
     """Azure's documented shape: /openai/deployments/{deployment}/chat/completions?api-version=..., key in api-key."""
     from evalcore.targets import TargetConfig
-    from evalcore.targets.generation import build_chat_model, build_judge_model
+    from evalcore.targets.generators import build_chat_model, build_judge_model
 
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", "azure-secret")
     with FakeOpenAIServer(default="Paris.") as server:

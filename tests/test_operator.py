@@ -23,7 +23,7 @@ from evalcore.access import LOCAL, Forbidden, Principal
 from evalcore.campaigns import CampaignManager
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.targets import TargetConfig
-from evalcore.targets.operator import check_request
+from evalcore.targets.allowed import check_request
 from evalcore.targets.saved import save_target
 from evalcore.testing import FakeOpenAIServer
 from tests.test_api import error_of, make_api, serve

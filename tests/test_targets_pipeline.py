@@ -11,7 +11,7 @@ from evalcore.errors import EvalError
 from evalcore.models import ModelError
 from evalcore.targets import TargetConfig, build_target
 from evalcore.targets.base import RERANK_EMPTY_NOTE
-from evalcore.targets.generation import ExtractiveGenerator, language
+from evalcore.targets.generators import ExtractiveGenerator, language
 from evalcore.testing import FakeOpenAIServer, Reply
 from evalcore.testing.corpus import corpus
 

@@ -133,7 +133,7 @@ def test_sample_dataset_recall_at_10(index_dir: Path) -> None:
 def test_bm25_shortcut_selects_what_normalising_every_row_selects() -> None:
     # _bm25_top must pick exactly top_rows(raw / top, ...): ties, zeros, values one float32
     # step apart (they can tie after the division) and every threshold.
-    from evalcore.targets.retrieval import _bm25_top, top_rows
+    from evalcore.targets.retrievers import _bm25_top, top_rows
 
     rng = np.random.default_rng(5)
     for case in range(400):

@@ -49,7 +49,7 @@ from evalcore.store import (
     open_store,
 )
 from evalcore.suites import get_suite
-from evalcore.targets.operator import check_request
+from evalcore.targets.allowed import check_request
 from evalcore.text import name_problem, shown
 
 if TYPE_CHECKING:
@@ -253,7 +253,7 @@ class CampaignManager:
             target = build_target(config, cache=call_cache, cache_dir=self.store.index_dir)
         judging = None
         if judges:  # before the target's own check: a launch that cannot be judged is refused first
-            from evalcore.targets.generation import build_judge_model
+            from evalcore.targets.generators import build_judge_model
 
             model = build_judge_model(config, target.chat_model(), StoreCallCache(self.store) if cache else None)
             judging = JudgeSettings(model, config.judge_temperature, config.judge_max_tokens,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from evalcore.access import Principal, owned, scope
 from evalcore.campaigns.records import Aggregate, Campaign, QuestionResult, Summary, Tokens
-from evalcore.campaigns.storage import read_results
+from evalcore.campaigns.result_rows import read_results
 from evalcore.diagnosis import StageCounts
 from evalcore.errors import EvalError
 from evalcore.metrics.graded import current_name

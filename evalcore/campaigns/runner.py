@@ -13,7 +13,7 @@ from evalcore.campaigns.answering import Plan, error_text
 from evalcore.campaigns.executors import Executor, LocalExecutor
 from evalcore.campaigns.pace import Window
 from evalcore.campaigns.records import CampaignStatus, Outcome, Question
-from evalcore.campaigns.storage import NotOwner, ResultWriter
+from evalcore.campaigns.result_rows import NotOwner, ResultWriter
 from evalcore.errors import EvalError
 from evalcore.store import HEARTBEAT_S, Connection, Store
 

@@ -13,7 +13,7 @@ from evalcore.campaigns.listing import HEADLINE, dataset_label
 from evalcore.cli import _gates
 from evalcore.cli._common import Commands, add_db_option, positive_int, store_of, write_file
 from evalcore.compare import Comparison, MeasureDelta, QuestionDiff, Sweep, compare_campaigns, compare_sweep, power
-from evalcore.compare.exports import source_names
+from evalcore.compare.export_context import source_names
 from evalcore.compare.report import comparison_report, sweep_report
 from evalcore.compare.stats import RESAMPLES
 from evalcore.diagnosis import STAGES, Transition

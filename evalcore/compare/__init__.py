@@ -7,7 +7,7 @@ from evalcore.compare.comparison import (
     question_key,
     row_values,
 )
-from evalcore.compare.records import CampaignHeader, Comparison, MeasureDelta, Paired, QuestionDiff
+from evalcore.compare.deltas import CampaignHeader, Comparison, MeasureDelta, Paired, QuestionDiff
 from evalcore.compare.saved import results_version
 from evalcore.compare.sweep import Sweep, SweepRow, compare_sweep, sweep_results
 

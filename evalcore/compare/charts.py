@@ -19,8 +19,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from evalcore.compare.exports import LINE_IN_CHART, ExportContext, Fact, shown
-from evalcore.compare.records import Comparison, MeasureDelta, Paired, higher_is_better
+from evalcore.compare.deltas import Comparison, MeasureDelta, Paired, higher_is_better
+from evalcore.compare.export_context import LINE_IN_CHART, ExportContext, Fact, shown
 from evalcore.compare.sweep import Sweep
 from evalcore.diagnosis import NOT_ATTRIBUTED, STAGES, StageCounts, side_counts
 from evalcore.metrics import SCALES, display_order, scale_of

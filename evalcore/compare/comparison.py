@@ -13,8 +13,7 @@ import numpy as np
 from evalcore.access import Principal, scope
 from evalcore.campaigns import Campaign, QuestionResult, campaign_results, get_campaign, list_campaigns
 from evalcore.compare import power, saved, stats
-from evalcore.compare.pairing import previous
-from evalcore.compare.records import (
+from evalcore.compare.deltas import (
     PASS_SUFFIX,
     CampaignHeader,
     Comparison,
@@ -26,6 +25,7 @@ from evalcore.compare.records import (
     higher_is_better,
     verdict_by,
 )
+from evalcore.compare.pairing import previous
 from evalcore.errors import EvalError
 from evalcore.metrics import MEASURES, sources_found, tolerance_of, verdict_basis
 from evalcore.relevance import is_relevant

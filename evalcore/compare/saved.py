@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from evalcore.campaigns import Campaign
-from evalcore.compare.records import CampaignHeader, Comparison, MeasureDelta, Paired, QuestionDiff
+from evalcore.compare.deltas import CampaignHeader, Comparison, MeasureDelta, Paired, QuestionDiff
 from evalcore.store import Store, dumps
 
 # Bump when what a stored comparison holds, or how any of its numbers is computed, changes.

@@ -6,7 +6,7 @@ import pandas as pd
 
 from evalcore.campaigns import Campaign
 from evalcore.compare.charts import detects_text, needs_text, ordered
-from evalcore.compare.records import Comparison, Passage, QuestionDiff
+from evalcore.compare.deltas import Comparison, Passage, QuestionDiff
 from evalcore.compare.sweep import Sweep
 from evalcore.diagnosis import NOT_ATTRIBUTED, STAGES, Transition
 from evalcore.judges import Verdict, flat_fields

@@ -25,7 +25,7 @@ from evalcore.campaigns import (
 from evalcore.campaigns.export import graded_marks, result_table
 from evalcore.compare import Comparison, Sweep, tables
 from evalcore.compare.charts import delta_figure, delta_specs, series_figure, series_spec, stage_bars, stage_bars_spec
-from evalcore.compare.exports import comparison_context, source_names, sweep_context
+from evalcore.compare.export_context import comparison_context, source_names, sweep_context
 from evalcore.diagnosis import StageCounts
 from evalcore.errors import EvalError
 from evalcore.gates import Check, campaign_checks, gate, worse_checks

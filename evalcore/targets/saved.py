@@ -11,8 +11,8 @@ from typing import Any
 from evalcore.access import LOCAL_TENANT, Action, Principal, owned, scope
 from evalcore.errors import EvalError
 from evalcore.store import NotFound, Store, dumps
+from evalcore.targets.allowed import check_request
 from evalcore.targets.config import TargetConfig
-from evalcore.targets.operator import check_request
 from evalcore.text import name_problem, shown
 
 

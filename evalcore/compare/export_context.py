@@ -18,8 +18,8 @@ from typing import Any
 from evalcore.access import Principal, scope
 from evalcore.campaigns import Campaign
 from evalcore.campaigns.listing import source_name, suite_names
+from evalcore.compare.deltas import Comparison
 from evalcore.compare.pairing import Group, group_of
-from evalcore.compare.records import Comparison
 from evalcore.compare.sweep import Sweep
 from evalcore.store import Store
 
