@@ -90,7 +90,8 @@ def show_result(result: QuestionResult) -> None:
     if measures:
         st.dataframe(pd.DataFrame(measures), hide_index=True)
     judges = [{"judge": name, "score": v.score, "result": v.result, "threshold": v.threshold, "reason": v.reason,
-               "model": v.model, "samples": ", ".join(ui.fmt_value(x, 1) for x in v.samples or ()) or None}
+               "model": v.model, "samples": ", ".join(ui.fmt_value(x, 1) for x in v.samples or ()) or None,
+               "context": v.context_cut or "seen whole"}
               for name, v in outcome.judges.items()]
     if judges:
         st.dataframe(pd.DataFrame(judges), hide_index=True)
@@ -221,6 +222,9 @@ def panel() -> None:
     if summary.skipped:
         st.caption("Not judged for want of a reference answer: "
                    + ", ".join(f"{ui.escape_md(name)} {count}" for name, count in summary.skipped.items()))
+    if summary.cut:
+        st.warning("Context cut to fit the judge model's context window (the judge saw less than the answer's "
+                   "prompt): " + ", ".join(f"{ui.escape_md(name)} {count}" for name, count in summary.cut.items()))
 
 
 def configuration_section(campaign: Campaign) -> None:

@@ -119,6 +119,8 @@ class VerdictOut(Out):
     prompt_tokens: int
     completion_tokens: int
     error: str | None
+    context_cut: str | None = Field(None, description="how the context was cut to fit the judge model's context "
+                                    "window; null when the judge saw it whole")
 
 
 class QuestionResultOut(Out):
@@ -171,6 +173,8 @@ class SummaryOut(Out):
     judge_tokens: TokensOut = Field(description="the judges' model calls")
     total_tokens: int
     skipped: dict[str, int] = Field(description="per judge, questions not judged for want of a reference answer")
+    cut: dict[str, int] = Field(default={}, description="per judge, questions whose context was cut to fit the judge "
+                                "model's context window")
 
 
 class CampaignHeaderOut(Out):

@@ -9,7 +9,7 @@ from evalcore import metrics
 from evalcore.campaigns.records import Outcome, Question, RunOptions, sources_of
 from evalcore.diagnosis import Evidence, GenerationMarks, Stage, attribute
 from evalcore.errors import EvalError
-from evalcore.judges import JudgeSettings, Verdict, run_judge
+from evalcore.judges import JudgeSettings, Passage, Verdict, run_judge
 from evalcore.metrics.graded import GradedScale
 from evalcore.models import metered, refuse_long_reply
 from evalcore.store import StoreCallCache
@@ -136,14 +136,18 @@ def diagnose(config: TargetConfig, question: Question, retrieved: tuple[Retrieve
 
 def judge(settings: JudgeSettings, names: tuple[str, ...], question: Question, answer: str,
           context: tuple[Retrieved, ...]) -> tuple[dict[str, Verdict], list[str]]:
-    """Run each requested judge on the answer's own context and every reference answer; a broken judge is noted."""
+    """Run each requested judge on the answer's own context (whole, with titles) and every reference answer.
+
+    A broken judge is noted on the question.
+    """
     references = (question.expected_answer,) if question.expected_answer else question.references
     verdicts: dict[str, Verdict] = {}
     notes: list[str] = []
     for name in names:
         try:
             verdicts[name] = run_judge(settings, name, question=question.text, answer=answer,
-                                       context=[hit.text for hit in context], expected=references)
+                                       context=[Passage(hit.text, hit.title) for hit in context],
+                                       expected=references)
         except Exception as error:  # noqa: BLE001 - recorded on the question, the campaign goes on
             notes.append(f"judge {name} failed: {error_text(error)}")
     return verdicts, notes

@@ -237,6 +237,8 @@ def format_report(report: Report) -> str:
     lines += ["", f"mean latency: {'-' if latency is None else f'{latency:.3f} s'}",
               f"tokens: {summary.tokens.prompt} prompt + {summary.tokens.completion} completion",
               f"cache hits: {campaign.cache_hits}"]
+    lines += [f"judge {name}: context cut to fit the judge model's context window on {count} question(s)"
+              for name, count in summary.cut.items()]
     return "\n".join(lines)
 
 

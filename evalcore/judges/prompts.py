@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from evalcore.errors import EvalError
 from evalcore.judges.parsing import PARSER_VERSION
@@ -17,9 +17,8 @@ JUDGES = ("score", "retrieval", "groundedness", "groundedness_pro", "relevance",
 ALIASES = {"response_completeness": "completeness", "ai_score": "score"}
 PROMPT_DIR = Path(__file__).with_name("templates")
 DEFAULT_THRESHOLD = 3.0
-PASSAGE_CHARS = 1500
 REASON_CHARS = 200  # a one-sentence reason; with judge_max_tokens >= 230 a grammar-bound reply always closes
-CONTEXT_CHARS = 12000
+CUT_REASON = "the judge model's context window is too small"
 
 
 @dataclass(frozen=True)
@@ -64,18 +63,37 @@ def signature(name: str) -> str:
             f"|parser:v{PARSER_VERSION}")
 
 
-def format_context(context: list[str]) -> str:
-    """Numbered passages, each and all cut to a size any chat model accepts."""
+class Passage(NamedTuple):
+    """A passage as the answer's prompt had it: its whole text and its title, if any."""
+
+    text: str
+    title: str | None = None
+
+
+def context_chars(context: Sequence[Passage | str]) -> int:
+    """Characters of passage text a judge is given when nothing is cut."""
+    return sum(len(as_passage(p).text.strip()) for p in context)
+
+
+def as_passage(item: Passage | str) -> Passage:
+    """A bare text is a passage without a title."""
+    return item if isinstance(item, Passage) else Passage(item)
+
+
+def format_context(context: Sequence[Passage | str], keep: int | None = None) -> str:
+    """Numbered passages with their titles, whole; with `keep`, that many characters of text in all, the cut said."""
     if not context:
         return "(no passage was retrieved)"
-    parts, used = [], 0
-    for number, passage in enumerate(context, start=1):
-        piece = " ".join(passage.split())[:PASSAGE_CHARS]
-        if used + len(piece) > CONTEXT_CHARS:
-            parts.append(f"({len(context) - number + 1} more passage(s) left out for length)")
-            break
-        parts.append(f"[{number}] {piece}")
-        used += len(piece)
+    parts, left = [], keep
+    for number, item in enumerate(context, start=1):
+        passage = as_passage(item)
+        text = passage.text.strip()
+        if left is not None:
+            if left <= 0:
+                parts.append(f"({len(context) - number + 1} more passage(s) left out: {CUT_REASON})")
+                break
+            text, left = (text[:left] + f" [cut: {CUT_REASON}]" if len(text) > left else text), left - len(text)
+        parts.append(f"[{number}] {passage.title}\n{text}" if passage.title else f"[{number}] {text}")
     return "\n\n".join(parts)
 
 
@@ -96,12 +114,15 @@ def reply_schema(prompt: JudgePrompt) -> dict[str, Any]:
             "properties": {key: verdict, "reason": {"type": "string", "maxLength": REASON_CHARS}}}
 
 
-def build_messages(prompt: JudgePrompt, *, question: str, answer: str, context: list[str],
-                   expected: str | Sequence[str] | None) -> list[dict[str, Any]]:
-    """System + user messages, filling {question} {answer} {context} {expected} in one pass."""
+def build_messages(prompt: JudgePrompt, *, question: str, answer: str, context: Sequence[Passage | str],
+                   expected: str | Sequence[str] | None, keep: int | None = None) -> list[dict[str, Any]]:
+    """System + user messages, filling {question} {answer} {context} {expected} in one pass.
+
+    The context is given whole unless `keep` (characters of passage text) says the judge model cannot take it.
+    """
     references = [expected] if isinstance(expected, str) else list(expected or ())
     values = {"question": question or "", "answer": answer or "",
               "expected": format_references([r for r in references if r.strip()]) if references else "",
-              "context": format_context(context)}
+              "context": format_context(context, keep)}
     user = re.sub(r"\{(question|answer|context|expected)\}", lambda m: values[m.group(1)], prompt.user)
     return [{"role": "system", "content": prompt.system}, {"role": "user", "content": user}]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from evalcore.errors import EvalError
@@ -12,15 +12,18 @@ from evalcore.judges.parsing import parse_reply
 from evalcore.judges.prompts import (
     DEFAULT_THRESHOLD,
     JudgePrompt,
+    Passage,
     build_messages,
+    context_chars,
     load_prompt,
     reply_schema,
     signature,
 )
 from evalcore.judges.verdict import Spread, Verdict
-from evalcore.models import ChatModel, Message
+from evalcore.models import ChatModel, ContextOverflow, Message
 
 MAX_TOKENS = 300
+MIN_KEEP = 200  # characters of context below which cutting further is pointless
 RETRY_MESSAGE = ('Your reply could not be read. Reply again with only the JSON object, '
                  'for example {"score": 3, "reason": "One sentence."}')
 LABEL_RETRY_MESSAGE = ('Your reply could not be read. Reply again with only the JSON object, '
@@ -35,6 +38,7 @@ class Trial(NamedTuple):
     prompt_tokens: int
     completion_tokens: int
     error: str | None = None
+    overflow: bool = False  # the messages did not fit the model's context window
 
 
 @dataclass(frozen=True)
@@ -70,9 +74,10 @@ def judge_once(settings: JudgeSettings, prompt: JudgePrompt, messages: list[Mess
         try:
             reply = settings.model.chat(messages, temperature=temperature, max_tokens=settings.max_tokens,
                                         schema=reply_schema(prompt))
-        # ValueError/RuntimeError: llama.cpp's own failures (a prompt over the context window).
+        # ValueError/RuntimeError: llama.cpp's own failures.
         except (EvalError, OSError, ValueError, RuntimeError) as error:
-            return Trial(None, f"judge call failed: {error}", tokens[0], tokens[1], error=str(error))
+            return Trial(None, f"judge call failed: {error}", tokens[0], tokens[1], error=str(error),
+                         overflow=isinstance(error, ContextOverflow))
         tokens = [tokens[0] + reply.prompt_tokens, tokens[1] + reply.completion_tokens]
         reading = parse_reply(reply.text, prompt.output)
         if reading is not None:
@@ -83,12 +88,13 @@ def judge_once(settings: JudgeSettings, prompt: JudgePrompt, messages: list[Mess
     return Trial(None, f"unreadable judge reply after one retry: {shown!r}", tokens[0], tokens[1])
 
 
-def run_judge(settings: JudgeSettings, name: str, *, question: str, answer: str, context: list[str],
+def run_judge(settings: JudgeSettings, name: str, *, question: str, answer: str, context: Sequence[Passage | str],
               expected: str | Sequence[str] | None) -> Verdict:
-    """Judge one answer; `expected` is the reference answer (or every one of them).
+    """Judge one answer on its whole context; `expected` is the reference answer (or every one of them).
 
     A judge that needs a reference answer and has none is `skipped`; one missing another input
-    (an empty answer) is `unknown`. Neither calls the model.
+    (an empty answer) is `unknown`. Neither calls the model. A context over the judge model's
+    window is cut, and the verdict says so.
     """
     prompt = load_prompt(name)
     if settings.samples < 1:
@@ -99,13 +105,37 @@ def run_judge(settings: JudgeSettings, name: str, *, question: str, answer: str,
         skipped = missing == "reference answer"
         trial = Trial(None, f"skipped: no {missing}" if skipped else f"not judged: no {missing}", 0, 0)
         return verdict([trial], prompt, settings, "skipped" if skipped else None)
-    messages = build_messages(prompt, question=question, answer=answer, context=context, expected=references)
+
+    def build(keep: int | None) -> list[Message]:
+        return build_messages(prompt, question=question, answer=answer, context=context, expected=references,
+                              keep=keep)
+
     # Several samples only make sense if they can differ: some temperature, and a message that
     # keeps each sample out of the other samples' cache entry.
     temperature = settings.temperature if settings.samples == 1 else max(settings.temperature, 0.7)
-    trials = [judge_once(settings, prompt, sample_messages(messages, k, settings.samples), temperature)
-              for k in range(settings.samples)]
-    return verdict(trials, prompt, settings)
+    total = context_chars(context)
+    first, keep = first_fit(settings, prompt, build, total, temperature)
+    trials = [first, *(judge_once(settings, prompt, sample_messages(build(keep), k, settings.samples), temperature)
+                       for k in range(1, settings.samples))]
+    return replace(verdict(trials, prompt, settings), context_cut=cut_note(keep, total))
+
+
+def first_fit(settings: JudgeSettings, prompt: JudgePrompt, build: Callable[[int | None], list[Message]],
+              total: int, temperature: float) -> tuple[Trial, int | None]:
+    """The first sample on the whole context, halved each time the model says it is over its window."""
+    keep: int | None = None
+    while True:
+        trial = judge_once(settings, prompt, sample_messages(build(keep), 0, settings.samples), temperature)
+        if not trial.overflow or (keep is not None and keep < MIN_KEEP):
+            return trial, keep
+        keep = (total if keep is None else keep) // 2
+
+
+def cut_note(keep: int | None, total: int) -> str | None:
+    """What a verdict says when its judge saw less than the whole context."""
+    if keep is None or keep >= total:
+        return None
+    return f"context cut to {keep:,} of {total:,} characters: the judge model's context window is too small"
 
 
 def sample_messages(messages: list[Message], index: int, samples: int) -> list[Message]:
