@@ -105,6 +105,7 @@ def scored(plan: Plan, question: Question, reply: TargetAnswer, latency: float) 
         expected_sources=list(question.expected_sources) or None,
         retrieved_sources=[source.to_dict() for source in sources], graded=plan.graded,
         answerable=question.answerable, fallback_answer=plan.target.config.fallback_answer,
+        similarity=answer_embedding(plan.target.config.answer_similarity_model),
     )
     verdicts: dict[str, Verdict] = {}
     notes = list(reply.notes)
@@ -123,6 +124,19 @@ def scored(plan: Plan, question: Question, reply: TargetAnswer, latency: float) 
                    signatures=scores.signatures, results=scores.results, judges=verdicts, latency_s=latency,
                    prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens, notes=tuple(notes),
                    diagnosis=stage.value, queries=tuple(reply.queries))
+
+
+def answer_embedding(model: str) -> metrics.AnswerEmbedding | None:
+    """The embedding model of the semantic answer similarity, None when it is off.
+
+    Each text is embedded as a query: E5 asks for its `query:` prefix on both sides of a symmetric
+    task (semantic similarity); the universal sentence encoder has one encoder for both.
+    """
+    if model == "none":
+        return None
+    from evalcore.targets.knowledge import get_embedder
+
+    return metrics.AnswerEmbedding(model, get_embedder(model).query)
 
 
 def diagnose(config: TargetConfig, question: Question, retrieved: tuple[Retrieved, ...], context: tuple[Retrieved, ...],

@@ -220,6 +220,10 @@ class CampaignManager:
             model = build_judge_model(config, target.chat_model(), StoreCallCache(self.store) if cache else None)
             judging = JudgeSettings(model, config.judge_temperature, config.judge_max_tokens,
                                     dict(config.judge_thresholds), options.judge_samples)
+        if config.answer_similarity_model != "none":  # its weights load now: not installed fails the launch
+            from evalcore.targets.knowledge import get_embedder
+
+            get_embedder(config.answer_similarity_model)
         target.check()
         graded = plans.graded_scale(corpus, config) if any(q.relevant for q in questions) else None
         return Plan(campaign_id, target, tuple(corpus.passages), tuple(questions), total, options, judges, judging,

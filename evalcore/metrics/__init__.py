@@ -16,6 +16,7 @@ from evalcore.metrics.registry import (
     verdict_basis,
 )
 from evalcore.metrics.retrieval import RETRIEVAL_MEASURES, retrieval_scores
+from evalcore.metrics.similarity import AnswerEmbedding, answer_similarity, cosine
 from evalcore.metrics.suite import coverage, important_words, sources_found
 
 __all__ = [
@@ -24,9 +25,12 @@ __all__ = [
     "MEASURES",
     "PANELS",
     "RETRIEVAL_MEASURES",
+    "AnswerEmbedding",
     "Measure",
     "Scores",
     "aggregate",
+    "answer_similarity",
+    "cosine",
     "coverage",
     "display_order",
     "generation_scores",

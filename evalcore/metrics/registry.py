@@ -21,6 +21,7 @@ from evalcore.metrics.abstention import REFUSALS_VERSION, abstention_scores
 from evalcore.metrics.generation import generation_scores
 from evalcore.metrics.graded import GRADED_MEASURES, LOWER_IS_BETTER, GradedScale, graded_retrieval_scores
 from evalcore.metrics.retrieval import retrieval_scores
+from evalcore.metrics.similarity import AnswerEmbedding, answer_similarity
 from evalcore.metrics.suite import coverage, sources_found
 from evalcore.text import TOKENIZER
 
@@ -121,6 +122,11 @@ def _registry() -> dict[str, Measure]:
         extra = (("smooth", "none"),) if name.startswith("bleu") else (("refs", "max"),)
         measures.append(Measure(name, doc, "generation", needs_reference=True, settings=_TEXT + extra))
     measures.append(Measure(
+        "answer_similarity", "max over the references of cos(e(answer), e(reference)), e a multilingual "
+        "sentence embedding (Risch et al. 2021, semantic answer similarity); off unless answer_similarity_model "
+        "is set.", "generation", needs_reference=True, settings=(("model", "none"), ("refs", "max")),
+    ))
+    measures.append(Measure(
         "coverage", "share of the expected answer's important words (no stopword; a digit, 2+ Han "
         "characters or 3+ letters) found in the answer, case and accents ignored.",
         "suite", needs_reference=True, settings=_TEXT + (("stop", "en,fr,zh"),),
@@ -209,14 +215,15 @@ def score_question(
     graded: GradedScale | None = None,
     answerable: bool | None = None,
     fallback_answer: str = "",
+    similarity: AnswerEmbedding | None = None,
 ) -> Scores:
     """Every measure that applies to one question, absent ones left out, with their signatures.
 
     `references` are every reference answer (generation measures take the best; coverage too when
     there is no single expected answer); `retrieved_sources` are the sources the answer drew on;
     `graded` adds the graded retrieval measures on that label scale; `answerable` (None: unknown)
-    adds the abstention measures, a refusal being recognised by its phrasing or `fallback_answer`.
-    An unanswerable question has no reference to score against, whatever its expected answer says.
+    adds the abstention measures, a refusal being recognised by its phrasing or `fallback_answer`;
+    `similarity` adds the semantic answer similarity with that embedding model. An unanswerable question has no reference to score against, whatever its expected answer says.
     """
     if answerable is False:
         references, expected_answer = (), None
@@ -233,6 +240,10 @@ def score_question(
     if found is not None:
         values["sources_found"] = 1.0 if found else 0.0
     signatures = {name: _default_signature(name) for name in values}
+    if similarity is not None and answer is not None and (
+            value := answer_similarity(answer, expected, similarity.embed)) is not None:
+        values["answer_similarity"] = value
+        signatures["answer_similarity"] = signature("answer_similarity", model=similarity.model)
     results: dict[str, str] = {}
     if graded is not None and relevant:
         _add_graded(values, signatures, results, relevant, ranked, graded)

@@ -49,6 +49,7 @@ CHOICES = {
     "generator": ("extractive", "openai", "local"),
     "query_transform": ("none", "rewrite", "multi_query", "hyde"),
     "judge_kind": ("auto", "openai", "local"),
+    "answer_similarity_model": ("none", "use", "e5"),
     "executor": ("local", "dask"),
 }
 # (low, high) inclusive bounds of every numeric key.
@@ -204,6 +205,9 @@ class TargetConfig:
     judge_temperature: float = setting(0.0, JUDGE)
     judge_max_tokens: int = setting(300, JUDGE)
     judge_thresholds: tuple[tuple[str, float], ...] = setting((), JUDGE)
+    # Semantic answer similarity (no model call): the embedding model answers and reference answers are
+    # compared with, "none" to leave the measure out.
+    answer_similarity_model: str = setting("none", JUDGE)
     # Graded document retrieval on datasets whose qrels carry graded labels: the label scale
     # (graded_label_max 0 = the dataset's highest label) and pass marks per measure.
     graded_label_min: int = setting(0, GRADED)
