@@ -14,7 +14,7 @@ from evalcore.campaigns import Campaign, get_campaign, list_campaigns
 from evalcore.campaigns.listing import dataset_label
 from evalcore.campaigns.manager import sweep_name
 from evalcore.errors import EvalError
-from evalcore.judges import JUDGES
+from evalcore.judges import JUDGES, builtin_text, custom_prompt, preview_messages, prompt_problems
 from evalcore.store import NotFound
 from evalcore.suites import list_suites
 from evalcore.targets import TargetConfig
@@ -35,7 +35,7 @@ def config_inputs(base: TargetConfig, key: str, disabled: bool) -> dict[str, Any
     for number, (group, names) in enumerate(TargetConfig.sections().items()):
         with st.expander(group, expanded=number == 0):
             columns = st.columns(3)
-            for position, name in enumerate(names):
+            for position, name in enumerate(n for n in names if n != "judge_prompts"):  # their own section
                 with columns[position % 3]:
                     values[name] = _config_input(name, current[name], defaults[name], f"{key}-{name}", disabled)
     return values
@@ -61,10 +61,51 @@ def _config_input(name: str, value: Any, default: Any, key: str, disabled: bool)
     return st.text_input(name, value=value, **common)
 
 
+def judge_prompt_inputs(base: TargetConfig, key: str, disabled: bool, sample: tuple[str, list[str]] | None) -> dict[str, str]:
+    """The campaign's own judge prompts: each starts from the built-in text, is checked as it is typed, and
+    previewed on the first question."""
+    current = dict(base.judge_prompts)
+    with st.expander(f"Judge prompts ({len(current)} replaced)" if current else "Judge prompts"):
+        picked = st.multiselect("Replace the prompt of", JUDGES, default=list(current), key=f"{key}-prompted",
+                                disabled=disabled, help="The text and its hash are stored with the campaign and enter "
+                                "the judge's signature: campaigns judged with different prompts are flagged as not "
+                                "comparable on that judge.")
+        prompts = {}
+        for name in picked:
+            prompts[name] = st.text_area(f"Prompt of the {name} judge", value=current.get(name) or builtin_text(name),
+                                         height=300, key=f"{key}-prompt-{name}", disabled=disabled)
+            show_prompt_check(name, prompts[name], sample)
+    return prompts
+
+
+def show_prompt_check(name: str, text: str, sample: tuple[str, list[str]] | None) -> None:
+    """The problems of a prompt, else its messages on the first question."""
+    problems = prompt_problems(name, text)
+    if problems:
+        st.warning(ui.escape_md(f"{name}: " + "; ".join(problems)))
+        return
+    if sample is not None:
+        prompt = custom_prompt(name, text, where=f"judge_prompts.{name}")
+        messages = preview_messages(prompt, question=sample[0], references=sample[1])
+        st.caption(f"The {name} judge's prompt on the first question")
+        st.code("\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages), language=None, wrap_lines=True)
+
+
+def first_question() -> tuple[str, list[str]] | None:
+    """The first question of the chosen dataset or suite and its reference answers, for the prompt previews."""
+    if suite is not None:
+        case = suite.cases[0] if suite.cases else None
+        return (case.question, [case.expected_answer] if case.expected_answer else []) if case else None
+    if dataset is None:
+        return None
+    questions = ui.open_dataset(dataset)[0].questions
+    return (questions[0].text, list(questions[0].references)) if questions else None
+
+
 def build_configs(values: dict[str, Any], sweep_key: str | None, sweep_text: str) -> list[TargetConfig]:
     """The configuration of the form, or one per value of the swept key; EvalError names bad keys."""
-    values = {name: _json_object(name, value) if isinstance(TargetConfig().to_dict()[name], dict) else value
-              for name, value in values.items()}
+    values = {name: _json_object(name, value) if isinstance(value, str) and isinstance(TargetConfig().to_dict()[name], dict)
+              else value for name, value in values.items()}
     config = TargetConfig.from_dict(values)
     return config.sweep(sweep_key, sweep_values(sweep_text)) if sweep_key else [config]
 
@@ -152,6 +193,9 @@ if not configurable:
                "need a key with the full-access capability.")
 
 execution = execution_inputs(base_config, key=f"cfg-{base}", configurable=configurable)
+prompts = {}
+with ui.guard():
+    prompts = judge_prompt_inputs(base_config, f"cfg-{base}", not configurable, first_question())
 with st.form("launch"):
     name = st.text_input("Campaign name", max_chars=200, key="campaign-name",
                          placeholder=f"made from its settings, e.g. {base_config.describe()}",
@@ -183,7 +227,7 @@ with st.form("launch"):
 if submitted:
     with ui.guard():
         swept = None if sweep_key == NO_SWEEP else sweep_key
-        configs = build_configs(values | execution, swept, sweep_text)
+        configs = build_configs(values | execution | {"judge_prompts": prompts}, swept, sweep_text)
         if suite and len(configs) > 1:
             raise EvalError("a suite runs one campaign at a time", where="sweep", fix="sweep over a dataset instead")
         saved = save_target(store, configs[0], name=save_as.strip(), principal=principal) if save_as.strip() else None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -12,6 +12,8 @@ from evalcore.api.inputs import RequestBody
 from evalcore.campaigns import CampaignManager
 from evalcore.judges import JUDGES
 from evalcore.targets import TargetConfig
+
+PROMPT_CHARS = 50_000  # a judge prompt far longer than any instructions a judge needs
 
 
 class JudgeModelIn(RequestBody):
@@ -36,6 +38,11 @@ class RunSettings(RequestBody):
     judge_samples: int = Field(default=1, ge=1, le=20, description="ask each judge N times and record the spread")
     judge: JudgeModelIn | None = Field(default=None, description="the judges' model (needs a full-access key)")
     judge_thresholds: dict[str, float] = Field(default_factory=dict, description="pass mark per judge on 1-5")
+    judge_prompts: dict[str, Annotated[str, Field(max_length=PROMPT_CHARS)]] = Field(
+        default_factory=dict, max_length=len(JUDGES),
+        description="a judge's own prompt for this campaign: judge name -> the prompt's text, in the shape of the "
+                    "built-in ones ([system] and [user] lines; the placeholders the judge reads); its hash enters "
+                    "the judge's signature")
     concurrency: int | None = Field(default=None, ge=1, le=256,
                                     description="questions in flight (suites: 1 by default, so times are meaningful)")
     time_limit: float | None = Field(default=None, gt=0, le=86400, allow_inf_nan=False,
@@ -64,6 +71,8 @@ def configured(config: TargetConfig, body: RunSettings, principal: Principal) ->
         overrides |= {f"judge_{name}": value for name, value in body.judge.model_dump().items()}
     if body.judge_thresholds:
         overrides["judge_thresholds"] = {**dict(config.judge_thresholds), **body.judge_thresholds}
+    if body.judge_prompts:
+        overrides["judge_prompts"] = {**dict(config.judge_prompts), **body.judge_prompts}
     return TargetConfig.from_dict({**config.to_dict(), **overrides}) if overrides else config
 
 

@@ -29,7 +29,7 @@ from evalcore.campaigns.records import (
 from evalcore.campaigns.runner import Runner
 from evalcore.datasets import Dataset
 from evalcore.errors import EvalError
-from evalcore.judges import JudgeSettings
+from evalcore.judges import JudgeSettings, custom_prompt
 from evalcore.store import (
     ACTIVE,
     Conflict,
@@ -218,8 +218,10 @@ class CampaignManager:
             from evalcore.targets.generation import build_judge_model
 
             model = build_judge_model(config, target.chat_model(), StoreCallCache(self.store) if cache else None)
+            prompts = {name: custom_prompt(name, text, where=f"judge_prompts.{name}")
+                       for name, text in config.judge_prompts}
             judging = JudgeSettings(model, config.judge_temperature, config.judge_max_tokens,
-                                    dict(config.judge_thresholds), options.judge_samples)
+                                    dict(config.judge_thresholds), options.judge_samples, prompts)
         if config.answer_similarity_model != "none":  # its weights load now: not installed fails the launch
             from evalcore.targets.knowledge import get_embedder
 

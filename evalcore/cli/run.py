@@ -34,7 +34,7 @@ from evalcore.metrics import panels
 from evalcore.store import Store
 from evalcore.suites import get_suite
 from evalcore.targets import TargetConfig
-from evalcore.targets.config import parse_sweep, sweep_values
+from evalcore.targets.config import parse_sweep, read_prompt_files, sweep_values
 from evalcore.targets.presets import QUICK_START
 from evalcore.targets.saved import get_target
 
@@ -72,6 +72,9 @@ def register(commands: Commands) -> None:
         judging.add_argument(flag, dest=key, type=kind, metavar=key.removeprefix("judge_").upper(), help=text)
     judging.add_argument("--judge-threshold", action="append", default=[], metavar="NAME=V",
                          help="pass mark of a judge on 1-5 (default 3), e.g. score=4; repeatable")
+    judging.add_argument("--judge-prompt", action="append", default=[], metavar="NAME=FILE",
+                         help="a judge's own prompt for this campaign, read from a file in the shape of the "
+                              "built-in ones, e.g. score=prompts/score.txt; repeatable")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override one configuration key, e.g. graded_label_max=3; repeatable")
     _common.add_execution_options(parser)
@@ -124,6 +127,9 @@ def configuration(manager: CampaignManager, args: argparse.Namespace) -> tuple[T
     overrides = {key: getattr(args, key) for _, key, _, _ in JUDGE_FLAGS if getattr(args, key) is not None}
     if args.judge_threshold:
         overrides["judge_thresholds"] = {**dict(config.judge_thresholds), **pairs(args.judge_threshold, float)}
+    if args.judge_prompt:
+        files = read_prompt_files({"judge_prompts": pairs(args.judge_prompt, str)}, Path.cwd())["judge_prompts"]
+        overrides["judge_prompts"] = {**dict(config.judge_prompts), **files}
     overrides |= pairs(args.set, None)
     if not overrides:
         return config, target_id
@@ -140,7 +146,7 @@ def pairs(items: list[str], kind: type | None) -> dict[str, Any]:
         typed = sweep_values(value)
         if kind is float and not (len(typed) == 1 and isinstance(typed[0], (int, float))):
             raise EvalError("expected a number", where=item, found=value)
-        out[name.strip()] = typed[0] if len(typed) == 1 else value
+        out[name.strip()] = value if kind is str or len(typed) != 1 else typed[0]
     return out
 
 

@@ -19,6 +19,10 @@ PROMPT_DIR = Path(__file__).with_name("templates")
 DEFAULT_THRESHOLD = 3.0
 REASON_CHARS = 200  # a one-sentence reason; with judge_max_tokens >= 230 a grammar-bound reply always closes
 CUT_REASON = "the judge model's context window is too small"
+PLACEHOLDERS = ("question", "answer", "context", "expected")
+SYSTEM_MARK, USER_MARK = "[system]\n", "[user]\n"
+SHAPE = "the shape of the files in evalcore/judges/templates"
+CUSTOM = "custom"  # the prompt version of a prompt given in a campaign's configuration
 
 
 @dataclass(frozen=True)
@@ -45,22 +49,73 @@ def canonical(name: str) -> str:
 
 @cache
 def load_prompt(name: str) -> JudgePrompt:
-    """Read evalcore/judge_prompts/<name>.txt (`# key: value` lines, then [system] and [user])."""
+    """Read evalcore/judges/templates/<name>.txt (`# key: value` lines, then [system] and [user])."""
     name = canonical(name)
     text = (PROMPT_DIR / f"{name}.txt").read_text(encoding="utf-8").replace("\r\n", "\n")
     meta = dict(re.findall(r"^# (\w+): (.*)$", text, re.MULTILINE))
-    system = text.split("[system]\n", 1)[1].split("[user]\n", 1)[0].strip()
-    user = text.split("[user]\n", 1)[1].strip()
+    system, user = sections(text)
     return JudgePrompt(name=name, version=meta["version"], output=meta["output"],
                        requires=tuple(k.strip() for k in meta["requires"].split(",")),
-                       system=system, user=user, hash=hashlib.sha256(text.encode()).hexdigest()[:16])
+                       system=system, user=user, hash=text_hash(text))
+
+
+def sections(text: str) -> tuple[str, str]:
+    """The [system] and [user] parts of a prompt text (empty when a marker is missing)."""
+    if SYSTEM_MARK not in text or USER_MARK not in text:
+        return "", ""
+    system = text.split(SYSTEM_MARK, 1)[1].split(USER_MARK, 1)[0].strip()
+    return system, text.split(USER_MARK, 1)[1].strip()
+
+
+def text_hash(text: str) -> str:
+    """The first 16 hex digits of the sha256 of a prompt's whole text."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def placeholders(text: str) -> set[str]:
+    """The `{name}` placeholders a prompt text uses (JSON examples such as `{"score": 3}` are not)."""
+    return set(re.findall(r"\{(\w+)\}", text))
+
+
+def prompt_problems(name: str, text: str) -> list[str]:
+    """Why a text cannot replace a judge's prompt: its sections, its placeholders, its scale; empty when it can."""
+    builtin = load_prompt(name)
+    text = text.replace("\r\n", "\n")
+    user = sections(text)[1]
+    if not user:
+        return [f"expected a [system] line, the instructions, a [user] line and the message ({SHAPE})"]
+    used = placeholders(user)
+    problems = [f"unknown placeholder {{{p}}} (allowed: {', '.join('{' + a + '}' for a in PLACEHOLDERS)})"
+                for p in sorted(used - set(PLACEHOLDERS))]
+    problems += [f"missing placeholder {{{p}}}: the {builtin.name} judge reads it"
+                 for p in PLACEHOLDERS if p in placeholders(builtin.user) and p not in used]
+    output = dict(re.findall(r"^# (\w+): (.*)$", text, re.MULTILINE)).get("output", builtin.output).strip()
+    if output != builtin.output:
+        problems.append(f"# output: {output} differs from the {builtin.name} judge's scale ({builtin.output})")
+    return problems
+
+
+def custom_prompt(name: str, text: str, *, where: str) -> JudgePrompt:
+    """A text replacing a built-in judge's prompt: checked, the judge's scale and inputs kept, its own hash."""
+    builtin = load_prompt(name)
+    problems = prompt_problems(builtin.name, text)
+    if problems:
+        raise EvalError(f"invalid prompt for the {builtin.name} judge", where=where,
+                        problems=[f"{where}: {problem}" for problem in problems])
+    system, user = sections(text.replace("\r\n", "\n"))
+    return JudgePrompt(name=builtin.name, version=CUSTOM, output=builtin.output, requires=builtin.requires,
+                       system=system, user=user, hash=text_hash(text.replace("\r\n", "\n")))
+
+
+def signature_of(prompt: JudgePrompt) -> str:
+    """A judge measure's signature: name, prompt version and hash, output kind, parser version."""
+    return (f"judge.{prompt.name}|prompt:{prompt.version if prompt.version == CUSTOM else 'v' + prompt.version}"
+            f"|hash:{prompt.hash}|output:{prompt.output}|parser:v{PARSER_VERSION}")
 
 
 def signature(name: str) -> str:
-    """The judge measure's signature: name, prompt version and hash, output kind, parser version."""
-    prompt = load_prompt(name)
-    return (f"judge.{prompt.name}|prompt:v{prompt.version}|hash:{prompt.hash}|output:{prompt.output}"
-            f"|parser:v{PARSER_VERSION}")
+    """The signature of a built-in judge with its own prompt."""
+    return signature_of(load_prompt(name))
 
 
 class Passage(NamedTuple):
@@ -126,3 +181,15 @@ def build_messages(prompt: JudgePrompt, *, question: str, answer: str, context: 
               "context": format_context(context, keep)}
     user = re.sub(r"\{(question|answer|context|expected)\}", lambda m: values[m.group(1)], prompt.user)
     return [{"role": "system", "content": prompt.system}, {"role": "user", "content": user}]
+
+
+def builtin_text(name: str) -> str:
+    """The whole text of a built-in judge's prompt file: where an own prompt starts from."""
+    return (PROMPT_DIR / f"{load_prompt(name).name}.txt").read_text(encoding="utf-8").replace("\r\n", "\n")
+
+
+def preview_messages(prompt: JudgePrompt, *, question: str, references: Sequence[str]) -> list[dict[str, Any]]:
+    """The messages a judge would get on one question before any answer: the answer and passages named, not given."""
+    return build_messages(prompt, question=question, answer="(the answer, once the target has given it)",
+                          context=[Passage("(its text)", "(each passage the answer is built from, with its title)")],
+                          expected=references)

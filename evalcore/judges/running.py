@@ -17,7 +17,7 @@ from evalcore.judges.prompts import (
     context_chars,
     load_prompt,
     reply_schema,
-    signature,
+    signature_of,
 )
 from evalcore.judges.verdict import Spread, Verdict
 from evalcore.models import ChatModel, ContextOverflow, Message
@@ -50,10 +50,16 @@ class JudgeSettings:
     max_tokens: int = MAX_TOKENS
     thresholds: Mapping[str, float] = field(default_factory=dict)  # judge name -> pass mark (default 3)
     samples: int = 1  # above 1, each judge is asked this many times and the spread is recorded
+    prompts: Mapping[str, JudgePrompt] = field(default_factory=dict)  # judge name -> the campaign's own prompt
 
     def threshold(self, name: str) -> float:
         """The pass mark of a judge."""
         return float(self.thresholds.get(name, DEFAULT_THRESHOLD))
+
+    def prompt(self, name: str) -> JudgePrompt:
+        """The prompt a judge asks with: the campaign's own, else the built-in one."""
+        builtin = load_prompt(name)
+        return self.prompts.get(builtin.name, builtin)
 
 
 def missing_input(prompt: JudgePrompt, *, question: str, answer: str | None,
@@ -96,7 +102,7 @@ def run_judge(settings: JudgeSettings, name: str, *, question: str, answer: str,
     (an empty answer) is `unknown`. Neither calls the model. A context over the judge model's
     window is cut, and the verdict says so.
     """
-    prompt = load_prompt(name)
+    prompt = settings.prompt(name)
     if settings.samples < 1:
         raise EvalError("samples must be at least 1", found=str(settings.samples), expected=">= 1")
     references = [expected] if isinstance(expected, str) else [r for r in expected or () if r]
@@ -162,7 +168,7 @@ def verdict(trials: list[Trial], prompt: JudgePrompt, settings: JudgeSettings, o
     several = len(trials) > 1
     return Verdict(
         judge=prompt.name, model=settings.model.name, prompt_hash=prompt.hash, prompt_version=prompt.version,
-        signature=signature(prompt.name), threshold=threshold if prompt.output == "likert" else None,
+        signature=signature_of(prompt), threshold=threshold if prompt.output == "likert" else None,
         score=score, reason=next((t.reason for t in trials if t.score is not None), trials[0].reason), result=result,
         prompt_tokens=sum(t.prompt_tokens for t in trials), completion_tokens=sum(t.completion_tokens for t in trials),
         error=next((t.error for t in trials if t.error), None),

@@ -2,7 +2,7 @@
 
 Keys are flat (no nested tables) so that `to_dict`, `diff`, the stored campaign snapshot, the
 UI and a TOML file all use the same names. A TOML file holds the keys at top level; the only
-table values are `agent_headers`, `judge_thresholds` and `graded_thresholds` (see TABLES).
+table values are `agent_headers`, `judge_thresholds`, `judge_prompts` and `graded_thresholds` (see TABLES).
 """
 
 from __future__ import annotations
@@ -111,7 +111,8 @@ GROUPS = {TARGET: "Target", CHUNKING: "Chunking", QUERY: "Query transformation",
 RETRIEVAL_SIDE = (CHUNKING, QUERY, RETRIEVAL, RERANK)
 GENERATION_SIDE = (GENERATION, PROMPTS)
 # Keys whose value is a table (TOML [name]): the type of each entry's value.
-TABLES: dict[str, type] = {"agent_headers": str, "judge_thresholds": float, "graded_thresholds": float}
+TABLES: dict[str, type] = {"agent_headers": str, "judge_thresholds": float, "judge_prompts": str,
+                           "graded_thresholds": float}
 
 
 def setting(default: Any, group: str, *, essential: bool = False) -> Any:
@@ -205,6 +206,9 @@ class TargetConfig:
     judge_temperature: float = setting(0.0, JUDGE)
     judge_max_tokens: int = setting(300, JUDGE)
     judge_thresholds: tuple[tuple[str, float], ...] = setting((), JUDGE)
+    # A campaign's own prompt for a built-in judge (judge name -> the prompt's text, in the shape of
+    # evalcore/judges/templates; a TOML file may give a file path instead, read when it is loaded).
+    judge_prompts: tuple[tuple[str, str], ...] = setting((), JUDGE)
     # Semantic answer similarity (no model call): the embedding model answers and reference answers are
     # compared with, "none" to leave the measure out.
     answer_similarity_model: str = setting("none", JUDGE)
@@ -255,7 +259,7 @@ class TargetConfig:
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
             raise EvalError(f"not valid TOML: {error}", where=str(path)) from None
         try:
-            return cls.from_dict(data)
+            return cls.from_dict(read_prompt_files(data, path.parent))
         except EvalError as error:
             raise EvalError("invalid target configuration", problems=[f"{path}: {p}" for p in error.problems]) from None
 
@@ -478,13 +482,17 @@ def _template_problems(key: str, text: str, allowed: set[str], required: set[str
 
 def _judge_problems(config: TargetConfig) -> list[str]:
     """Judge and graded settings: known names, pass marks on their scales, a model when one is named."""
-    from evalcore.judges import JUDGES
+    from evalcore.judges import JUDGES, prompt_problems
     from evalcore.metrics.graded import GRADED_MEASURES
 
     problems = [f"judge_thresholds: unknown judge {name!r} (known: {', '.join(JUDGES)})"
                 for name, _ in config.judge_thresholds if name not in JUDGES]
     problems += [f"judge_thresholds.{name}: expected a pass mark in [1, 5], found {value!r}"
                  for name, value in config.judge_thresholds if name in JUDGES and not 1 <= value <= 5]
+    problems += [f"judge_prompts: unknown judge {name!r} (known: {', '.join(JUDGES)})"
+                 for name, _ in config.judge_prompts if name not in JUDGES]
+    problems += [f"judge_prompts.{name}: {problem}" for name, text in config.judge_prompts if name in JUDGES
+                 for problem in prompt_problems(name, text)]
     problems += [f"graded_thresholds: unknown graded measure {name!r} (known: {', '.join(GRADED_MEASURES)})"
                  for name, _ in config.graded_thresholds if name not in GRADED_MEASURES]
     if config.judge_kind == "openai" and not config.judge_model:
@@ -493,6 +501,31 @@ def _judge_problems(config: TargetConfig) -> list[str]:
         problems.append(f"graded_label_max: must be above graded_label_min ({config.graded_label_min}), "
                         f"found {config.graded_label_max} (0 means the dataset's highest label)")
     return problems
+
+
+def read_prompt_files(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """The configuration with each one-line `judge_prompts` value read as a file (relative to `folder`).
+
+    A prompt has a [system] and a [user] line, so a one-line value can only be a path; the snapshot
+    of a campaign then holds the text itself, not a path that may change.
+    """
+    prompts = data.get("judge_prompts")
+    if not isinstance(prompts, dict):
+        return data
+    return {**data, "judge_prompts": {name: read_prompt_file(value, folder, name)
+                                      if isinstance(value, str) and "\n" not in value.strip() else value
+                                      for name, value in prompts.items()}}
+
+
+def read_prompt_file(value: str, folder: Path, name: str) -> str:
+    """The text of a judge prompt file; EvalError naming the key and the path."""
+    path = folder / Path(value.strip()).expanduser()
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise EvalError(f"cannot read the prompt file ({getattr(error, 'strerror', None) or error})",
+                        where=f"judge_prompts.{name}", found=str(path),
+                        fix="give the path of a UTF-8 text file, relative to the configuration file") from None
 
 
 def _query_problems(config: TargetConfig) -> list[str]:
