@@ -34,7 +34,7 @@ class RunSettings(RequestBody):
 
     use_judge: bool = Field(default=False, description="add the 1-5 AI score (judge `score`)")
     judges: list[str] = Field(default_factory=list, max_length=len(JUDGES),
-                              description=f"judges to run: {', '.join(JUDGES)}")
+                              description=f"judges to run: {', '.join(JUDGES)} (rubrics run without being named)")
     judge_samples: int = Field(default=1, ge=1, le=20, description="ask each judge N times and record the spread")
     judge: JudgeModelIn | None = Field(default=None, description="the judges' model (needs a full-access key)")
     judge_thresholds: dict[str, float] = Field(default_factory=dict, description="pass mark per judge on 1-5")
@@ -43,6 +43,10 @@ class RunSettings(RequestBody):
         description="a judge's own prompt for this campaign: judge name -> the prompt's text, in the shape of the "
                     "built-in ones ([system] and [user] lines; the placeholders the judge reads); its hash enters "
                     "the judge's signature")
+    rubrics: dict[str, Annotated[str, Field(max_length=PROMPT_CHARS)]] = Field(
+        default_factory=dict, max_length=20,
+        description="judges defined in plain words: name -> the rubric's text (# output: 1-5 or labels worst to best, "
+                    "# pass:, # reads:, then [criteria] and optional [steps]); each is a judge of the campaign")
     concurrency: int | None = Field(default=None, ge=1, le=256,
                                     description="questions in flight (suites: 1 by default, so times are meaningful)")
     time_limit: float | None = Field(default=None, gt=0, le=86400, allow_inf_nan=False,
@@ -71,8 +75,9 @@ def configured(config: TargetConfig, body: RunSettings, principal: Principal) ->
         overrides |= {f"judge_{name}": value for name, value in body.judge.model_dump().items()}
     if body.judge_thresholds:
         overrides["judge_thresholds"] = {**dict(config.judge_thresholds), **body.judge_thresholds}
-    if body.judge_prompts:
-        overrides["judge_prompts"] = {**dict(config.judge_prompts), **body.judge_prompts}
+    for key in ("judge_prompts", "rubrics"):
+        if given := getattr(body, key):
+            overrides[key] = {**dict(getattr(config, key)), **given}
     return TargetConfig.from_dict({**config.to_dict(), **overrides}) if overrides else config
 
 

@@ -75,6 +75,9 @@ def register(commands: Commands) -> None:
     judging.add_argument("--judge-prompt", action="append", default=[], metavar="NAME=FILE",
                          help="a judge's own prompt for this campaign, read from a file in the shape of the "
                               "built-in ones, e.g. score=prompts/score.txt; repeatable")
+    judging.add_argument("--rubric", action="append", default=[], metavar="NAME=FILE",
+                         help="a judge defined in plain words (criteria, steps, scale, pass mark, inputs), read from "
+                              "a file; repeatable (see docs/judges.md)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override one configuration key, e.g. graded_label_max=3; repeatable")
     _common.add_execution_options(parser)
@@ -127,9 +130,10 @@ def configuration(manager: CampaignManager, args: argparse.Namespace) -> tuple[T
     overrides = {key: getattr(args, key) for _, key, _, _ in JUDGE_FLAGS if getattr(args, key) is not None}
     if args.judge_threshold:
         overrides["judge_thresholds"] = {**dict(config.judge_thresholds), **pairs(args.judge_threshold, float)}
-    if args.judge_prompt:
-        files = read_prompt_files({"judge_prompts": pairs(args.judge_prompt, str)}, Path.cwd())["judge_prompts"]
-        overrides["judge_prompts"] = {**dict(config.judge_prompts), **files}
+    for key, given in (("judge_prompts", args.judge_prompt), ("rubrics", args.rubric)):
+        if given:
+            files = read_prompt_files({key: pairs(given, str)}, Path.cwd())[key]
+            overrides[key] = {**dict(getattr(config, key)), **files}
     overrides |= pairs(args.set, None)
     if not overrides:
         return config, target_id

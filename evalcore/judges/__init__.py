@@ -20,6 +20,7 @@ from evalcore.judges.prompts import (
     signature_of,
     text_hash,
 )
+from evalcore.judges.rubrics import RUBRIC, Rubric, parse_rubric, rubric_problems, rubric_prompt
 from evalcore.judges.running import MAX_TOKENS, JudgeSettings, Trial, run_judge
 from evalcore.judges.verdict import Spread, Verdict
 
@@ -29,10 +30,12 @@ __all__ = [
     "JUDGES",
     "MAX_TOKENS",
     "PARSER_VERSION",
+    "RUBRIC",
     "JudgePrompt",
     "JudgeSettings",
     "Passage",
     "Reading",
+    "Rubric",
     "Spread",
     "Trial",
     "Verdict",
@@ -44,8 +47,11 @@ __all__ = [
     "format_context",
     "load_prompt",
     "parse_reply",
+    "parse_rubric",
     "preview_messages",
     "prompt_problems",
+    "rubric_problems",
+    "rubric_prompt",
     "run_judge",
     "signature",
     "signature_of",

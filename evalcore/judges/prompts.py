@@ -31,11 +31,12 @@ class JudgePrompt:
 
     name: str
     version: str
-    output: str           # "likert" (1-5) or "label" (pass/fail)
+    output: str           # "likert" (1-5), "label" (pass/fail) or "labels" (a rubric's own scale)
     requires: tuple[str, ...]
     system: str
     user: str
     hash: str
+    labels: tuple[str, ...] = ()  # "labels": the scale from worst to best (a verdict's score is its position)
 
 
 def canonical(name: str) -> str:
@@ -109,7 +110,8 @@ def custom_prompt(name: str, text: str, *, where: str) -> JudgePrompt:
 
 def signature_of(prompt: JudgePrompt) -> str:
     """A judge measure's signature: name, prompt version and hash, output kind, parser version."""
-    return (f"judge.{prompt.name}|prompt:{prompt.version if prompt.version == CUSTOM else 'v' + prompt.version}"
+    version = f"v{prompt.version}" if prompt.version.isdigit() else prompt.version  # custom, rubric
+    return (f"judge.{prompt.name}|prompt:{version}"
             f"|hash:{prompt.hash}|output:{prompt.output}|parser:v{PARSER_VERSION}")
 
 
@@ -161,10 +163,11 @@ def format_references(references: Sequence[str]) -> str:
 
 
 def reply_schema(prompt: JudgePrompt) -> dict[str, Any]:
-    """The JSON schema of a verdict: a 1-5 score or a pass/fail label, and a short reason."""
-    verdict: dict[str, Any] = ({"type": "integer", "enum": [1, 2, 3, 4, 5]} if prompt.output == "likert"
-                               else {"type": "string", "enum": ["pass", "fail"]})
-    key = "score" if prompt.output == "likert" else "label"
+    """The JSON schema of a verdict: a 1-5 score or a label (pass/fail, or a rubric's own), and a short reason."""
+    if prompt.output == "likert":
+        key, verdict = "score", {"type": "integer", "enum": [1, 2, 3, 4, 5]}
+    else:
+        key, verdict = "label", {"type": "string", "enum": list(prompt.labels or ("pass", "fail"))}
     return {"type": "object", "additionalProperties": False, "required": [key, "reason"],
             "properties": {key: verdict, "reason": {"type": "string", "maxLength": REASON_CHARS}}}
 

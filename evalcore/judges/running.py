@@ -57,7 +57,9 @@ class JudgeSettings:
         return float(self.thresholds.get(name, DEFAULT_THRESHOLD))
 
     def prompt(self, name: str) -> JudgePrompt:
-        """The prompt a judge asks with: the campaign's own, else the built-in one."""
+        """The prompt a judge asks with: the campaign's own (a rubric's, a replaced one), else the built-in one."""
+        if name in self.prompts:
+            return self.prompts[name]
         builtin = load_prompt(name)
         return self.prompts.get(builtin.name, builtin)
 
@@ -74,7 +76,8 @@ def missing_input(prompt: JudgePrompt, *, question: str, answer: str | None,
 def judge_once(settings: JudgeSettings, prompt: JudgePrompt, messages: list[Message], temperature: float) -> Trial:
     """Ask, parse, and on an unreadable reply ask once more; model failures become a Trial with error."""
     tokens = [0, 0]
-    retry = RETRY_MESSAGE if prompt.output == "likert" else LABEL_RETRY_MESSAGE
+    retry = {"likert": RETRY_MESSAGE, "label": LABEL_RETRY_MESSAGE}.get(
+        prompt.output, LABEL_RETRY_MESSAGE.replace('"fail"', f'"{prompt.labels[0] if prompt.labels else "fail"}"'))
     reply_text = ""
     for attempt in range(2):
         try:
@@ -85,7 +88,7 @@ def judge_once(settings: JudgeSettings, prompt: JudgePrompt, messages: list[Mess
             return Trial(None, f"judge call failed: {error}", tokens[0], tokens[1], error=str(error),
                          overflow=isinstance(error, ContextOverflow))
         tokens = [tokens[0] + reply.prompt_tokens, tokens[1] + reply.completion_tokens]
-        reading = parse_reply(reply.text, prompt.output)
+        reading = parse_reply(reply.text, prompt.output, prompt.labels)
         if reading is not None:
             return Trial(reading.score, reading.reason, tokens[0], tokens[1])
         reply_text = reply.text
@@ -168,12 +171,20 @@ def verdict(trials: list[Trial], prompt: JudgePrompt, settings: JudgeSettings, o
     several = len(trials) > 1
     return Verdict(
         judge=prompt.name, model=settings.model.name, prompt_hash=prompt.hash, prompt_version=prompt.version,
-        signature=signature_of(prompt), threshold=threshold if prompt.output == "likert" else None,
-        score=score, reason=next((t.reason for t in trials if t.score is not None), trials[0].reason), result=result,
+        signature=signature_of(prompt), threshold=None if prompt.output == "label" else threshold,
+        score=score, label=label_of(prompt, score), result=result,
+        reason=next((t.reason for t in trials if t.score is not None), trials[0].reason),
         prompt_tokens=sum(t.prompt_tokens for t in trials), completion_tokens=sum(t.completion_tokens for t in trials),
         error=next((t.error for t in trials if t.error), None),
         samples=tuple(t.score for t in trials) if several else None, spread=spread(scores) if several else None,
     )
+
+
+def label_of(prompt: JudgePrompt, score: float | None) -> str | None:
+    """The label of a rubric's scale a score stands for (the nearest, for a mean of samples)."""
+    if not prompt.labels or score is None:
+        return None
+    return prompt.labels[min(max(round(score), 1), len(prompt.labels)) - 1]
 
 
 def spread(scores: list[float]) -> Spread:

@@ -172,9 +172,15 @@ def signature(name: str, **settings: object) -> str:
 
 
 def display_order(name: str) -> tuple[int, str]:
-    """Sort key: registry order, then unregistered names (e.g. `judge.X:pass`) by name."""
+    """Sort key: registry order, then unregistered names (e.g. `judge.X:pass`, a rubric's `judge.X`) by name."""
     measure = MEASURES.get(name.split(":")[0])
     return (measure.order if measure else len(MEASURES), name)
+
+
+def family(name: str) -> str | None:
+    """The panel family of a measure name; a judge the registry does not know (a rubric's) is a judge."""
+    measure = MEASURES.get(name.split(":")[0])
+    return measure.family if measure else "judge" if name.startswith("judge.") else None
 
 
 def panels(names: Iterable[str]) -> list[tuple[str, list[str]]]:
@@ -183,8 +189,8 @@ def panels(names: Iterable[str]) -> list[tuple[str, list[str]]]:
     grouped: dict[str, list[str]] = {title: [] for _, title in PANELS}
     grouped[OTHER_PANEL] = []
     for name in sorted(names, key=display_order):
-        measure = MEASURES.get(name.split(":")[0])
-        grouped[titles[measure.family] if measure else OTHER_PANEL].append(name)
+        kind = family(name)
+        grouped[titles[kind] if kind else OTHER_PANEL].append(name)
     return [(title, members) for title, members in grouped.items() if members]
 
 

@@ -111,8 +111,9 @@ GROUPS = {TARGET: "Target", CHUNKING: "Chunking", QUERY: "Query transformation",
 RETRIEVAL_SIDE = (CHUNKING, QUERY, RETRIEVAL, RERANK)
 GENERATION_SIDE = (GENERATION, PROMPTS)
 # Keys whose value is a table (TOML [name]): the type of each entry's value.
-TABLES: dict[str, type] = {"agent_headers": str, "judge_thresholds": float, "judge_prompts": str,
+TABLES: dict[str, type] = {"agent_headers": str, "judge_thresholds": float, "judge_prompts": str, "rubrics": str,
                            "graded_thresholds": float}
+PROMPT_TABLES = ("judge_prompts", "rubrics")  # texts a TOML file may give as a file path instead
 
 
 def setting(default: Any, group: str, *, essential: bool = False) -> Any:
@@ -209,6 +210,9 @@ class TargetConfig:
     # A campaign's own prompt for a built-in judge (judge name -> the prompt's text, in the shape of
     # evalcore/judges/templates; a TOML file may give a file path instead, read when it is loaded).
     judge_prompts: tuple[tuple[str, str], ...] = setting((), JUDGE)
+    # Judges defined in plain words (evalcore.judges.rubrics): name -> the rubric's text (or, in a TOML
+    # file, a file path); every rubric defined is a judge of the campaign.
+    rubrics: tuple[tuple[str, str], ...] = setting((), JUDGE)
     # Semantic answer similarity (no model call): the embedding model answers and reference answers are
     # compared with, "none" to leave the measure out.
     answer_similarity_model: str = setting("none", JUDGE)
@@ -482,7 +486,7 @@ def _template_problems(key: str, text: str, allowed: set[str], required: set[str
 
 def _judge_problems(config: TargetConfig) -> list[str]:
     """Judge and graded settings: known names, pass marks on their scales, a model when one is named."""
-    from evalcore.judges import JUDGES, prompt_problems
+    from evalcore.judges import JUDGES, prompt_problems, rubric_problems
     from evalcore.metrics.graded import GRADED_MEASURES
 
     problems = [f"judge_thresholds: unknown judge {name!r} (known: {', '.join(JUDGES)})"
@@ -493,6 +497,7 @@ def _judge_problems(config: TargetConfig) -> list[str]:
                  for name, _ in config.judge_prompts if name not in JUDGES]
     problems += [f"judge_prompts.{name}: {problem}" for name, text in config.judge_prompts if name in JUDGES
                  for problem in prompt_problems(name, text)]
+    problems += [problem for name, text in config.rubrics for problem in rubric_problems(name, text)]
     problems += [f"graded_thresholds: unknown graded measure {name!r} (known: {', '.join(GRADED_MEASURES)})"
                  for name, _ in config.graded_thresholds if name not in GRADED_MEASURES]
     if config.judge_kind == "openai" and not config.judge_model:
@@ -504,27 +509,29 @@ def _judge_problems(config: TargetConfig) -> list[str]:
 
 
 def read_prompt_files(data: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """The configuration with each one-line `judge_prompts` value read as a file (relative to `folder`).
+    """The configuration with each one-line judge prompt or rubric read as a file (relative to `folder`).
 
-    A prompt has a [system] and a [user] line, so a one-line value can only be a path; the snapshot
-    of a campaign then holds the text itself, not a path that may change.
+    A prompt or a rubric has several lines, so a one-line value can only be a path; the snapshot of a
+    campaign then holds the text itself, not a path that may change.
     """
-    prompts = data.get("judge_prompts")
-    if not isinstance(prompts, dict):
-        return data
-    return {**data, "judge_prompts": {name: read_prompt_file(value, folder, name)
-                                      if isinstance(value, str) and "\n" not in value.strip() else value
-                                      for name, value in prompts.items()}}
+    data = dict(data)
+    for key in PROMPT_TABLES:
+        texts = data.get(key)
+        if isinstance(texts, dict):
+            data[key] = {name: read_prompt_file(value, folder, f"{key}.{name}")
+                         if isinstance(value, str) and "\n" not in value.strip() else value
+                         for name, value in texts.items()}
+    return data
 
 
-def read_prompt_file(value: str, folder: Path, name: str) -> str:
-    """The text of a judge prompt file; EvalError naming the key and the path."""
+def read_prompt_file(value: str, folder: Path, key: str) -> str:
+    """The text of a judge prompt or rubric file; EvalError naming the key and the path."""
     path = folder / Path(value.strip()).expanduser()
     try:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise EvalError(f"cannot read the prompt file ({getattr(error, 'strerror', None) or error})",
-                        where=f"judge_prompts.{name}", found=str(path),
+                        where=key, found=str(path),
                         fix="give the path of a UTF-8 text file, relative to the configuration file") from None
 
 
