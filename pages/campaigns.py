@@ -89,7 +89,8 @@ def show_result(result: QuestionResult) -> None:
                 for name, value in outcome.measures.items()]
     if measures:
         st.dataframe(pd.DataFrame(measures), hide_index=True)
-    judges = [{"judge": name, "score": v.score, "result": v.result, "threshold": v.threshold, "reason": v.reason,
+    judges = [{"judge": name, "score": v.score, "label": v.label, "result": v.result, "threshold": v.threshold,
+               "reason": v.reason,
                "model": v.model, "samples": ", ".join(ui.fmt_value(x, 1) for x in v.samples or ()) or None,
                "context": v.context_cut or "seen whole"}
               for name, v in outcome.judges.items()]

@@ -14,11 +14,23 @@ from evalcore.campaigns import Campaign, get_campaign, list_campaigns
 from evalcore.campaigns.listing import dataset_label
 from evalcore.campaigns.manager import sweep_name
 from evalcore.errors import EvalError
-from evalcore.judges import JUDGES, builtin_text, custom_prompt, preview_messages, prompt_problems
+from evalcore.judges import (
+    JUDGES,
+    Rubric,
+    builtin_text,
+    custom_prompt,
+    parse_rubric,
+    preview_messages,
+    prompt_problems,
+    rubric_problems,
+    rubric_prompt,
+    rubric_text,
+)
+from evalcore.judges.rubrics import READABLE
 from evalcore.store import NotFound
 from evalcore.suites import list_suites
 from evalcore.targets import TargetConfig
-from evalcore.targets.config import CHOICES, RANGES, sweep_values
+from evalcore.targets.config import CHOICES, PROMPT_TABLES, RANGES, sweep_values
 from evalcore.targets.presets import PRESETS, QUICK_START
 from evalcore.targets.saved import get_target, save_target
 
@@ -35,7 +47,7 @@ def config_inputs(base: TargetConfig, key: str, disabled: bool) -> dict[str, Any
     for number, (group, names) in enumerate(TargetConfig.sections().items()):
         with st.expander(group, expanded=number == 0):
             columns = st.columns(3)
-            for position, name in enumerate(n for n in names if n != "judge_prompts"):  # their own section
+            for position, name in enumerate(n for n in names if n not in PROMPT_TABLES):  # their own sections
                 with columns[position % 3]:
                     values[name] = _config_input(name, current[name], defaults[name], f"{key}-{name}", disabled)
     return values
@@ -66,14 +78,14 @@ def judge_prompt_inputs(base: TargetConfig, key: str, disabled: bool, sample: tu
     previewed on the first question."""
     current = dict(base.judge_prompts)
     with st.expander(f"Judge prompts ({len(current)} replaced)" if current else "Judge prompts"):
-        picked = st.multiselect("Replace the prompt of", JUDGES, default=list(current), key=f"{key}-prompted",
+        picked = st.multiselect("Replace the prompt of", JUDGES, default=list(current), key=f"{key}-judge_prompts",
                                 disabled=disabled, help="The text and its hash are stored with the campaign and enter "
                                 "the judge's signature: campaigns judged with different prompts are flagged as not "
                                 "comparable on that judge.")
         prompts = {}
         for name in picked:
             prompts[name] = st.text_area(f"Prompt of the {name} judge", value=current.get(name) or builtin_text(name),
-                                         height=300, key=f"{key}-prompt-{name}", disabled=disabled)
+                                         height=300, key=f"prompt-{key}-{name}", disabled=disabled)
             show_prompt_check(name, prompts[name], sample)
     return prompts
 
@@ -87,6 +99,58 @@ def show_prompt_check(name: str, text: str, sample: tuple[str, list[str]] | None
     if sample is not None:
         prompt = custom_prompt(name, text, where=f"judge_prompts.{name}")
         messages = preview_messages(prompt, question=sample[0], references=sample[1])
+        st.caption(f"The {name} judge's prompt on the first question")
+        st.code("\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages), language=None, wrap_lines=True)
+
+
+def rubric_inputs(base: TargetConfig, key: str, disabled: bool, sample: tuple[str, list[str]] | None) -> dict[str, str]:
+    """Judges defined in plain words: a small form each, checked as it is filled and previewed on the first question."""
+    current = list(base.rubrics)
+    with st.expander(f"Rubric judges ({len(current)})" if current else "Rubric judges"):
+        count = st.number_input("How many rubric judges", min_value=0, max_value=5, value=len(current),
+                                key=f"{key}-rubrics", disabled=disabled,
+                                help="Each is a judge of the campaign, a measure like any other (judge.NAME).")
+        rubrics = {}
+        for index in range(int(count)):
+            name, text = current[index] if index < len(current) else (f"rubric_{index + 1}", "")
+            st.divider()
+            name, text = rubric_input(name, text, f"rubric-{key}-{index}", disabled)
+            rubrics[name] = text
+            show_rubric_check(name, text, sample)
+    return rubrics
+
+
+def rubric_input(name: str, text: str, key: str, disabled: bool) -> tuple[str, str]:
+    """One rubric's fields (name, scale, pass mark, inputs, criteria, steps), prefilled from its text."""
+    try:
+        start = parse_rubric(name, text)
+    except EvalError:
+        start = Rubric(name, "", "", tuple("12345"), "3", ("question", "answer"))
+    left, middle, right = st.columns(3)
+    name = left.text_input("Name", value=start.name, key=f"{key}-name", disabled=disabled)
+    likert = middle.radio("Scale", ["1-5", "labels"], index=0 if start.likert else 1, key=f"{key}-scale",
+                          horizontal=True, disabled=disabled) == "1-5"
+    labels = tuple("12345") if likert else tuple(
+        label.strip().lower() for label in right.text_input(
+            "Labels, worst to best", value="" if start.likert else ", ".join(start.labels), key=f"{key}-labels",
+            placeholder="wrong, partial, right", disabled=disabled).split(",") if label.strip())
+    options = list(labels) or [""]
+    pass_label = left.selectbox("Passes from", options, index=ui.index_of(options, start.pass_label),
+                                key=f"{key}-pass", disabled=disabled)
+    reads = middle.multiselect("Reads", list(READABLE), default=list(start.reads), key=f"{key}-reads",
+                               disabled=disabled)
+    criteria = st.text_area("Criteria, in plain words", value=start.criteria, key=f"{key}-criteria", disabled=disabled)
+    steps = st.text_area("Evaluation steps (optional)", value=start.steps, key=f"{key}-steps", disabled=disabled)
+    return name, rubric_text(Rubric(name, criteria, steps, labels, pass_label or "", tuple(reads)))
+
+
+def show_rubric_check(name: str, text: str, sample: tuple[str, list[str]] | None) -> None:
+    """The problems of a rubric, else the prompt it makes, filled in with the first question."""
+    problems = rubric_problems(name, text)
+    if problems:
+        st.warning(ui.escape_md("; ".join(problems)))
+    elif sample is not None:
+        messages = preview_messages(rubric_prompt(parse_rubric(name, text)), question=sample[0], references=sample[1])
         st.caption(f"The {name} judge's prompt on the first question")
         st.code("\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages), language=None, wrap_lines=True)
 
@@ -193,9 +257,11 @@ if not configurable:
                "need a key with the full-access capability.")
 
 execution = execution_inputs(base_config, key=f"cfg-{base}", configurable=configurable)
-prompts = {}
+prompts, rubrics = {}, {}
 with ui.guard():
-    prompts = judge_prompt_inputs(base_config, f"cfg-{base}", not configurable, first_question())
+    sample = first_question()
+    prompts = judge_prompt_inputs(base_config, f"cfg-{base}", not configurable, sample)
+    rubrics = rubric_inputs(base_config, f"cfg-{base}", not configurable, sample)
 with st.form("launch"):
     name = st.text_input("Campaign name", max_chars=200, key="campaign-name",
                          placeholder=f"made from its settings, e.g. {base_config.describe()}",
@@ -227,7 +293,8 @@ with st.form("launch"):
 if submitted:
     with ui.guard():
         swept = None if sweep_key == NO_SWEEP else sweep_key
-        configs = build_configs(values | execution | {"judge_prompts": prompts}, swept, sweep_text)
+        configs = build_configs(values | execution | {"judge_prompts": prompts, "rubrics": rubrics}, swept,
+                                sweep_text)
         if suite and len(configs) > 1:
             raise EvalError("a suite runs one campaign at a time", where="sweep", fix="sweep over a dataset instead")
         saved = save_target(store, configs[0], name=save_as.strip(), principal=principal) if save_as.strip() else None

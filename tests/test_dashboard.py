@@ -513,7 +513,8 @@ def test_user_text_is_shown_as_text_never_as_markup(filled: dict, monkeypatch: p
 
 def test_the_run_form_has_an_input_for_every_configuration_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = page_test(str(tmp_path / "db.sqlite"), monkeypatch, "pages/run.py")
-    widgets = [w for kind in (at.selectbox, at.number_input, at.text_input, at.text_area) for w in kind]
+    widgets = [w for kind in (at.selectbox, at.multiselect, at.number_input, at.text_input, at.text_area)
+               for w in kind]
     keys = {w.key.removeprefix("cfg-quick-") for w in widgets if w.key and w.key.startswith("cfg-quick-")}
     assert keys == set(TargetConfig().to_dict())
 

@@ -115,13 +115,13 @@ def test_the_run_page_checks_an_own_prompt_as_it_is_typed_previews_it_and_launch
     db = str(tmp_path / "run.db")
     at = page_test(db, monkeypatch, "pages/run.py")
     key = "cfg-quick"
-    at.multiselect(key=f"{key}-prompted").set_value(["score"]).run()
-    assert at.text_area(key=f"{key}-prompt-score").value == judges.builtin_text("score")
+    at.multiselect(key=f"{key}-judge_prompts").set_value(["score"]).run()
+    assert at.text_area(key=f"prompt-{key}-score").value == judges.builtin_text("score")
     assert any("Question:" in block.value for block in at.code)  # the built-in prompt, previewed
-    at.text_area(key=f"{key}-prompt-score").set_value(OWN.replace("{expected}", "{ref}")).run()
+    at.text_area(key=f"prompt-{key}-score").set_value(OWN.replace("{expected}", "{ref}")).run()
     assert any("unknown placeholder {ref}" in unescape(w.value) and "missing placeholder {expected}" in unescape(w.value)
                for w in at.warning)
-    at.text_area(key=f"{key}-prompt-score").set_value(OWN).run()
+    at.text_area(key=f"prompt-{key}-score").set_value(OWN).run()
     assert not at.warning
     preview = next(block.value for block in at.code if "strict grader" in block.value)
     first = load_dataset(resolve_dataset("default")).questions[0]  # the sample's first question fills the preview

@@ -188,3 +188,39 @@ def test_bad_rubrics_are_refused_by_the_configuration_the_cli_and_the_api(tmp_pa
         page = client.get(f"/api/v1/campaigns/{task['id']}/results").json()["data"]
     assert bad.status_code == 422 and "rubrics.tone: a [criteria] line" in bad.text
     assert page["results"][0]["judges"]["tone"]["label"] == "warm"
+
+
+def test_the_run_page_defines_a_rubric_checks_it_previews_it_and_launches_with_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.test_dashboard_workflow import assert_clean, page_test, unescape
+
+    db = str(tmp_path / "run.db")
+    at = page_test(db, monkeypatch, "pages/run.py")
+    key = "rubric-cfg-quick-0"
+    at.number_input(key="cfg-quick-rubrics").set_value(1).run()
+    assert any("a [criteria] line" in unescape(w.value) for w in at.warning)  # nothing written yet
+    at.text_input(key=f"{key}-name").set_value("tone")
+    at.radio(key=f"{key}-scale").set_value("labels").run()
+    at.text_input(key=f"{key}-labels").set_value("rude, neutral, warm").run()
+    at.selectbox(key=f"{key}-pass").set_value("neutral")
+    at.multiselect(key=f"{key}-reads").set_value(["answer"])
+    at.text_area(key=f"{key}-criteria").set_value("The answer is courteous to a customer.").run()
+    assert_clean(at)
+    assert not at.warning
+    preview = next(block.value for block in at.code if "courteous" in block.value)
+    assert "Labels, from worst to best: rude, neutral, warm." in preview and "Answer to evaluate:" in preview
+    with FakeOpenAIServer(rubric_judge) as server:
+        at.text_input(key="cfg-quick-judge_model").set_value("judge-mini")
+        at.text_input(key="cfg-quick-judge_base_url").set_value(server.base_url)
+        at.text_input(key="cfg-quick-judge_api_key_env").set_value("")
+        at.number_input(key="limit").set_value(1)
+        at.button(key="FormSubmitter:launch-Launch").click().run()
+        assert_clean(at)
+        manager = CampaignManager(db)
+        (campaign,) = manager.store.read("SELECT id FROM campaigns")
+        manager.wait(campaign["id"], timeout=60)
+    assert get_campaign(manager.store, campaign["id"]).config["rubrics"] == {"tone": judges.rubric_text(
+        judges.Rubric("tone", "The answer is courteous to a customer.", "", ("rude", "neutral", "warm"), "neutral",
+                      ("answer",)))}
+    assert campaign_results(manager.store, campaign["id"])[0].outcome.judges["tone"].label == "warm"
+    manager.close()

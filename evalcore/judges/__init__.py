@@ -20,7 +20,7 @@ from evalcore.judges.prompts import (
     signature_of,
     text_hash,
 )
-from evalcore.judges.rubrics import RUBRIC, Rubric, parse_rubric, rubric_problems, rubric_prompt
+from evalcore.judges.rubrics import RUBRIC, Rubric, parse_rubric, rubric_problems, rubric_prompt, rubric_text
 from evalcore.judges.running import MAX_TOKENS, JudgeSettings, Trial, run_judge
 from evalcore.judges.verdict import Spread, Verdict
 
@@ -52,6 +52,7 @@ __all__ = [
     "prompt_problems",
     "rubric_problems",
     "rubric_prompt",
+    "rubric_text",
     "run_judge",
     "signature",
     "signature_of",

@@ -126,3 +126,13 @@ def rubric_prompt(rubric: Rubric) -> JudgePrompt:
     return JudgePrompt(name=rubric.name, version=RUBRIC, output=output,
                        requires=tuple(key for key in rubric.reads if key != "context"), system=system, user=user,
                        hash=text_hash(whole), labels=() if rubric.likert else rubric.labels)
+
+
+def rubric_text(rubric: Rubric) -> str:
+    """The text that defines a rubric (what parse_rubric reads back): the form a configuration stores."""
+    output = LIKERT if rubric.likert else ", ".join(rubric.labels)
+    lines = [f"# output: {output}", f"# pass: {rubric.pass_label}", f"# reads: {', '.join(rubric.reads)}",
+             "[criteria]", rubric.criteria.strip()]
+    if rubric.steps.strip():
+        lines += ["[steps]", rubric.steps.strip()]
+    return "\n".join(lines) + "\n"
