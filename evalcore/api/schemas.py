@@ -388,3 +388,39 @@ class Me(BaseModel):
     tenant: str
     role: str
     capability: str
+
+
+class LabelOut(Out):
+    qid: int
+    judge: str
+    label: str = Field(description="on the judge's scale (1-5, a rubric's label) or pass / fail")
+    note: str
+    author: str = Field(description="who labelled: the API key's id, a user name, or the CSV's author column")
+    labelled_at: float
+
+
+class LabelOnly(BaseModel):
+    label: LabelOut
+
+
+class LabelList(BaseModel):
+    labels: list[LabelOut]
+
+
+class ImportedLabels(BaseModel):
+    imported: int
+
+
+class AgreementOut(Out):
+    judge: str
+    n: int = Field(description="labelled questions the judge gave a readable verdict on")
+    categories: list[str] = Field(description="the scale compared on: the judge's own, or fail / pass")
+    accuracy: float | None
+    kappa: float | None = Field(description="Cohen's kappa; null where undefined (one category on both sides)")
+    weighted_kappa: float | None = Field(description="quadratic-weighted kappa, on ordinal scales (1-5, a rubric's)")
+    interval: list[float] | None = Field(description="95% bootstrap interval of the weighted kappa (else of kappa)")
+    confusion: list[list[int]] = Field(description="rows: the people's labels, columns: the judge's, in category order")
+
+
+class AgreementData(BaseModel):
+    agreement: dict[str, AgreementOut]
