@@ -467,7 +467,7 @@ def test_png_export_is_disabled_with_a_reason_when_no_chromium(filled: dict, mon
 
 def test_each_pick_of_a_campaign_applies(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
-    assert [tab.label for tab in at.tabs] == ["Questions", "Failure stages", "Configuration"]
+    assert [tab.label for tab in at.tabs] == ["Questions", "Failure stages", "Labels", "Configuration"]
     open_section(at, "Configuration", "campaign-section")
     names = {c.id: c.name for c in list_campaigns(get_manager(filled["db"]).store)}
     configs = {c.id: c.config for c in list_campaigns(get_manager(filled["db"]).store)}

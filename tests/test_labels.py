@@ -180,3 +180,33 @@ def test_the_cli_and_the_api_label_import_export_and_report_agreement(
     assert refused.status_code in (400, 422) and "not a label of the groundedness_pro judge" in refused.text
     assert imported.json()["data"]["imported"] == 1 and gone.status_code == 204
     assert len(listed) == 5 and agreed["relevance"]["n"] == 3 and agreed["groundedness_pro"]["n"] == 2
+
+
+def test_the_campaigns_page_walks_the_queue_labels_with_buttons_and_shows_agreement(
+        judged: tuple[CampaignManager, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.test_dashboard import open_section
+    from tests.test_dashboard_workflow import assert_clean, page_test, unescape
+
+    manager, campaign_id = judged
+    manager.store.write(lambda conn: conn.execute("UPDATE campaigns SET tenant = 'default'"))
+    at = page_test(str(manager.store.path), monkeypatch, "pages/campaigns.py")
+    at.selectbox[0].set_value(campaign_id).run()
+    open_section(at, "Labels", "campaign-section")
+    assert_clean(at)
+    at.selectbox(key=f"label-judge-{campaign_id}").set_value("relevance").run()
+    assert any("Question 1: What is the refund window?" in t.value for t in at.text)
+    assert any(t.value.startswith("[2] Terms of Sale (2022)\nRefunds") for t in at.text)  # the passages, titled
+    assert any(t.value == "Reference: 30 days." for t in at.text)
+    at.text_input(key=f"label-note-{campaign_id}-relevance-1").set_value("exact deadline")
+    at.button(key="label-5").click().run()  # question 1, then the queue moves on to question 2
+    assert any("Question 2: Quel est le délai ?" in t.value for t in at.text)
+    at.button(key="label-2").click().run()
+    at.button(key="label-previous").click().run()
+    assert any("Labelled 2 by local" in unescape(c.value) for c in at.caption)
+    at.button(key="label-next").click().run()  # question 3, the one left
+    at.button(key="label-4").click().run()
+    assert_clean(at)
+    table = next(df.value for df in at.dataframe if "kappa" in df.value.columns)
+    assert table.loc[0, "judge"] == "relevance" and table.loc[0, "labelled"] == 3 and table.loc[0, "kappa"] == 1.0
+    (first, *_) = campaign_labels(manager.store, campaign_id)
+    assert (first.qid, first.label, first.note, first.author) == (1, "5", "exact deadline", "local")
