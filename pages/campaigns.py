@@ -282,7 +282,8 @@ def agreement_section(campaign: Campaign) -> None:
     found = campaign_agreement(store, campaign.id, principal=principal)
     if found:
         st.caption("Agreement of each judge with the labels (weighted kappa on ordinal scales)")
-        st.dataframe(agreement_frame(found), hide_index=True, key="agreement-table")
+        for line in agreement_lines(found):
+            st.text(line)
     judge = st.selectbox("Label for the judge", list(campaign.judges), key=f"label-judge-{campaign.id}")
     if judge in found:
         matrix = found[judge]
@@ -293,12 +294,15 @@ def agreement_section(campaign: Campaign) -> None:
     labels_files(campaign)
 
 
-def agreement_frame(found: dict[str, Agreement]) -> pd.DataFrame:
-    """One row per judge: labelled questions, accuracy, kappa, weighted kappa and its interval."""
-    return pd.DataFrame([{"judge": name, "labelled": a.n, "accuracy": a.accuracy, "kappa": a.kappa,
-                          "weighted kappa": a.weighted_kappa,
-                          "95% interval": f"{a.interval[0]:.2f} to {a.interval[1]:.2f}" if a.interval else None}
-                         for name, a in found.items()])
+def agreement_lines(found: dict[str, Agreement]) -> list[str]:
+    """One line per labelled judge: questions labelled, accuracy, kappa, weighted kappa, its interval."""
+    def number(value: float | None) -> str:
+        return "—" if value is None else f"{value:.2f}"
+
+    return [f"{name}: {a.n} labelled · accuracy {number(a.accuracy)} · kappa {number(a.kappa)}"
+            + (f" · weighted kappa {number(a.weighted_kappa)}" if a.weighted_kappa is not None else "")
+            + (f" · 95% interval {a.interval[0]:.2f} to {a.interval[1]:.2f}" if a.interval else "")
+            for name, a in found.items()]
 
 
 def label_queue(campaign: Campaign, judge: str) -> None:
@@ -313,7 +317,7 @@ def label_queue(campaign: Campaign, judge: str) -> None:
     at = min(max(at, 0), len(answered) - 1)
     result = answered[at]
     st.caption(f"{len(done)} of {len(answered)} answered questions labelled for {judge} · question {at + 1} "
-               f"of {len(answered)} · keys: {', '.join(scale_keys(campaign, judge))}, ← previous, → next")
+               f"of {len(answered)} · keys: {key_help(scale_keys(campaign, judge))}, ← previous, → next")
     show_for_labelling(result, done.get(result.question.qid))
     note = st.text_input("Note (optional)", key=f"label-note-{campaign.id}-{judge}-{result.question.qid}")
     cols = st.columns(len(scale_keys(campaign, judge)) + 2)
@@ -336,6 +340,11 @@ def scale_keys(campaign: Campaign, judge: str) -> dict[str, str]:
     labels = judge_scale(campaign, judge).labels
     keys = {label: label if label.isdigit() else str(rank) for rank, label in enumerate(labels, 1)}
     return keys | ({"pass": "p", "fail": "f"} if "pass" not in keys else {})
+
+
+def key_help(keys: dict[str, str]) -> str:
+    """The keys of the labels, each with its label when they differ (`p pass`)."""
+    return ", ".join(key if key == label else f"{key} {label}" for label, key in keys.items())
 
 
 def next_unlabelled(answered: list[QuestionResult], done: dict[int, Label], after: int) -> int:

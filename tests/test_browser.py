@@ -243,3 +243,45 @@ def test_a_named_campaign_is_listed_renamed_and_a_second_import_asks(page: tuple
     main.get_by_text("Imported 1 case(s) into browser refunds (2).").wait_for(timeout=30_000)
     assert_no_exception_on(tab)
     assert not problems, problems
+
+
+def test_five_questions_are_labelled_from_the_keyboard_and_kappa_appears(tmp_path: Path) -> None:
+    import json
+
+    from evalcore.campaigns import CampaignManager
+    from evalcore.targets import TargetConfig
+    from evalcore.testing import FakeOpenAIServer
+
+    def judge(path: str, body: dict) -> str:  # a 1-5 that follows the question's length
+        return json.dumps({"score": 1 + len(body["messages"][1]["content"]) % 5, "reason": "scripted"})
+
+    manager = CampaignManager(tmp_path / "evalcore.db")
+    with FakeOpenAIServer(judge) as server:
+        config = TargetConfig.from_dict({"retriever": "bm25", "judge_model": "judge-mini", "judge_api_key_env": "",
+                                         "judge_base_url": server.base_url})
+        campaign_id = manager.launch(dataset="default", config=config, judges=("relevance",), limit=6,
+                                     name="judged for labels")
+        assert manager.wait(campaign_id, timeout=120).status == "succeeded"
+    manager.close()
+    with serve(tmp_path) as url, browser_tab(f"{url}/campaigns") as (tab, problems):
+        main = tab.locator("[data-testid='stMain']")
+        main.get_by_role("heading", name="judged for labels").wait_for(timeout=60_000)
+        main.get_by_role("tab", name="Labels").click()
+        main.get_by_text("0 of 6 answered questions labelled for relevance").wait_for(timeout=30_000)
+        assert main.get_by_text(re.compile(r"relevance: \d labelled")).count() == 0
+        status = main.get_by_text(re.compile(r"answered questions labelled for relevance")).first
+        for key in ["5", "4", "ArrowLeft", "3", "2", "ArrowRight", "1", "5"]:
+            before = status.inner_text()
+            tab.evaluate("document.activeElement && document.activeElement.blur()")  # keys to the page, not a box
+            tab.keyboard.press(key)
+            for _ in range(150):  # the page reruns: the line changes (a label counted, another question)
+                tab.wait_for_timeout(200)
+                if status.inner_text() != before:
+                    break
+            assert status.inner_text() != before, f"key {key} changed nothing"
+        main.get_by_text("5 of 6 answered questions labelled for relevance").wait_for(timeout=30_000)
+        line = main.get_by_text(re.compile(r"relevance: 5 labelled · accuracy [\d.]+ · kappa -?[\d.—]+"))
+        line.wait_for(timeout=30_000)
+        assert "weighted kappa" in line.inner_text()
+        assert_no_exception_on(tab)
+        assert not [p for p in problems if p.startswith("page error")], problems
