@@ -271,6 +271,7 @@ def test_five_questions_are_labelled_from_the_keyboard_and_kappa_appears(tmp_pat
         assert main.get_by_text(re.compile(r"relevance: \d labelled")).count() == 0
         status = main.get_by_text(re.compile(r"answered questions labelled for relevance")).first
         for key in ["5", "4", "ArrowLeft", "3", "2", "ArrowRight", "1", "5"]:
+            tab.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=60_000)  # not mid-run
             before = status.inner_text()
             tab.evaluate("document.activeElement && document.activeElement.blur()")  # keys to the page, not a box
             tab.keyboard.press(key)
