@@ -12,6 +12,7 @@ import streamlit as st
 import ui
 from evalcore.access import Principal
 from evalcore.campaigns import Campaign, list_campaigns
+from evalcore.campaigns.labels import comparison_agreement, trust_lines
 from evalcore.compare import Comparison, Sweep, compare_campaigns, compare_sweep, power
 from evalcore.compare.charts import (
     delta_figure,
@@ -217,13 +218,16 @@ if mode == "two campaigns":
                 st.markdown("\n".join(f"- {ui.escape_md(w)}" for w in comparison.power_warnings))
         for note in comparison.notes:
             st.info(ui.escape_md(note))
+        trust = trust_lines(comparison_agreement(store, a.id, b.id, principal=principal))
+        for line in trust:  # which judged differences to trust
+            st.caption(ui.escape_md(line))
         if comparison.config_diff:
             st.dataframe(pd.DataFrame([{"key": k, "A": str(x), "B": str(y)} for k, (x, y) in comparison.config_diff.items()]),
                          hide_index=True)
         counts = comparison.verdicts
         for col, verdict in zip(st.columns(len(VERDICTS)), VERDICTS):
             col.metric(verdict, counts.get(verdict, 0))
-        ui.html_download("Report (HTML)", partial(comparison_report, comparison, a, b, sources),
+        ui.html_download("Report (HTML)", partial(comparison_report, comparison, a, b, sources, trust=trust),
                          context.file_stem("report"), key="report",
                          help="One HTML file that opens without network: both campaigns and their settings, the "
                               "differences, verdicts, measures with their chart and power, and every question.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from html import unescape as unescape_html
 from pathlib import Path
 from typing import Any
 
@@ -210,3 +211,28 @@ def test_the_campaigns_page_walks_the_queue_labels_with_buttons_and_shows_agreem
                for t in at.text)
     (first, *_) = campaign_labels(manager.store, campaign_id)
     assert (first.qid, first.label, first.note, first.author) == (1, "5", "exact deadline", "local")
+
+
+def test_comparisons_say_how_far_each_judge_agrees_with_people_on_every_face(
+        judged: tuple[CampaignManager, str], tmp_path: Path, capsys: pytest.CaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    manager, a = judged
+    with FakeOpenAIServer(scoring_judge) as server:
+        config = TargetConfig.from_dict({"retriever": "bm25", "embedding_top_k": 5, "judge_model": "judge-mini",
+                                         "judge_api_key_env": "", "judge_base_url": server.base_url})
+        b = manager.launch(dataset=str(tmp_path / "tiny"), config=config, judges=("relevance",), tenant="acme")
+        manager.wait(b, timeout=60)
+    for qid, label in {1: "5", 2: "3", 3: "4"}.items():
+        set_label(manager.store, a, qid, "relevance", label, author="ana")
+    db, report = str(manager.store.path), tmp_path / "report.html"
+    assert main(["compare", a, b, "--db", db, "--report", str(report)]) == 0
+    expected = "judge.relevance against people's labels: A 3 labelled, weighted kappa 0.86 ("
+    out = capsys.readouterr().out
+    assert expected in out and out.rstrip().endswith("; B no label")
+    html = unescape_html(report.read_text(encoding="utf-8"))
+    assert "<h2>Judges against people's labels</h2>" in html and expected in html
+    from tests.test_dashboard_workflow import page_test, unescape
+
+    manager.store.write(lambda conn: conn.execute("UPDATE campaigns SET tenant = 'default'"))
+    at = page_test(db, monkeypatch, "pages/compare.py")
+    assert any(expected in unescape(c.value) for c in at.caption)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalcore.access import Action, Principal
-from evalcore.campaigns.queries import campaign_results, get_campaign
+from evalcore.campaigns.queries import campaign_results, check_visible, get_campaign
 from evalcore.campaigns.records import Campaign, QuestionResult
 from evalcore.csvcells import csv_text, restore_cell
 from evalcore.errors import EvalError
@@ -115,7 +115,7 @@ def labelling(store: Store, campaign_id: str, principal: Principal | None) -> Ca
 
 def campaign_labels(store: Store, campaign_id: str, *, principal: Principal | None = None) -> list[Label]:
     """Every label of a campaign, by question then judge."""
-    get_campaign(store, campaign_id, principal=principal)
+    check_visible(store, campaign_id, principal)
     rows = store.read("SELECT * FROM labels WHERE campaign_id = ? ORDER BY qid, judge", (campaign_id,))
     return [Label.from_row(row) for row in rows]
 
@@ -195,8 +195,10 @@ def judge_agreement(judge: str, scale: Scale, pairs: Sequence[tuple[str, Verdict
 def campaign_agreement(store: Store, campaign_id: str, *, principal: Principal | None = None,
                        seed: int = 0) -> dict[str, Agreement]:
     """Per judge with labels: its agreement with them over the questions it gave a readable verdict on."""
-    campaign = get_campaign(store, campaign_id, principal=principal)
     labels = campaign_labels(store, campaign_id, principal=principal)
+    if not labels:  # nothing to read further
+        return {}
+    campaign = get_campaign(store, campaign_id, principal=principal)
     return agreement_of(campaign, campaign_results(store, campaign_id, principal=principal), labels, seed=seed)
 
 
@@ -212,3 +214,30 @@ def agreement_of(campaign: Campaign, results: Sequence[QuestionResult], labels: 
                  and judged_category(verdict, scale) is not None]
         out[judge] = judge_agreement(judge, scale, pairs, seed=seed)
     return out
+
+
+def trust_lines(sides: dict[str, dict[str, Agreement]]) -> list[str]:
+    """For each judge of a comparison, how far it agrees with people on each campaign (A, B) that has labels."""
+    judges = dict.fromkeys(name for found in sides.values() for name in found)
+    lines = []
+    for judge in judges:
+        parts = [f"{side} {trust_text(found[judge])}" if judge in found else f"{side} no label"
+                 for side, found in sides.items()]
+        lines.append(f"judge.{judge} against people's labels: " + "; ".join(parts))
+    return lines
+
+
+def trust_text(agreement: Agreement) -> str:
+    """n, kappa (weighted where the scale is ordinal) and its interval, in a few words."""
+    value = agreement.weighted_kappa if agreement.weighted_kappa is not None else agreement.kappa
+    name = "weighted kappa" if agreement.weighted_kappa is not None else "kappa"
+    interval = f" ({agreement.interval[0]:.2f} to {agreement.interval[1]:.2f})" if agreement.interval else ""
+    shown = "undefined" if value is None else f"{value:.2f}{interval}"
+    return f"{agreement.n} labelled, {name} {shown}"
+
+
+def comparison_agreement(store: Store, a_id: str, b_id: str, *,
+                         principal: Principal | None = None) -> dict[str, dict[str, Agreement]]:
+    """The agreement of each judge with the labels in campaign A and in campaign B."""
+    return {"A": campaign_agreement(store, a_id, principal=principal),
+            "B": campaign_agreement(store, b_id, principal=principal)}

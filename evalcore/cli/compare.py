@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from evalcore.campaigns import NotFound, get_campaign
+from evalcore.campaigns.labels import comparison_agreement, trust_lines
 from evalcore.cli._common import Commands, add_db_option, positive_int, store_of, write_file
 from evalcore.compare import Comparison, MeasureDelta, QuestionDiff, Sweep, compare_campaigns, compare_sweep, power
 from evalcore.compare.exports import source_names
@@ -57,6 +58,7 @@ def compare_command(args: argparse.Namespace) -> int:
     else:
         if isinstance(result, Comparison):
             lines = format_comparison(result, campaign_names(store_of(args), (result.a.id, result.b.id)))
+            lines += trust_lines(comparison_agreement(store_of(args), result.a.id, result.b.id))
         else:
             lines = format_sweep(result)
         print("\n".join(lines))
@@ -81,8 +83,9 @@ def write_report(args: argparse.Namespace, result: Comparison | Sweep) -> None:
     store = store_of(args)
     campaigns = [get_campaign(store, campaign_id) for campaign_id in args.ids]
     sources = source_names(store, campaigns)
-    text = comparison_report(result, campaigns[0], campaigns[1], sources) if isinstance(result, Comparison) \
-        else sweep_report(store, result, campaigns, sources)
+    trust = trust_lines(comparison_agreement(store, campaigns[0].id, campaigns[1].id))
+    text = comparison_report(result, campaigns[0], campaigns[1], sources, trust=trust) \
+        if isinstance(result, Comparison) else sweep_report(store, result, campaigns, sources)
     write_file(args.report, text, "the report")
     print(f"wrote {args.report}", file=sys.stderr)
 
