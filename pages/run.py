@@ -16,6 +16,7 @@ from evalcore.campaigns.manager import sweep_name
 from evalcore.errors import EvalError
 from evalcore.judges import (
     JUDGES,
+    LOCAL_JUDGE_NOTE,
     Rubric,
     builtin_text,
     custom_prompt,
@@ -31,6 +32,7 @@ from evalcore.store import NotFound
 from evalcore.suites import list_suites
 from evalcore.targets import TargetConfig
 from evalcore.targets.config import CHOICES, PROMPT_TABLES, RANGES, sweep_values
+from evalcore.targets.generation import judged_locally
 from evalcore.targets.presets import PRESETS, QUICK_START
 from evalcore.targets.saved import get_target, save_target
 
@@ -313,6 +315,8 @@ if submitted:
                                               name=campaign_name, principal=principal)
             st.session_state["launched"] = [campaign_id, *st.session_state.get("launched", [])]
             ui.select_next_run("campaign_id", campaign_id)
+        if (use_judge or judges or configs[0].rubrics) and judged_locally(configs[0]):
+            st.warning(LOCAL_JUDGE_NOTE)
 
 
 def launched() -> list[Campaign]:

@@ -368,3 +368,21 @@ def test_judges_see_the_whole_titled_context_and_a_cut_forced_by_the_window_is_s
         path = f"/api/v1/campaigns/{report['campaign']['id']}"
         page = client.get(f"{path}/results").json()["data"]
     assert page["results"][0]["judges"]["groundedness"]["context_cut"] == verdict.context_cut
+
+
+def test_judging_with_the_local_model_says_how_far_it_can_be_trusted(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture) -> None:
+    from evalcore.judges import LOCAL_JUDGE_NOTE
+    from evalcore.targets.generation import judged_locally
+
+    assert judged_locally(TargetConfig(judge_kind="local"))
+    assert judged_locally(TargetConfig(generator="local")) and not judged_locally(TargetConfig(generator="local",
+                                                                                               judge_kind="openai",
+                                                                                               judge_model="m"))
+    assert not judged_locally(TargetConfig(kind="http_agent", agent_url="http://127.0.0.1:9/a", generator="local"))
+    missing = str(tmp_path / "missing")  # the note comes first; the launch then fails on the dataset
+    assert main(["run", "--dataset", missing, "--db", str(tmp_path / "n.db"), "--judge", "score",
+                 "--set", "judge_kind=local"]) == 2
+    assert f"note: {LOCAL_JUDGE_NOTE}" in capsys.readouterr().err
+    assert main(["run", "--dataset", missing, "--db", str(tmp_path / "n.db"), "--set", "judge_kind=local"]) == 2
+    assert "SmolLM2" not in capsys.readouterr().err  # no judge, nothing to say

@@ -29,12 +29,13 @@ from evalcore.cli.compare import format_sweep
 from evalcore.compare import compare_sweep
 from evalcore.diagnosis import STAGES, StageCounts
 from evalcore.errors import EvalError
-from evalcore.judges import JUDGES
+from evalcore.judges import JUDGES, LOCAL_JUDGE_NOTE
 from evalcore.metrics import panels
 from evalcore.store import Store
 from evalcore.suites import get_suite
 from evalcore.targets import TargetConfig
 from evalcore.targets.config import parse_sweep, read_prompt_files, sweep_values
+from evalcore.targets.generation import judged_locally
 from evalcore.targets.presets import QUICK_START
 from evalcore.targets.saved import get_target
 
@@ -160,6 +161,8 @@ def launch(manager: CampaignManager, args: argparse.Namespace, config: TargetCon
     print(f"configuration: {config.describe()}; changed from the defaults: "
           f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}",
           file=sys.stderr if args.json else sys.stdout, flush=True)
+    if (args.judge or config.rubrics) and judged_locally(config):
+        print(f"note: {LOCAL_JUDGE_NOTE}", file=sys.stderr, flush=True)
     return manager.launch(
         dataset=args.dataset, suite_id=args.suite, config=config, target_id=target_id, tenant=args.tenant,
         judges=tuple(args.judge), concurrency=args.concurrency, cache=not args.no_cache,

@@ -1,5 +1,6 @@
 """LLM judges: versioned prompt files, tolerant reply parsing, verdicts with pass/fail/unknown."""
 
+from evalcore.judges.local import LOCAL_JUDGE_NOTE
 from evalcore.judges.parsing import PARSER_VERSION, Reading, parse_reply
 from evalcore.judges.prompts import (
     ALIASES,
@@ -28,6 +29,7 @@ __all__ = [
     "ALIASES",
     "DEFAULT_THRESHOLD",
     "JUDGES",
+    "LOCAL_JUDGE_NOTE",
     "MAX_TOKENS",
     "PARSER_VERSION",
     "RUBRIC",
