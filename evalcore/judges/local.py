@@ -1,10 +1,10 @@
-"""What the offline SmolLM2-135M can judge, as `bench/local_judges.py` measured it on the sample (docs/judges.md)."""
+"""What can be said of the offline SmolLM2-135M as a judge before measuring it (`bench/local_judges.py`)."""
 
 from __future__ import annotations
 
-# Its verdicts are always readable (a grammar holds it to the verdict's shape), which is not the
-# same as right: on the sample it agreed with hand-made labels little better than chance.
-LOCAL_JUDGE_NOTE = ("The judges will ask the offline SmolLM2-135M: its verdicts are always readable, but on the "
-                    "sample they agreed with hand-made labels little better than chance (see 'Can I trust this "
-                    "judge?' in docs/judges.md). Use it to try the workflow offline; decide with a larger judge "
-                    "model, checked against your own labels.")
+# A grammar holds it to the verdict's shape, so its verdicts are always readable; that says nothing
+# of whether they are right, and a 135M model is far smaller than the judges LLM-as-judge studies trust.
+LOCAL_JUDGE_NOTE = ("The judges will ask the offline SmolLM2-135M: its verdicts are always readable (a grammar holds "
+                    "it to their shape), which does not make them right. Use it to try the workflow offline; before "
+                    "deciding anything on its verdicts, label a few questions and read its agreement with you "
+                    "(Campaigns, Labels; 'Can I trust this judge?' in docs/judges.md).")
