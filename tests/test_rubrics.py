@@ -157,6 +157,11 @@ def test_rubric_campaigns_on_the_cli_and_api_are_measures_flagged_when_their_rub
     comparison = compare_campaigns(manager.store, a, b)
     assert "judge deadline used a different model or prompt: its scores are not comparable" in comparison.warnings
     assert any(delta.measure == "judge.deadline" for delta in comparison.measures)
+    assert compare_campaigns(manager.store, a, b, basis="judge.deadline").basis == "judge.deadline"
+    from evalcore.campaigns.export import export_campaign
+
+    exported = json.loads(export_campaign(manager.store, a, "jsonl").splitlines()[0])
+    assert any(key.startswith("tone") for key in exported) and any(key.startswith("deadline") for key in exported)
     manager.close()
 
 
