@@ -53,11 +53,16 @@ def load_prompt(name: str) -> JudgePrompt:
     """Read evalcore/judges/templates/<name>.txt (`# key: value` lines, then [system] and [user])."""
     name = canonical(name)
     text = (PROMPT_DIR / f"{name}.txt").read_text(encoding="utf-8").replace("\r\n", "\n")
-    meta = dict(re.findall(r"^# (\w+): (.*)$", text, re.MULTILINE))
+    meta = meta_lines(text)
     system, user = sections(text)
     return JudgePrompt(name=name, version=meta["version"], output=meta["output"],
                        requires=tuple(k.strip() for k in meta["requires"].split(",")),
                        system=system, user=user, hash=text_hash(text))
+
+
+def meta_lines(text: str) -> dict[str, str]:
+    """The `# key: value` lines of a prompt or rubric text (keys in lower case, values trimmed)."""
+    return {key.lower(): value.strip() for key, value in re.findall(r"^# (\w+): (.*)$", text, re.MULTILINE)}
 
 
 def sections(text: str) -> tuple[str, str]:
@@ -90,7 +95,7 @@ def prompt_problems(name: str, text: str) -> list[str]:
                 for p in sorted(used - set(PLACEHOLDERS))]
     problems += [f"missing placeholder {{{p}}}: the {builtin.name} judge reads it"
                  for p in PLACEHOLDERS if p in placeholders(builtin.user) and p not in used]
-    output = dict(re.findall(r"^# (\w+): (.*)$", text, re.MULTILINE)).get("output", builtin.output).strip()
+    output = meta_lines(text).get("output", builtin.output)
     if output != builtin.output:
         problems.append(f"# output: {output} differs from the {builtin.name} judge's scale ({builtin.output})")
     return problems

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 
 from evalcore.errors import EvalError
-from evalcore.judges.prompts import ALIASES, JUDGES, JudgePrompt, text_hash
+from evalcore.judges.prompts import ALIASES, JUDGES, JudgePrompt, meta_lines, text_hash
 
 RUBRIC = "rubric"  # the prompt version of a rubric judge
 LIKERT = "1-5"
@@ -70,7 +70,7 @@ def rubric_problems(name: str, text: str) -> list[str]:
 def parse_rubric(name: str, text: str) -> Rubric:
     """Read a rubric (see the module docstring); EvalError listing every problem."""
     text = text.replace("\r\n", "\n")
-    meta = {key.lower(): value.strip() for key, value in re.findall(r"^# (\w+): (.*)$", text, re.MULTILINE)}
+    meta = meta_lines(text)
     parts = dict(zip(SECTION.findall(text), (p.strip() for p in SECTION.split(text)[2::2]), strict=True))
     labels = scale_labels(meta.get("output", LIKERT))
     reads = tuple(r.strip() for r in meta.get("reads", "question, answer").split(",") if r.strip())
