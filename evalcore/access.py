@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -31,6 +32,7 @@ class Action(StrEnum):
     """What a principal asks to do; each needs more than the one before."""
 
     READ = "read"  # list and read campaigns, results, suites, saved targets, comparisons; export
+    LABEL = "label"  # label questions for the judges (viewers too when the operator sets EVALCORE_VIEWERS_LABEL=1)
     CHANGE = "change"  # launch, resume, retry, cancel, rename, delete; create, edit, delete suites; upload datasets
     CONFIGURE = "configure"  # save a target configuration: it decides which URLs and files the server uses
 
@@ -58,7 +60,10 @@ class Principal:
         if self.capability not in EVALUATION_CAPABILITIES:
             return (f"this key's capability {self.capability!r} does not allow evaluation routes "
                     "(needs run_evaluations or full-access)")
-        if action is not Action.READ and self.role != "admin":
+        if action is Action.LABEL and self.role != "admin" and not viewers_label():
+            return (f"labelling needs an admin key (this key's role is {self.role!r}); the operator lets viewers "
+                    "label with EVALCORE_VIEWERS_LABEL=1")
+        if action not in (Action.READ, Action.LABEL) and self.role != "admin":
             return f"this action needs an admin key (this key's role is {self.role!r})"
         if action is Action.CONFIGURE and self.capability != "full-access":
             return "this action needs a key with the full-access capability"
@@ -84,6 +89,11 @@ class Principal:
         """Forbidden (with the reason) unless this principal may do the action."""
         if (reason := self.refusal(action)) is not None:
             raise Forbidden(reason, where=f"tenant {self.tenant}, role {self.role}")
+
+
+def viewers_label() -> bool:
+    """Whether the operator lets viewers label questions (EVALCORE_VIEWERS_LABEL=1)."""
+    return os.environ.get("EVALCORE_VIEWERS_LABEL", "").strip() == "1"
 
 
 # The CLI and a dashboard with no API key configured act as this one.

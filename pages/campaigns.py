@@ -18,20 +18,31 @@ from evalcore.campaigns import (
     list_campaigns,
 )
 from evalcore.campaigns.export import export_campaign
+from evalcore.campaigns.labels import (
+    Label,
+    campaign_agreement,
+    campaign_labels,
+    import_labels_csv,
+    judge_scale,
+    labels_csv,
+    set_label,
+)
 from evalcore.campaigns.listing import HEADLINE
 from evalcore.campaigns.pace import duration_text
 from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.campaigns.result_rows import load_signatures
 from evalcore.diagnosis import NOT_ATTRIBUTED, relevance
 from evalcore.metrics import MEASURES, panels
+from evalcore.metrics.agreement import Agreement
 from evalcore.targets import Retrieved
 
 PAGE_SIZE = 100  # questions in the table and its picker at a time
 PANEL_COLUMNS = 4  # measures a row of a panel shows
 # Per question: the headline measures and the retrieval ones people sort by first.
 QUESTION_MEASURES = ("recall", "mrr", *HEADLINE)
-QUESTIONS, STAGES, CONFIGURATION = "Questions", "Failure stages", "Configuration"
-SECTIONS = [QUESTIONS, STAGES, CONFIGURATION]
+QUESTIONS, STAGES, LABELS, CONFIGURATION = "Questions", "Failure stages", "Labels", "Configuration"
+SECTIONS = [QUESTIONS, STAGES, LABELS, CONFIGURATION]
+NEXT, PREVIOUS = "right", "left"  # keys of the labelling queue; each label has its own key
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -92,8 +103,10 @@ def show_result(result: QuestionResult) -> None:
                 for name, value in outcome.measures.items()]
     if measures:
         st.dataframe(pd.DataFrame(measures), hide_index=True)
-    judges = [{"judge": name, "score": v.score, "result": v.result, "threshold": v.threshold, "reason": v.reason,
-               "model": v.model, "samples": ", ".join(ui.fmt_value(x, 1) for x in v.samples or ()) or None}
+    judges = [{"judge": name, "score": v.score, "label": v.label, "result": v.result, "threshold": v.threshold,
+               "reason": v.reason,
+               "model": v.model, "samples": ", ".join(ui.fmt_value(x, 1) for x in v.samples or ()) or None,
+               "context": v.context_cut or "seen whole"}
               for name, v in outcome.judges.items()]
     if judges:
         st.dataframe(pd.DataFrame(judges), hide_index=True)
@@ -239,6 +252,9 @@ def panel() -> None:
     if summary.skipped:
         st.caption("Not judged for want of a reference answer: "
                    + ", ".join(f"{ui.escape_md(name)} {count}" for name, count in summary.skipped.items()))
+    if summary.cut:
+        st.warning("Context cut to fit the judge model's context window (the judge saw less than the answer's "
+                   "prompt): " + ", ".join(f"{ui.escape_md(name)} {count}" for name, count in summary.cut.items()))
 
 
 def configuration_section(campaign: Campaign) -> None:
@@ -276,6 +292,118 @@ def questions_section(campaign: Campaign) -> None:
         st.caption("No question matches." if results else "No question has finished yet.")
 
 
+def agreement_section(campaign: Campaign) -> None:
+    """Each labelled judge against the labels, then the queue that walks the questions to label for one judge."""
+    if not campaign.judges:
+        st.caption("This campaign ran no judge: there is nothing to label.")
+        return
+    found = campaign_agreement(store, campaign.id, principal=principal)
+    if found:
+        st.caption("Agreement of each judge with the labels (weighted kappa on ordinal scales)")
+        for line in agreement_lines(found):
+            st.text(line)
+    judge = st.selectbox("Label for the judge", list(campaign.judges), key=f"label-judge-{campaign.id}")
+    if judge in found:
+        matrix = found[judge]
+        st.caption(f"Confusion matrix of {judge}: rows are the labels, columns the judge's verdicts")
+        st.dataframe(pd.DataFrame(matrix.matrix, index=list(matrix.categories), columns=list(matrix.categories)))
+    if principal.can(Action.LABEL):
+        label_queue(campaign, judge)
+    labels_files(campaign)
+
+
+def agreement_lines(found: dict[str, Agreement]) -> list[str]:
+    """One line per labelled judge: questions labelled, accuracy, kappa, weighted kappa, its interval."""
+    def number(value: float | None) -> str:
+        return "—" if value is None else f"{value:.2f}"
+
+    return [f"{name}: {a.n} labelled · accuracy {number(a.accuracy)} · kappa {number(a.kappa)}"
+            + (f" · weighted kappa {number(a.weighted_kappa)}" if a.weighted_kappa is not None else "")
+            + (f" · 95% interval {a.interval[0]:.2f} to {a.interval[1]:.2f}" if a.interval else "")
+            for name, a in found.items()]
+
+
+def label_queue(campaign: Campaign, judge: str) -> None:
+    """One answered question at a time, the first unlabelled first: its texts, a button (and key) per label."""
+    answered = [r for r in ui.cached_results(campaign, principal) if not r.outcome.error]
+    done = {x.qid: x for x in campaign_labels(store, campaign.id, principal=principal) if x.judge == judge}
+    if not answered:
+        st.caption("No answered question yet.")
+        return
+    cursor_key = f"label-at-{campaign.id}-{judge}"
+    at = st.session_state.get(cursor_key, next_unlabelled(answered, done, -1))
+    at = min(max(at, 0), len(answered) - 1)
+    result = answered[at]
+    st.caption(f"{len(done)} of {len(answered)} answered questions labelled for {judge} · question {at + 1} "
+               f"of {len(answered)} · keys: {key_help(scale_keys(campaign, judge))}, ← previous, → next")
+    show_for_labelling(result, done.get(result.question.qid))
+    note = st.text_input("Note (optional)", key=f"label-note-{campaign.id}-{judge}-{result.question.qid}")
+    cols = st.columns(len(scale_keys(campaign, judge)) + 2)
+    for col, (label, key) in zip(cols, scale_keys(campaign, judge).items(), strict=False):
+        if col.button(label, key=f"label-{label}", shortcut=key, help=f"key {key}"):
+            done[result.question.qid] = set_label(store, campaign.id, result.question.qid, judge, label, note=note,
+                                                  author=principal.key_id or "local", principal=principal)
+            st.session_state[cursor_key] = next_unlabelled(answered, done, at)
+            st.rerun()
+    if cols[-2].button("Previous", key="label-previous", shortcut=PREVIOUS):
+        st.session_state[cursor_key] = max(at - 1, 0)
+        st.rerun()
+    if cols[-1].button("Next", key="label-next", shortcut=NEXT):
+        st.session_state[cursor_key] = next_unlabelled(answered, done, at)
+        st.rerun()
+
+
+def scale_keys(campaign: Campaign, judge: str) -> dict[str, str]:
+    """Each label of the judge's scale and its key: 1-5 by their digits, other labels by their rank, then p and f."""
+    labels = judge_scale(campaign, judge).labels
+    keys = {label: label if label.isdigit() else str(rank) for rank, label in enumerate(labels, 1)}
+    return keys | ({"pass": "p", "fail": "f"} if "pass" not in keys else {})
+
+
+def key_help(keys: dict[str, str]) -> str:
+    """The keys of the labels, each with its label when they differ (`p pass`)."""
+    return ", ".join(key if key == label else f"{key} {label}" for label, key in keys.items())
+
+
+def next_unlabelled(answered: list[QuestionResult], done: dict[int, Label], after: int) -> int:
+    """The position of the first question after `after` without a label (wrapping around), else the next one."""
+    size = len(answered)
+    for step in range(1, size + 1):
+        position = (after + step) % size
+        if answered[position].question.qid not in done:
+            return position
+    return min(after + 1, size - 1)
+
+
+def show_for_labelling(result: QuestionResult, given: Label | None) -> None:
+    """What a person needs to judge: the question, the passages the answer was built from, the answer, the references."""
+    st.text(f"Question {result.question.qid}: {result.question.text}")
+    for number, hit in enumerate(result.outcome.context, 1):
+        st.text(f"[{number}] {hit.title or ''}\n{hit.text}")
+    st.text(f"Answer: {result.outcome.answer}")
+    for reference in [*result.question.references, *filter(None, [result.question.expected_answer])]:
+        st.text(f"Reference: {reference}")
+    if given is not None:
+        st.caption(ui.escape_md(f"Labelled {given.label} by {given.author} on {ui.fmt_when(given.labelled_at)}"
+                                + (f": {given.note}" if given.note else "")))
+
+
+def labels_files(campaign: Campaign) -> None:
+    """The labels as CSV, and labels from a CSV (qid, judge, label; note and author optional)."""
+    left, right = st.columns(2)
+    left.download_button("Labels (CSV)", data=lambda: labels_csv(store, campaign.id, principal=principal)
+                         .encode("utf-8-sig"), file_name=f"{campaign.id}-labels.csv", mime="text/csv",
+                         key="labels-export")
+    if principal.can(Action.LABEL):
+        upload = right.file_uploader("Import labels (CSV)", type=["csv"], key=f"labels-import-{campaign.id}")
+        if upload is not None and right.button("Import", key="labels-import-go"):
+            with ui.guard():
+                count = import_labels_csv(store, campaign.id, upload.getvalue().decode("utf-8-sig"),
+                                          author=principal.key_id or "local", source=upload.name, principal=principal)
+                ui.flash(f"{count} label(s) imported")
+                st.rerun()
+
+
 campaign = by_id[chosen]
 st.subheader(ui.escape_md(campaign.name), anchor=False)
 if principal.can(Action.CHANGE):
@@ -296,6 +424,9 @@ if sections[STAGES].open:
             ui.poll(lambda: diagnosis_section(get_campaign(store, chosen, principal=principal)))
         else:
             diagnosis_section(campaign)
+if sections[LABELS].open:
+    with sections[LABELS]:
+        agreement_section(campaign)
 if sections[CONFIGURATION].open:
     with sections[CONFIGURATION]:
         configuration_section(campaign)

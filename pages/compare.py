@@ -12,6 +12,7 @@ import streamlit as st
 import ui
 from evalcore.access import Principal
 from evalcore.campaigns import Campaign, list_campaigns
+from evalcore.campaigns.labels import comparison_agreement, trust_lines
 from evalcore.compare import Comparison, Sweep, compare_campaigns, compare_sweep, power
 from evalcore.compare.charts import (
     delta_figure,
@@ -249,6 +250,9 @@ if mode == "two campaigns":
                 st.markdown("\n".join(f"- {ui.escape_md(w)}" for w in comparison.power_warnings))
         for note in comparison.notes:
             st.info(ui.escape_md(note))
+        trust = trust_lines(comparison_agreement(store, a.id, b.id, principal=principal))
+        for line in trust:  # which judged differences to trust
+            st.caption(ui.escape_md(line))
         if comparison.config_diff:
             st.dataframe(pd.DataFrame([{"key": k, "A": str(x), "B": str(y)} for k, (x, y) in comparison.config_diff.items()]),
                          hide_index=True)
@@ -258,7 +262,8 @@ if mode == "two campaigns":
         if comparison.tolerance_note:
             st.caption(ui.escape_md(comparison.tolerance_note[0].upper() + comparison.tolerance_note[1:] + "."))
         names = report_names()
-        ui.html_download("Report (HTML)", partial(comparison_report, comparison, a, b, sources, names=names),
+        ui.html_download("Report (HTML)", partial(comparison_report, comparison, a, b, sources, names=names,
+                                                  trust=trust),
                          context.file_stem("report"), key="report",
                          help="One HTML file that opens without network: both campaigns and their settings, the "
                               "differences, verdicts, measures with their chart and power, and every question.")

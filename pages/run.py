@@ -15,12 +15,26 @@ from evalcore.campaigns import Campaign, get_campaign, list_campaigns
 from evalcore.campaigns.launching import LaunchRequest, linked_target, sweep_requests
 from evalcore.campaigns.listing import dataset_label
 from evalcore.errors import EvalError
-from evalcore.judges import JUDGES
+from evalcore.judges import (
+    JUDGES,
+    LOCAL_JUDGE_NOTE,
+    Rubric,
+    builtin_text,
+    custom_prompt,
+    parse_rubric,
+    preview_messages,
+    prompt_problems,
+    rubric_problems,
+    rubric_prompt,
+    rubric_text,
+)
+from evalcore.judges.rubrics import READABLE
 from evalcore.store import NotFound
 from evalcore.suites import list_suites
 from evalcore.targets import TargetConfig
 from evalcore.targets.allowed import SCHEDULERS_SETTING, schedulers
-from evalcore.targets.config import CHOICES, KEYS, RANGES, sweep_values
+from evalcore.targets.config import CHOICES, KEYS, PROMPT_TABLES, RANGES, sweep_values
+from evalcore.targets.generators import judged_locally
 from evalcore.targets.presets import PRESETS, QUICK_START
 from evalcore.targets.saved import get_target, save_target
 
@@ -39,7 +53,7 @@ def config_inputs(base: TargetConfig, key: str, disabled: bool) -> dict[str, Any
     for number, (group, names) in enumerate(TargetConfig.sections().items()):
         with st.expander(group, expanded=number == 0):
             columns = st.columns(3)
-            for position, name in enumerate(names):
+            for position, name in enumerate(n for n in names if n not in PROMPT_TABLES):  # their own sections
                 with columns[position % 3]:
                     values[name] = _config_input(name, current[name], defaults[name], f"{key}-{name}", disabled,
                                                  base)
@@ -88,8 +102,101 @@ def setting_label(name: str) -> str:
 
 def form_values(values: dict[str, Any]) -> dict[str, Any]:
     """The form's values with its table keys (JSON text) read as objects; EvalError names a bad one."""
-    return {name: _json_object(name, value) if isinstance(TargetConfig().to_dict()[name], dict) else value
-            for name, value in values.items()}
+    return {name: _json_object(name, value) if isinstance(value, str) and isinstance(TargetConfig().to_dict()[name], dict)
+            else value for name, value in values.items()}
+
+
+def judge_prompt_inputs(base: TargetConfig, key: str, disabled: bool, sample: tuple[str, list[str]] | None) -> dict[str, str]:
+    """The campaign's own judge prompts: each starts from the built-in text, is checked as it is typed, and
+    previewed on the first question."""
+    current = dict(base.judge_prompts)
+    with st.expander(f"Judge prompts ({len(current)} replaced)" if current else "Judge prompts"):
+        picked = st.multiselect("Replace the prompt of", JUDGES, default=list(current), key=f"{key}-judge_prompts",
+                                disabled=disabled, help="The text and its hash are stored with the campaign and enter "
+                                "the judge's signature: campaigns judged with different prompts are flagged as not "
+                                "comparable on that judge.")
+        prompts = {}
+        for name in picked:
+            prompts[name] = st.text_area(f"Prompt of the {name} judge", value=current.get(name) or builtin_text(name),
+                                         height=300, key=f"prompt-{key}-{name}", disabled=disabled)
+            show_prompt_check(name, prompts[name], sample)
+    return prompts
+
+
+def show_prompt_check(name: str, text: str, sample: tuple[str, list[str]] | None) -> None:
+    """The problems of a prompt, else its messages on the first question."""
+    problems = prompt_problems(name, text)
+    if problems:
+        st.warning(ui.escape_md(f"{name}: " + "; ".join(problems)))
+        return
+    if sample is not None:
+        prompt = custom_prompt(name, text, where=f"judge_prompts.{name}")
+        messages = preview_messages(prompt, question=sample[0], references=sample[1])
+        st.caption(f"The {name} judge's prompt on the first question")
+        st.code("\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages), language=None, wrap_lines=True)
+
+
+def rubric_inputs(base: TargetConfig, key: str, disabled: bool, sample: tuple[str, list[str]] | None) -> dict[str, str]:
+    """Judges defined in plain words: a small form each, checked as it is filled and previewed on the first question."""
+    current = list(base.rubrics)
+    with st.expander(f"Rubric judges ({len(current)})" if current else "Rubric judges"):
+        count = st.number_input("How many rubric judges", min_value=0, max_value=5, value=len(current),
+                                key=f"{key}-rubrics", disabled=disabled,
+                                help="Each is a judge of the campaign, a measure like any other (judge.NAME).")
+        rubrics = {}
+        for index in range(int(count)):
+            name, text = current[index] if index < len(current) else (f"rubric_{index + 1}", "")
+            st.divider()
+            name, text = rubric_input(name, text, f"rubric-{key}-{index}", disabled)
+            rubrics[name] = text
+            show_rubric_check(name, text, sample)
+    return rubrics
+
+
+def rubric_input(name: str, text: str, key: str, disabled: bool) -> tuple[str, str]:
+    """One rubric's fields (name, scale, pass mark, inputs, criteria, steps), prefilled from its text."""
+    try:
+        start = parse_rubric(name, text)
+    except EvalError:
+        start = Rubric(name, "", "", tuple("12345"), "3", ("question", "answer"))
+    left, middle, right = st.columns(3)
+    name = left.text_input("Name", value=start.name, key=f"{key}-name", disabled=disabled)
+    likert = middle.radio("Scale", ["1-5", "labels"], index=0 if start.likert else 1, key=f"{key}-scale",
+                          horizontal=True, disabled=disabled) == "1-5"
+    labels = tuple("12345") if likert else tuple(
+        label.strip().lower() for label in right.text_input(
+            "Labels, worst to best", value="" if start.likert else ", ".join(start.labels), key=f"{key}-labels",
+            placeholder="wrong, partial, right", disabled=disabled).split(",") if label.strip())
+    options = list(labels) or [""]
+    pass_label = left.selectbox("Passes from", options, index=ui.index_of(options, start.pass_label),
+                                key=f"{key}-pass", disabled=disabled)
+    reads = middle.multiselect("Reads", list(READABLE), default=list(start.reads), key=f"{key}-reads",
+                               disabled=disabled)
+    criteria = st.text_area("Criteria, in plain words", value=start.criteria, key=f"{key}-criteria", disabled=disabled)
+    steps = st.text_area("Evaluation steps (optional)", value=start.steps, key=f"{key}-steps", disabled=disabled)
+    return name, rubric_text(Rubric(name, criteria, steps, labels, pass_label or "", tuple(reads)))
+
+
+def show_rubric_check(name: str, text: str, sample: tuple[str, list[str]] | None) -> None:
+    """The problems of a rubric, else the prompt it makes, filled in with the first question."""
+    problems = rubric_problems(name, text)
+    if problems:
+        st.warning(ui.escape_md("; ".join(problems)))
+    elif sample is not None:
+        messages = preview_messages(rubric_prompt(parse_rubric(name, text)), question=sample[0], references=sample[1])
+        st.caption(f"The {name} judge's prompt on the first question")
+        st.code("\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages), language=None, wrap_lines=True)
+
+
+def first_question() -> tuple[str, list[str]] | None:
+    """The first question of the chosen dataset or suite and its reference answers, for the prompt previews."""
+    if suite is not None:
+        case = suite.cases[0] if suite.cases else None
+        return (case.question, [case.expected_answer] if case.expected_answer else []) if case else None
+    if dataset is None:
+        return None
+    questions = ui.open_dataset(dataset)[0].questions
+    return (questions[0].text, list(questions[0].references)) if questions else None
 
 
 def execution_inputs(base: TargetConfig, key: str, configurable: bool) -> dict[str, str]:
@@ -190,6 +297,11 @@ if not configurable:
                "need a key with the full-access capability.")
 
 execution = execution_inputs(base_config, key=f"cfg-{base}", configurable=configurable)
+prompts, rubrics = {}, {}
+with ui.guard():
+    sample = first_question()
+    prompts = judge_prompt_inputs(base_config, f"cfg-{base}", not configurable, sample)
+    rubrics = rubric_inputs(base_config, f"cfg-{base}", not configurable, sample)
 with st.form("launch"):
     name = st.text_input("Campaign name", max_chars=200, key="campaign-name",
                          placeholder=f"made from its settings, e.g. {base_config.describe()}",
@@ -221,7 +333,7 @@ with st.form("launch"):
 if submitted:
     with ui.guard():
         swept = None if sweep_key == NO_SWEEP else sweep_key
-        config = TargetConfig.from_dict(form_values(values | execution))
+        config = TargetConfig.from_dict(form_values(values | execution | {"judge_prompts": prompts, "rubrics": rubrics}))
         start = None if base in PRESETS or base.startswith(CAMPAIGN) else base
         request = LaunchRequest(dataset=dataset, suite_id=suite.id if suite else None, config=config,
                                 target_id=linked_target(start, base_config, [config]), use_judge=use_judge,
@@ -245,6 +357,8 @@ if submitted:
                 ui.select_next_run("campaign_id", campaign_id)
             launching.update(label=f"Launched {len(requests)} campaign(s): their progress is below", state="complete",
                              expanded=False)
+        if (use_judge or judges or config.rubrics) and judged_locally(config):
+            st.warning(LOCAL_JUDGE_NOTE)
 
 
 def launched() -> list[Campaign]:

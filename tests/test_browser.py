@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.testing.dashboard import CHROMIUM, CHROMIUM_ARGS, serve_streamlit
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
@@ -340,3 +341,44 @@ def test_a_sweeps_pairs_download_under_their_own_names_and_the_csv_reads_as_a_ta
         assert "measure" in table.columns and set(table["context: A"]) == {"baseline quick start"}
         assert_no_exception_on(tab)
         assert not problems, problems
+def test_five_questions_are_labelled_from_the_keyboard_and_kappa_appears(tmp_path: Path) -> None:
+    import json
+
+    from evalcore.campaigns import CampaignManager
+    from evalcore.targets import TargetConfig
+    from evalcore.testing import FakeOpenAIServer
+
+    def judge(path: str, body: dict) -> str:  # a 1-5 that follows the question's length
+        return json.dumps({"score": 1 + len(body["messages"][1]["content"]) % 5, "reason": "scripted"})
+
+    manager = CampaignManager(tmp_path / "evalcore.db")
+    with FakeOpenAIServer(judge) as server:
+        config = TargetConfig.from_dict({"retriever": "bm25", "judge_model": "judge-mini", "judge_api_key_env": "",
+                                         "judge_base_url": server.base_url})
+        campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, judges=("relevance",), limit=6,
+                                     name="judged for labels"))
+        assert manager.wait(campaign_id, timeout=120).status == "succeeded"
+    manager.close()
+    with serve(tmp_path) as url, browser_tab(f"{url}/campaigns") as (tab, problems):
+        main = tab.locator("[data-testid='stMain']")
+        main.get_by_role("heading", name="judged for labels").wait_for(timeout=60_000)
+        main.get_by_role("tab", name="Labels").click()
+        main.get_by_text("0 of 6 answered questions labelled for relevance").wait_for(timeout=30_000)
+        assert main.get_by_text(re.compile(r"relevance: \d labelled")).count() == 0
+        status = main.get_by_text(re.compile(r"answered questions labelled for relevance")).first
+        for key in ["5", "4", "ArrowLeft", "3", "2", "ArrowRight", "1", "5"]:
+            tab.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=60_000)  # not mid-run
+            before = status.inner_text()
+            tab.evaluate("document.activeElement && document.activeElement.blur()")  # keys to the page, not a box
+            tab.keyboard.press(key)
+            for _ in range(150):  # the page reruns: the line changes (a label counted, another question)
+                tab.wait_for_timeout(200)
+                if status.inner_text() != before:
+                    break
+            assert status.inner_text() != before, f"key {key} changed nothing"
+        main.get_by_text("5 of 6 answered questions labelled for relevance").wait_for(timeout=30_000)
+        line = main.get_by_text(re.compile(r"relevance: 5 labelled · accuracy [\d.]+ · kappa -?[\d.—]+"))
+        line.wait_for(timeout=30_000)
+        assert "weighted kappa" in line.inner_text()
+        assert_no_exception_on(tab)
+        assert not [p for p in problems if p.startswith("page error")], problems

@@ -501,7 +501,7 @@ def test_png_export_is_disabled_with_a_reason_when_no_chromium(filled: dict, mon
 
 def test_each_pick_of_a_campaign_applies(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
-    assert [tab.label for tab in at.tabs] == ["Questions", "Failure stages", "Configuration"]
+    assert [tab.label for tab in at.tabs] == ["Questions", "Failure stages", "Labels", "Configuration"]
     open_section(at, "Configuration", "campaign-section")
     names = {c.id: c.name for c in list_campaigns(get_manager(filled["db"]).store)}
     configs = {c.id: c.config for c in list_campaigns(get_manager(filled["db"]).store)}
@@ -566,7 +566,8 @@ def test_the_run_form_has_an_input_for_every_configuration_key(tmp_path: Path, m
                              ("gpu=tcp://127.0.0.1:9", set(TargetConfig().to_dict()))):
         monkeypatch.setenv("EVALCORE_DASK_SCHEDULERS", listed)
         at = page_test(str(tmp_path / "db.sqlite"), monkeypatch, "pages/run.py")
-        widgets = [w for kind in (at.selectbox, at.number_input, at.text_input, at.text_area) for w in kind]
+        widgets = [w for kind in (at.selectbox, at.multiselect, at.number_input, at.text_input, at.text_area)
+                   for w in kind]
         keys = {w.key.removeprefix("cfg-quick-") for w in widgets if w.key and w.key.startswith("cfg-quick-")}
         assert keys == expected
 

@@ -374,3 +374,83 @@ def test_exports_and_the_api_give_the_evaluators_documented_names(manager: Campa
     assert main(["campaigns", "export", campaign_id, "--format", "jsonl", "--names", "evaluator",
                  "--db", str(manager.store.path)]) == 0
     assert '"gpt_retrieval": 4.0' in capsys.readouterr().out
+LONG_PASSAGE = "Terms of sale. " + "General conditions apply to every order. " * 55 + "Refunds: within 30 days."
+
+
+def windowed_agent_and_judge(path: str, body: Any) -> Reply | str:
+    """An agent returning one long titled passage, and a judge whose window takes 1,500 characters of prompt."""
+    if path.endswith("/agent"):
+        return Reply.json({"answer": "Within 30 days.",
+                           "sources": [{"id": 10, "title": "Terms of Sale (EU)", "text": LONG_PASSAGE}]})
+    if len(user_prompt(body)) > 1500:
+        return Reply.error(400, "This model's maximum context length is 512 tokens (context_length_exceeded)")
+    return verdict_for(body)
+
+
+def test_judges_see_the_whole_titled_context_and_a_cut_forced_by_the_window_is_stored_and_shown(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    db, dataset = str(tmp_path / "cut.db"), str(write_dataset(tmp_path / "tiny"))
+    with FakeOpenAIServer(agent_and_judge) as server:  # a judge with room: the passage whole, with its title
+        assert main(["run", "--dataset", dataset, "--db", db, "--judge", "groundedness", "--limit", "1",
+                     "--judge-model", "judge-mini", "--judge-base-url", server.base_url, "--judge-api-key-env", "",
+                     "--set", "kind=http_agent", "--set", f"agent_url={server.root_url}/agent"]) == 0
+        (call,) = judge_calls(server)
+    assert "[1] Terms of Sale (EU)\nRefunds are accepted within 30 days." in user_prompt(call)
+    assert "context cut" not in capsys.readouterr().out
+    with FakeOpenAIServer(windowed_agent_and_judge) as server:
+        assert main(["run", "--dataset", dataset, "--db", db, "--judge", "groundedness", "--limit", "1", "--no-cache",
+                     "--judge-model", "judge-mini", "--judge-base-url", server.base_url, "--judge-api-key-env", "",
+                     "--set", "kind=http_agent", "--set", f"agent_url={server.root_url}/agent", "--json"]) == 0
+        prompts = [user_prompt(body) for body in judge_calls(server)]
+    report = json.loads(capsys.readouterr().out)
+    assert LONG_PASSAGE in prompts[0] and len(prompts) == 2  # whole and refused, then halved
+    assert "[cut: the judge model's context window is too small]" in prompts[-1]
+    assert report["summary"]["cut"] == {"groundedness": 1}
+    (result,) = campaign_results(CampaignManager(db).store, report["campaign"]["id"])
+    verdict = result.outcome.judges["groundedness"]
+    assert verdict.score == 4.0 and verdict.context_cut == (
+        f"context cut to {len(LONG_PASSAGE) // 2:,} of {len(LONG_PASSAGE):,} characters: "
+        "the judge model's context window is too small")
+    assert main(["campaigns", "show", report["campaign"]["id"], "--db", db]) == 0
+    assert "judge groundedness: context cut to fit the judge model's context window on 1 question(s)" in \
+        capsys.readouterr().out
+    # The Campaigns page says it too: a warning with the count, and the question's judge row.
+    from tests.test_dashboard_workflow import page_test
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        at = page_test(db, monkeypatch, "pages/campaigns.py")
+        at.selectbox[0].set_value(report["campaign"]["id"]).run()
+    assert any("Context cut to fit the judge model's context window" in w.value and "groundedness 1" in w.value
+               for w in at.warning)
+    judges = next(df.value for df in at.dataframe if "reason" in df.value.columns)
+    assert list(judges["context"]) == [verdict.context_cut]
+    # And the API: the question's verdict carries it.
+    from fastapi.testclient import TestClient
+
+    from evalcore.api import create_app
+    from evalcore.keys import create_key
+
+    app = create_app(db)
+    _, secret = create_key(app.state.store, tenant="default", role="viewer")
+    with TestClient(app, headers={"Authorization": f"Bearer {secret}"}) as client:
+        path = f"/api/v1/campaigns/{report['campaign']['id']}"
+        page = client.get(f"{path}/results").json()["data"]
+    assert page["results"][0]["judges"]["groundedness"]["context_cut"] == verdict.context_cut
+
+
+def test_judging_with_the_local_model_says_how_far_it_can_be_trusted(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture) -> None:
+    from evalcore.judges import LOCAL_JUDGE_NOTE
+    from evalcore.targets.generators import judged_locally
+
+    assert judged_locally(TargetConfig(judge_kind="local"))
+    assert judged_locally(TargetConfig(generator="local")) and not judged_locally(TargetConfig(generator="local",
+                                                                                               judge_kind="openai",
+                                                                                               judge_model="m"))
+    assert not judged_locally(TargetConfig(kind="http_agent", agent_url="http://127.0.0.1:9/a", generator="local"))
+    missing = str(tmp_path / "missing")  # the note comes first; the launch then fails on the dataset
+    assert main(["run", "--dataset", missing, "--db", str(tmp_path / "n.db"), "--judge", "score",
+                 "--set", "judge_kind=local"]) == 2
+    assert f"note: {LOCAL_JUDGE_NOTE}" in capsys.readouterr().err
+    assert main(["run", "--dataset", missing, "--db", str(tmp_path / "n.db"), "--set", "judge_kind=local"]) == 2
+    assert "SmolLM2" not in capsys.readouterr().err  # no judge, nothing to say

@@ -62,7 +62,7 @@ def test_problems_say_what_is_expected() -> None:
     assert caught.value.problems == [
         "retreiver: unknown key (did you mean retriever?)",
         ("rag: unknown table (keys are flat, at the top of the file; the only tables are [agent_headers], "
-        "[judge_thresholds], [graded_thresholds])"),
+        "[judge_thresholds], [judge_prompts], [rubrics], [graded_thresholds])"),
         "chunk_size: expected a whole number, found 'big'",
         "model: expected text (a quoted string), found 4"]
 

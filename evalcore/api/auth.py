@@ -58,6 +58,8 @@ def _checker(action: Action) -> Callable[[KeyInfo], Principal]:
 # Viewer reads; admin creates, changes, deletes and launches; both need an evaluation capability.
 Viewer = Annotated[Principal, Depends(_checker(Action.READ))]
 Admin = Annotated[Principal, Depends(_checker(Action.CHANGE))]
+# Labelling questions: admins, and viewers when the operator sets EVALCORE_VIEWERS_LABEL=1.
+Labeller = Annotated[Principal, Depends(_checker(Action.LABEL))]
 # Saving a target configuration decides which URLs and files the server uses: full-access only.
 FullAdmin = Annotated[Principal, Depends(_checker(Action.CONFIGURE))]
 # Any active key, whatever its capability (key introspection).

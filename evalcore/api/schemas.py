@@ -126,6 +126,8 @@ class VerdictOut(Out):
     prompt_tokens: int
     completion_tokens: int
     error: str | None
+    context_cut: str | None = Field(None, description="how the context was cut to fit the judge model's context "
+                                    "window; null when the judge saw it whole")
 
 
 class QuestionResultOut(Out):
@@ -181,6 +183,8 @@ class SummaryOut(Out):
     judge_tokens: TokensOut = Field(description="the judges' model calls")
     total_tokens: int
     skipped: dict[str, int] = Field(description="per judge, questions not judged for want of a reference answer")
+    cut: dict[str, int] = Field(default={}, description="per judge, questions whose context was cut to fit the judge "
+                                "model's context window")
 
 
 class CampaignHeaderOut(Out):
@@ -421,3 +425,37 @@ class ChecksData(BaseModel):
     exit_code: int = Field(description="what `run` or `compare` would exit with: 0 passed, 1 campaign failed, "
                                        "3 questions failed, 4 gate failed, 5 worse")
     verdict: str
+class LabelOut(Out):
+    qid: int
+    judge: str
+    label: str = Field(description="on the judge's scale (1-5, a rubric's label) or pass / fail")
+    note: str
+    author: str = Field(description="who labelled: the API key's id, a user name, or the CSV's author column")
+    labelled_at: float
+
+
+class LabelOnly(BaseModel):
+    label: LabelOut
+
+
+class LabelList(BaseModel):
+    labels: list[LabelOut]
+
+
+class ImportedLabels(BaseModel):
+    imported: int
+
+
+class AgreementOut(Out):
+    judge: str
+    n: int = Field(description="labelled questions the judge gave a readable verdict on")
+    categories: list[str] = Field(description="the scale compared on: the judge's own, or fail / pass")
+    accuracy: float | None
+    kappa: float | None = Field(description="Cohen's kappa; null where undefined (one category on both sides)")
+    weighted_kappa: float | None = Field(description="quadratic-weighted kappa, on ordinal scales (1-5, a rubric's)")
+    interval: list[float] | None = Field(description="95% bootstrap interval of the weighted kappa (else of kappa)")
+    confusion: list[list[int]] = Field(description="rows: the people's labels, columns: the judge's, in category order")
+
+
+class AgreementData(BaseModel):
+    agreement: dict[str, AgreementOut]

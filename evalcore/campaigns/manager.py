@@ -32,7 +32,8 @@ from evalcore.campaigns.runner import Runner
 from evalcore.campaigns.supervisor import WorkerProcess
 from evalcore.datasets import Dataset, dataset_stats
 from evalcore.errors import EvalError
-from evalcore.judges import JudgeSettings
+from evalcore.judges import JudgeSettings, custom_prompt, parse_rubric, rubric_prompt
+from evalcore.models import ChatModel
 from evalcore.models.http import Calls
 from evalcore.store import (
     ACTIVE,
@@ -209,7 +210,8 @@ class CampaignManager:
         questions = questions[:limit] if limit else questions
         if not questions:
             raise EvalError("there is no question to run", where=suite_id or str(dataset), fix="add questions first")
-        judge_names = plans.check_judges((("score",) if use_judge else ()) + tuple(judges))
+        judge_names = plans.check_judges((("score",) if use_judge else ()) + tuple(judges)
+                                         + tuple(name for name, _ in config.rubrics), tuple(dict(config.rubrics)))
         if request.principal is not None:  # before any connection: a request picks only what the operator listed
             check_request(config)
         with cluster_for(config, target is not None) as cluster:  # an unreachable scheduler refuses the launch
@@ -256,8 +258,11 @@ class CampaignManager:
             from evalcore.targets.generators import build_judge_model
 
             model = build_judge_model(config, target.chat_model(), StoreCallCache(self.store) if cache else None)
-            judging = JudgeSettings(model, config.judge_temperature, config.judge_max_tokens,
-                                    dict(config.judge_thresholds), options.judge_samples)
+            judging = judge_settings(model, config, options.judge_samples)
+        if config.answer_similarity_model != "none":  # its weights load now: not installed fails the launch
+            from evalcore.targets.knowledge import get_embedder
+
+            get_embedder(config.answer_similarity_model)
         calls = Calls()  # the check's connection is the campaign's too: closed when it ends
         try:
             with calls.active():
@@ -470,3 +475,12 @@ class CampaignManager:
         with _MANAGERS_LOCK:
             for key in [k for k, v in _MANAGERS.items() if v is self]:
                 del _MANAGERS[key]
+
+
+def judge_settings(model: ChatModel, config: TargetConfig, samples: int) -> JudgeSettings:
+    """How a campaign's judges ask: its model, its own prompts and rubrics, their pass marks."""
+    rubrics = [parse_rubric(name, text) for name, text in config.rubrics]
+    prompts = {name: custom_prompt(name, text, where=f"judge_prompts.{name}") for name, text in config.judge_prompts}
+    prompts |= {rubric.name: rubric_prompt(rubric) for rubric in rubrics}
+    thresholds = dict(config.judge_thresholds) | {rubric.name: rubric.pass_mark for rubric in rubrics}
+    return JudgeSettings(model, config.judge_temperature, config.judge_max_tokens, thresholds, samples, prompts)

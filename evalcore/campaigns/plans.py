@@ -178,12 +178,13 @@ def stored_questions(store: Store, campaign_id: str, only: str) -> list[Question
     return [Question.from_row(row) for row in rows]
 
 
-def check_judges(judges: tuple[str, ...]) -> tuple[str, ...]:
-    """Known judge names (aliases resolved), without duplicates, in the given order."""
+def check_judges(judges: tuple[str, ...], rubrics: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Known judge names (aliases resolved; the configuration's rubrics), without duplicates, in the given order."""
     from evalcore.judges import ALIASES, JUDGES
 
     names = [ALIASES.get(name, name) for name in judges]
-    unknown = [name for name in names if name not in JUDGES]
+    unknown = [name for name in names if name not in JUDGES and name not in rubrics]
     if unknown:
-        raise EvalError(f"unknown judge {unknown[0]!r}", where="judges", expected=", ".join(JUDGES))
+        raise EvalError(f"unknown judge {unknown[0]!r}", where="judges", expected=", ".join(JUDGES + rubrics),
+                        fix="define it as a rubric in the configuration ([rubrics])")
     return tuple(dict.fromkeys(names))

@@ -101,12 +101,8 @@ def campaign_summary(store: Store, campaign_id: str, *, principal: Principal | N
         "coalesce(sum(judge_completion_tokens), 0) AS judge_completion FROM results WHERE campaign_id = ?",
         (campaign_id,),
     )[0]
-    sql = store.dialect
-    skipped = store.read(
-        f"SELECT j.key AS judge, count(*) AS n FROM results r, {sql.json_entries('r.judges')} j "
-        f"WHERE r.campaign_id = ? AND {sql.entry_text('j.value', 'result')} = 'skipped' GROUP BY j.key ORDER BY j.key",
-        (campaign_id,),
-    )
+    skipped = judge_counts(store, campaign_id, "result", "= 'skipped'")
+    cut = judge_counts(store, campaign_id, "context_cut", "IS NOT NULL")
     aggregates = campaign_aggregates(store, campaign_id)  # visibility checked above
 
     def mean(name: str) -> float | None:
@@ -116,7 +112,18 @@ def campaign_summary(store: Store, campaign_id: str, *, principal: Principal | N
                    mean_coverage=mean("coverage"), mean_judge_score=mean("judge.score"),
                    mean_latency_s=row["latency"], tokens=Tokens(row["prompt"], row["completion"]),
                    judge_tokens=Tokens(row["judge_prompt"], row["judge_completion"]),
-                   skipped={r["judge"]: r["n"] for r in skipped})
+                   skipped=skipped, cut=cut)
+
+
+def judge_counts(store: Store, campaign_id: str, key: str, test: str) -> dict[str, int]:
+    """Per judge, the campaign's verdicts whose field `key` meets `test` (a constant SQL text, e.g. "IS NOT NULL")."""
+    sql = store.dialect
+    rows = store.read(
+        f"SELECT j.key AS judge, count(*) AS n FROM results r, {sql.json_entries('r.judges')} j "
+        f"WHERE r.campaign_id = ? AND {sql.entry_text('j.value', key)} {test} GROUP BY j.key ORDER BY j.key",
+        (campaign_id,),
+    )
+    return {r["judge"]: r["n"] for r in rows}
 
 
 def campaign_diagnosis(store: Store, campaign_id: str, *, principal: Principal | None = None) -> StageCounts:

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from evalcore.campaigns import NotFound, find_campaign, get_campaign
+from evalcore.campaigns.labels import comparison_agreement, trust_lines
 from evalcore.campaigns.listing import HEADLINE, dataset_label
 from evalcore.cli import _gates
 from evalcore.cli._common import Commands, add_db_option, positive_int, store_of, write_file
@@ -92,6 +93,7 @@ def compare_command(args: argparse.Namespace) -> int:
     else:
         if isinstance(result, Comparison):
             lines = format_comparison(result, campaign_names(store_of(args), (result.a.id, result.b.id)))
+            lines += trust_lines(comparison_agreement(store_of(args), result.a.id, result.b.id))
         else:
             lines = format_sweep(result, sweep_columns(result, args.measures, args.all))
         print("\n".join(lines))
@@ -130,7 +132,8 @@ def write_report(args: argparse.Namespace, ids: list[str], result: Comparison | 
     store = store_of(args)
     campaigns = [get_campaign(store, campaign_id) for campaign_id in ids]
     sources = source_names(store, campaigns)
-    text = comparison_report(result, campaigns[0], campaigns[1], sources, names=args.names) \
+    trust = trust_lines(comparison_agreement(store, campaigns[0].id, campaigns[1].id))
+    text = comparison_report(result, campaigns[0], campaigns[1], sources, names=args.names, trust=trust) \
         if isinstance(result, Comparison) else sweep_report(store, result, campaigns, sources, names=args.names)
     write_file(args.report, text, "the report")
     print(f"wrote {args.report}", file=sys.stderr)

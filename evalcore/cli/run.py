@@ -47,13 +47,14 @@ from evalcore.gates import (
     question_failures,
     worst,
 )
-from evalcore.judges import JUDGES
+from evalcore.judges import JUDGES, LOCAL_JUDGE_NOTE
 from evalcore.judges.scale import HIGHEST, LOWEST, PASS_MARK
 from evalcore.metrics import panels
 from evalcore.store import Store
 from evalcore.suites import get_suite
 from evalcore.targets import TargetConfig
-from evalcore.targets.config import KEYS, parse_sweep, sweep_values
+from evalcore.targets.config import KEYS, parse_sweep, read_prompt_files, sweep_values
+from evalcore.targets.generators import judged_locally
 from evalcore.targets.presets import QUICK_START
 from evalcore.targets.saved import get_target
 
@@ -92,6 +93,12 @@ def register(commands: Commands) -> None:
                              metavar=key.removeprefix("judge_").upper(), help=KEYS[key].help)
     judging.add_argument("--judge-threshold", action="append", default=[], metavar="NAME=V",
                          help=f"pass mark of a judge on {LOWEST}-{HIGHEST} (default {PASS_MARK:g}), e.g. score=4; repeatable")
+    judging.add_argument("--judge-prompt", action="append", default=[], metavar="NAME=FILE",
+                         help="a judge's own prompt for this campaign, read from a file in the shape of the "
+                              "built-in ones, e.g. score=prompts/score.txt; repeatable")
+    judging.add_argument("--rubric", action="append", default=[], metavar="NAME=FILE",
+                         help="a judge defined in plain words (criteria, steps, scale, pass mark, inputs), read from "
+                              "a file; repeatable (see docs/judges.md)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override one configuration key, e.g. graded_label_max=3; repeatable")
     _common.add_execution_options(parser)
@@ -191,6 +198,10 @@ def configuration(manager: CampaignManager, args: argparse.Namespace) -> tuple[T
     overrides = {key: getattr(args, key) for key in JUDGE_FLAGS if getattr(args, key) is not None}
     if args.judge_threshold:
         overrides["judge_thresholds"] = {**dict(config.judge_thresholds), **pairs(args.judge_threshold, float)}
+    for key, given in (("judge_prompts", args.judge_prompt), ("rubrics", args.rubric)):
+        if given:
+            files = read_prompt_files({key: pairs(given, str)}, Path.cwd())[key]
+            overrides[key] = {**dict(getattr(config, key)), **files}
     overrides |= pairs(args.set, None)
     if not overrides:
         return config, target_id
@@ -207,7 +218,7 @@ def pairs(items: list[str], kind: type | None) -> dict[str, Any]:
         typed = sweep_values(value)
         if kind is float and not (len(typed) == 1 and isinstance(typed[0], (int, float))):
             raise EvalError("expected a number", where=item, found=value)
-        out[name.strip()] = typed[0] if len(typed) == 1 else value
+        out[name.strip()] = value if kind is str or len(typed) != 1 else typed[0]
     return out
 
 
@@ -228,6 +239,8 @@ def launch(manager: CampaignManager, request: LaunchRequest, *, as_json: bool) -
           f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}", file=out, flush=True)
     if request.dataset is not None:
         print(f"dataset {dataset_stats(load_dataset(request.dataset)).summary()}", file=out, flush=True)
+    if (request.judges or config.rubrics) and judged_locally(config):
+        print(f"note: {LOCAL_JUDGE_NOTE}", file=sys.stderr, flush=True)
     return manager.launch(request)
 
 
@@ -339,6 +352,8 @@ def format_report(report: Report) -> str:
     lines += ["", f"mean latency: {'-' if latency is None else f'{latency:.3f} s'}",
               f"tokens: {summary.tokens.prompt} prompt + {summary.tokens.completion} completion",
               f"cache hits: {campaign.cache_hits}"]
+    lines += [f"judge {name}: context cut to fit the judge model's context window on {count} question(s)"
+              for name, count in summary.cut.items()]
     return "\n".join(lines)
 
 

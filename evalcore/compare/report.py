@@ -53,13 +53,18 @@ tr.changed td { background: #fff6d6; }
 
 def comparison_report(comparison: Comparison, a: Campaign, b: Campaign, sources: dict[Group, str], *,
                       sweep: Sweep | None = None, sweep_campaigns: Sequence[Campaign] = (),
-                      sweep_measure: str | None = None, today: dt.date | None = None, names: str = "project") -> str:
+                      sweep_measure: str | None = None, today: dt.date | None = None, names: str = "project",
+                      trust: Sequence[str] = ()) -> str:
     """The HTML report of A (baseline) against B, with a sweep's table and chart when given; each judged question's
-    judge results under our names, or names="evaluator" under the evaluators' documented names."""
+    judge results under our names, or names="evaluator" under the evaluators' documented names.
+
+    `trust` says how far each judge agrees with people's labels (evalcore.campaigns.labels.trust_lines).
+    """
     context = comparison_context(comparison, a, b, sources, today)
     parts = [f"<h1>{esc(b.name)} against {esc(a.name)}</h1>", facts_table(context),
              "<h2>Campaigns</h2>", campaigns_table(a, b, sources), settings_section(comparison, a, b),
-             verdicts_section(comparison), measures_section(comparison, context), stages_section(comparison, context)]
+             verdicts_section(comparison), measures_section(comparison, context), trust_section(trust),
+             stages_section(comparison, context)]
     if sweep is not None:
         parts.append(sweep_section(sweep, sweep_campaigns, sources, sweep_measure or comparison.basis, today))
     parts.append(questions_section(comparison, names))
@@ -185,6 +190,14 @@ def measures_section(comparison: Comparison, context: ExportContext) -> str:
             + disagree
             + (f"<p class=\"warning\">Power:</p><ul class=\"warning\">{''.join(power)}</ul>" if power else "")
             + frame_table(frame.rename(columns=headers)))
+
+
+def trust_section(trust: Sequence[str]) -> str:
+    """How far the judged measures can be trusted: each judge against people's labels, when there are some."""
+    if not trust:
+        return ""
+    return ("<h2>Judges against people's labels</h2><ul>" + "".join(f"<li>{esc(line)}</li>" for line in trust)
+            + "</ul>")
 
 
 def stages_section(comparison: Comparison, context: ExportContext) -> str:

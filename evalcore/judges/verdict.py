@@ -39,6 +39,8 @@ class Verdict:
     error: str | None = None
     samples: tuple[float | None, ...] | None = None  # every sample's score when asked several times
     spread: Spread | None = None
+    context_cut: str | None = None  # how the context was cut to fit the judge model's window; None: seen whole
+    label: str | None = None  # a rubric's label on its own scale (its position is the score)
 
     @property
     def tokens(self) -> int:
@@ -52,6 +54,7 @@ class Verdict:
             "prompt_version": self.prompt_version, "signature": self.signature, "threshold": self.threshold,
             "score": self.score, "reason": self.reason, "result": self.result, "tokens": self.tokens,
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "error": self.error,
+            "context_cut": self.context_cut, "label": self.label,
         }
         if self.samples is not None:
             data["samples"] = list(self.samples)
@@ -70,7 +73,8 @@ class Verdict:
             result=data.get("result", "unknown"), prompt_tokens=int(data.get("prompt_tokens") or 0),
             completion_tokens=int(data.get("completion_tokens") or 0), error=data.get("error"),
             samples=tuple(samples) if samples is not None else None,
-            spread=Spread(**spread) if isinstance(spread, Mapping) else None,
+            spread=Spread(**spread) if isinstance(spread, Mapping) else None, context_cut=data.get("context_cut"),
+            label=data.get("label"),
         )
 
 

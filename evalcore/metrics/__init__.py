@@ -21,6 +21,7 @@ from evalcore.metrics.registry import (
     verdict_basis,
 )
 from evalcore.metrics.retrieval import RETRIEVAL_MEASURES, retrieval_scores
+from evalcore.metrics.similarity import AnswerEmbedding, answer_similarity, cosine
 from evalcore.metrics.suite import coverage, important_words, sources_found
 
 __all__ = [
@@ -30,10 +31,13 @@ __all__ = [
     "PANELS",
     "RETRIEVAL_MEASURES",
     "SCALES",
+    "AnswerEmbedding",
     "Measure",
     "Scores",
     "abstention_measures",
     "aggregate",
+    "answer_similarity",
+    "cosine",
     "coverage",
     "display_order",
     "document_retrieval",

@@ -21,6 +21,7 @@ from evalcore.metrics.abstention import REFUSALS_VERSION, abstention_scores
 from evalcore.metrics.generation import generation_scores
 from evalcore.metrics.graded import GRADED_MEASURES, LOWER_IS_BETTER, GradedScale, graded_retrieval_scores
 from evalcore.metrics.retrieval import retrieval_scores
+from evalcore.metrics.similarity import AnswerEmbedding, answer_similarity
 from evalcore.metrics.suite import coverage, sources_found
 from evalcore.text import TOKENIZER
 
@@ -136,6 +137,11 @@ def _registry() -> dict[str, Measure]:
         extra = (("smooth", "none"),) if name.startswith("bleu") else (("refs", "max"),)
         measures.append(Measure(name, doc, "generation", needs_reference=True, settings=_TEXT + extra))
     measures.append(Measure(
+        "answer_similarity", "max over the references of cos(e(answer), e(reference)), e a multilingual "
+        "sentence embedding (Risch et al. 2021, semantic answer similarity); off unless answer_similarity_model "
+        "is set.", "generation", needs_reference=True, settings=(("model", "none"), ("refs", "max")),
+    ))
+    measures.append(Measure(
         "coverage", "share of the expected answer's important words (no stopword; a digit, 2+ Han "
         "characters or 3+ letters) found in the answer, case and accents ignored.",
         "suite", needs_reference=True, settings=_TEXT + (("stop", "en,fr,zh"),),
@@ -188,9 +194,15 @@ def signature(name: str, **settings: object) -> str:
 
 
 def display_order(name: str) -> tuple[int, str]:
-    """Sort key: registry order, then unregistered names (e.g. `judge.X:pass`) by name."""
+    """Sort key: registry order, then unregistered names (e.g. `judge.X:pass`, a rubric's `judge.X`) by name."""
     measure = MEASURES.get(name.split(":")[0])
     return (measure.order if measure else len(MEASURES), name)
+
+
+def family(name: str) -> str | None:
+    """The panel family of a measure name; a judge the registry does not know (a rubric's) is a judge."""
+    measure = MEASURES.get(name.split(":")[0])
+    return measure.family if measure else "judge" if name.startswith("judge.") else None
 
 
 def panels(names: Iterable[str]) -> list[tuple[str, list[str]]]:
@@ -199,8 +211,8 @@ def panels(names: Iterable[str]) -> list[tuple[str, list[str]]]:
     grouped: dict[str, list[str]] = {title: [] for _, title in PANELS}
     grouped[OTHER_PANEL] = []
     for name in sorted(names, key=display_order):
-        measure = MEASURES.get(name.split(":")[0])
-        grouped[titles[measure.family] if measure else OTHER_PANEL].append(name)
+        kind = family(name)
+        grouped[titles[kind] if kind else OTHER_PANEL].append(name)
     return [(title, members) for title, members in grouped.items() if members]
 
 
@@ -243,14 +255,15 @@ def score_question(
     graded: GradedScale | None = None,
     answerable: bool | None = None,
     fallback_answer: str = "",
+    similarity: AnswerEmbedding | None = None,
 ) -> Scores:
     """Every measure that applies to one question, absent ones left out, with their signatures.
 
     `references` are every reference answer (generation measures take the best; coverage too when
     there is no single expected answer); `retrieved_sources` are the sources the answer drew on;
     `graded` adds the graded retrieval measures on that label scale; `answerable` (None: unknown)
-    adds the abstention measures, a refusal being recognised by its phrasing or `fallback_answer`.
-    An unanswerable question has no reference to score against, whatever its expected answer says.
+    adds the abstention measures, a refusal being recognised by its phrasing or `fallback_answer`;
+    `similarity` adds the semantic answer similarity with that embedding model. An unanswerable question has no reference to score against, whatever its expected answer says.
     """
     if answerable is False:
         references, expected_answer = (), None
@@ -267,6 +280,10 @@ def score_question(
     if found is not None:
         values["sources_found"] = 1.0 if found else 0.0
     signatures = {name: _default_signature(name) for name in values}
+    if similarity is not None and answer is not None and (
+            value := answer_similarity(answer, expected, similarity.embed)) is not None:
+        values["answer_similarity"] = value
+        signatures["answer_similarity"] = signature("answer_similarity", model=similarity.model)
     results: dict[str, str] = {}
     if graded is not None and relevant:
         _add_graded(values, signatures, results, relevant, ranked, graded)

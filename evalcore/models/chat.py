@@ -73,6 +73,20 @@ class ModelError(EvalError):
         self.body = body
 
 
+class ContextOverflow(ModelError):
+    """The messages do not fit the model's context window (the caller may shorten them and ask again)."""
+
+
+# How servers say a prompt is over the window: OpenAI's error code, vLLM's and llama.cpp's wording.
+OVERFLOW_WORDS = ("context_length_exceeded", "maximum context length", "context window", "exceed_context_size")
+
+
+def overflowed(text: str) -> bool:
+    """Whether an error text says the prompt did not fit the context window."""
+    lowered = text.lower()
+    return any(word in lowered for word in OVERFLOW_WORDS)
+
+
 class ReplyTooLarge(ModelError):
     """A reply longer than the target's max_reply_chars: refused, not retried, never scored nor cached."""
 

@@ -10,7 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from evalcore.errors import EvalError
-from evalcore.models.chat import CallCache, ChatReply, Message, ModelError, cached_chat, departures
+from evalcore.models.chat import (
+    CallCache,
+    ChatReply,
+    ContextOverflow,
+    Message,
+    ModelError,
+    cached_chat,
+    departures,
+    overflowed,
+)
 
 # The pinned versions; llama.cpp built for AVX2 (a native build crashes on machines that report AVX-512 or AMX
 # without letting a process use them), as .ci/run builds it.
@@ -96,7 +105,8 @@ class LocalChatModel:
             with lock:
                 out = llama.create_chat_completion(messages=messages, seed=0, **params)
         except (ValueError, RuntimeError) as error:  # a prompt over the context window, a failed decode
-            raise ModelError(f"the local model failed: {error}") from None
+            kind = ContextOverflow if overflowed(str(error)) else ModelError
+            raise kind(f"the local model failed: {error}") from None
         usage = out.get("usage") or {}
         return ChatReply(out["choices"][0]["message"]["content"] or "", int(usage.get("prompt_tokens", 0)),
                          int(usage.get("completion_tokens", 0)), False)

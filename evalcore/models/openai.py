@@ -7,7 +7,17 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from evalcore.errors import EvalError
-from evalcore.models.chat import CallCache, ChatReply, Message, ModelError, cached_chat, departures, refuse_long_reply
+from evalcore.models.chat import (
+    CallCache,
+    ChatReply,
+    ContextOverflow,
+    Message,
+    ModelError,
+    cached_chat,
+    departures,
+    overflowed,
+    refuse_long_reply,
+)
 from evalcore.models.http import check_reachable, new_client, post_json
 
 # Endpoints (base URL, model) that refused structured output: asked without it from then on.
@@ -99,6 +109,8 @@ class OpenAIChatModel:
                                  timeout=self.timeout, retries=self.retries, backoff=self.backoff,
                                  parse=self._parse_chat, max_reply_chars=self.max_reply_chars)
             except ModelError as error:
+                if error.status in (400, 413, 422) and overflowed(error.body):
+                    raise ContextOverflow(error.message, status=error.status, body=error.body, where=error.where) from None
                 if not (error.status in (400, 422) and self._drop_rejected(params, error.body)):
                     raise
 

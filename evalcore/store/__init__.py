@@ -163,8 +163,16 @@ CREATE UNIQUE INDEX campaigns_one_active_per_suite ON campaigns(suite_id)
     WHERE suite_id IS NOT NULL AND status IN ('queued', 'pending', 'running');
 CREATE INDEX campaigns_status ON campaigns(status, created_at);
 """
+# v13: people's labels of questions for the judges (evalcore.campaigns.labels): one per campaign, question
+# and judge, on the judge's scale or pass/fail, with a note, who labelled and when; gone with the campaign.
+SCHEMA_V13 = """
+CREATE TABLE labels (
+    campaign_id TEXT NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE, qid INTEGER NOT NULL,
+    judge TEXT NOT NULL, label TEXT NOT NULL, note TEXT NOT NULL DEFAULT '', author TEXT NOT NULL,
+    labelled_at REAL NOT NULL, PRIMARY KEY (campaign_id, qid, judge));
+"""
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
-                               SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12)
+                               SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13)
 
 
 class NotFound(EvalError):

@@ -2,8 +2,8 @@
 
 Keys are flat (no nested tables) so that `to_dict`, `diff`, the stored campaign snapshot, the
 UI and a TOML file all use the same names. A TOML file holds the keys at top level; the only
-table values are `agent_headers`, `judge_thresholds` and `graded_thresholds` (see TABLES). A
-`[gates]` table, the marks the campaign must reach, is not part of the target (`evalcore.gates`).
+table values are `agent_headers`, `judge_thresholds`, `judge_prompts`, `rubrics` and `graded_thresholds` (see
+TABLES). A `[gates]` table, the marks the campaign must reach, is not part of the target (`evalcore.gates`).
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ GROUPS = {TARGET: "Target", CHUNKING: "Chunking", QUERY: "Query transformation",
 # Which side of the system a group belongs to: a change on one side is judged by its measures.
 RETRIEVAL_SIDE = (CHUNKING, QUERY, RETRIEVAL, RERANK)
 GENERATION_SIDE = (GENERATION, PROMPTS)
+PROMPT_TABLES = ("judge_prompts", "rubrics")  # texts a TOML file may give as a file path instead
 
 
 @dataclass(frozen=True)
@@ -228,6 +229,20 @@ class TargetConfig:
     judge_max_tokens: int = setting(300, JUDGE, "the judges' reply length limit", within=(16, 131072))
     judge_thresholds: tuple[tuple[str, float], ...] = setting((), JUDGE, "pass mark per judge on its scale "
                                                               f"(default {PASS_MARK:g})", table=float)
+    # A campaign's own prompt for a built-in judge (judge name -> the prompt's text, in the shape of
+    # evalcore/judges/templates; a TOML file may give a file path instead, read when it is loaded).
+    judge_prompts: tuple[tuple[str, str], ...] = setting((), JUDGE, "a judge's own prompt for this campaign: judge "
+                                                         "name -> its text (or, in a TOML file, a file path)",
+                                                         table=str)
+    # Judges defined in plain words (evalcore.judges.rubrics): name -> the rubric's text (or, in a TOML
+    # file, a file path); every rubric defined is a judge of the campaign.
+    rubrics: tuple[tuple[str, str], ...] = setting((), JUDGE, "judges defined in plain words: name -> the rubric's "
+                                                   "text (or, in a TOML file, a file path)", table=str)
+    # Semantic answer similarity (no model call): the embedding model answers and reference answers are
+    # compared with, "none" to leave the measure out.
+    answer_similarity_model: str = setting("none", JUDGE, "semantic answer similarity: the embedding model answers "
+                                           "and references are compared with (none: no such measure)",
+                                           choices=("none", "use", "e5"))
     # Graded document retrieval on datasets whose qrels carry graded labels.
     graded_label_min: int = setting(0, GRADED, "the lowest relevance label of the scale", within=(0, 1000))
     graded_label_max: int = setting(0, GRADED, "the highest label (0: the dataset's highest)", within=(0, 1000))
@@ -279,7 +294,7 @@ class TargetConfig:
             raise EvalError(f"not valid TOML: {error}", where=str(path)) from None
         data.pop("gates", None)  # how a run is judged, not what runs: read by evalcore.gates
         try:
-            return cls.from_dict(data)
+            return cls.from_dict(read_prompt_files(data, path.parent))
         except EvalError as error:
             raise EvalError("invalid target configuration", problems=[f"{path}: {p}" for p in error.problems]) from None
 
@@ -520,13 +535,18 @@ def _template_problems(key: str, text: str, allowed: frozenset[str], required: f
 
 def _judge_problems(config: TargetConfig) -> list[str]:
     """Judge and graded settings: known names, pass marks on their scales, a model when one is named."""
-    from evalcore.judges import JUDGES
+    from evalcore.judges import JUDGES, prompt_problems, rubric_problems
     from evalcore.metrics.graded import GRADED_MEASURES, THRESHOLD_NAMES, is_threshold_name
 
     problems = [f"judge_thresholds: unknown judge {name!r} (known: {', '.join(JUDGES)})"
                 for name, _ in config.judge_thresholds if name not in JUDGES]
     problems += [f"judge_thresholds.{name}: expected a pass mark in [{LOWEST}, {HIGHEST}], found {value!r}"
                  for name, value in config.judge_thresholds if name in JUDGES and not on_scale(value)]
+    problems += [f"judge_prompts: unknown judge {name!r} (known: {', '.join(JUDGES)})"
+                 for name, _ in config.judge_prompts if name not in JUDGES]
+    problems += [f"judge_prompts.{name}: {problem}" for name, text in config.judge_prompts if name in JUDGES
+                 for problem in prompt_problems(name, text)]
+    problems += [problem for name, text in config.rubrics for problem in rubric_problems(name, text)]
     problems += [f"graded_thresholds: unknown threshold {name!r} (known: {', '.join(THRESHOLD_NAMES)}, "
                  f"or a measure: {', '.join(GRADED_MEASURES)})"
                  for name, _ in config.graded_thresholds if not is_threshold_name(name)]
@@ -536,6 +556,33 @@ def _judge_problems(config: TargetConfig) -> list[str]:
         problems.append(f"graded_label_max: must be above graded_label_min ({config.graded_label_min}), "
                         f"found {config.graded_label_max} (0 means the dataset's highest label)")
     return problems
+
+
+def read_prompt_files(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """The configuration with each one-line judge prompt or rubric read as a file (relative to `folder`).
+
+    A prompt or a rubric has several lines, so a one-line value can only be a path; the snapshot of a
+    campaign then holds the text itself, not a path that may change.
+    """
+    data = dict(data)
+    for key in PROMPT_TABLES:
+        texts = data.get(key)
+        if isinstance(texts, dict):
+            data[key] = {name: read_prompt_file(value, folder, f"{key}.{name}")
+                         if isinstance(value, str) and "\n" not in value.strip() else value
+                         for name, value in texts.items()}
+    return data
+
+
+def read_prompt_file(value: str, folder: Path, key: str) -> str:
+    """The text of a judge prompt or rubric file; EvalError naming the key and the path."""
+    path = folder / Path(value.strip()).expanduser()
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise EvalError(f"cannot read the prompt file ({getattr(error, 'strerror', None) or error})",
+                        where=key, found=str(path),
+                        fix="give the path of a UTF-8 text file, relative to the configuration file") from None
 
 
 def _query_problems(config: TargetConfig) -> list[str]:

@@ -138,6 +138,12 @@ def build_judge_model(config: TargetConfig, own: ChatModel | None, cache: Any = 
                     'OpenAI-compatible judge, or judge_kind = "local"; on the command line --judge-model NAME')
 
 
+def judged_locally(config: TargetConfig) -> bool:
+    """Whether this configuration's judges ask the offline SmolLM2 (configured so, or the pipeline's own local model)."""
+    own_local = config.kind == "rag" and config.generator == "local"
+    return config.judge_kind == "local" or (config.judge_kind == "auto" and own_local)
+
+
 def build_generator(config: TargetConfig, model: ChatModel | None) -> Generator:
     """Extractive without a model, else the chat generator."""
     return ChatGenerator(config, model) if model is not None else ExtractiveGenerator(config.extractive_sentences)
