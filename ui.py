@@ -15,10 +15,10 @@ import socket
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 from urllib.parse import urlparse
 
 import numpy as np
@@ -30,6 +30,7 @@ from evalcore.access import LOCAL, Action, LoginThrottle, Principal, is_loopback
 from evalcore.campaigns import (
     Aggregate,
     Campaign,
+    CampaignManager,
     QuestionResult,
     Summary,
     campaign_aggregates,
@@ -70,6 +71,7 @@ from evalcore.targets.presets import DEFAULTS
 from evalcore.targets.saved import list_targets
 from evalcore.text import tokenize
 
+T = TypeVar("T")
 CHROMIUM = "/usr/bin/chromium"
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$=&])")
 SESSION_TOKEN = "_session_token"  # this session's sign-in (evalcore.keys.start_session), never the API key
@@ -126,14 +128,14 @@ def db_path() -> str:
     return str(default_db_path().resolve())
 
 
-def manager() -> Any:
+def manager() -> CampaignManager:
     """The process-wide campaign manager for this database; each ended campaign is compared with the previous one."""
     found = get_manager(db_path())
     found.after_each(compare_with_previous)
     return found
 
 
-def store() -> Any:
+def store() -> Store:
     """The store of this session's database, as the engine functions take it."""
     return manager().store
 
@@ -342,17 +344,14 @@ def measure_help(name: str, signature: str | None = None) -> str:
     return "\n\n".join(part for part in (doc, f"signature: {escape_md(sig)}" if sig else "") if part) or escape_md(name)
 
 
-def remembered_select(label: str, options: list, state_key: str, **kwargs: Any) -> Any:
-    """remembered(st.selectbox, …) over options that change: a pick that is no longer an option gives way to
+def remembered_select(label: str, options: Sequence[T], state_key: str, **kwargs: Any) -> T:
+    """remembered(st.selectbox, …) over options that change (at least one): a pick that is no longer an option gives way to
     the remembered one, else to the first option.
 
     The widget has a key and no `index`: an `index` computed from the remembered value changes the
     widget's identity after every pick, so Streamlit dropped every second pick.
     """
     widget_key = f"{state_key}-pick"
-    if not options:
-        st.session_state[state_key] = st.selectbox(label, options, key=widget_key, **kwargs)
-        return None
     if st.session_state.get(widget_key) not in options:
         st.session_state.pop(widget_key, None)
         if st.session_state.get(state_key) not in options:
@@ -360,19 +359,20 @@ def remembered_select(label: str, options: list, state_key: str, **kwargs: Any) 
     return remembered(st.selectbox, label, state_key, options[0], options=options, **kwargs)
 
 
-def remembered(widget: Callable[..., Any], label: str, state_key: str, default: Any, **kwargs: Any) -> Any:
+def remembered(widget: Callable[..., Any], label: str, state_key: str, default: T, **kwargs: Any) -> T:
     """A widget (text input, checkbox, multiselect) that opens on the value remembered under state_key
     (`default` at first) and remembers each change, also across runs that do not draw it: Streamlit forgets a
     widget's value then (a section in a tab that is not open)."""
     widget_key = f"{state_key}-pick"
     if widget_key not in st.session_state:
         st.session_state[widget_key] = st.session_state.get(state_key, default)
-    value = widget(label, key=widget_key, **kwargs)
+    value: T = widget(label, key=widget_key, **kwargs)
     st.session_state[state_key] = value
     return value
 
 
-def remembered_multiselect(label: str, options: list, state_key: str, default: list, **kwargs: Any) -> list:
+def remembered_multiselect(label: str, options: Sequence[T], state_key: str, default: Sequence[T], **kwargs: Any,
+                           ) -> list[T]:
     """remembered(st.multiselect, …): the remembered picks that are still options (`default` at first)."""
     st.session_state[state_key] = [o for o in st.session_state.get(state_key, default) if o in options]
     return list(remembered(st.multiselect, label, state_key, default, options=options, **kwargs))
@@ -384,7 +384,7 @@ def select_next_run(state_key: str, value: Any) -> None:
     st.session_state.pop(f"{state_key}-pick", None)
 
 
-def index_of(options: list, value: Any) -> int:
+def index_of(options: Sequence[object], value: object) -> int:
     """The position of value in options, or 0 (the default choice) when it is not there."""
     return options.index(value) if value in options else 0
 
@@ -411,12 +411,14 @@ def spreadsheet_bytes(text: str) -> bytes:
 
 def png_bytes(figure: Any) -> bytes:
     """A Plotly figure as PNG (kaleido, headless chromium)."""
-    return figure.to_image(format="png", width=1100, height=figure.layout.height or 550, scale=2)
+    image: bytes = figure.to_image(format="png", width=1100, height=figure.layout.height or 550, scale=2)
+    return image
 
 
 def html_bytes(figure: Any) -> bytes:
     """A Plotly figure as a self-contained HTML page (plotly.js inlined, works offline)."""
-    return figure.to_html(include_plotlyjs=True, full_html=True).encode("utf-8")
+    document: str = figure.to_html(include_plotlyjs=True, full_html=True)
+    return document.encode("utf-8")
 
 
 def chart(figure: Any, name: str, key: str, spec: dict[str, Any] | list[dict[str, Any]] | None = None) -> None:
@@ -530,7 +532,7 @@ def open_dataset(ref: str) -> tuple[Dataset, DatasetStats, list[int]]:
 
 
 @st.cache_resource(show_spinner="Loading the dataset…", max_entries=8)
-def _open_dataset(path: str, stamp: tuple) -> tuple[Dataset, DatasetStats, list[int]]:
+def _open_dataset(path: str, stamp: tuple[tuple[str, int, int], ...]) -> tuple[Dataset, DatasetStats, list[int]]:
     dataset = load_dataset(path)
     return dataset, dataset_stats(dataset), [len(tokenize(p.text)) for p in dataset.passages]
 
