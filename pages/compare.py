@@ -66,7 +66,8 @@ def for_effect(db: str, a_version: Version, b_version: Version, principal: Princ
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def cached_questions(db: str, a_version: Version, b_version: Version, principal: Principal, basis: str = "") -> pa.Table:
+def cached_questions(db: str, a_version: Version, b_version: Version, principal: Principal, basis: str = "",
+                     ) -> pa.Table:
     """The per-question table of a comparison as an Arrow table, built once.
 
     st.dataframe converts a pandas frame to Arrow on every run (0.3 s for 10,000 questions with
@@ -252,7 +253,8 @@ if mode == "two campaigns":
         for note in comparison.notes:
             st.info(ui.escape_md(note))
         if comparison.config_diff:
-            st.dataframe(pd.DataFrame([{"key": k, "A": str(x), "B": str(y)} for k, (x, y) in comparison.config_diff.items()]),
+            differences = comparison.config_diff.items()
+            st.dataframe(pd.DataFrame([{"key": k, "A": str(x), "B": str(y)} for k, (x, y) in differences]),
                          hide_index=True)
         counts = comparison.verdicts
         for col, verdict in zip(st.columns(len(VERDICTS)), VERDICTS, strict=False):
