@@ -15,11 +15,7 @@ from evalcore.campaigns import (
     campaign_results,
     campaign_summary,
 )
-from evalcore.campaigns.listing import (
-    CampaignRow,
-    campaign_rows,
-    headline_means,
-)
+from evalcore.campaigns.listing import CampaignRow, campaign_rows, headline_means
 from evalcore.compare import results_version
 from evalcore.datasets import Dataset, DatasetStats, dataset_stats, load_dataset, resolve_dataset
 from evalcore.text import tokenize

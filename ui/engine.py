@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from evalcore.campaigns import (
-    CampaignManager,
-    get_manager,
-)
+from evalcore.campaigns import CampaignManager, get_manager
 from evalcore.compare import compare_with_previous
 from evalcore.store import Store, default_db_path
 

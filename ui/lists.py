@@ -6,15 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from evalcore.access import Principal
-from evalcore.campaigns import (
-    list_campaigns,
-)
-from evalcore.campaigns.listing import (
-    HEADLINE,
-    CampaignRow,
-    search_rows,
-    suite_rows,
-)
+from evalcore.campaigns import list_campaigns
+from evalcore.campaigns.listing import HEADLINE, CampaignRow, search_rows, suite_rows
 from evalcore.store import Store
 from evalcore.suites import Suite
 from evalcore.targets.presets import DEFAULTS

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from evalcore.campaigns import (
-    Campaign,
-    list_campaigns,
-)
+from evalcore.campaigns import Campaign, list_campaigns
 from evalcore.campaigns.pace import duration_text
 from ui.engine import store
 from ui.session import signed_in

@@ -8,9 +8,7 @@ import time
 import pandas as pd
 import streamlit as st
 
-from evalcore.campaigns import (
-    Campaign,
-)
+from evalcore.campaigns import Campaign
 from evalcore.metrics import MEASURES
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$=&])")
