@@ -40,6 +40,7 @@ if principal is None:  # the sign-in form whatever the URL (it stops the script)
     st.navigation([st.Page(ui.sign_in_page, title="Sign in", url_path="sign-in", default=True),
                    *(st.Page(ui.sign_in_page, title="Sign in", url_path=Path(file).stem) for file in PAGES)],
                   position="hidden").run()
+    st.stop()  # the sign-in form stops first: this only tells the type checker
 allowed = pages_for(principal)
 page = st.navigation(list(allowed.values()))
 # A deep link kept across the sign-in opens its page, unless this principal's navigation has no such page.

@@ -118,7 +118,7 @@ def show_result(result: QuestionResult) -> None:
 
 def stage_line(result: QuestionResult) -> str:
     """Where the question failed, and whether declining was the right answer."""
-    answerable = {False: " · unanswerable: declining is the right answer", True: ""}.get(result.question.answerable, "")
+    answerable = " · unanswerable: declining is the right answer" if result.question.answerable is False else ""
     return f"Failure stage: {result.outcome.diagnosis or NOT_ATTRIBUTED}{answerable}"
 
 
@@ -165,9 +165,10 @@ if not campaigns:
     ui.run_link(principal, "Run a first campaign")
     st.stop()
 by_id = {c.id: c for c in campaigns}
-chosen = ui.campaign_picker(ui.rows_of(campaigns, principal), "campaign_id", key="campaigns")
-if chosen is None:
+shown_id = ui.campaign_picker(ui.rows_of(campaigns, principal), "campaign_id", key="campaigns")
+if shown_id is None:
     st.stop()
+chosen: str = shown_id
 
 
 def actions(campaign: Campaign) -> None:

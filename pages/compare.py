@@ -39,6 +39,8 @@ from evalcore.compare.tables import (
 
 VERDICTS = ["better", "worse", "same", "new", "removed", "unscored"]
 EVERY = "every dataset and suite"
+Version = tuple[str, str]  # a campaign's id and results version (ui.version)
+PairVersions = tuple[str, Version, Version, Principal, str]  # database, campaigns A and B, who asks, basis
 MEASURES, PER_QUESTION, STAGES, QUESTIONS = "Measures", "Per question", "Failure stages", "Questions"
 SECTIONS = [MEASURES, PER_QUESTION, STAGES, QUESTIONS]
 
@@ -49,7 +51,7 @@ SECTIONS = [MEASURES, PER_QUESTION, STAGES, QUESTIONS]
 # processes the engine keeps the comparison in the store, so a new process reads it back instead of
 # recomputing it. A few pairs are kept (tens of MB each at 10,000 questions with their answers).
 @st.cache_resource(show_spinner="Comparing (paired bootstrap and randomization tests)…", max_entries=4)
-def cached_comparison(db: str, a_version: tuple, b_version: tuple, principal: Principal, basis: str) -> Comparison:
+def cached_comparison(db: str, a_version: Version, b_version: Version, principal: Principal, basis: str) -> Comparison:
     """compare_campaigns(...) for these versions of the two campaigns (default effect size; "" = automatic basis).
 
     `basis` has no default: Streamlit keys the cache by the arguments as given, so a call that left it out
@@ -58,14 +60,15 @@ def cached_comparison(db: str, a_version: tuple, b_version: tuple, principal: Pr
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def for_effect(db: str, a_version: tuple, b_version: tuple, principal: Principal, basis: str,
+def for_effect(db: str, a_version: Version, b_version: Version, principal: Principal, basis: str,
                effect: float) -> Comparison:
     """The cached comparison with the questions needed for another effect size (it shares the questions)."""
     return cached_comparison(db, a_version, b_version, principal, basis).with_effect(effect)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def cached_questions(db: str, a_version: tuple, b_version: tuple, principal: Principal, basis: str = "") -> pa.Table:
+def cached_questions(db: str, a_version: Version, b_version: Version, principal: Principal, basis: str = "",
+                     ) -> pa.Table:
     """The per-question table of a comparison as an Arrow table, built once.
 
     st.dataframe converts a pandas frame to Arrow on every run (0.3 s for 10,000 questions with
@@ -76,7 +79,7 @@ def cached_questions(db: str, a_version: tuple, b_version: tuple, principal: Pri
 
 
 @st.cache_data(show_spinner="Comparing the sweep…", max_entries=8)
-def cached_sweep(db: str, versions: tuple, principal: Principal) -> Sweep:
+def cached_sweep(db: str, versions: tuple[Version, ...], principal: Principal) -> Sweep:
     """compare_sweep over the campaigns, recomputed only when one of them changed."""
     return compare_sweep(ui.store(), [version[0] for version in versions], principal=principal)
 
@@ -112,7 +115,7 @@ def pick_questions(campaigns: list[Campaign], sources: dict[Group, str]) -> list
     group = st.selectbox("Questions", choices, index=choices.index(group_of(pair[1]) if pair else EVERY),
                          format_func=lambda g: g if g == EVERY else f"{sources[g]} · {len(groups[g])} campaigns",
                          help="Campaigns compare question by question: those on the same dataset or suite.")
-    return [c for members in groups.values() for c in members] if group == EVERY else groups[group]
+    return [c for members in groups.values() for c in members] if isinstance(group, str) else groups[group]  # EVERY
 
 
 def diagnosis_section(comparison: Comparison, context: ExportContext) -> None:
@@ -176,7 +179,7 @@ def scatter_section(comparison: Comparison, context: ExportContext, measures: pd
              key="scatter", spec=scatter_spec(paired, measure, context, delta))
 
 
-def questions_section(versions: tuple, context: ExportContext) -> None:
+def questions_section(versions: PairVersions, context: ExportContext) -> None:
     """The questions with their verdicts, filtered by verdict, and their CSV."""
     st.subheader("Questions")
     keep = ui.remembered_multiselect("Verdicts", VERDICTS, "compare-verdicts", [v for v in VERDICTS if v != "same"])
@@ -226,15 +229,15 @@ if mode == "two campaigns":
                              help="The questions needed to see a difference this large with 80% power at alpha 0.05 "
                                   "(paired t). The 'detects' column is the smallest difference this comparison "
                                   "could see.")
-    versions = (ui.db_path(), ui.version(a), ui.version(b), principal)
+    pair_versions = (ui.db_path(), ui.version(a), ui.version(b), principal)
     with ui.guard():
-        automatic = cached_comparison(*versions, "")  # the automatic basis: the entry the page shows below
+        automatic = cached_comparison(*pair_versions, "")  # the automatic basis: the entry the page shows below
         choices = ["", *(m.measure for m in automatic.measures)]
         basis = st.selectbox("Decide each question's verdict by", choices, key="basis",
                              format_func=lambda m: m or f"automatic ({automatic.basis or 'nothing in common'})",
                              help="Automatic follows what differs: nDCG@10 for a retrieval-side change, the AI score "
                                   "(else ROUGE-L) for a generation-side one, else the suite order.")
-        versions = (*versions, basis)
+        versions = (*pair_versions, basis)
         comparison = for_effect(*versions, float(effect))
         comparison = with_tolerance(comparison)
         context = comparison_context(comparison, a, b, sources)
@@ -254,7 +257,8 @@ if mode == "two campaigns":
         for line in trust:  # which judged differences to trust
             st.caption(ui.escape_md(line))
         if comparison.config_diff:
-            st.dataframe(pd.DataFrame([{"key": k, "A": str(x), "B": str(y)} for k, (x, y) in comparison.config_diff.items()]),
+            differences = comparison.config_diff.items()
+            st.dataframe(pd.DataFrame([{"key": k, "A": str(x), "B": str(y)} for k, (x, y) in differences]),
                          hide_index=True)
         counts = comparison.verdicts
         for col, verdict in zip(st.columns(len(VERDICTS)), VERDICTS, strict=False):
@@ -298,8 +302,8 @@ else:
         table = sweep_frame(sweep, by_id)
         st.dataframe(table, hide_index=True)
         ui.table_download(table, context.file_stem("sweep"), key="sweep-csv", context=context.csv_columns())
-        names = list(sweep.series)
-        measure = st.selectbox("Measure", names, index=ui.index_of(names, "ndcg@10"))
+        series = list(sweep.series)
+        measure = st.selectbox("Measure", series, index=ui.index_of(series, "ndcg@10"))
         if measure:
             ui.chart(partial(series_figure, sweep, measure, context), context.file_stem("sweep", measure), key="sweep",
                      spec=series_spec(sweep, measure, context))

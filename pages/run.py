@@ -64,7 +64,7 @@ def _config_input(name: str, value: Any, default: Any, key: str, disabled: bool,
     """The widget for one key, chosen by its choices, type and range."""
     shown = f"{default!r}" if not isinstance(default, str) or len(default) < 60 else "see docs/targets.md"
     hint = ui.escape_md(f"{KEYS[name].help} (key {name} · default: {shown})")
-    common = {"key": key, "help": hint, "disabled": disabled}
+    common: dict[str, Any] = {"key": key, "help": hint, "disabled": disabled}
     label = setting_label(name)
     if name in CHOICES:
         return st.selectbox(label, CHOICES[name], index=ui.index_of(list(CHOICES[name]), value),

@@ -369,7 +369,7 @@ def test_compare_exports_name_both_campaigns_and_what_changed(filled: dict, monk
                                                               downloads: dict[str, dict], tmp_path: Path) -> None:
     figures: list = []
     monkeypatch.setenv("BROWSER_PATH", sys.executable)  # any existing file: the PNG renderer is replaced below
-    monkeypatch.setattr(ui, "png_bytes", lambda figure: figures.append(figure) or b"\x89PNG")
+    monkeypatch.setattr(ui.charts, "png_bytes", lambda figure: figures.append(figure) or b"\x89PNG")
     at = page_test(filled["db"], monkeypatch, "pages/compare.py")
     assert_clean(at)
     stem = f"keyword-top-2_vs_keyword-top-30_{dt.datetime.now(dt.UTC).astimezone().date().isoformat()}"
@@ -626,7 +626,7 @@ def test_no_delay_turns_nagle_off_on_the_servers_sockets_only(monkeypatch: pytes
         listener.listen()
         other.bind(("127.0.0.1", 0))
         other.listen()
-        monkeypatch.setattr(ui, "_NO_DELAY", type(ui._NO_DELAY)())
+        monkeypatch.setattr(ui.serving, "_NO_DELAY", type(ui.serving._NO_DELAY)())
         port, get_option = listener.getsockname()[1], st.get_option
         monkeypatch.setattr(st, "get_option", lambda key: port if key == "server.port" else get_option(key))
         with socket.create_connection(listener.getsockname()) as before:

@@ -70,7 +70,7 @@ def throttle(monkeypatch: pytest.MonkeyPatch) -> tuple[LoginThrottle, list[float
     """The dashboard's sign-in back-off with a recording sleep and a still clock."""
     waits: list[float] = []
     fake = LoginThrottle(sleep=waits.append, clock=lambda: 1000.0)
-    monkeypatch.setattr(ui, "THROTTLE", fake)
+    monkeypatch.setattr(ui.session, "THROTTLE", fake)
     return fake, waits
 
 
