@@ -63,7 +63,7 @@ def config_inputs(base: TargetConfig, key: str, disabled: bool) -> dict[str, Any
 def _config_input(name: str, value: Any, default: Any, key: str, disabled: bool, base: TargetConfig) -> Any:
     """The widget for one key, chosen by its choices, type and range."""
     shown = f"{default!r}" if not isinstance(default, str) or len(default) < 60 else "see docs/targets.md"
-    hint = ui.escape_md(f"{KEYS[name].help} (key {name} · default: {shown})")
+    hint = ui.escape_md(f"key {name} · {KEYS[name].help} · default: {shown}")
     common: dict[str, Any] = {"key": key, "help": hint, "disabled": disabled}
     label = setting_label(name)
     if name in CHOICES:
