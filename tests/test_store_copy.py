@@ -19,8 +19,8 @@ from evalcore.targets.saved import save_target
 
 
 def filled_store(path: Path, tiny_dataset: Path) -> str:
-    """A SQLite store with something in every table: two campaigns and their comparison, a suite, a key, a
-    saved target, a cached call."""
+    """A SQLite store with something in every table: two campaigns and their comparison, a suite, a key and its
+    session, a saved target, a cached call, a person's label."""
     path.parent.mkdir(parents=True, exist_ok=True)
     run = path.parent / "run.jsonl"
     run.write_text('{"qid": 1, "ranked_ids": [10, 14], "answer": "30 days."}\n'
@@ -38,6 +38,9 @@ def filled_store(path: Path, tiny_dataset: Path) -> str:
         key_id, _ = create_key(manager.store, tenant="acme", role="admin")
         start_session(manager.store, principal_of(manager.store, key_id))
         StoreCallCache(manager.store).put("k", {"text": "Paris", "prompt_tokens": 3})
+        manager.store.write(lambda conn: conn.execute(  # a person's label (the campaigns ran no judge to label)
+            "INSERT INTO labels (campaign_id, qid, judge, label, note, author, labelled_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (ids[0], 1, "score", "4", "one detail missing", "key_1", 1.5)))
         for table, order in TABLES:
             assert fingerprint(manager.store, table, order)[0] > 0, table
     finally:
