@@ -451,7 +451,7 @@ class CampaignManager:
         """Block until the campaign is no longer pending/running (or timeout); return it."""
         deadline = None if timeout is None else time.monotonic() + timeout
         runner = self._runners.get(campaign_id)
-        if runner is not None:
+        if runner is not None and runner.thread.ident is not None:  # registered just before it starts: poll instead
             runner.thread.join(timeout)
         campaign = get_campaign(self.store, campaign_id)
         # Owned by another process: poll the store.
