@@ -236,7 +236,8 @@ class Store:
         self._queue: queue.Queue[tuple[Callable[[sqlite3.Connection], Any], Future[Any]] | None] = queue.Queue()
         self._closed = False
         ready: Future[Any] = Future()
-        self._writer = threading.Thread(target=self._write_loop, args=(ready,), name="evalcore-store-writer", daemon=True)
+        self._writer = threading.Thread(target=self._write_loop, args=(ready,), name="evalcore-store-writer",
+                                        daemon=True)
         self._writer.start()
         ready.result()
         self.write(mark_orphans)

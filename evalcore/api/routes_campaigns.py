@@ -125,7 +125,8 @@ def recompute(request: Request, campaign_id: CampaignId, principal: Admin) -> di
 
 
 @router.get("/campaigns/{campaign_id}/results", response_model=Ok[ResultsPage], summary="Per-question results, paged")
-def results(request: Request, campaign_id: CampaignId, principal: Viewer, offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+def results(request: Request, campaign_id: CampaignId, principal: Viewer,
+            offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
             limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100, names: FieldNames = None) -> dict[str, Any]:
     """In question order; `finished` counts the stored results, `total` the campaign's questions.
 

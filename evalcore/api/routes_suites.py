@@ -117,7 +117,8 @@ def create(request: Request, body: SuiteCreate, principal: Admin) -> dict[str, A
     return ok({"suite": suite_json(suite)})
 
 
-@router.get("/runs/{run_id}", response_model=Ok[RunDetail], summary="One campaign with its per-question results and summary")
+@router.get("/runs/{run_id}", response_model=Ok[RunDetail],
+            summary="One campaign with its per-question results and summary")
 def read_run(request: Request, run_id: RunId, principal: Viewer, names: FieldNames = None) -> dict[str, Any]:
     """Results hold every finished question (a running campaign shows those done so far); `names` as for campaign results."""
     run = campaign_of(request, run_id, principal, "run")
@@ -133,7 +134,8 @@ def read(request: Request, suite_id: SuiteId, principal: Viewer) -> dict[str, An
     return ok({"suite": suite_json(_suite(request, suite_id, principal))})
 
 
-@router.put("/{suite_id}", response_model=Ok[SuiteDetail], summary="Replace a suite (past campaigns keep their questions)")
+@router.put("/{suite_id}", response_model=Ok[SuiteDetail],
+            summary="Replace a suite (past campaigns keep their questions)")
 def replace(request: Request, body: SuiteIn, suite_id: SuiteId, principal: Admin) -> dict[str, Any]:
     """Name, agent and cases are all replaced; another suite's name answers 409 (existing_id names it)."""
     store = request.app.state.store
@@ -175,4 +177,5 @@ def launch(request: Request, suite_id: SuiteId, principal: Admin,
 def list_runs(request: Request, suite_id: SuiteId, principal: Viewer) -> dict[str, Any]:
     """Each with status and progress."""
     suite = _suite(request, suite_id, principal)
-    return ok({"runs": [campaign_json(c) for c in list_campaigns(request.app.state.store, suite_id=suite.id, principal=principal)]})
+    return ok({"runs": [campaign_json(c) for c in list_campaigns(request.app.state.store, suite_id=suite.id,
+                                                                 principal=principal)]})

@@ -170,7 +170,8 @@ def insert_questions(conn: sqlite3.Connection, campaign_id: str, questions: list
 def stored_questions(store: Store, campaign_id: str, only: str) -> list[Question]:
     """Snapshot questions still to run: `missing` (no result) or `failed` (result with an error)."""
     condition = {
-        "missing": "NOT EXISTS (SELECT 1 FROM results r WHERE r.campaign_id = q.campaign_id AND r.position = q.position)",
+        "missing": "NOT EXISTS (SELECT 1 FROM results r WHERE r.campaign_id = q.campaign_id AND r.position = "
+                   "q.position)",
         "failed": "EXISTS (SELECT 1 FROM results r WHERE r.campaign_id = q.campaign_id AND r.position = q.position "
                   "AND r.error IS NOT NULL)",
     }[only]

@@ -124,7 +124,8 @@ def delta_figure(comparison: Comparison, context: ExportContext) -> go.Figure:
     sizes = [max(int((points["scale"] == group).sum()), 1) for group in groups]
     note = textwrap.wrap(unchanged_line(comparison), LINE_IN_CHART)
     plot = 40 * sum(sizes) + 85 * (len(groups) - 1)
-    figure = make_subplots(rows=len(groups), cols=1, row_heights=sizes, vertical_spacing=85 / plot if len(groups) > 1 else 0,
+    figure = make_subplots(rows=len(groups), cols=1, row_heights=sizes,
+                           vertical_spacing=85 / plot if len(groups) > 1 else 0,
                            subplot_titles=[chart_text(group) for group in groups])
     for row, group in enumerate(groups, start=1):
         delta_trace(figure, points[points["scale"] == group].iloc[::-1], row)  # Plotly draws the first at the bottom
@@ -244,7 +245,8 @@ def scatter_context(values: Paired, measure: str, context: ExportContext, delta:
     """The comparison's context with the scatter's n and, when known, the measure's test and difference."""
     context = context.with_fact(shown("n", f"{len(values.qids):,} questions with {measure} in both"))
     if delta is not None:
-        context = context.with_fact(Fact("test", delta.test, f"{delta.test}: B − A {delta.delta:+.4f}, p = {delta.p_value:.3g}"))
+        context = context.with_fact(Fact("test", delta.test,
+                                         f"{delta.test}: B − A {delta.delta:+.4f}, p = {delta.p_value:.3g}"))
     return context
 
 

@@ -274,7 +274,8 @@ def _first_occurrences(run_q: np.ndarray, run_d: np.ndarray) -> np.ndarray:
     suspects = np.flatnonzero(np.isin(_mixed(run_q, run_d), repeated))
     seen: set[tuple[int, int]] = set()
     # The mixed value can collide, so suspects are settled on the exact pair (they are few).
-    for row, pair in zip(suspects.tolist(), zip(run_q[suspects].tolist(), run_d[suspects].tolist(), strict=False), strict=False):
+    for row, pair in zip(suspects.tolist(), zip(run_q[suspects].tolist(), run_d[suspects].tolist(), strict=False),
+                         strict=False):
         keep[row] = pair not in seen
         seen.add(pair)
     return keep

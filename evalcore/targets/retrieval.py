@@ -136,5 +136,6 @@ def _hits(kb: KnowledgeBase, rows: np.ndarray, final: np.ndarray, at_rows: dict[
     hits = []
     for row, score, values in zip(rows.tolist(), final.tolist(), zip(*columns, strict=False), strict=False):
         chunk = kb.chunks[row]
-        hits.append(Hit(row, Retrieved(chunk.pid, chunk.title, chunk.text, score, dict(zip(names, values, strict=False)))))
+        hits.append(Hit(row,
+                        Retrieved(chunk.pid, chunk.title, chunk.text, score, dict(zip(names, values, strict=False)))))
     return hits
