@@ -52,7 +52,8 @@ def build_tables(sources: list[dict]) -> dict[str, pa.Table]:
                 _append(qas, qid=qid, aid=aid)
     return {
         name: pa.table({c: pa.array(v, type=_type(c)) for c, v in columns.items()})
-        for name, columns in (("corpus", corpus), ("queries", queries), ("answers", answers), ("qrels", qrels), ("qas", qas))
+        for name, columns in (("corpus", corpus), ("queries", queries), ("answers", answers), ("qrels", qrels),
+                              ("qas", qas))
     }
 
 
