@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 TINY = {
-    "queries": {"id": [1, 2, 3], "text": ["What is the refund window?", "Quel est le délai ?", "路由器的默认地址是什么？"]},
+    "queries": {"id": [1, 2, 3],
+                "text": ["What is the refund window?", "Quel est le délai ?", "路由器的默认地址是什么？"]},
     "corpus": {
         "id": [10, 11, 12, 13, 14],
         "text": [

@@ -33,8 +33,11 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict
     suite = create_suite(manager.store, name="Refund questions", target_id="default",
                          cases=[Case("What is the refund window?", "30 days", ("Terms of Sale",))])
     config = TargetConfig.from_dict({**BM25.to_dict(), "knowledge_base": data})
-    ids = {"k5": manager.launch(LaunchRequest(dataset=data, config=TargetConfig.from_dict({**config.to_dict(), "embedding_top_k": 5}))),
-           "k9": manager.launch(LaunchRequest(dataset=data, config=TargetConfig.from_dict({**config.to_dict(), "embedding_top_k": 9}),
+    ids = {"k5": manager.launch(LaunchRequest(dataset=data,
+                                              config=TargetConfig.from_dict({**config.to_dict(),
+                                                                             "embedding_top_k": 5}))),
+           "k9": manager.launch(LaunchRequest(dataset=data,
+                                              config=TargetConfig.from_dict({**config.to_dict(), "embedding_top_k": 9}),
                                 name="nine chunks")),
            "suite": manager.launch(LaunchRequest(suite_id=suite.id, config=config))}
     for campaign_id in ids.values():

@@ -62,7 +62,8 @@ def test_judges_are_stored_as_measures_with_details(manager: CampaignManager, ti
         Case("Where is the thermostat manual?"),
     ])
     with FakeOpenAIServer(default=JUDGE_REPLY) as server:
-        campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, config=openai_config(server, tiny_dataset), use_judge=True,
+        campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, config=openai_config(server, tiny_dataset),
+                                                   use_judge=True,
                                      judges=("relevance",)))
         done = manager.wait(campaign_id, timeout=30)
     assert done.status == "succeeded" and done.judges == ("score", "relevance") and done.use_judge
@@ -85,7 +86,8 @@ def test_judges_asked_several_times_record_their_spread(manager: CampaignManager
         return next(samples) if "Independent judgement" in str(body) else "Refunds are accepted within 30 days."
 
     with FakeOpenAIServer(reply) as server:
-        campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, config=openai_config(server, tiny_dataset), use_judge=True,
+        campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, config=openai_config(server, tiny_dataset),
+                                                   use_judge=True,
                                      judge_samples=3, cache=False))
         done = manager.wait(campaign_id, timeout=30)
     assert done.options.judge_samples == 3

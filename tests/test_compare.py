@@ -246,7 +246,8 @@ def test_a_campaign_compared_with_itself_is_all_same_and_never_significant():
     result = compare_results(campaign("A"), A_ROWS, campaign("A"), A_ROWS, resamples=500)
     assert set(result.verdicts) <= {"same", "unscored"}
     assert all(m.delta == 0 and m.p_value == 1.0 and not m.significant for m in result.measures)
-    assert result.notes == ["A and B are the same campaign: every question is the same, no difference can be significant"]
+    assert result.notes == ["A and B are the same campaign: every question is the same, no difference can be "
+                            "significant"]
 
 
 def test_no_common_question_has_no_measure_and_no_misleading_note():
@@ -307,7 +308,8 @@ def stored_campaign(store, cid, coverage, *, status="succeeded", top_k=5):
         conn.execute("INSERT INTO campaigns (id, tenant, kind, source, status, total, finished, failed, created_at, "
                      "ended_at, config, dataset_hash) VALUES (?, 'default', 'dataset', 'default', ?, ?, ?, 0, 0, 1.0, "
                      "?, 'd1')", (cid, status, len(coverage), len(coverage), json.dumps({"top_k": top_k})))
-        conn.executemany("INSERT INTO campaign_questions (campaign_id, position, qid, question, refs, expected_sources) "
+        conn.executemany("INSERT INTO campaign_questions (campaign_id, position, qid, question, refs, "
+                         "expected_sources) "
                          "VALUES (?, ?, ?, ?, '[]', '[]')", [(cid, i, i, f"q{i}") for i in range(len(coverage))])
         conn.executemany("INSERT INTO results (campaign_id, position, qid, answer, retrieved, sources, measures, "
                          "signatures, judges, created_at) VALUES (?, ?, ?, 'an answer', '[]', '[]', ?, '{}', '{}', 0)",
@@ -320,7 +322,8 @@ def two_stored(tmp_path):
     with Store(tmp_path / "e.db") as store:
         coverage = [(i * 37 % 11) / 10 for i in range(30)]
         stored_campaign(store, "A", coverage)
-        stored_campaign(store, "B", [min(1.0, max(0.0, c + (i % 3 - 1) / 10)) for i, c in enumerate(coverage)], top_k=10)
+        stored_campaign(store, "B", [min(1.0, max(0.0, c + (i % 3 - 1) / 10)) for i, c in enumerate(coverage)],
+                        top_k=10)
         yield store
 
 
@@ -552,7 +555,8 @@ def written_campaign(store, cid, shift, *, top_k):
     from evalcore.campaigns.storage import ResultWriter
 
     asked = [Question(i, i, f"q{i}", relevant={i: 2, i + 1: 1}, references=("ref",)) for i in range(12)]
-    outcomes = [Outcome(answer=f"answer {i}", measures={"ndcg@10": ((i + shift) % 5) / 4, "rougel": (i * shift % 7) / 7},
+    outcomes = [Outcome(answer=f"answer {i}",
+                        measures={"ndcg@10": ((i + shift) % 5) / 4, "rougel": (i * shift % 7) / 7},
                         judges={"score": verdict(1 + (i + shift) % 5)},
                         retrieved=tuple(Retrieved(p, f"doc-{p:09d}", f"text {p}", 1.0 / (k + 1), {"bm25": 9.0 - k})
                                         for k, p in enumerate(range(i + shift % 2, i + 4))))

@@ -156,7 +156,8 @@ def test_the_report_is_one_offline_file_with_names_settings_verdicts_and_questio
     assert verdicts[1] == ["1", "4", "2", "2", "1", "1"]
     assert f"Verdicts by {comparison.basis_reason}." in text
     questions = table_with(text, ["qid", "question", "verdict"])
-    assert len(questions) == 1 + len(comparison.questions) and questions[1][:3] == ["2", "Q two", "worse"]  # changes first
+    assert len(questions) == 1 + len(comparison.questions) and questions[1][:3] == ["2", "Q two",
+                                                                                    "worse"]  # changes first
     measures = table_with(text, ["measure", "n", "A", "B", "B − A"])
     assert {row[0] for row in measures[1:]} == {m.measure for m in comparison.measures}
     for warning in comparison.power_warnings:

@@ -51,7 +51,8 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     suite = create_suite(manager.store, tenant="default", name="tricky", target_id="default",
                          cases=[Case(TRICKY, "30 days", ("Terms",)),
                                 Case("What is the refund window for EU customers?", "30 days", ("Terms of Sale",))])
-    ids = {f"top{k}": manager.launch(LaunchRequest(dataset="default", config=TargetConfig.from_dict({**QUICK, "embedding_top_k": k}),
+    ids = {f"top{k}": manager.launch(LaunchRequest(dataset="default",
+                                                   config=TargetConfig.from_dict({**QUICK, "embedding_top_k": k}),
                                      limit=12, name=f"keyword top {k}")) for k in (2, 30)}
     ids["suite"] = manager.launch(LaunchRequest(suite_id=suite.id, config=TargetConfig.from_dict(QUICK)))
     for campaign_id in ids.values():
@@ -166,7 +167,8 @@ def test_ambiguous_or_empty_uploads_are_refused_with_a_reason(tmp_path: Path, mo
     assert not (tmp_path / "uploads").exists()
 
 
-def test_each_pick_of_a_dataset_applies_and_unlabeled_datasets_render(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_pick_of_a_dataset_applies_and_unlabeled_datasets_render(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     uploads = tmp_path / "uploads"
     write_dataset(uploads / "uploads-a")
     write_dataset(uploads / "uploads-b", {**TINY, "qrels": {"qid": [], "pid": []}})  # no question is labeled
@@ -199,7 +201,8 @@ CSV = (
 )
 
 
-def test_csv_import_reports_each_line_and_imports_the_valid_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_csv_import_reports_each_line_and_imports_the_valid_ones(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     db = str(tmp_path / "db.sqlite")
     at = page_test(db, monkeypatch, "pages/suites.py")
     at.file_uploader(key="suite_csv").set_value(("cases.csv", CSV.encode(), "text/csv")).run()
@@ -227,7 +230,8 @@ def test_the_sample_suite_is_one_click_away(tmp_path: Path, monkeypatch: pytest.
     assert len(at.data_editor[0].value) == len(suite.cases)
 
 
-def test_launch_a_campaign_on_the_sample_dataset_and_see_it_finish(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_launch_a_campaign_on_the_sample_dataset_and_see_it_finish(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     db = str(tmp_path / "db.sqlite")
     at = page_test(db, monkeypatch, "pages/run.py")
     at.number_input(key="limit").set_value(10)  # everything else as a newcomer finds it
@@ -478,7 +482,8 @@ def test_the_scatter_shows_how_many_questions_share_a_point(filled: dict, monkey
     assert list(points["label"]) == [str(c) if c > 1 else "" for c in counts]
 
 
-def test_every_campaign_can_be_compared_listed_by_dataset_or_suite(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_campaign_can_be_compared_listed_by_dataset_or_suite(filled: dict,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     at = page_test(filled["db"], monkeypatch, "pages/compare.py")
     picker(at, "Questions").set_value("every dataset and suite").run()
     assert_clean(at)

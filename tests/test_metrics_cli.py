@@ -100,7 +100,8 @@ EVALUATOR_INPUT = {
     "retrieval_ground_truth": [{"document_id": "d1", "query_relevance_label": 4},
                                {"document_id": "d2", "query_relevance_label": 2},
                                {"document_id": "d3", "query_relevance_label": 1}],
-    "retrieved_documents": [{"document_id": "d2", "relevance_score": 0.9}, {"document_id": "d9", "relevance_score": 0.8},
+    "retrieved_documents": [{"document_id": "d2", "relevance_score": 0.9},
+                            {"document_id": "d9", "relevance_score": 0.8},
                             {"document_id": "d1", "relevance_score": 0.7}],
 }
 
@@ -145,7 +146,8 @@ def test_graded_cases_with_errors_name_the_query_and_field(tmp_path: Path, capsy
     assert message in capsys.readouterr().err
 
 
-def test_graded_thresholds_by_documented_name_in_the_trec_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_graded_thresholds_by_documented_name_in_the_trec_mode(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "qrels").write_text("1 0 d1 4\n1 0 d2 2\n1 0 d3 1\n")
     (tmp_path / "run").write_text("1 Q0 d2 1 0.9 t\n1 Q0 d9 2 0.8 t\n1 Q0 d1 3 0.7 t\n")
     result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--graded",
@@ -357,7 +359,8 @@ def write_interop_trec(folder: Path, rng: random.Random, queries: int = 400,
             extra = rng.choice(["", "", f"{separator}extra{separator}fields"])
             run_lines.append(separator.join([qid, "Q0", doc, str(position), str(score), "tag"]) + extra)
             if rng.random() < 0.05:
-                run_lines.append(rng.choice(["", "# a comment line", f"#{separator}Q0{separator}x{separator}1{separator}2{separator}t"]))
+                run_lines.append(rng.choice(["", "# a comment line",
+                                             f"#{separator}Q0{separator}x{separator}1{separator}2{separator}t"]))
     rng.shuffle(run_lines)
     (folder / "qrels").write_text("\n".join(lines) + "\n")
     (folder / "run").write_text("\n".join(run_lines) + "\n")
@@ -484,7 +487,8 @@ def test_measure_selection_and_unknown_names(tmp_path: Path, capsys: pytest.Capt
     assert "-M/--max-docs" in capsys.readouterr().err
 
 
-def test_comments_in_regular_files_keep_the_fast_reader_exact(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_comments_in_regular_files_keep_the_fast_reader_exact(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
     # A comment with as many fields as a data line, one with fewer, and a blank line.
     (tmp_path / "qrels").write_text("# q 0 doc rel\n1 0 a 1\n\n1 0 b 0\n#\n")
     (tmp_path / "run").write_text("# qid Q0 docid rank score tag\n1 Q0 b 1 2.0 t\n# ranked\n1 Q0 a 2 1.0 t\n")

@@ -32,7 +32,8 @@ def test_lint_is_clean() -> None:
 
 
 def test_engine_never_imports_streamlit() -> None:
-    offenders = [p for p in (ROOT / "evalcore").rglob("*.py") if re.search(r"^\s*(import|from) streamlit", p.read_text(), re.MULTILINE)]
+    offenders = [p for p in (ROOT / "evalcore").rglob("*.py") if re.search(r"^\s*(import|from) streamlit",
+                                                                           p.read_text(), re.MULTILINE)]
     assert offenders == []
 
 

@@ -228,12 +228,14 @@ def test_multi_query_fuses_the_question_and_each_query_by_reciprocal_rank(index_
     assert target.kb is not None
     assert [(item.pid, item.text) for item in result.retrieved] == [
         (target.kb.chunks[row].pid, target.kb.chunks[row].text) for row, _ in expected]
-    assert [item.score for item in result.retrieved] == pytest.approx([float(score) for _, score in expected], abs=1e-12)
+    assert [item.score for item in result.retrieved] == pytest.approx([float(score) for _, score in expected],
+                                                                      abs=1e-12)
     assert all(item.stages["query_rrf"] == round(item.score, 6) for item in result.retrieved)
     # One conversation: each next query is asked after the ones before it.
     bodies = chat_bodies(server)
     assert len(bodies) == 4 and bodies[2]["messages"] == [
-        {"role": "user", "content": REWRITE_PROMPT.format(question=QUESTION)}, {"role": "assistant", "content": REWRITE},
+        {"role": "user", "content": REWRITE_PROMPT.format(question=QUESTION)},
+        {"role": "assistant", "content": REWRITE},
         {"role": "user", "content": MULTI_QUERY_NEXT}, {"role": "assistant", "content": MORE[0]},
         {"role": "user", "content": MULTI_QUERY_NEXT}]
     assert result.llm_calls == 4

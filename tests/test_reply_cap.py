@@ -79,7 +79,8 @@ def test_a_chat_reply_over_the_cap_is_refused_once_and_never_cached() -> None:
 
 def test_a_body_whose_length_is_over_the_limit_is_refused_without_reading_it() -> None:
     with FakeOpenAIServer([Reply(text="x" * (3 * BODY_LIMIT))]) as server:
-        with pytest.raises(ReplyTooLarge, match=r"Content-Length\), over the 1,060,576 bytes that max_reply_chars = 1,000"):
+        with pytest.raises(ReplyTooLarge,
+                           match=r"Content-Length\), over the 1,060,576 bytes that max_reply_chars = 1,000"):
             chat(server).chat(MESSAGES)
         assert len(server.requests) == 1
 
@@ -177,7 +178,8 @@ def scoring_calls(text: str) -> int:
         count += event in ("call", "c_call")
     sys.setprofile(profile)
     try:
-        metrics.score_question(relevant=None, ranked=[], answer=text, references=["The refund window is 30 days. 退款期限"],
+        metrics.score_question(relevant=None, ranked=[], answer=text,
+                               references=["The refund window is 30 days. 退款期限"],
                                expected_answer="30 days", expected_sources=None, retrieved_sources=[])
     finally:
         sys.setprofile(None)

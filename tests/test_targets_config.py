@@ -170,7 +170,9 @@ def test_default_models_fill_only_roles_without_a_model_and_name_bad_settings() 
     env = {"EVALCORE_DEFAULT_CHAT_MODEL": "house", "EVALCORE_DEFAULT_RERANK_URL": "http://r/rerank"}
     config, used = with_default_models(TargetConfig(generator="local"), {"chat": None, "rerank": None}, env)
     assert (config.generator, config.reranker, config.rerank_url) == ("local", "http", "http://r/rerank")
-    assert used == {"chat": "the configuration's own chat model", "rerank": "the default rerank model: http at http://r/rerank"}
+    assert used == {"chat": "the configuration's own chat model",
+                    "rerank": "the default rerank model: http at http://r/rerank"}
     with pytest.raises(EvalError) as caught:
         with_default_models(TargetConfig(), {"rerank": None}, {**env, "EVALCORE_DEFAULT_RERANKER": "magic"})
-    assert caught.value.where == "EVALCORE_DEFAULT_*" and caught.value.problems[0].startswith("reranker: expected one of")
+    assert caught.value.where == "EVALCORE_DEFAULT_*" and caught.value.problems[0].startswith("reranker: expected one "
+                                                                                              "of")
