@@ -277,8 +277,8 @@ def main() -> None:
         bench_engine(store, args.rounds)
         if args.real:
             took, pair = timed(lambda: real_pair(store, Path(tmp) / "generated", args.real))
-            print(f"\nTwo real campaigns of {args.real} questions (bm25, extractive, top 30 vs 10) ran in {took:.0f} "
-                  "s\n")
+            print(f"\nTwo real campaigns of {args.real} questions (bm25, extractive, top 30 vs 10) "
+                  f"ran in {took:.0f} s\n")
             print("| engine, real campaigns | wall seconds (median [min-max]) | CPU seconds | goal (wall) |")
             print("|---|---:|---:|---:|")
             bench_engine(store, args.rounds, pair)

@@ -169,7 +169,8 @@ def print_table(results: dict[tuple[str, int], list[dict[str, Any]]], rounds: in
         for size in sizes:
             wall = median("dask", size, "wall") - median("local", size, "wall")
             cpu = median("dask", size, "cpu") - median("local", size, "cpu")
-            print(f"dask path overhead at {size:,} questions: {wall:+.2f} ms wall, {cpu:+.2f} ms total CPU per question")
+            print(f"dask path overhead at {size:,} questions: {wall:+.2f} ms wall, {cpu:+.2f} ms total CPU "
+                  "per question")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Bearer API keys: who is calling (tenant), what they may do (role), which routes (capability); the Principal passed on."""
+"""Bearer API keys: who is calling (tenant), what they may do (role), which routes (capability); the Principal
+passed on."""
 
 from __future__ import annotations
 

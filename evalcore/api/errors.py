@@ -66,8 +66,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
         (400, "the body is not parseable as JSON (syntax, encoding)"), (401, "missing, unknown or revoked API key"),
         (403, "the key's role or capability does not allow this"),
         (404, "no such object for this tenant"),
-        (409,
-         "a campaign is already running (running_id names it), or a suite of that name exists (existing_id names it)"),
+        (409, ("a campaign is already running (running_id names it), or a suite of that name exists "
+               "(existing_id names it)")),
         (413, "request body over the size limit"), (415, "the body is not JSON (Content-Type: application/json)"),
         (422, "malformed request; `field` names the culprit"), (500, "unexpected server error (no internals)"))
 }

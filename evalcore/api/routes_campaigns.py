@@ -75,7 +75,8 @@ def campaign_json(campaign: Campaign) -> dict[str, Any]:
 
 def aggregates_json(store: Store, campaign_id: str, principal: Principal) -> dict[str, Any]:
     """The campaign's aggregates as JSON."""
-    return {name: value.to_dict() for name, value in campaign_aggregates(store, campaign_id, principal=principal).items()}
+    return {name: value.to_dict()
+            for name, value in campaign_aggregates(store, campaign_id, principal=principal).items()}
 
 
 @router.get("/campaigns", response_model=Ok[CampaignList], summary="The tenant's campaigns, newest first")

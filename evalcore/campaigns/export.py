@@ -76,8 +76,8 @@ def export_trec(store: Store, campaign_id: str, names: str = "project") -> str:
     lines = []
     for r in campaign_results(store, campaign_id):
         pids = list(dict.fromkeys(hit.pid for hit in r.outcome.retrieved if hit.pid is not None))
-        lines += [f"{r.question.qid} Q0 {pid} {rank} {len(pids) - rank + 1} {tag}\n" for rank, pid in enumerate(pids,
-                                                                                                                1)]
+        lines += [f"{r.question.qid} Q0 {pid} {rank} {len(pids) - rank + 1} {tag}\n"
+                  for rank, pid in enumerate(pids, 1)]
     return "".join(lines)
 
 

@@ -47,7 +47,8 @@ def is_remote(config: TargetConfig) -> bool:
 
 def uses_local_model(config: TargetConfig) -> bool:
     """Whether answering runs the in-process model, which answers one call at a time."""
-    return config.kind == "rag" and (config.generator == "local" or (config.reranker == "llm" and not config.rerank_url))
+    return config.kind == "rag" and (config.generator == "local"
+                                     or (config.reranker == "llm" and not config.rerank_url))
 
 
 def default_concurrency(config: TargetConfig) -> int:
@@ -133,7 +134,8 @@ def dataset_tag(ref: str) -> str:
 
 
 def load_corpus(ref: str, expected_hash: str | None, root: Path | None = None) -> Dataset:
-    """Load a dataset (an id under `root`, default dataset/, or a path); when resuming, refuse one whose content changed."""
+    """Load a dataset (an id under `root`, default dataset/, or a path); when resuming, refuse one whose content
+    changed."""
     dataset = load_dataset(ref, root)
     if expected_hash and dataset.content_hash != expected_hash:
         raise EvalError(

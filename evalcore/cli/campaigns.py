@@ -133,7 +133,8 @@ def show_command(args: argparse.Namespace) -> int:
     [row] = campaign_rows(store, campaigns=[campaign], means={})  # the dataset or the suite by name
     print(f"campaign {campaign.id} {campaign.name!r} ({campaign.kind} {row.source_name}, tenant {campaign.tenant})")
     changed = _changed(campaign.config)
-    print(f"configuration (changed from defaults): {json.dumps(changed, ensure_ascii=False) if changed else 'defaults'}")
+    print("configuration (changed from defaults): "
+          f"{json.dumps(changed, ensure_ascii=False) if changed else 'defaults'}")
     print(format_report(report))
     failures = [r for r in campaign_results(store, args.id) if r.outcome.error]
     for result in failures[:10]:

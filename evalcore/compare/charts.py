@@ -62,7 +62,8 @@ NEUTRAL = "count (neither better nor worse)"  # the colour class of a count's ch
 DIRECTION_COLORS = {"better": GREEN, "worse": RED, "no difference": GREY, NEUTRAL: "#1565c0"}
 DIRECTION_SCALE = {"domain": list(DIRECTION_COLORS), "range": list(DIRECTION_COLORS.values())}
 DELTA_TITLE = "B − A per measure, each scale on its own axis (95% paired bootstrap interval; * p < 0.05)"
-ROW_PX = 32  # height of one measure's row in the dashboard's delta chart: its label above its point clears the row above
+# Height of one measure's row in the dashboard's delta chart: its label above its point clears the row above.
+ROW_PX = 32
 
 
 def ordered(comparison: Comparison) -> list[MeasureDelta]:
@@ -295,7 +296,8 @@ def series_spec(sweep: Sweep, measure: str, context: ExportContext) -> Spec:
     """The sweep's series for the dashboard (Vega-Lite): the measure's mean and interval per swept value."""
     rows = [{"x": str(point["x"]), "mean": point["mean"],
              "low": point["mean"] if point["ci_low"] is None else point["ci_low"],
-             "high": point["mean"] if point["ci_high"] is None else point["ci_high"]} for point in sweep.series[measure]]
+             "high": point["mean"] if point["ci_high"] is None else point["ci_high"]}
+            for point in sweep.series[measure]]
     x = {"field": "x", "type": "ordinal", "sort": [row["x"] for row in rows], "title": sweep.key or "campaign",
          "axis": {"labelAngle": 0}}
     y = {"field": "mean", "type": "quantitative", "title": measure, "scale": {"zero": False}}

@@ -267,7 +267,8 @@ def _parse(tables: dict[str, pa.Table | None],
         if table is None:  # already reported by _read_table
             return None
         file = f"{name}.parquet"
-        id_columns, text_columns = (("id",), ("text",)) if name in ("queries", "corpus", "answers") else (_REQUIRED[name], ())
+        id_columns, text_columns = ((("id",), ("text",)) if name in ("queries", "corpus", "answers")
+                                    else (_REQUIRED[name], ()))
         columns[name] = {c: _int_column(table, file, c, problems) for c in id_columns}
         columns[name].update({c: _text_column(table, file, c, problems) for c in text_columns})
     if problems.lines:  # a None column was reported

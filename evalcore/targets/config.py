@@ -354,7 +354,8 @@ class TargetConfig:
 
     @classmethod
     def sections(cls) -> dict[str, tuple[str, ...]]:
-        """Form sections of the system under test: "Essentials" (the keys chosen first), then each group's other keys."""
+        """Form sections of the system under test: "Essentials" (the keys chosen first), then each group's other
+        keys."""
         out = {"Essentials": tuple(f.name for f in fields(cls) if f.metadata["essential"])}
         for group, title in GROUPS.items():
             if group == EXECUTION:

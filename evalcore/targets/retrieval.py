@@ -82,7 +82,8 @@ def _normalised(raw: np.ndarray, top: float) -> np.ndarray:
 
 
 def search(kb: KnowledgeBase, config: TargetConfig, query: str, vector_query: str | None = None) -> list[Hit]:
-    """The ranked chunks for a query under the configured retriever (the vector side embeds `vector_query` when given)."""
+    """The ranked chunks for a query under the configured retriever (the vector side embeds `vector_query` when
+    given)."""
     stages: dict[str, np.ndarray] = {}
     kept: dict[str, np.ndarray] = {}
     if config.retriever in ("bm25", "hybrid"):
