@@ -176,7 +176,8 @@ def test_missing_and_invalid_keys_answer_401(api: Api) -> None:
     missing = api.call("GET", "/api/v1/eval-suites", key=None)
     assert error_of(missing, 401)["code"] == "unauthorized"
     assert missing.headers["www-authenticate"] == "Bearer"
-    assert error_of(api.call("GET", "/api/v1/eval-suites", key="ek_wrong"), 401)["message"] == "invalid or revoked API key"
+    assert (error_of(api.call("GET", "/api/v1/eval-suites", key="ek_wrong"), 401)["message"]
+            == "invalid or revoked API key")
     basic = api.call("GET", "/api/v1/eval-suites", key=None, headers={"Authorization": "Basic YTpi"})
     assert error_of(basic, 401)["code"] == "unauthorized"
     # Bodies are parsed before keys are checked inside FastAPI: the 401 must still win.
@@ -496,7 +497,8 @@ def test_suite_crud(api: Api) -> None:
     created = api.call("POST", "/api/v1/eval-suites", json=suite_body(api, n=2))
     assert created.status_code == 201
     suite = created.json()["data"]["suite"]
-    assert suite["name"].startswith("refunds ") and suite["agent_id"] == api.targets["fast"] and suite["case_count"] == 2
+    assert (suite["name"].startswith("refunds ") and suite["agent_id"] == api.targets["fast"]
+            and suite["case_count"] == 2)
     assert suite["cases"][0] == {"question": "What is the refund window 0?", "expected_answer": "30 days",
                                  "expected_sources": ["Terms 0"]}
     read = api.call("GET", f"/api/v1/eval-suites/{suite['id']}", "viewer").json()["data"]["suite"]
@@ -538,7 +540,8 @@ def test_suite_run_completes_with_results_and_summary(api: Api) -> None:
 
 def test_concurrent_launches_on_one_suite_accept_exactly_one(api: Api) -> None:
     with gated_agent(api) as (target, gate):
-        suite = api.call("POST", "/api/v1/eval-suites", json={**suite_body(api), "agent_id": target}).json()["data"]["suite"]
+        suite = api.call("POST", "/api/v1/eval-suites",
+                         json={**suite_body(api), "agent_id": target}).json()["data"]["suite"]
         barrier = threading.Barrier(2)
         answers: list[httpx.Response] = []
 

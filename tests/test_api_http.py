@@ -156,7 +156,8 @@ def test_a_dataset_without_questions_is_refused_by_field(api: Api) -> None:
 def test_a_suite_whose_knowledge_base_is_missing_names_no_false_field(api: Api) -> None:
     target = save_target(api.app.state.store, TargetConfig(knowledge_base="nonexistent", retriever="bm25"),
                          tenant="acme")
-    suite = api.call("POST", "/api/v1/eval-suites", json={**suite_body(api, n=1), "agent_id": target}).json()["data"]["suite"]
+    suite = api.call("POST", "/api/v1/eval-suites",
+                     json={**suite_body(api, n=1), "agent_id": target}).json()["data"]["suite"]
     response = api.call("POST", f"/api/v1/eval-suites/{suite['id']}/runs")
     error = error_of(response, 422)
     assert "nonexistent" in error["message"] and error.get("field") != "nonexistent"
@@ -174,7 +175,8 @@ def test_campaigns_show_no_server_paths(api: Api) -> None:
 
 def test_deleting_a_suite_while_its_run_runs_removes_both(api: Api) -> None:
     with gated_agent(api) as (target, gate):
-        suite = api.call("POST", "/api/v1/eval-suites", json={**suite_body(api), "agent_id": target}).json()["data"]["suite"]
+        suite = api.call("POST", "/api/v1/eval-suites",
+                         json={**suite_body(api), "agent_id": target}).json()["data"]["suite"]
         run = api.call("POST", f"/api/v1/eval-suites/{suite['id']}/runs").json()["data"]["run"]
         assert api.call("DELETE", f"/api/v1/eval-suites/{suite['id']}").status_code == 204
         gate.set()

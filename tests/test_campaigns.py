@@ -143,7 +143,8 @@ def test_hung_question_times_out_and_campaign_goes_on(manager: CampaignManager, 
         campaign_id = manager.launch(LaunchRequest(dataset=str(data), target=target, concurrency=2, time_limit=1.5))
         done = manager.wait(campaign_id, timeout=20)
         assert done.status == "succeeded_with_failures"
-        errors = {r.question.qid: r.outcome.error for r in campaign_results(manager.store, campaign_id) if r.outcome.error}
+        errors = {r.question.qid: r.outcome.error for r in campaign_results(manager.store, campaign_id)
+                  if r.outcome.error}
         assert errors == {2: "timed out after 1.5 s"}
         assert done.finished == 6
     finally:
@@ -276,7 +277,8 @@ def test_results_file_campaign_collapses_duplicate_passages_and_skips_missing_an
     # Each passage counts once, at its first rank; the unknown id stays a miss at its rank.
     assert (first.outcome.measures["precision"], first.outcome.measures["mrr"]) == (pytest.approx(1 / 3),
                                                                                     pytest.approx(1 / 3))
-    assert second.outcome.answer is None and "bleu1" not in second.outcome.measures and second.outcome.measures["recall"] == 1.0
+    assert (second.outcome.answer is None and "bleu1" not in second.outcome.measures
+            and second.outcome.measures["recall"] == 1.0)
     assert third.outcome.error.endswith("add a row with this qid to the results file")
 
 

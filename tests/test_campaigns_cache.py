@@ -68,7 +68,8 @@ def test_judges_are_stored_as_measures_with_details(manager: CampaignManager, ti
         done = manager.wait(campaign_id, timeout=30)
     assert done.status == "succeeded" and done.judges == ("score", "relevance") and done.use_judge
     with_expected, without = campaign_results(manager.store, campaign_id)
-    assert with_expected.outcome.measures["judge.score"] == 4.0 and with_expected.outcome.measures["judge.relevance"] == 4.0
+    assert (with_expected.outcome.measures["judge.score"] == 4.0
+            and with_expected.outcome.measures["judge.relevance"] == 4.0)
     assert with_expected.outcome.judges["score"].reason == "Close to the expected answer."
     assert with_expected.outcome.signatures["judge.score"].startswith("judge.score|prompt:v1|hash:")
     assert "|parser:v2|model:openai:fake-model@" in with_expected.outcome.signatures["judge.score"]

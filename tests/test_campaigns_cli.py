@@ -193,7 +193,8 @@ def test_report_groups_retrieval_then_generation_measures(
                           "bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"]
     # Graded qrels (labels 1-3): graded retrieval has its panel; reference answers give coverage too.
     graded = lines.index("Graded document retrieval measures")
-    assert generation < graded < lines.index("Coverage and sources measures") < lines.index("Abstention measures") < stages
+    assert (generation < graded < lines.index("Coverage and sources measures") < lines.index("Abstention measures")
+            < stages)
     assert names[12:14] == ["graded.ndcg@3", "graded.xdcg@3"] and names[-2:] == ["coverage", "false_abstention"]
 
 

@@ -246,8 +246,8 @@ def test_a_campaign_compared_with_itself_is_all_same_and_never_significant():
     result = compare_results(campaign("A"), A_ROWS, campaign("A"), A_ROWS, resamples=500)
     assert set(result.verdicts) <= {"same", "unscored"}
     assert all(m.delta == 0 and m.p_value == 1.0 and not m.significant for m in result.measures)
-    assert result.notes == ["A and B are the same campaign: every question is the same, no difference can be "
-                            "significant"]
+    assert result.notes == [("A and B are the same campaign: every question is the same, no difference can be "
+                             "significant")]
 
 
 def test_no_common_question_has_no_measure_and_no_misleading_note():
@@ -357,7 +357,8 @@ def test_a_changed_campaign_is_compared_again_and_replaces_what_was_kept(two_sto
     assert compare_campaigns(two_stored, "A", "B", resamples=500).to_dict() == first.to_dict()   # same version
     two_stored.write(lambda conn: conn.execute("UPDATE campaigns SET ended_at = 2.0 WHERE id = 'B'"))   # e.g. retried
     changed = compare_campaigns(two_stored, "A", "B", resamples=500)
-    assert changed.to_dict() != first.to_dict() and next(m for m in changed.measures if m.measure == "coverage").mean_b == 1.0
+    assert (changed.to_dict() != first.to_dict()
+            and next(m for m in changed.measures if m.measure == "coverage").mean_b == 1.0)
     assert kept(two_stored) == [("A", "B", "0")]
     compare_campaigns(two_stored, "A", "B", seed=7, resamples=500)
     compare_campaigns(two_stored, "B", "A", resamples=500)
@@ -367,7 +368,8 @@ def test_a_changed_campaign_is_compared_again_and_replaces_what_was_kept(two_sto
 
 
 def test_a_running_campaign_is_compared_but_not_kept(two_stored):
-    two_stored.write(lambda conn: conn.execute("UPDATE campaigns SET status = 'running', heartbeat = 9e9 WHERE id = 'B'"))
+    two_stored.write(lambda conn: conn.execute("UPDATE campaigns SET status = 'running', heartbeat = 9e9 "
+                                               "WHERE id = 'B'"))
     assert compare_campaigns(two_stored, "A", "B", resamples=500).b.status == "running"
     assert kept(two_stored) == []
 
@@ -432,12 +434,14 @@ def test_compare_page_shows_what_each_measure_could_detect(two_stored, monkeypat
     # One warning line names the measures; the reasons, one per measure, are folded under it.
     [summary] = [unescape(w.value) for w in at.warning if w.value.startswith("No difference found on")]
     weak = [m.measure for m in comparison.measures if m.under_powered]
-    assert summary.startswith(f"No difference found on {len(weak)} measure(s) ") and summary.endswith(", ".join(weak) + ".")
+    assert (summary.startswith(f"No difference found on {len(weak)} measure(s) ")
+            and summary.endswith(", ".join(weak) + "."))
     [folded] = [e for e in at.expander if e.label.startswith("What each of them could have seen")]
     shown = unescape("\n".join(m.value for m in folded.markdown))
     assert all(w in shown for w in comparison.power_warnings) and comparison.power_warnings
     [deltas] = [data for title, _, data in vega_charts(at) if title.startswith("B − A per measure")]
-    assert deltas["detects"].str.startswith("n = 30 can detect ±").any() and deltas["needs"].str.startswith("±0.02 needs ").any()
+    assert (deltas["detects"].str.startswith("n = 30 can detect ±").any()
+            and deltas["needs"].str.startswith("±0.02 needs ").any())
     at.number_input(key="effect").set_value(0.5).run()
     assert_clean(at)
     table = next(df.value for df in at.dataframe if "mde" in df.value.columns).set_index("measure")
@@ -445,7 +449,8 @@ def test_compare_page_shows_what_each_measure_could_detect(two_stored, monkeypat
     assert table.loc["coverage", "n_required"] == f"{coverage.with_effect(0.5).n_required:,}"
     [deltas] = [data for title, _, data in vega_charts(at) if title.startswith("B − A per measure")]
     assert deltas["needs"].str.startswith("±0.5 needs ").any()
-    assert [title.split(" per ")[0] for title in chart_titles(open_section(at, "Per question"))] == ["recall"]  # no ndcg@10
+    # No ndcg@10.
+    assert [title.split(" per ")[0] for title in chart_titles(open_section(at, "Per question"))] == ["recall"]
     # No failure-stage chart: these rows were stored without stages (as before attribution existed).
     assert not chart_titles(open_section(at, "Failure stages"))
     assert any(c.value.startswith("No failure stage: neither campaign has one") for c in at.caption)

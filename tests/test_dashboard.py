@@ -83,7 +83,8 @@ def unescape(markdown: str) -> str:
 
 def texts(at: AppTest) -> str:
     """Every plain text, code block, caption and markdown of the page, joined."""
-    parts = [e.value for kind in (at.text, at.code, at.caption, at.markdown, at.success, at.warning, at.info) for e in kind]
+    parts = [e.value for kind in (at.text, at.code, at.caption, at.markdown, at.success, at.warning, at.info)
+             for e in kind]
     return "\n".join(str(p) for p in parts)
 
 
@@ -122,7 +123,8 @@ def test_bad_dataset_upload_shows_the_loader_messages_per_file(tmp_path: Path, m
     at = page_test(str(tmp_path / "db.sqlite"), monkeypatch)
     broken = {**TINY, "corpus": {**TINY["corpus"], "text": [None, *TINY["corpus"]["text"][1:]]},
               "answers": {"id": TINY["answers"]["id"]}}
-    files = [(f"{name}.parquet", parquet_bytes(columns), "application/octet-stream") for name, columns in broken.items()]
+    files = [(f"{name}.parquet", parquet_bytes(columns), "application/octet-stream")
+             for name, columns in broken.items()]
     upload(at, [*files, ("notes.parquet", b"hello", "application/octet-stream")], "broken")
     assert not at.exception
     errors = unescape("\n".join(e.value for e in at.error))
@@ -160,7 +162,8 @@ def test_ambiguous_or_empty_uploads_are_refused_with_a_reason(tmp_path: Path, mo
                 zipped.writestr(f"{folder}/{name}.parquet", parquet_bytes(columns))
     upload(at, [("two.zip", archive.getvalue(), "application/zip")], "two")
     errors = unescape("\n".join(e.value for e in at.error))
-    assert "queries.parquet" in errors and "given twice with different content (old/queries.parquet and new/queries.parquet)" in errors
+    assert "queries.parquet" in errors and ("given twice with different content (old/queries.parquet and "
+                                            "new/queries.parquet)") in errors
     upload(at, [], "none")
     assert "no file chosen" in unescape("\n".join(e.value for e in at.error))
     assert not at.exception
@@ -335,7 +338,8 @@ def test_compare_two_campaigns(filled: dict, monkeypatch: pytest.MonkeyPatch) ->
     first, *panels = chart_titles(at)  # the deltas, one panel per scale: counts apart from 0-1 measures
     assert first.split(",")[0] == "B − A per measure" and all(title.startswith("B − A: ") for title in panels)
     assert not at.get("plotly_chart")  # the page draws Vega-Lite; Plotly only for the downloads
-    assert [title.split(" (")[0] for title in chart_titles(open_section(at, "Per question"))] == ["ndcg@10 per question"]
+    assert ([title.split(" (")[0] for title in chart_titles(open_section(at, "Per question"))]
+            == ["ndcg@10 per question"])
     assert [title.split(" (")[0] for title in chart_titles(open_section(at, "Failure stages"))] == [
         "Failure stage of each common question, in A and in B"]
     assert not at.multiselect and [box.label for box in open_section(at, "Questions").multiselect] == ["Verdicts"]

@@ -1,4 +1,5 @@
-"""Who may see and do what in the dashboard: sign-in, roles, tenants, back-off, exposure; the same rules in the engine."""
+"""Who may see and do what in the dashboard: sign-in, roles, tenants, back-off, exposure; the same rules in the
+engine."""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ import pytest
 from tests.test_dashboard import assert_clean, filled, open_section, page_test, unescape  # noqa: F401  (the fixture)
 
 
-def test_the_campaigns_page_labels_panels_rates_and_stages_in_words(filled: dict,
-                                                                    monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+def test_the_campaigns_page_labels_panels_rates_and_stages_in_words(filled: dict,  # noqa: F811
+                                                                    monkeypatch: pytest.MonkeyPatch,
                                                                     ) -> None:
     at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
     at.selectbox[0].set_value(filled["top2"]).run()

@@ -141,7 +141,8 @@ def test_a_second_import_under_the_same_name_asks(tmp_path: Path, monkeypatch: p
         if attempt == 0:
             button.click().run()
             # Imported: the uploader is empty again, so nothing warns that the suite just made already exists.
-            assert uploader(at).value in (None, []) and not at.warning and "import-import" not in [b.key for b in at.button]
+            assert (uploader(at).value in (None, []) and not at.warning
+                    and "import-import" not in [b.key for b in at.button])
             assert "Imported 1 case(s) into refunds" in unescape(at.success[0].value)
     # The second time: the page says a suite has the name and waits for a choice (or another name).
     assert "A suite named refunds already exists" in unescape(at.warning[0].value)
@@ -242,8 +243,8 @@ def test_the_questions_of_a_campaign_come_a_page_at_a_time(tmp_path: Path, monke
     assert_clean(at)
     picker = at.selectbox(key=f"question-{campaign_id}-pick")
     assert len(picker.options) == 30 and picker.options[0].startswith("101 · ok · Question number 101")
-    assert [t.value for t in at.text if t.value.startswith("Question: ")] == ["Question: Question number 101 about "
-                                                                              "refunds?"]
+    assert [t.value for t in at.text if t.value.startswith("Question: ")] == [("Question: Question number 101 about "
+                                                                               "refunds?")]
     # The filter is kept while another section of the campaign is open.
     at.text_input(key="campaign-filter-pick").set_value("number 12").run()
     assert len(at.selectbox(key=f"question-{campaign_id}-pick").options) == 11  # 12 and 120-129

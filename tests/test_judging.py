@@ -286,7 +286,8 @@ def test_a_failed_question_keeps_the_tokens_of_the_calls_that_succeeded(manager:
         reranks = sum(1 for body in judge_calls(server) if "Does the passage help" in user_prompt(body))
     (result,) = campaign_results(manager.store, campaign_id)
     assert done.failed == 1 and "generation refused" in result.outcome.error
-    assert reranks > 0 and result.outcome.prompt_tokens == 11 * reranks and result.outcome.completion_tokens == 7 * reranks
+    assert (reranks > 0 and result.outcome.prompt_tokens == 11 * reranks
+            and result.outcome.completion_tokens == 7 * reranks)
 
 
 def test_suite_campaigns_ask_one_question_at_a_time_by_default(manager: CampaignManager) -> None:
@@ -365,8 +366,8 @@ def test_exports_and_the_api_give_the_evaluators_documented_names(manager: Campa
     assert sorted(k for k in first if "completeness" in k) == [
         "response_completeness", "response_completeness_reason", "response_completeness_result",
         "response_completeness_threshold"]
-    assert (first["groundedness_pro_label"], first["groundedness_pro_reason"]) == (True,
-                                                                                   first["judges"]["groundedness_pro"]["reason"])
+    assert ((first["groundedness_pro_label"], first["groundedness_pro_reason"])
+            == (True, first["judges"]["groundedness_pro"]["reason"]))
     assert "groundedness_pro" not in first and first["judges"]["retrieval"]["score"] == 4.0  # the nested form stays
     header = next(csv.reader(io.StringIO(export_campaign(manager.store, campaign_id, "csv", names="evaluator"))))
     assert {"gpt_retrieval", "response_completeness_threshold", "groundedness_pro_label"} <= set(header)

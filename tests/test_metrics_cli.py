@@ -85,7 +85,8 @@ def test_text_output_is_trec_eval_like(tmp_path: Path, capsys: pytest.CaptureFix
 def test_graded_and_complete(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "qrels").write_text("1 0 d1 4\n1 0 d2 2\n1 0 d3 1\n2 0 x 1\n")
     (tmp_path / "run").write_text("1 Q0 d2 1 0.9 t\n1 Q0 d9 2 0.8 t\n1 Q0 d1 3 0.7 t\n7 Q0 d1 1 1.0 t\n")
-    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--graded", "--json"]) == 0
+    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--graded",
+                 "--json"]) == 0
     captured = capsys.readouterr()
     assert "1 run queries have no qrels line" in captured.err
     result = strict_json(captured.out)
@@ -154,9 +155,11 @@ def test_graded_thresholds_by_documented_name_in_the_trec_mode(tmp_path: Path,
                         "--threshold", "xdcg_threshold=40")
     assert result["thresholds"]["graded.xdcg@3"] == 40 and result["thresholds"]["graded.top1_relevance"] == 3
     assert "graded.total_ground_truth_documents" in result["queries"]["1"]
-    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--threshold", "x=1"]) == 2
+    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--threshold",
+                 "x=1"]) == 2
     assert "unknown graded retrieval threshold" in capsys.readouterr().err
-    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--threshold", "ndcg@3=nan"]) == 2
+    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--threshold",
+                 "ndcg@3=nan"]) == 2
     assert "not NAME=NUMBER" in capsys.readouterr().err
     assert main(["score", "--run", str(tmp_path / "run")]) == 2
     assert "--cases" in capsys.readouterr().err

@@ -230,7 +230,8 @@ def test_a_line_break_in_an_agent_header_is_refused_where_it_is_saved_or_checked
     assert named in refused["message"]
     toml = tmp_path / "agent.toml"
     toml.write_text("\n".join(f"{key} = {json.dumps(value)}" for key, value in config.items() if key != "agent_headers")
-                    + "\n[agent_headers]\n" + "".join(f"{json.dumps(k)} = {json.dumps(v)}\n" for k, v in headers.items()))
+                    + "\n[agent_headers]\n"
+                    + "".join(f"{json.dumps(k)} = {json.dumps(v)}\n" for k, v in headers.items()))
     for command in (["config", "check", str(toml)], ["config", "save", str(toml), "--db", str(tmp_path / "db")]):
         assert main(command) != 0
         err = capsys.readouterr().err

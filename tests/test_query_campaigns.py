@@ -103,8 +103,8 @@ def test_a_comparison_shows_each_sides_queries(manager: CampaignManager, tiny_da
         plain = run(manager, tiny_dataset, config(server, tiny_dataset))
         rewritten = run(manager, tiny_dataset, config(server, tiny_dataset, query_transform="rewrite"))
     comparison = compare_campaigns(manager.store, plain, rewritten)
-    assert {key: list(values) for key, values in comparison.config_diff.items()} == {"query_transform": ["none",
-                                                                                                         "rewrite"]}
+    assert ({key: list(values) for key, values in comparison.config_diff.items()}
+            == {"query_transform": ["none", "rewrite"]})
     by_qid = {q.qid: q for q in comparison.questions}
     assert (by_qid[1].queries_a, by_qid[1].queries_b, by_qid[2].queries_b) == ((), (REWRITE,), ())
     assert by_qid[1].to_dict()["queries_b"] == [REWRITE]

@@ -141,7 +141,8 @@ class FakeLlama:
         return {"choices": [{"message": {"content": "Paris."}}], "usage": {"prompt_tokens": 5, "completion_tokens": 2}}
 
 
-def test_the_local_model_gets_top_p_and_repeat_penalty_by_their_llama_cpp_names(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_local_model_gets_top_p_and_repeat_penalty_by_their_llama_cpp_names(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     llama = FakeLlama()
     monkeypatch.setattr(local_model, "_load_local", lambda: (llama, threading.Lock()))
     model = local_model.LocalChatModel()
@@ -271,7 +272,8 @@ def test_hyde_embeds_the_hypothetical_answer_on_the_vector_side_only(index_dir: 
     assert target.kb is not None
     keyword = bm25_scores(target.kb, QUESTION)  # BM25 kept the question
     rows = {(chunk.pid, chunk.text): row for row, chunk in enumerate(target.kb.chunks)}
-    assert all(item.stages["bm25"] == round(float(keyword[rows[(item.pid, item.text)]]), 6) for item in result.retrieved)
+    assert all(item.stages["bm25"] == round(float(keyword[rows[(item.pid, item.text)]]), 6)
+               for item in result.retrieved)
 
 
 def test_a_failed_rewrite_falls_back_to_the_question_with_a_note(index_dir: Path) -> None:

@@ -1,4 +1,5 @@
-"""max_reply_chars: replies longer than the cap fail their question with the sizes, before being held whole or scored."""
+"""max_reply_chars: replies longer than the cap fail their question with the sizes, before being held whole or
+scored."""
 
 from __future__ import annotations
 
@@ -160,7 +161,8 @@ def test_agent_and_results_file_answers_over_the_cap_fail_their_question_before_
 CALLS_PER_CHAR = 40  # the most function calls scoring takes per character of an answer
 # Texts that are hard to score: many short tokens, Chinese (segmented word by word), all-distinct words.
 HARD_TEXTS = {
-    "english words": lambda n: " ".join(["the", "refund", "window", "is", "thirty", "days"][i % 6] for i in range(n))[:n],
+    "english words": lambda n: " ".join(["the", "refund", "window", "is", "thirty", "days"][i % 6]
+                                        for i in range(n))[:n],
     "one-letter tokens": lambda n: " ".join("abcdefghij"[i * 7 % 10] for i in range(n))[:n],
     "chinese": lambda n: "".join("退款期限是三十天内的路由器型号"[i * 7 % 15] for i in range(n)),
     "distinct words": lambda n: " ".join(f"w{i}" for i in range(n))[:n],
