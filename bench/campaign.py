@@ -96,8 +96,7 @@ def campaign(manager: CampaignManager, dataset: Path, config: TargetConfig | Non
     """Launch, wait, and measure one campaign: wall and CPU of this process."""
     cpu, start = time.process_time(), time.perf_counter()
     campaign_id = manager.launch(LaunchRequest(dataset=str(dataset), config=config, concurrency=concurrency,
-                                               cache=False,
-                                 limit=questions, target=target))
+                                 cache=False, limit=questions, target=target))
     done = manager.wait(campaign_id)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     if done.status != "succeeded" or done.failed:
