@@ -56,8 +56,7 @@ def test_a_question_past_its_time_limit_ends_its_thread_and_closes_its_connectio
 def test_a_campaign_that_ended_keeps_no_runner_and_no_connection(manager: CampaignManager, how: str) -> None:
     with LoopbackAgent() as answering:
         campaign_id = manager.launch(LaunchRequest(dataset="default", config=agent(answering.url), limit=20,
-                                                   concurrency=4,
-                                     cache=False))
+                                     concurrency=4, cache=False))
         if how == "cancelled":
             assert settles(lambda: answering.requests > 0)
             manager.cancel(campaign_id)

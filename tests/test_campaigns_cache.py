@@ -63,8 +63,7 @@ def test_judges_are_stored_as_measures_with_details(manager: CampaignManager, ti
     ])
     with FakeOpenAIServer(default=JUDGE_REPLY) as server:
         campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, config=openai_config(server, tiny_dataset),
-                                                   use_judge=True,
-                                     judges=("relevance",)))
+                                     use_judge=True, judges=("relevance",)))
         done = manager.wait(campaign_id, timeout=30)
     assert done.status == "succeeded" and done.judges == ("score", "relevance") and done.use_judge
     with_expected, without = campaign_results(manager.store, campaign_id)
@@ -88,8 +87,7 @@ def test_judges_asked_several_times_record_their_spread(manager: CampaignManager
 
     with FakeOpenAIServer(reply) as server:
         campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, config=openai_config(server, tiny_dataset),
-                                                   use_judge=True,
-                                     judge_samples=3, cache=False))
+                                     use_judge=True, judge_samples=3, cache=False))
         done = manager.wait(campaign_id, timeout=30)
     assert done.options.judge_samples == 3
     (row,) = campaign_results(manager.store, campaign_id)

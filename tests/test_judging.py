@@ -263,8 +263,7 @@ def test_failed_questions_are_visible_and_the_stop_says_why(manager: CampaignMan
         done = manager.wait(manager.launch(LaunchRequest(dataset=str(data), config=config, concurrency=1)), timeout=60)
         assert (done.status, done.failed, done.status_text) == ("succeeded_with_failures", 4, "succeeded with 4 failed")
         stopped = manager.wait(manager.launch(LaunchRequest(dataset=str(data), config=config, concurrency=1,
-                                                            max_failed_share=0.2,
-                                              cache=False)), timeout=60)
+                                              max_failed_share=0.2, cache=False)), timeout=60)
     assert stopped.status == "failed" and stopped.failed == 3
     assert stopped.error == "stopped when 3 of 10 questions had failed (more than 20%)"
 
