@@ -179,5 +179,5 @@ def launch(request: Request, suite_id: SuiteId, principal: Admin,
 def list_runs(request: Request, suite_id: SuiteId, principal: Viewer) -> dict[str, Any]:
     """Each with status and progress."""
     suite = _suite(request, suite_id, principal)
-    return ok({"runs": [campaign_json(c) for c in list_campaigns(request.app.state.store, suite_id=suite.id,
-                                                                 principal=principal)]})
+    return ok({"runs": [campaign_json(c)
+                        for c in list_campaigns(request.app.state.store, suite_id=suite.id, principal=principal)]})

@@ -318,8 +318,8 @@ def _titles(corpus: pa.Table, problems: _Problems) -> list[str] | None:
 def _assemble(columns: dict[str, dict[str, list[Any]]], labels: list[int],
               titles: list[str]) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool]:
     corpus = columns["corpus"]
-    passages = tuple(Passage(pid, text, title) for pid, text, title in zip(corpus["id"], corpus["text"], titles,
-                                                                           strict=False))
+    passages = tuple(Passage(pid, text, title)
+                     for pid, text, title in zip(corpus["id"], corpus["text"], titles, strict=False))
     qrels: dict[int, dict[int, int]] = {}
     for qid, pid, label in zip(columns["qrels"]["qid"], columns["qrels"]["pid"], labels, strict=False):
         qrels.setdefault(qid, {})[pid] = max(label, qrels.get(qid, {}).get(pid, label))
