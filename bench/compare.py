@@ -158,7 +158,8 @@ def bench_scipy(diffs: np.ndarray, resamples: int) -> None:
         (diffs, np.zeros_like(diffs)), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples",
         n_resamples=resamples, rng=np.random.default_rng(0), vectorized=True))
     interval = boot.confidence_interval
-    print(f"| bootstrap 95% interval, 1 measure, n = {diffs.size} | {took:.3f} | {took_ref:.3f} (scipy.stats.bootstrap) "
+    print(f"| bootstrap 95% interval, 1 measure, n = {diffs.size} | {took:.3f} | {took_ref:.3f} "
+          "(scipy.stats.bootstrap) "
           f"| {max(abs(result.low - interval.low), abs(result.high - interval.high)):.1e} "
           f"(bootstrap se {result.se:.1e}) |")
     print(f"| sign-flip p-value, 1 measure, n = {diffs.size} | {took_p:.3f} | {took_perm:.3f} "
@@ -277,7 +278,8 @@ def main() -> None:
         bench_engine(store, args.rounds)
         if args.real:
             took, pair = timed(lambda: real_pair(store, Path(tmp) / "generated", args.real))
-            print(f"\nTwo real campaigns of {args.real} questions (bm25, extractive, top 30 vs 10) ran in {took:.0f} s\n")
+            print(f"\nTwo real campaigns of {args.real} questions (bm25, extractive, top 30 vs 10) "
+                  f"ran in {took:.0f} s\n")
             print("| engine, real campaigns | wall seconds (median [min-max]) | CPU seconds | goal (wall) |")
             print("|---|---:|---:|---:|")
             bench_engine(store, args.rounds, pair)

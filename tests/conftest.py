@@ -16,7 +16,8 @@ import pytest
 os.environ.setdefault("EVALCORE_DASHBOARD_WORKER", "threads")
 
 TINY = {
-    "queries": {"id": [1, 2, 3], "text": ["What is the refund window?", "Quel est le délai ?", "路由器的默认地址是什么？"]},
+    "queries": {"id": [1, 2, 3],
+                "text": ["What is the refund window?", "Quel est le délai ?", "路由器的默认地址是什么？"]},
     "corpus": {
         "id": [10, 11, 12, 13, 14],
         "text": [

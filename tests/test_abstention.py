@@ -121,7 +121,8 @@ def test_the_measures_are_registered_with_their_facts() -> None:
              for name in ("correct_abstention", "hallucination", "false_abstention")}
     assert facts == {"correct_abstention": ("abstention", True, True), "hallucination": ("abstention", True, False),
                      "false_abstention": ("abstention", True, False)}
-    assert MEASURES["hallucination"].signature == f"hallucination|refusals:{REFUSALS_VERSION}|match:fold|version:{__version__}"
+    assert MEASURES["hallucination"].signature == (f"hallucination|refusals:{REFUSALS_VERSION}|match:fold|"
+                                                   f"version:{__version__}")
     assert ("Abstention", ["correct_abstention", "hallucination", "false_abstention"]) in panels(
         ["false_abstention", "hallucination", "correct_abstention", "recall"])
 
@@ -140,7 +141,8 @@ def question(position: int, expected: str | None = None, references: tuple[str, 
 
 
 def test_which_questions_are_unanswerable() -> None:
-    """Only a marker (or a dataset's answerable column) makes a question unanswerable; no expected answer is no reference."""
+    """Only a marker (or a dataset's answerable column) makes a question unanswerable; no expected answer is no
+    reference."""
     marked = with_answerability([question(1, "30 days"), question(2, "(unanswerable)", sources=("Terms",)),
                                  question(3), question(4, sources=("Terms",)), question(5, "  ")])
     assert [q.answerable for q in marked] == [True, False, None, None, None]
@@ -177,7 +179,8 @@ def scripted(replies: dict[str, str]):
 
 
 def launch(manager, data: Path, server: FakeOpenAIServer, **source: Any) -> str:
-    """A campaign of the pipeline over `data`'s corpus with the chat server as its model (the dataset unless a suite)."""
+    """A campaign of the pipeline over `data`'s corpus with the chat server as its model (the dataset unless a
+    suite)."""
     config = TargetConfig(knowledge_base=str(data), retriever="bm25", generator="openai", base_url=server.base_url,
                           model="fake", api_key_env="", keyword_threshold=0.0)
     campaign_id = manager.launch(LaunchRequest(config=config, concurrency=1, **(source or {"dataset": str(data)})))
@@ -220,7 +223,8 @@ def test_abstention_measures_on_answers_both_ways(tmp_path: Path) -> None:
 
 
 def test_suite_cases_marked_are_unanswerable_and_empty_ones_have_no_reference(tmp_path: Path) -> None:
-    """An optional expected answer left empty, next to cases that have one, is no reference: never a question to decline."""
+    """An optional expected answer left empty, next to cases that have one, is no reference: never a question to
+    decline."""
     data = write_dataset(tmp_path / "abstain", ABSTAIN)
     manager = get_manager(tmp_path / "suite.db")
     suite = create_suite(manager.store, name="abstain", target_id="default", cases=[

@@ -176,7 +176,8 @@ def test_missing_and_invalid_keys_answer_401(api: Api) -> None:
     missing = api.call("GET", "/api/v1/eval-suites", key=None)
     assert error_of(missing, 401)["code"] == "unauthorized"
     assert missing.headers["www-authenticate"] == "Bearer"
-    assert error_of(api.call("GET", "/api/v1/eval-suites", key="ek_wrong"), 401)["message"] == "invalid or revoked API key"
+    assert (error_of(api.call("GET", "/api/v1/eval-suites", key="ek_wrong"), 401)["message"]
+            == "invalid or revoked API key")
     basic = api.call("GET", "/api/v1/eval-suites", key=None, headers={"Authorization": "Basic YTpi"})
     assert error_of(basic, 401)["code"] == "unauthorized"
     # Bodies are parsed before keys are checked inside FastAPI: the 401 must still win.
@@ -263,7 +264,8 @@ def test_malformed_json_and_wrong_types(api: Api) -> None:
 
 def test_bodies_over_the_limit_answer_413(api: Api) -> None:
     big = json.dumps({**suite_body(api), "name": "x" * (4 * 1024 * 1024)}).encode()
-    error = error_of(api.call("POST", "/api/v1/eval-suites", content=big, headers={"Content-Type": "application/json"}), 413)
+    error = error_of(api.call("POST", "/api/v1/eval-suites", content=big, headers={"Content-Type": "application/json"}),
+                     413)
     assert error["code"] == "payload_too_large" and "4194304" in error["message"]
 
     def chunks() -> Iterator[bytes]:
@@ -292,7 +294,8 @@ def test_unexpected_errors_are_500_without_internals(api: Api, monkeypatch: pyte
 
 # --- evaluation tasks ----------------------------------------------------------------------------
 
-def test_tasks_without_chat_or_rerank_id_get_the_operators_default_models(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tasks_without_chat_or_rerank_id_get_the_operators_default_models(api: Api,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """The default chat and rerank models come from the server's environment; the params say what each role got."""
     from evalcore.testing import FakeOpenAIServer, Reply
 
@@ -368,7 +371,8 @@ def test_a_suite_run_refuses_more_than_4_minutes_per_question(api: Api) -> None:
 
 def test_a_task_names_the_corpus_it_used_and_keeps_its_start_time(api: Api) -> None:
     """knowledge_base_id copies a configuration whose knowledge_base is "tiny"; the task ran on dataset "default"."""
-    created = api.call("POST", "/api/v1/evaluation", json={"dataset_id": "default", "knowledge_base_id": api.targets["fast"]})
+    created = api.call("POST", "/api/v1/evaluation",
+                       json={"dataset_id": "default", "knowledge_base_id": api.targets["fast"]})
     task = created.json()["data"]["task"]
     data = wait_done(api, f"/api/v1/evaluation?task_id={task['id']}", lambda d: d["task"]["status"])
     assert data["params"]["knowledge_base"] == "default" and data["params"]["retriever"] == "bm25"
@@ -395,7 +399,8 @@ def test_evaluation_validates_synchronously(api: Api, body: dict, field: str) ->
 
 def test_evaluation_task_runs_to_completion_with_seed_shapes(api: Api) -> None:
     before = int(time.time() * 1000)
-    created = api.call("POST", "/api/v1/evaluation", json={"dataset_id": "tiny", "knowledge_base_id": api.targets["fast"]})
+    created = api.call("POST", "/api/v1/evaluation",
+                       json={"dataset_id": "tiny", "knowledge_base_id": api.targets["fast"]})
     assert created.status_code == 200, created.text
     body = created.json()
     assert body["success"] is True and set(body["data"]) == {"task"}
@@ -424,7 +429,8 @@ def test_evaluation_task_runs_to_completion_with_seed_shapes(api: Api) -> None:
 
 
 def test_evaluation_defaults_and_overlays(api: Api) -> None:
-    body = {"knowledge_base_id": api.targets["fast"], "chat_id": api.targets["chat"], "rerank_id": api.targets["rerank"]}
+    body = {"knowledge_base_id": api.targets["fast"], "chat_id": api.targets["chat"],
+            "rerank_id": api.targets["rerank"]}
     task = api.call("POST", "/api/v1/evaluation", json=body).json()["data"]["task"]
     assert task["dataset_id"] == "default" and task["id"].endswith("_default")
     params = api.call("GET", f"/api/v1/evaluation?task_id={task['id']}", "viewer").json()["data"]["params"]
@@ -480,7 +486,8 @@ def test_targets_are_listed_read_and_saved_with_full_access_only(api: Api) -> No
     assert target["config"]["embedding_top_k"] == 5 and target["config"]["chunking"] == "none"
     suite = api.call("POST", "/api/v1/eval-suites", json={**suite_body(api), "agent_id": target["id"]})
     assert suite.status_code == 201
-    bad = error_of(api.call("POST", "/api/v1/targets", "full", json={"name": "x", "config": {"retriever": "grep", "colour": 1}}), 422)
+    bad = error_of(api.call("POST", "/api/v1/targets", "full",
+                            json={"name": "x", "config": {"retriever": "grep", "colour": 1}}), 422)
     assert "retriever" in bad["message"] and "colour: unknown key" in bad["message"]
 
 
@@ -490,7 +497,8 @@ def test_suite_crud(api: Api) -> None:
     created = api.call("POST", "/api/v1/eval-suites", json=suite_body(api, n=2))
     assert created.status_code == 201
     suite = created.json()["data"]["suite"]
-    assert suite["name"].startswith("refunds ") and suite["agent_id"] == api.targets["fast"] and suite["case_count"] == 2
+    assert (suite["name"].startswith("refunds ") and suite["agent_id"] == api.targets["fast"]
+            and suite["case_count"] == 2)
     assert suite["cases"][0] == {"question": "What is the refund window 0?", "expected_answer": "30 days",
                                  "expected_sources": ["Terms 0"]}
     read = api.call("GET", f"/api/v1/eval-suites/{suite['id']}", "viewer").json()["data"]["suite"]
@@ -523,7 +531,8 @@ def test_suite_run_completes_with_results_and_summary(api: Api) -> None:
     assert next(s for s in listed if s["id"] == suite["id"])["last_run"]["id"] == run["id"]
     again = api.call("POST", f"/api/v1/eval-suites/{suite['id']}/runs")
     assert again.status_code == 202
-    second = wait_done(api, f"/api/v1/eval-suites/runs/{again.json()['data']['run']['id']}", lambda d: d["run"]["status"])
+    second = wait_done(api, f"/api/v1/eval-suites/runs/{again.json()['data']['run']['id']}",
+                       lambda d: d["run"]["status"])
     comparison = api.call("GET", f"/api/v1/compare?a={run['id']}&b={second['run']['id']}", "viewer")
     assert comparison.status_code == 200, comparison.text
     assert comparison.json()["data"]["comparison"]
@@ -531,7 +540,8 @@ def test_suite_run_completes_with_results_and_summary(api: Api) -> None:
 
 def test_concurrent_launches_on_one_suite_accept_exactly_one(api: Api) -> None:
     with gated_agent(api) as (target, gate):
-        suite = api.call("POST", "/api/v1/eval-suites", json={**suite_body(api), "agent_id": target}).json()["data"]["suite"]
+        suite = api.call("POST", "/api/v1/eval-suites",
+                         json={**suite_body(api), "agent_id": target}).json()["data"]["suite"]
         barrier = threading.Barrier(2)
         answers: list[httpx.Response] = []
 

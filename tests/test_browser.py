@@ -45,7 +45,8 @@ def browser_tab(url: str) -> Iterator[tuple]:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1400, "height": 2400}, accept_downloads=True)
         tab = context.new_page()
-        tab.on("console", lambda message: problems.append(f"console: {message.text}") if message.type == "error" else None)
+        tab.on("console",
+               lambda message: problems.append(f"console: {message.text}") if message.type == "error" else None)
         tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
         tab.on("requestfailed", lambda request: problems.append(f"request failed: {request.url} {request.failure}"))
         tab.goto(url)
@@ -147,7 +148,8 @@ def opened_offline(browser: object, path: Path) -> int:
     problems: list[str] = []
     context = browser.new_context(offline=True)
     tab = context.new_page()
-    tab.on("request", lambda request: None if request.url.startswith(("file:", "data:")) else problems.append(request.url))
+    tab.on("request",
+           lambda request: None if request.url.startswith(("file:", "data:")) else problems.append(request.url))
     tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
     tab.goto(path.as_uri())
     tab.locator(".js-plotly-plot .main-svg").first.wait_for(timeout=30_000)

@@ -43,7 +43,8 @@ def settles(condition: Callable[[], bool], seconds: float = 10) -> bool:
 def test_a_question_past_its_time_limit_ends_its_thread_and_closes_its_connection(manager: CampaignManager) -> None:
     before = question_threads()
     with LoopbackAgent(answer="x" * 4000, trickle=0.02) as trickling:  # 80 s per reply, one byte at a time
-        campaign = manager.wait(manager.launch(LaunchRequest(dataset="default", config=agent(trickling.url), limit=6, concurrency=2,
+        campaign = manager.wait(manager.launch(LaunchRequest(dataset="default", config=agent(trickling.url), limit=6,
+                                                             concurrency=2,
                                                time_limit=0.5, max_failed_share=1, cache=False)), timeout=60)
         assert campaign.failed == 6
         assert settles(lambda: trickling.open == 0 and question_threads() == before), (trickling.open,
@@ -54,8 +55,8 @@ def test_a_question_past_its_time_limit_ends_its_thread_and_closes_its_connectio
 @pytest.mark.parametrize("how", ["succeeded", "cancelled"])
 def test_a_campaign_that_ended_keeps_no_runner_and_no_connection(manager: CampaignManager, how: str) -> None:
     with LoopbackAgent() as answering:
-        campaign_id = manager.launch(LaunchRequest(dataset="default", config=agent(answering.url), limit=20, concurrency=4,
-                                     cache=False))
+        campaign_id = manager.launch(LaunchRequest(dataset="default", config=agent(answering.url), limit=20,
+                                     concurrency=4, cache=False))
         if how == "cancelled":
             assert settles(lambda: answering.requests > 0)
             manager.cancel(campaign_id)

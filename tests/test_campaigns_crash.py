@@ -40,7 +40,8 @@ def wait_for(predicate, timeout: float = 60.0) -> None:
 def test_sigkill_mid_campaign_then_resume_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     data = many_questions(tmp_path / "forty", 40)
     db = tmp_path / "crash.db"
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(db), str(data)], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(db), str(data)], cwd=REPO, stdout=subprocess.PIPE,
+                             text=True)
     try:
         campaign_id = child.stdout.readline().strip()
         with Store(db) as watcher:
@@ -53,7 +54,8 @@ def test_sigkill_mid_campaign_then_resume_loses_and_duplicates_nothing(tmp_path:
 
     with Store(db) as reopened:
         crashed = get_campaign(reopened, campaign_id)
-        saved = {r.question.position: (r.outcome.answer, r.outcome.latency_s) for r in campaign_results(reopened, campaign_id)}
+        saved = {r.question.position: (r.outcome.answer, r.outcome.latency_s)
+                 for r in campaign_results(reopened, campaign_id)}
     assert crashed.status == "interrupted" and "stopped" in crashed.error
     assert crashed.finished == len(saved) and 8 <= len(saved) < 40
 
@@ -68,7 +70,8 @@ def test_sigkill_mid_campaign_then_resume_loses_and_duplicates_nothing(tmp_path:
     assert done.status == "succeeded" and done.finished == 40
     assert sorted(target.asked) == sorted(qid for qid in range(1, 41) if qid - 1 not in saved)
     assert [r.question.qid for r in results] == list(range(1, 41))  # each question exactly once
-    assert all((r.outcome.answer, r.outcome.latency_s) == saved[r.question.position] for r in results if r.question.position in saved)
+    assert all((r.outcome.answer, r.outcome.latency_s) == saved[r.question.position]
+               for r in results if r.question.position in saved)
     assert {r.attempts for r in results} == {1}
 
 

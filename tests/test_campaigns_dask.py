@@ -65,7 +65,8 @@ def both(manager: CampaignManager, scheduler: str, config: TargetConfig, **optio
     """The rows of the same campaign run here, then on the cluster."""
     out = []
     for each in (config, config.run_on("dask", scheduler)):
-        campaign = manager.wait(manager.launch(LaunchRequest(dataset="default", config=each, cache=False, **options)), timeout=60)
+        campaign = manager.wait(manager.launch(LaunchRequest(dataset="default", config=each, cache=False, **options)),
+                                timeout=60)
         assert campaign.config["executor"] == each.executor
         out.append(rows(manager, campaign.id))
     return out
@@ -127,7 +128,8 @@ def test_cancel_stops_the_cluster_campaign(manager: CampaignManager, scheduler: 
     released = threading.Event()
     with held_server(released, 6) as server:
         config = llm_config(server).run_on("dask", scheduler)
-        campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, limit=40, concurrency=4, cache=False))
+        campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, limit=40, concurrency=4,
+                                                   cache=False))
         try:
             wait_until(lambda: get_campaign(manager.store, campaign_id).finished == 6)
             manager.cancel(campaign_id)
@@ -163,7 +165,8 @@ def test_unreachable_scheduler_is_refused_before_anything_is_stored(manager: Cam
 
 
 def test_an_outcome_arriving_twice_is_written_once(manager: CampaignManager) -> None:
-    campaign = manager.wait(manager.launch(LaunchRequest(dataset="default", config=BM25, limit=2, cache=False)), timeout=60)
+    campaign = manager.wait(manager.launch(LaunchRequest(dataset="default", config=BM25, limit=2, cache=False)),
+                            timeout=60)
     writer = ResultWriter(manager.store, campaign.id)  # a new session, as a resume starts
     question = Question(0, 1, QUESTIONS[0])
     outcome = Outcome.failed("worker lost", None)
@@ -181,7 +184,8 @@ def test_a_worker_killed_mid_campaign_loses_and_repeats_nothing(manager: Campaig
     released = threading.Event()
     with held_server(released, 8) as server, distributed.Client(scheduler, set_as_default=False) as client:
         config = llm_config(server).run_on("dask", scheduler)
-        campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, limit=40, concurrency=8, cache=False))
+        campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, limit=40, concurrency=8,
+                                                   cache=False))
         # 8 questions answered in batches of 2 on 2 single-thread workers: at least 3 batches are back.
         wait_until(lambda: get_campaign(manager.store, campaign_id).finished >= 6)
         wait_until(lambda: len(client.processing()) == 2 and all(client.processing().values()))

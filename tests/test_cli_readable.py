@@ -31,7 +31,8 @@ def test_run_prints_the_name_the_id_and_the_compare_command_to_type(setup, capsy
     assert f"({first})" in head[0] and f"({second})" in head[1]
 
 
-def test_compare_takes_a_unique_start_of_a_name_and_lists_the_candidates_of_an_ambiguous_one(setup, capsys) -> None:  # noqa: F811
+def test_compare_takes_a_unique_start_of_a_name_and_lists_the_candidates_of_an_ambiguous_one(setup,  # noqa: F811
+                                                                                             capsys) -> None:
     data, config, db = setup
     ids = [run_named(capsys, data, config, db, name)[0] for name in ("top-k 3", "top-k 10", "baseline")]
     code = main(["compare", "base", "TOP-K 10", "--db", str(db), "--resamples", "200", "--json"])
@@ -44,7 +45,8 @@ def test_compare_takes_a_unique_start_of_a_name_and_lists_the_candidates_of_an_a
     assert "no campaign 'nothing like it'" in capsys.readouterr().err
 
 
-def test_a_sweep_table_shows_the_headline_measures_by_full_name_and_the_rest_on_request(setup, capsys) -> None:  # noqa: F811
+def test_a_sweep_table_shows_the_headline_measures_by_full_name_and_the_rest_on_request(setup,  # noqa: F811
+                                                                                        capsys) -> None:
     data, config, db = setup
     argv = ["run", "--dataset", str(data), "--config", str(config), "--sweep", "embedding_top_k=1,3", "--db", str(db)]
     assert main(argv) == 0
@@ -52,7 +54,8 @@ def test_a_sweep_table_shows_the_headline_measures_by_full_name_and_the_rest_on_
     header = out[out.index(next(line for line in out if line.startswith("sweep over embedding_top_k"))) + 1]
     assert header.split() == ["value", "ndcg@10", "rougel", "coverage"]  # those deciding verdicts, in panel order
     assert any(line.endswith("more measure(s): --measures M1,M2,... or --all") for line in out)
-    assert max(len(line) for line in out if not line.startswith(("campaign", "next", "configuration", "dataset "))) < 120
+    assert max(len(line) for line in out
+               if not line.startswith(("campaign", "next", "configuration", "dataset "))) < 120
     ids = [line.split("(")[-1].rstrip(")") for line in out if line.startswith("campaign '")]
     assert main(["compare", *ids, ids[0], "--db", str(db), "--all", "--resamples", "200"]) == 0
     header = capsys.readouterr().out.splitlines()[1]

@@ -246,7 +246,8 @@ def test_a_campaign_compared_with_itself_is_all_same_and_never_significant():
     result = compare_results(campaign("A"), A_ROWS, campaign("A"), A_ROWS, resamples=500)
     assert set(result.verdicts) <= {"same", "unscored"}
     assert all(m.delta == 0 and m.p_value == 1.0 and not m.significant for m in result.measures)
-    assert result.notes == ["A and B are the same campaign: every question is the same, no difference can be significant"]
+    assert result.notes == [("A and B are the same campaign: every question is the same, no difference can be "
+                             "significant")]
 
 
 def test_no_common_question_has_no_measure_and_no_misleading_note():
@@ -307,7 +308,8 @@ def stored_campaign(store, cid, coverage, *, status="succeeded", top_k=5):
         conn.execute("INSERT INTO campaigns (id, tenant, kind, source, status, total, finished, failed, created_at, "
                      "ended_at, config, dataset_hash) VALUES (?, 'default', 'dataset', 'default', ?, ?, ?, 0, 0, 1.0, "
                      "?, 'd1')", (cid, status, len(coverage), len(coverage), json.dumps({"top_k": top_k})))
-        conn.executemany("INSERT INTO campaign_questions (campaign_id, position, qid, question, refs, expected_sources) "
+        conn.executemany("INSERT INTO campaign_questions (campaign_id, position, qid, question, refs, "
+                         "expected_sources) "
                          "VALUES (?, ?, ?, ?, '[]', '[]')", [(cid, i, i, f"q{i}") for i in range(len(coverage))])
         conn.executemany("INSERT INTO results (campaign_id, position, qid, answer, retrieved, sources, measures, "
                          "signatures, judges, created_at) VALUES (?, ?, ?, 'an answer', '[]', '[]', ?, '{}', '{}', 0)",
@@ -320,7 +322,8 @@ def two_stored(tmp_path):
     with Store(tmp_path / "e.db") as store:
         coverage = [(i * 37 % 11) / 10 for i in range(30)]
         stored_campaign(store, "A", coverage)
-        stored_campaign(store, "B", [min(1.0, max(0.0, c + (i % 3 - 1) / 10)) for i, c in enumerate(coverage)], top_k=10)
+        stored_campaign(store, "B", [min(1.0, max(0.0, c + (i % 3 - 1) / 10)) for i, c in enumerate(coverage)],
+                        top_k=10)
         yield store
 
 
@@ -354,7 +357,8 @@ def test_a_changed_campaign_is_compared_again_and_replaces_what_was_kept(two_sto
     assert compare_campaigns(two_stored, "A", "B", resamples=500).to_dict() == first.to_dict()   # same version
     two_stored.write(lambda conn: conn.execute("UPDATE campaigns SET ended_at = 2.0 WHERE id = 'B'"))   # e.g. retried
     changed = compare_campaigns(two_stored, "A", "B", resamples=500)
-    assert changed.to_dict() != first.to_dict() and next(m for m in changed.measures if m.measure == "coverage").mean_b == 1.0
+    assert (changed.to_dict() != first.to_dict()
+            and next(m for m in changed.measures if m.measure == "coverage").mean_b == 1.0)
     assert kept(two_stored) == [("A", "B", "0")]
     compare_campaigns(two_stored, "A", "B", seed=7, resamples=500)
     compare_campaigns(two_stored, "B", "A", resamples=500)
@@ -364,7 +368,8 @@ def test_a_changed_campaign_is_compared_again_and_replaces_what_was_kept(two_sto
 
 
 def test_a_running_campaign_is_compared_but_not_kept(two_stored):
-    two_stored.write(lambda conn: conn.execute("UPDATE campaigns SET status = 'running', heartbeat = 9e9 WHERE id = 'B'"))
+    two_stored.write(lambda conn: conn.execute("UPDATE campaigns SET status = 'running', heartbeat = 9e9 "
+                                               "WHERE id = 'B'"))
     assert compare_campaigns(two_stored, "A", "B", resamples=500).b.status == "running"
     assert kept(two_stored) == []
 
@@ -429,12 +434,14 @@ def test_compare_page_shows_what_each_measure_could_detect(two_stored, monkeypat
     # One warning line names the measures; the reasons, one per measure, are folded under it.
     [summary] = [unescape(w.value) for w in at.warning if w.value.startswith("No difference found on")]
     weak = [m.measure for m in comparison.measures if m.under_powered]
-    assert summary.startswith(f"No difference found on {len(weak)} measure(s) ") and summary.endswith(", ".join(weak) + ".")
+    assert (summary.startswith(f"No difference found on {len(weak)} measure(s) ")
+            and summary.endswith(", ".join(weak) + "."))
     [folded] = [e for e in at.expander if e.label.startswith("What each of them could have seen")]
     shown = unescape("\n".join(m.value for m in folded.markdown))
     assert all(w in shown for w in comparison.power_warnings) and comparison.power_warnings
     [deltas] = [data for title, _, data in vega_charts(at) if title.startswith("B − A per measure")]
-    assert deltas["detects"].str.startswith("n = 30 can detect ±").any() and deltas["needs"].str.startswith("±0.02 needs ").any()
+    assert (deltas["detects"].str.startswith("n = 30 can detect ±").any()
+            and deltas["needs"].str.startswith("±0.02 needs ").any())
     at.number_input(key="effect").set_value(0.5).run()
     assert_clean(at)
     table = next(df.value for df in at.dataframe if "mde" in df.value.columns).set_index("measure")
@@ -442,7 +449,8 @@ def test_compare_page_shows_what_each_measure_could_detect(two_stored, monkeypat
     assert table.loc["coverage", "n_required"] == f"{coverage.with_effect(0.5).n_required:,}"
     [deltas] = [data for title, _, data in vega_charts(at) if title.startswith("B − A per measure")]
     assert deltas["needs"].str.startswith("±0.5 needs ").any()
-    assert [title.split(" per ")[0] for title in chart_titles(open_section(at, "Per question"))] == ["recall"]  # no ndcg@10
+    # No ndcg@10.
+    assert [title.split(" per ")[0] for title in chart_titles(open_section(at, "Per question"))] == ["recall"]
     # No failure-stage chart: these rows were stored without stages (as before attribution existed).
     assert not chart_titles(open_section(at, "Failure stages"))
     assert any(c.value.startswith("No failure stage: neither campaign has one") for c in at.caption)
@@ -552,7 +560,8 @@ def written_campaign(store, cid, shift, *, top_k):
     from evalcore.campaigns.result_rows import ResultWriter
 
     asked = [Question(i, i, f"q{i}", relevant={i: 2, i + 1: 1}, references=("ref",)) for i in range(12)]
-    outcomes = [Outcome(answer=f"answer {i}", measures={"ndcg@10": ((i + shift) % 5) / 4, "rougel": (i * shift % 7) / 7},
+    outcomes = [Outcome(answer=f"answer {i}",
+                        measures={"ndcg@10": ((i + shift) % 5) / 4, "rougel": (i * shift % 7) / 7},
                         judges={"score": verdict(1 + (i + shift) % 5)},
                         retrieved=tuple(Retrieved(p, f"doc-{p:09d}", f"text {p}", 1.0 / (k + 1), {"bm25": 9.0 - k})
                                         for k, p in enumerate(range(i + shift % 2, i + 4))))

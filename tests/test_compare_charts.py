@@ -75,7 +75,8 @@ def test_a_top_k_change_draws_each_scale_on_its_own_axis_with_counts_neutral() -
     assert panels == {"0-1 measures": ["precision", "recall", "graded.holes_ratio"],
                       "0-100 scores": ["graded.xdcg@3"],
                       "counts (no better or worse)": ["graded.holes", "graded.total_retrieved_documents"]}
-    assert [panel["title"]["text"] for panel in specs[1:]] == ["B − A: 0-100 scores", "B − A: counts (no better or worse)"]
+    assert [panel["title"]["text"] for panel in specs[1:]] == ["B − A: 0-100 scores",
+                                                               "B − A: counts (no better or worse)"]
     # Each panel has its own x axis in the figure too, so precision's −0.1 is not flattened by a count's +7.
     assert [trace.xaxis for trace in figure.data] == ["x", "x2", "x3"]
     assert [a.text for a in figure.layout.annotations][:3] == list(panels)

@@ -150,13 +150,15 @@ def test_the_report_is_one_offline_file_with_names_settings_verdicts_and_questio
     assert text.startswith("<!DOCTYPE html>") and network_sources(text) == []
     assert text.count("<script") == 1 + 1  # plotly.js inlined once, then the delta chart
     assert "Plotly.newPlot" in text and "cdn.plot.ly/plotly" not in text.split("</head>")[1]
-    assert HOSTILE not in text and "baseline &lt;b&gt;bold&lt;/b&gt; &amp; &lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert HOSTILE not in text and ("baseline &lt;b&gt;bold&lt;/b&gt; &amp; "
+                                    "&lt;script&gt;alert(1)&lt;/script&gt;") in text
     assert table_with(text, ["setting", "A", "B"])[1] == ["top_k", "5", "10"]
     verdicts = table_with(text, ["worse", "better", "new", "removed", "unscored", "same"])
     assert verdicts[1] == ["1", "4", "2", "2", "1", "1"]
     assert f"Verdicts by {comparison.basis_reason}." in text
     questions = table_with(text, ["qid", "question", "verdict"])
-    assert len(questions) == 1 + len(comparison.questions) and questions[1][:3] == ["2", "Q two", "worse"]  # changes first
+    # Changes first.
+    assert len(questions) == 1 + len(comparison.questions) and questions[1][:3] == ["2", "Q two", "worse"]
     measures = table_with(text, ["measure", "n", "A", "B", "B − A"])
     assert {row[0] for row in measures[1:]} == {m.measure for m in comparison.measures}
     for warning in comparison.power_warnings:

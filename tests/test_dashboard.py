@@ -51,7 +51,8 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     suite = create_suite(manager.store, tenant="default", name="tricky", target_id="default",
                          cases=[Case(TRICKY, "30 days", ("Terms",)),
                                 Case("What is the refund window for EU customers?", "30 days", ("Terms of Sale",))])
-    ids = {f"top{k}": manager.launch(LaunchRequest(dataset="default", config=TargetConfig.from_dict({**QUICK, "embedding_top_k": k}),
+    ids = {f"top{k}": manager.launch(LaunchRequest(dataset="default",
+                                                   config=TargetConfig.from_dict({**QUICK, "embedding_top_k": k}),
                                      limit=12, name=f"keyword top {k}")) for k in (2, 30)}
     ids["suite"] = manager.launch(LaunchRequest(suite_id=suite.id, config=TargetConfig.from_dict(QUICK)))
     for campaign_id in ids.values():
@@ -82,7 +83,8 @@ def unescape(markdown: str) -> str:
 
 def texts(at: AppTest) -> str:
     """Every plain text, code block, caption and markdown of the page, joined."""
-    parts = [e.value for kind in (at.text, at.code, at.caption, at.markdown, at.success, at.warning, at.info) for e in kind]
+    parts = [e.value for kind in (at.text, at.code, at.caption, at.markdown, at.success, at.warning, at.info)
+             for e in kind]
     return "\n".join(str(p) for p in parts)
 
 
@@ -121,7 +123,8 @@ def test_bad_dataset_upload_shows_the_loader_messages_per_file(tmp_path: Path, m
     at = page_test(str(tmp_path / "db.sqlite"), monkeypatch)
     broken = {**TINY, "corpus": {**TINY["corpus"], "text": [None, *TINY["corpus"]["text"][1:]]},
               "answers": {"id": TINY["answers"]["id"]}}
-    files = [(f"{name}.parquet", parquet_bytes(columns), "application/octet-stream") for name, columns in broken.items()]
+    files = [(f"{name}.parquet", parquet_bytes(columns), "application/octet-stream")
+             for name, columns in broken.items()]
     upload(at, [*files, ("notes.parquet", b"hello", "application/octet-stream")], "broken")
     assert not at.exception
     errors = unescape("\n".join(e.value for e in at.error))
@@ -159,14 +162,16 @@ def test_ambiguous_or_empty_uploads_are_refused_with_a_reason(tmp_path: Path, mo
                 zipped.writestr(f"{folder}/{name}.parquet", parquet_bytes(columns))
     upload(at, [("two.zip", archive.getvalue(), "application/zip")], "two")
     errors = unescape("\n".join(e.value for e in at.error))
-    assert "queries.parquet" in errors and "given twice with different content (old/queries.parquet and new/queries.parquet)" in errors
+    assert "queries.parquet" in errors and ("given twice with different content (old/queries.parquet and "
+                                            "new/queries.parquet)") in errors
     upload(at, [], "none")
     assert "no file chosen" in unescape("\n".join(e.value for e in at.error))
     assert not at.exception
     assert not (tmp_path / "uploads").exists()
 
 
-def test_each_pick_of_a_dataset_applies_and_unlabeled_datasets_render(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_pick_of_a_dataset_applies_and_unlabeled_datasets_render(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     uploads = tmp_path / "uploads"
     write_dataset(uploads / "uploads-a")
     write_dataset(uploads / "uploads-b", {**TINY, "qrels": {"qid": [], "pid": []}})  # no question is labeled
@@ -199,7 +204,8 @@ CSV = (
 )
 
 
-def test_csv_import_reports_each_line_and_imports_the_valid_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_csv_import_reports_each_line_and_imports_the_valid_ones(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     db = str(tmp_path / "db.sqlite")
     at = page_test(db, monkeypatch, "pages/suites.py")
     at.file_uploader(key="suite_csv").set_value(("cases.csv", CSV.encode(), "text/csv")).run()
@@ -227,7 +233,8 @@ def test_the_sample_suite_is_one_click_away(tmp_path: Path, monkeypatch: pytest.
     assert len(at.data_editor[0].value) == len(suite.cases)
 
 
-def test_launch_a_campaign_on_the_sample_dataset_and_see_it_finish(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_launch_a_campaign_on_the_sample_dataset_and_see_it_finish(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     db = str(tmp_path / "db.sqlite")
     at = page_test(db, monkeypatch, "pages/run.py")
     at.number_input(key="limit").set_value(10)  # everything else as a newcomer finds it
@@ -331,7 +338,8 @@ def test_compare_two_campaigns(filled: dict, monkeypatch: pytest.MonkeyPatch) ->
     first, *panels = chart_titles(at)  # the deltas, one panel per scale: counts apart from 0-1 measures
     assert first.split(",")[0] == "B − A per measure" and all(title.startswith("B − A: ") for title in panels)
     assert not at.get("plotly_chart")  # the page draws Vega-Lite; Plotly only for the downloads
-    assert [title.split(" (")[0] for title in chart_titles(open_section(at, "Per question"))] == ["ndcg@10 per question"]
+    assert ([title.split(" (")[0] for title in chart_titles(open_section(at, "Per question"))]
+            == ["ndcg@10 per question"])
     assert [title.split(" (")[0] for title in chart_titles(open_section(at, "Failure stages"))] == [
         "Failure stage of each common question, in A and in B"]
     assert not at.multiselect and [box.label for box in open_section(at, "Questions").multiselect] == ["Verdicts"]
@@ -478,7 +486,8 @@ def test_the_scatter_shows_how_many_questions_share_a_point(filled: dict, monkey
     assert list(points["label"]) == [str(c) if c > 1 else "" for c in counts]
 
 
-def test_every_campaign_can_be_compared_listed_by_dataset_or_suite(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_campaign_can_be_compared_listed_by_dataset_or_suite(filled: dict,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     at = page_test(filled["db"], monkeypatch, "pages/compare.py")
     picker(at, "Questions").set_value("every dataset and suite").run()
     assert_clean(at)

@@ -7,7 +7,8 @@ import pytest
 from tests.test_dashboard import assert_clean, filled, open_section, page_test, unescape  # noqa: F401  (the fixture)
 
 
-def test_the_campaigns_page_labels_panels_rates_and_stages_in_words(filled: dict, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+def test_the_campaigns_page_labels_panels_rates_and_stages_in_words(filled: dict,  # noqa: F811
+                                                                    monkeypatch: pytest.MonkeyPatch,
                                                                     ) -> None:
     at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
     at.selectbox[0].set_value(filled["top2"]).run()
@@ -31,7 +32,8 @@ def test_the_run_form_labels_settings_in_words_and_names_the_key_in_the_help(fil
     assert_clean(at)
     labels = {w.key.removeprefix("cfg-quick-"): (w.label, w.help) for w in [*at.selectbox, *at.number_input,
                                                                               *at.text_input]
-              if w.key and w.key.startswith("cfg-quick-") and w.key not in ("cfg-quick-executor", "cfg-quick-scheduler")}
+              if w.key and w.key.startswith("cfg-quick-") and w.key not in ("cfg-quick-executor",
+                                                                            "cfg-quick-scheduler")}
     assert labels["knowledge_base"][0] == "Knowledge base" and labels["kind"][0] == "Kind"
     assert labels["embedding_top_k"][0] == "Embedding top-k" and labels["rrf_k"][0] == "RRF k"
     assert all(unescape(help_).startswith(f"key {key} · ") for key, (_, help_) in labels.items())

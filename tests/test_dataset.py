@@ -66,14 +66,21 @@ def test_missing_label_column_means_relevance_one(tmp_path: Path) -> None:
         (lambda t: t["corpus"].pop("text"), "corpus.parquet: missing column 'text'"),
         (lambda t: t["queries"].update(id=[1.5, 2.0, 3.0]), "queries.parquet row 0 column 'id': found 1.5"),
         (lambda t: t["queries"].update(id=["a", "2", "3"]), "queries.parquet row 0 column 'id': found 'a'"),
-        (lambda t: t["answers"].update(text=["30 days.", None, "14 jours."]), "answers.parquet row 1 column 'text': found null"),
-        (lambda t: t["answers"].update(text=["30 days.", "  ", "14 jours."]), "answers.parquet row 1 column 'text': found empty text"),
-        (lambda t: t["corpus"].update(id=[10, 11, 12, 13, 10]), "corpus.parquet row 4 column 'id': duplicate id 10 (first at row 0)"),
-        (lambda t: t["qrels"].update(pid=[10, 11, 12, 99]), "qrels.parquet row 3 column 'pid': id 99 is not in corpus.parquet"),
+        (lambda t: t["answers"].update(text=["30 days.", None, "14 jours."]),
+         "answers.parquet row 1 column 'text': found null"),
+        (lambda t: t["answers"].update(text=["30 days.", "  ", "14 jours."]),
+         "answers.parquet row 1 column 'text': found empty text"),
+        (lambda t: t["corpus"].update(id=[10, 11, 12, 13, 10]),
+         "corpus.parquet row 4 column 'id': duplicate id 10 (first at row 0)"),
+        (lambda t: t["qrels"].update(pid=[10, 11, 12, 99]),
+         "qrels.parquet row 3 column 'pid': id 99 is not in corpus.parquet"),
         (lambda t: t["qas"].update(qid=[1, 7, 2]), "qas.parquet row 1 column 'qid': id 7 is not in queries.parquet"),
-        (lambda t: t["qas"].update(aid=[100, 101, 555]), "qas.parquet row 2 column 'aid': id 555 is not in answers.parquet"),
-        (lambda t: t["qrels"].update(score=["high", "1", "2", "3"]), "qrels.parquet row 0 column 'score': found 'high', expected an integer label"),
-        (lambda t: t["queries"].update(text=[1, 2, 3]), "queries.parquet column 'text': found type int64, expected string"),
+        (lambda t: t["qas"].update(aid=[100, 101, 555]),
+         "qas.parquet row 2 column 'aid': id 555 is not in answers.parquet"),
+        (lambda t: t["qrels"].update(score=["high", "1", "2", "3"]),
+         "qrels.parquet row 0 column 'score': found 'high', expected an integer label"),
+        (lambda t: t["queries"].update(text=[1, 2, 3]),
+         "queries.parquet column 'text': found type int64, expected string"),
         (lambda t: t["queries"].update(answerable=["no", None, None]),
          "queries.parquet row 0 column 'answerable': found 'no', expected true, false or null"),
         # Past int64 the id would overflow the store; Python ints would have taken it silently.
@@ -162,7 +169,8 @@ def test_statistics_of_the_tiny_dataset(tiny_dataset: Path) -> None:
 def test_cli_check_ok_and_problems(tiny_dataset: Path, tmp_path: Path, capsys) -> None:
     assert cli(["dataset", "check", str(tiny_dataset)]) == 0
     assert capsys.readouterr().out.startswith("ok ")
-    one = write_dataset(tmp_path / "one", {"queries": {"id": [1], "text": ["Only one?"]}, "corpus": {"id": [1], "text": ["One."]},
+    one = write_dataset(tmp_path / "one",
+                        {"queries": {"id": [1], "text": ["Only one?"]}, "corpus": {"id": [1], "text": ["One."]},
                                           "answers": {"id": [1], "text": ["Yes."]}, "qrels": {"qid": [1], "pid": [1]},
                                           "qas": {"qid": [1], "aid": [1]}})
     assert cli(["dataset", "check", str(one)]) == 0

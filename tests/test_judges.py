@@ -15,7 +15,8 @@ from evalcore.testing.openai_server import FakeOpenAIServer, Reply
 LIKERT = [
     ("plain JSON", '{"score": 4, "reason": "Mentions the 30-day window but not the refund delay."}',
      4.0, "Mentions the 30-day window but not the refund delay."),
-    ("fenced JSON after prose", 'Here is my assessment:\n```json\n{\n  "score": 2,\n  "reason": "Mostly missing."\n}\n```',
+    ("fenced JSON after prose",
+     'Here is my assessment:\n```json\n{\n  "score": 2,\n  "reason": "Mostly missing."\n}\n```',
      2.0, "Mostly missing."),
     ("fenced without language", '```\n{"score": 5, "reason": "Complete."}\n```', 5.0, "Complete."),
     ("JSON with string score and extra keys", '{"reasoning_steps": ["a", "b"], "Score": "3", "Reason": "Half."}',
@@ -251,7 +252,8 @@ def test_several_samples_report_the_spread_and_bypass_the_cache():
     model = ScriptedModel(['{"score": 4, "reason": "a"}', '{"score": 2, "reason": "b"}', "???", "???"])
     result = run(model, samples=3)
     assert result.samples == (4.0, 2.0, None)
-    assert result.score == 3.0 and result.spread.to_dict() == {"n": 2, "min": 2.0, "max": 4.0, "stdev": pytest.approx(1.4142, 1e-3)}
+    assert result.score == 3.0 and result.spread.to_dict() == {"n": 2, "min": 2.0, "max": 4.0,
+                                                               "stdev": pytest.approx(1.4142, 1e-3)}
     contents = {call[0][-1]["content"] for call in model.calls[:2]}
     assert len(contents) == 2 and all(call[1] > 0 for call in model.calls)
 
@@ -287,7 +289,8 @@ def test_reasoning_model_rejecting_max_tokens_and_temperature_still_judges():
                                      "Use 'max_completion_tokens' instead.")
     no_temperature = Reply.error(400, "Unsupported value: 'temperature' does not support 0.0 with this model. "
                                       "Only the default (1) value is supported.")
-    replies = [no_max_tokens, no_temperature, '<think>Short but correct.</think>{"score": 4, "reason": "Right, but terse."}']
+    replies = [no_max_tokens, no_temperature,
+               '<think>Short but correct.</think>{"score": 4, "reason": "Right, but terse."}']
     with FakeOpenAIServer(replies) as server:
         result = run(OpenAIChatModel(server.base_url, "o-reasoner", retries=0), "relevance")
         bodies = [body for _, body, _ in server.requests]

@@ -160,14 +160,16 @@ def test_structured_replies_are_asked_and_an_endpoint_that_refuses_them_is_asked
 
     with FakeOpenAIServer(lambda path, body: verdict_for(body)) as server:
         config = judged(server, retriever="bm25")
-        manager.wait(manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, judges=("score",), limit=1)), timeout=60)
+        manager.wait(manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, judges=("score",),
+                                                  limit=1)), timeout=60)
         (asked,) = judge_calls(server)
     schema = asked["response_format"]["json_schema"]["schema"]
     assert asked["response_format"]["type"] == "json_schema"
     assert schema["properties"]["score"]["enum"] == [1, 2, 3, 4, 5] and "maxLength" not in json.dumps(schema)
     with FakeOpenAIServer(refusing) as server:
         config = judged(server, retriever="bm25")
-        campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, judges=("score",), limit=2, cache=False))
+        campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, judges=("score",), limit=2,
+                                                   cache=False))
         manager.wait(campaign_id, timeout=60)
         calls = judge_calls(server)
     assert [("response_format" in body) for body in calls] == [True, False, False]  # refused once, remembered
@@ -260,8 +262,8 @@ def test_failed_questions_are_visible_and_the_stop_says_why(manager: CampaignMan
                               api_key_env="")
         done = manager.wait(manager.launch(LaunchRequest(dataset=str(data), config=config, concurrency=1)), timeout=60)
         assert (done.status, done.failed, done.status_text) == ("succeeded_with_failures", 4, "succeeded with 4 failed")
-        stopped = manager.wait(manager.launch(LaunchRequest(dataset=str(data), config=config, concurrency=1, max_failed_share=0.2,
-                                              cache=False)), timeout=60)
+        stopped = manager.wait(manager.launch(LaunchRequest(dataset=str(data), config=config, concurrency=1,
+                                              max_failed_share=0.2, cache=False)), timeout=60)
     assert stopped.status == "failed" and stopped.failed == 3
     assert stopped.error == "stopped when 3 of 10 questions had failed (more than 20%)"
 
@@ -283,7 +285,8 @@ def test_a_failed_question_keeps_the_tokens_of_the_calls_that_succeeded(manager:
         reranks = sum(1 for body in judge_calls(server) if "Does the passage help" in user_prompt(body))
     (result,) = campaign_results(manager.store, campaign_id)
     assert done.failed == 1 and "generation refused" in result.outcome.error
-    assert reranks > 0 and result.outcome.prompt_tokens == 11 * reranks and result.outcome.completion_tokens == 7 * reranks
+    assert (reranks > 0 and result.outcome.prompt_tokens == 11 * reranks
+            and result.outcome.completion_tokens == 7 * reranks)
 
 
 def test_suite_campaigns_ask_one_question_at_a_time_by_default(manager: CampaignManager) -> None:
@@ -320,7 +323,8 @@ def test_exports_carry_each_judges_fields(manager: CampaignManager, tiny_dataset
     with FakeOpenAIServer(agent_and_judge) as server:
         config = judged(server, kind="http_agent", agent_url=f"{server.root_url}/agent",
                         judge_thresholds={"score": 5})
-        campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, judges=("score", "groundedness_pro")))
+        campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config,
+                                                   judges=("score", "groundedness_pro")))
         manager.wait(campaign_id, timeout=60)
     first = json.loads(export_campaign(manager.store, campaign_id, "jsonl").splitlines()[0])
     assert (first["score"], first["score_result"], first["score_threshold"]) == (4.0, "fail", 5.0)
@@ -334,7 +338,8 @@ def test_exports_carry_each_judges_fields(manager: CampaignManager, tiny_dataset
 
 
 def test_exports_and_the_api_give_the_evaluators_documented_names(manager: CampaignManager, tiny_dataset: Path,
-                                                                  tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+                                                                  tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture) -> None:
     """One option selects the flat fields under the evaluators' names; the nested form stays."""
     import csv
     import io
@@ -348,7 +353,8 @@ def test_exports_and_the_api_give_the_evaluators_documented_names(manager: Campa
     with FakeOpenAIServer(agent_and_judge) as server:
         config = judged(server, kind="http_agent", agent_url=f"{server.root_url}/agent")
         campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config,
-                                     judges=("retrieval", "groundedness", "relevance", "completeness", "groundedness_pro")))
+                                     judges=("retrieval", "groundedness", "relevance", "completeness",
+                                             "groundedness_pro")))
         manager.wait(campaign_id, timeout=60)
     first = json.loads(export_campaign(manager.store, campaign_id, "jsonl", names="evaluator").splitlines()[0])
     for name in ("retrieval", "groundedness", "relevance"):
@@ -359,7 +365,8 @@ def test_exports_and_the_api_give_the_evaluators_documented_names(manager: Campa
     assert sorted(k for k in first if "completeness" in k) == [
         "response_completeness", "response_completeness_reason", "response_completeness_result",
         "response_completeness_threshold"]
-    assert (first["groundedness_pro_label"], first["groundedness_pro_reason"]) == (True, first["judges"]["groundedness_pro"]["reason"])
+    assert ((first["groundedness_pro_label"], first["groundedness_pro_reason"])
+            == (True, first["judges"]["groundedness_pro"]["reason"]))
     assert "groundedness_pro" not in first and first["judges"]["retrieval"]["score"] == 4.0  # the nested form stays
     header = next(csv.reader(io.StringIO(export_campaign(manager.store, campaign_id, "csv", names="evaluator"))))
     assert {"gpt_retrieval", "response_completeness_threshold", "groundedness_pro_label"} <= set(header)

@@ -109,7 +109,8 @@ def test_cache_serves_repeated_calls() -> None:
 def test_cache_key_depends_on_every_part() -> None:
     base = cache_key("m", "chat", {"temperature": 0}, MESSAGES)
     assert base == cache_key("m", "chat", {"temperature": 0}, [dict(MESSAGES[0])])
-    variants = [cache_key("m2", "chat", {"temperature": 0}, MESSAGES), cache_key("m", "x", {"temperature": 0}, MESSAGES),
+    variants = [cache_key("m2", "chat", {"temperature": 0}, MESSAGES),
+                cache_key("m", "x", {"temperature": 0}, MESSAGES),
                 cache_key("m", "chat", {"temperature": 1}, MESSAGES), cache_key("m", "chat", {"temperature": 0}, [])]
     assert base not in variants and len(set(variants)) == 4
 

@@ -21,7 +21,9 @@ from evalcore.text import tokenize
 # sacreBLEU warns on every sentence score without effective_order, which is what we compare to.
 logging.getLogger("sacrebleu").setLevel(logging.ERROR)
 
-WORDS = ["the", "a", "cat", "sat", "on", "mat", "of", "and", "is", "was", "dog", "café", "été", "naïve", "élève", "garçon", "où", "à", "les", "des", "3.14", "2,5", "42", "1867", "v2.4", "GHz", "Warsaw", "Paris", "北京", "天安门", "价格", "是", "研究", "生命", "起源", "我们", "模型"]
+WORDS = ["the", "a", "cat", "sat", "on", "mat", "of", "and", "is", "was", "dog", "café", "été", "naïve", "élève",
+         "garçon", "où", "à", "les", "des", "3.14", "2,5", "42", "1867", "v2.4", "GHz", "Warsaw", "Paris", "北京",
+         "天安门", "价格", "是", "研究", "生命", "起源", "我们", "模型"]
 PUNCTUATION = ["", "", "", ",", ".", "!", "?", "。", "，"]
 
 
@@ -68,7 +70,8 @@ def test_random_cases_equal_sacrebleu_and_rouge_score(oracles) -> None:  # type:
             assert ours[name] == pytest.approx(best[key].fmeasure, abs=1e-9), (hyp, refs, name)
 
 
-@pytest.mark.parametrize(("method", "value"), [("floor", None), ("floor", 0.3), ("add-k", None), ("add-k", 2), ("exp", None)])
+@pytest.mark.parametrize(("method", "value"),
+                         [("floor", None), ("floor", 0.3), ("add-k", None), ("add-k", 2), ("exp", None)])
 def test_smoothing_equals_sacrebleu(method: str, value: float | None) -> None:
     rng = random.Random(5)
     bleus = {
@@ -95,7 +98,8 @@ def test_smoothing_equals_sacrebleu(method: str, value: float | None) -> None:
         # No overlap at all scores 0, never above (the upstream +1 smoothing bug).
         ("dog barks", ["cat sleeps"], dict.fromkeys(("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"), 0.0)),
         # Case and accents are words: CAFÉ equals café after case folding.
-        ("Le CAFÉ est chaud", ["le café est chaud"], dict.fromkeys(("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"), 1.0)),
+        ("Le CAFÉ est chaud", ["le café est chaud"],
+         dict.fromkeys(("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"), 1.0)),
     ],
 )
 def test_hand_checked(hyp: str, refs: list[str], expected: dict[str, float]) -> None:
@@ -147,7 +151,8 @@ def test_wrong_types_are_clear_errors(hyp: object, refs: object, message: str) -
         ("Ｈｅｌｌｏ　Ｗｏｒｌｄ ﬁnance", ["hello world finance"]),
     ],
 )
-def test_unseen_scripts_and_symbols_equal_the_oracles(oracles, hyp: str, refs: list[str]) -> None:  # type: ignore[no-untyped-def]
+def test_unseen_scripts_and_symbols_equal_the_oracles(oracles, hyp: str,
+                                                      refs: list[str]) -> None:  # type: ignore[no-untyped-def]
     bleus, rouge = oracles
     ours = generation_scores(hyp, refs)
     hyp_t, refs_t = joined(hyp), [joined(r) for r in refs]

@@ -50,7 +50,8 @@ def test_the_public_names_are_the_reference_pages() -> None:
 
 
 def test_importing_evalcore_loads_nothing_heavy() -> None:
-    code = "import evalcore, sys; print(sorted(m for m in ('pandas', 'numpy', 'evalcore.campaigns') if m in sys.modules))"
+    code = ("import evalcore, sys; "
+            "print(sorted(m for m in ('pandas', 'numpy', 'evalcore.campaigns') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 

@@ -125,7 +125,8 @@ def test_the_engine_refuses_a_principal_an_unlisted_scheduler(fake: FakeSchedule
                 manager.launch(LaunchRequest(dataset="default", config=config, limit=2, principal=principal))
         with pytest.raises(Forbidden, match="EVALCORE_DASK_SCHEDULERS"):
             save_target(manager.store, config, principal=LOCAL)
-        local = manager.wait(manager.launch(LaunchRequest(dataset="default", config=config.run_on("local"), limit=2)), timeout=60)
+        local = manager.wait(manager.launch(LaunchRequest(dataset="default", config=config.run_on("local"), limit=2)),
+                             timeout=60)
         with pytest.raises(Forbidden, match="EVALCORE_DASK_SCHEDULERS"):
             manager.retry_failed(local.id, run_on=("dask", fake.address), principal=LOCAL)
     finally:
@@ -184,7 +185,8 @@ def test_a_request_sends_only_the_environment_variables_the_operator_allowed(tmp
         with FakeOpenAIServer() as server:
             config = llm(server, api_key_env="EVALCORE_TEST_SECRET")
             for principal in (LOCAL, RUNNER):
-                with pytest.raises(Forbidden, match="api_key_env: .*EVALCORE_TEST_SECRET is not in EVALCORE_ALLOWED_ENV"):
+                with pytest.raises(Forbidden,
+                                   match="api_key_env: .*EVALCORE_TEST_SECRET is not in EVALCORE_ALLOWED_ENV"):
                     manager.launch(LaunchRequest(dataset="default", config=config, limit=1, principal=principal))
             assert server.requests == []
             manager.wait(manager.launch(LaunchRequest(dataset="default", config=config, limit=1)), timeout=60)
@@ -228,7 +230,8 @@ def test_a_line_break_in_an_agent_header_is_refused_where_it_is_saved_or_checked
     assert named in refused["message"]
     toml = tmp_path / "agent.toml"
     toml.write_text("\n".join(f"{key} = {json.dumps(value)}" for key, value in config.items() if key != "agent_headers")
-                    + "\n[agent_headers]\n" + "".join(f"{json.dumps(k)} = {json.dumps(v)}\n" for k, v in headers.items()))
+                    + "\n[agent_headers]\n"
+                    + "".join(f"{json.dumps(k)} = {json.dumps(v)}\n" for k, v in headers.items()))
     for command in (["config", "check", str(toml)], ["config", "save", str(toml), "--db", str(tmp_path / "db")]):
         assert main(command) != 0
         err = capsys.readouterr().err

@@ -34,7 +34,8 @@ def test_lint_is_clean() -> None:
 
 
 def test_engine_never_imports_streamlit() -> None:
-    offenders = [p for p in (ROOT / "evalcore").rglob("*.py") if re.search(r"^\s*(import|from) streamlit", p.read_text(), re.MULTILINE)]
+    offenders = [p for p in (ROOT / "evalcore").rglob("*.py") if re.search(r"^\s*(import|from) streamlit",
+                                                                           p.read_text(), re.MULTILINE)]
     assert offenders == []
 
 
@@ -94,7 +95,8 @@ def test_each_package_imports_only_the_layers_below() -> None:
 
 def test_every_environment_setting_is_documented() -> None:
     readme = "".join(path.read_text() for path in DOCS)
-    names = {name for path in SOURCES for name in re.findall(r"environ(?:\.get|\.setdefault)?\(?\[?\"(EVALCORE_[A-Z_]+)\"", path.read_text())}
+    names = {name for path in SOURCES
+             for name in re.findall(r"environ(?:\.get|\.setdefault)?\(?\[?\"(EVALCORE_[A-Z_]+)\"", path.read_text())}
     assert names, "no settings found: the pattern is stale"
     assert sorted(name for name in names if name not in readme) == []
 

@@ -141,7 +141,8 @@ class FakeLlama:
         return {"choices": [{"message": {"content": "Paris."}}], "usage": {"prompt_tokens": 5, "completion_tokens": 2}}
 
 
-def test_the_local_model_gets_top_p_and_repeat_penalty_by_their_llama_cpp_names(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_local_model_gets_top_p_and_repeat_penalty_by_their_llama_cpp_names(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     llama = FakeLlama()
     monkeypatch.setattr(local_model, "_load_local", lambda: (llama, threading.Lock()))
     model = local_model.LocalChatModel()
@@ -228,12 +229,14 @@ def test_multi_query_fuses_the_question_and_each_query_by_reciprocal_rank(index_
     assert target.kb is not None
     assert [(item.pid, item.text) for item in result.retrieved] == [
         (target.kb.chunks[row].pid, target.kb.chunks[row].text) for row, _ in expected]
-    assert [item.score for item in result.retrieved] == pytest.approx([float(score) for _, score in expected], abs=1e-12)
+    assert [item.score for item in result.retrieved] == pytest.approx([float(score) for _, score in expected],
+                                                                      abs=1e-12)
     assert all(item.stages["query_rrf"] == round(item.score, 6) for item in result.retrieved)
     # One conversation: each next query is asked after the ones before it.
     bodies = chat_bodies(server)
     assert len(bodies) == 4 and bodies[2]["messages"] == [
-        {"role": "user", "content": REWRITE_PROMPT.format(question=QUESTION)}, {"role": "assistant", "content": REWRITE},
+        {"role": "user", "content": REWRITE_PROMPT.format(question=QUESTION)},
+        {"role": "assistant", "content": REWRITE},
         {"role": "user", "content": MULTI_QUERY_NEXT}, {"role": "assistant", "content": MORE[0]},
         {"role": "user", "content": MULTI_QUERY_NEXT}]
     assert result.llm_calls == 4
@@ -269,7 +272,8 @@ def test_hyde_embeds_the_hypothetical_answer_on_the_vector_side_only(index_dir: 
     assert target.kb is not None
     keyword = bm25_scores(target.kb, QUESTION)  # BM25 kept the question
     rows = {(chunk.pid, chunk.text): row for row, chunk in enumerate(target.kb.chunks)}
-    assert all(item.stages["bm25"] == round(float(keyword[rows[(item.pid, item.text)]]), 6) for item in result.retrieved)
+    assert all(item.stages["bm25"] == round(float(keyword[rows[(item.pid, item.text)]]), 6)
+               for item in result.retrieved)
 
 
 def test_a_failed_rewrite_falls_back_to_the_question_with_a_note(index_dir: Path) -> None:

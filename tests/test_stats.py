@@ -96,7 +96,8 @@ def test_bootstrap_is_deterministic_given_the_seed_and_slices_large_inputs():
     values = list(np.random.default_rng(5).normal(size=300))
     assert stats.bootstrap_ci(values, seed=4) == stats.bootstrap_ci(values, seed=4)
     assert stats.bootstrap_ci(values, seed=4) != stats.bootstrap_ci(values, seed=5)
-    assert sum(stats.slices(10_000, 1_000)) == 10_000 and len(stats.slices(10_000, 1_000)) == 154  # 65 rows of 1,000 per block
+    # 65 rows of 1,000 per block.
+    assert sum(stats.slices(10_000, 1_000)) == 10_000 and len(stats.slices(10_000, 1_000)) == 154
     assert stats.slices(10, 2 * stats.BLOCK_CELLS // 5) == [2, 2, 2, 2, 2]
     assert stats.bootstrap_ci([]) is None
 
@@ -138,7 +139,8 @@ def per_measure_bootstrap(values, resamples, seed):
     data = np.asarray(values, dtype=float)
     rng = np.random.default_rng(seed)
     rows = max(1, 2_000_000 // data.size)
-    means = np.concatenate([data[rng.integers(0, data.size, size=(min(rows, resamples - start), data.size))].mean(axis=1)
+    means = np.concatenate([data[rng.integers(0, data.size, size=(min(rows, resamples - start), data.size))]
+                            .mean(axis=1)
                             for start in range(0, resamples, rows)])
     return tuple(np.percentile(means, [2.5, 97.5])), means.std(ddof=1)
 

@@ -35,7 +35,8 @@ def test_open_creates_schema_in_wal_mode(sqlite_store: Store) -> None:
     assert store.read("PRAGMA journal_mode")[0][0] == "wal"
     assert store.read("PRAGMA user_version")[0][0] == len(MIGRATIONS)
     tables = {row["name"] for row in store.read("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert {"targets", "suites", "cases", "campaigns", "campaign_questions", "results", "call_cache", "api_keys"} <= tables
+    assert {"targets", "suites", "cases", "campaigns", "campaign_questions", "results", "call_cache",
+            "api_keys"} <= tables
     columns = {row["name"] for row in store.read("PRAGMA table_info(api_keys)")}
     assert columns == {"id", "tenant", "role", "capability", "key_hash", "prefix", "created_at", "revoked_at"}
 

@@ -69,7 +69,8 @@ TRICKY = [
     ("empty file", b"", [], [], "utf-8", ";"),
     ("header only", b"question;expected answer;sources\r\n", [], [], "utf-8", ";"),
     ("Excel: BOM, ';', CRLF, French header", ("\ufeffQuestion;Réponse attendue;Sources\r\nQuel délai ?;"
-     '"14 jours; calendaires";CGV\r\n').encode(), [c("Quel délai ?", "14 jours; calendaires", "CGV")], [], "utf-8-sig", ";"),
+     '"14 jours; calendaires";CGV\r\n').encode(), [c("Quel délai ?", "14 jours; calendaires", "CGV")], [], "utf-8-sig",
+     ";"),
     ("LibreOffice Latin-1 with a French header", ("Question;Réponse attendue;Sources\nÀ quelle date ?;"
      "Noël;Réglement intérieur\n").encode("latin-1"), [c("À quelle date ?", "Noël", "Réglement intérieur")], [],
      "cp1252", ";"),
@@ -251,7 +252,9 @@ def test_cli_import_refuses_a_file_with_errors_unless_valid_only(tmp_path, capsy
     assert "cannot read the file" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("question", ["=SUM(A1:A2) ?", "+33 1 23 45 67 89 ?", "-5 °C ?", "@admin ?", "'=already quoted", "'plain quote"])
+@pytest.mark.parametrize("question",
+                         ["=SUM(A1:A2) ?", "+33 1 23 45 67 89 ?", "-5 °C ?", "@admin ?", "'=already quoted",
+                          "'plain quote"])
 def test_formula_cells_are_neutralised_and_import_back_unchanged(question):
     case = Case(question=question, expected_answer="=1+1", expected_sources=("@doc",))
     text = export_suite_csv([case])
@@ -265,7 +268,8 @@ def test_line_breaks_in_cells_keep_one_record_per_case_and_no_line_runs_as_a_for
     text = export_suite_csv(cases)
     assert_safe_csv(text, len(cases), delimiter=";")
     # A lone carriage return inside a cell reads back as a line break, like every imported one.
-    assert parse_suite_csv(text.encode()).cases == [c("Refund window?\n=HYPERLINK(1)", "30 days\n@SUM(1+1)", "Terms\n-x"),
+    assert parse_suite_csv(text.encode()).cases == [c("Refund window?\n=HYPERLINK(1)", "30 days\n@SUM(1+1)",
+                                                      "Terms\n-x"),
                                                     c("q2", "a\n+1\n'=2")]
 
 

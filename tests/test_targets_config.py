@@ -147,7 +147,8 @@ def test_config_save_and_list_from_the_command_line(tmp_path, capsys) -> None:
 
 def test_the_made_name_tells_configurations_apart() -> None:
     assert TargetConfig().describe() == "hybrid RRF · USE embeddings · extractive"
-    assert TargetConfig(retriever="bm25", embedding_top_k=5).describe() == "bm25 · top 5 · extractive"  # not the default
+    # Not the default.
+    assert TargetConfig(retriever="bm25", embedding_top_k=5).describe() == "bm25 · top 5 · extractive"
     hybrid = TargetConfig(reranker="http", generator="openai", model="gpt-4o-mini", context_top_k=5)
     assert hybrid.describe() == "hybrid RRF · USE embeddings · rerank http · gpt-4o-mini · k=5"
 
@@ -170,7 +171,9 @@ def test_default_models_fill_only_roles_without_a_model_and_name_bad_settings() 
     env = {"EVALCORE_DEFAULT_CHAT_MODEL": "house", "EVALCORE_DEFAULT_RERANK_URL": "http://r/rerank"}
     config, used = with_default_models(TargetConfig(generator="local"), {"chat": None, "rerank": None}, env)
     assert (config.generator, config.reranker, config.rerank_url) == ("local", "http", "http://r/rerank")
-    assert used == {"chat": "the configuration's own chat model", "rerank": "the default rerank model: http at http://r/rerank"}
+    assert used == {"chat": "the configuration's own chat model",
+                    "rerank": "the default rerank model: http at http://r/rerank"}
     with pytest.raises(EvalError) as caught:
         with_default_models(TargetConfig(), {"rerank": None}, {**env, "EVALCORE_DEFAULT_RERANKER": "magic"})
-    assert caught.value.where == "EVALCORE_DEFAULT_*" and caught.value.problems[0].startswith("reranker: expected one of")
+    assert (caught.value.where == "EVALCORE_DEFAULT_*"
+            and caught.value.problems[0].startswith("reranker: expected one of"))

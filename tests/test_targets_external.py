@@ -174,7 +174,7 @@ def test_an_agents_file_names_are_kept_matched_and_shown(tmp_path: Path) -> None
             results = campaign_results(manager.store, campaign)
             found = [r.outcome.measures["sources_found"] for r in results]
             names = [s.file_name for s in results[0].outcome.sources]
-            assert (found, names) == (([1.0, 1.0], ["Conditions_Générales_2024.PDF", "https://x/other.html"]) if not field
-                                      else ([0.0, 0.0], ["", "/kb/routeur-manuel.md"]))
+            assert (found, names) == (([1.0, 1.0], ["Conditions_Générales_2024.PDF", "https://x/other.html"])
+                                      if not field else ([0.0, 0.0], ["", "/kb/routeur-manuel.md"]))
     assert results[0].outcome.sources[1].label == "Manual (/kb/routeur-manuel.md)"
     manager.close()

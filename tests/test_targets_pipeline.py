@@ -83,8 +83,10 @@ def test_llm_reranker_keeps_yes_passages(index_dir: Path) -> None:
 
 def test_openai_generator_prompt_tokens_and_cache(index_dir: Path) -> None:
     cache: dict[str, dict] = {}
-    store = type("Cache", (), {"get": lambda self, k: cache.get(k), "put": lambda self, k, v: cache.__setitem__(k, v)})()
-    with FakeOpenAIServer([Reply(text=" The label under the device. ", prompt_tokens=90, completion_tokens=6)]) as server:
+    store = type("Cache", (),
+                 {"get": lambda self, k: cache.get(k), "put": lambda self, k, v: cache.__setitem__(k, v)})()
+    with FakeOpenAIServer([Reply(text=" The label under the device. ", prompt_tokens=90,
+                                 completion_tokens=6)]) as server:
         target = prepared(index_dir, cache=store, generator="openai", base_url=server.base_url, model="gpt-test",
                           api_key_env="", temperature=0.2, max_tokens=64, context_top_k=2, **FAST)
         first = target.answer(ROUTER)

@@ -28,7 +28,8 @@ def resolve_target(store: Store, principal: Principal, knowledge_base_id: str | 
                    rerank_id: str | None) -> tuple[TargetConfig, dict[str, str]]:
     """The configuration of an evaluation task: a copy of knowledge_base_id (or the defaults), then overlays,
     then the operator's default chat and rerank models where no id chose one; and what each role got."""
-    config = saved_target(store, principal, knowledge_base_id, "knowledge_base_id") if knowledge_base_id else TargetConfig()
+    config = (saved_target(store, principal, knowledge_base_id, "knowledge_base_id") if knowledge_base_id
+              else TargetConfig())
     for ident, (field, groups) in zip((chat_id, rerank_id), OVERLAYS, strict=True):
         if ident:
             config = config.overlay(saved_target(store, principal, ident, field), *groups)

@@ -75,7 +75,8 @@ def campaign_json(campaign: Campaign) -> dict[str, Any]:
 
 def aggregates_json(store: Store, campaign_id: str, principal: Principal) -> dict[str, Any]:
     """The campaign's aggregates as JSON."""
-    return {name: value.to_dict() for name, value in campaign_aggregates(store, campaign_id, principal=principal).items()}
+    return {name: value.to_dict()
+            for name, value in campaign_aggregates(store, campaign_id, principal=principal).items()}
 
 
 @router.get("/campaigns", response_model=Ok[CampaignList], summary="The tenant's campaigns, newest first")
@@ -125,7 +126,8 @@ def recompute(request: Request, campaign_id: CampaignId, principal: Admin) -> di
 
 
 @router.get("/campaigns/{campaign_id}/results", response_model=Ok[ResultsPage], summary="Per-question results, paged")
-def results(request: Request, campaign_id: CampaignId, principal: Viewer, offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+def results(request: Request, campaign_id: CampaignId, principal: Viewer,
+            offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
             limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100, names: FieldNames = None) -> dict[str, Any]:
     """In question order; `finished` counts the stored results, `total` the campaign's questions.
 

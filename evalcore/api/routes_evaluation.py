@@ -30,8 +30,10 @@ class EvaluationRequest(RunSettings):
     """An evaluation task request; every field optional."""
 
     dataset_id: str = Field(default="default", description="folder under the dataset root ('default' is its samples)")
-    knowledge_base_id: str | None = Field(default=None, description="saved target configuration whose settings are copied")
-    chat_id: str | None = Field(default=None, description="saved target configuration whose generation settings are used")
+    knowledge_base_id: str | None = Field(default=None,
+                                          description="saved target configuration whose settings are copied")
+    chat_id: str | None = Field(default=None,
+                                description="saved target configuration whose generation settings are used")
     rerank_id: str | None = Field(default=None, description="saved target configuration whose rerank settings are used")
 
 
@@ -123,7 +125,8 @@ def create_evaluation(request: Request, principal: Admin,
 
 
 @router.get("", response_model=DetailResponse, summary="Read a task: status, progress, configuration, metrics")
-def read_evaluation(request: Request, task_id: Annotated[str, Query(max_length=300)], principal: Viewer) -> dict[str, Any]:
+def read_evaluation(request: Request, task_id: Annotated[str, Query(max_length=300)],
+                    principal: Viewer) -> dict[str, Any]:
     """An evaluation task in detail; a metric absent from every question is null."""
     store = request.app.state.store
     campaign = campaign_of(request, task_id, principal, "evaluation task")

@@ -161,7 +161,8 @@ class QuestionResultOut(Out):
     diagnosis: str | None = Field(None, description=DIAGNOSIS)
     queries: list[str] = Field(default=[], description="the texts a query transformation retrieved with (a rewrite, "
                                                        "the multi-query rewrites, a HyDE passage); empty without one")
-    flat: dict[str, Any] | None = Field(None, description="with ?names=: each judge's result as flat fields (evaluator: "
+    flat: dict[str, Any] | None = Field(None,
+                                        description="with ?names=: each judge's result as flat fields (evaluator: "
                                         "gpt_retrieval, retrieval_reason, response_completeness_result, "
                                         "groundedness_pro_label...; project: our names), then <measure>_result")
 

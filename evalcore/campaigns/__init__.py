@@ -29,6 +29,7 @@ from evalcore.store import Conflict, NotFound
 __all__ = [
     "ACTIVE", "Aggregate", "Campaign", "CampaignManager", "CampaignStatus", "Conflict", "NotFound", "Outcome",
     "Progress", "Question", "QuestionResult", "RunOptions", "Source", "Summary", "Tokens", "campaign_aggregates",
-    "campaign_diagnosis", "campaign_results", "campaign_summary", "find_campaign", "get_campaign", "get_manager", "list_campaigns",
+    "campaign_diagnosis", "campaign_results", "campaign_summary", "find_campaign", "get_campaign", "get_manager",
+    "list_campaigns",
     "new_campaign_id",
 ]

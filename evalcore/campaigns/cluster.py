@@ -215,7 +215,8 @@ class DaskExecutor(Tracked):
                    for number, worker in enumerate(workers)}
         while True:
             done = [future for future in futures if future.done()]
-            progress(len(done), len(futures), "preparing the workers")  # raises when the campaign is cancelled meanwhile
+            # Raises when the campaign is cancelled meanwhile.
+            progress(len(done), len(futures), "preparing the workers")
             for future in done:
                 if future.status == "error":
                     raise worker_problem(future.exception(), "the target could not be built on a Dask worker",

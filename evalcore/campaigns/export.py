@@ -17,7 +17,8 @@ FIXED_COLUMNS = ("qid", "question", "expected_answer", "answer", "sources", "err
                  "prompt_tokens", "completion_tokens", "attempts", "queries")
 
 
-def judge_fields(outcome: Outcome, names: str = "project", marks: Mapping[str, float] | None = None) -> dict[str, object]:
+def judge_fields(outcome: Outcome, names: str = "project",
+                 marks: Mapping[str, float] | None = None) -> dict[str, object]:
     """Per judge, its flat fields (`judges.flat_fields`: ours, or names="evaluator" for the evaluators'
     documented names); then `<measure>_result` of the measures with a pass mark (graded retrieval), each with
     the `<measure>_threshold` it used (`marks`: the campaign's, by graded measure; None when not recorded)."""
@@ -75,7 +76,8 @@ def export_trec(store: Store, campaign_id: str, names: str = "project") -> str:
     lines = []
     for r in campaign_results(store, campaign_id):
         pids = list(dict.fromkeys(hit.pid for hit in r.outcome.retrieved if hit.pid is not None))
-        lines += [f"{r.question.qid} Q0 {pid} {rank} {len(pids) - rank + 1} {tag}\n" for rank, pid in enumerate(pids, 1)]
+        lines += [f"{r.question.qid} Q0 {pid} {rank} {len(pids) - rank + 1} {tag}\n"
+                  for rank, pid in enumerate(pids, 1)]
     return "".join(lines)
 
 

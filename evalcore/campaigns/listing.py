@@ -61,7 +61,8 @@ class Settings:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
-        return {"retriever": self.retriever, "reranker": self.reranker, "generator": self.generator, "top_k": self.top_k}
+        return {"retriever": self.retriever, "reranker": self.reranker, "generator": self.generator,
+                "top_k": self.top_k}
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,8 @@ def is_remote(config: TargetConfig) -> bool:
 
 def uses_local_model(config: TargetConfig) -> bool:
     """Whether answering runs the in-process model, which answers one call at a time."""
-    return config.kind == "rag" and (config.generator == "local" or (config.reranker == "llm" and not config.rerank_url))
+    return config.kind == "rag" and (config.generator == "local"
+                                     or (config.reranker == "llm" and not config.rerank_url))
 
 
 def default_concurrency(config: TargetConfig) -> int:
@@ -132,7 +133,8 @@ def dataset_tag(ref: str) -> str:
 
 
 def load_corpus(ref: str, expected_hash: str | None, root: Path | None = None) -> Dataset:
-    """Load a dataset (an id under `root`, default dataset/, or a path); when resuming, refuse one whose content changed."""
+    """Load a dataset (an id under `root`, default dataset/, or a path); when resuming, refuse one whose content
+    changed."""
     dataset = load_dataset(ref, root)
     if expected_hash and dataset.content_hash != expected_hash:
         raise EvalError(
@@ -169,7 +171,8 @@ def insert_questions(conn: Connection, campaign_id: str, questions: list[Questio
 def stored_questions(store: Store, campaign_id: str, only: str) -> list[Question]:
     """Snapshot questions still to run: `missing` (no result) or `failed` (result with an error)."""
     condition = {
-        "missing": "NOT EXISTS (SELECT 1 FROM results r WHERE r.campaign_id = q.campaign_id AND r.position = q.position)",
+        "missing": "NOT EXISTS (SELECT 1 FROM results r WHERE r.campaign_id = q.campaign_id AND r.position = "
+                   "q.position)",
         "failed": "EXISTS (SELECT 1 FROM results r WHERE r.campaign_id = q.campaign_id AND r.position = q.position "
                   "AND r.error IS NOT NULL)",
     }[only]

@@ -19,7 +19,8 @@ def get_campaign(store: Store, campaign_id: str, tenant: str | None = None, *,
     tenant = scope(principal, tenant)
     rows = store.read(f"SELECT {Campaign.COLUMNS} FROM campaigns WHERE id = ?", (campaign_id,))
     if not rows or not owned(rows[0]["tenant"], tenant):
-        raise NotFound(f"no campaign {campaign_id!r}", where="campaign", fix="list them with `python -m evalcore campaigns list`")
+        raise NotFound(f"no campaign {campaign_id!r}", where="campaign",
+                       fix="list them with `python -m evalcore campaigns list`")
     return Campaign.from_row(rows[0])
 
 

@@ -210,7 +210,8 @@ class Campaign:
     def from_row(cls, row: Row) -> Campaign:
         """From a campaigns row (JSON columns decoded)."""
         return cls(
-            id=row["id"], name=row["name"] or row["id"], tenant=row["tenant"], kind=row["kind"], source=row["source"], suite_id=row["suite_id"],
+            id=row["id"], name=row["name"] or row["id"], tenant=row["tenant"], kind=row["kind"], source=row["source"],
+            suite_id=row["suite_id"],
             target_id=row["target_id"], status=CampaignStatus(row["status"]), error=row["error"], total=row["total"],
             finished=row["finished"], failed=row["failed"], created_at=row["created_at"],
             started_at=row["started_at"], ended_at=row["ended_at"], heartbeat=row["heartbeat"],
@@ -262,7 +263,8 @@ class Question:
         """From a campaign_questions row."""
         relevant = json.loads(row["relevant"]) if row["relevant"] is not None else None
         return cls(row["position"], row["qid"], row["question"], row["expected_answer"],
-                   tuple(json.loads(row["refs"])), {int(k): v for k, v in relevant.items()} if relevant is not None else None,
+                   tuple(json.loads(row["refs"])),
+                   {int(k): v for k, v in relevant.items()} if relevant is not None else None,
                    tuple(json.loads(row["expected_sources"])),
                    None if row["answerable"] is None else bool(row["answerable"]))
 

@@ -160,7 +160,8 @@ class ResultWriter:
             raise NotOwner(self.campaign_id)
         positions = [row[1] for row in rows]
         marks = ",".join("?" * len(positions))
-        before = conn.execute(f"SELECT count(*), count(error) FROM results WHERE campaign_id = ? AND position IN ({marks})",
+        before = conn.execute("SELECT count(*), count(error) FROM results WHERE campaign_id = ? AND position IN "
+                              f"({marks})",
                               (self.campaign_id, *positions)).fetchone()
         conn.executemany("INSERT INTO campaign_passages (campaign_id, key, pid, source, title, text) "
                          "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", passages)

@@ -142,7 +142,8 @@ class Runner:
             self._stage = (step, done, total, *pace)
             if new_step or done == total or now - self._stage_written >= 0.5:
                 self._stage_written = now
-                self._update(f"UPDATE campaigns SET {STAGE_COLUMNS} WHERE id = ?", (*self._stage, self.plan.campaign_id))
+                self._update(f"UPDATE campaigns SET {STAGE_COLUMNS} WHERE id = ?",
+                             (*self._stage, self.plan.campaign_id))
 
     def _questions_start(self) -> None:
         """The index is ready: no stage any more, and the questions' rate counts from now."""
@@ -243,7 +244,8 @@ class Runner:
         # While questions run, each heartbeat samples their count: the pace the time left counts down from.
         now = time.time()
         self._update("UPDATE campaigns SET heartbeat = ?, cache_hits = ?, pace_rate = ?, pace_at = ?, pace_done = ? "
-                     "WHERE id = ?", (now, self._cache_hits(), *self._pace.sample(now, rows[0]["finished"]), campaign_id))
+                     "WHERE id = ?",
+                     (now, self._cache_hits(), *self._pace.sample(now, rows[0]["finished"]), campaign_id))
 
     def _finish(self, status: CampaignStatus, error: str | None) -> None:
         now = time.time()

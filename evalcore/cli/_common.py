@@ -28,7 +28,8 @@ def add_execution_options(parser: argparse.ArgumentParser) -> None:
                         help="local: threads of this process; dask: the workers of a Dask cluster "
                              "(default: the configuration's executor key, else local)")
     parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                        help="the Dask scheduler (default: the configuration's scheduler key, else $EVALCORE_DASK_SCHEDULER)")
+                        help="the Dask scheduler (default: the configuration's scheduler key, else "
+                             "$EVALCORE_DASK_SCHEDULER)")
 
 
 def run_on(args: argparse.Namespace) -> tuple[str | None, str | None]:

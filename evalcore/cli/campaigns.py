@@ -83,7 +83,8 @@ def register(commands: Commands) -> None:
     export.add_argument("--out", type=Path, metavar="FILE", help="write here instead of standard output")
     export.add_argument("--names", choices=FIELD_NAMES, default="project",
                         help="the judges' flat fields: project (score, completeness, groundedness_pro) or evaluator "
-                        "(the evaluators' documented names: gpt_retrieval, response_completeness, groundedness_pro_label)")
+                        "(the evaluators' documented names: gpt_retrieval, response_completeness, "
+                        "groundedness_pro_label)")
     add_db_option(export)
     export.set_defaults(handler=export_command)
 
@@ -107,7 +108,8 @@ def list_command(args: argparse.Namespace) -> int:
 def _list_cells(row: CampaignRow, measures: list[str]) -> tuple[str, ...]:
     c, s = row.campaign, row.settings
     means = tuple("-" if row.headline.get(name) is None else f"{row.headline[name]:.3f}" for name in measures)
-    return (c.name, f"{c.kind} {row.source_name}", c.status_text, time.strftime("%Y-%m-%d %H:%M", time.localtime(c.created_at)),
+    return (c.name, f"{c.kind} {row.source_name}", c.status_text,
+            time.strftime("%Y-%m-%d %H:%M", time.localtime(c.created_at)),
             f"{c.finished}/{c.total}", s.retriever, s.reranker, s.generator, "-" if s.top_k is None else str(s.top_k),
             *means, c.id)
 
@@ -131,7 +133,8 @@ def show_command(args: argparse.Namespace) -> int:
     [row] = campaign_rows(store, campaigns=[campaign], means={})  # the dataset or the suite by name
     print(f"campaign {campaign.id} {campaign.name!r} ({campaign.kind} {row.source_name}, tenant {campaign.tenant})")
     changed = _changed(campaign.config)
-    print(f"configuration (changed from defaults): {json.dumps(changed, ensure_ascii=False) if changed else 'defaults'}")
+    print("configuration (changed from defaults): "
+          f"{json.dumps(changed, ensure_ascii=False) if changed else 'defaults'}")
     print(format_report(report))
     failures = [r for r in campaign_results(store, args.id) if r.outcome.error]
     for result in failures[:10]:

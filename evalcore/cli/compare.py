@@ -197,7 +197,8 @@ def format_comparison(comparison: Comparison, names: dict[str, str] | None = Non
                      f"measure could show, and the questions needed to see ±{comparison.effect:g}")
         lines += [f"  {m.measure:28} {power_line(m)}" for m in comparison.measures if not m.unchanged]
         if comparison.unchanged:
-            lines.append(f"  the same in A and B on every question (nothing to test): {', '.join(comparison.unchanged)}")
+            lines.append("  the same in A and B on every question (nothing to test): "
+                         f"{', '.join(comparison.unchanged)}")
     for q in comparison.questions:
         if q.verdict in SHOWN_VERDICTS:
             lines.append(question_line(q))

@@ -71,7 +71,8 @@ def register(commands: Commands) -> None:
     parser.add_argument("--config", type=Path, metavar="FILE.toml", help="target configuration (default: built-in)")
     parser.add_argument("--target", metavar="ID", help="saved target configuration id (instead of --config)")
     add_db_option(parser)
-    parser.add_argument("--concurrency", type=int, metavar="N", help="questions in flight (default: cores - 1, or 8 for remote models)")
+    parser.add_argument("--concurrency", type=int, metavar="N",
+                        help="questions in flight (default: cores - 1, or 8 for remote models)")
     parser.add_argument("--no-cache", action="store_true", help="do not reuse cached model replies")
     parser.add_argument("--judge", action="extend", nargs="+", default=[], metavar="NAME",
                         help=f"LLM judges to run on each answer: {', '.join(JUDGES)}")
@@ -92,7 +93,8 @@ def register(commands: Commands) -> None:
         judging.add_argument("--" + key.replace("_", "-"), dest=key, type=type(KEYS[key].default),
                              metavar=key.removeprefix("judge_").upper(), help=KEYS[key].help)
     judging.add_argument("--judge-threshold", action="append", default=[], metavar="NAME=V",
-                         help=f"pass mark of a judge on {LOWEST}-{HIGHEST} (default {PASS_MARK:g}), e.g. score=4; repeatable")
+                         help=f"pass mark of a judge on {LOWEST}-{HIGHEST} (default {PASS_MARK:g}), e.g. score=4; "
+                              "repeatable")
     judging.add_argument("--judge-prompt", action="append", default=[], metavar="NAME=FILE",
                          help="a judge's own prompt for this campaign, read from a file in the shape of the "
                               "built-in ones, e.g. score=prompts/score.txt; repeatable")
@@ -236,7 +238,8 @@ def launch(manager: CampaignManager, request: LaunchRequest, *, as_json: bool) -
     """Launch one campaign, after printing what it runs (and on which data)."""
     config, out = request.config or TargetConfig(), sys.stderr if as_json else sys.stdout
     print(f"configuration: {config.describe()}; changed from the defaults: "
-          f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}", file=out, flush=True)
+          f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}", file=out,
+          flush=True)
     if request.dataset is not None:
         print(f"dataset {dataset_stats(load_dataset(request.dataset)).summary()}", file=out, flush=True)
     if (request.judges or config.rubrics) and judged_locally(config):

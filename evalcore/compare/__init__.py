@@ -12,5 +12,6 @@ from evalcore.compare.saved import results_version
 from evalcore.compare.sweep import Sweep, SweepRow, compare_sweep, sweep_results
 
 __all__ = ["CampaignHeader", "Comparison", "MeasureDelta", "Paired", "QuestionDiff", "Sweep", "SweepRow",
-           "compare_campaigns", "compare_results", "compare_sweep", "compare_with_previous", "question_key", "results_version", "row_values",
+           "compare_campaigns", "compare_results", "compare_sweep", "compare_with_previous", "question_key",
+           "results_version", "row_values",
            "sweep_results"]

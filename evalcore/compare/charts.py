@@ -62,7 +62,8 @@ NEUTRAL = "count (neither better nor worse)"  # the colour class of a count's ch
 DIRECTION_COLORS = {"better": GREEN, "worse": RED, "no difference": GREY, NEUTRAL: "#1565c0"}
 DIRECTION_SCALE = {"domain": list(DIRECTION_COLORS), "range": list(DIRECTION_COLORS.values())}
 DELTA_TITLE = "B − A per measure, each scale on its own axis (95% paired bootstrap interval; * p < 0.05)"
-ROW_PX = 32  # height of one measure's row in the dashboard's delta chart: its label above its point clears the row above
+# Height of one measure's row in the dashboard's delta chart: its label above its point clears the row above.
+ROW_PX = 32
 
 
 def ordered(comparison: Comparison) -> list[MeasureDelta]:
@@ -124,7 +125,8 @@ def delta_figure(comparison: Comparison, context: ExportContext) -> go.Figure:
     sizes = [max(int((points["scale"] == group).sum()), 1) for group in groups]
     note = textwrap.wrap(unchanged_line(comparison), LINE_IN_CHART)
     plot = 40 * sum(sizes) + 85 * (len(groups) - 1)
-    figure = make_subplots(rows=len(groups), cols=1, row_heights=sizes, vertical_spacing=85 / plot if len(groups) > 1 else 0,
+    figure = make_subplots(rows=len(groups), cols=1, row_heights=sizes,
+                           vertical_spacing=85 / plot if len(groups) > 1 else 0,
                            subplot_titles=[chart_text(group) for group in groups])
     for row, group in enumerate(groups, start=1):
         delta_trace(figure, points[points["scale"] == group].iloc[::-1], row)  # Plotly draws the first at the bottom
@@ -244,7 +246,8 @@ def scatter_context(values: Paired, measure: str, context: ExportContext, delta:
     """The comparison's context with the scatter's n and, when known, the measure's test and difference."""
     context = context.with_fact(shown("n", f"{len(values.qids):,} questions with {measure} in both"))
     if delta is not None:
-        context = context.with_fact(Fact("test", delta.test, f"{delta.test}: B − A {delta.delta:+.4f}, p = {delta.p_value:.3g}"))
+        context = context.with_fact(Fact("test", delta.test,
+                                         f"{delta.test}: B − A {delta.delta:+.4f}, p = {delta.p_value:.3g}"))
     return context
 
 
@@ -293,7 +296,8 @@ def series_spec(sweep: Sweep, measure: str, context: ExportContext) -> Spec:
     """The sweep's series for the dashboard (Vega-Lite): the measure's mean and interval per swept value."""
     rows = [{"x": str(point["x"]), "mean": point["mean"],
              "low": point["mean"] if point["ci_low"] is None else point["ci_low"],
-             "high": point["mean"] if point["ci_high"] is None else point["ci_high"]} for point in sweep.series[measure]]
+             "high": point["mean"] if point["ci_high"] is None else point["ci_high"]}
+            for point in sweep.series[measure]]
     x = {"field": "x", "type": "ordinal", "sort": [row["x"] for row in rows], "title": sweep.key or "campaign",
          "axis": {"labelAngle": 0}}
     y = {"field": "mean", "type": "quantitative", "title": measure, "scale": {"zero": False}}

@@ -44,7 +44,8 @@ def is_number(value: object) -> bool:
 def row_values(result: QuestionResult) -> dict[str, float]:
     """Every measure of a result, judges included (`judge.X` and the pass/fail rate `judge.X:pass`)."""
     # is_number inline: a comparison calls this for every measure of every row.
-    values = {k: float(v) for k, v in result.outcome.measures.items() if isinstance(v, (int, float)) and not math.isnan(v)}
+    values = {k: float(v) for k, v in result.outcome.measures.items()
+              if isinstance(v, (int, float)) and not math.isnan(v)}
     for name, verdict in result.outcome.judges.items():
         if verdict.score is not None and is_number(verdict.score):
             values.setdefault(f"judge.{name}", float(verdict.score))
@@ -79,12 +80,14 @@ def verdict(a_row: QuestionResult, b_row: QuestionResult, a_values: Values, b_va
 
 def relevant_pids(result: QuestionResult) -> set[int]:
     """Passage ids labelled relevant (label >= 1) for this question."""
-    return {int(pid) for pid, label in (result.question.relevant or {}).items() if is_number(label) and is_relevant(label)}
+    return {int(pid) for pid, label in (result.question.relevant or {}).items()
+            if is_number(label) and is_relevant(label)}
 
 
 def retrieved_pids(result: QuestionResult, among: set[int]) -> dict[int, str]:
     """Retrieved passage id -> title, in rank order, of the passages among these ids."""
-    return {int(hit.pid): hit.title for hit in result.outcome.retrieved if hit.pid is not None and int(hit.pid) in among}
+    return {int(hit.pid): hit.title for hit in result.outcome.retrieved
+            if hit.pid is not None and int(hit.pid) in among}
 
 
 def found_sources(result: QuestionResult) -> set[str]:
@@ -261,7 +264,8 @@ def is_binary(name: str, values: Paired) -> bool:
 def config_diff(a: Campaign, b: Campaign) -> dict[str, list[Any]]:
     """Keys of the system under test whose values differ: key -> [value in A, value in B] (where it ran is none)."""
     mine, theirs = under_test(a.config), under_test(b.config)
-    return {k: [mine.get(k), theirs.get(k)] for k in sorted(mine.keys() | theirs.keys()) if mine.get(k) != theirs.get(k)}
+    return {k: [mine.get(k), theirs.get(k)] for k in sorted(mine.keys() | theirs.keys())
+            if mine.get(k) != theirs.get(k)}
 
 
 def judge_setups(rows: list[QuestionResult]) -> dict[str, set[tuple[str, str]]]:

@@ -34,7 +34,8 @@ CONTEXT_PREFIX = "context: "  # the header of a CSV's context columns: `context:
 
 @dataclass(frozen=True)
 class Fact:
-    """One line of context: its label, its full value (one line of text) and what a chart shows of it (None: nothing)."""
+    """One line of context: its label, its full value (one line of text) and what a chart shows of it (None:
+    nothing)."""
 
     label: str
     value: str
@@ -82,7 +83,8 @@ class ExportContext:
         return lines
 
     def file_stem(self, kind: str, detail: str = "") -> str:
-        """A file name without its extension: `<kind>_<stem>[_<detail>]_<date>`, e.g. `compare_bm25_vs_hybrid_2025-06-01`."""
+        """A file name without its extension: `<kind>_<stem>[_<detail>]_<date>`, e.g.
+        `compare_bm25_vs_hybrid_2025-06-01`."""
         return "_".join(part for part in (kind, self.stem, slug(detail), self.date) if part)
 
 

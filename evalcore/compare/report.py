@@ -145,7 +145,8 @@ def campaigns_table(a: Campaign, b: Campaign, sources: dict[Group, str]) -> str:
 
     fields = ["name", "id", "questions", "status", "finished", "failed", "created", "ended", "dataset content hash",
               "judges"]
-    return table(["", "A (baseline)", "B (candidate)"], [(f, x, y) for f, x, y in zip(fields, row(a), row(b), strict=False)])
+    return table(["", "A (baseline)", "B (candidate)"],
+                 [(f, x, y) for f, x, y in zip(fields, row(a), row(b), strict=False)])
 
 
 def when(timestamp: float | None) -> str:
@@ -225,7 +226,8 @@ def questions_section(comparison: Comparison, names: str = "project") -> str:
     rank = {v: i for i, v in enumerate(VERDICT_ORDER)}
     questions = sorted(comparison.questions, key=lambda q: rank.get(q.verdict, len(rank)))
     return (f"<h2>Questions ({len(questions):,}; changed verdicts first)</h2>"
-            + frame_table(question_frame(questions), long=["question", "answer A", "answer B", "queries A", "queries B"])
+            + frame_table(question_frame(questions),
+                          long=["question", "answer A", "answer B", "queries A", "queries B"])
             + judges_table(questions, names))
 
 

@@ -129,7 +129,8 @@ def _read_table(path: Path, name: str, problems: _Problems) -> pa.Table | None:
         problems.add(file.name, f"not a readable Parquet file ({_arrow_reason(error)})")
         return None
     if name in _NON_EMPTY and table.num_rows == 0:
-        problems.add(file.name, f"no rows (a dataset needs at least one {'question' if name == 'queries' else 'passage'})")
+        problems.add(file.name,
+                     f"no rows (a dataset needs at least one {'question' if name == 'queries' else 'passage'})")
     return table
 
 
@@ -152,7 +153,8 @@ def _int_column(table: pa.Table, file: str, column: str, problems: _Problems) ->
         if value is None or isinstance(value, bool):
             bad.append((row, f"found {value!r}, expected an integer id"))
         elif number is None or not _INT64[0] <= number <= _INT64[1]:
-            bad.append((row, f"found {value!r} ({kind}), expected an int64 id or a string of digits in the int64 range"))
+            bad.append((row,
+                        f"found {value!r} ({kind}), expected an int64 id or a string of digits in the int64 range"))
         else:
             out.append(number)
     return out if problems.rows(file, column, bad) else None
@@ -245,7 +247,8 @@ def load_dataset(ref: str | Path, root: Path | None = None, *, allow_paths: bool
     tables = {name: _read_table(path, name, problems) for name in FILES}
     parsed = _parse(tables, problems) if not problems.lines else None
     if problems.lines or parsed is None or digest is None:
-        raise EvalError(f"invalid dataset {path}", where=str(path), problems=[f"{path.name}/{line}" for line in problems.lines])
+        raise EvalError(f"invalid dataset {path}", where=str(path),
+                        problems=[f"{path.name}/{line}" for line in problems.lines])
     passages, questions, has_titles = parsed
     name = path.name if path.name != DEFAULT_DATASET else "default"
     dataset = Dataset(name=name, path=path, content_hash=digest, passages=passages,
@@ -257,13 +260,15 @@ def load_dataset(ref: str | Path, root: Path | None = None, *, allow_paths: bool
     return dataset
 
 
-def _parse(tables: dict[str, pa.Table | None], problems: _Problems) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool] | None:
+def _parse(tables: dict[str, pa.Table | None],
+           problems: _Problems) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool] | None:
     columns: dict[str, dict[str, list[Any] | None]] = {}
     for name, table in tables.items():
         if table is None:  # already reported by _read_table
             return None
         file = f"{name}.parquet"
-        id_columns, text_columns = (("id",), ("text",)) if name in ("queries", "corpus", "answers") else (_REQUIRED[name], ())
+        id_columns, text_columns = ((("id",), ("text",)) if name in ("queries", "corpus", "answers")
+                                    else (_REQUIRED[name], ()))
         columns[name] = {c: _int_column(table, file, c, problems) for c in id_columns}
         columns[name].update({c: _text_column(table, file, c, problems) for c in text_columns})
     if problems.lines:  # a None column was reported
@@ -310,9 +315,11 @@ def _titles(corpus: pa.Table, problems: _Problems) -> list[str] | None:
     return [value or "" for value in values] if problems.rows("corpus.parquet", "title", bad) else None
 
 
-def _assemble(columns: dict[str, dict[str, list[Any]]], labels: list[int], titles: list[str]) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool]:
+def _assemble(columns: dict[str, dict[str, list[Any]]], labels: list[int],
+              titles: list[str]) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool]:
     corpus = columns["corpus"]
-    passages = tuple(Passage(pid, text, title) for pid, text, title in zip(corpus["id"], corpus["text"], titles, strict=False))
+    passages = tuple(Passage(pid, text, title)
+                     for pid, text, title in zip(corpus["id"], corpus["text"], titles, strict=False))
     qrels: dict[int, dict[int, int]] = {}
     for qid, pid, label in zip(columns["qrels"]["qid"], columns["qrels"]["pid"], labels, strict=False):
         qrels.setdefault(qid, {})[pid] = max(label, qrels.get(qid, {}).get(pid, label))

@@ -52,13 +52,15 @@ class GradedScale(NamedTuple):
         return f"{self.label_min}-{self.label_max}"
 
     def marks(self) -> dict[str, float]:
-        """Every measure's pass mark on this scale: the configured ones (by any accepted name), defaults for the rest."""
+        """Every measure's pass mark on this scale: the configured ones (by any accepted name), defaults for the
+        rest."""
         configured = {threshold_measure(name): value for name, value in self.thresholds.items()}
         return default_thresholds(self.label_min, self.label_max) | configured
 
 
 def default_thresholds(label_min: int, label_max: int) -> dict[str, float]:
-    """Pass marks that mean something on the configured scale (a top-1 pass mark of 50 on a 0..4 scale would never pass).
+    """Pass marks that mean something on the configured scale (a top-1 pass mark of 50 on a 0..4 scale would
+    never pass).
 
     Top-1 and top-3 relevance pass at the label three quarters up the scale, rounded up (3 on 0..4,
     4 on 1..5); the totals pass when there is at least one document (a sanity check, not a quality mark).
@@ -90,7 +92,8 @@ def threshold_measure(name: str) -> str:
 
 
 def current_name(name: str) -> str:
-    """A stored measure name (`graded.total_groundtruth_documents`), or a signature starting with one, under its documented name."""
+    """A stored measure name (`graded.total_groundtruth_documents`), or a signature starting with one, under its
+    documented name."""
     measure, bar, settings = name.partition("|")
     head, dot, tail = measure.rpartition(".")
     return head + dot + RENAMED.get(tail, tail) + bar + settings

@@ -299,7 +299,8 @@ def judge_abstention(scores: Scores, *, answer: str | None, answerable: bool | N
 
 def abstention_measures(answer: str | None, answerable: bool | None, fallback_answer: str = "",
                         refused: bool | None = None) -> Scores:
-    """The abstention measures that apply, with their signatures (`match:judge` when the refusal judge's reading is given)."""
+    """The abstention measures that apply, with their signatures (`match:judge` when the refusal judge's reading
+    is given)."""
     values = abstention_scores(answer, answerable, fallback_answer, refused_by_judge=refused)
     signatures = {name: _default_signature(name) if refused is None else signature(name, match="judge")
                   for name in values}

@@ -71,7 +71,8 @@ def _query_codes(first: pa.ChunkedArray, second: pa.ChunkedArray) -> tuple[np.nd
     hashed (100,000 instead of 10 million for a deep run); the others repeat its code.
     """
     (first_rows, first_ids), (second_rows, second_ids) = _heads(first), _heads(second)
-    encoded = pc.dictionary_encode(pa.chunked_array(first_ids.chunks + second_ids.chunks, type=first.type).combine_chunks())
+    encoded = pc.dictionary_encode(pa.chunked_array(first_ids.chunks + second_ids.chunks, type=first.type)
+                                   .combine_chunks())
     codes = encoded.indices.to_numpy(zero_copy_only=False)
     split = [codes[: len(first_rows)], codes[len(first_rows) :]]
     repeated = [
@@ -274,7 +275,8 @@ def _first_occurrences(run_q: np.ndarray, run_d: np.ndarray) -> np.ndarray:
     suspects = np.flatnonzero(np.isin(_mixed(run_q, run_d), repeated))
     seen: set[tuple[int, int]] = set()
     # The mixed value can collide, so suspects are settled on the exact pair (they are few).
-    for row, pair in zip(suspects.tolist(), zip(run_q[suspects].tolist(), run_d[suspects].tolist(), strict=False), strict=False):
+    for row, pair in zip(suspects.tolist(), zip(run_q[suspects].tolist(), run_d[suspects].tolist(), strict=False),
+                         strict=False):
         keep[row] = pair not in seen
         seen.add(pair)
     return keep

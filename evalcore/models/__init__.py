@@ -21,7 +21,8 @@ from evalcore.models.local import LOCAL_INSTALL, LOCAL_MODEL_NAME, LocalChatMode
 from evalcore.models.openai import OpenAIChatModel
 
 __all__ = [
-    "LOCAL_INSTALL", "LOCAL_MODEL_NAME", "CallCache", "ChatModel", "ChatReply", "ContextOverflow", "LocalChatModel", "Message", "Meter", "ModelError",
+    "LOCAL_INSTALL", "LOCAL_MODEL_NAME", "CallCache", "ChatModel", "ChatReply", "ContextOverflow", "LocalChatModel",
+    "Message", "Meter", "ModelError",
     "OpenAIChatModel", "ReplyTooLarge", "backoff_delay", "cache_key", "cached_chat", "check_reachable", "departures",
     "local_model_path", "metered", "new_client", "overflowed", "post_json", "refuse_long_reply", "reply_byte_limit",
 ]

@@ -341,7 +341,8 @@ def check_reachable(client: HttpClient, url: str, headers: dict[str, str], timeo
         client.request("GET", url, None, headers, min(timeout, 10.0), limit=1 << 16)
     except (OSError, http.client.HTTPException) as error:
         reason = "ConnectTimeout" if isinstance(error, Timeout) else type(error).__name__
-        raise EvalError(f"unreachable ({reason}: {error})", where=url, fix=f"start the server or correct {key}") from None
+        raise EvalError(f"unreachable ({reason}: {error})", where=url,
+                        fix=f"start the server or correct {key}") from None
 
 
 def new_client() -> HttpClient:

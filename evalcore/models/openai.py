@@ -47,7 +47,8 @@ def endpoint_url(base_url: str, path: str, *, deployment: str = "", api_version:
     prefix = parts.path.rstrip("/")
     if deployment:
         prefix += f"/openai/deployments/{quote(deployment, safe='')}"
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not (api_version and k == "api-version")]
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+             if not (api_version and k == "api-version")]
     query += [("api-version", api_version)] if api_version else []
     return urlunsplit((parts.scheme, parts.netloc, f"{prefix}/{path}", urlencode(query), ""))
 

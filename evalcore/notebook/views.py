@@ -168,7 +168,8 @@ class ComparisonView:
     def _repr_html_(self) -> str:
         c = self.comparison
         lines = [f"A {self._a.name} ({c.a.id}) → B {self._b.name} ({c.b.id})",
-                 "verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(c.verdicts.items())) + f" (by {c.basis_reason})",
+                 "verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(c.verdicts.items()))
+                 + f" (by {c.basis_reason})",
                  *(f"warning: {w}" for w in c.warnings + c.power_warnings)]
         columns = ["measure", "n", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "significant"]
         return heading("comparison", lines) + frame_html(self.measures()[columns])

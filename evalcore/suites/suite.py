@@ -86,7 +86,8 @@ def validate_cases(cases: Iterable[Case | Mapping[str, Any]]) -> tuple[Case, ...
     for number, case in enumerate(result, 1):
         question = case.question.strip()
         if not question:
-            raise EvalError("the question is required", where=f"case {number}", fix="write the question or remove the case")
+            raise EvalError("the question is required", where=f"case {number}",
+                            fix="write the question or remove the case")
         sources = tuple(s.strip() for s in case.expected_sources if s.strip())
         if len(sources) > MAX_SOURCES:
             raise EvalError(
@@ -172,7 +173,8 @@ def create_suite(store: Store, *, tenant: str = LOCAL_TENANT, name: str, target_
 
 def _replace(conn: Connection, suite_id: str, name: str, target_id: str, cases: tuple[Case, ...],
              now: float) -> None:
-    conn.execute("UPDATE suites SET name = ?, target_id = ?, updated_at = ? WHERE id = ?", (name, target_id, now, suite_id))
+    conn.execute("UPDATE suites SET name = ?, target_id = ?, updated_at = ? WHERE id = ?",
+                 (name, target_id, now, suite_id))
     conn.execute("DELETE FROM cases WHERE suite_id = ?", (suite_id,))
     _insert_cases(conn, suite_id, cases)
 
@@ -190,7 +192,8 @@ def _cases(store: Store, suite_id: str) -> tuple[Case, ...]:
 
 
 def _suite(store: Store, row: Row) -> Suite:
-    return Suite(row["id"], row["tenant"], row["name"], row["target_id"], _cases(store, row["id"]), row["created_at"], row["updated_at"])
+    return Suite(row["id"], row["tenant"], row["name"], row["target_id"], _cases(store, row["id"]), row["created_at"],
+                 row["updated_at"])
 
 
 def get_suite(store: Store, suite_id: str, tenant: str | None = None, *, principal: Principal | None = None) -> Suite:

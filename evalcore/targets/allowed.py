@@ -94,5 +94,6 @@ def check_request(config: TargetConfig) -> None:
     scheduler = scheduler_refusal(config)
     problems += [scheduler] if scheduler else []
     if problems:
-        raise Forbidden("; ".join(problems), fix=f"pick a listed scheduler and variable, or ask the operator to add yours to "
+        raise Forbidden("; ".join(problems),
+                        fix=f"pick a listed scheduler and variable, or ask the operator to add yours to "
                             f"{SCHEDULERS_SETTING} or {ENV_SETTING}")

