@@ -49,14 +49,17 @@ NEXT, PREVIOUS = "right", "left"  # keys of the labelling queue; each label has 
 def results_table(db: str, version: tuple[str, str], _results: list[QuestionResult]) -> pd.DataFrame:
     """The per-question overview (cached per campaign version): question, answer, error, measures, latency."""
     measures = [name for name in QUESTION_MEASURES if any(name in r.outcome.measures for r in _results)]
-    return pd.DataFrame([{"qid": r.question.qid, "question": ui.short(r.question.text), "answer": ui.short(r.outcome.answer),
-                          "error": ui.short(r.outcome.error) if r.outcome.error else "", "latency s": r.outcome.latency_s,
+    return pd.DataFrame([{"qid": r.question.qid, "question": ui.short(r.question.text),
+                          "answer": ui.short(r.outcome.answer),
+                          "error": ui.short(r.outcome.error) if r.outcome.error else "",
+                          "latency s": r.outcome.latency_s,
                           **{name: r.outcome.measures.get(name) for name in measures}} for r in _results],
                         columns=["qid", "question", "answer", "error", "latency s", *measures])
 
 
 def hit_mark(result: QuestionResult, hit: Retrieved) -> str:
-    """hit or miss by the qrels, else by the expected sources (as failure attribution decides); "—" when neither exists."""
+    """hit or miss by the qrels, else by the expected sources (as failure attribution decides); "—" when neither
+    exists."""
     relevant = relevance(result.question.relevant, result.question.expected_sources)
     return "—" if relevant is None else "hit" if relevant(hit) else "miss"
 
@@ -112,8 +115,8 @@ def show_result(result: QuestionResult) -> None:
         st.dataframe(pd.DataFrame(judges), hide_index=True)
     for note in outcome.notes:
         st.text(f"note: {note}")
-    st.caption(f"latency {ui.fmt_value(outcome.latency_s, 3)} s · tokens {outcome.prompt_tokens}+{outcome.completion_tokens}"
-               f" · attempts {result.attempts}")
+    st.caption(f"latency {ui.fmt_value(outcome.latency_s, 3)} s · tokens {outcome.prompt_tokens}"
+               f"+{outcome.completion_tokens} · attempts {result.attempts}")
 
 
 def stage_line(result: QuestionResult) -> str:
@@ -287,7 +290,8 @@ def questions_section(campaign: Campaign) -> None:
                   f"{'error' if results[i].outcome.error else 'ok'} · {ui.short(results[i].question.text, 100)}"
                   for i in shown}
         overview = results_table(ui.db_path(), ui.version(campaign), results)
-        picked = ui.table_picker("Question", overview.iloc[shown], labels, f"question-{chosen}", key=f"questions-{chosen}")
+        picked = ui.table_picker("Question", overview.iloc[shown], labels, f"question-{chosen}",
+                                 key=f"questions-{chosen}")
         show_result(next(results[i] for i in shown if str(results[i].question.position) == picked))
     else:
         st.caption("No question matches." if results else "No question has finished yet.")
@@ -377,7 +381,8 @@ def next_unlabelled(answered: list[QuestionResult], done: dict[int, Label], afte
 
 
 def show_for_labelling(result: QuestionResult, given: Label | None) -> None:
-    """What a person needs to judge: the question, the passages the answer was built from, the answer, the references."""
+    """What a person needs to judge: the question, the passages the answer was built from, the answer, the
+    references."""
     st.text(f"Question {result.question.qid}: {result.question.text}")
     for number, hit in enumerate(result.outcome.context, 1):
         st.text(f"[{number}] {hit.title or ''}\n{hit.text}")
@@ -445,7 +450,8 @@ names = "evaluator" if cols[3].checkbox(
     "Judge fields under the evaluators' names", key="export-names",
     help="gpt_retrieval, retrieval_reason, response_completeness_result, groundedness_pro_label… instead of "
     "score, completeness, groundedness_pro (CSV and JSONL)") else "project"
-for col, (fmt, mime, label, suffix) in zip(cols, (("csv", "text/csv", "CSV", "csv"), ("jsonl", "application/jsonl", "JSONL", "jsonl"),
-                                                  ("trec", "text/plain", "TREC run", "run.txt")), strict=False):
-    col.download_button(label, data=partial(export, fmt, names), file_name=f"{chosen}.{suffix}", mime=mime, key=f"export-{fmt}",
-                        on_click="ignore")
+FORMATS = (("csv", "text/csv", "CSV", "csv"), ("jsonl", "application/jsonl", "JSONL", "jsonl"),
+           ("trec", "text/plain", "TREC run", "run.txt"))
+for col, (fmt, mime, label, suffix) in zip(cols, FORMATS, strict=False):
+    col.download_button(label, data=partial(export, fmt, names), file_name=f"{chosen}.{suffix}", mime=mime,
+                        key=f"export-{fmt}", on_click="ignore")

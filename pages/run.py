@@ -72,7 +72,8 @@ def _config_input(name: str, value: Any, default: Any, key: str, disabled: bool,
     low, high = RANGES.get(name, (None, None))
     if isinstance(default, int) and not isinstance(default, bool):
         return st.number_input(label, value=int(value), step=1, **common,
-                               min_value=None if low is None else int(low), max_value=None if high is None else int(high))
+                               min_value=None if low is None else int(low),
+                               max_value=None if high is None else int(high))
     if isinstance(default, float):
         return st.number_input(label, value=float(value), step=0.05, format="%.3f", **common, min_value=low,
                                max_value=high)
@@ -102,11 +103,13 @@ def setting_label(name: str) -> str:
 
 def form_values(values: dict[str, Any]) -> dict[str, Any]:
     """The form's values with its table keys (JSON text) read as objects; EvalError names a bad one."""
-    return {name: _json_object(name, value) if isinstance(value, str) and isinstance(TargetConfig().to_dict()[name], dict)
-            else value for name, value in values.items()}
+    tables = {name for name, value in TargetConfig().to_dict().items() if isinstance(value, dict)}
+    return {name: _json_object(name, value) if isinstance(value, str) and name in tables else value
+            for name, value in values.items()}
 
 
-def judge_prompt_inputs(base: TargetConfig, key: str, disabled: bool, sample: tuple[str, list[str]] | None) -> dict[str, str]:
+def judge_prompt_inputs(base: TargetConfig, key: str, disabled: bool,
+                        sample: tuple[str, list[str]] | None) -> dict[str, str]:
     """The campaign's own judge prompts: each starts from the built-in text, is checked as it is typed, and
     previewed on the first question."""
     current = dict(base.judge_prompts)
@@ -309,8 +312,9 @@ with st.form("launch"):
                               "A sweep adds each value: '<name> · key=value'.")
     values = config_inputs(base_config, key=f"cfg-{base}", disabled=not configurable)
     left, middle, right = st.columns(3)
-    use_judge = left.checkbox("AI score 1-5 (judge.score)", help="Asks the target's own chat model, else the model of the Judge section "
-                              "(judge_model): an HTTP agent or the extractive generator needs one there.")
+    use_judge = left.checkbox("AI score 1-5 (judge.score)",
+                              help="Asks the target's own chat model, else the model of the Judge section "
+                                   "(judge_model): an HTTP agent or the extractive generator needs one there.")
     judges = left.multiselect("Other judges", [j for j in JUDGES if j != "score"])
     concurrency = middle.number_input("Concurrency (0 = automatic)", min_value=0, max_value=256, value=0,
                                       help="Automatic: 1 for a suite (its response times then mean something), "
@@ -326,14 +330,15 @@ with st.form("launch"):
                                help="Saved before launching (the first value of a sweep); suites can then target it.")
     sweep_key = left.selectbox("Sweep one key", [NO_SWEEP, *TargetConfig().to_dict()], key="sweep_key",
                                disabled=not configurable)
-    sweep_text = middle.text_input("Sweep values (comma-separated)", placeholder="e.g. bm25, vector, hybrid", key="sweep_values",
-                                   disabled=not configurable)
+    sweep_text = middle.text_input("Sweep values (comma-separated)", placeholder="e.g. bm25, vector, hybrid",
+                                   key="sweep_values", disabled=not configurable)
     submitted = st.form_submit_button("Launch", type="primary")
 
 if submitted:
     with ui.guard():
         swept = None if sweep_key == NO_SWEEP else sweep_key
-        config = TargetConfig.from_dict(form_values(values | execution | {"judge_prompts": prompts, "rubrics": rubrics}))
+        own_judges = {"judge_prompts": prompts, "rubrics": rubrics}
+        config = TargetConfig.from_dict(form_values(values | execution | own_judges))
         start = None if base in PRESETS or base.startswith(CAMPAIGN) else base
         request = LaunchRequest(dataset=dataset, suite_id=suite.id if suite else None, config=config,
                                 target_id=linked_target(start, base_config, [config]), use_judge=use_judge,

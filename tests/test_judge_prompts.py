@@ -119,7 +119,8 @@ def test_the_run_page_checks_an_own_prompt_as_it_is_typed_previews_it_and_launch
     assert at.text_area(key=f"prompt-{key}-score").value == judges.builtin_text("score")
     assert any("Question:" in block.value for block in at.code)  # the built-in prompt, previewed
     at.text_area(key=f"prompt-{key}-score").set_value(OWN.replace("{expected}", "{ref}")).run()
-    assert any("unknown placeholder {ref}" in unescape(w.value) and "missing placeholder {expected}" in unescape(w.value)
+    assert any("unknown placeholder {ref}" in unescape(w.value)
+               and "missing placeholder {expected}" in unescape(w.value)
                for w in at.warning)
     at.text_area(key=f"prompt-{key}-score").set_value(OWN).run()
     assert not at.warning

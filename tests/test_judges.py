@@ -217,7 +217,8 @@ def test_a_context_over_the_judge_window_is_cut_by_halves_and_the_verdict_says_s
     result = run(model, "groundedness", context=["x" * 2000, "y" * 2000])
     assert (result.score, result.result) == (4.0, "pass")
     assert [len(call[0][-1]["content"]) > 2000 for call in model.calls] == [True, True, False]  # 4000, 2000, 1000
-    assert result.context_cut == "context cut to 1,000 of 4,000 characters: the judge model's context window is too small"
+    assert result.context_cut == ("context cut to 1,000 of 4,000 characters: the judge model's context window is "
+                                  "too small")
     assert judges.Verdict.from_dict(result.to_dict()) == result
 
 

@@ -114,7 +114,8 @@ def test_labels_are_checked_stored_with_who_and_when_and_scoped_to_the_tenant(
 
 def test_labels_go_out_and_come_back_as_csv_and_bad_rows_are_all_named(judged: tuple[CampaignManager, str]) -> None:
     manager, campaign_id = judged
-    set_label(manager.store, campaign_id, 3, "groundedness_pro", "fail", note="=cmd() looks like a formula", author="ana")
+    set_label(manager.store, campaign_id, 3, "groundedness_pro", "fail", note="=cmd() looks like a formula",
+              author="ana")
     text = labels_csv(manager.store, campaign_id)
     assert text.startswith("qid,judge,label,note,author,labelled_at,question\r\n") and "'=cmd()" in text
     manager.store.write(lambda conn: conn.execute("DELETE FROM labels"))
@@ -173,7 +174,8 @@ def test_the_cli_and_the_api_label_import_export_and_report_agreement(
     with TestClient(app, headers={"Authorization": f"Bearer {secret}"}) as client:
         put = client.put(f"/api/v1/campaigns/{campaign_id}/labels/2/groundedness_pro", json={"label": "pass"})
         refused = client.put(f"/api/v1/campaigns/{campaign_id}/labels/2/groundedness_pro", json={"label": "meh"})
-        imported = client.post(f"/api/v1/campaigns/{campaign_id}/labels/import", content="qid,judge,label\n3,groundedness_pro,fail\n",
+        imported = client.post(f"/api/v1/campaigns/{campaign_id}/labels/import",
+                               content="qid,judge,label\n3,groundedness_pro,fail\n",
                                headers={"Content-Type": "text/csv"})
         listed = client.get(f"/api/v1/campaigns/{campaign_id}/labels").json()["data"]["labels"]
         agreed = client.get(f"/api/v1/campaigns/{campaign_id}/agreement").json()["data"]["agreement"]
@@ -221,7 +223,8 @@ def test_comparisons_say_how_far_each_judge_agrees_with_people_on_every_face(
     with FakeOpenAIServer(scoring_judge) as server:
         config = TargetConfig.from_dict({"retriever": "bm25", "embedding_top_k": 5, "judge_model": "judge-mini",
                                          "judge_api_key_env": "", "judge_base_url": server.base_url})
-        b = manager.launch(LaunchRequest(dataset=str(tmp_path / "tiny"), config=config, judges=("relevance",), tenant="acme"))
+        b = manager.launch(LaunchRequest(dataset=str(tmp_path / "tiny"), config=config, judges=("relevance",),
+                                         tenant="acme"))
         manager.wait(b, timeout=60)
     for qid, label in {1: "5", 2: "3", 3: "4"}.items():
         set_label(manager.store, a, qid, "relevance", label, author="ana")

@@ -72,7 +72,8 @@ def test_a_rubric_is_read_and_every_problem_named() -> None:
         "rubrics.score: # reads: unknown input 'mood' (known: question, answer, context, expected)"]
     assert judges.rubric_problems("Bad Name", TONE)[0].startswith("rubrics.Bad Name: name: expected lower-case")
     assert "two or more distinct labels" in judges.rubric_problems("tone", TONE.replace("rude, neutral, warm", "ok"))[0]
-    assert "reads the answer or the context" in judges.rubric_problems("tone", TONE.replace("answer\n", "question\n"))[0]
+    problems = judges.rubric_problems("tone", TONE.replace("answer\n", "question\n"))
+    assert "reads the answer or the context" in problems[0]
 
 
 def test_a_rubric_prompt_carries_criteria_steps_scale_and_only_what_it_reads() -> None:

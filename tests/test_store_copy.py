@@ -39,7 +39,8 @@ def filled_store(path: Path, tiny_dataset: Path) -> str:
         start_session(manager.store, principal_of(manager.store, key_id))
         StoreCallCache(manager.store).put("k", {"text": "Paris", "prompt_tokens": 3})
         manager.store.write(lambda conn: conn.execute(  # a person's label (the campaigns ran no judge to label)
-            "INSERT INTO labels (campaign_id, qid, judge, label, note, author, labelled_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO labels (campaign_id, qid, judge, label, note, author, labelled_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (ids[0], 1, "score", "4", "one detail missing", "key_1", 1.5)))
         for table, order in TABLES:
             assert fingerprint(manager.store, table, order)[0] > 0, table

@@ -68,7 +68,8 @@ class CampaignOut(Out):
     status: str = Field(description="queued (waiting for a worker), pending, running, succeeded, "
                                     "succeeded_with_failures (every question ran, "
                                     "some failed), failed, interrupted or cancelled")
-    status_code: int = Field(description="0 queued or pending, 1 running, 2 succeeded (with or without failures), 3 otherwise")
+    status_code: int = Field(description="0 queued or pending, 1 running, 2 succeeded (with or without failures), "
+                                         "3 otherwise")
     status_text: str = Field(description="the status as people read it, e.g. 'succeeded with 3 failed'")
     error: str | None
     total: int

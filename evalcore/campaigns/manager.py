@@ -402,12 +402,13 @@ class CampaignManager:
         # The runner moves the counters by each batch it writes; a new session starts them from the
         # stored rows (one count per session, not per write).
         conn.execute(
-            "UPDATE campaigns SET status = ?, error = NULL, ended_at = NULL, cancel_requested = 0, queued_at = ?, rerun = ?, "
-            "owner_host = ?, owner_pid = ?, owner_token = ?, heartbeat = ?, options = ?, config = ?, "
+            "UPDATE campaigns SET status = ?, error = NULL, ended_at = NULL, cancel_requested = 0, queued_at = ?, "
+            "rerun = ?, owner_host = ?, owner_pid = ?, owner_token = ?, heartbeat = ?, options = ?, config = ?, "
             "finished = (SELECT count(*) FROM results WHERE campaign_id = ?), "
             "failed = (SELECT count(error) FROM results WHERE campaign_id = ?) WHERE id = ?",
-            ("pending" if token else QUEUED, None if token else time.time(), only, socket.gethostname(), os.getpid(), token,
-             time.time(), dumps(options.to_dict()), dumps(config.to_dict()), campaign_id, campaign_id, campaign_id),
+            ("pending" if token else QUEUED, None if token else time.time(), only, socket.gethostname(), os.getpid(),
+             token, time.time(), dumps(options.to_dict()), dumps(config.to_dict()), campaign_id, campaign_id,
+             campaign_id),
         )
 
     def rename(self, campaign_id: str, name: str, *, tenant: str | None = None,

@@ -46,8 +46,8 @@ class CampaignStatus(StrEnum):
     def code(self) -> int:
         """The evaluation task's numeric status: queued or pending 0, running 1, succeeded (even with failures) 2,
         else 3."""
-        codes = {CampaignStatus.QUEUED: 0, CampaignStatus.PENDING: 0, CampaignStatus.RUNNING: 1, CampaignStatus.SUCCEEDED: 2,
-                 CampaignStatus.SUCCEEDED_WITH_FAILURES: 2}
+        codes = {CampaignStatus.QUEUED: 0, CampaignStatus.PENDING: 0, CampaignStatus.RUNNING: 1,
+                 CampaignStatus.SUCCEEDED: 2, CampaignStatus.SUCCEEDED_WITH_FAILURES: 2}
         return codes.get(self, 3)
 
     @property

@@ -1,4 +1,5 @@
-"""How far a judge agrees with people: accuracy, Cohen's kappa, weighted kappa, the confusion matrix, a bootstrap interval.
+"""How far a judge agrees with people: accuracy, Cohen's kappa, weighted kappa, the confusion matrix, a bootstrap
+interval.
 
 Cohen (1960), "A coefficient of agreement for nominal scales": kappa = (p_o - p_e) / (1 - p_e), the
 observed agreement corrected for the agreement the two sides' own label frequencies give by chance.
@@ -29,7 +30,8 @@ def confusion(human: Sequence[str], judged: Sequence[str], categories: Sequence[
 
 
 def kappa_of(matrix: np.ndarray, weights: str = "none") -> float | None:
-    """Cohen's kappa of a confusion matrix (weighted with `weights`); None where it is undefined (no chance to disagree)."""
+    """Cohen's kappa of a confusion matrix (weighted with `weights`); None where it is undefined (no chance to
+    disagree)."""
     n = matrix.sum()
     if n == 0:
         return None
@@ -42,7 +44,8 @@ def kappa_of(matrix: np.ndarray, weights: str = "none") -> float | None:
     return None if chance == 0 else 1.0 - float((w * matrix).sum()) / chance
 
 
-def kappa(human: Sequence[str], judged: Sequence[str], categories: Sequence[str], weights: str = "none") -> float | None:
+def kappa(human: Sequence[str], judged: Sequence[str], categories: Sequence[str],
+          weights: str = "none") -> float | None:
     """Cohen's kappa between two labelings of the same items, on the given categories (ordered for weights)."""
     return kappa_of(confusion(human, judged, categories), weights)
 

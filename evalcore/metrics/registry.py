@@ -263,7 +263,8 @@ def score_question(
     there is no single expected answer); `retrieved_sources` are the sources the answer drew on;
     `graded` adds the graded retrieval measures on that label scale; `answerable` (None: unknown)
     adds the abstention measures, a refusal being recognised by its phrasing or `fallback_answer`;
-    `similarity` adds the semantic answer similarity with that embedding model. An unanswerable question has no reference to score against, whatever its expected answer says.
+    `similarity` adds the semantic answer similarity with that embedding model. An unanswerable question has no
+    reference to score against, whatever its expected answer says.
     """
     if answerable is False:
         references, expected_answer = (), None

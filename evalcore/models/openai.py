@@ -111,7 +111,8 @@ class OpenAIChatModel:
                                  parse=self._parse_chat, max_reply_chars=self.max_reply_chars)
             except ModelError as error:
                 if error.status in (400, 413, 422) and overflowed(error.body):
-                    raise ContextOverflow(error.message, status=error.status, body=error.body, where=error.where) from None
+                    raise ContextOverflow(error.message, status=error.status, body=error.body,
+                                          where=error.where) from None
                 if not (error.status in (400, 422) and self._drop_rejected(params, error.body)):
                     raise
 

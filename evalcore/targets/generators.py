@@ -140,7 +140,8 @@ def build_judge_model(config: TargetConfig, own: ChatModel | None, cache: Any = 
 
 
 def judged_locally(config: TargetConfig) -> bool:
-    """Whether this configuration's judges ask the offline SmolLM2 (configured so, or the pipeline's own local model)."""
+    """Whether this configuration's judges ask the offline SmolLM2 (configured so, or the pipeline's own local
+    model)."""
     own_local = config.kind == "rag" and config.generator == "local"
     return config.judge_kind == "local" or (config.judge_kind == "auto" and own_local)
 
