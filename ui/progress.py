@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from evalcore.campaigns import Campaign, list_campaigns
+from evalcore.campaigns import Campaign, CampaignStatus, list_campaigns
 from evalcore.campaigns.pace import duration_text
 from ui.engine import store
 from ui.session import signed_in
@@ -18,9 +18,9 @@ def progress_text(campaign: Campaign) -> str:
     if progress.stage is not None:
         chunks = f" {progress.stage_done}/{progress.stage_total} chunks" if progress.stage_total else ""
         parts.append(f"preparing the knowledge base: {progress.stage}{chunks}")
-    elif campaign.status == "running" and campaign.pace_at is None:
+    elif campaign.status == CampaignStatus.RUNNING and campaign.pace_at is None:
         parts.append("starting")
-    elif campaign.status == "queued":
+    elif campaign.status == CampaignStatus.QUEUED:
         parts.append("waiting for a worker: campaigns run a few at a time")
     if campaign.failed:
         parts.append(f"{campaign.failed} failed")

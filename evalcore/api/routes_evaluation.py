@@ -89,7 +89,7 @@ def _dataset_id(campaign: Campaign) -> str:
 def _err_msg(campaign: Campaign) -> str:
     """Interrupted and cancelled are status 3 for a task: the message must say which."""
     status, error = campaign.status.value, campaign.error or ""
-    if status in ("interrupted", "cancelled") and not error.startswith(status):
+    if campaign.status in (CampaignStatus.INTERRUPTED, CampaignStatus.CANCELLED) and not error.startswith(status):
         return f"{status}: {error}" if error else status
     if campaign.status == CampaignStatus.SUCCEEDED_WITH_FAILURES:
         return f"{campaign.failed} of {campaign.total} questions failed"

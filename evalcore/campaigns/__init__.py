@@ -11,10 +11,8 @@ from evalcore.campaigns.queries import (
     list_campaigns,
 )
 from evalcore.campaigns.records import (
-    ACTIVE,
     Aggregate,
     Campaign,
-    CampaignStatus,
     Outcome,
     Progress,
     Question,
@@ -24,6 +22,7 @@ from evalcore.campaigns.records import (
     Summary,
     Tokens,
 )
+from evalcore.lifecycle import ACTIVE, CampaignStatus
 from evalcore.store import Conflict, NotFound
 
 __all__ = [

@@ -17,6 +17,7 @@ import time
 from typing import TYPE_CHECKING
 
 from evalcore.errors import EvalError
+from evalcore.lifecycle import OWNED, CampaignStatus, sql_list
 from evalcore.store import QUEUED, Connection, Store, mark_orphans, new_owner_token
 
 if TYPE_CHECKING:
@@ -29,12 +30,13 @@ DEFAULT_PER_TENANT = 4
 POLL_S = 1.0
 
 CLAIM = (
-    "UPDATE campaigns SET status = 'pending', owner_token = ?, owner_host = ?, owner_pid = ?, heartbeat = ?, "
+    f"UPDATE campaigns SET status = '{CampaignStatus.PENDING.value}', owner_token = ?, owner_host = ?, "
+    "owner_pid = ?, heartbeat = ?, "
     "error = NULL, ended_at = NULL, "
     "finished = (SELECT count(*) FROM results r WHERE r.campaign_id = campaigns.id), "
     "failed = (SELECT count(r.error) FROM results r WHERE r.campaign_id = campaigns.id) "
     "WHERE id = (SELECT q.id FROM campaigns q WHERE q.status = ? AND "
-    "(SELECT count(*) FROM campaigns o WHERE o.tenant = q.tenant AND o.status IN ('pending', 'running')) < ? "
+    f"(SELECT count(*) FROM campaigns o WHERE o.tenant = q.tenant AND o.status IN {sql_list(OWNED)}) < ? "
     "ORDER BY q.created_at, q.id LIMIT 1{lock}) AND status = ? RETURNING id"
 )
 

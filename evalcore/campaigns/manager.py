@@ -33,10 +33,10 @@ from evalcore.campaigns.supervisor import WorkerProcess
 from evalcore.datasets import Dataset, dataset_stats
 from evalcore.errors import EvalError
 from evalcore.judges import JudgeSettings, custom_prompt, parse_rubric, rubric_prompt
+from evalcore.lifecycle import ACTIVE, OWNED, CampaignStatus, sql_list
 from evalcore.models import ChatModel
 from evalcore.models.http import Calls
 from evalcore.store import (
-    ACTIVE,
     QUEUED,
     Conflict,
     Connection,
@@ -79,8 +79,8 @@ def _refuse_second_run(conn: Connection, suite_id: str | None, campaign_id: str)
     if suite_id is None:
         return
     row = conn.execute(
-        "SELECT id FROM campaigns WHERE suite_id = ? AND id != ? AND status IN (?, ?, ?)",
-        (suite_id, campaign_id, QUEUED, *ACTIVE),
+        f"SELECT id FROM campaigns WHERE suite_id = ? AND id != ? AND status IN {sql_list(ACTIVE)}",
+        (suite_id, campaign_id),
     ).fetchone()
     if row is not None:
         raise Conflict(
@@ -119,6 +119,11 @@ def run_options(config: TargetConfig, concurrency: int | None, time_limit: float
 
 
 MAX_NAME = 200
+
+
+def log_dataset(campaign_id: str, corpus: Dataset) -> None:
+    """Write the statistics of a dataset campaign's questions and corpus to the server's log."""
+    log.info("campaign %s on dataset %s", campaign_id, dataset_stats(corpus).summary())
 
 
 def campaign_name(name: str | None, config: TargetConfig | None) -> str:
@@ -234,8 +239,9 @@ class CampaignManager:
             queued = self.workers is not None and target is None  # a ready-made target object runs here
             self.store.write(lambda conn: self._insert(conn, record, questions, queued))
             self._start_or_queue(plan, cluster, queued)
-        if suite is None:  # the server's log says what a dataset campaign runs on
-            log.info("campaign %s on dataset %s", campaign_id, dataset_stats(corpus).summary())
+        if suite is None:  # the server's log says what a dataset campaign runs on (computed aside: launch returns now)
+            threading.Thread(target=log_dataset, args=(campaign_id, corpus), name=f"stats-{campaign_id}",
+                             daemon=True).start()
         return campaign_id
 
     def _start_or_queue(self, plan: Plan, cluster: Cluster | None, queued: bool) -> None:
@@ -284,7 +290,7 @@ class CampaignManager:
         if conn.execute("SELECT 1 FROM campaigns WHERE id = ?", (record["id"],)).fetchone():
             raise Conflict("a campaign with this id exists", where="campaign_id", found=record["id"])
         now = time.time()
-        row = {**record, "status": "pending", "created_at": now, "heartbeat": now,
+        row = {**record, "status": CampaignStatus.PENDING.value, "created_at": now, "heartbeat": now,
                "owner_host": socket.gethostname(), "owner_pid": os.getpid()}
         if queued:  # no owner until a worker claims it
             row |= {"status": QUEUED, "owner_token": None, "heartbeat": None, "queued_at": now}
@@ -394,10 +400,11 @@ class CampaignManager:
         """Make a campaign active again: owned by `token`, or queued for workers when it is None."""
         mark_orphans(conn)
         row = conn.execute("SELECT status FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
-        if row is None or (row["status"] in ACTIVE and not force):
+        if row is None or (row["status"] in OWNED and not force):
             raise Conflict("the campaign is already running or was deleted", where=campaign_id, running_id=campaign_id)
-        if row["status"] in ACTIVE:  # taken over: the old owner's next write finds another token and stops
-            conn.execute("UPDATE campaigns SET status = 'interrupted' WHERE id = ?", (campaign_id,))
+        if row["status"] in OWNED:  # taken over: the old owner's next write finds another token and stops
+            conn.execute("UPDATE campaigns SET status = ? WHERE id = ?",
+                         (CampaignStatus.INTERRUPTED.value, campaign_id))
         _refuse_second_run(conn, suite_id, campaign_id)
         # The runner moves the counters by each batch it writes; a new session starts them from the
         # stored rows (one count per session, not per write).
@@ -406,9 +413,9 @@ class CampaignManager:
             "rerun = ?, owner_host = ?, owner_pid = ?, owner_token = ?, heartbeat = ?, options = ?, config = ?, "
             "finished = (SELECT count(*) FROM results WHERE campaign_id = ?), "
             "failed = (SELECT count(error) FROM results WHERE campaign_id = ?) WHERE id = ?",
-            ("pending" if token else QUEUED, None if token else time.time(), only, socket.gethostname(), os.getpid(),
-             token, time.time(), dumps(options.to_dict()), dumps(config.to_dict()), campaign_id, campaign_id,
-             campaign_id),
+            (CampaignStatus.PENDING.value if token else QUEUED, None if token else time.time(), only,
+             socket.gethostname(), os.getpid(), token, time.time(), dumps(options.to_dict()), dumps(config.to_dict()),
+             campaign_id, campaign_id, campaign_id),
         )
 
     def rename(self, campaign_id: str, name: str, *, tenant: str | None = None,
@@ -428,10 +435,10 @@ class CampaignManager:
             mark_orphans(conn)
             status = conn.execute("SELECT status FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()["status"]
             if status == QUEUED:  # no runner: cancelled at once
-                conn.execute("UPDATE campaigns SET status = 'cancelled', ended_at = ? WHERE id = ?",
-                             (time.time(), campaign_id))
+                conn.execute("UPDATE campaigns SET status = ?, ended_at = ? WHERE id = ?",
+                             (CampaignStatus.CANCELLED.value, time.time(), campaign_id))
                 return
-            if status not in ACTIVE:
+            if status not in OWNED:
                 raise Conflict(f"the campaign is {status}: there is nothing to cancel", where=campaign_id)
             conn.execute("UPDATE campaigns SET cancel_requested = 1 WHERE id = ?", (campaign_id,))
 

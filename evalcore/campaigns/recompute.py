@@ -14,7 +14,7 @@ from dataclasses import replace
 from evalcore.access import Action, Principal, scope
 from evalcore.campaigns.plans import answerability, stored_dataset_path
 from evalcore.campaigns.queries import campaign_results, get_campaign
-from evalcore.campaigns.records import ACTIVE, Campaign, QuestionResult
+from evalcore.campaigns.records import Campaign, QuestionResult
 from evalcore.datasets import load_dataset
 from evalcore.metrics import MEASURES, abstention_measures
 from evalcore.store import Conflict, Connection, Store, dumps
@@ -26,7 +26,7 @@ def recompute_abstention(store: Store, campaign_id: str, *, tenant: str | None =
                          principal: Principal | None = None) -> int:
     """Recompute and store; the number of questions whose answerability changed. Conflict while it runs."""
     campaign = get_campaign(store, campaign_id, scope(principal, tenant, Action.CHANGE))
-    if campaign.status.value in ACTIVE:
+    if campaign.status.active:
         raise Conflict(f"the campaign is {campaign.status.value}: recompute once it has ended", where=campaign_id)
     flags = _dataset_flags(campaign)
     results = campaign_results(store, campaign_id)

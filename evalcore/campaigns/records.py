@@ -12,51 +12,19 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from evalcore import store
 from evalcore.campaigns.pace import estimate
 from evalcore.diagnosis import Stage
 from evalcore.judges import Verdict
+from evalcore.lifecycle import CampaignStatus
 from evalcore.metrics.graded import stored_values
 from evalcore.targets.base import Retrieved
 
 Row = store.Row | Mapping[str, Any]
 
 
-class CampaignStatus(StrEnum):
-    """Where a campaign is in its life; queued (waiting for a worker), pending and running are active."""
-
-    QUEUED = "queued"
-    PENDING = "pending"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    SUCCEEDED_WITH_FAILURES = "succeeded_with_failures"  # every question ran, some of them failed
-    FAILED = "failed"
-    INTERRUPTED = "interrupted"
-    CANCELLED = "cancelled"
-
-    @property
-    def active(self) -> bool:
-        """Still queued, pending or running (waiting for a runner, or owned by one)."""
-        return self in (CampaignStatus.QUEUED, CampaignStatus.PENDING, CampaignStatus.RUNNING)
-
-    @property
-    def code(self) -> int:
-        """The evaluation task's numeric status: queued or pending 0, running 1, succeeded (even with failures) 2,
-        else 3."""
-        codes = {CampaignStatus.QUEUED: 0, CampaignStatus.PENDING: 0, CampaignStatus.RUNNING: 1,
-                 CampaignStatus.SUCCEEDED: 2, CampaignStatus.SUCCEEDED_WITH_FAILURES: 2}
-        return codes.get(self, 3)
-
-    @property
-    def exit_code(self) -> int:
-        """The CLI's exit code for a campaign that ended this way: 0 succeeded, 3 with failed questions, else 1."""
-        return {CampaignStatus.SUCCEEDED: 0, CampaignStatus.SUCCEEDED_WITH_FAILURES: 3}.get(self, 1)
-
-
-ACTIVE = (CampaignStatus.QUEUED.value, CampaignStatus.PENDING.value, CampaignStatus.RUNNING.value)
 DEFAULT_TIME_LIMIT_S = 240.0
 DEFAULT_MAX_FAILED_SHARE = 0.5
 # The run options' bounds, inclusive (time_limit excludes 0): the engine enforces them, the faces show them.

@@ -12,9 +12,10 @@ from collections.abc import Callable, Sequence
 from evalcore.campaigns.answering import Plan, error_text
 from evalcore.campaigns.executors import Executor, LocalExecutor
 from evalcore.campaigns.pace import Window
-from evalcore.campaigns.records import CampaignStatus, Outcome, Question
+from evalcore.campaigns.records import Outcome, Question
 from evalcore.campaigns.result_rows import NotOwner, ResultWriter
 from evalcore.errors import EvalError
+from evalcore.lifecycle import CampaignStatus
 from evalcore.store import HEARTBEAT_S, Connection, Store
 
 log = logging.getLogger("evalcore.campaigns")
@@ -120,10 +121,10 @@ class Runner:
     def _set_up(self) -> None:
         now = time.time()
         self._update(
-            "UPDATE campaigns SET status = 'running', started_at = ?, heartbeat = ?, session_finished = finished, "
+            "UPDATE campaigns SET status = ?, started_at = ?, heartbeat = ?, session_finished = finished, "
             "stage = NULL, stage_done = NULL, stage_total = NULL, pace_rate = NULL, pace_at = NULL, pace_done = NULL "
             "WHERE id = ?",
-            (now, now, self.plan.campaign_id),
+            (CampaignStatus.RUNNING.value, now, now, self.plan.campaign_id),
         )
         self._beats.start()
         self.executor.prepare(self._preparing)
@@ -179,7 +180,7 @@ class Runner:
             stop = stop or self._stop_reason()
             if stop is not None:
                 executor.cancel()
-        if stop == "cancelled":
+        if stop == CampaignStatus.CANCELLED:
             return CampaignStatus.CANCELLED, None
         if stop is not None:
             return CampaignStatus.FAILED, stop
@@ -194,7 +195,7 @@ class Runner:
 
     def _stop_reason(self) -> str | None:
         if self.cancelled.is_set():
-            return "cancelled"
+            return CampaignStatus.CANCELLED.value
         share = self.plan.options.max_failed_share
         if self._failed > share * self.plan.total:
             return f"stopped when {self._failed} of {self.plan.total} questions had failed (more than {share:.0%})"

@@ -11,7 +11,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from evalcore.access import Principal, scope
-from evalcore.campaigns import Campaign, QuestionResult, campaign_results, get_campaign, list_campaigns
+from evalcore.campaigns import (
+    Campaign,
+    CampaignStatus,
+    QuestionResult,
+    campaign_results,
+    get_campaign,
+    list_campaigns,
+)
 from evalcore.compare import power, saved, stats
 from evalcore.compare.deltas import (
     PASS_SUFFIX,
@@ -294,7 +301,7 @@ def warnings_for(a: Campaign, b: Campaign, a_rows: list[QuestionResult], b_rows:
         if a_judges[name] != b_judges[name]:
             out.append(f"judge {name} used a different model or prompt: its scores are not comparable")
     for side, campaign in (("A", a), ("B", b)):
-        if campaign.status != "succeeded":
+        if campaign.status != CampaignStatus.SUCCEEDED:
             out.append(f"campaign {side} ({campaign.id}) is {campaign.status}: results may be partial")
     if not common:
         out.append("the campaigns have no question in common (same id and same text)")

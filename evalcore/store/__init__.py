@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol, Self, TypeVar
 
 from evalcore.errors import EvalError
+from evalcore.lifecycle import OWNED, CampaignStatus, sql_list
 
 T = TypeVar("T")
 
@@ -25,8 +26,7 @@ DEFAULT_DB = Path(".evalcore") / "evalcore.db"
 HEARTBEAT_S = 2.0
 # A running campaign whose heartbeat is older than this has lost its owner (crash, kill, reboot).
 STALE_S = 30.0
-ACTIVE = ("pending", "running")  # owned by a runner
-QUEUED = "queued"  # waiting for a worker to claim it (evalcore.campaigns.claims)
+QUEUED = CampaignStatus.QUEUED.value  # waiting for a worker to claim it (evalcore.campaigns.claims)
 
 SCHEMA_V1 = """
 CREATE TABLE targets (
@@ -520,7 +520,7 @@ def mark_orphans(conn: Connection) -> int:
     host = socket.gethostname()
     rows = conn.execute(
         "SELECT id, owner_host, owner_pid, owner_token, heartbeat, created_at, queued_at FROM campaigns "
-        "WHERE status IN (?, ?)", ACTIVE,
+        f"WHERE status IN {sql_list(OWNED)}",
     ).fetchall()
     orphans = [row for row in rows if orphaned(row, now, host)]
     for row in orphans:
@@ -528,8 +528,9 @@ def mark_orphans(conn: Connection) -> int:
             conn.execute("UPDATE campaigns SET status = ?, owner_token = NULL, stage = NULL WHERE id = ?",
                          (QUEUED, row["id"]))
         else:
-            conn.execute("UPDATE campaigns SET status = 'interrupted', ended_at = ?, "
-                         "error = 'interrupted: the process running it stopped' WHERE id = ?", (now, row["id"]))
+            conn.execute("UPDATE campaigns SET status = ?, ended_at = ?, "
+                         "error = 'interrupted: the process running it stopped' WHERE id = ?",
+                         (CampaignStatus.INTERRUPTED.value, now, row["id"]))
     return len(orphans)
 
 
