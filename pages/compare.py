@@ -13,7 +13,7 @@ import ui
 from evalcore.access import Principal
 from evalcore.campaigns import Campaign, list_campaigns
 from evalcore.campaigns.labels import comparison_agreement, trust_lines
-from evalcore.compare import Comparison, Sweep, compare_campaigns, compare_sweep, power
+from evalcore.compare import Change, Comparison, Sweep, compare_campaigns, compare_sweep, power
 from evalcore.compare.charts import (
     delta_figure,
     delta_specs,
@@ -37,7 +37,7 @@ from evalcore.compare.tables import (
     transition_frame,
 )
 
-VERDICTS = ["better", "worse", "same", "new", "removed", "unscored"]
+VERDICTS = [str(change) for change in Change]
 EVERY = "every dataset and suite"
 Version = tuple[str, str]  # a campaign's id and results version (ui.version)
 PairVersions = tuple[str, Version, Version, Principal, str]  # database, campaigns A and B, who asks, basis

@@ -13,7 +13,16 @@ from evalcore.campaigns.labels import comparison_agreement, trust_lines
 from evalcore.campaigns.listing import HEADLINE, dataset_label
 from evalcore.cli import _gates
 from evalcore.cli._common import Commands, add_db_option, positive_int, store_of, write_file
-from evalcore.compare import Comparison, MeasureDelta, QuestionDiff, Sweep, compare_campaigns, compare_sweep, power
+from evalcore.compare import (
+    Change,
+    Comparison,
+    MeasureDelta,
+    QuestionDiff,
+    Sweep,
+    compare_campaigns,
+    compare_sweep,
+    power,
+)
 from evalcore.compare.export_context import source_names
 from evalcore.compare.report import comparison_report, sweep_report
 from evalcore.compare.stats import RESAMPLES
@@ -24,7 +33,7 @@ from evalcore.judges import FIELD_NAMES
 from evalcore.metrics import MEASURES, display_order
 from evalcore.store import Store
 
-SHOWN_VERDICTS = ("worse", "better", "new", "removed")
+SHOWN_VERDICTS = (Change.WORSE, Change.BETTER, Change.NEW, Change.REMOVED)
 SWEEP_COLUMNS = 6  # measures a sweep's table shows when it has none of the headline ones
 
 

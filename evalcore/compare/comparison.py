@@ -23,6 +23,7 @@ from evalcore.compare import power, saved, stats
 from evalcore.compare.deltas import (
     PASS_SUFFIX,
     CampaignHeader,
+    Change,
     Comparison,
     McNemar,
     MeasureDelta,
@@ -68,7 +69,7 @@ def question_key(result: QuestionResult) -> QuestionKey:
 
 
 def verdict(a_row: QuestionResult, b_row: QuestionResult, a_values: Values, b_values: Values,
-            order: tuple[str, ...]) -> tuple[str, str | None, float | None, float | None]:
+            order: tuple[str, ...]) -> tuple[Change, str | None, float | None, float | None]:
     """(verdict, basis measure, value in A, value in B) for a question both campaigns asked.
 
     The first measure of `order` present on both sides decides; direction follows the registry, and a difference
@@ -76,13 +77,13 @@ def verdict(a_row: QuestionResult, b_row: QuestionResult, a_values: Values, b_va
     """
     a_failed, b_failed = bool(a_row.outcome.error), bool(b_row.outcome.error)
     if a_failed or b_failed:
-        kind = "same" if a_failed == b_failed else "better" if a_failed else "worse"
+        kind = Change.SAME if a_failed == b_failed else Change.BETTER if a_failed else Change.WORSE
         return kind, "error", None, None
     for basis in order:
         if basis in a_values and basis in b_values:
             kind = verdict_by(basis, a_values[basis], b_values[basis], tolerance_of(basis))
             return kind, basis, a_values[basis], b_values[basis]
-    return "unscored", None, None, None
+    return Change.UNSCORED, None, None, None
 
 
 def relevant_pids(result: QuestionResult) -> set[int]:
@@ -167,7 +168,8 @@ def question_entry(key: QuestionKey, a_row: QuestionResult | None, b_row: Questi
     shown = a_row or b_row
     assert shown is not None  # every key comes from one side at least
     base = QuestionDiff(qid=key[0], question=shown.question.text, answer_a=a_row.outcome.answer if a_row else None,
-                        answer_b=b_row.outcome.answer if b_row else None, verdict="new" if a_row is None else "removed",
+                        answer_b=b_row.outcome.answer if b_row else None,
+                        verdict=Change.NEW if a_row is None else Change.REMOVED,
                         basis=None, a=None, b=None, diagnosis_a=a_row.outcome.diagnosis if a_row else None,
                         diagnosis_b=b_row.outcome.diagnosis if b_row else None,
                         queries_a=a_row.outcome.queries if a_row else (),

@@ -6,6 +6,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -20,7 +21,21 @@ from evalcore.metrics import MEASURES, tolerance_of
 
 PASS_SUFFIX = ":pass"
 EPSILON = 1e-9
-VERDICT_KINDS = ("better", "worse", "same")
+
+
+class Change(StrEnum):
+    """A question's verdict in a comparison: how B's answer compares with A's, or why there is none."""
+
+    BETTER = "better"
+    WORSE = "worse"
+    SAME = "same"
+    NEW = "new"  # asked of B only
+    REMOVED = "removed"  # asked of A only
+    UNSCORED = "unscored"  # no measure to decide on in both
+
+
+VERDICT_KINDS = (Change.BETTER, Change.WORSE, Change.SAME)
+ONE_SIDED = (Change.NEW, Change.REMOVED)  # questions not asked of both campaigns
 
 
 def higher_is_better(name: str) -> bool:
@@ -29,13 +44,13 @@ def higher_is_better(name: str) -> bool:
     return measure.higher_is_better if measure else True
 
 
-def verdict_by(basis: str, a: float, b: float, tolerance: float = 0.0) -> str:
+def verdict_by(basis: str, a: float, b: float, tolerance: float = 0.0) -> Change:
     """better, worse or same: B − A in the basis measure's direction; a difference under `tolerance` (the smallest
     meaningful one) is the same."""
     delta = b - a
     if abs(delta) <= EPSILON or abs(delta) < tolerance - EPSILON:
-        return "same"
-    return "better" if (delta > 0) == higher_is_better(basis) else "worse"
+        return Change.SAME
+    return Change.BETTER if (delta > 0) == higher_is_better(basis) else Change.WORSE
 
 
 @dataclass(frozen=True)
@@ -83,7 +98,7 @@ class QuestionDiff:
     question: str
     answer_a: str | None
     answer_b: str | None
-    verdict: str  # better | worse | same | new | removed | unscored
+    verdict: Change
     basis: str | None  # the measure that decided, "error", or None
     a: float | None
     b: float | None
@@ -105,7 +120,7 @@ class QuestionDiff:
         """JSON shape (sources_* only for questions with expected sources, judges_* only for judged ones)."""
         data: dict[str, Any] = {
             "qid": self.qid, "question": self.question, "answer_a": self.answer_a, "answer_b": self.answer_b,
-            "verdict": self.verdict, "basis": self.basis, "a": self.a, "b": self.b, "error_a": self.error_a,
+            "verdict": self.verdict.value, "basis": self.basis, "a": self.a, "b": self.b, "error_a": self.error_a,
             "error_b": self.error_b, "answer_changed": self.answer_changed,
             "entered": [p.to_dict() for p in self.entered], "left": [p.to_dict() for p in self.left],
             "diagnosis_a": self.diagnosis_a, "diagnosis_b": self.diagnosis_b,
@@ -123,7 +138,8 @@ class QuestionDiff:
     def from_dict(cls, data: dict[str, Any]) -> QuestionDiff:
         """From to_dict's shape."""
         sources = data.get("sources_entered")
-        return cls(**{**data, "entered": tuple(Passage(**p) for p in data["entered"]),
+        return cls(**{**data, "verdict": Change(data["verdict"]),
+                      "entered": tuple(Passage(**p) for p in data["entered"]),
                       "left": tuple(Passage(**p) for p in data["left"]),
                       "sources_entered": None if sources is None else tuple(sources),
                       "sources_left": None if sources is None else tuple(data["sources_left"]),
@@ -319,7 +335,7 @@ class Comparison:
     def transitions(self) -> list[Transition]:
         """How the common questions moved between failure stages from A to B (the cells add up to them);
         none when neither campaign has a stage for any of them (results stored before attribution existed)."""
-        common = [(q.qid, q.diagnosis_a, q.diagnosis_b) for q in self.questions if q.verdict not in ("new", "removed")]
+        common = [(q.qid, q.diagnosis_a, q.diagnosis_b) for q in self.questions if q.verdict not in ONE_SIDED]
         if all(a is None and b is None for _, a, b in common):
             return []
         return diagnosis.transitions(common)

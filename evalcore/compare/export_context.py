@@ -18,7 +18,7 @@ from typing import Any
 from evalcore.access import Principal, scope
 from evalcore.campaigns import Campaign
 from evalcore.campaigns.listing import source_name, suite_names
-from evalcore.compare.deltas import Comparison
+from evalcore.compare.deltas import ONE_SIDED, Comparison
 from evalcore.compare.pairing import Group, group_of
 from evalcore.compare.sweep import Sweep
 from evalcore.store import Store
@@ -129,7 +129,7 @@ def tests_used(comparison: Comparison) -> str:
 def comparison_context(comparison: Comparison, a: Campaign, b: Campaign, sources: dict[Group, str],
                        today: dt.date | None = None) -> ExportContext:
     """The context of a comparison of A (baseline) and B, `sources` naming each campaign's questions."""
-    common = sum(q.verdict not in ("new", "removed") for q in comparison.questions)
+    common = sum(q.verdict not in ONE_SIDED for q in comparison.questions)
     source_a, source_b = sources.get(group_of(a), a.source), sources.get(group_of(b), b.source)
     facts = (
         shown("A", one_line(a.name)), shown("B", one_line(b.name)),

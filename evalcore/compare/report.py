@@ -22,7 +22,7 @@ from evalcore.access import Principal
 from evalcore.campaigns import Campaign
 from evalcore.compare import charts
 from evalcore.compare.comparison import compare_campaigns
-from evalcore.compare.deltas import Comparison, QuestionDiff
+from evalcore.compare.deltas import Change, Comparison, QuestionDiff
 from evalcore.compare.export_context import ExportContext, comparison_context, sweep_context, value_text
 from evalcore.compare.pairing import Group, group_of
 from evalcore.compare.sweep import Sweep
@@ -36,7 +36,8 @@ from evalcore.compare.tables import (
 )
 from evalcore.store import Store
 
-VERDICT_ORDER = ("worse", "better", "new", "removed", "unscored", "same")  # the report lists changes first
+# The report lists changes first.
+VERDICT_ORDER = (Change.WORSE, Change.BETTER, Change.NEW, Change.REMOVED, Change.UNSCORED, Change.SAME)
 MEASURE_HEADERS = {"mean_a": "A", "mean_b": "B", "delta": "B − A", "ci_low": "95% low", "ci_high": "95% high",
                    "p_value": "p", "mde": "detects ±", "n_required": "questions for ±{effect:g}",
                    "power_note": "no power because"}

@@ -6,7 +6,7 @@ import pandas as pd
 
 from evalcore.campaigns import Campaign
 from evalcore.compare.charts import detects_text, needs_text, ordered
-from evalcore.compare.deltas import Comparison, Passage, QuestionDiff
+from evalcore.compare.deltas import ONE_SIDED, Comparison, Passage, QuestionDiff
 from evalcore.compare.sweep import Sweep
 from evalcore.diagnosis import NOT_ATTRIBUTED, STAGES, Transition
 from evalcore.judges import Verdict, flat_fields
@@ -71,7 +71,7 @@ def transition_frame(cells: list[Transition]) -> pd.DataFrame:
 
 def moved_frame(comparison: Comparison, cell: Transition) -> pd.DataFrame:
     """The common questions of one cell of the transition table, with both answers."""
-    rows = [q for q in comparison.questions if q.verdict not in ("new", "removed")
+    rows = [q for q in comparison.questions if q.verdict not in ONE_SIDED
             and (q.diagnosis_a or NOT_ATTRIBUTED, q.diagnosis_b or NOT_ATTRIBUTED) == (cell.a, cell.b)]
     return pd.DataFrame([{"qid": q.qid, "question": q.question, "verdict": q.verdict, "stage A": cell.a,
                           "stage B": cell.b, "answer A": q.answer_a, "answer B": q.answer_b} for q in rows],
