@@ -145,7 +145,8 @@ def rubric_inputs(base: TargetConfig, key: str, disabled: bool, sample: tuple[st
     with st.expander(f"Rubric judges ({len(current)})" if current else "Rubric judges"):
         count = st.number_input("How many rubric judges", min_value=0, max_value=5, value=len(current),
                                 key=f"{key}-rubrics", disabled=disabled,
-                                help="Each is a judge of the campaign, a measure like any other (judge.NAME).")
+                                help="key rubrics · each is a judge of the campaign, a measure like any other "
+                                     "(judge.NAME)")
         rubrics = {}
         for index in range(int(count)):
             name, text = current[index] if index < len(current) else (f"rubric_{index + 1}", "")

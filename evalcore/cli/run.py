@@ -240,10 +240,10 @@ def launch(manager: CampaignManager, request: LaunchRequest, *, as_json: bool) -
     print(f"configuration: {config.describe()}; changed from the defaults: "
           f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}", file=out,
           flush=True)
-    if request.dataset is not None:
-        print(f"dataset {dataset_stats(load_dataset(request.dataset)).summary()}", file=out, flush=True)
     if (request.judges or config.rubrics) and judged_locally(config):
         print(f"note: {LOCAL_JUDGE_NOTE}", file=sys.stderr, flush=True)
+    if request.dataset is not None:
+        print(f"dataset {dataset_stats(load_dataset(request.dataset)).summary()}", file=out, flush=True)
     return manager.launch(request)
 
 
