@@ -90,19 +90,22 @@ def choose(tab: object, label: str, option: str) -> None:
     tab.keyboard.press("Enter")
 
 
-def choose_until_shown(tab: Any, label: str, option: str, attempts: int = 3) -> None:
+def choose_until_shown(tab: Any, label: str, option: str, attempts: int = 5) -> None:
     """Pick an option and wait until the picker shows it; a pick typed while the page reruns (a campaign ended, its
-    comparison arrived) can be dropped by that rerun, so it is typed again, a few times at most."""
+    comparison arrived) can be dropped by that rerun, and the rerun can draw a new picker, so the picker is found
+    again on every look and the pick is typed again, a few times at most."""
     for attempt in range(attempts):
         choose(tab, label, option)
-        picked = tab.get_by_role("combobox", name=label)
-        try:
-            tab.wait_for_function("([box, text]) => box.value.includes(text)", arg=[picked.element_handle(), option],
-                                  timeout=20_000)
-            return
-        except sync_api.TimeoutError:
-            if attempt == attempts - 1:
-                raise
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                if option in tab.get_by_role("combobox", name=label).first.input_value(timeout=2_000):
+                    return
+            except sync_api.Error:
+                pass  # the picker was being redrawn
+            time.sleep(0.25)
+        if attempt == attempts - 1:
+            raise AssertionError(f"the picker {label!r} never showed {option!r}")
 
 
 def open_page(tab: object, name: str) -> None:
