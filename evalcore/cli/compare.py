@@ -12,7 +12,15 @@ from evalcore.campaigns import NotFound, find_campaign, get_campaign
 from evalcore.campaigns.labels import comparison_agreement, trust_lines
 from evalcore.campaigns.listing import HEADLINE, dataset_label
 from evalcore.cli import _gates
-from evalcore.cli._common import Commands, add_db_option, positive_int, store_of, write_file
+from evalcore.cli._common import (
+    JUDGE_FLAGS,
+    Commands,
+    add_db_option,
+    add_judge_model_flags,
+    positive_int,
+    store_of,
+    write_file,
+)
 from evalcore.compare import (
     Change,
     Comparison,
@@ -24,12 +32,14 @@ from evalcore.compare import (
     power,
 )
 from evalcore.compare.export_context import source_names
+from evalcore.compare.pairwise import asks_local_model, judge_comparison
+from evalcore.compare.preference import INTERVAL, TEST, Preference
 from evalcore.compare.report import comparison_report, sweep_report
 from evalcore.compare.stats import RESAMPLES
 from evalcore.diagnosis import STAGES, Transition
 from evalcore.errors import EvalError
 from evalcore.gates import exit_code, worse_checks
-from evalcore.judges import FIELD_NAMES
+from evalcore.judges import FIELD_NAMES, LOCAL_PAIRWISE_NOTE
 from evalcore.metrics import MEASURES, display_order
 from evalcore.store import Store
 
@@ -68,6 +78,13 @@ def register(commands: Commands) -> None:
                         help="exit 5 when B is significantly worse than A (the comparison's paired test, p < 0.05) "
                              "on any of these measures, e.g. ndcg@10,rougel; `headline`: the measures that decide "
                              f"verdicts. Exit codes: {_gates.EXIT_CODES}")
+    pairwise = parser.add_argument_group(
+        "pairwise judge", "a judge reads both answers of each common question (with their passages and the references) "
+                          "and says which is better, asked in both orders; kept with the comparison")
+    pairwise.add_argument("--pairwise", action="store_true",
+                          help="ask the pairwise judge (each model call cached: asking again on the same answers asks "
+                               "nothing); its model: B's judge keys unless --judge-* are given")
+    add_judge_model_flags(pairwise)
     _gates.add_report_options(parser)
     add_sweep_columns(parser)
     add_db_option(parser)
@@ -90,6 +107,7 @@ def compare_command(args: argparse.Namespace) -> int:
         raise EvalError("--fail-if-worse and --junit compare two campaigns, not a sweep", where="ids",
                         found=str(len(args.ids)), fix="give the baseline and one candidate")
     ids = [find_campaign(store_of(args), text).id for text in args.ids]
+    ask_pairwise(args, ids)
     if len(ids) == 2:
         tolerances = dict(pair for given in args.tolerance for pair in given)  # later ones win
         result: Comparison | Sweep = compare_campaigns(store_of(args), ids[0], ids[1], seed=args.seed,
@@ -103,6 +121,7 @@ def compare_command(args: argparse.Namespace) -> int:
         if isinstance(result, Comparison):
             lines = format_comparison(result, campaign_names(store_of(args), (result.a.id, result.b.id)))
             lines += trust_lines(comparison_agreement(store_of(args), result.a.id, result.b.id))
+            lines += pairwise_lines(result.pairwise)
         else:
             lines = format_sweep(result, sweep_columns(result, args.measures, args.all))
         print("\n".join(lines))
@@ -111,6 +130,35 @@ def compare_command(args: argparse.Namespace) -> int:
     if not isinstance(result, Comparison) or not (args.fail_if_worse or args.junit):
         return 0
     return gate_comparison(args, result)
+
+
+def ask_pairwise(args: argparse.Namespace, ids: list[str]) -> None:
+    """With --pairwise, ask the pairwise judge on A and B (kept, so the comparison carries it)."""
+    judge = {key: getattr(args, key) for key in JUDGE_FLAGS if getattr(args, key) is not None}
+    if not args.pairwise:
+        if judge:
+            raise EvalError("--judge-* choose the pairwise judge's model", where="--pairwise", found="not given",
+                            fix="add --pairwise, or leave out the --judge-* flags")
+        return
+    if len(ids) != 2:
+        raise EvalError("the pairwise judge compares two campaigns, not a sweep", where="--pairwise",
+                        found=str(len(ids)), fix="give A and B")
+    if asks_local_model(get_campaign(store_of(args), ids[1]), judge):
+        print(f"note: {LOCAL_PAIRWISE_NOTE}", file=sys.stderr, flush=True)
+    preference = judge_comparison(store_of(args), ids[0], ids[1], judge=judge)
+    print(f"asked the pairwise judge on {len(preference.verdicts)} question(s)", file=sys.stderr)
+
+
+def pairwise_lines(preference: Preference | None) -> list[str]:
+    """The pairwise judge's figures, then each question's verdict with its reason (nothing when it was not asked)."""
+    if preference is None:
+        return []
+    lines = [preference.summary, f"  {INTERVAL}; {TEST}; judge {preference.signature}"]
+    for verdict in preference.verdicts:
+        flip = " (flipped with the order: a tie)" if verdict.flipped else ""
+        text = " ".join(verdict.question.split())[:60]
+        lines.append(f"  q{verdict.qid} {verdict.winner}{flip}: {text}  [{' '.join(verdict.reason.split())[:160]}]")
+    return lines
 
 
 def gate_comparison(args: argparse.Namespace, comparison: Comparison) -> int:

@@ -28,7 +28,7 @@ from evalcore.campaigns import (
 from evalcore.campaigns.launching import LaunchRequest, sweep_requests
 from evalcore.campaigns.pace import duration_text
 from evalcore.cli import _common, _gates
-from evalcore.cli._common import Commands, add_db_option
+from evalcore.cli._common import JUDGE_FLAGS, Commands, add_db_option, add_judge_model_flags
 from evalcore.cli.compare import add_sweep_columns, format_sweep, sweep_columns
 from evalcore.compare import compare_sweep
 from evalcore.compare.pairing import previous
@@ -53,7 +53,7 @@ from evalcore.metrics import panels
 from evalcore.store import Store
 from evalcore.suites import get_suite
 from evalcore.targets import TargetConfig
-from evalcore.targets.config import KEYS, parse_sweep, read_prompt_files, sweep_values
+from evalcore.targets.config import parse_sweep, read_prompt_files, sweep_values
 from evalcore.targets.generators import judged_locally
 from evalcore.targets.presets import QUICK_START
 from evalcore.targets.saved import get_target
@@ -89,9 +89,7 @@ def register(commands: Commands) -> None:
     parser.add_argument("--max-failed-share", type=float, metavar="F",
                         help="stop once more than this share of the questions failed (default 0.5; 1 = never stop)")
     judging = parser.add_argument_group("judges", "the judges' model (default: the target's own chat model)")
-    for key in JUDGE_FLAGS:
-        judging.add_argument("--" + key.replace("_", "-"), dest=key, type=type(KEYS[key].default),
-                             metavar=key.removeprefix("judge_").upper(), help=KEYS[key].help)
+    add_judge_model_flags(judging)
     judging.add_argument("--judge-threshold", action="append", default=[], metavar="NAME=V",
                          help=f"pass mark of a judge on {LOWEST}-{HIGHEST} (default {PASS_MARK:g}), e.g. score=4; "
                               "repeatable")
@@ -121,11 +119,6 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
                         help="take the gates on the mean (default) or on the lower (pessimistic) end of its 95%% "
                              "bootstrap interval")
     _gates.add_report_options(parser)
-
-
-# The judges' model keys that have a flag of their own (--judge-kind ...); type and help come from the key.
-JUDGE_FLAGS = ("judge_kind", "judge_model", "judge_base_url", "judge_api_key_env", "judge_temperature",
-               "judge_max_tokens")
 
 
 def run_command(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ import numpy as np
 from evalcore import diagnosis
 from evalcore.campaigns import Campaign
 from evalcore.compare import power
+from evalcore.compare.preference import Preference
 from evalcore.diagnosis import Transition
 from evalcore.errors import EvalError
 from evalcore.judges import Verdict
@@ -278,6 +279,7 @@ class Comparison:
     basis: str | None = None  # the measure that decides per-question verdicts first
     basis_reason: str = ""  # why that one (what changed between the configurations)
     tolerances: dict[str, float] = field(default_factory=dict)  # asked smallest meaningful differences, by measure
+    pairwise: Preference | None = None  # the pairwise judge's verdicts, when it was asked (kept apart: `saved`)
 
     def tolerance(self, measure: str) -> float:
         """The smallest difference of a question's `measure` that changes its verdict (asked, else the default)."""
@@ -366,7 +368,8 @@ class Comparison:
                 "basis_reason": self.basis_reason, "verdicts_without_tolerance": self.strict_verdicts,
                 "tolerance": {name: self.tolerance(name) for name in dict.fromkeys(q.basis for q in self.questions)
                               if name and name != "error"},
-                "unchanged": self.unchanged, "disagreements": self.disagreements}
+                "unchanged": self.unchanged, "disagreements": self.disagreements,
+                "pairwise": self.pairwise.to_dict() if self.pairwise else None}
 
 
 def unchanged_text(measures: list[str]) -> str:

@@ -9,3 +9,8 @@ LOCAL_JUDGE_NOTE = ("The judges will ask the offline SmolLM2-135M: its verdicts 
                     "sample its 1-5 scores agreed with hand-made labels no better than chance (weighted kappa -0.14; "
                     "a three-label rubric 0.26). Use it to try the workflow offline; decide with a larger judge model, "
                     "checked against your own labels ('Can I trust this judge?' in docs/judges.md).")
+
+# The pairwise judge on the same model: measured by `bench/local_judges.py` (docs/judges.md).
+LOCAL_PAIRWISE_NOTE = ("The pairwise judge will ask the offline SmolLM2-135M: its verdicts are readable, but it "
+                       "cannot tell which answer is better reliably (see the local-model table of docs/judges.md); "
+                       "decide with a larger judge model.")
