@@ -164,3 +164,28 @@ def test_compare_pairwise_on_the_cli_prints_the_figures_and_the_json_carries_the
     assert json.loads(capsys.readouterr().out)["pairwise"]["flip_rate"] == 0.25
     assert main(["compare", a_id, b_id, "--judge-model", "x", *db]) == 2
     assert "add --pairwise" in capsys.readouterr().err
+
+
+def test_the_api_asks_the_pairwise_judge_and_the_comparison_carries_it(api: Any, tmp_path: Path) -> None:
+    manager = api.app.state.manager
+    dataset = str(write_dataset(tmp_path / "five", TABLES))
+    ids = []
+    for side in "AB":
+        config = TargetConfig(kind="results_file", results_path=str(results_file(tmp_path / f"{side}.jsonl", side)))
+        ids.append(manager.launch(LaunchRequest(dataset=dataset, config=config, tenant="acme")))
+        manager.wait(ids[-1], timeout=60)
+    query = {"a": ids[0], "b": ids[1]}
+    assert api.call("GET", "/api/v1/compare", params=query).json()["data"]["comparison"]["pairwise"] is None
+    with FakeOpenAIServer(scripted_judge) as server:
+        body = {"judge": {"model": "judge-mini", "base_url": server.base_url, "api_key_env": ""}}
+        assert api.call("POST", "/api/v1/compare/pairwise", params=query, json=body).status_code == 403  # a model
+        assert api.call("POST", "/api/v1/compare/pairwise", params=query, json=body, key="viewer").status_code == 403
+        asked = api.call("POST", "/api/v1/compare/pairwise", params=query, json=body, key="full")
+    assert asked.status_code == 200, asked.text
+    pairwise = asked.json()["data"]["pairwise"]
+    assert (pairwise["readable"], pairwise["flips"], pairwise["win_rate"]) == (4, 1, 0.5)
+    assert pairwise["verdicts"][1]["flipped"] and pairwise["verdicts"][4]["winner"] == "unknown"
+    kept = api.call("GET", "/api/v1/compare", params=query, key="viewer").json()["data"]["comparison"]["pairwise"]
+    assert kept["verdicts"] == pairwise["verdicts"] and kept["p_value"] == pytest.approx(binomtest(1, 2).pvalue)
+    other = api.call("POST", "/api/v1/compare/pairwise", params=query, json=body, key="other")
+    assert other.status_code == 404

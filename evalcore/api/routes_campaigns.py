@@ -11,7 +11,16 @@ from evalcore.access import Principal
 from evalcore.api.auth import Admin, Viewer
 from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
 from evalcore.api.inputs import RequestBody
-from evalcore.api.schemas import CampaignDetail, CampaignList, CampaignOnly, ComparisonData, Ok, ResultsPage
+from evalcore.api.runs import JudgeModelIn
+from evalcore.api.schemas import (
+    CampaignDetail,
+    CampaignList,
+    CampaignOnly,
+    ComparisonData,
+    Ok,
+    PreferenceData,
+    ResultsPage,
+)
 from evalcore.campaigns import (
     Campaign,
     NotFound,
@@ -26,6 +35,7 @@ from evalcore.campaigns.listing import SORT_KEYS, campaign_rows, dataset_label, 
 from evalcore.campaigns.manager import MAX_NAME
 from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.compare import compare_campaigns, power
+from evalcore.compare.pairwise import judge_comparison
 from evalcore.judges import FIELD_NAMES
 from evalcore.metrics import MEASURES
 from evalcore.store import Store
@@ -161,3 +171,26 @@ def compare(request: Request, a: Annotated[str, Query(max_length=300)], b: Annot
     comparison = compare_campaigns(request.app.state.store, a, b, effect=effect, principal=principal, basis=basis,
                                    tolerances=tolerances)
     return ok({"comparison": comparison.to_dict()})
+
+
+class PairwiseIn(RequestBody):
+    """How the pairwise judge is asked."""
+
+    judge: JudgeModelIn | None = Field(default=None, description="its model (needs a full-access key); left out: "
+                                                                 "campaign b's judge keys")
+    limit: int | None = Field(default=None, ge=1, le=100_000, description="only the first common questions")
+
+
+@router.post("/compare/pairwise", response_model=Ok[PreferenceData],
+             summary="Ask the pairwise judge which campaign's answers are better")
+def pairwise(request: Request, a: Annotated[str, Query(max_length=300)], b: Annotated[str, Query(max_length=300)],
+             principal: Admin, body: PairwiseIn | None = None) -> dict[str, Any]:
+    """Each common answered question judged with A's answer first, then B's first (a verdict that changes is a tie);
+    B's win rate with its interval, the sign test and the flip rate. Every model call is cached, and the result is
+    kept: the comparison of a and b (GET /api/v1/compare) carries it from then on."""
+    campaign_of(request, a, principal)
+    campaign_of(request, b, principal)
+    body = body or PairwiseIn()
+    judge = {f"judge_{name}": value for name, value in body.judge.model_dump().items()} if body.judge else None
+    preference = judge_comparison(request.app.state.store, a, b, judge=judge, limit=body.limit, principal=principal)
+    return ok({"pairwise": preference.to_dict()})

@@ -259,6 +259,58 @@ class MeasureDeltaOut(Out):
     one_way: bool | None = Field(None, description="every one of them moved in the same direction")
 
 
+class AskingOut(Out):
+    """The pairwise judge asked in one order."""
+
+    winner: str | None = Field(description="A, B or tie; null when the reply could not be read (after one retry)")
+    reason: str
+    prompt_tokens: int
+    completion_tokens: int
+    error: str | None
+
+
+class PairVerdictOut(Out):
+    """The pairwise judge on one question: asked with A's answer first, then with B's first."""
+
+    qid: int
+    question: str
+    winner: str = Field(description="A, B, tie (also when the two orders disagree: flipped), or unknown")
+    flipped: bool = Field(description="the verdict changed when the answers were swapped: counted as a tie")
+    reason: str
+    a_first: AskingOut
+    b_first: AskingOut
+    context_cut: str | None
+
+
+class PreferenceOut(Out):
+    """Which campaign's answers the pairwise judge prefers, over the common answered questions."""
+
+    a: str
+    b: str
+    model: str
+    signature: str = Field(description="the judge's prompt version and hash, reply parser and model")
+    created_at: float
+    questions: int
+    readable: int = Field(description="questions with a readable verdict in both orders")
+    b_wins: int
+    ties: int
+    a_wins: int
+    unknown: int
+    flips: int
+    flip_rate: float | None = Field(description="flips / readable: the judge's position bias")
+    win_rate: float | None = Field(description="(B's wins + ties / 2) / readable")
+    interval: list[float] | None = Field(description="95% Wilson score interval of the win rate")
+    interval_method: str
+    p_value: float = Field(description="exact two-sided sign test of B's wins against A's, ties left out")
+    test: str
+    summary: str
+    verdicts: list[PairVerdictOut]
+
+
+class PreferenceData(BaseModel):
+    pairwise: PreferenceOut
+
+
 class ComparisonOut(Out):
     """Two campaigns: per-question verdicts and per-measure deltas with intervals."""
 
@@ -289,6 +341,8 @@ class ComparisonOut(Out):
                                  "common question")
     disagreements: list[str] = Field(default_factory=list, description="measures whose interval and test disagree, "
                                      "with what that means in words")
+    pairwise: PreferenceOut | None = Field(default=None, description="the pairwise judge's verdicts, once asked "
+                                           "(POST /api/v1/compare/pairwise); null before")
 
 
 class SettingsOut(Out):
