@@ -189,3 +189,38 @@ def test_the_api_asks_the_pairwise_judge_and_the_comparison_carries_it(api: Any,
     assert kept["verdicts"] == pairwise["verdicts"] and kept["p_value"] == pytest.approx(binomtest(1, 2).pvalue)
     other = api.call("POST", "/api/v1/compare/pairwise", params=query, json=body, key="other")
     assert other.status_code == 404
+
+
+def test_the_compare_page_asks_the_pairwise_judge_and_the_report_shows_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.test_dashboard import open_section
+    from tests.test_dashboard_workflow import assert_clean, page_test, unescape
+
+    manager = CampaignManager(tmp_path / "page.db")
+    dataset = str(write_dataset(tmp_path / "five", TABLES))
+    with FakeOpenAIServer(scripted_judge) as server:
+        ids = []
+        for side in "AB":  # B's judge keys are the pairwise judge's model on the page
+            config = TargetConfig.from_dict({"kind": "results_file", **judge_keys(server),
+                                             "results_path": str(results_file(tmp_path / f"{side}.jsonl", side))})
+            ids.append(manager.launch(LaunchRequest(dataset=dataset, config=config)))
+            manager.wait(ids[-1], timeout=60)
+        at = open_section(page_test(str(manager.store.path), monkeypatch, "pages/compare.py"), "Pairwise judge")
+        assert_clean(at)
+        assert any("has not been asked" in i.value for i in at.info)
+        at = at.button(key="ask-pairwise").click().run()
+        assert_clean(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["B preferred (ties half)"] == "50%" and metrics["B wins / ties / A wins"] == "1 / 2 / 1"
+    assert metrics["Flipped with the order"] == "25%" and metrics["Sign test p"] == "1"
+    table = next(df.value for df in at.dataframe if "flipped" in df.value.columns)
+    assert table.set_index("qid").loc[2, ["verdict", "flipped", "A first", "B first"]].tolist() == ["tie", True, "A",
+                                                                                                    "B"]
+    assert table.set_index("qid").loc[5, "A first"] == "unreadable"
+    at = page_test(str(manager.store.path), monkeypatch, "pages/compare.py")  # a new session: read back, not asked
+    assert any("pairwise judge: B preferred over A 50%" in unescape(c.value) for c in at.caption)
+    report = tmp_path / "report.html"
+    assert main(["compare", ids[0], ids[1], "--db", str(manager.store.path), "--report", str(report)]) == 0
+    html = report.read_text(encoding="utf-8")
+    assert "<h2>Pairwise judge</h2>" in html and "Wilson score interval" in html and "scripted q1" in html
+    manager.close()

@@ -78,6 +78,14 @@ def judge_question(settings: JudgeSettings, a_row: QuestionResult, b_row: Questi
                       a=side_of(a_row), b=side_of(b_row))
 
 
+def kept_pairwise(store: Store, a_id: str, b_id: str, *, tenant: str | None = None,
+                  principal: Principal | None = None) -> Preference | None:
+    """The pairwise judge's newest verdicts on A and B as they are now, or None when it was not asked since."""
+    tenant = scope(principal, tenant)
+    return saved.find_preference(store, get_campaign(store, a_id, tenant=tenant), get_campaign(store, b_id,
+                                                                                                tenant=tenant))
+
+
 def judge_comparison(store: Store, a_id: str, b_id: str, *, judge: Mapping[str, Any] | None = None,
                      limit: int | None = None, tenant: str | None = None,
                      principal: Principal | None = None) -> Preference:
