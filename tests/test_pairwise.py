@@ -224,3 +224,15 @@ def test_the_compare_page_asks_the_pairwise_judge_and_the_report_shows_it(
     html = report.read_text(encoding="utf-8")
     assert "<h2>Pairwise judge</h2>" in html and "Wilson score interval" in html and "scripted q1" in html
     manager.close()
+
+
+def test_a_notebook_asks_the_pairwise_judge_and_shows_its_table(pair: tuple[CampaignManager, str, str]) -> None:
+    import evalcore
+
+    manager, a_id, b_id = pair
+    assert evalcore.comparison(a_id, b_id, db=manager.store.path).pairwise() is None
+    with FakeOpenAIServer(scripted_judge) as server:
+        view = evalcore.comparison(a_id, b_id, db=manager.store.path, pairwise=True, judge=judge_keys(server))
+    table = view.pairwise()
+    assert table is not None and table["verdict"].tolist() == ["B", "tie", "A", "tie", "unknown"]
+    assert "pairwise judge: B preferred over A 50%" in view._repr_html_()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -12,6 +12,7 @@ from evalcore.campaigns import CampaignManager, get_manager
 from evalcore.campaigns.launching import LaunchRequest, sweep_requests
 from evalcore.campaigns.listing import campaign_rows
 from evalcore.compare import compare_campaigns, compare_sweep
+from evalcore.compare.pairwise import judge_comparison
 from evalcore.compare.stats import RESAMPLES
 from evalcore.datasets import Dataset
 from evalcore.datasets import load_dataset as _load_dataset
@@ -136,9 +137,13 @@ def list_campaigns(*, db: Db = None) -> pd.DataFrame:
 
 
 def comparison(a: str, b: str, *, db: Db = None, basis: str | None = None, seed: int = 0,
-               resamples: int = RESAMPLES) -> ComparisonView:
-    """Two campaigns compared, A the baseline and B the candidate (`basis`: the measure deciding verdicts)."""
+               resamples: int = RESAMPLES, pairwise: bool = False,
+               judge: Mapping[str, Any] | None = None) -> ComparisonView:
+    """Two campaigns compared, A the baseline and B the candidate (`basis`: the measure deciding verdicts);
+    `pairwise=True` asks the pairwise judge first (its model: B's judge keys, or `judge`'s `judge_*` keys)."""
     store = manager(db).store
+    if pairwise:
+        judge_comparison(store, a, b, judge=judge)
     return ComparisonView(store, compare_campaigns(store, a, b, seed=seed, resamples=resamples, basis=basis))
 
 
