@@ -236,3 +236,21 @@ def test_a_notebook_asks_the_pairwise_judge_and_shows_its_table(pair: tuple[Camp
     table = view.pairwise()
     assert table is not None and table["verdict"].tolist() == ["B", "tie", "A", "tie", "unknown"]
     assert "pairwise judge: B preferred over A 50%" in view._repr_html_()
+
+
+def test_passages_over_the_judge_models_window_are_cut_and_the_verdict_says_so(
+        pair: tuple[CampaignManager, str, str]) -> None:
+    from evalcore.testing import Reply
+
+    def small_window(path: str, body: Any) -> Reply | str:
+        if "Refunds are accepted within 30 days." in body["messages"][1]["content"]:
+            return Reply.error(400, "This model's maximum context length is 64 tokens (context_length_exceeded)")
+        return scripted_judge(path, body)
+
+    manager, a_id, b_id = pair
+    with FakeOpenAIServer(small_window) as server:
+        (verdict,) = judge_comparison(manager.store, a_id, b_id, judge=judge_keys(server), limit=1).verdicts
+        cut = [body["messages"][1]["content"] for _, body, _ in server.requests][-1]
+    assert verdict.winner == "B" and verdict.context_cut is not None
+    assert verdict.context_cut.startswith("context cut to 18 of 36 characters")
+    assert "[cut: the judge model's context window is too small]" in cut
