@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from evalcore.access import Action, Principal, scope
@@ -103,7 +104,8 @@ def judge_comparison(store: Store, a_id: str, b_id: str, *, judge: Mapping[str, 
         raise EvalError("A and B have no answered question in common: nothing for the pairwise judge",
                         where=f"{a.id}, {b.id}", fix="compare two campaigns over the same questions")
     settings = pairwise_settings(store, b, judge or {}, principal)
-    verdicts = tuple(judge_question(settings, a_row, b_row) for a_row, b_row in pairs)
+    with ThreadPoolExecutor(max_workers=max(1, b.options.concurrency)) as pool:  # B's questions in flight
+        verdicts = tuple(pool.map(lambda pair: judge_question(settings, *pair), pairs))
     preference = Preference(a.id, b.id, settings.model.name, pairwise_signature(settings.model.name), verdicts,
                             time.time())
     saved.keep_preference(store, preference, a, b)
