@@ -3,6 +3,7 @@ win rate's Wilson interval and the sign test against scipy; cached, kept with th
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from collections.abc import Iterator
@@ -254,3 +255,17 @@ def test_passages_over_the_judge_models_window_are_cut_and_the_verdict_says_so(
     assert verdict.winner == "B" and verdict.context_cut is not None
     assert verdict.context_cut.startswith("context cut to 18 of 36 characters")
     assert "[cut: the judge model's context window is too small]" in cut
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python not installed")
+def test_the_local_model_gives_a_readable_pairwise_verdict_in_both_orders(
+        pair: tuple[CampaignManager, str, str]) -> None:
+    from evalcore.campaigns import get_campaign
+    from evalcore.compare.pairwise import asks_local_model
+
+    manager, a_id, b_id = pair
+    b = get_campaign(manager.store, b_id)
+    assert asks_local_model(b, {"judge_kind": "local"}) and not asks_local_model(b, {"judge_model": "m"})
+    (verdict,) = judge_comparison(manager.store, a_id, b_id, judge={"judge_kind": "local"}, limit=1).verdicts
+    assert verdict.a_first.winner in ("A", "B", "tie") and verdict.b_first.winner in ("A", "B", "tie"), verdict
+    assert verdict.winner in ("A", "B", "tie") and verdict.flipped == (verdict.a_first.winner != verdict.b_first.winner)
