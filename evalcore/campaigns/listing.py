@@ -7,7 +7,7 @@ dashboard's list and pickers, `campaigns list` and the API's list agree.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
@@ -17,6 +17,7 @@ from evalcore.campaigns.records import Campaign
 from evalcore.datasets import DEFAULT_DATASET
 from evalcore.errors import EvalError
 from evalcore.metrics.registry import MEASURES, display_order, verdict_basis
+from evalcore.shapes import doc
 from evalcore.store import Store
 from evalcore.suites import Suite, list_suites
 from evalcore.targets.presets import DEFAULTS
@@ -38,10 +39,10 @@ def dataset_label(source: str) -> str:
 class Settings:
     """The settings that tell configurations apart at a glance; `top_k` counts the chunks a question retrieves."""
 
-    retriever: str
-    reranker: str
-    generator: str
-    top_k: int | None
+    retriever: str = field(metadata=doc())
+    reranker: str = field(metadata=doc())
+    generator: str = field(metadata=doc("the model of an OpenAI-compatible generator, else the generator"))
+    top_k: int | None = field(metadata=doc("chunks each question retrieves (after the reranker when there is one)"))
 
     @classmethod
     def of(cls, config: Mapping[str, Any]) -> Settings:
@@ -70,10 +71,11 @@ class Settings:
 class CampaignRow:
     """A campaign as a list shows it: the record, its dataset or suite name, key settings and headline means."""
 
-    campaign: Campaign
-    source_name: str
-    settings: Settings
-    headline: dict[str, float]  # mean of each headline measure the campaign has
+    campaign: Campaign = field(metadata=doc(flatten=True))
+    source_name: str = field(metadata=doc("the dataset id, or the suite's name"))
+    settings: Settings = field(metadata=doc())
+    headline: dict[str, float] = field(metadata=doc("mean of each headline measure the campaign has (those that "
+                                                    "decide a question's verdict in a comparison)"))
 
     def cell(self, key: str) -> Any:
         """The value a list sorts on (None when absent)."""

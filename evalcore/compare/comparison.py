@@ -23,6 +23,7 @@ from evalcore.compare.records import (
     QuestionDiff,
 )
 from evalcore.errors import EvalError
+from evalcore.judges import JudgeResult
 from evalcore.metrics import MEASURES, sources_found, verdict_basis
 from evalcore.relevance import is_relevant
 from evalcore.store import Store
@@ -52,8 +53,8 @@ def row_values(result: QuestionResult) -> dict[str, float]:
         if verdict.score is not None and is_number(verdict.score):
             values.setdefault(f"judge.{name}", float(verdict.score))
         measure = MEASURES.get(f"judge.{name}")
-        if verdict.result in ("pass", "fail") and not (measure and measure.binary):
-            values[f"judge.{name}{PASS_SUFFIX}"] = 1.0 if verdict.result == "pass" else 0.0
+        if verdict.result in (JudgeResult.PASS, JudgeResult.FAIL) and not (measure and measure.binary):
+            values[f"judge.{name}{PASS_SUFFIX}"] = 1.0 if verdict.result == JudgeResult.PASS else 0.0
     return values
 
 

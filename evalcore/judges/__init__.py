@@ -14,7 +14,7 @@ from evalcore.judges.prompts import (
     signature,
 )
 from evalcore.judges.running import MAX_TOKENS, JudgeSettings, Trial, run_judge
-from evalcore.judges.verdict import FIELD_NAMES, Spread, Verdict, flat_fields
+from evalcore.judges.verdict import FIELD_NAMES, JudgeResult, Spread, Verdict, flat_fields
 
 __all__ = [
     "ALIASES",
@@ -25,6 +25,7 @@ __all__ = [
     "MAX_TOKENS",
     "PARSER_VERSION",
     "JudgePrompt",
+    "JudgeResult",
     "JudgeSettings",
     "Reading",
     "Spread",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import Annotated, NamedTuple, Protocol
 
 from evalcore.models import ChatModel, ChatReply
 from evalcore.targets.config import TargetConfig
@@ -20,12 +20,12 @@ class Retrieved(NamedTuple):
     `source` is an external target's own id for the document ("" for our passages).
     """
 
-    pid: int | None
+    pid: Annotated[int | None, "its passage (null: an external target's document, named by source)"]
     title: str
     text: str
     score: float
-    stages: dict[str, float]
-    source: str = ""
+    stages: Annotated[dict[str, float], "every stage's score: bm25, bm25_norm, vector, rrf or weighted, rerank"]
+    source: Annotated[str, "an external target's own id for the document ('' for our passages)"] = ""
 
 
 @dataclass

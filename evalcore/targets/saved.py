@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalcore.access import LOCAL_TENANT, Action, Principal, owned, scope
+from evalcore.shapes import doc
 from evalcore.store import NotFound, Store, dumps
 from evalcore.targets.config import TargetConfig
 
@@ -46,12 +47,12 @@ def get_target(store: Store, target_id: str, tenant: str | None = None, *,
 class SavedTarget:
     """A saved target configuration as listed: its id, owner, name and keys."""
 
-    id: str
-    tenant: str
-    name: str
-    config: dict[str, Any]
-    config_hash: str
-    created_at: float
+    id: str = field(metadata=doc())
+    tenant: str = field(metadata=doc(hidden=True))  # a client sees its own
+    name: str = field(metadata=doc())
+    config: dict[str, Any] = field(metadata=doc("every key of the configuration"))
+    config_hash: str = field(metadata=doc())
+    created_at: float = field(metadata=doc())
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape (the tenant left out: a client sees its own)."""
