@@ -24,6 +24,7 @@ from evalcore.campaigns.listing import CampaignRow, Settings
 from evalcore.campaigns.records import Outcome, Progress, Question, RunOptions, Source, Tokens, retrieved_to_json
 from evalcore.compare import Comparison
 from evalcore.compare.records import CampaignHeader, McNemar, MeasureDelta, Passage, QuestionDiff
+from evalcore.compare.sweep import SweepDelta
 from evalcore.diagnosis import Transition
 from evalcore.gates import Check
 from evalcore.judges import Spread, Verdict
@@ -43,6 +44,8 @@ def sample(tp: Any) -> Any:
         return next(iter(tp))
     if is_record(tp):
         return build(tp)
+    if isinstance(tp, type) and issubclass(tp, dict):  # a configuration snapshot
+        return tp({"kind": "rag", "retriever": "vector"})
     if origin is tuple:
         return (sample(args[0]),)
     if origin is list:
@@ -81,7 +84,7 @@ def disagreement(value: Any) -> tuple[set[str], set[str]]:
 
 RECORDS = (Campaign, RunOptions, Progress, Question, Source, Outcome, QuestionResult, Aggregate, Tokens, Summary,
            Verdict, Spread, Retrieved, CampaignHeader, Passage, QuestionDiff, McNemar, MeasureDelta, Comparison,
-           Transition, Settings, CampaignRow, SavedTarget, Check)
+           Transition, Settings, CampaignRow, SavedTarget, Check, SweepDelta)
 PRIVATE = {key.name for record in RECORDS for key in keys(record) if key.private}
 
 

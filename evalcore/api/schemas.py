@@ -61,6 +61,8 @@ def model_of(record: type, name: str | None = None, **more: Any) -> type[BaseMod
 def api_type(tp: Any) -> Any:
     """A record's field type as the API gives it: nested records as their models, tuples as lists."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if isinstance(tp, type) and issubclass(tp, dict):  # a stored configuration snapshot: its JSON as stored
+        return dict[str, Any]
     if is_record(tp):
         if tp not in MODELS:
             MODELS[tp] = model_of(tp)

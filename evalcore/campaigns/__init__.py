@@ -13,6 +13,7 @@ from evalcore.campaigns.records import (
     ACTIVE,
     Aggregate,
     Campaign,
+    CampaignKind,
     CampaignStatus,
     Outcome,
     Progress,
@@ -26,7 +27,7 @@ from evalcore.campaigns.records import (
 from evalcore.store import Conflict, NotFound
 
 __all__ = [
-    "ACTIVE", "Aggregate", "Campaign", "CampaignManager", "CampaignStatus", "Conflict", "NotFound", "Outcome",
+    "ACTIVE", "Aggregate", "Campaign", "CampaignKind", "CampaignManager", "CampaignStatus", "Conflict", "NotFound", "Outcome",
     "Progress", "Question", "QuestionResult", "RunOptions", "Source", "Summary", "Tokens", "campaign_aggregates",
     "campaign_diagnosis", "campaign_results", "campaign_summary", "get_campaign", "get_manager", "list_campaigns",
     "new_campaign_id",

@@ -22,6 +22,7 @@ from evalcore.judges import Verdict
 from evalcore.metrics.graded import stored_values
 from evalcore.shapes import Key, doc
 from evalcore.targets.base import Retrieved
+from evalcore.targets.config import Snapshot
 
 Row = sqlite3.Row | Mapping[str, Any]
 
@@ -166,7 +167,7 @@ class Campaign:
     session_finished: int = field(metadata=doc("finished when the current session started (its rate counts from "
                                                "there)"))
     cancel_requested: bool = field(metadata=doc())
-    config: dict[str, Any] = field(metadata=doc("the configuration snapshot: every key as stored at launch"))
+    config: Snapshot = field(metadata=doc("the configuration snapshot: every key as stored at launch"))
     dataset_hash: str | None = field(metadata=doc())
     use_judge: bool = field(metadata=doc())
     judges: tuple[str, ...] = field(metadata=doc())
@@ -186,6 +187,10 @@ class Campaign:
     JSON_EXTRA = (Key("status_code", int, "0 pending, 1 running, 2 succeeded (with or without failures), 3 otherwise"),
                   Key("status_text", str, "the status as people read it, e.g. 'succeeded with 3 failed'"),
                   Key("progress", Progress))
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.config, Snapshot):  # a campaign built in code from a plain dict of keys
+            object.__setattr__(self, "config", Snapshot(self.config))
 
     @property
     def active(self) -> bool:
@@ -223,7 +228,7 @@ class Campaign:
             finished=row["finished"], failed=row["failed"], created_at=row["created_at"],
             started_at=row["started_at"], ended_at=row["ended_at"], heartbeat=row["heartbeat"],
             session_finished=row["session_finished"], cancel_requested=bool(row["cancel_requested"]),
-            config=json.loads(row["config"]), dataset_hash=row["dataset_hash"], use_judge=bool(row["use_judge"]),
+            config=Snapshot(json.loads(row["config"])), dataset_hash=row["dataset_hash"], use_judge=bool(row["use_judge"]),
             judges=tuple(json.loads(row["judges"])), cache=bool(row["cache"]), cache_hits=row["cache_hits"],
             options=RunOptions.from_dict(json.loads(row["options"])), stage=row["stage"],
             stage_done=row["stage_done"], stage_total=row["stage_total"], pace_rate=row["pace_rate"],

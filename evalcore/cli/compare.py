@@ -222,7 +222,7 @@ def format_sweep(sweep: Sweep) -> list[str]:
         cells = []
         for name in names:
             mean = row.measures[name].mean if name in row.measures else None
-            mark = "*" if (row.deltas or {}).get(name, {}).get("significant") else " "
+            mark = "*" if (delta := (row.deltas or {}).get(name)) and delta.significant else " "
             cells.append(f"{num(mean):>11}{mark}")
         lines.append(f"{row.value!s:>{width}} " + " ".join(cells))
     lines.append("* significantly different from the baseline (p < 0.05)")

@@ -16,7 +16,6 @@ from evalcore.compare.pairing import previous
 from evalcore.compare.records import (
     CampaignHeader,
     Comparison,
-    McNemar,
     MeasureDelta,
     Paired,
     Passage,
@@ -212,8 +211,7 @@ def measure_entry(name: str, values: Paired, interval: stats.BootstrapMean | Non
     binary = is_binary(name, values)
     mcnemar = None
     if binary:
-        test = stats.mcnemar_exact((values.a >= 0.5).tolist(), (values.b >= 0.5).tolist())
-        mcnemar = McNemar(test["only_a"], test["only_b"], test["p_value"])
+        mcnemar = stats.mcnemar_exact((values.a >= 0.5).tolist(), (values.b >= 0.5).tolist())
     p_value = mcnemar.p_value if mcnemar else p_random
     better = higher_is_better(name)
     significant = p_value < stats.ALPHA

@@ -12,8 +12,10 @@ from evalcore import diagnosis
 from evalcore.campaigns import Campaign
 from evalcore.campaigns.records import CampaignKind
 from evalcore.compare import power
+from evalcore.compare.stats import McNemar
 from evalcore.diagnosis import Stage, Transition
 from evalcore.shapes import Key, doc
+from evalcore.targets.config import Snapshot
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,7 @@ class CampaignHeader:
     source: str = field(metadata=doc("the dataset reference, or the suite id"))
     status: str = field(metadata=doc())
     dataset_hash: str | None = field(metadata=doc())
-    config: dict[str, Any] = field(metadata=doc("the configuration snapshot"))
+    config: Snapshot = field(metadata=doc("the configuration snapshot"))
     total: int = field(metadata=doc())
     finished: int = field(metadata=doc())
     failed: int = field(metadata=doc())
@@ -117,19 +119,6 @@ def stage_text(stage: Stage | None) -> str | None:
 def stage_of(text: str | None) -> Stage | None:
     """A stored stage back (None when the question was not asked or not attributed)."""
     return Stage(text) if text else None
-
-
-@dataclass(frozen=True)
-class McNemar:
-    """Exact McNemar test of paired pass/fail outcomes."""
-
-    only_a: int = field(metadata=doc("questions passed in A only"))
-    only_b: int = field(metadata=doc("questions passed in B only"))
-    p_value: float = field(metadata=doc())
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON shape."""
-        return {"only_a": self.only_a, "only_b": self.only_b, "p_value": self.p_value}
 
 
 @dataclass(frozen=True)

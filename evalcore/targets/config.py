@@ -17,6 +17,7 @@ import string
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -253,6 +254,14 @@ class TargetConfig:
         return cls(**values)
 
     @classmethod
+    def stored(cls, data: Mapping[str, Any]) -> TargetConfig:
+        """A snapshot stored by this or an older version read back: keys since removed are left out, a value
+        that no longer has its key's type keeps the default; nothing is refused (it ran as stored)."""
+        known = {f.name: f for f in fields(cls)}
+        values = {key: _convert(key, value, _default(known[key]), []) for key, value in data.items() if key in known}
+        return cls(**{key: value for key, value in values.items() if value is not None})
+
+    @classmethod
     def from_toml(cls, path: str | Path) -> TargetConfig:
         """Read a TOML file of flat keys (see the module docstring)."""
         path = Path(path)
@@ -308,9 +317,7 @@ class TargetConfig:
             return f"agent {urlsplit(self.agent_url).netloc or self.agent_url}"
         if self.kind == "results_file":
             return f"file {Path(self.results_path).name}"
-        retriever = {"hybrid": f"hybrid {self.fusion}", "vector": f"vector {self.embedding_model}"}.get(
-            self.retriever, self.retriever)
-        parts = [retriever if self.retriever != "hybrid" else f"{retriever} {self.embedding_model}"]
+        parts = [self.retriever_label]
         if self.embedding_top_k != TargetConfig.embedding_top_k:  # the candidates retrieved, when not the default
             parts.append(f"top {self.embedding_top_k}")
         if self.chunking == "tokens":
@@ -320,10 +327,21 @@ class TargetConfig:
                           "hyde": "HyDE"}[self.query_transform])
         if self.reranker != "none":
             parts.append(f"rerank {self.reranker}")
-        parts.append({"openai": self.model or "openai", "local": "local model"}.get(self.generator, self.generator))
+        parts.append(self.generator_label)
         if self.generator != "extractive":
             parts.append(f"k={self.context_top_k}")
         return " · ".join(parts)
+
+    @property
+    def retriever_label(self) -> str:
+        """The retriever as people name it: `bm25`, `vector use`, `hybrid rrf use`."""
+        named = {"hybrid": f"hybrid {self.fusion} {self.embedding_model}", "vector": f"vector {self.embedding_model}"}
+        return named.get(self.retriever, self.retriever)
+
+    @property
+    def generator_label(self) -> str:
+        """The generator as people name it: an OpenAI-compatible generator's model, `local model`, `extractive`."""
+        return {"openai": self.model or "openai", "local": "local model"}.get(self.generator, self.generator)
 
     @classmethod
     def keys_in(cls, *groups: str) -> tuple[str, ...]:
@@ -377,6 +395,20 @@ EXECUTION_KEYS = frozenset(TargetConfig.keys_in(EXECUTION))
 # tcp://HOST:PORT, HOST a name, an IPv4 address or a bracketed IPv6 address.
 SCHEDULER_ADDRESS = re.compile(r"tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):([0-9]{1,5})")
 
+
+
+class Snapshot(dict[str, Any]):
+    """A configuration as stored with a campaign or a saved target: the stored JSON exactly (to_dict), and the
+    typed configuration it reads as (`target`, built by `TargetConfig.stored`, so older snapshots still read)."""
+
+    @cached_property
+    def target(self) -> TargetConfig:
+        """The typed configuration."""
+        return TargetConfig.stored(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored JSON, unchanged."""
+        return dict(self)
 
 def key_reference() -> str:
     """Every key as a Markdown table (group, key, what it is, default, help): the documentation's key table."""

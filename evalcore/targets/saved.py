@@ -11,7 +11,7 @@ from typing import Any
 from evalcore.access import LOCAL_TENANT, Action, Principal, owned, scope
 from evalcore.shapes import doc
 from evalcore.store import NotFound, Store, dumps
-from evalcore.targets.config import TargetConfig
+from evalcore.targets.config import Snapshot, TargetConfig
 
 
 def save_target(store: Store, config: TargetConfig, *, tenant: str = LOCAL_TENANT, name: str = "",
@@ -50,7 +50,7 @@ class SavedTarget:
     id: str = field(metadata=doc())
     tenant: str = field(metadata=doc(hidden=True))  # a client sees its own
     name: str = field(metadata=doc())
-    config: dict[str, Any] = field(metadata=doc("every key of the configuration"))
+    config: Snapshot = field(metadata=doc("every key of the configuration"))
     config_hash: str = field(metadata=doc())
     created_at: float = field(metadata=doc())
 
@@ -65,5 +65,5 @@ def list_targets(store: Store, tenant: str | None = None, *, principal: Principa
     tenant = scope(principal, tenant)
     sql = "SELECT * FROM targets" + (" WHERE tenant = ?" if tenant is not None else "") + " ORDER BY created_at DESC, id"
     rows = store.read(sql, (tenant,) if tenant is not None else ())
-    return [SavedTarget(row["id"], row["tenant"], row["name"], json.loads(row["config"]), row["config_hash"],
+    return [SavedTarget(row["id"], row["tenant"], row["name"], Snapshot(json.loads(row["config"])), row["config_hash"],
                         row["created_at"]) for row in rows]
