@@ -30,6 +30,7 @@ from evalcore.gates import Check
 from evalcore.judges import Spread, Verdict
 from evalcore.shapes import doc, is_record, keys
 from evalcore.targets.base import Retrieved
+from evalcore.targets.config import Snapshot, TargetConfig
 from evalcore.targets.saved import SavedTarget
 
 SCALARS: dict[Any, Any] = {bool: True, int: 2, float: 0.5, str: "x", Any: "any"}
@@ -138,3 +139,14 @@ def test_optional_keys_are_left_out_when_absent_and_private_ones_never_shown() -
     assert "samples" not in model.model_validate(verdict.to_dict()).model_dump(mode="json")
     assert "dataset_path" not in schemas.MODELS[RunOptions].model_fields
     assert schemas.CampaignOut.model_fields["status_code"].description.startswith("0 pending")
+
+
+def test_a_snapshot_keeps_the_stored_json_and_reads_older_ones_as_a_typed_configuration() -> None:
+    # Written by an older version: a key since removed, a value no longer of its key's type, keys since added absent.
+    stored = {"retriever": "vector", "embedding_model": "e5", "top_k": 7, "chunk_size": "wide", "reranker": "none"}
+    snapshot = Snapshot(json.loads(json.dumps(stored)))
+    assert json.dumps(snapshot.to_dict()) == json.dumps(stored)  # byte for byte
+    assert snapshot.target.retriever_label == "vector e5" and snapshot.target.chunk_size == TargetConfig.chunk_size
+    assert Settings.of(snapshot.target) == Settings("vector e5", "none", "extractive", TargetConfig.embedding_top_k)
+    campaign = dataclasses.replace(build(Campaign), config=stored)  # a plain dict becomes a snapshot
+    assert isinstance(campaign.config, Snapshot) and campaign.to_dict()["config"] == stored
