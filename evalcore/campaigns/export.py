@@ -23,7 +23,7 @@ def judge_fields(outcome: Outcome, names: str = "project") -> dict[str, object]:
     fields: dict[str, object] = {}
     for name, verdict in outcome.judges.items():
         fields |= flat_fields(name, verdict, names)
-    fields |= {f"{name}_result": result for name, result in outcome.results.items()}
+    fields |= {f"{name}_result": str(result) for name, result in outcome.results.items()}
     return fields
 
 

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from evalcore.campaigns.pace import estimate
 from evalcore.diagnosis import Stage
-from evalcore.judges import Verdict
+from evalcore.judges import JudgeResult, Verdict
 from evalcore.metrics.graded import stored_values
 from evalcore.shapes import Key, doc
 from evalcore.targets.base import Retrieved
@@ -318,7 +318,7 @@ class Outcome:
     sources: tuple[Source, ...] = field(default=(), metadata=doc("the documents of the context"))
     measures: dict[str, float] = field(default_factory=dict, metadata=doc())
     signatures: dict[str, str] = field(default_factory=dict, metadata=doc())
-    results: dict[str, str] = field(default_factory=dict, metadata=doc(
+    results: dict[str, JudgeResult] = field(default_factory=dict, metadata=doc(
         "pass, fail or unknown of the measures with a pass mark"))
     judges: dict[str, Verdict] = field(default_factory=dict, metadata=doc())
     latency_s: float | None = field(default=None, metadata=doc())
@@ -355,7 +355,8 @@ class Outcome:
             # "" stands for the context's own documents, which is what they nearly always are.
             sources=tuple(Source(s["id"], s["title"]) for s in json.loads(row["sources"])) if row["sources"]
             else sources_of(context),
-            measures=stored_values(row["measures"]), results=stored_values(row["results"]),
+            measures=stored_values(row["measures"]),
+            results={name: JudgeResult(value) for name, value in stored_values(row["results"]).items()},
             signatures=signatures,
             judges={name: Verdict.from_dict(v) for name, v in json.loads(row["judges"]).items()},
             latency_s=row["latency_s"], prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
@@ -368,7 +369,7 @@ class Outcome:
         return {"answer": self.answer, "retrieved": [retrieved_to_json(h) for h in self.retrieved],
                 "context": [retrieved_to_json(h) for h in self.context],
                 "sources": [s.to_dict() for s in self.sources], "measures": self.measures,
-                "signatures": self.signatures, "results": self.results,
+                "signatures": self.signatures, "results": {name: str(value) for name, value in self.results.items()},
                 "judges": {n: v.to_dict() for n, v in self.judges.items()},
                 "latency_s": self.latency_s, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens, "judge_prompt_tokens": self.judge_tokens[0],
