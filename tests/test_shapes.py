@@ -29,6 +29,7 @@ from evalcore.diagnosis import Transition
 from evalcore.gates import Check
 from evalcore.judges import Spread, Verdict
 from evalcore.shapes import doc, is_record, keys
+from evalcore.suites import Case
 from evalcore.targets.base import Retrieved
 from evalcore.targets.config import Snapshot, TargetConfig
 from evalcore.targets.saved import SavedTarget
@@ -85,7 +86,7 @@ def disagreement(value: Any) -> tuple[set[str], set[str]]:
 
 RECORDS = (Campaign, RunOptions, Progress, Question, Source, Outcome, QuestionResult, Aggregate, Tokens, Summary,
            Verdict, Spread, Retrieved, CampaignHeader, Passage, QuestionDiff, McNemar, MeasureDelta, Comparison,
-           Transition, Settings, CampaignRow, SavedTarget, Check, SweepDelta)
+           Transition, Settings, CampaignRow, SavedTarget, Check, SweepDelta, Case)
 PRIVATE = {key.name for record in RECORDS for key in keys(record) if key.private}
 
 

@@ -23,6 +23,7 @@ from evalcore.campaigns.records import DIAGNOSIS
 from evalcore.compare import Comparison
 from evalcore.gates import Check
 from evalcore.shapes import is_record, keys
+from evalcore.suites import Case
 from evalcore.targets.saved import SavedTarget
 
 T = TypeVar("T")
@@ -85,6 +86,7 @@ if TYPE_CHECKING:  # the type checker sees models; what they hold is derived whe
     QuestionResultOut = BaseModel
     CampaignListed = BaseModel
     TargetOut = BaseModel
+    CaseOut = BaseModel
 else:
     CampaignOut = api_type(Campaign)
     AggregateOut = api_type(Aggregate)
@@ -96,6 +98,7 @@ else:
         "response_completeness_result, groundedness_pro_label...; project: our names), then <measure>_result"))))
     CampaignListed = model_of(CampaignRow, "CampaignListed")
     TargetOut = model_of(SavedTarget, "TargetOut")
+    CaseOut = api_type(Case)
 
 
 class CampaignList(BaseModel):
@@ -122,12 +125,6 @@ class ResultsPage(BaseModel):
 
 class ComparisonData(BaseModel):
     comparison: ComparisonOut
-
-
-class CaseOut(Out):
-    question: str
-    expected_answer: str | None
-    expected_sources: list[str]
 
 
 class SuiteOut(Out):
