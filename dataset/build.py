@@ -4,8 +4,9 @@ Usage: python dataset/build.py [--out DIR]
 
 Each source file holds one language's passages (key, title, text) and questions (key, text,
 relevant: {passage key: label 1-3}, answers: [...], and `unanswerable: true` on a question the
-system should decline, written as queries.parquet's `answerable` column: false there, null elsewhere). Keys become int64 ids here, in file order,
-so editing the text and rebuilding keeps every id stable unless items are inserted.
+system should decline, written as queries.parquet's `answerable` column: false there, null elsewhere).
+Keys become int64 ids here, in file order, so editing the text and rebuilding keeps every id stable
+unless items are inserted.
 """
 
 from __future__ import annotations
@@ -52,12 +53,14 @@ def build_tables(sources: list[dict]) -> dict[str, pa.Table]:
                 _append(qas, qid=qid, aid=aid)
     return {
         name: pa.table({c: pa.array(v, type=_type(c)) for c, v in columns.items()})
-        for name, columns in (("corpus", corpus), ("queries", queries), ("answers", answers), ("qrels", qrels), ("qas", qas))
+        for name, columns in (("corpus", corpus), ("queries", queries), ("answers", answers), ("qrels", qrels),
+                              ("qas", qas))
     }
 
 
 def _type(column: str) -> pa.DataType:
-    return pa.int64() if column in {"id", "qid", "pid", "aid", "score"} else pa.bool_() if column == "answerable" else pa.string()
+    return (pa.int64() if column in {"id", "qid", "pid", "aid", "score"}
+            else pa.bool_() if column == "answerable" else pa.string())
 
 
 def _append(columns: dict[str, list], **values: object) -> None:

@@ -51,12 +51,22 @@ def keys(cls: type) -> tuple[Key, ...]:
 
 
 def _fields(cls: type) -> list[tuple[str, dict[str, Any]]]:
-    """Field names with their metadata, in declaration order (a NamedTuple's docs annotate its fields: `Annotated[int, "what it is"]`)."""
+    """Field names with their metadata, in declaration order (a NamedTuple annotates its fields:
+    `Annotated[int, "what it is"]`, or `Annotated[str, doc(...)]` for more than the text)."""
     if dataclasses.is_dataclass(cls):
         return [(f.name, dict(f.metadata)) for f in dataclasses.fields(cls)]
     hints = typing.get_type_hints(cls, include_extras=True)
-    return [(name, {"doc": next((m for m in getattr(hints[name], "__metadata__", ()) if isinstance(m, str)), "")})
-            for name in getattr(cls, "_fields", ())]
+    return [(name, _annotation(getattr(hints[name], "__metadata__", ()))) for name in getattr(cls, "_fields", ())]
+
+
+def _annotation(metadata: tuple[Any, ...]) -> dict[str, Any]:
+    """A NamedTuple field's metadata from its annotation: a doc(...) dict, or just the text."""
+    for item in metadata:
+        if isinstance(item, dict):
+            return item
+        if isinstance(item, str):
+            return {"doc": item}
+    return {"doc": ""}
 
 
 def is_record(tp: Any) -> bool:

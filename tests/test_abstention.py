@@ -121,7 +121,8 @@ def test_the_measures_are_registered_with_their_facts() -> None:
              for name in ("correct_abstention", "hallucination", "false_abstention")}
     assert facts == {"correct_abstention": ("abstention", True, True), "hallucination": ("abstention", True, False),
                      "false_abstention": ("abstention", True, False)}
-    assert MEASURES["hallucination"].signature == f"hallucination|refusals:{REFUSALS_VERSION}|match:fold|version:{__version__}"
+    assert MEASURES["hallucination"].signature == (f"hallucination|refusals:{REFUSALS_VERSION}|match:fold|"
+                                                   f"version:{__version__}")
     assert ("Abstention", ["correct_abstention", "hallucination", "false_abstention"]) in panels(
         ["false_abstention", "hallucination", "correct_abstention", "recall"])
 
@@ -140,7 +141,8 @@ def question(position: int, expected: str | None = None, references: tuple[str, 
 
 
 def test_which_questions_are_unanswerable() -> None:
-    """Only a marker (or a dataset's answerable column) makes a question unanswerable; no expected answer is no reference."""
+    """Only a marker (or a dataset's answerable column) makes a question unanswerable; no expected answer is no
+    reference."""
     marked = with_answerability([question(1, "30 days"), question(2, "(unanswerable)", sources=("Terms",)),
                                  question(3), question(4, sources=("Terms",)), question(5, "  ")])
     assert [q.answerable for q in marked] == [True, False, None, None, None]
@@ -177,7 +179,8 @@ def scripted(replies: dict[str, str]):
 
 
 def launch(manager, data: Path, server: FakeOpenAIServer, **source: Any) -> str:
-    """A campaign of the pipeline over `data`'s corpus with the chat server as its model (the dataset unless a suite)."""
+    """A campaign of the pipeline over `data`'s corpus with the chat server as its model (the dataset unless a
+    suite)."""
     config = TargetConfig(knowledge_base=str(data), retriever="bm25", generator="openai", base_url=server.base_url,
                           model="fake", api_key_env="", keyword_threshold=0.0)
     campaign_id = manager.launch(LaunchRequest(config=config, concurrency=1, **(source or {"dataset": str(data)})))
@@ -220,7 +223,8 @@ def test_abstention_measures_on_answers_both_ways(tmp_path: Path) -> None:
 
 
 def test_suite_cases_marked_are_unanswerable_and_empty_ones_have_no_reference(tmp_path: Path) -> None:
-    """An optional expected answer left empty, next to cases that have one, is no reference: never a question to decline."""
+    """An optional expected answer left empty, next to cases that have one, is no reference: never a question to
+    decline."""
     data = write_dataset(tmp_path / "abstain", ABSTAIN)
     manager = get_manager(tmp_path / "suite.db")
     suite = create_suite(manager.store, name="abstain", target_id="default", cases=[
@@ -242,6 +246,38 @@ def test_suite_cases_marked_are_unanswerable_and_empty_ones_have_no_reference(tm
     assert all(not {"correct_abstention", "hallucination", "false_abstention"} & r.outcome.measures.keys()
                for r in campaign_results(manager.store, unknown))
     manager.close()
+
+
+def test_stored_campaigns_change_only_when_asked_to_recompute(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A campaign stored under the old rule (an empty expected answer taken for 'decline') keeps it until recomputed."""
+    from evalcore.campaigns.recompute import recompute_abstention
+    from evalcore.cli import main
+
+    data = write_dataset(tmp_path / "abstain", ABSTAIN)
+    manager = get_manager(tmp_path / "old.db")
+    suite = create_suite(manager.store, name="old", target_id="default", cases=[
+        Case("What is the refund window?", "30 days"), Case("Which company sells thermostats?", None)])
+    with FakeOpenAIServer(scripted({"refund": "30 days.", "thermostats": "The company does."})) as server:
+        campaign = launch(manager, data, server, suite_id=suite.id)
+
+    def old_rule(conn) -> None:  # what the previous rule stored for the case without an expected answer
+        conn.execute("UPDATE campaign_questions SET answerable = 0 WHERE campaign_id = ? AND position = 1", (campaign,))
+        conn.execute("UPDATE results SET measures = json_set(measures, '$.hallucination', 1.0, "
+                     "'$.correct_abstention', 0.0) WHERE campaign_id = ? AND position = 1", (campaign,))
+
+    manager.store.write(old_rule)
+    assert campaign_aggregates(manager.store, campaign)["hallucination"].mean == 1.0  # read back as stored
+    assert recompute_abstention(manager.store, campaign) == 1
+    second = campaign_results(manager.store, campaign)[1]
+    assert second.question.answerable is None and not ABSTENTION_NAMES & second.outcome.measures.keys()
+    assert "hallucination" not in campaign_aggregates(manager.store, campaign)
+    assert campaign_results(manager.store, campaign)[0].outcome.measures["false_abstention"] == 0.0
+    assert main(["campaigns", "recompute-abstention", campaign, "--db", str(manager.store.path)]) == 0
+    assert "0 question(s) changed" in capsys.readouterr().out
+    manager.close()
+
+
+ABSTENTION_NAMES = {"correct_abstention", "hallucination", "false_abstention"}
 
 
 def test_the_refusal_judge_reads_what_the_phrasing_list_misses(tmp_path: Path) -> None:

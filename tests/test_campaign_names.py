@@ -34,8 +34,11 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict
     suite = create_suite(manager.store, name="Refund questions", target_id="default",
                          cases=[Case("What is the refund window?", "30 days", ("Terms of Sale",))])
     config = TargetConfig.from_dict({**BM25.to_dict(), "knowledge_base": data})
-    ids = {"k5": manager.launch(LaunchRequest(dataset=data, config=TargetConfig.from_dict({**config.to_dict(), "embedding_top_k": 5}))),
-           "k9": manager.launch(LaunchRequest(dataset=data, config=TargetConfig.from_dict({**config.to_dict(), "embedding_top_k": 9}),
+    ids = {"k5": manager.launch(LaunchRequest(dataset=data,
+                                              config=TargetConfig.from_dict({**config.to_dict(),
+                                                                             "embedding_top_k": 5}))),
+           "k9": manager.launch(LaunchRequest(dataset=data,
+                                              config=TargetConfig.from_dict({**config.to_dict(), "embedding_top_k": 9}),
                                 name="nine chunks")),
            "suite": manager.launch(LaunchRequest(suite_id=suite.id, config=config))}
     for campaign_id in ids.values():
@@ -49,10 +52,12 @@ def test_rows_name_the_suite_the_dataset_the_settings_and_the_headline_measures(
     rows = {row.campaign.id: row for row in campaign_rows(get_manager(db).store)}
     assert rows[ids["suite"]].source_name == "Refund questions"  # the suite's name, not its id
     assert rows[ids["k5"]].source_name == "tiny"
-    assert rows[ids["k9"]].campaign.name == "nine chunks" and rows[ids["k5"]].campaign.name == "bm25 · top 5 · extractive"
+    assert (rows[ids["k9"]].campaign.name == "nine chunks"
+            and rows[ids["k5"]].campaign.name == "bm25 · top 5 · extractive")
     assert rows[ids["k9"]].settings == Settings("bm25", "none", "extractive", 9)
     assert {"ndcg@10", "rougel"} <= set(rows[ids["k5"]].headline) <= set(HEADLINE)
-    assert {"coverage", "sources_found"} <= set(rows[ids["suite"]].headline) and "ndcg@10" not in rows[ids["suite"]].headline
+    assert ({"coverage", "sources_found"} <= set(rows[ids["suite"]].headline)
+            and "ndcg@10" not in rows[ids["suite"]].headline)
     assert all(0 <= value <= 1 for row in rows.values() for value in row.headline.values())
     assert [r.campaign.id for r in search_rows(list(rows.values()), "REFUND")] == [ids["suite"]]
     assert [r.campaign.id for r in search_rows(list(rows.values()), "nine bm25")] == [ids["k9"]]
@@ -71,7 +76,8 @@ def test_rows_name_the_suite_the_dataset_the_settings_and_the_headline_measures(
 def test_settings_of_other_targets_and_dataset_labels() -> None:
     hybrid = TargetConfig(retriever="hybrid", reranker="http", rerank_url="http://x", rerank_top_k=12,
                           generator="openai", model="gpt-4o-mini", base_url="http://x")
-    assert Settings.of(Snapshot(hybrid.to_dict()).target) == Settings("hybrid rrf use", "http", "gpt-4o-mini", 12)
+    assert Settings.of(Snapshot(hybrid.to_dict()).target) == Settings("hybrid RRF · USE embeddings", "http",
+                                                                      "gpt-4o-mini", 12)
     assert Settings.of(Snapshot({"kind": "http_agent"}).target).retriever == "HTTP agent"
     assert dataset_label("/srv/dataset/samples") == "default" and dataset_label("dataset/uploads-x") == "uploads-x"
     assert HEADLINE[0] == "ndcg@10"
@@ -120,7 +126,8 @@ def test_api_names_at_launch_renames_and_lists_with_names(api: Api) -> None:
 
     renamed = api.call("PATCH", f"/api/v1/campaigns/{task_id}", json={"name": "  hybrid,\n second try "})
     assert renamed.status_code == 200 and renamed.json()["data"]["campaign"]["name"] == "hybrid, second try"
-    assert api.call("GET", f"/api/v1/campaigns/{task_id}", "viewer").json()["data"]["campaign"]["name"] == "hybrid, second try"
+    assert (api.call("GET", f"/api/v1/campaigns/{task_id}", "viewer").json()["data"]["campaign"]["name"]
+            == "hybrid, second try")
     error_of(api.call("PATCH", f"/api/v1/campaigns/{task_id}", "viewer", json={"name": "x"}), 403)
     error_of(api.call("PATCH", f"/api/v1/campaigns/{task_id}", "other", json={"name": "x"}), 404)
     assert error_of(api.call("PATCH", f"/api/v1/campaigns/{task_id}", json={"name": "   "}), 422)["field"] == "name"

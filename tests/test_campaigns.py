@@ -22,7 +22,7 @@ from evalcore.campaigns import (
 )
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.errors import EvalError
-from evalcore.store import Store
+from evalcore.store import open_store
 from evalcore.targets import Retrieved, TargetAnswer, TargetConfig
 from tests.conftest import write_dataset
 
@@ -66,7 +66,8 @@ class FakeTarget:
 def many_questions(folder: Path, n: int) -> Path:
     """A valid dataset with n labeled, answered questions over five passages."""
     return write_dataset(folder, {
-        "queries": {"id": list(range(1, n + 1)), "text": [f"Question number {i} about refunds?" for i in range(1, n + 1)]},
+        "queries": {"id": list(range(1, n + 1)),
+                    "text": [f"Question number {i} about refunds?" for i in range(1, n + 1)]},
         "corpus": {"id": [10, 11, 12, 13, 14], "text": [f"Passage {i} on refunds within {i} days." for i in range(5)]},
         "answers": {"id": list(range(101, 101 + n)), "text": ["Refunds within 30 days."] * n},
         "qrels": {"qid": list(range(1, n + 1)), "pid": [10 + i % 3 for i in range(n)]},
@@ -75,9 +76,9 @@ def many_questions(folder: Path, n: int) -> Path:
 
 
 @pytest.fixture
-def manager(tmp_path: Path):
-    """A manager on a fresh database."""
-    result = get_manager(tmp_path / "campaigns.db")
+def manager(db: str):
+    """A manager on a fresh database, on each backend."""
+    result = get_manager(db)
     yield result
     result.close()
 
@@ -111,7 +112,8 @@ def test_launch_validates_before_accepting(manager: CampaignManager, tiny_datase
 
 def test_one_failing_question_in_five_is_isolated(manager: CampaignManager, tmp_path: Path) -> None:
     data = many_questions(tmp_path / "ten", 10)
-    campaign_id = manager.launch(LaunchRequest(dataset=str(data), target=FakeTarget(fail=lambda qid: qid % 5 == 0), concurrency=3))
+    campaign_id = manager.launch(LaunchRequest(dataset=str(data), target=FakeTarget(fail=lambda qid: qid % 5 == 0),
+                                               concurrency=3))
     done = manager.wait(campaign_id, timeout=20)
     assert done.status == "succeeded_with_failures" and done.status_text == "succeeded with 2 failed"
     assert (done.finished, done.failed) == (10, 2)
@@ -141,7 +143,8 @@ def test_hung_question_times_out_and_campaign_goes_on(manager: CampaignManager, 
         campaign_id = manager.launch(LaunchRequest(dataset=str(data), target=target, concurrency=2, time_limit=1.5))
         done = manager.wait(campaign_id, timeout=20)
         assert done.status == "succeeded_with_failures"
-        errors = {r.question.qid: r.outcome.error for r in campaign_results(manager.store, campaign_id) if r.outcome.error}
+        errors = {r.question.qid: r.outcome.error for r in campaign_results(manager.store, campaign_id)
+                  if r.outcome.error}
         assert errors == {2: "timed out after 1.5 s"}
         assert done.finished == 6
     finally:
@@ -224,7 +227,8 @@ def test_heartbeat_runs_while_questions_hang_and_picks_up_a_cancel_from_elsewher
     monkeypatch.setattr("evalcore.campaigns.runner.HEARTBEAT_S", 0.05)
     target = FakeTarget(hang=lambda qid: True)
     try:
-        campaign_id = manager.launch(LaunchRequest(dataset=str(many_questions(tmp_path / "five", 5)), target=target, concurrency=1))
+        campaign_id = manager.launch(LaunchRequest(dataset=str(many_questions(tmp_path / "five", 5)), target=target,
+                                                   concurrency=1))
 
         def await_beats(count: int) -> None:
             beats = [get_campaign(manager.store, campaign_id).heartbeat]
@@ -237,8 +241,9 @@ def test_heartbeat_runs_while_questions_hang_and_picks_up_a_cancel_from_elsewher
         await_beats(3)
         assert get_campaign(manager.store, campaign_id).finished == 0
         # Another process asks for the cancel through the database only.
-        with Store(manager.store.path) as elsewhere:
-            elsewhere.write(lambda conn: conn.execute("UPDATE campaigns SET cancel_requested = 1 WHERE id = ?", (campaign_id,)))
+        with open_store(manager.store.location) as elsewhere:
+            elsewhere.write(lambda conn: conn.execute("UPDATE campaigns SET cancel_requested = 1 WHERE id = ?",
+                                                      (campaign_id,)))
         await_beats(2)  # each beat writes, then reads the flag: two beats later it has been seen
         target.release.set()
         done = manager.wait(campaign_id, timeout=20)
@@ -270,8 +275,10 @@ def test_results_file_campaign_collapses_duplicate_passages_and_skips_missing_an
     first, second, third = campaign_results(manager.store, campaign_id)
     assert [hit.pid for hit in first.outcome.retrieved] == [14, 14, None, 10, 10]  # chunks as the target ranked them
     # Each passage counts once, at its first rank; the unknown id stays a miss at its rank.
-    assert (first.outcome.measures["precision"], first.outcome.measures["mrr"]) == (pytest.approx(1 / 3), pytest.approx(1 / 3))
-    assert second.outcome.answer is None and "bleu1" not in second.outcome.measures and second.outcome.measures["recall"] == 1.0
+    assert (first.outcome.measures["precision"], first.outcome.measures["mrr"]) == (pytest.approx(1 / 3),
+                                                                                    pytest.approx(1 / 3))
+    assert (second.outcome.answer is None and "bleu1" not in second.outcome.measures
+            and second.outcome.measures["recall"] == 1.0)
     assert third.outcome.error.endswith("add a row with this qid to the results file")
 
 

@@ -62,12 +62,13 @@ def test_judges_are_stored_as_measures_with_details(manager: CampaignManager, ti
         Case("Where is the thermostat manual?"),
     ])
     with FakeOpenAIServer(default=JUDGE_REPLY) as server:
-        campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, config=openai_config(server, tiny_dataset), use_judge=True,
-                                     judges=("relevance",)))
+        campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, config=openai_config(server, tiny_dataset),
+                                     use_judge=True, judges=("relevance",)))
         done = manager.wait(campaign_id, timeout=30)
     assert done.status == "succeeded" and done.judges == ("score", "relevance") and done.use_judge
     with_expected, without = campaign_results(manager.store, campaign_id)
-    assert with_expected.outcome.measures["judge.score"] == 4.0 and with_expected.outcome.measures["judge.relevance"] == 4.0
+    assert (with_expected.outcome.measures["judge.score"] == 4.0
+            and with_expected.outcome.measures["judge.relevance"] == 4.0)
     assert with_expected.outcome.judges["score"].reason == "Close to the expected answer."
     assert with_expected.outcome.signatures["judge.score"].startswith("judge.score|prompt:v1|hash:")
     assert "|parser:v2|model:openai:fake-model@" in with_expected.outcome.signatures["judge.score"]
@@ -85,8 +86,8 @@ def test_judges_asked_several_times_record_their_spread(manager: CampaignManager
         return next(samples) if "Independent judgement" in str(body) else "Refunds are accepted within 30 days."
 
     with FakeOpenAIServer(reply) as server:
-        campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, config=openai_config(server, tiny_dataset), use_judge=True,
-                                     judge_samples=3, cache=False))
+        campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, config=openai_config(server, tiny_dataset),
+                                     use_judge=True, judge_samples=3, cache=False))
         done = manager.wait(campaign_id, timeout=30)
     assert done.options.judge_samples == 3
     (row,) = campaign_results(manager.store, campaign_id)

@@ -65,7 +65,8 @@ def test_suite_crud_and_limits(manager: CampaignManager) -> None:
     with pytest.raises(EvalError, match="at most 100 cases"):
         create_suite(store, tenant="acme", name="big", target_id="default", cases=[Case(f"q{i}") for i in range(101)])
     with pytest.raises(EvalError, match="at most 10 expected sources") as error:
-        create_suite(store, tenant="acme", name="src", target_id="default", cases=[Case("q", None, tuple("abcdefghijk"))])
+        create_suite(store, tenant="acme", name="src", target_id="default",
+                     cases=[Case("q", None, tuple("abcdefghijk"))])
     assert error.value.where == "case 1"
     with pytest.raises(EvalError, match="question is required") as error:
         create_suite(store, tenant="acme", name="empty", target_id="default", cases=[Case("ok"), Case("  ")])
@@ -85,7 +86,8 @@ def test_saved_targets_round_trip(manager: CampaignManager) -> None:
         get_target(manager.store, target_id, tenant="other")
 
 
-def test_suite_campaign_snapshot_survives_edits_and_measures_apply(manager: CampaignManager, tiny_dataset: Path) -> None:
+def test_suite_campaign_snapshot_survives_edits_and_measures_apply(manager: CampaignManager,
+                                                                   tiny_dataset: Path) -> None:
     suite = create_suite(manager.store, tenant="default", name="s", target_id="default", cases=CASES)
     campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, target=suite_target(tiny_dataset)))
     assert campaign_id.startswith("run_default_")
@@ -101,7 +103,8 @@ def test_suite_campaign_snapshot_survives_edits_and_measures_apply(manager: Camp
     assert get_campaign(manager.store, campaign_id).suite_id == suite.id
 
 
-def test_concurrent_launches_on_one_suite_exactly_one_wins(manager: CampaignManager, tiny_dataset: Path, tmp_path: Path) -> None:
+def test_concurrent_launches_on_one_suite_exactly_one_wins(manager: CampaignManager, tiny_dataset: Path,
+                                                           tmp_path: Path) -> None:
     suite = create_suite(manager.store, tenant="default", name="s", target_id="default", cases=CASES)
     other = CampaignManager(tmp_path / "suites.db")  # a second writer, as another process would have
     barrier, outcomes = threading.Barrier(4), []
@@ -109,7 +112,9 @@ def test_concurrent_launches_on_one_suite_exactly_one_wins(manager: CampaignMana
     def launch(owner: CampaignManager) -> None:
         barrier.wait()
         try:
-            outcomes.append(("ok", owner.launch(LaunchRequest(suite_id=suite.id, target=suite_target(tiny_dataset, delay=0.5)))))
+            outcomes.append(("ok",
+                             owner.launch(LaunchRequest(suite_id=suite.id,
+                                                        target=suite_target(tiny_dataset, delay=0.5)))))
         except Conflict as conflict:
             outcomes.append(("conflict", conflict.running_id))
 

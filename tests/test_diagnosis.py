@@ -146,7 +146,8 @@ def make_two(tmp: Path) -> tuple[CampaignManager, dict[str, str], Path]:
     manager = get_manager(tmp / "diagnosis.db")
     ids = {}
     for name, script in (("A", A_SCRIPT), ("B", B_SCRIPT)):
-        ids[name] = manager.launch(LaunchRequest(dataset=str(data), target=ScriptedTarget(script), concurrency=2, name=name))
+        ids[name] = manager.launch(LaunchRequest(dataset=str(data), target=ScriptedTarget(script), concurrency=2,
+                                                 name=name))
         manager.wait(ids[name], timeout=60)
     return manager, ids, tmp / "diagnosis.db"
 
@@ -236,9 +237,12 @@ def test_api_detail_results_and_compare_carry_the_stages(tmp_path: Path) -> None
 
 
 def test_a_reranker_pushing_the_relevant_passage_out_of_the_context(tmp_path: Path) -> None:
-    data = write_dataset(tmp_path / "rerank", DATASET | {"queries": {"id": [1], "text": ["Are refunds accepted within 30 days of delivery, and what about warranty and shipping?"]},
-                                                          "qrels": {"qid": [1], "pid": [10]},
-                                                          "qas": {"qid": [1], "aid": [100]}})
+    data = write_dataset(tmp_path / "rerank",
+                         DATASET | {"queries": {"id": [1],
+                                                "text": [("Are refunds accepted within 30 days of delivery, and what "
+                                                          "about warranty and shipping?")]},
+                                    "qrels": {"qid": [1], "pid": [10]},
+                                    "qas": {"qid": [1], "aid": [100]}})
 
     def reply(path: str, body: dict) -> Reply | str:
         if path.endswith("/rerank"):  # the relevant passage last, the others first
@@ -359,7 +363,7 @@ def test_exports_carry_the_stage(two) -> None:
 
 def test_the_html_report_holds_the_stages_and_the_transition_table(two) -> None:
     from evalcore.campaigns import get_campaign
-    from evalcore.compare.exports import source_names
+    from evalcore.compare.export_context import source_names
     from evalcore.compare.report import comparison_report
 
     manager, ids, _ = two

@@ -56,7 +56,8 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[
 
 
 def copy_db(source: Path, tmp_path: Path) -> Path:
-    """A copy of a database (SQLite's online backup: the write-ahead log included), so each test adds its own campaigns."""
+    """A copy of a database (SQLite's online backup: the write-ahead log included), so each test adds its own
+    campaigns."""
     target = tmp_path / "copy.db"
     with sqlite3.connect(source) as reader, sqlite3.connect(target) as writer:
         reader.backup(writer)

@@ -109,7 +109,8 @@ def test_cache_serves_repeated_calls() -> None:
 def test_cache_key_depends_on_every_part() -> None:
     base = cache_key("m", "chat", {"temperature": 0}, MESSAGES)
     assert base == cache_key("m", "chat", {"temperature": 0}, [dict(MESSAGES[0])])
-    variants = [cache_key("m2", "chat", {"temperature": 0}, MESSAGES), cache_key("m", "x", {"temperature": 0}, MESSAGES),
+    variants = [cache_key("m2", "chat", {"temperature": 0}, MESSAGES),
+                cache_key("m", "x", {"temperature": 0}, MESSAGES),
                 cache_key("m", "chat", {"temperature": 1}, MESSAGES), cache_key("m", "chat", {"temperature": 0}, [])]
     assert base not in variants and len(set(variants)) == 4
 
@@ -147,7 +148,7 @@ def test_backoff_grows_and_is_jittered() -> None:
 def test_azure_openai_deployment_api_version_and_api_key_header(monkeypatch: pytest.MonkeyPatch) -> None:
     """Azure's documented shape: /openai/deployments/{deployment}/chat/completions?api-version=..., key in api-key."""
     from evalcore.targets import TargetConfig
-    from evalcore.targets.generation import build_chat_model, build_judge_model
+    from evalcore.targets.generators import build_chat_model, build_judge_model
 
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", "azure-secret")
     with FakeOpenAIServer(default="Paris.") as server:

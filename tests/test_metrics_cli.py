@@ -85,7 +85,8 @@ def test_text_output_is_trec_eval_like(tmp_path: Path, capsys: pytest.CaptureFix
 def test_graded_and_complete(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "qrels").write_text("1 0 d1 4\n1 0 d2 2\n1 0 d3 1\n2 0 x 1\n")
     (tmp_path / "run").write_text("1 Q0 d2 1 0.9 t\n1 Q0 d9 2 0.8 t\n1 Q0 d1 3 0.7 t\n7 Q0 d1 1 1.0 t\n")
-    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--graded", "--json"]) == 0
+    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--graded",
+                 "--json"]) == 0
     captured = capsys.readouterr()
     assert "1 run queries have no qrels line" in captured.err
     result = strict_json(captured.out)
@@ -100,7 +101,8 @@ EVALUATOR_INPUT = {
     "retrieval_ground_truth": [{"document_id": "d1", "query_relevance_label": 4},
                                {"document_id": "d2", "query_relevance_label": 2},
                                {"document_id": "d3", "query_relevance_label": 1}],
-    "retrieved_documents": [{"document_id": "d2", "relevance_score": 0.9}, {"document_id": "d9", "relevance_score": 0.8},
+    "retrieved_documents": [{"document_id": "d2", "relevance_score": 0.9},
+                            {"document_id": "d9", "relevance_score": 0.8},
                             {"document_id": "d1", "relevance_score": 0.7}],
 }
 
@@ -145,16 +147,19 @@ def test_graded_cases_with_errors_name_the_query_and_field(tmp_path: Path, capsy
     assert message in capsys.readouterr().err
 
 
-def test_graded_thresholds_by_documented_name_in_the_trec_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_graded_thresholds_by_documented_name_in_the_trec_mode(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "qrels").write_text("1 0 d1 4\n1 0 d2 2\n1 0 d3 1\n")
     (tmp_path / "run").write_text("1 Q0 d2 1 0.9 t\n1 Q0 d9 2 0.8 t\n1 Q0 d1 3 0.7 t\n")
     result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--graded",
                         "--threshold", "xdcg_threshold=40")
     assert result["thresholds"]["graded.xdcg@3"] == 40 and result["thresholds"]["graded.top1_relevance"] == 3
     assert "graded.total_ground_truth_documents" in result["queries"]["1"]
-    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--threshold", "x=1"]) == 2
+    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--threshold",
+                 "x=1"]) == 2
     assert "unknown graded retrieval threshold" in capsys.readouterr().err
-    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--threshold", "ndcg@3=nan"]) == 2
+    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--threshold",
+                 "ndcg@3=nan"]) == 2
     assert "not NAME=NUMBER" in capsys.readouterr().err
     assert main(["score", "--run", str(tmp_path / "run")]) == 2
     assert "--cases" in capsys.readouterr().err
@@ -357,7 +362,8 @@ def write_interop_trec(folder: Path, rng: random.Random, queries: int = 400,
             extra = rng.choice(["", "", f"{separator}extra{separator}fields"])
             run_lines.append(separator.join([qid, "Q0", doc, str(position), str(score), "tag"]) + extra)
             if rng.random() < 0.05:
-                run_lines.append(rng.choice(["", "# a comment line", f"#{separator}Q0{separator}x{separator}1{separator}2{separator}t"]))
+                run_lines.append(rng.choice(["", "# a comment line",
+                                             f"#{separator}Q0{separator}x{separator}1{separator}2{separator}t"]))
     rng.shuffle(run_lines)
     (folder / "qrels").write_text("\n".join(lines) + "\n")
     (folder / "run").write_text("\n".join(run_lines) + "\n")
@@ -461,7 +467,7 @@ def test_graded_ndcg_hand_checked(
     (tmp_path / "run").write_text(run)
     result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"),
                         "-m", "ndcg_graded@3", "-m", "ndcg_graded@10")
-    assert result["queries"]["1"] == pytest.approx(dict(zip(GRADED_ORACLE, expected)), abs=1e-12)
+    assert result["queries"]["1"] == pytest.approx(dict(zip(GRADED_ORACLE, expected, strict=False)), abs=1e-12)
     assert result["signatures"]["ndcg_graded@3"].startswith("ndcg_graded@3|gain:label|")
     oracle = pytrec_eval.RelevanceEvaluator(
         {"1": {line.split()[2]: int(line.split()[3]) for line in qrels.splitlines()}}, set(GRADED_ORACLE.values())
@@ -484,7 +490,8 @@ def test_measure_selection_and_unknown_names(tmp_path: Path, capsys: pytest.Capt
     assert "-M/--max-docs" in capsys.readouterr().err
 
 
-def test_comments_in_regular_files_keep_the_fast_reader_exact(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_comments_in_regular_files_keep_the_fast_reader_exact(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
     # A comment with as many fields as a data line, one with fewer, and a blank line.
     (tmp_path / "qrels").write_text("# q 0 doc rel\n1 0 a 1\n\n1 0 b 0\n#\n")
     (tmp_path / "run").write_text("# qid Q0 docid rank score tag\n1 Q0 b 1 2.0 t\n# ranked\n1 Q0 a 2 1.0 t\n")

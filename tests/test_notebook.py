@@ -50,7 +50,8 @@ def test_the_public_names_are_the_reference_pages() -> None:
 
 
 def test_importing_evalcore_loads_nothing_heavy() -> None:
-    code = "import evalcore, sys; print(sorted(m for m in ('pandas', 'numpy', 'evalcore.campaigns') if m in sys.modules))"
+    code = ("import evalcore, sys; "
+            "print(sorted(m for m in ('pandas', 'numpy', 'evalcore.campaigns') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 
@@ -114,8 +115,9 @@ def test_a_comparison_shows_itself_and_its_chart(pair) -> None:
     assert "<table" in shown and "ndcg@10" in shown
     bundle = view.chart()._repr_mimebundle_()
     spec = bundle["application/vnd.vegalite.v5+json"]
-    assert spec["$schema"].endswith("vega-lite/v5.json") and isinstance(spec["width"], int)
-    points = {point["measure"]: point["delta"] for point in spec["data"]["values"]}
+    assert spec["$schema"].endswith("vega-lite/v5.json")
+    assert all(isinstance(panel["width"], int) for panel in spec["vconcat"])  # one panel per scale, sized
+    points = {point["measure"]: point["delta"] for panel in spec["vconcat"] for point in panel["data"]["values"]}
     deltas = view.measures().set_index("measure")["delta"]
     assert all(points[name] == pytest.approx(deltas[name]) for name in points)
     assert "<script" not in json.dumps(spec) and "http" not in shown  # nothing to fetch

@@ -11,7 +11,7 @@ import dataclasses
 import json
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import Any
 
@@ -20,14 +20,17 @@ from pydantic import ValidationError
 
 from evalcore.api import schemas
 from evalcore.campaigns import Aggregate, Campaign, QuestionResult, Summary
+from evalcore.campaigns.labels import Label
 from evalcore.campaigns.listing import CampaignRow, Settings
 from evalcore.campaigns.records import Outcome, Progress, Question, RunOptions, Source, Tokens, retrieved_to_json
 from evalcore.compare import Comparison
-from evalcore.compare.records import CampaignHeader, McNemar, MeasureDelta, Passage, QuestionDiff
+from evalcore.compare.deltas import CampaignHeader, MeasureDelta, Passage, QuestionDiff
+from evalcore.compare.stats import McNemar
 from evalcore.compare.sweep import SweepDelta
 from evalcore.diagnosis import Transition
 from evalcore.gates import Check
 from evalcore.judges import Spread, Verdict
+from evalcore.metrics.agreement import Agreement
 from evalcore.shapes import doc, is_record, keys
 from evalcore.suites import Case
 from evalcore.targets.base import Retrieved
@@ -52,7 +55,7 @@ def sample(tp: Any) -> Any:
         return (sample(args[0]),)
     if origin is list:
         return [sample(args[0])]
-    if origin is dict:
+    if origin in (dict, Mapping):
         return {sample(args[0]): sample(args[1])}
     return SCALARS[tp]
 
@@ -86,7 +89,7 @@ def disagreement(value: Any) -> tuple[set[str], set[str]]:
 
 RECORDS = (Campaign, RunOptions, Progress, Question, Source, Outcome, QuestionResult, Aggregate, Tokens, Summary,
            Verdict, Spread, Retrieved, CampaignHeader, Passage, QuestionDiff, McNemar, MeasureDelta, Comparison,
-           Transition, Settings, CampaignRow, SavedTarget, Check, SweepDelta, Case)
+           Transition, Settings, CampaignRow, SavedTarget, Check, SweepDelta, Case, Label, Agreement)
 PRIVATE = {key.name for record in RECORDS for key in keys(record) if key.private}
 
 
@@ -106,7 +109,8 @@ API_MODELS: dict[type, Callable[[], type[Any]]] = {
     Campaign: lambda: schemas.CampaignOut, QuestionResult: lambda: schemas.QuestionResultOut,
     Summary: lambda: schemas.SummaryOut, Aggregate: lambda: schemas.AggregateOut,
     Comparison: lambda: schemas.ComparisonOut, CampaignRow: lambda: schemas.CampaignListed,
-    SavedTarget: lambda: schemas.TargetOut, Check: lambda: schemas.CheckOut,
+    SavedTarget: lambda: schemas.TargetOut, Check: lambda: schemas.CheckOut, Label: lambda: schemas.LabelOut,
+    Agreement: lambda: schemas.AgreementOut,
 }
 
 
@@ -139,15 +143,16 @@ def test_optional_keys_are_left_out_when_absent_and_private_ones_never_shown() -
     model = schemas.MODELS[Verdict]
     assert "samples" not in model.model_validate(verdict.to_dict()).model_dump(mode="json")
     assert "dataset_path" not in schemas.MODELS[RunOptions].model_fields
-    assert schemas.CampaignOut.model_fields["status_code"].description.startswith("0 pending")
+    assert schemas.CampaignOut.model_fields["status_code"].description.startswith("0 queued or pending")
 
 
 def test_a_snapshot_keeps_the_stored_json_and_reads_older_ones_as_a_typed_configuration() -> None:
     # Written by an older version: a key since removed, a value no longer of its key's type, keys since added absent.
-    stored = {"retriever": "vector", "embedding_model": "e5", "top_k": 7, "chunk_size": "wide", "reranker": "none"}
+    stored = {"retriever": "vector", "embedding_model": "e5", "top_n": 7, "chunk_size": "wide", "reranker": "none"}
     snapshot = Snapshot(json.loads(json.dumps(stored)))
     assert json.dumps(snapshot.to_dict()) == json.dumps(stored)  # byte for byte
-    assert snapshot.target.retriever_label == "vector e5" and snapshot.target.chunk_size == TargetConfig.chunk_size
-    assert Settings.of(snapshot.target) == Settings("vector e5", "none", "extractive", TargetConfig.embedding_top_k)
+    target = snapshot.target
+    assert target.retriever_label == "vector · E5 embeddings" and target.chunk_size == TargetConfig.chunk_size
+    assert Settings.of(target) == Settings("vector · E5 embeddings", "none", "extractive", TargetConfig.embedding_top_k)
     campaign = dataclasses.replace(build(Campaign), config=stored)  # a plain dict becomes a snapshot
     assert isinstance(campaign.config, Snapshot) and campaign.to_dict()["config"] == stored

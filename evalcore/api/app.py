@@ -14,6 +14,7 @@ from evalcore.api import (
     routes_campaigns,
     routes_evaluation,
     routes_gates,
+    routes_labels,
     routes_service,
     routes_suites,
     routes_targets,
@@ -48,7 +49,7 @@ def create_app(db_path: str | Path | None = None, *, dataset_root: Path | None =
     errors.install(app, auth.authentication_error)
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     app.add_middleware(Normalize)
-    for module in (routes_evaluation, routes_suites, routes_targets, routes_campaigns, routes_gates, routes_service,
-                   docs):
+    for module in (routes_evaluation, routes_suites, routes_targets, routes_campaigns, routes_gates, routes_labels,
+                   routes_service, docs):
         app.include_router(module.router)
     return app

@@ -25,8 +25,10 @@ from evalcore.campaigns import (
 from evalcore.campaigns.export import judge_fields
 from evalcore.campaigns.listing import SORT_KEYS, campaign_rows, dataset_label, search_rows, sort_rows
 from evalcore.campaigns.manager import MAX_NAME
+from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.compare import compare_campaigns, power
 from evalcore.judges import FIELD_NAMES
+from evalcore.metrics import MEASURES
 from evalcore.store import Store
 
 router = APIRouter(prefix="/api/v1", tags=["campaigns"], responses=ERROR_RESPONSES)
@@ -55,11 +57,11 @@ class RenameIn(RequestBody):
     name: str = Field(min_length=1, max_length=MAX_NAME, pattern=r"\S", description="1 to 200 characters, one line")
 
 
-def result_json(result: QuestionResult, names: str | None) -> dict[str, Any]:
-    """One question's result; with `names`, its judges' flat fields too (`flat`)."""
+def result_json(result: QuestionResult, names: str | None, campaign: Campaign) -> dict[str, Any]:
+    """One question's result; with `names`, its judges' flat fields too (`flat`), pass marks with their results."""
     data = result.to_dict()
     if names is not None:
-        data["flat"] = judge_fields(result.outcome, names)
+        data["flat"] = judge_fields(result.outcome, names, campaign.options.graded_thresholds)
     return data
 
 
@@ -74,7 +76,8 @@ def campaign_json(campaign: Campaign) -> dict[str, Any]:
 
 def aggregates_json(store: Store, campaign_id: str, principal: Principal) -> dict[str, Any]:
     """The campaign's aggregates as JSON."""
-    return {name: value.to_dict() for name, value in campaign_aggregates(store, campaign_id, principal=principal).items()}
+    return {name: value.to_dict()
+            for name, value in campaign_aggregates(store, campaign_id, principal=principal).items()}
 
 
 @router.get("/campaigns", response_model=Ok[CampaignList], summary="The tenant's campaigns, newest first")
@@ -114,8 +117,18 @@ def cancel(request: Request, campaign_id: CampaignId, principal: Admin) -> dict[
     return ok({"campaign": campaign_json(campaign_of(request, campaign_id, principal))})
 
 
+@router.post("/campaigns/{campaign_id}/recompute-abstention", response_model=Ok[CampaignOnly],
+             summary="Recompute an ended campaign's abstention measures under the current answerability rule")
+def recompute(request: Request, campaign_id: CampaignId, principal: Admin) -> dict[str, Any]:
+    """On request only (stored campaigns never change by themselves); 409 while the campaign runs."""
+    campaign_of(request, campaign_id, principal)
+    recompute_abstention(request.app.state.store, campaign_id, principal=principal)
+    return ok({"campaign": campaign_json(campaign_of(request, campaign_id, principal))})
+
+
 @router.get("/campaigns/{campaign_id}/results", response_model=Ok[ResultsPage], summary="Per-question results, paged")
-def results(request: Request, campaign_id: CampaignId, principal: Viewer, offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+def results(request: Request, campaign_id: CampaignId, principal: Viewer,
+            offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
             limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100, names: FieldNames = None) -> dict[str, Any]:
     """In question order; `finished` counts the stored results, `total` the campaign's questions.
 
@@ -124,7 +137,7 @@ def results(request: Request, campaign_id: CampaignId, principal: Viewer, offset
     campaign = campaign_of(request, campaign_id, principal)
     rows = campaign_results(request.app.state.store, campaign_id, offset=offset, limit=limit,
                             principal=principal)
-    return ok({"results": [result_json(row, names) for row in rows], "offset": offset, "limit": limit,
+    return ok({"results": [result_json(row, names, campaign) for row in rows], "offset": offset, "limit": limit,
                "total": campaign.total, "finished": campaign.finished})
 
 
@@ -134,12 +147,18 @@ def compare(request: Request, a: Annotated[str, Query(max_length=300)], b: Annot
                                                               "each measure's units: the questions needed to see it")]
             = power.EFFECT,
             basis: Annotated[str | None, Query(max_length=100, description="the measure deciding per-question "
-                                               "verdicts (default: follows what differs)")] = None) -> dict[str, Any]:
+                                               "verdicts (default: follows what differs)")] = None,
+            tolerance: Annotated[float | None, Query(ge=0, le=1e9, description="the smallest difference of a "
+                                                     "question's deciding measure that changes its verdict, for "
+                                                     "every measure (default: each measure's own)")] = None,
+            ) -> dict[str, Any]:
     """Per-question verdicts, per-measure deltas with intervals and power (campaign a is the baseline).
 
     Computed once per pair of campaign versions and kept: asking again reads the stored comparison.
     """
     campaign_of(request, a, principal)
     campaign_of(request, b, principal)
-    comparison = compare_campaigns(request.app.state.store, a, b, effect=effect, principal=principal, basis=basis)
+    tolerances = dict.fromkeys(MEASURES, tolerance) if tolerance is not None else None
+    comparison = compare_campaigns(request.app.state.store, a, b, effect=effect, principal=principal, basis=basis,
+                                   tolerances=tolerances)
     return ok({"comparison": comparison.to_dict()})

@@ -30,8 +30,8 @@ def checks_json(status: CampaignStatus | None, checks: list[Check]) -> dict[str,
             summary="A campaign's measures against marks, and its failed questions")
 def campaign_gates(request: Request, campaign_id: CampaignId, principal: Viewer, fail_under: Marks,
                    bound: Annotated[str, Query(pattern="^(" + "|".join(BOUNDS) + ")$",
-                                               description="mean, or lower: the pessimistic end of the "
-                                                           "mean's 95% bootstrap interval")] = "mean") -> dict[str, Any]:
+                                               description="mean, or lower: the pessimistic end of the mean's 95% "
+                                                           "bootstrap interval")] = "mean") -> dict[str, Any]:
     """Each mark taken on the campaign's mean (or its bound); a measure where lower is better has a ceiling."""
     campaign = campaign_of(request, campaign_id, principal)
     gates = [parse_gate(text, bound) for text in fail_under]

@@ -116,13 +116,15 @@ def create(request: Request, body: SuiteCreate, principal: Admin) -> dict[str, A
     return ok({"suite": suite_json(suite)})
 
 
-@router.get("/runs/{run_id}", response_model=Ok[RunDetail], summary="One campaign with its per-question results and summary")
+@router.get("/runs/{run_id}", response_model=Ok[RunDetail],
+            summary="One campaign with its per-question results and summary")
 def read_run(request: Request, run_id: RunId, principal: Viewer, names: FieldNames = None) -> dict[str, Any]:
-    """Results hold every finished question (a running campaign shows those done so far); `names` as for campaign results."""
+    """Results hold every finished question (a running campaign shows those done so far); `names` as for campaign
+    results."""
     run = campaign_of(request, run_id, principal, "run")
     store = request.app.state.store
     return ok({"run": campaign_json(run),
-               "results": [result_json(r, names) for r in campaign_results(store, run_id, principal=principal)],
+               "results": [result_json(r, names, run) for r in campaign_results(store, run_id, principal=principal)],
                "summary": campaign_summary(store, run_id, principal=principal).to_dict()})
 
 
@@ -132,7 +134,8 @@ def read(request: Request, suite_id: SuiteId, principal: Viewer) -> dict[str, An
     return ok({"suite": suite_json(_suite(request, suite_id, principal))})
 
 
-@router.put("/{suite_id}", response_model=Ok[SuiteDetail], summary="Replace a suite (past campaigns keep their questions)")
+@router.put("/{suite_id}", response_model=Ok[SuiteDetail],
+            summary="Replace a suite (past campaigns keep their questions)")
 def replace(request: Request, body: SuiteIn, suite_id: SuiteId, principal: Admin) -> dict[str, Any]:
     """Name, agent and cases are all replaced; another suite's name answers 409 (existing_id names it)."""
     store = request.app.state.store
@@ -161,7 +164,8 @@ def launch(request: Request, suite_id: SuiteId, principal: Admin,
     suite = _suite(request, suite_id, principal)
     body = body or RunIn()
     store = request.app.state.store
-    base = saved_target(store, principal, suite.target_id, "agent_id") if suite.target_id != "default" else TargetConfig()
+    base = (saved_target(store, principal, suite.target_id, "agent_id") if suite.target_id != "default"
+            else TargetConfig())
     # The knowledge base is a dataset id under the server's dataset root, whoever saved the configuration.
     dataset_path(request, base.knowledge_base, field=None, label="knowledge_base of the suite's target configuration")
     run_id = runs.launch(request.app.state.manager, body, LaunchRequest(
@@ -174,4 +178,5 @@ def launch(request: Request, suite_id: SuiteId, principal: Admin,
 def list_runs(request: Request, suite_id: SuiteId, principal: Viewer) -> dict[str, Any]:
     """Each with status and progress."""
     suite = _suite(request, suite_id, principal)
-    return ok({"runs": [campaign_json(c) for c in list_campaigns(request.app.state.store, suite_id=suite.id, principal=principal)]})
+    return ok({"runs": [campaign_json(c)
+                        for c in list_campaigns(request.app.state.store, suite_id=suite.id, principal=principal)]})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -37,6 +37,8 @@ def bounded(name: str, description: str) -> Any:
     field: Any = Field
     return field(default=None, le=high, allow_inf_nan=False, description=description, **lower)
 
+PROMPT_CHARS = 50_000  # a judge prompt far longer than any instructions a judge needs
+
 
 class JudgeModelIn(RequestBody):
     """The judges' model; left out, judges ask the target's own chat model (an agent or a file need one here)."""
@@ -57,12 +59,24 @@ class RunSettings(RequestBody):
 
     use_judge: bool = Field(default=False, description=f"add the {LOWEST}-{HIGHEST} AI score (judge `score`)")
     judges: list[str] = Field(default_factory=list, max_length=len(JUDGES),
-                              description=f"judges to run: {', '.join(JUDGES)}")
+                              description=f"judges to run: {', '.join(JUDGES)} (rubrics run without being named)")
     judge_samples: int = Field(default=1, ge=RUN_BOUNDS["judge_samples"][0], le=RUN_BOUNDS["judge_samples"][1],
                                description="ask each judge N times and record the spread")
     judge: JudgeModelIn | None = Field(default=None, description="the judges' model (needs a full-access key)")
     judge_thresholds: dict[str, float] = Field(default_factory=dict,
                                                description=f"pass mark per judge on {LOWEST}-{HIGHEST}")
+    graded_thresholds: dict[str, float] = Field(
+        default_factory=dict, description="graded document retrieval pass marks by the evaluator's names "
+        "(ndcg_threshold, xdcg_threshold, fidelity_threshold, top1_relevance_threshold, ...) or the measure's")
+    judge_prompts: dict[str, Annotated[str, Field(max_length=PROMPT_CHARS)]] = Field(
+        default_factory=dict, max_length=len(JUDGES),
+        description="a judge's own prompt for this campaign: judge name -> the prompt's text, in the shape of the "
+                    "built-in ones ([system] and [user] lines; the placeholders the judge reads); its hash enters "
+                    "the judge's signature")
+    rubrics: dict[str, Annotated[str, Field(max_length=PROMPT_CHARS)]] = Field(
+        default_factory=dict, max_length=20,
+        description="judges defined in plain words: name -> the rubric's text (# output: 1-5 or labels worst to best, "
+                    "# pass:, # reads:, then [criteria] and optional [steps]); each is a judge of the campaign")
     concurrency: int | None = bounded("concurrency", "questions in flight (suites: 1 by default, so times are "
                                                      "meaningful)")
     time_limit: float | None = bounded("time_limit", f"seconds per question (default {DEFAULT_TIME_LIMIT_S:g})")
@@ -72,9 +86,11 @@ class RunSettings(RequestBody):
     executor: Literal["local", "dask"] | None = Field(
         default=None, description="where the questions are answered: local (the server's threads) or dask (the "
                                   "workers of a Dask cluster); default: the configuration's executor, else local")
-    scheduler: str | None = Field(default=None, max_length=300, pattern=r"^tcp://\S+:[0-9]{1,5}$",
-                                  description="the Dask scheduler, tcp://HOST:PORT (needs a full-access key); "
-                                              "default: the configuration's, else the server's EVALCORE_DASK_SCHEDULER")
+    scheduler: str | None = Field(default=None, max_length=300, pattern=r"^(tcp://\S+:[0-9]{1,5}|[A-Za-z][A-Za-z0-9._-]{0,63})$",
+                                  description="the Dask scheduler: the name or address (tcp://HOST:PORT) of one the "
+                                              "server's operator lists in EVALCORE_DASK_SCHEDULERS (needs a "
+                                              "full-access key); default: the configuration's, else the server's "
+                                              "EVALCORE_DASK_SCHEDULER")
 
 
 def configured(config: TargetConfig, body: RunSettings, principal: Principal) -> TargetConfig:
@@ -88,8 +104,9 @@ def configured(config: TargetConfig, body: RunSettings, principal: Principal) ->
         if not principal.can(Action.CONFIGURE):
             raise ApiError(403, "judge: choosing the judges' model needs a key with the full-access capability")
         overrides |= {f"judge_{name}": value for name, value in body.judge.model_dump().items()}
-    if body.judge_thresholds:
-        overrides["judge_thresholds"] = {**dict(config.judge_thresholds), **body.judge_thresholds}
+    for table in ("judge_thresholds", "graded_thresholds", "judge_prompts", "rubrics"):
+        if given := getattr(body, table):
+            overrides[table] = {**dict(getattr(config, table)), **given}
     return TargetConfig.from_dict({**config.to_dict(), **overrides}) if overrides else config
 
 

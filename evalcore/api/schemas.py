@@ -12,16 +12,19 @@ import functools
 import operator
 import types
 import typing
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.experimental.missing_sentinel import MISSING
 
 from evalcore.campaigns import Aggregate, Campaign, QuestionResult, Summary
+from evalcore.campaigns.labels import Label
 from evalcore.campaigns.listing import CampaignRow
 from evalcore.campaigns.records import DIAGNOSIS
 from evalcore.compare import Comparison
 from evalcore.gates import Check
+from evalcore.metrics.agreement import Agreement
 from evalcore.shapes import is_record, keys
 from evalcore.suites import Case
 from evalcore.targets.saved import SavedTarget
@@ -70,7 +73,7 @@ def api_type(tp: Any) -> Any:
         return MODELS[tp]
     if origin in (tuple, list):
         return types.GenericAlias(list, (api_type(args[0]),))
-    if origin is dict:
+    if origin in (dict, Mapping):
         return types.GenericAlias(dict, (args[0], api_type(args[1])))
     if origin in (Union, types.UnionType):
         return functools.reduce(operator.or_, map(api_type, args))
@@ -87,6 +90,8 @@ if TYPE_CHECKING:  # the type checker sees models; what they hold is derived whe
     CampaignListed = BaseModel
     TargetOut = BaseModel
     CaseOut = BaseModel
+    LabelOut = BaseModel
+    AgreementOut = BaseModel
 else:
     CampaignOut = api_type(Campaign)
     AggregateOut = api_type(Aggregate)
@@ -99,6 +104,8 @@ else:
     CampaignListed = model_of(CampaignRow, "CampaignListed")
     TargetOut = model_of(SavedTarget, "TargetOut")
     CaseOut = api_type(Case)
+    LabelOut = api_type(Label)
+    AgreementOut = api_type(Agreement)
 
 
 class CampaignList(BaseModel):
@@ -195,3 +202,19 @@ class ChecksData(BaseModel):
     exit_code: int = Field(description="what `run` or `compare` would exit with: 0 passed, 1 campaign failed, "
                                        "3 questions failed, 4 gate failed, 5 worse")
     verdict: str
+
+
+class LabelOnly(BaseModel):
+    label: LabelOut
+
+
+class LabelList(BaseModel):
+    labels: list[LabelOut]
+
+
+class ImportedLabels(BaseModel):
+    imported: int
+
+
+class AgreementData(BaseModel):
+    agreement: dict[str, AgreementOut]

@@ -6,15 +6,14 @@ from evalcore.campaigns.queries import (
     campaign_diagnosis,
     campaign_results,
     campaign_summary,
+    find_campaign,
     get_campaign,
     list_campaigns,
 )
 from evalcore.campaigns.records import (
-    ACTIVE,
     Aggregate,
     Campaign,
     CampaignKind,
-    CampaignStatus,
     Outcome,
     Progress,
     Question,
@@ -24,11 +23,14 @@ from evalcore.campaigns.records import (
     Summary,
     Tokens,
 )
+from evalcore.lifecycle import ACTIVE, CampaignStatus
 from evalcore.store import Conflict, NotFound
 
 __all__ = [
-    "ACTIVE", "Aggregate", "Campaign", "CampaignKind", "CampaignManager", "CampaignStatus", "Conflict", "NotFound", "Outcome",
+    "ACTIVE", "Aggregate", "Campaign", "CampaignKind", "CampaignManager", "CampaignStatus", "Conflict", "NotFound",
+    "Outcome",
     "Progress", "Question", "QuestionResult", "RunOptions", "Source", "Summary", "Tokens", "campaign_aggregates",
-    "campaign_diagnosis", "campaign_results", "campaign_summary", "get_campaign", "get_manager", "list_campaigns",
+    "campaign_diagnosis", "campaign_results", "campaign_summary", "find_campaign", "get_campaign", "get_manager",
+    "list_campaigns",
     "new_campaign_id",
 ]

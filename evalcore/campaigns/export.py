@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from evalcore.access import Principal
 from evalcore.campaigns.queries import campaign_results, get_campaign
@@ -17,26 +17,36 @@ FIXED_COLUMNS = ("qid", "question", "expected_answer", "answer", "sources", "err
                  "prompt_tokens", "completion_tokens", "attempts", "queries")
 
 
-def judge_fields(outcome: Outcome, names: str = "project") -> dict[str, object]:
+def judge_fields(outcome: Outcome, names: str = "project",
+                 marks: Mapping[str, float] | None = None) -> dict[str, object]:
     """Per judge, its flat fields (`judges.flat_fields`: ours, or names="evaluator" for the evaluators'
-    documented names); then `<measure>_result` of the measures with a pass mark (graded retrieval)."""
+    documented names); then `<measure>_result` of the measures with a pass mark (graded retrieval), each with
+    the `<measure>_threshold` it used (`marks`: the campaign's, by graded measure; None when not recorded)."""
     fields: dict[str, object] = {}
     for name, verdict in outcome.judges.items():
         fields |= flat_fields(name, verdict, names)
-    fields |= {f"{name}_result": str(result) for name, result in outcome.results.items()}
+    for name, result in outcome.results.items():
+        fields[f"{name}_result"] = str(result)
+        fields[f"{name}_threshold"] = (marks or {}).get(name.removeprefix("graded."))
     return fields
 
 
-def result_table(results: list[QuestionResult], names: str = "project") -> tuple[list[str], list[list[object]]]:
+def graded_marks(store: Store, campaign_id: str) -> dict[str, float]:
+    """The pass marks a campaign's graded results used (empty for campaigns stored before they were recorded)."""
+    return dict(get_campaign(store, campaign_id).options.graded_thresholds)
+
+
+def result_table(results: list[QuestionResult], names: str = "project",
+                 marks: Mapping[str, float] | None = None) -> tuple[list[str], list[list[object]]]:
     """The header and rows of the CSV export (and of the notebook's results table): fixed columns (a query
     transformation's texts one per line), one column per measure, then the judges' and pass marks' fields."""
     measures = sorted({name for r in results for name in r.outcome.measures})
-    extra = list(dict.fromkeys(name for r in results for name in judge_fields(r.outcome, names)))
+    extra = list(dict.fromkeys(name for r in results for name in judge_fields(r.outcome, names, marks)))
     rows: list[list[object]] = []
     for r in results:
         fixed = {**r.to_dict(), "sources": " | ".join(str(s.title or s.id) for s in r.outcome.sources),
                  "queries": "\n".join(r.outcome.queries)}
-        judged = judge_fields(r.outcome, names)
+        judged = judge_fields(r.outcome, names, marks)
         rows.append([fixed[name] for name in FIXED_COLUMNS] + [r.outcome.measures.get(name) for name in measures]
                     + [judged.get(name) for name in extra])
     return [*FIXED_COLUMNS, *measures, *extra], rows
@@ -44,13 +54,14 @@ def result_table(results: list[QuestionResult], names: str = "project") -> tuple
 
 def export_csv(store: Store, campaign_id: str, names: str = "project") -> str:
     """One row per question, as `result_table` lays them out."""
-    header, rows = result_table(campaign_results(store, campaign_id), names)
+    header, rows = result_table(campaign_results(store, campaign_id), names, graded_marks(store, campaign_id))
     return csv_text([header, *rows])
 
 
 def export_jsonl(store: Store, campaign_id: str, names: str = "project") -> str:
     """Every stored result, one JSON object per line (judges nested), with the judges' flat fields."""
-    return "".join(json.dumps({**r.to_dict(), **judge_fields(r.outcome, names)}, ensure_ascii=False) + "\n"
+    marks = graded_marks(store, campaign_id)
+    return "".join(json.dumps({**r.to_dict(), **judge_fields(r.outcome, names, marks)}, ensure_ascii=False) + "\n"
                    for r in campaign_results(store, campaign_id))
 
 
@@ -65,7 +76,8 @@ def export_trec(store: Store, campaign_id: str, names: str = "project") -> str:
     lines = []
     for r in campaign_results(store, campaign_id):
         pids = list(dict.fromkeys(hit.pid for hit in r.outcome.retrieved if hit.pid is not None))
-        lines += [f"{r.question.qid} Q0 {pid} {rank} {len(pids) - rank + 1} {tag}\n" for rank, pid in enumerate(pids, 1)]
+        lines += [f"{r.question.qid} Q0 {pid} {rank} {len(pids) - rank + 1} {tag}\n"
+                  for rank, pid in enumerate(pids, 1)]
     return "".join(lines)
 
 

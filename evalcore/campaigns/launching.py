@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,8 +21,10 @@ class LaunchRequest:
 
     dataset: str | None = None  # a dataset id or folder; or
     suite_id: str | None = None  # a suite (its cases are the questions)
-    config: TargetConfig | None = None  # what answers them (default: the saved target, else the suite's, else the defaults)
-    target_id: str | None = None  # the saved configuration it is, kept as a link (an evaluation task's knowledge_base_id)
+    # What answers them (default: the saved target, else the suite's, else the defaults).
+    config: TargetConfig | None = None
+    # The saved configuration it is, kept as a link (an evaluation task's knowledge_base_id).
+    target_id: str | None = None
     tenant: str = "default"  # the workspace owning it, when no principal says so
     use_judge: bool = False  # add the AI score (judge `score`)
     judges: tuple[str, ...] = ()  # other judges to run on each answer
@@ -37,6 +39,8 @@ class LaunchRequest:
     name: str | None = None  # a name to recognise it by (None: made from the configuration)
     dataset_root: Path | None = None  # where dataset ids are found, when not the project's dataset/ (the API's)
     principal: Principal | None = None  # who launches (None: the local operator)
+    # Per role, which model the configuration got and why (an evaluation task's).
+    models: Mapping[str, str] | None = None
 
 
 def sweep_name(name: str | None, config: TargetConfig, key: str, value: object) -> str:

@@ -56,7 +56,8 @@ class Settings:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
-        return {"retriever": self.retriever, "reranker": self.reranker, "generator": self.generator, "top_k": self.top_k}
+        return {"retriever": self.retriever, "reranker": self.reranker, "generator": self.generator,
+                "top_k": self.top_k}
 
 
 @dataclass(frozen=True)
@@ -104,10 +105,9 @@ def headline_means(store: Store, ids: Sequence[str]) -> dict[str, dict[str, floa
     """campaign id -> mean of each headline measure over its stored results (one query for all)."""
     if not ids:
         return {}
-    paths = [f'$."{name}"' for name in HEADLINE]
-    columns = ", ".join(f"avg(json_extract(measures, ?)) AS m{i}" for i in range(len(HEADLINE)))
+    columns = ", ".join(f"avg({store.dialect.json_number('measures')}) AS m{i}" for i in range(len(HEADLINE)))
     rows = store.read(f"SELECT campaign_id, {columns} FROM results WHERE campaign_id IN "
-                      f"({', '.join('?' * len(ids))}) GROUP BY campaign_id", [*paths, *ids])
+                      f"({', '.join('?' * len(ids))}) GROUP BY campaign_id", [*HEADLINE, *ids])
     return {row["campaign_id"]: {name: row[f"m{i}"] for i, name in enumerate(HEADLINE) if row[f"m{i}"] is not None}
             for row in rows}
 

@@ -9,51 +9,23 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from evalcore import store
 from evalcore.campaigns.pace import estimate
 from evalcore.diagnosis import Stage
 from evalcore.judges import JudgeResult, Verdict
+from evalcore.lifecycle import CampaignStatus
 from evalcore.metrics.graded import stored_values
 from evalcore.shapes import Key, doc
 from evalcore.targets.base import Retrieved
 from evalcore.targets.config import Snapshot
 
-Row = sqlite3.Row | Mapping[str, Any]
-
-
-class CampaignStatus(StrEnum):
-    """Where a campaign is in its life; pending and running are active."""
-
-    PENDING = "pending"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    SUCCEEDED_WITH_FAILURES = "succeeded_with_failures"  # every question ran, some of them failed
-    FAILED = "failed"
-    INTERRUPTED = "interrupted"
-    CANCELLED = "cancelled"
-
-    @property
-    def active(self) -> bool:
-        """Still pending or running (a runner owns it)."""
-        return self in (CampaignStatus.PENDING, CampaignStatus.RUNNING)
-
-    @property
-    def code(self) -> int:
-        """The evaluation task's numeric status: pending 0, running 1, succeeded (even with failures) 2, else 3."""
-        codes = {CampaignStatus.PENDING: 0, CampaignStatus.RUNNING: 1, CampaignStatus.SUCCEEDED: 2,
-                 CampaignStatus.SUCCEEDED_WITH_FAILURES: 2}
-        return codes.get(self, 3)
-
-    @property
-    def exit_code(self) -> int:
-        """The CLI's exit code for a campaign that ended this way: 0 succeeded, 3 with failed questions, else 1."""
-        return {CampaignStatus.SUCCEEDED: 0, CampaignStatus.SUCCEEDED_WITH_FAILURES: 3}.get(self, 1)
+Row = store.Row | Mapping[str, Any]
 
 
 class CampaignKind(StrEnum):
@@ -65,7 +37,6 @@ class CampaignKind(StrEnum):
 
 DIAGNOSIS = ("the stage the question failed at: retrieval miss, ranking miss, generation miss, ok, unlabeled or "
              "failed (null or 'not attributed': stored before failure attribution existed)")
-ACTIVE = (CampaignStatus.PENDING.value, CampaignStatus.RUNNING.value)
 DEFAULT_TIME_LIMIT_S = 240.0
 DEFAULT_MAX_FAILED_SHARE = 0.5
 # The run options' bounds, inclusive (time_limit excludes 0): the engine enforces them, the faces show them.
@@ -95,13 +66,22 @@ class RunOptions:
                                                        "their spread"))
     dataset_path: str | None = field(default=None, metadata=doc("where the dataset was loaded from (absolute), for "
                                                                 "resume", optional=True, private=True))
+    models: Mapping[str, str] = field(default_factory=dict, metadata=doc(
+        "evaluation tasks: role (chat, rerank) -> which model it got and why (an id, the operator's default, none)",
+        optional=True))
+    graded_thresholds: Mapping[str, float] = field(default_factory=dict, metadata=doc(
+        "graded retrieval: measure -> the pass mark its results used (fixed at launch, kept on resume)", optional=True))
 
     def to_dict(self) -> dict[str, Any]:
-        """The stored JSON; dataset_path only when known."""
+        """The stored JSON; dataset_path and models only when known."""
         data: dict[str, Any] = {"concurrency": self.concurrency, "time_limit": self.time_limit,
                                 "max_failed_share": self.max_failed_share, "judge_samples": self.judge_samples}
         if self.dataset_path is not None:
             data["dataset_path"] = self.dataset_path
+        if self.models:
+            data["models"] = dict(self.models)
+        if self.graded_thresholds:
+            data["graded_thresholds"] = dict(self.graded_thresholds)
         return data
 
     @classmethod
@@ -110,7 +90,9 @@ class RunOptions:
         return cls(concurrency=int(data.get("concurrency") or 1),
                    time_limit=float(data.get("time_limit") or DEFAULT_TIME_LIMIT_S),
                    max_failed_share=float(data.get("max_failed_share", DEFAULT_MAX_FAILED_SHARE)),
-                   judge_samples=int(data.get("judge_samples") or 1), dataset_path=data.get("dataset_path"))
+                   judge_samples=int(data.get("judge_samples") or 1), dataset_path=data.get("dataset_path"),
+                   models=dict(data.get("models") or {}),
+                   graded_thresholds=dict(data.get("graded_thresholds") or {}))
 
 
 @dataclass(frozen=True)
@@ -154,8 +136,9 @@ class Campaign:
     source: str = field(metadata=doc("the dataset id, or the suite id"))
     suite_id: str | None = field(metadata=doc())
     target_id: str | None = field(metadata=doc())
-    status: CampaignStatus = field(metadata=doc("pending, running, succeeded, succeeded_with_failures (every "
-                                                "question ran, some failed), failed, interrupted or cancelled"))
+    status: CampaignStatus = field(metadata=doc("queued (waiting for a worker), pending, running, succeeded, "
+                                                "succeeded_with_failures (every question ran, some failed), failed, "
+                                                "interrupted or cancelled"))
     error: str | None = field(metadata=doc())
     total: int = field(metadata=doc())
     finished: int = field(metadata=doc())
@@ -184,7 +167,8 @@ class Campaign:
     pace_done: int | None = field(default=None, metadata=doc(hidden=True))
 
     COLUMNS: ClassVar[str]  # every field, as the campaigns table's columns (set below the class)
-    JSON_EXTRA = (Key("status_code", int, "0 pending, 1 running, 2 succeeded (with or without failures), 3 otherwise"),
+    JSON_EXTRA = (Key("status_code", int, "0 queued or pending, 1 running, 2 succeeded (with or without failures), "
+                      "3 otherwise"),
                   Key("status_text", str, "the status as people read it, e.g. 'succeeded with 3 failed'"),
                   Key("progress", Progress))
 
@@ -194,7 +178,7 @@ class Campaign:
 
     @property
     def active(self) -> bool:
-        """Pending or running."""
+        """Queued, pending or running."""
         return self.status.active
 
     @property
@@ -228,7 +212,8 @@ class Campaign:
             finished=row["finished"], failed=row["failed"], created_at=row["created_at"],
             started_at=row["started_at"], ended_at=row["ended_at"], heartbeat=row["heartbeat"],
             session_finished=row["session_finished"], cancel_requested=bool(row["cancel_requested"]),
-            config=Snapshot(json.loads(row["config"])), dataset_hash=row["dataset_hash"], use_judge=bool(row["use_judge"]),
+            config=Snapshot(json.loads(row["config"])), dataset_hash=row["dataset_hash"],
+            use_judge=bool(row["use_judge"]),
             judges=tuple(json.loads(row["judges"])), cache=bool(row["cache"]), cache_hits=row["cache_hits"],
             options=RunOptions.from_dict(json.loads(row["options"])), stage=row["stage"],
             stage_done=row["stage_done"], stage_total=row["stage_total"], pace_rate=row["pace_rate"],
@@ -278,7 +263,8 @@ class Question:
         """From a campaign_questions row."""
         relevant = json.loads(row["relevant"]) if row["relevant"] is not None else None
         return cls(row["position"], row["qid"], row["question"], row["expected_answer"],
-                   tuple(json.loads(row["refs"])), {int(k): v for k, v in relevant.items()} if relevant is not None else None,
+                   tuple(json.loads(row["refs"])),
+                   {int(k): v for k, v in relevant.items()} if relevant is not None else None,
                    tuple(json.loads(row["expected_sources"])),
                    None if row["answerable"] is None else bool(row["answerable"]))
 
@@ -292,14 +278,22 @@ class Question:
 
 @dataclass(frozen=True)
 class Source:
-    """A document an answer drew on: a passage id (or an external target's own id) and its title."""
+    """A document an answer drew on: a passage id (or an external target's own id), its title and file name."""
 
     id: int | str | None = field(metadata=doc())
     title: str = field(metadata=doc())
+    file_name: str = field(default="", metadata=doc("the file an agent named for it (file_name, filename, source, "
+                                                    "path, url or agent_source_file), matched by expected sources"))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
-        return {"id": self.id, "title": self.title}
+        return {"id": self.id, "title": self.title, "file_name": self.file_name}
+
+    @property
+    def label(self) -> str:
+        """How a page names it: the title (or id), with the file name when there is one."""
+        name = str(self.title or self.id)
+        return f"{name} ({self.file_name})" if self.file_name and self.file_name != name else name
 
 
 @dataclass(frozen=True)
@@ -353,14 +347,16 @@ class Outcome:
         return cls(
             answer=row["answer"], retrieved=retrieved, context=context,
             # "" stands for the context's own documents, which is what they nearly always are.
-            sources=tuple(Source(s["id"], s["title"]) for s in json.loads(row["sources"])) if row["sources"]
+            sources=tuple(Source(s["id"], s["title"], s.get("file_name") or "") for s in json.loads(row["sources"]))
+            if row["sources"]
             else sources_of(context),
             measures=stored_values(row["measures"]),
             results={name: JudgeResult(value) for name, value in stored_values(row["results"]).items()},
             signatures=signatures,
             judges={name: Verdict.from_dict(v) for name, v in json.loads(row["judges"]).items()},
             latency_s=row["latency_s"], prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
-            error=row["error"], notes=tuple(json.loads(row["notes"])), diagnosis=Stage(row["diagnosis"]) if row["diagnosis"] else None,
+            error=row["error"], notes=tuple(json.loads(row["notes"])),
+            diagnosis=Stage(row["diagnosis"]) if row["diagnosis"] else None,
             queries=tuple(json.loads(row["queries"])),
         )
 
@@ -378,12 +374,12 @@ class Outcome:
 
 
 def sources_of(hits: tuple[Retrieved, ...]) -> tuple[Source, ...]:
-    """The distinct documents of these hits: passage id (or an external target's own id) and title."""
-    sources: dict[tuple[int | str | None, str], Source] = {}
+    """The distinct documents of these hits: passage id (or an external target's own id), title and file name."""
+    sources: dict[tuple[int | str | None, str, str], Source] = {}
     for hit in hits:
         source_id = hit.pid if hit.pid is not None else (hit.source or None)
-        if source_id is not None or hit.title:
-            sources.setdefault((source_id, hit.title), Source(source_id, hit.title))
+        if source_id is not None or hit.title or hit.file_name:
+            sources.setdefault((source_id, hit.title, hit.file_name), Source(source_id, hit.title, hit.file_name))
     return tuple(sources.values())
 
 
@@ -449,7 +445,7 @@ class Summary:
 
     `tokens` are the answers' (every model call a question made before its answer, failed ones
     included), `judge_tokens` the judges'; `skipped` counts per judge the questions it could not
-    judge for want of a reference answer.
+    judge for want of a reference answer, `cut` the questions whose context was cut to fit the judge model.
     """
 
     answered: int = field(metadata=doc())
@@ -462,6 +458,8 @@ class Summary:
     judge_tokens: Tokens = field(default=Tokens(0, 0), metadata=doc("the judges' model calls"))
     skipped: dict[str, int] = field(default_factory=dict, metadata=doc(
         "per judge, questions not judged for want of a reference answer"))
+    cut: dict[str, int] = field(default_factory=dict, metadata=doc(
+        "per judge, questions whose context was cut to fit the judge model's context window"))
 
     JSON_EXTRA = (Key("total_tokens", int),)
 
@@ -476,7 +474,7 @@ class Summary:
                 "mean_coverage": self.mean_coverage, "mean_judge_score": self.mean_judge_score,
                 "mean_latency_s": self.mean_latency_s, "tokens": self.tokens.to_dict(),
                 "judge_tokens": self.judge_tokens.to_dict(), "total_tokens": self.total_tokens,
-                "skipped": self.skipped}
+                "skipped": self.skipped, "cut": self.cut}
 
 
 Campaign.COLUMNS = ", ".join(f.name for f in fields(Campaign))

@@ -8,15 +8,17 @@ import os
 import pkgutil
 import sys
 from collections.abc import Sequence
+from typing import Any, TextIO, cast
 
 from evalcore.errors import EvalError
+from evalcore.text import shown
 
 # The module that registers each command. Running a command imports only its module: importing
 # them all (the campaign engine, pandas, the HTTP stack) costs a second or more, which `score`
 # over a TREC run would pay for nothing. A test checks this table against what the modules register.
 COMMANDS = {"campaigns": "campaigns", "compare": "compare", "config": "config", "ask": "config",
-            "dataset": "dataset", "keys": "keys", "run": "run", "score": "score", "score-text": "score",
-            "serve": "serve", "suites": "suites"}
+            "dataset": "dataset", "keys": "keys", "labels": "labels", "run": "run", "score": "score",
+            "score-text": "score", "serve": "serve", "store": "store", "suites": "suites", "worker": "worker"}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -35,6 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((word for word in argv if not word.startswith("-")), None)
     args = build_parser(command).parse_args(argv)
+    sys.stdout, sys.stderr = TerminalText.over(sys.stdout), TerminalText.over(sys.stderr)
     try:
         return int(args.handler(args) or 0)
     except EvalError as error:
@@ -49,3 +52,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         # exit from failing on the closed pipe.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    finally:
+        sys.stdout, sys.stderr = TerminalText.under(sys.stdout), TerminalText.under(sys.stderr)
+
+
+class TerminalText:
+    """A terminal's text stream on which whatever is printed shows its control characters escaped: a stored
+    name cannot send the operator's terminal an escape sequence. (A pipe or a file gets the text as it is.)"""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    @classmethod
+    def over(cls, stream: TextIO) -> TextIO:
+        """The stream, wrapped when it is a terminal."""
+        return cast(TextIO, cls(stream)) if stream.isatty() else stream
+
+    @staticmethod
+    def under(stream: TextIO) -> TextIO:
+        """The stream a wrapper wraps (the stream itself otherwise)."""
+        return stream.stream if isinstance(stream, TerminalText) else stream
+
+    def write(self, text: str) -> int:
+        """Write with control characters escaped; returns the length given."""
+        self.stream.write(shown(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -20,14 +21,18 @@ from evalcore.campaigns import (
     campaign_diagnosis,
     campaign_results,
     campaign_summary,
+    find_campaign,
     get_campaign,
+    list_campaigns,
 )
 from evalcore.campaigns.launching import LaunchRequest, sweep_requests
 from evalcore.campaigns.pace import duration_text
 from evalcore.cli import _common, _gates
 from evalcore.cli._common import Commands, add_db_option
-from evalcore.cli.compare import format_sweep
+from evalcore.cli.compare import add_sweep_columns, format_sweep, sweep_columns
 from evalcore.compare import compare_sweep
+from evalcore.compare.pairing import previous
+from evalcore.datasets import dataset_stats, load_dataset
 from evalcore.diagnosis import STAGES, StageCounts
 from evalcore.errors import EvalError
 from evalcore.gates import (
@@ -42,13 +47,14 @@ from evalcore.gates import (
     question_failures,
     worst,
 )
-from evalcore.judges import JUDGES
+from evalcore.judges import JUDGES, LOCAL_JUDGE_NOTE
 from evalcore.judges.scale import HIGHEST, LOWEST, PASS_MARK
 from evalcore.metrics import panels
 from evalcore.store import Store
 from evalcore.suites import get_suite
 from evalcore.targets import TargetConfig
-from evalcore.targets.config import KEYS, parse_sweep, sweep_values
+from evalcore.targets.config import KEYS, parse_sweep, read_prompt_files, sweep_values
+from evalcore.targets.generators import judged_locally
 from evalcore.targets.presets import QUICK_START
 from evalcore.targets.saved import get_target
 
@@ -65,7 +71,8 @@ def register(commands: Commands) -> None:
     parser.add_argument("--config", type=Path, metavar="FILE.toml", help="target configuration (default: built-in)")
     parser.add_argument("--target", metavar="ID", help="saved target configuration id (instead of --config)")
     add_db_option(parser)
-    parser.add_argument("--concurrency", type=int, metavar="N", help="questions in flight (default: cores - 1, or 8 for remote models)")
+    parser.add_argument("--concurrency", type=int, metavar="N",
+                        help="questions in flight (default: cores - 1, or 8 for remote models)")
     parser.add_argument("--no-cache", action="store_true", help="do not reuse cached model replies")
     parser.add_argument("--judge", action="extend", nargs="+", default=[], metavar="NAME",
                         help=f"LLM judges to run on each answer: {', '.join(JUDGES)}")
@@ -86,10 +93,18 @@ def register(commands: Commands) -> None:
         judging.add_argument("--" + key.replace("_", "-"), dest=key, type=type(KEYS[key].default),
                              metavar=key.removeprefix("judge_").upper(), help=KEYS[key].help)
     judging.add_argument("--judge-threshold", action="append", default=[], metavar="NAME=V",
-                         help=f"pass mark of a judge on {LOWEST}-{HIGHEST} (default {PASS_MARK:g}), e.g. score=4; repeatable")
+                         help=f"pass mark of a judge on {LOWEST}-{HIGHEST} (default {PASS_MARK:g}), e.g. score=4; "
+                              "repeatable")
+    judging.add_argument("--judge-prompt", action="append", default=[], metavar="NAME=FILE",
+                         help="a judge's own prompt for this campaign, read from a file in the shape of the "
+                              "built-in ones, e.g. score=prompts/score.txt; repeatable")
+    judging.add_argument("--rubric", action="append", default=[], metavar="NAME=FILE",
+                         help="a judge defined in plain words (criteria, steps, scale, pass mark, inputs), read from "
+                              "a file; repeatable (see docs/judges.md)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override one configuration key, e.g. graded_label_max=3; repeatable")
     _common.add_execution_options(parser)
+    add_sweep_columns(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     add_gate_options(parser)
     parser.set_defaults(handler=run_command)
@@ -122,17 +137,19 @@ def run_command(args: argparse.Namespace) -> int:
     request = launch_request(args, config, target_id)
     if not args.sweep:
         campaign_id = launch(manager, request, as_json=args.json)
-        follow(manager, campaign_id, as_json=args.json)
+        if follow(manager, campaign_id, as_json=args.json) == LOST_EXIT:
+            return LOST_EXIT
         return gate_campaigns(manager.store, args, gates, [campaign_id])
     key, values = parse_sweep(args.sweep)
     ids = []
     # One after the other: a suite runs one campaign at a time, and the cores are shared.
     for each in sweep_requests(request, key, values, one_after_another=True):
         ids.append(launch(manager, each, as_json=args.json))
-        follow(manager, ids[-1], as_json=args.json)
+        if follow(manager, ids[-1], as_json=args.json) == LOST_EXIT:
+            return LOST_EXIT
     sweep = compare_sweep(manager.store, ids)
     print(json.dumps(sweep.to_dict(), indent=2, ensure_ascii=False, default=str) if args.json
-          else "\n".join(format_sweep(sweep)))
+          else "\n".join(format_sweep(sweep, sweep_columns(sweep, args.measures, args.all))))
     return gate_campaigns(manager.store, args, gates, ids)
 
 
@@ -183,6 +200,10 @@ def configuration(manager: CampaignManager, args: argparse.Namespace) -> tuple[T
     overrides = {key: getattr(args, key) for key in JUDGE_FLAGS if getattr(args, key) is not None}
     if args.judge_threshold:
         overrides["judge_thresholds"] = {**dict(config.judge_thresholds), **pairs(args.judge_threshold, float)}
+    for key, given in (("judge_prompts", args.judge_prompt), ("rubrics", args.rubric)):
+        if given:
+            files = read_prompt_files({key: pairs(given, str)}, Path.cwd())[key]
+            overrides[key] = {**dict(getattr(config, key)), **files}
     overrides |= pairs(args.set, None)
     if not overrides:
         return config, target_id
@@ -199,7 +220,7 @@ def pairs(items: list[str], kind: type | None) -> dict[str, Any]:
         typed = sweep_values(value)
         if kind is float and not (len(typed) == 1 and isinstance(typed[0], (int, float))):
             raise EvalError("expected a number", where=item, found=value)
-        out[name.strip()] = typed[0] if len(typed) == 1 else value
+        out[name.strip()] = value if kind is str or len(typed) != 1 else typed[0]
     return out
 
 
@@ -214,16 +235,21 @@ def launch_request(args: argparse.Namespace, config: TargetConfig, target_id: st
 
 
 def launch(manager: CampaignManager, request: LaunchRequest, *, as_json: bool) -> str:
-    """Launch one campaign, after printing what it runs."""
-    config = request.config or TargetConfig()
+    """Launch one campaign, after printing what it runs (and on which data)."""
+    config, out = request.config or TargetConfig(), sys.stderr if as_json else sys.stdout
     print(f"configuration: {config.describe()}; changed from the defaults: "
-          f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}",
-          file=sys.stderr if as_json else sys.stdout, flush=True)
+          f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}", file=out,
+          flush=True)
+    if (request.judges or config.rubrics) and judged_locally(config):
+        print(f"note: {LOCAL_JUDGE_NOTE}", file=sys.stderr, flush=True)
+    if request.dataset is not None:
+        print(f"dataset {dataset_stats(load_dataset(request.dataset)).summary()}", file=out, flush=True)
     return manager.launch(request)
 
 
 def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
-    """Show progress until the campaign ends (Ctrl-C cancels it), then print it; 0 when it succeeded."""
+    """Show progress until the campaign ends (Ctrl-C cancels it), then print it; 0 when it succeeded, LOST_EXIT when
+    another process took it over."""
     from tqdm import tqdm
 
     print(f"campaign {campaign_id}", file=sys.stderr if as_json else sys.stdout, flush=True)
@@ -232,17 +258,45 @@ def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
         # tqdm's own rate and time left would mix the stages: the bar shows the campaign's (its recent rate).
         with tqdm(total=campaign.total, initial=campaign.finished, unit="questions", file=sys.stderr, disable=None,
                   bar_format=BAR) as bar:
-            while campaign.active:
+            while campaign.active and not manager.lost(campaign_id):
                 time.sleep(POLL_S)
                 campaign = get_campaign(manager.store, campaign_id)
                 show_progress(bar, campaign.progress(), campaign.failed)
     except KeyboardInterrupt:
         manager.cancel(campaign_id)
         print(f"cancelling; resume with `python -m evalcore campaigns resume {campaign_id}`", file=sys.stderr)
-        campaign = manager.wait(campaign_id)
+    # Cancelled, or ended under another owner before this process's runner noticed that it lost the campaign: the
+    # runner stops (within a heartbeat), and then lost() tells.
+    campaign = manager.wait(campaign_id)
+    if manager.lost(campaign_id):
+        print(f"this process lost campaign {campaign_id}: another process took it over (or it was deleted), and "
+              "its results are that process's (`python -m evalcore campaigns show ID` shows them)", file=sys.stderr)
+        return LOST_EXIT
     report = Report.of(manager.store, campaign)
     print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) if as_json else format_report(report))
+    print("\n".join(next_lines(manager.store, campaign)), file=sys.stderr if as_json else sys.stdout)
     return campaign.status.exit_code
+
+
+LOST_EXIT = 6  # the campaign was taken over by another process: what it did is not this process's
+def next_lines(store: Store, campaign: Campaign) -> list[str]:
+    """The campaign's name and id, and the command to type next: compare it with the previous campaign on the same
+    questions, or look at it."""
+    earlier = [c for c in list_campaigns(store, campaign.tenant)
+               if c.id != campaign.id and c.finished and c.created_at < campaign.created_at]
+    baseline = previous(campaign, earlier)
+    command = f"python -m evalcore compare {handle(store, baseline)} {handle(store, campaign)}" if baseline \
+        else f"python -m evalcore campaigns show {campaign.id}"
+    return ["", f"campaign {campaign.name!r} ({campaign.id})", f"next: {command}"]
+
+
+def handle(store: Store, campaign: Campaign) -> str:
+    """How to name a campaign on the command line: its name (quoted for the shell) when it finds it, else its id."""
+    try:
+        found = find_campaign(store, campaign.name, campaign.tenant).id == campaign.id
+    except EvalError:
+        found = False
+    return shlex.quote(campaign.name) if found else campaign.id
 
 
 BAR = "{desc}{percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} {unit} [{elapsed}{postfix}]"
@@ -301,6 +355,8 @@ def format_report(report: Report) -> str:
     lines += ["", f"mean latency: {'-' if latency is None else f'{latency:.3f} s'}",
               f"tokens: {summary.tokens.prompt} prompt + {summary.tokens.completion} completion",
               f"cache hits: {campaign.cache_hits}"]
+    lines += [f"judge {name}: context cut to fit the judge model's context window on {count} question(s)"
+              for name, count in summary.cut.items()]
     return "\n".join(lines)
 
 

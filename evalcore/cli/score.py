@@ -140,10 +140,11 @@ def _graded_columns(qids: list[str], qrels: Judgements, run: Ranking,
                     args: argparse.Namespace) -> dict[str, list[float | None]]:
     labels, rankings = judgements_by_query(qrels), rankings_by_query(run, args.max_docs)
     columns: dict[str, list[float | None]] = {f"graded.{name}": [] for name in GRADED_MEASURES}
+    marks = _thresholds(args.threshold)
     for qid in qids:
         try:
             graded = graded_retrieval_scores(labels.get(qid, {}), rankings.get(qid, []), args.label_min, args.label_max,
-                                             _thresholds(args.threshold))
+                                             marks)
         except EvalError as error:
             raise EvalError(error.message, where=f"qrels, query {qid}, {error.where}", found=error.found,
                             expected=error.expected, fix="set --label-min/--label-max to your labels' scale") from None
@@ -266,9 +267,9 @@ def _print(table: Table, sigs: dict[str, str], as_json: bool, extra: Mapping[str
         return
     shown = {name: [_shown(value) for value in column] for name, column in table.columns.items()}
     labels = [f"{name:<22}\t" for name in table.columns]
-    out = [f"{label}{key}\t{value}" for key, *values in zip(table.keys, *shown.values())
-           for label, value in zip(labels, values)]
-    out.extend(f"{label}all\t{_shown(mean)}" for label, (mean, _) in zip(labels, means.values()))
+    out = [f"{label}{key}\t{value}" for key, *values in zip(table.keys, *shown.values(), strict=False)
+           for label, value in zip(labels, values, strict=False)]
+    out.extend(f"{label}all\t{_shown(mean)}" for label, (mean, _) in zip(labels, means.values(), strict=False))
     out.append(f"{'num_q':<22}\tall\t{len(table.keys)}")
     sys.stdout.write("\n".join(out) + "\n")
 
@@ -290,6 +291,6 @@ def _json_text(table: Table, rest: dict[str, object]) -> str:
         names = [json.dumps(name, ensure_ascii=False).replace("%", "%%") for name in table.columns]
         template = "  %s: {\n" + ",\n".join(f"   {name}: %s" for name in names) + "\n  }"
         keys = map(encode_basestring, table.keys)
-        queries = "{\n" + ",\n".join([template % row for row in zip(keys, *encoded)]) + "\n }"
+        queries = "{\n" + ",\n".join([template % row for row in zip(keys, *encoded, strict=False)]) + "\n }"
     tail = json.dumps(rest, ensure_ascii=False, indent=1)
     return '{\n "queries": ' + queries + ",\n" + tail[2:]

@@ -88,7 +88,8 @@ def list_command(args: argparse.Namespace) -> int:
         print("no suite yet: import one with `python -m evalcore suites import FILE.csv --name N --target ID`")
         return 0
     width = max(len(f"{r.suite.tenant}/{r.suite.name}") for r in rows)
-    print(f"{'name':<{width}}  {'dataset':<12}  {'cases':>5}  {'target':<20}  {'updated':<16}  {'last campaign':<24}  id")
+    print(f"{'name':<{width}}  {'dataset':<12}  {'cases':>5}  {'target':<20}  {'updated':<16}  {'last campaign':<24}  "
+          "id")
     for row in rows:
         s = row.suite
         updated = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.updated_at))

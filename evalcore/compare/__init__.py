@@ -7,10 +7,11 @@ from evalcore.compare.comparison import (
     question_key,
     row_values,
 )
-from evalcore.compare.records import CampaignHeader, Comparison, MeasureDelta, Paired, QuestionDiff
+from evalcore.compare.deltas import CampaignHeader, Change, Comparison, MeasureDelta, Paired, QuestionDiff
 from evalcore.compare.saved import results_version
 from evalcore.compare.sweep import Sweep, SweepRow, compare_sweep, sweep_results
 
-__all__ = ["CampaignHeader", "Comparison", "MeasureDelta", "Paired", "QuestionDiff", "Sweep", "SweepRow",
-           "compare_campaigns", "compare_results", "compare_sweep", "compare_with_previous", "question_key", "results_version", "row_values",
+__all__ = ["CampaignHeader", "Change", "Comparison", "MeasureDelta", "Paired", "QuestionDiff", "Sweep", "SweepRow",
+           "compare_campaigns", "compare_results", "compare_sweep", "compare_with_previous", "question_key",
+           "results_version", "row_values",
            "sweep_results"]

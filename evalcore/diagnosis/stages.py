@@ -59,6 +59,8 @@ class Hit(Protocol):
     @property
     def text(self) -> str: ...
     @property
+    def file_name(self) -> str: ...
+    @property
     def source(self) -> str: ...
 
 
@@ -116,8 +118,9 @@ def relevance(labels: Mapping[int, int] | None, expected_sources: Sequence[str])
 
 
 def source_of(hit: Hit) -> dict[str, Any]:
-    """A passage as sources_found reads it: its passage id (or the target's own id) and title."""
-    return {"id": hit.pid if hit.pid is not None else (hit.source or None), "title": hit.title}
+    """A passage as sources_found reads it: its passage id (or the target's own id), title and file name."""
+    return {"id": hit.pid if hit.pid is not None else (hit.source or None), "title": hit.title,
+            "file_name": hit.file_name}
 
 
 def same_text(hit: Hit, found: Sequence[Hit]) -> bool:

@@ -53,6 +53,10 @@ class Verdict:
     samples: tuple[float | None, ...] | None = field(default=None, metadata=doc(
         "every sample's score when asked several times", optional=True))
     spread: Spread | None = field(default=None, metadata=doc("how the readable samples spread", optional=True))
+    context_cut: str | None = field(default=None, metadata=doc(
+        "how the context was cut to fit the judge model's context window; null when the judge saw it whole"))
+    label: str | None = field(default=None, metadata=doc("a rubric's label on its own scale (its position is the "
+                                                         "score)"))
 
     JSON_EXTRA = (Key("tokens", int, "prompt and completion tokens of every call this verdict took"),)
 
@@ -68,6 +72,7 @@ class Verdict:
             "prompt_version": self.prompt_version, "signature": self.signature, "threshold": self.threshold,
             "score": self.score, "reason": self.reason, "result": str(self.result), "tokens": self.tokens,
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "error": self.error,
+            "context_cut": self.context_cut, "label": self.label,
         }
         if self.samples is not None:
             data["samples"] = list(self.samples)
@@ -86,7 +91,8 @@ class Verdict:
             result=JudgeResult(data.get("result", "unknown")), prompt_tokens=int(data.get("prompt_tokens") or 0),
             completion_tokens=int(data.get("completion_tokens") or 0), error=data.get("error"),
             samples=tuple(samples) if samples is not None else None,
-            spread=Spread(**spread) if isinstance(spread, Mapping) else None,
+            spread=Spread(**spread) if isinstance(spread, Mapping) else None, context_cut=data.get("context_cut"),
+            label=data.get("label"),
         )
 
 

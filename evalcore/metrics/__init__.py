@@ -1,21 +1,27 @@
 """Measures of retrieval, generation, graded retrieval, suite cases and judges, with their registry."""
 
+from evalcore.metrics.document_retrieval import document_retrieval
 from evalcore.metrics.generation import GENERATION_MEASURES, generation_scores
 from evalcore.metrics.graded import GRADED_MEASURES, graded_retrieval_scores
 from evalcore.metrics.registry import (
     MEASURES,
     PANELS,
+    SCALES,
     Measure,
     Scores,
+    abstention_measures,
     aggregate,
     display_order,
     judge_abstention,
     panels,
+    scale_of,
     score_question,
     signature,
+    tolerance_of,
     verdict_basis,
 )
 from evalcore.metrics.retrieval import RETRIEVAL_MEASURES, retrieval_scores
+from evalcore.metrics.similarity import AnswerEmbedding, answer_similarity, cosine
 from evalcore.metrics.suite import coverage, important_words, sources_found
 
 __all__ = [
@@ -24,19 +30,27 @@ __all__ = [
     "MEASURES",
     "PANELS",
     "RETRIEVAL_MEASURES",
+    "SCALES",
+    "AnswerEmbedding",
     "Measure",
     "Scores",
+    "abstention_measures",
     "aggregate",
+    "answer_similarity",
+    "cosine",
     "coverage",
     "display_order",
+    "document_retrieval",
     "generation_scores",
     "graded_retrieval_scores",
     "important_words",
     "judge_abstention",
     "panels",
     "retrieval_scores",
+    "scale_of",
     "score_question",
     "signature",
     "sources_found",
+    "tolerance_of",
     "verdict_basis",
 ]

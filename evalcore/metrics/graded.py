@@ -51,9 +51,16 @@ class GradedScale(NamedTuple):
         """The scale as signatures record it, e.g. `0-3`."""
         return f"{self.label_min}-{self.label_max}"
 
+    def marks(self) -> dict[str, float]:
+        """Every measure's pass mark on this scale: the configured ones (by any accepted name), defaults for the
+        rest."""
+        configured = {threshold_measure(name): value for name, value in self.thresholds.items()}
+        return default_thresholds(self.label_min, self.label_max) | configured
+
 
 def default_thresholds(label_min: int, label_max: int) -> dict[str, float]:
-    """Pass marks that mean something on the configured scale (a top-1 pass mark of 50 on a 0..4 scale would never pass).
+    """Pass marks that mean something on the configured scale (a top-1 pass mark of 50 on a 0..4 scale would
+    never pass).
 
     Top-1 and top-3 relevance pass at the label three quarters up the scale, rounded up (3 on 0..4,
     4 on 1..5); the totals pass when there is at least one document (a sanity check, not a quality mark).
@@ -67,9 +74,13 @@ def default_thresholds(label_min: int, label_max: int) -> dict[str, float]:
     }
 
 
+def _measure_named(name: str) -> str:
+    return THRESHOLD_NAMES.get(name) or RENAMED.get(name, name)
+
+
 def is_threshold_name(name: str) -> bool:
     """Whether the name sets a graded threshold: `ndcg_threshold` (the evaluator's name), `ndcg@3`, or an old name."""
-    return (THRESHOLD_NAMES.get(name) or RENAMED.get(name, name)) in GRADED_MEASURES
+    return _measure_named(name) in GRADED_MEASURES
 
 
 def threshold_measure(name: str) -> str:
@@ -77,11 +88,12 @@ def threshold_measure(name: str) -> str:
     if not is_threshold_name(name):
         raise EvalError("unknown graded retrieval threshold", found=name,
                         expected=", ".join(THRESHOLD_NAMES), fix="or name the measure itself, e.g. ndcg@3")
-    return THRESHOLD_NAMES.get(name) or RENAMED.get(name, name)
+    return _measure_named(name)
 
 
 def current_name(name: str) -> str:
-    """A stored measure name (`graded.total_groundtruth_documents`), or a signature starting with one, under its documented name."""
+    """A stored measure name (`graded.total_groundtruth_documents`), or a signature starting with one, under its
+    documented name."""
     measure, bar, settings = name.partition("|")
     head, dot, tail = measure.rpartition(".")
     return head + dot + RENAMED.get(tail, tail) + bar + settings
@@ -143,7 +155,7 @@ def _ndcg(found: list[int], every: list[int], label_min: int) -> float | None:
 
 def _xdcg(found: list[int], label_min: int, label_max: int) -> float:
     weights = [XDCG_DECAY**i for i in range(CUT)]
-    gained = sum((g - label_min) * w for g, w in zip(found[:CUT], weights))
+    gained = sum((g - label_min) * w for g, w in zip(found[:CUT], weights, strict=False))
     return 100.0 / (label_max - label_min) * gained / sum(weights)
 
 

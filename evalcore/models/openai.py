@@ -7,13 +7,23 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from evalcore.errors import EvalError
-from evalcore.models.chat import CallCache, ChatReply, Message, ModelError, cached_chat, departures, refuse_long_reply
+from evalcore.models.chat import (
+    CallCache,
+    ChatReply,
+    ContextOverflow,
+    Message,
+    ModelError,
+    cached_chat,
+    departures,
+    overflowed,
+    refuse_long_reply,
+)
 from evalcore.models.http import check_reachable, new_client, post_json
 
 # Endpoints (base URL, model) that refused structured output: asked without it from then on.
 _UNSTRUCTURED: set[tuple[str, str]] = set()
 # Sampling parameters a reasoning model may refuse: each one it names is dropped and the call sent again.
-_DROPPABLE = ("temperature", "top_p", "frequency_penalty")
+_DROPPABLE = ("temperature", "top_p", "top_k", "frequency_penalty")
 
 
 def frequency_penalty(repeat_penalty: float) -> float:
@@ -37,7 +47,8 @@ def endpoint_url(base_url: str, path: str, *, deployment: str = "", api_version:
     prefix = parts.path.rstrip("/")
     if deployment:
         prefix += f"/openai/deployments/{quote(deployment, safe='')}"
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not (api_version and k == "api-version")]
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+             if not (api_version and k == "api-version")]
     query += [("api-version", api_version)] if api_version else []
     return urlunsplit((parts.scheme, parts.netloc, f"{prefix}/{path}", urlencode(query), ""))
 
@@ -71,13 +82,16 @@ class OpenAIChatModel:
 
     def chat(self, messages: list[Message], *, temperature: float | None = None, max_tokens: int | None = None,
              top_p: float | None = None, repeat_penalty: float | None = None,
-             schema: dict[str, Any] | None = None) -> ChatReply:
-        """One completion, from the cache when the same call was made before (see `frequency_penalty`)."""
+             schema: dict[str, Any] | None = None, top_k: int | None = None) -> ChatReply:
+        """One completion, from the cache when the same call was made before (see `frequency_penalty`).
+
+        top_k is no OpenAI parameter: it goes as an extra body field, which vLLM, llama.cpp's server and
+        others read; a server that refuses it is asked again without it.
+        """
         params: dict[str, Any] = {k: v for k, v in (("temperature", temperature), ("max_tokens", max_tokens))
                                   if v is not None}
-        sampling = departures(top_p, repeat_penalty)
-        if "top_p" in sampling:
-            params["top_p"] = sampling["top_p"]
+        sampling = departures(top_p, repeat_penalty, top_k)
+        params |= {name: sampling[name] for name in ("top_p", "top_k") if name in sampling}
         if "repeat_penalty" in sampling:
             params["frequency_penalty"] = frequency_penalty(sampling["repeat_penalty"])
         if schema is not None and (self.base_url, self.model) not in _UNSTRUCTURED:
@@ -96,6 +110,9 @@ class OpenAIChatModel:
                                  timeout=self.timeout, retries=self.retries, backoff=self.backoff,
                                  parse=self._parse_chat, max_reply_chars=self.max_reply_chars)
             except ModelError as error:
+                if error.status in (400, 413, 422) and overflowed(error.body):
+                    raise ContextOverflow(error.message, status=error.status, body=error.body,
+                                          where=error.where) from None
                 if not (error.status in (400, 422) and self._drop_rejected(params, error.body)):
                     raise
 

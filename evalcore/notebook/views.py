@@ -22,10 +22,10 @@ from evalcore.campaigns import (
     campaign_summary,
     get_campaign,
 )
-from evalcore.campaigns.export import result_table
+from evalcore.campaigns.export import graded_marks, result_table
 from evalcore.compare import Comparison, Sweep, tables
-from evalcore.compare.charts import delta_figure, delta_spec, series_figure, series_spec, stage_bars, stage_bars_spec
-from evalcore.compare.exports import comparison_context, source_names, sweep_context
+from evalcore.compare.charts import delta_figure, delta_specs, series_figure, series_spec, stage_bars, stage_bars_spec
+from evalcore.compare.export_context import comparison_context, source_names, sweep_context
 from evalcore.diagnosis import StageCounts
 from evalcore.errors import EvalError
 from evalcore.gates import Check, campaign_checks, gate, worse_checks
@@ -89,7 +89,7 @@ class CampaignView:
 
     def results(self) -> pd.DataFrame:
         """One row per finished question, with the CSV export's columns and values."""
-        header, rows = result_table(campaign_results(self.store, self.id))
+        header, rows = result_table(campaign_results(self.store, self.id), marks=graded_marks(self.store, self.id))
         return pd.DataFrame(rows, columns=header)
 
     def aggregates(self) -> pd.DataFrame:
@@ -155,8 +155,11 @@ class ComparisonView:
         return worse_checks(self.comparison, list(measures))
 
     def chart(self) -> Chart:
-        """The dashboard's delta chart (Vega-Lite)."""
-        return Chart(delta_spec(self.comparison, self._context))
+        """The dashboard's delta chart (Vega-Lite): one panel per scale, stacked."""
+        panels = [{**{key: value for key, value in spec.items() if key != "$schema"},
+                   **({"width": 640} if spec.get("width") == "container" else {})}
+                  for spec in delta_specs(self.comparison, self._context)]
+        return Chart({"title": panels[0].pop("title", "") if panels else "", "vconcat": panels})
 
     def figure(self) -> go.Figure:
         """The same chart as a Plotly figure (`.show()`, `.write_html(...)`)."""
@@ -165,7 +168,8 @@ class ComparisonView:
     def _repr_html_(self) -> str:
         c = self.comparison
         lines = [f"A {self._a.name} ({c.a.id}) → B {self._b.name} ({c.b.id})",
-                 "verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(c.verdicts.items())) + f" (by {c.basis_reason})",
+                 "verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(c.verdicts.items()))
+                 + f" (by {c.basis_reason})",
                  *(f"warning: {w}" for w in c.warnings + c.power_warnings)]
         columns = ["measure", "n", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "significant"]
         return heading("comparison", lines) + frame_html(self.measures()[columns])

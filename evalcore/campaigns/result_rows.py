@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gc
 import json
-import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -22,7 +21,7 @@ from typing import Any
 
 from evalcore.campaigns.records import Outcome, Question, QuestionResult, retrieved_to_json, sources_of
 from evalcore.metrics.graded import current_name, stored_values
-from evalcore.store import Store, dumps
+from evalcore.store import Connection, Row, Store, dumps
 from evalcore.targets import Retrieved
 
 PassageKey = tuple[int | None, str, str, str]  # pid, source, title, text
@@ -78,12 +77,25 @@ def decode_ranked(text: str, passages: Mapping[int, Retrieved]) -> tuple[Retriev
     if isinstance(data, list):
         return tuple(Retrieved(h["pid"], h.get("title") or "", h.get("text") or "", h.get("score") or 0.0,
                                dict(h.get("stages") or {}), h.get("source") or "") for h in data)
-    stages = data["st"]
-    return tuple(
-        passages[key]._replace(score=score, stages={name: values[position] for name, values in stages.items()
-                                                    if values[position] is not None})
-        for position, (key, score) in enumerate(zip(data["k"], data["s"], strict=True))
-    )
+    scores = data["s"]
+    stages: list[dict[str, float]] = [{} for _ in scores]
+    for name, values in data["st"].items():
+        for position, value in enumerate(values):
+            if value is not None:
+                stages[position][name] = value
+    # tuple.__new__ builds each hit in one step (NamedTuple._replace takes five times as long); the fields
+    # after the stages (source, file name, any added later) are the stored passage's.
+    new = tuple.__new__
+    return tuple(new(Retrieved, (*hit[:3], score, own, *hit[5:]))
+                 for hit, score, own in zip(map(passages.__getitem__, data["k"]), scores, stages, strict=True))
+
+
+def passages_of(text: str, passages: Mapping[int, Retrieved]) -> tuple[Retrieved, ...]:
+    """The ranked list's passages as the campaign stored them, without this question's scores."""
+    data = json.loads(text)
+    if isinstance(data, list):
+        return decode_ranked(text, passages)
+    return tuple(map(passages.__getitem__, data["k"]))
 
 
 class NotOwner(Exception):
@@ -121,7 +133,9 @@ class ResultWriter:
             rows.append((
                 self.campaign_id, question.position, question.qid, o.answer,
                 encode_ranked(o.retrieved, self.passages, new_passages), dumps(self._context(o, new_passages)),
-                "" if o.sources == sources_of(o.context) else dumps([source.to_dict() for source in o.sources]),
+                # The stored passages keep no file name: sources with one are stored as they are.
+                "" if o.sources == sources_of(o.context) and not any(s.file_name for s in o.sources)
+                else dumps([source.to_dict() for source in o.sources]),
                 dumps(o.measures), dumps(own), dumps(o.results),
                 dumps({name: verdict.to_dict() for name, verdict in o.judges.items()}), o.latency_s, o.prompt_tokens,
                 o.completion_tokens, *o.judge_tokens, o.error, dumps(list(o.notes)), now, o.diagnosis,
@@ -135,7 +149,7 @@ class ResultWriter:
         size = len(outcome.context)
         return size if outcome.context == outcome.retrieved[:size] else [retrieved_to_json(h) for h in outcome.context]
 
-    def write(self, conn: sqlite3.Connection, rows: list[tuple[Any, ...]], passages: list[tuple[Any, ...]],
+    def write(self, conn: Connection, rows: list[tuple[Any, ...]], passages: list[tuple[Any, ...]],
               signatures: list[tuple[str, str, str]], extra: Mapping[str, Any]) -> tuple[int, int]:
         """Insert (or replace, for a retried question) and move the counters; (finished, failed) after it.
 
@@ -146,11 +160,13 @@ class ResultWriter:
             raise NotOwner(self.campaign_id)
         positions = [row[1] for row in rows]
         marks = ",".join("?" * len(positions))
-        before = conn.execute(f"SELECT count(*), count(error) FROM results WHERE campaign_id = ? AND position IN ({marks})",
+        before = conn.execute("SELECT count(*), count(error) FROM results WHERE campaign_id = ? AND position IN "
+                              f"({marks})",
                               (self.campaign_id, *positions)).fetchone()
-        conn.executemany("INSERT OR IGNORE INTO campaign_passages (campaign_id, key, pid, source, title, text) "
-                         "VALUES (?, ?, ?, ?, ?, ?)", passages)
-        conn.executemany("INSERT OR IGNORE INTO campaign_signatures (campaign_id, name, signature) VALUES (?, ?, ?)",
+        conn.executemany("INSERT INTO campaign_passages (campaign_id, key, pid, source, title, text) "
+                         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", passages)
+        conn.executemany("INSERT INTO campaign_signatures (campaign_id, name, signature) VALUES (?, ?, ?) "
+                         "ON CONFLICT DO NOTHING",
                          signatures)
         conn.executemany(INSERT_RESULT, rows)
         failed_now = sum(1 for row in rows if row[ERROR_COLUMN] is not None)
@@ -175,17 +191,27 @@ INSERT_RESULT = (
 )
 
 
-def read_results(store: Store, campaign_id: str, offset: int = 0, limit: int | None = None) -> list[QuestionResult]:
-    """The stored result of every finished question, in question order (pending ones are absent)."""
+ALL_ROWS = 2**63 - 1  # LIMIT for no limit on both backends (SQLite's -1 is an error on PostgreSQL)
+
+
+def read_results(store: Store, campaign_id: str, offset: int = 0, limit: int | None = None, *,
+                 detail: bool = True) -> list[QuestionResult]:
+    """The stored result of every finished question, in question order (pending ones are absent).
+
+    `detail=False` leaves out what a comparison never reads, a third of the reading: each retrieved
+    passage is the campaign's stored passage without this question's scores, and the measures'
+    signatures are empty.
+    """
     rows = store.read(
         "SELECT q.question, q.expected_answer, q.refs, q.relevant, q.expected_sources, q.answerable, r.* "
         "FROM results r JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = r.position "
         "WHERE r.campaign_id = ? ORDER BY r.position LIMIT ? OFFSET ?",
-        (campaign_id, -1 if limit is None else limit, offset),
+        (campaign_id, ALL_ROWS if limit is None else limit, offset),
     )
     if not rows:
         return []
-    passages, signatures = load_passages(store, campaign_id).by_key, load_signatures(store, campaign_id)
+    passages = load_passages(store, campaign_id).by_key
+    signatures = load_signatures(store, campaign_id) if detail else None
     with no_cycle_collection():
         return [QuestionResult(Question.from_row(row), outcome_from_row(row, passages, signatures), row["attempts"])
                 for row in rows]
@@ -207,8 +233,12 @@ def no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-def outcome_from_row(row: sqlite3.Row, passages: Mapping[int, Retrieved], signatures: Mapping[str, str]) -> Outcome:
-    """An outcome from its results row, the campaign's passages and its shared signatures."""
+def outcome_from_row(row: Row, passages: Mapping[int, Retrieved], signatures: Mapping[str, str] | None,
+                     ) -> Outcome:
+    """An outcome from its results row, the campaign's passages and its shared signatures (None: without the
+    detail a comparison does not read, see read_results)."""
+    if signatures is None:
+        return Outcome.from_row(row, passages_of(row["retrieved"], passages), {})
     retrieved = decode_ranked(row["retrieved"], passages)
     own = stored_values(row["signatures"])
     measures = stored_values(row["measures"])
