@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalcore.compare import stats
 from evalcore.judges.pairwise import PairVerdict
+from evalcore.shapes import Key, doc
 
 INTERVAL = "95% Wilson score interval over the readable questions, ties counted half"
 TEST = "exact two-sided sign test on the questions that are not ties"
@@ -24,12 +25,23 @@ TEST = "exact two-sided sign test on the questions that are not ties"
 class Preference:
     """The pairwise judge over the common answered questions of A (baseline) and B (candidate)."""
 
-    a_id: str
-    b_id: str
-    model: str
-    signature: str
-    verdicts: tuple[PairVerdict, ...]
-    created_at: float
+    a_id: str = field(metadata=doc("campaign A, the baseline", key="a"))
+    b_id: str = field(metadata=doc("campaign B, the candidate", key="b"))
+    model: str = field(metadata=doc("the judge's model"))
+    signature: str = field(metadata=doc("the judge's prompt version and hash, reply parser and model"))
+    verdicts: tuple[PairVerdict, ...] = field(metadata=doc("each common answered question's verdict"))
+    created_at: float = field(metadata=doc("when it was asked"))
+
+    JSON_EXTRA = (Key("questions", int, "the common answered questions judged"),
+                  Key("readable", int, "questions with a readable verdict in both orders"),
+                  Key("b_wins", int), Key("ties", int), Key("a_wins", int),
+                  Key("unknown", int, "questions without a readable verdict in both orders"),
+                  Key("flips", int, "verdicts that changed when the answers were swapped (each a tie)"),
+                  Key("flip_rate", float | None, "flips / readable: the judge's position bias"),
+                  Key("win_rate", float | None, "(B's wins + ties / 2) / readable"),
+                  Key("interval", list[float] | None, "the win rate's 95% Wilson score interval"),
+                  Key("interval_method", str), Key("p_value", float, "the sign test's two-sided p-value"),
+                  Key("test", str), Key("summary", str, "the figures in one line"))
 
     @property
     def counts(self) -> Counter[str]:

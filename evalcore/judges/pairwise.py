@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -29,6 +29,7 @@ from evalcore.judges.prompts import (
 )
 from evalcore.judges.running import MIN_KEEP, JudgeSettings, cut_note
 from evalcore.models import ContextOverflow, Message
+from evalcore.shapes import Key, doc
 
 PAIRWISE_PARSER = 1  # a change to what `read_winner` accepts is a new version
 WINNERS = ("1", "2", "tie")  # positions as the judge sees them, whatever the order
@@ -49,11 +50,11 @@ class Side:
 class Asking:
     """One asking in one order: the winner in the comparison's terms (None: unreadable), the reason, the cost."""
 
-    winner: str | None
-    reason: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    error: str | None = None
+    winner: str | None = field(metadata=doc("A, B or tie; null when the reply could not be read (after one retry)"))
+    reason: str = field(metadata=doc())
+    prompt_tokens: int = field(default=0, metadata=doc())
+    completion_tokens: int = field(default=0, metadata=doc())
+    error: str | None = field(default=None, metadata=doc("the model call's error, if it failed"))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
@@ -75,13 +76,16 @@ class PairVerdict:
     orderings disagreed (then the winner is a tie).
     """
 
-    qid: int
-    question: str
-    winner: str
-    flipped: bool
-    a_first: Asking
-    b_first: Asking
-    context_cut: str | None = None
+    qid: int = field(metadata=doc())
+    question: str = field(metadata=doc())
+    winner: str = field(metadata=doc("A, B, tie (also when the two orders disagree: flipped), or unknown"))
+    flipped: bool = field(metadata=doc("the verdict changed when the answers were swapped: counted as a tie"))
+    a_first: Asking = field(metadata=doc("asked with A's answer shown first"))
+    b_first: Asking = field(metadata=doc("asked with B's answer shown first"))
+    context_cut: str | None = field(default=None, metadata=doc("how the passages were cut to fit the judge model's "
+                                                               "window; null: seen whole"))
+
+    JSON_EXTRA = (Key("reason", str, "the first order's reason, and the second's when they disagree"),)
 
     @property
     def reason(self) -> str:
