@@ -213,7 +213,9 @@ def pairwise_section(a: Campaign, b: Campaign, preference: Preference | None, pr
             st.warning(LOCAL_PAIRWISE_NOTE)
         if st.button("Ask the pairwise judge", key="ask-pairwise"):
             with st.spinner("Asking the pairwise judge, each question in both orders…"):
-                preference = judge_comparison(ui.store(), a.id, b.id, principal=principal)
+                asked = judge_comparison(ui.store(), a.id, b.id, principal=principal)
+            ui.flash(f"Asked the pairwise judge on {len(asked.verdicts)} question(s).")
+            st.rerun()  # kept: the whole page (its summary line, the report) shows it from now on
     if preference is None:
         st.info("The pairwise judge has not been asked on these two campaigns (as they are now).")
         return
