@@ -165,6 +165,10 @@ def test_compare_pairwise_on_the_cli_prints_the_figures_and_the_json_carries_the
     assert json.loads(capsys.readouterr().out)["pairwise"]["flip_rate"] == 0.25
     assert main(["compare", a_id, b_id, "--judge-model", "x", *db]) == 2
     assert "add --pairwise" in capsys.readouterr().err
+    with FakeOpenAIServer(scripted_judge) as server:
+        keys = ["--judge-model", "judge-mini", "--judge-base-url", server.base_url, "--judge-api-key-env", ""]
+        assert main(["compare", a_id, b_id, "--pairwise", "--pairwise-limit", "2", "--json", *keys, *db]) == 0
+    assert [v["qid"] for v in json.loads(capsys.readouterr().out)["pairwise"]["verdicts"]] == [1, 2]
 
 
 def test_the_api_asks_the_pairwise_judge_and_the_comparison_carries_it(api: Any, tmp_path: Path) -> None:

@@ -84,6 +84,8 @@ def register(commands: Commands) -> None:
     pairwise.add_argument("--pairwise", action="store_true",
                           help="ask the pairwise judge (each model call cached: asking again on the same answers asks "
                                "nothing); its model: B's judge keys unless --judge-* are given")
+    pairwise.add_argument("--pairwise-limit", type=positive_int, metavar="N",
+                          help="only the first N common answered questions (default: all)")
     add_judge_model_flags(pairwise)
     _gates.add_report_options(parser)
     add_sweep_columns(parser)
@@ -136,16 +138,16 @@ def ask_pairwise(args: argparse.Namespace, ids: list[str]) -> None:
     """With --pairwise, ask the pairwise judge on A and B (kept, so the comparison carries it)."""
     judge = {key: getattr(args, key) for key in JUDGE_FLAGS if getattr(args, key) is not None}
     if not args.pairwise:
-        if judge:
-            raise EvalError("--judge-* choose the pairwise judge's model", where="--pairwise", found="not given",
-                            fix="add --pairwise, or leave out the --judge-* flags")
+        if judge or args.pairwise_limit:
+            raise EvalError("--judge-* and --pairwise-limit are for the pairwise judge", where="--pairwise",
+                            found="not given", fix="add --pairwise, or leave them out")
         return
     if len(ids) != 2:
         raise EvalError("the pairwise judge compares two campaigns, not a sweep", where="--pairwise",
                         found=str(len(ids)), fix="give A and B")
     if asks_local_model(get_campaign(store_of(args), ids[1]), judge):
         print(f"note: {LOCAL_PAIRWISE_NOTE}", file=sys.stderr, flush=True)
-    preference = judge_comparison(store_of(args), ids[0], ids[1], judge=judge)
+    preference = judge_comparison(store_of(args), ids[0], ids[1], judge=judge, limit=args.pairwise_limit)
     print(f"asked the pairwise judge on {len(preference.verdicts)} question(s)", file=sys.stderr)
 
 
