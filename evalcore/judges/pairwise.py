@@ -94,11 +94,6 @@ class PairVerdict:
             return f"A first: {self.a_first.reason} / B first: {self.b_first.reason}"
         return self.a_first.reason if self.a_first.winner is not None else self.b_first.reason
 
-    @property
-    def tokens(self) -> int:
-        """Tokens of both orderings."""
-        return sum(x.prompt_tokens + x.completion_tokens for x in (self.a_first, self.b_first))
-
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
         return {"qid": self.qid, "question": self.question, "winner": self.winner, "flipped": self.flipped,
@@ -127,7 +122,6 @@ def pairwise_signature(model: str) -> str:
     """What a pairwise verdict depends on: the prompt's version and hash, the reply parser's version, the model."""
     prompt = pairwise_prompt()
     return f"pairwise|prompt:v{prompt.version}|hash:{prompt.hash}|parser:v{PAIRWISE_PARSER}|model:{model}"
-
 
 
 def reply_schema() -> dict[str, Any]:
