@@ -227,13 +227,14 @@ def trust_lines(sides: dict[str, dict[str, Agreement]]) -> list[str]:
     return lines
 
 
-def trust_text(agreement: Agreement) -> str:
-    """n, kappa (weighted where the scale is ordinal) and its interval, in a few words."""
+def trust_text(agreement: Agreement, counted: str = "labelled") -> str:
+    """n (`counted`: labelled questions, or questions), kappa (weighted where the scale is ordinal) and its
+    interval, in a few words."""
     value = agreement.weighted_kappa if agreement.weighted_kappa is not None else agreement.kappa
     name = "weighted kappa" if agreement.weighted_kappa is not None else "kappa"
     interval = f" ({agreement.interval[0]:.2f} to {agreement.interval[1]:.2f})" if agreement.interval else ""
     shown = "undefined" if value is None else f"{value:.2f}{interval}"
-    return f"{agreement.n} labelled, {name} {shown}"
+    return f"{agreement.n} {counted}, {name} {shown}"
 
 
 def comparison_agreement(store: Store, a_id: str, b_id: str, *,

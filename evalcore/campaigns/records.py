@@ -141,11 +141,13 @@ class Campaign:
     pace_rate: float | None = None  # the current stage's units per second over the half minute before pace_at
     pace_at: float | None = None  # the latest sample of the current stage: pace_done units were done then
     pace_done: int | None = None
+    answers_from: str | None = None  # a re-judge: the campaign whose answers it judges (they are stored there)
 
     COLUMNS = (
         "id, name, tenant, kind, source, suite_id, target_id, status, error, total, finished, failed, created_at, "
         "started_at, ended_at, heartbeat, session_finished, cancel_requested, config, dataset_hash, use_judge, "
-        "judges, cache, cache_hits, options, stage, stage_done, stage_total, pace_rate, pace_at, pace_done"
+        "judges, cache, cache_hits, options, stage, stage_done, stage_total, pace_rate, pace_at, pace_done, "
+        "answers_from"
     )
 
     @property
@@ -188,7 +190,7 @@ class Campaign:
             judges=tuple(json.loads(row["judges"])), cache=bool(row["cache"]), cache_hits=row["cache_hits"],
             options=RunOptions.from_dict(json.loads(row["options"])), stage=row["stage"],
             stage_done=row["stage_done"], stage_total=row["stage_total"], pace_rate=row["pace_rate"],
-            pace_at=row["pace_at"], pace_done=row["pace_done"],
+            pace_at=row["pace_at"], pace_done=row["pace_done"], answers_from=row["answers_from"],
         )
 
     @property
@@ -209,7 +211,8 @@ class Campaign:
             "cancel_requested": self.cancel_requested, "config": self.config, "dataset_hash": self.dataset_hash,
             "use_judge": self.use_judge, "judges": list(self.judges), "cache": self.cache,
             "cache_hits": self.cache_hits, "options": self.options.to_dict(), "stage": self.stage,
-            "status_code": self.status_code, "status_text": self.status_text, "progress": self.progress().to_dict(),
+            "answers_from": self.answers_from, "status_code": self.status_code, "status_text": self.status_text,
+            "progress": self.progress().to_dict(),
         }
 
 

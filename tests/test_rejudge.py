@@ -1,0 +1,142 @@
+"""Judging a finished campaign again: a new campaign that reads the answers where they are stored (never asking the
+target again), judged by another model, prompt or rubric; compared question by question, with the two judges'
+agreement next to the people's."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from evalcore.campaigns import CampaignManager, campaign_results, get_campaign
+from evalcore.campaigns.launching import LaunchRequest
+from evalcore.campaigns.rejudging import RejudgeRequest
+from evalcore.campaigns.trust import comparison_trust
+from evalcore.compare import compare_campaigns
+from evalcore.errors import EvalError
+from evalcore.store import Conflict, NotFound
+from evalcore.targets import TargetConfig
+from evalcore.testing import FakeOpenAIServer
+from tests.conftest import write_dataset
+
+ANSWER = " ".join(["Thirty days, counted from the delivery date."] * 20)  # long enough to count bytes by
+FIRST = {"What is the refund window?": 5, "Quel est le délai ?": 2, "路由器的默认地址是什么？": 4}
+SECOND = {"What is the refund window?": 4, "Quel est le délai ?": 1, "路由器的默认地址是什么？": 4}
+
+
+def verdict(scores: dict[str, int], body: Any) -> str:
+    score = next(s for q, s in scores.items() if q in body["messages"][-1]["content"])
+    return json.dumps({"score": score, "reason": "scripted"})
+
+
+def target_and_first_judge(path: str, body: Any) -> str:
+    """The target's own chat model: it answers, and judges too under judge_kind auto (structured output asked)."""
+    return verdict(FIRST, body) if "response_format" in body else ANSWER
+
+
+@pytest.fixture
+def judged(tmp_path: Path) -> Iterator[tuple[CampaignManager, str, FakeOpenAIServer]]:
+    """A campaign answered and judged (relevance, score) by the target's own model, under tenant acme."""
+    manager = CampaignManager(tmp_path / "rejudge.db")
+    with FakeOpenAIServer(target_and_first_judge) as target:
+        config = TargetConfig.from_dict({"retriever": "bm25", "generator": "openai", "base_url": target.base_url,
+                                         "model": "answer-model", "api_key_env": "", "retries": 0})
+        campaign_id = manager.launch(LaunchRequest(dataset=str(write_dataset(tmp_path / "tiny")), config=config,
+                                                   judges=("relevance", "score"), tenant="acme", concurrency=1))
+        assert manager.wait(campaign_id, timeout=60).status == "succeeded"
+        yield manager, campaign_id, target
+    manager.close()
+
+
+def chat_calls(server: FakeOpenAIServer) -> int:
+    return sum(path.endswith("/chat/completions") for path, _, _ in server.requests)
+
+
+def rejudge_with(manager: CampaignManager, source: str, server: FakeOpenAIServer, **request: Any) -> str:
+    """Judge `source` again with the model behind `server` and wait for it."""
+    settings = {"judge_model": "judge-2", "judge_base_url": server.base_url, "judge_api_key_env": ""}
+    campaign_id = manager.rejudge(RejudgeRequest(source, settings=settings, tenant="acme", **request))
+    assert manager.wait(campaign_id, timeout=60).status == "succeeded"
+    return campaign_id
+
+
+def test_a_rejudge_asks_only_the_judge_and_keeps_the_answers_stored_once(
+        judged: tuple[CampaignManager, str, FakeOpenAIServer]) -> None:
+    manager, source, target = judged
+    asked_before = len(target.requests)
+    with FakeOpenAIServer(lambda path, body: verdict(SECOND, body)) as judge:
+        again = rejudge_with(manager, source, judge)
+        assert chat_calls(judge) == 5  # three questions, two judges; score skips the one without a reference
+    assert len(target.requests) == asked_before  # the target was not asked anything, not even checked
+    campaign = get_campaign(manager.store, again)
+    assert campaign.answers_from == source and campaign.to_dict()["answers_from"] == source
+    assert campaign.judges == ("relevance", "score") and campaign.config["judge_kind"] == "openai"
+    assert campaign.config["judge_model"] == "judge-2" and campaign.kind == "dataset" and campaign.tenant == "acme"
+    old, new = campaign_results(manager.store, source), campaign_results(manager.store, again)
+    assert [r.outcome.answer for r in new] == [r.outcome.answer for r in old] == [ANSWER] * 3
+    assert [r.outcome.retrieved for r in new] == [r.outcome.retrieved for r in old]
+    assert [r.outcome.context for r in new] == [r.outcome.context for r in old]
+    assert [r.outcome.judges["relevance"].score for r in new] == [4, 1, 4]
+    assert [r.outcome.judges["relevance"].score for r in old] == [5, 2, 4]
+    stored = manager.store.read("SELECT campaign_id, count(*) AS n, sum(length(answer)) AS chars, "
+                                "sum(length(retrieved)) AS ranked FROM results GROUP BY campaign_id")
+    by_campaign = {row["campaign_id"]: row for row in stored}
+    assert by_campaign[source]["chars"] == 3 * len(ANSWER) and by_campaign[again]["chars"] is None
+    assert by_campaign[again]["n"] == 3 and by_campaign[again]["ranked"] == 0
+    passages = manager.store.read("SELECT campaign_id, count(*) AS n FROM campaign_passages GROUP BY campaign_id")
+    assert [row["campaign_id"] for row in passages] == [source]  # the passages are the judged campaign's only
+
+
+def test_the_comparison_differs_only_where_the_judges_do_and_gives_their_agreement(
+        judged: tuple[CampaignManager, str, FakeOpenAIServer]) -> None:
+    manager, source, _ = judged
+    with FakeOpenAIServer(lambda path, body: verdict(SECOND, body)) as judge:
+        again = rejudge_with(manager, source, judge, judges=("relevance",))
+    comparison = compare_campaigns(manager.store, source, again)
+    deltas = {m.measure: m for m in comparison.measures}
+    judged_measures = {name for name in deltas if name.startswith("judge.")}
+    assert judged_measures == {"judge.relevance", "judge.relevance:pass"}  # score was not judged again
+    assert all(m.delta == 0 for name, m in deltas.items() if name not in judged_measures)
+    assert deltas["judge.relevance"].delta == pytest.approx((4 + 1 + 4) / 3 - (5 + 2 + 4) / 3)
+    assert any("judge relevance used a different model or prompt" in w for w in comparison.warnings)
+    trust = comparison_trust(manager.store, source, again)
+    found = trust.judges["relevance"]
+    a, b = ["5", "2", "4"], ["4", "1", "4"]
+    labels = list("12345")
+    assert (found.n, found.accuracy) == (3, pytest.approx(1 / 3))
+    assert found.kappa == pytest.approx(cohen_kappa_score(a, b, labels=labels))
+    assert found.weighted_kappa == pytest.approx(cohen_kappa_score(a, b, labels=labels, weights="quadratic"))
+    low, high = found.interval
+    line = ("judge.relevance, B's verdicts against A's on the same answers: 3 questions, weighted kappa "
+            f"{found.weighted_kappa:.2f} ({low:.2f} to {high:.2f})")
+    assert trust.lines() == [line]
+    assert trust.to_dict()["judges"]["relevance"]["n"] == 3 and trust.to_dict()["people"] == {"A": {}, "B": {}}
+
+
+def test_only_a_finished_campaign_of_ones_tenant_is_judged_again_and_its_answers_stay(
+        judged: tuple[CampaignManager, str, FakeOpenAIServer]) -> None:
+    manager, source, _ = judged
+    with pytest.raises(NotFound):
+        manager.rejudge(RejudgeRequest(source, tenant="other"))
+    with pytest.raises(EvalError, match="a re-judge changes only the judges: retriever is not a judge key"):
+        manager.rejudge(RejudgeRequest(source, tenant="acme", settings={"retriever": "vector"}))
+    with pytest.raises(EvalError, match="unknown judge 'vibes'"):
+        manager.rejudge(RejudgeRequest(source, tenant="acme", judges=("vibes",)))
+    manager.store.write(lambda conn: conn.execute("UPDATE campaigns SET status = 'cancelled'"))
+    with pytest.raises(Conflict, match="only a campaign whose every question ran can be judged again: this one is "
+                                       "cancelled"):
+        manager.rejudge(RejudgeRequest(source, tenant="acme"))
+    manager.store.write(lambda conn: conn.execute("UPDATE campaigns SET status = 'succeeded'"))
+    with FakeOpenAIServer(lambda path, body: verdict(SECOND, body)) as judge:
+        again = rejudge_with(manager, source, judge, judges=("score",))
+    with pytest.raises(Conflict, match="cannot delete the campaign: 1 campaign.s. judge its answers again") as error:
+        manager.delete(source)
+    assert error.value.found == again
+    with pytest.raises(Conflict, match="cannot answer its failed questions again"):
+        manager.retry_failed(source)
+    manager.delete(again)
+    manager.delete(source)
