@@ -5,6 +5,7 @@ agreement next to the people's."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,10 +13,11 @@ from typing import Any
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from evalcore.campaigns import CampaignManager, campaign_results, get_campaign
+from evalcore.campaigns import CampaignManager, campaign_results, get_campaign, list_campaigns
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.rejudging import RejudgeRequest
 from evalcore.campaigns.trust import comparison_trust
+from evalcore.cli import main
 from evalcore.compare import compare_campaigns
 from evalcore.errors import EvalError
 from evalcore.store import Conflict, NotFound
@@ -140,3 +142,66 @@ def test_only_a_finished_campaign_of_ones_tenant_is_judged_again_and_its_answers
         manager.retry_failed(source)
     manager.delete(again)
     manager.delete(source)
+
+
+def test_the_cli_judges_again_and_compare_gives_both_agreements_as_text_and_json(
+        judged: tuple[CampaignManager, str, FakeOpenAIServer], capsys: pytest.CaptureFixture) -> None:
+    manager, source, target = judged
+    db, asked_before = str(manager.store.path), len(target.requests)
+    assert main(["rejudge", source, "--tenant", "acme", "--set", "retriever=vector", "--db", db]) == 2
+    assert "error: retriever: a re-judge changes only the judges" in capsys.readouterr().err
+    with FakeOpenAIServer(lambda path, body: verdict(SECOND, body)) as judge:
+        assert main(["rejudge", source, "--judge", "relevance", "--judge-model", "judge-2", "--judge-base-url",
+                     judge.base_url, "--judge-api-key-env", "", "--tenant", "acme", "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert f"judging again the answers of {get_campaign(manager.store, source).name!r} ({source})" in out
+    assert len(target.requests) == asked_before
+    (again,) = [c.id for c in list_campaigns(manager.store, "acme") if c.answers_from == source]
+    assert get_campaign(manager.store, again).name.endswith(" · judged again: relevance")
+    assert main(["compare", source, again, "--db", db]) == 0
+    assert "judge.relevance, B's verdicts against A's on the same answers: 3 questions, weighted kappa " in \
+        capsys.readouterr().out
+    assert main(["compare", source, again, "--db", db, "--json"]) == 0
+    agreement = json.loads(capsys.readouterr().out)["agreement"]
+    assert agreement["judges"]["relevance"]["n"] == 3 and agreement["people"] == {"A": {}, "B": {}}
+
+
+def test_the_api_judges_again_on_its_workers_and_compares_with_both_agreements(
+        judged: tuple[CampaignManager, str, FakeOpenAIServer]) -> None:
+    from fastapi.testclient import TestClient
+
+    from evalcore.api import create_app
+    from evalcore.keys import create_key
+
+    manager, source, target = judged
+    app = create_app(str(manager.store.path))
+    _, admin = create_key(app.state.store, tenant="acme", role="admin", capability="full-access")
+    _, viewer = create_key(app.state.store, tenant="acme", role="viewer")
+    _, stranger = create_key(app.state.store, tenant="other", role="admin", capability="full-access")
+    asked_before = len(target.requests)
+    route = f"/api/v1/campaigns/{source}/rejudge"
+    with FakeOpenAIServer(lambda path, body: verdict(SECOND, body)) as judge, TestClient(app) as client:
+        body = {"judges": ["relevance"], "judge": {"kind": "openai", "model": "judge-2", "base_url": judge.base_url,
+                                                   "api_key_env": ""}}
+        assert client.post(route, json=body, headers=bearer(viewer)).status_code == 403
+        assert client.post(route, json=body, headers=bearer(stranger)).status_code == 404
+        made = client.post(route, json=body, headers=bearer(admin))
+        assert made.status_code == 202, made.text
+        again = made.json()["data"]["campaign"]
+        assert again["answers_from"] == source and again["judges"] == ["relevance"]
+        for _ in range(300):
+            again = client.get(f"/api/v1/campaigns/{again['id']}", headers=bearer(admin)).json()["data"]["campaign"]
+            if again["status"] not in ("queued", "pending", "running"):
+                break
+            time.sleep(0.1)
+        assert again["status"] == "succeeded" and chat_calls(judge) == 3
+        compared = client.get(f"/api/v1/compare?a={source}&b={again['id']}", headers=bearer(admin)).json()["data"]
+    assert len(target.requests) == asked_before
+    assert compared["agreement"]["judges"]["relevance"]["n"] == 3
+    deltas = {m["measure"]: m["delta"] for m in compared["comparison"]["measures"]}
+    assert deltas["judge.relevance"] == pytest.approx((4 + 1 + 4) / 3 - (5 + 2 + 4) / 3)
+    assert all(delta == 0 for name, delta in deltas.items() if not name.startswith("judge."))
+
+
+def bearer(secret: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}"}

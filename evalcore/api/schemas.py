@@ -89,6 +89,8 @@ class CampaignOut(Out):
     cache_hits: int
     options: RunOptionsOut
     stage: str | None
+    answers_from: str | None = Field(None, description="a re-judge: the campaign whose stored answers it judges "
+                                                       "again (its target was not asked)")
     progress: ProgressOut
 
 
@@ -331,10 +333,6 @@ class ResultsPage(BaseModel):
     finished: int
 
 
-class ComparisonData(BaseModel):
-    comparison: ComparisonOut
-
-
 class CaseOut(Out):
     question: str
     expected_answer: str | None
@@ -461,3 +459,16 @@ class AgreementOut(Out):
 
 class AgreementData(BaseModel):
     agreement: dict[str, AgreementOut]
+
+
+class TrustOut(Out):
+    people: dict[str, dict[str, AgreementOut]] = Field(description="A and B: each judge against people's labels")
+    judges: dict[str, AgreementOut] = Field(description="each judge of both: B's verdicts against A's on the same "
+                                                        "answers (A in the labels' place); empty unless one judged "
+                                                        "the other's answers again")
+
+
+class ComparisonData(BaseModel):
+    comparison: ComparisonOut
+    agreement: TrustOut = Field(description="how far each judge agrees with people's labels in A and in B, and, when "
+                                            "A and B judged the same answers, B's judge with A's")

@@ -264,7 +264,7 @@ class CampaignManager:
         tenant = scope(request.principal, request.tenant, Action.CHANGE) or request.tenant
         source = judged_campaign(self.store, request.campaign_id, tenant)
         config = rejudged_config(TargetConfig.from_dict(source.config), request.settings)
-        judges = rejudge_judges(source, request.judges, config)
+        judges = rejudge_judges(source, request.judges, config, request.settings)
         if request.principal is not None:
             check_request(config)
         corpus = plans.load_corpus(plans.stored_dataset_path(source), source.dataset_hash)

@@ -24,7 +24,7 @@ from evalcore.errors import EvalError
 from evalcore.lifecycle import CampaignStatus
 from evalcore.store import Conflict, Store
 from evalcore.targets import TargetAnswer, TargetConfig
-from evalcore.targets.config import JUDGE
+from evalcore.targets.config import JUDGE, TABLES
 
 if TYPE_CHECKING:
     from evalcore.models import ChatModel
@@ -41,7 +41,7 @@ class RejudgeRequest:
     """One finished campaign to judge again: which judges, with which judge settings, and how it runs."""
 
     campaign_id: str  # the campaign whose answers are judged
-    judges: tuple[str, ...] = ()  # built-in judges (none: the judged campaign's), besides the configuration's rubrics
+    judges: tuple[str, ...] = ()  # built-in judges or rubrics (none: the judged campaign's and the rubrics given)
     # Judge keys of the configuration changed (judge_model, judge_kind, rubrics, judge_prompts, judge_thresholds...).
     settings: Mapping[str, Any] = field(default_factory=dict)
     name: str | None = None  # a name to recognise it by (None: the judged campaign's, with its judges)
@@ -65,7 +65,7 @@ def judged_campaign(store: Store, campaign_id: str, tenant: str | None) -> Campa
 def rejudged_config(config: TargetConfig, settings: Mapping[str, Any]) -> TargetConfig:
     """The judged campaign's configuration with judge keys changed; EvalError for any other key.
 
-    A judge model given under judge_kind "auto" is the judge (not the target's own chat model, which auto would
+    Another judge model under judge_kind "auto" is the judge (not the target's own chat model, which auto would
     pick); the stored answers are read on this machine.
     """
     other = sorted(key for key in settings if key not in JUDGE_KEYS)
@@ -73,18 +73,20 @@ def rejudged_config(config: TargetConfig, settings: Mapping[str, Any]) -> Target
         raise EvalError(f"a re-judge changes only the judges: {other[0]} is not a judge key", where=other[0],
                         expected=", ".join(sorted(JUDGE_KEYS)),
                         fix="launch a new campaign to change what answers the questions")
-    changed = {**config.to_dict(), **settings, "executor": "local"}
-    if changed["judge_kind"] == "auto" and "judge_kind" not in settings and any(settings.get(k) for k in MODEL_KEYS):
+    # A table (pass marks, prompts, rubrics) adds to the judged campaign's, as on a launch.
+    tables = {key: {**dict(getattr(config, key)), **dict(value)} for key, value in settings.items() if key in TABLES}
+    changed = {**config.to_dict(), **settings, **tables, "executor": "local"}
+    if changed["judge_kind"] == "auto" and any(changed[key] != getattr(config, key) for key in MODEL_KEYS):
         changed["judge_kind"] = "openai"
     return TargetConfig.from_dict(changed)
 
 
-def rejudge_judges(source: Campaign, judges: Sequence[str], config: TargetConfig) -> tuple[str, ...]:
-    """The judges of a re-judge: those given (else the judged campaign's built-in ones) and the new rubrics."""
-    old_rubrics = {name for name, _ in TargetConfig.from_dict(source.config).rubrics}
-    built_in = tuple(judges) or tuple(name for name in source.judges if name not in old_rubrics)
+def rejudge_judges(source: Campaign, judges: Sequence[str], config: TargetConfig,
+                   settings: Mapping[str, Any]) -> tuple[str, ...]:
+    """The judges of a re-judge: those named (built-in judges or rubrics of its configuration), else the judged
+    campaign's and the rubrics given."""
     rubrics = tuple(name for name, _ in config.rubrics)
-    names = plans.check_judges(built_in + rubrics, rubrics)
+    names = plans.check_judges(tuple(judges) or (*source.judges, *dict(settings.get("rubrics") or {})), rubrics)
     if not names:
         raise EvalError("a re-judge needs a judge", where="judges",
                         fix="name judges (--judge score) or give a rubric (--rubric NAME=FILE)")
