@@ -205,3 +205,33 @@ def test_the_api_judges_again_on_its_workers_and_compares_with_both_agreements(
 
 def bearer(secret: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"}
+
+
+def test_the_campaigns_page_judges_a_finished_campaign_again(
+        judged: tuple[CampaignManager, str, FakeOpenAIServer], monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalcore.campaigns import get_manager
+    from tests.test_dashboard_workflow import assert_clean, page_test, unescape
+
+    manager, source, target = judged
+    manager.store.write(lambda conn: conn.execute("UPDATE campaigns SET tenant = 'default'"))
+    monkeypatch.setenv("JUDGE_KEY", "secret")
+    monkeypatch.setenv("EVALCORE_ALLOWED_ENV", "JUDGE_KEY")  # the operator lets sessions name it
+    asked_before = len(target.requests)
+    at = page_test(str(manager.store.path), monkeypatch, "pages/campaigns.py")
+    at.selectbox[0].set_value(source).run()
+    assert_clean(at)
+    with FakeOpenAIServer(lambda path, body: verdict(SECOND, body)) as judge:
+        at.multiselect(key="rejudge-judges").set_value(["relevance"])
+        at.text_input(key="rejudge-model").set_value("judge-2")
+        at.text_input(key="rejudge-url").set_value(judge.base_url)
+        at.text_input(key="rejudge-key-env").set_value("JUDGE_KEY")
+        next(b for b in at.button if b.label == "Judge again").click().run()
+        assert_clean(at)
+        (again,) = [c for c in list_campaigns(manager.store) if c.answers_from == source]
+        assert get_manager(str(manager.store.path)).wait(again.id, timeout=60).status == "succeeded"
+        assert chat_calls(judge) == 3 and judge.requests[0][2]["Authorization"] == "Bearer secret"
+    assert len(target.requests) == asked_before
+    assert f"Judging again as {again.name}." in unescape(at.success[0].value)
+    assert at.selectbox[0].value == again.id  # the page opens on the new campaign
+    assert any(f"Judges again the answers of {get_campaign(manager.store, source).name}: its target was not asked"
+               in unescape(c.value) for c in at.caption)
