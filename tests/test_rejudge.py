@@ -22,7 +22,7 @@ from evalcore.compare import compare_campaigns
 from evalcore.errors import EvalError
 from evalcore.store import Conflict, NotFound
 from evalcore.targets import TargetConfig
-from evalcore.testing import FakeOpenAIServer
+from evalcore.testing import FakeOpenAIServer, Reply
 from tests.conftest import write_dataset
 
 ANSWER = " ".join(["Thirty days, counted from the delivery date."] * 20)  # long enough to count bytes by
@@ -235,3 +235,42 @@ def test_the_campaigns_page_judges_a_finished_campaign_again(
     assert at.selectbox[0].value == again.id  # the page opens on the new campaign
     assert any(f"Judges again the answers of {get_campaign(manager.store, source).name}: its target was not asked"
                in unescape(c.value) for c in at.caption)
+
+
+def failing_french(path: str, body: Any) -> Any:
+    """The target fails the French question (HTTP 400, not retried) and answers the others; judges as FIRST."""
+    if "response_format" in body:
+        return verdict(FIRST, body)
+    return Reply.error(400, "refused") if "délai" in body["messages"][-1]["content"] else ANSWER
+
+
+def test_a_failed_question_stays_failed_and_an_interrupted_rejudge_resumes_without_the_target(
+        tmp_path: Path) -> None:
+    manager = CampaignManager(tmp_path / "failed.db")
+    with FakeOpenAIServer(failing_french) as target, \
+            FakeOpenAIServer(lambda path, body: verdict(SECOND, body)) as judge:
+        config = TargetConfig.from_dict({"retriever": "bm25", "generator": "openai", "base_url": target.base_url,
+                                         "model": "answer-model", "api_key_env": "", "retries": 0})
+        source = manager.launch(LaunchRequest(dataset=str(write_dataset(tmp_path / "tiny")), config=config,
+                                              judges=("relevance",), concurrency=1, max_failed_share=1.0))
+        assert manager.wait(source, timeout=60).status == "succeeded_with_failures"
+        asked_before = len(target.requests)
+        settings = {"judge_model": "judge-2", "judge_api_key_env": "", "judge_base_url": judge.base_url}
+        again = manager.rejudge(RejudgeRequest(source, settings=settings, cache=False))
+        assert manager.wait(again, timeout=60).status == "succeeded_with_failures"
+        errors = [(r.question.qid, r.outcome.error) for r in campaign_results(manager.store, again)]
+        assert errors == [(r.question.qid, r.outcome.error) for r in campaign_results(manager.store, source)]
+        assert errors[1][1] is not None and "refused" in errors[1][1] and chat_calls(judge) == 2
+        # A crash loses the questions in flight: here the last one; resuming judges it alone.
+        manager.store.write(lambda conn: conn.execute("DELETE FROM results WHERE campaign_id = ? AND position = 2",
+                                                      (again,)))
+        manager.store.write(lambda conn: conn.execute("UPDATE campaigns SET status = 'interrupted' WHERE id = ?",
+                                                      (again,)))
+        manager.resume(again)
+        assert manager.wait(again, timeout=60).status == "succeeded_with_failures"
+        assert len(target.requests) == asked_before
+        assert chat_calls(judge) == 3
+    resumed = campaign_results(manager.store, again)
+    assert [r.outcome.answer for r in resumed] == [ANSWER, None, ANSWER]
+    assert [r.outcome.judges["relevance"].score for r in resumed if not r.outcome.error] == [4, 4]
+    manager.close()
