@@ -274,3 +274,16 @@ def test_a_failed_question_stays_failed_and_an_interrupted_rejudge_resumes_witho
     assert [r.outcome.answer for r in resumed] == [ANSWER, None, ANSWER]
     assert [r.outcome.judges["relevance"].score for r in resumed if not r.outcome.error] == [4, 4]
     manager.close()
+
+
+def test_a_notebook_judges_again_and_compares(judged: tuple[CampaignManager, str, FakeOpenAIServer]) -> None:
+    import evalcore as ec
+
+    manager, source, target = judged
+    asked_before = len(target.requests)
+    with FakeOpenAIServer(lambda path, body: verdict(SECOND, body)) as judge:
+        view = ec.rejudge(source, judges=["relevance"], judge_model="judge-2", judge_base_url=judge.base_url,
+                          judge_api_key_env="", db=manager.store.path, progress=False)
+    assert view.record.answers_from == source and len(target.requests) == asked_before
+    compared = ec.comparison(source, view.id, db=manager.store.path)
+    assert {m.measure: m.delta for m in compared.comparison.measures}["judge.relevance"] == pytest.approx(-2 / 3)

@@ -261,8 +261,8 @@ class CampaignManager:
         """
         from evalcore.targets import TargetConfig
 
-        tenant = scope(request.principal, request.tenant, Action.CHANGE) or request.tenant
-        source = judged_campaign(self.store, request.campaign_id, tenant)
+        source = judged_campaign(self.store, request.campaign_id,
+                                 scope(request.principal, request.tenant, Action.CHANGE))
         config = rejudged_config(TargetConfig.from_dict(source.config), request.settings)
         judges = rejudge_judges(source, request.judges, config, request.settings)
         if request.principal is not None:

@@ -45,7 +45,7 @@ class RejudgeRequest:
     # Judge keys of the configuration changed (judge_model, judge_kind, rubrics, judge_prompts, judge_thresholds...).
     settings: Mapping[str, Any] = field(default_factory=dict)
     name: str | None = None  # a name to recognise it by (None: the judged campaign's, with its judges)
-    tenant: str = "default"  # the workspace, when no principal says so
+    tenant: str | None = None  # only a campaign of this workspace, when no principal says so (None: any)
     principal: Principal | None = None  # who asks (None: the local operator)
     concurrency: int | None = None  # questions judged at once (None: the judged campaign's)
     judge_samples: int | None = None  # each judge asked this many times (None: the judged campaign's)

@@ -36,7 +36,7 @@ def register(commands: Commands) -> None:
                         help="questions judged at once (default: as the campaign ran)")
     parser.add_argument("--no-cache", action="store_true", help="do not reuse cached judge replies")
     parser.add_argument("--name", help="a name to recognise it by (default: the campaign's, with its judges)")
-    parser.add_argument("--tenant", default="default", help="workspace owning the campaign")
+    parser.add_argument("--tenant", help="only a campaign of this workspace (default: any)")
     add_db_option(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(handler=rejudge_command)
