@@ -155,6 +155,7 @@ def test_the_cli_judges_again_and_compare_gives_both_agreements_as_text_and_json
                      judge.base_url, "--judge-api-key-env", "", "--tenant", "acme", "--db", db]) == 0
     out = capsys.readouterr().out
     assert f"judging again the answers of {get_campaign(manager.store, source).name!r} ({source})" in out
+    assert f"judges again the answers of campaign {source} (its target was not asked)" in out
     assert len(target.requests) == asked_before
     (again,) = [c.id for c in list_campaigns(manager.store, "acme") if c.answers_from == source]
     assert get_campaign(manager.store, again).name.endswith(" · judged again: relevance")

@@ -361,6 +361,8 @@ def format_report(report: Report) -> str:
     campaign, summary = report.campaign, report.summary
     lines = [f"status: {campaign.status_text}" + (f" ({campaign.error})" if campaign.error else ""),
              f"questions: {campaign.finished}/{campaign.total} finished, {campaign.failed} failed"]
+    if campaign.answers_from is not None:
+        lines.append(f"judges again the answers of campaign {campaign.answers_from} (its target was not asked)")
     lines += aggregates_table(report.aggregates)
     lines += diagnosis_lines(report.diagnosis)
     latency = summary.mean_latency_s
