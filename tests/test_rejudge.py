@@ -14,6 +14,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from evalcore.campaigns import CampaignManager, campaign_results, get_campaign, list_campaigns
+from evalcore.campaigns.labels import set_label
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.rejudging import RejudgeRequest
 from evalcore.campaigns.trust import comparison_trust
@@ -117,6 +118,18 @@ def test_the_comparison_differs_only_where_the_judges_do_and_gives_their_agreeme
             f"{found.weighted_kappa:.2f} ({low:.2f} to {high:.2f})")
     assert trust.lines() == [line]
     assert trust.to_dict()["judges"]["relevance"]["n"] == 3 and trust.to_dict()["people"] == {"A": {}, "B": {}}
+    # People's labels are about the answers: given on the judged campaign, they check both judges.
+    people = ["5", "1", "4"]
+    for qid, label in zip((1, 2, 3), people, strict=True):
+        set_label(manager.store, source, qid, "relevance", label, author="ana")
+    set_label(manager.store, source, 1, "score", "5", author="ana")  # a judge the re-judge did not run
+    sides = comparison_trust(manager.store, source, again).people
+    assert set(sides["A"]) == {"relevance", "score"} and set(sides["B"]) == {"relevance"}
+    for side, judged_as in (("A", a), ("B", b)):
+        assert sides[side]["relevance"].weighted_kappa == pytest.approx(
+            cohen_kappa_score(people, judged_as, labels=labels, weights="quadratic"))
+    assert comparison_trust(manager.store, source, again).lines()[0].startswith(
+        "judge.relevance against people's labels: A 3 labelled, weighted kappa ")
 
 
 def test_only_a_finished_campaign_of_ones_tenant_is_judged_again_and_its_answers_stay(

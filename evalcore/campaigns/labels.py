@@ -194,11 +194,16 @@ def judge_agreement(judge: str, scale: Scale, pairs: Sequence[tuple[str, Verdict
 
 def campaign_agreement(store: Store, campaign_id: str, *, principal: Principal | None = None,
                        seed: int = 0) -> dict[str, Agreement]:
-    """Per judge with labels: its agreement with them over the questions it gave a readable verdict on."""
+    """Per judge with labels: its agreement with them over the questions it gave a readable verdict on.
+
+    A re-judge without labels of its own is checked against those of the campaign whose answers it judges (a label
+    is about an answer, whoever judged it)."""
+    campaign = get_campaign(store, campaign_id, principal=principal)
     labels = campaign_labels(store, campaign_id, principal=principal)
+    if not labels and campaign.answers_from is not None:
+        labels = campaign_labels(store, campaign.answers_from, principal=principal)
     if not labels:  # nothing to read further
         return {}
-    campaign = get_campaign(store, campaign_id, principal=principal)
     return agreement_of(campaign, campaign_results(store, campaign_id, principal=principal), labels, seed=seed)
 
 
@@ -207,9 +212,10 @@ def agreement_of(campaign: Campaign, results: Sequence[QuestionResult], labels: 
     """Agreement of each labelled judge of a campaign (pure: its results and labels given)."""
     verdicts = {(r.question.qid, name): v for r in results for name, v in r.outcome.judges.items()}
     out: dict[str, Agreement] = {}
-    for judge in dict.fromkeys(label.judge for label in labels):
+    for judge in dict.fromkeys(label.judge for label in labels if label.judge in campaign.judges):
         scale = judge_scale(campaign, judge)
         pairs = [(label.label, verdict) for label in labels if label.judge == judge
+                 and label.label in (*scale.labels, *PASS_FAIL)  # another campaign's rubric may have other labels
                  and (verdict := verdicts.get((label.qid, judge))) is not None
                  and judged_category(verdict, scale) is not None]
         out[judge] = judge_agreement(judge, scale, pairs, seed=seed)
