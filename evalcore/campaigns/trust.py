@@ -4,7 +4,7 @@ when A and B judged the same answers (one judges the other's again), B's judge a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalcore.access import Principal
@@ -20,6 +20,7 @@ from evalcore.campaigns.queries import campaign_results, get_campaign
 from evalcore.campaigns.records import Campaign, QuestionResult
 from evalcore.judges import Verdict
 from evalcore.metrics.agreement import Agreement, agreement
+from evalcore.shapes import doc
 from evalcore.store import Store
 
 
@@ -28,8 +29,12 @@ class ComparisonTrust:
     """Per judge: its agreement with people's labels on each side (`people`: A, B), and B's verdicts against A's
     on the same answers (`judges`; empty unless both campaigns judged the same stored answers)."""
 
-    people: dict[str, dict[str, Agreement]]
-    judges: dict[str, Agreement]
+    people: dict[str, dict[str, Agreement]] = field(metadata=doc(
+        "A and B: each judge against people's labels (a re-judge without labels of its own: those of the campaign "
+        "whose answers it judges)"))
+    judges: dict[str, Agreement] = field(metadata=doc(
+        "each judge of both: B's verdicts against A's on the same answers (A's in the labels' place); empty unless "
+        "A and B judged the same stored answers"))
 
     def lines(self) -> list[str]:
         """One line per judge against people, then one per judge against the other campaign's judge."""
