@@ -14,6 +14,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from evalcore.campaigns import CampaignManager, campaign_results, get_campaign, list_campaigns
+from evalcore.campaigns.export import export_campaign
 from evalcore.campaigns.labels import set_label
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.rejudging import RejudgeRequest
@@ -301,3 +302,27 @@ def test_a_notebook_judges_again_and_compares(judged: tuple[CampaignManager, str
     assert view.record.answers_from == source and len(target.requests) == asked_before
     compared = ec.comparison(source, view.id, db=manager.store.path)
     assert {m.measure: m.delta for m in compared.comparison.measures}["judge.relevance"] == pytest.approx(-2 / 3)
+
+
+def test_both_stores_keep_the_answers_once_and_read_them_back_for_the_rejudge(db: str, tmp_path: Path) -> None:
+    manager = CampaignManager(db)
+    with FakeOpenAIServer(lambda path, body: verdict(FIRST, body)) as first, \
+            FakeOpenAIServer(lambda path, body: verdict(SECOND, body)) as second:
+        config = TargetConfig.from_dict({"retriever": "bm25", "judge_model": "judge-1", "judge_api_key_env": "",
+                                         "judge_base_url": first.base_url})  # extractive answers: no model
+        source = manager.launch(LaunchRequest(dataset=str(write_dataset(tmp_path / "tiny")), config=config,
+                                              judges=("relevance",), concurrency=1))
+        assert manager.wait(source, timeout=60).status == "succeeded"
+        again = manager.rejudge(RejudgeRequest(source, settings={"judge_model": "judge-2",
+                                                                 "judge_base_url": second.base_url}))
+        assert manager.wait(again, timeout=60).status == "succeeded"
+        assert chat_calls(first) == chat_calls(second) == 3
+    old, new = campaign_results(manager.store, source), campaign_results(manager.store, again)
+    assert [(r.outcome.answer, r.outcome.context, r.outcome.sources) for r in new] == \
+        [(r.outcome.answer, r.outcome.context, r.outcome.sources) for r in old]
+    assert all(r.outcome.answer for r in new)
+    stored = manager.store.read("SELECT count(*) AS n FROM results WHERE answer IS NOT NULL")[0]["n"]
+    assert stored == 3  # the judged campaign's rows only
+    exported = [json.loads(line) for line in export_campaign(manager.store, again, "jsonl").splitlines()]
+    assert [line["answer"] for line in exported] == [r.outcome.answer for r in old]
+    manager.close()
