@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from html import unescape as unescape_html
 from pathlib import Path
 from typing import Any
 
@@ -173,9 +174,12 @@ def test_the_cli_judges_again_and_compare_gives_both_agreements_as_text_and_json
     assert len(target.requests) == asked_before
     (again,) = [c.id for c in list_campaigns(manager.store, "acme") if c.answers_from == source]
     assert get_campaign(manager.store, again).name.endswith(" · judged again: relevance")
-    assert main(["compare", source, again, "--db", db]) == 0
-    assert "judge.relevance, B's verdicts against A's on the same answers: 3 questions, weighted kappa " in \
-        capsys.readouterr().out
+    report = Path(db).with_name("report.html")
+    assert main(["compare", source, again, "--db", db, "--report", str(report)]) == 0
+    line = "judge.relevance, B's verdicts against A's on the same answers: 3 questions, weighted kappa "
+    assert line in capsys.readouterr().out
+    html = unescape_html(report.read_text(encoding="utf-8"))
+    assert "<h2>How far to trust the judges</h2>" in html and line in html
     assert main(["compare", source, again, "--db", db, "--json"]) == 0
     agreement = json.loads(capsys.readouterr().out)["agreement"]
     assert agreement["judges"]["relevance"]["n"] == 3 and agreement["people"] == {"A": {}, "B": {}}
