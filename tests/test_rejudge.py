@@ -250,10 +250,15 @@ def test_the_campaigns_page_judges_a_finished_campaign_again(
         assert get_manager(str(manager.store.path)).wait(again.id, timeout=60).status == "succeeded"
         assert chat_calls(judge) == 3 and judge.requests[0][2]["Authorization"] == "Bearer secret"
     assert len(target.requests) == asked_before
-    assert f"Judging again as {again.name}." in unescape(at.success[0].value)
+    flashes = [unescape(m.value) for m in at.success]
+    assert f"Judging again as {again.name}." in flashes, flashes
     assert at.selectbox[0].value == again.id  # the page opens on the new campaign
     assert any(f"Judges again the answers of {get_campaign(manager.store, source).name}: its target was not asked"
                in unescape(c.value) for c in at.caption)
+    compare = page_test(str(manager.store.path), monkeypatch, "pages/compare.py")  # proposes the two newest
+    assert_clean(compare)
+    assert any("judge.relevance, B's verdicts against A's on the same answers: 3 questions" in unescape(c.value)
+               for c in compare.caption)
 
 
 def failing_french(path: str, body: Any) -> Any:
@@ -330,3 +335,14 @@ def test_both_stores_keep_the_answers_once_and_read_them_back_for_the_rejudge(db
     exported = [json.loads(line) for line in export_campaign(manager.store, again, "jsonl").splitlines()]
     assert [line["answer"] for line in exported] == [r.outcome.answer for r in old]
     manager.close()
+
+
+def test_a_rejudge_is_cancelled_like_any_campaign(judged: tuple[CampaignManager, str, FakeOpenAIServer]) -> None:
+    manager, source, _ = judged
+    with FakeOpenAIServer(lambda path, body: verdict(SECOND, body), delay=1.0) as judge:
+        settings = {"judge_model": "judge-2", "judge_api_key_env": "", "judge_base_url": judge.base_url}
+        again = manager.rejudge(RejudgeRequest(source, judges=("relevance",), settings=settings, concurrency=1,
+                                               cache=False))
+        manager.cancel(again)
+        ended = manager.wait(again, timeout=60)
+    assert ended.status == "cancelled" and ended.finished < 3
