@@ -6,7 +6,9 @@ keyed by a small number) and a question stores its ranked list as those keys wit
 `{"k": [keys], "s": [scores], "st": {stage: [scores]}}`. Signatures are the same for every
 question of a campaign, so they are stored once (`campaign_signatures`) and a question keeps only
 those that differ. The campaign's counters move by the batch just written (reading every stored
-row to count them made a campaign's cost grow with the square of its size).
+row to count them made a campaign's cost grow with the square of its size). A re-judge
+(evalcore.campaigns.rejudging) writes no answer, ranked list, context, sources or queries: reading
+its rows takes them from the judged campaign's row at the same position, with that campaign's passages.
 """
 
 from __future__ import annotations
