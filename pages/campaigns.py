@@ -34,6 +34,7 @@ from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.campaigns.rejudging import JUDGEABLE, RejudgeRequest
 from evalcore.campaigns.result_rows import load_signatures
 from evalcore.diagnosis import NOT_ATTRIBUTED, relevance
+from evalcore.errors import EvalError
 from evalcore.judges import JUDGES
 from evalcore.metrics import MEASURES, panels
 from evalcore.metrics.agreement import Agreement
@@ -241,10 +242,13 @@ def judge_again(campaign: Campaign) -> None:
         text = rubric_text.text_area("Rubric", key="rejudge-rubric", height=120, help=RUBRIC_HELP)
         if not st.form_submit_button("Judge again", disabled=campaign.status not in JUDGEABLE):
             return
+    rubric = name.strip()
     given: dict[str, Any] = {key: value.strip() for key, value in settings.items() if value.strip()}
-    given |= {"rubrics": {name.strip(): text}} if name.strip() else {}
+    given |= {"rubrics": {rubric: text}} if rubric else {}
     with ui.guard():
-        judged = [*judges, *([name.strip()] if name.strip() else [])]
+        if text.strip() and not rubric:
+            raise EvalError("a rubric needs a name", where="Rubric name", fix="name it: lower-case letters, digits, _")
+        judged = [*judges, *([rubric] if rubric else [])]
         new = ui.manager().rejudge(RejudgeRequest(chosen, judges=tuple(judged), settings=given, principal=principal))
         ui.flash(f"Judging again as {get_campaign(store, new, principal=principal).name}.")
         ui.select_next_run("campaign_id", new)

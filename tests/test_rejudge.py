@@ -239,6 +239,11 @@ def test_the_campaigns_page_judges_a_finished_campaign_again(
     at = page_test(str(manager.store.path), monkeypatch, "pages/campaigns.py")
     at.selectbox[0].set_value(source).run()
     assert_clean(at)
+    at.text_area(key="rejudge-rubric").set_value("[criteria]\nThe answer is right.")
+    next(b for b in at.button if b.label == "Judge again").click().run()
+    assert any("a rubric needs a name" in unescape(e.value) for e in at.error)
+    assert not [c for c in list_campaigns(manager.store) if c.answers_from == source]
+    at.text_area(key="rejudge-rubric").set_value("")
     with FakeOpenAIServer(lambda path, body: verdict(SECOND, body)) as judge:
         at.multiselect(key="rejudge-judges").set_value(["relevance"])
         at.text_input(key="rejudge-model").set_value("judge-2")

@@ -282,7 +282,7 @@ class CampaignManager:
         plan = self._plan(campaign_id, config, corpus, questions, len(questions), options, judges, request.cache, 0,
                           None, answers_from=source.answers_from or source.id)
         record = {
-            "id": campaign_id, "name": campaign_name(rejudge_name(request.name, source, judges), None),
+            "id": campaign_id, "name": campaign_name(rejudge_name(request.name, source, judges, MAX_NAME), None),
             "tenant": source.tenant, "kind": source.kind, "source": source.source, "suite_id": source.suite_id,
             "target_id": source.target_id, "total": len(questions), "config": dumps(config.to_dict()),
             "dataset_hash": source.dataset_hash, "use_judge": int("score" in judges), "judges": dumps(list(judges)),

@@ -93,9 +93,9 @@ def rejudge_judges(source: Campaign, judges: Sequence[str], config: TargetConfig
     return names
 
 
-def rejudge_name(name: str | None, source: Campaign, judges: Sequence[str]) -> str:
-    """The name given, else the judged campaign's with the judges that judge it again."""
-    return name if name is not None else f"{source.name} · judged again: {', '.join(judges)}"
+def rejudge_name(name: str | None, source: Campaign, judges: Sequence[str], limit: int) -> str:
+    """The name given, else the judged campaign's with the judges that judge it again (cut to `limit`)."""
+    return name if name is not None else f"{source.name} · judged again: {', '.join(judges)}"[:limit]
 
 
 def refuse_if_judged_again(store: Store, campaign_id: str, doing: str) -> None:
