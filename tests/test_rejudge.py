@@ -351,3 +351,26 @@ def test_a_rejudge_is_cancelled_like_any_campaign(judged: tuple[CampaignManager,
         manager.cancel(again)
         ended = manager.wait(again, timeout=60)
     assert ended.status == "cancelled" and ended.finished < 3
+
+
+def test_a_suite_campaign_is_judged_again_as_one_of_the_suites(tmp_path: Path) -> None:
+    from evalcore.suites import Case, create_suite
+
+    manager = CampaignManager(tmp_path / "suite.db")
+    with FakeOpenAIServer(lambda path, body: verdict(FIRST, body)) as first, \
+            FakeOpenAIServer(lambda path, body: verdict(SECOND, body)) as second:
+        config = TargetConfig.from_dict({"retriever": "bm25", "judge_model": "judge-1", "judge_api_key_env": "",
+                                         "judge_base_url": first.base_url,
+                                         "knowledge_base": str(write_dataset(tmp_path / "tiny"))})
+        cases = [Case("What is the refund window?", "30 days."), Case("Quel est le délai ?", "14 jours")]
+        suite = create_suite(manager.store, tenant="default", name="refunds", target_id="default", cases=cases)
+        source = manager.launch(LaunchRequest(suite_id=suite.id, config=config, judges=("relevance",)))
+        assert manager.wait(source, timeout=60).status == "succeeded"
+        again = manager.rejudge(RejudgeRequest(source, settings={"judge_base_url": second.base_url,
+                                                                 "judge_model": "judge-2"}))
+        campaign = manager.wait(again, timeout=60)
+        assert chat_calls(second) == 2
+    assert (campaign.status, campaign.kind, campaign.suite_id, campaign.id[:4]) == ("succeeded", "suite", suite.id,
+                                                                                    "run_")
+    assert [r.outcome.judges["relevance"].score for r in campaign_results(manager.store, again)] == [4, 1]
+    manager.close()
