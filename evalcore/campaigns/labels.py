@@ -18,6 +18,7 @@ from typing import Any
 from evalcore.access import Action, Principal
 from evalcore.campaigns.queries import campaign_results, check_visible, get_campaign
 from evalcore.campaigns.records import Campaign, QuestionResult
+from evalcore.campaigns.result_rows import answers_holder
 from evalcore.csvcells import csv_text, restore_cell
 from evalcore.errors import EvalError
 from evalcore.judges import Verdict, load_prompt, parse_rubric
@@ -199,12 +200,12 @@ def campaign_agreement(store: Store, campaign_id: str, *, principal: Principal |
 
     A re-judge without labels of its own is checked against those of the campaign whose answers it judges (a label
     is about an answer, whoever judged it)."""
-    campaign = get_campaign(store, campaign_id, principal=principal)
     labels = campaign_labels(store, campaign_id, principal=principal)
-    if not labels and campaign.answers_from is not None:
-        labels = campaign_labels(store, campaign.answers_from, principal=principal)
+    if not labels and (holder := answers_holder(store, campaign_id)) != campaign_id:
+        labels = campaign_labels(store, holder, principal=principal)
     if not labels:  # nothing to read further
         return {}
+    campaign = get_campaign(store, campaign_id, principal=principal)
     return agreement_of(campaign, campaign_results(store, campaign_id, principal=principal), labels, seed=seed)
 
 

@@ -18,6 +18,7 @@ from evalcore.campaigns.labels import (
 )
 from evalcore.campaigns.queries import campaign_results, get_campaign
 from evalcore.campaigns.records import Campaign, QuestionResult
+from evalcore.campaigns.result_rows import answers_holder
 from evalcore.judges import Verdict
 from evalcore.metrics.agreement import Agreement, agreement
 from evalcore.shapes import doc
@@ -82,8 +83,11 @@ def verdicts_agreement(name: str, a: Campaign, b: Campaign, pairs: Sequence[tupl
 
 
 def comparison_trust(store: Store, a_id: str, b_id: str, *, principal: Principal | None = None) -> ComparisonTrust:
-    """The trust lines of a comparison of A and B, read from the store."""
+    """The trust of a comparison of A and B, read from the store (the judges' records only when A and B judged the
+    same answers)."""
+    people = comparison_agreement(store, a_id, b_id, principal=principal)
+    if answers_holder(store, a_id) != answers_holder(store, b_id):
+        return ComparisonTrust(people, {})
     a, b = get_campaign(store, a_id, principal=principal), get_campaign(store, b_id, principal=principal)
-    judges = judges_agreement(a, campaign_results(store, a_id, principal=principal), b,
-                              campaign_results(store, b_id, principal=principal)) if same_answers(a, b) else {}
-    return ComparisonTrust(comparison_agreement(store, a_id, b_id, principal=principal), judges)
+    return ComparisonTrust(people, judges_agreement(a, campaign_results(store, a_id, principal=principal), b,
+                                                    campaign_results(store, b_id, principal=principal)))
