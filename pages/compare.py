@@ -13,7 +13,7 @@ import streamlit as st
 import ui
 from evalcore.access import Action, Principal
 from evalcore.campaigns import Campaign, list_campaigns
-from evalcore.campaigns.labels import comparison_agreement, trust_lines
+from evalcore.campaigns.trust import comparison_trust
 from evalcore.compare import Change, Comparison, Sweep, compare_campaigns, compare_sweep, power
 from evalcore.compare.charts import (
     delta_figure,
@@ -295,7 +295,7 @@ if mode == "two campaigns":
                 st.markdown("\n".join(f"- {ui.escape_md(w)}" for w in comparison.power_warnings))
         for note in comparison.notes:
             st.info(ui.escape_md(note))
-        trust = trust_lines(comparison_agreement(store, a.id, b.id, principal=principal))
+        trust = comparison_trust(store, a.id, b.id, principal=principal).lines()
         for line in trust:  # which judged differences to trust
             st.caption(ui.escape_md(line))
         if comparison.config_diff:

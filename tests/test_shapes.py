@@ -23,6 +23,7 @@ from evalcore.campaigns import Aggregate, Campaign, QuestionResult, Summary
 from evalcore.campaigns.labels import Label
 from evalcore.campaigns.listing import CampaignRow, Settings
 from evalcore.campaigns.records import Outcome, Progress, Question, RunOptions, Source, Tokens, retrieved_to_json
+from evalcore.campaigns.trust import ComparisonTrust
 from evalcore.compare import Comparison
 from evalcore.compare.deltas import CampaignHeader, MeasureDelta, Passage, QuestionDiff
 from evalcore.compare.preference import Preference
@@ -92,7 +93,7 @@ def disagreement(value: Any) -> tuple[set[str], set[str]]:
 RECORDS = (Campaign, RunOptions, Progress, Question, Source, Outcome, QuestionResult, Aggregate, Tokens, Summary,
            Verdict, Spread, Retrieved, CampaignHeader, Passage, QuestionDiff, McNemar, MeasureDelta, Comparison,
            Transition, Settings, CampaignRow, SavedTarget, Check, SweepDelta, Case, Label, Agreement, Preference,
-           PairVerdict, Asking)
+           PairVerdict, Asking, ComparisonTrust)
 PRIVATE = {key.name for record in RECORDS for key in keys(record) if key.private}
 
 
@@ -114,6 +115,7 @@ API_MODELS: dict[type, Callable[[], type[Any]]] = {
     Comparison: lambda: schemas.ComparisonOut, CampaignRow: lambda: schemas.CampaignListed,
     SavedTarget: lambda: schemas.TargetOut, Check: lambda: schemas.CheckOut, Label: lambda: schemas.LabelOut,
     Agreement: lambda: schemas.AgreementOut, Preference: lambda: schemas.PreferenceOut,
+    ComparisonTrust: lambda: schemas.TrustOut,
 }
 
 

@@ -22,6 +22,7 @@ from evalcore.campaigns import Aggregate, Campaign, QuestionResult, Summary
 from evalcore.campaigns.labels import Label
 from evalcore.campaigns.listing import CampaignRow
 from evalcore.campaigns.records import DIAGNOSIS
+from evalcore.campaigns.trust import ComparisonTrust
 from evalcore.compare import Comparison
 from evalcore.compare.preference import Preference
 from evalcore.gates import Check
@@ -94,6 +95,7 @@ if TYPE_CHECKING:  # the type checker sees models; what they hold is derived whe
     LabelOut = BaseModel
     AgreementOut = BaseModel
     PreferenceOut = BaseModel
+    TrustOut = BaseModel
 else:
     CampaignOut = api_type(Campaign)
     AggregateOut = api_type(Aggregate)
@@ -109,6 +111,7 @@ else:
     LabelOut = api_type(Label)
     AgreementOut = api_type(Agreement)
     PreferenceOut = api_type(Preference)
+    TrustOut = model_of(ComparisonTrust, "TrustOut")
 
 
 class CampaignList(BaseModel):
@@ -135,6 +138,8 @@ class ResultsPage(BaseModel):
 
 class ComparisonData(BaseModel):
     comparison: ComparisonOut
+    agreement: TrustOut = Field(description="how far each judge agrees with people's labels in A and in B, and, when "
+                                            "A and B judged the same answers, B's judge with A's")
 
 
 class PreferenceData(BaseModel):

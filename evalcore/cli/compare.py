@@ -9,8 +9,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from evalcore.campaigns import NotFound, find_campaign, get_campaign
-from evalcore.campaigns.labels import comparison_agreement, trust_lines
 from evalcore.campaigns.listing import HEADLINE, dataset_label
+from evalcore.campaigns.trust import comparison_trust
 from evalcore.cli import _gates
 from evalcore.cli._common import (
     JUDGE_FLAGS,
@@ -117,16 +117,15 @@ def compare_command(args: argparse.Namespace) -> int:
                                                        basis=args.basis, tolerances=tolerances)
     else:
         result = compare_sweep(store_of(args), ids, seed=args.seed, resamples=args.resamples)
+    trust = comparison_trust(store_of(args), ids[0], ids[1]) if isinstance(result, Comparison) else None
     if args.json:
-        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2, default=str))
+        data = result.to_dict() | ({"agreement": trust.to_dict()} if trust is not None else {})
+        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    elif isinstance(result, Comparison):
+        lines = format_comparison(result, campaign_names(store_of(args), (result.a.id, result.b.id)))
+        print("\n".join(lines + (trust.lines() if trust is not None else []) + pairwise_lines(result.pairwise)))
     else:
-        if isinstance(result, Comparison):
-            lines = format_comparison(result, campaign_names(store_of(args), (result.a.id, result.b.id)))
-            lines += trust_lines(comparison_agreement(store_of(args), result.a.id, result.b.id))
-            lines += pairwise_lines(result.pairwise)
-        else:
-            lines = format_sweep(result, sweep_columns(result, args.measures, args.all))
-        print("\n".join(lines))
+        print("\n".join(format_sweep(result, sweep_columns(result, args.measures, args.all))))
     if args.report:
         write_report(args, ids, result)
     if not isinstance(result, Comparison) or not (args.fail_if_worse or args.junit):
@@ -191,7 +190,7 @@ def write_report(args: argparse.Namespace, ids: list[str], result: Comparison | 
     store = store_of(args)
     campaigns = [get_campaign(store, campaign_id) for campaign_id in ids]
     sources = source_names(store, campaigns)
-    trust = trust_lines(comparison_agreement(store, campaigns[0].id, campaigns[1].id))
+    trust = comparison_trust(store, campaigns[0].id, campaigns[1].id).lines()
     text = comparison_report(result, campaigns[0], campaigns[1], sources, names=args.names, trust=trust) \
         if isinstance(result, Comparison) else sweep_report(store, result, campaigns, sources, names=args.names)
     write_file(args.report, text, "the report")

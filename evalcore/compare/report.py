@@ -197,10 +197,11 @@ def measures_section(comparison: Comparison, context: ExportContext) -> str:
 
 
 def trust_section(trust: Sequence[str]) -> str:
-    """How far the judged measures can be trusted: each judge against people's labels, when there are some."""
+    """How far the judged measures can be trusted: each judge against people's labels, when there are some, and
+    against the other campaign's judge when both judged the same answers."""
     if not trust:
         return ""
-    return ("<h2>Judges against people's labels</h2><ul>" + "".join(f"<li>{esc(line)}</li>" for line in trust)
+    return ("<h2>How far to trust the judges</h2><ul>" + "".join(f"<li>{esc(line)}</li>" for line in trust)
             + "</ul>")
 
 

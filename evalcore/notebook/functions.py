@@ -1,4 +1,5 @@
-"""The functions a notebook calls: load questions, build a configuration, run, compare, score files and texts."""
+"""The functions a notebook calls: load questions, build a configuration, run, judge again, compare, score files and
+texts."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pandas as pd
 from evalcore.campaigns import CampaignManager, get_manager
 from evalcore.campaigns.launching import LaunchRequest, sweep_requests
 from evalcore.campaigns.listing import campaign_rows
+from evalcore.campaigns.rejudging import RejudgeRequest
 from evalcore.compare import compare_campaigns, compare_sweep
 from evalcore.compare.pairwise import judge_comparison
 from evalcore.compare.stats import RESAMPLES
@@ -120,6 +122,17 @@ def run_sweep(spec: str, dataset: str | Path | None = None, *, suite: str | None
     ids = [RunHandle(chosen, chosen.launch(each)).wait(progress=progress).id
            for each in sweep_requests(request, key, values, one_after_another=True)]
     return sweep(*ids, db=db)
+
+
+def rejudge(campaign_id: str, *, judges: Sequence[str] = (), name: str | None = None, db: Db = None,
+            progress: bool = True, concurrency: int | None = None, judge_samples: int | None = None,
+            cache: bool = True, **settings: Any) -> CampaignView:
+    """Judge a finished campaign's answers again, without asking its target: a new campaign that differs only in
+    its judges (`settings`: judge keys, e.g. judge_model="gpt-4o-mini", rubrics={"name": "<text>"})."""
+    chosen = manager(db)
+    request = RejudgeRequest(campaign_id, judges=tuple(judges), settings=settings, name=name,
+                             concurrency=concurrency, judge_samples=judge_samples, cache=cache)
+    return RunHandle(chosen, chosen.rejudge(request)).wait(progress=progress)
 
 
 def campaign(campaign_id: str, *, db: Db = None) -> CampaignView:
