@@ -214,3 +214,17 @@ def test_an_embedding_model_not_installed_is_refused_without_loading_weights(mon
     monkeypatch.setattr(knowledge, "_EMBEDDERS", {})
     knowledge.require_embedder("use")  # installed: no error, and its weights not loaded
     assert knowledge._EMBEDDERS == {}
+
+
+def test_the_supervised_worker_starts_from_any_working_directory(db: str, config: TargetConfig, dataset: Path,
+                                                                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                   ) -> None:
+    monkeypatch.chdir(tmp_path)  # a dashboard started from another folder, evalcore not installed
+    manager = CampaignManager(db)
+    try:
+        manager.supervise_worker(slots=1)
+        campaign_id = manager.launch(LaunchRequest(dataset=str(dataset), config=config, limit=2))
+        assert manager.wait(campaign_id, timeout=90).status.value == "succeeded"
+        assert manager.workers.starts == 1
+    finally:
+        manager.close()

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 from evalcore.errors import EvalError
 
@@ -23,6 +24,8 @@ CHECK_S = 1.0
 # pages need (a separate process frees them from the build's interpreter lock, not from its CPU use).
 NICE = 10
 MODES = ("process", "threads")
+# The folder holding the evalcore package, which the child imports.
+PACKAGE_HOME = str(Path(__file__).resolve().parents[2])
 
 
 def dashboard_mode() -> str:
@@ -33,6 +36,13 @@ def dashboard_mode() -> str:
         raise EvalError("unknown place to run the dashboard's campaigns", where="EVALCORE_DASHBOARD_WORKER",
                         found=mode, expected=" or ".join(MODES))
     return mode
+
+
+def worker_environment(location: str) -> dict[str, str]:
+    """The child's environment: this one, with the store at `location`, and this package importable from any
+    working directory (a dashboard started elsewhere than its folder, evalcore not installed)."""
+    paths = [PACKAGE_HOME, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return {**os.environ, "EVALCORE_DB": location, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
 
 
 class WorkerProcess:
@@ -71,8 +81,7 @@ class WorkerProcess:
                 self.process.wait()
 
     def _spawn(self) -> None:
-        self.process = subprocess.Popen(self.args, stdin=subprocess.DEVNULL,
-                                        env={**os.environ, "EVALCORE_DB": self.location})
+        self.process = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, env=worker_environment(self.location))
         self.starts += 1
 
     def _supervise(self) -> None:
