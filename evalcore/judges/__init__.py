@@ -23,7 +23,7 @@ from evalcore.judges.prompts import (
 )
 from evalcore.judges.rubrics import RUBRIC, Rubric, parse_rubric, rubric_problems, rubric_prompt, rubric_text
 from evalcore.judges.running import MAX_TOKENS, JudgeSettings, Trial, run_judge
-from evalcore.judges.verdict import FIELD_NAMES, Spread, Verdict, flat_fields
+from evalcore.judges.verdict import FIELD_NAMES, JudgeResult, Spread, Verdict, flat_fields
 
 __all__ = [
     "ALIASES",
@@ -35,6 +35,7 @@ __all__ = [
     "PARSER_VERSION",
     "RUBRIC",
     "JudgePrompt",
+    "JudgeResult",
     "JudgeSettings",
     "Passage",
     "Reading",
