@@ -71,6 +71,11 @@ def embedding(db: str, campaign_id: str) -> bool:
     return stage.startswith("embedding")
 
 
+def embedded(db: str, campaign_id: str) -> tuple[float, int]:
+    """Now, and how many chunks the campaign has embedded."""
+    return time.monotonic(), get_campaign(get_manager(db).store, campaign_id).progress().stage_done
+
+
 def cancel(db: str, campaign_id: str) -> None:
     """Cancel the campaign and wait until it has ended (its worker has stopped embedding)."""
     manager = get_manager(db)
@@ -92,16 +97,19 @@ def one_round(url: str, runs: int, first: Times, later: Times, check: Callable[[
         print("a busy round was dropped: the campaign was not embedding throughout", flush=True)
 
 
-def busy_round(db: str, url: str, runs: int, dataset: Path, tables: tuple[Times, Times]) -> int:
-    """Queue a campaign embedding `dataset`, time a round while it embeds, cancel it; the worker's process id."""
+def busy_round(db: str, url: str, runs: int, dataset: Path, tables: tuple[Times, Times]) -> tuple[int, float]:
+    """Queue a campaign embedding `dataset`, time a round while it embeds, cancel it; the worker's process id and
+    the chunks it embedded per second meanwhile."""
     campaign_id = queue_campaign(db, dataset)
     deadline = time.monotonic() + 300
     while not embedding(db, campaign_id) and time.monotonic() < deadline:
         time.sleep(0.5)
+    (start, before) = embedded(db, campaign_id)
     one_round(url, runs, *tables, check=lambda: embedding(db, campaign_id))
+    (end, after) = embedded(db, campaign_id)
     owner = get_manager(db).store.read("SELECT owner_pid FROM campaigns WHERE id = ?", (campaign_id,))
     cancel(db, campaign_id)
-    return int(owner[0]["owner_pid"] or 0)
+    return int(owner[0]["owner_pid"] or 0), (after - before) / (end - start)
 
 
 def cell(values: list[float]) -> str:
@@ -125,9 +133,10 @@ def main() -> None:
             browser_round(url, args.runs)  # the server's own first imports and caches
             for dataset in datasets:
                 one_round(url, args.runs, *tables["idle"])
-                owner = busy_round(db, url, args.runs, dataset, tables["busy"])
-                print(f"a pair of rounds done: the campaign ran in process {owner} (this bench is {os.getpid()}); "
-                      f"load average {os.getloadavg()[0]:.1f}", flush=True)
+                owner, rate = busy_round(db, url, args.runs, dataset, tables["busy"])
+                print(f"a pair of rounds done: the campaign ran in process {owner} (this bench is {os.getpid()}), "
+                      f"embedding {rate:.0f} chunks/s during the busy round; load average {os.getloadavg()[0]:.1f}",
+                      flush=True)
     print_table(tables)
 
 

