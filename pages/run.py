@@ -351,12 +351,13 @@ if submitted:
         if save_as.strip():  # the first value of a sweep is the one saved, and its campaign stays linked to it
             saved = save_target(store, requests[0].config or config, name=save_as.strip(), principal=principal)
             requests[0] = replace(requests[0], target_id=saved)
-        # Launching checks everything first (the questions, the target, its models): seconds. Say so at once.
+        # Launching checks the questions and the settings first; the worker that claims the campaign checks its
+        # target (models reachable, weights loaded) and fails it with the reason. Say what happens at once.
         with st.status(f"Launching {len(requests)} campaign(s)…", expanded=True) as launching:
             for number, each in enumerate(requests, start=1):
                 label = each.name or (each.config or config).describe()
                 launching.write(ui.escape_md(f"{number} of {len(requests)}: {label} · "
-                                             "preparing: loading the questions, checking the target…"))
+                                             "preparing: loading the questions, checking the settings…"))
                 campaign_id = ui.manager().launch(each)
                 launching.write(ui.escape_md(f"{number} of {len(requests)}: queued as {campaign_id}"))
                 st.session_state["launched"] = [campaign_id, *st.session_state.get("launched", [])]

@@ -7,6 +7,7 @@ import datetime as dt
 import io
 import json
 import re
+import socket
 import sqlite3
 import sys
 import zipfile
@@ -266,6 +267,32 @@ def test_an_invalid_configuration_is_a_readable_message(tmp_path: Path, monkeypa
     message = unescape("\n".join(e.value for e in at.error))
     assert "model" in message and "required when generator is openai" in message
     assert "Traceback" not in message
+
+
+def test_a_launch_shows_its_campaign_at_once_and_a_target_failing_its_check_fails_it_on_the_page(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALCORE_DASHBOARD_WORKER", "process")  # as the dashboard runs: a worker process
+    db = str(tmp_path / "db.sqlite")
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        gone = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    at = page_test(db, monkeypatch, "pages/run.py")
+    try:
+        at.number_input(key="limit").set_value(5)
+        at.selectbox(key="cfg-quick-generator").set_value("openai")
+        at.text_input(key="cfg-quick-model").set_value("gone")
+        at.text_input(key="cfg-quick-base_url").set_value(gone)
+        at.text_input(key="cfg-quick-api_key_env").set_value("")
+        at.button(key="FormSubmitter:launch-Launch").click().run()
+        assert_clean(at)  # launched: the model is asked by the worker, not before the page comes back
+        [campaign_id] = at.session_state["launched"]
+        done = get_manager(db).wait(campaign_id, timeout=90)
+        assert done.status == "failed"
+        at.run()
+        shown = unescape(texts(at))
+        assert "setup failed" in shown and "unreachable" in shown and gone in shown
+    finally:
+        get_manager(db).close()
 
 
 @pytest.mark.parametrize("headers", ["{not json", "[1, 2]", "42"])

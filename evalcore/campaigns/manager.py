@@ -201,7 +201,12 @@ class CampaignManager:
             self._after.append(hook)
 
     def launch(self, request: LaunchRequest) -> str:
-        """Validate everything (dataset, configuration, target reachable), start in the background, return the id.
+        """Validate, store the campaign and start it in the background (or queue it for a worker); return the id.
+
+        The dataset or suite, the configuration's settings and the judges are checked before anything is stored.
+        A campaign that runs here also has its target built and checked (models reachable, weights loaded: seconds)
+        first; a queued one returns at once, and the worker that claims it makes those checks, failing the campaign
+        with the reason.
 
         A principal launches in its own tenant, and only with a role that may change things.
         """
@@ -235,9 +240,10 @@ class CampaignManager:
                                   request.judge_samples, str(corpus.path.resolve()), suite=suite is not None,
                                   cluster=cluster, models=request.models)
             campaign_id = campaign_id or new_campaign_id(tenant, dataset)
-            plan = self._plan(campaign_id, config, corpus, questions, len(questions), options, judge_names, cache, 0,
-                              target)
-            options = replace(options, graded_thresholds=plan.graded.marks() if plan.graded else {})
+            plan = self._plan_here(campaign_id, config, corpus, questions, len(questions), options, judge_names,
+                                   cache, 0, target)
+            graded = plan.graded if plan is not None else plans.graded_for(corpus, config, questions)
+            options = replace(options, graded_thresholds=graded.marks() if graded else {})
             record = {
                 "id": campaign_id, "name": campaign_name(name, config), "tenant": tenant,
                 "kind": str(CampaignKind.SUITE if suite else CampaignKind.DATASET),
@@ -245,11 +251,9 @@ class CampaignManager:
                 "suite_id": suite_id, "target_id": target_id, "total": len(questions),
                 "config": dumps(config.to_dict()), "dataset_hash": corpus.content_hash, "use_judge": int(use_judge),
                 "judges": dumps(list(judge_names)), "cache": int(cache), "options": dumps(options.to_dict()),
-                "owner_token": plan.owner_token,
             }
-            queued = self.workers is not None and target is None  # a ready-made target object runs here
-            self.store.write(lambda conn: self._insert(conn, record, questions, queued))
-            self._start_or_queue(plan, cluster, queued)
+            self.store.write(lambda conn: self._insert(conn, record, questions, plan))
+            self._start_or_queue(plan, cluster)
         if suite is None:  # the server's log says what a dataset campaign runs on (computed aside: launch returns now)
             threading.Thread(target=log_dataset, args=(campaign_id, corpus), name=f"stats-{campaign_id}",
                              daemon=True).start()
@@ -279,26 +283,37 @@ class CampaignManager:
         if problems:
             raise EvalError("invalid run options", where=problems[0].partition(":")[0], problems=problems)
         campaign_id = new_campaign_id(source.tenant, source.source if source.kind == "dataset" else None)
-        plan = self._plan(campaign_id, config, corpus, questions, len(questions), options, judges, request.cache, 0,
-                          None, answers_from=source.answers_from or source.id)
+        answers_from = source.answers_from or source.id
+        plan = self._plan_here(campaign_id, config, corpus, questions, len(questions), options, judges, request.cache,
+                               0, None, answers_from=answers_from)
         record = {
             "id": campaign_id, "name": campaign_name(rejudge_name(request.name, source, judges, MAX_NAME), None),
             "tenant": source.tenant, "kind": source.kind, "source": source.source, "suite_id": source.suite_id,
             "target_id": source.target_id, "total": len(questions), "config": dumps(config.to_dict()),
             "dataset_hash": source.dataset_hash, "use_judge": int("score" in judges), "judges": dumps(list(judges)),
-            "cache": int(request.cache), "options": dumps(options.to_dict()), "owner_token": plan.owner_token,
-            "answers_from": plan.answers_from,
+            "cache": int(request.cache), "options": dumps(options.to_dict()), "answers_from": answers_from,
         }
-        queued = self.workers is not None
-        self.store.write(lambda conn: self._insert(conn, record, questions, queued))
-        self._start_or_queue(plan, None, queued)
+        self.store.write(lambda conn: self._insert(conn, record, questions, plan))
+        self._start_or_queue(plan, None)
         return campaign_id
 
-    def _start_or_queue(self, plan: Plan, cluster: Cluster | None, queued: bool) -> None:
-        if not queued:
+    def _start_or_queue(self, plan: Plan | None, cluster: Cluster | None) -> None:
+        if plan is not None:
             self._start(plan, cluster)
         elif self.workers is not None:
             self.workers.wake()
+
+    def _plan_here(self, campaign_id: str, config: TargetConfig, corpus: Dataset, questions: list[Question],
+                   total: int, options: RunOptions, judges: tuple[str, ...], cache: bool, hits_before: int,
+                   target: Target | None, answers_from: str | None = None) -> Plan | None:
+        """The plan of a campaign that runs in this process (its target built and checked: seconds), or None for one
+        that workers run (a ready-made target object runs here): its settings get the quick checks, and the worker
+        that claims it makes the slow ones, failing the campaign with the reason."""
+        if self.workers is None or target is not None:
+            return self._plan(campaign_id, config, corpus, questions, total, options, judges, cache, hits_before,
+                              target, answers_from=answers_from)
+        plans.check_settings(config, judges, self.store.index_dir)
+        return None
 
     def _plan(self, campaign_id: str, config: TargetConfig, corpus: Dataset, questions: list[Question], total: int,
               options: RunOptions, judges: tuple[str, ...], cache: bool, hits_before: int,
@@ -329,14 +344,14 @@ class CampaignManager:
         except BaseException:
             calls.close()
             raise
-        graded = plans.graded_scale(corpus, config) if any(q.relevant for q in questions) else None
+        graded = plans.graded_for(corpus, config, questions)
         if graded is not None and options.graded_thresholds:  # a resumed campaign keeps its launch's pass marks
             graded = graded._replace(thresholds=dict(options.graded_thresholds))
         return Plan(campaign_id, target, tuple(corpus.passages), tuple(questions), total, options, judges, judging,
                     graded, call_cache, hits_before, token or new_owner_token(), calls, answers_from)
 
     @staticmethod
-    def _insert(conn: Connection, record: dict[str, Any], questions: list[Question], queued: bool) -> None:
+    def _insert(conn: Connection, record: dict[str, Any], questions: list[Question], plan: Plan | None) -> None:
         # Checking and inserting in one writer transaction makes concurrent launches on one suite safe.
         mark_orphans(conn)
         _refuse_second_run(conn, record["suite_id"], record["id"])
@@ -345,8 +360,10 @@ class CampaignManager:
         now = time.time()
         row = {**record, "status": CampaignStatus.PENDING.value, "created_at": now, "heartbeat": now,
                "owner_host": socket.gethostname(), "owner_pid": os.getpid()}
-        if queued:  # no owner until a worker claims it
+        if plan is None:  # queued: no owner until a worker claims it
             row |= {"status": QUEUED, "owner_token": None, "heartbeat": None, "queued_at": now}
+        else:
+            row["owner_token"] = plan.owner_token
         conn.execute(f"INSERT INTO campaigns ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
         plans.insert_questions(conn, record["id"], questions)
 
@@ -416,13 +433,12 @@ class CampaignManager:
         with cluster_for(config, target is not None) as cluster:
             options = replace(campaign.options, dataset_path=str(corpus.path.resolve()),
                               concurrency=campaign.options.concurrency if concurrency is None else concurrency)
-            plan = self._plan(campaign_id, config, corpus, questions, campaign.total, options, campaign.judges,
-                              campaign.cache, campaign.cache_hits, target, answers_from=campaign.answers_from)
-            queued = self.workers is not None and target is None
-            token = None if queued else plan.owner_token
+            plan = self._plan_here(campaign_id, config, corpus, questions, campaign.total, options, campaign.judges,
+                                   campaign.cache, campaign.cache_hits, target, answers_from=campaign.answers_from)
+            token = None if plan is None else plan.owner_token
             self.store.write(lambda conn: self._reactivate(conn, campaign_id, campaign.suite_id, options, config,
                                                            token, force, only))
-            self._start_or_queue(plan, cluster, queued)
+            self._start_or_queue(plan, cluster)
         return campaign_id
 
     def run_claimed(self, campaign_id: str, token: str) -> None:

@@ -126,6 +126,28 @@ def graded_scale(dataset: Dataset, config: TargetConfig) -> GradedScale | None:
     return GradedScale(low, high, dict(config.graded_thresholds))
 
 
+def graded_for(dataset: Dataset, config: TargetConfig, questions: list[Question]) -> GradedScale | None:
+    """The graded scale of a campaign asking `questions` (None when none of them has a relevant passage)."""
+    return graded_scale(dataset, config) if any(q.relevant for q in questions) else None
+
+
+def check_settings(config: TargetConfig, judges: tuple[str, ...], cache_dir: Path) -> None:
+    """Refuse what cannot work without connecting anywhere or loading weights (quick): the target's settings, a
+    model for the judges, the embedding models installed. A launch that queues its campaign makes these checks
+    before it stores anything; the worker that claims it makes the slow ones (endpoints answer, weights load)."""
+    from evalcore.targets import RagTarget, build_target
+    from evalcore.targets.generators import build_judge_model
+    from evalcore.targets.knowledge import require_embedder
+
+    target = build_target(config, cache_dir=cache_dir)
+    if judges:
+        build_judge_model(config, target.chat_model(), check=False)
+    models = target.embedding_models() if isinstance(target, RagTarget) else ()
+    similarity = (config.answer_similarity_model,) if config.answer_similarity_model != "none" else ()
+    for model in (*models, *similarity):
+        require_embedder(model)
+
+
 def dataset_tag(ref: str) -> str:
     """The dataset id as it appears in an evaluation task's id (the folder name for a path)."""
     name = str(ref).rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or "dataset"
