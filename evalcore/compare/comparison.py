@@ -29,13 +29,12 @@ from evalcore.compare.deltas import (
     Paired,
     Passage,
     QuestionDiff,
-    higher_is_better,
     verdict_by,
 )
 from evalcore.compare.pairing import previous
 from evalcore.errors import EvalError
 from evalcore.judges import JudgeResult
-from evalcore.metrics import MEASURES, sources_found, tolerance_of, verdict_basis
+from evalcore.metrics import MEASURES, higher_is_better, sources_found, tolerance_of, verdict_basis
 from evalcore.relevance import is_relevant
 from evalcore.store import Store
 from evalcore.targets.config import under_test

@@ -19,7 +19,7 @@ from evalcore.compare.stats import McNemar
 from evalcore.diagnosis import Stage, Transition
 from evalcore.errors import EvalError
 from evalcore.judges import Verdict
-from evalcore.metrics import MEASURES, tolerance_of
+from evalcore.metrics import higher_is_better, tolerance_of
 from evalcore.shapes import Key, doc
 from evalcore.targets.config import Snapshot
 
@@ -40,12 +40,6 @@ class Change(StrEnum):
 
 VERDICT_KINDS = (Change.BETTER, Change.WORSE, Change.SAME)
 ONE_SIDED = (Change.NEW, Change.REMOVED)  # questions not asked of both campaigns
-
-
-def higher_is_better(name: str) -> bool:
-    """The measure's direction from the registry (judge pass rates and unknown names: higher)."""
-    measure = MEASURES.get(name.split(PASS_SUFFIX)[0])
-    return measure.higher_is_better if measure else True
 
 
 def verdict_by(basis: str, a: float, b: float, tolerance: float = 0.0) -> Change:
