@@ -12,8 +12,9 @@ import json
 from dataclasses import replace
 
 from evalcore.access import Action, Principal, scope
-from evalcore.campaigns.plans import answerability, stored_dataset_path
+from evalcore.campaigns.corpus import stored_dataset_path
 from evalcore.campaigns.queries import campaign_results, get_campaign
+from evalcore.campaigns.questions import answerability
 from evalcore.campaigns.records import Campaign, QuestionResult
 from evalcore.datasets import load_dataset
 from evalcore.metrics import MEASURES, abstention_measures
