@@ -32,6 +32,7 @@ from evalcore.suites import (
     replace_suite,
 )
 from evalcore.targets import TargetConfig
+from evalcore.targets.saved import ID_NAMES
 
 router = APIRouter(prefix="/api/v1/eval-suites", tags=["eval suites"], responses=ERROR_RESPONSES)
 SuiteId = Annotated[str, Path(max_length=200)]
@@ -51,7 +52,7 @@ class SuiteIn(RequestBody):
     """A suite as created or replaced: name, saved target configuration, up to 100 cases."""
 
     name: str = Field(min_length=1, max_length=200, pattern=r"\S")
-    agent_id: str = Field(min_length=1, max_length=200, description="id of a saved target configuration")
+    agent_id: str = Field(min_length=1, max_length=200, description=ID_NAMES["agent_id"])
     cases: list[CaseIn] = Field(min_length=1, max_length=MAX_CASES, description=f"at most {MAX_CASES} cases")
 
 

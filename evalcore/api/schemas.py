@@ -27,7 +27,7 @@ from evalcore.gates import Check
 from evalcore.metrics.agreement import Agreement
 from evalcore.shapes import is_record, keys
 from evalcore.suites import Case
-from evalcore.targets.saved import SavedTarget
+from evalcore.targets.saved import ID_NAMES, SavedTarget
 
 T = TypeVar("T")
 
@@ -139,7 +139,7 @@ class SuiteOut(Out):
 
     id: str
     name: str
-    agent_id: str = Field(description="the saved target configuration its campaigns run")
+    agent_id: str = Field(description=ID_NAMES["agent_id"])
     case_count: int
     created_at: float
     updated_at: float
