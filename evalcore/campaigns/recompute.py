@@ -15,7 +15,7 @@ from evalcore.access import Action, Principal, scope
 from evalcore.campaigns.corpus import stored_dataset_path
 from evalcore.campaigns.queries import campaign_results, get_campaign
 from evalcore.campaigns.questions import answerability
-from evalcore.campaigns.records import Campaign, QuestionResult
+from evalcore.campaigns.records import Campaign, CampaignKind, QuestionResult
 from evalcore.datasets import load_dataset
 from evalcore.metrics import MEASURES, abstention_measures
 from evalcore.store import Conflict, Connection, Store, dumps
@@ -38,7 +38,7 @@ def recompute_abstention(store: Store, campaign_id: str, *, tenant: str | None =
 
 def _dataset_flags(campaign: Campaign) -> dict[int, bool | None]:
     """A dataset campaign's `answerable` column by question id, as its folder holds it now (none for a suite)."""
-    if campaign.kind != "dataset":
+    if campaign.kind != CampaignKind.DATASET:
         return {}
     return {q.qid: q.answerable for q in load_dataset(stored_dataset_path(campaign)).questions}
 
