@@ -32,7 +32,7 @@ from evalcore.gates import Check
 from evalcore.judges import Spread, Verdict
 from evalcore.metrics.agreement import Agreement
 from evalcore.shapes import doc, is_record, keys
-from evalcore.suites import Case
+from evalcore.suites import Case, Suite
 from evalcore.targets.base import Retrieved
 from evalcore.targets.config import Snapshot, TargetConfig
 from evalcore.targets.saved import SavedTarget
@@ -89,7 +89,8 @@ def disagreement(value: Any) -> tuple[set[str], set[str]]:
 
 RECORDS = (Campaign, RunOptions, Progress, Question, Source, Outcome, QuestionResult, Aggregate, Tokens, Summary,
            Verdict, Spread, Retrieved, CampaignHeader, Passage, QuestionDiff, McNemar, MeasureDelta, Comparison,
-           Transition, Settings, CampaignRow, SavedTarget, Check, SweepDelta, Case, Label, Agreement)
+           Transition, Settings, CampaignRow, SavedTarget, Check, SweepDelta, Case, Label, Agreement,
+           Suite)
 PRIVATE = {key.name for record in RECORDS for key in keys(record) if key.private}
 
 
@@ -110,7 +111,7 @@ API_MODELS: dict[type, Callable[[], type[Any]]] = {
     Summary: lambda: schemas.SummaryOut, Aggregate: lambda: schemas.AggregateOut,
     Comparison: lambda: schemas.ComparisonOut, CampaignRow: lambda: schemas.CampaignListed,
     SavedTarget: lambda: schemas.TargetOut, Check: lambda: schemas.CheckOut, Label: lambda: schemas.LabelOut,
-    Agreement: lambda: schemas.AgreementOut,
+    Agreement: lambda: schemas.AgreementOut, Suite: lambda: schemas.SuiteOut,
 }
 
 
