@@ -47,7 +47,7 @@ def _rewrite(conn: Connection, campaign: Campaign, changes: list[tuple[QuestionR
     fallback = str(campaign.config.get("fallback_answer", ""))
     for result, answerable in changes:
         outcome, refusal = result.outcome, result.outcome.judges.get("refusal")
-        refused = refusal.result == "pass" if refusal is not None and refusal.result in ("pass", "fail") else None
+        refused = refusal.result.passed if refusal is not None else None
         reading = abstention_measures(outcome.answer, answerable, fallback, refused)
         measures = {k: v for k, v in outcome.measures.items() if k not in ABSTENTION} | reading.values
         row = conn.execute("SELECT signatures FROM results WHERE campaign_id = ? AND position = ?",
