@@ -25,6 +25,7 @@ from evalcore.targets.config import Snapshot
 
 PASS_SUFFIX = ":pass"
 EPSILON = 1e-9
+STAGE_WORDS = ", ".join(stage.value for stage in Stage)
 
 
 class Change(StrEnum):
@@ -110,9 +111,9 @@ class QuestionDiff:
     sources_left: tuple[str, ...] | None = field(default=None, metadata=doc(
         "suites only: expected sources found in A, not in B", optional=True))
     diagnosis_a: Stage | None = field(default=None, metadata=doc(
-        "its failure stage in A (null when A did not ask it)"))
+        f"its failure stage in A ({STAGE_WORDS}; null when A did not ask it)"))
     diagnosis_b: Stage | None = field(default=None, metadata=doc(
-        "its failure stage in B (null when B did not ask it)"))
+        f"its failure stage in B ({STAGE_WORDS}; null when B did not ask it)"))
     queries_a: tuple[str, ...] = field(default=(), metadata=doc(
         "the query transformation's texts in A (empty without one)"))
     queries_b: tuple[str, ...] = field(default=(), metadata=doc("the query transformation's texts in B"))
