@@ -116,9 +116,11 @@ def outcome(question: Question, rng: random.Random) -> Outcome:
                    latency_s=rng.uniform(0.01, 0.2), diagnosis=rng.choice(PIPELINE_STAGES))
 
 
-def store_campaign(store: Any, row: dict[str, Any], asked: list[Question], outcomes: list[Outcome]) -> None:
-    """Write one campaign, its question snapshot and its results in one transaction, as a runner stores them."""
-    writer = ResultWriter(store, str(row["id"]))
+def store_campaign(store: Any, row: dict[str, Any], asked: list[Question], outcomes: list[Outcome], *,
+                   shared: bool = False) -> None:
+    """Write one campaign, its question snapshot and its results in one transaction, as a runner stores them
+    (`shared`: a re-judge's, whose answers are another campaign's)."""
+    writer = ResultWriter(store, str(row["id"]), shared=shared)
     results, passages, signatures = writer.rows(list(zip(asked, outcomes, strict=True)))
 
     def insert(conn: Any) -> None:

@@ -334,7 +334,8 @@ def test_compare_two_campaigns(filled: dict, monkeypatch: pytest.MonkeyPatch) ->
     assert {"better", "worse", "same", "new", "removed"} <= verdicts
     assert any("embedding_top_k" in str(df.value.to_dict()) for df in at.dataframe)  # the configuration difference
     # One section at a time: the deltas first, then the per-question scatter and the failure stages in A and B.
-    assert [tab.label for tab in at.tabs] == ["Measures", "Per question", "Failure stages", "Questions"]
+    assert [tab.label for tab in at.tabs] == ["Measures", "Per question", "Failure stages", "Questions",
+                                             "Pairwise judge"]
     first, *panels = chart_titles(at)  # the deltas, one panel per scale: counts apart from 0-1 measures
     assert first.split(",")[0] == "B − A per measure" and all(title.startswith("B − A: ") for title in panels)
     assert not at.get("plotly_chart")  # the page draws Vega-Lite; Plotly only for the downloads

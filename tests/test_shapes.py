@@ -23,13 +23,16 @@ from evalcore.campaigns import Aggregate, Campaign, QuestionResult, Summary
 from evalcore.campaigns.labels import Label
 from evalcore.campaigns.listing import CampaignRow, Settings
 from evalcore.campaigns.records import Outcome, Progress, Question, RunOptions, Source, Tokens, retrieved_to_json
+from evalcore.campaigns.trust import ComparisonTrust
 from evalcore.compare import Comparison
 from evalcore.compare.deltas import CampaignHeader, MeasureDelta, Passage, QuestionDiff
+from evalcore.compare.preference import Preference
 from evalcore.compare.stats import McNemar
 from evalcore.compare.sweep import SweepDelta
 from evalcore.diagnosis import Transition
 from evalcore.gates import Check
 from evalcore.judges import Spread, Verdict
+from evalcore.judges.pairwise import Asking, PairVerdict
 from evalcore.metrics.agreement import Agreement
 from evalcore.shapes import doc, is_record, keys
 from evalcore.suites import Case, Suite
@@ -89,8 +92,8 @@ def disagreement(value: Any) -> tuple[set[str], set[str]]:
 
 RECORDS = (Campaign, RunOptions, Progress, Question, Source, Outcome, QuestionResult, Aggregate, Tokens, Summary,
            Verdict, Spread, Retrieved, CampaignHeader, Passage, QuestionDiff, McNemar, MeasureDelta, Comparison,
-           Transition, Settings, CampaignRow, SavedTarget, Check, SweepDelta, Case, Label, Agreement,
-           Suite)
+           Transition, Settings, CampaignRow, SavedTarget, Check, SweepDelta, Case, Label, Agreement, Preference,
+           PairVerdict, Asking, ComparisonTrust, Suite)
 PRIVATE = {key.name for record in RECORDS for key in keys(record) if key.private}
 
 
@@ -111,7 +114,8 @@ API_MODELS: dict[type, Callable[[], type[Any]]] = {
     Summary: lambda: schemas.SummaryOut, Aggregate: lambda: schemas.AggregateOut,
     Comparison: lambda: schemas.ComparisonOut, CampaignRow: lambda: schemas.CampaignListed,
     SavedTarget: lambda: schemas.TargetOut, Check: lambda: schemas.CheckOut, Label: lambda: schemas.LabelOut,
-    Agreement: lambda: schemas.AgreementOut, Suite: lambda: schemas.SuiteOut,
+    Agreement: lambda: schemas.AgreementOut, Preference: lambda: schemas.PreferenceOut,
+    ComparisonTrust: lambda: schemas.TrustOut, Suite: lambda: schemas.SuiteOut,
 }
 
 

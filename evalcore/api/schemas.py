@@ -22,7 +22,9 @@ from evalcore.campaigns import Aggregate, Campaign, QuestionResult, Summary
 from evalcore.campaigns.labels import Label
 from evalcore.campaigns.listing import CampaignRow
 from evalcore.campaigns.records import DIAGNOSIS
+from evalcore.campaigns.trust import ComparisonTrust
 from evalcore.compare import Comparison
+from evalcore.compare.preference import Preference
 from evalcore.gates import Check
 from evalcore.metrics.agreement import Agreement
 from evalcore.shapes import is_record, keys
@@ -94,6 +96,8 @@ if TYPE_CHECKING:  # the type checker sees models; what they hold is derived whe
     LabelOut = BaseModel
     AgreementOut = BaseModel
     SuiteOut = BaseModel
+    PreferenceOut = BaseModel
+    TrustOut = BaseModel
 else:
     CampaignOut = api_type(Campaign)
     AggregateOut = api_type(Aggregate)
@@ -110,6 +114,8 @@ else:
     AgreementOut = api_type(Agreement)
     # The API describes agent_id in its own words (what the name means there); the record's other keys as declared.
     SuiteOut = model_of(Suite, "SuiteOut", agent_id=(str, Field(description=ID_NAMES["agent_id"])))
+    PreferenceOut = api_type(Preference)
+    TrustOut = model_of(ComparisonTrust, "TrustOut")
 
 
 class CampaignList(BaseModel):
@@ -136,6 +142,12 @@ class ResultsPage(BaseModel):
 
 class ComparisonData(BaseModel):
     comparison: ComparisonOut
+    agreement: TrustOut = Field(description="how far each judge agrees with people's labels in A and in B, and, when "
+                                            "A and B judged the same answers, B's judge with A's")
+
+
+class PreferenceData(BaseModel):
+    pairwise: PreferenceOut
 
 
 class SuiteListed(SuiteOut):

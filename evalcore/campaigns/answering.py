@@ -35,6 +35,7 @@ class Plan:
     cache_hits_before: int = 0
     owner_token: str = ""  # this session's claim on the campaign: a runner writes only while it holds it
     calls: Calls = field(default_factory=Calls)  # its HTTP connections, closed when the campaign ends
+    answers_from: str | None = None  # a re-judge: the campaign whose stored answers it judges
 
 
 def error_text(error: BaseException) -> str:

@@ -31,6 +31,15 @@ from evalcore.campaigns.records import (
     RunOptions,
     run_option_problem,
 )
+from evalcore.campaigns.rejudging import (
+    RejudgeRequest,
+    StoredAnswers,
+    judged_campaign,
+    refuse_if_judged_again,
+    rejudge_judges,
+    rejudge_name,
+    rejudged_config,
+)
 from evalcore.campaigns.runner import Runner
 from evalcore.campaigns.supervisor import WorkerProcess
 from evalcore.datasets import Dataset, dataset_stats
@@ -248,6 +257,45 @@ class CampaignManager:
                              daemon=True).start()
         return campaign_id
 
+    def rejudge(self, request: RejudgeRequest) -> str:
+        """Judge a finished campaign's answers again with other judges, as a new campaign; return its id.
+
+        Nothing is asked of the target: the new campaign reads the answers where they are stored
+        (evalcore.campaigns.rejudging). Only a campaign of the principal's tenant whose every question ran.
+        """
+        from evalcore.targets import TargetConfig
+
+        source = judged_campaign(self.store, request.campaign_id,
+                                 scope(request.principal, request.tenant, Action.CHANGE))
+        config = rejudged_config(TargetConfig.from_dict(source.config), request.settings)
+        judges = rejudge_judges(source, request.judges, config, request.settings)
+        if request.principal is not None:
+            check_request(config)
+        corpus = load_corpus(stored_dataset_path(source), source.dataset_hash)
+        questions = stored_questions(self.store, source.id, "all")
+        options = replace(source.options, max_failed_share=1.0,  # its failed questions are the judged campaign's
+                          concurrency=request.concurrency or source.options.concurrency,
+                          judge_samples=request.judge_samples or source.options.judge_samples)
+        problems = [problem for name in ("concurrency", "judge_samples")
+                    if (problem := run_option_problem(name, getattr(options, name)))]
+        if problems:
+            raise EvalError("invalid run options", where=problems[0].partition(":")[0], problems=problems)
+        campaign_id = new_campaign_id(source.tenant, source.source if source.kind == "dataset" else None)
+        plan = self._plan(campaign_id, config, corpus, questions, len(questions), options, judges, request.cache, 0,
+                          None, answers_from=source.answers_from or source.id)
+        record = {
+            "id": campaign_id, "name": campaign_name(rejudge_name(request.name, source, judges, MAX_NAME), None),
+            "tenant": source.tenant, "kind": source.kind, "source": source.source, "suite_id": source.suite_id,
+            "target_id": source.target_id, "total": len(questions), "config": dumps(config.to_dict()),
+            "dataset_hash": source.dataset_hash, "use_judge": int("score" in judges), "judges": dumps(list(judges)),
+            "cache": int(request.cache), "options": dumps(options.to_dict()), "owner_token": plan.owner_token,
+            "answers_from": plan.answers_from,
+        }
+        queued = self.workers is not None
+        self.store.write(lambda conn: self._insert(conn, record, questions, queued))
+        self._start_or_queue(plan, None, queued)
+        return campaign_id
+
     def _start_or_queue(self, plan: Plan, cluster: Cluster | None, queued: bool) -> None:
         if not queued:
             self._start(plan, cluster)
@@ -256,9 +304,12 @@ class CampaignManager:
 
     def _plan(self, campaign_id: str, config: TargetConfig, corpus: Dataset, questions: list[Question], total: int,
               options: RunOptions, judges: tuple[str, ...], cache: bool, hits_before: int,
-              target: Target | None, token: str | None = None) -> Plan:
-        """Build and check the target (fails fast when a model is unreachable)."""
+              target: Target | None, token: str | None = None, answers_from: str | None = None) -> Plan:
+        """Build and check the target (fails fast when a model is unreachable); a re-judge's target gives back the
+        answers stored by `answers_from`."""
         call_cache = StoreCallCache(self.store) if cache and target is None else None
+        if answers_from is not None:
+            target = StoredAnswers(self.store, answers_from, config, call_cache)
         if target is None:
             from evalcore.targets import build_target
 
@@ -284,7 +335,7 @@ class CampaignManager:
         if graded is not None and options.graded_thresholds:  # a resumed campaign keeps its launch's pass marks
             graded = graded._replace(thresholds=dict(options.graded_thresholds))
         return Plan(campaign_id, target, tuple(corpus.passages), tuple(questions), total, options, judges, judging,
-                    graded, call_cache, hits_before, token or new_owner_token(), calls)
+                    graded, call_cache, hits_before, token or new_owner_token(), calls, answers_from)
 
     @staticmethod
     def _insert(conn: Connection, record: dict[str, Any], questions: list[Question], queued: bool) -> None:
@@ -352,6 +403,8 @@ class CampaignManager:
             raise EvalError("invalid run options", where="concurrency", problems=[problem])
         self.store.write(mark_orphans)
         campaign = get_campaign(self.store, campaign_id, tenant)
+        if only == "failed":
+            refuse_if_judged_again(self.store, campaign_id, "answer its failed questions again")
         config = TargetConfig.from_dict(campaign.config).run_on(*run_on)
         if principal is not None:
             check_request(config)
@@ -366,7 +419,7 @@ class CampaignManager:
             options = replace(campaign.options, dataset_path=str(corpus.path.resolve()),
                               concurrency=campaign.options.concurrency if concurrency is None else concurrency)
             plan = self._plan(campaign_id, config, corpus, questions, campaign.total, options, campaign.judges,
-                              campaign.cache, campaign.cache_hits, target)
+                              campaign.cache, campaign.cache_hits, target, answers_from=campaign.answers_from)
             queued = self.workers is not None and target is None
             token = None if queued else plan.owner_token
             self.store.write(lambda conn: self._reactivate(conn, campaign_id, campaign.suite_id, options, config,
@@ -387,7 +440,8 @@ class CampaignManager:
             questions = stored_questions(self.store, campaign_id, only)
             with cluster_for(config, False) as cluster:
                 plan = self._plan(campaign_id, config, corpus, questions, campaign.total, campaign.options,
-                                  campaign.judges, campaign.cache, campaign.cache_hits, None, token)
+                                  campaign.judges, campaign.cache, campaign.cache_hits, None, token,
+                                  campaign.answers_from)
                 self._claimed.add(campaign_id)
                 self._start(plan, cluster)
         except NotFound:
@@ -452,8 +506,9 @@ class CampaignManager:
             runner.cancelled.set()
 
     def delete(self, campaign_id: str, *, tenant: str | None = None, principal: Principal | None = None) -> None:
-        """Delete a campaign and its results (a running one stops first)."""
+        """Delete a campaign and its results (a running one stops first); Conflict while re-judges read its answers."""
         get_campaign(self.store, campaign_id, scope(principal, tenant, Action.CHANGE))
+        refuse_if_judged_again(self.store, campaign_id, "delete the campaign")
         runner = self._runners.pop(campaign_id, None)
         if runner is not None:
             runner.cancelled.set()

@@ -61,8 +61,9 @@ def insert_questions(conn: Connection, campaign_id: str, questions: list[Questio
 
 
 def stored_questions(store: Store, campaign_id: str, only: str) -> list[Question]:
-    """Snapshot questions still to run: `missing` (no result) or `failed` (result with an error)."""
+    """Snapshot questions still to run: `missing` (no result) or `failed` (result with an error); or `all` of them."""
     condition = {
+        "all": "1 = 1",
         "missing": "NOT EXISTS (SELECT 1 FROM results r WHERE r.campaign_id = q.campaign_id AND r.position = "
                    "q.position)",
         "failed": "EXISTS (SELECT 1 FROM results r WHERE r.campaign_id = q.campaign_id AND r.position = q.position "

@@ -167,6 +167,8 @@ class Campaign:
     pace_rate: float | None = field(default=None, metadata=doc(hidden=True))
     pace_at: float | None = field(default=None, metadata=doc(hidden=True))
     pace_done: int | None = field(default=None, metadata=doc(hidden=True))
+    answers_from: str | None = field(default=None, metadata=doc(
+        "a re-judge: the campaign whose stored answers it judges again (its target was not asked); else null"))
 
     COLUMNS: ClassVar[str]  # every field, as the campaigns table's columns (set below the class)
     JSON_EXTRA = (Key("status_code", int, "0 queued or pending, 1 running, 2 succeeded (with or without failures), "
@@ -219,7 +221,7 @@ class Campaign:
             judges=tuple(json.loads(row["judges"])), cache=bool(row["cache"]), cache_hits=row["cache_hits"],
             options=RunOptions.from_dict(json.loads(row["options"])), stage=row["stage"],
             stage_done=row["stage_done"], stage_total=row["stage_total"], pace_rate=row["pace_rate"],
-            pace_at=row["pace_at"], pace_done=row["pace_done"],
+            pace_at=row["pace_at"], pace_done=row["pace_done"], answers_from=row["answers_from"],
         )
 
     @property
@@ -240,7 +242,8 @@ class Campaign:
             "cancel_requested": self.cancel_requested, "config": self.config, "dataset_hash": self.dataset_hash,
             "use_judge": self.use_judge, "judges": list(self.judges), "cache": self.cache,
             "cache_hits": self.cache_hits, "options": self.options.to_dict(), "stage": self.stage,
-            "status_code": self.status_code, "status_text": self.status_text, "progress": self.progress().to_dict(),
+            "answers_from": self.answers_from, "status_code": self.status_code, "status_text": self.status_text,
+            "progress": self.progress().to_dict(),
         }
 
 

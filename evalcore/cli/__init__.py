@@ -17,8 +17,9 @@ from evalcore.text import shown
 # them all (the campaign engine, pandas, the HTTP stack) costs a second or more, which `score`
 # over a TREC run would pay for nothing. A test checks this table against what the modules register.
 COMMANDS = {"campaigns": "campaigns", "compare": "compare", "config": "config", "ask": "config",
-            "dataset": "dataset", "keys": "keys", "labels": "labels", "run": "run", "score": "score",
-            "score-text": "score", "serve": "serve", "store": "store", "suites": "suites", "worker": "worker"}
+            "dataset": "dataset", "keys": "keys", "labels": "labels", "rejudge": "rejudge", "run": "run",
+            "score": "score", "score-text": "score", "serve": "serve", "store": "store", "suites": "suites",
+            "worker": "worker"}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -398,15 +398,17 @@ def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resa
     effect = power.check_effect(effect)
     tenant = scope(principal, tenant)
     a, b = get_campaign(store, a_id, tenant=tenant), get_campaign(store, b_id, tenant=tenant)
+    pairwise = saved.find_preference(store, a, b)
     if basis:  # an asked basis is not the stored default: computed, not kept
-        return compare_results(a, compared_results(store, a_id), b, compared_results(store, b_id), seed=seed,
-                               resamples=resamples, effect=effect, basis=basis, tolerances=tolerances)
+        return replace(compare_results(a, compared_results(store, a_id), b, compared_results(store, b_id), seed=seed,
+                                       resamples=resamples, effect=effect, basis=basis, tolerances=tolerances),
+                       pairwise=pairwise)
     comparison = saved.find(store, a, b, seed=seed, resamples=resamples)
     if comparison is None:
         comparison = compare_results(a, compared_results(store, a_id), b, compared_results(store, b_id), seed=seed,
                                      resamples=resamples)
         saved.keep(store, comparison, a, b)
-    return comparison.with_effect(effect).with_tolerances(tolerances or {})
+    return replace(comparison.with_effect(effect).with_tolerances(tolerances or {}), pairwise=pairwise)
 
 
 def compare_with_previous(store: Store, campaign_id: str) -> Comparison | None:

@@ -15,6 +15,7 @@ from evalcore import diagnosis
 from evalcore.campaigns import Campaign
 from evalcore.campaigns.records import CampaignKind
 from evalcore.compare import power
+from evalcore.compare.preference import Preference
 from evalcore.compare.stats import McNemar
 from evalcore.diagnosis import Stage, Transition
 from evalcore.errors import EvalError
@@ -297,6 +298,8 @@ class Comparison:
                                                        "configurations)"))
 
     tolerances: dict[str, float] = field(default_factory=dict, metadata=doc(hidden=True))
+    pairwise: Preference | None = field(default=None, metadata=doc(
+        "the pairwise judge's verdicts once asked (POST /api/v1/compare/pairwise, compare --pairwise); null before"))
 
     JSON_EXTRA = (Key("verdicts", dict[str, int], "how many questions got each verdict"),
                   Key("power_warnings", list[str], "measures with no significant difference that could not have "
@@ -398,7 +401,8 @@ class Comparison:
                 "basis_reason": self.basis_reason, "verdicts_without_tolerance": self.strict_verdicts,
                 "tolerance": {name: self.tolerance(name) for name in dict.fromkeys(q.basis for q in self.questions)
                               if name and name != "error"},
-                "unchanged": self.unchanged, "disagreements": self.disagreements}
+                "unchanged": self.unchanged, "disagreements": self.disagreements,
+                "pairwise": self.pairwise.to_dict() if self.pairwise else None}
 
 
 def unchanged_text(measures: list[str]) -> str:

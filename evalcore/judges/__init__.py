@@ -1,6 +1,6 @@
 """LLM judges: versioned prompt files, tolerant reply parsing, verdicts with pass/fail/unknown."""
 
-from evalcore.judges.local import LOCAL_JUDGE_NOTE
+from evalcore.judges.local import LOCAL_JUDGE_NOTE, LOCAL_PAIRWISE_NOTE
 from evalcore.judges.parsing import PARSER_VERSION, Reading, parse_reply
 from evalcore.judges.prompts import (
     ALIASES,
@@ -31,6 +31,7 @@ __all__ = [
     "FIELD_NAMES",
     "JUDGES",
     "LOCAL_JUDGE_NOTE",
+    "LOCAL_PAIRWISE_NOTE",
     "MAX_TOKENS",
     "PARSER_VERSION",
     "RUBRIC",
