@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from evalcore.campaigns import Outcome, Question, get_manager
-from evalcore.campaigns.plans import insert_questions
+from evalcore.campaigns.questions import insert_questions
 from evalcore.campaigns.result_rows import ResultWriter
 from evalcore.diagnosis import Stage
 from evalcore.metrics import MEASURES

@@ -556,7 +556,7 @@ def test_every_measure_is_resampled_with_the_same_questions():
 
 def written_campaign(store, cid, shift, *, top_k):
     """A finished campaign written by the runner's own writer: ranked lists with scores, graded labels, judges."""
-    from evalcore.campaigns.plans import insert_questions
+    from evalcore.campaigns.questions import insert_questions
     from evalcore.campaigns.result_rows import ResultWriter
 
     asked = [Question(i, i, f"q{i}", relevant={i: 2, i + 1: 1}, references=("ref",)) for i in range(12)]

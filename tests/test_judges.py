@@ -9,6 +9,7 @@ import pytest
 
 from evalcore import judges
 from evalcore.errors import EvalError
+from evalcore.judges import JudgeResult
 from evalcore.models import ChatReply, ContextOverflow, OpenAIChatModel
 from evalcore.testing.openai_server import FakeOpenAIServer, Reply
 
@@ -350,3 +351,8 @@ def test_a_prompt_over_the_window_is_an_overflow_for_both_backends(monkeypatch: 
         model = OpenAIChatModel(server.base_url, "m", api_key_env="", retries=0)
         with pytest.raises(ContextOverflow, match="maximum context length"):
             model.chat([{"role": "user", "content": "x"}])
+
+
+def test_a_judge_result_says_whether_it_passed_only_when_it_decided() -> None:
+    assert {result: result.passed for result in JudgeResult} == {
+        JudgeResult.PASS: True, JudgeResult.FAIL: False, JudgeResult.UNKNOWN: None, JudgeResult.SKIPPED: None}

@@ -14,12 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.access import Action, Principal, scope
-from evalcore.campaigns import plans
 from evalcore.campaigns.answering import Plan, error_text
 from evalcore.campaigns.claims import Workers
 from evalcore.campaigns.cluster import Cluster, DaskExecutor, cluster_for
-from evalcore.campaigns.launching import LaunchRequest
+from evalcore.campaigns.concurrency import default_concurrency
+from evalcore.campaigns.corpus import dataset_tag, graded_for, load_corpus, stored_dataset_path
+from evalcore.campaigns.launching import LaunchRequest, check_judges, check_settings, resolve_config
 from evalcore.campaigns.queries import get_campaign
+from evalcore.campaigns.questions import dataset_questions, insert_questions, stored_questions, suite_questions
 from evalcore.campaigns.records import (
     DEFAULT_MAX_FAILED_SHARE,
     DEFAULT_TIME_LIMIT_S,
@@ -82,7 +84,7 @@ def get_manager(db_path: str | Path | None = None) -> CampaignManager:
 def new_campaign_id(tenant: str, dataset: str | None) -> str:
     """An evaluation task's id `evaluation_{tenant}_{unix_ms}_{8 hex}_{dataset_id}`; `run_...` for suite campaigns."""
     stem = f"{tenant}_{int(time.time() * 1000)}_{secrets.token_hex(4)}"
-    return f"evaluation_{stem}_{plans.dataset_tag(dataset)}" if dataset is not None else f"run_{stem}"
+    return f"evaluation_{stem}_{dataset_tag(dataset)}" if dataset is not None else f"run_{stem}"
 
 
 def _refuse_second_run(conn: Connection, suite_id: str | None, campaign_id: str) -> None:
@@ -121,7 +123,7 @@ def run_options(config: TargetConfig, concurrency: int | None, time_limit: float
         raise EvalError("a suite's questions get 4 minutes at most", where="time_limit", found=f"{time_limit:g} s",
                         expected=f"at most {SUITE_TIME_LIMIT_S:g} s", fix="leave it out (240 s) or lower it; "
                         "dataset campaigns take longer limits")
-    automatic = cluster.concurrency if cluster is not None else plans.default_concurrency(config)
+    automatic = cluster.concurrency if cluster is not None else default_concurrency(config)
     return RunOptions(concurrency=concurrency or (1 if suite else automatic),
                       time_limit=time_limit or DEFAULT_TIME_LIMIT_S,
                       max_failed_share=DEFAULT_MAX_FAILED_SHARE if max_failed_share is None else max_failed_share,
@@ -218,19 +220,19 @@ class CampaignManager:
             raise EvalError("give either a dataset or a suite", where="launch", fix="pass --dataset ID or --suite ID")
         suite = get_suite(self.store, suite_id, tenant) if suite_id is not None else None
         config = target.config if target is not None else config
-        config, target_id = plans.resolve_config(self.store, config, target_id, suite, tenant)
-        corpus = plans.load_corpus(config.knowledge_base if suite is not None else str(dataset), None,
+        config, target_id = resolve_config(self.store, config, target_id, suite, tenant)
+        corpus = load_corpus(config.knowledge_base if suite is not None else str(dataset), None,
                                    request.dataset_root)
         if suite is None:  # a dataset campaign retrieves from the dataset's corpus: the snapshot names it
             config = replace(config, knowledge_base=corpus.name)
-        questions = plans.dataset_questions(corpus) if suite is None else plans.suite_questions(suite)
+        questions = dataset_questions(corpus) if suite is None else suite_questions(suite)
         if limit is not None and limit < 1:
             raise EvalError("the question limit must be at least 1", where="limit", found=str(limit),
                             fix="leave it out to run every question")
         questions = questions[:limit] if limit else questions
         if not questions:
             raise EvalError("there is no question to run", where=suite_id or str(dataset), fix="add questions first")
-        judge_names = plans.check_judges((("score",) if use_judge else ()) + tuple(judges)
+        judge_names = check_judges((("score",) if use_judge else ()) + tuple(judges)
                                          + tuple(name for name, _ in config.rubrics), tuple(dict(config.rubrics)))
         if request.principal is not None:  # before any connection: a request picks only what the operator listed
             check_request(config)
@@ -242,7 +244,7 @@ class CampaignManager:
             campaign_id = campaign_id or new_campaign_id(tenant, dataset)
             plan = self._plan_here(campaign_id, config, corpus, questions, len(questions), options, judge_names,
                                    cache, 0, target)
-            graded = plan.graded if plan is not None else plans.graded_for(corpus, config, questions)
+            graded = plan.graded if plan is not None else graded_for(corpus, config, questions)
             options = replace(options, graded_thresholds=graded.marks() if graded else {})
             record = {
                 "id": campaign_id, "name": campaign_name(name, config), "tenant": tenant,
@@ -273,8 +275,8 @@ class CampaignManager:
         judges = rejudge_judges(source, request.judges, config, request.settings)
         if request.principal is not None:
             check_request(config)
-        corpus = plans.load_corpus(plans.stored_dataset_path(source), source.dataset_hash)
-        questions = plans.stored_questions(self.store, source.id, "all")
+        corpus = load_corpus(stored_dataset_path(source), source.dataset_hash)
+        questions = stored_questions(self.store, source.id, "all")
         options = replace(source.options, max_failed_share=1.0,  # its failed questions are the judged campaign's
                           concurrency=request.concurrency or source.options.concurrency,
                           judge_samples=request.judge_samples or source.options.judge_samples)
@@ -312,7 +314,7 @@ class CampaignManager:
         if self.workers is None or target is not None:
             return self._plan(campaign_id, config, corpus, questions, total, options, judges, cache, hits_before,
                               target, answers_from=answers_from)
-        plans.check_settings(config, judges, self.store.index_dir)
+        check_settings(config, judges, self.store.index_dir)
         return None
 
     def _plan(self, campaign_id: str, config: TargetConfig, corpus: Dataset, questions: list[Question], total: int,
@@ -344,7 +346,7 @@ class CampaignManager:
         except BaseException:
             calls.close()
             raise
-        graded = plans.graded_for(corpus, config, questions)
+        graded = graded_for(corpus, config, questions)
         if graded is not None and options.graded_thresholds:  # a resumed campaign keeps its launch's pass marks
             graded = graded._replace(thresholds=dict(options.graded_thresholds))
         return Plan(campaign_id, target, tuple(corpus.passages), tuple(questions), total, options, judges, judging,
@@ -365,7 +367,7 @@ class CampaignManager:
         else:
             row["owner_token"] = plan.owner_token
         conn.execute(f"INSERT INTO campaigns ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
-        plans.insert_questions(conn, record["id"], questions)
+        insert_questions(conn, record["id"], questions)
 
     def _start(self, plan: Plan, cluster: Cluster | None) -> None:
         runner = Runner(self.store, plan, self._after, DaskExecutor(plan, cluster) if cluster is not None else None,
@@ -425,11 +427,11 @@ class CampaignManager:
             check_request(config)
         if campaign.active and not force:
             raise owned_elsewhere(campaign_id, self.store)
-        questions = plans.stored_questions(self.store, campaign_id, only)
+        questions = stored_questions(self.store, campaign_id, only)
         if not questions:
             what = "has a result" if only == "missing" else "succeeded"
             raise EvalError(f"nothing to run: every question {what}", where=campaign_id)
-        corpus = plans.load_corpus(dataset or plans.stored_dataset_path(campaign), campaign.dataset_hash)
+        corpus = load_corpus(dataset or stored_dataset_path(campaign), campaign.dataset_hash)
         with cluster_for(config, target is not None) as cluster:
             options = replace(campaign.options, dataset_path=str(corpus.path.resolve()),
                               concurrency=campaign.options.concurrency if concurrency is None else concurrency)
@@ -449,9 +451,9 @@ class CampaignManager:
         try:
             campaign = get_campaign(self.store, campaign_id)
             config = TargetConfig.from_dict(campaign.config)
-            corpus = plans.load_corpus(plans.stored_dataset_path(campaign), campaign.dataset_hash)
+            corpus = load_corpus(stored_dataset_path(campaign), campaign.dataset_hash)
             only = self.store.read("SELECT rerun FROM campaigns WHERE id = ?", (campaign_id,))[0]["rerun"]
-            questions = plans.stored_questions(self.store, campaign_id, only)
+            questions = stored_questions(self.store, campaign_id, only)
             with cluster_for(config, False) as cluster:
                 plan = self._plan(campaign_id, config, corpus, questions, campaign.total, campaign.options,
                                   campaign.judges, campaign.cache, campaign.cache_hits, None, token,

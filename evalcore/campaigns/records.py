@@ -24,6 +24,7 @@ from evalcore.metrics.graded import stored_values
 from evalcore.shapes import Key, doc
 from evalcore.targets.base import Retrieved
 from evalcore.targets.config import Snapshot
+from evalcore.targets.saved import ID_NAMES
 
 Row = store.Row | Mapping[str, Any]
 
@@ -135,7 +136,8 @@ class Campaign:
     kind: CampaignKind = field(metadata=doc("dataset or suite"))
     source: str = field(metadata=doc("the dataset id, or the suite id"))
     suite_id: str | None = field(metadata=doc())
-    target_id: str | None = field(metadata=doc())
+    target_id: str | None = field(metadata=doc(ID_NAMES["target_id"] + "; null: a preset or a configuration given "
+                                                                       "whole"))
     status: CampaignStatus = field(metadata=doc("queued (waiting for a worker), pending, running, succeeded, "
                                                 "succeeded_with_failures (every question ran, some failed), failed, "
                                                 "interrupted or cancelled"))

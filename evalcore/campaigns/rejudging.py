@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalcore.access import Principal
-from evalcore.campaigns import plans
+from evalcore.campaigns.launching import check_judges
 from evalcore.campaigns.queries import get_campaign
 from evalcore.campaigns.records import Campaign, QuestionResult
 from evalcore.campaigns.result_rows import read_results
@@ -86,7 +86,7 @@ def rejudge_judges(source: Campaign, judges: Sequence[str], config: TargetConfig
     """The judges of a re-judge: those named (built-in judges or rubrics of its configuration), else the judged
     campaign's and the rubrics given."""
     rubrics = tuple(name for name, _ in config.rubrics)
-    names = plans.check_judges(tuple(judges) or (*source.judges, *dict(settings.get("rubrics") or {})), rubrics)
+    names = check_judges(tuple(judges) or (*source.judges, *dict(settings.get("rubrics") or {})), rubrics)
     if not names:
         raise EvalError("a re-judge needs a judge", where="judges",
                         fix="name judges (--judge score) or give a rubric (--rubric NAME=FILE)")

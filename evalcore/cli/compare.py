@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from evalcore.campaigns import NotFound, find_campaign, get_campaign
+from evalcore.campaigns import CampaignKind, NotFound, find_campaign, get_campaign
 from evalcore.campaigns.listing import HEADLINE, dataset_label
 from evalcore.campaigns.trust import comparison_trust
 from evalcore.cli import _gates
@@ -228,7 +228,7 @@ def format_comparison(comparison: Comparison, names: dict[str, str] | None = Non
     a, b = comparison.a, comparison.b
     names = names or {}
     # A dataset by its name, never the folder it was read from: the report may be passed on.
-    source = {c.id: dataset_label(c.source) if c.kind == "dataset" else c.source for c in (a, b)}
+    source = {c.id: dataset_label(c.source) if c.kind == CampaignKind.DATASET else c.source for c in (a, b)}
     lines = [f"A (baseline) {names.get(a.id, a.id)}  ({a.id})  {a.kind} {source[a.id]}  {a.status}",
              f"B            {names.get(b.id, b.id)}  ({b.id})  {b.kind} {source[b.id]}  {b.status}"]
     lines += [f"config {key}: {values[0]!r} -> {values[1]!r}" for key, values in comparison.config_diff.items()]

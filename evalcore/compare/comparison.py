@@ -29,13 +29,11 @@ from evalcore.compare.deltas import (
     Paired,
     Passage,
     QuestionDiff,
-    higher_is_better,
     verdict_by,
 )
 from evalcore.compare.pairing import previous
 from evalcore.errors import EvalError
-from evalcore.judges import JudgeResult
-from evalcore.metrics import MEASURES, sources_found, tolerance_of, verdict_basis
+from evalcore.metrics import MEASURES, higher_is_better, sources_found, tolerance_of, verdict_basis
 from evalcore.relevance import is_relevant
 from evalcore.store import Store
 from evalcore.targets.config import under_test
@@ -58,8 +56,8 @@ def row_values(result: QuestionResult) -> dict[str, float]:
         if verdict.score is not None and is_number(verdict.score):
             values.setdefault(f"judge.{name}", float(verdict.score))
         measure = MEASURES.get(f"judge.{name}")
-        if verdict.result in (JudgeResult.PASS, JudgeResult.FAIL) and not (measure and measure.binary):
-            values[f"judge.{name}{PASS_SUFFIX}"] = 1.0 if verdict.result == JudgeResult.PASS else 0.0
+        if (passed := verdict.result.passed) is not None and not (measure and measure.binary):
+            values[f"judge.{name}{PASS_SUFFIX}"] = 1.0 if passed else 0.0
     return values
 
 

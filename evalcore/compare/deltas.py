@@ -20,12 +20,13 @@ from evalcore.compare.stats import McNemar
 from evalcore.diagnosis import Stage, Transition
 from evalcore.errors import EvalError
 from evalcore.judges import Verdict
-from evalcore.metrics import MEASURES, tolerance_of
+from evalcore.metrics import higher_is_better, tolerance_of
 from evalcore.shapes import Key, doc
 from evalcore.targets.config import Snapshot
 
 PASS_SUFFIX = ":pass"
 EPSILON = 1e-9
+STAGE_WORDS = ", ".join(stage.value for stage in Stage)
 
 
 class Change(StrEnum):
@@ -41,12 +42,6 @@ class Change(StrEnum):
 
 VERDICT_KINDS = (Change.BETTER, Change.WORSE, Change.SAME)
 ONE_SIDED = (Change.NEW, Change.REMOVED)  # questions not asked of both campaigns
-
-
-def higher_is_better(name: str) -> bool:
-    """The measure's direction from the registry (judge pass rates and unknown names: higher)."""
-    measure = MEASURES.get(name.split(PASS_SUFFIX)[0])
-    return measure.higher_is_better if measure else True
 
 
 def verdict_by(basis: str, a: float, b: float, tolerance: float = 0.0) -> Change:
@@ -117,9 +112,9 @@ class QuestionDiff:
     sources_left: tuple[str, ...] | None = field(default=None, metadata=doc(
         "suites only: expected sources found in A, not in B", optional=True))
     diagnosis_a: Stage | None = field(default=None, metadata=doc(
-        "its failure stage in A (null when A did not ask it)"))
+        f"its failure stage in A ({STAGE_WORDS}; null when A did not ask it)"))
     diagnosis_b: Stage | None = field(default=None, metadata=doc(
-        "its failure stage in B (null when B did not ask it)"))
+        f"its failure stage in B ({STAGE_WORDS}; null when B did not ask it)"))
     queries_a: tuple[str, ...] = field(default=(), metadata=doc(
         "the query transformation's texts in A (empty without one)"))
     queries_b: tuple[str, ...] = field(default=(), metadata=doc("the query transformation's texts in B"))

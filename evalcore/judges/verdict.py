@@ -18,6 +18,11 @@ class JudgeResult(StrEnum):
     UNKNOWN = "unknown"  # unreadable, failed, or nothing to measure
     SKIPPED = "skipped"  # needs a reference answer the question has not
 
+    @property
+    def passed(self) -> bool | None:
+        """True for a pass, False for a fail, None when the judge decided neither."""
+        return {JudgeResult.PASS: True, JudgeResult.FAIL: False}.get(self)
+
 
 @dataclass(frozen=True)
 class Spread:
@@ -59,6 +64,10 @@ class Verdict:
                                                          "score)"))
 
     JSON_EXTRA = (Key("tokens", int, "prompt and completion tokens of every call this verdict took"),)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.result, JudgeResult):  # a verdict built in code with the result's word
+            object.__setattr__(self, "result", JudgeResult(self.result))
 
     @property
     def tokens(self) -> int:

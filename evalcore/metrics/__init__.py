@@ -2,7 +2,7 @@
 
 from evalcore.metrics.document_retrieval import document_retrieval
 from evalcore.metrics.generation import GENERATION_MEASURES, generation_scores
-from evalcore.metrics.graded import GRADED_MEASURES, graded_retrieval_scores
+from evalcore.metrics.graded import GRADED_MEASURES
 from evalcore.metrics.registry import (
     MEASURES,
     PANELS,
@@ -12,6 +12,8 @@ from evalcore.metrics.registry import (
     abstention_measures,
     aggregate,
     display_order,
+    graded_retrieval_scores,
+    higher_is_better,
     judge_abstention,
     panels,
     scale_of,
@@ -43,6 +45,7 @@ __all__ = [
     "document_retrieval",
     "generation_scores",
     "graded_retrieval_scores",
+    "higher_is_better",
     "important_words",
     "judge_abstention",
     "panels",

@@ -29,7 +29,7 @@ from evalcore.compare.export_context import comparison_context, source_names, sw
 from evalcore.diagnosis import StageCounts
 from evalcore.errors import EvalError
 from evalcore.gates import Check, campaign_checks, gate, worse_checks
-from evalcore.metrics import MEASURES, display_order
+from evalcore.metrics import MEASURES, display_order, higher_is_better
 from evalcore.store import Store
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ class CampaignView:
         """One row per measure in display order: measure, panel, mean, n (questions where present), direction."""
         means = campaign_aggregates(self.store, self.id)
         rows = [{"measure": name, "panel": getattr(MEASURES.get(name), "family", ""), "mean": value.mean,
-                 "n": value.count, "higher_is_better": getattr(MEASURES.get(name), "higher_is_better", True)}
+                 "n": value.count, "higher_is_better": higher_is_better(name)}
                 for name, value in sorted(means.items(), key=lambda item: display_order(item[0]))]
         return pd.DataFrame(rows, columns=AGGREGATE_COLUMNS)
 
