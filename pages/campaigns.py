@@ -32,6 +32,7 @@ from evalcore.campaigns.pace import duration_text
 from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.campaigns.result_rows import load_signatures
 from evalcore.diagnosis import NOT_ATTRIBUTED, relevance
+from evalcore.judges import Verdict
 from evalcore.metrics import MEASURES, panels
 from evalcore.metrics.agreement import Agreement
 from evalcore.targets import Retrieved
@@ -113,10 +114,29 @@ def show_result(result: QuestionResult) -> None:
               for name, v in outcome.judges.items()]
     if judges:
         st.dataframe(pd.DataFrame(judges), hide_index=True)
+    for name, verdict in outcome.judges.items():
+        if verdict.claims is not None:
+            show_claims(name, verdict, outcome.context)
     for note in outcome.notes:
         st.text(f"note: {note}")
     st.caption(f"latency {ui.fmt_value(outcome.latency_s, 3)} s · tokens {outcome.prompt_tokens}"
                f"+{outcome.completion_tokens} · attempts {result.attempts}")
+
+
+def show_claims(judge: str, verdict: Verdict, context: tuple[Retrieved, ...]) -> None:
+    """A claims verdict's claims, each with its verdict and the passage it rests on (rank, id, title, text)."""
+    if not verdict.claims:
+        st.caption(ui.escape_md(f"Judge {judge}: the answer makes no claim (a refusal): marked, not scored."))
+        return
+    st.caption(ui.escape_md(f"Judge {judge}: {verdict.reason}"))
+
+    def passage(rank: int | None) -> Retrieved | None:
+        return context[rank - 1] if rank is not None and rank <= len(context) else None
+
+    st.dataframe(pd.DataFrame([{"claim": c.claim, "verdict": c.verdict, "passage": c.passage,
+                                "passage id": c.passage_id or None, "title": hit.title if hit else None,
+                                "passage text": ui.short(hit.text, 300) if hit else None}
+                               for c in verdict.claims for hit in [passage(c.passage)]]), hide_index=True)
 
 
 def stage_line(result: QuestionResult) -> str:
@@ -256,6 +276,9 @@ def panel() -> None:
     if summary.skipped:
         st.caption("Not judged for want of a reference answer: "
                    + ", ".join(f"{ui.escape_md(name)} {count}" for name, count in summary.skipped.items()))
+    if summary.no_claim:
+        st.caption("Answers that make no claim (refusals: marked, not scored): "
+                   + ", ".join(f"{ui.escape_md(name)} {count}" for name, count in summary.no_claim.items()))
     if summary.cut:
         st.warning("Context cut to fit the judge model's context window (the judge saw less than the answer's "
                    "prompt): " + ", ".join(f"{ui.escape_md(name)} {count}" for name, count in summary.cut.items()))

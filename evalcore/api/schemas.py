@@ -113,12 +113,22 @@ class SourceOut(Out):
                                                    "path, url or agent_source_file), matched by expected sources")
 
 
+class ClaimOut(Out):
+    claim: str = Field(description="one statement the answer makes")
+    verdict: str = Field(description="supported, contradicted or not found, by the passages the answer was built from")
+    passage: int | None = Field(description="the passage that supports or contradicts it: its rank in the question's "
+                                "context (1 = first); null when not found")
+    passage_id: str = Field(description="that passage's id (a dataset's passage id, an agent's source id); "
+                            "empty when it has none")
+
+
 class VerdictOut(Out):
     judge: str
     model: str
     score: float | None
     reason: str
-    result: str = Field(description="pass, fail, unknown (unreadable or failed), or skipped (no reference answer)")
+    result: str = Field(description="pass, fail, unknown (unreadable or failed), skipped (no reference answer), or "
+                        "no_claim (claims: the answer makes no claim, a refusal; not scored)")
     threshold: float | None
     prompt_hash: str
     prompt_version: str
@@ -129,6 +139,8 @@ class VerdictOut(Out):
     error: str | None
     context_cut: str | None = Field(None, description="how the context was cut to fit the judge model's context "
                                     "window; null when the judge saw it whole")
+    claims: list[ClaimOut] | None = Field(None, description="the claims judge: each claim of the answer with its "
+                                          "verdict and passage (score = supported / claims); null for other judges")
 
 
 class QuestionResultOut(Out):
@@ -187,6 +199,8 @@ class SummaryOut(Out):
     skipped: dict[str, int] = Field(description="per judge, questions not judged for want of a reference answer")
     cut: dict[str, int] = Field(default={}, description="per judge, questions whose context was cut to fit the judge "
                                 "model's context window")
+    no_claim: dict[str, int] = Field(default={}, description="per judge, answers the claims judge found no claim in "
+                                     "(refusals: marked, not scored)")
 
 
 class CampaignHeaderOut(Out):

@@ -402,7 +402,8 @@ class Summary:
 
     `tokens` are the answers' (every model call a question made before its answer, failed ones
     included), `judge_tokens` the judges'; `skipped` counts per judge the questions it could not
-    judge for want of a reference answer, `cut` the questions whose context was cut to fit the judge model.
+    judge for want of a reference answer, `cut` the questions whose context was cut to fit the judge model,
+    `no_claim` the answers the claims judge found no claim in (refusals: marked, not scored).
     """
 
     answered: int
@@ -415,6 +416,7 @@ class Summary:
     judge_tokens: Tokens = Tokens(0, 0)
     skipped: dict[str, int] = field(default_factory=dict)
     cut: dict[str, int] = field(default_factory=dict)
+    no_claim: dict[str, int] = field(default_factory=dict)
 
     @property
     def total_tokens(self) -> int:
@@ -427,4 +429,4 @@ class Summary:
                 "mean_coverage": self.mean_coverage, "mean_judge_score": self.mean_judge_score,
                 "mean_latency_s": self.mean_latency_s, "tokens": self.tokens.to_dict(),
                 "judge_tokens": self.judge_tokens.to_dict(), "total_tokens": self.total_tokens,
-                "skipped": self.skipped, "cut": self.cut}
+                "skipped": self.skipped, "cut": self.cut, "no_claim": self.no_claim}

@@ -357,6 +357,8 @@ def format_report(report: Report) -> str:
               f"cache hits: {campaign.cache_hits}"]
     lines += [f"judge {name}: context cut to fit the judge model's context window on {count} question(s)"
               for name, count in summary.cut.items()]
+    lines += [f"judge {name}: no claim in {count} answer(s) (refusals: marked, not scored)"
+              for name, count in summary.no_claim.items()]
     return "\n".join(lines)
 
 

@@ -1,5 +1,6 @@
-"""LLM judges: versioned prompt files, tolerant reply parsing, verdicts with pass/fail/unknown."""
+"""LLM judges: versioned prompt files, tolerant reply parsing, verdicts with pass/fail/unknown, claims."""
 
+from evalcore.judges.claims import NO_CLAIM, VERDICTS, Claim, faithfulness
 from evalcore.judges.local import LOCAL_JUDGE_NOTE
 from evalcore.judges.parsing import PARSER_VERSION, Reading, parse_reply
 from evalcore.judges.prompts import (
@@ -32,8 +33,11 @@ __all__ = [
     "JUDGES",
     "LOCAL_JUDGE_NOTE",
     "MAX_TOKENS",
+    "NO_CLAIM",
     "PARSER_VERSION",
     "RUBRIC",
+    "VERDICTS",
+    "Claim",
     "JudgePrompt",
     "JudgeSettings",
     "Passage",
@@ -47,6 +51,7 @@ __all__ = [
     "canonical",
     "context_chars",
     "custom_prompt",
+    "faithfulness",
     "flat_fields",
     "format_context",
     "load_prompt",

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from evalcore.judges.claims import Claim, claims_text
+
 
 @dataclass(frozen=True)
 class Spread:
@@ -30,10 +32,12 @@ class Verdict:
     prompt_hash: str
     prompt_version: str
     signature: str
-    threshold: float | None  # the pass mark on 1-5; None for pass/fail judges
+    threshold: float | None  # the pass mark on 1-5 (claims: a share of supported claims); None for pass/fail judges
     score: float | None
     reason: str
-    result: str  # "pass" | "fail" | "unknown" | "skipped" (needs a reference answer the question has not)
+    # "pass" | "fail" | "unknown" | "skipped" (needs a reference answer the question has not)
+    # | "no_claim" (claims: the answer makes no claim, a refusal; not scored)
+    result: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
     error: str | None = None
@@ -41,6 +45,7 @@ class Verdict:
     spread: Spread | None = None
     context_cut: str | None = None  # how the context was cut to fit the judge model's window; None: seen whole
     label: str | None = None  # a rubric's label on its own scale (its position is the score)
+    claims: tuple[Claim, ...] | None = None  # the claims judge's claims with their verdicts; None for other judges
 
     @property
     def tokens(self) -> int:
@@ -55,6 +60,7 @@ class Verdict:
             "score": self.score, "reason": self.reason, "result": self.result, "tokens": self.tokens,
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "error": self.error,
             "context_cut": self.context_cut, "label": self.label,
+            "claims": None if self.claims is None else [claim.to_dict() for claim in self.claims],
         }
         if self.samples is not None:
             data["samples"] = list(self.samples)
@@ -64,8 +70,7 @@ class Verdict:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
         """From the stored JSON."""
-        spread = data.get("spread")
-        samples = data.get("samples")
+        spread, samples, claims = data.get("spread"), data.get("samples"), data.get("claims")
         return cls(
             judge=data.get("judge", ""), model=data.get("model", ""), prompt_hash=data.get("prompt_hash", ""),
             prompt_version=data.get("prompt_version", ""), signature=data.get("signature", ""),
@@ -74,7 +79,7 @@ class Verdict:
             completion_tokens=int(data.get("completion_tokens") or 0), error=data.get("error"),
             samples=tuple(samples) if samples is not None else None,
             spread=Spread(**spread) if isinstance(spread, Mapping) else None, context_cut=data.get("context_cut"),
-            label=data.get("label"),
+            label=data.get("label"), claims=None if claims is None else tuple(Claim.from_dict(c) for c in claims),
         )
 
 
@@ -86,7 +91,8 @@ FIELD_NAMES = ("project", "evaluator")  # how flat judge fields are named: ours,
 
 
 def flat_fields(judge: str, verdict: Verdict, names: str = "project") -> dict[str, object]:
-    """One verdict as flat fields: `<name>`, `<name>_reason`, `<name>_result`, `<name>_threshold`.
+    """One verdict as flat fields: `<name>`, `<name>_reason`, `<name>_result`, `<name>_threshold`, and for the
+    claims judge `<name>_claims` (each claim with its verdict and passage, on one line).
 
     names="evaluator" gives a judge the evaluators document under their documented fields: a 1-5
     judge also as `gpt_<name>` (`gpt_retrieval`), completeness as `response_completeness*`, and
@@ -99,5 +105,6 @@ def flat_fields(judge: str, verdict: Verdict, names: str = "project") -> dict[st
     fields: dict[str, object] = {name: passed if verdict.threshold is None else verdict.score}
     if names == "evaluator" and judge in GPT_PREFIXED:
         fields[f"gpt_{name}"] = verdict.score
-    return fields | {f"{name}_reason": verdict.reason, f"{name}_result": verdict.result,
-                     f"{name}_threshold": verdict.threshold}
+    fields |= {f"{name}_reason": verdict.reason, f"{name}_result": verdict.result,
+               f"{name}_threshold": verdict.threshold}
+    return fields if verdict.claims is None else fields | {f"{name}_claims": claims_text(verdict.claims)}
