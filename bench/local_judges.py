@@ -1,13 +1,18 @@
 """What the offline SmolLM2-135M can judge: readable verdicts per judge and agreement with hand-made labels.
 
-    python bench/local_judges.py [--questions 8] [--db PATH]
+    python bench/local_judges.py [--questions 8] [--judges score claims correct] [--db PATH]
 
 The sample dataset's first questions (up to 12) are answered by keyword retrieval and extractive
 answers (no model: the same answers every run), then judged by the local model with the built-in
-`score` judge and the rubric `bench/fixtures/correct.rubric`. The labels
+`score` judge, the rubric `bench/fixtures/correct.rubric` (`correct`) and the claims judge. The labels
 `bench/fixtures/local_judge_labels.csv` were made by hand for those answers, each read against the
 question's reference answers (the note says why): `score` on 1-5, the rubric on wrong/partial/right.
 The table gives, per judge, the share of readable verdicts and the agreement with the labels.
+
+Claims need no label: an extractive answer is made of sentences copied from the passages it was
+built from, so every claim it makes is supported, and a faithful judge passes every answer (a
+refusal, the fallback answer when nothing was retrieved, makes no claim). The claims table gives
+the answers passed, the claims found supported, and the answers it found no claim in.
 """
 
 from __future__ import annotations
@@ -23,23 +28,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from evalcore.campaigns import CampaignManager, campaign_results
 from evalcore.campaigns.labels import campaign_agreement, import_labels_csv
 from evalcore.campaigns.launching import LaunchRequest
+from evalcore.judges import NO_CLAIM, Verdict
 from evalcore.targets import TargetConfig
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-JUDGES = ("score",)
+JUDGES = ("score", "claims", "correct")  # correct: the rubric
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=8)
+    parser.add_argument("--judges", nargs="+", choices=JUDGES, default=list(JUDGES))
     parser.add_argument("--db", type=Path, default=Path(tempfile.mkdtemp()) / "local-judges.db")
     args = parser.parse_args()
     manager = CampaignManager(args.db)
     rubric = (FIXTURES / "correct.rubric").read_text(encoding="utf-8")
-    config = TargetConfig.from_dict({"retriever": "bm25", "judge_kind": "local", "rubrics": {"correct": rubric}})
+    rubrics = {"correct": rubric} if "correct" in args.judges else {}
+    config = TargetConfig.from_dict({"retriever": "bm25", "judge_kind": "local", "rubrics": rubrics})
     start = time.perf_counter()
-    campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, judges=JUDGES, limit=args.questions,
-                                 time_limit=3600, name="local judges"))
+    built_in = tuple(judge for judge in args.judges if judge not in rubrics)
+    campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, judges=built_in,
+                                 limit=args.questions, time_limit=3600, name="local judges"))
     done = manager.wait(campaign_id, timeout=7200)
     seconds = time.perf_counter() - start
     results = campaign_results(manager.store, campaign_id)
@@ -50,16 +59,28 @@ def main() -> None:
     agreement = campaign_agreement(manager.store, campaign_id)
     print(f"campaign {campaign_id}: {done.status}, {len(results)} questions, {seconds:.0f} s in all")
     print(f"{'judge':<14} {'readable':>9} {'labelled':>8} {'accuracy':>8} {'kappa':>6} {'weighted':>8}  interval")
-    for judge in (*JUDGES, "correct"):
+    for judge in args.judges:
         verdicts = [r.outcome.judges[judge] for r in results if judge in r.outcome.judges]
-        readable = sum(v.result in ("pass", "fail") for v in verdicts)
+        readable = sum(v.result in ("pass", "fail", NO_CLAIM) for v in verdicts)
         row = agreement.get(judge)
         figures = ("-", "-", "-", "-", "-") if row is None else (
             row.n, fmt(row.accuracy), fmt(row.kappa), fmt(row.weighted_kappa),
             f"{row.interval[0]:.2f} to {row.interval[1]:.2f}" if row.interval else "-")
         print(f"{judge:<14} {f'{readable}/{len(verdicts)}':>9} {figures[0]:>8} {figures[1]:>8} {figures[2]:>6} "
               f"{figures[3]:>8}  {figures[4]}")
+    if "claims" in args.judges:
+        print(claims_line([r.outcome.judges["claims"] for r in results if "claims" in r.outcome.judges]))
     manager.close()
+
+
+def claims_line(verdicts: list[Verdict]) -> str:
+    """The claims judge on extractive answers, whose every claim is supported: how much of that it saw."""
+    claims = [claim for verdict in verdicts for claim in verdict.claims or ()]
+    supported = sum(claim.verdict == "supported" for claim in claims)
+    counts = {result: sum(v.result == result for v in verdicts) for result in ("pass", "fail", NO_CLAIM, "unknown")}
+    return (f"claims on extractive answers (every claim supported by construction): {counts['pass']}/{len(verdicts)} "
+            f"answers passed, {supported}/{len(claims)} claims found supported, {counts[NO_CLAIM]} answer(s) "
+            f"with no claim, {counts['unknown']} unreadable")
 
 
 def fmt(value: float | None) -> str:

@@ -229,3 +229,27 @@ def assert_the_campaigns_page_shows_claims(db: str, campaign_id: str) -> None:
         picker = next(s for s in at.selectbox if s.label == "Question")
         picker.set_value(next(o for o in picker.options if o.startswith("3 ·"))).run()
         assert any("the answer makes no claim" in unescape(c.value) for c in at.caption)
+
+
+def test_picking_claims_with_the_local_model_is_warned_on_the_run_page_and_the_cli(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.test_dashboard_workflow import page_test, unescape
+
+    missing = str(tmp_path / "missing")  # the notes come first; the launch then fails on the dataset
+    assert main(["run", "--dataset", missing, "--db", str(tmp_path / "n.db"), "--judge", "claims",
+                 "--set", "judge_kind=local"]) == 2
+    err = capsys.readouterr().err
+    assert f"note: {judges.LOCAL_JUDGE_NOTE}" in err and f"note: {judges.LOCAL_CLAIMS_NOTE}" in err
+    assert main(["run", "--dataset", missing, "--db", str(tmp_path / "n.db"), "--judge", "score",
+                 "--set", "judge_kind=local"]) == 2
+    assert judges.LOCAL_CLAIMS_NOTE not in capsys.readouterr().err  # said only when claims is picked
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        at = page_test(str(tmp_path / "page.db"), monkeypatch, "pages/run.py")
+        at.selectbox(key="cfg-quick-kind").set_value("results_file")  # a file that is missing: refused at launch
+        at.text_input(key="cfg-quick-results_path").set_value(str(tmp_path / "missing.jsonl"))
+        at.selectbox(key="cfg-quick-judge_kind").set_value("local")
+        next(m for m in at.multiselect if m.label == "Other judges").set_value(["claims"])
+        at.button(key="FormSubmitter:launch-Launch").click().run()
+    warnings = [unescape(w.value) for w in at.warning]
+    assert judges.LOCAL_CLAIMS_NOTE in warnings and judges.LOCAL_JUDGE_NOTE in warnings
+    assert at.error and "launched" not in at.session_state

@@ -47,7 +47,7 @@ from evalcore.gates import (
     question_failures,
     worst,
 )
-from evalcore.judges import JUDGES, LOCAL_JUDGE_NOTE
+from evalcore.judges import JUDGES, local_notes
 from evalcore.judges.scale import HIGHEST, LOWEST, PASS_MARK
 from evalcore.metrics import panels
 from evalcore.store import Store
@@ -241,7 +241,8 @@ def launch(manager: CampaignManager, request: LaunchRequest, *, as_json: bool) -
           f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}", file=out,
           flush=True)
     if (request.judges or config.rubrics) and judged_locally(config):
-        print(f"note: {LOCAL_JUDGE_NOTE}", file=sys.stderr, flush=True)
+        for note in local_notes(request.judges):
+            print(f"note: {note}", file=sys.stderr, flush=True)
     if request.dataset is not None:
         print(f"dataset {dataset_stats(load_dataset(request.dataset)).summary()}", file=out, flush=True)
     return manager.launch(request)

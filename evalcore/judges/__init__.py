@@ -1,7 +1,7 @@
 """LLM judges: versioned prompt files, tolerant reply parsing, verdicts with pass/fail/unknown, claims."""
 
 from evalcore.judges.claims import NO_CLAIM, VERDICTS, Claim, faithfulness
-from evalcore.judges.local import LOCAL_JUDGE_NOTE
+from evalcore.judges.local import LOCAL_CLAIMS_NOTE, LOCAL_JUDGE_NOTE, local_notes
 from evalcore.judges.parsing import PARSER_VERSION, Reading, parse_reply
 from evalcore.judges.prompts import (
     ALIASES,
@@ -31,6 +31,7 @@ __all__ = [
     "DEFAULT_THRESHOLD",
     "FIELD_NAMES",
     "JUDGES",
+    "LOCAL_CLAIMS_NOTE",
     "LOCAL_JUDGE_NOTE",
     "MAX_TOKENS",
     "NO_CLAIM",
@@ -55,6 +56,7 @@ __all__ = [
     "flat_fields",
     "format_context",
     "load_prompt",
+    "local_notes",
     "parse_reply",
     "parse_rubric",
     "preview_messages",

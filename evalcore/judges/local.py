@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 # A grammar holds it to the verdict's shape, so its verdicts are always readable; on the sample's
 # first 12 questions its 1-5 scores agreed with hand-made labels no better than chance (weighted
 # kappa -0.14), a three-label rubric a little better (0.26, interval -0.31 to 0.76).
@@ -9,3 +11,12 @@ LOCAL_JUDGE_NOTE = ("The judges will ask the offline SmolLM2-135M: its verdicts 
                     "sample its 1-5 scores agreed with hand-made labels no better than chance (weighted kappa -0.14; "
                     "a three-label rubric 0.26). Use it to try the workflow offline; decide with a larger judge model, "
                     "checked against your own labels ('Can I trust this judge?' in docs/judges.md).")
+
+# Measured by `bench/local_judges.py --judges claims` on extractive answers, whose every claim is supported.
+LOCAL_CLAIMS_NOTE = ("The claims judge cannot be done reliably by the offline SmolLM2-135M: CLAIMS_FIGURES. Its "
+                     "faithfulness is not a measure of your answers; pick claims with a larger judge model.")
+
+
+def local_notes(judges: Sequence[str]) -> list[str]:
+    """What a face says before judges ask the local model: how far it can be trusted, and each judge it cannot do."""
+    return [LOCAL_JUDGE_NOTE, *([LOCAL_CLAIMS_NOTE] if "claims" in judges else [])]
