@@ -165,14 +165,20 @@ def four_questions(folder: Path) -> Path:
     return write_dataset(folder, tables)
 
 
+def run_claims(db: str, dataset: str, server: FakeOpenAIServer, capsys: pytest.CaptureFixture[str],
+               *extra: str) -> str:
+    assert main(["run", "--dataset", dataset, "--db", db, "--judge", "claims", "--judge-model", "judge-mini",
+                 "--judge-base-url", server.base_url, "--judge-api-key-env", "", "--set", "kind=http_agent",
+                 "--set", f"agent_url={server.root_url}/agent", "--json", *extra]) == 0
+    return str(json.loads(capsys.readouterr().out)["campaign"]["id"])
+
+
 def test_a_campaign_stores_each_questions_claims_scores_faithfulness_and_counts_refusals(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db, dataset = str(tmp_path / "claims.db"), str(four_questions(tmp_path / "four"))
     with FakeOpenAIServer(agent_and_claims_judge) as server:
-        assert main(["run", "--dataset", dataset, "--db", db, "--judge", "claims", "--judge-model", "judge-mini",
-                     "--judge-base-url", server.base_url, "--judge-api-key-env", "", "--set", "kind=http_agent",
-                     "--set", f"agent_url={server.root_url}/agent", "--json"]) == 0
-    campaign_id = json.loads(capsys.readouterr().out)["campaign"]["id"]
+        campaign_id = run_claims(db, dataset, server, capsys)
+        lenient = run_claims(db, dataset, server, capsys, "--judge-threshold", "claims=0.5")
     manager = CampaignManager(db)
     results = {r.question.qid: r.outcome for r in campaign_results(manager.store, campaign_id)}
     first = results[1].judges["claims"]
@@ -193,9 +199,27 @@ def test_a_campaign_stores_each_questions_claims_scores_faithfulness_and_counts_
     assert main(["campaigns", "export", campaign_id, "--format", "csv", "--db", db]) == 0
     assert "supported [1: 10] Refunds are accepted within 30 days. | not found: Shipping is free." in \
         capsys.readouterr().out
+    assert_compared_like_any_measure(manager, campaign_id, lenient, tmp_path, capsys)
     manager.close()
     assert_the_campaigns_page_shows_claims(db, campaign_id)
     assert_the_api_gives_claims(db, campaign_id)  # after the page: a key makes the dashboard ask to sign in
+
+
+def assert_compared_like_any_measure(manager: CampaignManager, a: str, b: str, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from evalcore.compare import compare_campaigns
+
+    comparison = compare_campaigns(manager.store, a, b, basis="judge.claims")
+    deltas = {delta.measure: delta for delta in comparison.measures}
+    assert (deltas["judge.claims"].n, deltas["judge.claims"].mean_a, deltas["judge.claims"].delta) == (2, 0.25, 0.0)
+    # a pass mark of 1 passes no answer, one of 0.5 passes the first: the pass rate moves, the faithfulness not
+    assert (deltas["judge.claims:pass"].mean_a, deltas["judge.claims:pass"].mean_b) == (0.0, 0.5)
+    assert comparison.basis == "judge.claims"
+    report = tmp_path / "a-vs-b.html"
+    assert main(["compare", a, b, "--db", str(manager.store.path), "--report", str(report)]) == 0
+    capsys.readouterr()
+    html = report.read_text(encoding="utf-8")
+    assert "A: claims_claims" in html and "contradicted [1: 12] Le délai est de 30 jours." in html
 
 
 def assert_the_api_gives_claims(db: str, campaign_id: str) -> None:
