@@ -277,3 +277,14 @@ def test_picking_claims_with_the_local_model_is_warned_on_the_run_page_and_the_c
     warnings = [unescape(w.value) for w in at.warning]
     assert judges.LOCAL_CLAIMS_NOTE in warnings and judges.LOCAL_JUDGE_NOTE in warnings
     assert at.error and "launched" not in at.session_state
+
+
+def test_the_claims_pass_mark_is_a_share_and_other_judges_keep_theirs_on_1_to_5() -> None:
+    from evalcore.errors import EvalError
+    from evalcore.targets import TargetConfig
+
+    assert TargetConfig.from_dict({"judge_thresholds": {"claims": 0.8, "score": 4}}).judge_thresholds
+    with pytest.raises(EvalError) as refused:
+        TargetConfig.from_dict({"judge_thresholds": {"claims": 3, "score": 0.5}})
+    assert sorted(refused.value.problems) == ["judge_thresholds.claims: expected a pass mark in [0, 1], found 3.0",
+                                              "judge_thresholds.score: expected a pass mark in [1, 5], found 0.5"]
