@@ -64,7 +64,8 @@ class RunSettings(RequestBody):
                                description="ask each judge N times and record the spread")
     judge: JudgeModelIn | None = Field(default=None, description="the judges' model (needs a full-access key)")
     judge_thresholds: dict[str, float] = Field(default_factory=dict,
-                                               description=f"pass mark per judge on {LOWEST}-{HIGHEST}")
+                                               description=f"pass mark per judge on {LOWEST}-{HIGHEST} (claims: a "
+                                               "share of supported claims, 0-1, default 1)")
     graded_thresholds: dict[str, float] = Field(
         default_factory=dict, description="graded document retrieval pass marks by the evaluator's names "
         "(ndcg_threshold, xdcg_threshold, fidelity_threshold, top1_relevance_threshold, ...) or the measure's")

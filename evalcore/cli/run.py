@@ -94,7 +94,7 @@ def register(commands: Commands) -> None:
                              metavar=key.removeprefix("judge_").upper(), help=KEYS[key].help)
     judging.add_argument("--judge-threshold", action="append", default=[], metavar="NAME=V",
                          help=f"pass mark of a judge on {LOWEST}-{HIGHEST} (default {PASS_MARK:g}), e.g. score=4; "
-                              "repeatable")
+                              "claims: a share of supported claims, 0-1 (default 1); repeatable")
     judging.add_argument("--judge-prompt", action="append", default=[], metavar="NAME=FILE",
                          help="a judge's own prompt for this campaign, read from a file in the shape of the "
                               "built-in ones, e.g. score=prompts/score.txt; repeatable")
