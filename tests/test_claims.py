@@ -200,6 +200,7 @@ def test_a_campaign_stores_each_questions_claims_scores_faithfulness_and_counts_
     assert "supported [1: 10] Refunds are accepted within 30 days. | not found: Shipping is free." in \
         capsys.readouterr().out
     assert_compared_like_any_measure(manager, campaign_id, lenient, tmp_path, capsys)
+    assert_checked_against_pass_fail_labels(manager, campaign_id)
     manager.close()
     assert_the_campaigns_page_shows_claims(db, campaign_id)
     assert_the_api_gives_claims(db, campaign_id)  # after the page: a key makes the dashboard ask to sign in
@@ -220,6 +221,19 @@ def assert_compared_like_any_measure(manager: CampaignManager, a: str, b: str, t
     capsys.readouterr()
     html = report.read_text(encoding="utf-8")
     assert "A: claims_claims" in html and "contradicted [1: 12] Le délai est de 30 jours." in html
+
+
+def assert_checked_against_pass_fail_labels(manager: CampaignManager, campaign_id: str) -> None:
+    from evalcore.campaigns.labels import campaign_agreement, set_label
+    from evalcore.errors import EvalError
+
+    for qid, label in ((1, "fail"), (2, "pass"), (3, "pass"), (4, "fail")):
+        set_label(manager.store, campaign_id, qid, "claims", label, author="test")
+    with pytest.raises(EvalError, match="not a label of the claims judge"):
+        set_label(manager.store, campaign_id, 1, "claims", "4", author="test")
+    agreement = campaign_agreement(manager.store, campaign_id)["claims"]
+    # the refusal and the unreadable reply have no verdict to agree with: questions 1 and 2 only, one agreeing
+    assert (agreement.n, agreement.accuracy, set(agreement.categories)) == (2, 0.5, {"pass", "fail"})
 
 
 def assert_the_api_gives_claims(db: str, campaign_id: str) -> None:
