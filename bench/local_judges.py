@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from evalcore.campaigns import CampaignManager, campaign_results
 from evalcore.campaigns.labels import campaign_agreement, import_labels_csv
 from evalcore.campaigns.launching import LaunchRequest
-from evalcore.judges import NO_CLAIM, Verdict
+from evalcore.judges import JudgeResult, Verdict
 from evalcore.targets import TargetConfig
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -61,7 +61,7 @@ def main() -> None:
     print(f"{'judge':<14} {'readable':>9} {'labelled':>8} {'accuracy':>8} {'kappa':>6} {'weighted':>8}  interval")
     for judge in args.judges:
         verdicts = [r.outcome.judges[judge] for r in results if judge in r.outcome.judges]
-        readable = sum(v.result in ("pass", "fail", NO_CLAIM) for v in verdicts)
+        readable = sum(v.result in (JudgeResult.PASS, JudgeResult.FAIL, JudgeResult.NO_CLAIM) for v in verdicts)
         row = agreement.get(judge)
         figures = ("-", "-", "-", "-", "-") if row is None else (
             row.n, fmt(row.accuracy), fmt(row.kappa), fmt(row.weighted_kappa),
@@ -77,10 +77,11 @@ def claims_line(verdicts: list[Verdict]) -> str:
     """The claims judge on extractive answers, whose every claim is supported: how much of that it saw."""
     claims = [claim for verdict in verdicts for claim in verdict.claims or ()]
     supported = sum(claim.verdict == "supported" for claim in claims)
-    counts = {result: sum(v.result == result for v in verdicts) for result in ("pass", "fail", NO_CLAIM, "unknown")}
-    return (f"claims on extractive answers (every claim supported by construction): {counts['pass']}/{len(verdicts)} "
-            f"answers passed, {supported}/{len(claims)} claims found supported, {counts[NO_CLAIM]} answer(s) "
-            f"with no claim, {counts['unknown']} unreadable")
+    count = {result: sum(v.result == result for v in verdicts) for result in JudgeResult}
+    passed, none, unread = count[JudgeResult.PASS], count[JudgeResult.NO_CLAIM], count[JudgeResult.UNKNOWN]
+    return (f"claims on extractive answers (every claim supported by construction): {passed}/{len(verdicts)} "
+            f"answers passed, {supported}/{len(claims)} claims found supported, {none} answer(s) with no claim, "
+            f"{unread} unreadable")
 
 
 def fmt(value: float | None) -> str:

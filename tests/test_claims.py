@@ -124,7 +124,7 @@ def test_an_unreadable_claims_reply_is_asked_again_once_then_unknown() -> None:
 
 def test_a_refusal_is_marked_no_claim_and_not_scored() -> None:
     verdict, _ = claims_verdict(['{"claims": []}'])
-    assert (verdict.score, verdict.result, verdict.claims) == (None, judges.NO_CLAIM, ())
+    assert (verdict.score, verdict.result, verdict.claims) == (None, judges.JudgeResult.NO_CLAIM, ())
     assert verdict.reason == "the answer makes no claim"
 
 

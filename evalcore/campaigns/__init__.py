@@ -13,6 +13,7 @@ from evalcore.campaigns.queries import (
 from evalcore.campaigns.records import (
     Aggregate,
     Campaign,
+    CampaignKind,
     Outcome,
     Progress,
     Question,
@@ -26,7 +27,8 @@ from evalcore.lifecycle import ACTIVE, CampaignStatus
 from evalcore.store import Conflict, NotFound
 
 __all__ = [
-    "ACTIVE", "Aggregate", "Campaign", "CampaignManager", "CampaignStatus", "Conflict", "NotFound", "Outcome",
+    "ACTIVE", "Aggregate", "Campaign", "CampaignKind", "CampaignManager", "CampaignStatus", "Conflict", "NotFound",
+    "Outcome",
     "Progress", "Question", "QuestionResult", "RunOptions", "Source", "Summary", "Tokens", "campaign_aggregates",
     "campaign_diagnosis", "campaign_results", "campaign_summary", "find_campaign", "get_campaign", "get_manager",
     "list_campaigns",

@@ -1,6 +1,6 @@
 """LLM judges: versioned prompt files, tolerant reply parsing, verdicts with pass/fail/unknown, claims."""
 
-from evalcore.judges.claims import NO_CLAIM, VERDICTS, Claim, faithfulness
+from evalcore.judges.claims import VERDICTS, Claim, faithfulness
 from evalcore.judges.local import LOCAL_CLAIMS_NOTE, LOCAL_JUDGE_NOTE, local_notes
 from evalcore.judges.parsing import PARSER_VERSION, Reading, parse_reply
 from evalcore.judges.prompts import (
@@ -24,7 +24,7 @@ from evalcore.judges.prompts import (
 )
 from evalcore.judges.rubrics import RUBRIC, Rubric, parse_rubric, rubric_problems, rubric_prompt, rubric_text
 from evalcore.judges.running import MAX_TOKENS, JudgeSettings, Trial, run_judge
-from evalcore.judges.verdict import FIELD_NAMES, Spread, Verdict, flat_fields
+from evalcore.judges.verdict import FIELD_NAMES, JudgeResult, Spread, Verdict, flat_fields
 
 __all__ = [
     "ALIASES",
@@ -34,12 +34,12 @@ __all__ = [
     "LOCAL_CLAIMS_NOTE",
     "LOCAL_JUDGE_NOTE",
     "MAX_TOKENS",
-    "NO_CLAIM",
     "PARSER_VERSION",
     "RUBRIC",
     "VERDICTS",
     "Claim",
     "JudgePrompt",
+    "JudgeResult",
     "JudgeSettings",
     "Passage",
     "Reading",

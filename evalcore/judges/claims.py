@@ -9,14 +9,14 @@ judge was not given, or a supported or contradicted claim without its passage is
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalcore.judges.parsing import THINKING, Reading, json_objects
+from evalcore.shapes import doc
 
 SUPPORTED, CONTRADICTED, NOT_FOUND = "supported", "contradicted", "not found"
 VERDICTS = (SUPPORTED, CONTRADICTED, NOT_FOUND)
-NO_CLAIM = "no_claim"  # a claims verdict's result when the answer makes no claim
 ALL_SUPPORTED = 1.0  # the claims judge's default pass mark: every claim supported
 MAX_CLAIMS = 10  # a grammar-bound model writes at most this many (a small one could list forever)
 CLAIM_CHARS = 200
@@ -29,10 +29,14 @@ RETRY_MESSAGE = ('Your reply could not be read. Reply again with only the JSON o
 class Claim:
     """One claim of an answer: its text, its verdict, and the passage (rank in the context, 1 = first) it rests on."""
 
-    claim: str
-    verdict: str  # one of VERDICTS
-    passage: int | None = None  # None for a claim the passages neither support nor contradict
-    passage_id: str = ""  # that passage's id (a dataset passage's id, an agent's source id), "" when it has none
+    claim: str = field(metadata=doc("one statement the answer makes"))
+    verdict: str = field(metadata=doc("supported, contradicted or not found, by the passages the answer was built "
+                                      "from"))
+    passage: int | None = field(default=None, metadata=doc(
+        "the passage that supports or contradicts it: its rank in the question's context (1 = first); null when "
+        "not found"))
+    passage_id: str = field(default="", metadata=doc(
+        "that passage's id (a dataset's passage id, an agent's source id); empty when it has none"))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""

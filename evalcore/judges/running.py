@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from evalcore.errors import EvalError
-from evalcore.judges.claims import ALL_SUPPORTED, NO_CLAIM, Claim, parse_claims
+from evalcore.judges.claims import ALL_SUPPORTED, Claim, parse_claims
 from evalcore.judges.claims import MAX_TOKENS as CLAIMS_MAX_TOKENS
 from evalcore.judges.claims import RETRY_MESSAGE as CLAIMS_RETRY_MESSAGE
 from evalcore.judges.parsing import Reading, parse_reply
@@ -23,7 +23,7 @@ from evalcore.judges.prompts import (
     reply_schema,
     signature_of,
 )
-from evalcore.judges.verdict import Spread, Verdict
+from evalcore.judges.verdict import JudgeResult, Spread, Verdict
 from evalcore.models import ChatModel, ContextOverflow, Message
 
 MAX_TOKENS = 300
@@ -141,7 +141,7 @@ def run_judge(settings: JudgeSettings, name: str, *, question: str, answer: str,
     if missing:
         skipped = missing == "reference answer"
         trial = Trial(None, f"skipped: no {missing}" if skipped else f"not judged: no {missing}", 0, 0)
-        return verdict([trial], prompt, settings, "skipped" if skipped else None)
+        return verdict([trial], prompt, settings, JudgeResult.SKIPPED if skipped else None)
 
     def build(keep: int | None) -> list[Message]:
         return build_messages(prompt, question=question, answer=answer, context=context, expected=references,
@@ -183,7 +183,8 @@ def sample_messages(messages: list[Message], index: int, samples: int) -> list[M
                              + f"\n\n(Independent judgement {index + 1} of {samples}.)"}]
 
 
-def verdict(trials: list[Trial], prompt: JudgePrompt, settings: JudgeSettings, outcome: str | None = None) -> Verdict:
+def verdict(trials: list[Trial], prompt: JudgePrompt, settings: JudgeSettings,
+            outcome: JudgeResult | None = None) -> Verdict:
     """Combine trials into score, result, reason, tokens, and the spread when there are several."""
     scores = [t.score for t in trials if t.score is not None]
     score = statistics.fmean(scores) if scores else None
@@ -212,13 +213,13 @@ def pass_mark(settings: JudgeSettings, prompt: JudgePrompt) -> float | None:
 
 
 def result_of(prompt: JudgePrompt, score: float | None, threshold: float | None,
-              claims: tuple[Claim, ...] | None) -> str:
+              claims: tuple[Claim, ...] | None) -> JudgeResult:
     """pass, fail, unknown (no reading), or no_claim (a claims reply listing none: a refusal, not scored)."""
     if score is None:
-        return NO_CLAIM if claims == () else "unknown"
+        return JudgeResult.NO_CLAIM if claims == () else JudgeResult.UNKNOWN
     if threshold is None:
-        return "pass" if score > 0.5 else "fail"   # a tie between samples is not a pass
-    return "pass" if score >= threshold else "fail"
+        return JudgeResult.PASS if score > 0.5 else JudgeResult.FAIL   # a tie between samples is not a pass
+    return JudgeResult.PASS if score >= threshold else JudgeResult.FAIL
 
 
 def label_of(prompt: JudgePrompt, score: float | None) -> str | None:

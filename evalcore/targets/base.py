@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import Annotated, NamedTuple, Protocol
 
 from evalcore.models import ChatModel, ChatReply
+from evalcore.shapes import doc
 from evalcore.targets.config import TargetConfig
 from evalcore.targets.knowledge import PassageLike, Progress
 
@@ -21,13 +22,14 @@ class Retrieved(NamedTuple):
     the file an agent says the document is ("" when it says none).
     """
 
-    pid: int | None
+    pid: Annotated[int | None, "its passage (null: an external target's document, named by source)"]
     title: str
     text: str
     score: float
-    stages: dict[str, float]
-    source: str = ""
-    file_name: str = ""
+    stages: Annotated[dict[str, float], "every stage's score: bm25, bm25_norm, vector, rrf or weighted, rerank"]
+    source: Annotated[str, "an external target's own id for the document ('' for our passages)"] = ""
+    # Not in the chunk's stored JSON: the answer's sources carry it.
+    file_name: Annotated[str, doc("the file an agent says the document is ('' when it says none)", hidden=True)] = ""
 
 
 @dataclass
