@@ -25,11 +25,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evalcore.campaigns import CampaignManager, campaign_results
+from evalcore.campaigns import CampaignManager, QuestionResult, campaign_results
 from evalcore.campaigns.labels import campaign_agreement, import_labels_csv
 from evalcore.campaigns.launching import LaunchRequest
-from evalcore.judges import JudgeResult, Verdict
+from evalcore.judges import JudgeResult
 from evalcore.targets import TargetConfig
+from evalcore.text import tokenize
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 JUDGES = ("score", "claims", "correct")  # correct: the rubric
@@ -69,19 +70,31 @@ def main() -> None:
         print(f"{judge:<14} {f'{readable}/{len(verdicts)}':>9} {figures[0]:>8} {figures[1]:>8} {figures[2]:>6} "
               f"{figures[3]:>8}  {figures[4]}")
     if "claims" in args.judges:
-        print(claims_line([r.outcome.judges["claims"] for r in results if "claims" in r.outcome.judges]))
+        print(claims_line(results))
     manager.close()
 
 
-def claims_line(verdicts: list[Verdict]) -> str:
-    """The claims judge on extractive answers, whose every claim is supported: how much of that it saw."""
-    claims = [claim for verdict in verdicts for claim in verdict.claims or ()]
-    supported = sum(claim.verdict == "supported" for claim in claims)
-    count = {result: sum(v.result == result for v in verdicts) for result in JudgeResult}
+def claims_line(results: list[QuestionResult]) -> str:
+    """The claims judge on extractive answers, whose every claim is supported: how much of that it saw.
+
+    A claim counts as the answer's when most of its words are the answer's (an extractive answer's claims
+    repeat its words): a small model may list the question, or copy the example of the retry message.
+    """
+    judged = [(r.outcome.answer or "", r.outcome.judges["claims"]) for r in results if "claims" in r.outcome.judges]
+    claims = [(answer, claim) for answer, verdict in judged for claim in verdict.claims or ()]
+    supported = sum(claim.verdict == "supported" for _, claim in claims)
+    own = sum(from_answer(claim.claim, answer) for answer, claim in claims)
+    count = {result: sum(v.result == result for _, v in judged) for result in JudgeResult}
     passed, none, unread = count[JudgeResult.PASS], count[JudgeResult.NO_CLAIM], count[JudgeResult.UNKNOWN]
-    return (f"claims on extractive answers (every claim supported by construction): {passed}/{len(verdicts)} "
-            f"answers passed, {supported}/{len(claims)} claims found supported, {none} answer(s) with no claim, "
-            f"{unread} unreadable")
+    return (f"claims on extractive answers (every claim supported by construction): {passed}/{len(judged)} "
+            f"answers passed, {supported}/{len(claims)} claims found supported, {own}/{len(claims)} claims taken "
+            f"from the answer, {none} answer(s) with no claim, {unread} unreadable")
+
+
+def from_answer(claim: str, answer: str) -> bool:
+    """Whether most of a claim's words are words of the answer."""
+    words, said = tokenize(claim), set(tokenize(answer))
+    return bool(words) and sum(word in said for word in words) / len(words) > 0.5
 
 
 def fmt(value: float | None) -> str:
