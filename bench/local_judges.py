@@ -55,8 +55,10 @@ def main() -> None:
     results = campaign_results(manager.store, campaign_id)
     asked = {str(r.question.qid) for r in results}
     lines = (FIXTURES / "local_judge_labels.csv").read_text(encoding="utf-8").splitlines()
-    labels = [lines[0], *(line for line in lines[1:] if line.split(",")[0] in asked)]  # the questions asked
-    import_labels_csv(manager.store, campaign_id, "\n".join(labels) + "\n", author="bench fixture")
+    labels = [line for line in lines[1:] if line.split(",")[0] in asked  # the questions asked, the judges run
+              and line.split(",")[1] in args.judges]
+    if labels:
+        import_labels_csv(manager.store, campaign_id, "\n".join([lines[0], *labels]) + "\n", author="bench fixture")
     agreement = campaign_agreement(manager.store, campaign_id)
     print(f"campaign {campaign_id}: {done.status}, {len(results)} questions, {seconds:.0f} s in all")
     print(f"{'judge':<14} {'readable':>9} {'labelled':>8} {'accuracy':>8} {'kappa':>6} {'weighted':>8}  interval")
