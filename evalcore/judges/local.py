@@ -12,12 +12,14 @@ LOCAL_JUDGE_NOTE = ("The judges will ask the offline SmolLM2-135M: its verdicts 
                     "a three-label rubric 0.26). Use it to try the workflow offline; decide with a larger judge model, "
                     "checked against your own labels ('Can I trust this judge?' in docs/judges.md).")
 
-# Measured by `bench/local_judges.py --questions 2 --judges claims` on extractive answers, whose every claim is
-# supported: its replies kept the shape (a grammar sees to it), but none of the 11 claims listed was the answer's.
-LOCAL_CLAIMS_NOTE = ("The offline SmolLM2-135M cannot do the claims judge: on the sample its replies keep the shape, "
-                     "but none of the 11 claims it listed came from the answers (it repeated the question, wrote its "
-                     "verdict words as claims, or copied the example it was shown), so its faithfulness says nothing "
-                     "about your answers. Pick claims with a larger judge model.")
+# Measured by `bench/local_judges.py --questions 4 --judges claims` on extractive answers, whose every claim is
+# supported: every reply kept the shape (a grammar sees to it), but 4 of its 31 claims were found supported and
+# only 10 of the 31 were the answer's.
+LOCAL_CLAIMS_NOTE = ("The offline SmolLM2-135M cannot do the claims judge: on the sample's extractive answers, whose "
+                     "every claim is supported, its replies kept the shape but found 4 of 31 claims supported, and "
+                     "only 10 of the 31 came from the answers (it repeated the question or one sentence, wrote its "
+                     "verdict words as claims, or copied the example it was shown). Its faithfulness says nothing "
+                     "about your answers: pick claims with a larger judge model.")
 
 
 def local_notes(judges: Sequence[str]) -> list[str]:
