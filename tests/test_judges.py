@@ -111,7 +111,7 @@ def test_every_judge_has_a_versioned_prompt_with_a_stable_hash():
     hashes = set()
     for name in judges.JUDGES:
         prompt = judges.load_prompt(name)
-        assert prompt.version and prompt.output in ("likert", "label") and len(prompt.hash) == 16
+        assert prompt.version and prompt.output in ("likert", "label", "claims") and len(prompt.hash) == 16
         assert "JSON" in prompt.system and "{" not in prompt.user.replace("{question}", "").replace(
             "{answer}", "").replace("{context}", "").replace("{expected}", "")
         assert judges.signature(name) == judges.signature(name)

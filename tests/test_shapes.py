@@ -31,7 +31,7 @@ from evalcore.compare.stats import McNemar
 from evalcore.compare.sweep import SweepDelta
 from evalcore.diagnosis import Transition
 from evalcore.gates import Check
-from evalcore.judges import Spread, Verdict
+from evalcore.judges import Claim, Spread, Verdict
 from evalcore.judges.pairwise import Asking, PairVerdict
 from evalcore.metrics.agreement import Agreement
 from evalcore.shapes import doc, is_record, keys
@@ -93,7 +93,8 @@ def disagreement(value: Any) -> tuple[set[str], set[str]]:
 RECORDS = (Campaign, RunOptions, Progress, Question, Source, Outcome, QuestionResult, Aggregate, Tokens, Summary,
            Verdict, Spread, Retrieved, CampaignHeader, Passage, QuestionDiff, McNemar, MeasureDelta, Comparison,
            Transition, Settings, CampaignRow, SavedTarget, Check, SweepDelta, Case, Label, Agreement, Preference,
-           PairVerdict, Asking, ComparisonTrust, Suite)
+           PairVerdict, Asking, ComparisonTrust, Suite,
+           Claim)
 PRIVATE = {key.name for record in RECORDS for key in keys(record) if key.private}
 
 

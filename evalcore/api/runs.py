@@ -62,7 +62,8 @@ class JudgingIn(RequestBody):
                                           "re-judge may name them, and without any runs the campaign's judges)")
     judge: JudgeModelIn | None = Field(default=None, description="the judges' model (needs a full-access key)")
     judge_thresholds: dict[str, float] = Field(default_factory=dict,
-                                               description=f"pass mark per judge on {LOWEST}-{HIGHEST}")
+                                               description=f"pass mark per judge on {LOWEST}-{HIGHEST} (claims: a "
+                                               "share of supported claims, 0-1, default 1)")
     judge_prompts: dict[str, Annotated[str, Field(max_length=PROMPT_CHARS)]] = Field(
         default_factory=dict, max_length=len(JUDGES),
         description="a judge's own prompt for this campaign: judge name -> the prompt's text, in the shape of the "

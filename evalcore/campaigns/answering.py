@@ -150,6 +150,11 @@ def diagnose(config: TargetConfig, question: Question, retrieved: tuple[Retrieve
     return attribute(evidence, GenerationMarks(config.generation_pass_rougel, config.generation_pass_coverage))
 
 
+def passage_id(hit: Retrieved) -> str:
+    """A context passage's id as a judge names it: the dataset's passage id, else an external target's own."""
+    return str(hit.pid) if hit.pid is not None else hit.source
+
+
 def judge(settings: JudgeSettings, names: tuple[str, ...], question: Question, answer: str,
           context: tuple[Retrieved, ...]) -> tuple[dict[str, Verdict], list[str]]:
     """Run each requested judge on the answer's own context (whole, with titles) and every reference answer.
@@ -162,7 +167,7 @@ def judge(settings: JudgeSettings, names: tuple[str, ...], question: Question, a
     for name in names:
         try:
             verdicts[name] = run_judge(settings, name, question=question.text, answer=answer,
-                                       context=[Passage(hit.text, hit.title) for hit in context],
+                                       context=[Passage(hit.text, hit.title, passage_id(hit)) for hit in context],
                                        expected=references)
         except Exception as error:  # noqa: BLE001 - recorded on the question, the campaign goes on
             notes.append(f"judge {name} failed: {error_text(error)}")

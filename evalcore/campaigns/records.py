@@ -450,7 +450,8 @@ class Summary:
 
     `tokens` are the answers' (every model call a question made before its answer, failed ones
     included), `judge_tokens` the judges'; `skipped` counts per judge the questions it could not
-    judge for want of a reference answer, `cut` the questions whose context was cut to fit the judge model.
+    judge for want of a reference answer, `cut` the questions whose context was cut to fit the judge model,
+    `no_claim` the answers the claims judge found no claim in (refusals: marked, not scored).
     """
 
     answered: int = field(metadata=doc())
@@ -465,6 +466,8 @@ class Summary:
         "per judge, questions not judged for want of a reference answer"))
     cut: dict[str, int] = field(default_factory=dict, metadata=doc(
         "per judge, questions whose context was cut to fit the judge model's context window"))
+    no_claim: dict[str, int] = field(default_factory=dict, metadata=doc(
+        "per judge, answers the claims judge found no claim in (refusals: marked, not scored)"))
 
     JSON_EXTRA = (Key("total_tokens", int),)
 
@@ -479,7 +482,7 @@ class Summary:
                 "mean_coverage": self.mean_coverage, "mean_judge_score": self.mean_judge_score,
                 "mean_latency_s": self.mean_latency_s, "tokens": self.tokens.to_dict(),
                 "judge_tokens": self.judge_tokens.to_dict(), "total_tokens": self.total_tokens,
-                "skipped": self.skipped, "cut": self.cut}
+                "skipped": self.skipped, "cut": self.cut, "no_claim": self.no_claim}
 
 
 Campaign.COLUMNS = ", ".join(f.name for f in fields(Campaign))

@@ -47,7 +47,7 @@ from evalcore.gates import (
     question_failures,
     worst,
 )
-from evalcore.judges import JUDGES, LOCAL_JUDGE_NOTE
+from evalcore.judges import JUDGES, local_notes
 from evalcore.judges.scale import HIGHEST, LOWEST, PASS_MARK
 from evalcore.metrics import panels
 from evalcore.store import Store
@@ -117,7 +117,7 @@ def add_judge_options(parser: argparse.ArgumentParser) -> None:
     add_judge_model_flags(judging)
     judging.add_argument("--judge-threshold", action="append", default=[], metavar="NAME=V",
                          help=f"pass mark of a judge on {LOWEST}-{HIGHEST} (default {PASS_MARK:g}), e.g. score=4; "
-                              "repeatable")
+                              "claims: a share of supported claims, 0-1 (default 1); repeatable")
     judging.add_argument("--judge-prompt", action="append", default=[], metavar="NAME=FILE",
                          help="a judge's own prompt for this campaign, read from a file in the shape of the "
                               "built-in ones, e.g. score=prompts/score.txt; repeatable")
@@ -246,7 +246,8 @@ def launch(manager: CampaignManager, request: LaunchRequest, *, as_json: bool) -
           f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}", file=out,
           flush=True)
     if (request.judges or config.rubrics) and judged_locally(config):
-        print(f"note: {LOCAL_JUDGE_NOTE}", file=sys.stderr, flush=True)
+        for note in local_notes(request.judges):
+            print(f"note: {note}", file=sys.stderr, flush=True)
     if request.dataset is not None:
         print(f"dataset {dataset_stats(load_dataset(request.dataset)).summary()}", file=out, flush=True)
     return manager.launch(request)
@@ -364,6 +365,8 @@ def format_report(report: Report) -> str:
               f"cache hits: {campaign.cache_hits}"]
     lines += [f"judge {name}: context cut to fit the judge model's context window on {count} question(s)"
               for name, count in summary.cut.items()]
+    lines += [f"judge {name}: no claim in {count} answer(s) (refusals: marked, not scored)"
+              for name, count in summary.no_claim.items()]
     return "\n".join(lines)
 
 

@@ -251,6 +251,6 @@ def judges_table(questions: list[QuestionDiff], names: str) -> str:
     if frame.empty:
         return ""
     shape = "the evaluators' documented names" if names == "evaluator" else "evalcore's names"
-    reasons = [c for c in frame.columns if c == "question" or c.endswith("_reason")]
+    reasons = [c for c in frame.columns if c == "question" or c.endswith(("_reason", "_claims"))]
     return (f"<h3>Judge results per question ({len(frame):,} judged; fields under {shape})</h3>"
             + frame_table(frame, long=reasons))

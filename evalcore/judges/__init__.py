@@ -1,6 +1,7 @@
-"""LLM judges: versioned prompt files, tolerant reply parsing, verdicts with pass/fail/unknown."""
+"""LLM judges: versioned prompt files, tolerant reply parsing, verdicts with pass/fail/unknown, claims."""
 
-from evalcore.judges.local import LOCAL_JUDGE_NOTE, LOCAL_PAIRWISE_NOTE
+from evalcore.judges.claims import VERDICTS, Claim, faithfulness
+from evalcore.judges.local import LOCAL_CLAIMS_NOTE, LOCAL_JUDGE_NOTE, LOCAL_PAIRWISE_NOTE, local_notes
 from evalcore.judges.parsing import PARSER_VERSION, Reading, parse_reply
 from evalcore.judges.prompts import (
     ALIASES,
@@ -30,11 +31,14 @@ __all__ = [
     "DEFAULT_THRESHOLD",
     "FIELD_NAMES",
     "JUDGES",
+    "LOCAL_CLAIMS_NOTE",
     "LOCAL_JUDGE_NOTE",
     "LOCAL_PAIRWISE_NOTE",
     "MAX_TOKENS",
     "PARSER_VERSION",
     "RUBRIC",
+    "VERDICTS",
+    "Claim",
     "JudgePrompt",
     "JudgeResult",
     "JudgeSettings",
@@ -49,9 +53,11 @@ __all__ = [
     "canonical",
     "context_chars",
     "custom_prompt",
+    "faithfulness",
     "flat_fields",
     "format_context",
     "load_prompt",
+    "local_notes",
     "parse_reply",
     "parse_rubric",
     "preview_messages",

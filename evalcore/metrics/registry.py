@@ -131,6 +131,11 @@ _VERDICT_ORDER = ("judge.score", "coverage", "sources_found", "ndcg@10", "rougel
 def _judge_measure(name: str) -> Measure:
     """A judge's measure, from its prompt file: scale, inputs, and the first sentence of its instructions."""
     prompt = load_prompt(name)
+    if prompt.output == "claims":
+        return Measure(f"judge.{name}", f"supported claims / claims (LLM judge, prompt v{prompt.version}): the answer "
+                       "split into claims, each checked against the passages it was built from; absent when the "
+                       "answer makes no claim (faithfulness, Es et al. 2023, RAGAS).", "judge",
+                       settings=(("prompt", "none"), ("model", "none")))
     label = prompt.output == "label"
     first = prompt.system.split(". ")[0].rstrip(".") + "."
     doc = f"{'pass/fail as 1/0' if label else '1-5'} (LLM judge, prompt v{prompt.version}): {first}"
