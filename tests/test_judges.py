@@ -355,4 +355,5 @@ def test_a_prompt_over_the_window_is_an_overflow_for_both_backends(monkeypatch: 
 
 def test_a_judge_result_says_whether_it_passed_only_when_it_decided() -> None:
     assert {result: result.passed for result in JudgeResult} == {
-        JudgeResult.PASS: True, JudgeResult.FAIL: False, JudgeResult.UNKNOWN: None, JudgeResult.SKIPPED: None}
+        JudgeResult.PASS: True, JudgeResult.FAIL: False, JudgeResult.UNKNOWN: None, JudgeResult.SKIPPED: None,
+        JudgeResult.NO_CLAIM: None}
