@@ -6,12 +6,13 @@ import json
 import time
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from scipy.stats import binomtest
 
 from evalcore.campaigns import Campaign, CampaignStatus, Outcome, Question, QuestionResult, RunOptions, Source
 from evalcore.cli import main
-from evalcore.compare import compare_campaigns, compare_results, sweep_results
+from evalcore.compare import compare_campaigns, compare_results, stats, sweep_results
 from evalcore.compare import comparison as comparison_module
 from evalcore.compare.comparison import Passage
 from evalcore.errors import EvalError
@@ -513,3 +514,26 @@ def test_a_campaign_that_ends_is_compared_with_the_previous_one_in_the_backgroun
             comparison_module.campaign_results = original
     finally:
         manager.close()
+
+
+def test_every_measure_is_resampled_with_the_same_questions():
+    # ndcg@10 on every question that has a measure (one failed in both is left out), rougel on a third of them.
+    rng = __import__("random").Random(4)
+    a_rows, b_rows = [], []
+    for n in range(60):
+        values = [{"ndcg@10": round(rng.random(), 2), **({"rougel": round(rng.random(), 2)} if n % 3 == 0 else {})}
+                  for _ in range(2)]
+        a_rows.append(row(n, f"Q{n}", values[0]))
+        b_rows.append(row(n, f"Q{n}", values[1]))
+    a_rows.append(row(99, "Q99", error="timeout"))
+    b_rows.append(row(99, "Q99", error="timeout"))
+    result = compare_results(campaign("A"), a_rows, campaign("B", {"top_k": 10}), b_rows, resamples=500, seed=2)
+    deltas = {m.measure: m for m in result.measures}
+    diffs = {name: paired.b - paired.a for name, paired in result.paired.items()}
+    alone = stats.bootstrap_ci(diffs["ndcg@10"], resamples=500, seed=2)
+    assert (deltas["ndcg@10"].ci_low, deltas["ndcg@10"].ci_high) == (pytest.approx(alone[0], abs=1e-12),
+                                                                     pytest.approx(alone[1], abs=1e-12))
+    table = np.column_stack([diffs["ndcg@10"], np.full(60, np.nan)])
+    table[::3, 1] = diffs["rougel"]
+    shared = stats.bootstrap_table(table, resamples=500, seed=2)[1]
+    assert (deltas["rougel"].ci_low, deltas["rougel"].ci_high) == (shared.low, shared.high)

@@ -222,3 +222,61 @@ def test_bootstrap_standard_error_is_the_standard_error_of_the_mean():
     values = np.random.default_rng(11).normal(0.0, 2.0, 900)
     (result,) = stats.bootstrap_intervals([values], resamples=4000, seed=0)
     assert result.se == pytest.approx(values.std(ddof=0) / np.sqrt(values.size), rel=0.05)
+
+
+# --- one resample of the questions for every measure, whatever its count ---------------------------
+
+def resampled_domain_means(table, resamples, seed):
+    """Each resample of the rows drawn alone (the same stream, row by row), each column's mean over its present rows."""
+    rng = np.random.default_rng(seed)
+    n = table.shape[0]
+    means = np.full((resamples, table.shape[1]), np.nan)
+    for r in range(resamples):
+        drawn = table[rng.integers(0, n, size=n)]
+        for j in range(table.shape[1]):
+            values = drawn[:, j][~np.isnan(drawn[:, j])]
+            if values.size:
+                means[r, j] = values.mean()
+    return means
+
+
+def table_like_a_campaign(seed, n, shares):
+    """Differences of measures present on a share of the questions each (NaN elsewhere), many of them zero."""
+    rng = np.random.default_rng(seed)
+    table = np.full((n, len(shares)), np.nan)
+    for j, share in enumerate(shares):
+        rows = rng.random(n) < share
+        table[rows, j] = np.where(rng.random(rows.sum()) < 0.5, 0.0, np.round(rng.random(rows.sum()) - 0.5, 2))
+    return table
+
+
+@pytest.mark.parametrize("seed,n,shares,resamples", [
+    (0, 60, [1.0, 0.8, 0.8, 0.3, 0.05, 1.0], 300),
+    (1, 400, [0.85, 0.7, 0.08, 0.92, 1.0], 200),
+])
+def test_every_measure_is_resampled_with_the_same_questions(seed, n, shares, resamples):
+    table = table_like_a_campaign(seed, n, shares)
+    expected = resampled_domain_means(table, resamples, seed)
+    results = stats.bootstrap_table(table, resamples=resamples, seed=seed)
+    for j, result in enumerate(results):
+        drawn = expected[:, j][~np.isnan(expected[:, j])]   # resamples that hold none of its questions: left out
+        low, high = np.percentile(drawn, [2.5, 97.5])
+        assert (result.low, result.high) == (pytest.approx(low, abs=1e-12), pytest.approx(high, abs=1e-12))
+        assert result.se == pytest.approx(drawn.std(ddof=1), abs=1e-12)
+
+
+def test_a_measure_on_every_question_keeps_the_interval_it_gets_alone():
+    table = table_like_a_campaign(3, 500, [1.0, 0.6, 0.1, 1.0])
+    results = stats.bootstrap_table(table, resamples=2000, seed=3)
+    for j in (0, 3):
+        (low, high), _ = per_measure_bootstrap(table[:, j], 2000, 3)
+        assert (results[j].low, results[j].high) == (pytest.approx(low, abs=1e-12), pytest.approx(high, abs=1e-12))
+    partial = table[:, 1][~np.isnan(table[:, 1])]
+    assert (results[1].low, results[1].high) != stats.bootstrap_ci(partial, resamples=2000, seed=3)
+
+
+def test_a_measure_with_fewer_than_two_values_has_no_interval_in_a_table():
+    table = np.array([[0.1, np.nan, np.nan], [0.3, 0.2, np.nan], [-0.2, np.nan, np.nan]])
+    first, single, empty = stats.bootstrap_table(table, resamples=50, seed=0)
+    assert first is not None and single is None and empty is None
+    assert stats.bootstrap_table(np.empty((0, 2)), resamples=50) == [None, None]

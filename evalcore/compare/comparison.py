@@ -177,25 +177,35 @@ def question_entry(key: QuestionKey, a_row: QuestionResult | None, b_row: Questi
 
 
 def paired_values(common: list[QuestionKey], a_values: dict[QuestionKey, Values],
-                  b_values: dict[QuestionKey, Values]) -> dict[str, Paired]:
-    """Per measure (by name): the common questions where both sides have it, with both values."""
-    columns: dict[str, tuple[list[int], list[float], list[float]]] = {}
-    for key in common:
+                  b_values: dict[QuestionKey, Values]) -> tuple[dict[str, Paired], np.ndarray]:
+    """Per measure (by name): the common questions where both sides have it, with both values; and the
+    table of B - A (a row per common question with a measure, a column per measure, NaN where a side lacks it)."""
+    columns: dict[str, tuple[list[int], list[int], list[float], list[float]]] = {}
+    for position, key in enumerate(common):
         a, b = a_values[key], b_values[key]
         for name in a.keys() & b.keys():
-            qids, xs, ys = columns.setdefault(name, ([], [], []))
+            positions, qids, xs, ys = columns.setdefault(name, ([], [], [], []))
+            positions.append(position)
             qids.append(key[0])
             xs.append(a[name])
             ys.append(b[name])
-    return {name: Paired(np.array(qids, dtype=np.int64), np.array(xs, dtype=float), np.array(ys, dtype=float))
-            for name, (qids, xs, ys) in sorted(columns.items())}
+    names = sorted(columns)
+    paired = {name: Paired(np.array(columns[name][1], dtype=np.int64), np.array(columns[name][2], dtype=float),
+                           np.array(columns[name][3], dtype=float)) for name in names}
+    table = np.full((len(common), len(names)), np.nan)
+    for j, name in enumerate(names):
+        table[columns[name][0], j] = paired[name].b - paired[name].a
+    # A question with no measure on both sides (failed in both) is not resampled: a measure present on
+    # every other question keeps the interval it would get alone.
+    return paired, table[~np.isnan(table).all(axis=1)]
 
 
-def measure_entries(paired: dict[str, Paired], *, seed: int, resamples: int, effect: float) -> list[MeasureDelta]:
-    """Every measure's delta: the bootstrap and randomization draws are shared by all measures (stats)."""
-    diffs = [values.b - values.a for values in paired.values()]
-    intervals = stats.bootstrap_intervals(diffs, resamples=resamples, seed=seed)
-    tests = stats.sign_flip_tests(diffs, resamples=resamples, seed=seed)
+def measure_entries(paired: dict[str, Paired], table: np.ndarray, *, seed: int, resamples: int,
+                    effect: float) -> list[MeasureDelta]:
+    """Every measure's delta: one bootstrap resample of the common questions and one stream of sign flips serve
+    every measure (stats)."""
+    intervals = stats.bootstrap_table(table, resamples=resamples, seed=seed)
+    tests = stats.sign_flip_tests([values.b - values.a for values in paired.values()], resamples=resamples, seed=seed)
     return [measure_entry(name, values, interval, test, effect=effect)
             for (name, values), interval, test in zip(paired.items(), intervals, tests, strict=True)]
 
@@ -306,8 +316,8 @@ def compare_results(a_campaign: Campaign, a_rows: list[QuestionResult], b_campai
     order, reason = choose_basis(diff, [a_values[k] for k in common], [b_values[k] for k in common], basis)
     questions = [question_entry(k, a_index.get(k), b_index.get(k), a_values.get(k, {}), b_values.get(k, {}), order)
                  for k in keys]
-    paired = paired_values(common, a_values, b_values)
-    measures = measure_entries(paired, seed=seed, resamples=resamples, effect=effect)
+    paired, table = paired_values(common, a_values, b_values)
+    measures = measure_entries(paired, table, seed=seed, resamples=resamples, effect=effect)
     notes = notes_for(a_campaign, b_campaign, diff, common=len(common), measured=set(paired))
     notes += one_sided([a_values[k] for k in common], [b_values[k] for k in common], set(paired))
     return Comparison(a=CampaignHeader.of(a_campaign), b=CampaignHeader.of(b_campaign), questions=questions,

@@ -1,23 +1,33 @@
 """Paired statistics for comparisons: bootstrap interval, sign-flip randomization test, exact McNemar.
 
-A comparison tests every measure with the same seed, and a measure used to draw its own random
-numbers from `default_rng(seed)`. The batch functions below (`bootstrap_intervals`,
-`sign_flip_tests`) draw those numbers once and apply them to every measure, so each measure still
-gets exactly the resamples it would get alone (same seed, same intervals and p-values, to the
-floating-point rounding of a sum taken in another order):
+A comparison tests every measure with the same seed; the random numbers are drawn once and serve
+every measure:
 
-- bootstrap: measures with the same number of pairs n drew identical index matrices; one draw per
-  distinct n is turned into per-resample counts of each question, and one matrix product gives
-  every measure's resampled means;
+- bootstrap (`bootstrap_table`): the unit resampled is the question. One stream of indices draws
+  each resample of the n questions that have a measure; each measure's resampled mean is its mean
+  over its own questions present in that resample (a measure on the labelled questions only, say,
+  averages the labelled ones the resample holds). Every measure is thus judged on the same
+  resampled question sets, whatever its count, and the cost is one draw whatever the counts. A
+  measure present on every question gets exactly the resamples it would get alone; one present on
+  a subset gets the bootstrap of a subpopulation mean, where the number of its questions varies
+  from resample to resample as it does between samples of questions (the resamples that hold none
+  of them, likely only below a dozen, are left out). Before, each distinct count drew its own
+  resamples of that measure's values alone: one draw per count, and measures judged on unrelated
+  resamples; the intervals of measures on a subset differ from those by Monte Carlo error. The draws are turned into per-resample counts of each question and one matrix product
+  gives every measure's resampled sums (and counts of present questions);
 - sign flips: `rng.integers(0, 2, ...)` hands out one value of the generator's stream per cell,
   whatever the shape asked for, so the (resamples x k) sign matrix of a measure with k non-zero
   differences is the first resamples * k values of one stream, row by row; one stream serves
   every k.
+
+Matrix products run on one thread (threadpoolctl): on a shared machine OpenBLAS's threads cost
+more than they save at these sizes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from math import comb
 from typing import Any
@@ -27,10 +37,11 @@ import numpy as np
 RESAMPLES = 10_000
 ALPHA = 0.05
 # Random numbers are drawn and used in blocks of at most this many cells (512 kB of float64):
-# memory stays bounded (10,000 x n at once would be 800 MB at n = 10,000), the blocks stay in the
-# CPU cache, and the matrix products stay below the size where OpenBLAS starts threads, whose
-# synchronisation costs more than it saves on a busy 2-core machine.
+# memory stays bounded (10,000 x n at once would be 800 MB at n = 10,000) and the blocks stay in
+# the CPU cache.
 BLOCK_CELLS = 1 << 16
+# The resamples' counts meet the measures' values in products of about this many cells (8 MB).
+PRODUCT_CELLS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -48,20 +59,78 @@ def slices(resamples: int, n: int) -> list[int]:
     return [min(rows, resamples - start) for start in range(0, resamples, rows)]
 
 
-def bootstrap_means(columns: np.ndarray, *, resamples: int = RESAMPLES, seed: int = 0) -> np.ndarray:
-    """Means of each column of an (n x m) matrix over the same `resamples` bootstrap resamples of its rows."""
-    n = columns.shape[0]
+def resample_counts(n: int, *, resamples: int, seed: int) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield (first resample, float counts of each of n rows in the next resamples), from one stream of indices.
+
+    Indices are drawn and counted in slices of at most BLOCK_CELLS cells (the counts stay in the CPU
+    cache), gathered into blocks of PRODUCT_CELLS for the matrix product, which is efficient only
+    with enough rows. The stream does not depend on how it is sliced.
+    """
     rng = np.random.default_rng(seed)
-    means = np.empty((resamples, columns.shape[1]))
-    start = 0
-    # The stream of indices does not depend on how it is sliced: small slices keep the counts in cache.
+    block = np.empty((max(1, PRODUCT_CELLS // max(n, 1)), n))
+    start = filled = 0
     for rows in slices(resamples, n):
+        if filled + rows > block.shape[0]:
+            yield start, block[:filled]
+            start, filled = start + filled, 0
         indices = rng.integers(0, n, size=(rows, n)) + np.arange(0, rows * n, n)[:, None]
-        counts = np.bincount(indices.ravel(), minlength=rows * n).reshape(rows, n)
-        means[start:start + rows] = counts @ columns
-        start += rows
-    means /= n
+        block[filled:filled + rows] = np.bincount(indices.ravel(), minlength=rows * n).reshape(rows, n)
+        filled += rows
+    yield start, block[:filled]
+
+
+def bootstrap_means(columns: np.ndarray, *, resamples: int = RESAMPLES, seed: int = 0) -> np.ndarray:
+    """Means of each column of an (n x m) matrix over its present rows (not NaN), on the same resamples of the rows.
+
+    A column present on every row gets sum / n; one with absent rows, its sum over the present rows
+    of the resample divided by how many of them the resample holds (NaN when it holds none).
+    """
+    n, m = columns.shape
+    present = ~np.isnan(columns)
+    patterns, which = np.unique(present, axis=1, return_inverse=True)
+    partial = [j for j in range(patterns.shape[1]) if not patterns[:, j].all()]
+    weights = np.column_stack([np.where(present, columns, 0.0), patterns[:, partial].astype(float)])
+    sums = np.empty((resamples, weights.shape[1]))
+    with one_thread():
+        for start, counts in resample_counts(n, resamples=resamples, seed=seed):
+            sums[start:start + len(counts)] = counts @ weights
+    totals = np.full((resamples, m), float(n))
+    for column, pattern in enumerate(partial):
+        totals[:, which.ravel() == pattern] = sums[:, m + column, None]
+    with np.errstate(invalid="ignore"):
+        means: np.ndarray = sums[:, :m] / totals
     return means
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Matrix products on this thread only: OpenBLAS's threads cost more than they save on a shared machine."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+def bootstrap_table(columns: np.ndarray, *, resamples: int = RESAMPLES, seed: int = 0,
+                    level: float = 0.95) -> list[BootstrapMean | None]:
+    """Percentile bootstrap of each column's mean over its present rows (NaN: absent), on one resample of the rows.
+
+    Every column sees the same resampled rows (questions), so a column present on every row gets
+    exactly the interval it would get alone. None for a column with fewer than 2 present values.
+    """
+    counts = np.count_nonzero(~np.isnan(columns), axis=0)
+    if not (counts >= 2).any():
+        return [None] * columns.shape[1]
+    means = bootstrap_means(columns, resamples=resamples, seed=seed)
+    return [percentile_interval(means[:, j], level) if counts[j] >= 2 else None for j in range(columns.shape[1])]
+
+
+def percentile_interval(means: np.ndarray, level: float) -> BootstrapMean:
+    """The percentile interval and standard error of resampled means (resamples with no value left out)."""
+    drawn = means[~np.isnan(means)]
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(drawn, [tail, 100 - tail])
+    return BootstrapMean(float(low), float(high), float(drawn.std(ddof=1)) if drawn.size > 1 else 0.0)
 
 
 def bootstrap_intervals(samples: Sequence[Sequence[float]], *, resamples: int = RESAMPLES, seed: int = 0,
@@ -69,15 +138,12 @@ def bootstrap_intervals(samples: Sequence[Sequence[float]], *, resamples: int = 
     """Percentile bootstrap of the mean of each sample (None below 2 values), one draw per distinct length."""
     arrays = [np.asarray(sample, dtype=float) for sample in samples]
     out: list[BootstrapMean | None] = [None] * len(arrays)
-    tail = (1 - level) / 2 * 100
     for n, members in by_length(arrays).items():
-        if n < 2:
-            continue   # one value has no spread to resample: an interval [v, v] would claim certainty
-        means = bootstrap_means(np.column_stack([arrays[i] for i in members]), resamples=resamples, seed=seed)
-        lows, highs = np.percentile(means, [tail, 100 - tail], axis=0)
-        spread = means.std(axis=0, ddof=1) if resamples > 1 else np.zeros(len(members))
-        for column, i in enumerate(members):
-            out[i] = BootstrapMean(float(lows[column]), float(highs[column]), float(spread[column]))
+        if n >= 2:   # one value has no spread to resample: an interval [v, v] would claim certainty
+            table = np.column_stack([arrays[i] for i in members])
+            for i, result in zip(members, bootstrap_table(table, resamples=resamples, seed=seed, level=level),
+                                 strict=True):
+                out[i] = result
     return out
 
 
@@ -116,8 +182,9 @@ def sampled_p_values(samples: Sequence[np.ndarray], *, resamples: int = RESAMPLE
     groups = {k: members for k, members in by_length(samples).items() if k}
     limits = {k: np.array([threshold(samples[i]) for i in members]) for k, members in groups.items()}
     hits = np.zeros(len(samples), dtype=np.int64)
-    for k, means in flipped_means(samples, groups, resamples=resamples, seed=seed) if groups else ():
-        hits[groups[k]] += np.count_nonzero(np.abs(means) >= limits[k], axis=0)
+    with one_thread():
+        for k, means in flipped_means(samples, groups, resamples=resamples, seed=seed) if groups else ():
+            hits[groups[k]] += np.count_nonzero(np.abs(means) >= limits[k], axis=0)
     # (hits + 1) / (resamples + 1): the observed assignment is one of the possible ones, so p > 0.
     return [1.0 if samples[i].size == 0 else (int(hits[i]) + 1) / (resamples + 1) for i in range(len(samples))]
 
