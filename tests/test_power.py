@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -134,3 +135,32 @@ def test_a_single_question_is_under_powered_whatever_the_effect():
                              [row(1, "Q", {"coverage": 0.6})], effect=10.0)
     assert result.power_warnings == [("no difference found on coverage, and none could be: 1 paired question(s): "
                                      "no test can detect a difference")]
+
+
+@pytest.mark.parametrize("f,low,high", [
+    (lambda x: x ** 3 - 2 * x - 5, 2.0, 3.0),                  # Wallis's equation
+    (lambda x: math.cos(x) - x, 0.0, 1.0),
+    (lambda x: math.exp(x) - 1e4, 0.0, 30.0),
+    (lambda x: power.power_at(x, 73, 0.05) - 0.8, 0.0, 12.0),
+    (lambda x: power.t_power(0.02, 0.3, x) - 0.8, 2.0, 5e4),
+    (lambda x: (x - 1e-3) * 1e9, -1.0, 1.0),
+])
+def test_brents_root_takes_the_same_steps_as_scipy(f, low, high):
+    assert power.root(f, low, high) == optimize.brentq(f, low, high, xtol=1e-12, rtol=1e-14)
+
+
+def test_power_equals_scipy_stats_to_the_last_digit():
+    for df, nc in [(1, 0.5), (9, 2.8), (73, 21.0), (499, -3.1), (9999, 1e9), (3, -1e10)]:
+        critical = sps.t.ppf(0.975, df)
+        expected = sps.nct.sf(critical, df, max(min(nc, 1e8), -1e8)) + sps.nct.sf(critical, df, -max(min(nc, 1e8), -1e8))
+        assert power.power_at(nc, df, 0.05) == float(expected)
+
+
+def test_a_comparison_computes_power_without_importing_scipy_stats(monkeypatch):
+    # scipy.stats and scipy.optimize take over a second to import, which a first comparison would pay.
+    monkeypatch.setitem(sys.modules, "scipy.stats", None)   # any import of them now fails
+    monkeypatch.setitem(sys.modules, "scipy.optimize", None)
+    power.noncentrality_for.cache_clear()
+    a_rows, b_rows = [[row(i, f"Q{i}", {"rougel": (i * k % 7) / 7}) for i in range(30)] for k in (2, 3)]
+    result = compare_results(campaign("A"), a_rows, campaign("B", {"top_k": 10}), b_rows)
+    assert result.measures[0].mde and result.measures[0].n_required

@@ -40,16 +40,25 @@ def t_power(delta: float, sd: float, n: float, *, alpha: float = ALPHA) -> float
 
 def power_at(noncentrality: float, df: float, alpha: float) -> float:
     """P(|T| > t_{1-alpha/2, df}) for T ~ noncentral t(df, noncentrality)."""
-    # Imported here: scipy.stats takes a second to import, which every dashboard page would pay.
-    from scipy.stats import nct
-    from scipy.stats import t as student_t
+    # scipy.special's functions, the ones scipy.stats.t.isf and nct.sf call: scipy.stats itself (and
+    # scipy.optimize, which it imports) take over a second to import, paid by a first comparison.
+    from scipy.special import stdtrit
 
-    critical = student_t.ppf(1 - alpha / 2, df)
-    # scipy's nct returns NaN beyond |nc| ~ 3e9; the power there is 1 to double precision anyway.
+    critical = float(stdtrit(df, 1 - alpha / 2))
+    # The noncentral t's sf returns NaN beyond |nc| ~ 3e9; the power there is 1 to double precision anyway.
     noncentrality = min(max(noncentrality, -MAX_NONCENTRALITY), MAX_NONCENTRALITY)
-    # P(T < -c) is taken as P(T' > c) with T' of noncentrality -nc: scipy's nct.cdf far in the
-    # lower tail returns NaN for large noncentralities (e.g. df 73, nc 21), its sf does not.
-    return float(nct.sf(critical, df, noncentrality) + nct.sf(critical, df, -noncentrality))
+    # P(T < -c) is taken as P(T' > c) with T' of noncentrality -nc: the cdf far in the lower tail
+    # returns NaN for large noncentralities (e.g. df 73, nc 21), the sf does not.
+    return float(tail(critical, df, noncentrality) + tail(critical, df, -noncentrality))
+
+
+def tail(x: float, df: float, noncentrality: float) -> float:
+    """P(T > x) for T ~ noncentral t(df, noncentrality), clipped to [0, 1] (scipy.stats.nct.sf)."""
+    import numpy as np
+    from scipy.special import _ufuncs
+
+    with np.errstate(over="ignore"):
+        return min(max(float(_ufuncs._nct_sf(x, df, noncentrality)), 0.0), 1.0)
 
 
 @lru_cache(maxsize=1024)
@@ -66,11 +75,54 @@ def z_sum(alpha: float, power: float) -> float:
     return NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
 
 
-def root(f: Callable[[float], float], low: float, high: float) -> float:
-    """The x in [low, high] where the increasing f crosses 0 (Brent's method)."""
-    from scipy.optimize import brentq  # imported here, as scipy.stats above
+def root(f: Callable[[float], float], low: float, high: float, *, xtol: float = 1e-12, rtol: float = 1e-14,
+         steps: int = 100) -> float:
+    """The x in [low, high] where f changes sign, by Brent's method (Brent 1973, "Algorithms for Minimization
+    without Derivatives", ch. 4): inverse quadratic interpolation or secant steps when they shrink the bracket
+    fast enough, bisection otherwise; within xtol + rtol * |x| of the root.
+    """
+    previous, current = low, high
+    f_previous, f_current = f(previous), f(current)
+    if f_previous == 0:
+        return previous
+    if f_current == 0:
+        return current
+    if (f_previous < 0) == (f_current < 0):
+        raise ValueError(f"f does not change sign between {low} and {high}")
+    far, f_far, step, last_step = 0.0, 0.0, 0.0, 0.0
+    for _ in range(steps):
+        if f_previous != 0 and (f_previous < 0) != (f_current < 0):
+            far, f_far = previous, f_previous   # the other end of the bracket
+            step = last_step = current - previous
+        if abs(f_far) < abs(f_current):   # keep the best point in `current`
+            previous, current, far = current, far, current
+            f_previous, f_current, f_far = f_current, f_far, f_current
+        tolerance = (xtol + rtol * abs(current)) / 2
+        half = (far - current) / 2
+        if f_current == 0 or abs(half) < tolerance:
+            return current
+        last_step, step = brent_step(previous, current, far, f_previous, f_current, f_far, last_step, step,
+                                     half, tolerance)
+        previous, f_previous = current, f_current
+        current += step if abs(step) > tolerance else math.copysign(tolerance, half)
+        f_current = f(current)
+    raise ArithmeticError(f"no root found within {steps} steps")
 
-    return float(brentq(f, low, high, xtol=1e-12, rtol=1e-14))
+
+def brent_step(previous: float, current: float, far: float, f_previous: float, f_current: float, f_far: float,
+               last_step: float, step: float, half: float, tolerance: float) -> tuple[float, float]:
+    """(the step before, the next step): an interpolation when it is short enough, else bisection."""
+    if abs(last_step) > tolerance and abs(f_current) < abs(f_previous):
+        if previous == far:   # two points: secant
+            trial = -f_current * (current - previous) / (f_current - f_previous)
+        else:   # three points: inverse quadratic interpolation
+            slope_previous = (f_previous - f_current) / (previous - current)
+            slope_far = (f_far - f_current) / (far - current)
+            trial = (-f_current * (f_far * slope_far - f_previous * slope_previous)
+                     / (slope_far * slope_previous * (f_far - f_previous)))
+        if 2 * abs(trial) < min(abs(last_step), 3 * abs(half) - tolerance):
+            return step, trial
+    return half, half
 
 
 def mde(sd: float | None, n: int, *, alpha: float = ALPHA, power: float = POWER) -> float | None:
