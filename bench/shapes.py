@@ -24,7 +24,7 @@ from evalcore.targets import Retrieved
 
 RETRIEVAL = ["precision", "recall", "ndcg@3", "ndcg@10", "mrr", "map", "ndcg_graded@3", "ndcg_graded@10"]
 GENERATION = ["bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"]
-GRADED = ["graded.ndcg@3", "graded.xdcg@3", "graded.fidelity", "graded.top1_relevance", "graded.holes_ratio"]
+GRADED = ["graded.ndcg@3", "graded.xdcg@3", "graded.holes_ratio"]
 PASSAGES = 30
 CORPUS_SIZE = 20_000
 
@@ -91,10 +91,11 @@ def judges(question: Question, rng: random.Random) -> dict[str, Verdict]:
 
 def outcome(question: Question, rng: random.Random) -> Outcome:
     """An answer of ~40 words, 30 retrieved passages (some relevant), the measures and verdicts."""
-    relevant = list(question.relevant or {})
-    pids = [rng.choice([*relevant, rng.randrange(CORPUS_SIZE)]) for _ in range(PASSAGES)]
+    found = [pid for pid in question.relevant or {} if rng.random() < 0.6]
+    pids = list(dict.fromkeys(found + rng.sample(range(CORPUS_SIZE), PASSAGES)))[:PASSAGES]
+    rng.shuffle(pids)
     retrieved = tuple(Retrieved(pid, title(pid), " ".join(random.Random(pid).choices(WORDS, k=30)), 1.0 - k / 30,
-                                {"bm25": 30.0 - k}) for k, pid in enumerate(dict.fromkeys(pids)))
+                                {"bm25": 30.0 - k}) for k, pid in enumerate(pids))
     values = measures(question, rng)
     return Outcome(answer=" ".join(rng.choices(WORDS, k=40)), retrieved=retrieved, context=retrieved[:5],
                    measures=values, signatures={name: MEASURES[name].signature for name in values},

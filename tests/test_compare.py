@@ -212,7 +212,8 @@ def stored(monkeypatch):
         return records[cid][0]
 
     monkeypatch.setattr(comparison_module, "get_campaign", get_campaign)
-    monkeypatch.setattr(comparison_module, "campaign_results", lambda store, cid, offset=0, limit=None: records[cid][1])
+    monkeypatch.setattr(comparison_module, "campaign_results",
+                        lambda store, cid, offset=0, limit=None, detail=True: records[cid][1])
     return records
 
 
@@ -537,3 +538,48 @@ def test_every_measure_is_resampled_with_the_same_questions():
     table[::3, 1] = diffs["rougel"]
     shared = stats.bootstrap_table(table, resamples=500, seed=2)[1]
     assert (deltas["rougel"].ci_low, deltas["rougel"].ci_high) == (shared.low, shared.high)
+
+
+def written_campaign(store, cid, shift, *, top_k):
+    """A finished campaign written by the runner's own writer: ranked lists with scores, graded labels, judges."""
+    from evalcore.campaigns.plans import insert_questions
+    from evalcore.campaigns.storage import ResultWriter
+
+    asked = [Question(i, i, f"q{i}", relevant={i: 2, i + 1: 1}, references=("ref",)) for i in range(12)]
+    outcomes = [Outcome(answer=f"answer {i}", measures={"ndcg@10": ((i + shift) % 5) / 4, "rougel": (i * shift % 7) / 7},
+                        judges={"score": verdict(1 + (i + shift) % 5)},
+                        retrieved=tuple(Retrieved(p, f"doc-{p:09d}", f"text {p}", 1.0 / (k + 1), {"bm25": 9.0 - k})
+                                        for k, p in enumerate(range(i + shift % 2, i + 4))))
+                for i in range(12)]
+    writer = ResultWriter(store, cid)
+    rows, passages, signatures = writer.rows(list(zip(asked, outcomes)))
+
+    def insert(conn):
+        conn.execute("INSERT INTO campaigns (id, tenant, kind, source, status, total, finished, failed, created_at, "
+                     "ended_at, config, dataset_hash) VALUES (?, 'default', 'dataset', 'default', 'succeeded', 12, 0, "
+                     "0, 0, 1.0, ?, 'd1')", (cid, json.dumps({"top_k": top_k})))
+        insert_questions(conn, cid, asked)
+        writer.write(conn, rows, passages, signatures, {})
+
+    store.write(insert)
+
+
+def test_a_comparison_reads_less_of_the_results_and_finds_the_same(tmp_path):
+    from evalcore.campaigns import campaign_results, get_campaign
+
+    with Store(tmp_path / "e.db") as store:
+        written_campaign(store, "A", 0, top_k=5)
+        written_campaign(store, "B", 1, top_k=10)
+        full = [campaign_results(store, cid) for cid in ("A", "B")]
+        lean = [campaign_results(store, cid, detail=False) for cid in ("A", "B")]
+        expected = compare_results(get_campaign(store, "A"), full[0], get_campaign(store, "B"), full[1], resamples=300)
+        result = compare_campaigns(store, "A", "B", resamples=300)
+    assert result.questions == expected.questions and result.measures == expected.measures
+    assert any(q.entered or q.left for q in result.questions)
+    for whole, read in zip(full[0], lean[0]):
+        assert [(h.pid, h.title, h.text) for h in read.outcome.retrieved] == \
+               [(h.pid, h.title, h.text) for h in whole.outcome.retrieved]
+        assert whole.outcome.retrieved[1].score == 0.5 and read.outcome.retrieved[1].score == 0.0
+        assert (read.question, read.outcome.measures, read.outcome.judges) == \
+               (whole.question, whole.outcome.measures, whole.outcome.judges)
+        assert whole.outcome.signatures and not read.outcome.signatures

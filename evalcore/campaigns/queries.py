@@ -42,10 +42,11 @@ def list_campaigns(store: Store, tenant: str | None = None, suite_id: str | None
 
 
 def campaign_results(store: Store, campaign_id: str, offset: int = 0, limit: int | None = None,
-                     *, principal: Principal | None = None) -> list[QuestionResult]:
-    """The stored result of every finished question, in question order (pending ones are absent)."""
+                     *, principal: Principal | None = None, detail: bool = True) -> list[QuestionResult]:
+    """The stored result of every finished question, in question order (pending ones are absent); `detail=False`
+    without the ranked lists' scores and the signatures, which a comparison does not read (read_results)."""
     check_visible(store, campaign_id, principal)
-    return read_results(store, campaign_id, offset, limit)
+    return read_results(store, campaign_id, offset, limit, detail=detail)
 
 
 def campaign_aggregates(store: Store, campaign_id: str, *, principal: Principal | None = None) -> dict[str, Aggregate]:

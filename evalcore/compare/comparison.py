@@ -46,7 +46,8 @@ def is_number(value: object) -> bool:
 
 def row_values(result: QuestionResult) -> dict[str, float]:
     """Every measure of a result, judges included (`judge.X` and the pass/fail rate `judge.X:pass`)."""
-    values = {k: float(v) for k, v in result.outcome.measures.items() if is_number(v)}
+    # is_number inline: a comparison calls this for every measure of every row.
+    values = {k: float(v) for k, v in result.outcome.measures.items() if isinstance(v, (int, float)) and not math.isnan(v)}
     for name, verdict in result.outcome.judges.items():
         if verdict.score is not None and is_number(verdict.score):
             values.setdefault(f"judge.{name}", float(verdict.score))
@@ -84,9 +85,9 @@ def relevant_pids(result: QuestionResult) -> set[int]:
     return {int(pid) for pid, label in (result.question.relevant or {}).items() if is_number(label) and label >= 1}
 
 
-def retrieved_pids(result: QuestionResult) -> dict[int, str]:
-    """Retrieved passage id -> title, in rank order."""
-    return {int(hit.pid): hit.title for hit in result.outcome.retrieved if hit.pid is not None}
+def retrieved_pids(result: QuestionResult, among: set[int]) -> dict[int, str]:
+    """Retrieved passage id -> title, in rank order, of the passages among these ids."""
+    return {int(hit.pid): hit.title for hit in result.outcome.retrieved if hit.pid in among}
 
 
 def found_sources(result: QuestionResult) -> set[str]:
@@ -107,10 +108,9 @@ class Changes(NamedTuple):
 def passage_changes(a_row: QuestionResult, b_row: QuestionResult) -> Changes:
     """Relevant passages (and expected sources) that entered or left the retrieved list from A to B."""
     relevant = relevant_pids(a_row) | relevant_pids(b_row)
-    a_top, b_top = retrieved_pids(a_row), retrieved_pids(b_row)
-    titles = {**a_top, **b_top}
-    entered = tuple(Passage(p, titles[p]) for p in sorted(relevant & (b_top.keys() - a_top.keys())))
-    left = tuple(Passage(p, titles[p]) for p in sorted(relevant & (a_top.keys() - b_top.keys())))
+    a_top, b_top = retrieved_pids(a_row, relevant), retrieved_pids(b_row, relevant)
+    entered = tuple(Passage(p, b_top[p]) for p in sorted(b_top.keys() - a_top.keys()))
+    left = tuple(Passage(p, a_top[p]) for p in sorted(a_top.keys() - b_top.keys()))
     sources_entered = sources_left = None
     if a_row.question.expected_sources or b_row.question.expected_sources:
         a_found, b_found = found_sources(a_row), found_sources(b_row)
@@ -361,7 +361,12 @@ def one_sided(a_values: list[Values], b_values: list[Values], measured: set[str]
 def load(store: Store, campaign_id: str, tenant: str | None, principal: Principal | None = None,
          ) -> tuple[Campaign, list[QuestionResult]]:
     """A campaign record and its result rows (NotFound for another tenant's, as for a missing one)."""
-    return get_campaign(store, campaign_id, tenant=scope(principal, tenant)), campaign_results(store, campaign_id)
+    return get_campaign(store, campaign_id, tenant=scope(principal, tenant)), compared_results(store, campaign_id)
+
+
+def compared_results(store: Store, campaign_id: str) -> list[QuestionResult]:
+    """A campaign's results as a comparison reads them: without the detail it does not use (campaign_results)."""
+    return campaign_results(store, campaign_id, detail=False)
 
 
 def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resamples: int = stats.RESAMPLES,
@@ -378,11 +383,11 @@ def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resa
     tenant = scope(principal, tenant)
     a, b = get_campaign(store, a_id, tenant=tenant), get_campaign(store, b_id, tenant=tenant)
     if basis:  # an asked basis is not the stored default: computed, not kept
-        return compare_results(a, campaign_results(store, a_id), b, campaign_results(store, b_id), seed=seed,
+        return compare_results(a, compared_results(store, a_id), b, compared_results(store, b_id), seed=seed,
                                resamples=resamples, effect=effect, basis=basis)
     comparison = saved.find(store, a, b, seed=seed, resamples=resamples)
     if comparison is None:
-        comparison = compare_results(a, campaign_results(store, a_id), b, campaign_results(store, b_id), seed=seed,
+        comparison = compare_results(a, compared_results(store, a_id), b, compared_results(store, b_id), seed=seed,
                                      resamples=resamples)
         saved.keep(store, comparison, a, b)
     return comparison.with_effect(effect)
