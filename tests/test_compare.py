@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -583,3 +586,16 @@ def test_a_comparison_reads_less_of_the_results_and_finds_the_same(tmp_path):
         assert (read.question, read.outcome.measures, read.outcome.judges) == \
                (whole.question, whole.outcome.measures, whole.outcome.judges)
         assert whole.outcome.signatures and not read.outcome.signatures
+
+
+def test_cli_compare_on_a_kept_pair_imports_only_what_it_uses(two_stored, tmp_path):
+    # The report (pandas, plotly), the pipeline and scipy.stats take seconds to import; printing a kept
+    # comparison needs none of them.
+    compare_campaigns(two_stored, "A", "B")
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "evalcore", "compare", "A", "B", "--db",
+                           str(tmp_path / "e.db")], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parent.parent)
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time")}
+    assert "evalcore.compare.comparison" in imported and done.stdout.startswith("A (baseline)")
+    heavy = {"pandas", "plotly", "scipy.stats", "scipy.optimize", "evalcore.compare.report", "evalcore.targets.rag"}
+    assert sorted(heavy & imported) == []

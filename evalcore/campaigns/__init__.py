@@ -1,29 +1,34 @@
 """Campaigns: one run of a target over a dataset or a suite, in the background, stored as it goes."""
 
-from evalcore.campaigns.manager import CampaignManager, get_manager, new_campaign_id
-from evalcore.campaigns.queries import (
-    campaign_aggregates,
-    campaign_diagnosis,
-    campaign_results,
-    campaign_summary,
-    get_campaign,
-    list_campaigns,
-)
-from evalcore.campaigns.records import (
-    ACTIVE,
-    Aggregate,
-    Campaign,
-    CampaignStatus,
-    Outcome,
-    Progress,
-    Question,
-    QuestionResult,
-    RunOptions,
-    Source,
-    Summary,
-    Tokens,
-)
+from typing import TYPE_CHECKING
+
+from evalcore.lazy import lazy_exports
 from evalcore.store import Conflict, NotFound
+
+if TYPE_CHECKING:
+    from evalcore.campaigns.manager import CampaignManager, get_manager, new_campaign_id
+    from evalcore.campaigns.queries import (
+        campaign_aggregates,
+        campaign_diagnosis,
+        campaign_results,
+        campaign_summary,
+        get_campaign,
+        list_campaigns,
+    )
+    from evalcore.campaigns.records import (
+        ACTIVE,
+        Aggregate,
+        Campaign,
+        CampaignStatus,
+        Outcome,
+        Progress,
+        Question,
+        QuestionResult,
+        RunOptions,
+        Source,
+        Summary,
+        Tokens,
+    )
 
 __all__ = [
     "ACTIVE", "Aggregate", "Campaign", "CampaignManager", "CampaignStatus", "Conflict", "NotFound", "Outcome",
@@ -31,3 +36,11 @@ __all__ = [
     "campaign_diagnosis", "campaign_results", "campaign_summary", "get_campaign", "get_manager", "list_campaigns",
     "new_campaign_id",
 ]
+# Imported on first use: the records and queries need not load the manager and what it runs.
+__getattr__ = lazy_exports(__name__, {
+    "manager": ("CampaignManager", "get_manager", "new_campaign_id"),
+    "queries": ("campaign_aggregates", "campaign_diagnosis", "campaign_results", "campaign_summary", "get_campaign",
+                "list_campaigns"),
+    "records": ("ACTIVE", "Aggregate", "Campaign", "CampaignStatus", "Outcome", "Progress", "Question",
+                "QuestionResult", "RunOptions", "Source", "Summary", "Tokens"),
+})

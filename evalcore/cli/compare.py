@@ -11,8 +11,6 @@ from pathlib import Path
 from evalcore.campaigns import NotFound, get_campaign
 from evalcore.cli._common import Commands, add_db_option, positive_int, store_of, write_file
 from evalcore.compare import Comparison, MeasureDelta, QuestionDiff, Sweep, compare_campaigns, compare_sweep, power
-from evalcore.compare.exports import source_names
-from evalcore.compare.report import comparison_report, sweep_report
 from evalcore.compare.stats import RESAMPLES
 from evalcore.diagnosis import STAGES, Transition
 from evalcore.errors import EvalError
@@ -78,6 +76,9 @@ def campaign_names(store: Store, ids: Iterable[str]) -> dict[str, str]:
 
 def write_report(args: argparse.Namespace, result: Comparison | Sweep) -> None:
     """Write the HTML report of the comparison (or of the sweep) to --report."""
+    from evalcore.compare.exports import source_names  # the report's charts and tables: only when asked
+    from evalcore.compare.report import comparison_report, sweep_report
+
     store = store_of(args)
     campaigns = [get_campaign(store, campaign_id) for campaign_id in args.ids]
     sources = source_names(store, campaigns)

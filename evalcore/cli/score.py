@@ -9,7 +9,7 @@ import sys
 from collections.abc import Mapping
 from json.encoder import encode_basestring
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from evalcore.cli._common import Commands
 from evalcore.errors import EvalError
@@ -17,8 +17,9 @@ from evalcore.metrics import GENERATION_MEASURES, GRADED_MEASURES, RETRIEVAL_MEA
 from evalcore.metrics.generation import generation_scores
 from evalcore.metrics.graded import graded_retrieval_scores
 from evalcore.metrics.retrieval import GRADED_NDCG_MEASURES
-from evalcore.metrics.trec import TrecOptions, evaluate, judgements_by_query, rankings_by_query
-from evalcore.metrics.trec_files import Judgements, Ranking, integer_ids, read_qrels, read_run
+
+if TYPE_CHECKING:
+    from evalcore.metrics.trec_files import Judgements, Ranking
 
 
 class Table(NamedTuple):
@@ -83,6 +84,10 @@ def _selected(args: argparse.Namespace) -> list[str]:
 
 def run_score(args: argparse.Namespace) -> int:
     """Score a run against qrels and print per-query values and means."""
+    # Imported here: TREC scoring loads pyarrow, which `--help` and the other commands need not pay.
+    from evalcore.metrics.trec import TrecOptions, evaluate
+    from evalcore.metrics.trec_files import integer_ids, read_qrels, read_run
+
     names = _selected(args)
     qrels, run = read_qrels(args.qrels), read_run(args.run)
     if run.extra is not None:
@@ -116,6 +121,8 @@ def _signature(name: str, args: argparse.Namespace) -> str:
 
 def _graded_columns(qids: list[str], qrels: Judgements, run: Ranking,
                     args: argparse.Namespace) -> dict[str, list[float | None]]:
+    from evalcore.metrics.trec import judgements_by_query, rankings_by_query
+
     labels, rankings = judgements_by_query(qrels), rankings_by_query(run, args.max_docs)
     columns: dict[str, list[float | None]] = {f"graded.{name}": [] for name in GRADED_MEASURES}
     for qid in qids:
