@@ -135,6 +135,17 @@ def test_the_command_table_names_every_command_of_every_module() -> None:
         assert command in build_parser(command)._subparsers._group_actions[0].choices, module
 
 
+def test_the_overview_lists_the_commands_as_the_full_parser_does_without_importing_them() -> None:
+    from evalcore.cli import overview
+
+    assert overview().format_help() == build_parser().format_help()
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "evalcore", "--help"], capture_output=True,
+                          text=True, check=True, cwd=ROOT)
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time")}
+    assert "usage: python -m evalcore" in done.stdout
+    assert sorted(name for name in imported if name.startswith(("evalcore.cli.", "numpy", "evalcore.campaigns"))) == []
+
+
 def test_the_readme_is_a_front_door_linking_every_topic() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) <= 220

@@ -15,6 +15,7 @@ from evalcore.campaigns import (
 )
 from evalcore.campaigns.export import FORMATS, export_campaign
 from evalcore.campaigns.listing import HEADLINE, SORT_KEYS, CampaignRow, campaign_rows, search_rows, sort_rows
+from evalcore.cli import SUMMARIES
 from evalcore.cli._common import (
     Commands,
     add_db_option,
@@ -29,7 +30,7 @@ from evalcore.cli.run import Report, follow, format_report
 
 def register(commands: Commands) -> None:
     """Add the `campaigns` subcommand and its actions."""
-    parser = commands.add_parser("campaigns", help="list, inspect, resume, cancel, delete and export campaigns")
+    parser = commands.add_parser("campaigns", help=SUMMARIES["campaigns"])
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="every campaign: name, dataset or suite, status, date, key settings, "
                                  "headline measures (newest first)")

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from evalcore.campaigns import NotFound, get_campaign
+from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands, add_db_option, positive_int, store_of, write_file
 from evalcore.compare import Comparison, MeasureDelta, QuestionDiff, Sweep, compare_campaigns, compare_sweep, power
 from evalcore.compare.stats import RESAMPLES
@@ -21,7 +22,7 @@ SHOWN_VERDICTS = ("worse", "better", "new", "removed")
 
 def register(commands: Commands) -> None:
     """Add the `compare` command."""
-    parser = commands.add_parser("compare", help="compare campaigns: verdicts per question, deltas with 95%% intervals")
+    parser = commands.add_parser("compare", help=SUMMARIES["compare"])
     parser.add_argument("ids", nargs="+", metavar="ID", help="campaign A (baseline) and B; more ids compare a sweep")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap and randomization test")

@@ -8,42 +8,27 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evalcore.campaigns import (
-    Aggregate,
-    Campaign,
-    CampaignManager,
-    Progress,
-    Summary,
-    campaign_aggregates,
-    campaign_diagnosis,
-    campaign_summary,
-    get_campaign,
-)
-from evalcore.campaigns.manager import sweep_name
 from evalcore.campaigns.pace import duration_text
-from evalcore.cli import _common
+from evalcore.cli import SUMMARIES, _common
 from evalcore.cli._common import Commands, add_db_option
-from evalcore.cli.compare import format_sweep
-from evalcore.compare import compare_sweep
-from evalcore.diagnosis import STAGES, StageCounts
 from evalcore.errors import EvalError
-from evalcore.judges import JUDGES
-from evalcore.metrics import panels
-from evalcore.store import Store
-from evalcore.suites import get_suite
-from evalcore.targets import TargetConfig
-from evalcore.targets.config import parse_sweep, sweep_values
-from evalcore.targets.presets import QUICK_START
-from evalcore.targets.saved import get_target
+from evalcore.judges.prompts import JUDGES
+from evalcore.targets.config import TargetConfig, parse_sweep, sweep_values
 
+if TYPE_CHECKING:
+    from evalcore.campaigns import Aggregate, Campaign, CampaignManager, Progress, Summary
+    from evalcore.diagnosis import StageCounts
+    from evalcore.store import Store
+
+# The engine is imported inside the functions that use it: `--help` and the other commands do not load it.
 POLL_S = 0.5
 
 
 def register(commands: Commands) -> None:
     """Add the `run` subcommand."""
-    parser = commands.add_parser("run", help="run a campaign in the foreground and print its aggregates",
+    parser = commands.add_parser("run", help=SUMMARIES["run"],
                                  description="Run a target over a dataset or a suite, with a progress bar.")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--dataset", metavar="ID_OR_DIR", help="dataset id under dataset/ ('default') or a folder")
@@ -91,6 +76,10 @@ JUDGE_FLAGS = (
 
 def run_command(args: argparse.Namespace) -> int:
     """Launch, follow to the end, report; with --sweep, once per value, then the sweep's comparison."""
+    from evalcore.campaigns.manager import sweep_name
+    from evalcore.cli.compare import format_sweep
+    from evalcore.compare import compare_sweep
+
     manager = _common.manager_of(args)
     config, target_id = configuration(manager, args)
     config = config.run_on(*_common.run_on(args))  # where it runs: still the saved target it was
@@ -114,6 +103,10 @@ def configuration(manager: CampaignManager, args: argparse.Namespace) -> tuple[T
     --config, else --target, else the suite's target, else the quick start the dashboard also starts
     from; then --judge-* and --set override single keys.
     """
+    from evalcore.suites import get_suite
+    from evalcore.targets.presets import QUICK_START
+    from evalcore.targets.saved import get_target
+
     target_id = args.target or (get_suite(manager.store, args.suite, args.tenant).target_id if args.suite else None)
     if args.config:
         config, target_id = TargetConfig.from_toml(args.config), None
@@ -161,6 +154,8 @@ def launch(manager: CampaignManager, args: argparse.Namespace, config: TargetCon
 def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
     """Show progress until the campaign ends (Ctrl-C cancels it), then print it; 0 when it succeeded."""
     from tqdm import tqdm
+
+    from evalcore.campaigns import get_campaign
 
     print(f"campaign {campaign_id}", file=sys.stderr if as_json else sys.stdout, flush=True)
     campaign = get_campaign(manager.store, campaign_id)
@@ -216,6 +211,8 @@ class Report:
     @classmethod
     def of(cls, store: Store, campaign: Campaign) -> Report:
         """The report of a stored campaign."""
+        from evalcore.campaigns import campaign_aggregates, campaign_diagnosis, campaign_summary
+
         return cls(campaign, campaign_aggregates(store, campaign.id), campaign_summary(store, campaign.id),
                    campaign_diagnosis(store, campaign.id))
 
@@ -242,6 +239,8 @@ def format_report(report: Report) -> str:
 
 def aggregates_table(aggregates: dict[str, Aggregate]) -> list[str]:
     """Lines of the aggregates, one block per panel (retrieval, then generation, ...)."""
+    from evalcore.metrics import panels
+
     if not aggregates:
         return []
     width = max(len(name) for name in aggregates)
@@ -254,6 +253,8 @@ def aggregates_table(aggregates: dict[str, Aggregate]) -> list[str]:
 
 def diagnosis_lines(counts: StageCounts) -> list[str]:
     """Where the questions failed: one line per stage with its count and share of the questions."""
+    from evalcore.diagnosis import STAGES
+
     if not counts.total:
         return []
     lines = ["", f"failure attribution ({counts.labeled} of {counts.total} questions labeled)"]

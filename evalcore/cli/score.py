@@ -11,6 +11,7 @@ from json.encoder import encode_basestring
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands
 from evalcore.errors import EvalError
 from evalcore.metrics import GENERATION_MEASURES, GRADED_MEASURES, RETRIEVAL_MEASURES, aggregate, signature
@@ -35,7 +36,7 @@ KNOWN_MEASURES = (*RETRIEVAL_MEASURES, *GRADED_NDCG_MEASURES, *(f"graded.{name}"
 def register(commands: Commands) -> None:
     """Add `score` and `score-text`."""
     trec = commands.add_parser(
-        "score", help="per-query retrieval measures of a TREC run, like trec_eval -q",
+        "score", help=SUMMARIES["score"],
         description="Binary measures count labels >= 1 as relevant (ndcg is binary: equal to "
         "trec_eval on binarised qrels; ndcg_graded@k uses the labels as gains, as trec_eval's "
         "ndcg_cut). Ranking: score descending, ties by docid descending. Blank lines and lines "
@@ -58,7 +59,7 @@ def register(commands: Commands) -> None:
                       help="print this measure (repeatable; default: the six binary ones, plus graded.* "
                       f"with --graded). Known: {', '.join(KNOWN_MEASURES)}")
     trec.set_defaults(handler=run_score)
-    text = commands.add_parser("score-text", help="BLEU and ROUGE of answers in a JSONL file")
+    text = commands.add_parser("score-text", help=SUMMARIES["score-text"])
     text.add_argument("file", type=Path, help='JSONL, one {"id", "hypothesis", "references": [...]} per line')
     text.add_argument("--json", action="store_true", help="print JSON with full precision")
     text.set_defaults(handler=run_score_text)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands, add_db_option
 from evalcore.errors import EvalError
 
 
 def register(commands: Commands) -> None:
     """Add `serve`."""
-    parser = commands.add_parser("serve", help="serve the REST API (OpenAPI at /docs and /openapi.json)")
+    parser = commands.add_parser("serve", help=SUMMARIES["serve"])
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     add_db_option(parser)
