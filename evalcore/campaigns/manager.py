@@ -15,9 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.access import Action, Principal, scope
-from evalcore.campaigns import plans
-from evalcore.campaigns.answering import Plan
-from evalcore.campaigns.cluster import Cluster, DaskExecutor, cluster_for
 from evalcore.campaigns.queries import get_campaign
 from evalcore.campaigns.records import (
     DEFAULT_MAX_FAILED_SHARE,
@@ -26,10 +23,7 @@ from evalcore.campaigns.records import (
     Question,
     RunOptions,
 )
-from evalcore.campaigns.runner import Runner
-from evalcore.datasets import Dataset
 from evalcore.errors import EvalError
-from evalcore.judges import JudgeSettings
 from evalcore.store import (
     ACTIVE,
     Conflict,
@@ -40,10 +34,16 @@ from evalcore.store import (
     mark_orphans,
     new_owner_token,
 )
-from evalcore.suites import get_suite
 
 if TYPE_CHECKING:
+    from evalcore.campaigns.answering import Plan
+    from evalcore.campaigns.cluster import Cluster
+    from evalcore.campaigns.runner import Runner
+    from evalcore.datasets import Dataset
     from evalcore.targets import Target, TargetConfig
+
+# What launching needs (the plans, with the datasets' loader and pyarrow; the runner; the cluster) is
+# imported by the functions that launch: a command that only reads the store does not load it.
 
 _MANAGERS: dict[str, CampaignManager] = {}
 _MANAGERS_LOCK = threading.Lock()
@@ -60,6 +60,8 @@ def get_manager(db_path: str | Path | None = None) -> CampaignManager:
 
 def new_campaign_id(tenant: str, dataset: str | None) -> str:
     """An evaluation task's id `evaluation_{tenant}_{unix_ms}_{8 hex}_{dataset_id}`; `run_...` for suite campaigns."""
+    from evalcore.campaigns import plans
+
     stem = f"{tenant}_{int(time.time() * 1000)}_{secrets.token_hex(4)}"
     return f"evaluation_{stem}_{plans.dataset_tag(dataset)}" if dataset is not None else f"run_{stem}"
 
@@ -85,6 +87,8 @@ def run_options(config: TargetConfig, concurrency: int | None, time_limit: float
     A suite's questions are asked one after another unless told otherwise, so that its response
     times mean what they say. On a cluster, the automatic concurrency follows its worker threads.
     """
+    from evalcore.campaigns import plans
+
     _check_concurrency(concurrency)
     if judge_samples < 1:
         raise EvalError("each judge must be asked at least once", where="judge_samples", found=str(judge_samples))
@@ -169,6 +173,10 @@ class CampaignManager:
         `dataset_root` is where dataset ids (a suite's knowledge base) are found, when not dataset/ (the API's).
         A principal launches in its own tenant, and only with a role that may change things.
         """
+        from evalcore.campaigns import plans
+        from evalcore.campaigns.cluster import cluster_for
+        from evalcore.suites import get_suite
+
         tenant = scope(principal, tenant, Action.CHANGE) or tenant
         if (dataset is None) == (suite_id is None):
             raise EvalError("give either a dataset or a suite", where="launch", fix="pass --dataset ID or --suite ID")
@@ -207,6 +215,10 @@ class CampaignManager:
               options: RunOptions, judges: tuple[str, ...], cache: bool, hits_before: int,
               target: Target | None) -> Plan:
         """Build and check the target (fails fast when a model is unreachable)."""
+        from evalcore.campaigns import plans
+        from evalcore.campaigns.answering import Plan
+        from evalcore.judges import JudgeSettings
+
         call_cache = StoreCallCache(self.store) if cache and target is None else None
         if target is None:
             from evalcore.targets import build_target
@@ -228,6 +240,8 @@ class CampaignManager:
     @staticmethod
     def _insert(conn: sqlite3.Connection, record: dict[str, Any], questions: list[Question]) -> None:
         # Checking and inserting in one writer transaction makes concurrent launches on one suite safe.
+        from evalcore.campaigns import plans
+
         mark_orphans(conn)
         _refuse_second_run(conn, record["suite_id"], record["id"])
         if conn.execute("SELECT 1 FROM campaigns WHERE id = ?", (record["id"],)).fetchone():
@@ -239,6 +253,9 @@ class CampaignManager:
         plans.insert_questions(conn, record["id"], questions)
 
     def _start(self, plan: Plan, cluster: Cluster | None) -> None:
+        from evalcore.campaigns.cluster import DaskExecutor
+        from evalcore.campaigns.runner import Runner
+
         runner = Runner(self.store, plan, self._after, DaskExecutor(plan, cluster) if cluster is not None else None)
         with self._lock:
             self._runners[plan.campaign_id] = runner
@@ -268,6 +285,8 @@ class CampaignManager:
     def _rerun(self, campaign_id: str, only: str, tenant: str | None, concurrency: int | None,
                target: Target | None, dataset: str | None, force: bool = False,
                run_on: tuple[str | None, str | None] = (None, None)) -> str:
+        from evalcore.campaigns import plans
+        from evalcore.campaigns.cluster import cluster_for
         from evalcore.targets import TargetConfig
 
         _check_concurrency(concurrency)
