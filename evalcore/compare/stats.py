@@ -10,11 +10,12 @@ every measure:
   resampled question sets, whatever its count, and the cost is one draw whatever the counts. A
   measure present on every question gets exactly the resamples it would get alone; one present on
   a subset gets the bootstrap of a subpopulation mean, where the number of its questions varies
-  from resample to resample as it does between samples of questions (the resamples that hold none
-  of them, likely only below a dozen, are left out). Before, each distinct count drew its own
-  resamples of that measure's values alone: one draw per count, and measures judged on unrelated
-  resamples; the intervals of measures on a subset differ from those by Monte Carlo error. The draws are turned into per-resample counts of each question and one matrix product
-  gives every measure's resampled sums (and counts of present questions);
+  from resample to resample as it does between samples of questions (resamples holding none of
+  them, which happen only for a measure on a dozen questions or fewer, are left out). Before,
+  each distinct count drew its own resamples of that measure's values alone: one draw per count,
+  and measures judged on unrelated resamples; the intervals of measures on a subset differ from
+  those by Monte Carlo error. The draws are turned into per-resample counts of each question, and
+  one matrix product gives every measure's resampled sums (and counts of present questions);
 - sign flips: `rng.integers(0, 2, ...)` hands out one value of the generator's stream per cell,
   whatever the shape asked for, so the (resamples x k) sign matrix of a measure with k non-zero
   differences is the first resamples * k values of one stream, row by row; one stream serves
