@@ -87,7 +87,7 @@ def relevant_pids(result: QuestionResult) -> set[int]:
 
 def retrieved_pids(result: QuestionResult, among: set[int]) -> dict[int, str]:
     """Retrieved passage id -> title, in rank order, of the passages among these ids."""
-    return {int(hit.pid): hit.title for hit in result.outcome.retrieved if hit.pid in among}
+    return {int(hit.pid): hit.title for hit in result.outcome.retrieved if hit.pid is not None and int(hit.pid) in among}
 
 
 def found_sources(result: QuestionResult) -> set[str]:
