@@ -78,14 +78,13 @@ def verdict(judge: str, score: float | None, result: str) -> Verdict:
 
 
 def judges(question: Question, rng: random.Random) -> dict[str, Verdict]:
-    """A 1-5 score (needs a reference; a few unreadable) and a pass/fail groundedness judge."""
+    """A 1-5 score (needs a reference; a few unreadable) and a pass/fail groundedness judge (every question)."""
     out = {}
     if question.references and rng.random() < 0.97:
         score = float(rng.randint(1, 5))
         out["score"] = verdict("score", score, "pass" if score >= 3 else "fail")
-    if True:   # needs no reference: asked of every question
-        grounded = rng.random() < 0.8
-        out["groundedness_pro"] = verdict("groundedness_pro", float(grounded), "pass" if grounded else "fail")
+    grounded = rng.random() < 0.8   # needs no reference: asked of every question
+    out["groundedness_pro"] = verdict("groundedness_pro", float(grounded), "pass" if grounded else "fail")
     return out
 
 
