@@ -1,6 +1,9 @@
 """Comparison speed on 2 campaigns x 10,000 questions with real shapes: the statistics, compare_campaigns, the page.
 
     python bench/compare.py [--questions 10000] [--rounds 5] [--reference-rounds 3] [--resamples 10000]
+                            [--real 10000]
+
+Run it from the repository's root (the dashboard reads its settings there).
 
 The store is a temporary database written through the real schema and the runner's own writer
 (bench/shapes.py): 23 measures with different counts as a real campaign has them (retrieval on the
@@ -19,6 +22,10 @@ questions. No pipeline runs.
    stored (reads the kept comparison), against their goals; and the parts of a cold one.
 3. The Compare page with AppTest: first render with nothing stored, first render with the
    comparison stored (Streamlit's caches cleared, as in a new server process), and reruns.
+4. With --real N (0: skipped): two real campaigns run by the campaign manager on a generated
+   dataset of N labelled questions with reference answers (bench/campaign.py's), bm25 with the
+   extractive generator, 30 retrieved passages against 10; compare_campaigns cold and stored on
+   that pair, with the same parts as 2.
 
 Sides alternate round by round; each row gives the median with min-max.
 """
@@ -39,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np
 import streamlit as st
+from campaign import write_dataset
 from scipy import stats as sps
 from shapes import fill
 from streamlit.testing.v1 import AppTest
@@ -46,6 +54,7 @@ from streamlit.testing.v1 import AppTest
 from evalcore.campaigns import campaign_results, get_campaign, get_manager
 from evalcore.compare import compare_campaigns, compare_results, saved, stats
 from evalcore.store import Store
+from evalcore.targets import TargetConfig
 
 A, B = "bench_00", "bench_01"
 
@@ -168,26 +177,26 @@ def forget_caches() -> None:
     st.cache_resource.clear()
 
 
-def bench_engine(store: Store, rounds: int) -> None:
+def bench_engine(store: Store, rounds: int, pair: tuple[str, str] = (A, B)) -> None:
     """compare_campaigns with nothing stored, then read back; and the parts of a cold one."""
     cold, warm, reads, computes, keeps = [], [], [], [], []
-    a, b = get_campaign(store, A), get_campaign(store, B)
-    rows = [campaign_results(store, c, detail=False) for c in (A, B)]
+    a, b = get_campaign(store, pair[0]), get_campaign(store, pair[1])
+    rows = [campaign_results(store, c, detail=False) for c in pair]
     comparison = compare_results(a, rows[0], b, rows[1])
     for _ in range(rounds):
         forget(store)
-        cold.append(timed_cpu(lambda: compare_campaigns(store, A, B)))
-        warm.append(timed_cpu(lambda: compare_campaigns(store, A, B)))
-        reads.append(timed_cpu(lambda: [campaign_results(store, c, detail=False) for c in (A, B)]))
+        cold.append(timed_cpu(lambda: compare_campaigns(store, *pair)))
+        warm.append(timed_cpu(lambda: compare_campaigns(store, *pair)))
+        reads.append(timed_cpu(lambda: [campaign_results(store, c, detail=False) for c in pair]))
         computes.append(timed_cpu(lambda: compare_results(a, rows[0], b, rows[1])))
         forget(store)
         keeps.append(timed_cpu(lambda: saved.keep(store, comparison, a, b)))
-    for label, times, goal in (("compare_campaigns, nothing stored (reads 2 x results, computes, stores)", cold, 1.5),
+    for name, times, goal in (("compare_campaigns, nothing stored (reads 2 x results, computes, stores)", cold, 1.5),
                                ("compare_campaigns, stored", warm, 0.3),
                                ("  part: read both campaigns' results", reads, None),
                                ("  part: compare_results (verdicts, statistics, power)", computes, None),
                                ("  part: keep the comparison", keeps, None)):
-        print(f"| {label} | {spread([t[0] for t in times])} | {spread([t[1] for t in times])} | "
+        print(f"| {name} | {spread([t[0] for t in times])} | {spread([t[1] for t in times])} | "
               f"{'' if goal is None else f'< {goal}'} |", flush=True)
 
 
@@ -218,6 +227,20 @@ def bench_page(store: Store, rounds: int, reruns: int) -> None:
     print(f"| rerun (same session) | {spread(again)} |", flush=True)
 
 
+def real_pair(store: Store, folder: Path, questions: int) -> tuple[str, str]:
+    """Two campaigns run for real on a generated dataset: bm25 and the extractive generator, top 30 against 10."""
+    manager = get_manager(store.path)
+    dataset = write_dataset(folder, questions)
+    ids = []
+    for top in (30, 10):
+        config = TargetConfig.from_dict({"retriever": "bm25", "generator": "extractive", "embedding_top_k": top})
+        ids.append(manager.launch(dataset=str(dataset), config=config, cache=False))
+        done = manager.wait(ids[-1])
+        if done.status != "succeeded":
+            raise SystemExit(f"campaign {ids[-1]} ended {done.status_text}: {done.error}")
+    return ids[0], ids[1]
+
+
 def paired_values(store: Store) -> dict[str, object]:
     """Every measure's per-question values in both campaigns, from the comparison."""
     return dict(compare_campaigns(store, A, B).paired)
@@ -230,6 +253,8 @@ def main() -> None:
     parser.add_argument("--reference-rounds", type=int, default=3, help="rounds of the (slow) reference")
     parser.add_argument("--resamples", type=int, default=stats.RESAMPLES)
     parser.add_argument("--reruns", type=int, default=3, help="page reruns per round")
+    parser.add_argument("--real", type=int, default=10_000, metavar="N",
+                        help="questions of the two real campaigns of the second case (0: skip it)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="evalcore-bench-") as tmp:
         db = os.environ["EVALCORE_DB"] = str(Path(tmp) / "bench.db")
@@ -249,6 +274,12 @@ def main() -> None:
         print("\n| engine | wall seconds (median [min-max]) | CPU seconds | goal (wall) |")
         print("|---|---:|---:|---:|")
         bench_engine(store, args.rounds)
+        if args.real:
+            took, pair = timed(lambda: real_pair(store, Path(tmp) / "generated", args.real))
+            print(f"\nTwo real campaigns of {args.real} questions (bm25, extractive, top 30 vs 10) ran in {took:.0f} s\n")
+            print("| engine, real campaigns | wall seconds (median [min-max]) | CPU seconds | goal (wall) |")
+            print("|---|---:|---:|---:|")
+            bench_engine(store, args.rounds, pair)
         print("\n| Compare page (AppTest) | seconds (median [min-max]) |")
         print("|---|---:|")
         bench_page(store, args.rounds, args.reruns)
