@@ -6,6 +6,8 @@ EVALCORE_REQUIRE_LOGIN=1) every page asks for one first, and shows what the key'
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 import ui
@@ -32,8 +34,13 @@ def pages_for(principal: Principal | None) -> dict[str, st.Page]:
 
 st.session_state["_routed"] = True  # ui.page: this session's pages run under this router
 principal = ui.signed_in()
-if principal is None:  # one page whatever the URL, the sign-in form (it stops the script)
-    st.navigation([st.Page(ui.sign_in_page, title="Sign in", url_path="sign-in")], position="hidden").run()
+ui.session_cookie()  # before the sign-in form stops the script: a sign-out clears the browser's cookie
+if principal is None:  # the sign-in form whatever the URL (it stops the script); the page asked for opens after it
+    ui.keep_deep_link()
+    st.navigation([st.Page(ui.sign_in_page, title="Sign in", url_path="sign-in", default=True),
+                   *(st.Page(ui.sign_in_page, title="Sign in", url_path=Path(file).stem) for file in PAGES)],
+                  position="hidden").run()
+    st.stop()  # the sign-in form stops first: this only tells the type checker
 allowed = pages_for(principal)
 page = st.navigation(list(allowed.values()))
 # A deep link kept across the sign-in opens its page, unless this principal's navigation has no such page.

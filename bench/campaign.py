@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evalcore.campaigns import CampaignManager
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.targets import Retrieved, TargetAnswer, TargetConfig
 
 # The handler writes headers and body in two sends; without TCP_NODELAY, Nagle's algorithm and
@@ -79,7 +80,8 @@ def write_dataset(folder: Path, questions: int) -> Path:
     topics = ["refund", "delivery", "warranty", "invoice", "password", "router", "thermostat", "battery"]
     tables = {
         "queries": {"id": ids, "text": [f"What is the {topics[i % 8]} rule number {i}?" for i in ids]},
-        "corpus": {"id": list(range(200)), "text": [f"The {topics[p % 8]} rule number {p} says {p} days." for p in range(200)]},
+        "corpus": {"id": list(range(200)),
+                   "text": [f"The {topics[p % 8]} rule number {p} says {p} days." for p in range(200)]},
         "answers": {"id": ids, "text": [f"The {topics[i % 8]} rule says {i % 200} days." for i in ids]},
         "qrels": {"qid": ids, "pid": [i % 200 for i in ids]},
         "qas": {"qid": ids, "aid": ids},
@@ -93,8 +95,8 @@ def campaign(manager: CampaignManager, dataset: Path, config: TargetConfig | Non
              concurrency: int, target: InstantTarget | None = None) -> dict[str, float]:
     """Launch, wait, and measure one campaign: wall and CPU of this process."""
     cpu, start = time.process_time(), time.perf_counter()
-    campaign_id = manager.launch(dataset=str(dataset), config=config, concurrency=concurrency, cache=False,
-                                 limit=questions, target=target)
+    campaign_id = manager.launch(LaunchRequest(dataset=str(dataset), config=config, concurrency=concurrency,
+                                 cache=False, limit=questions, target=target))
     done = manager.wait(campaign_id)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     if done.status != "succeeded" or done.failed:

@@ -52,6 +52,7 @@ from shapes import fill
 from streamlit.testing.v1 import AppTest
 
 from evalcore.campaigns import campaign_results, get_campaign, get_manager
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.compare import compare_campaigns, compare_results, saved, stats
 from evalcore.store import Store
 from evalcore.targets import TargetConfig
@@ -157,7 +158,8 @@ def bench_scipy(diffs: np.ndarray, resamples: int) -> None:
         (diffs, np.zeros_like(diffs)), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples",
         n_resamples=resamples, rng=np.random.default_rng(0), vectorized=True))
     interval = boot.confidence_interval
-    print(f"| bootstrap 95% interval, 1 measure, n = {diffs.size} | {took:.3f} | {took_ref:.3f} (scipy.stats.bootstrap) "
+    print(f"| bootstrap 95% interval, 1 measure, n = {diffs.size} | {took:.3f} | {took_ref:.3f} "
+          "(scipy.stats.bootstrap) "
           f"| {max(abs(result.low - interval.low), abs(result.high - interval.high)):.1e} "
           f"(bootstrap se {result.se:.1e}) |")
     print(f"| sign-flip p-value, 1 measure, n = {diffs.size} | {took_p:.3f} | {took_perm:.3f} "
@@ -234,7 +236,7 @@ def real_pair(store: Store, folder: Path, questions: int) -> tuple[str, str]:
     ids = []
     for top in (30, 10):
         config = TargetConfig.from_dict({"retriever": "bm25", "generator": "extractive", "embedding_top_k": top})
-        ids.append(manager.launch(dataset=str(dataset), config=config, cache=False))
+        ids.append(manager.launch(LaunchRequest(dataset=str(dataset), config=config, cache=False)))
         done = manager.wait(ids[-1])
         if done.status != "succeeded":
             raise SystemExit(f"campaign {ids[-1]} ended {done.status_text}: {done.error}")
@@ -276,7 +278,8 @@ def main() -> None:
         bench_engine(store, args.rounds)
         if args.real:
             took, pair = timed(lambda: real_pair(store, Path(tmp) / "generated", args.real))
-            print(f"\nTwo real campaigns of {args.real} questions (bm25, extractive, top 30 vs 10) ran in {took:.0f} s\n")
+            print(f"\nTwo real campaigns of {args.real} questions (bm25, extractive, top 30 vs 10) "
+                  f"ran in {took:.0f} s\n")
             print("| engine, real campaigns | wall seconds (median [min-max]) | CPU seconds | goal (wall) |")
             print("|---|---:|---:|---:|")
             bench_engine(store, args.rounds, pair)

@@ -34,13 +34,14 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from evalcore.campaigns import Outcome, Question, get_manager
 from evalcore.campaigns.plans import insert_questions
-from evalcore.campaigns.storage import ResultWriter
+from evalcore.campaigns.result_rows import ResultWriter
 from evalcore.diagnosis import Stage
 from evalcore.metrics import MEASURES
 from evalcore.store import dumps
@@ -61,6 +62,7 @@ USABLE = {
 FLOOR = "Streamlit alone"
 FLOOR_APP = """import pandas as pd
 import streamlit as st
+from evalcore.campaigns.launching import LaunchRequest
 
 st.title("Streamlit alone")
 st.selectbox("Pick", ["a", "b"])
@@ -114,21 +116,25 @@ def outcome(question: Question, rng: random.Random) -> Outcome:
                    latency_s=rng.uniform(0.01, 0.2), diagnosis=rng.choice(PIPELINE_STAGES))
 
 
+def store_campaign(store: Any, row: dict[str, Any], asked: list[Question], outcomes: list[Outcome]) -> None:
+    """Write one campaign, its question snapshot and its results in one transaction, as a runner stores them."""
+    writer = ResultWriter(store, str(row["id"]))
+    results, passages, signatures = writer.rows(list(zip(asked, outcomes, strict=True)))
+
+    def insert(conn: Any) -> None:
+        conn.execute(f"INSERT INTO campaigns ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
+        insert_questions(conn, str(row["id"]), asked)
+        writer.write(conn, results, passages, signatures, {})
+
+    store.write(insert)
+
+
 def fill(db: str, campaigns: int, count: int) -> None:
     """Write the campaigns, their question snapshots and their results as a runner stores them."""
     store = get_manager(db).store
     rng, now, asked = random.Random(1), time.time(), questions(count)
     for number in range(campaigns):
-        row = campaign_row(number, count, now)
-        writer = ResultWriter(store, str(row["id"]))
-        results, passages, signatures = writer.rows([(q, outcome(q, rng)) for q in asked])
-
-        def insert(conn, row=row, writer=writer, results=results, passages=passages, signatures=signatures) -> None:
-            conn.execute(f"INSERT INTO campaigns ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
-            insert_questions(conn, str(row["id"]), asked)
-            writer.write(conn, results, passages, signatures, {})
-
-        store.write(insert)
+        store_campaign(store, campaign_row(number, count, now), asked, [outcome(q, rng) for q in asked])
     get_manager(db).close()
 
 

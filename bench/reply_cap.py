@@ -23,7 +23,8 @@ from evalcore.metrics.generation import clear_caches as clear_generation_caches
 from evalcore.text import clear_caches as clear_text_caches
 
 TEXTS = {
-    "english words": lambda n: " ".join(["the", "refund", "window", "is", "thirty", "days"][i % 6] for i in range(n))[:n],
+    "english words": lambda n: " ".join(["the", "refund", "window", "is", "thirty", "days"][i % 6]
+                                        for i in range(n))[:n],
     "one-letter tokens": lambda n: " ".join("abcdefghij"[i * 7 % 10] for i in range(n))[:n],
     "distinct words": lambda n: " ".join(f"w{i}" for i in range(n))[:n],
     "chinese": lambda n: "".join("退款期限是三十天内的路由器型号"[i * 7 % 15] for i in range(n)),

@@ -30,7 +30,7 @@ from dashboard import fill
 from evalcore.campaigns import get_campaign, get_manager
 from evalcore.compare import compare_campaigns
 from evalcore.compare.charts import delta_figure
-from evalcore.compare.exports import comparison_context, source_names
+from evalcore.compare.export_context import comparison_context, source_names
 from evalcore.compare.report import comparison_report
 from evalcore.compare.tables import measure_frame, question_frame
 from tests.htmlreport import table_with

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from evalcore.datasets import Passage, load_dataset
 from evalcore.targets import TargetConfig
 from evalcore.targets.knowledge import build_knowledge_base, clear_memo, embed_query, get_embedder
-from evalcore.targets.retrieval import search
+from evalcore.targets.retrievers import search
 from evalcore.text import tokens
 
 

@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evalcore.campaigns import CampaignManager
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.datasets import load_dataset
 from evalcore.targets import TargetConfig
 
@@ -78,10 +79,11 @@ def run(folder: Path, dataset: Path, size: int, label: str, config: TargetConfig
         remote_cpu: Callable[[], float]) -> dict[str, float]:
     """One campaign of `size` questions in a fresh database; its costs (`remote_cpu`: the workers' CPU so far)."""
     manager = CampaignManager(folder / f"scale-{label}.db")
-    manager.wait(manager.launch(dataset=str(dataset), config=config, limit=20, cache=False))  # index, imports
+    manager.wait(manager.launch(LaunchRequest(dataset=str(dataset), config=config, limit=20,
+                                              cache=False)))  # index, imports
     before = store_bytes(folder)
     remote, cpu, start = remote_cpu(), time.process_time(), time.perf_counter()
-    campaign_id = manager.launch(dataset=str(dataset), config=config, limit=size, cache=False)
+    campaign_id = manager.launch(LaunchRequest(dataset=str(dataset), config=config, limit=size, cache=False))
     campaign = manager.wait(campaign_id)
     wall, cpu, remote = time.perf_counter() - start, time.process_time() - cpu, remote_cpu() - remote
     if campaign.status != "succeeded" or campaign.finished != size:
@@ -167,7 +169,8 @@ def print_table(results: dict[tuple[str, int], list[dict[str, Any]]], rounds: in
         for size in sizes:
             wall = median("dask", size, "wall") - median("local", size, "wall")
             cpu = median("dask", size, "cpu") - median("local", size, "cpu")
-            print(f"dask path overhead at {size:,} questions: {wall:+.2f} ms wall, {cpu:+.2f} ms total CPU per question")
+            print(f"dask path overhead at {size:,} questions: {wall:+.2f} ms wall, {cpu:+.2f} ms total CPU "
+                  "per question")
 
 
 if __name__ == "__main__":

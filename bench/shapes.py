@@ -13,11 +13,9 @@ from __future__ import annotations
 import random
 import time
 
-from dashboard import WORDS, campaign_row
+from dashboard import WORDS, campaign_row, store_campaign
 
 from evalcore.campaigns import Outcome, Question, get_manager
-from evalcore.campaigns.plans import insert_questions
-from evalcore.campaigns.storage import ResultWriter
 from evalcore.judges import Verdict
 from evalcore.metrics import MEASURES
 from evalcore.targets import Retrieved
@@ -108,14 +106,5 @@ def fill(db: str, count: int, changed: float = 0.4) -> None:
     a_outcomes = [outcome(q, rng) for q in asked]
     b_outcomes = [outcome(q, rng) if rng.random() < changed else o for q, o in zip(asked, a_outcomes, strict=True)]
     for number, outcomes in enumerate((a_outcomes, b_outcomes)):
-        row = campaign_row(number, count, now)
-        writer = ResultWriter(store, str(row["id"]))
-        results, passages, signatures = writer.rows(list(zip(asked, outcomes, strict=True)))
-
-        def insert(conn, row=row, writer=writer, results=results, passages=passages, signatures=signatures) -> None:
-            conn.execute(f"INSERT INTO campaigns ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
-            insert_questions(conn, str(row["id"]), asked)
-            writer.write(conn, results, passages, signatures, {})
-
-        store.write(insert)
+        store_campaign(store, campaign_row(number, count, now), asked, outcomes)
     get_manager(db).close()

@@ -3,8 +3,10 @@
 Usage: python dataset/build.py [--out DIR]
 
 Each source file holds one language's passages (key, title, text) and questions (key, text,
-relevant: {passage key: label 1-3}, answers: [...]). Keys become int64 ids here, in file order,
-so editing the text and rebuilding keeps every id stable unless items are inserted.
+relevant: {passage key: label 1-3}, answers: [...], and `unanswerable: true` on a question the
+system should decline, written as queries.parquet's `answerable` column: false there, null elsewhere).
+Keys become int64 ids here, in file order, so editing the text and rebuilding keeps every id stable
+unless items are inserted.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ def read_sources(folder: Path) -> list[dict]:
 def build_tables(sources: list[dict]) -> dict[str, pa.Table]:
     """Turn keyed source records into the five dataset tables (plus title and lang columns)."""
     corpus: dict[str, list] = {"id": [], "text": [], "title": [], "lang": []}
-    queries: dict[str, list] = {"id": [], "text": [], "lang": []}
+    queries: dict[str, list] = {"id": [], "text": [], "lang": [], "answerable": []}
     answers: dict[str, list] = {"id": [], "text": []}
     qrels: dict[str, list] = {"qid": [], "pid": [], "score": []}
     qas: dict[str, list] = {"qid": [], "aid": []}
@@ -41,18 +43,24 @@ def build_tables(sources: list[dict]) -> dict[str, pa.Table]:
     for source in sources:
         for question in source["questions"]:
             qid = len(queries["id"])
-            _append(queries, id=qid, text=question["text"], lang=source["language"])
+            _append(queries, id=qid, text=question["text"], lang=source["language"],
+                    answerable=False if question.get("unanswerable") else None)
             for key, label in question["relevant"].items():
                 _append(qrels, qid=qid, pid=pid_of[key], score=int(label))
             for text in question["answers"]:
                 aid = len(answers["id"])
                 _append(answers, id=aid, text=text)
                 _append(qas, qid=qid, aid=aid)
-    int_columns = {"id", "qid", "pid", "aid", "score"}
     return {
-        name: pa.table({c: pa.array(v, type=pa.int64() if c in int_columns else pa.string()) for c, v in columns.items()})
-        for name, columns in (("corpus", corpus), ("queries", queries), ("answers", answers), ("qrels", qrels), ("qas", qas))
+        name: pa.table({c: pa.array(v, type=_type(c)) for c, v in columns.items()})
+        for name, columns in (("corpus", corpus), ("queries", queries), ("answers", answers), ("qrels", qrels),
+                              ("qas", qas))
     }
+
+
+def _type(column: str) -> pa.DataType:
+    return (pa.int64() if column in {"id", "qid", "pid", "aid", "score"}
+            else pa.bool_() if column == "answerable" else pa.string())
 
 
 def _append(columns: dict[str, list], **values: object) -> None:

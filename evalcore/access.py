@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -31,6 +32,7 @@ class Action(StrEnum):
     """What a principal asks to do; each needs more than the one before."""
 
     READ = "read"  # list and read campaigns, results, suites, saved targets, comparisons; export
+    LABEL = "label"  # label questions for the judges (viewers too when the operator sets EVALCORE_VIEWERS_LABEL=1)
     CHANGE = "change"  # launch, resume, retry, cancel, rename, delete; create, edit, delete suites; upload datasets
     CONFIGURE = "configure"  # save a target configuration: it decides which URLs and files the server uses
 
@@ -58,11 +60,26 @@ class Principal:
         if self.capability not in EVALUATION_CAPABILITIES:
             return (f"this key's capability {self.capability!r} does not allow evaluation routes "
                     "(needs run_evaluations or full-access)")
-        if action is not Action.READ and self.role != "admin":
+        if action is Action.LABEL and self.role != "admin" and not viewers_label():
+            return (f"labelling needs an admin key (this key's role is {self.role!r}); the operator lets viewers "
+                    "label with EVALCORE_VIEWERS_LABEL=1")
+        if action not in (Action.READ, Action.LABEL) and self.role != "admin":
             return f"this action needs an admin key (this key's role is {self.role!r})"
         if action is Action.CONFIGURE and self.capability != "full-access":
             return "this action needs a key with the full-access capability"
         return None
+
+    @property
+    def abilities(self) -> str:
+        """What this principal may do, in words (a viewer's run_evaluations capability lets it read, not run)."""
+        if self.capability not in EVALUATION_CAPABILITIES:
+            return "nothing in evaluations: this key only authenticates"
+        if self.role != "admin":
+            return "reads campaigns, results, suites and comparisons, and exports them; launches and changes nothing"
+        if self.capability != "full-access":
+            return ("reads, launches, resumes and deletes campaigns, edits suites, uploads datasets; saving or "
+                    "changing a target configuration needs full-access")
+        return "everything in its tenant, including saving target configurations"
 
     def can(self, action: Action) -> bool:
         """Whether this principal may do the action."""
@@ -72,6 +89,11 @@ class Principal:
         """Forbidden (with the reason) unless this principal may do the action."""
         if (reason := self.refusal(action)) is not None:
             raise Forbidden(reason, where=f"tenant {self.tenant}, role {self.role}")
+
+
+def viewers_label() -> bool:
+    """Whether the operator lets viewers label questions (EVALCORE_VIEWERS_LABEL=1)."""
+    return os.environ.get("EVALCORE_VIEWERS_LABEL", "").strip() == "1"
 
 
 # The CLI and a dashboard with no API key configured act as this one.
@@ -112,8 +134,9 @@ class LoginThrottle:
     """Exponential back-off of failed sign-ins, per session and per client address.
 
     After n failures in a row under a name, the next attempt under it waits base * 2**(n-1) seconds
-    (at most `cap_s`) before the key is even checked, so parallel attempts wait too; a name with no
-    failure for `forget_s` starts again from zero. Clock and sleep are injectable for tests.
+    (at most `cap_s`) before the key is even checked; a name with no failure for `forget_s` starts
+    again from zero. Attempts from one address take turns (its gate), so parallel sessions each wait
+    the back-off the attempts before them earned. Clock and sleep are injectable for tests.
     """
 
     base_s: float = 0.5
@@ -123,6 +146,7 @@ class LoginThrottle:
     sleep: Callable[[float], None] = time.sleep
     _failures: dict[str, tuple[int, float]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _gates: dict[str, threading.Lock] = field(default_factory=dict)
 
     def failures(self, name: str) -> int:
         """Recent failures in a row under this name (a session or a client address)."""
@@ -137,14 +161,20 @@ class LoginThrottle:
 
     def attempt(self, session: str, address: str, check: Callable[[], T | None]) -> T | None:
         """Wait the back-off, then check; None counts a failure under both names, a success clears the session's."""
-        self.sleep(self.delay(session, address))
-        result = check()
+        with self._lock:
+            gate = self._gates.setdefault(address, threading.Lock())
+        with gate:  # the address's attempts one after another: each waits what the ones before it earned
+            self.sleep(self.delay(session, address))
+            result = check()
+            self._record(session, address, result is None)
+        return result
+
+    def _record(self, session: str, address: str, failed: bool) -> None:
         now = self.clock()
         with self._lock:
-            if result is None:
+            if failed:
                 for name in (session, address):
                     count, last = self._failures.get(name, (0, 0.0))
                     self._failures[name] = ((count if now - last < self.forget_s else 0) + 1, now)
             else:
                 self._failures.pop(session, None)
-        return result

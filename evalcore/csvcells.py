@@ -26,7 +26,8 @@ _ADDED = re.compile(_LINE_START + "'" + _FORMULA_AHEAD)
 
 
 def safe_cell(value: Any) -> Any:
-    """Text whose start, or any line's start, a spreadsheet would run as a formula gets a `'` there; numbers stay numbers."""
+    """Text whose start, or any line's start, a spreadsheet would run as a formula gets a `'` there; numbers stay
+    numbers."""
     if isinstance(value, str):
         return _UNSAFE.sub("'", value)
     return value

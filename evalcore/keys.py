@@ -7,19 +7,21 @@ import hmac
 import os
 import re
 import secrets
-import sqlite3
 import time
 from typing import NamedTuple
 
 from evalcore.access import CAPABILITIES, EVALUATION_CAPABILITIES, ROLES, Principal
 from evalcore.errors import EvalError
-from evalcore.store import Store
+from evalcore.store import Connection, Row, Store
 
-__all__ = ["CAPABILITIES", "EVALUATION_CAPABILITIES", "ROLES", "KeyInfo", "check_tenant", "create_key", "hash_secret",
-           "list_keys", "login_required", "principal_of", "revoke_key", "sign_in", "verify_key"]
+__all__ = ["CAPABILITIES", "EVALUATION_CAPABILITIES", "ROLES", "KeyInfo", "check_tenant", "create_key", "end_session",
+           "hash_secret", "list_keys", "login_required", "principal_of", "revoke_key", "session_principal", "sign_in",
+           "start_session", "verify_key"]
 SECRET_PREFIX = "ek_"
 # Longer input is cut before hashing: a secret is 46 characters, and hashing megabytes costs time.
 MAX_SECRET = 128
+SESSION_PREFIX = "es_"  # a dashboard session token, never an API key
+SESSION_TTL_S = 12 * 3600.0  # a dashboard session lasts a working day
 # Underscores are excluded because evaluation task ids join the tenant with underscores.
 TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,63}$")
 
@@ -68,7 +70,7 @@ def create_key(store: Store, *, tenant: str, role: str, capability: str = "run_e
     key_id = "key_" + secrets.token_hex(6)
     row = (key_id, tenant, role, capability, hash_secret(secret), secret[:8], time.time())
 
-    def insert(conn: sqlite3.Connection) -> None:
+    def insert(conn: Connection) -> None:
         conn.execute("INSERT INTO api_keys (id, tenant, role, capability, key_hash, prefix, created_at, revoked_at)"
                      " VALUES (?, ?, ?, ?, ?, ?, ?, NULL)", row)
 
@@ -76,7 +78,7 @@ def create_key(store: Store, *, tenant: str, role: str, capability: str = "run_e
     return key_id, secret
 
 
-def _info(row: sqlite3.Row) -> KeyInfo:
+def _info(row: Row) -> KeyInfo:
     return KeyInfo(row["id"], row["tenant"], row["role"], row["capability"], row["prefix"],
                    row["created_at"], row["revoked_at"])
 
@@ -107,6 +109,36 @@ def principal_of(store: Store, key_id: str) -> Principal | None:
     return _info(rows[0]).principal() if rows else None
 
 
+def start_session(store: Store, principal: Principal, ttl_s: float = SESSION_TTL_S) -> str:
+    """A new dashboard session for a signed-in key: its token (kept by the browser; only its hash is stored)."""
+    token = SESSION_PREFIX + secrets.token_urlsafe(32)
+    now = time.time()
+    row = (hash_secret(token), principal.key_id, now, now + ttl_s)
+
+    def insert(conn: Connection) -> None:
+        conn.execute("INSERT INTO dashboard_sessions (token_hash, key_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                     row)
+
+    store.write(insert)
+    return token
+
+
+def session_principal(store: Store, token: str) -> Principal | None:
+    """The principal of a session token while the session lasts: not expired, not signed out, its key not revoked."""
+    if not token.startswith(SESSION_PREFIX) or len(token) > MAX_SECRET:
+        return None
+    rows = store.read("SELECT key_id FROM dashboard_sessions WHERE token_hash = ? AND ended_at IS NULL AND "
+                      "expires_at > ?", (hash_secret(token), time.time()))
+    return principal_of(store, rows[0]["key_id"]) if rows else None
+
+
+def end_session(store: Store, token: str) -> None:
+    """Sign a session out: its token stops working in every tab and browser that holds it."""
+    digest, now = hash_secret(token[:MAX_SECRET]), time.time()
+    store.write(lambda conn: conn.execute(
+        "UPDATE dashboard_sessions SET ended_at = ? WHERE token_hash = ? AND ended_at IS NULL", (now, digest)))
+
+
 def login_required(store: Store) -> bool:
     """Whether the dashboard asks for a key: once any key exists (even revoked), or EVALCORE_REQUIRE_LOGIN=1."""
     if os.environ.get("EVALCORE_REQUIRE_LOGIN", "").strip().lower() in ("1", "true", "yes", "on"):
@@ -125,7 +157,7 @@ def list_keys(store: Store, tenant: str | None = None) -> list[KeyInfo]:
 
 def revoke_key(store: Store, key_id: str) -> KeyInfo:
     """Revoke a key at once (idempotent); EvalError when the id is unknown."""
-    def revoke(conn: sqlite3.Connection) -> None:
+    def revoke(conn: Connection) -> None:
         conn.execute("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (time.time(), key_id))
 
     store.write(revoke)

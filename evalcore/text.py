@@ -136,17 +136,28 @@ def _tokens(text: str) -> tuple[str, ...]:
 
 def tokenize(text: str) -> list[str]:
     """Tokenizer `default`: NFKC, casefold, jieba for Han runs, words with accents and decimals."""
-    return list(_tokens(text))
+    return list(tokens(text))
 
 
 def tokens(text: str) -> tuple[str, ...]:
     """Like `tokenize`, as the cached tuple itself (no copy): for hot loops that only read."""
-    return _tokens(text)
+    return _tokens(text) if len(text) <= LONG_TEXT else _long_tokens(text)
+
+
+# Texts longer than this (replies, mostly: read by several measures, then never again) have a cache of their
+# own of a few entries, so a server that scored thousands of long replies does not keep them.
+LONG_TEXT = 4096
+
+
+@functools.lru_cache(maxsize=8)
+def _long_tokens(text: str) -> tuple[str, ...]:
+    return _tokens.__wrapped__(text)
 
 
 def clear_caches() -> None:
     """Forget cached tokens and segmentations (benchmarks measure cold starts with it)."""
     _tokens.cache_clear()
+    _long_tokens.cache_clear()
     _segment_han.cache_clear()
 
 
@@ -191,3 +202,32 @@ def split_sentences(text: str) -> list[str]:
     return sentences
 
 
+
+
+# Names (of suites, campaigns, saved configurations) and stored text shown on a terminal. Control
+# characters would reach the terminal as escape sequences; format characters (zero-width spaces, bidi
+# overrides) make names look alike or reorder what is shown.
+_BIDI = "\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{_BIDI}]")
+_SHOWN_CONTROL = re.compile(f"[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f{_BIDI}]")  # keeps \t \n \r
+
+
+def name_problem(name: str) -> str | None:
+    """Why a name cannot be used (a control character, nothing visible), or None."""
+    if (found := _CONTROL.search(name)) is not None:
+        return f"a name cannot hold a control character (found {shown(found.group())})"
+    if not name_key(name):
+        return "a name needs a visible character (it holds only spaces or invisible characters)"
+    return None
+
+
+def name_key(name: str) -> str:
+    """What two names are compared by: NFKC, case folded, format characters (zero-width) removed, spaces
+    collapsed; `ｓｕｉｔｅＡ`, `suite\u200bA` and `SuiteA` have one key."""
+    visible = "".join(char for char in normalize(name) if unicodedata.category(char) != "Cf")
+    return " ".join(visible.split())
+
+
+def shown(text: str) -> str:
+    """Text safe to print on a terminal: control and bidi characters (but tab and line breaks) escaped."""
+    return _SHOWN_CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)

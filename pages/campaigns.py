@@ -18,39 +18,56 @@ from evalcore.campaigns import (
     list_campaigns,
 )
 from evalcore.campaigns.export import export_campaign
+from evalcore.campaigns.labels import (
+    Label,
+    campaign_agreement,
+    campaign_labels,
+    import_labels_csv,
+    judge_scale,
+    labels_csv,
+    set_label,
+)
 from evalcore.campaigns.listing import HEADLINE
 from evalcore.campaigns.pace import duration_text
-from evalcore.campaigns.storage import load_signatures
-from evalcore.diagnosis import NOT_ATTRIBUTED
-from evalcore.metrics import panels, sources_found
+from evalcore.campaigns.recompute import recompute_abstention
+from evalcore.campaigns.result_rows import load_signatures
+from evalcore.diagnosis import NOT_ATTRIBUTED, relevance
+from evalcore.metrics import MEASURES, panels
+from evalcore.metrics.agreement import Agreement
 from evalcore.targets import Retrieved
 
 PAGE_SIZE = 100  # questions in the table and its picker at a time
+PANEL_COLUMNS = 4  # measures a row of a panel shows
 # Per question: the headline measures and the retrieval ones people sort by first.
 QUESTION_MEASURES = ("recall", "mrr", *HEADLINE)
-QUESTIONS, STAGES, CONFIGURATION = "Questions", "Failure stages", "Configuration"
-SECTIONS = [QUESTIONS, STAGES, CONFIGURATION]
+QUESTIONS, STAGES, LABELS, CONFIGURATION = "Questions", "Failure stages", "Labels", "Configuration"
+SECTIONS = [QUESTIONS, STAGES, LABELS, CONFIGURATION]
+NEXT, PREVIOUS = "right", "left"  # keys of the labelling queue; each label has its own key
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def results_table(db: str, version: tuple[str, str], _results: list[QuestionResult]) -> pd.DataFrame:
     """The per-question overview (cached per campaign version): question, answer, error, measures, latency."""
     measures = [name for name in QUESTION_MEASURES if any(name in r.outcome.measures for r in _results)]
-    return pd.DataFrame([{"qid": r.question.qid, "question": ui.short(r.question.text), "answer": ui.short(r.outcome.answer),
-                          "error": ui.short(r.outcome.error) if r.outcome.error else "", "latency s": r.outcome.latency_s,
+    return pd.DataFrame([{"qid": r.question.qid, "question": ui.short(r.question.text),
+                          "answer": ui.short(r.outcome.answer),
+                          "error": ui.short(r.outcome.error) if r.outcome.error else "",
+                          "latency s": r.outcome.latency_s,
                           **{name: r.outcome.measures.get(name) for name in measures}} for r in _results],
                         columns=["qid", "question", "answer", "error", "latency s", *measures])
 
 
 def hit_mark(result: QuestionResult, hit: Retrieved) -> str:
-    """hit or miss by the qrels (label >= 1), else by the expected sources; "—" when neither exists."""
-    relevant, expected = result.question.relevant, result.question.expected_sources
-    if relevant:
-        return "hit" if hit.pid is not None and relevant.get(hit.pid, 0) >= 1 else "miss"
-    if expected:
-        source = {"id": hit.pid, "title": hit.title}
-        return "hit" if any(sources_found([wanted], [source]) for wanted in expected) else "miss"
-    return "—"
+    """hit or miss by the qrels, else by the expected sources (as failure attribution decides); "—" when neither
+    exists."""
+    relevant = relevance(result.question.relevant, result.question.expected_sources)
+    return "—" if relevant is None else "hit" if relevant(hit) else "miss"
+
+
+def label_text(relevant: dict[int, int], pid: int | None) -> str:
+    """A retrieved passage's qrels label as shown: the label, or "unlabeled" (never "None")."""
+    label = relevant.get(pid) if pid is not None else None
+    return "unlabeled" if label is None else str(label)
 
 
 def retrieved_table(result: QuestionResult) -> pd.DataFrame:
@@ -60,7 +77,7 @@ def retrieved_table(result: QuestionResult) -> pd.DataFrame:
         :len(result.outcome.context)] else 0
     return pd.DataFrame([{"rank": rank, "pid": hit.pid, "title": hit.title, "score": hit.score,
                           "context": rank <= in_context,
-                          "hit": hit_mark(result, hit), "label": relevant.get(hit.pid) if hit.pid is not None else None,
+                          "hit": hit_mark(result, hit), "label": label_text(relevant, hit.pid),
                           "text": ui.short(hit.text, 200)} for rank, hit in enumerate(result.outcome.retrieved, 1)])
 
 
@@ -83,26 +100,28 @@ def show_result(result: QuestionResult) -> None:
         st.dataframe(pd.DataFrame({"reference / expected answer": references}), hide_index=True)
     if question.expected_sources:
         st.text(f"Expected sources: {' | '.join(question.expected_sources)}")
-        names = dict.fromkeys(str(s.title or s.id) for s in outcome.sources)  # ordered, once each
+        names = dict.fromkeys(s.label for s in outcome.sources)  # ordered, once each
         st.text(f"Retrieved sources: {' | '.join(names) or '(none)'}")
     measures = [{"measure": name, "value": value, "signature": outcome.signatures.get(name, "")}
                 for name, value in outcome.measures.items()]
     if measures:
         st.dataframe(pd.DataFrame(measures), hide_index=True)
-    judges = [{"judge": name, "score": v.score, "result": v.result, "threshold": v.threshold, "reason": v.reason,
-               "model": v.model, "samples": ", ".join(ui.fmt_value(x, 1) for x in v.samples or ()) or None}
+    judges = [{"judge": name, "score": v.score, "label": v.label, "result": v.result, "threshold": v.threshold,
+               "reason": v.reason,
+               "model": v.model, "samples": ", ".join(ui.fmt_value(x, 1) for x in v.samples or ()) or None,
+               "context": v.context_cut or "seen whole"}
               for name, v in outcome.judges.items()]
     if judges:
         st.dataframe(pd.DataFrame(judges), hide_index=True)
     for note in outcome.notes:
         st.text(f"note: {note}")
-    st.caption(f"latency {ui.fmt_value(outcome.latency_s, 3)} s · tokens {outcome.prompt_tokens}+{outcome.completion_tokens}"
-               f" · attempts {result.attempts}")
+    st.caption(f"latency {ui.fmt_value(outcome.latency_s, 3)} s · tokens {outcome.prompt_tokens}"
+               f"+{outcome.completion_tokens} · attempts {result.attempts}")
 
 
 def stage_line(result: QuestionResult) -> str:
     """Where the question failed, and whether declining was the right answer."""
-    answerable = {False: " · unanswerable: declining is the right answer", True: ""}.get(result.question.answerable, "")
+    answerable = " · unanswerable: declining is the right answer" if result.question.answerable is False else ""
     return f"Failure stage: {result.outcome.diagnosis or NOT_ATTRIBUTED}{answerable}"
 
 
@@ -149,13 +168,15 @@ if not campaigns:
     ui.run_link(principal, "Run a first campaign")
     st.stop()
 by_id = {c.id: c for c in campaigns}
-chosen = ui.campaign_picker(ui.rows_of(campaigns, principal), "campaign_id", key="campaigns")
-if chosen is None:
+shown_id = ui.campaign_picker(ui.rows_of(campaigns, principal), "campaign_id", key="campaigns")
+if shown_id is None:
     st.stop()
+chosen: str = shown_id
 
 
 def actions(campaign: Campaign) -> None:
-    """Rename, resume, retry failed, cancel, delete (admins only): each refused with a message when it does not apply."""
+    """Rename, resume, retry failed, cancel, delete, recompute abstention (admins only): each refused with a message
+    when it does not apply."""
     manager = ui.manager()
     active = campaign.active
     with st.form(f"rename-{chosen}", border=False, enter_to_submit=True):
@@ -187,6 +208,20 @@ def actions(campaign: Campaign) -> None:
             manager.delete(chosen, principal=principal)
             ui.flash(f"Deleted {campaign.name}.")
             st.rerun()
+    if st.button("Recompute abstention", disabled=active, help="Recompute which questions are unanswerable and the "
+                 "abstention measures under the current rule (only a marker makes a question unanswerable; "
+                 "no expected answer is no reference). Stored campaigns never change otherwise."):
+        with ui.guard():
+            changed = recompute_abstention(store, chosen, principal=principal)
+            ui.flash(f"Recomputed abstention: {changed} question(s) changed.")
+            st.rerun()
+
+
+def measure_value(name: str, value: Aggregate) -> str:
+    """A measure's mean as shown in large type; a rate (pass/fail measure) with the questions it is over."""
+    measure = MEASURES.get(name.split(":")[0])
+    rate = name.endswith(":pass") or bool(measure and measure.binary)
+    return f"{value.mean:.0%} of {value.count}" if rate and value.mean is not None else ui.fmt_value(value.mean)
 
 
 def panel() -> None:
@@ -201,11 +236,11 @@ def panel() -> None:
     signatures = load_signatures(store, chosen)
     for title, names in panels(aggregates):
         st.caption(ui.escape_md(title))
-        cols = st.columns(min(len(names), 6))
+        cols = st.columns(PANEL_COLUMNS)  # four a row: a name as long as graded.top1_relevance is not cut
         for position, name in enumerate(names):
             value = aggregates[name]
             hover = f"mean over {value.count} question(s)\n\n" + ui.measure_help(name, signatures.get(name))
-            cols[position % 6].metric(ui.escape_md(name), ui.fmt_value(value.mean), help=hover)
+            cols[position % PANEL_COLUMNS].metric(ui.escape_md(name), measure_value(name, value), help=hover)
     summary = ui.summary(campaign, principal)
     st.caption("Summary")
     cols = st.columns(7)
@@ -221,6 +256,9 @@ def panel() -> None:
     if summary.skipped:
         st.caption("Not judged for want of a reference answer: "
                    + ", ".join(f"{ui.escape_md(name)} {count}" for name, count in summary.skipped.items()))
+    if summary.cut:
+        st.warning("Context cut to fit the judge model's context window (the judge saw less than the answer's "
+                   "prompt): " + ", ".join(f"{ui.escape_md(name)} {count}" for name, count in summary.cut.items()))
 
 
 def configuration_section(campaign: Campaign) -> None:
@@ -252,10 +290,124 @@ def questions_section(campaign: Campaign) -> None:
                   f"{'error' if results[i].outcome.error else 'ok'} · {ui.short(results[i].question.text, 100)}"
                   for i in shown}
         overview = results_table(ui.db_path(), ui.version(campaign), results)
-        picked = ui.table_picker("Question", overview.iloc[shown], labels, f"question-{chosen}", key=f"questions-{chosen}")
+        picked = ui.table_picker("Question", overview.iloc[shown], labels, f"question-{chosen}",
+                                 key=f"questions-{chosen}")
         show_result(next(results[i] for i in shown if str(results[i].question.position) == picked))
     else:
         st.caption("No question matches." if results else "No question has finished yet.")
+
+
+def agreement_section(campaign: Campaign) -> None:
+    """Each labelled judge against the labels, then the queue that walks the questions to label for one judge."""
+    if not campaign.judges:
+        st.caption("This campaign ran no judge: there is nothing to label.")
+        return
+    found = campaign_agreement(store, campaign.id, principal=principal)
+    if found:
+        st.caption("Agreement of each judge with the labels (weighted kappa on ordinal scales)")
+        for line in agreement_lines(found):
+            st.text(line)
+    judge = st.selectbox("Label for the judge", list(campaign.judges), key=f"label-judge-{campaign.id}")
+    if judge in found:
+        matrix = found[judge]
+        st.caption(f"Confusion matrix of {judge}: rows are the labels, columns the judge's verdicts")
+        st.dataframe(pd.DataFrame(matrix.matrix, index=list(matrix.categories), columns=list(matrix.categories)))
+    if principal.can(Action.LABEL):
+        label_queue(campaign, judge)
+    labels_files(campaign)
+
+
+def agreement_lines(found: dict[str, Agreement]) -> list[str]:
+    """One line per labelled judge: questions labelled, accuracy, kappa, weighted kappa, its interval."""
+    def number(value: float | None) -> str:
+        return "—" if value is None else f"{value:.2f}"
+
+    return [f"{name}: {a.n} labelled · accuracy {number(a.accuracy)} · kappa {number(a.kappa)}"
+            + (f" · weighted kappa {number(a.weighted_kappa)}" if a.weighted_kappa is not None else "")
+            + (f" · 95% interval {a.interval[0]:.2f} to {a.interval[1]:.2f}" if a.interval else "")
+            for name, a in found.items()]
+
+
+def label_queue(campaign: Campaign, judge: str) -> None:
+    """One answered question at a time, the first unlabelled first: its texts, a button (and key) per label."""
+    answered = [r for r in ui.cached_results(campaign, principal) if not r.outcome.error]
+    done = {x.qid: x for x in campaign_labels(store, campaign.id, principal=principal) if x.judge == judge}
+    if not answered:
+        st.caption("No answered question yet.")
+        return
+    cursor_key = f"label-at-{campaign.id}-{judge}"
+    at = st.session_state.get(cursor_key, next_unlabelled(answered, done, -1))
+    at = min(max(at, 0), len(answered) - 1)
+    result = answered[at]
+    st.caption(f"{len(done)} of {len(answered)} answered questions labelled for {judge} · question {at + 1} "
+               f"of {len(answered)} · keys: {key_help(scale_keys(campaign, judge))}, ← previous, → next")
+    show_for_labelling(result, done.get(result.question.qid))
+    note = st.text_input("Note (optional)", key=f"label-note-{campaign.id}-{judge}-{result.question.qid}")
+    cols = st.columns(len(scale_keys(campaign, judge)) + 2)
+    for col, (label, key) in zip(cols, scale_keys(campaign, judge).items(), strict=False):
+        if col.button(label, key=f"label-{label}", shortcut=key, help=f"key {key}"):
+            done[result.question.qid] = set_label(store, campaign.id, result.question.qid, judge, label, note=note,
+                                                  author=principal.key_id or "local", principal=principal)
+            st.session_state[cursor_key] = next_unlabelled(answered, done, at)
+            st.rerun()
+    if cols[-2].button("Previous", key="label-previous", shortcut=PREVIOUS):
+        st.session_state[cursor_key] = max(at - 1, 0)
+        st.rerun()
+    if cols[-1].button("Next", key="label-next", shortcut=NEXT):
+        st.session_state[cursor_key] = next_unlabelled(answered, done, at)
+        st.rerun()
+
+
+def scale_keys(campaign: Campaign, judge: str) -> dict[str, str]:
+    """Each label of the judge's scale and its key: 1-5 by their digits, other labels by their rank, then p and f."""
+    labels = judge_scale(campaign, judge).labels
+    keys = {label: label if label.isdigit() else str(rank) for rank, label in enumerate(labels, 1)}
+    return keys | ({"pass": "p", "fail": "f"} if "pass" not in keys else {})
+
+
+def key_help(keys: dict[str, str]) -> str:
+    """The keys of the labels, each with its label when they differ (`p pass`)."""
+    return ", ".join(key if key == label else f"{key} {label}" for label, key in keys.items())
+
+
+def next_unlabelled(answered: list[QuestionResult], done: dict[int, Label], after: int) -> int:
+    """The position of the first question after `after` without a label (wrapping around), else the next one."""
+    size = len(answered)
+    for step in range(1, size + 1):
+        position = (after + step) % size
+        if answered[position].question.qid not in done:
+            return position
+    return min(after + 1, size - 1)
+
+
+def show_for_labelling(result: QuestionResult, given: Label | None) -> None:
+    """What a person needs to judge: the question, the passages the answer was built from, the answer, the
+    references."""
+    st.text(f"Question {result.question.qid}: {result.question.text}")
+    for number, hit in enumerate(result.outcome.context, 1):
+        st.text(f"[{number}] {hit.title or ''}\n{hit.text}")
+    st.text(f"Answer: {result.outcome.answer}")
+    for reference in [*result.question.references, *filter(None, [result.question.expected_answer])]:
+        st.text(f"Reference: {reference}")
+    if given is not None:
+        st.caption(ui.escape_md(f"Labelled {given.label} by {given.author} on {ui.fmt_when(given.labelled_at)}"
+                                + (f": {given.note}" if given.note else "")))
+
+
+def labels_files(campaign: Campaign) -> None:
+    """The labels as CSV, and labels from a CSV (qid, judge, label; note and author optional)."""
+    left, right = st.columns(2)
+    left.download_button("Labels (CSV)", data=lambda: labels_csv(store, campaign.id, principal=principal)
+                         .encode("utf-8-sig"), file_name=f"{campaign.id}-labels.csv", mime="text/csv",
+                         key="labels-export")
+    if principal.can(Action.LABEL):
+        upload = right.file_uploader("Import labels (CSV)", type=["csv"], key=f"labels-import-{campaign.id}")
+        if upload is not None and right.button("Import", key="labels-import-go"):
+            with ui.guard():
+                count = import_labels_csv(store, campaign.id, upload.getvalue().decode("utf-8-sig"),
+                                          author=principal.key_id or "local", source=upload.name, principal=principal)
+                ui.flash(f"{count} label(s) imported")
+                st.rerun()
 
 
 campaign = by_id[chosen]
@@ -278,19 +430,28 @@ if sections[STAGES].open:
             ui.poll(lambda: diagnosis_section(get_campaign(store, chosen, principal=principal)))
         else:
             diagnosis_section(campaign)
+if sections[LABELS].open:
+    with sections[LABELS]:
+        agreement_section(campaign)
 if sections[CONFIGURATION].open:
     with sections[CONFIGURATION]:
         configuration_section(campaign)
 
 
-def export(fmt: str) -> bytes:
+def export(fmt: str, names: str) -> bytes:
     """The campaign as a file, built when its button is clicked (the CSV is formula-safe, with a BOM)."""
-    return export_campaign(store, chosen, fmt, principal=principal).encode("utf-8-sig" if fmt == "csv" else "utf-8")
+    return export_campaign(store, chosen, fmt, principal=principal,
+                           names=names).encode("utf-8-sig" if fmt == "csv" else "utf-8")
 
 
 st.caption("Export")
 cols = st.columns([1, 1, 1, 4])
-for col, (fmt, mime, label, suffix) in zip(cols, (("csv", "text/csv", "CSV", "csv"), ("jsonl", "application/jsonl", "JSONL", "jsonl"),
-                                                  ("trec", "text/plain", "TREC run", "run.txt"))):
-    col.download_button(label, data=partial(export, fmt), file_name=f"{chosen}.{suffix}", mime=mime, key=f"export-{fmt}",
-                        on_click="ignore")
+names = "evaluator" if cols[3].checkbox(
+    "Judge fields under the evaluators' names", key="export-names",
+    help="gpt_retrieval, retrieval_reason, response_completeness_result, groundedness_pro_label… instead of "
+    "score, completeness, groundedness_pro (CSV and JSONL)") else "project"
+FORMATS = (("csv", "text/csv", "CSV", "csv"), ("jsonl", "application/jsonl", "JSONL", "jsonl"),
+           ("trec", "text/plain", "TREC run", "run.txt"))
+for col, (fmt, mime, label, suffix) in zip(cols, FORMATS, strict=False):
+    col.download_button(label, data=partial(export, fmt, names), file_name=f"{chosen}.{suffix}", mime=mime,
+                        key=f"export-{fmt}", on_click="ignore")

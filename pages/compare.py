@@ -12,18 +12,20 @@ import streamlit as st
 import ui
 from evalcore.access import Principal
 from evalcore.campaigns import Campaign, list_campaigns
-from evalcore.compare import Comparison, Sweep, compare_campaigns, compare_sweep, power
+from evalcore.campaigns.labels import comparison_agreement, trust_lines
+from evalcore.compare import Change, Comparison, Sweep, compare_campaigns, compare_sweep, power
 from evalcore.compare.charts import (
     delta_figure,
-    delta_spec,
+    delta_specs,
     scatter_figure,
     scatter_spec,
     series_figure,
     series_spec,
     stages_figure,
     stages_spec,
+    unchanged_line,
 )
-from evalcore.compare.exports import ExportContext, Fact, comparison_context, source_names, sweep_context
+from evalcore.compare.export_context import ExportContext, Fact, comparison_context, source_names, sweep_context
 from evalcore.compare.pairing import Group, by_questions, default_pair, group_of
 from evalcore.compare.report import comparison_report, sweep_report
 from evalcore.compare.tables import (
@@ -35,8 +37,10 @@ from evalcore.compare.tables import (
     transition_frame,
 )
 
-VERDICTS = ["better", "worse", "same", "new", "removed", "unscored"]
+VERDICTS = [str(change) for change in Change]
 EVERY = "every dataset and suite"
+Version = tuple[str, str]  # a campaign's id and results version (ui.version)
+PairVersions = tuple[str, Version, Version, Principal, str]  # database, campaigns A and B, who asks, basis
 MEASURES, PER_QUESTION, STAGES, QUESTIONS = "Measures", "Per question", "Failure stages", "Questions"
 SECTIONS = [MEASURES, PER_QUESTION, STAGES, QUESTIONS]
 
@@ -47,7 +51,7 @@ SECTIONS = [MEASURES, PER_QUESTION, STAGES, QUESTIONS]
 # processes the engine keeps the comparison in the store, so a new process reads it back instead of
 # recomputing it. A few pairs are kept (tens of MB each at 10,000 questions with their answers).
 @st.cache_resource(show_spinner="Comparing (paired bootstrap and randomization tests)…", max_entries=4)
-def cached_comparison(db: str, a_version: tuple, b_version: tuple, principal: Principal, basis: str) -> Comparison:
+def cached_comparison(db: str, a_version: Version, b_version: Version, principal: Principal, basis: str) -> Comparison:
     """compare_campaigns(...) for these versions of the two campaigns (default effect size; "" = automatic basis).
 
     `basis` has no default: Streamlit keys the cache by the arguments as given, so a call that left it out
@@ -56,14 +60,15 @@ def cached_comparison(db: str, a_version: tuple, b_version: tuple, principal: Pr
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def for_effect(db: str, a_version: tuple, b_version: tuple, principal: Principal, basis: str,
+def for_effect(db: str, a_version: Version, b_version: Version, principal: Principal, basis: str,
                effect: float) -> Comparison:
     """The cached comparison with the questions needed for another effect size (it shares the questions)."""
     return cached_comparison(db, a_version, b_version, principal, basis).with_effect(effect)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def cached_questions(db: str, a_version: tuple, b_version: tuple, principal: Principal, basis: str = "") -> pa.Table:
+def cached_questions(db: str, a_version: Version, b_version: Version, principal: Principal, basis: str = "",
+                     ) -> pa.Table:
     """The per-question table of a comparison as an Arrow table, built once.
 
     st.dataframe converts a pandas frame to Arrow on every run (0.3 s for 10,000 questions with
@@ -74,9 +79,31 @@ def cached_questions(db: str, a_version: tuple, b_version: tuple, principal: Pri
 
 
 @st.cache_data(show_spinner="Comparing the sweep…", max_entries=8)
-def cached_sweep(db: str, versions: tuple, principal: Principal) -> Sweep:
+def cached_sweep(db: str, versions: tuple[Version, ...], principal: Principal) -> Sweep:
     """compare_sweep over the campaigns, recomputed only when one of them changed."""
     return compare_sweep(ui.store(), [version[0] for version in versions], principal=principal)
+
+
+def with_tolerance(comparison: Comparison) -> Comparison:
+    """The comparison with the verdicts under the tolerance asked for the measure deciding most of them."""
+    decided_by = comparison.deciding
+    if decided_by is None:
+        return comparison
+    default = comparison.tolerance(decided_by)
+    tolerance = st.number_input(f"Smallest meaningful difference of {decided_by} (a smaller change is the same)",
+                                min_value=0.0, value=default, step=0.005, format="%.4g", key=f"tolerance-{decided_by}",
+                                help="A question's verdict is better or worse only when its value changed by at "
+                                     "least this much. Default: 0.01 for 0-1 measures, 1 for 0-100 scores, any "
+                                     "change for pass/fail, labels and judge scores.")
+    return comparison if tolerance == default else comparison.with_tolerances({decided_by: tolerance})
+
+
+def report_names() -> str:
+    """How the report names each question's judge results: ours, or the evaluators' documented names when ticked."""
+    return "evaluator" if st.checkbox(
+        "Report: judge fields under the evaluators' names", key="report-names",
+        help="gpt_retrieval, retrieval_reason, response_completeness_result, groundedness_pro_label… instead of "
+             "score, completeness, groundedness_pro in the report's judge results per question") else "project"
 
 
 def pick_questions(campaigns: list[Campaign], sources: dict[Group, str]) -> list[Campaign]:
@@ -88,7 +115,7 @@ def pick_questions(campaigns: list[Campaign], sources: dict[Group, str]) -> list
     group = st.selectbox("Questions", choices, index=choices.index(group_of(pair[1]) if pair else EVERY),
                          format_func=lambda g: g if g == EVERY else f"{sources[g]} · {len(groups[g])} campaigns",
                          help="Campaigns compare question by question: those on the same dataset or suite.")
-    return [c for members in groups.values() for c in members] if group == EVERY else groups[group]
+    return [c for members in groups.values() for c in members] if isinstance(group, str) else groups[group]  # EVERY
 
 
 def diagnosis_section(comparison: Comparison, context: ExportContext) -> None:
@@ -108,7 +135,7 @@ def diagnosis_section(comparison: Comparison, context: ExportContext) -> None:
     questions = moved_frame(comparison, cell)
     st.dataframe(questions, hide_index=True, height=240)
     ui.table_download(questions, context.file_stem("stages"), key="stages-csv",
-                      context=context.with_fact(Fact("stages", f"{cell.a} → {cell.b}", None)).csv_rows())
+                      context=context.with_fact(Fact("stages", f"{cell.a} → {cell.b}", None)).csv_columns())
 
 
 def measures_section(comparison: Comparison, context: ExportContext, measures: pd.DataFrame, effect: float) -> None:
@@ -118,15 +145,23 @@ def measures_section(comparison: Comparison, context: ExportContext, measures: p
         st.info("No measure is present in both campaigns.")
         return
     ui.chart(partial(delta_figure, comparison, context), context.file_stem("compare"), key="deltas",
-             spec=delta_spec(comparison, context))
+             spec=delta_specs(comparison, context))
+    if comparison.unchanged:
+        st.caption(ui.escape_md(unchanged_line(comparison)))
+    for line in comparison.disagreements:
+        st.info(ui.escape_md(f"The interval and the test disagree on {line}."))
     shown = measures[MEASURE_COLUMNS]
-    st.dataframe(shown, hide_index=True, column_config={
-        "mde": st.column_config.NumberColumn("detects ±", help="smallest difference this comparison "
-                                             "could see (80% power, alpha 0.05, paired t)", format="%.3g"),
-        "n_required": st.column_config.NumberColumn(f"questions for ±{effect:g}", format="%d",
-                                                    help="questions needed to see this effect size"),
+    # Missing values as empty text: a table cell never says "None".
+    texts = shown.assign(mde=[f"±{v:.3g}" if pd.notna(v) else "" for v in shown["mde"]],
+                         n_required=[f"{int(v):,}" if pd.notna(v) else "" for v in shown["n_required"]],
+                         power_note=shown["power_note"].fillna(""))
+    st.dataframe(texts, hide_index=True, column_config={
+        "mde": st.column_config.TextColumn("detects ±", help="smallest difference this comparison could see (80% "
+                                           "power, alpha 0.05, paired t); empty: see the next columns"),
+        "n_required": st.column_config.TextColumn(f"questions for ±{effect:g}",
+                                                  help="questions needed to see this effect size"),
         "power_note": st.column_config.TextColumn("no power because")})
-    ui.table_download(shown, context.file_stem("measures"), key="measures-csv", context=context.csv_rows())
+    ui.table_download(shown, context.file_stem("measures"), key="measures-csv", context=context.csv_columns())
 
 
 def scatter_section(comparison: Comparison, context: ExportContext, measures: pd.DataFrame) -> None:
@@ -144,7 +179,7 @@ def scatter_section(comparison: Comparison, context: ExportContext, measures: pd
              key="scatter", spec=scatter_spec(paired, measure, context, delta))
 
 
-def questions_section(versions: tuple, context: ExportContext) -> None:
+def questions_section(versions: PairVersions, context: ExportContext) -> None:
     """The questions with their verdicts, filtered by verdict, and their CSV."""
     st.subheader("Questions")
     keep = ui.remembered_multiselect("Verdicts", VERDICTS, "compare-verdicts", [v for v in VERDICTS if v != "same"])
@@ -153,7 +188,7 @@ def questions_section(versions: tuple, context: ExportContext) -> None:
     st.dataframe(questions, hide_index=True)
     shown_verdicts = Fact("verdicts shown", ", ".join(keep) or "none", None)
     ui.table_download(questions, context.file_stem("questions"), key="questions-csv",
-                      context=context.with_fact(shown_verdicts).csv_rows())
+                      context=context.with_fact(shown_verdicts).csv_columns())
 
 
 def label(campaign: Campaign, sources: dict[Group, str]) -> str:
@@ -194,16 +229,17 @@ if mode == "two campaigns":
                              help="The questions needed to see a difference this large with 80% power at alpha 0.05 "
                                   "(paired t). The 'detects' column is the smallest difference this comparison "
                                   "could see.")
-    versions = (ui.db_path(), ui.version(a), ui.version(b), principal)
+    pair_versions = (ui.db_path(), ui.version(a), ui.version(b), principal)
     with ui.guard():
-        automatic = cached_comparison(*versions, "")  # the automatic basis: the entry the page shows below
+        automatic = cached_comparison(*pair_versions, "")  # the automatic basis: the entry the page shows below
         choices = ["", *(m.measure for m in automatic.measures)]
         basis = st.selectbox("Decide each question's verdict by", choices, key="basis",
                              format_func=lambda m: m or f"automatic ({automatic.basis or 'nothing in common'})",
                              help="Automatic follows what differs: nDCG@10 for a retrieval-side change, the AI score "
                                   "(else ROUGE-L) for a generation-side one, else the suite order.")
-        versions = (*versions, basis)
+        versions = (*pair_versions, basis)
         comparison = for_effect(*versions, float(effect))
+        comparison = with_tolerance(comparison)
         context = comparison_context(comparison, a, b, sources)
         st.caption(ui.escape_md(f"Verdicts by {comparison.basis_reason}."))
         for warning in comparison.warnings:
@@ -217,13 +253,21 @@ if mode == "two campaigns":
                 st.markdown("\n".join(f"- {ui.escape_md(w)}" for w in comparison.power_warnings))
         for note in comparison.notes:
             st.info(ui.escape_md(note))
+        trust = trust_lines(comparison_agreement(store, a.id, b.id, principal=principal))
+        for line in trust:  # which judged differences to trust
+            st.caption(ui.escape_md(line))
         if comparison.config_diff:
-            st.dataframe(pd.DataFrame([{"key": k, "A": str(x), "B": str(y)} for k, (x, y) in comparison.config_diff.items()]),
+            differences = comparison.config_diff.items()
+            st.dataframe(pd.DataFrame([{"key": k, "A": str(x), "B": str(y)} for k, (x, y) in differences]),
                          hide_index=True)
         counts = comparison.verdicts
-        for col, verdict in zip(st.columns(len(VERDICTS)), VERDICTS):
+        for col, verdict in zip(st.columns(len(VERDICTS)), VERDICTS, strict=False):
             col.metric(verdict, counts.get(verdict, 0))
-        ui.html_download("Report (HTML)", partial(comparison_report, comparison, a, b, sources),
+        if comparison.tolerance_note:
+            st.caption(ui.escape_md(comparison.tolerance_note[0].upper() + comparison.tolerance_note[1:] + "."))
+        names = report_names()
+        ui.html_download("Report (HTML)", partial(comparison_report, comparison, a, b, sources, names=names,
+                                                  trust=trust),
                          context.file_stem("report"), key="report",
                          help="One HTML file that opens without network: both campaigns and their settings, the "
                               "differences, verdicts, measures with their chart and power, and every question.")
@@ -257,14 +301,16 @@ else:
             st.warning(ui.escape_md(warning))
         table = sweep_frame(sweep, by_id)
         st.dataframe(table, hide_index=True)
-        ui.table_download(table, context.file_stem("sweep"), key="sweep-csv", context=context.csv_rows())
-        names = list(sweep.series)
-        measure = st.selectbox("Measure", names, index=ui.index_of(names, "ndcg@10"))
+        ui.table_download(table, context.file_stem("sweep"), key="sweep-csv", context=context.csv_columns())
+        series = list(sweep.series)
+        measure = st.selectbox("Measure", series, index=ui.index_of(series, "ndcg@10"))
         if measure:
             ui.chart(partial(series_figure, sweep, measure, context), context.file_stem("sweep", measure), key="sweep",
                      spec=series_spec(sweep, measure, context))
+        names = report_names()
         ui.html_download(
-            "Report (HTML)", partial(sweep_report, store, sweep, members, sources, measure=measure, principal=principal),
+            "Report (HTML)", partial(sweep_report, store, sweep, members, sources, measure=measure, principal=principal,
+                                     names=names),
             context.file_stem("report"), key="report",
             help="One HTML file that opens without network: the sweep's table and chart, and the comparison of the "
                  "baseline with the last campaign (settings, verdicts, measures, power, every question).")

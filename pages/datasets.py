@@ -34,14 +34,16 @@ principal = ui.page("Datasets")
 choices = ui.list_datasets()
 # The Run page starts from the dataset picked here.
 ref = ui.remembered_select("Dataset", choices, "dataset_ref",
-                           help="`default` is the built-in sample (dataset/samples); other ids are folders under dataset/.")
+                           help="`default` is the built-in sample (dataset/samples); other ids are folders under "
+                                "dataset/.")
 
 if principal.can(Action.CHANGE):
     with st.expander("Upload a dataset (five Parquet files or a zip of them)"):
         with st.form("upload", clear_on_submit=False):
             files = st.file_uploader("queries, corpus, answers, qrels and qas .parquet, or one .zip",
                                      type=["parquet", "zip"], accept_multiple_files=True, key="upload_files")
-            name = st.text_input("Name", placeholder="my-dataset", help="Saved as dataset id uploads-<name> once it is valid.")
+            name = st.text_input("Name", placeholder="my-dataset",
+                                 help="Saved as dataset id uploads-<name> once it is valid.")
             submitted = st.form_submit_button("Validate and save")
         if submitted:
             with ui.guard():
@@ -56,14 +58,18 @@ if principal.can(Action.CHANGE):
 
 with ui.guard():
     dataset, stats, passage_tokens = ui.open_dataset(ref)
-    st.caption(f"{ui.escape_md(str(dataset.path))} · content hash {dataset.content_hash[:12]}")
+    # The server's folders are shown to the local operator only: a signed-in key sees the dataset's name.
+    where = str(dataset.path) if principal.is_local else ref
+    st.caption(f"{ui.escape_md(where)} · content hash {dataset.content_hash[:12]}")
     cols = st.columns(5)
-    cols[0].metric("Questions", stats.total_queries, help=f"{stats.labeled_queries} labeled, {stats.unlabeled_queries} unlabeled")
-    cols[1].metric("Passages", stats.total_passages, help=f"{stats.distractor_passages} distractors (no question points at them)")
+    cols[0].metric("Questions", stats.total_queries,
+                   help=f"{stats.labeled_queries} labeled, {stats.unlabeled_queries} unlabeled")
+    cols[1].metric("Passages", stats.total_passages,
+                   help=f"{stats.distractor_passages} distractors (no question points at them)")
     cols[2].metric("Answers", stats.total_answers, help=f"{stats.queries_without_answer} questions have no answer")
     cols[3].metric("Relevant / labeled question", f"{stats.avg_relevant_per_labeled_query:.2f}")
-    share, _, count = stats.answer_coverage.partition(" ")
-    cols[4].metric("Answer coverage", share, help=f"questions with a reference answer {count}")
+    cols[4].metric("Answer coverage", f"{stats.answer_share:.2%}",
+                   help=f"questions with a reference answer: {stats.answered_queries} of {stats.total_queries}")
 
     passages, questions = stats.passage_tokens, stats.question_tokens
     st.caption(f"{stats.documents} documents · {stats.labeled_queries} labeled and {stats.unlabeled_queries} "
@@ -91,7 +97,8 @@ with ui.guard():
                               "share": [stats.han_share, stats.accented_latin_share]}), "Language mix", share=True)
 
     st.subheader("Questions", anchor=False)
-    needle = st.text_input("Find questions", placeholder="words of the question, or its id", key="dataset-find").casefold()
+    needle = st.text_input("Find questions", placeholder="words of the question, or its id",
+                           key="dataset-find").casefold()
     # The picker holds the first matches only: a dataset of 100,000 questions is not sent to the browser.
     found = [q for q in dataset.questions if not needle or needle in f"{q.qid} {q.text}".casefold()]
     by_qid = {q.qid: q for q in found[:MAX_PICKED]}

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import streamlit as st
@@ -11,14 +12,29 @@ import streamlit as st
 import ui
 from evalcore.access import Action
 from evalcore.campaigns import Campaign, get_campaign, list_campaigns
+from evalcore.campaigns.launching import LaunchRequest, linked_target, sweep_requests
 from evalcore.campaigns.listing import dataset_label
-from evalcore.campaigns.manager import sweep_name
 from evalcore.errors import EvalError
-from evalcore.judges import JUDGES
+from evalcore.judges import (
+    JUDGES,
+    LOCAL_JUDGE_NOTE,
+    Rubric,
+    builtin_text,
+    custom_prompt,
+    parse_rubric,
+    preview_messages,
+    prompt_problems,
+    rubric_problems,
+    rubric_prompt,
+    rubric_text,
+)
+from evalcore.judges.rubrics import READABLE
 from evalcore.store import NotFound
 from evalcore.suites import list_suites
 from evalcore.targets import TargetConfig
-from evalcore.targets.config import CHOICES, RANGES, sweep_values
+from evalcore.targets.allowed import SCHEDULERS_SETTING, schedulers
+from evalcore.targets.config import CHOICES, KEYS, PROMPT_TABLES, RANGES, sweep_values
+from evalcore.targets.generators import judged_locally
 from evalcore.targets.presets import PRESETS, QUICK_START
 from evalcore.targets.saved import get_target, save_target
 
@@ -26,6 +42,8 @@ NO_SWEEP = "(no sweep)"
 EXECUTORS = {"local": "this machine", "dask": "the Dask cluster"}
 CAMPAIGN = "campaign:"  # a "start from" option: the configuration of a past campaign
 LONG_TEXT = ("_prompt", "_template", "agent_body", "fallback_answer")
+ACRONYMS = {"rrf": "RRF", "llm": "LLM", "url": "URL", "http": "HTTP", "api": "API", "id": "id", "hyde": "HyDE",
+            "n": "N", "kb": "KB"}
 
 
 def config_inputs(base: TargetConfig, key: str, disabled: bool) -> dict[str, Any]:
@@ -35,52 +53,183 @@ def config_inputs(base: TargetConfig, key: str, disabled: bool) -> dict[str, Any
     for number, (group, names) in enumerate(TargetConfig.sections().items()):
         with st.expander(group, expanded=number == 0):
             columns = st.columns(3)
-            for position, name in enumerate(names):
+            for position, name in enumerate(n for n in names if n not in PROMPT_TABLES):  # their own sections
                 with columns[position % 3]:
-                    values[name] = _config_input(name, current[name], defaults[name], f"{key}-{name}", disabled)
+                    values[name] = _config_input(name, current[name], defaults[name], f"{key}-{name}", disabled,
+                                                 base)
     return values
 
 
-def _config_input(name: str, value: Any, default: Any, key: str, disabled: bool) -> Any:
+def _config_input(name: str, value: Any, default: Any, key: str, disabled: bool, base: TargetConfig) -> Any:
     """The widget for one key, chosen by its choices, type and range."""
-    hint = ui.escape_md(f"default: {default!r}" if not isinstance(default, str) or len(default) < 60
-                        else "see the default in docs/targets.md")
-    common = {"key": key, "help": hint, "disabled": disabled}
+    shown = f"{default!r}" if not isinstance(default, str) or len(default) < 60 else "see docs/targets.md"
+    hint = ui.escape_md(f"key {name} · {KEYS[name].help} · default: {shown}")
+    common: dict[str, Any] = {"key": key, "help": hint, "disabled": disabled}
+    label = setting_label(name)
     if name in CHOICES:
-        return st.selectbox(name, CHOICES[name], index=ui.index_of(list(CHOICES[name]), value), **common)
+        return st.selectbox(label, CHOICES[name], index=ui.index_of(list(CHOICES[name]), value),
+                            format_func=partial(choice_text, name, base), **common)
     low, high = RANGES.get(name, (None, None))
     if isinstance(default, int) and not isinstance(default, bool):
-        return st.number_input(name, value=int(value), step=1, **common,
-                               min_value=None if low is None else int(low), max_value=None if high is None else int(high))
+        return st.number_input(label, value=int(value), step=1, **common,
+                               min_value=None if low is None else int(low),
+                               max_value=None if high is None else int(high))
     if isinstance(default, float):
-        return st.number_input(name, value=float(value), step=0.05, format="%.3f", **common, min_value=low, max_value=high)
+        return st.number_input(label, value=float(value), step=0.05, format="%.3f", **common, min_value=low,
+                               max_value=high)
     if isinstance(default, dict):
-        return st.text_area(name, value=json.dumps(value, ensure_ascii=False), **{**common, "help": "a JSON object"})
+        return st.text_area(label, value=json.dumps(value, ensure_ascii=False),
+                            **{**common, "help": f"key {name} · a JSON object"})
     if name.endswith(LONG_TEXT):
-        return st.text_area(name, value=value, **common)
-    return st.text_input(name, value=value, **common)
+        return st.text_area(label, value=value, **common)
+    return st.text_input(label, value=value, **common)
 
 
-def build_configs(values: dict[str, Any], sweep_key: str | None, sweep_text: str) -> list[TargetConfig]:
-    """The configuration of the form, or one per value of the swept key; EvalError names bad keys."""
-    values = {name: _json_object(name, value) if isinstance(TargetConfig().to_dict()[name], dict) else value
-              for name, value in values.items()}
-    config = TargetConfig.from_dict(values)
-    return config.sweep(sweep_key, sweep_values(sweep_text)) if sweep_key else [config]
+def choice_text(name: str, base: TargetConfig, choice: str) -> str:
+    """An option as offered, with why it cannot work with the starting configuration (a query transformation is
+    written by the generator's chat model, which the extractive generator does not have)."""
+    if name == "query_transform" and choice != "none" and base.generator == "extractive":
+        return f"{choice} (needs generator openai or local, not extractive)"
+    return str(choice)
+
+
+def setting_label(name: str) -> str:
+    """A configuration key as a form label: `knowledge_base` → "Knowledge base", `rrf_k` → "RRF k" (the key itself
+    is in the help)."""
+    words = [ACRONYMS.get(word, word) for word in name.replace("top_k", "top-k").split("_")]
+    text = " ".join(words)
+    return text[0].upper() + text[1:]
+
+
+def form_values(values: dict[str, Any]) -> dict[str, Any]:
+    """The form's values with its table keys (JSON text) read as objects; EvalError names a bad one."""
+    tables = {name for name, value in TargetConfig().to_dict().items() if isinstance(value, dict)}
+    return {name: _json_object(name, value) if isinstance(value, str) and name in tables else value
+            for name, value in values.items()}
+
+
+def judge_prompt_inputs(base: TargetConfig, key: str, disabled: bool,
+                        sample: tuple[str, list[str]] | None) -> dict[str, str]:
+    """The campaign's own judge prompts: each starts from the built-in text, is checked as it is typed, and
+    previewed on the first question."""
+    current = dict(base.judge_prompts)
+    with st.expander(f"Judge prompts ({len(current)} replaced)" if current else "Judge prompts"):
+        picked = st.multiselect("Replace the prompt of", JUDGES, default=list(current), key=f"{key}-judge_prompts",
+                                disabled=disabled, help="The text and its hash are stored with the campaign and enter "
+                                "the judge's signature: campaigns judged with different prompts are flagged as not "
+                                "comparable on that judge.")
+        prompts = {}
+        for name in picked:
+            prompts[name] = st.text_area(f"Prompt of the {name} judge", value=current.get(name) or builtin_text(name),
+                                         height=300, key=f"prompt-{key}-{name}", disabled=disabled)
+            show_prompt_check(name, prompts[name], sample)
+    return prompts
+
+
+def show_prompt_check(name: str, text: str, sample: tuple[str, list[str]] | None) -> None:
+    """The problems of a prompt, else its messages on the first question."""
+    problems = prompt_problems(name, text)
+    if problems:
+        st.warning(ui.escape_md(f"{name}: " + "; ".join(problems)))
+        return
+    if sample is not None:
+        prompt = custom_prompt(name, text, where=f"judge_prompts.{name}")
+        messages = preview_messages(prompt, question=sample[0], references=sample[1])
+        st.caption(f"The {name} judge's prompt on the first question")
+        st.code("\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages), language=None, wrap_lines=True)
+
+
+def rubric_inputs(base: TargetConfig, key: str, disabled: bool, sample: tuple[str, list[str]] | None) -> dict[str, str]:
+    """Judges defined in plain words: a small form each, checked as it is filled and previewed on the first question."""
+    current = list(base.rubrics)
+    with st.expander(f"Rubric judges ({len(current)})" if current else "Rubric judges"):
+        count = st.number_input("How many rubric judges", min_value=0, max_value=5, value=len(current),
+                                key=f"{key}-rubrics", disabled=disabled,
+                                help="key rubrics · each is a judge of the campaign, a measure like any other "
+                                     "(judge.NAME)")
+        rubrics = {}
+        for index in range(int(count)):
+            name, text = current[index] if index < len(current) else (f"rubric_{index + 1}", "")
+            st.divider()
+            name, text = rubric_input(name, text, f"rubric-{key}-{index}", disabled)
+            rubrics[name] = text
+            show_rubric_check(name, text, sample)
+    return rubrics
+
+
+def rubric_input(name: str, text: str, key: str, disabled: bool) -> tuple[str, str]:
+    """One rubric's fields (name, scale, pass mark, inputs, criteria, steps), prefilled from its text."""
+    try:
+        start = parse_rubric(name, text)
+    except EvalError:
+        start = Rubric(name, "", "", tuple("12345"), "3", ("question", "answer"))
+    left, middle, right = st.columns(3)
+    name = left.text_input("Name", value=start.name, key=f"{key}-name", disabled=disabled)
+    likert = middle.radio("Scale", ["1-5", "labels"], index=0 if start.likert else 1, key=f"{key}-scale",
+                          horizontal=True, disabled=disabled) == "1-5"
+    labels = tuple("12345") if likert else tuple(
+        label.strip().lower() for label in right.text_input(
+            "Labels, worst to best", value="" if start.likert else ", ".join(start.labels), key=f"{key}-labels",
+            placeholder="wrong, partial, right", disabled=disabled).split(",") if label.strip())
+    options = list(labels) or [""]
+    pass_label = left.selectbox("Passes from", options, index=ui.index_of(options, start.pass_label),
+                                key=f"{key}-pass", disabled=disabled)
+    reads = middle.multiselect("Reads", list(READABLE), default=list(start.reads), key=f"{key}-reads",
+                               disabled=disabled)
+    criteria = st.text_area("Criteria, in plain words", value=start.criteria, key=f"{key}-criteria", disabled=disabled)
+    steps = st.text_area("Evaluation steps (optional)", value=start.steps, key=f"{key}-steps", disabled=disabled)
+    return name, rubric_text(Rubric(name, criteria, steps, labels, pass_label or "", tuple(reads)))
+
+
+def show_rubric_check(name: str, text: str, sample: tuple[str, list[str]] | None) -> None:
+    """The problems of a rubric, else the prompt it makes, filled in with the first question."""
+    problems = rubric_problems(name, text)
+    if problems:
+        st.warning(ui.escape_md("; ".join(problems)))
+    elif sample is not None:
+        messages = preview_messages(rubric_prompt(parse_rubric(name, text)), question=sample[0], references=sample[1])
+        st.caption(f"The {name} judge's prompt on the first question")
+        st.code("\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages), language=None, wrap_lines=True)
+
+
+def first_question() -> tuple[str, list[str]] | None:
+    """The first question of the chosen dataset or suite and its reference answers, for the prompt previews."""
+    if suite is not None:
+        case = suite.cases[0] if suite.cases else None
+        return (case.question, [case.expected_answer] if case.expected_answer else []) if case else None
+    if dataset is None:
+        return None
+    questions = ui.open_dataset(dataset)[0].questions
+    return (questions[0].text, list(questions[0].references)) if questions else None
 
 
 def execution_inputs(base: TargetConfig, key: str, configurable: bool) -> dict[str, str]:
-    """Where the questions are answered: a Dask cluster is offered once a scheduler is known (typed, or set)."""
-    known = os.environ.get("EVALCORE_DASK_SCHEDULER", "").strip()
+    """Where the questions are answered: a Dask cluster is offered once the operator set a scheduler, and a
+    full-access session picks one of the operator's schedulers (never an address typed here)."""
+    listed = operator_schedulers()
+    offered = list(listed) if configurable else []
     left, right = st.columns(2)
-    scheduler = left.text_input("Dask scheduler", value=base.scheduler, key=f"{key}-scheduler", disabled=not configurable,
-                                placeholder=known or "tcp://HOST:PORT",
-                                help="Empty: EVALCORE_DASK_SCHEDULER. Naming one needs the full-access capability.")
-    choices = ["local", "dask"] if scheduler.strip() or known or base.executor == "dask" else ["local"]
+    # A past campaign's scheduler that the operator does not list is dropped (the server's default instead).
+    current = next((name for name, address in listed.items() if base.scheduler in (name, address)), None)
+    scheduler = current or ""
+    if offered:
+        scheduler = left.selectbox("Dask scheduler", offered, index=ui.index_of(offered, current),
+                                   key=f"{key}-scheduler", help=f"The schedulers the server's operator lists "
+                                   f"({SCHEDULERS_SETTING}; `default` is EVALCORE_DASK_SCHEDULER).")
+    choices = ["local", "dask"] if offered or "default" in listed or base.executor == "dask" else ["local"]
     executor = right.selectbox("Answer the questions on", choices, index=ui.index_of(choices, base.executor),
                                key=f"{key}-executor", format_func=EXECUTORS.__getitem__,
                                help="The results are the same; a cluster spreads the work over its workers.")
-    return {"executor": executor or "local", "scheduler": scheduler.strip()}
+    return {"executor": executor or "local", "scheduler": scheduler or ""}
+
+
+def operator_schedulers() -> dict[str, str]:
+    """The operator's Dask schedulers by name; none (and the setting's problem shown) when it is malformed."""
+    try:
+        return schedulers()
+    except EvalError as error:
+        ui.show_error(error)
+        return {}
 
 
 def _json_object(name: str, text: str) -> dict[str, Any]:
@@ -152,6 +301,11 @@ if not configurable:
                "need a key with the full-access capability.")
 
 execution = execution_inputs(base_config, key=f"cfg-{base}", configurable=configurable)
+prompts, rubrics = {}, {}
+with ui.guard():
+    sample = first_question()
+    prompts = judge_prompt_inputs(base_config, f"cfg-{base}", not configurable, sample)
+    rubrics = rubric_inputs(base_config, f"cfg-{base}", not configurable, sample)
 with st.form("launch"):
     name = st.text_input("Campaign name", max_chars=200, key="campaign-name",
                          placeholder=f"made from its settings, e.g. {base_config.describe()}",
@@ -159,8 +313,9 @@ with st.form("launch"):
                               "A sweep adds each value: '<name> · key=value'.")
     values = config_inputs(base_config, key=f"cfg-{base}", disabled=not configurable)
     left, middle, right = st.columns(3)
-    use_judge = left.checkbox("AI score 1-5 (judge.score)", help="Asks the target's own chat model, else the model of the Judge section "
-                              "(judge_model): an HTTP agent or the extractive generator needs one there.")
+    use_judge = left.checkbox("AI score 1-5 (judge.score)",
+                              help="Asks the target's own chat model, else the model of the Judge section "
+                                   "(judge_model): an HTTP agent or the extractive generator needs one there.")
     judges = left.multiselect("Other judges", [j for j in JUDGES if j != "score"])
     concurrency = middle.number_input("Concurrency (0 = automatic)", min_value=0, max_value=256, value=0,
                                       help="Automatic: 1 for a suite (its response times then mean something), "
@@ -176,32 +331,40 @@ with st.form("launch"):
                                help="Saved before launching (the first value of a sweep); suites can then target it.")
     sweep_key = left.selectbox("Sweep one key", [NO_SWEEP, *TargetConfig().to_dict()], key="sweep_key",
                                disabled=not configurable)
-    sweep_text = middle.text_input("Sweep values (comma-separated)", placeholder="e.g. bm25, vector, hybrid", key="sweep_values",
-                                   disabled=not configurable)
+    sweep_text = middle.text_input("Sweep values (comma-separated)", placeholder="e.g. bm25, vector, hybrid",
+                                   key="sweep_values", disabled=not configurable)
     submitted = st.form_submit_button("Launch", type="primary")
 
 if submitted:
     with ui.guard():
         swept = None if sweep_key == NO_SWEEP else sweep_key
-        configs = build_configs(values | execution, swept, sweep_text)
-        if suite and len(configs) > 1:
-            raise EvalError("a suite runs one campaign at a time", where="sweep", fix="sweep over a dataset instead")
-        saved = save_target(store, configs[0], name=save_as.strip(), principal=principal) if save_as.strip() else None
-        # A saved configuration run as it is stays linked to its id (an evaluation task's knowledge_base_id).
-        # (Where it runs does not make it another configuration.)
-        as_saved = (base not in PRESETS and not base.startswith(CAMPAIGN)
-                    and [c.config_hash() for c in configs] == [base_config.config_hash()])
-        target_id = saved or (base if as_saved else None)
-        names = ([sweep_name(name, c, swept, c.to_dict()[swept]) for c in configs] if swept
-                 else [name.strip() or None])
-        for config, campaign_name in zip(configs, names, strict=True):
-            campaign_id = ui.manager().launch(dataset=dataset, suite_id=suite.id if suite else None, config=config,
-                                              target_id=target_id, use_judge=use_judge, judges=tuple(judges),
-                                              concurrency=concurrency or None, cache=cache, limit=limit or None,
-                                              judge_samples=int(judge_samples), max_failed_share=float(max_failed),
-                                              name=campaign_name, principal=principal)
-            st.session_state["launched"] = [campaign_id, *st.session_state.get("launched", [])]
-            ui.select_next_run("campaign_id", campaign_id)
+        own_judges = {"judge_prompts": prompts, "rubrics": rubrics}
+        config = TargetConfig.from_dict(form_values(values | execution | own_judges))
+        start = None if base in PRESETS or base.startswith(CAMPAIGN) else base
+        request = LaunchRequest(dataset=dataset, suite_id=suite.id if suite else None, config=config,
+                                target_id=linked_target(start, base_config, [config]), use_judge=use_judge,
+                                judges=tuple(judges), concurrency=concurrency or None, cache=cache,
+                                limit=limit or None, judge_samples=int(judge_samples),
+                                max_failed_share=float(max_failed), name=name.strip() or None, principal=principal)
+        requests = (sweep_requests(request, swept, sweep_values(sweep_text), one_after_another=False) if swept
+                    else [request])
+        if save_as.strip():  # the first value of a sweep is the one saved, and its campaign stays linked to it
+            saved = save_target(store, requests[0].config or config, name=save_as.strip(), principal=principal)
+            requests[0] = replace(requests[0], target_id=saved)
+        # Launching checks everything first (the questions, the target, its models): seconds. Say so at once.
+        with st.status(f"Launching {len(requests)} campaign(s)…", expanded=True) as launching:
+            for number, each in enumerate(requests, start=1):
+                label = each.name or (each.config or config).describe()
+                launching.write(ui.escape_md(f"{number} of {len(requests)}: {label} · "
+                                             "preparing: loading the questions, checking the target…"))
+                campaign_id = ui.manager().launch(each)
+                launching.write(ui.escape_md(f"{number} of {len(requests)}: queued as {campaign_id}"))
+                st.session_state["launched"] = [campaign_id, *st.session_state.get("launched", [])]
+                ui.select_next_run("campaign_id", campaign_id)
+            launching.update(label=f"Launched {len(requests)} campaign(s): their progress is below", state="complete",
+                             expanded=False)
+        if (use_judge or judges or config.rubrics) and judged_locally(config):
+            st.warning(LOCAL_JUDGE_NOTE)
 
 
 def launched() -> list[Campaign]:

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from evalcore.access import Action
+from evalcore.access import Action, Principal
 from evalcore.datasets import DATASET_ROOT
 from evalcore.suites import (
     MAX_CASES,
@@ -28,11 +28,13 @@ from evalcore.suites import (
 NEW = "(new suite)"
 SAMPLE_SUITE = DATASET_ROOT / "samples" / "suite.csv"
 SAMPLE_NAME = "sample"
+UPLOADS = "suite-imports"  # imports done in this session: the uploader's key changes with each, which empties it
 COLUMNS = {
     "question": st.column_config.TextColumn("question", required=True, width="large"),
     "expected_answer": st.column_config.TextColumn("expected answer", width="medium"),
     "expected_sources": st.column_config.TextColumn(
-        "expected sources", help=f"Titles, file names (even partial) or document ids, separated by |; at most {MAX_SOURCES}."),
+        "expected sources",
+        help=f"Titles, file names (even partial) or document ids, separated by |; at most {MAX_SOURCES}."),
 }
 # What to do when a suite of the name exists: the choices, in words.
 CHOICES = {"replace": IfExists.REPLACE, "keep both": IfExists.KEEP_BOTH}
@@ -50,9 +52,9 @@ def editor_cases(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [row for row in rows if any(str(value).strip() for value in row.values())]
 
 
-def existing_choice(name: str, key: str) -> IfExists | None:
+def existing_choice(name: str, key: str, principal: Principal) -> IfExists | None:
     """REFUSE when no suite has the name; else what the user chose to do with the one that has (None: not yet)."""
-    existing = suite_named(store, name, principal=principal)
+    existing = suite_named(ui.store(), name, principal=principal)
     if existing is None:
         return IfExists.REFUSE
     st.warning(f"A suite named {ui.escape_md(existing.name)} already exists ({len(existing.cases)} cases, updated "
@@ -63,18 +65,22 @@ def existing_choice(name: str, key: str) -> IfExists | None:
     return CHOICES[how] if how else None
 
 
-def import_cases(cases: list[Case], name: str, choice: IfExists) -> None:
-    """Create the suite (or replace the one of that name), pick it, and say what happened."""
-    created = create_suite(store, name=name, target_id=target_id, cases=cases, principal=principal, if_exists=choice)
+def import_cases(cases: list[Case], name: str, choice: IfExists, principal: Principal, target_id: str) -> None:
+    """Create the suite (or replace the one of that name) running target_id, pick it, and say what happened."""
+    created = create_suite(ui.store(), name=name, target_id=target_id, cases=cases, principal=principal,
+                           if_exists=choice)
     ui.select_next_run("suite_id", created.id)
     st.session_state.pop("import-sample", None)
+    # A new key empties the uploader: the imported file would otherwise stay, and say its suite already exists.
+    st.session_state[UPLOADS] = st.session_state.get(UPLOADS, 0) + 1
     replaced = "replacing the cases of" if created.created_at != created.updated_at else "into"
     ui.flash(f"Imported {len(created.cases)} case(s) {replaced} {created.name}.")
     st.rerun()
 
 
-def import_panel(data: bytes, filename: str, key: str) -> None:
-    """The line-by-line report of a CSV, its name, what to do with a suite of that name, and the import button."""
+def import_panel(data: bytes, filename: str, key: str, principal: Principal, target_id: str) -> None:
+    """The line-by-line report of a CSV, its name, what to do with a suite of that name, and the import button
+    (the suite runs target_id)."""
     report = parse_suite_csv(data, source=filename)
     st.code("\n".join(report.report_lines()), language=None, wrap_lines=True)
     lines = "all"
@@ -82,10 +88,10 @@ def import_panel(data: bytes, filename: str, key: str) -> None:
         st.warning(f"{len(report.rejected)} line(s) rejected: nothing is imported unless you choose the valid lines.")
         lines = st.radio("Import", ["nothing", "the valid lines"], horizontal=True, key=f"{key}-lines")
     name = st.text_input("New suite name", value=Path(filename).stem, key=f"{key}-name")
-    choice = existing_choice(name, key) if name.strip() else None
+    choice = existing_choice(name, key, principal) if name.strip() else None
     if st.button(f"Import {len(report.cases)} case(s)", key=f"{key}-import",
                  disabled=lines == "nothing" or not report.cases or choice is None):
-        import_cases(report.cases, name, choice or IfExists.REFUSE)
+        import_cases(report.cases, name, choice or IfExists.REFUSE, principal, target_id)
 
 
 principal = ui.page("Suites", needs=Action.CHANGE)
@@ -127,7 +133,8 @@ if suite:
         # The same bytes as `python -m evalcore suites export`: they import back to the same suite.
         download.download_button("CSV", data=suite_csv_bytes(suite.cases), file_name=f"{suite.name}.csv",
                                  mime="text/csv", on_click="ignore", key="suite-download")
-    confirm = remove.checkbox("Also delete its campaigns", key="confirm-delete", help="Deleting a suite deletes its campaigns.")
+    confirm = remove.checkbox("Also delete its campaigns", key="confirm-delete",
+                              help="Deleting a suite deletes its campaigns.")
     if remove.button("Delete suite", disabled=not confirm):
         with ui.guard():
             delete_suite(store, suite.id, principal=principal)
@@ -140,14 +147,15 @@ if SAMPLE_SUITE.is_file() and st.button("Add the sample suite", help=f"Imports {
     sample = parse_suite_csv(SAMPLE_SUITE.read_bytes(), source=SAMPLE_SUITE.name)
     if suite_named(store, SAMPLE_NAME, principal=principal) is None:  # one click, unless it would be a duplicate
         with ui.guard():
-            import_cases(sample.cases, SAMPLE_NAME, IfExists.REFUSE)
+            import_cases(sample.cases, SAMPLE_NAME, IfExists.REFUSE, principal, target_id)
     st.session_state["import-sample"] = True
+uploads = st.session_state.get(UPLOADS, 0)
 upload = st.file_uploader("question ; expected answer ; sources (separator ; or , detected, header optional)",
-                          type=["csv", "txt"], key="suite_csv")
+                          type=["csv", "txt"], key="suite_csv" + (f"-{uploads}" if uploads else ""))
 with ui.guard():
     if upload is not None:
         st.session_state.pop("import-sample", None)
-        import_panel(upload.getvalue(), upload.name, key="import")
+        import_panel(upload.getvalue(), upload.name, "import", principal, target_id)
     elif st.session_state.get("import-sample"):
         st.caption(f"The sample suite ({SAMPLE_SUITE.name}):")
-        import_panel(SAMPLE_SUITE.read_bytes(), f"{SAMPLE_NAME}.csv", key="sample")
+        import_panel(SAMPLE_SUITE.read_bytes(), f"{SAMPLE_NAME}.csv", "sample", principal, target_id)

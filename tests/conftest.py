@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,8 +11,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+# The dashboard's pages are tested in this process; its campaigns run on its threads here (a worker process per
+# test database would outlive each test). tests/test_campaigns_queue.py tests the supervised worker process.
+os.environ.setdefault("EVALCORE_DASHBOARD_WORKER", "threads")
+
 TINY = {
-    "queries": {"id": [1, 2, 3], "text": ["What is the refund window?", "Quel est le délai ?", "路由器的默认地址是什么？"]},
+    "queries": {"id": [1, 2, 3],
+                "text": ["What is the refund window?", "Quel est le délai ?", "路由器的默认地址是什么？"]},
     "corpus": {
         "id": [10, 11, 12, 13, 14],
         "text": [
@@ -39,8 +45,30 @@ def write_dataset(folder: Path, tables: dict[str, dict[str, list]] | None = None
 
 @pytest.fixture
 def tiny_dataset(tmp_path: Path) -> Path:
-    """A valid five-question dataset folder in three languages."""
+    """A valid three-question dataset folder (five passages) in three languages."""
     return write_dataset(tmp_path / "tiny")
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A throwaway PostgreSQL server for the whole run (skipped, saying why, when PostgreSQL is not installed)."""
+    from evalcore.testing.postgres import postgres_bin, temporary_postgres
+
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL is not installed (Debian: apt-get install postgresql): this test ran on SQLite only")
+    pytest.importorskip("psycopg", reason="psycopg is not installed: this test ran on SQLite only")
+    with temporary_postgres() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store on each backend: a SQLite file, then a new database on the test PostgreSQL server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "store.db")
+    from evalcore.testing.postgres import new_database
+
+    return new_database(request.getfixturevalue("postgres_server"))
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from evalcore import __version__
 from evalcore.campaigns import campaign_aggregates, campaign_results, get_manager
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.plans import with_answerability
 from evalcore.campaigns.records import Question
 from evalcore.compare import compare_campaigns
@@ -119,7 +121,8 @@ def test_the_measures_are_registered_with_their_facts() -> None:
              for name in ("correct_abstention", "hallucination", "false_abstention")}
     assert facts == {"correct_abstention": ("abstention", True, True), "hallucination": ("abstention", True, False),
                      "false_abstention": ("abstention", True, False)}
-    assert MEASURES["hallucination"].signature == f"hallucination|refusals:{REFUSALS_VERSION}|match:fold|version:{__version__}"
+    assert MEASURES["hallucination"].signature == (f"hallucination|refusals:{REFUSALS_VERSION}|match:fold|"
+                                                   f"version:{__version__}")
     assert ("Abstention", ["correct_abstention", "hallucination", "false_abstention"]) in panels(
         ["false_abstention", "hallucination", "correct_abstention", "recall"])
 
@@ -138,20 +141,21 @@ def question(position: int, expected: str | None = None, references: tuple[str, 
 
 
 def test_which_questions_are_unanswerable() -> None:
+    """Only a marker (or a dataset's answerable column) makes a question unanswerable; no expected answer is no
+    reference."""
     marked = with_answerability([question(1, "30 days"), question(2, "(unanswerable)", sources=("Terms",)),
                                  question(3), question(4, sources=("Terms",)), question(5, "  ")])
-    assert [q.answerable for q in marked] == [True, False, False, True, False]
+    assert [q.answerable for q in marked] == [True, False, None, None, None]
     dataset = with_answerability([question(1, references=("30 days",)), question(2, relevant={10: 1}),
-                                  question(3, relevant={10: 0}), question(4)])
-    assert [q.answerable for q in dataset] == [True, True, False, False]
-    # A set with no expected answer at all says nothing about answers: abstention is not measured.
-    bare = with_answerability([question(1), question(2, sources=("Terms",)), question(3, relevant={10: 1})])
-    assert [q.answerable for q in bare] == [None, None, None]
+                                  question(3, relevant={10: 0}), question(4), question(5, references=("[No answer]",)),
+                                  replace(question(6), answerable=False), replace(question(7), answerable=True)])
+    assert [q.answerable for q in dataset] == [True, None, None, None, False, False, True]
 
 
 ABSTAIN = {
     "queries": {"id": [1, 2, 3, 4], "text": ["What is the refund window?", "How long is the warranty?",
-                                             "Who founded the company?", "Will it rain in Lyon tomorrow?"]},
+                                             "Who founded the company?", "Will it rain in Lyon tomorrow?"],
+                "answerable": [None, None, False, False]},
     "corpus": {"id": [10, 11, 12], "text": ["Refunds are accepted within 30 days of delivery.",
                                             "The warranty lasts 3 years from delivery.",
                                             "The company sells routers and thermostats."],
@@ -175,10 +179,11 @@ def scripted(replies: dict[str, str]):
 
 
 def launch(manager, data: Path, server: FakeOpenAIServer, **source: Any) -> str:
-    """A campaign of the pipeline over `data`'s corpus with the chat server as its model (the dataset unless a suite)."""
+    """A campaign of the pipeline over `data`'s corpus with the chat server as its model (the dataset unless a
+    suite)."""
     config = TargetConfig(knowledge_base=str(data), retriever="bm25", generator="openai", base_url=server.base_url,
                           model="fake", api_key_env="", keyword_threshold=0.0)
-    campaign_id = manager.launch(config=config, concurrency=1, **(source or {"dataset": str(data)}))
+    campaign_id = manager.launch(LaunchRequest(config=config, concurrency=1, **(source or {"dataset": str(data)})))
     assert manager.wait(campaign_id, timeout=60).status == "succeeded"
     return campaign_id
 
@@ -217,7 +222,9 @@ def test_abstention_measures_on_answers_both_ways(tmp_path: Path) -> None:
     manager.close()
 
 
-def test_suite_cases_marked_or_left_empty_are_unanswerable(tmp_path: Path) -> None:
+def test_suite_cases_marked_are_unanswerable_and_empty_ones_have_no_reference(tmp_path: Path) -> None:
+    """An optional expected answer left empty, next to cases that have one, is no reference: never a question to
+    decline."""
     data = write_dataset(tmp_path / "abstain", ABSTAIN)
     manager = get_manager(tmp_path / "suite.db")
     suite = create_suite(manager.store, name="abstain", target_id="default", cases=[
@@ -233,11 +240,44 @@ def test_suite_cases_marked_or_left_empty_are_unanswerable(tmp_path: Path) -> No
         unknown = launch(manager, data, server, suite_id=bare.id)
     measures = [r.outcome.measures for r in campaign_results(manager.store, marked)]
     assert measures[0]["false_abstention"] == 0.0 and measures[1]["correct_abstention"] == 1.0
-    assert measures[2]["hallucination"] == 1.0
+    assert [r.question.answerable for r in campaign_results(manager.store, marked)] == [True, False, None]
+    assert not {"correct_abstention", "hallucination", "false_abstention", "coverage"} & measures[2].keys()
     assert "coverage" not in measures[1]  # never scored against "(unanswerable)"
     assert all(not {"correct_abstention", "hallucination", "false_abstention"} & r.outcome.measures.keys()
                for r in campaign_results(manager.store, unknown))
     manager.close()
+
+
+def test_stored_campaigns_change_only_when_asked_to_recompute(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A campaign stored under the old rule (an empty expected answer taken for 'decline') keeps it until recomputed."""
+    from evalcore.campaigns.recompute import recompute_abstention
+    from evalcore.cli import main
+
+    data = write_dataset(tmp_path / "abstain", ABSTAIN)
+    manager = get_manager(tmp_path / "old.db")
+    suite = create_suite(manager.store, name="old", target_id="default", cases=[
+        Case("What is the refund window?", "30 days"), Case("Which company sells thermostats?", None)])
+    with FakeOpenAIServer(scripted({"refund": "30 days.", "thermostats": "The company does."})) as server:
+        campaign = launch(manager, data, server, suite_id=suite.id)
+
+    def old_rule(conn) -> None:  # what the previous rule stored for the case without an expected answer
+        conn.execute("UPDATE campaign_questions SET answerable = 0 WHERE campaign_id = ? AND position = 1", (campaign,))
+        conn.execute("UPDATE results SET measures = json_set(measures, '$.hallucination', 1.0, "
+                     "'$.correct_abstention', 0.0) WHERE campaign_id = ? AND position = 1", (campaign,))
+
+    manager.store.write(old_rule)
+    assert campaign_aggregates(manager.store, campaign)["hallucination"].mean == 1.0  # read back as stored
+    assert recompute_abstention(manager.store, campaign) == 1
+    second = campaign_results(manager.store, campaign)[1]
+    assert second.question.answerable is None and not ABSTENTION_NAMES & second.outcome.measures.keys()
+    assert "hallucination" not in campaign_aggregates(manager.store, campaign)
+    assert campaign_results(manager.store, campaign)[0].outcome.measures["false_abstention"] == 0.0
+    assert main(["campaigns", "recompute-abstention", campaign, "--db", str(manager.store.path)]) == 0
+    assert "0 question(s) changed" in capsys.readouterr().out
+    manager.close()
+
+
+ABSTENTION_NAMES = {"correct_abstention", "hallucination", "false_abstention"}
 
 
 def test_the_refusal_judge_reads_what_the_phrasing_list_misses(tmp_path: Path) -> None:
@@ -255,8 +295,8 @@ def test_the_refusal_judge_reads_what_the_phrasing_list_misses(tmp_path: Path) -
     with FakeOpenAIServer(reply) as server:
         config = TargetConfig(knowledge_base=str(data), retriever="bm25", generator="openai", model="fake",
                               base_url=server.base_url, api_key_env="", keyword_threshold=0.0)
-        plain = manager.launch(dataset=str(data), config=config, concurrency=1)
-        judged = manager.launch(dataset=str(data), config=config, concurrency=1, judges=("refusal",))
+        plain = manager.launch(LaunchRequest(dataset=str(data), config=config, concurrency=1))
+        judged = manager.launch(LaunchRequest(dataset=str(data), config=config, concurrency=1, judges=("refusal",)))
         for campaign_id in (plain, judged):
             assert manager.wait(campaign_id, timeout=60).status == "succeeded"
     assert not is_refusal(evasive)

@@ -12,8 +12,8 @@ from evalcore.store import Store
 
 # (role, capability) -> the actions it may do
 RIGHTS = [
-    ("admin", "full-access", {Action.READ, Action.CHANGE, Action.CONFIGURE}),
-    ("admin", "run_evaluations", {Action.READ, Action.CHANGE}),
+    ("admin", "full-access", {Action.READ, Action.LABEL, Action.CHANGE, Action.CONFIGURE}),
+    ("admin", "run_evaluations", {Action.READ, Action.LABEL, Action.CHANGE}),
     ("admin", "none", set()),
     ("viewer", "full-access", {Action.READ}),
     ("viewer", "run_evaluations", {Action.READ}),
@@ -28,6 +28,14 @@ def test_each_role_and_capability_may_do_exactly_these_actions(role: str, capabi
     for action in set(Action) - allowed:
         with pytest.raises(Forbidden):
             principal.require(action)
+
+
+def test_viewers_label_only_when_the_operator_allows_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    viewer = Principal("acme", "viewer", "run_evaluations")
+    assert not viewer.can(Action.LABEL)
+    monkeypatch.setenv("EVALCORE_VIEWERS_LABEL", "1")
+    assert viewer.can(Action.LABEL) and not viewer.can(Action.CHANGE)
+    assert not Principal("acme", "viewer", "none").can(Action.LABEL)
 
 
 def test_a_principal_limits_a_call_to_its_tenant_and_none_is_the_local_operator() -> None:

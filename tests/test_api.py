@@ -176,7 +176,8 @@ def test_missing_and_invalid_keys_answer_401(api: Api) -> None:
     missing = api.call("GET", "/api/v1/eval-suites", key=None)
     assert error_of(missing, 401)["code"] == "unauthorized"
     assert missing.headers["www-authenticate"] == "Bearer"
-    assert error_of(api.call("GET", "/api/v1/eval-suites", key="ek_wrong"), 401)["message"] == "invalid or revoked API key"
+    assert (error_of(api.call("GET", "/api/v1/eval-suites", key="ek_wrong"), 401)["message"]
+            == "invalid or revoked API key")
     basic = api.call("GET", "/api/v1/eval-suites", key=None, headers={"Authorization": "Basic YTpi"})
     assert error_of(basic, 401)["code"] == "unauthorized"
     # Bodies are parsed before keys are checked inside FastAPI: the 401 must still win.
@@ -263,7 +264,8 @@ def test_malformed_json_and_wrong_types(api: Api) -> None:
 
 def test_bodies_over_the_limit_answer_413(api: Api) -> None:
     big = json.dumps({**suite_body(api), "name": "x" * (4 * 1024 * 1024)}).encode()
-    error = error_of(api.call("POST", "/api/v1/eval-suites", content=big, headers={"Content-Type": "application/json"}), 413)
+    error = error_of(api.call("POST", "/api/v1/eval-suites", content=big, headers={"Content-Type": "application/json"}),
+                     413)
     assert error["code"] == "payload_too_large" and "4194304" in error["message"]
 
     def chunks() -> Iterator[bytes]:
@@ -292,6 +294,96 @@ def test_unexpected_errors_are_500_without_internals(api: Api, monkeypatch: pyte
 
 # --- evaluation tasks ----------------------------------------------------------------------------
 
+def test_tasks_without_chat_or_rerank_id_get_the_operators_default_models(api: Api,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default chat and rerank models come from the server's environment; the params say what each role got."""
+    from evalcore.testing import FakeOpenAIServer, Reply
+
+    def reply(path: str, body: dict) -> str | Reply:
+        if path.endswith("/rerank"):
+            return Reply.json({"results": [{"index": i, "relevance_score": 1.0 / (i + 1)}
+                                           for i in range(len(body["documents"]))]})
+        return "Refunds are accepted within 30 days."
+
+    plain = api.call("POST", "/api/v1/evaluation", json={"dataset_id": "tiny"}).json()["data"]["task"]
+    params = wait_done(api, f"/api/v1/evaluation?task_id={plain['id']}", lambda d: d["task"]["status"])["params"]
+    assert params["generator"] == "extractive" and params["reranker"] == "none"
+    assert params["models"] == {
+        "chat": "no default chat model configured (EVALCORE_DEFAULT_CHAT_MODEL): the extractive generator",
+        "rerank": "no default rerank model configured (EVALCORE_DEFAULT_RERANK_URL): no reranker"}
+    with FakeOpenAIServer(reply) as server:
+        monkeypatch.setenv("EVALCORE_DEFAULT_CHAT_MODEL", "house-chat")
+        monkeypatch.setenv("EVALCORE_DEFAULT_CHAT_BASE_URL", server.base_url)
+        monkeypatch.setenv("EVALCORE_DEFAULT_CHAT_API_KEY_ENV", "")
+        monkeypatch.setenv("EVALCORE_DEFAULT_RERANK_URL", f"{server.root_url}/rerank")
+        monkeypatch.setenv("EVALCORE_DEFAULT_RERANK_MODEL", "house-rerank")
+        task = api.call("POST", "/api/v1/evaluation", json={"dataset_id": "tiny", "chat_id": api.targets["chat"]})
+        data = wait_done(api, f"/api/v1/evaluation?task_id={task.json()['data']['task']['id']}",
+                         lambda d: d["task"]["status"])
+        paths, root = [path for path, _, _ in server.requests], server.root_url
+    assert data["task"]["status"] == 2, data["task"]["err_msg"]
+    params = data["params"]
+    assert (params["generator"], params["reranker"], params["rerank_model"]) == ("extractive", "http", "house-rerank")
+    assert params["models"] == {"chat": f"chat_id {api.targets['chat']}",
+                                "rerank": f"the default rerank model: house-rerank at {root}/rerank"}
+    assert "/rerank" in paths and not any(path.endswith("/chat/completions") for path in paths)
+
+
+def test_a_task_without_ids_gets_the_default_chat_model(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalcore.testing import FakeOpenAIServer
+
+    with FakeOpenAIServer(default="Refunds are accepted within 30 days.") as server:
+        monkeypatch.setenv("EVALCORE_DEFAULT_CHAT_MODEL", "house-chat")
+        monkeypatch.setenv("EVALCORE_DEFAULT_CHAT_BASE_URL", server.base_url)
+        monkeypatch.setenv("EVALCORE_DEFAULT_CHAT_API_KEY_ENV", "")
+        task = api.call("POST", "/api/v1/evaluation", json={"dataset_id": "tiny"}).json()["data"]["task"]
+        data = wait_done(api, f"/api/v1/evaluation?task_id={task['id']}", lambda d: d["task"]["status"])
+        bodies = [body for path, body, _ in server.requests if path.endswith("/chat/completions")]
+        base_url = server.base_url
+    assert data["task"]["status"] == 2, data["task"]["err_msg"]
+    assert (data["params"]["generator"], data["params"]["model"]) == ("openai", "house-chat")
+    assert data["params"]["models"]["chat"] == f"the default chat model: house-chat at {base_url}"
+    assert len(bodies) == 3 and {body["model"] for body in bodies} == {"house-chat"}
+    campaign = api.call("GET", f"/api/v1/campaigns/{task['id']}", "viewer").json()["data"]["campaign"]
+    assert campaign["options"]["models"] == data["params"]["models"]
+
+
+def test_graded_thresholds_under_the_evaluators_names_in_a_task(api: Api) -> None:
+    body = {"dataset_id": "tiny", "graded_thresholds": {"ndcg_threshold": 0.9, "top1_relevance_threshold": 1}}
+    task = api.call("POST", "/api/v1/evaluation", json=body).json()["data"]["task"]
+    wait_done(api, f"/api/v1/evaluation?task_id={task['id']}", lambda d: d["task"]["status"])
+    campaign = api.call("GET", f"/api/v1/campaigns/{task['id']}", "viewer").json()["data"]["campaign"]
+    assert campaign["config"]["graded_thresholds"] == {"ndcg_threshold": 0.9, "top1_relevance_threshold": 1.0}
+    assert (campaign["options"]["graded_thresholds"]["ndcg@3"], campaign["options"]["graded_thresholds"]["xdcg@3"]) == \
+        (0.9, 50.0)
+    page = api.call("GET", f"/api/v1/campaigns/{task['id']}/results?names=evaluator", "viewer").json()["data"]
+    flat = page["results"][0]["flat"]
+    assert flat["graded.ndcg@3_threshold"] == 0.9 and flat["graded.top1_relevance_threshold"] == 1.0
+    error = error_of(api.call("POST", "/api/v1/evaluation", json={"graded_thresholds": {"ndcg": 1}}), 422)
+    assert "unknown threshold 'ndcg'" in error["message"]
+
+
+def test_a_suite_run_refuses_more_than_4_minutes_per_question(api: Api) -> None:
+    suite = api.call("POST", "/api/v1/eval-suites", json=suite_body(api)).json()["data"]["suite"]
+    error = error_of(api.call("POST", f"/api/v1/eval-suites/{suite['id']}/runs", json={"time_limit": 300}), 422)
+    assert error["field"] == "time_limit" and "4 minutes at most" in error["message"]
+
+
+def test_a_task_names_the_corpus_it_used_and_keeps_its_start_time(api: Api) -> None:
+    """knowledge_base_id copies a configuration whose knowledge_base is "tiny"; the task ran on dataset "default"."""
+    created = api.call("POST", "/api/v1/evaluation",
+                       json={"dataset_id": "default", "knowledge_base_id": api.targets["fast"]})
+    task = created.json()["data"]["task"]
+    data = wait_done(api, f"/api/v1/evaluation?task_id={task['id']}", lambda d: d["task"]["status"])
+    assert data["params"]["knowledge_base"] == "default" and data["params"]["retriever"] == "bm25"
+    assert data["task"]["start_time"] == task["start_time"]
+    campaign = api.call("GET", f"/api/v1/campaigns/{task['id']}", "viewer").json()["data"]["campaign"]
+    assert campaign["config"]["knowledge_base"] == "default"
+    recompute = f"/api/v1/campaigns/{task['id']}/recompute-abstention"
+    assert error_of(api.call("POST", recompute, "viewer"), 403)["code"] == "forbidden"
+    assert api.call("POST", recompute).json()["data"]["campaign"]["id"] == task["id"]
+
+
 @pytest.mark.parametrize(("body", "field"), [
     ({"dataset_id": "missing"}, "dataset_id"),
     ({"dataset_id": "../samples"}, "dataset_id"),
@@ -307,7 +399,8 @@ def test_evaluation_validates_synchronously(api: Api, body: dict, field: str) ->
 
 def test_evaluation_task_runs_to_completion_with_seed_shapes(api: Api) -> None:
     before = int(time.time() * 1000)
-    created = api.call("POST", "/api/v1/evaluation", json={"dataset_id": "tiny", "knowledge_base_id": api.targets["fast"]})
+    created = api.call("POST", "/api/v1/evaluation",
+                       json={"dataset_id": "tiny", "knowledge_base_id": api.targets["fast"]})
     assert created.status_code == 200, created.text
     body = created.json()
     assert body["success"] is True and set(body["data"]) == {"task"}
@@ -336,7 +429,8 @@ def test_evaluation_task_runs_to_completion_with_seed_shapes(api: Api) -> None:
 
 
 def test_evaluation_defaults_and_overlays(api: Api) -> None:
-    body = {"knowledge_base_id": api.targets["fast"], "chat_id": api.targets["chat"], "rerank_id": api.targets["rerank"]}
+    body = {"knowledge_base_id": api.targets["fast"], "chat_id": api.targets["chat"],
+            "rerank_id": api.targets["rerank"]}
     task = api.call("POST", "/api/v1/evaluation", json=body).json()["data"]["task"]
     assert task["dataset_id"] == "default" and task["id"].endswith("_default")
     params = api.call("GET", f"/api/v1/evaluation?task_id={task['id']}", "viewer").json()["data"]["params"]
@@ -392,7 +486,8 @@ def test_targets_are_listed_read_and_saved_with_full_access_only(api: Api) -> No
     assert target["config"]["embedding_top_k"] == 5 and target["config"]["chunking"] == "none"
     suite = api.call("POST", "/api/v1/eval-suites", json={**suite_body(api), "agent_id": target["id"]})
     assert suite.status_code == 201
-    bad = error_of(api.call("POST", "/api/v1/targets", "full", json={"name": "x", "config": {"retriever": "grep", "colour": 1}}), 422)
+    bad = error_of(api.call("POST", "/api/v1/targets", "full",
+                            json={"name": "x", "config": {"retriever": "grep", "colour": 1}}), 422)
     assert "retriever" in bad["message"] and "colour: unknown key" in bad["message"]
 
 
@@ -402,7 +497,8 @@ def test_suite_crud(api: Api) -> None:
     created = api.call("POST", "/api/v1/eval-suites", json=suite_body(api, n=2))
     assert created.status_code == 201
     suite = created.json()["data"]["suite"]
-    assert suite["name"].startswith("refunds ") and suite["agent_id"] == api.targets["fast"] and suite["case_count"] == 2
+    assert (suite["name"].startswith("refunds ") and suite["agent_id"] == api.targets["fast"]
+            and suite["case_count"] == 2)
     assert suite["cases"][0] == {"question": "What is the refund window 0?", "expected_answer": "30 days",
                                  "expected_sources": ["Terms 0"]}
     read = api.call("GET", f"/api/v1/eval-suites/{suite['id']}", "viewer").json()["data"]["suite"]
@@ -435,7 +531,8 @@ def test_suite_run_completes_with_results_and_summary(api: Api) -> None:
     assert next(s for s in listed if s["id"] == suite["id"])["last_run"]["id"] == run["id"]
     again = api.call("POST", f"/api/v1/eval-suites/{suite['id']}/runs")
     assert again.status_code == 202
-    second = wait_done(api, f"/api/v1/eval-suites/runs/{again.json()['data']['run']['id']}", lambda d: d["run"]["status"])
+    second = wait_done(api, f"/api/v1/eval-suites/runs/{again.json()['data']['run']['id']}",
+                       lambda d: d["run"]["status"])
     comparison = api.call("GET", f"/api/v1/compare?a={run['id']}&b={second['run']['id']}", "viewer")
     assert comparison.status_code == 200, comparison.text
     assert comparison.json()["data"]["comparison"]
@@ -443,7 +540,8 @@ def test_suite_run_completes_with_results_and_summary(api: Api) -> None:
 
 def test_concurrent_launches_on_one_suite_accept_exactly_one(api: Api) -> None:
     with gated_agent(api) as (target, gate):
-        suite = api.call("POST", "/api/v1/eval-suites", json={**suite_body(api), "agent_id": target}).json()["data"]["suite"]
+        suite = api.call("POST", "/api/v1/eval-suites",
+                         json={**suite_body(api), "agent_id": target}).json()["data"]["suite"]
         barrier = threading.Barrier(2)
         answers: list[httpx.Response] = []
 

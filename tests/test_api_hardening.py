@@ -91,6 +91,25 @@ def test_every_request_body_model_refuses_text_that_is_not_unicode(api: Api) -> 
                if isinstance(model, type) and issubclass(model, BaseModel))
 
 
+def nested(depth: int, leaf: typing.Any = 1) -> typing.Any:
+    """`depth` objects and lists, alternating, around a leaf."""
+    for level in range(depth):
+        leaf = {"a": leaf} if level % 2 else [leaf]
+    return leaf
+
+
+@pytest.mark.parametrize("depth", [33, 480, 900])
+def test_deeply_nested_json_answers_422_naming_the_field(api: Api, depth: int) -> None:
+    """Checked level by level before anything walks it (a recursive walk ran out of stack at about 480)."""
+    client = KeepAlive(api)
+    status, answer = client.send("POST", "/api/v1/targets",
+                                 json.dumps({"name": "n", "config": {"agent_body": nested(depth)}}).encode())
+    assert (status, answer["error"]["field"]) == (422, "config"), answer
+    assert answer["error"]["message"] == "config: nested deeper than 32 levels of lists and objects"
+    ok = {"name": "n", "config": {"kind": "http_agent", "agent_url": "http://127.0.0.1:9/a", "agent_body": nested(30)}}
+    assert client.send("POST", "/api/v1/targets", json.dumps(ok).encode())[0] == 201
+
+
 def test_the_store_replaces_what_it_cannot_encode_instead_of_raising(tmp_path: Path) -> None:
     from evalcore.store import Store, dumps
     from evalcore.targets import TargetConfig
@@ -120,7 +139,8 @@ def test_a_target_knowledge_base_is_a_dataset_id_and_answers_tell_nothing_about_
         assert str(api.db.parent) not in response.text
         answers[place] = without(place, response.text)
     assert len(set(answers.values())) == 1, answers  # an existing folder answers like a missing one
-    missing = error_of(api.call("POST", "/api/v1/targets", "full", json={"name": "kb", "config": {"knowledge_base": "nope"}}), 422)
+    missing = error_of(api.call("POST", "/api/v1/targets", "full",
+                                json={"name": "kb", "config": {"knowledge_base": "nope"}}), 422)
     assert missing["message"] == "config.knowledge_base: no dataset 'nope' (a folder under the dataset root)"
     created = api.call("POST", "/api/v1/targets", "full", json={"name": "kb", "config": {"knowledge_base": "tiny"}})
     assert created.status_code == 201 and created.json()["data"]["target"]["config"]["knowledge_base"] == "tiny"

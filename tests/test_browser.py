@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.testing.dashboard import CHROMIUM, CHROMIUM_ARGS, serve_streamlit
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
@@ -43,7 +46,8 @@ def browser_tab(url: str) -> Iterator[tuple]:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1400, "height": 2400}, accept_downloads=True)
         tab = context.new_page()
-        tab.on("console", lambda message: problems.append(f"console: {message.text}") if message.type == "error" else None)
+        tab.on("console",
+               lambda message: problems.append(f"console: {message.text}") if message.type == "error" else None)
         tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
         tab.on("requestfailed", lambda request: problems.append(f"request failed: {request.url} {request.failure}"))
         tab.goto(url)
@@ -86,6 +90,24 @@ def choose(tab: object, label: str, option: str) -> None:
     tab.keyboard.press("Enter")
 
 
+def choose_until_shown(tab: Any, label: str, option: str, attempts: int = 5) -> None:
+    """Pick an option and wait until the picker shows it; a pick typed while the page reruns (a campaign ended, its
+    comparison arrived) can be dropped by that rerun, and the rerun can draw a new picker, so the picker is found
+    again on every look and the pick is typed again, a few times at most."""
+    for attempt in range(attempts):
+        choose(tab, label, option)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                if option in tab.get_by_role("combobox", name=label).first.input_value(timeout=2_000):
+                    return
+            except sync_api.Error:
+                pass  # the picker was being redrawn
+            time.sleep(0.25)
+        if attempt == attempts - 1:
+            raise AssertionError(f"the picker {label!r} never showed {option!r}")
+
+
 def open_page(tab: object, name: str) -> None:
     """Follow a link of the navigation sidebar."""
     tab.get_by_role("link", name=name).first.click()
@@ -116,7 +138,8 @@ def test_launch_compare_screenshot_and_export(page: tuple, tmp_path: Path) -> No
         tab.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=60_000)
         charts = tab.locator("[data-stale='false'] .vega-embed canvas, [data-stale='false'] .vega-embed svg")
         charts.first.wait_for(timeout=30_000)
-        assert tab.locator("[data-testid='stMain'] .vega-embed:visible").count() == 1  # this section's chart only
+        drawn = tab.locator("[data-testid='stMain'] .vega-embed:visible").count()
+        assert drawn == 1 or section == "Measures" and drawn > 1  # this section's chart only (the deltas by scale)
     # EVALCORE_SCREENSHOT_DIR keeps the screenshot for a person to look at.
     shot = Path(os.environ.get("EVALCORE_SCREENSHOT_DIR") or tmp_path) / "compare.png"
     tab.screenshot(path=str(shot), full_page=True)
@@ -144,7 +167,8 @@ def opened_offline(browser: object, path: Path) -> int:
     problems: list[str] = []
     context = browser.new_context(offline=True)
     tab = context.new_page()
-    tab.on("request", lambda request: None if request.url.startswith(("file:", "data:")) else problems.append(request.url))
+    tab.on("request",
+           lambda request: None if request.url.startswith(("file:", "data:")) else problems.append(request.url))
     tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
     tab.goto(path.as_uri())
     tab.locator(".js-plotly-plot .main-svg").first.wait_for(timeout=30_000)
@@ -229,17 +253,157 @@ def test_a_named_campaign_is_listed_renamed_and_a_second_import_asks(page: tuple
     csv = tmp_path / "browser refunds.csv"
     csv.write_text("question;expected answer;sources\nWhat is the refund window?;30 days;Terms of Sale\n")
     open_page(tab, "Suites")
-    for attempt in range(2):
+    main.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(csv))
+    main.get_by_role("button", name="Import 1 case(s)").click()
+    main.get_by_text("Imported 1 case(s) into browser refunds.").wait_for(timeout=30_000)
+    # The import empties the uploader by a rerun of its own: the same file is given again once that is done (and
+    # again if a rerun still under way swallowed it).
+    main.get_by_role("button", name="Import 1 case(s)").wait_for(state="hidden", timeout=60_000)
+    tab.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=60_000)
+    warning = main.get_by_text("A suite named browser refunds already exists")
+    for attempt in range(3):
         main.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(csv))
-        button = main.get_by_role("button", name="Import 1 case(s)")
-        button.wait_for(timeout=30_000)
-        if attempt == 0:
-            button.click()
-            main.get_by_text("Imported 1 case(s) into browser refunds.").wait_for(timeout=30_000)
-    main.get_by_text("A suite named browser refunds already exists").wait_for(timeout=30_000)
+        try:
+            warning.wait_for(timeout=20_000)
+            break
+        except sync_api.TimeoutError:
+            if attempt == 2:
+                raise
     assert main.get_by_role("button", name="Import 1 case(s)").is_disabled()  # until another name or a choice
     main.get_by_text("keep both", exact=True).click()
     main.get_by_role("button", name="Import 1 case(s)").click()
     main.get_by_text("Imported 1 case(s) into browser refunds (2).").wait_for(timeout=30_000)
     assert_no_exception_on(tab)
     assert not problems, problems
+
+
+def test_a_sign_in_survives_a_reload_and_a_new_tab_and_keeps_the_deep_link(tmp_path: Path) -> None:
+    from evalcore.keys import create_key
+    from evalcore.store import Store
+
+    with Store(tmp_path / "evalcore.db") as store:
+        _, secret = create_key(store, tenant="acme", role="admin", capability="full-access")
+    with serve(tmp_path) as url, browser_tab(f"{url}/campaigns") as (tab, problems):
+        tab.get_by_role("heading", name="Sign in").wait_for(timeout=60_000)
+        assert tab.get_by_text("Page not found").count() == 0  # the page asked for waits behind the form
+        assert tab.get_by_label("API key").get_attribute("autocomplete") != "new-password"  # a manager may fill it
+        tab.get_by_label("API key").fill(secret)
+        tab.get_by_role("button", name="Sign in").click()
+        tab.get_by_role("heading", name="Campaigns").wait_for(timeout=60_000)  # the deep link, kept
+        assert tab.url.endswith("/campaigns")
+        wait_for_cookie(tab, "evalcore_session")
+        tab.reload()
+        tab.get_by_role("heading", name="Campaigns").wait_for(timeout=60_000)  # still signed in
+        assert tab.get_by_role("heading", name="Sign in").count() == 0
+        other = tab.context.new_page()  # a new tab of the same browser
+        other.goto(f"{url}/compare")
+        other.get_by_role("heading", name="Compare").wait_for(timeout=60_000)
+        cookie = wait_for_cookie(tab, "evalcore_session")
+        assert cookie["value"].startswith("es_") and secret not in cookie["value"]  # a session token, not the key
+        tab.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=60_000)  # a settled page
+        tab.get_by_role("button", name="Sign out").click()
+        tab.get_by_role("heading", name="Sign in").wait_for(timeout=60_000)
+        other.reload()
+        other.get_by_role("heading", name="Sign in").wait_for(timeout=60_000)  # signed out everywhere
+        assert_no_exception_on(tab)
+        assert not [p for p in problems if p.startswith("page error")], problems
+
+
+def wait_for_cookie(tab: object, name: str, timeout: float = 30) -> dict:
+    """The browser's cookie of that name, once the page has set it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if found := [c for c in tab.context.cookies() if c["name"] == name]:
+            return found[0]
+        time.sleep(0.2)
+    raise AssertionError(f"no cookie {name} after {timeout} s")
+
+
+def launch(tab: object, name: str, questions: int, sweep: str = "") -> None:
+    """Launch a campaign (or a sweep of embedding_top_k) from the Run page, named, on the first questions."""
+    open_page(tab, "Run")
+    tab.get_by_role("textbox", name="Campaign name").fill(name)
+    tab.get_by_label("Only the first N questions (0 = all)").fill(str(questions))
+    if sweep:
+        choose(tab, "Sweep one key", "embedding_top_k")
+        tab.get_by_label("Sweep values (comma-separated)").fill(sweep)
+    tab.get_by_role("button", name="Launch").click()
+
+
+def download(tab: object, button: str, folder: Path) -> Path:
+    """Click a download button of the page and save the file under the name the page gives it."""
+    with tab.expect_download(timeout=60_000) as started:
+        tab.get_by_role("button", name=button, exact=True).first.click()
+    path = folder / started.value.suggested_filename
+    started.value.save_as(path)
+    return path
+
+
+def test_a_sweeps_pairs_download_under_their_own_names_and_the_csv_reads_as_a_table(tmp_path: Path) -> None:
+    import pandas as pd
+
+    with serve(tmp_path) as url, browser_tab(url) as (tab, problems):
+        tab.get_by_role("heading", name="Datasets").wait_for(timeout=60_000)
+        launch(tab, "baseline quick start", 8)
+        tab.get_by_text(re.compile(r"baseline quick start · succeeded · 8/8 questions")).wait_for(timeout=120_000)
+        launch(tab, "topk sweep", 8, sweep="3, 5, 10")
+        tab.get_by_text(re.compile(r"embedding_top_k=10 · succeeded · 8/8 questions")).wait_for(timeout=180_000)
+        for value in (3, 5):
+            tab.get_by_text(re.compile(rf"embedding_top_k={value} · succeeded · 8/8")).wait_for(timeout=60_000)
+        open_page(tab, "Compare")
+        reports = []
+        for value in (3, 5, 10):
+            for picker, option in (("A (baseline)", "baseline quick start"), ("B (candidate)", f"top_k={value} ·")):
+                choose_until_shown(tab, picker, option)
+            time.sleep(1)  # the rerun the pick started
+            tab.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=60_000)
+            tab.get_by_text("Measures: B − A with 95% intervals").wait_for(timeout=60_000)
+            reports.append(download(tab, "Report (HTML)", tmp_path).name)
+        assert len(set(reports)) == 3, reports  # one name per pair, each with its value
+        assert all(f"top-k-{value}_" in name for value, name in zip((3, 5, 10), reports, strict=True)), reports
+        measures = download(tab, "CSV", tmp_path)
+        table = pd.read_csv(measures)  # no option: the file is a table
+        assert "measure" in table.columns and set(table["context: A"]) == {"baseline quick start"}
+        assert_no_exception_on(tab)
+        assert not problems, problems
+def test_five_questions_are_labelled_from_the_keyboard_and_kappa_appears(tmp_path: Path) -> None:
+    import json
+
+    from evalcore.campaigns import CampaignManager
+    from evalcore.targets import TargetConfig
+    from evalcore.testing import FakeOpenAIServer
+
+    def judge(path: str, body: dict) -> str:  # a 1-5 that follows the question's length
+        return json.dumps({"score": 1 + len(body["messages"][1]["content"]) % 5, "reason": "scripted"})
+
+    manager = CampaignManager(tmp_path / "evalcore.db")
+    with FakeOpenAIServer(judge) as server:
+        config = TargetConfig.from_dict({"retriever": "bm25", "judge_model": "judge-mini", "judge_api_key_env": "",
+                                         "judge_base_url": server.base_url})
+        campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, judges=("relevance",), limit=6,
+                                     name="judged for labels"))
+        assert manager.wait(campaign_id, timeout=120).status == "succeeded"
+    manager.close()
+    with serve(tmp_path) as url, browser_tab(f"{url}/campaigns") as (tab, problems):
+        main = tab.locator("[data-testid='stMain']")
+        main.get_by_role("heading", name="judged for labels").wait_for(timeout=60_000)
+        main.get_by_role("tab", name="Labels").click()
+        main.get_by_text("0 of 6 answered questions labelled for relevance").wait_for(timeout=30_000)
+        assert main.get_by_text(re.compile(r"relevance: \d labelled")).count() == 0
+        status = main.get_by_text(re.compile(r"answered questions labelled for relevance")).first
+        for key in ["5", "4", "ArrowLeft", "3", "2", "ArrowRight", "1", "5"]:
+            tab.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=60_000)  # not mid-run
+            before = status.inner_text()
+            tab.evaluate("document.activeElement && document.activeElement.blur()")  # keys to the page, not a box
+            tab.keyboard.press(key)
+            for _ in range(150):  # the page reruns: the line changes (a label counted, another question)
+                tab.wait_for_timeout(200)
+                if status.inner_text() != before:
+                    break
+            assert status.inner_text() != before, f"key {key} changed nothing"
+        main.get_by_text("5 of 6 answered questions labelled for relevance").wait_for(timeout=30_000)
+        line = main.get_by_text(re.compile(r"relevance: 5 labelled · accuracy [\d.]+ · kappa -?[\d.—]+"))
+        line.wait_for(timeout=30_000)
+        assert "weighted kappa" in line.inner_text()
+        assert_no_exception_on(tab)
+        assert not [p for p in problems if p.startswith("page error")], problems

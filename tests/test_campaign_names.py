@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from evalcore.campaigns import get_manager
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.listing import HEADLINE, Settings, campaign_rows, dataset_label, search_rows, sort_rows
 from evalcore.cli import main
 from evalcore.errors import EvalError
@@ -32,10 +33,13 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict
     suite = create_suite(manager.store, name="Refund questions", target_id="default",
                          cases=[Case("What is the refund window?", "30 days", ("Terms of Sale",))])
     config = TargetConfig.from_dict({**BM25.to_dict(), "knowledge_base": data})
-    ids = {"k5": manager.launch(dataset=data, config=TargetConfig.from_dict({**config.to_dict(), "embedding_top_k": 5})),
-           "k9": manager.launch(dataset=data, config=TargetConfig.from_dict({**config.to_dict(), "embedding_top_k": 9}),
-                                name="nine chunks"),
-           "suite": manager.launch(suite_id=suite.id, config=config)}
+    ids = {"k5": manager.launch(LaunchRequest(dataset=data,
+                                              config=TargetConfig.from_dict({**config.to_dict(),
+                                                                             "embedding_top_k": 5}))),
+           "k9": manager.launch(LaunchRequest(dataset=data,
+                                              config=TargetConfig.from_dict({**config.to_dict(), "embedding_top_k": 9}),
+                                name="nine chunks")),
+           "suite": manager.launch(LaunchRequest(suite_id=suite.id, config=config))}
     for campaign_id in ids.values():
         assert manager.wait(campaign_id, timeout=120).status == "succeeded"
     yield db, ids
@@ -47,10 +51,12 @@ def test_rows_name_the_suite_the_dataset_the_settings_and_the_headline_measures(
     rows = {row.campaign.id: row for row in campaign_rows(get_manager(db).store)}
     assert rows[ids["suite"]].source_name == "Refund questions"  # the suite's name, not its id
     assert rows[ids["k5"]].source_name == "tiny"
-    assert rows[ids["k9"]].campaign.name == "nine chunks" and rows[ids["k5"]].campaign.name == "bm25 · top 5 · extractive"
+    assert (rows[ids["k9"]].campaign.name == "nine chunks"
+            and rows[ids["k5"]].campaign.name == "bm25 · top 5 · extractive")
     assert rows[ids["k9"]].settings == Settings("bm25", "none", "extractive", 9)
     assert {"ndcg@10", "rougel"} <= set(rows[ids["k5"]].headline) <= set(HEADLINE)
-    assert {"coverage", "sources_found"} <= set(rows[ids["suite"]].headline) and "ndcg@10" not in rows[ids["suite"]].headline
+    assert ({"coverage", "sources_found"} <= set(rows[ids["suite"]].headline)
+            and "ndcg@10" not in rows[ids["suite"]].headline)
     assert all(0 <= value <= 1 for row in rows.values() for value in row.headline.values())
     assert [r.campaign.id for r in search_rows(list(rows.values()), "REFUND")] == [ids["suite"]]
     assert [r.campaign.id for r in search_rows(list(rows.values()), "nine bm25")] == [ids["k9"]]
@@ -69,7 +75,7 @@ def test_rows_name_the_suite_the_dataset_the_settings_and_the_headline_measures(
 def test_settings_of_other_targets_and_dataset_labels() -> None:
     hybrid = TargetConfig(retriever="hybrid", reranker="http", rerank_url="http://x", rerank_top_k=12,
                           generator="openai", model="gpt-4o-mini", base_url="http://x")
-    assert Settings.of(hybrid.to_dict()) == Settings("hybrid rrf use", "http", "gpt-4o-mini", 12)
+    assert Settings.of(hybrid.to_dict()) == Settings("hybrid RRF · USE embeddings", "http", "gpt-4o-mini", 12)
     assert Settings.of({"kind": "http_agent"}).retriever == "HTTP agent"
     assert dataset_label("/srv/dataset/samples") == "default" and dataset_label("dataset/uploads-x") == "uploads-x"
     assert HEADLINE[0] == "ndcg@10"
@@ -118,7 +124,8 @@ def test_api_names_at_launch_renames_and_lists_with_names(api: Api) -> None:
 
     renamed = api.call("PATCH", f"/api/v1/campaigns/{task_id}", json={"name": "  hybrid,\n second try "})
     assert renamed.status_code == 200 and renamed.json()["data"]["campaign"]["name"] == "hybrid, second try"
-    assert api.call("GET", f"/api/v1/campaigns/{task_id}", "viewer").json()["data"]["campaign"]["name"] == "hybrid, second try"
+    assert (api.call("GET", f"/api/v1/campaigns/{task_id}", "viewer").json()["data"]["campaign"]["name"]
+            == "hybrid, second try")
     error_of(api.call("PATCH", f"/api/v1/campaigns/{task_id}", "viewer", json={"name": "x"}), 403)
     error_of(api.call("PATCH", f"/api/v1/campaigns/{task_id}", "other", json={"name": "x"}), 404)
     assert error_of(api.call("PATCH", f"/api/v1/campaigns/{task_id}", json={"name": "   "}), 422)["field"] == "name"
@@ -130,3 +137,21 @@ def test_api_names_at_launch_renames_and_lists_with_names(api: Api) -> None:
 def test_dataset_label_of_paths(tmp_path: Path) -> None:
     assert dataset_label(str(tmp_path / "samples")) == "default"
     assert dataset_label("default") == "default"
+
+
+def test_a_sweep_is_one_request_per_value_named_after_it_and_a_suite_only_one_after_another() -> None:
+    from evalcore.campaigns.launching import linked_target, sweep_requests
+
+    base = LaunchRequest(dataset="default", config=TargetConfig(retriever="bm25"), target_id="t1", name="base")
+    swept = sweep_requests(base, "embedding_top_k", [5, 10], one_after_another=False)
+    assert [r.config.embedding_top_k for r in swept if r.config] == [5, 10]
+    assert [r.name for r in swept] == ["base · embedding_top_k=5", "base · embedding_top_k=10"]
+    assert {r.target_id for r in swept} == {None}  # each value is another configuration than the saved one
+    suite = LaunchRequest(suite_id="s1", config=TargetConfig())
+    with pytest.raises(EvalError, match="one campaign at a time"):
+        sweep_requests(suite, "top_p", [0.5, 0.9], one_after_another=False)
+    assert len(sweep_requests(suite, "top_p", [0.5, 0.9], one_after_another=True)) == 2
+    config = TargetConfig(retriever="bm25")
+    assert linked_target("t1", config, [config.run_on("local")]) == "t1"  # where it runs is no other configuration
+    assert linked_target("t1", config, [TargetConfig(retriever="vector")]) is None
+    assert linked_target(None, config, [config]) is None  # a preset or a past campaign links to nothing

@@ -20,8 +20,9 @@ from evalcore.campaigns import (
     get_manager,
     list_campaigns,
 )
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.errors import EvalError
-from evalcore.store import Store
+from evalcore.store import open_store
 from evalcore.targets import Retrieved, TargetAnswer, TargetConfig
 from tests.conftest import write_dataset
 
@@ -65,7 +66,8 @@ class FakeTarget:
 def many_questions(folder: Path, n: int) -> Path:
     """A valid dataset with n labeled, answered questions over five passages."""
     return write_dataset(folder, {
-        "queries": {"id": list(range(1, n + 1)), "text": [f"Question number {i} about refunds?" for i in range(1, n + 1)]},
+        "queries": {"id": list(range(1, n + 1)),
+                    "text": [f"Question number {i} about refunds?" for i in range(1, n + 1)]},
         "corpus": {"id": [10, 11, 12, 13, 14], "text": [f"Passage {i} on refunds within {i} days." for i in range(5)]},
         "answers": {"id": list(range(101, 101 + n)), "text": ["Refunds within 30 days."] * n},
         "qrels": {"qid": list(range(1, n + 1)), "pid": [10 + i % 3 for i in range(n)]},
@@ -74,16 +76,16 @@ def many_questions(folder: Path, n: int) -> Path:
 
 
 @pytest.fixture
-def manager(tmp_path: Path):
-    """A manager on a fresh database."""
-    result = get_manager(tmp_path / "campaigns.db")
+def manager(db: str):
+    """A manager on a fresh database, on each backend."""
+    result = get_manager(db)
     yield result
     result.close()
 
 
 def test_launch_returns_at_once_and_runs_in_background(manager: CampaignManager, tiny_dataset: Path) -> None:
     target = FakeTarget(delay=0.2)
-    campaign_id = manager.launch(dataset=str(tiny_dataset), target=target, concurrency=1)
+    campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), target=target, concurrency=1))
     first = get_campaign(manager.store, campaign_id)
     assert first.status in ("pending", "running") and first.finished == 0
     assert campaign_id.startswith("evaluation_default_") and campaign_id.endswith("_tiny")
@@ -98,19 +100,20 @@ def test_launch_returns_at_once_and_runs_in_background(manager: CampaignManager,
 
 def test_launch_validates_before_accepting(manager: CampaignManager, tiny_dataset: Path, tmp_path: Path) -> None:
     with pytest.raises(EvalError, match="unreachable"):
-        manager.launch(dataset=str(tiny_dataset), target=FakeTarget(broken=True))
+        manager.launch(LaunchRequest(dataset=str(tiny_dataset), target=FakeTarget(broken=True)))
     with pytest.raises(EvalError):
-        manager.launch(dataset=str(tmp_path / "missing"), target=FakeTarget())
+        manager.launch(LaunchRequest(dataset=str(tmp_path / "missing"), target=FakeTarget()))
     with pytest.raises(EvalError, match="either a dataset or a suite"):
-        manager.launch(target=FakeTarget())
+        manager.launch(LaunchRequest(target=FakeTarget()))
     with pytest.raises(EvalError, match="unknown judge"):
-        manager.launch(dataset=str(tiny_dataset), target=FakeTarget(), judges=("vibes",))
+        manager.launch(LaunchRequest(dataset=str(tiny_dataset), target=FakeTarget(), judges=("vibes",)))
     assert list_campaigns(manager.store) == []
 
 
 def test_one_failing_question_in_five_is_isolated(manager: CampaignManager, tmp_path: Path) -> None:
     data = many_questions(tmp_path / "ten", 10)
-    campaign_id = manager.launch(dataset=str(data), target=FakeTarget(fail=lambda qid: qid % 5 == 0), concurrency=3)
+    campaign_id = manager.launch(LaunchRequest(dataset=str(data), target=FakeTarget(fail=lambda qid: qid % 5 == 0),
+                                               concurrency=3))
     done = manager.wait(campaign_id, timeout=20)
     assert done.status == "succeeded_with_failures" and done.status_text == "succeeded with 2 failed"
     assert (done.finished, done.failed) == (10, 2)
@@ -125,8 +128,8 @@ def test_one_failing_question_in_five_is_isolated(manager: CampaignManager, tmp_
 
 def test_too_many_failures_fail_the_campaign(manager: CampaignManager, tmp_path: Path) -> None:
     data = many_questions(tmp_path / "ten", 10)
-    campaign_id = manager.launch(dataset=str(data), target=FakeTarget(fail=lambda qid: qid > 2),
-                                 concurrency=1, max_failed_share=0.3)
+    campaign_id = manager.launch(LaunchRequest(dataset=str(data), target=FakeTarget(fail=lambda qid: qid > 2),
+                                 concurrency=1, max_failed_share=0.3))
     done = manager.wait(campaign_id, timeout=20)
     assert done.status == "failed"
     assert "questions had failed (more than 30%)" in done.error
@@ -137,10 +140,11 @@ def test_hung_question_times_out_and_campaign_goes_on(manager: CampaignManager, 
     data = many_questions(tmp_path / "six", 6)
     target = FakeTarget(hang=lambda qid: qid == 2)
     try:
-        campaign_id = manager.launch(dataset=str(data), target=target, concurrency=2, time_limit=1.5)
+        campaign_id = manager.launch(LaunchRequest(dataset=str(data), target=target, concurrency=2, time_limit=1.5))
         done = manager.wait(campaign_id, timeout=20)
         assert done.status == "succeeded_with_failures"
-        errors = {r.question.qid: r.outcome.error for r in campaign_results(manager.store, campaign_id) if r.outcome.error}
+        errors = {r.question.qid: r.outcome.error for r in campaign_results(manager.store, campaign_id)
+                  if r.outcome.error}
         assert errors == {2: "timed out after 1.5 s"}
         assert done.finished == 6
     finally:
@@ -150,7 +154,7 @@ def test_hung_question_times_out_and_campaign_goes_on(manager: CampaignManager, 
 def test_cancel_then_resume_runs_only_missing_questions(manager: CampaignManager, tmp_path: Path) -> None:
     data = many_questions(tmp_path / "twenty", 20)
     target = FakeTarget(delay=0.05)
-    campaign_id = manager.launch(dataset=str(data), target=target, concurrency=1)
+    campaign_id = manager.launch(LaunchRequest(dataset=str(data), target=target, concurrency=1))
     while get_campaign(manager.store, campaign_id).finished < 3:
         time.sleep(0.02)
     running = get_campaign(manager.store, campaign_id)
@@ -174,7 +178,7 @@ def test_cancel_then_resume_runs_only_missing_questions(manager: CampaignManager
 
 def test_retry_failed_reruns_only_errors(manager: CampaignManager, tmp_path: Path) -> None:
     data = many_questions(tmp_path / "ten", 10)
-    campaign_id = manager.launch(dataset=str(data), target=FakeTarget(fail=lambda qid: qid in (3, 7)))
+    campaign_id = manager.launch(LaunchRequest(dataset=str(data), target=FakeTarget(fail=lambda qid: qid in (3, 7))))
     manager.wait(campaign_id, timeout=20)
     fixed = FakeTarget()
     manager.retry_failed(campaign_id, target=fixed)
@@ -187,7 +191,7 @@ def test_retry_failed_reruns_only_errors(manager: CampaignManager, tmp_path: Pat
 
 def test_aggregates_are_the_mean_of_stored_rows(manager: CampaignManager, tmp_path: Path) -> None:
     data = many_questions(tmp_path / "ten", 10)
-    campaign_id = manager.launch(dataset=str(data), target=FakeTarget(fail=lambda qid: qid == 4))
+    campaign_id = manager.launch(LaunchRequest(dataset=str(data), target=FakeTarget(fail=lambda qid: qid == 4)))
     manager.wait(campaign_id, timeout=20)
     results = campaign_results(manager.store, campaign_id)
     aggregates = campaign_aggregates(manager.store, campaign_id)
@@ -204,7 +208,7 @@ def test_aggregates_are_the_mean_of_stored_rows(manager: CampaignManager, tmp_pa
 
 
 def test_delete_and_tenant_isolation(manager: CampaignManager, tiny_dataset: Path) -> None:
-    campaign_id = manager.launch(dataset=str(tiny_dataset), target=FakeTarget(), tenant="acme")
+    campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), target=FakeTarget(), tenant="acme"))
     manager.wait(campaign_id, timeout=20)
     assert campaign_id.startswith("evaluation_acme_")
     with pytest.raises(NotFound):
@@ -223,7 +227,8 @@ def test_heartbeat_runs_while_questions_hang_and_picks_up_a_cancel_from_elsewher
     monkeypatch.setattr("evalcore.campaigns.runner.HEARTBEAT_S", 0.05)
     target = FakeTarget(hang=lambda qid: True)
     try:
-        campaign_id = manager.launch(dataset=str(many_questions(tmp_path / "five", 5)), target=target, concurrency=1)
+        campaign_id = manager.launch(LaunchRequest(dataset=str(many_questions(tmp_path / "five", 5)), target=target,
+                                                   concurrency=1))
 
         def await_beats(count: int) -> None:
             beats = [get_campaign(manager.store, campaign_id).heartbeat]
@@ -236,8 +241,9 @@ def test_heartbeat_runs_while_questions_hang_and_picks_up_a_cancel_from_elsewher
         await_beats(3)
         assert get_campaign(manager.store, campaign_id).finished == 0
         # Another process asks for the cancel through the database only.
-        with Store(manager.store.path) as elsewhere:
-            elsewhere.write(lambda conn: conn.execute("UPDATE campaigns SET cancel_requested = 1 WHERE id = ?", (campaign_id,)))
+        with open_store(manager.store.location) as elsewhere:
+            elsewhere.write(lambda conn: conn.execute("UPDATE campaigns SET cancel_requested = 1 WHERE id = ?",
+                                                      (campaign_id,)))
         await_beats(2)  # each beat writes, then reads the flag: two beats later it has been seen
         target.release.set()
         done = manager.wait(campaign_id, timeout=20)
@@ -251,7 +257,7 @@ def test_broken_setup_fails_the_campaign_with_its_reason(manager: CampaignManage
         def prepare(self, passages: Sequence, progress: Callable[[int, int], None] | None = None) -> None:
             raise OSError("disk full while indexing")
 
-    campaign_id = manager.launch(dataset=str(tiny_dataset), target=BrokenIndex())
+    campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), target=BrokenIndex()))
     done = manager.wait(campaign_id, timeout=20)
     assert (done.status, done.error) == ("failed", "setup failed: OSError: disk full while indexing")
     assert done.finished == 0 and done.ended_at is not None
@@ -264,13 +270,15 @@ def test_results_file_campaign_collapses_duplicate_passages_and_skips_missing_an
                    '{"qid": 2, "ranked_ids": [12]}\n{"qid": 99, "ranked_ids": [10], "answer": "extra"}\n',
                    encoding="utf-8")
     config = TargetConfig(kind="results_file", results_path=str(run))
-    campaign_id = manager.launch(dataset=str(tiny_dataset), config=config)
+    campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config))
     assert manager.wait(campaign_id, timeout=30).status == "succeeded_with_failures"  # q3 has no row in the file
     first, second, third = campaign_results(manager.store, campaign_id)
     assert [hit.pid for hit in first.outcome.retrieved] == [14, 14, None, 10, 10]  # chunks as the target ranked them
     # Each passage counts once, at its first rank; the unknown id stays a miss at its rank.
-    assert (first.outcome.measures["precision"], first.outcome.measures["mrr"]) == (pytest.approx(1 / 3), pytest.approx(1 / 3))
-    assert second.outcome.answer is None and "bleu1" not in second.outcome.measures and second.outcome.measures["recall"] == 1.0
+    assert (first.outcome.measures["precision"], first.outcome.measures["mrr"]) == (pytest.approx(1 / 3),
+                                                                                    pytest.approx(1 / 3))
+    assert (second.outcome.answer is None and "bleu1" not in second.outcome.measures
+            and second.outcome.measures["recall"] == 1.0)
     assert third.outcome.error.endswith("add a row with this qid to the results file")
 
 
@@ -292,7 +300,7 @@ def test_cancel_during_setup_asks_no_question(manager: CampaignManager, tiny_dat
             self.release.wait(10)  # an index being built when Ctrl-C comes
 
     target = SlowIndex()
-    campaign_id = manager.launch(dataset=str(tiny_dataset), target=target, concurrency=2)
+    campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), target=target, concurrency=2))
     manager.cancel(campaign_id)
     target.release.set()
     assert manager.wait(campaign_id, timeout=20).status == "cancelled"
@@ -312,7 +320,7 @@ def test_index_build_shows_its_progress_and_stops_on_cancel(
                 time.sleep(0.01)
 
     target = EndlessIndex()
-    campaign_id = manager.launch(dataset=str(tiny_dataset), target=target, concurrency=2)
+    campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), target=target, concurrency=2))
     deadline = time.monotonic() + 20
     while not (get_campaign(manager.store, campaign_id).progress().stage or "").startswith("indexing the corpus"):
         assert time.monotonic() < deadline, get_campaign(manager.store, campaign_id)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from evalcore.campaigns import CampaignManager, campaign_aggregates, campaign_results, get_campaign
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.targets import TargetConfig
 from evalcore.testing.openai_server import FakeOpenAIServer
 
@@ -35,12 +36,12 @@ def openai_config(server: FakeOpenAIServer, dataset: Path) -> TargetConfig:
 def test_second_identical_campaign_is_served_by_the_cache(manager: CampaignManager, tiny_dataset: Path) -> None:
     with FakeOpenAIServer(default="Refunds are accepted within 30 days.") as server:
         config = openai_config(server, tiny_dataset)
-        first = manager.launch(dataset=str(tiny_dataset), config=config, concurrency=2)
+        first = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, concurrency=2))
         assert manager.wait(first, timeout=30).status == "succeeded"
         calls = chat_requests(server)
         assert calls == 3 and get_campaign(manager.store, first).cache_hits == 0
 
-        second = manager.launch(dataset=str(tiny_dataset), config=config, concurrency=2)
+        second = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, concurrency=2))
         done = manager.wait(second, timeout=30)
         assert done.status == "succeeded" and done.cache_hits == 3
         assert chat_requests(server) == calls
@@ -48,7 +49,7 @@ def test_second_identical_campaign_is_served_by_the_cache(manager: CampaignManag
         # Cached replies keep their token counts, so cost stays comparable between campaigns.
         assert [r.outcome.prompt_tokens for r in campaign_results(manager.store, second)] == [11, 11, 11]
 
-        third = manager.launch(dataset=str(tiny_dataset), config=config, cache=False)
+        third = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, cache=False))
         assert manager.wait(third, timeout=30).cache_hits == 0
         assert chat_requests(server) == calls + 3
 
@@ -61,12 +62,13 @@ def test_judges_are_stored_as_measures_with_details(manager: CampaignManager, ti
         Case("Where is the thermostat manual?"),
     ])
     with FakeOpenAIServer(default=JUDGE_REPLY) as server:
-        campaign_id = manager.launch(suite_id=suite.id, config=openai_config(server, tiny_dataset), use_judge=True,
-                                     judges=("relevance",))
+        campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, config=openai_config(server, tiny_dataset),
+                                     use_judge=True, judges=("relevance",)))
         done = manager.wait(campaign_id, timeout=30)
     assert done.status == "succeeded" and done.judges == ("score", "relevance") and done.use_judge
     with_expected, without = campaign_results(manager.store, campaign_id)
-    assert with_expected.outcome.measures["judge.score"] == 4.0 and with_expected.outcome.measures["judge.relevance"] == 4.0
+    assert (with_expected.outcome.measures["judge.score"] == 4.0
+            and with_expected.outcome.measures["judge.relevance"] == 4.0)
     assert with_expected.outcome.judges["score"].reason == "Close to the expected answer."
     assert with_expected.outcome.signatures["judge.score"].startswith("judge.score|prompt:v1|hash:")
     assert "|parser:v2|model:openai:fake-model@" in with_expected.outcome.signatures["judge.score"]
@@ -84,8 +86,8 @@ def test_judges_asked_several_times_record_their_spread(manager: CampaignManager
         return next(samples) if "Independent judgement" in str(body) else "Refunds are accepted within 30 days."
 
     with FakeOpenAIServer(reply) as server:
-        campaign_id = manager.launch(suite_id=suite.id, config=openai_config(server, tiny_dataset), use_judge=True,
-                                     judge_samples=3, cache=False)
+        campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, config=openai_config(server, tiny_dataset),
+                                     use_judge=True, judge_samples=3, cache=False))
         done = manager.wait(campaign_id, timeout=30)
     assert done.options.judge_samples == 3
     (row,) = campaign_results(manager.store, campaign_id)

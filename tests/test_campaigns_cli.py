@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import math
 from pathlib import Path
 
@@ -24,7 +25,9 @@ from tests.csvsafety import assert_safe_csv
 @pytest.fixture
 def setup(tmp_path: Path) -> tuple[Path, Path, Path]:
     """A dataset whose first question looks like a spreadsheet formula, a BM25 config, a db path."""
-    tables = {**TINY, "queries": {**TINY["queries"], "text": ["=HYPERLINK(\"x\") refund window?", *TINY["queries"]["text"][1:]]}}
+    tables = {**TINY,
+              "queries": {**TINY["queries"],
+                          "text": ["=HYPERLINK(\"x\") refund window?", *TINY["queries"]["text"][1:]]}}
     data = write_dataset(tmp_path / "formula", tables)
     config = tmp_path / "bm25.toml"
     config.write_text('retriever = "bm25"\nembedding_top_k = 3\n', encoding="utf-8")
@@ -78,15 +81,31 @@ def test_run_then_list_show_export_delete(setup: tuple[Path, Path, Path], capsys
     assert "no campaign" in capsys.readouterr().err
 
 
+def test_run_prints_the_dataset_statistics_and_the_server_logs_them(
+        setup: tuple[Path, Path, Path], capsys: pytest.CaptureFixture, caplog: pytest.LogCaptureFixture) -> None:
+    data, config, db = setup
+    with caplog.at_level(logging.INFO, logger="evalcore.campaigns"):
+        assert main(["run", "--dataset", str(data), "--config", str(config), "--db", str(db)]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("dataset "))
+    assert line.startswith(f"dataset {data.name}: 3 questions, 5 passages, ")
+    assert "relevant passages per labeled question" in line and "answer coverage 66.67% (2/3)" in line
+    assert "languages: passages with Han 20%" in line
+    logged = [record.getMessage() for record in caplog.records if record.name == "evalcore.campaigns"]
+    assert len(logged) == 1 and logged[0].endswith(line.removeprefix("dataset "))
+
+
 def test_resume_and_retry_from_the_command_line(setup: tuple[Path, Path, Path], capsys: pytest.CaptureFixture) -> None:
     data, config, db = setup
     code, report = run_json(capsys, "run", "--dataset", str(data), "--config", str(config), "--db", str(db))
     campaign_id = report["campaign"]["id"]
     with Store(db) as store:  # as if the process died after the first question, with the third failed
-        store.write(lambda conn: conn.execute("DELETE FROM results WHERE campaign_id = ? AND position = 1", (campaign_id,)))
+        store.write(lambda conn: conn.execute("DELETE FROM results WHERE campaign_id = ? AND position = 1",
+                                              (campaign_id,)))
         store.write(lambda conn: conn.execute(
-            "UPDATE results SET error = 'timed out after 240 s' WHERE campaign_id = ? AND position = 2", (campaign_id,)))
-        store.write(lambda conn: conn.execute("UPDATE campaigns SET status = 'interrupted' WHERE id = ?", (campaign_id,)))
+            "UPDATE results SET error = 'timed out after 240 s' WHERE campaign_id = ? AND position = 2",
+            (campaign_id,)))
+        store.write(lambda conn: conn.execute("UPDATE campaigns SET status = 'interrupted' WHERE id = ?",
+                                              (campaign_id,)))
     code, report = run_json(capsys, "campaigns", "resume", campaign_id, "--db", str(db))
     assert code == 3 and report["campaign"]["finished"] == 3 and report["summary"]["failed"] == 1
     code, report = run_json(capsys, "campaigns", "retry-failed", campaign_id, "--db", str(db))
@@ -95,10 +114,11 @@ def test_resume_and_retry_from_the_command_line(setup: tuple[Path, Path, Path], 
     assert "nothing to run" in capsys.readouterr().err
     # A concurrency below 1 once dispatched nothing and spun forever.
     assert main(["campaigns", "retry-failed", campaign_id, "--concurrency", "-1", "--db", str(db)]) == 2
-    assert "concurrency must be at least 1" in capsys.readouterr().err
+    assert "concurrency: expected a value in [1, 256], found -1" in capsys.readouterr().err
 
 
-def test_user_mistakes_exit_2_with_one_line(setup: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_user_mistakes_exit_2_with_one_line(setup: tuple[Path, Path, Path], tmp_path: Path,
+                                            capsys: pytest.CaptureFixture) -> None:
     data, _, db = setup
     bad = tmp_path / "bad.toml"
     bad.write_text('retriever = "grep"\n', encoding="utf-8")
@@ -124,7 +144,7 @@ def test_a_time_limit_that_is_not_a_finite_positive_number_is_refused(
 
 @pytest.mark.parametrize("seconds", [math.nan, math.inf, -1.0, 0.0])
 def test_the_engine_refuses_a_time_limit_that_would_switch_the_limit_off(seconds: float) -> None:
-    with pytest.raises(EvalError, match="finite number of seconds above 0") as raised:
+    with pytest.raises(EvalError, match=r"time_limit: expected a value in \(0, 86400\]") as raised:
         run_options(TargetConfig(), None, seconds, None, 1, "dataset")
     assert raised.value.where == "time_limit"
 
@@ -132,7 +152,8 @@ def test_the_engine_refuses_a_time_limit_that_would_switch_the_limit_off(seconds
 def test_export_creates_missing_folders_and_names_an_unwritable_path(
         setup: tuple[Path, Path, Path], capsys: pytest.CaptureFixture) -> None:
     data, config, db = setup
-    campaign_id = run_json(capsys, "run", "--dataset", str(data), "--config", str(config), "--db", str(db))[1]["campaign"]["id"]
+    campaign_id = run_json(capsys, "run", "--dataset", str(data), "--config", str(config), "--db",
+                           str(db))[1]["campaign"]["id"]
     out = db.parent / "new" / "folder" / "run.csv"
     assert main(["campaigns", "export", campaign_id, "--format", "csv", "--out", str(out), "--db", str(db)]) == 0
     assert out.read_text(encoding="utf-8").startswith("qid,question")
@@ -144,10 +165,13 @@ def test_export_creates_missing_folders_and_names_an_unwritable_path(
 def test_resume_finds_a_moved_dataset_given_with_dataset(
         setup: tuple[Path, Path, Path], capsys: pytest.CaptureFixture) -> None:
     data, config, db = setup
-    campaign_id = run_json(capsys, "run", "--dataset", str(data), "--config", str(config), "--db", str(db))[1]["campaign"]["id"]
+    campaign_id = run_json(capsys, "run", "--dataset", str(data), "--config", str(config), "--db",
+                           str(db))[1]["campaign"]["id"]
     with Store(db) as store:  # as if the process died after two questions
-        store.write(lambda conn: conn.execute("DELETE FROM results WHERE campaign_id = ? AND position = 2", (campaign_id,)))
-        store.write(lambda conn: conn.execute("UPDATE campaigns SET status = 'interrupted' WHERE id = ?", (campaign_id,)))
+        store.write(lambda conn: conn.execute("DELETE FROM results WHERE campaign_id = ? AND position = 2",
+                                              (campaign_id,)))
+        store.write(lambda conn: conn.execute("UPDATE campaigns SET status = 'interrupted' WHERE id = ?",
+                                              (campaign_id,)))
     moved = data.rename(data.parent / "moved")
     assert main(["campaigns", "resume", campaign_id, "--db", str(db)]) == 2
     assert "--dataset PATH" in capsys.readouterr().err
@@ -169,7 +193,8 @@ def test_report_groups_retrieval_then_generation_measures(
                           "bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"]
     # Graded qrels (labels 1-3): graded retrieval has its panel; reference answers give coverage too.
     graded = lines.index("Graded document retrieval measures")
-    assert generation < graded < lines.index("Suite measures") < lines.index("Abstention measures") < stages
+    assert (generation < graded < lines.index("Coverage and sources measures") < lines.index("Abstention measures")
+            < stages)
     assert names[12:14] == ["graded.ndcg@3", "graded.xdcg@3"] and names[-2:] == ["coverage", "false_abstention"]
 
 

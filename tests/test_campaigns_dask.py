@@ -17,8 +17,9 @@ import pytest
 
 from evalcore.campaigns import CampaignManager, campaign_results, get_campaign, list_campaigns
 from evalcore.campaigns.answering import Asked
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.records import Outcome, Question
-from evalcore.campaigns.storage import ResultWriter
+from evalcore.campaigns.result_rows import ResultWriter
 from evalcore.datasets import load_dataset
 from evalcore.errors import EvalError
 from evalcore.targets import TargetConfig
@@ -64,7 +65,8 @@ def both(manager: CampaignManager, scheduler: str, config: TargetConfig, **optio
     """The rows of the same campaign run here, then on the cluster."""
     out = []
     for each in (config, config.run_on("dask", scheduler)):
-        campaign = manager.wait(manager.launch(dataset="default", config=each, cache=False, **options), timeout=60)
+        campaign = manager.wait(manager.launch(LaunchRequest(dataset="default", config=each, cache=False, **options)),
+                                timeout=60)
         assert campaign.config["executor"] == each.executor
         out.append(rows(manager, campaign.id))
     return out
@@ -126,7 +128,8 @@ def test_cancel_stops_the_cluster_campaign(manager: CampaignManager, scheduler: 
     released = threading.Event()
     with held_server(released, 6) as server:
         config = llm_config(server).run_on("dask", scheduler)
-        campaign_id = manager.launch(dataset="default", config=config, limit=40, concurrency=4, cache=False)
+        campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, limit=40, concurrency=4,
+                                                   cache=False))
         try:
             wait_until(lambda: get_campaign(manager.store, campaign_id).finished == 6)
             manager.cancel(campaign_id)
@@ -148,21 +151,22 @@ def test_unreachable_scheduler_is_refused_before_anything_is_stored(manager: Cam
         unused.bind(("127.0.0.1", 0))
         address = f"tcp://127.0.0.1:{unused.getsockname()[1]}"
     with pytest.raises(EvalError, match="cannot reach the Dask scheduler") as refused:
-        manager.launch(dataset="default", config=BM25.run_on("dask", address))
+        manager.launch(LaunchRequest(dataset="default", config=BM25.run_on("dask", address)))
     assert address in refused.value.line()
     monkeypatch.delenv("EVALCORE_DASK_SCHEDULER", raising=False)
     with pytest.raises(EvalError, match="needs a scheduler address"):
-        manager.launch(dataset="default", config=BM25.run_on("dask"))
+        manager.launch(LaunchRequest(dataset="default", config=BM25.run_on("dask")))
     monkeypatch.setenv("EVALCORE_DASK_SCHEDULER", "localhost:8786")
     with pytest.raises(EvalError, match="EVALCORE_DASK_SCHEDULER.*tcp://HOST:PORT"):
-        manager.launch(dataset="default", config=BM25.run_on("dask"))
+        manager.launch(LaunchRequest(dataset="default", config=BM25.run_on("dask")))
     with pytest.raises(EvalError, match="scheduler: expected a Dask scheduler address"):
         BM25.run_on("dask", "8786")
     assert list_campaigns(manager.store) == []
 
 
 def test_an_outcome_arriving_twice_is_written_once(manager: CampaignManager) -> None:
-    campaign = manager.wait(manager.launch(dataset="default", config=BM25, limit=2, cache=False), timeout=60)
+    campaign = manager.wait(manager.launch(LaunchRequest(dataset="default", config=BM25, limit=2, cache=False)),
+                            timeout=60)
     writer = ResultWriter(manager.store, campaign.id)  # a new session, as a resume starts
     question = Question(0, 1, QUESTIONS[0])
     outcome = Outcome.failed("worker lost", None)
@@ -180,7 +184,8 @@ def test_a_worker_killed_mid_campaign_loses_and_repeats_nothing(manager: Campaig
     released = threading.Event()
     with held_server(released, 8) as server, distributed.Client(scheduler, set_as_default=False) as client:
         config = llm_config(server).run_on("dask", scheduler)
-        campaign_id = manager.launch(dataset="default", config=config, limit=40, concurrency=8, cache=False)
+        campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, limit=40, concurrency=8,
+                                                   cache=False))
         # 8 questions answered in batches of 2 on 2 single-thread workers: at least 3 batches are back.
         wait_until(lambda: get_campaign(manager.store, campaign_id).finished >= 6)
         wait_until(lambda: len(client.processing()) == 2 and all(client.processing().values()))
@@ -195,39 +200,42 @@ def test_a_worker_killed_mid_campaign_loses_and_repeats_nothing(manager: Campaig
     assert {r.attempts for r in results} == {1}
 
 
-def test_the_api_runs_on_the_cluster_a_full_access_key_names(scheduler: str, tmp_path: Path) -> None:
+def test_the_api_runs_on_the_cluster_a_full_access_key_names(scheduler: str, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.test_api import error_of, make_api, serve
 
+    monkeypatch.setenv("EVALCORE_DASK_SCHEDULERS", f"cluster={scheduler}, down=tcp://127.0.0.1:9")
     app, keys, targets = make_api(tmp_path)
-    body = {"dataset_id": "tiny", "knowledge_base_id": targets["fast"], "executor": "dask", "scheduler": scheduler}
+    body = {"dataset_id": "tiny", "knowledge_base_id": targets["fast"], "executor": "dask", "scheduler": "cluster"}
     with serve(app) as url:
         def post(key: str, **changes: Any) -> httpx.Response:
             return httpx.post(f"{url}/api/v1/evaluation", json={**body, **changes}, timeout=30,
                               headers={"Authorization": f"Bearer {keys[key]}"})
 
         assert "full-access" in error_of(post("admin"), 403)["message"]
-        refused = error_of(post("full", scheduler="tcp://127.0.0.1:9"), 422)
+        refused = error_of(post("full", scheduler="down"), 422)
         assert "cannot reach the Dask scheduler" in refused["message"]
         task_id = post("full").json()["data"]["task"]["id"]
         campaign = app.state.manager.wait(task_id, timeout=60)
     assert campaign.status == "succeeded" and campaign.finished == 3
-    assert (campaign.config["executor"], campaign.config["scheduler"]) == ("dask", scheduler)
+    assert (campaign.config["executor"], campaign.config["scheduler"]) == ("dask", "cluster")
     assert [c.id for c in list_campaigns(app.state.store)] == [task_id]
 
 
-def test_the_run_page_offers_the_cluster_once_a_scheduler_is_known(scheduler: str, tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_run_page_offers_only_the_operators_schedulers(scheduler: str, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from evalcore.campaigns import get_manager
     from tests.test_dashboard import assert_clean, page_test
 
     monkeypatch.delenv("EVALCORE_DASK_SCHEDULER", raising=False)
+    monkeypatch.delenv("EVALCORE_DASK_SCHEDULERS", raising=False)
     db = str(tmp_path / "db.sqlite")
-    at = page_test(db, monkeypatch, "pages/run.py")
+    at = page_test(db, monkeypatch, "pages/run.py")  # none set: no cluster, and no field to type an address in
     assert at.selectbox(key="cfg-quick-executor").options == ["this machine"]
-    at.text_input(key="cfg-quick-scheduler").set_value(scheduler).run()  # typed: offered
-    assert at.selectbox(key="cfg-quick-executor").options == ["this machine", "the Dask cluster"]
-    monkeypatch.setenv("EVALCORE_DASK_SCHEDULER", scheduler)  # or set for the server: offered, nothing typed
+    assert not [w for w in [*at.text_input, *at.selectbox] if w.key == "cfg-quick-scheduler"]
+    monkeypatch.setenv("EVALCORE_DASK_SCHEDULERS", f"cluster={scheduler}, down=tcp://127.0.0.1:9")
     at = page_test(db, monkeypatch, "pages/run.py")
+    assert at.selectbox(key="cfg-quick-scheduler").options == ["cluster", "down"]
     at.selectbox(key="cfg-quick-executor").set_value("dask")
     at.number_input(key="limit").set_value(5)
     at.button(key="FormSubmitter:launch-Launch").click().run()
@@ -235,7 +243,7 @@ def test_the_run_page_offers_the_cluster_once_a_scheduler_is_known(scheduler: st
     [campaign_id] = at.session_state["launched"]
     campaign = get_manager(db).wait(campaign_id, timeout=60)
     assert campaign.status == "succeeded" and campaign.finished == 5
-    assert (campaign.config["executor"], campaign.config["scheduler"]) == ("dask", "")  # the setting's, at launch
+    assert (campaign.config["executor"], campaign.config["scheduler"]) == ("dask", "cluster")
 
 
 def test_a_cluster_without_evalcore_is_told_how_to_install_it() -> None:

@@ -16,6 +16,7 @@ from evalcore.campaigns import (
     get_campaign,
     list_campaigns,
 )
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.errors import EvalError
 from evalcore.suites import (
     Case,
@@ -64,7 +65,8 @@ def test_suite_crud_and_limits(manager: CampaignManager) -> None:
     with pytest.raises(EvalError, match="at most 100 cases"):
         create_suite(store, tenant="acme", name="big", target_id="default", cases=[Case(f"q{i}") for i in range(101)])
     with pytest.raises(EvalError, match="at most 10 expected sources") as error:
-        create_suite(store, tenant="acme", name="src", target_id="default", cases=[Case("q", None, tuple("abcdefghijk"))])
+        create_suite(store, tenant="acme", name="src", target_id="default",
+                     cases=[Case("q", None, tuple("abcdefghijk"))])
     assert error.value.where == "case 1"
     with pytest.raises(EvalError, match="question is required") as error:
         create_suite(store, tenant="acme", name="empty", target_id="default", cases=[Case("ok"), Case("  ")])
@@ -84,9 +86,10 @@ def test_saved_targets_round_trip(manager: CampaignManager) -> None:
         get_target(manager.store, target_id, tenant="other")
 
 
-def test_suite_campaign_snapshot_survives_edits_and_measures_apply(manager: CampaignManager, tiny_dataset: Path) -> None:
+def test_suite_campaign_snapshot_survives_edits_and_measures_apply(manager: CampaignManager,
+                                                                   tiny_dataset: Path) -> None:
     suite = create_suite(manager.store, tenant="default", name="s", target_id="default", cases=CASES)
-    campaign_id = manager.launch(suite_id=suite.id, target=suite_target(tiny_dataset))
+    campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, target=suite_target(tiny_dataset)))
     assert campaign_id.startswith("run_default_")
     assert manager.wait(campaign_id, timeout=20).status == "succeeded"
     replace_suite(manager.store, suite.id, name="s", target_id="default", cases=[Case("Something else entirely?")])
@@ -100,7 +103,8 @@ def test_suite_campaign_snapshot_survives_edits_and_measures_apply(manager: Camp
     assert get_campaign(manager.store, campaign_id).suite_id == suite.id
 
 
-def test_concurrent_launches_on_one_suite_exactly_one_wins(manager: CampaignManager, tiny_dataset: Path, tmp_path: Path) -> None:
+def test_concurrent_launches_on_one_suite_exactly_one_wins(manager: CampaignManager, tiny_dataset: Path,
+                                                           tmp_path: Path) -> None:
     suite = create_suite(manager.store, tenant="default", name="s", target_id="default", cases=CASES)
     other = CampaignManager(tmp_path / "suites.db")  # a second writer, as another process would have
     barrier, outcomes = threading.Barrier(4), []
@@ -108,7 +112,9 @@ def test_concurrent_launches_on_one_suite_exactly_one_wins(manager: CampaignMana
     def launch(owner: CampaignManager) -> None:
         barrier.wait()
         try:
-            outcomes.append(("ok", owner.launch(suite_id=suite.id, target=suite_target(tiny_dataset, delay=0.5))))
+            outcomes.append(("ok",
+                             owner.launch(LaunchRequest(suite_id=suite.id,
+                                                        target=suite_target(tiny_dataset, delay=0.5)))))
         except Conflict as conflict:
             outcomes.append(("conflict", conflict.running_id))
 
@@ -123,17 +129,30 @@ def test_concurrent_launches_on_one_suite_exactly_one_wins(manager: CampaignMana
         assert [value for kind, value in outcomes if kind == "conflict"] == winners * 3
         for owner in (manager, other):
             owner.wait(winners[0], timeout=20)
-        second = manager.launch(suite_id=suite.id, target=suite_target(tiny_dataset))
+        second = manager.launch(LaunchRequest(suite_id=suite.id, target=suite_target(tiny_dataset)))
         assert manager.wait(second, timeout=20).status == "succeeded"
     finally:
         other.close()
 
 
+def test_a_suite_campaign_gives_each_question_4_minutes_at_most(manager: CampaignManager, tiny_dataset: Path) -> None:
+    suite = create_suite(manager.store, tenant="default", name="timed", target_id="default", cases=CASES)
+    with pytest.raises(EvalError) as caught:
+        manager.launch(LaunchRequest(suite_id=suite.id, target=suite_target(tiny_dataset), time_limit=241))
+    assert (caught.value.where, caught.value.expected) == ("time_limit", "at most 240 s")
+    at_most = manager.launch(LaunchRequest(suite_id=suite.id, target=suite_target(tiny_dataset), time_limit=240))
+    assert get_campaign(manager.store, at_most).options.time_limit == 240
+    manager.wait(at_most, timeout=20)
+    longer = manager.launch(LaunchRequest(dataset=str(tiny_dataset), target=suite_target(tiny_dataset), time_limit=900))
+    assert get_campaign(manager.store, longer).options.time_limit == 900  # datasets keep their wider range
+    manager.wait(longer, timeout=20)
+
+
 def test_deleting_a_suite_deletes_its_campaigns(manager: CampaignManager, tiny_dataset: Path) -> None:
     suite = create_suite(manager.store, tenant="default", name="s", target_id="default", cases=CASES)
-    campaign_id = manager.launch(suite_id=suite.id, target=suite_target(tiny_dataset))
+    campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, target=suite_target(tiny_dataset)))
     manager.wait(campaign_id, timeout=20)
-    running = manager.launch(suite_id=suite.id, target=suite_target(tiny_dataset, delay=0.5))
+    running = manager.launch(LaunchRequest(suite_id=suite.id, target=suite_target(tiny_dataset, delay=0.5)))
     delete_suite(manager.store, suite.id)
     assert list_campaigns(manager.store) == []
     with pytest.raises(NotFound):
@@ -144,4 +163,4 @@ def test_deleting_a_suite_deletes_its_campaigns(manager: CampaignManager, tiny_d
 def test_suite_campaign_with_unknown_agent_fails_fast(manager: CampaignManager) -> None:
     suite = create_suite(manager.store, tenant="default", name="s", target_id="target_nope", cases=CASES)
     with pytest.raises(NotFound, match="target_nope"):
-        manager.launch(suite_id=suite.id)
+        manager.launch(LaunchRequest(suite_id=suite.id))

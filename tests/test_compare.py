@@ -14,6 +14,8 @@ import pytest
 from scipy.stats import binomtest
 
 from evalcore.campaigns import Campaign, CampaignStatus, Outcome, Question, QuestionResult, RunOptions, Source
+from evalcore.campaigns.launching import LaunchRequest
+from evalcore.cli import compare as cli_compare
 from evalcore.cli import main
 from evalcore.compare import compare_campaigns, compare_results, stats, sweep_results
 from evalcore.compare import comparison as comparison_module
@@ -215,6 +217,7 @@ def stored(monkeypatch):
         return records[cid][0]
 
     monkeypatch.setattr(comparison_module, "get_campaign", get_campaign)
+    monkeypatch.setattr(cli_compare, "find_campaign", get_campaign)  # the CLI finds campaigns by name through it
     monkeypatch.setattr(comparison_module, "campaign_results",
                         lambda store, cid, offset=0, limit=None, detail=True: records[cid][1])
     return records
@@ -246,7 +249,8 @@ def test_a_campaign_compared_with_itself_is_all_same_and_never_significant():
     result = compare_results(campaign("A"), A_ROWS, campaign("A"), A_ROWS, resamples=500)
     assert set(result.verdicts) <= {"same", "unscored"}
     assert all(m.delta == 0 and m.p_value == 1.0 and not m.significant for m in result.measures)
-    assert result.notes == ["A and B are the same campaign: every question is the same, no difference can be significant"]
+    assert result.notes == [("A and B are the same campaign: every question is the same, no difference can be "
+                             "significant")]
 
 
 def test_no_common_question_has_no_measure_and_no_misleading_note():
@@ -307,7 +311,8 @@ def stored_campaign(store, cid, coverage, *, status="succeeded", top_k=5):
         conn.execute("INSERT INTO campaigns (id, tenant, kind, source, status, total, finished, failed, created_at, "
                      "ended_at, config, dataset_hash) VALUES (?, 'default', 'dataset', 'default', ?, ?, ?, 0, 0, 1.0, "
                      "?, 'd1')", (cid, status, len(coverage), len(coverage), json.dumps({"top_k": top_k})))
-        conn.executemany("INSERT INTO campaign_questions (campaign_id, position, qid, question, refs, expected_sources) "
+        conn.executemany("INSERT INTO campaign_questions (campaign_id, position, qid, question, refs, "
+                         "expected_sources) "
                          "VALUES (?, ?, ?, ?, '[]', '[]')", [(cid, i, i, f"q{i}") for i in range(len(coverage))])
         conn.executemany("INSERT INTO results (campaign_id, position, qid, answer, retrieved, sources, measures, "
                          "signatures, judges, created_at) VALUES (?, ?, ?, 'an answer', '[]', '[]', ?, '{}', '{}', 0)",
@@ -320,7 +325,8 @@ def two_stored(tmp_path):
     with Store(tmp_path / "e.db") as store:
         coverage = [(i * 37 % 11) / 10 for i in range(30)]
         stored_campaign(store, "A", coverage)
-        stored_campaign(store, "B", [min(1.0, max(0.0, c + (i % 3 - 1) / 10)) for i, c in enumerate(coverage)], top_k=10)
+        stored_campaign(store, "B", [min(1.0, max(0.0, c + (i % 3 - 1) / 10)) for i, c in enumerate(coverage)],
+                        top_k=10)
         yield store
 
 
@@ -340,7 +346,7 @@ def test_a_comparison_is_computed_once_and_read_back(two_stored, monkeypatch):
     assert again.to_dict() == first.to_dict()
     assert again.paired.keys() == first.paired.keys() == {"coverage", "recall"}
     for name, values in first.paired.items():
-        assert all((x == y).all() and x.dtype == y.dtype for x, y in zip(values, again.paired[name]))
+        assert all((x == y).all() and x.dtype == y.dtype for x, y in zip(values, again.paired[name], strict=False))
     # Another effect size only changes the questions needed: no recomputation either.
     wider = compare_campaigns(two_stored, "A", "B", resamples=500, effect=0.1)
     assert [m.n_required for m in wider.measures] == [m.with_effect(0.1).n_required for m in first.measures]
@@ -354,7 +360,8 @@ def test_a_changed_campaign_is_compared_again_and_replaces_what_was_kept(two_sto
     assert compare_campaigns(two_stored, "A", "B", resamples=500).to_dict() == first.to_dict()   # same version
     two_stored.write(lambda conn: conn.execute("UPDATE campaigns SET ended_at = 2.0 WHERE id = 'B'"))   # e.g. retried
     changed = compare_campaigns(two_stored, "A", "B", resamples=500)
-    assert changed.to_dict() != first.to_dict() and next(m for m in changed.measures if m.measure == "coverage").mean_b == 1.0
+    assert (changed.to_dict() != first.to_dict()
+            and next(m for m in changed.measures if m.measure == "coverage").mean_b == 1.0)
     assert kept(two_stored) == [("A", "B", "0")]
     compare_campaigns(two_stored, "A", "B", seed=7, resamples=500)
     compare_campaigns(two_stored, "B", "A", resamples=500)
@@ -364,7 +371,8 @@ def test_a_changed_campaign_is_compared_again_and_replaces_what_was_kept(two_sto
 
 
 def test_a_running_campaign_is_compared_but_not_kept(two_stored):
-    two_stored.write(lambda conn: conn.execute("UPDATE campaigns SET status = 'running', heartbeat = 9e9 WHERE id = 'B'"))
+    two_stored.write(lambda conn: conn.execute("UPDATE campaigns SET status = 'running', heartbeat = 9e9 "
+                                               "WHERE id = 'B'"))
     assert compare_campaigns(two_stored, "A", "B", resamples=500).b.status == "running"
     assert kept(two_stored) == []
 
@@ -408,7 +416,7 @@ def test_api_compare_reports_power_for_an_effect(two_stored, tmp_path):
         comparison = answer.json()["data"]["comparison"]
         expected = compare_campaigns(two_stored, "A", "B", effect=0.05).to_dict()
         assert comparison["effect"] == 0.05 and comparison["power_warnings"] == expected["power_warnings"]
-        for got, want in zip(comparison["measures"], expected["measures"]):
+        for got, want in zip(comparison["measures"], expected["measures"], strict=False):
             assert {k: got[k] for k in ("mde", "mde_bootstrap", "n_required", "effect", "sd_diff", "power_note")} == \
                 {k: want[k] for k in ("mde", "mde_bootstrap", "n_required", "effect", "sd_diff", "power_note")}
         bad = client.get("/api/v1/compare?a=A&b=B&effect=0", headers={"Authorization": f"Bearer {key}"})
@@ -423,24 +431,29 @@ def test_compare_page_shows_what_each_measure_could_detect(two_stored, monkeypat
     comparison = compare_campaigns(two_stored, picker(at, "A (baseline)").value, picker(at, "B (candidate)").value)
     table = next(df.value for df in at.dataframe if "mde" in df.value.columns).set_index("measure")
     for m in comparison.measures:
-        assert table.loc[m.measure, "mde"] == pytest.approx(m.mde) and table.loc[m.measure, "n_required"] == m.n_required
+        assert table.loc[m.measure, "mde"] == (f"±{m.mde:.3g}" if m.mde is not None else "")
+        assert table.loc[m.measure, "n_required"] == (f"{m.n_required:,}" if m.n_required else "")
+    assert "None" not in table.astype(str).to_numpy()  # nothing missing is shown as the word None
     # One warning line names the measures; the reasons, one per measure, are folded under it.
     [summary] = [unescape(w.value) for w in at.warning if w.value.startswith("No difference found on")]
     weak = [m.measure for m in comparison.measures if m.under_powered]
-    assert summary.startswith(f"No difference found on {len(weak)} measure(s) ") and summary.endswith(", ".join(weak) + ".")
+    assert (summary.startswith(f"No difference found on {len(weak)} measure(s) ")
+            and summary.endswith(", ".join(weak) + "."))
     [folded] = [e for e in at.expander if e.label.startswith("What each of them could have seen")]
     shown = unescape("\n".join(m.value for m in folded.markdown))
     assert all(w in shown for w in comparison.power_warnings) and comparison.power_warnings
     [deltas] = [data for title, _, data in vega_charts(at) if title.startswith("B − A per measure")]
-    assert deltas["detects"].str.startswith("n = 30 can detect ±").any() and deltas["needs"].str.startswith("±0.02 needs ").any()
+    assert (deltas["detects"].str.startswith("n = 30 can detect ±").any()
+            and deltas["needs"].str.startswith("±0.02 needs ").any())
     at.number_input(key="effect").set_value(0.5).run()
     assert_clean(at)
     table = next(df.value for df in at.dataframe if "mde" in df.value.columns).set_index("measure")
     coverage = next(m for m in comparison.measures if m.measure == "coverage")
-    assert table.loc["coverage", "n_required"] == coverage.with_effect(0.5).n_required
+    assert table.loc["coverage", "n_required"] == f"{coverage.with_effect(0.5).n_required:,}"
     [deltas] = [data for title, _, data in vega_charts(at) if title.startswith("B − A per measure")]
     assert deltas["needs"].str.startswith("±0.5 needs ").any()
-    assert [title.split(" per ")[0] for title in chart_titles(open_section(at, "Per question"))] == ["recall"]  # no ndcg@10
+    # No ndcg@10.
+    assert [title.split(" per ")[0] for title in chart_titles(open_section(at, "Per question"))] == ["recall"]
     # No failure-stage chart: these rows were stored without stages (as before attribution existed).
     assert not chart_titles(open_section(at, "Failure stages"))
     assert any(c.value.startswith("No failure stage: neither campaign has one") for c in at.caption)
@@ -484,7 +497,8 @@ def test_a_lower_is_better_basis_calls_a_fall_better():
 def test_cli_compare_prints_the_basis_and_takes_one(stored, tmp_path, capsys):
     db = str(tmp_path / "e.db")
     assert main(["compare", "A", "B", "--db", db, "--resamples", "500"]) == 0
-    assert "(by the suite order" in capsys.readouterr().out
+    # top_k is the sampling setting: a generation-side change, judged by the AI score both campaigns have.
+    assert "(by judge.score: a generation-side setting changed (top_k))" in capsys.readouterr().out
     assert main(["compare", "A", "B", "--db", db, "--resamples", "500", "--basis", "coverage"]) == 0
     assert "(by coverage, as asked)" in capsys.readouterr().out
 
@@ -498,9 +512,9 @@ def test_a_campaign_that_ends_is_compared_with_the_previous_one_in_the_backgroun
     manager.after_each(compare_with_previous)
     manager.after_each(compare_with_previous)  # once per hook
     try:
-        first = manager.launch(dataset=str(tiny_dataset), target=FakeTarget())
+        first = manager.launch(LaunchRequest(dataset=str(tiny_dataset), target=FakeTarget()))
         manager.wait(first, timeout=30)
-        second = manager.launch(dataset=str(tiny_dataset), target=FakeTarget())
+        second = manager.launch(LaunchRequest(dataset=str(tiny_dataset), target=FakeTarget()))
         manager.wait(second, timeout=30)
         deadline = time.monotonic() + 30
         while not kept(manager.store) and time.monotonic() < deadline:
@@ -546,16 +560,17 @@ def test_every_measure_is_resampled_with_the_same_questions():
 def written_campaign(store, cid, shift, *, top_k):
     """A finished campaign written by the runner's own writer: ranked lists with scores, graded labels, judges."""
     from evalcore.campaigns.plans import insert_questions
-    from evalcore.campaigns.storage import ResultWriter
+    from evalcore.campaigns.result_rows import ResultWriter
 
     asked = [Question(i, i, f"q{i}", relevant={i: 2, i + 1: 1}, references=("ref",)) for i in range(12)]
-    outcomes = [Outcome(answer=f"answer {i}", measures={"ndcg@10": ((i + shift) % 5) / 4, "rougel": (i * shift % 7) / 7},
+    outcomes = [Outcome(answer=f"answer {i}",
+                        measures={"ndcg@10": ((i + shift) % 5) / 4, "rougel": (i * shift % 7) / 7},
                         judges={"score": verdict(1 + (i + shift) % 5)},
                         retrieved=tuple(Retrieved(p, f"doc-{p:09d}", f"text {p}", 1.0 / (k + 1), {"bm25": 9.0 - k})
                                         for k, p in enumerate(range(i + shift % 2, i + 4))))
                 for i in range(12)]
     writer = ResultWriter(store, cid)
-    rows, passages, signatures = writer.rows(list(zip(asked, outcomes)))
+    rows, passages, signatures = writer.rows(list(zip(asked, outcomes, strict=False)))
 
     def insert(conn):
         conn.execute("INSERT INTO campaigns (id, tenant, kind, source, status, total, finished, failed, created_at, "
@@ -579,7 +594,7 @@ def test_a_comparison_reads_less_of_the_results_and_finds_the_same(tmp_path):
         result = compare_campaigns(store, "A", "B", resamples=300)
     assert result.questions == expected.questions and result.measures == expected.measures
     assert any(q.entered or q.left for q in result.questions)
-    for whole, read in zip(full[0], lean[0]):
+    for whole, read in zip(full[0], lean[0], strict=False):
         assert [(h.pid, h.title, h.text) for h in read.outcome.retrieved] == \
                [(h.pid, h.title, h.text) for h in whole.outcome.retrieved]
         assert whole.outcome.retrieved[1].score == 0.5 and read.outcome.retrieved[1].score == 0.0

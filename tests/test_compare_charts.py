@@ -2,43 +2,93 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from evalcore.compare import sweep_results
+from evalcore.compare import compare_results, sweep_results
 from evalcore.compare.charts import (
+    DIRECTION_COLORS,
+    NEUTRAL,
     STAGE_COLORS,
     delta_figure,
-    delta_spec,
+    delta_specs,
     scatter_figure,
     scatter_spec,
     series_figure,
     series_spec,
     stage_bars_spec,
     stages_spec,
+    unchanged_line,
 )
-from evalcore.compare.exports import comparison_context, sweep_context
-from evalcore.compare.records import Paired
+from evalcore.compare.deltas import Paired
+from evalcore.compare.export_context import comparison_context, sweep_context
 from evalcore.diagnosis import StageCounts
-from tests.test_compare import A_ROWS, B_ROWS
+from tests.test_compare import A_ROWS, B_ROWS, row
 from tests.test_compare_report import DAY, HOSTILE, SOURCES, dated, hostile_pair
+
+
+def top_k_rows(k: int) -> list:
+    """Ten questions retrieved at top-k: precision falls and recall rises with k, counts grow, ranking unchanged."""
+    rows = []
+    for qid in range(1, 11):
+        hits = 2 + (qid % 3 == 0 and k > 3)  # a third of the questions find one more relevant document
+        rows.append(row(qid, f"question {qid}", {
+            "precision": hits / k, "recall": hits / 3, "mrr": 1.0, "map": 0.5, "graded.holes_ratio": (k - hits) / k,
+            "graded.xdcg@3": 50.0 + (k > 3) * qid, "graded.holes": float(k - hits),
+            "graded.total_retrieved_documents": float(k), "graded.total_groundtruth_documents": 3.0}))
+    return rows
+
+
+def top_k_change() -> tuple:
+    """A comparison of top-k 3 (A) against top-k 10 (B) on the same questions."""
+    a = dated("A", 1.0, name="top-k 3")
+    b = replace(dated("B", 2.0, name="top-k 10"), config={**a.config, "top_k": 10})
+    return a, b, compare_results(a, top_k_rows(3), b, top_k_rows(10), resamples=500)
 
 
 def test_the_delta_spec_draws_the_figures_points_intervals_and_marks() -> None:
     a, b, comparison = hostile_pair()
     context = comparison_context(comparison, a, b, SOURCES, DAY)
-    spec, [trace] = delta_spec(comparison, context), delta_figure(comparison, context).data
-    rows = spec["data"]["values"]
-    # The figure lists the measures bottom up, the spec top down.
-    assert [r["measure"] for r in rows] == list(trace.y)[::-1]
-    assert np.allclose([r["delta"] for r in rows], list(trace.x)[::-1])
-    assert np.allclose([r["high"] - r["delta"] for r in rows], list(trace.error_x.array)[::-1])
-    assert np.allclose([r["delta"] - r["low"] for r in rows], list(trace.error_x.arrayminus)[::-1])
-    assert [r["label"] for r in rows] == list(trace.text)[::-1]
-    colors = dict(zip(spec["layer"][2]["encoding"]["color"]["scale"]["domain"],
-                      spec["layer"][2]["encoding"]["color"]["scale"]["range"], strict=True))
-    assert [colors[r["direction"]] for r in rows] == list(trace.marker.color)[::-1]
+    specs, traces = delta_specs(comparison, context), delta_figure(comparison, context).data
+    assert len(specs) == len(traces)  # one panel per scale in both forms
+    for panel, trace in zip(specs, traces, strict=True):
+        rows = panel["data"]["values"]
+        # The figure lists the measures bottom up, the spec top down.
+        assert [r["measure"] for r in rows] == list(trace.y)[::-1]
+        assert np.allclose([r["delta"] for r in rows], list(trace.x)[::-1])
+        assert np.allclose([r["high"] - r["delta"] for r in rows], list(trace.error_x.array)[::-1])
+        assert np.allclose([r["delta"] - r["low"] for r in rows], list(trace.error_x.arrayminus)[::-1])
+        assert [r["label"] for r in rows] == list(trace.text)[::-1]
+        colors = dict(zip(panel["layer"][2]["encoding"]["color"]["scale"]["domain"],
+                          panel["layer"][2]["encoding"]["color"]["scale"]["range"], strict=True))
+        assert [colors[r["direction"]] for r in rows] == list(trace.marker.color)[::-1]
     # Stored text stays text: the title lines name the campaigns as they are (Vega-Lite draws no markup).
-    assert any(HOSTILE in line for line in spec["title"]["subtitle"])
+    assert any(HOSTILE in line for line in specs[0]["title"]["subtitle"])
+
+
+def test_a_top_k_change_draws_each_scale_on_its_own_axis_with_counts_neutral() -> None:
+    a, b, comparison = top_k_change()
+    context = comparison_context(comparison, a, b, SOURCES, DAY)
+    specs, figure = delta_specs(comparison, context), delta_figure(comparison, context)
+    panels = {panel["data"]["values"][0]["scale"]: [r["measure"] for r in panel["data"]["values"]] for panel in specs}
+    assert panels == {"0-1 measures": ["precision", "recall", "graded.holes_ratio"],
+                      "0-100 scores": ["graded.xdcg@3"],
+                      "counts (no better or worse)": ["graded.holes", "graded.total_retrieved_documents"]}
+    assert [panel["title"]["text"] for panel in specs[1:]] == ["B − A: 0-100 scores",
+                                                               "B − A: counts (no better or worse)"]
+    # Each panel has its own x axis in the figure too, so precision's −0.1 is not flattened by a count's +7.
+    assert [trace.xaxis for trace in figure.data] == ["x", "x2", "x3"]
+    assert [a.text for a in figure.layout.annotations][:3] == list(panels)
+    counts = specs[2]["data"]["values"]
+    assert {r["direction"] for r in counts} == {NEUTRAL} and all(r["label"].endswith(" *") for r in counts)
+    assert DIRECTION_COLORS[NEUTRAL] not in (DIRECTION_COLORS["better"], DIRECTION_COLORS["worse"])
+    precision = specs[0]["data"]["values"][0]
+    assert precision["direction"] == "worse" and precision["label"] == "-0.437 *"
+    # Measures with the same value on every question are not drawn, and are named under the chart.
+    assert unchanged_line(comparison) == ("Not drawn, the same in A and B on every question: mrr, map, "
+                                          "graded.total_groundtruth_documents.")
+    assert figure.layout.annotations[-1].text.replace("<br>", " ") == unchanged_line(comparison)
 
 
 def test_the_scatter_spec_has_each_distinct_point_once_with_its_count() -> None:

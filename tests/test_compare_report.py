@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -10,11 +11,12 @@ import numpy as np
 import pytest
 
 from evalcore.cli import main
-from evalcore.compare import Paired, compare_results, sweep_results
+from evalcore.compare import Paired, QuestionDiff, compare_results, sweep_results
 from evalcore.compare.charts import delta_figure, scatter_figure
-from evalcore.compare.exports import comparison_context, slug
+from evalcore.compare.export_context import comparison_context, slug
 from evalcore.compare.pairing import by_questions, default_pair, previous
 from evalcore.compare.report import comparison_report
+from evalcore.judges import Verdict
 from evalcore.store import Store
 from tests.htmlreport import network_sources, table_with
 from tests.test_compare import A_ROWS, B_ROWS, campaign, stored_campaign
@@ -77,33 +79,47 @@ def test_names_become_short_readable_file_name_pieces(name, expected):
 def test_file_names_name_both_campaigns_and_the_date():
     a, b, comparison = hostile_pair()
     context = comparison_context(comparison, a, b, SOURCES, DAY)
-    assert context.file_stem("compare") == "compare_baseline-b-bold-b-script_vs_candidate-top-10_2025-06-01"
+    # A long name keeps its start and its end; a name that does not show the changed setting's value gets it.
+    assert context.file_stem("compare") == "compare_baseline-b-1-script-5_vs_candidate-top-10_2025-06-01"
     assert context.file_stem("scatter", "ndcg@10").startswith("scatter_baseline")
     long = comparison_context(comparison, replace(a, name="x" * 200), replace(b, name="<>"), SOURCES, DAY)
-    assert long.file_stem("questions") == f"questions_{'x' * 24}_vs_b_2025-06-01"  # a name with no letter: its id
+    assert long.file_stem("questions") == f"questions_{'x' * 24}-5_vs_b-10_2025-06-01"  # a name with no letter: its id
     assert len(long.file_stem("scatter", "graded.top3_max_relevance")) < 100
     swept = comparison_context(comparison, replace(a, name="bm25 · extractive · embedding_top_k=3"),
                                replace(b, name="bm25 · extractive · embedding_top_k=10"), SOURCES, DAY)
     # Names alike for longer than a file name keeps: each is told by its end, where they differ.
-    assert swept.file_stem("compare") == "compare_embedding-top-k-3_vs_embedding-top-k-10_2025-06-01"
+    assert swept.file_stem("compare") == "compare_embedding-top-k-3-5_vs_embedding-top-k-10_2025-06-01"
 
 
-def test_csv_context_lines_say_everything_on_one_line_each():
+def test_each_pair_of_a_sweep_gets_its_own_file_names_with_the_changed_value():
+    a, b, comparison = hostile_pair()  # top_k 5 → 10
+    baseline = replace(a, name="baseline quick start")
+    stems = {comparison_context(replace(comparison, config_diff={"embedding_top_k": [30, k]}), baseline,
+                                replace(b, id=f"B{k}", name=f"topk sweep · embedding_top_k={k}"), SOURCES,
+                                DAY).file_stem("report") for k in (3, 5, 10)}
+    assert stems == {f"report_baseline-quick-start-30_vs_topk-sweep-top-k-{k}_2025-06-01" for k in (3, 5, 10)}
+    # The same name on both sides: the value tells them apart; with nothing changed, a short id.
+    same = comparison_context(comparison, replace(a, name="run"), replace(b, name="run"), SOURCES, DAY)
+    assert same.file_stem("compare") == "compare_run-5_vs_run-10_2025-06-01"
+    unchanged = replace(comparison, config_diff={})
+    same = comparison_context(unchanged, replace(a, name="run"), replace(b, name="run"), SOURCES, DAY)
+    assert same.file_stem("compare") == "compare_run-a_vs_run-b_2025-06-01"
+
+
+def test_csv_context_columns_say_everything_on_one_line_each():
     a, b, comparison = hostile_pair()
-    rows = comparison_context(comparison, replace(a, name="two\nlines"), b, SOURCES, DAY).csv_rows()
-    assert rows[0] == ["# context lines", str(len(rows))]
-    facts = {label: value for label, value in rows[1:]}
-    assert facts["# A"] == "two lines" and facts["# B"] == "candidate, top 10"
-    assert facts["# changed"] == "top_k 5 → 10" and facts["# questions"] == "dataset default"
-    assert facts["# n"] == "7 questions in common" and facts["# exported"] == "2025-06-01"
-    assert "sign-flip randomization" in facts["# test"] and "500 resamples" in facts["# test"]
-    assert facts["# A id"] == "A" and facts["# verdicts by"]
+    facts = comparison_context(comparison, replace(a, name="two\nlines"), b, SOURCES, DAY).csv_columns()
+    assert facts["context: A"] == "two lines" and facts["context: B"] == "candidate, top 10"
+    assert facts["context: changed"] == "top_k 5 → 10" and facts["context: questions"] == "dataset default"
+    assert facts["context: n"] == "7 questions in common" and facts["context: exported"] == "2025-06-01"
+    assert "sign-flip randomization" in facts["context: test"] and "500 resamples" in facts["context: test"]
+    assert facts["context: A id"] == "A" and facts["context: verdicts by"]
 
 
 def test_chart_titles_carry_the_context_as_escaped_text():
     a, b, comparison = hostile_pair()
     title = delta_figure(comparison, comparison_context(comparison, a, b, SOURCES, DAY)).layout.title
-    assert title.text == "B − A per measure (95% paired bootstrap interval; * p &lt; 0.05)"
+    assert title.text == "B − A per measure, each scale on its own axis (95% paired bootstrap interval; * p &lt; 0.05)"
     lines = title.subtitle.text.split("<br>")  # the context under the title, on lines of its own
     assert lines[0] == ("A: baseline &lt;b&gt;bold&lt;/b&gt; &amp; &lt;script&gt;alert(1)&lt;/script&gt; · "
                         "B: candidate, top 10 · questions: dataset default")
@@ -134,13 +150,15 @@ def test_the_report_is_one_offline_file_with_names_settings_verdicts_and_questio
     assert text.startswith("<!DOCTYPE html>") and network_sources(text) == []
     assert text.count("<script") == 1 + 1  # plotly.js inlined once, then the delta chart
     assert "Plotly.newPlot" in text and "cdn.plot.ly/plotly" not in text.split("</head>")[1]
-    assert HOSTILE not in text and "baseline &lt;b&gt;bold&lt;/b&gt; &amp; &lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert HOSTILE not in text and ("baseline &lt;b&gt;bold&lt;/b&gt; &amp; "
+                                    "&lt;script&gt;alert(1)&lt;/script&gt;") in text
     assert table_with(text, ["setting", "A", "B"])[1] == ["top_k", "5", "10"]
     verdicts = table_with(text, ["worse", "better", "new", "removed", "unscored", "same"])
     assert verdicts[1] == ["1", "4", "2", "2", "1", "1"]
     assert f"Verdicts by {comparison.basis_reason}." in text
     questions = table_with(text, ["qid", "question", "verdict"])
-    assert len(questions) == 1 + len(comparison.questions) and questions[1][:3] == ["2", "Q two", "worse"]  # changes first
+    # Changes first.
+    assert len(questions) == 1 + len(comparison.questions) and questions[1][:3] == ["2", "Q two", "worse"]
     measures = table_with(text, ["measure", "n", "A", "B", "B − A"])
     assert {row[0] for row in measures[1:]} == {m.measure for m in comparison.measures}
     for warning in comparison.power_warnings:
@@ -177,3 +195,92 @@ def test_cli_writes_the_report_of_a_comparison_and_of_a_sweep(tmp_path: Path, ca
     assert "<h1>C against A</h1>" in text and "Sweep over top_k" in text
     assert main(["compare", "A", "B", "--db", str(db), "--report", str(report / "x.html")]) == 2
     assert "cannot write the report" in capsys.readouterr().err
+
+
+def judged(rows, verdicts):
+    """The rows with these judges' verdicts (by qid; a question not listed keeps none)."""
+    return [replace(r, outcome=replace(r.outcome, judges=verdicts.get(r.question.qid, {}))) for r in rows]
+
+
+def retrieval(score, reason):
+    return Verdict("retrieval", "m1", "h1", "1", "judge.retrieval|m1", 3.0, score, reason,
+                   "pass" if score >= 3 else "fail")
+
+
+def grounded(passed, reason):
+    return Verdict("groundedness_pro", "m1", "h2", "1", "judge.groundedness_pro|m1", None, 1.0 if passed else 0.0,
+                   reason, "pass" if passed else "fail")
+
+
+def judged_pair():
+    """A comparison whose question 1 was judged in both campaigns, and question 4 in A only."""
+    a, b = dated("A", 1.0), replace(dated("B", 2.0), config={"top_k": 10})
+    a_rows = judged(A_ROWS, {1: {"retrieval": retrieval(2, f"A misses it {HOSTILE}"), "groundedness_pro":
+                                 grounded(False, "unsupported")}, 4: {"retrieval": retrieval(4, "fine")}})
+    b_rows = judged(B_ROWS, {1: {"retrieval": retrieval(5, "B finds it"), "groundedness_pro": grounded(True, "ok")}})
+    return a, b, compare_results(a, a_rows, b, b_rows, resamples=200)
+
+
+def test_the_report_gives_each_judged_questions_judge_results_under_our_names_or_the_evaluators():
+    a, b, comparison = judged_pair()
+    ours = comparison_report(comparison, a, b, SOURCES, today=DAY)
+    assert network_sources(ours) == [] and HOSTILE not in ours and "A misses it &lt;b&gt;bold&lt;/b&gt;" in ours
+    rows = table_with(ours, ["qid", "question", "verdict", "A: retrieval"])
+    assert rows[0] == ["qid", "question", "verdict", "A: retrieval", "A: retrieval_reason", "A: retrieval_result",
+                       "A: retrieval_threshold", "A: groundedness_pro", "A: groundedness_pro_reason",
+                       "A: groundedness_pro_result", "A: groundedness_pro_threshold", "B: retrieval",
+                       "B: retrieval_reason", "B: retrieval_result", "B: retrieval_threshold", "B: groundedness_pro",
+                       "B: groundedness_pro_reason", "B: groundedness_pro_result", "B: groundedness_pro_threshold"]
+    by_qid = {row[0]: dict(zip(rows[0], row, strict=False)) for row in rows[1:]}
+    assert sorted(by_qid) == ["1", "4"]  # only the judged questions
+    one = by_qid["1"]
+    assert (one["A: retrieval"], one["A: retrieval_result"], one["A: retrieval_threshold"]) == ("2", "fail", "3")
+    assert one["A: retrieval_reason"] == f"A misses it {HOSTILE}"  # the reason as text, never as markup
+    assert (one["B: retrieval"], one["B: retrieval_reason"], one["B: groundedness_pro"]) == ("5", "B finds it", "True")
+    assert (one["A: groundedness_pro"], one["A: groundedness_pro_threshold"]) == ("False", "")
+    assert by_qid["4"]["B: retrieval"] == "" and by_qid["4"]["A: retrieval_reason"] == "fine"  # no B verdict
+    assert "fields under evalcore's names" in ours
+
+    theirs = comparison_report(comparison, a, b, SOURCES, today=DAY, names="evaluator")
+    rows = table_with(theirs, ["qid", "question", "verdict", "A: retrieval"])
+    assert rows[0][3:9] == ["A: retrieval", "A: gpt_retrieval", "A: retrieval_reason", "A: retrieval_result",
+                            "A: retrieval_threshold", "A: groundedness_pro_label"]
+    one = dict(zip(rows[0], next(row for row in rows[1:] if row[0] == "1"), strict=False))
+    assert (one["A: gpt_retrieval"], one["B: gpt_retrieval"], one["B: retrieval_threshold"]) == ("2", "5", "3")
+    assert (one["A: groundedness_pro_label"], one["B: groundedness_pro_reason"]) == ("False", "ok")
+    assert "A: groundedness_pro_result" not in one and "fields under the evaluators' documented names" in theirs
+
+
+def test_a_report_of_unjudged_campaigns_has_no_judge_table():
+    a, b, comparison = hostile_pair()
+    plain = [replace(q, judges_a={}, judges_b={}) for q in comparison.questions]
+    text = comparison_report(replace(comparison, questions=plain), a, b, SOURCES, today=DAY)
+    assert "Judge results per question" not in text and "A: score" not in text
+
+
+def test_judge_verdicts_survive_a_stored_comparison():
+    _, _, comparison = judged_pair()
+    one = next(q for q in comparison.questions if q.qid == 1)
+    back = QuestionDiff.from_dict(json.loads(json.dumps(one.to_dict())))
+    assert back.judges_a == one.judges_a and back.judges_b["retrieval"].reason == "B finds it"
+    unjudged = next(q for q in comparison.questions if q.qid == 2)
+    assert "judges_a" not in unjudged.to_dict() and QuestionDiff.from_dict(unjudged.to_dict()) == unjudged
+
+
+def test_cli_writes_the_report_with_the_judge_results_under_either_names(tmp_path: Path):
+    db = tmp_path / "e.db"
+    with Store(db) as store:
+        for cid, score in (("A", 2), ("B", 4)):
+            stored_campaign(store, cid, [0.5] * 6)
+            verdicts = json.dumps({"retrieval": retrieval(score, f"{cid} says <i>so</i>").to_dict()})
+            store.write(lambda conn, v=verdicts, c=cid: conn.execute(
+                "UPDATE results SET judges = ? WHERE campaign_id = ? AND qid = 0", (v, c)))
+    report = tmp_path / "report.html"
+    for names, column in (("project", "A: retrieval"), ("evaluator", "A: gpt_retrieval")):
+        assert main(["compare", "A", "B", "--db", str(db), "--resamples", "200", "--report", str(report),
+                     "--names", names]) == 0
+        text = report.read_text(encoding="utf-8")
+        rows = table_with(text, ["qid", "question", "verdict", "A: retrieval"])
+        one = dict(zip(rows[0], rows[1], strict=False))
+        assert len(rows) == 2 and (one[column], one["B: retrieval_reason"]) == ("2", "B says <i>so</i>")
+        assert "B says &lt;i&gt;so&lt;/i&gt;" in text

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import io
 import json
 import re
+import sqlite3
 import sys
 import zipfile
 from functools import partial
@@ -20,6 +22,8 @@ from streamlit.delta_generator import DeltaGenerator
 
 import ui
 from evalcore.campaigns import get_manager, list_campaigns
+from evalcore.campaigns.launching import LaunchRequest
+from evalcore.judges import Verdict
 from evalcore.suites import Case, create_suite, list_suites
 from evalcore.targets import TargetConfig
 from tests.conftest import TINY, write_dataset
@@ -47,9 +51,10 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     suite = create_suite(manager.store, tenant="default", name="tricky", target_id="default",
                          cases=[Case(TRICKY, "30 days", ("Terms",)),
                                 Case("What is the refund window for EU customers?", "30 days", ("Terms of Sale",))])
-    ids = {f"top{k}": manager.launch(dataset="default", config=TargetConfig.from_dict({**QUICK, "embedding_top_k": k}),
-                                     limit=12, name=f"keyword top {k}") for k in (2, 30)}
-    ids["suite"] = manager.launch(suite_id=suite.id, config=TargetConfig.from_dict(QUICK))
+    ids = {f"top{k}": manager.launch(LaunchRequest(dataset="default",
+                                                   config=TargetConfig.from_dict({**QUICK, "embedding_top_k": k}),
+                                     limit=12, name=f"keyword top {k}")) for k in (2, 30)}
+    ids["suite"] = manager.launch(LaunchRequest(suite_id=suite.id, config=TargetConfig.from_dict(QUICK)))
     for campaign_id in ids.values():
         assert manager.wait(campaign_id, timeout=120).status == "succeeded"
     yield {"db": db, **ids}
@@ -78,7 +83,8 @@ def unescape(markdown: str) -> str:
 
 def texts(at: AppTest) -> str:
     """Every plain text, code block, caption and markdown of the page, joined."""
-    parts = [e.value for kind in (at.text, at.code, at.caption, at.markdown, at.success, at.warning, at.info) for e in kind]
+    parts = [e.value for kind in (at.text, at.code, at.caption, at.markdown, at.success, at.warning, at.info)
+             for e in kind]
     return "\n".join(str(p) for p in parts)
 
 
@@ -117,7 +123,8 @@ def test_bad_dataset_upload_shows_the_loader_messages_per_file(tmp_path: Path, m
     at = page_test(str(tmp_path / "db.sqlite"), monkeypatch)
     broken = {**TINY, "corpus": {**TINY["corpus"], "text": [None, *TINY["corpus"]["text"][1:]]},
               "answers": {"id": TINY["answers"]["id"]}}
-    files = [(f"{name}.parquet", parquet_bytes(columns), "application/octet-stream") for name, columns in broken.items()]
+    files = [(f"{name}.parquet", parquet_bytes(columns), "application/octet-stream")
+             for name, columns in broken.items()]
     upload(at, [*files, ("notes.parquet", b"hello", "application/octet-stream")], "broken")
     assert not at.exception
     errors = unescape("\n".join(e.value for e in at.error))
@@ -155,14 +162,16 @@ def test_ambiguous_or_empty_uploads_are_refused_with_a_reason(tmp_path: Path, mo
                 zipped.writestr(f"{folder}/{name}.parquet", parquet_bytes(columns))
     upload(at, [("two.zip", archive.getvalue(), "application/zip")], "two")
     errors = unescape("\n".join(e.value for e in at.error))
-    assert "queries.parquet" in errors and "given twice with different content (old/queries.parquet and new/queries.parquet)" in errors
+    assert "queries.parquet" in errors and ("given twice with different content (old/queries.parquet and "
+                                            "new/queries.parquet)") in errors
     upload(at, [], "none")
     assert "no file chosen" in unescape("\n".join(e.value for e in at.error))
     assert not at.exception
     assert not (tmp_path / "uploads").exists()
 
 
-def test_each_pick_of_a_dataset_applies_and_unlabeled_datasets_render(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_pick_of_a_dataset_applies_and_unlabeled_datasets_render(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     uploads = tmp_path / "uploads"
     write_dataset(uploads / "uploads-a")
     write_dataset(uploads / "uploads-b", {**TINY, "qrels": {"qid": [], "pid": []}})  # no question is labeled
@@ -195,7 +204,8 @@ CSV = (
 )
 
 
-def test_csv_import_reports_each_line_and_imports_the_valid_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_csv_import_reports_each_line_and_imports_the_valid_ones(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     db = str(tmp_path / "db.sqlite")
     at = page_test(db, monkeypatch, "pages/suites.py")
     at.file_uploader(key="suite_csv").set_value(("cases.csv", CSV.encode(), "text/csv")).run()
@@ -223,7 +233,8 @@ def test_the_sample_suite_is_one_click_away(tmp_path: Path, monkeypatch: pytest.
     assert len(at.data_editor[0].value) == len(suite.cases)
 
 
-def test_launch_a_campaign_on_the_sample_dataset_and_see_it_finish(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_launch_a_campaign_on_the_sample_dataset_and_see_it_finish(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     db = str(tmp_path / "db.sqlite")
     at = page_test(db, monkeypatch, "pages/run.py")
     at.number_input(key="limit").set_value(10)  # everything else as a newcomer finds it
@@ -324,9 +335,11 @@ def test_compare_two_campaigns(filled: dict, monkeypatch: pytest.MonkeyPatch) ->
     assert any("embedding_top_k" in str(df.value.to_dict()) for df in at.dataframe)  # the configuration difference
     # One section at a time: the deltas first, then the per-question scatter and the failure stages in A and B.
     assert [tab.label for tab in at.tabs] == ["Measures", "Per question", "Failure stages", "Questions"]
-    assert [title.split(" (")[0] for title in chart_titles(at)] == ["B − A per measure"]
+    first, *panels = chart_titles(at)  # the deltas, one panel per scale: counts apart from 0-1 measures
+    assert first.split(",")[0] == "B − A per measure" and all(title.startswith("B − A: ") for title in panels)
     assert not at.get("plotly_chart")  # the page draws Vega-Lite; Plotly only for the downloads
-    assert [title.split(" (")[0] for title in chart_titles(open_section(at, "Per question"))] == ["ndcg@10 per question"]
+    assert ([title.split(" (")[0] for title in chart_titles(open_section(at, "Per question"))]
+            == ["ndcg@10 per question"])
     assert [title.split(" (")[0] for title in chart_titles(open_section(at, "Failure stages"))] == [
         "Failure stage of each common question, in A and in B"]
     assert not at.multiselect and [box.label for box in open_section(at, "Questions").multiselect] == ["Verdicts"]
@@ -361,13 +374,13 @@ def clicked(download: dict) -> bytes:
 
 
 def test_compare_exports_name_both_campaigns_and_what_changed(filled: dict, monkeypatch: pytest.MonkeyPatch,
-                                                              downloads: dict[str, dict]) -> None:
+                                                              downloads: dict[str, dict], tmp_path: Path) -> None:
     figures: list = []
     monkeypatch.setenv("BROWSER_PATH", sys.executable)  # any existing file: the PNG renderer is replaced below
-    monkeypatch.setattr(ui, "png_bytes", lambda figure: figures.append(figure) or b"\x89PNG")
+    monkeypatch.setattr(ui.charts, "png_bytes", lambda figure: figures.append(figure) or b"\x89PNG")
     at = page_test(filled["db"], monkeypatch, "pages/compare.py")
     assert_clean(at)
-    stem = f"keyword-top-2_vs_keyword-top-30_{dt.date.today().isoformat()}"
+    stem = f"keyword-top-2_vs_keyword-top-30_{dt.datetime.now(dt.UTC).astimezone().date().isoformat()}"
     names = {key: str(d["file_name"]) for key, d in downloads.items()}
     assert names["deltas-png"] == f"compare_{stem}.png" and names["deltas-html"] == f"compare_{stem}.html"
     assert names["report"] == f"report_{stem}.html" and "questions-csv" not in names  # its section is closed
@@ -380,26 +393,55 @@ def test_compare_exports_name_both_campaigns_and_what_changed(filled: dict, monk
     title = figures[0].layout.title  # the figure the PNG is drawn from
     assert all(text in title.subtitle.text for text in expected) and title.text.startswith("B − A per measure")
 
-    measures = clicked(downloads["measures-csv"]).decode("utf-8-sig")
-    lines = measures.splitlines()
-    skip = int(lines[0].split(",")[1])
-    context = dict(line.split(",", 1) for line in lines[1:skip])
-    assert (context["# A"], context["# B"], context["# changed"]) == expected[:3]
-    assert context["# A id"] == filled["top2"] and "sign-flip randomization" in context["# test"]
-    table = pd.read_csv(io.StringIO(measures), skiprows=skip)
+    # The CSV opens as a table with no option; its context is in columns after the table's own, on every row.
+    path = tmp_path / "measures.csv"
+    path.write_bytes(clicked(downloads["measures-csv"]))
+    table = pd.read_csv(path)
     shown = next(df.value for df in at.dataframe if "signature" in df.value.columns)
-    assert list(table.columns) == list(shown.columns) and list(table["measure"]) == list(shown["measure"])
+    own = [c for c in table.columns if not c.startswith("context: ")]
+    assert own == list(shown.columns) and list(table["measure"]) == list(shown["measure"])
+    with path.open(encoding="utf-8-sig", newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert len(rows) == len(table) and all(row["measure"] for row in rows)
+    context = rows[-1]
+    assert (context["context: A"], context["context: B"], context["context: changed"]) == expected[:3]
+    assert context["context: A id"] == filled["top2"] and "sign-flip randomization" in context["context: test"]
+    assert table["context: A"].nunique() == 1
     counts = {m.label: m.value for m in at.metric}
     open_section(at, "Questions")
     assert str(downloads["questions-csv"]["file_name"]) == f"questions_{stem}.csv"
-    questions = clicked(downloads["questions-csv"]).decode("utf-8-sig")
-    assert "# verdicts shown,\"better, worse, new, removed, unscored\"" in questions.splitlines()
+    questions = pd.read_csv(io.BytesIO(clicked(downloads["questions-csv"])))
+    assert set(questions["context: verdicts shown"]) == {"better, worse, new, removed, unscored"}
 
     report = clicked(downloads["report"]).decode()
     assert network_sources(report) == [] and all(text in report for text in expected)
     verdicts = table_with(report, ["worse", "better", "new", "removed", "unscored", "same"])
-    assert dict(zip(verdicts[0], verdicts[1])) == {v: str(counts.get(v, 0)) for v in verdicts[0]}
+    assert dict(zip(verdicts[0], verdicts[1], strict=False)) == {v: str(counts.get(v, 0)) for v in verdicts[0]}
     assert len(table_with(report, ["qid", "question", "verdict"])) == 1 + 12
+
+
+def test_the_compare_report_gives_judge_results_under_the_evaluators_names_when_ticked(
+        filled: dict, monkeypatch: pytest.MonkeyPatch, downloads: dict[str, dict], tmp_path: Path) -> None:
+    db = str(tmp_path / "judged.db")
+    with sqlite3.connect(filled["db"]) as source, sqlite3.connect(db) as copy:
+        source.backup(copy)
+        for campaign_id, score in ((filled["top2"], 2), (filled["top30"], 4)):
+            verdict = Verdict("retrieval", "m1", "h1", "1", "judge.retrieval|m1", 3.0, score, f"<b>{score}</b>",
+                              "pass" if score >= 3 else "fail")
+            copy.execute("UPDATE results SET judges = ? WHERE campaign_id = ? AND position = 0",
+                         (json.dumps({"retrieval": verdict.to_dict()}), campaign_id))
+        copy.execute("DELETE FROM comparisons")
+    at = page_test(db, monkeypatch, "pages/compare.py")
+    assert_clean(at)
+    first = table_with(clicked(downloads["report"]).decode(), ["qid", "question", "verdict", "A: retrieval"])
+    assert len(first) == 2 and dict(zip(first[0], first[1], strict=False))["B: retrieval_reason"] == "<b>4</b>"
+    names = at.checkbox(key="report-names")
+    assert names.value is False and "evaluators' names" in names.label
+    names.check().run()
+    assert_clean(at)
+    report = clicked(downloads["report"]).decode()
+    rows = table_with(report, ["qid", "question", "verdict", "A: retrieval"])
+    assert dict(zip(rows[0], rows[1], strict=False))["A: gpt_retrieval"] == "2" and network_sources(report) == []
 
 
 def test_compare_reads_the_comparison_once_per_new_session(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -444,7 +486,8 @@ def test_the_scatter_shows_how_many_questions_share_a_point(filled: dict, monkey
     assert list(points["label"]) == [str(c) if c > 1 else "" for c in counts]
 
 
-def test_every_campaign_can_be_compared_listed_by_dataset_or_suite(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_campaign_can_be_compared_listed_by_dataset_or_suite(filled: dict,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     at = page_test(filled["db"], monkeypatch, "pages/compare.py")
     picker(at, "Questions").set_value("every dataset and suite").run()
     assert_clean(at)
@@ -467,7 +510,7 @@ def test_png_export_is_disabled_with_a_reason_when_no_chromium(filled: dict, mon
 
 def test_each_pick_of_a_campaign_applies(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
-    assert [tab.label for tab in at.tabs] == ["Questions", "Failure stages", "Configuration"]
+    assert [tab.label for tab in at.tabs] == ["Questions", "Failure stages", "Labels", "Configuration"]
     open_section(at, "Configuration", "campaign-section")
     names = {c.id: c.name for c in list_campaigns(get_manager(filled["db"]).store)}
     configs = {c.id: c.config for c in list_campaigns(get_manager(filled["db"]).store)}
@@ -501,6 +544,21 @@ def test_campaign_actions_refuse_with_messages(filled: dict, monkeypatch: pytest
     assert next(b for b in at.button if b.label == "Cancel").disabled
 
 
+def test_exports_offer_the_evaluators_names(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
+    names = at.checkbox(key="export-names")
+    assert names.label == "Judge fields under the evaluators' names" and names.value is False
+    names.check().run()
+    assert_clean(at)
+
+
+def test_abstention_is_recomputed_on_request(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
+    next(b for b in at.button if b.label == "Recompute abstention").click().run()
+    assert_clean(at)
+    assert [unescape(s.value) for s in at.success] == ["Recomputed abstention: 0 question(s) changed."]
+
+
 def test_user_text_is_shown_as_text_never_as_markup(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
     at.selectbox[0].set_value(filled["suite"]).run()
@@ -512,10 +570,15 @@ def test_user_text_is_shown_as_text_never_as_markup(filled: dict, monkeypatch: p
 
 
 def test_the_run_form_has_an_input_for_every_configuration_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = page_test(str(tmp_path / "db.sqlite"), monkeypatch, "pages/run.py")
-    widgets = [w for kind in (at.selectbox, at.number_input, at.text_input, at.text_area) for w in kind]
-    keys = {w.key.removeprefix("cfg-quick-") for w in widgets if w.key and w.key.startswith("cfg-quick-")}
-    assert keys == set(TargetConfig().to_dict())
+    """The scheduler's only once the operator listed schedulers (a picker of them, never a typed address)."""
+    for listed, expected in (("", set(TargetConfig().to_dict()) - {"scheduler"}),
+                             ("gpu=tcp://127.0.0.1:9", set(TargetConfig().to_dict()))):
+        monkeypatch.setenv("EVALCORE_DASK_SCHEDULERS", listed)
+        at = page_test(str(tmp_path / "db.sqlite"), monkeypatch, "pages/run.py")
+        widgets = [w for kind in (at.selectbox, at.multiselect, at.number_input, at.text_input, at.text_area)
+                   for w in kind]
+        keys = {w.key.removeprefix("cfg-quick-") for w in widgets if w.key and w.key.startswith("cfg-quick-")}
+        assert keys == expected
 
 
 def test_suite_editor_enforces_the_case_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -572,7 +635,7 @@ def test_no_delay_turns_nagle_off_on_the_servers_sockets_only(monkeypatch: pytes
         listener.listen()
         other.bind(("127.0.0.1", 0))
         other.listen()
-        monkeypatch.setattr(ui, "_NO_DELAY", type(ui._NO_DELAY)())
+        monkeypatch.setattr(ui.serving, "_NO_DELAY", type(ui.serving._NO_DELAY)())
         port, get_option = listener.getsockname()[1], st.get_option
         monkeypatch.setattr(st, "get_option", lambda key: port if key == "server.port" else get_option(key))
         with socket.create_connection(listener.getsockname()) as before:

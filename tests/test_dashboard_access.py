@@ -1,7 +1,10 @@
-"""Who may see and do what in the dashboard: sign-in, roles, tenants, back-off, exposure; the same rules in the engine."""
+"""Who may see and do what in the dashboard: sign-in, roles, tenants, back-off, exposure; the same rules in the
+engine."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,7 @@ from streamlit import config as st_config
 import ui
 from evalcore.access import LOCAL, Action, Forbidden, LoginThrottle, Principal, is_loopback
 from evalcore.campaigns import campaign_results, get_campaign, get_manager
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.compare import compare_campaigns
 from evalcore.datasets import validate_upload
 from evalcore.keys import create_key, revoke_key
@@ -67,11 +71,12 @@ def throttle(monkeypatch: pytest.MonkeyPatch) -> tuple[LoginThrottle, list[float
     """The dashboard's sign-in back-off with a recording sleep and a still clock."""
     waits: list[float] = []
     fake = LoginThrottle(sleep=waits.append, clock=lambda: 1000.0)
-    monkeypatch.setattr(ui, "THROTTLE", fake)
+    monkeypatch.setattr(ui.session, "THROTTLE", fake)
     return fake, waits
 
 
-def test_a_fresh_install_opens_without_sign_in_as_the_local_admin(store_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_fresh_install_opens_without_sign_in_as_the_local_admin(store_db: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_app(store_db, monkeypatch)
     assert_clean(at)
     assert titles(at) == ["Datasets"]
@@ -147,6 +152,24 @@ def test_the_back_off_is_per_session_and_per_address_and_capped() -> None:
     assert throttle.delay("session:b", "address:1") == 0.0  # forgotten after a quiet minute
 
 
+def test_parallel_sign_ins_from_one_address_each_wait_what_the_ones_before_earned() -> None:
+    """Ten sessions at once from one address: checked one after another, each after a longer wait."""
+    waits: list[float] = []
+    throttle = LoginThrottle(sleep=waits.append, clock=lambda: 1000.0)
+
+    def wrong_key() -> None:
+        time.sleep(0.05)  # the key's check takes a moment: without turns, every attempt is checked meanwhile
+
+    threads = [threading.Thread(target=throttle.attempt, args=(f"session:{n}", "address:1", wrong_key))
+               for n in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(waits) == [0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0]
+    assert throttle.failures("address:1") == 10
+
+
 def test_a_revoked_key_ends_its_session(store_db: str, monkeypatch: pytest.MonkeyPatch,
                                         throttle: tuple[LoginThrottle, list[float]]) -> None:
     store = get_manager(store_db).store
@@ -170,7 +193,8 @@ def two_tenants(store_db: str) -> dict[str, str]:
                              cases=[Case("What is the refund window?", "30 days", ("Terms of Sale",))])
         ids[f"{tenant}-target"], ids[f"{tenant}-suite"] = target_id, suite.id
         for n in (1, 2):
-            campaign_id = manager.launch(suite_id=suite.id, principal=owner, name=f"{tenant}-campaign-{n}")
+            campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, principal=owner,
+                                                       name=f"{tenant}-campaign-{n}"))
             manager.wait(campaign_id, timeout=120)
             ids[f"{tenant}-campaign-{n}"] = campaign_id
     store = manager.store
@@ -206,7 +230,8 @@ def test_a_tenant_sees_only_its_own_campaigns_suites_targets_and_comparisons(
 
 
 def test_a_viewer_reads_but_sees_no_control_that_changes_anything(two_tenants: dict[str, str],
-                                                                 monkeypatch: pytest.MonkeyPatch, throttle: tuple) -> None:
+                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                  throttle: tuple) -> None:
     at = sign_in(open_app(two_tenants["db"], monkeypatch), two_tenants["viewer"])
     assert_clean(at)
     assert "role **viewer**" in at.sidebar.caption[0].value
@@ -242,7 +267,7 @@ def test_the_engine_refuses_a_viewer_and_hides_other_tenants(two_tenants: dict[s
     probe = Principal("acme", "admin", "none")
     suite_id, campaign_id = two_tenants["acme-suite"], two_tenants["acme-campaign-1"]
     refused = [
-        lambda who: manager.launch(suite_id=suite_id, principal=who),
+        lambda who: manager.launch(LaunchRequest(suite_id=suite_id, principal=who)),
         lambda who: manager.resume(campaign_id, principal=who),
         lambda who: manager.retry_failed(campaign_id, principal=who),
         lambda who: manager.cancel(campaign_id, principal=who),
@@ -263,7 +288,8 @@ def test_the_engine_refuses_a_viewer_and_hides_other_tenants(two_tenants: dict[s
         save_target(store, QUICK, name="x", principal=Principal("acme", "admin", "run_evaluations"))
     assert [s.id for s in list_suites(store, principal=viewer)] == [suite_id]  # reading is allowed
     other = two_tenants["other-campaign-1"]
-    for call in (lambda: get_campaign(store, other, principal=viewer), lambda: campaign_results(store, other, principal=viewer),
+    for call in (lambda: get_campaign(store, other, principal=viewer),
+                 lambda: campaign_results(store, other, principal=viewer),
                  lambda: get_suite(store, two_tenants["other-suite"], principal=viewer),
                  lambda: get_target(store, two_tenants["other-target"], principal=viewer),
                  lambda: compare_campaigns(store, campaign_id, other, principal=viewer),
@@ -276,7 +302,8 @@ def test_the_engine_refuses_a_viewer_and_hides_other_tenants(two_tenants: dict[s
 
 
 @pytest.mark.parametrize("address", ["0.0.0.0", "", "192.0.2.1", "example.org"])
-def test_refuses_to_open_beyond_loopback_without_a_key(address: str, store_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_refuses_to_open_beyond_loopback_without_a_key(address: str, store_db: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     before = st_config.get_option("server.address")
     st_config.set_option("server.address", address or None)
     try:

@@ -14,6 +14,7 @@ from markdown_it import MarkdownIt
 
 import ui
 from evalcore.campaigns import get_manager
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.models import ChatReply
 from evalcore.suites import Case, create_suite
 from evalcore.targets import Retrieved, TargetAnswer, TargetConfig
@@ -45,7 +46,8 @@ class HostileTarget:
     """A target answering hostile text with hostile passage titles, failing on questions that ask it to."""
 
     def __init__(self, model: str) -> None:
-        self.config = TargetConfig.from_dict({"retriever": "bm25", "model": model, "base_url": f"http://127.0.0.1:9/{HOSTILE}"})
+        self.config = TargetConfig.from_dict({"retriever": "bm25", "model": model,
+                                              "base_url": f"http://127.0.0.1:9/{HOSTILE}"})
         self.model = HostileModel(model)
 
     def check(self) -> None:
@@ -74,7 +76,8 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
                          cases=[Case(HOSTILE, HOSTILE, (HOSTILE,)), Case(f"fail {HOSTILE}", HOSTILE, ())])
     ids = {"db": db, "uploads": str(home / "uploads"), "suite": suite.id, "target": target_id}
     for n, model in enumerate((HOSTILE, f"{HOSTILE} 2")):
-        campaign_id = manager.launch(suite_id=suite.id, target=HostileTarget(model), use_judge=True, name=f"{n} {HOSTILE}")
+        campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, target=HostileTarget(model), use_judge=True,
+                                                   name=f"{n} {HOSTILE}"))
         assert manager.wait(campaign_id, timeout=60).status == "succeeded_with_failures"  # the failing question
         ids[f"campaign{n}"] = campaign_id
     tables = {**TINY, "queries": {**TINY["queries"], "text": [HOSTILE, "b", "c"]},
@@ -175,7 +178,8 @@ def test_suites_page(hostile: dict[str, str], monkeypatch: pytest.MonkeyPatch) -
 def test_run_page(hostile: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_page(hostile, monkeypatch, "pages/run.py")
     at.radio[0].set_value("suite").run()
-    check_page(at, literal_in_plain=[f"{FLAT} · 2 cases", f"{HOSTILE} · target_", f"campaign on suite {FLAT}: 0 {FLAT}"])
+    check_page(at,
+               literal_in_plain=[f"{FLAT} · 2 cases", f"{HOSTILE} · target_", f"campaign on suite {FLAT}: 0 {FLAT}"])
     assert at.text_input(key=f"cfg-{hostile['target']}-model").value == HOSTILE  # the suite's saved configuration
 
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import ui
 from evalcore.campaigns import get_campaign, get_manager, list_campaigns
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.cli import main
 from evalcore.suites import Case, create_suite, list_suites, parse_suite_csv
 from evalcore.targets import TargetConfig
@@ -30,9 +32,11 @@ def named(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
                          cases=[Case("What is the refund window?", "30 days", ("Terms of Sale",)),
                                 Case("Quel est le délai de rétractation ?", "14 jours", ("CGV",))])
     bm25 = TargetConfig(retriever="bm25")
-    ids = {"suite_id": suite.id, "suite": manager.launch(suite_id=suite.id, config=bm25, name="suite baseline"),
-           "named": manager.launch(dataset="default", config=bm25, limit=5, name="keyword baseline"),
-           "made": manager.launch(dataset="default", config=TargetConfig(retriever="bm25", embedding_top_k=7), limit=5)}
+    ids = {"suite_id": suite.id,
+           "suite": manager.launch(LaunchRequest(suite_id=suite.id, config=bm25, name="suite baseline")),
+           "named": manager.launch(LaunchRequest(dataset="default", config=bm25, limit=5, name="keyword baseline")),
+           "made": manager.launch(LaunchRequest(dataset="default",
+                                                config=TargetConfig(retriever="bm25", embedding_top_k=7), limit=5))}
     for key in ("suite", "named", "made"):
         assert manager.wait(ids[key], timeout=120).status == "succeeded"
     yield {"db": db, **ids}
@@ -55,7 +59,8 @@ def unescape(markdown: str) -> str:
     return re.sub(r"\\(.)", r"\1", markdown)
 
 
-def test_the_campaign_list_shows_names_sources_settings_and_measures(named: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_campaign_list_shows_names_sources_settings_and_measures(named: dict,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     at = page_test(named["db"], monkeypatch, "pages/campaigns.py")
     assert_clean(at)
     table = at.dataframe[0].value
@@ -98,7 +103,7 @@ def test_the_run_page_lists_suites_by_name_with_their_settings_and_names_campaig
     assert_clean(at)
     suites = at.dataframe[0].value
     assert suites["name"][0] == "Refund questions" and suites["dataset"][0] == "default"
-    assert suites["cases"][0] == 2 and suites["retriever"][0] == "hybrid rrf use"
+    assert suites["cases"][0] == 2 and suites["retriever"][0] == "hybrid RRF · USE embeddings"
     assert suites["last campaign"][0] == "succeeded" and 0 <= suites["coverage"][0] <= 1
     assert at.selectbox(key="suite_id-pick").options == [f"Refund questions · 2 cases · {named['suite_id']}"]
     # The past campaigns on this suite come first among the past configurations.
@@ -107,7 +112,8 @@ def test_the_run_page_lists_suites_by_name_with_their_settings_and_names_campaig
     assert past[0].startswith("campaign on suite Refund questions: suite baseline · ")
 
 
-def test_a_campaign_launched_from_the_run_page_has_the_name_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_campaign_launched_from_the_run_page_has_the_name_given(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     db = str(tmp_path / "db.sqlite")
     at = page_test(db, monkeypatch, "pages/run.py")
     at.text_input(key="campaign-name").set_value("my first look")
@@ -120,14 +126,24 @@ def test_a_campaign_launched_from_the_run_page_has_the_name_given(tmp_path: Path
     assert names == ["my first look · embedding_top_k=10", "my first look · embedding_top_k=3"]
 
 
+def uploader(at: AppTest) -> Any:
+    """The Suites page's CSV uploader (its key changes after each import, which empties it)."""
+    imports = at.session_state["suite-imports"] if "suite-imports" in at.session_state else 0  # noqa: SIM401 (no .get)
+    return at.file_uploader(key="suite_csv" + (f"-{imports}" if imports else ""))
+
+
 def test_a_second_import_under_the_same_name_asks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = str(tmp_path / "db.sqlite")
     at = page_test(db, monkeypatch, "pages/suites.py")
     for attempt in range(2):
-        at.file_uploader(key="suite_csv").set_value(("refunds.csv", CSV.encode(), "text/csv")).run()
+        uploader(at).set_value(("refunds.csv", CSV.encode(), "text/csv")).run()
         button = at.button(key="import-import")
         if attempt == 0:
             button.click().run()
+            # Imported: the uploader is empty again, so nothing warns that the suite just made already exists.
+            assert (uploader(at).value in (None, []) and not at.warning
+                    and "import-import" not in [b.key for b in at.button])
+            assert "Imported 1 case(s) into refunds" in unescape(at.success[0].value)
     # The second time: the page says a suite has the name and waits for a choice (or another name).
     assert "A suite named refunds already exists" in unescape(at.warning[0].value)
     assert at.button(key="import-import").disabled
@@ -135,7 +151,7 @@ def test_a_second_import_under_the_same_name_asks(tmp_path: Path, monkeypatch: p
     at.button(key="import-import").click().run()
     assert_clean(at)
     assert sorted(s.name for s in list_suites(get_manager(db).store)) == ["refunds", "refunds (2)"]
-    at.file_uploader(key="suite_csv").set_value(("refunds.csv", CSV.encode(), "text/csv")).run()
+    uploader(at).set_value(("refunds.csv", CSV.encode(), "text/csv")).run()
     at.text_input(key="import-name").set_value("refunds, EU").run()  # another name: nothing to choose
     assert not at.warning and not at.button(key="import-import").disabled
     at.text_input(key="import-name").set_value("refunds").run()
@@ -216,7 +232,8 @@ def test_the_questions_of_a_campaign_come_a_page_at_a_time(tmp_path: Path, monke
 
     db = str(tmp_path / "db.sqlite")
     manager = get_manager(db)
-    campaign_id = manager.launch(dataset=str(many_questions(tmp_path / "many", 130)), target=FakeTarget())
+    campaign_id = manager.launch(LaunchRequest(dataset=str(many_questions(tmp_path / "many", 130)),
+                                               target=FakeTarget()))
     assert manager.wait(campaign_id, timeout=60).status == "succeeded"
     at = page_test(db, monkeypatch, "pages/campaigns.py")
     picker = at.selectbox(key=f"question-{campaign_id}-pick")
@@ -226,7 +243,8 @@ def test_the_questions_of_a_campaign_come_a_page_at_a_time(tmp_path: Path, monke
     assert_clean(at)
     picker = at.selectbox(key=f"question-{campaign_id}-pick")
     assert len(picker.options) == 30 and picker.options[0].startswith("101 · ok · Question number 101")
-    assert [t.value for t in at.text if t.value.startswith("Question: ")] == ["Question: Question number 101 about refunds?"]
+    assert [t.value for t in at.text if t.value.startswith("Question: ")] == [("Question: Question number 101 about "
+                                                                               "refunds?")]
     # The filter is kept while another section of the campaign is open.
     at.text_input(key="campaign-filter-pick").set_value("number 12").run()
     assert len(at.selectbox(key=f"question-{campaign_id}-pick").options) == 11  # 12 and 120-129

@@ -35,6 +35,14 @@ def test_tiny_dataset_loads_with_labels_and_every_answer(tiny_dataset: Path) -> 
     assert len(ds.content_hash) == 64
 
 
+def test_the_answerable_column_marks_questions_to_decline(tmp_path: Path) -> None:
+    tables = copy.deepcopy(TINY)
+    tables["queries"]["answerable"] = [None, True, False]
+    ds = load_dataset(write_dataset(tmp_path / "marked", tables))
+    assert [q.answerable for q in ds.questions] == [None, True, False]
+    assert {q.answerable for q in load_dataset("default").questions if not q.references} == {False}
+
+
 def test_string_ids_are_normalised(tmp_path: Path) -> None:
     tables = copy.deepcopy(TINY)
     tables["queries"]["id"] = ["1", "2", "3"]
@@ -58,14 +66,23 @@ def test_missing_label_column_means_relevance_one(tmp_path: Path) -> None:
         (lambda t: t["corpus"].pop("text"), "corpus.parquet: missing column 'text'"),
         (lambda t: t["queries"].update(id=[1.5, 2.0, 3.0]), "queries.parquet row 0 column 'id': found 1.5"),
         (lambda t: t["queries"].update(id=["a", "2", "3"]), "queries.parquet row 0 column 'id': found 'a'"),
-        (lambda t: t["answers"].update(text=["30 days.", None, "14 jours."]), "answers.parquet row 1 column 'text': found null"),
-        (lambda t: t["answers"].update(text=["30 days.", "  ", "14 jours."]), "answers.parquet row 1 column 'text': found empty text"),
-        (lambda t: t["corpus"].update(id=[10, 11, 12, 13, 10]), "corpus.parquet row 4 column 'id': duplicate id 10 (first at row 0)"),
-        (lambda t: t["qrels"].update(pid=[10, 11, 12, 99]), "qrels.parquet row 3 column 'pid': id 99 is not in corpus.parquet"),
+        (lambda t: t["answers"].update(text=["30 days.", None, "14 jours."]),
+         "answers.parquet row 1 column 'text': found null"),
+        (lambda t: t["answers"].update(text=["30 days.", "  ", "14 jours."]),
+         "answers.parquet row 1 column 'text': found empty text"),
+        (lambda t: t["corpus"].update(id=[10, 11, 12, 13, 10]),
+         "corpus.parquet row 4 column 'id': duplicate id 10 (first at row 0)"),
+        (lambda t: t["qrels"].update(pid=[10, 11, 12, 99]),
+         "qrels.parquet row 3 column 'pid': id 99 is not in corpus.parquet"),
         (lambda t: t["qas"].update(qid=[1, 7, 2]), "qas.parquet row 1 column 'qid': id 7 is not in queries.parquet"),
-        (lambda t: t["qas"].update(aid=[100, 101, 555]), "qas.parquet row 2 column 'aid': id 555 is not in answers.parquet"),
-        (lambda t: t["qrels"].update(score=["high", "1", "2", "3"]), "qrels.parquet row 0 column 'score': found 'high', expected an integer label"),
-        (lambda t: t["queries"].update(text=[1, 2, 3]), "queries.parquet column 'text': found type int64, expected string"),
+        (lambda t: t["qas"].update(aid=[100, 101, 555]),
+         "qas.parquet row 2 column 'aid': id 555 is not in answers.parquet"),
+        (lambda t: t["qrels"].update(score=["high", "1", "2", "3"]),
+         "qrels.parquet row 0 column 'score': found 'high', expected an integer label"),
+        (lambda t: t["queries"].update(text=[1, 2, 3]),
+         "queries.parquet column 'text': found type int64, expected string"),
+        (lambda t: t["queries"].update(answerable=["no", None, None]),
+         "queries.parquet row 0 column 'answerable': found 'no', expected true, false or null"),
         # Past int64 the id would overflow the store; Python ints would have taken it silently.
         (lambda t: t["queries"].update(id=["1", "2", "99999999999999999999"]),
          "queries.parquet row 2 column 'id': found '99999999999999999999'"),
@@ -83,6 +100,29 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
 
     problems = _problems(_broken(tmp_path, change))
     assert len(problems) == 2
+
+
+def test_every_bad_row_of_a_column_is_reported_up_to_twenty_and_counted(tmp_path: Path) -> None:
+    def change(t):
+        n = 30
+        t["corpus"] = {"id": list(range(100, 100 + n)), "text": [""] * 25 + ["fine"] * 5,
+                       "title": ["t"] * n}
+        t["queries"]["text"] = [" ", None, "ok"]
+
+    problems = _problems(_broken(tmp_path, change))
+    empty = [line for line in problems if "corpus.parquet row " in line and "column 'text'" in line]
+    assert [line.split()[2] for line in empty] == [str(row) for row in range(20)]
+    assert "broken/corpus.parquet column 'text': 5 more bad rows like these (25 in all; the first 20 are listed)" \
+        in problems
+    assert sum("queries.parquet row " in line for line in problems) == 2
+
+
+def test_every_unknown_reference_is_reported(tmp_path: Path) -> None:
+    def change(t):
+        t["qrels"]["pid"] = [900 + i for i in range(len(t["qrels"]["pid"]))]
+
+    problems = _problems(_broken(tmp_path, change))
+    assert sum("is not in" in line for line in problems) == len(TINY["qrels"]["pid"]), problems
 
 
 def test_truncated_parquet_is_rejected(tiny_dataset: Path) -> None:
@@ -129,7 +169,8 @@ def test_statistics_of_the_tiny_dataset(tiny_dataset: Path) -> None:
 def test_cli_check_ok_and_problems(tiny_dataset: Path, tmp_path: Path, capsys) -> None:
     assert cli(["dataset", "check", str(tiny_dataset)]) == 0
     assert capsys.readouterr().out.startswith("ok ")
-    one = write_dataset(tmp_path / "one", {"queries": {"id": [1], "text": ["Only one?"]}, "corpus": {"id": [1], "text": ["One."]},
+    one = write_dataset(tmp_path / "one",
+                        {"queries": {"id": [1], "text": ["Only one?"]}, "corpus": {"id": [1], "text": ["One."]},
                                           "answers": {"id": [1], "text": ["Yes."]}, "qrels": {"qid": [1], "pid": [1]},
                                           "qas": {"qid": [1], "aid": [1]}})
     assert cli(["dataset", "check", str(one)]) == 0

@@ -11,6 +11,7 @@ import pyarrow
 import pytest
 
 from evalcore.campaigns import CampaignManager, campaign_diagnosis, campaign_results, get_manager
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.cli import main
 from evalcore.compare import compare_campaigns
 from evalcore.compare.charts import STAGE_COLORS
@@ -145,7 +146,8 @@ def make_two(tmp: Path) -> tuple[CampaignManager, dict[str, str], Path]:
     manager = get_manager(tmp / "diagnosis.db")
     ids = {}
     for name, script in (("A", A_SCRIPT), ("B", B_SCRIPT)):
-        ids[name] = manager.launch(dataset=str(data), target=ScriptedTarget(script), concurrency=2, name=name)
+        ids[name] = manager.launch(LaunchRequest(dataset=str(data), target=ScriptedTarget(script), concurrency=2,
+                                                 name=name))
         manager.wait(ids[name], timeout=60)
     return manager, ids, tmp / "diagnosis.db"
 
@@ -187,7 +189,7 @@ def test_transitions_add_up_to_the_common_questions(two) -> None:
 def test_transitions_leave_out_questions_one_side_did_not_ask(two, tmp_path: Path) -> None:
     manager, ids, _ = two
     data = write_dataset(tmp_path / "six", DATASET)
-    first_four = manager.launch(dataset=str(data), target=ScriptedTarget(A_SCRIPT), limit=4)
+    first_four = manager.launch(LaunchRequest(dataset=str(data), target=ScriptedTarget(A_SCRIPT), limit=4))
     manager.wait(first_four, timeout=60)
     comparison = compare_campaigns(manager.store, first_four, ids["B"])
     assert comparison.verdicts["new"] == 2
@@ -235,9 +237,12 @@ def test_api_detail_results_and_compare_carry_the_stages(tmp_path: Path) -> None
 
 
 def test_a_reranker_pushing_the_relevant_passage_out_of_the_context(tmp_path: Path) -> None:
-    data = write_dataset(tmp_path / "rerank", DATASET | {"queries": {"id": [1], "text": ["Are refunds accepted within 30 days of delivery, and what about warranty and shipping?"]},
-                                                          "qrels": {"qid": [1], "pid": [10]},
-                                                          "qas": {"qid": [1], "aid": [100]}})
+    data = write_dataset(tmp_path / "rerank",
+                         DATASET | {"queries": {"id": [1],
+                                                "text": [("Are refunds accepted within 30 days of delivery, and what "
+                                                          "about warranty and shipping?")]},
+                                    "qrels": {"qid": [1], "pid": [10]},
+                                    "qas": {"qid": [1], "aid": [100]}})
 
     def reply(path: str, body: dict) -> Reply | str:
         if path.endswith("/rerank"):  # the relevant passage last, the others first
@@ -255,7 +260,7 @@ def test_a_reranker_pushing_the_relevant_passage_out_of_the_context(tmp_path: Pa
                                   reranker=reranker, rerank_url=f"{server.root_url}/rerank", rerank_threshold=0.0,
                                   context_top_k=1, generator="openai", base_url=server.base_url, model="m",
                                   api_key_env="")
-            campaign_id = manager.launch(dataset=str(data), config=config)
+            campaign_id = manager.launch(LaunchRequest(dataset=str(data), config=config))
             manager.wait(campaign_id, timeout=60)
             result = campaign_results(manager.store, campaign_id)[0]
             stages[reranker] = (result.outcome.diagnosis, [h.pid for h in result.outcome.context])
@@ -294,7 +299,7 @@ def test_an_agent_judged_by_the_ai_score(tiny_dataset: Path, tmp_path: Path, sco
     with FakeOpenAIServer(reply) as server:
         config = TargetConfig(kind="http_agent", agent_url=f"{server.root_url}/agent", judge_model="judge",
                               judge_base_url=server.base_url, judge_api_key_env="")
-        campaign_id = manager.launch(dataset=str(tiny_dataset), config=config, judges=("score",))
+        campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, judges=("score",)))
         manager.wait(campaign_id, timeout=60)
     results = campaign_results(manager.store, campaign_id)
     # The agent's sources are its context: passage 10 answers question 1, and question 2's passage is not among them.
@@ -358,7 +363,7 @@ def test_exports_carry_the_stage(two) -> None:
 
 def test_the_html_report_holds_the_stages_and_the_transition_table(two) -> None:
     from evalcore.campaigns import get_campaign
-    from evalcore.compare.exports import source_names
+    from evalcore.compare.export_context import source_names
     from evalcore.compare.report import comparison_report
 
     manager, ids, _ = two

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 import pytest
 
 from evalcore import judges
 from evalcore.errors import EvalError
-from evalcore.models import ChatReply, OpenAIChatModel
+from evalcore.models import ChatReply, ContextOverflow, OpenAIChatModel
 from evalcore.testing.openai_server import FakeOpenAIServer, Reply
 
 LIKERT = [
     ("plain JSON", '{"score": 4, "reason": "Mentions the 30-day window but not the refund delay."}',
      4.0, "Mentions the 30-day window but not the refund delay."),
-    ("fenced JSON after prose", 'Here is my assessment:\n```json\n{\n  "score": 2,\n  "reason": "Mostly missing."\n}\n```',
+    ("fenced JSON after prose",
+     'Here is my assessment:\n```json\n{\n  "score": 2,\n  "reason": "Mostly missing."\n}\n```',
      2.0, "Mostly missing."),
     ("fenced without language", '```\n{"score": 5, "reason": "Complete."}\n```', 5.0, "Complete."),
     ("JSON with string score and extra keys", '{"reasoning_steps": ["a", "b"], "Score": "3", "Reason": "Half."}',
@@ -126,7 +130,27 @@ def test_messages_fill_placeholders_once_and_number_passages():
     assert "(no passage was retrieved)" in judges.build_messages(
         prompt, question="q", answer="a", context=[], expected=None)[1]["content"]
     long = judges.format_context(["x" * 5000] * 20)
-    assert len(long) < judges.CONTEXT_CHARS + 200 and "left out for length" in long
+    assert long.count("x" * 5000) == 20 and "left out" not in long  # whole, however long
+
+
+def test_a_judge_sees_each_passage_whole_with_its_title():
+    # A fact near the end of a long passage was in the answer's prompt: the judge must see it too.
+    passage = "Terms of sale. " + "General conditions apply. " * 86 + "Refunds: within 30 days of delivery."
+    assert len(passage) > 2200 and passage.index("30 days") > 2190
+    messages = judges.build_messages(judges.load_prompt("groundedness"), question="Refund window?", answer="30 days",
+                                     context=[judges.Passage(passage, "Terms of Sale (EU)"), "untitled"],
+                                     expected=None)
+    user = messages[1]["content"]
+    assert f"[1] Terms of Sale (EU)\n{passage}" in user and "[2] untitled" in user
+
+
+def test_a_cut_context_keeps_the_first_characters_and_says_so():
+    context = [judges.Passage("a" * 300, "A"), judges.Passage("b" * 300, "B"), judges.Passage("c" * 300, "C")]
+    text = judges.format_context(context, keep=450)
+    assert "a" * 300 in text and "b" * 150 + " [cut: the judge model's context window is too small]" in text
+    assert "b" * 151 not in text and "[3]" not in text and "ccc" not in text
+    assert "(1 more passage(s) left out: the judge model's context window is too small)" in text
+    assert judges.context_chars(context) == 900
 
 
 class ScriptedModel:
@@ -174,6 +198,37 @@ def test_threshold_decides_pass_and_fail():
     assert failed.result == "fail" and failed.threshold == 4
 
 
+class WindowedModel(ScriptedModel):
+    """A model with a context window: a user message over `window` characters is refused as an overflow."""
+
+    def __init__(self, window, replies):
+        super().__init__(replies)
+        self.window = window
+
+    def chat(self, messages, *, temperature=None, max_tokens=None, schema=None):
+        if len(messages[-1]["content"]) > self.window:
+            self.calls.append((messages, temperature, max_tokens))
+            raise ContextOverflow("HTTP 400: maximum context length exceeded", status=400)
+        return super().chat(messages, temperature=temperature, max_tokens=max_tokens, schema=schema)
+
+
+def test_a_context_over_the_judge_window_is_cut_by_halves_and_the_verdict_says_so():
+    model = WindowedModel(2000, ['{"score": 4, "reason": "Supported."}'])
+    result = run(model, "groundedness", context=["x" * 2000, "y" * 2000])
+    assert (result.score, result.result) == (4.0, "pass")
+    assert [len(call[0][-1]["content"]) > 2000 for call in model.calls] == [True, True, False]  # 4000, 2000, 1000
+    assert result.context_cut == ("context cut to 1,000 of 4,000 characters: the judge model's context window is "
+                                  "too small")
+    assert judges.Verdict.from_dict(result.to_dict()) == result
+
+
+def test_a_context_that_never_fits_is_unknown_with_the_error_and_a_whole_one_is_not_flagged():
+    never = run(WindowedModel(10, []), "groundedness", context=["x" * 2000])
+    assert never.result == "unknown" and "maximum context length" in never.error and never.context_cut
+    whole = run(ScriptedModel(['{"score": 5, "reason": "r"}']), "groundedness", context=["x" * 20000])
+    assert whole.context_cut is None and whole.to_dict()["context_cut"] is None
+
+
 def test_model_failure_is_unknown_with_the_error():
     result = run(ScriptedModel([EvalError("HTTP 401: bad key")]))
     assert result.result == "unknown" and "401" in result.error
@@ -198,7 +253,8 @@ def test_several_samples_report_the_spread_and_bypass_the_cache():
     model = ScriptedModel(['{"score": 4, "reason": "a"}', '{"score": 2, "reason": "b"}', "???", "???"])
     result = run(model, samples=3)
     assert result.samples == (4.0, 2.0, None)
-    assert result.score == 3.0 and result.spread.to_dict() == {"n": 2, "min": 2.0, "max": 4.0, "stdev": pytest.approx(1.4142, 1e-3)}
+    assert result.score == 3.0 and result.spread.to_dict() == {"n": 2, "min": 2.0, "max": 4.0,
+                                                               "stdev": pytest.approx(1.4142, 1e-3)}
     contents = {call[0][-1]["content"] for call in model.calls[:2]}
     assert len(contents) == 2 and all(call[1] > 0 for call in model.calls)
 
@@ -222,7 +278,8 @@ def test_end_to_end_against_a_loopback_openai_server():
     assert (good.score, good.result, good.tokens) == (5.0, "pass", 340)
     assert (bad.score, bad.result, bad.reason) == (2.0, "fail", "Wrong duration.")
     assert good.model == f"openai:judge-mini@{base_url}"
-    assert good.prompt_hash == judges.load_prompt("score").hash
+    prompt_file = Path(judges.__file__).with_name("templates") / "score.txt"
+    assert good.prompt_hash == hashlib.sha256(prompt_file.read_bytes()).hexdigest()[:16]  # the file it was asked with
     assert path.endswith("/chat/completions") and body["model"] == "judge-mini"
     assert body["temperature"] == 0.0 and body["max_tokens"] == judges.MAX_TOKENS
     assert body["messages"][0]["role"] == "system"
@@ -233,7 +290,8 @@ def test_reasoning_model_rejecting_max_tokens_and_temperature_still_judges():
                                      "Use 'max_completion_tokens' instead.")
     no_temperature = Reply.error(400, "Unsupported value: 'temperature' does not support 0.0 with this model. "
                                       "Only the default (1) value is supported.")
-    replies = [no_max_tokens, no_temperature, '<think>Short but correct.</think>{"score": 4, "reason": "Right, but terse."}']
+    replies = [no_max_tokens, no_temperature,
+               '<think>Short but correct.</think>{"score": 4, "reason": "Right, but terse."}']
     with FakeOpenAIServer(replies) as server:
         result = run(OpenAIChatModel(server.base_url, "o-reasoner", retries=0), "relevance")
         bodies = [body for _, body, _ in server.requests]
@@ -273,3 +331,22 @@ def test_local_model_failure_is_unknown_not_a_crash():
     # llama.cpp raises ValueError when the prompt exceeds its context window.
     result = run(ScriptedModel([ValueError("Requested tokens (5000) exceed context window of 4096")]))
     assert result.result == "unknown" and result.score is None and "context window" in result.error
+
+
+def test_a_prompt_over_the_window_is_an_overflow_for_both_backends(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from evalcore.models import local
+
+    class Llama:  # llama-cpp-python's own words for a prompt over n_ctx
+        def create_chat_completion(self, **kwargs):
+            raise ValueError("Requested tokens (5012) exceed context window of 4096")
+
+    monkeypatch.setattr(local, "_load_local", lambda: (Llama(), threading.Lock()))
+    with pytest.raises(ContextOverflow, match="exceed context window"):
+        local.LocalChatModel().chat([{"role": "user", "content": "x"}])
+    message = "This model's maximum context length is 8192 tokens (context_length_exceeded)"
+    with FakeOpenAIServer([Reply.error(400, message)]) as server:
+        model = OpenAIChatModel(server.base_url, "m", api_key_env="", retries=0)
+        with pytest.raises(ContextOverflow, match="maximum context length"):
+            model.chat([{"role": "user", "content": "x"}])

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from evalcore.campaigns import CampaignManager, campaign_results, campaign_summary, get_campaign
+from evalcore.campaigns import CampaignManager, campaign_aggregates, campaign_results, campaign_summary, get_campaign
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.cli import main
 from evalcore.datasets import load_dataset
 from evalcore.errors import EvalError
@@ -63,8 +64,8 @@ def judged(server: FakeOpenAIServer, **keys: Any) -> TargetConfig:
 def test_an_http_agent_is_judged_by_the_configured_model(manager: CampaignManager, tiny_dataset: Path) -> None:
     with FakeOpenAIServer(agent_and_judge) as server:
         config = judged(server, kind="http_agent", agent_url=f"{server.root_url}/agent")
-        campaign_id = manager.launch(dataset=str(tiny_dataset), config=config,
-                                     judges=("score", "groundedness", "groundedness_pro", "relevance"))
+        campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config,
+                                     judges=("score", "groundedness", "groundedness_pro", "relevance")))
         done = manager.wait(campaign_id, timeout=60)
         calls, base_url = judge_calls(server), server.base_url
     assert done.status == "succeeded"
@@ -97,7 +98,7 @@ def test_a_results_file_is_judged_on_its_own_contexts(manager: CampaignManager, 
                    + json.dumps({"qid": 3, "ranked_ids": [13], "answer": "192.168.8.1"}) + "\n", encoding="utf-8")
     with FakeOpenAIServer(lambda path, body: verdict_for(body, 5)) as server:
         config = judged(server, kind="results_file", results_path=str(run))
-        campaign_id = manager.launch(dataset=str(tiny_dataset), config=config, judges=("groundedness",))
+        campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, judges=("groundedness",)))
         manager.wait(campaign_id, timeout=60)
         prompts = [user_prompt(body) for body in judge_calls(server)]
     first = campaign_results(manager.store, campaign_id)[0].outcome
@@ -111,11 +112,11 @@ def test_a_results_file_is_judged_on_its_own_contexts(manager: CampaignManager, 
 def test_no_judge_model_refuses_the_launch_naming_the_keys(manager: CampaignManager, tiny_dataset: Path) -> None:
     agent = TargetConfig(kind="http_agent", agent_url="http://127.0.0.1:9/agent")
     with pytest.raises(EvalError, match="judges need a chat model") as refused:
-        manager.launch(dataset=str(tiny_dataset), config=agent, judges=("score",))
+        manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=agent, judges=("score",)))
     assert refused.value.where == "judge_model" and "judge_model" in refused.value.fix
     extractive = TargetConfig(retriever="bm25")
     with pytest.raises(EvalError, match="judges need a chat model"):
-        manager.launch(dataset=str(tiny_dataset), config=extractive, use_judge=True)
+        manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=extractive, use_judge=True))
     assert manager.store.read("SELECT count(*) AS n FROM campaigns")[0]["n"] == 0
 
 
@@ -123,8 +124,8 @@ def test_reference_answers_and_the_answers_context_reach_the_judges(manager: Cam
                                                                     tiny_dataset: Path) -> None:
     with FakeOpenAIServer(lambda path, body: verdict_for(body, 3)) as server:
         config = judged(server, retriever="bm25", context_top_k=1, judge_thresholds={"score": 4})
-        campaign_id = manager.launch(dataset=str(tiny_dataset), config=config,
-                                     judges=("score", "completeness", "groundedness"))
+        campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config,
+                                     judges=("score", "completeness", "groundedness")))
         manager.wait(campaign_id, timeout=60)
         calls = judge_calls(server)
     by_judge = {}
@@ -159,14 +160,16 @@ def test_structured_replies_are_asked_and_an_endpoint_that_refuses_them_is_asked
 
     with FakeOpenAIServer(lambda path, body: verdict_for(body)) as server:
         config = judged(server, retriever="bm25")
-        manager.wait(manager.launch(dataset=str(tiny_dataset), config=config, judges=("score",), limit=1), timeout=60)
+        manager.wait(manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, judges=("score",),
+                                                  limit=1)), timeout=60)
         (asked,) = judge_calls(server)
     schema = asked["response_format"]["json_schema"]["schema"]
     assert asked["response_format"]["type"] == "json_schema"
     assert schema["properties"]["score"]["enum"] == [1, 2, 3, 4, 5] and "maxLength" not in json.dumps(schema)
     with FakeOpenAIServer(refusing) as server:
         config = judged(server, retriever="bm25")
-        campaign_id = manager.launch(dataset=str(tiny_dataset), config=config, judges=("score",), limit=2, cache=False)
+        campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, judges=("score",), limit=2,
+                                                   cache=False))
         manager.wait(campaign_id, timeout=60)
         calls = judge_calls(server)
     assert [("response_format" in body) for body in calls] == [True, False, False]  # refused once, remembered
@@ -177,8 +180,8 @@ def test_structured_replies_are_asked_and_an_endpoint_that_refuses_them_is_asked
 def test_the_local_model_gives_a_readable_verdict_every_time(manager: CampaignManager) -> None:
     config = TargetConfig(retriever="bm25", generator="local", max_tokens=32)
     # A 135M model on shared cores is slow: a generous time limit, two questions, three judges.
-    campaign_id = manager.launch(dataset="default", config=config, limit=2, time_limit=900,
-                                 judges=("score", "groundedness", "groundedness_pro"))
+    campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, limit=2, time_limit=900,
+                                 judges=("score", "groundedness", "groundedness_pro")))
     done = manager.wait(campaign_id, timeout=1800)
     assert done.status == "succeeded", done.error
     verdicts = [v for r in campaign_results(manager.store, campaign_id) for v in r.outcome.judges.values()]
@@ -188,7 +191,7 @@ def test_the_local_model_gives_a_readable_verdict_every_time(manager: CampaignMa
 
 def test_graded_measures_in_campaigns_equal_the_function_on_the_same_ranked_lists(manager: CampaignManager) -> None:
     config = TargetConfig(retriever="bm25", embedding_top_k=10, graded_thresholds={"ndcg@3": 0.7})
-    campaign_id = manager.launch(dataset="default", config=config, limit=30)
+    campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, limit=30))
     manager.wait(campaign_id, timeout=120)
     sample = load_dataset("default")
     top = max(label for q in sample.questions for label in q.labels.values())
@@ -208,11 +211,36 @@ def test_graded_measures_in_campaigns_equal_the_function_on_the_same_ranked_list
         assert outcome.signatures["graded.ndcg@3"].startswith(f"graded.ndcg@3|scale:0-{top}|")
         checked += 1
     assert checked >= 20 and top == 3
+    marks = get_campaign(manager.store, campaign_id).options.graded_thresholds
+    assert (marks["ndcg@3"], marks["top1_relevance"], marks["holes"], marks["total_ground_truth_documents"]) == \
+        (0.7, 3, 0, 1)  # configured, then the defaults on 0-3
+
+
+def test_a_name_stored_before_the_documented_one_reads_back_under_it(manager: CampaignManager) -> None:
+    """Campaigns stored with `graded.total_groundtruth_documents` show it as `graded.total_ground_truth_documents`."""
+    campaign_id = manager.launch(LaunchRequest(dataset="default", config=TargetConfig(retriever="bm25"), limit=6))
+    manager.wait(campaign_id, timeout=120)
+    new, old = "graded.total_ground_truth_documents", "graded.total_groundtruth_documents"
+    before = {r.question.qid: r.outcome for r in campaign_results(manager.store, campaign_id)}
+
+    def downgrade(conn) -> None:  # what a store written before the rename holds
+        for column in ("measures", "results", "signatures"):
+            conn.execute(f"UPDATE results SET {column} = replace({column}, ?, ?)", (new, old))
+        conn.execute("UPDATE campaign_signatures SET name = replace(name, ?, ?), signature = replace(signature, ?, ?)",
+                     (new, old, new, old))
+
+    manager.store.write(downgrade)
+    stored = manager.store.read("SELECT count(*) AS n FROM results WHERE measures LIKE ?", (f"%{old}%",))[0]["n"]
+    assert stored >= 4
+    after = {r.question.qid: r.outcome for r in campaign_results(manager.store, campaign_id)}
+    assert {q: (o.measures, o.results, o.signatures) for q, o in after.items()} == \
+        {q: (o.measures, o.results, o.signatures) for q, o in before.items()}
+    assert campaign_aggregates(manager.store, campaign_id)[new].count == stored
 
 
 def test_a_dataset_outside_the_configured_scale_is_refused(manager: CampaignManager) -> None:
     with pytest.raises(EvalError, match="outside the graded scale"):
-        manager.launch(dataset="default", config=TargetConfig(retriever="bm25", graded_label_max=2))
+        manager.launch(LaunchRequest(dataset="default", config=TargetConfig(retriever="bm25", graded_label_max=2)))
 
 
 def failing_dataset(folder: Path, questions: int) -> Path:
@@ -232,10 +260,10 @@ def test_failed_questions_are_visible_and_the_stop_says_why(manager: CampaignMan
     with FakeOpenAIServer(every_other_fails) as server:
         config = TargetConfig(retriever="bm25", generator="openai", base_url=server.base_url, model="m",
                               api_key_env="")
-        done = manager.wait(manager.launch(dataset=str(data), config=config, concurrency=1), timeout=60)
+        done = manager.wait(manager.launch(LaunchRequest(dataset=str(data), config=config, concurrency=1)), timeout=60)
         assert (done.status, done.failed, done.status_text) == ("succeeded_with_failures", 4, "succeeded with 4 failed")
-        stopped = manager.wait(manager.launch(dataset=str(data), config=config, concurrency=1, max_failed_share=0.2,
-                                              cache=False), timeout=60)
+        stopped = manager.wait(manager.launch(LaunchRequest(dataset=str(data), config=config, concurrency=1,
+                                              max_failed_share=0.2, cache=False)), timeout=60)
     assert stopped.status == "failed" and stopped.failed == 3
     assert stopped.error == "stopped when 3 of 10 questions had failed (more than 20%)"
 
@@ -252,12 +280,13 @@ def test_a_failed_question_keeps_the_tokens_of_the_calls_that_succeeded(manager:
     with FakeOpenAIServer(rerank_then_fail) as server:
         config = TargetConfig(retriever="bm25", reranker="llm", rerank_url=server.base_url, rerank_model="m",
                               generator="openai", base_url=server.base_url, model="m", api_key_env="")
-        campaign_id = manager.launch(dataset=str(data), config=config)
+        campaign_id = manager.launch(LaunchRequest(dataset=str(data), config=config))
         done = manager.wait(campaign_id, timeout=60)
         reranks = sum(1 for body in judge_calls(server) if "Does the passage help" in user_prompt(body))
     (result,) = campaign_results(manager.store, campaign_id)
     assert done.failed == 1 and "generation refused" in result.outcome.error
-    assert reranks > 0 and result.outcome.prompt_tokens == 11 * reranks and result.outcome.completion_tokens == 7 * reranks
+    assert (reranks > 0 and result.outcome.prompt_tokens == 11 * reranks
+            and result.outcome.completion_tokens == 7 * reranks)
 
 
 def test_suite_campaigns_ask_one_question_at_a_time_by_default(manager: CampaignManager) -> None:
@@ -265,7 +294,7 @@ def test_suite_campaigns_ask_one_question_at_a_time_by_default(manager: Campaign
 
     suite = create_suite(manager.store, tenant="default", name="s", target_id="default",
                          cases=[Case("What is the refund window?", "30 days")])
-    campaign_id = manager.launch(suite_id=suite.id, config=TargetConfig(retriever="bm25"))
+    campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, config=TargetConfig(retriever="bm25")))
     assert get_campaign(manager.store, campaign_id).options.concurrency == 1
     manager.wait(campaign_id, timeout=60)
 
@@ -294,13 +323,141 @@ def test_exports_carry_each_judges_fields(manager: CampaignManager, tiny_dataset
     with FakeOpenAIServer(agent_and_judge) as server:
         config = judged(server, kind="http_agent", agent_url=f"{server.root_url}/agent",
                         judge_thresholds={"score": 5})
-        campaign_id = manager.launch(dataset=str(tiny_dataset), config=config, judges=("score", "groundedness_pro"))
+        campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config,
+                                                   judges=("score", "groundedness_pro")))
         manager.wait(campaign_id, timeout=60)
     first = json.loads(export_campaign(manager.store, campaign_id, "jsonl").splitlines()[0])
     assert (first["score"], first["score_result"], first["score_threshold"]) == (4.0, "fail", 5.0)
     assert first["score_reason"] == "Close to the reference."
     assert (first["groundedness_pro"], first["groundedness_pro_result"], first["groundedness_pro_threshold"]) == \
         (True, "pass", None)
-    assert first["graded.ndcg@3_result"] in ("pass", "fail", "unknown")
+    assert first["graded.ndcg@3_result"] in ("pass", "fail", "unknown") and first["graded.ndcg@3_threshold"] == 0.5
+    assert first["graded.top1_relevance_threshold"] == 3 and first["graded.holes_threshold"] == 0
     rows = list(csv.DictReader(io.StringIO(export_campaign(manager.store, campaign_id, "csv").lstrip("\ufeff"))))
     assert rows[2]["score_result"] == "skipped" and rows[0]["groundedness_pro"] == "True"
+
+
+def test_exports_and_the_api_give_the_evaluators_documented_names(manager: CampaignManager, tiny_dataset: Path,
+                                                                  tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture) -> None:
+    """One option selects the flat fields under the evaluators' names; the nested form stays."""
+    import csv
+    import io
+
+    from fastapi.testclient import TestClient
+
+    from evalcore.api import create_app
+    from evalcore.campaigns.export import export_campaign
+    from evalcore.keys import create_key
+
+    with FakeOpenAIServer(agent_and_judge) as server:
+        config = judged(server, kind="http_agent", agent_url=f"{server.root_url}/agent")
+        campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config,
+                                     judges=("retrieval", "groundedness", "relevance", "completeness",
+                                             "groundedness_pro")))
+        manager.wait(campaign_id, timeout=60)
+    first = json.loads(export_campaign(manager.store, campaign_id, "jsonl", names="evaluator").splitlines()[0])
+    for name in ("retrieval", "groundedness", "relevance"):
+        assert {key: first[key] for key in (name, f"gpt_{name}", f"{name}_result", f"{name}_threshold")} == \
+            {name: 4.0, f"gpt_{name}": 4.0, f"{name}_result": "pass", f"{name}_threshold": 3.0}
+        assert first[f"{name}_reason"] == first["judges"][name]["reason"]
+    assert (first["response_completeness"], first["response_completeness_result"]) == (4.0, "pass")
+    assert sorted(k for k in first if "completeness" in k) == [
+        "response_completeness", "response_completeness_reason", "response_completeness_result",
+        "response_completeness_threshold"]
+    assert ((first["groundedness_pro_label"], first["groundedness_pro_reason"])
+            == (True, first["judges"]["groundedness_pro"]["reason"]))
+    assert "groundedness_pro" not in first and first["judges"]["retrieval"]["score"] == 4.0  # the nested form stays
+    header = next(csv.reader(io.StringIO(export_campaign(manager.store, campaign_id, "csv", names="evaluator"))))
+    assert {"gpt_retrieval", "response_completeness_threshold", "groundedness_pro_label"} <= set(header)
+    with pytest.raises(EvalError, match="unknown judge field names"):
+        export_campaign(manager.store, campaign_id, "csv", names="azure")
+    key = create_key(manager.store, tenant="default", role="viewer")[1]
+    client = TestClient(create_app(manager.store.path), headers={"Authorization": f"Bearer {key}"})
+    page = client.get(f"/api/v1/campaigns/{campaign_id}/results", params={"names": "evaluator"}).json()["data"]
+    assert page["results"][0]["flat"]["gpt_relevance"] == 4.0
+    assert client.get(f"/api/v1/campaigns/{campaign_id}/results").json()["data"]["results"][0]["flat"] is None
+    assert client.get(f"/api/v1/campaigns/{campaign_id}/results", params={"names": "x"}).status_code in (400, 422)
+    assert main(["campaigns", "export", campaign_id, "--format", "jsonl", "--names", "evaluator",
+                 "--db", str(manager.store.path)]) == 0
+    assert '"gpt_retrieval": 4.0' in capsys.readouterr().out
+LONG_PASSAGE = "Terms of sale. " + "General conditions apply to every order. " * 55 + "Refunds: within 30 days."
+
+
+def windowed_agent_and_judge(path: str, body: Any) -> Reply | str:
+    """An agent returning one long titled passage, and a judge whose window takes 1,500 characters of prompt."""
+    if path.endswith("/agent"):
+        return Reply.json({"answer": "Within 30 days.",
+                           "sources": [{"id": 10, "title": "Terms of Sale (EU)", "text": LONG_PASSAGE}]})
+    if len(user_prompt(body)) > 1500:
+        return Reply.error(400, "This model's maximum context length is 512 tokens (context_length_exceeded)")
+    return verdict_for(body)
+
+
+def test_judges_see_the_whole_titled_context_and_a_cut_forced_by_the_window_is_stored_and_shown(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    db, dataset = str(tmp_path / "cut.db"), str(write_dataset(tmp_path / "tiny"))
+    with FakeOpenAIServer(agent_and_judge) as server:  # a judge with room: the passage whole, with its title
+        assert main(["run", "--dataset", dataset, "--db", db, "--judge", "groundedness", "--limit", "1",
+                     "--judge-model", "judge-mini", "--judge-base-url", server.base_url, "--judge-api-key-env", "",
+                     "--set", "kind=http_agent", "--set", f"agent_url={server.root_url}/agent"]) == 0
+        (call,) = judge_calls(server)
+    assert "[1] Terms of Sale (EU)\nRefunds are accepted within 30 days." in user_prompt(call)
+    assert "context cut" not in capsys.readouterr().out
+    with FakeOpenAIServer(windowed_agent_and_judge) as server:
+        assert main(["run", "--dataset", dataset, "--db", db, "--judge", "groundedness", "--limit", "1", "--no-cache",
+                     "--judge-model", "judge-mini", "--judge-base-url", server.base_url, "--judge-api-key-env", "",
+                     "--set", "kind=http_agent", "--set", f"agent_url={server.root_url}/agent", "--json"]) == 0
+        prompts = [user_prompt(body) for body in judge_calls(server)]
+    report = json.loads(capsys.readouterr().out)
+    assert LONG_PASSAGE in prompts[0] and len(prompts) == 2  # whole and refused, then halved
+    assert "[cut: the judge model's context window is too small]" in prompts[-1]
+    assert report["summary"]["cut"] == {"groundedness": 1}
+    (result,) = campaign_results(CampaignManager(db).store, report["campaign"]["id"])
+    verdict = result.outcome.judges["groundedness"]
+    assert verdict.score == 4.0 and verdict.context_cut == (
+        f"context cut to {len(LONG_PASSAGE) // 2:,} of {len(LONG_PASSAGE):,} characters: "
+        "the judge model's context window is too small")
+    assert main(["campaigns", "show", report["campaign"]["id"], "--db", db]) == 0
+    assert "judge groundedness: context cut to fit the judge model's context window on 1 question(s)" in \
+        capsys.readouterr().out
+    # The Campaigns page says it too: a warning with the count, and the question's judge row.
+    from tests.test_dashboard_workflow import page_test
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        at = page_test(db, monkeypatch, "pages/campaigns.py")
+        at.selectbox[0].set_value(report["campaign"]["id"]).run()
+    assert any("Context cut to fit the judge model's context window" in w.value and "groundedness 1" in w.value
+               for w in at.warning)
+    judges = next(df.value for df in at.dataframe if "reason" in df.value.columns)
+    assert list(judges["context"]) == [verdict.context_cut]
+    # And the API: the question's verdict carries it.
+    from fastapi.testclient import TestClient
+
+    from evalcore.api import create_app
+    from evalcore.keys import create_key
+
+    app = create_app(db)
+    _, secret = create_key(app.state.store, tenant="default", role="viewer")
+    with TestClient(app, headers={"Authorization": f"Bearer {secret}"}) as client:
+        path = f"/api/v1/campaigns/{report['campaign']['id']}"
+        page = client.get(f"{path}/results").json()["data"]
+    assert page["results"][0]["judges"]["groundedness"]["context_cut"] == verdict.context_cut
+
+
+def test_judging_with_the_local_model_says_how_far_it_can_be_trusted(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture) -> None:
+    from evalcore.judges import LOCAL_JUDGE_NOTE
+    from evalcore.targets.generators import judged_locally
+
+    assert judged_locally(TargetConfig(judge_kind="local"))
+    assert judged_locally(TargetConfig(generator="local")) and not judged_locally(TargetConfig(generator="local",
+                                                                                               judge_kind="openai",
+                                                                                               judge_model="m"))
+    assert not judged_locally(TargetConfig(kind="http_agent", agent_url="http://127.0.0.1:9/a", generator="local"))
+    missing = str(tmp_path / "missing")  # the note comes first; the launch then fails on the dataset
+    assert main(["run", "--dataset", missing, "--db", str(tmp_path / "n.db"), "--judge", "score",
+                 "--set", "judge_kind=local"]) == 2
+    assert f"note: {LOCAL_JUDGE_NOTE}" in capsys.readouterr().err
+    assert main(["run", "--dataset", missing, "--db", str(tmp_path / "n.db"), "--set", "judge_kind=local"]) == 2
+    assert "SmolLM2" not in capsys.readouterr().err  # no judge, nothing to say

@@ -79,7 +79,8 @@ def test_list_filters_by_tenant(store: Store) -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "evalcore", "keys", *args], check=False, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "evalcore", "keys", *args], check=False, capture_output=True,
+                          text=True,
                           cwd=Path(__file__).resolve().parent.parent, timeout=60)
 
 

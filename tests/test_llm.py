@@ -109,7 +109,8 @@ def test_cache_serves_repeated_calls() -> None:
 def test_cache_key_depends_on_every_part() -> None:
     base = cache_key("m", "chat", {"temperature": 0}, MESSAGES)
     assert base == cache_key("m", "chat", {"temperature": 0}, [dict(MESSAGES[0])])
-    variants = [cache_key("m2", "chat", {"temperature": 0}, MESSAGES), cache_key("m", "x", {"temperature": 0}, MESSAGES),
+    variants = [cache_key("m2", "chat", {"temperature": 0}, MESSAGES),
+                cache_key("m", "x", {"temperature": 0}, MESSAGES),
                 cache_key("m", "chat", {"temperature": 1}, MESSAGES), cache_key("m", "chat", {"temperature": 0}, [])]
     assert base not in variants and len(set(variants)) == 4
 
@@ -142,3 +143,39 @@ def test_backoff_grows_and_is_jittered() -> None:
     assert all(0 <= d < 2 ** 5 for d in delays)
     assert max(delays[250:]) > 2 ** 3 > max(delays[:50])
     assert backoff_delay(3, 1.0, retry_after=120) == 30.0
+
+
+def test_azure_openai_deployment_api_version_and_api_key_header(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Azure's documented shape: /openai/deployments/{deployment}/chat/completions?api-version=..., key in api-key."""
+    from evalcore.targets import TargetConfig
+    from evalcore.targets.generators import build_chat_model, build_judge_model
+
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "azure-secret")
+    with FakeOpenAIServer(default="Paris.") as server:
+        config = TargetConfig.from_dict({
+            "generator": "openai", "base_url": server.root_url, "deployment": "gpt-4o-eu",
+            "api_version": "2024-10-21", "api_key_env": "AZURE_OPENAI_API_KEY", "api_key_header": "api-key",
+            "judge_kind": "openai", "judge_model": "judge",
+            "judge_base_url": f"{server.root_url}/openai/deployments/judge?api-version=2024-06-01",
+            "judge_api_key_env": "AZURE_OPENAI_API_KEY", "judge_api_key_header": "api-key"})
+        model = build_chat_model(config)
+        assert model is not None and model.chat([{"role": "user", "content": "Capital?"}]).text == "Paris."
+        judge = build_judge_model(config, model)  # the judge deployment named in its base URL, with its query
+        judge.chat([{"role": "user", "content": "Grade"}])
+        (path, _, headers), (judge_path, _, judge_headers) = [r for r in server.requests if r[1] is not None][-2:]
+        root = server.root_url
+    assert path == "/openai/deployments/gpt-4o-eu/chat/completions?api-version=2024-10-21"
+    assert judge_path == "/openai/deployments/judge/chat/completions?api-version=2024-06-01"
+    assert headers["api-key"] == judge_headers["api-key"] == "azure-secret" and "Authorization" not in headers
+    assert model.name == f"openai:gpt-4o-eu@{root}|deployment:gpt-4o-eu"
+
+
+def test_a_base_url_with_a_query_string_keeps_it_after_the_path() -> None:
+    with FakeOpenAIServer(default="ok") as server:
+        OpenAIChatModel(f"{server.base_url}?tenant=a&api-version=1", "m").chat([{"role": "user", "content": "x"}])
+        assert server.requests[0][0] == "/v1/chat/completions?tenant=a&api-version=1"
+    with pytest.raises(EvalError) as caught:
+        from evalcore.targets import TargetConfig
+
+        TargetConfig.from_dict({"generator": "openai", "deployment": "a/b", "api_key_header": "x-key"})
+    assert sorted(p.split(":")[0] for p in caught.value.problems) == ["api_key_header", "deployment"]

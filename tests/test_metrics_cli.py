@@ -85,7 +85,8 @@ def test_text_output_is_trec_eval_like(tmp_path: Path, capsys: pytest.CaptureFix
 def test_graded_and_complete(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "qrels").write_text("1 0 d1 4\n1 0 d2 2\n1 0 d3 1\n2 0 x 1\n")
     (tmp_path / "run").write_text("1 Q0 d2 1 0.9 t\n1 Q0 d9 2 0.8 t\n1 Q0 d1 3 0.7 t\n7 Q0 d1 1 1.0 t\n")
-    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--graded", "--json"]) == 0
+    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--graded",
+                 "--json"]) == 0
     captured = capsys.readouterr()
     assert "1 run queries have no qrels line" in captured.err
     result = strict_json(captured.out)
@@ -94,6 +95,74 @@ def test_graded_and_complete(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert result["signatures"]["graded.holes"].startswith("graded.holes|scale:0-4|")
     complete = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "-c")
     assert complete["queries"]["2"]["recall"] == 0.0 and complete["num_q"] == 2
+
+
+EVALUATOR_INPUT = {
+    "retrieval_ground_truth": [{"document_id": "d1", "query_relevance_label": 4},
+                               {"document_id": "d2", "query_relevance_label": 2},
+                               {"document_id": "d3", "query_relevance_label": 1}],
+    "retrieved_documents": [{"document_id": "d2", "relevance_score": 0.9},
+                            {"document_id": "d9", "relevance_score": 0.8},
+                            {"document_id": "d1", "relevance_score": 0.7}],
+}
+
+
+def test_graded_cases_in_the_evaluators_input_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`score --cases` reads the document retrieval evaluator's JSON input and prints its documented output fields."""
+    one_based = {"id": "q-1..5", "ground_truth_label_min": 1, "ground_truth_label_max": 5,
+                 "retrieval_ground_truth": [{**row, "query_relevance_label": row["query_relevance_label"] + 1}
+                                            for row in EVALUATOR_INPUT["retrieval_ground_truth"]],
+                 "retrieved_documents": EVALUATOR_INPUT["retrieved_documents"]}
+    (tmp_path / "cases.jsonl").write_text(json.dumps(EVALUATOR_INPUT) + "\n\n" + json.dumps(one_based) + "\n")
+    assert main(["score", "--cases", str(tmp_path / "cases.jsonl"), "--threshold", "ndcg_threshold=0.7",
+                 "--threshold", "top1_relevance_threshold=2"]) == 0
+    first, second = (strict_json(line) for line in capsys.readouterr().out.splitlines())
+    assert (first["id"], second["id"]) == (1, "q-1..5")
+    assert round(first["xdcg@3"], 2) == 43.88 and first["total_ground_truth_documents"] == 3
+    assert (first["ndcg@3_threshold"], first["ndcg@3_result"]) == (0.7, "fail")
+    assert (first["top1_relevance_threshold"], first["top1_relevance_result"]) == (2, "pass")
+    assert first["holes_higher_is_better"] is False and first["holes_ratio_higher_is_better"] is False
+    assert first["holes_result"] == "fail" and first["total_ground_truth_documents_result"] == "pass"
+    assert second["top3_max_relevance"] == 5 and second["fidelity"] == first["fidelity"]
+    (tmp_path / "list.json").write_text(json.dumps([EVALUATOR_INPUT]))
+    assert main(["score", "--cases", str(tmp_path / "list.json")]) == 0
+    assert strict_json(capsys.readouterr().out)["top1_relevance_threshold"] == 3  # the default on 0-4
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda case: case.pop("retrieval_ground_truth"), "query 1: retrieval_ground_truth: missing or not a list"),
+    (lambda case: case["retrieved_documents"].append({"document_id": "d2", "relevance_score": 0.1}),
+     "query 1: retrieved_documents[3]: a document is listed twice"),
+    (lambda case: case["retrieval_ground_truth"][1].update(query_relevance_label=2.5), "not an integer"),
+    (lambda case: case["retrieved_documents"][0].pop("relevance_score"), "retrieved_documents[0]: not a document"),
+    (lambda case: case.update(ground_truth_label_max=3), "outside the scale"),
+    (lambda case: case.update(top_k=3), "unknown field (found top_k"),
+])
+def test_graded_cases_with_errors_name_the_query_and_field(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           change, message: str) -> None:
+    case = json.loads(json.dumps(EVALUATOR_INPUT))
+    change(case)
+    (tmp_path / "cases.json").write_text(json.dumps(case))
+    assert main(["score", "--cases", str(tmp_path / "cases.json")]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_graded_thresholds_by_documented_name_in_the_trec_mode(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "qrels").write_text("1 0 d1 4\n1 0 d2 2\n1 0 d3 1\n")
+    (tmp_path / "run").write_text("1 Q0 d2 1 0.9 t\n1 Q0 d9 2 0.8 t\n1 Q0 d1 3 0.7 t\n")
+    result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--graded",
+                        "--threshold", "xdcg_threshold=40")
+    assert result["thresholds"]["graded.xdcg@3"] == 40 and result["thresholds"]["graded.top1_relevance"] == 3
+    assert "graded.total_ground_truth_documents" in result["queries"]["1"]
+    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--threshold",
+                 "x=1"]) == 2
+    assert "unknown graded retrieval threshold" in capsys.readouterr().err
+    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--threshold",
+                 "ndcg@3=nan"]) == 2
+    assert "not NAME=NUMBER" in capsys.readouterr().err
+    assert main(["score", "--run", str(tmp_path / "run")]) == 2
+    assert "--cases" in capsys.readouterr().err
 
 
 def test_parquet_qrels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -293,7 +362,8 @@ def write_interop_trec(folder: Path, rng: random.Random, queries: int = 400,
             extra = rng.choice(["", "", f"{separator}extra{separator}fields"])
             run_lines.append(separator.join([qid, "Q0", doc, str(position), str(score), "tag"]) + extra)
             if rng.random() < 0.05:
-                run_lines.append(rng.choice(["", "# a comment line", f"#{separator}Q0{separator}x{separator}1{separator}2{separator}t"]))
+                run_lines.append(rng.choice(["", "# a comment line",
+                                             f"#{separator}Q0{separator}x{separator}1{separator}2{separator}t"]))
     rng.shuffle(run_lines)
     (folder / "qrels").write_text("\n".join(lines) + "\n")
     (folder / "run").write_text("\n".join(run_lines) + "\n")
@@ -397,7 +467,7 @@ def test_graded_ndcg_hand_checked(
     (tmp_path / "run").write_text(run)
     result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"),
                         "-m", "ndcg_graded@3", "-m", "ndcg_graded@10")
-    assert result["queries"]["1"] == pytest.approx(dict(zip(GRADED_ORACLE, expected)), abs=1e-12)
+    assert result["queries"]["1"] == pytest.approx(dict(zip(GRADED_ORACLE, expected, strict=False)), abs=1e-12)
     assert result["signatures"]["ndcg_graded@3"].startswith("ndcg_graded@3|gain:label|")
     oracle = pytrec_eval.RelevanceEvaluator(
         {"1": {line.split()[2]: int(line.split()[3]) for line in qrels.splitlines()}}, set(GRADED_ORACLE.values())
@@ -420,7 +490,8 @@ def test_measure_selection_and_unknown_names(tmp_path: Path, capsys: pytest.Capt
     assert "-M/--max-docs" in capsys.readouterr().err
 
 
-def test_comments_in_regular_files_keep_the_fast_reader_exact(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_comments_in_regular_files_keep_the_fast_reader_exact(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
     # A comment with as many fields as a data line, one with fewer, and a blank line.
     (tmp_path / "qrels").write_text("# q 0 doc rel\n1 0 a 1\n\n1 0 b 0\n#\n")
     (tmp_path / "run").write_text("# qid Q0 docid rank score tag\n1 Q0 b 1 2.0 t\n# ranked\n1 Q0 a 2 1.0 t\n")
@@ -431,3 +502,17 @@ def test_comments_in_regular_files_keep_the_fast_reader_exact(tmp_path: Path, ca
     (tmp_path / "qrels").write_text("# header\n1 0 a 1\n\n# note\n1 0 a 0\n")
     assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run")]) == 2
     assert "qrels:5: a document is judged twice" in capsys.readouterr().err
+
+
+def test_the_signature_says_how_the_values_were_computed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_interop_trec(tmp_path, random.Random(7))
+    files = ("--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "-m", "ndcg@10", "-m", "map",
+             "-m", "ndcg_graded@3")
+    plain = score_json(capsys, *files)["signatures"]
+    cut = score_json(capsys, *files, "-M", "1")["signatures"]
+    every = score_json(capsys, *files, "-c")["signatures"]
+    for name in ("ndcg@10", "map", "ndcg_graded@3"):
+        assert "depth:" not in plain[name] and "queries:" not in plain[name]
+        assert "|depth:1|" in cut[name] and "|queries:qrels|" in every[name]
+        assert len({plain[name], cut[name], every[name]}) == 3
+    assert plain["ndcg@10"] == "ndcg@10|rel:>=1|dup:first|miss:kept|version:0.1.0"  # stored campaigns' form

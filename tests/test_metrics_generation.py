@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
+import tracemalloc
 
 import pytest
 from hypothesis import given, settings
@@ -12,14 +14,16 @@ from rouge_score import rouge_scorer
 from sacrebleu.metrics import BLEU
 
 from evalcore.errors import EvalError
-from evalcore.metrics import generation_scores
+from evalcore.metrics import generation, generation_scores
 from evalcore.metrics.generation import BLEU_ORDERS
 from evalcore.text import tokenize
 
 # sacreBLEU warns on every sentence score without effective_order, which is what we compare to.
 logging.getLogger("sacrebleu").setLevel(logging.ERROR)
 
-WORDS = ["the", "a", "cat", "sat", "on", "mat", "of", "and", "is", "was", "dog", "café", "été", "naïve", "élève", "garçon", "où", "à", "les", "des", "3.14", "2,5", "42", "1867", "v2.4", "GHz", "Warsaw", "Paris", "北京", "天安门", "价格", "是", "研究", "生命", "起源", "我们", "模型"]
+WORDS = ["the", "a", "cat", "sat", "on", "mat", "of", "and", "is", "was", "dog", "café", "été", "naïve", "élève",
+         "garçon", "où", "à", "les", "des", "3.14", "2,5", "42", "1867", "v2.4", "GHz", "Warsaw", "Paris", "北京",
+         "天安门", "价格", "是", "研究", "生命", "起源", "我们", "模型"]
 PUNCTUATION = ["", "", "", ",", ".", "!", "?", "。", "，"]
 
 
@@ -66,7 +70,8 @@ def test_random_cases_equal_sacrebleu_and_rouge_score(oracles) -> None:  # type:
             assert ours[name] == pytest.approx(best[key].fmeasure, abs=1e-9), (hyp, refs, name)
 
 
-@pytest.mark.parametrize(("method", "value"), [("floor", None), ("floor", 0.3), ("add-k", None), ("add-k", 2), ("exp", None)])
+@pytest.mark.parametrize(("method", "value"),
+                         [("floor", None), ("floor", 0.3), ("add-k", None), ("add-k", 2), ("exp", None)])
 def test_smoothing_equals_sacrebleu(method: str, value: float | None) -> None:
     rng = random.Random(5)
     bleus = {
@@ -93,7 +98,8 @@ def test_smoothing_equals_sacrebleu(method: str, value: float | None) -> None:
         # No overlap at all scores 0, never above (the upstream +1 smoothing bug).
         ("dog barks", ["cat sleeps"], dict.fromkeys(("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"), 0.0)),
         # Case and accents are words: CAFÉ equals café after case folding.
-        ("Le CAFÉ est chaud", ["le café est chaud"], dict.fromkeys(("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"), 1.0)),
+        ("Le CAFÉ est chaud", ["le café est chaud"],
+         dict.fromkeys(("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel"), 1.0)),
     ],
 )
 def test_hand_checked(hyp: str, refs: list[str], expected: dict[str, float]) -> None:
@@ -145,7 +151,8 @@ def test_wrong_types_are_clear_errors(hyp: object, refs: object, message: str) -
         ("Ｈｅｌｌｏ　Ｗｏｒｌｄ ﬁnance", ["hello world finance"]),
     ],
 )
-def test_unseen_scripts_and_symbols_equal_the_oracles(oracles, hyp: str, refs: list[str]) -> None:  # type: ignore[no-untyped-def]
+def test_unseen_scripts_and_symbols_equal_the_oracles(oracles, hyp: str,
+                                                      refs: list[str]) -> None:  # type: ignore[no-untyped-def]
     bleus, rouge = oracles
     ours = generation_scores(hyp, refs)
     hyp_t, refs_t = joined(hyp), [joined(r) for r in refs]
@@ -167,6 +174,51 @@ def test_long_answers_lcs_is_exact() -> None:
         for j, other in enumerate(ref, start=1):
             diagonal, table[j] = table[j], diagonal + 1 if word == other else max(table[j], table[j - 1])
     assert generation_scores(" ".join(hyp), [" ".join(ref)])["rougel"] == pytest.approx(table[-1] / 3000, abs=1e-12)
+
+
+def textbook_lcs(first: list[str], second: list[str]) -> int:
+    table = [0] * (len(second) + 1)
+    for word in first:  # the dynamic programme, one row at a time
+        diagonal = 0
+        for j, other in enumerate(second, start=1):
+            diagonal, table[j] = table[j], diagonal + 1 if word == other else max(table[j], table[j - 1])
+    return table[-1]
+
+
+def test_the_lcs_is_exact_when_few_masks_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long text keeps a few match masks and rebuilds the others (from a few positions, or many)."""
+    monkeypatch.setattr(generation, "SHORT_TEXT", 16)
+    monkeypatch.setattr(generation, "KEPT_MASKS", 3)
+    rng = random.Random(5)
+    words = [f"w{i}" for i in range(60)]
+    for length in (17, 200, 700):
+        hyp = [rng.choice(words[:8]) if rng.random() < 0.5 else rng.choice(words) for _ in range(length)]
+        ref = [rng.choice(words[:8]) if rng.random() < 0.5 else rng.choice(words) for _ in range(length - 5)]
+        expected = textbook_lcs(hyp, ref) / length, textbook_lcs(hyp, ref) / (length - 5)
+        assert generation_scores(" ".join(hyp), [" ".join(ref)])["rougel"] == pytest.approx(
+            2 * expected[0] * expected[1] / (expected[0] + expected[1]), abs=1e-12)
+
+
+def test_scoring_a_long_reply_of_distinct_characters_takes_memory_linear_in_its_length() -> None:
+    """60,000 Chinese characters, 30,000 of them distinct: one match mask as wide as the reply per distinct
+    character took 2,150 bytes per character (quadratic: 1.5 GB at 199,000); now a few hundred."""
+    from evalcore import metrics
+    from evalcore.metrics.generation import clear_caches
+    from evalcore.text import clear_caches as clear_token_caches
+
+    reply = "".join(chr(0x4E00 + (i if i < 30000 else i * 7919 % 30000)) for i in range(60000))
+    score = functools.partial(metrics.score_question, relevant=None, ranked=[], references=["退款期限是三十天"],
+                              expected_answer="三十天", expected_sources=None, retrieved_sources=[])
+    score(answer="退款期限 refund")  # the Chinese dictionary is loaded once per process: not the reply's
+    clear_caches()
+    clear_token_caches()
+    tracemalloc.start()
+    try:
+        scores = score(answer=reply)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert 0 < scores.values["rougel"] < 0.01 and peak < 800 * len(reply), peak / len(reply)
 
 
 def test_unknown_smoothing_is_an_error() -> None:

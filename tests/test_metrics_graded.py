@@ -23,7 +23,7 @@ def test_worked_example() -> None:
     assert scores["holes"] == 1
     assert round(scores["holes_ratio"], 3) == 0.333
     assert scores["total_retrieved_documents"] == 3
-    assert scores["total_groundtruth_documents"] == 3
+    assert scores["total_ground_truth_documents"] == 3
 
 
 def test_exact_values_of_the_worked_example() -> None:
@@ -38,8 +38,10 @@ def test_default_thresholds_and_directions() -> None:
     scores = graded_retrieval_scores(WORKED, WORKED_RUN)
     assert scores["ndcg@3_result"] == "pass"  # 0.604 >= 0.5
     assert scores["xdcg@3_result"] == "fail"  # 43.88 < 50
-    # A top-1 threshold of 50 (a 0-100 mark) could never pass on 0..4; ours is the scale's middle.
-    assert scores["top1_relevance_threshold"] == 2 and scores["top1_relevance_result"] == "pass"
+    # A top-1 threshold of 50 (a 0-100 mark) could never pass on 0..4; ours is 3, three quarters up the scale.
+    assert scores["top1_relevance_threshold"] == 3 and scores["top1_relevance_result"] == "fail"  # top-1 is label 2
+    assert scores["top3_max_relevance_threshold"] == 3 and scores["top3_max_relevance_result"] == "pass"
+    assert scores["total_ground_truth_documents_threshold"] == 1
     assert scores["holes_higher_is_better"] is False and scores["holes_result"] == "fail"
     assert scores["ndcg@3_higher_is_better"] is True
 
@@ -47,8 +49,20 @@ def test_default_thresholds_and_directions() -> None:
 def test_thresholds_override_and_unknown_names() -> None:
     scores = graded_retrieval_scores(WORKED, WORKED_RUN, thresholds={"xdcg@3": 40, "holes": 1})
     assert scores["xdcg@3_result"] == "pass" and scores["holes_result"] == "pass"
-    with pytest.raises(EvalError):
+    with pytest.raises(EvalError, match="ndcg_threshold, xdcg_threshold"):
         graded_retrieval_scores(WORKED, WORKED_RUN, thresholds={"ndcg@5": 0.5})
+
+
+def test_thresholds_under_the_evaluators_documented_names() -> None:
+    documented = {"ndcg_threshold": 0.7, "xdcg_threshold": 40, "fidelity_threshold": 0.95,
+                  "top1_relevance_threshold": 2, "top3_max_relevance_threshold": 5,
+                  "total_retrieved_documents_threshold": 4, "total_ground_truth_documents_threshold": 3,
+                  "total_groundtruth_documents": 9}  # the name stored before: the last one given wins
+    scores = graded_retrieval_scores(WORKED, WORKED_RUN, thresholds=documented)
+    assert [scores[f"{name}_result"] for name in ("ndcg@3", "xdcg@3", "fidelity", "top1_relevance",
+                                                   "top3_max_relevance", "total_retrieved_documents")] == \
+        ["fail", "pass", "fail", "pass", "fail", "fail"]
+    assert scores["total_ground_truth_documents_threshold"] == 9
 
 
 def test_ties_keep_input_order_and_repeats_count_once() -> None:
@@ -77,7 +91,7 @@ def test_other_scale_shifts_to_its_minimum() -> None:
     zero_based = graded_retrieval_scores(WORKED, WORKED_RUN)
     for name in ("ndcg@3", "xdcg@3", "fidelity", "holes_ratio"):
         assert one_based[name] == pytest.approx(zero_based[name])
-    assert one_based["top1_relevance_threshold"] == 3
+    assert one_based["top1_relevance_threshold"] == 4
 
 
 def test_perfect_ranking_scores_top_marks() -> None:

@@ -152,7 +152,8 @@ def test_brents_root_takes_the_same_steps_as_scipy(f, low, high):
 def test_power_equals_scipy_stats_to_the_last_digit():
     for df, nc in [(1, 0.5), (9, 2.8), (73, 21.0), (499, -3.1), (9999, 1e9), (3, -1e10)]:
         critical = sps.t.ppf(0.975, df)
-        expected = sps.nct.sf(critical, df, max(min(nc, 1e8), -1e8)) + sps.nct.sf(critical, df, -max(min(nc, 1e8), -1e8))
+        expected = sps.nct.sf(critical, df, max(min(nc, 1e8), -1e8)) + sps.nct.sf(critical, df,
+                                                                                  -max(min(nc, 1e8), -1e8))
         assert power.power_at(nc, df, 0.05) == float(expected)
 
 

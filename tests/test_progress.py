@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 import ui
 from evalcore.campaigns import CampaignManager, Progress, get_campaign, get_manager
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.pace import Window, duration_text, estimate, time_left
 from evalcore.cli.run import BAR, show_progress
 from evalcore.datasets import load_dataset
@@ -66,7 +67,7 @@ def test_time_left_comes_from_the_rate_of_the_current_stage_not_since_the_start(
 
 def test_campaign_progress_shows_the_stage_or_the_questions_with_their_time_left(manager: CampaignManager,
                                                                                  tiny_dataset: Path) -> None:
-    campaign = manager.wait(manager.launch(dataset=str(tiny_dataset), target=FakeTarget()), timeout=30)
+    campaign = manager.wait(manager.launch(LaunchRequest(dataset=str(tiny_dataset), target=FakeTarget())), timeout=30)
     running = replace(campaign, status=campaign.status.RUNNING, ended_at=None, finished=1, total=81,
                       stage="embedding the corpus with use", stage_done=128, stage_total=640,
                       pace_rate=32.0, pace_at=1000.0, pace_done=128)
@@ -118,7 +119,7 @@ def test_a_running_index_build_stores_its_latest_chunks(manager: CampaignManager
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("evalcore.campaigns.runner.HEARTBEAT_S", 0.05)
     target = SteppedIndex()
-    campaign_id = manager.launch(dataset=str(tiny_dataset), target=target)
+    campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), target=target))
     assert target.halfway.wait(20)
     # The reports of 50, 100 and 150 came within half a second: the heartbeat stores the latest.
     deadline = time.monotonic() + 20

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import ast
 import importlib
+import pkgutil
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,8 @@ import pytest
 from evalcore.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = [ROOT / "app.py", ROOT / "ui.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "evalcore").rglob("*.py")]
+SOURCES = [ROOT / "app.py", *(ROOT / "ui").glob("*.py"), *(ROOT / "pages").glob("*.py"),
+           *(ROOT / "evalcore").rglob("*.py")]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
@@ -23,7 +26,8 @@ def _run(*command: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_engine_type_checks() -> None:
-    result = _run("mypy", "evalcore")
+    """The engine and the dashboard (its helpers, router and pages), strictly."""
+    result = _run("mypy", "evalcore", "ui", "app.py", "pages")
     assert result.returncode == 0, result.stdout
 
 
@@ -33,23 +37,25 @@ def test_lint_is_clean() -> None:
 
 
 def test_engine_never_imports_streamlit() -> None:
-    offenders = [p for p in (ROOT / "evalcore").rglob("*.py") if re.search(r"^\s*(import|from) streamlit", p.read_text(), re.MULTILINE)]
+    offenders = [p for p in (ROOT / "evalcore").rglob("*.py") if re.search(r"^\s*(import|from) streamlit",
+                                                                           p.read_text(), re.MULTILINE)]
     assert offenders == []
 
 
 # The engine's layers, lowest first: a package may import only from layers below its own (and itself).
 # ARCHITECTURE.md explains each; a new package must be placed here.
 LAYERS = (
-    {"__init__", "errors", "text", "csvcells", "lazy"},
+    {"errors", "text", "csvcells", "relevance", "lifecycle", "lazy"},
     {"store", "models", "access"},
     {"keys", "datasets", "judges"},
     {"metrics"},
     {"targets", "suites", "diagnosis"},
     {"campaigns"},
     {"compare"},
-    {"api"},
+    {"gates"},
+    {"api", "notebook"},
     {"cli"},
-    {"__main__", "testing"},
+    {"__main__", "testing", "__init__"},  # __init__: the public API, re-exporting (lazily) from any layer
 )
 
 
@@ -65,7 +71,9 @@ def _imported(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+            # `from evalcore import x` takes x (a package, or __version__), not the public API of evalcore/__init__
+            names |= ({node.module} if node.module != "evalcore" else set()) \
+                | {f"{node.module}.{alias.name}" for alias in node.names}
     return {name for name in names if name.startswith("evalcore.") or name == "evalcore"}
 
 
@@ -90,7 +98,8 @@ def test_each_package_imports_only_the_layers_below() -> None:
 
 def test_every_environment_setting_is_documented() -> None:
     readme = "".join(path.read_text() for path in DOCS)
-    names = {name for path in SOURCES for name in re.findall(r"environ(?:\.get|\.setdefault)?\(?\[?\"(EVALCORE_[A-Z_]+)\"", path.read_text())}
+    names = {name for path in SOURCES
+             for name in re.findall(r"environ(?:\.get|\.setdefault)?\(?\[?\"(EVALCORE_[A-Z_]+)\"", path.read_text())}
     assert names, "no settings found: the pattern is stale"
     assert sorted(name for name in names if name not in readme) == []
 
@@ -160,11 +169,24 @@ def test_links_between_documents_point_at_files_that_exist() -> None:
     assert broken == []
 
 
-@pytest.mark.parametrize("package", ["evalcore.campaigns", "evalcore.metrics", "evalcore.judges", "evalcore.targets"])
+@pytest.mark.parametrize("package", ["evalcore.campaigns", "evalcore.compare", "evalcore.metrics", "evalcore.judges",
+                                     "evalcore.targets"])
 def test_every_export_of_a_lazy_package_resolves(package: str) -> None:
     # Their names are imported on first use (evalcore.lazy): a name in __all__ with no submodule behind it would
     # only fail when some face first asked for it.
     module = importlib.import_module(package)
     assert [name for name in module.__all__ if getattr(module, name, None) is None] == []
+    # Importing a submodule binds its name in the package: an export named like its module must stay the export.
+    for submodule in pkgutil.iter_modules(module.__path__):
+        importlib.import_module(f"{package}.{submodule.name}")
+    assert [name for name in module.__all__ if isinstance(getattr(module, name), types.ModuleType)] == []
     with pytest.raises(AttributeError):
         module.no_such_name  # noqa: B018
+
+
+def test_the_key_table_in_the_docs_is_the_declared_one() -> None:
+    from evalcore.targets.config import key_reference
+
+    text = (ROOT / "docs" / "targets.md").read_text(encoding="utf-8")
+    table = text.split("<!-- keys:start -->\n", 1)[1].split("<!-- keys:end -->", 1)[0]
+    assert table == key_reference(), "run: python -m evalcore config keys, and paste it between the markers"

@@ -13,6 +13,7 @@ import pytest
 
 from evalcore.campaigns import CampaignManager, campaign_results, campaign_summary, get_campaign, list_campaigns
 from evalcore.campaigns.export import export_campaign
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.cli import main
 from evalcore.cli.compare import question_line
 from evalcore.compare import compare_campaigns
@@ -47,7 +48,7 @@ def config(server: FakeOpenAIServer, dataset: Path, **settings: object) -> Targe
 
 
 def run(manager: CampaignManager, dataset: Path, target: TargetConfig) -> str:
-    campaign_id = manager.launch(dataset=str(dataset), config=target, concurrency=1)
+    campaign_id = manager.launch(LaunchRequest(dataset=str(dataset), config=target, concurrency=1))
     assert manager.wait(campaign_id, timeout=60).status == "succeeded"
     return campaign_id
 
@@ -69,7 +70,8 @@ def test_queries_are_stored_counted_cached_and_exported(manager: CampaignManager
     assert refused.error is None and refused.queries == () and refused.answer == "Thirty days."
     assert any(n.startswith("query rewrite failed, the question was used instead") for n in refused.notes)
     # The rewrite's tokens are the answer's: 11 + 7 per call from the fake server.
-    assert [(results[q].prompt_tokens, results[q].completion_tokens) for q in (1, 2, 3)] == [(22, 14), (11, 7), (22, 14)]
+    assert [(results[q].prompt_tokens, results[q].completion_tokens) for q in (1, 2, 3)] == [(22, 14), (11, 7),
+                                                                                             (22, 14)]
     assert campaign_summary(manager.store, first).tokens.total == 36 + 18 + 36
     assert get_campaign(manager.store, second).cache_hits == 5
     assert [r.outcome.queries for r in campaign_results(manager.store, second)] == [o.queries for o in results.values()]
@@ -101,7 +103,8 @@ def test_a_comparison_shows_each_sides_queries(manager: CampaignManager, tiny_da
         plain = run(manager, tiny_dataset, config(server, tiny_dataset))
         rewritten = run(manager, tiny_dataset, config(server, tiny_dataset, query_transform="rewrite"))
     comparison = compare_campaigns(manager.store, plain, rewritten)
-    assert {key: list(values) for key, values in comparison.config_diff.items()} == {"query_transform": ["none", "rewrite"]}
+    assert ({key: list(values) for key, values in comparison.config_diff.items()}
+            == {"query_transform": ["none", "rewrite"]})
     by_qid = {q.qid: q for q in comparison.questions}
     assert (by_qid[1].queries_a, by_qid[1].queries_b, by_qid[2].queries_b) == ((), (REWRITE,), ())
     assert by_qid[1].to_dict()["queries_b"] == [REWRITE]
@@ -152,7 +155,8 @@ def test_a_rewrite_campaign_runs_end_to_end_on_the_local_model(manager: Campaign
     target = TargetConfig.from_dict({"retriever": "bm25", "generator": "local", "query_transform": "rewrite",
                                      "max_tokens": 24, "query_max_tokens": 24})
     # The machine is slow and shared: the time limits only stop a hung model.
-    campaign_id = manager.launch(dataset="default", config=target, limit=3, concurrency=1, time_limit=600)
+    campaign_id = manager.launch(LaunchRequest(dataset="default", config=target, limit=3, concurrency=1,
+                                               time_limit=600))
     assert manager.wait(campaign_id, timeout=1800).status == "succeeded"
     for result in campaign_results(manager.store, campaign_id):
         outcome = result.outcome

@@ -15,11 +15,11 @@ from evalcore.models import ModelError, OpenAIChatModel, cache_key
 from evalcore.models import local as local_model
 from evalcore.models.openai import frequency_penalty
 from evalcore.targets import RagTarget, Retrieved, TargetConfig
-from evalcore.targets import retrieval as retrieval_module
+from evalcore.targets import retrievers as retrieval_module
 from evalcore.targets.base import Hit
 from evalcore.targets.config import HYDE_PROMPT, REWRITE_PROMPT
 from evalcore.targets.query import MULTI_QUERY_NEXT, fuse
-from evalcore.targets.retrieval import bm25_scores, search
+from evalcore.targets.retrievers import bm25_scores, search
 from evalcore.testing import FakeOpenAIServer, Reply
 from evalcore.testing.corpus import corpus
 from tests.test_llm import DictCache
@@ -107,13 +107,24 @@ def test_a_model_refusing_a_sampling_setting_is_asked_without_it() -> None:
     assert first["top_p"] == 0.5 and "top_p" not in second and second["frequency_penalty"] == 0.2
 
 
+def test_top_k_is_an_extra_field_off_at_zero_and_dropped_when_refused() -> None:
+    replies = ["A.", Reply.error(400, "Unrecognized request argument supplied: top_k"), "B."]
+    with FakeOpenAIServer(replies) as server:
+        model = OpenAIChatModel(server.base_url, "fake-model", api_key_env="")
+        model.chat(MESSAGES, top_k=0)
+        assert model.chat(MESSAGES, top_k=40, top_p=0.9).text == "B."
+    off, refused, retried = (body for _, body, _ in server.requests)
+    assert "top_k" not in off and refused["top_k"] == 40
+    assert "top_k" not in retried and retried["top_p"] == 0.9
+
+
 def test_the_generator_sends_the_configured_sampling(index_dir: Path) -> None:
     with FakeOpenAIServer(default=ANSWER) as server:
         prepared(index_dir, server).answer("router password")
-        prepared(index_dir, server, top_p=0.8, repeat_penalty=1.25).answer("router password")
+        prepared(index_dir, server, top_p=0.8, top_k=20, repeat_penalty=1.25).answer("router password")
     plain, tuned = chat_bodies(server)
-    assert "top_p" not in plain and "frequency_penalty" not in plain
-    assert (tuned["top_p"], tuned["frequency_penalty"]) == (0.8, 0.25)
+    assert "top_p" not in plain and "frequency_penalty" not in plain and "top_k" not in plain
+    assert (tuned["top_p"], tuned["top_k"], tuned["frequency_penalty"]) == (0.8, 20, 0.25)
 
 
 class FakeLlama:
@@ -130,17 +141,18 @@ class FakeLlama:
         return {"choices": [{"message": {"content": "Paris."}}], "usage": {"prompt_tokens": 5, "completion_tokens": 2}}
 
 
-def test_the_local_model_gets_top_p_and_repeat_penalty_by_their_llama_cpp_names(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_local_model_gets_top_p_and_repeat_penalty_by_their_llama_cpp_names(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     llama = FakeLlama()
     monkeypatch.setattr(local_model, "_load_local", lambda: (llama, threading.Lock()))
     model = local_model.LocalChatModel()
     model.chat(MESSAGES, temperature=0.0, max_tokens=8)
     model.chat(MESSAGES, temperature=0.0, max_tokens=8, top_p=1.0, repeat_penalty=1.0)
-    model.chat(MESSAGES, temperature=0.0, max_tokens=8, top_p=0.9, repeat_penalty=1.2)
+    model.chat(MESSAGES, temperature=0.0, max_tokens=8, top_p=0.9, repeat_penalty=1.2, top_k=30)
     assert [set(call) - {"messages", "seed"} for call in llama.calls] == [
         {"temperature", "max_tokens"}, {"temperature", "max_tokens"},
-        {"temperature", "max_tokens", "top_p", "repeat_penalty"}]
-    assert (llama.calls[2]["top_p"], llama.calls[2]["repeat_penalty"]) == (0.9, 1.2)
+        {"temperature", "max_tokens", "top_p", "repeat_penalty", "top_k"}]
+    assert (llama.calls[2]["top_p"], llama.calls[2]["repeat_penalty"], llama.calls[2]["top_k"]) == (0.9, 1.2, 30)
     monkeypatch.setattr(local_model, "_load_local",
                         lambda: (FakeLlama(ValueError("Requested tokens exceed context window")), threading.Lock()))
     with pytest.raises(ModelError, match="the local model failed: Requested tokens exceed"):
@@ -158,6 +170,8 @@ def test_the_local_model_gets_top_p_and_repeat_penalty_by_their_llama_cpp_names(
     ({"hyde_prompt": "{question} {context}"}, "unknown placeholder {context}"),
     ({"multi_query_n": 0}, "expected a value in [1, 10]"),
     ({"top_p": 1.5}, "expected a value in [0, 1]"),
+    ({"top_k": -1}, "expected a value in [0, 1000]"),
+    ({"top_k": 2.5}, "expected a whole number"),
     ({"repeat_penalty": 0.0}, "expected a value in [0.5, 3]"),
 ])
 def test_bad_query_settings_are_refused_naming_the_key(settings: dict, words: str) -> None:
@@ -215,12 +229,14 @@ def test_multi_query_fuses_the_question_and_each_query_by_reciprocal_rank(index_
     assert target.kb is not None
     assert [(item.pid, item.text) for item in result.retrieved] == [
         (target.kb.chunks[row].pid, target.kb.chunks[row].text) for row, _ in expected]
-    assert [item.score for item in result.retrieved] == pytest.approx([float(score) for _, score in expected], abs=1e-12)
+    assert [item.score for item in result.retrieved] == pytest.approx([float(score) for _, score in expected],
+                                                                      abs=1e-12)
     assert all(item.stages["query_rrf"] == round(item.score, 6) for item in result.retrieved)
     # One conversation: each next query is asked after the ones before it.
     bodies = chat_bodies(server)
     assert len(bodies) == 4 and bodies[2]["messages"] == [
-        {"role": "user", "content": REWRITE_PROMPT.format(question=QUESTION)}, {"role": "assistant", "content": REWRITE},
+        {"role": "user", "content": REWRITE_PROMPT.format(question=QUESTION)},
+        {"role": "assistant", "content": REWRITE},
         {"role": "user", "content": MULTI_QUERY_NEXT}, {"role": "assistant", "content": MORE[0]},
         {"role": "user", "content": MULTI_QUERY_NEXT}]
     assert result.llm_calls == 4
@@ -256,7 +272,8 @@ def test_hyde_embeds_the_hypothetical_answer_on_the_vector_side_only(index_dir: 
     assert target.kb is not None
     keyword = bm25_scores(target.kb, QUESTION)  # BM25 kept the question
     rows = {(chunk.pid, chunk.text): row for row, chunk in enumerate(target.kb.chunks)}
-    assert all(item.stages["bm25"] == round(float(keyword[rows[(item.pid, item.text)]]), 6) for item in result.retrieved)
+    assert all(item.stages["bm25"] == round(float(keyword[rows[(item.pid, item.text)]]), 6)
+               for item in result.retrieved)
 
 
 def test_a_failed_rewrite_falls_back_to_the_question_with_a_note(index_dir: Path) -> None:

@@ -1,4 +1,5 @@
-"""max_reply_chars: replies longer than the cap fail their question with the sizes, before being held whole or scored."""
+"""max_reply_chars: replies longer than the cap fail their question with the sizes, before being held whole or
+scored."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 from evalcore import metrics, text
 from evalcore.campaigns import CampaignManager, campaign_results, get_manager
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.errors import EvalError
 from evalcore.metrics.generation import clear_caches as clear_generation_caches
 from evalcore.models import OpenAIChatModel, ReplyTooLarge, reply_byte_limit
@@ -78,7 +80,8 @@ def test_a_chat_reply_over_the_cap_is_refused_once_and_never_cached() -> None:
 
 def test_a_body_whose_length_is_over_the_limit_is_refused_without_reading_it() -> None:
     with FakeOpenAIServer([Reply(text="x" * (3 * BODY_LIMIT))]) as server:
-        with pytest.raises(ReplyTooLarge, match=r"Content-Length\), over the 1,060,576 bytes that max_reply_chars = 1,000"):
+        with pytest.raises(ReplyTooLarge,
+                           match=r"Content-Length\), over the 1,060,576 bytes that max_reply_chars = 1,000"):
             chat(server).chat(MESSAGES)
         assert len(server.requests) == 1
 
@@ -143,7 +146,7 @@ def test_agent_and_results_file_answers_over_the_cap_fail_their_question_before_
     with FakeOpenAIServer(agent) as server:
         for config in (TargetConfig(kind="results_file", results_path=str(run), max_reply_chars=LIMIT),
                        TargetConfig(kind="http_agent", agent_url=server.root_url + "/ask", max_reply_chars=LIMIT)):
-            campaign_id = manager.launch(dataset=str(tiny_dataset), config=config)
+            campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config))
             assert manager.wait(campaign_id, timeout=60).finished == 3
             errors = [result.outcome.error for result in campaign_results(manager.store, campaign_id)]
             if config.kind == "results_file":
@@ -158,7 +161,8 @@ def test_agent_and_results_file_answers_over_the_cap_fail_their_question_before_
 CALLS_PER_CHAR = 40  # the most function calls scoring takes per character of an answer
 # Texts that are hard to score: many short tokens, Chinese (segmented word by word), all-distinct words.
 HARD_TEXTS = {
-    "english words": lambda n: " ".join(["the", "refund", "window", "is", "thirty", "days"][i % 6] for i in range(n))[:n],
+    "english words": lambda n: " ".join(["the", "refund", "window", "is", "thirty", "days"][i % 6]
+                                        for i in range(n))[:n],
     "one-letter tokens": lambda n: " ".join("abcdefghij"[i * 7 % 10] for i in range(n))[:n],
     "chinese": lambda n: "".join("退款期限是三十天内的路由器型号"[i * 7 % 15] for i in range(n)),
     "distinct words": lambda n: " ".join(f"w{i}" for i in range(n))[:n],
@@ -176,7 +180,8 @@ def scoring_calls(text: str) -> int:
         count += event in ("call", "c_call")
     sys.setprofile(profile)
     try:
-        metrics.score_question(relevant=None, ranked=[], answer=text, references=["The refund window is 30 days. 退款期限"],
+        metrics.score_question(relevant=None, ranked=[], answer=text,
+                               references=["The refund window is 30 days. 退款期限"],
                                expected_answer="30 days", expected_sources=None, retrieved_sources=[])
     finally:
         sys.setprofile(None)

@@ -16,7 +16,7 @@ def brute_force_sign_flip(diffs: list[float]) -> float:
     observed = abs(sum(diffs) / len(diffs))
     extreme = 0
     for signs in itertools.product((1, -1), repeat=len(diffs)):
-        if abs(sum(s * d for s, d in zip(signs, diffs)) / len(diffs)) >= observed - 1e-12:
+        if abs(sum(s * d for s, d in zip(signs, diffs, strict=False)) / len(diffs)) >= observed - 1e-12:
             extreme += 1
     return extreme / 2 ** len(diffs)
 
@@ -96,7 +96,8 @@ def test_bootstrap_is_deterministic_given_the_seed_and_slices_large_inputs():
     values = list(np.random.default_rng(5).normal(size=300))
     assert stats.bootstrap_ci(values, seed=4) == stats.bootstrap_ci(values, seed=4)
     assert stats.bootstrap_ci(values, seed=4) != stats.bootstrap_ci(values, seed=5)
-    assert sum(stats.slices(10_000, 1_000)) == 10_000 and len(stats.slices(10_000, 1_000)) == 154  # 65 rows of 1,000 per block
+    # 65 rows of 1,000 per block.
+    assert sum(stats.slices(10_000, 1_000)) == 10_000 and len(stats.slices(10_000, 1_000)) == 154
     assert stats.slices(10, 2 * stats.BLOCK_CELLS // 5) == [2, 2, 2, 2, 2]
     assert stats.bootstrap_ci([]) is None
 
@@ -138,7 +139,8 @@ def per_measure_bootstrap(values, resamples, seed):
     data = np.asarray(values, dtype=float)
     rng = np.random.default_rng(seed)
     rows = max(1, 2_000_000 // data.size)
-    means = np.concatenate([data[rng.integers(0, data.size, size=(min(rows, resamples - start), data.size))].mean(axis=1)
+    means = np.concatenate([data[rng.integers(0, data.size, size=(min(rows, resamples - start), data.size))]
+                            .mean(axis=1)
                             for start in range(0, resamples, rows)])
     return tuple(np.percentile(means, [2.5, 97.5])), means.std(ddof=1)
 
@@ -175,7 +177,7 @@ def measures_like_a_comparison(seed, sizes):
 def test_batch_bootstrap_equals_the_per_measure_bootstrap(seed, sizes, resamples):
     samples = measures_like_a_comparison(seed, sizes)
     batch = stats.bootstrap_intervals(samples, resamples=resamples, seed=seed)
-    for sample, result in zip(samples, batch):
+    for sample, result in zip(samples, batch, strict=False):
         (low, high), se = per_measure_bootstrap(sample, resamples, seed)
         # The same resamples; only the order of a sum differs (a matrix product instead of a row mean).
         assert result.low == pytest.approx(low, abs=1e-12) and result.high == pytest.approx(high, abs=1e-12)
@@ -193,7 +195,7 @@ def test_batch_sign_flip_equals_the_per_measure_test(seed, sizes, resamples):
     samples = measures_like_a_comparison(seed, sizes)
     batch = stats.sign_flip_tests(samples, resamples=resamples, seed=seed)
     assert len({np.count_nonzero(s) for s in samples}) > 2   # several k share one stream of signs
-    for sample, (p_value, method) in zip(samples, batch):
+    for sample, (p_value, method) in zip(samples, batch, strict=False):
         assert method == "sampled"
         assert p_value == per_measure_sign_flip(sample, resamples, seed)   # exactly: the same hits
 

@@ -13,29 +13,38 @@ from pathlib import Path
 import pytest
 
 from evalcore.errors import EvalError
-from evalcore.store import MIGRATIONS, STALE_S, Store, StoreCallCache, default_db_path
+from evalcore.store import MIGRATIONS, STALE_S, Store, StoreCallCache, default_db_path, open_store
 
 
 @pytest.fixture
-def store(tmp_path: Path):
-    """A store on a fresh file."""
+def sqlite_store(tmp_path: Path):
+    """A SQLite store on a fresh file."""
     with Store(tmp_path / "store.db") as result:
         yield result
 
 
-def test_open_creates_schema_in_wal_mode(store: Store) -> None:
+@pytest.fixture
+def store(db: str):
+    """A fresh store on each backend."""
+    with open_store(db) as result:
+        yield result
+
+
+def test_open_creates_schema_in_wal_mode(sqlite_store: Store) -> None:
+    store = sqlite_store
     assert store.read("PRAGMA journal_mode")[0][0] == "wal"
     assert store.read("PRAGMA user_version")[0][0] == len(MIGRATIONS)
     tables = {row["name"] for row in store.read("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert {"targets", "suites", "cases", "campaigns", "campaign_questions", "results", "call_cache", "api_keys"} <= tables
+    assert {"targets", "suites", "cases", "campaigns", "campaign_questions", "results", "call_cache",
+            "api_keys"} <= tables
     columns = {row["name"] for row in store.read("PRAGMA table_info(api_keys)")}
     assert columns == {"id", "tenant", "role", "capability", "key_hash", "prefix", "created_at", "revoked_at"}
 
 
-def test_reopening_keeps_data_and_does_not_migrate_again(tmp_path: Path) -> None:
-    with Store(tmp_path / "db") as first:
+def test_reopening_keeps_data_and_does_not_migrate_again(db: str) -> None:
+    with open_store(db) as first:
         first.write(lambda conn: conn.execute("INSERT INTO call_cache VALUES ('k', '{}', 1.0)"))
-    with Store(tmp_path / "db") as second:
+    with open_store(db) as second:
         assert [row["key"] for row in second.read("SELECT key FROM call_cache")] == ["k"]
 
 
@@ -102,15 +111,15 @@ def insert_campaign(store: Store, campaign_id: str, *, pid: int, heartbeat: floa
     ))
 
 
-def test_orphaned_campaigns_are_marked_interrupted_on_open(tmp_path: Path) -> None:
-    path, now = tmp_path / "orphans.db", time.time()
-    with Store(path) as store:
+def test_orphaned_campaigns_are_marked_interrupted_on_open(db: str) -> None:
+    path, now = db, time.time()
+    with open_store(path) as store:
         insert_campaign(store, "dead-owner", pid=dead_pid(), heartbeat=now)
         insert_campaign(store, "silent-owner", pid=os.getpid(), heartbeat=now - STALE_S - 5)
         insert_campaign(store, "alive", pid=os.getpid(), heartbeat=now)
         insert_campaign(store, "pending-dead", pid=dead_pid(), heartbeat=now, status="pending")
         insert_campaign(store, "done", pid=dead_pid(), heartbeat=now - 1000, status="succeeded")
-    with Store(path) as store:
+    with open_store(path) as store:
         status = {row["id"]: row["status"] for row in store.read("SELECT id, status FROM campaigns")}
     assert status == {"dead-owner": "interrupted", "silent-owner": "interrupted", "alive": "running",
                       "pending-dead": "interrupted", "done": "succeeded"}
@@ -143,8 +152,9 @@ def test_closed_store_refuses_writes(tmp_path: Path) -> None:
         store.write(lambda conn: None)
 
 
-def test_reads_from_short_lived_threads_reuse_connections(store: Store) -> None:
+def test_reads_from_short_lived_threads_reuse_connections(sqlite_store: Store) -> None:
     """Streamlit and the API read from a new thread per run: connections must not pile up."""
+    store = sqlite_store
     for _ in range(30):
         reader = threading.Thread(target=store.read, args=("SELECT count(*) FROM campaigns",))
         reader.start()
@@ -174,3 +184,35 @@ def test_a_version_one_database_is_migrated_on_open(tmp_path: Path) -> None:
         columns = {row["name"] for row in store.read("PRAGMA table_info(campaigns)")}
         assert "stage" in columns
         assert store.read("PRAGMA user_version")[0][0] == len(MIGRATIONS)
+
+
+def test_sqlite_placeholders_become_psycopg_ones_outside_quoted_text() -> None:
+    from evalcore.store.postgres import to_pg
+
+    assert to_pg("SELECT * FROM t WHERE a = ? AND b = :name AND c LIKE '50% ?:x' AND d::text = ?") == (
+        "SELECT * FROM t WHERE a = %s AND b = %(name)s AND c LIKE '50%% ?:x' AND d::text = %s")
+
+
+def test_postgresql_refuses_a_newer_schema_and_servers_starting_together_migrate_once(postgres_server: str) -> None:
+    from evalcore.testing.postgres import new_database
+
+    url = new_database(postgres_server)
+    opened: list[Store] = []
+    starters = [threading.Thread(target=lambda: opened.append(open_store(url))) for _ in range(4)]
+    for thread in starters:
+        thread.start()
+    for thread in starters:
+        thread.join()
+    assert len(opened) == 4
+    assert opened[0].read("SELECT version FROM evalcore_schema")[0]["version"] == len(MIGRATIONS)
+    opened[0].write(lambda conn: conn.execute("UPDATE evalcore_schema SET version = version + 1"))
+    for store in opened:
+        store.close()
+    with pytest.raises(EvalError, match="newer evalcore"):
+        open_store(url)
+
+
+def test_an_unreachable_postgresql_is_a_user_error_without_the_password(postgres_server: str) -> None:
+    with pytest.raises(EvalError, match="cannot open the database") as caught:
+        open_store("postgresql://evalcore:secret@127.0.0.1:1/none")
+    assert "secret" not in str(caught.value) and "***" in caught.value.where

@@ -69,7 +69,8 @@ TRICKY = [
     ("empty file", b"", [], [], "utf-8", ";"),
     ("header only", b"question;expected answer;sources\r\n", [], [], "utf-8", ";"),
     ("Excel: BOM, ';', CRLF, French header", ("\ufeffQuestion;Réponse attendue;Sources\r\nQuel délai ?;"
-     '"14 jours; calendaires";CGV\r\n').encode(), [c("Quel délai ?", "14 jours; calendaires", "CGV")], [], "utf-8-sig", ";"),
+     '"14 jours; calendaires";CGV\r\n').encode(), [c("Quel délai ?", "14 jours; calendaires", "CGV")], [], "utf-8-sig",
+     ";"),
     ("LibreOffice Latin-1 with a French header", ("Question;Réponse attendue;Sources\nÀ quelle date ?;"
      "Noël;Réglement intérieur\n").encode("latin-1"), [c("À quelle date ?", "Noël", "Réglement intérieur")], [],
      "cp1252", ";"),
@@ -92,7 +93,7 @@ def test_tricky_files(name, data, cases, rejected, encoding, separator):
     report = parse_suite_csv(data, source="t.csv")
     assert report.cases == cases
     assert [line for line, _ in report.rejected] == [line for line, _ in rejected]
-    for (_, reason), (_, fragment) in zip(report.rejected, rejected):
+    for (_, reason), (_, fragment) in zip(report.rejected, rejected, strict=False):
         assert fragment in reason
     assert report.encoding == encoding
     assert report.separator == separator
@@ -251,7 +252,9 @@ def test_cli_import_refuses_a_file_with_errors_unless_valid_only(tmp_path, capsy
     assert "cannot read the file" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("question", ["=SUM(A1:A2) ?", "+33 1 23 45 67 89 ?", "-5 °C ?", "@admin ?", "'=already quoted", "'plain quote"])
+@pytest.mark.parametrize("question",
+                         ["=SUM(A1:A2) ?", "+33 1 23 45 67 89 ?", "-5 °C ?", "@admin ?", "'=already quoted",
+                          "'plain quote"])
 def test_formula_cells_are_neutralised_and_import_back_unchanged(question):
     case = Case(question=question, expected_answer="=1+1", expected_sources=("@doc",))
     text = export_suite_csv([case])
@@ -265,7 +268,8 @@ def test_line_breaks_in_cells_keep_one_record_per_case_and_no_line_runs_as_a_for
     text = export_suite_csv(cases)
     assert_safe_csv(text, len(cases), delimiter=";")
     # A lone carriage return inside a cell reads back as a line break, like every imported one.
-    assert parse_suite_csv(text.encode()).cases == [c("Refund window?\n=HYPERLINK(1)", "30 days\n@SUM(1+1)", "Terms\n-x"),
+    assert parse_suite_csv(text.encode()).cases == [c("Refund window?\n=HYPERLINK(1)", "30 days\n@SUM(1+1)",
+                                                      "Terms\n-x"),
                                                     c("q2", "a\n+1\n'=2")]
 
 
@@ -273,3 +277,18 @@ def test_a_huge_cell_is_reported_in_words():
     report = parse_suite_csv(b"question;a\nq1;a1\n" + b"x" * 200_000 + b";a\n", source="big.csv")
     assert report.cases == [c("q1", "a1")]
     assert report.rejected == [(3, "a cell is longer than 131,072 characters (or a quote is never closed)")]
+
+
+def test_a_line_written_with_the_other_separator_is_a_line_problem() -> None:
+    data = (b"question;expected answer;sources\n"
+            b"What is the refund window?;30 days;Terms of Sale\n"
+            b"How many devices?,32,FAQ\n"
+            b'"Hello, which plan?";;\n'
+            b"Which plan, then?\n")
+    report = parse_suite_csv(data, source="faq.csv")
+    assert [case.question for case in report.cases] == ["What is the refund window?", "Hello, which plan?"]
+    assert [line for line, _ in report.rejected] == [3, 5]
+    assert all("the file's separator is ';'" in problem and "quote the question" in problem
+               for _, problem in report.rejected)
+    only_questions = parse_suite_csv(b"Which plan, then?\nAnd this one, too?\n")  # no line uses ';': nothing mixed
+    assert len(only_questions.cases) == 2

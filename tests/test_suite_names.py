@@ -72,7 +72,8 @@ def test_cli_import_refuses_a_name_in_use_unless_told(tmp_path: Path, capsys: py
     first = capsys.readouterr().out.split("into suite ")[1].split()[0]
     assert main(args) == 2
     error = capsys.readouterr().err
-    assert f"a suite named 'Refunds' already exists ({first})" in error and "--replace" in error and "--keep-both" in error
+    assert (f"a suite named 'Refunds' already exists ({first})" in error and "--replace" in error
+            and "--keep-both" in error)
     assert main([*args, "--keep-both"]) == 0
     assert "(Refunds (2))" in capsys.readouterr().out
     assert main([*args, "--replace"]) == 0
@@ -105,6 +106,7 @@ def test_api_create_answers_409_with_the_existing_id_unless_the_body_says(api: A
                                                             "if_exists": "replace"})
     assert replaced.status_code == 201
     assert replaced.json()["data"]["suite"]["id"] == first["id"] and replaced.json()["data"]["suite"]["case_count"] == 2
-    assert error_of(api.call("POST", "/api/v1/eval-suites", json={**body, "if_exists": "merge"}), 422)["field"] == "if_exists"
+    assert (error_of(api.call("POST", "/api/v1/eval-suites", json={**body, "if_exists": "merge"}), 422)["field"]
+            == "if_exists")
     renamed = api.call("PUT", f"/api/v1/eval-suites/{both.json()['data']['suite']['id']}", json=body)
     assert error_of(renamed, 409)["existing_id"] == first["id"]

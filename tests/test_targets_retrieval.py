@@ -133,7 +133,7 @@ def test_sample_dataset_recall_at_10(index_dir: Path) -> None:
 def test_bm25_shortcut_selects_what_normalising_every_row_selects() -> None:
     # _bm25_top must pick exactly top_rows(raw / top, ...): ties, zeros, values one float32
     # step apart (they can tie after the division) and every threshold.
-    from evalcore.targets.retrieval import _bm25_top, top_rows
+    from evalcore.targets.retrievers import _bm25_top, top_rows
 
     rng = np.random.default_rng(5)
     for case in range(400):
@@ -148,3 +148,46 @@ def test_bm25_shortcut_selects_what_normalising_every_row_selects() -> None:
         norm = raw / top if top > 0 else np.zeros_like(raw)
         expected = top_rows(norm, (raw > 0) & (norm >= threshold), k)
         assert _bm25_top(raw, top, threshold, k).tolist() == expected.tolist(), case
+
+
+def test_campaigns_building_one_index_at_once_build_it_once_and_a_waiting_one_can_cancel(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from evalcore.targets import knowledge
+
+    passages = corpus()
+    name = build_knowledge_base(passages, chunk_size=None, cache_dir=tmp_path / "probe").folder.name
+    clear_memo()
+    builds: list[int] = []
+    real_build = knowledge._build
+    monkeypatch.setattr(knowledge, "_build", lambda *args: builds.append(1) or real_build(*args))
+    waiting: set[str] = set()
+
+    def campaign() -> None:
+        def progress(done: int, total: int, step: str = "") -> None:
+            if step == "waiting for another campaign building the same index":
+                waiting.add(threading.current_thread().name)
+
+        build_knowledge_base(passages, chunk_size=None, cache_dir=tmp_path / "shared", progress=progress)
+
+    with knowledge.building(tmp_path / "shared" / name, None):  # a build in progress: the campaigns wait for it
+        threads = [threading.Thread(target=campaign) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        while len(waiting) < 3:
+            threading.Event().wait(0.05)
+    for thread in threads:
+        thread.join()
+    assert len(builds) == 1  # the first to get the lock built it; the others loaded it
+
+    class Cancelled(Exception):
+        pass
+
+    def cancel(done: int, total: int, step: str = "") -> None:
+        if step.startswith("waiting"):
+            raise Cancelled
+
+    clear_memo()
+    with knowledge.building(tmp_path / "shared" / name, None), pytest.raises(Cancelled):
+        build_knowledge_base(passages, chunk_size=None, cache_dir=tmp_path / "shared", progress=cancel)

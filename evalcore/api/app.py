@@ -6,13 +6,15 @@ from pathlib import Path
 
 from fastapi import FastAPI
 
-import evalcore
+from evalcore import __version__
 from evalcore.api import (
     auth,
     docs,
     errors,
     routes_campaigns,
     routes_evaluation,
+    routes_gates,
+    routes_labels,
     routes_service,
     routes_suites,
     routes_targets,
@@ -39,7 +41,7 @@ def create_app(db_path: str | Path | None = None, *, dataset_root: Path | None =
     manager = get_manager(db_path)
     manager.after_each(compare_with_previous)
     # The stock /docs and /redoc pages load their scripts from CDNs: ours (evalcore.api.docs) work offline.
-    app = FastAPI(title="evalcore", version=evalcore.__version__, description=DESCRIPTION,
+    app = FastAPI(title="evalcore", version=__version__, description=DESCRIPTION,
                   docs_url=None, redoc_url=None)
     app.state.store = manager.store
     app.state.dataset_root = dataset_root
@@ -47,6 +49,7 @@ def create_app(db_path: str | Path | None = None, *, dataset_root: Path | None =
     errors.install(app, auth.authentication_error)
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     app.add_middleware(Normalize)
-    for module in (routes_evaluation, routes_suites, routes_targets, routes_campaigns, routes_service, docs):
+    for module in (routes_evaluation, routes_suites, routes_targets, routes_campaigns, routes_gates, routes_labels,
+                   routes_service, docs):
         app.include_router(module.router)
     return app

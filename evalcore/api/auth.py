@@ -1,4 +1,5 @@
-"""Bearer API keys: who is calling (tenant), what they may do (role), which routes (capability); the Principal passed on."""
+"""Bearer API keys: who is calling (tenant), what they may do (role), which routes (capability); the Principal
+passed on."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def _missing_key_message(header: str) -> str:
     return f"the Authorization scheme must be Bearer (found {scheme[:20]!r}): write it as 'Bearer <key>'"
 
 
-def current_key(request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> KeyInfo:
+def current_key(request: Request,
+                credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> KeyInfo:
     """The caller's active key; 401 when the header is missing or the key unknown or revoked."""
     if credentials is None or not credentials.credentials:
         raise ApiError(401, _missing_key_message(request.headers.get("authorization", "")))
@@ -58,6 +60,8 @@ def _checker(action: Action) -> Callable[[KeyInfo], Principal]:
 # Viewer reads; admin creates, changes, deletes and launches; both need an evaluation capability.
 Viewer = Annotated[Principal, Depends(_checker(Action.READ))]
 Admin = Annotated[Principal, Depends(_checker(Action.CHANGE))]
+# Labelling questions: admins, and viewers when the operator sets EVALCORE_VIEWERS_LABEL=1.
+Labeller = Annotated[Principal, Depends(_checker(Action.LABEL))]
 # Saving a target configuration decides which URLs and files the server uses: full-access only.
 FullAdmin = Annotated[Principal, Depends(_checker(Action.CONFIGURE))]
 # Any active key, whatever its capability (key introspection).

@@ -7,6 +7,7 @@ from evalcore.api.errors import ApiError, shown
 from evalcore.store import NotFound, Store
 from evalcore.targets import TargetConfig
 from evalcore.targets.config import GENERATION, PROMPTS, RERANK
+from evalcore.targets.defaults import CHAT_ROLE, RERANK_ROLE, with_default_models
 from evalcore.targets.saved import get_target
 
 # What chat_id and rerank_id select: the generation (resp. rerank) settings of a saved target
@@ -24,10 +25,12 @@ def saved_target(store: Store, principal: Principal, target_id: str, field: str)
 
 
 def resolve_target(store: Store, principal: Principal, knowledge_base_id: str | None, chat_id: str | None,
-                   rerank_id: str | None) -> TargetConfig:
-    """The configuration of an evaluation task: a copy of knowledge_base_id (or the defaults), then overlays."""
-    config = saved_target(store, principal, knowledge_base_id, "knowledge_base_id") if knowledge_base_id else TargetConfig()
+                   rerank_id: str | None) -> tuple[TargetConfig, dict[str, str]]:
+    """The configuration of an evaluation task: a copy of knowledge_base_id (or the defaults), then overlays,
+    then the operator's default chat and rerank models where no id chose one; and what each role got."""
+    config = (saved_target(store, principal, knowledge_base_id, "knowledge_base_id") if knowledge_base_id
+              else TargetConfig())
     for ident, (field, groups) in zip((chat_id, rerank_id), OVERLAYS, strict=True):
         if ident:
             config = config.overlay(saved_target(store, principal, ident, field), *groups)
-    return config
+    return with_default_models(config, {CHAT_ROLE: chat_id, RERANK_ROLE: rerank_id})

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from fastapi import Request
 
 from evalcore.api.errors import ApiError, shown
 from evalcore.datasets import load_dataset, resolve_dataset
+from evalcore.datasets.loader import DATASET_ID
 from evalcore.errors import EvalError
-
-DATASET_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]{0,63}$")
 
 
 def dataset_path(request: Request, dataset_id: str, *, field: str | None = "dataset_id", label: str = "") -> Path:
@@ -23,8 +21,8 @@ def dataset_path(request: Request, dataset_id: str, *, field: str | None = "data
     def refuse(message: str) -> ApiError:
         return ApiError(422, f"{label or field}: {message}", field=field)
 
-    if not DATASET_ID.match(dataset_id):
-        raise refuse(f"{shown(dataset_id)} is not a dataset name (letters, digits, '.', '-')")
+    if not DATASET_ID.fullmatch(dataset_id):
+        raise refuse(f"{shown(dataset_id)} is not a dataset name (up to 64 letters, digits, '.', '-' or '_')")
     path = resolve_dataset(dataset_id, request.app.state.dataset_root, allow_paths=False)
     if not path.is_dir():
         raise refuse(f"no dataset {dataset_id!r} (a folder under the dataset root)")

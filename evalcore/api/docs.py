@@ -37,7 +37,8 @@ def _operation(method: str, path: str, op: dict[str, Any]) -> str:
     body = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
     if body:
         parts.append(f"<p>JSON body: <a href='#{escape(_schema_name(body))}'>{escape(_schema_name(body))}</a></p>")
-    answers = ", ".join(f"{escape(code)} {escape(r.get('description', ''))}" for code, r in op.get("responses", {}).items())
+    answers = ", ".join(f"{escape(code)} {escape(r.get('description', ''))}"
+                        for code, r in op.get("responses", {}).items())
     parts.append(f"<p>Answers: {answers}</p>")
     return "".join(parts)
 

@@ -63,8 +63,11 @@ class ErrorResponse(BaseModel):
 # For the OpenAPI document of the authenticated routes.
 ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
     status: {"model": ErrorResponse, "description": description} for status, description in (
-        (400, "the body is not parseable as JSON (syntax, encoding)"), (401, "missing, unknown or revoked API key"), (403, "the key's role or capability does not allow this"),
-        (404, "no such object for this tenant"), (409, "a campaign is already running (running_id names it), or a suite of that name exists (existing_id names it)"),
+        (400, "the body is not parseable as JSON (syntax, encoding)"), (401, "missing, unknown or revoked API key"),
+        (403, "the key's role or capability does not allow this"),
+        (404, "no such object for this tenant"),
+        (409, ("a campaign is already running (running_id names it), or a suite of that name exists "
+               "(existing_id names it)")),
         (413, "request body over the size limit"), (415, "the body is not JSON (Content-Type: application/json)"),
         (422, "malformed request; `field` names the culprit"), (500, "unexpected server error (no internals)"))
 }
@@ -81,7 +84,8 @@ class ApiError(Exception):
         self.extra = extra
 
 
-def envelope(status: int, code: str, message: str, headers: dict[str, str] | None = None, **extra: object) -> JSONResponse:
+def envelope(status: int, code: str, message: str, headers: dict[str, str] | None = None,
+             **extra: object) -> JSONResponse:
     """The error response every failure path uses (text that echoes a client's value is made encodable)."""
     error = {"code": code, "message": escaped(message),
              **{k: escaped(v) if isinstance(v, str) else v for k, v in extra.items() if v is not None}}
@@ -143,7 +147,8 @@ def _body_kind_error(request: Request, exc: RequestValidationError) -> ApiError 
         return None
     content_type = request.headers.get("content-type", "")
     if not _is_json(content_type):
-        return ApiError(415, f"body: send JSON with 'Content-Type: application/json' (found {content_type or 'none'!r})")
+        return ApiError(415,
+                        f"body: send JSON with 'Content-Type: application/json' (found {content_type or 'none'!r})")
     found = type(whole_body[0].get("input")).__name__
     kind = {"list": "an array", "str": "a string", "int": "a number", "float": "a number", "bool": "a boolean"}
     return ApiError(422, f"body: expected a JSON object, found {kind.get(found, found)}", field="body")

@@ -15,14 +15,19 @@ from evalcore.api.schemas import CampaignDetail, CampaignList, CampaignOnly, Com
 from evalcore.campaigns import (
     Campaign,
     NotFound,
+    QuestionResult,
     campaign_aggregates,
     campaign_diagnosis,
     campaign_results,
     get_campaign,
 )
+from evalcore.campaigns.export import judge_fields
 from evalcore.campaigns.listing import SORT_KEYS, campaign_rows, dataset_label, search_rows, sort_rows
 from evalcore.campaigns.manager import MAX_NAME
+from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.compare import compare_campaigns, power
+from evalcore.judges import FIELD_NAMES
+from evalcore.metrics import MEASURES
 from evalcore.store import Store
 
 router = APIRouter(prefix="/api/v1", tags=["campaigns"], responses=ERROR_RESPONSES)
@@ -41,12 +46,22 @@ def campaign_of(request: Request, campaign_id: str, principal: Principal, noun: 
 
 
 SortKey = Literal[SORT_KEYS]  # type: ignore[valid-type]
+FieldNames = Annotated[Literal[FIELD_NAMES] | None,  # type: ignore[valid-type]
+                       Query(description="add each question's judge results as flat fields under these names")]
 
 
 class RenameIn(RequestBody):
     """A campaign's new name."""
 
     name: str = Field(min_length=1, max_length=MAX_NAME, pattern=r"\S", description="1 to 200 characters, one line")
+
+
+def result_json(result: QuestionResult, names: str | None, campaign: Campaign) -> dict[str, Any]:
+    """One question's result; with `names`, its judges' flat fields too (`flat`), pass marks with their results."""
+    data = result.to_dict()
+    if names is not None:
+        data["flat"] = judge_fields(result.outcome, names, campaign.options.graded_thresholds)
+    return data
 
 
 def campaign_json(campaign: Campaign) -> dict[str, Any]:
@@ -60,7 +75,8 @@ def campaign_json(campaign: Campaign) -> dict[str, Any]:
 
 def aggregates_json(store: Store, campaign_id: str, principal: Principal) -> dict[str, Any]:
     """The campaign's aggregates as JSON."""
-    return {name: value.to_dict() for name, value in campaign_aggregates(store, campaign_id, principal=principal).items()}
+    return {name: value.to_dict()
+            for name, value in campaign_aggregates(store, campaign_id, principal=principal).items()}
 
 
 @router.get("/campaigns", response_model=Ok[CampaignList], summary="The tenant's campaigns, newest first")
@@ -100,15 +116,28 @@ def cancel(request: Request, campaign_id: CampaignId, principal: Admin) -> dict[
     return ok({"campaign": campaign_json(campaign_of(request, campaign_id, principal))})
 
 
+@router.post("/campaigns/{campaign_id}/recompute-abstention", response_model=Ok[CampaignOnly],
+             summary="Recompute an ended campaign's abstention measures under the current answerability rule")
+def recompute(request: Request, campaign_id: CampaignId, principal: Admin) -> dict[str, Any]:
+    """On request only (stored campaigns never change by themselves); 409 while the campaign runs."""
+    campaign_of(request, campaign_id, principal)
+    recompute_abstention(request.app.state.store, campaign_id, principal=principal)
+    return ok({"campaign": campaign_json(campaign_of(request, campaign_id, principal))})
+
+
 @router.get("/campaigns/{campaign_id}/results", response_model=Ok[ResultsPage], summary="Per-question results, paged")
-def results(request: Request, campaign_id: CampaignId, principal: Viewer, offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
-            limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100) -> dict[str, Any]:
-    """In question order; `finished` counts the stored results, `total` the campaign's questions."""
+def results(request: Request, campaign_id: CampaignId, principal: Viewer,
+            offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+            limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100, names: FieldNames = None) -> dict[str, Any]:
+    """In question order; `finished` counts the stored results, `total` the campaign's questions.
+
+    `names=evaluator` (or `project`) adds each question's judge results as flat fields (`flat`).
+    """
     campaign = campaign_of(request, campaign_id, principal)
     rows = campaign_results(request.app.state.store, campaign_id, offset=offset, limit=limit,
                             principal=principal)
-    return ok({"results": [row.to_dict() for row in rows], "offset": offset, "limit": limit, "total": campaign.total,
-               "finished": campaign.finished})
+    return ok({"results": [result_json(row, names, campaign) for row in rows], "offset": offset, "limit": limit,
+               "total": campaign.total, "finished": campaign.finished})
 
 
 @router.get("/compare", response_model=Ok[ComparisonData], summary="Compare two campaigns over their common questions")
@@ -117,12 +146,18 @@ def compare(request: Request, a: Annotated[str, Query(max_length=300)], b: Annot
                                                               "each measure's units: the questions needed to see it")]
             = power.EFFECT,
             basis: Annotated[str | None, Query(max_length=100, description="the measure deciding per-question "
-                                               "verdicts (default: follows what differs)")] = None) -> dict[str, Any]:
+                                               "verdicts (default: follows what differs)")] = None,
+            tolerance: Annotated[float | None, Query(ge=0, le=1e9, description="the smallest difference of a "
+                                                     "question's deciding measure that changes its verdict, for "
+                                                     "every measure (default: each measure's own)")] = None,
+            ) -> dict[str, Any]:
     """Per-question verdicts, per-measure deltas with intervals and power (campaign a is the baseline).
 
     Computed once per pair of campaign versions and kept: asking again reads the stored comparison.
     """
     campaign_of(request, a, principal)
     campaign_of(request, b, principal)
-    comparison = compare_campaigns(request.app.state.store, a, b, effect=effect, principal=principal, basis=basis)
+    tolerances = dict.fromkeys(MEASURES, tolerance) if tolerance is not None else None
+    comparison = compare_campaigns(request.app.state.store, a, b, effect=effect, principal=principal, basis=basis,
+                                   tolerances=tolerances)
     return ok({"comparison": comparison.to_dict()})

@@ -15,6 +15,7 @@ from evalcore.api.errors import ERROR_RESPONSES, ok
 from evalcore.api.routes_campaigns import campaign_of
 from evalcore.api.runs import RunSettings, configured, launch
 from evalcore.campaigns import Campaign, CampaignStatus, campaign_aggregates, get_campaign, new_campaign_id
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.listing import dataset_label
 
 router = APIRouter(prefix="/api/v1/evaluation", tags=["evaluation tasks"], responses=ERROR_RESPONSES)
@@ -29,8 +30,10 @@ class EvaluationRequest(RunSettings):
     """An evaluation task request; every field optional."""
 
     dataset_id: str = Field(default="default", description="folder under the dataset root ('default' is its samples)")
-    knowledge_base_id: str | None = Field(default=None, description="saved target configuration whose settings are copied")
-    chat_id: str | None = Field(default=None, description="saved target configuration whose generation settings are used")
+    knowledge_base_id: str | None = Field(default=None,
+                                          description="saved target configuration whose settings are copied")
+    chat_id: str | None = Field(default=None,
+                                description="saved target configuration whose generation settings are used")
     rerank_id: str | None = Field(default=None, description="saved target configuration whose rerank settings are used")
 
 
@@ -86,7 +89,7 @@ def _dataset_id(campaign: Campaign) -> str:
 def _err_msg(campaign: Campaign) -> str:
     """Interrupted and cancelled are status 3 for a task: the message must say which."""
     status, error = campaign.status.value, campaign.error or ""
-    if status in ("interrupted", "cancelled") and not error.startswith(status):
+    if campaign.status in (CampaignStatus.INTERRUPTED, CampaignStatus.CANCELLED) and not error.startswith(status):
         return f"{status}: {error}" if error else status
     if campaign.status == CampaignStatus.SUCCEEDED_WITH_FAILURES:
         return f"{campaign.failed} of {campaign.total} questions failed"
@@ -99,7 +102,7 @@ def task_json(campaign: Campaign) -> dict[str, Any]:
         "id": campaign.id,
         "tenant_id": campaign.tenant,
         "dataset_id": _dataset_id(campaign),
-        "start_time": _iso(campaign.started_at or campaign.created_at),
+        "start_time": _iso(campaign.created_at),  # stored once, when the task is created: the POST's value stays
         "status": campaign.status_code,
         "err_msg": _err_msg(campaign),
         "total": campaign.total,
@@ -114,15 +117,16 @@ def create_evaluation(request: Request, principal: Admin,
     body = body or EvaluationRequest()
     store = request.app.state.store
     path = dataset_path(request, body.dataset_id)
-    config = resolve_target(store, principal, body.knowledge_base_id, body.chat_id, body.rerank_id)
+    config, models = resolve_target(store, principal, body.knowledge_base_id, body.chat_id, body.rerank_id)
     task_id = new_campaign_id(principal.tenant, body.dataset_id)
-    launch(request.app.state.manager, body, dataset=str(path), config=configured(config, body, principal),
-           campaign_id=task_id, principal=principal)
+    launch(request.app.state.manager, body, LaunchRequest(dataset=str(path), config=configured(config, body, principal),
+                                                          campaign_id=task_id, principal=principal, models=models))
     return ok({"task": task_json(get_campaign(store, task_id, principal=principal))})
 
 
 @router.get("", response_model=DetailResponse, summary="Read a task: status, progress, configuration, metrics")
-def read_evaluation(request: Request, task_id: Annotated[str, Query(max_length=300)], principal: Viewer) -> dict[str, Any]:
+def read_evaluation(request: Request, task_id: Annotated[str, Query(max_length=300)],
+                    principal: Viewer) -> dict[str, Any]:
     """An evaluation task in detail; a metric absent from every question is null."""
     store = request.app.state.store
     campaign = campaign_of(request, task_id, principal, "evaluation task")
@@ -132,4 +136,5 @@ def read_evaluation(request: Request, task_id: Annotated[str, Query(max_length=3
         return {field: aggregates[name].mean if name in aggregates else None for field, name in fields.items()}
 
     metric = {"retrieval_metrics": means(RETRIEVAL_FIELDS), "generation_metrics": means(GENERATION_FIELDS)}
-    return ok({"task": task_json(campaign), "params": campaign.config, "metric": metric})
+    params = {**campaign.config, "models": dict(campaign.options.models)}  # which chat and rerank model, and why
+    return ok({"task": task_json(campaign), "params": params, "metric": metric})

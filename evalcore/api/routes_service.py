@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-import evalcore
+from evalcore import __version__
 from evalcore.api.auth import Caller
 from evalcore.api.errors import ok
 from evalcore.api.schemas import Health, Me, Ok
@@ -18,7 +18,7 @@ router = APIRouter(prefix="/api/v1", tags=["service"])
 def health(request: Request) -> dict[str, Any]:
     """Answers only when the database can be read."""
     request.app.state.store.read("SELECT 1")
-    return ok({"status": "ok", "version": evalcore.__version__})
+    return ok({"status": "ok", "version": __version__})
 
 
 @router.get("/me", response_model=Ok[Me], summary="What the calling key grants")

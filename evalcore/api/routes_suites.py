@@ -14,10 +14,12 @@ from evalcore.api.configurations import saved_target
 from evalcore.api.dataset_ids import dataset_path
 from evalcore.api.errors import ERROR_RESPONSES, ApiError, not_found, ok
 from evalcore.api.inputs import RequestBody
-from evalcore.api.routes_campaigns import campaign_json, campaign_of
+from evalcore.api.routes_campaigns import FieldNames, campaign_json, campaign_of, result_json
 from evalcore.api.runs import RunSettings, configured
 from evalcore.api.schemas import Ok, RunDetail, RunList, RunOnly, SuiteDetail, SuiteList
 from evalcore.campaigns import NotFound, campaign_results, campaign_summary, get_campaign, list_campaigns
+from evalcore.campaigns.launching import LaunchRequest
+from evalcore.campaigns.listing import suite_rows
 from evalcore.suites import (
     MAX_CASES,
     MAX_SOURCES,
@@ -27,7 +29,6 @@ from evalcore.suites import (
     create_suite,
     delete_suite,
     get_suite,
-    list_suites,
     replace_suite,
 )
 from evalcore.targets import TargetConfig
@@ -92,12 +93,9 @@ def _suite(request: Request, suite_id: str, principal: Principal) -> Suite:
 @router.get("", response_model=Ok[SuiteList], summary="List suites, each with its last campaign")
 def list_all(request: Request, principal: Viewer) -> dict[str, Any]:
     """Newest first; `last_run` is null for a suite never run."""
-    store = request.app.state.store
-    suites = []
-    for suite in list_suites(store, principal=principal):
-        runs = list_campaigns(store, suite_id=suite.id, principal=principal)
-        suites.append({**suite_json(suite, with_cases=False), "last_run": campaign_json(runs[0]) if runs else None})
-    return ok({"suites": suites})
+    rows = suite_rows(request.app.state.store, principal=principal)
+    return ok({"suites": [{**suite_json(row.suite, with_cases=False),
+                           "last_run": campaign_json(row.last.campaign) if row.last else None} for row in rows]})
 
 
 def duplicate(error: DuplicateName) -> ApiError:
@@ -119,12 +117,15 @@ def create(request: Request, body: SuiteCreate, principal: Admin) -> dict[str, A
     return ok({"suite": suite_json(suite)})
 
 
-@router.get("/runs/{run_id}", response_model=Ok[RunDetail], summary="One campaign with its per-question results and summary")
-def read_run(request: Request, run_id: RunId, principal: Viewer) -> dict[str, Any]:
-    """Results hold every finished question (a running campaign shows those done so far)."""
+@router.get("/runs/{run_id}", response_model=Ok[RunDetail],
+            summary="One campaign with its per-question results and summary")
+def read_run(request: Request, run_id: RunId, principal: Viewer, names: FieldNames = None) -> dict[str, Any]:
+    """Results hold every finished question (a running campaign shows those done so far); `names` as for campaign
+    results."""
     run = campaign_of(request, run_id, principal, "run")
     store = request.app.state.store
-    return ok({"run": campaign_json(run), "results": [r.to_dict() for r in campaign_results(store, run_id, principal=principal)],
+    return ok({"run": campaign_json(run),
+               "results": [result_json(r, names, run) for r in campaign_results(store, run_id, principal=principal)],
                "summary": campaign_summary(store, run_id, principal=principal).to_dict()})
 
 
@@ -134,7 +135,8 @@ def read(request: Request, suite_id: SuiteId, principal: Viewer) -> dict[str, An
     return ok({"suite": suite_json(_suite(request, suite_id, principal))})
 
 
-@router.put("/{suite_id}", response_model=Ok[SuiteDetail], summary="Replace a suite (past campaigns keep their questions)")
+@router.put("/{suite_id}", response_model=Ok[SuiteDetail],
+            summary="Replace a suite (past campaigns keep their questions)")
 def replace(request: Request, body: SuiteIn, suite_id: SuiteId, principal: Admin) -> dict[str, Any]:
     """Name, agent and cases are all replaced; another suite's name answers 409 (existing_id names it)."""
     store = request.app.state.store
@@ -163,11 +165,13 @@ def launch(request: Request, suite_id: SuiteId, principal: Admin,
     suite = _suite(request, suite_id, principal)
     body = body or RunIn()
     store = request.app.state.store
-    base = saved_target(store, principal, suite.target_id, "agent_id") if suite.target_id != "default" else TargetConfig()
+    base = (saved_target(store, principal, suite.target_id, "agent_id") if suite.target_id != "default"
+            else TargetConfig())
     # The knowledge base is a dataset id under the server's dataset root, whoever saved the configuration.
     dataset_path(request, base.knowledge_base, field=None, label="knowledge_base of the suite's target configuration")
-    run_id = runs.launch(request.app.state.manager, body, suite_id=suite.id, config=configured(base, body, principal),
-                         target_id=suite.target_id, principal=principal, dataset_root=request.app.state.dataset_root)
+    run_id = runs.launch(request.app.state.manager, body, LaunchRequest(
+        suite_id=suite.id, config=configured(base, body, principal), target_id=suite.target_id, principal=principal,
+        dataset_root=request.app.state.dataset_root))
     return ok({"run": campaign_json(get_campaign(request.app.state.store, run_id, principal=principal))})
 
 
@@ -175,4 +179,5 @@ def launch(request: Request, suite_id: SuiteId, principal: Admin,
 def list_runs(request: Request, suite_id: SuiteId, principal: Viewer) -> dict[str, Any]:
     """Each with status and progress."""
     suite = _suite(request, suite_id, principal)
-    return ok({"runs": [campaign_json(c) for c in list_campaigns(request.app.state.store, suite_id=suite.id, principal=principal)]})
+    return ok({"runs": [campaign_json(c)
+                        for c in list_campaigns(request.app.state.store, suite_id=suite.id, principal=principal)]})

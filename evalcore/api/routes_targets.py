@@ -22,7 +22,8 @@ class TargetIn(RequestBody):
     """A name and the configuration keys that differ from the defaults (see `python -m evalcore config show`)."""
 
     name: str = Field(min_length=1, max_length=200, pattern=r"\S")
-    config: dict[str, Any] = Field(default_factory=dict, description="flat configuration keys, e.g. {\"retriever\": \"bm25\"}")
+    config: dict[str, Any] = Field(default_factory=dict,
+                                   description="flat configuration keys, e.g. {\"retriever\": \"bm25\"}")
 
 
 @router.get("", response_model=Ok[TargetList], summary="The tenant's saved target configurations, newest first")

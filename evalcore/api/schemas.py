@@ -49,6 +49,10 @@ class RunOptionsOut(Out):
     time_limit: float
     max_failed_share: float
     judge_samples: int = 1
+    models: dict[str, str] = Field(default={}, description="evaluation tasks: which chat and rerank model each "
+                                   "role got, and why (an id, the operator's default, none configured)")
+    graded_thresholds: dict[str, float] = Field(default={}, description="graded retrieval: the pass mark of each "
+                                                "measure, as its results used")
 
 
 class CampaignOut(Out):
@@ -61,9 +65,11 @@ class CampaignOut(Out):
     source: str = Field(description="the dataset id, or the suite id")
     suite_id: str | None
     target_id: str | None
-    status: str = Field(description="pending, running, succeeded, succeeded_with_failures (every question ran, "
+    status: str = Field(description="queued (waiting for a worker), pending, running, succeeded, "
+                                    "succeeded_with_failures (every question ran, "
                                     "some failed), failed, interrupted or cancelled")
-    status_code: int = Field(description="0 pending, 1 running, 2 succeeded (with or without failures), 3 otherwise")
+    status_code: int = Field(description="0 queued or pending, 1 running, 2 succeeded (with or without failures), "
+                                         "3 otherwise")
     status_text: str = Field(description="the status as people read it, e.g. 'succeeded with 3 failed'")
     error: str | None
     total: int
@@ -103,6 +109,8 @@ class RetrievedOut(Out):
 class SourceOut(Out):
     id: int | str | None
     title: str
+    file_name: str = Field(default="", description="the file an agent named for it (file_name, filename, source, "
+                                                   "path, url or agent_source_file), matched by expected sources")
 
 
 class VerdictOut(Out):
@@ -119,6 +127,8 @@ class VerdictOut(Out):
     prompt_tokens: int
     completion_tokens: int
     error: str | None
+    context_cut: str | None = Field(None, description="how the context was cut to fit the judge model's context "
+                                    "window; null when the judge saw it whole")
 
 
 class QuestionResultOut(Out):
@@ -131,8 +141,8 @@ class QuestionResultOut(Out):
     references: list[str]
     relevant: dict[int, int] | None
     expected_sources: list[str]
-    answerable: bool | None = Field(None, description="false: declining is the right answer (no reference answer "
-                                    "and nothing relevant, or an unanswerable marker); null: not known")
+    answerable: bool | None = Field(None, description="false: declining is the right answer (an unanswerable marker "
+                                    "or the dataset's answerable column); null: no reference answer")
     answer: str | None
     retrieved: list[RetrievedOut]
     context: list[RetrievedOut] = Field(description="what the answer was built from (the judges see exactly this)")
@@ -152,6 +162,10 @@ class QuestionResultOut(Out):
     diagnosis: str | None = Field(None, description=DIAGNOSIS)
     queries: list[str] = Field(default=[], description="the texts a query transformation retrieved with (a rewrite, "
                                                        "the multi-query rewrites, a HyDE passage); empty without one")
+    flat: dict[str, Any] | None = Field(None,
+                                        description="with ?names=: each judge's result as flat fields (evaluator: "
+                                        "gpt_retrieval, retrieval_reason, response_completeness_result, "
+                                        "groundedness_pro_label...; project: our names), then <measure>_result")
 
 
 class TokensOut(Out):
@@ -171,6 +185,8 @@ class SummaryOut(Out):
     judge_tokens: TokensOut = Field(description="the judges' model calls")
     total_tokens: int
     skipped: dict[str, int] = Field(description="per judge, questions not judged for want of a reference answer")
+    cut: dict[str, int] = Field(default={}, description="per judge, questions whose context was cut to fit the judge "
+                                "model's context window")
 
 
 class CampaignHeaderOut(Out):
@@ -239,6 +255,8 @@ class MeasureDeltaOut(Out):
     effect: float = Field(description="the effect size n_required is computed for, in the measure's units")
     n_required: int | None = Field(description="questions needed to detect effect with 80% power at alpha 0.05")
     power_note: str | None = Field(description="why mde and n_required are null (fewer than 2 pairs, no spread)")
+    changed: int | None = Field(None, description="common questions whose value differs between A and B")
+    one_way: bool | None = Field(None, description="every one of them moved in the same direction")
 
 
 class ComparisonOut(Out):
@@ -263,6 +281,14 @@ class ComparisonOut(Out):
     alpha: float
     basis: str | None = Field(default=None, description="the measure deciding per-question verdicts first")
     basis_reason: str = Field(default="", description="why that measure (what changed between the configurations)")
+    verdicts_without_tolerance: dict[str, int] = Field(default_factory=dict, description="the verdict counts if any "
+                                                       "difference counted")
+    tolerance: dict[str, float] = Field(default_factory=dict, description="the smallest meaningful difference used "
+                                        "for each measure that decided a verdict (a smaller change is the same)")
+    unchanged: list[str] = Field(default_factory=list, description="measures with the same value in A and B on every "
+                                 "common question")
+    disagreements: list[str] = Field(default_factory=list, description="measures whose interval and test disagree, "
+                                     "with what that means in words")
 
 
 class SettingsOut(Out):
@@ -384,3 +410,54 @@ class Me(BaseModel):
     tenant: str
     role: str
     capability: str
+
+
+class CheckOut(Out):
+    """One gate, one measure's regression check, or one failed question."""
+
+    kind: str = Field(description="gate, regression or question")
+    name: str
+    passed: bool
+    reason: str = Field(description="one line: what was measured, and why it failed")
+    value: float | None = Field(description="the mean (or bound) a gate took, or a regression's delta")
+
+
+class ChecksData(BaseModel):
+    checks: list[CheckOut]
+    exit_code: int = Field(description="what `run` or `compare` would exit with: 0 passed, 1 campaign failed, "
+                                       "3 questions failed, 4 gate failed, 5 worse")
+    verdict: str
+class LabelOut(Out):
+    qid: int
+    judge: str
+    label: str = Field(description="on the judge's scale (1-5, a rubric's label) or pass / fail")
+    note: str
+    author: str = Field(description="who labelled: the API key's id, a user name, or the CSV's author column")
+    labelled_at: float
+
+
+class LabelOnly(BaseModel):
+    label: LabelOut
+
+
+class LabelList(BaseModel):
+    labels: list[LabelOut]
+
+
+class ImportedLabels(BaseModel):
+    imported: int
+
+
+class AgreementOut(Out):
+    judge: str
+    n: int = Field(description="labelled questions the judge gave a readable verdict on")
+    categories: list[str] = Field(description="the scale compared on: the judge's own, or fail / pass")
+    accuracy: float | None
+    kappa: float | None = Field(description="Cohen's kappa; null where undefined (one category on both sides)")
+    weighted_kappa: float | None = Field(description="quadratic-weighted kappa, on ordinal scales (1-5, a rubric's)")
+    interval: list[float] | None = Field(description="95% bootstrap interval of the weighted kappa (else of kappa)")
+    confusion: list[list[int]] = Field(description="rows: the people's labels, columns: the judge's, in category order")
+
+
+class AgreementData(BaseModel):
+    agreement: dict[str, AgreementOut]

@@ -3,6 +3,7 @@
 from typing import TYPE_CHECKING
 
 from evalcore.lazy import lazy_exports
+from evalcore.lifecycle import ACTIVE, CampaignStatus
 from evalcore.store import Conflict, NotFound
 
 if TYPE_CHECKING:
@@ -12,14 +13,13 @@ if TYPE_CHECKING:
         campaign_diagnosis,
         campaign_results,
         campaign_summary,
+        find_campaign,
         get_campaign,
         list_campaigns,
     )
     from evalcore.campaigns.records import (
-        ACTIVE,
         Aggregate,
         Campaign,
-        CampaignStatus,
         Outcome,
         Progress,
         Question,
@@ -33,14 +33,19 @@ if TYPE_CHECKING:
 __all__ = [
     "ACTIVE", "Aggregate", "Campaign", "CampaignManager", "CampaignStatus", "Conflict", "NotFound", "Outcome",
     "Progress", "Question", "QuestionResult", "RunOptions", "Source", "Summary", "Tokens", "campaign_aggregates",
-    "campaign_diagnosis", "campaign_results", "campaign_summary", "get_campaign", "get_manager", "list_campaigns",
+    "campaign_diagnosis", "campaign_results", "campaign_summary", "find_campaign", "get_campaign", "get_manager",
+    "list_campaigns",
     "new_campaign_id",
 ]
 # Imported on first use: the records and queries need not load the manager and what it runs.
 __getattr__ = lazy_exports(__name__, {
     "manager": ("CampaignManager", "get_manager", "new_campaign_id"),
-    "queries": ("campaign_aggregates", "campaign_diagnosis", "campaign_results", "campaign_summary", "get_campaign",
-                "list_campaigns"),
-    "records": ("ACTIVE", "Aggregate", "Campaign", "CampaignStatus", "Outcome", "Progress", "Question",
-                "QuestionResult", "RunOptions", "Source", "Summary", "Tokens"),
+    "queries": (
+        "campaign_aggregates", "campaign_diagnosis", "campaign_results", "campaign_summary", "find_campaign",
+        "get_campaign", "list_campaigns",
+    ),
+    "records": (
+        "Aggregate", "Campaign", "Outcome", "Progress", "Question", "QuestionResult", "RunOptions", "Source", "Summary",
+        "Tokens",
+    ),
 })

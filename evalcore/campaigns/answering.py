@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from evalcore import metrics
 from evalcore.campaigns.records import Outcome, Question, RunOptions, sources_of
 from evalcore.diagnosis import Evidence, GenerationMarks, Stage, attribute
 from evalcore.errors import EvalError
-from evalcore.judges import JudgeSettings, Verdict, run_judge
+from evalcore.judges import JudgeSettings, Passage, Verdict, run_judge
 from evalcore.metrics.graded import GradedScale
 from evalcore.models import metered, refuse_long_reply
+from evalcore.models.http import Calls
 from evalcore.store import StoreCallCache
 from evalcore.targets import Retrieved, Target, TargetAnswer, TargetConfig
 from evalcore.targets.knowledge import PassageLike
@@ -33,6 +34,7 @@ class Plan:
     cache: StoreCallCache | None = None
     cache_hits_before: int = 0
     owner_token: str = ""  # this session's claim on the campaign: a runner writes only while it holds it
+    calls: Calls = field(default_factory=Calls)  # its HTTP connections, closed when the campaign ends
 
 
 def error_text(error: BaseException) -> str:
@@ -105,6 +107,7 @@ def scored(plan: Plan, question: Question, reply: TargetAnswer, latency: float) 
         expected_sources=list(question.expected_sources) or None,
         retrieved_sources=[source.to_dict() for source in sources], graded=plan.graded,
         answerable=question.answerable, fallback_answer=plan.target.config.fallback_answer,
+        similarity=answer_embedding(plan.target.config.answer_similarity_model),
     )
     verdicts: dict[str, Verdict] = {}
     notes = list(reply.notes)
@@ -125,6 +128,19 @@ def scored(plan: Plan, question: Question, reply: TargetAnswer, latency: float) 
                    diagnosis=stage.value, queries=tuple(reply.queries))
 
 
+def answer_embedding(model: str) -> metrics.AnswerEmbedding | None:
+    """The embedding model of the semantic answer similarity, None when it is off.
+
+    Each text is embedded as a query: E5 asks for its `query:` prefix on both sides of a symmetric
+    task (semantic similarity); the universal sentence encoder has one encoder for both.
+    """
+    if model == "none":
+        return None
+    from evalcore.targets.knowledge import get_embedder
+
+    return metrics.AnswerEmbedding(model, get_embedder(model).query)
+
+
 def diagnose(config: TargetConfig, question: Question, retrieved: tuple[Retrieved, ...], context: tuple[Retrieved, ...],
              measures: dict[str, float], verdicts: dict[str, Verdict]) -> Stage:
     """The stage this answered question failed at, with the target's pass marks (evalcore.diagnosis)."""
@@ -136,14 +152,18 @@ def diagnose(config: TargetConfig, question: Question, retrieved: tuple[Retrieve
 
 def judge(settings: JudgeSettings, names: tuple[str, ...], question: Question, answer: str,
           context: tuple[Retrieved, ...]) -> tuple[dict[str, Verdict], list[str]]:
-    """Run each requested judge on the answer's own context and every reference answer; a broken judge is noted."""
+    """Run each requested judge on the answer's own context (whole, with titles) and every reference answer.
+
+    A broken judge is noted on the question.
+    """
     references = (question.expected_answer,) if question.expected_answer else question.references
     verdicts: dict[str, Verdict] = {}
     notes: list[str] = []
     for name in names:
         try:
             verdicts[name] = run_judge(settings, name, question=question.text, answer=answer,
-                                       context=[hit.text for hit in context], expected=references)
+                                       context=[Passage(hit.text, hit.title) for hit in context],
+                                       expected=references)
         except Exception as error:  # noqa: BLE001 - recorded on the question, the campaign goes on
             notes.append(f"judge {name} failed: {error_text(error)}")
     return verdicts, notes

@@ -29,6 +29,7 @@ from evalcore.campaigns.executors import WAKE_S, InFlight, Tracked
 from evalcore.campaigns.records import Outcome, Question
 from evalcore.errors import EvalError
 from evalcore.targets import Target, TargetConfig, build_target
+from evalcore.targets.allowed import scheduler_choice
 from evalcore.targets.config import scheduler_problem
 from evalcore.targets.knowledge import DEFAULT_INDEX_DIR, PassageLike, Progress, corpus_hash
 
@@ -57,15 +58,18 @@ class Cluster:
 
 
 def scheduler_address(config: TargetConfig) -> str:
-    """The configuration's scheduler, else EVALCORE_DASK_SCHEDULER; EvalError when neither is a valid address."""
+    """The configuration's scheduler (an address, or the name of one in EVALCORE_DASK_SCHEDULERS), else
+    EVALCORE_DASK_SCHEDULER; EvalError when neither is a valid address."""
     address = config.scheduler or os.environ.get("EVALCORE_DASK_SCHEDULER", "").strip()
     where = "scheduler" if config.scheduler else "EVALCORE_DASK_SCHEDULER"
     if not address:
         raise EvalError("the dask executor needs a scheduler address", where="scheduler",
                         fix='set scheduler = "tcp://HOST:PORT" (--scheduler), or EVALCORE_DASK_SCHEDULER')
+    address = scheduler_choice(address) if config.scheduler else address
     problem = scheduler_problem(address)
-    if problem:
-        raise EvalError(problem, where=where)
+    if problem or not address.startswith("tcp://"):
+        raise EvalError(problem or f"expected a Dask scheduler address tcp://HOST:PORT, found {address!r}",
+                        where=where)
     return address
 
 
@@ -188,7 +192,7 @@ class DaskExecutor(Tracked):
 
     def __init__(self, plan: Plan, cluster: Cluster) -> None:
         self.plan, self.cluster = plan, cluster
-        self.in_flight = InFlight(plan.options.time_limit)
+        self.in_flight = InFlight(plan.options.time_limit, plan.calls)
         self.batch = batch_size(plan.options.concurrency, cluster.threads)
         config = plan.target.config
         self.setup = WorkerSetup(f"{config.config_hash()[:16]}-{corpus_hash(plan.passages)[:16]}", config.to_dict(),
@@ -211,7 +215,8 @@ class DaskExecutor(Tracked):
                    for number, worker in enumerate(workers)}
         while True:
             done = [future for future in futures if future.done()]
-            progress(len(done), len(futures), "preparing the workers")  # raises when the campaign is cancelled meanwhile
+            # Raises when the campaign is cancelled meanwhile.
+            progress(len(done), len(futures), "preparing the workers")
             for future in done:
                 if future.status == "error":
                     raise worker_problem(future.exception(), "the target could not be built on a Dask worker",
@@ -272,6 +277,7 @@ class DaskExecutor(Tracked):
             self.cluster.client.cancel([future for future, _ in entries])
 
     def close(self) -> None:
-        """Cancel what is left and disconnect."""
+        """Cancel what is left, disconnect, and close the connections of the judges asked here."""
         self.cancel()
         self.cluster.close()
+        self.in_flight.close()

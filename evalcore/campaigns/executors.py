@@ -18,6 +18,7 @@ from typing import Protocol
 
 from evalcore.campaigns.answering import Plan, answer_question, timed_out_text
 from evalcore.campaigns.records import Outcome, Question
+from evalcore.models.http import Calls
 from evalcore.targets.knowledge import Progress
 
 WAKE_S = 0.25
@@ -57,9 +58,11 @@ class InFlight:
     given up) drops its late outcome, so each question is collected once.
     """
 
-    def __init__(self, time_limit: float) -> None:
+    def __init__(self, time_limit: float, calls: Calls | None = None) -> None:
         self.time_limit = time_limit
+        self.calls = calls or Calls()  # the campaign's: each question's own calls are under it
         self._deadlines: dict[int, float] = {}  # position -> time.monotonic() deadline (inf: not started yet)
+        self._questions: dict[int, Calls] = {}  # position -> the calls of a question answered on a thread here
         self._done: queue.Queue[tuple[int, Outcome]] = queue.Queue()
         self._lock = threading.Lock()
 
@@ -73,13 +76,18 @@ class InFlight:
 
     def run(self, position: int, work: Callable[[], Outcome], seconds: float) -> None:
         """Do `work` on a daemon thread of its own, due within `seconds`."""
+        calls = Calls(self.calls)
         with self._lock:
             self._deadlines[position] = time.monotonic() + seconds
-        # One daemon thread per question: a question that hangs past its limit is abandoned
-        # (a thread cannot be killed) without holding a pool slot or blocking the end of the run.
-        thread = threading.Thread(target=lambda: self._done.put((position, work())), daemon=True,
-                                  name=f"question-{position}")
-        thread.start()
+            self._questions[position] = calls
+
+        def answer() -> None:
+            with calls.active():
+                self._done.put((position, work()))
+
+        # One daemon thread per question: a question past its limit is given up (its connections shut,
+        # so the thread ends at once) without holding a pool slot or blocking the end of the run.
+        threading.Thread(target=answer, daemon=True, name=f"question-{position}").start()
 
     def put(self, position: int, outcome: Outcome) -> None:
         """An outcome known without further work."""
@@ -87,9 +95,22 @@ class InFlight:
 
     def drop(self, positions: Iterable[int]) -> None:
         """Questions given up: whatever comes back for them is ignored."""
+        positions = list(positions)
         with self._lock:
             for position in positions:
                 self._deadlines.pop(position, None)
+        self._give_up(positions)
+
+    def _give_up(self, positions: Iterable[int]) -> None:
+        """Shut the connections of questions no longer in flight (their threads end at once)."""
+        with self._lock:
+            given_up = [calls for position in positions if (calls := self._questions.pop(position, None))]
+        for calls in given_up:
+            calls.close()
+
+    def close(self) -> None:
+        """Give up every question still asking, and close the connections the campaign's clients keep."""
+        self.calls.close()
 
     def collect(self) -> Finished:
         """Outcomes that arrived (waiting at most until the next deadline), then the questions past theirs."""
@@ -107,6 +128,8 @@ class InFlight:
         while not self._done.empty():
             arrived.append(self._done.get_nowait())
         with self._lock:
+            for position, _ in arrived:
+                self._questions.pop(position, None)
             # A question already recorded as timed out is no longer in flight: its late reply is dropped.
             return [(position, outcome) for position, outcome in arrived
                     if self._deadlines.pop(position, None) is not None]
@@ -117,6 +140,7 @@ class InFlight:
             expired = [position for position, deadline in self._deadlines.items() if deadline <= now]
             for position in expired:
                 del self._deadlines[position]
+        self._give_up(expired)
         outcome = Outcome.failed(timed_out_text(self.time_limit), self.time_limit)
         return [(position, outcome) for position in expired]
 
@@ -141,7 +165,7 @@ class LocalExecutor(Tracked):
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
-        self.in_flight = InFlight(plan.options.time_limit)
+        self.in_flight = InFlight(plan.options.time_limit, plan.calls)
 
     def prepare(self, progress: Progress) -> None:
         """Index the corpus here (from the disk cache when possible)."""
@@ -161,4 +185,5 @@ class LocalExecutor(Tracked):
         """Nothing to give up: every submitted question has started (it finishes or times out)."""
 
     def close(self) -> None:
-        """Nothing held."""
+        """Give up the questions still asking; close the connections the campaign held."""
+        self.in_flight.close()

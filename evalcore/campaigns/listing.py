@@ -18,6 +18,10 @@ from evalcore.datasets import DEFAULT_DATASET
 from evalcore.errors import EvalError
 from evalcore.metrics.registry import MEASURES, display_order, verdict_basis
 from evalcore.store import Store
+from evalcore.suites import Suite, list_suites
+from evalcore.targets.config import retriever_text
+from evalcore.targets.presets import DEFAULTS
+from evalcore.targets.saved import list_targets
 
 # The measures that decide a question's verdict in a comparison are the ones a list shows.
 HEADLINE = tuple(sorted(verdict_basis(), key=display_order))
@@ -47,11 +51,8 @@ class Settings:
         if kind != "rag":
             label = {"http_agent": "HTTP agent", "results_file": "results file"}.get(kind, kind)
             return cls(label, "—", label, None)
-        retriever = config.get("retriever", "")
-        if retriever == "vector":
-            retriever = f"vector {config.get('embedding_model', '')}"
-        elif retriever == "hybrid":
-            retriever = f"hybrid {config.get('fusion', '')} {config.get('embedding_model', '')}"
+        retriever = retriever_text(str(config.get("retriever", "")), str(config.get("fusion", "")),
+                                   str(config.get("embedding_model", "")))
         reranker = config.get("reranker", "none")
         generator = {"openai": config.get("model") or "openai", "local": "local model"}.get(
             config.get("generator", ""), config.get("generator", ""))
@@ -60,7 +61,8 @@ class Settings:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
-        return {"retriever": self.retriever, "reranker": self.reranker, "generator": self.generator, "top_k": self.top_k}
+        return {"retriever": self.retriever, "reranker": self.reranker, "generator": self.generator,
+                "top_k": self.top_k}
 
 
 @dataclass(frozen=True)
@@ -107,10 +109,9 @@ def headline_means(store: Store, ids: Sequence[str]) -> dict[str, dict[str, floa
     """campaign id -> mean of each headline measure over its stored results (one query for all)."""
     if not ids:
         return {}
-    paths = [f'$."{name}"' for name in HEADLINE]
-    columns = ", ".join(f"avg(json_extract(measures, ?)) AS m{i}" for i in range(len(HEADLINE)))
+    columns = ", ".join(f"avg({store.dialect.json_number('measures')}) AS m{i}" for i in range(len(HEADLINE)))
     rows = store.read(f"SELECT campaign_id, {columns} FROM results WHERE campaign_id IN "
-                      f"({', '.join('?' * len(ids))}) GROUP BY campaign_id", [*paths, *ids])
+                      f"({', '.join('?' * len(ids))}) GROUP BY campaign_id", [*HEADLINE, *ids])
     return {row["campaign_id"]: {name: row[f"m{i}"] for i, name in enumerate(HEADLINE) if row[f"m{i}"] is not None}
             for row in rows}
 
@@ -141,3 +142,34 @@ def sort_rows(rows: Sequence[CampaignRow], key: str = "created", reverse: bool =
     present = [row for row in rows if row.cell(key) is not None]
     absent = [row for row in rows if row.cell(key) is None]
     return sorted(present, key=lambda row: row.cell(key), reverse=descending) + absent
+
+
+@dataclass(frozen=True)
+class SuiteRow:
+    """A suite as a list shows it: the dataset its configuration's knowledge base is, the configuration's name and
+    key settings, and its last campaign."""
+
+    suite: Suite
+    dataset: str
+    configuration: str
+    settings: Settings
+    last: CampaignRow | None  # the newest campaign of the suite, None when never run
+
+
+def suite_rows(store: Store, tenant: str | None = None, *, principal: Principal | None = None,
+               rows: Sequence[CampaignRow] | None = None) -> list[SuiteRow]:
+    """Every suite of the principal (or tenant), newest first, as its list row (`rows`: the campaigns' list rows,
+    when the caller has them already)."""
+    targets = {t.id: t for t in list_targets(store, tenant, principal=principal)}
+    last: dict[str, CampaignRow] = {}
+    for row in rows if rows is not None else campaign_rows(store, tenant, principal=principal):
+        if row.campaign.suite_id:
+            last.setdefault(row.campaign.suite_id, row)  # newest first
+    out = []
+    for suite in list_suites(store, tenant, principal=principal):
+        target = targets.get(suite.target_id)
+        config = target.config if target else DEFAULTS.config.to_dict()
+        name = (target.name or target.id) if target else DEFAULTS.label.split(" (")[0]
+        out.append(SuiteRow(suite, dataset_label(str(config.get("knowledge_base", ""))), name, Settings.of(config),
+                            last.get(suite.id)))
+    return out

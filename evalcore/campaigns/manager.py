@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-import math
+import logging
 import os
 import secrets
 import socket
-import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.access import Action, Principal, scope
+from evalcore.campaigns import plans
+from evalcore.campaigns.answering import Plan, error_text
+from evalcore.campaigns.claims import Workers
+from evalcore.campaigns.cluster import Cluster, DaskExecutor, cluster_for
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.queries import get_campaign
 from evalcore.campaigns.records import (
     DEFAULT_MAX_FAILED_SHARE,
@@ -22,28 +26,35 @@ from evalcore.campaigns.records import (
     Campaign,
     Question,
     RunOptions,
+    run_option_problem,
 )
+from evalcore.campaigns.runner import Runner
+from evalcore.campaigns.supervisor import WorkerProcess
+from evalcore.datasets import Dataset, dataset_stats
 from evalcore.errors import EvalError
+from evalcore.judges import JudgeSettings, custom_prompt, parse_rubric, rubric_prompt
+from evalcore.lifecycle import ACTIVE, OWNED, CampaignStatus, sql_list
+from evalcore.models import ChatModel
+from evalcore.models.http import Calls
 from evalcore.store import (
-    ACTIVE,
+    QUEUED,
     Conflict,
+    Connection,
+    NotFound,
     Store,
     StoreCallCache,
-    default_db_path,
+    db_location,
     dumps,
     mark_orphans,
     new_owner_token,
+    open_store,
 )
+from evalcore.suites import get_suite
+from evalcore.targets.allowed import check_request
+from evalcore.text import name_problem, shown
 
 if TYPE_CHECKING:
-    from evalcore.campaigns.answering import Plan
-    from evalcore.campaigns.cluster import Cluster
-    from evalcore.campaigns.runner import Runner
-    from evalcore.datasets import Dataset
     from evalcore.targets import Target, TargetConfig
-
-# What launching needs (the plans, with the datasets' loader and pyarrow; the runner; the cluster) is
-# imported by the functions that launch: a command that only reads the store does not load it.
 
 _MANAGERS: dict[str, CampaignManager] = {}
 _MANAGERS_LOCK = threading.Lock()
@@ -51,7 +62,7 @@ _MANAGERS_LOCK = threading.Lock()
 
 def get_manager(db_path: str | Path | None = None) -> CampaignManager:
     """The one manager of this process for a database path (created on first use)."""
-    key = str(Path(db_path or default_db_path()).resolve())
+    key = db_location(db_path)
     with _MANAGERS_LOCK:
         if key not in _MANAGERS:
             _MANAGERS[key] = CampaignManager(key)
@@ -60,17 +71,16 @@ def get_manager(db_path: str | Path | None = None) -> CampaignManager:
 
 def new_campaign_id(tenant: str, dataset: str | None) -> str:
     """An evaluation task's id `evaluation_{tenant}_{unix_ms}_{8 hex}_{dataset_id}`; `run_...` for suite campaigns."""
-    from evalcore.campaigns import plans
-
     stem = f"{tenant}_{int(time.time() * 1000)}_{secrets.token_hex(4)}"
     return f"evaluation_{stem}_{plans.dataset_tag(dataset)}" if dataset is not None else f"run_{stem}"
 
 
-def _refuse_second_run(conn: sqlite3.Connection, suite_id: str | None, campaign_id: str) -> None:
+def _refuse_second_run(conn: Connection, suite_id: str | None, campaign_id: str) -> None:
     if suite_id is None:
         return
     row = conn.execute(
-        "SELECT id FROM campaigns WHERE suite_id = ? AND id != ? AND status IN (?, ?)", (suite_id, campaign_id, *ACTIVE)
+        f"SELECT id FROM campaigns WHERE suite_id = ? AND id != ? AND status IN {sql_list(ACTIVE)}",
+        (suite_id, campaign_id),
     ).fetchone()
     if row is not None:
         raise Conflict(
@@ -79,33 +89,41 @@ def _refuse_second_run(conn: sqlite3.Connection, suite_id: str | None, campaign_
         )
 
 
+log = logging.getLogger("evalcore.campaigns")
+SUITE_TIME_LIMIT_S = 240.0  # a suite's promise: each question answered within 4 minutes at most
+
+
 def run_options(config: TargetConfig, concurrency: int | None, time_limit: float | None,
                 max_failed_share: float | None, judge_samples: int, dataset_path: str,
-                suite: bool = False, cluster: Cluster | None = None) -> RunOptions:
+                suite: bool = False, cluster: Cluster | None = None,
+                models: Mapping[str, str] | None = None) -> RunOptions:
     """The run options of a launch, defaults filled in; EvalError naming a value out of range.
 
     A suite's questions are asked one after another unless told otherwise, so that its response
     times mean what they say. On a cluster, the automatic concurrency follows its worker threads.
     """
-    from evalcore.campaigns import plans
-
-    _check_concurrency(concurrency)
-    if judge_samples < 1:
-        raise EvalError("each judge must be asked at least once", where="judge_samples", found=str(judge_samples))
-    # nan and inf compare false with everything and would switch the per-question limit off.
-    if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
-        raise EvalError("the time limit must be a finite number of seconds above 0", where="time_limit",
-                        found=str(time_limit))
-    if max_failed_share is not None and not 0 <= max_failed_share <= 1:
-        raise EvalError("the failed share must be in [0, 1]", where="max_failed_share", found=str(max_failed_share))
+    given = {"concurrency": concurrency, "judge_samples": judge_samples, "time_limit": time_limit,
+             "max_failed_share": max_failed_share}
+    problems = [problem for name, value in given.items() if (problem := run_option_problem(name, value))]
+    if problems:
+        raise EvalError("invalid run options", where=problems[0].partition(":")[0], problems=problems)
+    if suite and time_limit is not None and time_limit > SUITE_TIME_LIMIT_S:
+        raise EvalError("a suite's questions get 4 minutes at most", where="time_limit", found=f"{time_limit:g} s",
+                        expected=f"at most {SUITE_TIME_LIMIT_S:g} s", fix="leave it out (240 s) or lower it; "
+                        "dataset campaigns take longer limits")
     automatic = cluster.concurrency if cluster is not None else plans.default_concurrency(config)
     return RunOptions(concurrency=concurrency or (1 if suite else automatic),
                       time_limit=time_limit or DEFAULT_TIME_LIMIT_S,
                       max_failed_share=DEFAULT_MAX_FAILED_SHARE if max_failed_share is None else max_failed_share,
-                      judge_samples=judge_samples, dataset_path=dataset_path)
+                      judge_samples=judge_samples, dataset_path=dataset_path, models=dict(models or {}))
 
 
 MAX_NAME = 200
+
+
+def log_dataset(campaign_id: str, corpus: Dataset) -> None:
+    """Write the statistics of a dataset campaign's questions and corpus to the server's log."""
+    log.info("campaign %s on dataset %s", campaign_id, dataset_stats(corpus).summary())
 
 
 def campaign_name(name: str | None, config: TargetConfig | None) -> str:
@@ -114,7 +132,9 @@ def campaign_name(name: str | None, config: TargetConfig | None) -> str:
         return config.describe()
     text = " ".join((name or "").split())
     if not text or len(text) > MAX_NAME:
-        raise EvalError("a campaign name is 1 to 200 characters", where="name", found=repr((name or "")[:40]))
+        raise EvalError("a campaign name is 1 to 200 characters", where="name", found=shown(repr((name or "")[:40])))
+    if (problem := name_problem(text)) is not None:
+        raise EvalError(problem, where="name", found=shown(repr(text[:40])))
     return text
 
 
@@ -128,26 +148,38 @@ def owned_elsewhere(campaign_id: str, store: Store) -> Conflict:
                         "asked again)")
 
 
-def sweep_name(name: str | None, config: TargetConfig, key: str, value: object) -> str:
-    """The name of one campaign of a sweep: the name given (else the configuration's, without the swept key, which
-    the name ends with) and the value it tries."""
-    default = type(config).from_dict({**config.to_dict(), key: type(config)().to_dict()[key]})
-    return f"{(name or '').strip() or default.describe()} · {key}={value}"
-
-
-def _check_concurrency(concurrency: int | None) -> None:
-    if concurrency is not None and concurrency < 1:
-        raise EvalError("concurrency must be at least 1", where="concurrency", found=str(concurrency))
-
-
 class CampaignManager:
     """Launch, resume, retry, cancel and delete campaigns; each runs on its own background thread."""
 
     def __init__(self, db_path: str | Path) -> None:
-        self.store = Store(db_path)
+        self.store = open_store(db_path)
         self._runners: dict[str, Runner] = {}
+        self._lost: set[str] = set()  # campaigns whose runner here stopped: deleted, or taken over elsewhere
         self._lock = threading.Lock()
         self._after: list[Callable[[Store, str], object]] = []
+        self.workers: Workers | WorkerProcess | None = None  # when set, launches are queued for workers
+        self._claimed: set[str] = set()  # campaigns this process runs for the queue
+
+    def serve_queue(self, slots: int | None = None, tenant_cap: int | None = None) -> None:
+        """From now on launches queue their campaign in the store; this process claims and runs queued campaigns
+        (any process's) with threads, at most `slots` at once and `tenant_cap` of one tenant over every process."""
+        with self._lock:  # pages of several sessions may ask at once: one set of workers
+            if self.workers is None:
+                self.workers = Workers(self, slots, tenant_cap)
+                self.workers.start()
+
+    def supervise_worker(self, slots: int | None = None, tenant_cap: int | None = None) -> None:
+        """From now on launches queue their campaign; a child process this one supervises claims and runs them
+        (the dashboard: pages stay quick while a campaign embeds a corpus)."""
+        with self._lock:
+            if self.workers is None:
+                self.workers = WorkerProcess(self.store.location, slots, tenant_cap)
+                self.workers.start()
+
+    def running(self) -> int:
+        """How many campaigns run in this process now."""
+        with self._lock:
+            return sum(runner.thread.is_alive() for runner in self._runners.values())
 
     def after_each(self, hook: Callable[[Store, str], object]) -> None:
         """Call `hook(store, campaign_id)` after every campaign this manager runs ends (not when cancelled).
@@ -158,32 +190,24 @@ class CampaignManager:
         if hook not in self._after:
             self._after.append(hook)
 
-    def launch(
-        self, *, dataset: str | None = None, suite_id: str | None = None, config: TargetConfig | None = None,
-        target_id: str | None = None, tenant: str = "default", use_judge: bool = False, judges: tuple[str, ...] = (),
-        concurrency: int | None = None, cache: bool = True, campaign_id: str | None = None,
-        time_limit: float | None = None, max_failed_share: float | None = None, limit: int | None = None,
-        target: Target | None = None, judge_samples: int = 1, name: str | None = None,
-        dataset_root: Path | None = None,
-        principal: Principal | None = None,
-    ) -> str:
+    def launch(self, request: LaunchRequest) -> str:
         """Validate everything (dataset, configuration, target reachable), start in the background, return the id.
 
-        `target` runs a ready-made Target object (its config is the snapshot) instead of building one.
-        `dataset_root` is where dataset ids (a suite's knowledge base) are found, when not dataset/ (the API's).
         A principal launches in its own tenant, and only with a role that may change things.
         """
-        from evalcore.campaigns import plans
-        from evalcore.campaigns.cluster import cluster_for
-        from evalcore.suites import get_suite
-
-        tenant = scope(principal, tenant, Action.CHANGE) or tenant
+        dataset, suite_id, config, target = request.dataset, request.suite_id, request.config, request.target
+        target_id, limit, judges, use_judge = request.target_id, request.limit, request.judges, request.use_judge
+        name, cache, campaign_id = request.name, request.cache, request.campaign_id
+        tenant = scope(request.principal, request.tenant, Action.CHANGE) or request.tenant
         if (dataset is None) == (suite_id is None):
             raise EvalError("give either a dataset or a suite", where="launch", fix="pass --dataset ID or --suite ID")
         suite = get_suite(self.store, suite_id, tenant) if suite_id is not None else None
         config = target.config if target is not None else config
         config, target_id = plans.resolve_config(self.store, config, target_id, suite, tenant)
-        corpus = plans.load_corpus(config.knowledge_base if suite is not None else str(dataset), None, dataset_root)
+        corpus = plans.load_corpus(config.knowledge_base if suite is not None else str(dataset), None,
+                                   request.dataset_root)
+        if suite is None:  # a dataset campaign retrieves from the dataset's corpus: the snapshot names it
+            config = replace(config, knowledge_base=corpus.name)
         questions = plans.dataset_questions(corpus) if suite is None else plans.suite_questions(suite)
         if limit is not None and limit < 1:
             raise EvalError("the question limit must be at least 1", where="limit", found=str(limit),
@@ -191,14 +215,19 @@ class CampaignManager:
         questions = questions[:limit] if limit else questions
         if not questions:
             raise EvalError("there is no question to run", where=suite_id or str(dataset), fix="add questions first")
-        judge_names = plans.check_judges((("score",) if use_judge else ()) + tuple(judges))
+        judge_names = plans.check_judges((("score",) if use_judge else ()) + tuple(judges)
+                                         + tuple(name for name, _ in config.rubrics), tuple(dict(config.rubrics)))
+        if request.principal is not None:  # before any connection: a request picks only what the operator listed
+            check_request(config)
         with cluster_for(config, target is not None) as cluster:  # an unreachable scheduler refuses the launch
             # resume must find the same folder from any working directory: the path is stored absolute
-            options = run_options(config, concurrency, time_limit, max_failed_share, judge_samples,
-                                  str(corpus.path.resolve()), suite=suite is not None, cluster=cluster)
+            options = run_options(config, request.concurrency, request.time_limit, request.max_failed_share,
+                                  request.judge_samples, str(corpus.path.resolve()), suite=suite is not None,
+                                  cluster=cluster, models=request.models)
             campaign_id = campaign_id or new_campaign_id(tenant, dataset)
             plan = self._plan(campaign_id, config, corpus, questions, len(questions), options, judge_names, cache, 0,
                               target)
+            options = replace(options, graded_thresholds=plan.graded.marks() if plan.graded else {})
             record = {
                 "id": campaign_id, "name": campaign_name(name, config), "tenant": tenant,
                 "kind": "suite" if suite else "dataset", "source": suite_id if suite else str(dataset),
@@ -207,59 +236,87 @@ class CampaignManager:
                 "judges": dumps(list(judge_names)), "cache": int(cache), "options": dumps(options.to_dict()),
                 "owner_token": plan.owner_token,
             }
-            self.store.write(lambda conn: self._insert(conn, record, questions))
-            self._start(plan, cluster)
+            queued = self.workers is not None and target is None  # a ready-made target object runs here
+            self.store.write(lambda conn: self._insert(conn, record, questions, queued))
+            self._start_or_queue(plan, cluster, queued)
+        if suite is None:  # the server's log says what a dataset campaign runs on (computed aside: launch returns now)
+            threading.Thread(target=log_dataset, args=(campaign_id, corpus), name=f"stats-{campaign_id}",
+                             daemon=True).start()
         return campaign_id
+
+    def _start_or_queue(self, plan: Plan, cluster: Cluster | None, queued: bool) -> None:
+        if not queued:
+            self._start(plan, cluster)
+        elif self.workers is not None:
+            self.workers.wake()
 
     def _plan(self, campaign_id: str, config: TargetConfig, corpus: Dataset, questions: list[Question], total: int,
               options: RunOptions, judges: tuple[str, ...], cache: bool, hits_before: int,
-              target: Target | None) -> Plan:
+              target: Target | None, token: str | None = None) -> Plan:
         """Build and check the target (fails fast when a model is unreachable)."""
-        from evalcore.campaigns import plans
-        from evalcore.campaigns.answering import Plan
-        from evalcore.judges import JudgeSettings
-
         call_cache = StoreCallCache(self.store) if cache and target is None else None
         if target is None:
             from evalcore.targets import build_target
 
-            # The index cache lives next to the database, so one --db keeps everything together.
-            target = build_target(config, cache=call_cache, cache_dir=self.store.path.parent / "index")
+            target = build_target(config, cache=call_cache, cache_dir=self.store.index_dir)
         judging = None
         if judges:  # before the target's own check: a launch that cannot be judged is refused first
-            from evalcore.targets.generation import build_judge_model
+            from evalcore.targets.generators import build_judge_model
 
             model = build_judge_model(config, target.chat_model(), StoreCallCache(self.store) if cache else None)
-            judging = JudgeSettings(model, config.judge_temperature, config.judge_max_tokens,
-                                    dict(config.judge_thresholds), options.judge_samples)
-        target.check()
+            judging = judge_settings(model, config, options.judge_samples)
+        if config.answer_similarity_model != "none":  # its weights load now: not installed fails the launch
+            from evalcore.targets.knowledge import get_embedder
+
+            get_embedder(config.answer_similarity_model)
+        calls = Calls()  # the check's connection is the campaign's too: closed when it ends
+        try:
+            with calls.active():
+                target.check()
+        except BaseException:
+            calls.close()
+            raise
         graded = plans.graded_scale(corpus, config) if any(q.relevant for q in questions) else None
+        if graded is not None and options.graded_thresholds:  # a resumed campaign keeps its launch's pass marks
+            graded = graded._replace(thresholds=dict(options.graded_thresholds))
         return Plan(campaign_id, target, tuple(corpus.passages), tuple(questions), total, options, judges, judging,
-                    graded, call_cache, hits_before, new_owner_token())
+                    graded, call_cache, hits_before, token or new_owner_token(), calls)
 
     @staticmethod
-    def _insert(conn: sqlite3.Connection, record: dict[str, Any], questions: list[Question]) -> None:
+    def _insert(conn: Connection, record: dict[str, Any], questions: list[Question], queued: bool) -> None:
         # Checking and inserting in one writer transaction makes concurrent launches on one suite safe.
-        from evalcore.campaigns import plans
-
         mark_orphans(conn)
         _refuse_second_run(conn, record["suite_id"], record["id"])
         if conn.execute("SELECT 1 FROM campaigns WHERE id = ?", (record["id"],)).fetchone():
             raise Conflict("a campaign with this id exists", where="campaign_id", found=record["id"])
         now = time.time()
-        row = {**record, "status": "pending", "created_at": now, "heartbeat": now,
+        row = {**record, "status": CampaignStatus.PENDING.value, "created_at": now, "heartbeat": now,
                "owner_host": socket.gethostname(), "owner_pid": os.getpid()}
+        if queued:  # no owner until a worker claims it
+            row |= {"status": QUEUED, "owner_token": None, "heartbeat": None, "queued_at": now}
         conn.execute(f"INSERT INTO campaigns ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
         plans.insert_questions(conn, record["id"], questions)
 
     def _start(self, plan: Plan, cluster: Cluster | None) -> None:
-        from evalcore.campaigns.cluster import DaskExecutor
-        from evalcore.campaigns.runner import Runner
-
-        runner = Runner(self.store, plan, self._after, DaskExecutor(plan, cluster) if cluster is not None else None)
+        runner = Runner(self.store, plan, self._after, DaskExecutor(plan, cluster) if cluster is not None else None,
+                        ended=self._forget)
         with self._lock:
             self._runners[plan.campaign_id] = runner
+            self._lost.discard(plan.campaign_id)
         runner.start()
+
+    def _forget(self, runner: Runner) -> None:
+        """A campaign ended, however: nothing of its run is kept (a resumed one has a runner of its own)."""
+        with self._lock:
+            if self._runners.get(runner.plan.campaign_id) is runner:
+                del self._runners[runner.plan.campaign_id]
+                if runner.lost:
+                    self._lost.add(runner.plan.campaign_id)
+
+    def lost(self, campaign_id: str) -> bool:
+        """Whether this process ran the campaign until another process took it over (or it was deleted)."""
+        with self._lock:
+            return campaign_id in self._lost
 
     def resume(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
                target: Target | None = None, dataset: str | None = None, principal: Principal | None = None,
@@ -272,7 +329,7 @@ class CampaignManager:
         `run_on` (executor, scheduler) changes where it runs from now on (another cluster, or this machine).
         """
         return self._rerun(campaign_id, "missing", scope(principal, tenant, Action.CHANGE), concurrency, target,
-                           dataset, force, run_on)
+                           dataset, force, run_on, principal)
 
     def retry_failed(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
                      target: Target | None = None, dataset: str | None = None,
@@ -280,54 +337,84 @@ class CampaignManager:
                      run_on: tuple[str | None, str | None] = (None, None)) -> str:
         """Run again only the questions whose result is an error (`dataset`, `force` and `run_on` as for resume)."""
         return self._rerun(campaign_id, "failed", scope(principal, tenant, Action.CHANGE), concurrency, target,
-                           dataset, force, run_on)
+                           dataset, force, run_on, principal)
 
     def _rerun(self, campaign_id: str, only: str, tenant: str | None, concurrency: int | None,
                target: Target | None, dataset: str | None, force: bool = False,
-               run_on: tuple[str | None, str | None] = (None, None)) -> str:
-        from evalcore.campaigns import plans
-        from evalcore.campaigns.cluster import cluster_for
+               run_on: tuple[str | None, str | None] = (None, None), principal: Principal | None = None) -> str:
         from evalcore.targets import TargetConfig
 
-        _check_concurrency(concurrency)
+        if problem := run_option_problem("concurrency", concurrency):
+            raise EvalError("invalid run options", where="concurrency", problems=[problem])
         self.store.write(mark_orphans)
         campaign = get_campaign(self.store, campaign_id, tenant)
+        config = TargetConfig.from_dict(campaign.config).run_on(*run_on)
+        if principal is not None:
+            check_request(config)
         if campaign.active and not force:
             raise owned_elsewhere(campaign_id, self.store)
         questions = plans.stored_questions(self.store, campaign_id, only)
         if not questions:
             what = "has a result" if only == "missing" else "succeeded"
             raise EvalError(f"nothing to run: every question {what}", where=campaign_id)
-        config = TargetConfig.from_dict(campaign.config).run_on(*run_on)
         corpus = plans.load_corpus(dataset or plans.stored_dataset_path(campaign), campaign.dataset_hash)
         with cluster_for(config, target is not None) as cluster:
             options = replace(campaign.options, dataset_path=str(corpus.path.resolve()),
                               concurrency=campaign.options.concurrency if concurrency is None else concurrency)
             plan = self._plan(campaign_id, config, corpus, questions, campaign.total, options, campaign.judges,
                               campaign.cache, campaign.cache_hits, target)
+            queued = self.workers is not None and target is None
+            token = None if queued else plan.owner_token
             self.store.write(lambda conn: self._reactivate(conn, campaign_id, campaign.suite_id, options, config,
-                                                           plan.owner_token, force))
-            self._start(plan, cluster)
+                                                           token, force, only))
+            self._start_or_queue(plan, cluster, queued)
         return campaign_id
 
+    def run_claimed(self, campaign_id: str, token: str) -> None:
+        """Run a campaign this process claimed from the queue (its questions without a result), on a thread; one
+        that cannot start here (its dataset is not on this host, a model is unreachable) fails with the reason."""
+        from evalcore.targets import TargetConfig
+
+        try:
+            campaign = get_campaign(self.store, campaign_id)
+            config = TargetConfig.from_dict(campaign.config)
+            corpus = plans.load_corpus(plans.stored_dataset_path(campaign), campaign.dataset_hash)
+            only = self.store.read("SELECT rerun FROM campaigns WHERE id = ?", (campaign_id,))[0]["rerun"]
+            questions = plans.stored_questions(self.store, campaign_id, only)
+            with cluster_for(config, False) as cluster:
+                plan = self._plan(campaign_id, config, corpus, questions, campaign.total, campaign.options,
+                                  campaign.judges, campaign.cache, campaign.cache_hits, None, token)
+                self._claimed.add(campaign_id)
+                self._start(plan, cluster)
+        except NotFound:
+            return  # deleted since it was claimed
+        except Exception as failure:  # noqa: BLE001 - the campaign fails with its reason; the worker goes on
+            reason = f"setup failed: {error_text(failure)}"
+            self.store.write(lambda conn: conn.execute(
+                "UPDATE campaigns SET status = 'failed', error = ?, ended_at = ? WHERE id = ? AND owner_token = ?",
+                (reason, time.time(), campaign_id, token)))
+
     @staticmethod
-    def _reactivate(conn: sqlite3.Connection, campaign_id: str, suite_id: str | None, options: RunOptions,
-                    config: TargetConfig, token: str, force: bool) -> None:
+    def _reactivate(conn: Connection, campaign_id: str, suite_id: str | None, options: RunOptions,
+                    config: TargetConfig, token: str | None, force: bool, only: str = "missing") -> None:
+        """Make a campaign active again: owned by `token`, or queued for workers when it is None."""
         mark_orphans(conn)
         row = conn.execute("SELECT status FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
-        if row is None or (row["status"] in ACTIVE and not force):
+        if row is None or (row["status"] in OWNED and not force):
             raise Conflict("the campaign is already running or was deleted", where=campaign_id, running_id=campaign_id)
-        if row["status"] in ACTIVE:  # taken over: the old owner's next write finds another token and stops
-            conn.execute("UPDATE campaigns SET status = 'interrupted' WHERE id = ?", (campaign_id,))
+        if row["status"] in OWNED:  # taken over: the old owner's next write finds another token and stops
+            conn.execute("UPDATE campaigns SET status = ? WHERE id = ?",
+                         (CampaignStatus.INTERRUPTED.value, campaign_id))
         _refuse_second_run(conn, suite_id, campaign_id)
         # The runner moves the counters by each batch it writes; a new session starts them from the
         # stored rows (one count per session, not per write).
         conn.execute(
-            "UPDATE campaigns SET status = 'pending', error = NULL, ended_at = NULL, cancel_requested = 0, "
-            "owner_host = ?, owner_pid = ?, owner_token = ?, heartbeat = ?, options = ?, config = ?, "
+            "UPDATE campaigns SET status = ?, error = NULL, ended_at = NULL, cancel_requested = 0, queued_at = ?, "
+            "rerun = ?, owner_host = ?, owner_pid = ?, owner_token = ?, heartbeat = ?, options = ?, config = ?, "
             "finished = (SELECT count(*) FROM results WHERE campaign_id = ?), "
             "failed = (SELECT count(error) FROM results WHERE campaign_id = ?) WHERE id = ?",
-            (socket.gethostname(), os.getpid(), token, time.time(), dumps(options.to_dict()), dumps(config.to_dict()),
+            (CampaignStatus.PENDING.value if token else QUEUED, None if token else time.time(), only,
+             socket.gethostname(), os.getpid(), token, time.time(), dumps(options.to_dict()), dumps(config.to_dict()),
              campaign_id, campaign_id, campaign_id),
         )
 
@@ -344,10 +431,14 @@ class CampaignManager:
         """Stop dispatching questions; those in flight finish or time out; then it is `cancelled`."""
         get_campaign(self.store, campaign_id, scope(principal, tenant, Action.CHANGE))
 
-        def request(conn: sqlite3.Connection) -> None:
+        def request(conn: Connection) -> None:
             mark_orphans(conn)
             status = conn.execute("SELECT status FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()["status"]
-            if status not in ACTIVE:
+            if status == QUEUED:  # no runner: cancelled at once
+                conn.execute("UPDATE campaigns SET status = ?, ended_at = ? WHERE id = ?",
+                             (CampaignStatus.CANCELLED.value, time.time(), campaign_id))
+                return
+            if status not in OWNED:
                 raise Conflict(f"the campaign is {status}: there is nothing to cancel", where=campaign_id)
             conn.execute("UPDATE campaigns SET cancel_requested = 1 WHERE id = ?", (campaign_id,))
 
@@ -368,7 +459,7 @@ class CampaignManager:
         """Block until the campaign is no longer pending/running (or timeout); return it."""
         deadline = None if timeout is None else time.monotonic() + timeout
         runner = self._runners.get(campaign_id)
-        if runner is not None:
+        if runner is not None and runner.thread.ident is not None:  # registered just before it starts: poll instead
             runner.thread.join(timeout)
         campaign = get_campaign(self.store, campaign_id)
         # Owned by another process: poll the store.
@@ -378,12 +469,26 @@ class CampaignManager:
         return campaign
 
     def close(self) -> None:
-        """Cancel local runners, wait for them, close the store, and forget this manager."""
-        for runner in list(self._runners.values()):
-            runner.cancelled.set()
+        """Stop claiming, cancel local runners, wait for them, close the store, and forget this manager."""
+        if self.workers is not None:
+            self.workers.stop()
+        for campaign_id, runner in list(self._runners.items()):
+            if campaign_id in self._claimed:
+                runner.release()  # another worker resumes it
+            else:
+                runner.cancelled.set()
         for runner in list(self._runners.values()):
             runner.thread.join()
         self.store.close()
         with _MANAGERS_LOCK:
             for key in [k for k, v in _MANAGERS.items() if v is self]:
                 del _MANAGERS[key]
+
+
+def judge_settings(model: ChatModel, config: TargetConfig, samples: int) -> JudgeSettings:
+    """How a campaign's judges ask: its model, its own prompts and rubrics, their pass marks."""
+    rubrics = [parse_rubric(name, text) for name, text in config.rubrics]
+    prompts = {name: custom_prompt(name, text, where=f"judge_prompts.{name}") for name, text in config.judge_prompts}
+    prompts |= {rubric.name: rubric_prompt(rubric) for rubric in rubrics}
+    thresholds = dict(config.judge_thresholds) | {rubric.name: rubric.pass_mark for rubric in rubrics}
+    return JudgeSettings(model, config.judge_temperature, config.judge_max_tokens, thresholds, samples, prompts)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import sqlite3
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,7 +13,7 @@ from evalcore.datasets import Dataset, load_dataset
 from evalcore.errors import EvalError
 from evalcore.metrics.abstention import is_unanswerable_marker
 from evalcore.metrics.graded import GradedScale
-from evalcore.store import Store, dumps
+from evalcore.store import Connection, Store, dumps
 from evalcore.suites import Suite
 from evalcore.targets.saved import get_target
 
@@ -47,7 +46,8 @@ def is_remote(config: TargetConfig) -> bool:
 
 def uses_local_model(config: TargetConfig) -> bool:
     """Whether answering runs the in-process model, which answers one call at a time."""
-    return config.kind == "rag" and (config.generator == "local" or (config.reranker == "llm" and not config.rerank_url))
+    return config.kind == "rag" and (config.generator == "local"
+                                     or (config.reranker == "llm" and not config.rerank_url))
 
 
 def default_concurrency(config: TargetConfig) -> int:
@@ -75,8 +75,9 @@ def resolve_config(store: Store, config: TargetConfig | None, target_id: str | N
 
 
 def dataset_questions(dataset: Dataset) -> list[Question]:
-    """The question snapshot of a dataset campaign (labels and every reference answer)."""
-    return with_answerability([Question(position, q.qid, q.text, None, tuple(q.references), dict(q.labels) or None, ())
+    """The question snapshot of a dataset campaign (labels, every reference answer, the dataset's answerability)."""
+    return with_answerability([Question(position, q.qid, q.text, None, tuple(q.references), dict(q.labels) or None,
+                                        (), q.answerable)
                                for position, q in enumerate(dataset.questions)])
 
 
@@ -88,24 +89,23 @@ def suite_questions(suite: Suite) -> list[Question]:
 
 
 def with_answerability(questions: list[Question]) -> list[Question]:
-    """The questions marked answerable or not; left unknown in a set where no question has an expected answer.
+    """The questions marked answerable, unanswerable, or neither (see answerability)."""
+    return [replace(q, answerable=answerability(q)) for q in questions]
 
-    Unanswerable: an expected answer that is an unanswerable marker (`(unanswerable)`, `[no answer]`),
-    or no expected or reference answer and nothing relevant (no qrels label >= 1, no expected
-    source). A set of bare questions (a suite of questions alone, a retrieval-only dataset) says
-    nothing about answers, so none of its questions is taken for unanswerable.
+
+def answerability(question: Question) -> bool | None:
+    """False only when the question set marks the question; True when it has a reference; else None (no reference).
+
+    The marks: an expected or reference answer that is an unanswerable marker (`(unanswerable)`,
+    `[no answer]`), or a dataset's `answerable` column set to false. An empty expected answer is
+    no reference, not a question to decline: it gets no abstention measure.
     """
-    if not any((q.expected_answer or "").strip() or q.references for q in questions):
-        return questions
-    return [replace(q, answerable=is_answerable(q)) for q in questions]
-
-
-def is_answerable(question: Question) -> bool:
-    """Whether the question set says this question can be answered (see with_answerability)."""
-    if is_unanswerable_marker(question.expected_answer):
+    answers = (question.expected_answer, *question.references)
+    if any(is_unanswerable_marker(text) for text in answers):
         return False
-    evidence = any(label >= 1 for label in (question.relevant or {}).values()) or question.expected_sources
-    return bool((question.expected_answer or "").strip() or question.references or evidence)
+    if question.answerable is not None:
+        return question.answerable
+    return True if any((text or "").strip() for text in answers) else None
 
 
 def graded_scale(dataset: Dataset, config: TargetConfig) -> GradedScale | None:
@@ -133,7 +133,8 @@ def dataset_tag(ref: str) -> str:
 
 
 def load_corpus(ref: str, expected_hash: str | None, root: Path | None = None) -> Dataset:
-    """Load a dataset (an id under `root`, default dataset/, or a path); when resuming, refuse one whose content changed."""
+    """Load a dataset (an id under `root`, default dataset/, or a path); when resuming, refuse one whose content
+    changed."""
     dataset = load_dataset(ref, root)
     if expected_hash and dataset.content_hash != expected_hash:
         raise EvalError(
@@ -153,7 +154,7 @@ def stored_dataset_path(campaign: Campaign) -> str:
     return path
 
 
-def insert_questions(conn: sqlite3.Connection, campaign_id: str, questions: list[Question]) -> None:
+def insert_questions(conn: Connection, campaign_id: str, questions: list[Question]) -> None:
     """Write the question snapshot."""
     conn.executemany(
         "INSERT INTO campaign_questions (campaign_id, position, qid, question, expected_answer, refs, relevant, "
@@ -170,7 +171,8 @@ def insert_questions(conn: sqlite3.Connection, campaign_id: str, questions: list
 def stored_questions(store: Store, campaign_id: str, only: str) -> list[Question]:
     """Snapshot questions still to run: `missing` (no result) or `failed` (result with an error)."""
     condition = {
-        "missing": "NOT EXISTS (SELECT 1 FROM results r WHERE r.campaign_id = q.campaign_id AND r.position = q.position)",
+        "missing": "NOT EXISTS (SELECT 1 FROM results r WHERE r.campaign_id = q.campaign_id AND r.position = "
+                   "q.position)",
         "failed": "EXISTS (SELECT 1 FROM results r WHERE r.campaign_id = q.campaign_id AND r.position = q.position "
                   "AND r.error IS NOT NULL)",
     }[only]
@@ -179,12 +181,13 @@ def stored_questions(store: Store, campaign_id: str, only: str) -> list[Question
     return [Question.from_row(row) for row in rows]
 
 
-def check_judges(judges: tuple[str, ...]) -> tuple[str, ...]:
-    """Known judge names (aliases resolved), without duplicates, in the given order."""
+def check_judges(judges: tuple[str, ...], rubrics: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Known judge names (aliases resolved; the configuration's rubrics), without duplicates, in the given order."""
     from evalcore.judges import ALIASES, JUDGES
 
     names = [ALIASES.get(name, name) for name in judges]
-    unknown = [name for name in names if name not in JUDGES]
+    unknown = [name for name in names if name not in JUDGES and name not in rubrics]
     if unknown:
-        raise EvalError(f"unknown judge {unknown[0]!r}", where="judges", expected=", ".join(JUDGES))
+        raise EvalError(f"unknown judge {unknown[0]!r}", where="judges", expected=", ".join(JUDGES + rubrics),
+                        fix="define it as a rubric in the configuration ([rubrics])")
     return tuple(dict.fromkeys(names))

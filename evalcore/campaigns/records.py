@@ -8,53 +8,38 @@ store's columns) and `to_dict` (the JSON shape the API, the CLI's --json and the
 from __future__ import annotations
 
 import json
-import sqlite3
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
+from evalcore import store
 from evalcore.campaigns.pace import estimate
 from evalcore.diagnosis import Stage
 from evalcore.judges import Verdict
+from evalcore.lifecycle import CampaignStatus
+from evalcore.metrics.graded import stored_values
 from evalcore.targets.base import Retrieved
 
-Row = sqlite3.Row | Mapping[str, Any]
+Row = store.Row | Mapping[str, Any]
 
 
-class CampaignStatus(StrEnum):
-    """Where a campaign is in its life; pending and running are active."""
-
-    PENDING = "pending"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    SUCCEEDED_WITH_FAILURES = "succeeded_with_failures"  # every question ran, some of them failed
-    FAILED = "failed"
-    INTERRUPTED = "interrupted"
-    CANCELLED = "cancelled"
-
-    @property
-    def active(self) -> bool:
-        """Still pending or running (a runner owns it)."""
-        return self in (CampaignStatus.PENDING, CampaignStatus.RUNNING)
-
-    @property
-    def code(self) -> int:
-        """The evaluation task's numeric status: pending 0, running 1, succeeded (even with failures) 2, else 3."""
-        codes = {CampaignStatus.PENDING: 0, CampaignStatus.RUNNING: 1, CampaignStatus.SUCCEEDED: 2,
-                 CampaignStatus.SUCCEEDED_WITH_FAILURES: 2}
-        return codes.get(self, 3)
-
-    @property
-    def exit_code(self) -> int:
-        """The CLI's exit code for a campaign that ended this way: 0 succeeded, 3 with failed questions, else 1."""
-        return {CampaignStatus.SUCCEEDED: 0, CampaignStatus.SUCCEEDED_WITH_FAILURES: 3}.get(self, 1)
-
-
-ACTIVE = (CampaignStatus.PENDING.value, CampaignStatus.RUNNING.value)
 DEFAULT_TIME_LIMIT_S = 240.0
 DEFAULT_MAX_FAILED_SHARE = 0.5
+# The run options' bounds, inclusive (time_limit excludes 0): the engine enforces them, the faces show them.
+RUN_BOUNDS: dict[str, tuple[float, float]] = {"concurrency": (1, 256), "judge_samples": (1, 20),
+                                              "time_limit": (0, 86_400), "max_failed_share": (0, 1)}
+
+
+def run_option_problem(name: str, value: float | None) -> str | None:
+    """What is wrong with one run option's value (None: unset, or within its bounds)."""
+    low, high = RUN_BOUNDS[name]
+    # nan and inf compare false with everything and would switch a limit off.
+    if value is None or (math.isfinite(value) and low <= value <= high and not (name == "time_limit" and value == 0)):
+        return None
+    opening = "(" if name == "time_limit" else "["  # a time limit of 0 would switch the limit off
+    return f"{name}: expected a value in {opening}{low:g}, {high:g}], found {value!r}"
 
 
 @dataclass(frozen=True)
@@ -66,13 +51,21 @@ class RunOptions:
     max_failed_share: float = DEFAULT_MAX_FAILED_SHARE
     judge_samples: int = 1  # each judge asked this many times; the verdict carries their spread
     dataset_path: str | None = None  # where the dataset was loaded from (absolute), for resume
+    # Evaluation tasks: role (chat, rerank) -> which model it got and why (an id, the operator's default, none).
+    models: Mapping[str, str] = field(default_factory=dict)
+    # Graded retrieval: measure -> the pass mark its results used (fixed at launch, kept on resume).
+    graded_thresholds: Mapping[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """The stored JSON; dataset_path only when known."""
+        """The stored JSON; dataset_path and models only when known."""
         data: dict[str, Any] = {"concurrency": self.concurrency, "time_limit": self.time_limit,
                                 "max_failed_share": self.max_failed_share, "judge_samples": self.judge_samples}
         if self.dataset_path is not None:
             data["dataset_path"] = self.dataset_path
+        if self.models:
+            data["models"] = dict(self.models)
+        if self.graded_thresholds:
+            data["graded_thresholds"] = dict(self.graded_thresholds)
         return data
 
     @classmethod
@@ -81,7 +74,9 @@ class RunOptions:
         return cls(concurrency=int(data.get("concurrency") or 1),
                    time_limit=float(data.get("time_limit") or DEFAULT_TIME_LIMIT_S),
                    max_failed_share=float(data.get("max_failed_share", DEFAULT_MAX_FAILED_SHARE)),
-                   judge_samples=int(data.get("judge_samples") or 1), dataset_path=data.get("dataset_path"))
+                   judge_samples=int(data.get("judge_samples") or 1), dataset_path=data.get("dataset_path"),
+                   models=dict(data.get("models") or {}),
+                   graded_thresholds=dict(data.get("graded_thresholds") or {}))
 
 
 @dataclass(frozen=True)
@@ -155,7 +150,7 @@ class Campaign:
 
     @property
     def active(self) -> bool:
-        """Pending or running."""
+        """Queued, pending or running."""
         return self.status.active
 
     @property
@@ -183,7 +178,8 @@ class Campaign:
     def from_row(cls, row: Row) -> Campaign:
         """From a campaigns row (JSON columns decoded)."""
         return cls(
-            id=row["id"], name=row["name"] or row["id"], tenant=row["tenant"], kind=row["kind"], source=row["source"], suite_id=row["suite_id"],
+            id=row["id"], name=row["name"] or row["id"], tenant=row["tenant"], kind=row["kind"], source=row["source"],
+            suite_id=row["suite_id"],
             target_id=row["target_id"], status=CampaignStatus(row["status"]), error=row["error"], total=row["total"],
             finished=row["finished"], failed=row["failed"], created_at=row["created_at"],
             started_at=row["started_at"], ended_at=row["ended_at"], heartbeat=row["heartbeat"],
@@ -235,7 +231,8 @@ class Question:
         """From a campaign_questions row."""
         relevant = json.loads(row["relevant"]) if row["relevant"] is not None else None
         return cls(row["position"], row["qid"], row["question"], row["expected_answer"],
-                   tuple(json.loads(row["refs"])), {int(k): v for k, v in relevant.items()} if relevant is not None else None,
+                   tuple(json.loads(row["refs"])),
+                   {int(k): v for k, v in relevant.items()} if relevant is not None else None,
                    tuple(json.loads(row["expected_sources"])),
                    None if row["answerable"] is None else bool(row["answerable"]))
 
@@ -249,14 +246,21 @@ class Question:
 
 @dataclass(frozen=True)
 class Source:
-    """A document an answer drew on: a passage id (or an external target's own id) and its title."""
+    """A document an answer drew on: a passage id (or an external target's own id), its title and file name."""
 
     id: int | str | None
     title: str
+    file_name: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
-        return {"id": self.id, "title": self.title}
+        return {"id": self.id, "title": self.title, "file_name": self.file_name}
+
+    @property
+    def label(self) -> str:
+        """How a page names it: the title (or id), with the file name when there is one."""
+        name = str(self.title or self.id)
+        return f"{name} ({self.file_name})" if self.file_name and self.file_name != name else name
 
 
 @dataclass(frozen=True)
@@ -304,9 +308,11 @@ class Outcome:
         return cls(
             answer=row["answer"], retrieved=retrieved, context=context,
             # "" stands for the context's own documents, which is what they nearly always are.
-            sources=tuple(Source(s["id"], s["title"]) for s in json.loads(row["sources"])) if row["sources"]
+            sources=tuple(Source(s["id"], s["title"], s.get("file_name") or "") for s in json.loads(row["sources"]))
+            if row["sources"]
             else sources_of(context),
-            measures=json.loads(row["measures"]), signatures=signatures, results=json.loads(row["results"]),
+            measures=stored_values(row["measures"]), results=stored_values(row["results"]),
+            signatures=signatures,
             judges={name: Verdict.from_dict(v) for name, v in json.loads(row["judges"]).items()},
             latency_s=row["latency_s"], prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
             error=row["error"], notes=tuple(json.loads(row["notes"])), diagnosis=row["diagnosis"],
@@ -327,12 +333,12 @@ class Outcome:
 
 
 def sources_of(hits: tuple[Retrieved, ...]) -> tuple[Source, ...]:
-    """The distinct documents of these hits: passage id (or an external target's own id) and title."""
-    sources: dict[tuple[int | str | None, str], Source] = {}
+    """The distinct documents of these hits: passage id (or an external target's own id), title and file name."""
+    sources: dict[tuple[int | str | None, str, str], Source] = {}
     for hit in hits:
         source_id = hit.pid if hit.pid is not None else (hit.source or None)
-        if source_id is not None or hit.title:
-            sources.setdefault((source_id, hit.title), Source(source_id, hit.title))
+        if source_id is not None or hit.title or hit.file_name:
+            sources.setdefault((source_id, hit.title, hit.file_name), Source(source_id, hit.title, hit.file_name))
     return tuple(sources.values())
 
 
@@ -396,7 +402,7 @@ class Summary:
 
     `tokens` are the answers' (every model call a question made before its answer, failed ones
     included), `judge_tokens` the judges'; `skipped` counts per judge the questions it could not
-    judge for want of a reference answer.
+    judge for want of a reference answer, `cut` the questions whose context was cut to fit the judge model.
     """
 
     answered: int
@@ -408,6 +414,7 @@ class Summary:
     tokens: Tokens
     judge_tokens: Tokens = Tokens(0, 0)
     skipped: dict[str, int] = field(default_factory=dict)
+    cut: dict[str, int] = field(default_factory=dict)
 
     @property
     def total_tokens(self) -> int:
@@ -420,4 +427,4 @@ class Summary:
                 "mean_coverage": self.mean_coverage, "mean_judge_score": self.mean_judge_score,
                 "mean_latency_s": self.mean_latency_s, "tokens": self.tokens.to_dict(),
                 "judge_tokens": self.judge_tokens.to_dict(), "total_tokens": self.total_tokens,
-                "skipped": self.skipped}
+                "skipped": self.skipped, "cut": self.cut}

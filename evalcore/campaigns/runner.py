@@ -12,17 +12,19 @@ from collections.abc import Callable, Sequence
 from evalcore.campaigns.answering import Plan, error_text
 from evalcore.campaigns.executors import Executor, LocalExecutor
 from evalcore.campaigns.pace import Window
-from evalcore.campaigns.records import CampaignStatus, Outcome, Question
-from evalcore.campaigns.storage import NotOwner, ResultWriter
+from evalcore.campaigns.records import Outcome, Question
+from evalcore.campaigns.result_rows import NotOwner, ResultWriter
 from evalcore.errors import EvalError
-from evalcore.store import HEARTBEAT_S, Store
+from evalcore.lifecycle import CampaignStatus
+from evalcore.store import HEARTBEAT_S, Connection, Store
 
 log = logging.getLogger("evalcore.campaigns")
 STAGE_COLUMNS = "stage = ?, stage_done = ?, stage_total = ?, pace_rate = ?, pace_at = ?, pace_done = ?"
 
 
 class CampaignGone(Exception):
-    """The campaign's row was deleted while it ran (its suite or itself was deleted)."""
+    """The campaign's row was deleted while it ran (its suite or itself was deleted), or another process took it
+    over."""
 
 
 class CancelledDuringSetup(Exception):
@@ -34,12 +36,15 @@ class Runner:
     `cancelled` stops dispatching."""
 
     def __init__(self, store: Store, plan: Plan, after: Sequence[Callable[[Store, str], object]] = (),
-                 executor: Executor | None = None) -> None:
+                 executor: Executor | None = None, ended: Callable[[Runner], object] | None = None) -> None:
         self.store = store
+        self.ended = ended  # told once the campaign ended, however (its owner then forgets this runner)
+        self.lost = False  # it stopped because the campaign was deleted or another process took it over
         self.plan = plan
         self.after = tuple(after)  # called with the campaign id once it ended (not cancelled), off its thread
         self.executor = executor or LocalExecutor(plan)
         self.cancelled = threading.Event()
+        self.released = threading.Event()  # stopped to be resumed elsewhere: back to the queue, not cancelled
         self.thread = threading.Thread(target=self.run, name=f"campaign-{plan.campaign_id}", daemon=True)
         self._failed = 0
         self._writer = ResultWriter(store, plan.campaign_id, plan.owner_token)
@@ -56,20 +61,36 @@ class Runner:
         """Start the campaign thread."""
         self.thread.start()
 
+    def release(self) -> None:
+        """Stop as a cancel does, but put the campaign back in the queue for another worker to resume."""
+        self.released.set()
+        self.cancelled.set()
+
     def run(self) -> None:
-        """Set up the target, run every question, record how the campaign ended."""
+        """Set up the target, run every question, record how the campaign ended; then release what it held."""
+        try:
+            self._record()
+        finally:
+            if self.ended is not None:
+                self.ended(self)
+
+    def _record(self) -> None:
         try:
             status, error = self._run()
         except CampaignGone:
+            self.lost = True
             return
         finally:
             self._ended.set()
             self.executor.close()
+        if status == CampaignStatus.CANCELLED and self.released.is_set():
+            status = CampaignStatus.QUEUED
         try:
             self._finish(status, error)
         except CampaignGone:
+            self.lost = True
             return
-        if self.after and status != CampaignStatus.CANCELLED:
+        if self.after and not status.active and status != CampaignStatus.CANCELLED:
             # Off this thread: whoever waits for the campaign does not wait for what follows it.
             threading.Thread(target=self._after, name=f"after-{self.plan.campaign_id}", daemon=True).start()
 
@@ -100,10 +121,10 @@ class Runner:
     def _set_up(self) -> None:
         now = time.time()
         self._update(
-            "UPDATE campaigns SET status = 'running', started_at = ?, heartbeat = ?, session_finished = finished, "
+            "UPDATE campaigns SET status = ?, started_at = ?, heartbeat = ?, session_finished = finished, "
             "stage = NULL, stage_done = NULL, stage_total = NULL, pace_rate = NULL, pace_at = NULL, pace_done = NULL "
             "WHERE id = ?",
-            (now, now, self.plan.campaign_id),
+            (CampaignStatus.RUNNING.value, now, now, self.plan.campaign_id),
         )
         self._beats.start()
         self.executor.prepare(self._preparing)
@@ -122,13 +143,14 @@ class Runner:
             self._stage = (step, done, total, *pace)
             if new_step or done == total or now - self._stage_written >= 0.5:
                 self._stage_written = now
-                self._update(f"UPDATE campaigns SET {STAGE_COLUMNS} WHERE id = ?", (*self._stage, self.plan.campaign_id))
+                self._update(f"UPDATE campaigns SET {STAGE_COLUMNS} WHERE id = ?",
+                             (*self._stage, self.plan.campaign_id))
 
     def _questions_start(self) -> None:
         """The index is ready: no stage any more, and the questions' rate counts from now."""
         now = time.time()
 
-        def start(conn: sqlite3.Connection) -> int:
+        def start(conn: Connection) -> int:
             row = conn.execute("UPDATE campaigns SET stage = NULL, stage_done = NULL, stage_total = NULL, "
                                "pace_rate = NULL, pace_at = ?, pace_done = finished WHERE id = ? AND owner_token = ? "
                                "RETURNING finished", (now, self.plan.campaign_id, self.plan.owner_token)).fetchone()
@@ -158,7 +180,7 @@ class Runner:
             stop = stop or self._stop_reason()
             if stop is not None:
                 executor.cancel()
-        if stop == "cancelled":
+        if stop == CampaignStatus.CANCELLED:
             return CampaignStatus.CANCELLED, None
         if stop is not None:
             return CampaignStatus.FAILED, stop
@@ -173,7 +195,7 @@ class Runner:
 
     def _stop_reason(self) -> str | None:
         if self.cancelled.is_set():
-            return "cancelled"
+            return CampaignStatus.CANCELLED.value
         share = self.plan.options.max_failed_share
         if self._failed > share * self.plan.total:
             return f"stopped when {self._failed} of {self.plan.total} questions had failed (more than {share:.0%})"
@@ -223,11 +245,14 @@ class Runner:
         # While questions run, each heartbeat samples their count: the pace the time left counts down from.
         now = time.time()
         self._update("UPDATE campaigns SET heartbeat = ?, cache_hits = ?, pace_rate = ?, pace_at = ?, pace_done = ? "
-                     "WHERE id = ?", (now, self._cache_hits(), *self._pace.sample(now, rows[0]["finished"]), campaign_id))
+                     "WHERE id = ?",
+                     (now, self._cache_hits(), *self._pace.sample(now, rows[0]["finished"]), campaign_id))
 
     def _finish(self, status: CampaignStatus, error: str | None) -> None:
         now = time.time()
         self._update(
-            "UPDATE campaigns SET status = ?, error = ?, ended_at = ?, heartbeat = ?, cache_hits = ? WHERE id = ?",
-            (status.value, error, now, now, self._cache_hits(), self.plan.campaign_id),
+            "UPDATE campaigns SET status = ?, error = ?, ended_at = ?, heartbeat = ?, cache_hits = ?, "
+            "owner_token = CASE WHEN ? = 1 THEN NULL ELSE owner_token END WHERE id = ?",
+            (status.value, error, None if status.active else now, now, self._cache_hits(), status.active,
+             self.plan.campaign_id),
         )

@@ -8,16 +8,17 @@ import os
 import pkgutil
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TextIO, cast
 
 from evalcore.errors import EvalError
+from evalcore.text import shown
 
 # The module that registers each command. Running a command imports only its module: importing
 # them all (the campaign engine, pandas, the HTTP stack) costs a second or more, which `score`
 # over a TREC run would pay for nothing. A test checks this table against what the modules register.
 COMMANDS = {"campaigns": "campaigns", "compare": "compare", "config": "config", "ask": "config",
-            "dataset": "dataset", "keys": "keys", "run": "run", "score": "score", "score-text": "score",
-            "serve": "serve", "suites": "suites"}
+            "dataset": "dataset", "keys": "keys", "labels": "labels", "run": "run", "score": "score",
+            "score-text": "score", "serve": "serve", "store": "store", "suites": "suites", "worker": "worker"}
 # Each command's line in `python -m evalcore --help`, which lists them without importing any module
 # (in the order the modules register them; a test checks the overview against the full parser).
 SUMMARIES = {
@@ -27,11 +28,14 @@ SUMMARIES = {
     "ask": "ask a target one question; print the ranked passages and the answer",
     "dataset": "check a dataset folder or print its statistics",
     "keys": "create, list and revoke API keys",
+    "labels": "label questions for the judges; judge-vs-people agreement",
     "run": "run a campaign in the foreground and print its aggregates",
     "score": "per-query retrieval measures of a TREC run, like trec_eval -q",
     "score-text": "BLEU and ROUGE of answers in a JSONL file",
     "serve": "serve the REST API (OpenAPI at /docs and /openapi.json)",
+    "store": "move the store between SQLite and PostgreSQL",
     "suites": "import, list, export and delete question suites",
+    "worker": "claim queued campaigns from the store and run them (no pages, no API)",
 }
 
 
@@ -64,6 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((word for word in argv if not word.startswith("-")), None)
     args = (build_parser(command) if command else overview()).parse_args(argv)
+    sys.stdout, sys.stderr = TerminalText.over(sys.stdout), TerminalText.over(sys.stderr)
     try:
         return int(args.handler(args) or 0)
     except EvalError as error:
@@ -78,3 +83,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         # exit from failing on the closed pipe.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    finally:
+        sys.stdout, sys.stderr = TerminalText.under(sys.stdout), TerminalText.under(sys.stderr)
+
+
+class TerminalText:
+    """A terminal's text stream on which whatever is printed shows its control characters escaped: a stored
+    name cannot send the operator's terminal an escape sequence. (A pipe or a file gets the text as it is.)"""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    @classmethod
+    def over(cls, stream: TextIO) -> TextIO:
+        """The stream, wrapped when it is a terminal."""
+        return cast(TextIO, cls(stream)) if stream.isatty() else stream
+
+    @staticmethod
+    def under(stream: TextIO) -> TextIO:
+        """The stream a wrapper wraps (the stream itself otherwise)."""
+        return stream.stream if isinstance(stream, TerminalText) else stream
+
+    def write(self, text: str) -> int:
+        """Write with control characters escaped; returns the length given."""
+        self.stream.write(shown(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)

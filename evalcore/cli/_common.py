@@ -8,18 +8,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import EvalError
-from evalcore.store import Store, default_db_path
+from evalcore.store import Store, db_location, is_url
 
 if TYPE_CHECKING:
     from evalcore.campaigns import CampaignManager
 
 Commands = Any  # argparse's _SubParsersAction, private in typeshed
-DB_HELP = "database file (default: $EVALCORE_DB or .evalcore/evalcore.db)"
+DB_HELP = "database file, or a postgresql://USER@HOST:PORT/DB URL (default: $EVALCORE_DB or .evalcore/evalcore.db)"
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
     """--db, on every command that reads or writes the database."""
-    parser.add_argument("--db", type=Path, metavar="PATH", help=DB_HELP)
+    parser.add_argument("--db", metavar="PATH|URL", help=DB_HELP)
 
 
 def add_execution_options(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +28,8 @@ def add_execution_options(parser: argparse.ArgumentParser) -> None:
                         help="local: threads of this process; dask: the workers of a Dask cluster "
                              "(default: the configuration's executor key, else local)")
     parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                        help="the Dask scheduler (default: the configuration's scheduler key, else $EVALCORE_DASK_SCHEDULER)")
+                        help="the Dask scheduler (default: the configuration's scheduler key, else "
+                             "$EVALCORE_DASK_SCHEDULER)")
 
 
 def run_on(args: argparse.Namespace) -> tuple[str | None, str | None]:
@@ -50,9 +51,9 @@ def store_of(args: argparse.Namespace) -> Store:
 
 def existing_store(args: argparse.Namespace) -> Store:
     """The store of --db, refusing a file that does not exist (a typo must not answer from a new, empty database)."""
-    path = Path(args.db) if args.db else default_db_path()
-    if not path.is_file():
-        raise EvalError("no database there", where="--db", found=str(path),
+    location = db_location(args.db)
+    if not is_url(location) and not Path(location).is_file():
+        raise EvalError("no database there", where="--db", found=location,
                         fix="give the --db that `keys create` and `serve` use (or set EVALCORE_DB)")
     return store_of(args)
 

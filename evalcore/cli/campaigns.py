@@ -15,6 +15,7 @@ from evalcore.campaigns import (
 )
 from evalcore.campaigns.export import FORMATS, export_campaign
 from evalcore.campaigns.listing import HEADLINE, SORT_KEYS, CampaignRow, campaign_rows, search_rows, sort_rows
+from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.cli import SUMMARIES
 from evalcore.cli._common import (
     Commands,
@@ -26,6 +27,7 @@ from evalcore.cli._common import (
     write_file,
 )
 from evalcore.cli.run import Report, follow, format_report
+from evalcore.judges import FIELD_NAMES
 
 
 def register(commands: Commands) -> None:
@@ -70,10 +72,20 @@ def register(commands: Commands) -> None:
     rename.add_argument("name", metavar="NAME")
     add_db_option(rename)
     rename.set_defaults(handler=rename_command)
+    recompute = actions.add_parser("recompute-abstention",
+                                   help="recompute an ended campaign's abstention measures under the current rule "
+                                   "(only a marker makes a question unanswerable; no expected answer is no reference)")
+    recompute.add_argument("id", metavar="ID")
+    add_db_option(recompute)
+    recompute.set_defaults(handler=recompute_command)
     export = actions.add_parser("export", help="results as csv, jsonl or a TREC run file")
     export.add_argument("id", metavar="ID")
     export.add_argument("--format", choices=sorted(FORMATS), required=True)
     export.add_argument("--out", type=Path, metavar="FILE", help="write here instead of standard output")
+    export.add_argument("--names", choices=FIELD_NAMES, default="project",
+                        help="the judges' flat fields: project (score, completeness, groundedness_pro) or evaluator "
+                        "(the evaluators' documented names: gpt_retrieval, response_completeness, "
+                        "groundedness_pro_label)")
     add_db_option(export)
     export.set_defaults(handler=export_command)
 
@@ -97,7 +109,8 @@ def list_command(args: argparse.Namespace) -> int:
 def _list_cells(row: CampaignRow, measures: list[str]) -> tuple[str, ...]:
     c, s = row.campaign, row.settings
     means = tuple("-" if row.headline.get(name) is None else f"{row.headline[name]:.3f}" for name in measures)
-    return (c.name, f"{c.kind} {row.source_name}", c.status_text, time.strftime("%Y-%m-%d %H:%M", time.localtime(c.created_at)),
+    return (c.name, f"{c.kind} {row.source_name}", c.status_text,
+            time.strftime("%Y-%m-%d %H:%M", time.localtime(c.created_at)),
             f"{c.finished}/{c.total}", s.retriever, s.reranker, s.generator, "-" if s.top_k is None else str(s.top_k),
             *means, c.id)
 
@@ -121,7 +134,8 @@ def show_command(args: argparse.Namespace) -> int:
     [row] = campaign_rows(store, campaigns=[campaign], means={})  # the dataset or the suite by name
     print(f"campaign {campaign.id} {campaign.name!r} ({campaign.kind} {row.source_name}, tenant {campaign.tenant})")
     changed = _changed(campaign.config)
-    print(f"configuration (changed from defaults): {json.dumps(changed, ensure_ascii=False) if changed else 'defaults'}")
+    print("configuration (changed from defaults): "
+          f"{json.dumps(changed, ensure_ascii=False) if changed else 'defaults'}")
     print(format_report(report))
     failures = [r for r in campaign_results(store, args.id) if r.outcome.error]
     for result in failures[:10]:
@@ -160,6 +174,13 @@ def rename_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def recompute_command(args: argparse.Namespace) -> int:
+    """Recompute a campaign's answerability and abstention measures, on request."""
+    changed = recompute_abstention(store_of(args), args.id)
+    print(f"recomputed {args.id}: {changed} question(s) changed answerability")
+    return 0
+
+
 def cancel_command(args: argparse.Namespace) -> int:
     """Ask the process running the campaign to stop dispatching."""
     manager_of(args).cancel(args.id)
@@ -176,7 +197,7 @@ def delete_command(args: argparse.Namespace) -> int:
 
 def export_command(args: argparse.Namespace) -> int:
     """Write the results in the chosen format."""
-    text = export_campaign(store_of(args), args.id, args.format)
+    text = export_campaign(store_of(args), args.id, args.format, names=args.names)
     if args.out is None:
         sys.stdout.write(text)
     else:

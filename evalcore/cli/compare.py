@@ -8,22 +8,39 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from evalcore.campaigns import NotFound, get_campaign
-from evalcore.cli import SUMMARIES
+from evalcore.campaigns import NotFound, find_campaign, get_campaign
+from evalcore.campaigns.labels import comparison_agreement, trust_lines
+from evalcore.campaigns.listing import HEADLINE, dataset_label
+from evalcore.cli import SUMMARIES, _gates
 from evalcore.cli._common import Commands, add_db_option, positive_int, store_of, write_file
-from evalcore.compare import Comparison, MeasureDelta, QuestionDiff, Sweep, compare_campaigns, compare_sweep, power
+from evalcore.compare import (
+    Change,
+    Comparison,
+    MeasureDelta,
+    QuestionDiff,
+    Sweep,
+    compare_campaigns,
+    compare_sweep,
+    power,
+)
 from evalcore.compare.stats import RESAMPLES
 from evalcore.diagnosis import STAGES, Transition
 from evalcore.errors import EvalError
+from evalcore.gates import exit_code, worse_checks
+from evalcore.judges import FIELD_NAMES
+from evalcore.metrics import MEASURES, display_order
 from evalcore.store import Store
 
-SHOWN_VERDICTS = ("worse", "better", "new", "removed")
+SHOWN_VERDICTS = (Change.WORSE, Change.BETTER, Change.NEW, Change.REMOVED)
+SWEEP_COLUMNS = 6  # measures a sweep's table shows when it has none of the headline ones
 
 
 def register(commands: Commands) -> None:
     """Add the `compare` command."""
     parser = commands.add_parser("compare", help=SUMMARIES["compare"])
-    parser.add_argument("ids", nargs="+", metavar="ID", help="campaign A (baseline) and B; more ids compare a sweep")
+    parser.add_argument("ids", nargs="+", metavar="CAMPAIGN",
+                        help="campaign A (baseline) and B, each by id, name or the start of its name (unique); more "
+                             "campaigns compare a sweep")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap and randomization test")
     parser.add_argument("--resamples", type=positive_int, default=RESAMPLES, help=f"resamples (default {RESAMPLES})")
@@ -33,35 +50,77 @@ def register(commands: Commands) -> None:
     parser.add_argument("--basis", metavar="MEASURE",
                         help="the measure deciding each question's verdict (default: follows what differs: nDCG@10 "
                              "for a retrieval-side change, the AI score or else ROUGE-L for a generation-side one)")
+    parser.add_argument("--tolerance", type=tolerance, action="append", default=[], metavar="[MEASURE=]VALUE",
+                        help="the smallest difference of a question's measure that changes its verdict (below it: "
+                             "same); MEASURE=VALUE for one measure, VALUE for all; repeatable (default: 0.01 for 0-1 "
+                             "measures, 1 for 0-100 scores, any change for pass/fail, labels and judge scores)")
     parser.add_argument("--report", type=Path, metavar="FILE.html",
                         help="also write the comparison as one HTML file that opens without network (names, "
                              "settings, verdicts, measures with their chart, power, every question); for a sweep, "
                              "its baseline against the last campaign, with the sweep's table and chart")
+    parser.add_argument("--names", choices=FIELD_NAMES, default="project",
+                        help="how the report names each question's judge results: project (score, completeness, "
+                             "groundedness_pro) or evaluator (the evaluators' documented names: gpt_retrieval, "
+                             "retrieval_reason, response_completeness_result, groundedness_pro_label)")
+    parser.add_argument("--fail-if-worse", type=measure_list, action="extend", default=[], metavar="M1,M2",
+                        help="exit 5 when B is significantly worse than A (the comparison's paired test, p < 0.05) "
+                             "on any of these measures, e.g. ndcg@10,rougel; `headline`: the measures that decide "
+                             f"verdicts. Exit codes: {_gates.EXIT_CODES}")
+    _gates.add_report_options(parser)
+    add_sweep_columns(parser)
     add_db_option(parser)
     parser.set_defaults(handler=compare_command)
+
+
+def measure_list(text: str) -> list[str]:
+    """argparse type: comma-separated measure names."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected measure names separated by commas, found {text!r}")
+    return names
 
 
 def compare_command(args: argparse.Namespace) -> int:
     """Compare and print as text or JSON."""
     if len(args.ids) < 2:
-        raise EvalError("compare needs at least two campaign ids", found=str(len(args.ids)), expected=">= 2")
-    if len(args.ids) == 2:
-        result: Comparison | Sweep = compare_campaigns(store_of(args), args.ids[0], args.ids[1], seed=args.seed,
+        raise EvalError("compare needs at least two campaigns", found=str(len(args.ids)), expected=">= 2")
+    if len(args.ids) > 2 and (args.fail_if_worse or args.junit):
+        raise EvalError("--fail-if-worse and --junit compare two campaigns, not a sweep", where="ids",
+                        found=str(len(args.ids)), fix="give the baseline and one candidate")
+    ids = [find_campaign(store_of(args), text).id for text in args.ids]
+    if len(ids) == 2:
+        tolerances = dict(pair for given in args.tolerance for pair in given)  # later ones win
+        result: Comparison | Sweep = compare_campaigns(store_of(args), ids[0], ids[1], seed=args.seed,
                                                        resamples=args.resamples, effect=args.effect,
-                                                       basis=args.basis)
+                                                       basis=args.basis, tolerances=tolerances)
     else:
-        result = compare_sweep(store_of(args), args.ids, seed=args.seed, resamples=args.resamples)
+        result = compare_sweep(store_of(args), ids, seed=args.seed, resamples=args.resamples)
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2, default=str))
     else:
         if isinstance(result, Comparison):
             lines = format_comparison(result, campaign_names(store_of(args), (result.a.id, result.b.id)))
+            lines += trust_lines(comparison_agreement(store_of(args), result.a.id, result.b.id))
         else:
-            lines = format_sweep(result)
+            lines = format_sweep(result, sweep_columns(result, args.measures, args.all))
         print("\n".join(lines))
     if args.report:
-        write_report(args, result)
-    return 0
+        write_report(args, ids, result)
+    if not isinstance(result, Comparison) or not (args.fail_if_worse or args.junit):
+        return 0
+    return gate_comparison(args, result)
+
+
+def gate_comparison(args: argparse.Namespace, comparison: Comparison) -> int:
+    """Check the named measures for a significant regression of B against A, report, and return the exit code."""
+    checks = worse_checks(comparison, args.fail_if_worse)
+    code = exit_code(None, checks)
+    worse = [c.name.split()[0] for c in checks if not c.passed]
+    verdict = f"**exit code {code.value}: {code.label}**" + (f" (significantly worse: {', '.join(worse)})"
+                                                                 if worse else "")
+    names = campaign_names(store_of(args), (comparison.a.id, comparison.b.id))
+    a, b = (f"{names.get(side.id, side.id)} ({side.id})" for side in (comparison.a, comparison.b))
+    return _gates.report(args, f"evalcore compare: {a} → {b}", verdict, checks, code)
 
 
 def campaign_names(store: Store, ids: Iterable[str]) -> dict[str, str]:
@@ -75,16 +134,17 @@ def campaign_names(store: Store, ids: Iterable[str]) -> dict[str, str]:
     return names
 
 
-def write_report(args: argparse.Namespace, result: Comparison | Sweep) -> None:
+def write_report(args: argparse.Namespace, ids: list[str], result: Comparison | Sweep) -> None:
     """Write the HTML report of the comparison (or of the sweep) to --report."""
-    from evalcore.compare.exports import source_names  # the report's charts and tables: only when asked
+    from evalcore.compare.export_context import source_names  # the report's charts and tables: only when asked
     from evalcore.compare.report import comparison_report, sweep_report
 
     store = store_of(args)
-    campaigns = [get_campaign(store, campaign_id) for campaign_id in args.ids]
+    campaigns = [get_campaign(store, campaign_id) for campaign_id in ids]
     sources = source_names(store, campaigns)
-    text = comparison_report(result, campaigns[0], campaigns[1], sources) if isinstance(result, Comparison) \
-        else sweep_report(store, result, campaigns, sources)
+    trust = trust_lines(comparison_agreement(store, campaigns[0].id, campaigns[1].id))
+    text = comparison_report(result, campaigns[0], campaigns[1], sources, names=args.names, trust=trust) \
+        if isinstance(result, Comparison) else sweep_report(store, result, campaigns, sources, names=args.names)
     write_file(args.report, text, "the report")
     print(f"wrote {args.report}", file=sys.stderr)
 
@@ -97,6 +157,19 @@ def effect_size(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a positive number, found {text!r}") from None
 
 
+def tolerance(text: str) -> list[tuple[str, float]]:
+    """argparse type: `MEASURE=VALUE` (one measure) or `VALUE` (every measure), VALUE a number of at least 0."""
+    name, _, value = text.rpartition("=")
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number >= 0 or (name and name not in MEASURES):
+        raise argparse.ArgumentTypeError(f"expected MEASURE=VALUE or VALUE (a number >= 0, a registered measure), "
+                                         f"found {text!r}")
+    return [(name, number)] if name else [(measure, number) for measure in MEASURES]
+
+
 def num(value: float | None, digits: int = 4) -> str:
     """A number in a few significant digits, '-' when absent."""
     return "-" if value is None else f"{value:.{digits}g}"
@@ -106,13 +179,17 @@ def format_comparison(comparison: Comparison, names: dict[str, str] | None = Non
     """The comparison as a readable report; `names` (campaign id -> name, as now) head A's and B's lines."""
     a, b = comparison.a, comparison.b
     names = names or {}
-    lines = [f"A (baseline) {names.get(a.id, a.id)}  ({a.id})  {a.kind} {a.source}  {a.status}",
-             f"B            {names.get(b.id, b.id)}  ({b.id})  {b.kind} {b.source}  {b.status}"]
+    # A dataset by its name, never the folder it was read from: the report may be passed on.
+    source = {c.id: dataset_label(c.source) if c.kind == "dataset" else c.source for c in (a, b)}
+    lines = [f"A (baseline) {names.get(a.id, a.id)}  ({a.id})  {a.kind} {source[a.id]}  {a.status}",
+             f"B            {names.get(b.id, b.id)}  ({b.id})  {b.kind} {source[b.id]}  {b.status}"]
     lines += [f"config {key}: {values[0]!r} -> {values[1]!r}" for key, values in comparison.config_diff.items()]
     lines += [f"warning: {w}" for w in comparison.warnings + comparison.power_warnings]
     lines += [f"note: {n}" for n in comparison.notes]
     lines.append("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(comparison.verdicts.items()))
                  + f" (by {comparison.basis_reason})")
+    if comparison.tolerance_note:
+        lines.append(f"tolerance: {comparison.tolerance_note}")
     lines += transition_lines(comparison.transitions)
     if not comparison.measures:
         lines.append("no measure to compare: no question has the same measure in both campaigns")
@@ -124,10 +201,14 @@ def format_comparison(comparison: Comparison, names: dict[str, str] | None = Non
         lines.append(f"{m.measure:28} {m.n:4d} {num(m.mean_a):>8} {num(m.mean_b):>8} "
                      f"{num(m.delta):>9} {ci:>21} {num(m.p_value, 3):>8}{flag}  {m.test}")
     lines.append(f"* p < 0.05 (seed {comparison.seed}, {comparison.resamples} resamples)")
+    lines += [f"tests disagree on {line}" for line in comparison.disagreements]
     if comparison.measures:
         lines.append(f"power (paired t, {power.POWER:.0%} at alpha {power.ALPHA:g}): the smallest difference each "
                      f"measure could show, and the questions needed to see ±{comparison.effect:g}")
-        lines += [f"  {m.measure:28} {power_line(m)}" for m in comparison.measures]
+        lines += [f"  {m.measure:28} {power_line(m)}" for m in comparison.measures if not m.unchanged]
+        if comparison.unchanged:
+            lines.append("  the same in A and B on every question (nothing to test): "
+                         f"{', '.join(comparison.unchanged)}")
     for q in comparison.questions:
         if q.verdict in SHOWN_VERDICTS:
             lines.append(question_line(q))
@@ -181,19 +262,47 @@ def queries_text(queries: tuple[str, ...]) -> str:
     return " | ".join(repr(" ".join(text.split())[:60]) for text in queries) or "(the question)"
 
 
-def format_sweep(sweep: Sweep) -> list[str]:
-    """The sweep as a table: one row per campaign, one column per measure."""
+def add_sweep_columns(parser: argparse.ArgumentParser) -> None:
+    """The options choosing the measures of a sweep's table (compare with 3+ campaigns, run --sweep)."""
+    columns = parser.add_mutually_exclusive_group()
+    columns.add_argument("--measures", type=lambda text: [m.strip() for m in text.split(",") if m.strip()],
+                         metavar="M1,M2,...", help="the sweep table's measures (default: the headline measures, "
+                                                   "those deciding verdicts: ndcg@10, rougel, coverage, …)")
+    columns.add_argument("--all", action="store_true", help="every measure in the sweep table")
+
+
+def sweep_columns(sweep: Sweep, asked: list[str] | None = None, every: bool = False) -> list[str]:
+    """The measures a sweep's table shows, in panel order: those asked, every one, or the headline measures
+    present (else the first few present)."""
+    present = sorted(sweep.series, key=display_order)
+    if asked:
+        unknown = [name for name in asked if name not in present]
+        if unknown:
+            raise EvalError("no campaign of the sweep has this measure", where="--measures", found=", ".join(unknown),
+                            expected=", ".join(present) or "a measure of the campaigns")
+        return sorted(asked, key=display_order)
+    if every:
+        return present
+    return [name for name in present if name in HEADLINE] or present[:SWEEP_COLUMNS]
+
+
+def format_sweep(sweep: Sweep, measures: list[str] | None = None) -> list[str]:
+    """The sweep as a table: one row per campaign, one column per measure (full names; `sweep_columns` by default)."""
+    names = sweep_columns(sweep) if measures is None else measures
     lines = [f"sweep over {sweep.key or '(no single key)'}; baseline {sweep.baseline}"]
     lines += [f"warning: {w}" for w in sweep.warnings]
-    names = list(sweep.series)
-    width = max(len(str(row.value)) for row in sweep.table)
-    lines.append(f"{'value':>{width}} " + " ".join(f"{n[:12]:>12}" for n in names))
+    width = max([len("value"), *(len(str(row.value)) for row in sweep.table)])
+    widths = [max(len(name), 9) for name in names]
+    lines.append(f"{'value':>{width}} " + " ".join(f"{name:>{w + 1}}" for name, w in zip(names, widths, strict=False)))
     for row in sweep.table:
         cells = []
-        for name in names:
+        for name, cell_width in zip(names, widths, strict=False):
             mean = row.measures[name].mean if name in row.measures else None
             mark = "*" if (row.deltas or {}).get(name, {}).get("significant") else " "
-            cells.append(f"{num(mean):>11}{mark}")
+            cells.append(f"{num(mean):>{cell_width}}{mark}")
         lines.append(f"{row.value!s:>{width}} " + " ".join(cells))
     lines.append("* significantly different from the baseline (p < 0.05)")
+    hidden = len(sweep.series) - len(names)
+    if hidden > 0:
+        lines.append(f"{hidden} more measure(s): --measures M1,M2,... or --all")
     return lines

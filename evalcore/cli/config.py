@@ -1,4 +1,4 @@
-"""`python -m evalcore config show|check|diff|save|list` and `python -m evalcore ask`."""
+"""`python -m evalcore config show|check|diff|keys|save|list` and `python -m evalcore ask`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands, add_db_option, store_of
 from evalcore.keys import check_tenant
 from evalcore.targets import TargetConfig, build_target
-from evalcore.targets.config import EXECUTION_KEYS, under_test
+from evalcore.targets.config import EXECUTION_KEYS, key_reference, under_test
 from evalcore.targets.saved import list_targets, save_target
 
 
@@ -30,12 +30,15 @@ def register(commands: Commands) -> None:
     diff.add_argument("a")
     diff.add_argument("b")
     diff.set_defaults(handler=_diff)
-    save = actions.add_parser("save", help="save a configuration in the database; prints its id (the agent_id of suites)")
+    save = actions.add_parser("save",
+                              help="save a configuration in the database; prints its id (the agent_id of suites)")
     save.add_argument("file", help="TOML file")
     save.add_argument("--name", default="", help="a name shown in lists")
     save.add_argument("--tenant", default="default", help="owner tenant (default: default)")
     add_db_option(save)
     save.set_defaults(handler=_save)
+    keys = actions.add_parser("keys", help="every configuration key with its type, range, default and help (Markdown)")
+    keys.set_defaults(handler=lambda _args: print(key_reference(), end="") or 0)
     listing = actions.add_parser("list", help="saved configurations")
     listing.add_argument("--tenant", help="only this tenant's")
     add_db_option(listing)

@@ -6,6 +6,7 @@ import argparse
 import sys
 import time
 
+from evalcore.access import Principal
 from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands, add_db_option, existing_store, store_of
 from evalcore.keys import CAPABILITIES, ROLES, create_key, list_keys, revoke_key
@@ -20,7 +21,8 @@ def register(commands: Commands) -> None:
     create.add_argument("--tenant", required=True, help="the tenant the key acts for (letters, digits, '.', '-')")
     create.add_argument("--role", required=True, choices=ROLES, help="admin creates and launches, viewer reads")
     create.add_argument("--capability", default="run_evaluations", choices=CAPABILITIES,
-                        help="run_evaluations (default) or full-access open the evaluation routes")
+                        help="run_evaluations (default) or full-access open the evaluation routes; with role "
+                             "viewer either one only reads")
     create.set_defaults(handler=_create)
 
     listing = actions.add_parser("list", help="list keys (never their secrets)")
@@ -39,8 +41,9 @@ def _create(args: argparse.Namespace) -> int:
     key_id, secret = create_key(store_of(args), tenant=args.tenant, role=args.role, capability=args.capability)
     # The secret alone on stdout, so `KEY=$(python -m evalcore keys create ...)` works.
     print(secret)
-    print(f"created {key_id} (tenant {args.tenant}, role {args.role}, capability {args.capability}); "
-          "the secret above is shown once and only its hash is stored", file=sys.stderr)
+    abilities = Principal(args.tenant, args.role, args.capability).abilities
+    print(f"created {key_id} (tenant {args.tenant}, role {args.role}, capability {args.capability}: it "
+          f"{abilities}); the secret above is shown once and only its hash is stored", file=sys.stderr)
     return 0
 
 

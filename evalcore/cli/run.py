@@ -4,25 +4,60 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from evalcore.campaigns import (
+    Aggregate,
+    Campaign,
+    CampaignManager,
+    Progress,
+    Summary,
+    campaign_aggregates,
+    campaign_diagnosis,
+    campaign_results,
+    campaign_summary,
+    find_campaign,
+    get_campaign,
+    list_campaigns,
+)
+from evalcore.campaigns.launching import LaunchRequest, sweep_requests
 from evalcore.campaigns.pace import duration_text
-from evalcore.cli import SUMMARIES, _common
+from evalcore.cli import SUMMARIES, _common, _gates
 from evalcore.cli._common import Commands, add_db_option
+from evalcore.cli.compare import add_sweep_columns, format_sweep, sweep_columns
+from evalcore.compare import compare_sweep
+from evalcore.compare.pairing import previous
+from evalcore.datasets import dataset_stats, load_dataset
+from evalcore.diagnosis import STAGES, StageCounts
 from evalcore.errors import EvalError
-from evalcore.judges.prompts import JUDGES
-from evalcore.targets.config import TargetConfig, parse_sweep, sweep_values
+from evalcore.gates import (
+    BOUNDS,
+    Check,
+    Exit,
+    Gate,
+    campaign_checks,
+    exit_code,
+    gates_from_toml,
+    parse_gate,
+    question_failures,
+    worst,
+)
+from evalcore.judges import JUDGES, LOCAL_JUDGE_NOTE
+from evalcore.judges.scale import HIGHEST, LOWEST, PASS_MARK
+from evalcore.metrics import panels
+from evalcore.store import Store
+from evalcore.suites import get_suite
+from evalcore.targets import TargetConfig
+from evalcore.targets.config import KEYS, parse_sweep, read_prompt_files, sweep_values
+from evalcore.targets.generators import judged_locally
+from evalcore.targets.presets import QUICK_START
+from evalcore.targets.saved import get_target
 
-if TYPE_CHECKING:
-    from evalcore.campaigns import Aggregate, Campaign, CampaignManager, Progress, Summary
-    from evalcore.diagnosis import StageCounts
-    from evalcore.store import Store
-
-# The engine is imported inside the functions that use it: `--help` and the other commands do not load it.
 POLL_S = 0.5
 
 
@@ -36,7 +71,8 @@ def register(commands: Commands) -> None:
     parser.add_argument("--config", type=Path, metavar="FILE.toml", help="target configuration (default: built-in)")
     parser.add_argument("--target", metavar="ID", help="saved target configuration id (instead of --config)")
     add_db_option(parser)
-    parser.add_argument("--concurrency", type=int, metavar="N", help="questions in flight (default: cores - 1, or 8 for remote models)")
+    parser.add_argument("--concurrency", type=int, metavar="N",
+                        help="questions in flight (default: cores - 1, or 8 for remote models)")
     parser.add_argument("--no-cache", action="store_true", help="do not reuse cached model replies")
     parser.add_argument("--judge", action="extend", nargs="+", default=[], metavar="NAME",
                         help=f"LLM judges to run on each answer: {', '.join(JUDGES)}")
@@ -53,48 +89,99 @@ def register(commands: Commands) -> None:
     parser.add_argument("--max-failed-share", type=float, metavar="F",
                         help="stop once more than this share of the questions failed (default 0.5; 1 = never stop)")
     judging = parser.add_argument_group("judges", "the judges' model (default: the target's own chat model)")
-    for flag, key, kind, text in JUDGE_FLAGS:
-        judging.add_argument(flag, dest=key, type=kind, metavar=key.removeprefix("judge_").upper(), help=text)
+    for key in JUDGE_FLAGS:
+        judging.add_argument("--" + key.replace("_", "-"), dest=key, type=type(KEYS[key].default),
+                             metavar=key.removeprefix("judge_").upper(), help=KEYS[key].help)
     judging.add_argument("--judge-threshold", action="append", default=[], metavar="NAME=V",
-                         help="pass mark of a judge on 1-5 (default 3), e.g. score=4; repeatable")
+                         help=f"pass mark of a judge on {LOWEST}-{HIGHEST} (default {PASS_MARK:g}), e.g. score=4; "
+                              "repeatable")
+    judging.add_argument("--judge-prompt", action="append", default=[], metavar="NAME=FILE",
+                         help="a judge's own prompt for this campaign, read from a file in the shape of the "
+                              "built-in ones, e.g. score=prompts/score.txt; repeatable")
+    judging.add_argument("--rubric", action="append", default=[], metavar="NAME=FILE",
+                         help="a judge defined in plain words (criteria, steps, scale, pass mark, inputs), read from "
+                              "a file; repeatable (see docs/judges.md)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override one configuration key, e.g. graded_label_max=3; repeatable")
     _common.add_execution_options(parser)
+    add_sweep_columns(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_gate_options(parser)
     parser.set_defaults(handler=run_command)
 
 
-JUDGE_FLAGS = (
-    ("--judge-kind", "judge_kind", str, "auto (the target's model, else the one below), openai or local"),
-    ("--judge-model", "judge_model", str, "the judges' model on an OpenAI-compatible endpoint, e.g. gpt-4o-mini"),
-    ("--judge-base-url", "judge_base_url", str, "its endpoint (default: the target's base_url)"),
-    ("--judge-api-key-env", "judge_api_key_env", str, "the NAME of the variable holding its key"),
-    ("--judge-temperature", "judge_temperature", float, "its temperature (default 0)"),
-    ("--judge-max-tokens", "judge_max_tokens", int, "its reply length limit (default 300)"),
-)
+def add_gate_options(parser: argparse.ArgumentParser) -> None:
+    """--fail-under, --gate-bound and --junit: the run fails a build when a measure is under its mark."""
+    gating = parser.add_argument_group("quality gates", f"exit codes: {_gates.EXIT_CODES}")
+    gating.add_argument("--fail-under", action="append", default=[], metavar="MEASURE=V",
+                        help="exit 4 when the campaign's mean of MEASURE is under V (over V where lower is better), "
+                             "e.g. ndcg@10=0.7 or judge.groundedness=4; repeatable; adds to the [gates] table of "
+                             "--config")
+    gating.add_argument("--gate-bound", choices=BOUNDS,
+                        help="take the gates on the mean (default) or on the lower (pessimistic) end of its 95%% "
+                             "bootstrap interval")
+    _gates.add_report_options(parser)
+
+
+# The judges' model keys that have a flag of their own (--judge-kind ...); type and help come from the key.
+JUDGE_FLAGS = ("judge_kind", "judge_model", "judge_base_url", "judge_api_key_env", "judge_temperature",
+               "judge_max_tokens")
 
 
 def run_command(args: argparse.Namespace) -> int:
     """Launch, follow to the end, report; with --sweep, once per value, then the sweep's comparison."""
-    from evalcore.campaigns.manager import sweep_name
-    from evalcore.cli.compare import format_sweep
-    from evalcore.compare import compare_sweep
-
     manager = _common.manager_of(args)
     config, target_id = configuration(manager, args)
     config = config.run_on(*_common.run_on(args))  # where it runs: still the saved target it was
+    gates = run_gates(args)  # a mistyped gate fails before the run, not after it
+    request = launch_request(args, config, target_id)
     if not args.sweep:
-        return follow(manager, launch(manager, args, config, target_id, args.name), as_json=args.json)
+        campaign_id = launch(manager, request, as_json=args.json)
+        if follow(manager, campaign_id, as_json=args.json) == LOST_EXIT:
+            return LOST_EXIT
+        return gate_campaigns(manager.store, args, gates, [campaign_id])
     key, values = parse_sweep(args.sweep)
-    ids, codes = [], []
-    for value, each in zip(values, config.sweep(key, values), strict=True):
-        # One after the other: a suite runs one campaign at a time, and the cores are shared.
-        ids.append(launch(manager, args, each, None, sweep_name(args.name, each, key, value)))
-        codes.append(follow(manager, ids[-1], as_json=args.json))
+    ids = []
+    # One after the other: a suite runs one campaign at a time, and the cores are shared.
+    for each in sweep_requests(request, key, values, one_after_another=True):
+        ids.append(launch(manager, each, as_json=args.json))
+        if follow(manager, ids[-1], as_json=args.json) == LOST_EXIT:
+            return LOST_EXIT
     sweep = compare_sweep(manager.store, ids)
     print(json.dumps(sweep.to_dict(), indent=2, ensure_ascii=False, default=str) if args.json
-          else "\n".join(format_sweep(sweep)))
-    return max(codes)
+          else "\n".join(format_sweep(sweep, sweep_columns(sweep, args.measures, args.all))))
+    return gate_campaigns(manager.store, args, gates, ids)
+
+
+def run_gates(args: argparse.Namespace) -> list[Gate]:
+    """The gates of --config's [gates] table, then --fail-under's (a measure given twice keeps the later mark)."""
+    gates = gates_from_toml(args.config) if args.config else []
+    if args.gate_bound:
+        gates = [replace(g, bound=args.gate_bound) for g in gates]
+    bound = args.gate_bound or (gates[0].bound if gates else "mean")
+    gates += [parse_gate(text, bound) for text in args.fail_under]
+    return list({g.measure: g for g in gates}.values())
+
+
+def gate_campaigns(store: Store, args: argparse.Namespace, gates: list[Gate], ids: list[str]) -> int:
+    """Take the gates on each campaign (their names prefixed in a sweep), report, and return the exit code."""
+    checks: list[Check] = []
+    codes: list[Exit] = []
+    lines: list[tuple[str, str]] = []
+    for campaign_id in ids:
+        campaign = get_campaign(store, campaign_id)
+        rows = campaign_results(store, campaign_id)
+        own = campaign_checks(gates, rows) + question_failures(rows)
+        if len(ids) > 1:
+            own = [replace(check, name=f"{campaign.name}: {check.name}") for check in own]
+        checks += own
+        codes.append(exit_code(campaign.status, own))
+        state = f"{campaign.status_text}, {campaign.finished}/{campaign.total} questions, {campaign.failed} failed"
+        lines.append((f"{campaign.name} ({campaign.id})", state))
+    code = worst(codes)
+    title = f"evalcore run: {lines[0][0]}" if len(ids) == 1 else f"evalcore run --sweep {args.sweep}"
+    verdict = f"**exit code {code.value}: {code.label}**\n\n" + "\n".join(f"- {name}: {state}" for name, state in lines)
+    return _gates.report(args, title, verdict, checks, code)
 
 
 def configuration(manager: CampaignManager, args: argparse.Namespace) -> tuple[TargetConfig, str | None]:
@@ -103,10 +190,6 @@ def configuration(manager: CampaignManager, args: argparse.Namespace) -> tuple[T
     --config, else --target, else the suite's target, else the quick start the dashboard also starts
     from; then --judge-* and --set override single keys.
     """
-    from evalcore.suites import get_suite
-    from evalcore.targets.presets import QUICK_START
-    from evalcore.targets.saved import get_target
-
     target_id = args.target or (get_suite(manager.store, args.suite, args.tenant).target_id if args.suite else None)
     if args.config:
         config, target_id = TargetConfig.from_toml(args.config), None
@@ -114,9 +197,13 @@ def configuration(manager: CampaignManager, args: argparse.Namespace) -> tuple[T
         config = get_target(manager.store, target_id, args.tenant)
     else:
         config, target_id = (TargetConfig() if args.suite else QUICK_START.config), None
-    overrides = {key: getattr(args, key) for _, key, _, _ in JUDGE_FLAGS if getattr(args, key) is not None}
+    overrides = {key: getattr(args, key) for key in JUDGE_FLAGS if getattr(args, key) is not None}
     if args.judge_threshold:
         overrides["judge_thresholds"] = {**dict(config.judge_thresholds), **pairs(args.judge_threshold, float)}
+    for key, given in (("judge_prompts", args.judge_prompt), ("rubrics", args.rubric)):
+        if given:
+            files = read_prompt_files({key: pairs(given, str)}, Path.cwd())[key]
+            overrides[key] = {**dict(getattr(config, key)), **files}
     overrides |= pairs(args.set, None)
     if not overrides:
         return config, target_id
@@ -133,29 +220,37 @@ def pairs(items: list[str], kind: type | None) -> dict[str, Any]:
         typed = sweep_values(value)
         if kind is float and not (len(typed) == 1 and isinstance(typed[0], (int, float))):
             raise EvalError("expected a number", where=item, found=value)
-        out[name.strip()] = typed[0] if len(typed) == 1 else value
+        out[name.strip()] = value if kind is str or len(typed) != 1 else typed[0]
     return out
 
 
-def launch(manager: CampaignManager, args: argparse.Namespace, config: TargetConfig, target_id: str | None,
-           name: str | None = None) -> str:
-    """Launch one campaign with the command's options, after printing what it runs."""
-    print(f"configuration: {config.describe()}; changed from the defaults: "
-          f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}",
-          file=sys.stderr if args.json else sys.stdout, flush=True)
-    return manager.launch(
+def launch_request(args: argparse.Namespace, config: TargetConfig, target_id: str | None) -> LaunchRequest:
+    """The launch the command's options ask for."""
+    return LaunchRequest(
         dataset=args.dataset, suite_id=args.suite, config=config, target_id=target_id, tenant=args.tenant,
         judges=tuple(args.judge), concurrency=args.concurrency, cache=not args.no_cache,
         time_limit=args.time_limit, limit=args.limit, judge_samples=args.judge_samples,
-        max_failed_share=args.max_failed_share, name=name,
+        max_failed_share=args.max_failed_share, name=args.name,
     )
 
 
-def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
-    """Show progress until the campaign ends (Ctrl-C cancels it), then print it; 0 when it succeeded."""
-    from tqdm import tqdm
+def launch(manager: CampaignManager, request: LaunchRequest, *, as_json: bool) -> str:
+    """Launch one campaign, after printing what it runs (and on which data)."""
+    config, out = request.config or TargetConfig(), sys.stderr if as_json else sys.stdout
+    print(f"configuration: {config.describe()}; changed from the defaults: "
+          f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}", file=out,
+          flush=True)
+    if (request.judges or config.rubrics) and judged_locally(config):
+        print(f"note: {LOCAL_JUDGE_NOTE}", file=sys.stderr, flush=True)
+    if request.dataset is not None:
+        print(f"dataset {dataset_stats(load_dataset(request.dataset)).summary()}", file=out, flush=True)
+    return manager.launch(request)
 
-    from evalcore.campaigns import get_campaign
+
+def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
+    """Show progress until the campaign ends (Ctrl-C cancels it), then print it; 0 when it succeeded, LOST_EXIT when
+    another process took it over."""
+    from tqdm import tqdm
 
     print(f"campaign {campaign_id}", file=sys.stderr if as_json else sys.stdout, flush=True)
     campaign = get_campaign(manager.store, campaign_id)
@@ -163,17 +258,45 @@ def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
         # tqdm's own rate and time left would mix the stages: the bar shows the campaign's (its recent rate).
         with tqdm(total=campaign.total, initial=campaign.finished, unit="questions", file=sys.stderr, disable=None,
                   bar_format=BAR) as bar:
-            while campaign.active:
+            while campaign.active and not manager.lost(campaign_id):
                 time.sleep(POLL_S)
                 campaign = get_campaign(manager.store, campaign_id)
                 show_progress(bar, campaign.progress(), campaign.failed)
     except KeyboardInterrupt:
         manager.cancel(campaign_id)
         print(f"cancelling; resume with `python -m evalcore campaigns resume {campaign_id}`", file=sys.stderr)
-        campaign = manager.wait(campaign_id)
+    # Cancelled, or ended under another owner before this process's runner noticed that it lost the campaign: the
+    # runner stops (within a heartbeat), and then lost() tells.
+    campaign = manager.wait(campaign_id)
+    if manager.lost(campaign_id):
+        print(f"this process lost campaign {campaign_id}: another process took it over (or it was deleted), and "
+              "its results are that process's (`python -m evalcore campaigns show ID` shows them)", file=sys.stderr)
+        return LOST_EXIT
     report = Report.of(manager.store, campaign)
     print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) if as_json else format_report(report))
+    print("\n".join(next_lines(manager.store, campaign)), file=sys.stderr if as_json else sys.stdout)
     return campaign.status.exit_code
+
+
+LOST_EXIT = 6  # the campaign was taken over by another process: what it did is not this process's
+def next_lines(store: Store, campaign: Campaign) -> list[str]:
+    """The campaign's name and id, and the command to type next: compare it with the previous campaign on the same
+    questions, or look at it."""
+    earlier = [c for c in list_campaigns(store, campaign.tenant)
+               if c.id != campaign.id and c.finished and c.created_at < campaign.created_at]
+    baseline = previous(campaign, earlier)
+    command = f"python -m evalcore compare {handle(store, baseline)} {handle(store, campaign)}" if baseline \
+        else f"python -m evalcore campaigns show {campaign.id}"
+    return ["", f"campaign {campaign.name!r} ({campaign.id})", f"next: {command}"]
+
+
+def handle(store: Store, campaign: Campaign) -> str:
+    """How to name a campaign on the command line: its name (quoted for the shell) when it finds it, else its id."""
+    try:
+        found = find_campaign(store, campaign.name, campaign.tenant).id == campaign.id
+    except EvalError:
+        found = False
+    return shlex.quote(campaign.name) if found else campaign.id
 
 
 BAR = "{desc}{percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} {unit} [{elapsed}{postfix}]"
@@ -211,8 +334,6 @@ class Report:
     @classmethod
     def of(cls, store: Store, campaign: Campaign) -> Report:
         """The report of a stored campaign."""
-        from evalcore.campaigns import campaign_aggregates, campaign_diagnosis, campaign_summary
-
         return cls(campaign, campaign_aggregates(store, campaign.id), campaign_summary(store, campaign.id),
                    campaign_diagnosis(store, campaign.id))
 
@@ -234,13 +355,13 @@ def format_report(report: Report) -> str:
     lines += ["", f"mean latency: {'-' if latency is None else f'{latency:.3f} s'}",
               f"tokens: {summary.tokens.prompt} prompt + {summary.tokens.completion} completion",
               f"cache hits: {campaign.cache_hits}"]
+    lines += [f"judge {name}: context cut to fit the judge model's context window on {count} question(s)"
+              for name, count in summary.cut.items()]
     return "\n".join(lines)
 
 
 def aggregates_table(aggregates: dict[str, Aggregate]) -> list[str]:
     """Lines of the aggregates, one block per panel (retrieval, then generation, ...)."""
-    from evalcore.metrics import panels
-
     if not aggregates:
         return []
     width = max(len(name) for name in aggregates)
@@ -253,8 +374,6 @@ def aggregates_table(aggregates: dict[str, Aggregate]) -> list[str]:
 
 def diagnosis_lines(counts: StageCounts) -> list[str]:
     """Where the questions failed: one line per stage with its count and share of the questions."""
-    from evalcore.diagnosis import STAGES
-
     if not counts.total:
         return []
     lines = ["", f"failure attribution ({counts.labeled} of {counts.total} questions labeled)"]

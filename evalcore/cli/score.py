@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import json
+import math
 import sys
 from collections.abc import Mapping
 from json.encoder import encode_basestring
@@ -15,8 +16,9 @@ from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands
 from evalcore.errors import EvalError
 from evalcore.metrics import GENERATION_MEASURES, GRADED_MEASURES, RETRIEVAL_MEASURES, aggregate, signature
+from evalcore.metrics.document_retrieval import document_retrieval, read_cases
 from evalcore.metrics.generation import generation_scores
-from evalcore.metrics.graded import graded_retrieval_scores
+from evalcore.metrics.graded import default_thresholds, graded_retrieval_scores, threshold_measure
 from evalcore.metrics.retrieval import GRADED_NDCG_MEASURES
 
 if TYPE_CHECKING:
@@ -42,8 +44,16 @@ def register(commands: Commands) -> None:
         "ndcg_cut). Ranking: score descending, ties by docid descending. Blank lines and lines "
         "starting with # are skipped; fields after a run's tag are ignored.",
     )
-    trec.add_argument("--qrels", required=True, type=Path, help="TREC qrels (qid 0 docid rel) or qrels.parquet")
-    trec.add_argument("--run", required=True, type=Path, help="TREC run (qid Q0 docid rank score tag)")
+    trec.add_argument("--qrels", type=Path, help="TREC qrels (qid 0 docid rel) or qrels.parquet")
+    trec.add_argument("--run", type=Path, help="TREC run (qid Q0 docid rank score tag)")
+    trec.add_argument("--cases", type=Path, metavar="FILE",
+                      help="instead of --qrels/--run with --graded: queries in the document retrieval evaluator's "
+                      "JSON input (a list, one object, or JSONL: retrieval_ground_truth, retrieved_documents, "
+                      "ground_truth_label_min/max); prints its output fields as JSONL")
+    trec.add_argument("--threshold", action="append", metavar="NAME=V", default=[],
+                      help="a graded pass mark (repeatable): ndcg_threshold, xdcg_threshold, fidelity_threshold, "
+                      "top1_relevance_threshold, top3_max_relevance_threshold, total_retrieved_documents_threshold, "
+                      "total_ground_truth_documents_threshold, holes_threshold, holes_ratio_threshold")
     trec.add_argument("--json", action="store_true", help="print JSON with full precision")
     trec.add_argument("--graded", action="store_true", help="add the graded document retrieval measures (graded.*)")
     trec.add_argument("--label-min", type=int, default=0, help="lowest label of the graded scale (default 0)")
@@ -84,18 +94,21 @@ def _selected(args: argparse.Namespace) -> list[str]:
 
 
 def run_score(args: argparse.Namespace) -> int:
-    """Score a run against qrels and print per-query values and means."""
+    """Score a run against qrels and print per-query values and means (or the evaluator's output per case)."""
+    thresholds = _thresholds(args.threshold)
+    if args.cases is not None:
+        return _score_cases(args.cases, thresholds)
+    if args.qrels is None or args.run is None:
+        raise EvalError("nothing to score", where="--qrels/--run", expected="both --qrels and --run, or --cases FILE")
     # Imported here: TREC scoring loads pyarrow, which `--help` and the other commands need not pay.
     from evalcore.metrics.trec import TrecOptions, evaluate
-    from evalcore.metrics.trec_files import integer_ids, read_qrels, read_run
+    from evalcore.metrics.trec_files import read_pair
 
     names = _selected(args)
-    qrels, run = read_qrels(args.qrels), read_run(args.run)
+    qrels, run = read_pair(args.qrels, args.run)
     if run.extra is not None:
         print(f"note: {run.extra.lines} run lines have fields after the run tag (first at {run.extra.first}); "
               "they are ignored, as trec_eval does", file=sys.stderr)
-    if args.qrels.suffix == ".parquet":
-        run = integer_ids(run)  # a dataset's ids are integers: run id 007 is passage 7
     options = TrecOptions(args.complete, args.relevance_level, args.max_docs)
     scores = evaluate(qrels, run, options, graded=names)
     columns = {name: column.tolist() for name, column in scores.values.items()}
@@ -107,17 +120,26 @@ def run_score(args: argparse.Namespace) -> int:
               file=sys.stderr)
     if not scores.qids:
         print("note: no query is in both the run and the qrels", file=sys.stderr)
-    extra = {} if args.max_docs is None else {"max_docs": args.max_docs}
+    extra: dict[str, object] = {} if args.max_docs is None else {"max_docs": args.max_docs}
+    if any(name.startswith("graded.") for name in names):
+        marks = default_thresholds(args.label_min, args.label_max) | thresholds
+        extra["thresholds"] = {f"graded.{name}": marks[name] for name in GRADED_MEASURES}
     _print(Table(scores.qids, {name: columns[name] for name in names}), sigs, args.json, extra)
     return 0
 
 
 def _signature(name: str, args: argparse.Namespace) -> str:
+    """The signature of the values as computed: the scale, the relevance level, -M and -c when given."""
+    used: dict[str, str] = {}
+    if args.max_docs is not None:
+        used["depth"] = str(args.max_docs)
+    if args.complete:
+        used["queries"] = "qrels"
     if name.startswith("graded."):
-        return signature(name, scale=f"{args.label_min}-{args.label_max}")
+        return signature(name, scale=f"{args.label_min}-{args.label_max}", **used)
     if name in GRADED_NDCG_MEASURES:
-        return signature(name)
-    return signature(name, rel=f">={args.relevance_level}")
+        return signature(name, **used)
+    return signature(name, rel=f">={args.relevance_level}", **used)
 
 
 def _graded_columns(qids: list[str], qrels: Judgements, run: Ranking,
@@ -126,15 +148,43 @@ def _graded_columns(qids: list[str], qrels: Judgements, run: Ranking,
 
     labels, rankings = judgements_by_query(qrels), rankings_by_query(run, args.max_docs)
     columns: dict[str, list[float | None]] = {f"graded.{name}": [] for name in GRADED_MEASURES}
+    marks = _thresholds(args.threshold)
     for qid in qids:
         try:
-            graded = graded_retrieval_scores(labels.get(qid, {}), rankings.get(qid, []), args.label_min, args.label_max)
+            graded = graded_retrieval_scores(labels.get(qid, {}), rankings.get(qid, []), args.label_min, args.label_max,
+                                             marks)
         except EvalError as error:
             raise EvalError(error.message, where=f"qrels, query {qid}, {error.where}", found=error.found,
                             expected=error.expected, fix="set --label-min/--label-max to your labels' scale") from None
         for name in GRADED_MEASURES:
             columns[f"graded.{name}"].append(_number(graded[name]))
     return columns
+
+
+def _thresholds(pairs: list[str]) -> dict[str, float]:
+    """`NAME=V` pass marks by graded measure; EvalError naming the bad one."""
+    marks: dict[str, float] = {}
+    for pair in pairs:
+        name, _, text = pair.partition("=")
+        measure = threshold_measure(name.strip())
+        try:
+            marks[measure] = float(text)
+        except ValueError:
+            marks[measure] = math.nan
+        if not math.isfinite(marks[measure]):
+            raise EvalError("a threshold is not NAME=NUMBER", where="--threshold", found=pair,
+                            expected="e.g. ndcg_threshold=0.7")
+    return marks
+
+
+def _score_cases(path: Path, thresholds: dict[str, float]) -> int:
+    """The evaluator's output fields for each query of the file, one JSON line each (with its id when it has one)."""
+    for number, record in enumerate(read_cases(path), start=1):
+        where = f"{path} query {number}"
+        output = document_retrieval(record, thresholds, where=where)
+        key = record.get("id", number) if isinstance(record, dict) else number
+        sys.stdout.write(json.dumps({"id": key, **output}, ensure_ascii=False) + "\n")
+    return 0
 
 
 def _number(value: object) -> float | None:
@@ -225,9 +275,9 @@ def _print(table: Table, sigs: dict[str, str], as_json: bool, extra: Mapping[str
         return
     shown = {name: [_shown(value) for value in column] for name, column in table.columns.items()}
     labels = [f"{name:<22}\t" for name in table.columns]
-    out = [f"{label}{key}\t{value}" for key, *values in zip(table.keys, *shown.values())
-           for label, value in zip(labels, values)]
-    out.extend(f"{label}all\t{_shown(mean)}" for label, (mean, _) in zip(labels, means.values()))
+    out = [f"{label}{key}\t{value}" for key, *values in zip(table.keys, *shown.values(), strict=False)
+           for label, value in zip(labels, values, strict=False)]
+    out.extend(f"{label}all\t{_shown(mean)}" for label, (mean, _) in zip(labels, means.values(), strict=False))
     out.append(f"{'num_q':<22}\tall\t{len(table.keys)}")
     sys.stdout.write("\n".join(out) + "\n")
 
@@ -249,6 +299,6 @@ def _json_text(table: Table, rest: dict[str, object]) -> str:
         names = [json.dumps(name, ensure_ascii=False).replace("%", "%%") for name in table.columns]
         template = "  %s: {\n" + ",\n".join(f"   {name}: %s" for name in names) + "\n  }"
         keys = map(encode_basestring, table.keys)
-        queries = "{\n" + ",\n".join([template % row for row in zip(keys, *encoded)]) + "\n }"
+        queries = "{\n" + ",\n".join([template % row for row in zip(keys, *encoded, strict=False)]) + "\n }"
     tail = json.dumps(rest, ensure_ascii=False, indent=1)
     return '{\n "queries": ' + queries + ",\n" + tail[2:]

@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from evalcore.campaigns.listing import suite_rows
 from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands, add_db_option, store_of
 from evalcore.errors import EvalError
@@ -16,7 +17,6 @@ from evalcore.suites import (
     create_suite,
     delete_suite,
     get_suite,
-    list_suites,
     parse_suite_csv,
     suite_csv_bytes,
 )
@@ -83,16 +83,20 @@ def import_command(args: argparse.Namespace) -> int:
 
 
 def list_command(args: argparse.Namespace) -> int:
-    """One line per suite: name, cases, target, updated, id."""
-    suites = list_suites(store_of(args), tenant=args.tenant)
-    if not suites:
+    """One line per suite: name, dataset, cases, target, updated, its last campaign, id."""
+    rows = suite_rows(store_of(args), tenant=args.tenant)
+    if not rows:
         print("no suite yet: import one with `python -m evalcore suites import FILE.csv --name N --target ID`")
         return 0
-    width = max(len(f"{s.tenant}/{s.name}") for s in suites)
-    print(f"{'name':<{width}}  {'cases':>5}  {'target':<20}  {'updated':<16}  id")
-    for s in suites:
+    width = max(len(f"{r.suite.tenant}/{r.suite.name}") for r in rows)
+    print(f"{'name':<{width}}  {'dataset':<12}  {'cases':>5}  {'target':<20}  {'updated':<16}  {'last campaign':<24}  "
+          "id")
+    for row in rows:
+        s = row.suite
         updated = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.updated_at))
-        print(f"{s.tenant + '/' + s.name:<{width}}  {len(s.cases):>5}  {s.target_id:<20}  {updated:<16}  {s.id}")
+        last = row.last.campaign.status_text if row.last else "never run"
+        print(f"{s.tenant + '/' + s.name:<{width}}  {row.dataset:<12}  {len(s.cases):>5}  {s.target_id:<20}  "
+              f"{updated:<16}  {last:<24}  {s.id}")
     return 0
 
 

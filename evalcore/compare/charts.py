@@ -11,18 +11,19 @@ Plotly figures every stored string goes through `chart_text`: Plotly reads `<b>`
 from __future__ import annotations
 
 import html
+import textwrap
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
-from evalcore.compare.comparison import higher_is_better
-from evalcore.compare.exports import ExportContext, Fact, shown
-from evalcore.compare.records import Comparison, MeasureDelta, Paired
+from evalcore.compare.deltas import Comparison, MeasureDelta, Paired, higher_is_better
+from evalcore.compare.export_context import LINE_IN_CHART, ExportContext, Fact, shown
 from evalcore.compare.sweep import Sweep
 from evalcore.diagnosis import NOT_ATTRIBUTED, STAGES, StageCounts, side_counts
-from evalcore.metrics import display_order
+from evalcore.metrics import SCALES, display_order, scale_of
 
 GREEN, RED, GREY = "#2e7d32", "#c62828", "#607d8b"
 SAME_VALUE = 9  # decimals two values must share to be drawn as one point of the scatter
@@ -57,13 +58,34 @@ def direction(improved: bool, worse: bool) -> str:
     return "better" if improved else "worse" if worse else "no difference"
 
 
-DIRECTION_COLORS = {"better": GREEN, "worse": RED, "no difference": GREY}
+NEUTRAL = "count (neither better nor worse)"  # the colour class of a count's change: more documents is not quality
+DIRECTION_COLORS = {"better": GREEN, "worse": RED, "no difference": GREY, NEUTRAL: "#1565c0"}
 DIRECTION_SCALE = {"domain": list(DIRECTION_COLORS), "range": list(DIRECTION_COLORS.values())}
+DELTA_TITLE = "B − A per measure, each scale on its own axis (95% paired bootstrap interval; * p < 0.05)"
+# Height of one measure's row in the dashboard's delta chart: its label above its point clears the row above.
+ROW_PX = 32
 
 
 def ordered(comparison: Comparison) -> list[MeasureDelta]:
     """The comparison's measures in display order."""
     return sorted(comparison.measures, key=lambda m: display_order(m.measure))
+
+
+def scale_groups(comparison: Comparison) -> list[tuple[str, list[MeasureDelta]]]:
+    """The measures a delta chart draws, one group per scale (0-1 measures, 0-100 scores, counts…) with the group's
+    title, each in display order; measures with the same value in A and B on every question are left out."""
+    titles = dict(SCALES)
+    groups: dict[str, list[MeasureDelta]] = {scale: [] for scale, _ in SCALES}
+    for m in ordered(comparison):
+        if not m.unchanged:
+            groups[scale_of(m.measure)].append(m)
+    return [(titles[scale], members) for scale, members in groups.items() if members]
+
+
+def unchanged_line(comparison: Comparison) -> str:
+    """The line under a delta chart naming the measures it leaves out ("" when none is)."""
+    names = [m.measure for m in ordered(comparison) if m.unchanged]
+    return f"Not drawn, the same in A and B on every question: {', '.join(names)}." if names else ""
 
 
 def detects_text(m: MeasureDelta) -> str:
@@ -76,61 +98,97 @@ def needs_text(m: MeasureDelta) -> str:
     return f"±{m.effect:g} needs {m.n_required:,} questions" if m.n_required else ""
 
 
+def point_class(m: MeasureDelta) -> str:
+    """A measure's colour class in the delta chart: a count's change is neutral, else better, worse or neither."""
+    if scale_of(m.measure) == "count":
+        return NEUTRAL
+    return direction(m.improved, m.significant and not m.improved)
+
+
 def delta_points(comparison: Comparison) -> pd.DataFrame:
-    """One row per measure in display order: B − A, its interval (the point itself when none), its label, colour
-    class and what the hover says. Both forms of the delta chart draw these."""
-    rows = ordered(comparison)
+    """One row per measure drawn, by scale group then display order: its group, B − A, its interval (the point itself
+    when none), its label, colour class and what the hover says. Both forms of the delta chart draw these."""
     return pd.DataFrame([{
-        "measure": m.measure, "delta": m.delta, "low": m.delta if m.ci_low is None else m.ci_low,
-        "high": m.delta if m.ci_high is None else m.ci_high, "label": f"{m.delta:+.3f}{' *' if m.significant else ''}",
+        "scale": title, "measure": m.measure, "delta": m.delta, "low": m.delta if m.ci_low is None else m.ci_low,
+        "high": m.delta if m.ci_high is None else m.ci_high, "label": f"{m.delta:+.3g}{' *' if m.significant else ''}",
         "n": m.n, "p": m.p_value, "test": m.test, "detects": detects_text(m), "needs": needs_text(m),
-        "direction": direction(m.improved, m.significant and not m.improved)} for m in rows],
-        columns=["measure", "delta", "low", "high", "label", "n", "p", "test", "detects", "needs", "direction"])
+        "direction": point_class(m)} for title, members in scale_groups(comparison) for m in members],
+        columns=["scale", "measure", "delta", "low", "high", "label", "n", "p", "test", "detects", "needs",
+                 "direction"])
 
 
 def delta_figure(comparison: Comparison, context: ExportContext) -> go.Figure:
-    """B − A per measure (display order, top down) with its 95% interval; significant ones starred."""
-    points = delta_points(comparison).iloc[::-1]  # Plotly draws the first category at the bottom
-    figure = go.Figure(go.Scatter(
+    """B − A per measure (display order, top down) with its 95% interval, significant ones starred: one panel per
+    scale, each with its own axis; the measures left out (no change anywhere) named under the chart."""
+    points = delta_points(comparison)
+    groups = list(dict.fromkeys(points["scale"])) or ["no measure changed"]
+    sizes = [max(int((points["scale"] == group).sum()), 1) for group in groups]
+    note = textwrap.wrap(unchanged_line(comparison), LINE_IN_CHART)
+    plot = 40 * sum(sizes) + 85 * (len(groups) - 1)
+    figure = make_subplots(rows=len(groups), cols=1, row_heights=sizes,
+                           vertical_spacing=85 / plot if len(groups) > 1 else 0,
+                           subplot_titles=[chart_text(group) for group in groups])
+    for row, group in enumerate(groups, start=1):
+        delta_trace(figure, points[points["scale"] == group].iloc[::-1], row)  # Plotly draws the first at the bottom
+        figure.update_xaxes(title_text="difference (B − A)", title_standoff=4, zeroline=False, row=row, col=1)
+    figure.update_annotations(x=0, xanchor="left", font_size=13)  # the panels' titles, before the note is added
+    titled(figure, DELTA_TITLE, context)
+    bottom = 60 + 17 * len(note)
+    figure.update_layout(height=plot + figure.layout.margin.t + bottom, showlegend=False, margin={"b": bottom})
+    if note:
+        figure.add_annotation(text="<br>".join(map(chart_text, note)), xref="paper", yref="paper", x=0, y=0,
+                              xanchor="left", yanchor="top", yshift=-50, showarrow=False, align="left")
+    return figure
+
+
+def delta_trace(figure: go.Figure, points: pd.DataFrame, row: int) -> None:
+    """One scale's points with their intervals, and its zero line, in the figure's `row`."""
+    figure.add_trace(go.Scatter(
         x=points["delta"], y=points["measure"].map(chart_text), mode="markers+text", textposition="top center",
         text=points["label"], marker={"color": points["direction"].map(DIRECTION_COLORS), "size": 10},
         error_x={"type": "data", "symmetric": False, "array": points["high"] - points["delta"],
                  "arrayminus": points["delta"] - points["low"]},
         customdata=points[["n", "p", "test", "detects", "needs"]],
         hovertemplate="%{y}: %{x:+.4f}<br>n=%{customdata[0]} · p=%{customdata[1]:.4f}<br>%{customdata[2]}"
-                      "<br>%{customdata[3]}<br>%{customdata[4]}<extra></extra>"))
-    figure.add_vline(x=0, line_dash="dot", line_color="#9e9e9e")
-    figure.update_layout(height=max(300, 32 * len(points) + 120), xaxis_title="difference (B − A)",
-                         yaxis={"automargin": True, "range": [-0.7, len(points) - 0.3]})
-    return titled(figure, "B − A per measure (95% paired bootstrap interval; * p < 0.05)", context)
+                      "<br>%{customdata[3]}<br>%{customdata[4]}<extra></extra>"), row=row, col=1)
+    figure.add_vline(x=0, line_dash="dot", line_color="#9e9e9e", row=row, col=1)
+    figure.update_yaxes(automargin=True, range=[-0.7, len(points) - 0.3], row=row, col=1)
 
 
-def delta_spec(comparison: Comparison, context: ExportContext) -> Spec:
-    """The delta chart for the dashboard (Vega-Lite): the same points, intervals, marks and hover as delta_figure."""
+def delta_specs(comparison: Comparison, context: ExportContext) -> list[Spec]:
+    """The delta chart for the dashboard (Vega-Lite): the same points, intervals, marks and hover as delta_figure, one
+    chart per scale (a composed Vega-Lite view cannot take the page's width), the first titled with the context."""
     points = delta_points(comparison)
+    panels = [delta_panel(points[points["scale"] == group]) for group in dict.fromkeys(points["scale"])]
+    if panels:
+        panels[0]["title"] = spec_title(DELTA_TITLE, context)
+    return panels
+
+
+def delta_panel(points: pd.DataFrame) -> Spec:
+    """One scale's panel of the delta chart: its points, intervals, labels and zero line on its own axis."""
+    group = str(points["scale"].iloc[0])
     y = {"field": "measure", "type": "nominal", "sort": list(points["measure"]), "title": None,
-         "axis": {"labelLimit": 260}}
+         "axis": {"labelLimit": 320, "minExtent": 200}}
+    x = {"field": "delta", "type": "quantitative"}
     tooltip = [{"field": "measure"}, {"field": "delta", "format": "+.4f", "title": "B − A"},
-               {"field": "low", "format": "+.4f", "title": "95% low"}, {"field": "high", "format": "+.4f",
-                                                                        "title": "95% high"},
+               {"field": "low", "format": "+.4f", "title": "95% low"},
+               {"field": "high", "format": "+.4f", "title": "95% high"},
                {"field": "n"}, {"field": "p", "format": ".4f"}, {"field": "test"}, {"field": "detects"},
                {"field": "needs"}]
-    return {"title": spec_title("B − A per measure (95% paired bootstrap interval; * p < 0.05)", context),
-            "data": {"values": points.to_dict("records")},
-            "height": 110 + 16 * len(context.chart_lines()) + 26 * len(points),
-            "width": "container",
+    color = {"field": "direction", "scale": DIRECTION_SCALE, "legend": None}
+    # "fit-x": the width fits the page, the height is the rows' own (title and axis added around them).
+    return {"title": {"text": f"B − A: {group}", "anchor": "start", "fontSize": 12},
+            "data": {"values": points.to_dict("records")}, "height": ROW_PX * len(points) + 8, "width": "container",
+            "autosize": {"type": "fit-x", "contains": "padding"},
             "layer": [
                 {"mark": {"type": "rule", "strokeDash": [3, 3], "color": "#9e9e9e"}, "encoding": {"x": {"datum": 0}}},
                 {"mark": "rule", "encoding": {"y": y, "x": {"field": "low", "type": "quantitative",
-                                                            "title": "difference (B − A)"},
-                                             "x2": {"field": "high"}, "color": {"field": "direction",
-                                                                                "scale": DIRECTION_SCALE,
-                                                                                "legend": None}}},
+                                                            "title": f"difference (B − A), {group}"},
+                                             "x2": {"field": "high"}, "color": color}},
                 {"mark": {"type": "point", "filled": True, "size": 90},
-                 "encoding": {"y": y, "x": {"field": "delta", "type": "quantitative"}, "tooltip": tooltip,
-                              "color": {"field": "direction", "scale": DIRECTION_SCALE, "legend": None}}},
-                {"mark": {"type": "text", "dy": -11}, "encoding": {"y": y, "x": {"field": "delta", "type": "quantitative"},
-                                                                   "text": {"field": "label"}}},
+                 "encoding": {"y": y, "x": x, "tooltip": tooltip, "color": color}},
+                {"mark": {"type": "text", "dy": -11}, "encoding": {"y": y, "x": x, "text": {"field": "label"}}},
             ]}
 
 
@@ -188,7 +246,8 @@ def scatter_context(values: Paired, measure: str, context: ExportContext, delta:
     """The comparison's context with the scatter's n and, when known, the measure's test and difference."""
     context = context.with_fact(shown("n", f"{len(values.qids):,} questions with {measure} in both"))
     if delta is not None:
-        context = context.with_fact(Fact("test", delta.test, f"{delta.test}: B − A {delta.delta:+.4f}, p = {delta.p_value:.3g}"))
+        context = context.with_fact(Fact("test", delta.test,
+                                         f"{delta.test}: B − A {delta.delta:+.4f}, p = {delta.p_value:.3g}"))
     return context
 
 
@@ -237,7 +296,8 @@ def series_spec(sweep: Sweep, measure: str, context: ExportContext) -> Spec:
     """The sweep's series for the dashboard (Vega-Lite): the measure's mean and interval per swept value."""
     rows = [{"x": str(point["x"]), "mean": point["mean"],
              "low": point["mean"] if point["ci_low"] is None else point["ci_low"],
-             "high": point["mean"] if point["ci_high"] is None else point["ci_high"]} for point in sweep.series[measure]]
+             "high": point["mean"] if point["ci_high"] is None else point["ci_high"]}
+            for point in sweep.series[measure]]
     x = {"field": "x", "type": "ordinal", "sort": [row["x"] for row in rows], "title": sweep.key or "campaign",
          "axis": {"labelAngle": 0}}
     y = {"field": "mean", "type": "quantitative", "title": measure, "scale": {"zero": False}}

@@ -4,39 +4,44 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from evalcore.access import Principal, scope
-from evalcore.campaigns import Campaign, QuestionResult, campaign_results, get_campaign, list_campaigns
+from evalcore.campaigns import (
+    Campaign,
+    CampaignStatus,
+    QuestionResult,
+    campaign_results,
+    get_campaign,
+    list_campaigns,
+)
 from evalcore.compare import power, saved, stats
-from evalcore.compare.pairing import previous
-from evalcore.compare.records import (
+from evalcore.compare.deltas import (
+    PASS_SUFFIX,
     CampaignHeader,
+    Change,
     Comparison,
     McNemar,
     MeasureDelta,
     Paired,
     Passage,
     QuestionDiff,
+    higher_is_better,
+    verdict_by,
 )
+from evalcore.compare.pairing import previous
 from evalcore.errors import EvalError
-from evalcore.metrics import MEASURES, sources_found, verdict_basis
+from evalcore.metrics import MEASURES, sources_found, tolerance_of, verdict_basis
+from evalcore.relevance import is_relevant
 from evalcore.store import Store
 from evalcore.targets.config import under_test
 
-PASS_SUFFIX = ":pass"
-EPSILON = 1e-9
 QuestionKey = tuple[int, str]
 Values = dict[str, float]   # a question's measures, as row_values gives them
-
-
-def higher_is_better(name: str) -> bool:
-    """The measure's direction from the registry (judge pass rates and unknown names: higher)."""
-    measure = MEASURES.get(name.split(PASS_SUFFIX)[0])
-    return measure.higher_is_better if measure else True
 
 
 def is_number(value: object) -> bool:
@@ -47,7 +52,8 @@ def is_number(value: object) -> bool:
 def row_values(result: QuestionResult) -> dict[str, float]:
     """Every measure of a result, judges included (`judge.X` and the pass/fail rate `judge.X:pass`)."""
     # is_number inline: a comparison calls this for every measure of every row.
-    values = {k: float(v) for k, v in result.outcome.measures.items() if isinstance(v, (int, float)) and not math.isnan(v)}
+    values = {k: float(v) for k, v in result.outcome.measures.items()
+              if isinstance(v, (int, float)) and not math.isnan(v)}
     for name, verdict in result.outcome.judges.items():
         if verdict.score is not None and is_number(verdict.score):
             values.setdefault(f"judge.{name}", float(verdict.score))
@@ -63,31 +69,33 @@ def question_key(result: QuestionResult) -> QuestionKey:
 
 
 def verdict(a_row: QuestionResult, b_row: QuestionResult, a_values: Values, b_values: Values,
-            order: tuple[str, ...]) -> tuple[str, str | None, float | None, float | None]:
+            order: tuple[str, ...]) -> tuple[Change, str | None, float | None, float | None]:
     """(verdict, basis measure, value in A, value in B) for a question both campaigns asked.
 
-    The first measure of `order` present on both sides decides; direction follows the registry.
+    The first measure of `order` present on both sides decides; direction follows the registry, and a difference
+    under the measure's tolerance (`Comparison.with_tolerances` applies asked ones) is the same.
     """
     a_failed, b_failed = bool(a_row.outcome.error), bool(b_row.outcome.error)
     if a_failed or b_failed:
-        kind = "same" if a_failed == b_failed else "better" if a_failed else "worse"
+        kind = Change.SAME if a_failed == b_failed else Change.BETTER if a_failed else Change.WORSE
         return kind, "error", None, None
     for basis in order:
         if basis in a_values and basis in b_values:
-            delta = b_values[basis] - a_values[basis]
-            kind = "same" if abs(delta) <= EPSILON else "better" if (delta > 0) == higher_is_better(basis) else "worse"
+            kind = verdict_by(basis, a_values[basis], b_values[basis], tolerance_of(basis))
             return kind, basis, a_values[basis], b_values[basis]
-    return "unscored", None, None, None
+    return Change.UNSCORED, None, None, None
 
 
 def relevant_pids(result: QuestionResult) -> set[int]:
     """Passage ids labelled relevant (label >= 1) for this question."""
-    return {int(pid) for pid, label in (result.question.relevant or {}).items() if is_number(label) and label >= 1}
+    return {int(pid) for pid, label in (result.question.relevant or {}).items()
+            if is_number(label) and is_relevant(label)}
 
 
 def retrieved_pids(result: QuestionResult, among: set[int]) -> dict[int, str]:
     """Retrieved passage id -> title, in rank order, of the passages among these ids."""
-    return {int(hit.pid): hit.title for hit in result.outcome.retrieved if hit.pid is not None and int(hit.pid) in among}
+    return {int(hit.pid): hit.title for hit in result.outcome.retrieved
+            if hit.pid is not None and int(hit.pid) in among}
 
 
 def found_sources(result: QuestionResult) -> set[str]:
@@ -160,11 +168,14 @@ def question_entry(key: QuestionKey, a_row: QuestionResult | None, b_row: Questi
     shown = a_row or b_row
     assert shown is not None  # every key comes from one side at least
     base = QuestionDiff(qid=key[0], question=shown.question.text, answer_a=a_row.outcome.answer if a_row else None,
-                        answer_b=b_row.outcome.answer if b_row else None, verdict="new" if a_row is None else "removed",
+                        answer_b=b_row.outcome.answer if b_row else None,
+                        verdict=Change.NEW if a_row is None else Change.REMOVED,
                         basis=None, a=None, b=None, diagnosis_a=a_row.outcome.diagnosis if a_row else None,
                         diagnosis_b=b_row.outcome.diagnosis if b_row else None,
                         queries_a=a_row.outcome.queries if a_row else (),
-                        queries_b=b_row.outcome.queries if b_row else ())
+                        queries_b=b_row.outcome.queries if b_row else (),
+                        judges_a=dict(a_row.outcome.judges) if a_row else {},
+                        judges_b=dict(b_row.outcome.judges) if b_row else {})
     if a_row is None or b_row is None:
         return base
     kind, basis, a_value, b_value = verdict(a_row, b_row, a_values, b_values, order)
@@ -227,6 +238,7 @@ def measure_entry(name: str, values: Paired, interval: stats.BootstrapMean | Non
     significant = p_value < stats.ALPHA
     diffs = values.b - values.a
     sd = spread(diffs)
+    moved = diffs[diffs != 0]
     # Equal differences resample to equal means: an se of 1e-17 is rounding, not a spread.
     se = (interval.se if sd else 0.0) if interval else None
     return MeasureDelta(
@@ -237,6 +249,7 @@ def measure_entry(name: str, values: Paired, interval: stats.BootstrapMean | Non
         improved=significant and (mean_b - mean_a > 0) == better, mcnemar=mcnemar, sd_diff=sd, se_bootstrap=se,
         mde=power.mde(sd, n), mde_bootstrap=power.mde_bootstrap(se), effect=effect,
         n_required=power.required_n(effect, sd), power_note=power.why_no_power(n, sd, float(diffs[0]) if n else 0.0),
+        changed=int(moved.size), one_way=bool(moved.size) and bool((moved > 0).all() or (moved < 0).all()),
     )
 
 
@@ -260,7 +273,8 @@ def is_binary(name: str, values: Paired) -> bool:
 def config_diff(a: Campaign, b: Campaign) -> dict[str, list[Any]]:
     """Keys of the system under test whose values differ: key -> [value in A, value in B] (where it ran is none)."""
     mine, theirs = under_test(a.config), under_test(b.config)
-    return {k: [mine.get(k), theirs.get(k)] for k in sorted(mine.keys() | theirs.keys()) if mine.get(k) != theirs.get(k)}
+    return {k: [mine.get(k), theirs.get(k)] for k in sorted(mine.keys() | theirs.keys())
+            if mine.get(k) != theirs.get(k)}
 
 
 def judge_setups(rows: list[QuestionResult]) -> dict[str, set[tuple[str, str]]]:
@@ -289,7 +303,7 @@ def warnings_for(a: Campaign, b: Campaign, a_rows: list[QuestionResult], b_rows:
         if a_judges[name] != b_judges[name]:
             out.append(f"judge {name} used a different model or prompt: its scores are not comparable")
     for side, campaign in (("A", a), ("B", b)):
-        if campaign.status != "succeeded":
+        if campaign.status != CampaignStatus.SUCCEEDED:
             out.append(f"campaign {side} ({campaign.id}) is {campaign.status}: results may be partial")
     if not common:
         out.append("the campaigns have no question in common (same id and same text)")
@@ -298,11 +312,13 @@ def warnings_for(a: Campaign, b: Campaign, a_rows: list[QuestionResult], b_rows:
 
 def compare_results(a_campaign: Campaign, a_rows: list[QuestionResult], b_campaign: Campaign,
                     b_rows: list[QuestionResult], *, seed: int = 0, resamples: int = stats.RESAMPLES,
-                    effect: float = power.EFFECT, basis: str | None = None) -> Comparison:
+                    effect: float = power.EFFECT, basis: str | None = None,
+                    tolerances: Mapping[str, float] | None = None) -> Comparison:
     """Compare two campaigns given their records and result rows (pure: no store).
 
     `basis` names the measure that decides per-question verdicts; by default it follows what
-    differs between the configurations (`choose_basis`).
+    differs between the configurations (`choose_basis`). `tolerances` override measures' smallest
+    meaningful differences (a question's change under it is "same").
     """
     check_draws(seed, resamples)
     effect = power.check_effect(effect)
@@ -323,7 +339,8 @@ def compare_results(a_campaign: Campaign, a_rows: list[QuestionResult], b_campai
     return Comparison(a=CampaignHeader.of(a_campaign), b=CampaignHeader.of(b_campaign), questions=questions,
                       measures=measures, config_diff=diff, seed=seed, resamples=resamples, notes=notes,
                       warnings=warnings_for(a_campaign, b_campaign, a_rows, b_rows, diff, len(common)),
-                      effect=effect, paired=paired, basis=order[0] if order else None, basis_reason=reason)
+                      effect=effect, paired=paired, basis=order[0] if order else None,
+                      basis_reason=reason).with_tolerances(tolerances or {})
 
 
 def check_draws(seed: int, resamples: int) -> None:
@@ -371,12 +388,14 @@ def compared_results(store: Store, campaign_id: str) -> list[QuestionResult]:
 
 def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resamples: int = stats.RESAMPLES,
                       effect: float = power.EFFECT, tenant: str | None = None,
-                      principal: Principal | None = None, basis: str | None = None) -> Comparison:
+                      principal: Principal | None = None, basis: str | None = None,
+                      tolerances: Mapping[str, float] | None = None) -> Comparison:
     """Compare two stored campaigns (A is the baseline, B the candidate), computed once per pair of versions.
 
     The comparison is kept in the store under both campaigns' ids and results versions, the seed
     and the resamples (`saved`); while none of them changes it is read back, not recomputed.
-    Another tenant's campaign is NotFound, as a missing one.
+    Another tenant's campaign is NotFound, as a missing one. `tolerances` re-decide the verdicts of the kept
+    comparison (`Comparison.with_tolerances`).
     """
     check_draws(seed, resamples)
     effect = power.check_effect(effect)
@@ -384,13 +403,13 @@ def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resa
     a, b = get_campaign(store, a_id, tenant=tenant), get_campaign(store, b_id, tenant=tenant)
     if basis:  # an asked basis is not the stored default: computed, not kept
         return compare_results(a, compared_results(store, a_id), b, compared_results(store, b_id), seed=seed,
-                               resamples=resamples, effect=effect, basis=basis)
+                               resamples=resamples, effect=effect, basis=basis, tolerances=tolerances)
     comparison = saved.find(store, a, b, seed=seed, resamples=resamples)
     if comparison is None:
         comparison = compare_results(a, compared_results(store, a_id), b, compared_results(store, b_id), seed=seed,
                                      resamples=resamples)
         saved.keep(store, comparison, a, b)
-    return comparison.with_effect(effect)
+    return comparison.with_effect(effect).with_tolerances(tolerances or {})
 
 
 def compare_with_previous(store: Store, campaign_id: str) -> Comparison | None:

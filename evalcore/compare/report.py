@@ -22,14 +22,22 @@ from evalcore.access import Principal
 from evalcore.campaigns import Campaign
 from evalcore.compare import charts
 from evalcore.compare.comparison import compare_campaigns
-from evalcore.compare.exports import ExportContext, comparison_context, sweep_context, value_text
+from evalcore.compare.deltas import Change, Comparison, QuestionDiff
+from evalcore.compare.export_context import ExportContext, comparison_context, sweep_context, value_text
 from evalcore.compare.pairing import Group, group_of
-from evalcore.compare.records import Comparison
 from evalcore.compare.sweep import Sweep
-from evalcore.compare.tables import MEASURE_COLUMNS, measure_frame, question_frame, sweep_frame, transition_frame
+from evalcore.compare.tables import (
+    MEASURE_COLUMNS,
+    judge_frame,
+    measure_frame,
+    question_frame,
+    sweep_frame,
+    transition_frame,
+)
 from evalcore.store import Store
 
-VERDICT_ORDER = ("worse", "better", "new", "removed", "unscored", "same")  # the report lists changes first
+# The report lists changes first.
+VERDICT_ORDER = (Change.WORSE, Change.BETTER, Change.NEW, Change.REMOVED, Change.UNSCORED, Change.SAME)
 MEASURE_HEADERS = {"mean_a": "A", "mean_b": "B", "delta": "B − A", "ci_low": "95% low", "ci_high": "95% high",
                    "p_value": "p", "mde": "detects ±", "n_required": "questions for ±{effect:g}",
                    "power_note": "no power because"}
@@ -46,27 +54,34 @@ tr.changed td { background: #fff6d6; }
 
 def comparison_report(comparison: Comparison, a: Campaign, b: Campaign, sources: dict[Group, str], *,
                       sweep: Sweep | None = None, sweep_campaigns: Sequence[Campaign] = (),
-                      sweep_measure: str | None = None, today: dt.date | None = None) -> str:
-    """The HTML report of A (baseline) against B, with a sweep's table and chart when given."""
+                      sweep_measure: str | None = None, today: dt.date | None = None, names: str = "project",
+                      trust: Sequence[str] = ()) -> str:
+    """The HTML report of A (baseline) against B, with a sweep's table and chart when given; each judged question's
+    judge results under our names, or names="evaluator" under the evaluators' documented names.
+
+    `trust` says how far each judge agrees with people's labels (evalcore.campaigns.labels.trust_lines).
+    """
     context = comparison_context(comparison, a, b, sources, today)
     parts = [f"<h1>{esc(b.name)} against {esc(a.name)}</h1>", facts_table(context),
              "<h2>Campaigns</h2>", campaigns_table(a, b, sources), settings_section(comparison, a, b),
-             verdicts_section(comparison), measures_section(comparison, context), stages_section(comparison, context)]
+             verdicts_section(comparison), measures_section(comparison, context), trust_section(trust),
+             stages_section(comparison, context)]
     if sweep is not None:
         parts.append(sweep_section(sweep, sweep_campaigns, sources, sweep_measure or comparison.basis, today))
-    parts.append(questions_section(comparison))
+    parts.append(questions_section(comparison, names))
     return page(f"{a.name} vs {b.name}", parts)
 
 
 def sweep_report(store: Store, sweep: Sweep, campaigns: Sequence[Campaign], sources: dict[Group, str], *,
                  measure: str | None = None, principal: Principal | None = None, tenant: str | None = None,
-                 today: dt.date | None = None) -> str:
-    """The report of a sweep: its baseline (the first campaign) against the last, with the sweep's table and chart."""
+                 today: dt.date | None = None, names: str = "project") -> str:
+    """The report of a sweep: its baseline (the first campaign) against the last, with the sweep's table and chart
+    (`names` as in `comparison_report`)."""
     first, last = campaigns[0], campaigns[-1]
     comparison = compare_campaigns(store, first.id, last.id, seed=sweep.seed, resamples=sweep.resamples,
                                    tenant=tenant, principal=principal)
     return comparison_report(comparison, first, last, sources, sweep=sweep, sweep_campaigns=campaigns,
-                             sweep_measure=measure, today=today)
+                             sweep_measure=measure, today=today, names=names)
 
 
 def page(title: str, parts: list[str]) -> str:
@@ -131,12 +146,13 @@ def campaigns_table(a: Campaign, b: Campaign, sources: dict[Group, str]) -> str:
 
     fields = ["name", "id", "questions", "status", "finished", "failed", "created", "ended", "dataset content hash",
               "judges"]
-    return table(["", "A (baseline)", "B (candidate)"], [(f, x, y) for f, x, y in zip(fields, row(a), row(b))])
+    return table(["", "A (baseline)", "B (candidate)"],
+                 [(f, x, y) for f, x, y in zip(fields, row(a), row(b), strict=False)])
 
 
 def when(timestamp: float | None) -> str:
     """A local date and time, or empty."""
-    return dt.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S") if timestamp else ""
+    return dt.datetime.fromtimestamp(timestamp, dt.UTC).astimezone().strftime("%Y-%m-%d %H:%M:%S") if timestamp else ""
 
 
 def settings_section(comparison: Comparison, a: Campaign, b: Campaign) -> str:
@@ -158,6 +174,8 @@ def verdicts_section(comparison: Comparison) -> str:
     counts = comparison.verdicts
     lines.append(table(list(VERDICT_ORDER), [[counts.get(v, 0) for v in VERDICT_ORDER]]))
     lines.append(f"<p>Verdicts by {esc(comparison.basis_reason or 'nothing in common')}.</p>")
+    if comparison.tolerance_note:
+        lines.append(f"<p>Tolerance: {esc(comparison.tolerance_note)}.</p>")
     return "<h2>Verdicts per question</h2>" + "".join(lines)
 
 
@@ -168,9 +186,20 @@ def measures_section(comparison: Comparison, context: ExportContext) -> str:
     frame = measure_frame(comparison)[MEASURE_COLUMNS]
     headers = {k: v.format(effect=comparison.effect) for k, v in MEASURE_HEADERS.items()}
     power = [f"<li>{esc(w)}</li>" for w in comparison.power_warnings]
+    disagree = "".join(f"<p class=\"note\">The interval and the test disagree on {esc(line)}.</p>"
+                       for line in comparison.disagreements)
     return ("<h2>Measures: B − A with 95% intervals</h2>" + figure_html(charts.delta_figure(comparison, context))
+            + disagree
             + (f"<p class=\"warning\">Power:</p><ul class=\"warning\">{''.join(power)}</ul>" if power else "")
             + frame_table(frame.rename(columns=headers)))
+
+
+def trust_section(trust: Sequence[str]) -> str:
+    """How far the judged measures can be trusted: each judge against people's labels, when there are some."""
+    if not trust:
+        return ""
+    return ("<h2>Judges against people's labels</h2><ul>" + "".join(f"<li>{esc(line)}</li>" for line in trust)
+            + "</ul>")
 
 
 def stages_section(comparison: Comparison, context: ExportContext) -> str:
@@ -193,9 +222,23 @@ def sweep_section(sweep: Sweep, campaigns: Sequence[Campaign], sources: dict[Gro
             + frame_table(sweep_frame(sweep, {c.id: c for c in campaigns})))
 
 
-def questions_section(comparison: Comparison) -> str:
-    """Every question with its verdict, changes first."""
+def questions_section(comparison: Comparison, names: str = "project") -> str:
+    """Every question with its verdict, changes first; then the judged questions' judge results in both."""
     rank = {v: i for i, v in enumerate(VERDICT_ORDER)}
     questions = sorted(comparison.questions, key=lambda q: rank.get(q.verdict, len(rank)))
     return (f"<h2>Questions ({len(questions):,}; changed verdicts first)</h2>"
-            + frame_table(question_frame(questions), long=["question", "answer A", "answer B", "queries A", "queries B"]))
+            + frame_table(question_frame(questions),
+                          long=["question", "answer A", "answer B", "queries A", "queries B"])
+            + judges_table(questions, names))
+
+
+def judges_table(questions: list[QuestionDiff], names: str) -> str:
+    """The judge results (score or label, result, threshold, reason) of each judged question in A and B; nothing
+    when neither campaign ran a judge."""
+    frame = judge_frame(questions, names)
+    if frame.empty:
+        return ""
+    shape = "the evaluators' documented names" if names == "evaluator" else "evalcore's names"
+    reasons = [c for c in frame.columns if c == "question" or c.endswith("_reason")]
+    return (f"<h3>Judge results per question ({len(frame):,} judged; fields under {shape})</h3>"
+            + frame_table(frame, long=reasons))

@@ -22,13 +22,14 @@ from typing import Any
 import numpy as np
 
 from evalcore.campaigns import Campaign
-from evalcore.compare.records import CampaignHeader, Comparison, MeasureDelta, Paired, QuestionDiff
+from evalcore.compare.deltas import CampaignHeader, Comparison, MeasureDelta, Paired, QuestionDiff
 from evalcore.store import Store, dumps
 
 # Bump when what a stored comparison holds, or how any of its numbers is computed, changes.
 # 2: the verdict basis and its reason; 3: questions carry their failure stage in each campaign and what a query
-# transformation retrieved with.
-FORMAT = 3
+# transformation retrieved with; 4: verdicts under each measure's tolerance, and the questions each measure changed;
+# 5: questions carry each judge's verdict in each campaign (the report's judge results).
+FORMAT = 5
 
 
 def results_version(campaign: Campaign) -> str:
@@ -68,8 +69,10 @@ def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None
     row = (*key(a, b, comparison.seed, comparison.resamples), data, pack(comparison.paired), time.time())
     try:
         store.write(lambda conn: conn.execute(
-            "INSERT OR REPLACE INTO comparisons (a_id, b_id, seed, resamples, a_version, b_version, format, data, "
-            "paired, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row))
+            "INSERT INTO comparisons (a_id, b_id, seed, resamples, a_version, b_version, format, data, paired, "
+            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (a_id, b_id, seed, resamples) DO UPDATE SET "
+            "a_version = excluded.a_version, b_version = excluded.b_version, format = excluded.format, "
+            "data = excluded.data, paired = excluded.paired, created_at = excluded.created_at", row))
     except sqlite3.IntegrityError:
         return   # a campaign was deleted meanwhile: there is nothing to keep
 

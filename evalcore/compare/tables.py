@@ -6,9 +6,10 @@ import pandas as pd
 
 from evalcore.campaigns import Campaign
 from evalcore.compare.charts import detects_text, needs_text, ordered
-from evalcore.compare.records import Comparison, Passage, QuestionDiff
+from evalcore.compare.deltas import ONE_SIDED, Comparison, Passage, QuestionDiff
 from evalcore.compare.sweep import Sweep
 from evalcore.diagnosis import NOT_ATTRIBUTED, STAGES, Transition
+from evalcore.judges import Verdict, flat_fields
 from evalcore.metrics import MEASURES
 
 MEASURE_COLUMNS = ["measure", "n", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "significant", "mde",
@@ -42,6 +43,24 @@ def question_frame(questions: list[QuestionDiff]) -> pd.DataFrame:
                         columns=QUESTION_COLUMNS)
 
 
+def judge_frame(questions: list[QuestionDiff], names: str = "project") -> pd.DataFrame:
+    """Each judged question's judge results in A then in B (`A: <field>`, `B: <field>`) as `judges.flat_fields`
+    gives them: under our names, or names="evaluator" under the evaluators' documented names. Only the questions
+    a judge saw are rows; no judge in either campaign: no rows."""
+    rows = [{"qid": q.qid, "question": q.question, "verdict": q.verdict, **side_fields("A", q.judges_a, names),
+             **side_fields("B", q.judges_b, names)} for q in questions if q.judges_a or q.judges_b]
+    fields = list(dict.fromkeys(name for row in rows for name in row))
+    return pd.DataFrame(rows, columns=sorted(fields, key=lambda f: (f[:3] == "B: ", f[:3] == "A: ")))
+
+
+def side_fields(side: str, verdicts: dict[str, Verdict], names: str) -> dict[str, object]:
+    """One campaign's verdicts on a question as flat fields, each prefixed with the side (`A: retrieval_reason`)."""
+    fields: dict[str, object] = {}
+    for judge, verdict in verdicts.items():
+        fields |= flat_fields(judge, verdict, names)
+    return {f"{side}: {name}": value for name, value in fields.items()}
+
+
 def transition_frame(cells: list[Transition]) -> pd.DataFrame:
     """The transition table: A's failure stage per row, B's per column (`B: ok`), questions in each cell."""
     present = [stage for stage in STAGES if any(stage in (cell.a, cell.b) for cell in cells)]
@@ -52,7 +71,7 @@ def transition_frame(cells: list[Transition]) -> pd.DataFrame:
 
 def moved_frame(comparison: Comparison, cell: Transition) -> pd.DataFrame:
     """The common questions of one cell of the transition table, with both answers."""
-    rows = [q for q in comparison.questions if q.verdict not in ("new", "removed")
+    rows = [q for q in comparison.questions if q.verdict not in ONE_SIDED
             and (q.diagnosis_a or NOT_ATTRIBUTED, q.diagnosis_b or NOT_ATTRIBUTED) == (cell.a, cell.b)]
     return pd.DataFrame([{"qid": q.qid, "question": q.question, "verdict": q.verdict, "stage A": cell.a,
                           "stage B": cell.b, "answer A": q.answer_a, "answer B": q.answer_b} for q in rows],

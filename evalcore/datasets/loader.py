@@ -15,10 +15,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalcore.errors import EvalError
+from evalcore.relevance import relevant_ids
 
 DATASET_ROOT = Path(__file__).resolve().parent.parent.parent / "dataset"
 DEFAULT_DATASET = "samples"
 FILES = ("queries", "corpus", "answers", "qrels", "qas")
+# What a dataset id is (a folder directly under the dataset root, never a path): the API takes ids of this
+# shape, and an upload is saved under one (uploads-<name>).
+DATASET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # When several are present the most explicit name wins (`score` is also used for retrieval scores).
 LABEL_COLUMNS = ("relevance", "label", "score")
 # Ids are stored as SQLite/Parquet int64: a longer string of digits would overflow later, not here.
@@ -43,17 +47,18 @@ class Passage(NamedTuple):
 
 
 class Question(NamedTuple):
-    """One question with its graded qrels and all its reference answers."""
+    """One question with its graded qrels, all its reference answers and what the dataset says of answerability."""
 
     qid: int
     text: str
     labels: dict[int, int]
     references: tuple[str, ...]
+    answerable: bool | None = None  # queries.parquet's optional `answerable` column (False: declining is right)
 
     @property
     def relevant(self) -> frozenset[int]:
         """Passages with a label of at least 1."""
-        return frozenset(pid for pid, label in self.labels.items() if label >= 1)
+        return frozenset(relevant_ids(self.labels))
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,9 @@ def resolve_dataset(ref: str | Path, root: Path | None = None, *, allow_paths: b
                     expected=f"'default' or the name of a folder directly under {root}")
 
 
+ROWS_SHOWN = 20  # bad rows listed per column; the rest are counted
+
+
 class _Problems:
     """Collects every problem so one check reports them all."""
 
@@ -99,6 +107,15 @@ class _Problems:
 
     def add(self, where: str, message: str) -> None:
         self.lines.append(f"{where}: {message}")
+
+    def rows(self, file: str, column: str, bad: list[tuple[int, str]]) -> bool:
+        """Every bad row of a column (the first ROWS_SHOWN, then how many more); whether there was none."""
+        for row, message in bad[:ROWS_SHOWN]:
+            self.add(f"{file} row {row} column '{column}'", message)
+        if len(bad) > ROWS_SHOWN:
+            self.add(f"{file} column '{column}'", f"{len(bad) - ROWS_SHOWN} more bad rows like these "
+                                                  f"({len(bad)} in all; the first {ROWS_SHOWN} are listed)")
+        return not bad
 
 
 def _read_table(path: Path, name: str, problems: _Problems) -> pa.Table | None:
@@ -112,7 +129,8 @@ def _read_table(path: Path, name: str, problems: _Problems) -> pa.Table | None:
         problems.add(file.name, f"not a readable Parquet file ({_arrow_reason(error)})")
         return None
     if name in _NON_EMPTY and table.num_rows == 0:
-        problems.add(file.name, f"no rows (a dataset needs at least one {'question' if name == 'queries' else 'passage'})")
+        problems.add(file.name,
+                     f"no rows (a dataset needs at least one {'question' if name == 'queries' else 'passage'})")
     return table
 
 
@@ -123,24 +141,23 @@ def _arrow_reason(error: Exception) -> str:
 
 
 def _int_column(table: pa.Table, file: str, column: str, problems: _Problems) -> list[int] | None:
-    """Integers, or strings of digits (normalised), with the first bad row named."""
+    """Integers, or strings of digits (normalised), with every bad row named."""
     if column not in table.column_names:
         problems.add(file, f"missing column '{column}' (columns found: {', '.join(table.column_names) or 'none'})")
         return None
-    values = table.column(column).to_pylist()
     kind = table.schema.field(column).type
     out: list[int] = []
-    for row, value in enumerate(values):
-        if isinstance(value, bool) or value is None:
-            problems.add(f"{file} row {row} column '{column}'", f"found {value!r}, expected an integer id")
-            return None
-        number = _as_int(value, kind)
-        if number is None or not _INT64[0] <= number <= _INT64[1]:
-            problems.add(f"{file} row {row} column '{column}'",
-                         f"found {value!r} ({kind}), expected an int64 id or a string of digits within the int64 range")
-            return None
-        out.append(number)
-    return out
+    bad: list[tuple[int, str]] = []
+    for row, value in enumerate(table.column(column).to_pylist()):
+        number = None if isinstance(value, bool) else _as_int(value, kind)
+        if value is None or isinstance(value, bool):
+            bad.append((row, f"found {value!r}, expected an integer id"))
+        elif number is None or not _INT64[0] <= number <= _INT64[1]:
+            bad.append((row,
+                        f"found {value!r} ({kind}), expected an int64 id or a string of digits in the int64 range"))
+        else:
+            out.append(number)
+    return out if problems.rows(file, column, bad) else None
 
 
 def _as_int(value: object, kind: pa.DataType) -> int | None:
@@ -162,29 +179,25 @@ def _text_column(table: pa.Table, file: str, column: str, problems: _Problems) -
         problems.add(f"{file} column '{column}'", f"found type {kind}, expected string")
         return None
     values: list[str] = table.column(column).to_pylist()
-    for row, value in enumerate(values):
-        if value is None or not value.strip():
-            problems.add(f"{file} row {row} column '{column}'", f"found {'null' if value is None else 'empty text'}, expected non-empty text")
-            return None
-    return values
+    bad = [(row, f"found {'null' if value is None else 'empty text'}, expected non-empty text")
+           for row, value in enumerate(values) if value is None or not value.strip()]
+    return values if problems.rows(file, column, bad) else None
 
 
 def _unique(ids: list[int], file: str, problems: _Problems) -> bool:
     seen: dict[int, int] = {}
+    bad: list[tuple[int, str]] = []
     for row, value in enumerate(ids):
         if value in seen:
-            problems.add(f"{file} row {row} column 'id'", f"duplicate id {value} (first at row {seen[value]})")
-            return False
-        seen[value] = row
-    return True
+            bad.append((row, f"duplicate id {value} (first at row {seen[value]})"))
+        else:
+            seen[value] = row
+    return problems.rows(file, "id", bad)
 
 
 def _references(ids: list[int], known: set[int], file: str, column: str, target: str, problems: _Problems) -> bool:
-    for row, value in enumerate(ids):
-        if value not in known:
-            problems.add(f"{file} row {row} column '{column}'", f"id {value} is not in {target}")
-            return False
-    return True
+    bad = [(row, f"id {value} is not in {target}") for row, value in enumerate(ids) if value not in known]
+    return problems.rows(file, column, bad)
 
 
 def _labels(table: pa.Table, problems: _Problems) -> list[int] | None:
@@ -193,14 +206,15 @@ def _labels(table: pa.Table, problems: _Problems) -> list[int] | None:
     if column is None:
         return [1] * table.num_rows
     labels: list[int] = []
+    bad: list[tuple[int, str]] = []
     for row, value in enumerate(table.column(column).to_pylist()):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if not isinstance(value, int) or isinstance(value, bool):
-            problems.add(f"qrels.parquet row {row} column '{column}'", f"found {value!r}, expected an integer label")
-            return None
-        labels.append(value)
-    return labels
+            bad.append((row, f"found {value!r}, expected an integer label"))
+        else:
+            labels.append(value)
+    return labels if problems.rows("qrels.parquet", column, bad) else None
 
 
 VALIDATED_SIZE = 8
@@ -233,7 +247,8 @@ def load_dataset(ref: str | Path, root: Path | None = None, *, allow_paths: bool
     tables = {name: _read_table(path, name, problems) for name in FILES}
     parsed = _parse(tables, problems) if not problems.lines else None
     if problems.lines or parsed is None or digest is None:
-        raise EvalError(f"invalid dataset {path}", where=str(path), problems=[f"{path.name}/{line}" for line in problems.lines])
+        raise EvalError(f"invalid dataset {path}", where=str(path),
+                        problems=[f"{path.name}/{line}" for line in problems.lines])
     passages, questions, has_titles = parsed
     name = path.name if path.name != DEFAULT_DATASET else "default"
     dataset = Dataset(name=name, path=path, content_hash=digest, passages=passages,
@@ -245,13 +260,15 @@ def load_dataset(ref: str | Path, root: Path | None = None, *, allow_paths: bool
     return dataset
 
 
-def _parse(tables: dict[str, pa.Table | None], problems: _Problems) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool] | None:
+def _parse(tables: dict[str, pa.Table | None],
+           problems: _Problems) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool] | None:
     columns: dict[str, dict[str, list[Any] | None]] = {}
     for name, table in tables.items():
         if table is None:  # already reported by _read_table
             return None
         file = f"{name}.parquet"
-        id_columns, text_columns = (("id",), ("text",)) if name in ("queries", "corpus", "answers") else (_REQUIRED[name], ())
+        id_columns, text_columns = ((("id",), ("text",)) if name in ("queries", "corpus", "answers")
+                                    else (_REQUIRED[name], ()))
         columns[name] = {c: _int_column(table, file, c, problems) for c in id_columns}
         columns[name].update({c: _text_column(table, file, c, problems) for c in text_columns})
     if problems.lines:  # a None column was reported
@@ -270,36 +287,50 @@ def _check_references(columns: dict[str, dict[str, list[Any]]], tables: dict[str
     _references(columns["qas"]["aid"], answer_ids, "qas.parquet", "aid", "answers.parquet", problems)
     labels = _labels(tables["qrels"], problems)
     titles = _titles(tables["corpus"], problems)
+    columns["queries"]["answerable"] = _answerable(tables["queries"], problems)
     if problems.lines or labels is None or titles is None:
         return None
     return _assemble(columns, labels, titles)
+
+
+def _answerable(queries: pa.Table | None, problems: _Problems) -> list[bool | None]:
+    """The optional `answerable` column of queries.parquet (true, false or null), else null for every row."""
+    if queries is None or "answerable" not in queries.column_names:
+        return [None] * (queries.num_rows if queries is not None else 0)
+    values: list[bool | None] = queries.column("answerable").to_pylist()
+    for row, value in enumerate(values):
+        if value is not None and not isinstance(value, bool):
+            problems.add(f"queries.parquet row {row} column 'answerable'",
+                         f"found {value!r}, expected true, false or null (false marks a question to decline)")
+            return []
+    return values
 
 
 def _titles(corpus: pa.Table, problems: _Problems) -> list[str] | None:
     if "title" not in corpus.column_names:
         return [""] * corpus.num_rows
     values = corpus.column("title").to_pylist()
-    for row, value in enumerate(values):
-        if value is not None and not isinstance(value, str):
-            problems.add(f"corpus.parquet row {row} column 'title'", f"found {value!r}, expected text")
-            return None
-    return [value or "" for value in values]
+    bad = [(row, f"found {value!r}, expected text") for row, value in enumerate(values)
+           if value is not None and not isinstance(value, str)]
+    return [value or "" for value in values] if problems.rows("corpus.parquet", "title", bad) else None
 
 
-def _assemble(columns: dict[str, dict[str, list[Any]]], labels: list[int], titles: list[str]) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool]:
+def _assemble(columns: dict[str, dict[str, list[Any]]], labels: list[int],
+              titles: list[str]) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool]:
     corpus = columns["corpus"]
-    passages = tuple(Passage(pid, text, title) for pid, text, title in zip(corpus["id"], corpus["text"], titles))
+    passages = tuple(Passage(pid, text, title)
+                     for pid, text, title in zip(corpus["id"], corpus["text"], titles, strict=False))
     qrels: dict[int, dict[int, int]] = {}
-    for qid, pid, label in zip(columns["qrels"]["qid"], columns["qrels"]["pid"], labels):
+    for qid, pid, label in zip(columns["qrels"]["qid"], columns["qrels"]["pid"], labels, strict=False):
         qrels.setdefault(qid, {})[pid] = max(label, qrels.get(qid, {}).get(pid, label))
-    answer_text = dict(zip(columns["answers"]["id"], columns["answers"]["text"]))
+    answer_text = dict(zip(columns["answers"]["id"], columns["answers"]["text"], strict=False))
     references: dict[int, list[str]] = {}
-    for qid, aid in zip(columns["qas"]["qid"], columns["qas"]["aid"]):
+    for qid, aid in zip(columns["qas"]["qid"], columns["qas"]["aid"], strict=False):
         references.setdefault(qid, []).append(answer_text[aid])
     queries = columns["queries"]
     questions = tuple(
-        Question(qid, text, qrels.get(qid, {}), tuple(references.get(qid, ())))
-        for qid, text in zip(queries["id"], queries["text"])
+        Question(qid, text, qrels.get(qid, {}), tuple(references.get(qid, ())), answerable)
+        for qid, text, answerable in zip(queries["id"], queries["text"], queries["answerable"], strict=False)
     )
     return passages, questions, any(titles)
 
@@ -349,10 +380,21 @@ class DatasetStats:
         return self.total_queries - self.answered_queries
 
     @property
+    def answer_share(self) -> float:
+        """The share of questions with a reference answer (0 without questions)."""
+        return self.answered_queries / self.total_queries if self.total_queries else 0.0
+
+    @property
     def answer_coverage(self) -> str:
         """The share of questions with a reference answer, as `62.50% (5/8)`."""
-        total = self.total_queries
-        return f"{100 * self.answered_queries / total if total else 0:.2f}% ({self.answered_queries}/{total})"
+        return f"{100 * self.answer_share:.2f}% ({self.answered_queries}/{self.total_queries})"
+
+    def summary(self) -> str:
+        """One line for a run's output and the server's log: size, relevance, answers, languages."""
+        return (f"{self.dataset}: {self.total_queries} questions, {self.total_passages} passages, "
+                f"{self.avg_relevant_per_labeled_query:.2f} relevant passages per labeled question "
+                f"({self.labeled_queries} labeled), answer coverage {self.answer_coverage}, languages: passages with "
+                f"Han {self.han_share:.0%}, with accented Latin {self.accented_latin_share:.0%}")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""

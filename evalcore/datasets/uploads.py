@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 
 from evalcore.access import Action, Principal
-from evalcore.datasets.loader import DATASET_ROOT, FILES, load_dataset
+from evalcore.datasets.loader import DATASET_ID, DATASET_ROOT, FILES, load_dataset
 from evalcore.errors import EvalError
 
 
@@ -37,7 +37,8 @@ def list_datasets() -> list[str]:
 
 
 def upload_name_problem(name: str) -> str | None:
-    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,40}", name):
+    """Why an upload cannot be saved under this name, or None; saved as uploads-<name>, a valid dataset id."""
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,40}", name) or not DATASET_ID.fullmatch(f"uploads-{name}"):
         return "use 1-41 lowercase letters, digits, '-' or '_', starting with a letter or digit"
     if (upload_root() / f"uploads-{name}").exists():
         return f"a dataset uploads-{name} already exists: choose another name"
@@ -58,10 +59,12 @@ def _unpack(uploads: list[tuple[str, bytes]], folder: Path) -> dict[str, list[st
     for name, data in files:
         stem = Path(name).name.lower()  # "Corpus.PARQUET" from a Windows export is still the corpus
         if stem not in expected:
-            problems.setdefault(Path(name).name, []).append(f"unexpected file: a dataset has {', '.join(sorted(expected))}")
+            problems.setdefault(Path(name).name, []).append("unexpected file: a dataset has "
+                                                            f"{', '.join(sorted(expected))}")
         elif stem in written and written[stem][1] != data:
             # Two different files for one table (two folders in a zip): refuse rather than pick one silently.
-            problems.setdefault(stem, []).append(f"given twice with different content ({written[stem][0]} and {name}): keep one")
+            problems.setdefault(stem, []).append(f"given twice with different content ({written[stem][0]} and "
+                                                 f"{name}): keep one")
         else:
             written[stem] = (name, data)
             (folder / stem).write_bytes(data)
@@ -93,7 +96,8 @@ def validate_upload(uploads: list[tuple[str, bytes]], name: str, *,
         principal.require(Action.CHANGE)
     total = sum(len(data) for _, data in uploads)
     if total > upload_limit_mb() * 1024 * 1024:
-        return None, {"": [f"the upload is {total / 1e6:.1f} MB; the limit is {upload_limit_mb()} MB (EVALCORE_UPLOAD_MB)"]}
+        return None, {"": [(f"the upload is {total / 1e6:.1f} MB; the limit is {upload_limit_mb()} MB "
+                            "(EVALCORE_UPLOAD_MB)")]}
     if not uploads:
         return None, {"": ["no file chosen: add the five .parquet files or one .zip, then validate"]}
     if problem := upload_name_problem(name):

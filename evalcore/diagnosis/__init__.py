@@ -8,8 +8,9 @@ from evalcore.diagnosis.stages import (
     Stage,
     StageCounts,
     attribute,
+    relevance,
 )
 from evalcore.diagnosis.transitions import Transition, side_counts, transitions
 
 __all__ = ["NOT_ATTRIBUTED", "STAGES", "Evidence", "GenerationMarks", "Stage", "StageCounts", "Transition",
-           "attribute", "side_counts", "transitions"]
+           "attribute", "relevance", "side_counts", "transitions"]

@@ -29,6 +29,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from evalcore.metrics import sources_found
+from evalcore.relevance import relevant_ids
 
 
 class Stage(StrEnum):
@@ -56,6 +57,8 @@ class Hit(Protocol):
     def title(self) -> str: ...
     @property
     def text(self) -> str: ...
+    @property
+    def file_name(self) -> str: ...
     @property
     def source(self) -> str: ...
 
@@ -104,7 +107,7 @@ def attribute(evidence: Evidence, marks: GenerationMarks) -> Stage:
 
 def relevance(labels: Mapping[int, int] | None, expected_sources: Sequence[str]) -> Callable[[Hit], bool] | None:
     """Whether a passage is relevant: by qrels (label >= 1), else by expected sources; None when neither exists."""
-    pids = {pid for pid, label in (labels or {}).items() if label >= 1}
+    pids = relevant_ids(labels)
     if pids:
         return lambda hit: hit.pid in pids
     wanted = [source for source in expected_sources if source.strip()]
@@ -114,8 +117,9 @@ def relevance(labels: Mapping[int, int] | None, expected_sources: Sequence[str])
 
 
 def source_of(hit: Hit) -> dict[str, Any]:
-    """A passage as sources_found reads it: its passage id (or the target's own id) and title."""
-    return {"id": hit.pid if hit.pid is not None else (hit.source or None), "title": hit.title}
+    """A passage as sources_found reads it: its passage id (or the target's own id), title and file name."""
+    return {"id": hit.pid if hit.pid is not None else (hit.source or None), "title": hit.title,
+            "file_name": hit.file_name}
 
 
 def same_text(hit: Hit, found: Sequence[Hit]) -> bool:

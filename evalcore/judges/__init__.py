@@ -5,47 +5,78 @@ from typing import TYPE_CHECKING
 from evalcore.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from evalcore.judges.local import LOCAL_JUDGE_NOTE
     from evalcore.judges.parsing import PARSER_VERSION, Reading, parse_reply
     from evalcore.judges.prompts import (
         ALIASES,
-        CONTEXT_CHARS,
         DEFAULT_THRESHOLD,
         JUDGES,
         JudgePrompt,
+        Passage,
         build_messages,
+        builtin_text,
         canonical,
+        context_chars,
+        custom_prompt,
         format_context,
         load_prompt,
+        preview_messages,
+        prompt_problems,
         signature,
+        signature_of,
+        text_hash,
     )
+    from evalcore.judges.rubrics import RUBRIC, Rubric, parse_rubric, rubric_problems, rubric_prompt, rubric_text
     from evalcore.judges.running import MAX_TOKENS, JudgeSettings, Trial, run_judge
-    from evalcore.judges.verdict import Spread, Verdict
+    from evalcore.judges.verdict import FIELD_NAMES, Spread, Verdict, flat_fields
 
 __all__ = [
     "ALIASES",
-    "CONTEXT_CHARS",
     "DEFAULT_THRESHOLD",
+    "FIELD_NAMES",
     "JUDGES",
+    "LOCAL_JUDGE_NOTE",
     "MAX_TOKENS",
     "PARSER_VERSION",
+    "RUBRIC",
     "JudgePrompt",
     "JudgeSettings",
+    "Passage",
     "Reading",
+    "Rubric",
     "Spread",
     "Trial",
     "Verdict",
     "build_messages",
+    "builtin_text",
     "canonical",
+    "context_chars",
+    "custom_prompt",
+    "flat_fields",
     "format_context",
     "load_prompt",
     "parse_reply",
+    "parse_rubric",
+    "preview_messages",
+    "prompt_problems",
+    "rubric_problems",
+    "rubric_prompt",
+    "rubric_text",
     "run_judge",
     "signature",
+    "signature_of",
+    "text_hash",
 ]
 # Imported on first use: a light module of this package does not load its heavy siblings (evalcore.lazy).
 __getattr__ = lazy_exports(__name__, {
-    "parsing": ("PARSER_VERSION", "Reading", "parse_reply",),
-    "prompts": ("ALIASES", "CONTEXT_CHARS", "DEFAULT_THRESHOLD", "JUDGES", "JudgePrompt", "build_messages", "canonical", "format_context", "load_prompt", "signature",),
-    "running": ("MAX_TOKENS", "JudgeSettings", "Trial", "run_judge",),
-    "verdict": ("Spread", "Verdict",),
+    "local": ("LOCAL_JUDGE_NOTE",),
+    "parsing": ("PARSER_VERSION", "Reading", "parse_reply"),
+    "prompts": (
+        "ALIASES", "DEFAULT_THRESHOLD", "JUDGES", "JudgePrompt", "Passage", "build_messages", "builtin_text",
+        "canonical", "context_chars", "custom_prompt", "format_context", "load_prompt", "preview_messages",
+        "prompt_problems", "signature", "signature_of", "text_hash",
+    ),
+    "rubrics": ("RUBRIC", "Rubric", "parse_rubric", "rubric_problems", "rubric_prompt", "rubric_text"),
+    "running": ("MAX_TOKENS", "JudgeSettings", "Trial", "run_judge"),
+    "verdict": ("FIELD_NAMES", "Spread", "Verdict", "flat_fields"),
 })

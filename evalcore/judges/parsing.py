@@ -112,8 +112,19 @@ def reason_from(text: str, obj: dict[str, Any] | None = None) -> str:
     return flat if len(flat) <= 400 else flat[:399] + "…"
 
 
-def parse_reply(text: str, output: str = "likert") -> Reading | None:
-    """Read a judge reply: JSON (fenced or not), then tags, then prose; None when unreadable."""
+def as_position(value: Any, labels: tuple[str, ...]) -> float | None:
+    """The position (1 = worst) of a label of a rubric's scale, case and spacing ignored; None when not one."""
+    word = " ".join(str(value).strip().lower().split())
+    return float(labels.index(word) + 1) if word in labels else None
+
+
+def parse_reply(text: str, output: str = "likert", labels: tuple[str, ...] = ()) -> Reading | None:
+    """Read a judge reply: JSON (fenced or not), then tags, then prose; None when unreadable.
+
+    `labels` (output "labels") is a rubric's scale from worst to best: the reading is the label's position.
+    """
+    if output == "labels":
+        return parse_labels(THINKING.sub("", text), labels)
     keys, convert = (SCORE_KEYS, as_score) if output == "likert" else (LABEL_KEYS + SCORE_KEYS, as_label)
     text = THINKING.sub("", text)
     for obj in json_objects(text):
@@ -150,3 +161,19 @@ def parse_prose(text: str, output: str) -> Reading | None:
     if len(words) != 1:
         return None
     return Reading(1.0 if words == {"pass"} else 0.0, reason_from(text))
+
+
+def parse_labels(text: str, labels: tuple[str, ...]) -> Reading | None:
+    """A rubric's label: from JSON, a <label> tag, else exactly one label opening the reply or after a verdict word."""
+    for obj in json_objects(text):
+        if first_key(obj, LABEL_KEYS) is not None:
+            value = as_position(first_key(obj, LABEL_KEYS), labels)
+            return Reading(value, reason_from(text, obj)) if value is not None else None
+    tag = LABEL_TAG.search(text)
+    if tag:
+        value = as_position(tag.group(1), labels)
+        return Reading(value, reason_from(text)) if value is not None else None
+    words = "|".join(re.escape(label) for label in sorted(labels, key=len, reverse=True))
+    said = re.compile(rf"(?:^[\W_]*|\b(?:label|verdict|result)\b\W{{0,3}}(?:is\W{{0,2}})?)({words})\b", re.IGNORECASE)
+    found = {" ".join(m.group(1).lower().split()) for m in said.finditer(text)}
+    return Reading(float(labels.index(found.pop()) + 1), reason_from(text)) if len(found) == 1 else None

@@ -8,18 +8,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from evalcore.errors import EvalError
 from evalcore.judges.parsing import PARSER_VERSION
+from evalcore.judges.scale import PASS_MARK
 
 JUDGES = ("score", "retrieval", "groundedness", "groundedness_pro", "relevance", "completeness", "refusal")
 ALIASES = {"response_completeness": "completeness", "ai_score": "score"}
 PROMPT_DIR = Path(__file__).with_name("templates")
-DEFAULT_THRESHOLD = 3.0
-PASSAGE_CHARS = 1500
+DEFAULT_THRESHOLD = PASS_MARK
 REASON_CHARS = 200  # a one-sentence reason; with judge_max_tokens >= 230 a grammar-bound reply always closes
-CONTEXT_CHARS = 12000
+CUT_REASON = "the judge model's context window is too small"
+PLACEHOLDERS = ("question", "answer", "context", "expected")
+SYSTEM_MARK, USER_MARK = "[system]\n", "[user]\n"
+SHAPE = "the shape of the files in evalcore/judges/templates"
+CUSTOM = "custom"  # the prompt version of a prompt given in a campaign's configuration
 
 
 @dataclass(frozen=True)
@@ -28,11 +32,12 @@ class JudgePrompt:
 
     name: str
     version: str
-    output: str           # "likert" (1-5) or "label" (pass/fail)
+    output: str           # "likert" (1-5), "label" (pass/fail) or "labels" (a rubric's own scale)
     requires: tuple[str, ...]
     system: str
     user: str
     hash: str
+    labels: tuple[str, ...] = ()  # "labels": the scale from worst to best (a verdict's score is its position)
 
 
 def canonical(name: str) -> str:
@@ -46,36 +51,112 @@ def canonical(name: str) -> str:
 
 @cache
 def load_prompt(name: str) -> JudgePrompt:
-    """Read evalcore/judge_prompts/<name>.txt (`# key: value` lines, then [system] and [user])."""
+    """Read evalcore/judges/templates/<name>.txt (`# key: value` lines, then [system] and [user])."""
     name = canonical(name)
     text = (PROMPT_DIR / f"{name}.txt").read_text(encoding="utf-8").replace("\r\n", "\n")
-    meta = dict(re.findall(r"^# (\w+): (.*)$", text, re.MULTILINE))
-    system = text.split("[system]\n", 1)[1].split("[user]\n", 1)[0].strip()
-    user = text.split("[user]\n", 1)[1].strip()
+    meta = meta_lines(text)
+    system, user = sections(text)
     return JudgePrompt(name=name, version=meta["version"], output=meta["output"],
                        requires=tuple(k.strip() for k in meta["requires"].split(",")),
-                       system=system, user=user, hash=hashlib.sha256(text.encode()).hexdigest()[:16])
+                       system=system, user=user, hash=text_hash(text))
+
+
+def meta_lines(text: str) -> dict[str, str]:
+    """The `# key: value` lines of a prompt or rubric text (keys in lower case, values trimmed)."""
+    return {key.lower(): value.strip() for key, value in re.findall(r"^# (\w+): (.*)$", text, re.MULTILINE)}
+
+
+def sections(text: str) -> tuple[str, str]:
+    """The [system] and [user] parts of a prompt text (empty when a marker is missing)."""
+    if SYSTEM_MARK not in text or USER_MARK not in text:
+        return "", ""
+    system = text.split(SYSTEM_MARK, 1)[1].split(USER_MARK, 1)[0].strip()
+    return system, text.split(USER_MARK, 1)[1].strip()
+
+
+def text_hash(text: str) -> str:
+    """The first 16 hex digits of the sha256 of a prompt's whole text."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def placeholders(text: str) -> set[str]:
+    """The `{name}` placeholders a prompt text uses (JSON examples such as `{"score": 3}` are not)."""
+    return set(re.findall(r"\{(\w+)\}", text))
+
+
+def prompt_problems(name: str, text: str) -> list[str]:
+    """Why a text cannot replace a judge's prompt: its sections, its placeholders, its scale; empty when it can."""
+    builtin = load_prompt(name)
+    text = text.replace("\r\n", "\n")
+    user = sections(text)[1]
+    if not user:
+        return [f"expected a [system] line, the instructions, a [user] line and the message ({SHAPE})"]
+    used = placeholders(user)
+    problems = [f"unknown placeholder {{{p}}} (allowed: {', '.join('{' + a + '}' for a in PLACEHOLDERS)})"
+                for p in sorted(used - set(PLACEHOLDERS))]
+    problems += [f"missing placeholder {{{p}}}: the {builtin.name} judge reads it"
+                 for p in PLACEHOLDERS if p in placeholders(builtin.user) and p not in used]
+    output = meta_lines(text).get("output", builtin.output)
+    if output != builtin.output:
+        problems.append(f"# output: {output} differs from the {builtin.name} judge's scale ({builtin.output})")
+    return problems
+
+
+def custom_prompt(name: str, text: str, *, where: str) -> JudgePrompt:
+    """A text replacing a built-in judge's prompt: checked, the judge's scale and inputs kept, its own hash."""
+    builtin = load_prompt(name)
+    problems = prompt_problems(builtin.name, text)
+    if problems:
+        raise EvalError(f"invalid prompt for the {builtin.name} judge", where=where,
+                        problems=[f"{where}: {problem}" for problem in problems])
+    system, user = sections(text.replace("\r\n", "\n"))
+    return JudgePrompt(name=builtin.name, version=CUSTOM, output=builtin.output, requires=builtin.requires,
+                       system=system, user=user, hash=text_hash(text.replace("\r\n", "\n")))
+
+
+def signature_of(prompt: JudgePrompt) -> str:
+    """A judge measure's signature: name, prompt version and hash, output kind, parser version."""
+    version = f"v{prompt.version}" if prompt.version.isdigit() else prompt.version  # custom, rubric
+    return (f"judge.{prompt.name}|prompt:{version}"
+            f"|hash:{prompt.hash}|output:{prompt.output}|parser:v{PARSER_VERSION}")
 
 
 def signature(name: str) -> str:
-    """The judge measure's signature: name, prompt version and hash, output kind, parser version."""
-    prompt = load_prompt(name)
-    return (f"judge.{prompt.name}|prompt:v{prompt.version}|hash:{prompt.hash}|output:{prompt.output}"
-            f"|parser:v{PARSER_VERSION}")
+    """The signature of a built-in judge with its own prompt."""
+    return signature_of(load_prompt(name))
 
 
-def format_context(context: list[str]) -> str:
-    """Numbered passages, each and all cut to a size any chat model accepts."""
+class Passage(NamedTuple):
+    """A passage as the answer's prompt had it: its whole text and its title, if any."""
+
+    text: str
+    title: str | None = None
+
+
+def context_chars(context: Sequence[Passage | str]) -> int:
+    """Characters of passage text a judge is given when nothing is cut."""
+    return sum(len(as_passage(p).text.strip()) for p in context)
+
+
+def as_passage(item: Passage | str) -> Passage:
+    """A bare text is a passage without a title."""
+    return item if isinstance(item, Passage) else Passage(item)
+
+
+def format_context(context: Sequence[Passage | str], keep: int | None = None) -> str:
+    """Numbered passages with their titles, whole; with `keep`, that many characters of text in all, the cut said."""
     if not context:
         return "(no passage was retrieved)"
-    parts, used = [], 0
-    for number, passage in enumerate(context, start=1):
-        piece = " ".join(passage.split())[:PASSAGE_CHARS]
-        if used + len(piece) > CONTEXT_CHARS:
-            parts.append(f"({len(context) - number + 1} more passage(s) left out for length)")
-            break
-        parts.append(f"[{number}] {piece}")
-        used += len(piece)
+    parts, left = [], keep
+    for number, item in enumerate(context, start=1):
+        passage = as_passage(item)
+        text = passage.text.strip()
+        if left is not None:
+            if left <= 0:
+                parts.append(f"({len(context) - number + 1} more passage(s) left out: {CUT_REASON})")
+                break
+            text, left = (text[:left] + f" [cut: {CUT_REASON}]" if len(text) > left else text), left - len(text)
+        parts.append(f"[{number}] {passage.title}\n{text}" if passage.title else f"[{number}] {text}")
     return "\n\n".join(parts)
 
 
@@ -88,20 +169,36 @@ def format_references(references: Sequence[str]) -> str:
 
 
 def reply_schema(prompt: JudgePrompt) -> dict[str, Any]:
-    """The JSON schema of a verdict: a 1-5 score or a pass/fail label, and a short reason."""
-    verdict: dict[str, Any] = ({"type": "integer", "enum": [1, 2, 3, 4, 5]} if prompt.output == "likert"
-                               else {"type": "string", "enum": ["pass", "fail"]})
-    key = "score" if prompt.output == "likert" else "label"
+    """The JSON schema of a verdict: a 1-5 score or a label (pass/fail, or a rubric's own), and a short reason."""
+    if prompt.output == "likert":
+        key, verdict = "score", {"type": "integer", "enum": [1, 2, 3, 4, 5]}
+    else:
+        key, verdict = "label", {"type": "string", "enum": list(prompt.labels or ("pass", "fail"))}
     return {"type": "object", "additionalProperties": False, "required": [key, "reason"],
             "properties": {key: verdict, "reason": {"type": "string", "maxLength": REASON_CHARS}}}
 
 
-def build_messages(prompt: JudgePrompt, *, question: str, answer: str, context: list[str],
-                   expected: str | Sequence[str] | None) -> list[dict[str, Any]]:
-    """System + user messages, filling {question} {answer} {context} {expected} in one pass."""
+def build_messages(prompt: JudgePrompt, *, question: str, answer: str, context: Sequence[Passage | str],
+                   expected: str | Sequence[str] | None, keep: int | None = None) -> list[dict[str, Any]]:
+    """System + user messages, filling {question} {answer} {context} {expected} in one pass.
+
+    The context is given whole unless `keep` (characters of passage text) says the judge model cannot take it.
+    """
     references = [expected] if isinstance(expected, str) else list(expected or ())
     values = {"question": question or "", "answer": answer or "",
               "expected": format_references([r for r in references if r.strip()]) if references else "",
-              "context": format_context(context)}
+              "context": format_context(context, keep)}
     user = re.sub(r"\{(question|answer|context|expected)\}", lambda m: values[m.group(1)], prompt.user)
     return [{"role": "system", "content": prompt.system}, {"role": "user", "content": user}]
+
+
+def builtin_text(name: str) -> str:
+    """The whole text of a built-in judge's prompt file: where an own prompt starts from."""
+    return (PROMPT_DIR / f"{load_prompt(name).name}.txt").read_text(encoding="utf-8").replace("\r\n", "\n")
+
+
+def preview_messages(prompt: JudgePrompt, *, question: str, references: Sequence[str]) -> list[dict[str, Any]]:
+    """The messages a judge would get on one question before any answer: the answer and passages named, not given."""
+    return build_messages(prompt, question=question, answer="(the answer, once the target has given it)",
+                          context=[Passage("(its text)", "(each passage the answer is built from, with its title)")],
+                          expected=references)

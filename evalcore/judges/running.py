@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from evalcore.errors import EvalError
@@ -12,15 +12,18 @@ from evalcore.judges.parsing import parse_reply
 from evalcore.judges.prompts import (
     DEFAULT_THRESHOLD,
     JudgePrompt,
+    Passage,
     build_messages,
+    context_chars,
     load_prompt,
     reply_schema,
-    signature,
+    signature_of,
 )
 from evalcore.judges.verdict import Spread, Verdict
-from evalcore.models import ChatModel, Message
+from evalcore.models import ChatModel, ContextOverflow, Message
 
 MAX_TOKENS = 300
+MIN_KEEP = 200  # characters of context below which cutting further is pointless
 RETRY_MESSAGE = ('Your reply could not be read. Reply again with only the JSON object, '
                  'for example {"score": 3, "reason": "One sentence."}')
 LABEL_RETRY_MESSAGE = ('Your reply could not be read. Reply again with only the JSON object, '
@@ -35,6 +38,7 @@ class Trial(NamedTuple):
     prompt_tokens: int
     completion_tokens: int
     error: str | None = None
+    overflow: bool = False  # the messages did not fit the model's context window
 
 
 @dataclass(frozen=True)
@@ -46,10 +50,18 @@ class JudgeSettings:
     max_tokens: int = MAX_TOKENS
     thresholds: Mapping[str, float] = field(default_factory=dict)  # judge name -> pass mark (default 3)
     samples: int = 1  # above 1, each judge is asked this many times and the spread is recorded
+    prompts: Mapping[str, JudgePrompt] = field(default_factory=dict)  # judge name -> the campaign's own prompt
 
     def threshold(self, name: str) -> float:
         """The pass mark of a judge."""
         return float(self.thresholds.get(name, DEFAULT_THRESHOLD))
+
+    def prompt(self, name: str) -> JudgePrompt:
+        """The prompt a judge asks with: the campaign's own (a rubric's, a replaced one), else the built-in one."""
+        if name in self.prompts:
+            return self.prompts[name]
+        builtin = load_prompt(name)
+        return self.prompts.get(builtin.name, builtin)
 
 
 def missing_input(prompt: JudgePrompt, *, question: str, answer: str | None,
@@ -64,17 +76,19 @@ def missing_input(prompt: JudgePrompt, *, question: str, answer: str | None,
 def judge_once(settings: JudgeSettings, prompt: JudgePrompt, messages: list[Message], temperature: float) -> Trial:
     """Ask, parse, and on an unreadable reply ask once more; model failures become a Trial with error."""
     tokens = [0, 0]
-    retry = RETRY_MESSAGE if prompt.output == "likert" else LABEL_RETRY_MESSAGE
+    retry = {"likert": RETRY_MESSAGE, "label": LABEL_RETRY_MESSAGE}.get(
+        prompt.output, LABEL_RETRY_MESSAGE.replace('"fail"', f'"{prompt.labels[0] if prompt.labels else "fail"}"'))
     reply_text = ""
-    for attempt in range(2):
+    for _attempt in range(2):
         try:
             reply = settings.model.chat(messages, temperature=temperature, max_tokens=settings.max_tokens,
                                         schema=reply_schema(prompt))
-        # ValueError/RuntimeError: llama.cpp's own failures (a prompt over the context window).
+        # ValueError/RuntimeError: llama.cpp's own failures.
         except (EvalError, OSError, ValueError, RuntimeError) as error:
-            return Trial(None, f"judge call failed: {error}", tokens[0], tokens[1], error=str(error))
+            return Trial(None, f"judge call failed: {error}", tokens[0], tokens[1], error=str(error),
+                         overflow=isinstance(error, ContextOverflow))
         tokens = [tokens[0] + reply.prompt_tokens, tokens[1] + reply.completion_tokens]
-        reading = parse_reply(reply.text, prompt.output)
+        reading = parse_reply(reply.text, prompt.output, prompt.labels)
         if reading is not None:
             return Trial(reading.score, reading.reason, tokens[0], tokens[1])
         reply_text = reply.text
@@ -83,14 +97,15 @@ def judge_once(settings: JudgeSettings, prompt: JudgePrompt, messages: list[Mess
     return Trial(None, f"unreadable judge reply after one retry: {shown!r}", tokens[0], tokens[1])
 
 
-def run_judge(settings: JudgeSettings, name: str, *, question: str, answer: str, context: list[str],
+def run_judge(settings: JudgeSettings, name: str, *, question: str, answer: str, context: Sequence[Passage | str],
               expected: str | Sequence[str] | None) -> Verdict:
-    """Judge one answer; `expected` is the reference answer (or every one of them).
+    """Judge one answer on its whole context; `expected` is the reference answer (or every one of them).
 
     A judge that needs a reference answer and has none is `skipped`; one missing another input
-    (an empty answer) is `unknown`. Neither calls the model.
+    (an empty answer) is `unknown`. Neither calls the model. A context over the judge model's
+    window is cut, and the verdict says so.
     """
-    prompt = load_prompt(name)
+    prompt = settings.prompt(name)
     if settings.samples < 1:
         raise EvalError("samples must be at least 1", found=str(settings.samples), expected=">= 1")
     references = [expected] if isinstance(expected, str) else [r for r in expected or () if r]
@@ -99,13 +114,37 @@ def run_judge(settings: JudgeSettings, name: str, *, question: str, answer: str,
         skipped = missing == "reference answer"
         trial = Trial(None, f"skipped: no {missing}" if skipped else f"not judged: no {missing}", 0, 0)
         return verdict([trial], prompt, settings, "skipped" if skipped else None)
-    messages = build_messages(prompt, question=question, answer=answer, context=context, expected=references)
+
+    def build(keep: int | None) -> list[Message]:
+        return build_messages(prompt, question=question, answer=answer, context=context, expected=references,
+                              keep=keep)
+
     # Several samples only make sense if they can differ: some temperature, and a message that
     # keeps each sample out of the other samples' cache entry.
     temperature = settings.temperature if settings.samples == 1 else max(settings.temperature, 0.7)
-    trials = [judge_once(settings, prompt, sample_messages(messages, k, settings.samples), temperature)
-              for k in range(settings.samples)]
-    return verdict(trials, prompt, settings)
+    total = context_chars(context)
+    first, keep = first_fit(settings, prompt, build, total, temperature)
+    trials = [first, *(judge_once(settings, prompt, sample_messages(build(keep), k, settings.samples), temperature)
+                       for k in range(1, settings.samples))]
+    return replace(verdict(trials, prompt, settings), context_cut=cut_note(keep, total))
+
+
+def first_fit(settings: JudgeSettings, prompt: JudgePrompt, build: Callable[[int | None], list[Message]],
+              total: int, temperature: float) -> tuple[Trial, int | None]:
+    """The first sample on the whole context, halved each time the model says it is over its window."""
+    keep: int | None = None
+    while True:
+        trial = judge_once(settings, prompt, sample_messages(build(keep), 0, settings.samples), temperature)
+        if not trial.overflow or (keep is not None and keep < MIN_KEEP):
+            return trial, keep
+        keep = (total if keep is None else keep) // 2
+
+
+def cut_note(keep: int | None, total: int) -> str | None:
+    """What a verdict says when its judge saw less than the whole context."""
+    if keep is None or keep >= total:
+        return None
+    return f"context cut to {keep:,} of {total:,} characters: the judge model's context window is too small"
 
 
 def sample_messages(messages: list[Message], index: int, samples: int) -> list[Message]:
@@ -132,12 +171,20 @@ def verdict(trials: list[Trial], prompt: JudgePrompt, settings: JudgeSettings, o
     several = len(trials) > 1
     return Verdict(
         judge=prompt.name, model=settings.model.name, prompt_hash=prompt.hash, prompt_version=prompt.version,
-        signature=signature(prompt.name), threshold=threshold if prompt.output == "likert" else None,
-        score=score, reason=next((t.reason for t in trials if t.score is not None), trials[0].reason), result=result,
+        signature=signature_of(prompt), threshold=None if prompt.output == "label" else threshold,
+        score=score, label=label_of(prompt, score), result=result,
+        reason=next((t.reason for t in trials if t.score is not None), trials[0].reason),
         prompt_tokens=sum(t.prompt_tokens for t in trials), completion_tokens=sum(t.completion_tokens for t in trials),
         error=next((t.error for t in trials if t.error), None),
         samples=tuple(t.score for t in trials) if several else None, spread=spread(scores) if several else None,
     )
+
+
+def label_of(prompt: JudgePrompt, score: float | None) -> str | None:
+    """The label of a rubric's scale a score stands for (the nearest, for a mean of samples)."""
+    if not prompt.labels or score is None:
+        return None
+    return prompt.labels[min(max(round(score), 1), len(prompt.labels)) - 1]
 
 
 def spread(scores: list[float]) -> Spread:

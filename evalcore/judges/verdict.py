@@ -39,6 +39,8 @@ class Verdict:
     error: str | None = None
     samples: tuple[float | None, ...] | None = None  # every sample's score when asked several times
     spread: Spread | None = None
+    context_cut: str | None = None  # how the context was cut to fit the judge model's window; None: seen whole
+    label: str | None = None  # a rubric's label on its own scale (its position is the score)
 
     @property
     def tokens(self) -> int:
@@ -52,6 +54,7 @@ class Verdict:
             "prompt_version": self.prompt_version, "signature": self.signature, "threshold": self.threshold,
             "score": self.score, "reason": self.reason, "result": self.result, "tokens": self.tokens,
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "error": self.error,
+            "context_cut": self.context_cut, "label": self.label,
         }
         if self.samples is not None:
             data["samples"] = list(self.samples)
@@ -70,5 +73,31 @@ class Verdict:
             result=data.get("result", "unknown"), prompt_tokens=int(data.get("prompt_tokens") or 0),
             completion_tokens=int(data.get("completion_tokens") or 0), error=data.get("error"),
             samples=tuple(samples) if samples is not None else None,
-            spread=Spread(**spread) if isinstance(spread, Mapping) else None,
+            spread=Spread(**spread) if isinstance(spread, Mapping) else None, context_cut=data.get("context_cut"),
+            label=data.get("label"),
         )
+
+
+# The judges azure-ai-evaluation's evaluators document, by the name their output fields start with.
+EVALUATOR_NAMES = {"retrieval": "retrieval", "groundedness": "groundedness", "relevance": "relevance",
+                   "completeness": "response_completeness", "groundedness_pro": "groundedness_pro"}
+GPT_PREFIXED = frozenset({"retrieval", "groundedness", "relevance"})  # also given as `gpt_<name>`
+FIELD_NAMES = ("project", "evaluator")  # how flat judge fields are named: ours, or the evaluators' documented names
+
+
+def flat_fields(judge: str, verdict: Verdict, names: str = "project") -> dict[str, object]:
+    """One verdict as flat fields: `<name>`, `<name>_reason`, `<name>_result`, `<name>_threshold`.
+
+    names="evaluator" gives a judge the evaluators document under their documented fields: a 1-5
+    judge also as `gpt_<name>` (`gpt_retrieval`), completeness as `response_completeness*`, and
+    the pass/fail groundedness_pro as `groundedness_pro_label` (true/false) and `groundedness_pro_reason`.
+    """
+    passed = verdict.result == "pass" if verdict.result in ("pass", "fail") else None
+    name = EVALUATOR_NAMES.get(judge, judge) if names == "evaluator" else judge
+    if names == "evaluator" and judge == "groundedness_pro":
+        return {f"{name}_label": passed, f"{name}_reason": verdict.reason}
+    fields: dict[str, object] = {name: passed if verdict.threshold is None else verdict.score}
+    if names == "evaluator" and judge in GPT_PREFIXED:
+        fields[f"gpt_{name}"] = verdict.score
+    return fields | {f"{name}_reason": verdict.reason, f"{name}_result": verdict.result,
+                     f"{name}_threshold": verdict.threshold}

@@ -4,23 +4,31 @@ from typing import TYPE_CHECKING
 
 from evalcore.lazy import lazy_exports
 
+# Eager: the function has its module's name, which importing the module would otherwise bind here instead.
+from evalcore.metrics.document_retrieval import document_retrieval
+
 if TYPE_CHECKING:
     from evalcore.metrics.generation import GENERATION_MEASURES, generation_scores
     from evalcore.metrics.graded import GRADED_MEASURES, graded_retrieval_scores
     from evalcore.metrics.registry import (
         MEASURES,
         PANELS,
+        SCALES,
         Measure,
         Scores,
+        abstention_measures,
         aggregate,
         display_order,
         judge_abstention,
         panels,
+        scale_of,
         score_question,
         signature,
+        tolerance_of,
         verdict_basis,
     )
     from evalcore.metrics.retrieval import RETRIEVAL_MEASURES, retrieval_scores
+    from evalcore.metrics.similarity import AnswerEmbedding, answer_similarity, cosine
     from evalcore.metrics.suite import coverage, important_words, sources_found
 
 __all__ = [
@@ -29,27 +37,39 @@ __all__ = [
     "MEASURES",
     "PANELS",
     "RETRIEVAL_MEASURES",
+    "SCALES",
+    "AnswerEmbedding",
     "Measure",
     "Scores",
+    "abstention_measures",
     "aggregate",
+    "answer_similarity",
+    "cosine",
     "coverage",
     "display_order",
+    "document_retrieval",
     "generation_scores",
     "graded_retrieval_scores",
     "important_words",
     "judge_abstention",
     "panels",
     "retrieval_scores",
+    "scale_of",
     "score_question",
     "signature",
     "sources_found",
+    "tolerance_of",
     "verdict_basis",
 ]
 # Imported on first use: a light module of this package does not load its heavy siblings (evalcore.lazy).
 __getattr__ = lazy_exports(__name__, {
-    "generation": ("GENERATION_MEASURES", "generation_scores",),
-    "graded": ("GRADED_MEASURES", "graded_retrieval_scores",),
-    "registry": ("MEASURES", "PANELS", "Measure", "Scores", "aggregate", "display_order", "judge_abstention", "panels", "score_question", "signature", "verdict_basis",),
-    "retrieval": ("RETRIEVAL_MEASURES", "retrieval_scores",),
-    "suite": ("coverage", "important_words", "sources_found",),
+    "generation": ("GENERATION_MEASURES", "generation_scores"),
+    "graded": ("GRADED_MEASURES", "graded_retrieval_scores"),
+    "registry": (
+        "MEASURES", "PANELS", "SCALES", "Measure", "Scores", "abstention_measures", "aggregate", "display_order",
+        "judge_abstention", "panels", "scale_of", "score_question", "signature", "tolerance_of", "verdict_basis",
+    ),
+    "retrieval": ("RETRIEVAL_MEASURES", "retrieval_scores"),
+    "similarity": ("AnswerEmbedding", "answer_similarity", "cosine"),
+    "suite": ("coverage", "important_words", "sources_found"),
 })

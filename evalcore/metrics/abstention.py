@@ -1,14 +1,14 @@
 """Abstention: whether an answer declines, and the three measures of declining well.
 
-A question is unanswerable when nothing in its question set says it can be answered (no
-reference or expected answer, no relevant passage or expected source) or when its expected answer
-is an explicit marker (`UNANSWERABLE_MARKERS`); the right behaviour is then to decline. An answer
+A question is unanswerable only when its question set marks it: an expected or reference answer
+that is an explicit marker (`UNANSWERABLE_MARKERS`), or a dataset's `answerable` column set to
+false; the right behaviour is then to decline. No expected answer is no reference, not a mark. An answer
 declines (`is_refusal`) when it is empty, starts with the target's `fallback_answer`, or when
 its first sentence (after apologies such as "Sorry."; within its first `OPENING_CHARS`) holds one
 of the `REFUSALS` phrasings and no contrast word ("but", "mais", "但是") follows the phrasing in
-that sentence: "I don't know Paris well, but the answer is 30 days" answers. Matching is on folded text (case and accents
-removed, `evalcore.text.fold`). The phrasing list is versioned (`REFUSALS_VERSION`, recorded in
-the measures' signatures): a change to it gets a new version, never an edit in place.
+that sentence: "I don't know Paris well, but the answer is 30 days" answers. Matching is on folded text
+(case and accents removed, `evalcore.text.fold`). The phrasing list is versioned
+(`REFUSALS_VERSION`, recorded in the measures' signatures): a change to it gets a new version, never an edit in place.
 
 Measures (1/0 per question, present only where they apply): `correct_abstention` (unanswerable
 question, the answer declines), `hallucination` (unanswerable question, the answer does not
@@ -46,7 +46,8 @@ REFUSALS: dict[str, tuple[str, ...]] = {
         (r"\bnot (?:mentioned|found|provided|specified|stated|available|included|covered|given) in the "
         r"(?:provided |given |available )?(?:context|documents?|passages?|sources?|texts?)\b"),
         r"\bnot in the (?:provided |given |available )?(?:context|documents?|passages?|sources?)\b",
-        r"\b(?:there is|there's|i have|i found|contains?|provides?|with) no (?:relevant |such |specific )?information\b",
+        (r"\b(?:there is|there's|i have|i found|contains?|provides?|with) no "
+         r"(?:relevant |such |specific )?information\b"),
         r"\bno (?:relevant |such |specific )?information (?:is |was )?(?:available|provided|given|found)\b",
         r"\b(?:not enough|insufficient) information\b",
         (r"\b(?:i|we) (?:do not|don't|does not|doesn't) have (?:enough |any |the |that |this |such )?"
@@ -75,7 +76,8 @@ REFUSALS: dict[str, tuple[str, ...]] = {
     ),
 }
 # A contrast after the phrasing, in the same sentence, means an answer follows it.
-CONTRAST = re.compile(r"\b(?:but|however|although|though|mais|cependant|toutefois|pourtant|neanmoins)\b|但|不过|然而|可是")
+CONTRAST = re.compile(r"\b(?:but|however|although|though|mais|cependant|toutefois|pourtant|neanmoins)\b"
+                      r"|但|不过|然而|可是")
 # A first sentence made only of an apology is skipped: the refusal is in the next one.
 APOLOGY = re.compile(r"^(?:(?:i'm |i am |we're |we are )?sorry|unfortunately|desolee?|malheureusement|pardon|"
                      r"抱歉|对不起|很抱歉|不好意思)[\s.!,。！，]*$")
@@ -83,7 +85,8 @@ APOLOGY = re.compile(r"^(?:(?:i'm |i am |we're |we are )?sorry|unfortunately|des
 UNANSWERABLE_MARKERS = ("(unanswerable)", "[unanswerable]", "(no answer)", "[no answer]")
 
 # One search for all phrasings; the word boundary every Latin one starts with is tested once per position.
-_PHRASINGS = re.compile(r"\b(?:" + "|".join(p.removeprefix(r"\b") for language in ("en", "fr") for p in REFUSALS[language])
+_PHRASINGS = re.compile(r"\b(?:" + "|".join(p.removeprefix(r"\b")
+                                            for language in ("en", "fr") for p in REFUSALS[language])
                         + ")|" + "|".join(REFUSALS["zh"]))
 # Every phrasing holds one of these cues: a sentence with none (most answers) is not searched.
 _CUES = ("know", "sure", "can", "could", "unable", "able", "answer", "information", "context", "document", "passage",

@@ -5,7 +5,10 @@ maximum count over all references, brevity penalty from the closest reference le
 wins a tie), geometric mean of the precisions; smoothing methods of Chen & Cherry (2014).
 ROUGE follows Lin (2004) as Google's rouge-score computes it, the best F1 over the references.
 Each text's n-grams are computed once, then shared by the six measures; the LCS uses a
-bit-parallel algorithm (Hyyro 2004) instead of a dynamic table.
+bit-parallel algorithm (Hyyro 2004) instead of a dynamic table. Its match masks (one integer as wide
+as the shorter text per distinct token) are built during the LCS for the tokens the other text asks
+for, and only a bounded number is kept at once on long texts, so memory stays linear in the length
+(a reply of 70,000 distinct characters would otherwise hold gigabytes of masks).
 
 How the n-grams are held, for speed: an n-gram is its tokens joined by U+0000 (a string, which
 the garbage collector never walks, where a tuple of strings is one more object to track), and
@@ -20,7 +23,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from evalcore.errors import EvalError
@@ -34,6 +37,10 @@ SMOOTHING = {"none": None, "floor": 0.1, "add-k": 1.0, "exp": None}
 # Joins the tokens of an n-gram: the `default` tokenizer keeps only letters, digits, marks and
 # Han characters, so no token holds it.
 GRAM_JOINER = "\0"
+# The LCS builds every match mask of a text up to this many tokens (at most SHORT_TEXT**2 bits, 2 MB),
+# and keeps at most KEPT_MASKS masks of a longer one (the others are rebuilt when asked for again).
+SHORT_TEXT = 4096
+KEPT_MASKS = 64
 
 
 class Grams(NamedTuple):
@@ -44,16 +51,15 @@ class Grams(NamedTuple):
 
 
 class Profile(NamedTuple):
-    """A text's tokens, its n-grams for n = 1..4, and each token's positions as bits."""
+    """A text's tokens and its n-grams for n = 1..4."""
 
     tokens: tuple[str, ...]
     ngrams: tuple[Grams, ...]
-    positions: dict[str, int]
 
 
 def _grams(words: tuple[str, ...], n: int) -> Grams:
     def items() -> Iterable[str]:
-        return words if n == 1 else map(GRAM_JOINER.join, zip(*(words[i:] for i in range(n))))
+        return words if n == 1 else map(GRAM_JOINER.join, zip(*(words[i:] for i in range(n)), strict=False))
 
     distinct = frozenset(items())
     if len(distinct) == max(0, len(words) - n + 1):
@@ -65,10 +71,7 @@ def _grams(words: tuple[str, ...], n: int) -> Grams:
 def profile_tokens(words: Sequence[str]) -> Profile:
     """The profile of an already tokenized text (tokens never hold GRAM_JOINER)."""
     words = tuple(words)
-    positions: dict[str, int] = {}
-    for index, word in enumerate(words):
-        positions[word] = positions.get(word, 0) | (1 << index)
-    return Profile(words, tuple(_grams(words, n) for n in range(1, MAX_ORDER + 1)), positions)
+    return Profile(words, tuple(_grams(words, n) for n in range(1, MAX_ORDER + 1)))
 
 
 def profile(text: str) -> Profile:
@@ -150,7 +153,7 @@ def log_precisions(
     value = float(SMOOTHING[smooth] or 0.0) if smooth_value is None else float(smooth_value)
     logs: list[float | None] = []
     mteval = 1.0
-    for n, (matches, guesses) in enumerate(zip(map(float, correct), map(float, total))):
+    for n, (matches, guesses) in enumerate(zip(map(float, correct), map(float, total), strict=False)):
         if smooth == "add-k" and n > 0:
             matches, guesses = matches + value, guesses + value
         if guesses == 0:
@@ -200,16 +203,60 @@ def rouge_n(hyp: Profile, ref: Profile, n: int) -> float:
     return _rouge_f1(_overlap(hyp.ngrams[n - 1], ref.ngrams[n - 1]), hyp, ref, n)
 
 
+class _Masks:
+    """The match masks of a long text's tokens (bit i set where token i is the word), built when asked for,
+    KEPT_MASKS of them kept: memory linear in the text's length."""
+
+    def __init__(self, words: tuple[str, ...]) -> None:
+        self.places: dict[str, list[int]] = {}
+        for index, word in enumerate(words):
+            self.places.setdefault(word, []).append(index)
+        self.width = len(words)
+        self.kept: dict[str, int] = {}
+
+    def get(self, word: str) -> int:
+        """The word's mask, 0 when the text does not hold it."""
+        mask = self.kept.get(word)
+        if mask is not None:
+            return mask
+        places = self.places.get(word)
+        if places is None:
+            return 0
+        mask = _mask(places, self.width)
+        if len(self.kept) < KEPT_MASKS:
+            self.kept[word] = mask
+        return mask
+
+
+def _mask(places: list[int], width: int) -> int:
+    """An integer with the bits at `places` set (a few shifts, or one pass over a byte array)."""
+    if len(places) <= 4:
+        return sum(1 << place for place in places)
+    bits = bytearray((width + 7) // 8)
+    for place in places:
+        bits[place >> 3] |= 1 << (place & 7)
+    return int.from_bytes(bits, "little")
+
+
+def _match_masks(words: tuple[str, ...]) -> Callable[[str], int | None]:
+    """Each token's match mask: all of them for a short text (at most SHORT_TEXT**2 bits), else `_Masks`."""
+    if len(words) > SHORT_TEXT:
+        return _Masks(words).get
+    positions: dict[str, int] = {}
+    for index, word in enumerate(words):
+        positions[word] = positions.get(word, 0) | (1 << index)
+    return positions.get
+
+
 def lcs_length(first: Profile, second: Profile) -> int:
     """Length of the longest common subsequence of the two token sequences (bit-parallel)."""
     if len(first.tokens) < len(second.tokens):
         first, second = second, first
-    width = len(second.tokens)
+    mask_of, width = _match_masks(second.tokens), len(second.tokens)
     full = (1 << width) - 1
     state = full
-    positions = second.positions
     for word in first.tokens:
-        match = positions.get(word)
+        match = mask_of(word)
         if match:
             low = state & match
             state = ((state + low) | (state - low)) & full

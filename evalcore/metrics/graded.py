@@ -1,23 +1,37 @@
 """Graded document retrieval: NDCG@3, XDCG@3, fidelity, top relevance, holes.
 
 Labels live on a scale [label_min, label_max] (default 0..4). Gains are taken relative to
-label_min so that the lowest label is worth nothing on any scale; on 0..4 every formula is the
-one of the project's definition verbatim. Unlabeled retrieved documents ("holes") count as label_min.
+label_min so that the lowest label ("irrelevant") is worth nothing on any scale; on 0..4 every
+formula is the one of the project's definition verbatim. Unlabeled retrieved documents ("holes")
+count as label_min. Names and output fields are those azure-ai-evaluation's DocumentRetrievalEvaluator
+documents; where its values differ (scales not starting at 0 or not ending at 4, undefined values),
+docs/measures.md gives each case and why.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 from collections.abc import Hashable, Mapping, Sequence
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from evalcore.errors import EvalError
 
 GRADED_MEASURES = (
     "ndcg@3", "xdcg@3", "fidelity", "top1_relevance", "top3_max_relevance",
-    "holes", "holes_ratio", "total_retrieved_documents", "total_groundtruth_documents",
+    "holes", "holes_ratio", "total_retrieved_documents", "total_ground_truth_documents",
 )
+# Names stored before the documented ones were used; they are read back under the new name.
+RENAMED = {"total_groundtruth_documents": "total_ground_truth_documents"}
+# The evaluator's documented threshold names (holes and holes_ratio have none there: `holes_threshold`).
+THRESHOLD_NAMES = {
+    "ndcg_threshold": "ndcg@3", "xdcg_threshold": "xdcg@3", "fidelity_threshold": "fidelity",
+    "top1_relevance_threshold": "top1_relevance", "top3_max_relevance_threshold": "top3_max_relevance",
+    "total_retrieved_documents_threshold": "total_retrieved_documents",
+    "total_ground_truth_documents_threshold": "total_ground_truth_documents",
+    "holes_threshold": "holes", "holes_ratio_threshold": "holes_ratio",
+}
 # Measures that pass when the value is at most the threshold.
 LOWER_IS_BETTER = frozenset({"holes", "holes_ratio"})
 XDCG_DECAY = 0.6
@@ -37,16 +51,60 @@ class GradedScale(NamedTuple):
         """The scale as signatures record it, e.g. `0-3`."""
         return f"{self.label_min}-{self.label_max}"
 
+    def marks(self) -> dict[str, float]:
+        """Every measure's pass mark on this scale: the configured ones (by any accepted name), defaults for the
+        rest."""
+        configured = {threshold_measure(name): value for name, value in self.thresholds.items()}
+        return default_thresholds(self.label_min, self.label_max) | configured
+
 
 def default_thresholds(label_min: int, label_max: int) -> dict[str, float]:
-    """Pass marks that mean something on the configured scale (a top-1 pass mark of 50 on a 0..4 scale would never pass)."""
-    middle = label_min + math.ceil((label_max - label_min) / 2)
+    """Pass marks that mean something on the configured scale (a top-1 pass mark of 50 on a 0..4 scale would
+    never pass).
+
+    Top-1 and top-3 relevance pass at the label three quarters up the scale, rounded up (3 on 0..4,
+    4 on 1..5); the totals pass when there is at least one document (a sanity check, not a quality mark).
+    """
+    good = label_min + math.ceil(0.75 * (label_max - label_min))
     return {
         "ndcg@3": 0.5, "xdcg@3": 50.0, "fidelity": 0.5,
-        "top1_relevance": middle, "top3_max_relevance": middle,
+        "top1_relevance": good, "top3_max_relevance": good,
         "holes": 0, "holes_ratio": 0.0,
-        "total_retrieved_documents": 1, "total_groundtruth_documents": 1,
+        "total_retrieved_documents": 1, "total_ground_truth_documents": 1,
     }
+
+
+def _measure_named(name: str) -> str:
+    return THRESHOLD_NAMES.get(name) or RENAMED.get(name, name)
+
+
+def is_threshold_name(name: str) -> bool:
+    """Whether the name sets a graded threshold: `ndcg_threshold` (the evaluator's name), `ndcg@3`, or an old name."""
+    return _measure_named(name) in GRADED_MEASURES
+
+
+def threshold_measure(name: str) -> str:
+    """The graded measure a threshold name sets (see is_threshold_name); EvalError for an unknown name."""
+    if not is_threshold_name(name):
+        raise EvalError("unknown graded retrieval threshold", found=name,
+                        expected=", ".join(THRESHOLD_NAMES), fix="or name the measure itself, e.g. ndcg@3")
+    return _measure_named(name)
+
+
+def current_name(name: str) -> str:
+    """A stored measure name (`graded.total_groundtruth_documents`), or a signature starting with one, under its
+    documented name."""
+    measure, bar, settings = name.partition("|")
+    head, dot, tail = measure.rpartition(".")
+    return head + dot + RENAMED.get(tail, tail) + bar + settings
+
+
+def stored_values(text: str) -> dict[str, Any]:
+    """Values by measure from their stored JSON (measures, results, signatures), old names under the documented ones."""
+    values: dict[str, Any] = json.loads(text)
+    if not any(old in text for old in RENAMED):  # the common case costs one scan of the text
+        return values
+    return {current_name(name): current_name(v) if isinstance(v, str) else v for name, v in values.items()}
 
 
 def _check(labels: Mapping[DocId, int], label_min: int, label_max: int) -> None:
@@ -97,7 +155,7 @@ def _ndcg(found: list[int], every: list[int], label_min: int) -> float | None:
 
 def _xdcg(found: list[int], label_min: int, label_max: int) -> float:
     weights = [XDCG_DECAY**i for i in range(CUT)]
-    gained = sum((g - label_min) * w for g, w in zip(found[:CUT], weights))
+    gained = sum((g - label_min) * w for g, w in zip(found[:CUT], weights, strict=False))
     return 100.0 / (label_max - label_min) * gained / sum(weights)
 
 
@@ -121,7 +179,7 @@ def _values(
         "holes": holes,
         "holes_ratio": holes / len(order) if order else None,
         "total_retrieved_documents": len(order),
-        "total_groundtruth_documents": len(labels),
+        "total_ground_truth_documents": len(labels),
     }
 
 
@@ -134,16 +192,13 @@ def graded_retrieval_scores(
 ) -> dict[str, object]:
     """Graded retrieval measures with `<name>_threshold`, `<name>_higher_is_better`, `<name>_result`.
 
-    `labels`: document id -> integer label; `retrieved`: (document id, score) pairs. A value
-    that is undefined (nothing retrieved, nothing labeled above label_min) is None and its
-    result is "unknown".
+    `labels`: document id -> integer label; `retrieved`: (document id, score) pairs; `thresholds`
+    by measure or documented threshold name (`ndcg_threshold`). A value that is undefined (nothing
+    retrieved, nothing labeled above label_min) is None and its result is "unknown".
     """
     _check(labels, label_min, label_max)
     marks = default_thresholds(label_min, label_max)
-    unknown = sorted(set(thresholds or {}) - set(marks))
-    if unknown:
-        raise EvalError("unknown threshold", found=", ".join(unknown), expected=", ".join(GRADED_MEASURES))
-    marks.update(thresholds or {})
+    marks.update({threshold_measure(name): value for name, value in (thresholds or {}).items()})
     result: dict[str, object] = {}
     for name, value in _values(labels, _order(retrieved), label_min, label_max).items():
         higher = name not in LOWER_IS_BETTER

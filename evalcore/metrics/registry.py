@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from evalcore import __version__
@@ -21,13 +21,21 @@ from evalcore.metrics.abstention import REFUSALS_VERSION, abstention_scores
 from evalcore.metrics.generation import generation_scores
 from evalcore.metrics.graded import GRADED_MEASURES, LOWER_IS_BETTER, GradedScale, graded_retrieval_scores
 from evalcore.metrics.retrieval import retrieval_scores
+from evalcore.metrics.similarity import AnswerEmbedding, answer_similarity
 from evalcore.metrics.suite import coverage, sources_found
 from evalcore.text import TOKENIZER
 
 # Panels in display order: (family, title).
 PANELS = (("retrieval", "Retrieval"), ("generation", "Generation"), ("graded", "Graded document retrieval"),
-          ("suite", "Suite"), ("abstention", "Abstention"), ("judge", "Judges"))
+          ("suite", "Coverage and sources"), ("abstention", "Abstention"), ("judge", "Judges"))
 OTHER_PANEL = "Other"
+# What a measure's values are, in display order, with how a chart titles them: a chart draws each scale on its own
+# axis (a count of +4 documents would flatten a precision change of -0.096 to the zero line).
+SCALES = (("share", "0-1 measures"), ("score", "0-100 scores"), ("label", "relevance labels"),
+          ("likert", "judge scores (1-5)"), ("count", "counts (no better or worse)"))
+# The smallest difference of a question's value that changes its verdict, by scale: below it a question is "same"
+# (a ROUGE-L of 0.3333 against 0.3273 is one word of noise, not a worse answer). Whole-number scales: any change.
+TOLERANCES = {"share": 0.01, "score": 1.0, "label": 0.0, "likert": 0.0, "count": 0.0}
 
 
 @dataclass(frozen=True)
@@ -44,6 +52,12 @@ class Measure:
     needs_reference: bool = False  # absent on a question without an expected or reference answer
     settings: tuple[tuple[str, str], ...] = field(default=())
     order: int = 0  # display position, set by the registry
+    scale: str = "share"  # one of SCALES: what the values are (counts are neither better nor worse)
+
+    @property
+    def tolerance(self) -> float:
+        """The smallest meaningful difference of one question's value (a verdict's default tolerance)."""
+        return 0.0 if self.binary else TOLERANCES[self.scale]
 
     @property
     def signature(self) -> str:
@@ -86,7 +100,7 @@ _GRADED_DOCS = {
     "holes": "retrieved documents without a label.",
     "holes_ratio": "holes / retrieved documents.",
     "total_retrieved_documents": "distinct retrieved documents.",
-    "total_groundtruth_documents": "labeled documents of the question.",
+    "total_ground_truth_documents": "labeled documents of the question.",
 }
 # 1/0 per question, present only on the questions each applies to.
 _ABSTENTION_DOCS = {
@@ -98,6 +112,8 @@ _ABSTENTION_DOCS = {
     "abstention (over-refusal) rate (Feng et al. 2024, Don't Hallucinate, Abstain).",
 }
 _LOWER_IS_BETTER = {"hallucination", "false_abstention"}
+_GRADED_SCALES = {"xdcg@3": "score", "top1_relevance": "label", "top3_max_relevance": "label", "holes": "count",
+                  "total_retrieved_documents": "count", "total_groundtruth_documents": "count"}
 # A question's verdict in a comparison: the AI score, else coverage, else sources found (the suite
 # order); dataset campaigns have none of these, so ranking and then answer overlap decide.
 _VERDICT_ORDER = ("judge.score", "coverage", "sources_found", "ndcg@10", "rougel")
@@ -110,7 +126,7 @@ def _judge_measure(name: str) -> Measure:
     first = prompt.system.split(". ")[0].rstrip(".") + "."
     doc = f"{'pass/fail as 1/0' if label else '1-5'} (LLM judge, prompt v{prompt.version}): {first}"
     return Measure(f"judge.{name}", doc, "judge", binary=label, needs_reference="expected" in prompt.requires,
-                   settings=(("prompt", "none"), ("model", "none")))
+                   settings=(("prompt", "none"), ("model", "none")), scale="share" if label else "likert")
 
 
 def _registry() -> dict[str, Measure]:
@@ -120,6 +136,11 @@ def _registry() -> dict[str, Measure]:
     for name, doc in _GENERATION_DOCS.items():
         extra = (("smooth", "none"),) if name.startswith("bleu") else (("refs", "max"),)
         measures.append(Measure(name, doc, "generation", needs_reference=True, settings=_TEXT + extra))
+    measures.append(Measure(
+        "answer_similarity", "max over the references of cos(e(answer), e(reference)), e a multilingual "
+        "sentence embedding (Risch et al. 2021, semantic answer similarity); off unless answer_similarity_model "
+        "is set.", "generation", needs_reference=True, settings=(("model", "none"), ("refs", "max")),
+    ))
     measures.append(Measure(
         "coverage", "share of the expected answer's important words (no stopword; a digit, 2+ Han "
         "characters or 3+ letters) found in the answer, case and accents ignored.",
@@ -138,6 +159,7 @@ def _registry() -> dict[str, Measure]:
         measures.append(Measure(
             f"graded.{name}", _GRADED_DOCS[name] + " Graded document retrieval.", "graded",
             higher_is_better=name not in LOWER_IS_BETTER, settings=(("scale", "0-4"),),
+            scale=_GRADED_SCALES.get(name, "share"),
         ))
     measures += [_judge_measure(name) for name in JUDGES]
     return {m.name: _finish(m, order) for order, m in enumerate(measures)}
@@ -145,11 +167,16 @@ def _registry() -> dict[str, Measure]:
 
 def _finish(measure: Measure, order: int) -> Measure:
     priority = _VERDICT_ORDER.index(measure.name) if measure.name in _VERDICT_ORDER else None
-    return Measure(measure.name, measure.doc, measure.family, measure.higher_is_better, measure.binary, priority,
-                   measure.needs_reference, measure.settings, order)
+    return replace(measure, verdict_priority=priority, order=order)
 
 
 MEASURES: dict[str, Measure] = _registry()
+
+
+# Settings a signature names only when a computation departs from the default: the depth of the ranked list
+# scored (trec_eval -M) and which queries count (-c: every judged query, not only those in the run). Leaving
+# them out at their defaults keeps the signatures stored before they existed equal to today's.
+DEPARTURES = ("depth", "queries")
 
 
 def signature(name: str, **settings: object) -> str:
@@ -158,17 +185,24 @@ def signature(name: str, **settings: object) -> str:
     if measure is None:
         raise EvalError("unknown measure", found=name, expected=", ".join(MEASURES))
     values = dict(measure.settings)
-    unknown = sorted(set(settings) - set(values))
+    ranked = "rel" in values or "scale" in values or name.startswith("ndcg_graded@")
+    unknown = sorted(set(settings) - set(values) - (set(DEPARTURES) if ranked else set()))
     if unknown:
         raise EvalError(f"unknown setting for {name}", found=", ".join(unknown), expected=", ".join(values))
-    values.update({key: str(value) for key, value in settings.items()})
+    values.update({key: str(value) for key, value in settings.items()})  # departures go after the defaults
     return "|".join([name, *(f"{key}:{value}" for key, value in values.items()), f"version:{__version__}"])
 
 
 def display_order(name: str) -> tuple[int, str]:
-    """Sort key: registry order, then unregistered names (e.g. `judge.X:pass`) by name."""
+    """Sort key: registry order, then unregistered names (e.g. `judge.X:pass`, a rubric's `judge.X`) by name."""
     measure = MEASURES.get(name.split(":")[0])
     return (measure.order if measure else len(MEASURES), name)
+
+
+def family(name: str) -> str | None:
+    """The panel family of a measure name; a judge the registry does not know (a rubric's) is a judge."""
+    measure = MEASURES.get(name.split(":")[0])
+    return measure.family if measure else "judge" if name.startswith("judge.") else None
 
 
 def panels(names: Iterable[str]) -> list[tuple[str, list[str]]]:
@@ -177,9 +211,21 @@ def panels(names: Iterable[str]) -> list[tuple[str, list[str]]]:
     grouped: dict[str, list[str]] = {title: [] for _, title in PANELS}
     grouped[OTHER_PANEL] = []
     for name in sorted(names, key=display_order):
-        measure = MEASURES.get(name.split(":")[0])
-        grouped[titles[measure.family] if measure else OTHER_PANEL].append(name)
+        kind = family(name)
+        grouped[titles[kind] if kind else OTHER_PANEL].append(name)
     return [(title, members) for title, members in grouped.items() if members]
+
+
+def scale_of(name: str) -> str:
+    """The scale of a measure's values (`judge.X:pass` rates and unregistered names: 0-1)."""
+    measure = MEASURES.get(name)
+    return measure.scale if measure else "share"
+
+
+def tolerance_of(name: str) -> float:
+    """The default smallest meaningful difference of a measure (unregistered names: that of 0-1 measures)."""
+    measure = MEASURES.get(name)
+    return measure.tolerance if measure else TOLERANCES["share"]
 
 
 def verdict_basis() -> tuple[str, ...]:
@@ -209,14 +255,16 @@ def score_question(
     graded: GradedScale | None = None,
     answerable: bool | None = None,
     fallback_answer: str = "",
+    similarity: AnswerEmbedding | None = None,
 ) -> Scores:
     """Every measure that applies to one question, absent ones left out, with their signatures.
 
     `references` are every reference answer (generation measures take the best; coverage too when
     there is no single expected answer); `retrieved_sources` are the sources the answer drew on;
     `graded` adds the graded retrieval measures on that label scale; `answerable` (None: unknown)
-    adds the abstention measures, a refusal being recognised by its phrasing or `fallback_answer`.
-    An unanswerable question has no reference to score against, whatever its expected answer says.
+    adds the abstention measures, a refusal being recognised by its phrasing or `fallback_answer`;
+    `similarity` adds the semantic answer similarity with that embedding model. An unanswerable question has no
+    reference to score against, whatever its expected answer says.
     """
     if answerable is False:
         references, expected_answer = (), None
@@ -233,6 +281,10 @@ def score_question(
     if found is not None:
         values["sources_found"] = 1.0 if found else 0.0
     signatures = {name: _default_signature(name) for name in values}
+    if similarity is not None and answer is not None and (
+            value := answer_similarity(answer, expected, similarity.embed)) is not None:
+        values["answer_similarity"] = value
+        signatures["answer_similarity"] = signature("answer_similarity", model=similarity.model)
     results: dict[str, str] = {}
     if graded is not None and relevant:
         _add_graded(values, signatures, results, relevant, ranked, graded)
@@ -241,9 +293,19 @@ def score_question(
 
 def judge_abstention(scores: Scores, *, answer: str | None, answerable: bool | None, refused: bool) -> None:
     """The abstention measures as the refusal judge read the answer (declined or not), replacing the phrasing list's."""
-    for name, value in abstention_scores(answer, answerable, refused_by_judge=refused).items():
-        scores.values[name] = value
-        scores.signatures[name] = signature(name, match="judge")
+    reading = abstention_measures(answer, answerable, refused=refused)
+    scores.values.update(reading.values)
+    scores.signatures.update(reading.signatures)
+
+
+def abstention_measures(answer: str | None, answerable: bool | None, fallback_answer: str = "",
+                        refused: bool | None = None) -> Scores:
+    """The abstention measures that apply, with their signatures (`match:judge` when the refusal judge's reading
+    is given)."""
+    values = abstention_scores(answer, answerable, fallback_answer, refused_by_judge=refused)
+    signatures = {name: _default_signature(name) if refused is None else signature(name, match="judge")
+                  for name in values}
+    return Scores(values, signatures, {})
 
 
 def _add_graded(values: dict[str, float], signatures: dict[str, str], results: dict[str, str],

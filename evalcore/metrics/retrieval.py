@@ -13,6 +13,7 @@ from typing import TypeVar
 import numpy as np
 
 from evalcore.errors import EvalError
+from evalcore.relevance import relevant_ids
 
 RETRIEVAL_MEASURES = ("precision", "recall", "ndcg@3", "ndcg@10", "mrr", "map")
 NDCG_CUTS = (3, 10)
@@ -24,7 +25,7 @@ DocId = TypeVar("DocId", bound=Hashable)
 def relevant_set(relevant: Mapping[DocId, int] | Collection[DocId]) -> set[DocId]:
     """The relevant ids: a mapping keeps ids with label >= 1, any other collection is the set."""
     if isinstance(relevant, Mapping):
-        return {doc for doc, label in relevant.items() if label >= 1}
+        return relevant_ids(relevant)
     return set(relevant)
 
 

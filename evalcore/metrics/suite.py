@@ -43,7 +43,8 @@ def _matches(expected: str, source: Mapping[str, object]) -> bool:
     # Titles and file names match on any part ("CGV" finds "CGV_2024.pdf"), ids only whole.
     names = (fold(str(source.get(key) or "")) for key in ("title", "file_name"))
     identifier = source.get("id")
-    return any(expected in name for name in names) or (identifier is not None and expected == fold(str(identifier)).strip())
+    return any(expected in name for name in names) or (identifier is not None
+                                                        and expected == fold(str(identifier)).strip())
 
 
 def sources_found(expected_sources: Sequence[str], retrieved_sources: Sequence[Mapping[str, object]]) -> bool | None:

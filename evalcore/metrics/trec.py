@@ -71,12 +71,13 @@ def _query_codes(first: pa.ChunkedArray, second: pa.ChunkedArray) -> tuple[np.nd
     hashed (100,000 instead of 10 million for a deep run); the others repeat its code.
     """
     (first_rows, first_ids), (second_rows, second_ids) = _heads(first), _heads(second)
-    encoded = pc.dictionary_encode(pa.chunked_array(first_ids.chunks + second_ids.chunks, type=first.type).combine_chunks())
+    encoded = pc.dictionary_encode(pa.chunked_array(first_ids.chunks + second_ids.chunks, type=first.type)
+                                   .combine_chunks())
     codes = encoded.indices.to_numpy(zero_copy_only=False)
     split = [codes[: len(first_rows)], codes[len(first_rows) :]]
     repeated = [
         np.repeat(code, np.diff(np.append(rows, len(values))))
-        for code, rows, values in zip(split, (first_rows, second_rows), (first, second))
+        for code, rows, values in zip(split, (first_rows, second_rows), (first, second), strict=False)
     ]
     return repeated[0], repeated[1], encoded.dictionary
 
@@ -274,7 +275,8 @@ def _first_occurrences(run_q: np.ndarray, run_d: np.ndarray) -> np.ndarray:
     suspects = np.flatnonzero(np.isin(_mixed(run_q, run_d), repeated))
     seen: set[tuple[int, int]] = set()
     # The mixed value can collide, so suspects are settled on the exact pair (they are few).
-    for row, pair in zip(suspects.tolist(), zip(run_q[suspects].tolist(), run_d[suspects].tolist())):
+    for row, pair in zip(suspects.tolist(), zip(run_q[suspects].tolist(), run_d[suspects].tolist(), strict=False),
+                         strict=False):
         keep[row] = pair not in seen
         seen.add(pair)
     return keep
@@ -340,7 +342,7 @@ def evaluate(qrels: Judgements, run: Ranking, options: TrecOptions = DEFAULT_OPT
 def judgements_by_query(qrels: Judgements) -> dict[str, dict[str, int]]:
     """Qrels as {qid: {docid: label}} (for the per-query graded measures)."""
     grouped: dict[str, dict[str, int]] = {}
-    for qid, docid, label in zip(qrels.qid.to_pylist(), qrels.docid.to_pylist(), qrels.label.tolist()):
+    for qid, docid, label in zip(qrels.qid.to_pylist(), qrels.docid.to_pylist(), qrels.label.tolist(), strict=False):
         grouped.setdefault(qid, {})[docid] = label
     return grouped
 
@@ -349,7 +351,7 @@ def rankings_by_query(run: Ranking, max_docs: int | None = None) -> dict[str, li
     """A run as {qid: [(docid, score), ...]} ordered as trec_eval ranks (score, then docid,
     descending), repeated documents dropped after their first rank, at most `max_docs` each."""
     grouped: dict[str, list[tuple[str, float]]] = {}
-    for qid, docid, score in zip(run.qid.to_pylist(), run.docid.to_pylist(), run.score.tolist()):
+    for qid, docid, score in zip(run.qid.to_pylist(), run.docid.to_pylist(), run.score.tolist(), strict=False):
         grouped.setdefault(qid, []).append((docid, score))
     for qid, ranking in grouped.items():
         ranking.sort(key=lambda pair: (pair[1], pair[0]), reverse=True)

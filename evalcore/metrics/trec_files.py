@@ -288,6 +288,12 @@ def integer_ids(run: Ranking) -> Ranking:
     return run._replace(qid=strip(run.qid), docid=strip(run.docid))
 
 
+def read_pair(qrels: Path, run: Path) -> tuple[Judgements, Ranking]:
+    """The qrels and the run to score against them; against a dataset's qrels.parquet, the run's ids as integers."""
+    ranking = read_run(run)
+    return read_qrels(qrels), integer_ids(ranking) if qrels.suffix == ".parquet" else ranking
+
+
 def row_place(source: str, row: int) -> str:
     """`file:line` of a qrels row (blank and comment lines are skipped by both readers), `file row N`
     for Parquet."""

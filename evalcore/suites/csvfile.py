@@ -118,11 +118,26 @@ def parse_suite_csv(data: bytes, *, source: str = "upload") -> CsvReport:
     records = [r for r in read_records(text, separator) if r[1] is None or any(c.strip() for c in r[1])]
     header = bool(records) and records[0][1] is not None and is_header(records[0][1])
     report = CsvReport(source=source, encoding=encoding, separator=separator, header=header, notes=notes)
+    raw = re.split(r"\r\n|\r|\n", text)
+    split = any(cells is not None and len(cells) > 1 for _, cells, _ in records)  # the file does use its separator
     for line, cells, error in records[1:] if header else records:
-        report.lines.append(to_line(line, cells, error, accepted=len(report.cases)))
+        error = error or (other_separator(raw[line - 1], cells, separator) if split else None)
+        report.lines.append(to_line(line, None if error else cells, error, accepted=len(report.cases)))
     if not report.lines:
         report.notes.append("the file holds no case")
     return report
+
+
+def other_separator(raw: str, cells: list[str] | None, separator: str) -> str | None:
+    """Why a one-cell line looks written with the other separator (unquoted, 2-3 cells under it), or None."""
+    other = {";": ",", ",": ";"}.get(separator)
+    if other is None or cells is None or len(cells) != 1 or '"' in raw:
+        return None
+    count = len(next(csv.reader([raw], delimiter=other), []))
+    if not 2 <= count <= COLUMNS:
+        return None
+    return (f"one cell, but {count} when split at '{other}', and the file's separator is '{separator}': write "
+            f"'{separator}' between the cells, or quote the question if its '{other}' belong to it")
 
 
 def refuse_other_separators(text: str, separator: str, source: str) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -13,7 +12,8 @@ from typing import Any
 
 from evalcore.access import LOCAL_TENANT, Action, Principal, owned, scope
 from evalcore.errors import EvalError
-from evalcore.store import Conflict, NotFound, Store, dumps
+from evalcore.store import Conflict, Connection, NotFound, Row, Store, dumps
+from evalcore.text import name_key, name_problem, shown
 
 MAX_CASES = 100
 MAX_SOURCES = 10
@@ -86,7 +86,8 @@ def validate_cases(cases: Iterable[Case | Mapping[str, Any]]) -> tuple[Case, ...
     for number, case in enumerate(result, 1):
         question = case.question.strip()
         if not question:
-            raise EvalError("the question is required", where=f"case {number}", fix="write the question or remove the case")
+            raise EvalError("the question is required", where=f"case {number}",
+                            fix="write the question or remove the case")
         sources = tuple(s.strip() for s in case.expected_sources if s.strip())
         if len(sources) > MAX_SOURCES:
             raise EvalError(
@@ -99,10 +100,12 @@ def validate_cases(cases: Iterable[Case | Mapping[str, Any]]) -> tuple[Case, ...
 
 
 def _check_name(name: str) -> str:
-    """The name on one line, spaces collapsed; EvalError when empty."""
+    """The name on one line, spaces collapsed; EvalError when empty, invisible or holding a control character."""
     text = " ".join((name or "").split())
     if not text:
         raise EvalError("the suite needs a name", where="name")
+    if (problem := name_problem(text)) is not None:
+        raise EvalError(problem, where="name", found=shown(repr(text)))
     return text
 
 
@@ -114,21 +117,23 @@ def _choice(if_exists: IfExists | str) -> IfExists:
                         expected=", ".join(choice.value for choice in IfExists)) from None
 
 
-def _insert_cases(conn: sqlite3.Connection, suite_id: str, cases: tuple[Case, ...]) -> None:
+def _insert_cases(conn: Connection, suite_id: str, cases: tuple[Case, ...]) -> None:
     conn.executemany(
         "INSERT INTO cases (suite_id, position, question, expected_answer, expected_sources) VALUES (?, ?, ?, ?, ?)",
         [(suite_id, i, c.question, c.expected_answer, dumps(list(c.expected_sources))) for i, c in enumerate(cases)],
     )
 
 
-def _named(conn: sqlite3.Connection, tenant: str, name: str, other_than: str = "") -> list[sqlite3.Row]:
-    """The workspace's suites whose name is this one, case ignored (newest first)."""
+def _named(conn: Connection, tenant: str, name: str, other_than: str = "") -> list[Row]:
+    """The workspace's suites whose name is this one, compared by `name_key` (case, width, zero-width characters
+    ignored), newest first."""
     rows = conn.execute("SELECT id, name, created_at FROM suites WHERE tenant = ? AND id != ? "
                         "ORDER BY created_at DESC, id", (tenant, other_than)).fetchall()
-    return [row for row in rows if row["name"].casefold() == name.casefold()]
+    key = name_key(name)
+    return [row for row in rows if name_key(row["name"]) == key]
 
 
-def _free_name(conn: sqlite3.Connection, tenant: str, name: str) -> str:
+def _free_name(conn: Connection, tenant: str, name: str) -> str:
     number = 2
     while _named(conn, tenant, f"{name} ({number})"):
         number += 1
@@ -147,7 +152,7 @@ def create_suite(store: Store, *, tenant: str = LOCAL_TENANT, name: str, target_
     name, valid, choice = _check_name(name), validate_cases(cases), _choice(if_exists)
     now = time.time()
 
-    def insert(conn: sqlite3.Connection) -> Suite:
+    def insert(conn: Connection) -> Suite:
         existing = _named(conn, tenant, name)
         if existing and choice == IfExists.REFUSE:
             raise DuplicateName(name, existing[0]["id"])
@@ -166,14 +171,15 @@ def create_suite(store: Store, *, tenant: str = LOCAL_TENANT, name: str, target_
     return store.write(insert)
 
 
-def _replace(conn: sqlite3.Connection, suite_id: str, name: str, target_id: str, cases: tuple[Case, ...],
+def _replace(conn: Connection, suite_id: str, name: str, target_id: str, cases: tuple[Case, ...],
              now: float) -> None:
-    conn.execute("UPDATE suites SET name = ?, target_id = ?, updated_at = ? WHERE id = ?", (name, target_id, now, suite_id))
+    conn.execute("UPDATE suites SET name = ?, target_id = ?, updated_at = ? WHERE id = ?",
+                 (name, target_id, now, suite_id))
     conn.execute("DELETE FROM cases WHERE suite_id = ?", (suite_id,))
     _insert_cases(conn, suite_id, cases)
 
 
-def _suite_row(store: Store, suite_id: str, tenant: str | None) -> sqlite3.Row:
+def _suite_row(store: Store, suite_id: str, tenant: str | None) -> Row:
     rows = store.read("SELECT * FROM suites WHERE id = ?", (suite_id,))
     if not rows or not owned(rows[0]["tenant"], tenant):
         raise NotFound(f"no suite {suite_id!r}", where="suite", fix="list them with `python -m evalcore suites list`")
@@ -185,8 +191,9 @@ def _cases(store: Store, suite_id: str) -> tuple[Case, ...]:
     return tuple(Case(r["question"], r["expected_answer"], tuple(json.loads(r["expected_sources"]))) for r in rows)
 
 
-def _suite(store: Store, row: sqlite3.Row) -> Suite:
-    return Suite(row["id"], row["tenant"], row["name"], row["target_id"], _cases(store, row["id"]), row["created_at"], row["updated_at"])
+def _suite(store: Store, row: Row) -> Suite:
+    return Suite(row["id"], row["tenant"], row["name"], row["target_id"], _cases(store, row["id"]), row["created_at"],
+                 row["updated_at"])
 
 
 def get_suite(store: Store, suite_id: str, tenant: str | None = None, *, principal: Principal | None = None) -> Suite:
@@ -197,9 +204,9 @@ def get_suite(store: Store, suite_id: str, tenant: str | None = None, *, princip
 def suite_named(store: Store, name: str, tenant: str | None = None, *,
                 principal: Principal | None = None) -> Suite | None:
     """The workspace's suite of this name (case ignored; the newest when several), or None."""
-    tenant, wanted = scope(principal, tenant), " ".join(name.split()).casefold()
+    tenant, wanted = scope(principal, tenant), name_key(name)
     rows = store.read("SELECT * FROM suites ORDER BY created_at DESC, id")
-    row = next((r for r in rows if owned(r["tenant"], tenant) and r["name"].casefold() == wanted), None)
+    row = next((r for r in rows if owned(r["tenant"], tenant) and name_key(r["name"]) == wanted), None)
     return _suite(store, row) if row is not None else None
 
 
@@ -226,7 +233,7 @@ def replace_suite(
     row = _suite_row(store, suite_id, tenant)
     now = time.time()
 
-    def replace(conn: sqlite3.Connection) -> None:
+    def replace(conn: Connection) -> None:
         if existing := _named(conn, row["tenant"], name, other_than=suite_id):
             raise DuplicateName(name, existing[0]["id"])
         _replace(conn, suite_id, name, target_id, valid, now)

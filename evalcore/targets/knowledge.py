@@ -9,14 +9,17 @@ builds never read a half-written file.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
 import shutil
 import tempfile
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
@@ -27,6 +30,7 @@ from evalcore.errors import EvalError
 
 DEFAULT_INDEX_DIR = Path(".evalcore") / "index"
 FORMAT = "v2"  # bump when the cached layout or chunking rule changes
+LOCK_POLL_S = 0.25
 EMBED_BATCH = 64  # small enough that the index build's progress moves every second or so
 PROGRESS_EVERY = 200  # chunks tokenized between two reports
 
@@ -224,19 +228,41 @@ def build_knowledge_base(passages: Sequence[PassageLike], *, chunk_size: int | N
     folder = Path(cache_dir or DEFAULT_INDEX_DIR) / name
     with _MEMO_LOCK:
         kb = _MEMO.get(str(folder.resolve()))
-    if kb is None:
-        if progress:
-            progress(0, 0, "loading the index")
-        kb = _load(folder, passages) or _build(passages, chunk_size, chunk_overlap, folder, progress)
-    for model in models:
-        if model not in kb.embeddings:
-            kb.embeddings[model] = _embeddings(kb, model, progress)
+    with building(folder, progress):
+        if kb is None:
+            if progress:
+                progress(0, 0, "loading the index")
+            kb = _load(folder, passages) or _build(passages, chunk_size, chunk_overlap, folder, progress)
+        for model in models:
+            if model not in kb.embeddings:
+                kb.embeddings[model] = _embeddings(kb, model, progress)
     with _MEMO_LOCK:
         _MEMO[str(folder.resolve())] = kb
         _MEMO.move_to_end(str(folder.resolve()))
         while len(_MEMO) > _MEMO_SIZE:
             _MEMO.popitem(last=False)
     return kb
+
+
+@contextmanager
+def building(folder: Path, progress: Progress | None) -> Iterator[None]:
+    """Hold the index folder's lock: one build of an index at a time, over every thread and process on the host
+    (campaigns launched together on one corpus wait for the first build, then load it). The wait reports itself,
+    which is where a cancel is noticed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".build.lock", "a+b") as handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if progress:
+                    progress(0, 0, "waiting for another campaign building the same index")
+                time.sleep(LOCK_POLL_S)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def clear_memo() -> None:

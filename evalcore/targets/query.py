@@ -22,9 +22,9 @@ from collections.abc import Callable, Sequence
 from evalcore.models import ChatModel, Message, ModelError
 from evalcore.targets.base import Hit, TargetAnswer
 from evalcore.targets.config import TargetConfig
-from evalcore.targets.generation import sampled_chat
+from evalcore.targets.generators import sampled_chat
 from evalcore.targets.knowledge import KnowledgeBase
-from evalcore.targets.retrieval import search
+from evalcore.targets.retrievers import search
 
 MULTI_QUERY_NEXT = ("Write one more search query for the same question, different from the queries above. "
                     "Reply with the query only.")

@@ -10,7 +10,7 @@ from evalcore.errors import EvalError
 from evalcore.models import CallCache, ChatModel
 from evalcore.targets.base import TargetAnswer
 from evalcore.targets.config import TargetConfig
-from evalcore.targets.generation import build_chat_model, build_generator
+from evalcore.targets.generators import build_chat_model, build_generator
 from evalcore.targets.knowledge import KnowledgeBase, Progress, build_knowledge_base, get_embedder
 from evalcore.targets.query import retrieve
 from evalcore.targets.rerank import (

@@ -9,8 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalcore.access import LOCAL_TENANT, Action, Principal, owned, scope
+from evalcore.errors import EvalError
 from evalcore.store import NotFound, Store, dumps
+from evalcore.targets.allowed import check_request
 from evalcore.targets.config import TargetConfig
+from evalcore.text import name_problem, shown
 
 
 def save_target(store: Store, config: TargetConfig, *, tenant: str = LOCAL_TENANT, name: str = "",
@@ -18,9 +21,13 @@ def save_target(store: Store, config: TargetConfig, *, tenant: str = LOCAL_TENAN
     """Save a target configuration; returns its id (a suite's agent_id, an evaluation task's knowledge_base_id).
 
     A principal saves in its tenant and needs the full-access capability (the configuration decides
-    which URLs and files the server uses).
+    which URLs and files the server uses), and names only the schedulers and variables the operator listed.
     """
     tenant = scope(principal, tenant, Action.CONFIGURE) or tenant
+    if principal is not None:
+        check_request(config)
+    if name and (problem := name_problem(" ".join(name.split()))) is not None:  # line breaks are spacing
+        raise EvalError(problem, where="name", found=shown(repr(name[:40])))
     target_id = f"target_{secrets.token_hex(6)}"
     text, digest = dumps(config.to_dict()), config.config_hash()
     store.write(
@@ -62,7 +69,8 @@ class SavedTarget:
 def list_targets(store: Store, tenant: str | None = None, *, principal: Principal | None = None) -> list[SavedTarget]:
     """Saved target configurations, newest first (of one tenant when given)."""
     tenant = scope(principal, tenant)
-    sql = "SELECT * FROM targets" + (" WHERE tenant = ?" if tenant is not None else "") + " ORDER BY created_at DESC, id"
+    sql = ("SELECT * FROM targets" + (" WHERE tenant = ?" if tenant is not None else "")
+           + " ORDER BY created_at DESC, id")
     rows = store.read(sql, (tenant,) if tenant is not None else ())
     return [SavedTarget(row["id"], row["tenant"], row["name"], json.loads(row["config"]), row["config_hash"],
                         row["created_at"]) for row in rows]

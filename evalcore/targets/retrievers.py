@@ -82,7 +82,8 @@ def _normalised(raw: np.ndarray, top: float) -> np.ndarray:
 
 
 def search(kb: KnowledgeBase, config: TargetConfig, query: str, vector_query: str | None = None) -> list[Hit]:
-    """The ranked chunks for a query under the configured retriever (the vector side embeds `vector_query` when given)."""
+    """The ranked chunks for a query under the configured retriever (the vector side embeds `vector_query` when
+    given)."""
     stages: dict[str, np.ndarray] = {}
     kept: dict[str, np.ndarray] = {}
     if config.retriever in ("bm25", "hybrid"):
@@ -134,7 +135,8 @@ def _hits(kb: KnowledgeBase, rows: np.ndarray, final: np.ndarray, at_rows: dict[
     names = list(at_rows)
     columns = [[round(value, 6) for value in at_rows[name].tolist()] for name in names]
     hits = []
-    for row, score, values in zip(rows.tolist(), final.tolist(), zip(*columns)):
+    for row, score, values in zip(rows.tolist(), final.tolist(), zip(*columns, strict=False), strict=False):
         chunk = kb.chunks[row]
-        hits.append(Hit(row, Retrieved(chunk.pid, chunk.title, chunk.text, score, dict(zip(names, values)))))
+        hits.append(Hit(row,
+                        Retrieved(chunk.pid, chunk.title, chunk.text, score, dict(zip(names, values, strict=False)))))
     return hits

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gc
 import json
-import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -21,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalcore.campaigns.records import Outcome, Question, QuestionResult, retrieved_to_json, sources_of
-from evalcore.store import Store, dumps
+from evalcore.metrics.graded import current_name, stored_values
+from evalcore.store import Connection, Row, Store, dumps
 from evalcore.targets import Retrieved
 
 PassageKey = tuple[int | None, str, str, str]  # pid, source, title, text
@@ -57,9 +57,9 @@ def load_passages(store: Store, campaign_id: str) -> Passages:
 
 
 def load_signatures(store: Store, campaign_id: str) -> dict[str, str]:
-    """The signatures shared by a campaign's questions."""
+    """The signatures shared by a campaign's questions (under the measures' documented names)."""
     rows = store.read("SELECT name, signature FROM campaign_signatures WHERE campaign_id = ?", (campaign_id,))
-    return {row["name"]: row["signature"] for row in rows}
+    return {current_name(row["name"]): current_name(row["signature"]) for row in rows}
 
 
 def encode_ranked(hits: Sequence[Retrieved], passages: Passages, new: list[tuple[int, Retrieved]]) -> str:
@@ -83,9 +83,10 @@ def decode_ranked(text: str, passages: Mapping[int, Retrieved]) -> tuple[Retriev
         for position, value in enumerate(values):
             if value is not None:
                 stages[position][name] = value
-    # tuple.__new__ builds each hit in one step (NamedTuple._replace takes five times as long).
+    # tuple.__new__ builds each hit in one step (NamedTuple._replace takes five times as long); the fields
+    # after the stages (source, file name, any added later) are the stored passage's.
     new = tuple.__new__
-    return tuple(new(Retrieved, (hit.pid, hit.title, hit.text, score, own, hit.source))
+    return tuple(new(Retrieved, (*hit[:3], score, own, *hit[5:]))
                  for hit, score, own in zip(map(passages.__getitem__, data["k"]), scores, stages, strict=True))
 
 
@@ -132,7 +133,9 @@ class ResultWriter:
             rows.append((
                 self.campaign_id, question.position, question.qid, o.answer,
                 encode_ranked(o.retrieved, self.passages, new_passages), dumps(self._context(o, new_passages)),
-                "" if o.sources == sources_of(o.context) else dumps([source.to_dict() for source in o.sources]),
+                # The stored passages keep no file name: sources with one are stored as they are.
+                "" if o.sources == sources_of(o.context) and not any(s.file_name for s in o.sources)
+                else dumps([source.to_dict() for source in o.sources]),
                 dumps(o.measures), dumps(own), dumps(o.results),
                 dumps({name: verdict.to_dict() for name, verdict in o.judges.items()}), o.latency_s, o.prompt_tokens,
                 o.completion_tokens, *o.judge_tokens, o.error, dumps(list(o.notes)), now, o.diagnosis,
@@ -146,7 +149,7 @@ class ResultWriter:
         size = len(outcome.context)
         return size if outcome.context == outcome.retrieved[:size] else [retrieved_to_json(h) for h in outcome.context]
 
-    def write(self, conn: sqlite3.Connection, rows: list[tuple[Any, ...]], passages: list[tuple[Any, ...]],
+    def write(self, conn: Connection, rows: list[tuple[Any, ...]], passages: list[tuple[Any, ...]],
               signatures: list[tuple[str, str, str]], extra: Mapping[str, Any]) -> tuple[int, int]:
         """Insert (or replace, for a retried question) and move the counters; (finished, failed) after it.
 
@@ -157,11 +160,13 @@ class ResultWriter:
             raise NotOwner(self.campaign_id)
         positions = [row[1] for row in rows]
         marks = ",".join("?" * len(positions))
-        before = conn.execute(f"SELECT count(*), count(error) FROM results WHERE campaign_id = ? AND position IN ({marks})",
+        before = conn.execute("SELECT count(*), count(error) FROM results WHERE campaign_id = ? AND position IN "
+                              f"({marks})",
                               (self.campaign_id, *positions)).fetchone()
-        conn.executemany("INSERT OR IGNORE INTO campaign_passages (campaign_id, key, pid, source, title, text) "
-                         "VALUES (?, ?, ?, ?, ?, ?)", passages)
-        conn.executemany("INSERT OR IGNORE INTO campaign_signatures (campaign_id, name, signature) VALUES (?, ?, ?)",
+        conn.executemany("INSERT INTO campaign_passages (campaign_id, key, pid, source, title, text) "
+                         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", passages)
+        conn.executemany("INSERT INTO campaign_signatures (campaign_id, name, signature) VALUES (?, ?, ?) "
+                         "ON CONFLICT DO NOTHING",
                          signatures)
         conn.executemany(INSERT_RESULT, rows)
         failed_now = sum(1 for row in rows if row[ERROR_COLUMN] is not None)
@@ -186,6 +191,9 @@ INSERT_RESULT = (
 )
 
 
+ALL_ROWS = 2**63 - 1  # LIMIT for no limit on both backends (SQLite's -1 is an error on PostgreSQL)
+
+
 def read_results(store: Store, campaign_id: str, offset: int = 0, limit: int | None = None, *,
                  detail: bool = True) -> list[QuestionResult]:
     """The stored result of every finished question, in question order (pending ones are absent).
@@ -198,7 +206,7 @@ def read_results(store: Store, campaign_id: str, offset: int = 0, limit: int | N
         "SELECT q.question, q.expected_answer, q.refs, q.relevant, q.expected_sources, q.answerable, r.* "
         "FROM results r JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = r.position "
         "WHERE r.campaign_id = ? ORDER BY r.position LIMIT ? OFFSET ?",
-        (campaign_id, -1 if limit is None else limit, offset),
+        (campaign_id, ALL_ROWS if limit is None else limit, offset),
     )
     if not rows:
         return []
@@ -225,14 +233,14 @@ def no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-def outcome_from_row(row: sqlite3.Row, passages: Mapping[int, Retrieved], signatures: Mapping[str, str] | None,
+def outcome_from_row(row: Row, passages: Mapping[int, Retrieved], signatures: Mapping[str, str] | None,
                      ) -> Outcome:
     """An outcome from its results row, the campaign's passages and its shared signatures (None: without the
     detail a comparison does not read, see read_results)."""
     if signatures is None:
         return Outcome.from_row(row, passages_of(row["retrieved"], passages), {})
     retrieved = decode_ranked(row["retrieved"], passages)
-    own = json.loads(row["signatures"])
-    measures = json.loads(row["measures"])
+    own = stored_values(row["signatures"])
+    measures = stored_values(row["measures"])
     return Outcome.from_row(row, retrieved, {name: own.get(name) or signatures.get(name, "") for name in measures}
                             | own)

@@ -3,7 +3,7 @@
 An export leaves the page that explained it: a chart saying "B − A" or a CSV of verdicts means
 nothing a week later without the names of A and B, the questions (dataset or suite), the settings
 that changed, how many questions, the test and the date. `ExportContext` holds those facts once;
-the charts show them in a subtitle, CSV tables as `#` lines before the table, files in their names.
+the charts show them in a subtitle, CSV tables as columns after their own, files in their names.
 """
 
 from __future__ import annotations
@@ -18,21 +18,24 @@ from typing import Any
 from evalcore.access import Principal, scope
 from evalcore.campaigns import Campaign
 from evalcore.campaigns.listing import source_name, suite_names
+from evalcore.compare.deltas import ONE_SIDED, Comparison
 from evalcore.compare.pairing import Group, group_of
-from evalcore.compare.records import Comparison
 from evalcore.compare.sweep import Sweep
 from evalcore.store import Store
 
 SLUG_LIMIT = 24  # characters of one name in a file name (a whole name stays under 100)
+VALUE_IN_NAME = 12  # characters of a changed setting's value added to a name in a file name
+ID_IN_NAME = 8  # characters of a campaign's id added when two names are still the same
 CHANGED_IN_CHART = 3  # changed settings a chart subtitle names before "+N more"
 VALUE_IN_CHART = 40  # characters of one value in a chart subtitle
 LINE_IN_CHART = 110  # characters of one subtitle line
-CONTEXT_ROW = "# context lines"  # the first line of a CSV's context: how many lines come before the table
+CONTEXT_PREFIX = "context: "  # the header of a CSV's context columns: `context: A`, `context: changed`…
 
 
 @dataclass(frozen=True)
 class Fact:
-    """One line of context: its label, its full value (one line of text) and what a chart shows of it (None: nothing)."""
+    """One line of context: its label, its full value (one line of text) and what a chart shows of it (None:
+    nothing)."""
 
     label: str
     value: str
@@ -63,9 +66,10 @@ class ExportContext:
             return replace(self, facts=tuple(fact if f.label == fact.label else f for f in self.facts))
         return replace(self, facts=(*self.facts[:-1], fact, self.facts[-1]))
 
-    def csv_rows(self) -> list[list[str]]:
-        """The `#` lines before a CSV table: how many there are, then one `# label, value` per fact."""
-        return [[CONTEXT_ROW, str(len(self.facts) + 1)], *([f"# {f.label}", f.value] for f in self.facts)]
+    def csv_columns(self) -> dict[str, str]:
+        """The columns a CSV table carries after its own, one per fact (`context: A`), the value on every row: the
+        file opens as a table with no option, and a row keeps its context when sorted, filtered or concatenated."""
+        return {f"{CONTEXT_PREFIX}{f.label}": f.value for f in self.facts}
 
     def chart_lines(self) -> list[str]:
         """The facts a chart shows, as plain text lines of at most about LINE_IN_CHART characters."""
@@ -79,7 +83,8 @@ class ExportContext:
         return lines
 
     def file_stem(self, kind: str, detail: str = "") -> str:
-        """A file name without its extension: `<kind>_<stem>[_<detail>]_<date>`, e.g. `compare_bm25_vs_hybrid_2025-06-01`."""
+        """A file name without its extension: `<kind>_<stem>[_<detail>]_<date>`, e.g.
+        `compare_bm25_vs_hybrid_2025-06-01`."""
         return "_".join(part for part in (kind, self.stem, slug(detail), self.date) if part)
 
 
@@ -124,7 +129,7 @@ def tests_used(comparison: Comparison) -> str:
 def comparison_context(comparison: Comparison, a: Campaign, b: Campaign, sources: dict[Group, str],
                        today: dt.date | None = None) -> ExportContext:
     """The context of a comparison of A (baseline) and B, `sources` naming each campaign's questions."""
-    common = sum(q.verdict not in ("new", "removed") for q in comparison.questions)
+    common = sum(q.verdict not in ONE_SIDED for q in comparison.questions)
     source_a, source_b = sources.get(group_of(a), a.source), sources.get(group_of(b), b.source)
     facts = (
         shown("A", one_line(a.name)), shown("B", one_line(b.name)),
@@ -138,17 +143,28 @@ def comparison_context(comparison: Comparison, a: Campaign, b: Campaign, sources
         hidden("A id", a.id), hidden("B id", b.id),
         shown("exported", date_text(today)),
     )
-    a_part, b_part = pair_slugs(a.name, b.name)
-    return ExportContext(facts, f"{a_part or slug(a.id)}_vs_{b_part or slug(b.id)}", date_text(today))
+    a_part, b_part = pair_parts(a, b, comparison.config_diff)
+    return ExportContext(facts, f"{a_part}_vs_{b_part}", date_text(today))
 
 
 def pair_slugs(a: str, b: str, limit: int = SLUG_LIMIT) -> tuple[str, str]:
     """Both names for a file name, told apart: when their first `limit` characters are the same (a sweep's
-    `bm25 · … · top_k=3` and `… · top_k=10`), the end of each, where they differ, from a word's start."""
+    `bm25 · … · top_k=3` and `… · top_k=10`), the end of each, where they differ, from a word's start; else
+    each name whole when it fits, or its start and its end (where a sweep puts its value)."""
     whole_a, whole_b = slug(a, len(a) * 4 + 1), slug(b, len(b) * 4 + 1)
     if whole_a == whole_b or whole_a[:limit].rstrip("-.") != whole_b[:limit].rstrip("-."):
-        return slug(a, limit), slug(b, limit)
+        return name_slug(whole_a, limit), name_slug(whole_b, limit)
     return tail(whole_a, limit), tail(whole_b, limit)
+
+
+def name_slug(whole: str, limit: int) -> str:
+    """A slug whole when it fits in `limit` characters, else its first words and its last (`topk-sweep-top-k-10`)."""
+    if len(whole) <= limit or "-" not in whole:
+        return whole[:limit].rstrip("-.")
+    half = (limit - 1) // 2
+    head = whole[:half + 1]
+    head = head[:head.rfind("-")] if head.rfind("-") > 2 else head[:half]
+    return f"{head.rstrip('-.')}-{tail(whole, limit - 1 - len(head.rstrip('-.')))}"
 
 
 def tail(text: str, limit: int) -> str:
@@ -158,6 +174,27 @@ def tail(text: str, limit: int) -> str:
     end = text[-limit:]
     start = end.find("-")
     return end[start + 1:] if 0 <= start < len(end) - 1 else end.strip("-.")
+
+
+def pair_parts(a: Campaign, b: Campaign, diff: dict[str, list[Any]]) -> tuple[str, str]:
+    """The two sides of a comparison's file names: its names told apart, each with its value of a single changed
+    setting when the name does not show it, then a short id when they are still the same."""
+    a_part, b_part = pair_slugs(a.name, b.name)
+    a_part, b_part = a_part or slug(a.id), b_part or slug(b.id)
+    if len(diff) == 1:
+        [(a_value, b_value)] = diff.values()
+        a_part, b_part = with_value(a_part, a_value), with_value(b_part, b_value)
+    if a_part == b_part:
+        a_part, b_part = f"{a_part}-{slug(a.id, ID_IN_NAME)}", f"{b_part}-{slug(b.id, ID_IN_NAME)}"
+    return a_part, b_part
+
+
+def with_value(part: str, value: Any) -> str:
+    """A name's slug ending with a setting's value, unless the name already shows it as a word."""
+    shown = slug(value_text(value), VALUE_IN_NAME)
+    if not shown or re.search(rf"(^|-){re.escape(shown)}($|-)", part):
+        return part
+    return f"{part}-{shown}"
 
 
 def sweep_context(sweep: Sweep, campaigns: Sequence[Campaign], sources: dict[Group, str],
@@ -183,7 +220,7 @@ def sweep_context(sweep: Sweep, campaigns: Sequence[Campaign], sources: dict[Gro
 
 def date_text(today: dt.date | None) -> str:
     """The export's date, YYYY-MM-DD (local time)."""
-    return (today or dt.date.today()).isoformat()
+    return (today or dt.datetime.now(dt.UTC).astimezone().date()).isoformat()
 
 
 def source_names(store: Store, campaigns: Iterable[Campaign], *, principal: Principal | None = None,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -12,6 +15,42 @@ from evalcore import diagnosis
 from evalcore.campaigns import Campaign
 from evalcore.compare import power
 from evalcore.diagnosis import Transition
+from evalcore.errors import EvalError
+from evalcore.judges import Verdict
+from evalcore.metrics import MEASURES, tolerance_of
+
+PASS_SUFFIX = ":pass"
+EPSILON = 1e-9
+
+
+class Change(StrEnum):
+    """A question's verdict in a comparison: how B's answer compares with A's, or why there is none."""
+
+    BETTER = "better"
+    WORSE = "worse"
+    SAME = "same"
+    NEW = "new"  # asked of B only
+    REMOVED = "removed"  # asked of A only
+    UNSCORED = "unscored"  # no measure to decide on in both
+
+
+VERDICT_KINDS = (Change.BETTER, Change.WORSE, Change.SAME)
+ONE_SIDED = (Change.NEW, Change.REMOVED)  # questions not asked of both campaigns
+
+
+def higher_is_better(name: str) -> bool:
+    """The measure's direction from the registry (judge pass rates and unknown names: higher)."""
+    measure = MEASURES.get(name.split(PASS_SUFFIX)[0])
+    return measure.higher_is_better if measure else True
+
+
+def verdict_by(basis: str, a: float, b: float, tolerance: float = 0.0) -> Change:
+    """better, worse or same: B − A in the basis measure's direction; a difference under `tolerance` (the smallest
+    meaningful one) is the same."""
+    delta = b - a
+    if abs(delta) <= EPSILON or abs(delta) < tolerance - EPSILON:
+        return Change.SAME
+    return Change.BETTER if (delta > 0) == higher_is_better(basis) else Change.WORSE
 
 
 @dataclass(frozen=True)
@@ -59,7 +98,7 @@ class QuestionDiff:
     question: str
     answer_a: str | None
     answer_b: str | None
-    verdict: str  # better | worse | same | new | removed | unscored
+    verdict: Change
     basis: str | None  # the measure that decided, "error", or None
     a: float | None
     b: float | None
@@ -74,12 +113,14 @@ class QuestionDiff:
     diagnosis_b: str | None = None
     queries_a: tuple[str, ...] = ()  # what a query transformation retrieved with, in each campaign
     queries_b: tuple[str, ...] = ()
+    judges_a: dict[str, Verdict] = field(default_factory=dict)  # each judge's verdict on the answer, by judge
+    judges_b: dict[str, Verdict] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON shape (sources_* only for questions with expected sources)."""
+        """JSON shape (sources_* only for questions with expected sources, judges_* only for judged ones)."""
         data: dict[str, Any] = {
             "qid": self.qid, "question": self.question, "answer_a": self.answer_a, "answer_b": self.answer_b,
-            "verdict": self.verdict, "basis": self.basis, "a": self.a, "b": self.b, "error_a": self.error_a,
+            "verdict": self.verdict.value, "basis": self.basis, "a": self.a, "b": self.b, "error_a": self.error_a,
             "error_b": self.error_b, "answer_changed": self.answer_changed,
             "entered": [p.to_dict() for p in self.entered], "left": [p.to_dict() for p in self.left],
             "diagnosis_a": self.diagnosis_a, "diagnosis_b": self.diagnosis_b,
@@ -88,17 +129,27 @@ class QuestionDiff:
         if self.sources_entered is not None:
             data["sources_entered"] = list(self.sources_entered)
             data["sources_left"] = list(self.sources_left or ())
+        if self.judges_a or self.judges_b:
+            data["judges_a"] = {name: v.to_dict() for name, v in self.judges_a.items()}
+            data["judges_b"] = {name: v.to_dict() for name, v in self.judges_b.items()}
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> QuestionDiff:
         """From to_dict's shape."""
         sources = data.get("sources_entered")
-        return cls(**{**data, "entered": tuple(Passage(**p) for p in data["entered"]),
+        return cls(**{**data, "verdict": Change(data["verdict"]),
+                      "entered": tuple(Passage(**p) for p in data["entered"]),
                       "left": tuple(Passage(**p) for p in data["left"]),
                       "sources_entered": None if sources is None else tuple(sources),
                       "sources_left": None if sources is None else tuple(data["sources_left"]),
-                      "queries_a": tuple(data.get("queries_a", ())), "queries_b": tuple(data.get("queries_b", ()))})
+                      "queries_a": tuple(data.get("queries_a", ())), "queries_b": tuple(data.get("queries_b", ())),
+                      "judges_a": verdicts_of(data.get("judges_a")), "judges_b": verdicts_of(data.get("judges_b"))})
+
+
+def verdicts_of(data: Mapping[str, Any] | None) -> dict[str, Verdict]:
+    """Stored verdicts by judge (none for comparisons stored before they were kept)."""
+    return {name: Verdict.from_dict(v) for name, v in (data or {}).items()}
 
 
 @dataclass(frozen=True)
@@ -143,6 +194,34 @@ class MeasureDelta:
     effect: float = power.EFFECT
     n_required: int | None = None
     power_note: str | None = None
+    changed: int | None = None  # questions whose value differs between A and B
+    one_way: bool | None = None  # every one of them moved in the same direction
+
+    @property
+    def unchanged(self) -> bool:
+        """Every question has the same value in A and B: there is nothing to test or to draw."""
+        if self.changed is not None:
+            return self.changed == 0
+        return abs(self.delta) <= EPSILON and self.sd_diff in (0.0, None)
+
+    @property
+    def disagreement(self) -> str | None:
+        """When the interval and the test disagree, what that means in words an analyst can act on (else None)."""
+        if self.ci_low is None or self.ci_high is None:
+            return None
+        excludes = self.ci_low > 0 or self.ci_high < 0
+        if excludes == self.significant:
+            return None
+        interval = f"the 95% interval [{self.ci_low:+.3g}, {self.ci_high:+.3g}]"
+        if not excludes:
+            return (f"the test finds a difference (p = {self.p_value:.3g}) but {interval} includes 0: a borderline "
+                    f"result that more questions would settle")
+        if self.changed and self.one_way and self.p_value <= 2.0 ** (1 - self.changed) + EPSILON:
+            return (f"too few questions changed to be significant ({self.changed} of {self.n}: p = "
+                    f"{self.p_value:.3g} is the smallest possible), though every change went the same way and "
+                    f"{interval} excludes 0: more questions would confirm it")
+        return (f"no difference found (p = {self.p_value:.3g}) though {interval} excludes 0: a borderline result "
+                f"that more questions would settle")
 
     @property
     def under_powered(self) -> bool:
@@ -198,6 +277,54 @@ class Comparison:
     paired: dict[str, Paired] = field(default_factory=dict)
     basis: str | None = None  # the measure that decides per-question verdicts first
     basis_reason: str = ""  # why that one (what changed between the configurations)
+    tolerances: dict[str, float] = field(default_factory=dict)  # asked smallest meaningful differences, by measure
+
+    def tolerance(self, measure: str) -> float:
+        """The smallest difference of a question's `measure` that changes its verdict (asked, else the default)."""
+        return self.tolerances.get(measure, tolerance_of(measure))
+
+    @property
+    def strict_verdicts(self) -> dict[str, int]:
+        """How many questions would get each verdict if any difference counted (no tolerance)."""
+        return dict(Counter(verdict_by(q.basis, q.a, q.b) if q.basis and q.a is not None and q.b is not None
+                            else q.verdict for q in self.questions))
+
+    @property
+    def deciding(self) -> str | None:
+        """The measure that decided the most questions' verdicts (the basis, or the first fallback they had)."""
+        counts = Counter(q.basis for q in self.questions if q.basis and q.basis != "error")
+        return counts.most_common(1)[0][0] if counts else None
+
+    @property
+    def tolerance_note(self) -> str:
+        """The tolerance the verdicts were decided with and the counts without it ("" when none applied)."""
+        used = sorted({q.basis for q in self.questions if q.basis and q.basis != "error"})
+        kept = [f"{name} under {self.tolerance(name):g}" for name in used if self.tolerance(name) > 0]
+        if not kept:
+            return ""
+        strict = self.strict_verdicts
+        return (f"a change of {', '.join(kept)} is the same (the smallest meaningful difference); counting every "
+                f"difference: " + ", ".join(f"{kind} {strict.get(kind, 0)}" for kind in VERDICT_KINDS))
+
+    @property
+    def disagreements(self) -> list[str]:
+        """One line per measure whose interval and test disagree, saying what that means."""
+        return [f"{m.measure}: {m.disagreement}" for m in self.measures if m.disagreement]
+
+    @property
+    def unchanged(self) -> list[str]:
+        """The measures whose value is the same in A and B on every common question (display order)."""
+        return [m.measure for m in self.measures if m.unchanged]
+
+    def with_tolerances(self, asked: Mapping[str, float]) -> Comparison:
+        """The same comparison with each question's verdict decided under these tolerances (others: defaults)."""
+        if not asked:
+            return self
+        tolerances = {**self.tolerances, **check_tolerances(asked)}
+        relabelled = replace(self, tolerances=tolerances)
+        questions = [replace(q, verdict=verdict_by(q.basis, q.a, q.b, relabelled.tolerance(q.basis)))
+                     if q.basis and q.a is not None and q.b is not None else q for q in self.questions]
+        return replace(relabelled, questions=questions)
 
     @property
     def verdicts(self) -> dict[str, int]:
@@ -208,15 +335,18 @@ class Comparison:
     def transitions(self) -> list[Transition]:
         """How the common questions moved between failure stages from A to B (the cells add up to them);
         none when neither campaign has a stage for any of them (results stored before attribution existed)."""
-        common = [(q.qid, q.diagnosis_a, q.diagnosis_b) for q in self.questions if q.verdict not in ("new", "removed")]
+        common = [(q.qid, q.diagnosis_a, q.diagnosis_b) for q in self.questions if q.verdict not in ONE_SIDED]
         if all(a is None and b is None for _, a, b in common):
             return []
         return diagnosis.transitions(common)
 
     @property
     def power_warnings(self) -> list[str]:
-        """One line per measure with no significant difference that could not have seen one of `effect`."""
-        return [power_warning(m) for m in self.measures if m.under_powered]
+        """One line per measure with no significant difference that could not have seen one of `effect`, and one
+        line for all those with the same value in A and B on every question."""
+        lines = [power_warning(m) for m in self.measures if m.under_powered and not m.unchanged]
+        flat = [m.measure for m in self.measures if m.under_powered and m.unchanged]
+        return lines + ([unchanged_text(flat)] if flat else [])
 
     def with_effect(self, effect: float) -> Comparison:
         """The same comparison with the questions needed (and the warnings) for another effect size."""
@@ -233,7 +363,25 @@ class Comparison:
                 "transitions": [t.to_dict() for t in self.transitions],
                 "config_diff": self.config_diff, "seed": self.seed, "resamples": self.resamples,
                 "effect": self.effect, "power": power.POWER, "alpha": power.ALPHA, "basis": self.basis,
-                "basis_reason": self.basis_reason}
+                "basis_reason": self.basis_reason, "verdicts_without_tolerance": self.strict_verdicts,
+                "tolerance": {name: self.tolerance(name) for name in dict.fromkeys(q.basis for q in self.questions)
+                              if name and name != "error"},
+                "unchanged": self.unchanged, "disagreements": self.disagreements}
+
+
+def unchanged_text(measures: list[str]) -> str:
+    """One line for the measures with the same value in A and B on every question."""
+    return f"the same in A and B on every question (nothing to test) on {len(measures)} measure(s): " \
+        + ", ".join(measures)
+
+
+def check_tolerances(asked: Mapping[str, float]) -> dict[str, float]:
+    """Tolerances as asked, each a finite number of at least 0 (EvalError naming the measure otherwise)."""
+    for measure, value in asked.items():
+        if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise EvalError(f"the tolerance of {measure} must be a number of at least 0", where="tolerance",
+                            found=str(value), expected="e.g. 0.01 for a 0-1 measure, 0 to count any difference")
+    return {measure: float(value) for measure, value in asked.items()}
 
 
 def power_warning(measure: MeasureDelta) -> str:

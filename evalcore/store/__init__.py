@@ -1,4 +1,5 @@
-"""The SQLite store: WAL, one writer thread fed by a queue, concurrent readers, versioned schema."""
+"""The store: SQLite (WAL, one writer thread fed by a queue, concurrent readers) by default, PostgreSQL
+(evalcore.store.postgres) for a postgresql:// URL; one versioned schema, one SQL dialect for both."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
 from evalcore.errors import EvalError
+from evalcore.lifecycle import OWNED, CampaignStatus, sql_list
 
 T = TypeVar("T")
 
@@ -24,7 +26,7 @@ DEFAULT_DB = Path(".evalcore") / "evalcore.db"
 HEARTBEAT_S = 2.0
 # A running campaign whose heartbeat is older than this has lost its owner (crash, kill, reboot).
 STALE_S = 30.0
-ACTIVE = ("pending", "running")
+QUEUED = CampaignStatus.QUEUED.value  # waiting for a worker to claim it (evalcore.campaigns.claims)
 
 SCHEMA_V1 = """
 CREATE TABLE targets (
@@ -137,8 +139,40 @@ ALTER TABLE campaigns ADD COLUMN pace_rate REAL;
 ALTER TABLE campaigns ADD COLUMN pace_at REAL;
 ALTER TABLE campaigns ADD COLUMN pace_done INTEGER;
 """
+# v11: the dashboard's signed-in sessions (evalcore.keys.start_session): the hash of each session token (never
+# the token, never the API key), the key it signed in with, when it expires and when it was signed out.
+SCHEMA_V11 = """
+CREATE TABLE dashboard_sessions (
+    token_hash TEXT PRIMARY KEY,
+    key_id TEXT NOT NULL REFERENCES api_keys(id) ON DELETE CASCADE,
+    created_at REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    ended_at REAL
+);
+CREATE INDEX dashboard_sessions_key ON dashboard_sessions(key_id);
+"""
+# v12: campaigns run by workers: launched as 'queued', claimed from the store by any process (each server's
+# threads, `evalcore worker`); queued_at says a campaign runs on workers, which put it back in the queue when its
+# owner is lost; rerun says which questions a claim runs (those with no result, or those that failed). A queued
+# campaign holds its suite like a running one.
+SCHEMA_V12 = """
+ALTER TABLE campaigns ADD COLUMN queued_at REAL;
+ALTER TABLE campaigns ADD COLUMN rerun TEXT NOT NULL DEFAULT 'missing';
+DROP INDEX campaigns_one_active_per_suite;
+CREATE UNIQUE INDEX campaigns_one_active_per_suite ON campaigns(suite_id)
+    WHERE suite_id IS NOT NULL AND status IN ('queued', 'pending', 'running');
+CREATE INDEX campaigns_status ON campaigns(status, created_at);
+"""
+# v13: people's labels of questions for the judges (evalcore.campaigns.labels): one per campaign, question
+# and judge, on the judge's scale or pass/fail, with a note, who labelled and when; gone with the campaign.
+SCHEMA_V13 = """
+CREATE TABLE labels (
+    campaign_id TEXT NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE, qid INTEGER NOT NULL,
+    judge TEXT NOT NULL, label TEXT NOT NULL, note TEXT NOT NULL DEFAULT '', author TEXT NOT NULL,
+    labelled_at REAL NOT NULL, PRIMARY KEY (campaign_id, qid, judge));
+"""
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
-                               SCHEMA_V8, SCHEMA_V9, SCHEMA_V10)
+                               SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13)
 
 
 class NotFound(EvalError):
@@ -156,6 +190,96 @@ class Conflict(EvalError):
 def default_db_path() -> Path:
     """EVALCORE_DB when set, else .evalcore/evalcore.db under the working directory."""
     return Path(os.environ.get("EVALCORE_DB") or Path.cwd() / DEFAULT_DB)
+
+
+URL_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_url(db: str | Path | None) -> bool:
+    """Whether a --db / EVALCORE_DB value names a PostgreSQL server rather than a SQLite file."""
+    return isinstance(db, str) and db.startswith(URL_SCHEMES)
+
+
+def db_location(db: str | Path | None = None) -> str:
+    """The store a --db value names, one spelling per store: a PostgreSQL URL as given, a file's absolute path
+    (`sqlite:PATH` is a path too); EVALCORE_DB, else .evalcore/evalcore.db, when none is given."""
+    db = db or os.environ.get("EVALCORE_DB") or Path.cwd() / DEFAULT_DB
+    if is_url(db):
+        return str(db)
+    text = str(db)
+    return str(Path(text.removeprefix("sqlite:")).resolve())
+
+
+def redact(location: str) -> str:
+    """A store's location without a URL's password, for messages and logs."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", location)
+
+
+def open_store(db: str | Path | None = None) -> Store:
+    """The store a --db value names: PostgreSQL for a postgresql:// URL, else the SQLite file."""
+    location = db_location(db)
+    if is_url(location):
+        from evalcore.store.postgres import PgStore  # psycopg is loaded only by those who use PostgreSQL
+
+        return PgStore(location)
+    return Store(location)
+
+
+class Cursor(Protocol):
+    """What a statement returns, on either backend."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Connection(Protocol):
+    """The connection a write function is given: sqlite3's, or the PostgreSQL one that takes the same SQL."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Cursor: ...
+
+    def executemany(self, sql: str, parameters: Any, /) -> Cursor: ...
+
+
+class Row(Protocol):
+    """A result row, by position or by column name (sqlite3.Row, evalcore.store.postgres.PgRow)."""
+
+    def __getitem__(self, key: int | str, /) -> Any: ...
+
+    def keys(self) -> list[str]: ...
+
+
+class Dialect:
+    """The few SQL expressions the two backends spell differently (SQLite's here; PostgreSQL's in
+    evalcore.store.postgres)."""
+
+    name = "sqlite"
+
+    @staticmethod
+    def json_number(column: str) -> str:
+        """The number stored under a key (given as the next parameter) of a JSON object column, NULL otherwise."""
+        return f"json_extract({column}, '$.\"' || ? || '\"')"
+
+    @staticmethod
+    def json_entries(column: str) -> str:
+        """A table of a JSON object column's (key, value) pairs, for FROM."""
+        return f"json_each({column})"
+
+    @staticmethod
+    def entry_number(value: str) -> str:
+        """An entry's value as a number (NULL when it is not one)."""
+        return value
+
+    @staticmethod
+    def entry_text(value: str, key: str) -> str:
+        """The text under a key (a literal) of an entry's JSON object value."""
+        return f"json_extract({value}, '$.{key}')"
+
+    # What ends a subquery that picks a row to claim: nothing on SQLite, whose one writer already serialises claims.
+    skip_locked = ""
 
 
 def pid_alive(pid: int) -> bool:
@@ -212,8 +336,11 @@ class Store:
     thread every time (Streamlit script runs, API requests) never leave connections behind.
     """
 
+    dialect = Dialect()
+
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else default_db_path()
+        self.location = str(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
@@ -221,10 +348,11 @@ class Store:
         self._idle: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
-        self._queue: queue.Queue[tuple[Callable[[sqlite3.Connection], Any], Future[Any]] | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[Callable[[Connection], Any], Future[Any]] | None] = queue.Queue()
         self._closed = False
         ready: Future[Any] = Future()
-        self._writer = threading.Thread(target=self._write_loop, args=(ready,), name="evalcore-store-writer", daemon=True)
+        self._writer = threading.Thread(target=self._write_loop, args=(ready,), name="evalcore-store-writer",
+                                        daemon=True)
         self._writer.start()
         ready.result()
         self.write(mark_orphans)
@@ -262,7 +390,7 @@ class Store:
         conn.close()
 
     @staticmethod
-    def _run_one(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], Any], future: Future[Any]) -> None:
+    def _run_one(conn: sqlite3.Connection, fn: Callable[[Connection], Any], future: Future[Any]) -> None:
         try:
             conn.execute("BEGIN IMMEDIATE")
             result = fn(conn)
@@ -274,7 +402,12 @@ class Store:
         else:
             future.set_result(result)
 
-    def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    @property
+    def index_dir(self) -> Path:
+        """Where knowledge-base indexes are cached: next to the database, so one --db keeps everything together."""
+        return self.path.parent / "index"
+
+    def write(self, fn: Callable[[Connection], T]) -> T:
         """Run fn(conn) in one transaction on the writer thread; block until done; return or raise."""
         if self._closed:
             raise EvalError("the store is closed", where=str(self.path))
@@ -284,7 +417,7 @@ class Store:
         self._queue.put((fn, future))
         return future.result()
 
-    def read(self, sql: str, params: tuple[Any, ...] | list[Any] | dict[str, Any] = ()) -> list[sqlite3.Row]:
+    def read(self, sql: str, params: tuple[Any, ...] | list[Any] | dict[str, Any] = ()) -> list[Row]:
         """Run one query on a pooled connection (one is opened only when all are busy)."""
         try:
             conn = self._idle.get_nowait()
@@ -366,7 +499,7 @@ def owner_alive(token: str | None) -> bool | None:
     return pid_alive(int(pid)) and (not start or process_start(int(pid)) == start)
 
 
-def orphaned(row: sqlite3.Row, now: float, host: str) -> bool:
+def orphaned(row: Row, now: float, host: str) -> bool:
     """Whether an active campaign lost its owner.
 
     On this host the owner's process is checked: alive (even paused by Ctrl-Z or a sleeping
@@ -380,21 +513,24 @@ def orphaned(row: sqlite3.Row, now: float, host: str) -> bool:
     return bool((row["heartbeat"] or row["created_at"]) < now - STALE_S)
 
 
-def mark_orphans(conn: sqlite3.Connection) -> int:
-    """Mark interrupted every active campaign whose owner is dead (or, on another host, silent); return how many."""
+def mark_orphans(conn: Connection) -> int:
+    """Every active campaign whose owner is dead (or, on another host, silent): back in the queue when workers run
+    it (its lease expired: another worker resumes it), else interrupted; return how many."""
     now = time.time()
     host = socket.gethostname()
     rows = conn.execute(
-        "SELECT id, owner_host, owner_pid, owner_token, heartbeat, created_at FROM campaigns WHERE status IN (?, ?)",
-        ACTIVE,
+        "SELECT id, owner_host, owner_pid, owner_token, heartbeat, created_at, queued_at FROM campaigns "
+        f"WHERE status IN {sql_list(OWNED)}",
     ).fetchall()
-    orphans = [row["id"] for row in rows if orphaned(row, now, host)]
-    for campaign_id in orphans:
-        conn.execute(
-            "UPDATE campaigns SET status = 'interrupted', ended_at = ?, "
-            "error = 'interrupted: the process running it stopped' WHERE id = ?",
-            (now, campaign_id),
-        )
+    orphans = [row for row in rows if orphaned(row, now, host)]
+    for row in orphans:
+        if row["queued_at"] is not None:
+            conn.execute("UPDATE campaigns SET status = ?, owner_token = NULL, stage = NULL WHERE id = ?",
+                         (QUEUED, row["id"]))
+        else:
+            conn.execute("UPDATE campaigns SET status = ?, ended_at = ?, "
+                         "error = 'interrupted: the process running it stopped' WHERE id = ?",
+                         (CampaignStatus.INTERRUPTED.value, now, row["id"]))
     return len(orphans)
 
 
@@ -422,6 +558,7 @@ class StoreCallCache:
         text = dumps(value)
         self.store.write(
             lambda conn: conn.execute(
-                "INSERT OR IGNORE INTO call_cache (key, value, created_at) VALUES (?, ?, ?)", (key, text, time.time())
+                "INSERT INTO call_cache (key, value, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                (key, text, time.time())
             )
         )

@@ -63,7 +63,7 @@ class ExtractiveGenerator:
         frequency = Counter(t for words in token_sets for t in words)
         question_words = set(tokens(question))
         weights = [sum(math.log(1 + len(ranked) / frequency[t]) for t in words & question_words) / math.log2(rank + 1)
-                   for (rank, _), words in zip(ranked, token_sets)]
+                   for (rank, _), words in zip(ranked, token_sets, strict=False)]
         best = sorted(range(len(ranked)), key=lambda i: (-weights[i], i))[: self.sentences]
         joiner = "" if language(question) == "zh" else " "
         return joiner.join(ranked[i][1].strip() for i in best)
@@ -83,8 +83,9 @@ class ChatGenerator:
 
 
 def sampled_chat(model: ChatModel, config: TargetConfig, prompt: list[Message], max_tokens: int) -> ChatReply:
-    """One call of the target's chat model under the generation sampling settings (temperature, top_p, repeat_penalty)."""
-    return model.chat(prompt, temperature=config.temperature, top_p=config.top_p,
+    """One call of the target's chat model under the generation sampling settings (temperature, top_p, top_k,
+    repeat_penalty)."""
+    return model.chat(prompt, temperature=config.temperature, top_p=config.top_p, top_k=config.top_k,
                       repeat_penalty=config.repeat_penalty, max_tokens=max_tokens)
 
 
@@ -106,7 +107,8 @@ def build_chat_model(config: TargetConfig, cache: Any = None) -> ChatModel | Non
     if config.generator == "openai":
         return OpenAIChatModel(config.base_url, config.model, api_key_env=config.api_key_env,
                                timeout=config.timeout, retries=config.retries, backoff=config.retry_backoff,
-                               cache=cache, max_reply_chars=config.max_reply_chars)
+                               cache=cache, max_reply_chars=config.max_reply_chars, deployment=config.deployment,
+                               api_version=config.api_version, key_header=config.api_key_header)
     if config.generator == "local":
         return LocalChatModel(cache=cache)
     return None
@@ -123,16 +125,25 @@ def build_judge_model(config: TargetConfig, own: ChatModel | None, cache: Any = 
     model: OpenAIChatModel | LocalChatModel | None = None
     if config.judge_kind == "local":
         model = LocalChatModel(cache=cache)
-    elif config.judge_model:
+    elif config.judge_model or config.judge_deployment:
         model = OpenAIChatModel(config.judge_base_url or config.base_url, config.judge_model,
                                 api_key_env=config.judge_api_key_env, timeout=config.timeout, retries=config.retries,
-                                backoff=config.retry_backoff, cache=cache, max_reply_chars=config.max_reply_chars)
+                                backoff=config.retry_backoff, cache=cache, max_reply_chars=config.max_reply_chars,
+                                deployment=config.judge_deployment, api_version=config.judge_api_version,
+                                key_header=config.judge_api_key_header)
     if model is not None:
         model.check()
         return model
     raise EvalError("judges need a chat model: this target has none and no judge model is configured",
                     where="judge_model", fix='set judge_model (and judge_base_url, judge_api_key_env) for an '
                     'OpenAI-compatible judge, or judge_kind = "local"; on the command line --judge-model NAME')
+
+
+def judged_locally(config: TargetConfig) -> bool:
+    """Whether this configuration's judges ask the offline SmolLM2 (configured so, or the pipeline's own local
+    model)."""
+    own_local = config.kind == "rag" and config.generator == "local"
+    return config.judge_kind == "local" or (config.judge_kind == "auto" and own_local)
 
 
 def build_generator(config: TargetConfig, model: ChatModel | None) -> Generator:

@@ -1,0 +1,130 @@
+"""Campaigns run by workers: a launch queues a campaign in the store, and any process claims it there.
+
+A claim is one atomic UPDATE of the oldest queued campaign whose tenant is under its cap (on PostgreSQL the
+candidate row is taken FOR UPDATE SKIP LOCKED, so claimers never wait on one another); it gives the campaign this
+runner session's owner token. The owner's heartbeat is its lease: when it stops (a killed process, a lost host),
+`store.mark_orphans` puts the campaign back in the queue and the next claim resumes it, asking only the questions
+that have no result yet.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from evalcore.errors import EvalError
+from evalcore.lifecycle import OWNED, CampaignStatus, sql_list
+from evalcore.store import QUEUED, Connection, Store, mark_orphans, new_owner_token
+
+if TYPE_CHECKING:
+    from evalcore.campaigns.manager import CampaignManager
+
+log = logging.getLogger("evalcore.campaigns")
+
+DEFAULT_PER_SERVER = 2
+DEFAULT_PER_TENANT = 4
+POLL_S = 1.0
+
+CLAIM = (
+    f"UPDATE campaigns SET status = '{CampaignStatus.PENDING.value}', owner_token = ?, owner_host = ?, "
+    "owner_pid = ?, heartbeat = ?, "
+    "error = NULL, ended_at = NULL, "
+    "finished = (SELECT count(*) FROM results r WHERE r.campaign_id = campaigns.id), "
+    "failed = (SELECT count(r.error) FROM results r WHERE r.campaign_id = campaigns.id) "
+    "WHERE id = (SELECT q.id FROM campaigns q WHERE q.status = ? AND "
+    f"(SELECT count(*) FROM campaigns o WHERE o.tenant = q.tenant AND o.status IN {sql_list(OWNED)}) < ? "
+    "ORDER BY q.created_at, q.id LIMIT 1{lock}) AND status = ? RETURNING id"
+)
+
+
+def cap(name: str, text: str | None, default: int) -> int:
+    """A cap set in the environment variable `name` (a whole number of at least 1), else its default."""
+    text = (text or "").strip()
+    if not text:
+        return default
+    if not text.isdigit() or int(text) < 1:
+        raise EvalError("a campaign cap must be a whole number of at least 1", where=name, found=text)
+    return int(text)
+
+
+def per_server() -> int:
+    """How many campaigns one process runs at once (EVALCORE_MAX_CAMPAIGNS)."""
+    return cap("EVALCORE_MAX_CAMPAIGNS", os.environ.get("EVALCORE_MAX_CAMPAIGNS"), DEFAULT_PER_SERVER)
+
+
+def per_tenant() -> int:
+    """How many campaigns of one tenant run at once, over every process (EVALCORE_MAX_CAMPAIGNS_PER_TENANT)."""
+    return cap("EVALCORE_MAX_CAMPAIGNS_PER_TENANT", os.environ.get("EVALCORE_MAX_CAMPAIGNS_PER_TENANT"),
+               DEFAULT_PER_TENANT)
+
+
+def claim(store: Store, token: str, tenant_cap: int) -> str | None:
+    """Claim the oldest queued campaign whose tenant runs fewer than tenant_cap (its id), or None."""
+    sql = CLAIM.format(lock=store.dialect.skip_locked)
+
+    def take(conn: Connection) -> str | None:
+        row = conn.execute(sql, (token, socket.gethostname(), os.getpid(), time.time(), QUEUED, tenant_cap,
+                                 QUEUED)).fetchone()
+        return None if row is None else str(row["id"])
+
+    return store.write(take)
+
+
+def queued_ahead(store: Store, campaign_id: str) -> int:
+    """How many queued campaigns were launched before this one (its place in the queue, 0 first)."""
+    rows = store.read("SELECT count(*) AS n FROM campaigns WHERE status = ? AND created_at < "
+                      "(SELECT created_at FROM campaigns WHERE id = ?)", (QUEUED, campaign_id))
+    return int(rows[0]["n"])
+
+
+class Workers:
+    """Threads of one process that claim queued campaigns and run them, at most `slots` at a time."""
+
+    def __init__(self, manager: CampaignManager, slots: int | None = None, tenant_cap: int | None = None,
+                 poll_s: float = POLL_S) -> None:
+        self.manager = manager
+        self.slots = slots or per_server()
+        self.tenant_cap = tenant_cap or per_tenant()
+        self.poll_s = poll_s
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="evalcore-workers", daemon=True)
+
+    def start(self) -> None:
+        """Start claiming."""
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Look at the queue now (a launch just queued a campaign, or one ended here)."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Claim no more (the campaigns running here go on until the manager closes)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._round()
+            except Exception:
+                log.exception("claiming campaigns")
+            self._wake.wait(self.poll_s)
+            self._wake.clear()
+
+    def _round(self) -> None:
+        """Requeue campaigns whose owner was lost, then claim while this process has room."""
+        store = self.manager.store
+        store.write(mark_orphans)
+        while not self._stop.is_set() and self.manager.running() < self.slots:
+            token = new_owner_token()
+            campaign_id = claim(store, token, self.tenant_cap)
+            if campaign_id is None:
+                return
+            self.manager.run_claimed(campaign_id, token)

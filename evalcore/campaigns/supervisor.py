@@ -1,0 +1,82 @@
+"""A worker process that a process serving pages starts and supervises, so campaigns never run where pages are built.
+
+The dashboard queues campaigns in the store; its `evalcore worker` child claims and runs them, and the store
+carries everything back (progress, cancel requests, results). The child is started again when it dies; a campaign
+it was running then has a dead owner, goes back to the queue (store.mark_orphans) and is resumed by the new child.
+The child exits when its parent does (it watches the parent's process id).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import threading
+
+from evalcore.errors import EvalError
+
+log = logging.getLogger("evalcore.campaigns")
+
+CHECK_S = 1.0
+# The worker's priority below the pages': on a small machine an index build would otherwise take the cores the
+# pages need (a separate process frees them from the build's interpreter lock, not from its CPU use).
+NICE = 10
+MODES = ("process", "threads")
+
+
+def dashboard_mode() -> str:
+    """Where the dashboard's campaigns run (EVALCORE_DASHBOARD_WORKER): `process`, a supervised worker process (the
+    default), or `threads` of the dashboard's own process (as before workers existed)."""
+    mode = os.environ.get("EVALCORE_DASHBOARD_WORKER", "process").strip() or "process"
+    if mode not in MODES:
+        raise EvalError("unknown place to run the dashboard's campaigns", where="EVALCORE_DASHBOARD_WORKER",
+                        found=mode, expected=" or ".join(MODES))
+    return mode
+
+
+class WorkerProcess:
+    """`python -m evalcore worker` on the store at `location`, started again whenever it ends while supervised."""
+
+    def __init__(self, location: str, slots: int | None = None, tenant_cap: int | None = None) -> None:
+        self.location = location
+        # The store by the environment, not the command line, where any user could read a URL's password.
+        self.args = [sys.executable, "-m", "evalcore", "worker", "--exit-with", str(os.getpid()), "--nice", str(NICE)]
+        self.args += ["--max-campaigns", str(slots)] if slots else []
+        self.args += ["--max-per-tenant", str(tenant_cap)] if tenant_cap else []
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._supervise, name="evalcore-worker-supervisor", daemon=True)
+
+    def start(self) -> None:
+        """Start the child and watch it."""
+        self._spawn()
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Nothing to do: the child looks at the queue every second."""
+
+    def stop(self) -> None:
+        """Stop supervising and end the child (its campaigns go back to the queue)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def _spawn(self) -> None:
+        self.process = subprocess.Popen(self.args, stdin=subprocess.DEVNULL,
+                                        env={**os.environ, "EVALCORE_DB": self.location})
+        self.starts += 1
+
+    def _supervise(self) -> None:
+        while not self._stop.wait(CHECK_S):
+            if self.process is not None and self.process.poll() is not None:
+                log.warning("the campaign worker ended (exit code %s): starting it again", self.process.returncode)
+                self._spawn()

@@ -1,0 +1,66 @@
+"""`python -m evalcore worker`: a process that only claims queued campaigns from the store and runs them."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import threading
+from types import FrameType
+
+from evalcore.cli import SUMMARIES
+from evalcore.cli._common import Commands, add_db_option, positive_int
+from evalcore.store import pid_alive, redact
+
+
+def add_cap_options(parser: argparse.ArgumentParser) -> None:
+    """--max-campaigns and --max-per-tenant: how many queued campaigns this process claims and runs at once."""
+    parser.add_argument("--max-campaigns", type=positive_int, metavar="N",
+                        help="campaigns this process runs at once (default: $EVALCORE_MAX_CAMPAIGNS, else 2)")
+    parser.add_argument("--max-per-tenant", type=positive_int, metavar="N",
+                        help="campaigns of one tenant running at once over every process on the store "
+                             "(default: $EVALCORE_MAX_CAMPAIGNS_PER_TENANT, else 4)")
+
+
+def register(commands: Commands) -> None:
+    """Add `worker`."""
+    parser = commands.add_parser("worker", help=SUMMARIES["worker"])
+    add_db_option(parser)
+    add_cap_options(parser)
+    parser.add_argument("--exit-with", type=positive_int, metavar="PID",
+                        help="end when this process ends (the dashboard supervising its worker)")
+    parser.add_argument("--nice", type=positive_int, metavar="N",
+                        help="lower this process's priority by N (the dashboard's worker: its pages come first)")
+    parser.set_defaults(handler=_work)
+
+
+def serve_queue(args: argparse.Namespace) -> None:
+    """Have this process's manager claim queued campaigns (after each, compared with the previous one)."""
+    from evalcore.campaigns import get_manager
+    from evalcore.compare import compare_with_previous
+
+    manager = get_manager(args.db)
+    manager.after_each(compare_with_previous)
+    manager.serve_queue(args.max_campaigns, args.max_per_tenant)
+
+
+def _work(args: argparse.Namespace) -> int:
+    from evalcore.campaigns import get_manager
+
+    if args.nice:
+        os.nice(args.nice)
+    stop = threading.Event()
+
+    def finish(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, finish)
+    signal.signal(signal.SIGINT, finish)
+    serve_queue(args)
+    print(f"worker: claiming campaigns from {redact(get_manager(args.db).store.location)}", flush=True)
+    while not stop.wait(1.0):
+        if args.exit_with and not pid_alive(args.exit_with):
+            break
+    # The campaigns running here are cancelled, to be resumed: they go back to the queue for another worker.
+    get_manager(args.db).close()
+    return 0

@@ -1,0 +1,206 @@
+"""The checks a build can fail on: a campaign's measures against marks, a candidate against its baseline.
+
+A gate `ndcg@10=0.7` passes when the campaign's mean of ndcg@10 is at least 0.7; for a measure
+where lower is better (`graded.holes`, `hallucination`) the mark is a ceiling instead. With the bound
+`lower`, the gate is taken on the pessimistic end of the mean's 95% bootstrap interval (its low
+end, or its high end where lower is better), so a campaign passes only when it is likely to.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from pathlib import Path
+from typing import Any
+
+from evalcore.campaigns import CampaignStatus, QuestionResult
+from evalcore.campaigns.listing import HEADLINE
+from evalcore.compare import Comparison, MeasureDelta, row_values
+from evalcore.compare.deltas import PASS_SUFFIX, higher_is_better
+from evalcore.compare.stats import bootstrap_ci
+from evalcore.errors import EvalError
+from evalcore.metrics import MEASURES
+
+BOUNDS = ("mean", "lower")
+
+
+class Exit(IntEnum):
+    """The exit codes of `run` and `compare` (SEVERITY orders them when several apply)."""
+
+    PASSED = 0
+    CAMPAIGN_FAILED = 1  # the campaign did not end (failed, cancelled, interrupted)
+    ERROR = 2  # bad input: an option, a file, an id (one line per problem on stderr)
+    QUESTIONS_FAILED = 3  # the campaign ended, but some questions failed
+    GATE_FAILED = 4  # a measure is under its mark (--fail-under, [gates])
+    WORSE = 5  # the candidate is significantly worse than its baseline (--fail-if-worse)
+
+    @property
+    def label(self) -> str:
+        """`gate failed`, as the reports say it."""
+        return self.name.lower().replace("_", " ")
+
+
+# From the least to the most serious: several campaigns (a sweep) exit with the most serious code.
+SEVERITY = (Exit.PASSED, Exit.QUESTIONS_FAILED, Exit.GATE_FAILED, Exit.WORSE, Exit.CAMPAIGN_FAILED)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A mark a campaign's measure must reach, on its mean or on the pessimistic end of its 95% interval."""
+
+    measure: str
+    mark: float
+    bound: str = "mean"
+
+    @property
+    def name(self) -> str:
+        """`ndcg@10 >= 0.7` (or `<=` where lower is better), with the bound when it is not the mean."""
+        sign = ">=" if higher_is_better(self.measure) else "<="
+        return f"{self.measure}{' (pessimistic 95% bound)' if self.bound == 'lower' else ''} {sign} {self.mark:g}"
+
+
+@dataclass(frozen=True)
+class Check:
+    """The outcome of one gate, one measure's regression check, or one question that failed."""
+
+    kind: str  # "gate" | "regression" | "question"
+    name: str
+    passed: bool
+    reason: str  # one line: why it failed, or what passed
+    value: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return dict(self.__dict__)
+
+
+def parse_gate(text: str, bound: str = "mean") -> Gate:
+    """`MEASURE=VALUE` as a Gate; EvalError naming the text when it is not one."""
+    measure, sep, value = text.partition("=")
+    try:
+        mark = float(value)
+    except ValueError:
+        mark = float("nan")
+    if not sep or not measure.strip() or not math.isfinite(mark):
+        raise EvalError("expected MEASURE=VALUE", where=text, fix="e.g. --fail-under ndcg@10=0.7")
+    return gate(measure.strip(), mark, bound)
+
+
+def gate(measure: str, mark: float, bound: str) -> Gate:
+    """A Gate, refusing an unknown bound or measure (before a campaign runs, not after)."""
+    if bound not in BOUNDS:
+        raise EvalError("unknown gate bound", where="bound", found=repr(bound), expected=" or ".join(BOUNDS))
+    if measure.removesuffix(PASS_SUFFIX) not in MEASURES:
+        close = difflib.get_close_matches(measure, list(MEASURES), n=1, cutoff=0.6)
+        raise EvalError("unknown measure", where="gates", found=repr(measure),
+                        expected=f"a registered measure{f' (did you mean {close[0]}?)' if close else ''}",
+                        fix="docs/measures.md lists the names (judges are judge.NAME)")
+    return Gate(measure, float(mark), bound)
+
+
+def gates_from_toml(path: str | Path) -> list[Gate]:
+    """The `[gates]` table of a configuration file: `fail_under = {measure = mark, ...}`, `bound = "mean"`."""
+    try:
+        table = tomllib.loads(Path(path).read_text(encoding="utf-8")).get("gates", {})
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise EvalError(f"cannot read the gates ({error})", where=str(path)) from None
+    unknown = sorted(set(table) - {"fail_under", "bound"}) if isinstance(table, dict) else ["gates"]
+    marks = table.get("fail_under", {}) if not unknown else {}
+    unknown += [f"bound = {table['bound']!r}"] if not unknown and table.get("bound", "mean") not in BOUNDS else []
+    if unknown or not isinstance(marks, dict) or not all(_is_mark(v) for v in marks.values()):
+        raise EvalError("invalid [gates] table", where=f"{path}: [gates]", found=", ".join(unknown) or repr(marks),
+                        expected='fail_under = { "ndcg@10" = 0.7 } and optionally bound = "mean" or "lower"')
+    return [gate(str(name), float(mark), str(table.get("bound", "mean"))) for name, mark in marks.items()]
+
+
+def _is_mark(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def campaign_checks(gates: Sequence[Gate], rows: Sequence[QuestionResult]) -> list[Check]:
+    """Each gate taken on the campaign's per-question values (judges included, as a comparison counts them)."""
+    values: dict[str, list[float]] = {}
+    for row in rows:
+        for name, value in row_values(row).items():
+            values.setdefault(name, []).append(value)
+    return [gate_check(g, values.get(g.measure, [])) for g in gates]
+
+
+def gate_check(gate: Gate, values: Sequence[float]) -> Check:
+    """One gate on a measure's values: passes when the mean (or its pessimistic bound) is on the good side."""
+    if not values:
+        return Check("gate", gate.name, False, f"{gate.measure} was not measured on any question")
+    better = higher_is_better(gate.measure)
+    value = sum(values) / len(values)
+    shown = f"mean {value:.4g} over {len(values)} questions"
+    if gate.bound == "lower":
+        interval = bootstrap_ci(values)
+        if interval is None:
+            return Check("gate", gate.name, False, f"{gate.measure}: {shown}, too few for an interval")
+        value = interval[0] if better else interval[1]
+        shown += f", pessimistic 95% bound {value:.4g}"
+    passed = value >= gate.mark if better else value <= gate.mark
+    side = "under" if better else "over"
+    reason = f"{gate.measure}: {shown}" + ("" if passed else f", {side} the mark {gate.mark:g}")
+    return Check("gate", gate.name, passed, reason, value)
+
+
+def question_failures(rows: Iterable[QuestionResult]) -> list[Check]:
+    """One failed check per question whose answering failed (its error as the reason)."""
+    return [Check("question", f"q{row.question.qid} {' '.join(row.question.text.split())[:80]}", False,
+                  " ".join((row.outcome.error or "").split())) for row in rows if row.outcome.error]
+
+
+def worse_checks(comparison: Comparison, names: Sequence[str]) -> list[Check]:
+    """One check per named measure (`headline`: the measures that decide verdicts): fails when B is
+    significantly worse than A by the comparison's own test."""
+    deltas = {m.measure: m for m in comparison.measures}
+    wanted = expand(names, deltas)
+    if not wanted:
+        raise EvalError("no measure to check: the campaigns share no headline measure", where="--fail-if-worse",
+                        expected=", ".join(deltas) or "a measure both campaigns have")
+    missing = [name for name in wanted if name not in deltas]
+    if missing:
+        raise EvalError("not compared: no common question has this measure in both campaigns", where="--fail-if-worse",
+                        found=", ".join(missing), expected=", ".join(deltas) or "a measure both campaigns have")
+    return [regression_check(deltas[name]) for name in wanted]
+
+
+def expand(names: Sequence[str], deltas: Mapping[str, MeasureDelta]) -> list[str]:
+    """The names with `headline` replaced by the headline measures the comparison has, each once."""
+    out: list[str] = []
+    for name in names:
+        for each in [h for h in HEADLINE if h in deltas] if name == "headline" else [name]:
+            if each not in out:
+                out.append(each)
+    return out
+
+
+def regression_check(m: MeasureDelta) -> Check:
+    """Fails when the measure moved the wrong way and the paired test says it is real (p < 0.05)."""
+    worse = m.significant and not m.improved
+    interval = "" if m.ci_low is None else f", 95% CI [{m.ci_low:.4g}, {m.ci_high:.4g}]"
+    reason = (f"{m.measure}: {m.mean_a:.4g} -> {m.mean_b:.4g} (delta {m.delta:+.4g}{interval}, p = {m.p_value:.3g}, "
+              f"{m.test}, n = {m.n})" + (": significantly worse" if worse else ""))
+    return Check("regression", f"{m.measure} not significantly worse", not worse, reason, m.delta)
+
+
+def exit_code(status: CampaignStatus | None, checks: Iterable[Check]) -> Exit:
+    """The exit code of a finished command: the campaign's end, then its gates, then the regressions."""
+    failed = {check.kind for check in checks if not check.passed}
+    if status is not None and status not in (CampaignStatus.SUCCEEDED, CampaignStatus.SUCCEEDED_WITH_FAILURES):
+        return Exit.CAMPAIGN_FAILED
+    if "regression" in failed:
+        return Exit.WORSE
+    if "gate" in failed:
+        return Exit.GATE_FAILED
+    return Exit.QUESTIONS_FAILED if status == CampaignStatus.SUCCEEDED_WITH_FAILURES else Exit.PASSED
+
+
+def worst(codes: Iterable[Exit]) -> Exit:
+    """The most serious of several exit codes (PASSED for none)."""
+    return max(codes, key=SEVERITY.index, default=Exit.PASSED)

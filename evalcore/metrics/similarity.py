@@ -1,0 +1,38 @@
+"""Semantic answer similarity: the cosine between the answer's and a reference answer's sentence embeddings.
+
+Risch, Möller, Gutsch and Pietsch (2021), "Semantic Answer Similarity for Evaluating Question Answering
+Models": an answer worded differently from its reference is still scored by meaning. Here a
+bi-encoder (the offline multilingual models retrieval uses), the best reference when there are several.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+# One text in, its embedding out (any norm: the cosine normalises).
+Embed = Callable[[str], np.ndarray]
+
+
+class AnswerEmbedding(NamedTuple):
+    """The embedding model answers are compared with: its name (in the signature) and how it embeds a text."""
+
+    model: str
+    embed: Embed
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """a·b / (|a| |b|), 0 when either vector is zero."""
+    norms = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return float(np.dot(a, b) / norms) if norms else 0.0
+
+
+def answer_similarity(answer: str, references: Sequence[str], embed: Embed) -> float | None:
+    """max over the references of cosine(embed(answer), embed(reference)); None without an answer or a reference."""
+    texts = [text for text in references if text.strip()]
+    if not answer.strip() or not texts:
+        return None
+    vector = np.asarray(embed(answer), dtype=np.float64)
+    return max(cosine(vector, np.asarray(embed(text), dtype=np.float64)) for text in texts)

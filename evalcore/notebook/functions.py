@@ -1,0 +1,175 @@
+"""The functions a notebook calls: load questions, build a configuration, run, compare, score files and texts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal, overload
+
+import pandas as pd
+
+from evalcore.campaigns import CampaignManager, get_manager
+from evalcore.campaigns.launching import LaunchRequest, sweep_requests
+from evalcore.campaigns.listing import campaign_rows
+from evalcore.compare import compare_campaigns, compare_sweep
+from evalcore.compare.stats import RESAMPLES
+from evalcore.datasets import Dataset
+from evalcore.datasets import load_dataset as _load_dataset
+from evalcore.errors import EvalError
+from evalcore.metrics import GENERATION_MEASURES, RETRIEVAL_MEASURES, generation_scores
+from evalcore.metrics.trec import TrecOptions, evaluate
+from evalcore.metrics.trec_files import read_pair
+from evalcore.notebook.views import CampaignView, ComparisonView, RunHandle, SweepView
+from evalcore.suites import DuplicateName, Suite, create_suite, get_suite, parse_suite_csv
+from evalcore.targets import TargetConfig
+from evalcore.targets.config import parse_sweep
+from evalcore.targets.presets import PRESETS, QUICK_START
+from evalcore.targets.saved import get_target
+
+Db = str | Path | None
+LIST_COLUMNS = ["id", "name", "source", "status", "finished", "total", "failed", "retriever", "reranker", "generator",
+                "top_k"]
+
+
+def manager(db: Db = None) -> CampaignManager:
+    """The process's campaign manager for a database file (default: $EVALCORE_DB or .evalcore/evalcore.db)."""
+    return get_manager(db)
+
+
+def load_dataset(ref: str | Path = "default") -> Dataset:
+    """A dataset folder (`default` is the built-in sample), validated whole: EvalError names every problem."""
+    return _load_dataset(ref)
+
+
+def load_suite(ref: str | Path, *, name: str | None = None, target: str = "default", db: Db = None) -> Suite:
+    """A stored suite by id, or a suite CSV file imported into the database (every line valid, or nothing)."""
+    store = manager(db).store
+    path = Path(ref)
+    if path.suffix.lower() != ".csv":
+        return get_suite(store, str(ref))
+    try:
+        report = parse_suite_csv(path.read_bytes(), source=str(path))
+    except OSError as error:
+        raise EvalError(f"cannot read the file ({error.strerror})", where=str(path)) from None
+    if not report.ok or not report.cases:
+        raise EvalError("the suite file has rejected lines: nothing imported", where=str(path),
+                        problems=[f"{path}:{line}: {reason}" for line, reason in report.rejected] or None)
+    try:
+        return create_suite(store, name=name or path.stem, target_id=target, cases=report.cases)
+    except DuplicateName as error:
+        raise EvalError(f"a suite named {name or path.stem!r} already exists ({error.existing_id})", where="name",
+                        fix="give another name, or load the existing one by its id") from None
+
+
+def configuration(source: str | Path | TargetConfig | None = None, *, db: Db = None, **keys: Any) -> TargetConfig:
+    """A target configuration: the quick start (None), a preset name, a TOML file, a saved target's id or a
+    configuration; then `keys` override single keys (validated, each bad one named)."""
+    if isinstance(source, TargetConfig):
+        config = source
+    elif source is None:
+        config = QUICK_START.config
+    elif str(source) in PRESETS:
+        config = PRESETS[str(source)].config
+    elif str(source).endswith(".toml") or Path(source).is_file():
+        config = TargetConfig.from_toml(source)
+    else:
+        config = get_target(manager(db).store, str(source))
+    return TargetConfig.from_dict({**config.to_dict(), **keys}) if keys else config
+
+
+@overload
+def run(dataset: str | Path | None = ..., *, suite: str | None = ..., config: TargetConfig | str | Path | None = ...,
+        judges: Sequence[str] = ..., limit: int | None = ..., name: str | None = ..., db: Db = ...,
+        progress: bool = ..., background: Literal[False] = ..., **options: Any) -> CampaignView: ...
+@overload
+def run(dataset: str | Path | None = ..., *, suite: str | None = ..., config: TargetConfig | str | Path | None = ...,
+        judges: Sequence[str] = ..., limit: int | None = ..., name: str | None = ..., db: Db = ...,
+        progress: bool = ..., background: Literal[True], **options: Any) -> RunHandle: ...
+def run(dataset: str | Path | None = None, *, suite: str | None = None, config: TargetConfig | str | Path | None = None,
+        judges: Sequence[str] = (), limit: int | None = None, name: str | None = None, db: Db = None,
+        progress: bool = True, background: bool = False, **options: Any) -> CampaignView | RunHandle:
+    """Run a configuration over a dataset (default: the sample) or a suite.
+
+    Blocks with a progress bar and returns the campaign; with `background=True`, returns at once a
+    handle to poll, wait on or cancel. `options` are the launch's (concurrency, cache, time_limit,
+    max_failed_share, judge_samples).
+    """
+    chosen = manager(db)
+    request = launch_request(dataset, suite, config, db, judges=tuple(judges), limit=limit, name=name, **options)
+    handle = RunHandle(chosen, chosen.launch(request))
+    return handle if background else handle.wait(progress=progress)
+
+
+def launch_request(dataset: str | Path | None, suite: str | None, config: TargetConfig | str | Path | None, db: Db,
+                   **fields: Any) -> LaunchRequest:
+    """The launch of a dataset (the sample when neither is given) or a suite (its own target unless `config`)."""
+    if dataset is None and suite is None:
+        dataset = "default"
+    chosen = configuration(config, db=db) if config is not None or suite is None else None
+    return LaunchRequest(dataset=None if dataset is None else str(dataset), suite_id=suite, config=chosen, **fields)
+
+
+def run_sweep(spec: str, dataset: str | Path | None = None, *, suite: str | None = None,
+              config: TargetConfig | str | Path | None = None, limit: int | None = None, name: str | None = None,
+              db: Db = None, progress: bool = True, **options: Any) -> SweepView:
+    """One campaign per value of one key (`"retriever=bm25,vector"`), one after the other, then their sweep."""
+    key, values = parse_sweep(spec)
+    chosen = manager(db)
+    request = launch_request(dataset, suite, config, db, limit=limit, name=name, **options)
+    ids = [RunHandle(chosen, chosen.launch(each)).wait(progress=progress).id
+           for each in sweep_requests(request, key, values, one_after_another=True)]
+    return sweep(*ids, db=db)
+
+
+def campaign(campaign_id: str, *, db: Db = None) -> CampaignView:
+    """A stored campaign (NotFound when there is none by that id)."""
+    return CampaignView(manager(db).store, campaign_id)
+
+
+def list_campaigns(*, db: Db = None) -> pd.DataFrame:
+    """Every campaign, newest first, as the lists show them: id, name, questions, status, counts, key settings."""
+    rows = campaign_rows(manager(db).store, None)
+    return pd.DataFrame([{"id": row.campaign.id, "name": row.campaign.name, "source": row.source_name,
+                          "status": row.campaign.status.value, "finished": row.campaign.finished,
+                          "total": row.campaign.total, "failed": row.campaign.failed, **row.settings.to_dict()}
+                         for row in rows], columns=LIST_COLUMNS)
+
+
+def comparison(a: str, b: str, *, db: Db = None, basis: str | None = None, seed: int = 0,
+               resamples: int = RESAMPLES) -> ComparisonView:
+    """Two campaigns compared, A the baseline and B the candidate (`basis`: the measure deciding verdicts)."""
+    store = manager(db).store
+    return ComparisonView(store, compare_campaigns(store, a, b, seed=seed, resamples=resamples, basis=basis))
+
+
+def sweep(*ids: str, db: Db = None, seed: int = 0, resamples: int = RESAMPLES) -> SweepView:
+    """Two or more campaigns as a sweep: the first is the baseline, each differs in one key's value."""
+    if len(ids) < 2:
+        raise EvalError("a sweep needs at least two campaign ids", found=str(len(ids)), expected=">= 2")
+    store = manager(db).store
+    return SweepView(store, compare_sweep(store, list(ids), seed=seed, resamples=resamples))
+
+
+def score_trec(qrels: str | Path, run_file: str | Path, *, relevance_level: int = 1, complete: bool = False,
+               max_docs: int | None = None) -> pd.DataFrame:
+    """Per-query retrieval measures of a TREC run against qrels (as `score`, like trec_eval -q): one row per
+    query, one column per measure; `.mean()` gives trec_eval's `all` line."""
+    judgements, ranking = read_pair(Path(qrels), Path(run_file))
+    scores = evaluate(judgements, ranking, TrecOptions(complete, relevance_level, max_docs))
+    frame = pd.DataFrame({name: scores.values[name] for name in RETRIEVAL_MEASURES})
+    frame.insert(0, "qid", scores.qids)
+    return frame
+
+
+def score_texts(hypotheses: Sequence[str], references: Sequence[Sequence[str] | str],
+                ids: Sequence[Any] | None = None) -> pd.DataFrame:
+    """BLEU and ROUGE of each answer against its reference answers (as `score-text`): one row per answer."""
+    if len(hypotheses) != len(references):
+        raise EvalError("as many reference lists as answers are needed", where="references",
+                        found=str(len(references)), expected=str(len(hypotheses)))
+    rows = [generation_scores(hyp, [refs] if isinstance(refs, str) else list(refs))
+            for hyp, refs in zip(hypotheses, references, strict=True)]
+    frame = pd.DataFrame(rows, columns=list(GENERATION_MEASURES))
+    frame.insert(0, "id", list(ids) if ids is not None else range(len(rows)))
+    return frame
+

@@ -1,0 +1,64 @@
+"""What a campaign holds, and for how long: a question past its time limit ends its thread and closes its
+connection at once, however slowly the peer trickles its reply; a campaign that ended, however it ended,
+keeps no runner and no connection."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from evalcore.campaigns import CampaignManager
+from evalcore.campaigns.launching import LaunchRequest
+from evalcore.targets import TargetConfig
+from evalcore.testing.agent import LoopbackAgent
+
+
+@pytest.fixture
+def manager(tmp_path: Path) -> Iterator[CampaignManager]:
+    result = CampaignManager(tmp_path / "campaigns.db")
+    yield result
+    result.close()
+
+
+def agent(url: str) -> TargetConfig:
+    return TargetConfig(kind="http_agent", agent_url=url, timeout=60, retries=0)
+
+
+def question_threads() -> int:
+    return sum(thread.name.startswith("question-") for thread in threading.enumerate())
+
+
+def settles(condition: Callable[[], bool], seconds: float = 10) -> bool:
+    """Whether the condition holds within `seconds` (polled)."""
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return condition()
+
+
+def test_a_question_past_its_time_limit_ends_its_thread_and_closes_its_connection(manager: CampaignManager) -> None:
+    before = question_threads()
+    with LoopbackAgent(answer="x" * 4000, trickle=0.02) as trickling:  # 80 s per reply, one byte at a time
+        campaign = manager.wait(manager.launch(LaunchRequest(dataset="default", config=agent(trickling.url), limit=6,
+                                                             concurrency=2,
+                                               time_limit=0.5, max_failed_share=1, cache=False)), timeout=60)
+        assert campaign.failed == 6
+        assert settles(lambda: trickling.open == 0 and question_threads() == before), (trickling.open,
+                                                                                        question_threads())
+        assert trickling.requests == 6
+
+
+@pytest.mark.parametrize("how", ["succeeded", "cancelled"])
+def test_a_campaign_that_ended_keeps_no_runner_and_no_connection(manager: CampaignManager, how: str) -> None:
+    with LoopbackAgent() as answering:
+        campaign_id = manager.launch(LaunchRequest(dataset="default", config=agent(answering.url), limit=20,
+                                     concurrency=4, cache=False))
+        if how == "cancelled":
+            assert settles(lambda: answering.requests > 0)
+            manager.cancel(campaign_id)
+        assert manager.wait(campaign_id, timeout=60).status == how
+        assert settles(lambda: answering.open == 0 and not manager._runners), (answering.open, manager._runners)

@@ -1,0 +1,161 @@
+"""Campaigns run by workers: launches queue them in the store, workers claim them under caps, on both backends."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evalcore.campaigns import CampaignManager, get_campaign
+from evalcore.campaigns.claims import Workers
+from evalcore.campaigns.launching import LaunchRequest
+from evalcore.errors import EvalError
+from evalcore.targets import TargetConfig
+from evalcore.testing.openai_server import FakeOpenAIServer
+from tests.conftest import write_dataset
+
+
+@pytest.fixture(scope="module")
+def slow_model() -> Iterator[FakeOpenAIServer]:
+    """A chat model answering each question in 0.25 s."""
+    with FakeOpenAIServer(default="Refunds within 30 days.", delay=0.25) as server:
+        yield server
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    """Eight questions, each retrieving a passage (so each asks the model)."""
+    return write_dataset(tmp_path / "eight", {
+        "queries": {"id": list(range(1, 9)), "text": [f"Refunds within how many days, case {i}?" for i in range(1, 9)]},
+        "corpus": {"id": [10, 11], "text": ["Refunds within 30 days.", "Thermostats and café breaks."]},
+        "answers": {"id": list(range(101, 109)), "text": ["30 days."] * 8},
+        "qrels": {"qid": list(range(1, 9)), "pid": [10] * 8},
+        "qas": {"qid": list(range(1, 9)), "aid": list(range(101, 109))},
+    })
+
+
+@pytest.fixture
+def config(slow_model: FakeOpenAIServer, dataset: Path) -> TargetConfig:
+    return TargetConfig(knowledge_base=str(dataset), retriever="bm25", generator="openai", model="fake",
+                        base_url=slow_model.base_url, api_key_env="")
+
+
+@pytest.fixture
+def managers(db: str) -> Iterator[list[CampaignManager]]:
+    """Two managers on one store, as two servers would have (closed at the end)."""
+    made = [CampaignManager(db), CampaignManager(db)]
+    yield made
+    for manager in made:
+        manager.close()
+
+
+def stored_once(manager: CampaignManager, campaign_id: str) -> bool:
+    """Whether every question of the campaign has exactly one result, asked once."""
+    rows = manager.store.read("SELECT position, attempts FROM results WHERE campaign_id = ?", (campaign_id,))
+    total = get_campaign(manager.store, campaign_id).total
+    return sorted(row["position"] for row in rows) == list(range(total)) and {row["attempts"] for row in rows} == {1}
+
+
+def watch(manager: CampaignManager, ids: list[str], timeout: float = 60) -> list[dict[str, str]]:
+    """Sample every campaign's status until none is active; the samples."""
+    samples, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        samples.append({i: get_campaign(manager.store, i).status.value for i in ids})
+        if not any(s in ("queued", "pending", "running") for s in samples[-1].values()):
+            return samples
+        time.sleep(0.05)
+    raise AssertionError(f"still active after {timeout} s: {samples[-1]}")
+
+
+def test_launches_queue_and_workers_keep_the_caps_per_server_and_per_tenant(
+        managers: list[CampaignManager], config: TargetConfig, dataset: Path) -> None:
+    manager = managers[0]
+    manager.serve_queue(slots=2, tenant_cap=1)
+    ids = [manager.launch(LaunchRequest(dataset=str(dataset), config=config, tenant=tenant, concurrency=1))
+           for tenant in ("acme", "acme", "acme", "globex")]
+    samples = watch(manager, ids)
+    tenants = ["acme", "acme", "acme", "globex"]
+    for sample in samples:
+        running = [tenants[n] for n, i in enumerate(ids) if sample[i] in ("pending", "running")]
+        assert len(running) <= 2 and Counter(running)["acme"] <= 1, sample
+    assert any(sample[ids[2]] == "queued" for sample in samples)  # it waited, visibly
+    assert all(get_campaign(manager.store, i).status.value == "succeeded" and stored_once(manager, i) for i in ids)
+
+
+def test_a_queued_campaign_is_cancelled_at_once_and_never_runs(
+        managers: list[CampaignManager], config: TargetConfig, dataset: Path) -> None:
+    manager = managers[0]
+    manager.serve_queue(slots=1, tenant_cap=1)
+    first = manager.launch(LaunchRequest(dataset=str(dataset), config=config, concurrency=1))
+    second = manager.launch(LaunchRequest(dataset=str(dataset), config=config, concurrency=1))
+    assert get_campaign(manager.store, second).status.value == "queued"
+    manager.cancel(second)
+    assert get_campaign(manager.store, second).status.value == "cancelled"
+    assert manager.wait(first, timeout=30).status.value == "succeeded"
+    time.sleep(1.5)  # a worker round or more
+    assert get_campaign(manager.store, second).status.value == "cancelled"
+    assert manager.store.read("SELECT count(*) AS n FROM results WHERE campaign_id = ?", (second,))[0]["n"] == 0
+
+
+def test_two_servers_share_the_queue_and_a_released_campaign_is_resumed_by_the_other(
+        managers: list[CampaignManager], config: TargetConfig, dataset: Path) -> None:
+    first, second = managers
+    first.serve_queue(slots=1, tenant_cap=4)
+    request = LaunchRequest(dataset=str(dataset), config=config, concurrency=1)
+    ids = [server.launch(request) for server in (first, second) * 2]
+    while get_campaign(first.store, ids[0]).finished < 2:
+        time.sleep(0.05)
+    first.close()  # a server stopping: its campaign goes back to the queue, no question lost or asked twice
+    assert get_campaign(second.store, ids[0]).status.value == "queued"
+    second.serve_queue(slots=2, tenant_cap=4)
+    watch(second, ids)
+    assert all(get_campaign(second.store, i).status.value == "succeeded" and stored_once(second, i) for i in ids)
+
+
+def test_a_campaign_whose_dataset_is_not_on_the_worker_host_fails_with_the_reason(
+        managers: list[CampaignManager], config: TargetConfig, tmp_path: Path) -> None:
+    data = write_dataset(tmp_path / "moving")
+    manager = managers[0]
+    workers = Workers(manager, slots=1, tenant_cap=1)
+    manager.workers = workers  # launches queue; nobody claims yet
+    campaign_id = manager.launch(LaunchRequest(dataset=str(data), config=config))
+    (data / "corpus.parquet").unlink()
+    workers.start()
+    done = manager.wait(campaign_id, timeout=30)
+    assert done.status.value == "failed" and done.error.startswith("setup failed: ")
+
+
+def test_caps_from_the_environment_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalcore.campaigns.claims import per_server, per_tenant
+
+    monkeypatch.setenv("EVALCORE_MAX_CAMPAIGNS", "3")
+    monkeypatch.setenv("EVALCORE_MAX_CAMPAIGNS_PER_TENANT", "0")
+    assert per_server() == 3
+    with pytest.raises(EvalError, match="whole number of at least 1"):
+        per_tenant()
+
+
+def test_the_supervised_worker_process_runs_campaigns_and_comes_back_after_a_sigkill(
+        db: str, config: TargetConfig, dataset: Path) -> None:
+    manager = CampaignManager(db)
+    try:
+        manager.supervise_worker(slots=1)
+        campaign_id = manager.launch(LaunchRequest(dataset=str(dataset), config=config, concurrency=1))
+        deadline = time.monotonic() + 60
+        while get_campaign(manager.store, campaign_id).finished < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        child = manager.workers.process
+        owner = manager.store.read("SELECT owner_pid FROM campaigns WHERE id = ?", (campaign_id,))[0]["owner_pid"]
+        assert owner == child.pid and manager.running() == 0  # run by the child, not by this process
+        os.kill(child.pid, signal.SIGKILL)
+        done = manager.wait(campaign_id, timeout=90)
+        assert done.status.value == "succeeded" and stored_once(manager, campaign_id)
+        assert manager.workers.starts == 2
+    finally:
+        manager.close()
+    assert child.poll() is not None and manager.workers.process.poll() is not None

@@ -1,0 +1,72 @@
+"""Signed in as people expect: a session that survives reloads and tabs (a token, never the key), ends everywhere
+on sign-out, with its key's revocation or at its expiry; the sidebar says what a key can do."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalcore.access import Principal
+from evalcore.campaigns import get_manager
+from evalcore.cli import main
+from evalcore.keys import create_key, end_session, principal_of, revoke_key, session_principal, start_session
+from evalcore.store import Store
+from tests.test_dashboard_access import assert_clean, open_app, sign_in, titles
+
+
+@pytest.mark.parametrize(("role", "capability", "says"), [
+    ("viewer", "run_evaluations", "launches and changes nothing"),
+    ("admin", "run_evaluations", "saving or changing a target configuration needs full-access"),
+    ("admin", "full-access", "everything in its tenant"),
+])
+def test_the_sidebar_says_what_the_signed_in_key_can_do(role: str, capability: str, says: str, tmp_path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    db = str(tmp_path / "evalcore.db")
+    _, secret = create_key(get_manager(db).store, tenant="acme", role=role, capability=capability)
+    at = sign_in(open_app(db, monkeypatch), secret)
+    assert_clean(at)
+    sidebar = " ".join(c.value for c in at.sidebar.caption).replace("\\", "")
+    assert f"role **{role}** · capability {capability}" in sidebar and says in sidebar
+    assert Principal("acme", role, capability).abilities in sidebar
+
+
+def test_keys_create_says_what_the_key_can_do(tmp_path, capsys) -> None:
+    assert main(["keys", "create", "--tenant", "acme", "--role", "viewer", "--db", str(tmp_path / "e.db")]) == 0
+    assert "capability run_evaluations: it reads campaigns" in capsys.readouterr().err
+
+
+def test_a_session_token_lasts_until_signed_out_revoked_or_expired(tmp_path) -> None:
+    with Store(tmp_path / "e.db") as store:
+        key_id, secret = create_key(store, tenant="acme", role="viewer")
+        principal = principal_of(store, key_id)
+        token = start_session(store, principal)
+        assert token.startswith("es_") and secret not in token and session_principal(store, token) == principal
+        assert not store.read("SELECT 1 FROM dashboard_sessions WHERE token_hash = ?", (token,))  # only its hash
+        assert session_principal(store, secret) is None  # the API key is no session token
+        assert session_principal(store, token + "x") is None and session_principal(store, "") is None
+        end_session(store, token)
+        assert session_principal(store, token) is None
+        assert session_principal(store, start_session(store, principal, ttl_s=-1)) is None  # expired
+        other = start_session(store, principal)
+        revoke_key(store, key_id)
+        assert session_principal(store, other) is None
+
+
+def test_a_sign_in_is_kept_by_another_tab_and_a_sign_out_ends_it_there(tmp_path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    db = str(tmp_path / "evalcore.db")
+    _, secret = create_key(get_manager(db).store, tenant="acme", role="admin", capability="full-access")
+    first = sign_in(open_app(db, monkeypatch), secret)
+    token = first.session_state["_session_token"]
+    assert titles(first) == ["Datasets"] and secret not in token
+    # The browser is told to keep the token (not the key) for the session's lifetime, for this app only.
+    [cookie] = [element.proto.body for element in first.get("html") if "document.cookie" in element.proto.body]
+    assert f"evalcore_session={token}" in cookie and "max-age=43200" in cookie and "SameSite=Strict" in cookie
+    second = open_app(db, monkeypatch)  # a new tab: the browser sends the session's cookie
+    assert titles(second) == ["Sign in"]
+    second.session_state["_session_token"] = token
+    second.run()
+    assert titles(second) == ["Datasets"]
+    first.sidebar.button(key="sign-out").click().run()
+    assert titles(first) == ["Sign in"]
+    second.run()  # its next click
+    assert titles(second) == ["Sign in"]

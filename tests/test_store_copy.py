@@ -1,0 +1,79 @@
+"""Moving a store: `evalcore store copy` from SQLite to PostgreSQL and back, every table verified."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalcore.campaigns import CampaignManager, campaign_results, campaign_summary, list_campaigns
+from evalcore.campaigns.launching import LaunchRequest
+from evalcore.cli import main
+from evalcore.compare import compare_campaigns
+from evalcore.keys import create_key, principal_of, start_session
+from evalcore.store import StoreCallCache, open_store
+from evalcore.store.copy import TABLES, fingerprint
+from evalcore.suites import create_suite
+from evalcore.targets import TargetConfig
+from evalcore.targets.saved import save_target
+
+
+def filled_store(path: Path, tiny_dataset: Path) -> str:
+    """A SQLite store with something in every table: two campaigns and their comparison, a suite, a key and its
+    session, a saved target, a cached call, a person's label."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    run = path.parent / "run.jsonl"
+    run.write_text('{"qid": 1, "ranked_ids": [10, 14], "answer": "30 days."}\n'
+                   '{"qid": 2, "ranked_ids": [12], "answer": "14 jours, 路由器."}\n', encoding="utf-8")
+    manager = CampaignManager(str(path))
+    try:
+        config = TargetConfig(kind="results_file", results_path=str(run))
+        ids = [manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config)) for _ in range(2)]
+        for campaign_id in ids:
+            manager.wait(campaign_id, timeout=30)
+        compare_campaigns(manager.store, *ids)
+        target_id = save_target(manager.store, config, name="results")
+        create_suite(manager.store, name="refunds", target_id=target_id,
+                     cases=[{"question": "What is the refund window?", "expected_answer": "30 days"}])
+        key_id, _ = create_key(manager.store, tenant="acme", role="admin")
+        start_session(manager.store, principal_of(manager.store, key_id))
+        StoreCallCache(manager.store).put("k", {"text": "Paris", "prompt_tokens": 3})
+        manager.store.write(lambda conn: conn.execute(  # a person's label (the campaigns ran no judge to label)
+            "INSERT INTO labels (campaign_id, qid, judge, label, note, author, labelled_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (ids[0], 1, "score", "4", "one detail missing", "key_1", 1.5)))
+        for table, order in TABLES:
+            assert fingerprint(manager.store, table, order)[0] > 0, table
+    finally:
+        manager.close()
+    return str(path)
+
+
+def test_a_store_copied_to_postgresql_and_back_has_every_row_and_reads_the_same(
+        tmp_path: Path, tiny_dataset: Path, postgres_server: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from evalcore.testing.postgres import new_database
+
+    source = filled_store(tmp_path / "source.db", tiny_dataset)
+    url = new_database(postgres_server)
+    assert main(["store", "copy", "--from", f"sqlite:{source}", "--to", url]) == 0
+    printed = capsys.readouterr().out
+    assert "results" in printed and "DIFFERS" not in printed and "copied" in printed
+    back = str(tmp_path / "back.db")
+    assert main(["store", "copy", "--from", url, "--to", back]) == 0
+    with open_store(source) as first, open_store(url) as second, open_store(back) as third:
+        for table, order in TABLES:
+            assert fingerprint(first, table, order) == fingerprint(second, table, order) == fingerprint(
+                third, table, order), table
+        for store in (second, third):
+            assert [c.to_dict() for c in list_campaigns(store)] == [c.to_dict() for c in list_campaigns(first)]
+            for campaign in list_campaigns(first):
+                assert campaign_summary(store, campaign.id) == campaign_summary(first, campaign.id)
+                assert campaign_results(store, campaign.id) == campaign_results(first, campaign.id)
+
+
+def test_copying_into_a_store_that_has_rows_is_refused(
+        tmp_path: Path, tiny_dataset: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = filled_store(tmp_path / "source.db", tiny_dataset)
+    other = filled_store(tmp_path / "other" / "other.db", tiny_dataset)
+    assert main(["store", "copy", "--from", source, "--to", other]) == 2
+    assert "the destination store is not empty" in capsys.readouterr().err
