@@ -604,13 +604,14 @@ def test_a_comparison_reads_less_of_the_results_and_finds_the_same(tmp_path):
 
 
 def test_cli_compare_on_a_kept_pair_imports_only_what_it_uses(two_stored, tmp_path):
-    # The report (pandas, plotly), the pipeline and scipy.stats take seconds to import; printing a kept
-    # comparison needs none of them.
+    # The report (pandas, plotly), the pipeline, the datasets' loader (pyarrow), what launches a campaign and
+    # scipy.stats take seconds to import; printing a kept comparison needs none of them.
     compare_campaigns(two_stored, "A", "B")
     done = subprocess.run([sys.executable, "-X", "importtime", "-m", "evalcore", "compare", "A", "B", "--db",
                            str(tmp_path / "e.db")], capture_output=True, text=True, check=True,
                           cwd=Path(__file__).resolve().parent.parent)
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time")}
     assert "evalcore.compare.comparison" in imported and done.stdout.startswith("A (baseline)")
-    heavy = {"pandas", "plotly", "scipy.stats", "scipy.optimize", "evalcore.compare.report", "evalcore.targets.rag"}
+    heavy = {"pandas", "plotly", "pyarrow", "scipy.stats", "scipy.optimize", "evalcore.compare.report",
+             "evalcore.targets.rag", "evalcore.campaigns.runner", "evalcore.campaigns.plans", "evalcore.models.http"}
     assert sorted(heavy & imported) == []

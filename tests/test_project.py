@@ -169,8 +169,8 @@ def test_links_between_documents_point_at_files_that_exist() -> None:
     assert broken == []
 
 
-@pytest.mark.parametrize("package", ["evalcore.campaigns", "evalcore.compare", "evalcore.metrics", "evalcore.judges",
-                                     "evalcore.targets"])
+@pytest.mark.parametrize("package", ["evalcore.campaigns", "evalcore.compare", "evalcore.datasets", "evalcore.metrics",
+                                     "evalcore.judges", "evalcore.targets"])
 def test_every_export_of_a_lazy_package_resolves(package: str) -> None:
     # Their names are imported on first use (evalcore.lazy): a name in __all__ with no submodule behind it would
     # only fail when some face first asked for it.

@@ -14,10 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.access import Action, Principal, scope
-from evalcore.campaigns import plans
-from evalcore.campaigns.answering import Plan, error_text
-from evalcore.campaigns.claims import Workers
-from evalcore.campaigns.cluster import Cluster, DaskExecutor, cluster_for
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.queries import get_campaign
 from evalcore.campaigns.records import (
@@ -28,14 +24,8 @@ from evalcore.campaigns.records import (
     RunOptions,
     run_option_problem,
 )
-from evalcore.campaigns.runner import Runner
-from evalcore.campaigns.supervisor import WorkerProcess
-from evalcore.datasets import Dataset, dataset_stats
 from evalcore.errors import EvalError
-from evalcore.judges import JudgeSettings, custom_prompt, parse_rubric, rubric_prompt
 from evalcore.lifecycle import ACTIVE, OWNED, CampaignStatus, sql_list
-from evalcore.models import ChatModel
-from evalcore.models.http import Calls
 from evalcore.store import (
     QUEUED,
     Conflict,
@@ -49,12 +39,21 @@ from evalcore.store import (
     new_owner_token,
     open_store,
 )
-from evalcore.suites import get_suite
-from evalcore.targets.allowed import check_request
 from evalcore.text import name_problem, shown
 
 if TYPE_CHECKING:
+    from evalcore.campaigns.answering import Plan
+    from evalcore.campaigns.claims import Workers
+    from evalcore.campaigns.cluster import Cluster
+    from evalcore.campaigns.runner import Runner
+    from evalcore.campaigns.supervisor import WorkerProcess
+    from evalcore.datasets import Dataset
+    from evalcore.judges import JudgeSettings
+    from evalcore.models import ChatModel
     from evalcore.targets import Target, TargetConfig
+
+# What launching needs (the plans, with the datasets' loader and pyarrow; the runner; the cluster; the judges) is
+# imported by the functions that launch: a command that only reads the store does not load it.
 
 _MANAGERS: dict[str, CampaignManager] = {}
 _MANAGERS_LOCK = threading.Lock()
@@ -71,6 +70,8 @@ def get_manager(db_path: str | Path | None = None) -> CampaignManager:
 
 def new_campaign_id(tenant: str, dataset: str | None) -> str:
     """An evaluation task's id `evaluation_{tenant}_{unix_ms}_{8 hex}_{dataset_id}`; `run_...` for suite campaigns."""
+    from evalcore.campaigns import plans
+
     stem = f"{tenant}_{int(time.time() * 1000)}_{secrets.token_hex(4)}"
     return f"evaluation_{stem}_{plans.dataset_tag(dataset)}" if dataset is not None else f"run_{stem}"
 
@@ -102,6 +103,8 @@ def run_options(config: TargetConfig, concurrency: int | None, time_limit: float
     A suite's questions are asked one after another unless told otherwise, so that its response
     times mean what they say. On a cluster, the automatic concurrency follows its worker threads.
     """
+    from evalcore.campaigns import plans
+
     given = {"concurrency": concurrency, "judge_samples": judge_samples, "time_limit": time_limit,
              "max_failed_share": max_failed_share}
     problems = [problem for name, value in given.items() if (problem := run_option_problem(name, value))]
@@ -123,6 +126,8 @@ MAX_NAME = 200
 
 def log_dataset(campaign_id: str, corpus: Dataset) -> None:
     """Write the statistics of a dataset campaign's questions and corpus to the server's log."""
+    from evalcore.datasets import dataset_stats
+
     log.info("campaign %s on dataset %s", campaign_id, dataset_stats(corpus).summary())
 
 
@@ -163,6 +168,8 @@ class CampaignManager:
     def serve_queue(self, slots: int | None = None, tenant_cap: int | None = None) -> None:
         """From now on launches queue their campaign in the store; this process claims and runs queued campaigns
         (any process's) with threads, at most `slots` at once and `tenant_cap` of one tenant over every process."""
+        from evalcore.campaigns.claims import Workers
+
         with self._lock:  # pages of several sessions may ask at once: one set of workers
             if self.workers is None:
                 self.workers = Workers(self, slots, tenant_cap)
@@ -171,6 +178,8 @@ class CampaignManager:
     def supervise_worker(self, slots: int | None = None, tenant_cap: int | None = None) -> None:
         """From now on launches queue their campaign; a child process this one supervises claims and runs them
         (the dashboard: pages stay quick while a campaign embeds a corpus)."""
+        from evalcore.campaigns.supervisor import WorkerProcess
+
         with self._lock:
             if self.workers is None:
                 self.workers = WorkerProcess(self.store.location, slots, tenant_cap)
@@ -195,6 +204,11 @@ class CampaignManager:
 
         A principal launches in its own tenant, and only with a role that may change things.
         """
+        from evalcore.campaigns import plans
+        from evalcore.campaigns.cluster import cluster_for
+        from evalcore.suites import get_suite
+        from evalcore.targets.allowed import check_request
+
         dataset, suite_id, config, target = request.dataset, request.suite_id, request.config, request.target
         target_id, limit, judges, use_judge = request.target_id, request.limit, request.judges, request.use_judge
         name, cache, campaign_id = request.name, request.cache, request.campaign_id
@@ -254,6 +268,10 @@ class CampaignManager:
               options: RunOptions, judges: tuple[str, ...], cache: bool, hits_before: int,
               target: Target | None, token: str | None = None) -> Plan:
         """Build and check the target (fails fast when a model is unreachable)."""
+        from evalcore.campaigns import plans
+        from evalcore.campaigns.answering import Plan
+        from evalcore.models.http import Calls
+
         call_cache = StoreCallCache(self.store) if cache and target is None else None
         if target is None:
             from evalcore.targets import build_target
@@ -285,6 +303,8 @@ class CampaignManager:
     @staticmethod
     def _insert(conn: Connection, record: dict[str, Any], questions: list[Question], queued: bool) -> None:
         # Checking and inserting in one writer transaction makes concurrent launches on one suite safe.
+        from evalcore.campaigns import plans
+
         mark_orphans(conn)
         _refuse_second_run(conn, record["suite_id"], record["id"])
         if conn.execute("SELECT 1 FROM campaigns WHERE id = ?", (record["id"],)).fetchone():
@@ -298,6 +318,9 @@ class CampaignManager:
         plans.insert_questions(conn, record["id"], questions)
 
     def _start(self, plan: Plan, cluster: Cluster | None) -> None:
+        from evalcore.campaigns.cluster import DaskExecutor
+        from evalcore.campaigns.runner import Runner
+
         runner = Runner(self.store, plan, self._after, DaskExecutor(plan, cluster) if cluster is not None else None,
                         ended=self._forget)
         with self._lock:
@@ -342,7 +365,10 @@ class CampaignManager:
     def _rerun(self, campaign_id: str, only: str, tenant: str | None, concurrency: int | None,
                target: Target | None, dataset: str | None, force: bool = False,
                run_on: tuple[str | None, str | None] = (None, None), principal: Principal | None = None) -> str:
+        from evalcore.campaigns import plans
+        from evalcore.campaigns.cluster import cluster_for
         from evalcore.targets import TargetConfig
+        from evalcore.targets.allowed import check_request
 
         if problem := run_option_problem("concurrency", concurrency):
             raise EvalError("invalid run options", where="concurrency", problems=[problem])
@@ -373,6 +399,9 @@ class CampaignManager:
     def run_claimed(self, campaign_id: str, token: str) -> None:
         """Run a campaign this process claimed from the queue (its questions without a result), on a thread; one
         that cannot start here (its dataset is not on this host, a model is unreachable) fails with the reason."""
+        from evalcore.campaigns import plans
+        from evalcore.campaigns.answering import error_text
+        from evalcore.campaigns.cluster import cluster_for
         from evalcore.targets import TargetConfig
 
         try:
@@ -487,6 +516,8 @@ class CampaignManager:
 
 def judge_settings(model: ChatModel, config: TargetConfig, samples: int) -> JudgeSettings:
     """How a campaign's judges ask: its model, its own prompts and rubrics, their pass marks."""
+    from evalcore.judges import JudgeSettings, custom_prompt, parse_rubric, rubric_prompt
+
     rubrics = [parse_rubric(name, text) for name, text in config.rubrics]
     prompts = {name: custom_prompt(name, text, where=f"judge_prompts.{name}") for name, text in config.judge_prompts}
     prompts |= {rubric.name: rubric_prompt(rubric) for rubric in rubrics}
