@@ -16,6 +16,7 @@ from evalcore.cli import main
 from evalcore.errors import EvalError
 from evalcore.suites import Case, create_suite
 from evalcore.targets import TargetConfig
+from evalcore.targets.config import Snapshot
 from tests.test_api import Api, error_of, suite_body, wait_done
 
 BM25 = TargetConfig(retriever="bm25", chunking="none")
@@ -75,8 +76,9 @@ def test_rows_name_the_suite_the_dataset_the_settings_and_the_headline_measures(
 def test_settings_of_other_targets_and_dataset_labels() -> None:
     hybrid = TargetConfig(retriever="hybrid", reranker="http", rerank_url="http://x", rerank_top_k=12,
                           generator="openai", model="gpt-4o-mini", base_url="http://x")
-    assert Settings.of(hybrid.to_dict()) == Settings("hybrid RRF · USE embeddings", "http", "gpt-4o-mini", 12)
-    assert Settings.of({"kind": "http_agent"}).retriever == "HTTP agent"
+    assert Settings.of(Snapshot(hybrid.to_dict()).target) == Settings("hybrid RRF · USE embeddings", "http",
+                                                                      "gpt-4o-mini", 12)
+    assert Settings.of(Snapshot({"kind": "http_agent"}).target).retriever == "HTTP agent"
     assert dataset_label("/srv/dataset/samples") == "default" and dataset_label("dataset/uploads-x") == "uploads-x"
     assert HEADLINE[0] == "ndcg@10"
 

@@ -197,7 +197,7 @@ def test_sweep_table_and_series():
     assert series[0]["mean"] < series[1]["mean"] < series[2]["mean"]
     assert all(p["ci_low"] <= p["mean"] <= p["ci_high"] and p["count"] == 20 for p in series)
     assert sweep.table[0].deltas is None
-    assert sweep.table[2].deltas["recall"]["significant"]
+    assert sweep.table[2].deltas["recall"].significant
     mixed = sweep_results([runs[0], (campaign("x", {"top_k": 5, "retriever": "vector"}), runs[1][1])], resamples=500)
     assert mixed.key is None and "vary 2" in mixed.warnings[0]
     assert [r.value for r in mixed.table] == ["retriever=bm25 top_k=3", "retriever=vector top_k=5"]

@@ -107,9 +107,9 @@ def test_mcnemar_exact_equals_scipy_binomtest(only_a, only_b, both):
     a = [True] * only_a + [False] * only_b + [True] * both + [False] * 3
     b = [False] * only_a + [True] * only_b + [True] * both + [False] * 3
     result = stats.mcnemar_exact(a, b)
-    assert (result["only_a"], result["only_b"]) == (only_a, only_b)
+    assert (result.only_a, result.only_b) == (only_a, only_b)
     expected = 1.0 if only_a + only_b == 0 else binomtest(only_a, only_a + only_b, 0.5).pvalue
-    assert result["p_value"] == pytest.approx(expected)
+    assert result.p_value == pytest.approx(expected)
 
 
 def test_mcnemar_rejects_unpaired_inputs():

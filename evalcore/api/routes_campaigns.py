@@ -14,6 +14,7 @@ from evalcore.api.inputs import RequestBody
 from evalcore.api.schemas import CampaignDetail, CampaignList, CampaignOnly, ComparisonData, Ok, ResultsPage
 from evalcore.campaigns import (
     Campaign,
+    CampaignKind,
     NotFound,
     QuestionResult,
     campaign_aggregates,
@@ -68,7 +69,7 @@ def campaign_json(campaign: Campaign) -> dict[str, Any]:
     """A campaign for a client: the server's file paths are not the client's business."""
     data = campaign.to_dict()
     data["options"].pop("dataset_path", None)
-    if campaign.kind == "dataset":
+    if campaign.kind == CampaignKind.DATASET:
         data["source"] = dataset_label(campaign.source)
     return data
 

@@ -78,8 +78,7 @@ def suite_json(suite: Suite, *, with_cases: bool = True) -> dict[str, Any]:
                             "case_count": len(suite.cases), "created_at": suite.created_at,
                             "updated_at": suite.updated_at}
     if with_cases:
-        data["cases"] = [{"question": c.question, "expected_answer": c.expected_answer,
-                          "expected_sources": list(c.expected_sources)} for c in suite.cases]
+        data["cases"] = [case.to_dict() for case in suite.cases]
     return data
 
 

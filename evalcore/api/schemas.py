@@ -1,14 +1,33 @@
 """What the API answers: one response model per route, wrapping the engine's records as clients see them.
 
-Every success is `{"success": true, "data": ...}` (`Ok[T]`). The models follow the engine records'
-`to_dict` shapes; the server's own file paths never appear in them.
+Every success is `{"success": true, "data": ...}` (`Ok[T]`). A record's model is derived from the
+record's own declaration (`model_of`, over evalcore.shapes): its keys, their types and descriptions,
+nested records as their own models. Keys a record gives only sometimes are left out when absent; keys it
+keeps from clients (the server's own file paths) never appear; a key it does not declare is an error.
 """
 
 from __future__ import annotations
 
-from typing import Any, Generic, TypeVar
+import functools
+import operator
+import types
+import typing
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.experimental.missing_sentinel import MISSING
+
+from evalcore.campaigns import Aggregate, Campaign, QuestionResult, Summary
+from evalcore.campaigns.labels import Label
+from evalcore.campaigns.listing import CampaignRow
+from evalcore.campaigns.records import DIAGNOSIS
+from evalcore.compare import Comparison
+from evalcore.gates import Check
+from evalcore.metrics.agreement import Agreement
+from evalcore.shapes import is_record, keys
+from evalcore.suites import Case
+from evalcore.targets.saved import SavedTarget
 
 T = TypeVar("T")
 
@@ -21,292 +40,72 @@ class Ok(BaseModel, Generic[T]):
 
 
 class Out(BaseModel):
-    """A response part: extra keys a newer engine adds pass through."""
+    """A response part derived from an engine record: exactly the keys the record declares."""
 
-    model_config = ConfigDict(extra="allow")
-
-
-DIAGNOSIS = ("the stage the question failed at: retrieval miss, ranking miss, generation miss, ok, unlabeled or "
-             "failed (null or 'not attributed': stored before failure attribution existed)")
+    model_config = ConfigDict(extra="forbid")
 
 
-class ProgressOut(Out):
-    """Questions finished of total; before them, the index build's step with its chunks done of total."""
-
-    finished: int
-    total: int
-    rate_per_s: float | None = Field(description="questions per second over the last half minute (the session's "
-                                                 "average once ended)")
-    eta_s: float | None = Field(description="seconds left in the current stage at its recent rate (null: unknown)")
-    stage: str | None = Field(description="the index build's step, e.g. 'embedding the corpus with use'; null once "
-                                          "questions run")
-    stage_done: int | None = Field(default=None, description="chunks done in that step")
-    stage_total: int | None = Field(default=None, description="chunks of that step")
+MODELS: dict[type, type[BaseModel]] = {}
 
 
-class RunOptionsOut(Out):
-    concurrency: int
-    time_limit: float
-    max_failed_share: float
-    judge_samples: int = 1
-    models: dict[str, str] = Field(default={}, description="evaluation tasks: which chat and rerank model each "
-                                   "role got, and why (an id, the operator's default, none configured)")
-    graded_thresholds: dict[str, float] = Field(default={}, description="graded retrieval: the pass mark of each "
-                                                "measure, as its results used")
+def model_of(record: type, name: str | None = None, **more: Any) -> type[BaseModel]:
+    """The API model of an engine record: its public keys in order, then `more` (API-only fields)."""
+    fields: dict[str, Any] = {}
+    for key in keys(record):
+        if not key.private:
+            described = key.doc or None
+            fields[key.name] = ((api_type(key.type) | MISSING, Field(MISSING, description=described)) if key.optional
+                                else (api_type(key.type), Field(description=described)))
+    summary = (record.__doc__ or "").split("\n\n")[0].strip()
+    model: type[BaseModel] = create_model(name or f"{record.__name__}Out", __base__=Out, __doc__=summary,
+                                          __module__=__name__, **fields, **more)
+    return model
 
 
-class CampaignOut(Out):
-    """A campaign: status (and its numeric code), progress, the configuration snapshot and run options."""
-
-    id: str
-    name: str = Field(description="given at launch, or made from the configuration's distinguishing settings")
-    tenant: str
-    kind: str = Field(description="dataset or suite")
-    source: str = Field(description="the dataset id, or the suite id")
-    suite_id: str | None
-    target_id: str | None
-    status: str = Field(description="queued (waiting for a worker), pending, running, succeeded, "
-                                    "succeeded_with_failures (every question ran, "
-                                    "some failed), failed, interrupted or cancelled")
-    status_code: int = Field(description="0 queued or pending, 1 running, 2 succeeded (with or without failures), "
-                                         "3 otherwise")
-    status_text: str = Field(description="the status as people read it, e.g. 'succeeded with 3 failed'")
-    error: str | None
-    total: int
-    finished: int
-    failed: int
-    created_at: float
-    started_at: float | None
-    ended_at: float | None
-    heartbeat: float | None
-    session_finished: int
-    cancel_requested: bool
-    config: dict[str, Any]
-    dataset_hash: str | None
-    use_judge: bool
-    judges: list[str]
-    cache: bool
-    cache_hits: int
-    options: RunOptionsOut
-    stage: str | None
-    progress: ProgressOut
+def api_type(tp: Any) -> Any:
+    """A record's field type as the API gives it: nested records as their models, tuples as lists."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if isinstance(tp, type) and issubclass(tp, dict):  # a stored configuration snapshot: its JSON as stored
+        return dict[str, Any]
+    if is_record(tp):
+        if tp not in MODELS:
+            MODELS[tp] = model_of(tp)
+        return MODELS[tp]
+    if origin in (tuple, list):
+        return types.GenericAlias(list, (api_type(args[0]),))
+    if origin in (dict, Mapping):
+        return types.GenericAlias(dict, (args[0], api_type(args[1])))
+    if origin in (Union, types.UnionType):
+        return functools.reduce(operator.or_, map(api_type, args))
+    return tp
 
 
-class AggregateOut(Out):
-    mean: float | None
-    count: int
-
-
-class RetrievedOut(Out):
-    pid: int | None
-    source: str
-    title: str
-    text: str
-    score: float
-    stages: dict[str, float]
-
-
-class SourceOut(Out):
-    id: int | str | None
-    title: str
-    file_name: str = Field(default="", description="the file an agent named for it (file_name, filename, source, "
-                                                   "path, url or agent_source_file), matched by expected sources")
-
-
-class VerdictOut(Out):
-    judge: str
-    model: str
-    score: float | None
-    reason: str
-    result: str = Field(description="pass, fail, unknown (unreadable or failed), or skipped (no reference answer)")
-    threshold: float | None
-    prompt_hash: str
-    prompt_version: str
-    signature: str
-    tokens: int
-    prompt_tokens: int
-    completion_tokens: int
-    error: str | None
-    context_cut: str | None = Field(None, description="how the context was cut to fit the judge model's context "
-                                    "window; null when the judge saw it whole")
-
-
-class QuestionResultOut(Out):
-    """One finished question: what was asked, what came back, its measures and judges."""
-
-    qid: int
-    position: int
-    question: str
-    expected_answer: str | None
-    references: list[str]
-    relevant: dict[int, int] | None
-    expected_sources: list[str]
-    answerable: bool | None = Field(None, description="false: declining is the right answer (an unanswerable marker "
-                                    "or the dataset's answerable column); null: no reference answer")
-    answer: str | None
-    retrieved: list[RetrievedOut]
-    context: list[RetrievedOut] = Field(description="what the answer was built from (the judges see exactly this)")
-    sources: list[SourceOut] = Field(description="the documents of the context")
-    measures: dict[str, float]
-    signatures: dict[str, str]
-    results: dict[str, str] = Field(description="pass, fail or unknown of the measures with a pass mark")
-    judges: dict[str, VerdictOut]
-    latency_s: float | None
-    prompt_tokens: int
-    completion_tokens: int
-    judge_prompt_tokens: int
-    judge_completion_tokens: int
-    error: str | None
-    attempts: int
-    notes: list[str]
-    diagnosis: str | None = Field(None, description=DIAGNOSIS)
-    queries: list[str] = Field(default=[], description="the texts a query transformation retrieved with (a rewrite, "
-                                                       "the multi-query rewrites, a HyDE passage); empty without one")
-    flat: dict[str, Any] | None = Field(None,
-                                        description="with ?names=: each judge's result as flat fields (evaluator: "
-                                        "gpt_retrieval, retrieval_reason, response_completeness_result, "
-                                        "groundedness_pro_label...; project: our names), then <measure>_result")
-
-
-class TokensOut(Out):
-    prompt: int
-    completion: int
-    total: int
-
-
-class SummaryOut(Out):
-    answered: int
-    failed: int
-    sources_found_rate: float | None
-    mean_coverage: float | None
-    mean_judge_score: float | None
-    mean_latency_s: float | None
-    tokens: TokensOut = Field(description="the answers' model calls")
-    judge_tokens: TokensOut = Field(description="the judges' model calls")
-    total_tokens: int
-    skipped: dict[str, int] = Field(description="per judge, questions not judged for want of a reference answer")
-    cut: dict[str, int] = Field(default={}, description="per judge, questions whose context was cut to fit the judge "
-                                "model's context window")
-
-
-class CampaignHeaderOut(Out):
-    id: str
-    kind: str
-    source: str
-    status: str
-    dataset_hash: str | None
-    config: dict[str, Any]
-    total: int
-    finished: int
-    failed: int
-
-
-class PassageOut(Out):
-    pid: int
-    title: str
-
-
-class QuestionDiffOut(Out):
-    qid: int
-    question: str
-    answer_a: str | None
-    answer_b: str | None
-    verdict: str = Field(description="better, worse, same, new, removed or unscored")
-    basis: str | None = Field(description="the measure that decided, or 'error'")
-    a: float | None
-    b: float | None
-    error_a: str | None
-    error_b: str | None
-    answer_changed: bool | None
-    entered: list[PassageOut]
-    left: list[PassageOut]
-    diagnosis_a: str | None = Field(None, description="its failure stage in A (null when A did not ask it)")
-    diagnosis_b: str | None = Field(None, description="its failure stage in B (null when B did not ask it)")
-    queries_a: list[str] = Field(default=[], description="the query transformation's texts in A (empty without one)")
-    queries_b: list[str] = Field(default=[], description="the query transformation's texts in B")
-
-
-class TransitionOut(Out):
-    a: str = Field(description="the failure stage in A")
-    b: str = Field(description="the failure stage in B")
-    count: int
-    qids: list[int] = Field(description="the questions that moved from stage a to stage b")
-
-
-class MeasureDeltaOut(Out):
-    measure: str
-    n: int
-    mean_a: float
-    mean_b: float
-    delta: float
-    ci_low: float | None
-    ci_high: float | None
-    p_value: float
-    test: str
-    significant: bool
-    improved: bool
-    higher_is_better: bool
-    binary: bool
-    sd_diff: float | None = Field(description="standard deviation of the per-question differences B - A")
-    se_bootstrap: float | None = Field(description="bootstrap standard error of the mean difference")
-    mde: float | None = Field(description="smallest difference the paired t-test detects with 80% power at "
-                                          "alpha 0.05 given n and sd_diff (null when power_note says why not)")
-    mde_bootstrap: float | None = Field(description="(z_0.975 + z_0.8) * se_bootstrap: a check on mde")
-    effect: float = Field(description="the effect size n_required is computed for, in the measure's units")
-    n_required: int | None = Field(description="questions needed to detect effect with 80% power at alpha 0.05")
-    power_note: str | None = Field(description="why mde and n_required are null (fewer than 2 pairs, no spread)")
-    changed: int | None = Field(None, description="common questions whose value differs between A and B")
-    one_way: bool | None = Field(None, description="every one of them moved in the same direction")
-
-
-class ComparisonOut(Out):
-    """Two campaigns: per-question verdicts and per-measure deltas with intervals."""
-
-    a: CampaignHeaderOut
-    b: CampaignHeaderOut
-    verdicts: dict[str, int]
-    transitions: list[TransitionOut] = Field([], description="how the common questions moved between failure "
-                                             "stages from A to B (the counts add up to the common questions)")
-    questions: list[QuestionDiffOut]
-    measures: list[MeasureDeltaOut]
-    warnings: list[str]
-    power_warnings: list[str] = Field(description="measures with no significant difference that could not have "
-                                                  "shown one of the effect size")
-    notes: list[str]
-    config_diff: dict[str, list[Any]]
-    seed: int
-    resamples: int
-    effect: float = Field(description="the effect size to detect (the `effect` query parameter)")
-    power: float = Field(description="the power the minimum detectable effects are computed for")
-    alpha: float
-    basis: str | None = Field(default=None, description="the measure deciding per-question verdicts first")
-    basis_reason: str = Field(default="", description="why that measure (what changed between the configurations)")
-    verdicts_without_tolerance: dict[str, int] = Field(default_factory=dict, description="the verdict counts if any "
-                                                       "difference counted")
-    tolerance: dict[str, float] = Field(default_factory=dict, description="the smallest meaningful difference used "
-                                        "for each measure that decided a verdict (a smaller change is the same)")
-    unchanged: list[str] = Field(default_factory=list, description="measures with the same value in A and B on every "
-                                 "common question")
-    disagreements: list[str] = Field(default_factory=list, description="measures whose interval and test disagree, "
-                                     "with what that means in words")
-
-
-class SettingsOut(Out):
-    """The settings that tell configurations apart at a glance."""
-
-    retriever: str
-    reranker: str
-    generator: str = Field(description="the model of an OpenAI-compatible generator, else the generator")
-    top_k: int | None = Field(description="chunks each question retrieves (after the reranker when there is one)")
-
-
-class CampaignListed(CampaignOut):
-    """A campaign in a list: also its dataset or suite name, key settings and headline measures."""
-
-    source_name: str = Field(description="the dataset id, or the suite's name")
-    settings: SettingsOut
-    headline: dict[str, float] = Field(description="mean of each headline measure the campaign has (those that "
-                                                   "decide a question's verdict in a comparison)")
+if TYPE_CHECKING:  # the type checker sees models; what they hold is derived when the module loads
+    CampaignOut = BaseModel
+    AggregateOut = BaseModel
+    SummaryOut = BaseModel
+    CheckOut = BaseModel
+    ComparisonOut = BaseModel
+    QuestionResultOut = BaseModel
+    CampaignListed = BaseModel
+    TargetOut = BaseModel
+    CaseOut = BaseModel
+    LabelOut = BaseModel
+    AgreementOut = BaseModel
+else:
+    CampaignOut = api_type(Campaign)
+    AggregateOut = api_type(Aggregate)
+    SummaryOut = api_type(Summary)
+    CheckOut = api_type(Check)
+    ComparisonOut = api_type(Comparison)
+    QuestionResultOut = model_of(QuestionResult, flat=(dict[str, Any] | None, Field(None, description=(
+        "with ?names=: each judge's result as flat fields (evaluator: gpt_retrieval, retrieval_reason, "
+        "response_completeness_result, groundedness_pro_label...; project: our names), then <measure>_result"))))
+    CampaignListed = model_of(CampaignRow, "CampaignListed")
+    TargetOut = model_of(SavedTarget, "TargetOut")
+    CaseOut = api_type(Case)
+    LabelOut = api_type(Label)
+    AgreementOut = api_type(Agreement)
 
 
 class CampaignList(BaseModel):
@@ -333,12 +132,6 @@ class ResultsPage(BaseModel):
 
 class ComparisonData(BaseModel):
     comparison: ComparisonOut
-
-
-class CaseOut(Out):
-    question: str
-    expected_answer: str | None
-    expected_sources: list[str]
 
 
 class SuiteOut(Out):
@@ -384,14 +177,6 @@ class RunList(BaseModel):
     runs: list[CampaignOut]
 
 
-class TargetOut(Out):
-    id: str
-    name: str
-    config: dict[str, Any]
-    config_hash: str
-    created_at: float
-
-
 class TargetList(BaseModel):
     targets: list[TargetOut]
 
@@ -412,28 +197,11 @@ class Me(BaseModel):
     capability: str
 
 
-class CheckOut(Out):
-    """One gate, one measure's regression check, or one failed question."""
-
-    kind: str = Field(description="gate, regression or question")
-    name: str
-    passed: bool
-    reason: str = Field(description="one line: what was measured, and why it failed")
-    value: float | None = Field(description="the mean (or bound) a gate took, or a regression's delta")
-
-
 class ChecksData(BaseModel):
     checks: list[CheckOut]
     exit_code: int = Field(description="what `run` or `compare` would exit with: 0 passed, 1 campaign failed, "
                                        "3 questions failed, 4 gate failed, 5 worse")
     verdict: str
-class LabelOut(Out):
-    qid: int
-    judge: str
-    label: str = Field(description="on the judge's scale (1-5, a rubric's label) or pass / fail")
-    note: str
-    author: str = Field(description="who labelled: the API key's id, a user name, or the CSV's author column")
-    labelled_at: float
 
 
 class LabelOnly(BaseModel):
@@ -446,17 +214,6 @@ class LabelList(BaseModel):
 
 class ImportedLabels(BaseModel):
     imported: int
-
-
-class AgreementOut(Out):
-    judge: str
-    n: int = Field(description="labelled questions the judge gave a readable verdict on")
-    categories: list[str] = Field(description="the scale compared on: the judge's own, or fail / pass")
-    accuracy: float | None
-    kappa: float | None = Field(description="Cohen's kappa; null where undefined (one category on both sides)")
-    weighted_kappa: float | None = Field(description="quadratic-weighted kappa, on ordinal scales (1-5, a rubric's)")
-    interval: list[float] | None = Field(description="95% bootstrap interval of the weighted kappa (else of kappa)")
-    confusion: list[list[int]] = Field(description="rows: the people's labels, columns: the judge's, in category order")
 
 
 class AgreementData(BaseModel):

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from evalcore.campaigns.records import (
         Aggregate,
         Campaign,
+        CampaignKind,
         Outcome,
         Progress,
         Question,
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "ACTIVE", "Aggregate", "Campaign", "CampaignManager", "CampaignStatus", "Conflict", "NotFound", "Outcome",
+    "ACTIVE", "Aggregate", "Campaign", "CampaignKind", "CampaignManager", "CampaignStatus", "Conflict", "NotFound",
+    "Outcome",
     "Progress", "Question", "QuestionResult", "RunOptions", "Source", "Summary", "Tokens", "campaign_aggregates",
     "campaign_diagnosis", "campaign_results", "campaign_summary", "find_campaign", "get_campaign", "get_manager",
     "list_campaigns",
@@ -45,7 +47,7 @@ __getattr__ = lazy_exports(__name__, {
         "get_campaign", "list_campaigns",
     ),
     "records": (
-        "Aggregate", "Campaign", "Outcome", "Progress", "Question", "QuestionResult", "RunOptions", "Source", "Summary",
-        "Tokens",
+        "Aggregate", "Campaign", "CampaignKind", "Outcome", "Progress", "Question", "QuestionResult", "RunOptions",
+        "Source", "Summary", "Tokens",
     ),
 })

@@ -9,7 +9,7 @@ from evalcore import metrics
 from evalcore.campaigns.records import Outcome, Question, RunOptions, sources_of
 from evalcore.diagnosis import Evidence, GenerationMarks, Stage, attribute
 from evalcore.errors import EvalError
-from evalcore.judges import JudgeSettings, Passage, Verdict, run_judge
+from evalcore.judges import JudgeResult, JudgeSettings, Passage, Verdict, run_judge
 from evalcore.metrics.graded import GradedScale
 from evalcore.models import metered, refuse_long_reply
 from evalcore.models.http import Calls
@@ -118,14 +118,14 @@ def scored(plan: Plan, question: Question, reply: TargetAnswer, latency: float) 
         if verdict.score is not None:
             scores.values[f"judge.{name}"] = float(verdict.score)
             scores.signatures[f"judge.{name}"] = f"{verdict.signature}|model:{verdict.model}"
-    if (refusal := verdicts.get("refusal")) is not None and refusal.result in ("pass", "fail"):
+    if (refusal := verdicts.get("refusal")) is not None and refusal.result in (JudgeResult.PASS, JudgeResult.FAIL):
         metrics.judge_abstention(scores, answer=reply.answer, answerable=question.answerable,
-                                 refused=refusal.result == "pass")
+                                 refused=refusal.result == JudgeResult.PASS)
     stage = diagnose(plan.target.config, question, retrieved, context, scores.values, verdicts)
     return Outcome(answer=reply.answer, retrieved=retrieved, context=context, sources=sources, measures=scores.values,
                    signatures=scores.signatures, results=scores.results, judges=verdicts, latency_s=latency,
                    prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens, notes=tuple(notes),
-                   diagnosis=stage.value, queries=tuple(reply.queries))
+                   diagnosis=stage, queries=tuple(reply.queries))
 
 
 def answer_embedding(model: str) -> metrics.AnswerEmbedding | None:

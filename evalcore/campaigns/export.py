@@ -26,7 +26,7 @@ def judge_fields(outcome: Outcome, names: str = "project",
     for name, verdict in outcome.judges.items():
         fields |= flat_fields(name, verdict, names)
     for name, result in outcome.results.items():
-        fields[f"{name}_result"] = result
+        fields[f"{name}_result"] = str(result)
         fields[f"{name}_threshold"] = (marks or {}).get(name.removeprefix("graded."))
     return fields
 

@@ -12,7 +12,7 @@ import csv
 import io
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalcore.access import Action, Principal
@@ -22,6 +22,7 @@ from evalcore.csvcells import csv_text, restore_cell
 from evalcore.errors import EvalError
 from evalcore.judges import Verdict, load_prompt, parse_rubric
 from evalcore.metrics.agreement import Agreement, agreement
+from evalcore.shapes import doc
 from evalcore.store import Store
 
 PASS_FAIL = ("fail", "pass")
@@ -41,12 +42,12 @@ class Scale:
 class Label:
     """One person's label of one question for one judge."""
 
-    qid: int
-    judge: str
-    label: str
-    note: str
-    author: str
-    labelled_at: float
+    qid: int = field(metadata=doc())
+    judge: str = field(metadata=doc())
+    label: str = field(metadata=doc("on the judge's scale (1-5, a rubric's label) or pass / fail"))
+    note: str = field(metadata=doc())
+    author: str = field(metadata=doc("who labelled: the API key's id, a user name, or the CSV's author column"))
+    labelled_at: float = field(metadata=doc())
 
     @classmethod
     def from_row(cls, row: Any) -> Label:

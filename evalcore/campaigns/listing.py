@@ -7,19 +7,20 @@ dashboard's list and pickers, `campaigns list` and the API's list agree.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
 from evalcore.access import Principal, owned, scope
 from evalcore.campaigns.queries import list_campaigns
-from evalcore.campaigns.records import Campaign
+from evalcore.campaigns.records import Campaign, CampaignKind
 from evalcore.datasets import DEFAULT_DATASET
 from evalcore.errors import EvalError
 from evalcore.metrics.registry import MEASURES, display_order, verdict_basis
+from evalcore.shapes import doc
 from evalcore.store import Store
 from evalcore.suites import Suite, list_suites
-from evalcore.targets.config import retriever_text
+from evalcore.targets.config import TargetConfig
 from evalcore.targets.presets import DEFAULTS
 from evalcore.targets.saved import list_targets
 
@@ -39,25 +40,19 @@ def dataset_label(source: str) -> str:
 class Settings:
     """The settings that tell configurations apart at a glance; `top_k` counts the chunks a question retrieves."""
 
-    retriever: str
-    reranker: str
-    generator: str
-    top_k: int | None
+    retriever: str = field(metadata=doc())
+    reranker: str = field(metadata=doc())
+    generator: str = field(metadata=doc("the model of an OpenAI-compatible generator, else the generator"))
+    top_k: int | None = field(metadata=doc("chunks each question retrieves (after the reranker when there is one)"))
 
     @classmethod
-    def of(cls, config: Mapping[str, Any]) -> Settings:
-        """From a stored configuration snapshot (its flat keys)."""
-        kind = config.get("kind", "rag")
-        if kind != "rag":
-            label = {"http_agent": "HTTP agent", "results_file": "results file"}.get(kind, kind)
+    def of(cls, config: TargetConfig) -> Settings:
+        """From a configuration (a stored snapshot's `target`)."""
+        if config.kind != "rag":
+            label = {"http_agent": "HTTP agent", "results_file": "results file"}.get(config.kind, config.kind)
             return cls(label, "—", label, None)
-        retriever = retriever_text(str(config.get("retriever", "")), str(config.get("fusion", "")),
-                                   str(config.get("embedding_model", "")))
-        reranker = config.get("reranker", "none")
-        generator = {"openai": config.get("model") or "openai", "local": "local model"}.get(
-            config.get("generator", ""), config.get("generator", ""))
-        top_k = config.get("rerank_top_k") if reranker != "none" else config.get("embedding_top_k")
-        return cls(retriever.strip(), reranker, generator, top_k)
+        top_k = config.rerank_top_k if config.reranker != "none" else config.embedding_top_k
+        return cls(config.retriever_label.strip(), config.reranker, config.generator_label, top_k)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
@@ -69,10 +64,11 @@ class Settings:
 class CampaignRow:
     """A campaign as a list shows it: the record, its dataset or suite name, key settings and headline means."""
 
-    campaign: Campaign
-    source_name: str
-    settings: Settings
-    headline: dict[str, float]  # mean of each headline measure the campaign has
+    campaign: Campaign = field(metadata=doc(flatten=True))
+    source_name: str = field(metadata=doc("the dataset id, or the suite's name"))
+    settings: Settings = field(metadata=doc())
+    headline: dict[str, float] = field(metadata=doc("mean of each headline measure the campaign has (those that "
+                                                    "decide a question's verdict in a comparison)"))
 
     def cell(self, key: str) -> Any:
         """The value a list sorts on (None when absent)."""
@@ -101,7 +97,7 @@ def campaign_rows(store: Store, tenant: str | None = None, *, principal: Princip
     campaigns = list(campaigns) if campaigns is not None else list_campaigns(store, tenant, principal=principal)
     means = means if means is not None else headline_means(store, [c.id for c in campaigns])
     suites = suite_names(store, scope(principal, tenant))
-    return [CampaignRow(c, source_name(c.kind, c.source, suites), Settings.of(c.config), means.get(c.id, {}))
+    return [CampaignRow(c, source_name(c.kind, c.source, suites), Settings.of(c.config.target), means.get(c.id, {}))
             for c in campaigns]
 
 
@@ -125,7 +121,7 @@ def suite_names(store: Store, tenant: str | None) -> dict[str, str]:
 def source_name(kind: str, source: str, suites: Mapping[str, str]) -> str:
     """The questions of a campaign as people name them: its suite's name (a suite campaign's source is the suite's
     id), or its dataset's folder name."""
-    return suites.get(source, source) if kind == "suite" else dataset_label(source)
+    return suites.get(source, source) if kind == CampaignKind.SUITE else dataset_label(source)
 
 
 def search_rows(rows: Sequence[CampaignRow], text: str | None) -> list[CampaignRow]:
@@ -168,8 +164,8 @@ def suite_rows(store: Store, tenant: str | None = None, *, principal: Principal 
     out = []
     for suite in list_suites(store, tenant, principal=principal):
         target = targets.get(suite.target_id)
-        config = target.config if target else DEFAULTS.config.to_dict()
+        config = target.config.target if target else DEFAULTS.config
         name = (target.name or target.id) if target else DEFAULTS.label.split(" (")[0]
-        out.append(SuiteRow(suite, dataset_label(str(config.get("knowledge_base", ""))), name, Settings.of(config),
+        out.append(SuiteRow(suite, dataset_label(config.knowledge_base), name, Settings.of(config),
                             last.get(suite.id)))
     return out

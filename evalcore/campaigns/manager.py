@@ -20,6 +20,7 @@ from evalcore.campaigns.records import (
     DEFAULT_MAX_FAILED_SHARE,
     DEFAULT_TIME_LIMIT_S,
     Campaign,
+    CampaignKind,
     Question,
     RunOptions,
     run_option_problem,
@@ -244,7 +245,8 @@ class CampaignManager:
             options = replace(options, graded_thresholds=plan.graded.marks() if plan.graded else {})
             record = {
                 "id": campaign_id, "name": campaign_name(name, config), "tenant": tenant,
-                "kind": "suite" if suite else "dataset", "source": suite_id if suite else str(dataset),
+                "kind": str(CampaignKind.SUITE if suite else CampaignKind.DATASET),
+                "source": suite_id if suite else str(dataset),
                 "suite_id": suite_id, "target_id": target_id, "total": len(questions),
                 "config": dumps(config.to_dict()), "dataset_hash": corpus.content_hash, "use_judge": int(use_judge),
                 "judges": dumps(list(judge_names)), "cache": int(cache), "options": dumps(options.to_dict()),

@@ -11,20 +11,32 @@ import json
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from enum import StrEnum
+from typing import Any, ClassVar
 
 from evalcore import store
 from evalcore.campaigns.pace import estimate
 from evalcore.diagnosis import Stage
-from evalcore.judges import Verdict
+from evalcore.judges import JudgeResult, Verdict
 from evalcore.lifecycle import CampaignStatus
 from evalcore.metrics.graded import stored_values
+from evalcore.shapes import Key, doc
 from evalcore.targets.base import Retrieved
+from evalcore.targets.config import Snapshot
 
 Row = store.Row | Mapping[str, Any]
 
 
+class CampaignKind(StrEnum):
+    """What a campaign asks: a dataset's questions, or a suite's cases."""
+
+    DATASET = "dataset"
+    SUITE = "suite"
+
+
+DIAGNOSIS = ("the stage the question failed at: retrieval miss, ranking miss, generation miss, ok, unlabeled or "
+             "failed (null or 'not attributed': stored before failure attribution existed)")
 DEFAULT_TIME_LIMIT_S = 240.0
 DEFAULT_MAX_FAILED_SHARE = 0.5
 # The run options' bounds, inclusive (time_limit excludes 0): the engine enforces them, the faces show them.
@@ -46,15 +58,19 @@ def run_option_problem(name: str, value: float | None) -> str | None:
 class RunOptions:
     """How a campaign runs (not what it runs): stored with it, reused by resume and retry."""
 
-    concurrency: int
-    time_limit: float = DEFAULT_TIME_LIMIT_S
-    max_failed_share: float = DEFAULT_MAX_FAILED_SHARE
-    judge_samples: int = 1  # each judge asked this many times; the verdict carries their spread
-    dataset_path: str | None = None  # where the dataset was loaded from (absolute), for resume
-    # Evaluation tasks: role (chat, rerank) -> which model it got and why (an id, the operator's default, none).
-    models: Mapping[str, str] = field(default_factory=dict)
-    # Graded retrieval: measure -> the pass mark its results used (fixed at launch, kept on resume).
-    graded_thresholds: Mapping[str, float] = field(default_factory=dict)
+    concurrency: int = field(metadata=doc("questions in flight at once"))
+    time_limit: float = field(default=DEFAULT_TIME_LIMIT_S, metadata=doc("seconds a question may take"))
+    max_failed_share: float = field(default=DEFAULT_MAX_FAILED_SHARE,
+                                    metadata=doc("the share of failed questions that stops the campaign"))
+    judge_samples: int = field(default=1, metadata=doc("each judge asked this many times; the verdict carries "
+                                                       "their spread"))
+    dataset_path: str | None = field(default=None, metadata=doc("where the dataset was loaded from (absolute), for "
+                                                                "resume", optional=True, private=True))
+    models: Mapping[str, str] = field(default_factory=dict, metadata=doc(
+        "evaluation tasks: role (chat, rerank) -> which model it got and why (an id, the operator's default, none)",
+        optional=True))
+    graded_thresholds: Mapping[str, float] = field(default_factory=dict, metadata=doc(
+        "graded retrieval: measure -> the pass mark its results used (fixed at launch, kept on resume)", optional=True))
 
     def to_dict(self) -> dict[str, Any]:
         """The stored JSON; dataset_path and models only when known."""
@@ -85,13 +101,15 @@ class Progress:
     questions go (over the last half minute while running, over the session once ended) and the time the
     current stage has left at its recent rate."""
 
-    finished: int
-    total: int
-    rate_per_s: float | None
-    eta_s: float | None
-    stage: str | None = None
-    stage_done: int | None = None
-    stage_total: int | None = None
+    finished: int = field(metadata=doc())
+    total: int = field(metadata=doc())
+    rate_per_s: float | None = field(metadata=doc("questions per second over the last half minute (the session's "
+                                                  "average once ended)"))
+    eta_s: float | None = field(metadata=doc("seconds left in the current stage at its recent rate (null: unknown)"))
+    stage: str | None = field(default=None, metadata=doc("the index build's step, e.g. 'embedding the corpus with "
+                                                         "use'; null once questions run"))
+    stage_done: int | None = field(default=None, metadata=doc("chunks done in that step"))
+    stage_total: int | None = field(default=None, metadata=doc("chunks of that step"))
 
     @property
     def share(self) -> float:
@@ -110,43 +128,53 @@ class Progress:
 class Campaign:
     """One run of a target over a dataset or a suite, with its configuration snapshot."""
 
-    id: str
-    name: str  # given at launch or made from the configuration; editable
-    tenant: str
-    kind: str  # "dataset" | "suite"
-    source: str  # the dataset reference or the suite id
-    suite_id: str | None
-    target_id: str | None
-    status: CampaignStatus
-    error: str | None
-    total: int
-    finished: int
-    failed: int
-    created_at: float
-    started_at: float | None
-    ended_at: float | None
-    heartbeat: float | None
-    session_finished: int  # finished when the current session started (its rate counts from there)
-    cancel_requested: bool
-    config: dict[str, Any]
-    dataset_hash: str | None
-    use_judge: bool
-    judges: tuple[str, ...]
-    cache: bool
-    cache_hits: int
-    options: RunOptions
-    stage: str | None
-    stage_done: int | None = None  # the stage's units done of stage_total (chunks of the index build)
-    stage_total: int | None = None
-    pace_rate: float | None = None  # the current stage's units per second over the half minute before pace_at
-    pace_at: float | None = None  # the latest sample of the current stage: pace_done units were done then
-    pace_done: int | None = None
+    id: str = field(metadata=doc())
+    name: str = field(metadata=doc("given at launch, or made from the configuration's distinguishing settings; "
+                                   "editable"))
+    tenant: str = field(metadata=doc())
+    kind: CampaignKind = field(metadata=doc("dataset or suite"))
+    source: str = field(metadata=doc("the dataset id, or the suite id"))
+    suite_id: str | None = field(metadata=doc())
+    target_id: str | None = field(metadata=doc())
+    status: CampaignStatus = field(metadata=doc("queued (waiting for a worker), pending, running, succeeded, "
+                                                "succeeded_with_failures (every question ran, some failed), failed, "
+                                                "interrupted or cancelled"))
+    error: str | None = field(metadata=doc())
+    total: int = field(metadata=doc())
+    finished: int = field(metadata=doc())
+    failed: int = field(metadata=doc())
+    created_at: float = field(metadata=doc())
+    started_at: float | None = field(metadata=doc())
+    ended_at: float | None = field(metadata=doc())
+    heartbeat: float | None = field(metadata=doc())
+    session_finished: int = field(metadata=doc("finished when the current session started (its rate counts from "
+                                               "there)"))
+    cancel_requested: bool = field(metadata=doc())
+    config: Snapshot = field(metadata=doc("the configuration snapshot: every key as stored at launch"))
+    dataset_hash: str | None = field(metadata=doc())
+    use_judge: bool = field(metadata=doc())
+    judges: tuple[str, ...] = field(metadata=doc())
+    cache: bool = field(metadata=doc())
+    cache_hits: int = field(metadata=doc())
+    options: RunOptions = field(metadata=doc())
+    stage: str | None = field(metadata=doc("the index build's step while it runs, else null"))
+    # The stage's units done of stage_total (chunks of the index build).
+    stage_done: int | None = field(default=None, metadata=doc(hidden=True))
+    stage_total: int | None = field(default=None, metadata=doc(hidden=True))
+    # The current stage's units per second over the half minute before pace_at; at pace_at, pace_done were done.
+    pace_rate: float | None = field(default=None, metadata=doc(hidden=True))
+    pace_at: float | None = field(default=None, metadata=doc(hidden=True))
+    pace_done: int | None = field(default=None, metadata=doc(hidden=True))
 
-    COLUMNS = (
-        "id, name, tenant, kind, source, suite_id, target_id, status, error, total, finished, failed, created_at, "
-        "started_at, ended_at, heartbeat, session_finished, cancel_requested, config, dataset_hash, use_judge, "
-        "judges, cache, cache_hits, options, stage, stage_done, stage_total, pace_rate, pace_at, pace_done"
-    )
+    COLUMNS: ClassVar[str]  # every field, as the campaigns table's columns (set below the class)
+    JSON_EXTRA = (Key("status_code", int, "0 queued or pending, 1 running, 2 succeeded (with or without failures), "
+                      "3 otherwise"),
+                  Key("status_text", str, "the status as people read it, e.g. 'succeeded with 3 failed'"),
+                  Key("progress", Progress))
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.config, Snapshot):  # a campaign built in code from a plain dict of keys
+            object.__setattr__(self, "config", Snapshot(self.config))
 
     @property
     def active(self) -> bool:
@@ -178,13 +206,14 @@ class Campaign:
     def from_row(cls, row: Row) -> Campaign:
         """From a campaigns row (JSON columns decoded)."""
         return cls(
-            id=row["id"], name=row["name"] or row["id"], tenant=row["tenant"], kind=row["kind"], source=row["source"],
-            suite_id=row["suite_id"],
+            id=row["id"], name=row["name"] or row["id"], tenant=row["tenant"], kind=CampaignKind(row["kind"]),
+            source=row["source"], suite_id=row["suite_id"],
             target_id=row["target_id"], status=CampaignStatus(row["status"]), error=row["error"], total=row["total"],
             finished=row["finished"], failed=row["failed"], created_at=row["created_at"],
             started_at=row["started_at"], ended_at=row["ended_at"], heartbeat=row["heartbeat"],
             session_finished=row["session_finished"], cancel_requested=bool(row["cancel_requested"]),
-            config=json.loads(row["config"]), dataset_hash=row["dataset_hash"], use_judge=bool(row["use_judge"]),
+            config=Snapshot(json.loads(row["config"])), dataset_hash=row["dataset_hash"],
+            use_judge=bool(row["use_judge"]),
             judges=tuple(json.loads(row["judges"])), cache=bool(row["cache"]), cache_hits=row["cache_hits"],
             options=RunOptions.from_dict(json.loads(row["options"])), stage=row["stage"],
             stage_done=row["stage_done"], stage_total=row["stage_total"], pace_rate=row["pace_rate"],
@@ -201,7 +230,7 @@ class Campaign:
     def to_dict(self) -> dict[str, Any]:
         """JSON shape: every column, the numeric status and the progress."""
         return {
-            "id": self.id, "name": self.name, "tenant": self.tenant, "kind": self.kind, "source": self.source,
+            "id": self.id, "name": self.name, "tenant": self.tenant, "kind": str(self.kind), "source": self.source,
             "suite_id": self.suite_id, "target_id": self.target_id, "status": self.status.value,
             "error": self.error, "total": self.total, "finished": self.finished, "failed": self.failed,
             "created_at": self.created_at, "started_at": self.started_at, "ended_at": self.ended_at,
@@ -217,14 +246,17 @@ class Campaign:
 class Question:
     """One question of a campaign's snapshot: what was asked and what a good answer is."""
 
-    position: int
-    qid: int
-    text: str
-    expected_answer: str | None = None
-    references: tuple[str, ...] = ()
-    relevant: dict[int, int] | None = None  # passage id -> qrels label; None when unlabeled
-    expected_sources: tuple[str, ...] = ()
-    answerable: bool | None = None  # False: declining is the right answer; None: not known (no abstention measures)
+    position: int = field(metadata=doc("its place in the campaign's snapshot"))
+    qid: int = field(metadata=doc("the dataset's question id (a suite's case number)"))
+    text: str = field(metadata=doc(key="question"))
+    expected_answer: str | None = field(default=None, metadata=doc())
+    references: tuple[str, ...] = field(default=(), metadata=doc())
+    relevant: dict[int, int] | None = field(default=None, metadata=doc("passage id -> qrels label; null when "
+                                                                       "unlabeled"))
+    expected_sources: tuple[str, ...] = field(default=(), metadata=doc())
+    answerable: bool | None = field(default=None, metadata=doc(
+        "false: declining is the right answer (an unanswerable marker or the dataset's answerable column); null: "
+        "no reference answer"))
 
     @classmethod
     def from_row(cls, row: Row | Mapping[str, Any]) -> Question:
@@ -248,9 +280,10 @@ class Question:
 class Source:
     """A document an answer drew on: a passage id (or an external target's own id), its title and file name."""
 
-    id: int | str | None
-    title: str
-    file_name: str = ""
+    id: int | str | None = field(metadata=doc())
+    title: str = field(metadata=doc())
+    file_name: str = field(default="", metadata=doc("the file an agent named for it (file_name, filename, source, "
+                                                    "path, url or agent_source_file), matched by expected sources"))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
@@ -272,27 +305,33 @@ class Outcome:
     `queries` are the texts a query transformation retrieved with (empty without one).
     """
 
-    answer: str | None = None
-    retrieved: tuple[Retrieved, ...] = ()
-    context: tuple[Retrieved, ...] = ()
-    sources: tuple[Source, ...] = ()
-    measures: dict[str, float] = field(default_factory=dict)
-    signatures: dict[str, str] = field(default_factory=dict)
-    results: dict[str, str] = field(default_factory=dict)
-    judges: dict[str, Verdict] = field(default_factory=dict)
-    latency_s: float | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    error: str | None = None
-    notes: tuple[str, ...] = ()
-    diagnosis: str | None = None
-    queries: tuple[str, ...] = ()
+    answer: str | None = field(default=None, metadata=doc())
+    retrieved: tuple[Retrieved, ...] = field(default=(), metadata=doc())
+    context: tuple[Retrieved, ...] = field(default=(), metadata=doc("what the answer was built from (the judges see "
+                                                                    "exactly this)"))
+    sources: tuple[Source, ...] = field(default=(), metadata=doc("the documents of the context"))
+    measures: dict[str, float] = field(default_factory=dict, metadata=doc())
+    signatures: dict[str, str] = field(default_factory=dict, metadata=doc())
+    results: dict[str, JudgeResult] = field(default_factory=dict, metadata=doc(
+        "pass, fail or unknown of the measures with a pass mark"))
+    judges: dict[str, Verdict] = field(default_factory=dict, metadata=doc())
+    latency_s: float | None = field(default=None, metadata=doc())
+    prompt_tokens: int = field(default=0, metadata=doc())
+    completion_tokens: int = field(default=0, metadata=doc())
+    error: str | None = field(default=None, metadata=doc())
+    notes: tuple[str, ...] = field(default=(), metadata=doc())
+    diagnosis: Stage | None = field(default=None, metadata=doc(DIAGNOSIS))
+    queries: tuple[str, ...] = field(default=(), metadata=doc("the texts a query transformation retrieved with (a "
+                                                              "rewrite, the multi-query rewrites, a HyDE passage); "
+                                                              "empty without one"))
+
+    JSON_EXTRA = (Key("judge_prompt_tokens", int), Key("judge_completion_tokens", int))
 
     @classmethod
     def failed(cls, error: str, latency_s: float | None, tokens: tuple[int, int] = (0, 0)) -> Outcome:
         """A question that produced no answer (keeping the tokens of the calls that did succeed)."""
         return cls(error=error, latency_s=latency_s, prompt_tokens=tokens[0], completion_tokens=tokens[1],
-                   diagnosis=Stage.FAILED.value)
+                   diagnosis=Stage.FAILED)
 
     @property
     def judge_tokens(self) -> tuple[int, int]:
@@ -313,11 +352,13 @@ class Outcome:
             sources=tuple(Source(s["id"], s["title"], s.get("file_name") or "") for s in loaded(row["sources"]))
             if row["sources"] not in (None, "")
             else sources_of(context),
-            measures=stored_values(row["measures"]), results=stored_values(row["results"]),
+            measures=stored_values(row["measures"]),
+            results={name: JudgeResult(value) for name, value in stored_values(row["results"]).items()},
             signatures=signatures,
             judges={name: Verdict.from_dict(v) for name, v in loaded(row["judges"]).items()},
             latency_s=row["latency_s"], prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
-            error=row["error"], notes=tuple(loaded(row["notes"])), diagnosis=row["diagnosis"],
+            error=row["error"], notes=tuple(loaded(row["notes"])),
+            diagnosis=Stage(row["diagnosis"]) if row["diagnosis"] else None,
             queries=tuple(loaded(row["queries"])),
         )
 
@@ -326,12 +367,12 @@ class Outcome:
         return {"answer": self.answer, "retrieved": [retrieved_to_json(h) for h in self.retrieved],
                 "context": [retrieved_to_json(h) for h in self.context],
                 "sources": [s.to_dict() for s in self.sources], "measures": self.measures,
-                "signatures": self.signatures, "results": self.results,
+                "signatures": self.signatures, "results": {name: str(value) for name, value in self.results.items()},
                 "judges": {n: v.to_dict() for n, v in self.judges.items()},
                 "latency_s": self.latency_s, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens, "judge_prompt_tokens": self.judge_tokens[0],
                 "judge_completion_tokens": self.judge_tokens[1], "error": self.error, "notes": list(self.notes),
-                "diagnosis": self.diagnosis, "queries": list(self.queries)}
+                "diagnosis": str(self.diagnosis) if self.diagnosis else None, "queries": list(self.queries)}
 
 
 def loaded(value: Any) -> Any:
@@ -366,9 +407,9 @@ def retrieved_from_json(data: Mapping[str, Any]) -> Retrieved:
 class QuestionResult:
     """A finished question: the snapshot, its outcome, and how many times it was run."""
 
-    question: Question
-    outcome: Outcome
-    attempts: int = 1
+    question: Question = field(metadata=doc(flatten=True))
+    outcome: Outcome = field(metadata=doc(flatten=True))
+    attempts: int = field(default=1, metadata=doc("how many times it was run"))
 
     def to_dict(self) -> dict[str, Any]:
         """One flat JSON object per question, as the API and the JSONL export give it."""
@@ -379,8 +420,8 @@ class QuestionResult:
 class Aggregate:
     """A measure over a campaign: the mean over the questions where it is present, and their count."""
 
-    mean: float | None
-    count: int
+    mean: float | None = field(metadata=doc())
+    count: int = field(metadata=doc("the questions that have the measure"))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
@@ -391,8 +432,10 @@ class Aggregate:
 class Tokens:
     """Tokens consumed."""
 
-    prompt: int
-    completion: int
+    prompt: int = field(metadata=doc())
+    completion: int = field(metadata=doc())
+
+    JSON_EXTRA = (Key("total", int),)
 
     @property
     def total(self) -> int:
@@ -413,16 +456,20 @@ class Summary:
     judge for want of a reference answer, `cut` the questions whose context was cut to fit the judge model.
     """
 
-    answered: int
-    failed: int
-    sources_found_rate: float | None
-    mean_coverage: float | None
-    mean_judge_score: float | None
-    mean_latency_s: float | None
-    tokens: Tokens
-    judge_tokens: Tokens = Tokens(0, 0)
-    skipped: dict[str, int] = field(default_factory=dict)
-    cut: dict[str, int] = field(default_factory=dict)
+    answered: int = field(metadata=doc())
+    failed: int = field(metadata=doc())
+    sources_found_rate: float | None = field(metadata=doc())
+    mean_coverage: float | None = field(metadata=doc())
+    mean_judge_score: float | None = field(metadata=doc())
+    mean_latency_s: float | None = field(metadata=doc())
+    tokens: Tokens = field(metadata=doc("the answers' model calls"))
+    judge_tokens: Tokens = field(default=Tokens(0, 0), metadata=doc("the judges' model calls"))
+    skipped: dict[str, int] = field(default_factory=dict, metadata=doc(
+        "per judge, questions not judged for want of a reference answer"))
+    cut: dict[str, int] = field(default_factory=dict, metadata=doc(
+        "per judge, questions whose context was cut to fit the judge model's context window"))
+
+    JSON_EXTRA = (Key("total_tokens", int),)
 
     @property
     def total_tokens(self) -> int:
@@ -436,3 +483,6 @@ class Summary:
                 "mean_latency_s": self.mean_latency_s, "tokens": self.tokens.to_dict(),
                 "judge_tokens": self.judge_tokens.to_dict(), "total_tokens": self.total_tokens,
                 "skipped": self.skipped, "cut": self.cut}
+
+
+Campaign.COLUMNS = ", ".join(f.name for f in fields(Campaign))

@@ -298,7 +298,7 @@ def format_sweep(sweep: Sweep, measures: list[str] | None = None) -> list[str]:
         cells = []
         for name, cell_width in zip(names, widths, strict=False):
             mean = row.measures[name].mean if name in row.measures else None
-            mark = "*" if (row.deltas or {}).get(name, {}).get("significant") else " "
+            mark = "*" if (delta := (row.deltas or {}).get(name)) and delta.significant else " "
             cells.append(f"{num(mean):>{cell_width}}{mark}")
         lines.append(f"{row.value!s:>{width}} " + " ".join(cells))
     lines.append("* significantly different from the baseline (p < 0.05)")

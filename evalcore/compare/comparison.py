@@ -25,7 +25,6 @@ from evalcore.compare.deltas import (
     CampaignHeader,
     Change,
     Comparison,
-    McNemar,
     MeasureDelta,
     Paired,
     Passage,
@@ -35,6 +34,7 @@ from evalcore.compare.deltas import (
 )
 from evalcore.compare.pairing import previous
 from evalcore.errors import EvalError
+from evalcore.judges import JudgeResult
 from evalcore.metrics import MEASURES, sources_found, tolerance_of, verdict_basis
 from evalcore.relevance import is_relevant
 from evalcore.store import Store
@@ -58,8 +58,8 @@ def row_values(result: QuestionResult) -> dict[str, float]:
         if verdict.score is not None and is_number(verdict.score):
             values.setdefault(f"judge.{name}", float(verdict.score))
         measure = MEASURES.get(f"judge.{name}")
-        if verdict.result in ("pass", "fail") and not (measure and measure.binary):
-            values[f"judge.{name}{PASS_SUFFIX}"] = 1.0 if verdict.result == "pass" else 0.0
+        if verdict.result in (JudgeResult.PASS, JudgeResult.FAIL) and not (measure and measure.binary):
+            values[f"judge.{name}{PASS_SUFFIX}"] = 1.0 if verdict.result == JudgeResult.PASS else 0.0
     return values
 
 
@@ -231,8 +231,7 @@ def measure_entry(name: str, values: Paired, interval: stats.BootstrapMean | Non
     binary = is_binary(name, values)
     mcnemar = None
     if binary:
-        test = stats.mcnemar_exact((values.a >= 0.5).tolist(), (values.b >= 0.5).tolist())
-        mcnemar = McNemar(test["only_a"], test["only_b"], test["p_value"])
+        mcnemar = stats.mcnemar_exact((values.a >= 0.5).tolist(), (values.b >= 0.5).tolist())
     p_value = mcnemar.p_value if mcnemar else p_random
     better = higher_is_better(name)
     significant = p_value < stats.ALPHA

@@ -13,11 +13,15 @@ import numpy as np
 
 from evalcore import diagnosis
 from evalcore.campaigns import Campaign
+from evalcore.campaigns.records import CampaignKind
 from evalcore.compare import power
-from evalcore.diagnosis import Transition
+from evalcore.compare.stats import McNemar
+from evalcore.diagnosis import Stage, Transition
 from evalcore.errors import EvalError
 from evalcore.judges import Verdict
 from evalcore.metrics import MEASURES, tolerance_of
+from evalcore.shapes import Key, doc
+from evalcore.targets.config import Snapshot
 
 PASS_SUFFIX = ":pass"
 EPSILON = 1e-9
@@ -57,15 +61,15 @@ def verdict_by(basis: str, a: float, b: float, tolerance: float = 0.0) -> Change
 class CampaignHeader:
     """The fields of a campaign a comparison repeats."""
 
-    id: str
-    kind: str
-    source: str
-    status: str
-    dataset_hash: str | None
-    config: dict[str, Any]
-    total: int
-    finished: int
-    failed: int
+    id: str = field(metadata=doc())
+    kind: CampaignKind = field(metadata=doc("dataset or suite"))
+    source: str = field(metadata=doc("the dataset reference, or the suite id"))
+    status: str = field(metadata=doc())
+    dataset_hash: str | None = field(metadata=doc())
+    config: Snapshot = field(metadata=doc("the configuration snapshot"))
+    total: int = field(metadata=doc())
+    finished: int = field(metadata=doc())
+    failed: int = field(metadata=doc())
 
     @classmethod
     def of(cls, campaign: Campaign) -> CampaignHeader:
@@ -75,15 +79,15 @@ class CampaignHeader:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
-        return dict(self.__dict__)
+        return {**self.__dict__, "kind": str(self.kind)}
 
 
 @dataclass(frozen=True)
 class Passage:
     """A relevant passage that entered or left the retrieved list."""
 
-    pid: int
-    title: str
+    pid: int = field(metadata=doc())
+    title: str = field(metadata=doc())
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
@@ -94,27 +98,34 @@ class Passage:
 class QuestionDiff:
     """One line of the per-question table: the verdict, its basis, and what changed."""
 
-    qid: int
-    question: str
-    answer_a: str | None
-    answer_b: str | None
-    verdict: Change
-    basis: str | None  # the measure that decided, "error", or None
-    a: float | None
-    b: float | None
-    error_a: str | None = None
-    error_b: str | None = None
-    answer_changed: bool | None = None
-    entered: tuple[Passage, ...] = ()
-    left: tuple[Passage, ...] = ()
-    sources_entered: tuple[str, ...] | None = None  # suites only: expected sources found in B, not in A
-    sources_left: tuple[str, ...] | None = None
-    diagnosis_a: str | None = None  # the stage the question failed at in A (evalcore.diagnosis), None when not asked
-    diagnosis_b: str | None = None
-    queries_a: tuple[str, ...] = ()  # what a query transformation retrieved with, in each campaign
-    queries_b: tuple[str, ...] = ()
-    judges_a: dict[str, Verdict] = field(default_factory=dict)  # each judge's verdict on the answer, by judge
-    judges_b: dict[str, Verdict] = field(default_factory=dict)
+    qid: int = field(metadata=doc())
+    question: str = field(metadata=doc())
+    answer_a: str | None = field(metadata=doc())
+    answer_b: str | None = field(metadata=doc())
+    verdict: Change = field(metadata=doc("better, worse, same, new, removed or unscored"))
+    basis: str | None = field(metadata=doc("the measure that decided, or 'error'"))
+    a: float | None = field(metadata=doc("the deciding measure's value in A"))
+    b: float | None = field(metadata=doc("the deciding measure's value in B"))
+    error_a: str | None = field(default=None, metadata=doc())
+    error_b: str | None = field(default=None, metadata=doc())
+    answer_changed: bool | None = field(default=None, metadata=doc())
+    entered: tuple[Passage, ...] = field(default=(), metadata=doc("relevant passages retrieved in B, not in A"))
+    left: tuple[Passage, ...] = field(default=(), metadata=doc("relevant passages retrieved in A, not in B"))
+    sources_entered: tuple[str, ...] | None = field(default=None, metadata=doc(
+        "suites only: expected sources found in B, not in A", optional=True))
+    sources_left: tuple[str, ...] | None = field(default=None, metadata=doc(
+        "suites only: expected sources found in A, not in B", optional=True))
+    diagnosis_a: Stage | None = field(default=None, metadata=doc(
+        "its failure stage in A (null when A did not ask it)"))
+    diagnosis_b: Stage | None = field(default=None, metadata=doc(
+        "its failure stage in B (null when B did not ask it)"))
+    queries_a: tuple[str, ...] = field(default=(), metadata=doc(
+        "the query transformation's texts in A (empty without one)"))
+    queries_b: tuple[str, ...] = field(default=(), metadata=doc("the query transformation's texts in B"))
+    judges_a: dict[str, Verdict] = field(default_factory=dict, metadata=doc(
+        "each judge's verdict on A's answer, by judge (judged questions only)", optional=True))
+    judges_b: dict[str, Verdict] = field(default_factory=dict, metadata=doc(
+        "each judge's verdict on B's answer, by judge (judged questions only)", optional=True))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape (sources_* only for questions with expected sources, judges_* only for judged ones)."""
@@ -123,7 +134,7 @@ class QuestionDiff:
             "verdict": self.verdict.value, "basis": self.basis, "a": self.a, "b": self.b, "error_a": self.error_a,
             "error_b": self.error_b, "answer_changed": self.answer_changed,
             "entered": [p.to_dict() for p in self.entered], "left": [p.to_dict() for p in self.left],
-            "diagnosis_a": self.diagnosis_a, "diagnosis_b": self.diagnosis_b,
+            "diagnosis_a": stage_text(self.diagnosis_a), "diagnosis_b": stage_text(self.diagnosis_b),
             "queries_a": list(self.queries_a), "queries_b": list(self.queries_b),
         }
         if self.sources_entered is not None:
@@ -143,6 +154,8 @@ class QuestionDiff:
                       "left": tuple(Passage(**p) for p in data["left"]),
                       "sources_entered": None if sources is None else tuple(sources),
                       "sources_left": None if sources is None else tuple(data["sources_left"]),
+                      "diagnosis_a": stage_of(data.get("diagnosis_a")),
+                      "diagnosis_b": stage_of(data.get("diagnosis_b")),
                       "queries_a": tuple(data.get("queries_a", ())), "queries_b": tuple(data.get("queries_b", ())),
                       "judges_a": verdicts_of(data.get("judges_a")), "judges_b": verdicts_of(data.get("judges_b"))})
 
@@ -152,13 +165,14 @@ def verdicts_of(data: Mapping[str, Any] | None) -> dict[str, Verdict]:
     return {name: Verdict.from_dict(v) for name, v in (data or {}).items()}
 
 
-@dataclass(frozen=True)
-class McNemar:
-    """Exact McNemar test of paired pass/fail outcomes."""
+def stage_text(stage: Stage | None) -> str | None:
+    """A stage as JSON gives it."""
+    return str(stage) if stage else None
 
-    only_a: int
-    only_b: int
-    p_value: float
+
+def stage_of(text: str | None) -> Stage | None:
+    """A stored stage back (None when the question was not asked or not attributed)."""
+    return Stage(text) if text else None
 
 
 @dataclass(frozen=True)
@@ -171,31 +185,38 @@ class MeasureDelta:
     (evalcore.compare.power). They are None when `power_note` says why they cannot be computed.
     """
 
-    measure: str
-    n: int
-    mean_a: float
-    mean_b: float
-    delta: float
-    ci_low: float | None
-    ci_high: float | None
-    p_randomization: float
-    randomization: str  # "exact" | "sampled"
-    higher_is_better: bool
-    binary: bool
-    p_value: float
-    test: str
-    significant: bool
-    improved: bool
-    mcnemar: McNemar | None = None
-    sd_diff: float | None = None
-    se_bootstrap: float | None = None
-    mde: float | None = None
-    mde_bootstrap: float | None = None
-    effect: float = power.EFFECT
-    n_required: int | None = None
-    power_note: str | None = None
-    changed: int | None = None  # questions whose value differs between A and B
-    one_way: bool | None = None  # every one of them moved in the same direction
+    measure: str = field(metadata=doc())
+    n: int = field(metadata=doc("the common questions that have the measure in both campaigns"))
+    mean_a: float = field(metadata=doc())
+    mean_b: float = field(metadata=doc())
+    delta: float = field(metadata=doc("mean_b - mean_a"))
+    ci_low: float | None = field(metadata=doc("the 95% bootstrap interval of delta"))
+    ci_high: float | None = field(metadata=doc())
+    p_randomization: float = field(metadata=doc("the paired randomization test's p-value"))
+    randomization: str = field(metadata=doc("exact or sampled"))
+    higher_is_better: bool = field(metadata=doc())
+    binary: bool = field(metadata=doc())
+    p_value: float = field(metadata=doc("the p-value of `test`"))
+    test: str = field(metadata=doc())
+    significant: bool = field(metadata=doc())
+    improved: bool = field(metadata=doc())
+    mcnemar: McNemar | None = field(default=None, metadata=doc("binary measures: the exact McNemar test",
+                                                               optional=True))
+    sd_diff: float | None = field(default=None, metadata=doc(
+        "standard deviation of the per-question differences B - A"))
+    se_bootstrap: float | None = field(default=None, metadata=doc("bootstrap standard error of the mean difference"))
+    mde: float | None = field(default=None, metadata=doc(
+        "smallest difference the paired t-test detects with 80% power at alpha 0.05 given n and sd_diff (null when "
+        "power_note says why not)"))
+    mde_bootstrap: float | None = field(default=None, metadata=doc("(z_0.975 + z_0.8) * se_bootstrap: a check on mde"))
+    effect: float = field(default=power.EFFECT, metadata=doc(
+        "the effect size n_required is computed for, in the measure's units"))
+    n_required: int | None = field(default=None, metadata=doc(
+        "questions needed to detect effect with 80% power at alpha 0.05"))
+    power_note: str | None = field(default=None, metadata=doc(
+        "why mde and n_required are null (fewer than 2 pairs, no spread)"))
+    changed: int | None = field(default=None, metadata=doc("common questions whose value differs between A and B"))
+    one_way: bool | None = field(default=None, metadata=doc("every one of them moved in the same direction"))
 
     @property
     def unchanged(self) -> bool:
@@ -236,7 +257,7 @@ class MeasureDelta:
         """JSON shape."""
         data = {k: v for k, v in self.__dict__.items() if k != "mcnemar"}
         if self.mcnemar is not None:
-            data["mcnemar"] = dict(self.mcnemar.__dict__)
+            data["mcnemar"] = self.mcnemar.to_dict()
         return data
 
     @classmethod
@@ -264,20 +285,36 @@ class Comparison:
     not part of the JSON shape).
     """
 
-    a: CampaignHeader
-    b: CampaignHeader
-    questions: list[QuestionDiff]
-    measures: list[MeasureDelta]
-    warnings: list[str]
-    config_diff: dict[str, list[Any]]
-    seed: int
-    resamples: int
-    notes: list[str] = field(default_factory=list)
-    effect: float = power.EFFECT
-    paired: dict[str, Paired] = field(default_factory=dict)
-    basis: str | None = None  # the measure that decides per-question verdicts first
-    basis_reason: str = ""  # why that one (what changed between the configurations)
-    tolerances: dict[str, float] = field(default_factory=dict)  # asked smallest meaningful differences, by measure
+    a: CampaignHeader = field(metadata=doc("the baseline"))
+    b: CampaignHeader = field(metadata=doc("the candidate"))
+    questions: list[QuestionDiff] = field(metadata=doc())
+    measures: list[MeasureDelta] = field(metadata=doc())
+    warnings: list[str] = field(metadata=doc())
+    config_diff: dict[str, list[Any]] = field(metadata=doc("each key that differs: [A's value, B's value]"))
+    seed: int = field(metadata=doc())
+    resamples: int = field(metadata=doc())
+    notes: list[str] = field(default_factory=list, metadata=doc())
+    effect: float = field(default=power.EFFECT, metadata=doc("the effect size to detect (the `effect` query "
+                                                             "parameter)"))
+    paired: dict[str, Paired] = field(default_factory=dict, metadata=doc(hidden=True))
+    basis: str | None = field(default=None, metadata=doc("the measure deciding per-question verdicts first"))
+    basis_reason: str = field(default="", metadata=doc("why that measure (what changed between the "
+                                                       "configurations)"))
+
+    tolerances: dict[str, float] = field(default_factory=dict, metadata=doc(hidden=True))
+
+    JSON_EXTRA = (Key("verdicts", dict[str, int], "how many questions got each verdict"),
+                  Key("power_warnings", list[str], "measures with no significant difference that could not have "
+                                                   "shown one of the effect size"),
+                  Key("transitions", list[Transition], "how the common questions moved between failure stages "
+                                                       "from A to B (the counts add up to the common questions)"),
+                  Key("power", float, "the power the minimum detectable effects are computed for"),
+                  Key("alpha", float),
+                  Key("verdicts_without_tolerance", dict[str, int], "how many questions would get each verdict if "
+                                                                    "any difference counted"),
+                  Key("tolerance", dict[str, float], "the smallest meaningful difference of each deciding measure"),
+                  Key("unchanged", list[str], "measures with the same value in A and B on every common question"),
+                  Key("disagreements", list[str], "measures whose interval and test disagree, and what that means"))
 
     def tolerance(self, measure: str) -> float:
         """The smallest difference of a question's `measure` that changes its verdict (asked, else the default)."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from evalcore.access import Principal, scope
-from evalcore.campaigns import Campaign
+from evalcore.campaigns import Campaign, CampaignKind
 from evalcore.campaigns.listing import source_name, suite_names
 from evalcore.compare.deltas import ONE_SIDED, Comparison
 from evalcore.compare.pairing import Group, group_of
@@ -227,5 +227,6 @@ def source_names(store: Store, campaigns: Iterable[Campaign], *, principal: Prin
                  tenant: str | None = None) -> dict[Group, str]:
     """How people name each group's questions: `dataset default` (the folder's name), `suite <its name>`."""
     groups = {group_of(c) for c in campaigns}
-    suites = suite_names(store, scope(principal, tenant)) if any(kind == "suite" for kind, _ in groups) else {}
+    has_suites = any(kind == CampaignKind.SUITE for kind, _ in groups)
+    suites = suite_names(store, scope(principal, tenant)) if has_suites else {}
     return {(kind, source): f"{kind} {source_name(kind, source, suites)}" for kind, source in groups}

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import comb
 from typing import Any
 
 import numpy as np
+
+from evalcore.shapes import doc
 
 RESAMPLES = 10_000
 ALPHA = 0.05
@@ -245,12 +247,25 @@ def sign_flip_test(diffs: Sequence[float], *, resamples: int = RESAMPLES, seed: 
     return sign_flip_tests([diffs], resamples=resamples, seed=seed)[0]
 
 
-def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class McNemar:
+    """Exact McNemar test of paired pass/fail outcomes."""
+
+    only_a: int = field(metadata=doc("questions passed in A only"))
+    only_b: int = field(metadata=doc("questions passed in B only"))
+    p_value: float = field(metadata=doc())
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {"only_a": self.only_a, "only_b": self.only_b, "p_value": self.p_value}
+
+
+def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemar:
     """Exact McNemar test on paired pass/fail outcomes: binomial test of the discordant pairs."""
     only_a = sum(1 for x, y in zip(a, b, strict=True) if x and not y)
     only_b = sum(1 for x, y in zip(a, b, strict=True) if y and not x)
     n = only_a + only_b
     if n == 0:
-        return {"only_a": 0, "only_b": 0, "p_value": 1.0}
+        return McNemar(0, 0, 1.0)
     tail = sum(comb(n, i) for i in range(min(only_a, only_b) + 1))
-    return {"only_a": only_a, "only_b": only_b, "p_value": min(1.0, 2 * tail / 2 ** n)}
+    return McNemar(only_a, only_b, min(1.0, 2 * tail / 2 ** n))

@@ -10,7 +10,9 @@ from evalcore.access import Principal
 from evalcore.campaigns import Campaign, QuestionResult
 from evalcore.compare import stats
 from evalcore.compare.comparison import check_draws, compare_results, load, row_values
+from evalcore.compare.deltas import MeasureDelta
 from evalcore.errors import EvalError
+from evalcore.shapes import doc
 from evalcore.store import Store
 from evalcore.targets.config import EXECUTION_KEYS
 
@@ -30,6 +32,27 @@ class MeanCI:
 
 
 @dataclass(frozen=True)
+class SweepDelta:
+    """One measure of a sweep's campaign against the baseline: B - A, its 95% interval, the paired test."""
+
+    delta: float = field(metadata=doc())
+    ci_low: float | None = field(metadata=doc())
+    ci_high: float | None = field(metadata=doc())
+    p_value: float = field(metadata=doc())
+    significant: bool = field(metadata=doc())
+
+    @classmethod
+    def of(cls, measure: MeasureDelta) -> SweepDelta:
+        """The parts of a comparison's delta a sweep shows."""
+        return cls(measure.delta, measure.ci_low, measure.ci_high, measure.p_value, measure.significant)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {"delta": self.delta, "ci_low": self.ci_low, "ci_high": self.ci_high, "p_value": self.p_value,
+                "significant": self.significant}
+
+
+@dataclass(frozen=True)
 class SweepRow:
     """One campaign of a sweep: its value of the varied key, its measures, and how it compares with the baseline."""
 
@@ -37,14 +60,15 @@ class SweepRow:
     value: Any
     measures: dict[str, MeanCI]
     verdicts: dict[str, int] | None = None  # None for the baseline
-    deltas: dict[str, dict[str, Any]] | None = None
+    deltas: dict[str, SweepDelta] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape (verdicts and deltas only for the campaigns after the baseline)."""
         data: dict[str, Any] = {"id": self.id, "value": self.value,
                                 "measures": {name: m.to_dict() for name, m in self.measures.items()}}
         if self.verdicts is not None:
-            data["verdicts"], data["deltas"] = self.verdicts, self.deltas
+            data["verdicts"] = self.verdicts
+            data["deltas"] = {name: d.to_dict() for name, d in (self.deltas or {}).items()}
         return data
 
 
@@ -120,8 +144,7 @@ def sweep_results(campaigns: list[tuple[Campaign, list[QuestionResult]]], *, see
     table = [SweepRow(base.id, sweep_value(base, varied), measure_summary(base_rows, seed=seed, resamples=resamples))]
     for campaign, rows in campaigns[1:]:
         versus = compare_results(base, base_rows, campaign, rows, seed=seed, resamples=resamples)
-        deltas = {m.measure: {"delta": m.delta, "ci_low": m.ci_low, "ci_high": m.ci_high, "p_value": m.p_value,
-                              "significant": m.significant} for m in versus.measures}
+        deltas = {m.measure: SweepDelta.of(m) for m in versus.measures}
         table.append(SweepRow(campaign.id, sweep_value(campaign, varied),
                               measure_summary(rows, seed=seed, resamples=resamples), versus.verdicts, deltas))
         warnings += [f"{campaign.id} vs {base.id}: {w}" for w in versus.warnings

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
+from evalcore.judges import JudgeResult
 from evalcore.metrics import sources_found
 from evalcore.relevance import relevant_ids
 
@@ -86,7 +87,7 @@ class Evidence:
     retrieved: Sequence[Hit]
     context: Sequence[Hit]
     measures: Mapping[str, float]
-    judged: str | None = None
+    judged: JudgeResult | None = None
     error: str | None = None
 
 
@@ -133,8 +134,8 @@ def same_text(hit: Hit, found: Sequence[Hit]) -> bool:
 
 def judged_wrong(evidence: Evidence, marks: GenerationMarks) -> bool:
     """The AI score's pass or fail, else neither ROUGE-L nor coverage at its mark; False with nothing to check."""
-    if evidence.judged in ("pass", "fail"):
-        return evidence.judged == "fail"
+    if evidence.judged in (JudgeResult.PASS, JudgeResult.FAIL):
+        return evidence.judged == JudgeResult.FAIL
     checks = [evidence.measures[name] >= mark for name, mark in (("rougel", marks.rougel), ("coverage", marks.coverage))
               if name in evidence.measures]
     return bool(checks) and not any(checks)

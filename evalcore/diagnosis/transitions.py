@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalcore.diagnosis.stages import NOT_ATTRIBUTED, STAGES, StageCounts
+from evalcore.shapes import Key, doc
 
 
 @dataclass(frozen=True)
 class Transition:
     """One cell: the questions whose stage was `a` in campaign A and `b` in campaign B."""
 
-    a: str
-    b: str
-    qids: tuple[int, ...]
+    a: str = field(metadata=doc("the failure stage in A"))
+    b: str = field(metadata=doc("the failure stage in B"))
+    qids: tuple[int, ...] = field(metadata=doc("the questions that moved from stage a to stage b"))
+
+    JSON_EXTRA = (Key("count", int),)
 
     @property
     def count(self) -> int:

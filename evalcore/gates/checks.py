@@ -12,7 +12,7 @@ import difflib
 import math
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from evalcore.compare.deltas import PASS_SUFFIX, higher_is_better
 from evalcore.compare.stats import bootstrap_ci
 from evalcore.errors import EvalError
 from evalcore.metrics import MEASURES
+from evalcore.shapes import doc
 
 BOUNDS = ("mean", "lower")
 
@@ -67,11 +68,12 @@ class Gate:
 class Check:
     """The outcome of one gate, one measure's regression check, or one question that failed."""
 
-    kind: str  # "gate" | "regression" | "question"
-    name: str
-    passed: bool
-    reason: str  # one line: why it failed, or what passed
-    value: float | None = None
+    kind: str = field(metadata=doc("gate, regression or question"))
+    name: str = field(metadata=doc())
+    passed: bool = field(metadata=doc())
+    reason: str = field(metadata=doc("one line: what was measured, and why it failed"))
+    value: float | None = field(default=None, metadata=doc("the mean (or bound) a gate took, or a regression's "
+                                                           "delta"))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     )
     from evalcore.judges.rubrics import RUBRIC, Rubric, parse_rubric, rubric_problems, rubric_prompt, rubric_text
     from evalcore.judges.running import MAX_TOKENS, JudgeSettings, Trial, run_judge
-    from evalcore.judges.verdict import FIELD_NAMES, Spread, Verdict, flat_fields
+    from evalcore.judges.verdict import FIELD_NAMES, JudgeResult, Spread, Verdict, flat_fields
 
 __all__ = [
     "ALIASES",
@@ -40,6 +40,7 @@ __all__ = [
     "PARSER_VERSION",
     "RUBRIC",
     "JudgePrompt",
+    "JudgeResult",
     "JudgeSettings",
     "Passage",
     "Reading",
@@ -78,5 +79,5 @@ __getattr__ = lazy_exports(__name__, {
     ),
     "rubrics": ("RUBRIC", "Rubric", "parse_rubric", "rubric_problems", "rubric_prompt", "rubric_text"),
     "running": ("MAX_TOKENS", "JudgeSettings", "Trial", "run_judge"),
-    "verdict": ("FIELD_NAMES", "Spread", "Verdict", "flat_fields"),
+    "verdict": ("FIELD_NAMES", "JudgeResult", "Spread", "Verdict", "flat_fields"),
 })

@@ -19,7 +19,7 @@ from evalcore.judges.prompts import (
     reply_schema,
     signature_of,
 )
-from evalcore.judges.verdict import Spread, Verdict
+from evalcore.judges.verdict import JudgeResult, Spread, Verdict
 from evalcore.models import ChatModel, ContextOverflow, Message
 
 MAX_TOKENS = 300
@@ -113,7 +113,7 @@ def run_judge(settings: JudgeSettings, name: str, *, question: str, answer: str,
     if missing:
         skipped = missing == "reference answer"
         trial = Trial(None, f"skipped: no {missing}" if skipped else f"not judged: no {missing}", 0, 0)
-        return verdict([trial], prompt, settings, "skipped" if skipped else None)
+        return verdict([trial], prompt, settings, JudgeResult.SKIPPED if skipped else None)
 
     def build(keep: int | None) -> list[Message]:
         return build_messages(prompt, question=question, answer=answer, context=context, expected=references,
@@ -155,7 +155,8 @@ def sample_messages(messages: list[Message], index: int, samples: int) -> list[M
                              + f"\n\n(Independent judgement {index + 1} of {samples}.)"}]
 
 
-def verdict(trials: list[Trial], prompt: JudgePrompt, settings: JudgeSettings, outcome: str | None = None) -> Verdict:
+def verdict(trials: list[Trial], prompt: JudgePrompt, settings: JudgeSettings,
+            outcome: JudgeResult | None = None) -> Verdict:
     """Combine trials into score, result, reason, tokens, and the spread when there are several."""
     scores = [t.score for t in trials if t.score is not None]
     score = statistics.fmean(scores) if scores else None
@@ -163,11 +164,11 @@ def verdict(trials: list[Trial], prompt: JudgePrompt, settings: JudgeSettings, o
     if outcome is not None:
         result = outcome
     elif score is None:
-        result = "unknown"
+        result = JudgeResult.UNKNOWN
     elif prompt.output == "label":
-        result = "pass" if score > 0.5 else "fail"   # a tie between samples is not a pass
+        result = JudgeResult.PASS if score > 0.5 else JudgeResult.FAIL   # a tie between samples is not a pass
     else:
-        result = "pass" if score >= threshold else "fail"
+        result = JudgeResult.PASS if score >= threshold else JudgeResult.FAIL
     several = len(trials) > 1
     return Verdict(
         judge=prompt.name, model=settings.model.name, prompt_hash=prompt.hash, prompt_version=prompt.version,

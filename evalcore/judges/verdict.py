@@ -3,18 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
+
+from evalcore.shapes import Key, doc
+
+
+class JudgeResult(StrEnum):
+    """What a judge (or a measure with a pass mark) made of an answer."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    UNKNOWN = "unknown"  # unreadable, failed, or nothing to measure
+    SKIPPED = "skipped"  # needs a reference answer the question has not
 
 
 @dataclass(frozen=True)
 class Spread:
     """How the readable samples of an n-times judgement spread."""
 
-    n: int
-    min: float | None
-    max: float | None
-    stdev: float | None
+    n: int = field(metadata=doc("readable samples"))
+    min: float | None = field(metadata=doc())
+    max: float | None = field(metadata=doc())
+    stdev: float | None = field(metadata=doc())
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
@@ -25,22 +37,28 @@ class Spread:
 class Verdict:
     """One judge on one answer; `score` is None (and `result` unknown) when no reading was possible."""
 
-    judge: str
-    model: str
-    prompt_hash: str
-    prompt_version: str
-    signature: str
-    threshold: float | None  # the pass mark on 1-5; None for pass/fail judges
-    score: float | None
-    reason: str
-    result: str  # "pass" | "fail" | "unknown" | "skipped" (needs a reference answer the question has not)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    error: str | None = None
-    samples: tuple[float | None, ...] | None = None  # every sample's score when asked several times
-    spread: Spread | None = None
-    context_cut: str | None = None  # how the context was cut to fit the judge model's window; None: seen whole
-    label: str | None = None  # a rubric's label on its own scale (its position is the score)
+    judge: str = field(metadata=doc())
+    model: str = field(metadata=doc())
+    prompt_hash: str = field(metadata=doc())
+    prompt_version: str = field(metadata=doc())
+    signature: str = field(metadata=doc())
+    threshold: float | None = field(metadata=doc("the pass mark on 1-5; null for pass/fail judges"))
+    score: float | None = field(metadata=doc())
+    reason: str = field(metadata=doc())
+    result: JudgeResult = field(metadata=doc("pass, fail, unknown (unreadable or failed), or skipped (no reference "
+                                             "answer)"))
+    prompt_tokens: int = field(default=0, metadata=doc())
+    completion_tokens: int = field(default=0, metadata=doc())
+    error: str | None = field(default=None, metadata=doc())
+    samples: tuple[float | None, ...] | None = field(default=None, metadata=doc(
+        "every sample's score when asked several times", optional=True))
+    spread: Spread | None = field(default=None, metadata=doc("how the readable samples spread", optional=True))
+    context_cut: str | None = field(default=None, metadata=doc(
+        "how the context was cut to fit the judge model's context window; null when the judge saw it whole"))
+    label: str | None = field(default=None, metadata=doc("a rubric's label on its own scale (its position is the "
+                                                         "score)"))
+
+    JSON_EXTRA = (Key("tokens", int, "prompt and completion tokens of every call this verdict took"),)
 
     @property
     def tokens(self) -> int:
@@ -52,7 +70,7 @@ class Verdict:
         data: dict[str, Any] = {
             "judge": self.judge, "model": self.model, "prompt_hash": self.prompt_hash,
             "prompt_version": self.prompt_version, "signature": self.signature, "threshold": self.threshold,
-            "score": self.score, "reason": self.reason, "result": self.result, "tokens": self.tokens,
+            "score": self.score, "reason": self.reason, "result": str(self.result), "tokens": self.tokens,
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "error": self.error,
             "context_cut": self.context_cut, "label": self.label,
         }
@@ -70,7 +88,7 @@ class Verdict:
             judge=data.get("judge", ""), model=data.get("model", ""), prompt_hash=data.get("prompt_hash", ""),
             prompt_version=data.get("prompt_version", ""), signature=data.get("signature", ""),
             threshold=data.get("threshold"), score=data.get("score"), reason=data.get("reason", ""),
-            result=data.get("result", "unknown"), prompt_tokens=int(data.get("prompt_tokens") or 0),
+            result=JudgeResult(data.get("result", "unknown")), prompt_tokens=int(data.get("prompt_tokens") or 0),
             completion_tokens=int(data.get("completion_tokens") or 0), error=data.get("error"),
             samples=tuple(samples) if samples is not None else None,
             spread=Spread(**spread) if isinstance(spread, Mapping) else None, context_cut=data.get("context_cut"),
@@ -92,12 +110,12 @@ def flat_fields(judge: str, verdict: Verdict, names: str = "project") -> dict[st
     judge also as `gpt_<name>` (`gpt_retrieval`), completeness as `response_completeness*`, and
     the pass/fail groundedness_pro as `groundedness_pro_label` (true/false) and `groundedness_pro_reason`.
     """
-    passed = verdict.result == "pass" if verdict.result in ("pass", "fail") else None
+    passed = verdict.result == JudgeResult.PASS if verdict.result in (JudgeResult.PASS, JudgeResult.FAIL) else None
     name = EVALUATOR_NAMES.get(judge, judge) if names == "evaluator" else judge
     if names == "evaluator" and judge == "groundedness_pro":
         return {f"{name}_label": passed, f"{name}_reason": verdict.reason}
     fields: dict[str, object] = {name: passed if verdict.threshold is None else verdict.score}
     if names == "evaluator" and judge in GPT_PREFIXED:
         fields[f"gpt_{name}"] = verdict.score
-    return fields | {f"{name}_reason": verdict.reason, f"{name}_result": verdict.result,
+    return fields | {f"{name}_reason": verdict.reason, f"{name}_result": str(verdict.result),
                      f"{name}_threshold": verdict.threshold}

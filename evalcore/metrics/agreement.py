@@ -11,10 +11,12 @@ ordinal scale (1-5) a 4 against a 5 counts as a near miss rather than a plain di
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from evalcore.shapes import doc
 
 WEIGHTS = ("none", "linear", "quadratic")
 RESAMPLES = 1000
@@ -74,14 +76,17 @@ def bootstrap_interval(human: Sequence[str], judged: Sequence[str], categories: 
 class Agreement:
     """A judge against people's labels on the questions both labelled: counts, kappa, where they disagree."""
 
-    judge: str
-    n: int
-    categories: tuple[str, ...]
-    accuracy: float | None
-    kappa: float | None
-    weighted_kappa: float | None  # quadratic weights, on ordinal scales only
-    interval: tuple[float, float] | None  # of the weighted kappa on ordinal scales, else of kappa
-    matrix: tuple[tuple[int, ...], ...]  # rows: people, columns: the judge
+    judge: str = field(metadata=doc())
+    n: int = field(metadata=doc("labelled questions the judge gave a readable verdict on"))
+    categories: tuple[str, ...] = field(metadata=doc("the scale compared on: the judge's own, or fail / pass"))
+    accuracy: float | None = field(metadata=doc())
+    kappa: float | None = field(metadata=doc("Cohen's kappa; null where undefined (one category on both sides)"))
+    weighted_kappa: float | None = field(metadata=doc("quadratic-weighted kappa, on ordinal scales (1-5, a "
+                                                      "rubric's)"))
+    interval: tuple[float, float] | None = field(metadata=doc("95% bootstrap interval of the weighted kappa (else "
+                                                              "of kappa)"))
+    matrix: tuple[tuple[int, ...], ...] = field(metadata=doc("rows: the people's labels, columns: the judge's, in "
+                                                             "category order", key="confusion"))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""

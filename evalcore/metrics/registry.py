@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from evalcore import __version__
 from evalcore.errors import EvalError
-from evalcore.judges import JUDGES, load_prompt
+from evalcore.judges import JUDGES, JudgeResult, load_prompt
 from evalcore.metrics.abstention import REFUSALS_VERSION, abstention_scores
 from evalcore.metrics.generation import generation_scores
 from evalcore.metrics.graded import GRADED_MEASURES, LOWER_IS_BETTER, GradedScale, graded_retrieval_scores
@@ -240,7 +240,7 @@ class Scores(NamedTuple):
 
     values: dict[str, float]
     signatures: dict[str, str]
-    results: dict[str, str]  # measure -> "pass" | "fail" | "unknown" (graded retrieval)
+    results: dict[str, JudgeResult]  # measure -> pass, fail or unknown (graded retrieval)
 
 
 def score_question(
@@ -285,7 +285,7 @@ def score_question(
             value := answer_similarity(answer, expected, similarity.embed)) is not None:
         values["answer_similarity"] = value
         signatures["answer_similarity"] = signature("answer_similarity", model=similarity.model)
-    results: dict[str, str] = {}
+    results: dict[str, JudgeResult] = {}
     if graded is not None and relevant:
         _add_graded(values, signatures, results, relevant, ranked, graded)
     return Scores(values, signatures, results)
@@ -308,7 +308,7 @@ def abstention_measures(answer: str | None, answerable: bool | None, fallback_an
     return Scores(values, signatures, {})
 
 
-def _add_graded(values: dict[str, float], signatures: dict[str, str], results: dict[str, str],
+def _add_graded(values: dict[str, float], signatures: dict[str, str], results: dict[str, JudgeResult],
                 labels: Mapping[int, int], ranked: Sequence[int | None], scale: GradedScale) -> None:
     """Graded retrieval measures of the ranked list, on the dataset's scale (each miss is a hole of its own)."""
     documents: list[int | str] = [pid if pid is not None else f"unmapped {rank}" for rank, pid in enumerate(ranked)]
@@ -321,7 +321,7 @@ def _add_graded(values: dict[str, float], signatures: dict[str, str], results: d
         if isinstance(value, (int, float)):
             values[f"graded.{name}"] = float(value)
             signatures[f"graded.{name}"] = signature(f"graded.{name}", scale=scale.text)
-        results[f"graded.{name}"] = str(scores[f"{name}_result"])
+        results[f"graded.{name}"] = JudgeResult(str(scores[f"{name}_result"]))
 
 
 _SIGNATURES: dict[str, str] = {}

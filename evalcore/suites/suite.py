@@ -6,12 +6,13 @@ import json
 import secrets
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from evalcore.access import LOCAL_TENANT, Action, Principal, owned, scope
 from evalcore.errors import EvalError
+from evalcore.shapes import doc
 from evalcore.store import Conflict, Connection, NotFound, Row, Store, dumps
 from evalcore.text import name_key, name_problem, shown
 
@@ -23,9 +24,15 @@ MAX_SOURCES = 10
 class Case:
     """One question of a suite, with what a good answer says and cites."""
 
-    question: str
-    expected_answer: str | None = None
-    expected_sources: tuple[str, ...] = ()
+    question: str = field(metadata=doc())
+    expected_answer: str | None = field(default=None, metadata=doc("null: none given (judges needing one skip it)"))
+    expected_sources: tuple[str, ...] = field(default=(), metadata=doc("titles, file names or ids a good answer "
+                                                                      "cites"))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {"question": self.question, "expected_answer": self.expected_answer,
+                "expected_sources": list(self.expected_sources)}
 
 
 @dataclass(frozen=True)

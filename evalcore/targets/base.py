@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Annotated, NamedTuple, Protocol
+
+from evalcore.shapes import doc
 
 if TYPE_CHECKING:  # only named in annotations: the records that hold a Retrieved need not load the HTTP stack or numpy
     from evalcore.models import ChatModel, ChatReply
@@ -22,13 +24,14 @@ class Retrieved(NamedTuple):
     the file an agent says the document is ("" when it says none).
     """
 
-    pid: int | None
+    pid: Annotated[int | None, "its passage (null: an external target's document, named by source)"]
     title: str
     text: str
     score: float
-    stages: dict[str, float]
-    source: str = ""
-    file_name: str = ""
+    stages: Annotated[dict[str, float], "every stage's score: bm25, bm25_norm, vector, rrf or weighted, rerank"]
+    source: Annotated[str, "an external target's own id for the document ('' for our passages)"] = ""
+    # Not in the chunk's stored JSON: the answer's sources carry it.
+    file_name: Annotated[str, doc("the file an agent says the document is ('' when it says none)", hidden=True)] = ""
 
 
 @dataclass

@@ -17,6 +17,7 @@ import string
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -286,6 +287,14 @@ class TargetConfig:
         return cls(**values)
 
     @classmethod
+    def stored(cls, data: Mapping[str, Any]) -> TargetConfig:
+        """A snapshot stored by this or an older version read back: keys since removed are left out, a value
+        that no longer has its key's type keeps the default; nothing is refused (it ran as stored)."""
+        known = {f.name: f for f in fields(cls)}
+        values = {key: _convert(key, value, _default(known[key]), []) for key, value in data.items() if key in known}
+        return cls(**{key: value for key, value in values.items() if value is not None})
+
+    @classmethod
     def from_toml(cls, path: str | Path) -> TargetConfig:
         """Read a TOML file of flat keys (see the module docstring)."""
         path = Path(path)
@@ -342,7 +351,7 @@ class TargetConfig:
             return f"agent {urlsplit(self.agent_url).netloc or self.agent_url}"
         if self.kind == "results_file":
             return f"file {Path(self.results_path).name}"
-        parts = [retriever_text(self.retriever, self.fusion, self.embedding_model)]
+        parts = [self.retriever_label]
         if self.embedding_top_k != TargetConfig.embedding_top_k:  # the candidates retrieved, when not the default
             parts.append(f"top {self.embedding_top_k}")
         if self.chunking == "tokens":
@@ -352,10 +361,20 @@ class TargetConfig:
                           "hyde": "HyDE"}[self.query_transform])
         if self.reranker != "none":
             parts.append(f"rerank {self.reranker}")
-        parts.append({"openai": self.model or "openai", "local": "local model"}.get(self.generator, self.generator))
+        parts.append(self.generator_label)
         if self.generator != "extractive":
             parts.append(f"k={self.context_top_k}")
         return " · ".join(parts)
+
+    @property
+    def retriever_label(self) -> str:
+        """The retriever as people say it: `bm25`, `vector · USE embeddings`, `hybrid RRF · USE embeddings`."""
+        return retriever_text(self.retriever, self.fusion, self.embedding_model)
+
+    @property
+    def generator_label(self) -> str:
+        """The generator as people name it: an OpenAI-compatible generator's model, `local model`, `extractive`."""
+        return {"openai": self.model or "openai", "local": "local model"}.get(self.generator, self.generator)
 
     @classmethod
     def keys_in(cls, *groups: str) -> tuple[str, ...]:
@@ -413,6 +432,20 @@ HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 HEADER_VALUE_BAD = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 # Or the name the operator gave it (EVALCORE_DASK_SCHEDULERS).
 SCHEDULER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,63}")
+
+
+class Snapshot(dict[str, Any]):
+    """A configuration as stored with a campaign or a saved target: the stored JSON exactly (to_dict), and the
+    typed configuration it reads as (`target`, built by `TargetConfig.stored`, so older snapshots still read)."""
+
+    @cached_property
+    def target(self) -> TargetConfig:
+        """The typed configuration."""
+        return TargetConfig.stored(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored JSON, unchanged."""
+        return dict(self)
 
 
 def key_reference() -> str:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalcore.access import LOCAL_TENANT, Action, Principal, owned, scope
 from evalcore.errors import EvalError
+from evalcore.shapes import doc
 from evalcore.store import NotFound, Store, dumps
 from evalcore.targets.allowed import check_request
-from evalcore.targets.config import TargetConfig
+from evalcore.targets.config import Snapshot, TargetConfig
 from evalcore.text import name_problem, shown
 
 
@@ -53,12 +54,12 @@ def get_target(store: Store, target_id: str, tenant: str | None = None, *,
 class SavedTarget:
     """A saved target configuration as listed: its id, owner, name and keys."""
 
-    id: str
-    tenant: str
-    name: str
-    config: dict[str, Any]
-    config_hash: str
-    created_at: float
+    id: str = field(metadata=doc())
+    tenant: str = field(metadata=doc(hidden=True))  # a client sees its own
+    name: str = field(metadata=doc())
+    config: Snapshot = field(metadata=doc("every key of the configuration"))
+    config_hash: str = field(metadata=doc())
+    created_at: float = field(metadata=doc())
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape (the tenant left out: a client sees its own)."""
@@ -72,5 +73,5 @@ def list_targets(store: Store, tenant: str | None = None, *, principal: Principa
     sql = ("SELECT * FROM targets" + (" WHERE tenant = ?" if tenant is not None else "")
            + " ORDER BY created_at DESC, id")
     rows = store.read(sql, (tenant,) if tenant is not None else ())
-    return [SavedTarget(row["id"], row["tenant"], row["name"], json.loads(row["config"]), row["config_hash"],
-                        row["created_at"]) for row in rows]
+    return [SavedTarget(row["id"], row["tenant"], row["name"], Snapshot(json.loads(row["config"])),
+                        row["config_hash"], row["created_at"]) for row in rows]
