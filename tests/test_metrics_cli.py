@@ -516,23 +516,3 @@ def test_the_signature_says_how_the_values_were_computed(tmp_path: Path, capsys:
         assert "|depth:1|" in cut[name] and "|queries:qrels|" in every[name]
         assert len({plain[name], cut[name], every[name]}) == 3
     assert plain["ndcg@10"] == "ndcg@10|rel:>=1|dup:first|miss:kept|version:0.1.0"  # stored campaigns' form
-
-
-def test_trec_scoring_allocates_from_the_c_library_then_gives_the_default_back(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from evalcore.metrics.trec import evaluate
-    from evalcore.metrics.trec_files import read_pair, system_allocator
-
-    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
-    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
-    qrels.write_text("clueweb09-q1 0 clueweb09-en0000-00-00001 1\n", encoding="utf-8")
-    run.write_text("clueweb09-q1 Q0 clueweb09-en0000-00-00001 1 2.5 t\n", encoding="utf-8")
-    before = pa.default_memory_pool().backend_name
-    with system_allocator():
-        assert pa.default_memory_pool().backend_name == "system"
-    assert pa.default_memory_pool().backend_name == before
-    assert evaluate(*read_pair(qrels, run)).values["mrr"].tolist() == [1.0]
-    assert pa.default_memory_pool().backend_name == before
-    monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", before)  # the operator's choice is kept
-    with system_allocator():
-        assert pa.default_memory_pool().backend_name == before

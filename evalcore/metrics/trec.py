@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from evalcore.errors import EvalError
 from evalcore.metrics.retrieval import GRADED_NDCG_MEASURES, batch_scores, graded_ndcg
-from evalcore.metrics.trec_files import Judgements, Ranking, row_place, system_allocator
+from evalcore.metrics.trec_files import Judgements, Ranking, row_place
 
 PACKED_BYTES = 8
 BUCKET_BITS = 24
@@ -318,7 +318,6 @@ def _graded(offsets: np.ndarray, label: np.ndarray, qrels: Judgements, rel_q: np
     return {name: graded_ndcg(offsets, label, ideal_offsets, ideal_label, cut) for name, cut in cuts.items()}
 
 
-@system_allocator()  # see there why
 def evaluate(qrels: Judgements, run: Ranking, options: TrecOptions = DEFAULT_OPTIONS,
              graded: Collection[str] = ()) -> TrecScores:
     """Per-query binary measures (and the `graded` ndcg_graded@k) for the queries in both files

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import itertools
 import mmap
-import os
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -291,27 +288,6 @@ def integer_ids(run: Ranking) -> Ranking:
     return run._replace(qid=strip(run.qid), docid=strip(run.docid))
 
 
-@contextmanager
-def system_allocator() -> Iterator[None]:
-    """pyarrow allocates from the C library's allocator inside the block, unless ARROW_DEFAULT_MEMORY_POOL names one.
-
-    TREC scoring makes and drops millions of short buffers (ids, their dictionary, sort keys) in one go: on 100,000
-    queries x 100 with 29-character ids, the C library's allocator took half the system time and 20% less peak
-    memory than pyarrow's default (mimalloc), which keeps the pages it freed. A buffer goes back to the allocator it
-    came from, whichever is the default by then.
-    """
-    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
-        yield
-        return
-    previous = pa.default_memory_pool()
-    pa.set_memory_pool(pa.system_memory_pool())
-    try:
-        yield
-    finally:
-        pa.set_memory_pool(previous)
-
-
-@system_allocator()
 def read_pair(qrels: Path, run: Path) -> tuple[Judgements, Ranking]:
     """The qrels and the run to score against them; against a dataset's qrels.parquet, the run's ids as integers."""
     ranking = read_run(run)
