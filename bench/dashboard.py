@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from evalcore.campaigns import Outcome, Question, get_manager
-from evalcore.campaigns.plans import insert_questions
+from evalcore.campaigns.questions import insert_questions
 from evalcore.campaigns.result_rows import ResultWriter
 from evalcore.diagnosis import Stage
 from evalcore.metrics import MEASURES
@@ -116,9 +116,11 @@ def outcome(question: Question, rng: random.Random) -> Outcome:
                    latency_s=rng.uniform(0.01, 0.2), diagnosis=rng.choice(PIPELINE_STAGES))
 
 
-def store_campaign(store: Any, row: dict[str, Any], asked: list[Question], outcomes: list[Outcome]) -> None:
-    """Write one campaign, its question snapshot and its results in one transaction, as a runner stores them."""
-    writer = ResultWriter(store, str(row["id"]))
+def store_campaign(store: Any, row: dict[str, Any], asked: list[Question], outcomes: list[Outcome], *,
+                   shared: bool = False) -> None:
+    """Write one campaign, its question snapshot and its results in one transaction, as a runner stores them
+    (`shared`: a re-judge's, whose answers are another campaign's)."""
+    writer = ResultWriter(store, str(row["id"]), shared=shared)
     results, passages, signatures = writer.rows(list(zip(asked, outcomes, strict=True)))
 
     def insert(conn: Any) -> None:

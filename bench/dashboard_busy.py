@@ -4,11 +4,12 @@
 
 The store holds 5 campaigns x 1,000 questions (bench/dashboard.py's synthetic rows). A real browser (headless
 chromium, bench/dashboard.py's rounds: a first visit by address in a new session, then visits through the
-navigation) times each page until usable and until its script has finished: first with nothing running
-("idle"), then while a campaign queued from the dashboard's store is being run by the dashboard's supervised worker
-process (EVALCORE_DASHBOARD_WORKER=process, the default) and is embedding its corpus with the vector retriever
-("busy"). The busy rounds count only when the campaign was embedding from their start to their end. Each row
-gives the median (min-max) and busy / idle of the medians: within 1.5 is the goal.
+navigation) times each page until usable and until its script has finished, in interleaved rounds: one with
+nothing running ("idle"), then one while a campaign queued in the dashboard's store is being run by the dashboard's
+supervised worker process (EVALCORE_DASHBOARD_WORKER=process, the default) and is embedding its corpus with the
+vector retriever ("busy"); the campaign is then cancelled and the next pair starts (each busy round embeds a corpus
+of its own, so nothing comes from the index cache). A busy round counts only when its campaign was embedding from
+its start to its end. Each row gives the median (min-max) and busy / idle of the medians: within 1.5 is the goal.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,9 +40,9 @@ from evalcore.targets import TargetConfig
 Times = dict[str, list[tuple[float, float]]]
 
 
-def corpus_dataset(folder: Path, passages: int) -> Path:
-    """A dataset of 20 questions over `passages` distinct passages of ~60 words."""
-    rng = random.Random(7)
+def corpus_dataset(folder: Path, passages: int, seed: int = 7) -> Path:
+    """A dataset of 20 questions over `passages` distinct passages of ~60 words (another seed, another corpus)."""
+    rng = random.Random(seed)
     tables = {
         "queries": {"id": list(range(1, 21)), "text": [f"{' '.join(rng.choices(WORDS, k=8))}?" for _ in range(20)]},
         "corpus": {"id": list(range(1, passages + 1)),
@@ -69,17 +71,45 @@ def embedding(db: str, campaign_id: str) -> bool:
     return stage.startswith("embedding")
 
 
-def rounds(url: str, count: int, runs: int, first: Times, later: Times, check: object = None) -> None:
-    """`count` browser rounds added to the tables (a round is dropped when `check()` fails at its start or end)."""
-    for _ in range(count):
-        before = check() if callable(check) else True
-        times = browser_round(url, runs)
-        if before and (check() if callable(check) else True):
-            for title, (visit, visits) in times.items():
-                first[title].append(visit)
-                later[title] += visits
-        else:
-            print("a busy round was dropped: the campaign was not embedding throughout", flush=True)
+def embedded(db: str, campaign_id: str) -> tuple[float, int]:
+    """Now, and how many chunks the campaign has embedded."""
+    return time.monotonic(), get_campaign(get_manager(db).store, campaign_id).progress().stage_done
+
+
+def cancel(db: str, campaign_id: str) -> None:
+    """Cancel the campaign and wait until it has ended (its worker has stopped embedding)."""
+    manager = get_manager(db)
+    manager.cancel(campaign_id)
+    deadline = time.monotonic() + 120
+    while get_campaign(manager.store, campaign_id).active and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
+def one_round(url: str, runs: int, first: Times, later: Times, check: Callable[[], bool] = lambda: True) -> None:
+    """A browser round added to the tables (dropped when `check()` fails at its start or its end)."""
+    before = check()
+    times = browser_round(url, runs)
+    if before and check():
+        for title, (visit, visits) in times.items():
+            first[title].append(visit)
+            later[title] += visits
+    else:
+        print("a busy round was dropped: the campaign was not embedding throughout", flush=True)
+
+
+def busy_round(db: str, url: str, runs: int, dataset: Path, tables: tuple[Times, Times]) -> tuple[int, float]:
+    """Queue a campaign embedding `dataset`, time a round while it embeds, cancel it; the worker's process id and
+    the chunks it embedded per second meanwhile."""
+    campaign_id = queue_campaign(db, dataset)
+    deadline = time.monotonic() + 300
+    while not embedding(db, campaign_id) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    (start, before) = embedded(db, campaign_id)
+    one_round(url, runs, *tables, check=lambda: embedding(db, campaign_id))
+    (end, after) = embedded(db, campaign_id)
+    owner = get_manager(db).store.read("SELECT owner_pid FROM campaigns WHERE id = ?", (campaign_id,))
+    cancel(db, campaign_id)
+    return int(owner[0]["owner_pid"] or 0), (after - before) / (end - start)
 
 
 def cell(values: list[float]) -> str:
@@ -98,18 +128,15 @@ def main() -> None:
         db = os.environ["EVALCORE_DB"] = str(Path(tmp) / "bench.db")
         os.environ["EVALCORE_DASHBOARD_WORKER"] = "process"
         fill(db, 5, 1000)
-        dataset = corpus_dataset(Path(tmp) / "big", args.passages)
+        datasets = [corpus_dataset(Path(tmp) / f"big{n}", args.passages, seed=n) for n in range(args.rounds)]
         with serve(db, Path(tmp)) as url:
             browser_round(url, args.runs)  # the server's own first imports and caches
-            rounds(url, args.rounds, args.runs, *tables["idle"])
-            campaign_id = queue_campaign(db, dataset)
-            deadline = time.monotonic() + 300
-            while not embedding(db, campaign_id) and time.monotonic() < deadline:
-                time.sleep(0.5)
-            rounds(url, args.rounds, args.runs, *tables["busy"], check=lambda: embedding(db, campaign_id))
-            owner = get_manager(db).store.read("SELECT owner_pid FROM campaigns WHERE id = ?", (campaign_id,))
-            print(f"the campaign ran in process {owner[0]['owner_pid']} (this bench is {os.getpid()}); load average "
-                  f"{os.getloadavg()[0]:.1f}\n")
+            for dataset in datasets:
+                one_round(url, args.runs, *tables["idle"])
+                owner, rate = busy_round(db, url, args.runs, dataset, tables["busy"])
+                print(f"a pair of rounds done: the campaign ran in process {owner} (this bench is {os.getpid()}), "
+                      f"embedding {rate:.0f} chunks/s during the busy round; load average {os.getloadavg()[0]:.1f}",
+                      flush=True)
     print_table(tables)
 
 

@@ -14,8 +14,9 @@ __version__ = "0.1.0"
 
 # Public name -> the module that defines it.
 _PUBLIC = {
-    **dict.fromkeys(("load_dataset", "load_suite", "configuration", "run", "run_sweep", "campaign", "list_campaigns",
-                     "comparison", "sweep", "score_trec", "score_texts"), "evalcore.notebook.functions"),
+    **dict.fromkeys(("load_dataset", "load_suite", "configuration", "run", "run_sweep", "rejudge", "campaign",
+                     "list_campaigns", "comparison", "sweep", "score_trec", "score_texts"),
+                    "evalcore.notebook.functions"),
     **dict.fromkeys(("CampaignView", "ComparisonView", "SweepView", "RunHandle", "Chart", "to_arrow"),
                     "evalcore.notebook.views"),
     "TargetConfig": "evalcore.targets.config",
@@ -25,7 +26,8 @@ _PUBLIC = {
 }
 __all__ = ["CampaignView", "Chart", "Check", "ComparisonView", "EvalError", "Exit", "RunHandle", "SweepView",
            "TargetConfig", "__version__", "campaign", "comparison", "configuration", "list_campaigns",
-           "load_dataset", "load_suite", "run", "run_sweep", "score_texts", "score_trec", "sweep", "to_arrow"]
+           "load_dataset", "load_suite", "rejudge", "run", "run_sweep", "score_texts", "score_trec", "sweep",
+           "to_arrow"]
 
 if TYPE_CHECKING:
     from evalcore.errors import EvalError
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
         list_campaigns,
         load_dataset,
         load_suite,
+        rejudge,
         run,
         run_sweep,
         score_texts,

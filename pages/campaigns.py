@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -30,8 +31,11 @@ from evalcore.campaigns.labels import (
 from evalcore.campaigns.listing import HEADLINE
 from evalcore.campaigns.pace import duration_text
 from evalcore.campaigns.recompute import recompute_abstention
+from evalcore.campaigns.rejudging import JUDGEABLE, RejudgeRequest
 from evalcore.campaigns.result_rows import load_signatures
 from evalcore.diagnosis import NOT_ATTRIBUTED, relevance
+from evalcore.errors import EvalError
+from evalcore.judges import JUDGES, Verdict
 from evalcore.metrics import MEASURES, panels
 from evalcore.metrics.agreement import Agreement
 from evalcore.targets import Retrieved
@@ -42,6 +46,8 @@ PANEL_COLUMNS = 4  # measures a row of a panel shows
 QUESTION_MEASURES = ("recall", "mrr", *HEADLINE)
 QUESTIONS, STAGES, LABELS, CONFIGURATION = "Questions", "Failure stages", "Labels", "Configuration"
 SECTIONS = [QUESTIONS, STAGES, LABELS, CONFIGURATION]
+RUBRIC_HELP = ("Optional: a judge defined in plain words, e.g. '# output: 1-5', '# reads: question, answer, "
+               "expected', then [criteria] and its text (see the Run page's rubric judges)")
 NEXT, PREVIOUS = "right", "left"  # keys of the labelling queue; each label has its own key
 
 
@@ -113,10 +119,29 @@ def show_result(result: QuestionResult) -> None:
               for name, v in outcome.judges.items()]
     if judges:
         st.dataframe(pd.DataFrame(judges), hide_index=True)
+    for name, verdict in outcome.judges.items():
+        if verdict.claims is not None:
+            show_claims(name, verdict, outcome.context)
     for note in outcome.notes:
         st.text(f"note: {note}")
     st.caption(f"latency {ui.fmt_value(outcome.latency_s, 3)} s · tokens {outcome.prompt_tokens}"
                f"+{outcome.completion_tokens} · attempts {result.attempts}")
+
+
+def show_claims(judge: str, verdict: Verdict, context: tuple[Retrieved, ...]) -> None:
+    """A claims verdict's claims, each with its verdict and the passage it rests on (rank, id, title, text)."""
+    if not verdict.claims:
+        st.caption(ui.escape_md(f"Judge {judge}: the answer makes no claim (a refusal): marked, not scored."))
+        return
+    st.caption(ui.escape_md(f"Judge {judge}: {verdict.reason}"))
+
+    def passage(rank: int | None) -> Retrieved | None:
+        return context[rank - 1] if rank is not None and rank <= len(context) else None
+
+    st.dataframe(pd.DataFrame([{"claim": c.claim, "verdict": c.verdict, "passage": c.passage,
+                                "passage id": c.passage_id or None, "title": hit.title if hit else None,
+                                "passage text": ui.short(hit.text, 300) if hit else None}
+                               for c in verdict.claims for hit in [passage(c.passage)]]), hide_index=True)
 
 
 def stage_line(result: QuestionResult) -> str:
@@ -217,6 +242,38 @@ def actions(campaign: Campaign) -> None:
             st.rerun()
 
 
+def judge_again(campaign: Campaign) -> None:
+    """A finished campaign's answers judged again by other judges, a model, a rubric: a new campaign that asks
+    nothing of the target (evalcore.campaigns.rejudging)."""
+    rubrics = list(campaign.config.get("rubrics") or {})
+    with st.expander("Judge again"), st.form(f"rejudge-{chosen}", border=False):
+        st.caption("A new campaign judges these answers again, without asking the target: compare the two to see "
+                   "what the judges change, and how far they agree.")
+        judges = st.multiselect("Judges", [*JUDGES, *rubrics], default=list(campaign.judges), key="rejudge-judges")
+        settings: dict[str, str] = {}
+        if principal.can(Action.CONFIGURE):
+            model, base_url, key_env = st.columns(3)
+            settings = {"judge_model": model.text_input("Judge model", key="rejudge-model", placeholder="gpt-4o-mini"),
+                        "judge_base_url": base_url.text_input("Judge base URL", key="rejudge-url"),
+                        "judge_api_key_env": key_env.text_input("Variable holding its key", key="rejudge-key-env")}
+        rubric_name, rubric_text = st.columns([1, 3])
+        name = rubric_name.text_input("Rubric name", key="rejudge-rubric-name", placeholder="optional")
+        text = rubric_text.text_area("Rubric", key="rejudge-rubric", height=120, help=RUBRIC_HELP)
+        if not st.form_submit_button("Judge again", disabled=campaign.status not in JUDGEABLE):
+            return
+    rubric = name.strip()
+    given: dict[str, Any] = {key: value.strip() for key, value in settings.items() if value.strip()}
+    given |= {"rubrics": {rubric: text}} if rubric else {}
+    with ui.guard():
+        if text.strip() and not rubric:
+            raise EvalError("a rubric needs a name", where="Rubric name", fix="name it: lower-case letters, digits, _")
+        judged = [*judges, *([rubric] if rubric else [])]
+        new = ui.manager().rejudge(RejudgeRequest(chosen, judges=tuple(judged), settings=given, principal=principal))
+        ui.flash(f"Judging again as {get_campaign(store, new, principal=principal).name}.")
+        ui.select_next_run("campaign_id", new)
+        st.rerun()
+
+
 def measure_value(name: str, value: Aggregate) -> str:
     """A measure's mean as shown in large type; a rate (pass/fail measure) with the questions it is over."""
     measure = MEASURES.get(name.split(":")[0])
@@ -256,6 +313,9 @@ def panel() -> None:
     if summary.skipped:
         st.caption("Not judged for want of a reference answer: "
                    + ", ".join(f"{ui.escape_md(name)} {count}" for name, count in summary.skipped.items()))
+    if summary.no_claim:
+        st.caption("Answers that make no claim (refusals: marked, not scored): "
+                   + ", ".join(f"{ui.escape_md(name)} {count}" for name, count in summary.no_claim.items()))
     if summary.cut:
         st.warning("Context cut to fit the judge model's context window (the judge saw less than the answer's "
                    "prompt): " + ", ".join(f"{ui.escape_md(name)} {count}" for name, count in summary.cut.items()))
@@ -412,8 +472,13 @@ def labels_files(campaign: Campaign) -> None:
 
 campaign = by_id[chosen]
 st.subheader(ui.escape_md(campaign.name), anchor=False)
+if campaign.answers_from is not None:
+    judged = by_id.get(campaign.answers_from)
+    st.caption(ui.escape_md(f"Judges again the answers of {judged.name if judged else campaign.answers_from}: its "
+                            "target was not asked."))
 if principal.can(Action.CHANGE):
     actions(campaign)
+    judge_again(campaign)
 if campaign.active:
     ui.poll(panel)
 else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 import pandas as pd
@@ -10,9 +11,9 @@ import pyarrow.compute as pc
 import streamlit as st
 
 import ui
-from evalcore.access import Principal
+from evalcore.access import Action, Principal
 from evalcore.campaigns import Campaign, list_campaigns
-from evalcore.campaigns.labels import comparison_agreement, trust_lines
+from evalcore.campaigns.trust import comparison_trust
 from evalcore.compare import Change, Comparison, Sweep, compare_campaigns, compare_sweep, power
 from evalcore.compare.charts import (
     delta_figure,
@@ -27,22 +28,27 @@ from evalcore.compare.charts import (
 )
 from evalcore.compare.export_context import ExportContext, Fact, comparison_context, source_names, sweep_context
 from evalcore.compare.pairing import Group, by_questions, default_pair, group_of
+from evalcore.compare.pairwise import asks_local_model, judge_comparison, kept_pairwise
+from evalcore.compare.preference import INTERVAL, TEST, Preference
 from evalcore.compare.report import comparison_report, sweep_report
 from evalcore.compare.tables import (
     MEASURE_COLUMNS,
     measure_frame,
     moved_frame,
+    pairwise_frame,
     question_frame,
     sweep_frame,
     transition_frame,
 )
+from evalcore.judges import LOCAL_PAIRWISE_NOTE
 
 VERDICTS = [str(change) for change in Change]
 EVERY = "every dataset and suite"
 Version = tuple[str, str]  # a campaign's id and results version (ui.version)
 PairVersions = tuple[str, Version, Version, Principal, str]  # database, campaigns A and B, who asks, basis
 MEASURES, PER_QUESTION, STAGES, QUESTIONS = "Measures", "Per question", "Failure stages", "Questions"
-SECTIONS = [MEASURES, PER_QUESTION, STAGES, QUESTIONS]
+PAIRWISE = "Pairwise judge"
+SECTIONS = [MEASURES, PER_QUESTION, STAGES, QUESTIONS, PAIRWISE]
 
 
 # cache_resource, not cache_data: a comparison of 10,000 questions is immutable once computed, and
@@ -191,6 +197,42 @@ def questions_section(versions: PairVersions, context: ExportContext) -> None:
                       context=context.with_fact(shown_verdicts).csv_columns())
 
 
+def percent(value: float | None) -> str:
+    """A share as a percentage, "-" when there is none."""
+    return "-" if value is None else f"{value:.0%}"
+
+
+def pairwise_section(a: Campaign, b: Campaign, preference: Preference | None, principal: Principal) -> None:
+    """The pairwise judge: a button to ask it (with B's judge keys), then its figures and every question's verdict."""
+    st.subheader("Pairwise judge: which answers are better")
+    st.caption("A judge reads both answers of each question, with the passages each was built from and the reference "
+               "answers, and says which is better or a tie; asked again with the answers swapped, a verdict that "
+               "changes is a tie. Its model: B's judge settings. Every call is cached.")
+    if principal.can(Action.CHANGE):
+        if asks_local_model(b, {}):
+            st.warning(LOCAL_PAIRWISE_NOTE)
+        if st.button("Ask the pairwise judge", key="ask-pairwise"):
+            with st.spinner("Asking the pairwise judge, each question in both orders…"):
+                asked = judge_comparison(ui.store(), a.id, b.id, principal=principal)
+            ui.flash(f"Asked the pairwise judge on {len(asked.verdicts)} question(s).")
+            st.rerun()  # kept: the whole page (its summary line, the report) shows it from now on
+    if preference is None:
+        st.info("The pairwise judge has not been asked on these two campaigns (as they are now).")
+        return
+    counts = preference.counts
+    low, high = preference.interval or (None, None)
+    columns = st.columns(4)
+    columns[0].metric("B preferred (ties half)", percent(preference.win_rate),
+                      help=INTERVAL + (f": {low:.0%} to {high:.0%}" if low is not None and high is not None else ""))
+    columns[1].metric("B wins / ties / A wins", f"{counts['B']} / {counts['tie']} / {counts['A']}",
+                      help=f"{counts['unknown']} question(s) without a readable verdict in both orders")
+    columns[2].metric("Flipped with the order", percent(preference.flip_rate),
+                      help=f"{preference.flips} of {preference.readable}: the judge's position bias (each a tie)")
+    columns[3].metric("Sign test p", f"{preference.p_value:.3g}", help=TEST)
+    st.caption(ui.escape_md(f"{preference.summary}. Judge: {preference.signature}."))
+    st.dataframe(pairwise_frame(preference), hide_index=True)
+
+
 def label(campaign: Campaign, sources: dict[Group, str]) -> str:
     """A campaign in the pickers: its dataset or suite first (the pickers list them grouped), then ui.campaign_label."""
     return f"{sources[group_of(campaign)]} · {ui.campaign_label(campaign)}"
@@ -253,7 +295,7 @@ if mode == "two campaigns":
                 st.markdown("\n".join(f"- {ui.escape_md(w)}" for w in comparison.power_warnings))
         for note in comparison.notes:
             st.info(ui.escape_md(note))
-        trust = trust_lines(comparison_agreement(store, a.id, b.id, principal=principal))
+        trust = comparison_trust(store, a.id, b.id, principal=principal).lines()
         for line in trust:  # which judged differences to trust
             st.caption(ui.escape_md(line))
         if comparison.config_diff:
@@ -265,6 +307,10 @@ if mode == "two campaigns":
             col.metric(verdict, counts.get(verdict, 0))
         if comparison.tolerance_note:
             st.caption(ui.escape_md(comparison.tolerance_note[0].upper() + comparison.tolerance_note[1:] + "."))
+        preference = kept_pairwise(store, a.id, b.id, principal=principal)
+        comparison = replace(comparison, pairwise=preference)
+        if preference is not None:
+            st.caption(ui.escape_md(preference.summary))
         names = report_names()
         ui.html_download("Report (HTML)", partial(comparison_report, comparison, a, b, sources, names=names,
                                                   trust=trust),
@@ -289,6 +335,9 @@ if mode == "two campaigns":
         if tabs[QUESTIONS].open:
             with tabs[QUESTIONS]:
                 questions_section(versions, context)
+        if tabs[PAIRWISE].open:
+            with tabs[PAIRWISE]:
+                pairwise_section(a, b, preference, principal)
 else:
     baseline_group = [c.id for c in options if group_of(c) == group_of(options[0])]
     chosen = st.multiselect("Campaigns (the first is the baseline)", ids, default=baseline_group[:3][::-1],

@@ -17,10 +17,10 @@ from evalcore.campaigns.listing import dataset_label
 from evalcore.errors import EvalError
 from evalcore.judges import (
     JUDGES,
-    LOCAL_JUDGE_NOTE,
     Rubric,
     builtin_text,
     custom_prompt,
+    local_notes,
     parse_rubric,
     preview_messages,
     prompt_problems,
@@ -351,20 +351,22 @@ if submitted:
         if save_as.strip():  # the first value of a sweep is the one saved, and its campaign stays linked to it
             saved = save_target(store, requests[0].config or config, name=save_as.strip(), principal=principal)
             requests[0] = replace(requests[0], target_id=saved)
-        # Launching checks everything first (the questions, the target, its models): seconds. Say so at once.
+        if (use_judge or judges or config.rubrics) and judged_locally(config):
+            for note in local_notes(judges):  # before launching: said even when the launch is refused
+                st.warning(note)
+        # Launching checks the questions and the settings first; the worker that claims the campaign checks its
+        # target (models reachable, weights loaded) and fails it with the reason. Say what happens at once.
         with st.status(f"Launching {len(requests)} campaign(s)…", expanded=True) as launching:
             for number, each in enumerate(requests, start=1):
                 label = each.name or (each.config or config).describe()
                 launching.write(ui.escape_md(f"{number} of {len(requests)}: {label} · "
-                                             "preparing: loading the questions, checking the target…"))
+                                             "preparing: loading the questions, checking the settings…"))
                 campaign_id = ui.manager().launch(each)
                 launching.write(ui.escape_md(f"{number} of {len(requests)}: queued as {campaign_id}"))
                 st.session_state["launched"] = [campaign_id, *st.session_state.get("launched", [])]
                 ui.select_next_run("campaign_id", campaign_id)
             launching.update(label=f"Launched {len(requests)} campaign(s): their progress is below", state="complete",
                              expanded=False)
-        if (use_judge or judges or config.rubrics) and judged_locally(config):
-            st.warning(LOCAL_JUDGE_NOTE)
 
 
 def launched() -> list[Campaign]:

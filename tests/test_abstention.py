@@ -13,7 +13,7 @@ import pytest
 from evalcore import __version__
 from evalcore.campaigns import campaign_aggregates, campaign_results, get_manager
 from evalcore.campaigns.launching import LaunchRequest
-from evalcore.campaigns.plans import with_answerability
+from evalcore.campaigns.questions import with_answerability
 from evalcore.campaigns.records import Question
 from evalcore.compare import compare_campaigns
 from evalcore.metrics import MEASURES, panels, score_question

@@ -22,7 +22,7 @@ import evalcore
 from evalcore.api import create_app
 from evalcore.keys import create_key, revoke_key
 from evalcore.targets import TargetConfig
-from evalcore.targets.saved import save_target
+from evalcore.targets.saved import ID_NAMES, save_target
 from evalcore.testing.openai_server import FakeOpenAIServer, Reply
 from tests.conftest import write_dataset
 
@@ -130,6 +130,20 @@ def test_health_needs_no_key_and_openapi_is_served(api: Api) -> None:
         assert path in spec["paths"]
     assert "HTTPBearer" in spec["components"]["securitySchemes"]
     assert "swagger" in api.call("GET", "/docs", key=None).text.lower()
+
+
+def test_the_api_says_what_each_name_of_a_saved_configuration_means(api: Api) -> None:
+    # One id, five names: wherever a client meets one, its description says what it is (and that it is that id).
+    spec = api.call("GET", "/openapi.json", key=None).json()
+    described: dict[str, set[str]] = {}
+    for schema in spec["components"]["schemas"].values():
+        for name, prop in schema.get("properties", {}).items():
+            if name in ID_NAMES:
+                described.setdefault(name, set()).add(prop.get("description", ""))
+    assert set(described) == set(ID_NAMES)
+    assert all(texts == {ID_NAMES[name]} for name, texts in described.items() if name != "target_id")
+    assert all(text.startswith(ID_NAMES["target_id"]) for text in described["target_id"])
+    assert "knowledge_base_id" in ID_NAMES["target_id"] and "target_id" in ID_NAMES["agent_id"]
 
 
 @contextmanager

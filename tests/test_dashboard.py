@@ -7,6 +7,7 @@ import datetime as dt
 import io
 import json
 import re
+import socket
 import sqlite3
 import sys
 import zipfile
@@ -268,6 +269,32 @@ def test_an_invalid_configuration_is_a_readable_message(tmp_path: Path, monkeypa
     assert "Traceback" not in message
 
 
+def test_a_launch_shows_its_campaign_at_once_and_a_target_failing_its_check_fails_it_on_the_page(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALCORE_DASHBOARD_WORKER", "process")  # as the dashboard runs: a worker process
+    db = str(tmp_path / "db.sqlite")
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        gone = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    at = page_test(db, monkeypatch, "pages/run.py")
+    try:
+        at.number_input(key="limit").set_value(5)
+        at.selectbox(key="cfg-quick-generator").set_value("openai")
+        at.text_input(key="cfg-quick-model").set_value("gone")
+        at.text_input(key="cfg-quick-base_url").set_value(gone)
+        at.text_input(key="cfg-quick-api_key_env").set_value("")
+        at.button(key="FormSubmitter:launch-Launch").click().run()
+        assert_clean(at)  # launched: the model is asked by the worker, not before the page comes back
+        [campaign_id] = at.session_state["launched"]
+        done = get_manager(db).wait(campaign_id, timeout=90)
+        assert done.status == "failed"
+        at.run()
+        shown = unescape(texts(at))
+        assert "setup failed" in shown and "unreachable" in shown and gone in shown
+    finally:
+        get_manager(db).close()
+
+
 @pytest.mark.parametrize("headers", ["{not json", "[1, 2]", "42"])
 def test_agent_headers_that_are_no_json_object_are_a_readable_message(headers: str, tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
@@ -334,7 +361,8 @@ def test_compare_two_campaigns(filled: dict, monkeypatch: pytest.MonkeyPatch) ->
     assert {"better", "worse", "same", "new", "removed"} <= verdicts
     assert any("embedding_top_k" in str(df.value.to_dict()) for df in at.dataframe)  # the configuration difference
     # One section at a time: the deltas first, then the per-question scatter and the failure stages in A and B.
-    assert [tab.label for tab in at.tabs] == ["Measures", "Per question", "Failure stages", "Questions"]
+    assert [tab.label for tab in at.tabs] == ["Measures", "Per question", "Failure stages", "Questions",
+                                             "Pairwise judge"]
     first, *panels = chart_titles(at)  # the deltas, one panel per scale: counts apart from 0-1 measures
     assert first.split(",")[0] == "B − A per measure" and all(title.startswith("B − A: ") for title in panels)
     assert not at.get("plotly_chart")  # the page draws Vega-Lite; Plotly only for the downloads

@@ -9,6 +9,7 @@ import pytest
 
 from evalcore import judges
 from evalcore.errors import EvalError
+from evalcore.judges import JudgeResult
 from evalcore.models import ChatReply, ContextOverflow, OpenAIChatModel
 from evalcore.testing.openai_server import FakeOpenAIServer, Reply
 
@@ -110,7 +111,7 @@ def test_every_judge_has_a_versioned_prompt_with_a_stable_hash():
     hashes = set()
     for name in judges.JUDGES:
         prompt = judges.load_prompt(name)
-        assert prompt.version and prompt.output in ("likert", "label") and len(prompt.hash) == 16
+        assert prompt.version and prompt.output in ("likert", "label", "claims") and len(prompt.hash) == 16
         assert "JSON" in prompt.system and "{" not in prompt.user.replace("{question}", "").replace(
             "{answer}", "").replace("{context}", "").replace("{expected}", "")
         assert judges.signature(name) == judges.signature(name)
@@ -350,3 +351,9 @@ def test_a_prompt_over_the_window_is_an_overflow_for_both_backends(monkeypatch: 
         model = OpenAIChatModel(server.base_url, "m", api_key_env="", retries=0)
         with pytest.raises(ContextOverflow, match="maximum context length"):
             model.chat([{"role": "user", "content": "x"}])
+
+
+def test_a_judge_result_says_whether_it_passed_only_when_it_decided() -> None:
+    assert {result: result.passed for result in JudgeResult} == {
+        JudgeResult.PASS: True, JudgeResult.FAIL: False, JudgeResult.UNKNOWN: None, JudgeResult.SKIPPED: None,
+        JudgeResult.NO_CLAIM: None}

@@ -234,7 +234,7 @@ def test_comparisons_say_how_far_each_judge_agrees_with_people_on_every_face(
     out = capsys.readouterr().out
     assert expected in out and out.rstrip().endswith("; B no label")
     html = unescape_html(report.read_text(encoding="utf-8"))
-    assert "<h2>Judges against people's labels</h2>" in html and expected in html
+    assert "<h2>How far to trust the judges</h2>" in html and expected in html
     from tests.test_dashboard_workflow import page_test, unescape
 
     manager.store.write(lambda conn: conn.execute("UPDATE campaigns SET tenant = 'default'"))

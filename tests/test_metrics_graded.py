@@ -7,7 +7,9 @@ import math
 import pytest
 
 from evalcore.errors import EvalError
-from evalcore.metrics import graded_retrieval_scores
+from evalcore.judges import JudgeResult
+from evalcore.metrics import GRADED_MEASURES, MEASURES, graded_retrieval_scores, higher_is_better
+from evalcore.metrics.registry import LOWER_IS_BETTER
 
 WORKED = {"d1": 4, "d2": 2, "d3": 1}
 WORKED_RUN = [("d2", 0.9), ("d9", 0.8), ("d1", 0.7)]
@@ -125,3 +127,28 @@ def test_integral_float_labels_are_integers() -> None:
     scores = graded_retrieval_scores({doc: float(label) for doc, label in WORKED.items()}, WORKED_RUN)
     assert scores["top1_relevance"] == 2 and isinstance(scores["top1_relevance"], int)
     assert scores["ndcg@3"] == graded_retrieval_scores(WORKED, WORKED_RUN)["ndcg@3"]
+
+
+def test_a_graded_measure_passes_in_the_direction_the_registry_declares() -> None:
+    # One home for a direction: the evaluator-shaped output says what the registry's measure says.
+    scores = graded_retrieval_scores(WORKED, WORKED_RUN, thresholds={"holes": 1, "ndcg@3": 0.7})
+    for name in GRADED_MEASURES:
+        measure = MEASURES[f"graded.{name}"]
+        assert scores[f"{name}_higher_is_better"] is measure.higher_is_better
+        assert scores[f"{name}_result"] == measure.result(scores[name], scores[f"{name}_threshold"])
+    assert {m.name for m in MEASURES.values() if not m.higher_is_better} == LOWER_IS_BETTER
+    assert (scores["holes_result"], scores["ndcg@3_result"]) == ("pass", "fail")  # 1 hole <= 1; 0.604 < 0.7
+
+
+def test_a_pass_mark_is_reached_from_the_measure_side() -> None:
+    holes, ndcg = MEASURES["graded.holes"], MEASURES["ndcg@10"]
+    assert [holes.result(v, 1) for v in (0, 1, 2, None)] == [JudgeResult.PASS, JudgeResult.PASS, JudgeResult.FAIL,
+                                                             JudgeResult.UNKNOWN]
+    assert [ndcg.result(v, 0.5) for v in (0.4, 0.5, 0.6)] == [JudgeResult.FAIL, JudgeResult.PASS, JudgeResult.PASS]
+    assert not higher_is_better("hallucination") and higher_is_better("judge.groundedness:pass")
+
+
+def test_every_graded_measure_has_its_scale_under_its_current_name() -> None:
+    # The ground-truth total was renamed; its scale stayed under the old name and it was drawn as a 0-1 share.
+    assert {MEASURES[f"graded.{name}"].scale for name in ("total_retrieved_documents", "total_ground_truth_documents",
+                                                          "holes")} == {"count"}

@@ -23,16 +23,19 @@ from evalcore.campaigns import Aggregate, Campaign, QuestionResult, Summary
 from evalcore.campaigns.labels import Label
 from evalcore.campaigns.listing import CampaignRow, Settings
 from evalcore.campaigns.records import Outcome, Progress, Question, RunOptions, Source, Tokens, retrieved_to_json
+from evalcore.campaigns.trust import ComparisonTrust
 from evalcore.compare import Comparison
 from evalcore.compare.deltas import CampaignHeader, MeasureDelta, Passage, QuestionDiff
+from evalcore.compare.preference import Preference
 from evalcore.compare.stats import McNemar
 from evalcore.compare.sweep import SweepDelta
 from evalcore.diagnosis import Transition
 from evalcore.gates import Check
-from evalcore.judges import Spread, Verdict
+from evalcore.judges import Claim, Spread, Verdict
+from evalcore.judges.pairwise import Asking, PairVerdict
 from evalcore.metrics.agreement import Agreement
 from evalcore.shapes import doc, is_record, keys
-from evalcore.suites import Case
+from evalcore.suites import Case, Suite
 from evalcore.targets.base import Retrieved
 from evalcore.targets.config import Snapshot, TargetConfig
 from evalcore.targets.saved import SavedTarget
@@ -89,7 +92,9 @@ def disagreement(value: Any) -> tuple[set[str], set[str]]:
 
 RECORDS = (Campaign, RunOptions, Progress, Question, Source, Outcome, QuestionResult, Aggregate, Tokens, Summary,
            Verdict, Spread, Retrieved, CampaignHeader, Passage, QuestionDiff, McNemar, MeasureDelta, Comparison,
-           Transition, Settings, CampaignRow, SavedTarget, Check, SweepDelta, Case, Label, Agreement)
+           Transition, Settings, CampaignRow, SavedTarget, Check, SweepDelta, Case, Label, Agreement, Preference,
+           PairVerdict, Asking, ComparisonTrust, Suite,
+           Claim)
 PRIVATE = {key.name for record in RECORDS for key in keys(record) if key.private}
 
 
@@ -110,7 +115,8 @@ API_MODELS: dict[type, Callable[[], type[Any]]] = {
     Summary: lambda: schemas.SummaryOut, Aggregate: lambda: schemas.AggregateOut,
     Comparison: lambda: schemas.ComparisonOut, CampaignRow: lambda: schemas.CampaignListed,
     SavedTarget: lambda: schemas.TargetOut, Check: lambda: schemas.CheckOut, Label: lambda: schemas.LabelOut,
-    Agreement: lambda: schemas.AgreementOut,
+    Agreement: lambda: schemas.AgreementOut, Preference: lambda: schemas.PreferenceOut,
+    ComparisonTrust: lambda: schemas.TrustOut, Suite: lambda: schemas.SuiteOut,
 }
 
 
@@ -156,3 +162,22 @@ def test_a_snapshot_keeps_the_stored_json_and_reads_older_ones_as_a_typed_config
     assert Settings.of(target) == Settings("vector · E5 embeddings", "none", "extractive", TargetConfig.embedding_top_k)
     campaign = dataclasses.replace(build(Campaign), config=stored)  # a plain dict becomes a snapshot
     assert isinstance(campaign.config, Snapshot) and campaign.to_dict()["config"] == stored
+
+
+def enum_of(tp: Any) -> type[Enum] | None:
+    """The StrEnum a key's type is (or is with null), else None."""
+    args = [arg for arg in typing.get_args(tp) if arg is not type(None)] or [tp]
+    return args[0] if len(args) == 1 and isinstance(args[0], type) and issubclass(args[0], Enum) else None
+
+
+def test_a_key_with_a_fixed_value_set_documents_every_value() -> None:
+    # A status, verdict, kind, stage or judge result added to its type and not to the docs fails here.
+    checked = 0
+    for record in RECORDS:
+        for key in keys(record):
+            if (values := enum_of(key.type)) is not None:
+                spoken = key.doc.replace("_", " ")
+                missing = [m.value for m in values if m.value.replace("_", " ") not in spoken]
+                assert not missing, f"{record.__name__}.{key.name}: {missing} not in {key.doc!r}"
+                checked += 1
+    assert checked >= 5

@@ -20,7 +20,7 @@ from evalcore.targets.saved import save_target
 
 def filled_store(path: Path, tiny_dataset: Path) -> str:
     """A SQLite store with something in every table: two campaigns and their comparison, a suite, a key and its
-    session, a saved target, a cached call, a person's label."""
+    session, a saved target, a cached call, a person's label, a pairwise judgement."""
     path.parent.mkdir(parents=True, exist_ok=True)
     run = path.parent / "run.jsonl"
     run.write_text('{"qid": 1, "ranked_ids": [10, 14], "answer": "30 days."}\n'
@@ -42,6 +42,9 @@ def filled_store(path: Path, tiny_dataset: Path) -> str:
             "INSERT INTO labels (campaign_id, qid, judge, label, note, author, labelled_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (ids[0], 1, "score", "4", "one detail missing", "key_1", 1.5)))
+        manager.store.write(lambda conn: conn.execute(  # a pairwise judgement (no model asked: its row as kept)
+            "INSERT INTO pairwise (a_id, b_id, signature, a_version, b_version, data, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)", (ids[0], ids[1], "pairwise|model:m", "v1", "v1", '{"verdicts": []}', 2.5)))
         for table, order in TABLES:
             assert fingerprint(manager.store, table, order)[0] > 0, table
     finally:

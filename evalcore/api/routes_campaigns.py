@@ -11,7 +11,16 @@ from evalcore.access import Principal
 from evalcore.api.auth import Admin, Viewer
 from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
 from evalcore.api.inputs import RequestBody
-from evalcore.api.schemas import CampaignDetail, CampaignList, CampaignOnly, ComparisonData, Ok, ResultsPage
+from evalcore.api.runs import JudgeModelIn, JudgingIn, bounded, judge_settings
+from evalcore.api.schemas import (
+    CampaignDetail,
+    CampaignList,
+    CampaignOnly,
+    ComparisonData,
+    Ok,
+    PreferenceData,
+    ResultsPage,
+)
 from evalcore.campaigns import (
     Campaign,
     CampaignKind,
@@ -26,7 +35,10 @@ from evalcore.campaigns.export import judge_fields
 from evalcore.campaigns.listing import SORT_KEYS, campaign_rows, dataset_label, search_rows, sort_rows
 from evalcore.campaigns.manager import MAX_NAME
 from evalcore.campaigns.recompute import recompute_abstention
+from evalcore.campaigns.rejudging import RejudgeRequest
+from evalcore.campaigns.trust import comparison_trust
 from evalcore.compare import compare_campaigns, power
+from evalcore.compare.pairwise import judge_comparison
 from evalcore.judges import FIELD_NAMES
 from evalcore.metrics import MEASURES
 from evalcore.store import Store
@@ -126,6 +138,27 @@ def recompute(request: Request, campaign_id: CampaignId, principal: Admin) -> di
     return ok({"campaign": campaign_json(campaign_of(request, campaign_id, principal))})
 
 
+class RejudgeIn(JudgingIn):
+    """A finished campaign judged again: the judges (default: its own) and the judge settings that change."""
+
+    judge_samples: int | None = bounded("judge_samples", "ask each judge N times (default: as the campaign did)")
+    concurrency: int | None = bounded("concurrency", "questions judged at once (default: as the campaign ran)")
+    name: str | None = Field(default=None, min_length=1, max_length=MAX_NAME,
+                             description="a name to recognise it by (default: the campaign's, with its judges)")
+
+
+@router.post("/campaigns/{campaign_id}/rejudge", status_code=202, response_model=Ok[CampaignOnly],
+             summary="Judge a finished campaign's answers again with other judges, as a new campaign")
+def rejudge(request: Request, campaign_id: CampaignId, body: RejudgeIn, principal: Admin) -> dict[str, Any]:
+    """The new campaign reads the answers where they are stored (its target is not asked) and differs only in its
+    judges; `answers_from` names the campaign judged. 409 unless that campaign ran every question."""
+    campaign_of(request, campaign_id, principal)
+    new_id = request.app.state.manager.rejudge(RejudgeRequest(
+        campaign_id, judges=tuple(body.judges), settings=judge_settings(body, principal), name=body.name,
+        principal=principal, concurrency=body.concurrency, judge_samples=body.judge_samples))
+    return ok({"campaign": campaign_json(campaign_of(request, new_id, principal))})
+
+
 @router.get("/campaigns/{campaign_id}/results", response_model=Ok[ResultsPage], summary="Per-question results, paged")
 def results(request: Request, campaign_id: CampaignId, principal: Viewer,
             offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
@@ -159,6 +192,30 @@ def compare(request: Request, a: Annotated[str, Query(max_length=300)], b: Annot
     campaign_of(request, a, principal)
     campaign_of(request, b, principal)
     tolerances = dict.fromkeys(MEASURES, tolerance) if tolerance is not None else None
-    comparison = compare_campaigns(request.app.state.store, a, b, effect=effect, principal=principal, basis=basis,
-                                   tolerances=tolerances)
-    return ok({"comparison": comparison.to_dict()})
+    store = request.app.state.store
+    comparison = compare_campaigns(store, a, b, effect=effect, principal=principal, basis=basis, tolerances=tolerances)
+    return ok({"comparison": comparison.to_dict(),
+               "agreement": comparison_trust(store, a, b, principal=principal).to_dict()})
+
+
+class PairwiseIn(RequestBody):
+    """How the pairwise judge is asked."""
+
+    judge: JudgeModelIn | None = Field(default=None, description="its model (needs a full-access key); left out: "
+                                                                 "campaign b's judge keys")
+    limit: int | None = Field(default=None, ge=1, le=100_000, description="only the first common questions")
+
+
+@router.post("/compare/pairwise", response_model=Ok[PreferenceData],
+             summary="Ask the pairwise judge which campaign's answers are better")
+def pairwise(request: Request, a: Annotated[str, Query(max_length=300)], b: Annotated[str, Query(max_length=300)],
+             principal: Admin, body: PairwiseIn | None = None) -> dict[str, Any]:
+    """Each common answered question judged with A's answer first, then B's first (a verdict that changes is a tie);
+    B's win rate with its interval, the sign test and the flip rate. Every model call is cached, and the result is
+    kept: the comparison of a and b (GET /api/v1/compare) carries it from then on."""
+    campaign_of(request, a, principal)
+    campaign_of(request, b, principal)
+    body = body or PairwiseIn()
+    judge = {f"judge_{name}": value for name, value in body.judge.model_dump().items()} if body.judge else None
+    preference = judge_comparison(request.app.state.store, a, b, judge=judge, limit=body.limit, principal=principal)
+    return ok({"pairwise": preference.to_dict()})

@@ -17,6 +17,7 @@ from evalcore.api.runs import RunSettings, configured, launch
 from evalcore.campaigns import Campaign, CampaignStatus, campaign_aggregates, get_campaign, new_campaign_id
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.listing import dataset_label
+from evalcore.targets.saved import ID_NAMES
 
 router = APIRouter(prefix="/api/v1/evaluation", tags=["evaluation tasks"], responses=ERROR_RESPONSES)
 
@@ -30,11 +31,9 @@ class EvaluationRequest(RunSettings):
     """An evaluation task request; every field optional."""
 
     dataset_id: str = Field(default="default", description="folder under the dataset root ('default' is its samples)")
-    knowledge_base_id: str | None = Field(default=None,
-                                          description="saved target configuration whose settings are copied")
-    chat_id: str | None = Field(default=None,
-                                description="saved target configuration whose generation settings are used")
-    rerank_id: str | None = Field(default=None, description="saved target configuration whose rerank settings are used")
+    knowledge_base_id: str | None = Field(default=None, description=ID_NAMES["knowledge_base_id"])
+    chat_id: str | None = Field(default=None, description=ID_NAMES["chat_id"])
+    rerank_id: str | None = Field(default=None, description=ID_NAMES["rerank_id"])
 
 
 class Task(BaseModel):

@@ -32,6 +32,7 @@ from evalcore.suites import (
     replace_suite,
 )
 from evalcore.targets import TargetConfig
+from evalcore.targets.saved import ID_NAMES
 
 router = APIRouter(prefix="/api/v1/eval-suites", tags=["eval suites"], responses=ERROR_RESPONSES)
 SuiteId = Annotated[str, Path(max_length=200)]
@@ -51,7 +52,7 @@ class SuiteIn(RequestBody):
     """A suite as created or replaced: name, saved target configuration, up to 100 cases."""
 
     name: str = Field(min_length=1, max_length=200, pattern=r"\S")
-    agent_id: str = Field(min_length=1, max_length=200, description="id of a saved target configuration")
+    agent_id: str = Field(min_length=1, max_length=200, description=ID_NAMES["agent_id"])
     cases: list[CaseIn] = Field(min_length=1, max_length=MAX_CASES, description=f"at most {MAX_CASES} cases")
 
 
@@ -72,16 +73,6 @@ def _cases(body: SuiteIn) -> list[Case]:
     return [Case(c.question, c.expected_answer, tuple(c.expected_sources)) for c in body.cases]
 
 
-def suite_json(suite: Suite, *, with_cases: bool = True) -> dict[str, Any]:
-    """A suite for the API; lists omit the cases."""
-    data: dict[str, Any] = {"id": suite.id, "name": suite.name, "agent_id": suite.target_id,
-                            "case_count": len(suite.cases), "created_at": suite.created_at,
-                            "updated_at": suite.updated_at}
-    if with_cases:
-        data["cases"] = [case.to_dict() for case in suite.cases]
-    return data
-
-
 def _suite(request: Request, suite_id: str, principal: Principal) -> Suite:
     try:
         return get_suite(request.app.state.store, suite_id, principal=principal)
@@ -93,7 +84,7 @@ def _suite(request: Request, suite_id: str, principal: Principal) -> Suite:
 def list_all(request: Request, principal: Viewer) -> dict[str, Any]:
     """Newest first; `last_run` is null for a suite never run."""
     rows = suite_rows(request.app.state.store, principal=principal)
-    return ok({"suites": [{**suite_json(row.suite, with_cases=False),
+    return ok({"suites": [{**row.suite.to_dict(with_cases=False),
                            "last_run": campaign_json(row.last.campaign) if row.last else None} for row in rows]})
 
 
@@ -113,7 +104,7 @@ def create(request: Request, body: SuiteCreate, principal: Admin) -> dict[str, A
                              if_exists=body.if_exists)
     except DuplicateName as error:
         raise duplicate(error) from None
-    return ok({"suite": suite_json(suite)})
+    return ok({"suite": suite.to_dict()})
 
 
 @router.get("/runs/{run_id}", response_model=Ok[RunDetail],
@@ -131,7 +122,7 @@ def read_run(request: Request, run_id: RunId, principal: Viewer, names: FieldNam
 @router.get("/{suite_id}", response_model=Ok[SuiteDetail], summary="Read a suite with its cases")
 def read(request: Request, suite_id: SuiteId, principal: Viewer) -> dict[str, Any]:
     """One suite."""
-    return ok({"suite": suite_json(_suite(request, suite_id, principal))})
+    return ok({"suite": _suite(request, suite_id, principal).to_dict()})
 
 
 @router.put("/{suite_id}", response_model=Ok[SuiteDetail],
@@ -146,7 +137,7 @@ def replace(request: Request, body: SuiteIn, suite_id: SuiteId, principal: Admin
                               principal=principal)
     except DuplicateName as error:
         raise duplicate(error) from None
-    return ok({"suite": suite_json(suite)})
+    return ok({"suite": suite.to_dict()})
 
 
 @router.delete("/{suite_id}", status_code=204, response_class=Response, summary="Delete a suite and its campaigns")

@@ -16,7 +16,7 @@ from evalcore.campaigns.records import DEFAULT_MAX_FAILED_SHARE, DEFAULT_TIME_LI
 from evalcore.judges import JUDGES
 from evalcore.judges.scale import HIGHEST, LOWEST
 from evalcore.targets import TargetConfig
-from evalcore.targets.config import KEYS
+from evalcore.targets.config import KEYS, TABLES
 
 
 def key_field(name: str, **limits: Any) -> Any:
@@ -54,20 +54,16 @@ class JudgeModelIn(RequestBody):
     max_tokens: int = key_field("judge_max_tokens")
 
 
-class RunSettings(RequestBody):
-    """Options every campaign launch accepts."""
+class JudgingIn(RequestBody):
+    """Which judges, on which model, with which pass marks, prompts and rubrics (a launch's, a re-judge's)."""
 
-    use_judge: bool = Field(default=False, description=f"add the {LOWEST}-{HIGHEST} AI score (judge `score`)")
     judges: list[str] = Field(default_factory=list, max_length=len(JUDGES),
-                              description=f"judges to run: {', '.join(JUDGES)} (rubrics run without being named)")
-    judge_samples: int = Field(default=1, ge=RUN_BOUNDS["judge_samples"][0], le=RUN_BOUNDS["judge_samples"][1],
-                               description="ask each judge N times and record the spread")
+                              description=f"judges to run: {', '.join(JUDGES)} (rubrics run without being named; a "
+                                          "re-judge may name them, and without any runs the campaign's judges)")
     judge: JudgeModelIn | None = Field(default=None, description="the judges' model (needs a full-access key)")
     judge_thresholds: dict[str, float] = Field(default_factory=dict,
-                                               description=f"pass mark per judge on {LOWEST}-{HIGHEST}")
-    graded_thresholds: dict[str, float] = Field(
-        default_factory=dict, description="graded document retrieval pass marks by the evaluator's names "
-        "(ndcg_threshold, xdcg_threshold, fidelity_threshold, top1_relevance_threshold, ...) or the measure's")
+                                               description=f"pass mark per judge on {LOWEST}-{HIGHEST} (claims: a "
+                                               "share of supported claims, 0-1, default 1)")
     judge_prompts: dict[str, Annotated[str, Field(max_length=PROMPT_CHARS)]] = Field(
         default_factory=dict, max_length=len(JUDGES),
         description="a judge's own prompt for this campaign: judge name -> the prompt's text, in the shape of the "
@@ -77,6 +73,17 @@ class RunSettings(RequestBody):
         default_factory=dict, max_length=20,
         description="judges defined in plain words: name -> the rubric's text (# output: 1-5 or labels worst to best, "
                     "# pass:, # reads:, then [criteria] and optional [steps]); each is a judge of the campaign")
+
+
+class RunSettings(JudgingIn):
+    """Options every campaign launch accepts."""
+
+    use_judge: bool = Field(default=False, description=f"add the {LOWEST}-{HIGHEST} AI score (judge `score`)")
+    judge_samples: int = Field(default=1, ge=RUN_BOUNDS["judge_samples"][0], le=RUN_BOUNDS["judge_samples"][1],
+                               description="ask each judge N times and record the spread")
+    graded_thresholds: dict[str, float] = Field(
+        default_factory=dict, description="graded document retrieval pass marks by the evaluator's names "
+        "(ndcg_threshold, xdcg_threshold, fidelity_threshold, top1_relevance_threshold, ...) or the measure's")
     concurrency: int | None = bounded("concurrency", "questions in flight (suites: 1 by default, so times are "
                                                      "meaningful)")
     time_limit: float | None = bounded("time_limit", f"seconds per question (default {DEFAULT_TIME_LIMIT_S:g})")
@@ -99,15 +106,22 @@ def configured(config: TargetConfig, body: RunSettings, principal: Principal) ->
     if body.scheduler is not None and not principal.can(Action.CONFIGURE):
         raise ApiError(403, "scheduler: choosing the Dask scheduler needs a key with the full-access capability")
     config = config.run_on(body.executor, body.scheduler)
-    overrides: dict[str, Any] = {}
+    overrides = judge_settings(body, principal) | ({"graded_thresholds": body.graded_thresholds}
+                                                    if body.graded_thresholds else {})
+    for table in set(overrides) & set(TABLES):  # their entries add to the configuration's
+        overrides[table] = {**dict(getattr(config, table)), **overrides[table]}
+    return TargetConfig.from_dict({**config.to_dict(), **overrides}) if overrides else config
+
+
+def judge_settings(body: JudgingIn, principal: Principal) -> dict[str, Any]:
+    """The judge keys the body gives; a judge model needs full-access (it names a host the server connects to)."""
+    settings: dict[str, Any] = {}
     if body.judge is not None:
         if not principal.can(Action.CONFIGURE):
             raise ApiError(403, "judge: choosing the judges' model needs a key with the full-access capability")
-        overrides |= {f"judge_{name}": value for name, value in body.judge.model_dump().items()}
-    for table in ("judge_thresholds", "graded_thresholds", "judge_prompts", "rubrics"):
-        if given := getattr(body, table):
-            overrides[table] = {**dict(getattr(config, table)), **given}
-    return TargetConfig.from_dict({**config.to_dict(), **overrides}) if overrides else config
+        settings |= {f"judge_{name}": value for name, value in body.judge.model_dump().items()}
+    return settings | {table: dict(given) for table in ("judge_thresholds", "judge_prompts", "rubrics")
+                       if (given := getattr(body, table))}
 
 
 def launch(manager: CampaignManager, body: RunSettings, where: LaunchRequest) -> str:

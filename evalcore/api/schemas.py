@@ -22,12 +22,14 @@ from evalcore.campaigns import Aggregate, Campaign, QuestionResult, Summary
 from evalcore.campaigns.labels import Label
 from evalcore.campaigns.listing import CampaignRow
 from evalcore.campaigns.records import DIAGNOSIS
+from evalcore.campaigns.trust import ComparisonTrust
 from evalcore.compare import Comparison
+from evalcore.compare.preference import Preference
 from evalcore.gates import Check
 from evalcore.metrics.agreement import Agreement
 from evalcore.shapes import is_record, keys
-from evalcore.suites import Case
-from evalcore.targets.saved import SavedTarget
+from evalcore.suites import Case, Suite
+from evalcore.targets.saved import ID_NAMES, SavedTarget
 
 T = TypeVar("T")
 
@@ -49,7 +51,8 @@ MODELS: dict[type, type[BaseModel]] = {}
 
 
 def model_of(record: type, name: str | None = None, **more: Any) -> type[BaseModel]:
-    """The API model of an engine record: its public keys in order, then `more` (API-only fields)."""
+    """The API model of an engine record: its public keys in order, then `more` (API-only fields; one of the
+    record's keys given there keeps its place, described as the API says it)."""
     fields: dict[str, Any] = {}
     for key in keys(record):
         if not key.private:
@@ -58,7 +61,7 @@ def model_of(record: type, name: str | None = None, **more: Any) -> type[BaseMod
                                 else (api_type(key.type), Field(description=described)))
     summary = (record.__doc__ or "").split("\n\n")[0].strip()
     model: type[BaseModel] = create_model(name or f"{record.__name__}Out", __base__=Out, __doc__=summary,
-                                          __module__=__name__, **fields, **more)
+                                          __module__=__name__, **{**fields, **more})
     return model
 
 
@@ -92,6 +95,9 @@ if TYPE_CHECKING:  # the type checker sees models; what they hold is derived whe
     CaseOut = BaseModel
     LabelOut = BaseModel
     AgreementOut = BaseModel
+    SuiteOut = BaseModel
+    PreferenceOut = BaseModel
+    TrustOut = BaseModel
 else:
     CampaignOut = api_type(Campaign)
     AggregateOut = api_type(Aggregate)
@@ -106,6 +112,10 @@ else:
     CaseOut = api_type(Case)
     LabelOut = api_type(Label)
     AgreementOut = api_type(Agreement)
+    # The API describes agent_id in its own words (what the name means there); the record's other keys as declared.
+    SuiteOut = model_of(Suite, "SuiteOut", agent_id=(str, Field(description=ID_NAMES["agent_id"])))
+    PreferenceOut = api_type(Preference)
+    TrustOut = model_of(ComparisonTrust, "TrustOut")
 
 
 class CampaignList(BaseModel):
@@ -132,17 +142,12 @@ class ResultsPage(BaseModel):
 
 class ComparisonData(BaseModel):
     comparison: ComparisonOut
+    agreement: TrustOut = Field(description="how far each judge agrees with people's labels in A and in B, and, when "
+                                            "A and B judged the same answers, B's judge with A's")
 
 
-class SuiteOut(Out):
-    """A suite: its name, the saved target configuration its campaigns run, and its size."""
-
-    id: str
-    name: str
-    agent_id: str = Field(description="the saved target configuration its campaigns run")
-    case_count: int
-    created_at: float
-    updated_at: float
+class PreferenceData(BaseModel):
+    pairwise: PreferenceOut
 
 
 class SuiteListed(SuiteOut):

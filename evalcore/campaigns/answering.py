@@ -9,7 +9,7 @@ from evalcore import metrics
 from evalcore.campaigns.records import Outcome, Question, RunOptions, sources_of
 from evalcore.diagnosis import Evidence, GenerationMarks, Stage, attribute
 from evalcore.errors import EvalError
-from evalcore.judges import JudgeResult, JudgeSettings, Passage, Verdict, run_judge
+from evalcore.judges import JudgeSettings, Passage, Verdict, run_judge
 from evalcore.metrics.graded import GradedScale
 from evalcore.models import metered, refuse_long_reply
 from evalcore.models.http import Calls
@@ -35,6 +35,7 @@ class Plan:
     cache_hits_before: int = 0
     owner_token: str = ""  # this session's claim on the campaign: a runner writes only while it holds it
     calls: Calls = field(default_factory=Calls)  # its HTTP connections, closed when the campaign ends
+    answers_from: str | None = None  # a re-judge: the campaign whose stored answers it judges
 
 
 def error_text(error: BaseException) -> str:
@@ -118,9 +119,8 @@ def scored(plan: Plan, question: Question, reply: TargetAnswer, latency: float) 
         if verdict.score is not None:
             scores.values[f"judge.{name}"] = float(verdict.score)
             scores.signatures[f"judge.{name}"] = f"{verdict.signature}|model:{verdict.model}"
-    if (refusal := verdicts.get("refusal")) is not None and refusal.result in (JudgeResult.PASS, JudgeResult.FAIL):
-        metrics.judge_abstention(scores, answer=reply.answer, answerable=question.answerable,
-                                 refused=refusal.result == JudgeResult.PASS)
+    if (refusal := verdicts.get("refusal")) is not None and (refused := refusal.result.passed) is not None:
+        metrics.judge_abstention(scores, answer=reply.answer, answerable=question.answerable, refused=refused)
     stage = diagnose(plan.target.config, question, retrieved, context, scores.values, verdicts)
     return Outcome(answer=reply.answer, retrieved=retrieved, context=context, sources=sources, measures=scores.values,
                    signatures=scores.signatures, results=scores.results, judges=verdicts, latency_s=latency,
@@ -150,6 +150,11 @@ def diagnose(config: TargetConfig, question: Question, retrieved: tuple[Retrieve
     return attribute(evidence, GenerationMarks(config.generation_pass_rougel, config.generation_pass_coverage))
 
 
+def passage_id(hit: Retrieved) -> str:
+    """A context passage's id as a judge names it: the dataset's passage id, else an external target's own."""
+    return str(hit.pid) if hit.pid is not None else hit.source
+
+
 def judge(settings: JudgeSettings, names: tuple[str, ...], question: Question, answer: str,
           context: tuple[Retrieved, ...]) -> tuple[dict[str, Verdict], list[str]]:
     """Run each requested judge on the answer's own context (whole, with titles) and every reference answer.
@@ -162,7 +167,7 @@ def judge(settings: JudgeSettings, names: tuple[str, ...], question: Question, a
     for name in names:
         try:
             verdicts[name] = run_judge(settings, name, question=question.text, answer=answer,
-                                       context=[Passage(hit.text, hit.title) for hit in context],
+                                       context=[Passage(hit.text, hit.title, passage_id(hit)) for hit in context],
                                        expected=references)
         except Exception as error:  # noqa: BLE001 - recorded on the question, the campaign goes on
             notes.append(f"judge {name} failed: {error_text(error)}")

@@ -18,6 +18,7 @@ from typing import Any
 from evalcore.access import Action, Principal
 from evalcore.campaigns.queries import campaign_results, check_visible, get_campaign
 from evalcore.campaigns.records import Campaign, QuestionResult
+from evalcore.campaigns.result_rows import answers_holder
 from evalcore.csvcells import csv_text, restore_cell
 from evalcore.errors import EvalError
 from evalcore.judges import Verdict, load_prompt, parse_rubric
@@ -195,8 +196,13 @@ def judge_agreement(judge: str, scale: Scale, pairs: Sequence[tuple[str, Verdict
 
 def campaign_agreement(store: Store, campaign_id: str, *, principal: Principal | None = None,
                        seed: int = 0) -> dict[str, Agreement]:
-    """Per judge with labels: its agreement with them over the questions it gave a readable verdict on."""
+    """Per judge with labels: its agreement with them over the questions it gave a readable verdict on.
+
+    A re-judge without labels of its own is checked against those of the campaign whose answers it judges (a label
+    is about an answer, whoever judged it)."""
     labels = campaign_labels(store, campaign_id, principal=principal)
+    if not labels and (holder := answers_holder(store, campaign_id)) != campaign_id:
+        labels = campaign_labels(store, holder, principal=principal)
     if not labels:  # nothing to read further
         return {}
     campaign = get_campaign(store, campaign_id, principal=principal)
@@ -208,9 +214,10 @@ def agreement_of(campaign: Campaign, results: Sequence[QuestionResult], labels: 
     """Agreement of each labelled judge of a campaign (pure: its results and labels given)."""
     verdicts = {(r.question.qid, name): v for r in results for name, v in r.outcome.judges.items()}
     out: dict[str, Agreement] = {}
-    for judge in dict.fromkeys(label.judge for label in labels):
+    for judge in dict.fromkeys(label.judge for label in labels if label.judge in campaign.judges):
         scale = judge_scale(campaign, judge)
         pairs = [(label.label, verdict) for label in labels if label.judge == judge
+                 and label.label in (*scale.labels, *PASS_FAIL)  # another campaign's rubric may have other labels
                  and (verdict := verdicts.get((label.qid, judge))) is not None
                  and judged_category(verdict, scale) is not None]
         out[judge] = judge_agreement(judge, scale, pairs, seed=seed)
@@ -228,13 +235,14 @@ def trust_lines(sides: dict[str, dict[str, Agreement]]) -> list[str]:
     return lines
 
 
-def trust_text(agreement: Agreement) -> str:
-    """n, kappa (weighted where the scale is ordinal) and its interval, in a few words."""
+def trust_text(agreement: Agreement, counted: str = "labelled") -> str:
+    """n (`counted`: labelled questions, or questions), kappa (weighted where the scale is ordinal) and its
+    interval, in a few words."""
     value = agreement.weighted_kappa if agreement.weighted_kappa is not None else agreement.kappa
     name = "weighted kappa" if agreement.weighted_kappa is not None else "kappa"
     interval = f" ({agreement.interval[0]:.2f} to {agreement.interval[1]:.2f})" if agreement.interval else ""
     shown = "undefined" if value is None else f"{value:.2f}{interval}"
-    return f"{agreement.n} labelled, {name} {shown}"
+    return f"{agreement.n} {counted}, {name} {shown}"
 
 
 def comparison_agreement(store: Store, a_id: str, b_id: str, *,

@@ -1,4 +1,5 @@
-"""What a launch asks for (one typed request every face builds), and the rules of a sweep's launches."""
+"""What a launch asks for (one typed request every face builds), the configuration and judges it runs with, and the
+rules of a sweep's launches."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.access import Principal
 from evalcore.errors import EvalError
+from evalcore.store import Store
+from evalcore.suites import Suite
 from evalcore.targets import TargetConfig
+from evalcore.targets.saved import get_target
 
 if TYPE_CHECKING:
     from evalcore.targets.base import Target
@@ -72,3 +76,44 @@ def linked_target(start: str | None, start_config: TargetConfig, configs: Sequen
     if start is None:
         return None
     return start if [c.config_hash() for c in configs] == [start_config.config_hash()] else None
+
+
+def resolve_config(store: Store, config: TargetConfig | None, target_id: str | None, suite: Suite | None,
+                   tenant: str | None) -> tuple[TargetConfig, str | None]:
+    """The configuration to run and the saved target it came from, if any: the one given, else the saved target
+    (`target_id`, else the suite's), else the defaults."""
+    if config is not None:
+        return config, target_id
+    target_id = target_id or (suite.target_id if suite is not None else None)
+    if target_id in (None, "", "default"):
+        return TargetConfig(), None
+    return get_target(store, target_id, tenant), target_id
+
+
+def check_judges(judges: tuple[str, ...], rubrics: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Known judge names (aliases resolved; the configuration's rubrics), without duplicates, in the given order."""
+    from evalcore.judges import ALIASES, JUDGES
+
+    names = [ALIASES.get(name, name) for name in judges]
+    unknown = [name for name in names if name not in JUDGES and name not in rubrics]
+    if unknown:
+        raise EvalError(f"unknown judge {unknown[0]!r}", where="judges", expected=", ".join(JUDGES + rubrics),
+                        fix="define it as a rubric in the configuration ([rubrics])")
+    return tuple(dict.fromkeys(names))
+
+
+def check_settings(config: TargetConfig, judges: tuple[str, ...], cache_dir: Path) -> None:
+    """Refuse what cannot work without connecting anywhere or loading weights (quick): the target's settings, a
+    model for the judges, the embedding models installed. A launch that queues its campaign makes these checks
+    before it stores anything; the worker that claims it makes the slow ones (endpoints answer, weights load)."""
+    from evalcore.targets import RagTarget, build_target
+    from evalcore.targets.generators import build_judge_model
+    from evalcore.targets.knowledge import require_embedder
+
+    target = build_target(config, cache_dir=cache_dir)
+    if judges:
+        build_judge_model(config, target.chat_model(), check=False)
+    models = target.embedding_models() if isinstance(target, RagTarget) else ()
+    similarity = (config.answer_similarity_model,) if config.answer_similarity_model != "none" else ()
+    for model in (*models, *similarity):
+        require_embedder(model)

@@ -16,7 +16,7 @@ from evalcore.campaigns.queries import list_campaigns
 from evalcore.campaigns.records import Campaign, CampaignKind
 from evalcore.datasets import DEFAULT_DATASET
 from evalcore.errors import EvalError
-from evalcore.metrics.registry import MEASURES, display_order, verdict_basis
+from evalcore.metrics.registry import display_order, higher_is_better, verdict_basis
 from evalcore.shapes import doc
 from evalcore.store import Store
 from evalcore.suites import Suite, list_suites
@@ -133,7 +133,7 @@ def sort_rows(rows: Sequence[CampaignRow], key: str = "created", reverse: bool =
     """Rows sorted by a column: newest, best or A-Z first (`reverse`: the other way); rows without a value last."""
     if key not in SORT_KEYS:
         raise EvalError("unknown column to sort by", where="sort", found=repr(key), expected=", ".join(SORT_KEYS))
-    best_first = key in HEADLINE and (key not in MEASURES or MEASURES[key].higher_is_better)
+    best_first = key in HEADLINE and higher_is_better(key)
     descending = (key == "created" or best_first) != reverse
     present = [row for row in rows if row.cell(key) is not None]
     absent = [row for row in rows if row.cell(key) is None]

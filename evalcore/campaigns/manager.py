@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from evalcore.campaigns.answering import Plan
     from evalcore.campaigns.claims import Workers
     from evalcore.campaigns.cluster import Cluster
+    from evalcore.campaigns.rejudging import RejudgeRequest
     from evalcore.campaigns.runner import Runner
     from evalcore.campaigns.supervisor import WorkerProcess
     from evalcore.datasets import Dataset
@@ -53,8 +54,9 @@ if TYPE_CHECKING:
     from evalcore.models import ChatModel
     from evalcore.targets import Target, TargetConfig
 
-# What launching needs (the plans, with the datasets' loader and pyarrow; the runner; the cluster; the judges) is
-# imported by the functions that launch: a command that only reads the store does not load it.
+# What launching needs (the corpus, with the datasets' loader and pyarrow; the questions; the checks of a launch; the
+# re-judges' stored answers; the runner; the cluster; the judges) is imported by the functions that launch: a command
+# that only reads the store does not load it.
 
 _MANAGERS: dict[str, CampaignManager] = {}
 _MANAGERS_LOCK = threading.Lock()
@@ -71,10 +73,10 @@ def get_manager(db_path: str | Path | None = None) -> CampaignManager:
 
 def new_campaign_id(tenant: str, dataset: str | None) -> str:
     """An evaluation task's id `evaluation_{tenant}_{unix_ms}_{8 hex}_{dataset_id}`; `run_...` for suite campaigns."""
-    from evalcore.campaigns import plans
+    from evalcore.campaigns.corpus import dataset_tag
 
     stem = f"{tenant}_{int(time.time() * 1000)}_{secrets.token_hex(4)}"
-    return f"evaluation_{stem}_{plans.dataset_tag(dataset)}" if dataset is not None else f"run_{stem}"
+    return f"evaluation_{stem}_{dataset_tag(dataset)}" if dataset is not None else f"run_{stem}"
 
 
 def _refuse_second_run(conn: Connection, suite_id: str | None, campaign_id: str) -> None:
@@ -104,7 +106,7 @@ def run_options(config: TargetConfig, concurrency: int | None, time_limit: float
     A suite's questions are asked one after another unless told otherwise, so that its response
     times mean what they say. On a cluster, the automatic concurrency follows its worker threads.
     """
-    from evalcore.campaigns import plans
+    from evalcore.campaigns.concurrency import default_concurrency
 
     given = {"concurrency": concurrency, "judge_samples": judge_samples, "time_limit": time_limit,
              "max_failed_share": max_failed_share}
@@ -115,7 +117,7 @@ def run_options(config: TargetConfig, concurrency: int | None, time_limit: float
         raise EvalError("a suite's questions get 4 minutes at most", where="time_limit", found=f"{time_limit:g} s",
                         expected=f"at most {SUITE_TIME_LIMIT_S:g} s", fix="leave it out (240 s) or lower it; "
                         "dataset campaigns take longer limits")
-    automatic = cluster.concurrency if cluster is not None else plans.default_concurrency(config)
+    automatic = cluster.concurrency if cluster is not None else default_concurrency(config)
     return RunOptions(concurrency=concurrency or (1 if suite else automatic),
                       time_limit=time_limit or DEFAULT_TIME_LIMIT_S,
                       max_failed_share=DEFAULT_MAX_FAILED_SHARE if max_failed_share is None else max_failed_share,
@@ -201,12 +203,19 @@ class CampaignManager:
             self._after.append(hook)
 
     def launch(self, request: LaunchRequest) -> str:
-        """Validate everything (dataset, configuration, target reachable), start in the background, return the id.
+        """Validate, store the campaign and start it in the background (or queue it for a worker); return the id.
+
+        The dataset or suite, the configuration's settings and the judges are checked before anything is stored.
+        A campaign that runs here also has its target built and checked (models reachable, weights loaded: seconds)
+        first; a queued one returns at once, and the worker that claims it makes those checks, failing the campaign
+        with the reason.
 
         A principal launches in its own tenant, and only with a role that may change things.
         """
-        from evalcore.campaigns import plans
         from evalcore.campaigns.cluster import cluster_for
+        from evalcore.campaigns.corpus import graded_for, load_corpus
+        from evalcore.campaigns.launching import check_judges, resolve_config
+        from evalcore.campaigns.questions import dataset_questions, suite_questions
         from evalcore.suites import get_suite
         from evalcore.targets.allowed import check_request
 
@@ -218,20 +227,20 @@ class CampaignManager:
             raise EvalError("give either a dataset or a suite", where="launch", fix="pass --dataset ID or --suite ID")
         suite = get_suite(self.store, suite_id, tenant) if suite_id is not None else None
         config = target.config if target is not None else config
-        config, target_id = plans.resolve_config(self.store, config, target_id, suite, tenant)
-        corpus = plans.load_corpus(config.knowledge_base if suite is not None else str(dataset), None,
-                                   request.dataset_root)
+        config, target_id = resolve_config(self.store, config, target_id, suite, tenant)
+        corpus = load_corpus(config.knowledge_base if suite is not None else str(dataset), None,
+                             request.dataset_root)
         if suite is None:  # a dataset campaign retrieves from the dataset's corpus: the snapshot names it
             config = replace(config, knowledge_base=corpus.name)
-        questions = plans.dataset_questions(corpus) if suite is None else plans.suite_questions(suite)
+        questions = dataset_questions(corpus) if suite is None else suite_questions(suite)
         if limit is not None and limit < 1:
             raise EvalError("the question limit must be at least 1", where="limit", found=str(limit),
                             fix="leave it out to run every question")
         questions = questions[:limit] if limit else questions
         if not questions:
             raise EvalError("there is no question to run", where=suite_id or str(dataset), fix="add questions first")
-        judge_names = plans.check_judges((("score",) if use_judge else ()) + tuple(judges)
-                                         + tuple(name for name, _ in config.rubrics), tuple(dict(config.rubrics)))
+        judge_names = check_judges((("score",) if use_judge else ()) + tuple(judges)
+                                   + tuple(name for name, _ in config.rubrics), tuple(dict(config.rubrics)))
         if request.principal is not None:  # before any connection: a request picks only what the operator listed
             check_request(config)
         with cluster_for(config, target is not None) as cluster:  # an unreachable scheduler refuses the launch
@@ -240,9 +249,10 @@ class CampaignManager:
                                   request.judge_samples, str(corpus.path.resolve()), suite=suite is not None,
                                   cluster=cluster, models=request.models)
             campaign_id = campaign_id or new_campaign_id(tenant, dataset)
-            plan = self._plan(campaign_id, config, corpus, questions, len(questions), options, judge_names, cache, 0,
-                              target)
-            options = replace(options, graded_thresholds=plan.graded.marks() if plan.graded else {})
+            plan = self._plan_here(campaign_id, config, corpus, questions, len(questions), options, judge_names,
+                                   cache, 0, target)
+            graded = plan.graded if plan is not None else graded_for(corpus, config, questions)
+            options = replace(options, graded_thresholds=graded.marks() if graded else {})
             record = {
                 "id": campaign_id, "name": campaign_name(name, config), "tenant": tenant,
                 "kind": str(CampaignKind.SUITE if suite else CampaignKind.DATASET),
@@ -250,31 +260,89 @@ class CampaignManager:
                 "suite_id": suite_id, "target_id": target_id, "total": len(questions),
                 "config": dumps(config.to_dict()), "dataset_hash": corpus.content_hash, "use_judge": int(use_judge),
                 "judges": dumps(list(judge_names)), "cache": int(cache), "options": dumps(options.to_dict()),
-                "owner_token": plan.owner_token,
             }
-            queued = self.workers is not None and target is None  # a ready-made target object runs here
-            self.store.write(lambda conn: self._insert(conn, record, questions, queued))
-            self._start_or_queue(plan, cluster, queued)
+            self.store.write(lambda conn: self._insert(conn, record, questions, plan))
+            self._start_or_queue(plan, cluster)
         if suite is None:  # the server's log says what a dataset campaign runs on (computed aside: launch returns now)
             threading.Thread(target=log_dataset, args=(campaign_id, corpus), name=f"stats-{campaign_id}",
                              daemon=True).start()
         return campaign_id
 
-    def _start_or_queue(self, plan: Plan, cluster: Cluster | None, queued: bool) -> None:
-        if not queued:
+    def rejudge(self, request: RejudgeRequest) -> str:
+        """Judge a finished campaign's answers again with other judges, as a new campaign; return its id.
+
+        Nothing is asked of the target: the new campaign reads the answers where they are stored
+        (evalcore.campaigns.rejudging). Only a campaign of the principal's tenant whose every question ran.
+        """
+        from evalcore.campaigns.corpus import load_corpus, stored_dataset_path
+        from evalcore.campaigns.questions import stored_questions
+        from evalcore.campaigns.rejudging import judged_campaign, rejudge_judges, rejudge_name, rejudged_config
+        from evalcore.targets import TargetConfig
+        from evalcore.targets.allowed import check_request
+
+        source = judged_campaign(self.store, request.campaign_id,
+                                 scope(request.principal, request.tenant, Action.CHANGE))
+        config = rejudged_config(TargetConfig.from_dict(source.config), request.settings)
+        judges = rejudge_judges(source, request.judges, config, request.settings)
+        if request.principal is not None:
+            check_request(config)
+        corpus = load_corpus(stored_dataset_path(source), source.dataset_hash)
+        questions = stored_questions(self.store, source.id, "all")
+        options = replace(source.options, max_failed_share=1.0,  # its failed questions are the judged campaign's
+                          concurrency=request.concurrency or source.options.concurrency,
+                          judge_samples=request.judge_samples or source.options.judge_samples)
+        problems = [problem for name in ("concurrency", "judge_samples")
+                    if (problem := run_option_problem(name, getattr(options, name)))]
+        if problems:
+            raise EvalError("invalid run options", where=problems[0].partition(":")[0], problems=problems)
+        campaign_id = new_campaign_id(source.tenant, source.source if source.kind == "dataset" else None)
+        answers_from = source.answers_from or source.id
+        plan = self._plan_here(campaign_id, config, corpus, questions, len(questions), options, judges, request.cache,
+                               0, None, answers_from=answers_from)
+        record = {
+            "id": campaign_id, "name": campaign_name(rejudge_name(request.name, source, judges, MAX_NAME), None),
+            "tenant": source.tenant, "kind": source.kind, "source": source.source, "suite_id": source.suite_id,
+            "target_id": source.target_id, "total": len(questions), "config": dumps(config.to_dict()),
+            "dataset_hash": source.dataset_hash, "use_judge": int("score" in judges), "judges": dumps(list(judges)),
+            "cache": int(request.cache), "options": dumps(options.to_dict()), "answers_from": answers_from,
+        }
+        self.store.write(lambda conn: self._insert(conn, record, questions, plan))
+        self._start_or_queue(plan, None)
+        return campaign_id
+
+    def _start_or_queue(self, plan: Plan | None, cluster: Cluster | None) -> None:
+        if plan is not None:
             self._start(plan, cluster)
         elif self.workers is not None:
             self.workers.wake()
 
+    def _plan_here(self, campaign_id: str, config: TargetConfig, corpus: Dataset, questions: list[Question],
+                   total: int, options: RunOptions, judges: tuple[str, ...], cache: bool, hits_before: int,
+                   target: Target | None, answers_from: str | None = None) -> Plan | None:
+        """The plan of a campaign that runs in this process (its target built and checked: seconds), or None for one
+        that workers run (a ready-made target object runs here): its settings get the quick checks, and the worker
+        that claims it makes the slow ones, failing the campaign with the reason."""
+        from evalcore.campaigns.launching import check_settings
+
+        if self.workers is None or target is not None:
+            return self._plan(campaign_id, config, corpus, questions, total, options, judges, cache, hits_before,
+                              target, answers_from=answers_from)
+        check_settings(config, judges, self.store.index_dir)
+        return None
+
     def _plan(self, campaign_id: str, config: TargetConfig, corpus: Dataset, questions: list[Question], total: int,
               options: RunOptions, judges: tuple[str, ...], cache: bool, hits_before: int,
-              target: Target | None, token: str | None = None) -> Plan:
-        """Build and check the target (fails fast when a model is unreachable)."""
-        from evalcore.campaigns import plans
+              target: Target | None, token: str | None = None, answers_from: str | None = None) -> Plan:
+        """Build and check the target (fails fast when a model is unreachable); a re-judge's target gives back the
+        answers stored by `answers_from`."""
         from evalcore.campaigns.answering import Plan
+        from evalcore.campaigns.corpus import graded_for
+        from evalcore.campaigns.rejudging import StoredAnswers
         from evalcore.models.http import Calls
 
         call_cache = StoreCallCache(self.store) if cache and target is None else None
+        if answers_from is not None:
+            target = StoredAnswers(self.store, answers_from, config, call_cache)
         if target is None:
             from evalcore.targets import build_target
 
@@ -296,16 +364,16 @@ class CampaignManager:
         except BaseException:
             calls.close()
             raise
-        graded = plans.graded_scale(corpus, config) if any(q.relevant for q in questions) else None
+        graded = graded_for(corpus, config, questions)
         if graded is not None and options.graded_thresholds:  # a resumed campaign keeps its launch's pass marks
             graded = graded._replace(thresholds=dict(options.graded_thresholds))
         return Plan(campaign_id, target, tuple(corpus.passages), tuple(questions), total, options, judges, judging,
-                    graded, call_cache, hits_before, token or new_owner_token(), calls)
+                    graded, call_cache, hits_before, token or new_owner_token(), calls, answers_from)
 
     @staticmethod
-    def _insert(conn: Connection, record: dict[str, Any], questions: list[Question], queued: bool) -> None:
+    def _insert(conn: Connection, record: dict[str, Any], questions: list[Question], plan: Plan | None) -> None:
         # Checking and inserting in one writer transaction makes concurrent launches on one suite safe.
-        from evalcore.campaigns import plans
+        from evalcore.campaigns.questions import insert_questions
 
         mark_orphans(conn)
         _refuse_second_run(conn, record["suite_id"], record["id"])
@@ -314,10 +382,12 @@ class CampaignManager:
         now = time.time()
         row = {**record, "status": CampaignStatus.PENDING.value, "created_at": now, "heartbeat": now,
                "owner_host": socket.gethostname(), "owner_pid": os.getpid()}
-        if queued:  # no owner until a worker claims it
+        if plan is None:  # queued: no owner until a worker claims it
             row |= {"status": QUEUED, "owner_token": None, "heartbeat": None, "queued_at": now}
+        else:
+            row["owner_token"] = plan.owner_token
         conn.execute(f"INSERT INTO campaigns ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
-        plans.insert_questions(conn, record["id"], questions)
+        insert_questions(conn, record["id"], questions)
 
     def _start(self, plan: Plan, cluster: Cluster | None) -> None:
         from evalcore.campaigns.cluster import DaskExecutor
@@ -367,8 +437,10 @@ class CampaignManager:
     def _rerun(self, campaign_id: str, only: str, tenant: str | None, concurrency: int | None,
                target: Target | None, dataset: str | None, force: bool = False,
                run_on: tuple[str | None, str | None] = (None, None), principal: Principal | None = None) -> str:
-        from evalcore.campaigns import plans
         from evalcore.campaigns.cluster import cluster_for
+        from evalcore.campaigns.corpus import load_corpus, stored_dataset_path
+        from evalcore.campaigns.questions import stored_questions
+        from evalcore.campaigns.rejudging import refuse_if_judged_again
         from evalcore.targets import TargetConfig
         from evalcore.targets.allowed import check_request
 
@@ -376,45 +448,48 @@ class CampaignManager:
             raise EvalError("invalid run options", where="concurrency", problems=[problem])
         self.store.write(mark_orphans)
         campaign = get_campaign(self.store, campaign_id, tenant)
+        if only == "failed":
+            refuse_if_judged_again(self.store, campaign_id, "answer its failed questions again")
         config = TargetConfig.from_dict(campaign.config).run_on(*run_on)
         if principal is not None:
             check_request(config)
         if campaign.active and not force:
             raise owned_elsewhere(campaign_id, self.store)
-        questions = plans.stored_questions(self.store, campaign_id, only)
+        questions = stored_questions(self.store, campaign_id, only)
         if not questions:
             what = "has a result" if only == "missing" else "succeeded"
             raise EvalError(f"nothing to run: every question {what}", where=campaign_id)
-        corpus = plans.load_corpus(dataset or plans.stored_dataset_path(campaign), campaign.dataset_hash)
+        corpus = load_corpus(dataset or stored_dataset_path(campaign), campaign.dataset_hash)
         with cluster_for(config, target is not None) as cluster:
             options = replace(campaign.options, dataset_path=str(corpus.path.resolve()),
                               concurrency=campaign.options.concurrency if concurrency is None else concurrency)
-            plan = self._plan(campaign_id, config, corpus, questions, campaign.total, options, campaign.judges,
-                              campaign.cache, campaign.cache_hits, target)
-            queued = self.workers is not None and target is None
-            token = None if queued else plan.owner_token
+            plan = self._plan_here(campaign_id, config, corpus, questions, campaign.total, options, campaign.judges,
+                                   campaign.cache, campaign.cache_hits, target, answers_from=campaign.answers_from)
+            token = None if plan is None else plan.owner_token
             self.store.write(lambda conn: self._reactivate(conn, campaign_id, campaign.suite_id, options, config,
                                                            token, force, only))
-            self._start_or_queue(plan, cluster, queued)
+            self._start_or_queue(plan, cluster)
         return campaign_id
 
     def run_claimed(self, campaign_id: str, token: str) -> None:
         """Run a campaign this process claimed from the queue (its questions without a result), on a thread; one
         that cannot start here (its dataset is not on this host, a model is unreachable) fails with the reason."""
-        from evalcore.campaigns import plans
         from evalcore.campaigns.answering import error_text
         from evalcore.campaigns.cluster import cluster_for
+        from evalcore.campaigns.corpus import load_corpus, stored_dataset_path
+        from evalcore.campaigns.questions import stored_questions
         from evalcore.targets import TargetConfig
 
         try:
             campaign = get_campaign(self.store, campaign_id)
             config = TargetConfig.from_dict(campaign.config)
-            corpus = plans.load_corpus(plans.stored_dataset_path(campaign), campaign.dataset_hash)
+            corpus = load_corpus(stored_dataset_path(campaign), campaign.dataset_hash)
             only = self.store.read("SELECT rerun FROM campaigns WHERE id = ?", (campaign_id,))[0]["rerun"]
-            questions = plans.stored_questions(self.store, campaign_id, only)
+            questions = stored_questions(self.store, campaign_id, only)
             with cluster_for(config, False) as cluster:
                 plan = self._plan(campaign_id, config, corpus, questions, campaign.total, campaign.options,
-                                  campaign.judges, campaign.cache, campaign.cache_hits, None, token)
+                                  campaign.judges, campaign.cache, campaign.cache_hits, None, token,
+                                  campaign.answers_from)
                 self._claimed.add(campaign_id)
                 self._start(plan, cluster)
         except NotFound:
@@ -479,8 +554,11 @@ class CampaignManager:
             runner.cancelled.set()
 
     def delete(self, campaign_id: str, *, tenant: str | None = None, principal: Principal | None = None) -> None:
-        """Delete a campaign and its results (a running one stops first)."""
+        """Delete a campaign and its results (a running one stops first); Conflict while re-judges read its answers."""
+        from evalcore.campaigns.rejudging import refuse_if_judged_again
+
         get_campaign(self.store, campaign_id, scope(principal, tenant, Action.CHANGE))
+        refuse_if_judged_again(self.store, campaign_id, "delete the campaign")
         runner = self._runners.pop(campaign_id, None)
         if runner is not None:
             runner.cancelled.set()

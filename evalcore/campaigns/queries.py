@@ -7,6 +7,7 @@ from evalcore.campaigns.records import Aggregate, Campaign, QuestionResult, Summ
 from evalcore.campaigns.result_rows import read_results
 from evalcore.diagnosis import StageCounts
 from evalcore.errors import EvalError
+from evalcore.judges import JudgeResult
 from evalcore.metrics.graded import current_name
 from evalcore.store import NotFound, Store
 
@@ -102,8 +103,9 @@ def campaign_summary(store: Store, campaign_id: str, *, principal: Principal | N
         "coalesce(sum(judge_completion_tokens), 0) AS judge_completion FROM results WHERE campaign_id = ?",
         (campaign_id,),
     )[0]
-    skipped = judge_counts(store, campaign_id, "result", "= 'skipped'")
+    skipped = judge_counts(store, campaign_id, "result", f"= '{JudgeResult.SKIPPED}'")
     cut = judge_counts(store, campaign_id, "context_cut", "IS NOT NULL")
+    no_claim = judge_counts(store, campaign_id, "result", f"= '{JudgeResult.NO_CLAIM}'")
     aggregates = campaign_aggregates(store, campaign_id)  # visibility checked above
 
     def mean(name: str) -> float | None:
@@ -113,7 +115,7 @@ def campaign_summary(store: Store, campaign_id: str, *, principal: Principal | N
                    mean_coverage=mean("coverage"), mean_judge_score=mean("judge.score"),
                    mean_latency_s=row["latency"], tokens=Tokens(row["prompt"], row["completion"]),
                    judge_tokens=Tokens(row["judge_prompt"], row["judge_completion"]),
-                   skipped=skipped, cut=cut)
+                   skipped=skipped, cut=cut, no_claim=no_claim)
 
 
 def judge_counts(store: Store, campaign_id: str, key: str, test: str) -> dict[str, int]:

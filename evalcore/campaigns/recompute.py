@@ -12,9 +12,10 @@ import json
 from dataclasses import replace
 
 from evalcore.access import Action, Principal, scope
-from evalcore.campaigns.plans import answerability, stored_dataset_path
+from evalcore.campaigns.corpus import stored_dataset_path
 from evalcore.campaigns.queries import campaign_results, get_campaign
-from evalcore.campaigns.records import Campaign, QuestionResult
+from evalcore.campaigns.questions import answerability
+from evalcore.campaigns.records import Campaign, CampaignKind, QuestionResult
 from evalcore.datasets import load_dataset
 from evalcore.metrics import MEASURES, abstention_measures
 from evalcore.store import Conflict, Connection, Store, dumps
@@ -37,7 +38,7 @@ def recompute_abstention(store: Store, campaign_id: str, *, tenant: str | None =
 
 def _dataset_flags(campaign: Campaign) -> dict[int, bool | None]:
     """A dataset campaign's `answerable` column by question id, as its folder holds it now (none for a suite)."""
-    if campaign.kind != "dataset":
+    if campaign.kind != CampaignKind.DATASET:
         return {}
     return {q.qid: q.answerable for q in load_dataset(stored_dataset_path(campaign)).questions}
 
@@ -46,7 +47,7 @@ def _rewrite(conn: Connection, campaign: Campaign, changes: list[tuple[QuestionR
     fallback = str(campaign.config.get("fallback_answer", ""))
     for result, answerable in changes:
         outcome, refusal = result.outcome, result.outcome.judges.get("refusal")
-        refused = refusal.result == "pass" if refusal is not None and refusal.result in ("pass", "fail") else None
+        refused = refusal.result.passed if refusal is not None else None
         reading = abstention_measures(outcome.answer, answerable, fallback, refused)
         measures = {k: v for k, v in outcome.measures.items() if k not in ABSTENTION} | reading.values
         row = conn.execute("SELECT signatures FROM results WHERE campaign_id = ? AND position = ?",

@@ -24,6 +24,7 @@ from evalcore.metrics.graded import stored_values
 from evalcore.shapes import Key, doc
 from evalcore.targets.base import Retrieved
 from evalcore.targets.config import Snapshot
+from evalcore.targets.saved import ID_NAMES
 
 Row = store.Row | Mapping[str, Any]
 
@@ -135,7 +136,8 @@ class Campaign:
     kind: CampaignKind = field(metadata=doc("dataset or suite"))
     source: str = field(metadata=doc("the dataset id, or the suite id"))
     suite_id: str | None = field(metadata=doc())
-    target_id: str | None = field(metadata=doc())
+    target_id: str | None = field(metadata=doc(ID_NAMES["target_id"] + "; null: a preset or a configuration given "
+                                                                       "whole"))
     status: CampaignStatus = field(metadata=doc("queued (waiting for a worker), pending, running, succeeded, "
                                                 "succeeded_with_failures (every question ran, some failed), failed, "
                                                 "interrupted or cancelled"))
@@ -165,6 +167,8 @@ class Campaign:
     pace_rate: float | None = field(default=None, metadata=doc(hidden=True))
     pace_at: float | None = field(default=None, metadata=doc(hidden=True))
     pace_done: int | None = field(default=None, metadata=doc(hidden=True))
+    answers_from: str | None = field(default=None, metadata=doc(
+        "a re-judge: the campaign whose stored answers it judges again (its target was not asked); else null"))
 
     COLUMNS: ClassVar[str]  # every field, as the campaigns table's columns (set below the class)
     JSON_EXTRA = (Key("status_code", int, "0 queued or pending, 1 running, 2 succeeded (with or without failures), "
@@ -217,7 +221,7 @@ class Campaign:
             judges=tuple(json.loads(row["judges"])), cache=bool(row["cache"]), cache_hits=row["cache_hits"],
             options=RunOptions.from_dict(json.loads(row["options"])), stage=row["stage"],
             stage_done=row["stage_done"], stage_total=row["stage_total"], pace_rate=row["pace_rate"],
-            pace_at=row["pace_at"], pace_done=row["pace_done"],
+            pace_at=row["pace_at"], pace_done=row["pace_done"], answers_from=row["answers_from"],
         )
 
     @property
@@ -238,7 +242,8 @@ class Campaign:
             "cancel_requested": self.cancel_requested, "config": self.config, "dataset_hash": self.dataset_hash,
             "use_judge": self.use_judge, "judges": list(self.judges), "cache": self.cache,
             "cache_hits": self.cache_hits, "options": self.options.to_dict(), "stage": self.stage,
-            "status_code": self.status_code, "status_text": self.status_text, "progress": self.progress().to_dict(),
+            "answers_from": self.answers_from, "status_code": self.status_code, "status_text": self.status_text,
+            "progress": self.progress().to_dict(),
         }
 
 
@@ -453,7 +458,8 @@ class Summary:
 
     `tokens` are the answers' (every model call a question made before its answer, failed ones
     included), `judge_tokens` the judges'; `skipped` counts per judge the questions it could not
-    judge for want of a reference answer, `cut` the questions whose context was cut to fit the judge model.
+    judge for want of a reference answer, `cut` the questions whose context was cut to fit the judge model,
+    `no_claim` the answers the claims judge found no claim in (refusals: marked, not scored).
     """
 
     answered: int = field(metadata=doc())
@@ -468,6 +474,8 @@ class Summary:
         "per judge, questions not judged for want of a reference answer"))
     cut: dict[str, int] = field(default_factory=dict, metadata=doc(
         "per judge, questions whose context was cut to fit the judge model's context window"))
+    no_claim: dict[str, int] = field(default_factory=dict, metadata=doc(
+        "per judge, answers the claims judge found no claim in (refusals: marked, not scored)"))
 
     JSON_EXTRA = (Key("total_tokens", int),)
 
@@ -482,7 +490,7 @@ class Summary:
                 "mean_coverage": self.mean_coverage, "mean_judge_score": self.mean_judge_score,
                 "mean_latency_s": self.mean_latency_s, "tokens": self.tokens.to_dict(),
                 "judge_tokens": self.judge_tokens.to_dict(), "total_tokens": self.total_tokens,
-                "skipped": self.skipped, "cut": self.cut}
+                "skipped": self.skipped, "cut": self.cut, "no_claim": self.no_claim}
 
 
 Campaign.COLUMNS = ", ".join(f.name for f in fields(Campaign))

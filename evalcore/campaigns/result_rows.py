@@ -6,7 +6,9 @@ keyed by a small number) and a question stores its ranked list as those keys wit
 `{"k": [keys], "s": [scores], "st": {stage: [scores]}}`. Signatures are the same for every
 question of a campaign, so they are stored once (`campaign_signatures`) and a question keeps only
 those that differ. The campaign's counters move by the batch just written (reading every stored
-row to count them made a campaign's cost grow with the square of its size).
+row to count them made a campaign's cost grow with the square of its size). A re-judge
+(evalcore.campaigns.rejudging) writes no answer, ranked list, context, sources or queries: reading
+its rows takes them from the judged campaign's row at the same position, with that campaign's passages.
 """
 
 from __future__ import annotations
@@ -120,8 +122,9 @@ class ResultWriter:
     task twice, after a worker died) is skipped, and the counters stay true.
     """
 
-    def __init__(self, store: Store, campaign_id: str, owner_token: str = "") -> None:
+    def __init__(self, store: Store, campaign_id: str, owner_token: str = "", *, shared: bool = False) -> None:
         self.store, self.campaign_id, self.owner_token = store, campaign_id, owner_token
+        self.shared = shared  # a re-judge: the answers are another campaign's rows, not written again
         self.passages = load_passages(store, campaign_id)
         self.signatures = load_signatures(store, campaign_id)
         self.written: set[int] = set()  # positions written in this session
@@ -141,19 +144,26 @@ class ResultWriter:
                     self.signatures[name] = new_signatures[name] = sig
                 elif shared != sig:
                     own[name] = sig
+            answer, retrieved, context, sources, latency, queries = self._answer_cells(o, new_passages)
             rows.append((
-                self.campaign_id, question.position, question.qid, o.answer,
-                encode_ranked(o.retrieved, self.passages, new_passages), dumps(self._context(o, new_passages)),
-                # The stored passages keep no file name: sources with one are stored as they are.
-                "" if o.sources == sources_of(o.context) and not any(s.file_name for s in o.sources)
-                else dumps([source.to_dict() for source in o.sources]),
+                self.campaign_id, question.position, question.qid, answer, retrieved, context, sources,
                 dumps(o.measures), dumps(own), dumps(o.results),
-                dumps({name: verdict.to_dict() for name, verdict in o.judges.items()}), o.latency_s, o.prompt_tokens,
-                o.completion_tokens, *o.judge_tokens, o.error, dumps(list(o.notes)), now, o.diagnosis,
-                dumps(list(o.queries)),
+                dumps({name: verdict.to_dict() for name, verdict in o.judges.items()}), latency, o.prompt_tokens,
+                o.completion_tokens, *o.judge_tokens, o.error, dumps(list(o.notes)), now, o.diagnosis, queries,
             ))
         passages = [(self.campaign_id, key, hit.pid, hit.source, hit.title, hit.text) for key, hit in new_passages]
         return rows, passages, [(self.campaign_id, name, sig) for name, sig in new_signatures.items()]
+
+    def _answer_cells(self, o: Outcome, new: list[tuple[int, Retrieved]]) -> tuple[Any, ...]:
+        """The answer, ranked list, context, sources, response time and queries of a row; a re-judge's stay empty
+        (they are the judged campaign's, read from its row)."""
+        if self.shared:
+            return None, "", None, "", None, "[]"
+        # The stored passages keep no file name: sources with one are stored as they are.
+        sources = "" if o.sources == sources_of(o.context) and not any(s.file_name for s in o.sources) \
+            else dumps([source.to_dict() for source in o.sources])
+        return (o.answer, encode_ranked(o.retrieved, self.passages, new), dumps(self._context(o, new)), sources,
+                o.latency_s, dumps(list(o.queries)))
 
     def _context(self, outcome: Outcome, new: list[tuple[int, Retrieved]]) -> int | list[dict[str, Any]]:
         """How many leading retrieved hits the context is, or its own hits (a results file's contexts)."""
@@ -203,6 +213,24 @@ INSERT_RESULT = (
 
 
 ALL_ROWS = 2**63 - 1  # LIMIT for no limit on both backends (SQLite's -1 is an error on PostgreSQL)
+# What a re-judge reads from the row of the campaign holding the answers it judged (the rest is its own).
+SHARED_COLUMNS = ("answer", "retrieved", "context", "sources", "queries")
+_QUESTION = "q.question, q.expected_answer, q.refs, q.relevant, q.expected_sources, q.answerable"
+_ORDER = "WHERE r.campaign_id = ? ORDER BY r.position LIMIT ? OFFSET ?"
+READ_OWN = (f"SELECT {_QUESTION}, r.* FROM results r JOIN campaign_questions q ON q.campaign_id = r.campaign_id "
+            f"AND q.position = r.position {_ORDER}")
+READ_SHARED = (
+    f"SELECT {_QUESTION}, "
+    + ", ".join(f"s.{name} AS {name}" if name in SHARED_COLUMNS else f"r.{name}" for name in (*COLUMNS, "attempts"))
+    + " FROM results r JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = r.position "
+    f"JOIN results s ON s.campaign_id = ? AND s.position = r.position {_ORDER}"
+)
+
+
+def answers_holder(store: Store, campaign_id: str) -> str:
+    """The campaign whose rows hold this campaign's answers: its own, or the judged one's for a re-judge."""
+    rows = store.read("SELECT answers_from FROM campaigns WHERE id = ?", (campaign_id,))
+    return rows[0]["answers_from"] or campaign_id if rows else campaign_id
 
 
 def read_results(store: Store, campaign_id: str, offset: int = 0, limit: int | None = None, *,
@@ -213,15 +241,13 @@ def read_results(store: Store, campaign_id: str, offset: int = 0, limit: int | N
     passage is the campaign's stored passage without this question's scores, and the measures'
     signatures are empty.
     """
-    rows = store.read(
-        "SELECT q.question, q.expected_answer, q.refs, q.relevant, q.expected_sources, q.answerable, r.* "
-        "FROM results r JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = r.position "
-        "WHERE r.campaign_id = ? ORDER BY r.position LIMIT ? OFFSET ?",
-        (campaign_id, ALL_ROWS if limit is None else limit, offset),
-    )
+    holder = answers_holder(store, campaign_id)
+    rows = store.read(READ_OWN if holder == campaign_id else READ_SHARED,
+                      (*(() if holder == campaign_id else (holder,)), campaign_id,
+                       ALL_ROWS if limit is None else limit, offset))
     if not rows:
         return []
-    passages = load_passages(store, campaign_id).by_key
+    passages = load_passages(store, holder).by_key  # a re-judge's ranked lists are the judged campaign's
     with no_cycle_collection():
         if not detail:
             return [QuestionResult(Question.from_row(row), Outcome.from_row(row, row["retrieved"], {}), row["attempts"])

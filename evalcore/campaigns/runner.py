@@ -47,7 +47,7 @@ class Runner:
         self.released = threading.Event()  # stopped to be resumed elsewhere: back to the queue, not cancelled
         self.thread = threading.Thread(target=self.run, name=f"campaign-{plan.campaign_id}", daemon=True)
         self._failed = 0
-        self._writer = ResultWriter(store, plan.campaign_id, plan.owner_token)
+        self._writer = ResultWriter(store, plan.campaign_id, plan.owner_token, shared=plan.answers_from is not None)
         self._stage_written = 0.0
         self._step: str | None = None  # the index build's step being reported
         self._stage: tuple[object, ...] = ()  # its latest report (stage, done, total, pace), stored by the heartbeat

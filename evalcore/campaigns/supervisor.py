@@ -13,16 +13,21 @@ import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 from evalcore.errors import EvalError
 
 log = logging.getLogger("evalcore.campaigns")
 
 CHECK_S = 1.0
-# The worker's priority below the pages': on a small machine an index build would otherwise take the cores the
-# pages need (a separate process frees them from the build's interpreter lock, not from its CPU use).
-NICE = 10
+# Numerical libraries' thread pools in the worker: one thread each. With a pool as wide as the machine, an index
+# build takes every core the pages need (a separate process frees them from the build's interpreter lock, not from
+# its CPU use), and a pool's threads spin while one of them waits for a CPU.
+ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                                     "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")}
 MODES = ("process", "threads")
+# The folder holding the evalcore package, which the child imports.
+PACKAGE_HOME = str(Path(__file__).resolve().parents[2])
 
 
 def dashboard_mode() -> str:
@@ -35,13 +40,20 @@ def dashboard_mode() -> str:
     return mode
 
 
+def worker_environment(location: str) -> dict[str, str]:
+    """The child's environment: this one, with the store at `location`, one thread per numerical library, and this
+    package importable from any working directory (a dashboard started elsewhere than its folder, not installed)."""
+    paths = [PACKAGE_HOME, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return {**os.environ, **ONE_THREAD, "EVALCORE_DB": location, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
+
+
 class WorkerProcess:
     """`python -m evalcore worker` on the store at `location`, started again whenever it ends while supervised."""
 
     def __init__(self, location: str, slots: int | None = None, tenant_cap: int | None = None) -> None:
         self.location = location
         # The store by the environment, not the command line, where any user could read a URL's password.
-        self.args = [sys.executable, "-m", "evalcore", "worker", "--exit-with", str(os.getpid()), "--nice", str(NICE)]
+        self.args = [sys.executable, "-m", "evalcore", "worker", "--exit-with", str(os.getpid()), "--background"]
         self.args += ["--max-campaigns", str(slots)] if slots else []
         self.args += ["--max-per-tenant", str(tenant_cap)] if tenant_cap else []
         self.process: subprocess.Popen[bytes] | None = None
@@ -71,8 +83,7 @@ class WorkerProcess:
                 self.process.wait()
 
     def _spawn(self) -> None:
-        self.process = subprocess.Popen(self.args, stdin=subprocess.DEVNULL,
-                                        env={**os.environ, "EVALCORE_DB": self.location})
+        self.process = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, env=worker_environment(self.location))
         self.starts += 1
 
     def _supervise(self) -> None:

@@ -17,8 +17,9 @@ from evalcore.text import shown
 # them all (the campaign engine, pandas, the HTTP stack) costs a second or more, which `score`
 # over a TREC run would pay for nothing. A test checks this table against what the modules register.
 COMMANDS = {"campaigns": "campaigns", "compare": "compare", "config": "config", "ask": "config",
-            "dataset": "dataset", "keys": "keys", "labels": "labels", "run": "run", "score": "score",
-            "score-text": "score", "serve": "serve", "store": "store", "suites": "suites", "worker": "worker"}
+            "dataset": "dataset", "keys": "keys", "labels": "labels", "rejudge": "rejudge", "run": "run",
+            "score": "score", "score-text": "score", "serve": "serve", "store": "store", "suites": "suites",
+            "worker": "worker"}
 # Each command's line in `python -m evalcore --help`, which lists them without importing any module
 # (in the order the modules register them; a test checks the overview against the full parser).
 SUMMARIES = {
@@ -29,6 +30,7 @@ SUMMARIES = {
     "dataset": "check a dataset folder or print its statistics",
     "keys": "create, list and revoke API keys",
     "labels": "label questions for the judges; judge-vs-people agreement",
+    "rejudge": "judge a finished campaign's answers again with other judges (a new campaign)",
     "run": "run a campaign in the foreground and print its aggregates",
     "score": "per-query retrieval measures of a TREC run, like trec_eval -q",
     "score-text": "BLEU and ROUGE of answers in a JSONL file",

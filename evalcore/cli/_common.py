@@ -88,3 +88,17 @@ def write_file(path: Path, text: str, what: str = "the file") -> None:
     except OSError as error:
         raise EvalError(f"cannot write {what} ({error.strerror or error})", where=str(path),
                         fix="give a file path in a folder you can write to") from None
+
+
+def add_judge_model_flags(group: argparse._ArgumentGroup) -> None:
+    """--judge-kind, --judge-model, ...: the judges' model keys, typed and explained by their configuration key."""
+    from evalcore.targets.config import KEYS  # here: the other commands start without the configuration's module
+
+    for key in JUDGE_FLAGS:
+        group.add_argument("--" + key.replace("_", "-"), dest=key, type=type(KEYS[key].default),
+                           metavar=key.removeprefix("judge_").upper(), help=KEYS[key].help)
+
+
+# The judges' model keys that have a flag of their own (--judge-kind ...); type and help come from the key.
+JUDGE_FLAGS = ("judge_kind", "judge_model", "judge_base_url", "judge_api_key_env", "judge_temperature",
+               "judge_max_tokens")

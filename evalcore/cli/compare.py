@@ -7,12 +7,21 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from evalcore.campaigns import NotFound, find_campaign, get_campaign
-from evalcore.campaigns.labels import comparison_agreement, trust_lines
+from evalcore.campaigns import CampaignKind, NotFound, find_campaign, get_campaign
 from evalcore.campaigns.listing import HEADLINE, dataset_label
+from evalcore.campaigns.trust import comparison_trust
 from evalcore.cli import SUMMARIES, _gates
-from evalcore.cli._common import Commands, add_db_option, positive_int, store_of, write_file
+from evalcore.cli._common import (
+    JUDGE_FLAGS,
+    Commands,
+    add_db_option,
+    add_judge_model_flags,
+    positive_int,
+    store_of,
+    write_file,
+)
 from evalcore.compare import (
     Change,
     Comparison,
@@ -27,9 +36,12 @@ from evalcore.compare.stats import RESAMPLES
 from evalcore.diagnosis import STAGES, Transition
 from evalcore.errors import EvalError
 from evalcore.gates import exit_code, worse_checks
-from evalcore.judges import FIELD_NAMES
+from evalcore.judges import FIELD_NAMES, LOCAL_PAIRWISE_NOTE
 from evalcore.metrics import MEASURES, display_order
 from evalcore.store import Store
+
+if TYPE_CHECKING:
+    from evalcore.compare.preference import Preference
 
 SHOWN_VERDICTS = (Change.WORSE, Change.BETTER, Change.NEW, Change.REMOVED)
 SWEEP_COLUMNS = 6  # measures a sweep's table shows when it has none of the headline ones
@@ -66,6 +78,15 @@ def register(commands: Commands) -> None:
                         help="exit 5 when B is significantly worse than A (the comparison's paired test, p < 0.05) "
                              "on any of these measures, e.g. ndcg@10,rougel; `headline`: the measures that decide "
                              f"verdicts. Exit codes: {_gates.EXIT_CODES}")
+    pairwise = parser.add_argument_group(
+        "pairwise judge", "a judge reads both answers of each common question (with their passages and the references) "
+                          "and says which is better, asked in both orders; kept with the comparison")
+    pairwise.add_argument("--pairwise", action="store_true",
+                          help="ask the pairwise judge (each model call cached: asking again on the same answers asks "
+                               "nothing); its model: B's judge keys unless --judge-* are given")
+    pairwise.add_argument("--pairwise-limit", type=positive_int, metavar="N",
+                          help="only the first N common answered questions (default: all)")
+    add_judge_model_flags(pairwise)
     _gates.add_report_options(parser)
     add_sweep_columns(parser)
     add_db_option(parser)
@@ -88,6 +109,7 @@ def compare_command(args: argparse.Namespace) -> int:
         raise EvalError("--fail-if-worse and --junit compare two campaigns, not a sweep", where="ids",
                         found=str(len(args.ids)), fix="give the baseline and one candidate")
     ids = [find_campaign(store_of(args), text).id for text in args.ids]
+    ask_pairwise(args, ids)
     if len(ids) == 2:
         tolerances = dict(pair for given in args.tolerance for pair in given)  # later ones win
         result: Comparison | Sweep = compare_campaigns(store_of(args), ids[0], ids[1], seed=args.seed,
@@ -95,20 +117,53 @@ def compare_command(args: argparse.Namespace) -> int:
                                                        basis=args.basis, tolerances=tolerances)
     else:
         result = compare_sweep(store_of(args), ids, seed=args.seed, resamples=args.resamples)
+    trust = comparison_trust(store_of(args), ids[0], ids[1]) if isinstance(result, Comparison) else None
     if args.json:
-        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2, default=str))
+        data = result.to_dict() | ({"agreement": trust.to_dict()} if trust is not None else {})
+        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    elif isinstance(result, Comparison):
+        lines = format_comparison(result, campaign_names(store_of(args), (result.a.id, result.b.id)))
+        print("\n".join(lines + (trust.lines() if trust is not None else []) + pairwise_lines(result.pairwise)))
     else:
-        if isinstance(result, Comparison):
-            lines = format_comparison(result, campaign_names(store_of(args), (result.a.id, result.b.id)))
-            lines += trust_lines(comparison_agreement(store_of(args), result.a.id, result.b.id))
-        else:
-            lines = format_sweep(result, sweep_columns(result, args.measures, args.all))
-        print("\n".join(lines))
+        print("\n".join(format_sweep(result, sweep_columns(result, args.measures, args.all))))
     if args.report:
         write_report(args, ids, result)
     if not isinstance(result, Comparison) or not (args.fail_if_worse or args.junit):
         return 0
     return gate_comparison(args, result)
+
+
+def ask_pairwise(args: argparse.Namespace, ids: list[str]) -> None:
+    """With --pairwise, ask the pairwise judge on A and B (kept, so the comparison carries it)."""
+    judge = {key: getattr(args, key) for key in JUDGE_FLAGS if getattr(args, key) is not None}
+    if not args.pairwise:
+        if judge or args.pairwise_limit:
+            raise EvalError("--judge-* and --pairwise-limit are for the pairwise judge", where="--pairwise",
+                            found="not given", fix="add --pairwise, or leave them out")
+        return
+    if len(ids) != 2:
+        raise EvalError("the pairwise judge compares two campaigns, not a sweep", where="--pairwise",
+                        found=str(len(ids)), fix="give A and B")
+    from evalcore.compare.pairwise import asks_local_model, judge_comparison  # the judge's model: only when asked
+
+    if asks_local_model(get_campaign(store_of(args), ids[1]), judge):
+        print(f"note: {LOCAL_PAIRWISE_NOTE}", file=sys.stderr, flush=True)
+    preference = judge_comparison(store_of(args), ids[0], ids[1], judge=judge, limit=args.pairwise_limit)
+    print(f"asked the pairwise judge on {len(preference.verdicts)} question(s)", file=sys.stderr)
+
+
+def pairwise_lines(preference: Preference | None) -> list[str]:
+    """The pairwise judge's figures, then each question's verdict with its reason (nothing when it was not asked)."""
+    if preference is None:
+        return []
+    from evalcore.compare.preference import INTERVAL, TEST
+
+    lines = [preference.summary, f"  {INTERVAL}; {TEST}; judge {preference.signature}"]
+    for verdict in preference.verdicts:
+        flip = " (flipped with the order: a tie)" if verdict.flipped else ""
+        text = " ".join(verdict.question.split())[:60]
+        lines.append(f"  q{verdict.qid} {verdict.winner}{flip}: {text}  [{' '.join(verdict.reason.split())[:160]}]")
+    return lines
 
 
 def gate_comparison(args: argparse.Namespace, comparison: Comparison) -> int:
@@ -142,7 +197,7 @@ def write_report(args: argparse.Namespace, ids: list[str], result: Comparison | 
     store = store_of(args)
     campaigns = [get_campaign(store, campaign_id) for campaign_id in ids]
     sources = source_names(store, campaigns)
-    trust = trust_lines(comparison_agreement(store, campaigns[0].id, campaigns[1].id))
+    trust = comparison_trust(store, campaigns[0].id, campaigns[1].id).lines()
     text = comparison_report(result, campaigns[0], campaigns[1], sources, names=args.names, trust=trust) \
         if isinstance(result, Comparison) else sweep_report(store, result, campaigns, sources, names=args.names)
     write_file(args.report, text, "the report")
@@ -180,7 +235,7 @@ def format_comparison(comparison: Comparison, names: dict[str, str] | None = Non
     a, b = comparison.a, comparison.b
     names = names or {}
     # A dataset by its name, never the folder it was read from: the report may be passed on.
-    source = {c.id: dataset_label(c.source) if c.kind == "dataset" else c.source for c in (a, b)}
+    source = {c.id: dataset_label(c.source) if c.kind == CampaignKind.DATASET else c.source for c in (a, b)}
     lines = [f"A (baseline) {names.get(a.id, a.id)}  ({a.id})  {a.kind} {source[a.id]}  {a.status}",
              f"B            {names.get(b.id, b.id)}  ({b.id})  {b.kind} {source[b.id]}  {b.status}"]
     lines += [f"config {key}: {values[0]!r} -> {values[1]!r}" for key, values in comparison.config_diff.items()]

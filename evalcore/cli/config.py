@@ -31,7 +31,8 @@ def register(commands: Commands) -> None:
     diff.add_argument("b")
     diff.set_defaults(handler=_diff)
     save = actions.add_parser("save",
-                              help="save a configuration in the database; prints its id (the agent_id of suites)")
+                              help="save a configuration in the database; prints its id: a suite's --target, "
+                                   "the API's agent_id, knowledge_base_id, chat_id or rerank_id")
     save.add_argument("file", help="TOML file")
     save.add_argument("--name", default="", help="a name shown in lists")
     save.add_argument("--tenant", default="default", help="owner tenant (default: default)")

@@ -28,7 +28,7 @@ from evalcore.campaigns import (
 from evalcore.campaigns.launching import LaunchRequest, sweep_requests
 from evalcore.campaigns.pace import duration_text
 from evalcore.cli import SUMMARIES, _common, _gates
-from evalcore.cli._common import Commands, add_db_option
+from evalcore.cli._common import JUDGE_FLAGS, Commands, add_db_option, add_judge_model_flags
 from evalcore.cli.compare import add_sweep_columns, format_sweep, sweep_columns
 from evalcore.compare import compare_sweep
 from evalcore.compare.pairing import previous
@@ -47,13 +47,13 @@ from evalcore.gates import (
     question_failures,
     worst,
 )
-from evalcore.judges import JUDGES, LOCAL_JUDGE_NOTE
+from evalcore.judges import JUDGES, local_notes
 from evalcore.judges.scale import HIGHEST, LOWEST, PASS_MARK
 from evalcore.metrics import panels
 from evalcore.store import Store
 from evalcore.suites import get_suite
 from evalcore.targets import TargetConfig
-from evalcore.targets.config import KEYS, parse_sweep, read_prompt_files, sweep_values
+from evalcore.targets.config import parse_sweep, read_prompt_files, sweep_values
 from evalcore.targets.generators import judged_locally
 from evalcore.targets.presets import QUICK_START
 from evalcore.targets.saved import get_target
@@ -88,19 +88,7 @@ def register(commands: Commands) -> None:
                              "compared (e.g. retriever=bm25,vector,hybrid)")
     parser.add_argument("--max-failed-share", type=float, metavar="F",
                         help="stop once more than this share of the questions failed (default 0.5; 1 = never stop)")
-    judging = parser.add_argument_group("judges", "the judges' model (default: the target's own chat model)")
-    for key in JUDGE_FLAGS:
-        judging.add_argument("--" + key.replace("_", "-"), dest=key, type=type(KEYS[key].default),
-                             metavar=key.removeprefix("judge_").upper(), help=KEYS[key].help)
-    judging.add_argument("--judge-threshold", action="append", default=[], metavar="NAME=V",
-                         help=f"pass mark of a judge on {LOWEST}-{HIGHEST} (default {PASS_MARK:g}), e.g. score=4; "
-                              "repeatable")
-    judging.add_argument("--judge-prompt", action="append", default=[], metavar="NAME=FILE",
-                         help="a judge's own prompt for this campaign, read from a file in the shape of the "
-                              "built-in ones, e.g. score=prompts/score.txt; repeatable")
-    judging.add_argument("--rubric", action="append", default=[], metavar="NAME=FILE",
-                         help="a judge defined in plain words (criteria, steps, scale, pass mark, inputs), read from "
-                              "a file; repeatable (see docs/judges.md)")
+    add_judge_options(parser)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override one configuration key, e.g. graded_label_max=3; repeatable")
     _common.add_execution_options(parser)
@@ -123,9 +111,30 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
     _gates.add_report_options(parser)
 
 
-# The judges' model keys that have a flag of their own (--judge-kind ...); type and help come from the key.
-JUDGE_FLAGS = ("judge_kind", "judge_model", "judge_base_url", "judge_api_key_env", "judge_temperature",
-               "judge_max_tokens")
+def add_judge_options(parser: argparse.ArgumentParser) -> None:
+    """The judges' model keys, their pass marks, their own prompts and the rubrics (run, rejudge)."""
+    judging = parser.add_argument_group("judges", "the judges' model (default: the target's own chat model)")
+    add_judge_model_flags(judging)
+    judging.add_argument("--judge-threshold", action="append", default=[], metavar="NAME=V",
+                         help=f"pass mark of a judge on {LOWEST}-{HIGHEST} (default {PASS_MARK:g}), e.g. score=4; "
+                              "claims: a share of supported claims, 0-1 (default 1); repeatable")
+    judging.add_argument("--judge-prompt", action="append", default=[], metavar="NAME=FILE",
+                         help="a judge's own prompt for this campaign, read from a file in the shape of the "
+                              "built-in ones, e.g. score=prompts/score.txt; repeatable")
+    judging.add_argument("--rubric", action="append", default=[], metavar="NAME=FILE",
+                         help="a judge defined in plain words (criteria, steps, scale, pass mark, inputs), read from "
+                              "a file; repeatable (see docs/judges.md)")
+
+
+def judge_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The judge keys the options give (--judge-*, their tables' entries read from files), then --set's keys."""
+    overrides: dict[str, Any] = {key: getattr(args, key) for key in JUDGE_FLAGS if getattr(args, key) is not None}
+    if args.judge_threshold:
+        overrides["judge_thresholds"] = pairs(args.judge_threshold, float)
+    for key, given in (("judge_prompts", args.judge_prompt), ("rubrics", args.rubric)):
+        if given:
+            overrides[key] = read_prompt_files({key: pairs(given, str)}, Path.cwd())[key]
+    return overrides | pairs(args.set, None)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -197,14 +206,10 @@ def configuration(manager: CampaignManager, args: argparse.Namespace) -> tuple[T
         config = get_target(manager.store, target_id, args.tenant)
     else:
         config, target_id = (TargetConfig() if args.suite else QUICK_START.config), None
-    overrides = {key: getattr(args, key) for key in JUDGE_FLAGS if getattr(args, key) is not None}
-    if args.judge_threshold:
-        overrides["judge_thresholds"] = {**dict(config.judge_thresholds), **pairs(args.judge_threshold, float)}
-    for key, given in (("judge_prompts", args.judge_prompt), ("rubrics", args.rubric)):
-        if given:
-            files = read_prompt_files({key: pairs(given, str)}, Path.cwd())[key]
-            overrides[key] = {**dict(getattr(config, key)), **files}
-    overrides |= pairs(args.set, None)
+    overrides = judge_overrides(args)
+    for key in ("judge_thresholds", "judge_prompts", "rubrics"):  # their entries add to the configuration's
+        if key in overrides:
+            overrides[key] = {**dict(getattr(config, key)), **overrides[key]}
     if not overrides:
         return config, target_id
     return TargetConfig.from_dict({**config.to_dict(), **overrides}), None
@@ -241,7 +246,8 @@ def launch(manager: CampaignManager, request: LaunchRequest, *, as_json: bool) -
           f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}", file=out,
           flush=True)
     if (request.judges or config.rubrics) and judged_locally(config):
-        print(f"note: {LOCAL_JUDGE_NOTE}", file=sys.stderr, flush=True)
+        for note in local_notes(request.judges):
+            print(f"note: {note}", file=sys.stderr, flush=True)
     if request.dataset is not None:
         print(f"dataset {dataset_stats(load_dataset(request.dataset)).summary()}", file=out, flush=True)
     return manager.launch(request)
@@ -349,6 +355,8 @@ def format_report(report: Report) -> str:
     campaign, summary = report.campaign, report.summary
     lines = [f"status: {campaign.status_text}" + (f" ({campaign.error})" if campaign.error else ""),
              f"questions: {campaign.finished}/{campaign.total} finished, {campaign.failed} failed"]
+    if campaign.answers_from is not None:
+        lines.append(f"judges again the answers of campaign {campaign.answers_from} (its target was not asked)")
     lines += aggregates_table(report.aggregates)
     lines += diagnosis_lines(report.diagnosis)
     latency = summary.mean_latency_s
@@ -357,6 +365,8 @@ def format_report(report: Report) -> str:
               f"cache hits: {campaign.cache_hits}"]
     lines += [f"judge {name}: context cut to fit the judge model's context window on {count} question(s)"
               for name, count in summary.cut.items()]
+    lines += [f"judge {name}: no claim in {count} answer(s) (refusals: marked, not scored)"
+              for name, count in summary.no_claim.items()]
     return "\n".join(lines)
 
 

@@ -15,10 +15,17 @@ from typing import TYPE_CHECKING, NamedTuple
 from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands
 from evalcore.errors import EvalError
-from evalcore.metrics import GENERATION_MEASURES, GRADED_MEASURES, RETRIEVAL_MEASURES, aggregate, signature
+from evalcore.metrics import (
+    GENERATION_MEASURES,
+    GRADED_MEASURES,
+    RETRIEVAL_MEASURES,
+    aggregate,
+    graded_retrieval_scores,
+    signature,
+)
 from evalcore.metrics.document_retrieval import document_retrieval, read_cases
 from evalcore.metrics.generation import generation_scores
-from evalcore.metrics.graded import default_thresholds, graded_retrieval_scores, threshold_measure
+from evalcore.metrics.graded import default_thresholds, threshold_measure
 from evalcore.metrics.retrieval import GRADED_NDCG_MEASURES
 
 if TYPE_CHECKING:

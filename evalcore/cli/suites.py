@@ -20,6 +20,7 @@ from evalcore.suites import (
     parse_suite_csv,
     suite_csv_bytes,
 )
+from evalcore.targets.saved import ID_NAMES
 
 
 def register(commands: Commands) -> None:
@@ -30,7 +31,7 @@ def register(commands: Commands) -> None:
     imp.add_argument("file", type=Path, help="CSV file, ';' or ',' separated, optional header line")
     imp.add_argument("--name", required=True, help="suite name")
     imp.add_argument("--target", "--agent", dest="target", required=True, metavar="ID",
-                     help="saved target configuration the suite aims at (its agent_id)")
+                     help=ID_NAMES["agent_id"])
     imp.add_argument("--tenant", default="default", help="workspace (default: default)")
     imp.add_argument("--valid-only", action="store_true", help="import the valid lines even if others are rejected")
     existing = imp.add_mutually_exclusive_group()

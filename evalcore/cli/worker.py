@@ -30,7 +30,10 @@ def register(commands: Commands) -> None:
     parser.add_argument("--exit-with", type=positive_int, metavar="PID",
                         help="end when this process ends (the dashboard supervising its worker)")
     parser.add_argument("--nice", type=positive_int, metavar="N",
-                        help="lower this process's priority by N (the dashboard's worker: its pages come first)")
+                        help="lower this process's priority by N")
+    parser.add_argument("--background", action="store_true",
+                        help="run only on the CPU time other processes leave (Linux's idle scheduling class, "
+                             "elsewhere nice 19): the dashboard's worker, so that its pages come first")
     parser.set_defaults(handler=_work)
 
 
@@ -44,11 +47,22 @@ def serve_queue(args: argparse.Namespace) -> None:
     manager.serve_queue(args.max_campaigns, args.max_per_tenant)
 
 
+def to_background() -> None:
+    """Give this process only the CPU time that other processes leave: SCHED_IDLE where the system has it (a page
+    being built takes the CPU at once, whatever this process's threads were doing), else the lowest priority."""
+    if hasattr(os, "sched_setscheduler") and hasattr(os, "SCHED_IDLE"):
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    else:
+        os.nice(19)
+
+
 def _work(args: argparse.Namespace) -> int:
     from evalcore.campaigns import get_manager
 
     if args.nice:
         os.nice(args.nice)
+    if args.background:
+        to_background()
     stop = threading.Event()
 
     def finish(signum: int, frame: FrameType | None) -> None:

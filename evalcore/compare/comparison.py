@@ -29,13 +29,11 @@ from evalcore.compare.deltas import (
     Paired,
     Passage,
     QuestionDiff,
-    higher_is_better,
     verdict_by,
 )
 from evalcore.compare.pairing import previous
 from evalcore.errors import EvalError
-from evalcore.judges import JudgeResult
-from evalcore.metrics import MEASURES, sources_found, tolerance_of, verdict_basis
+from evalcore.metrics import MEASURES, higher_is_better, sources_found, tolerance_of, verdict_basis
 from evalcore.relevance import is_relevant
 from evalcore.store import Store
 from evalcore.targets.config import under_test
@@ -58,8 +56,8 @@ def row_values(result: QuestionResult) -> dict[str, float]:
         if verdict.score is not None and is_number(verdict.score):
             values.setdefault(f"judge.{name}", float(verdict.score))
         measure = MEASURES.get(f"judge.{name}")
-        if verdict.result in (JudgeResult.PASS, JudgeResult.FAIL) and not (measure and measure.binary):
-            values[f"judge.{name}{PASS_SUFFIX}"] = 1.0 if verdict.result == JudgeResult.PASS else 0.0
+        if (passed := verdict.result.passed) is not None and not (measure and measure.binary):
+            values[f"judge.{name}{PASS_SUFFIX}"] = 1.0 if passed else 0.0
     return values
 
 
@@ -400,15 +398,17 @@ def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resa
     effect = power.check_effect(effect)
     tenant = scope(principal, tenant)
     a, b = get_campaign(store, a_id, tenant=tenant), get_campaign(store, b_id, tenant=tenant)
+    pairwise = saved.find_preference(store, a, b)
     if basis:  # an asked basis is not the stored default: computed, not kept
-        return compare_results(a, compared_results(store, a_id), b, compared_results(store, b_id), seed=seed,
-                               resamples=resamples, effect=effect, basis=basis, tolerances=tolerances)
+        return replace(compare_results(a, compared_results(store, a_id), b, compared_results(store, b_id), seed=seed,
+                                       resamples=resamples, effect=effect, basis=basis, tolerances=tolerances),
+                       pairwise=pairwise)
     comparison = saved.find(store, a, b, seed=seed, resamples=resamples)
     if comparison is None:
         comparison = compare_results(a, compared_results(store, a_id), b, compared_results(store, b_id), seed=seed,
                                      resamples=resamples)
         saved.keep(store, comparison, a, b)
-    return comparison.with_effect(effect).with_tolerances(tolerances or {})
+    return replace(comparison.with_effect(effect).with_tolerances(tolerances or {}), pairwise=pairwise)
 
 
 def compare_with_previous(store: Store, campaign_id: str) -> Comparison | None:

@@ -15,16 +15,18 @@ from evalcore import diagnosis
 from evalcore.campaigns import Campaign
 from evalcore.campaigns.records import CampaignKind
 from evalcore.compare import power
+from evalcore.compare.preference import Preference
 from evalcore.compare.stats import McNemar
 from evalcore.diagnosis import Stage, Transition
 from evalcore.errors import EvalError
 from evalcore.judges import Verdict
-from evalcore.metrics import MEASURES, tolerance_of
+from evalcore.metrics import higher_is_better, tolerance_of
 from evalcore.shapes import Key, doc
 from evalcore.targets.config import Snapshot
 
 PASS_SUFFIX = ":pass"
 EPSILON = 1e-9
+STAGE_WORDS = ", ".join(stage.value for stage in Stage)
 
 
 class Change(StrEnum):
@@ -40,12 +42,6 @@ class Change(StrEnum):
 
 VERDICT_KINDS = (Change.BETTER, Change.WORSE, Change.SAME)
 ONE_SIDED = (Change.NEW, Change.REMOVED)  # questions not asked of both campaigns
-
-
-def higher_is_better(name: str) -> bool:
-    """The measure's direction from the registry (judge pass rates and unknown names: higher)."""
-    measure = MEASURES.get(name.split(PASS_SUFFIX)[0])
-    return measure.higher_is_better if measure else True
 
 
 def verdict_by(basis: str, a: float, b: float, tolerance: float = 0.0) -> Change:
@@ -116,9 +112,9 @@ class QuestionDiff:
     sources_left: tuple[str, ...] | None = field(default=None, metadata=doc(
         "suites only: expected sources found in A, not in B", optional=True))
     diagnosis_a: Stage | None = field(default=None, metadata=doc(
-        "its failure stage in A (null when A did not ask it)"))
+        f"its failure stage in A ({STAGE_WORDS}; null when A did not ask it)"))
     diagnosis_b: Stage | None = field(default=None, metadata=doc(
-        "its failure stage in B (null when B did not ask it)"))
+        f"its failure stage in B ({STAGE_WORDS}; null when B did not ask it)"))
     queries_a: tuple[str, ...] = field(default=(), metadata=doc(
         "the query transformation's texts in A (empty without one)"))
     queries_b: tuple[str, ...] = field(default=(), metadata=doc("the query transformation's texts in B"))
@@ -302,6 +298,8 @@ class Comparison:
                                                        "configurations)"))
 
     tolerances: dict[str, float] = field(default_factory=dict, metadata=doc(hidden=True))
+    pairwise: Preference | None = field(default=None, metadata=doc(
+        "the pairwise judge's verdicts once asked (POST /api/v1/compare/pairwise, compare --pairwise); null before"))
 
     JSON_EXTRA = (Key("verdicts", dict[str, int], "how many questions got each verdict"),
                   Key("power_warnings", list[str], "measures with no significant difference that could not have "
@@ -403,7 +401,8 @@ class Comparison:
                 "basis_reason": self.basis_reason, "verdicts_without_tolerance": self.strict_verdicts,
                 "tolerance": {name: self.tolerance(name) for name in dict.fromkeys(q.basis for q in self.questions)
                               if name and name != "error"},
-                "unchanged": self.unchanged, "disagreements": self.disagreements}
+                "unchanged": self.unchanged, "disagreements": self.disagreements,
+                "pairwise": self.pairwise.to_dict() if self.pairwise else None}
 
 
 def unchanged_text(measures: list[str]) -> str:

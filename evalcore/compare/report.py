@@ -25,11 +25,13 @@ from evalcore.compare.comparison import compare_campaigns
 from evalcore.compare.deltas import Change, Comparison, QuestionDiff
 from evalcore.compare.export_context import ExportContext, comparison_context, sweep_context, value_text
 from evalcore.compare.pairing import Group, group_of
+from evalcore.compare.preference import INTERVAL, TEST, Preference
 from evalcore.compare.sweep import Sweep
 from evalcore.compare.tables import (
     MEASURE_COLUMNS,
     judge_frame,
     measure_frame,
+    pairwise_frame,
     question_frame,
     sweep_frame,
     transition_frame,
@@ -65,7 +67,7 @@ def comparison_report(comparison: Comparison, a: Campaign, b: Campaign, sources:
     parts = [f"<h1>{esc(b.name)} against {esc(a.name)}</h1>", facts_table(context),
              "<h2>Campaigns</h2>", campaigns_table(a, b, sources), settings_section(comparison, a, b),
              verdicts_section(comparison), measures_section(comparison, context), trust_section(trust),
-             stages_section(comparison, context)]
+             pairwise_section(comparison.pairwise), stages_section(comparison, context)]
     if sweep is not None:
         parts.append(sweep_section(sweep, sweep_campaigns, sources, sweep_measure or comparison.basis, today))
     parts.append(questions_section(comparison, names))
@@ -195,11 +197,21 @@ def measures_section(comparison: Comparison, context: ExportContext) -> str:
 
 
 def trust_section(trust: Sequence[str]) -> str:
-    """How far the judged measures can be trusted: each judge against people's labels, when there are some."""
+    """How far the judged measures can be trusted: each judge against people's labels, when there are some, and
+    against the other campaign's judge when both judged the same answers."""
     if not trust:
         return ""
-    return ("<h2>Judges against people's labels</h2><ul>" + "".join(f"<li>{esc(line)}</li>" for line in trust)
+    return ("<h2>How far to trust the judges</h2><ul>" + "".join(f"<li>{esc(line)}</li>" for line in trust)
             + "</ul>")
+
+
+def pairwise_section(preference: Preference | None) -> str:
+    """The pairwise judge's figures and every question's verdict with its reason, when it was asked."""
+    if preference is None:
+        return ""
+    return (f"<h2>Pairwise judge</h2><p>{esc(preference.summary)}.</p><p>{esc(INTERVAL)}; {esc(TEST)}; a verdict "
+            f"that changed when the answers were swapped is a tie. Judge: {esc(preference.signature)}.</p>"
+            + frame_table(pairwise_frame(preference), long=("question", "reason")))
 
 
 def stages_section(comparison: Comparison, context: ExportContext) -> str:
@@ -239,6 +251,6 @@ def judges_table(questions: list[QuestionDiff], names: str) -> str:
     if frame.empty:
         return ""
     shape = "the evaluators' documented names" if names == "evaluator" else "evalcore's names"
-    reasons = [c for c in frame.columns if c == "question" or c.endswith("_reason")]
+    reasons = [c for c in frame.columns if c == "question" or c.endswith(("_reason", "_claims"))]
     return (f"<h3>Judge results per question ({len(frame):,} judged; fields under {shape})</h3>"
             + frame_table(frame, long=reasons))

@@ -23,6 +23,7 @@ import numpy as np
 
 from evalcore.campaigns import Campaign
 from evalcore.compare.deltas import CampaignHeader, Comparison, MeasureDelta, Paired, QuestionDiff
+from evalcore.compare.preference import Preference
 from evalcore.store import Store, dumps
 
 # Bump when what a stored comparison holds, or how any of its numbers is computed, changes.
@@ -88,3 +89,20 @@ def unpack(blob: bytes, names: list[str]) -> dict[str, Paired]:
     """pack's archive back to the per-measure values (never unpickles anything)."""
     with np.load(io.BytesIO(blob), allow_pickle=False) as arrays:
         return {name: Paired(*(arrays[f"arr_{3 * i + part}"] for part in range(3))) for i, name in enumerate(names)}
+
+
+def find_preference(store: Store, a: Campaign, b: Campaign) -> Preference | None:
+    """The newest pairwise judgement of A and B for their current results versions, or None."""
+    rows = store.read("SELECT data FROM pairwise WHERE a_id = ? AND b_id = ? AND a_version = ? AND b_version = ? "
+                      "ORDER BY created_at DESC LIMIT 1", (a.id, b.id, results_version(a), results_version(b)))
+    return Preference.from_dict(json.loads(rows[0]["data"])) if rows else None
+
+
+def keep_preference(store: Store, preference: Preference, a: Campaign, b: Campaign) -> None:
+    """Store a pairwise judgement under both campaigns' versions and its judge's signature (replacing an older one)."""
+    row = (a.id, b.id, preference.signature, results_version(a), results_version(b), dumps(preference.to_dict()),
+           preference.created_at)
+    store.write(lambda conn: conn.execute(
+        "INSERT INTO pairwise (a_id, b_id, signature, a_version, b_version, data, created_at) VALUES (?, ?, ?, ?, ?, "
+        "?, ?) ON CONFLICT (a_id, b_id, signature) DO UPDATE SET a_version = excluded.a_version, "
+        "b_version = excluded.b_version, data = excluded.data, created_at = excluded.created_at", row))

@@ -27,10 +27,12 @@ more than they save at these sizes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from math import comb
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -264,8 +266,28 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemar:
     """Exact McNemar test on paired pass/fail outcomes: binomial test of the discordant pairs."""
     only_a = sum(1 for x, y in zip(a, b, strict=True) if x and not y)
     only_b = sum(1 for x, y in zip(a, b, strict=True) if y and not x)
-    n = only_a + only_b
+    return McNemar(only_a, only_b, sign_test(only_a, only_b))
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Exact two-sided sign test: the binomial probability (p = 1/2) of a split at least this uneven; 1 when n = 0."""
+    n = wins + losses
     if n == 0:
-        return McNemar(0, 0, 1.0)
-    tail = sum(comb(n, i) for i in range(min(only_a, only_b) + 1))
-    return McNemar(only_a, only_b, min(1.0, 2 * tail / 2 ** n))
+        return 1.0
+    tail = sum(comb(n, i) for i in range(min(wins, losses) + 1))
+    return min(1.0, float(2 * tail / 2 ** n))
+
+
+def wilson_interval(rate: float, n: int, level: float = 0.95) -> tuple[float, float] | None:
+    """Wilson score interval of a proportion `rate` observed on n trials; None when n = 0.
+
+    Also used for a mean of scores in [0, 1] (ties counted half), whose variance is at most rate * (1 - rate):
+    the interval is then conservative.
+    """
+    if n == 0:
+        return None
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    shrink = 1 + z * z / n
+    centre = (rate + z * z / (2 * n)) / shrink
+    half = z / shrink * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)

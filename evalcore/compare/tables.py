@@ -7,6 +7,7 @@ import pandas as pd
 from evalcore.campaigns import Campaign
 from evalcore.compare.charts import detects_text, needs_text, ordered
 from evalcore.compare.deltas import ONE_SIDED, Comparison, Passage, QuestionDiff
+from evalcore.compare.preference import Preference
 from evalcore.compare.sweep import Sweep
 from evalcore.diagnosis import NOT_ATTRIBUTED, STAGES, Transition
 from evalcore.judges import Verdict, flat_fields
@@ -16,6 +17,7 @@ MEASURE_COLUMNS = ["measure", "n", "mean_a", "mean_b", "delta", "ci_low", "ci_hi
                    "n_required", "power_note", "test", "signature"]
 QUESTION_COLUMNS = ["qid", "question", "verdict", "basis", "A", "B", "stage A", "stage B", "answer changed",
                     "relevant entered", "relevant left", "answer A", "answer B", "queries A", "queries B"]
+PAIRWISE_COLUMNS = ["qid", "question", "verdict", "flipped", "A first", "B first", "reason", "context cut"]
 MOVED_COLUMNS = ["qid", "question", "verdict", "stage A", "stage B", "answer A", "answer B"]
 
 
@@ -85,3 +87,11 @@ def sweep_frame(sweep: Sweep, campaigns: dict[str, Campaign]) -> pd.DataFrame:
                           **{name: m.mean for name, m in row.measures.items()},
                           **{f"vs baseline: {k}": v for k, v in (row.verdicts or {}).items()}}
                          for row in sweep.table])
+
+
+def pairwise_frame(preference: Preference) -> pd.DataFrame:
+    """The pairwise judge's verdict on each question: the winner, what each order said, and the reason."""
+    return pd.DataFrame([{"qid": v.qid, "question": v.question, "verdict": v.winner, "flipped": v.flipped,
+                          "A first": v.a_first.winner or "unreadable", "B first": v.b_first.winner or "unreadable",
+                          "reason": v.reason, "context cut": v.context_cut or ""} for v in preference.verdicts],
+                        columns=PAIRWISE_COLUMNS)

@@ -20,10 +20,10 @@ from typing import Any
 from evalcore.campaigns import CampaignStatus, QuestionResult
 from evalcore.campaigns.listing import HEADLINE
 from evalcore.compare import Comparison, MeasureDelta, row_values
-from evalcore.compare.deltas import PASS_SUFFIX, higher_is_better
+from evalcore.compare.deltas import PASS_SUFFIX
 from evalcore.compare.stats import bootstrap_ci
 from evalcore.errors import EvalError
-from evalcore.metrics import MEASURES
+from evalcore.metrics import MEASURES, higher_is_better
 from evalcore.shapes import doc
 
 BOUNDS = ("mean", "lower")

@@ -1,11 +1,12 @@
-"""LLM judges: versioned prompt files, tolerant reply parsing, verdicts with pass/fail/unknown."""
+"""LLM judges: versioned prompt files, tolerant reply parsing, verdicts with pass/fail/unknown, claims."""
 
 from typing import TYPE_CHECKING
 
 from evalcore.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from evalcore.judges.local import LOCAL_JUDGE_NOTE
+    from evalcore.judges.claims import VERDICTS, Claim, faithfulness
+    from evalcore.judges.local import LOCAL_CLAIMS_NOTE, LOCAL_JUDGE_NOTE, LOCAL_PAIRWISE_NOTE, local_notes
     from evalcore.judges.parsing import PARSER_VERSION, Reading, parse_reply
     from evalcore.judges.prompts import (
         ALIASES,
@@ -35,10 +36,14 @@ __all__ = [
     "DEFAULT_THRESHOLD",
     "FIELD_NAMES",
     "JUDGES",
+    "LOCAL_CLAIMS_NOTE",
     "LOCAL_JUDGE_NOTE",
+    "LOCAL_PAIRWISE_NOTE",
     "MAX_TOKENS",
     "PARSER_VERSION",
     "RUBRIC",
+    "VERDICTS",
+    "Claim",
     "JudgePrompt",
     "JudgeResult",
     "JudgeSettings",
@@ -53,9 +58,11 @@ __all__ = [
     "canonical",
     "context_chars",
     "custom_prompt",
+    "faithfulness",
     "flat_fields",
     "format_context",
     "load_prompt",
+    "local_notes",
     "parse_reply",
     "parse_rubric",
     "preview_messages",
@@ -70,7 +77,8 @@ __all__ = [
 ]
 # Imported on first use: a light module of this package does not load its heavy siblings (evalcore.lazy).
 __getattr__ = lazy_exports(__name__, {
-    "local": ("LOCAL_JUDGE_NOTE",),
+    "claims": ("VERDICTS", "Claim", "faithfulness"),
+    "local": ("LOCAL_CLAIMS_NOTE", "LOCAL_JUDGE_NOTE", "LOCAL_PAIRWISE_NOTE", "local_notes"),
     "parsing": ("PARSER_VERSION", "Reading", "parse_reply"),
     "prompts": (
         "ALIASES", "DEFAULT_THRESHOLD", "JUDGES", "JudgePrompt", "Passage", "build_messages", "builtin_text",

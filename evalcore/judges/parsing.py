@@ -5,7 +5,10 @@ from __future__ import annotations
 import ast
 import json
 import re
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from evalcore.judges.claims import Claim
 
 # The reply parser is part of a verdict: a change to what it accepts is a new version.
 PARSER_VERSION = 2
@@ -42,10 +45,14 @@ FALSE_WORDS = {"fail", "failed", "false", "no", "ungrounded", "not grounded"}
 
 
 class Reading(NamedTuple):
-    """A parsed reply: the score (1-5, or 1.0/0.0 for a label) and the judge's reason."""
+    """A parsed reply: the score (1-5, 1.0/0.0 for a label, a share of supported claims) and the judge's reason.
 
-    score: float
+    `claims` only for the claims judge; its score is None when the answer makes no claim.
+    """
+
+    score: float | None
     reason: str
+    claims: tuple[Claim, ...] | None = None
 
 
 def json_objects(text: str) -> list[dict[str, Any]]:

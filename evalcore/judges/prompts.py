@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from evalcore.errors import EvalError
+from evalcore.judges.claims import reply_schema as claims_schema
 from evalcore.judges.parsing import PARSER_VERSION
 from evalcore.judges.scale import PASS_MARK
 
-JUDGES = ("score", "retrieval", "groundedness", "groundedness_pro", "relevance", "completeness", "refusal")
+JUDGES = ("score", "retrieval", "groundedness", "groundedness_pro", "relevance", "completeness", "refusal", "claims")
 ALIASES = {"response_completeness": "completeness", "ai_score": "score"}
 PROMPT_DIR = Path(__file__).with_name("templates")
 DEFAULT_THRESHOLD = PASS_MARK
@@ -32,7 +33,7 @@ class JudgePrompt:
 
     name: str
     version: str
-    output: str           # "likert" (1-5), "label" (pass/fail) or "labels" (a rubric's own scale)
+    output: str  # "likert" (1-5), "label" (pass/fail), "labels" (a rubric's own scale) or "claims" (a list of claims)
     requires: tuple[str, ...]
     system: str
     user: str
@@ -127,10 +128,11 @@ def signature(name: str) -> str:
 
 
 class Passage(NamedTuple):
-    """A passage as the answer's prompt had it: its whole text and its title, if any."""
+    """A passage as the answer's prompt had it: its whole text, its title if any, and its id ("" if none)."""
 
     text: str
     title: str | None = None
+    id: str = ""
 
 
 def context_chars(context: Sequence[Passage | str]) -> int:
@@ -169,7 +171,9 @@ def format_references(references: Sequence[str]) -> str:
 
 
 def reply_schema(prompt: JudgePrompt) -> dict[str, Any]:
-    """The JSON schema of a verdict: a 1-5 score or a label (pass/fail, or a rubric's own), and a short reason."""
+    """The JSON schema of a verdict: a 1-5 score or a label (pass/fail, a rubric's own) and a reason; or claims."""
+    if prompt.output == "claims":
+        return claims_schema()
     if prompt.output == "likert":
         key, verdict = "score", {"type": "integer", "enum": [1, 2, 3, 4, 5]}
     else:

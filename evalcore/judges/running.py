@@ -8,11 +8,15 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from evalcore.errors import EvalError
-from evalcore.judges.parsing import parse_reply
+from evalcore.judges.claims import ALL_SUPPORTED, Claim, parse_claims
+from evalcore.judges.claims import MAX_TOKENS as CLAIMS_MAX_TOKENS
+from evalcore.judges.claims import RETRY_MESSAGE as CLAIMS_RETRY_MESSAGE
+from evalcore.judges.parsing import Reading, parse_reply
 from evalcore.judges.prompts import (
     DEFAULT_THRESHOLD,
     JudgePrompt,
     Passage,
+    as_passage,
     build_messages,
     context_chars,
     load_prompt,
@@ -23,6 +27,7 @@ from evalcore.judges.verdict import JudgeResult, Spread, Verdict
 from evalcore.models import ChatModel, ContextOverflow, Message
 
 MAX_TOKENS = 300
+Reader = Callable[[str], Reading | None]
 MIN_KEEP = 200  # characters of context below which cutting further is pointless
 RETRY_MESSAGE = ('Your reply could not be read. Reply again with only the JSON object, '
                  'for example {"score": 3, "reason": "One sentence."}')
@@ -39,6 +44,7 @@ class Trial(NamedTuple):
     completion_tokens: int
     error: str | None = None
     overflow: bool = False  # the messages did not fit the model's context window
+    claims: tuple[Claim, ...] | None = None  # the claims judge's reading (empty: the answer makes no claim)
 
 
 @dataclass(frozen=True)
@@ -73,28 +79,50 @@ def missing_input(prompt: JudgePrompt, *, question: str, answer: str | None,
     return ", ".join(names.get(key, key) for key in absent) or None
 
 
-def judge_once(settings: JudgeSettings, prompt: JudgePrompt, messages: list[Message], temperature: float) -> Trial:
-    """Ask, parse, and on an unreadable reply ask once more; model failures become a Trial with error."""
+def judge_once(settings: JudgeSettings, prompt: JudgePrompt, messages: list[Message], temperature: float,
+               read: Reader) -> Trial:
+    """Ask, read the reply with `read`, and on an unreadable reply ask once more; model failures become a Trial."""
     tokens = [0, 0]
-    retry = {"likert": RETRY_MESSAGE, "label": LABEL_RETRY_MESSAGE}.get(
-        prompt.output, LABEL_RETRY_MESSAGE.replace('"fail"', f'"{prompt.labels[0] if prompt.labels else "fail"}"'))
     reply_text = ""
     for _attempt in range(2):
         try:
-            reply = settings.model.chat(messages, temperature=temperature, max_tokens=settings.max_tokens,
+            reply = settings.model.chat(messages, temperature=temperature, max_tokens=max_tokens(settings, prompt),
                                         schema=reply_schema(prompt))
         # ValueError/RuntimeError: llama.cpp's own failures.
         except (EvalError, OSError, ValueError, RuntimeError) as error:
             return Trial(None, f"judge call failed: {error}", tokens[0], tokens[1], error=str(error),
                          overflow=isinstance(error, ContextOverflow))
         tokens = [tokens[0] + reply.prompt_tokens, tokens[1] + reply.completion_tokens]
-        reading = parse_reply(reply.text, prompt.output, prompt.labels)
+        reading = read(reply.text)
         if reading is not None:
-            return Trial(reading.score, reading.reason, tokens[0], tokens[1])
+            return Trial(reading.score, reading.reason, tokens[0], tokens[1], claims=reading.claims)
         reply_text = reply.text
-        messages = [*messages, {"role": "assistant", "content": reply.text}, {"role": "user", "content": retry}]
+        messages = [*messages, {"role": "assistant", "content": reply.text},
+                    {"role": "user", "content": retry_message(prompt)}]
     shown = " ".join(reply_text.split())[:200]
     return Trial(None, f"unreadable judge reply after one retry: {shown!r}", tokens[0], tokens[1])
+
+
+def retry_message(prompt: JudgePrompt) -> str:
+    """What a judge is told after an unreadable reply: the shape of its own verdict, with an example."""
+    if prompt.output == "claims":
+        return CLAIMS_RETRY_MESSAGE
+    if prompt.output == "likert":
+        return RETRY_MESSAGE
+    return LABEL_RETRY_MESSAGE.replace('"fail"', f'"{prompt.labels[0] if prompt.labels else "fail"}"')
+
+
+def max_tokens(settings: JudgeSettings, prompt: JudgePrompt) -> int:
+    """The reply's length bound: the settings', raised for a list of claims (longer than a one-sentence verdict)."""
+    return max(settings.max_tokens, CLAIMS_MAX_TOKENS) if prompt.output == "claims" else settings.max_tokens
+
+
+def reader(prompt: JudgePrompt, context: Sequence[Passage | str]) -> Reader:
+    """How a judge's replies are read: claims against the passages it was given, else a score or a label."""
+    if prompt.output == "claims":
+        ids = [as_passage(item).id for item in context]
+        return lambda text: parse_claims(text, ids)
+    return lambda text: parse_reply(text, prompt.output, prompt.labels)
 
 
 def run_judge(settings: JudgeSettings, name: str, *, question: str, answer: str, context: Sequence[Passage | str],
@@ -122,19 +150,19 @@ def run_judge(settings: JudgeSettings, name: str, *, question: str, answer: str,
     # Several samples only make sense if they can differ: some temperature, and a message that
     # keeps each sample out of the other samples' cache entry.
     temperature = settings.temperature if settings.samples == 1 else max(settings.temperature, 0.7)
-    total = context_chars(context)
-    first, keep = first_fit(settings, prompt, build, total, temperature)
-    trials = [first, *(judge_once(settings, prompt, sample_messages(build(keep), k, settings.samples), temperature)
-                       for k in range(1, settings.samples))]
+    total, read = context_chars(context), reader(prompt, context)
+    first, keep = first_fit(settings, prompt, build, total, temperature, read)
+    trials = [first, *(judge_once(settings, prompt, sample_messages(build(keep), k, settings.samples), temperature,
+                                  read) for k in range(1, settings.samples))]
     return replace(verdict(trials, prompt, settings), context_cut=cut_note(keep, total))
 
 
 def first_fit(settings: JudgeSettings, prompt: JudgePrompt, build: Callable[[int | None], list[Message]],
-              total: int, temperature: float) -> tuple[Trial, int | None]:
+              total: int, temperature: float, read: Reader) -> tuple[Trial, int | None]:
     """The first sample on the whole context, halved each time the model says it is over its window."""
     keep: int | None = None
     while True:
-        trial = judge_once(settings, prompt, sample_messages(build(keep), 0, settings.samples), temperature)
+        trial = judge_once(settings, prompt, sample_messages(build(keep), 0, settings.samples), temperature, read)
         if not trial.overflow or (keep is not None and keep < MIN_KEEP):
             return trial, keep
         keep = (total if keep is None else keep) // 2
@@ -160,25 +188,38 @@ def verdict(trials: list[Trial], prompt: JudgePrompt, settings: JudgeSettings,
     """Combine trials into score, result, reason, tokens, and the spread when there are several."""
     scores = [t.score for t in trials if t.score is not None]
     score = statistics.fmean(scores) if scores else None
-    threshold = settings.threshold(prompt.name)
-    if outcome is not None:
-        result = outcome
-    elif score is None:
-        result = JudgeResult.UNKNOWN
-    elif prompt.output == "label":
-        result = JudgeResult.PASS if score > 0.5 else JudgeResult.FAIL   # a tie between samples is not a pass
-    else:
-        result = JudgeResult.PASS if score >= threshold else JudgeResult.FAIL
+    threshold = pass_mark(settings, prompt)
+    claims = next((t.claims for t in trials if t.claims is not None), None)
     several = len(trials) > 1
     return Verdict(
         judge=prompt.name, model=settings.model.name, prompt_hash=prompt.hash, prompt_version=prompt.version,
-        signature=signature_of(prompt), threshold=None if prompt.output == "label" else threshold,
-        score=score, label=label_of(prompt, score), result=result,
-        reason=next((t.reason for t in trials if t.score is not None), trials[0].reason),
+        signature=signature_of(prompt), threshold=threshold, score=score, label=label_of(prompt, score),
+        result=outcome or result_of(prompt, score, threshold, claims),
+        reason=next((t.reason for t in trials if t.score is not None or t.claims is not None), trials[0].reason),
         prompt_tokens=sum(t.prompt_tokens for t in trials), completion_tokens=sum(t.completion_tokens for t in trials),
         error=next((t.error for t in trials if t.error), None),
         samples=tuple(t.score for t in trials) if several else None, spread=spread(scores) if several else None,
+        claims=claims,
     )
+
+
+def pass_mark(settings: JudgeSettings, prompt: JudgePrompt) -> float | None:
+    """A judge's pass mark: None for pass/fail judges, a share of supported claims for claims (default: all)."""
+    if prompt.output == "label":
+        return None
+    if prompt.output == "claims":
+        return float(settings.thresholds.get(prompt.name, ALL_SUPPORTED))
+    return settings.threshold(prompt.name)
+
+
+def result_of(prompt: JudgePrompt, score: float | None, threshold: float | None,
+              claims: tuple[Claim, ...] | None) -> JudgeResult:
+    """pass, fail, unknown (no reading), or no_claim (a claims reply listing none: a refusal, not scored)."""
+    if score is None:
+        return JudgeResult.NO_CLAIM if claims == () else JudgeResult.UNKNOWN
+    if threshold is None:
+        return JudgeResult.PASS if score > 0.5 else JudgeResult.FAIL   # a tie between samples is not a pass
+    return JudgeResult.PASS if score >= threshold else JudgeResult.FAIL
 
 
 def label_of(prompt: JudgePrompt, score: float | None) -> str | None:

@@ -1,9 +1,10 @@
-"""The scale of the judges that score (Likert) and the pass mark a judge has unless a campaign sets one."""
+"""The scale of the judges that score (Likert), the pass mark a judge has unless a campaign sets one, its bounds."""
 
 LOWEST, HIGHEST = 1, 5
 PASS_MARK = 3.0
 
 
-def on_scale(value: float) -> bool:
-    """Whether a score or a pass mark lies on the Likert scale."""
-    return LOWEST <= value <= HIGHEST
+def pass_mark_problem(judge: str, value: float) -> str | None:
+    """Why a pass mark is off its judge's scale (claims: a share of supported claims; else 1-5), or None."""
+    low, high = (0.0, 1.0) if judge == "claims" else (LOWEST, HIGHEST)
+    return None if low <= value <= high else f"expected a pass mark in [{low:g}, {high:g}], found {value!r}"

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from evalcore.judges.claims import Claim, claims_text
 from evalcore.shapes import Key, doc
 
 
@@ -17,6 +18,12 @@ class JudgeResult(StrEnum):
     FAIL = "fail"
     UNKNOWN = "unknown"  # unreadable, failed, or nothing to measure
     SKIPPED = "skipped"  # needs a reference answer the question has not
+    NO_CLAIM = "no_claim"  # the claims judge found no claim in the answer (a refusal): marked, not scored
+
+    @property
+    def passed(self) -> bool | None:
+        """True for a pass, False for a fail, None when the judge decided neither."""
+        return {JudgeResult.PASS: True, JudgeResult.FAIL: False}.get(self)
 
 
 @dataclass(frozen=True)
@@ -42,11 +49,13 @@ class Verdict:
     prompt_hash: str = field(metadata=doc())
     prompt_version: str = field(metadata=doc())
     signature: str = field(metadata=doc())
-    threshold: float | None = field(metadata=doc("the pass mark on 1-5; null for pass/fail judges"))
+    threshold: float | None = field(metadata=doc("the pass mark on 1-5 (claims: a share of supported claims); null "
+                                                 "for pass/fail judges"))
     score: float | None = field(metadata=doc())
     reason: str = field(metadata=doc())
-    result: JudgeResult = field(metadata=doc("pass, fail, unknown (unreadable or failed), or skipped (no reference "
-                                             "answer)"))
+    result: JudgeResult = field(metadata=doc("pass, fail, unknown (unreadable or failed), skipped (no reference "
+                                             "answer), or no_claim (claims: the answer makes no claim, a refusal; "
+                                             "not scored)"))
     prompt_tokens: int = field(default=0, metadata=doc())
     completion_tokens: int = field(default=0, metadata=doc())
     error: str | None = field(default=None, metadata=doc())
@@ -57,8 +66,15 @@ class Verdict:
         "how the context was cut to fit the judge model's context window; null when the judge saw it whole"))
     label: str | None = field(default=None, metadata=doc("a rubric's label on its own scale (its position is the "
                                                          "score)"))
+    claims: tuple[Claim, ...] | None = field(default=None, metadata=doc(
+        "the claims judge: each claim of the answer with its verdict and passage (score = supported / claims); "
+        "null for other judges"))
 
     JSON_EXTRA = (Key("tokens", int, "prompt and completion tokens of every call this verdict took"),)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.result, JudgeResult):  # a verdict built in code with the result's word
+            object.__setattr__(self, "result", JudgeResult(self.result))
 
     @property
     def tokens(self) -> int:
@@ -73,6 +89,7 @@ class Verdict:
             "score": self.score, "reason": self.reason, "result": str(self.result), "tokens": self.tokens,
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "error": self.error,
             "context_cut": self.context_cut, "label": self.label,
+            "claims": None if self.claims is None else [claim.to_dict() for claim in self.claims],
         }
         if self.samples is not None:
             data["samples"] = list(self.samples)
@@ -82,8 +99,7 @@ class Verdict:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
         """From the stored JSON."""
-        spread = data.get("spread")
-        samples = data.get("samples")
+        spread, samples, claims = data.get("spread"), data.get("samples"), data.get("claims")
         return cls(
             judge=data.get("judge", ""), model=data.get("model", ""), prompt_hash=data.get("prompt_hash", ""),
             prompt_version=data.get("prompt_version", ""), signature=data.get("signature", ""),
@@ -92,7 +108,7 @@ class Verdict:
             completion_tokens=int(data.get("completion_tokens") or 0), error=data.get("error"),
             samples=tuple(samples) if samples is not None else None,
             spread=Spread(**spread) if isinstance(spread, Mapping) else None, context_cut=data.get("context_cut"),
-            label=data.get("label"),
+            label=data.get("label"), claims=None if claims is None else tuple(Claim.from_dict(c) for c in claims),
         )
 
 
@@ -104,7 +120,8 @@ FIELD_NAMES = ("project", "evaluator")  # how flat judge fields are named: ours,
 
 
 def flat_fields(judge: str, verdict: Verdict, names: str = "project") -> dict[str, object]:
-    """One verdict as flat fields: `<name>`, `<name>_reason`, `<name>_result`, `<name>_threshold`.
+    """One verdict as flat fields: `<name>`, `<name>_reason`, `<name>_result`, `<name>_threshold`, and for the
+    claims judge `<name>_claims` (each claim with its verdict and passage, on one line).
 
     names="evaluator" gives a judge the evaluators document under their documented fields: a 1-5
     judge also as `gpt_<name>` (`gpt_retrieval`), completeness as `response_completeness*`, and
@@ -117,5 +134,6 @@ def flat_fields(judge: str, verdict: Verdict, names: str = "project") -> dict[st
     fields: dict[str, object] = {name: passed if verdict.threshold is None else verdict.score}
     if names == "evaluator" and judge in GPT_PREFIXED:
         fields[f"gpt_{name}"] = verdict.score
-    return fields | {f"{name}_reason": verdict.reason, f"{name}_result": str(verdict.result),
-                     f"{name}_threshold": verdict.threshold}
+    fields |= {f"{name}_reason": verdict.reason, f"{name}_result": str(verdict.result),
+               f"{name}_threshold": verdict.threshold}
+    return fields if verdict.claims is None else fields | {f"{name}_claims": claims_text(verdict.claims)}

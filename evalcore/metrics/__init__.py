@@ -9,7 +9,7 @@ from evalcore.metrics.document_retrieval import document_retrieval
 
 if TYPE_CHECKING:
     from evalcore.metrics.generation import GENERATION_MEASURES, generation_scores
-    from evalcore.metrics.graded import GRADED_MEASURES, graded_retrieval_scores
+    from evalcore.metrics.graded import GRADED_MEASURES
     from evalcore.metrics.registry import (
         MEASURES,
         PANELS,
@@ -19,6 +19,8 @@ if TYPE_CHECKING:
         abstention_measures,
         aggregate,
         display_order,
+        graded_retrieval_scores,
+        higher_is_better,
         judge_abstention,
         panels,
         scale_of,
@@ -50,6 +52,7 @@ __all__ = [
     "document_retrieval",
     "generation_scores",
     "graded_retrieval_scores",
+    "higher_is_better",
     "important_words",
     "judge_abstention",
     "panels",
@@ -64,10 +67,11 @@ __all__ = [
 # Imported on first use: a light module of this package does not load its heavy siblings (evalcore.lazy).
 __getattr__ = lazy_exports(__name__, {
     "generation": ("GENERATION_MEASURES", "generation_scores"),
-    "graded": ("GRADED_MEASURES", "graded_retrieval_scores"),
+    "graded": ("GRADED_MEASURES",),
     "registry": (
         "MEASURES", "PANELS", "SCALES", "Measure", "Scores", "abstention_measures", "aggregate", "display_order",
-        "judge_abstention", "panels", "scale_of", "score_question", "signature", "tolerance_of", "verdict_basis",
+        "graded_retrieval_scores", "higher_is_better", "judge_abstention", "panels", "scale_of", "score_question",
+        "signature", "tolerance_of", "verdict_basis",
     ),
     "retrieval": ("RETRIEVAL_MEASURES", "retrieval_scores"),
     "similarity": ("AnswerEmbedding", "answer_similarity", "cosine"),

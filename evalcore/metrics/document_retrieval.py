@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import cast
 
 from evalcore.errors import EvalError
-from evalcore.metrics.graded import graded_retrieval_scores
+from evalcore.metrics.registry import graded_retrieval_scores
 
 INPUT_FIELDS = ("retrieval_ground_truth", "retrieved_documents", "ground_truth_label_min", "ground_truth_label_max")
 

@@ -32,8 +32,6 @@ THRESHOLD_NAMES = {
     "total_ground_truth_documents_threshold": "total_ground_truth_documents",
     "holes_threshold": "holes", "holes_ratio_threshold": "holes_ratio",
 }
-# Measures that pass when the value is at most the threshold.
-LOWER_IS_BETTER = frozenset({"holes", "holes_ratio"})
 XDCG_DECAY = 0.6
 CUT = 3
 DocId = TypeVar("DocId", bound=Hashable)
@@ -200,34 +198,10 @@ def _values(
     }
 
 
-def graded_retrieval_scores(
-    labels: Mapping[DocId, int],
-    retrieved: Sequence[tuple[DocId, float]],
-    label_min: int = 0,
-    label_max: int = 4,
-    thresholds: Mapping[str, float] | None = None,
-) -> dict[str, object]:
-    """Graded retrieval measures with `<name>_threshold`, `<name>_higher_is_better`, `<name>_result`.
-
-    `labels`: document id -> integer label; `retrieved`: (document id, score) pairs; `thresholds`
-    by measure or documented threshold name (`ndcg_threshold`). A value that is undefined (nothing
-    retrieved, nothing labeled above label_min) is None and its result is "unknown".
-    """
+def graded_values(labels: Mapping[DocId, int], retrieved: Sequence[tuple[DocId, float]], label_min: int = 0,
+                  label_max: int = 4) -> dict[str, float | None]:
+    """Each graded measure of one query: `labels` document id -> integer label, `retrieved` (document id, score)
+    pairs. A value that is undefined (nothing retrieved, nothing labeled above label_min) is None. Their pass
+    marks and directions are the registry's (`evalcore.metrics.registry.graded_retrieval_scores`)."""
     _check(labels, label_min, label_max)
-    marks = default_thresholds(label_min, label_max)
-    marks.update({threshold_measure(name): value for name, value in (thresholds or {}).items()})
-    result: dict[str, object] = {}
-    for name, value in _values(labels, _order(retrieved), label_min, label_max).items():
-        higher = name not in LOWER_IS_BETTER
-        result[name] = value
-        result[f"{name}_threshold"] = marks[name]
-        result[f"{name}_higher_is_better"] = higher
-        result[f"{name}_result"] = _verdict(value, marks[name], higher)
-    return result
-
-
-def _verdict(value: float | None, threshold: float, higher: bool) -> str:
-    if value is None:
-        return "unknown"
-    passed = value >= threshold if higher else value <= threshold
-    return "pass" if passed else "fail"
+    return _values(labels, _order(retrieved), label_min, label_max)

@@ -19,7 +19,7 @@ from evalcore.errors import EvalError
 from evalcore.judges import JUDGES, JudgeResult, load_prompt
 from evalcore.metrics.abstention import REFUSALS_VERSION, abstention_scores
 from evalcore.metrics.generation import generation_scores
-from evalcore.metrics.graded import GRADED_MEASURES, LOWER_IS_BETTER, GradedScale, graded_retrieval_scores
+from evalcore.metrics.graded import GRADED_MEASURES, DocId, GradedScale, graded_values
 from evalcore.metrics.retrieval import retrieval_scores
 from evalcore.metrics.similarity import AnswerEmbedding, answer_similarity
 from evalcore.metrics.suite import coverage, sources_found
@@ -53,6 +53,14 @@ class Measure:
     settings: tuple[tuple[str, str], ...] = field(default=())
     order: int = 0  # display position, set by the registry
     scale: str = "share"  # one of SCALES: what the values are (counts are neither better nor worse)
+
+    def result(self, value: float | None, mark: float) -> JudgeResult:
+        """Pass when the value reaches the pass mark in the measure's direction (at most it, when lower is better);
+        unknown when there is no value."""
+        if value is None:
+            return JudgeResult.UNKNOWN
+        passed = value >= mark if self.higher_is_better else value <= mark
+        return JudgeResult.PASS if passed else JudgeResult.FAIL
 
     @property
     def tolerance(self) -> float:
@@ -111,9 +119,10 @@ _ABSTENTION_DOCS = {
     "false_abstention": "1 when the answer to an answerable question declines, else 0; the mean is the false "
     "abstention (over-refusal) rate (Feng et al. 2024, Don't Hallucinate, Abstain).",
 }
-_LOWER_IS_BETTER = {"hallucination", "false_abstention"}
+# The measures where less is better (every other is better higher): the one place a direction is declared.
+LOWER_IS_BETTER = frozenset({"hallucination", "false_abstention", "graded.holes", "graded.holes_ratio"})
 _GRADED_SCALES = {"xdcg@3": "score", "top1_relevance": "label", "top3_max_relevance": "label", "holes": "count",
-                  "total_retrieved_documents": "count", "total_groundtruth_documents": "count"}
+                  "total_retrieved_documents": "count", "total_ground_truth_documents": "count"}
 # A question's verdict in a comparison: the AI score, else coverage, else sources found (the suite
 # order); dataset campaigns have none of these, so ranking and then answer overlap decide.
 _VERDICT_ORDER = ("judge.score", "coverage", "sources_found", "ndcg@10", "rougel")
@@ -122,6 +131,11 @@ _VERDICT_ORDER = ("judge.score", "coverage", "sources_found", "ndcg@10", "rougel
 def _judge_measure(name: str) -> Measure:
     """A judge's measure, from its prompt file: scale, inputs, and the first sentence of its instructions."""
     prompt = load_prompt(name)
+    if prompt.output == "claims":
+        return Measure(f"judge.{name}", f"supported claims / claims (LLM judge, prompt v{prompt.version}): the answer "
+                       "split into claims, each checked against the passages it was built from; absent when the "
+                       "answer makes no claim (faithfulness, Es et al. 2023, RAGAS).", "judge",
+                       settings=(("prompt", "none"), ("model", "none")))
     label = prompt.output == "label"
     first = prompt.system.split(". ")[0].rstrip(".") + "."
     doc = f"{'pass/fail as 1/0' if label else '1-5'} (LLM judge, prompt v{prompt.version}): {first}"
@@ -152,13 +166,12 @@ def _registry() -> dict[str, Measure]:
         settings=(("match", "fold"),),
     ))
     measures += [Measure(name, doc + " Refusal: evalcore.metrics.abstention.", "abstention", binary=True,
-                         higher_is_better=name not in _LOWER_IS_BETTER,
                          settings=(("refusals", REFUSALS_VERSION), ("match", "fold")))
                  for name, doc in _ABSTENTION_DOCS.items()]
     for name in GRADED_MEASURES:
         measures.append(Measure(
             f"graded.{name}", _GRADED_DOCS[name] + " Graded document retrieval.", "graded",
-            higher_is_better=name not in LOWER_IS_BETTER, settings=(("scale", "0-4"),),
+            settings=(("scale", "0-4"),),
             scale=_GRADED_SCALES.get(name, "share"),
         ))
     measures += [_judge_measure(name) for name in JUDGES]
@@ -167,7 +180,8 @@ def _registry() -> dict[str, Measure]:
 
 def _finish(measure: Measure, order: int) -> Measure:
     priority = _VERDICT_ORDER.index(measure.name) if measure.name in _VERDICT_ORDER else None
-    return replace(measure, verdict_priority=priority, order=order)
+    return replace(measure, verdict_priority=priority, order=order,
+                   higher_is_better=measure.name not in LOWER_IS_BETTER)
 
 
 MEASURES: dict[str, Measure] = _registry()
@@ -226,6 +240,12 @@ def tolerance_of(name: str) -> float:
     """The default smallest meaningful difference of a measure (unregistered names: that of 0-1 measures)."""
     measure = MEASURES.get(name)
     return measure.tolerance if measure else TOLERANCES["share"]
+
+
+def higher_is_better(name: str) -> bool:
+    """The measure's direction (a judge's pass rate `judge.X:pass` and unregistered names: higher)."""
+    measure = MEASURES.get(name.split(":")[0])
+    return measure.higher_is_better if measure else True
 
 
 def verdict_basis() -> tuple[str, ...]:
@@ -314,14 +334,35 @@ def _add_graded(values: dict[str, float], signatures: dict[str, str], results: d
     documents: list[int | str] = [pid if pid is not None else f"unmapped {rank}" for rank, pid in enumerate(ranked)]
     graded: dict[int | str, int] = {pid: label for pid, label in labels.items()}
     # Scores that keep the target's order: the measures re-sort by score.
-    scores = graded_retrieval_scores(graded, [(doc, float(-rank)) for rank, doc in enumerate(documents)],
-                                     scale.label_min, scale.label_max, dict(scale.thresholds))
-    for name in GRADED_MEASURES:
-        value = scores[name]
-        if isinstance(value, (int, float)):
+    found = graded_values(graded, [(doc, float(-rank)) for rank, doc in enumerate(documents)], scale.label_min,
+                          scale.label_max)
+    marks = scale.marks()
+    for name, value in found.items():
+        if value is not None:
             values[f"graded.{name}"] = float(value)
             signatures[f"graded.{name}"] = signature(f"graded.{name}", scale=scale.text)
-        results[f"graded.{name}"] = JudgeResult(str(scores[f"{name}_result"]))
+        results[f"graded.{name}"] = MEASURES[f"graded.{name}"].result(value, marks[name])
+
+
+def graded_retrieval_scores(labels: Mapping[DocId, int], retrieved: Sequence[tuple[DocId, float]],
+                            label_min: int = 0, label_max: int = 4,
+                            thresholds: Mapping[str, float] | None = None) -> dict[str, object]:
+    """Graded retrieval measures with `<name>_threshold`, `<name>_higher_is_better`, `<name>_result`.
+
+    `labels`: document id -> integer label; `retrieved`: (document id, score) pairs; `thresholds`
+    by measure or documented threshold name (`ndcg_threshold`). A value that is undefined (nothing
+    retrieved, nothing labeled above label_min) is None and its result is "unknown".
+    """
+    found = graded_values(labels, retrieved, label_min, label_max)
+    marks = GradedScale(label_min, label_max, thresholds or {}).marks()
+    result: dict[str, object] = {}
+    for name, value in found.items():
+        measure = MEASURES[f"graded.{name}"]
+        result[name] = value
+        result[f"{name}_threshold"] = marks[name]
+        result[f"{name}_higher_is_better"] = measure.higher_is_better
+        result[f"{name}_result"] = str(measure.result(value, marks[name]))
+    return result
 
 
 _SIGNATURES: dict[str, str] = {}

@@ -159,9 +159,9 @@ def _drop_sampling(params: dict[str, Any], body: str) -> bool:
 
 
 def _strict(schema: Any) -> Any:
-    """The schema without length bounds, which OpenAI's strict mode refuses (the prompt still asks for brevity)."""
+    """The schema without length and number bounds, which OpenAI's strict mode refuses (the prompt still asks)."""
     if isinstance(schema, dict):
-        return {k: _strict(v) for k, v in schema.items() if k not in ("maxLength", "minLength")}
+        return {k: _strict(v) for k, v in schema.items() if k not in ("maxLength", "minLength", "maxItems", "minimum")}
     if isinstance(schema, list):
         return [_strict(v) for v in schema]
     return schema

@@ -1,8 +1,9 @@
-"""The functions a notebook calls: load questions, build a configuration, run, compare, score files and texts."""
+"""The functions a notebook calls: load questions, build a configuration, run, judge again, compare, score files and
+texts."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -11,7 +12,9 @@ import pandas as pd
 from evalcore.campaigns import CampaignManager, get_manager
 from evalcore.campaigns.launching import LaunchRequest, sweep_requests
 from evalcore.campaigns.listing import campaign_rows
+from evalcore.campaigns.rejudging import RejudgeRequest
 from evalcore.compare import compare_campaigns, compare_sweep
+from evalcore.compare.pairwise import judge_comparison
 from evalcore.compare.stats import RESAMPLES
 from evalcore.datasets import Dataset
 from evalcore.datasets import load_dataset as _load_dataset
@@ -121,6 +124,17 @@ def run_sweep(spec: str, dataset: str | Path | None = None, *, suite: str | None
     return sweep(*ids, db=db)
 
 
+def rejudge(campaign_id: str, *, judges: Sequence[str] = (), name: str | None = None, db: Db = None,
+            progress: bool = True, concurrency: int | None = None, judge_samples: int | None = None,
+            cache: bool = True, **settings: Any) -> CampaignView:
+    """Judge a finished campaign's answers again, without asking its target: a new campaign that differs only in
+    its judges (`settings`: judge keys, e.g. judge_model="gpt-4o-mini", rubrics={"name": "<text>"})."""
+    chosen = manager(db)
+    request = RejudgeRequest(campaign_id, judges=tuple(judges), settings=settings, name=name,
+                             concurrency=concurrency, judge_samples=judge_samples, cache=cache)
+    return RunHandle(chosen, chosen.rejudge(request)).wait(progress=progress)
+
+
 def campaign(campaign_id: str, *, db: Db = None) -> CampaignView:
     """A stored campaign (NotFound when there is none by that id)."""
     return CampaignView(manager(db).store, campaign_id)
@@ -136,9 +150,13 @@ def list_campaigns(*, db: Db = None) -> pd.DataFrame:
 
 
 def comparison(a: str, b: str, *, db: Db = None, basis: str | None = None, seed: int = 0,
-               resamples: int = RESAMPLES) -> ComparisonView:
-    """Two campaigns compared, A the baseline and B the candidate (`basis`: the measure deciding verdicts)."""
+               resamples: int = RESAMPLES, pairwise: bool = False,
+               judge: Mapping[str, Any] | None = None) -> ComparisonView:
+    """Two campaigns compared, A the baseline and B the candidate (`basis`: the measure deciding verdicts);
+    `pairwise=True` asks the pairwise judge first (its model: B's judge keys, or `judge`'s `judge_*` keys)."""
     store = manager(db).store
+    if pairwise:
+        judge_comparison(store, a, b, judge=judge)
     return ComparisonView(store, compare_campaigns(store, a, b, seed=seed, resamples=resamples, basis=basis))
 
 

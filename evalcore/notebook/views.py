@@ -29,7 +29,7 @@ from evalcore.compare.export_context import comparison_context, source_names, sw
 from evalcore.diagnosis import StageCounts
 from evalcore.errors import EvalError
 from evalcore.gates import Check, campaign_checks, gate, worse_checks
-from evalcore.metrics import MEASURES, display_order
+from evalcore.metrics import MEASURES, display_order, higher_is_better
 from evalcore.store import Store
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ class CampaignView:
         """One row per measure in display order: measure, panel, mean, n (questions where present), direction."""
         means = campaign_aggregates(self.store, self.id)
         rows = [{"measure": name, "panel": getattr(MEASURES.get(name), "family", ""), "mean": value.mean,
-                 "n": value.count, "higher_is_better": getattr(MEASURES.get(name), "higher_is_better", True)}
+                 "n": value.count, "higher_is_better": higher_is_better(name)}
                 for name, value in sorted(means.items(), key=lambda item: display_order(item[0]))]
         return pd.DataFrame(rows, columns=AGGREGATE_COLUMNS)
 
@@ -150,6 +150,10 @@ class ComparisonView:
         """The failure stages of the common questions: A's per row, B's per column."""
         return tables.transition_frame(self.comparison.transitions)
 
+    def pairwise(self) -> pd.DataFrame | None:
+        """The pairwise judge's verdict per question (None when it was not asked): verdict, flipped, each order."""
+        return None if self.comparison.pairwise is None else tables.pairwise_frame(self.comparison.pairwise)
+
     def worse(self, measures: Sequence[str] = ("headline",)) -> list[Check]:
         """One check per measure: failed when B is significantly worse than A (as `compare --fail-if-worse`)."""
         return worse_checks(self.comparison, list(measures))
@@ -170,7 +174,8 @@ class ComparisonView:
         lines = [f"A {self._a.name} ({c.a.id}) → B {self._b.name} ({c.b.id})",
                  "verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(c.verdicts.items()))
                  + f" (by {c.basis_reason})",
-                 *(f"warning: {w}" for w in c.warnings + c.power_warnings)]
+                 *(f"warning: {w}" for w in c.warnings + c.power_warnings),
+                 *([c.pairwise.summary] if c.pairwise else [])]
         columns = ["measure", "n", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "significant"]
         return heading("comparison", lines) + frame_html(self.measures()[columns])
 

@@ -171,8 +171,26 @@ CREATE TABLE labels (
     judge TEXT NOT NULL, label TEXT NOT NULL, note TEXT NOT NULL DEFAULT '', author TEXT NOT NULL,
     labelled_at REAL NOT NULL, PRIMARY KEY (campaign_id, qid, judge));
 """
+# v14: the pairwise judge's verdicts on two campaigns (evalcore.compare.pairwise): one row per pair and judge
+# (its signature: prompt, parser, model), used while both campaigns' results versions match; gone with either.
+SCHEMA_V14 = """
+CREATE TABLE pairwise (
+    a_id TEXT NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+    b_id TEXT NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+    signature TEXT NOT NULL, a_version TEXT NOT NULL, b_version TEXT NOT NULL, data TEXT NOT NULL,
+    created_at REAL NOT NULL, PRIMARY KEY (a_id, b_id, signature));
+CREATE INDEX pairwise_b ON pairwise(b_id);
+"""
+# v15: a campaign that judges another campaign's answers again (evalcore.campaigns.rejudging): answers_from names
+# that campaign, whose results rows keep the answers, passages and contexts both read; its own rows keep only
+# what judging produced.
+SCHEMA_V15 = """
+ALTER TABLE campaigns ADD COLUMN answers_from TEXT;
+CREATE INDEX campaigns_answers_from ON campaigns(answers_from);
+"""
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
-                               SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13)
+                               SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14,
+                               SCHEMA_V15)
 
 
 class NotFound(EvalError):

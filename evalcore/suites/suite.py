@@ -12,7 +12,7 @@ from typing import Any
 
 from evalcore.access import LOCAL_TENANT, Action, Principal, owned, scope
 from evalcore.errors import EvalError
-from evalcore.shapes import doc
+from evalcore.shapes import Key, doc
 from evalcore.store import Conflict, Connection, NotFound, Row, Store, dumps
 from evalcore.text import name_key, name_problem, shown
 
@@ -39,13 +39,24 @@ class Case:
 class Suite:
     """A named set of cases aimed at a saved target configuration (target_id)."""
 
-    id: str
-    tenant: str
-    name: str
-    target_id: str
-    cases: tuple[Case, ...]
-    created_at: float
-    updated_at: float
+    id: str = field(metadata=doc())
+    tenant: str = field(metadata=doc(hidden=True))  # a client sees its own
+    name: str = field(metadata=doc())
+    target_id: str = field(metadata=doc("the saved target configuration its campaigns run", key="agent_id"))
+    created_at: float = field(metadata=doc())
+    updated_at: float = field(metadata=doc())
+    cases: tuple[Case, ...] = field(metadata=doc("lists leave them out", optional=True))
+
+    JSON_EXTRA = (Key("case_count", int),)
+
+    def to_dict(self, *, with_cases: bool = True) -> dict[str, Any]:
+        """JSON shape as the API gives it (the target as `agent_id`, the tenant left out); lists omit the cases."""
+        data: dict[str, Any] = {"id": self.id, "name": self.name, "agent_id": self.target_id,
+                                "created_at": self.created_at, "updated_at": self.updated_at}
+        if with_cases:
+            data["cases"] = [case.to_dict() for case in self.cases]
+        data["case_count"] = len(self.cases)
+        return data
 
 
 class IfExists(StrEnum):
@@ -165,9 +176,9 @@ def create_suite(store: Store, *, tenant: str = LOCAL_TENANT, name: str, target_
             raise DuplicateName(name, existing[0]["id"])
         if existing and choice == IfExists.REPLACE:
             _replace(conn, existing[0]["id"], name, target_id, valid, now)
-            return Suite(existing[0]["id"], tenant, name, target_id, valid, existing[0]["created_at"], now)
+            return Suite(existing[0]["id"], tenant, name, target_id, existing[0]["created_at"], now, valid)
         given = _free_name(conn, tenant, name) if existing else name
-        suite = Suite(f"suite_{secrets.token_hex(6)}", tenant, given, target_id, valid, now, now)
+        suite = Suite(f"suite_{secrets.token_hex(6)}", tenant, given, target_id, now, now, valid)
         conn.execute(
             "INSERT INTO suites (id, tenant, name, target_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
             (suite.id, tenant, given, target_id, now, now),
@@ -199,8 +210,8 @@ def _cases(store: Store, suite_id: str) -> tuple[Case, ...]:
 
 
 def _suite(store: Store, row: Row) -> Suite:
-    return Suite(row["id"], row["tenant"], row["name"], row["target_id"], _cases(store, row["id"]), row["created_at"],
-                 row["updated_at"])
+    return Suite(row["id"], row["tenant"], row["name"], row["target_id"], row["created_at"], row["updated_at"],
+                 _cases(store, row["id"]))
 
 
 def get_suite(store: Store, suite_id: str, tenant: str | None = None, *, principal: Principal | None = None) -> Suite:
@@ -246,7 +257,7 @@ def replace_suite(
         _replace(conn, suite_id, name, target_id, valid, now)
 
     store.write(replace)
-    return Suite(suite_id, row["tenant"], name, target_id, valid, row["created_at"], now)
+    return Suite(suite_id, row["tenant"], name, target_id, row["created_at"], now, valid)
 
 
 def delete_suite(store: Store, suite_id: str, tenant: str | None = None, *, principal: Principal | None = None) -> None:

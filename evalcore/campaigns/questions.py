@@ -1,0 +1,74 @@
+"""A campaign's question snapshot: built from a dataset or a suite at launch (each question marked answerable or
+not), written with the campaign, and read back for resume and retry."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from evalcore.campaigns.records import Question
+from evalcore.datasets import Dataset
+from evalcore.metrics.abstention import is_unanswerable_marker
+from evalcore.store import Connection, Store, dumps
+from evalcore.suites import Suite
+
+
+def dataset_questions(dataset: Dataset) -> list[Question]:
+    """The question snapshot of a dataset campaign (labels, every reference answer, the dataset's answerability)."""
+    return with_answerability([Question(position, q.qid, q.text, None, tuple(q.references), dict(q.labels) or None,
+                                        (), q.answerable)
+                               for position, q in enumerate(dataset.questions)])
+
+
+def suite_questions(suite: Suite) -> list[Question]:
+    """The question snapshot of a suite campaign: the cases as they are at launch."""
+    return with_answerability([Question(position, position + 1, case.question, case.expected_answer, (), None,
+                                        tuple(case.expected_sources))
+                               for position, case in enumerate(suite.cases)])
+
+
+def with_answerability(questions: list[Question]) -> list[Question]:
+    """The questions marked answerable, unanswerable, or neither (see answerability)."""
+    return [replace(q, answerable=answerability(q)) for q in questions]
+
+
+def answerability(question: Question) -> bool | None:
+    """False only when the question set marks the question; True when it has a reference; else None (no reference).
+
+    The marks: an expected or reference answer that is an unanswerable marker (`(unanswerable)`,
+    `[no answer]`), or a dataset's `answerable` column set to false. An empty expected answer is
+    no reference, not a question to decline: it gets no abstention measure.
+    """
+    answers = (question.expected_answer, *question.references)
+    if any(is_unanswerable_marker(text) for text in answers):
+        return False
+    if question.answerable is not None:
+        return question.answerable
+    return True if any((text or "").strip() for text in answers) else None
+
+
+def insert_questions(conn: Connection, campaign_id: str, questions: list[Question]) -> None:
+    """Write the question snapshot."""
+    conn.executemany(
+        "INSERT INTO campaign_questions (campaign_id, position, qid, question, expected_answer, refs, relevant, "
+        "expected_sources, answerable) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (campaign_id, q.position, q.qid, q.text, q.expected_answer, dumps(list(q.references)),
+             dumps({str(k): v for k, v in q.relevant.items()}) if q.relevant is not None else None,
+             dumps(list(q.expected_sources)), None if q.answerable is None else int(q.answerable))
+            for q in questions
+        ],
+    )
+
+
+def stored_questions(store: Store, campaign_id: str, only: str) -> list[Question]:
+    """Snapshot questions still to run: `missing` (no result) or `failed` (result with an error); or `all` of them."""
+    condition = {
+        "all": "1 = 1",
+        "missing": "NOT EXISTS (SELECT 1 FROM results r WHERE r.campaign_id = q.campaign_id AND r.position = "
+                   "q.position)",
+        "failed": "EXISTS (SELECT 1 FROM results r WHERE r.campaign_id = q.campaign_id AND r.position = q.position "
+                  "AND r.error IS NOT NULL)",
+    }[only]
+    rows = store.read(f"SELECT * FROM campaign_questions q WHERE q.campaign_id = ? AND {condition} ORDER BY q.position",
+                      (campaign_id,))
+    return [Question.from_row(row) for row in rows]
