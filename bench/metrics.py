@@ -8,7 +8,8 @@ and prints the results as JSON; the floor is a process that only reads both file
 pyarrow's CSV reader (`read_csv`, space delimiter, column names and types inferred). The same
 three also run in this process (`evalcore.cli.main` with its output captured; pytrec_eval's
 parse, evaluate and `json.dumps`; pyarrow's read), which leaves out interpreter start-up and
-imports: the CLI imports every command's modules before it parses its arguments.
+imports. The whole-process rows also run ours on the C library's allocator (`ARROW_DEFAULT_MEMORY_POOL=system`)
+against pyarrow's default, which it keeps; `--doc-prefix` gives the document ids their shape.
 Generation: 10,000 distinct answer pairs (1,000 questions with English, French and Chinese
 references, 10 system answers each) through bleu1/2/4 and rouge1/2/L, ours against sacreBLEU +
 rouge-score in process: once from the same tokens (the reference libraries cannot segment
@@ -19,7 +20,8 @@ Contenders run interleaved, one after the other in each of --rounds rounds (the 
 shared, so a slow spell hits every side), and each cell is the median with the min-max. Both
 sides' values are compared (max abs difference) so the table never reports a fast wrong answer.
 
-    python -m bench.metrics [--queries 100000] [--depth 100] [--pairs 10000] [--rounds 5]
+    python -m bench.metrics [--queries 100000] [--depth 100] [--pairs 10000] [--rounds 5] [--only trec|text]
+                            [--doc-prefix clueweb09-en0000-00-]
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import contextlib
 import io
 import json
 import logging
+import os
 import random
 import resource
 import statistics
@@ -121,8 +124,9 @@ def _unique_per_query(query: np.ndarray, doc: np.ndarray, fresh: int) -> np.ndar
     return doc
 
 
-def write_trec(folder: Path, queries: int, depth: int, seed: int = 0) -> tuple[Path, Path]:
-    """Binary qrels (1-20 judged per query, about a third relevant) and a run of `depth` per query."""
+def write_trec(folder: Path, queries: int, depth: int, seed: int = 0, doc_prefix: str = "D") -> tuple[Path, Path]:
+    """Binary qrels (1-20 judged per query, about a third relevant) and a run of `depth` per query; document ids are
+    `doc_prefix` and a number (with "clueweb09-en0000-00-", 21 to 27 characters, as a web collection's are)."""
     rng = np.random.default_rng(seed)
     judged = rng.integers(1, 21, queries)
     qrel_q = np.repeat(np.arange(queries), judged)
@@ -142,12 +146,13 @@ def write_trec(folder: Path, queries: int, depth: int, seed: int = 0) -> tuple[P
     score[tied] = score[tied - 1]  # one result in ten ties with the one above it
     qrels_path, run_path = folder / "qrels.txt", folder / "run.txt"
     _write(qrels_path, {"q": _ids("q", qrel_q), "i": pa.array(np.zeros(qrel_q.size, np.int64)),
-                        "d": _ids("D", qrel_d), "r": pa.array(labels)})
-    _write(run_path, {"q": _ids("q", run_q), "z": pa.array(["Q0"] * run_q.size), "d": _ids("D", run_d),
+                        "d": _ids(doc_prefix, qrel_d), "r": pa.array(labels)})
+    _write(run_path, {"q": _ids("q", run_q), "z": pa.array(["Q0"] * run_q.size), "d": _ids(doc_prefix, run_d),
                       "k": pa.array(rank), "s": pa.array(score), "t": pa.array(["bench"] * run_q.size)})
     return qrels_path, run_path
 
 
+DEFAULT_POOL = pa.default_memory_pool().backend_name  # pyarrow's own choice (mimalloc or jemalloc, as it was built)
 ORACLE_PROCESS = """
 import json, sys, pytrec_eval
 with open(sys.argv[1]) as qrels_file, open(sys.argv[2]) as run_file:
@@ -162,10 +167,11 @@ print(sum(pacsv.read_csv(path, *options).num_rows for path in sys.argv[1:]))
 """
 
 
-def process(command: list[str]) -> Callable[[], str]:
-    """A contender that runs `command` and returns what it printed."""
+def process(command: list[str], env: dict[str, str] | None = None) -> Callable[[], str]:
+    """A contender that runs `command` (with these environment variables added) and returns what it printed."""
     def run() -> str:
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True,
+                              env={**os.environ, **(env or {})})
         return done.stdout
 
     return run
@@ -186,18 +192,27 @@ def in_process(command: list[str]) -> Callable[[], str]:
     return run
 
 
-def retrieval_rows(queries: int, depth: int, count: int) -> list[tuple[str, str, str, str, str]]:
+def retrieval_rows(queries: int, depth: int, count: int, doc_prefix: str) -> list[tuple[str, str, str, str, str]]:
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        qrels, run = (str(path) for path in write_trec(Path(folder), queries, depth))
+        qrels, run = (str(path) for path in write_trec(Path(folder), queries, depth, doc_prefix=doc_prefix))
+        ours = [sys.executable, "-m", "evalcore", "score", "--qrels", qrels, "--run", run, "--json"]
         commands = {
-            "ours": [sys.executable, "-m", "evalcore", "score", "--qrels", qrels, "--run", run, "--json"],
+            "ours": ours,
             "pytrec_eval": [sys.executable, "-c", ORACLE_PROCESS, qrels, run],
             "floor": [sys.executable, "-c", FLOOR_PROCESS, qrels, run],
         }
-        for where, contender in (("whole process", process), ("in process", in_process)):
-            timings = rounds({name: contender(command) for name, command in commands.items()}, count)
-            rows += _trec_rows(f"TREC files, {queries:,} queries x {depth} results, six measures, {where}", timings)
+        label = f"TREC files, {queries:,} queries x {depth} results, ids like {doc_prefix}123, six measures"
+        # Whole processes, also ours on the C library's allocator instead of pyarrow's default (docs/benchmarks.md
+        # says why the default stays).
+        timings = rounds({name: process(command) for name, command in commands.items()}
+                         | {"C allocator": process(ours, {"ARROW_DEFAULT_MEMORY_POOL": "system"})}, count)
+        rows += _trec_rows(f"{label}, whole process", timings)
+        name = f"{label}, whole process: CPU, pyarrow's default allocator ({DEFAULT_POOL}) against the C library's"
+        rows.append((name, spread(timings["ours"].cpu), spread(timings["C allocator"].cpu),
+                     f"{ratio(timings['C allocator'].cpu, timings['ours'].cpu)} faster", ""))
+        timings = rounds({name: in_process(command) for name, command in commands.items()}, count)
+        rows += _trec_rows(f"{label}, in process", timings)
     return rows
 
 
@@ -312,11 +327,13 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=5, help="rounds of interleaved runs (median, min-max)")
     parser.add_argument("--only", choices=("trec", "text"), help="run one group of rows")
+    parser.add_argument("--doc-prefix", default="D", help='document ids: this and a number ("D": at most 8 '
+                        'characters; "clueweb09-en0000-00-": 21 to 27, as a web collection\'s)')
     args = parser.parse_args()
     logging.getLogger("sacrebleu").setLevel(logging.ERROR)  # one warning per sentence otherwise
     rows = []
     if args.only in (None, "trec"):
-        rows += retrieval_rows(args.queries, args.depth, args.rounds)
+        rows += retrieval_rows(args.queries, args.depth, args.rounds, args.doc_prefix)
     if args.only in (None, "text"):
         rows += generation_rows(args.pairs, args.rounds)
     print(f"{args.rounds} rounds, seconds as median (min-max), python {sys.version.split()[0]}\n")

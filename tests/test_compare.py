@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -598,3 +601,57 @@ def test_a_comparison_reads_less_of_the_results_and_finds_the_same(tmp_path):
         assert (read.question, read.outcome.measures, read.outcome.judges) == \
                (whole.question, whole.outcome.measures, whole.outcome.judges)
         assert whole.outcome.signatures and not read.outcome.signatures
+
+
+def test_a_comparison_decodes_every_stored_shape_of_a_row_as_a_row_by_row_read_does(tmp_path):
+    # A comparison decodes each JSON column for every row at once; rows as older versions stored them (a ranked list
+    # of whole passages, a measure under its former name, a context of its own, sources kept empty or left out) and
+    # a failed question must read exactly as a row-by-row read gives them, and compare to the last digit the same.
+    from evalcore.campaigns import campaign_results, get_campaign
+
+    old_ranked = json.dumps([{"pid": 7, "title": "doc-000000007", "text": "text 7", "score": 0.9, "stages": {}}])
+    context = json.dumps([{"pid": 3, "title": "doc-000000003", "text": "text 3", "score": 0.5, "stages": {}}])
+    sources = json.dumps([{"id": 3, "title": "doc-000000003", "file_name": "a.pdf"}])
+    with Store(tmp_path / "e.db") as store:
+        written_campaign(store, "A", 0, top_k=5)
+        written_campaign(store, "B", 1, top_k=10)
+        store.write(lambda conn: [conn.execute(sql, params) for sql, params in [
+            ("UPDATE results SET retrieved = ? WHERE campaign_id = 'A' AND position = 0", (old_ranked,)),
+            ("UPDATE results SET measures = ? WHERE campaign_id = 'B' AND position = 1",
+             ('{"ndcg@10":0.25,"graded.total_groundtruth_documents":2,"rougel":null}',)),
+            ("UPDATE results SET sources = '[]', context = ? WHERE campaign_id = 'A' AND position = 2", (context,)),
+            ("UPDATE results SET sources = '', context = ? WHERE campaign_id = 'B' AND position = 3", (context,)),
+            ("UPDATE results SET sources = ? WHERE campaign_id = 'A' AND position = 4", (sources,)),
+            ("UPDATE results SET error = 'timeout', answer = NULL WHERE campaign_id = 'B' AND position = 5", ()),
+        ]])
+        full = [campaign_results(store, cid) for cid in ("A", "B")]
+        lean = [campaign_results(store, cid, detail=False) for cid in ("A", "B")]
+        expected = compare_results(get_campaign(store, "A"), full[0], get_campaign(store, "B"), full[1])
+        result = compare_campaigns(store, "A", "B")
+    for whole, read in zip(full[0] + full[1], lean[0] + lean[1], strict=True):
+        assert [(h.pid, h.title, h.text) for h in read.outcome.retrieved] == \
+               [(h.pid, h.title, h.text) for h in whole.outcome.retrieved]
+        assert replace(read.outcome, retrieved=(), context=()) == \
+            replace(whole.outcome, retrieved=(), context=(), signatures={})
+        assert (read.question, read.attempts) == (whole.question, whole.attempts)
+    assert lean[1][1].outcome.measures["graded.total_ground_truth_documents"] == 2
+    assert lean[0][2].outcome.sources == () and lean[0][4].outcome.sources[0].file_name == "a.pdf"
+    assert result.to_dict() == expected.to_dict()
+    assert all(np.array_equal(x, y) for name in expected.paired
+               for x, y in zip(result.paired[name], expected.paired[name], strict=True))
+
+
+def test_cli_compare_on_a_kept_pair_imports_only_what_it_uses(two_stored, tmp_path):
+    # The report (pandas, plotly), the pipeline, the datasets' loader (pyarrow), what launches a campaign and
+    # scipy.stats take seconds to import; printing a kept comparison needs none of them.
+    compare_campaigns(two_stored, "A", "B")
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "evalcore", "compare", "A", "B", "--db",
+                           str(tmp_path / "e.db")], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parent.parent)
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time")}
+    assert "evalcore.compare.comparison" in imported and done.stdout.startswith("A (baseline)")
+    heavy = {"pandas", "plotly", "pyarrow", "scipy.stats", "scipy.optimize", "evalcore.compare.report",
+             "evalcore.targets.rag", "evalcore.campaigns.runner", "evalcore.campaigns.corpus",
+             "evalcore.campaigns.questions", "evalcore.campaigns.rejudging",
+             "evalcore.compare.pairwise", "evalcore.judges.running", "evalcore.models.http"}
+    assert sorted(heavy & imported) == []

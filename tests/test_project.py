@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import ast
+import importlib
+import pkgutil
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -42,7 +45,7 @@ def test_engine_never_imports_streamlit() -> None:
 # The engine's layers, lowest first: a package may import only from layers below its own (and itself).
 # ARCHITECTURE.md explains each; a new package must be placed here.
 LAYERS = (
-    {"errors", "text", "csvcells", "relevance", "lifecycle", "shapes"},
+    {"errors", "text", "csvcells", "relevance", "lifecycle", "shapes", "lazy"},
     {"store", "models", "access"},
     {"keys", "datasets", "judges"},
     {"metrics"},
@@ -141,6 +144,17 @@ def test_the_command_table_names_every_command_of_every_module() -> None:
         assert command in build_parser(command)._subparsers._group_actions[0].choices, module
 
 
+def test_the_overview_lists_the_commands_as_the_full_parser_does_without_importing_them() -> None:
+    from evalcore.cli import overview
+
+    assert overview().format_help() == build_parser().format_help()
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "evalcore", "--help"], capture_output=True,
+                          text=True, check=True, cwd=ROOT)
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time")}
+    assert "usage: python -m evalcore" in done.stdout
+    assert sorted(name for name in imported if name.startswith(("evalcore.cli.", "numpy", "evalcore.campaigns"))) == []
+
+
 def test_the_readme_is_a_front_door_linking_every_topic() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) <= 220
@@ -153,6 +167,21 @@ def test_links_between_documents_point_at_files_that_exist() -> None:
               for target in re.findall(r"\]\(([^)#:]+\.md)(?:#[^)]*)?\)", path.read_text(encoding="utf-8"))
               if not (path.parent / target).exists()]
     assert broken == []
+
+
+@pytest.mark.parametrize("package", ["evalcore.campaigns", "evalcore.compare", "evalcore.datasets", "evalcore.metrics",
+                                     "evalcore.judges", "evalcore.targets"])
+def test_every_export_of_a_lazy_package_resolves(package: str) -> None:
+    # Their names are imported on first use (evalcore.lazy): a name in __all__ with no submodule behind it would
+    # only fail when some face first asked for it.
+    module = importlib.import_module(package)
+    assert [name for name in module.__all__ if getattr(module, name, None) is None] == []
+    # Importing a submodule binds its name in the package: an export named like its module must stay the export.
+    for submodule in pkgutil.iter_modules(module.__path__):
+        importlib.import_module(f"{package}.{submodule.name}")
+    assert [name for name in module.__all__ if isinstance(getattr(module, name), types.ModuleType)] == []
+    with pytest.raises(AttributeError):
+        module.no_such_name  # noqa: B018
 
 
 def test_the_key_table_in_the_docs_is_the_declared_one() -> None:

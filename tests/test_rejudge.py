@@ -85,6 +85,9 @@ def test_a_rejudge_asks_only_the_judge_and_keeps_the_answers_stored_once(
     assert [r.outcome.answer for r in new] == [r.outcome.answer for r in old] == [ANSWER] * 3
     assert [r.outcome.retrieved for r in new] == [r.outcome.retrieved for r in old]
     assert [r.outcome.context for r in new] == [r.outcome.context for r in old]
+    lean = campaign_results(manager.store, again, detail=False)  # a comparison's read, column by column
+    assert [r.outcome.answer for r in lean] == [ANSWER] * 3
+    assert [[h.pid for h in r.outcome.retrieved] for r in lean] == [[h.pid for h in r.outcome.retrieved] for r in old]
     assert [r.outcome.judges["relevance"].score for r in new] == [4, 1, 4]
     assert [r.outcome.judges["relevance"].score for r in old] == [5, 2, 4]
     stored = manager.store.read("SELECT campaign_id, count(*) AS n, sum(length(answer)) AS chars, "

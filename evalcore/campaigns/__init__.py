@@ -1,30 +1,35 @@
 """Campaigns: one run of a target over a dataset or a suite, in the background, stored as it goes."""
 
-from evalcore.campaigns.manager import CampaignManager, get_manager, new_campaign_id
-from evalcore.campaigns.queries import (
-    campaign_aggregates,
-    campaign_diagnosis,
-    campaign_results,
-    campaign_summary,
-    find_campaign,
-    get_campaign,
-    list_campaigns,
-)
-from evalcore.campaigns.records import (
-    Aggregate,
-    Campaign,
-    CampaignKind,
-    Outcome,
-    Progress,
-    Question,
-    QuestionResult,
-    RunOptions,
-    Source,
-    Summary,
-    Tokens,
-)
+from typing import TYPE_CHECKING
+
+from evalcore.lazy import lazy_exports
 from evalcore.lifecycle import ACTIVE, CampaignStatus
 from evalcore.store import Conflict, NotFound
+
+if TYPE_CHECKING:
+    from evalcore.campaigns.manager import CampaignManager, get_manager, new_campaign_id
+    from evalcore.campaigns.queries import (
+        campaign_aggregates,
+        campaign_diagnosis,
+        campaign_results,
+        campaign_summary,
+        find_campaign,
+        get_campaign,
+        list_campaigns,
+    )
+    from evalcore.campaigns.records import (
+        Aggregate,
+        Campaign,
+        CampaignKind,
+        Outcome,
+        Progress,
+        Question,
+        QuestionResult,
+        RunOptions,
+        Source,
+        Summary,
+        Tokens,
+    )
 
 __all__ = [
     "ACTIVE", "Aggregate", "Campaign", "CampaignKind", "CampaignManager", "CampaignStatus", "Conflict", "NotFound",
@@ -34,3 +39,15 @@ __all__ = [
     "list_campaigns",
     "new_campaign_id",
 ]
+# Imported on first use: the records and queries need not load the manager and what it runs.
+__getattr__ = lazy_exports(__name__, {
+    "manager": ("CampaignManager", "get_manager", "new_campaign_id"),
+    "queries": (
+        "campaign_aggregates", "campaign_diagnosis", "campaign_results", "campaign_summary", "find_campaign",
+        "get_campaign", "list_campaigns",
+    ),
+    "records": (
+        "Aggregate", "Campaign", "CampaignKind", "Outcome", "Progress", "Question", "QuestionResult", "RunOptions",
+        "Source", "Summary", "Tokens",
+    ),
+})

@@ -14,14 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.access import Action, Principal, scope
-from evalcore.campaigns.answering import Plan, error_text
-from evalcore.campaigns.claims import Workers
-from evalcore.campaigns.cluster import Cluster, DaskExecutor, cluster_for
-from evalcore.campaigns.concurrency import default_concurrency
-from evalcore.campaigns.corpus import dataset_tag, graded_for, load_corpus, stored_dataset_path
-from evalcore.campaigns.launching import LaunchRequest, check_judges, check_settings, resolve_config
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.queries import get_campaign
-from evalcore.campaigns.questions import dataset_questions, insert_questions, stored_questions, suite_questions
 from evalcore.campaigns.records import (
     DEFAULT_MAX_FAILED_SHARE,
     DEFAULT_TIME_LIMIT_S,
@@ -31,23 +25,8 @@ from evalcore.campaigns.records import (
     RunOptions,
     run_option_problem,
 )
-from evalcore.campaigns.rejudging import (
-    RejudgeRequest,
-    StoredAnswers,
-    judged_campaign,
-    refuse_if_judged_again,
-    rejudge_judges,
-    rejudge_name,
-    rejudged_config,
-)
-from evalcore.campaigns.runner import Runner
-from evalcore.campaigns.supervisor import WorkerProcess
-from evalcore.datasets import Dataset, dataset_stats
 from evalcore.errors import EvalError
-from evalcore.judges import JudgeSettings, custom_prompt, parse_rubric, rubric_prompt
 from evalcore.lifecycle import ACTIVE, OWNED, CampaignStatus, sql_list
-from evalcore.models import ChatModel
-from evalcore.models.http import Calls
 from evalcore.store import (
     QUEUED,
     Conflict,
@@ -61,12 +40,23 @@ from evalcore.store import (
     new_owner_token,
     open_store,
 )
-from evalcore.suites import get_suite
-from evalcore.targets.allowed import check_request
 from evalcore.text import name_problem, shown
 
 if TYPE_CHECKING:
+    from evalcore.campaigns.answering import Plan
+    from evalcore.campaigns.claims import Workers
+    from evalcore.campaigns.cluster import Cluster
+    from evalcore.campaigns.rejudging import RejudgeRequest
+    from evalcore.campaigns.runner import Runner
+    from evalcore.campaigns.supervisor import WorkerProcess
+    from evalcore.datasets import Dataset
+    from evalcore.judges import JudgeSettings
+    from evalcore.models import ChatModel
     from evalcore.targets import Target, TargetConfig
+
+# What launching needs (the corpus, with the datasets' loader and pyarrow; the questions; the checks of a launch; the
+# re-judges' stored answers; the runner; the cluster; the judges) is imported by the functions that launch: a command
+# that only reads the store does not load it.
 
 _MANAGERS: dict[str, CampaignManager] = {}
 _MANAGERS_LOCK = threading.Lock()
@@ -83,6 +73,8 @@ def get_manager(db_path: str | Path | None = None) -> CampaignManager:
 
 def new_campaign_id(tenant: str, dataset: str | None) -> str:
     """An evaluation task's id `evaluation_{tenant}_{unix_ms}_{8 hex}_{dataset_id}`; `run_...` for suite campaigns."""
+    from evalcore.campaigns.corpus import dataset_tag
+
     stem = f"{tenant}_{int(time.time() * 1000)}_{secrets.token_hex(4)}"
     return f"evaluation_{stem}_{dataset_tag(dataset)}" if dataset is not None else f"run_{stem}"
 
@@ -114,6 +106,8 @@ def run_options(config: TargetConfig, concurrency: int | None, time_limit: float
     A suite's questions are asked one after another unless told otherwise, so that its response
     times mean what they say. On a cluster, the automatic concurrency follows its worker threads.
     """
+    from evalcore.campaigns.concurrency import default_concurrency
+
     given = {"concurrency": concurrency, "judge_samples": judge_samples, "time_limit": time_limit,
              "max_failed_share": max_failed_share}
     problems = [problem for name, value in given.items() if (problem := run_option_problem(name, value))]
@@ -135,6 +129,8 @@ MAX_NAME = 200
 
 def log_dataset(campaign_id: str, corpus: Dataset) -> None:
     """Write the statistics of a dataset campaign's questions and corpus to the server's log."""
+    from evalcore.datasets import dataset_stats
+
     log.info("campaign %s on dataset %s", campaign_id, dataset_stats(corpus).summary())
 
 
@@ -175,6 +171,8 @@ class CampaignManager:
     def serve_queue(self, slots: int | None = None, tenant_cap: int | None = None) -> None:
         """From now on launches queue their campaign in the store; this process claims and runs queued campaigns
         (any process's) with threads, at most `slots` at once and `tenant_cap` of one tenant over every process."""
+        from evalcore.campaigns.claims import Workers
+
         with self._lock:  # pages of several sessions may ask at once: one set of workers
             if self.workers is None:
                 self.workers = Workers(self, slots, tenant_cap)
@@ -183,6 +181,8 @@ class CampaignManager:
     def supervise_worker(self, slots: int | None = None, tenant_cap: int | None = None) -> None:
         """From now on launches queue their campaign; a child process this one supervises claims and runs them
         (the dashboard: pages stay quick while a campaign embeds a corpus)."""
+        from evalcore.campaigns.supervisor import WorkerProcess
+
         with self._lock:
             if self.workers is None:
                 self.workers = WorkerProcess(self.store.location, slots, tenant_cap)
@@ -212,6 +212,13 @@ class CampaignManager:
 
         A principal launches in its own tenant, and only with a role that may change things.
         """
+        from evalcore.campaigns.cluster import cluster_for
+        from evalcore.campaigns.corpus import graded_for, load_corpus
+        from evalcore.campaigns.launching import check_judges, resolve_config
+        from evalcore.campaigns.questions import dataset_questions, suite_questions
+        from evalcore.suites import get_suite
+        from evalcore.targets.allowed import check_request
+
         dataset, suite_id, config, target = request.dataset, request.suite_id, request.config, request.target
         target_id, limit, judges, use_judge = request.target_id, request.limit, request.judges, request.use_judge
         name, cache, campaign_id = request.name, request.cache, request.campaign_id
@@ -222,7 +229,7 @@ class CampaignManager:
         config = target.config if target is not None else config
         config, target_id = resolve_config(self.store, config, target_id, suite, tenant)
         corpus = load_corpus(config.knowledge_base if suite is not None else str(dataset), None,
-                                   request.dataset_root)
+                             request.dataset_root)
         if suite is None:  # a dataset campaign retrieves from the dataset's corpus: the snapshot names it
             config = replace(config, knowledge_base=corpus.name)
         questions = dataset_questions(corpus) if suite is None else suite_questions(suite)
@@ -233,7 +240,7 @@ class CampaignManager:
         if not questions:
             raise EvalError("there is no question to run", where=suite_id or str(dataset), fix="add questions first")
         judge_names = check_judges((("score",) if use_judge else ()) + tuple(judges)
-                                         + tuple(name for name, _ in config.rubrics), tuple(dict(config.rubrics)))
+                                   + tuple(name for name, _ in config.rubrics), tuple(dict(config.rubrics)))
         if request.principal is not None:  # before any connection: a request picks only what the operator listed
             check_request(config)
         with cluster_for(config, target is not None) as cluster:  # an unreachable scheduler refuses the launch
@@ -267,7 +274,11 @@ class CampaignManager:
         Nothing is asked of the target: the new campaign reads the answers where they are stored
         (evalcore.campaigns.rejudging). Only a campaign of the principal's tenant whose every question ran.
         """
+        from evalcore.campaigns.corpus import load_corpus, stored_dataset_path
+        from evalcore.campaigns.questions import stored_questions
+        from evalcore.campaigns.rejudging import judged_campaign, rejudge_judges, rejudge_name, rejudged_config
         from evalcore.targets import TargetConfig
+        from evalcore.targets.allowed import check_request
 
         source = judged_campaign(self.store, request.campaign_id,
                                  scope(request.principal, request.tenant, Action.CHANGE))
@@ -311,6 +322,8 @@ class CampaignManager:
         """The plan of a campaign that runs in this process (its target built and checked: seconds), or None for one
         that workers run (a ready-made target object runs here): its settings get the quick checks, and the worker
         that claims it makes the slow ones, failing the campaign with the reason."""
+        from evalcore.campaigns.launching import check_settings
+
         if self.workers is None or target is not None:
             return self._plan(campaign_id, config, corpus, questions, total, options, judges, cache, hits_before,
                               target, answers_from=answers_from)
@@ -322,6 +335,11 @@ class CampaignManager:
               target: Target | None, token: str | None = None, answers_from: str | None = None) -> Plan:
         """Build and check the target (fails fast when a model is unreachable); a re-judge's target gives back the
         answers stored by `answers_from`."""
+        from evalcore.campaigns.answering import Plan
+        from evalcore.campaigns.corpus import graded_for
+        from evalcore.campaigns.rejudging import StoredAnswers
+        from evalcore.models.http import Calls
+
         call_cache = StoreCallCache(self.store) if cache and target is None else None
         if answers_from is not None:
             target = StoredAnswers(self.store, answers_from, config, call_cache)
@@ -355,6 +373,8 @@ class CampaignManager:
     @staticmethod
     def _insert(conn: Connection, record: dict[str, Any], questions: list[Question], plan: Plan | None) -> None:
         # Checking and inserting in one writer transaction makes concurrent launches on one suite safe.
+        from evalcore.campaigns.questions import insert_questions
+
         mark_orphans(conn)
         _refuse_second_run(conn, record["suite_id"], record["id"])
         if conn.execute("SELECT 1 FROM campaigns WHERE id = ?", (record["id"],)).fetchone():
@@ -370,6 +390,9 @@ class CampaignManager:
         insert_questions(conn, record["id"], questions)
 
     def _start(self, plan: Plan, cluster: Cluster | None) -> None:
+        from evalcore.campaigns.cluster import DaskExecutor
+        from evalcore.campaigns.runner import Runner
+
         runner = Runner(self.store, plan, self._after, DaskExecutor(plan, cluster) if cluster is not None else None,
                         ended=self._forget)
         with self._lock:
@@ -414,7 +437,12 @@ class CampaignManager:
     def _rerun(self, campaign_id: str, only: str, tenant: str | None, concurrency: int | None,
                target: Target | None, dataset: str | None, force: bool = False,
                run_on: tuple[str | None, str | None] = (None, None), principal: Principal | None = None) -> str:
+        from evalcore.campaigns.cluster import cluster_for
+        from evalcore.campaigns.corpus import load_corpus, stored_dataset_path
+        from evalcore.campaigns.questions import stored_questions
+        from evalcore.campaigns.rejudging import refuse_if_judged_again
         from evalcore.targets import TargetConfig
+        from evalcore.targets.allowed import check_request
 
         if problem := run_option_problem("concurrency", concurrency):
             raise EvalError("invalid run options", where="concurrency", problems=[problem])
@@ -446,6 +474,10 @@ class CampaignManager:
     def run_claimed(self, campaign_id: str, token: str) -> None:
         """Run a campaign this process claimed from the queue (its questions without a result), on a thread; one
         that cannot start here (its dataset is not on this host, a model is unreachable) fails with the reason."""
+        from evalcore.campaigns.answering import error_text
+        from evalcore.campaigns.cluster import cluster_for
+        from evalcore.campaigns.corpus import load_corpus, stored_dataset_path
+        from evalcore.campaigns.questions import stored_questions
         from evalcore.targets import TargetConfig
 
         try:
@@ -523,6 +555,8 @@ class CampaignManager:
 
     def delete(self, campaign_id: str, *, tenant: str | None = None, principal: Principal | None = None) -> None:
         """Delete a campaign and its results (a running one stops first); Conflict while re-judges read its answers."""
+        from evalcore.campaigns.rejudging import refuse_if_judged_again
+
         get_campaign(self.store, campaign_id, scope(principal, tenant, Action.CHANGE))
         refuse_if_judged_again(self.store, campaign_id, "delete the campaign")
         runner = self._runners.pop(campaign_id, None)
@@ -562,6 +596,8 @@ class CampaignManager:
 
 def judge_settings(model: ChatModel, config: TargetConfig, samples: int) -> JudgeSettings:
     """How a campaign's judges ask: its model, its own prompts and rubrics, their pass marks."""
+    from evalcore.judges import JudgeSettings, custom_prompt, parse_rubric, rubric_prompt
+
     rubrics = [parse_rubric(name, text) for name, text in config.rubrics]
     prompts = {name: custom_prompt(name, text, where=f"judge_prompts.{name}") for name, text in config.judge_prompts}
     prompts |= {rubric.name: rubric_prompt(rubric) for rubric in rubrics}

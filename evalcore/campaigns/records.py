@@ -264,13 +264,13 @@ class Question:
         "no reference answer"))
 
     @classmethod
-    def from_row(cls, row: Row) -> Question:
-        """From a campaign_questions row."""
-        relevant = json.loads(row["relevant"]) if row["relevant"] is not None else None
+    def from_row(cls, row: Row | Mapping[str, Any]) -> Question:
+        """From a campaign_questions row (its JSON columns as stored, or decoded already: `loaded`)."""
+        relevant = loaded(row["relevant"]) if row["relevant"] is not None else None
         return cls(row["position"], row["qid"], row["question"], row["expected_answer"],
-                   tuple(json.loads(row["refs"])),
+                   tuple(loaded(row["refs"])),
                    {int(k): v for k, v in relevant.items()} if relevant is not None else None,
-                   tuple(json.loads(row["expected_sources"])),
+                   tuple(loaded(row["expected_sources"])),
                    None if row["answerable"] is None else bool(row["answerable"]))
 
     def to_dict(self) -> dict[str, Any]:
@@ -345,24 +345,26 @@ class Outcome:
                 sum(v.completion_tokens for v in self.judges.values()))
 
     @classmethod
-    def from_row(cls, row: Row, retrieved: tuple[Retrieved, ...], signatures: dict[str, str]) -> Outcome:
-        """From a results row, its ranked list and its signatures (the store keeps both compactly)."""
-        stored = json.loads(row["context"]) if row["context"] is not None else len(retrieved)
+    def from_row(cls, row: Row | Mapping[str, Any], retrieved: tuple[Retrieved, ...],
+                 signatures: dict[str, str]) -> Outcome:
+        """From a results row (its JSON columns as stored, or decoded already: `loaded`), its ranked list and its
+        signatures (the store keeps both compactly)."""
+        stored = loaded(row["context"]) if row["context"] is not None else len(retrieved)
         context = retrieved[:stored] if isinstance(stored, int) else tuple(map(retrieved_from_json, stored))
         return cls(
             answer=row["answer"], retrieved=retrieved, context=context,
             # "" stands for the context's own documents, which is what they nearly always are.
-            sources=tuple(Source(s["id"], s["title"], s.get("file_name") or "") for s in json.loads(row["sources"]))
-            if row["sources"]
+            sources=tuple(Source(s["id"], s["title"], s.get("file_name") or "") for s in loaded(row["sources"]))
+            if row["sources"] not in (None, "")
             else sources_of(context),
             measures=stored_values(row["measures"]),
             results={name: JudgeResult(value) for name, value in stored_values(row["results"]).items()},
             signatures=signatures,
-            judges={name: Verdict.from_dict(v) for name, v in json.loads(row["judges"]).items()},
+            judges={name: Verdict.from_dict(v) for name, v in loaded(row["judges"]).items()},
             latency_s=row["latency_s"], prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"],
-            error=row["error"], notes=tuple(json.loads(row["notes"])),
+            error=row["error"], notes=tuple(loaded(row["notes"])),
             diagnosis=Stage(row["diagnosis"]) if row["diagnosis"] else None,
-            queries=tuple(json.loads(row["queries"])),
+            queries=tuple(loaded(row["queries"])),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -376,6 +378,12 @@ class Outcome:
                 "completion_tokens": self.completion_tokens, "judge_prompt_tokens": self.judge_tokens[0],
                 "judge_completion_tokens": self.judge_tokens[1], "error": self.error, "notes": list(self.notes),
                 "diagnosis": str(self.diagnosis) if self.diagnosis else None, "queries": list(self.queries)}
+
+
+def loaded(value: Any) -> Any:
+    """A JSON column's value: its stored text decoded, or as a reader that decodes a column for every row at once
+    gave it (none of these columns holds a JSON string at its top)."""
+    return json.loads(value) if isinstance(value, str) else value
 
 
 def sources_of(hits: tuple[Retrieved, ...]) -> tuple[Source, ...]:

@@ -20,12 +20,30 @@ COMMANDS = {"campaigns": "campaigns", "compare": "compare", "config": "config", 
             "dataset": "dataset", "keys": "keys", "labels": "labels", "rejudge": "rejudge", "run": "run",
             "score": "score", "score-text": "score", "serve": "serve", "store": "store", "suites": "suites",
             "worker": "worker"}
+# Each command's line in `python -m evalcore --help`, which lists them without importing any module
+# (in the order the modules register them; a test checks the overview against the full parser).
+SUMMARIES = {
+    "campaigns": "list, inspect, resume, cancel, delete and export campaigns",
+    "compare": "compare campaigns: verdicts per question, deltas with 95%% intervals",
+    "config": "show, check or compare target configurations (TOML)",
+    "ask": "ask a target one question; print the ranked passages and the answer",
+    "dataset": "check a dataset folder or print its statistics",
+    "keys": "create, list and revoke API keys",
+    "labels": "label questions for the judges; judge-vs-people agreement",
+    "rejudge": "judge a finished campaign's answers again with other judges (a new campaign)",
+    "run": "run a campaign in the foreground and print its aggregates",
+    "score": "per-query retrieval measures of a TREC run, like trec_eval -q",
+    "score-text": "BLEU and ROUGE of answers in a JSONL file",
+    "serve": "serve the REST API (OpenAPI at /docs and /openapi.json)",
+    "store": "move the store between SQLite and PostgreSQL",
+    "suites": "import, list, export and delete question suites",
+    "worker": "claim queued campaigns from the store and run them (no pages, no API)",
+}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of one known command, or of every module in evalcore.cli (each has `register`)."""
-    parser = argparse.ArgumentParser(prog="python -m evalcore", description="RAG evaluation workbench")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser, commands = top_parser()
     names = [COMMANDS[command]] if command in COMMANDS else sorted(
         m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))  # _common: helpers
     for name in names:
@@ -33,11 +51,25 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def top_parser() -> tuple[argparse.ArgumentParser, Any]:
+    """The program's parser and its (still empty) commands (argparse's _SubParsersAction, private in typeshed)."""
+    parser = argparse.ArgumentParser(prog="python -m evalcore", description="RAG evaluation workbench")
+    return parser, parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+
+def overview() -> argparse.ArgumentParser:
+    """The parser when no command is named (`--help`, or nothing): every command's line, no module imported."""
+    parser, commands = top_parser()
+    for name, summary in SUMMARIES.items():
+        commands.add_parser(name, help=summary)
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; user mistakes print one line per problem and exit 2, never a traceback."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((word for word in argv if not word.startswith("-")), None)
-    args = build_parser(command).parse_args(argv)
+    args = (build_parser(command) if command else overview()).parse_args(argv)
     sys.stdout, sys.stderr = TerminalText.over(sys.stdout), TerminalText.over(sys.stderr)
     try:
         return int(args.handler(args) or 0)

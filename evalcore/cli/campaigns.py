@@ -16,6 +16,7 @@ from evalcore.campaigns import (
 from evalcore.campaigns.export import FORMATS, export_campaign
 from evalcore.campaigns.listing import HEADLINE, SORT_KEYS, CampaignRow, campaign_rows, search_rows, sort_rows
 from evalcore.campaigns.recompute import recompute_abstention
+from evalcore.cli import SUMMARIES
 from evalcore.cli._common import (
     Commands,
     add_db_option,
@@ -31,7 +32,7 @@ from evalcore.judges import FIELD_NAMES
 
 def register(commands: Commands) -> None:
     """Add the `campaigns` subcommand and its actions."""
-    parser = commands.add_parser("campaigns", help="list, inspect, resume, cancel, delete and export campaigns")
+    parser = commands.add_parser("campaigns", help=SUMMARIES["campaigns"])
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="every campaign: name, dataset or suite, status, date, key settings, "
                                  "headline measures (newest first)")

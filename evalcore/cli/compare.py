@@ -7,11 +7,12 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalcore.campaigns import CampaignKind, NotFound, find_campaign, get_campaign
 from evalcore.campaigns.listing import HEADLINE, dataset_label
 from evalcore.campaigns.trust import comparison_trust
-from evalcore.cli import _gates
+from evalcore.cli import SUMMARIES, _gates
 from evalcore.cli._common import (
     JUDGE_FLAGS,
     Commands,
@@ -31,10 +32,6 @@ from evalcore.compare import (
     compare_sweep,
     power,
 )
-from evalcore.compare.export_context import source_names
-from evalcore.compare.pairwise import asks_local_model, judge_comparison
-from evalcore.compare.preference import INTERVAL, TEST, Preference
-from evalcore.compare.report import comparison_report, sweep_report
 from evalcore.compare.stats import RESAMPLES
 from evalcore.diagnosis import STAGES, Transition
 from evalcore.errors import EvalError
@@ -43,13 +40,16 @@ from evalcore.judges import FIELD_NAMES, LOCAL_PAIRWISE_NOTE
 from evalcore.metrics import MEASURES, display_order
 from evalcore.store import Store
 
+if TYPE_CHECKING:
+    from evalcore.compare.preference import Preference
+
 SHOWN_VERDICTS = (Change.WORSE, Change.BETTER, Change.NEW, Change.REMOVED)
 SWEEP_COLUMNS = 6  # measures a sweep's table shows when it has none of the headline ones
 
 
 def register(commands: Commands) -> None:
     """Add the `compare` command."""
-    parser = commands.add_parser("compare", help="compare campaigns: verdicts per question, deltas with 95%% intervals")
+    parser = commands.add_parser("compare", help=SUMMARIES["compare"])
     parser.add_argument("ids", nargs="+", metavar="CAMPAIGN",
                         help="campaign A (baseline) and B, each by id, name or the start of its name (unique); more "
                              "campaigns compare a sweep")
@@ -144,6 +144,8 @@ def ask_pairwise(args: argparse.Namespace, ids: list[str]) -> None:
     if len(ids) != 2:
         raise EvalError("the pairwise judge compares two campaigns, not a sweep", where="--pairwise",
                         found=str(len(ids)), fix="give A and B")
+    from evalcore.compare.pairwise import asks_local_model, judge_comparison  # the judge's model: only when asked
+
     if asks_local_model(get_campaign(store_of(args), ids[1]), judge):
         print(f"note: {LOCAL_PAIRWISE_NOTE}", file=sys.stderr, flush=True)
     preference = judge_comparison(store_of(args), ids[0], ids[1], judge=judge, limit=args.pairwise_limit)
@@ -154,6 +156,8 @@ def pairwise_lines(preference: Preference | None) -> list[str]:
     """The pairwise judge's figures, then each question's verdict with its reason (nothing when it was not asked)."""
     if preference is None:
         return []
+    from evalcore.compare.preference import INTERVAL, TEST
+
     lines = [preference.summary, f"  {INTERVAL}; {TEST}; judge {preference.signature}"]
     for verdict in preference.verdicts:
         flip = " (flipped with the order: a tie)" if verdict.flipped else ""
@@ -187,6 +191,9 @@ def campaign_names(store: Store, ids: Iterable[str]) -> dict[str, str]:
 
 def write_report(args: argparse.Namespace, ids: list[str], result: Comparison | Sweep) -> None:
     """Write the HTML report of the comparison (or of the sweep) to --report."""
+    from evalcore.compare.export_context import source_names  # the report's charts and tables: only when asked
+    from evalcore.compare.report import comparison_report, sweep_report
+
     store = store_of(args)
     campaigns = [get_campaign(store, campaign_id) for campaign_id in ids]
     sources = source_names(store, campaigns)

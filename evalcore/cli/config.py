@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands, add_db_option, store_of
 from evalcore.keys import check_tenant
 from evalcore.targets import TargetConfig, build_target
@@ -16,7 +17,7 @@ from evalcore.targets.saved import list_targets, save_target
 
 def register(commands: Commands) -> None:
     """Add the `config` command group and the `ask` command."""
-    parser = commands.add_parser("config", help="show, check or compare target configurations (TOML)")
+    parser = commands.add_parser("config", help=SUMMARIES["config"])
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     show = actions.add_parser("show", help="print every key of a configuration with its hash")
     show.add_argument("file", nargs="?", help="TOML file (omit for the defaults)")
@@ -43,7 +44,7 @@ def register(commands: Commands) -> None:
     listing.add_argument("--tenant", help="only this tenant's")
     add_db_option(listing)
     listing.set_defaults(handler=_list)
-    ask = commands.add_parser("ask", help="ask a target one question; print the ranked passages and the answer")
+    ask = commands.add_parser("ask", help=SUMMARIES["ask"])
     ask.add_argument("question")
     ask.add_argument("--config", help="TOML file (default configuration when omitted)")
     ask.add_argument("--dataset", help="dataset whose corpus is ingested (default: the config's knowledge_base)")

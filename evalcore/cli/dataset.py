@@ -6,12 +6,13 @@ import argparse
 import json
 from typing import Any
 
+from evalcore.cli import SUMMARIES
 from evalcore.datasets import dataset_stats, load_dataset
 
 
 def register(commands: Any) -> None:
     """Add the `dataset` command group."""
-    parser = commands.add_parser("dataset", help="check a dataset folder or print its statistics")
+    parser = commands.add_parser("dataset", help=SUMMARIES["dataset"])
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     check = actions.add_parser("check", help="validate the five Parquet files; exit 2 with one line per problem")
     check.add_argument("dir", help="'default', a folder name under dataset/, or a folder path")

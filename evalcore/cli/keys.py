@@ -7,13 +7,14 @@ import sys
 import time
 
 from evalcore.access import Principal
+from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands, add_db_option, existing_store, store_of
 from evalcore.keys import CAPABILITIES, ROLES, create_key, list_keys, revoke_key
 
 
 def register(commands: Commands) -> None:
     """Add `keys` and its three subcommands."""
-    parser = commands.add_parser("keys", help="create, list and revoke API keys")
+    parser = commands.add_parser("keys", help=SUMMARIES["keys"])
     actions = parser.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
 
     create = actions.add_parser("create", help="create a key and print its secret (shown once)")

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from evalcore.campaigns.labels import campaign_agreement, import_labels_csv, labels_csv, set_label
+from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands, add_db_option, existing_store
 from evalcore.errors import EvalError
 from evalcore.metrics.agreement import Agreement
@@ -16,7 +17,7 @@ from evalcore.metrics.agreement import Agreement
 
 def register(commands: Commands) -> None:
     """Add `labels` and its subcommands."""
-    parser = commands.add_parser("labels", help="label questions for the judges; judge-vs-people agreement")
+    parser = commands.add_parser("labels", help=SUMMARIES["labels"])
     actions = parser.add_subparsers(dest="labels_command", required=True, metavar="ACTION")
     put = actions.add_parser("set", help="label one question for one judge (replaces a previous label)")
     put.add_argument("campaign_id", metavar="CAMPAIGN")

@@ -7,7 +7,7 @@ import sys
 
 from evalcore.campaigns import find_campaign
 from evalcore.campaigns.rejudging import RejudgeRequest
-from evalcore.cli import _common
+from evalcore.cli import SUMMARIES, _common
 from evalcore.cli._common import Commands, add_db_option
 from evalcore.cli.run import add_judge_options, follow, judge_overrides
 from evalcore.judges import JUDGES, LOCAL_JUDGE_NOTE
@@ -18,7 +18,7 @@ from evalcore.targets.generators import judged_locally
 def register(commands: Commands) -> None:
     """Add the `rejudge` subcommand."""
     parser = commands.add_parser(
-        "rejudge", help="judge a finished campaign's answers again with other judges (a new campaign)",
+        "rejudge", help=SUMMARIES["rejudge"],
         description="Judge the stored answers of a finished campaign again, with another judge model, prompt or "
                     "rubric: a new campaign that reads the answers where they are stored (its target is not "
                     "asked) and differs only in its judges. Compare the two to see what the judges change.")

@@ -27,7 +27,7 @@ from evalcore.campaigns import (
 )
 from evalcore.campaigns.launching import LaunchRequest, sweep_requests
 from evalcore.campaigns.pace import duration_text
-from evalcore.cli import _common, _gates
+from evalcore.cli import SUMMARIES, _common, _gates
 from evalcore.cli._common import JUDGE_FLAGS, Commands, add_db_option, add_judge_model_flags
 from evalcore.cli.compare import add_sweep_columns, format_sweep, sweep_columns
 from evalcore.compare import compare_sweep
@@ -63,7 +63,7 @@ POLL_S = 0.5
 
 def register(commands: Commands) -> None:
     """Add the `run` subcommand."""
-    parser = commands.add_parser("run", help="run a campaign in the foreground and print its aggregates",
+    parser = commands.add_parser("run", help=SUMMARIES["run"],
                                  description="Run a target over a dataset or a suite, with a progress bar.")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--dataset", metavar="ID_OR_DIR", help="dataset id under dataset/ ('default') or a folder")

@@ -10,8 +10,9 @@ import sys
 from collections.abc import Mapping
 from json.encoder import encode_basestring
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
+from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands
 from evalcore.errors import EvalError
 from evalcore.metrics import (
@@ -26,8 +27,9 @@ from evalcore.metrics.document_retrieval import document_retrieval, read_cases
 from evalcore.metrics.generation import generation_scores
 from evalcore.metrics.graded import default_thresholds, threshold_measure
 from evalcore.metrics.retrieval import GRADED_NDCG_MEASURES
-from evalcore.metrics.trec import TrecOptions, evaluate, judgements_by_query, rankings_by_query
-from evalcore.metrics.trec_files import Judgements, Ranking, read_pair
+
+if TYPE_CHECKING:
+    from evalcore.metrics.trec_files import Judgements, Ranking
 
 
 class Table(NamedTuple):
@@ -43,7 +45,7 @@ KNOWN_MEASURES = (*RETRIEVAL_MEASURES, *GRADED_NDCG_MEASURES, *(f"graded.{name}"
 def register(commands: Commands) -> None:
     """Add `score` and `score-text`."""
     trec = commands.add_parser(
-        "score", help="per-query retrieval measures of a TREC run, like trec_eval -q",
+        "score", help=SUMMARIES["score"],
         description="Binary measures count labels >= 1 as relevant (ndcg is binary: equal to "
         "trec_eval on binarised qrels; ndcg_graded@k uses the labels as gains, as trec_eval's "
         "ndcg_cut). Ranking: score descending, ties by docid descending. Blank lines and lines "
@@ -74,7 +76,7 @@ def register(commands: Commands) -> None:
                       help="print this measure (repeatable; default: the six binary ones, plus graded.* "
                       f"with --graded). Known: {', '.join(KNOWN_MEASURES)}")
     trec.set_defaults(handler=run_score)
-    text = commands.add_parser("score-text", help="BLEU and ROUGE of answers in a JSONL file")
+    text = commands.add_parser("score-text", help=SUMMARIES["score-text"])
     text.add_argument("file", type=Path, help='JSONL, one {"id", "hypothesis", "references": [...]} per line')
     text.add_argument("--json", action="store_true", help="print JSON with full precision")
     text.set_defaults(handler=run_score_text)
@@ -105,6 +107,10 @@ def run_score(args: argparse.Namespace) -> int:
         return _score_cases(args.cases, thresholds)
     if args.qrels is None or args.run is None:
         raise EvalError("nothing to score", where="--qrels/--run", expected="both --qrels and --run, or --cases FILE")
+    # Imported here: TREC scoring loads pyarrow, which `--help` and the other commands need not pay.
+    from evalcore.metrics.trec import TrecOptions, evaluate
+    from evalcore.metrics.trec_files import read_pair
+
     names = _selected(args)
     qrels, run = read_pair(args.qrels, args.run)
     if run.extra is not None:
@@ -145,6 +151,8 @@ def _signature(name: str, args: argparse.Namespace) -> str:
 
 def _graded_columns(qids: list[str], qrels: Judgements, run: Ranking,
                     args: argparse.Namespace) -> dict[str, list[float | None]]:
+    from evalcore.metrics.trec import judgements_by_query, rankings_by_query
+
     labels, rankings = judgements_by_query(qrels), rankings_by_query(run, args.max_docs)
     columns: dict[str, list[float | None]] = {f"graded.{name}": [] for name in GRADED_MEASURES}
     marks = _thresholds(args.threshold)

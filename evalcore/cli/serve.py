@@ -6,6 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
+from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands, add_db_option
 from evalcore.cli.worker import add_cap_options, serve_queue
 from evalcore.errors import EvalError
@@ -13,7 +14,7 @@ from evalcore.errors import EvalError
 
 def register(commands: Commands) -> None:
     """Add `serve`."""
-    parser = commands.add_parser("serve", help="serve the REST API (OpenAPI at /docs and /openapi.json)")
+    parser = commands.add_parser("serve", help=SUMMARIES["serve"])
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     add_db_option(parser)

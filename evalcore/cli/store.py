@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands
 from evalcore.errors import EvalError
 from evalcore.store import db_location, open_store, redact
@@ -12,7 +13,7 @@ from evalcore.store.copy import copy_store
 
 def register(commands: Commands) -> None:
     """Add `store copy`."""
-    parser = commands.add_parser("store", help="move the store between SQLite and PostgreSQL")
+    parser = commands.add_parser("store", help=SUMMARIES["store"])
     actions = parser.add_subparsers(dest="store_command", required=True, metavar="ACTION")
     copy = actions.add_parser("copy", help="copy every table into an empty store; check row counts and checksums")
     copy.add_argument("--from", dest="source", required=True, metavar="PATH|URL",

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from evalcore.campaigns.listing import suite_rows
+from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands, add_db_option, store_of
 from evalcore.errors import EvalError
 from evalcore.suites import (
@@ -24,7 +25,7 @@ from evalcore.targets.saved import ID_NAMES
 
 def register(commands: Commands) -> None:
     """Add the `suites` command group."""
-    parser = commands.add_parser("suites", help="import, list, export and delete question suites")
+    parser = commands.add_parser("suites", help=SUMMARIES["suites"])
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     imp = actions.add_parser("import", help="import a CSV (question;expected answer;sources) as a new suite")
     imp.add_argument("file", type=Path, help="CSV file, ';' or ',' separated, optional header line")

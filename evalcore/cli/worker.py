@@ -8,6 +8,7 @@ import signal
 import threading
 from types import FrameType
 
+from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands, add_db_option, positive_int
 from evalcore.store import pid_alive, redact
 
@@ -23,7 +24,7 @@ def add_cap_options(parser: argparse.ArgumentParser) -> None:
 
 def register(commands: Commands) -> None:
     """Add `worker`."""
-    parser = commands.add_parser("worker", help="claim queued campaigns from the store and run them (no pages, no API)")
+    parser = commands.add_parser("worker", help=SUMMARIES["worker"])
     add_db_option(parser)
     add_cap_options(parser)
     parser.add_argument("--exit-with", type=positive_int, metavar="PID",

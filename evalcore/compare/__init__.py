@@ -1,17 +1,29 @@
 """Comparisons: two campaigns question by question, or a sweep of N, with paired statistics and power."""
 
-from evalcore.compare.comparison import (
-    compare_campaigns,
-    compare_results,
-    compare_with_previous,
-    question_key,
-    row_values,
-)
-from evalcore.compare.deltas import CampaignHeader, Change, Comparison, MeasureDelta, Paired, QuestionDiff
-from evalcore.compare.saved import results_version
-from evalcore.compare.sweep import Sweep, SweepRow, compare_sweep, sweep_results
+from typing import TYPE_CHECKING
+
+from evalcore.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from evalcore.compare.comparison import (
+        compare_campaigns,
+        compare_results,
+        compare_with_previous,
+        question_key,
+        row_values,
+    )
+    from evalcore.compare.deltas import CampaignHeader, Change, Comparison, MeasureDelta, Paired, QuestionDiff
+    from evalcore.compare.saved import results_version
+    from evalcore.compare.sweep import Sweep, SweepRow, compare_sweep, sweep_results
 
 __all__ = ["CampaignHeader", "Change", "Comparison", "MeasureDelta", "Paired", "QuestionDiff", "Sweep", "SweepRow",
            "compare_campaigns", "compare_results", "compare_sweep", "compare_with_previous", "question_key",
            "results_version", "row_values",
            "sweep_results"]
+# Imported on first use: a light module of this package does not load its heavy siblings (evalcore.lazy).
+__getattr__ = lazy_exports(__name__, {
+    "comparison": ("compare_campaigns", "compare_results", "compare_with_previous", "question_key", "row_values"),
+    "deltas": ("CampaignHeader", "Change", "Comparison", "MeasureDelta", "Paired", "QuestionDiff"),
+    "saved": ("results_version",),
+    "sweep": ("Sweep", "SweepRow", "compare_sweep", "sweep_results"),
+})

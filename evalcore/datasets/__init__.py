@@ -1,19 +1,30 @@
 """Datasets: five Parquet files validated whole by the loader, their statistics, and validated uploads."""
 
-from evalcore.datasets.loader import (
-    DATASET_ROOT,
-    DEFAULT_DATASET,
-    FILES,
-    LABEL_COLUMNS,
-    Dataset,
-    DatasetStats,
-    Passage,
-    Question,
-    dataset_stats,
-    load_dataset,
-    resolve_dataset,
-)
-from evalcore.datasets.uploads import list_datasets, upload_limit_mb, upload_name_problem, upload_root, validate_upload
+from typing import TYPE_CHECKING
+
+from evalcore.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from evalcore.datasets.loader import (
+        DATASET_ROOT,
+        FILES,
+        LABEL_COLUMNS,
+        Dataset,
+        DatasetStats,
+        Passage,
+        Question,
+        dataset_stats,
+        load_dataset,
+        resolve_dataset,
+    )
+    from evalcore.datasets.names import DEFAULT_DATASET
+    from evalcore.datasets.uploads import (
+        list_datasets,
+        upload_limit_mb,
+        upload_name_problem,
+        upload_root,
+        validate_upload,
+    )
 
 __all__ = [
     "DATASET_ROOT", "DEFAULT_DATASET", "FILES", "LABEL_COLUMNS", "Dataset", "DatasetStats", "Passage", "Question",
@@ -21,3 +32,12 @@ __all__ = [
     "list_datasets", "load_dataset", "resolve_dataset", "upload_limit_mb", "upload_name_problem", "upload_root",
     "validate_upload",
 ]
+# Imported on first use: naming the default dataset does not load the loader and pyarrow (evalcore.lazy).
+__getattr__ = lazy_exports(__name__, {
+    "names": ("DEFAULT_DATASET",),
+    "loader": (
+        "DATASET_ROOT", "FILES", "LABEL_COLUMNS", "Dataset", "DatasetStats", "Passage", "Question", "dataset_stats",
+        "load_dataset", "resolve_dataset",
+    ),
+    "uploads": ("list_datasets", "upload_limit_mb", "upload_name_problem", "upload_root", "validate_upload"),
+})

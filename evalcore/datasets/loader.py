@@ -14,11 +14,11 @@ from typing import Any, NamedTuple, cast
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from evalcore.datasets.names import DEFAULT_DATASET
 from evalcore.errors import EvalError
 from evalcore.relevance import relevant_ids
 
 DATASET_ROOT = Path(__file__).resolve().parent.parent.parent / "dataset"
-DEFAULT_DATASET = "samples"
 FILES = ("queries", "corpus", "answers", "qrels", "qas")
 # What a dataset id is (a folder directly under the dataset root, never a path): the API takes ids of this
 # shape, and an upload is saved under one (uploads-<name>).

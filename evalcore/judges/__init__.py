@@ -1,30 +1,35 @@
 """LLM judges: versioned prompt files, tolerant reply parsing, verdicts with pass/fail/unknown, claims."""
 
-from evalcore.judges.claims import VERDICTS, Claim, faithfulness
-from evalcore.judges.local import LOCAL_CLAIMS_NOTE, LOCAL_JUDGE_NOTE, LOCAL_PAIRWISE_NOTE, local_notes
-from evalcore.judges.parsing import PARSER_VERSION, Reading, parse_reply
-from evalcore.judges.prompts import (
-    ALIASES,
-    DEFAULT_THRESHOLD,
-    JUDGES,
-    JudgePrompt,
-    Passage,
-    build_messages,
-    builtin_text,
-    canonical,
-    context_chars,
-    custom_prompt,
-    format_context,
-    load_prompt,
-    preview_messages,
-    prompt_problems,
-    signature,
-    signature_of,
-    text_hash,
-)
-from evalcore.judges.rubrics import RUBRIC, Rubric, parse_rubric, rubric_problems, rubric_prompt, rubric_text
-from evalcore.judges.running import MAX_TOKENS, JudgeSettings, Trial, run_judge
-from evalcore.judges.verdict import FIELD_NAMES, JudgeResult, Spread, Verdict, flat_fields
+from typing import TYPE_CHECKING
+
+from evalcore.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from evalcore.judges.claims import VERDICTS, Claim, faithfulness
+    from evalcore.judges.local import LOCAL_CLAIMS_NOTE, LOCAL_JUDGE_NOTE, LOCAL_PAIRWISE_NOTE, local_notes
+    from evalcore.judges.parsing import PARSER_VERSION, Reading, parse_reply
+    from evalcore.judges.prompts import (
+        ALIASES,
+        DEFAULT_THRESHOLD,
+        JUDGES,
+        JudgePrompt,
+        Passage,
+        build_messages,
+        builtin_text,
+        canonical,
+        context_chars,
+        custom_prompt,
+        format_context,
+        load_prompt,
+        preview_messages,
+        prompt_problems,
+        signature,
+        signature_of,
+        text_hash,
+    )
+    from evalcore.judges.rubrics import RUBRIC, Rubric, parse_rubric, rubric_problems, rubric_prompt, rubric_text
+    from evalcore.judges.running import MAX_TOKENS, JudgeSettings, Trial, run_judge
+    from evalcore.judges.verdict import FIELD_NAMES, JudgeResult, Spread, Verdict, flat_fields
 
 __all__ = [
     "ALIASES",
@@ -70,3 +75,17 @@ __all__ = [
     "signature_of",
     "text_hash",
 ]
+# Imported on first use: a light module of this package does not load its heavy siblings (evalcore.lazy).
+__getattr__ = lazy_exports(__name__, {
+    "claims": ("VERDICTS", "Claim", "faithfulness"),
+    "local": ("LOCAL_CLAIMS_NOTE", "LOCAL_JUDGE_NOTE", "LOCAL_PAIRWISE_NOTE", "local_notes"),
+    "parsing": ("PARSER_VERSION", "Reading", "parse_reply"),
+    "prompts": (
+        "ALIASES", "DEFAULT_THRESHOLD", "JUDGES", "JudgePrompt", "Passage", "build_messages", "builtin_text",
+        "canonical", "context_chars", "custom_prompt", "format_context", "load_prompt", "preview_messages",
+        "prompt_problems", "signature", "signature_of", "text_hash",
+    ),
+    "rubrics": ("RUBRIC", "Rubric", "parse_rubric", "rubric_problems", "rubric_prompt", "rubric_text"),
+    "running": ("MAX_TOKENS", "JudgeSettings", "Trial", "run_judge"),
+    "verdict": ("FIELD_NAMES", "JudgeResult", "Spread", "Verdict", "flat_fields"),
+})

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import EvalError
 from evalcore.judges.parsing import THINKING, first_key, json_objects
@@ -27,9 +27,14 @@ from evalcore.judges.prompts import (
     sections,
     text_hash,
 )
-from evalcore.judges.running import MIN_KEEP, JudgeSettings, cut_note
-from evalcore.models import ContextOverflow, Message
 from evalcore.shapes import Key, doc
+
+if TYPE_CHECKING:
+    from evalcore.judges.running import JudgeSettings
+    from evalcore.models import Message
+
+# What asks the judge (its settings, the chat models with the HTTP stack) is imported by the functions that ask: a
+# kept comparison's verdicts are read (evalcore.compare.preference) without loading it.
 
 PAIRWISE_PARSER = 1  # a change to what `read_winner` accepts is a new version
 WINNERS = ("1", "2", "tie")  # positions as the judge sees them, whatever the order
@@ -162,6 +167,8 @@ def pair_messages(prompt: JudgePrompt, question: str, references: Sequence[str],
 
 def ask_once(settings: JudgeSettings, messages: list[Message], order: tuple[str, str]) -> tuple[Asking, bool]:
     """Ask in one order, once more on an unreadable reply; the winner mapped back to A/B; whether it overflowed."""
+    from evalcore.models import ContextOverflow
+
     tokens = [0, 0]
     shown = ""
     for _attempt in range(2):
@@ -185,6 +192,8 @@ def ask_once(settings: JudgeSettings, messages: list[Message], order: tuple[str,
 def ask_order(settings: JudgeSettings, question: str, references: Sequence[str], sides: Mapping[str, Side],
               order: tuple[str, str]) -> tuple[Asking, int | None]:
     """One ordering on the whole contexts, both halved each time the model says they are over its window."""
+    from evalcore.judges.running import MIN_KEEP
+
     prompt = pairwise_prompt()
     total = max(context_chars(side.context) for side in sides.values())
     keep: int | None = None
@@ -209,6 +218,8 @@ def settle(a_first: Asking, b_first: Asking) -> tuple[str, bool]:
 def judge_pair(settings: JudgeSettings, *, qid: int, question: str, references: Sequence[str], a: Side,
                b: Side) -> PairVerdict:
     """Ask the pairwise judge with A's answer first, then with B's first, and settle the two."""
+    from evalcore.judges.running import cut_note
+
     sides = {"A": a, "B": b}
     a_first, keep_a = ask_order(settings, question, references, sides, ("A", "B"))
     b_first, keep_b = ask_order(settings, question, references, sides, ("B", "A"))

@@ -1,30 +1,37 @@
 """Measures of retrieval, generation, graded retrieval, suite cases and judges, with their registry."""
 
+from typing import TYPE_CHECKING
+
+from evalcore.lazy import lazy_exports
+
+# Eager: the function has its module's name, which importing the module would otherwise bind here instead.
 from evalcore.metrics.document_retrieval import document_retrieval
-from evalcore.metrics.generation import GENERATION_MEASURES, generation_scores
-from evalcore.metrics.graded import GRADED_MEASURES
-from evalcore.metrics.registry import (
-    MEASURES,
-    PANELS,
-    SCALES,
-    Measure,
-    Scores,
-    abstention_measures,
-    aggregate,
-    display_order,
-    graded_retrieval_scores,
-    higher_is_better,
-    judge_abstention,
-    panels,
-    scale_of,
-    score_question,
-    signature,
-    tolerance_of,
-    verdict_basis,
-)
-from evalcore.metrics.retrieval import RETRIEVAL_MEASURES, retrieval_scores
-from evalcore.metrics.similarity import AnswerEmbedding, answer_similarity, cosine
-from evalcore.metrics.suite import coverage, important_words, sources_found
+
+if TYPE_CHECKING:
+    from evalcore.metrics.generation import GENERATION_MEASURES, generation_scores
+    from evalcore.metrics.graded import GRADED_MEASURES
+    from evalcore.metrics.registry import (
+        MEASURES,
+        PANELS,
+        SCALES,
+        Measure,
+        Scores,
+        abstention_measures,
+        aggregate,
+        display_order,
+        graded_retrieval_scores,
+        higher_is_better,
+        judge_abstention,
+        panels,
+        scale_of,
+        score_question,
+        signature,
+        tolerance_of,
+        verdict_basis,
+    )
+    from evalcore.metrics.retrieval import RETRIEVAL_MEASURES, retrieval_scores
+    from evalcore.metrics.similarity import AnswerEmbedding, answer_similarity, cosine
+    from evalcore.metrics.suite import coverage, important_words, sources_found
 
 __all__ = [
     "GENERATION_MEASURES",
@@ -57,3 +64,16 @@ __all__ = [
     "tolerance_of",
     "verdict_basis",
 ]
+# Imported on first use: a light module of this package does not load its heavy siblings (evalcore.lazy).
+__getattr__ = lazy_exports(__name__, {
+    "generation": ("GENERATION_MEASURES", "generation_scores"),
+    "graded": ("GRADED_MEASURES",),
+    "registry": (
+        "MEASURES", "PANELS", "SCALES", "Measure", "Scores", "abstention_measures", "aggregate", "display_order",
+        "graded_retrieval_scores", "higher_is_better", "judge_abstention", "panels", "scale_of", "score_question",
+        "signature", "tolerance_of", "verdict_basis",
+    ),
+    "retrieval": ("RETRIEVAL_MEASURES", "retrieval_scores"),
+    "similarity": ("AnswerEmbedding", "answer_similarity", "cosine"),
+    "suite": ("coverage", "important_words", "sources_found"),
+})

@@ -97,11 +97,28 @@ def current_name(name: str) -> str:
     return head + dot + RENAMED.get(tail, tail) + bar + settings
 
 
-def stored_values(text: str) -> dict[str, Any]:
-    """Values by measure from their stored JSON (measures, results, signatures), old names under the documented ones."""
+def stored_values(text: str | dict[str, Any]) -> dict[str, Any]:
+    """Values by measure from their stored JSON (measures, results, signatures), old names under the documented ones;
+    a dict is a value stored_column gave, decoded and renamed already."""
+    if isinstance(text, dict):
+        return text
     values: dict[str, Any] = json.loads(text)
     if not any(old in text for old in RENAMED):  # the common case costs one scan of the text
         return values
+    return _documented(values)
+
+
+def stored_column(texts: Sequence[str | None]) -> list[dict[str, Any] | None]:
+    """stored_values of many rows' texts (None stays None), decoded in one call: a call per row takes twice as long."""
+    joined = "[" + ",".join(text or "null" for text in texts) + "]"
+    values: list[dict[str, Any] | None] = json.loads(joined)
+    if not any(old in joined for old in RENAMED):
+        return values
+    return [None if value is None else _documented(value) for value in values]
+
+
+def _documented(values: dict[str, Any]) -> dict[str, Any]:
+    """Stored values under the measures' documented names (their signatures too)."""
     return {current_name(name): current_name(v) if isinstance(v, str) else v for name, v in values.items()}
 
 

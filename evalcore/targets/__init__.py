@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from evalcore.models import CallCache
-from evalcore.targets.base import Retrieved, Target, TargetAnswer
-from evalcore.targets.config import TargetConfig
-from evalcore.targets.external import HttpAgentTarget, ResultsFileTarget
-from evalcore.targets.rag import RagTarget
+from evalcore.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from evalcore.models import CallCache
+    from evalcore.targets.base import Retrieved, Target, TargetAnswer
+    from evalcore.targets.config import TargetConfig
+    from evalcore.targets.external import HttpAgentTarget, ResultsFileTarget
+    from evalcore.targets.rag import RagTarget
 
 
 def build_target(config: TargetConfig, *, cache: CallCache | None = None, cache_dir: Path | None = None) -> Target:
     """The target a configuration describes; model calls go through `cache` when given."""
+    from evalcore.targets.external import HttpAgentTarget, ResultsFileTarget
+    from evalcore.targets.rag import RagTarget
+
     if config.kind == "http_agent":
         return HttpAgentTarget(config)
     if config.kind == "results_file":
@@ -30,3 +37,10 @@ __all__ = [
     "TargetConfig",
     "build_target",
 ]
+# Imported on first use: the records that hold a Retrieved need not load the pipeline (evalcore.lazy).
+__getattr__ = lazy_exports(__name__, {
+    "base": ("Retrieved", "Target", "TargetAnswer"),
+    "config": ("TargetConfig",),
+    "external": ("HttpAgentTarget", "ResultsFileTarget"),
+    "rag": ("RagTarget",),
+})

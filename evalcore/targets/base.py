@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Annotated, NamedTuple, Protocol
 
-from evalcore.models import ChatModel, ChatReply
 from evalcore.shapes import doc
-from evalcore.targets.config import TargetConfig
-from evalcore.targets.knowledge import PassageLike, Progress
+
+if TYPE_CHECKING:  # only named in annotations: the records that hold a Retrieved need not load the HTTP stack or numpy
+    from evalcore.models import ChatModel, ChatReply
+    from evalcore.targets.config import TargetConfig
+    from evalcore.targets.knowledge import PassageLike, Progress
 
 RERANK_EMPTY_NOTE = "rerank returned nothing: using retrieval list"
 

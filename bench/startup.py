@@ -1,0 +1,94 @@
+"""CLI start-up: seconds from launching `python -m evalcore ...` to its first line of output.
+
+    python bench/startup.py [--rounds 7] [--questions 2000]
+
+Commands: `--help`, and `compare A B` on a pair whose comparison is kept (campaigns of
+bench/shapes.py, compared once beforehand). The floors, measured in the same rounds: the
+interpreter alone (`python -c "print(1)"`) and the interpreter importing numpy, which a comparison
+needs. Rounds interleave the commands; each row gives the median with min-max. Then the modules
+each command imports, from `python -X importtime`, the heaviest first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from shapes import fill
+
+from evalcore.campaigns import get_manager
+from evalcore.compare import compare_campaigns
+
+GOAL = 0.5
+
+
+def first_line(command: list[str]) -> float:
+    """Seconds until the command prints its first line (then it is left to finish)."""
+    started = time.perf_counter()
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT) as process:
+        assert process.stdout is not None
+        process.stdout.readline()
+        took = time.perf_counter() - started
+        process.stdout.read()
+    return took
+
+
+def heaviest(command: list[str], count: int = 6) -> str:
+    """The top-level imports of a command that take longest (cumulative microseconds, from -X importtime)."""
+    done = subprocess.run([sys.executable, "-X", "importtime", *command[1:]], capture_output=True, text=True, cwd=ROOT,
+                          check=True)
+    rows = []
+    for line in done.stderr.splitlines():
+        if line.startswith("import time:") and "cumulative" not in line:
+            _, cumulative, name = line[len("import time:"):].split("|")
+            if not name.startswith("  "):
+                rows.append((int(cumulative), name.strip()))
+    total = sum(c for c, _ in rows) / 1e6
+    return f"{total:.2f} s: " + ", ".join(f"{n} {c / 1e6:.2f}" for c, n in sorted(rows, reverse=True)[:count])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--questions", type=int, default=2000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="evalcore-bench-") as tmp:
+        db = str(Path(tmp) / "bench.db")
+        fill(db, args.questions)
+        compare_campaigns(get_manager(db).store, "bench_00", "bench_01")
+        get_manager(db).close()
+        python = sys.executable
+        commands = {
+            "floor: python -c print(1)": [python, "-c", "print(1)"],
+            "floor: python, import numpy": [python, "-c", "import numpy; print(1)"],
+            "python -m evalcore --help": [python, "-m", "evalcore", "--help"],
+            "python -m evalcore compare A B (kept)": [python, "-m", "evalcore", "compare", "bench_00", "bench_01",
+                                                      "--db", db],
+        }
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(args.rounds):
+            for name, command in commands.items():
+                times[name].append(first_line(command))
+        print(f"CLI start-up, seconds to the first line, {args.rounds} interleaved rounds (median [min-max]):\n")
+        print("| command | seconds | goal |")
+        print("|---|---:|---:|")
+        for name, took in times.items():
+            goal = "" if name.startswith("floor") else f"< {GOAL}"
+            print(f"| {name} | {statistics.median(took):.3f} [{min(took):.3f}-{max(took):.3f}] | {goal} |")
+        print("\n| command | imports (python -X importtime: total, then the heaviest top-level ones) |")
+        print("|---|---|")
+        for name, command in commands.items():
+            if not name.startswith("floor"):
+                print(f"| {name} | {heaviest(command)} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
