@@ -3,6 +3,7 @@ faithfulness = supported / claims; refusals marked, not scored; malformed replie
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -302,3 +303,22 @@ def test_the_claims_pass_mark_is_a_share_and_other_judges_keep_theirs_on_1_to_5(
         TargetConfig.from_dict({"judge_thresholds": {"claims": 3, "score": 0.5}})
     assert sorted(refused.value.problems) == ["judge_thresholds.claims: expected a pass mark in [0, 1], found 3.0",
                                               "judge_thresholds.score: expected a pass mark in [1, 5], found 0.5"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python not installed")
+def test_the_local_model_gives_a_claims_verdict_that_is_read_whole_or_said_unreadable() -> None:
+    from evalcore.models.local import LocalChatModel
+
+    context = [judges.Passage("Refunds are accepted within 30 days.", "Terms of Sale (EU)", "10"),
+               judges.Passage("Shipping takes five days.", "Delivery", "11")]
+    verdict = judges.run_judge(judges.JudgeSettings(LocalChatModel()), "claims", question="Refund window?",
+                               answer="Refunds are accepted within 30 days.", context=context, expected=None)
+    if verdict.result == judges.JudgeResult.UNKNOWN:  # the small model's reply broke a rule: said, never guessed
+        assert verdict.claims is None and verdict.reason.startswith("unreadable judge reply"), verdict
+        return
+    assert verdict.result in (judges.JudgeResult.PASS, judges.JudgeResult.FAIL, judges.JudgeResult.NO_CLAIM), verdict
+    claims = verdict.claims or ()
+    assert all(c.verdict in judges.VERDICTS and c.passage in (None, 1, 2) for c in claims), claims
+    assert all(c.passage_id == ("" if c.passage is None else IDS[c.passage - 1]) for c in claims), claims
+    supported = sum(c.verdict == "supported" for c in claims)
+    assert verdict.score == (supported / len(claims) if claims else None), verdict
