@@ -322,23 +322,3 @@ def test_a_comparison_kept_in_the_earlier_format_is_computed_again_and_kept_anew
         again = compare_campaigns(store, "A", "B", resamples=200)
         assert json.dumps(again.to_dict()) == json.dumps(computed.to_dict())
         assert [row["format"] for row in store.read("SELECT format FROM comparisons")] == [saved.FORMAT]
-
-
-def test_reading_a_kept_comparison_leaves_the_garbage_collector_as_it_was(tmp_path, monkeypatch):
-    import gc
-
-    with Store(tmp_path / "e.db") as store:
-        judged_store(store)
-        computed = compare_campaigns(store, "A", "B", resamples=200)
-        seen: list[bool] = []
-        decode = QuestionDiff.from_dict
-        monkeypatch.setattr(QuestionDiff, "from_dict", classmethod(lambda cls, data: seen.append(gc.isenabled()) or
-                                                                   decode(data)))
-        assert compare_campaigns(store, "A", "B", resamples=200).to_dict() == computed.to_dict()
-        assert gc.isenabled() and seen and not any(seen)   # paused while decoding, on again after
-        gc.disable()
-        try:
-            compare_campaigns(store, "A", "B", resamples=200)
-            assert not gc.isenabled()   # a caller that turned it off keeps it off
-        finally:
-            gc.enable()

@@ -13,13 +13,10 @@ and the questions needed for an effect size are recomputed by the caller (`with_
 
 from __future__ import annotations
 
-import gc
 import io
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -53,28 +50,13 @@ def find(store: Store, a: Campaign, b: Campaign, *, seed: int, resamples: int) -
                       "resamples = ? AND a_version = ? AND b_version = ? AND format = ?", key(a, b, seed, resamples))
     if not rows:
         return None
-    with collector_paused():
-        data = json.loads(rows[0]["data"])
-        questions = [QuestionDiff.from_dict(q) for q in data["questions"]]
-    return Comparison(a=CampaignHeader.of(a), b=CampaignHeader.of(b), questions=questions,
+    data = json.loads(rows[0]["data"])
+    return Comparison(a=CampaignHeader.of(a), b=CampaignHeader.of(b),
+                      questions=[QuestionDiff.from_dict(q) for q in data["questions"]],
                       measures=[MeasureDelta.from_dict(m) for m in data["measures"]], warnings=data["warnings"],
                       config_diff=data["config_diff"], seed=seed, resamples=resamples, notes=data["notes"],
                       effect=data["effect"], paired=unpack(rows[0]["paired"], data["paired"]), basis=data["basis"],
                       basis_reason=data["basis_reason"])
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused while a kept comparison is decoded (then as it was): its tens of thousands
-    of new containers hold no cycle, yet they set off full collections through the whole heap (a tenth of a read in
-    a new process, up to a second in one that holds a large comparison)."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
 
 
 def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None:
