@@ -1,17 +1,21 @@
 """CLI start-up: seconds from launching `python -m evalcore ...` to its first line of output.
 
-    python bench/startup.py [--rounds 7] [--questions 2000]
+    python bench/startup.py [--rounds 7] [--questions 2000] [--reference DIR]
 
 Commands: `--help`, and `compare A B` on a pair whose comparison is kept (campaigns of
 bench/shapes.py, compared once beforehand). The floors, measured in the same rounds: the
 interpreter alone (`python -c "print(1)"`) and the interpreter importing numpy, which a comparison
-needs. Rounds interleave the commands; each row gives the median with min-max. Then the modules
-each command imports, from `python -X importtime`, the heaviest first.
+needs. With --reference, a checkout of earlier code (e.g. `git worktree add /tmp/before main`)
+runs the same two commands in the same rounds, on its own copy of the store (compared once by
+that code, so the comparison is kept in its own stored format). Rounds interleave the commands;
+each row gives the median with min-max. Then the modules each command imports, from
+`python -X importtime`, the heaviest first.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import subprocess
 import sys
@@ -30,10 +34,10 @@ from evalcore.compare import compare_campaigns
 GOAL = 0.5
 
 
-def first_line(command: list[str]) -> float:
-    """Seconds until the command prints its first line (then it is left to finish)."""
+def first_line(command: list[str], cwd: Path = ROOT) -> float:
+    """Seconds until the command, run in `cwd`, prints its first line (then it is left to finish)."""
     started = time.perf_counter()
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT) as process:
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=cwd) as process:
         assert process.stdout is not None
         process.stdout.readline()
         took = time.perf_counter() - started
@@ -41,9 +45,9 @@ def first_line(command: list[str]) -> float:
     return took
 
 
-def heaviest(command: list[str], count: int = 6) -> str:
-    """The top-level imports of a command that take longest (cumulative microseconds, from -X importtime)."""
-    done = subprocess.run([sys.executable, "-X", "importtime", *command[1:]], capture_output=True, text=True, cwd=ROOT,
+def heaviest(command: list[str], cwd: Path = ROOT, count: int = 6) -> str:
+    """The top-level imports of a command run in `cwd` that take longest (cumulative microseconds, -X importtime)."""
+    done = subprocess.run([sys.executable, "-X", "importtime", *command[1:]], capture_output=True, text=True, cwd=cwd,
                           check=True)
     rows = []
     for line in done.stderr.splitlines():
@@ -55,28 +59,41 @@ def heaviest(command: list[str], count: int = 6) -> str:
     return f"{total:.2f} s: " + ", ".join(f"{n} {c / 1e6:.2f}" for c, n in sorted(rows, reverse=True)[:count])
 
 
+def commands_of(db: str, reference: Path | None) -> dict[str, tuple[list[str], Path]]:
+    """Each command by name, with the folder it runs in; the reference's on a copy of the store it compared itself."""
+    python = sys.executable
+    commands = {
+        "floor: python -c print(1)": ([python, "-c", "print(1)"], ROOT),
+        "floor: python, import numpy": ([python, "-c", "import numpy; print(1)"], ROOT),
+    }
+    sides = {"": (ROOT, db)}
+    if reference is not None:
+        sides["reference: "] = (reference.resolve(), shutil.copy(db, f"{db}.reference"))
+        subprocess.run([python, "-m", "evalcore", "compare", "bench_00", "bench_01", "--db", sides["reference: "][1]],
+                       cwd=sides["reference: "][0], capture_output=True, check=True)
+    for prefix, (folder, store) in sides.items():
+        commands[f"{prefix}python -m evalcore --help"] = ([python, "-m", "evalcore", "--help"], folder)
+        commands[f"{prefix}python -m evalcore compare A B (kept)"] = (
+            [python, "-m", "evalcore", "compare", "bench_00", "bench_01", "--db", store], folder)
+    return commands
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--questions", type=int, default=2000)
+    parser.add_argument("--reference", type=Path, metavar="DIR", help="a checkout of earlier code, run alongside")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="evalcore-bench-") as tmp:
         db = str(Path(tmp) / "bench.db")
         fill(db, args.questions)
         compare_campaigns(get_manager(db).store, "bench_00", "bench_01")
         get_manager(db).close()
-        python = sys.executable
-        commands = {
-            "floor: python -c print(1)": [python, "-c", "print(1)"],
-            "floor: python, import numpy": [python, "-c", "import numpy; print(1)"],
-            "python -m evalcore --help": [python, "-m", "evalcore", "--help"],
-            "python -m evalcore compare A B (kept)": [python, "-m", "evalcore", "compare", "bench_00", "bench_01",
-                                                      "--db", db],
-        }
+        commands = commands_of(db, args.reference)
         times: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.rounds):
-            for name, command in commands.items():
-                times[name].append(first_line(command))
+            for name, (command, folder) in commands.items():
+                times[name].append(first_line(command, folder))
         print(f"CLI start-up, seconds to the first line, {args.rounds} interleaved rounds (median [min-max]):\n")
         print("| command | seconds | goal |")
         print("|---|---:|---:|")
@@ -85,10 +102,9 @@ def main() -> None:
             print(f"| {name} | {statistics.median(took):.3f} [{min(took):.3f}-{max(took):.3f}] | {goal} |")
         print("\n| command | imports (python -X importtime: total, then the heaviest top-level ones) |")
         print("|---|---|")
-        for name, command in commands.items():
+        for name, (command, folder) in commands.items():
             if not name.startswith("floor"):
-                print(f"| {name} | {heaviest(command)} |", flush=True)
-
+                print(f"| {name} | {heaviest(command, folder)} |", flush=True)
 
 if __name__ == "__main__":
     main()

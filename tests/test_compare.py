@@ -653,5 +653,7 @@ def test_cli_compare_on_a_kept_pair_imports_only_what_it_uses(two_stored, tmp_pa
     heavy = {"pandas", "plotly", "pyarrow", "scipy.stats", "scipy.optimize", "evalcore.compare.report",
              "evalcore.targets.rag", "evalcore.campaigns.runner", "evalcore.campaigns.corpus",
              "evalcore.campaigns.questions", "evalcore.campaigns.rejudging",
-             "evalcore.compare.pairwise", "evalcore.judges.running", "evalcore.models.http"}
+             "evalcore.compare.pairwise", "evalcore.judges.running", "evalcore.models.http",
+             # a sweep's module, the gates' reports (an XML library) and the suites' CSV files: not for a kept pair
+             "evalcore.compare.sweep", "evalcore.gates.reports", "xml.etree.ElementTree", "evalcore.suites.csvfile"}
     assert sorted(heavy & imported) == []

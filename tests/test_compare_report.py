@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from evalcore.cli import main
-from evalcore.compare import Paired, QuestionDiff, compare_results, sweep_results
+from evalcore.compare import Paired, QuestionDiff, compare_campaigns, compare_results, saved, sweep_results
 from evalcore.compare.charts import delta_figure, scatter_figure
 from evalcore.compare.export_context import comparison_context, slug
 from evalcore.compare.pairing import by_questions, default_pair, previous
@@ -284,3 +284,41 @@ def test_cli_writes_the_report_with_the_judge_results_under_either_names(tmp_pat
         one = dict(zip(rows[0], rows[1], strict=False))
         assert len(rows) == 2 and (one[column], one["B: retrieval_reason"]) == ("2", "B says <i>so</i>")
         assert "B says &lt;i&gt;so&lt;/i&gt;" in text
+
+
+def judged_store(store: Store) -> None:
+    """Campaigns A and B whose questions 0 and 3 were judged (a 1-5 judge and a pass/fail one)."""
+    for cid, score in (("A", 2), ("B", 4)):
+        stored_campaign(store, cid, [0.5] * 6)
+        verdicts = json.dumps({"retrieval": retrieval(score, f"{cid} says 好 <i>so</i>").to_dict(),
+                               "groundedness_pro": grounded(score > 3, "ok").to_dict()})
+        store.write(lambda conn, v=verdicts, c=cid: conn.execute(
+            "UPDATE results SET judges = ? WHERE campaign_id = ? AND qid IN (0, 3)", (v, c)))
+
+
+def test_a_kept_comparison_gives_its_judge_verdicts_back_unchanged_decoding_only_those_read(tmp_path, monkeypatch):
+    with Store(tmp_path / "e.db") as store:
+        judged_store(store)
+        computed = compare_campaigns(store, "A", "B", resamples=200)
+        decoded: list[str] = []
+        read = Verdict.from_dict
+        monkeypatch.setattr(Verdict, "from_dict", classmethod(lambda cls, data: decoded.append(data["judge"]) or
+                                                              read(data)))
+        kept = compare_campaigns(store, "A", "B", resamples=200)
+        assert json.dumps(kept.to_dict()) == json.dumps(computed.to_dict()) and decoded == []
+        first = next(q for q in kept.questions if q.qid == 0)
+        assert first.judges_b == next(q for q in computed.questions if q.qid == 0).judges_b
+        assert first.judges_b["retrieval"].reason == "B says 好 <i>so</i>" and decoded == ["retrieval",
+                                                                                          "groundedness_pro"]
+
+
+def test_a_comparison_kept_in_the_earlier_format_is_computed_again_and_kept_anew(tmp_path):
+    with Store(tmp_path / "e.db") as store:
+        judged_store(store)
+        computed = compare_campaigns(store, "A", "B", resamples=200)
+        earlier = {**json.loads(store.read("SELECT data FROM comparisons")[0]["data"]), "questions": [
+            {**q.to_dict(), "verdict": "worse"} for q in computed.questions]}   # verdicts as objects, and stale
+        store.write(lambda conn: conn.execute("UPDATE comparisons SET format = 5, data = ?", (json.dumps(earlier),)))
+        again = compare_campaigns(store, "A", "B", resamples=200)
+        assert json.dumps(again.to_dict()) == json.dumps(computed.to_dict())
+        assert [row["format"] for row in store.read("SELECT format FROM comparisons")] == [saved.FORMAT]

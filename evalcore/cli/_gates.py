@@ -10,7 +10,7 @@ from pathlib import Path
 
 from evalcore.cli._common import write_file
 from evalcore.errors import EvalError
-from evalcore.gates import Check, Exit, junit_xml, step_summary
+from evalcore.gates import Check, Exit
 
 EXIT_CODES = ", ".join(f"{code.value} {code.label}" for code in Exit)
 
@@ -32,6 +32,8 @@ def report(args: argparse.Namespace, title: str, verdict: str, checks: Sequence[
     if gated:
         print(f"checks: {sum(c.passed for c in gated)} of {len(gated)} passed; exit code {code.value} "
               f"({code.label})", file=out)
+    from evalcore.gates import junit_xml, step_summary  # the reports (an XML library): only for a gated command
+
     if args.junit:
         write_file(args.junit, junit_xml(title, checks), "the JUnit report")
     summary = os.environ.get("GITHUB_STEP_SUMMARY")

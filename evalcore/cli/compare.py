@@ -27,9 +27,7 @@ from evalcore.compare import (
     Comparison,
     MeasureDelta,
     QuestionDiff,
-    Sweep,
     compare_campaigns,
-    compare_sweep,
     power,
 )
 from evalcore.compare.stats import RESAMPLES
@@ -42,6 +40,7 @@ from evalcore.store import Store
 
 if TYPE_CHECKING:
     from evalcore.compare.preference import Preference
+    from evalcore.compare.sweep import Sweep
 
 SHOWN_VERDICTS = (Change.WORSE, Change.BETTER, Change.NEW, Change.REMOVED)
 SWEEP_COLUMNS = 6  # measures a sweep's table shows when it has none of the headline ones
@@ -116,6 +115,8 @@ def compare_command(args: argparse.Namespace) -> int:
                                                        resamples=args.resamples, effect=args.effect,
                                                        basis=args.basis, tolerances=tolerances)
     else:
+        from evalcore.compare.sweep import compare_sweep  # a sweep's module: only for three campaigns or more
+
         result = compare_sweep(store_of(args), ids, seed=args.seed, resamples=args.resamples)
     trust = comparison_trust(store_of(args), ids[0], ids[1]) if isinstance(result, Comparison) else None
     if args.json:

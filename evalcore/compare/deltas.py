@@ -20,6 +20,7 @@ from evalcore.compare.stats import McNemar
 from evalcore.diagnosis import Stage, Transition
 from evalcore.errors import EvalError
 from evalcore.judges import Verdict
+from evalcore.judges.verdict import StoredVerdicts, verdicts_json
 from evalcore.metrics import higher_is_better, tolerance_of
 from evalcore.shapes import Key, doc
 from evalcore.targets.config import Snapshot
@@ -118,9 +119,9 @@ class QuestionDiff:
     queries_a: tuple[str, ...] = field(default=(), metadata=doc(
         "the query transformation's texts in A (empty without one)"))
     queries_b: tuple[str, ...] = field(default=(), metadata=doc("the query transformation's texts in B"))
-    judges_a: dict[str, Verdict] = field(default_factory=dict, metadata=doc(
+    judges_a: Mapping[str, Verdict] = field(default_factory=dict, metadata=doc(
         "each judge's verdict on A's answer, by judge (judged questions only)", optional=True))
-    judges_b: dict[str, Verdict] = field(default_factory=dict, metadata=doc(
+    judges_b: Mapping[str, Verdict] = field(default_factory=dict, metadata=doc(
         "each judge's verdict on B's answer, by judge (judged questions only)", optional=True))
 
     def to_dict(self) -> dict[str, Any]:
@@ -137,13 +138,12 @@ class QuestionDiff:
             data["sources_entered"] = list(self.sources_entered)
             data["sources_left"] = list(self.sources_left or ())
         if self.judges_a or self.judges_b:
-            data["judges_a"] = {name: v.to_dict() for name, v in self.judges_a.items()}
-            data["judges_b"] = {name: v.to_dict() for name, v in self.judges_b.items()}
+            data["judges_a"], data["judges_b"] = verdicts_json(self.judges_a), verdicts_json(self.judges_b)
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> QuestionDiff:
-        """From to_dict's shape."""
+        """From to_dict's shape, or from the kept one whose verdicts are JSON texts (read on first use)."""
         sources = data.get("sources_entered")
         return cls(**{**data, "verdict": Change(data["verdict"]),
                       "entered": tuple(Passage(**p) for p in data["entered"]),
@@ -156,8 +156,10 @@ class QuestionDiff:
                       "judges_a": verdicts_of(data.get("judges_a")), "judges_b": verdicts_of(data.get("judges_b"))})
 
 
-def verdicts_of(data: Mapping[str, Any] | None) -> dict[str, Verdict]:
-    """Stored verdicts by judge (none for comparisons stored before they were kept)."""
+def verdicts_of(data: str | Mapping[str, Any] | None) -> Mapping[str, Verdict]:
+    """Verdicts by judge from their JSON shape, or from a kept JSON text (decoded when first used); none when absent."""
+    if isinstance(data, str):
+        return StoredVerdicts(data)
     return {name: Verdict.from_dict(v) for name, v in (data or {}).items()}
 
 

@@ -29,8 +29,9 @@ from evalcore.store import Store, dumps
 # Bump when what a stored comparison holds, or how any of its numbers is computed, changes.
 # 2: the verdict basis and its reason; 3: questions carry their failure stage in each campaign and what a query
 # transformation retrieved with; 4: verdicts under each measure's tolerance, and the questions each measure changed;
-# 5: questions carry each judge's verdict in each campaign (the report's judge results).
-FORMAT = 5
+# 5: questions carry each judge's verdict in each campaign (the report's judge results); 6: those verdicts kept as
+# one JSON text per side of a question, decoded when a face first reads them (a kept comparison reads back faster).
+FORMAT = 6
 
 
 def results_version(campaign: Campaign) -> str:
@@ -62,7 +63,7 @@ def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None
     """Store a comparison under its key, unless a campaign is still running (its results change by the second)."""
     if a.active or b.active:
         return
-    data = dumps({"questions": [q.to_dict() for q in comparison.questions],
+    data = dumps({"questions": [stored_question(q) for q in comparison.questions],
                   "measures": [m.to_dict() for m in comparison.measures], "warnings": comparison.warnings,
                   "notes": comparison.notes, "config_diff": comparison.config_diff, "effect": comparison.effect,
                   "paired": list(comparison.paired), "basis": comparison.basis,
@@ -76,6 +77,16 @@ def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None
             "data = excluded.data, paired = excluded.paired, created_at = excluded.created_at", row))
     except sqlite3.IntegrityError:
         return   # a campaign was deleted meanwhile: there is nothing to keep
+
+
+def stored_question(question: QuestionDiff) -> dict[str, Any]:
+    """A question as kept: its JSON shape, each side's verdicts as one JSON text (QuestionDiff.from_dict reads it
+    back without decoding it)."""
+    data = question.to_dict()
+    for side in ("judges_a", "judges_b"):
+        if side in data:
+            data[side] = dumps(data[side])
+    return data
 
 
 def pack(paired: dict[str, Paired]) -> bytes:

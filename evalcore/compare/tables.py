@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 
 from evalcore.campaigns import Campaign
@@ -55,7 +57,7 @@ def judge_frame(questions: list[QuestionDiff], names: str = "project") -> pd.Dat
     return pd.DataFrame(rows, columns=sorted(fields, key=lambda f: (f[:3] == "B: ", f[:3] == "A: ")))
 
 
-def side_fields(side: str, verdicts: dict[str, Verdict], names: str) -> dict[str, object]:
+def side_fields(side: str, verdicts: Mapping[str, Verdict], names: str) -> dict[str, object]:
     """One campaign's verdicts on a question as flat fields, each prefixed with the side (`A: retrieval_reason`)."""
     fields: dict[str, object] = {}
     for judge, verdict in verdicts.items():

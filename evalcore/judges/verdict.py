@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -110,6 +111,50 @@ class Verdict:
             spread=Spread(**spread) if isinstance(spread, Mapping) else None, context_cut=data.get("context_cut"),
             label=data.get("label"), claims=None if claims is None else tuple(Claim.from_dict(c) for c in claims),
         )
+
+
+class StoredVerdicts(Mapping[str, Verdict]):
+    """Verdicts by judge kept as the JSON text they were stored as, read on first use.
+
+    A kept comparison of 10,000 questions holds tens of thousands of verdicts, and reading them all
+    back cost more than the rest of the comparison; a face reads those of the questions it shows.
+    The text is `{judge: Verdict.to_dict()}`, so `to_dict` gives it back without building a verdict.
+    """
+
+    __slots__ = ("_read", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._read: dict[str, Verdict] | None = None
+
+    def read(self) -> dict[str, Verdict]:
+        """The verdicts by judge (decoded once)."""
+        if self._read is None:
+            self._read = {name: Verdict.from_dict(v) for name, v in json.loads(self.text).items()}
+        return self._read
+
+    def __getitem__(self, judge: str) -> Verdict:
+        return self.read()[judge]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.read())
+
+    def __len__(self) -> int:
+        return len(self.read())
+
+    def __bool__(self) -> bool:   # asked of every question by to_dict: answered without decoding
+        return self.text != "{}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored JSON shape, as each verdict's to_dict gives it."""
+        return dict(json.loads(self.text))
+
+
+def verdicts_json(verdicts: Mapping[str, Verdict]) -> dict[str, Any]:
+    """Verdicts by judge in their JSON shape (stored ones as stored, without decoding them)."""
+    if isinstance(verdicts, StoredVerdicts):
+        return verdicts.to_dict()
+    return {name: verdict.to_dict() for name, verdict in verdicts.items()}
 
 
 # The judges azure-ai-evaluation's evaluators document, by the name their output fields start with.

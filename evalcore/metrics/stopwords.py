@@ -1,10 +1,12 @@
 """Stopwords for `coverage` (English, French, Chinese): words that carry no answer content.
 
-Stored as written; `STOPWORDS` holds them folded (case and accents removed) because coverage
+Stored as written; `stopwords()` gives them folded (case and accents removed) because coverage
 compares folded words.
 """
 
 from __future__ import annotations
+
+from functools import cache
 
 from evalcore.text import fold
 
@@ -52,4 +54,8 @@ CHINESE = ["的", "了", "是", "在", "和", "与", "及", "或", "也", "都",
            "时候", "后", "以后", "之后", "前", "以前", "之前", "就是", "还是", "只是", "即", "即使", "不过", "并", "却",
            "则", "所", "所有", "地", "得"]
 
-STOPWORDS: frozenset[str] = frozenset(fold(word) for word in ENGLISH + FRENCH + CHINESE)
+@cache
+def stopwords() -> frozenset[str]:
+    """Every stopword folded, built on first use: folding them took longer than the rest of the metrics' imports,
+    which every command pays, coverage or not."""
+    return frozenset(fold(word) for word in ENGLISH + FRENCH + CHINESE)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from evalcore.metrics.stopwords import STOPWORDS
+from evalcore.metrics.stopwords import stopwords
 from evalcore.text import fold, is_han, tokens
 
 
 def _important(word: str) -> bool:
     """Not a stopword, and a number, a Han word of 2+ characters, or 3+ letters."""
-    if word in STOPWORDS:
+    if word in stopwords():
         return False
     if any(char.isdigit() for char in word):
         return True
