@@ -172,7 +172,10 @@ def test_warnings(comparison):
     assert any("no question in common" in w for w in nothing.warnings)
     assert not any("identical" in note for note in nothing.notes)   # nothing in common: nothing to attribute
     same = compare_results(campaign("A"), A_ROWS, campaign("A2"), A_ROWS)
-    assert same.notes and "identical" in same.notes[0]
+    assert same.notes[0] == "the configurations are identical: differences come from non-determinism"
+    judged = compare_results(campaign("A"), A_ROWS, replace(campaign("A2"), judges=("claims",)), A_ROWS)
+    assert judged.notes[0] == ("the configurations are identical but the judges differ (A: none; B: claims): the "
+                               "other differences come from non-determinism")
 
 
 def test_expected_sources_found_and_lost():

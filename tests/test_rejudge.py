@@ -111,6 +111,7 @@ def test_the_comparison_differs_only_where_the_judges_do_and_gives_their_agreeme
     assert all(m.delta == 0 for name, m in deltas.items() if name not in judged_measures)
     assert deltas["judge.relevance"].delta == pytest.approx((4 + 1 + 4) / 3 - (5 + 2 + 4) / 3)
     assert any("judge relevance used a different model or prompt" in w for w in comparison.warnings)
+    assert "A and B judged the same stored answers: only the judged measures can differ" in comparison.notes
     trust = comparison_trust(manager.store, source, again)
     found = trust.judges["relevance"]
     a, b = ["5", "2", "4"], ["4", "1", "4"]

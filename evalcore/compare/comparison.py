@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -355,11 +355,22 @@ def notes_for(a: Campaign, b: Campaign, diff: dict[str, list[Any]], *, common: i
         return ["A and B are the same campaign: every question is the same, no difference can be significant"]
     notes = []
     same_questions = (a.kind, a.source, a.dataset_hash) == (b.kind, b.source, b.dataset_hash)
-    if not diff and common and same_questions:
-        notes.append("the configurations are identical: differences come from non-determinism")
+    if (a.answers_from or a.id) == (b.answers_from or b.id):  # one judges the other's answers again, or both do
+        notes.append("A and B judged the same stored answers: only the judged measures can differ")
+    elif not diff and common and same_questions:
+        notes.append(identical_note(a.judges, b.judges))
     if common and not measured:
         notes.append("no measure is present on both sides of any common question")
     return notes
+
+
+def identical_note(a_judges: Sequence[str], b_judges: Sequence[str]) -> str:
+    """Where the differences of two campaigns with the same configuration come from."""
+    if set(a_judges) == set(b_judges):
+        return "the configurations are identical: differences come from non-determinism"
+    judges = "; ".join(f"{side}: {', '.join(found) or 'none'}" for side, found in (("A", a_judges), ("B", b_judges)))
+    return (f"the configurations are identical but the judges differ ({judges}): the other differences come from "
+            "non-determinism")
 
 
 def one_sided(a_values: list[Values], b_values: list[Values], measured: set[str]) -> list[str]:
