@@ -67,6 +67,15 @@ def test_measures_with_no_change_get_one_power_line() -> None:
     assert power[1] == "  the same in A and B on every question (nothing to test): map, mrr, precision, recall"
 
 
+def test_a_long_measure_name_keeps_the_table_in_columns() -> None:
+    long = "graded.total_ground_truth_documents"  # longer than the usual name column
+    a_rows = [row(qid, f"q{qid}", {long: 2.0, "ndcg@10": 0.1 * qid}) for qid in range(1, 5)]
+    b_rows = [row(qid, f"q{qid}", {long: 3.0, "ndcg@10": 0.2 * qid}) for qid in range(1, 5)]
+    lines = format_comparison(compare_results(A, a_rows, B, b_rows, resamples=200))
+    table = lines[next(i for i, line in enumerate(lines) if line.startswith("measure ")):][:3]
+    assert len({line.index(" n " if i == 0 else " 4 ") for i, line in enumerate(table)}) == 1, table
+
+
 def test_the_cli_takes_a_tolerance_per_measure_or_for_all(tmp_path, capsys) -> None:
     from evalcore.store import Store
     from tests.test_compare import stored_campaign

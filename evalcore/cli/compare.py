@@ -247,21 +247,22 @@ def format_comparison(comparison: Comparison, names: dict[str, str] | None = Non
     if comparison.tolerance_note:
         lines.append(f"tolerance: {comparison.tolerance_note}")
     lines += transition_lines(comparison.transitions)
+    width = max([28, *(len(m.measure) for m in comparison.measures)])  # long names stay in their column
     if not comparison.measures:
         lines.append("no measure to compare: no question has the same measure in both campaigns")
     else:
-        lines.append(f"{'measure':28} {'n':>4} {'A':>8} {'B':>8} {'delta':>9} {'95% CI':>21} {'p':>8}  test")
+        lines.append(f"{'measure':{width}} {'n':>4} {'A':>8} {'B':>8} {'delta':>9} {'95% CI':>21} {'p':>8}  test")
     for m in comparison.measures:
         ci = f"[{num(m.ci_low)}, {num(m.ci_high)}]"
         flag = " *" if m.significant else ""
-        lines.append(f"{m.measure:28} {m.n:4d} {num(m.mean_a):>8} {num(m.mean_b):>8} "
+        lines.append(f"{m.measure:{width}} {m.n:4d} {num(m.mean_a):>8} {num(m.mean_b):>8} "
                      f"{num(m.delta):>9} {ci:>21} {num(m.p_value, 3):>8}{flag}  {m.test}")
     lines.append(f"* p < 0.05 (seed {comparison.seed}, {comparison.resamples} resamples)")
     lines += [f"tests disagree on {line}" for line in comparison.disagreements]
     if comparison.measures:
         lines.append(f"power (paired t, {power.POWER:.0%} at alpha {power.ALPHA:g}): the smallest difference each "
                      f"measure could show, and the questions needed to see ±{comparison.effect:g}")
-        lines += [f"  {m.measure:28} {power_line(m)}" for m in comparison.measures if not m.unchanged]
+        lines += [f"  {m.measure:{width}} {power_line(m)}" for m in comparison.measures if not m.unchanged]
         if comparison.unchanged:
             lines.append("  the same in A and B on every question (nothing to test): "
                          f"{', '.join(comparison.unchanged)}")
