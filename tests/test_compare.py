@@ -14,6 +14,7 @@ import pytest
 from scipy.stats import binomtest
 
 from evalcore.campaigns import Campaign, CampaignStatus, Outcome, Question, QuestionResult, RunOptions, Source
+from evalcore.campaigns.compared import ComparedRows
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.cli import compare as cli_compare
 from evalcore.cli import main
@@ -223,6 +224,7 @@ def stored(monkeypatch):
     monkeypatch.setattr(cli_compare, "find_campaign", get_campaign)  # the CLI finds campaigns by name through it
     monkeypatch.setattr(comparison_module, "campaign_results",
                         lambda store, cid, offset=0, limit=None, detail=True: records[cid][1])
+    monkeypatch.setattr(comparison_module, "read_compared", lambda store, cid: ComparedRows.of(records[cid][1]))
     return records
 
 
@@ -345,6 +347,7 @@ def test_a_comparison_is_computed_once_and_read_back(two_stored, monkeypatch):
         raise AssertionError("a stored comparison must not read the results again")
 
     monkeypatch.setattr(comparison_module, "campaign_results", no_results)
+    monkeypatch.setattr(comparison_module, "read_compared", no_results)
     again = compare_campaigns(two_stored, "A", "B", resamples=500)
     assert again.to_dict() == first.to_dict()
     assert again.paired.keys() == first.paired.keys() == {"coverage", "recall"}
@@ -642,6 +645,56 @@ def test_a_comparison_decodes_every_stored_shape_of_a_row_as_a_row_by_row_read_d
     assert result.to_dict() == expected.to_dict()
     assert all(np.array_equal(x, y) for name in expected.paired
                for x, y in zip(result.paired[name], expected.paired[name], strict=True))
+
+
+def same_rows(read, built):
+    """Two ComparedRows hold the same questions (verdicts compared in their JSON shape)."""
+    from evalcore.judges.verdict import verdicts_json
+
+    for name in ("keys", "texts", "answers", "errors", "diagnosis", "queries", "values", "relevant", "ranked",
+                 "found", "has_sources", "setups"):
+        assert getattr(read, name) == getattr(built, name), name
+    assert [verdicts_json(v) for v in read.judges] == [verdicts_json(v) for v in built.judges]
+
+
+def test_the_comparison_read_gives_what_the_records_give_and_builds_no_verdict_it_need_not(tmp_path):
+    # read_compared reads only a comparison's columns; it must equal ComparedRows.of the records on every shape: an
+    # older verdict's JSON (keys missing), a claims verdict, expected sources of a suite, ranked lists of whole
+    # passages, renamed measures, a failed question. Verdicts stored as their records write them stay JSON text.
+    from evalcore.campaigns import campaign_results, get_campaign
+    from evalcore.campaigns.compared import read_compared
+    from evalcore.judges.verdict import StoredVerdicts
+
+    old_verdict = json.dumps({"score": {"judge": "score", "model": "m0", "score": 4, "result": "pass"}})
+    claims = verdict(3).to_dict() | {"claims": [{"claim": "c", "verdict": "supported", "passage": 1,
+                                                 "passage_id": None}]}
+    old_ranked = json.dumps([{"pid": 7, "title": "doc-000000007", "text": "text 7", "score": 0.9, "stages": {}}])
+    sources = json.dumps([{"id": 3, "title": "doc-000000003", "file_name": "a.pdf"}])
+    with Store(tmp_path / "e.db") as store:
+        written_campaign(store, "A", 0, top_k=5)
+        written_campaign(store, "B", 1, top_k=10)
+        store.write(lambda conn: [conn.execute(sql, params) for sql, params in [
+            ("UPDATE results SET judges = ? WHERE campaign_id = 'A' AND position = 1", (old_verdict,)),
+            ("UPDATE results SET judges = ? WHERE campaign_id = 'B' AND position = 2", (json.dumps({"c": claims}),)),
+            ("UPDATE results SET retrieved = ? WHERE campaign_id = 'A' AND position = 0", (old_ranked,)),
+            ("UPDATE results SET measures = ? WHERE campaign_id = 'B' AND position = 1",
+             ('{"ndcg@10":0.25,"graded.total_groundtruth_documents":2,"rougel":null}',)),
+            ("UPDATE results SET sources = ? WHERE campaign_id = 'A' AND position = 4", (sources,)),
+            ("UPDATE campaign_questions SET expected_sources = '[\"a.pdf\", \"b.pdf\"]' WHERE position IN (4, 6)",
+             ()),
+            ("UPDATE results SET error = 'timeout', answer = NULL WHERE campaign_id = 'B' AND position = 5", ()),
+        ]])
+        for cid in ("A", "B"):
+            same_rows(read_compared(store, cid), ComparedRows.of(campaign_results(store, cid, detail=False)))
+        read = read_compared(store, "A")
+        full = [campaign_results(store, cid) for cid in ("A", "B")]
+        expected = compare_results(get_campaign(store, "A"), full[0], get_campaign(store, "B"), full[1])
+        result = compare_campaigns(store, "A", "B")
+    assert isinstance(read.judges[0], StoredVerdicts) and read.judges[0]._read is None
+    assert not isinstance(read.judges[1], StoredVerdicts) and read.judges[1]["score"].model == "m0"
+    assert read.found[4] == {"a.pdf"} and read.has_sources[6] and not read.found[6] and not read.has_sources[5]
+    assert result.to_dict() == expected.to_dict()
+    assert [q.sources_entered for q in result.questions][4] == () and result.questions[4].sources_left == ("a.pdf",)
 
 
 def test_cli_compare_on_a_kept_pair_imports_only_what_it_uses(two_stored, tmp_path):

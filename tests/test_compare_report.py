@@ -300,6 +300,7 @@ def test_a_kept_comparison_gives_its_judge_verdicts_back_unchanged_decoding_only
     with Store(tmp_path / "e.db") as store:
         judged_store(store)
         computed = compare_campaigns(store, "A", "B", resamples=200)
+        judged = dict(next(q for q in computed.questions if q.qid == 0).judges_b)  # decoded before counting
         decoded: list[str] = []
         read = Verdict.from_dict
         monkeypatch.setattr(Verdict, "from_dict", classmethod(lambda cls, data: decoded.append(data["judge"]) or
@@ -307,7 +308,7 @@ def test_a_kept_comparison_gives_its_judge_verdicts_back_unchanged_decoding_only
         kept = compare_campaigns(store, "A", "B", resamples=200)
         assert json.dumps(kept.to_dict()) == json.dumps(computed.to_dict()) and decoded == []
         first = next(q for q in kept.questions if q.qid == 0)
-        assert first.judges_b == next(q for q in computed.questions if q.qid == 0).judges_b
+        assert first.judges_b == judged
         assert first.judges_b["retrieval"].reason == "B says 好 <i>so</i>" and decoded == ["retrieval",
                                                                                           "groundedness_pro"]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -19,6 +18,16 @@ from evalcore.campaigns import (
     get_campaign,
     list_campaigns,
 )
+from evalcore.campaigns.compared import (
+    ComparedRows,
+    QuestionKey,
+    Ranked,
+    Values,
+    question_key,
+    read_compared,
+    row_values,
+)
+from evalcore.campaigns.result_rows import no_cycle_collection
 from evalcore.compare import power, saved, stats
 from evalcore.compare.deltas import (
     PASS_SUFFIX,
@@ -33,47 +42,23 @@ from evalcore.compare.deltas import (
 )
 from evalcore.compare.pairing import previous
 from evalcore.errors import EvalError
-from evalcore.metrics import MEASURES, higher_is_better, sources_found, tolerance_of, verdict_basis
-from evalcore.relevance import is_relevant
+from evalcore.metrics import MEASURES, higher_is_better, tolerance_of, verdict_basis
 from evalcore.store import Store
 from evalcore.targets.config import under_test
 
-QuestionKey = tuple[int, str]
-Values = dict[str, float]   # a question's measures, as row_values gives them
+# Besides what this module defines, the question key and values of a result, as the comparison reads them.
+__all__ = ["compare_campaigns", "compare_results", "compare_rows", "compare_with_previous", "question_key",
+           "row_values"]
 
 
-def is_number(value: object) -> bool:
-    """A finite int or float (booleans count, as 1/0)."""
-    return isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value))
-
-
-def row_values(result: QuestionResult) -> dict[str, float]:
-    """Every measure of a result, judges included (`judge.X` and the pass/fail rate `judge.X:pass`)."""
-    # is_number inline: a comparison calls this for every measure of every row.
-    values = {k: float(v) for k, v in result.outcome.measures.items()
-              if isinstance(v, (int, float)) and not math.isnan(v)}
-    for name, verdict in result.outcome.judges.items():
-        if verdict.score is not None and is_number(verdict.score):
-            values.setdefault(f"judge.{name}", float(verdict.score))
-        measure = MEASURES.get(f"judge.{name}")
-        if (passed := verdict.result.passed) is not None and not (measure and measure.binary):
-            values[f"judge.{name}{PASS_SUFFIX}"] = 1.0 if passed else 0.0
-    return values
-
-
-def question_key(result: QuestionResult) -> QuestionKey:
-    """Two results are the same question when their id and their text both match."""
-    return (result.question.qid, " ".join(result.question.text.split()))
-
-
-def verdict(a_row: QuestionResult, b_row: QuestionResult, a_values: Values, b_values: Values,
+def verdict(a_error: str | None, b_error: str | None, a_values: Values, b_values: Values,
             order: tuple[str, ...]) -> tuple[Change, str | None, float | None, float | None]:
     """(verdict, basis measure, value in A, value in B) for a question both campaigns asked.
 
     The first measure of `order` present on both sides decides; direction follows the registry, and a difference
     under the measure's tolerance (`Comparison.with_tolerances` applies asked ones) is the same.
     """
-    a_failed, b_failed = bool(a_row.outcome.error), bool(b_row.outcome.error)
+    a_failed, b_failed = bool(a_error), bool(b_error)
     if a_failed or b_failed:
         kind = Change.SAME if a_failed == b_failed else Change.BETTER if a_failed else Change.WORSE
         return kind, "error", None, None
@@ -82,24 +67,6 @@ def verdict(a_row: QuestionResult, b_row: QuestionResult, a_values: Values, b_va
             kind = verdict_by(basis, a_values[basis], b_values[basis], tolerance_of(basis))
             return kind, basis, a_values[basis], b_values[basis]
     return Change.UNSCORED, None, None, None
-
-
-def relevant_pids(result: QuestionResult) -> set[int]:
-    """Passage ids labelled relevant (label >= 1) for this question."""
-    return {int(pid) for pid, label in (result.question.relevant or {}).items()
-            if is_number(label) and is_relevant(label)}
-
-
-def retrieved_pids(result: QuestionResult, among: set[int]) -> dict[int, str]:
-    """Retrieved passage id -> title, in rank order, of the passages among these ids."""
-    return {int(hit.pid): hit.title for hit in result.outcome.retrieved
-            if hit.pid is not None and int(hit.pid) in among}
-
-
-def found_sources(result: QuestionResult) -> set[str]:
-    """The expected sources that one of the retrieved sources matches."""
-    sources = [source.to_dict() for source in result.outcome.sources]
-    return {s for s in result.question.expected_sources if sources_found([s], sources)}
 
 
 class Changes(NamedTuple):
@@ -111,17 +78,26 @@ class Changes(NamedTuple):
     sources_left: tuple[str, ...] | None = None
 
 
-def passage_changes(a_row: QuestionResult, b_row: QuestionResult) -> Changes:
-    """Relevant passages (and expected sources) that entered or left the retrieved list from A to B."""
-    relevant = relevant_pids(a_row) | relevant_pids(b_row)
-    a_top, b_top = retrieved_pids(a_row, relevant), retrieved_pids(b_row, relevant)
-    entered = tuple(Passage(p, b_top[p]) for p in sorted(b_top.keys() - a_top.keys()))
-    left = tuple(Passage(p, a_top[p]) for p in sorted(a_top.keys() - b_top.keys()))
+def passage_changes(a: ComparedRows, i: int, b: ComparedRows, j: int) -> Changes:
+    """Relevant passages (and expected sources) that entered or left the retrieved list from question i of A to
+    question j of B."""
+    relevant = a.relevant[i] | b.relevant[j]
+    entered: tuple[Passage, ...] = ()
+    left: tuple[Passage, ...] = ()
+    if relevant:
+        a_top, b_top = retrieved_among(a.ranked[i], relevant), retrieved_among(b.ranked[j], relevant)
+        entered = tuple(Passage(p, b_top[p]) for p in sorted(b_top.keys() - a_top.keys()))
+        left = tuple(Passage(p, a_top[p]) for p in sorted(a_top.keys() - b_top.keys()))
     sources_entered = sources_left = None
-    if a_row.question.expected_sources or b_row.question.expected_sources:
-        a_found, b_found = found_sources(a_row), found_sources(b_row)
+    if a.has_sources[i] or b.has_sources[j]:
+        a_found, b_found = a.found[i], b.found[j]
         sources_entered, sources_left = tuple(sorted(b_found - a_found)), tuple(sorted(a_found - b_found))
     return Changes(entered, left, sources_entered, sources_left)
+
+
+def retrieved_among(ranked: Ranked, among: frozenset[int]) -> dict[int, str]:
+    """Retrieved passage id -> title, in rank order, of the passages among these ids."""
+    return {int(pid): title for pid, title in ranked if pid is not None and int(pid) in among}
 
 
 def choose_basis(diff: dict[str, list[Any]], a_values: list[Values], b_values: list[Values],
@@ -160,53 +136,63 @@ def config_side(key: str) -> str:
     return "generation" if key in TargetConfig.keys_in(*GENERATION_SIDE) else "other"
 
 
-def question_entry(key: QuestionKey, a_row: QuestionResult | None, b_row: QuestionResult | None,
-                   a_values: Values, b_values: Values, order: tuple[str, ...]) -> QuestionDiff:
-    """One line of the per-question table (the values are the rows' row_values)."""
-    shown = a_row or b_row
-    assert shown is not None  # every key comes from one side at least
-    base = QuestionDiff(qid=key[0], question=shown.question.text, answer_a=a_row.outcome.answer if a_row else None,
-                        answer_b=b_row.outcome.answer if b_row else None,
-                        verdict=Change.NEW if a_row is None else Change.REMOVED,
-                        basis=None, a=None, b=None, diagnosis_a=a_row.outcome.diagnosis if a_row else None,
-                        diagnosis_b=b_row.outcome.diagnosis if b_row else None,
-                        queries_a=a_row.outcome.queries if a_row else (),
-                        queries_b=b_row.outcome.queries if b_row else (),
-                        judges_a=dict(a_row.outcome.judges) if a_row else {},
-                        judges_b=dict(b_row.outcome.judges) if b_row else {})
-    if a_row is None or b_row is None:
-        return base
-    kind, basis, a_value, b_value = verdict(a_row, b_row, a_values, b_values, order)
+def question_entry(key: QuestionKey, a: ComparedRows, i: int | None, b: ComparedRows, j: int | None,
+                   order: tuple[str, ...]) -> QuestionDiff:
+    """One line of the per-question table: question i of A and question j of B (None: not asked there)."""
+    if i is None or j is None:
+        text = a.texts[i] if i is not None else b.texts[j] if j is not None else ""
+        return QuestionDiff(qid=key[0], question=text, answer_a=a.answers[i] if i is not None else None,
+                            answer_b=b.answers[j] if j is not None else None,
+                            verdict=Change.NEW if i is None else Change.REMOVED, basis=None, a=None, b=None,
+                            diagnosis_a=a.diagnosis[i] if i is not None else None,
+                            diagnosis_b=b.diagnosis[j] if j is not None else None,
+                            queries_a=a.queries[i] if i is not None else (),
+                            queries_b=b.queries[j] if j is not None else (),
+                            judges_a=a.judges[i] if i is not None else {},
+                            judges_b=b.judges[j] if j is not None else {})
+    kind, basis, a_value, b_value = verdict(a.errors[i], b.errors[j], a.values[i], b.values[j], order)
     # A failed question retrieved nothing: "relevant passages left" would only echo the failure.
-    changes = passage_changes(a_row, b_row) if basis != "error" else Changes()
-    return replace(base, verdict=kind, basis=basis, a=a_value, b=b_value, error_a=a_row.outcome.error or None,
-                   error_b=b_row.outcome.error or None,
-                   answer_changed=(a_row.outcome.answer or "").strip() != (b_row.outcome.answer or "").strip(),
-                   **changes._asdict())
+    changes = passage_changes(a, i, b, j) if basis != "error" else Changes()
+    answer_a, answer_b = a.answers[i], b.answers[j]
+    return QuestionDiff(qid=key[0], question=a.texts[i], answer_a=answer_a, answer_b=answer_b, verdict=kind,
+                        basis=basis, a=a_value, b=b_value, error_a=a.errors[i] or None, error_b=b.errors[j] or None,
+                        answer_changed=(answer_a or "").strip() != (answer_b or "").strip(),
+                        entered=changes.entered, left=changes.left, sources_entered=changes.sources_entered,
+                        sources_left=changes.sources_left, diagnosis_a=a.diagnosis[i], diagnosis_b=b.diagnosis[j],
+                        queries_a=a.queries[i], queries_b=b.queries[j], judges_a=a.judges[i], judges_b=b.judges[j])
 
 
-def paired_values(common: list[QuestionKey], a_values: dict[QuestionKey, Values],
-                  b_values: dict[QuestionKey, Values]) -> tuple[dict[str, Paired], np.ndarray]:
-    """Per measure (by name): the common questions where both sides have it, with both values; and the
-    table of B - A (a row per common question with a measure, a column per measure, NaN where a side lacks it)."""
-    columns: dict[str, tuple[list[int], list[int], list[float], list[float]]] = {}
-    for position, key in enumerate(common):
-        a, b = a_values[key], b_values[key]
-        for name in a.keys() & b.keys():
-            positions, qids, xs, ys = columns.setdefault(name, ([], [], [], []))
-            positions.append(position)
-            qids.append(key[0])
-            xs.append(a[name])
-            ys.append(b[name])
-    names = sorted(columns)
-    paired = {name: Paired(np.array(columns[name][1], dtype=np.int64), np.array(columns[name][2], dtype=float),
-                           np.array(columns[name][3], dtype=float)) for name in names}
-    table = np.full((len(common), len(names)), np.nan)
+def paired_values(qids: list[int], a_values: list[Values], b_values: list[Values]) -> tuple[dict[str, Paired],
+                                                                                         np.ndarray]:
+    """Per measure (by name): the common questions (their ids, in order) where both sides have it, with both values;
+    and the table of B - A (a row per common question with a measure, a column per measure, NaN where a side lacks
+    it)."""
+    a_columns, b_columns = value_columns(a_values), value_columns(b_values)
+    names = sorted(a_columns.keys() & b_columns.keys())
+    ids = np.array(qids, dtype=np.int64)
+    table = np.full((len(qids), len(names)), np.nan)
+    paired = {}
     for j, name in enumerate(names):
-        table[columns[name][0], j] = paired[name].b - paired[name].a
+        a, b = a_columns[name], b_columns[name]
+        both = ~(np.isnan(a) | np.isnan(b))   # a measure's values are never NaN (row_values): NaN is absent
+        paired[name] = Paired(ids[both], a[both], b[both])
+        table[both, j] = paired[name].b - paired[name].a
     # A question with no measure on both sides (failed in both) is not resampled: a measure present on
     # every other question keeps the interval it would get alone.
-    return paired, table[~np.isnan(table).all(axis=1)]
+    return {name: values for name, values in paired.items() if values.a.size}, \
+        table[~np.isnan(table).all(axis=1)][:, [paired[name].a.size > 0 for name in names]]
+
+
+def value_columns(rows: list[Values]) -> dict[str, np.ndarray]:
+    """Each measure's values over the rows, NaN where a row has none."""
+    columns: dict[str, np.ndarray] = {}
+    for i, values in enumerate(rows):
+        for name, value in values.items():
+            column = columns.get(name)
+            if column is None:
+                column = columns[name] = np.full(len(rows), np.nan)
+            column[i] = value
+    return columns
 
 
 def measure_entries(paired: dict[str, Paired], table: np.ndarray, *, seed: int, resamples: int,
@@ -274,19 +260,9 @@ def config_diff(a: Campaign, b: Campaign) -> dict[str, list[Any]]:
             if mine.get(k) != theirs.get(k)}
 
 
-def judge_setups(rows: list[QuestionResult]) -> dict[str, set[tuple[str, str]]]:
-    """Judge name -> the (model, prompt hash) pairs used in these rows."""
-    setups: dict[str, set[tuple[str, str]]] = {}
-    for row in rows:
-        for name, verdict_ in row.outcome.judges.items():
-            if verdict_.score is not None:
-                setups.setdefault(name, set()).add((verdict_.model, verdict_.prompt_hash))
-    return setups
-
-
-def warnings_for(a: Campaign, b: Campaign, a_rows: list[QuestionResult], b_rows: list[QuestionResult],
-                 diff: dict[str, list[Any]], common: int) -> list[str]:
-    """Why the comparison may not mean what it seems to mean."""
+def warnings_for(a: Campaign, b: Campaign, a_judges: dict[str, set[tuple[str, str]]],
+                 b_judges: dict[str, set[tuple[str, str]]], diff: dict[str, list[Any]], common: int) -> list[str]:
+    """Why the comparison may not mean what it seems to mean (`*_judges`: each judge's (model, prompt hash) pairs)."""
     out = []
     if len(diff) > 1:
         out.append(f"the configurations differ in {len(diff)} settings ({', '.join(diff)}): "
@@ -295,7 +271,6 @@ def warnings_for(a: Campaign, b: Campaign, a_rows: list[QuestionResult], b_rows:
         out.append("the dataset content differs (content hash): the questions or labels changed")
     if (a.kind, a.source) != (b.kind, b.source):
         out.append(f"different question sets ({a.kind} {a.source} vs {b.kind} {b.source})")
-    a_judges, b_judges = judge_setups(a_rows), judge_setups(b_rows)
     for name in sorted(a_judges.keys() & b_judges.keys()):
         if a_judges[name] != b_judges[name]:
             out.append(f"judge {name} used a different model or prompt: its scores are not comparable")
@@ -317,25 +292,32 @@ def compare_results(a_campaign: Campaign, a_rows: list[QuestionResult], b_campai
     differs between the configurations (`choose_basis`). `tolerances` override measures' smallest
     meaningful differences (a question's change under it is "same").
     """
+    return compare_rows(a_campaign, ComparedRows.of(a_rows), b_campaign, ComparedRows.of(b_rows), seed=seed,
+                        resamples=resamples, effect=effect, basis=basis, tolerances=tolerances)
+
+
+def compare_rows(a_campaign: Campaign, a: ComparedRows, b_campaign: Campaign, b: ComparedRows, *, seed: int = 0,
+                 resamples: int = stats.RESAMPLES, effect: float = power.EFFECT, basis: str | None = None,
+                 tolerances: Mapping[str, float] | None = None) -> Comparison:
+    """compare_results on the questions as a comparison reads them (`ComparedRows`, from records or the store)."""
     check_draws(seed, resamples)
     effect = power.check_effect(effect)
-    a_index = {question_key(r): r for r in a_rows}
-    b_index = {question_key(r): r for r in b_rows}
-    a_values = {key: row_values(r) for key, r in a_index.items()}
-    b_values = {key: row_values(r) for key, r in b_index.items()}
-    keys = list(a_index) + [k for k in b_index if k not in a_index]
-    common = [k for k in keys if k in a_index and k in b_index]
+    a_at = {key: i for i, key in enumerate(a.keys)}   # a question asked twice: its last result
+    b_at = {key: j for j, key in enumerate(b.keys)}
+    keys = list(a_at) + [k for k in b_at if k not in a_at]
+    common = [k for k in a_at if k in b_at]
+    a_common, b_common = [a.values[a_at[k]] for k in common], [b.values[b_at[k]] for k in common]
     diff = config_diff(a_campaign, b_campaign)
-    order, reason = choose_basis(diff, [a_values[k] for k in common], [b_values[k] for k in common], basis)
-    questions = [question_entry(k, a_index.get(k), b_index.get(k), a_values.get(k, {}), b_values.get(k, {}), order)
-                 for k in keys]
-    paired, table = paired_values(common, a_values, b_values)
+    order, reason = choose_basis(diff, a_common, b_common, basis)
+    with no_cycle_collection():
+        questions = [question_entry(k, a, a_at.get(k), b, b_at.get(k), order) for k in keys]
+    paired, table = paired_values([k[0] for k in common], a_common, b_common)
     measures = measure_entries(paired, table, seed=seed, resamples=resamples, effect=effect)
     notes = notes_for(a_campaign, b_campaign, diff, common=len(common), measured=set(paired))
-    notes += one_sided([a_values[k] for k in common], [b_values[k] for k in common], set(paired))
+    notes += one_sided(a_common, b_common, set(paired))
     return Comparison(a=CampaignHeader.of(a_campaign), b=CampaignHeader.of(b_campaign), questions=questions,
                       measures=measures, config_diff=diff, seed=seed, resamples=resamples, notes=notes,
-                      warnings=warnings_for(a_campaign, b_campaign, a_rows, b_rows, diff, len(common)),
+                      warnings=warnings_for(a_campaign, b_campaign, a.setups, b.setups, diff, len(common)),
                       effect=effect, paired=paired, basis=order[0] if order else None,
                       basis_reason=reason).with_tolerances(tolerances or {})
 
@@ -411,13 +393,13 @@ def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resa
     a, b = get_campaign(store, a_id, tenant=tenant), get_campaign(store, b_id, tenant=tenant)
     pairwise = saved.find_preference(store, a, b)
     if basis:  # an asked basis is not the stored default: computed, not kept
-        return replace(compare_results(a, compared_results(store, a_id), b, compared_results(store, b_id), seed=seed,
-                                       resamples=resamples, effect=effect, basis=basis, tolerances=tolerances),
+        return replace(compare_rows(a, read_compared(store, a_id), b, read_compared(store, b_id), seed=seed,
+                                    resamples=resamples, effect=effect, basis=basis, tolerances=tolerances),
                        pairwise=pairwise)
     comparison = saved.find(store, a, b, seed=seed, resamples=resamples)
     if comparison is None:
-        comparison = compare_results(a, compared_results(store, a_id), b, compared_results(store, b_id), seed=seed,
-                                     resamples=resamples)
+        comparison = compare_rows(a, read_compared(store, a_id), b, read_compared(store, b_id), seed=seed,
+                                  resamples=resamples)
         saved.keep(store, comparison, a, b)
     return replace(comparison.with_effect(effect).with_tolerances(tolerances or {}), pairwise=pairwise)
 

@@ -20,7 +20,7 @@ from evalcore.compare.stats import McNemar
 from evalcore.diagnosis import Stage, Transition
 from evalcore.errors import EvalError
 from evalcore.judges import Verdict
-from evalcore.judges.verdict import StoredVerdicts, verdicts_json
+from evalcore.judges.verdict import StoredVerdicts, verdicts_json, verdicts_text
 from evalcore.metrics import higher_is_better, tolerance_of
 from evalcore.shapes import Key, doc
 from evalcore.targets.config import Snapshot
@@ -124,8 +124,9 @@ class QuestionDiff:
     judges_b: Mapping[str, Verdict] = field(default_factory=dict, metadata=doc(
         "each judge's verdict on B's answer, by judge (judged questions only)", optional=True))
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON shape (sources_* only for questions with expected sources, judges_* only for judged ones)."""
+    def to_dict(self, *, kept: bool = False) -> dict[str, Any]:
+        """JSON shape (sources_* only for questions with expected sources, judges_* only for judged ones); `kept`:
+        as the store keeps it, each side's verdicts one JSON text (from_dict reads it back without decoding it)."""
         data: dict[str, Any] = {
             "qid": self.qid, "question": self.question, "answer_a": self.answer_a, "answer_b": self.answer_b,
             "verdict": self.verdict.value, "basis": self.basis, "a": self.a, "b": self.b, "error_a": self.error_a,
@@ -138,7 +139,8 @@ class QuestionDiff:
             data["sources_entered"] = list(self.sources_entered)
             data["sources_left"] = list(self.sources_left or ())
         if self.judges_a or self.judges_b:
-            data["judges_a"], data["judges_b"] = verdicts_json(self.judges_a), verdicts_json(self.judges_b)
+            text = verdicts_text if kept else verdicts_json
+            data["judges_a"], data["judges_b"] = text(self.judges_a), text(self.judges_b)
         return data
 
     @classmethod

@@ -63,7 +63,7 @@ def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None
     """Store a comparison under its key, unless a campaign is still running (its results change by the second)."""
     if a.active or b.active:
         return
-    data = dumps({"questions": [stored_question(q) for q in comparison.questions],
+    data = dumps({"questions": [q.to_dict(kept=True) for q in comparison.questions],
                   "measures": [m.to_dict() for m in comparison.measures], "warnings": comparison.warnings,
                   "notes": comparison.notes, "config_diff": comparison.config_diff, "effect": comparison.effect,
                   "paired": list(comparison.paired), "basis": comparison.basis,
@@ -77,16 +77,6 @@ def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None
             "data = excluded.data, paired = excluded.paired, created_at = excluded.created_at", row))
     except sqlite3.IntegrityError:
         return   # a campaign was deleted meanwhile: there is nothing to keep
-
-
-def stored_question(question: QuestionDiff) -> dict[str, Any]:
-    """A question as kept: its JSON shape, each side's verdicts as one JSON text (QuestionDiff.from_dict reads it
-    back without decoding it)."""
-    data = question.to_dict()
-    for side in ("judges_a", "judges_b"):
-        if side in data:
-            data[side] = dumps(data[side])
-    return data
 
 
 def pack(paired: dict[str, Paired]) -> bytes:

@@ -78,7 +78,8 @@ def resample_counts(n: int, *, resamples: int, seed: int) -> Iterator[tuple[int,
         if filled + rows > block.shape[0]:
             yield start, block[:filled]
             start, filled = start + filled, 0
-        indices = rng.integers(0, n, size=(rows, n)) + np.arange(0, rows * n, n)[:, None]
+        indices = rng.integers(0, n, size=(rows, n), dtype=np.uint32)
+        indices += np.arange(0, rows * n, n, dtype=np.uint32)[:, None]
         block[filled:filled + rows] = np.bincount(indices.ravel(), minlength=rows * n).reshape(rows, n)
         filled += rows
     yield start, block[:filled]
@@ -211,7 +212,7 @@ def flipped_means(samples: Sequence[np.ndarray], groups: dict[int, list[int]], *
     while start + size < total:
         drawn = min(BLOCK_CELLS, total - start - size)
         signs = buffer[size:size + drawn]
-        np.multiply(rng.integers(0, 2, size=drawn), 2.0, out=signs)
+        np.multiply(rng.integers(0, 2, size=drawn, dtype=np.uint32), 2.0, out=signs)
         signs -= 1.0
         size += drawn
         for k in groups:

@@ -157,6 +157,13 @@ def verdicts_json(verdicts: Mapping[str, Verdict]) -> dict[str, Any]:
     return {name: verdict.to_dict() for name, verdict in verdicts.items()}
 
 
+def verdicts_text(verdicts: Mapping[str, Verdict]) -> str:
+    """Verdicts by judge as one JSON text (stored ones as their own text, without decoding them)."""
+    if isinstance(verdicts, StoredVerdicts):
+        return verdicts.text
+    return json.dumps(verdicts_json(verdicts), ensure_ascii=False, separators=(",", ":"))
+
+
 # The judges azure-ai-evaluation's evaluators document, by the name their output fields start with.
 EVALUATOR_NAMES = {"retrieval": "retrieval", "groundedness": "groundedness", "relevance": "relevance",
                    "completeness": "response_completeness", "groundedness_pro": "groundedness_pro"}

@@ -1,0 +1,253 @@
+"""A campaign's finished questions as a comparison reads them: one list per field, read column by column.
+
+A comparison of two campaigns needs, of each question, its key (id and text), its measures, the
+judges' verdicts, the answer, the error, the failure stage, the query transformation's texts,
+the relevant passages it retrieved and, for suites, the expected sources it found: not the
+record of every question with its context, scores and signatures. `read_compared` reads just
+those columns of the store and decodes each JSON column for every question in one call; the
+judges' verdicts are kept as the JSON text they were stored as (`StoredVerdicts`) when that text
+is exactly what their records would write back, so that no verdict record is built to compare
+two campaigns. `ComparedRows.of` builds the same from result records (a comparison of rows in
+memory); both give equal values, which the tests check on every stored shape.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from evalcore.campaigns.records import QuestionResult
+from evalcore.campaigns.result_rows import (
+    ALL_ROWS,
+    KEYS_HEAD,
+    answers_holder,
+    decode_ranked,
+    no_cycle_collection,
+    read_results,
+)
+from evalcore.diagnosis import Stage
+from evalcore.judges import JudgeResult, Verdict
+from evalcore.judges.verdict import StoredVerdicts
+from evalcore.metrics import MEASURES, sources_found
+from evalcore.metrics.graded import stored_column
+from evalcore.relevance import is_relevant
+from evalcore.store import Store
+
+PASS_SUFFIX = ":pass"
+QuestionKey = tuple[int, str]
+Values = dict[str, float]   # a question's measures, as row_values gives them
+Ranked = Sequence[tuple[int | None, str]]   # a question's retrieved passages: (passage id, title), in rank order
+
+
+def is_number(value: object) -> bool:
+    """A finite int or float (booleans count, as 1/0)."""
+    return isinstance(value, (int, float)) and not (isinstance(value, float) and math.isnan(value))
+
+
+def question_key(result: QuestionResult) -> QuestionKey:
+    """Two results are the same question when their id and their text both match."""
+    return key_of(result.question.qid, result.question.text)
+
+
+def key_of(qid: int, text: str) -> QuestionKey:
+    """A question's key from its id and text (white space folded)."""
+    return (qid, " ".join(text.split()))
+
+
+def row_values(result: QuestionResult) -> dict[str, float]:
+    """Every measure of a result, judges included (`judge.X` and the pass/fail rate `judge.X:pass`)."""
+    values = measure_values(result.outcome.measures)
+    for name, verdict in result.outcome.judges.items():
+        add_judge(values, name, verdict.score, verdict.result)
+    return values
+
+
+def measure_values(measures: Mapping[str, Any]) -> dict[str, float]:
+    """The numeric measures (NaN and non-numbers left out), as floats."""
+    # is_number inline: a comparison calls this for every measure of every row.
+    return {k: float(v) for k, v in measures.items() if isinstance(v, (int, float)) and not math.isnan(v)}
+
+
+def add_judge(values: dict[str, float], name: str, score: object, result: JudgeResult) -> None:
+    """A judge's score (`judge.X`, unless a measure of that name is there) and pass rate (`judge.X:pass`)."""
+    if score is not None and is_number(score):
+        values.setdefault(f"judge.{name}", float(score))  # type: ignore[arg-type]
+    measure = MEASURES.get(f"judge.{name}")
+    if (passed := result.passed) is not None and not (measure and measure.binary):
+        values[f"judge.{name}{PASS_SUFFIX}"] = 1.0 if passed else 0.0
+
+
+def relevant_pids(relevant: Mapping[Any, Any] | None) -> frozenset[int]:
+    """Passage ids labelled relevant (label >= 1)."""
+    return frozenset(int(pid) for pid, label in (relevant or {}).items() if is_number(label) and is_relevant(label))
+
+
+def found_sources(result: QuestionResult) -> frozenset[str]:
+    """The expected sources that one of the retrieved sources matches."""
+    sources = [source.to_dict() for source in result.outcome.sources]
+    return frozenset(s for s in result.question.expected_sources if sources_found([s], sources))
+
+
+@dataclass
+class ComparedRows:
+    """A campaign's finished questions, in question order: what a comparison reads of each, one list per field.
+
+    `ranked` holds each question's retrieved passages as (passage id, title); `found` the expected
+    sources its retrieved sources match (suites; empty otherwise) and `has_sources` whether it has
+    any; `setups` each judge's (model, prompt hash) pairs among the scored verdicts.
+    """
+
+    keys: list[QuestionKey] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    answers: list[str | None] = field(default_factory=list)
+    errors: list[str | None] = field(default_factory=list)
+    diagnosis: list[Stage | None] = field(default_factory=list)
+    queries: list[tuple[str, ...]] = field(default_factory=list)
+    judges: list[Mapping[str, Verdict]] = field(default_factory=list)
+    values: list[Values] = field(default_factory=list)
+    relevant: list[frozenset[int]] = field(default_factory=list)
+    ranked: list[Ranked] = field(default_factory=list)
+    found: list[frozenset[str]] = field(default_factory=list)
+    has_sources: list[bool] = field(default_factory=list)
+    setups: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @classmethod
+    def of(cls, results: Sequence[QuestionResult]) -> ComparedRows:
+        """From result records."""
+        rows = cls()
+        for result in results:
+            question, outcome = result.question, result.outcome
+            rows.keys.append(question_key(result))
+            rows.texts.append(question.text)
+            rows.answers.append(outcome.answer)
+            rows.errors.append(outcome.error)
+            rows.diagnosis.append(outcome.diagnosis)
+            rows.queries.append(outcome.queries)
+            rows.judges.append(dict(outcome.judges))
+            rows.values.append(row_values(result))
+            rows.relevant.append(relevant_pids(question.relevant))
+            rows.ranked.append(tuple((hit.pid, hit.title) for hit in outcome.retrieved))
+            rows.has_sources.append(bool(question.expected_sources))
+            rows.found.append(found_sources(result) if question.expected_sources else frozenset())
+            for name, verdict in outcome.judges.items():
+                if verdict.score is not None:
+                    rows.setups.setdefault(name, set()).add((verdict.model, verdict.prompt_hash))
+        return rows
+
+
+# What a comparison reads of a question and its result; a re-judge's shared columns come from the judged campaign's
+# row (`s`) at the same position.
+_OWN = ("position", "qid", "measures", "judges", "error", "diagnosis")
+_SHARED = ("answer", "retrieved", "context", "sources", "queries")
+_QUESTION = ("question", "relevant", "expected_sources")
+_COLUMNS = (*_QUESTION, *_OWN, *_SHARED)
+_AT = {name: position for position, name in enumerate(_COLUMNS)}
+_JOIN = "FROM results r JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = r.position"
+
+
+def _select(shared: bool) -> str:
+    columns = ([f"q.{name}" for name in _QUESTION] + [f"r.{name}" for name in _OWN]
+               + [f"{'s' if shared else 'r'}.{name}" for name in _SHARED])
+    join = " JOIN results s ON s.campaign_id = ? AND s.position = r.position" if shared else ""
+    return f"SELECT {', '.join(columns)} {_JOIN}{join} WHERE r.campaign_id = ? ORDER BY r.position LIMIT ?"
+
+
+@cache
+def verdict_keys() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The keys of a verdict's JSON, in to_dict's order: without, then with, the samples of an n-times judgement."""
+    plain = tuple(Verdict("", "", "", "", "", None, None, "", JudgeResult.UNKNOWN).to_dict())
+    return plain, (*plain, "samples", "spread")
+
+
+SPREAD_KEYS = ["n", "min", "max", "stdev"]
+RESULTS = frozenset(result.value for result in JudgeResult)
+
+
+def as_written(verdict: Mapping[str, Any]) -> bool:
+    """Whether a stored verdict's JSON is exactly what its record's to_dict writes back (then it needs no record)."""
+    keys = list(verdict)
+    plain, sampled = verdict_keys()
+    if len(keys) == len(sampled):
+        spread = verdict["spread"]
+        if keys != list(sampled) or not isinstance(verdict["samples"], list) or not (
+                spread is None or (isinstance(spread, dict) and list(spread) == SPREAD_KEYS)):
+            return False
+    elif keys != list(plain):
+        return False
+    prompt, completion = verdict["prompt_tokens"], verdict["completion_tokens"]
+    return (verdict["claims"] is None and verdict["result"] in RESULTS and type(prompt) is int
+            and type(completion) is int and verdict["tokens"] == prompt + completion)
+
+
+def decoded(texts: Sequence[str | None]) -> list[Any]:
+    """Each JSON text decoded (None for NULL), every row in one call."""
+    return list(json.loads("[" + ",".join(text or "null" for text in texts) + "]"))
+
+
+def read_compared(store: Store, campaign_id: str) -> ComparedRows:
+    """A campaign's finished questions as a comparison reads them (`ComparedRows.of` its result records, the same)."""
+    holder = answers_holder(store, campaign_id)
+    shared = holder != campaign_id
+    rows = store.read(_select(shared), (*((holder,) if shared else ()), campaign_id, ALL_ROWS))
+    if not rows:
+        return ComparedRows()
+    with no_cycle_collection():
+        out = _compared(store, holder, list(zip(*rows, strict=True)))
+    if any(out.has_sources):  # suites: the sources found need each question's outcome
+        results = read_results(store, campaign_id, detail=False)
+        out.found = [found_sources(result) if has else frozenset()
+                     for result, has in zip(results, out.has_sources, strict=True)]
+    return out
+
+
+def _compared(store: Store, holder: str, columns: list[tuple[Any, ...]]) -> ComparedRows:
+    def column(name: str) -> tuple[Any, ...]:
+        return columns[_AT[name]]
+
+    out = ComparedRows()
+    out.texts = list(column("question"))
+    out.keys = [key_of(qid, text) for qid, text in zip(column("qid"), out.texts, strict=True)]
+    out.answers = list(column("answer"))
+    out.errors = list(column("error"))
+    out.diagnosis = [Stage(stage) if stage else None for stage in column("diagnosis")]
+    out.queries = [tuple(texts) for texts in decoded(column("queries"))]
+    out.relevant = [relevant_pids(relevant) for relevant in decoded(column("relevant"))]
+    expected = decoded(column("expected_sources"))
+    out.has_sources = [bool(sources) for sources in expected]
+    out.values = [measure_values(measures or {}) for measures in stored_column(column("measures"))]
+    for values, text, verdicts in zip(out.values, column("judges"), decoded(column("judges")), strict=True):
+        verdicts = verdicts or {}
+        for name, verdict in verdicts.items():
+            score = verdict.get("score")
+            add_judge(values, name, score, JudgeResult(verdict.get("result", "unknown")))
+            if score is not None:
+                out.setups.setdefault(name, set()).add((verdict.get("model", ""), verdict.get("prompt_hash", "")))
+        out.judges.append(StoredVerdicts(text or "{}") if all(map(as_written, verdicts.values()))
+                          else {name: Verdict.from_dict(verdict) for name, verdict in verdicts.items()})
+    titles = passage_titles(store, holder)
+    out.ranked = ranked_titles(column("retrieved"), titles)
+    out.found = [frozenset()] * len(out.keys)
+    return out
+
+
+def passage_titles(store: Store, campaign_id: str) -> dict[int, tuple[int | None, str]]:
+    """A campaign's stored passages by key: (passage id, title)."""
+    rows = store.read("SELECT key, pid, title FROM campaign_passages WHERE campaign_id = ?", (campaign_id,))
+    return {row[0]: (row[1], row[2]) for row in rows}
+
+
+def ranked_titles(texts: Sequence[str], titles: Mapping[int, tuple[int | None, str]]) -> list[Ranked]:
+    """Each ranked list's (passage id, title) pairs, the passage keys of every row decoded in one call."""
+    shared = [text[len(KEYS_HEAD):text.index("]")] if text.startswith(KEYS_HEAD) else None for text in texts]
+    keys = iter(json.loads("[" + ",".join(f"[{k}]" for k in shared if k is not None) + "]"))
+    return [tuple(map(titles.__getitem__, next(keys))) if k is not None
+            else tuple((hit.pid, hit.title) for hit in decode_ranked(text, {}))   # rows of whole passages
+            for k, text in zip(shared, texts, strict=True)]
+
