@@ -282,3 +282,23 @@ def test_a_measure_with_fewer_than_two_values_has_no_interval_in_a_table():
     first, single, empty = stats.bootstrap_table(table, resamples=50, seed=0)
     assert first is not None and single is None and empty is None
     assert stats.bootstrap_table(np.empty((0, 2)), resamples=50) == [None, None]
+
+
+def test_numbers_drawn_ahead_on_another_thread_come_in_order_raise_and_stop():
+    import threading
+
+    assert list(stats.ahead(iter(range(200)), depth=3)) == list(range(200))
+
+    def failing():
+        yield 1
+        raise ValueError("drawing failed")
+
+    drawn = stats.ahead(failing())
+    assert next(drawn) == 1
+    with pytest.raises(ValueError, match="drawing failed"):
+        next(drawn)
+    before = threading.active_count()
+    endless = stats.ahead(iter(range(10**9)), depth=2)
+    assert next(endless) == 0
+    endless.close()   # the consumer stops early: the drawing thread ends too
+    assert threading.active_count() == before

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -196,12 +196,14 @@ def value_columns(rows: list[Values]) -> dict[str, np.ndarray]:
     return columns
 
 
-def measure_entries(paired: dict[str, Paired], table: np.ndarray, *, seed: int, resamples: int,
-                    effect: float) -> list[MeasureDelta]:
+def measure_entries(paired: dict[str, Paired], table: np.ndarray, *, seed: int, resamples: int, effect: float,
+                    pool: Executor | None = None) -> list[MeasureDelta]:
     """Every measure's delta: one bootstrap resample of the common questions and one stream of sign flips serve
-    every measure (stats)."""
+    every measure (stats); with a pool, the sign flips are drawn beside the bootstrap (numpy releases the GIL)."""
+    diffs = [values.b - values.a for values in paired.values()]
+    flips = pool.submit(stats.sign_flip_tests, diffs, resamples=resamples, seed=seed) if pool else None
     intervals = stats.bootstrap_table(table, resamples=resamples, seed=seed)
-    tests = stats.sign_flip_tests([values.b - values.a for values in paired.values()], resamples=resamples, seed=seed)
+    tests = flips.result() if flips else stats.sign_flip_tests(diffs, resamples=resamples, seed=seed)
     return [measure_entry(name, values, interval, test, effect=effect)
             for (name, values), interval, test in zip(paired.items(), intervals, tests, strict=True)]
 
@@ -313,8 +315,9 @@ def compare_rows(a_campaign: Campaign, a: ComparedRows, b_campaign: Campaign, b:
     paired, table = paired_values([k[0] for k in common], a_common, b_common)
     # The statistics are numpy's (drawing, counting, matrix products, the GIL released) while the questions' lines are
     # Python's: on a second core they take no longer than the lines alone.
-    with ThreadPoolExecutor(1, thread_name_prefix="comparison-statistics") as pool:
-        statistics = pool.submit(measure_entries, paired, table, seed=seed, resamples=resamples, effect=effect)
+    with ThreadPoolExecutor(2, thread_name_prefix="comparison-statistics") as pool:
+        statistics = pool.submit(measure_entries, paired, table, seed=seed, resamples=resamples, effect=effect,
+                                 pool=pool)
         with no_cycle_collection():
             questions = [question_entry(k, a, a_at.get(k), b, b_at.get(k), order) for k in keys]
         measures = statistics.result()

@@ -28,17 +28,20 @@ more than they save at these sizes.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+import queue
+import threading
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from math import comb
 from statistics import NormalDist
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from evalcore.shapes import doc
 
+T = TypeVar("T")
 RESAMPLES = 10_000
 ALPHA = 0.05
 # Random numbers are drawn and used in blocks of at most this many cells (512 kB of float64):
@@ -74,15 +77,61 @@ def resample_counts(n: int, *, resamples: int, seed: int) -> Iterator[tuple[int,
     rng = np.random.default_rng(seed)
     block = np.empty((max(1, PRODUCT_CELLS // max(n, 1)), n))
     start = filled = 0
-    for rows in slices(resamples, n):
+    sizes = slices(resamples, n)
+    # uint32 indices are the same stream as the default int64 ones, drawn three times as fast; they are drawn on
+    # another thread (numpy draws without the GIL) while this one counts them and multiplies.
+    drawn = ahead(rng.integers(0, n, size=(rows, n), dtype=np.uint32) for rows in sizes)
+    for rows, indices in zip(sizes, drawn, strict=True):
         if filled + rows > block.shape[0]:
             yield start, block[:filled]
             start, filled = start + filled, 0
-        indices = rng.integers(0, n, size=(rows, n), dtype=np.uint32)
         indices += np.arange(0, rows * n, n, dtype=np.uint32)[:, None]
         block[filled:filled + rows] = np.bincount(indices.ravel(), minlength=rows * n).reshape(rows, n)
         filled += rows
     yield start, block[:filled]
+
+
+def ahead(items: Iterator[T] | Iterable[T], depth: int = 8) -> Iterator[T]:
+    """The items of an iterable, in order, each made on a thread of its own up to `depth` items ahead.
+
+    Worth it for work that releases the GIL (numpy's random numbers); an error raised making one is raised here.
+    The thread stops when the items run out or when this generator is closed.
+    """
+    made: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=depth)
+    closed = threading.Event()
+
+    def offer(entry: tuple[bool, Any]) -> bool:
+        """Queue an entry unless the consumer has gone; whether it was queued."""
+        while not closed.is_set():
+            try:
+                made.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def make() -> None:
+        try:
+            for item in items:
+                if not offer((True, item)):
+                    return
+            offer((False, None))
+        except Exception as error:  # noqa: BLE001 (handed to the consumer, which raises it)
+            offer((False, error))
+
+    thread = threading.Thread(target=make, name="drawn-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            more, item = made.get()
+            if not more:
+                if item is not None:
+                    raise item
+                return
+            yield item
+    finally:
+        closed.set()
+        thread.join()
 
 
 def bootstrap_means(columns: np.ndarray, *, resamples: int = RESAMPLES, seed: int = 0) -> np.ndarray:
