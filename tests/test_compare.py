@@ -651,9 +651,11 @@ def same_rows(read, built):
     """Two ComparedRows hold the same questions (verdicts compared in their JSON shape)."""
     from evalcore.judges.verdict import verdicts_json
 
-    for name in ("keys", "texts", "answers", "errors", "diagnosis", "queries", "values", "relevant", "ranked",
-                 "found", "has_sources", "setups"):
+    for name in ("keys", "texts", "answers", "errors", "diagnosis", "queries", "values", "relevant", "found",
+                 "has_sources", "setups"):
         assert getattr(read, name) == getattr(built, name), name
+    assert [[read.passages[k] for k in keys] for keys in read.ranked] == \
+        [[built.passages[k] for k in keys] for keys in built.ranked]
     assert [verdicts_json(v) for v in read.judges] == [verdicts_json(v) for v in built.judges]
 
 

@@ -40,7 +40,7 @@ from evalcore.store import Store
 PASS_SUFFIX = ":pass"
 QuestionKey = tuple[int, str]
 Values = dict[str, float]   # a question's measures, as row_values gives them
-Ranked = Sequence[tuple[int | None, str]]   # a question's retrieved passages: (passage id, title), in rank order
+Ranked = Sequence[int]   # a question's retrieved passages, in rank order: their keys in ComparedRows.passages
 
 
 def is_number(value: object) -> bool:
@@ -62,7 +62,7 @@ def row_values(result: QuestionResult) -> dict[str, float]:
     """Every measure of a result, judges included (`judge.X` and the pass/fail rate `judge.X:pass`)."""
     values = measure_values(result.outcome.measures)
     for name, verdict in result.outcome.judges.items():
-        add_judge(values, name, verdict.score, verdict.result)
+        add_judge(values, name, verdict.score, verdict.result.passed)
     return values
 
 
@@ -72,13 +72,20 @@ def measure_values(measures: Mapping[str, Any]) -> dict[str, float]:
     return {k: float(v) for k, v in measures.items() if isinstance(v, (int, float)) and not math.isnan(v)}
 
 
-def add_judge(values: dict[str, float], name: str, score: object, result: JudgeResult) -> None:
+def add_judge(values: dict[str, float], name: str, score: object, passed: bool | None) -> None:
     """A judge's score (`judge.X`, unless a measure of that name is there) and pass rate (`judge.X:pass`)."""
+    score_name, pass_name = judge_measures(name)
     if score is not None and is_number(score):
-        values.setdefault(f"judge.{name}", float(score))  # type: ignore[arg-type]
+        values.setdefault(score_name, float(score))  # type: ignore[arg-type]
+    if passed is not None and pass_name:
+        values[pass_name] = 1.0 if passed else 0.0
+
+
+@cache
+def judge_measures(name: str) -> tuple[str, str | None]:
+    """The measures a judge's verdicts give: its score, and its pass rate (none when the score is pass/fail)."""
     measure = MEASURES.get(f"judge.{name}")
-    if (passed := result.passed) is not None and not (measure and measure.binary):
-        values[f"judge.{name}{PASS_SUFFIX}"] = 1.0 if passed else 0.0
+    return f"judge.{name}", None if measure and measure.binary else f"judge.{name}{PASS_SUFFIX}"
 
 
 def relevant_pids(relevant: Mapping[Any, Any] | None) -> frozenset[int]:
@@ -96,7 +103,7 @@ def found_sources(result: QuestionResult) -> frozenset[str]:
 class ComparedRows:
     """A campaign's finished questions, in question order: what a comparison reads of each, one list per field.
 
-    `ranked` holds each question's retrieved passages as (passage id, title); `found` the expected
+    `ranked` holds each question's retrieved passages as keys of `passages` (passage id, title); `found` the expected
     sources its retrieved sources match (suites; empty otherwise) and `has_sources` whether it has
     any; `setups` each judge's (model, prompt hash) pairs among the scored verdicts.
     """
@@ -111,12 +118,32 @@ class ComparedRows:
     values: list[Values] = field(default_factory=list)
     relevant: list[frozenset[int]] = field(default_factory=list)
     ranked: list[Ranked] = field(default_factory=list)
+    passages: dict[int, tuple[int | None, str]] = field(default_factory=dict)
     found: list[frozenset[str]] = field(default_factory=list)
     has_sources: list[bool] = field(default_factory=list)
     setups: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+    _keys: dict[tuple[int | None, str], int] = field(default_factory=dict, repr=False, compare=False)
+    _next: int = field(default=0, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    def retrieved_among(self, i: int, among: frozenset[int]) -> dict[int, str]:
+        """Question i's retrieved passage id -> title, in rank order, of the passages among these ids."""
+        passages = self.passages
+        return {int(pid): title for pid, title in map(passages.__getitem__, self.ranked[i])
+                if pid is not None and int(pid) in among}
+
+    def key_of(self, pid: int | None, title: str) -> int:
+        """The key in `passages` of a passage named here (not by the store): the same passage, the same key."""
+        key = self._keys.get((pid, title))
+        if key is None:
+            if not self._keys:   # after the store's keys
+                self._next = max(self.passages, default=-1) + 1
+            key = self._keys[(pid, title)] = self._next
+            self._next += 1
+            self.passages[key] = (pid, title)
+        return key
 
     @classmethod
     def of(cls, results: Sequence[QuestionResult]) -> ComparedRows:
@@ -133,7 +160,7 @@ class ComparedRows:
             rows.judges.append(dict(outcome.judges))
             rows.values.append(row_values(result))
             rows.relevant.append(relevant_pids(question.relevant))
-            rows.ranked.append(tuple((hit.pid, hit.title) for hit in outcome.retrieved))
+            rows.ranked.append([rows.key_of(hit.pid, hit.title) for hit in outcome.retrieved])
             rows.has_sources.append(bool(question.expected_sources))
             rows.found.append(found_sources(result) if question.expected_sources else frozenset())
             for name, verdict in outcome.judges.items():
@@ -168,6 +195,7 @@ def verdict_keys() -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 SPREAD_KEYS = ["n", "min", "max", "stdev"]
 RESULTS = frozenset(result.value for result in JudgeResult)
+PASSED = {result.value: result.passed for result in JudgeResult}   # a verdict's result word: passed, failed or None
 
 
 def as_written(verdict: Mapping[str, Any]) -> bool:
@@ -225,14 +253,16 @@ def _compared(store: Store, holder: str, columns: list[tuple[Any, ...]]) -> Comp
     for values, text, verdicts in zip(out.values, column("judges"), decoded(column("judges")), strict=True):
         verdicts = verdicts or {}
         for name, verdict in verdicts.items():
-            score = verdict.get("score")
-            add_judge(values, name, score, JudgeResult(verdict.get("result", "unknown")))
+            score, result = verdict.get("score"), verdict.get("result", "unknown")
+            if result not in PASSED:
+                JudgeResult(result)   # a word no verdict has is refused, as reading its record would
+            add_judge(values, name, score, PASSED[result])
             if score is not None:
                 out.setups.setdefault(name, set()).add((verdict.get("model", ""), verdict.get("prompt_hash", "")))
         out.judges.append(StoredVerdicts(text or "{}") if all(map(as_written, verdicts.values()))
                           else {name: Verdict.from_dict(verdict) for name, verdict in verdicts.items()})
-    titles = passage_titles(store, holder)
-    out.ranked = ranked_titles(column("retrieved"), titles)
+    out.passages = passage_titles(store, holder)
+    out.ranked = ranked_keys(column("retrieved"), out)
     out.found = [frozenset()] * len(out.keys)
     return out
 
@@ -243,11 +273,10 @@ def passage_titles(store: Store, campaign_id: str) -> dict[int, tuple[int | None
     return {row[0]: (row[1], row[2]) for row in rows}
 
 
-def ranked_titles(texts: Sequence[str], titles: Mapping[int, tuple[int | None, str]]) -> list[Ranked]:
-    """Each ranked list's (passage id, title) pairs, the passage keys of every row decoded in one call."""
+def ranked_keys(texts: Sequence[str], rows: ComparedRows) -> list[Ranked]:
+    """Each ranked list's passage keys, decoded for every row in one call (the scores after them are not read); a row
+    of whole passages (as older versions stored them) gets keys of its own."""
     shared = [text[len(KEYS_HEAD):text.index("]")] if text.startswith(KEYS_HEAD) else None for text in texts]
     keys = iter(json.loads("[" + ",".join(f"[{k}]" for k in shared if k is not None) + "]"))
-    return [tuple(map(titles.__getitem__, next(keys))) if k is not None
-            else tuple((hit.pid, hit.title) for hit in decode_ranked(text, {}))   # rows of whole passages
+    return [next(keys) if k is not None else [rows.key_of(hit.pid, hit.title) for hit in decode_ranked(text, {})]
             for k, text in zip(shared, texts, strict=True)]
-

@@ -22,7 +22,6 @@ from evalcore.campaigns import (
 from evalcore.campaigns.compared import (
     ComparedRows,
     QuestionKey,
-    Ranked,
     Values,
     question_key,
     read_compared,
@@ -86,7 +85,7 @@ def passage_changes(a: ComparedRows, i: int, b: ComparedRows, j: int) -> Changes
     entered: tuple[Passage, ...] = ()
     left: tuple[Passage, ...] = ()
     if relevant:
-        a_top, b_top = retrieved_among(a.ranked[i], relevant), retrieved_among(b.ranked[j], relevant)
+        a_top, b_top = a.retrieved_among(i, relevant), b.retrieved_among(j, relevant)
         entered = tuple(Passage(p, b_top[p]) for p in sorted(b_top.keys() - a_top.keys()))
         left = tuple(Passage(p, a_top[p]) for p in sorted(a_top.keys() - b_top.keys()))
     sources_entered = sources_left = None
@@ -94,11 +93,6 @@ def passage_changes(a: ComparedRows, i: int, b: ComparedRows, j: int) -> Changes
         a_found, b_found = a.found[i], b.found[j]
         sources_entered, sources_left = tuple(sorted(b_found - a_found)), tuple(sorted(a_found - b_found))
     return Changes(entered, left, sources_entered, sources_left)
-
-
-def retrieved_among(ranked: Ranked, among: frozenset[int]) -> dict[int, str]:
-    """Retrieved passage id -> title, in rank order, of the passages among these ids."""
-    return {int(pid): title for pid, title in ranked if pid is not None and int(pid) in among}
 
 
 def choose_basis(diff: dict[str, list[Any]], a_values: list[Values], b_values: list[Values],
