@@ -119,9 +119,12 @@ def compare_command(args: argparse.Namespace) -> int:
 
         result = compare_sweep(store_of(args), ids, seed=args.seed, resamples=args.resamples)
     trust = comparison_trust(store_of(args), ids[0], ids[1]) if isinstance(result, Comparison) else None
-    if args.json:
-        data = result.to_dict() | ({"agreement": trust.to_dict()} if trust is not None else {})
-        print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    if args.json and isinstance(result, Comparison):
+        from evalcore.compare.json_text import comparison_text
+
+        print(comparison_text(result, {"agreement": trust.to_dict()} if trust is not None else None, lines=True))
+    elif args.json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2, default=str))
     elif isinstance(result, Comparison):
         lines = format_comparison(result, campaign_names(store_of(args), (result.a.id, result.b.id)))
         print("\n".join(lines + (trust.lines() if trust is not None else []) + pairwise_lines(result.pairwise)))

@@ -394,10 +394,11 @@ class Comparison:
             return self
         return replace(self, effect=effect, measures=[m.with_effect(effect) for m in self.measures])
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON shape for --json, the API and the dashboard."""
+    def to_dict(self, *, questions: Any = None) -> dict[str, Any]:
+        """JSON shape for --json, the API and the dashboard (`questions`: what stands for the questions' list)."""
         return {"a": self.a.to_dict(), "b": self.b.to_dict(), "verdicts": self.verdicts,
-                "questions": [q.to_dict() for q in self.questions], "measures": [m.to_dict() for m in self.measures],
+                "questions": [q.to_dict() for q in self.questions] if questions is None else questions,
+                "measures": [m.to_dict() for m in self.measures],
                 "warnings": self.warnings, "power_warnings": self.power_warnings, "notes": self.notes,
                 "transitions": [t.to_dict() for t in self.transitions],
                 "config_diff": self.config_diff, "seed": self.seed, "resamples": self.resamples,
