@@ -68,7 +68,10 @@ def row_values(result: QuestionResult) -> dict[str, float]:
 
 def measure_values(measures: Mapping[str, Any]) -> dict[str, float]:
     """The numeric measures (NaN and non-numbers left out), as floats."""
-    # is_number inline: a comparison calls this for every measure of every row.
+    # A comparison calls this for every measure of every row: stored measures are nearly always floats, kept as they
+    # are but NaN (the only value unequal to itself); any other row is read value by value.
+    if all(type(v) is float for v in measures.values()):
+        return {k: v for k, v in measures.items() if v == v}  # noqa: PLR0124
     return {k: float(v) for k, v in measures.items() if isinstance(v, (int, float)) and not math.isnan(v)}
 
 
@@ -90,7 +93,8 @@ def judge_measures(name: str) -> tuple[str, str | None]:
 
 def relevant_pids(relevant: Mapping[Any, Any] | None) -> frozenset[int]:
     """Passage ids labelled relevant (label >= 1)."""
-    return frozenset(int(pid) for pid, label in (relevant or {}).items() if is_number(label) and is_relevant(label))
+    return frozenset(int(pid) for pid, label in (relevant or {}).items()
+                     if isinstance(label, (int, float)) and is_relevant(label))   # a NaN label is never relevant
 
 
 def found_sources(result: QuestionResult) -> frozenset[str]:
