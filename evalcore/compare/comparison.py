@@ -395,11 +395,13 @@ def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resa
     a, b = get_campaign(store, a_id, tenant=tenant), get_campaign(store, b_id, tenant=tenant)
     pairwise = saved.find_preference(store, a, b)
     if basis:  # an asked basis is not the stored default: computed, not kept
+        power.prepare()
         return replace(compare_rows(a, read_compared(store, a_id), b, read_compared(store, b_id), seed=seed,
                                     resamples=resamples, effect=effect, basis=basis, tolerances=tolerances),
                        pairwise=pairwise)
     comparison = saved.find(store, a, b, seed=seed, resamples=resamples)
     if comparison is None:
+        power.prepare()
         comparison = compare_rows(a, read_compared(store, a_id), b, read_compared(store, b_id), seed=seed,
                                   resamples=resamples)
         saved.keep(store, comparison, a, b)

@@ -20,7 +20,10 @@ is usually a little more conservative at small n.
 
 from __future__ import annotations
 
+import importlib
 import math
+import sys
+import threading
 from collections.abc import Callable
 from functools import lru_cache
 from statistics import NormalDist
@@ -31,6 +34,14 @@ ALPHA = 0.05
 POWER = 0.8
 EFFECT = 0.02  # the default difference to detect, in the measure's own units
 MAX_NONCENTRALITY = 1e8
+
+
+def prepare() -> None:
+    """Start importing scipy.special on a thread of its own (a third of a second) while the caller reads what it
+    will compute power for; the first power_at then finds it imported, or waits for the import under way."""
+    if "scipy.special" not in sys.modules:
+        threading.Thread(target=importlib.import_module, args=("scipy.special",), name="power-import",
+                         daemon=True).start()
 
 
 def t_power(delta: float, sd: float, n: float, *, alpha: float = ALPHA) -> float:
