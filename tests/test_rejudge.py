@@ -343,6 +343,14 @@ def test_both_stores_keep_the_answers_once_and_read_them_back_for_the_rejudge(db
     assert stored == 3  # the judged campaign's rows only
     exported = [json.loads(line) for line in export_campaign(manager.store, again, "jsonl").splitlines()]
     assert [line["answer"] for line in exported] == [r.outcome.answer for r in old]
+    # A comparison reads the re-judge's columns joined with the judged campaign's row, on both backends.
+    from evalcore.compare import compare_campaigns, compare_results
+
+    kept = compare_campaigns(manager.store, source, again, resamples=200)
+    direct = compare_results(get_campaign(manager.store, source), campaign_results(manager.store, source),
+                             get_campaign(manager.store, again), campaign_results(manager.store, again), resamples=200)
+    assert kept.to_dict() == direct.to_dict() and {q.verdict for q in kept.questions} <= {"better", "worse", "same"}
+    assert all(q.answer_a == q.answer_b and not q.answer_changed for q in kept.questions)
     manager.close()
 
 
