@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from evalcore.errors import EvalError
 from evalcore.metrics.retrieval import GRADED_NDCG_MEASURES, batch_scores, graded_ndcg
 from evalcore.metrics.trec_files import Judgements, Ranking, row_place
-from evalcore.metrics.trec_scan import Ids
+from evalcore.metrics.trec_scan import Ids, as_numpy, from_numpy
 
 BUCKET_BITS = 24
 HASH_BLOCK = 1 << 20
@@ -54,7 +54,7 @@ def _query_codes(first: Ids, second: Ids) -> tuple[np.ndarray, np.ndarray, pa.Ar
     """
     (first_rows, first_ids), (second_rows, second_ids) = first.heads(), second.heads()
     encoded = pc.dictionary_encode(pa.concat_arrays([first_ids.cast(pa.string()), second_ids.cast(pa.string())]))
-    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    codes = as_numpy(encoded.indices)
     split = [codes[: len(first_rows)], codes[len(first_rows) :]]
     repeated = [
         np.repeat(code, np.diff(np.append(rows, len(values))))
@@ -85,18 +85,49 @@ def _buckets(keys: np.ndarray, out: np.ndarray) -> np.ndarray:
     return out
 
 
-def _maybe_judged(run_pair: np.ndarray, rel_pair: np.ndarray) -> np.ndarray:
-    """Rows whose (query, document) pair may be judged: a bitmap of hashed judged pairs rules
-    out most of a deep run for the price of one lookup per row, so the exact search sees few
-    rows. The run is hashed a block at a time into one small buffer (fresh memory is costly)."""
-    bitmap = np.zeros(1 << BUCKET_BITS, dtype=bool)
-    bitmap[_buckets(rel_pair, np.empty(rel_pair.size, dtype=np.uint64))] = True
-    found = np.empty(run_pair.size, dtype=bool)
+class _PairTable(NamedTuple):
+    """Judged (query, document) pairs by mixed key: a table of 2^24 buckets holding the qrels
+    row of the one pair in the bucket (-1: none, -2: several), and the pairs of shared buckets
+    sorted by key (`order`: their qrels rows)."""
+
+    buckets: np.ndarray
+    order: np.ndarray
+    ordered: np.ndarray
+
+
+def _pair_table(rel_pair: np.ndarray) -> _PairTable:
+    bucket = _buckets(rel_pair, np.empty(rel_pair.size, dtype=np.uint64))
+    table = np.full(1 << BUCKET_BITS, -1, dtype=np.int32)
+    rows = np.arange(rel_pair.size, dtype=np.int32)
+    table[bucket] = rows
+    table[bucket[table[bucket] != rows]] = -2  # a bucket kept another row: several pairs share it
+    shared = np.flatnonzero(table[bucket] == -2)
+    order = shared[np.argsort(rel_pair[shared], kind="stable")]  # equal pairs in line order, for the message
+    return _PairTable(table, order, rel_pair[order])
+
+
+def _judged_rows(run_pair: np.ndarray, rel_pair: np.ndarray, table: _PairTable) -> tuple[np.ndarray, np.ndarray]:
+    """(run rows, qrels rows) whose mixed pairs are equal: one table lookup per run row, a
+    block at a time into one small buffer (fresh memory is costly), a binary search for the
+    few rows that land in a shared bucket."""
+    rows, judged = [], []
     buffer = np.empty(min(HASH_BLOCK, run_pair.size), dtype=np.uint64)
     for start in range(0, run_pair.size, HASH_BLOCK):
         part = run_pair[start : start + HASH_BLOCK]
-        found[start : start + part.size] = bitmap[_buckets(part, buffer[: part.size])]
-    return np.flatnonzero(found)
+        slot = table.buckets[_buckets(part, buffer[: part.size])]
+        direct = np.flatnonzero(slot >= 0)
+        found = direct[rel_pair[slot[direct]] == part[direct]]
+        rows.append(found + start)
+        judged.append(slot[found].astype(np.int64))
+        crowded = np.flatnonzero(slot == -2)
+        if crowded.size:
+            place = np.minimum(np.searchsorted(table.ordered, part[crowded]), table.ordered.size - 1)
+            hit = table.ordered[place] == part[crowded]
+            rows.append(crowded[hit] + start)
+            judged.append(table.order[place[hit]])
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(rows), np.concatenate(judged)
 
 
 def _labels(run_q: np.ndarray, run_d: np.ndarray, run_ids: Ids, qrels: Judgements, rel_q: np.ndarray,
@@ -104,16 +135,11 @@ def _labels(run_q: np.ndarray, run_d: np.ndarray, run_ids: Ids, qrels: Judgement
     """The qrels label of every run row (the type's minimum when unjudged), by exact (query,
     document) lookup: pairs are found through their keys, then checked on the ids themselves."""
     rel_pair = _mixed(rel_q, rel_d)
-    order = np.argsort(rel_pair, kind="stable")  # equal pairs in line order, for the message
-    ordered = rel_pair[order]
-    repeated = np.flatnonzero(ordered[1:] == ordered[:-1])
+    table = _pair_table(rel_pair)
+    repeated = np.flatnonzero(table.ordered[1:] == table.ordered[:-1])
     if repeated.size:
-        _judged_twice(qrels, rel_q, rel_d, order, repeated, exact)
-    run_pair = _mixed(run_q, run_d)
-    candidates = _maybe_judged(run_pair, rel_pair)
-    slot = np.minimum(np.searchsorted(ordered, run_pair[candidates]), max(ordered.size - 1, 0))
-    hit = ordered[slot] == run_pair[candidates] if ordered.size else np.zeros(candidates.size, dtype=bool)
-    rows, judged = candidates[hit], order[slot[hit]]
+        _judged_twice(qrels, rel_q, rel_d, table.order, repeated, exact)
+    rows, judged = _judged_rows(_mixed(run_q, run_d), rel_pair, table)
     # The same mixed pair can stand for another pair: keep the rows whose query and document agree.
     same = (run_q[rows] == rel_q[judged]) & (run_d[rows] == rel_d[judged])
     rows, judged = rows[same], judged[same]
@@ -164,7 +190,7 @@ def _label_type(labels: np.ndarray, level: int) -> type[np.signedinteger]:
 def _exact_keys(first: Ids, second: Ids) -> tuple[np.ndarray, np.ndarray]:
     """Codes of a hash table of the distinct document ids of both files (slow, never shared)."""
     joined = pa.chunked_array(first.arrow().chunks + second.arrow().chunks, type=pa.string()).combine_chunks()
-    codes = pc.dictionary_encode(joined).indices.to_numpy(zero_copy_only=False).astype(np.uint64)
+    codes = as_numpy(pc.dictionary_encode(joined).indices).astype(np.uint64)
     return codes[: len(first)], codes[len(first) :]
 
 
@@ -239,9 +265,9 @@ def _tie_order(order: np.ndarray | None, tie: np.ndarray, encoded: _Encoded) -> 
     run = np.cumsum(opens) - 1
     inside = mixed[run]
     positions, rows = positions[inside], rows[inside]
-    table = pa.table({"run": run[inside], "doc": encoded.docid.take(rows)})
+    table = pa.table({"run": from_numpy(run[inside]), "doc": encoded.docid.take(rows)})
     # pyarrow compares strings bytewise, as trec_eval's strcmp.
-    sort = pc.sort_indices(table, sort_keys=[("run", "ascending"), ("doc", "descending")]).to_numpy()
+    sort = as_numpy(pc.sort_indices(table, sort_keys=[("run", "ascending"), ("doc", "descending")]))
     return positions, rows[sort]
 
 

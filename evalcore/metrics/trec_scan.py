@@ -32,6 +32,33 @@ _MIX = (np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB), np.uint64(
 _SHIFTS = (np.uint64(30), np.uint64(27), np.uint64(31))
 
 
+_NUMPY_TYPES = {"bool": np.uint8, "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
+                "uint32": np.uint32, "uint64": np.uint64, "float": np.float32, "double": np.float64}
+
+
+def as_numpy(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A pyarrow array of numbers or booleans without nulls as numpy, read from its buffers:
+    pyarrow's own conversion (to_numpy, np.asarray) imports pandas, a third of a second."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    kind = _NUMPY_TYPES.get(str(values.type))
+    if kind is None or values.null_count:
+        converted: np.ndarray = values.to_numpy(zero_copy_only=False)
+        return converted
+    if kind is np.uint8:  # booleans: one bit each
+        bits = np.frombuffer(values.buffers()[1], dtype=np.uint8)
+        unpacked = np.unpackbits(bits, bitorder="little")[values.offset : values.offset + len(values)]
+        return unpacked.view(bool)
+    width = np.dtype(kind).itemsize
+    return np.frombuffer(values.buffers()[1], dtype=kind, count=len(values), offset=values.offset * width)
+
+
+def from_numpy(values: np.ndarray) -> pa.Array:
+    """An int64 numpy array as pyarrow's, without the conversion that imports pandas."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), values.size, [None, pa.py_buffer(values)])
+
+
 class Spans(NamedTuple):
     """Fields of a file: `data[starts[i] : starts[i] + lengths[i]]` is row i's."""
 
@@ -41,20 +68,20 @@ class Spans(NamedTuple):
 
 
 def _words(data: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """The 8 bytes at each position as a little-endian word (zeros past the end of `data`);
-    positions must be increasing."""
+    """The 8 bytes at each position as a little-endian word (zeros past the end of `data`)."""
     body = max(data.size - WORD + 1, 0)
-    inside = int(np.searchsorted(positions, body)) if positions.size and positions[-1] >= body else positions.size
-    words = np.empty(positions.size, dtype=np.uint64)
-    if inside:
-        # Fancy indexing of a view with a 1-byte stride (np.take on it is many times slower).
-        words[:inside] = np.ndarray((body,), dtype="<u8", buffer=data, strides=(1,))[positions[:inside]]
-    if inside < positions.size:
-        tail = np.concatenate((data[body:], np.zeros(WORD, dtype=np.uint8)))
-        # A position past the end (a short field's unused word) reads zeros: its mask drops it.
-        words[inside:] = np.ndarray((tail.size - WORD + 1,), dtype="<u8", buffer=tail, strides=(1,))[
-            np.minimum(positions[inside:] - body, tail.size - WORD)
-        ]
+    # Fancy indexing of a view with a 1-byte stride (np.take on it is many times slower).
+    view = np.ndarray((body,), dtype="<u8", buffer=data, strides=(1,))
+    if not positions.size or int(positions.max()) < body:
+        words: np.ndarray = view[positions]
+        return words
+    late = positions >= body
+    words = view[np.where(late, 0, positions)] if body else np.zeros(positions.size, dtype=np.uint64)
+    tail = np.concatenate((data[body:], np.zeros(WORD, dtype=np.uint8)))
+    # A position past the end (a short field's unused word) reads zeros: its mask drops it.
+    words[late] = np.ndarray((tail.size - WORD + 1,), dtype="<u8", buffer=tail, strides=(1,))[
+        np.minimum(positions[late] - body, tail.size - WORD)
+    ]
     return words
 
 
@@ -174,8 +201,7 @@ def numbers(spans: Spans, kind: pa.DataType) -> np.ndarray:
             far = np.flatnonzero(~inline)
             high[far] = spans.starts[far].astype(np.uint64) << np.uint64(32)
     array = pa.Array.from_buffers(pa.string_view(), lengths.size, [None, pa.py_buffer(views), pa.py_buffer(spans.data)])
-    parsed: np.ndarray = array.cast(kind).to_numpy()
-    return parsed
+    return as_numpy(array.cast(kind))
 
 
 class Ids:
@@ -211,10 +237,10 @@ class Ids:
         """The ids of these rows as a pyarrow string array."""
         rows = np.asarray(rows, dtype=np.int64)
         if self._arrow is not None:
-            return self._arrow.take(pa.array(rows)).combine_chunks()
+            return self._arrow.take(from_numpy(rows)).combine_chunks()
         if self._runs is not None:
             starts, values, _ = self._runs
-            return values.take(pa.array(np.searchsorted(starts, rows, side="right") - 1))
+            return values.take(from_numpy(np.searchsorted(starts, rows, side="right") - 1))
         assert self._spans is not None
         return strings(self._spans, rows)
 
@@ -246,8 +272,14 @@ class Ids:
         """Whether the id of each of `rows` equals `other`'s id at the matching row, on the bytes."""
         if not rows.size:
             return np.zeros(0, dtype=bool)
-        equal: np.ndarray = pc.equal(self.take(rows), other.take(other_rows)).to_numpy(zero_copy_only=False)
-        return equal
+        if self._spans is not None and other._spans is not None:  # compared a word at a time
+            ours = Spans(self._spans.data, self._spans.starts[rows], self._spans.lengths[rows])
+            theirs = Spans(other._spans.data, other._spans.starts[other_rows], other._spans.lengths[other_rows])
+            equal: np.ndarray = ours.lengths == theirs.lengths
+            for index in range(-(-int(ours.lengths.max()) // WORD)):
+                equal &= _word(ours, index) == _word(theirs, index)
+            return equal
+        return as_numpy(pc.equal(self.take(rows), other.take(other_rows)))
 
 
 def _chunk_spans(values: pa.ChunkedArray) -> list[tuple[Spans, int]]:
