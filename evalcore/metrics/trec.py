@@ -76,6 +76,7 @@ class _Encoded(NamedTuple):
     qids: pa.Array
     docid: Ids  # the run's document ids, for trec_eval's tie order and to settle shared keys
     exact: bool  # different documents never share a key
+    pairs: np.ndarray  # the mixed (query, document) pair of each run row, in the file's order
 
 
 def _buckets(keys: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -131,15 +132,18 @@ def _judged_rows(run_pair: np.ndarray, rel_pair: np.ndarray, table: _PairTable) 
 
 
 def _labels(run_q: np.ndarray, run_d: np.ndarray, run_ids: Ids, qrels: Judgements, rel_q: np.ndarray,
-            rel_d: np.ndarray, level: int, exact: bool) -> np.ndarray:
+            rel_d: np.ndarray, level: int, exact: bool) -> tuple[np.ndarray, np.ndarray]:
     """The qrels label of every run row (the type's minimum when unjudged), by exact (query,
-    document) lookup: pairs are found through their keys, then checked on the ids themselves."""
-    rel_pair = _mixed(rel_q, rel_d)
+    document) lookup: pairs are found through their keys, then checked on the ids themselves;
+    and the mixed pair of every run row."""
+    spread = _spread(int(max(run_q.max(initial=0), rel_q.max(initial=0))) + 1)
+    rel_pair = _mixed(rel_q, rel_d, spread)
     table = _pair_table(rel_pair)
     repeated = np.flatnonzero(table.ordered[1:] == table.ordered[:-1])
     if repeated.size:
         _judged_twice(qrels, rel_q, rel_d, table.order, repeated, exact)
-    rows, judged = _judged_rows(_mixed(run_q, run_d), rel_pair, table)
+    run_pair = _mixed(run_q, run_d, spread)
+    rows, judged = _judged_rows(run_pair, rel_pair, table)
     # The same mixed pair can stand for another pair: keep the rows whose query and document agree.
     same = (run_q[rows] == rel_q[judged]) & (run_d[rows] == rel_d[judged])
     rows, judged = rows[same], judged[same]
@@ -152,7 +156,7 @@ def _labels(run_q: np.ndarray, run_d: np.ndarray, run_ids: Ids, qrels: Judgement
     kind = _label_type(qrels.label, level)
     label = np.full(run_q.size, np.iinfo(kind).min, dtype=kind)
     label[rows] = qrels.label[judged]
-    return label
+    return label, run_pair
 
 
 def _judged_twice(qrels: Judgements, rel_q: np.ndarray, rel_d: np.ndarray, order: np.ndarray,
@@ -199,11 +203,11 @@ def _encode(qrels: Judgements, run: Ranking, level: int) -> _Encoded:
     (run_d, run_exact), (rel_d, rel_exact) = run.docid.keys(), qrels.docid.keys()
     exact = run_exact and rel_exact
     try:
-        label = _labels(run_q, run_d, run.docid, qrels, rel_q, rel_d, level, exact)
+        label, pairs = _labels(run_q, run_d, run.docid, qrels, rel_q, rel_d, level, exact)
     except _Collision:
         (run_d, rel_d), exact = _exact_keys(run.docid, qrels.docid), True
-        label = _labels(run_q, run_d, run.docid, qrels, rel_q, rel_d, level, exact)
-    return _Encoded(run_q, run_d, run.score, label, rel_q, qids, run.docid, exact)
+        label, pairs = _labels(run_q, run_d, run.docid, qrels, rel_q, rel_d, level, exact)
+    return _Encoded(run_q, run_d, run.score, label, rel_q, qids, run.docid, exact, pairs)
 
 
 class _Ranked(NamedTuple):
@@ -271,29 +275,35 @@ def _tie_order(order: np.ndarray | None, tie: np.ndarray, encoded: _Encoded) -> 
     return positions, rows[sort]
 
 
-def _mixed(run_q: np.ndarray, run_d: np.ndarray) -> np.ndarray:
+def _spread(queries: int) -> np.ndarray:
+    """Each query code times an odd constant, spread over all bits (a table: one lookup per row
+    instead of a conversion and a multiplication)."""
+    spread = np.arange(queries, dtype=np.uint64)
+    spread *= _SPREAD
+    return spread
+
+
+def _mixed(run_q: np.ndarray, run_d: np.ndarray, spread: np.ndarray) -> np.ndarray:
     """One integer per (query, document) pair; different pairs rarely share one."""
-    mixed = run_q.astype(np.uint64)
-    mixed *= _SPREAD
+    mixed: np.ndarray = spread[run_q]
     mixed ^= run_d
     return mixed
 
 
-def _first_occurrences(run_q: np.ndarray, run_d: np.ndarray, docid: Ids, exact: bool, ranked: _Ranked) -> np.ndarray:
+def _first_occurrences(run_q: np.ndarray, run_d: np.ndarray, encoded: _Encoded, ranked: _Ranked) -> np.ndarray:
     """Mask of rows (in rank order) that are the first of their (query, document) pair."""
-    ordered = _mixed(run_q, run_d)
-    ordered.sort()  # in place: a second copy of a deep run costs more than recomputing below
+    ordered = np.sort(encoded.pairs)  # the file's order holds the same pairs
     repeated = ordered[1:][ordered[1:] == ordered[:-1]]
     keep = np.ones(run_q.size, dtype=bool)
     if repeated.size == 0:
         return keep
-    suspects = np.flatnonzero(np.isin(_mixed(run_q, run_d), repeated))
+    suspects = np.flatnonzero(np.isin(_mixed(run_q, run_d, _spread(int(run_q.max()) + 1)), repeated))
     seen: set[tuple[int, object]] = set()
     # The mixed value can collide, so suspects are settled on the exact pair (they are few).
-    if exact:
+    if encoded.exact:
         documents: list[object] = run_d[suspects].tolist()
     else:
-        documents = docid.take(ranked.rows(suspects)).to_pylist()
+        documents = encoded.docid.take(ranked.rows(suspects)).to_pylist()
     for row, pair in zip(suspects.tolist(), zip(run_q[suspects].tolist(), documents, strict=False), strict=False):
         keep[row] = pair not in seen
         seen.add(pair)
@@ -313,7 +323,7 @@ def ranked_labels(encoded: _Encoded, max_docs: int | None = None) -> tuple[np.nd
     run_q, run_d, label = encoded.run_q, encoded.run_d, encoded.label
     if ranked.order is not None:
         run_q, run_d, label = run_q[ranked.order], run_d[ranked.order], label[ranked.order]
-    keep = _first_occurrences(run_q, run_d, encoded.docid, encoded.exact, ranked)
+    keep = _first_occurrences(run_q, run_d, encoded, ranked)
     if not keep.all():
         run_q, label = run_q[keep], label[keep]
     if max_docs is not None:

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 WORD = 8
-SCAN_BLOCK = 1 << 22
+SCAN_BLOCK = 1 << 19
 LONGEST_FIELD = 1 << 16  # a longer field sends the file to the general readers
 # Masks keeping the low n bytes of a word, n = 0..8.
 LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(WORD + 1)], dtype=np.uint64)
