@@ -12,6 +12,8 @@ from json.encoder import encode_basestring
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+import numpy as np  # evalcore.metrics.retrieval below loads it anyway
+
 from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands
 from evalcore.errors import EvalError
@@ -131,7 +133,9 @@ def run_score(args: argparse.Namespace) -> int:
     if any(name.startswith("graded.") for name in names):
         marks = default_thresholds(args.label_min, args.label_max) | thresholds
         extra["thresholds"] = {f"graded.{name}": marks[name] for name in GRADED_MEASURES}
-    _print(Table(scores.qids, {name: columns[name] for name in names}), sigs, args.json, extra)
+    # The means of the numpy columns straight away (the same fsum over the same values as aggregate).
+    means = {name: _mean(column) for name, column in scores.values.items() if name in names}
+    _print(Table(scores.qids, {name: columns[name] for name in names}), sigs, args.json, extra, means)
     return 0
 
 
@@ -270,9 +274,17 @@ def _printable(text: str) -> bool:
     return True
 
 
-def _print(table: Table, sigs: dict[str, str], as_json: bool, extra: Mapping[str, object]) -> None:
-    """The table as trec_eval-like lines (measure, id, value; then the means) or as JSON."""
-    means = {name: aggregate(column) for name, column in table.columns.items()}
+def _mean(column: np.ndarray) -> tuple[float | None, int]:
+    """`aggregate` of a numpy column: the mean over its values that are not NaN, and their count."""
+    present = column[~np.isnan(column)].tolist()
+    return (math.fsum(present) / len(present), len(present)) if present else (None, 0)
+
+
+def _print(table: Table, sigs: dict[str, str], as_json: bool, extra: Mapping[str, object],
+           known: Mapping[str, tuple[float | None, int]] | None = None) -> None:
+    """The table as trec_eval-like lines (measure, id, value; then the means) or as JSON; `known`
+    means are not computed again."""
+    means = {name: (known or {}).get(name) or aggregate(column) for name, column in table.columns.items()}
     if as_json:
         rest = {
             "all": {name: {"mean": mean, "count": count} for name, (mean, count) in means.items()},
