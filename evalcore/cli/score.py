@@ -114,6 +114,7 @@ def run_score(args: argparse.Namespace) -> int:
     from evalcore.metrics.trec_files import read_pair
 
     names = _selected(args)
+    _keep_freed_memory()
     qrels, run = read_pair(args.qrels, args.run)
     if run.extra is not None:
         print(f"note: {run.extra.lines} run lines have fields after the run tag (first at {run.extra.first}); "
@@ -137,6 +138,29 @@ def run_score(args: argparse.Namespace) -> int:
     means = {name: _mean(column) for name, column in scores.values.items() if name in names}
     _print(Table(scores.qids, {name: columns[name] for name in names}), sigs, args.json, extra, means)
     return 0
+
+
+# glibc's mallopt parameters (malloc.h).
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+
+
+def _keep_freed_memory() -> None:
+    """Let glibc's malloc reuse the memory numpy frees instead of returning it to the system.
+
+    Reading a run a block at a time makes and frees the same few temporary arrays of a few
+    hundred kilobytes thousands of times; by default glibc gives the top of its heap back
+    after each and the next block faults every page in again (115,000 page faults, 0.7 s of
+    system time for 10 million lines). Freed memory up to 256 MiB stays for reuse, and arrays
+    under 64 MiB come from the heap. Nothing to do off glibc (no mallopt: musl, macOS).
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes  # only here: `score` over a TREC run is the one command that needs it
+
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
+    if mallopt is not None:
+        mallopt(M_TRIM_THRESHOLD, 256 << 20)
+        mallopt(M_MMAP_THRESHOLD, 64 << 20)
 
 
 def _signature(name: str, args: argparse.Namespace) -> str:
