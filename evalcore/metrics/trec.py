@@ -20,7 +20,7 @@ from evalcore.metrics.retrieval import GRADED_NDCG_MEASURES, batch_scores, grade
 from evalcore.metrics.trec_files import Judgements, Ranking, row_place
 from evalcore.metrics.trec_scan import Ids, as_numpy, from_numpy
 
-BUCKET_BITS = 24
+BUCKET_BITS = 22
 HASH_BLOCK = 1 << 20
 # An odd 64-bit constant (2^64 / golden ratio): multiplying query codes by it spreads them over
 # all bits before they are mixed with document keys.
@@ -80,14 +80,14 @@ class _Encoded(NamedTuple):
 
 
 def _buckets(keys: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """A 24-bit hash of each key (its top bits after multiplying by an odd constant), into `out`."""
+    """A BUCKET_BITS-bit hash of each key (its top bits after multiplying by an odd constant), into `out`."""
     np.multiply(keys, _SPREAD, out=out)
     out >>= np.uint64(64 - BUCKET_BITS)
     return out
 
 
 class _PairTable(NamedTuple):
-    """Judged (query, document) pairs by mixed key: a table of 2^24 buckets holding the qrels
+    """Judged (query, document) pairs by mixed key: a table of 2^22 buckets holding the qrels
     row of the one pair in the bucket (-1: none, -2: several), and the pairs of shared buckets
     sorted by key (`order`: their qrels rows)."""
 

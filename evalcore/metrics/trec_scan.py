@@ -339,7 +339,6 @@ def scan(path: Path, count: int, grouped: int, ids: int, parsed: dict[int, pa.Da
     if memory[size - 1] != ord("\n"):
         return None
     data = np.frombuffer(memory, dtype=np.uint8)
-    commented = memory.find(b"#") >= 0
     first_end = memory.rfind(b"\n", 0, SCAN_BLOCK) + 1 if size > SCAN_BLOCK else size
     estimate = int(size / max(first_end, 1) * max(memory[:first_end].count(b"\n"), 1) * 1.05) + 16
     starts, lengths, id_keys = _Grown(estimate, np.int64), _Grown(estimate, np.int32), _Grown(estimate, np.uint64)
@@ -370,7 +369,7 @@ def scan(path: Path, count: int, grouped: int, ids: int, parsed: dict[int, pa.Da
         line_starts = np.empty(lines, dtype=np.int64)
         line_starts[0] = 0
         np.add(grid[:-1, -1], 1, out=line_starts[1:])
-        if commented and (block[line_starts] == ord("#")).any():
+        if (block[line_starts] == ord("#")).any():  # a comment line (with as many fields as data)
             return None
         queries = _field(block, grid, line_starts, grouped)
         heads = changes(queries)
