@@ -8,8 +8,9 @@ score --qrels Q --run R --json`; the reference is a Python process that parses b
 pytrec_eval, evaluates and prints the results as JSON; the floor is a process that only reads
 both files with pyarrow's CSV reader (`read_csv`, space delimiter, column names and types
 inferred). CPU is each command's own user + system time and memory its peak resident set, both
-from /usr/bin/time. The whole-process rows also run ours on the C library's allocator
-(`ARROW_DEFAULT_MEMORY_POOL=system`) against pyarrow's default, which it keeps. `--load N`
+from /usr/bin/time. The whole-process rows also run ours on the C library's malloc
+(which `score` chooses, with glibc's malloc tuned to reuse freed memory) against pyarrow's
+default pool (`ARROW_DEFAULT_MEMORY_POOL=mimalloc` or jemalloc, as pyarrow was built). `--load N`
 instead runs ours and pytrec_eval interleaved while N CPU-bound busy loops (one per core; each
 stops itself after 10 minutes at the latest) hold the cores. `--in-process` also times the three
 in this process (`evalcore.cli.main` with its output captured; pytrec_eval's parse, evaluate and
@@ -302,17 +303,17 @@ def retrieval_rows(queries: int, depth: int, count: int, shapes: list[str], data
                     timings = rounds({name: process(commands[name]) for name in ("ours", "pytrec_eval")}, count)
                 rows += _load_rows(f"{label}, whole process, under {load} CPU-bound busy loops", timings)
                 continue
-            # Whole processes, also ours on the C library's allocator instead of pyarrow's default.
+            # Whole processes, also ours on pyarrow's own default pool instead of the C library's malloc it chooses.
             timings = rounds({name: process(command) for name, command in commands.items()}
-                             | {"C allocator": process(ours, {"ARROW_DEFAULT_MEMORY_POOL": "system"})}, count)
+                             | {"pyarrow pool": process(ours, {"ARROW_DEFAULT_MEMORY_POOL": DEFAULT_POOL})}, count)
             rows += _trec_rows(f"{label}, whole process", timings)
-            name = f"{label}, whole process: CPU, pyarrow's default allocator ({DEFAULT_POOL}) against the C library's"
-            rows.append((name, spread(timings["ours"].cpu), spread(timings["C allocator"].cpu),
-                         f"{ratio(timings['C allocator'].cpu, timings['ours'].cpu)} faster", ""))
+            name = f"{label}, whole process: CPU, the C library's malloc (ours) against pyarrow's {DEFAULT_POOL}"
+            rows.append((name, spread(timings["ours"].cpu), spread(timings["pyarrow pool"].cpu),
+                         f"{ratio(timings['pyarrow pool'].cpu, timings['ours'].cpu)} faster", ""))
             share = statistics.median(timings["ours"].peak) / statistics.median(timings["pytrec_eval"].peak)
             rows.append((f"{label}, whole process: peak memory MB (ours / pytrec_eval)", _mb(timings["ours"].peak),
                          _mb(timings["pytrec_eval"].peak), f"{share:.2f} of pytrec_eval's",
-                         f"floor {_mb(timings['floor'].peak)}; C allocator {_mb(timings['C allocator'].peak)}"))
+                         f"floor {_mb(timings['floor'].peak)}; {DEFAULT_POOL} {_mb(timings['pyarrow pool'].peak)}"))
             if in_process_too:
                 timings = rounds({name: in_process(command) for name, command in commands.items()}, count)
                 rows += _trec_rows(f"{label}, in process", timings)
