@@ -1,9 +1,12 @@
 """Per-query retrieval measures of a TREC run against qrels, as `trec_eval -q` computes them.
 
-Files are read by `evalcore.metrics.trec_files`; here ids become integers and every query is
-scored at once with numpy. Run files are usually written grouped by query and sorted by score,
-so the costly steps are skipped when they cannot change a value: no sort unless the rows are out
-of order, and equal scores are put in trec_eval's docid order only where that moves a label.
+Files are read by `evalcore.metrics.trec_files`; here query ids become integer codes (only the
+first id of each run of equal ids is encoded), document ids are compared through 64-bit keys
+(`trec_scan.Ids.keys`: exact for ids of at most 8 bytes, otherwise every match is checked on
+the bytes), and every query is scored at once with numpy. Run files are usually written grouped
+by query and sorted by score, so the costly steps are skipped when they cannot change a value:
+no sort unless the rows are out of order, and equal scores are put in trec_eval's docid order
+only where that moves a label.
 """
 
 from __future__ import annotations

@@ -1,10 +1,13 @@
 """TREC qrels and run files (and a dataset's qrels.parquet) read into columns.
 
-Reading uses pyarrow's multithreaded CSV reader when the file has one consistent separator and
-no empty field; anything else (mixed spaces and tabs, a doubled separator, fields after a run's
+A well-formed file (one space between fields, plain ASCII, no comment or blank line) is read by
+`trec_scan.scan`, a numpy byte scan of a memory map that keeps ids as spans of the file. A file
+with one consistent separator and no empty field otherwise goes through pyarrow's multithreaded
+CSV reader; anything else (mixed spaces and tabs, a doubled separator, fields after a run's
 tag, a bad line) goes through a line-by-line reader that splits on whitespace, as trec_eval
-does, and names the file and line of the first problem. Both readers skip blank lines and
-comment lines (first field starting with `#`), as trec_eval does.
+does, and names the file and line of the first problem. Every reader skips blank lines and
+comment lines (first field starting with `#`), as trec_eval does; a value the byte scan cannot
+parse (a NaN score, a label that is no integer) sends the file to the others, which name it.
 """
 
 from __future__ import annotations
