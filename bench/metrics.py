@@ -1,15 +1,21 @@
 """Benchmark: our measures against the reference libraries, in one run, on the same inputs.
 
 Retrieval (TREC files): 100,000 queries x 100 results -> per-query precision, recall, ndcg@3,
-ndcg@10, mrr, map. Timed as whole processes, each started with subprocess so that imports,
-reading, scoring and writing all count: ours is `python -m evalcore score --qrels Q --run R
---json`; the reference is a Python process that parses both files with pytrec_eval, evaluates
-and prints the results as JSON; the floor is a process that only reads both files with
-pyarrow's CSV reader (`read_csv`, space delimiter, column names and types inferred). The same
-three also run in this process (`evalcore.cli.main` with its output captured; pytrec_eval's
-parse, evaluate and `json.dumps`; pyarrow's read), which leaves out interpreter start-up and
-imports. The whole-process rows also run ours on the C library's allocator (`ARROW_DEFAULT_MEMORY_POOL=system`)
-against pyarrow's default, which it keeps; `--doc-prefix` gives the document ids their shape.
+ndcg@10, mrr, map, for each document id shape (`--shape`, default all three: short numbers;
+9 to 30 characters; both mixed in the same files). Timed as whole processes, each started with
+subprocess so that imports, reading, scoring and writing all count: ours is `python -m evalcore
+score --qrels Q --run R --json`; the reference is a Python process that parses both files with
+pytrec_eval, evaluates and prints the results as JSON; the floor is a process that only reads
+both files with pyarrow's CSV reader (`read_csv`, space delimiter, column names and types
+inferred). CPU is each command's own user + system time and memory its peak resident set, both
+from /usr/bin/time. The whole-process rows also run ours on the C library's malloc
+(which `score` chooses, with glibc's malloc tuned to reuse freed memory) against pyarrow's
+default pool (`ARROW_DEFAULT_MEMORY_POOL=mimalloc` or jemalloc, as pyarrow was built). `--load N`
+instead runs ours and pytrec_eval interleaved while N CPU-bound busy loops (one per core; each
+stops itself after 10 minutes at the latest) hold the cores. `--in-process` also times the three
+in this process (`evalcore.cli.main` with its output captured; pytrec_eval's parse, evaluate and
+`json.dumps`; pyarrow's read), which leaves out interpreter start-up and imports. `--data DIR`
+keeps the generated files for the next run.
 Generation: 10,000 distinct answer pairs (1,000 questions with English, French and Chinese
 references, 10 system answers each) through bleu1/2/4 and rouge1/2/L, ours against sacreBLEU +
 rouge-score in process: once from the same tokens (the reference libraries cannot segment
@@ -21,7 +27,7 @@ shared, so a slow spell hits every side), and each cell is the median with the m
 sides' values are compared (max abs difference) so the table never reports a fast wrong answer.
 
     python -m bench.metrics [--queries 100000] [--depth 100] [--pairs 10000] [--rounds 5] [--only trec|text]
-                            [--doc-prefix clueweb09-en0000-00-]
+                            [--shape short|long|mixed ...] [--data DIR] [--load 2] [--in-process]
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -63,12 +69,21 @@ ORACLE_NAMES = {
 
 
 class Timing(NamedTuple):
-    """Wall and CPU seconds of every round (CPU: this process and the commands it ran, user +
-    system), and the result of the last one."""
+    """Wall and CPU seconds of every round (CPU: user + system of the command's own process, or of
+    this process for work done here), peak memory in MB (whole processes), and the result of the last one."""
 
     wall: list[float]
     cpu: list[float]
     result: object
+    peak: list[float]
+
+
+class Finished(NamedTuple):
+    """What a whole-process contender printed, and its own CPU seconds and peak memory (wait4)."""
+
+    output: str
+    cpu: float
+    peak_mb: float
 
 
 def rounds(contenders: dict[str, Callable[[], object]], count: int,
@@ -77,15 +92,21 @@ def rounds(contenders: dict[str, Callable[[], object]], count: int,
     names = list(contenders)
     walls: dict[str, list[float]] = {name: [] for name in names}
     cpus: dict[str, list[float]] = {name: [] for name in names}
+    peaks: dict[str, list[float]] = {name: [] for name in names}
     results: dict[str, object] = {}
     for number in range(count):
         for name in names[number % len(names):] + names[: number % len(names)]:
             setup()
             wall, cpu = time.perf_counter(), _cpu()
-            results[name] = contenders[name]()
-            cpus[name].append(_cpu() - cpu)
+            result = contenders[name]()
+            spent = _cpu() - cpu
             walls[name].append(time.perf_counter() - wall)
-    return {name: Timing(walls[name], cpus[name], results[name]) for name in names}
+            if isinstance(result, Finished):  # a whole process: its own CPU, not the background load's
+                peaks[name].append(result.peak_mb)
+                result, spent = result.output, result.cpu
+            cpus[name].append(spent)
+            results[name] = result
+    return {name: Timing(walls[name], cpus[name], results[name], peaks[name] or [0.0]) for name in names}
 
 
 def _cpu() -> float:
@@ -116,6 +137,30 @@ def _ids(prefix: str, numbers: np.ndarray) -> pa.Array:
     return pc.binary_join_element_wise(prefix, pc.cast(pa.array(numbers), pa.string()), "")
 
 
+def _padded(prefix: str, numbers: np.ndarray, width: int) -> pa.Array:
+    return pc.binary_join_element_wise(prefix, pc.utf8_lpad(pc.cast(pa.array(numbers), pa.string()), width, "0"), "")
+
+
+# Document id shapes: what each number becomes (number % 3 picks the form for the shapes with three).
+ID_SHAPES = {
+    "short": "numbers, 1 to 7 characters (such as 3978734)",
+    "long": "9 to 30 characters: clueweb09-en0000-00-0123456 (27), doc-000123456 (13), "
+            "msmarco_passage_00000000123456 (30)",
+    "mixed": "numbers (1-7), MED-123 (5-11) and clueweb09-en0000-00-0123456 (27) in the same files",
+}
+
+
+def doc_ids(shape: str, numbers: np.ndarray) -> pa.Array:
+    """The document id of each number, in one of the ID_SHAPES."""
+    if shape == "short":
+        return pc.cast(pa.array(numbers), pa.string())
+    web = _padded("clueweb09-en0000-00-", numbers, 7)
+    forms = ([web, _padded("doc-", numbers, 9), _padded("msmarco_passage_", numbers, 14)] if shape == "long" else
+             [pc.cast(pa.array(numbers), pa.string()), _ids("MED-", numbers), web])
+    form = pa.array(numbers % 3)
+    return pc.if_else(pc.equal(form, 0), forms[0], pc.if_else(pc.equal(form, 1), forms[1], forms[2]))
+
+
 def _unique_per_query(query: np.ndarray, doc: np.ndarray, fresh: int) -> np.ndarray:
     """Replace repeated documents of a query with fresh ids (pytrec_eval's parser rejects repeats)."""
     repeated = pd.Series(query * (1 << 32) + doc).duplicated().to_numpy()
@@ -124,9 +169,15 @@ def _unique_per_query(query: np.ndarray, doc: np.ndarray, fresh: int) -> np.ndar
     return doc
 
 
-def write_trec(folder: Path, queries: int, depth: int, seed: int = 0, doc_prefix: str = "D") -> tuple[Path, Path]:
-    """Binary qrels (1-20 judged per query, about a third relevant) and a run of `depth` per query; document ids are
-    `doc_prefix` and a number (with "clueweb09-en0000-00-", 21 to 27 characters, as a web collection's are)."""
+def write_trec(folder: Path, queries: int, depth: int, seed: int = 0, shape: str = "short") -> tuple[Path, Path]:
+    """Binary qrels (1-20 judged per query, about a third relevant) and a run of `depth` per query; document ids
+    in one of the ID_SHAPES. Files already in `folder` for the same arguments are reused."""
+    qrels_path, run_path = folder / "qrels.txt", folder / "run.txt"
+    stamp = folder / "made.json"
+    made = {"queries": queries, "depth": depth, "seed": seed, "shape": shape}
+    if stamp.exists() and json.loads(stamp.read_text()) == made and qrels_path.exists() and run_path.exists():
+        return qrels_path, run_path
+    folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     judged = rng.integers(1, 21, queries)
     qrel_q = np.repeat(np.arange(queries), judged)
@@ -144,11 +195,11 @@ def write_trec(folder: Path, queries: int, depth: int, seed: int = 0, doc_prefix
     score = (depth - rank).astype(np.float64) + 0.5
     tied = np.flatnonzero((rng.random(run_q.size) < 0.1) & (rank > 1))
     score[tied] = score[tied - 1]  # one result in ten ties with the one above it
-    qrels_path, run_path = folder / "qrels.txt", folder / "run.txt"
     _write(qrels_path, {"q": _ids("q", qrel_q), "i": pa.array(np.zeros(qrel_q.size, np.int64)),
-                        "d": _ids(doc_prefix, qrel_d), "r": pa.array(labels)})
-    _write(run_path, {"q": _ids("q", run_q), "z": pa.array(["Q0"] * run_q.size), "d": _ids(doc_prefix, run_d),
+                        "d": doc_ids(shape, qrel_d), "r": pa.array(labels)})
+    _write(run_path, {"q": _ids("q", run_q), "z": pa.array(["Q0"] * run_q.size), "d": doc_ids(shape, run_d),
                       "k": pa.array(rank), "s": pa.array(score), "t": pa.array(["bench"] * run_q.size)})
+    stamp.write_text(json.dumps(made))
     return qrels_path, run_path
 
 
@@ -167,14 +218,49 @@ print(sum(pacsv.read_csv(path, *options).num_rows for path in sys.argv[1:]))
 """
 
 
-def process(command: list[str], env: dict[str, str] | None = None) -> Callable[[], str]:
-    """A contender that runs `command` (with these environment variables added) and returns what it printed."""
-    def run() -> str:
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True,
-                              env={**os.environ, **(env or {})})
-        return done.stdout
+TIME = Path("/usr/bin/time")
+
+
+def process(command: list[str], env: dict[str, str] | None = None) -> Callable[[], Finished]:
+    """A contender that runs `command` (with these environment variables added): what it printed, and its own CPU
+    time and peak memory (a background load's CPU, also this process's children, is not counted).
+
+    The command runs under /usr/bin/time when there is one: a child's peak memory (ru_maxrss) starts at its
+    parent's peak when it is forked, so measured directly from this process (which made the files) every
+    contender would report at least this process's own peak; a grandchild of /usr/bin/time starts from nothing.
+    """
+    def run() -> Finished:
+        with tempfile.TemporaryFile("w+") as out, tempfile.NamedTemporaryFile("r") as report:
+            wrapped = [str(TIME), "-f", "%U %S %M", "-o", report.name, *command] if TIME.exists() else command
+            child = subprocess.Popen(wrapped, cwd=ROOT, stdout=out, stderr=subprocess.DEVNULL,
+                                     env={**os.environ, **(env or {})})
+            _, status, usage = os.wait4(child.pid, 0)
+            if os.waitstatus_to_exitcode(status):
+                raise subprocess.CalledProcessError(os.waitstatus_to_exitcode(status), command)
+            out.seek(0)
+            if TIME.exists():
+                user, system, peak_kb = report.read().split()[-3:]
+                return Finished(out.read(), float(user) + float(system), float(peak_kb) / 1024)
+            return Finished(out.read(), usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
 
     return run
+
+
+BUSY_LOOP = "import sys, time\nend = time.time() + float(sys.argv[1])\nwhile time.time() < end:\n    pass\n"
+
+
+@contextlib.contextmanager
+def background_load(processes: int, seconds: float) -> Iterator[None]:
+    """`processes` CPU-bound busy loops (one per core: a load the machine's cores must share), each stopping itself
+    after `seconds` at the latest; stopped by their ids when the block ends."""
+    loops = [subprocess.Popen([sys.executable, "-c", BUSY_LOOP, str(seconds)]) for _ in range(processes)]
+    try:
+        yield
+    finally:
+        for loop in loops:
+            loop.terminate()
+        for loop in loops:
+            loop.wait()
 
 
 def in_process(command: list[str]) -> Callable[[], str]:
@@ -192,37 +278,73 @@ def in_process(command: list[str]) -> Callable[[], str]:
     return run
 
 
-def retrieval_rows(queries: int, depth: int, count: int, doc_prefix: str) -> list[tuple[str, str, str, str, str]]:
+def trec_files(data: Path | None, folder: Path, queries: int, depth: int, shape: str) -> tuple[str, str]:
+    """The qrels and run of one id shape, made in `data` (reused from a previous run) or in `folder`."""
+    where = (data or folder) / f"{shape}-{queries}x{depth}"
+    return tuple(str(path) for path in write_trec(where, queries, depth, shape=shape))  # type: ignore[return-value]
+
+
+def retrieval_rows(queries: int, depth: int, count: int, shapes: list[str], data: Path | None, load: int,
+                   in_process_too: bool) -> list[tuple[str, ...]]:
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        qrels, run = (str(path) for path in write_trec(Path(folder), queries, depth, doc_prefix=doc_prefix))
-        ours = [sys.executable, "-m", "evalcore", "score", "--qrels", qrels, "--run", run, "--json"]
-        commands = {
-            "ours": ours,
-            "pytrec_eval": [sys.executable, "-c", ORACLE_PROCESS, qrels, run],
-            "floor": [sys.executable, "-c", FLOOR_PROCESS, qrels, run],
-        }
-        label = f"TREC files, {queries:,} queries x {depth} results, ids like {doc_prefix}123, six measures"
-        # Whole processes, also ours on the C library's allocator instead of pyarrow's default (docs/benchmarks.md
-        # says why the default stays).
-        timings = rounds({name: process(command) for name, command in commands.items()}
-                         | {"C allocator": process(ours, {"ARROW_DEFAULT_MEMORY_POOL": "system"})}, count)
-        rows += _trec_rows(f"{label}, whole process", timings)
-        name = f"{label}, whole process: CPU, pyarrow's default allocator ({DEFAULT_POOL}) against the C library's"
-        rows.append((name, spread(timings["ours"].cpu), spread(timings["C allocator"].cpu),
-                     f"{ratio(timings['C allocator'].cpu, timings['ours'].cpu)} faster", ""))
-        timings = rounds({name: in_process(command) for name, command in commands.items()}, count)
-        rows += _trec_rows(f"{label}, in process", timings)
+        for shape in shapes:
+            qrels, run = trec_files(data, Path(folder), queries, depth, shape)
+            ours = [sys.executable, "-m", "evalcore", "score", "--qrels", qrels, "--run", run, "--json"]
+            commands = {
+                "ours": ours,
+                "pytrec_eval": [sys.executable, "-c", ORACLE_PROCESS, qrels, run],
+                "floor": [sys.executable, "-c", FLOOR_PROCESS, qrels, run],
+            }
+            label = f"TREC files, {queries:,} queries x {depth} results, {shape} ids, six measures"
+            if load:
+                # ours and pytrec_eval interleaved while `load` busy loops hold the cores (at most 10 minutes)
+                with background_load(load, 600):
+                    timings = rounds({name: process(commands[name]) for name in ("ours", "pytrec_eval")}, count)
+                rows += _load_rows(f"{label}, whole process, under {load} CPU-bound busy loops", timings)
+                continue
+            # Whole processes, also ours on pyarrow's own default pool instead of the C library's malloc it chooses.
+            timings = rounds({name: process(command) for name, command in commands.items()}
+                             | {"pyarrow pool": process(ours, {"ARROW_DEFAULT_MEMORY_POOL": DEFAULT_POOL})}, count)
+            rows += _trec_rows(f"{label}, whole process", timings)
+            name = f"{label}, whole process: CPU, the C library's malloc (ours) against pyarrow's {DEFAULT_POOL}"
+            rows.append((name, spread(timings["ours"].cpu), spread(timings["pyarrow pool"].cpu),
+                         f"{ratio(timings['pyarrow pool'].cpu, timings['ours'].cpu)} faster", ""))
+            share = statistics.median(timings["ours"].peak) / statistics.median(timings["pytrec_eval"].peak)
+            rows.append((f"{label}, whole process: peak memory MB (ours / pytrec_eval)", _mb(timings["ours"].peak),
+                         _mb(timings["pytrec_eval"].peak), f"{share:.2f} of pytrec_eval's",
+                         f"floor {_mb(timings['floor'].peak)}; {DEFAULT_POOL} {_mb(timings['pyarrow pool'].peak)}"))
+            if in_process_too:
+                timings = rounds({name: in_process(command) for name, command in commands.items()}, count)
+                rows += _trec_rows(f"{label}, in process", timings)
     return rows
 
 
-def _trec_rows(label: str, timings: dict[str, Timing]) -> list[tuple[str, str, str, str, str]]:
+def _mb(values: list[float]) -> str:
+    return f"{statistics.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})"
+
+
+def _agreement(timings: dict[str, Timing]) -> float:
     ours = json.loads(str(timings["ours"].result))["queries"]
     oracle = json.loads(str(timings["pytrec_eval"].result))
-    worst = largest_difference(
+    return largest_difference(
         [{name: ours[qid][name] for name in ORACLE_NAMES} for qid in oracle],
         [{name: oracle[qid][code] for name, code in ORACLE_NAMES.items()} for qid in oracle],
     )
+
+
+def _load_rows(label: str, timings: dict[str, Timing]) -> list[tuple[str, ...]]:
+    worst = _agreement(timings)
+    rows = []
+    for kind in ("wall", "CPU"):
+        ours, oracle = (getattr(timings[name], kind.lower()) for name in ("ours", "pytrec_eval"))
+        rows.append((f"{label} (vs pytrec_eval): {kind}", spread(ours), spread(oracle), f"{ratio(oracle, ours)} faster",
+                     f"{worst:.1e}" if kind == "wall" else ""))
+    return rows
+
+
+def _trec_rows(label: str, timings: dict[str, Timing]) -> list[tuple[str, ...]]:
+    worst = _agreement(timings)
     rows = []
     for kind in ("wall", "CPU"):
         ours, oracle, floor = (getattr(timings[name], kind.lower()) for name in ("ours", "pytrec_eval", "floor"))
@@ -327,13 +449,19 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=5, help="rounds of interleaved runs (median, min-max)")
     parser.add_argument("--only", choices=("trec", "text"), help="run one group of rows")
-    parser.add_argument("--doc-prefix", default="D", help='document ids: this and a number ("D": at most 8 '
-                        'characters; "clueweb09-en0000-00-": 21 to 27, as a web collection\'s)')
+    parser.add_argument("--shape", action="append", choices=list(ID_SHAPES),
+                        help="document id shape (repeatable; default: all three): "
+                        + "; ".join(f"{name}: {text}" for name, text in ID_SHAPES.items()))
+    parser.add_argument("--data", type=Path, help="keep the generated TREC files here and reuse them")
+    parser.add_argument("--load", type=int, default=0, metavar="N",
+                        help="run ours and pytrec_eval interleaved under N CPU-bound busy loops (N = cores: 2)")
+    parser.add_argument("--in-process", action="store_true", help="also time the TREC contenders in this process")
     args = parser.parse_args()
     logging.getLogger("sacrebleu").setLevel(logging.ERROR)  # one warning per sentence otherwise
     rows = []
     if args.only in (None, "trec"):
-        rows += retrieval_rows(args.queries, args.depth, args.rounds, args.doc_prefix)
+        rows += retrieval_rows(args.queries, args.depth, args.rounds, args.shape or list(ID_SHAPES), args.data,
+                               args.load, args.in_process)
     if args.only in (None, "text"):
         rows += generation_rows(args.pairs, args.rounds)
     print(f"{args.rounds} rounds, seconds as median (min-max), python {sys.version.split()[0]}\n")

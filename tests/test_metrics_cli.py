@@ -516,3 +516,44 @@ def test_the_signature_says_how_the_values_were_computed(tmp_path: Path, capsys:
         assert "|depth:1|" in cut[name] and "|queries:qrels|" in every[name]
         assert len({plain[name], cut[name], every[name]}) == 3
     assert plain["ndcg@10"] == "ndcg@10|rel:>=1|dup:first|miss:kept|version:0.1.0"  # stored campaigns' form
+
+
+def _space_separated(folder: Path) -> None:
+    """The run of `write_random_trec` with single spaces: the byte scan's input (tabs are not)."""
+    (folder / "run").write_text((folder / "run").read_text().replace("\t", " "))
+
+
+# Short ids are their own keys; long and mixed ones are hashed and every match checked on the bytes.
+@pytest.mark.parametrize("prefix", ["D", "clueweb09-en0000-00-", "MED-", ""])
+def test_byte_scan_equals_pytrec_eval_and_the_general_reader(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                               prefix: str) -> None:
+    qrels, run = write_random_trec(tmp_path, random.Random(len(prefix) + 3), prefix=prefix or "x" * 30)
+    if not prefix:  # mixed: ids of 2 to 32 characters in the same files
+        for name in ("qrels", "run"):
+            text = (tmp_path / name).read_text()
+            (tmp_path / name).write_text(text.replace("x" * 30 + "1", "y1").replace("x" * 30 + "2", "doc-00002"))
+        qrels, run = ({q: {d.replace("x" * 30 + "1", "y1").replace("x" * 30 + "2", "doc-00002"): v
+                           for d, v in docs.items()} for q, docs in side.items()} for side in (qrels, run))
+    general = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"))
+    _space_separated(tmp_path)
+    scanned = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"))
+    assert scanned == general
+    oracle = pytrec_eval.RelevanceEvaluator(qrels, set(ORACLE_NAMES.values())).evaluate(run)
+    for qid, values in scanned["queries"].items():
+        for name, oracle_name in ORACLE_NAMES.items():
+            assert values[name] == pytest.approx(oracle[qid][oracle_name], abs=1e-9), (qid, name)
+
+
+def test_shared_keys_never_make_different_ids_equal(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """With keys that say only an id's length, nearly every id shares its key with others: the
+    values must not move (matches are checked on the bytes, shared judged pairs fall back to
+    exact codes)."""
+    from evalcore.metrics import trec_scan
+
+    write_random_trec(tmp_path, random.Random(5), prefix="clueweb09-en0000-00-")
+    _space_separated(tmp_path)
+    args = ("--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"))
+    expected = score_json(capsys, *args)
+    monkeypatch.setattr(trec_scan, "keys", lambda spans: spans.lengths.astype("uint64"))
+    assert score_json(capsys, *args) == expected

@@ -6,11 +6,14 @@ import argparse
 import codecs
 import json
 import math
+import os
 import sys
 from collections.abc import Mapping
 from json.encoder import encode_basestring
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np  # evalcore.metrics.retrieval below loads it anyway
 
 from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands
@@ -112,6 +115,7 @@ def run_score(args: argparse.Namespace) -> int:
     from evalcore.metrics.trec_files import read_pair
 
     names = _selected(args)
+    _choose_allocators()
     qrels, run = read_pair(args.qrels, args.run)
     if run.extra is not None:
         print(f"note: {run.extra.lines} run lines have fields after the run tag (first at {run.extra.first}); "
@@ -131,8 +135,41 @@ def run_score(args: argparse.Namespace) -> int:
     if any(name.startswith("graded.") for name in names):
         marks = default_thresholds(args.label_min, args.label_max) | thresholds
         extra["thresholds"] = {f"graded.{name}": marks[name] for name in GRADED_MEASURES}
-    _print(Table(scores.qids, {name: columns[name] for name in names}), sigs, args.json, extra)
+    # The means of the numpy columns straight away (the same fsum over the same values as aggregate).
+    means = {name: _mean(column) for name, column in scores.values.items() if name in names}
+    _print(Table(scores.qids, {name: columns[name] for name in names}), sigs, args.json, extra, means)
     return 0
+
+
+# glibc's mallopt parameters (malloc.h).
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+
+
+def _choose_allocators() -> None:
+    """pyarrow allocates through the C library's malloc, and glibc's malloc reuses the memory
+    numpy frees instead of returning it to the system (docs/benchmarks.md has the figures).
+
+    Reading a run a block at a time makes and frees the same few temporary arrays of a few
+    hundred kilobytes thousands of times; by default glibc gives the top of its heap back
+    after each and the next block faults every page in again (115,000 page faults, 0.7 s of
+    system time for 10 million lines). Freed memory up to 256 MiB stays for reuse, and arrays
+    under 64 MiB come from the heap. pyarrow's own pool (mimalloc) then costs 6-14% more CPU
+    than that tuned malloc with a peak within 5%, so pyarrow uses it too, unless
+    ARROW_DEFAULT_MEMORY_POOL names a pool. Off glibc (no mallopt: musl, macOS) nothing changes.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes  # only here: `score` over a TREC run is the one command that needs it
+
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
+    if mallopt is None:
+        return
+    mallopt(M_TRIM_THRESHOLD, 256 << 20)
+    mallopt(M_MMAP_THRESHOLD, 64 << 20)
+    if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
+        import pyarrow as pa
+
+        pa.set_memory_pool(pa.system_memory_pool())
 
 
 def _signature(name: str, args: argparse.Namespace) -> str:
@@ -270,9 +307,17 @@ def _printable(text: str) -> bool:
     return True
 
 
-def _print(table: Table, sigs: dict[str, str], as_json: bool, extra: Mapping[str, object]) -> None:
-    """The table as trec_eval-like lines (measure, id, value; then the means) or as JSON."""
-    means = {name: aggregate(column) for name, column in table.columns.items()}
+def _mean(column: np.ndarray) -> tuple[float | None, int]:
+    """`aggregate` of a numpy column: the mean over its values that are not NaN, and their count."""
+    present = column[~np.isnan(column)].tolist()
+    return (math.fsum(present) / len(present), len(present)) if present else (None, 0)
+
+
+def _print(table: Table, sigs: dict[str, str], as_json: bool, extra: Mapping[str, object],
+           known: Mapping[str, tuple[float | None, int]] | None = None) -> None:
+    """The table as trec_eval-like lines (measure, id, value; then the means) or as JSON; `known`
+    means are not computed again."""
+    means = {name: (known or {}).get(name) or aggregate(column) for name, column in table.columns.items()}
     if as_json:
         rest = {
             "all": {name: {"mean": mean, "count": count} for name, (mean, count) in means.items()},

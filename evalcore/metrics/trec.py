@@ -1,9 +1,12 @@
 """Per-query retrieval measures of a TREC run against qrels, as `trec_eval -q` computes them.
 
-Files are read by `evalcore.metrics.trec_files`; here ids become integers and every query is
-scored at once with numpy. Run files are usually written grouped by query and sorted by score,
-so the costly steps are skipped when they cannot change a value: no sort unless the rows are out
-of order, and equal scores are put in trec_eval's docid order only where that moves a label.
+Files are read by `evalcore.metrics.trec_files`; here query ids become integer codes (only the
+first id of each run of equal ids is encoded), document ids are compared through 64-bit keys
+(`trec_scan.Ids.keys`: exact for ids of at most 8 bytes, otherwise every match is checked on
+the bytes), and every query is scored at once with numpy. Run files are usually written grouped
+by query and sorted by score, so the costly steps are skipped when they cannot change a value:
+no sort unless the rows are out of order, and equal scores are put in trec_eval's docid order
+only where that moves a label.
 """
 
 from __future__ import annotations
@@ -12,23 +15,19 @@ from collections.abc import Collection
 from typing import NamedTuple
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from evalcore.errors import EvalError
 from evalcore.metrics.retrieval import GRADED_NDCG_MEASURES, batch_scores, graded_ndcg
 from evalcore.metrics.trec_files import Judgements, Ranking, row_place
+from evalcore.metrics.trec_scan import Ids, as_numpy, from_numpy
 
-PACKED_BYTES = 8
-BUCKET_BITS = 24
+BUCKET_BITS = 22
 HASH_BLOCK = 1 << 20
 # An odd 64-bit constant (2^64 / golden ratio): multiplying query codes by it spreads them over
 # all bits before they are mixed with document keys.
 _SPREAD = np.uint64(0x9E3779B97F4A7C15)
-# Masks keeping the low n bytes of a word, n = 0..8 (a table lookup: numpy's shift of a scalar by
-# an array of counts is several times slower).
-_LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(PACKED_BYTES + 1)], dtype=np.uint64)
 
 
 class TrecScores(NamedTuple):
@@ -50,30 +49,15 @@ class TrecOptions(NamedTuple):
 DEFAULT_OPTIONS = TrecOptions()
 
 
-def _heads(values: pa.ChunkedArray) -> tuple[np.ndarray, pa.ChunkedArray]:
-    """Row numbers and values of the rows whose value differs from the previous row's (and row
-    0): the starts of runs of equal values. Chunk by chunk, so that no chunk is copied."""
-    rows, firsts, before, offset = [], [], None, 0
-    for chunk in values.chunks:
-        if len(chunk):
-            changed = pc.not_equal(chunk.slice(1), chunk.slice(0, len(chunk) - 1)).to_numpy(zero_copy_only=False)
-            local = np.flatnonzero(np.concatenate(([before is None or before != chunk[0]], changed)))
-            rows.append(local + offset)
-            firsts.append(chunk.take(pa.array(local)))
-            before, offset = chunk[len(chunk) - 1], offset + len(chunk)
-    return np.concatenate(rows or [np.zeros(0, dtype=np.int64)]), pa.chunked_array(firsts, type=values.type)
-
-
-def _query_codes(first: pa.ChunkedArray, second: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+def _query_codes(first: Ids, second: Ids) -> tuple[np.ndarray, np.ndarray, pa.Array]:
     """Shared int32 codes for the query ids of both files (first-appearance order), and the ids.
 
     Files list a query's lines together, so only the first id of each run of equal ids is
-    hashed (100,000 instead of 10 million for a deep run); the others repeat its code.
+    encoded (100,000 instead of 10 million for a deep run); the others repeat its code.
     """
-    (first_rows, first_ids), (second_rows, second_ids) = _heads(first), _heads(second)
-    encoded = pc.dictionary_encode(pa.chunked_array(first_ids.chunks + second_ids.chunks, type=first.type)
-                                   .combine_chunks())
-    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    (first_rows, first_ids), (second_rows, second_ids) = first.heads(), second.heads()
+    encoded = pc.dictionary_encode(pa.concat_arrays([first_ids.cast(pa.string()), second_ids.cast(pa.string())]))
+    codes = as_numpy(encoded.indices)
     split = [codes[: len(first_rows)], codes[len(first_rows) :]]
     repeated = [
         np.repeat(code, np.diff(np.append(rows, len(values))))
@@ -82,117 +66,122 @@ def _query_codes(first: pa.ChunkedArray, second: pa.ChunkedArray) -> tuple[np.nd
     return repeated[0], repeated[1], encoded.dictionary
 
 
-def _packed_chunk(values: pa.Array, lengths: np.ndarray) -> np.ndarray | None:
-    """The ids of one chunk as integers: their bytes read as a little-endian word (see `_packed`);
-    None when an id holds a NUL byte (`a` plus NUL would read as `a`)."""
-    offsets = np.frombuffer(values.buffers()[1], dtype=np.int32, count=len(values) + 1, offset=values.offset * 4)
-    data = np.frombuffer(values.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
-    if data.size and data.min() == 0:
-        return None
-    starts = offsets[:-1] - offsets[0]
-    # Read 8 bytes at every id's start in one gather (a view with a 1-byte stride over the data),
-    # then keep each id's own bytes: the low `length` bytes of the word. The last ids, whose
-    # word would run past the data, are read from a short zero-padded copy.
-    body = max(data.size - PACKED_BYTES + 1, 0)
-    inside = int(np.searchsorted(starts, body))
-    words = np.empty(len(values), dtype=np.uint64)
-    words[:inside] = np.ndarray((body,), dtype="<u8", buffer=data, strides=(1,))[starts[:inside]]
-    tail = np.concatenate((data[body:], np.zeros(PACKED_BYTES, dtype=np.uint8)))
-    words[inside:] = np.ndarray((tail.size - PACKED_BYTES + 1,), dtype="<u8", buffer=tail, strides=(1,))[
-        starts[inside:] - body
-    ]
-    words &= _LOW_BYTES[lengths]
-    return words
-
-
-def _packed(values: pa.ChunkedArray) -> np.ndarray | None:
-    """Ids of 1 to 8 bytes as integers (equal ids, equal integers); None when some id is longer
-    (or holds a NUL byte)."""
-    lengths = pc.binary_length(values).to_numpy()
-    if lengths.size == 0 or lengths.max() > PACKED_BYTES or lengths.min() == 0:
-        return None
-    words, start = np.empty(len(values), dtype=np.uint64), 0
-    for chunk in values.chunks:  # straight into one array: a concatenation would copy it all
-        packed = _packed_chunk(chunk, lengths[start : start + len(chunk)])
-        if packed is None:
-            return None
-        words[start : start + len(chunk)] = packed
-        start += len(chunk)
-    return words
-
-
-def _doc_keys(first: pa.ChunkedArray, second: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """Integers standing for the document ids of both files: equal ids, equal integers."""
-    packed = (_packed(first), _packed(second))
-    if packed[0] is not None and packed[1] is not None:
-        return packed[0], packed[1]
-    # Long ids: a hash table of the distinct ids (slower, needed for ids over 8 bytes or with NUL).
-    keys = pc.dictionary_encode(pa.chunked_array(first.chunks + second.chunks).combine_chunks()).indices
-    keys = keys.to_numpy(zero_copy_only=False).astype(np.uint64)
-    return keys[: len(first)], keys[len(first) :]
+class _Collision(Exception):
+    """Two different judged (query, document) pairs share a key: encode the documents exactly."""
 
 
 class _Encoded(NamedTuple):
     run_q: np.ndarray
-    run_d: np.ndarray  # uint64 document keys
+    run_d: np.ndarray  # uint64 document keys (equal ids, equal keys)
     score: np.ndarray
     label: np.ndarray  # qrels label of each run row, its type's minimum when unjudged
     rel_q: np.ndarray  # query code of each qrels row
     qids: pa.Array
-    docid: pa.ChunkedArray  # the run's document ids, for trec_eval's tie order
+    docid: Ids  # the run's document ids, for trec_eval's tie order and to settle shared keys
+    exact: bool  # different documents never share a key
+    pairs: np.ndarray  # the mixed (query, document) pair of each run row, in the file's order
 
 
 def _buckets(keys: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """A 24-bit hash of each key (its top bits after multiplying by an odd constant), into `out`."""
+    """A BUCKET_BITS-bit hash of each key (its top bits after multiplying by an odd constant), into `out`."""
     np.multiply(keys, _SPREAD, out=out)
     out >>= np.uint64(64 - BUCKET_BITS)
     return out
 
 
-def _maybe_judged(run_d: np.ndarray, rel_d: np.ndarray) -> np.ndarray:
-    """Rows whose document may be judged: a bitmap of hashed judged documents rules out most
-    of a deep run for the price of one lookup per row, so the exact hash lookup sees few rows.
-    The run is hashed a block at a time into one small buffer (fresh memory is costly)."""
-    bitmap = np.zeros(1 << BUCKET_BITS, dtype=bool)
-    bitmap[_buckets(rel_d, np.empty(rel_d.size, dtype=np.uint64))] = True
-    found = np.empty(run_d.size, dtype=bool)
-    buffer = np.empty(min(HASH_BLOCK, run_d.size), dtype=np.uint64)
-    for start in range(0, run_d.size, HASH_BLOCK):
-        part = run_d[start : start + HASH_BLOCK]
-        np.take(bitmap, _buckets(part, buffer[: part.size]), out=found[start : start + part.size])
-    return np.flatnonzero(found)
+class _PairTable(NamedTuple):
+    """Judged (query, document) pairs by mixed key: a table of 2^22 buckets holding the qrels
+    row of the one pair in the bucket (-1: none, -2: several), and the pairs of shared buckets
+    sorted by key (`order`: their qrels rows)."""
+
+    buckets: np.ndarray
+    order: np.ndarray
+    ordered: np.ndarray
 
 
-def _labels(run_q: np.ndarray, run_d: np.ndarray, qrels: Judgements, rel_q: np.ndarray, rel_d: np.ndarray,
-            level: int) -> np.ndarray:
+def _pair_table(rel_pair: np.ndarray) -> _PairTable:
+    bucket = _buckets(rel_pair, np.empty(rel_pair.size, dtype=np.uint64))
+    table = np.full(1 << BUCKET_BITS, -1, dtype=np.int32)
+    rows = np.arange(rel_pair.size, dtype=np.int32)
+    table[bucket] = rows
+    table[bucket[table[bucket] != rows]] = -2  # a bucket kept another row: several pairs share it
+    shared = np.flatnonzero(table[bucket] == -2)
+    order = shared[np.argsort(rel_pair[shared], kind="stable")]  # equal pairs in line order, for the message
+    return _PairTable(table, order, rel_pair[order])
+
+
+def _judged_rows(run_pair: np.ndarray, rel_pair: np.ndarray, table: _PairTable) -> tuple[np.ndarray, np.ndarray]:
+    """(run rows, qrels rows) whose mixed pairs are equal: one table lookup per run row, a
+    block at a time into one small buffer (fresh memory is costly), a binary search for the
+    few rows that land in a shared bucket."""
+    rows, judged = [], []
+    buffer = np.empty(min(HASH_BLOCK, run_pair.size), dtype=np.uint64)
+    for start in range(0, run_pair.size, HASH_BLOCK):
+        part = run_pair[start : start + HASH_BLOCK]
+        slot = table.buckets[_buckets(part, buffer[: part.size])]
+        direct = np.flatnonzero(slot >= 0)
+        found = direct[rel_pair[slot[direct]] == part[direct]]
+        rows.append(found + start)
+        judged.append(slot[found].astype(np.int64))
+        crowded = np.flatnonzero(slot == -2)
+        if crowded.size:
+            place = np.minimum(np.searchsorted(table.ordered, part[crowded]), table.ordered.size - 1)
+            hit = table.ordered[place] == part[crowded]
+            rows.append(crowded[hit] + start)
+            judged.append(table.order[place[hit]])
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(rows), np.concatenate(judged)
+
+
+def _labels(run_q: np.ndarray, run_d: np.ndarray, run_ids: Ids, qrels: Judgements, rel_q: np.ndarray,
+            rel_d: np.ndarray, level: int, exact: bool) -> tuple[np.ndarray, np.ndarray]:
     """The qrels label of every run row (the type's minimum when unjudged), by exact (query,
-    document) lookup."""
-    ordered = np.sort(rel_d)  # np.unique hashes, slower here than sorting
-    judged_docs = pd.Index(ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))])
-    # Dense codes for judged documents only: a run document nobody judged has no label at all.
-    candidates = _maybe_judged(run_d, rel_d)
-    run_code = judged_docs.get_indexer(run_d[candidates])
-    known = candidates[run_code >= 0]
-    run_code = run_code[run_code >= 0]
-    width = len(judged_docs)
-    judged_keys = pd.Index(rel_q.astype(np.int64) * width + judged_docs.get_indexer(rel_d))
-    if not judged_keys.is_unique:
-        row = int(np.flatnonzero(judged_keys.duplicated())[0])
-        first = int(np.flatnonzero(judged_keys == judged_keys[row])[0])
-        raise EvalError(
-            "a document is judged twice for the same query (trec_eval refuses it too)",
-            where=row_place(qrels.source, row),
-            found=f"query {qrels.qid[row]} document {qrels.docid[row]}, first at {row_place(qrels.source, first)}",
-            fix="keep one line per (query, document)",
-        )
-    slot = judged_keys.get_indexer(run_q[known].astype(np.int64) * width + run_code)
+    document) lookup: pairs are found through their keys, then checked on the ids themselves;
+    and the mixed pair of every run row."""
+    spread = _spread(int(max(run_q.max(initial=0), rel_q.max(initial=0))) + 1)
+    rel_pair = _mixed(rel_q, rel_d, spread)
+    table = _pair_table(rel_pair)
+    repeated = np.flatnonzero(table.ordered[1:] == table.ordered[:-1])
+    if repeated.size:
+        _judged_twice(qrels, rel_q, rel_d, table.order, repeated, exact)
+    run_pair = _mixed(run_q, run_d, spread)
+    rows, judged = _judged_rows(run_pair, rel_pair, table)
+    # The same mixed pair can stand for another pair: keep the rows whose query and document agree.
+    same = (run_q[rows] == rel_q[judged]) & (run_d[rows] == rel_d[judged])
+    rows, judged = rows[same], judged[same]
+    if not exact:
+        same = run_ids.same(rows, qrels.docid, judged)
+        rows, judged = rows[same], judged[same]
     # An unjudged row gets the minimum of the type, which is below every label and relevance
     # level: trec_eval never counts an unjudged document as relevant (even with -l 0), and its
     # gain is 0.
     kind = _label_type(qrels.label, level)
     label = np.full(run_q.size, np.iinfo(kind).min, dtype=kind)
-    label[known[slot >= 0]] = qrels.label[slot[slot >= 0]]
-    return label
+    label[rows] = qrels.label[judged]
+    return label, run_pair
+
+
+def _judged_twice(qrels: Judgements, rel_q: np.ndarray, rel_d: np.ndarray, order: np.ndarray,
+                  repeated: np.ndarray, exact: bool) -> None:
+    """EvalError naming the first qrels line that judges a (query, document) pair again; _Collision
+    when the rows sharing a mixed pair are different pairs after all."""
+    pairs = [(order[index], order[index + 1]) for index in repeated.tolist()]
+    firsts, seconds = np.array([a for a, _ in pairs]), np.array([b for _, b in pairs])
+    same = (rel_q[firsts] == rel_q[seconds]) & (rel_d[firsts] == rel_d[seconds])
+    if same.any() and not exact:
+        same[same] = qrels.docid.same(firsts[same], qrels.docid, seconds[same])
+    if not same.all():
+        raise _Collision
+    # The mixed pairs are sorted stably: of each pair of rows, the first is the earlier line.
+    row = int(seconds.min())
+    first = int(firsts[seconds == row][0])
+    raise EvalError(
+        "a document is judged twice for the same query (trec_eval refuses it too)",
+        where=row_place(qrels.source, row),
+        found=f"query {qrels.qid[row]} document {qrels.docid[row]}, first at {row_place(qrels.source, first)}",
+        fix="keep one line per (query, document)",
+    )
 
 
 def _label_type(labels: np.ndarray, level: int) -> type[np.signedinteger]:
@@ -205,32 +194,65 @@ def _label_type(labels: np.ndarray, level: int) -> type[np.signedinteger]:
     return np.int64
 
 
+def _exact_keys(first: Ids, second: Ids) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of a hash table of the distinct document ids of both files (slow, never shared)."""
+    joined = pa.chunked_array(first.arrow().chunks + second.arrow().chunks, type=pa.string()).combine_chunks()
+    codes = as_numpy(pc.dictionary_encode(joined).indices).astype(np.uint64)
+    return codes[: len(first)], codes[len(first) :]
+
+
 def _encode(qrels: Judgements, run: Ranking, level: int) -> _Encoded:
     run_q, rel_q, qids = _query_codes(run.qid, qrels.qid)
-    run_d, rel_d = _doc_keys(run.docid, qrels.docid)
-    label = _labels(run_q, run_d, qrels, rel_q, rel_d, level)
-    return _Encoded(run_q, run_d, run.score, label, rel_q, qids, run.docid)
+    (run_d, run_exact), (rel_d, rel_exact) = run.docid.keys(), qrels.docid.keys()
+    exact = run_exact and rel_exact
+    try:
+        label, pairs = _labels(run_q, run_d, run.docid, qrels, rel_q, rel_d, level, exact)
+    except _Collision:
+        (run_d, rel_d), exact = _exact_keys(run.docid, qrels.docid), True
+        label, pairs = _labels(run_q, run_d, run.docid, qrels, rel_q, rel_d, level, exact)
+    return _Encoded(run_q, run_d, run.score, label, rel_q, qids, run.docid, exact, pairs)
 
 
-def _rank_order(encoded: _Encoded) -> np.ndarray | None:
+class _Ranked(NamedTuple):
+    """Where each rank-order row comes from: `order` (None: the file's order), then the tie
+    rows moved in place, position `positions[i]` holding file row `moved[i]`."""
+
+    order: np.ndarray | None
+    positions: np.ndarray
+    moved: np.ndarray
+
+    def rows(self, ranked: np.ndarray) -> np.ndarray:
+        """The file rows of these rank-order rows."""
+        if self.order is not None:
+            rows: np.ndarray = self.order[ranked]
+            return rows
+        slot = np.minimum(np.searchsorted(self.positions, ranked), max(self.positions.size - 1, 0))
+        inside = self.positions[slot] == ranked if self.positions.size else np.zeros(ranked.size, dtype=bool)
+        return np.where(inside, self.moved[slot] if self.positions.size else ranked, ranked)
+
+
+def _rank_order(encoded: _Encoded) -> tuple[_Ranked, _Encoded]:
     """Row order by query, score descending, docid descending (trec_eval); None if already so.
 
-    A file in order but for ties gets its few reordered rows written into `encoded` in place
-    instead: a permutation of every row would copy the whole run three times.
+    A file in order but for ties gets its few reordered rows written into a copy of the keys
+    and into the labels instead (returned): a permutation of every row would copy the whole
+    run three times.
     """
     run_q, score = encoded.run_q, encoded.score
     grouped = (run_q[1:] > run_q[:-1]) | ((run_q[1:] == run_q[:-1]) & (score[1:] <= score[:-1]))
     order = None if grouped.all() else np.lexsort((-score, run_q))
     sorted_q, sorted_s = (run_q, score) if order is None else (run_q[order], score[order])
     tie = (sorted_q[1:] == sorted_q[:-1]) & (sorted_s[1:] == sorted_s[:-1])
+    nothing = np.zeros(0, dtype=np.int64)
     if not tie.any():
-        return order
+        return _Ranked(order, nothing, nothing), encoded
     positions, moved = _tie_order(order, tie, encoded)
     if order is not None:
         order[positions] = moved
-    else:
-        encoded.run_d[positions], encoded.label[positions] = encoded.run_d[moved], encoded.label[moved]
-    return order
+        return _Ranked(order, nothing, nothing), encoded
+    encoded = encoded._replace(run_d=encoded.run_d.copy())  # the keys stay the column's own
+    encoded.run_d[positions], encoded.label[positions] = encoded.run_d[moved], encoded.label[moved]
+    return _Ranked(None, positions, moved), encoded
 
 
 def _tie_order(order: np.ndarray | None, tie: np.ndarray, encoded: _Encoded) -> tuple[np.ndarray, np.ndarray]:
@@ -250,33 +272,42 @@ def _tie_order(order: np.ndarray | None, tie: np.ndarray, encoded: _Encoded) -> 
     run = np.cumsum(opens) - 1
     inside = mixed[run]
     positions, rows = positions[inside], rows[inside]
-    table = pa.table({"run": run[inside], "doc": encoded.docid.take(pa.array(rows))})
+    table = pa.table({"run": from_numpy(run[inside]), "doc": encoded.docid.take(rows)})
     # pyarrow compares strings bytewise, as trec_eval's strcmp.
-    sort = pc.sort_indices(table, sort_keys=[("run", "ascending"), ("doc", "descending")]).to_numpy()
+    sort = as_numpy(pc.sort_indices(table, sort_keys=[("run", "ascending"), ("doc", "descending")]))
     return positions, rows[sort]
 
 
-def _mixed(run_q: np.ndarray, run_d: np.ndarray) -> np.ndarray:
+def _spread(queries: int) -> np.ndarray:
+    """Each query code times an odd constant, spread over all bits (a table: one lookup per row
+    instead of a conversion and a multiplication)."""
+    spread = np.arange(queries, dtype=np.uint64)
+    spread *= _SPREAD
+    return spread
+
+
+def _mixed(run_q: np.ndarray, run_d: np.ndarray, spread: np.ndarray) -> np.ndarray:
     """One integer per (query, document) pair; different pairs rarely share one."""
-    mixed = run_q.astype(np.uint64)
-    mixed *= _SPREAD
+    mixed: np.ndarray = spread[run_q]
     mixed ^= run_d
     return mixed
 
 
-def _first_occurrences(run_q: np.ndarray, run_d: np.ndarray) -> np.ndarray:
-    """Mask of rows that are the first of their (query, document) pair."""
-    ordered = _mixed(run_q, run_d)
-    ordered.sort()  # in place: a second copy of a deep run costs more than recomputing below
+def _first_occurrences(run_q: np.ndarray, run_d: np.ndarray, encoded: _Encoded, ranked: _Ranked) -> np.ndarray:
+    """Mask of rows (in rank order) that are the first of their (query, document) pair."""
+    ordered = np.sort(encoded.pairs)  # the file's order holds the same pairs
     repeated = ordered[1:][ordered[1:] == ordered[:-1]]
     keep = np.ones(run_q.size, dtype=bool)
     if repeated.size == 0:
         return keep
-    suspects = np.flatnonzero(np.isin(_mixed(run_q, run_d), repeated))
-    seen: set[tuple[int, int]] = set()
+    suspects = np.flatnonzero(np.isin(_mixed(run_q, run_d, _spread(int(run_q.max()) + 1)), repeated))
+    seen: set[tuple[int, object]] = set()
     # The mixed value can collide, so suspects are settled on the exact pair (they are few).
-    for row, pair in zip(suspects.tolist(), zip(run_q[suspects].tolist(), run_d[suspects].tolist(), strict=False),
-                         strict=False):
+    if encoded.exact:
+        documents: list[object] = run_d[suspects].tolist()
+    else:
+        documents = encoded.docid.take(ranked.rows(suspects)).to_pylist()
+    for row, pair in zip(suspects.tolist(), zip(run_q[suspects].tolist(), documents, strict=False), strict=False):
         keep[row] = pair not in seen
         seen.add(pair)
     return keep
@@ -291,11 +322,11 @@ def _within_depth(run_q: np.ndarray, max_docs: int) -> np.ndarray:
 
 def ranked_labels(encoded: _Encoded, max_docs: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(query code, label) per run row in rank order, duplicates dropped, at most `max_docs` per query."""
+    ranked, encoded = _rank_order(encoded)
     run_q, run_d, label = encoded.run_q, encoded.run_d, encoded.label
-    order = _rank_order(encoded)
-    if order is not None:
-        run_q, run_d, label = run_q[order], run_d[order], label[order]
-    keep = _first_occurrences(run_q, run_d)
+    if ranked.order is not None:
+        run_q, run_d, label = run_q[ranked.order], run_d[ranked.order], label[ranked.order]
+    keep = _first_occurrences(run_q, run_d, encoded, ranked)
     if not keep.all():
         run_q, label = run_q[keep], label[keep]
     if max_docs is not None:

@@ -1,10 +1,13 @@
 """TREC qrels and run files (and a dataset's qrels.parquet) read into columns.
 
-Reading uses pyarrow's multithreaded CSV reader when the file has one consistent separator and
-no empty field; anything else (mixed spaces and tabs, a doubled separator, fields after a run's
+A well-formed file (one space between fields, plain ASCII, no comment or blank line) is read by
+`trec_scan.scan`, a numpy byte scan of a memory map that keeps ids as spans of the file. A file
+with one consistent separator and no empty field otherwise goes through pyarrow's multithreaded
+CSV reader; anything else (mixed spaces and tabs, a doubled separator, fields after a run's
 tag, a bad line) goes through a line-by-line reader that splits on whitespace, as trec_eval
-does, and names the file and line of the first problem. Both readers skip blank lines and
-comment lines (first field starting with `#`), as trec_eval does.
+does, and names the file and line of the first problem. Every reader skips blank lines and
+comment lines (first field starting with `#`), as trec_eval does; a value the byte scan cannot
+parse (a NaN score, a label that is no integer) sends the file to the others, which name it.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -24,16 +26,18 @@ import pyarrow.parquet as pq
 
 from evalcore.datasets import LABEL_COLUMNS
 from evalcore.errors import EvalError
+from evalcore.metrics import trec_scan
+from evalcore.metrics.trec_scan import Ids
 
 QRELS_COLUMNS = ("qid", "iter", "docid", "rel")
 RUN_COLUMNS = ("qid", "q0", "docid", "rank", "score", "tag")
 
 
 class Judgements(NamedTuple):
-    """Qrels as columns: query id, document id (strings), integer label, and the file read."""
+    """Qrels as columns: query id, document id, integer label, and the file read."""
 
-    qid: pa.ChunkedArray
-    docid: pa.ChunkedArray
+    qid: Ids
+    docid: Ids
     label: np.ndarray
     source: str = ""  # the qrels path, so a problem found later can still name file and line
 
@@ -46,10 +50,10 @@ class ExtraFields(NamedTuple):
 
 
 class Ranking(NamedTuple):
-    """A run as columns: query id, document id (strings), score."""
+    """A run as columns: query id, document id, score."""
 
-    qid: pa.ChunkedArray
-    docid: pa.ChunkedArray
+    qid: Ids
+    docid: Ids
     score: np.ndarray
     extra: ExtraFields | None = None  # lines with fields after the run tag (ignored)
 
@@ -231,9 +235,13 @@ def read_qrels(path: str | Path) -> Judgements:
     path = Path(path)
     if path.suffix == ".parquet":
         return _read_parquet_qrels(path)
+    _open_check(path)
+    scanned = trec_scan.scan(path, len(QRELS_COLUMNS), 0, 2, {3: pa.int64()})
+    if scanned is not None:
+        return Judgements(scanned.ids[0], scanned.ids[2], scanned.numbers[3], str(path))
     types = {"qid": pa.string(), "docid": pa.string(), "rel": pa.int64()}
     table, _ = _read(path, QRELS_COLUMNS, types)
-    return Judgements(table["qid"], table["docid"], table["rel"].to_numpy(), str(path))
+    return Judgements(Ids(table["qid"]), Ids(table["docid"]), table["rel"].to_numpy(), str(path))
 
 
 def _read_parquet_qrels(path: Path) -> Judgements:
@@ -250,11 +258,13 @@ def _read_parquet_qrels(path: Path) -> Judgements:
     # Ids may be stored as int64 or as strings of digits: both become the same decimal string.
     qid = pa.chunked_array([pa.array(_ints(table, "qid", path).astype(str))])
     pid = pa.chunked_array([pa.array(_ints(table, "pid", path).astype(str))])
-    return Judgements(qid, pid, labels, str(path))
+    return Judgements(Ids(qid), Ids(pid), labels, str(path))
 
 
 def _ints(table: pa.Table, column: str, path: Path) -> np.ndarray:
     """A column as int64; EvalError naming the first row that holds no integer (as the dataset loader)."""
+    import pandas as pd  # only Parquet qrels need it, and importing it costs a third of a second
+
     raw = table[column].to_pandas()
     values = pd.to_numeric(raw, errors="coerce")
     if values.dtype.kind in "iu":
@@ -273,10 +283,15 @@ def _ints(table: pa.Table, column: str, path: Path) -> np.ndarray:
 def read_run(path: str | Path) -> Ranking:
     """A TREC run file (`qid Q0 docid rank score tag`); the rank column and any field after the
     tag are ignored, as in trec_eval (`Ranking.extra` counts the lines that had some)."""
+    path = Path(path)
+    _open_check(path)
+    scanned = trec_scan.scan(path, len(RUN_COLUMNS), 0, 2, {4: pa.float64()})
+    if scanned is not None and not np.isnan(scanned.numbers[4]).any():  # NaN: the careful reader names its line
+        return Ranking(scanned.ids[0], scanned.ids[2], scanned.numbers[4])
     types = {"qid": pa.string(), "docid": pa.string(), "score": pa.float64()}
-    table, extra = _read(Path(path), RUN_COLUMNS, types, extra_allowed=True)
+    table, extra = _read(path, RUN_COLUMNS, types, extra_allowed=True)
     # Columns stay in pyarrow's chunks: joining them would copy hundreds of megabytes.
-    return Ranking(table["qid"], table["docid"], table["score"].to_numpy(), extra)
+    return Ranking(Ids(table["qid"]), Ids(table["docid"]), table["score"].to_numpy(), extra)
 
 
 def integer_ids(run: Ranking) -> Ranking:
@@ -285,7 +300,7 @@ def integer_ids(run: Ranking) -> Ranking:
     def strip(values: pa.ChunkedArray) -> pa.ChunkedArray:
         return pc.replace_substring_regex(values, pattern=r"^(-?)0+([0-9]+)$", replacement=r"\1\2")
 
-    return run._replace(qid=strip(run.qid), docid=strip(run.docid))
+    return run._replace(qid=Ids(strip(run.qid.arrow())), docid=Ids(strip(run.docid.arrow())))
 
 
 def read_pair(qrels: Path, run: Path) -> tuple[Judgements, Ranking]:
