@@ -40,7 +40,8 @@ CPU_GOAL_MS = 2.0
 STORE_GOAL_KB = 3.0
 
 
-def run_once(folder: Path, code: Path, dataset: Path, config: Path, db: Path, limit: int | None = None) -> dict[str, float]:
+def run_once(folder: Path, code: Path, dataset: Path, config: Path, db: Path,
+             limit: int | None = None) -> dict[str, float]:
     """One whole `evalcore run` in its own process, run from `code`; its wall and CPU seconds."""
     command = [sys.executable, "-m", "evalcore", "run", "--dataset", str(dataset), "--config", str(config),
                "--db", str(db), "--no-cache", *(["--limit", str(limit)] if limit else [])]
