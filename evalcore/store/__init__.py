@@ -329,12 +329,18 @@ REPLACEMENT = "\ufffd"
 
 def storable(text: str) -> str:
     """The text with every lone surrogate replaced by U+FFFD (the same text when it has none)."""
+    if text.isascii():  # most text: known at once, no surrogate can be in it
+        return text
     return LONE_SURROGATE.sub(REPLACEMENT, text) if LONE_SURROGATE.search(text) else text
+
+
+# json.dumps with these options builds an encoder at every call; a column's JSON is written many times a question.
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def dumps(value: Any) -> str:
     """Compact JSON for a column (lone surrogates replaced, as in every text the store writes)."""
-    return storable(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    return storable(_COMPACT.encode(value))
 
 
 def _storable_params(params: Any) -> Any:
