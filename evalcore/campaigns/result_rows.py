@@ -79,14 +79,14 @@ STAGE_DIGITS = 6  # the retrievers round each stage's scores to this many digits
 def encode_ranked(hits: Sequence[Retrieved], passages: Passages, new: list[tuple[int, Retrieved]]) -> str:
     """A ranked list as passage keys, scores and each stage's scores (stages in the order they appear)."""
     scores = [hit.score for hit in hits]
-    stages: dict[str, list[float | None] | int] = {}
+    lists: dict[str, list[float | None]] = {}
     for position, hit in enumerate(hits):
         for name, value in hit.stages.items():
-            cast(list[float | None], stages.setdefault(name, [None] * len(hits)))[position] = value
+            lists.setdefault(name, [None] * len(hits))[position] = value
     rounded = [round(score, STAGE_DIGITS) for score in scores] if all(type(s) is float for s in scores) else None
-    for name, values in stages.items():
-        if rounded is not None and same_floats(cast(list[float | None], values), rounded):
-            stages[name] = STAGE_DIGITS
+    stages: dict[str, list[float | None] | int] = {
+        name: STAGE_DIGITS if rounded is not None and same_floats(values, rounded) else values
+        for name, values in lists.items()}
     keys = dumps([passages.key(hit, new) for hit in hits])
     singles = float32_texts(scores)
     if singles is None:
