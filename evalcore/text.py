@@ -159,10 +159,17 @@ def clear_caches() -> None:
     _tokens.cache_clear()
     _long_tokens.cache_clear()
     _segment_han.cache_clear()
+    _fold.cache_clear()
 
 
 def fold(text: str) -> str:
-    """Casefold and strip accents (NFKD, combining marks dropped): `Été` -> `ete`."""
+    """Casefold and strip accents (NFKD, combining marks dropped): `Été` -> `ete` (cached, but for long texts:
+    measures fold the same words question after question)."""
+    return _fold(text) if len(text) <= LONG_TEXT else _fold.__wrapped__(text)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _fold(text: str) -> str:
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     return decomposed if decomposed.isascii() else _combining().sub("", decomposed)
 

@@ -216,3 +216,114 @@ def test_an_unreachable_postgresql_is_a_user_error_without_the_password(postgres
     with pytest.raises(EvalError, match="cannot open the database") as caught:
         open_store("postgresql://evalcore:secret@127.0.0.1:1/none")
     assert "secret" not in str(caught.value) and "***" in caught.value.where
+
+
+def _ranked(scores: list, stages: list[dict]) -> tuple:
+    from evalcore.targets import Retrieved
+
+    return tuple(Retrieved(pid, f"title {pid}", f"text {pid}", score, own) for pid, (score, own)
+                 in enumerate(zip(scores, stages, strict=True)))
+
+
+def _same_bits(a: object, b: object) -> bool:
+    """Equal to the last bit: the same type and the same repr (a zero's sign, NaN included)."""
+    return type(a) is type(b) and repr(a) == repr(b)
+
+
+def test_float32_scores_are_stored_short_and_read_back_to_the_last_bit() -> None:
+    # BM25 and cosine scores are float32 numbers, given in their float64 form: each is written in its shortest
+    # float32 text and reads back as the identical float; the final stage (the score rounded to 6 digits) is
+    # written as its digits. Anything else (float64 scores, ints, NaN, infinities, missing stage values) is written
+    # as before, so every list reads back exactly as it was.
+    import numpy as np
+
+    from evalcore.campaigns.result_rows import Passages, decode_ranked, encode_ranked
+
+    raw = np.array([11.044711, 10.421133, 4.428916, 1e-30, 0.0, 3e38, 7.0], dtype=np.float32)
+    norm = (raw / raw[0]).tolist()
+    bm25 = [{"bm25": round(r, 6), "bm25_norm": round(s, 6)} for r, s in zip(raw.tolist(), norm, strict=True)]
+    cases = [
+        (norm, bm25),
+        ([-0.0, -0.5, 0.25], [{"vector": round(s, 6)} for s in (-0.0, -0.5, 0.25)]),
+        ([1 / 61, 1 / 62 + 1 / 70, 0.1], [{"rrf": round(s, 6), "bm25": 1.5} for s in (1 / 61, 1 / 62 + 1 / 70, 0.1)]),
+        ([1.0, 0.0, 2.0], [{"rerank": 1}, {"rerank": 0}, {}]),
+        ([float("nan"), 0.5, float("inf")], [{}, {"x": 0.5}, {}]),
+        ([1, 0.5], [{"s": 1.0}, {"s": 0.5}]),
+        ([0.5, 0.25], [{"s": 0.5}, {"t": 0.25}]),
+        ([], []),
+    ]
+    passages = Passages()
+    for scores, stages in cases:
+        hits = _ranked(scores, stages)
+        text = encode_ranked(hits, passages, [])
+        back = decode_ranked(text, passages.by_key)
+        assert [h.pid for h in back] == [h.pid for h in hits]
+        assert all(_same_bits(a.score, b.score) for a, b in zip(back, hits, strict=True)), text
+        assert [list(h.stages) for h in back] == [list(h.stages) for h in hits], text
+        assert all(_same_bits(a.stages[name], b.stages[name]) for a, b in zip(back, hits, strict=True)
+                   for name in b.stages), text
+    short = encode_ranked(_ranked(norm, bm25), passages, [])
+    assert '"f":[1.0,0.9435406,0.4009988,9.054107e-32,0.0,' in short and '"bm25_norm":6' in short
+    assert '"s":' in encode_ranked(_ranked(*cases[2]), passages, [])  # float64 scores keep their precision
+
+
+def test_ranked_lists_stored_before_read_as_they_did() -> None:
+    # Rows written before schema version 16 hold the float64 form of every score and each stage's whole list; rows
+    # written before passages were shared hold the passages themselves.
+    import json
+
+    from evalcore.campaigns.result_rows import Passages, decode_ranked, encode_ranked, ranked_passages
+
+    passages = Passages()
+    hits = _ranked([1.0, 0.9435405731201172], [{"bm25": 11.044711, "bm25_norm": 1.0},
+                                               {"bm25": 10.421133, "bm25_norm": 0.943541}])
+    encode_ranked(hits, passages, [])
+    v15 = json.dumps({"k": [0, 1], "s": [1.0, 0.9435405731201172],
+                      "st": {"bm25": [11.044711, 10.421133], "bm25_norm": [1.0, 0.943541]}}, separators=(",", ":"))
+    v4 = json.dumps([{"pid": 0, "title": "title 0", "text": "text 0", "score": 1.0,
+                      "stages": {"bm25": 11.044711, "bm25_norm": 1.0}}])
+    assert decode_ranked(v15, passages.by_key) == hits
+    assert decode_ranked(encode_ranked(hits, passages, []), passages.by_key) == hits
+    assert decode_ranked(v4, passages.by_key) == hits[:1]
+    assert [[h.pid for h in ranked] for ranked in ranked_passages([v15, encode_ranked(hits, passages, []), v4],
+                                                                   passages.by_key)] == [[0, 1], [0, 1], [0]]
+
+
+def test_a_version_fifteen_store_is_migrated_and_its_rows_read_the_same(tmp_path: Path) -> None:
+    # A store an older evalcore wrote (schema 15, ranked lists with float64 scores) opens, moves to the version that
+    # tells older code to refuse the newer rows, and reads every stored row as before; new rows are the short form.
+    from evalcore.campaigns.records import Outcome, Question
+    from evalcore.campaigns.result_rows import ResultWriter, read_results
+    from evalcore.store import split_script
+
+    path = tmp_path / "v15.db"
+    conn = sqlite3.connect(path)
+    for script in MIGRATIONS[:15]:
+        for statement in split_script(script):
+            conn.execute(statement)
+    conn.execute("PRAGMA user_version = 15")
+    conn.execute("INSERT INTO campaigns (id, tenant, kind, source, status, total, finished, failed, created_at, "
+                 "ended_at, config) VALUES ('c', 'default', 'dataset', 'default', 'succeeded', 2, 1, 0, 0, 1, '{}')")
+    conn.execute("INSERT INTO campaign_questions (campaign_id, position, qid, question, refs, expected_sources) "
+                 "VALUES ('c', 0, 1, 'q1', '[]', '[]'), ('c', 1, 2, 'q2', '[]', '[]')")
+    conn.execute("INSERT INTO campaign_passages VALUES ('c', 0, 0, '', 'title 0', 'text 0'), "
+                 "('c', 1, 1, '', 'title 1', 'text 1')")
+    conn.execute("INSERT INTO results (campaign_id, position, qid, answer, retrieved, context, sources, measures, "
+                 "signatures, results, judges, created_at) VALUES ('c', 0, 1, 'a', ?, '1', '', '{\"mrr\":0.5}', '{}', "
+                 "'{}', '{}', 0)",
+                 ('{"k":[0,1],"s":[1.0,0.9435405731201172],"st":{"bm25":[11.044711,10.421133],"bm25_norm":[1.0,0.943541]}}',))
+    conn.commit()
+    conn.close()
+    hits = _ranked([1.0, 0.9435405731201172], [{"bm25": 11.044711, "bm25_norm": 1.0},
+                                               {"bm25": 10.421133, "bm25_norm": 0.943541}])
+    with Store(path) as store:
+        assert store.read("PRAGMA user_version")[0][0] == len(MIGRATIONS) == 16
+        old = read_results(store, "c")
+        assert old[0].outcome.retrieved == hits and old[0].outcome.measures == {"mrr": 0.5}
+        writer = ResultWriter(store, "c")
+        rows, passages, signatures = writer.rows([(Question(1, 2, "q2"), Outcome(answer="a", retrieved=hits,
+                                                                                context=hits[:1]))])
+        store.write(lambda conn: writer.write(conn, rows, passages, signatures, {}))
+        stored = store.read("SELECT retrieved FROM results WHERE position = 1")[0]["retrieved"]
+        assert stored == '{"k":[0,1],"f":[1.0,0.9435406],"st":{"bm25":[11.044711,10.421133],"bm25_norm":6}}'
+        assert [r.outcome.retrieved for r in read_results(store, "c")] == [hits, hits]

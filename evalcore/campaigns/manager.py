@@ -129,9 +129,9 @@ MAX_NAME = 200
 
 def log_dataset(campaign_id: str, corpus: Dataset) -> None:
     """Write the statistics of a dataset campaign's questions and corpus to the server's log."""
-    from evalcore.datasets import dataset_stats
+    from evalcore.datasets import dataset_summary
 
-    log.info("campaign %s on dataset %s", campaign_id, dataset_stats(corpus).summary())
+    log.info("campaign %s on dataset %s", campaign_id, dataset_summary(corpus))
 
 
 def campaign_name(name: str | None, config: TargetConfig | None) -> str:

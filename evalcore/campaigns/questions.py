@@ -14,9 +14,10 @@ from evalcore.suites import Suite
 
 def dataset_questions(dataset: Dataset) -> list[Question]:
     """The question snapshot of a dataset campaign (labels, every reference answer, the dataset's answerability)."""
-    return with_answerability([Question(position, q.qid, q.text, None, tuple(q.references), dict(q.labels) or None,
-                                        (), q.answerable)
-                               for position, q in enumerate(dataset.questions)])
+    # Built marked (no copy of each question to mark it): a launch of thousands of questions waits for this.
+    return [Question(position, q.qid, q.text, None, references, dict(q.labels) or None, (),
+                     marked_answerable(None, references, q.answerable))
+            for position, q in enumerate(dataset.questions) for references in (tuple(q.references),)]
 
 
 def suite_questions(suite: Suite) -> list[Question]:
@@ -38,11 +39,16 @@ def answerability(question: Question) -> bool | None:
     `[no answer]`), or a dataset's `answerable` column set to false. An empty expected answer is
     no reference, not a question to decline: it gets no abstention measure.
     """
-    answers = (question.expected_answer, *question.references)
+    return marked_answerable(question.expected_answer, question.references, question.answerable)
+
+
+def marked_answerable(expected_answer: str | None, references: tuple[str, ...], answerable: bool | None) -> bool | None:
+    """answerability of a question with this expected answer, these references and this dataset mark."""
+    answers = (expected_answer, *references)
     if any(is_unanswerable_marker(text) for text in answers):
         return False
-    if question.answerable is not None:
-        return question.answerable
+    if answerable is not None:
+        return answerable
     return True if any((text or "").strip() for text in answers) else None
 
 

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import time
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -64,13 +66,64 @@ def load_signatures(store: Store, campaign_id: str) -> dict[str, str]:
     return {current_name(row["name"]): current_name(row["signature"]) for row in rows}
 
 
+# How a ranked list is stored (schema version 16 on):
+#   {"k": [passage keys], "f": [scores], "st": {stage: [scores] or DIGITS}}
+# "f" holds scores that are float32 numbers (BM25, cosine similarity), each in the shortest text that reads back
+# as the same float32 value, which is read back as that value (in its float64 form, as the retrievers give it);
+# any other list of scores is stored as "s", at full float64 precision, as before. A stage whose every score is the
+# list's score rounded to DIGITS digits (the final stage: `bm25_norm` for bm25, `vector`, `rrf`) is stored as
+# that number of digits. Rows written before keep "s" and every stage's list, and read as they did.
+STAGE_DIGITS = 6  # the retrievers round each stage's scores to this many digits (evalcore.targets.retrievers)
+
+
 def encode_ranked(hits: Sequence[Retrieved], passages: Passages, new: list[tuple[int, Retrieved]]) -> str:
     """A ranked list as passage keys, scores and each stage's scores (stages in the order they appear)."""
-    stages: dict[str, list[float | None]] = {}
+    scores = [hit.score for hit in hits]
+    lists: dict[str, list[float | None]] = {}
     for position, hit in enumerate(hits):
         for name, value in hit.stages.items():
-            stages.setdefault(name, [None] * len(hits))[position] = value
-    return dumps({"k": [passages.key(hit, new) for hit in hits], "s": [hit.score for hit in hits], "st": stages})
+            lists.setdefault(name, [None] * len(hits))[position] = value
+    rounded = [round(score, STAGE_DIGITS) for score in scores] if all(type(s) is float for s in scores) else None
+    stages: dict[str, list[float | None] | int] = {
+        name: STAGE_DIGITS if rounded is not None and same_floats(values, rounded) else values
+        for name, values in lists.items()}
+    keys = dumps([passages.key(hit, new) for hit in hits])
+    singles = float32_texts(scores)
+    if singles is None:
+        return f'{{"k":{keys},"s":{dumps(scores)},"st":{dumps(stages)}}}'
+    return f'{{"k":{keys},"f":[{",".join(singles)}],"st":{dumps(stages)}}}'
+
+
+def same_floats(values: Sequence[object], expected: Sequence[float]) -> bool:
+    """Whether every value is a float equal to the expected one to the last bit (a zero's sign included)."""
+    return len(values) == len(expected) and all(
+        type(value) is float and value == want
+        and (value != 0.0 or math.copysign(1.0, value) == math.copysign(1.0, want))
+        for value, want in zip(values, expected, strict=True))
+
+
+def float32_texts(scores: Sequence[object]) -> list[str] | None:
+    """Each score in the shortest text that reads back as its float32 value (numpy's shortest round-trip digits),
+    when every score is a finite float32 value; None otherwise. Checked by reading the texts back as decode_ranked
+    does: what is written reads back as the same float, to the last bit."""
+    if not scores or not all(type(score) is float and math.isfinite(score) for score in scores):
+        return None
+    floats = cast(list[float], scores)
+    if single_floats(floats) != floats:  # some score needs float64's precision
+        return None
+    import numpy as np
+
+    texts = list(map(str, np.array(floats, dtype=np.float32)))
+    try:
+        back = single_floats(json.loads(f"[{','.join(texts)}]"))
+    except (ValueError, TypeError):
+        return None
+    return texts if same_floats(back, floats) else None
+
+
+def single_floats(values: Sequence[float]) -> list[float]:
+    """Each value rounded to the nearest float32, in its float64 form (as numpy's float32 `tolist` gives it)."""
+    return array("f", values).tolist()
 
 
 def decode_ranked(text: str, passages: Mapping[int, Retrieved]) -> tuple[Retrieved, ...]:
@@ -79,9 +132,11 @@ def decode_ranked(text: str, passages: Mapping[int, Retrieved]) -> tuple[Retriev
     if isinstance(data, list):
         return tuple(Retrieved(h["pid"], h.get("title") or "", h.get("text") or "", h.get("score") or 0.0,
                                dict(h.get("stages") or {}), h.get("source") or "") for h in data)
-    scores = data["s"]
+    scores = data["s"] if "s" in data else single_floats(data["f"])
     stages: list[dict[str, float]] = [{} for _ in scores]
     for name, values in data["st"].items():
+        if isinstance(values, int):  # the scores rounded to that many digits
+            values = [round(score, values) for score in scores]
         for position, value in enumerate(values):
             if value is not None:
                 stages[position][name] = value

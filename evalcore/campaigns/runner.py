@@ -19,6 +19,9 @@ from evalcore.lifecycle import CampaignStatus
 from evalcore.store import HEARTBEAT_S, Connection, Store
 
 log = logging.getLogger("evalcore.campaigns")
+# Questions finished within this many seconds of the first one unwritten are written together (at most SAVE_ROWS).
+SAVE_S = 0.1
+SAVE_ROWS = 64
 STAGE_COLUMNS = "stage = ?, stage_done = ?, stage_total = ?, pace_rate = ?, pace_at = ?, pace_done = ?"
 
 
@@ -166,6 +169,8 @@ class Runner:
     def _dispatch(self) -> tuple[CampaignStatus, str | None]:
         pending, executor = deque(self.plan.questions), self.executor
         by_position = {question.position: question for question in self.plan.questions}
+        unsaved: list[tuple[Question, Outcome]] = []  # finished, to be written with those that follow them
+        since = 0.0  # when the oldest of them finished
         stop = self._stop_reason()  # a cancel may have come during the setup (a long index build)
         while (pending and stop is None) or executor.busy:
             self._fill(pending, stop)
@@ -173,13 +178,24 @@ class Runner:
             stop = stop or self._stop_reason()  # a cancel may have come while waiting
             # Refill the freed slots before the (serialised) write, so questions never wait on the disk;
             # not after a failure, which may cross the failed-share limit once counted.
-            if all(outcome.error is None for _, outcome in finished):
+            succeeded = all(outcome.error is None for _, outcome in finished)
+            if succeeded:
                 self._fill(pending, stop)
-            if finished:
-                self._save([(by_position[position], outcome) for position, outcome in finished])
+            if finished and not unsaved:
+                since = time.monotonic()
+            unsaved += [(by_position[position], outcome) for position, outcome in finished]
+            # One transaction for the questions that finished within SAVE_S of each other (each commit costs
+            # more than a row); at once after a failure (the failed share counts stored rows), when nothing came
+            # back (the questions in flight are slow), when the batch is full, and at the end.
+            if unsaved and (not succeeded or not finished or len(unsaved) >= SAVE_ROWS or stop is not None
+                            or not executor.busy or time.monotonic() - since >= SAVE_S):
+                self._save(unsaved)
+                unsaved = []
             stop = stop or self._stop_reason()
             if stop is not None:
                 executor.cancel()
+        if unsaved:
+            self._save(unsaved)
         if stop == CampaignStatus.CANCELLED:
             return CampaignStatus.CANCELLED, None
         if stop is not None:

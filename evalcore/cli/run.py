@@ -32,7 +32,7 @@ from evalcore.cli._common import JUDGE_FLAGS, Commands, add_db_option, add_judge
 from evalcore.cli.compare import add_sweep_columns, format_sweep, sweep_columns
 from evalcore.compare import compare_sweep
 from evalcore.compare.pairing import previous
-from evalcore.datasets import dataset_stats, load_dataset
+from evalcore.datasets import dataset_summary, load_dataset
 from evalcore.diagnosis import STAGES, StageCounts
 from evalcore.errors import EvalError
 from evalcore.gates import (
@@ -179,7 +179,8 @@ def gate_campaigns(store: Store, args: argparse.Namespace, gates: list[Gate], id
     lines: list[tuple[str, str]] = []
     for campaign_id in ids:
         campaign = get_campaign(store, campaign_id)
-        rows = campaign_results(store, campaign_id)
+        # Without gates only the failed questions are reported: a campaign without any reads no results.
+        rows = campaign_results(store, campaign_id) if gates or campaign.failed else []
         own = campaign_checks(gates, rows) + question_failures(rows)
         if len(ids) > 1:
             own = [replace(check, name=f"{campaign.name}: {check.name}") for check in own]
@@ -249,7 +250,7 @@ def launch(manager: CampaignManager, request: LaunchRequest, *, as_json: bool) -
         for note in local_notes(request.judges):
             print(f"note: {note}", file=sys.stderr, flush=True)
     if request.dataset is not None:
-        print(f"dataset {dataset_stats(load_dataset(request.dataset)).summary()}", file=out, flush=True)
+        print(f"dataset {dataset_summary(load_dataset(request.dataset))}", file=out, flush=True)
     return manager.launch(request)
 
 

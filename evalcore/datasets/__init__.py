@@ -14,6 +14,7 @@ if TYPE_CHECKING:
         Passage,
         Question,
         dataset_stats,
+        dataset_summary,
         load_dataset,
         resolve_dataset,
     )
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DATASET_ROOT", "DEFAULT_DATASET", "FILES", "LABEL_COLUMNS", "Dataset", "DatasetStats", "Passage", "Question",
-    "dataset_stats",
+    "dataset_stats", "dataset_summary",
     "list_datasets", "load_dataset", "resolve_dataset", "upload_limit_mb", "upload_name_problem", "upload_root",
     "validate_upload",
 ]
@@ -37,7 +38,7 @@ __getattr__ = lazy_exports(__name__, {
     "names": ("DEFAULT_DATASET",),
     "loader": (
         "DATASET_ROOT", "FILES", "LABEL_COLUMNS", "Dataset", "DatasetStats", "Passage", "Question", "dataset_stats",
-        "load_dataset", "resolve_dataset",
+        "dataset_summary", "load_dataset", "resolve_dataset",
     ),
     "uploads": ("list_datasets", "upload_limit_mb", "upload_name_problem", "upload_root", "validate_upload"),
 })

@@ -140,6 +140,8 @@ def _check(labels: Mapping[DocId, int], label_min: int, label_max: int) -> None:
 
 def _is_integer(value: object) -> bool:
     """An int, or a float without a fraction (a bool is no label)."""
+    if type(value) is int:  # the usual label, without the slower abstract-class check
+        return True
     if isinstance(value, bool):
         return False
     return isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer())
@@ -147,6 +149,8 @@ def _is_integer(value: object) -> bool:
 
 def _check_retrieved(retrieved: Sequence[tuple[DocId, float]]) -> None:
     for position, item in enumerate(retrieved):
+        if type(item) is tuple and len(item) == 2 and type(item[1]) is float and not math.isnan(item[1]):
+            continue  # the usual pair, without the slower abstract-class check
         pair = isinstance(item, (tuple, list)) and len(item) == 2
         if not pair or isinstance(item[1], bool) or not isinstance(item[1], numbers.Real) or math.isnan(item[1]):
             raise EvalError("a retrieved item is not a (document id, score) pair with a numeric score",

@@ -9,6 +9,7 @@ sacreBLEU's do, so a stored value always says how it was made.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -340,7 +341,7 @@ def _add_graded(values: dict[str, float], signatures: dict[str, str], results: d
     for name, value in found.items():
         if value is not None:
             values[f"graded.{name}"] = float(value)
-            signatures[f"graded.{name}"] = signature(f"graded.{name}", scale=scale.text)
+            signatures[f"graded.{name}"] = _scale_signature(f"graded.{name}", scale.text)
         results[f"graded.{name}"] = MEASURES[f"graded.{name}"].result(value, marks[name])
 
 
@@ -366,6 +367,12 @@ def graded_retrieval_scores(labels: Mapping[DocId, int], retrieved: Sequence[tup
 
 
 _SIGNATURES: dict[str, str] = {}
+
+
+@functools.lru_cache(maxsize=1 << 10)
+def _scale_signature(name: str, scale: str) -> str:
+    """The signature of a graded measure on a label scale (the same for every question of a campaign)."""
+    return signature(name, scale=scale)
 
 
 def _default_signature(name: str) -> str:

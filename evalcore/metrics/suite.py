@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 from evalcore.metrics.stopwords import stopwords
@@ -21,7 +22,13 @@ def _important(word: str) -> bool:
 
 def important_words(text: str) -> list[str]:
     """The distinct important words of `text`, folded (case and accents removed), in order."""
-    return list(dict.fromkeys(word for word in map(fold, tokens(text)) if _important(word)))
+    return list(_important_words(text))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _important_words(text: str) -> tuple[str, ...]:
+    """important_words as a tuple, cached: a dataset's expected answers are scored again and again."""
+    return tuple(dict.fromkeys(word for word in map(fold, tokens(text)) if _important(word)))
 
 
 def coverage(answer: str, expected: str) -> float | None:
@@ -30,7 +37,7 @@ def coverage(answer: str, expected: str) -> float | None:
     Words match after folding. A Han word matches anywhere in the answer's folded text, because
     jieba may cut the same characters differently in another sentence.
     """
-    wanted = important_words(expected)
+    wanted = _important_words(expected)
     if not wanted:
         return None
     answer_words = {fold(word) for word in tokens(answer)}

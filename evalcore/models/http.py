@@ -154,8 +154,17 @@ class HttpClient:
     def __init__(self) -> None:
         self._idle: dict[tuple[str, str, int | None], list[http.client.HTTPConnection]] = {}
         self._lock = threading.Lock()
-        self._tls = ssl.create_default_context()
+        self._context: ssl.SSLContext | None = None
         self._closed = False
+
+    @property
+    def _tls(self) -> ssl.SSLContext:
+        """The certificate checks of HTTPS, made on the first HTTPS connection: loading the system's trust store
+        takes tens of milliseconds, which a campaign on a plain-HTTP server (a local model) need not wait for."""
+        with self._lock:
+            if self._context is None:
+                self._context = ssl.create_default_context()
+            return self._context
 
     def close(self) -> None:
         """Close the idle connections and keep none from now on (a later request opens its own, then closes it)."""

@@ -188,9 +188,16 @@ SCHEMA_V15 = """
 ALTER TABLE campaigns ADD COLUMN answers_from TEXT;
 CREATE INDEX campaigns_answers_from ON campaigns(answers_from);
 """
+# v16: a ranked list's float32 scores (BM25, cosine similarity) stored in their own shortest form, and a stage that
+# is the score rounded stored as its number of digits (evalcore.campaigns.result_rows.encode_ranked): a quarter
+# less per question. No table changes; the version tells an older evalcore, which could not read such rows, to
+# refuse the store. Rows written before read as they did.
+SCHEMA_V16 = """
+-- results.retrieved may hold {"k": [...], "f": [...], "st": {name: [...] or digits}}
+"""
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
                                SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14,
-                               SCHEMA_V15)
+                               SCHEMA_V15, SCHEMA_V16)
 
 
 class NotFound(EvalError):
@@ -322,6 +329,8 @@ REPLACEMENT = "\ufffd"
 
 def storable(text: str) -> str:
     """The text with every lone surrogate replaced by U+FFFD (the same text when it has none)."""
+    if text.isascii():  # most text: known at once, no surrogate can be in it
+        return text
     try:
         text.encode("utf-8")   # fails on a lone surrogate and on nothing else; in C, far quicker than a search
     except UnicodeEncodeError:
@@ -329,9 +338,13 @@ def storable(text: str) -> str:
     return text
 
 
+# json.dumps with these options builds an encoder at every call; a column's JSON is written many times a question.
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def dumps(value: Any) -> str:
     """Compact JSON for a column (lone surrogates replaced, as in every text the store writes)."""
-    return storable(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    return storable(_COMPACT.encode(value))
 
 
 def _storable_params(params: Any) -> Any:

@@ -6,6 +6,7 @@ fallback answer and no model is called.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -28,8 +29,10 @@ class Generator(Protocol):
     def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer) -> str: ...
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def language(text: str) -> str:
-    """A coarse guess, zh / fr / en, for answering in the question's language."""
+    """A coarse guess, zh / fr / en, for answering in the question's language (cached: a corpus's sentences come back
+    in the contexts of many questions)."""
     if re.search(r"[\u3400-\u4dbf\u4e00-\u9fff]", text):
         return "zh"
     words = re.findall(r"\w+", text.casefold())
@@ -52,11 +55,14 @@ class ExtractiveGenerator:
 
     def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer) -> str:
         """The best sentences, best first, joined by a space."""
-        from evalcore.text import split_sentences, tokens
+        from evalcore.text import tokens
 
-        ranked = [(rank, s) for rank, item in enumerate(context, 1) for s in split_sentences(item.text) if tokens(s)]
-        same_language = [(rank, s) for rank, s in ranked if language(s) == language(question)]
-        ranked = same_language or ranked
+        asked = language(question)
+        sentences = [(rank, s) for rank, item in enumerate(context, 1) for s in _sentences(item.text)]
+        # The sentences with words in the question's language, else those with words in any: a sentence in another
+        # language is only tokenized when none is in the question's (a Chinese one needs jieba's dictionary).
+        ranked = [(rank, s) for rank, s in sentences if language(s) == asked and tokens(s)] \
+            or [(rank, s) for rank, s in sentences if tokens(s)]
         if not ranked:
             return context[0].text
         token_sets = [set(tokens(s)) for _, s in ranked]
@@ -65,8 +71,16 @@ class ExtractiveGenerator:
         weights = [sum(math.log(1 + len(ranked) / frequency[t]) for t in words & question_words) / math.log2(rank + 1)
                    for (rank, _), words in zip(ranked, token_sets, strict=False)]
         best = sorted(range(len(ranked)), key=lambda i: (-weights[i], i))[: self.sentences]
-        joiner = "" if language(question) == "zh" else " "
+        joiner = "" if asked == "zh" else " "
         return joiner.join(ranked[i][1].strip() for i in best)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _sentences(text: str) -> tuple[str, ...]:
+    """A context passage's sentences (cached: the same passages come back in the contexts of many questions)."""
+    from evalcore.text import split_sentences
+
+    return tuple(split_sentences(text))
 
 
 class ChatGenerator:

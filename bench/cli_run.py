@@ -1,0 +1,134 @@
+"""A whole CLI run, start-up included: CPU per question of `python -m evalcore run` and the store it leaves.
+
+    python bench/cli_run.py [--questions 8000] [--rounds 3] [--reference DIR]
+
+The dataset is bench/scale.py's (the sample corpus, its labelled questions repeated with a number
+appended, so every question is distinct text); the configuration bm25 retrieval and the extractive
+generator, cache off. Each round runs the whole process, `python -m evalcore run --dataset D
+--config bm25.toml --db FRESH.db --no-cache`, output discarded: interpreter start, imports, the
+launch (dataset loaded and described, snapshot, the knowledge base read from the index cache,
+built once beforehand), every question, the report and the gates. The CPU is the child's user +
+system time (os.wait4), divided by the questions; the goal is under 2 ms. The store is the database
+file after a WAL checkpoint (the log folded in), per question; the goal is at most 3 KB.
+
+With --reference, a checkout of earlier code (e.g. `git archive main | tar -x -C /tmp/before`) runs
+the same command in the same rounds, on its own fresh database, the order alternating by round;
+its stored measures are compared with ours (the same value, bit for bit, for every question and
+measure). Median (min-max) over the rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from scale import write_dataset
+
+CPU_GOAL_MS = 2.0
+STORE_GOAL_KB = 3.0
+
+
+def run_once(folder: Path, code: Path, dataset: Path, config: Path, db: Path,
+             limit: int | None = None) -> dict[str, float]:
+    """One whole `evalcore run` in its own process, run from `code`; its wall and CPU seconds."""
+    command = [sys.executable, "-m", "evalcore", "run", "--dataset", str(dataset), "--config", str(config),
+               "--db", str(db), "--no-cache", *(["--limit", str(limit)] if limit else [])]
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert process.stderr is not None
+    errors = process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - started
+    if process.returncode != 0:
+        raise SystemExit(f"{code}: exit {process.returncode}\n{errors.decode(errors='replace')[-2000:]}")
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "user": usage.ru_utime, "sys": usage.ru_stime}
+
+
+def checkpointed_bytes(db: Path) -> int:
+    """The database's size once its write-ahead log is folded in."""
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return db.stat().st_size
+
+
+def stored_measures(db: Path) -> list[tuple[int, str, str]]:
+    """Every question's measures and pass/fail marks as stored: (position, measures, results), decoded and
+    written back in one canonical form (the float text Python writes for the value read)."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT position, measures, results FROM results ORDER BY position").fetchall()
+    return [(position, json.dumps(json.loads(measures), sort_keys=True), json.dumps(json.loads(results),
+                                                                                    sort_keys=True))
+            for position, measures, results in rows]
+
+
+def cell(values: list[float], digits: int = 2) -> str:
+    """Median (min-max)."""
+    return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--questions", type=int, default=8000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--reference", type=Path, metavar="DIR", help="a checkout of earlier code, run alongside")
+    args = parser.parse_args()
+    sides = {"ours": ROOT} | ({"reference": args.reference.resolve()} if args.reference else {})
+    with tempfile.TemporaryDirectory(prefix="evalcore-cli-run-") as scratch:
+        folder = Path(scratch)
+        dataset = write_dataset(folder / "data", args.questions)
+        config = folder / "bm25.toml"
+        config.write_text(f'retriever = "bm25"\nknowledge_base = "{dataset}"\n', encoding="utf-8")
+        for name, code in sides.items():  # the index cache (next to the databases), built once
+            run_once(folder, code, dataset, config, folder / f"warm-{name}.db", limit=20)
+        runs: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
+        measures: dict[str, list[tuple[int, str, str]]] = {}
+        for round_ in range(args.rounds):
+            for name in list(sides)[:: 1 if round_ % 2 == 0 else -1]:
+                db = folder / f"{name}-{round_}.db"
+                measured = run_once(folder, sides[name], dataset, config, db)
+                measured["kb"] = checkpointed_bytes(db) / args.questions / 1024
+                if round_ == 0:
+                    measures[name] = stored_measures(db)
+                runs[name].append(measured)
+                for path in folder.glob(f"{db.name}*"):
+                    path.unlink()
+                print(f"round {round_ + 1} {name}: {measured['cpu']:.2f} s CPU, {measured['wall']:.2f} s wall, "
+                      f"{measured['kb']:.2f} KB per question", file=sys.stderr, flush=True)
+    n = args.questions
+    print(f"`python -m evalcore run` on {n:,} questions (bm25, extractive, cache off), whole process, "
+          f"{args.rounds} rounds interleaved, median (min-max), {os.cpu_count()} cores, load average "
+          f"{os.getloadavg()[0]:.1f}:\n")
+    print("| code | CPU per question (ms) | user s | system s | wall s | store per question (KB) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, measured in runs.items():
+        print(f"| {name} | {cell([m['cpu'] / n * 1000 for m in measured])} | {cell([m['user'] for m in measured], 1)} "
+              f"| {cell([m['sys'] for m in measured], 1)} | {cell([m['wall'] for m in measured], 1)} "
+              f"| {cell([m['kb'] for m in measured])} |")
+    ours = runs["ours"]
+    cpu = statistics.median(m["cpu"] / n * 1000 for m in ours)
+    kb = statistics.median(m["kb"] for m in ours)
+    print(f"\nCPU per question {cpu:.2f} ms against the goal of under {CPU_GOAL_MS:g} ms: "
+          f"{'met' if cpu < CPU_GOAL_MS else 'not met'}")
+    print(f"store per question {kb:.2f} KB against the goal of at most {STORE_GOAL_KB:g} KB: "
+          f"{'met' if kb <= STORE_GOAL_KB else 'not met'}")
+    if "reference" in measures:
+        same = measures["ours"] == measures["reference"]
+        print(f"stored measures and marks the same as the reference's for every question: {'yes' if same else 'NO'}")
+
+
+if __name__ == "__main__":
+    main()
