@@ -216,7 +216,7 @@ ALL_ROWS = 2**63 - 1  # LIMIT for no limit on both backends (SQLite's -1 is an e
 # What a re-judge reads from the row of the campaign holding the answers it judged (the rest is its own).
 SHARED_COLUMNS = ("answer", "retrieved", "context", "sources", "queries")
 _QUESTION = "q.question, q.expected_answer, q.refs, q.relevant, q.expected_sources, q.answerable"
-_ORDER = "WHERE r.campaign_id = ? ORDER BY r.position LIMIT ? OFFSET ?"
+_ORDER = "WHERE r.campaign_id = ?{positions} ORDER BY r.position LIMIT ? OFFSET ?"
 READ_OWN = (f"SELECT {_QUESTION}, r.* FROM results r JOIN campaign_questions q ON q.campaign_id = r.campaign_id "
             f"AND q.position = r.position {_ORDER}")
 READ_SHARED = (
@@ -225,6 +225,11 @@ READ_SHARED = (
     + " FROM results r JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = r.position "
     f"JOIN results s ON s.campaign_id = ? AND s.position = r.position {_ORDER}"
 )
+# What a list of the questions shows and filters on, without the rest of each result: position, qid, question, answer,
+# error (a re-judge's answer is the judged campaign's).
+READ_LINES = ("SELECT r.position, r.qid, q.question, {answer} AS answer, r.error FROM results r "
+              "JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = r.position {shared}"
+              "WHERE r.campaign_id = ? ORDER BY r.position")
 
 
 def answers_holder(store: Store, campaign_id: str) -> str:
@@ -234,16 +239,20 @@ def answers_holder(store: Store, campaign_id: str) -> str:
 
 
 def read_results(store: Store, campaign_id: str, offset: int = 0, limit: int | None = None, *,
-                 detail: bool = True) -> list[QuestionResult]:
-    """The stored result of every finished question, in question order (pending ones are absent).
+                 detail: bool = True, positions: Sequence[int] | None = None) -> list[QuestionResult]:
+    """The stored result of every finished question, in question order (pending ones are absent); of the questions
+    at `positions` only, when given (a page of a list).
 
     `detail=False` leaves out what a comparison never reads, a third of the reading: each retrieved
     passage is the campaign's stored passage without this question's scores, and the measures'
     signatures are empty.
     """
+    if positions is not None and not positions:
+        return []
     holder = answers_holder(store, campaign_id)
-    rows = store.read(READ_OWN if holder == campaign_id else READ_SHARED,
-                      (*(() if holder == campaign_id else (holder,)), campaign_id,
+    at = "" if positions is None else f" AND r.position IN ({', '.join('?' * len(positions))})"
+    rows = store.read((READ_OWN if holder == campaign_id else READ_SHARED).format(positions=at),
+                      (*(() if holder == campaign_id else (holder,)), campaign_id, *(positions or ()),
                        ALL_ROWS if limit is None else limit, offset))
     if not rows:
         return []
@@ -255,6 +264,28 @@ def read_results(store: Store, campaign_id: str, offset: int = 0, limit: int | N
         signatures = load_signatures(store, campaign_id)
         return [QuestionResult(Question.from_row(row), outcome_from_row(row, passages, signatures), row["attempts"])
                 for row in rows]
+
+
+@dataclass(frozen=True)
+class QuestionLine:
+    """A finished question as a list of them shows it and filters it: its place, id, text, answer and error."""
+
+    position: int
+    qid: int
+    text: str
+    answer: str | None
+    error: str | None
+
+
+def read_lines(store: Store, campaign_id: str) -> list[QuestionLine]:
+    """Every finished question as a line, in question order: a few columns of each row, not its whole result."""
+    holder = answers_holder(store, campaign_id)
+    own = holder == campaign_id
+    sql = READ_LINES.format(answer="r.answer" if own else "s.answer",
+                            shared="" if own else "JOIN results s ON s.campaign_id = ? AND s.position = r.position ")
+    rows = store.read(sql, (campaign_id,) if own else (holder, campaign_id))
+    with no_cycle_collection():
+        return [QuestionLine(row["position"], row["qid"], row["question"], row["answer"], row["error"]) for row in rows]
 
 
 # The JSON columns of a question and its result that a comparison reads, besides the ranked list.
