@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import shapes
-from dashboard import USABLE, campaign_row, link, spread, store_campaign, timed_open
+from dashboard import FLOOR, FLOOR_APP, USABLE, campaign_row, link, spread, store_campaign, timed_open
 
 from evalcore.campaigns import get_manager, list_campaigns
 from evalcore.compare import compare_campaigns
@@ -132,39 +132,76 @@ def browser_round(browser, url: str, runs: int) -> tuple[dict[str, float], dict[
     return first, later
 
 
+def server_pid(url: str) -> int:
+    """The process of the `streamlit run` serving this address."""
+    port = url.rsplit(":", 1)[1]
+    return int(subprocess.check_output(["pgrep", "-f", "--", f"server.port {port} "]).split()[0])
+
+
+def peak_rss_mb(pid: int) -> float:
+    """A process's peak resident memory so far (VmHWM), MB."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1]) / 1024
+
+
 def measure(sides: dict[str, tuple[Path, str]], rounds: int, runs: int, home: Path) -> None:
-    """Serve each side, a first round on each (its caches empty), then the rounds, the sides' order alternating."""
+    """Serve each side, a first round on each (its caches empty), then the rounds, the sides' order alternating; the
+    floor (Streamlit alone: a title, a picker, a 3-row table) opened in a new session before each side's turn."""
     from playwright.sync_api import sync_playwright
 
     cold: dict[str, dict[str, float]] = {}
     first: dict[str, dict[str, list[float]]] = {side: {} for side in sides}
     later: dict[str, dict[str, list[float]]] = {side: {} for side in sides}
+    over: dict[str, dict[str, list[float]]] = {side: {} for side in sides}  # first visit - the floor's, same turn
+    floor: list[tuple[float, float]] = []
     loads = []
+    (home / "floor.py").write_text(FLOOR_APP)
     with ExitStack() as stack, sync_playwright() as playwright:
         urls = {side: stack.enter_context(serve_streamlit(code / "app.py", {"EVALCORE_DB": db},
-                                                          home / f"{side}.log", cwd=code, timeout=300))
+                                                          home / f"{side.replace('/', '_')}.log", cwd=code,
+                                                          timeout=300))
                 for side, (code, db) in sides.items()}
+        floor_url = stack.enter_context(serve_streamlit(home / "floor.py", {}, home / "floor.log", cwd=ROOT))
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+
+        def floor_visit() -> tuple[float, float]:
+            context = browser.new_context(viewport={"width": 1400, "height": 1000})
+            tab = context.new_page()
+            times = timed_open(tab, FLOOR, lambda: tab.goto(floor_url))
+            context.close()
+            return times
+
+        floor_visit()  # the floor server's own first imports
         for side, url in urls.items():
             cold[side] = browser_round(browser, url, 0)[0]
         for number in range(rounds):
             loads.append(os.getloadavg()[0])
             for side in list(sides)[:: 1 if number % 2 == 0 else -1]:
+                floor.append(floor_visit())
                 visits, visits_after = browser_round(browser, urls[side], runs)
                 for name, seconds in visits.items():
                     first[side].setdefault(name, []).append(seconds)
+                    over[side].setdefault(name, []).append(seconds - floor[-1][0])
                 for name, seconds in visits_after.items():
                     later[side].setdefault(name, []).extend(seconds)
+        try:
+            rss = {side: peak_rss_mb(server_pid(url)) for side, url in urls.items()}
+        except (OSError, subprocess.CalledProcessError, StopIteration, ValueError):
+            rss = {}
         browser.close()
-    print(f"load average (1 min) at the start of each round: {', '.join(f'{load:.1f}' for load in loads)}\n")
-    print("| side | page | server's first round: usable (s) | first visit: usable (s) | first visit: finished (s) "
-          "| next visits: usable (s) | next visits: finished (s) |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print(f"load average (1 min) at the start of each round: {', '.join(f'{load:.1f}' for load in loads)}")
+    print("servers' peak RSS (MB): " + ", ".join(f"{side} {mb:,.0f}" for side, mb in rss.items()) + "\n")
+    print("| side | page | server's first round: usable (s) | first visit: usable (s) | first visit over the floor "
+          "(s) | first visit: finished (s) | next visits: usable (s) | next visits: finished (s) |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
     for side in sides:
         for name in ROWS:
             finished = f"{'Compare' if name == 'Compare' else 'Campaigns'} finished"
             print(f"| {side} | {name} | {cold[side][name]:.2f} | {spread(first[side][name])} | "
-                  f"{spread(first[side][finished])} | {spread(later[side][name])} | {spread(later[side][finished])} |")
+                  f"{spread(over[side][name])} | {spread(first[side][finished])} | {spread(later[side][name])} | "
+                  f"{spread(later[side][finished])} |")
+    print(f"| | {FLOOR} (a title, a picker, a 3-row table; before each side's turn) | | "
+          f"{spread([u for u, _ in floor])} | | {spread([f for _, f in floor])} | | |")
 
 
 def main() -> None:

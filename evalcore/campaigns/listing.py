@@ -12,7 +12,14 @@ from pathlib import PurePath
 from typing import Any
 
 from evalcore.access import Principal, owned, scope
-from evalcore.campaigns.queries import HEADLINE_FIGURES, keep_figures, list_campaigns, read_figures
+from evalcore.campaigns.queries import (
+    HEADLINE_FIGURES,
+    get_campaign,
+    keep_figures,
+    list_campaigns,
+    panel_figures,
+    read_figures,
+)
 from evalcore.campaigns.records import Campaign, CampaignKind, results_version
 from evalcore.datasets import DEFAULT_DATASET
 from evalcore.errors import EvalError
@@ -118,6 +125,14 @@ def headline_means(store: Store, campaigns: Sequence[Campaign]) -> dict[str, dic
     if ended:
         keep_figures(store, HEADLINE_FIGURES, ended, {key: computed.get(key, {}) for key in ended})
     return means | computed
+
+
+def keep_ended_figures(store: Store, campaign_id: str) -> None:
+    """Compute and keep an ended campaign's figures (headline means, aggregates, summary), so that the first list or
+    panel that shows it reads them: every campaign manager does it after each campaign it runs ends."""
+    campaign = get_campaign(store, campaign_id)
+    headline_means(store, [campaign])
+    panel_figures(store, campaign, campaign_id)
 
 
 def suite_names(store: Store, tenant: str | None) -> dict[str, str]:

@@ -58,6 +58,24 @@ def load_passages(store: Store, campaign_id: str) -> Passages:
     return passages
 
 
+KEYS_AT_ONCE = 500  # passage keys a query asks for at a time (below either backend's limit on parameters)
+
+
+def ranked_by_key(store: Store, campaign_id: str, ranked: Sequence[str]) -> dict[int, Retrieved]:
+    """The stored passages these ranked lists (their stored texts) name, by key: those alone, not the campaign's
+    every passage."""
+    keys = sorted({key for text in ranked if text.startswith(KEYS_HEAD)
+                   for key in json.loads("[" + text[len(KEYS_HEAD):text.index("]")] + "]")})
+    by_key: dict[int, Retrieved] = {}
+    for start in range(0, len(keys), KEYS_AT_ONCE):
+        chunk = keys[start:start + KEYS_AT_ONCE]
+        rows = store.read("SELECT key, pid, source, title, text FROM campaign_passages WHERE campaign_id = ? AND "
+                          f"key IN ({', '.join('?' * len(chunk))})", (campaign_id, *chunk))
+        by_key.update((row["key"], Retrieved(row["pid"], row["title"], row["text"], 0.0, {}, row["source"]))
+                      for row in rows)
+    return by_key
+
+
 def load_signatures(store: Store, campaign_id: str) -> dict[str, str]:
     """The signatures shared by a campaign's questions (under the measures' documented names)."""
     rows = store.read("SELECT name, signature FROM campaign_signatures WHERE campaign_id = ?", (campaign_id,))
@@ -256,7 +274,9 @@ def read_results(store: Store, campaign_id: str, offset: int = 0, limit: int | N
                        ALL_ROWS if limit is None else limit, offset))
     if not rows:
         return []
-    passages = load_passages(store, holder).by_key  # a re-judge's ranked lists are the judged campaign's
+    # A re-judge's ranked lists are the judged campaign's; a page of questions reads only the passages they rank.
+    passages = load_passages(store, holder).by_key if positions is None else ranked_by_key(
+        store, holder, [row["retrieved"] for row in rows])
     with no_cycle_collection():
         if not detail:
             return [QuestionResult(Question.from_row(row), Outcome.from_row(row, row["retrieved"], {}), row["attempts"])
