@@ -1,7 +1,7 @@
 """Dashboard pages over a large store: 100 campaigns x 10,000 questions (1,000,000 results), in headless Chromium.
 
     python bench/dashboard_scale.py --db /tmp/scale.db [--campaigns 100] [--questions 10000] [--rounds 3]
-                                    [--code DIR ...] [--build-only]
+                                    [--runs 2] [--code DIR ...] [--apptest N] [--no-browser] [--build-only]
 
 The store (kept at --db, built when the file does not exist): two campaigns with the shapes of real ones
 (bench/shapes.py: 23 measures of different counts, 30 passages with long ids, judge verdicts) written through
@@ -20,6 +20,10 @@ chart visible), timed from the address typed or the navigation's link clicked:
 
 "first visit": a new browser session opens the page by its address; "next visits": the same session comes back
 through the navigation. The server's first round (its caches empty, as after a restart) is shown apart.
+Streamlit alone (a title, a picker, a 3-row table) is opened in a new session before each side's turn, the floor of
+a first visit on the machine at that moment; "over the floor" is a first visit minus the floor of its turn.
+`--apptest N`: first, N rounds of AppTest (the scripts' own time, no browser), each in a fresh process: the Campaigns
+and Compare pages' first run there (caches empty, as a server just started), then a new session's.
 `--code DIR ...`: serve the app of each of these checkouts (e.g. the code before a change), in turns round by
 round (interleaved), each over its own copy of the store (a newer schema would not open with older code).
 """
@@ -27,6 +31,7 @@ round (interleaved), each over its own copy of the store (a newer schema would n
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -204,6 +209,47 @@ def measure(sides: dict[str, tuple[Path, str]], rounds: int, runs: int, home: Pa
           f"{spread([u for u, _ in floor])} | | {spread([f for _, f in floor])} | | |")
 
 
+# One process per sample: the Campaigns and the Compare page's first run in it (its caches empty, as a server just
+# started), then a second session's first run (the caches warm). Prints JSON: page -> [cold, warm] seconds.
+APPTEST = """
+import json, sys, time
+from streamlit.testing.v1 import AppTest
+times = {}
+for page in ("pages/campaigns.py", "pages/compare.py"):
+    runs = []
+    for _ in range(2):
+        at = AppTest.from_file(sys.argv[1] + "/app.py", default_timeout=600)
+        at.run()
+        at.switch_page(page)
+        started = time.perf_counter()
+        at.run()
+        runs.append(time.perf_counter() - started)
+        assert not at.exception, at.exception
+    times[page] = runs
+print(json.dumps(times))
+"""
+
+
+def apptest(sides: dict[str, tuple[Path, str]], rounds: int) -> None:
+    """AppTest (the scripts' own time, no browser), each sample in a fresh process, sides interleaved."""
+    samples: dict[str, dict[str, list[list[float]]]] = {side: {} for side in sides}
+    for number in range(rounds):
+        for side in list(sides)[:: 1 if number % 2 == 0 else -1]:
+            code, db = sides[side]
+            out = subprocess.run([sys.executable, "-c", APPTEST, str(code)], cwd=code, env={**os.environ,
+                                 "EVALCORE_DB": db, "EVALCORE_DASHBOARD_WORKER": "threads"}, check=True,
+                                 capture_output=True, text=True).stdout
+            for page, runs in json.loads(out.strip().splitlines()[-1]).items():
+                samples[side].setdefault(page, []).append(runs)
+    print(f"load average (1 min) after the AppTest rounds: {os.getloadavg()[0]:.1f}\n")
+    print("| side | page | AppTest, a new process's first run (s) | AppTest, a new session's first run after (s) |")
+    print("|---|---|---:|---:|")
+    for side, pages in samples.items():
+        for page, runs in pages.items():
+            print(f"| {side} | {page} | {spread([r[0] for r in runs])} | {spread([r[1] for r in runs])} |")
+    print()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--db", required=True, help="the store: kept, built when missing")
@@ -213,6 +259,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2, help="visits after the first, per page and session")
     parser.add_argument("--code", type=Path, nargs="*", default=[], help="other checkouts to serve, interleaved")
     parser.add_argument("--build-only", action="store_true")
+    parser.add_argument("--apptest", type=int, default=0, help="AppTest rounds (fresh processes) before the browser")
+    parser.add_argument("--no-browser", action="store_true")
     args = parser.parse_args()
     db = Path(args.db)
     if not db.exists():
@@ -234,6 +282,10 @@ def main() -> None:
                         "open_store(sys.argv[1]).close()"), str(copy)], cwd=code, check=True)
         print(f"{code}: store opened in {time.perf_counter() - started:.1f} s", flush=True)
         sides["this" if number == 0 else str(code)] = (code.resolve(), str(copy))
+    if args.apptest:
+        apptest(sides, args.apptest)
+    if args.no_browser:
+        return
     home = db.parent / f"{db.stem}-logs"
     home.mkdir(exist_ok=True)
     measure(sides, args.rounds, args.runs, home)

@@ -1,5 +1,5 @@
-"""Engine reads cached per campaign version (or per dataset's files): aggregates, results, summaries, list
-rows, datasets."""
+"""Engine reads cached per campaign version (or per dataset's files): aggregates, results, a page of results, the
+questions' lines, summaries, list rows, datasets."""
 
 from __future__ import annotations
 
