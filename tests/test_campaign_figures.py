@@ -19,7 +19,7 @@ from evalcore.campaigns import (
     list_campaigns,
 )
 from evalcore.campaigns.launching import LaunchRequest
-from evalcore.campaigns.listing import HEADLINE, headline_means
+from evalcore.campaigns.listing import HEADLINE, headline_means, keep_ended_figures
 from evalcore.campaigns.queries import compute_aggregates, compute_summary
 from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.campaigns.records import results_version
@@ -29,6 +29,7 @@ from evalcore.targets import TargetConfig
 @pytest.fixture
 def manager(tmp_path: Path):
     result = CampaignManager(tmp_path / "figures.db")
+    result.after_each(keep_ended_figures)  # as the dashboard, the API and the worker do
     yield result
     result.close()
 
@@ -38,7 +39,7 @@ def launch(manager: CampaignManager, dataset: Path) -> str:
         retriever="bm25", knowledge_base=str(dataset)), cache=False))
     assert manager.wait(campaign_id, timeout=60).status == "succeeded"
     deadline = time.monotonic() + 30
-    while len(kept(manager, campaign_id)) < 2 and time.monotonic() < deadline:  # kept by the manager once it ended
+    while len(kept(manager, campaign_id)) < 2 and time.monotonic() < deadline:  # kept once it ended
         time.sleep(0.05)
     assert set(kept(manager, campaign_id)) == {"panel/1", "headline/1"}
     return campaign_id

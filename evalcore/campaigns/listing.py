@@ -129,7 +129,8 @@ def headline_means(store: Store, campaigns: Sequence[Campaign]) -> dict[str, dic
 
 def keep_ended_figures(store: Store, campaign_id: str) -> None:
     """Compute and keep an ended campaign's figures (headline means, aggregates, summary), so that the first list or
-    panel that shows it reads them: every campaign manager does it after each campaign it runs ends."""
+    panel that shows it reads them; the dashboard, the API and `evalcore worker` have their campaign manager do it
+    after each campaign ends (`CampaignManager.after_each`)."""
     campaign = get_campaign(store, campaign_id)
     headline_means(store, [campaign])
     panel_figures(store, campaign, campaign_id)

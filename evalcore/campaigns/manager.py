@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.access import Action, Principal, scope
 from evalcore.campaigns.launching import LaunchRequest
-from evalcore.campaigns.listing import keep_ended_figures
 from evalcore.campaigns.queries import get_campaign
 from evalcore.campaigns.records import (
     DEFAULT_MAX_FAILED_SHARE,
@@ -165,8 +164,7 @@ class CampaignManager:
         self._runners: dict[str, Runner] = {}
         self._lost: set[str] = set()  # campaigns whose runner here stopped: deleted, or taken over elsewhere
         self._lock = threading.Lock()
-        # An ended campaign's figures are kept at once, so that the first list and panel showing it read them.
-        self._after: list[Callable[[Store, str], object]] = [keep_ended_figures]
+        self._after: list[Callable[[Store, str], object]] = []
         self.workers: Workers | WorkerProcess | None = None  # when set, launches are queued for workers
         self._claimed: set[str] = set()  # campaigns this process runs for the queue
 
