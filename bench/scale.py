@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -91,7 +92,12 @@ def run(folder: Path, dataset: Path, size: int, label: str, config: TargetConfig
     first, last = fifths(manager, campaign_id)
     manager.close()
     return {"wall": wall / size * 1000, "cpu": cpu / size * 1000, "remote": remote / size * 1000, "first": first,
-            "last": last, "kb": (store_bytes(folder) - before) / size / 1024}
+            "last": last, "kb": (store_bytes(folder) - before) / size / 1024, "rss": peak_rss_mb()}
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far (MB): run one size per process to read it as that size's."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def no_workers() -> float:
@@ -149,12 +155,13 @@ def print_table(results: dict[tuple[str, int], list[dict[str, Any]]], rounds: in
     """Markdown table, one row per executor and size; then the flatness and the Dask path's overhead."""
     print(f"Median (min-max) of {rounds} interleaved rounds, {os.cpu_count()} cores.\n")
     print("| executor | questions | wall per question (ms) | CPU per question (ms) | workers' CPU per question (ms) "
-          "| first fifth (ms/q) | last fifth (ms/q) | store per question (KB) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+          "| first fifth (ms/q) | last fifth (ms/q) | store per question (KB) | peak RSS so far (MB) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for (name, size), runs in results.items():
         print(f"| {name} | {size:,} | {cell([r['wall'] for r in runs])} | {cell([r['cpu'] for r in runs])} | "
               f"{cell([r['remote'] for r in runs])} | {cell([r['first'] for r in runs])} | "
-              f"{cell([r['last'] for r in runs])} | {cell([r['kb'] for r in runs], 1)} |")
+              f"{cell([r['last'] for r in runs])} | {cell([r['kb'] for r in runs], 1)} | "
+              f"{cell([r['rss'] for r in runs], 0)} |")
     sizes = sorted({size for _, size in results})
     names = sorted({name for name, _ in results})
 

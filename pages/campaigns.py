@@ -51,16 +51,16 @@ RUBRIC_HELP = ("Optional: a judge defined in plain words, e.g. '# output: 1-5', 
 NEXT, PREVIOUS = "right", "left"  # keys of the labelling queue; each label has its own key
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def results_table(db: str, version: tuple[str, str], _results: list[QuestionResult]) -> pd.DataFrame:
-    """The per-question overview (cached per campaign version): question, answer, error, measures, latency."""
-    measures = [name for name in QUESTION_MEASURES if any(name in r.outcome.measures for r in _results)]
-    return pd.DataFrame([{"qid": r.question.qid, "question": ui.short(r.question.text),
-                          "answer": ui.short(r.outcome.answer),
-                          "error": ui.short(r.outcome.error) if r.outcome.error else "",
-                          "latency s": r.outcome.latency_s,
-                          **{name: r.outcome.measures.get(name) for name in measures}} for r in _results],
-                        columns=["qid", "question", "answer", "error", "latency s", *measures])
+def results_table(results: list[QuestionResult], measures: list[str]) -> pd.DataFrame:
+    """The per-question overview of a page of questions: question, answer, error, measures, latency (the measures'
+    and the latency's columns are numbers, empty where a question has none)."""
+    frame = pd.DataFrame([{"qid": r.question.qid, "question": ui.short(r.question.text),
+                           "answer": ui.short(r.outcome.answer),
+                           "error": ui.short(r.outcome.error) if r.outcome.error else "",
+                           "latency s": r.outcome.latency_s,
+                           **{name: r.outcome.measures.get(name) for name in measures}} for r in results],
+                         columns=["qid", "question", "answer", "error", "latency s", *measures])
+    return frame.astype(dict.fromkeys(["latency s", *measures], "float64"))
 
 
 def hit_mark(result: QuestionResult, hit: Retrieved) -> str:
@@ -332,29 +332,29 @@ def configuration_section(campaign: Campaign) -> None:
 def questions_section(campaign: Campaign) -> None:
     """The questions as a table, a page at a time, filtered by words or errors, and one of them in full."""
     st.subheader("Questions", anchor=False)
-    results = ui.cached_results(campaign, principal)
+    lines = ui.cached_lines(campaign, principal)  # what the filter reads; whole results only for the page shown
     search, only_errors, paging = st.columns([4, 1, 1], vertical_alignment="bottom")
     with search:  # both kept while another section is open
         needle = ui.remembered(st.text_input, "Filter questions", "campaign-filter", "",
                                placeholder="words of the question or the answer")
     with only_errors:
         errors_only = ui.remembered(st.checkbox, "Only errors", "campaign-errors", False)
-    matching = [position for position, r in enumerate(results) if (not errors_only or r.outcome.error)
-                and (not needle or needle.casefold() in f"{r.question.text} {r.outcome.answer or ''}".casefold())]
+    matching = [line.position for line in lines if (not errors_only or line.error)
+                and (not needle or needle.casefold() in f"{line.text} {line.answer or ''}".casefold())]
     pages = max((len(matching) + PAGE_SIZE - 1) // PAGE_SIZE, 1)
     number = paging.number_input(f"Page (of {pages})", min_value=1, max_value=pages, value=1, key=f"page-{chosen}")
-    shown = matching[(number - 1) * PAGE_SIZE: number * PAGE_SIZE]  # a page of the table at a time
+    shown = ui.results_at(campaign, principal, tuple(matching[(number - 1) * PAGE_SIZE: number * PAGE_SIZE]))
     if shown:
         # One question in full at a time: a click on its row, or the picker, chooses it.
-        labels = {str(results[i].question.position): f"{results[i].question.qid} · "
-                  f"{'error' if results[i].outcome.error else 'ok'} · {ui.short(results[i].question.text, 100)}"
-                  for i in shown}
-        overview = results_table(ui.db_path(), ui.version(campaign), results)
-        picked = ui.table_picker("Question", overview.iloc[shown], labels, f"question-{chosen}",
-                                 key=f"questions-{chosen}")
-        show_result(next(results[i] for i in shown if str(results[i].question.position) == picked))
+        labels = {str(r.question.position): f"{r.question.qid} · {'error' if r.outcome.error else 'ok'} · "
+                  f"{ui.short(r.question.text, 100)}" for r in shown}
+        # The measures' columns: those of the campaign's questions (any of them has it), whatever the page.
+        present = ui.aggregates(campaign, principal)
+        overview = results_table(shown, [name for name in QUESTION_MEASURES if name in present])
+        picked = ui.table_picker("Question", overview, labels, f"question-{chosen}", key=f"questions-{chosen}")
+        show_result(next(r for r in shown if str(r.question.position) == picked))
     else:
-        st.caption("No question matches." if results else "No question has finished yet.")
+        st.caption("No question matches." if lines else "No question has finished yet.")
 
 
 def agreement_section(campaign: Campaign) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from evalcore.campaigns import CampaignManager, campaign_results, campaign_summary, list_campaigns
 from evalcore.campaigns.launching import LaunchRequest
+from evalcore.campaigns.listing import campaign_rows
 from evalcore.cli import main
 from evalcore.compare import compare_campaigns
 from evalcore.keys import create_key, principal_of, start_session
@@ -32,6 +33,8 @@ def filled_store(path: Path, tiny_dataset: Path) -> str:
         for campaign_id in ids:
             manager.wait(campaign_id, timeout=30)
         compare_campaigns(manager.store, *ids)
+        campaign_summary(manager.store, ids[0])  # its figures kept, as a list and a panel keep them
+        campaign_rows(manager.store)
         target_id = save_target(manager.store, config, name="results")
         create_suite(manager.store, name="refunds", target_id=target_id,
                      cases=[{"question": "What is the refund window?", "expected_answer": "30 days"}])

@@ -1,5 +1,5 @@
-"""Engine reads cached per campaign version (or per dataset's files): aggregates, results, summaries, list
-rows, datasets."""
+"""Engine reads cached per campaign version (or per dataset's files): aggregates, results, a page of results, the
+questions' lines, summaries, list rows, datasets."""
 
 from __future__ import annotations
 
@@ -12,11 +12,13 @@ from evalcore.campaigns import (
     QuestionResult,
     Summary,
     campaign_aggregates,
+    campaign_lines,
     campaign_results,
     campaign_summary,
 )
-from evalcore.campaigns.listing import CampaignRow, campaign_rows, headline_means
-from evalcore.compare import results_version
+from evalcore.campaigns.listing import CampaignRow, campaign_rows
+from evalcore.campaigns.records import results_version
+from evalcore.campaigns.result_rows import QuestionLine
 from evalcore.datasets import Dataset, DatasetStats, dataset_stats, load_dataset, resolve_dataset
 from evalcore.text import tokenize
 from ui.engine import db_path, store
@@ -61,6 +63,28 @@ def _results(db: str, version: tuple[str, str], principal: Principal) -> list[Qu
     return campaign_results(store(), version[0], principal=principal)
 
 
+def cached_lines(campaign: Campaign, principal: Principal) -> list[QuestionLine]:
+    """Every finished question's place, id, text, answer and error (what the questions' list filters on), re-read
+    only when the campaign changed (shared, never copied: the lines are frozen)."""
+    return _lines(db_path(), version(campaign), principal)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _lines(db: str, version: tuple[str, str], principal: Principal) -> list[QuestionLine]:
+    return campaign_lines(store(), version[0], principal=principal)
+
+
+def results_at(campaign: Campaign, principal: Principal, positions: tuple[int, ...]) -> list[QuestionResult]:
+    """The stored results of the questions at these positions (a page of the list), in question order."""
+    return _results_at(db_path(), version(campaign), principal, positions)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _results_at(db: str, version: tuple[str, str], principal: Principal, positions: tuple[int, ...],
+                ) -> list[QuestionResult]:
+    return campaign_results(store(), version[0], principal=principal, positions=positions)
+
+
 def summary(campaign: Campaign, principal: Principal) -> Summary:
     """campaign_summary, re-read only when the campaign changed."""
     return _summary(db_path(), version(campaign), principal)
@@ -72,11 +96,6 @@ def _summary(db: str, version: tuple[str, str], principal: Principal) -> Summary
 
 
 def rows_of(campaigns: list[Campaign], principal: Principal) -> list[CampaignRow]:
-    """The campaigns as list rows (dataset or suite name, key settings, headline means cached per version)."""
-    means = {c.id: _headline(db_path(), version(c)) for c in campaigns}
-    return campaign_rows(store(), principal=principal, campaigns=campaigns, means=means)
-
-
-@st.cache_data(show_spinner=False, max_entries=4096)
-def _headline(db: str, version: tuple[str, str]) -> dict[str, float]:
-    return headline_means(store(), [version[0]]).get(version[0], {})
+    """The campaigns as list rows (dataset or suite name, key settings, headline means: kept in the store once a
+    campaign has ended, one read for all)."""
+    return campaign_rows(store(), principal=principal, campaigns=campaigns)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from evalcore.campaigns import CampaignManager, get_manager
+from evalcore.campaigns.listing import keep_ended_figures
 from evalcore.campaigns.supervisor import dashboard_mode
 from evalcore.compare import compare_with_previous
 from evalcore.store import Store, db_location
@@ -19,6 +20,7 @@ def manager() -> CampaignManager:
     Its campaigns run in a worker process it supervises (unless EVALCORE_DASHBOARD_WORKER=threads), so pages stay
     quick while one embeds a corpus."""
     found = get_manager(db_path())
+    found.after_each(keep_ended_figures)  # the list and panel then read its figures
     found.after_each(compare_with_previous)
     if dashboard_mode() == "process":
         found.supervise_worker()

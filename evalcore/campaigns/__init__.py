@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from evalcore.campaigns.queries import (
         campaign_aggregates,
         campaign_diagnosis,
+        campaign_lines,
         campaign_results,
         campaign_summary,
         find_campaign,
@@ -35,7 +36,8 @@ __all__ = [
     "ACTIVE", "Aggregate", "Campaign", "CampaignKind", "CampaignManager", "CampaignStatus", "Conflict", "NotFound",
     "Outcome",
     "Progress", "Question", "QuestionResult", "RunOptions", "Source", "Summary", "Tokens", "campaign_aggregates",
-    "campaign_diagnosis", "campaign_results", "campaign_summary", "find_campaign", "get_campaign", "get_manager",
+    "campaign_diagnosis", "campaign_lines", "campaign_results", "campaign_summary", "find_campaign", "get_campaign",
+    "get_manager",
     "list_campaigns",
     "new_campaign_id",
 ]
@@ -43,7 +45,8 @@ __all__ = [
 __getattr__ = lazy_exports(__name__, {
     "manager": ("CampaignManager", "get_manager", "new_campaign_id"),
     "queries": (
-        "campaign_aggregates", "campaign_diagnosis", "campaign_results", "campaign_summary", "find_campaign",
+        "campaign_aggregates", "campaign_diagnosis", "campaign_lines", "campaign_results", "campaign_summary",
+        "find_campaign",
         "get_campaign", "list_campaigns",
     ),
     "records": (

@@ -12,8 +12,15 @@ from pathlib import PurePath
 from typing import Any
 
 from evalcore.access import Principal, owned, scope
-from evalcore.campaigns.queries import list_campaigns
-from evalcore.campaigns.records import Campaign, CampaignKind
+from evalcore.campaigns.queries import (
+    HEADLINE_FIGURES,
+    get_campaign,
+    keep_figures,
+    list_campaigns,
+    panel_figures,
+    read_figures,
+)
+from evalcore.campaigns.records import Campaign, CampaignKind, results_version
 from evalcore.datasets import DEFAULT_DATASET
 from evalcore.errors import EvalError
 from evalcore.metrics.registry import display_order, higher_is_better, verdict_basis
@@ -95,21 +102,38 @@ def campaign_rows(store: Store, tenant: str | None = None, *, principal: Princip
     """Every campaign of the principal (or tenant) as a list row, newest first (or the campaigns given, with
     their headline means when the caller has them already)."""
     campaigns = list(campaigns) if campaigns is not None else list_campaigns(store, tenant, principal=principal)
-    means = means if means is not None else headline_means(store, [c.id for c in campaigns])
+    means = means if means is not None else headline_means(store, campaigns)
     suites = suite_names(store, scope(principal, tenant))
     return [CampaignRow(c, source_name(c.kind, c.source, suites), Settings.of(c.config.target), means.get(c.id, {}))
             for c in campaigns]
 
 
-def headline_means(store: Store, ids: Sequence[str]) -> dict[str, dict[str, float]]:
-    """campaign id -> mean of each headline measure over its stored results (one query for all)."""
-    if not ids:
-        return {}
+def headline_means(store: Store, campaigns: Sequence[Campaign]) -> dict[str, dict[str, float]]:
+    """campaign id -> mean of each headline measure over its stored results: kept ones for the campaigns whose results
+    have not changed since, the others computed (one query for all) and kept once they have ended."""
+    versions = {c.id: results_version(c) for c in campaigns}
+    means: dict[str, dict[str, float]] = read_figures(store, HEADLINE_FIGURES, versions)
+    missing = [c for c in campaigns if c.id not in means]
+    if not missing:
+        return means
     columns = ", ".join(f"avg({store.dialect.json_number('measures')}) AS m{i}" for i in range(len(HEADLINE)))
     rows = store.read(f"SELECT campaign_id, {columns} FROM results WHERE campaign_id IN "
-                      f"({', '.join('?' * len(ids))}) GROUP BY campaign_id", [*HEADLINE, *ids])
-    return {row["campaign_id"]: {name: row[f"m{i}"] for i, name in enumerate(HEADLINE) if row[f"m{i}"] is not None}
-            for row in rows}
+                      f"({', '.join('?' * len(missing))}) GROUP BY campaign_id", [*HEADLINE, *(c.id for c in missing)])
+    computed = {row["campaign_id"]: {name: row[f"m{i}"] for i, name in enumerate(HEADLINE) if row[f"m{i}"] is not None}
+                for row in rows}
+    ended = {c.id: versions[c.id] for c in missing if not c.active}
+    if ended:
+        keep_figures(store, HEADLINE_FIGURES, ended, {key: computed.get(key, {}) for key in ended})
+    return means | computed
+
+
+def keep_ended_figures(store: Store, campaign_id: str) -> None:
+    """Compute and keep an ended campaign's figures (headline means, aggregates, summary), so that the first list or
+    panel that shows it reads them; the dashboard, the API and `evalcore worker` have their campaign manager do it
+    after each campaign ends (`CampaignManager.after_each`)."""
+    campaign = get_campaign(store, campaign_id)
+    headline_means(store, [campaign])
+    panel_figures(store, campaign, campaign_id)
 
 
 def suite_names(store: Store, tenant: str | None) -> dict[str, str]:

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from evalcore.access import Principal, owned, scope
-from evalcore.campaigns.records import Aggregate, Campaign, QuestionResult, Summary, Tokens
-from evalcore.campaigns.result_rows import read_results
+from evalcore.campaigns.records import Aggregate, Campaign, QuestionResult, Summary, Tokens, results_version
+from evalcore.campaigns.result_rows import QuestionLine, read_lines, read_results
 from evalcore.diagnosis import StageCounts
 from evalcore.errors import EvalError
 from evalcore.judges import JudgeResult
 from evalcore.metrics.graded import current_name
-from evalcore.store import NotFound, Store
+from evalcore.store import Connection, NotFound, Store, dumps
 
 CANDIDATES_SHOWN = 10  # campaigns an ambiguous name lists
 
@@ -72,16 +77,104 @@ def list_campaigns(store: Store, tenant: str | None = None, suite_id: str | None
 
 
 def campaign_results(store: Store, campaign_id: str, offset: int = 0, limit: int | None = None,
-                     *, principal: Principal | None = None, detail: bool = True) -> list[QuestionResult]:
+                     *, principal: Principal | None = None, detail: bool = True,
+                     positions: Sequence[int] | None = None) -> list[QuestionResult]:
     """The stored result of every finished question, in question order (pending ones are absent); `detail=False`
-    without the ranked lists' scores and the signatures, which a comparison does not read (read_results)."""
+    without the ranked lists' scores and the signatures, which a comparison does not read; `positions`: of those
+    questions only (read_results)."""
     check_visible(store, campaign_id, principal)
-    return read_results(store, campaign_id, offset, limit, detail=detail)
+    return read_results(store, campaign_id, offset, limit, detail=detail, positions=positions)
+
+
+def campaign_lines(store: Store, campaign_id: str, *, principal: Principal | None = None) -> list[QuestionLine]:
+    """Every finished question's place, id, text, answer and error, in question order: what a list of them shows
+    and filters on, without reading whole results."""
+    check_visible(store, campaign_id, principal)
+    return read_lines(store, campaign_id)
 
 
 def campaign_aggregates(store: Store, campaign_id: str, *, principal: Principal | None = None) -> dict[str, Aggregate]:
-    """Per measure: the mean over stored results where it is present, and that count."""
-    check_visible(store, campaign_id, principal)
+    """Per measure: the mean over stored results where it is present, and that count (kept once the campaign has
+    ended: `panel_figures`)."""
+    return panel_figures(store, visible_campaign(store, campaign_id, principal), campaign_id)[0]
+
+
+def campaign_summary(store: Store, campaign_id: str, *, principal: Principal | None = None) -> Summary:
+    """The campaign summary of suites, computed from the stored rows (kept once the campaign has ended)."""
+    return panel_figures(store, visible_campaign(store, campaign_id, principal), campaign_id)[1]
+
+
+def visible_campaign(store: Store, campaign_id: str, principal: Principal | None) -> Campaign | None:
+    """The campaign, NotFound unless the principal sees it; without a principal (the local operator), None when there
+    is no such campaign."""
+    if principal is not None:
+        return get_campaign(store, campaign_id, principal=principal)
+    rows = store.read(f"SELECT {Campaign.COLUMNS} FROM campaigns WHERE id = ?", (campaign_id,))
+    return Campaign.from_row(rows[0]) if rows else None
+
+
+# A campaign's figures are computed from its result rows once it has ended and kept (campaign_figures), under its
+# results version: a list of campaigns or a campaign's panel reads them instead of aggregating every row each time.
+# Kinds of figures, and the format of each (a new format is computed afresh).
+HEADLINE_FIGURES, PANEL_FIGURES = "headline/1", "panel/1"
+
+
+def panel_figures(store: Store, campaign: Campaign | None, campaign_id: str) -> tuple[dict[str, Aggregate], Summary]:
+    """A campaign's aggregates and summary: kept ones when its results have not changed since, else computed (and
+    kept when it has ended; never kept without the campaign)."""
+    version = results_version(campaign) if campaign is not None else ""
+    kept = read_figures(store, PANEL_FIGURES, {campaign_id: version}) if campaign is not None else {}
+    if campaign_id in kept:
+        data = kept[campaign_id]
+        aggregates = {name: Aggregate(mean, count) for name, (mean, count) in data["aggregates"].items()}
+        summary = data["summary"]
+        return aggregates, Summary(
+            answered=summary["answered"], failed=summary["failed"], sources_found_rate=summary["sources_found_rate"],
+            mean_coverage=summary["mean_coverage"], mean_judge_score=summary["mean_judge_score"],
+            mean_latency_s=summary["mean_latency_s"], tokens=Tokens(**summary["tokens"]),
+            judge_tokens=Tokens(**summary["judge_tokens"]), skipped=summary["skipped"], cut=summary["cut"],
+            no_claim=summary["no_claim"])
+    aggregates = compute_aggregates(store, campaign_id)
+    summary = compute_summary(store, campaign_id, aggregates)
+    if campaign is not None and not campaign.active:
+        keep_figures(store, PANEL_FIGURES, {campaign_id: version}, {campaign_id: {
+            "aggregates": {name: [value.mean, value.count] for name, value in aggregates.items()},
+            "summary": {**summary.to_dict(), "tokens": {"prompt": summary.tokens.prompt,
+                                                        "completion": summary.tokens.completion},
+                        "judge_tokens": {"prompt": summary.judge_tokens.prompt,
+                                         "completion": summary.judge_tokens.completion}}}})
+    return aggregates, summary
+
+
+def read_figures(store: Store, kind: str, versions: Mapping[str, str]) -> dict[str, Any]:
+    """The kept figures of this kind of the campaigns whose results version is still the one given."""
+    if not versions:
+        return {}
+    rows = store.read(f"SELECT campaign_id, version, data FROM campaign_figures WHERE kind = ? AND campaign_id IN "
+                      f"({', '.join('?' * len(versions))})", (kind, *versions))
+    return {row["campaign_id"]: json.loads(row["data"]) for row in rows
+            if versions.get(row["campaign_id"]) == row["version"]}
+
+
+def keep_figures(store: Store, kind: str, versions: Mapping[str, str], data: Mapping[str, Any]) -> None:
+    """Keep figures computed from these results versions, for the campaigns still at them (a campaign resumed or
+    retried meanwhile keeps none)."""
+    def write(conn: Connection) -> None:
+        marks = ", ".join("?" * len(versions))
+        now = {row["id"]: results_version(Campaign.from_row(row)) for row in conn.execute(
+            f"SELECT {Campaign.COLUMNS} FROM campaigns WHERE id IN ({marks})", tuple(versions)).fetchall()}
+        conn.executemany(
+            "INSERT INTO campaign_figures (campaign_id, kind, version, data, created_at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (campaign_id, kind) DO UPDATE SET version = excluded.version, data = excluded.data, "
+            "created_at = excluded.created_at",
+            [(campaign_id, kind, version, dumps(data[campaign_id]), time.time())
+             for campaign_id, version in versions.items() if now.get(campaign_id) == version])
+
+    store.write(write)
+
+
+def compute_aggregates(store: Store, campaign_id: str) -> dict[str, Aggregate]:
+    """Per measure: the mean over the campaign's stored results where it is present, and that count."""
     sql = store.dialect
     value = sql.entry_number("m.value")
     rows = store.read(
@@ -92,9 +185,8 @@ def campaign_aggregates(store: Store, campaign_id: str, *, principal: Principal 
     return {current_name(row["name"]): Aggregate(row["mean"], row["n"]) for row in rows}
 
 
-def campaign_summary(store: Store, campaign_id: str, *, principal: Principal | None = None) -> Summary:
-    """The campaign summary of suites, computed from the stored rows."""
-    check_visible(store, campaign_id, principal)
+def compute_summary(store: Store, campaign_id: str, aggregates: Mapping[str, Aggregate]) -> Summary:
+    """The campaign summary of suites, from the stored rows and the campaign's aggregates."""
     row = store.read(
         "SELECT count(*) AS n, count(*) - count(error) AS answered, count(error) AS failed, "
         "avg(CASE WHEN error IS NULL THEN latency_s END) AS latency, "
@@ -106,7 +198,6 @@ def campaign_summary(store: Store, campaign_id: str, *, principal: Principal | N
     skipped = judge_counts(store, campaign_id, "result", f"= '{JudgeResult.SKIPPED}'")
     cut = judge_counts(store, campaign_id, "context_cut", "IS NOT NULL")
     no_claim = judge_counts(store, campaign_id, "result", f"= '{JudgeResult.NO_CLAIM}'")
-    aggregates = campaign_aggregates(store, campaign_id)  # visibility checked above
 
     def mean(name: str) -> float | None:
         return aggregates[name].mean if name in aggregates else None

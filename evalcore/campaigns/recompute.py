@@ -57,5 +57,6 @@ def _rewrite(conn: Connection, campaign: Campaign, changes: list[tuple[QuestionR
                      (dumps(measures), dumps(own), campaign.id, result.question.position))
         conn.execute("UPDATE campaign_questions SET answerable = ? WHERE campaign_id = ? AND position = ?",
                      (None if answerable is None else int(answerable), campaign.id, result.question.position))
-    # Comparisons kept in the store hold the old values: they are computed afresh when next asked for.
+    # Comparisons and figures kept in the store hold the old values: they are computed afresh when next asked for.
     conn.execute("DELETE FROM comparisons WHERE a_id = ? OR b_id = ?", (campaign.id, campaign.id))
+    conn.execute("DELETE FROM campaign_figures WHERE campaign_id = ?", (campaign.id,))

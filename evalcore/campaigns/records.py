@@ -493,4 +493,9 @@ class Summary:
                 "skipped": self.skipped, "cut": self.cut, "no_claim": self.no_claim}
 
 
+def results_version(campaign: Campaign) -> str:
+    """Changes whenever a campaign's stored results may have changed: status, counts, end time."""
+    return f"{campaign.status.value}|{campaign.finished}|{campaign.failed}|{campaign.ended_at!r}"
+
+
 Campaign.COLUMNS = ", ".join(f.name for f in fields(Campaign))

@@ -60,6 +60,24 @@ def load_passages(store: Store, campaign_id: str) -> Passages:
     return passages
 
 
+KEYS_AT_ONCE = 500  # passage keys a query asks for at a time (below either backend's limit on parameters)
+
+
+def ranked_by_key(store: Store, campaign_id: str, ranked: Sequence[str]) -> dict[int, Retrieved]:
+    """The stored passages these ranked lists (their stored texts) name, by key: those alone, not the campaign's
+    every passage."""
+    keys = sorted({key for text in ranked if text.startswith(KEYS_HEAD)
+                   for key in json.loads("[" + text[len(KEYS_HEAD):text.index("]")] + "]")})
+    by_key: dict[int, Retrieved] = {}
+    for start in range(0, len(keys), KEYS_AT_ONCE):
+        chunk = keys[start:start + KEYS_AT_ONCE]
+        rows = store.read("SELECT key, pid, source, title, text FROM campaign_passages WHERE campaign_id = ? AND "
+                          f"key IN ({', '.join('?' * len(chunk))})", (campaign_id, *chunk))
+        by_key.update((row["key"], Retrieved(row["pid"], row["title"], row["text"], 0.0, {}, row["source"]))
+                      for row in rows)
+    return by_key
+
+
 def load_signatures(store: Store, campaign_id: str) -> dict[str, str]:
     """The signatures shared by a campaign's questions (under the measures' documented names)."""
     rows = store.read("SELECT name, signature FROM campaign_signatures WHERE campaign_id = ?", (campaign_id,))
@@ -271,7 +289,7 @@ ALL_ROWS = 2**63 - 1  # LIMIT for no limit on both backends (SQLite's -1 is an e
 # What a re-judge reads from the row of the campaign holding the answers it judged (the rest is its own).
 SHARED_COLUMNS = ("answer", "retrieved", "context", "sources", "queries")
 _QUESTION = "q.question, q.expected_answer, q.refs, q.relevant, q.expected_sources, q.answerable"
-_ORDER = "WHERE r.campaign_id = ? ORDER BY r.position LIMIT ? OFFSET ?"
+_ORDER = "WHERE r.campaign_id = ?{positions} ORDER BY r.position LIMIT ? OFFSET ?"
 READ_OWN = (f"SELECT {_QUESTION}, r.* FROM results r JOIN campaign_questions q ON q.campaign_id = r.campaign_id "
             f"AND q.position = r.position {_ORDER}")
 READ_SHARED = (
@@ -280,6 +298,11 @@ READ_SHARED = (
     + " FROM results r JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = r.position "
     f"JOIN results s ON s.campaign_id = ? AND s.position = r.position {_ORDER}"
 )
+# What a list of the questions shows and filters on, without the rest of each result: position, qid, question, answer,
+# error (a re-judge's answer is the judged campaign's).
+READ_LINES = ("SELECT r.position, r.qid, q.question, {answer} AS answer, r.error FROM results r "
+              "JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = r.position {shared}"
+              "WHERE r.campaign_id = ? ORDER BY r.position")
 
 
 def answers_holder(store: Store, campaign_id: str) -> str:
@@ -289,20 +312,26 @@ def answers_holder(store: Store, campaign_id: str) -> str:
 
 
 def read_results(store: Store, campaign_id: str, offset: int = 0, limit: int | None = None, *,
-                 detail: bool = True) -> list[QuestionResult]:
-    """The stored result of every finished question, in question order (pending ones are absent).
+                 detail: bool = True, positions: Sequence[int] | None = None) -> list[QuestionResult]:
+    """The stored result of every finished question, in question order (pending ones are absent); of the questions
+    at `positions` only, when given (a page of a list).
 
     `detail=False` leaves out what a comparison never reads, a third of the reading: each retrieved
     passage is the campaign's stored passage without this question's scores, and the measures'
     signatures are empty.
     """
+    if positions is not None and not positions:
+        return []
     holder = answers_holder(store, campaign_id)
-    rows = store.read(READ_OWN if holder == campaign_id else READ_SHARED,
-                      (*(() if holder == campaign_id else (holder,)), campaign_id,
+    at = "" if positions is None else f" AND r.position IN ({', '.join('?' * len(positions))})"
+    rows = store.read((READ_OWN if holder == campaign_id else READ_SHARED).format(positions=at),
+                      (*(() if holder == campaign_id else (holder,)), campaign_id, *(positions or ()),
                        ALL_ROWS if limit is None else limit, offset))
     if not rows:
         return []
-    passages = load_passages(store, holder).by_key  # a re-judge's ranked lists are the judged campaign's
+    # A re-judge's ranked lists are the judged campaign's; a page of questions reads only the passages they rank.
+    passages = load_passages(store, holder).by_key if positions is None else ranked_by_key(
+        store, holder, [row["retrieved"] for row in rows])
     with no_cycle_collection():
         if not detail:
             return [QuestionResult(Question.from_row(row), Outcome.from_row(row, row["retrieved"], {}), row["attempts"])
@@ -310,6 +339,28 @@ def read_results(store: Store, campaign_id: str, offset: int = 0, limit: int | N
         signatures = load_signatures(store, campaign_id)
         return [QuestionResult(Question.from_row(row), outcome_from_row(row, passages, signatures), row["attempts"])
                 for row in rows]
+
+
+@dataclass(frozen=True)
+class QuestionLine:
+    """A finished question as a list of them shows it and filters it: its place, id, text, answer and error."""
+
+    position: int
+    qid: int
+    text: str
+    answer: str | None
+    error: str | None
+
+
+def read_lines(store: Store, campaign_id: str) -> list[QuestionLine]:
+    """Every finished question as a line, in question order: a few columns of each row, not its whole result."""
+    holder = answers_holder(store, campaign_id)
+    own = holder == campaign_id
+    sql = READ_LINES.format(answer="r.answer" if own else "s.answer",
+                            shared="" if own else "JOIN results s ON s.campaign_id = ? AND s.position = r.position ")
+    rows = store.read(sql, (campaign_id,) if own else (holder, campaign_id))
+    with no_cycle_collection():
+        return [QuestionLine(row["position"], row["qid"], row["question"], row["answer"], row["error"]) for row in rows]
 
 
 # The JSON columns of a question and its result that a comparison reads, besides the ranked list.

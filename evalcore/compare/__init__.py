@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 from evalcore.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from evalcore.campaigns.records import results_version
     from evalcore.compare.comparison import (
         compare_campaigns,
         compare_results,
@@ -13,7 +14,6 @@ if TYPE_CHECKING:
         row_values,
     )
     from evalcore.compare.deltas import CampaignHeader, Change, Comparison, MeasureDelta, Paired, QuestionDiff
-    from evalcore.compare.saved import results_version
     from evalcore.compare.sweep import Sweep, SweepRow, compare_sweep, sweep_results
 
 __all__ = ["CampaignHeader", "Change", "Comparison", "MeasureDelta", "Paired", "QuestionDiff", "Sweep", "SweepRow",

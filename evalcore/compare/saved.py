@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from evalcore.campaigns import Campaign
+from evalcore.campaigns.records import results_version
 from evalcore.compare.deltas import CampaignHeader, Comparison, MeasureDelta, Paired, QuestionDiff
 from evalcore.compare.preference import Preference
 from evalcore.store import Store, dumps
@@ -32,11 +33,6 @@ from evalcore.store import Store, dumps
 # 5: questions carry each judge's verdict in each campaign (the report's judge results); 6: those verdicts kept as
 # one JSON text per side of a question, decoded when a face first reads them (a kept comparison reads back faster).
 FORMAT = 6
-
-
-def results_version(campaign: Campaign) -> str:
-    """Changes whenever a campaign's stored results may have changed: status, counts, end time."""
-    return f"{campaign.status.value}|{campaign.finished}|{campaign.failed}|{campaign.ended_at!r}"
 
 
 def key(a: Campaign, b: Campaign, seed: int, resamples: int) -> tuple[Any, ...]:

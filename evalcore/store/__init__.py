@@ -195,9 +195,17 @@ CREATE INDEX campaigns_answers_from ON campaigns(answers_from);
 SCHEMA_V16 = """
 -- results.retrieved may hold {"k": [...], "f": [...], "st": {name: [...] or digits}}
 """
+# v17: a campaign's figures computed once it has ended and kept (evalcore.campaigns.queries): the headline means a
+# list shows, the aggregates and summary its panel shows; one row per campaign and kind, used while the campaign's
+# results version matches; gone with the campaign.
+SCHEMA_V17 = """
+CREATE TABLE campaign_figures (
+    campaign_id TEXT NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE, kind TEXT NOT NULL,
+    version TEXT NOT NULL, data TEXT NOT NULL, created_at REAL NOT NULL, PRIMARY KEY (campaign_id, kind));
+"""
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
                                SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14,
-                               SCHEMA_V15, SCHEMA_V16)
+                               SCHEMA_V15, SCHEMA_V16, SCHEMA_V17)
 
 
 class NotFound(EvalError):
