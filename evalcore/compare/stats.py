@@ -78,14 +78,14 @@ def resample_counts(n: int, *, resamples: int, seed: int) -> Iterator[tuple[int,
     block = np.empty((max(1, PRODUCT_CELLS // max(n, 1)), n))
     start = filled = 0
     sizes = slices(resamples, n)
-    # uint32 indices are the same stream as the default int64 ones, drawn three times as fast; they are drawn on
-    # another thread (numpy draws without the GIL) while this one counts them and multiplies.
-    drawn = ahead(rng.integers(0, n, size=(rows, n), dtype=np.uint32) for rows in sizes)
+    # The indices are drawn on another thread (numpy draws 64-bit integers without holding the GIL; its 32-bit ones,
+    # the same stream, hold it) while this one counts them and multiplies.
+    drawn = ahead(rng.integers(0, n, size=(rows, n)) for rows in sizes)
     for rows, indices in zip(sizes, drawn, strict=True):
         if filled + rows > block.shape[0]:
             yield start, block[:filled]
             start, filled = start + filled, 0
-        indices += np.arange(0, rows * n, n, dtype=np.uint32)[:, None]
+        indices += np.arange(0, rows * n, n)[:, None]
         block[filled:filled + rows] = np.bincount(indices.ravel(), minlength=rows * n).reshape(rows, n)
         filled += rows
     yield start, block[:filled]
@@ -261,7 +261,7 @@ def flipped_means(samples: Sequence[np.ndarray], groups: dict[int, list[int]], *
     while start + size < total:
         drawn = min(BLOCK_CELLS, total - start - size)
         signs = buffer[size:size + drawn]
-        np.multiply(rng.integers(0, 2, size=drawn, dtype=np.uint32), 2.0, out=signs)
+        np.multiply(rng.integers(0, 2, size=drawn), 2.0, out=signs)
         signs -= 1.0
         size += drawn
         for k in groups:
