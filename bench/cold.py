@@ -2,7 +2,9 @@
 
     python bench/cold.py --reference DIR [--questions 10000] [--rounds 5] [--real 0]
 
-DIR is a checkout of the code to compare with (e.g. `git worktree add --detach /tmp/before main`).
+DIR is a checkout of the code to compare with (e.g. `git worktree add --detach /tmp/before main`);
+each side's copy of bench/shapes.py's store is written by that side's own code (the stored formats
+may differ, the values do not).
 The store is bench/shapes.py's: 2 campaigns x 10,000 questions written by the runner's own writer,
 23 measures with 7 different counts (retrieval on the labelled questions, generation on those with
 a reference, abstention, graded retrieval, two judges' verdicts), 30 retrieved passages with long
@@ -82,6 +84,15 @@ print(json.dumps(out))
 """
 
 
+FILL = """
+import sys
+sys.path.insert(0, "bench")
+from shapes import fill
+fill(sys.argv[1], int(sys.argv[2]))
+print("{}")
+"""
+
+
 def python(side: Path, code: str, *args: str) -> dict[str, object]:
     """A fresh process of `side` running `code`; its last line of JSON."""
     done = subprocess.run([sys.executable, "-c", code, *args], cwd=side, capture_output=True, text=True, check=False)
@@ -140,8 +151,11 @@ def main() -> None:
             hashes: dict[str, set[str]] = {"engine": set(), "API": set()}
             size = 0
             copies = {name: Path(tmp) / f"{case}-{i}.db" for i, name in enumerate(sides)}
-            for name in sides:
-                shutil.copy(db, copies[name])
+            for name, side in sides.items():
+                if case == "shapes" and side != ROOT:   # written by that side's own code, in its own format
+                    python(side, FILL, str(copies[name]), str(args.questions))
+                else:
+                    shutil.copy(db, copies[name])
             a, b = PAIRS[case]
             for number in range(args.rounds):
                 order = list(sides) if number % 2 == 0 else list(reversed(sides))
