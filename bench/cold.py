@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(1, str(ROOT))
 
-from shapes import fill
+from shapes import fill, fill_as
 
 GOALS = {"engine": 1.5, "CLI": 2.0, "API": 2.0, "API, kept": 0.3}
 PAIRS = {"shapes": ("bench_00", "bench_01")}
@@ -81,15 +81,6 @@ body = response.json()["data"]["comparison"]
 out["hash"] = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 out["bytes"] = len(response.content)
 print(json.dumps(out))
-"""
-
-
-FILL = """
-import sys
-sys.path.insert(0, "bench")
-from shapes import fill
-fill(sys.argv[1], int(sys.argv[2]))
-print("{}")
 """
 
 
@@ -153,7 +144,7 @@ def main() -> None:
             copies = {name: Path(tmp) / f"{case}-{i}.db" for i, name in enumerate(sides)}
             for name, side in sides.items():
                 if case == "shapes" and side != ROOT:   # written by that side's own code, in its own format
-                    python(side, FILL, str(copies[name]), str(args.questions))
+                    fill_as(side, copies[name], args.questions)
                 else:
                     shutil.copy(db, copies[name])
             a, b = PAIRS[case]

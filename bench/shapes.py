@@ -11,7 +11,10 @@ differences, so each measure has its own count of non-zero ones).
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from dashboard import WORDS, campaign_row, store_campaign
 
@@ -108,3 +111,10 @@ def fill(db: str, count: int, changed: float = 0.4) -> None:
     for number, outcomes in enumerate((a_outcomes, b_outcomes)):
         store_campaign(store, campaign_row(number, count, now), asked, outcomes)
     get_manager(db).close()
+
+
+def fill_as(code: Path, db: Path, count: int) -> None:
+    """fill() run by another checkout's own code (its bench/shapes.py), so that the store is in the format that code
+    reads: a newer schema is refused by older code, whatever the values."""
+    script = "import sys; sys.path.insert(0, 'bench'); from shapes import fill; fill(sys.argv[1], int(sys.argv[2]))"
+    subprocess.run([sys.executable, "-c", script, str(db), str(count)], cwd=code, check=True, capture_output=True)

@@ -15,7 +15,6 @@ each row gives the median with min-max. Then the modules each command imports, f
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from shapes import fill
+from shapes import fill, fill_as
 
 from evalcore.campaigns import get_manager
 from evalcore.compare import compare_campaigns
@@ -59,7 +58,7 @@ def heaviest(command: list[str], cwd: Path = ROOT, count: int = 6) -> str:
     return f"{total:.2f} s: " + ", ".join(f"{n} {c / 1e6:.2f}" for c, n in sorted(rows, reverse=True)[:count])
 
 
-def commands_of(db: str, reference: Path | None) -> dict[str, tuple[list[str], Path]]:
+def commands_of(db: str, reference: Path | None, questions: int) -> dict[str, tuple[list[str], Path]]:
     """Each command by name, with the folder it runs in; the reference's on a copy of the store it compared itself."""
     python = sys.executable
     commands = {
@@ -68,7 +67,9 @@ def commands_of(db: str, reference: Path | None) -> dict[str, tuple[list[str], P
     }
     sides = {"": (ROOT, db)}
     if reference is not None:
-        sides["reference: "] = (reference.resolve(), shutil.copy(db, f"{db}.reference"))
+        # Its own copy, written by its own code: an older checkout refuses a newer schema.
+        fill_as(reference.resolve(), Path(f"{db}.reference"), questions)
+        sides["reference: "] = (reference.resolve(), f"{db}.reference")
         subprocess.run([python, "-m", "evalcore", "compare", "bench_00", "bench_01", "--db", sides["reference: "][1]],
                        cwd=sides["reference: "][0], capture_output=True, check=True)
     for prefix, (folder, store) in sides.items():
@@ -89,7 +90,7 @@ def main() -> None:
         fill(db, args.questions)
         compare_campaigns(get_manager(db).store, "bench_00", "bench_01")
         get_manager(db).close()
-        commands = commands_of(db, args.reference)
+        commands = commands_of(db, args.reference, args.questions)
         times: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.rounds):
             for name, (command, folder) in commands.items():

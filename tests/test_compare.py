@@ -588,6 +588,14 @@ def written_campaign(store, cid, shift, *, top_k):
     store.write(insert)
 
 
+def written_pair(store, edits):
+    """Campaigns A and B written by the runner's writer, then rows changed to shapes older versions stored
+    (`edits`: SQL statements with their parameters)."""
+    written_campaign(store, "A", 0, top_k=5)
+    written_campaign(store, "B", 1, top_k=10)
+    store.write(lambda conn: [conn.execute(sql, params) for sql, params in edits])
+
+
 def test_a_comparison_reads_less_of_the_results_and_finds_the_same(tmp_path):
     from evalcore.campaigns import campaign_results, get_campaign
 
@@ -619,9 +627,7 @@ def test_a_comparison_decodes_every_stored_shape_of_a_row_as_a_row_by_row_read_d
     context = json.dumps([{"pid": 3, "title": "doc-000000003", "text": "text 3", "score": 0.5, "stages": {}}])
     sources = json.dumps([{"id": 3, "title": "doc-000000003", "file_name": "a.pdf"}])
     with Store(tmp_path / "e.db") as store:
-        written_campaign(store, "A", 0, top_k=5)
-        written_campaign(store, "B", 1, top_k=10)
-        store.write(lambda conn: [conn.execute(sql, params) for sql, params in [
+        written_pair(store, [
             ("UPDATE results SET retrieved = ? WHERE campaign_id = 'A' AND position = 0", (old_ranked,)),
             ("UPDATE results SET measures = ? WHERE campaign_id = 'B' AND position = 1",
              ('{"ndcg@10":0.25,"graded.total_groundtruth_documents":2,"rougel":null}',)),
@@ -629,7 +635,7 @@ def test_a_comparison_decodes_every_stored_shape_of_a_row_as_a_row_by_row_read_d
             ("UPDATE results SET sources = '', context = ? WHERE campaign_id = 'B' AND position = 3", (context,)),
             ("UPDATE results SET sources = ? WHERE campaign_id = 'A' AND position = 4", (sources,)),
             ("UPDATE results SET error = 'timeout', answer = NULL WHERE campaign_id = 'B' AND position = 5", ()),
-        ]])
+        ])
         full = [campaign_results(store, cid) for cid in ("A", "B")]
         lean = [campaign_results(store, cid, detail=False) for cid in ("A", "B")]
         expected = compare_results(get_campaign(store, "A"), full[0], get_campaign(store, "B"), full[1])
@@ -673,9 +679,7 @@ def test_the_comparison_read_gives_what_the_records_give_and_builds_no_verdict_i
     old_ranked = json.dumps([{"pid": 7, "title": "doc-000000007", "text": "text 7", "score": 0.9, "stages": {}}])
     sources = json.dumps([{"id": 3, "title": "doc-000000003", "file_name": "a.pdf"}])
     with Store(tmp_path / "e.db") as store:
-        written_campaign(store, "A", 0, top_k=5)
-        written_campaign(store, "B", 1, top_k=10)
-        store.write(lambda conn: [conn.execute(sql, params) for sql, params in [
+        written_pair(store, [
             ("UPDATE results SET judges = ? WHERE campaign_id = 'A' AND position = 1", (old_verdict,)),
             ("UPDATE results SET judges = ? WHERE campaign_id = 'B' AND position = 2", (json.dumps({"c": claims}),)),
             ("UPDATE results SET retrieved = ? WHERE campaign_id = 'A' AND position = 0", (old_ranked,)),
@@ -685,7 +689,7 @@ def test_the_comparison_read_gives_what_the_records_give_and_builds_no_verdict_i
             ("UPDATE campaign_questions SET expected_sources = '[\"a.pdf\", \"b.pdf\"]' WHERE position IN (4, 6)",
              ()),
             ("UPDATE results SET error = 'timeout', answer = NULL WHERE campaign_id = 'B' AND position = 5", ()),
-        ]])
+        ])
         for cid in ("A", "B"):
             same_rows(read_compared(store, cid), ComparedRows.of(campaign_results(store, cid, detail=False)))
         read = read_compared(store, "A")
