@@ -309,6 +309,7 @@ def compare_rows(a_campaign: Campaign, a: ComparedRows, b_campaign: Campaign, b:
     paired, table = paired_values([k[0] for k in common], a_common, b_common)
     # The statistics are numpy's (drawing, counting, matrix products, the GIL released) while the questions' lines are
     # Python's: on a second core they take no longer than the lines alone.
+    # Two threads: the statistics' task, and the sign flips it hands back to the same pool.
     with ThreadPoolExecutor(2, thread_name_prefix="comparison-statistics") as pool:
         statistics = pool.submit(measure_entries, paired, table, seed=seed, resamples=resamples, effect=effect,
                                  pool=pool)

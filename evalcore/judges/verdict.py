@@ -10,6 +10,7 @@ from typing import Any
 
 from evalcore.judges.claims import Claim, claims_text
 from evalcore.shapes import Key, doc
+from evalcore.store import dumps
 
 
 class JudgeResult(StrEnum):
@@ -161,7 +162,7 @@ def verdicts_text(verdicts: Mapping[str, Verdict]) -> str:
     """Verdicts by judge as one JSON text (stored ones as their own text, without decoding them)."""
     if isinstance(verdicts, StoredVerdicts):
         return verdicts.text
-    return json.dumps(verdicts_json(verdicts), ensure_ascii=False, separators=(",", ":"))
+    return dumps(verdicts_json(verdicts))
 
 
 # The judges azure-ai-evaluation's evaluators document, by the name their output fields start with.
