@@ -224,7 +224,7 @@ def stored(monkeypatch):
     monkeypatch.setattr(cli_compare, "find_campaign", get_campaign)  # the CLI finds campaigns by name through it
     monkeypatch.setattr(comparison_module, "campaign_results",
                         lambda store, cid, offset=0, limit=None, detail=True: records[cid][1])
-    monkeypatch.setattr(comparison_module, "read_compared", lambda store, cid: ComparedRows.of(records[cid][1]))
+    monkeypatch.setattr(comparison_module, "read_compared", lambda store, cid, **_: ComparedRows.of(records[cid][1]))
     return records
 
 
@@ -692,6 +692,12 @@ def test_the_comparison_read_gives_what_the_records_give_and_builds_no_verdict_i
         ])
         for cid in ("A", "B"):
             same_rows(read_compared(store, cid), ComparedRows.of(campaign_results(store, cid, detail=False)))
+            # Read with the rest pending: the statistics' part at once, the rest (sources found included) on finish.
+            pending = read_compared(store, cid, pending=True)
+            built = ComparedRows.of(campaign_results(store, cid, detail=False))
+            assert pending.keys == built.keys and pending.values == built.values and not pending.answers
+            pending.finish()
+            same_rows(pending, built)
         read = read_compared(store, "A")
         full = [campaign_results(store, cid) for cid in ("A", "B")]
         expected = compare_results(get_campaign(store, "A"), full[0], get_campaign(store, "B"), full[1])

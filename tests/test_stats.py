@@ -302,3 +302,15 @@ def test_numbers_drawn_ahead_on_another_thread_come_in_order_raise_and_stop():
     assert next(endless) == 0
     endless.close()   # the consumer stops early: the drawing thread ends too
     assert threading.active_count() == before
+
+
+@pytest.mark.parametrize("sizes", [[65536, 65536, 1001], [2, 4, 6, 7], [1]])
+def test_signs_read_from_raw_words_are_numpys_own_integers(sizes):
+    # The fast path must hold in the numpy the project runs on (otherwise the sign flips silently fall back to the
+    # slower draw), and give rng.integers(0, 2)'s stream value for value, an odd last call included.
+    assert stats.raw_signs_hold()
+    rng, reference = np.random.default_rng(77), np.random.default_rng(77)
+    for size in sizes:
+        out = np.empty(size)
+        stats.draw_signs(rng, out)
+        assert np.array_equal(out, reference.integers(0, 2, size=size) * 2.0 - 1.0)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -128,15 +128,37 @@ class ComparedRows:
     setups: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
     _keys: dict[tuple[int | None, str], int] = field(default_factory=dict, repr=False, compare=False)
     _next: int = field(default=0, repr=False, compare=False)
+    _pids: list[int | None] | dict[int, int | None] = field(default_factory=list, repr=False, compare=False)
+    _rest: Callable[[], None] | None = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.keys)
 
+    def finish(self) -> None:
+        """Decode what `read_compared(..., pending=True)` left for later (nothing to do otherwise)."""
+        rest, self._rest = self._rest, None
+        if rest is not None:
+            rest()
+
     def retrieved_among(self, i: int, among: frozenset[int]) -> dict[int, str]:
         """Question i's retrieved passage id -> title, in rank order, of the passages among these ids."""
+        pids = self._pids or self._pid_list()
+        found = [key for key in self.ranked[i] if pids[key] in among]   # None is never among them
         passages = self.passages
-        return {int(pid): title for pid, title in map(passages.__getitem__, self.ranked[i])
-                if pid is not None and int(pid) in among}
+        return {int(pid): title for pid, title in map(passages.__getitem__, found) if pid is not None}
+
+    def _pid_list(self) -> list[int | None] | dict[int, int | None]:
+        """The passage id of each passage key: a comparison looks one up for every retrieved passage, in a list by
+        key when the keys are the store's (0, 1, 2, ...), else in a dict."""
+        keys = self.passages
+        if min(keys, default=0) < 0 or max(keys, default=0) > 2 * len(keys) + 1024:
+            self._pids = {key: pid for key, (pid, _) in keys.items()}
+            return self._pids
+        pids: list[int | None] = [None] * (max(keys, default=-1) + 1)
+        for key, (pid, _) in keys.items():
+            pids[key] = pid
+        self._pids = pids
+        return pids
 
     def key_of(self, pid: int | None, title: str) -> int:
         """The key in `passages` of a passage named here (not by the store): the same passage, the same key."""
@@ -147,6 +169,7 @@ class ComparedRows:
             key = self._keys[(pid, title)] = self._next
             self._next += 1
             self.passages[key] = (pid, title)
+            self._pids = []
         return key
 
     @classmethod
@@ -223,38 +246,49 @@ def decoded(texts: Sequence[str | None]) -> list[Any]:
     return list(json.loads("[" + ",".join(text or "null" for text in texts) + "]"))
 
 
-def read_compared(store: Store, campaign_id: str) -> ComparedRows:
-    """A campaign's finished questions as a comparison reads them (`ComparedRows.of` its result records, the same)."""
+def read_compared(store: Store, campaign_id: str, *, pending: bool = False) -> ComparedRows:
+    """A campaign's finished questions as a comparison reads them (`ComparedRows.of` its result records, the same).
+
+    With `pending`, only what the statistics need is decoded now (the keys, texts, measures and verdicts): the rest
+    (answers, errors, stages, queries, relevant and retrieved passages, sources found) waits for the rows'
+    `finish()`, which a comparison calls once its statistics are under way. Every column is read in this one query
+    either way, so the two parts always describe the same rows.
+    """
     holder = answers_holder(store, campaign_id)
     shared = holder != campaign_id
     rows = store.read(_select(shared), (*((holder,) if shared else ()), campaign_id, ALL_ROWS))
     if not rows:
         return ComparedRows()
+    columns = list(zip(*rows, strict=True))
     with no_cycle_collection():
-        out = _compared(store, holder, list(zip(*rows, strict=True)))
-    if any(out.has_sources):  # suites: the sources found need each question's outcome
-        results = read_results(store, campaign_id, detail=False)
-        out.found = [found_sources(result) if has else frozenset()
-                     for result, has in zip(results, out.has_sources, strict=True)]
+        out = _compared(columns)
+
+    def rest() -> None:
+        with no_cycle_collection():
+            _rest(store, holder, out, columns)
+        if any(out.has_sources):  # suites: the sources found need each question's outcome
+            results = read_results(store, campaign_id, detail=False)
+            out.found = [found_sources(result) if has else frozenset()
+                         for result, has in zip(results, out.has_sources, strict=True)]
+
+    out._rest = rest
+    if not pending:
+        out.finish()
     return out
 
 
-def _compared(store: Store, holder: str, columns: list[tuple[Any, ...]]) -> ComparedRows:
-    def column(name: str) -> tuple[Any, ...]:
-        return columns[_AT[name]]
+def _column(columns: list[tuple[Any, ...]], name: str) -> tuple[Any, ...]:
+    return columns[_AT[name]]
 
+
+def _compared(columns: list[tuple[Any, ...]]) -> ComparedRows:
+    """The keys, texts, values and verdicts of the rows (what the statistics need)."""
     out = ComparedRows()
-    out.texts = list(column("question"))
-    out.keys = [key_of(qid, text) for qid, text in zip(column("qid"), out.texts, strict=True)]
-    out.answers = list(column("answer"))
-    out.errors = list(column("error"))
-    out.diagnosis = [Stage(stage) if stage else None for stage in column("diagnosis")]
-    out.queries = [tuple(texts) for texts in decoded(column("queries"))]
-    out.relevant = [relevant_pids(relevant) for relevant in decoded(column("relevant"))]
-    expected = decoded(column("expected_sources"))
-    out.has_sources = [bool(sources) for sources in expected]
-    out.values = [measure_values(measures or {}) for measures in stored_column(column("measures"))]
-    for values, text, verdicts in zip(out.values, column("judges"), decoded(column("judges")), strict=True):
+    out.texts = list(_column(columns, "question"))
+    out.keys = [key_of(qid, text) for qid, text in zip(_column(columns, "qid"), out.texts, strict=True)]
+    out.values = [measure_values(measures or {}) for measures in stored_column(_column(columns, "measures"))]
+    texts = _column(columns, "judges")
+    for values, text, verdicts in zip(out.values, texts, decoded(texts), strict=True):
         verdicts = verdicts or {}
         for name, verdict in verdicts.items():
             score, result = verdict.get("score"), verdict.get("result", "unknown")
@@ -265,10 +299,20 @@ def _compared(store: Store, holder: str, columns: list[tuple[Any, ...]]) -> Comp
                 out.setups.setdefault(name, set()).add((verdict.get("model", ""), verdict.get("prompt_hash", "")))
         out.judges.append(StoredVerdicts(text or "{}") if all(map(as_written, verdicts.values()))
                           else {name: Verdict.from_dict(verdict) for name, verdict in verdicts.items()})
-    out.passages = passage_titles(store, holder)
-    out.ranked = ranked_keys(column("retrieved"), out)
-    out.found = [frozenset()] * len(out.keys)
     return out
+
+
+def _rest(store: Store, holder: str, out: ComparedRows, columns: list[tuple[Any, ...]]) -> None:
+    """The rows' other fields: answers, errors, stages, queries, relevant and retrieved passages."""
+    out.answers = list(_column(columns, "answer"))
+    out.errors = list(_column(columns, "error"))
+    out.diagnosis = [Stage(stage) if stage else None for stage in _column(columns, "diagnosis")]
+    out.queries = [tuple(texts) for texts in decoded(_column(columns, "queries"))]
+    out.relevant = [relevant_pids(relevant) for relevant in decoded(_column(columns, "relevant"))]
+    out.has_sources = [bool(sources) for sources in decoded(_column(columns, "expected_sources"))]
+    out.passages = passage_titles(store, holder)
+    out.ranked = ranked_keys(_column(columns, "retrieved"), out)
+    out.found = [frozenset()] * len(out.keys)
 
 
 def passage_titles(store: Store, campaign_id: str) -> dict[int, tuple[int | None, str]]:

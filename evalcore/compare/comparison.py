@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, NamedTuple
@@ -295,8 +295,14 @@ def compare_results(a_campaign: Campaign, a_rows: list[QuestionResult], b_campai
 
 def compare_rows(a_campaign: Campaign, a: ComparedRows, b_campaign: Campaign, b: ComparedRows, *, seed: int = 0,
                  resamples: int = stats.RESAMPLES, effect: float = power.EFFECT, basis: str | None = None,
-                 tolerances: Mapping[str, float] | None = None) -> Comparison:
-    """compare_results on the questions as a comparison reads them (`ComparedRows`, from records or the store)."""
+                 tolerances: Mapping[str, float] | None = None,
+                 beside: Callable[[list[QuestionDiff]], object] | None = None) -> Comparison:
+    """compare_results on the questions as a comparison reads them (`ComparedRows`, from records or the store).
+
+    Rows read with their rest pending (`read_compared(..., pending=True)`) are finished once the statistics are under
+    way; `beside` is then given the per-question lines while the statistics may still run (the store's copy of them
+    is written out there).
+    """
     check_draws(seed, resamples)
     effect = power.check_effect(effect)
     a_at = {key: i for i, key in enumerate(a.keys)}   # a question asked twice: its last result
@@ -313,8 +319,12 @@ def compare_rows(a_campaign: Campaign, a: ComparedRows, b_campaign: Campaign, b:
     with ThreadPoolExecutor(2, thread_name_prefix="comparison-statistics") as pool:
         statistics = pool.submit(measure_entries, paired, table, seed=seed, resamples=resamples, effect=effect,
                                  pool=pool)
+        a.finish()
+        b.finish()
         with no_cycle_collection():
             questions = [question_entry(k, a, a_at.get(k), b, b_at.get(k), order) for k in keys]
+        if beside is not None:
+            beside(questions)
         measures = statistics.result()
     notes = notes_for(a_campaign, b_campaign, diff, common=len(common), measured=set(paired))
     notes += one_sided(a_common, b_common, set(paired))
@@ -403,9 +413,11 @@ def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resa
     comparison = saved.find(store, a, b, seed=seed, resamples=resamples)
     if comparison is None:
         power.prepare()
-        comparison = compare_rows(a, read_compared(store, a_id), b, read_compared(store, b_id), seed=seed,
-                                  resamples=resamples)
-        saved.keep(store, comparison, a, b)
+        kept: list[str] = []   # the questions' stored JSON, written while the statistics run
+        comparison = compare_rows(a, read_compared(store, a_id, pending=True), b,
+                                  read_compared(store, b_id, pending=True), seed=seed, resamples=resamples,
+                                  beside=lambda questions: kept.append(saved.questions_text(questions)))
+        saved.keep(store, comparison, a, b, questions=kept[0] if kept else None)
     return replace(comparison.with_effect(effect).with_tolerances(tolerances or {}), pairwise=pairwise)
 
 

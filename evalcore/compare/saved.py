@@ -17,6 +17,7 @@ import io
 import json
 import sqlite3
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -55,15 +56,23 @@ def find(store: Store, a: Campaign, b: Campaign, *, seed: int, resamples: int) -
                       basis_reason=data["basis_reason"])
 
 
-def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None:
-    """Store a comparison under its key, unless a campaign is still running (its results change by the second)."""
+def questions_text(questions: Sequence[QuestionDiff]) -> str:
+    """The stored JSON of a comparison's per-question lines."""
+    return dumps([q.to_dict(kept=True) for q in questions])
+
+
+def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign, *, questions: str | None = None) -> None:
+    """Store a comparison under its key, unless a campaign is still running (its results change by the second).
+
+    `questions` is questions_text of its questions when that was written already.
+    """
     if a.active or b.active:
         return
-    data = dumps({"questions": [q.to_dict(kept=True) for q in comparison.questions],
-                  "measures": [m.to_dict() for m in comparison.measures], "warnings": comparison.warnings,
+    rest = dumps({"measures": [m.to_dict() for m in comparison.measures], "warnings": comparison.warnings,
                   "notes": comparison.notes, "config_diff": comparison.config_diff, "effect": comparison.effect,
                   "paired": list(comparison.paired), "basis": comparison.basis,
                   "basis_reason": comparison.basis_reason})
+    data = f'{{"questions":{questions_text(comparison.questions) if questions is None else questions},{rest[1:]}'
     row = (*key(a, b, comparison.seed, comparison.resamples), data, pack(comparison.paired), time.time())
     try:
         store.write(lambda conn: conn.execute(
