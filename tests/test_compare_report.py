@@ -317,9 +317,51 @@ def test_a_comparison_kept_in_the_earlier_format_is_computed_again_and_kept_anew
     with Store(tmp_path / "e.db") as store:
         judged_store(store)
         computed = compare_campaigns(store, "A", "B", resamples=200)
-        earlier = {**json.loads(store.read("SELECT data FROM comparisons")[0]["data"]), "questions": [
+        head = store.read("SELECT data FROM comparisons")[0]["data"].partition("\n")[0]   # before the questions' lines
+        earlier = {**json.loads(head), "questions": [
             {**q.to_dict(), "verdict": "worse"} for q in computed.questions]}   # verdicts as objects, and stale
         store.write(lambda conn: conn.execute("UPDATE comparisons SET format = 5, data = ?", (json.dumps(earlier),)))
         again = compare_campaigns(store, "A", "B", resamples=200)
         assert json.dumps(again.to_dict()) == json.dumps(computed.to_dict())
         assert [row["format"] for row in store.read("SELECT format FROM comparisons")] == [saved.FORMAT]
+
+
+def test_a_kept_comparison_is_written_out_from_its_lines_without_decoding_a_question(tmp_path):
+    # A kept comparison's questions are its stored lines: its JSON (the API's and compare --json's) is written from
+    # them, equal to the text of the computed comparison and parsing to its to_dict; a face that reads a question
+    # gets the same records. A verdict text stored with tabs and newlines in it still makes one line per question.
+    from evalcore.compare.deltas import KeptQuestions
+    from evalcore.compare.json_text import comparison_text
+
+    with Store(tmp_path / "e.db") as store:
+        judged_store(store)
+        verdicts = json.dumps({"retrieval": retrieval(3, "tab\there").to_dict()}, indent="\t")
+        store.write(lambda conn: conn.execute(
+            "UPDATE results SET judges = ? WHERE campaign_id = 'B' AND qid = 1", (verdicts,)))
+        from_records = compare_results(campaign_of(store, "A"), rows_of(store, "A"), campaign_of(store, "B"),
+                                       rows_of(store, "B"), resamples=200)
+        computed = compare_campaigns(store, "A", "B", resamples=200)
+        kept = compare_campaigns(store, "A", "B", resamples=200)
+        assert isinstance(kept.questions, KeptQuestions) and kept.questions._records is None
+        text = comparison_text(kept)
+        assert kept.questions._records is None   # written out, nothing decoded
+        assert text == comparison_text(computed)   # the stored verdict texts as they are: equal as JSON only
+        assert json.loads(text) == json.loads(comparison_text(from_records)) == json.loads(
+            json.dumps(from_records.to_dict()))
+        assert comparison_text(kept, lines=True) == comparison_text(computed, lines=True)
+        assert json.loads(comparison_text(kept, lines=True)) == json.loads(text)
+        assert list(kept.questions) == list(from_records.questions) and kept.questions == computed.questions
+        stored = store.read("SELECT data FROM comparisons")[0]["data"]
+        assert stored.count("\n") == len(from_records.questions) == 6
+
+
+def campaign_of(store: Store, cid: str):
+    from evalcore.campaigns import get_campaign
+
+    return get_campaign(store, cid)
+
+
+def rows_of(store: Store, cid: str):
+    from evalcore.campaigns import campaign_results
+
+    return campaign_results(store, cid)

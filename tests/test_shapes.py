@@ -11,7 +11,7 @@ import dataclasses
 import json
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from typing import Any
 
@@ -56,7 +56,7 @@ def sample(tp: Any) -> Any:
         return tp({"kind": "rag", "retriever": "vector"})
     if origin is tuple:
         return (sample(args[0]),)
-    if origin is list:
+    if origin in (list, Sequence):
         return [sample(args[0])]
     if origin in (dict, Mapping):
         return {sample(args[0]): sample(args[1])}

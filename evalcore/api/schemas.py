@@ -12,7 +12,7 @@ import functools
 import operator
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -74,7 +74,7 @@ def api_type(tp: Any) -> Any:
         if tp not in MODELS:
             MODELS[tp] = model_of(tp)
         return MODELS[tp]
-    if origin in (tuple, list):
+    if origin in (tuple, list, Sequence):
         return types.GenericAlias(list, (api_type(args[0]),))
     if origin in (dict, Mapping):
         return types.GenericAlias(dict, (args[0], api_type(args[1])))

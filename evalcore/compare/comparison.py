@@ -34,6 +34,7 @@ from evalcore.compare.deltas import (
     CampaignHeader,
     Change,
     Comparison,
+    KeptQuestions,
     MeasureDelta,
     Paired,
     Passage,
@@ -413,11 +414,13 @@ def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resa
     comparison = saved.find(store, a, b, seed=seed, resamples=resamples)
     if comparison is None:
         power.prepare()
-        kept: list[str] = []   # the questions' stored JSON, written while the statistics run
+        kept: list[KeptQuestions] = []   # the questions' lines, written while the statistics run
         comparison = compare_rows(a, read_compared(store, a_id, pending=True), b,
                                   read_compared(store, b_id, pending=True), seed=seed, resamples=resamples,
-                                  beside=lambda questions: kept.append(saved.questions_text(questions)))
-        saved.keep(store, comparison, a, b, questions=kept[0] if kept else None)
+                                  beside=lambda questions: kept.append(saved.kept_questions(questions)))
+        if kept:   # the faces write the questions' JSON from these lines too
+            comparison = replace(comparison, questions=kept[0])
+        saved.keep(store, comparison, a, b)
     return replace(comparison.with_effect(effect).with_tolerances(tolerances or {}), pairwise=pairwise)
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 import numpy as np
 
@@ -275,6 +276,139 @@ class Paired(NamedTuple):
     b: np.ndarray
 
 
+def verdict_counts(questions: Sequence[QuestionDiff]) -> dict[str, int]:
+    """How many questions got each verdict."""
+    return dict(Counter(q.verdict for q in questions))
+
+
+def strict_counts(questions: Sequence[QuestionDiff]) -> dict[str, int]:
+    """How many questions would get each verdict if any difference counted (no tolerance)."""
+    return dict(Counter(verdict_by(q.basis, q.a, q.b) if q.basis and q.a is not None and q.b is not None
+                        else q.verdict for q in questions))
+
+
+def stage_transitions(questions: Sequence[QuestionDiff]) -> list[Transition]:
+    """How the common questions moved between failure stages (none when no question has a stage)."""
+    common = [(q.qid, q.diagnosis_a, q.diagnosis_b) for q in questions if q.verdict not in ONE_SIDED]
+    if all(a is None and b is None for _, a, b in common):
+        return []
+    return diagnosis.transitions(common)
+
+
+def bases_of(questions: Sequence[QuestionDiff]) -> list[str | None]:
+    """The questions' verdict bases, each once, in the order questions first have them."""
+    return list(dict.fromkeys(q.basis for q in questions))
+
+
+class Summary(NamedTuple):
+    """What a comparison's JSON says of its questions besides their lines (kept beside them)."""
+
+    verdicts: dict[str, int]
+    strict_verdicts: dict[str, int]
+    transitions: list[Transition]
+    bases: list[str | None]
+
+    @classmethod
+    def of(cls, questions: Sequence[QuestionDiff]) -> Summary:
+        """Of these questions' records."""
+        return cls(verdict_counts(questions), strict_counts(questions), stage_transitions(questions),
+                   bases_of(questions))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape."""
+        return {"verdicts": self.verdicts, "strict_verdicts": self.strict_verdicts,
+                "transitions": [t.to_dict() for t in self.transitions], "bases": self.bases}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Summary:
+        """From to_dict's shape."""
+        return cls({Change(k): v for k, v in data["verdicts"].items()},
+                   {Change(k): v for k, v in data["strict_verdicts"].items()},
+                   [Transition.from_dict(t) for t in data["transitions"]], list(data["bases"]))
+
+
+class KeptQuestions(Sequence[QuestionDiff]):
+    """A comparison's per-question lines as JSON text, decoded into records only when one is read.
+
+    Each line is a question's JSON object without its verdicts, then, when it has some, each side's verdicts as
+    their JSON text, the three joined by a tab (JSON text holds none: the encoder escapes it). Put together
+    (`texts`), a line is the question's JSON as the API and `compare --json` write it, so a kept comparison is
+    written out without decoding a question; `summary` holds the counts the comparison's JSON gives of them.
+    """
+
+    def __init__(self, lines: list[str], summary: Summary, records: list[QuestionDiff] | None = None) -> None:
+        self.lines = lines
+        self.summary = summary
+        self._records = records
+
+    @classmethod
+    def of(cls, questions: Sequence[QuestionDiff]) -> KeptQuestions:
+        """From records (their lines and summary written now)."""
+        return cls([question_line(q) for q in questions], Summary.of(questions), list(questions))
+
+    def records(self) -> list[QuestionDiff]:
+        """The questions' records (decoded on the first call)."""
+        if self._records is None:
+            parts = [line.split("\t") for line in self.lines]
+            heads = json.loads("[" + ",".join(part[0] for part in parts) + "]")
+            for data, part in zip(heads, parts, strict=True):
+                if len(part) == 3:
+                    data["judges_a"], data["judges_b"] = part[1], part[2]
+            self._records = [QuestionDiff.from_dict(data) for data in heads]
+        return self._records
+
+    def texts(self) -> list[str]:
+        """Each question's JSON text, its verdicts' texts spliced in."""
+        return [line_text(line) for line in self.lines]
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    @overload
+    def __getitem__(self, index: int) -> QuestionDiff: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[QuestionDiff]: ...
+    def __getitem__(self, index: int | slice) -> QuestionDiff | list[QuestionDiff]:
+        return self.records()[index]
+
+    def __iter__(self) -> Iterator[QuestionDiff]:
+        return iter(self.records())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and self.records() == list(other)
+
+    __hash__ = None  # type: ignore[assignment]   # equal to lists, so unhashable like them
+
+    def __repr__(self) -> str:
+        return f"KeptQuestions({len(self)} questions)"
+
+
+def question_line(question: QuestionDiff) -> str:
+    """A question's line of KeptQuestions: its JSON without the verdicts, and each side's verdicts as JSON text."""
+    data = question.to_dict(kept=True)
+    if "judges_a" not in data:
+        return encode(data)
+    texts = [data.pop("judges_a"), data.pop("judges_b")]
+    # A verdicts' text stored by hand with tabs or newlines in it (not as the store writes it) is written anew.
+    texts = [encode(json.loads(t)) if "\t" in t or "\n" in t else t for t in texts]
+    return "\t".join([encode(data), *texts])
+
+
+def line_text(line: str) -> str:
+    """A question's JSON text from its line: the object without its verdicts, the verdicts' texts put in as its last
+    two keys (what to_dict gives, the verdicts not decoded)."""
+    head, tab, rest = line.partition("\t")
+    if not tab:
+        return head
+    judges_a, _, judges_b = rest.partition("\t")
+    return f'{head[:-1]}, "judges_a": {judges_a}, "judges_b": {judges_b}}}'
+
+
+def encode(value: Any) -> str:
+    """One value in JSON, non-ASCII as it is (the C encoder); NaN and infinities refused, as JSON has none."""
+    return json.dumps(value, ensure_ascii=False, default=str, allow_nan=False)
+
+
 @dataclass(frozen=True)
 class Comparison:
     """Two campaigns side by side: verdicts per question, statistics per measure, warnings.
@@ -287,7 +421,7 @@ class Comparison:
 
     a: CampaignHeader = field(metadata=doc("the baseline"))
     b: CampaignHeader = field(metadata=doc("the candidate"))
-    questions: list[QuestionDiff] = field(metadata=doc())
+    questions: Sequence[QuestionDiff] = field(metadata=doc())
     measures: list[MeasureDelta] = field(metadata=doc())
     warnings: list[str] = field(metadata=doc())
     config_diff: dict[str, list[Any]] = field(metadata=doc("each key that differs: [A's value, B's value]"))
@@ -325,8 +459,16 @@ class Comparison:
     @property
     def strict_verdicts(self) -> dict[str, int]:
         """How many questions would get each verdict if any difference counted (no tolerance)."""
-        return dict(Counter(verdict_by(q.basis, q.a, q.b) if q.basis and q.a is not None and q.b is not None
-                            else q.verdict for q in self.questions))
+        if isinstance(self.questions, KeptQuestions):
+            return self.questions.summary.strict_verdicts
+        return strict_counts(self.questions)
+
+    @property
+    def bases(self) -> list[str | None]:
+        """The measures that decided verdicts (or "error", or None), in the order questions first have them."""
+        if isinstance(self.questions, KeptQuestions):
+            return self.questions.summary.bases
+        return bases_of(self.questions)
 
     @property
     def deciding(self) -> str | None:
@@ -368,16 +510,17 @@ class Comparison:
     @property
     def verdicts(self) -> dict[str, int]:
         """How many questions got each verdict."""
-        return dict(Counter(q.verdict for q in self.questions))
+        if isinstance(self.questions, KeptQuestions):
+            return self.questions.summary.verdicts
+        return verdict_counts(self.questions)
 
     @property
     def transitions(self) -> list[Transition]:
         """How the common questions moved between failure stages from A to B (the cells add up to them);
         none when neither campaign has a stage for any of them (results stored before attribution existed)."""
-        common = [(q.qid, q.diagnosis_a, q.diagnosis_b) for q in self.questions if q.verdict not in ONE_SIDED]
-        if all(a is None and b is None for _, a, b in common):
-            return []
-        return diagnosis.transitions(common)
+        if isinstance(self.questions, KeptQuestions):
+            return self.questions.summary.transitions
+        return stage_transitions(self.questions)
 
     @property
     def power_warnings(self) -> list[str]:
@@ -404,8 +547,7 @@ class Comparison:
                 "config_diff": self.config_diff, "seed": self.seed, "resamples": self.resamples,
                 "effect": self.effect, "power": power.POWER, "alpha": power.ALPHA, "basis": self.basis,
                 "basis_reason": self.basis_reason, "verdicts_without_tolerance": self.strict_verdicts,
-                "tolerance": {name: self.tolerance(name) for name in dict.fromkeys(q.basis for q in self.questions)
-                              if name and name != "error"},
+                "tolerance": {name: self.tolerance(name) for name in self.bases if name and name != "error"},
                 "unchanged": self.unchanged, "disagreements": self.disagreements,
                 "pairwise": self.pairwise.to_dict() if self.pairwise else None}
 

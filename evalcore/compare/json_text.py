@@ -9,30 +9,24 @@ measure, one line (what `compare --json` prints: the C encoder cannot indent).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from evalcore.compare.deltas import Comparison, QuestionDiff
+from evalcore.compare.deltas import Comparison, KeptQuestions, QuestionDiff, encode, line_text, question_line
 
-
-def encode(value: Any) -> str:
-    """One value in compact JSON, non-ASCII as it is (the C encoder); NaN and infinities refused, as JSON has none."""
-    return json.dumps(value, ensure_ascii=False, default=str, allow_nan=False)
+__all__ = ["comparison_text", "encode", "question_text"]
 
 
 def question_text(question: QuestionDiff) -> str:
     """A question's JSON object, its verdicts spliced in as their text (the last two keys of its to_dict)."""
-    data = question.to_dict(kept=True)
-    texts = [(side, data.pop(side)) for side in ("judges_a", "judges_b") if side in data]
-    head = encode(data)
-    if not texts:
-        return head
-    return head[:-1] + "".join(f", {encode(side)}: {text}" for side, text in texts) + "}"
+    return line_text(question_line(question))
 
 
 def comparison_text(comparison: Comparison, extra: dict[str, Any] | None = None, *, lines: bool = False) -> str:
-    """The comparison's JSON object (to_dict's, with `extra`'s keys after its own) as text."""
-    questions = [question_text(q) for q in comparison.questions]
+    """The comparison's JSON object (to_dict's, with `extra`'s keys after its own) as text.
+
+    A kept comparison's questions (KeptQuestions) are written from their lines, none decoded."""
+    kept = comparison.questions
+    questions = kept.texts() if isinstance(kept, KeptQuestions) else [question_text(q) for q in kept]
     data = comparison.to_dict(questions=QUESTIONS) | (extra or {})
     parts = []
     for key, value in data.items():

@@ -24,7 +24,15 @@ import numpy as np
 
 from evalcore.campaigns import Campaign
 from evalcore.campaigns.records import results_version
-from evalcore.compare.deltas import CampaignHeader, Comparison, MeasureDelta, Paired, QuestionDiff
+from evalcore.compare.deltas import (
+    CampaignHeader,
+    Comparison,
+    KeptQuestions,
+    MeasureDelta,
+    Paired,
+    QuestionDiff,
+    Summary,
+)
 from evalcore.compare.preference import Preference
 from evalcore.store import Store, dumps
 
@@ -32,8 +40,10 @@ from evalcore.store import Store, dumps
 # 2: the verdict basis and its reason; 3: questions carry their failure stage in each campaign and what a query
 # transformation retrieved with; 4: verdicts under each measure's tolerance, and the questions each measure changed;
 # 5: questions carry each judge's verdict in each campaign (the report's judge results); 6: those verdicts kept as
-# one JSON text per side of a question, decoded when a face first reads them (a kept comparison reads back faster).
-FORMAT = 6
+# one JSON text per side of a question, decoded when a face first reads them (a kept comparison reads back faster);
+# 7: the questions as one line each after the rest's JSON, with their verdict counts, transitions and bases
+# (KeptQuestions: read back and written out without decoding a question).
+FORMAT = 7
 
 
 def key(a: Campaign, b: Campaign, seed: int, resamples: int) -> tuple[Any, ...]:
@@ -42,37 +52,42 @@ def key(a: Campaign, b: Campaign, seed: int, resamples: int) -> tuple[Any, ...]:
 
 
 def find(store: Store, a: Campaign, b: Campaign, *, seed: int, resamples: int) -> Comparison | None:
-    """The stored comparison of A and B for these versions, seed and resamples, or None."""
+    """The stored comparison of A and B for these versions, seed and resamples, or None.
+
+    Its questions are KeptQuestions: decoded into records only when a face reads one."""
     rows = store.read("SELECT data, paired FROM comparisons WHERE a_id = ? AND b_id = ? AND seed = ? AND "
                       "resamples = ? AND a_version = ? AND b_version = ? AND format = ?", key(a, b, seed, resamples))
     if not rows:
         return None
-    data = json.loads(rows[0]["data"])
-    return Comparison(a=CampaignHeader.of(a), b=CampaignHeader.of(b),
-                      questions=[QuestionDiff.from_dict(q) for q in data["questions"]],
+    head, _, lines = rows[0]["data"].partition("\n")
+    data = json.loads(head)
+    questions = KeptQuestions(lines.split("\n") if lines else [], Summary.from_dict(data["summary"]))
+    return Comparison(a=CampaignHeader.of(a), b=CampaignHeader.of(b), questions=questions,
                       measures=[MeasureDelta.from_dict(m) for m in data["measures"]], warnings=data["warnings"],
                       config_diff=data["config_diff"], seed=seed, resamples=resamples, notes=data["notes"],
                       effect=data["effect"], paired=unpack(rows[0]["paired"], data["paired"]), basis=data["basis"],
                       basis_reason=data["basis_reason"])
 
 
-def questions_text(questions: Sequence[QuestionDiff]) -> str:
-    """The stored JSON of a comparison's per-question lines."""
-    return dumps([q.to_dict(kept=True) for q in questions])
+def kept_questions(questions: Sequence[QuestionDiff]) -> KeptQuestions:
+    """The questions as a kept comparison holds them (their lines written now, unless they are kept ones)."""
+    return questions if isinstance(questions, KeptQuestions) else KeptQuestions.of(questions)
 
 
-def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign, *, questions: str | None = None) -> None:
+def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None:
     """Store a comparison under its key, unless a campaign is still running (its results change by the second).
 
-    `questions` is questions_text of its questions when that was written already.
+    Stored as the JSON of all but its questions, then each question's line (KeptQuestions) on a line of its own (JSON
+    text has no raw newline); kept_questions(comparison.questions) writes their lines unless they are written.
     """
     if a.active or b.active:
         return
-    rest = dumps({"measures": [m.to_dict() for m in comparison.measures], "warnings": comparison.warnings,
+    questions = kept_questions(comparison.questions)
+    head = dumps({"measures": [m.to_dict() for m in comparison.measures], "warnings": comparison.warnings,
                   "notes": comparison.notes, "config_diff": comparison.config_diff, "effect": comparison.effect,
                   "paired": list(comparison.paired), "basis": comparison.basis,
-                  "basis_reason": comparison.basis_reason})
-    data = f'{{"questions":{questions_text(comparison.questions) if questions is None else questions},{rest[1:]}'
+                  "basis_reason": comparison.basis_reason, "summary": questions.summary.to_dict()})
+    data = "\n".join([head, *questions.lines])
     row = (*key(a, b, comparison.seed, comparison.resamples), data, pack(comparison.paired), time.time())
     try:
         store.write(lambda conn: conn.execute(

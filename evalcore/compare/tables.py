@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
@@ -35,7 +35,7 @@ def passages_text(entries: tuple[Passage, ...]) -> str:
     return " | ".join(f"{e.pid} {e.title}".strip() for e in entries)
 
 
-def question_frame(questions: list[QuestionDiff]) -> pd.DataFrame:
+def question_frame(questions: Sequence[QuestionDiff]) -> pd.DataFrame:
     """The per-question verdicts with the relevant passages that entered or left the retrieved list, and the
     queries each side retrieved with when a query transformation made them."""
     return pd.DataFrame([{"qid": q.qid, "question": q.question, "verdict": q.verdict, "basis": q.basis,
