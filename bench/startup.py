@@ -3,7 +3,10 @@
     python bench/startup.py [--rounds 7] [--questions 2000] [--reference DIR]
 
 Commands: `--help`, and `compare A B` on a pair whose comparison is kept (campaigns of
-bench/shapes.py, compared once beforehand). The floors, measured in the same rounds: the
+bench/shapes.py, compared once beforehand). With `--bytecode`, each side's package is compiled to
+bytecode first (`compileall`, into its `__pycache__` folders, removed again afterwards), as an
+installed package is: where PYTHONDONTWRITEBYTECODE is set (this machine sets it), a checkout's
+modules are otherwise compiled from source by every process. The floors, measured in the same rounds: the
 interpreter alone (`python -c "print(1)"`) and the interpreter importing numpy, which a comparison
 needs. With --reference, a checkout of earlier code (e.g. `git worktree add /tmp/before main`)
 runs the same two commands in the same rounds, on its own copy of the store (compared once by
@@ -15,11 +18,15 @@ each row gives the median with min-max. Then the modules each command imports, f
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,13 +86,33 @@ def commands_of(db: str, reference: Path | None, questions: int) -> dict[str, tu
     return commands
 
 
+@contextmanager
+def compiled(folders: list[Path]) -> Iterator[None]:
+    """Each folder's `evalcore` package compiled to bytecode while this lasts (the `__pycache__` folders it made
+    removed afterwards)."""
+    made = []
+    for folder in folders:
+        package = folder / "evalcore"
+        before = set(package.rglob("__pycache__"))
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True)
+        made += sorted(set(package.rglob("__pycache__")) - before)
+    try:
+        yield
+    finally:
+        for folder in made:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--questions", type=int, default=2000)
     parser.add_argument("--reference", type=Path, metavar="DIR", help="a checkout of earlier code, run alongside")
+    parser.add_argument("--bytecode", action="store_true", help="compile both sides' package to bytecode first")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="evalcore-bench-") as tmp:
+    folders = [ROOT] + ([args.reference.resolve()] if args.reference else [])
+    with tempfile.TemporaryDirectory(prefix="evalcore-bench-") as tmp, \
+            compiled(folders) if args.bytecode else nullcontext():
         db = str(Path(tmp) / "bench.db")
         fill(db, args.questions)
         compare_campaigns(get_manager(db).store, "bench_00", "bench_01")
@@ -95,7 +122,10 @@ def main() -> None:
         for _ in range(args.rounds):
             for name, (command, folder) in commands.items():
                 times[name].append(first_line(command, folder))
-        print(f"CLI start-up, seconds to the first line, {args.rounds} interleaved rounds (median [min-max]):\n")
+        how = ("the package compiled to bytecode" if args.bytecode else "bytecode as this environment leaves it"
+               + (" (PYTHONDONTWRITEBYTECODE is set: compiled from source)" if os.environ.get("PYTHONDONTWRITEBYTECODE")
+                  else ""))
+        print(f"CLI start-up, seconds to the first line, {args.rounds} interleaved rounds (median [min-max]), {how}:\n")
         print("| command | seconds | goal |")
         print("|---|---:|---:|")
         for name, took in times.items():

@@ -725,3 +725,19 @@ def test_cli_compare_on_a_kept_pair_imports_only_what_it_uses(two_stored, tmp_pa
              # a sweep's module, the gates' reports (an XML library) and the suites' CSV files: not for a kept pair
              "evalcore.compare.sweep", "evalcore.gates.reports", "xml.etree.ElementTree", "evalcore.suites.csvfile"}
     assert sorted(heavy & imported) == []
+
+
+def test_the_report_of_a_kept_comparison_decodes_only_the_questions_it_shows(two_stored):
+    from evalcore.cli.compare import SHOWN_VERDICTS, format_comparison
+    from evalcore.compare.deltas import KeptQuestions
+
+    computed = compare_campaigns(two_stored, "A", "B", resamples=500)
+    kept = compare_campaigns(two_stored, "A", "B", resamples=500)
+    assert isinstance(kept.questions, KeptQuestions) and kept.questions._records is None
+    shown = kept.questions.with_verdicts(SHOWN_VERDICTS)
+    assert 0 < len(shown) < len(kept.questions)   # some questions changed, not all
+    assert shown == [q for q in computed.questions if q.verdict in SHOWN_VERDICTS]
+    assert format_comparison(kept) == format_comparison(computed)
+    assert kept.questions._records is None and kept.tolerance_note == computed.tolerance_note
+    assert list(kept.questions) == list(computed.questions)
+    assert kept.questions.with_verdicts(SHOWN_VERDICTS) == shown   # from the decoded records now

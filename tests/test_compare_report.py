@@ -343,8 +343,11 @@ def test_a_kept_comparison_is_written_out_from_its_lines_without_decoding_a_ques
         computed = compare_campaigns(store, "A", "B", resamples=200)
         kept = compare_campaigns(store, "A", "B", resamples=200)
         assert isinstance(kept.questions, KeptQuestions) and kept.questions._records is None
+        from evalcore.cli.compare import format_comparison
+
+        assert format_comparison(kept) == format_comparison(computed) == format_comparison(from_records)
         text = comparison_text(kept)
-        assert kept.questions._records is None   # written out, nothing decoded
+        assert kept.questions._records is None   # written out, only the changed questions decoded for the report
         assert text == comparison_text(computed)   # the stored verdict texts as they are: equal as JSON only
         assert json.loads(text) == json.loads(comparison_text(from_records)) == json.loads(
             json.dumps(from_records.to_dict()))

@@ -30,6 +30,7 @@ from evalcore.compare import (
     compare_campaigns,
     power,
 )
+from evalcore.compare.deltas import KeptQuestions
 from evalcore.compare.stats import RESAMPLES
 from evalcore.diagnosis import STAGES, Transition
 from evalcore.errors import EvalError
@@ -269,9 +270,10 @@ def format_comparison(comparison: Comparison, names: dict[str, str] | None = Non
         if comparison.unchanged:
             lines.append("  the same in A and B on every question (nothing to test): "
                          f"{', '.join(comparison.unchanged)}")
-    for q in comparison.questions:
-        if q.verdict in SHOWN_VERDICTS:
-            lines.append(question_line(q))
+    kept = comparison.questions
+    shown = kept.with_verdicts(SHOWN_VERDICTS) if isinstance(kept, KeptQuestions) else \
+        [q for q in kept if q.verdict in SHOWN_VERDICTS]
+    lines += [question_line(q) for q in shown]
     return lines
 
 

@@ -301,30 +301,34 @@ def bases_of(questions: Sequence[QuestionDiff]) -> list[str | None]:
 
 
 class Summary(NamedTuple):
-    """What a comparison's JSON says of its questions besides their lines (kept beside them)."""
+    """What a comparison's JSON says of its questions besides their lines (kept beside them), and each question's
+    verdict."""
 
     verdicts: dict[str, int]
     strict_verdicts: dict[str, int]
     transitions: list[Transition]
     bases: list[str | None]
+    each: list[Change]
 
     @classmethod
     def of(cls, questions: Sequence[QuestionDiff]) -> Summary:
         """Of these questions' records."""
         return cls(verdict_counts(questions), strict_counts(questions), stage_transitions(questions),
-                   bases_of(questions))
+                   bases_of(questions), [q.verdict for q in questions])
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
         return {"verdicts": self.verdicts, "strict_verdicts": self.strict_verdicts,
-                "transitions": [t.to_dict() for t in self.transitions], "bases": self.bases}
+                "transitions": [t.to_dict() for t in self.transitions], "bases": self.bases,
+                "each": [str(verdict) for verdict in self.each]}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Summary:
         """From to_dict's shape."""
         return cls({Change(k): v for k, v in data["verdicts"].items()},
                    {Change(k): v for k, v in data["strict_verdicts"].items()},
-                   [Transition.from_dict(t) for t in data["transitions"]], list(data["bases"]))
+                   [Transition.from_dict(t) for t in data["transitions"]], list(data["bases"]),
+                   [Change(verdict) for verdict in data["each"]])
 
 
 class KeptQuestions(Sequence[QuestionDiff]):
@@ -349,13 +353,15 @@ class KeptQuestions(Sequence[QuestionDiff]):
     def records(self) -> list[QuestionDiff]:
         """The questions' records (decoded on the first call)."""
         if self._records is None:
-            parts = [line.split("\t") for line in self.lines]
-            heads = json.loads("[" + ",".join(part[0] for part in parts) + "]")
-            for data, part in zip(heads, parts, strict=True):
-                if len(part) == 3:
-                    data["judges_a"], data["judges_b"] = part[1], part[2]
-            self._records = [QuestionDiff.from_dict(data) for data in heads]
+            self._records = decode_lines(self.lines)
         return self._records
+
+    def with_verdicts(self, kinds: Sequence[Change]) -> list[QuestionDiff]:
+        """The records of the questions with one of these verdicts, in order (only those decoded, unless all are)."""
+        if self._records is not None:
+            return [q for q in self._records if q.verdict in kinds]
+        return decode_lines([line for line, verdict in zip(self.lines, self.summary.each, strict=True)
+                             if verdict in kinds])
 
     def texts(self) -> list[str]:
         """Each question's JSON text, its verdicts' texts spliced in."""
@@ -392,6 +398,16 @@ def question_line(question: QuestionDiff) -> str:
     # A verdicts' text stored by hand with tabs or newlines in it (not as the store writes it) is written anew.
     texts = [encode(json.loads(t)) if "\t" in t or "\n" in t else t for t in texts]
     return "\t".join([encode(data), *texts])
+
+
+def decode_lines(lines: Sequence[str]) -> list[QuestionDiff]:
+    """The records of KeptQuestions lines (their verdicts left as text)."""
+    parts = [line.split("\t") for line in lines]
+    heads = json.loads("[" + ",".join(part[0] for part in parts) + "]")
+    for data, part in zip(heads, parts, strict=True):
+        if len(part) == 3:
+            data["judges_a"], data["judges_b"] = part[1], part[2]
+    return [QuestionDiff.from_dict(data) for data in heads]
 
 
 def line_text(line: str) -> str:
@@ -479,7 +495,7 @@ class Comparison:
     @property
     def tolerance_note(self) -> str:
         """The tolerance the verdicts were decided with and the counts without it ("" when none applied)."""
-        used = sorted({q.basis for q in self.questions if q.basis and q.basis != "error"})
+        used = sorted(basis for basis in self.bases if basis and basis != "error")
         kept = [f"{name} under {self.tolerance(name):g}" for name in used if self.tolerance(name) > 0]
         if not kept:
             return ""
