@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, NamedTuple
@@ -296,13 +296,11 @@ def compare_results(a_campaign: Campaign, a_rows: list[QuestionResult], b_campai
 
 def compare_rows(a_campaign: Campaign, a: ComparedRows, b_campaign: Campaign, b: ComparedRows, *, seed: int = 0,
                  resamples: int = stats.RESAMPLES, effect: float = power.EFFECT, basis: str | None = None,
-                 tolerances: Mapping[str, float] | None = None,
-                 beside: Callable[[list[QuestionDiff]], object] | None = None) -> Comparison:
+                 tolerances: Mapping[str, float] | None = None) -> Comparison:
     """compare_results on the questions as a comparison reads them (`ComparedRows`, from records or the store).
 
     Rows read with their rest pending (`read_compared(..., pending=True)`) are finished once the statistics are under
-    way; `beside` is then given the per-question lines while the statistics may still run (the store's copy of them
-    is written out there).
+    way; the questions' lines (KeptQuestions: what the store keeps and the faces write) are written beside them too.
     """
     check_draws(seed, resamples)
     effect = power.check_effect(effect)
@@ -323,9 +321,7 @@ def compare_rows(a_campaign: Campaign, a: ComparedRows, b_campaign: Campaign, b:
         a.finish()
         b.finish()
         with no_cycle_collection():
-            questions = [question_entry(k, a, a_at.get(k), b, b_at.get(k), order) for k in keys]
-        if beside is not None:
-            beside(questions)
+            questions = KeptQuestions.of([question_entry(k, a, a_at.get(k), b, b_at.get(k), order) for k in keys])
         measures = statistics.result()
     notes = notes_for(a_campaign, b_campaign, diff, common=len(common), measured=set(paired))
     notes += one_sided(a_common, b_common, set(paired))
@@ -408,18 +404,14 @@ def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resa
     pairwise = saved.find_preference(store, a, b)
     if basis:  # an asked basis is not the stored default: computed, not kept
         power.prepare()
-        return replace(compare_rows(a, read_compared(store, a_id), b, read_compared(store, b_id), seed=seed,
-                                    resamples=resamples, effect=effect, basis=basis, tolerances=tolerances),
-                       pairwise=pairwise)
+        return replace(compare_rows(a, read_compared(store, a_id, pending=True), b,
+                                    read_compared(store, b_id, pending=True), seed=seed, resamples=resamples,
+                                    effect=effect, basis=basis, tolerances=tolerances), pairwise=pairwise)
     comparison = saved.find(store, a, b, seed=seed, resamples=resamples)
     if comparison is None:
         power.prepare()
-        kept: list[KeptQuestions] = []   # the questions' lines, written while the statistics run
         comparison = compare_rows(a, read_compared(store, a_id, pending=True), b,
-                                  read_compared(store, b_id, pending=True), seed=seed, resamples=resamples,
-                                  beside=lambda questions: kept.append(saved.kept_questions(questions)))
-        if kept:   # the faces write the questions' JSON from these lines too
-            comparison = replace(comparison, questions=kept[0])
+                                  read_compared(store, b_id, pending=True), seed=seed, resamples=resamples)
         saved.keep(store, comparison, a, b)
     return replace(comparison.with_effect(effect).with_tolerances(tolerances or {}), pairwise=pairwise)
 
