@@ -278,27 +278,31 @@ def draw_signs(rng: np.random.Generator, out: np.ndarray) -> None:
 
     numpy draws each such integer as the top bit of the generator's next 32-bit word (Lemire's method on a range
     of two never rejects a word), and a 64-bit generator hands out its words low half first. Reading those bits
-    from the raw 64-bit words is the same stream at less than half the cost. Only from a generator that has drawn
-    nothing else, in calls of even sizes but the last; `raw_signs_hold()` checks that this numpy still draws so,
-    and rng.integers is used otherwise.
+    from the raw 64-bit words (`raw_signs`) is the same stream at less than half the cost. Only from a generator that
+    has drawn nothing else, in calls of even sizes but the last; `raw_signs_hold()` checks that this numpy still
+    draws so on this machine, and rng.integers is used otherwise.
     """
     if out.size % 2 == 0 and raw_signs_hold():
-        words = rng.bit_generator.random_raw(out.size // 2).view(np.int32)
-        np.less(words, 0, out=out)   # the top bit: 1.0 or 0.0
-    else:
-        np.copyto(out, rng.integers(0, 2, size=out.size))
+        raw_signs(rng, out)
+        return
+    np.copyto(out, rng.integers(0, 2, size=out.size))
+    out *= 2.0
+    out -= 1.0
+
+
+def raw_signs(rng: np.random.Generator, out: np.ndarray) -> None:
+    """+-1.0 from the top bit of each 32-bit half of the generator's next out.size / 2 raw words."""
+    np.less(rng.bit_generator.random_raw(out.size // 2).view(np.int32), 0, out=out)   # the top bit: 1.0 or 0.0
     out *= 2.0
     out -= 1.0
 
 
 @cache
 def raw_signs_hold() -> bool:
-    """Whether draw_signs' reading of the raw words gives rng.integers(0, 2)'s values in this numpy."""
-    expected = np.random.default_rng(12345).integers(0, 2, size=4096) * 2.0 - 1.0
+    """Whether raw_signs gives rng.integers(0, 2)'s values (as signs) in this numpy, on this machine."""
     out = np.empty(4096)
-    words = np.random.default_rng(12345).bit_generator.random_raw(2048).view(np.int32)
-    np.less(words, 0, out=out)
-    return bool(np.array_equal(out * 2.0 - 1.0, expected))
+    raw_signs(np.random.default_rng(12345), out)
+    return bool(np.array_equal(out, np.random.default_rng(12345).integers(0, 2, size=4096) * 2.0 - 1.0))
 
 
 def threshold(data: np.ndarray) -> float:
