@@ -358,6 +358,30 @@ def test_a_kept_comparison_is_written_out_from_its_lines_without_decoding_a_ques
         assert stored.count("\n") == len(from_records.questions) == 6
 
 
+def test_the_api_writes_a_kept_comparisons_questions_as_stored_one_per_line(tmp_path):
+    # The API's body is the same bytes computed and kept; its questions are the stored text as it is (one question
+    # a line, tabs around each side's verdicts: JSON whitespace), and it parses to the computed comparison.
+    from fastapi.testclient import TestClient
+
+    from evalcore.api import create_app
+    from evalcore.keys import create_key
+
+    with Store(tmp_path / "e.db") as store:
+        judged_store(store)
+        expected = compare_results(campaign_of(store, "A"), rows_of(store, "A"), campaign_of(store, "B"),
+                                   rows_of(store, "B")).to_dict()
+    app = create_app(tmp_path / "e.db")
+    key = create_key(app.state.store, tenant="default", role="viewer")[1]
+    with TestClient(app, headers={"Authorization": f"Bearer {key}"}) as client:
+        computed, kept = (client.get("/api/v1/compare?a=A&b=B") for _ in range(2))
+    assert computed.status_code == kept.status_code == 200 and kept.content == computed.content
+    stored = app.state.store.read("SELECT data FROM comparisons")[0]["data"].partition("\n")[2]
+    assert stored in kept.text and stored.count("\n") == len(expected["questions"]) - 1 and "\t" in stored
+    body = kept.json()["data"]["comparison"]
+    assert json.dumps(body, sort_keys=True) == json.dumps(expected, sort_keys=True)
+    assert any("judges_a" in q for q in body["questions"]) and any("judges_a" not in q for q in body["questions"])
+
+
 def campaign_of(store: Store, cid: str):
     from evalcore.campaigns import get_campaign
 

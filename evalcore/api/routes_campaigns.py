@@ -39,7 +39,7 @@ from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.campaigns.rejudging import RejudgeRequest
 from evalcore.campaigns.trust import comparison_trust
 from evalcore.compare import compare_campaigns, power
-from evalcore.compare.json_text import comparison_text, encode
+from evalcore.compare.json_text import comparison_pieces, encode
 from evalcore.compare.pairwise import judge_comparison
 from evalcore.judges import FIELD_NAMES
 from evalcore.metrics import MEASURES
@@ -198,10 +198,11 @@ def compare(request: Request, a: Annotated[str, Query(max_length=300)], b: Annot
     comparison = compare_campaigns(store, a, b, effect=effect, principal=principal, basis=basis, tolerances=tolerances)
     # Sent as the records' JSON text without the response model's validation: its fields are the records' own
     # (model_of, checked by the tests), and validating 10,000 questions' lines took longer than computing the
-    # comparison; the verdicts kept as JSON text are written as they are (comparison_text).
+    # comparison; the questions kept as JSON text are written as they are (comparison_pieces), joined once.
     agreement = encode(comparison_trust(store, a, b, principal=principal).to_dict())
-    return Response(f'{{"success": true, "data": {{"comparison": {comparison_text(comparison)}, '
-                    f'"agreement": {agreement}}}}}', media_type="application/json")
+    body = "".join(['{"success": true, "data": {"comparison": ', *comparison_pieces(comparison),
+                    f', "agreement": {agreement}}}}}'])
+    return Response(body.encode(), media_type="application/json")
 
 
 class PairwiseIn(RequestBody):

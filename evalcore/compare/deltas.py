@@ -334,21 +334,31 @@ class Summary(NamedTuple):
 class KeptQuestions(Sequence[QuestionDiff]):
     """A comparison's per-question lines as JSON text, decoded into records only when one is read.
 
-    Each line is a question's JSON object without its verdicts, then, when it has some, each side's verdicts as
-    their JSON text, the three joined by a tab (JSON text holds none: the encoder escapes it). Put together
-    (`texts`), a line is the question's JSON as the API and `compare --json` write it, so a kept comparison is
-    written out without decoding a question; `summary` holds the counts the comparison's JSON gives of them.
+    Each line is a question's JSON object, with a tab before and after each side's verdicts (their stored JSON
+    text) when it has some; the lines joined by a comma and a newline are the `text` a comparison keeps. JSON text
+    holds no raw tab or newline (the encoder escapes them) and allows both between its tokens, so that text is,
+    as it is, the inside of the questions' JSON array: the API and `compare --json` write it out without decoding
+    a question or splitting a line, and a line is decoded without parsing its verdicts. `summary` holds the counts
+    the comparison's JSON gives of the questions.
     """
 
-    def __init__(self, lines: list[str], summary: Summary, records: list[QuestionDiff] | None = None) -> None:
-        self.lines = lines
+    def __init__(self, text: str, summary: Summary, records: list[QuestionDiff] | None = None) -> None:
+        self.text = text
         self.summary = summary
         self._records = records
+        self._lines: list[str] | None = None
 
     @classmethod
     def of(cls, questions: Sequence[QuestionDiff]) -> KeptQuestions:
         """From records (their lines and summary written now)."""
-        return cls([question_line(q) for q in questions], Summary.of(questions), list(questions))
+        return cls(LINE_END.join(question_line(q) for q in questions), Summary.of(questions), list(questions))
+
+    @property
+    def lines(self) -> list[str]:
+        """One line per question (split from the text on the first call)."""
+        if self._lines is None:
+            self._lines = self.text.split(LINE_END) if self.text else []
+        return self._lines
 
     def records(self) -> list[QuestionDiff]:
         """The questions' records (decoded on the first call)."""
@@ -363,12 +373,8 @@ class KeptQuestions(Sequence[QuestionDiff]):
         return decode_lines([line for line, verdict in zip(self.lines, self.summary.each, strict=True)
                              if verdict in kinds])
 
-    def texts(self) -> list[str]:
-        """Each question's JSON text, its verdicts' texts spliced in."""
-        return [line_text(line) for line in self.lines]
-
     def __len__(self) -> int:
-        return len(self.lines)
+        return len(self.summary.each)
 
     @overload
     def __getitem__(self, index: int) -> QuestionDiff: ...
@@ -389,35 +395,38 @@ class KeptQuestions(Sequence[QuestionDiff]):
         return f"KeptQuestions({len(self)} questions)"
 
 
+def kept_questions(questions: Sequence[QuestionDiff]) -> KeptQuestions:
+    """The questions as a kept comparison holds them (their lines written now, unless they are kept ones)."""
+    return questions if isinstance(questions, KeptQuestions) else KeptQuestions.of(questions)
+
+
+LINE_END = ",\n"   # between two lines of KeptQuestions: JSON's comma, then a newline no JSON text holds
+# What comes before, between and after a line's two verdict texts (a question's last two keys, as to_dict orders them).
+_BEFORE_A = ', "judges_a": \t'
+_BEFORE_B = '\t, "judges_b": \t'
+_AFTER_B = "\t}"
+
+
 def question_line(question: QuestionDiff) -> str:
-    """A question's line of KeptQuestions: its JSON without the verdicts, and each side's verdicts as JSON text."""
+    """A question's line of KeptQuestions: its JSON, each side's verdicts put in as their JSON text between tabs."""
     data = question.to_dict(kept=True)
     if "judges_a" not in data:
         return encode(data)
     texts = [data.pop("judges_a"), data.pop("judges_b")]
     # A verdicts' text stored by hand with tabs or newlines in it (not as the store writes it) is written anew.
     texts = [encode(json.loads(t)) if "\t" in t or "\n" in t else t for t in texts]
-    return "\t".join([encode(data), *texts])
+    return f"{encode(data)[:-1]}{_BEFORE_A}{texts[0]}{_BEFORE_B}{texts[1]}{_AFTER_B}"
 
 
 def decode_lines(lines: Sequence[str]) -> list[QuestionDiff]:
     """The records of KeptQuestions lines (their verdicts left as text)."""
     parts = [line.split("\t") for line in lines]
-    heads = json.loads("[" + ",".join(part[0] for part in parts) + "]")
+    cut = len(_BEFORE_A) - 1
+    heads = json.loads("[" + ",".join(part[0][:-cut] + "}" if len(part) == 5 else part[0] for part in parts) + "]")
     for data, part in zip(heads, parts, strict=True):
-        if len(part) == 3:
-            data["judges_a"], data["judges_b"] = part[1], part[2]
+        if len(part) == 5:
+            data["judges_a"], data["judges_b"] = part[1], part[3]
     return [QuestionDiff.from_dict(data) for data in heads]
-
-
-def line_text(line: str) -> str:
-    """A question's JSON text from its line: the object without its verdicts, the verdicts' texts put in as its last
-    two keys (what to_dict gives, the verdicts not decoded)."""
-    head, tab, rest = line.partition("\t")
-    if not tab:
-        return head
-    judges_a, _, judges_b = rest.partition("\t")
-    return f'{head[:-1]}, "judges_a": {judges_a}, "judges_b": {judges_b}}}'
 
 
 def encode(value: Any) -> str:

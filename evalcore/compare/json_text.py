@@ -11,38 +11,41 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalcore.compare.deltas import Comparison, KeptQuestions, QuestionDiff, encode, line_text, question_line
+from evalcore.compare.deltas import LINE_END, Comparison, encode, kept_questions
 
-__all__ = ["comparison_text", "encode", "question_text"]
-
-
-def question_text(question: QuestionDiff) -> str:
-    """A question's JSON object, its verdicts spliced in as their text (the last two keys of its to_dict)."""
-    return line_text(question_line(question))
+__all__ = ["comparison_pieces", "comparison_text", "encode"]
 
 
 def comparison_text(comparison: Comparison, extra: dict[str, Any] | None = None, *, lines: bool = False) -> str:
-    """The comparison's JSON object (to_dict's, with `extra`'s keys after its own) as text.
+    """The comparison's JSON object (to_dict's, with `extra`'s keys after its own) as text."""
+    return "".join(comparison_pieces(comparison, extra, lines=lines))
 
-    A kept comparison's questions (KeptQuestions) are written from their lines, none decoded."""
-    kept = comparison.questions
-    questions = kept.texts() if isinstance(kept, KeptQuestions) else [question_text(q) for q in kept]
+
+def comparison_pieces(comparison: Comparison, extra: dict[str, Any] | None = None, *,
+                      lines: bool = False) -> list[str]:
+    """comparison_text's text in pieces, to be joined once (by the caller, with what it wraps around it).
+
+    The questions are one piece: a kept comparison's text (KeptQuestions) as it is, none decoded, each question
+    on a line; with `lines`, indented."""
+    kept = kept_questions(comparison.questions)
     data = comparison.to_dict(questions=QUESTIONS) | (extra or {})
-    parts = []
-    for key, value in data.items():
+    pieces = ["{\n  " if lines else "{"]
+    between = ",\n  " if lines else ", "
+    for number, (key, value) in enumerate(data.items()):
+        pieces.append(f"{between if number else ''}{encode(key)}: ")
         if value is QUESTIONS:
-            items = questions
-        elif lines and isinstance(value, list):
-            items = [encode(item) for item in value]
+            if not kept.text:
+                pieces.append("[]")
+            elif lines:
+                pieces += ["[\n    ", kept.text.replace(LINE_END, ",\n    "), "\n  ]"]
+            else:
+                pieces += ["[", kept.text, "]"]
+        elif lines and isinstance(value, list) and value:
+            pieces.append("[\n" + ",\n".join(f"    {encode(item)}" for item in value) + "\n  ]")
         else:
-            parts.append(f"{encode(key)}: {encode(value)}")
-            continue
-        if lines:
-            body = "[\n" + ",\n".join(f"    {text}" for text in items) + "\n  ]" if items else "[]"
-        else:
-            body = "[" + ", ".join(items) + "]"
-        parts.append(f"{encode(key)}: {body}")
-    return "{\n  " + ",\n  ".join(parts) + "\n}" if lines else "{" + ", ".join(parts) + "}"
+            pieces.append(encode(value))
+    pieces.append("\n}" if lines else "}")
+    return pieces
 
 
 QUESTIONS: Any = object()   # stands for the questions' list in to_dict's order of keys

@@ -17,7 +17,6 @@ import io
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -30,8 +29,8 @@ from evalcore.compare.deltas import (
     KeptQuestions,
     MeasureDelta,
     Paired,
-    QuestionDiff,
     Summary,
+    kept_questions,
 )
 from evalcore.compare.preference import Preference
 from evalcore.store import Store, dumps
@@ -42,8 +41,9 @@ from evalcore.store import Store, dumps
 # 5: questions carry each judge's verdict in each campaign (the report's judge results); 6: those verdicts kept as
 # one JSON text per side of a question, decoded when a face first reads them (a kept comparison reads back faster);
 # 7: the questions as one line each after the rest's JSON, with their verdict counts, transitions and bases
-# (KeptQuestions: read back and written out without decoding a question).
-FORMAT = 7
+# (KeptQuestions: read back and written out without decoding a question); 8: each line is its question's JSON with
+# tabs around the verdicts' texts (written out from the whole text, no line split).
+FORMAT = 8
 
 
 def key(a: Campaign, b: Campaign, seed: int, resamples: int) -> tuple[Any, ...]:
@@ -61,17 +61,12 @@ def find(store: Store, a: Campaign, b: Campaign, *, seed: int, resamples: int) -
         return None
     head, _, lines = rows[0]["data"].partition("\n")
     data = json.loads(head)
-    questions = KeptQuestions(lines.split("\n") if lines else [], Summary.from_dict(data["summary"]))
+    questions = KeptQuestions(lines, Summary.from_dict(data["summary"]))
     return Comparison(a=CampaignHeader.of(a), b=CampaignHeader.of(b), questions=questions,
                       measures=[MeasureDelta.from_dict(m) for m in data["measures"]], warnings=data["warnings"],
                       config_diff=data["config_diff"], seed=seed, resamples=resamples, notes=data["notes"],
                       effect=data["effect"], paired=unpack(rows[0]["paired"], data["paired"]), basis=data["basis"],
                       basis_reason=data["basis_reason"])
-
-
-def kept_questions(questions: Sequence[QuestionDiff]) -> KeptQuestions:
-    """The questions as a kept comparison holds them (their lines written now, unless they are kept ones)."""
-    return questions if isinstance(questions, KeptQuestions) else KeptQuestions.of(questions)
 
 
 def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None:
@@ -87,7 +82,7 @@ def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None
                   "notes": comparison.notes, "config_diff": comparison.config_diff, "effect": comparison.effect,
                   "paired": list(comparison.paired), "basis": comparison.basis,
                   "basis_reason": comparison.basis_reason, "summary": questions.summary.to_dict()})
-    data = "\n".join([head, *questions.lines])
+    data = f"{head}\n{questions.text}"
     row = (*key(a, b, comparison.seed, comparison.resamples), data, pack(comparison.paired), time.time())
     try:
         store.write(lambda conn: conn.execute(
