@@ -43,21 +43,21 @@ def test_reply_text_tokens_and_request_shape(monkeypatch: pytest.MonkeyPatch) ->
 
 
 @pytest.mark.parametrize("failure", [Reply.error(429), Reply.error(500), Reply.error(503), Reply.malformed(),
-                                     Reply.slow(1.0), Reply.json({"choices": []})])
+                                     Reply.slow(2.0), Reply.json({"choices": []})])
 def test_transient_failures_are_retried(failure: Reply) -> None:
     with FakeOpenAIServer([failure, failure, "Paris."]) as server:
-        reply = model(server, timeout=0.3).chat(MESSAGES)
+        reply = model(server, timeout=0.8).chat(MESSAGES)   # 0.8 s: room for a loaded machine
     assert reply.text == "Paris."
     assert len(server.requests) == 3
 
 
 @pytest.mark.parametrize(("failure", "message"), [(Reply.error(429), "HTTP 429"), (Reply.error(500), "HTTP 500"),
                                                   (Reply.malformed(), "malformed reply"),
-                                                  (Reply.slow(1.0), "no reply within 0.3 s")])
+                                                  (Reply.slow(2.0), "no reply within 0.8 s")])
 def test_error_after_the_last_retry(failure: Reply, message: str) -> None:
     with FakeOpenAIServer([failure] * 3, default="never reached") as server, \
             pytest.raises(ModelError, match=message) as caught:
-        model(server, timeout=0.3).chat(MESSAGES)
+        model(server, timeout=0.8).chat(MESSAGES)
     assert len(server.requests) == 3
     assert "failed after 3 attempts" in str(caught.value)
 
