@@ -54,6 +54,29 @@ def test_random_cases_equal_pytrec_eval() -> None:
             assert ours[name] == pytest.approx(expected[oracle_name], abs=1e-9), (i, name)
 
 
+def test_one_question_gives_the_bits_of_the_batch_path() -> None:
+    # A campaign scores one question at a time on a scalar path; TREC files go through batch_scores. Both must store
+    # the same bits for the same ranking (long lists too, past the discounts tabulated at first).
+    import numpy as np
+
+    from evalcore.metrics.retrieval import batch_scores, relevance_flags, relevant_set
+
+    rng = random.Random(11)
+    cases = [random_case(rng) for _ in range(1500)]
+    cases += [({rng.randrange(400) for _ in range(rng.randint(0, 40))}, {}, [rng.randrange(400) for _ in range(300)])
+              for _ in range(50)]
+    flat, offsets, num_rel = [], [0], []
+    for relevant, _, ranked in cases:
+        flat += relevance_flags(relevant_set(relevant), ranked)
+        offsets.append(len(flat))
+        num_rel.append(len(relevant))
+    batch = batch_scores(np.array(offsets), np.array(flat, dtype=bool), np.array(num_rel))
+    for i, (relevant, _, ranked) in enumerate(cases):
+        ours = retrieval_scores(relevant, ranked)
+        assert list(ours) == list(RETRIEVAL_MEASURES)
+        assert [value.hex() for value in ours.values()] == [float(batch[name][i]).hex() for name in ours], i
+
+
 def test_misses_stay_at_their_rank() -> None:
     # Dropping misses before scoring (a known defect of the original tool) would make every score 1.0 here.
     scores = retrieval_scores({1}, [None, None, 1])

@@ -1,8 +1,10 @@
 """Binary retrieval measures as trec_eval defines them, vectorised over many queries at once.
 
 Every query is a slice of one flat array of relevance flags in rank order, so 100,000 queries
-cost a handful of numpy passes instead of a Python loop per query. The single-question
-`retrieval_scores` goes through the same code, so the oracle tests cover both.
+cost a handful of numpy passes instead of a Python loop per query. The single question of a
+campaign (`retrieval_scores`) takes a scalar path instead, which does the same float operations in
+the same order on the same discounts (numpy's, tabulated once), so it gives the same bits: a test
+checks it against `batch_scores` on many random queries, and the oracle tests cover both.
 """
 
 from __future__ import annotations
@@ -51,10 +53,49 @@ def retrieval_scores(
             raise EvalError(f"{name} must be a collection of document ids, not a string", found=repr(value),
                             fix=f"wrap a single id in a list: [{value!r}]")
     wanted = relevant_set(relevant)
-    flags = np.array(relevance_flags(wanted, ranked), dtype=bool)
-    offsets = np.array([0, flags.size], dtype=np.int64)
-    values = batch_scores(offsets, flags, np.array([len(wanted)], dtype=np.int64))
-    return {name: float(column[0]) for name, column in values.items()}
+    return _one_query(relevance_flags(wanted, ranked), len(wanted))
+
+
+def _one_query(flags: Sequence[bool], num_rel: int) -> dict[str, float]:
+    """batch_scores of one query, in Python floats: each sum accumulated in rank order from 0.0 as numpy's
+    bincount does, each discount numpy's own (`_discounts`)."""
+    ranks = [rank for rank, flag in enumerate(flags, 1) if flag]
+    found = len(ranks)
+    values = {"precision": found / len(flags) if flags else 0.0, "recall": found / num_rel if num_rel else 0.0}
+    discounts = _discounts(len(flags))
+    for cut in NDCG_CUTS:
+        dcg = 0.0
+        for rank in ranks:
+            if rank <= cut:
+                dcg += discounts[rank]
+        ideal = _ideal_table(cut)[min(num_rel, cut)]
+        values[f"ndcg@{cut}"] = dcg / ideal if ideal > 0 else 0.0
+    values["mrr"] = 1.0 / ranks[0] if ranks else 0.0
+    precision_at_hits = 0.0
+    for count, rank in enumerate(ranks, 1):
+        precision_at_hits += count / rank
+    values["map"] = precision_at_hits / num_rel if num_rel else 0.0
+    return {name: values[name] for name in RETRIEVAL_MEASURES}
+
+
+_DISCOUNTS: list[float] = [0.0]   # index = rank (1-based): 1 / log2(rank + 1), as batch_scores computes it
+_IDEAL: dict[int, list[float]] = {}
+
+
+def _discounts(ranks: int) -> list[float]:
+    """The discounts of ranks 1..ranks at least (numpy's log2, as batch_scores takes them), tabulated once."""
+    if len(_DISCOUNTS) <= ranks:
+        size = max(ranks, 2 * len(_DISCOUNTS), 64)
+        _DISCOUNTS[1:] = (1.0 / np.log2(np.arange(1, size + 1) + 1.0)).tolist()
+    return _DISCOUNTS
+
+
+def _ideal_table(cut: int) -> list[float]:
+    """IDCG@cut by the number of relevant documents, 0..cut (`_ideal_dcg`'s table)."""
+    table = _IDEAL.get(cut)
+    if table is None:
+        table = _IDEAL[cut] = _ideal_dcg(np.arange(cut + 1), cut).tolist()
+    return table
 
 
 def _ideal_dcg(num_rel: np.ndarray, cut: int) -> np.ndarray:
