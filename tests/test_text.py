@@ -36,6 +36,34 @@ def test_chinese_is_segmented_with_jieba() -> None:
     assert "3.14" in words and "，" not in words and "。" not in words
 
 
+def test_jiebas_dictionary_is_kept_whole_and_read_back_the_same(tmp_path, monkeypatch) -> None:
+    # The prefix dictionary is kept in the temporary folder by the first process and read back by the next ones:
+    # the same entries and total as jieba's own, so the same words; a file cut short is not used (jieba's own load
+    # runs, and keeps it whole again).
+    import tempfile
+
+    import jieba
+
+    from evalcore.text import _jieba
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    own = jieba.Tokenizer()
+    own.initialize()
+    first = _jieba.__wrapped__()
+    [kept] = tmp_path.glob("evalcore-jieba-*.prefixes")
+    monkeypatch.setattr(jieba.Tokenizer, "initialize", lambda self, dictionary=None: pytest.fail("jieba loaded"))
+    again = _jieba.__wrapped__()
+    assert again.FREQ == own.FREQ and again.total == own.total and first.total == own.total
+    text = "我爱北京天安门，价格是3.14元。退货期限是多少天？欧盟消费者的撤回期"
+    assert list(again.cut(text, HMM=True)) == list(own.cut(text, HMM=True))
+    whole = kept.stat().st_size
+    kept.write_bytes(kept.read_bytes()[:-1000])
+    monkeypatch.undo()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert _jieba.__wrapped__().FREQ == own.FREQ
+    assert kept.stat().st_size == whole
+
+
 def test_mixed_scripts_keep_each_word_whole() -> None:
     assert tokenize("Le modèle GPT-4 说中文") [:4] == ["le", "modèle", "gpt", "4"]
 
