@@ -10,6 +10,7 @@ import functools
 import math
 import re
 from collections import Counter
+from itertools import chain
 from typing import Any, Protocol
 
 from evalcore.errors import EvalError
@@ -65,14 +66,23 @@ class ExtractiveGenerator:
             or [(rank, s) for rank, s in sentences if tokens(s)]
         if not ranked:
             return context[0].text
-        token_sets = [set(tokens(s)) for _, s in ranked]
-        frequency = Counter(t for words in token_sets for t in words)
+        token_sets = [_token_set(s) for _, s in ranked]
+        frequency = Counter(chain.from_iterable(token_sets))
         question_words = set(tokens(question))
         weights = [sum(math.log(1 + len(ranked) / frequency[t]) for t in words & question_words) / math.log2(rank + 1)
                    for (rank, _), words in zip(ranked, token_sets, strict=False)]
         best = sorted(range(len(ranked)), key=lambda i: (-weights[i], i))[: self.sentences]
         joiner = "" if asked == "zh" else " "
         return joiner.join(ranked[i][1].strip() for i in best)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _token_set(sentence: str) -> frozenset[str]:
+    """A context sentence's distinct words (cached with its sentence: built as set() builds it, so the words
+    come out in the same order, and so do the sums over them)."""
+    from evalcore.text import tokens
+
+    return frozenset(tokens(sentence))
 
 
 @functools.lru_cache(maxsize=1 << 12)
