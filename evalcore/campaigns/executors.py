@@ -22,7 +22,9 @@ from evalcore.models.http import Calls
 from evalcore.targets.knowledge import Progress
 
 WAKE_S = 0.25
+IDLE_S = 2.0  # a question's thread waits this long for the next question before it ends
 Finished = list[tuple[int, Outcome]]  # (question position, outcome)
+_Work = tuple[int, Calls, Callable[[], Outcome]]  # a question handed to a thread: position, its calls, the work
 
 
 class Executor(Protocol):
@@ -65,6 +67,11 @@ class InFlight:
         self._questions: dict[int, Calls] = {}  # position -> the calls of a question answered on a thread here
         self._done: queue.Queue[tuple[int, Outcome]] = queue.Queue()
         self._lock = threading.Lock()
+        # The threads questions are answered on, kept for the next question once theirs is done (starting a thread
+        # costs more CPU than some questions): how many wait for one, what they are handed, whether it all ended.
+        self._idle = 0
+        self._work: queue.SimpleQueue[_Work | None] = queue.SimpleQueue()
+        self._closed = False
 
     def __len__(self) -> int:
         return len(self._deadlines)
@@ -77,17 +84,42 @@ class InFlight:
     def run(self, position: int, work: Callable[[], Outcome], seconds: float) -> None:
         """Do `work` on a daemon thread of its own, due within `seconds`."""
         calls = Calls(self.calls)
+        item = (position, calls, work)
         with self._lock:
             self._deadlines[position] = time.monotonic() + seconds
             self._questions[position] = calls
+            waiting = self._idle > 0
+            if waiting:
+                self._idle -= 1
+                self._work.put(item)
+        # A thread that waits for a question takes it; else a new daemon thread. A question past its limit is given
+        # up (its connections shut, so its thread is free at once) without holding a slot or blocking the end of the
+        # run; the threads end when the campaign does (close) or when no question came for IDLE_S.
+        if not waiting:
+            threading.Thread(target=self._answer, args=(item,), daemon=True, name=f"question-{position}").start()
 
-        def answer() -> None:
+    def _answer(self, item: _Work | None) -> None:
+        """Answer questions on this thread, the given one first, then each handed to it, until none comes."""
+        while item is not None:
+            position, calls, work = item
             with calls.active():
                 self._done.put((position, work()))
+            item = self._next()
 
-        # One daemon thread per question: a question past its limit is given up (its connections shut,
-        # so the thread ends at once) without holding a pool slot or blocking the end of the run.
-        threading.Thread(target=answer, daemon=True, name=f"question-{position}").start()
+    def _next(self) -> _Work | None:
+        """The next question for a thread that is free, or None when it should end."""
+        with self._lock:
+            if self._closed:
+                return None
+            self._idle += 1
+        while True:
+            try:
+                return self._work.get(timeout=IDLE_S)   # None: the campaign ended
+            except queue.Empty:
+                with self._lock:   # unless a question was handed to it meanwhile, the thread ends
+                    if self._work.empty():
+                        self._idle -= 1
+                        return None
 
     def put(self, position: int, outcome: Outcome) -> None:
         """An outcome known without further work."""
@@ -109,7 +141,13 @@ class InFlight:
             calls.close()
 
     def close(self) -> None:
-        """Give up every question still asking, and close the connections the campaign's clients keep."""
+        """Give up every question still asking, close the connections the campaign's clients keep, and end the
+        threads waiting for a question (those still answering one end after it)."""
+        with self._lock:
+            self._closed = True
+            for _ in range(self._idle):
+                self._work.put(None)
+            self._idle = 0
         self.calls.close()
 
     def collect(self) -> Finished:
