@@ -54,6 +54,25 @@ def test_a_question_past_its_time_limit_ends_its_thread_and_closes_its_connectio
         assert trickling.requests == 6
 
 
+def test_questions_share_their_threads_and_the_threads_end_with_the_campaign(manager: CampaignManager,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # A thread done with its question takes the next one (it counts as free before its outcome is seen), so a
+    # campaign of 30 questions at concurrency 3 answers them on 3 threads; they end when the campaign does.
+    from evalcore.campaigns import executors
+
+    answering, ask = set(), executors.answer_question
+    monkeypatch.setattr(executors, "answer_question",
+                        lambda *args: answering.add(threading.current_thread()) or ask(*args))
+    before = question_threads()
+    with LoopbackAgent() as answering_agent:
+        request = LaunchRequest(dataset="default", config=agent(answering_agent.url), limit=30, concurrency=3,
+                                cache=False)
+        campaign = manager.wait(manager.launch(request), timeout=60)
+    assert campaign.status == "succeeded" and campaign.finished == 30
+    assert 1 <= len(answering) <= 3, len(answering)
+    assert settles(lambda: question_threads() == before), question_threads()
+
+
 @pytest.mark.parametrize("how", ["succeeded", "cancelled"])
 def test_a_campaign_that_ended_keeps_no_runner_and_no_connection(manager: CampaignManager, how: str) -> None:
     with LoopbackAgent() as answering:

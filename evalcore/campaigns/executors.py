@@ -82,7 +82,7 @@ class InFlight:
             self._deadlines.update((position, math.inf) for position in positions)
 
     def run(self, position: int, work: Callable[[], Outcome], seconds: float) -> None:
-        """Do `work` on a daemon thread of its own, due within `seconds`."""
+        """Do `work` on a daemon thread (a free one, else a new one), due within `seconds`."""
         calls = Calls(self.calls)
         item = (position, calls, work)
         with self._lock:
@@ -103,15 +103,19 @@ class InFlight:
         while item is not None:
             position, calls, work = item
             with calls.active():
-                self._done.put((position, work()))
-            item = self._next()
+                outcome = work()
+            item = self._next((position, outcome))
 
-    def _next(self) -> _Work | None:
-        """The next question for a thread that is free, or None when it should end."""
+    def _next(self, finished: tuple[int, Outcome]) -> _Work | None:
+        """Hand a question's outcome back, then wait for the next question, or None when the thread should end.
+        The thread counts as free before its outcome is seen, so the question that replaces it comes to it."""
         with self._lock:
-            if self._closed:
-                return None
-            self._idle += 1
+            closed = self._closed
+            if not closed:
+                self._idle += 1
+        self._done.put(finished)
+        if closed:
+            return None
         while True:
             try:
                 return self._work.get(timeout=IDLE_S)   # None: the campaign ended
@@ -199,7 +203,7 @@ class Tracked:
 
 
 class LocalExecutor(Tracked):
-    """Each question asked, scored and judged on its own thread of this process, `concurrency` at a time."""
+    """Each question asked, scored and judged on a thread of this process, `concurrency` at a time."""
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
@@ -214,7 +218,7 @@ class LocalExecutor(Tracked):
         return self.plan.options.concurrency - len(self.in_flight)
 
     def submit(self, questions: Sequence[Question]) -> None:
-        """A thread per question, each due within the time limit."""
+        """Each question on a thread (InFlight.run), due within the time limit."""
         for question in questions:
             self.in_flight.run(question.position, partial(answer_question, self.plan, question),
                                self.plan.options.time_limit)
