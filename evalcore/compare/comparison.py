@@ -402,16 +402,17 @@ def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resa
     tenant = scope(principal, tenant)
     a, b = get_campaign(store, a_id, tenant=tenant), get_campaign(store, b_id, tenant=tenant)
     pairwise = saved.find_preference(store, a, b)
-    if basis:  # an asked basis is not the stored default: computed, not kept
+
+    def computed(**options: Any) -> Comparison:
         power.prepare()
-        return replace(compare_rows(a, read_compared(store, a_id, pending=True), b,
-                                    read_compared(store, b_id, pending=True), seed=seed, resamples=resamples,
-                                    effect=effect, basis=basis, tolerances=tolerances), pairwise=pairwise)
+        return compare_rows(a, read_compared(store, a_id, pending=True), b, read_compared(store, b_id, pending=True),
+                            seed=seed, resamples=resamples, **options)
+
+    if basis:  # an asked basis is not the stored default: computed, not kept
+        return replace(computed(effect=effect, basis=basis, tolerances=tolerances), pairwise=pairwise)
     comparison = saved.find(store, a, b, seed=seed, resamples=resamples)
     if comparison is None:
-        power.prepare()
-        comparison = compare_rows(a, read_compared(store, a_id, pending=True), b,
-                                  read_compared(store, b_id, pending=True), seed=seed, resamples=resamples)
+        comparison = computed()
         saved.keep(store, comparison, a, b)
     return replace(comparison.with_effect(effect).with_tolerances(tolerances or {}), pairwise=pairwise)
 
