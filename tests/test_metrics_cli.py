@@ -557,3 +557,34 @@ def test_shared_keys_never_make_different_ids_equal(tmp_path: Path, capsys: pyte
     expected = score_json(capsys, *args)
     monkeypatch.setattr(trec_scan, "keys", lambda spans: spans.lengths.astype("uint64"))
     assert score_json(capsys, *args) == expected
+
+
+def test_an_ids_key_does_not_depend_on_the_other_ids_of_its_file(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Ids of 9 to 16 bytes judged in a qrels file where no id is longer, ranked in a run where some are: the same
+    id must be found in both (its key once changed with the longest id read beside it, and nothing matched)."""
+    rng = random.Random(11)
+    middle = [f"doc-{n:08d}" for n in range(60)]   # 12 bytes
+    longer = [f"clueweb09-en0000-{n:05d}" for n in range(60)]   # 23 bytes
+    qrels = {f"q{q}": {d: rng.choice([0, 1, 2]) for d in rng.sample(middle, 8)} for q in range(40)}
+    run = {q: {d: float(rng.randint(0, 50)) for d in [*rng.sample(sorted(docs), 6), *rng.sample(middle, 4),
+                                                     *rng.sample(longer, 5)]} for q, docs in qrels.items()}
+    (tmp_path / "qrels").write_text("".join(f"{q} 0 {d} {label}\n" for q, docs in qrels.items()
+                                            for d, label in docs.items()))
+    (tmp_path / "run").write_text("".join(f"{q} Q0 {d} 1 {score} t\n" for q, docs in run.items()
+                                          for d, score in docs.items()))
+    from evalcore.metrics import trec_scan
+    from evalcore.metrics.trec_files import read_qrels, read_run
+
+    judged, ranked = read_qrels(tmp_path / "qrels"), read_run(tmp_path / "run")
+    assert trec_scan.scan(tmp_path / "run", 6, 0, 2, {4: pa.float64()}) is not None   # the byte scan's path
+    judged_keys = dict(zip(judged.docid.to_pylist(), judged.docid.keys()[0].tolist(), strict=True))
+    ranked_keys = dict(zip(ranked.docid.to_pylist(), ranked.docid.keys()[0].tolist(), strict=True))
+    assert all(ranked_keys[doc] == key for doc, key in judged_keys.items() if doc in ranked_keys)
+    binary = {q: {d: int(label >= 1) for d, label in docs.items()} for q, docs in qrels.items()}
+    oracle = pytrec_eval.RelevanceEvaluator(binary, set(ORACLE_NAMES.values())).evaluate(run)
+    result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"))
+    assert sum(values["recall"] for values in result["queries"].values()) > 20
+    for qid, values in result["queries"].items():
+        for name, oracle_name in ORACLE_NAMES.items():
+            assert values[name] == pytest.approx(oracle[qid][oracle_name], abs=1e-9), (qid, name)

@@ -112,8 +112,9 @@ def _mix(key: np.ndarray) -> np.ndarray:
 
 def keys(spans: Spans) -> np.ndarray:
     """A key per field: equal fields, equal keys. A field of at most 8 bytes is its own key
-    (exact without NUL); a longer one gets a hash of its length and its first, last and (over
-    16 bytes) middle 8 bytes, which covers every byte of a field of up to 24."""
+    (exact without NUL); a longer one gets a hash of its length and its first, middle and last
+    8 bytes, which covers every byte of a field of up to 24. A field's key depends on its bytes
+    alone, never on the other fields it is read with."""
     longest = int(spans.lengths.max()) if spans.lengths.size else 0
     every = longest > WORD and int(spans.lengths.min()) > WORD  # no field is its own key
     key = np.empty(0, dtype=np.uint64) if every else _word(spans, 0)
@@ -126,9 +127,10 @@ def keys(spans: Spans) -> np.ndarray:
         longer *= _MIX[0]
         longer ^= view[ends] * _MIX[1]
         longer += lengths.astype(np.uint64)
-        if longest > 2 * WORD:
-            middle = starts + (lengths - WORD) // 2
-            longer ^= view[middle] * _MIX[2]
+        # The middle word for every long field, whatever the others' lengths: a key must depend on its
+        # field alone, or the same id would get two keys in two files (or two blocks of one).
+        middle = starts + (lengths - WORD) // 2
+        longer ^= view[middle] * _MIX[2]
         _mix(longer)
         if rows is None:
             key = longer
