@@ -588,3 +588,61 @@ def test_an_ids_key_does_not_depend_on_the_other_ids_of_its_file(tmp_path: Path,
     for qid, values in result["queries"].items():
         for name, oracle_name in ORACLE_NAMES.items():
             assert values[name] == pytest.approx(oracle[qid][oracle_name], abs=1e-9), (qid, name)
+
+
+_ID_BYTES = "abcdefghijklmnopqrstuvwxyz0123456789-_.:/ABCXYZ"
+_ID_LENGTHS = [(1, 2, 5, 8, 9, 12, 16, 17, 23, 24, 25, 31, 40, 70), (3, 8), (9, 12, 16), (5, 12, 15), (17, 30)]
+
+
+def _random_id(rng: random.Random, lengths: tuple[int, ...]) -> str:
+    alphabet = _ID_BYTES[: rng.choice([3, 10, len(_ID_BYTES)])]
+    return "".join(rng.choice(alphabet) for _ in range(rng.choice(lengths)))
+
+
+def _random_score(rng: random.Random) -> tuple[str, float]:
+    """A score as some system writes it, and its value."""
+    value = rng.choice([float(rng.randint(0, 5)), rng.uniform(-10, 10), round(rng.uniform(0, 1), 2)])
+    text = rng.choice([repr(value), f"{value:e}", f"{value:.3f}", f"{value:+.6g}", f"{value:.20f}"])
+    return text, float(text)
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_files_whose_ids_differ_in_shape_from_each_other_equal_pytrec_eval(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], seed: int) -> None:
+    """Each file with its own mix of id lengths (the run ranking unjudged documents of other lengths), ids of a few
+    letters or of many, scores written in every notation, sorted or shuffled lines; seed 0 writes files of a few
+    megabytes, read in several blocks."""
+    rng = random.Random(seed)
+    judged_lengths, unjudged_lengths = rng.choice(_ID_LENGTHS), rng.choice(_ID_LENGTHS)
+    docs = sorted({_random_id(rng, judged_lengths) for _ in range(rng.randint(3, 300))})
+    unjudged = sorted({_random_id(rng, unjudged_lengths) for _ in range(rng.randint(0, 200))} - set(docs))
+    queries = sorted({_random_id(rng, _ID_LENGTHS[0]) for _ in range(3000 if seed == 0 else rng.randint(1, 60))})
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    qrels_lines, run_lines = [], []
+    for query in queries:
+        if rng.random() < 0.9:
+            judged = rng.sample(docs, rng.randint(1, min(30, len(docs))))
+            qrels[query] = {d: rng.choice([-1, 0, 1, 2, 3]) for d in judged}
+            qrels_lines += [f"{query} 0 {d} {label}" for d, label in qrels[query].items()]
+        if rng.random() < 0.9:
+            ranked = rng.sample(docs, rng.randint(1, min(50, len(docs))))
+            if unjudged and rng.random() < 0.7:
+                ranked += rng.sample(unjudged, rng.randint(1, min(30, len(unjudged))))
+            scores = [_random_score(rng) for _ in ranked]
+            run[query] = {d: value for d, (_, value) in zip(ranked, scores, strict=True)}
+            run_lines += [f"{query} Q0 {d} {i} {text} tag" for i, (d, (text, _)) in enumerate(zip(ranked, scores,
+                                                                                                    strict=True))]
+    for lines in (qrels_lines, run_lines):
+        if rng.random() < 0.3:
+            rng.shuffle(lines)
+    (tmp_path / "qrels").write_text("\n".join(qrels_lines) + "\n")
+    (tmp_path / "run").write_text("\n".join(run_lines) + "\n")
+    binary = {q: {d: int(label >= 1) for d, label in docs.items()} for q, docs in qrels.items()}
+    oracle = pytrec_eval.RelevanceEvaluator(binary, set(ORACLE_NAMES.values())).evaluate(run)
+    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--json"]) == 0
+    result = strict_json(capsys.readouterr().out)["queries"]
+    assert set(result) == set(oracle)
+    for qid, values in result.items():
+        for name, oracle_name in ORACLE_NAMES.items():
+            assert values[name] == pytest.approx(oracle[qid][oracle_name], abs=1e-9), (qid, name)
