@@ -646,3 +646,15 @@ def test_files_whose_ids_differ_in_shape_from_each_other_equal_pytrec_eval(
     for qid, values in result.items():
         for name, oracle_name in ORACLE_NAMES.items():
             assert values[name] == pytest.approx(oracle[qid][oracle_name], abs=1e-9), (qid, name)
+
+
+@pytest.mark.parametrize("empty", ["qrels", "run"])
+def test_an_empty_file_is_named_and_nothing_is_scored(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      empty: str) -> None:
+    (tmp_path / "qrels").write_text("1 0 a 1\n")
+    (tmp_path / "run").write_text("1 Q0 a 1 2.0 t\n")
+    (tmp_path / empty).write_text("# written by a system that found nothing\n\n")
+    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert strict_json(out)["queries"] == {}
+    assert f"{tmp_path / empty} holds no {'judgement' if empty == 'qrels' else 'ranked document'} line" in err

@@ -117,6 +117,9 @@ def run_score(args: argparse.Namespace) -> int:
     names = _selected(args)
     _choose_allocators()
     qrels, run = read_pair(args.qrels, args.run)
+    for kind, path, lines in (("judgement", args.qrels, len(qrels.qid)), ("ranked document", args.run, len(run.qid))):
+        if not lines:
+            print(f"note: {path} holds no {kind} line (it is empty, or only blank and comment lines)", file=sys.stderr)
     if run.extra is not None:
         print(f"note: {run.extra.lines} run lines have fields after the run tag (first at {run.extra.first}); "
               "they are ignored, as trec_eval does", file=sys.stderr)
