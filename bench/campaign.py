@@ -205,6 +205,18 @@ def print_tables(runs: dict[tuple[str, int], list[dict[str, float]]], machinery:
     print("\n| machinery (concurrency 8) | CPU per question (ms) |\n|---|---:|")
     for name, values in machinery.items():
         print(f"| {name} | {cell(values, 2)} |")
+    print("\n| figure (medians) | goal | measured | met |\n|---|---|---:|---|")
+    for concurrency in args.concurrency:
+        ideal = args.questions * args.latency / concurrency
+        ours, plain_client = (statistics.median(m["wall"] / ideal for m in runs[(name, concurrency)])
+                              for name in ("evalcore", "plain client"))
+        print(f"| wall / ideal at concurrency {concurrency}, against the plain client's {plain_client:.3f} | "
+              f"within 1% of it (<= {plain_client * 1.01:.3f}) | {ours:.3f} | "
+              f"{'yes' if ours <= plain_client * 1.01 else 'no'} |")
+    for name, values in machinery.items():
+        if name.startswith("in-process"):
+            print(f"| machinery CPU per question: {name} | < 1 ms | {statistics.median(values):.2f} ms | "
+                  f"{'yes' if statistics.median(values) < 1 else 'no'} |")
 
 
 if __name__ == "__main__":

@@ -70,6 +70,8 @@ st.dataframe(pd.DataFrame({"x": [1, 2, 3]}))
 """
 # The same app with Nagle's algorithm turned off on the server's sockets, as the dashboard does (ui.no_delay):
 # what is left of a first visit over Streamlit's own once its connections stop waiting for delayed ACKs.
+# Each page usable within this on a first visit (a new browser session), and on the next ones.
+FIRST_GOAL_S, NEXT_GOAL_S = 2.0, 1.0
 FLOORS = {FLOOR: FLOOR_APP, f"{FLOOR}, Nagle off": FLOOR_APP + "\nimport ui\n\nui.no_delay()\n"}
 for name in FLOORS:
     USABLE[name] = (FLOOR, ["[data-testid='stSelectbox']", "[data-testid='stDataFrame']"])
@@ -262,6 +264,14 @@ def browser_table(db: str, home: Path, rounds: int, runs: int) -> list[str]:
     for name, visits in floor.items():
         lines.append(f"| {name} (a title, a picker, a 3-row table; the same rounds) | | "
                      f"{spread([u for u, _ in visits])} | {spread([f for _, f in visits])} | | |")
+    lines += ["", "| page (medians) | goal | first visit: usable (s) | next visits: usable (s) | met |",
+              "|---|---|---:|---:|---|"]
+    for title in PAGES.values():
+        visit = statistics.median(u for u, _ in first[title])
+        again = statistics.median(u for u, _ in later[title])
+        met = visit < FIRST_GOAL_S and again < NEXT_GOAL_S
+        lines.append(f"| {title} | usable within {FIRST_GOAL_S:g} s on a first visit, {NEXT_GOAL_S:g} s after | "
+                     f"{visit:.2f} | {again:.2f} | {'yes' if met else 'no'} |")
     return lines
 
 

@@ -35,6 +35,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -60,6 +61,7 @@ USABLE[QUESTIONS_TAB] = ("Questions", ["[data-testid='stTabs'] [data-testid='stT
 # What a visit times: the page it opens, and what shows on it (the Campaigns page's list, then its Questions tab).
 VISITS = {"campaigns": ("Campaigns", [QUESTIONS_TAB]), "compare": ("Compare", [])}
 ROWS = ("Campaigns", QUESTIONS_TAB, "Compare")
+GOAL_S = 2.0  # each page usable within this, in Chromium
 PER_CAMPAIGN = ("campaign_questions", "results", "campaign_passages", "campaign_signatures")
 
 
@@ -207,6 +209,12 @@ def measure(sides: dict[str, tuple[Path, str]], rounds: int, runs: int, home: Pa
                   f"{spread(later[side][finished])} |")
     print(f"| | {FLOOR} (a title, a picker, a 3-row table; before each side's turn) | | "
           f"{spread([u for u, _ in floor])} | | {spread([f for _, f in floor])} | | |")
+    print("\n| page (this checkout, medians) | goal | first visit | next visits | met |\n|---|---|---:|---:|---|")
+    for name in ROWS:
+        ours = next(iter(sides))
+        visit, again = statistics.median(first[ours][name]), statistics.median(later[ours][name])
+        print(f"| {name} | usable within {GOAL_S:g} s | {visit:.2f} s | {again:.2f} s | "
+              f"{'both' if max(visit, again) < GOAL_S else 'next visits' if again < GOAL_S else 'no'} |")
 
 
 # One process per sample: the Campaigns and the Compare page's first run in it (its caches empty, as a server just

@@ -123,6 +123,16 @@ def ratio(slow: list[float], fast: list[float]) -> str:
     return f"{statistics.median(slow) / statistics.median(fast):.2f}x"
 
 
+# Each figure that has a goal, as it is printed after the table: (figure, goal, measured, met).
+GOALS: list[tuple[str, str, str, str]] = []
+
+
+def goal(figure: str, target: str, measured: float, met: bool | None) -> None:
+    """Record a figure against its goal (medians over the rounds; None: judged against another run)."""
+    GOALS.append((figure, target, f"{measured:.2f}x", "see the run without --load" if met is None
+                  else "yes" if met else "no"))
+
+
 def largest_difference(ours: list[dict[str, float]], expected: list[dict[str, float]]) -> float:
     """The largest absolute difference between the two sides' values (0 when they agree)."""
     return max((abs(a[name] - b[name]) for a, b in zip(ours, expected, strict=True) for name in b), default=0.0)
@@ -311,6 +321,7 @@ def retrieval_rows(queries: int, depth: int, count: int, shapes: list[str], data
             rows.append((name, spread(timings["ours"].cpu), spread(timings["pyarrow pool"].cpu),
                          f"{ratio(timings['pyarrow pool'].cpu, timings['ours'].cpu)} faster", ""))
             share = statistics.median(timings["ours"].peak) / statistics.median(timings["pytrec_eval"].peak)
+            goal(f"{label}, whole process: peak memory, ours / pytrec_eval's", "< 1x", share, share < 1)
             rows.append((f"{label}, whole process: peak memory MB (ours / pytrec_eval)", _mb(timings["ours"].peak),
                          _mb(timings["pytrec_eval"].peak), f"{share:.2f} of pytrec_eval's",
                          f"floor {_mb(timings['floor'].peak)}; {DEFAULT_POOL} {_mb(timings['pyarrow pool'].peak)}"))
@@ -335,6 +346,8 @@ def _agreement(timings: dict[str, Timing]) -> float:
 
 def _load_rows(label: str, timings: dict[str, Timing]) -> list[tuple[str, ...]]:
     worst = _agreement(timings)
+    cpu = statistics.median(timings["pytrec_eval"].cpu) / statistics.median(timings["ours"].cpu)
+    goal(f"{label}: CPU, pytrec_eval's / ours", "no lower than without the load", cpu, None)
     rows = []
     for kind in ("wall", "CPU"):
         ours, oracle = (getattr(timings[name], kind.lower()) for name in ("ours", "pytrec_eval"))
@@ -345,6 +358,10 @@ def _load_rows(label: str, timings: dict[str, Timing]) -> list[tuple[str, ...]]:
 
 def _trec_rows(label: str, timings: dict[str, Timing]) -> list[tuple[str, ...]]:
     worst = _agreement(timings)
+    ours_cpu, oracle_cpu, floor_cpu = (statistics.median(timings[name].cpu)
+                                       for name in ("ours", "pytrec_eval", "floor"))
+    goal(f"{label}: CPU, pytrec_eval's / ours", ">= 5x", oracle_cpu / ours_cpu, oracle_cpu / ours_cpu >= 5)
+    goal(f"{label}: CPU, ours / the read floor's", "<= 1.1x", ours_cpu / floor_cpu, ours_cpu / floor_cpu <= 1.1)
     rows = []
     for kind in ("wall", "CPU"):
         ours, oracle, floor = (getattr(timings[name], kind.lower()) for name in ("ours", "pytrec_eval", "floor"))
@@ -434,6 +451,8 @@ def generation_rows(count: int, count_rounds: int) -> list[tuple[str, str, str, 
                      f"{ratio(reference.wall, ours.wall)} faster", f"{worst:.1e}"))
         rows.append((f"{name}: CPU", spread(ours.cpu), spread(reference.cpu),
                      f"{ratio(reference.cpu, ours.cpu)} faster", ""))
+    faster = statistics.median(warm["reference"].cpu) / statistics.median(warm["ours"].cpu)
+    goal(f"{label}, same tokens: CPU, the references' / ours", ">= 5x", faster, faster >= 5)
     return rows
 
 
@@ -471,6 +490,10 @@ def main() -> None:
         print("| " + " | ".join(row) + " |")
     print("\nreference: pytrec_eval (parse_qrel, parse_run, RelevanceEvaluator) or pyarrow's read_csv alone")
     print("for TREC files; sacreBLEU BLEU(tokenize='none', smooth_method='none') x3 + rouge-score for text.")
+    print("\n| figure (median over the rounds) | goal | measured | met |")
+    print("|---|---|---:|---|")
+    for row in GOALS:
+        print("| " + " | ".join(row) + " |")
 
 
 if __name__ == "__main__":

@@ -146,7 +146,7 @@ def main() -> None:
     for name, label in (("retrieve", "bm25s `retrieve`"), ("minimal", "bm25s `get_scores` + argpartition")):
         rows.append((f"bm25 query, top 30 (mean of {args.queries}; max abs score difference {worst:.1e})",
                      spread_ms(times["ours"]), f"{spread_ms(times[name])} ({label})",
-                     _ratio(statistics.median(times["ours"]), statistics.median(times[name]))))
+                     _ratio(statistics.median(times["ours"]), statistics.median(times[name]), name == "minimal")))
     if args.only == "bm25":
         _print(args, rows)
         return
@@ -200,8 +200,11 @@ def _top30(scores: np.ndarray) -> np.ndarray:
     return top[np.argsort(-scores[top])]
 
 
-def _ratio(ours: float, reference: float) -> str:
-    return f"{(ours / reference - 1) * 100:+.1f}% vs raw bm25s"
+def _ratio(ours: float, reference: float, goal: bool = False) -> str:
+    """How much more than raw bm25s; with `goal`, against the goal of at most 10% over it."""
+    over = (ours / reference - 1) * 100
+    verdict = f" (goal at most +10%: {'met' if over <= 10 else 'not met'})" if goal else ""
+    return f"{over:+.1f}% vs raw bm25s{verdict}"
 
 
 if __name__ == "__main__":

@@ -171,7 +171,15 @@ def print_table(results: dict[tuple[str, int], list[dict[str, Any]]], rounds: in
     print()
     for name in names:
         ratio = median(name, sizes[-1], "cpu") / median(name, sizes[0], "cpu")
-        print(f"{name}: total CPU per question at {sizes[-1]:,} / at {sizes[0]:,}: {ratio:.2f} (flat: within 1.10)")
+        print(f"{name}: total CPU per question at {sizes[-1]:,} / at {sizes[0]:,}: {ratio:.2f} (goal, flat: within "
+              f"1.10; {'met' if ratio <= 1.10 else 'not met'})")
+        fifths = median(name, sizes[-1], "last") / median(name, sizes[-1], "first")
+        print(f"{name}: last fifth / first fifth at {sizes[-1]:,}: {fifths:.2f} (goal, flat: within 1.10; "
+              f"{'met' if fifths <= 1.10 else 'not met'})")
+        kb, rss = median(name, sizes[-1], "kb"), median(name, sizes[-1], "rss")
+        print(f"{name}: store per question at {sizes[-1]:,}: {kb:.2f} KB (goal at most 3 KB; "
+              f"{'met' if kb <= 3 else 'not met'}); peak RSS {rss:,.0f} MB (goal under 1 GB; "
+              f"{'met' if rss < 1024 else 'not met'})")
     if "dask" in names:
         for size in sizes:
             wall = median("dask", size, "wall") - median("local", size, "wall")
