@@ -57,16 +57,25 @@ def score_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
     return strict_json(capsys.readouterr().out)
 
 
+def assert_equals_pytrec_eval(queries: dict, qrels: dict, run: dict) -> dict:
+    """`score --json`'s per-query values equal pytrec_eval's on the same queries, labels >= 1 counted relevant;
+    pytrec_eval's values, for what else a test checks."""
+    binary = {q: {d: int(label >= 1) for d, label in docs.items()} for q, docs in qrels.items()}
+    oracle = pytrec_eval.RelevanceEvaluator(binary, set(ORACLE_NAMES.values())).evaluate(run)
+    assert set(queries) == set(oracle)
+    for qid, values in queries.items():
+        for name, oracle_name in ORACLE_NAMES.items():
+            assert values[name] == pytest.approx(oracle[qid][oracle_name], abs=1e-9), (qid, name)
+    return dict(oracle)
+
+
 # Short ids take the packed-integer path, long ones the sorted-dictionary path.
 @pytest.mark.parametrize("prefix", ["D", "clueweb12-0000tw-"])
 def test_trec_files_equal_pytrec_eval(tmp_path: Path, capsys: pytest.CaptureFixture[str], prefix: str) -> None:
     qrels, run = write_random_trec(tmp_path, random.Random(len(prefix)), prefix=prefix)
-    oracle = pytrec_eval.RelevanceEvaluator(qrels, set(ORACLE_NAMES.values())).evaluate(run)
     result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"))
     assert set(result["queries"]) == set(run)
-    for qid, values in result["queries"].items():
-        for name, oracle_name in ORACLE_NAMES.items():
-            assert values[name] == pytest.approx(oracle[qid][oracle_name], abs=1e-9), (qid, name)
+    oracle = assert_equals_pytrec_eval(result["queries"], qrels, run)
     mean = sum(oracle[q]["map"] for q in run) / len(run)
     assert result["all"]["map"]["mean"] == pytest.approx(mean, abs=1e-9)
 
@@ -238,13 +247,8 @@ def test_nasty_ids_scores_and_labels_equal_pytrec_eval(tmp_path: Path, capsys: p
                       for d, score in run[q].items()]
     (tmp_path / "qrels").write_text("\n".join(lines) + "\n\n", encoding="utf-8")
     (tmp_path / "run").write_text("\n".join(run_lines) + "\n", encoding="utf-8")
-    binary = {q: {d: int(label >= 1) for d, label in docs.items()} for q, docs in qrels.items()}
-    oracle = pytrec_eval.RelevanceEvaluator(binary, set(ORACLE_NAMES.values())).evaluate(run)
     result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"))
-    assert set(result["queries"]) == set(oracle)
-    for qid, values in result["queries"].items():
-        for name, oracle_name in ORACLE_NAMES.items():
-            assert values[name] == pytest.approx(oracle[qid][oracle_name], abs=1e-9), (qid, name)
+    assert_equals_pytrec_eval(result["queries"], qrels, run)
 
 
 def test_ids_differing_by_a_nul_byte_stay_apart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -538,10 +542,7 @@ def test_byte_scan_equals_pytrec_eval_and_the_general_reader(tmp_path: Path, cap
     _space_separated(tmp_path)
     scanned = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"))
     assert scanned == general
-    oracle = pytrec_eval.RelevanceEvaluator(qrels, set(ORACLE_NAMES.values())).evaluate(run)
-    for qid, values in scanned["queries"].items():
-        for name, oracle_name in ORACLE_NAMES.items():
-            assert values[name] == pytest.approx(oracle[qid][oracle_name], abs=1e-9), (qid, name)
+    assert_equals_pytrec_eval(scanned["queries"], qrels, run)
 
 
 def test_shared_keys_never_make_different_ids_equal(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -581,13 +582,9 @@ def test_an_ids_key_does_not_depend_on_the_other_ids_of_its_file(tmp_path: Path,
     judged_keys = dict(zip(judged.docid.to_pylist(), judged.docid.keys()[0].tolist(), strict=True))
     ranked_keys = dict(zip(ranked.docid.to_pylist(), ranked.docid.keys()[0].tolist(), strict=True))
     assert all(ranked_keys[doc] == key for doc, key in judged_keys.items() if doc in ranked_keys)
-    binary = {q: {d: int(label >= 1) for d, label in docs.items()} for q, docs in qrels.items()}
-    oracle = pytrec_eval.RelevanceEvaluator(binary, set(ORACLE_NAMES.values())).evaluate(run)
     result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"))
     assert sum(values["recall"] for values in result["queries"].values()) > 20
-    for qid, values in result["queries"].items():
-        for name, oracle_name in ORACLE_NAMES.items():
-            assert values[name] == pytest.approx(oracle[qid][oracle_name], abs=1e-9), (qid, name)
+    assert_equals_pytrec_eval(result["queries"], qrels, run)
 
 
 _ID_BYTES = "abcdefghijklmnopqrstuvwxyz0123456789-_.:/ABCXYZ"
@@ -638,14 +635,8 @@ def test_files_whose_ids_differ_in_shape_from_each_other_equal_pytrec_eval(
             rng.shuffle(lines)
     (tmp_path / "qrels").write_text("\n".join(qrels_lines) + "\n")
     (tmp_path / "run").write_text("\n".join(run_lines) + "\n")
-    binary = {q: {d: int(label >= 1) for d, label in docs.items()} for q, docs in qrels.items()}
-    oracle = pytrec_eval.RelevanceEvaluator(binary, set(ORACLE_NAMES.values())).evaluate(run)
-    assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--json"]) == 0
-    result = strict_json(capsys.readouterr().out)["queries"]
-    assert set(result) == set(oracle)
-    for qid, values in result.items():
-        for name, oracle_name in ORACLE_NAMES.items():
-            assert values[name] == pytest.approx(oracle[qid][oracle_name], abs=1e-9), (qid, name)
+    result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"))
+    assert_equals_pytrec_eval(result["queries"], qrels, run)
 
 
 @pytest.mark.parametrize("empty", ["qrels", "run"])
