@@ -649,17 +649,3 @@ def test_an_empty_file_is_named_and_nothing_is_scored(tmp_path: Path, capsys: py
     out, err = capsys.readouterr()
     assert strict_json(out)["queries"] == {}
     assert f"{tmp_path / empty} holds no {'judgement' if empty == 'qrels' else 'ranked document'} line" in err
-
-
-def test_ids_known_to_share_a_key_are_compared_on_their_bytes_only_when_longer_than_a_key() -> None:
-    """`Ids.same(..., keyed=True)`: a key of at most 8 bytes is the id itself, a longer id's key a hash."""
-    import numpy as np
-
-    from evalcore.metrics.trec_scan import Ids, Spans
-
-    data = np.frombuffer(b"abcdefghijklmnopXbcdefghijklmnopabab", dtype=np.uint8)
-    ids = Ids(spans=Spans(data, np.array([0, 16, 32, 34]), np.array([16, 16, 2, 2])),
-              spans_keys=(np.zeros(4, dtype=np.uint64), False))
-    # 16-byte ids that differ in their first byte; two 2-byte ids `ab`; an id against itself.
-    assert ids.same(np.array([0, 2, 0]), ids, np.array([1, 3, 0]), keyed=True).tolist() == [False, True, True]
-    assert ids.same(np.array([0, 2]), ids, np.array([1, 3])).tolist() == [False, True]

@@ -151,7 +151,7 @@ def _labels(run_q: np.ndarray, run_d: np.ndarray, run_ids: Ids, qrels: Judgement
     same = (run_q[rows] == rel_q[judged]) & (run_d[rows] == rel_d[judged])
     rows, judged = rows[same], judged[same]
     if not exact:
-        same = run_ids.same(rows, qrels.docid, judged, keyed=True)
+        same = run_ids.same(rows, qrels.docid, judged)
         rows, judged = rows[same], judged[same]
     # An unjudged row gets the minimum of the type, which is below every label and relevance
     # level: trec_eval never counts an unjudged document as relevant (even with -l 0), and its
@@ -170,7 +170,7 @@ def _judged_twice(qrels: Judgements, rel_q: np.ndarray, rel_d: np.ndarray, order
     firsts, seconds = np.array([a for a, _ in pairs]), np.array([b for _, b in pairs])
     same = (rel_q[firsts] == rel_q[seconds]) & (rel_d[firsts] == rel_d[seconds])
     if same.any() and not exact:
-        same[same] = qrels.docid.same(firsts[same], qrels.docid, seconds[same], keyed=True)
+        same[same] = qrels.docid.same(firsts[same], qrels.docid, seconds[same])
     if not same.all():
         raise _Collision
     # The mixed pairs are sorted stably: of each pair of rows, the first is the earlier line.

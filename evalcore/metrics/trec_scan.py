@@ -270,25 +270,16 @@ class Ids:
                               all(_exact(spans, False) for spans, _ in parts))
         return self._keys
 
-    def same(self, rows: np.ndarray, other: Ids, other_rows: np.ndarray, *, keyed: bool = False) -> np.ndarray:
-        """Whether the id of each of `rows` equals `other`'s id at the matching row, on the bytes.
-
-        `keyed`: every pair is known to share its key (`keys`). Then ids of at most 8 bytes need no
-        look at their bytes: such a key is the id itself, so equal lengths mean equal ids.
-        """
+    def same(self, rows: np.ndarray, other: Ids, other_rows: np.ndarray) -> np.ndarray:
+        """Whether the id of each of `rows` equals `other`'s id at the matching row, on the bytes."""
         if not rows.size:
             return np.zeros(0, dtype=bool)
         if self._spans is not None and other._spans is not None:  # compared a word at a time
-            lengths = self._spans.lengths[rows]
-            equal: np.ndarray = lengths == other._spans.lengths[other_rows]
-            looked = np.flatnonzero(equal & (lengths > WORD)) if keyed else np.flatnonzero(equal)
-            if looked.size:
-                ours = Spans(self._spans.data, self._spans.starts[rows[looked]], lengths[looked])
-                theirs = Spans(other._spans.data, other._spans.starts[other_rows[looked]], lengths[looked])
-                alike = np.ones(looked.size, dtype=bool)
-                for index in range(-(-int(ours.lengths.max()) // WORD)):
-                    alike &= _word(ours, index) == _word(theirs, index)
-                equal[looked] = alike
+            ours = Spans(self._spans.data, self._spans.starts[rows], self._spans.lengths[rows])
+            theirs = Spans(other._spans.data, other._spans.starts[other_rows], other._spans.lengths[other_rows])
+            equal: np.ndarray = ours.lengths == theirs.lengths
+            for index in range(-(-int(ours.lengths.max()) // WORD)):
+                equal &= _word(ours, index) == _word(theirs, index)
             return equal
         return as_numpy(pc.equal(self.take(rows), other.take(other_rows)))
 
