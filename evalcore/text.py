@@ -7,6 +7,7 @@ different behaviour gets a new name.
 from __future__ import annotations
 
 import array
+import contextlib
 import functools
 import logging
 import os
@@ -14,6 +15,7 @@ import re
 import sys
 import tempfile
 import unicodedata
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -79,8 +81,9 @@ def _combining() -> re.Pattern[str]:
 @functools.cache
 def _jieba() -> object:
     """A private jieba tokenizer (its dictionary loads once, on first Chinese text)."""
-    import jieba
-    import jieba.finalseg
+    with _without_pkg_resources():
+        import jieba
+        import jieba.finalseg
 
     jieba.setLogLevel(logging.WARNING)
     # jieba's HMM Viterbi copies the best path so far at every character: quadratic in the length
@@ -101,6 +104,22 @@ def _jieba() -> object:
         tokenizer.FREQ, tokenizer.total = prefixes
         tokenizer.initialized = True
     return tokenizer
+
+
+@contextlib.contextmanager
+def _without_pkg_resources() -> Iterator[None]:
+    """jieba opens its files through setuptools' `pkg_resources` when that imports, else from its own folder: the
+    same files, but importing `pkg_resources` takes 0.2 s (and it is deprecated). It is hidden from that one import
+    unless something has already loaded it."""
+    if "pkg_resources" in sys.modules:
+        yield
+        return
+    sys.modules["pkg_resources"] = None  # type: ignore[assignment]   # None in sys.modules: the import fails
+    try:
+        yield
+    finally:
+        if sys.modules.get("pkg_resources", False) is None:
+            del sys.modules["pkg_resources"]
 
 
 _PREFIXES_MAGIC = b"evalcore jieba prefixes 1\n"

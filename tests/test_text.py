@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import os
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalcore.text import _patterns, fold, split_sentences, tokenize
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize(
@@ -62,6 +68,31 @@ def test_jiebas_dictionary_is_kept_whole_and_read_back_the_same(tmp_path, monkey
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     assert _jieba.__wrapped__().FREQ == own.FREQ
     assert kept.stat().st_size == whole
+
+
+JIEBA_TEXT = "我爱北京天安门，价格是3.14元。退货期限是多少天？欧盟消费者的撤回期，石墨烯和韩冰的奇遇"
+
+
+def test_jieba_is_loaded_without_pkg_resources_and_segments_as_jieba_does(tmp_path) -> None:
+    # jieba finds its dictionary through pkg_resources when that imports (0.2 s, deprecated), else in its own folder;
+    # the tokenizer hides pkg_resources from that import. In a fresh process with an empty temporary folder (no kept
+    # prefix dictionary, so jieba reads its dictionary file by the other path), the words are jieba's own, with
+    # pkg_resources loaded as usual.
+    import subprocess
+    import sys
+
+    ours = ("import json, sys; from evalcore.text import tokens, _jieba; words = tokens(sys.argv[1]); "
+            "print(json.dumps([words, 'pkg_resources' in sys.modules, _jieba().total]))")
+    theirs = ("import json, sys, jieba, importlib.util\n"
+              "if importlib.util.find_spec('pkg_resources'): import pkg_resources\n"
+              "from evalcore.text import tokens, _jieba; "
+              "print(json.dumps([tokens(sys.argv[1]), 'pkg_resources' in sys.modules, _jieba().total]))")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    runs = [json.loads(subprocess.run([sys.executable, "-c", code, JIEBA_TEXT], capture_output=True, text=True,
+                                      env=env, check=True, cwd=ROOT).stdout) for code in (ours, theirs)]
+    assert runs[0][1] is False and runs[1][1] is (importlib.util.find_spec("pkg_resources") is not None)
+    assert runs[0][0] == runs[1][0] and "天安门" in runs[0][0] and runs[0][2] == runs[1][2] > 0
+    assert list(tmp_path.glob("evalcore-jieba-*.prefixes"))   # the dictionary was read from its file, then kept
 
 
 def test_mixed_scripts_keep_each_word_whole() -> None:
