@@ -1,10 +1,10 @@
 """The knowledge base: chunks with provenance, a BM25 index and embeddings, cached on disk.
 
 The cache folder of a corpus is named by (corpus content hash, tokenizer, chunking); inside it,
-`spans.npy` holds each chunk's (passage index, start, end, number), `bm25/` the bm25s index, and
-`emb-<model>.npy` one embedding model's matrix. A second build on the same corpus loads
-everything from disk. Files are written under a temporary name and renamed, so concurrent
-builds never read a half-written file.
+`spans.npy` holds each chunk's (passage index, start, end, number), `bm25/` the BM25 index (built
+and saved by bm25s, read back by `Bm25Index`), and `emb-<model>.npy` one embedding model's matrix.
+A second build on the same corpus loads everything from disk. Files are written under a temporary
+name and renamed, so concurrent builds never read a half-written file.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 
 from evalcore.errors import EvalError
+from evalcore.targets.bm25 import Bm25Index
 
 DEFAULT_INDEX_DIR = Path(".evalcore") / "index"
 FORMAT = "v2"  # bump when the cached layout or chunking rule changes
@@ -213,7 +214,7 @@ class KnowledgeBase:
     """Chunks in index order, their BM25 index, and one embedding matrix per model."""
 
     chunks: list[Chunk]
-    bm25: Any
+    bm25: Bm25Index
     folder: Path
     embeddings: dict[str, np.ndarray] = field(default_factory=dict)
     loaded_from_cache: bool = False
@@ -295,14 +296,11 @@ def clear_memo() -> None:
 
 def _load(folder: Path, passages: Sequence[PassageLike]) -> KnowledgeBase | None:
     """The cached index; chunks come back from their stored spans (the folder name pins the corpus)."""
-    import bm25s
-
     if not (folder / "spans.npy").exists() or not (folder / "bm25").is_dir():
         return None
     chunks = [Chunk(passages[index].pid, passages[index].title, passages[index].text[start:end], number)
               for index, start, end, number in np.load(folder / "spans.npy").tolist()]
-    bm25 = bm25s.BM25.load(str(folder / "bm25"), show_progress=False, verbosity=0)
-    return KnowledgeBase(chunks, bm25, folder, loaded_from_cache=True)
+    return KnowledgeBase(chunks, Bm25Index.load(folder / "bm25"), folder, loaded_from_cache=True)
 
 
 def _build(passages: Sequence[PassageLike], size: int | None, overlap: int, folder: Path,
@@ -325,7 +323,7 @@ def _build(passages: Sequence[PassageLike], size: int | None, overlap: int, fold
     folder.mkdir(parents=True, exist_ok=True)
     _save_array(folder / "spans.npy", np.asarray(spans, dtype=np.int64).reshape(-1, 4))
     _save_bm25(bm25, folder / "bm25")
-    return KnowledgeBase(chunks, bm25, folder)
+    return KnowledgeBase(chunks, Bm25Index.of(bm25.vocab_dict, bm25.scores, bm25.nonoccurrence_array), folder)
 
 
 def _save_bm25(bm25: Any, target: Path) -> None:

@@ -27,7 +27,7 @@ def bm25_scores(kb: KnowledgeBase, query: str) -> np.ndarray:
     query_tokens = list(tokens(query))
     if not query_tokens:
         return np.zeros(len(kb.chunks), dtype=np.float32)
-    return np.asarray(kb.bm25.get_scores(query_tokens), dtype=np.float32)
+    return np.asarray(kb.bm25.scores(query_tokens), dtype=np.float32)
 
 
 def top_rows(scores: np.ndarray, keep: np.ndarray, k: int) -> np.ndarray:

@@ -1,0 +1,104 @@
+"""The BM25 index read back from bm25s's arrays: the same scores as bm25s's own, bit for bit, without importing it."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import pytest
+
+from evalcore.errors import EvalError
+from evalcore.targets.bm25 import Bm25Index
+
+ROOT = Path(__file__).resolve().parent.parent
+WORDS = ["the", "a", "retour", "été", "café", "北京", "天安门", "退货", "3.14", "kestrel", "r5", "x" * 40, "élève",
+         "消费者", "gdpr", "eu", "days"]
+
+
+def corpus(rng: random.Random, size: int) -> list[list[str]]:
+    """Chunks of a few words with a skewed vocabulary (common words in most chunks), some of them empty."""
+    vocabulary = WORDS + [f"w{i}" for i in range(rng.randint(5, 400))]
+    return [[vocabulary[min(int(rng.paretovariate(0.8)) - 1, len(vocabulary) - 1)] if rng.random() < 0.5
+             else rng.choice(vocabulary) for _ in range(rng.choice([0, 1, 3, 12, 60]))] for _ in range(size)]
+
+
+def queries(rng: random.Random, docs: list[list[str]]) -> list[list[str]]:
+    """Queries mixing indexed words, repeated words and words no chunk has."""
+    known = sorted({word for doc in docs for word in doc}) or ["none"]
+    return [[rng.choice(known) if rng.random() < 0.8 else f"unknown{rng.randint(0, 9)}"
+             for _ in range(rng.randint(1, 9))] for _ in range(25)] + [[known[0]] * 4, ["unknown"]]
+
+
+def same_bits(ours: np.ndarray, theirs: np.ndarray) -> bool:
+    theirs = np.asarray(theirs)
+    return ours.dtype == theirs.dtype and ours.shape == theirs.shape and ours.tobytes() == theirs.tobytes()
+
+
+@pytest.mark.parametrize("method", ["lucene", "robertson", "atire", "bm25l", "bm25+"])
+@pytest.mark.parametrize("seed", range(6))
+def test_scores_equal_bm25s_bit_for_bit_in_memory_and_saved(tmp_path: Path, method: str, seed: int) -> None:
+    rng = random.Random(f"{method}-{seed}")
+    docs = corpus(rng, rng.choice([1, 7, 120, 900]))
+    if not any(docs):
+        docs.append(["the"])
+    model = bm25s.BM25(method=method, csc_backend="scipy" if seed % 2 else "numpy")
+    model.index(docs, show_progress=False)
+    model.save(str(tmp_path / "bm25"), show_progress=False)
+    kept = Bm25Index.of(model.vocab_dict, model.scores, model.nonoccurrence_array)
+    loaded = Bm25Index.load(tmp_path / "bm25")
+    for query in queries(rng, docs):
+        theirs = model.get_scores(query)
+        assert same_bits(kept.scores(query), theirs), query
+        assert same_bits(loaded.scores(query), theirs), query
+
+
+def test_a_column_naming_a_chunk_twice_is_summed_as_bm25s_sums_it() -> None:
+    # bm25s never writes one, but an index that does is still read as bm25s reads it.
+    vocab = {"a": 0, "b": 1}
+    data = np.array([0.5, 0.25, 1.0, 0.125, 2.0], dtype=np.float32)
+    scores = {"data": data, "indices": np.array([2, 2, 0, 1, 0], dtype=np.int32),
+              "indptr": np.array([0, 3, 5], dtype=np.int32), "num_docs": 3}
+    index = Bm25Index.of(vocab, scores)
+    assert index.scores(["a", "b", "a"]).tolist() == [4.0, 0.125, 1.5]
+    theirs = bm25s.BM25._compute_relevance_from_scores(data, scores["indptr"], scores["indices"], 3,
+                                                       np.array([0, 1, 0], dtype=np.int32), np.dtype(np.float32))
+    assert same_bits(index.scores(["a", "b", "a"]), theirs)
+
+
+def test_arrays_that_do_not_fit_together_are_refused() -> None:
+    good = {"data": np.ones(2, dtype=np.float32), "indices": np.array([0, 1], dtype=np.int32),
+            "indptr": np.array([0, 1, 2], dtype=np.int32), "num_docs": 2}
+    Bm25Index.of({"a": 0, "b": 1}, good)
+    assert Bm25Index.of({"a": 0, "": 2}, good).vocab == {"a": 0}   # bm25s's empty token has no column
+    for vocab, change in (({"a": 0}, {"num_docs": 1}), ({"a": 0}, {"indices": np.array([0, -1], dtype=np.int32)}),
+                          ({"a": 0}, {"indptr": np.array([0, 1, 3], dtype=np.int32)}),
+                          ({"a": 0}, {"data": np.ones(3, dtype=np.float32)})):
+        with pytest.raises(EvalError, match="BM25 index"):
+            Bm25Index.of(vocab, {**good, **change})
+
+
+def test_a_process_that_only_queries_a_cached_index_imports_neither_bm25s_nor_scipy(tmp_path: Path) -> None:
+    # The index is built (bm25s) in one process, then a fresh one loads it from the cache and retrieves: the same
+    # ranked chunks and scores, without bm25s or scipy in its modules.
+    code = """
+import json, sys
+from evalcore.datasets import DEFAULT_DATASET, load_dataset
+from evalcore.targets import RagTarget, TargetConfig
+dataset = load_dataset(DEFAULT_DATASET)
+target = RagTarget(TargetConfig(retriever="bm25"), cache_dir=sys.argv[1])
+target.prepare(dataset.passages)
+hits = [[(item.pid, item.score) for item in target.answer(q.text).retrieved] for q in dataset.questions[:20]]
+print(json.dumps([hits, "bm25s" in sys.modules, "scipy" in sys.modules]))
+"""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    runs = [json.loads(subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                                      env=env, check=True, cwd=ROOT).stdout) for _ in range(2)]
+    built, cached = runs
+    assert built[1] is True and cached[1] is False and cached[2] is False
+    assert cached[0] == built[0] and any(built[0])
