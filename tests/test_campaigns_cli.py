@@ -7,6 +7,7 @@ import io
 import json
 import logging
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -266,3 +267,49 @@ def test_compare_heads_a_and_b_with_their_names(setup: tuple[Path, Path, Path], 
     head = capsys.readouterr().out.splitlines()[:2]
     assert head[0].startswith(f"A (baseline) first try  ({ids[0]})")
     assert head[1].startswith(f"B            second, renamed  ({ids[1]})")  # the name as it is now
+
+
+def run_process(argv: list[str], *, terminal: bool, cwd: Path) -> tuple[int, str]:
+    """`python -X importtime -m evalcore ARGV` as a whole process, its standard error on a pseudo-terminal or a pipe:
+    the exit code and what it wrote there."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import sys
+    import termios
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    command = [sys.executable, "-X", "importtime", "-m", "evalcore", *argv]
+    if not terminal:
+        done = subprocess.run(command, check=False, capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+        return done.returncode, done.stderr
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))   # a new one has no columns
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=follower, env=env, cwd=cwd)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:   # the terminal closed with the process
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    return process.wait(timeout=300), b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_the_progress_bar_is_drawn_on_a_terminal_and_tqdm_is_not_even_imported_elsewhere(
+        setup: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    data, config, db = setup
+    argv = ["run", "--dataset", str(data), "--config", str(config), "--db", str(db)]
+    code, shown = run_process(argv, terminal=True, cwd=tmp_path)
+    assert code == 0 and "questions: 100%|" in shown and "3/3 questions" in shown
+    assert any(re.search(r"\|\s+tqdm$", line.rstrip()) for line in shown.splitlines())   # -X importtime's lines
+    code, written = run_process(argv, terminal=False, cwd=tmp_path)
+    assert code == 0 and "%|" not in written
+    assert not any(re.search(r"\|\s+tqdm(\.\w+)*$", line.rstrip()) for line in written.splitlines())

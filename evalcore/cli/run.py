@@ -7,6 +7,7 @@ import json
 import shlex
 import sys
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -257,18 +258,15 @@ def launch(manager: CampaignManager, request: LaunchRequest, *, as_json: bool) -
 def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
     """Show progress until the campaign ends (Ctrl-C cancels it), then print it; 0 when it succeeded, LOST_EXIT when
     another process took it over."""
-    from tqdm import tqdm
-
     print(f"campaign {campaign_id}", file=sys.stderr if as_json else sys.stdout, flush=True)
     campaign = get_campaign(manager.store, campaign_id)
     try:
-        # tqdm's own rate and time left would mix the stages: the bar shows the campaign's (its recent rate).
-        with tqdm(total=campaign.total, initial=campaign.finished, unit="questions", file=sys.stderr, disable=None,
-                  bar_format=BAR) as bar:
+        with progress_bar(campaign) as bar:
             while campaign.active and not manager.lost(campaign_id):
                 time.sleep(POLL_S)
                 campaign = get_campaign(manager.store, campaign_id)
-                show_progress(bar, campaign.progress(), campaign.failed)
+                if bar is not None:
+                    show_progress(bar, campaign.progress(), campaign.failed)
     except KeyboardInterrupt:
         manager.cancel(campaign_id)
         print(f"cancelling; resume with `python -m evalcore campaigns resume {campaign_id}`", file=sys.stderr)
@@ -307,6 +305,19 @@ def handle(store: Store, campaign: Campaign) -> str:
 
 
 BAR = "{desc}{percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} {unit} [{elapsed}{postfix}]"
+
+
+def progress_bar(campaign: Campaign) -> AbstractContextManager[Any]:
+    """A progress bar on standard error when it is a terminal; elsewhere none (tqdm would show none there either, and
+    importing it takes 0.2 s)."""
+    if not getattr(sys.stderr, "isatty", lambda: False)():
+        return nullcontext()
+    from tqdm import tqdm
+
+    # tqdm's own rate and time left would mix the stages: the bar shows the campaign's (its recent rate).
+    bar: AbstractContextManager[Any] = tqdm(total=campaign.total, initial=campaign.finished, unit="questions",
+                                            file=sys.stderr, disable=None, bar_format=BAR)
+    return bar
 
 
 def show_progress(bar: Any, progress: Progress, failed: int) -> None:
