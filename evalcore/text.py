@@ -15,9 +15,12 @@ import re
 import sys
 import tempfile
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    import numpy as np
 
 TOKENIZER = "default"
 
@@ -29,17 +32,15 @@ _HAN_RUN_GROUP = re.compile(f"([{_HAN}]+)")
 _SCANNED_PLANES = 0x20000
 
 
-def _ranges(codes: list[int]) -> str:
-    """A regex character-class body covering the given sorted code points."""
-    parts: list[str] = []
-    start = prev = codes[0]
-    for code in codes[1:] + [-1]:
-        if code == prev + 1:
-            prev = code
-            continue
-        parts.append(re.escape(chr(start)) + ("" if start == prev else "-" + re.escape(chr(prev))))
-        start = prev = code
-    return "".join(parts)
+def _ranges(codes: Sequence[int] | np.ndarray) -> str:
+    """A regex character-class body covering the given sorted code points (at least one)."""
+    import numpy as np
+
+    points = np.asarray(codes, dtype=np.int64)
+    breaks = np.flatnonzero(np.diff(points) != 1)   # the last point of each run but the last run
+    starts, ends = points[np.r_[0, breaks + 1]].tolist(), points[np.r_[breaks, points.size - 1]].tolist()
+    return "".join(re.escape(chr(start)) + ("" if start == end else "-" + re.escape(chr(end)))
+                   for start, end in zip(starts, ends, strict=True))
 
 
 class _Patterns(NamedTuple):
@@ -54,17 +55,19 @@ _FIRST_MARK = "\u0300"
 @functools.cache
 def _patterns() -> _Patterns:
     """The word regular expressions, built once from the Unicode database."""
-    word_chars = []
-    for code in range(_SCANNED_PLANES):
-        char = chr(code)
-        if _HAN_RUN.match(char):
-            continue
-        # Letters, digits and marks: a word keeps its accents and vowel signs.
-        if char.isalnum() or unicodedata.category(char).startswith("M"):
-            word_chars.append(code)
+    # Letters, digits and marks: a word keeps its accents and vowel signs; Han runs are segmented apart.
+    import numpy as np
+
+    scanned = _scanned()
+    word = np.zeros(len(scanned), dtype=bool)
+    for match in re.finditer(r"[^\W_]+", scanned):   # what str.isalnum() accepts, a run at a time
+        word[match.start():match.end()] = True
+    word[_marks()] = True
+    for match in _HAN_RUN.finditer(scanned):
+        word[match.start():match.end()] = False
     # A point or comma between two digits stays inside the token: 3.14, 3,5, 1,000.
     decimals = "(?:(?<=\\d)[.,](?=\\d){0})*"
-    chars = f"[{_ranges(word_chars)}]+"
+    chars = f"[{_ranges(np.flatnonzero(word))}]+"
     return _Patterns(
         re.compile(chars + decimals.format(chars)),
         re.compile("[^\\W_]+" + decimals.format("[^\\W_]+")),
@@ -73,9 +76,35 @@ def _patterns() -> _Patterns:
 
 @functools.cache
 def _combining() -> re.Pattern[str]:
-    """Combining marks, for accent stripping (apart from the word patterns: `fold` runs at import
-    time for the stopwords, and this scan is a fraction of theirs)."""
-    return re.compile(f"[{_ranges([code for code in range(_SCANNED_PLANES) if unicodedata.combining(chr(code))])}]+")
+    """Combining marks (a non-zero combining class), for accent stripping."""
+    other, codes = _not_alphanumeric()
+    return re.compile(f"[{_ranges(codes[[bool(unicodedata.combining(char)) for char in other]])}]+")
+
+
+@functools.cache
+def _scanned() -> str:
+    """Every code point of the scanned planes, in order, as one string (surrogates included)."""
+    import numpy as np
+
+    return np.arange(_SCANNED_PLANES, dtype="<u4").tobytes().decode("utf-32-le", "surrogatepass")
+
+
+@functools.cache
+def _not_alphanumeric() -> tuple[str, np.ndarray]:
+    """The code points of the scanned planes that str.isalnum() refuses, as a string and as numbers: half the planes,
+    and the only ones that can be marks (a letter or a digit is never one; nor is anything but a mark of a non-zero
+    combining class)."""
+    import numpy as np
+
+    other = re.sub(r"[^\W_]+", "", _scanned())
+    return other, np.frombuffer(other.encode("utf-32-le", "surrogatepass"), dtype="<u4").astype(np.int64)
+
+
+def _marks() -> np.ndarray:
+    """The code points of the scanned planes whose category is a mark (Mn, Mc, Me), in order."""
+    other, codes = _not_alphanumeric()
+    marks: np.ndarray = codes[[category[0] == "M" for category in map(unicodedata.category, other)]]
+    return marks
 
 
 @functools.cache

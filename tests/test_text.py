@@ -146,3 +146,20 @@ def test_marks_stay_inside_words() -> None:
 def test_fast_word_pattern_agrees_below_the_first_mark(text: str) -> None:
     patterns = _patterns()
     assert patterns.plain.findall(text) == patterns.word.findall(text)
+
+
+def test_the_word_and_mark_classes_are_those_of_a_scan_of_every_code_point() -> None:
+    # The classes are built from a few whole-plane passes; a code point at a time, with the same Unicode database,
+    # gives the same classes (so the same tokens).
+    import unicodedata
+
+    from evalcore import text
+
+    planes = range(text._SCANNED_PLANES)
+    word = [code for code in planes if not text._HAN_RUN.match(chr(code))
+            and (chr(code).isalnum() or unicodedata.category(chr(code)).startswith("M"))]
+    combining = [code for code in planes if unicodedata.combining(chr(code))]
+    assert text._patterns.__wrapped__().word.pattern.startswith(f"[{text._ranges(word)}]+")
+    assert text._combining.__wrapped__().pattern == f"[{text._ranges(combining)}]+"
+    assert text._ranges([ord(char) for char in "abcdfxy"]) == "a-dfx-y"
+    assert text._ranges([ord("-"), ord("]"), ord("^")]) == "\\-\\]-\\^"   # ] and ^ are neighbours
