@@ -1,6 +1,6 @@
 """A whole CLI run, start-up included: CPU per question of `python -m evalcore run` and the store it leaves.
 
-    python bench/cli_run.py [--questions 8000] [--rounds 3] [--reference DIR]
+    python bench/cli_run.py [--questions 8000] [--rounds 3] [--reference DIR] [--bytecode]
 
 The dataset is bench/scale.py's (the sample corpus, its labelled questions repeated with a number
 appended, so every question is distinct text); the configuration bm25 retrieval and the extractive
@@ -14,7 +14,9 @@ file after a WAL checkpoint (the log folded in), per question; the goal is at mo
 With --reference, a checkout of earlier code (e.g. `git archive main | tar -x -C /tmp/before`) runs
 the same command in the same rounds, on its own fresh database, the order alternating by round;
 its stored measures are compared with ours (the same value, bit for bit, for every question and
-measure). Median (min-max) over the rounds.
+measure). With --bytecode, both sides' package is compiled to bytecode first, as an installed
+package is (where PYTHONDONTWRITEBYTECODE is set, a checkout compiles every module at every
+start). Median (min-max) over the rounds.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from scale import write_dataset
+from startup import bytecode_note, compiled
 
 CPU_GOAL_MS = 2.0
 STORE_GOAL_KB = 3.0
@@ -85,9 +89,11 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=8000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--reference", type=Path, metavar="DIR", help="a checkout of earlier code, run alongside")
+    parser.add_argument("--bytecode", action="store_true", help="compile both sides' package to bytecode first")
     args = parser.parse_args()
     sides = {"ours": ROOT} | ({"reference": args.reference.resolve()} if args.reference else {})
-    with tempfile.TemporaryDirectory(prefix="evalcore-cli-run-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="evalcore-cli-run-") as scratch, \
+            compiled(list(sides.values())) if args.bytecode else nullcontext():
         folder = Path(scratch)
         dataset = write_dataset(folder / "data", args.questions)
         config = folder / "bm25.toml"
@@ -111,7 +117,7 @@ def main() -> None:
     n = args.questions
     print(f"`python -m evalcore run` on {n:,} questions (bm25, extractive, cache off), whole process, "
           f"{args.rounds} rounds interleaved, median (min-max), {os.cpu_count()} cores, load average "
-          f"{os.getloadavg()[0]:.1f}:\n")
+          f"{os.getloadavg()[0]:.1f}, {bytecode_note(args.bytecode)}:\n")
     print("| code | CPU per question (ms) | user s | system s | wall s | store per question (KB) |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, measured in runs.items():

@@ -103,6 +103,14 @@ def compiled(folders: list[Path]) -> Iterator[None]:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def bytecode_note(compiled: bool) -> str:
+    """How the measured processes got the package's bytecode."""
+    if compiled:
+        return "the package compiled to bytecode"
+    return "bytecode as this environment leaves it" + (
+        " (PYTHONDONTWRITEBYTECODE is set: compiled from source)" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=7)
@@ -122,10 +130,8 @@ def main() -> None:
         for _ in range(args.rounds):
             for name, (command, folder) in commands.items():
                 times[name].append(first_line(command, folder))
-        how = ("the package compiled to bytecode" if args.bytecode else "bytecode as this environment leaves it"
-               + (" (PYTHONDONTWRITEBYTECODE is set: compiled from source)" if os.environ.get("PYTHONDONTWRITEBYTECODE")
-                  else ""))
-        print(f"CLI start-up, seconds to the first line, {args.rounds} interleaved rounds (median [min-max]), {how}:\n")
+        print(f"CLI start-up, seconds to the first line, {args.rounds} interleaved rounds (median [min-max]), "
+              f"{bytecode_note(args.bytecode)}:\n")
         print("| command | seconds | goal |")
         print("|---|---:|---:|")
         for name, took in times.items():
