@@ -102,3 +102,24 @@ print(json.dumps([hits, "bm25s" in sys.modules, "scipy" in sys.modules]))
     built, cached = runs
     assert built[1] is True and cached[1] is False and cached[2] is False
     assert cached[0] == built[0] and any(built[0])
+
+
+def test_an_index_this_reader_cannot_read_is_read_through_bm25s(tmp_path: Path, monkeypatch) -> None:
+    # A later bm25s may lay its files out otherwise: the knowledge base then loads the index through bm25s, with the
+    # same scores.
+    from evalcore.targets import knowledge
+
+    docs = corpus(random.Random(7), 200)
+    model = bm25s.BM25()
+    model.index(docs, show_progress=False)
+    model.save(str(tmp_path / "bm25"), show_progress=False)
+    direct = knowledge._load_bm25(tmp_path / "bm25")
+
+    def unreadable(folder: Path) -> Bm25Index:
+        raise KeyError("num_docs")
+
+    monkeypatch.setattr(Bm25Index, "load", unreadable)
+    through_bm25s = knowledge._load_bm25(tmp_path / "bm25")
+    for query in queries(random.Random(8), docs):
+        assert same_bits(through_bm25s.scores(query), direct.scores(query))
+        assert same_bits(direct.scores(query), model.get_scores(query))

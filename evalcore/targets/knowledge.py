@@ -300,7 +300,19 @@ def _load(folder: Path, passages: Sequence[PassageLike]) -> KnowledgeBase | None
         return None
     chunks = [Chunk(passages[index].pid, passages[index].title, passages[index].text[start:end], number)
               for index, start, end, number in np.load(folder / "spans.npy").tolist()]
-    return KnowledgeBase(chunks, Bm25Index.load(folder / "bm25"), folder, loaded_from_cache=True)
+    return KnowledgeBase(chunks, _load_bm25(folder / "bm25"), folder, loaded_from_cache=True)
+
+
+def _load_bm25(folder: Path) -> Bm25Index:
+    """The saved BM25 index, read without bm25s; through bm25s when its files are not laid out as this reader
+    expects (a later bm25s may save them otherwise)."""
+    try:
+        return Bm25Index.load(folder)
+    except (OSError, KeyError, TypeError, ValueError, EvalError):
+        import bm25s
+
+        model = bm25s.BM25.load(str(folder), show_progress=False, verbosity=0)
+        return Bm25Index.of(model.vocab_dict, model.scores, model.nonoccurrence_array)
 
 
 def _build(passages: Sequence[PassageLike], size: int | None, overlap: int, folder: Path,
