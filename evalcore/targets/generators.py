@@ -69,8 +69,10 @@ class ExtractiveGenerator:
         token_sets = [_token_set(s) for _, s in ranked]
         frequency = Counter(chain.from_iterable(token_sets))
         question_words = set(tokens(question))
-        weights = [sum(math.log(1 + len(ranked) / frequency[t]) for t in words & question_words) / math.log2(rank + 1)
-                   for (rank, _), words in zip(ranked, token_sets, strict=False)]
+        # fsum: the exactly rounded sum, whatever order the set gives its words (which varies with the process's
+        # string hashes), so that the same question gets the same answer in every run.
+        weights = [math.fsum(math.log(1 + len(ranked) / frequency[t]) for t in words & question_words)
+                   / math.log2(rank + 1) for (rank, _), words in zip(ranked, token_sets, strict=False)]
         best = sorted(range(len(ranked)), key=lambda i: (-weights[i], i))[: self.sentences]
         joiner = "" if asked == "zh" else " "
         return joiner.join(ranked[i][1].strip() for i in best)
@@ -78,8 +80,7 @@ class ExtractiveGenerator:
 
 @functools.lru_cache(maxsize=1 << 14)
 def _token_set(sentence: str) -> frozenset[str]:
-    """A context sentence's distinct words (cached with its sentence: built as set() builds it, so the words
-    come out in the same order, and so do the sums over them)."""
+    """A context sentence's distinct words (cached with its sentence)."""
     from evalcore.text import tokens
 
     return frozenset(tokens(sentence))
