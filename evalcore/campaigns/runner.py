@@ -45,8 +45,9 @@ class Runner:
         self.lost = False  # it stopped because the campaign was deleted or another process took it over
         self.plan = plan
         self.after = tuple(after)  # called with the campaign id once it ended (not cancelled), off its thread
-        self.executor = executor or LocalExecutor(plan)
         self.cancelled = threading.Event()
+        # A cancel stops the threads from taking the questions handed to them ahead as soon as it is set.
+        self.executor = executor or LocalExecutor(plan, stopped=self.cancelled)
         self.released = threading.Event()  # stopped to be resumed elsewhere: back to the queue, not cancelled
         self.thread = threading.Thread(target=self.run, name=f"campaign-{plan.campaign_id}", daemon=True)
         self._failed = 0
