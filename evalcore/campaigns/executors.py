@@ -89,6 +89,7 @@ class InFlight:
         self._answering = 0  # threads answering a question not given up
         self._waiting: deque[tuple[_Work, float]] = deque()  # handed over past `threads`: each with its seconds
         self._held = False  # a failure came back: questions waiting start once the collector has seen it
+        self._unseen = 0  # failures come back and not collected yet
 
     def __len__(self) -> int:
         return len(self._deadlines)
@@ -144,6 +145,7 @@ class InFlight:
         item = None
         with self._lock:
             self._done.append(finished)
+            self._unseen += outcome.error is not None
             if outcome.error is not None or len(self._waiting) <= self.low:
                 self._arrival.notify()
             closed = self._closed
@@ -188,6 +190,7 @@ class InFlight:
         """An outcome known without further work."""
         with self._lock:
             self._done.append((position, outcome))
+            self._unseen += outcome.error is not None
             self._arrival.notify()
 
     def drop(self, positions: Iterable[int]) -> None:
@@ -234,7 +237,7 @@ class InFlight:
         """Outcomes that arrived (waiting at most until the next deadline), then the questions past theirs. The
         questions waiting for a thread that a failure held back start first: their collector has seen it."""
         with self._lock:
-            if self._held:
+            if self._held and not self._unseen:
                 self._held = False
                 self._start_waiting()
         return self._arrived() + self._expired()
@@ -246,6 +249,7 @@ class InFlight:
             if not self._done:
                 self._arrival.wait(min(WAKE_S, max(min(self._deadlines.values()) - time.monotonic(), 0.0)))
             arrived, self._done = self._done, []
+            self._unseen -= sum(outcome.error is not None for _, outcome in arrived)
             for position, _ in arrived:
                 self._questions.pop(position, None)
             # A question already recorded as timed out is no longer in flight: its late reply is dropped.
