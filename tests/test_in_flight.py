@@ -56,6 +56,15 @@ def until(condition: Callable[[], bool], seconds: float = 10) -> bool:
     return condition()
 
 
+def gated_then_waiting(in_flight: InFlight, waiting: int, seconds: float) -> tuple[Work, threading.Event]:
+    """Question 0 on the one thread until the gate opens, then `waiting` questions handed over behind it."""
+    work, gate = Work(), threading.Event()
+    in_flight.run(0, work.of(0, gate=gate), seconds)
+    for position in range(1, waiting + 1):
+        in_flight.run(position, work.of(position), seconds)
+    return work, gate
+
+
 def test_questions_past_the_threads_wait_and_the_first_thread_free_takes_the_next_without_the_collector() -> None:
     work, in_flight = Work(), InFlight(60.0, threads=2)
     for position in range(12):
@@ -99,10 +108,8 @@ def test_after_a_failure_no_question_starts_until_the_collector_has_seen_it() ->
 
 
 def test_the_waiting_questions_given_up_never_start() -> None:
-    work, in_flight, gate = Work(), InFlight(60.0, threads=1), threading.Event()
-    in_flight.run(0, work.of(0, gate=gate), 60.0)
-    for position in range(1, 5):
-        in_flight.run(position, work.of(position), 60.0)
+    in_flight = InFlight(60.0, threads=1)
+    work, gate = gated_then_waiting(in_flight, 4, 60.0)
     assert until(lambda: work.started == [0])
     in_flight.drop_waiting()
     assert len(in_flight) == 1
@@ -114,10 +121,8 @@ def test_the_waiting_questions_given_up_never_start() -> None:
 
 
 def test_a_question_stuck_past_its_limit_gives_its_thread_place_to_the_next_and_its_late_outcome_is_dropped() -> None:
-    work, in_flight, gate = Work(), InFlight(0.5, threads=1), threading.Event()
-    in_flight.run(0, work.of(0, gate=gate), 0.5)
-    for position in range(1, 4):
-        in_flight.run(position, work.of(position), 0.5)
+    in_flight = InFlight(0.5, threads=1)
+    work, gate = gated_then_waiting(in_flight, 3, 0.5)
     collected = collect_all(in_flight)
     assert collected[0].error == "timed out after 0.5 s"
     assert {position: collected[position].error for position in (1, 2, 3)} == dict.fromkeys((1, 2, 3))
@@ -140,11 +145,9 @@ def test_without_a_thread_limit_every_question_starts_at_once() -> None:
 
 
 def test_once_stopped_no_waiting_question_starts() -> None:
-    work, stopped, gate = Work(), threading.Event(), threading.Event()
+    stopped = threading.Event()
     in_flight = InFlight(60.0, threads=1, stopped=stopped)
-    in_flight.run(0, work.of(0, gate=gate), 60.0)
-    for position in range(1, 4):
-        in_flight.run(position, work.of(position), 60.0)
+    work, gate = gated_then_waiting(in_flight, 3, 60.0)
     assert until(lambda: work.started == [0])
     stopped.set()  # a cancel: the question answered finishes, no other starts
     gate.set()

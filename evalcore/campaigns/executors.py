@@ -62,9 +62,9 @@ class InFlight:
     given up) drops its late outcome, so each question is collected once. With `threads`, at most
     that many questions are answered at once; the others handed over wait, not started and with no
     deadline yet, and the first thread free takes the next of them itself, without waiting for the
-    collector. A thread whose question failed waits for the collector to have seen that failure
-    (the next `collect`) before it takes another, so a campaign that must stop on its failures
-    starts nothing more meanwhile; once `stopped` is set (a cancel), no thread takes another.
+    collector. After a failure (or a question past its limit), no waiting question starts until
+    the collector has been handed it, so a campaign that must stop on its failures starts nothing
+    more meanwhile; once `stopped` is set (a cancel), none starts at all.
     """
 
     def __init__(self, time_limit: float, calls: Calls | None = None, threads: int | None = None,
@@ -88,7 +88,7 @@ class InFlight:
         self._closed = False
         self._answering = 0  # threads answering a question not given up
         self._waiting: deque[tuple[_Work, float]] = deque()  # handed over past `threads`: each with its seconds
-        self._held = False  # a failure came back: questions waiting start once the collector has seen it
+        self._held = False  # a failure came back: questions waiting start once the collector was handed it
         self._unseen = 0  # failures come back and not collected yet
 
     def __len__(self) -> int:
@@ -175,7 +175,7 @@ class InFlight:
 
     def _start_waiting(self) -> None:
         """Start the questions waiting that have a thread now (the lock held): on the free threads, else new ones."""
-        if self._held or self.threads is None or self.stopped.is_set():
+        if self.threads is None or self.stopped.is_set():
             return
         while self._waiting and self._answering < self.threads:
             item, seconds = self._waiting.popleft()
@@ -250,8 +250,6 @@ class InFlight:
                 self._arrival.wait(min(WAKE_S, max(min(self._deadlines.values()) - time.monotonic(), 0.0)))
             arrived, self._done = self._done, []
             self._unseen -= sum(outcome.error is not None for _, outcome in arrived)
-            for position, _ in arrived:
-                self._questions.pop(position, None)
             # A question already recorded as timed out is no longer in flight: its late reply is dropped.
             return [(position, outcome) for position, outcome in arrived
                     if self._deadlines.pop(position, None) is not None]

@@ -257,11 +257,12 @@ class ResultWriter:
         before = conn.execute("SELECT count(*), count(error) FROM results WHERE campaign_id = ? AND position IN "
                               f"({marks})",
                               (self.campaign_id, *positions)).fetchone()
-        insert_rows(conn, "INSERT INTO campaign_passages (campaign_id, key, pid, source, title, text)", passages,
-                    "ON CONFLICT DO NOTHING")
-        insert_rows(conn, "INSERT INTO campaign_signatures (campaign_id, name, signature)", signatures,
-                    "ON CONFLICT DO NOTHING")
-        insert_rows(conn, INSERT_RESULT_HEAD, rows, UPSERT_RESULT)
+        conn.executemany("INSERT INTO campaign_passages (campaign_id, key, pid, source, title, text) "
+                         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", passages)
+        conn.executemany("INSERT INTO campaign_signatures (campaign_id, name, signature) VALUES (?, ?, ?) "
+                         "ON CONFLICT DO NOTHING",
+                         signatures)
+        conn.executemany(INSERT_RESULT, rows)
         failed_now = sum(1 for row in rows if row[ERROR_COLUMN] is not None)
         row = conn.execute(
             "UPDATE campaigns SET finished = finished + :added, failed = failed + :failed, heartbeat = :now, "
@@ -277,21 +278,11 @@ COLUMNS = ("campaign_id", "position", "qid", "answer", "retrieved", "context", "
            "results", "judges", "latency_s", "prompt_tokens", "completion_tokens", "judge_prompt_tokens",
            "judge_completion_tokens", "error", "notes", "created_at", "diagnosis", "queries")
 ERROR_COLUMN = COLUMNS.index("error")
-INSERT_RESULT_HEAD = f"INSERT INTO results ({', '.join(COLUMNS)})"
-UPSERT_RESULT = ("ON CONFLICT (campaign_id, position) DO UPDATE SET "
-                 + ", ".join(f"{name} = excluded.{name}" for name in COLUMNS[3:]) + ", attempts = results.attempts + 1")
-ROWS_AT_ONCE = 100  # rows one INSERT carries: 2,100 parameters at most, far below either backend's limit
-
-
-def insert_rows(conn: Connection, head: str, rows: Sequence[tuple[Any, ...]], tail: str = "") -> None:
-    """`head VALUES (..), (..) tail`, ROWS_AT_ONCE rows at a time (each a distinct key: one statement may not upsert
-    a row twice on PostgreSQL). One step of the database for many rows: sqlite3's executemany steps once a row, and
-    gives the GIL away and takes it back each time, which a busy thread makes wait for its switch interval."""
-    for start in range(0, len(rows), ROWS_AT_ONCE):
-        chunk = rows[start:start + ROWS_AT_ONCE]
-        marks = f"({', '.join('?' * len(chunk[0]))})"
-        conn.execute(f"{head} VALUES {', '.join([marks] * len(chunk))} {tail}",
-                     [value for row in chunk for value in row])
+INSERT_RESULT = (
+    f"INSERT INTO results ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))}) "
+    "ON CONFLICT (campaign_id, position) DO UPDATE SET "
+    + ", ".join(f"{name} = excluded.{name}" for name in COLUMNS[3:]) + ", attempts = results.attempts + 1"
+)
 
 
 ALL_ROWS = 2**63 - 1  # LIMIT for no limit on both backends (SQLite's -1 is an error on PostgreSQL)
