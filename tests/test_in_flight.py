@@ -8,6 +8,8 @@ import threading
 import time
 from collections.abc import Callable
 
+import pytest
+
 from evalcore.campaigns.executors import InFlight
 from evalcore.campaigns.records import Outcome
 
@@ -91,12 +93,16 @@ def test_a_question_waiting_for_a_thread_has_no_deadline_until_it_starts() -> No
     in_flight.close()
 
 
-def test_after_a_failure_no_question_starts_until_the_collector_has_seen_it() -> None:
+@pytest.mark.parametrize("handed", ["before the failure", "after it"])
+def test_after_a_failure_no_question_starts_until_the_collector_has_seen_it(handed: str) -> None:
     work, in_flight = Work(), InFlight(60.0, threads=1)
     in_flight.run(0, work.of(0, fails=True), 60.0)
+    if handed == "after it":  # the thread is free again, but the failure is not collected yet
+        assert until(lambda: work.started == [0] and work.running == 0)
+        time.sleep(0.1)
     for position in range(1, 4):
         in_flight.run(position, work.of(position), 60.0)
-    assert until(lambda: work.started == [0] and work.running == 0)
+    assert until(lambda: work.started[:1] == [0] and work.running == 0)
     time.sleep(0.3)  # time for the thread to have taken the next one, were it going to
     assert work.started == [0]
     first = in_flight.collect()

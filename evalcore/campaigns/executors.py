@@ -101,12 +101,12 @@ class InFlight:
 
     def run(self, position: int, work: Callable[[], Outcome], seconds: float) -> None:
         """Do `work` on a daemon thread (a free one, else a new one), due within `seconds` of its start; past
-        `threads` answering, once one of them is free."""
+        `threads` answering (or while a failure is held), once one of them is free."""
         calls = Calls(self.calls)
         item = (position, calls, work)
         with self._lock:
             self._questions[position] = calls
-            if self.threads is not None and (self._answering >= self.threads or self._waiting):
+            if self.threads is not None and (self._held or self._answering >= self.threads or self._waiting):
                 self._deadlines[position] = math.inf
                 self._waiting.append((item, seconds))
                 return
