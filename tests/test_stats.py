@@ -314,3 +314,94 @@ def test_signs_read_from_raw_words_are_numpys_own_integers(sizes):
         out = np.empty(size)
         stats.draw_signs(rng, out)
         assert np.array_equal(out, reference.integers(0, 2, size=size) * 2.0 - 1.0)
+
+
+@pytest.mark.parametrize("n", [2, 3, 10_000, 12_345, 3 << 30 | 1])
+def test_bounded_draws_from_raw_words_are_numpys_own_integers(n):
+    # numpy's rng.integers(0, n) value for value, in calls of odd and even sizes (an odd one leaves half a word for
+    # the next), on ranges that reject few words and half of them (3 * 2^30 + 1, beyond what the bootstrap asks).
+    assert stats.bounded_draws_hold(n) == (n < 1 << 31)
+    sizes = [7, 60_000, 3, 1, 65_536]
+    drawn = list(stats.bounded_draws(np.random.default_rng(9), n, sizes))
+    assert [d.size for d in drawn] == sizes
+    assert np.array_equal(np.concatenate(drawn), np.random.default_rng(9).integers(0, n, size=sum(sizes)))
+    assert not stats.bounded_draws_hold(1) and not stats.bounded_draws_hold(1 << 31)
+
+
+def test_resample_counts_are_the_counts_of_numpys_indices():
+    n, resamples = 1_001, 130   # slices of 65 resamples, the last block short
+    expected = np.zeros((resamples, n))
+    rng = np.random.default_rng(4)
+    for start, rows in zip(np.cumsum([0, *stats.slices(resamples, n)[:-1]]), stats.slices(resamples, n), strict=True):
+        indices = rng.integers(0, n, size=(rows, n))
+        for r in range(rows):
+            expected[start + r] = np.bincount(indices[r], minlength=n)
+    got = np.concatenate([counts for _, counts in stats.resample_counts(n, resamples=resamples, seed=4)])
+    assert np.array_equal(got, expected)
+
+
+def test_matrix_products_stay_on_one_thread_until_the_last_user_leaves():
+    # The sign flips and the bootstrap multiply on two threads at once; when one left, the limit used to be lifted
+    # under the other, whose product OpenBLAS then split over its threads (sums different in the last bit).
+    import threading
+
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return {info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
+
+    before = blas_threads()
+    inside, leave, seen = threading.Event(), threading.Event(), []
+
+    def other():
+        with stats.one_thread():
+            inside.set()
+            leave.wait(10)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    inside.wait(10)
+    with stats.one_thread():
+        leave.set()
+        thread.join()   # the other thread has left
+        seen.append(blas_threads())
+    assert seen == [{1}]
+    assert blas_threads() == before
+
+
+def test_the_limit_holds_whichever_thread_leaves_last():
+    import threading
+
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return {info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
+
+    before = blas_threads()
+    with stats.one_thread():   # this thread set a limit before (threadpoolctl would keep it the only one allowed to)
+        pass
+    inside, leave, seen = threading.Event(), threading.Event(), []
+
+    def other():
+        with stats.one_thread():
+            inside.set()
+            leave.wait(10)
+            seen.append(blas_threads())   # the thread that set the limit has left
+
+    thread = threading.Thread(target=other)
+    with stats.one_thread():
+        thread.start()
+        inside.wait(10)
+    leave.set()
+    thread.join()
+    assert seen == [{1}]
+    assert blas_threads() == before
+
+
+def test_the_bootstrap_does_not_depend_on_the_tables_memory_layout():
+    # A comparison's table is column-major; OpenBLAS's kernels for the two layouts can sum in different orders.
+    for n, shares in ((60, [1.0, 0.3]), (200, [1.0, 0.3]), (60, [1.0] * 6 + [0.5] * 3), (3_000, [1.0, 0.4, 0.9, 0.05])):
+        table = table_like_a_campaign(5, n, shares)
+        rows_first = stats.bootstrap_table(np.ascontiguousarray(table), resamples=500, seed=2)
+        columns_first = stats.bootstrap_table(np.asfortranarray(table), resamples=500, seed=2)
+        assert rows_first == columns_first, (n, shares)

@@ -79,17 +79,70 @@ def resample_counts(n: int, *, resamples: int, seed: int) -> Iterator[tuple[int,
     block = np.empty((max(1, PRODUCT_CELLS // max(n, 1)), n))
     start = filled = 0
     sizes = slices(resamples, n)
-    # The indices are drawn on another thread (numpy draws 64-bit integers without holding the GIL; its 32-bit ones,
-    # the same stream, hold it) while this one counts them and multiplies.
-    drawn = ahead(rng.integers(0, n, size=(rows, n)) for rows in sizes)
-    for rows, indices in zip(sizes, drawn, strict=True):
+    # The indices are drawn on another thread (numpy's work there releases the GIL) while this one counts them and
+    # multiplies.
+    for rows, indices in zip(sizes, ahead(offset_indices(rng, n, sizes)), strict=True):
         if filled + rows > block.shape[0]:
             yield start, block[:filled]
             start, filled = start + filled, 0
-        indices += np.arange(0, rows * n, n)[:, None]
-        block[filled:filled + rows] = np.bincount(indices.ravel(), minlength=rows * n).reshape(rows, n)
+        block[filled:filled + rows] = np.bincount(indices, minlength=rows * n).reshape(rows, n)
         filled += rows
     yield start, block[:filled]
+
+
+def offset_indices(rng: np.random.Generator, n: int, sizes: Sequence[int]) -> Iterator[np.ndarray]:
+    """For each slice of `rows` resamples, `rng.integers(0, n, size=(rows, n))` flattened, with r * n added to row r's
+    indices (so that one bincount counts every row apart)."""
+    counts = [rows * n for rows in sizes]
+    drawn = bounded_draws(rng, n, counts) if bounded_draws_hold(n) else (rng.integers(0, n, size=c) for c in counts)
+    offsets: dict[int, np.ndarray] = {}
+    for rows, indices in zip(sizes, drawn, strict=True):
+        if rows not in offsets:
+            offsets[rows] = np.repeat(np.arange(0, rows * n, n, dtype=np.int64), n)
+        indices += offsets[rows]
+        yield indices
+
+
+def bounded_draws(rng: np.random.Generator, n: int, sizes: Iterable[int]) -> Iterator[np.ndarray]:
+    """`rng.integers(0, n, size=size)` for each size in turn, value for value, from the generator's raw words.
+
+    numpy draws an integer below n (2 <= n < 2^32) by Lemire's method from the generator's next 32-bit word w: the
+    high half of w * n, unless its low half falls below 2^32 mod n, when w is rejected and the next word taken; a
+    64-bit generator hands out each word's low half first and keeps the other for the next draw. Done here a whole
+    block at a time (numpy spends a function call per value), the same stream costs less than half as much. Only
+    from a generator that has drawn nothing else; `bounded_draws_hold` checks that this numpy draws so.
+    """
+    threshold = (1 << 32) % n
+    carry = np.empty(0, dtype=np.uint64)   # accepted values drawn beyond the last size asked (an odd size's half word)
+    for size in sizes:
+        parts, have = [carry], carry.size
+        while have < size:
+            products = rng.bit_generator.random_raw((size - have + 1) // 2).view(np.uint32).astype(np.uint64)
+            products *= n
+            rejected = products.astype(np.uint32) < threshold   # the low half
+            if rejected.any():
+                products = products[~rejected]
+            products >>= 32
+            parts.append(products)
+            have += products.size
+        drawn = parts[-1] if len(parts) == 2 and not carry.size else np.concatenate(parts)
+        carry = drawn[size:]
+        yield drawn[:size].view(np.int64)
+
+
+@cache
+def bounded_draws_hold(n: int) -> bool:
+    """Whether bounded_draws gives rng.integers(0, n)'s stream in this numpy, on this machine (checked once on a range
+    that rejects half its words and on one that rejects few, in calls of odd and even sizes); false for an n it does
+    not cover."""
+    if not 2 <= n < 1 << 31:
+        return False
+    for bound in (3 << 30 | 1, 10_007):
+        sizes = [1, 5000, 4, 777]
+        mine = np.concatenate(list(bounded_draws(np.random.default_rng(2024), bound, sizes)))
+        if not np.array_equal(mine, np.random.default_rng(2024).integers(0, bound, size=sum(sizes))):
+            return False
+    return True
 
 
 def ahead(items: Iterator[T] | Iterable[T], depth: int = 8) -> Iterator[T]:
@@ -145,7 +198,9 @@ def bootstrap_means(columns: np.ndarray, *, resamples: int = RESAMPLES, seed: in
     present = ~np.isnan(columns)
     patterns, which = np.unique(present, axis=1, return_inverse=True)
     partial = [j for j in range(patterns.shape[1]) if not patterns[:, j].all()]
-    weights = np.column_stack([np.where(present, columns, 0.0), patterns[:, partial].astype(float)])
+    # One layout whatever the columns' (a comparison's table is column-major): OpenBLAS multiplies the two layouts with
+    # different kernels, whose sums can differ in the last bit.
+    weights = np.asfortranarray(np.column_stack([np.where(present, columns, 0.0), patterns[:, partial].astype(float)]))
     sums = np.empty((resamples, weights.shape[1]))
     with one_thread():
         for start, counts in resample_counts(n, resamples=resamples, seed=seed):
@@ -158,13 +213,51 @@ def bootstrap_means(columns: np.ndarray, *, resamples: int = RESAMPLES, seed: in
     return means
 
 
+_limited = threading.Lock()
+_users: list[Any] = []   # one entry per thread inside one_thread(): the limits to restore when the last one leaves
+
+
 @contextmanager
 def one_thread() -> Iterator[None]:
-    """Matrix products on this thread only: OpenBLAS's threads cost more than they save on a shared machine."""
+    """Matrix products on one thread: OpenBLAS's threads cost more than they save on a shared machine, and a product
+    split over them sums in another order (the last bit of a bootstrap interval would depend on the thread count).
+
+    OpenBLAS's limit is process-wide while a comparison multiplies on two threads at once: it is set when the first
+    enters and lifted when the last leaves, whichever threads they are. (threadpoolctl lets only the thread that set a
+    limit change it and lifts it when that thread leaves: the other thread's product then ran on every BLAS thread.)
+    """
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _limited:
+        if not _users:
+            with blas_control():
+                _users.append(threadpool_limits(limits=1, user_api="blas"))
+        else:
+            _users.append(_users[0])
+    try:
         yield
+    finally:
+        with _limited:
+            limits = _users.pop()
+            if not _users:
+                with blas_control():
+                    limits.restore_original_limits()
+
+
+@contextmanager
+def blas_control() -> Iterator[None]:
+    """Let this thread set OpenBLAS's limit, and no thread keep that right afterwards (threadpoolctl gives it to the
+    first thread that sets one, and ignores the others)."""
+    from threadpoolctl import LibController
+
+    controllers = [kind for kind in LibController.__subclasses__() if hasattr(kind, "clear_controlling_thread")]
+    for kind in controllers:
+        kind.clear_controlling_thread(force=True)
+    try:
+        yield
+    finally:
+        for kind in controllers:
+            kind.clear_controlling_thread(force=True)
 
 
 def bootstrap_table(columns: np.ndarray, *, resamples: int = RESAMPLES, seed: int = 0,
