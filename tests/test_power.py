@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -165,3 +167,21 @@ def test_a_comparison_computes_power_without_importing_scipy_stats(monkeypatch):
     a_rows, b_rows = [[row(i, f"Q{i}", {"rougel": (i * k % 7) / 7}) for i in range(30)] for k in (2, 3)]
     result = compare_results(campaign("A"), a_rows, campaign("B", {"top_k": 10}), b_rows)
     assert result.measures[0].mde and result.measures[0].n_required
+
+
+def test_the_api_imports_scipy_special_beside_its_start_up(tmp_path):
+    # A server's first comparison would otherwise pay scipy.special's import (half a second of Python on the lock the
+    # comparison's own reading needs); the API starts it on a thread of its own when it is created.
+    code = """
+import sys, threading
+from evalcore.api.app import create_app
+create_app(sys.argv[1])
+started = "scipy.special" in sys.modules or any(t.name == "power-import" for t in threading.enumerate())
+for thread in threading.enumerate():
+    if thread.name == "power-import":
+        thread.join(60)
+print(started, "scipy.special" in sys.modules, "scipy.stats" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "e.db")], capture_output=True, text=True,
+                          check=True, cwd=Path(__file__).resolve().parent.parent)
+    assert done.stdout.split() == ["True", "True", "False"]

@@ -23,7 +23,7 @@ from evalcore.api.limits import MAX_BODY_BYTES, BodyLimit
 from evalcore.api.normalize import Normalize
 from evalcore.campaigns import get_manager
 from evalcore.campaigns.listing import keep_ended_figures
-from evalcore.compare import compare_with_previous
+from evalcore.compare import compare_with_previous, power
 
 DESCRIPTION = """RAG evaluation workbench API: evaluation tasks, question suites
 and their campaigns, paged per-question results and comparisons.
@@ -40,6 +40,8 @@ def create_app(db_path: str | Path | None = None, *, dataset_root: Path | None =
     # One process, one writer per database: the API shares the campaign manager's store (the manager
     # is process-wide and outlives any one app, so the app does not close it).
     manager = get_manager(db_path)
+    # The server's first comparison need not wait for scipy.special (its power figures): imported beside the start-up.
+    power.prepare()
     manager.after_each(keep_ended_figures)  # lists and summaries then read its figures
     manager.after_each(compare_with_previous)
     # The stock /docs and /redoc pages load their scripts from CDNs: ours (evalcore.api.docs) work offline.
