@@ -214,7 +214,8 @@ def bootstrap_means(columns: np.ndarray, *, resamples: int = RESAMPLES, seed: in
 
 
 _limited = threading.Lock()
-_users: list[Any] = []   # one entry per thread inside one_thread(): the limits to restore when the last one leaves
+_threads = 0   # how many threads are inside one_thread()
+_limits: Any = None   # the limits they share
 
 
 @contextmanager
@@ -228,20 +229,20 @@ def one_thread() -> Iterator[None]:
     """
     from threadpoolctl import threadpool_limits
 
+    global _threads, _limits   # one limit for the whole process, as OpenBLAS has
     with _limited:
-        if not _users:
+        if not _threads:
             with blas_control():
-                _users.append(threadpool_limits(limits=1, user_api="blas"))
-        else:
-            _users.append(_users[0])
+                _limits = threadpool_limits(limits=1, user_api="blas")
+        _threads += 1
     try:
         yield
     finally:
         with _limited:
-            limits = _users.pop()
-            if not _users:
+            _threads -= 1
+            if not _threads:
                 with blas_control():
-                    limits.restore_original_limits()
+                    _limits.restore_original_limits()
 
 
 @contextmanager
