@@ -374,3 +374,14 @@ def test_the_html_report_holds_the_stages_and_the_transition_table(two) -> None:
     assert "Failure stage of each common question, in A and in B" in section  # the chart's title
     assert "<th>stage in A</th>" in section and "<th>B: ok</th>" in section
     assert "<th>stage A</th>" in text  # and every question's stage in the last table
+
+
+def test_a_cell_of_thousands_of_moved_questions_names_its_first_twenty() -> None:
+    from evalcore.cli.compare import transition_lines
+    from evalcore.diagnosis import Transition
+
+    lines = transition_lines([Transition("ranking miss", "retrieval miss", tuple(range(280, 2560))),
+                              Transition("ok", "ranking miss", (4, 9))])
+    assert lines[-2] == ("  ranking miss -> retrieval miss: 2280 (" + " ".join(f"q{q}" for q in range(280, 300))
+                         + " ... and 2260 more: --json lists them all)")
+    assert lines[-1] == "  ok -> ranking miss: 2 (q4 q9)"

@@ -289,8 +289,13 @@ def transition_lines(cells: list[Transition]) -> list[str]:
     lines += [f"  {a:{width}}" + "".join(f"{count.get((a, b), 0):>{width}}" for b in present) for a in present]
     for cell in cells:
         if cell.a != cell.b:
-            lines.append(f"  {cell.a} -> {cell.b}: {cell.count} (" + " ".join(f"q{qid}" for qid in cell.qids) + ")")
+            named = " ".join(f"q{qid}" for qid in cell.qids[:LISTED])
+            more = f" ... and {cell.count - LISTED} more: --json lists them all" if cell.count > LISTED else ""
+            lines.append(f"  {cell.a} -> {cell.b}: {cell.count} ({named}{more})")
     return lines
+
+
+LISTED = 20   # question ids named per moved cell: thousands of them would fill the terminal
 
 
 def power_line(m: MeasureDelta) -> str:
