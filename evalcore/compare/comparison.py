@@ -28,7 +28,7 @@ from evalcore.campaigns.compared import (
     row_values,
 )
 from evalcore.campaigns.result_rows import no_cycle_collection
-from evalcore.compare import power, saved, stats
+from evalcore.compare import power, saved, stats, worker
 from evalcore.compare.deltas import (
     PASS_SUFFIX,
     CampaignHeader,
@@ -296,11 +296,13 @@ def compare_results(a_campaign: Campaign, a_rows: list[QuestionResult], b_campai
 
 def compare_rows(a_campaign: Campaign, a: ComparedRows, b_campaign: Campaign, b: ComparedRows, *, seed: int = 0,
                  resamples: int = stats.RESAMPLES, effect: float = power.EFFECT, basis: str | None = None,
-                 tolerances: Mapping[str, float] | None = None) -> Comparison:
+                 tolerances: Mapping[str, float] | None = None, process: worker.Statistics | None = None,
+                 ) -> Comparison:
     """compare_results on the questions as a comparison reads them (`ComparedRows`, from records or the store).
 
     Rows read with their rest pending (`read_compared(..., pending=True)`) are finished once the statistics are under
     way; the questions' lines (KeptQuestions: what the store keeps and the faces write) are written beside them too.
+    With a started `process` (worker), the statistics are computed there (in process if it gives nothing back).
     """
     check_draws(seed, resamples)
     effect = power.check_effect(effect)
@@ -315,14 +317,16 @@ def compare_rows(a_campaign: Campaign, a: ComparedRows, b_campaign: Campaign, b:
     # The statistics are numpy's (drawing, counting, matrix products, the GIL released) while the questions' lines are
     # Python's: on a second core they take no longer than the lines alone.
     # Two threads: the statistics' task, and the sign flips it hands back to the same pool.
+    job = {"paired": paired, "table": table, "seed": seed, "resamples": resamples, "effect": effect}
     with ThreadPoolExecutor(2, thread_name_prefix="comparison-statistics") as pool:
-        statistics = pool.submit(measure_entries, paired, table, seed=seed, resamples=resamples, effect=effect,
-                                 pool=pool)
+        statistics = pool.submit(process.entries, job) if process else pool.submit(measure_entries, **job, pool=pool)
         a.finish()
         b.finish()
         with no_cycle_collection():
             questions = KeptQuestions.of([question_entry(k, a, a_at.get(k), b, b_at.get(k), order) for k in keys])
         measures = statistics.result()
+        if measures is None:   # the process gave nothing back: the same numbers, computed here
+            measures = measure_entries(**job, pool=pool)
     notes = notes_for(a_campaign, b_campaign, diff, common=len(common), measured=set(paired))
     notes += one_sided(a_common, b_common, set(paired))
     return Comparison(a=CampaignHeader.of(a_campaign), b=CampaignHeader.of(b_campaign), questions=questions,
@@ -404,9 +408,16 @@ def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resa
     pairwise = saved.find_preference(store, a, b)
 
     def computed(**options: Any) -> Comparison:
-        power.prepare()
-        return compare_rows(a, read_compared(store, a_id, pending=True), b, read_compared(store, b_id, pending=True),
-                            seed=seed, resamples=resamples, **options)
+        process = worker.start(a.finished, b.finished)   # it gets ready while the campaigns are read
+        if process is None:
+            power.prepare()
+        try:
+            return compare_rows(a, read_compared(store, a_id, pending=True), b,
+                                read_compared(store, b_id, pending=True), seed=seed, resamples=resamples,
+                                process=process, **options)
+        finally:
+            if process is not None:
+                process.close()
 
     if basis:  # an asked basis is not the stored default: computed, not kept
         return replace(computed(effect=effect, basis=basis, tolerances=tolerances), pairwise=pairwise)
