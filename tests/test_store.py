@@ -95,6 +95,39 @@ def test_writes_from_many_threads_are_serialised_and_readers_run_concurrently(st
     assert len(seen) == 200 and max(seen) == 200
 
 
+def test_a_write_queued_for_soon_is_read_back_by_whoever_reads_next(store: Store) -> None:
+    # write_soon returns before the write is done (on SQLite); any read asked for afterwards, on any thread, waits
+    # for it, and a failed one leaves its error in its future without breaking the writes and reads after it.
+    started = threading.Event()
+
+    def slow_insert(conn: sqlite3.Connection) -> None:
+        started.set()
+        time.sleep(0.3)
+        conn.execute("INSERT INTO call_cache VALUES ('soon', '1', 0)")
+
+    done = store.write_soon(slow_insert)
+    queued = not done.done()   # SQLite: handed to its writer thread, which sleeps in it for 0.3 s
+    seen: list[int] = []
+    reader = threading.Thread(target=lambda: seen.append(store.read("SELECT count(*) FROM call_cache")[0][0]))
+    reader.start()
+    assert store.read("SELECT value FROM call_cache WHERE key = 'soon'")[0][0] == "1"
+    reader.join()
+    assert seen == [1] and done.result() is None and started.is_set()
+    assert queued == (type(store) is Store)   # PostgreSQL has no writer thread: written before it returns
+
+    def fail(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO call_cache VALUES ('lost', '1', 0)")
+        raise ValueError("boom")
+
+    failed = store.write_soon(fail)
+    assert store.read("SELECT count(*) FROM call_cache WHERE key = 'lost'")[0][0] == 0   # rolled back
+    assert isinstance(failed.exception(), ValueError)
+    # A write that reads (on the writer thread) does not wait for itself.
+    assert store.write_soon(lambda conn: store.read("SELECT count(*) FROM call_cache")[0][0]).result(timeout=10) == 1
+    store.write(lambda conn: conn.execute("INSERT INTO call_cache VALUES ('after', '1', 0)"))
+    assert store.read("SELECT count(*) FROM call_cache")[0][0] == 2
+
+
 def dead_pid() -> int:
     """The id of a process that has exited (and been reaped)."""
     child = subprocess.Popen(["true"])

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import sqlite3
 import time
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -33,7 +35,9 @@ from evalcore.compare.deltas import (
     kept_questions,
 )
 from evalcore.compare.preference import Preference
-from evalcore.store import Store, dumps
+from evalcore.store import Connection, Store, dumps
+
+log = logging.getLogger("evalcore.compare")
 
 # Bump when what a stored comparison holds, or how any of its numbers is computed, changes.
 # 2: the verdict basis and its reason; 3: questions carry their failure stage in each campaign and what a query
@@ -73,7 +77,10 @@ def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None
     """Store a comparison under its key, unless a campaign is still running (its results change by the second).
 
     Stored as the JSON of all but its questions, then each question's line (KeptQuestions) on a line of its own (JSON
-    text has no raw newline); kept_questions(comparison.questions) writes their lines unless they are written.
+    text has no raw newline); kept_questions(comparison.questions) writes their lines unless they are written. The
+    write is queued (`Store.write_soon`: a later read waits for it) and this returns at once: the caller writes the
+    comparison out while the store writes its 20 MB for 10,000 questions. A write that fails loses only what was
+    kept: the comparison is computed again when next asked.
     """
     if a.active or b.active:
         return
@@ -84,14 +91,25 @@ def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None
                   "basis_reason": comparison.basis_reason, "summary": questions.summary.to_dict()})
     data = f"{head}\n{questions.text}"
     row = (*key(a, b, comparison.seed, comparison.resamples), data, pack(comparison.paired), time.time())
-    try:
-        store.write(lambda conn: conn.execute(
-            "INSERT INTO comparisons (a_id, b_id, seed, resamples, a_version, b_version, format, data, paired, "
-            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (a_id, b_id, seed, resamples) DO UPDATE SET "
-            "a_version = excluded.a_version, b_version = excluded.b_version, format = excluded.format, "
-            "data = excluded.data, paired = excluded.paired, created_at = excluded.created_at", row))
-    except sqlite3.IntegrityError:
-        return   # a campaign was deleted meanwhile: there is nothing to keep
+
+    def insert(conn: Connection) -> None:
+        try:
+            conn.execute(
+                "INSERT INTO comparisons (a_id, b_id, seed, resamples, a_version, b_version, format, data, paired, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (a_id, b_id, seed, resamples) DO "
+                "UPDATE SET a_version = excluded.a_version, b_version = excluded.b_version, format = excluded.format, "
+                "data = excluded.data, paired = excluded.paired, created_at = excluded.created_at", row)
+        except sqlite3.IntegrityError:
+            return   # a campaign was deleted meanwhile: there is nothing to keep
+
+    store.write_soon(insert).add_done_callback(not_kept)
+
+
+def not_kept(write: Future[None]) -> None:
+    """Say why a comparison could not be kept (it is computed again when next asked)."""
+    error = write.exception()
+    if error is not None:
+        log.warning("a comparison could not be kept: %s", error)
 
 
 def pack(paired: dict[str, Paired]) -> bytes:

@@ -13,7 +13,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from pathlib import Path
 from typing import Any, Protocol, Self, TypeVar
 
@@ -392,6 +392,8 @@ class Store:
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._queue: queue.Queue[tuple[Callable[[Connection], Any], Future[Any]] | None] = queue.Queue()
+        self._soon: list[Future[Any]] = []   # writes queued by write_soon, not yet known to be done
+        self._soon_lock = threading.Lock()
         self._closed = False
         ready: Future[Any] = Future()
         self._writer = threading.Thread(target=self._write_loop, args=(ready,), name="evalcore-store-writer",
@@ -460,8 +462,34 @@ class Store:
         self._queue.put((fn, future))
         return future.result()
 
+    def write_soon(self, fn: Callable[[Connection], Any]) -> Future[Any]:
+        """Queue fn(conn) for the writer thread as `write` does, and return at once (its future).
+
+        A read asked for afterwards waits for it first: whoever wrote reads what was written, as after `write`.
+        """
+        if self._closed:
+            raise EvalError("the store is closed", where=str(self.path))
+        future: Future[Any] = Future()
+        with self._soon_lock:
+            self._soon.append(future)
+        self._queue.put((fn, future))
+        return future
+
+    def _settle(self) -> None:
+        """Wait for the writes write_soon queued (not on the writer thread, where they wait for the caller)."""
+        if threading.current_thread() is self._writer:
+            return
+        with self._soon_lock:
+            pending = list(self._soon)
+        wait(pending)
+        with self._soon_lock:
+            self._soon = [future for future in self._soon if not future.done()]
+
     def read(self, sql: str, params: tuple[Any, ...] | list[Any] | dict[str, Any] = ()) -> list[Row]:
-        """Run one query on a pooled connection (one is opened only when all are busy)."""
+        """Run one query on a pooled connection (one is opened only when all are busy), once the writes queued by
+        write_soon before it are done."""
+        if self._soon:
+            self._settle()
         try:
             conn = self._idle.get_nowait()
         except queue.Empty:

@@ -17,6 +17,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -222,6 +223,15 @@ class PgStore(Store):
                     raise
                 time.sleep(min(0.002 * 2 ** min(attempt, 8), 0.25) * (0.5 + os.urandom(1)[0] / 255))
         raise AssertionError("unreachable")
+
+    def write_soon(self, fn: Callable[[Connection], Any]) -> Future[Any]:
+        """`write`, done before it returns (there is no writer thread to queue it for): its future, already done."""
+        future: Future[Any] = Future()
+        try:
+            future.set_result(self.write(fn))
+        except Exception as error:  # noqa: BLE001 (the caller reads it from the future, as from the SQLite store's)
+            future.set_exception(error)
+        return future
 
     def read(self, sql: str, params: tuple[Any, ...] | list[Any] | dict[str, Any] = ()) -> list[Any]:
         """Run one query on a pooled connection (its own snapshot)."""
