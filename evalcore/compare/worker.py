@@ -18,6 +18,7 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -41,15 +42,24 @@ class Statistics:
 
     def entries(self, job: dict[str, Any]) -> Any | None:
         """The measure entries of `job` (measure_entries' arguments), or None when the process gave none."""
+        process = self._process
+        timer = threading.Timer(TIMEOUT, process.kill)   # a process that hangs is stopped, then done without
+        timer.daemon = True
+        timer.start()
         try:
-            answer, _ = self._process.communicate(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL), TIMEOUT)
-            if self._process.returncode or not answer:
+            assert process.stdin is not None and process.stdout is not None
+            # In one write and one read (communicate's 4 kB steps would each wait for Python's lock behind the lines).
+            process.stdin.write(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
+            process.stdin.close()
+            answer = process.stdout.read()
+            if process.wait() or not answer:
                 return None
             ok, value = pickle.loads(answer)   # noqa: S301 (our own child's answer)
             return value if ok else None
-        except (OSError, EOFError, ValueError, pickle.PickleError, subprocess.TimeoutExpired):
+        except Exception:  # noqa: BLE001 (whatever went wrong with the process, the parent computes the entries)
             return None
         finally:
+            timer.cancel()
             self.close()
 
     def close(self) -> None:
@@ -80,7 +90,7 @@ def serve() -> None:
     from evalcore.compare.comparison import measure_entries
 
     power.prepare()   # scipy.special, while the campaigns are read
-    job = pickle.load(sys.stdin.buffer)   # noqa: S301 (from the process that started this one)
+    job = pickle.loads(sys.stdin.buffer.read())   # noqa: S301 (from the process that started this one)
     from concurrent.futures import ThreadPoolExecutor
 
     try:
