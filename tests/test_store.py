@@ -128,6 +128,21 @@ def test_a_write_queued_for_soon_is_read_back_by_whoever_reads_next(store: Store
     assert store.read("SELECT count(*) FROM call_cache")[0][0] == 2
 
 
+def test_a_write_queued_for_a_table_holds_back_only_the_reads_of_that_table(sqlite_store: Store) -> None:
+    release = threading.Event()
+
+    def held_insert(conn: sqlite3.Connection) -> None:
+        release.wait(10)
+        conn.execute("INSERT INTO call_cache VALUES ('held', '1', 0)")
+
+    done = sqlite_store.write_soon(held_insert, tables=("call_cache",))
+    assert sqlite_store.read("SELECT count(*) FROM campaigns")[0][0] == 0   # another table: not held back
+    assert not done.done()
+    threading.Timer(0.2, release.set).start()
+    assert sqlite_store.read("SELECT count(*) FROM Call_Cache")[0][0] == 1   # this one (in any case): after it
+    assert done.done()
+
+
 def dead_pid() -> int:
     """The id of a process that has exited (and been reaped)."""
     child = subprocess.Popen(["true"])

@@ -28,7 +28,8 @@ def stored(store, cid, shift):
                      "ended_at, config, dataset_hash) VALUES (?, 'default', 'dataset', 'default', 'succeeded', 400, "
                      "400, 0, 0, 1.0, ?, 'd1')", (cid, json.dumps({"top_k": 5 + shift})))
         conn.executemany("INSERT INTO campaign_questions (campaign_id, position, qid, question, refs, "
-                         "expected_sources) VALUES (?, ?, ?, ?, '[]', '[]')", [(cid, i, i, f"q{i}") for i in range(400)])
+                         "expected_sources) VALUES (?, ?, ?, ?, '[]', '[]')",
+                         [(cid, i, i, f"q{i}") for i in range(400)])
         conn.executemany("INSERT INTO results (campaign_id, position, qid, answer, retrieved, sources, measures, "
                          "signatures, judges, created_at) VALUES (?, ?, ?, 'an answer', '[]', '[]', ?, '{}', '{}', 0)",
                          [(cid, i, i, json.dumps(values(i))) for i in range(400)])

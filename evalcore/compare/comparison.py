@@ -317,7 +317,7 @@ def compare_rows(a_campaign: Campaign, a: ComparedRows, b_campaign: Campaign, b:
     # The statistics are numpy's (drawing, counting, matrix products, the GIL released) while the questions' lines are
     # Python's: on a second core they take no longer than the lines alone.
     # Two threads: the statistics' task, and the sign flips it hands back to the same pool.
-    job = {"paired": paired, "table": table, "seed": seed, "resamples": resamples, "effect": effect}
+    job: dict[str, Any] = {"paired": paired, "table": table, "seed": seed, "resamples": resamples, "effect": effect}
     with ThreadPoolExecutor(2, thread_name_prefix="comparison-statistics") as pool:
         statistics = pool.submit(process.entries, job) if process else pool.submit(measure_entries, **job, pool=pool)
         a.finish()

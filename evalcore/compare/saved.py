@@ -78,9 +78,9 @@ def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None
 
     Stored as the JSON of all but its questions, then each question's line (KeptQuestions) on a line of its own (JSON
     text has no raw newline); kept_questions(comparison.questions) writes their lines unless they are written. The
-    write is queued (`Store.write_soon`: a later read waits for it) and this returns at once: the caller writes the
-    comparison out while the store writes its 20 MB for 10,000 questions. A write that fails loses only what was
-    kept: the comparison is computed again when next asked.
+    write is queued (`Store.write_soon`: a later read of the table waits for it) and this returns at once: the
+    caller writes the comparison out while the store writes its 20 MB for 10,000 questions. A write that fails
+    loses only what was kept: the comparison is computed again when next asked.
     """
     if a.active or b.active:
         return
@@ -102,7 +102,7 @@ def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None
         except sqlite3.IntegrityError:
             return   # a campaign was deleted meanwhile: there is nothing to keep
 
-    store.write_soon(insert).add_done_callback(not_kept)
+    store.write_soon(insert, tables=("comparisons",)).add_done_callback(not_kept)
 
 
 def not_kept(write: Future[None]) -> None:

@@ -36,7 +36,7 @@ class Statistics:
     def __init__(self) -> None:
         environment = dict(os.environ)
         environment["PYTHONPATH"] = os.pathsep.join([ROOT, *filter(None, [environment.get("PYTHONPATH")])])
-        self._process = subprocess.Popen(  # noqa: S603 (this interpreter, this module)
+        self._process = subprocess.Popen(   # this interpreter, this module
             [sys.executable, "-c", SERVE], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=environment)
 
@@ -54,7 +54,7 @@ class Statistics:
             answer = process.stdout.read()
             if process.wait() or not answer:
                 return None
-            ok, value = pickle.loads(answer)   # noqa: S301 (our own child's answer)
+            ok, value = pickle.loads(answer)   # our own child's answer
             return value if ok else None
         except Exception:  # noqa: BLE001 (whatever went wrong with the process, the parent computes the entries)
             return None
@@ -90,7 +90,7 @@ def serve() -> None:
     from evalcore.compare.comparison import measure_entries
 
     power.prepare()   # scipy.special, while the campaigns are read
-    job = pickle.loads(sys.stdin.buffer.read())   # noqa: S301 (from the process that started this one)
+    job = pickle.loads(sys.stdin.buffer.read())   # from the process that started this one
     from concurrent.futures import ThreadPoolExecutor
 
     try:

@@ -392,7 +392,8 @@ class Store:
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._queue: queue.Queue[tuple[Callable[[Connection], Any], Future[Any]] | None] = queue.Queue()
-        self._soon: list[Future[Any]] = []   # writes queued by write_soon, not yet known to be done
+        self._soon: list[tuple[Future[Any], tuple[str, ...]]] = []   # write_soon's writes (and their tables), not yet
+        # known to be done
         self._soon_lock = threading.Lock()
         self._closed = False
         ready: Future[Any] = Future()
@@ -462,34 +463,37 @@ class Store:
         self._queue.put((fn, future))
         return future.result()
 
-    def write_soon(self, fn: Callable[[Connection], Any]) -> Future[Any]:
+    def write_soon(self, fn: Callable[[Connection], Any], *, tables: tuple[str, ...] = ()) -> Future[Any]:
         """Queue fn(conn) for the writer thread as `write` does, and return at once (its future).
 
-        A read asked for afterwards waits for it first: whoever wrote reads what was written, as after `write`.
+        A read asked for afterwards waits for it first (with `tables`, a read whose SQL names one of them): whoever
+        wrote reads what was written, as after `write`.
         """
         if self._closed:
             raise EvalError("the store is closed", where=str(self.path))
         future: Future[Any] = Future()
         with self._soon_lock:
-            self._soon.append(future)
+            self._soon.append((future, tables))
         self._queue.put((fn, future))
         return future
 
-    def _settle(self) -> None:
-        """Wait for the writes write_soon queued (not on the writer thread, where they wait for the caller)."""
+    def _settle(self, sql: str) -> None:
+        """Wait for the writes write_soon queued that this read may see (not on the writer thread, where they wait
+        for the caller)."""
         if threading.current_thread() is self._writer:
             return
         with self._soon_lock:
-            pending = list(self._soon)
+            text = sql.lower()
+            pending = [future for future, tables in self._soon if not tables or any(name in text for name in tables)]
         wait(pending)
         with self._soon_lock:
-            self._soon = [future for future in self._soon if not future.done()]
+            self._soon = [(future, tables) for future, tables in self._soon if not future.done()]
 
     def read(self, sql: str, params: tuple[Any, ...] | list[Any] | dict[str, Any] = ()) -> list[Row]:
         """Run one query on a pooled connection (one is opened only when all are busy), once the writes queued by
-        write_soon before it are done."""
+        write_soon before it that it may see are done."""
         if self._soon:
-            self._settle()
+            self._settle(sql)
         try:
             conn = self._idle.get_nowait()
         except queue.Empty:

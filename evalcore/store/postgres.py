@@ -224,7 +224,7 @@ class PgStore(Store):
                 time.sleep(min(0.002 * 2 ** min(attempt, 8), 0.25) * (0.5 + os.urandom(1)[0] / 255))
         raise AssertionError("unreachable")
 
-    def write_soon(self, fn: Callable[[Connection], Any]) -> Future[Any]:
+    def write_soon(self, fn: Callable[[Connection], Any], *, tables: tuple[str, ...] = ()) -> Future[Any]:
         """`write`, done before it returns (there is no writer thread to queue it for): its future, already done."""
         future: Future[Any] = Future()
         try:
