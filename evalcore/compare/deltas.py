@@ -431,7 +431,11 @@ def decode_lines(lines: Sequence[str]) -> list[QuestionDiff]:
 
 def encode(value: Any) -> str:
     """One value in JSON, non-ASCII as it is (the C encoder); NaN and infinities refused, as JSON has none."""
-    return json.dumps(value, ensure_ascii=False, default=str, allow_nan=False)
+    return _ENCODER.encode(value)
+
+
+# json.dumps with these options builds an encoder per call: a comparison of 10,000 questions encodes 20,000 values.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, allow_nan=False)
 
 
 @dataclass(frozen=True)
