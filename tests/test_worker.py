@@ -81,12 +81,15 @@ def test_statistics_in_a_process_are_the_in_process_ones_to_the_last_bit(pair, m
 @pytest.mark.parametrize("serve", ["import sys; sys.exit(3)", "import sys; sys.stdin.buffer.read()",
                                    "import sys, pickle; sys.stdout.buffer.write(pickle.dumps((False, 'broke')))",
                                    "import sys; sys.stdout.write('not a pickle')"])
-def test_a_process_that_fails_leaves_the_comparison_to_be_computed_in_process(pair, monkeypatch, started, serve):
+def test_a_process_that_fails_leaves_the_comparison_to_be_computed_in_process(pair, monkeypatch, started, serve,
+                                                                             caplog):
     in_process = computed(pair)
     monkeypatch.setattr(worker, "FROM_QUESTIONS", 100)
     monkeypatch.setattr(worker, "SERVE", serve)
-    assert computed(pair) == in_process
+    with caplog.at_level("WARNING", logger="evalcore.compare"):
+        assert computed(pair) == in_process
     assert len(started) == 1 and started[0].poll() is not None   # it ended: nothing left running
+    assert "the statistics' process" in caplog.text and "computed here" in caplog.text
 
 
 def test_a_process_that_cannot_start_changes_nothing(pair, monkeypatch, started):

@@ -14,6 +14,7 @@ instead, and the comparison is the same.
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import subprocess
@@ -22,6 +23,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+log = logging.getLogger("evalcore.compare")
 # From how many questions a comparison hands its statistics to a process (both campaigns must have this many).
 FROM_QUESTIONS = 4_000
 TIMEOUT = 600   # seconds the process may take before the statistics are computed in process instead
@@ -53,10 +55,14 @@ class Statistics:
             process.stdin.close()
             answer = process.stdout.read()
             if process.wait() or not answer:
+                log.warning("the statistics' process ended (code %s), no answer: computed here", process.returncode)
                 return None
             ok, value = pickle.loads(answer)   # our own child's answer
+            if not ok:
+                log.warning("the statistics' process failed (%s): computed here", value)
             return value if ok else None
-        except Exception:  # noqa: BLE001 (whatever went wrong with the process, the parent computes the entries)
+        except Exception as error:  # noqa: BLE001 (whatever went wrong with the process, the parent computes them)
+            log.warning("the statistics' process gave nothing back (%s): computed here", error)
             return None
         finally:
             timer.cancel()
