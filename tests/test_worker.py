@@ -121,3 +121,13 @@ def test_a_comparison_that_fails_before_its_statistics_stops_the_process(pair, m
         computed(pair)
     assert len(started) == 1 and started[0].poll() is not None
     assert isinstance(started[0], subprocess.Popen)
+
+
+def test_the_process_multiplies_on_one_blas_thread_from_its_start(pair, monkeypatch, caplog):
+    # Its products are on one thread anyway; OpenBLAS's threads, started as numpy loads, would only spin.
+    monkeypatch.setattr(worker, "FROM_QUESTIONS", 100)
+    monkeypatch.setattr(worker, "SERVE", "import os, pickle, sys; sys.stdin.buffer.read(); sys.stdout.buffer.write("
+                        f"pickle.dumps((False, [os.environ.get(name) for name in {worker.ONE_THREAD!r}])))")
+    with caplog.at_level("WARNING", logger="evalcore.compare"):
+        computed(pair)
+    assert "failed (['1', '1'])" in caplog.text
