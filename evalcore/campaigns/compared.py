@@ -256,25 +256,25 @@ def read_compared(store: Store, campaign_id: str, *, pending: bool = False) -> C
     """
     holder = answers_holder(store, campaign_id)
     shared = holder != campaign_id
-    rows = store.read(_select(shared), (*((holder,) if shared else ()), campaign_id, ALL_ROWS))
-    if not rows:
-        return ComparedRows()
-    columns = list(zip(*rows, strict=True))
-    with no_cycle_collection():
+    with no_cycle_collection():   # from the query on (read_results says why)
+        rows = store.read(_select(shared), (*((holder,) if shared else ()), campaign_id, ALL_ROWS))
+        if not rows:
+            return ComparedRows()
+        columns = list(zip(*rows, strict=True))
         out = _compared(columns)
 
-    def rest() -> None:
-        with no_cycle_collection():
-            _rest(store, holder, out, columns)
-        if any(out.has_sources):  # suites: the sources found need each question's outcome
-            results = read_results(store, campaign_id, detail=False)
-            out.found = [found_sources(result) if has else frozenset()
-                         for result, has in zip(results, out.has_sources, strict=True)]
+        def rest() -> None:
+            with no_cycle_collection():
+                _rest(store, holder, out, columns)
+                if any(out.has_sources):  # suites: the sources found need each question's outcome
+                    results = read_results(store, campaign_id, detail=False)
+                    out.found = [found_sources(result) if has else frozenset()
+                                 for result, has in zip(results, out.has_sources, strict=True)]
 
-    out._rest = rest
-    if not pending:
-        out.finish()
-    return out
+        out._rest = rest
+        if not pending:
+            out.finish()
+        return out
 
 
 def _column(columns: list[tuple[Any, ...]], name: str) -> tuple[Any, ...]:

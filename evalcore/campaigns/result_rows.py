@@ -322,17 +322,20 @@ def read_results(store: Store, campaign_id: str, offset: int = 0, limit: int | N
     """
     if positions is not None and not positions:
         return []
-    holder = answers_holder(store, campaign_id)
-    at = "" if positions is None else f" AND r.position IN ({', '.join('?' * len(positions))})"
-    rows = store.read((READ_OWN if holder == campaign_id else READ_SHARED).format(positions=at),
-                      (*(() if holder == campaign_id else (holder,)), campaign_id, *(positions or ()),
-                       ALL_ROWS if limit is None else limit, offset))
-    if not rows:
-        return []
-    # A re-judge's ranked lists are the judged campaign's; a page of questions reads only the passages they rank.
-    passages = load_passages(store, holder).by_key if positions is None else ranked_by_key(
-        store, holder, [row["retrieved"] for row in rows])
+    # The cycle collector stays paused from the query on: the rows and what is built from them hold no cycles,
+    # and in a process that already holds many objects (a server, a notebook) each full collection during the
+    # read would walk all of them again.
     with no_cycle_collection():
+        holder = answers_holder(store, campaign_id)
+        at = "" if positions is None else f" AND r.position IN ({', '.join('?' * len(positions))})"
+        rows = store.read((READ_OWN if holder == campaign_id else READ_SHARED).format(positions=at),
+                          (*(() if holder == campaign_id else (holder,)), campaign_id, *(positions or ()),
+                           ALL_ROWS if limit is None else limit, offset))
+        if not rows:
+            return []
+        # A re-judge's ranked lists are the judged campaign's; a page of questions reads only the passages they rank.
+        passages = load_passages(store, holder).by_key if positions is None else ranked_by_key(
+            store, holder, [row["retrieved"] for row in rows])
         if not detail:
             return [QuestionResult(Question.from_row(row), Outcome.from_row(row, row["retrieved"], {}), row["attempts"])
                     for row in decoded_rows(rows, passages)]

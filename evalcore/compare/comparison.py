@@ -412,9 +412,12 @@ def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resa
         if process is None:
             power.prepare()
         try:
-            return compare_rows(a, read_compared(store, a_id, pending=True), b,
-                                read_compared(store, b_id, pending=True), seed=seed, resamples=resamples,
-                                process=process, **options)
+            # Reading, pairing and writing the lines builds a few million objects that hold no cycles; in a process
+            # that already holds many (a server, a notebook) each collection would walk all of those again.
+            with no_cycle_collection():
+                return compare_rows(a, read_compared(store, a_id, pending=True), b,
+                                    read_compared(store, b_id, pending=True), seed=seed, resamples=resamples,
+                                    process=process, **options)
         finally:
             if process is not None:
                 process.close()
