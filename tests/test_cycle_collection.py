@@ -12,7 +12,7 @@ import gc
 
 import pytest
 
-from evalcore.campaigns import campaign_results
+from evalcore.campaigns import campaign_lines, campaign_results
 from evalcore.campaigns.compared import read_compared
 from evalcore.compare import compare_campaigns
 from tests import test_worker
@@ -64,7 +64,8 @@ def queried(pair, collections, monkeypatch):
 
 @pytest.mark.parametrize("read", [lambda store: campaign_results(store, "A", detail=False),
                                   lambda store: campaign_results(store, "A"),
-                                  lambda store: read_compared(store, "A").keys])
+                                  lambda store: read_compared(store, "A").keys,
+                                  lambda store: campaign_lines(store, "A")])
 def test_a_read_starts_no_collection_from_its_query_on(pair, collections, queried, read):
     rows = read(pair)
     at_return = len(collections)   # (the collector, back on, starts one at the next allocation)

@@ -361,8 +361,8 @@ def read_lines(store: Store, campaign_id: str) -> list[QuestionLine]:
     own = holder == campaign_id
     sql = READ_LINES.format(answer="r.answer" if own else "s.answer",
                             shared="" if own else "JOIN results s ON s.campaign_id = ? AND s.position = r.position ")
-    rows = store.read(sql, (campaign_id,) if own else (holder, campaign_id))
-    with no_cycle_collection():
+    with no_cycle_collection():   # from the query on, as read_results
+        rows = store.read(sql, (campaign_id,) if own else (holder, campaign_id))
         return [QuestionLine(row["position"], row["qid"], row["question"], row["answer"], row["error"]) for row in rows]
 
 
