@@ -2,9 +2,11 @@
 
 A well-formed run or qrels file (every line the same number of fields, one space between
 them, plain ASCII, no comment or blank line, a newline at the end) is read straight from a
-memory map with numpy, a few megabytes at a time: the positions of the separators give every
-field's start and length; the numbers are parsed by pyarrow from string views over the bytes;
-ids stay spans of the file until a few of them are needed as strings (ties, error messages).
+memory map, in one pass of compiled C (`trec_scan.c`) or, where it cannot be built, with numpy
+a few megabytes at a time: the positions of the separators give every field's start and length;
+the numbers are parsed by pyarrow from string views over the bytes (in C, correctly rounded as
+pyarrow does); ids stay spans of the file until a few of them are needed as strings (ties,
+error messages). Both paths read a file to the same values, bit for bit.
 
 Ids are compared through 64-bit keys computed from their bytes eight at a time. A key is a
 bijective mix of the id's first 8 bytes, further mixed with the rest for a longer id: ids of at
@@ -15,6 +17,7 @@ for an equal id.
 
 from __future__ import annotations
 
+import ctypes
 import mmap
 from pathlib import Path
 from typing import NamedTuple
@@ -22,6 +25,8 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from evalcore.metrics import compiled
 
 WORD = 8
 SCAN_BLOCK = 1 << 19
@@ -341,6 +346,9 @@ def scan(path: Path, count: int, grouped: int, ids: int, parsed: dict[int, pa.Da
     if memory[size - 1] != ord("\n"):
         return None
     data = np.frombuffer(memory, dtype=np.uint8)
+    library = _library() if len(parsed) <= 1 and set(parsed.values()) <= set(_KINDS) else None
+    if library is not None:
+        return _scan_compiled(library, data, count, grouped, ids, parsed)
     first_end = memory.rfind(b"\n", 0, SCAN_BLOCK) + 1 if size > SCAN_BLOCK else size
     estimate = int(size / max(first_end, 1) * max(memory[:first_end].count(b"\n"), 1) * 1.05) + 16
     starts, lengths, id_keys = _Grown(estimate, np.int64), _Grown(estimate, np.int32), _Grown(estimate, np.uint64)
@@ -401,3 +409,43 @@ def scan(path: Path, count: int, grouped: int, ids: int, parsed: dict[int, pa.Da
     document_ids = Ids(spans=Spans(data, starts.done(), lengths.done()),
                        spans_keys=(id_keys.done(), longest <= WORD and shortest >= 1))
     return Columns({grouped: query_ids, ids: document_ids}, {index: grown.done() for index, grown in values.items()})
+
+
+_KINDS = {pa.int64(): (0, np.int64), pa.float64(): (1, np.float64)}  # the C scan's number kinds
+_POINTER, _INT64, _INT32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
+
+
+def _library() -> ctypes.CDLL | None:
+    """The compiled scan, its functions' argument types declared (once per process)."""
+    library = compiled.load("trec_scan")
+    if library is not None and library.evalcore_scan.argtypes is None:
+        library.evalcore_count_lines.argtypes = [_POINTER, _INT64]
+        library.evalcore_count_lines.restype = _INT64
+        library.evalcore_scan.argtypes = [_POINTER, _INT64, _INT32, _INT32, _INT32, _INT32, _INT32, _INT64,
+                                          *[_POINTER] * 8]
+        library.evalcore_scan.restype = ctypes.c_int
+    return library
+
+
+def _scan_compiled(library: ctypes.CDLL, data: np.ndarray, count: int, grouped: int, ids: int,
+                   parsed: dict[int, pa.DataType]) -> Columns | None:
+    """`scan` in one pass of C over the whole map (ctypes lets other threads run meanwhile)."""
+    lines = int(library.evalcore_count_lines(data.ctypes.data, data.size))
+    index, kind = next(iter(parsed.items()), (-1, pa.int64()))
+    code, dtype = _KINDS[kind]
+    starts, lengths, id_keys = np.empty(lines, np.int64), np.empty(lines, np.int32), np.empty(lines, np.uint64)
+    numbers = np.empty(lines if parsed else 0, dtype)
+    # One run per line at most; the pages of runs never written are never touched.
+    group_rows, group_starts, group_lengths = np.empty(lines, np.int64), np.empty(lines, np.int64), np.empty(
+        lines, np.int32)
+    found = np.zeros(4, np.int64)
+    arrays = (starts, lengths, id_keys, numbers, group_rows, group_starts, group_lengths, found)
+    status = library.evalcore_scan(data.ctypes.data, data.size, count, grouped, ids, index, code, lines,
+                                   *[array.ctypes.data for array in arrays])
+    if status:
+        return None
+    rows, groups, longest, shortest = (int(value) for value in found)
+    head_spans = Spans(data, group_starts[:groups].copy(), group_lengths[:groups].copy())
+    query_ids = Ids(runs=(group_rows[:groups].copy(), strings(head_spans, np.arange(groups)), rows))
+    document_ids = Ids(spans=Spans(data, starts, lengths), spans_keys=(id_keys, longest <= WORD and shortest >= 1))
+    return Columns({grouped: query_ids, ids: document_ids}, {index: numbers} if parsed else {})
