@@ -528,9 +528,13 @@ def _space_separated(folder: Path) -> None:
 
 
 # Short ids are their own keys; long and mixed ones are hashed and every match checked on the bytes.
+# The byte scan in C, and the numpy scan that runs where C cannot be built.
+@pytest.mark.parametrize("compiled", ["1", "0"])
 @pytest.mark.parametrize("prefix", ["D", "clueweb09-en0000-00-", "MED-", ""])
 def test_byte_scan_equals_pytrec_eval_and_the_general_reader(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                               prefix: str) -> None:
+                                                               monkeypatch: pytest.MonkeyPatch, prefix: str,
+                                                               compiled: str) -> None:
+    monkeypatch.setenv("EVALCORE_COMPILED", compiled)
     qrels, run = write_random_trec(tmp_path, random.Random(len(prefix) + 3), prefix=prefix or "x" * 30)
     if not prefix:  # mixed: ids of 2 to 32 characters in the same files
         for name in ("qrels", "run"):
@@ -556,7 +560,8 @@ def test_shared_keys_never_make_different_ids_equal(tmp_path: Path, capsys: pyte
     _space_separated(tmp_path)
     args = ("--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"))
     expected = score_json(capsys, *args)
-    monkeypatch.setattr(trec_scan, "keys", lambda spans: spans.lengths.astype("uint64"))
+    # The keys of spans read by the C scan and by the numpy one alike.
+    monkeypatch.setattr(trec_scan.Ids, "keys", lambda ids: (ids._spans.lengths.astype("uint64"), False))
     assert score_json(capsys, *args) == expected
 
 
@@ -603,12 +608,15 @@ def _random_score(rng: random.Random) -> tuple[str, float]:
     return text, float(text)
 
 
+@pytest.mark.parametrize("compiled", ["1", "0"])
 @pytest.mark.parametrize("seed", range(24))
 def test_files_whose_ids_differ_in_shape_from_each_other_equal_pytrec_eval(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], seed: int) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, seed: int,
+        compiled: str) -> None:
     """Each file with its own mix of id lengths (the run ranking unjudged documents of other lengths), ids of a few
-    letters or of many, scores written in every notation, sorted or shuffled lines; seed 0 writes files of a few
-    megabytes, read in several blocks."""
+    letters or of many, scores written in every notation, sorted or shuffled lines, read by the C scan or the numpy
+    one; seed 0 writes files of a few megabytes, read in several blocks."""
+    monkeypatch.setenv("EVALCORE_COMPILED", compiled)
     rng = random.Random(seed)
     judged_lengths, unjudged_lengths = rng.choice(_ID_LENGTHS), rng.choice(_ID_LENGTHS)
     docs = sorted({_random_id(rng, judged_lengths) for _ in range(rng.randint(3, 300))})

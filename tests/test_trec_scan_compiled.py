@@ -82,7 +82,8 @@ def _random_score(rng: random.Random) -> str:
                         rng.uniform(-1, 1) * 10.0 ** rng.randint(-30, 30), float(np.float32(rng.uniform(-20, 20)))])
     return rng.choice([repr(value), f"{value:e}", f"{value:.3f}", f"{value:+.6g}", f"{value:.20f}", f"{value:.17g}",
                        f"{value:E}", f"{abs(value):.0f}.", f"-{abs(value):.4f}", "-0", "-0.0", "+0", "1.5e-300",
-                       f"{rng.randint(0, 99999999999999999)}.{rng.randint(0, 99999)}", ".5", "7e22", "9007199254740993"])
+                       f"{rng.randint(0, 99999999999999999)}.{rng.randint(0, 99999)}", ".5", "7e22",
+                       "9007199254740993"])
 
 
 def _write_run(path: Path, rng: random.Random, lines: int) -> None:
@@ -235,3 +236,24 @@ def test_without_a_library_the_numpy_path_reads_the_same(tmp_path: Path, fresh_l
     assert len(list(tmp_path.rglob("*.so"))) == 1  # only the library built before the case
     assert expected is not None and columns is not None
     _assert_same(expected, columns)
+
+
+def test_a_file_whose_first_block_holds_few_long_lines_grows_the_arrays(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines are estimated from the first block's; when later lines are shorter the C scan stops, its arrays grow
+    and it goes on from where it stood, the query runs and the longest id included."""
+    rng = random.Random(8)
+    long_lines = [f"q{n // 40} Q0 {'x' * 3000}{n} {n} {rng.uniform(0, 9)!r} t\n" for n in range(200)]
+    short_lines = [f"q{n // 40} Q0 d{rng.randint(0, 99)} {n} {rng.randint(0, 9)}.5 t\n" for n in range(200, 90_000)]
+    path = tmp_path / "run"
+    path.write_text("".join(long_lines + short_lines))
+    assert path.stat().st_size > 2 * trec_scan.SCAN_BLOCK
+    grown: list[int] = []
+    original = trec_scan._Output.grow
+    monkeypatch.setattr(trec_scan._Output, "grow", lambda self, capacity: (grown.append(capacity),
+                                                                          original(self, capacity)))
+    through_c, through_numpy = _both(path, RUN, monkeypatch)
+    assert grown, "the arrays never grew"
+    assert through_c is not None and through_numpy is not None
+    _assert_same(through_c, through_numpy)
+    assert len(through_c.ids[2]) == 90_000 and through_c.ids[0].heads()[0].size == 2250

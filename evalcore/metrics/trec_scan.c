@@ -153,30 +153,29 @@ static int parse_decimal(const uint8_t *text, int64_t length, double *out) {
     return 1;
 }
 
-int64_t evalcore_count_lines(const uint8_t *data, int64_t size) {
-    int64_t lines = 0;
-    const uint8_t *at = data, *end = data + size;
-    while (at < end && (at = memchr(at, '\n', (size_t)(end - at))) != NULL) {
-        lines++;
-        at++;
-    }
-    return lines;
-}
+/* Where a scan stands: it resumes from here after its caller grew the arrays (FULL). */
+enum { LINE, GROUPS, LONGEST, SHORTEST, AT, PREVIOUS_START, PREVIOUS_LENGTH };
 
 /* The fields of every line of data[0:size] (which ends with a newline): `count` fields of
  * printable ASCII separated by single spaces, none empty, no line starting with '#'. Per line:
  * the id's start, length and key, and the parsed number; per run of equal grouped fields: its
- * first row, start and length. `found` gets the counts of lines and runs, the longest and the
- * shortest id. Arrays per line hold `capacity` entries (FULL when the data has more lines). */
+ * first row, start and length. Every array holds `capacity` entries; with more lines the scan
+ * stops with FULL and `state` says where (and, when DONE, the counts of lines and runs and the
+ * longest and shortest id). A new scan starts from {0, 0, 0, LONGEST_FIELD, 0, 0, -1}. */
 int evalcore_scan(const uint8_t *data, int64_t size, int32_t count, int32_t grouped, int32_t ids,
                   int32_t parsed, int32_t kind, int64_t capacity, int64_t *starts, int32_t *lengths,
                   uint64_t *keys, void *numbers, int64_t *group_rows, int64_t *group_starts,
-                  int32_t *group_lengths, int64_t *found) {
-    int64_t at = 0, line = 0, groups = 0, previous_start = 0, previous_length = -1;
-    int64_t longest = 0, shortest = LONGEST_FIELD;
+                  int32_t *group_lengths, int64_t *state) {
+    int64_t line = state[LINE], groups = state[GROUPS], at = state[AT];
+    int64_t previous_start = state[PREVIOUS_START], previous_length = state[PREVIOUS_LENGTH];
+    int64_t longest = state[LONGEST], shortest = state[SHORTEST];
     if (size <= 0 || data[size - 1] != '\n') return NOT_REGULAR;
     while (at < size) {
-        if (line == capacity) return FULL;
+        if (line == capacity) {
+            state[LINE] = line, state[GROUPS] = groups, state[LONGEST] = longest, state[SHORTEST] = shortest;
+            state[AT] = at, state[PREVIOUS_START] = previous_start, state[PREVIOUS_LENGTH] = previous_length;
+            return FULL;
+        }
         if (data[at] == '#') return NOT_REGULAR;
         for (int32_t field = 0; field < count; field++) {
             int64_t start = at;
@@ -210,9 +209,7 @@ int evalcore_scan(const uint8_t *data, int64_t size, int32_t count, int32_t grou
         }
         line++;
     }
-    found[0] = line;
-    found[1] = groups;
-    found[2] = longest;
-    found[3] = shortest;
+    state[LINE] = line, state[GROUPS] = groups, state[LONGEST] = longest, state[SHORTEST] = shortest;
+    state[AT] = at;
     return DONE;
 }

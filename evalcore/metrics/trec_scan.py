@@ -411,41 +411,57 @@ def scan(path: Path, count: int, grouped: int, ids: int, parsed: dict[int, pa.Da
     return Columns({grouped: query_ids, ids: document_ids}, {index: grown.done() for index, grown in values.items()})
 
 
-_KINDS = {pa.int64(): (0, np.int64), pa.float64(): (1, np.float64)}  # the C scan's number kinds
+_KINDS = {pa.int64(): (0, np.dtype(np.int64)), pa.float64(): (1, np.dtype(np.float64))}  # the C scan's number kinds
 _POINTER, _INT64, _INT32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
+_DONE, _FULL = 0, 2  # the C scan's answers (1: not a well-formed file)
 
 
 def _library() -> ctypes.CDLL | None:
-    """The compiled scan, its functions' argument types declared (once per process)."""
+    """The compiled scan, its argument types declared (once per process)."""
     library = compiled.load("trec_scan")
     if library is not None and library.evalcore_scan.argtypes is None:
-        library.evalcore_count_lines.argtypes = [_POINTER, _INT64]
-        library.evalcore_count_lines.restype = _INT64
         library.evalcore_scan.argtypes = [_POINTER, _INT64, _INT32, _INT32, _INT32, _INT32, _INT32, _INT64,
                                           *[_POINTER] * 8]
         library.evalcore_scan.restype = ctypes.c_int
     return library
 
 
+class _Output:
+    """The arrays the C scan fills, grown (copied into larger ones) when it stops FULL."""
+
+    def __init__(self, capacity: int, number: np.dtype) -> None:
+        self.arrays = [np.empty(capacity, kind) for kind in (np.int64, np.int32, np.uint64, number, np.int64,
+                                                              np.int64, np.int32)]
+
+    def grow(self, capacity: int) -> None:
+        for index, old in enumerate(self.arrays):
+            self.arrays[index] = np.empty(capacity, old.dtype)
+            self.arrays[index][: old.size] = old
+
+    def pointers(self) -> list[int]:
+        return [array.ctypes.data for array in self.arrays]
+
+
 def _scan_compiled(library: ctypes.CDLL, data: np.ndarray, count: int, grouped: int, ids: int,
                    parsed: dict[int, pa.DataType]) -> Columns | None:
     """`scan` in one pass of C over the whole map (ctypes lets other threads run meanwhile)."""
-    lines = int(library.evalcore_count_lines(data.ctypes.data, data.size))
     index, kind = next(iter(parsed.items()), (-1, pa.int64()))
-    code, dtype = _KINDS[kind]
-    starts, lengths, id_keys = np.empty(lines, np.int64), np.empty(lines, np.int32), np.empty(lines, np.uint64)
-    numbers = np.empty(lines if parsed else 0, dtype)
-    # One run per line at most; the pages of runs never written are never touched.
-    group_rows, group_starts, group_lengths = np.empty(lines, np.int64), np.empty(lines, np.int64), np.empty(
-        lines, np.int32)
-    found = np.zeros(4, np.int64)
-    arrays = (starts, lengths, id_keys, numbers, group_rows, group_starts, group_lengths, found)
-    status = library.evalcore_scan(data.ctypes.data, data.size, count, grouped, ids, index, code, lines,
-                                   *[array.ctypes.data for array in arrays])
-    if status:
+    code, number = _KINDS[kind]
+    sample = bytes(data[:SCAN_BLOCK])
+    # Lines estimated from the first block's; the pages of entries never written are never touched.
+    capacity = int(data.size / max(len(sample), 1) * max(sample.count(b"\n"), 1) * 1.05) + 16
+    output = _Output(capacity, number)
+    state = np.array([0, 0, 0, LONGEST_FIELD, 0, 0, -1], dtype=np.int64)
+    while (status := library.evalcore_scan(data.ctypes.data, data.size, count, grouped, ids, index, code,
+                                           capacity, *output.pointers(), state.ctypes.data)) == _FULL:
+        capacity = int(capacity * max(data.size / max(int(state[4]), 1), 1.0) * 1.05) + 16
+        output.grow(capacity)
+    if status != _DONE:
         return None
-    rows, groups, longest, shortest = (int(value) for value in found)
+    rows, groups, longest, shortest = (int(value) for value in state[:4])
+    starts, lengths, id_keys, numbers, group_rows, group_starts, group_lengths = output.arrays
     head_spans = Spans(data, group_starts[:groups].copy(), group_lengths[:groups].copy())
     query_ids = Ids(runs=(group_rows[:groups].copy(), strings(head_spans, np.arange(groups)), rows))
-    document_ids = Ids(spans=Spans(data, starts, lengths), spans_keys=(id_keys, longest <= WORD and shortest >= 1))
-    return Columns({grouped: query_ids, ids: document_ids}, {index: numbers} if parsed else {})
+    document_ids = Ids(spans=Spans(data, starts[:rows], lengths[:rows]),
+                       spans_keys=(id_keys[:rows], longest <= WORD and shortest >= 1))
+    return Columns({grouped: query_ids, ids: document_ids}, {index: numbers[:rows]} if parsed else {})
