@@ -328,16 +328,23 @@ def test_bounded_draws_from_raw_words_are_numpys_own_integers(n):
     assert not stats.bounded_draws_hold(1) and not stats.bounded_draws_hold(1 << 31)
 
 
-def test_resample_counts_are_the_counts_of_numpys_indices():
-    n, resamples = 1_001, 130   # slices of 65 resamples, the last block short
+# Counted in C from the generator's words, or from numpy's indices where C cannot be built; odd sizes leave half a
+# word for the next block.
+@pytest.mark.parametrize("compiled", ["1", "0"])
+@pytest.mark.parametrize(("n", "resamples"), [(1_001, 130), (10_000, 215), (3, 40_000), (2, 7)])
+def test_resample_counts_are_the_counts_of_numpys_indices(monkeypatch, compiled, n, resamples):
+    monkeypatch.setenv("EVALCORE_COMPILED", compiled)
+    assert (stats._resampler() is not None) == (compiled == "1")
     expected = np.zeros((resamples, n))
     rng = np.random.default_rng(4)
     for start, rows in zip(np.cumsum([0, *stats.slices(resamples, n)[:-1]]), stats.slices(resamples, n), strict=True):
         indices = rng.integers(0, n, size=(rows, n))
         for r in range(rows):
             expected[start + r] = np.bincount(indices[r], minlength=n)
-    got = np.concatenate([counts for _, counts in stats.resample_counts(n, resamples=resamples, seed=4)])
-    assert np.array_equal(got, expected)
+    blocks = [(start, counts.copy()) for start, counts in stats.resample_counts(n, resamples=resamples, seed=4)]
+    assert [counts.shape[0] for _, counts in blocks] == stats.block_rows(n, resamples)
+    assert [start for start, _ in blocks] == np.cumsum([0, *stats.block_rows(n, resamples)[:-1]]).tolist()
+    assert np.array_equal(np.concatenate([counts for _, counts in blocks]), expected)
 
 
 def test_matrix_products_stay_on_one_thread_until_the_last_user_leaves():
@@ -405,3 +412,15 @@ def test_the_bootstrap_does_not_depend_on_the_tables_memory_layout():
         rows_first = stats.bootstrap_table(np.ascontiguousarray(table), resamples=500, seed=2)
         columns_first = stats.bootstrap_table(np.asfortranarray(table), resamples=500, seed=2)
         assert rows_first == columns_first, (n, shares)
+
+
+def test_bootstrap_means_are_the_same_to_the_last_bit_with_or_without_the_compiled_counts(monkeypatch):
+    # Measures present on every question and on subsets, as a comparison's table holds them.
+    rng = np.random.default_rng(21)
+    columns = rng.random((5_003, 9))
+    columns[rng.random((5_003, 9)) < 0.4] = np.nan
+    columns[:, :3] = rng.random((5_003, 3))
+    compiled = stats.bootstrap_means(columns, resamples=700, seed=3)
+    monkeypatch.setenv("EVALCORE_COMPILED", "0")
+    numpy_counts = stats.bootstrap_means(columns, resamples=700, seed=3)
+    assert np.array_equal(compiled.view(np.uint64), numpy_counts.view(np.uint64))

@@ -13,10 +13,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from evalcore import compiled
 from evalcore.errors import EvalError
-from evalcore.metrics import compiled, trec_scan
+from evalcore.metrics import trec_scan
 from evalcore.metrics.trec_files import read_qrels, read_run
 
+SOURCE = Path(trec_scan.__file__).with_suffix(".c")
 RUN = (6, 0, 2, {4: pa.float64()})
 QRELS = (4, 0, 2, {3: pa.int64()})
 ID_BYTES = "abcdefghijklmnopqrstuvwxyz0123456789-_.:/~!\"$%&'()*+,;<=>?@[\\]^`{|}\x7f"
@@ -194,7 +196,7 @@ def fresh_loader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_the_library_is_built_once_into_a_private_folder_and_reused(fresh_loader: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    assert compiled.load("trec_scan") is not None
+    assert compiled.load(SOURCE) is not None
     built = list(fresh_loader.glob("trec_scan-*.so"))
     assert len(built) == 1 and not list(fresh_loader.glob(".*"))  # no partial file left behind
     assert stat.S_IMODE(fresh_loader.stat().st_mode) & 0o077 == 0
@@ -205,7 +207,7 @@ def test_the_library_is_built_once_into_a_private_folder_and_reused(fresh_loader
 
     monkeypatch.setattr(compiled, "_loaded", {})  # as a new process: the file is loaded, not compiled again
     monkeypatch.setattr(compiled, "_compile", compile_again)
-    assert compiled.load("trec_scan") is not None
+    assert compiled.load(SOURCE) is not None
     assert list(fresh_loader.glob("trec_scan-*.so")) == built and built[0].stat().st_mtime_ns == made
 
 
@@ -215,7 +217,7 @@ def test_without_a_library_the_numpy_path_reads_the_same(tmp_path: Path, fresh_l
                                                          caplog: pytest.LogCaptureFixture, case: str) -> None:
     path = tmp_path / "run"
     _write_run(path, random.Random(3), 200)
-    assert compiled.load("trec_scan") is not None
+    assert compiled.load(SOURCE) is not None
     expected = trec_scan.scan(path, *RUN)
     monkeypatch.setattr(compiled, "_loaded", {})
     if case == "no compiler":
@@ -229,7 +231,7 @@ def test_without_a_library_the_numpy_path_reads_the_same(tmp_path: Path, fresh_l
     else:
         monkeypatch.setenv("EVALCORE_COMPILED", "0")
     with caplog.at_level(logging.WARNING, logger=compiled.__name__):
-        assert compiled.load("trec_scan") is None
+        assert compiled.load(SOURCE) is None
         columns = trec_scan.scan(path, *RUN)
     if case != "switched off":
         assert "numpy path" in caplog.text

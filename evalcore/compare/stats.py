@@ -27,6 +27,7 @@ more than they save at these sizes.
 
 from __future__ import annotations
 
+import ctypes
 import math
 import queue
 import threading
@@ -35,11 +36,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from math import comb
+from pathlib import Path
 from statistics import NormalDist
 from typing import Any, TypeVar
 
 import numpy as np
 
+from evalcore import compiled
 from evalcore.shapes import doc
 
 T = TypeVar("T")
@@ -76,6 +79,10 @@ def resample_counts(n: int, *, resamples: int, seed: int) -> Iterator[tuple[int,
     with enough rows. The stream does not depend on how it is sliced.
     """
     rng = np.random.default_rng(seed)
+    library = _resampler() if bounded_draws_hold(n) else None
+    if library is not None:
+        yield from _counted(library, rng, n, resamples)
+        return
     block = np.empty((max(1, PRODUCT_CELLS // max(n, 1)), n))
     start = filled = 0
     sizes = slices(resamples, n)
@@ -88,6 +95,52 @@ def resample_counts(n: int, *, resamples: int, seed: int) -> Iterator[tuple[int,
         block[filled:filled + rows] = np.bincount(indices, minlength=rows * n).reshape(rows, n)
         filled += rows
     yield start, block[:filled]
+
+
+def block_rows(n: int, resamples: int) -> list[int]:
+    """The rows of each block `resample_counts` yields: slices gathered while they fit in PRODUCT_CELLS (both ways
+    of counting give the products the same shapes, so the same sums to the last bit)."""
+    capacity, blocks, filled = max(1, PRODUCT_CELLS // max(n, 1)), [], 0
+    for rows in slices(resamples, n):
+        if filled + rows > capacity:
+            blocks.append(filled)
+            filled = 0
+        filled += rows
+    return [*blocks, filled]
+
+
+def _resampler() -> ctypes.CDLL | None:
+    """The compiled counting of draws (`resample.c`), its argument types declared (once per process)."""
+    library = compiled.load(Path(__file__).with_name("resample.c"))
+    if library is not None and library.evalcore_count_draws.argtypes is None:
+        pointer, integer = ctypes.c_void_p, ctypes.c_int64
+        library.evalcore_count_draws.argtypes = [pointer, integer, ctypes.c_uint64, ctypes.c_uint64, pointer,
+                                                 integer, pointer]
+        library.evalcore_count_draws.restype = None
+    return library
+
+
+def _counted(library: ctypes.CDLL, rng: np.random.Generator, n: int,
+             resamples: int) -> Iterator[tuple[int, np.ndarray]]:
+    """`resample_counts` from the generator's raw words counted in C: the stream `bounded_draws` reads, without an
+    array of indices (drawing them and counting them were two thirds of a large comparison's statistics)."""
+    block = np.empty((max(1, PRODUCT_CELLS // n), n))
+    threshold = (1 << 32) % n
+    words, state, start = np.empty(0, dtype=np.uint64), np.zeros(2, dtype=np.int64), 0  # state: next half word, draws
+    for rows in block_rows(n, resamples):
+        counts = block[:rows]
+        counts.fill(0.0)
+        state[1] = 0
+        while True:
+            library.evalcore_count_draws(words.ctypes.data, 2 * words.size, n, threshold, counts.ctypes.data,
+                                         rows * n, state.ctypes.data)
+            if state[1] == rows * n:
+                break
+            # A word whose low half was taken keeps its high half for the next draw.
+            fresh = rng.bit_generator.random_raw((rows * n - int(state[1]) + 1) // 2 + 16)
+            words, state[0] = np.concatenate((words[state[0] >> 1:], fresh)), state[0] & 1
+        yield start, counts
+        start += rows
 
 
 def offset_indices(rng: np.random.Generator, n: int, sizes: Sequence[int]) -> Iterator[np.ndarray]:

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evalcore.metrics import compiled
+from evalcore import compiled
 
 WORD = 8
 SCAN_BLOCK = 1 << 19
@@ -418,7 +418,7 @@ _DONE, _FULL = 0, 2  # the C scan's answers (1: not a well-formed file)
 
 def _library() -> ctypes.CDLL | None:
     """The compiled scan, its argument types declared (once per process)."""
-    library = compiled.load("trec_scan")
+    library = compiled.load(Path(__file__).with_suffix(".c"))
     if library is not None and library.evalcore_scan.argtypes is None:
         library.evalcore_scan.argtypes = [_POINTER, _INT64, _INT32, _INT32, _INT32, _INT32, _INT32, _INT64,
                                           *[_POINTER] * 8]

@@ -1,10 +1,11 @@
 """The package's C inner loops, built from their sources by this machine's C compiler on first use.
 
-A source (`trec_scan.c` beside this module) is compiled once into a shared library kept in a
-cache folder of the user's own (`$EVALCORE_COMPILED_CACHE`, else `$XDG_CACHE_HOME/evalcore`,
-else `~/.cache/evalcore`), named by a digest of the source, the compiler and the platform, so an
-edited source or another interpreter builds its own. Compiling takes a fraction of a second; two
-processes compiling at once each write a file of their own and rename it into place.
+A source (`metrics/trec_scan.c`, `compare/resample.c`: each beside the module that calls it)
+is compiled once into a shared library kept in a cache folder of the user's own
+(`$EVALCORE_COMPILED_CACHE`, else `$XDG_CACHE_HOME/evalcore`, else `~/.cache/evalcore`), named
+by a digest of the source, the compiler and the platform, so an edited source or another
+interpreter builds its own. Compiling takes a fraction of a second; two processes compiling at
+once each write a file of their own and rename it into place.
 
 Every caller keeps a numpy path giving the same values: with no compiler, a compiler error, a
 cache folder that others could write to, a big-endian machine, or `EVALCORE_COMPILED=0`, `load`
@@ -28,7 +29,6 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-SOURCES = Path(__file__).parent
 # No -ffast-math: the number parsing relies on IEEE rounding of each operation.
 FLAGS = ("-O2", "-shared", "-fPIC", "-std=c11")
 COMPILE_SECONDS = 120
@@ -42,14 +42,14 @@ def enabled() -> bool:
     return os.environ.get("EVALCORE_COMPILED", "1").strip() != "0" and sys.byteorder == "little"
 
 
-def load(name: str) -> ctypes.CDLL | None:
-    """The library built from `name`.c (compiled on the first call on this machine), or None."""
+def load(source: Path) -> ctypes.CDLL | None:
+    """The library built from this C source (compiled on the first call on this machine), or None."""
     if not enabled():
         return None
     with _lock:
-        if name not in _loaded:
-            _loaded[name] = _build(name)
-        return _loaded[name]
+        if source.name not in _loaded:
+            _loaded[source.name] = _build(source)
+        return _loaded[source.name]
 
 
 def cache_folder() -> Path:
@@ -72,8 +72,8 @@ def _private(folder: Path) -> bool:
     return owned and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def _build(name: str) -> ctypes.CDLL | None:
-    source = SOURCES / f"{name}.c"
+def _build(source: Path) -> ctypes.CDLL | None:
+    name = source.stem
     compiler = _compiler()
     if compiler is None:
         log.warning("no C compiler found (cc, gcc, clang or $CC): %s runs its numpy path", name)
