@@ -414,6 +414,19 @@ def test_the_bootstrap_does_not_depend_on_the_tables_memory_layout():
         assert rows_first == columns_first, (n, shares)
 
 
+def test_another_bit_generator_is_drawn_by_numpy_itself(monkeypatch):
+    # The C loop draws PCG64's stream (default_rng's); were default_rng another generator, numpy would draw.
+    n, resamples = 101, 30
+    stats.bounded_draws_hold.cache_clear()   # checked again on the other generator, and once more after the test
+    monkeypatch.setattr(stats.np.random, "default_rng", lambda seed: np.random.Generator(np.random.MT19937(seed)))
+    expected = np.random.Generator(np.random.MT19937(5)).integers(0, n, size=(resamples, n))
+    try:
+        got = np.concatenate([counts for _, counts in stats.resample_counts(n, resamples=resamples, seed=5)])
+    finally:
+        stats.bounded_draws_hold.cache_clear()
+    assert np.array_equal(got, np.array([np.bincount(row, minlength=n) for row in expected]))
+
+
 def test_bootstrap_means_are_the_same_to_the_last_bit_with_or_without_the_compiled_counts(monkeypatch):
     # Measures present on every question and on subsets, as a comparison's table holds them.
     rng = np.random.default_rng(21)

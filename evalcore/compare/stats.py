@@ -79,7 +79,7 @@ def resample_counts(n: int, *, resamples: int, seed: int) -> Iterator[tuple[int,
     with enough rows. The stream does not depend on how it is sliced.
     """
     rng = np.random.default_rng(seed)
-    library = _resampler() if bounded_draws_hold(n) else None
+    library = _resampler() if bounded_draws_hold(n) and _pcg64(rng) else None
     if library is not None:
         yield from _counted(library, rng, n, resamples)
         return
@@ -112,35 +112,39 @@ def block_rows(n: int, resamples: int) -> list[int]:
 def _resampler() -> ctypes.CDLL | None:
     """The compiled counting of draws (`resample.c`), its argument types declared (once per process)."""
     library = compiled.load(Path(__file__).with_name("resample.c"))
-    if library is not None and library.evalcore_count_draws.argtypes is None:
-        pointer, integer = ctypes.c_void_p, ctypes.c_int64
-        library.evalcore_count_draws.argtypes = [pointer, integer, ctypes.c_uint64, ctypes.c_uint64, pointer,
-                                                 integer, pointer]
-        library.evalcore_count_draws.restype = None
+    if library is not None and library.evalcore_count_pcg64.argtypes is None:
+        pointer = ctypes.c_void_p
+        library.evalcore_count_pcg64.argtypes = [pointer, ctypes.c_uint64, ctypes.c_uint64, pointer, ctypes.c_int64]
+        library.evalcore_count_pcg64.restype = None
     return library
+
+
+WORD_MASK = (1 << 64) - 1
 
 
 def _counted(library: ctypes.CDLL, rng: np.random.Generator, n: int,
              resamples: int) -> Iterator[tuple[int, np.ndarray]]:
-    """`resample_counts` from the generator's raw words counted in C: the stream `bounded_draws` reads, without an
-    array of indices (drawing them and counting them were two thirds of a large comparison's statistics)."""
+    """`resample_counts` with the generator's PCG64 stream drawn and counted in C: the words `bounded_draws` reads,
+    without an array of them or of the indices (drawing the indices and counting them were two thirds of a large
+    comparison's statistics)."""
+    inner = rng.bit_generator.state["state"]
+    state, increment = inner["state"], inner["inc"]
+    # The state and the increment as (high, low) words, then no half word waiting.
+    generator = np.array([state >> 64, state & WORD_MASK, increment >> 64, increment & WORD_MASK, 0, 0],
+                         dtype=np.uint64)
     block = np.empty((max(1, PRODUCT_CELLS // n), n))
-    threshold = (1 << 32) % n
-    words, state, start = np.empty(0, dtype=np.uint64), np.zeros(2, dtype=np.int64), 0  # state: next half word, draws
+    threshold, start = (1 << 32) % n, 0
     for rows in block_rows(n, resamples):
         counts = block[:rows]
         counts.fill(0.0)
-        state[1] = 0
-        while True:
-            library.evalcore_count_draws(words.ctypes.data, 2 * words.size, n, threshold, counts.ctypes.data,
-                                         rows * n, state.ctypes.data)
-            if state[1] == rows * n:
-                break
-            # A word whose low half was taken keeps its high half for the next draw.
-            fresh = rng.bit_generator.random_raw((rows * n - int(state[1]) + 1) // 2 + 16)
-            words, state[0] = np.concatenate((words[state[0] >> 1:], fresh)), state[0] & 1
+        library.evalcore_count_pcg64(generator.ctypes.data, n, threshold, counts.ctypes.data, rows * n)
         yield start, counts
         start += rows
+
+
+def _pcg64(rng: np.random.Generator) -> bool:
+    """Whether the generator is numpy's PCG64, the one the C loop draws from (`default_rng`'s today)."""
+    return bool(rng.bit_generator.state["bit_generator"] == "PCG64")
 
 
 def offset_indices(rng: np.random.Generator, n: int, sizes: Sequence[int]) -> Iterator[np.ndarray]:
