@@ -1,6 +1,7 @@
 """The package's C inner loops, built from their sources by this machine's C compiler on first use.
 
-A source (`metrics/trec_scan.c`, `compare/resample.c`: each beside the module that calls it)
+A source (`metrics/trec_scan.c`, `metrics/trec_label.c`, `compare/resample.c`: each beside the module that
+calls it)
 is compiled once into a shared library kept in a cache folder of the user's own
 (`$EVALCORE_COMPILED_CACHE`, else `$XDG_CACHE_HOME/evalcore`, else `~/.cache/evalcore`), named
 by a digest of the source, the compiler and the platform, so an edited source or another

@@ -3,7 +3,9 @@
 Files are read by `evalcore.metrics.trec_files`; here query ids become integer codes (only the
 first id of each run of equal ids is encoded), document ids are compared through 64-bit keys
 (`trec_scan.Ids.keys`: exact for ids of at most 8 bytes, otherwise every match is checked on
-the bytes), and every query is scored at once with numpy. Run files are usually written grouped
+the bytes), each run row gets its qrels label in one pass of C (`trec_label.c`, a small table
+per query; numpy's sorted and hashed arrays where it cannot be built, the same labels), and
+every query is scored at once with numpy. Run files are usually written grouped
 by query and sorted by score, so the costly steps are skipped when they cannot change a value:
 no sort unless the rows are out of order, and equal scores are put in trec_eval's docid order
 only where that moves a label.
@@ -11,17 +13,20 @@ only where that moves a label.
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Collection
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from evalcore import compiled
 from evalcore.errors import EvalError
 from evalcore.metrics.retrieval import GRADED_NDCG_MEASURES, batch_scores, graded_ndcg
 from evalcore.metrics.trec_files import Judgements, Ranking, row_place
-from evalcore.metrics.trec_scan import Ids, as_numpy, from_numpy
+from evalcore.metrics.trec_scan import Ids, Spans, as_numpy, from_numpy
 
 BUCKET_BITS = 22
 HASH_BLOCK = 1 << 20
@@ -79,7 +84,8 @@ class _Encoded(NamedTuple):
     qids: pa.Array
     docid: Ids  # the run's document ids, for trec_eval's tie order and to settle shared keys
     exact: bool  # different documents never share a key
-    pairs: np.ndarray  # the mixed (query, document) pair of each run row, in the file's order
+    pairs: np.ndarray | None  # the mixed (query, document) pair of each run row, in the file's order (None: not made)
+    repeats: bool | None = None  # whether the run ranks a document twice for a query (None: not known)
 
 
 def _buckets(keys: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -175,8 +181,12 @@ def _judged_twice(qrels: Judgements, rel_q: np.ndarray, rel_d: np.ndarray, order
         raise _Collision
     # The mixed pairs are sorted stably: of each pair of rows, the first is the earlier line.
     row = int(seconds.min())
-    first = int(firsts[seconds == row][0])
-    raise EvalError(
+    raise _judged_again(qrels, row, int(firsts[seconds == row][0]))
+
+
+def _judged_again(qrels: Judgements, row: int, first: int) -> EvalError:
+    """The error for qrels row `row`, which judges the (query, document) pair of row `first` again."""
+    return EvalError(
         "a document is judged twice for the same query (trec_eval refuses it too)",
         where=row_place(qrels.source, row),
         found=f"query {qrels.qid[row]} document {qrels.docid[row]}, first at {row_place(qrels.source, first)}",
@@ -201,10 +211,61 @@ def _exact_keys(first: Ids, second: Ids) -> tuple[np.ndarray, np.ndarray]:
     return codes[: len(first)], codes[len(first) :]
 
 
+_POINTER, _INT64, _INT32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
+_TWICE_ROW, _TWICE_FIRST, _REPEATS, _SCATTERED = range(4)  # trec_label.c's report
+
+
+def _label_library() -> ctypes.CDLL | None:
+    """The compiled labelling pass, its argument types declared (once per process)."""
+    library = compiled.load(Path(__file__).with_name("trec_label.c"))
+    if library is not None and library.evalcore_label.argtypes is None:
+        library.evalcore_label.argtypes = [_INT64, *[_POINTER] * 5, _INT64, *[_POINTER] * 6, _INT32, _INT32,
+                                           _POINTER, _INT64, _POINTER]
+        library.evalcore_label.restype = ctypes.c_int
+    return library
+
+
+def _span_pointers(spans: Spans | None) -> list[int | None]:
+    if spans is None:
+        return [None, None, None]
+    return [spans.data.ctypes.data, spans.starts.ctypes.data, spans.lengths.ctypes.data]
+
+
+def _labels_compiled(run_q: np.ndarray, run_d: np.ndarray, run_ids: Ids, qrels: Judgements, rel_q: np.ndarray,
+                     rel_d: np.ndarray, level: int, exact: bool, queries: int) -> tuple[np.ndarray, bool | None] | None:
+    """`_labels`' labels in one pass of C (`trec_label.c`), and whether the run ranks a document twice for a
+    query (None: its queries' rows are not all together, so the pass could not tell); None where the pass
+    cannot run (no compiler, ids without spans, 2^31 judgements or more)."""
+    library = _label_library()
+    if library is None or rel_q.size >= 2**31 or queries >= 2**31:
+        return None
+    run_spans, rel_spans = (None, None) if exact else (run_ids.flat_spans(), qrels.docid.flat_spans())
+    if not exact and (run_spans is None or rel_spans is None):
+        return None
+    kind = _label_type(qrels.label, level)
+    label = np.empty(run_q.size, dtype=kind)
+    report = np.full(4, -1, dtype=np.int64)
+    run_q32, rel_q32 = np.ascontiguousarray(run_q, dtype=np.int32), np.ascontiguousarray(rel_q, dtype=np.int32)
+    run_keys, rel_keys = np.ascontiguousarray(run_d, dtype=np.uint64), np.ascontiguousarray(rel_d, dtype=np.uint64)
+    rel_label = np.ascontiguousarray(qrels.label, dtype=np.int64)
+    status = library.evalcore_label(run_q.size, run_q32.ctypes.data, run_keys.ctypes.data, *_span_pointers(run_spans),
+                                    rel_q.size, rel_q32.ctypes.data, rel_keys.ctypes.data, *_span_pointers(rel_spans),
+                                    rel_label.ctypes.data, queries, label.itemsize, label.ctypes.data,
+                                    int(np.iinfo(kind).min), report.ctypes.data)
+    if status != 0:  # out of memory: the numpy path says so in its own way
+        return None
+    if report[_TWICE_ROW] >= 0:
+        raise _judged_again(qrels, int(report[_TWICE_ROW]), int(report[_TWICE_FIRST]))
+    return label, None if report[_SCATTERED] else bool(report[_REPEATS])
+
+
 def _encode(qrels: Judgements, run: Ranking, level: int) -> _Encoded:
     run_q, rel_q, qids = _query_codes(run.qid, qrels.qid)
     (run_d, run_exact), (rel_d, rel_exact) = run.docid.keys(), qrels.docid.keys()
     exact = run_exact and rel_exact
+    found = _labels_compiled(run_q, run_d, run.docid, qrels, rel_q, rel_d, level, exact, len(qids))
+    if found is not None:
+        return _Encoded(run_q, run_d, run.score, found[0], rel_q, qids, run.docid, exact, None, found[1])
     try:
         label, pairs = _labels(run_q, run_d, run.docid, qrels, rel_q, rel_d, level, exact)
     except _Collision:
@@ -250,8 +311,10 @@ def _rank_order(encoded: _Encoded) -> tuple[_Ranked, _Encoded]:
     if order is not None:
         order[positions] = moved
         return _Ranked(order, nothing, nothing), encoded
-    encoded = encoded._replace(run_d=encoded.run_d.copy())  # the keys stay the column's own
-    encoded.run_d[positions], encoded.label[positions] = encoded.run_d[moved], encoded.label[moved]
+    encoded.label[positions] = encoded.label[moved]
+    if encoded.repeats is not False:  # the keys are needed to find repeated documents (they stay the column's own)
+        encoded = encoded._replace(run_d=encoded.run_d.copy())
+        encoded.run_d[positions] = encoded.run_d[moved]
     return _Ranked(None, positions, moved), encoded
 
 
@@ -295,12 +358,15 @@ def _mixed(run_q: np.ndarray, run_d: np.ndarray, spread: np.ndarray) -> np.ndarr
 
 def _first_occurrences(run_q: np.ndarray, run_d: np.ndarray, encoded: _Encoded, ranked: _Ranked) -> np.ndarray:
     """Mask of rows (in rank order) that are the first of their (query, document) pair."""
-    ordered = np.sort(encoded.pairs)  # the file's order holds the same pairs
+    spread = _spread(int(run_q.max(initial=0)) + 1)
+    mixed = _mixed(run_q, run_d, spread)
+    # The file's order holds the same pairs as the rank order (ties move within a query).
+    ordered = np.sort(encoded.pairs if encoded.pairs is not None else mixed)
     repeated = ordered[1:][ordered[1:] == ordered[:-1]]
     keep = np.ones(run_q.size, dtype=bool)
     if repeated.size == 0:
         return keep
-    suspects = np.flatnonzero(np.isin(_mixed(run_q, run_d, _spread(int(run_q.max()) + 1)), repeated))
+    suspects = np.flatnonzero(np.isin(mixed, repeated))
     seen: set[tuple[int, object]] = set()
     # The mixed value can collide, so suspects are settled on the exact pair (they are few).
     if encoded.exact:
@@ -323,12 +389,14 @@ def _within_depth(run_q: np.ndarray, max_docs: int) -> np.ndarray:
 def ranked_labels(encoded: _Encoded, max_docs: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(query code, label) per run row in rank order, duplicates dropped, at most `max_docs` per query."""
     ranked, encoded = _rank_order(encoded)
-    run_q, run_d, label = encoded.run_q, encoded.run_d, encoded.label
+    run_q, label = encoded.run_q, encoded.label
     if ranked.order is not None:
-        run_q, run_d, label = run_q[ranked.order], run_d[ranked.order], label[ranked.order]
-    keep = _first_occurrences(run_q, run_d, encoded, ranked)
-    if not keep.all():
-        run_q, label = run_q[keep], label[keep]
+        run_q, label = run_q[ranked.order], label[ranked.order]
+    if encoded.repeats is not False:  # no document ranked twice for a query: every row is its pair's first
+        run_d = encoded.run_d if ranked.order is None else encoded.run_d[ranked.order]
+        keep = _first_occurrences(run_q, run_d, encoded, ranked)
+        if not keep.all():
+            run_q, label = run_q[keep], label[keep]
     if max_docs is not None:
         depth = _within_depth(run_q, max_docs)
         run_q, label = run_q[depth], label[depth]

@@ -275,6 +275,21 @@ class Ids:
                               all(_exact(spans, False) for spans, _ in parts))
         return self._keys
 
+    def flat_spans(self) -> Spans | None:
+        """Every id as a span of one buffer, starts as int64 and lengths as int32 (the compiled passes' form);
+        None for a column of runs."""
+        if self._spans is not None:
+            spans = self._spans
+        elif self._arrow is not None:
+            parts = _chunk_spans(pa.chunked_array([self._arrow.combine_chunks()]))
+            if not parts:
+                return Spans(np.zeros(1, dtype=np.uint8), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32))
+            spans = parts[0][0]
+        else:
+            return None
+        return Spans(spans.data, np.ascontiguousarray(spans.starts, dtype=np.int64),
+                     np.ascontiguousarray(spans.lengths, dtype=np.int32))
+
     def same(self, rows: np.ndarray, other: Ids, other_rows: np.ndarray) -> np.ndarray:
         """Whether the id of each of `rows` equals `other`'s id at the matching row, on the bytes."""
         if not rows.size:
