@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import shapes
-from dashboard import FLOOR, FLOOR_APP, USABLE, campaign_row, link, spread, store_campaign, timed_open
+from dashboard import FLOOR, FLOOR_APP, USABLE, campaign_row, link, spread, store_campaign, timed_open, wait_usable
 
 from evalcore.campaigns import get_manager, list_campaigns
 from evalcore.compare import compare_campaigns
@@ -108,15 +108,11 @@ def build(db: str, campaigns: int, count: int) -> None:
 def visit(tab, page: str, go: Callable[[], None]) -> dict[str, float]:
     """Seconds from go() until each thing the page shows is usable, and until its script has finished."""
     title, more = VISITS[page]
-    main = tab.locator("[data-testid='stMain']")
     started = time.perf_counter()
     go()
     times = {}
     for name in (title, *more):
-        heading, selectors = USABLE[name]
-        main.get_by_role("heading", name=heading, exact=True).wait_for(timeout=300_000)
-        for selector in selectors:
-            main.locator(selector).first.wait_for(state="visible", timeout=300_000)
+        wait_usable(tab, name, 300_000)
         times[name] = time.perf_counter() - started
     tab.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=300_000)
     times[f"{title} finished"] = time.perf_counter() - started

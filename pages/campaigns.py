@@ -49,6 +49,7 @@ SECTIONS = [QUESTIONS, STAGES, LABELS, CONFIGURATION]
 RUBRIC_HELP = ("Optional: a judge defined in plain words, e.g. '# output: 1-5', '# reads: question, answer, "
                "expected', then [criteria] and its text (see the Run page's rubric judges)")
 NEXT, PREVIOUS = "right", "left"  # keys of the labelling queue; each label has its own key
+JUDGE_AGAIN_OPEN = "rejudge-open"  # whether the "Judge again" form is open (Session State)
 
 
 def results_table(results: list[QuestionResult], measures: list[str]) -> pd.DataFrame:
@@ -246,7 +247,11 @@ def judge_again(campaign: Campaign) -> None:
     """A finished campaign's answers judged again by other judges, a model, a rubric: a new campaign that asks
     nothing of the target (evalcore.campaigns.rejudging)."""
     rubrics = list(campaign.config.get("rubrics") or {})
-    with st.expander("Judge again"), st.form(f"rejudge-{chosen}", border=False):
+    # Its form is drawn only once opened: a first visit to the page does not draw its seven fields.
+    box = st.expander("Judge again", key=JUDGE_AGAIN_OPEN, on_change="rerun")
+    if not box.open:
+        return
+    with box, st.form(f"rejudge-{chosen}", border=False):
         st.caption("A new campaign judges these answers again, without asking the target: compare the two to see "
                    "what the judges change, and how far they agree.")
         judges = st.multiselect("Judges", [*JUDGES, *rubrics], default=list(campaign.judges), key="rejudge-judges")

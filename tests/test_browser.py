@@ -241,6 +241,10 @@ def test_a_named_campaign_is_listed_renamed_and_a_second_import_asks(page: tuple
     main.locator("[data-testid='stDataFrame']").first.wait_for(timeout=30_000)  # the list and one question's tables
     expanders = main.locator("[data-testid='stExpander']")  # no expander per question: only the campaign's action
     assert expanders.count() == 1 and "Judge again" in expanders.first.locator("summary").inner_text()
+    # Its form is drawn when it is opened, and kept open over the page's next runs.
+    assert main.get_by_role("textbox", name="Rubric name").count() == 0
+    expanders.first.locator("summary").click()
+    main.get_by_role("textbox", name="Rubric name").wait_for(timeout=30_000)
     # The questions first; the failure stages and the configuration are sections drawn when opened.
     assert main.locator(".vega-embed").count() == 0
     main.get_by_role("tab", name="Failure stages").click()

@@ -243,6 +243,9 @@ def test_the_campaigns_page_judges_a_finished_campaign_again(
     at = page_test(str(manager.store.path), monkeypatch, "pages/campaigns.py")
     at.selectbox[0].set_value(source).run()
     assert_clean(at)
+    assert not at.text_area  # the form is drawn once its expander is opened
+    at.session_state["rejudge-open"] = True
+    at.run()
     at.text_area(key="rejudge-rubric").set_value("[criteria]\nThe answer is right.")
     next(b for b in at.button if b.label == "Judge again").click().run()
     assert any("a rubric needs a name" in unescape(e.value) for e in at.error)
