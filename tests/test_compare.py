@@ -727,6 +727,19 @@ def test_cli_compare_on_a_kept_pair_imports_only_what_it_uses(two_stored, tmp_pa
     assert sorted(heavy & imported) == []
 
 
+def test_a_comparison_the_cli_computes_is_kept_for_the_next_one(two_stored, tmp_path):
+    # The kept comparison is written on the store's writer thread while the command prints; the command's process
+    # ends without closing the store, and the write must still land (it was lost with the thread once).
+    command = [sys.executable, "-m", "evalcore", "compare", "A", "B", "--db", str(tmp_path / "e.db"), "--resamples",
+               "500"]
+    first = subprocess.run(command, capture_output=True, text=True, check=True,
+                           cwd=Path(__file__).resolve().parent.parent)
+    assert kept(two_stored) == [("A", "B", "0")]
+    again = subprocess.run(command, capture_output=True, text=True, check=True,
+                           cwd=Path(__file__).resolve().parent.parent)
+    assert again.stdout == first.stdout
+
+
 def test_the_report_of_a_kept_comparison_decodes_only_the_questions_it_shows(two_stored):
     from evalcore.cli.compare import SHOWN_VERDICTS, format_comparison
     from evalcore.compare.deltas import KeptQuestions

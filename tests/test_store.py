@@ -6,6 +6,7 @@ import os
 import socket
 import sqlite3
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -93,6 +94,16 @@ def test_writes_from_many_threads_are_serialised_and_readers_run_concurrently(st
         thread.join()
     assert store.read("SELECT value FROM call_cache WHERE key = 'n'")[0][0] == "200"
     assert len(seen) == 200 and max(seen) == 200
+
+
+def test_a_write_queued_for_soon_lands_when_the_process_ends_without_closing(tmp_path: Path) -> None:
+    script = ("import sys, time\nfrom evalcore.store import Store\nstore = Store(sys.argv[1])\n"
+              "def slow(conn):\n    time.sleep(0.5)\n    conn.execute(\"INSERT INTO call_cache VALUES ('soon', '1', 0)\")\n"
+              "store.write_soon(slow)\n")
+    subprocess.run([sys.executable, "-c", script, str(tmp_path / "store.db")], check=True, timeout=60,
+                   cwd=Path(__file__).resolve().parent.parent)
+    with Store(tmp_path / "store.db") as store:
+        assert store.read("SELECT value FROM call_cache WHERE key = 'soon'")[0][0] == "1"
 
 
 def test_a_write_queued_for_soon_is_read_back_by_whoever_reads_next(store: Store) -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import queue
@@ -395,6 +396,7 @@ class Store:
         self._soon: list[tuple[Future[Any], tuple[str, ...]]] = []   # write_soon's writes (and their tables), not yet
         # known to be done
         self._soon_lock = threading.Lock()
+        self._soon_at_exit = False  # _finish_soon is registered to run at exit
         self._closed = False
         ready: Future[Any] = Future()
         self._writer = threading.Thread(target=self._write_loop, args=(ready,), name="evalcore-store-writer",
@@ -473,9 +475,20 @@ class Store:
             raise EvalError("the store is closed", where=str(self.path))
         future: Future[Any] = Future()
         with self._soon_lock:
+            if not self._soon_at_exit:
+                # The writer is a daemon thread: a process that ends without closing the store (a CLI command) would
+                # drop what is still queued, a comparison kept for the next `compare` among it.
+                atexit.register(self._finish_soon)
+                self._soon_at_exit = True
             self._soon.append((future, tables))
         self._queue.put((fn, future))
         return future
+
+    def _finish_soon(self) -> None:
+        """Wait for every write write_soon queued (as the process exits)."""
+        with self._soon_lock:
+            pending = [future for future, _ in self._soon]
+        wait(pending)
 
     def _settle(self, sql: str) -> None:
         """Wait for the writes write_soon queued that this read may see (not on the writer thread, where they wait
@@ -512,6 +525,8 @@ class Store:
         self._closed = True
         self._queue.put(None)
         self._writer.join()
+        if self._soon_at_exit:
+            atexit.unregister(self._finish_soon)
         with self._readers_lock:
             for conn in self._readers:
                 conn.close()
