@@ -98,7 +98,8 @@ def test_writes_from_many_threads_are_serialised_and_readers_run_concurrently(st
 
 def test_a_write_queued_for_soon_lands_when_the_process_ends_without_closing(tmp_path: Path) -> None:
     script = ("import sys, time\nfrom evalcore.store import Store\nstore = Store(sys.argv[1])\n"
-              "def slow(conn):\n    time.sleep(0.5)\n    conn.execute(\"INSERT INTO call_cache VALUES ('soon', '1', 0)\")\n"
+              "def slow(conn):\n    time.sleep(0.5)\n"
+              "    conn.execute(\"INSERT INTO call_cache VALUES ('soon', '1', 0)\")\n"
               "store.write_soon(slow)\n")
     subprocess.run([sys.executable, "-c", script, str(tmp_path / "store.db")], check=True, timeout=60,
                    cwd=Path(__file__).resolve().parent.parent)
