@@ -358,14 +358,17 @@ def _mixed(run_q: np.ndarray, run_d: np.ndarray, spread: np.ndarray) -> np.ndarr
 
 def _first_occurrences(run_q: np.ndarray, run_d: np.ndarray, encoded: _Encoded, ranked: _Ranked) -> np.ndarray:
     """Mask of rows (in rank order) that are the first of their (query, document) pair."""
-    spread = _spread(int(run_q.max(initial=0)) + 1)
-    mixed = _mixed(run_q, run_d, spread)
+    pairs, mixed = encoded.pairs, None
+    if pairs is None:
+        pairs = mixed = _mixed(run_q, run_d, _spread(int(run_q.max(initial=0)) + 1))
     # The file's order holds the same pairs as the rank order (ties move within a query).
-    ordered = np.sort(encoded.pairs if encoded.pairs is not None else mixed)
+    ordered = np.sort(pairs)
     repeated = ordered[1:][ordered[1:] == ordered[:-1]]
     keep = np.ones(run_q.size, dtype=bool)
     if repeated.size == 0:
         return keep
+    if mixed is None:
+        mixed = _mixed(run_q, run_d, _spread(int(run_q.max()) + 1))
     suspects = np.flatnonzero(np.isin(mixed, repeated))
     seen: set[tuple[int, object]] = set()
     # The mixed value can collide, so suspects are settled on the exact pair (they are few).

@@ -277,11 +277,14 @@ class Ids:
 
     def flat_spans(self) -> Spans | None:
         """Every id as a span of one buffer, starts as int64 and lengths as int32 (the compiled passes' form);
-        None for a column of runs."""
+        None for a column of runs, or one too large for a single buffer."""
         if self._spans is not None:
             spans = self._spans
         elif self._arrow is not None:
-            parts = _chunk_spans(pa.chunked_array([self._arrow.combine_chunks()]))
+            try:
+                parts = _chunk_spans(pa.chunked_array([self._arrow.combine_chunks()]))
+            except pa.ArrowInvalid:  # over 2 GiB of ids in a 32-bit offsets column: no one buffer
+                return None
             if not parts:
                 return Spans(np.zeros(1, dtype=np.uint8), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32))
             spans = parts[0][0]
