@@ -259,3 +259,28 @@ def test_a_file_whose_first_block_holds_few_long_lines_grows_the_arrays(tmp_path
     assert through_c is not None and through_numpy is not None
     _assert_same(through_c, through_numpy)
     assert len(through_c.ids[2]) == 90_000 and through_c.ids[0].heads()[0].size == 2250
+
+
+@pytest.mark.parametrize("reach", [32, 64, 1 << 30])  # fields of up to 31 bytes
+def test_fields_as_strings_and_numbers_are_their_bytes_wherever_they_lie_in_the_file(
+        reach: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A string view reaches its bytes through buffers of 2 x VIEW_REACH bytes that start every VIEW_REACH bytes:
+    # with a small reach, fields across the whole data (inline ones, long ones, ones past a buffer's start) must
+    # come back as their own bytes.
+    monkeypatch.setattr(trec_scan, "VIEW_REACH", reach)
+    rng = random.Random(reach)
+    data = np.frombuffer(bytes(rng.choice(b"0123456789abcdefXYZ-_.") for _ in range(5000)), dtype=np.uint8)
+    lengths = np.array([rng.choice([1, 4, 5, 8, 9, 12, 13, 16, 17, 31]) for _ in range(600)], dtype=np.int32)
+    starts = np.array([rng.randrange(0, data.size - length + 1) for length in lengths.tolist()], dtype=np.int64)
+    spans = trec_scan.Spans(data, starts, lengths)
+    rows = np.array(rng.sample(range(lengths.size), 400), dtype=np.int64)
+    raw = data.tobytes()
+    expected = [raw[start : start + length].decode() for start, length in zip(starts[rows].tolist(),
+                                                                                 lengths[rows].tolist(), strict=True)]
+    trec_scan._views(spans).validate(full=True)  # every view within the buffer it names
+    got = trec_scan.strings(spans, rows)
+    assert got.type == pa.string() and got.to_pylist() == expected
+    digits = np.frombuffer(bytes(rng.choice(b"0123456789") for _ in range(5000)), dtype=np.uint8)
+    numbers = trec_scan.numbers(trec_scan.Spans(digits, starts, np.minimum(lengths, 18)), pa.int64())
+    assert numbers.tolist() == [int(digits[start : start + min(length, 18)].tobytes())
+                                for start, length in zip(starts.tolist(), lengths.tolist(), strict=True)]

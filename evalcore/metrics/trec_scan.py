@@ -168,29 +168,23 @@ def changes(spans: Spans) -> np.ndarray:
 
 def strings(spans: Spans, rows: np.ndarray) -> pa.Array:
     """The fields of these rows as a pyarrow string array (their bytes copied)."""
-    lengths = spans.lengths[rows].astype(np.int64)
-    offsets = np.zeros(rows.size + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    total = int(offsets[-1])
-    # Byte j of the output comes from start(row) + (j - offset(row)).
-    source = np.repeat(spans.starts[rows] - offsets[:-1], lengths) + np.arange(total)
-    data = spans.data[source]
-    kind, width = (pa.string(), np.int32) if total < 2**31 else (pa.large_string(), np.int64)
-    return pa.Array.from_buffers(kind, rows.size, [None, pa.py_buffer(offsets.astype(width)), pa.py_buffer(data)])
+    picked = Spans(spans.data, spans.starts[rows], spans.lengths[rows])
+    total = int(picked.lengths.sum(dtype=np.int64))
+    return _views(picked).cast(pa.string() if total < 2**31 else pa.large_string())
 
 
-def numbers(spans: Spans, kind: pa.DataType) -> np.ndarray:
-    """The fields (of a buffer under 2 GiB) parsed as numbers of `kind` by pyarrow, from string
-    views over the bytes; pa.ArrowInvalid when one is not a number."""
+# A string view names its bytes by a buffer index and a 32-bit offset: buffer k is the data from byte
+# k * VIEW_REACH on, 2 * VIEW_REACH bytes long, so a field (under LONGEST_FIELD bytes) lies whole in the buffer
+# its start falls in, whatever the size of the file.
+VIEW_REACH = 1 << 30
+
+
+def _views(spans: Spans) -> pa.Array:
+    """The fields as a pyarrow string_view array over the spans' data (no bytes copied)."""
     lengths = spans.lengths
-    if kind == pa.int64() and lengths.size and int(lengths.max()) == 1:  # one-digit labels
-        digits: np.ndarray = spans.data[spans.starts].astype(np.int64) - ord("0")
-        if digits.min() >= 0 and digits.max() <= 9:
-            return digits
     first = _words(spans.data, spans.starts)
-    inline = lengths <= 12
     # A view is 16 bytes: the length (int32), then the bytes inline (up to 12, zero-padded), or a
-    # 4-byte prefix, the buffer's index (0) and the offset in it.
+    # 4-byte prefix, the buffer's index and the offset in it.
     views = np.empty((lengths.size, 2), dtype=np.uint64)
     low = views[:, 0]
     np.bitwise_and(first, _masks(0, 4, lengths), out=low)
@@ -204,10 +198,24 @@ def numbers(spans: Spans, kind: pa.DataType) -> np.ndarray:
         second &= _masks(WORD, 4, lengths)
         second <<= np.uint64(32)
         high |= second
-        if not inline.all():
-            far = np.flatnonzero(~inline)
-            high[far] = spans.starts[far].astype(np.uint64) << np.uint64(32)
-    array = pa.Array.from_buffers(pa.string_view(), lengths.size, [None, pa.py_buffer(views), pa.py_buffer(spans.data)])
+        far = np.flatnonzero(lengths > 12)
+        if far.size:
+            buffer, offset = np.divmod(spans.starts[far], VIEW_REACH)
+            high[far] = (offset.astype(np.uint64) << np.uint64(32)) | buffer.astype(np.uint64)
+    data = spans.data
+    buffers = [pa.py_buffer(data[start : start + 2 * VIEW_REACH]) for start in range(0, max(data.size, 1), VIEW_REACH)]
+    return pa.Array.from_buffers(pa.string_view(), lengths.size, [None, pa.py_buffer(views), *buffers])
+
+
+def numbers(spans: Spans, kind: pa.DataType) -> np.ndarray:
+    """The fields parsed as numbers of `kind` by pyarrow, from string views over the bytes;
+    pa.ArrowInvalid when one is not a number."""
+    lengths = spans.lengths
+    if kind == pa.int64() and lengths.size and int(lengths.max()) == 1:  # one-digit labels
+        digits: np.ndarray = spans.data[spans.starts].astype(np.int64) - ord("0")
+        if digits.min() >= 0 and digits.max() <= 9:
+            return digits
+    array = _views(spans)
     return as_numpy(array.cast(kind))
 
 
