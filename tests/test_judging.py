@@ -151,7 +151,7 @@ def test_reference_answers_and_the_answers_context_reach_the_judges(manager: Cam
 
 def test_structured_replies_are_asked_and_an_endpoint_that_refuses_them_is_asked_without(
         manager: CampaignManager, tiny_dataset: Path) -> None:
-    openai_models._UNSTRUCTURED.clear()
+    openai_models._ACCEPTED.clear()
 
     def refusing(path: str, body: Any) -> Reply | str:
         if "response_format" in body:
@@ -172,7 +172,9 @@ def test_structured_replies_are_asked_and_an_endpoint_that_refuses_them_is_asked
                                                    cache=False))
         manager.wait(campaign_id, timeout=60)
         calls = judge_calls(server)
-    assert [("response_format" in body) for body in calls] == [True, False, False]  # refused once, remembered
+    # Refused as json_schema, then as json_object (the refusal names response_format), then remembered: plain text.
+    assert [body.get("response_format", {}).get("type") for body in calls] == ["json_schema", "json_object", None,
+                                                                                 None]
     assert all(r.outcome.judges["score"].score == 4.0 for r in campaign_results(manager.store, campaign_id))
 
 

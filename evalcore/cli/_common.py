@@ -101,4 +101,4 @@ def add_judge_model_flags(group: argparse._ArgumentGroup) -> None:
 
 # The judges' model keys that have a flag of their own (--judge-kind ...); type and help come from the key.
 JUDGE_FLAGS = ("judge_kind", "judge_model", "judge_base_url", "judge_api_key_env", "judge_temperature",
-               "judge_max_tokens")
+               "judge_max_tokens", "judge_structured_output")

@@ -133,7 +133,8 @@ def build_chat_model(config: TargetConfig, cache: Any = None) -> ChatModel | Non
         return OpenAIChatModel(config.base_url, config.model, api_key_env=config.api_key_env,
                                timeout=config.timeout, retries=config.retries, backoff=config.retry_backoff,
                                cache=cache, max_reply_chars=config.max_reply_chars, deployment=config.deployment,
-                               api_version=config.api_version, key_header=config.api_key_header)
+                               api_version=config.api_version, key_header=config.api_key_header,
+                               structured_output=config.structured_output)
     if config.generator == "local":
         return LocalChatModel(cache=cache)
     return None
@@ -157,7 +158,8 @@ def build_judge_model(config: TargetConfig, own: ChatModel | None, cache: Any = 
                                 api_key_env=config.judge_api_key_env, timeout=config.timeout, retries=config.retries,
                                 backoff=config.retry_backoff, cache=cache, max_reply_chars=config.max_reply_chars,
                                 deployment=config.judge_deployment, api_version=config.judge_api_version,
-                                key_header=config.judge_api_key_header)
+                                key_header=config.judge_api_key_header,
+                                structured_output=config.judge_structured_output)
     if model is not None:
         if check:
             model.check()
