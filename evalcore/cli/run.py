@@ -56,7 +56,7 @@ from evalcore.store import Store
 from evalcore.suites import get_suite
 from evalcore.targets import TargetConfig
 from evalcore.targets.config import parse_sweep, read_prompt_files, sweep_values
-from evalcore.targets.generators import judged_locally
+from evalcore.targets.generators import judge_model_name, judged_locally
 from evalcore.targets.presets import QUICK_START
 from evalcore.targets.saved import get_target
 
@@ -253,9 +253,14 @@ def launch(manager: CampaignManager, request: LaunchRequest, *, as_json: bool) -
     print(f"configuration: {config.describe()}; changed from the defaults: "
           f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}", file=out,
           flush=True)
-    if (request.judges or config.rubrics) and judged_locally(config):
-        for note in local_notes(request.judges):
-            print(f"note: {note}", file=sys.stderr, flush=True)
+    if request.judges or config.rubrics:
+        judged_by = judge_model_name(config)
+        if judged_by is not None:
+            print(f"judges ({', '.join([*request.judges, *dict(config.rubrics)])}) ask {judged_by}", file=out,
+                  flush=True)
+        if judged_locally(config):
+            for note in local_notes(request.judges):
+                print(f"note: {note}", file=sys.stderr, flush=True)
     if request.dataset is not None:
         print(f"dataset {dataset_summary(load_dataset(request.dataset))}", file=out, flush=True)
     return manager.launch(request)

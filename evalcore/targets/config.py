@@ -230,10 +230,11 @@ class TargetConfig:
                                                          "from the environment", table=str)
     # results_file: JSONL or Parquet with columns qid, ranked_ids, answer (question and contexts optional).
     results_path: str = setting("", RESULTS_FILE, "a .jsonl or .parquet file with qid, ranked_ids and answer")
-    # Judges: "auto" asks the target's own chat model, else the model configured here (a target with
-    # none, an HTTP agent or a results file, is judged by it); "openai"/"local" always use this one.
-    judge_kind: str = setting("auto", JUDGE, "auto: the target's own chat model, else the one below; openai or local: "
-                              "always the one below", choices=("auto", "openai", "local"))
+    # Judges: "auto" asks the model configured here when one is named (judge_model, judge_deployment or
+    # judge_base_url), else the target's own chat model (a target with none, an HTTP agent or a results file, needs
+    # one here); "openai"/"local" always use this one.
+    judge_kind: str = setting("auto", JUDGE, "auto: the model below when one is named, else the target's own chat "
+                              "model; openai or local: always the one below", choices=("auto", "openai", "local"))
     judge_base_url: str = setting("", JUDGE, "the judges' OpenAI-compatible server (empty: the target's base_url)")
     judge_model: str = setting("", JUDGE, "the judges' model, e.g. gpt-4o-mini (required with judge_kind = openai)")
     judge_api_key_env: str = setting("OPENAI_API_KEY", JUDGE, "the NAME of the variable holding the judges' key")
