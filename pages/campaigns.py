@@ -394,7 +394,8 @@ def agreement_lines(found: dict[str, Agreement]) -> list[str]:
         return "—" if value is None else f"{value:.2f}"
 
     return [f"{name}: {a.n} labelled · accuracy {number(a.accuracy)} · kappa {number(a.kappa)}"
-            + (f" · weighted kappa {number(a.weighted_kappa)}" if a.weighted_kappa is not None else "")
+            + (f" · weighted kappa {number(a.weighted_kappa)} (linear {number(a.linear_kappa)})"
+               if a.weighted_kappa is not None else "")
             + (f" · 95% interval {a.interval[0]:.2f} to {a.interval[1]:.2f}" if a.interval else "")
             for name, a in found.items()]
 
