@@ -296,11 +296,14 @@ def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
 
 LOST_EXIT = 6  # the campaign was taken over by another process: what it did is not this process's
 def next_lines(store: Store, campaign: Campaign) -> list[str]:
-    """The campaign's name and id, and the command to type next: compare it with the previous campaign on the same
-    questions, or look at it."""
-    earlier = [c for c in list_campaigns(store, campaign.tenant)
-               if c.id != campaign.id and c.finished and c.created_at < campaign.created_at]
-    baseline = previous(campaign, earlier)
+    """The campaign's name and id, and the command to type next: compare a re-judge with the campaign whose answers it
+    judged, any other with the previous campaign on the same questions, or look at it."""
+    if campaign.answers_from is not None:
+        baseline: Campaign | None = get_campaign(store, campaign.answers_from)
+    else:
+        earlier = [c for c in list_campaigns(store, campaign.tenant)
+                   if c.id != campaign.id and c.finished and c.created_at < campaign.created_at]
+        baseline = previous(campaign, earlier)
     command = f"python -m evalcore compare {handle(store, baseline)} {handle(store, campaign)}" if baseline \
         else f"python -m evalcore campaigns show {campaign.id}"
     return ["", f"campaign {campaign.name!r} ({campaign.id})", f"next: {command}"]
