@@ -55,7 +55,9 @@ class LlamaServer:
         self.exchanges: list[tuple[Any, int, Any]] = []  # (request JSON, reply status, reply JSON or text)
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
-        self._log = tempfile.TemporaryFile()  # the server's output (llama.cpp's loading log fills a pipe and blocks)
+        # The server's output, kept to say why it failed to start (llama.cpp's loading log would fill a pipe and block
+        # the server); open for the server's life, closed on exit.
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115
         self._relay: ThreadingHTTPServer | None = None
         self._upstream = ""
 
