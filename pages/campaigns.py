@@ -315,6 +315,12 @@ def panel() -> None:
     cols[6].metric("Tokens", summary.total_tokens,
                    help=f"answers {summary.tokens.total} · judges {summary.judge_tokens.total} · "
                         f"total {summary.total_tokens}")
+    if summary.unknown:
+        st.caption("Unreadable verdicts (unknown, never a pass): " + ", ".join(
+            f"{ui.escape_md(name)} {count} of {summary.judged.get(name, 0)}"
+            for name, count in summary.unknown.items()))
+    for line in summary.warnings:
+        st.warning(ui.escape_md(line))
     if summary.skipped:
         st.caption("Not judged for want of a reference answer: "
                    + ", ".join(f"{ui.escape_md(name)} {count}" for name, count in summary.skipped.items()))
@@ -388,7 +394,8 @@ def agreement_lines(found: dict[str, Agreement]) -> list[str]:
         return "—" if value is None else f"{value:.2f}"
 
     return [f"{name}: {a.n} labelled · accuracy {number(a.accuracy)} · kappa {number(a.kappa)}"
-            + (f" · weighted kappa {number(a.weighted_kappa)}" if a.weighted_kappa is not None else "")
+            + (f" · weighted kappa {number(a.weighted_kappa)} (linear {number(a.linear_kappa)})"
+               if a.weighted_kappa is not None else "")
             + (f" · 95% interval {a.interval[0]:.2f} to {a.interval[1]:.2f}" if a.interval else "")
             for name, a in found.items()]
 

@@ -314,8 +314,9 @@ with st.form("launch"):
     values = config_inputs(base_config, key=f"cfg-{base}", disabled=not configurable)
     left, middle, right = st.columns(3)
     use_judge = left.checkbox("AI score 1-5 (judge.score)",
-                              help="Asks the target's own chat model, else the model of the Judge section "
-                                   "(judge_model): an HTTP agent or the extractive generator needs one there.")
+                              help="Asks the model of the Judge section when one is named there (judge_model), "
+                                   "else the target's own chat model: an HTTP agent or the extractive generator "
+                                   "needs one there.")
     judges = left.multiselect("Other judges", [j for j in JUDGES if j != "score"])
     concurrency = middle.number_input("Concurrency (0 = automatic)", min_value=0, max_value=256, value=0,
                                       help="Automatic: 1 for a suite (its response times then mean something), "

@@ -20,7 +20,7 @@ from evalcore.campaigns import (
 )
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.listing import HEADLINE, headline_means, keep_ended_figures
-from evalcore.campaigns.queries import compute_aggregates, compute_summary
+from evalcore.campaigns.queries import PANEL_FIGURES, compute_aggregates, compute_summary
 from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.campaigns.records import results_version
 from evalcore.targets import TargetConfig
@@ -41,7 +41,7 @@ def launch(manager: CampaignManager, dataset: Path) -> str:
     deadline = time.monotonic() + 30
     while len(kept(manager, campaign_id)) < 2 and time.monotonic() < deadline:  # kept once it ended
         time.sleep(0.05)
-    assert set(kept(manager, campaign_id)) == {"panel/1", "headline/1"}
+    assert set(kept(manager, campaign_id)) == {PANEL_FIGURES, "headline/1"}
     return campaign_id
 
 
@@ -61,12 +61,12 @@ def test_figures_are_kept_once_and_read_back_the_same(manager: CampaignManager, 
     summary = compute_summary(store, campaign_id, computed)
     forget(manager, campaign_id)
     assert campaign_aggregates(store, campaign_id) == computed  # computed, then kept
-    assert set(kept(manager, campaign_id)) == {"panel/1"}
+    assert set(kept(manager, campaign_id)) == {PANEL_FIGURES}
     assert campaign_aggregates(store, campaign_id) == computed  # read back
     assert campaign_summary(store, campaign_id) == summary
     campaigns = list_campaigns(store)
     first = headline_means(store, campaigns)
-    assert set(kept(manager, campaign_id)) == {"panel/1", "headline/1"}
+    assert set(kept(manager, campaign_id)) == {PANEL_FIGURES, "headline/1"}
     assert headline_means(store, campaigns) == first and first[campaign_id]
 
 

@@ -71,7 +71,7 @@ def test_judges_are_stored_as_measures_with_details(manager: CampaignManager, ti
             and with_expected.outcome.measures["judge.relevance"] == 4.0)
     assert with_expected.outcome.judges["score"].reason == "Close to the expected answer."
     assert with_expected.outcome.signatures["judge.score"].startswith("judge.score|prompt:v1|hash:")
-    assert "|parser:v2|model:openai:fake-model@" in with_expected.outcome.signatures["judge.score"]
+    assert "|parser:v3|model:openai:fake-model@" in with_expected.outcome.signatures["judge.score"]
     assert "judge.score" not in without.outcome.measures and "judge.relevance" in without.outcome.measures
 
 

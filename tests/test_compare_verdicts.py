@@ -139,3 +139,34 @@ def test_the_api_gives_both_counts_and_takes_a_tolerance(tmp_path) -> None:
         exact = client.get("/api/v1/compare?a=A&b=B&tolerance=0", headers=headers).json()["data"]["comparison"]
         assert exact["verdicts"] == {"better": 2, "worse": 1} and exact["tolerance"] == {"coverage": 0.0}
         assert client.get("/api/v1/compare?a=A&b=B&tolerance=-1", headers=headers).status_code == 422
+
+
+def judged_rows(scores: list[int], coverage: list[float], model: str) -> list:
+    from evalcore.campaigns import Outcome, Question, QuestionResult
+    from tests.test_compare import verdict
+
+    return [QuestionResult(Question(qid, qid, f"q{qid}"),
+                           Outcome(answer="an answer", measures={"judge.score": float(score), "coverage": value},
+                                   judges={"score": verdict(score, model)}))
+            for qid, (score, value) in enumerate(zip(scores, coverage, strict=True), start=1)]
+
+
+@pytest.mark.parametrize("b_config", [{"generator": "openai"}, {}])
+def test_a_judge_whose_model_differs_decides_no_verdict_and_the_reason_says_so(b_config: dict) -> None:
+    a_rows = judged_rows([2, 2, 2, 2], [0.5, 0.5, 0.5, 0.4], "m1")
+    b_rows = judged_rows([5, 5, 5, 5], [0.5, 0.5, 0.5, 0.6], "m2")   # another judge model: 5s where A's gave 2s
+    comparison = compare_results(A, a_rows, campaign("B", b_config), b_rows, resamples=200)
+    assert "judge score used a different model or prompt: its scores are not comparable" in comparison.warnings
+    # Coverage decides: three the same, one better; never "better" on all four by the other judge's scores.
+    assert [(q.verdict, q.basis) for q in comparison.questions] == [("same", "coverage")] * 3 + [("better",
+                                                                                                  "coverage")]
+    assert "judge.score decides nothing: its judges differ in model or prompt, so its scores are not comparable" \
+        in comparison.basis_reason
+    assert comparison.basis != "judge.score"
+    # The same judge on both sides decides as before; asked for by name, it decides, with the caution said.
+    same = compare_results(A, a_rows, campaign("B", b_config), judged_rows([5, 5, 5, 5], [0.5] * 4, "m1"),
+                           resamples=200)
+    assert same.basis == "judge.score" and {q.verdict for q in same.questions} == {"better"}
+    asked = compare_results(A, a_rows, campaign("B", b_config), b_rows, resamples=200, basis="judge.score")
+    assert asked.basis_reason == ("judge.score, as asked (its judges differ in model or prompt: its scores are not "
+                                  "comparable)")

@@ -53,7 +53,7 @@ def test_a_prompt_is_checked_for_its_sections_placeholders_and_scale() -> None:
     prompt = judges.custom_prompt("ai_score", OWN, where="judge_prompts.score")
     assert (prompt.name, prompt.version, prompt.output, prompt.requires) == (
         "score", "custom", "likert", judges.load_prompt("score").requires)
-    assert judges.signature_of(prompt) == f"judge.score|prompt:custom|hash:{prompt.hash}|output:likert|parser:v2"
+    assert judges.signature_of(prompt) == f"judge.score|prompt:custom|hash:{prompt.hash}|output:likert|parser:v3"
     assert prompt.hash != judges.custom_prompt("score", OWN + "Be brief.", where="x").hash
     with pytest.raises(EvalError, match=r"judge_prompts\.score: missing placeholder \{answer\}"):
         judges.custom_prompt("score", OWN.replace("{answer}", ""), where="judge_prompts.score")

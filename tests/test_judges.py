@@ -145,13 +145,49 @@ def test_a_judge_sees_each_passage_whole_with_its_title():
     assert f"[1] Terms of Sale (EU)\n{passage}" in user and "[2] untitled" in user
 
 
-def test_a_cut_context_keeps_the_first_characters_and_says_so():
+CUT = "[cut: the judge model's context window is too small]"
+
+
+def test_a_cut_context_shortens_each_passage_alike_rather_than_dropping_the_later_ones():
     context = [judges.Passage("a" * 300, "A"), judges.Passage("b" * 300, "B"), judges.Passage("c" * 300, "C")]
     text = judges.format_context(context, keep=450)
-    assert "a" * 300 in text and "b" * 150 + " [cut: the judge model's context window is too small]" in text
-    assert "b" * 151 not in text and "[3]" not in text and "ccc" not in text
-    assert "(1 more passage(s) left out: the judge model's context window is too small)" in text
-    assert judges.context_chars(context) == 900
+    for number, letter in enumerate("abc", start=1):
+        assert f"[{number}] {letter.upper()}\n{letter * 150} {CUT}" in text and letter * 151 not in text
+    assert "left out" not in text and judges.context_chars(context) == 900
+    # A short passage stays whole; the long ones share what is left.
+    short = judges.format_context([judges.Passage("a" * 1000), judges.Passage("b" * 40), judges.Passage("c" * 1000)],
+                                  keep=440)
+    assert f"[2] {'b' * 40}\n" in short and "a" * 200 + f" {CUT}" in short and "c" * 200 + f" {CUT}" in short
+
+
+FACT = "The Kestrel R5 accepts up to 5 simultaneous VPN clients."
+
+
+def test_a_cut_context_keeps_what_the_answer_cites():
+    filler = ["Passage one is about shipping. " * 30, "Passage two is about returns. " * 30,
+              "Passage three is about warranty. " * 30]
+    fourth = "The router manual. " * 20 + FACT + " Its ports are listed below. " * 20
+    context = [*(judges.Passage(text, f"Doc {n}") for n, text in enumerate(filler, 1)), judges.Passage(fourth, "Doc 4")]
+    # An answer built from passage 4: whether it quotes it or cites its number, that part of passage 4 stays.
+    for answer in (f"{FACT}", "Up to 5 clients [4]."):
+        text = judges.format_context(context, keep=600, answer=answer)
+        assert "[1] Doc 1\n" in text and "[4] Doc 4\n" in text
+        if answer == FACT:
+            assert FACT in text
+        else:
+            assert "[4] Doc 4\nThe router manual." in text and len(text.split("[4] Doc 4\n")[1]) > 500
+    # The quoted part is kept from where it is: the passage's start is cut, and said to be.
+    quoted = judges.format_context(context, keep=300, answer=FACT).split("[4] Doc 4\n")[1]
+    assert quoted.startswith(CUT) and FACT in quoted and quoted.endswith(CUT)
+
+
+def test_a_judge_whose_window_is_small_still_reads_the_source_of_an_answer_built_from_a_later_passage():
+    filler = [judges.Passage("Passage about shipping rules and fees. " * 40, f"Doc {n}") for n in range(1, 4)]
+    context = [*filler, judges.Passage("The router manual. " * 20 + FACT, "Doc 4")]
+    model = WindowedModel(3000, ['{"score": 5, "reason": "Supported by passage 4."}'])
+    result = run(model, "groundedness", context=context, answer=FACT)
+    assert result.score == 5.0 and result.context_cut
+    assert model.calls[-1][0][-1]["content"].count(FACT) == 2   # the answer, and its source in passage 4
 
 
 class ScriptedModel:

@@ -151,7 +151,7 @@ def test_reference_answers_and_the_answers_context_reach_the_judges(manager: Cam
 
 def test_structured_replies_are_asked_and_an_endpoint_that_refuses_them_is_asked_without(
         manager: CampaignManager, tiny_dataset: Path) -> None:
-    openai_models._UNSTRUCTURED.clear()
+    openai_models._ACCEPTED.clear()
 
     def refusing(path: str, body: Any) -> Reply | str:
         if "response_format" in body:
@@ -172,7 +172,9 @@ def test_structured_replies_are_asked_and_an_endpoint_that_refuses_them_is_asked
                                                    cache=False))
         manager.wait(campaign_id, timeout=60)
         calls = judge_calls(server)
-    assert [("response_format" in body) for body in calls] == [True, False, False]  # refused once, remembered
+    # Refused as json_schema, then as json_object (the refusal names response_format), then remembered: plain text.
+    assert [body.get("response_format", {}).get("type") for body in calls] == ["json_schema", "json_object", None,
+                                                                                 None]
     assert all(r.outcome.judges["score"].score == 4.0 for r in campaign_results(manager.store, campaign_id))
 
 
@@ -461,3 +463,30 @@ def test_judging_with_the_local_model_says_how_far_it_can_be_trusted(tmp_path: P
     assert f"note: {LOCAL_JUDGE_NOTE}" in capsys.readouterr().err
     assert main(["run", "--dataset", missing, "--db", str(tmp_path / "n.db"), "--set", "judge_kind=local"]) == 2
     assert "SmolLM2" not in capsys.readouterr().err  # no judge, nothing to say
+
+
+def test_a_judge_model_named_under_auto_judges_even_when_the_target_has_its_own(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    db, dataset = str(tmp_path / "named.db"), str(write_dataset(tmp_path / "tiny"))
+
+    def generator(path: str, body: Any) -> str:   # the target's own model: it would score 2 if it judged
+        return verdict_for(body, score=2) if "response_format" in body else "Refunds are accepted within 30 days."
+
+    with FakeOpenAIServer(generator) as own, FakeOpenAIServer(lambda path, body: verdict_for(body, 5)) as named:
+        assert main(["run", "--dataset", dataset, "--db", db, "--judge", "score", "--limit", "1", "--json",
+                     "--set", "retriever=bm25", "--set", "generator=openai", "--set", "model=gen",
+                     "--set", f"base_url={own.base_url}", "--set", "api_key_env=",
+                     "--judge-model", "judge-mini", "--judge-base-url", named.base_url,
+                     "--judge-api-key-env", ""]) == 0
+        own_calls, named_calls, named_url = judge_calls(own), judge_calls(named), named.base_url
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert [body["model"] for body in own_calls] == ["gen"] and "response_format" not in own_calls[0]
+    assert [body["model"] for body in named_calls] == ["judge-mini"]
+    assert f"judges (score) ask openai:judge-mini@{named_url}" in captured.err
+    assert report["campaign"]["config"]["judge_kind"] == "auto"
+    assert report["campaign"]["config"]["judge_model"] == "judge-mini"
+    (result,) = campaign_results(CampaignManager(db).store, report["campaign"]["id"])
+    verdict = result.outcome.judges["score"]
+    assert (verdict.model, verdict.score) == (f"openai:judge-mini@{named_url}", 5.0)
+    assert result.outcome.signatures["judge.score"].endswith(f"|model:openai:judge-mini@{named_url}")

@@ -51,6 +51,24 @@ def test_kappa_equals_scikit_learn_on_random_tables(weights: str) -> None:
         assert confusion(human, judged, LIKERT).tolist() == confusion_matrix(human, judged, labels=LIKERT).tolist()
 
 
+def test_an_ordinal_agreement_gives_every_kappa_as_scikit_learn_does() -> None:
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        n = int(rng.integers(2, 40))
+        human = [str(x) for x in rng.integers(1, 6, n)]
+        judged = [str(min(5, max(1, int(h) + int(rng.integers(-2, 3))))) for h in human]
+        found = agreement("score", human, judged, LIKERT, ordinal=True, resamples=10)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = {weights: cohen_kappa_score(human, judged, labels=LIKERT, weights=weights)
+                        for weights in (None, "linear", "quadratic")}
+        for ours, weights in ((found.kappa, None), (found.linear_kappa, "linear"), (found.weighted_kappa, "quadratic")):
+            assert (ours is None and np.isnan(expected[weights])) or ours == pytest.approx(expected[weights], abs=1e-12)
+    # Pass/fail has no order: neither weighted kappa.
+    binary = agreement("groundedness_pro", ["pass", "fail"], ["pass", "pass"], ["fail", "pass"], ordinal=False)
+    assert binary.weighted_kappa is None and binary.linear_kappa is None
+
+
 def test_a_hand_checked_table_and_the_bootstrap_interval() -> None:
     # 10 questions: people say pass 6, fail 4; the judge agrees on 8 (5 pass, 3 fail).
     human = ["pass"] * 6 + ["fail"] * 4
@@ -144,6 +162,8 @@ def test_agreement_compares_the_verdicts_with_the_labels_as_scikit_learn_does(
     assert found.kappa == pytest.approx(cohen_kappa_score(list(people.values()), judge, labels=LIKERT))
     assert found.weighted_kappa == pytest.approx(
         cohen_kappa_score(list(people.values()), judge, labels=LIKERT, weights="quadratic"))
+    assert found.linear_kappa == pytest.approx(
+        cohen_kappa_score(list(people.values()), judge, labels=LIKERT, weights="linear"))
     set_label(manager.store, campaign_id, 2, "relevance", "fail", author="ana")  # pass/fail: compared as pass/fail
     mixed = campaign_agreement(manager.store, campaign_id)["relevance"]
     assert mixed.categories == ("fail", "pass") and mixed.matrix == ((1, 0), (0, 2)) and mixed.weighted_kappa is None
@@ -160,7 +180,8 @@ def test_the_cli_and_the_api_label_import_export_and_report_agreement(
     assert main(["labels", "import", campaign_id, str(tmp_path / "in.csv"), "--db", db]) == 0
     assert main(["labels", "agreement", campaign_id, "--db", db]) == 0
     out = capsys.readouterr().out
-    assert "judge relevance: 3 labelled question(s), accuracy 1.000, kappa 1.000, weighted kappa 1.000" in out
+    assert ("judge relevance: 3 labelled question(s), accuracy 1.000, kappa 1.000, weighted kappa 1.000 (linear "
+            "1.000)") in out
     assert main(["labels", "export", campaign_id, "--out", str(tmp_path / "out.csv"), "--db", db]) == 0
     assert (tmp_path / "out.csv").read_text(encoding="utf-8").count("relevance") == 3
     assert main(["labels", "set", campaign_id, "1", "relevance", "great", "--db", db]) == 2

@@ -5,6 +5,7 @@ agreement next to the people's."""
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from collections.abc import Iterator
 from html import unescape as unescape_html
@@ -389,3 +390,19 @@ def test_a_suite_campaign_is_judged_again_as_one_of_the_suites(tmp_path: Path) -
                                                                                     "run_")
     assert [r.outcome.judges["relevance"].score for r in campaign_results(manager.store, again)] == [4, 1]
     manager.close()
+
+
+def test_the_rejudges_next_step_compares_it_with_the_campaign_it_judged(
+        judged: tuple[CampaignManager, str, FakeOpenAIServer], capsys: pytest.CaptureFixture) -> None:
+    manager, source, _ = judged
+    db, dataset = str(manager.store.path), get_campaign(manager.store, source).source
+    later = manager.launch(LaunchRequest(dataset=dataset, config=TargetConfig(retriever="bm25"), tenant="acme",
+                                         name="later"))   # newer than the judged one, on the same questions
+    assert manager.wait(later, timeout=60).status == "succeeded"
+    with FakeOpenAIServer(lambda path, body: verdict(SECOND, body)) as judge:
+        assert main(["rejudge", source, "--judge", "relevance", "--judge-model", "judge-2", "--judge-base-url",
+                     judge.base_url, "--judge-api-key-env", "", "--tenant", "acme", "--db", db]) == 0
+    (again,) = [c for c in list_campaigns(manager.store, "acme") if c.answers_from == source]
+    judged_name = get_campaign(manager.store, source).name
+    assert capsys.readouterr().out.splitlines()[-1] == (f"next: python -m evalcore compare {shlex.quote(judged_name)} "
+                                                        f"{shlex.quote(again.name)}")

@@ -82,7 +82,7 @@ def test_a_rubric_prompt_carries_criteria_steps_scale_and_only_what_it_reads() -
     assert "5 = fully meets the criteria." in prompt.system and '{"score": <integer from 1 to 5>' in prompt.system
     assert prompt.user == "Question:\n{question}\n\nReference answer:\n{expected}\n\nAnswer to evaluate:\n{answer}"
     assert (prompt.output, prompt.version, prompt.requires) == ("likert", "rubric", ("question", "answer", "expected"))
-    assert judges.signature_of(prompt) == f"judge.deadline|prompt:rubric|hash:{prompt.hash}|output:likert|parser:v2"
+    assert judges.signature_of(prompt) == f"judge.deadline|prompt:rubric|hash:{prompt.hash}|output:likert|parser:v3"
     other = judges.rubric_prompt(judges.parse_rubric("deadline", DEADLINE.replace("exact", "precise")))
     assert other.hash != prompt.hash
     tone = judges.rubric_prompt(judges.parse_rubric("tone", TONE))

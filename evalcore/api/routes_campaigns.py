@@ -30,6 +30,7 @@ from evalcore.campaigns import (
     campaign_aggregates,
     campaign_diagnosis,
     campaign_results,
+    campaign_summary,
     get_campaign,
 )
 from evalcore.campaigns.export import judge_fields
@@ -107,11 +108,13 @@ def list_all(request: Request, principal: Viewer, search: Annotated[str | None, 
 
 @router.get("/campaigns/{campaign_id}", response_model=Ok[CampaignDetail], summary="One campaign with its aggregates")
 def read(request: Request, campaign_id: CampaignId, principal: Viewer) -> dict[str, Any]:
-    """Aggregates are means over the stored per-question rows; `diagnosis` counts the questions per failure stage."""
+    """Aggregates are means over the stored per-question rows; `diagnosis` counts the questions per failure stage;
+    `summary` gives the tokens by role and, per judge, its unreadable verdicts (with a warning above a fifth)."""
     campaign = campaign_of(request, campaign_id, principal)
     store = request.app.state.store
     return ok({"campaign": campaign_json(campaign), "aggregates": aggregates_json(store, campaign_id, principal),
-               "diagnosis": campaign_diagnosis(store, campaign_id, principal=principal).to_dict()})
+               "diagnosis": campaign_diagnosis(store, campaign_id, principal=principal).to_dict(),
+               "summary": campaign_summary(store, campaign_id, principal=principal).to_dict()})
 
 
 @router.patch("/campaigns/{campaign_id}", response_model=Ok[CampaignOnly], summary="Rename a campaign")

@@ -52,6 +52,7 @@ class JudgeModelIn(RequestBody):
     api_key_header: str = key_field("judge_api_key_header")
     temperature: float = key_field("judge_temperature")
     max_tokens: int = key_field("judge_max_tokens")
+    structured_output: str = key_field("judge_structured_output")
 
 
 class JudgingIn(RequestBody):

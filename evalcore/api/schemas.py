@@ -126,6 +126,8 @@ class CampaignDetail(BaseModel):
     campaign: CampaignOut
     aggregates: dict[str, AggregateOut]
     diagnosis: dict[str, int] = Field(description="questions per failure stage: " + DIAGNOSIS)
+    summary: SummaryOut = Field(description="answered and failed questions, tokens by role, and per judge what its "
+                                            "figures leave out: unreadable (unknown), skipped, cut, no claim")
 
 
 class CampaignOnly(BaseModel):

@@ -11,7 +11,7 @@ from evalcore.diagnosis import Evidence, GenerationMarks, Stage, attribute
 from evalcore.errors import EvalError
 from evalcore.judges import JudgeSettings, Passage, Verdict, run_judge
 from evalcore.metrics.graded import GradedScale
-from evalcore.models import metered, refuse_long_reply
+from evalcore.models import metered, noticed, refuse_long_reply
 from evalcore.models.http import Calls
 from evalcore.store import StoreCallCache
 from evalcore.targets import Retrieved, Target, TargetAnswer, TargetConfig
@@ -159,16 +159,18 @@ def judge(settings: JudgeSettings, names: tuple[str, ...], question: Question, a
           context: tuple[Retrieved, ...]) -> tuple[dict[str, Verdict], list[str]]:
     """Run each requested judge on the answer's own context (whole, with titles) and every reference answer.
 
-    A broken judge is noted on the question.
+    A broken judge is noted on the question, and so is what its model had to say once (an endpoint that refused the
+    verdict's format: see evalcore.models.notice).
     """
     references = (question.expected_answer,) if question.expected_answer else question.references
     verdicts: dict[str, Verdict] = {}
     notes: list[str] = []
-    for name in names:
-        try:
-            verdicts[name] = run_judge(settings, name, question=question.text, answer=answer,
-                                       context=[Passage(hit.text, hit.title, passage_id(hit)) for hit in context],
-                                       expected=references)
-        except Exception as error:  # noqa: BLE001 - recorded on the question, the campaign goes on
-            notes.append(f"judge {name} failed: {error_text(error)}")
-    return verdicts, notes
+    with noticed() as said:
+        for name in names:
+            try:
+                verdicts[name] = run_judge(settings, name, question=question.text, answer=answer,
+                                           context=[Passage(hit.text, hit.title, passage_id(hit)) for hit in context],
+                                           expected=references)
+            except Exception as error:  # noqa: BLE001 - recorded on the question, the campaign goes on
+                notes.append(f"judge {name} failed: {error_text(error)}")
+    return verdicts, said + notes

@@ -116,7 +116,7 @@ def visible_campaign(store: Store, campaign_id: str, principal: Principal | None
 # A campaign's figures are computed from its result rows once it has ended and kept (campaign_figures), under its
 # results version: a list of campaigns or a campaign's panel reads them instead of aggregating every row each time.
 # Kinds of figures, and the format of each (a new format is computed afresh).
-HEADLINE_FIGURES, PANEL_FIGURES = "headline/1", "panel/1"
+HEADLINE_FIGURES, PANEL_FIGURES = "headline/1", "panel/2"
 
 
 def panel_figures(store: Store, campaign: Campaign | None, campaign_id: str) -> tuple[dict[str, Aggregate], Summary]:
@@ -133,7 +133,7 @@ def panel_figures(store: Store, campaign: Campaign | None, campaign_id: str) -> 
             mean_coverage=summary["mean_coverage"], mean_judge_score=summary["mean_judge_score"],
             mean_latency_s=summary["mean_latency_s"], tokens=Tokens(**summary["tokens"]),
             judge_tokens=Tokens(**summary["judge_tokens"]), skipped=summary["skipped"], cut=summary["cut"],
-            no_claim=summary["no_claim"])
+            no_claim=summary["no_claim"], unknown=summary["unknown"], judged=summary["judged"])
     aggregates = compute_aggregates(store, campaign_id)
     summary = compute_summary(store, campaign_id, aggregates)
     if campaign is not None and not campaign.active:
@@ -198,6 +198,8 @@ def compute_summary(store: Store, campaign_id: str, aggregates: Mapping[str, Agg
     skipped = judge_counts(store, campaign_id, "result", f"= '{JudgeResult.SKIPPED}'")
     cut = judge_counts(store, campaign_id, "context_cut", "IS NOT NULL")
     no_claim = judge_counts(store, campaign_id, "result", f"= '{JudgeResult.NO_CLAIM}'")
+    unknown = judge_counts(store, campaign_id, "result", f"= '{JudgeResult.UNKNOWN}'")
+    verdicts = judge_counts(store, campaign_id, "result", "IS NOT NULL")
 
     def mean(name: str) -> float | None:
         return aggregates[name].mean if name in aggregates else None
@@ -206,7 +208,8 @@ def compute_summary(store: Store, campaign_id: str, aggregates: Mapping[str, Agg
                    mean_coverage=mean("coverage"), mean_judge_score=mean("judge.score"),
                    mean_latency_s=row["latency"], tokens=Tokens(row["prompt"], row["completion"]),
                    judge_tokens=Tokens(row["judge_prompt"], row["judge_completion"]),
-                   skipped=skipped, cut=cut, no_claim=no_claim)
+                   skipped=skipped, cut=cut, no_claim=no_claim, unknown=unknown,
+                   judged={name: count - skipped.get(name, 0) for name, count in verdicts.items()})
 
 
 def judge_counts(store: Store, campaign_id: str, key: str, test: str) -> dict[str, int]:

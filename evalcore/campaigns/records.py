@@ -452,6 +452,10 @@ class Tokens:
         return {"prompt": self.prompt, "completion": self.completion, "total": self.total}
 
 
+# Above this share of unreadable verdicts, a judge's figures are mostly missing: every face warns.
+UNKNOWN_WARNING_SHARE = 0.2
+
+
 @dataclass(frozen=True)
 class Summary:
     """A campaign's summary: answered and failed questions, the suite measures, response time, tokens by role.
@@ -459,7 +463,8 @@ class Summary:
     `tokens` are the answers' (every model call a question made before its answer, failed ones
     included), `judge_tokens` the judges'; `skipped` counts per judge the questions it could not
     judge for want of a reference answer, `cut` the questions whose context was cut to fit the judge model,
-    `no_claim` the answers the claims judge found no claim in (refusals: marked, not scored).
+    `no_claim` the answers the claims judge found no claim in (refusals: marked, not scored), `unknown` the
+    verdicts without a reading (unreadable replies, failed calls) of the `judged` questions (the rest).
     """
 
     answered: int = field(metadata=doc())
@@ -476,13 +481,38 @@ class Summary:
         "per judge, questions whose context was cut to fit the judge model's context window"))
     no_claim: dict[str, int] = field(default_factory=dict, metadata=doc(
         "per judge, answers the claims judge found no claim in (refusals: marked, not scored)"))
+    unknown: dict[str, int] = field(default_factory=dict, metadata=doc(
+        "per judge, verdicts without a reading: an unreadable reply (after its retry), a failed call, nothing to "
+        "judge; never a pass"))
+    judged: dict[str, int] = field(default_factory=dict, metadata=doc(
+        "per judge, the questions it was asked to judge (its verdicts but the skipped)"))
 
-    JSON_EXTRA = (Key("total_tokens", int),)
+    JSON_EXTRA = (Key("total_tokens", int),
+                  Key("unknown_share", dict[str, float], "per judge, unknown / judged"),
+                  Key("warnings", list[str], f"a line per judge whose verdicts are unreadable on more than "
+                                             f"{UNKNOWN_WARNING_SHARE:.0%} of the questions it judged"))
 
     @property
     def total_tokens(self) -> int:
         """Answer and judge tokens together."""
         return self.tokens.total + self.judge_tokens.total
+
+    @property
+    def unknown_share(self) -> dict[str, float]:
+        """Per judge with an unknown verdict, unknown / judged."""
+        return {name: count / self.judged[name] for name, count in self.unknown.items() if self.judged.get(name)}
+
+    @property
+    def warnings(self) -> list[str]:
+        """A line per judge with more than UNKNOWN_WARNING_SHARE of its verdicts unreadable."""
+        return [unknown_line(name, self.unknown[name], self.judged[name])
+                for name, share in self.unknown_share.items() if share > UNKNOWN_WARNING_SHARE]
+
+    def unknown_lines(self) -> list[str]:
+        """A line per judge with an unknown verdict, a warning above UNKNOWN_WARNING_SHARE (the text faces')."""
+        shares = self.unknown_share
+        return [("warning: " if shares.get(name, 0.0) > UNKNOWN_WARNING_SHARE else "")
+                + unknown_line(name, count, self.judged.get(name, 0)) for name, count in self.unknown.items()]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
@@ -490,7 +520,19 @@ class Summary:
                 "mean_coverage": self.mean_coverage, "mean_judge_score": self.mean_judge_score,
                 "mean_latency_s": self.mean_latency_s, "tokens": self.tokens.to_dict(),
                 "judge_tokens": self.judge_tokens.to_dict(), "total_tokens": self.total_tokens,
-                "skipped": self.skipped, "cut": self.cut, "no_claim": self.no_claim}
+                "skipped": self.skipped, "cut": self.cut, "no_claim": self.no_claim, "unknown": self.unknown,
+                "judged": self.judged, "unknown_share": self.unknown_share, "warnings": self.warnings}
+
+
+
+def unknown_line(judge: str, unknown: int, judged: int) -> str:
+    """`judge score: 120 of 120 verdicts unreadable (100%)`, and what to do when it is most of them."""
+    share = unknown / judged if judged else 0.0
+    line = f"judge {judge}: {unknown} of {judged} verdicts unreadable ({share:.0%})"
+    if share > UNKNOWN_WARNING_SHARE:
+        line += (": its mean and pass rate are over the readable ones only; each question's judge reason says why (a "
+                 "failed call, a reply that is no verdict), and 'Structured replies' in docs/judges.md what helps")
+    return line
 
 
 def results_version(campaign: Campaign) -> str:

@@ -69,6 +69,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def share(text: str) -> float:
+    """argparse type: a share from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value <= 1.0:   # nan compares false
+        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, found {text!r}")
+    return value
+
+
 def positive_seconds(text: str) -> float:
     """argparse type: a finite number of seconds above 0 (nan and inf would switch a limit off)."""
     try:
@@ -101,4 +112,4 @@ def add_judge_model_flags(group: argparse._ArgumentGroup) -> None:
 
 # The judges' model keys that have a flag of their own (--judge-kind ...); type and help come from the key.
 JUDGE_FLAGS = ("judge_kind", "judge_model", "judge_base_url", "judge_api_key_env", "judge_temperature",
-               "judge_max_tokens")
+               "judge_max_tokens", "judge_structured_output")

@@ -11,6 +11,7 @@ from typing import Any
 
 from evalcore.campaigns import (
     campaign_results,
+    campaign_summary,
     get_campaign,
 )
 from evalcore.campaigns.export import FORMATS, export_campaign
@@ -196,11 +197,15 @@ def delete_command(args: argparse.Namespace) -> int:
 
 
 def export_command(args: argparse.Namespace) -> int:
-    """Write the results in the chosen format."""
-    text = export_campaign(store_of(args), args.id, args.format, names=args.names)
+    """Write the results in the chosen format; the judges' unreadable verdicts counted on standard error (each row says
+    `unknown` in its `<judge>_result`)."""
+    store = store_of(args)
+    text = export_campaign(store, args.id, args.format, names=args.names)
     if args.out is None:
         sys.stdout.write(text)
     else:
         write_file(args.out, text, "the export")
         print(f"wrote {args.out}", file=sys.stderr)
+    for line in campaign_summary(store, args.id).unknown_lines():
+        print(line, file=sys.stderr)
     return 0

@@ -90,7 +90,8 @@ def agreement_lines(agreement: Agreement) -> list[str]:
     interval = agreement.interval
     lines = [f"judge {agreement.judge}: {agreement.n} labelled question(s), accuracy {number(agreement.accuracy)}, "
              f"kappa {number(agreement.kappa)}"
-             + (f", weighted kappa {number(agreement.weighted_kappa)}" if agreement.weighted_kappa is not None else "")
+             + (f", weighted kappa {number(agreement.weighted_kappa)} (linear {number(agreement.linear_kappa)})"
+                if agreement.weighted_kappa is not None else "")
              + (f", 95% interval {interval[0]:.3f} to {interval[1]:.3f}" if interval else "")]
     width = max(len(c) for c in agreement.categories) + 2
     lines.append("  people \\ judge " + "".join(f"{c:>{width}}" for c in agreement.categories))

@@ -46,6 +46,7 @@ from evalcore.gates import (
     gates_from_toml,
     parse_gate,
     question_failures,
+    unknown_checks,
     worst,
 )
 from evalcore.judges import JUDGES, local_notes
@@ -55,7 +56,7 @@ from evalcore.store import Store
 from evalcore.suites import get_suite
 from evalcore.targets import TargetConfig
 from evalcore.targets.config import parse_sweep, read_prompt_files, sweep_values
-from evalcore.targets.generators import judged_locally
+from evalcore.targets.generators import judge_model_name, judged_locally
 from evalcore.targets.presets import QUICK_START
 from evalcore.targets.saved import get_target
 
@@ -106,6 +107,9 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
                         help="exit 4 when the campaign's mean of MEASURE is under V (over V where lower is better), "
                              "e.g. ndcg@10=0.7 or judge.groundedness=4; repeatable; adds to the [gates] table of "
                              "--config")
+    gating.add_argument("--max-unknown-share", type=_common.share, metavar="F",
+                        help="exit 4 when more than this share of a judge's verdicts is unreadable (unknown), "
+                             "e.g. 0.2: a judge that cannot answer readably fails the build")
     gating.add_argument("--gate-bound", choices=BOUNDS,
                         help="take the gates on the mean (default) or on the lower (pessimistic) end of its 95%% "
                              "bootstrap interval")
@@ -183,6 +187,8 @@ def gate_campaigns(store: Store, args: argparse.Namespace, gates: list[Gate], id
         # Without gates only the failed questions are reported: a campaign without any reads no results.
         rows = campaign_results(store, campaign_id) if gates or campaign.failed else []
         own = campaign_checks(gates, rows) + question_failures(rows)
+        if args.max_unknown_share is not None:
+            own += unknown_checks(campaign_summary(store, campaign_id), args.max_unknown_share)
         if len(ids) > 1:
             own = [replace(check, name=f"{campaign.name}: {check.name}") for check in own]
         checks += own
@@ -247,9 +253,14 @@ def launch(manager: CampaignManager, request: LaunchRequest, *, as_json: bool) -
     print(f"configuration: {config.describe()}; changed from the defaults: "
           f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}", file=out,
           flush=True)
-    if (request.judges or config.rubrics) and judged_locally(config):
-        for note in local_notes(request.judges):
-            print(f"note: {note}", file=sys.stderr, flush=True)
+    if request.judges or config.rubrics:
+        judged_by = judge_model_name(config)
+        if judged_by is not None:
+            print(f"judges ({', '.join([*request.judges, *dict(config.rubrics)])}) ask {judged_by}", file=out,
+                  flush=True)
+        if judged_locally(config):
+            for note in local_notes(request.judges):
+                print(f"note: {note}", file=sys.stderr, flush=True)
     if request.dataset is not None:
         print(f"dataset {dataset_summary(load_dataset(request.dataset))}", file=out, flush=True)
     return manager.launch(request)
@@ -285,11 +296,14 @@ def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
 
 LOST_EXIT = 6  # the campaign was taken over by another process: what it did is not this process's
 def next_lines(store: Store, campaign: Campaign) -> list[str]:
-    """The campaign's name and id, and the command to type next: compare it with the previous campaign on the same
-    questions, or look at it."""
-    earlier = [c for c in list_campaigns(store, campaign.tenant)
-               if c.id != campaign.id and c.finished and c.created_at < campaign.created_at]
-    baseline = previous(campaign, earlier)
+    """The campaign's name and id, and the command to type next: compare a re-judge with the campaign whose answers it
+    judged, any other with the previous campaign on the same questions, or look at it."""
+    if campaign.answers_from is not None:
+        baseline: Campaign | None = get_campaign(store, campaign.answers_from)
+    else:
+        earlier = [c for c in list_campaigns(store, campaign.tenant)
+                   if c.id != campaign.id and c.finished and c.created_at < campaign.created_at]
+        baseline = previous(campaign, earlier)
     command = f"python -m evalcore compare {handle(store, baseline)} {handle(store, campaign)}" if baseline \
         else f"python -m evalcore campaigns show {campaign.id}"
     return ["", f"campaign {campaign.name!r} ({campaign.id})", f"next: {command}"]
@@ -373,13 +387,26 @@ def format_report(report: Report) -> str:
     lines += diagnosis_lines(report.diagnosis)
     latency = summary.mean_latency_s
     lines += ["", f"mean latency: {'-' if latency is None else f'{latency:.3f} s'}",
-              f"tokens: {summary.tokens.prompt} prompt + {summary.tokens.completion} completion",
-              f"cache hits: {campaign.cache_hits}"]
+              f"tokens: {summary.tokens.prompt} prompt + {summary.tokens.completion} completion"]
+    if summary.judge_tokens.total or summary.judged:
+        lines += [f"judge tokens: {summary.judge_tokens.prompt} prompt + {summary.judge_tokens.completion} completion",
+                  f"total tokens: {summary.total_tokens}"]
+    lines.append(f"cache hits: {campaign.cache_hits}")
+    lines += judge_lines(summary)
+    return "\n".join(lines)
+
+
+def judge_lines(summary: Summary) -> list[str]:
+    """Per judge, what its figures leave out: unreadable verdicts (a warning above a fifth), questions skipped for want
+    of a reference answer, contexts cut, answers that make no claim."""
+    lines = summary.unknown_lines()
+    lines += [f"judge {name}: {count} question(s) skipped: no reference answer"
+              for name, count in summary.skipped.items()]
     lines += [f"judge {name}: context cut to fit the judge model's context window on {count} question(s)"
               for name, count in summary.cut.items()]
     lines += [f"judge {name}: no claim in {count} answer(s) (refusals: marked, not scored)"
               for name, count in summary.no_claim.items()]
-    return "\n".join(lines)
+    return lines
 
 
 def aggregates_table(aggregates: dict[str, Aggregate]) -> list[str]:

@@ -97,7 +97,8 @@ def passage_changes(a: ComparedRows, i: int, b: ComparedRows, j: int) -> Changes
 
 
 def choose_basis(diff: dict[str, list[Any]], a_values: list[Values], b_values: list[Values],
-                 requested: str | None = None) -> tuple[tuple[str, ...], str]:
+                 requested: str | None = None, incomparable: frozenset[str] = frozenset()) -> tuple[tuple[str, ...],
+                                                                                                   str]:
     """The measures that decide per-question verdicts, in order, and why.
 
     A requested measure decides alone (EvalError when no common question has it on both sides).
@@ -105,22 +106,39 @@ def choose_basis(diff: dict[str, list[Any]], a_values: list[Values], b_values: l
     rerank) is judged by nDCG@10, a generation-side one (generator, model, prompts, sampling) by
     the AI score when both campaigns have it, else ROUGE-L; anything else by the suite order (AI
     score, coverage, sources found, then nDCG@10, ROUGE-L). Questions without the chosen measure
-    fall back to that order.
+    fall back to that order. A judge measure in `incomparable` (its judges differ in model or prompt) decides
+    nothing unless asked for, and the reason says so.
     """
     both = {name for a, b in zip(a_values, b_values, strict=True) for name in a.keys() & b.keys()}
-    default = verdict_basis()
+    default = tuple(name for name in verdict_basis() if name not in incomparable)
     if requested:
         if requested not in both:
             raise EvalError(f"no common question has {requested} in both campaigns", where="basis",
                             expected=", ".join(sorted(both)) or "a measure present in both")
-        return (requested,), f"{requested}, as asked"
+        caution = f" (its judges differ in model or prompt: {NOT_COMPARABLE})" if requested in incomparable else ""
+        return (requested,), f"{requested}, as asked{caution}"
+    left_out = sorted(name for name in incomparable & both if name in verdict_basis())
+    note = (f"; {', '.join(left_out)} decides nothing: its judges differ in model or prompt, so {NOT_COMPARABLE}"
+            if left_out else "")
     sides = {config_side(key) for key in diff}
     if sides == {"retrieval"}:
-        return ("ndcg@10", *default), f"ndcg@10: a retrieval-side setting changed ({', '.join(diff)})"
+        return ("ndcg@10", *default), f"ndcg@10: a retrieval-side setting changed ({', '.join(diff)}){note}"
     if sides == {"generation"}:
-        chosen = "judge.score" if "judge.score" in both else "rougel"
-        return (chosen, *default), f"{chosen}: a generation-side setting changed ({', '.join(diff)})"
-    return default, "the suite order: AI score, else coverage, else sources found, then nDCG@10, ROUGE-L"
+        chosen = "judge.score" if "judge.score" in both - incomparable else "rougel"
+        return (chosen, *default), f"{chosen}: a generation-side setting changed ({', '.join(diff)}){note}"
+    order = "coverage, else sources found, then nDCG@10, ROUGE-L"
+    return default, f"the suite order: {'AI score, else ' if 'judge.score' in default else ''}{order}{note}"
+
+
+NOT_COMPARABLE = "its scores are not comparable"
+
+
+def incomparable_judges(a_judges: Mapping[str, set[tuple[str, str]]],
+                        b_judges: Mapping[str, set[tuple[str, str]]]) -> frozenset[str]:
+    """The judge measures (`judge.NAME` and its pass rate) whose judges differ between A and B in model or prompt
+    (`*_judges`: each judge's (model, prompt hash) pairs among its scored verdicts)."""
+    names = [name for name in a_judges.keys() & b_judges.keys() if a_judges[name] != b_judges[name]]
+    return frozenset(f"judge.{name}{suffix}" for name in names for suffix in ("", PASS_SUFFIX))
 
 
 def config_side(key: str) -> str:
@@ -312,7 +330,7 @@ def compare_rows(a_campaign: Campaign, a: ComparedRows, b_campaign: Campaign, b:
     common = [k for k in a_at if k in b_at]
     a_common, b_common = [a.values[a_at[k]] for k in common], [b.values[b_at[k]] for k in common]
     diff = config_diff(a_campaign, b_campaign)
-    order, reason = choose_basis(diff, a_common, b_common, basis)
+    order, reason = choose_basis(diff, a_common, b_common, basis, incomparable_judges(a.setups, b.setups))
     paired, table = paired_values([k[0] for k in common], a_common, b_common)
     # The statistics are numpy's (drawing, counting, matrix products, the GIL released) while the questions' lines are
     # Python's: on a second core they take no longer than the lines alone.

@@ -28,7 +28,8 @@ from evalcore.targets.generators import build_chat_model, build_judge_model, jud
 
 # The configuration keys a caller may give for the pairwise judge's model (the rest is B's configuration).
 JUDGE_KEYS = ("judge_kind", "judge_model", "judge_base_url", "judge_api_key_env", "judge_deployment",
-              "judge_api_version", "judge_api_key_header", "judge_temperature", "judge_max_tokens")
+              "judge_api_version", "judge_api_key_header", "judge_temperature", "judge_max_tokens",
+              "judge_structured_output")
 
 
 def judge_config(campaign: Campaign, judge: Mapping[str, Any]) -> TargetConfig:

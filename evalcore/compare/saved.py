@@ -46,8 +46,9 @@ log = logging.getLogger("evalcore.compare")
 # one JSON text per side of a question, decoded when a face first reads them (a kept comparison reads back faster);
 # 7: the questions as one line each after the rest's JSON, with their verdict counts, transitions and bases
 # (KeptQuestions: read back and written out without decoding a question); 8: each line is its question's JSON with
-# tabs around the verdicts' texts (written out from the whole text, no line split).
-FORMAT = 8
+# tabs around the verdicts' texts (written out from the whole text, no line split); 9: a judge whose model or prompt
+# differs between the two is no verdict basis.
+FORMAT = 9
 
 
 def key(a: Campaign, b: Campaign, seed: int, resamples: int) -> tuple[Any, ...]:

@@ -17,16 +17,17 @@ if TYPE_CHECKING:
         gates_from_toml,
         parse_gate,
         question_failures,
+        unknown_checks,
         worse_checks,
         worst,
     )
     from evalcore.gates.reports import junit_xml, step_summary
 
 __all__ = ["BOUNDS", "Check", "Exit", "Gate", "campaign_checks", "exit_code", "gate", "gates_from_toml", "junit_xml",
-           "parse_gate", "question_failures", "step_summary", "worse_checks", "worst"]
+           "parse_gate", "question_failures", "step_summary", "unknown_checks", "worse_checks", "worst"]
 # Imported on first use (evalcore.lazy): `compare` on a kept pair needs the checks' exit codes, not the reports.
 __getattr__ = lazy_exports(__name__, {
     "checks": ("BOUNDS", "Check", "Exit", "Gate", "campaign_checks", "exit_code", "gate", "gates_from_toml",
-               "parse_gate", "question_failures", "worse_checks", "worst"),
+               "parse_gate", "question_failures", "unknown_checks", "worse_checks", "worst"),
     "reports": ("junit_xml", "step_summary"),
 })

@@ -17,7 +17,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-from evalcore.campaigns import CampaignStatus, QuestionResult
+from evalcore.campaigns import CampaignStatus, QuestionResult, Summary
 from evalcore.campaigns.listing import HEADLINE
 from evalcore.compare import Comparison, MeasureDelta, row_values
 from evalcore.compare.deltas import PASS_SUFFIX
@@ -149,6 +149,16 @@ def gate_check(gate: Gate, values: Sequence[float]) -> Check:
     side = "under" if better else "over"
     reason = f"{gate.measure}: {shown}" + ("" if passed else f", {side} the mark {gate.mark:g}")
     return Check("gate", gate.name, passed, reason, value)
+
+
+def unknown_checks(summary: Summary, limit: float) -> list[Check]:
+    """One gate per judge the campaign ran: fails when more than `limit` of the questions it judged got no readable
+    verdict (`--max-unknown-share`: a judge that cannot answer readably is a broken setup, not a result)."""
+    return [Check("gate", f"judge {name} unreadable verdicts <= {limit:.0%}", share <= limit,
+                  f"judge {name}: {summary.unknown.get(name, 0)} of {judged} verdicts unreadable ({share:.0%})"
+                  + ("" if share <= limit else f", over the limit {limit:.0%}"), share)
+            for name, judged in summary.judged.items() if judged
+            for share in [summary.unknown.get(name, 0) / judged]]
 
 
 def question_failures(rows: Iterable[QuestionResult]) -> list[Check]:

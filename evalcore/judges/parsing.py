@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from evalcore.judges.claims import Claim
 
 # The reply parser is part of a verdict: a change to what it accepts is a new version.
-PARSER_VERSION = 2
+PARSER_VERSION = 3
 
 # Reasoning models may think aloud first: only what follows the thinking is the verdict.
 THINKING = re.compile(r"<think(?:ing)?>.*?(?:</think(?:ing)?>|$)", re.DOTALL | re.IGNORECASE)
@@ -19,24 +19,42 @@ FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 SCORE_TAG = re.compile(r"<score>\s*(-?\d+(?:[.,]\d+)?)\s*</score>", re.IGNORECASE)
 LABEL_TAG = re.compile(r"<label>\s*([A-Za-z ]+?)\s*</label>", re.IGNORECASE)
 REASON_TAG = re.compile(r"<(?:reason|explanation)>(.*?)</(?:reason|explanation)>", re.IGNORECASE | re.DOTALL)
-# Prose, in order of evidence: a number after a rating word ("Score: 4", "note : 4,5/5"), a number
-# on the 5-point scale ("4.5/5", "4 out of 5"), a 1-5 right after a verb of rating ("I'd give it a
-# 4"), a reply that opens with a 1-5 ("4 - accurate"). Any other digit may be the judged answer
-# echoed back ("accepts up to 5 clients"): reading it as a score would be a silent pass. The
+# Prose, in order of evidence: a number after a rating word ("Score: 4"), a number on the 5-point
+# scale ("4.5/5", "4 out of 5", "note : 4,5/5"), a 1-5 right after a verb of rating ("I'd give it a
+# 4"), a reply that is a 1-5 or opens with one ("4 - accurate"). A reply states its score; any other
+# number may be the judged answer echoed back, and reading it would be a silent verdict: a numbered
+# list ("1. 128 devices"), a version ("v2", "3.11"), a date ("3 May 2024", "2024-05-03", "3/5/2024"),
+# a quantity (a number before a word or a unit: "5 clients", "30 days", "4%") is no score. The
 # scale's own bounds ("on a scale of 1 to 5") are not a score; a number on another scale ("7/10") is none.
 NUMBER = r"(-?\d+(?:[.,]\d+)?)"
 SCALE_BOUNDS = re.compile(r"\b(?:from|of|between)?\s*\(?1\s*(?:-|–|to|and|à)\s*5\b\)?", re.IGNORECASE)
-NAMED_NUMBER = re.compile(rf"\b(?:score|rating|grade|note)\b\W{{0,3}}?(?:is\W{{0,2}}?|of\W{{0,2}}?)?{NUMBER}"
-                          r"(?:\s*(?:/|out\s+of|sur)\s*(\d+))?", re.IGNORECASE)
+MONTH = (r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec|janv|févr|fév|avr|mai|juin|juil|août|déc)"
+         r"[a-zéû]*\.?")
+# Numbers that are no score wherever they stand: dates, versions, the markers of a numbered list (blanked first).
+NOT_SCORES = re.compile(
+    rf"\b\d{{1,4}}(?P<sep>[-/.])\d{{1,2}}(?P=sep)\d{{1,4}}\b"                # 2024-05-03, 3/5/2024, 03.05.24
+    rf"|\b\d{{1,2}}(?:st|nd|rd|th|er)?[ \t]+{MONTH}(?:[ \t]+\d{{2,4}})?"      # 3 May 2024, 1er mai
+    rf"|\b{MONTH}[ \t]+\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?[ \t]+\d{{4}})?"     # May 3, 2024
+    r"|\b(?:v|version[ \t]*)\d+(?:\.\d+)*\b|\b\d+(?:\.\d+){2,}\b"          # v2, version 3, 1.2.3
+    r"|^[ \t]*\(?\d{1,2}[.)](?=[ \t]+\S)",                                 # 1. item, 2) item
+    re.IGNORECASE | re.MULTILINE)
+# After a number: a word that says it counts something ("5 clients") rather than scores ("4 because ...").
+QUANTITY = (r"(?![ \t]*%|[ \t]+(?!(?:out|of|on|sur|because|since|as|for|and|but|so|with|overall|points?|stars?)\b)"
+            r"[^\W\d_])")
+NAMED_NUMBER = re.compile(rf"\b(?:score|rating|grade)\b\W{{0,3}}?(?:is\W{{0,2}}?|of\W{{0,2}}?)?{NUMBER}"
+                          rf"(?:\s*(?:/|out\s+of|sur)\s*(\d+))?{QUANTITY}", re.IGNORECASE)
 OUT_OF_FIVE = re.compile(rf"(?<![\w.,/]){NUMBER}\s*(?:/|out\s+of|sur)\s*5(?!\d|[.,]\d)", re.IGNORECASE)
 FRACTION = re.compile(rf"{NUMBER}\s*(?:/|out\s+of|sur)\s*\d+", re.IGNORECASE)
 GIVEN_DIGIT = re.compile(r"\b(?:give|gave|giving|rate|rated|assign|assigned|award|awarded|overall|verdict)\b"
-                         r"[^.\d\n]{0,20}?(?<![\w.,/-])([1-5])(?!\w|[.,]\d)", re.IGNORECASE)
-LEADING_DIGIT = re.compile(r"^[\W_]*([1-5])(?!\w|[.,]\d)(?![ \t]+[^\W\d_])")
+                         rf"[^.\d\n]{{0,20}}?(?<![\w.,/-])([1-5])(?!\w|[.,]\d){QUANTITY}", re.IGNORECASE)
+LEADING_DIGIT = re.compile(r"^[\W_]*([1-5])(?!\w|[.,]\d|[ \t]*%)(?![ \t]+[^\W\d_])")
 # A label in prose: the reply opens with it, or it follows a verdict word ("Label: fail", "the answer
 # passes"); a "pass" or "fail" elsewhere may be the judged text echoed back ("failed login attempts").
 LABEL_WORD = re.compile(r"(?:^[\W_]*|\b(?:label|verdict|result|answer|response)\b\W{0,3}(?:is\W{0,2})?)"
                         r"(pass|fail)(?:ed|es|s)?\b", re.IGNORECASE)
+# A reply whose reason is an object copies the verdict's JSON schema back ("reason": {"type": "string", ...}), and
+# the score beside it is the schema's, not a verdict: small models do so when the schema is in their prompt.
+SCHEMA_ECHO = re.compile(r"[\"']reason[\"']\s*:\s*\{")
 SCORE_KEYS = ("score", "rating", "grade")
 LABEL_KEYS = ("label", "result", "verdict", "grounded")
 REASON_KEYS = ("reason", "explanation", "rationale", "justification")
@@ -130,10 +148,12 @@ def parse_reply(text: str, output: str = "likert", labels: tuple[str, ...] = ())
 
     `labels` (output "labels") is a rubric's scale from worst to best: the reading is the label's position.
     """
-    if output == "labels":
-        return parse_labels(THINKING.sub("", text), labels)
-    keys, convert = (SCORE_KEYS, as_score) if output == "likert" else (LABEL_KEYS + SCORE_KEYS, as_label)
     text = THINKING.sub("", text)
+    if SCHEMA_ECHO.search(text):
+        return None
+    if output == "labels":
+        return parse_labels(text, labels)
+    keys, convert = (SCORE_KEYS, as_score) if output == "likert" else (LABEL_KEYS + SCORE_KEYS, as_label)
     for obj in json_objects(text):
         if first_key(obj, keys) is not None:
             value = convert(first_key(obj, keys))
@@ -148,7 +168,7 @@ def parse_reply(text: str, output: str = "likert", labels: tuple[str, ...] = ())
 
 def prose_score(text: str) -> float | None:
     """A 1-5 score read from prose (see NAMED_NUMBER); None when there is none or it is off the scale."""
-    text = SCALE_BOUNDS.sub(" ", text)
+    text = SCALE_BOUNDS.sub(" ", NOT_SCORES.sub(" ", text))
     named = NAMED_NUMBER.search(text)
     if named:
         on_five = named.group(2) in (None, "5")

@@ -145,21 +145,78 @@ def as_passage(item: Passage | str) -> Passage:
     return item if isinstance(item, Passage) else Passage(item)
 
 
-def format_context(context: Sequence[Passage | str], keep: int | None = None) -> str:
-    """Numbered passages with their titles, whole; with `keep`, that many characters of text in all, the cut said."""
+def format_context(context: Sequence[Passage | str], keep: int | None = None, answer: str = "") -> str:
+    """Numbered passages with their titles, whole; with `keep`, that many characters of text in all (see `shares`),
+    each cut said where it is, every passage still numbered under its title."""
     if not context:
         return "(no passage was retrieved)"
-    parts, left = [], keep
-    for number, item in enumerate(context, start=1):
-        passage = as_passage(item)
-        text = passage.text.strip()
-        if left is not None:
-            if left <= 0:
-                parts.append(f"({len(context) - number + 1} more passage(s) left out: {CUT_REASON})")
-                break
-            text, left = (text[:left] + f" [cut: {CUT_REASON}]" if len(text) > left else text), left - len(text)
+    passages = [as_passage(item) for item in context]
+    texts = [passage.text.strip() for passage in passages]
+    anchors = cited(texts, answer)
+    budgets = shares([len(text) for text in texts], keep, set(anchors)) if keep is not None else None
+    parts = []
+    for number, (passage, text) in enumerate(zip(passages, texts, strict=True), start=1):
+        if budgets is not None:
+            text = excerpt(text, budgets[number - 1], anchors.get(number - 1))
         parts.append(f"[{number}] {passage.title}\n{text}" if passage.title else f"[{number}] {text}")
     return "\n\n".join(parts)
+
+
+CITATION = re.compile(r"\[(\d{1,3})\]|\b(?:passage|source|document)\s+(\d{1,3})\b", re.IGNORECASE)
+QUOTED = 24  # characters of an answer's sentence that, found word for word in a passage, say it was drawn from it
+
+
+def cited(texts: Sequence[str], answer: str) -> dict[int, int]:
+    """The passages (by position) the answer cites, each with where in its text the cited part starts: a number it
+    names (`[4]`, "passage 4"; the part: its start), or a sentence of the answer found word for word in it."""
+    found: dict[int, int] = {}
+    for match in CITATION.finditer(answer or ""):
+        position = int(match.group(1) or match.group(2)) - 1
+        if 0 <= position < len(texts):
+            found.setdefault(position, 0)
+    folded = [" ".join(text.split()).casefold() for text in texts]
+    for sentence in re.split(r"(?<=[.!?。！？])\s+|\n+", answer or ""):
+        quoted = " ".join(CITATION.sub(" ", sentence).split()).casefold().strip(" .!?。！？")
+        for position, text in enumerate(folded):
+            at = text.find(quoted) if len(quoted) >= QUOTED else -1
+            if at >= 0 and found.get(position, 0) == 0:
+                found[position] = at
+    return found
+
+
+def shares(lengths: Sequence[int], keep: int, first: set[int]) -> list[int]:
+    """How many characters of each passage a context of `keep` characters holds: the passages in `first` (those the
+    answer cites) before the others, and within each group every passage shortened alike (the longest first, as water
+    levels: a short passage stays whole) rather than the later ones dropped."""
+    budgets = [0] * len(lengths)
+    left = keep
+    for group in ([i for i in range(len(lengths)) if i in first], [i for i in range(len(lengths)) if i not in first]):
+        for i, size in level([lengths[i] for i in group], left).items():
+            budgets[group[i]] = size
+        left -= sum(budgets[i] for i in group)
+    return budgets
+
+
+def level(lengths: Sequence[int], budget: int) -> dict[int, int]:
+    """Each length cut to one common level so that they add up to at most `budget` (shorter ones whole)."""
+    given: dict[int, int] = {}
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    for rank, i in enumerate(order):
+        share = max(budget, 0) // (len(order) - rank)
+        given[i] = min(lengths[i], share)
+        budget -= given[i]
+    return given
+
+
+def excerpt(text: str, budget: int, anchor: int | None) -> str:
+    """`budget` characters of a passage, from the part the answer cites (`anchor`) when it has one, else from its
+    start; each cut marked where it is."""
+    if budget >= len(text):
+        return text
+    start = max(0, min((anchor or 0) - budget // 4, len(text) - budget))
+    marker = f"[cut: {CUT_REASON}]"
+    return ((f"{marker} " if start else "") + text[start:start + budget].strip()
+            + (f" {marker}" if start + budget < len(text) else "")).strip()
 
 
 def format_references(references: Sequence[str]) -> str:
@@ -191,7 +248,7 @@ def build_messages(prompt: JudgePrompt, *, question: str, answer: str, context: 
     references = [expected] if isinstance(expected, str) else list(expected or ())
     values = {"question": question or "", "answer": answer or "",
               "expected": format_references([r for r in references if r.strip()]) if references else "",
-              "context": format_context(context, keep)}
+              "context": format_context(context, keep, answer or "")}
     user = re.sub(r"\{(question|answer|context|expected)\}", lambda m: values[m.group(1)], prompt.user)
     return [{"role": "system", "content": prompt.system}, {"role": "user", "content": user}]
 

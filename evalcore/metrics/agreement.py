@@ -83,6 +83,8 @@ class Agreement:
     kappa: float | None = field(metadata=doc("Cohen's kappa; null where undefined (one category on both sides)"))
     weighted_kappa: float | None = field(metadata=doc("quadratic-weighted kappa, on ordinal scales (1-5, a "
                                                       "rubric's)"))
+    linear_kappa: float | None = field(metadata=doc("linear-weighted kappa, on ordinal scales: a miss by two costs "
+                                                    "twice a miss by one (quadratic: four times)"))
     interval: tuple[float, float] | None = field(metadata=doc("95% bootstrap interval of the weighted kappa (else "
                                                               "of kappa)"))
     matrix: tuple[tuple[int, ...], ...] = field(metadata=doc("rows: the people's labels, columns: the judge's, in "
@@ -91,14 +93,15 @@ class Agreement:
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
         return {"judge": self.judge, "n": self.n, "categories": list(self.categories), "accuracy": self.accuracy,
-                "kappa": self.kappa, "weighted_kappa": self.weighted_kappa,
+                "kappa": self.kappa, "weighted_kappa": self.weighted_kappa, "linear_kappa": self.linear_kappa,
                 "interval": list(self.interval) if self.interval else None,
                 "confusion": [list(row) for row in self.matrix]}
 
 
 def agreement(judge: str, human: Sequence[str], judged: Sequence[str], categories: Sequence[str], *,
               ordinal: bool, seed: int = 0, resamples: int = RESAMPLES) -> Agreement:
-    """Every agreement figure of one judge; `ordinal` adds the quadratic-weighted kappa and bootstraps it."""
+    """Every agreement figure of one judge; `ordinal` adds the quadratic- and linear-weighted kappas (the quadratic
+    one bootstrapped)."""
     matrix = confusion(human, judged, categories)
     n = int(matrix.sum())
     headline = "quadratic" if ordinal else "none"
@@ -106,6 +109,7 @@ def agreement(judge: str, human: Sequence[str], judged: Sequence[str], categorie
         judge=judge, n=n, categories=tuple(categories),
         accuracy=float(np.trace(matrix)) / n if n else None, kappa=kappa_of(matrix),
         weighted_kappa=kappa_of(matrix, "quadratic") if ordinal else None,
+        linear_kappa=kappa_of(matrix, "linear") if ordinal else None,
         interval=bootstrap_interval(human, judged, categories, headline, seed=seed, resamples=resamples),
         matrix=tuple(tuple(int(x) for x in row) for row in matrix),
     )

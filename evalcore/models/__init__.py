@@ -13,6 +13,8 @@ from evalcore.models.chat import (
     cached_chat,
     departures,
     metered,
+    notice,
+    noticed,
     overflowed,
     refuse_long_reply,
 )
@@ -24,5 +26,6 @@ __all__ = [
     "LOCAL_INSTALL", "LOCAL_MODEL_NAME", "CallCache", "ChatModel", "ChatReply", "ContextOverflow", "LocalChatModel",
     "Message", "Meter", "ModelError",
     "OpenAIChatModel", "ReplyTooLarge", "backoff_delay", "cache_key", "cached_chat", "check_reachable", "departures",
-    "local_model_path", "metered", "new_client", "overflowed", "post_json", "refuse_long_reply", "reply_byte_limit",
+    "local_model_path", "metered", "new_client", "notice", "noticed", "overflowed", "post_json", "refuse_long_reply",
+    "reply_byte_limit",
 ]

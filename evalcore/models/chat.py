@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -13,6 +14,7 @@ from typing import Any, NamedTuple, Protocol
 
 from evalcore.errors import EvalError
 
+log = logging.getLogger("evalcore.models")
 # {"role": "system" | "user" | "assistant", "content": text}
 Message = dict[str, str]
 # The sampling settings that leave a model's output distribution as it is: a backend is sent a
@@ -169,3 +171,26 @@ def metered() -> Iterator[Meter]:
         yield meter
     finally:
         _METER.reset(token)
+
+
+_NOTICES: ContextVar[list[str] | None] = ContextVar("evalcore_notices", default=None)
+
+
+@contextmanager
+def noticed() -> Iterator[list[str]]:
+    """Collect what the model calls made by this thread inside the block had to say (see `notice`)."""
+    said: list[str] = []
+    token = _NOTICES.set(said)
+    try:
+        yield said
+    finally:
+        _NOTICES.reset(token)
+
+
+def notice(text: str) -> None:
+    """Something a campaign should know about a model once (an endpoint that refused a request's format): written
+    to the log, and kept by the `noticed` block around the call (a question's notes)."""
+    log.warning("%s", text)
+    said = _NOTICES.get()
+    if said is not None:
+        said.append(text)

@@ -282,11 +282,13 @@ def _bounded(response: http.client.HTTPResponse, limit: int) -> bytes:
 
 def post_json(client: HttpClient, url: str, body: Any, *, headers: dict[str, str] | None = None,
               timeout: float, retries: int, backoff: float, parse: Callable[[Any], T],
-              max_reply_chars: int | None = None) -> T:
+              max_reply_chars: int | None = None, refused: Callable[[int, str], bool] | None = None) -> T:
     """POST JSON and parse the reply, retrying transient failures; ModelError after the last one.
 
     With `max_reply_chars`, a body larger than `reply_byte_limit` of it is refused (ReplyTooLarge,
-    never retried) as soon as its Content-Length or the bytes read so far exceed the limit.
+    never retried) as soon as its Content-Length or the bytes read so far exceed the limit. An error
+    reply `refused(status, body)` calls a refusal of the request (a server answering 500 to a parameter
+    it does not take) is not retried: ModelError with its status and body at once.
     """
     problem, retry_after = "", None
     limit = None if max_reply_chars is None else reply_byte_limit(max_reply_chars)
@@ -305,6 +307,8 @@ def post_json(client: HttpClient, url: str, body: Any, *, headers: dict[str, str
             problem = f"connection failed ({type(error).__name__}: {error})"
             continue
         status = response.status
+        if status >= 400 and refused is not None and refused(status, response.text):
+            raise ModelError(f"HTTP {status}: {response.text[:300]}", status=status, body=response.text, where=url)
         if status == 429 or status >= 500:
             problem, retry_after = f"HTTP {status}: {response.text[:200]}", _retry_after(response.headers)
             continue

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import threading
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -15,13 +17,20 @@ from evalcore.models.chat import (
     ModelError,
     cached_chat,
     departures,
+    notice,
     overflowed,
     refuse_long_reply,
 )
 from evalcore.models.http import check_reachable, new_client, post_json
 
-# Endpoints (base URL, model) that refused structured output: asked without it from then on.
-_UNSTRUCTURED: set[tuple[str, str]] = set()
+# How a reply of a given shape (a JSON schema) is asked for (the structured_output keys): "auto" asks each of
+# FORMATS in turn, or one of them always. auto's order: OpenAI's structured output (the schema enforced), JSON
+# mode with the schema in the prompt (and in response_format's `schema`, which llama.cpp's servers turn into a
+# grammar), then plain text with the schema in the prompt. A refusal that names the format gives way to the next.
+FORMATS = ("json_schema", "json_object", "none")
+# What each endpoint (base URL, model) accepts, learnt under auto: asked in that format from then on.
+_ACCEPTED: dict[tuple[str, str], str] = {}
+_ACCEPTED_LOCK = threading.Lock()
 # Sampling parameters a reasoning model may refuse: each one it names is dropped and the call sent again.
 _DROPPABLE = ("temperature", "top_p", "top_k", "frequency_penalty")
 
@@ -63,7 +72,7 @@ class OpenAIChatModel:
     def __init__(self, base_url: str, model: str, *, api_key_env: str = "", timeout: float = 60.0,
                  retries: int = 3, backoff: float = 0.5, cache: CallCache | None = None,
                  max_reply_chars: int | None = None, deployment: str = "", api_version: str = "",
-                 key_header: str = "authorization") -> None:
+                 key_header: str = "authorization", structured_output: str = "auto") -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model or deployment
         self.api_key_env = api_key_env
@@ -71,6 +80,7 @@ class OpenAIChatModel:
         self.max_reply_chars = max_reply_chars  # None: no limit
         self.cache = cache
         self.deployment, self.api_version, self.key_header = deployment, api_version, key_header
+        self.structured_output = structured_output
         self.url = endpoint_url(self.base_url, "chat/completions", deployment=deployment, api_version=api_version)
         self.name = f"openai:{self.model}@{self.base_url}" + (f"|deployment:{deployment}" if deployment else "")
         self._client = new_client()
@@ -94,35 +104,63 @@ class OpenAIChatModel:
         params |= {name: sampling[name] for name in ("top_p", "top_k") if name in sampling}
         if "repeat_penalty" in sampling:
             params["frequency_penalty"] = frequency_penalty(sampling["repeat_penalty"])
-        if schema is not None and (self.base_url, self.model) not in _UNSTRUCTURED:
-            params["response_format"] = {"type": "json_schema",
-                                         "json_schema": {"name": "reply", "strict": True, "schema": _strict(schema)}}
+        if schema is None:
+            return self._cached(params, messages)
+        formats = self._formats()
+        for form in formats:
+            asked, shaped = shaped_request(form, params, messages, schema)
+            try:
+                return self._cached(asked, shaped)
+            except ModelError as error:
+                if form == formats[-1] or not refuses_format(error.status, error.body, form):
+                    raise
+                self._learn(form, error)
+        raise AssertionError("unreachable: the last format's error is raised")
+
+    def _cached(self, params: dict[str, Any], messages: list[Message]) -> ChatReply:
         return cached_chat(self.cache, self.name, "chat/completions", params, messages,
                            lambda: self._complete(messages, dict(params)))
+
+    def _formats(self) -> tuple[str, ...]:
+        """The formats a structured reply is asked in, in turn: the one set, or under auto from what the endpoint
+        is known to accept."""
+        if self.structured_output != "auto":
+            return (self.structured_output,)
+        with _ACCEPTED_LOCK:
+            known = _ACCEPTED.get((self.base_url, self.model), FORMATS[0])
+        return FORMATS[FORMATS.index(known):]
+
+    def _learn(self, form: str, error: ModelError) -> None:
+        """Remember that this endpoint refused `form`, and say so once (the first call to find it out)."""
+        following = FORMATS[FORMATS.index(form) + 1]
+        with _ACCEPTED_LOCK:
+            known = _ACCEPTED.get((self.base_url, self.model), FORMATS[0])
+            first = FORMATS.index(known) <= FORMATS.index(form)
+            if first:
+                _ACCEPTED[(self.base_url, self.model)] = following
+        if first:
+            body = " ".join(error.body.split())[:160]
+            notice(f"{self.name} refused structured output as {form} (HTTP {error.status}: {body}); it is asked "
+                   f"{ASKED_AS[following]} from now on (structured_output = \"auto\"; set it to "
+                   f"\"{following}\" to ask so at once)")
 
     def _complete(self, messages: list[Message], params: dict[str, Any]) -> ChatReply:
         # Reasoning models reject max_tokens (wanting max_completion_tokens) or any sampling setting, and
         # some servers reject structured output: each rejection adjusts one parameter, a bounded number of times.
+        form = params.get("response_format", {}).get("type", "none")
         while True:
             try:
                 return post_json(self._client, self.url,
                                  {"model": self.model, "messages": messages, **params}, headers=self._headers(),
                                  timeout=self.timeout, retries=self.retries, backoff=self.backoff,
-                                 parse=self._parse_chat, max_reply_chars=self.max_reply_chars)
+                                 parse=self._parse_chat, max_reply_chars=self.max_reply_chars,
+                                 refused=lambda status, body: refuses_format(status, body, form))
             except ModelError as error:
                 if error.status in (400, 413, 422) and overflowed(error.body):
                     raise ContextOverflow(error.message, status=error.status, body=error.body,
                                           where=error.where) from None
-                if not (error.status in (400, 422) and self._drop_rejected(params, error.body)):
+                if not (error.status in (400, 422) and _drop_sampling(params, error.body)):
                     raise
-
-    def _drop_rejected(self, params: dict[str, Any], body: str) -> bool:
-        """Adjust the parameter the server complained about; False when there is nothing to adjust."""
-        if "response_format" in params and any(word in body for word in ("response_format", "json_schema")):
-            del params["response_format"]
-            _UNSTRUCTURED.add((self.base_url, self.model))  # asked once per endpoint, not on every call
-            return True
-        return _drop_sampling(params, body)
 
     def _headers(self) -> dict[str, str]:
         if not self.api_key_env:
@@ -141,6 +179,41 @@ class OpenAIChatModel:
         refuse_long_reply(content, self.max_reply_chars, "the model's reply")
         usage = data.get("usage") or {}
         return ChatReply(content, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), False)
+
+
+# How each format after the first is asked, as the campaign's log says it.
+ASKED_AS = {"json_object": "as json_object with the schema in the prompt",
+            "none": "in plain text with the schema in the prompt"}
+SCHEMA_INSTRUCTION = "Reply with one JSON object that follows this JSON schema, and nothing else:\n"
+
+
+def refuses_format(status: int | None, body: str, form: str) -> bool:
+    """Whether an error reply refuses the request's structured-output format: any error status (400, 422, 500
+    alike: servers differ) whose body names response_format, the format or structured output."""
+    if form == "none" or status is None or status < 400:
+        return False
+    lowered = body.lower()
+    return any(word in lowered for word in ("response_format", form, "structured output"))
+
+
+def shaped_request(form: str, params: dict[str, Any], messages: list[Message],
+                   schema: dict[str, Any]) -> tuple[dict[str, Any], list[Message]]:
+    """The parameters and messages of a request asking for a reply of `schema` in format `form` (see FORMATS)."""
+    if form == "json_schema":
+        strict = {"name": "reply", "strict": True, "schema": _strict(schema)}
+        return params | {"response_format": {"type": "json_schema", "json_schema": strict}}, messages
+    described = with_schema(messages, schema)
+    if form == "json_object":
+        return params | {"response_format": {"type": "json_object", "schema": schema}}, described
+    return params, described
+
+
+def with_schema(messages: list[Message], schema: dict[str, Any]) -> list[Message]:
+    """The messages with the schema stated at the end of the system message (one is added when there is none)."""
+    stated = SCHEMA_INSTRUCTION + json.dumps(schema, ensure_ascii=False)
+    if messages and messages[0].get("role") == "system":
+        return [{**messages[0], "content": f"{messages[0]['content']}\n\n{stated}"}, *messages[1:]]
+    return [{"role": "system", "content": stated}, *messages]
 
 
 def _drop_sampling(params: dict[str, Any], body: str) -> bool:

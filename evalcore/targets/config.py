@@ -42,6 +42,13 @@ HYDE_PROMPT = (
     "below as a reference document would. Reply with the passage only.\n\nQuestion: {question}"
 )
 
+# How structured output is asked for: auto, or one of evalcore.models.openai.FORMATS always (that layer is not imported
+# here: the CLI starts without it).
+STRUCTURED_OUTPUT = ("auto", "json_schema", "json_object", "none")
+STRUCTURED_HELP = ("how the model is asked for a reply of a fixed shape: auto tries json_schema, then json_object "
+                   "with the schema in the prompt, then plain text, as the server refuses each (remembered); or "
+                   "always one of them")
+
 TYPE_NAMES = {int: "a whole number", float: "a number", str: "text (a quoted string)"}
 
 TARGET, CHUNKING, QUERY, RETRIEVAL, RERANK = "target", "chunking", "query", "retrieval", "rerank"
@@ -175,6 +182,9 @@ class TargetConfig:
     api_version: str = setting("", GENERATION, "Azure OpenAI: sent as ?api-version=")
     api_key_header: str = setting("authorization", GENERATION, "how the key is sent: Authorization: Bearer, or "
                                   "Azure's api-key header", choices=("authorization", "api-key"))
+    # How a reply of a fixed shape (a judge's verdict, when this model judges) is asked for; see
+    # evalcore.models.openai.FORMATS.
+    structured_output: str = setting("auto", GENERATION, STRUCTURED_HELP, choices=STRUCTURED_OUTPUT)
     timeout: float = setting(60.0, GENERATION, "seconds per model call", within=(0.01, 3600.0))
     retries: int = setting(3, GENERATION, "retries of a model call on timeouts, 429, 5xx and malformed replies",
                            within=(0, 10))
@@ -220,10 +230,11 @@ class TargetConfig:
                                                          "from the environment", table=str)
     # results_file: JSONL or Parquet with columns qid, ranked_ids, answer (question and contexts optional).
     results_path: str = setting("", RESULTS_FILE, "a .jsonl or .parquet file with qid, ranked_ids and answer")
-    # Judges: "auto" asks the target's own chat model, else the model configured here (a target with
-    # none, an HTTP agent or a results file, is judged by it); "openai"/"local" always use this one.
-    judge_kind: str = setting("auto", JUDGE, "auto: the target's own chat model, else the one below; openai or local: "
-                              "always the one below", choices=("auto", "openai", "local"))
+    # Judges: "auto" asks the model configured here when one is named (judge_model, judge_deployment or
+    # judge_base_url), else the target's own chat model (a target with none, an HTTP agent or a results file, needs
+    # one here); "openai"/"local" always use this one.
+    judge_kind: str = setting("auto", JUDGE, "auto: the model below when one is named, else the target's own chat "
+                              "model; openai or local: always the one below", choices=("auto", "openai", "local"))
     judge_base_url: str = setting("", JUDGE, "the judges' OpenAI-compatible server (empty: the target's base_url)")
     judge_model: str = setting("", JUDGE, "the judges' model, e.g. gpt-4o-mini (required with judge_kind = openai)")
     judge_api_key_env: str = setting("OPENAI_API_KEY", JUDGE, "the NAME of the variable holding the judges' key")
@@ -231,6 +242,8 @@ class TargetConfig:
     judge_api_version: str = setting("", JUDGE, "Azure OpenAI: the judges' api-version")
     judge_api_key_header: str = setting("authorization", JUDGE, "how the judges' key is sent",
                                         choices=("authorization", "api-key"))
+    judge_structured_output: str = setting("auto", JUDGE, "how the judges' model is asked for a verdict's shape: "
+                                           + STRUCTURED_HELP.split(": ", 1)[1], choices=STRUCTURED_OUTPUT)
     judge_temperature: float = setting(0.0, JUDGE, "the judges' temperature", within=(0.0, 2.0))
     judge_max_tokens: int = setting(300, JUDGE, "the judges' reply length limit", within=(16, 131072))
     judge_thresholds: tuple[tuple[str, float], ...] = setting(

@@ -133,7 +133,8 @@ def build_chat_model(config: TargetConfig, cache: Any = None) -> ChatModel | Non
         return OpenAIChatModel(config.base_url, config.model, api_key_env=config.api_key_env,
                                timeout=config.timeout, retries=config.retries, backoff=config.retry_backoff,
                                cache=cache, max_reply_chars=config.max_reply_chars, deployment=config.deployment,
-                               api_version=config.api_version, key_header=config.api_key_header)
+                               api_version=config.api_version, key_header=config.api_key_header,
+                               structured_output=config.structured_output)
     if config.generator == "local":
         return LocalChatModel(cache=cache)
     return None
@@ -141,37 +142,59 @@ def build_chat_model(config: TargetConfig, cache: Any = None) -> ChatModel | Non
 
 def build_judge_model(config: TargetConfig, own: ChatModel | None, cache: Any = None, *,
                       check: bool = True) -> ChatModel:
-    """The judges' chat model: the target's own under judge_kind "auto" (when it has one), else the configured
-    one, checked (reachable, installed) unless `check` is false, so that a broken judge refuses the launch before
-    anything runs.
+    """The judges' chat model: under judge_kind "auto" the target's own (when it has one) unless a judge model or
+    server is named, else the configured one, checked (reachable, installed) unless `check` is false, so that a
+    broken judge refuses the launch before anything runs.
 
     EvalError naming the keys to set when there is none.
     """
-    if config.judge_kind == "auto" and own is not None:
+    if config.judge_kind == "auto" and own is not None and not named_judge(config):
         return own
     model: OpenAIChatModel | LocalChatModel | None = None
+    # A judge server named without its model: the target's own model's name there (the same model served elsewhere).
+    name = config.judge_model or (config.model if config.judge_base_url and config.generator == "openai" else "")
     if config.judge_kind == "local":
         model = LocalChatModel(cache=cache)
-    elif config.judge_model or config.judge_deployment:
-        model = OpenAIChatModel(config.judge_base_url or config.base_url, config.judge_model,
+    elif name or config.judge_deployment:
+        model = OpenAIChatModel(config.judge_base_url or config.base_url, name,
                                 api_key_env=config.judge_api_key_env, timeout=config.timeout, retries=config.retries,
                                 backoff=config.retry_backoff, cache=cache, max_reply_chars=config.max_reply_chars,
                                 deployment=config.judge_deployment, api_version=config.judge_api_version,
-                                key_header=config.judge_api_key_header)
+                                key_header=config.judge_api_key_header,
+                                structured_output=config.judge_structured_output)
     if model is not None:
         if check:
             model.check()
         return model
+    if config.judge_base_url:
+        raise EvalError("judge_base_url names the judges' server, but no judge_model names the model there",
+                        where="judge_model", fix="set judge_model (on the command line --judge-model NAME)")
     raise EvalError("judges need a chat model: this target has none and no judge model is configured",
                     where="judge_model", fix='set judge_model (and judge_base_url, judge_api_key_env) for an '
                     'OpenAI-compatible judge, or judge_kind = "local"; on the command line --judge-model NAME')
+
+
+def judge_model_name(config: TargetConfig) -> str | None:
+    """The name of the model the judges will ask, as their verdicts will name it (nothing connects); None when no
+    model can judge (the launch says why)."""
+    own = build_chat_model(config) if config.kind == "rag" else None
+    try:
+        return build_judge_model(config, own, check=False).name
+    except EvalError:
+        return None
+
+
+def named_judge(config: TargetConfig) -> bool:
+    """Whether the configuration names a judge model of its own (judge_model, judge_deployment or judge_base_url):
+    under judge_kind "auto" that one judges, not the target's own chat model."""
+    return bool(config.judge_model or config.judge_deployment or config.judge_base_url)
 
 
 def judged_locally(config: TargetConfig) -> bool:
     """Whether this configuration's judges ask the offline SmolLM2 (configured so, or the pipeline's own local
     model)."""
     own_local = config.kind == "rag" and config.generator == "local"
-    return config.judge_kind == "local" or (config.judge_kind == "auto" and own_local)
+    return config.judge_kind == "local" or (config.judge_kind == "auto" and own_local and not named_judge(config))
 
 
 def build_generator(config: TargetConfig, model: ChatModel | None) -> Generator:
