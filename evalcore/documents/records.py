@@ -97,7 +97,7 @@ class ImportReport:
         kinds = {kind: sum(1 for d in self.documents if d.kind == kind) for kind in Kind}
         mix = ", ".join(f"{count} {kind}" for kind, count in kinds.items() if count)
         duplicates = f" ({self.duplicates} identical passages stored once)" if self.duplicates else ""
-        skipped = f"; {len(self.skipped)} files skipped" if self.skipped else ""
+        skipped = f"; {_count(len(self.skipped), 'file')} skipped" if self.skipped else ""
         return (f"read {_count(len(self.documents), 'document')} ({mix}) into {_count(self.passages, 'passage')}"
                 f"{duplicates}{skipped} in {self.seconds:.1f} s: {self.dataset}")
 

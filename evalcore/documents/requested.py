@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 from evalcore.access import Action, Principal
-from evalcore.datasets.loader import DATASET_ID
+from evalcore.datasets.loader import DATASET_ID, DATASET_ROOT
 from evalcore.datasets.uploads import upload_limit_mb, upload_name_problem, upload_root
 from evalcore.documents.folders import Limits, requested_folder
 from evalcore.documents.importing import Progress, import_corpus
@@ -42,8 +42,10 @@ def import_uploads(files: list[tuple[str, bytes]], name: str, *, principal: Prin
         folder = Path(scratch)
         skipped = _unpack(files, folder, limit, limits)
         target = upload_root() / f"uploads-{name}"
-        return import_corpus(folder, target, chunking=chunking, limits=limits, progress=progress,
-                             name=f"uploads-{name}", origin="upload", skipped=skipped)
+        # Named as the dataset list names it: an id under dataset/, else the upload folder's path.
+        dataset = target.name if upload_root().resolve() == DATASET_ROOT.resolve() else str(target)
+        return import_corpus(folder, target, chunking=chunking, limits=limits, progress=progress, name=dataset,
+                             origin="upload", skipped=skipped)
 
 
 def import_folder(reference: str, dataset_id: str, root: Path, *, principal: Principal | None = None,
