@@ -99,7 +99,7 @@ def _nothing_readable(folder: str, skipped: list[Skipped]) -> EvalError:
     lines = [s.line() for s in skipped[:PROBLEMS_SHOWN]]
     if len(skipped) > PROBLEMS_SHOWN:
         lines.append(f"and {len(skipped) - PROBLEMS_SHOWN} more files skipped")
-    what = f"{len(skipped)} files, none readable" if skipped else "no file"
+    what = f"{len(skipped)} {'file' if len(skipped) == 1 else 'files'}, none readable" if skipped else "no file"
     return EvalError("no document to import", problems=[
         f"{shown(folder)}: no document to import ({what}); nothing was written", *lines])
 

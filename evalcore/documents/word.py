@@ -1,18 +1,21 @@
 """Word documents (.docx) read with python-docx, after their zip container is checked.
 
-A .docx is a zip archive. Before python-docx opens it (which inflates every part into memory), the archive's
-own directory is read: too many entries, or parts that unpack to more than the size limit in all (a zip bomb
-given a .docx name), skip the file. Python's zipfile never inflates a part past the size it declares, so a
-part that lies about its size fails its checksum instead of filling memory.
+A .docx is a zip archive, and python-docx inflates every part of it into memory. Before it opens one, the
+archive's directory is read: too many entries, or parts that declare more than the size limit in all (a zip
+bomb given a .docx name), skip the file. Then each part is inflated here, a piece at a time and thrown away,
+to check that it unpacks to no more than it declares: zipfile's own `read()` inflates a part whole before
+cutting it to its declared size, so a part that understates its size would fill memory there.
 """
 
 from __future__ import annotations
 
 import struct
 import zipfile
+import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from evalcore.documents.folders import FILE_MB_SETTING, megabytes
 from evalcore.documents.markup import clean
 from evalcore.documents.records import Unreadable
 
@@ -20,6 +23,7 @@ TITLE_WITHIN = 20  # paragraphs in which a Title or Heading paragraph is the doc
 MAX_ENTRIES = 10_000  # a Word document has tens of parts, a few hundred with many images
 _END = b"PK\x05\x06"  # the end-of-central-directory record
 _END_SEARCH = 22 + 65_535  # the record, and a comment of at most 65,535 bytes after it
+_PIECE = 2**16  # bytes inflated at a time while a part is checked
 _MAX_DIRECTORY = 8 * 1024 * 1024  # bytes of central directory (about 100,000 entries), read before anything else
 
 
@@ -96,7 +100,39 @@ def _check_archive(path: Path, limit: int) -> None:
                          "hundred): not read")
     unpacked = sum(member.file_size for member in members)
     if unpacked > limit:
-        raise Unreadable(f"unpacks to {unpacked / 1e6:,.1f} MB, more than the limit of {limit / 1e6:,.0f} MB "
-                         "(EVALCORE_IMPORT_FILE_MB): not read (a zip bomb?)")
+        raise Unreadable(f"unpacks to {megabytes(unpacked)}, more than the limit of {megabytes(limit)} "
+                         f"({FILE_MB_SETTING}): not read (a zip bomb?)")
     if "word/document.xml" not in {member.filename for member in members}:
         raise Unreadable("not a Word document (its archive has no word/document.xml)")
+    with open(path, "rb") as handle:
+        for member in members:
+            _check_part(handle, member)
+
+
+def _check_part(handle: BinaryIO, member: zipfile.ZipInfo) -> None:
+    """Inflate one part a piece at a time: Unreadable when it unpacks to more than it declares."""
+    if member.compress_type == zipfile.ZIP_STORED:
+        return  # read as stored: never more than its compressed size
+    if member.compress_type != zipfile.ZIP_DEFLATED:
+        raise Unreadable(f"its part {member.filename} is compressed in a way Word documents are not: not read")
+    handle.seek(member.header_offset)
+    header = handle.read(30)
+    if len(header) < 30 or header[:4] != b"PK\x03\x04":
+        raise Unreadable("not a readable Word document (a damaged zip archive)")
+    name, extra = struct.unpack("<HH", header[26:30])
+    handle.seek(member.header_offset + 30 + name + extra)
+    inflater, left, inflated = zlib.decompressobj(-15), member.compress_size, 0
+    while left > 0 and not inflater.eof:
+        pending = handle.read(min(left, _PIECE))
+        if not pending:
+            break
+        left -= len(pending)
+        while pending and not inflater.eof:
+            try:
+                inflated += len(inflater.decompress(pending, _PIECE))
+            except zlib.error:
+                raise Unreadable(f"not a readable Word document (its part {member.filename} is damaged)") from None
+            pending = inflater.unconsumed_tail
+            if inflated > member.file_size:
+                raise Unreadable(f"its part {member.filename} unpacks to more than the {member.file_size:,} bytes "
+                                 "it declares: not read (a zip bomb?)")
