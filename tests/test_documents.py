@@ -336,8 +336,8 @@ def test_nothing_readable_is_an_error_and_nothing_is_written(tmp_path: Path) -> 
     with pytest.raises(EvalError) as error:
         import_corpus(folder, tmp_path / "out")
     assert error.value.problems == [f"{folder}: no document to import (2 files, none readable); nothing was written",
-                                    "a.odt: unknown type (.odt): the formats read are .md, .markdown, .txt, .text, "
-                                    ".html, .htm, .pdf, .docx", "b.md: empty file"]
+                                    ("a.odt: unknown type (.odt): the formats read are .md, .markdown, .txt, .text, "
+                                     ".html, .htm, .pdf, .docx"), "b.md: empty file"]
     (tmp_path / "empty").mkdir()
     with pytest.raises(EvalError, match=r"no document to import \(no file\)"):
         import_corpus(tmp_path / "empty", tmp_path / "out")
