@@ -97,6 +97,8 @@ def scan(folder: Path, limits: Limits, label: str | None = None) -> Scan:
             raise EvalError(f"cannot read the folder ({error.strerror or error})", where=where,
                             fix="check its permissions")
         result.skipped.append(Skipped(shown(name), f"a folder that cannot be read ({error.strerror or error})"))
+    result.found.sort(key=lambda item: item.name)  # in name order, subfolders among the files
+    result.skipped.sort(key=lambda item: item.file)
     return result
 
 
@@ -175,8 +177,8 @@ def requested_folder(reference: str) -> Path:
     root = roots[parts[0]].resolve()
     folder = root.joinpath(*parts[1:]).resolve()
     if not folder.is_relative_to(root):
-        raise Forbidden(f"folder: {shown(reference)!r} leads out of the import folder {parts[0]} (a link)",
-                        where="folder")
+        raise Forbidden(f"folder: {shown(reference)!r} leads out of the import folder {parts[0]} (a link to "
+                        f"elsewhere); only the operator's import folders are read ({DIRS_SETTING})", where="folder")
     if not folder.is_dir():
         raise EvalError(f"no folder {shown(reference)!r} in the server's import folders", where="folder",
                         fix=f"name one of them or a folder inside one ({allowed})")
