@@ -214,7 +214,7 @@ LANGUAGES = ("en", "fr", "zh")
 FORMATS = ("md", "html", "pdf", "docx", "txt")
 
 
-class _Prose:
+class Prose:
     """Sentences and paragraphs in one of three languages, the same for the same seed."""
 
     def __init__(self, seed: int) -> None:
@@ -252,7 +252,7 @@ def write_mixed_folder(folder: Path, count: int = 30, *, seed: int = 2026) -> li
     """`count` documents shaped like a team's: Markdown, HTML, PDF, Word and text in turn, in English, French and
     Chinese in turn, of lengths from a page to twenty (PDF pages of about 350 words), in subfolders by language.
     Same arguments, same bytes."""
-    prose = _Prose(seed)
+    prose = Prose(seed)
     written = []
     for index in range(count):
         language, kind = LANGUAGES[index % 3], FORMATS[index % 5]
@@ -265,7 +265,7 @@ def write_mixed_folder(folder: Path, count: int = 30, *, seed: int = 2026) -> li
     return written
 
 
-def _write_document(path: Path, kind: str, language: str, title: str, paragraphs: list[str], prose: _Prose) -> None:
+def _write_document(path: Path, kind: str, language: str, title: str, paragraphs: list[str], prose: Prose) -> None:
     if kind == "md":
         body = "\n\n".join(f"## {prose.sentence(language)[:40]}\n\n{p}" if i % 3 == 0 else p
                            for i, p in enumerate(paragraphs))
