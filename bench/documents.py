@@ -113,11 +113,13 @@ def big_pdf(path: Path, megabytes: int) -> None:
         language = languages[number % 3]
         return [line for p in prose.paragraphs(language, 350) for line in wrap(p, 45 if language == "zh" else 90)]
 
-    write_pdf(path, (page(n) for n in range(pages)), title=f"A large PDF of {pages} pages", image_bytes=image)
+    partial = path.with_suffix(".partial")  # renamed once complete: an interrupted run leaves no half file to reuse
+    write_pdf(partial, (page(n) for n in range(pages)), title=f"A large PDF of {pages} pages", image_bytes=image)
+    partial.rename(path)
 
 
 CHILD = """
-import json, os, resource, sys, time, tempfile, shutil
+import json, os, sys, time, tempfile, shutil
 from pathlib import Path
 sys.path.insert(0, {root!r})
 from evalcore.documents import import_corpus
@@ -141,8 +143,9 @@ elif mode == "pypdf":
     with open(path, "rb") as handle:
         result = f"{{sum(len(p.extract_text() or '') for p in pypdf.PdfReader(handle).pages)}} characters"
 seconds = time.perf_counter() - start
-print(json.dumps({{"seconds": seconds, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "result": result}}))
+# VmHWM, this process's own peak: ru_maxrss keeps the parent's from before exec.
+peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({{"seconds": seconds, "peak_mb": peak / 1024, "result": result}}))
 """
 
 

@@ -18,12 +18,13 @@ from evalcore.datasets import dataset_stats, load_dataset
 from evalcore.documents import Chunking, ImportReport, Limits, import_corpus
 from evalcore.documents import passages as passages_module
 from evalcore.documents.passages import windows
+from evalcore.documents.pdf import read_pdf
 from evalcore.documents.records import Unreadable
 from evalcore.documents.word import read_docx
 from evalcore.errors import EvalError
 from evalcore.targets.knowledge import chunk_spans
 from evalcore.testing.corpus import EN, FR, ZH
-from evalcore.testing.documents import docx_bytes, pdf_bytes, write_mixed_folder
+from evalcore.testing.documents import docx_bytes, pdf_bytes, write_mixed_folder, write_pdf
 
 ROUTER = "The router restarts when the firmware update finishes, and its light turns green."
 ROUTEUR = "Le routeur redémarre après la mise à jour : la garantie court deux ans à compter de l'été."
@@ -379,3 +380,16 @@ def test_more_files_than_the_limit_is_refused_before_reading(tmp_path: Path, mon
     with pytest.raises(EvalError, match="EVALCORE_IMPORT_FILES: not a whole number"):
         import_corpus(folder, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_pdf_is_read_in_the_memory_of_one_page_whatever_its_number_of_pages(tmp_path: Path) -> None:
+    # 40 pages each over an image of 512 kB (as scans are): 20 MB that pypdf kept once parsed.
+    path = tmp_path / "scans.pdf"
+    write_pdf(path, ([f"{ROUTER} Page {n}."] for n in range(40)), image_bytes=2**19)
+    pages: list[tuple[int, str]] = []
+    tracemalloc.start()
+    _, pages, count = read_pdf(path, lambda page, reason: None)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert count == 40 and pages[39] == (40, f"{ROUTER} Page 39.")
+    assert peak < 6 * 2**20, peak

@@ -1,4 +1,5 @@
-"""PDF files read with pypdf, page by page, from the open file (never loaded whole into memory).
+"""PDF files read with pypdf, page by page, from the open file: neither the file nor the objects of the pages
+already read are held in memory.
 
 An encrypted PDF is read when its user password is empty (pypdf tries it), and skipped otherwise. A page that
 gives no text is reported: image-only (a scan: run OCR first) or blank. The title is the document's metadata
@@ -39,6 +40,9 @@ def read_pdf(path: Path, blank: Callable[[int, str], None]) -> tuple[str, Pages,
             count, images = len(reader.pages), 0
             for number, page in enumerate(reader.pages, 1):
                 text = clean(unwrap(clean(page.extract_text() or "")))
+                # pypdf keeps every object it parsed, a page's images included (a 2 GB PDF of scans took 2.4 GB):
+                # what the next page needs again (its fonts) is parsed again, in less time than holding it all.
+                reader.resolved_objects.clear()
                 if text:
                     pages.append((number, text))
                     continue
