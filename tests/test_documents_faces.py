@@ -125,6 +125,9 @@ def test_the_api_imports_only_the_operators_folders(api: Api, tmp_path: Path, mo
         # The answer names what is allowed, never where the allowed folders are.
         assert "EVALCORE_IMPORT_DIRS" in refused["message"] and str(folder) not in refused["message"], reference
     assert not (root / "stolen").exists()
+    nul = error_of(api.call("POST", "/api/v1/datasets/import", json={"folder": "shared/a\u0000b", "dataset_id": "x"}),
+                   422)
+    assert nul["field"] == "folder" and "control characters" in nul["message"]
     viewer = api.call("POST", "/api/v1/datasets/import", "viewer", json={"folder": "shared", "dataset_id": "v"})
     error_of(viewer, 403)
     made = api.call("POST", "/api/v1/datasets/import", json={"folder": "shared", "dataset_id": "shared-docs",

@@ -171,6 +171,9 @@ def requested_folder(reference: str) -> Path:
     parts = PurePosixPath(reference.strip()).parts if reference.strip() else ()
     # Forbidden's message is all a client sees: it says what is allowed and who decides it.
     allowed = f"allowed: {', '.join(sorted(roots)) or 'none'}; the operator lists them in {DIRS_SETTING}"
+    if _CONTROL.search(reference):
+        raise EvalError(f"{shown(reference)!r} holds control characters", where="folder",
+                        fix="name a folder as the operator's import folders name it")
     if not parts or parts[0] not in roots or "\\" in reference or any(p in ("..", ".") for p in parts):
         raise Forbidden(f"folder: {shown(reference)!r} is not one of the server's import folders or a folder inside "
                         f"one ({allowed})", where="folder")
