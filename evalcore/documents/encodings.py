@@ -50,7 +50,8 @@ def _decoded(data: bytes, encoding: str) -> str:
     except LookupError:
         raise Unreadable(f"unknown encoding {encoding!r}") from None
     except UnicodeDecodeError as error:
-        raise Unreadable(f"not valid {encoding} (byte {error.start}): give its encoding with --encoding") from None
+        raise Unreadable(f"not valid {encoding} (byte {error.start}): save it as UTF-8, or name its encoding "
+                         "(corpus import --encoding)") from None
 
 
 def _declared(data: bytes) -> str | None:
@@ -72,7 +73,8 @@ def _detected(data: bytes) -> str:
 
     matches = list(from_bytes(data))
     if not matches:
-        raise Unreadable("no encoding reads it as text: give its encoding with --encoding")
+        raise Unreadable("no encoding reads it as text: save it as UTF-8, or name its encoding (corpus import "
+                         "--encoding)")
     least = min(match.chaos for match in matches)
     calm = [match for match in matches if match.chaos <= least]
     if any(WESTERN in match.could_be_from_charset for match in calm):
