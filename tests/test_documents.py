@@ -393,3 +393,18 @@ def test_a_pdf_is_read_in_the_memory_of_one_page_whatever_its_number_of_pages(tm
     tracemalloc.stop()
     assert count == 40 and pages[39] == (40, f"{ROUTER} Page 39.")
     assert peak < 6 * 2**20, peak
+
+
+def test_an_import_being_written_is_not_listed_as_a_dataset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalcore.datasets import list_datasets
+
+    monkeypatch.setenv("EVALCORE_UPLOAD_DIR", str(tmp_path))
+    folder = folder_of(tmp_path / "in", {"a.txt": ROUTER})
+    seen: list[list[str]] = []
+    import_corpus(folder, tmp_path / "uploads-a", progress=lambda done, total, name: seen.append(list_datasets()))
+    assert seen and all(listed == ["default"] for listed in seen)
+    # While the files are written, the temporary folder already holds corpus.parquet: it is hidden.
+    scratch = tmp_path / ".uploads-b.importing-0"
+    scratch.mkdir()
+    (scratch / "corpus.parquet").write_bytes(b"")
+    assert list_datasets() == ["default", str(tmp_path / "uploads-a")]
