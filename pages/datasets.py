@@ -1,4 +1,4 @@
-"""Datasets: pick one, upload one, read its statistics, browse its questions."""
+"""Datasets: pick one, upload one or import documents as one, read its statistics, browse its questions."""
 
 from __future__ import annotations
 
@@ -6,10 +6,13 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from evalcore.access import Action
+from evalcore.access import Action, Principal
 from evalcore.datasets import Dataset, Question
+from evalcore.documents import Chunking
+from evalcore.targets.config import KEYS, TargetConfig
 
 MAX_PICKED = 500
+IMPORTED = "documents-report"  # the last import's report, shown once after the rerun
 
 
 def show_question(dataset: Dataset, question: Question) -> None:
@@ -28,6 +31,44 @@ def show_question(dataset: Dataset, question: Question) -> None:
         ui.text_table(pd.DataFrame({"reference answers": list(question.references)}))
     else:
         st.caption("No reference answer: no generation measures for this question.")
+
+
+def import_documents(principal: Principal) -> None:
+    """The form that imports uploaded documents as a new dataset's corpus; its report shows after the rerun."""
+    with st.form("documents", clear_on_submit=False):
+        files = st.file_uploader("Documents: .md, .txt, .html, .pdf, .docx, or one .zip of a folder of them",
+                                 type=["md", "markdown", "txt", "text", "html", "htm", "pdf", "docx", "zip"],
+                                 accept_multiple_files=True, key="document_files")
+        name = st.text_input("Name", placeholder="my-documents", key="document_name",
+                             help="Saved as dataset id uploads-<name>: a corpus with no questions yet.")
+        left, right = st.columns(2)
+        size = left.number_input("Words per passage", min_value=8, max_value=8192, value=TargetConfig.chunk_size,
+                                 help=KEYS["chunk_size"].help + " (the chunk_size key)")
+        overlap = right.number_input("Words shared by consecutive passages", min_value=0, max_value=8191,
+                                     value=TargetConfig.chunk_overlap, help="the chunk_overlap key")
+        submitted = st.form_submit_button("Import")
+    if submitted:
+        with ui.guard():
+            bar = st.progress(0.0, text="Reading the documents…")
+
+            def progress(done: int, total: int, file: str) -> None:
+                bar.progress(done / max(total, 1), text=ui.escape_md(f"Reading {file}…" if file else "Writing…"))
+
+            report = ui.import_uploads([(f.name, f.getvalue()) for f in files or []], name.strip(),
+                                       principal=principal, chunking=Chunking.of(int(size), int(overlap)),
+                                       progress=progress)
+            ui.select_next_run("dataset_ref", report.dataset)
+            st.session_state[IMPORTED] = report
+            st.rerun()
+
+
+def show_documents(dataset: Dataset) -> None:
+    """The documents of a corpus whose passages name their file: passages per file, with its title."""
+    files = pd.DataFrame({"file": [p.file_name for p in dataset.passages],
+                          "title": [p.title for p in dataset.passages]})
+    table = files.groupby("file", sort=True).agg(title=("title", "first"), passages=("title", "size")).reset_index()
+    st.subheader("Documents", anchor=False)
+    st.dataframe(table, hide_index=True)
 
 
 principal = ui.page("Datasets")
@@ -55,6 +96,10 @@ if principal.can(Action.CHANGE):
                     ui.select_next_run("dataset_ref", saved)
                     ui.flash(f"Saved as dataset {saved}.")
                     st.rerun()
+    with st.expander("Import documents (Markdown, text, HTML, PDF, Word, or a zip of them)"):
+        import_documents(principal)
+if report := st.session_state.pop(IMPORTED, None):
+    ui.import_report(report)
 
 with ui.guard():
     dataset, stats, passage_tokens = ui.open_dataset(ref)
@@ -96,18 +141,26 @@ with ui.guard():
         ui.bars(pd.DataFrame({"passages with": ["Han characters", "accented Latin letters"],
                               "share": [stats.han_share, stats.accented_latin_share]}), "Language mix", share=True)
 
+    if any(p.file_name for p in dataset.passages):
+        show_documents(dataset)
     st.subheader("Questions", anchor=False)
-    needle = st.text_input("Find questions", placeholder="words of the question, or its id",
-                           key="dataset-find").casefold()
-    # The picker holds the first matches only: a dataset of 100,000 questions is not sent to the browser.
-    found = [q for q in dataset.questions if not needle or needle in f"{q.qid} {q.text}".casefold()]
-    by_qid = {q.qid: q for q in found[:MAX_PICKED]}
-    if len(found) > MAX_PICKED:
-        st.caption(f"{len(found)} questions match: the first {MAX_PICKED} are listed, find the others by their words.")
-    qid = st.selectbox("Question", list(by_qid), format_func=lambda q: f"{q} · {ui.short(by_qid[q].text)}",
-                       key="dataset-question")
-    if qid is None:
-        st.caption("No question matches.")
+    if not dataset.questions:
+        st.caption("No questions yet: this dataset is a corpus (imported from documents). Campaigns need questions: "
+                   "use it as the knowledge base of a suite's target (Suites, then Run), or add questions to its "
+                   "queries.parquet.")
     else:
-        show_question(dataset, by_qid[qid])
+        needle = st.text_input("Find questions", placeholder="words of the question, or its id",
+                               key="dataset-find").casefold()
+        # The picker holds the first matches only: a dataset of 100,000 questions is not sent to the browser.
+        found = [q for q in dataset.questions if not needle or needle in f"{q.qid} {q.text}".casefold()]
+        by_qid = {q.qid: q for q in found[:MAX_PICKED]}
+        if len(found) > MAX_PICKED:
+            st.caption(f"{len(found)} questions match: the first {MAX_PICKED} are listed, find the others by their "
+                       "words.")
+        qid = st.selectbox("Question", list(by_qid), format_func=lambda q: f"{q} · {ui.short(by_qid[q].text)}",
+                           key="dataset-question")
+        if qid is None:
+            st.caption("No question matches.")
+        else:
+            show_question(dataset, by_qid[qid])
     ui.run_link(principal, "Run a campaign on this dataset")

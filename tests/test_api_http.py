@@ -150,7 +150,10 @@ def test_a_dataset_without_questions_is_refused_by_field(api: Api) -> None:
         pq.write_table(pa.table({c: pa.array([], t) for c, t in zip(columns, types, strict=True)}),
                        folder / f"{name}.parquet")
     error = error_of(api.call("POST", "/api/v1/evaluation", json={"dataset_id": "noq"}), 422)
-    assert error["field"] == "dataset_id" and "noq/queries.parquet" in error["message"]
+    # A dataset without questions is valid (a corpus imported from documents), but no task can run on it.
+    assert error["field"] == "dataset_id" and error["message"] == (
+        "dataset_id: dataset 'noq' has no questions yet (a corpus of 5 passages): use it as a knowledge base, or add "
+        "questions to its queries.parquet")
 
 
 def test_a_suite_whose_knowledge_base_is_missing_names_no_false_field(api: Api) -> None:

@@ -50,7 +50,7 @@ LAYERS = (
     {"keys", "datasets", "judges"},
     {"metrics"},
     {"targets", "suites", "diagnosis"},
-    {"campaigns"},
+    {"campaigns", "documents"},
     {"compare"},
     {"gates"},
     {"api", "notebook"},

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from evalcore.api import schemas
+from evalcore.api import routes_datasets, schemas
 from evalcore.campaigns import Aggregate, Campaign, QuestionResult, Summary
 from evalcore.campaigns.labels import Label
 from evalcore.campaigns.listing import CampaignRow, Settings
@@ -30,6 +30,7 @@ from evalcore.compare.preference import Preference
 from evalcore.compare.stats import McNemar
 from evalcore.compare.sweep import SweepDelta
 from evalcore.diagnosis import Transition
+from evalcore.documents import DocumentRead, ImportReport, Skipped
 from evalcore.gates import Check
 from evalcore.judges import Claim, Spread, Verdict
 from evalcore.judges.pairwise import Asking, PairVerdict
@@ -94,7 +95,7 @@ RECORDS = (Campaign, RunOptions, Progress, Question, Source, Outcome, QuestionRe
            Verdict, Spread, Retrieved, CampaignHeader, Passage, QuestionDiff, McNemar, MeasureDelta, Comparison,
            Transition, Settings, CampaignRow, SavedTarget, Check, SweepDelta, Case, Label, Agreement, Preference,
            PairVerdict, Asking, ComparisonTrust, Suite,
-           Claim)
+           Claim, Skipped, DocumentRead, ImportReport)
 PRIVATE = {key.name for record in RECORDS for key in keys(record) if key.private}
 
 
@@ -117,6 +118,7 @@ API_MODELS: dict[type, Callable[[], type[Any]]] = {
     SavedTarget: lambda: schemas.TargetOut, Check: lambda: schemas.CheckOut, Label: lambda: schemas.LabelOut,
     Agreement: lambda: schemas.AgreementOut, Preference: lambda: schemas.PreferenceOut,
     ComparisonTrust: lambda: schemas.TrustOut, Suite: lambda: schemas.SuiteOut,
+    ImportReport: lambda: routes_datasets.ImportReportOut,
 }
 
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from evalcore.compare.charts import chart_text  # the one escape of chart text
 from evalcore.datasets.uploads import list_datasets, validate_upload
+from evalcore.documents.requested import import_uploads
 from ui.cache import aggregates, cached_lines, cached_results, open_dataset, results_at, rows_of, summary, version
 from ui.charts import CHROMIUM, bars, chart, histogram, html_bytes, png_bytes, stage_bar
 from ui.downloads import csv_bytes, html_download, spreadsheet_bytes, table_download
 from ui.engine import db_path, manager, store
 from ui.lists import campaign_frame, campaign_picker, row_label, suite_frame, table_picker, target_choices
-from ui.messages import flash, guard, show_error, upload_report
+from ui.messages import flash, guard, import_report, show_error, upload_report
 from ui.progress import activity, progress_text, show_progress
 from ui.serving import no_delay
 from ui.session import (
@@ -46,10 +47,10 @@ __all__ = [
     "CHROMIUM", "CREATE_KEY", "REFUSED", "SESSION_COOKIE", "SESSION_TOKEN", "STATIC_ROWS", "THROTTLE", "activity",
     "aggregates", "bars", "cached_lines", "cached_results", "campaign_frame", "campaign_label", "campaign_picker",
     "chart", "chart_text", "client_address", "csv_bytes", "db_path", "escape_md", "flash", "fmt_value", "fmt_when",
-    "guard", "histogram", "html_bytes", "html_download", "identity", "index_of", "keep_deep_link", "list_datasets",
-    "manager", "measure_help", "no_delay", "open_dataset", "page", "png_bytes", "poll", "progress_text",
-    "remembered", "remembered_multiselect", "remembered_select", "results_at", "row_label", "rows_of", "run_link",
-    "select_next_run", "session_cookie", "short", "show_error", "show_progress", "sign_in_page", "sign_out",
-    "signed_in", "spreadsheet_bytes", "stage_bar", "store", "suite_frame", "summary", "table_download",
+    "guard", "histogram", "html_bytes", "html_download", "identity", "import_report", "import_uploads", "index_of",
+    "keep_deep_link", "list_datasets", "manager", "measure_help", "no_delay", "open_dataset", "page", "png_bytes",
+    "poll", "progress_text", "remembered", "remembered_multiselect", "remembered_select", "results_at", "row_label",
+    "rows_of", "run_link", "select_next_run", "session_cookie", "short", "show_error", "show_progress", "sign_in_page",
+    "sign_out", "signed_in", "spreadsheet_bytes", "stage_bar", "store", "suite_frame", "summary", "table_download",
     "table_picker", "target_choices", "text_table", "upload_report", "validate_upload", "version",
 ]

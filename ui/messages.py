@@ -1,16 +1,18 @@
 """Messages: the one error display, actions guarded against user-fixable errors, success after a rerun, upload
-reports."""
+and document import reports."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import pandas as pd
 import streamlit as st
 
 from evalcore.datasets import FILES
+from evalcore.documents import ImportReport
 from evalcore.errors import EvalError
-from ui.text import escape_md
+from ui.text import escape_md, text_table
 
 
 def show_error(error: EvalError) -> None:
@@ -52,3 +54,20 @@ def upload_report(problems: dict[str, list[str]]) -> None:
             st.error(f"**{escape_md(file or 'upload')}**\n\n" + "\n".join(f"- {escape_md(p)}" for p in problems[file]))
         elif file:
             st.success(f"**{escape_md(file)}**: no problem found")
+
+
+def import_report(report: ImportReport) -> None:
+    """What an import of documents read (one line), then each file skipped and each page without text, and why."""
+    st.success(escape_md(report.summary()))
+    if report.skipped:
+        st.warning(f"Not read ({len(report.skipped)}):")
+        text_table(pd.DataFrame({"file": [s.file for s in report.skipped], "why": [s.reason for s in report.skipped]}))
+    if report.pages_without_text:
+        pages = report.pages_without_text
+        st.caption(f"{len(pages)} PDF pages gave no text (their passages are missing):")
+        text_table(pd.DataFrame({"file": [s.file for s in pages], "page": [str(s.page) for s in pages],
+                                 "why": [s.reason for s in pages]}))
+    decoded = [d for d in report.documents if d.encoding]
+    if decoded:
+        st.caption("Read in another encoding than UTF-8 (check their accents): "
+                   + escape_md(", ".join(f"{d.file} ({d.encoding})" for d in decoded)))

@@ -12,6 +12,7 @@ from evalcore.api import (
     docs,
     errors,
     routes_campaigns,
+    routes_datasets,
     routes_evaluation,
     routes_gates,
     routes_labels,
@@ -54,6 +55,6 @@ def create_app(db_path: str | Path | None = None, *, dataset_root: Path | None =
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     app.add_middleware(Normalize)
     for module in (routes_evaluation, routes_suites, routes_targets, routes_campaigns, routes_gates, routes_labels,
-                   routes_service, docs):
+                   routes_datasets, routes_service, docs):
         app.include_router(module.router)
     return app

@@ -12,8 +12,10 @@ from evalcore.datasets.loader import DATASET_ID
 from evalcore.errors import EvalError
 
 
-def dataset_path(request: Request, dataset_id: str, *, field: str | None = "dataset_id", label: str = "") -> Path:
-    """The folder of a valid dataset under the root; 422 naming `field` (or `label`) and every problem otherwise.
+def dataset_path(request: Request, dataset_id: str, *, field: str | None = "dataset_id", label: str = "",
+                 questions: bool = False) -> Path:
+    """The folder of a valid dataset under the root (one with questions when `questions`: a knowledge base needs
+    none, an evaluation task does); 422 naming `field` (or `label`) and every problem otherwise.
 
     A name that is not an id is refused before the file system is touched, and messages name
     files relative to the root: an answer never tells a server path, nor whether one exists.
@@ -27,9 +29,12 @@ def dataset_path(request: Request, dataset_id: str, *, field: str | None = "data
     if not path.is_dir():
         raise refuse(f"no dataset {dataset_id!r} (a folder under the dataset root)")
     try:
-        load_dataset(path)
+        dataset = load_dataset(path)
     except EvalError as error:
         prefix = f"{path.parent}/"
         problems = "; ".join(p.replace(prefix, "") for p in error.problems)
         raise refuse(f"dataset {dataset_id!r} is invalid: {problems}") from None
+    if questions and not dataset.questions:
+        raise refuse(f"dataset {dataset_id!r} has no questions yet (a corpus of {len(dataset.passages)} passages): "
+                     "use it as a knowledge base, or add questions to its queries.parquet")
     return path

@@ -115,7 +115,7 @@ def create_evaluation(request: Request, principal: Admin,
     """Validate synchronously, start the campaign in the background, answer its task."""
     body = body or EvaluationRequest()
     store = request.app.state.store
-    path = dataset_path(request, body.dataset_id)
+    path = dataset_path(request, body.dataset_id, questions=True)
     config, models = resolve_target(store, principal, body.knowledge_base_id, body.chat_id, body.rerank_id)
     task_id = new_campaign_id(principal.tenant, body.dataset_id)
     launch(request.app.state.manager, body, LaunchRequest(dataset=str(path), config=configured(config, body, principal),

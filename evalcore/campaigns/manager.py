@@ -237,8 +237,12 @@ class CampaignManager:
             raise EvalError("the question limit must be at least 1", where="limit", found=str(limit),
                             fix="leave it out to run every question")
         questions = questions[:limit] if limit else questions
+        if not questions and suite is None:
+            raise EvalError(f"no questions yet (a corpus of {len(corpus.passages)} passages)",
+                            where=f"dataset {corpus.name}", fix="use it as a suite's knowledge base, or add questions "
+                                                                "to its queries.parquet first")
         if not questions:
-            raise EvalError("there is no question to run", where=suite_id or str(dataset), fix="add questions first")
+            raise EvalError("there is no question to run", where=suite_id, fix="add questions first")
         judge_names = check_judges((("score",) if use_judge else ()) + tuple(judges)
                                    + tuple(name for name, _ in config.rubrics), tuple(dict(config.rubrics)))
         if request.principal is not None:  # before any connection: a request picks only what the operator listed

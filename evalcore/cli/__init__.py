@@ -17,9 +17,9 @@ from evalcore.text import shown
 # them all (the campaign engine, pandas, the HTTP stack) costs a second or more, which `score`
 # over a TREC run would pay for nothing. A test checks this table against what the modules register.
 COMMANDS = {"campaigns": "campaigns", "compare": "compare", "config": "config", "ask": "config",
-            "dataset": "dataset", "keys": "keys", "labels": "labels", "rejudge": "rejudge", "run": "run",
-            "score": "score", "score-text": "score", "serve": "serve", "store": "store", "suites": "suites",
-            "worker": "worker"}
+            "corpus": "corpus", "dataset": "dataset", "keys": "keys", "labels": "labels", "rejudge": "rejudge",
+            "run": "run", "score": "score", "score-text": "score", "serve": "serve", "store": "store",
+            "suites": "suites", "worker": "worker"}
 # Each command's line in `python -m evalcore --help`, which lists them without importing any module
 # (in the order the modules register them; a test checks the overview against the full parser).
 SUMMARIES = {
@@ -27,6 +27,7 @@ SUMMARIES = {
     "compare": "compare campaigns: verdicts per question, deltas with 95%% intervals",
     "config": "show, check or compare target configurations (TOML)",
     "ask": "ask a target one question; print the ranked passages and the answer",
+    "corpus": "import a folder of documents (Markdown, text, HTML, PDF, Word) as a dataset's corpus",
     "dataset": "check a dataset folder or print its statistics",
     "keys": "create, list and revoke API keys",
     "labels": "label questions for the judges; judge-vs-people agreement",

@@ -27,8 +27,9 @@ DATASET_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 LABEL_COLUMNS = ("relevance", "label", "score")
 # Ids are stored as SQLite/Parquet int64: a longer string of digits would overflow later, not here.
 _INT64 = (-(2**63), 2**63 - 1)
-# A dataset needs something to ask and something to retrieve; answers and labels may be absent.
-_NON_EMPTY = ("queries", "corpus")
+# A dataset needs something to retrieve; questions, answers and labels may be absent (a corpus imported from
+# documents has none yet: campaigns refuse it until it has questions).
+_NON_EMPTY = ("corpus",)
 _REQUIRED = {
     "queries": ("id", "text"),
     "corpus": ("id", "text"),
@@ -39,11 +40,13 @@ _REQUIRED = {
 
 
 class Passage(NamedTuple):
-    """One corpus passage; `title` names the document it comes from ("" when unknown)."""
+    """One corpus passage; `title` names the document it comes from ("" when unknown), `file_name` its file (the
+    corpus's optional `file_name` column, which a corpus imported from documents has; "" when unknown)."""
 
     pid: int
     text: str
     title: str
+    file_name: str = ""
 
 
 class Question(NamedTuple):
@@ -132,8 +135,7 @@ def _read_table(path: Path, name: str, problems: _Problems) -> pa.Table | None:
         problems.add(file.name, f"not a readable Parquet file ({_arrow_reason(error)})")
         return None
     if name in _NON_EMPTY and table.num_rows == 0:
-        problems.add(file.name,
-                     f"no rows (a dataset needs at least one {'question' if name == 'queries' else 'passage'})")
+        problems.add(file.name, "no rows (a dataset needs at least one passage)")
     return table
 
 
@@ -289,11 +291,12 @@ def _check_references(columns: dict[str, dict[str, list[Any]]], tables: dict[str
     _references(columns["qas"]["qid"], query_ids, "qas.parquet", "qid", "queries.parquet", problems)
     _references(columns["qas"]["aid"], answer_ids, "qas.parquet", "aid", "answers.parquet", problems)
     labels = _labels(tables["qrels"], problems)
-    titles = _titles(tables["corpus"], problems)
+    titles = _optional_text(tables["corpus"], "title", problems)
+    files = _optional_text(tables["corpus"], "file_name", problems)
     columns["queries"]["answerable"] = _answerable(tables["queries"], problems)
-    if problems.lines or labels is None or titles is None:
+    if problems.lines or labels is None or titles is None or files is None:
         return None
-    return _assemble(columns, labels, titles)
+    return _assemble(columns, labels, titles, files)
 
 
 def _answerable(queries: pa.Table | None, problems: _Problems) -> list[bool | None]:
@@ -309,20 +312,21 @@ def _answerable(queries: pa.Table | None, problems: _Problems) -> list[bool | No
     return values
 
 
-def _titles(corpus: pa.Table, problems: _Problems) -> list[str] | None:
-    if "title" not in corpus.column_names:
+def _optional_text(corpus: pa.Table, column: str, problems: _Problems) -> list[str] | None:
+    """An optional text column of the corpus (title, file_name): "" where absent or null."""
+    if column not in corpus.column_names:
         return [""] * corpus.num_rows
-    values = corpus.column("title").to_pylist()
+    values = corpus.column(column).to_pylist()
     bad = [(row, f"found {value!r}, expected text") for row, value in enumerate(values)
            if value is not None and not isinstance(value, str)]
-    return [value or "" for value in values] if problems.rows("corpus.parquet", "title", bad) else None
+    return [value or "" for value in values] if problems.rows("corpus.parquet", column, bad) else None
 
 
-def _assemble(columns: dict[str, dict[str, list[Any]]], labels: list[int],
-              titles: list[str]) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool]:
+def _assemble(columns: dict[str, dict[str, list[Any]]], labels: list[int], titles: list[str],
+              files: list[str]) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool]:
     corpus = columns["corpus"]
-    passages = tuple(Passage(pid, text, title)
-                     for pid, text, title in zip(corpus["id"], corpus["text"], titles, strict=False))
+    passages = tuple(Passage(pid, text, title, file)
+                     for pid, text, title, file in zip(corpus["id"], corpus["text"], titles, files, strict=False))
     qrels: dict[int, dict[int, int]] = {}
     for qid, pid, label in zip(columns["qrels"]["qid"], columns["qrels"]["pid"], labels, strict=False):
         qrels.setdefault(qid, {})[pid] = max(label, qrels.get(qid, {}).get(pid, label))

@@ -31,7 +31,9 @@ def list_datasets() -> list[str]:
     found = []
     for root in roots:
         for folder in sorted(root.iterdir()) if root.is_dir() else ():
-            if folder.is_dir() and folder.name != "samples" and any(folder.glob("*.parquet")):
+            # A hidden folder is no dataset id: an import being written (.<name>.importing-...), or a folder kept aside.
+            if folder.is_dir() and folder.name != "samples" and not folder.name.startswith(".") \
+                    and any(folder.glob("*.parquet")):
                 found.append(folder.name if root == DATASET_ROOT.resolve() else str(folder))
     return ["default", *sorted(found)]
 

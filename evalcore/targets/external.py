@@ -164,9 +164,9 @@ class ResultsFileTarget:
     def _retrieved(self, source: Any, rank: int, count: int) -> Retrieved:
         pid = as_pid(source)
         passage = self._passages.get(pid) if pid is not None else None
-        title, text = (passage.title, passage.text) if passage else ("", "")
+        title, text, file_name = (passage.title, passage.text, passage.file_name) if passage else ("", "", "")
         return Retrieved(pid if passage or not self._passages else None, title, text, float(count - rank), {},
-                         str(source))
+                         str(source), file_name)
 
     def chat_model(self) -> ChatModel | None:
         """A file has no chat model."""

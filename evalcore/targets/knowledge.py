@@ -55,24 +55,34 @@ class PassageLike(Protocol):
     @property
     def title(self) -> str: ...
 
+    @property
+    def file_name(self) -> str: ...
+
 
 class Chunk(NamedTuple):
-    """A piece of one passage; `position` numbers the chunks of that passage from 0."""
+    """A piece of one passage; `position` numbers the chunks of that passage from 0; `file_name` is its passage's
+    file ("" when the corpus names none), which sources are matched against."""
 
     pid: int
     title: str
     text: str
     position: int
+    file_name: str = ""
+
+
+def _chunk(passage: PassageLike, start: int, end: int, number: int) -> Chunk:
+    return Chunk(passage.pid, passage.title, passage.text[start:end], number, passage.file_name)
 
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _UNIT = re.compile(rf"[{_HAN}]+|\w+(?:['’.,-]\w+)*|\S")
+_HAN_RUN = re.compile(rf"[{_HAN}]+")
 
 
 def chunk_passage(passage: PassageLike, size: int | None, overlap: int = 0) -> list[Chunk]:
     """One chunk (size None) or windows of `size` words overlapping by `overlap` words."""
-    return [Chunk(passage.pid, passage.title, passage.text[start:end], number)
-            for number, (start, end) in enumerate(chunk_spans(passage.text, size, overlap))]
+    return [_chunk(passage, start, end, number) for number, (start, end) in enumerate(chunk_spans(passage.text, size,
+                                                                                                   overlap))]
 
 
 def chunk_spans(text: str, size: int | None, overlap: int = 0) -> list[tuple[int, int]]:
@@ -99,7 +109,7 @@ def _word_starts(text: str) -> list[int]:
     starts: list[int] = []
     for match in _UNIT.finditer(text):
         unit = match.group()
-        if re.fullmatch(rf"[{_HAN}]+", unit):
+        if _HAN_RUN.fullmatch(unit):
             starts += _han_word_starts(unit, match.start())
         elif any(ch.isalnum() for ch in unit):
             starts.append(match.start())
@@ -298,7 +308,7 @@ def _load(folder: Path, passages: Sequence[PassageLike]) -> KnowledgeBase | None
     """The cached index; chunks come back from their stored spans (the folder name pins the corpus)."""
     if not (folder / "spans.npy").exists() or not (folder / "bm25").is_dir():
         return None
-    chunks = [Chunk(passages[index].pid, passages[index].title, passages[index].text[start:end], number)
+    chunks = [_chunk(passages[index], start, end, number)
               for index, start, end, number in np.load(folder / "spans.npy").tolist()]
     return KnowledgeBase(chunks, _load_bm25(folder / "bm25"), folder, loaded_from_cache=True)
 
@@ -323,8 +333,7 @@ def _build(passages: Sequence[PassageLike], size: int | None, overlap: int, fold
 
     spans = [(index, start, end, number) for index, passage in enumerate(passages)
              for number, (start, end) in enumerate(chunk_spans(passage.text, size, overlap))]
-    chunks = [Chunk(passages[index].pid, passages[index].title, passages[index].text[start:end], number)
-              for index, start, end, number in spans]
+    chunks = [_chunk(passages[index], start, end, number) for index, start, end, number in spans]
     corpus_tokens = []
     for done, chunk in enumerate(chunks, 1):
         corpus_tokens.append(list(tokens(index_text(chunk))))

@@ -138,5 +138,6 @@ def _hits(kb: KnowledgeBase, rows: np.ndarray, final: np.ndarray, at_rows: dict[
     for row, score, values in zip(rows.tolist(), final.tolist(), zip(*columns, strict=False), strict=False):
         chunk = kb.chunks[row]
         hits.append(Hit(row,
-                        Retrieved(chunk.pid, chunk.title, chunk.text, score, dict(zip(names, values, strict=False)))))
+                        Retrieved(chunk.pid, chunk.title, chunk.text, score, dict(zip(names, values, strict=False)),
+                                  file_name=chunk.file_name)))
     return hits
