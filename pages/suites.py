@@ -10,7 +10,7 @@ import streamlit as st
 
 import ui
 from evalcore.access import Action, Principal
-from evalcore.datasets import DATASET_ROOT
+from evalcore.datasets import SAMPLE_FOLDER
 from evalcore.suites import (
     MAX_CASES,
     MAX_SOURCES,
@@ -26,7 +26,7 @@ from evalcore.suites import (
 )
 
 NEW = "(new suite)"
-SAMPLE_SUITE = DATASET_ROOT / "samples" / "suite.csv"
+SAMPLE_SUITE = SAMPLE_FOLDER / "suite.csv"
 SAMPLE_NAME = "sample"
 UPLOADS = "suite-imports"  # imports done in this session: the uploader's key changes with each, which empties it
 COLUMNS = {

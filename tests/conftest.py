@@ -81,3 +81,16 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     app, keys, targets = make_api(tmp)
     with serve(app) as url:
         yield Api(url, app, tmp / "api.db", keys, targets)
+
+
+def require_c(library: object) -> None:
+    """Skip a test of the C loops themselves where this machine has no working C compiler (and no library was
+    installed with the package): the numpy paths, tested everywhere, run there. Where a compiler answers, a missing
+    library fails the test."""
+    if library is not None:
+        return
+    from evalcore import compiled
+
+    if compiled.toolchain() is None:
+        pytest.skip("no working C compiler ($CC, cc, gcc or clang): the numpy path runs on this machine")
+    pytest.fail("a C compiler answers --version, but the library did not build (the warning logged says why)")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evalcore.cli import main as cli
-from evalcore.datasets import dataset_stats, load_dataset, resolve_dataset
+from evalcore.datasets import SAMPLE_FOLDER, dataset_stats, load_dataset, resolve_dataset
 from evalcore.errors import EvalError
 from tests.conftest import TINY, write_dataset
 
@@ -147,6 +147,16 @@ def test_path_outside_the_root_is_refused_for_ids(tmp_path: Path) -> None:
         resolve_dataset("../etc", allow_paths=False)
     assert resolve_dataset("default").name == "samples"
     assert resolve_dataset("mine", tmp_path) == tmp_path.resolve() / "mine"
+
+
+def test_default_is_the_roots_samples_folder_else_the_built_in_sample(tmp_path: Path) -> None:
+    # A checkout's dataset/ holds the sample; a server's --datasets folder, or the working folder's dataset/ of an
+    # installed package, may not.
+    assert resolve_dataset("default") == SAMPLE_FOLDER.resolve()
+    assert resolve_dataset("default", tmp_path) == SAMPLE_FOLDER.resolve()
+    write_dataset(tmp_path / "samples")
+    assert resolve_dataset("default", tmp_path) == tmp_path.resolve() / "samples"
+    assert load_dataset("default", tmp_path / "empty-root").name == "default"
 
 
 def test_missing_folder_is_a_clear_error(tmp_path: Path) -> None:

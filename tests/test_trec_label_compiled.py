@@ -14,6 +14,7 @@ import pytest
 from evalcore.errors import EvalError
 from evalcore.metrics import trec, trec_scan
 from evalcore.metrics.trec_files import read_qrels, read_run
+from tests.conftest import require_c
 
 LENGTHS = [(1, 3, 8), (9, 12, 16), (17, 30), (2, 8, 9, 24, 40)]
 
@@ -50,7 +51,7 @@ def _write(folder: Path, rng: random.Random, separator: str = " ", repeats: bool
 
 def _through_both(qrels_path: Path, run_path: Path, monkeypatch: pytest.MonkeyPatch, level: int = 1,
                   max_docs: int | None = None) -> tuple[trec.TrecScores, trec.TrecScores]:
-    assert trec._label_library() is not None, "the labelling pass must build on this machine (a C compiler)"
+    require_c(trec._label_library())
     options = trec.TrecOptions(False, level, max_docs)
     through_c = trec.evaluate(read_qrels(qrels_path), read_run(run_path), options, graded=("ndcg_graded@3",))
     with monkeypatch.context() as patch:
@@ -88,6 +89,7 @@ def test_keys_shared_by_different_ids_are_settled_on_the_bytes(tmp_path: Path,
 
 
 def _report(qrels_text: str, run_text: str, folder: Path) -> tuple[np.ndarray, bool | None]:
+    require_c(trec._label_library())
     (folder / "qrels").write_text(qrels_text)
     (folder / "run").write_text(run_text)
     qrels, run = read_qrels(folder / "qrels"), read_run(folder / "run")

@@ -1,22 +1,20 @@
 """The compiled byte scan of TREC files: the same columns as the numpy scan, bit for bit, on
 random files of every id shape and score notation; the same refusals on files of another
-shape; and the loader's fallbacks (no compiler, a folder others can write to, switched off)."""
+shape (the loader itself: tests/test_compiled.py)."""
 
 from __future__ import annotations
 
-import logging
 import random
-import stat
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
-from evalcore import compiled
 from evalcore.errors import EvalError
 from evalcore.metrics import trec_scan
 from evalcore.metrics.trec_files import read_qrels, read_run
+from tests.conftest import require_c
 
 SOURCE = Path(trec_scan.__file__).with_suffix(".c")
 RUN = (6, 0, 2, {4: pa.float64()})
@@ -26,7 +24,7 @@ ID_BYTES = "abcdefghijklmnopqrstuvwxyz0123456789-_.:/~!\"$%&'()*+,;<=>?@[\\]^`{|
 
 def _both(path: Path, shape: tuple, monkeypatch: pytest.MonkeyPatch) -> tuple[trec_scan.Columns | None, ...]:
     """The scan of `path` through C, then through numpy."""
-    assert trec_scan._library() is not None, "the C scan must build on this machine (a C compiler is needed)"
+    require_c(trec_scan._library())
     through_c = trec_scan.scan(path, *shape)
     with monkeypatch.context() as patch:
         patch.setenv("EVALCORE_COMPILED", "0")
@@ -155,6 +153,7 @@ def test_scores_the_c_scan_does_not_parse_read_as_the_numpy_path_reads_them(
     reading the run gives what it gives without C (the same values, or the same error naming the line)."""
     path = tmp_path / "run"
     path.write_text(f"q1 Q0 d1 1 2.5 t\nq1 Q0 d2 2 {score} t\n")
+    require_c(trec_scan._library())
     assert trec_scan.scan(path, *RUN) is None
 
     def read() -> object:
@@ -183,61 +182,6 @@ def test_labels_the_c_scan_does_not_parse_read_as_without_it(tmp_path: Path, mon
             except EvalError as error:
                 outcomes.append(str(error))
         assert outcomes[0] == outcomes[1], label
-
-
-@pytest.fixture
-def fresh_loader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The loader with nothing loaded yet and its cache in a folder of this test's."""
-    cache = tmp_path / "cache"
-    monkeypatch.setattr(compiled, "_loaded", {})
-    monkeypatch.setenv("EVALCORE_COMPILED_CACHE", str(cache))
-    return cache
-
-
-def test_the_library_is_built_once_into_a_private_folder_and_reused(fresh_loader: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    assert compiled.load(SOURCE) is not None
-    built = list(fresh_loader.glob("trec_scan-*.so"))
-    assert len(built) == 1 and not list(fresh_loader.glob(".*"))  # no partial file left behind
-    assert stat.S_IMODE(fresh_loader.stat().st_mode) & 0o077 == 0
-    made = built[0].stat().st_mtime_ns
-
-    def compile_again(*args: object) -> None:
-        raise AssertionError("compiled again")
-
-    monkeypatch.setattr(compiled, "_loaded", {})  # as a new process: the file is loaded, not compiled again
-    monkeypatch.setattr(compiled, "_compile", compile_again)
-    assert compiled.load(SOURCE) is not None
-    assert list(fresh_loader.glob("trec_scan-*.so")) == built and built[0].stat().st_mtime_ns == made
-
-
-@pytest.mark.parametrize("case", ["no compiler", "a failing compiler", "a folder others can write to", "switched off"])
-def test_without_a_library_the_numpy_path_reads_the_same(tmp_path: Path, fresh_loader: Path,
-                                                         monkeypatch: pytest.MonkeyPatch,
-                                                         caplog: pytest.LogCaptureFixture, case: str) -> None:
-    path = tmp_path / "run"
-    _write_run(path, random.Random(3), 200)
-    assert compiled.load(SOURCE) is not None
-    expected = trec_scan.scan(path, *RUN)
-    monkeypatch.setattr(compiled, "_loaded", {})
-    if case == "no compiler":
-        monkeypatch.setattr(compiled, "_compiler", lambda: None)
-    elif case == "a failing compiler":
-        monkeypatch.setenv("CC", "false")
-    elif case == "a folder others can write to":
-        monkeypatch.setenv("EVALCORE_COMPILED_CACHE", str(tmp_path / "shared"))
-        (tmp_path / "shared").mkdir(mode=0o777)
-        (tmp_path / "shared").chmod(0o777)
-    else:
-        monkeypatch.setenv("EVALCORE_COMPILED", "0")
-    with caplog.at_level(logging.WARNING, logger=compiled.__name__):
-        assert compiled.load(SOURCE) is None
-        columns = trec_scan.scan(path, *RUN)
-    if case != "switched off":
-        assert "numpy path" in caplog.text
-    assert len(list(tmp_path.rglob("*.so"))) == 1  # only the library built before the case
-    assert expected is not None and columns is not None
-    _assert_same(expected, columns)
 
 
 def test_a_file_whose_first_block_holds_few_long_lines_grows_the_arrays(tmp_path: Path,

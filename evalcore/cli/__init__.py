@@ -8,6 +8,7 @@ import os
 import pkgutil
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO, cast
 
 from evalcore.errors import EvalError
@@ -17,7 +18,8 @@ from evalcore.text import shown
 # them all (the campaign engine, pandas, the HTTP stack) costs a second or more, which `score`
 # over a TREC run would pay for nothing. A test checks this table against what the modules register.
 COMMANDS = {"campaigns": "campaigns", "compare": "compare", "config": "config", "ask": "config",
-            "corpus": "corpus", "dataset": "dataset", "keys": "keys", "labels": "labels", "rejudge": "rejudge",
+            "corpus": "corpus", "dashboard": "dashboard", "dataset": "dataset", "keys": "keys",
+            "labels": "labels", "rejudge": "rejudge",
             "run": "run", "score": "score", "score-text": "score", "serve": "serve", "store": "store",
             "suites": "suites", "worker": "worker"}
 # Each command's line in `python -m evalcore --help`, which lists them without importing any module
@@ -28,6 +30,7 @@ SUMMARIES = {
     "config": "show, check or compare target configurations (TOML)",
     "ask": "ask a target one question; print the ranked passages and the answer",
     "corpus": "import a folder of documents (Markdown, text, HTML, PDF, Word) as a dataset's corpus",
+    "dashboard": "run the dashboard (Streamlit) on this folder's store",
     "dataset": "check a dataset folder or print its statistics",
     "keys": "create, list and revoke API keys",
     "labels": "label questions for the judges; judge-vs-people agreement",
@@ -54,7 +57,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def top_parser() -> tuple[argparse.ArgumentParser, Any]:
     """The program's parser and its (still empty) commands (argparse's _SubParsersAction, private in typeshed)."""
-    parser = argparse.ArgumentParser(prog="python -m evalcore", description="RAG evaluation workbench")
+    # `evalcore` when run as the installed command, `python -m evalcore` otherwise.
+    prog = "evalcore" if Path(sys.argv[0]).stem == "evalcore" else "python -m evalcore"
+    parser = argparse.ArgumentParser(prog=prog, description="RAG evaluation workbench")
     return parser, parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
 

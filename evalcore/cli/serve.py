@@ -21,7 +21,8 @@ def register(commands: Commands) -> None:
     add_cap_options(parser)
     parser.add_argument("--datasets", type=Path, metavar="DIR",
                         help="folder whose subfolders are the dataset_ids clients may name "
-                             "(default: the project's dataset/; 'default' is its samples/)")
+                             "(default: a checkout's dataset/, else ./dataset; 'default' is its samples/, else "
+                             "the built-in sample)")
     parser.set_defaults(handler=_serve)
 
 

@@ -9,6 +9,7 @@ if TYPE_CHECKING:
         DATASET_ROOT,
         FILES,
         LABEL_COLUMNS,
+        SAMPLE_FOLDER,
         Dataset,
         DatasetStats,
         Passage,
@@ -28,8 +29,8 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "DATASET_ROOT", "DEFAULT_DATASET", "FILES", "LABEL_COLUMNS", "Dataset", "DatasetStats", "Passage", "Question",
-    "dataset_stats", "dataset_summary",
+    "DATASET_ROOT", "DEFAULT_DATASET", "FILES", "LABEL_COLUMNS", "SAMPLE_FOLDER", "Dataset", "DatasetStats", "Passage",
+    "Question", "dataset_stats", "dataset_summary",
     "list_datasets", "load_dataset", "resolve_dataset", "upload_limit_mb", "upload_name_problem", "upload_root",
     "validate_upload",
 ]
@@ -37,8 +38,8 @@ __all__ = [
 __getattr__ = lazy_exports(__name__, {
     "names": ("DEFAULT_DATASET",),
     "loader": (
-        "DATASET_ROOT", "FILES", "LABEL_COLUMNS", "Dataset", "DatasetStats", "Passage", "Question", "dataset_stats",
-        "dataset_summary", "load_dataset", "resolve_dataset",
+        "DATASET_ROOT", "FILES", "LABEL_COLUMNS", "Dataset", "DatasetStats", "Passage", "Question",
+        "SAMPLE_FOLDER", "dataset_stats", "dataset_summary", "load_dataset", "resolve_dataset",
     ),
     "uploads": ("list_datasets", "upload_limit_mb", "upload_name_problem", "upload_root", "validate_upload"),
 })

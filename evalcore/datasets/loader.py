@@ -18,7 +18,14 @@ from evalcore.datasets.names import DEFAULT_DATASET
 from evalcore.errors import EvalError
 from evalcore.relevance import relevant_ids
 
-DATASET_ROOT = Path(__file__).resolve().parent.parent.parent / "dataset"
+# A checkout keeps its datasets in its dataset/ folder, the sample in dataset/samples. An installed package carries
+# the sample inside it (setup.py copies it there) and finds other datasets in dataset/ under the working folder.
+_INSTALLED_SAMPLE = Path(__file__).resolve().parent / DEFAULT_DATASET
+if _INSTALLED_SAMPLE.is_dir():
+    DATASET_ROOT, SAMPLE_FOLDER = Path("dataset"), _INSTALLED_SAMPLE
+else:
+    DATASET_ROOT = Path(__file__).resolve().parent.parent.parent / "dataset"
+    SAMPLE_FOLDER = DATASET_ROOT / DEFAULT_DATASET
 FILES = ("queries", "corpus", "answers", "qrels", "qas")
 # What a dataset id is (a folder directly under the dataset root, never a path): the API takes ids of this
 # shape, and an upload is saved under one (uploads-<name>).
@@ -82,14 +89,15 @@ class Dataset:
 
 
 def resolve_dataset(ref: str | Path, root: Path | None = None, *, allow_paths: bool = True) -> Path:
-    """`default` is dataset/samples, a bare name is dataset/<name>, a path (when allowed) is itself.
+    """`default` is the root's samples/ folder (else the built-in sample), a bare name is a folder under the root
+    (dataset/<name>), a path (when allowed) is itself.
 
     The API passes allow_paths=False: a client may only name folders directly under the root.
     """
     root = (root or DATASET_ROOT).resolve()
     text = str(ref).strip()
     if text == "default":
-        return root / DEFAULT_DATASET
+        return root / DEFAULT_DATASET if (root / DEFAULT_DATASET).is_dir() else SAMPLE_FOLDER.resolve()
     is_name = bool(text) and "/" not in text and "\\" not in text and text not in (".", "..")
     if is_name:
         return root / text
