@@ -175,7 +175,9 @@ class TargetConfig:
     api_version: str = setting("", GENERATION, "Azure OpenAI: sent as ?api-version=")
     api_key_header: str = setting("authorization", GENERATION, "how the key is sent: Authorization: Bearer, or "
                                   "Azure's api-key header", choices=("authorization", "api-key"))
-    timeout: float = setting(60.0, GENERATION, "seconds per model call", within=(0.01, 3600.0))
+    timeout: float = setting(60.0, GENERATION, "seconds per attempt of a model call, connect to last byte; a call "
+                             "with its retries ends by (retries + 1) x timeout plus its back-off",
+                             within=(0.01, 3600.0))
     retries: int = setting(3, GENERATION, "retries of a model call on timeouts, 429, 5xx and malformed replies",
                            within=(0, 10))
     retry_backoff: float = setting(0.5, GENERATION, "seconds before the first retry, doubled at each (with jitter)",
