@@ -36,6 +36,7 @@ from evalcore.store import (
     StoreCallCache,
     db_location,
     dumps,
+    lease_s,
     mark_orphans,
     new_owner_token,
     open_store,
@@ -539,10 +540,13 @@ class CampaignManager:
 
         def request(conn: Connection) -> None:
             mark_orphans(conn)
-            status = conn.execute("SELECT status FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()["status"]
-            if status == QUEUED:  # no runner: cancelled at once
-                conn.execute("UPDATE campaigns SET status = ?, ended_at = ? WHERE id = ?",
-                             (CampaignStatus.CANCELLED.value, time.time(), campaign_id))
+            row = conn.execute("SELECT status, heartbeat FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
+            status, now = row["status"], time.time()
+            if status == QUEUED or (status in OWNED and (row["heartbeat"] or now) < now - lease_s()):
+                # No runner, or one silent past its lease (it stopped, or lost the store): cancelled at once, and
+                # a runner that comes back finds the campaign no longer its own.
+                conn.execute("UPDATE campaigns SET status = ?, ended_at = ?, owner_token = NULL WHERE id = ?",
+                             (CampaignStatus.CANCELLED.value, now, campaign_id))
                 return
             if status not in OWNED:
                 raise Conflict(f"the campaign is {status}: there is nothing to cancel", where=campaign_id)

@@ -25,7 +25,8 @@ T = TypeVar("T")
 
 DEFAULT_DB = Path(".evalcore") / "evalcore.db"
 HEARTBEAT_S = 2.0
-# A running campaign whose heartbeat is older than this has lost its owner (crash, kill, reboot).
+# A running campaign whose heartbeat is older than this has lost its owner (crash, kill, reboot, a store it could
+# not reach): its lease (EVALCORE_LEASE_S overrides it).
 STALE_S = 30.0
 QUEUED = CampaignStatus.QUEUED.value  # waiting for a worker to claim it (evalcore.campaigns.claims)
 
@@ -219,6 +220,12 @@ class Conflict(EvalError):
     def __init__(self, message: str, *, running_id: str = "", **kwargs: Any) -> None:
         self.running_id = running_id
         super().__init__(message, **kwargs)
+
+
+class StoreUnavailable(EvalError):
+    """The database cannot be reached now (stopped, restarting, a lost connection): the same call may work shortly."""
+
+    RETRY_AFTER_S = 5  # what the API tells a client to wait before it tries again
 
 
 def default_db_path() -> Path:
@@ -589,18 +596,33 @@ def owner_alive(token: str | None) -> bool | None:
     return pid_alive(int(pid)) and (not start or process_start(int(pid)) == start)
 
 
+def lease_s() -> float:
+    """Seconds a campaign's owner may go without a heartbeat before it is taken as lost (EVALCORE_LEASE_S, else
+    STALE_S)."""
+    text = os.environ.get("EVALCORE_LEASE_S", "").strip()
+    try:
+        return max(1.0, float(text)) if text else STALE_S
+    except ValueError:
+        raise EvalError("the lease must be a number of seconds", where="EVALCORE_LEASE_S", found=text) from None
+
+
 def orphaned(row: Row, now: float, host: str) -> bool:
     """Whether an active campaign lost its owner.
 
-    On this host the owner's process is checked: alive (even paused by Ctrl-Z or a sleeping
-    laptop, its heartbeat stale) means owned. Elsewhere only a stale heartbeat can tell.
+    A campaign workers run (queued once) is a lease: a stale heartbeat frees it even while its owner's process
+    lives (a runner that lost the store, or died on its own, must not hold it). A campaign run by the process that
+    launched it is checked on this host by that process: alive (even paused by Ctrl-Z or a sleeping laptop, its
+    heartbeat stale) means owned. Elsewhere only a stale heartbeat can tell.
     """
+    stale = bool((row["heartbeat"] or row["created_at"]) < now - lease_s())
+    if row["queued_at"] is not None:
+        return stale or owner_alive(row["owner_token"]) is False
     alive = owner_alive(row["owner_token"])
     if alive is not None:
         return not alive
     if row["owner_host"] == host and row["owner_pid"] and not row["owner_token"]:  # a row of an older version
-        return not pid_alive(row["owner_pid"]) or (row["heartbeat"] or row["created_at"]) < now - STALE_S
-    return bool((row["heartbeat"] or row["created_at"]) < now - STALE_S)
+        return not pid_alive(row["owner_pid"]) or stale
+    return stale
 
 
 def mark_orphans(conn: Connection) -> int:
@@ -634,8 +656,11 @@ class StoreCallCache:
         self._lock = threading.Lock()
 
     def get(self, key: str) -> dict[str, Any] | None:
-        """The stored reply for this key, or None."""
-        rows = self.store.read("SELECT value FROM call_cache WHERE key = ?", (key,))
+        """The stored reply for this key, or None (also while the store cannot be reached: the model is asked)."""
+        try:
+            rows = self.store.read("SELECT value FROM call_cache WHERE key = ?", (key,))
+        except StoreUnavailable:
+            rows = []
         with self._lock:
             if rows:
                 self.hits += 1
@@ -644,11 +669,15 @@ class StoreCallCache:
         return json.loads(rows[0]["value"]) if rows else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        """Remember a reply (the first one wins when two threads race on one key)."""
+        """Remember a reply (the first one wins when two threads race on one key); not while the store cannot be
+        reached (the reply is still used: a cache is no reason to fail a question)."""
         text = dumps(value)
-        self.store.write(
-            lambda conn: conn.execute(
-                "INSERT INTO call_cache (key, value, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                (key, text, time.time())
+        try:
+            self.store.write(
+                lambda conn: conn.execute(
+                    "INSERT INTO call_cache (key, value, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                    (key, text, time.time())
+                )
             )
-        )
+        except StoreUnavailable:
+            pass
