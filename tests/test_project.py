@@ -47,7 +47,7 @@ def test_engine_never_imports_streamlit() -> None:
 LAYERS = (
     {"errors", "text", "csvcells", "relevance", "lifecycle", "shapes", "lazy", "compiled"},
     {"store", "models", "access"},
-    {"keys", "datasets", "judges"},
+    {"keys", "datasets", "judges", "jobs"},
     {"metrics"},
     {"targets", "suites", "diagnosis"},
     {"campaigns"},

@@ -12,14 +12,15 @@ from evalcore.access import Principal
 from evalcore.api.auth import Admin, Viewer
 from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
 from evalcore.api.inputs import RequestBody
+from evalcore.api.routes_jobs import wake_jobs
 from evalcore.api.runs import JudgeModelIn, JudgingIn, bounded, judge_settings
 from evalcore.api.schemas import (
     CampaignDetail,
     CampaignList,
     CampaignOnly,
     ComparisonData,
+    JobData,
     Ok,
-    PreferenceData,
     ResultsPage,
 )
 from evalcore.campaigns import (
@@ -40,7 +41,8 @@ from evalcore.campaigns.rejudging import RejudgeRequest
 from evalcore.campaigns.trust import comparison_trust
 from evalcore.compare import compare_campaigns, power
 from evalcore.compare.json_text import comparison_pieces, encode
-from evalcore.compare.pairwise import judge_comparison
+from evalcore.compare.pairwise import start_pairwise
+from evalcore.jobs import get_job
 from evalcore.judges import FIELD_NAMES
 from evalcore.metrics import MEASURES
 from evalcore.store import Store
@@ -213,16 +215,19 @@ class PairwiseIn(RequestBody):
     limit: int | None = Field(default=None, ge=1, le=100_000, description="only the first common questions")
 
 
-@router.post("/compare/pairwise", response_model=Ok[PreferenceData],
-             summary="Ask the pairwise judge which campaign's answers are better")
+@router.post("/compare/pairwise", status_code=202, response_model=Ok[JobData],
+             summary="Start the pairwise judge on two campaigns: a job to follow at /api/v1/jobs/{id}")
 def pairwise(request: Request, a: Annotated[str, Query(max_length=300)], b: Annotated[str, Query(max_length=300)],
              principal: Admin, body: PairwiseIn | None = None) -> dict[str, Any]:
-    """Each common answered question judged with A's answer first, then B's first (a verdict that changes is a tie);
-    B's win rate with its interval, the sign test and the flip rate. Every model call is cached, and the result is
-    kept: the comparison of a and b (GET /api/v1/compare) carries it from then on."""
+    """Queues the pairwise judge as a job and answers at once (409 while the same job is under way, naming it). A
+    worker judges each common answered question with A's answer first, then B's first (a verdict that changes is a
+    tie); the job's result is B's win rate with its interval, the sign test and the flip rate. Every model call is
+    cached, and the result is kept: the comparison of a and b (GET /api/v1/compare) carries it from then on."""
     campaign_of(request, a, principal)
     campaign_of(request, b, principal)
     body = body or PairwiseIn()
     judge = {f"judge_{name}": value for name, value in body.judge.model_dump().items()} if body.judge else None
-    preference = judge_comparison(request.app.state.store, a, b, judge=judge, limit=body.limit, principal=principal)
-    return ok({"pairwise": preference.to_dict()})
+    store = request.app.state.store
+    job_id = start_pairwise(store, a, b, judge=judge, limit=body.limit, principal=principal)
+    wake_jobs(request)
+    return ok({"job": get_job(store, job_id).to_dict()})

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from evalcore.campaigns.runner import Runner
     from evalcore.campaigns.supervisor import WorkerProcess
     from evalcore.datasets import Dataset
+    from evalcore.jobs import JobKind, JobWorkers
     from evalcore.judges import JudgeSettings
     from evalcore.models import ChatModel
     from evalcore.targets import Target, TargetConfig
@@ -168,6 +169,7 @@ class CampaignManager:
         self._after: list[Callable[[Store, str], object]] = []
         self.workers: Workers | WorkerProcess | None = None  # when set, launches are queued for workers
         self._claimed: set[str] = set()  # campaigns this process runs for the queue
+        self.job_workers: JobWorkers | None = None  # when set, this process runs queued jobs too
 
     def serve_queue(self, slots: int | None = None, tenant_cap: int | None = None) -> None:
         """From now on launches queue their campaign in the store; this process claims and runs queued campaigns
@@ -178,6 +180,18 @@ class CampaignManager:
             if self.workers is None:
                 self.workers = Workers(self, slots, tenant_cap)
                 self.workers.start()
+
+    def serve_jobs(self, *kinds: JobKind) -> None:
+        """From now on this process claims and runs queued jobs of these kinds (any process's), under the job caps;
+        closing the manager puts those running here back in the queue."""
+        from evalcore.jobs import JobWorkers, register
+
+        for kind in kinds:
+            register(kind)
+        with self._lock:
+            if self.job_workers is None:
+                self.job_workers = JobWorkers(self.store)
+                self.job_workers.start()
 
     def supervise_worker(self, slots: int | None = None, tenant_cap: int | None = None) -> None:
         """From now on launches queue their campaign; a child process this one supervises claims and runs them
@@ -585,6 +599,8 @@ class CampaignManager:
         """Stop claiming, cancel local runners, wait for them, close the store, and forget this manager."""
         if self.workers is not None:
             self.workers.stop()
+        if self.job_workers is not None:
+            self.job_workers.close()
         for campaign_id, runner in list(self._runners.items()):
             if campaign_id in self._claimed:
                 runner.release()  # another worker resumes it

@@ -205,9 +205,21 @@ CREATE TABLE campaign_figures (
     campaign_id TEXT NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE, kind TEXT NOT NULL,
     version TEXT NOT NULL, data TEXT NOT NULL, created_at REAL NOT NULL, PRIMARY KEY (campaign_id, kind));
 """
+# v18: long work other than campaigns (the pairwise judge, ...) as jobs workers claim, with the pieces each has
+# done so far (a resumed job skips them).
+SCHEMA_V18 = """
+CREATE TABLE jobs (
+    id TEXT PRIMARY KEY, tenant TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL, params TEXT NOT NULL,
+    done INTEGER NOT NULL DEFAULT 0, total INTEGER, created_at REAL NOT NULL, started_at REAL, ended_at REAL,
+    heartbeat REAL, owner_token TEXT, cancel_requested INTEGER NOT NULL DEFAULT 0, error TEXT, result TEXT);
+CREATE INDEX jobs_queue ON jobs(status, created_at);
+CREATE TABLE job_items (
+    job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE, position INTEGER NOT NULL, value TEXT NOT NULL,
+    PRIMARY KEY (job_id, position));
+"""
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
                                SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14,
-                               SCHEMA_V15, SCHEMA_V16, SCHEMA_V17)
+                               SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18)
 
 
 class NotFound(EvalError):
@@ -599,7 +611,7 @@ def owner_alive(token: str | None) -> bool | None:
 def lease_s() -> float:
     """Seconds a campaign's owner may go without a heartbeat before it is taken as lost (EVALCORE_LEASE_S, else
     STALE_S)."""
-    text = os.environ.get("EVALCORE_LEASE_S", "").strip()
+    text = (os.environ.get("EVALCORE_LEASE_S") or "").strip()
     try:
         return max(1.0, float(text)) if text else STALE_S
     except ValueError:
