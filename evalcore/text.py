@@ -19,6 +19,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from evalcore.lazy import once
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -52,7 +54,7 @@ class _Patterns(NamedTuple):
 _FIRST_MARK = "\u0300"
 
 
-@functools.cache
+@once
 def _patterns() -> _Patterns:
     """The word regular expressions, built once from the Unicode database."""
     # Letters, digits and marks: a word keeps its accents and vowel signs; Han runs are segmented apart.
@@ -74,14 +76,14 @@ def _patterns() -> _Patterns:
     )
 
 
-@functools.cache
+@once
 def _combining() -> re.Pattern[str]:
     """Combining marks (a non-zero combining class), for accent stripping."""
     other, codes = _not_alphanumeric()
     return re.compile(f"[{_ranges(codes[[bool(unicodedata.combining(char)) for char in other]])}]+")
 
 
-@functools.cache
+@once
 def _scanned() -> str:
     """Every code point of the scanned planes, in order, as one string (surrogates included)."""
     import numpy as np
@@ -89,7 +91,7 @@ def _scanned() -> str:
     return np.arange(_SCANNED_PLANES, dtype="<u4").tobytes().decode("utf-32-le", "surrogatepass")
 
 
-@functools.cache
+@once
 def _not_alphanumeric() -> tuple[str, np.ndarray]:
     """The code points of the scanned planes that str.isalnum() refuses, as a string and as numbers: half the planes,
     and the only ones that can be marks (a letter or a digit is never one; nor is anything but a mark of a non-zero
@@ -107,7 +109,7 @@ def _marks() -> np.ndarray:
     return marks
 
 
-@functools.cache
+@once
 def _jieba() -> object:
     """A private jieba tokenizer (its dictionary loads once, on first Chinese text)."""
     with _without_pkg_resources():
