@@ -19,9 +19,11 @@ from evalcore.api.schemas import (
     CampaignList,
     CampaignOnly,
     ComparisonData,
+    ComparisonOut,
     JobData,
     Ok,
     ResultsPage,
+    TrustOut,
 )
 from evalcore.campaigns import (
     Campaign,
@@ -39,7 +41,7 @@ from evalcore.campaigns.manager import MAX_NAME
 from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.campaigns.rejudging import RejudgeRequest
 from evalcore.campaigns.trust import comparison_trust
-from evalcore.compare import compare_campaigns, power
+from evalcore.compare import Comparison, compare_campaigns, power
 from evalcore.compare.json_text import comparison_pieces, encode
 from evalcore.compare.pairwise import start_pairwise
 from evalcore.jobs import get_job
@@ -85,9 +87,24 @@ def campaign_json(campaign: Campaign) -> dict[str, Any]:
     """A campaign for a client: the server's file paths are not the client's business."""
     data = campaign.to_dict()
     data["options"].pop("dataset_path", None)
-    if campaign.kind == CampaignKind.DATASET:
-        data["source"] = dataset_label(campaign.source)
+    data["source"] = client_source(campaign.kind, campaign.source)
     return data
+
+
+def client_source(kind: CampaignKind, source: str) -> str:
+    """A campaign's source as a client sees it: a dataset's name, never its folder on the server; a suite's id."""
+    return dataset_label(source) if kind == CampaignKind.DATASET else source
+
+
+def comparison_head(comparison: Comparison) -> dict[str, Any]:
+    """Every key of a comparison but its questions, as the response model shows it (the campaigns' sources as
+    clients see them); the questions, thousands of lines, are written as kept (their fields are the records')."""
+    data = comparison.to_dict(questions=[])
+    for side, header in (("a", comparison.a), ("b", comparison.b)):
+        data[side]["source"] = client_source(header.kind, header.source)
+    shown: dict[str, Any] = ComparisonOut.model_validate(data).model_dump(mode="json")
+    del shown["questions"]
+    return shown
 
 
 def aggregates_json(store: Store, campaign_id: str, principal: Principal) -> dict[str, Any]:
@@ -201,9 +218,10 @@ def compare(request: Request, a: Annotated[str, Query(max_length=300)], b: Annot
     # Sent as the records' JSON text without the response model's validation: its fields are the records' own
     # (model_of, checked by the tests), and validating 10,000 questions' lines took longer than computing the
     # comparison; the questions kept as JSON text are written as they are (comparison_pieces), joined once.
-    agreement = encode(comparison_trust(store, a, b, principal=principal).to_dict())
-    body = "".join(['{"success": true, "data": {"comparison": ', *comparison_pieces(comparison),
-                    f', "agreement": {agreement}}}}}'])
+    agreement = encode(TrustOut.model_validate(comparison_trust(store, a, b, principal=principal).to_dict())
+                       .model_dump(mode="json"))
+    pieces = comparison_pieces(comparison, head=comparison_head(comparison))
+    body = "".join(['{"success": true, "data": {"comparison": ', *pieces, f', "agreement": {agreement}}}}}'])
     return Response(body.encode(), media_type="application/json")
 
 
