@@ -40,6 +40,7 @@ from evalcore.store import (
     mark_orphans,
     new_owner_token,
     open_store,
+    require_store,
 )
 from evalcore.text import name_problem, shown
 
@@ -64,9 +65,12 @@ _MANAGERS: dict[str, CampaignManager] = {}
 _MANAGERS_LOCK = threading.Lock()
 
 
-def get_manager(db_path: str | Path | None = None) -> CampaignManager:
-    """The one manager of this process for a database path (created on first use)."""
+def get_manager(db_path: str | Path | None = None, *, create: bool = True) -> CampaignManager:
+    """The one manager of this process for a database path (created on first use; its store made when missing only
+    with `create`)."""
     key = db_location(db_path)
+    if not create:
+        require_store(key)
     with _MANAGERS_LOCK:
         if key not in _MANAGERS:
             _MANAGERS[key] = CampaignManager(key)

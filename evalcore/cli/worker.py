@@ -44,7 +44,7 @@ def serve_queue(args: argparse.Namespace) -> None:
     from evalcore.campaigns.listing import keep_ended_figures
     from evalcore.compare import compare_with_previous, pairwise
 
-    manager = get_manager(args.db)
+    manager = get_manager(args.db, create=False)  # a worker of a store nobody made is a typo
     manager.after_each(keep_ended_figures)
     manager.after_each(compare_with_previous)
     manager.serve_queue(args.max_campaigns, args.max_per_tenant)

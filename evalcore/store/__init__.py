@@ -263,14 +263,25 @@ def db_location(db: str | Path | None = None) -> str:
     return str(Path(text.removeprefix("sqlite:")).resolve())
 
 
+def require_store(location: str) -> None:
+    """EvalError unless a SQLite store's file exists (a URL's database is checked by connecting to it)."""
+    if not is_url(location) and not Path(location).is_file():
+        raise EvalError("no database there", where=location,
+                        fix="give the --db of an existing store (or set EVALCORE_DB); `run`, `serve`, `keys create`, "
+                            "`suites import` and `config save` make a new one")
+
+
 def redact(location: str) -> str:
     """A store's location without a URL's password, for messages and logs."""
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", location)
 
 
-def open_store(db: str | Path | None = None) -> Store:
-    """The store a --db value names: PostgreSQL for a postgresql:// URL, else the SQLite file."""
+def open_store(db: str | Path | None = None, *, create: bool = True) -> Store:
+    """The store a --db value names: PostgreSQL for a postgresql:// URL, else the SQLite file (made when missing
+    only with `create`: commands that read or work on a store must not answer from a new, empty one)."""
     location = db_location(db)
+    if not create:
+        require_store(location)
     if is_url(location):
         from evalcore.store.postgres import PgStore  # psycopg is loaded only by those who use PostgreSQL
 
