@@ -181,6 +181,12 @@ def test_the_cli_and_the_api_label_import_export_and_report_agreement(
         listed = client.get(f"/api/v1/campaigns/{campaign_id}/labels").json()["data"]["labels"]
         agreed = client.get(f"/api/v1/campaigns/{campaign_id}/agreement").json()["data"]["agreement"]
         gone = client.delete(f"/api/v1/campaigns/{campaign_id}/labels/3/groundedness_pro")
+        binary = client.post(f"/api/v1/campaigns/{campaign_id}/labels/import", content=b"PK\x03\x04\xff\xfe\x00\x81",
+                             headers={"Content-Type": "text/csv"})
+        long_judge = client.delete(f"/api/v1/campaigns/{campaign_id}/labels/3/{'j' * 61}")
+    assert binary.status_code == 422 and "not UTF-8 text" in binary.json()["error"]["message"]
+    assert "surrogate" not in binary.text
+    assert long_judge.status_code == 422, long_judge.text
     assert put.status_code == 200 and put.json()["data"]["label"]["author"] == f"key {key_id}"
     assert refused.status_code in (400, 422) and "not a label of the groundedness_pro judge" in refused.text
     assert imported.json()["data"]["imported"] == 1 and gone.status_code == 204

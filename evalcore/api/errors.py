@@ -27,6 +27,7 @@ REQUEST_FIELDS = frozenset({"dataset_id", "knowledge_base_id", "chat_id", "reran
                             "use_judge", "config", "judges", "judge_samples", "judge_model", "judge_thresholds",
                             "concurrency", "time_limit", "max_failed_share"})
 SHOWN_CHARS = 80
+NOT_UTF8_MESSAGE = "not UTF-8 text (a binary file, or text in another encoding): send the file saved as UTF-8"
 
 CODES = {
     400: "bad_request",
@@ -120,9 +121,11 @@ def _validation_message(error: dict[str, Any]) -> tuple[str, str]:
         position = next((p for p in error.get("loc", ()) if isinstance(p, int)), None)
         return "body", f"body: not valid JSON ({context.get('error', 'syntax error')} at character {position})"
     field = _field(tuple(error.get("loc", ())))
-    if kind in (NOT_UNICODE, "string_unicode"):  # ours, and pydantic's own for constrained text
+    if kind == NOT_UNICODE:  # text decoded from JSON holding an unpaired \ud800-\udfff escape
         field += context.get("path", "")
         return field, f"{field}: {NOT_UNICODE_MESSAGE}"
+    if kind == "string_unicode":  # a raw body (a CSV) whose bytes are not UTF-8: a binary file, or another encoding
+        return field, f"{field}: {NOT_UTF8_MESSAGE}"
     if kind == "too_long" and "max_length" in context:
         return field, f"{field}: at most {context['max_length']} items allowed (found {context.get('actual_length')})"
     return field, f"{field}: {str(error.get('msg', 'invalid value')).removeprefix('Value error, ')}"
