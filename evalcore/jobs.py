@@ -24,6 +24,7 @@ from typing import Any
 
 from evalcore.access import Action, Principal, scope
 from evalcore.errors import EvalError
+from evalcore.memory import give_back
 from evalcore.shapes import Key, doc
 from evalcore.store import (
     HEARTBEAT_S,
@@ -304,6 +305,7 @@ class JobRun:
             log.exception("job %s", self.job.id)
         finally:
             self.ended.set()
+            give_back()  # a job's pieces (the pairwise judge's replies) go back to the system
 
     def _outcome(self) -> tuple[JobStatus, str | None, dict[str, Any] | None]:
         context = JobContext(self.store, self.job, self.token, self.stop)

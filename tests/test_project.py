@@ -46,7 +46,7 @@ def test_engine_never_imports_streamlit() -> None:
 # ARCHITECTURE.md explains each; a new package must be placed here.
 LAYERS = (
     {"lazy"},  # the bottom of layer 0, which the rest of it may use: what is built on first use
-    {"errors", "text", "csvcells", "relevance", "lifecycle", "shapes", "compiled"},
+    {"errors", "text", "csvcells", "relevance", "lifecycle", "shapes", "compiled", "memory"},
     {"store", "models", "access"},
     {"keys", "datasets", "judges", "jobs"},
     {"metrics"},

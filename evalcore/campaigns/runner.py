@@ -18,6 +18,7 @@ from evalcore.campaigns.records import Outcome, Question
 from evalcore.campaigns.result_rows import NotOwner, ResultWriter
 from evalcore.errors import EvalError
 from evalcore.lifecycle import CampaignStatus
+from evalcore.memory import give_back
 from evalcore.store import HEARTBEAT_S, Connection, Store, StoreUnavailable, lease_s
 
 log = logging.getLogger("evalcore.campaigns")
@@ -107,6 +108,7 @@ class Runner:
         finally:
             if self.ended is not None:
                 self.ended(self)
+            give_back()  # what the campaign's questions allocated goes back to the system, not kept by malloc
 
     def _record(self) -> None:
         try:
