@@ -1,7 +1,7 @@
 """A fault drill: two `serve` processes and one `worker` on a throwaway PostgreSQL, a loopback model that is
 sometimes slow, each of them killed or restarted while 10 campaigns and a pairwise job run.
 
-    python bench/faults.py [--campaigns 10] [--questions 8] [--lease 6] [--flood 60]
+    python bench/faults.py [--campaigns 10] [--questions 20] [--lease 6] [--flood 60]
 
 Prints, as the drill goes, how long the work took to go on after each fault, then: questions stored exactly once
 (lost, duplicated), campaigns and jobs stuck, health probes of the servers that were up answered within 1 s
@@ -25,7 +25,7 @@ def main() -> int:
     """Run the drill; exit 1 when a question was lost or duplicated, or something stuck."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaigns", type=int, default=10)
-    parser.add_argument("--questions", type=int, default=8)
+    parser.add_argument("--questions", type=int, default=20)
     parser.add_argument("--lease", type=float, default=6.0, help="EVALCORE_LEASE_S of the processes (seconds)")
     parser.add_argument("--flood", type=int, default=60)
     args = parser.parse_args()

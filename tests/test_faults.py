@@ -16,7 +16,7 @@ def test_a_short_fault_drill_loses_repeats_and_leaves_stuck_nothing(tmp_path: Pa
 
     if postgres_bin() is None:
         pytest.skip("PostgreSQL is not installed (Debian: apt-get install postgresql)")
-    outcome = run_drill(Drill(campaigns=3, questions=6, lease_s=4.0, flood=12, deadline_s=180), tmp_path,
+    outcome = run_drill(Drill(campaigns=3, questions=12, lease_s=4.0, delay_s=0.2, flood=12, deadline_s=180), tmp_path,
                         say=lambda line: None)
     assert (outcome.lost, outcome.duplicated, outcome.stuck) == (0, 0, []), outcome
     assert outcome.statuses == {"succeeded": 3} and outcome.pairwise == "succeeded", outcome

@@ -43,9 +43,10 @@ class Drill:
     """How big the drill is and how long a lease lasts (seconds without a heartbeat before a worker takes over)."""
 
     campaigns: int = 10
-    questions: int = 8
+    questions: int = 20
     lease_s: float = 6.0
-    slow_share: float = 0.2  # of the model's replies, each 1-3 s late
+    delay_s: float = 0.3  # every reply of the model
+    slow_share: float = 0.2  # of the model's replies, each 1-3 s later still
     flood: int = 60  # pairwise requests sent at once against a slow judge
     deadline_s: float = 300.0
 
@@ -117,10 +118,10 @@ class Fleet:
     def start(self, name: str) -> None:
         """Start a process (and wait until a server answers)."""
         if name == "worker":
-            args = ["worker", "--db", self.url, "--max-campaigns", "3", "--max-per-tenant", "20"]
+            args = ["worker", "--db", self.url, "--max-campaigns", "2", "--max-per-tenant", "20"]
         else:
             args = ["serve", "--db", self.url, "--port", str(self.ports[name]), "--datasets", str(self.datasets),
-                    "--max-campaigns", "3", "--max-per-tenant", "20"]
+                    "--max-campaigns", "2", "--max-per-tenant", "20"]
         with open(self.logs / f"{name}.log", "ab") as log:
             self.processes[name] = subprocess.Popen([sys.executable, "-m", "evalcore", *args], cwd=REPO,
                                                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=self.env)
@@ -199,8 +200,8 @@ class Prober:
                         self.misses.append(f"{name} at {time.strftime('%H:%M:%S')}: {took:.2f} s, ok={ok}")
 
 
-def sometimes_slow(share: float, seed: int = 7) -> Callable[[str, Any], str | Reply]:
-    """The model's replies: right away, or (a `share` of them) 1 to 3 seconds late."""
+def sometimes_slow(share: float, base: float, seed: int = 7) -> Callable[[str, Any], str | Reply]:
+    """The model's replies: after `base` seconds, or (a `share` of them) 1 to 3 seconds more."""
     draw = random.Random(seed)
     lock = threading.Lock()
 
@@ -210,7 +211,7 @@ def sometimes_slow(share: float, seed: int = 7) -> Callable[[str, Any], str | Re
         text = "Refunds within 30 days."
         if "winner" in str(body):  # the pairwise judge's prompt asks for a winner
             text = '{"winner": "tie", "reason": "Both say 30 days."}'
-        return Reply.slow(delay, text) if slow else text
+        return Reply.slow(base + delay if slow else base, text)
 
     return reply
 
@@ -232,7 +233,7 @@ def run_drill(drill: Drill, work: Path, say: Callable[[str], None] = print) -> O
     dataset(root / "drill", drill.questions)
     logs = work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    with running_postgres() as pg, FakeOpenAIServer(sometimes_slow(drill.slow_share)) as model, \
+    with running_postgres() as pg, FakeOpenAIServer(sometimes_slow(drill.slow_share, drill.delay_s)) as model, \
             FakeOpenAIServer(default=Reply.slow(20.0, '{"winner": "tie", "reason": "slow"}')) as slow_judge:
         with open_store(pg.url) as store:
             config = TargetConfig(retriever="bm25", generator="openai", model="fake", base_url=model.base_url,
@@ -250,6 +251,7 @@ def run_drill(drill: Drill, work: Path, say: Callable[[str], None] = print) -> O
             prober.start()
             ids = _launch(fleet, headers, target_id, drill.campaigns)
             _faults(fleet, pg, prober, outcome, say, store_url=pg.url, ids=ids, lease_s=drill.lease_s)
+            say(f"questions stored when the faults were over: {_progress(pg.url, ids)} of {outcome.expected}")
             _await_end(pg.url, ids, drill.deadline_s)
             _pairwise(fleet, prober, headers, ids, slow_judge.base_url, drill, outcome, say)
             time.sleep(2.0)
@@ -268,7 +270,7 @@ def _launch(fleet: Fleet, headers: dict[str, str], target_id: str, campaigns: in
     ids = []
     for n in range(campaigns):
         reply = httpx.post(f"{fleet.base('AB'[n % 2])}/api/v1/evaluation", headers=headers, timeout=30,
-                           json={"dataset_id": "drill", "knowledge_base_id": target_id, "concurrency": 2})
+                           json={"dataset_id": "drill", "knowledge_base_id": target_id, "concurrency": 1})
         if reply.status_code != 200:
             raise RuntimeError(f"launch answered {reply.status_code}: {reply.text[:300]}")
         ids.append(reply.json()["data"]["task"]["id"])
@@ -295,31 +297,44 @@ def _progress(url: str, ids: list[str]) -> int:
 
 def _faults(fleet: Fleet, pg: PostgresServer, prober: Prober, outcome: Outcome, say: Callable[[str], None], *,
             store_url: str, ids: list[str], lease_s: float) -> None:
-    """Each process killed and started again, and the database restarted, while the campaigns run; how long until
-    questions are stored again after each."""
-    def recovered(what: str) -> None:
-        before = _progress(store_url, ids)
-        seconds = wait_until(lambda: _progress(store_url, ids) > before, 120)
-        outcome.recoveries[what] = seconds
-        say(f"{what}: questions stored again after {seconds:.1f} s")
+    """Each process killed (and started again) and the database restarted while the campaigns run; how long until
+    the killed process's campaigns ran again elsewhere, and until questions were stored again after the restart."""
+    def resumed(what: str, pid: int) -> None:
+        held = {row[0] for row in _query(store_url, f"SELECT id FROM campaigns WHERE owner_pid = {pid} AND status IN "
+                                                    "('pending', 'running')")}
+
+        def moved() -> bool:
+            rows = _query(store_url, "SELECT id, owner_pid, status FROM campaigns")
+            return bool(rows) and all(owner != pid or status not in ACTIVE for key, owner, status in rows
+                                      if key in held)
+
+        seconds = wait_until(moved, 120, 0.1)
+        outcome.recoveries[f"{what}: its {len(held)} campaign(s) running again elsewhere"] = seconds
+        say(f"{what}: its {len(held)} campaign(s) running again elsewhere after {seconds:.1f} s")
 
     wait_until(lambda: _progress(store_url, ids) >= 4, 120)
+    pid = fleet.processes["worker"].pid
     fleet.kill("worker")
     say("worker killed (SIGKILL)")
-    time.sleep(1.0)
     fleet.start("worker")
-    recovered("worker SIGKILL and restart")
+    resumed("worker SIGKILL", pid)
     prober.down.add("A")
+    pid = fleet.processes["A"].pid
     fleet.kill("A")
     say("serve A killed (SIGKILL)")
-    recovered(f"serve A SIGKILL (its campaigns resumed by the others once their lease of {lease_s:g} s ran out)")
+    resumed(f"serve A SIGKILL (lease {lease_s:g} s)", pid)
     fleet.start("A")
     prober.down.discard("A")
     prober.down.update({"A", "B"})  # the database restarting: health answers 503 by design
+    before = _progress(store_url, ids)
+    start = time.monotonic()
     pg.restart()
-    say("PostgreSQL restarted (pg_ctl restart -m immediate)")
+    say(f"PostgreSQL restarted (pg_ctl restart -m immediate) with {before} of {outcome.expected} questions stored")
     prober.down.clear()
-    recovered("PostgreSQL restart")
+    seconds = wait_until(lambda: _progress(store_url, ids) > before or before >= outcome.expected, 120, 0.1)
+    outcome.recoveries["PostgreSQL restart: questions stored again (restart included)"] = \
+        time.monotonic() - start if seconds != float("inf") else seconds
+    say(f"PostgreSQL restart: questions stored again after {time.monotonic() - start:.1f} s (restart included)")
 
 
 def _await_end(url: str, ids: list[str], deadline_s: float) -> None:
