@@ -7,9 +7,7 @@ campaign loads (the segmenter's dictionary, the index), then `--rounds` campaign
 questions against a loopback model (in another process) that answers each with `--chars` characters of Chinese,
 at `--concurrency`. `kept` is malloc as it was (the freed pages stay in its arenas, up to eight per core); `given
 back` trims them once a campaign ended (`evalcore.memory.give_back`: malloc_trim); `given back, 2 arenas` also
-limits the arenas (`evalcore.memory.limit_arenas`), which is what a campaign manager does now. The bound per
-question is measured as one question's peak above the idle process, at concurrency 1.
-"""
+limits the arenas (`evalcore.memory.limit_arenas`), which is what a campaign manager does now. """
 
 from __future__ import annotations
 
@@ -108,18 +106,14 @@ def main() -> None:
         return
     model, url = model_process(args.chars)
     try:
-        single = run_mode(url, argparse.Namespace(questions=1, rounds=1), "kept", 1)
-        bound = single["peak"][0] - single["before"][0]
-        print(f"one question ({args.chars:,} characters of reply): {bound:.0f} MB over the idle process\n")
-        print("| mode | campaign | RSS before MB | peak MB | after MB | after / before | peak / (8 x bound + before) |")
+        print("| mode | campaign | RSS before MB | peak MB | after MB | after / before | peak - before MB |")
         print("|---|---:|---:|---:|---:|---:|---:|")
         for name in MODES:
             figures = run_mode(url, args, name, args.concurrency)
             for n, (before, peak, after) in enumerate(zip(figures["before"], figures["peak"], figures["after"],
                                                           strict=True), start=1):
-                budget = args.concurrency * bound + figures["before"][0]
                 print(f"| {name} | {n} | {before:.0f} | {peak:.0f} | {after:.0f} | {after / before:.2f} | "
-                      f"{peak / budget:.2f} |", flush=True)
+                      f"{peak - before:.0f} |", flush=True)
     finally:
         model.communicate("")
 
