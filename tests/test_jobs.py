@@ -167,19 +167,10 @@ def test_a_running_job_whose_lease_ran_out_goes_back_to_the_queue(store: Store) 
 
 def test_the_pairwise_request_answers_at_once_and_health_and_reads_answer_while_its_judge_is_slow(
         api: Any, tmp_path: Path) -> None:
-    from evalcore.campaigns.launching import LaunchRequest
-    from evalcore.targets import TargetConfig
     from evalcore.testing.openai_server import FakeOpenAIServer, Reply
-    from tests.conftest import write_dataset
-    from tests.test_pairwise import TABLES, results_file
+    from tests.test_pairwise import finished_pair
 
-    manager = api.app.state.manager
-    dataset = str(write_dataset(tmp_path / "five", TABLES))
-    ids = []
-    for side in "AB":
-        config = TargetConfig(kind="results_file", results_path=str(results_file(tmp_path / f"{side}.jsonl", side)))
-        ids.append(manager.launch(LaunchRequest(dataset=dataset, config=config, tenant="acme")))
-        manager.wait(ids[-1], timeout=60)
+    ids = finished_pair(api.app.state.manager, tmp_path)
     slow = Reply.slow(3.0, '{"winner": "tie", "reason": "slow"}')
     with FakeOpenAIServer([slow] * 40, default=slow) as judge:
         body = {"judge": {"model": "judge-mini", "base_url": judge.base_url, "api_key_env": ""}}

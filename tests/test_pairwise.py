@@ -173,14 +173,19 @@ def test_compare_pairwise_on_the_cli_prints_the_figures_and_the_json_carries_the
     assert [v["qid"] for v in json.loads(capsys.readouterr().out)["pairwise"]["verdicts"]] == [1, 2]
 
 
-def test_the_api_asks_the_pairwise_judge_and_the_comparison_carries_it(api: Any, tmp_path: Path) -> None:
-    manager = api.app.state.manager
+def finished_pair(manager: CampaignManager, tmp_path: Path) -> list[str]:
+    """Campaigns A and B of tenant acme, ended, over the five questions (their answers from results files)."""
     dataset = str(write_dataset(tmp_path / "five", TABLES))
     ids = []
     for side in "AB":
         config = TargetConfig(kind="results_file", results_path=str(results_file(tmp_path / f"{side}.jsonl", side)))
         ids.append(manager.launch(LaunchRequest(dataset=dataset, config=config, tenant="acme")))
         manager.wait(ids[-1], timeout=60)
+    return ids
+
+
+def test_the_api_asks_the_pairwise_judge_and_the_comparison_carries_it(api: Any, tmp_path: Path) -> None:
+    ids = finished_pair(api.app.state.manager, tmp_path)
     query = {"a": ids[0], "b": ids[1]}
     assert api.call("GET", "/api/v1/compare", params=query).json()["data"]["comparison"]["pairwise"] is None
     with FakeOpenAIServer(scripted_judge) as server:
