@@ -121,11 +121,11 @@ def _validation_message(error: dict[str, Any]) -> tuple[str, str]:
         position = next((p for p in error.get("loc", ()) if isinstance(p, int)), None)
         return "body", f"body: not valid JSON ({context.get('error', 'syntax error')} at character {position})"
     field = _field(tuple(error.get("loc", ())))
-    if kind == NOT_UNICODE:  # text decoded from JSON holding an unpaired \ud800-\udfff escape
+    if kind == "string_unicode" and isinstance(error.get("input"), bytes):  # a raw body (a CSV) not in UTF-8
+        return field, f"{field}: {NOT_UTF8_MESSAGE}"
+    if kind in (NOT_UNICODE, "string_unicode"):  # text from JSON holding an unpaired \ud800-\udfff escape
         field += context.get("path", "")
         return field, f"{field}: {NOT_UNICODE_MESSAGE}"
-    if kind == "string_unicode":  # a raw body (a CSV) whose bytes are not UTF-8: a binary file, or another encoding
-        return field, f"{field}: {NOT_UTF8_MESSAGE}"
     if kind == "too_long" and "max_length" in context:
         return field, f"{field}: at most {context['max_length']} items allowed (found {context.get('actual_length')})"
     return field, f"{field}: {str(error.get('msg', 'invalid value')).removeprefix('Value error, ')}"
