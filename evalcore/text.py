@@ -19,6 +19,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from evalcore.lazy import once
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -52,7 +54,7 @@ class _Patterns(NamedTuple):
 _FIRST_MARK = "\u0300"
 
 
-@functools.cache
+@once
 def _patterns() -> _Patterns:
     """The word regular expressions, built once from the Unicode database."""
     # Letters, digits and marks: a word keeps its accents and vowel signs; Han runs are segmented apart.
@@ -74,14 +76,14 @@ def _patterns() -> _Patterns:
     )
 
 
-@functools.cache
+@once
 def _combining() -> re.Pattern[str]:
     """Combining marks (a non-zero combining class), for accent stripping."""
     other, codes = _not_alphanumeric()
     return re.compile(f"[{_ranges(codes[[bool(unicodedata.combining(char)) for char in other]])}]+")
 
 
-@functools.cache
+@once
 def _scanned() -> str:
     """Every code point of the scanned planes, in order, as one string (surrogates included)."""
     import numpy as np
@@ -89,7 +91,7 @@ def _scanned() -> str:
     return np.arange(_SCANNED_PLANES, dtype="<u4").tobytes().decode("utf-32-le", "surrogatepass")
 
 
-@functools.cache
+@once
 def _not_alphanumeric() -> tuple[str, np.ndarray]:
     """The code points of the scanned planes that str.isalnum() refuses, as a string and as numbers: half the planes,
     and the only ones that can be marks (a letter or a digit is never one; nor is anything but a mark of a non-zero
@@ -107,7 +109,7 @@ def _marks() -> np.ndarray:
     return marks
 
 
-@functools.cache
+@once
 def _jieba() -> object:
     """A private jieba tokenizer (its dictionary loads once, on first Chinese text)."""
     with _without_pkg_resources():
@@ -346,6 +348,13 @@ _CONTROL = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f{_BIDI}]")
 _SHOWN_CONTROL = re.compile(f"[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f{_BIDI}]")  # keeps \t \n \r
 
 
+# Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt): drawn as nothing whatever the font, the
+# Hangul fillers (U+115F, U+1160, U+3164, U+FFA0) and the combining grapheme joiner (U+034F) among them.
+_IGNORABLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+                        "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
+                        "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
+
+
 def name_problem(name: str) -> str | None:
     """Why a name cannot be used (a control character, nothing visible), or None."""
     if (found := _CONTROL.search(name)) is not None:
@@ -356,10 +365,44 @@ def name_problem(name: str) -> str | None:
 
 
 def name_key(name: str) -> str:
-    """What two names are compared by: NFKC, case folded, format characters (zero-width) removed, spaces
-    collapsed; `ｓｕｉｔｅＡ`, `suite\u200bA` and `SuiteA` have one key."""
-    visible = "".join(char for char in normalize(name) if unicodedata.category(char) != "Cf")
-    return " ".join(visible.split())
+    """What two names are compared by: what they look like. NFKC, case folded, without default-ignorable code
+    points (zero-width characters, Hangul fillers, joiners) or other format characters, spaces collapsed, and
+    each character as Unicode's confusables table draws it (the UTS #39 skeleton): `ｓｕｉｔｅＡ`, `suite\u200bA`,
+    `suite\u3164A`, `SuiteA` and `ѕuiteA` (a Cyrillic s) have one key."""
+    visible = "".join(char for char in _IGNORABLE.sub("", normalize(name)) if unicodedata.category(char) != "Cf")
+    return " ".join(skeleton(normalize(skeleton(visible))).split())
+
+
+def skeleton(text: str) -> str:
+    """UTS #39's skeleton: the text decomposed (NFD), each character replaced by its prototype in Unicode's
+    confusables table, decomposed again; two texts that can be confused have the same skeleton."""
+    prototypes = _prototypes()
+    decomposed = unicodedata.normalize("NFD", text)
+    return unicodedata.normalize("NFD", "".join(prototypes.get(char, char) for char in decomposed))
+
+
+@once
+def _prototypes() -> dict[str, str]:
+    """Each confusable character's prototype, from Unicode's confusables.txt as the confusable-homoglyphs package
+    ships it (each source lists its one prototype, each prototype its sources; a source and a prototype that list
+    only each other both map to the lower of the two, so their skeletons meet)."""
+    import json
+    from importlib import resources
+
+    table = json.loads(resources.files("confusable_homoglyphs").joinpath("confusables.json").read_text("utf-8"))
+    marks = str.maketrans("", "", "\u200e\u200f")  # the data wraps right-to-left prototypes in direction marks
+
+    def target(entry: dict[str, str]) -> str:
+        return entry["c"].translate(marks)
+
+    prototypes = {}
+    for char, entries in table.items():
+        if len(entries) != 1:
+            continue  # a prototype of several characters
+        found = target(entries[0])
+        back = table.get(found, [])
+        prototypes[char] = min(char, found) if len(back) == 1 and target(back[0]) == char else found
+    return prototypes
 
 
 def shown(text: str) -> str:

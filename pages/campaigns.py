@@ -419,7 +419,7 @@ def label_queue(campaign: Campaign, judge: str) -> None:
     for col, (label, key) in zip(cols, scale_keys(campaign, judge).items(), strict=False):
         if col.button(label, key=f"label-{label}", shortcut=key, help=f"key {key}"):
             done[result.question.qid] = set_label(store, campaign.id, result.question.qid, judge, label, note=note,
-                                                  author=principal.key_id or "local", principal=principal)
+                                                  principal=principal)
             st.session_state[cursor_key] = next_unlabelled(answered, done, at)
             st.rerun()
     if cols[-2].button("Previous", key="label-previous", shortcut=PREVIOUS):
@@ -476,8 +476,8 @@ def labels_files(campaign: Campaign) -> None:
         upload = right.file_uploader("Import labels (CSV)", type=["csv"], key=f"labels-import-{campaign.id}")
         if upload is not None and right.button("Import", key="labels-import-go"):
             with ui.guard():
-                count = import_labels_csv(store, campaign.id, upload.getvalue().decode("utf-8-sig"),
-                                          author=principal.key_id or "local", source=upload.name, principal=principal)
+                count = import_labels_csv(store, campaign.id, upload.getvalue().decode("utf-8-sig"), source=upload.name,
+                                          principal=principal)
                 ui.flash(f"{count} label(s) imported")
                 st.rerun()
 

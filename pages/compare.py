@@ -28,7 +28,7 @@ from evalcore.compare.charts import (
 )
 from evalcore.compare.export_context import ExportContext, Fact, comparison_context, source_names, sweep_context
 from evalcore.compare.pairing import Group, by_questions, default_pair, group_of
-from evalcore.compare.pairwise import asks_local_model, judge_comparison, kept_pairwise
+from evalcore.compare.pairwise import PAIRWISE_JOB, asks_local_model, kept_pairwise, start_pairwise
 from evalcore.compare.preference import INTERVAL, TEST, Preference
 from evalcore.compare.report import comparison_report, sweep_report
 from evalcore.compare.tables import (
@@ -40,6 +40,7 @@ from evalcore.compare.tables import (
     sweep_frame,
     transition_frame,
 )
+from evalcore.jobs import Job, JobStatus, cancel_job, get_job, list_jobs
 from evalcore.judges import LOCAL_PAIRWISE_NOTE
 
 VERDICTS = [str(change) for change in Change]
@@ -211,11 +212,16 @@ def pairwise_section(a: Campaign, b: Campaign, preference: Preference | None, pr
     if principal.can(Action.CHANGE):
         if asks_local_model(b, {}):
             st.warning(LOCAL_PAIRWISE_NOTE)
-        if st.button("Ask the pairwise judge", key="ask-pairwise"):
-            with st.spinner("Asking the pairwise judge, each question in both orders…"):
-                asked = judge_comparison(ui.store(), a.id, b.id, principal=principal)
-            ui.flash(f"Asked the pairwise judge on {len(asked.verdicts)} question(s).")
-            st.rerun()  # kept: the whole page (its summary line, the report) shows it from now on
+        job = pairwise_job(a.id, b.id, principal)
+        if job is not None and job.active:
+            ui.poll(partial(follow_pairwise, job.id, principal), 1.0)
+        elif st.button("Ask the pairwise judge", key="ask-pairwise"):
+            with ui.guard():
+                start_pairwise(ui.store(), a.id, b.id, principal=principal)
+                ui.wake_jobs()
+                st.rerun()  # the job is followed from the next run on
+        if job is not None and job.status == JobStatus.FAILED:
+            st.error(ui.escape_md(f"The pairwise judge failed: {job.error}"))
     if preference is None:
         st.info("The pairwise judge has not been asked on these two campaigns (as they are now).")
         return
@@ -231,6 +237,26 @@ def pairwise_section(a: Campaign, b: Campaign, preference: Preference | None, pr
     columns[3].metric("Sign test p", f"{preference.p_value:.3g}", help=TEST)
     st.caption(ui.escape_md(f"{preference.summary}. Judge: {preference.signature}."))
     st.dataframe(pairwise_frame(preference), hide_index=True)
+
+
+def pairwise_job(a_id: str, b_id: str, principal: Principal) -> Job | None:
+    """The newest pairwise job on these two campaigns, or None."""
+    return next((job for job in list_jobs(ui.store(), kind=PAIRWISE_JOB, principal=principal)
+                 if (job.params.get("a"), job.params.get("b")) == (a_id, b_id)), None)
+
+
+def follow_pairwise(job_id: str, principal: Principal) -> None:
+    """A running pairwise job's progress, with a button to cancel it; the page again once it ended (its figures)."""
+    job = get_job(ui.store(), job_id, principal=principal)
+    if not job.active:
+        st.rerun()  # the whole page: the kept verdicts, the summary line, the report
+    done = f"{job.done} of {job.total} questions" if job.total else "starting"
+    st.progress(job.done / job.total if job.total else 0.0,
+                text=f"Pairwise judge {job.status.value}: {done}, each in both orders")
+    if st.button("Cancel the pairwise judge", key="cancel-pairwise"):
+        with ui.guard():
+            cancel_job(ui.store(), job_id, principal=principal)
+            st.rerun()
 
 
 def label(campaign: Campaign, sources: dict[Group, str]) -> str:

@@ -60,3 +60,13 @@ def test_bad_gates_and_other_tenants(gated) -> None:
                                                                                "bound": "upper"}), 422)
     error_of(api.call("GET", f"/api/v1/campaigns/{a}/gates", "other", params={"fail_under": ["ndcg@10=0.5"]}), 404)
     error_of(api.call("GET", "/api/v1/compare/gates", "other", params={"a": a, "b": b}), 404)
+
+
+def test_gate_errors_over_http_name_the_query_parameters_not_the_command_lines_flags(gated) -> None:
+    api, a, b = gated
+    malformed = error_of(api.call("GET", f"/api/v1/campaigns/{a}/gates", "viewer", params={"fail_under": ["ndcg"]}),
+                         422)
+    assert "?fail_under=ndcg@10=0.7" in malformed["message"] and "--" not in malformed["message"]
+    unknown = error_of(api.call("GET", "/api/v1/compare/gates", "viewer",
+                                params={"a": a, "b": b, "fail_if_worse": "judge.nothing"}), 422)
+    assert "fail_if_worse" in unknown["message"] and "--fail-if-worse" not in unknown["message"]

@@ -176,6 +176,18 @@ def test_campaigns_show_no_server_paths(api: Api) -> None:
     assert all("dataset_path" not in c["options"] and not c["source"].startswith("/") for c in listed)
 
 
+def test_a_comparison_shows_no_server_paths_and_goes_through_its_response_model(api: Api) -> None:
+    from evalcore.api.schemas import ComparisonData
+
+    ids = [finished_task(api) for _ in range(2)]
+    reply = api.call("GET", "/api/v1/compare", "viewer", params={"a": ids[0], "b": ids[1]})
+    assert reply.status_code == 200, reply.text
+    comparison = reply.json()["data"]["comparison"]
+    assert (comparison["a"]["source"], comparison["b"]["source"]) == ("tiny", "tiny")
+    assert str(api.app.state.dataset_root) not in reply.text
+    ComparisonData.model_validate(reply.json()["data"])  # every key the one its model declares
+
+
 def test_deleting_a_suite_while_its_run_runs_removes_both(api: Api) -> None:
     with gated_agent(api) as (target, gate):
         suite = api.call("POST", "/api/v1/eval-suites",

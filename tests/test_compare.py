@@ -210,8 +210,10 @@ def test_sweep_table_and_series():
 
 
 @pytest.fixture
-def stored(monkeypatch):
-    """Campaigns served through the campaigns module's contract functions, as the comparison reads them."""
+def stored(monkeypatch, tmp_path):
+    """Campaigns served through the campaigns module's contract functions, as the comparison reads them (the
+    command line's --db, e.db, an empty store)."""
+    Store(tmp_path / "e.db").close()
     records = {"A": (campaign("A"), A_ROWS), "B": (campaign("B", {"top_k": 10}), B_ROWS),
                "C": (campaign("C", {"top_k": 20}), B_ROWS)}
 

@@ -18,6 +18,7 @@ from evalcore.campaigns import CampaignManager
 from evalcore.campaigns.labels import (
     campaign_agreement,
     campaign_labels,
+    delete_label,
     import_labels_csv,
     labels_csv,
     set_label,
@@ -112,7 +113,7 @@ def test_labels_are_checked_stored_with_who_and_when_and_scoped_to_the_tenant(
     manager, campaign_id = judged
     admin = Principal("acme", "admin", "run_evaluations", key_id="k1")
     label = set_label(manager.store, campaign_id, 1, "relevance", " 5 ", note="exact", author="ana", principal=admin)
-    assert (label.label, label.note, label.author) == ("5", "exact", "ana") and label.labelled_at > 0
+    assert (label.label, label.note, label.author) == ("5", "exact", "key k1") and label.labelled_at > 0  # not ana
     set_label(manager.store, campaign_id, 1, "relevance", "4.0", author="bo")  # replaced, a spreadsheet's 4.0 is 4
     assert [(x.qid, x.label, x.author) for x in campaign_labels(manager.store, campaign_id)] == [(1, "4", "bo")]
     with pytest.raises(EvalError, match="not a label of the relevance judge"):
@@ -201,6 +202,12 @@ def test_the_cli_and_the_api_label_import_export_and_report_agreement(
         listed = client.get(f"/api/v1/campaigns/{campaign_id}/labels").json()["data"]["labels"]
         agreed = client.get(f"/api/v1/campaigns/{campaign_id}/agreement").json()["data"]["agreement"]
         gone = client.delete(f"/api/v1/campaigns/{campaign_id}/labels/3/groundedness_pro")
+        binary = client.post(f"/api/v1/campaigns/{campaign_id}/labels/import", content=b"PK\x03\x04\xff\xfe\x00\x81",
+                             headers={"Content-Type": "text/csv"})
+        long_judge = client.delete(f"/api/v1/campaigns/{campaign_id}/labels/3/{'j' * 61}")
+    assert binary.status_code == 422 and "not UTF-8 text" in binary.json()["error"]["message"]
+    assert "surrogate" not in binary.text
+    assert long_judge.status_code == 422, long_judge.text
     assert put.status_code == 200 and put.json()["data"]["label"]["author"] == f"key {key_id}"
     assert refused.status_code in (400, 422) and "not a label of the groundedness_pro judge" in refused.text
     assert imported.json()["data"]["imported"] == 1 and gone.status_code == 204
@@ -261,3 +268,21 @@ def test_comparisons_say_how_far_each_judge_agrees_with_people_on_every_face(
     manager.store.write(lambda conn: conn.execute("UPDATE campaigns SET tenant = 'default'"))
     at = page_test(db, monkeypatch, "pages/compare.py")
     assert any(expected in unescape(c.value) for c in at.caption)
+
+
+def test_one_author_rule_a_keys_labels_are_its_own_and_a_long_note_is_refused_not_cut(
+        judged: tuple[CampaignManager, str]) -> None:
+    manager, campaign_id = judged
+    key = Principal("acme", "admin", "run_evaluations", key_id="k7")
+    forged = "qid,judge,label,note,author\n1,relevance,5,fine,someone-else\n"
+    with pytest.raises(EvalError, match=r"line 2: author: labels imported with a key are that key's \(key k7\)"):
+        import_labels_csv(manager.store, campaign_id, forged, source="mine.csv", principal=key)
+    assert import_labels_csv(manager.store, campaign_id, forged.replace("someone-else", ""), principal=key) == 1
+    assert [x.author for x in campaign_labels(manager.store, campaign_id)] == ["key k7"]
+    assert import_labels_csv(manager.store, campaign_id, forged) == 1  # the local operator's rows keep theirs
+    assert [x.author for x in campaign_labels(manager.store, campaign_id)] == ["someone-else"]
+    long = f"qid,judge,label,note\n1,relevance,5,{'x' * 2001}\n"
+    with pytest.raises(EvalError, match="mine.csv line 2: note: a note has at most 2000 characters"):
+        import_labels_csv(manager.store, campaign_id, long, source="mine.csv")
+    with pytest.raises(EvalError, match="not judged by"):
+        delete_label(manager.store, campaign_id, 1, "j" * 500)

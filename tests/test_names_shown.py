@@ -20,7 +20,7 @@ from evalcore.store import Store
 from evalcore.suites import Case, DuplicateName, create_suite, suite_named
 from evalcore.targets import TargetConfig
 from evalcore.targets.saved import save_target
-from evalcore.text import name_key, name_problem, shown
+from evalcore.text import name_key, name_problem, shown, skeleton
 from tests.test_api import Api, error_of, suite_body
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,7 +29,8 @@ CASES = [Case("What is the refund window?", "30 days", ("Terms of Sale",))]
 BM25 = TargetConfig(retriever="bm25", chunking="none")
 
 
-@pytest.mark.parametrize("name", [HOSTILE, "a\x00b", "csi\x9b31m", "\u202eevil", "\u200b", " \u200b\u200c\ufeff "])
+@pytest.mark.parametrize("name", [HOSTILE, "a\x00b", "csi\x9b31m", "\u202eevil", "\u200b", " \u200b\u200c\ufeff ",
+                                  "\u3164", "\u115f\u1160", "\uffa0 \u034f"])
 def test_control_and_invisible_only_names_are_refused(tmp_path: Path, name: str) -> None:
     assert name_problem(name) is not None
     with Store(tmp_path / "db") as store:
@@ -57,7 +58,8 @@ def test_the_api_and_the_cli_refuse_them_alike(api: Api, tmp_path: Path, capsys:
     assert "control character (found \\x1b)" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("look_alike", ["ｓｕｉｔｅＡ", "suite\u200bA", "SUITE\u2060A", "suite\u00adA", " suiteA "])
+@pytest.mark.parametrize("look_alike", ["ｓｕｉｔｅＡ", "suite\u200bA", "SUITE\u2060A", "suite\u00adA", " suiteA ",
+                                       "\u0455uiteA", "suite\u3164A", "suite\u034fA", "suite\u115fA", "suitе\u0410"])
 def test_look_alike_names_are_the_same_name(tmp_path: Path, look_alike: str) -> None:
     assert name_key(look_alike) == name_key("suiteA")
     with Store(tmp_path / "db") as store:
@@ -67,6 +69,24 @@ def test_look_alike_names_are_the_same_name(tmp_path: Path, look_alike: str) -> 
         assert refused.value.existing_id == first.id
         found = suite_named(store, look_alike)
         assert found is not None and found.id == first.id
+
+
+def test_a_campaign_cannot_be_renamed_to_a_hangul_filler_alone(tmp_path: Path) -> None:
+    manager = CampaignManager(tmp_path / "campaigns.db")
+    try:
+        campaign_id = manager.launch(LaunchRequest(dataset="default", config=BM25, limit=1))
+        manager.wait(campaign_id, timeout=60)
+        with pytest.raises(EvalError, match="visible character"):
+            manager.rename(campaign_id, "\u3164")
+    finally:
+        manager.close()
+
+
+def test_the_skeleton_is_unicodes_confusables_table() -> None:
+    # Pairs listed in Unicode's confusables.txt: a Cyrillic, a Greek and a mathematical letter, a digit and a letter.
+    for one, other in (("\u0455", "s"), ("\u03bf", "o"), ("\U0001d41a", "a"), ("1", "l"), ("rn", "m")):
+        assert skeleton(one) == skeleton(other), (one, other)
+    assert skeleton("cafe") != skeleton("caf\u00e9")  # an accent is not a look-alike
 
 
 def terminal_output(*argv: str) -> str:

@@ -218,10 +218,14 @@ def test_the_api_refuses_a_judge_model_key_from_another_variable(api: Any) -> No
 
 
 @pytest.mark.parametrize(("headers", "named"), [
-    ({"X-Team": "eval\r\nX-Injected: 1"}, "agent_headers.X-Team: the value holds a line break"),
+    ({"X-Team": "eval\r\nX-Injected: 1"}, "agent_headers.X-Team: the value may hold printable ASCII"),
     ({"X-Team\nX-Injected": "1"}, "agent_headers: 'X-Team\\nX-Injected' is not a header name"),
+    ({"Content-Length": "0"}, "agent_headers.Content-Length: Content-Length is set by the HTTP client itself"),
+    ({"transfer-encoding": "chunked"}, "agent_headers.transfer-encoding: transfer-encoding is set by the HTTP"),
+    ({"Host": "elsewhere.example"}, "agent_headers.Host: Host is set by the HTTP client itself"),
+    ({"X-Team": "中"}, "agent_headers.X-Team: the value may hold printable ASCII characters only"),
 ])
-def test_a_line_break_in_an_agent_header_is_refused_where_it_is_saved_or_checked(
+def test_a_header_that_changes_how_a_request_is_sent_is_refused_where_it_is_saved_or_checked(
         api: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], headers: dict[str, str], named: str) -> None:
     from evalcore.cli import main
 
@@ -236,3 +240,17 @@ def test_a_line_break_in_an_agent_header_is_refused_where_it_is_saved_or_checked
         assert main(command) != 0
         err = capsys.readouterr().err
         assert named in err and "Traceback" not in err
+
+
+def test_an_agent_header_whose_variable_expands_to_a_non_ascii_value_fails_its_check_with_the_reason(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalcore.errors import EvalError
+    from evalcore.targets import TargetConfig
+    from evalcore.targets.external import HttpAgentTarget
+
+    monkeypatch.setenv("TEAM_NAME", "中文")
+    target = HttpAgentTarget(TargetConfig(kind="http_agent", agent_url="http://127.0.0.1:9/ask",
+                                          agent_headers=(("X-Team", "${TEAM_NAME}"),)))
+    with pytest.raises(EvalError, match="agent_headers.X-Team: the value may hold printable ASCII") as caught:
+        target.check()
+    assert "after its ${VAR} parts were expanded" in str(caught.value)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from evalcore.compare import compare_campaigns
 from evalcore.compare.pairwise import judge_comparison
 from evalcore.compare.stats import sign_test, wilson_interval
 from evalcore.errors import EvalError
+from evalcore.jobs import list_jobs
 from evalcore.judges.pairwise import read_winner
 from evalcore.targets import TargetConfig
 from evalcore.testing import FakeOpenAIServer
@@ -171,14 +173,19 @@ def test_compare_pairwise_on_the_cli_prints_the_figures_and_the_json_carries_the
     assert [v["qid"] for v in json.loads(capsys.readouterr().out)["pairwise"]["verdicts"]] == [1, 2]
 
 
-def test_the_api_asks_the_pairwise_judge_and_the_comparison_carries_it(api: Any, tmp_path: Path) -> None:
-    manager = api.app.state.manager
+def finished_pair(manager: CampaignManager, tmp_path: Path) -> list[str]:
+    """Campaigns A and B of tenant acme, ended, over the five questions (their answers from results files)."""
     dataset = str(write_dataset(tmp_path / "five", TABLES))
     ids = []
     for side in "AB":
         config = TargetConfig(kind="results_file", results_path=str(results_file(tmp_path / f"{side}.jsonl", side)))
         ids.append(manager.launch(LaunchRequest(dataset=dataset, config=config, tenant="acme")))
         manager.wait(ids[-1], timeout=60)
+    return ids
+
+
+def test_the_api_asks_the_pairwise_judge_and_the_comparison_carries_it(api: Any, tmp_path: Path) -> None:
+    ids = finished_pair(api.app.state.manager, tmp_path)
     query = {"a": ids[0], "b": ids[1]}
     assert api.call("GET", "/api/v1/compare", params=query).json()["data"]["comparison"]["pairwise"] is None
     with FakeOpenAIServer(scripted_judge) as server:
@@ -186,14 +193,39 @@ def test_the_api_asks_the_pairwise_judge_and_the_comparison_carries_it(api: Any,
         assert api.call("POST", "/api/v1/compare/pairwise", params=query, json=body).status_code == 403  # a model
         assert api.call("POST", "/api/v1/compare/pairwise", params=query, json=body, key="viewer").status_code == 403
         asked = api.call("POST", "/api/v1/compare/pairwise", params=query, json=body, key="full")
-    assert asked.status_code == 200, asked.text
-    pairwise = asked.json()["data"]["pairwise"]
+        assert asked.status_code == 202, asked.text
+        job = asked.json()["data"]["job"]
+        assert (job["kind"], job["total"]) == ("pairwise", 5) and job["status"] in ("queued", "running")
+        again = api.call("POST", "/api/v1/compare/pairwise", params=query, json=body, key="full")
+        assert again.status_code in (202, 409)  # 409 while the first is under way, naming it
+        if again.status_code == 409:
+            assert again.json()["error"]["running_id"] == job["id"]
+        job = follow_job(api, job["id"])
+    assert api.call("GET", f"/api/v1/jobs/{job['id']}", key="other").status_code == 404
+    assert job["status"] == "succeeded" and job["done"] == 5, job
+    pairwise = job["result"]["pairwise"]
     assert (pairwise["readable"], pairwise["flips"], pairwise["win_rate"]) == (4, 1, 0.5)
     assert pairwise["verdicts"][1]["flipped"] and pairwise["verdicts"][4]["winner"] == "unknown"
     kept = api.call("GET", "/api/v1/compare", params=query, key="viewer").json()["data"]["comparison"]["pairwise"]
     assert kept["verdicts"] == pairwise["verdicts"] and kept["p_value"] == pytest.approx(binomtest(1, 2).pvalue)
     other = api.call("POST", "/api/v1/compare/pairwise", params=query, json=body, key="other")
     assert other.status_code == 404
+
+
+def finished(manager: CampaignManager) -> bool:
+    """Whether the store's pairwise job ended."""
+    return [job.status.value for job in list_jobs(manager.store)] == ["succeeded"]
+
+
+def follow_job(api: Any, job_id: str, timeout: float = 60) -> dict[str, Any]:
+    """Poll a job until it ended, as a client would: the job."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = api.call("GET", f"/api/v1/jobs/{job_id}", key="viewer").json()["data"]["job"]
+        if job["status"] not in ("queued", "running"):
+            return job
+        time.sleep(0.05)
+    raise AssertionError(f"job {job_id} still {job['status']}")
 
 
 def test_the_compare_page_asks_the_pairwise_judge_and_the_report_shows_it(
@@ -214,6 +246,12 @@ def test_the_compare_page_asks_the_pairwise_judge_and_the_report_shows_it(
         assert_clean(at)
         assert any("has not been asked" in i.value for i in at.info)
         at = at.button(key="ask-pairwise").click().run()
+        assert_clean(at)
+        assert any("Pairwise judge" in bar.proto.text for bar in at.get("progress")) or finished(manager)
+        deadline = time.monotonic() + 60
+        while not finished(manager) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        at = at.run()  # the page's fragment would rerun it once the job ended
         assert_clean(at)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["B preferred (ties half)"] == "50%" and metrics["B wins / ties / A wins"] == "1 / 2 / 1"

@@ -14,7 +14,15 @@ from pathlib import Path
 import pytest
 
 from evalcore.errors import EvalError
-from evalcore.store import MIGRATIONS, STALE_S, Store, StoreCallCache, default_db_path, open_store
+from evalcore.store import (
+    MIGRATIONS,
+    STALE_S,
+    Store,
+    StoreCallCache,
+    StoreUnavailable,
+    default_db_path,
+    open_store,
+)
 
 
 @pytest.fixture
@@ -273,7 +281,7 @@ def test_postgresql_refuses_a_newer_schema_and_servers_starting_together_migrate
 
 
 def test_an_unreachable_postgresql_is_a_user_error_without_the_password(postgres_server: str) -> None:
-    with pytest.raises(EvalError, match="cannot open the database") as caught:
+    with pytest.raises(StoreUnavailable, match="cannot be reached") as caught:
         open_store("postgresql://evalcore:secret@127.0.0.1:1/none")
     assert "secret" not in str(caught.value) and "***" in caught.value.where
 
@@ -377,7 +385,7 @@ def test_a_version_fifteen_store_is_migrated_and_its_rows_read_the_same(tmp_path
     hits = _ranked([1.0, 0.9435405731201172], [{"bm25": 11.044711, "bm25_norm": 1.0},
                                                {"bm25": 10.421133, "bm25_norm": 0.943541}])
     with Store(path) as store:
-        assert store.read("PRAGMA user_version")[0][0] == len(MIGRATIONS) == 17
+        assert store.read("PRAGMA user_version")[0][0] == len(MIGRATIONS) == 18
         old = read_results(store, "c")
         assert old[0].outcome.retrieved == hits and old[0].outcome.measures == {"mrr": 0.5}
         writer = ResultWriter(store, "c")

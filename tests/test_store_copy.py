@@ -11,6 +11,7 @@ from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.listing import campaign_rows
 from evalcore.cli import main
 from evalcore.compare import compare_campaigns
+from evalcore.jobs import submit
 from evalcore.keys import create_key, principal_of, start_session
 from evalcore.store import StoreCallCache, open_store
 from evalcore.store.copy import TABLES, fingerprint
@@ -48,6 +49,9 @@ def filled_store(path: Path, tiny_dataset: Path) -> str:
         manager.store.write(lambda conn: conn.execute(  # a pairwise judgement (no model asked: its row as kept)
             "INSERT INTO pairwise (a_id, b_id, signature, a_version, b_version, data, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)", (ids[0], ids[1], "pairwise|model:m", "v1", "v1", '{"verdicts": []}', 2.5)))
+        job_id = submit(manager.store, "pairwise", {"a": ids[0], "b": ids[1]}, tenant="default", total=1)
+        manager.store.write(lambda conn: conn.execute(  # a job's piece done, as a pairwise job keeps a verdict
+            "INSERT INTO job_items (job_id, position, value) VALUES (?, 0, '{}')", (job_id,)))
         for table, order in TABLES:
             assert fingerprint(manager.store, table, order)[0] > 0, table
     finally:

@@ -141,8 +141,8 @@ def test_cli_import_of_a_pipe_separated_file_exits_2_and_imports_nothing(tmp_pat
     sheet.write_bytes(b"question|expected|sources\nWhat is the refund window?|30 days|Terms of Sale\n")
     assert main(["suites", "import", str(sheet), "--name", "S", "--agent", "t", "--db", db]) == 2
     assert "'|'-separated" in capsys.readouterr().err
-    main(["suites", "list", "--db", db])
-    assert "no suite yet" in capsys.readouterr().out
+    assert main(["suites", "list", "--db", db]) == 2  # nothing imported: not even a store made
+    assert "no database there" in capsys.readouterr().err
 
 
 def test_a_long_run_of_rejections_reads_as_one_report_line():
@@ -244,8 +244,8 @@ def test_cli_import_refuses_a_file_with_errors_unless_valid_only(tmp_path, capsy
     captured = capsys.readouterr()
     assert "line 3: rejected: empty question" in captured.out
     assert "1 line(s) rejected: nothing imported" in captured.err
-    main(["suites", "list", "--db", db])
-    assert "no suite yet" in capsys.readouterr().out
+    assert main(["suites", "list", "--db", db]) == 2  # nothing imported: not even a store made
+    assert "no database there" in capsys.readouterr().err
     assert main(["suites", "import", str(bad), "--name", "S", "--agent", "t", "--valid-only", "--db", db]) == 0
     assert "imported 2 case(s)" in capsys.readouterr().out
     assert main(["suites", "import", str(tmp_path / "missing.csv"), "--name", "S", "--agent", "t", "--db", db]) == 2

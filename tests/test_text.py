@@ -163,3 +163,58 @@ def test_the_word_and_mark_classes_are_those_of_a_scan_of_every_code_point() -> 
     assert text._combining.__wrapped__().pattern == f"[{text._ranges(combining)}]+"
     assert text._ranges([ord(char) for char in "abcdfxy"]) == "a-dfx-y"
     assert text._ranges([ord("-"), ord("]"), ord("^")]) == "\\-\\]-\\^"   # ] and ^ are neighbours
+
+
+
+def test_jiebas_tokenizer_is_built_once_when_many_threads_ask_at_once(monkeypatch) -> None:
+    # Each thread that asked before the first tokenizer was stored built its own (seven for sixteen threads, five
+    # times the CPU and more than twice the memory): the build is slowed here so that every thread asks meanwhile.
+    import threading
+    import time
+
+    import jieba
+
+    from evalcore.text import _jieba
+
+    built = []
+
+    class Slow(jieba.Tokenizer):
+        def __init__(self, *args, **kwargs) -> None:
+            built.append(1)
+            time.sleep(0.2)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(jieba, "Tokenizer", Slow)
+    _jieba.cache_clear()
+    results: list[object] = []
+    threads = [threading.Thread(target=lambda: results.append(_jieba())) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    _jieba.cache_clear()  # the next test builds an ordinary one
+    assert len(built) == 1 and len(results) == 16 and all(result is results[0] for result in results)
+
+
+def test_once_builds_each_value_once_per_arguments_whatever_the_threads() -> None:
+    import threading
+    import time
+
+    from evalcore.lazy import once
+
+    calls: list[int] = []
+
+    @once
+    def square(n: int) -> int:
+        calls.append(n)
+        time.sleep(0.05)
+        return n * n
+
+    results: list[int] = []
+    threads = [threading.Thread(target=lambda n=n: results.append(square(n % 3))) for n in range(24)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(calls) == [0, 1, 2] and sorted(results) == sorted(n % 3 * (n % 3) for n in range(24))
+    assert square.__wrapped__(4) == 16 and calls[-1] == 4

@@ -19,7 +19,7 @@ from evalcore.documents.requested import import_uploads
 from ui.cache import aggregates, cached_lines, cached_results, open_dataset, results_at, rows_of, summary, version
 from ui.charts import CHROMIUM, bars, chart, histogram, html_bytes, png_bytes, stage_bar
 from ui.downloads import csv_bytes, html_download, spreadsheet_bytes, table_download
-from ui.engine import db_path, manager, store
+from ui.engine import db_path, manager, store, wake_jobs
 from ui.lists import campaign_frame, campaign_picker, row_label, suite_frame, table_picker, target_choices
 from ui.messages import flash, guard, import_report, show_error, upload_report
 from ui.progress import activity, progress_text, show_progress
@@ -52,5 +52,5 @@ __all__ = [
     "poll", "progress_text", "remembered", "remembered_multiselect", "remembered_select", "results_at", "row_label",
     "rows_of", "run_link", "select_next_run", "session_cookie", "short", "show_error", "show_progress", "sign_in_page",
     "sign_out", "signed_in", "spreadsheet_bytes", "stage_bar", "store", "suite_frame", "summary", "table_download",
-    "table_picker", "target_choices", "text_table", "upload_report", "validate_upload", "version",
+    "table_picker", "target_choices", "text_table", "upload_report", "validate_upload", "version", "wake_jobs",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from evalcore.campaigns import CampaignManager, get_manager
 from evalcore.campaigns.listing import keep_ended_figures
 from evalcore.campaigns.supervisor import dashboard_mode
-from evalcore.compare import compare_with_previous
+from evalcore.compare import compare_with_previous, pairwise
 from evalcore.store import Store, db_location
 
 
@@ -24,7 +24,15 @@ def manager() -> CampaignManager:
     found.after_each(compare_with_previous)
     if dashboard_mode() == "process":
         found.supervise_worker()
+    found.serve_jobs(pairwise.PAIRWISE)  # the pairwise judge runs on job threads, never in a page's script
     return found
+
+
+def wake_jobs() -> None:
+    """Have this process's job threads look at the queue now (a page just queued a job)."""
+    workers = manager().job_workers
+    if workers is not None:
+        workers.wake()
 
 
 def store() -> Store:

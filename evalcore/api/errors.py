@@ -18,7 +18,7 @@ from evalcore.access import Forbidden
 from evalcore.api.inputs import NOT_UNICODE, NOT_UNICODE_MESSAGE, escaped
 from evalcore.datasets import DATASET_ROOT
 from evalcore.errors import EvalError
-from evalcore.store import Conflict, NotFound
+from evalcore.store import Conflict, NotFound, StoreUnavailable
 
 log = logging.getLogger("evalcore.api")
 # The top-level request fields an engine error's `where` may name; any other `where` (a dataset
@@ -27,6 +27,7 @@ REQUEST_FIELDS = frozenset({"dataset_id", "knowledge_base_id", "chat_id", "reran
                             "use_judge", "config", "judges", "judge_samples", "judge_model", "judge_thresholds",
                             "concurrency", "time_limit", "max_failed_share"})
 SHOWN_CHARS = 80
+NOT_UTF8_MESSAGE = "not UTF-8 text (a binary file, or text in another encoding): send the file saved as UTF-8"
 
 CODES = {
     400: "bad_request",
@@ -39,6 +40,7 @@ CODES = {
     415: "unsupported_media_type",
     422: "invalid_request",
     500: "internal_error",
+    503: "unavailable",
 }
 
 
@@ -69,7 +71,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
         (409, ("a campaign is already running (running_id names it), or a suite of that name exists "
                "(existing_id names it)")),
         (413, "request body over the size limit"), (415, "the body is not JSON (Content-Type: application/json)"),
-        (422, "malformed request; `field` names the culprit"), (500, "unexpected server error (no internals)"))
+        (422, "malformed request; `field` names the culprit"), (500, "unexpected server error (no internals)"),
+        (503, "the database cannot be reached for now: try again after the seconds Retry-After gives"))
 }
 
 
@@ -118,7 +121,9 @@ def _validation_message(error: dict[str, Any]) -> tuple[str, str]:
         position = next((p for p in error.get("loc", ()) if isinstance(p, int)), None)
         return "body", f"body: not valid JSON ({context.get('error', 'syntax error')} at character {position})"
     field = _field(tuple(error.get("loc", ())))
-    if kind in (NOT_UNICODE, "string_unicode"):  # ours, and pydantic's own for constrained text
+    if kind == "string_unicode" and isinstance(error.get("input"), bytes):  # a raw body (a CSV) not in UTF-8
+        return field, f"{field}: {NOT_UTF8_MESSAGE}"
+    if kind in (NOT_UNICODE, "string_unicode"):  # text from JSON holding an unpaired \ud800-\udfff escape
         field += context.get("path", "")
         return field, f"{field}: {NOT_UNICODE_MESSAGE}"
     if kind == "too_long" and "max_length" in context:
@@ -180,6 +185,12 @@ async def _on_conflict(_: Request, exc: Conflict) -> JSONResponse:
     return envelope(409, "conflict", exc.line(), running_id=exc.running_id or None)
 
 
+async def _on_unavailable(_: Request, exc: StoreUnavailable) -> JSONResponse:
+    # The server's dependency, not the caller, is at fault: the same request may work shortly.
+    return envelope(503, "unavailable", "the database cannot be reached for now; try again shortly",
+                    headers={"Retry-After": str(StoreUnavailable.RETRY_AFTER_S)})
+
+
 async def _on_eval_error(request: Request, exc: EvalError) -> JSONResponse:
     # A user-fixable engine error reached the API without a more specific mapping: the request
     # was understood but cannot be carried out as given.
@@ -230,6 +241,7 @@ def install(app: FastAPI, authentication_error: Callable[[Request], Awaitable[Ap
     handlers: dict[type[Exception], Callable[..., Awaitable[JSONResponse]]] = {
         RequestValidationError: _on_validation(authentication_error), ApiError: _on_api_error,
         NotFound: _on_not_found, Conflict: _on_conflict, Forbidden: _on_forbidden, EvalError: _on_eval_error,
+        StoreUnavailable: _on_unavailable,
         StarletteHTTPException: _on_http, Exception: _on_unexpected,
     }
     for kind, handler in handlers.items():

@@ -12,15 +12,18 @@ from evalcore.access import Principal
 from evalcore.api.auth import Admin, Viewer
 from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
 from evalcore.api.inputs import RequestBody
+from evalcore.api.routes_jobs import wake_jobs
 from evalcore.api.runs import JudgeModelIn, JudgingIn, bounded, judge_settings
 from evalcore.api.schemas import (
     CampaignDetail,
     CampaignList,
     CampaignOnly,
     ComparisonData,
+    ComparisonOut,
+    JobData,
     Ok,
-    PreferenceData,
     ResultsPage,
+    TrustOut,
 )
 from evalcore.campaigns import (
     Campaign,
@@ -39,9 +42,10 @@ from evalcore.campaigns.manager import MAX_NAME
 from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.campaigns.rejudging import RejudgeRequest
 from evalcore.campaigns.trust import comparison_trust
-from evalcore.compare import compare_campaigns, power
+from evalcore.compare import Comparison, compare_campaigns, power
 from evalcore.compare.json_text import comparison_pieces, encode
-from evalcore.compare.pairwise import judge_comparison
+from evalcore.compare.pairwise import start_pairwise
+from evalcore.jobs import get_job
 from evalcore.judges import FIELD_NAMES
 from evalcore.metrics import MEASURES
 from evalcore.store import Store
@@ -84,9 +88,24 @@ def campaign_json(campaign: Campaign) -> dict[str, Any]:
     """A campaign for a client: the server's file paths are not the client's business."""
     data = campaign.to_dict()
     data["options"].pop("dataset_path", None)
-    if campaign.kind == CampaignKind.DATASET:
-        data["source"] = dataset_label(campaign.source)
+    data["source"] = client_source(campaign.kind, campaign.source)
     return data
+
+
+def client_source(kind: CampaignKind, source: str) -> str:
+    """A campaign's source as a client sees it: a dataset's name, never its folder on the server; a suite's id."""
+    return dataset_label(source) if kind == CampaignKind.DATASET else source
+
+
+def comparison_head(comparison: Comparison) -> dict[str, Any]:
+    """Every key of a comparison but its questions, as the response model shows it (the campaigns' sources as
+    clients see them); the questions, thousands of lines, are written as kept (their fields are the records')."""
+    data = comparison.to_dict(questions=[])
+    for side, header in (("a", comparison.a), ("b", comparison.b)):
+        data[side]["source"] = client_source(header.kind, header.source)
+    shown: dict[str, Any] = ComparisonOut.model_validate(data).model_dump(mode="json")
+    del shown["questions"]
+    return shown
 
 
 def aggregates_json(store: Store, campaign_id: str, principal: Principal) -> dict[str, Any]:
@@ -202,9 +221,10 @@ def compare(request: Request, a: Annotated[str, Query(max_length=300)], b: Annot
     # Sent as the records' JSON text without the response model's validation: its fields are the records' own
     # (model_of, checked by the tests), and validating 10,000 questions' lines took longer than computing the
     # comparison; the questions kept as JSON text are written as they are (comparison_pieces), joined once.
-    agreement = encode(comparison_trust(store, a, b, principal=principal).to_dict())
-    body = "".join(['{"success": true, "data": {"comparison": ', *comparison_pieces(comparison),
-                    f', "agreement": {agreement}}}}}'])
+    agreement = encode(TrustOut.model_validate(comparison_trust(store, a, b, principal=principal).to_dict())
+                       .model_dump(mode="json"))
+    pieces = comparison_pieces(comparison, head=comparison_head(comparison))
+    body = "".join(['{"success": true, "data": {"comparison": ', *pieces, f', "agreement": {agreement}}}}}'])
     return Response(body.encode(), media_type="application/json")
 
 
@@ -216,16 +236,19 @@ class PairwiseIn(RequestBody):
     limit: int | None = Field(default=None, ge=1, le=100_000, description="only the first common questions")
 
 
-@router.post("/compare/pairwise", response_model=Ok[PreferenceData],
-             summary="Ask the pairwise judge which campaign's answers are better")
+@router.post("/compare/pairwise", status_code=202, response_model=Ok[JobData],
+             summary="Start the pairwise judge on two campaigns: a job to follow at /api/v1/jobs/{id}")
 def pairwise(request: Request, a: Annotated[str, Query(max_length=300)], b: Annotated[str, Query(max_length=300)],
              principal: Admin, body: PairwiseIn | None = None) -> dict[str, Any]:
-    """Each common answered question judged with A's answer first, then B's first (a verdict that changes is a tie);
-    B's win rate with its interval, the sign test and the flip rate. Every model call is cached, and the result is
-    kept: the comparison of a and b (GET /api/v1/compare) carries it from then on."""
+    """Queues the pairwise judge as a job and answers at once (409 while the same job is under way, naming it). A
+    worker judges each common answered question with A's answer first, then B's first (a verdict that changes is a
+    tie); the job's result is B's win rate with its interval, the sign test and the flip rate. Every model call is
+    cached, and the result is kept: the comparison of a and b (GET /api/v1/compare) carries it from then on."""
     campaign_of(request, a, principal)
     campaign_of(request, b, principal)
     body = body or PairwiseIn()
     judge = {f"judge_{name}": value for name, value in body.judge.model_dump().items()} if body.judge else None
-    preference = judge_comparison(request.app.state.store, a, b, judge=judge, limit=body.limit, principal=principal)
-    return ok({"pairwise": preference.to_dict()})
+    store = request.app.state.store
+    job_id = start_pairwise(store, a, b, judge=judge, limit=body.limit, principal=principal)
+    wake_jobs(request)
+    return ok({"job": get_job(store, job_id).to_dict()})

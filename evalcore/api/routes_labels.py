@@ -7,7 +7,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Path, Request, Response
 from pydantic import Field
 
-from evalcore.access import Principal
 from evalcore.api.auth import Labeller, Viewer
 from evalcore.api.errors import ERROR_RESPONSES, ok
 from evalcore.api.inputs import RequestBody
@@ -35,11 +34,6 @@ class LabelIn(RequestBody):
     note: str = Field(default="", max_length=NOTE_CHARS)
 
 
-def author(principal: Principal) -> str:
-    """Who labels through the API: the key's id."""
-    return f"key {principal.key_id}" if principal.key_id else "local"
-
-
 @router.get("/{campaign_id}/labels", response_model=Ok[LabelList], summary="The campaign's labels")
 def labels(request: Request, campaign_id: CampaignId, principal: Viewer) -> dict[str, Any]:
     """By question, then judge."""
@@ -55,7 +49,7 @@ def put_label(request: Request, campaign_id: CampaignId, qid: Qid, judge: Judge,
     """Who and when are recorded; a label off the judge's scale is refused naming the labels it takes."""
     campaign_of(request, campaign_id, principal)
     label = set_label(request.app.state.store, campaign_id, qid, judge, body.label, note=body.note,
-                      author=author(principal), principal=principal)
+                      principal=principal)
     return ok({"label": label.to_dict()})
 
 
@@ -73,8 +67,7 @@ def import_labels(request: Request, campaign_id: CampaignId, principal: Labeller
                   csv: Annotated[str, Body(media_type="text/csv", max_length=CSV_CHARS)]) -> dict[str, Any]:
     """Columns qid, judge, label (note, author optional); every bad row is named and nothing is kept then."""
     campaign_of(request, campaign_id, principal)
-    count = import_labels_csv(request.app.state.store, campaign_id, csv, author=author(principal),
-                              source="the CSV body", principal=principal)
+    count = import_labels_csv(request.app.state.store, campaign_id, csv, source="the CSV body", principal=principal)
     return ok({"imported": count})
 
 

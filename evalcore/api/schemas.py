@@ -26,6 +26,7 @@ from evalcore.campaigns.trust import ComparisonTrust
 from evalcore.compare import Comparison
 from evalcore.compare.preference import Preference
 from evalcore.gates import Check
+from evalcore.jobs import Job
 from evalcore.metrics.agreement import Agreement
 from evalcore.shapes import is_record, keys
 from evalcore.suites import Case, Suite
@@ -98,6 +99,7 @@ if TYPE_CHECKING:  # the type checker sees models; what they hold is derived whe
     SuiteOut = BaseModel
     PreferenceOut = BaseModel
     TrustOut = BaseModel
+    JobOut = BaseModel
 else:
     CampaignOut = api_type(Campaign)
     AggregateOut = api_type(Aggregate)
@@ -116,6 +118,7 @@ else:
     SuiteOut = model_of(Suite, "SuiteOut", agent_id=(str, Field(description=ID_NAMES["agent_id"])))
     PreferenceOut = api_type(Preference)
     TrustOut = model_of(ComparisonTrust, "TrustOut")
+    JobOut = api_type(Job)
 
 
 class CampaignList(BaseModel):
@@ -150,6 +153,14 @@ class ComparisonData(BaseModel):
 
 class PreferenceData(BaseModel):
     pairwise: PreferenceOut
+
+
+class JobData(BaseModel):
+    job: JobOut
+
+
+class JobList(BaseModel):
+    jobs: list[JobOut]
 
 
 class SuiteListed(SuiteOut):

@@ -16,7 +16,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from evalcore.errors import EvalError
+from evalcore.jobs import cap
 from evalcore.lifecycle import OWNED, CampaignStatus, sql_list
 from evalcore.store import QUEUED, Connection, Store, mark_orphans, new_owner_token
 
@@ -39,16 +39,6 @@ CLAIM = (
     f"(SELECT count(*) FROM campaigns o WHERE o.tenant = q.tenant AND o.status IN {sql_list(OWNED)}) < ? "
     "ORDER BY q.created_at, q.id LIMIT 1{lock}) AND status = ? RETURNING id"
 )
-
-
-def cap(name: str, text: str | None, default: int) -> int:
-    """A cap set in the environment variable `name` (a whole number of at least 1), else its default."""
-    text = (text or "").strip()
-    if not text:
-        return default
-    if not text.isdigit() or int(text) < 1:
-        raise EvalError("a campaign cap must be a whole number of at least 1", where=name, found=text)
-    return int(text)
 
 
 def per_server() -> int:

@@ -17,7 +17,6 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
 from evalcore.campaigns.records import QuestionResult
@@ -32,6 +31,7 @@ from evalcore.campaigns.result_rows import (
 from evalcore.diagnosis import Stage
 from evalcore.judges import JudgeResult, Verdict
 from evalcore.judges.verdict import StoredVerdicts
+from evalcore.lazy import once
 from evalcore.metrics import MEASURES, sources_found
 from evalcore.metrics.graded import stored_column
 from evalcore.relevance import is_relevant
@@ -84,7 +84,7 @@ def add_judge(values: dict[str, float], name: str, score: object, passed: bool |
         values[pass_name] = 1.0 if passed else 0.0
 
 
-@cache
+@once
 def judge_measures(name: str) -> tuple[str, str | None]:
     """The measures a judge's verdicts give: its score, and its pass rate (none when the score is pass/fail)."""
     measure = MEASURES.get(f"judge.{name}")
@@ -213,7 +213,7 @@ def _select(shared: bool) -> str:
     return f"SELECT {', '.join(columns)} {_JOIN}{join} WHERE r.campaign_id = ? ORDER BY r.position LIMIT ?"
 
 
-@cache
+@once
 def verdict_keys() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The keys of a verdict's JSON, in to_dict's order: without, then with, the samples of an n-times judgement."""
     plain = tuple(Verdict("", "", "", "", "", None, None, "", JudgeResult.UNKNOWN).to_dict())

@@ -70,11 +70,21 @@ def judge_scale(campaign: Campaign, judge: str) -> Scale:
     return Scale(tuple("12345"), True) if prompt.output == "likert" else Scale(PASS_FAIL, False)
 
 
+def judged_by(campaign: Campaign, judge: str) -> None:
+    """EvalError unless the campaign ran this judge."""
+    if judge not in campaign.judges:
+        raise EvalError(f"campaign {campaign.id} was not judged by {shown_name(judge)}", where="judge",
+                        expected=", ".join(campaign.judges) or "a judged campaign")
+
+
+def shown_name(text: str) -> str:
+    """A name from the request, quoted and cut short."""
+    return repr(text) if len(text) <= 80 else repr(text[:80]) + f"... ({len(text)} characters)"
+
+
 def checked_label(campaign: Campaign, judge: str, label: str) -> str:
     """The label as stored (trimmed, lower case); EvalError unless the judge ran and the label is on its scale."""
-    if judge not in campaign.judges:
-        raise EvalError(f"campaign {campaign.id} was not judged by {judge!r}", where="judge",
-                        expected=", ".join(campaign.judges) or "a judged campaign")
+    judged_by(campaign, judge)
     text = " ".join(str(label).split()).lower()
     text = text.removesuffix(".0")  # 4.0 from a spreadsheet is 4
     allowed = dict.fromkeys(judge_scale(campaign, judge).labels + PASS_FAIL)
@@ -83,16 +93,30 @@ def checked_label(campaign: Campaign, judge: str, label: str) -> str:
     return text
 
 
-def set_label(store: Store, campaign_id: str, qid: int, judge: str, label: str, *, note: str = "", author: str,
+def label_author(principal: Principal | None, given: str = "") -> str:
+    """Who a label is recorded as labelled by: the acting key (a principal names no one else), or, for the local
+    operator of the database (the CLI), the name given (its user name by default)."""
+    if principal is not None:
+        return f"key {principal.key_id}" if principal.key_id else "local"
+    return given.strip() or "local"
+
+
+def checked_note(note: str) -> str:
+    """A note as stored (trimmed); EvalError over NOTE_CHARS characters (never cut)."""
+    if len(note) > NOTE_CHARS:
+        raise EvalError(f"a note has at most {NOTE_CHARS} characters", where="note", found=str(len(note)))
+    return note.strip()
+
+
+def set_label(store: Store, campaign_id: str, qid: int, judge: str, label: str, *, note: str = "", author: str = "",
               principal: Principal | None = None) -> Label:
-    """Label one question for one judge (a new label replaces the previous one); EvalError on a bad one."""
+    """Label one question for one judge (a new label replaces the previous one); EvalError on a bad one. The author
+    is the principal's (`label_author`); `author` names the local operator."""
     campaign = labelling(store, campaign_id, principal)
     text = checked_label(campaign, judge, label)
     if not store.read("SELECT 1 FROM campaign_questions WHERE campaign_id = ? AND qid = ?", (campaign_id, qid)):
         raise EvalError(f"campaign {campaign_id} has no question {qid}", where="qid")
-    if len(note) > NOTE_CHARS:
-        raise EvalError(f"a note has at most {NOTE_CHARS} characters", where="note", found=str(len(note)))
-    saved = Label(qid, judge, text, note.strip(), author, time.time())
+    saved = Label(qid, judge, text, checked_note(note), label_author(principal, author), time.time())
     store.write(lambda conn: conn.execute(
         "INSERT OR REPLACE INTO labels (campaign_id, qid, judge, label, note, author, labelled_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -101,8 +125,8 @@ def set_label(store: Store, campaign_id: str, qid: int, judge: str, label: str, 
 
 
 def delete_label(store: Store, campaign_id: str, qid: int, judge: str, *, principal: Principal | None = None) -> None:
-    """Take a label back (nothing happens when there is none)."""
-    labelling(store, campaign_id, principal)
+    """Take a label back (nothing happens when there is none); EvalError for a judge the campaign did not run."""
+    judged_by(labelling(store, campaign_id, principal), judge)
     store.write(lambda conn: conn.execute("DELETE FROM labels WHERE campaign_id = ? AND qid = ? AND judge = ?",
                                           (campaign_id, qid, judge)))
 
@@ -131,10 +155,14 @@ def labels_csv(store: Store, campaign_id: str, *, principal: Principal | None = 
     return csv_text([list(CSV_COLUMNS), *rows])
 
 
-def import_labels_csv(store: Store, campaign_id: str, text: str, *, author: str, source: str = "labels.csv",
+def import_labels_csv(store: Store, campaign_id: str, text: str, *, author: str = "", source: str = "labels.csv",
                       principal: Principal | None = None) -> int:
-    """Labels from CSV (qid, judge, label; note and author optional); every bad row named, nothing kept then."""
+    """Labels from CSV (qid, judge, label; note and author optional); every bad row named, nothing kept then.
+
+    The author is `label_author`'s: a principal's labels are its own, so an author column naming anyone else is
+    refused (left empty, or naming the importing key, it is taken); the local operator's rows keep theirs."""
     campaign = labelling(store, campaign_id, principal)
+    author = label_author(principal, author)
     rows = list(csv.DictReader(io.StringIO(text.lstrip("\ufeff"), newline="")))
     missing = [c for c in ("qid", "judge", "label") if rows and c not in rows[0]] or ([] if rows else ["qid"])
     if missing:
@@ -144,7 +172,7 @@ def import_labels_csv(store: Store, campaign_id: str, text: str, *, author: str,
     parsed, problems = [], []
     for line, row in enumerate(rows, start=2):
         try:
-            parsed.append(import_row(campaign, row, questions, author))
+            parsed.append(import_row(campaign, row, questions, author, principal is not None))
         except EvalError as error:
             problems.append(f"{source} line {line}: {error.line()}")
     if problems:
@@ -156,13 +184,20 @@ def import_labels_csv(store: Store, campaign_id: str, text: str, *, author: str,
     return len(parsed)
 
 
-def import_row(campaign: Campaign, row: dict[str, Any], questions: set[int], author: str) -> tuple[Any, ...]:
-    """(qid, judge, label, note, author) of one CSV row; EvalError naming the column."""
+def import_row(campaign: Campaign, row: dict[str, Any], questions: set[int], author: str,
+               own: bool) -> tuple[Any, ...]:
+    """(qid, judge, label, note, author) of one CSV row; EvalError naming the column. `own`: the labels are the
+    importer's (`author`), whatever the author column says, which may then only be empty or `author`."""
     cell = {key: restore_cell(value or "").strip() for key, value in row.items() if key}
     if not cell["qid"].isdigit() or int(cell["qid"]) not in questions:
         raise EvalError("not a question of this campaign", where="qid", found=repr(cell["qid"]))
     label = checked_label(campaign, cell["judge"], cell["label"])
-    return int(cell["qid"]), cell["judge"], label, cell.get("note", "")[:NOTE_CHARS], cell.get("author") or author
+    given = cell.get("author") or ""
+    if own and given not in ("", author):
+        raise EvalError(f"labels imported with a key are that key's ({author})", where="author",
+                        found=shown_name(given), fix="leave the author column empty")
+    return int(cell["qid"]), cell["judge"], label, checked_note(cell.get("note", "")), (given if not own else "") \
+        or author
 
 
 def judged_category(verdict: Verdict, scale: Scale) -> str | None:

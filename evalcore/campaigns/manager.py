@@ -27,6 +27,7 @@ from evalcore.campaigns.records import (
 )
 from evalcore.errors import EvalError
 from evalcore.lifecycle import ACTIVE, OWNED, CampaignStatus, sql_list
+from evalcore.memory import limit_arenas
 from evalcore.store import (
     QUEUED,
     Conflict,
@@ -36,9 +37,11 @@ from evalcore.store import (
     StoreCallCache,
     db_location,
     dumps,
+    lease_s,
     mark_orphans,
     new_owner_token,
     open_store,
+    require_store,
 )
 from evalcore.text import name_problem, shown
 
@@ -50,6 +53,7 @@ if TYPE_CHECKING:
     from evalcore.campaigns.runner import Runner
     from evalcore.campaigns.supervisor import WorkerProcess
     from evalcore.datasets import Dataset
+    from evalcore.jobs import JobKind, JobWorkers
     from evalcore.judges import JudgeSettings
     from evalcore.models import ChatModel
     from evalcore.targets import Target, TargetConfig
@@ -62,9 +66,12 @@ _MANAGERS: dict[str, CampaignManager] = {}
 _MANAGERS_LOCK = threading.Lock()
 
 
-def get_manager(db_path: str | Path | None = None) -> CampaignManager:
-    """The one manager of this process for a database path (created on first use)."""
+def get_manager(db_path: str | Path | None = None, *, create: bool = True) -> CampaignManager:
+    """The one manager of this process for a database path (created on first use; its store made when missing only
+    with `create`)."""
     key = db_location(db_path)
+    if not create:
+        require_store(key)
     with _MANAGERS_LOCK:
         if key not in _MANAGERS:
             _MANAGERS[key] = CampaignManager(key)
@@ -160,6 +167,7 @@ class CampaignManager:
     """Launch, resume, retry, cancel and delete campaigns; each runs on its own background thread."""
 
     def __init__(self, db_path: str | Path) -> None:
+        limit_arenas()  # its campaigns' threads share few malloc arenas: less memory kept between campaigns
         self.store = open_store(db_path)
         self._runners: dict[str, Runner] = {}
         self._lost: set[str] = set()  # campaigns whose runner here stopped: deleted, or taken over elsewhere
@@ -167,6 +175,7 @@ class CampaignManager:
         self._after: list[Callable[[Store, str], object]] = []
         self.workers: Workers | WorkerProcess | None = None  # when set, launches are queued for workers
         self._claimed: set[str] = set()  # campaigns this process runs for the queue
+        self.job_workers: JobWorkers | None = None  # when set, this process runs queued jobs too
 
     def serve_queue(self, slots: int | None = None, tenant_cap: int | None = None) -> None:
         """From now on launches queue their campaign in the store; this process claims and runs queued campaigns
@@ -177,6 +186,18 @@ class CampaignManager:
             if self.workers is None:
                 self.workers = Workers(self, slots, tenant_cap)
                 self.workers.start()
+
+    def serve_jobs(self, *kinds: JobKind) -> None:
+        """From now on this process claims and runs queued jobs of these kinds (any process's), under the job caps;
+        closing the manager puts those running here back in the queue."""
+        from evalcore.jobs import JobWorkers, register
+
+        for kind in kinds:
+            register(kind)
+        with self._lock:
+            if self.job_workers is None:
+                self.job_workers = JobWorkers(self.store)
+                self.job_workers.start()
 
     def supervise_worker(self, slots: int | None = None, tenant_cap: int | None = None) -> None:
         """From now on launches queue their campaign; a child process this one supervises claims and runs them
@@ -543,10 +564,13 @@ class CampaignManager:
 
         def request(conn: Connection) -> None:
             mark_orphans(conn)
-            status = conn.execute("SELECT status FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()["status"]
-            if status == QUEUED:  # no runner: cancelled at once
-                conn.execute("UPDATE campaigns SET status = ?, ended_at = ? WHERE id = ?",
-                             (CampaignStatus.CANCELLED.value, time.time(), campaign_id))
+            row = conn.execute("SELECT status, heartbeat FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
+            status, now = row["status"], time.time()
+            if status == QUEUED or (status in OWNED and (row["heartbeat"] or now) < now - lease_s()):
+                # No runner, or one silent past its lease (it stopped, or lost the store): cancelled at once, and
+                # a runner that comes back finds the campaign no longer its own.
+                conn.execute("UPDATE campaigns SET status = ?, ended_at = ?, owner_token = NULL WHERE id = ?",
+                             (CampaignStatus.CANCELLED.value, now, campaign_id))
                 return
             if status not in OWNED:
                 raise Conflict(f"the campaign is {status}: there is nothing to cancel", where=campaign_id)
@@ -585,6 +609,8 @@ class CampaignManager:
         """Stop claiming, cancel local runners, wait for them, close the store, and forget this manager."""
         if self.workers is not None:
             self.workers.stop()
+        if self.job_workers is not None:
+            self.job_workers.close()
         for campaign_id, runner in list(self._runners.items()):
             if campaign_id in self._claimed:
                 runner.release()  # another worker resumes it

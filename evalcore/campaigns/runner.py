@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import random
 import sqlite3
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from evalcore.campaigns.answering import Plan, error_text
 from evalcore.campaigns.executors import Executor, LocalExecutor
@@ -16,13 +18,19 @@ from evalcore.campaigns.records import Outcome, Question
 from evalcore.campaigns.result_rows import NotOwner, ResultWriter
 from evalcore.errors import EvalError
 from evalcore.lifecycle import CampaignStatus
-from evalcore.store import HEARTBEAT_S, Connection, Store
+from evalcore.memory import give_back
+from evalcore.store import HEARTBEAT_S, Connection, Store, StoreUnavailable, lease_s
 
 log = logging.getLogger("evalcore.campaigns")
+T = TypeVar("T")
 # Questions finished within this many seconds of the first one unwritten are written together (at most SAVE_ROWS).
 SAVE_S = 0.1
 SAVE_ROWS = 64
 STAGE_COLUMNS = "stage = ?, stage_done = ?, stage_total = ?, pace_rate = ?, pace_at = ?, pace_done = ?"
+# A write that cannot reach the store is tried again for this share of the lease, and an owner whose heartbeat
+# could not be written for as long gives its campaign up: both before another worker may take it over.
+STORE_SHARE = 2 / 3
+BACKOFF_S = (0.05, 2.0)  # the first wait between tries of a write, and the longest
 
 
 class CampaignGone(Exception):
@@ -32,6 +40,28 @@ class CampaignGone(Exception):
 
 class CancelledDuringSetup(Exception):
     """A cancel arrived while the knowledge base was being built."""
+
+
+class StoreLost(Exception):
+    """The store could not be reached for longer than a runner waits: the campaign is given up (back to the queue
+    when workers run it, to be resumed when the store is back)."""
+
+
+def write_patiently(store: Store, fn: Callable[[Connection], T], deadline: float,
+                    sleep: Callable[[float], object] = time.sleep) -> T:
+    """store.write(fn), tried again with exponential back-off (full jitter) while the store cannot be reached,
+    until the monotonic `deadline`; StoreLost then."""
+    attempt = 0
+    while True:
+        try:
+            return store.write(fn)
+        except StoreUnavailable as error:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise StoreLost(str(error)) from None
+            log.warning("the store cannot be reached (%s); trying again", error)
+            sleep(min(left, random.uniform(0, min(BACKOFF_S[0] * 2 ** attempt, BACKOFF_S[1]))))
+            attempt += 1
 
 
 class Runner:
@@ -49,6 +79,7 @@ class Runner:
         # A cancel stops the threads from taking the questions handed to them ahead as soon as it is set.
         self.executor = executor or LocalExecutor(plan, stopped=self.cancelled)
         self.released = threading.Event()  # stopped to be resumed elsewhere: back to the queue, not cancelled
+        self.store_lost = False  # released because the store could not be reached for too long
         self.thread = threading.Thread(target=self.run, name=f"campaign-{plan.campaign_id}", daemon=True)
         self._failed = 0
         self._writer = ResultWriter(store, plan.campaign_id, plan.owner_token, shared=plan.answers_from is not None)
@@ -77,6 +108,7 @@ class Runner:
         finally:
             if self.ended is not None:
                 self.ended(self)
+            give_back()  # what the campaign's questions allocated goes back to the system, not kept by malloc
 
     def _record(self) -> None:
         try:
@@ -94,6 +126,10 @@ class Runner:
         except CampaignGone:
             self.lost = True
             return
+        except StoreLost:  # its lease runs out: a worker puts it back in the queue once the store answers
+            log.warning("campaign %s given up: the store cannot be reached", self.plan.campaign_id)
+            self.lost = True
+            return
         if self.after and not status.active and status != CampaignStatus.CANCELLED:
             # Off this thread: whoever waits for the campaign does not wait for what follows it.
             threading.Thread(target=self._after, name=f"after-{self.plan.campaign_id}", daemon=True).start()
@@ -108,8 +144,21 @@ class Runner:
 
     def _run(self) -> tuple[CampaignStatus, str | None]:
         try:
+            return self._steps()
+        except StoreLost:
+            self._give_up()
+            self.executor.cancel()
+            return CampaignStatus.CANCELLED, None
+
+    def _give_up(self) -> None:
+        """The store could not be reached for too long: stop asking, to be resumed (what was stored is kept)."""
+        self.store_lost = True
+        self.release()
+
+    def _steps(self) -> tuple[CampaignStatus, str | None]:
+        try:
             self._set_up()
-        except CampaignGone:
+        except (CampaignGone, StoreLost):
             raise
         except CancelledDuringSetup:
             return CampaignStatus.CANCELLED, None
@@ -117,7 +166,7 @@ class Runner:
             return CampaignStatus.FAILED, f"setup failed: {error_text(failure)}"
         try:
             return self._dispatch()
-        except CampaignGone:
+        except (CampaignGone, StoreLost):
             raise
         except Exception as failure:  # noqa: BLE001 - e.g. the disk is full: stop, keep what was stored
             return CampaignStatus.FAILED, f"stopped: {error_text(failure)}"
@@ -164,7 +213,7 @@ class Runner:
 
         with self._stage_lock:
             self._stage = ()
-            self._pace.restart(now, self.store.write(start))
+            self._pace.restart(now, self._write(start))
             self._asking = True
 
     def _dispatch(self) -> tuple[CampaignStatus, str | None]:
@@ -228,26 +277,41 @@ class Runner:
             return
         extra = {"cache_hits": self._cache_hits()}
         try:
-            _, self._failed = self.store.write(lambda conn: self._writer.write(conn, rows, passages, signatures, extra))
+            _, self._failed = self._write(lambda conn: self._writer.write(conn, rows, passages, signatures, extra))
         except (sqlite3.IntegrityError, NotOwner):
             raise CampaignGone from None
+
+    def _write(self, fn: Callable[[Connection], T]) -> T:
+        """A write of this runner, tried again while the store cannot be reached, for part of the lease."""
+        return write_patiently(self.store, fn, time.monotonic() + STORE_SHARE * lease_s())
 
     def _update(self, sql: str, params: tuple[object, ...]) -> None:
         """An update of this campaign's row (`... WHERE id = ?`), only while this runner owns it."""
         owned = f"{sql} AND owner_token = ?"
-        if self.store.write(lambda conn: conn.execute(owned, (*params, self.plan.owner_token)).rowcount) == 0:
+        if self._write(lambda conn: conn.execute(owned, (*params, self.plan.owner_token)).rowcount) == 0:
             raise CampaignGone  # deleted, or taken over by another process: stop without writing
 
     def _beat_loop(self) -> None:
-        """Heartbeat (even during a long setup), pick up a cancel asked by another process, slide the rate's window."""
+        """Heartbeat (even during a long setup), pick up a cancel asked by another process, slide the rate's window;
+        give the campaign up when no heartbeat could be written for part of the lease (another worker takes it
+        over once the lease runs out, and this one must have stopped by then)."""
+        last = time.monotonic()
         while not self._ended.wait(HEARTBEAT_S):
             try:
                 self._beat()
+                last = time.monotonic()
+            except (StoreUnavailable, StoreLost):
+                if time.monotonic() - last >= STORE_SHARE * lease_s():
+                    log.warning("campaign %s given up: no heartbeat written for %.0f s", self.plan.campaign_id,
+                                time.monotonic() - last)
+                    self._give_up()
+                    return
             except (CampaignGone, EvalError, sqlite3.Error):  # deleted, or the store closed under it
                 self.cancelled.set()
                 return
 
     def _beat(self) -> None:
+        """One heartbeat, its writes tried once (the loop keeps count of the time without one)."""
         campaign_id = self.plan.campaign_id
         rows = self.store.read("SELECT cancel_requested, finished FROM campaigns WHERE id = ?", (campaign_id,))
         if rows and rows[0]["cancel_requested"]:
@@ -266,10 +330,16 @@ class Runner:
                      (now, self._cache_hits(), *self._pace.sample(now, rows[0]["finished"]), campaign_id))
 
     def _finish(self, status: CampaignStatus, error: str | None) -> None:
+        """Record how the campaign ended; one given up for the store that no worker runs (its own process launched
+        it, no queue takes it back) is interrupted instead, to be resumed."""
         now = time.time()
+        lost = int(self.store_lost and status == CampaignStatus.QUEUED)
+        if lost:
+            error = "interrupted: the store could not be reached"
         self._update(
-            "UPDATE campaigns SET status = ?, error = ?, ended_at = ?, heartbeat = ?, cache_hits = ?, "
-            "owner_token = CASE WHEN ? = 1 THEN NULL ELSE owner_token END WHERE id = ?",
-            (status.value, error, None if status.active else now, now, self._cache_hits(), status.active,
-             self.plan.campaign_id),
+            "UPDATE campaigns SET status = CASE WHEN ? = 1 AND queued_at IS NULL THEN 'interrupted' ELSE ? END, "
+            "ended_at = CASE WHEN ? = 1 AND queued_at IS NULL THEN ? ELSE ? END, error = ?, heartbeat = ?, "
+            "cache_hits = ?, owner_token = CASE WHEN ? = 1 THEN NULL ELSE owner_token END WHERE id = ?",
+            (lost, status.value, lost, now, None if status.active else now, error, now, self._cache_hits(),
+             status.active, self.plan.campaign_id),
         )

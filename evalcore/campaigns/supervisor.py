@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from evalcore.errors import EvalError
@@ -20,6 +21,11 @@ from evalcore.errors import EvalError
 log = logging.getLogger("evalcore.campaigns")
 
 CHECK_S = 1.0
+# A child that ends within STEADY_S of its start failed at once (a broken store, a bad setting): it is started again
+# after a wait that doubles each time (BACKOFF_S[0] up to BACKOFF_S[1]), not every second; one that ran longer
+# resets the wait.
+STEADY_S = 30.0
+BACKOFF_S = (1.0, 300.0)
 # Numerical libraries' thread pools in the worker: one thread each. With a pool as wide as the machine, an index
 # build takes every core the pages need (a separate process frees them from the build's interpreter lock, not from
 # its CPU use), and a pool's threads spin while one of them waits for a CPU.
@@ -58,6 +64,8 @@ class WorkerProcess:
         self.args += ["--max-per-tenant", str(tenant_cap)] if tenant_cap else []
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        self.wait_s = BACKOFF_S[0]  # before the next start of a child that failed at once
+        self._started = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._supervise, name="evalcore-worker-supervisor", daemon=True)
 
@@ -85,9 +93,22 @@ class WorkerProcess:
     def _spawn(self) -> None:
         self.process = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, env=worker_environment(self.location))
         self.starts += 1
+        self._started = time.monotonic()
 
     def _supervise(self) -> None:
         while not self._stop.wait(CHECK_S):
             if self.process is not None and self.process.poll() is not None:
-                log.warning("the campaign worker ended (exit code %s): starting it again", self.process.returncode)
-                self._spawn()
+                self._restart(self.process.returncode)
+
+    def _restart(self, code: int | None) -> None:
+        """Start the child again: at once after a long run, else after a wait that doubles each time."""
+        if time.monotonic() - self._started >= STEADY_S:
+            self.wait_s = BACKOFF_S[0]
+            log.warning("the campaign worker ended (exit code %s): starting it again", code)
+        else:
+            log.warning("the campaign worker ended at once (exit code %s): starting it again in %.0f s", code,
+                        self.wait_s)
+            if self._stop.wait(self.wait_s):
+                return
+            self.wait_s = min(2 * self.wait_s, BACKOFF_S[1])
+        self._spawn()

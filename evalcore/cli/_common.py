@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import EvalError
-from evalcore.store import Store, db_location, is_url
+from evalcore.store import Store
 
 if TYPE_CHECKING:
     from evalcore.campaigns import CampaignManager
@@ -37,25 +37,18 @@ def run_on(args: argparse.Namespace) -> tuple[str | None, str | None]:
     return args.executor, args.scheduler
 
 
-def manager_of(args: argparse.Namespace) -> CampaignManager:
-    """The process's campaign manager for --db: one writer per database, whatever the command."""
+def manager_of(args: argparse.Namespace, *, create: bool = False) -> CampaignManager:
+    """The process's campaign manager for --db: one writer per database, whatever the command. A store that does not
+    exist is refused (a typo must not answer from, or write to, a new empty database) unless `create` (the commands
+    that start one: run, serve, keys create, suites import, config save)."""
     from evalcore.campaigns import get_manager  # the engine loads only for commands that use it
 
-    return get_manager(args.db)
+    return get_manager(args.db, create=create)
 
 
-def store_of(args: argparse.Namespace) -> Store:
-    """The store of --db (shared with the campaign manager)."""
-    return manager_of(args).store
-
-
-def existing_store(args: argparse.Namespace) -> Store:
-    """The store of --db, refusing a file that does not exist (a typo must not answer from a new, empty database)."""
-    location = db_location(args.db)
-    if not is_url(location) and not Path(location).is_file():
-        raise EvalError("no database there", where="--db", found=location,
-                        fix="give the --db that `keys create` and `serve` use (or set EVALCORE_DB)")
-    return store_of(args)
+def store_of(args: argparse.Namespace, *, create: bool = False) -> Store:
+    """The store of --db (shared with the campaign manager); `create` as for manager_of."""
+    return manager_of(args, create=create).store
 
 
 def positive_int(text: str) -> int:

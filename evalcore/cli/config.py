@@ -76,7 +76,7 @@ def _check(args: argparse.Namespace) -> int:
 
 def _save(args: argparse.Namespace) -> int:
     config = _load(args.file)
-    target_id = save_target(store_of(args), config, tenant=check_tenant(args.tenant), name=args.name)
+    target_id = save_target(store_of(args, create=True), config, tenant=check_tenant(args.tenant), name=args.name)
     print(target_id)
     print(f"saved {args.file} as {target_id} (tenant {args.tenant})", file=sys.stderr)
     return 0

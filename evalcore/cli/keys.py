@@ -8,7 +8,7 @@ import time
 
 from evalcore.access import Principal
 from evalcore.cli import SUMMARIES
-from evalcore.cli._common import Commands, add_db_option, existing_store, store_of
+from evalcore.cli._common import Commands, add_db_option, store_of
 from evalcore.keys import CAPABILITIES, ROLES, create_key, list_keys, revoke_key
 
 
@@ -38,7 +38,8 @@ def register(commands: Commands) -> None:
 
 
 def _create(args: argparse.Namespace) -> int:
-    key_id, secret = create_key(store_of(args), tenant=args.tenant, role=args.role, capability=args.capability)
+    key_id, secret = create_key(store_of(args, create=True), tenant=args.tenant, role=args.role,
+                                capability=args.capability)
     # The secret alone on stdout, so `KEY=$(python -m evalcore keys create ...)` works.
     print(secret)
     abilities = Principal(args.tenant, args.role, args.capability).abilities
@@ -52,7 +53,7 @@ def _when(stamp: float | None) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    keys = list_keys(existing_store(args), args.tenant)
+    keys = list_keys(store_of(args), args.tenant)
     print(f"{'id':<18} {'tenant':<16} {'role':<7} {'capability':<16} {'prefix':<9} {'created (UTC)':<17} revoked")
     for key in keys:
         print(f"{key.id:<18} {key.tenant:<16} {key.role:<7} {key.capability:<16} {key.prefix:<9} "
@@ -61,6 +62,6 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _revoke(args: argparse.Namespace) -> int:
-    key = revoke_key(existing_store(args), args.key_id)
+    key = revoke_key(store_of(args), args.key_id)
     print(f"revoked {key.id} (tenant {key.tenant}, role {key.role})")
     return 0

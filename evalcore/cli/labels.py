@@ -10,7 +10,7 @@ from pathlib import Path
 
 from evalcore.campaigns.labels import campaign_agreement, import_labels_csv, labels_csv, set_label
 from evalcore.cli import SUMMARIES
-from evalcore.cli._common import Commands, add_db_option, existing_store
+from evalcore.cli._common import Commands, add_db_option, store_of
 from evalcore.errors import EvalError
 from evalcore.metrics.agreement import Agreement
 
@@ -45,7 +45,7 @@ def register(commands: Commands) -> None:
 
 
 def _set(args: argparse.Namespace) -> int:
-    label = set_label(existing_store(args), args.campaign_id, args.qid, args.judge, args.label, note=args.note,
+    label = set_label(store_of(args), args.campaign_id, args.qid, args.judge, args.label, note=args.note,
                       author=args.author)
     print(f"question {label.qid}: {label.judge} labelled {label.label} by {label.author}")
     return 0
@@ -56,13 +56,13 @@ def _import(args: argparse.Namespace) -> int:
         text = args.file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise EvalError(f"cannot read the labels ({error})", where=str(args.file)) from None
-    count = import_labels_csv(existing_store(args), args.campaign_id, text, author=args.author, source=str(args.file))
+    count = import_labels_csv(store_of(args), args.campaign_id, text, author=args.author, source=str(args.file))
     print(f"{count} label(s) imported into {args.campaign_id}")
     return 0
 
 
 def _export(args: argparse.Namespace) -> int:
-    text = labels_csv(existing_store(args), args.campaign_id)
+    text = labels_csv(store_of(args), args.campaign_id)
     if args.out:
         args.out.write_text(text, encoding="utf-8", newline="")
     else:
@@ -71,7 +71,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _agreement(args: argparse.Namespace) -> int:
-    results = campaign_agreement(existing_store(args), args.campaign_id)
+    results = campaign_agreement(store_of(args), args.campaign_id)
     if args.json:
         print(json.dumps({name: a.to_dict() for name, a in results.items()}, indent=2))
         return 0

@@ -144,7 +144,7 @@ def judge_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_command(args: argparse.Namespace) -> int:
     """Launch, follow to the end, report; with --sweep, once per value, then the sweep's comparison."""
-    manager = _common.manager_of(args)
+    manager = _common.manager_of(args, create=True)
     config, target_id = configuration(manager, args)
     config = config.run_on(*_common.run_on(args))  # where it runs: still the saved target it was
     gates = run_gates(args)  # a mistyped gate fails before the run, not after it

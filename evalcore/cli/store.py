@@ -27,7 +27,7 @@ def _copy(args: argparse.Namespace) -> int:
     if db_location(args.source) == db_location(args.destination):
         raise EvalError("the source and the destination are the same store", where="--to",
                         found=redact(args.destination))
-    with open_store(args.source) as source, open_store(args.destination) as destination:
+    with open_store(args.source, create=False) as source, open_store(args.destination) as destination:
         tables = copy_store(source, destination)
     print(f"{'table':<20} {'rows':>9} {'copied':>9}  checksum (SHA-256 of the rows)")
     for table in tables:

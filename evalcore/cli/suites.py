@@ -71,7 +71,7 @@ def import_command(args: argparse.Namespace) -> int:
     if not report.cases:
         raise EvalError("no valid case to import", where=str(args.file))
     try:
-        suite = create_suite(store_of(args), tenant=args.tenant, name=args.name, target_id=args.target,
+        suite = create_suite(store_of(args, create=True), tenant=args.tenant, name=args.name, target_id=args.target,
                              cases=report.cases, if_exists=args.if_exists)
     except DuplicateName as error:
         raise EvalError(f"a suite named {args.name!r} already exists ({error.existing_id}): nothing imported",

@@ -38,15 +38,17 @@ def register(commands: Commands) -> None:
 
 
 def serve_queue(args: argparse.Namespace) -> None:
-    """Have this process's manager claim queued campaigns (after each, compared with the previous one)."""
+    """Have this process's manager claim queued campaigns (after each, compared with the previous one) and queued
+    jobs (the pairwise judge's)."""
     from evalcore.campaigns import get_manager
     from evalcore.campaigns.listing import keep_ended_figures
-    from evalcore.compare import compare_with_previous
+    from evalcore.compare import compare_with_previous, pairwise
 
-    manager = get_manager(args.db)
+    manager = get_manager(args.db, create=False)  # a worker of a store nobody made is a typo
     manager.after_each(keep_ended_figures)
     manager.after_each(compare_with_previous)
     manager.serve_queue(args.max_campaigns, args.max_per_tenant)
+    manager.serve_jobs(pairwise.PAIRWISE)
 
 
 def to_background() -> None:

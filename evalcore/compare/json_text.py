@@ -22,13 +22,15 @@ def comparison_text(comparison: Comparison, extra: dict[str, Any] | None = None,
 
 
 def comparison_pieces(comparison: Comparison, extra: dict[str, Any] | None = None, *,
-                      lines: bool = False) -> list[str]:
+                      lines: bool = False, head: dict[str, Any] | None = None) -> list[str]:
     """comparison_text's text in pieces, to be joined once (by the caller, with what it wraps around it).
 
     The questions are one piece: a kept comparison's text (KeptQuestions) as it is, none decoded, each question
-    on a line; with `lines`, indented."""
+    on a line; with `lines`, indented. `head`: every key but the questions as the caller shows them (the API's,
+    through its response model), else to_dict's."""
     kept = kept_questions(comparison.questions)
-    data = comparison.to_dict(questions=QUESTIONS) | (extra or {})
+    data = (comparison.to_dict(questions=QUESTIONS) if head is None else head | {"questions": QUESTIONS}) \
+        | (extra or {})
     pieces = ["{\n  " if lines else "{"]
     between = ",\n  " if lines else ", "
     for number, (key, value) in enumerate(data.items()):

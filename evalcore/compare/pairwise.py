@@ -4,15 +4,19 @@ The judge model is B's configuration's (its judge keys: `judge_kind`, `judge_mod
 gives other judge keys; every call goes through the store's model-call cache, so asking again on the same
 answers asks the model nothing. The result is kept per pair of campaign versions and judge signature
 (`saved.keep_preference`), and every comparison of the pair carries the newest one (`compare_campaigns`).
+
+Asking it is a job (`evalcore.jobs`, kind "pairwise"): started by a request at once (`start_pairwise`), run by a
+worker, each question's verdict kept as it comes, so a job resumed after its worker stopped asks only the rest.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
+from evalcore import jobs
 from evalcore.access import Action, Principal, scope
 from evalcore.campaigns import Campaign, QuestionResult, campaign_results, get_campaign
 from evalcore.compare import saved
@@ -88,15 +92,12 @@ def kept_pairwise(store: Store, a_id: str, b_id: str, *, tenant: str | None = No
                                                                                                 tenant=tenant))
 
 
-def judge_comparison(store: Store, a_id: str, b_id: str, *, judge: Mapping[str, Any] | None = None,
-                     limit: int | None = None, tenant: str | None = None,
-                     principal: Principal | None = None) -> Preference:
-    """Ask the pairwise judge on the common answered questions of A and B (the first `limit` of them), keep it.
+PAIRWISE_JOB = "pairwise"
 
-    It spends model calls, so a principal needs the right to launch; other judge keys than B's need full access.
-    """
-    tenant = scope(principal, tenant, Action.CHANGE)
-    a, b = get_campaign(store, a_id, tenant=tenant), get_campaign(store, b_id, tenant=tenant)
+
+def _common_pairs(store: Store, a: Campaign, b: Campaign,
+                  limit: int | None) -> list[tuple[QuestionResult, QuestionResult]]:
+    """The first `limit` common answered questions of two finished campaigns (EvalError when none, or running)."""
     if a.active or b.active:
         raise EvalError("the pairwise judge compares finished campaigns", where=(a if a.active else b).id,
                         found="still running", fix="wait until it ends, then ask again")
@@ -104,10 +105,65 @@ def judge_comparison(store: Store, a_id: str, b_id: str, *, judge: Mapping[str, 
     if not pairs:
         raise EvalError("A and B have no answered question in common: nothing for the pairwise judge",
                         where=f"{a.id}, {b.id}", fix="compare two campaigns over the same questions")
-    settings = pairwise_settings(store, b, judge or {}, principal)
+    return pairs
+
+
+def start_pairwise(store: Store, a_id: str, b_id: str, *, judge: Mapping[str, Any] | None = None,
+                   limit: int | None = None, tenant: str | None = None, principal: Principal | None = None) -> str:
+    """Queue the pairwise judge on the common answered questions of A and B (the first `limit`) as a job: its id.
+
+    Everything a request can get wrong is checked here, at once (the rights, finished campaigns with questions in
+    common, the judge's keys); the model is asked by the worker that runs the job. It spends model calls, so a
+    principal needs the right to launch; other judge keys than B's need full access. Conflict while the same job
+    is under way."""
+    tenant = scope(principal, tenant, Action.CHANGE)
+    a, b = get_campaign(store, a_id, tenant=tenant), get_campaign(store, b_id, tenant=tenant)
+    pairs = _common_pairs(store, a, b, limit)
+    config = judge_config(b, judge or {})
+    if principal is not None:
+        if judge:
+            principal.require(Action.CONFIGURE)  # a judge model names a host the server connects to
+        check_request(config)
+    params = {"a": a.id, "b": b.id, "judge": dict(judge or {}), "limit": limit}
+    return jobs.submit(store, PAIRWISE_JOB, params, tenant=b.tenant, total=len(pairs), unique=True)
+
+
+def run_pairwise(context: jobs.JobContext) -> dict[str, Any]:
+    """The pairwise job: each common question judged (B's questions in flight at once) and kept as it is done, so
+    a resumed job asks only the rest; then the preference, kept for the pair."""
+    store, params = context.store, context.job.params
+    a, b = get_campaign(store, params["a"]), get_campaign(store, params["b"])
+    pairs = _common_pairs(store, a, b, params.get("limit"))
+    settings = pairwise_settings(store, b, params.get("judge") or {}, None)
+    kept = context.kept()
+    todo = [position for position in range(len(pairs)) if position not in kept]
     with ThreadPoolExecutor(max_workers=max(1, b.options.concurrency)) as pool:  # B's questions in flight
-        verdicts = tuple(pool.map(lambda pair: judge_question(settings, *pair), pairs))
+        asked = {pool.submit(judge_question, settings, *pairs[position]): position for position in todo}
+        try:
+            for future in as_completed(asked):
+                verdict = future.result().to_dict()
+                kept[asked[future]] = verdict
+                context.keep(asked[future], verdict, len(pairs))
+                context.check()
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+    verdicts = tuple(PairVerdict.from_dict(kept[position]) for position in range(len(pairs)))
     preference = Preference(a.id, b.id, settings.model.name, pairwise_signature(settings.model.name), verdicts,
                             time.time())
     saved.keep_preference(store, preference, a, b)
-    return preference
+    return {"pairwise": preference.to_dict()}
+
+
+PAIRWISE = jobs.JobKind(PAIRWISE_JOB, run_pairwise)
+jobs.register(PAIRWISE)
+
+
+def judge_comparison(store: Store, a_id: str, b_id: str, *, judge: Mapping[str, Any] | None = None,
+                     limit: int | None = None, tenant: str | None = None,
+                     principal: Principal | None = None) -> Preference:
+    """The pairwise job started and run on this thread (the CLI): its preference, kept."""
+    job = jobs.run_now(store, start_pairwise(store, a_id, b_id, judge=judge, limit=limit, tenant=tenant,
+                                             principal=principal))
+    if job.status != jobs.JobStatus.SUCCEEDED or job.result is None:
+        raise EvalError(f"the pairwise judge {job.status.value}: {job.error or 'no result'}", where=job.id)
+    return Preference.from_dict(job.result["pairwise"])

@@ -34,7 +34,6 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cache
 from math import comb
 from pathlib import Path
 from statistics import NormalDist
@@ -43,6 +42,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from evalcore import compiled
+from evalcore.lazy import once
 from evalcore.shapes import doc
 
 T = TypeVar("T")
@@ -187,7 +187,7 @@ def bounded_draws(rng: np.random.Generator, n: int, sizes: Iterable[int]) -> Ite
         yield drawn[:size].view(np.int64)
 
 
-@cache
+@once
 def bounded_draws_hold(n: int) -> bool:
     """Whether bounded_draws gives rng.integers(0, n)'s stream in this numpy, on this machine (checked once on a range
     that rejects half its words and on one that rejects few, in calls of odd and even sizes); false for an n it does
@@ -448,7 +448,7 @@ def raw_signs(rng: np.random.Generator, out: np.ndarray) -> None:
     out -= 1.0
 
 
-@cache
+@once
 def raw_signs_hold() -> bool:
     """Whether raw_signs gives rng.integers(0, 2)'s values (as signs) in this numpy, on this machine."""
     out = np.empty(4096)

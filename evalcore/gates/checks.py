@@ -80,15 +80,16 @@ class Check:
         return dict(self.__dict__)
 
 
-def parse_gate(text: str, bound: str = "mean") -> Gate:
-    """`MEASURE=VALUE` as a Gate; EvalError naming the text when it is not one."""
+def parse_gate(text: str, bound: str = "mean", example: str = "--fail-under ndcg@10=0.7") -> Gate:
+    """`MEASURE=VALUE` as a Gate; EvalError naming the text when it is not one (its fix shows `example`, as the
+    caller takes it: a CLI flag, a query parameter)."""
     measure, sep, value = text.partition("=")
     try:
         mark = float(value)
     except ValueError:
         mark = float("nan")
     if not sep or not measure.strip() or not math.isfinite(mark):
-        raise EvalError("expected MEASURE=VALUE", where=text, fix="e.g. --fail-under ndcg@10=0.7")
+        raise EvalError("expected MEASURE=VALUE", where=text, fix=f"e.g. {example}")
     return gate(measure.strip(), mark, bound)
 
 
@@ -167,17 +168,17 @@ def question_failures(rows: Iterable[QuestionResult]) -> list[Check]:
                   " ".join((row.outcome.error or "").split())) for row in rows if row.outcome.error]
 
 
-def worse_checks(comparison: Comparison, names: Sequence[str]) -> list[Check]:
+def worse_checks(comparison: Comparison, names: Sequence[str], field: str = "--fail-if-worse") -> list[Check]:
     """One check per named measure (`headline`: the measures that decide verdicts): fails when B is
-    significantly worse than A by the comparison's own test."""
+    significantly worse than A by the comparison's own test (an error names `field`, where the names came from)."""
     deltas = {m.measure: m for m in comparison.measures}
     wanted = expand(names, deltas)
     if not wanted:
-        raise EvalError("no measure to check: the campaigns share no headline measure", where="--fail-if-worse",
+        raise EvalError("no measure to check: the campaigns share no headline measure", where=field,
                         expected=", ".join(deltas) or "a measure both campaigns have")
     missing = [name for name in wanted if name not in deltas]
     if missing:
-        raise EvalError("not compared: no common question has this measure in both campaigns", where="--fail-if-worse",
+        raise EvalError("not compared: no common question has this measure in both campaigns", where=field,
                         found=", ".join(missing), expected=", ".join(deltas) or "a measure both campaigns have")
     return [regression_check(deltas[name]) for name in wanted]
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import EvalError
@@ -27,6 +26,7 @@ from evalcore.judges.prompts import (
     sections,
     text_hash,
 )
+from evalcore.lazy import once
 from evalcore.shapes import Key, doc
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class PairVerdict:
                    Asking.from_dict(data["a_first"]), Asking.from_dict(data["b_first"]), data.get("context_cut"))
 
 
-@cache
+@once
 def pairwise_prompt() -> JudgePrompt:
     """The pairwise judge's prompt file."""
     text = (PROMPT_DIR / "pairwise.txt").read_text(encoding="utf-8").replace("\r\n", "\n")

@@ -6,7 +6,6 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -14,6 +13,7 @@ from evalcore.errors import EvalError
 from evalcore.judges.claims import reply_schema as claims_schema
 from evalcore.judges.parsing import PARSER_VERSION
 from evalcore.judges.scale import PASS_MARK
+from evalcore.lazy import once
 
 JUDGES = ("score", "retrieval", "groundedness", "groundedness_pro", "relevance", "completeness", "refusal", "claims")
 ALIASES = {"response_completeness": "completeness", "ai_score": "score"}
@@ -50,7 +50,7 @@ def canonical(name: str) -> str:
     return short
 
 
-@cache
+@once
 def load_prompt(name: str) -> JudgePrompt:
     """Read evalcore/judges/templates/<name>.txt (`# key: value` lines, then [system] and [user])."""
     name = canonical(name)

@@ -6,8 +6,7 @@ compares folded words.
 
 from __future__ import annotations
 
-from functools import cache
-
+from evalcore.lazy import once
 from evalcore.text import fold
 
 ENGLISH = ["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "as",
@@ -54,7 +53,7 @@ CHINESE = ["的", "了", "是", "在", "和", "与", "及", "或", "也", "都",
            "时候", "后", "以后", "之后", "前", "以前", "之前", "就是", "还是", "只是", "即", "即使", "不过", "并", "却",
            "则", "所", "所有", "地", "得"]
 
-@cache
+@once
 def stopwords() -> frozenset[str]:
     """Every stopword folded, built on first use: folding them took longer than the rest of the metrics' imports,
     which every command pays, coverage or not."""

@@ -12,11 +12,17 @@ Every request made while a `Calls` is active (a campaign's, one of its questions
 closing a question's `Calls` when it passes its time limit shuts the connection it waits on, so a peer
 that trickles its reply holds neither a thread nor a socket past the limit; closing a campaign's
 closes every connection its clients keep, idle ones included.
+
+Every call has an overall deadline: an attempt ends `timeout` seconds after it starts (connect, send and
+every read of the reply together, however slowly a peer trickles its bytes: a watchdog shuts the socket
+then), and the whole call, retries and their back-off included, ends within `call_deadline`: every
+attempt's `timeout` and the longest back-off between them.
 """
 
 from __future__ import annotations
 
 import contextvars
+import heapq
 import http.client
 import json
 import random
@@ -141,6 +147,63 @@ def _shut(conn: http.client.HTTPConnection) -> None:
             pass  # already closed
 
 
+class _Watch:
+    """One exchange's deadline: `fired` once the watchdog shut its connection."""
+
+    __slots__ = ("conn", "deadline", "done", "fired")
+
+    def __init__(self, conn: http.client.HTTPConnection, deadline: float) -> None:
+        self.conn, self.deadline, self.done, self.fired = conn, deadline, False, False
+
+    def __lt__(self, other: _Watch) -> bool:
+        return self.deadline < other.deadline
+
+
+class _Watchdog:
+    """Shuts the connection of an exchange still going at its deadline (one thread for the process, started on
+    first use): a socket's timeout bounds each read, not a reply trickled a byte at a time."""
+
+    def __init__(self) -> None:
+        self._heap: list[_Watch] = []
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, conn: http.client.HTTPConnection, deadline: float) -> _Watch:
+        """Watch `conn` until `end` is called on the returned watch."""
+        entry = _Watch(conn, deadline)
+        with self._cond:
+            heapq.heappush(self._heap, entry)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="evalcore-http-deadlines", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+        return entry
+
+    def end(self, entry: _Watch) -> None:
+        """The exchange is over (it stays in the heap until its deadline, or is dropped when it is the first)."""
+        with self._cond:
+            entry.done = True
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while self._heap and self._heap[0].done:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait(60.0)
+                    continue
+                wait = self._heap[0].deadline - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(min(wait, 60.0))
+                    continue
+                entry = heapq.heappop(self._heap)
+                entry.fired = True
+            _shut(entry.conn)
+
+
+_WATCHDOG = _Watchdog()
+
+
 class HttpClient:
     """HTTP/1.1 with keep-alive: idle connections kept per (scheme, host, port), lent to one request at a time.
 
@@ -177,20 +240,22 @@ class HttpClient:
 
     def request(self, method: str, url: str, body: bytes | None, headers: Mapping[str, str], timeout: float,
                 limit: int | None = None) -> tuple[int, bytes, dict[str, str]]:
-        """Send and read the reply (at most `limit` + 1 bytes of it); Timeout or OSError when it fails."""
+        """Send and read the reply (at most `limit` + 1 bytes of it) within `timeout` seconds in all; Timeout or
+        OSError when it fails."""
         parts = urlsplit(url)
         where = (parts.scheme, parts.hostname or "", parts.port)
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        deadline = time.monotonic() + timeout
         conn, reused = self._borrow(where, timeout)
         try:
-            reply = self._tracked(conn, method, path, body, headers, limit)
+            reply = self._tracked(conn, method, path, body, headers, limit, deadline)
         except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
             conn.close()
             if not reused:
                 raise
             # The server closed an idle keep-alive connection: the request never reached it.
-            conn, _ = self._borrow(where, timeout, fresh=True)
-            reply = self._tracked(conn, method, path, body, headers, limit)
+            conn, _ = self._borrow(where, max(0.01, deadline - time.monotonic()), fresh=True)
+            reply = self._tracked(conn, method, path, body, headers, limit, deadline)
         except BaseException:
             conn.close()
             raise
@@ -198,22 +263,35 @@ class HttpClient:
         return reply
 
     def _tracked(self, conn: http.client.HTTPConnection, method: str, path: str, body: bytes | None,
-                 headers: Mapping[str, str], limit: int | None) -> tuple[int, bytes, dict[str, str]]:
-        """One exchange, known to the active Calls (which may shut it); GivenUp once they were given up."""
-        calls = _ACTIVE.get()
-        if calls is None:
-            return _exchange(conn, method, path, body, headers, limit)
+                 headers: Mapping[str, str], limit: int | None, deadline: float) -> tuple[int, bytes, dict[str, str]]:
+        """One exchange, shut at `deadline` (Timeout) and known to the active Calls (which may shut it: GivenUp)."""
         if conn.sock is None:
-            conn.connect()  # a socket to shut from the start
-        calls.enter(self, conn)
+            try:
+                conn.connect()  # a socket to shut from the start, within the connection's timeout
+            except TimeoutError:
+                raise Timeout("timed out") from None
+        calls = _ACTIVE.get()
+        watch = _WATCHDOG.watch(conn, deadline)
         try:
-            return _exchange(conn, method, path, body, headers, limit)
-        except (OSError, http.client.HTTPException):
-            if calls.closed:
-                raise GivenUp("given up") from None
-            raise
+            if calls is not None:
+                calls.enter(self, conn)
+            try:
+                reply = _exchange(conn, method, path, body, headers, limit)
+            except (OSError, http.client.HTTPException):
+                if calls is not None and calls.closed:
+                    raise GivenUp("given up") from None
+                if watch.fired:
+                    raise Timeout("timed out") from None
+                raise
+            finally:
+                if calls is not None:
+                    calls.leave(conn)
         finally:
-            calls.leave(conn)
+            _WATCHDOG.end(watch)
+        if watch.fired:  # shut while reading a body of unknown length: what was read is cut short
+            conn.close()
+            raise Timeout("timed out")
+        return reply
 
     def _borrow(self, where: tuple[str, str, int | None], timeout: float,
                 fresh: bool = False) -> tuple[http.client.HTTPConnection, bool]:
@@ -280,28 +358,42 @@ def _bounded(response: http.client.HTTPResponse, limit: int) -> bytes:
     return bytes(content)
 
 
+def call_deadline(timeout: float, retries: int, backoff: float) -> float:
+    """The seconds a whole call may take: every attempt's `timeout` and the longest back-off between them."""
+    return (retries + 1) * timeout + sum(min(backoff * 2.0 ** attempt, MAX_RETRY_AFTER) for attempt in range(retries))
+
+
 def post_json(client: HttpClient, url: str, body: Any, *, headers: dict[str, str] | None = None,
               timeout: float, retries: int, backoff: float, parse: Callable[[Any], T],
               max_reply_chars: int | None = None, refused: Callable[[int, str], bool] | None = None) -> T:
     """POST JSON and parse the reply, retrying transient failures; ModelError after the last one.
 
-    With `max_reply_chars`, a body larger than `reply_byte_limit` of it is refused (ReplyTooLarge,
-    never retried) as soon as its Content-Length or the bytes read so far exceed the limit. An error
-    reply `refused(status, body)` calls a refusal of the request (a server answering 500 to a parameter
-    it does not take) is not retried: ModelError with its status and body at once.
+    Each attempt ends `timeout` seconds after it starts, and the call, its back-off included, within
+    `call_deadline` seconds. With `max_reply_chars`, a body larger than `reply_byte_limit` of it is refused
+    (ReplyTooLarge, never retried) as soon as its Content-Length or the bytes read so far exceed the limit.
+    An error reply `refused(status, body)` calls a refusal of the request (a server answering 500 to a
+    parameter it does not take) is not retried: ModelError with its status and body at once.
     """
     problem, retry_after = "", None
     limit = None if max_reply_chars is None else reply_byte_limit(max_reply_chars)
+    overall = call_deadline(timeout, retries, backoff)
+    deadline = time.monotonic() + overall
+    attempts = 0
     for attempt in range(retries + 1):
         if attempt:
-            time.sleep(backoff_delay(attempt - 1, backoff, retry_after))
+            time.sleep(min(backoff_delay(attempt - 1, backoff, retry_after), max(0.0, deadline - time.monotonic())))
+        left = deadline - time.monotonic()
+        if left <= 0:
+            problem = f"{problem}; no time left of the call's {overall:g} s"
+            break
+        attempts += 1
         retry_after = None
         try:
-            response = _post(client, url, body, headers, timeout, limit, max_reply_chars)
+            response = _post(client, url, body, headers, min(timeout, left), limit, max_reply_chars)
         except GivenUp:
             raise ModelError("given up: the question passed its time limit, or its campaign ended", where=url) from None
         except Timeout:
-            problem = f"no reply within {timeout:g} s"
+            problem = f"no reply within {round(min(timeout, left), 2):g} s"
             continue
         except (OSError, http.client.HTTPException) as error:
             problem = f"connection failed ({type(error).__name__}: {error})"
@@ -319,7 +411,7 @@ def post_json(client: HttpClient, url: str, body: Any, *, headers: dict[str, str
             return parse(json.loads(response.content))
         except (ValueError, KeyError, IndexError, TypeError) as error:
             problem = f"malformed reply ({type(error).__name__}: {str(error)[:120]}): {response.text[:120]!r}"
-    raise ModelError(f"failed after {retries + 1} attempts: {problem}", where=url,
+    raise ModelError(f"failed after {attempts} attempt{'s' if attempts != 1 else ''}: {problem}", where=url,
                      fix="check that the service is up, or raise timeout/retries in the target configuration")
 
 

@@ -25,7 +25,8 @@ T = TypeVar("T")
 
 DEFAULT_DB = Path(".evalcore") / "evalcore.db"
 HEARTBEAT_S = 2.0
-# A running campaign whose heartbeat is older than this has lost its owner (crash, kill, reboot).
+# A running campaign whose heartbeat is older than this has lost its owner (crash, kill, reboot, a store it could
+# not reach): its lease (EVALCORE_LEASE_S overrides it).
 STALE_S = 30.0
 QUEUED = CampaignStatus.QUEUED.value  # waiting for a worker to claim it (evalcore.campaigns.claims)
 
@@ -204,9 +205,21 @@ CREATE TABLE campaign_figures (
     campaign_id TEXT NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE, kind TEXT NOT NULL,
     version TEXT NOT NULL, data TEXT NOT NULL, created_at REAL NOT NULL, PRIMARY KEY (campaign_id, kind));
 """
+# v18: long work other than campaigns (the pairwise judge, ...) as jobs workers claim, with the pieces each has
+# done so far (a resumed job skips them).
+SCHEMA_V18 = """
+CREATE TABLE jobs (
+    id TEXT PRIMARY KEY, tenant TEXT NOT NULL, kind TEXT NOT NULL, status TEXT NOT NULL, params TEXT NOT NULL,
+    done INTEGER NOT NULL DEFAULT 0, total INTEGER, created_at REAL NOT NULL, started_at REAL, ended_at REAL,
+    heartbeat REAL, owner_token TEXT, cancel_requested INTEGER NOT NULL DEFAULT 0, error TEXT, result TEXT);
+CREATE INDEX jobs_queue ON jobs(status, created_at);
+CREATE TABLE job_items (
+    job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE, position INTEGER NOT NULL, value TEXT NOT NULL,
+    PRIMARY KEY (job_id, position));
+"""
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
                                SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14,
-                               SCHEMA_V15, SCHEMA_V16, SCHEMA_V17)
+                               SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18)
 
 
 class NotFound(EvalError):
@@ -219,6 +232,12 @@ class Conflict(EvalError):
     def __init__(self, message: str, *, running_id: str = "", **kwargs: Any) -> None:
         self.running_id = running_id
         super().__init__(message, **kwargs)
+
+
+class StoreUnavailable(EvalError):
+    """The database cannot be reached now (stopped, restarting, a lost connection): the same call may work shortly."""
+
+    RETRY_AFTER_S = 5  # what the API tells a client to wait before it tries again
 
 
 def default_db_path() -> Path:
@@ -244,14 +263,25 @@ def db_location(db: str | Path | None = None) -> str:
     return str(Path(text.removeprefix("sqlite:")).resolve())
 
 
+def require_store(location: str) -> None:
+    """EvalError unless a SQLite store's file exists (a URL's database is checked by connecting to it)."""
+    if not is_url(location) and not Path(location).is_file():
+        raise EvalError("no database there", where=location,
+                        fix="give the --db of an existing store (or set EVALCORE_DB); `run`, `serve`, `keys create`, "
+                            "`suites import` and `config save` make a new one")
+
+
 def redact(location: str) -> str:
     """A store's location without a URL's password, for messages and logs."""
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", location)
 
 
-def open_store(db: str | Path | None = None) -> Store:
-    """The store a --db value names: PostgreSQL for a postgresql:// URL, else the SQLite file."""
+def open_store(db: str | Path | None = None, *, create: bool = True) -> Store:
+    """The store a --db value names: PostgreSQL for a postgresql:// URL, else the SQLite file (made when missing
+    only with `create`: commands that read or work on a store must not answer from a new, empty one)."""
     location = db_location(db)
+    if not create:
+        require_store(location)
     if is_url(location):
         from evalcore.store.postgres import PgStore  # psycopg is loaded only by those who use PostgreSQL
 
@@ -589,18 +619,33 @@ def owner_alive(token: str | None) -> bool | None:
     return pid_alive(int(pid)) and (not start or process_start(int(pid)) == start)
 
 
+def lease_s() -> float:
+    """Seconds a campaign's owner may go without a heartbeat before it is taken as lost (EVALCORE_LEASE_S, else
+    STALE_S)."""
+    text = (os.environ.get("EVALCORE_LEASE_S") or "").strip()
+    try:
+        return max(1.0, float(text)) if text else STALE_S
+    except ValueError:
+        raise EvalError("the lease must be a number of seconds", where="EVALCORE_LEASE_S", found=text) from None
+
+
 def orphaned(row: Row, now: float, host: str) -> bool:
     """Whether an active campaign lost its owner.
 
-    On this host the owner's process is checked: alive (even paused by Ctrl-Z or a sleeping
-    laptop, its heartbeat stale) means owned. Elsewhere only a stale heartbeat can tell.
+    A campaign workers run (queued once) is a lease: a stale heartbeat frees it even while its owner's process
+    lives (a runner that lost the store, or died on its own, must not hold it). A campaign run by the process that
+    launched it is checked on this host by that process: alive (even paused by Ctrl-Z or a sleeping laptop, its
+    heartbeat stale) means owned. Elsewhere only a stale heartbeat can tell.
     """
+    stale = bool((row["heartbeat"] or row["created_at"]) < now - lease_s())
+    if row["queued_at"] is not None:
+        return stale or owner_alive(row["owner_token"]) is False
     alive = owner_alive(row["owner_token"])
     if alive is not None:
         return not alive
     if row["owner_host"] == host and row["owner_pid"] and not row["owner_token"]:  # a row of an older version
-        return not pid_alive(row["owner_pid"]) or (row["heartbeat"] or row["created_at"]) < now - STALE_S
-    return bool((row["heartbeat"] or row["created_at"]) < now - STALE_S)
+        return not pid_alive(row["owner_pid"]) or stale
+    return stale
 
 
 def mark_orphans(conn: Connection) -> int:
@@ -634,8 +679,11 @@ class StoreCallCache:
         self._lock = threading.Lock()
 
     def get(self, key: str) -> dict[str, Any] | None:
-        """The stored reply for this key, or None."""
-        rows = self.store.read("SELECT value FROM call_cache WHERE key = ?", (key,))
+        """The stored reply for this key, or None (also while the store cannot be reached: the model is asked)."""
+        try:
+            rows = self.store.read("SELECT value FROM call_cache WHERE key = ?", (key,))
+        except StoreUnavailable:
+            rows = []
         with self._lock:
             if rows:
                 self.hits += 1
@@ -644,11 +692,15 @@ class StoreCallCache:
         return json.loads(rows[0]["value"]) if rows else None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        """Remember a reply (the first one wins when two threads race on one key)."""
+        """Remember a reply (the first one wins when two threads race on one key); not while the store cannot be
+        reached (the reply is still used: a cache is no reason to fail a question)."""
         text = dumps(value)
-        self.store.write(
-            lambda conn: conn.execute(
-                "INSERT INTO call_cache (key, value, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                (key, text, time.time())
+        try:
+            self.store.write(
+                lambda conn: conn.execute(
+                    "INSERT INTO call_cache (key, value, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                    (key, text, time.time())
+                )
             )
-        )
+        except StoreUnavailable:
+            pass

@@ -19,7 +19,8 @@ TABLES: tuple[tuple[str, str], ...] = (
     ("campaign_passages", "campaign_id, key"), ("campaign_signatures", "campaign_id, name"),
     ("comparisons", "a_id, b_id, seed, resamples"), ("call_cache", "key"), ("api_keys", "id"),
     ("dashboard_sessions", "token_hash"), ("labels", "campaign_id, qid, judge"),
-    ("pairwise", "a_id, b_id, signature"), ("campaign_figures", "campaign_id, kind"),
+    ("pairwise", "a_id, b_id, signature"), ("campaign_figures", "campaign_id, kind"), ("jobs", "id"),
+    ("job_items", "job_id, position"),
 )
 BATCH = 2000
 

@@ -3,9 +3,10 @@
 Every difference between the two backends is kept here: the placeholders (`?` and `:name` become `%s` and
 `%(name)s`), the column types of the migrations, the JSON functions (`PgDialect`), where the schema version is
 kept, rows that answer by position and by name like sqlite3.Row, and integrity errors raised as sqlite3's so
-callers catch one class. Writes are concurrent transactions (SERIALIZABLE, retried when PostgreSQL reports a
-conflict) on pooled connections, instead of SQLite's one writer thread: what a write function reads is still
-what it writes over, as on SQLite.
+callers catch one class; a lost or refused connection (a stopped or restarting server) is StoreUnavailable, after
+one more try on a new connection when a pooled one had died since its last use. Writes are concurrent
+transactions (SERIALIZABLE, retried when PostgreSQL reports a conflict) on pooled connections, instead of SQLite's
+one writer thread: what a write function reads is still what it writes over, as on SQLite.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from evalcore.store import (
     Cursor,
     Dialect,
     Store,
+    StoreUnavailable,
     mark_orphans,
     redact,
     split_script,
@@ -44,6 +46,7 @@ from evalcore.store import _storable_params as storable_params
 T = TypeVar("T")
 
 RETRIES = 50
+CONNECT_S = 5  # seconds to open a connection: a server that does not answer is unavailable, not awaited
 # Two servers starting at once migrate one after the other (a transaction-level advisory lock).
 MIGRATION_LOCK = 0x65766C63
 TOKENS = re.compile(r"'(?:[^']|'')*'|\"[^\"]*\"|::|:([A-Za-z_]\w*)|\?|%")
@@ -184,7 +187,9 @@ class PgStore(Store):
 
     def _open(self) -> psycopg.Connection[PgRow]:
         try:
-            conn = psycopg.connect(self.location, autocommit=True, row_factory=pg_rows)
+            conn = psycopg.connect(self.location, autocommit=True, row_factory=pg_rows, connect_timeout=CONNECT_S)
+        except psycopg.OperationalError as error:
+            raise unavailable(self.location, error) from None
         except psycopg.Error as error:
             raise EvalError(f"cannot open the database: {error}".strip(), where=redact(self.location),
                             fix="start the PostgreSQL server, or check the URL (postgresql://USER@HOST:PORT/DB)",
@@ -195,11 +200,11 @@ class PgStore(Store):
         return conn
 
     @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[PgRow]]:
+    def _connection(self, pooled: bool = True) -> Iterator[psycopg.Connection[PgRow]]:
         if self._closed:
             raise EvalError("the store is closed", where=redact(self.location))
         try:
-            conn = self._pool.get_nowait()
+            conn = self._pool.get_nowait() if pooled else self._open()
         except queue.Empty:
             conn = self._open()
         try:
@@ -208,16 +213,37 @@ class PgStore(Store):
             if conn.broken or conn.closed:
                 with self._lock:
                     self._all.remove(conn)
+                conn.close()
             else:
                 self._pool.put(conn)
 
+    def _reconnecting(self, work: Callable[[psycopg.Connection[PgRow]], T]) -> T:
+        """work(conn) on a pooled connection; once more on a new one when that one had died (a server restart
+        closes every pooled connection); StoreUnavailable when the server cannot be reached."""
+        try:
+            with self._connection() as conn:
+                return work(conn)
+        except psycopg.OperationalError as error:
+            if not _connection_lost(error):
+                raise
+        try:
+            with self._connection(pooled=False) as conn:
+                return work(conn)
+        except psycopg.OperationalError as error:
+            if not _connection_lost(error):
+                raise
+            raise unavailable(self.location, error) from None
+
     def write(self, fn: Callable[[Connection], T]) -> T:
         """Run fn(conn) in one transaction; again when PostgreSQL finds it conflicted with another; return or raise."""
+        def transaction(conn: psycopg.Connection[PgRow]) -> T:
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+                return fn(PgConnection(conn))
+
         for attempt in range(RETRIES):
             try:
-                with self._connection() as conn, conn.transaction():
-                    conn.execute("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE")
-                    return fn(PgConnection(conn))
+                return self._reconnecting(transaction)
             except (pg_errors.SerializationFailure, pg_errors.DeadlockDetected):
                 if attempt == RETRIES - 1:
                     raise
@@ -235,8 +261,11 @@ class PgStore(Store):
 
     def read(self, sql: str, params: tuple[Any, ...] | list[Any] | dict[str, Any] = ()) -> list[Any]:
         """Run one query on a pooled connection (its own snapshot)."""
-        with self._connection() as conn, integrity_as_sqlite():
-            return conn.execute(to_pg(sql), pg_params(params)).fetchall()
+        def query(conn: psycopg.Connection[PgRow]) -> list[Any]:
+            with integrity_as_sqlite():
+                return conn.execute(to_pg(sql), pg_params(params)).fetchall()
+
+        return self._reconnecting(query)
 
     def close(self) -> None:
         """Close every connection."""
@@ -247,6 +276,21 @@ class PgStore(Store):
             for conn in self._all:
                 conn.close()
             self._all.clear()
+
+
+def _connection_lost(error: psycopg.OperationalError) -> bool:
+    """Whether the server went away or refuses connections for now (not a statement's own failure, such as a
+    serialization conflict or a cancelled query, which are OperationalErrors too)."""
+    return not isinstance(error, pg_errors.SerializationFailure | pg_errors.DeadlockDetected
+                          | pg_errors.QueryCanceled | pg_errors.LockNotAvailable)
+
+
+def unavailable(location: str, error: psycopg.OperationalError) -> StoreUnavailable:
+    """The store's error for a server that cannot be reached now."""
+    reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return StoreUnavailable(f"the database cannot be reached: {reason}", where=redact(location),
+                            fix="start the PostgreSQL server or wait for its restart, or check the URL "
+                                "(postgresql://USER@HOST:PORT/DB)")
 
 
 def migrate_pg(conn: psycopg.Connection[PgRow], where: str) -> None:

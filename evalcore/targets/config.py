@@ -185,7 +185,9 @@ class TargetConfig:
     # How a reply of a fixed shape (a judge's verdict, when this model judges) is asked for; see
     # evalcore.models.openai.FORMATS.
     structured_output: str = setting("auto", GENERATION, STRUCTURED_HELP, choices=STRUCTURED_OUTPUT)
-    timeout: float = setting(60.0, GENERATION, "seconds per model call", within=(0.01, 3600.0))
+    timeout: float = setting(60.0, GENERATION, "seconds per attempt of a model call, connect to last byte; a call "
+                             "with its retries ends by (retries + 1) x timeout plus its back-off",
+                             within=(0.01, 3600.0))
     retries: int = setting(3, GENERATION, "retries of a model call on timeouts, 429, 5xx and malformed replies",
                            within=(0, 10))
     retry_backoff: float = setting(0.5, GENERATION, "seconds before the first retry, doubled at each (with jitter)",
@@ -442,7 +444,13 @@ EXECUTION_KEYS = frozenset(TargetConfig.keys_in(EXECUTION))
 # tcp://HOST:PORT, HOST a name, an IPv4 address or a bracketed IPv6 address.
 SCHEDULER_ADDRESS = re.compile(r"tcp://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):([0-9]{1,5})")
 HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-HEADER_VALUE_BAD = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# A header value is printable ASCII (and tabs): HTTP gives other bytes no agreed meaning, and a line break would
+# start another header.
+HEADER_VALUE_BAD = re.compile(r"[^\t\x20-\x7e]")
+# Headers that change how a request is framed or routed, which the client sets itself: sent by a configuration, an
+# agent would read an empty or cut body (Content-Length, Transfer-Encoding) or another host's.
+FRAMING_HEADERS = frozenset({"content-length", "transfer-encoding", "host", "connection", "keep-alive", "te",
+                             "trailer", "upgrade", "expect", "proxy-connection", "content-encoding", "content-type"})
 # Or the name the operator gave it (EVALCORE_DASK_SCHEDULERS).
 SCHEDULER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9._-]{0,63}")
 
@@ -656,13 +664,22 @@ def _query_problems(config: TargetConfig) -> list[str]:
 
 
 def _header_problems(headers: tuple[tuple[str, str], ...]) -> list[str]:
-    """A header name is an HTTP token, and no value holds a line break or another control character (a line
-    break would start another header, or fail every request)."""
-    problems = [f"agent_headers: {name!r} is not a header name (letters, digits and !#$%&'*+-.^_`|~ only)"
-                for name, _ in headers if not HEADER_NAME.fullmatch(name)]
-    return problems + [f"agent_headers.{name}: the value holds a line break or a control character, found "
-                       f"{value!r}" for name, value in headers if HEADER_NAME.fullmatch(name)
-                       and HEADER_VALUE_BAD.search(value)]
+    """Every agent header's problem (header_problem), one line each."""
+    return [f"agent_headers.{name}: {problem}" if HEADER_NAME.fullmatch(name) else f"agent_headers: {problem}"
+            for name, value in headers if (problem := header_problem(name, value))]
+
+
+def header_problem(name: str, value: str) -> str | None:
+    """What is wrong with a header sent to an agent, or None: its name is an HTTP token that does not change how the
+    request is framed or routed, and its value is printable ASCII (a ${VAR} part is checked again once expanded)."""
+    if not HEADER_NAME.fullmatch(name):
+        return f"{name!r} is not a header name (letters, digits and !#$%&'*+-.^_`|~ only)"
+    if name.lower() in FRAMING_HEADERS:
+        return f"{name} is set by the HTTP client itself (it frames or routes the request): leave it out"
+    if HEADER_VALUE_BAD.search(value):
+        return (f"the value may hold printable ASCII characters only (no line break, control or non-ASCII "
+                f"character), found {value!r}")
+    return None
 
 
 def _dependency_problems(config: TargetConfig) -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any
 from evalcore.errors import EvalError
 from evalcore.models import ChatModel, check_reachable, new_client, post_json
 from evalcore.targets.base import Retrieved, TargetAnswer
-from evalcore.targets.config import TargetConfig
+from evalcore.targets.config import TargetConfig, header_problem
 from evalcore.targets.knowledge import Progress
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -116,7 +116,12 @@ class HttpAgentTarget:
         return next((value for name in fields if isinstance(value := item.get(name), str) and value.strip()), "")
 
     def _headers(self) -> dict[str, str]:
-        return {name: expand_env(value, f"agent_headers.{name}") for name, value in self.config.agent_headers}
+        """The agent headers with their ${VAR} parts expanded, checked again (EvalError naming the header)."""
+        headers = {name: expand_env(value, f"agent_headers.{name}") for name, value in self.config.agent_headers}
+        for name, value in headers.items():
+            if problem := header_problem(name, value):
+                raise EvalError(f"{problem} (after its ${{VAR}} parts were expanded)", where=f"agent_headers.{name}")
+        return headers
 
     def chat_model(self) -> ChatModel | None:
         """An agent exposes no chat model of ours."""

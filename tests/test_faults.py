@@ -1,0 +1,24 @@
+"""The fault drill of bench/faults.py, short: two servers and a worker on a throwaway PostgreSQL, each killed or
+restarted (the database too) while campaigns and a pairwise job run; nothing lost, nothing stored twice, nothing
+stuck, health answered within a second by the servers that were up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalcore.testing.faults import Drill, run_drill
+
+
+def test_a_short_fault_drill_loses_repeats_and_leaves_stuck_nothing(tmp_path: Path) -> None:
+    from evalcore.testing.postgres import postgres_bin
+
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL is not installed (Debian: apt-get install postgresql)")
+    outcome = run_drill(Drill(campaigns=3, questions=12, lease_s=4.0, delay_s=0.2, flood=12, deadline_s=180), tmp_path,
+                        say=lambda line: None)
+    assert (outcome.lost, outcome.duplicated, outcome.stuck) == (0, 0, []), outcome
+    assert outcome.statuses == {"succeeded": 3} and outcome.pairwise == "succeeded", outcome
+    assert outcome.probes > 0 and outcome.probes_within_1s == outcome.probes, outcome.log
+    assert set(outcome.flood_answers) <= {202, 409}, outcome.flood_answers

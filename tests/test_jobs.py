@@ -1,0 +1,188 @@
+"""Jobs: long work other than campaigns, queued in the store and run by workers under caps per process and per
+tenant; visible, cancellable, resumed after their worker stopped (only the pieces not kept yet), freed when their
+lease runs out. The pairwise judge is one: its request answers at once, and health and reads answer while its judge
+model is slow."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from evalcore.jobs import (
+    JobContext,
+    JobKind,
+    JobStatus,
+    JobWorkers,
+    cancel_job,
+    get_job,
+    list_jobs,
+    register,
+    requeue_lapsed,
+    submit,
+)
+from evalcore.store import Conflict, NotFound, Store, open_store
+
+
+class Pieces:
+    """A kind of job that does `params["n"]` pieces, each waiting for `gate` (when given), and records who ran
+    which piece."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.gate = threading.Event()
+        self.gate.set()
+        self.hold_from = 0  # pieces from this position on wait for the gate
+        self.ran: list[tuple[str, int]] = []
+        self.running = 0
+        self.most = Counter[str]()
+        self._lock = threading.Lock()
+        register(JobKind(name, self.run))
+
+    def run(self, context: JobContext) -> dict[str, Any]:
+        tenant = context.job.tenant
+        with self._lock:
+            self.running += 1
+            self.most[tenant] = max(self.most[tenant], self.running)
+        try:
+            n, kept = context.job.params["n"], context.kept()
+            for position in range(n):
+                if position in kept:
+                    continue
+                while position >= self.hold_from and not self.gate.wait(0.02):
+                    context.check()
+                with self._lock:
+                    self.ran.append((context.job.id, position))
+                context.keep(position, position * 10, n)
+                context.check()
+            return {"sum": sum(context.kept().values())}
+        finally:
+            with self._lock:
+                self.running -= 1
+
+
+@pytest.fixture
+def store(db: str) -> Iterator[Store]:
+    with open_store(db) as opened:
+        yield opened
+
+
+def wait_until(condition: Any, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.02)
+
+
+def test_a_job_runs_to_its_result_and_is_visible_only_to_its_tenant(store: Store) -> None:
+    kind = Pieces("count-visible")
+    job_id = submit(store, kind.name, {"n": 4}, tenant="acme")
+    assert get_job(store, job_id, tenant="acme").status == JobStatus.QUEUED
+    workers = JobWorkers(store, slots=1, tenant_cap=1, poll_s=0.05)
+    workers.start()
+    try:
+        wait_until(lambda: not get_job(store, job_id).active)
+    finally:
+        workers.close()
+    job = get_job(store, job_id, tenant="acme")
+    assert (job.status, job.done, job.total, job.result) == (JobStatus.SUCCEEDED, 4, 4, {"sum": 60})
+    assert job.to_dict()["progress"] == 1.0
+    with pytest.raises(NotFound):
+        get_job(store, job_id, tenant="globex")
+    assert [found.id for found in list_jobs(store, tenant="globex")] == []
+
+
+def test_workers_keep_the_caps_per_process_and_per_tenant(store: Store) -> None:
+    kind = Pieces("count-capped")
+    kind.gate.clear()
+    ids = [submit(store, kind.name, {"n": 1}, tenant=tenant) for tenant in ("acme", "acme", "acme", "globex")]
+    workers = JobWorkers(store, slots=2, tenant_cap=1, poll_s=0.05)
+    workers.start()
+    try:
+        wait_until(lambda: workers.running() == 2)
+        time.sleep(0.3)  # rounds of claiming: still one of acme's, and globex's
+        statuses = [get_job(store, i).status for i in ids]
+        assert statuses.count(JobStatus.RUNNING) == 2 and statuses[3] == JobStatus.RUNNING
+        kind.gate.set()
+        wait_until(lambda: all(not get_job(store, i).active for i in ids))
+    finally:
+        workers.close()
+    assert kind.most["acme"] == 1
+
+
+def test_a_queued_job_is_cancelled_at_once_and_a_running_one_at_its_next_piece(store: Store) -> None:
+    kind = Pieces("count-cancelled")
+    kind.gate.clear()
+    running, waiting = (submit(store, kind.name, {"n": 3}, tenant="acme") for _ in range(2))
+    assert cancel_job(store, waiting).status == JobStatus.CANCELLED
+    workers = JobWorkers(store, slots=1, tenant_cap=1, poll_s=0.05)
+    workers.start()
+    try:
+        wait_until(lambda: get_job(store, running).status == JobStatus.RUNNING)
+        cancel_job(store, running)
+        wait_until(lambda: not get_job(store, running).active)
+    finally:
+        workers.close()
+    assert get_job(store, running).status == JobStatus.CANCELLED
+    assert get_job(store, waiting).status == JobStatus.CANCELLED
+    with pytest.raises(Conflict):
+        cancel_job(store, waiting)
+
+
+def test_a_job_whose_worker_stopped_is_resumed_elsewhere_asking_only_the_rest(store: Store) -> None:
+    kind = Pieces("count-resumed")
+    job_id = submit(store, kind.name, {"n": 6}, tenant="acme")
+    kind.gate.clear()
+    kind.hold_from = 2  # two pieces, then it waits: the process stops meanwhile
+    first = JobWorkers(store, slots=1, tenant_cap=1, poll_s=0.05)
+    first.start()
+    wait_until(lambda: get_job(store, job_id).done == 2)
+    first.close()
+    assert get_job(store, job_id).status == JobStatus.QUEUED
+    done = get_job(store, job_id).done
+    kind.gate.set()
+    second = JobWorkers(store, slots=1, tenant_cap=1, poll_s=0.05)
+    second.start()
+    try:
+        wait_until(lambda: not get_job(store, job_id).active)
+    finally:
+        second.close()
+    assert get_job(store, job_id).result == {"sum": 150}
+    assert sorted(position for _, position in kind.ran) == list(range(6)) and done == 2  # none asked twice
+
+
+def test_a_running_job_whose_lease_ran_out_goes_back_to_the_queue(store: Store) -> None:
+    job_id = submit(store, "count-lapsed", {"n": 1}, tenant="acme")
+    store.write(lambda conn: conn.execute("UPDATE jobs SET status = 'running', owner_token = 'gone', heartbeat = ? "
+                                          "WHERE id = ?", (time.time() - 600, job_id)))
+    assert store.write(requeue_lapsed) == 1
+    assert get_job(store, job_id).status == JobStatus.QUEUED
+
+
+def test_the_pairwise_request_answers_at_once_and_health_and_reads_answer_while_its_judge_is_slow(
+        api: Any, tmp_path: Path) -> None:
+    from evalcore.testing.openai_server import FakeOpenAIServer, Reply
+    from tests.test_pairwise import finished_pair
+
+    ids = finished_pair(api.app.state.manager, tmp_path)
+    slow = Reply.slow(3.0, '{"winner": "tie", "reason": "slow"}')
+    with FakeOpenAIServer([slow] * 40, default=slow) as judge:
+        body = {"judge": {"model": "judge-mini", "base_url": judge.base_url, "api_key_env": ""}}
+        asked = api.call("POST", "/api/v1/compare/pairwise", params={"a": ids[0], "b": ids[1]}, json=body,
+                         key="full")
+        assert asked.status_code == 202, asked.text
+        job_id = asked.json()["data"]["job"]["id"]
+        wait_until(lambda: len(judge.requests) >= 1)
+        assert httpx.get(f"{api.url}/api/v1/health", timeout=30).status_code == 200
+        assert api.call("GET", "/api/v1/campaigns", key="other").status_code == 200
+        listed = api.call("GET", "/api/v1/jobs", params={"kind": "pairwise"}).json()["data"]["jobs"]
+        assert [job["id"] for job in listed] == [job_id] and listed[0]["status"] == "running"
+        assert api.call("POST", f"/api/v1/jobs/{job_id}/cancel", key="viewer").status_code == 403
+        assert api.call("POST", f"/api/v1/jobs/{job_id}/cancel").status_code == 202
+        wait_until(lambda: api.call("GET", f"/api/v1/jobs/{job_id}").json()["data"]["job"]["status"] == "cancelled")
