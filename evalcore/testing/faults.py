@@ -237,7 +237,8 @@ def run_drill(drill: Drill, work: Path, say: Callable[[str], None] = print) -> O
             FakeOpenAIServer(default=Reply.slow(20.0, '{"winner": "tie", "reason": "slow"}')) as slow_judge:
         with open_store(pg.url) as store:
             config = TargetConfig(retriever="bm25", generator="openai", model="fake", base_url=model.base_url,
-                                  api_key_env="", timeout=10, judge_model="judge", judge_base_url=model.base_url)
+                                  api_key_env="", timeout=10, judge_model="judge", judge_base_url=model.base_url,
+                                  judge_api_key_env="")
             target_id = save_target(store, config, tenant="acme", name="drill")
             _, secret = create_key(store, tenant="acme", role="admin", capability="full-access")
         fleet = Fleet(pg.url, root, drill.lease_s, logs)
@@ -364,7 +365,10 @@ def _pairwise(fleet: Fleet, prober: Prober, headers: dict[str, str], ids: list[s
 
     def job_status() -> str:
         reply = httpx.get(f"{fleet.base('B')}/api/v1/jobs/{job_id}", headers=headers, timeout=5)
-        return str(reply.json()["data"]["job"]["status"]) if reply.status_code == 200 else "unreadable"
+        if reply.status_code != 200:
+            return "unreadable"
+        job = reply.json()["data"]["job"]
+        return str(job["status"]) if not job.get("error") else f"{job['status']}: {job['error']}"
 
     seconds = wait_until(lambda: job_status() not in ACTIVE, drill.deadline_s, 0.5)
     outcome.pairwise = job_status()
