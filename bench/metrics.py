@@ -231,7 +231,7 @@ print(sum(pacsv.read_csv(path, *options).num_rows for path in sys.argv[1:]))
 TIME = Path("/usr/bin/time")
 
 
-def process(command: list[str], env: dict[str, str] | None = None) -> Callable[[], Finished]:
+def process(command: list[str], env: dict[str, str] | None = None, cwd: Path = ROOT) -> Callable[[], Finished]:
     """A contender that runs `command` (with these environment variables added): what it printed, and its own CPU
     time and peak memory (a background load's CPU, also this process's children, is not counted).
 
@@ -242,7 +242,7 @@ def process(command: list[str], env: dict[str, str] | None = None) -> Callable[[
     def run() -> Finished:
         with tempfile.TemporaryFile("w+") as out, tempfile.NamedTemporaryFile("r") as report:
             wrapped = [str(TIME), "-f", "%U %S %M", "-o", report.name, *command] if TIME.exists() else command
-            child = subprocess.Popen(wrapped, cwd=ROOT, stdout=out, stderr=subprocess.DEVNULL,
+            child = subprocess.Popen(wrapped, cwd=cwd, stdout=out, stderr=subprocess.DEVNULL,
                                      env={**os.environ, **(env or {})})
             _, status, usage = os.wait4(child.pid, 0)
             if os.waitstatus_to_exitcode(status):

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from evalcore import compiled
 from evalcore.errors import EvalError
+from evalcore.metrics import trec_scan
 from evalcore.metrics.retrieval import GRADED_NDCG_MEASURES, batch_scores, graded_ndcg
 from evalcore.metrics.trec_files import Judgements, Ranking, row_place
 from evalcore.metrics.trec_scan import Ids, Spans, as_numpy, from_numpy
@@ -60,15 +61,44 @@ def _query_codes(first: Ids, second: Ids) -> tuple[np.ndarray, np.ndarray, pa.Ar
     Files list a query's lines together, so only the first id of each run of equal ids is
     encoded (100,000 instead of 10 million for a deep run); the others repeat its code.
     """
-    (first_rows, first_ids), (second_rows, second_ids) = first.heads(), second.heads()
-    encoded = pc.dictionary_encode(pa.concat_arrays([first_ids.cast(pa.string()), second_ids.cast(pa.string())]))
-    codes = as_numpy(encoded.indices)
+    compiled_codes = _head_codes(first, second)
+    if compiled_codes is not None:
+        (first_rows, second_rows), codes, dictionary = compiled_codes
+    else:
+        (first_rows, first_ids), (second_rows, second_ids) = first.heads(), second.heads()
+        joined = pa.concat_arrays([first_ids.cast(pa.string()), second_ids.cast(pa.string())])
+        encoded = pc.dictionary_encode(joined)
+        codes, dictionary = as_numpy(encoded.indices), encoded.dictionary
     split = [codes[: len(first_rows)], codes[len(first_rows) :]]
     repeated = [
         np.repeat(code, np.diff(np.append(rows, len(values))))
         for code, rows, values in zip(split, (first_rows, second_rows), (first, second), strict=False)
     ]
-    return repeated[0], repeated[1], encoded.dictionary
+    return repeated[0], repeated[1], dictionary
+
+
+def _head_codes(first: Ids, second: Ids) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray, pa.Array] | None:
+    """((head rows of both), codes of their ids, the ids by code) as `_query_codes` makes them with pyarrow,
+    from the ids' bytes in one pass of C (`trec_label.c`) without a string per head (a shuffled run has a
+    head per row); None where the pass cannot run."""
+    first_heads, second_heads = first.head_spans(), second.head_spans()
+    library = _label_library()
+    if library is None or first_heads is None or second_heads is None:
+        return None
+    (first_rows, first_spans), (second_rows, second_spans) = first_heads, second_heads
+    total = first_rows.size + second_rows.size
+    if total >= 2**31:
+        return None
+    codes, firsts = np.empty(total, dtype=np.int32), np.empty(max(total, 1), dtype=np.int64)
+    distinct = library.evalcore_codes(first_rows.size, *_span_pointers(first_spans), second_rows.size,
+                                      *_span_pointers(second_spans), codes.ctypes.data, firsts.ctypes.data)
+    if distinct < 0:
+        return None
+    firsts = firsts[:distinct]
+    split = int(np.searchsorted(firsts, first_rows.size))  # codes first seen in `first` come before the others
+    ids = [trec_scan.strings(first_spans, firsts[:split]).cast(pa.string()),
+           trec_scan.strings(second_spans, firsts[split:] - first_rows.size).cast(pa.string())]
+    return (first_rows, second_rows), codes, pa.concat_arrays(ids)
 
 
 class _Collision(Exception):
@@ -222,6 +252,10 @@ def _label_library() -> ctypes.CDLL | None:
         library.evalcore_label.argtypes = [_INT64, *[_POINTER] * 5, _INT64, *[_POINTER] * 6, _INT32, _INT32,
                                            _POINTER, _INT64, _POINTER]
         library.evalcore_label.restype = ctypes.c_int
+        library.evalcore_rank_order.argtypes = [_INT64, _POINTER, _POINTER, _INT32, _POINTER]
+        library.evalcore_rank_order.restype = ctypes.c_int
+        library.evalcore_codes.argtypes = [_INT64, *[_POINTER] * 3, _INT64, *[_POINTER] * 5]
+        library.evalcore_codes.restype = ctypes.c_int64
     return library
 
 
@@ -301,7 +335,7 @@ def _rank_order(encoded: _Encoded) -> tuple[_Ranked, _Encoded]:
     """
     run_q, score = encoded.run_q, encoded.score
     grouped = (run_q[1:] > run_q[:-1]) | ((run_q[1:] == run_q[:-1]) & (score[1:] <= score[:-1]))
-    order = None if grouped.all() else np.lexsort((-score, run_q))
+    order = None if grouped.all() else _sorted_rows(run_q, score, len(encoded.qids))
     sorted_q, sorted_s = (run_q, score) if order is None else (run_q[order], score[order])
     tie = (sorted_q[1:] == sorted_q[:-1]) & (sorted_s[1:] == sorted_s[:-1])
     nothing = np.zeros(0, dtype=np.int64)
@@ -316,6 +350,19 @@ def _rank_order(encoded: _Encoded) -> tuple[_Ranked, _Encoded]:
         encoded = encoded._replace(run_d=encoded.run_d.copy())
         encoded.run_d[positions] = encoded.run_d[moved]
     return _Ranked(None, positions, moved), encoded
+
+
+def _sorted_rows(run_q: np.ndarray, score: np.ndarray, queries: int) -> np.ndarray:
+    """Rows by query code, then score descending, ties in the file's order: `np.lexsort((-score, run_q))`,
+    computed by `trec_label.c` as a counting sort by query and a sort within each query's rows where it is built."""
+    library = _label_library()
+    if library is not None and queries < 2**31:
+        order = np.empty(run_q.size, dtype=np.int64)
+        codes, values = np.ascontiguousarray(run_q, dtype=np.int32), np.ascontiguousarray(score, dtype=np.float64)
+        if library.evalcore_rank_order(run_q.size, codes.ctypes.data, values.ctypes.data, queries,
+                                       order.ctypes.data) == 0:
+            return order
+    return np.lexsort((-score, run_q))
 
 
 def _tie_order(order: np.ndarray | None, tie: np.ndarray, encoded: _Encoded) -> tuple[np.ndarray, np.ndarray]:

@@ -167,3 +167,179 @@ done:
     free(base), free(bits), free(seen), free(table), free(scratch);
     return status;
 }
+
+/* A double as an unsigned integer that sorts as the number does (-0 and 0 alike, NaN after all). */
+static inline uint64_t ordered_key(double value) {
+    if (value != value) return UINT64_MAX;
+    value += 0.0; /* -0 becomes 0 */
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    return (bits >> 63) ? ~bits : bits | 0x8000000000000000ULL;
+}
+
+typedef struct {
+    uint64_t key;
+    int64_t row;
+} Keyed;
+
+/* Stable merge sort of `items[0:count)` by key (ties keep their order), `spare` as large. */
+static void merge_sort(Keyed *items, Keyed *spare, int64_t count) {
+    enum { SMALL = 16 };
+    for (int64_t start = 0; start < count; start += SMALL) { /* insertion sort of short runs */
+        int64_t end = start + SMALL < count ? start + SMALL : count;
+        for (int64_t i = start + 1; i < end; i++) {
+            Keyed item = items[i];
+            int64_t j = i;
+            for (; j > start && items[j - 1].key > item.key; j--) items[j] = items[j - 1];
+            items[j] = item;
+        }
+    }
+    Keyed *from = items, *to = spare;
+    for (int64_t width = SMALL; width < count; width *= 2) {
+        for (int64_t start = 0; start < count; start += 2 * width) {
+            int64_t middle = start + width < count ? start + width : count;
+            int64_t end = start + 2 * width < count ? start + 2 * width : count;
+            int64_t left = start, right = middle, out = start;
+            while (left < middle && right < end) to[out++] = from[right].key < from[left].key ? from[right++] : from[left++];
+            while (left < middle) to[out++] = from[left++];
+            while (right < end) to[out++] = from[right++];
+        }
+        Keyed *swap = from;
+        from = to, to = swap;
+    }
+    if (from != items) memcpy(items, from, (size_t)count * sizeof *items);
+}
+
+/* The rows of a run by query code, then by score descending, ties in the file's order (what
+ * numpy's lexsort((-score, query)) gives): a counting sort by query, then a sort of each query's
+ * rows, a few hundred at most, instead of a sort of every row. Query codes lie in [0, queries). */
+int evalcore_rank_order(int64_t runs, const int32_t *run_q, const double *score, int32_t queries, int64_t *order) {
+    int64_t *start = calloc((size_t)queries + 1, sizeof *start);
+    Keyed *items = NULL, *spare = NULL;
+    int status = NO_MEMORY;
+    if (start == NULL) goto done;
+    for (int64_t row = 0; row < runs; row++) start[run_q[row] + 1]++;
+    int64_t longest = 0;
+    for (int32_t query = 0; query < queries; query++) {
+        if (start[query + 1] > longest) longest = start[query + 1];
+        start[query + 1] += start[query];
+    }
+    items = malloc((size_t)(longest ? longest : 1) * sizeof *items);
+    spare = malloc((size_t)(longest ? longest : 1) * sizeof *spare);
+    if (items == NULL || spare == NULL) goto done;
+    for (int64_t row = 0; row < runs; row++) order[start[run_q[row]]++] = row; /* start[q] ends at q's end */
+    int64_t begin = 0;
+    for (int32_t query = 0; query < queries; query++) {
+        int64_t end = start[query], count = end - begin;
+        int sorted = 1;
+        for (int64_t i = 0; i < count; i++) {
+            items[i].key = ordered_key(-score[order[begin + i]]);
+            items[i].row = order[begin + i];
+            if (i && items[i].key < items[i - 1].key) sorted = 0;
+        }
+        if (!sorted) {
+            merge_sort(items, spare, count);
+            for (int64_t i = 0; i < count; i++) order[begin + i] = items[i].row;
+        }
+        begin = end;
+    }
+    status = DONE;
+done:
+    free(start), free(items), free(spare);
+    return status;
+}
+
+static inline uint64_t hash_bytes(const uint8_t *at, int32_t length) {
+    uint64_t hash = 0xcbf29ce484222325ULL; /* FNV-1a */
+    for (int32_t i = 0; i < length; i++) hash = (hash ^ at[i]) * 0x100000001b3ULL;
+    return hash;
+}
+
+/* An id's first 8 bytes as a word (zero bytes past its end). */
+static inline uint64_t head_word(const uint8_t *at, int32_t length) {
+    uint64_t word = 0;
+    memcpy(&word, at, (size_t)(length < 8 ? length : 8));
+    return word;
+}
+
+typedef struct {
+    uint64_t hash, word; /* the id's hash and first 8 bytes: most ids are compared without reading the file */
+    int64_t first;       /* where its first id lies in the two columns */
+    int32_t length;
+} Code;
+
+/* Codes for the ids of two span columns taken one after the other, in order of first appearance
+ * (what pyarrow's dictionary_encode gives for the same strings): `codes[i]` for the i-th id, and
+ * `firsts[c]` the position of code c's first id. Returns the number of codes, -1 out of memory.
+ * Ids are compared on their bytes; the hash only finds candidates. */
+int64_t evalcore_codes(int64_t first_count, const uint8_t *first_data, const int64_t *first_starts,
+                       const int32_t *first_lengths, int64_t second_count, const uint8_t *second_data,
+                       const int64_t *second_starts, const int32_t *second_lengths, int32_t *codes, int64_t *firsts) {
+    int64_t total = first_count + second_count, distinct = 0, room = 1024;
+    int bits = 11;
+    int32_t *table = malloc(((size_t)1 << bits) * sizeof *table);
+    Code *known = malloc((size_t)room * sizeof *known);
+    if (table == NULL || known == NULL) {
+        distinct = -1;
+        goto done;
+    }
+    memset(table, 0xff, ((size_t)1 << bits) * sizeof *table);
+    for (int64_t at = 0; at < total; at++) {
+        int second = at >= first_count;
+        int64_t row = second ? at - first_count : at;
+        const uint8_t *bytes = (second ? second_data : first_data) + (second ? second_starts : first_starts)[row];
+        int32_t length = (second ? second_lengths : first_lengths)[row];
+        uint64_t hash = hash_bytes(bytes, length), word = head_word(bytes, length);
+        uint64_t mask = ((uint64_t)1 << bits) - 1, slot = slot_of(hash, bits);
+        int32_t code = -1;
+        for (;; slot = (slot + 1) & mask) {
+            int32_t held = table[slot];
+            if (held < 0) break;
+            const Code *other = &known[held];
+            if (other->hash != hash || other->word != word || other->length != length) continue;
+            if (length > 8) {
+                int64_t place = other->first;
+                int later = place >= first_count;
+                int64_t other_row = later ? place - first_count : place;
+                const uint8_t *held_bytes = (later ? second_data : first_data) +
+                                            (later ? second_starts : first_starts)[other_row];
+                if (memcmp(held_bytes + 8, bytes + 8, (size_t)length - 8) != 0) continue;
+            }
+            code = held;
+            break;
+        }
+        if (code < 0) {
+            if (distinct == room) {
+                Code *grown = realloc(known, (size_t)room * 2 * sizeof *known);
+                if (grown == NULL) {
+                    distinct = -1;
+                    goto done;
+                }
+                known = grown, room *= 2;
+            }
+            code = (int32_t)distinct++;
+            known[code] = (Code){hash, word, at, length};
+            firsts[code] = at, table[slot] = code;
+            if (2 * distinct > ((int64_t)1 << bits)) { /* half full: twice the slots */
+                free(table);
+                bits++;
+                table = malloc(((size_t)1 << bits) * sizeof *table);
+                if (table == NULL) {
+                    distinct = -1;
+                    goto done;
+                }
+                memset(table, 0xff, ((size_t)1 << bits) * sizeof *table);
+                uint64_t grown = ((uint64_t)1 << bits) - 1;
+                for (int32_t old = 0; old < (int32_t)distinct; old++) {
+                    uint64_t place = slot_of(known[old].hash, bits);
+                    while (table[place] >= 0) place = (place + 1) & grown;
+                    table[place] = old;
+                }
+            }
+        }
+        codes[at] = code;
+    }
+done:
+    free(table), free(known);
+    return distinct;
+}

@@ -221,13 +221,37 @@ def numbers(spans: Spans, kind: pa.DataType) -> np.ndarray:
 
 class Ids:
     """A column of ids: pyarrow strings; spans of a file with their keys; or runs of equal ids
-    (the first row of each run and its id), as a file's query column is read."""
+    (the first row of each run and its id), as a file's query column is read. The runs' ids may
+    be spans of the file, made strings when first asked for (a shuffled run has a run per row)."""
 
     def __init__(self, arrow: pa.ChunkedArray | None = None, spans: Spans | None = None,
                  spans_keys: tuple[np.ndarray, bool] | None = None,
-                 runs: tuple[np.ndarray, pa.Array, int] | None = None) -> None:
-        self._arrow, self._spans, self._runs = arrow, spans, runs
+                 runs: tuple[np.ndarray, pa.Array | Spans, int] | None = None) -> None:
+        self._arrow, self._spans = arrow, spans
+        self._runs: tuple[np.ndarray, pa.Array, int] | None = None
+        self._head_spans: Spans | None = None
+        if runs is not None:
+            rows, values, count = runs
+            if isinstance(values, Spans):
+                self._head_spans = Spans(values.data, np.ascontiguousarray(values.starts, dtype=np.int64),
+                                         np.ascontiguousarray(values.lengths, dtype=np.int32))
+                self._runs = (rows, pa.nulls(0, pa.string()), count)  # made from the spans when asked for
+            else:
+                self._runs = (rows, values, count)
         self._keys = spans_keys
+
+    def _run_values(self) -> pa.Array:
+        assert self._runs is not None
+        if self._head_spans is not None:
+            spans, self._head_spans = self._head_spans, None
+            self._runs = (self._runs[0], strings(spans, np.arange(spans.starts.size)), self._runs[2])
+        return self._runs[1]
+
+    def head_spans(self) -> tuple[np.ndarray, Spans] | None:
+        """`heads` with the ids as spans of the file (starts int64, lengths int32) while they are not yet strings."""
+        if self._runs is None or self._head_spans is None:
+            return None
+        return self._runs[0], self._head_spans
 
     def __len__(self) -> int:
         if self._runs is not None:
@@ -254,7 +278,7 @@ class Ids:
         if self._arrow is not None:
             return self._arrow.take(from_numpy(rows)).combine_chunks()
         if self._runs is not None:
-            starts, values, _ = self._runs
+            starts, values = self._runs[0], self._run_values()
             return values.take(from_numpy(np.searchsorted(starts, rows, side="right") - 1))
         assert self._spans is not None
         return strings(self._spans, rows)
@@ -262,7 +286,7 @@ class Ids:
     def heads(self) -> tuple[np.ndarray, pa.Array]:
         """Rows whose id differs from the previous row's (and row 0), and those ids."""
         if self._runs is not None:
-            return self._runs[0], self._runs[1]
+            return self._runs[0], self._run_values()
         if self._spans is not None:
             rows = np.flatnonzero(changes(self._spans))
         else:
@@ -431,7 +455,7 @@ def scan(path: Path, count: int, grouped: int, ids: int, parsed: dict[int, pa.Da
             return None
         begin, row = end, row + lines
     head_spans = Spans(data, group_starts.done(), group_lengths.done())
-    query_ids = Ids(runs=(group_rows.done(), strings(head_spans, np.arange(head_spans.starts.size)), row))
+    query_ids = Ids(runs=(group_rows.done(), head_spans, row))
     document_ids = Ids(spans=Spans(data, starts.done(), lengths.done()),
                        spans_keys=(id_keys.done(), longest <= WORD and shortest >= 1))
     return Columns({grouped: query_ids, ids: document_ids}, {index: grown.done() for index, grown in values.items()})
@@ -486,8 +510,11 @@ def _scan_compiled(library: ctypes.CDLL, data: np.ndarray, count: int, grouped: 
         return None
     rows, groups, longest, shortest = (int(value) for value in state[:4])
     starts, lengths, id_keys, numbers, group_rows, group_starts, group_lengths = output.arrays
-    head_spans = Spans(data, group_starts[:groups].copy(), group_lengths[:groups].copy())
-    query_ids = Ids(runs=(group_rows[:groups].copy(), strings(head_spans, np.arange(groups)), rows))
+    # Copied when far fewer than the arrays hold (a run grouped by query), so that the rest is freed.
+    def kept(array: np.ndarray) -> np.ndarray:
+        return array[:groups].copy() if groups < capacity // 2 else array[:groups]
+
+    query_ids = Ids(runs=(kept(group_rows), Spans(data, kept(group_starts), kept(group_lengths)), rows))
     document_ids = Ids(spans=Spans(data, starts[:rows], lengths[:rows]),
                        spans_keys=(id_keys[:rows], longest <= WORD and shortest >= 1))
     return Columns({grouped: query_ids, ids: document_ids}, {index: numbers[:rows]} if parsed else {})
