@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from bench.metrics import ORACLE_PROCESS, Timing, _agreement, process, rounds, spread
@@ -42,13 +43,13 @@ def generate(generator: Path, folder: Path, seed: int | None) -> Path:
 def order_rows(folder: Path, order: str, count: int, before: Path | None) -> tuple[list[tuple[str, ...]], str]:
     qrels, run = str(folder / "qrels.txt"), str(folder / f"run_{order}.txt")
     ours = [sys.executable, "-m", "evalcore", "score", "--qrels", qrels, "--run", run, "--json"]
-    contenders = {"ours": process(ours), "pytrec_eval": process([sys.executable, "-c", ORACLE_PROCESS, qrels, run])}
+    contenders: dict[str, Callable[[], object]] = {"ours": process(ours), "pytrec_eval": process([sys.executable, "-c", ORACLE_PROCESS, qrels, run])}
     if before is not None:
         contenders["before"] = process(ours, cwd=before)
     timings = rounds(contenders, count)
     worst = _agreement(timings)
     label = f"TREC, run_{order}.txt (100,000 queries x 100), whole process"
-    rows = []
+    rows: list[tuple[str, ...]] = []
     verdicts = []
     for kind in ("wall", "cpu"):
         ours_t, oracle_t = getattr(timings["ours"], kind), getattr(timings["pytrec_eval"], kind)
