@@ -43,7 +43,8 @@ def generate(generator: Path, folder: Path, seed: int | None) -> Path:
 def order_rows(folder: Path, order: str, count: int, before: Path | None) -> tuple[list[tuple[str, ...]], str]:
     qrels, run = str(folder / "qrels.txt"), str(folder / f"run_{order}.txt")
     ours = [sys.executable, "-m", "evalcore", "score", "--qrels", qrels, "--run", run, "--json"]
-    contenders: dict[str, Callable[[], object]] = {"ours": process(ours), "pytrec_eval": process([sys.executable, "-c", ORACLE_PROCESS, qrels, run])}
+    oracle = [sys.executable, "-c", ORACLE_PROCESS, qrels, run]
+    contenders: dict[str, Callable[[], object]] = {"ours": process(ours), "pytrec_eval": process(oracle)}
     if before is not None:
         contenders["before"] = process(ours, cwd=before)
     timings = rounds(contenders, count)
