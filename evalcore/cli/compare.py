@@ -9,13 +9,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalcore.campaigns import CampaignKind, NotFound, find_campaign, get_campaign
+from evalcore.campaigns import CampaignKind, NotFound, get_campaign
 from evalcore.campaigns.listing import HEADLINE, dataset_label
 from evalcore.campaigns.trust import comparison_trust
 from evalcore.cli import SUMMARIES, _gates
 from evalcore.cli._common import (
     JUDGE_FLAGS,
     Commands,
+    add_campaign_argument,
     add_db_option,
     add_judge_model_flags,
     positive_int,
@@ -50,9 +51,8 @@ SWEEP_COLUMNS = 6  # measures a sweep's table shows when it has none of the head
 def register(commands: Commands) -> None:
     """Add the `compare` command."""
     parser = commands.add_parser("compare", help=SUMMARIES["compare"])
-    parser.add_argument("ids", nargs="+", metavar="CAMPAIGN",
-                        help="campaign A (baseline) and B, each by id, name or the start of its name (unique); more "
-                             "campaigns compare a sweep")
+    add_campaign_argument(parser, "ids", nargs="+", help="campaign A (baseline) and B, each by id, name or the "
+                          "start of either (unique); more campaigns compare a sweep")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap and randomization test")
     parser.add_argument("--resamples", type=positive_int, default=RESAMPLES, help=f"resamples (default {RESAMPLES})")
@@ -108,7 +108,7 @@ def compare_command(args: argparse.Namespace) -> int:
     if len(args.ids) > 2 and (args.fail_if_worse or args.junit):
         raise EvalError("--fail-if-worse and --junit compare two campaigns, not a sweep", where="ids",
                         found=str(len(args.ids)), fix="give the baseline and one candidate")
-    ids = [find_campaign(store_of(args), text).id for text in args.ids]
+    ids = args.ids  # resolved to ids (resolve_campaigns)
     ask_pairwise(args, ids)
     if len(ids) == 2:
         tolerances = dict(pair for given in args.tolerance for pair in given)  # later ones win
