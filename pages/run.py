@@ -37,6 +37,7 @@ from evalcore.targets.config import CHOICES, KEYS, PROMPT_TABLES, RANGES, sweep_
 from evalcore.targets.generators import judged_locally
 from evalcore.targets.presets import PRESETS, QUICK_START
 from evalcore.targets.saved import get_target, save_target
+from evalcore.text import counted
 from ui.text import json_object
 
 NO_SWEEP = "(no sweep)"
@@ -348,7 +349,7 @@ if submitted:
                 st.warning(note)
         # Launching checks the questions and the settings first; the worker that claims the campaign checks its
         # target (models reachable, weights loaded) and fails it with the reason. Say what happens at once.
-        with st.status(f"Launching {len(requests)} campaign(s)…", expanded=True) as launching:
+        with st.status(f"Launching {counted(len(requests), 'campaign')}…", expanded=True) as launching:
             for number, each in enumerate(requests, start=1):
                 label = each.name or (each.config or config).describe()
                 launching.write(ui.escape_md(f"{number} of {len(requests)}: {label} · "
@@ -357,7 +358,8 @@ if submitted:
                 launching.write(ui.escape_md(f"{number} of {len(requests)}: queued as {campaign_id}"))
                 st.session_state["launched"] = [campaign_id, *st.session_state.get("launched", [])]
                 ui.select_next_run("campaign_id", campaign_id)
-            launching.update(label=f"Launched {len(requests)} campaign(s): their progress is below", state="complete",
+            launching.update(label=f"Launched {counted(len(requests), 'campaign')}: their progress is below",
+                             state="complete",
                              expanded=False)
 
 

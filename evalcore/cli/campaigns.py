@@ -30,6 +30,7 @@ from evalcore.cli._common import (
 )
 from evalcore.cli.run import Report, follow, format_report
 from evalcore.judges import FIELD_NAMES
+from evalcore.text import counted
 
 
 def register(commands: Commands) -> None:
@@ -179,7 +180,7 @@ def rename_command(args: argparse.Namespace) -> int:
 def recompute_command(args: argparse.Namespace) -> int:
     """Recompute a campaign's answerability and abstention measures, on request."""
     changed = recompute_abstention(store_of(args), args.id)
-    print(f"recomputed {args.id}: {changed} question(s) changed answerability")
+    print(f"recomputed {args.id}: {counted(changed, 'question')} changed answerability")
     return 0
 
 

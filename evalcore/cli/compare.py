@@ -39,6 +39,7 @@ from evalcore.gates import exit_code, worse_checks
 from evalcore.judges import FIELD_NAMES, LOCAL_PAIRWISE_NOTE
 from evalcore.metrics import MEASURES, display_order
 from evalcore.store import Store
+from evalcore.text import counted
 
 if TYPE_CHECKING:
     from evalcore.compare.preference import Preference
@@ -154,7 +155,7 @@ def ask_pairwise(args: argparse.Namespace, ids: list[str]) -> None:
     if asks_local_model(get_campaign(store_of(args), ids[1]), judge):
         print(f"note: {LOCAL_PAIRWISE_NOTE}", file=sys.stderr, flush=True)
     preference = judge_comparison(store_of(args), ids[0], ids[1], judge=judge, limit=args.pairwise_limit)
-    print(f"asked the pairwise judge on {len(preference.verdicts)} question(s)", file=sys.stderr)
+    print(f"asked the pairwise judge on {counted(len(preference.verdicts), 'question')}", file=sys.stderr)
 
 
 def pairwise_lines(preference: Preference | None) -> list[str]:
@@ -371,5 +372,5 @@ def format_sweep(sweep: Sweep, measures: list[str] | None = None) -> list[str]:
     lines.append("* significantly different from the baseline (p < 0.05)")
     hidden = len(sweep.series) - len(names)
     if hidden > 0:
-        lines.append(f"{hidden} more measure(s): --measures M1,M2,... or --all")
+        lines.append(f"{counted(hidden, 'more measure')}: --measures M1,M2,... or --all")
     return lines

@@ -13,6 +13,7 @@ from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands, add_campaign_argument, add_db_option, store_of
 from evalcore.errors import EvalError
 from evalcore.metrics.agreement import Agreement
+from evalcore.text import counted
 
 
 def register(commands: Commands) -> None:
@@ -57,7 +58,7 @@ def _import(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as error:
         raise EvalError(f"cannot read the labels ({error})", where=str(args.file)) from None
     count = import_labels_csv(store_of(args), args.campaign_id, text, author=args.author, source=str(args.file))
-    print(f"{count} label(s) imported into {args.campaign_id}")
+    print(f"{counted(count, 'label')} imported into {args.campaign_id}")
     return 0
 
 
@@ -88,7 +89,8 @@ def agreement_lines(agreement: Agreement) -> list[str]:
         return "-" if value is None else f"{value:.3f}"
 
     interval = agreement.interval
-    lines = [f"judge {agreement.judge}: {agreement.n} labelled question(s), accuracy {number(agreement.accuracy)}, "
+    lines = [f"judge {agreement.judge}: {counted(agreement.n, 'labelled question')}, "
+             f"accuracy {number(agreement.accuracy)}, "
              f"kappa {number(agreement.kappa)}"
              + (f", weighted kappa {number(agreement.weighted_kappa)} (linear {number(agreement.linear_kappa)})"
                 if agreement.weighted_kappa is not None else "")

@@ -148,7 +148,7 @@ def list_campaigns(*, db: Db = None) -> pd.DataFrame:
     return pd.DataFrame([{"id": row.campaign.id, "name": row.campaign.name, "source": row.source_name,
                           "status": row.campaign.status.value, "finished": row.campaign.finished,
                           "total": row.campaign.total, "failed": row.campaign.failed, **row.settings.to_dict()}
-                         for row in rows], columns=LIST_COLUMNS)
+                         for row in rows], columns=LIST_COLUMNS).astype({"top_k": "Int64"})  # a count, or <NA>
 
 
 def comparison(a: str, b: str, *, db: Db = None, basis: str | None = None, seed: int = 0,

@@ -14,6 +14,7 @@ from evalcore.campaigns.rejudging import JUDGEABLE, RejudgeRequest
 from evalcore.errors import EvalError
 from evalcore.judges import JUDGES
 from evalcore.store import Store
+from evalcore.text import counted
 
 RUBRIC_HELP = ("Optional: a judge defined in plain words, e.g. '# output: 1-5', '# reads: question, answer, "
                "expected', then [criteria] and its text (see the Run page's rubric judges)")
@@ -59,7 +60,7 @@ def actions(store: Store, principal: Principal, campaign: Campaign) -> None:
                  "no expected answer is no reference). Stored campaigns never change otherwise."):
         with ui.guard():
             changed = recompute_abstention(store, chosen, principal=principal)
-            ui.flash(f"Recomputed abstention: {changed} question(s) changed.")
+            ui.flash(f"Recomputed abstention: {counted(changed, 'question')} changed.")
             st.rerun()
 
 

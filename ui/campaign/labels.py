@@ -10,6 +10,7 @@ from evalcore.access import Action, Principal
 from evalcore.campaigns import Campaign
 from evalcore.campaigns.labels import campaign_agreement, campaign_labels, import_labels_csv, labels_csv, set_label
 from evalcore.store import Store
+from evalcore.text import counted
 from ui.campaign.result import show_for_labelling
 from ui.campaign.tables import agreement_lines, key_help, next_unlabelled, scale_keys
 
@@ -78,5 +79,5 @@ def labels_files(store: Store, principal: Principal, campaign: Campaign) -> None
             with ui.guard():
                 count = import_labels_csv(store, campaign.id, upload.getvalue().decode("utf-8-sig"), source=upload.name,
                                           principal=principal)
-                ui.flash(f"{count} label(s) imported")
+                ui.flash(f"{counted(count, 'label')} imported")
                 st.rerun()

@@ -11,6 +11,7 @@ from evalcore.campaigns.pace import duration_text
 from evalcore.campaigns.result_rows import load_signatures
 from evalcore.metrics import panels
 from evalcore.store import Store
+from evalcore.text import counted
 from ui.campaign.tables import measure_value
 
 PANEL_COLUMNS = 4  # measures a row of a panel shows
@@ -32,7 +33,7 @@ def panel(store: Store, principal: Principal, listed: Campaign) -> None:
         cols = st.columns(PANEL_COLUMNS)  # four a row: a name as long as graded.top1_relevance is not cut
         for position, name in enumerate(names):
             value = aggregates[name]
-            hover = f"mean over {value.count} question(s)\n\n" + ui.measure_help(name, signatures.get(name))
+            hover = f"mean over {counted(value.count, 'question')}\n\n" + ui.measure_help(name, signatures.get(name))
             cols[position % PANEL_COLUMNS].metric(ui.escape_md(name), measure_value(name, value), help=hover)
     summary = ui.summary(campaign, principal)
     st.caption("Summary")
