@@ -73,13 +73,13 @@ class Principal:
     def abilities(self) -> str:
         """What this principal may do, in words (a viewer's run_evaluations capability lets it read, not run)."""
         if self.capability not in EVALUATION_CAPABILITIES:
-            return "nothing in evaluations: this key only authenticates"
+            return "does nothing in evaluations: it only authenticates"
         if self.role != "admin":
             return "reads campaigns, results, suites and comparisons, and exports them; launches and changes nothing"
         if self.capability != "full-access":
             return ("reads, launches, resumes and deletes campaigns, edits suites, uploads datasets; saving or "
                     "changing a target configuration needs full-access")
-        return "everything in its tenant, including saving target configurations"
+        return "does everything in its tenant, including saving target configurations"
 
     def can(self, action: Action) -> bool:
         """Whether this principal may do the action."""

@@ -408,3 +408,8 @@ def _prototypes() -> dict[str, str]:
 def shown(text: str) -> str:
     """Text safe to print on a terminal: control and bidi characters (but tab and line breaks) escaped."""
     return _SHOWN_CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """A count and its noun in the right number: `1 question`, `3 questions` (never `question(s)`)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"

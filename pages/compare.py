@@ -42,6 +42,7 @@ from evalcore.compare.tables import (
 )
 from evalcore.jobs import Job, JobStatus, cancel_job, get_job, list_jobs
 from evalcore.judges import LOCAL_PAIRWISE_NOTE
+from evalcore.text import counted
 
 VERDICTS = [str(change) for change in Change]
 EVERY = "every dataset and suite"
@@ -231,7 +232,7 @@ def pairwise_section(a: Campaign, b: Campaign, preference: Preference | None, pr
     columns[0].metric("B preferred (ties half)", percent(preference.win_rate),
                       help=INTERVAL + (f": {low:.0%} to {high:.0%}" if low is not None and high is not None else ""))
     columns[1].metric("B wins / ties / A wins", f"{counts['B']} / {counts['tie']} / {counts['A']}",
-                      help=f"{counts['unknown']} question(s) without a readable verdict in both orders")
+                      help=f"{counted(counts['unknown'], 'question')} without a readable verdict in both orders")
     columns[2].metric("Flipped with the order", percent(preference.flip_rate),
                       help=f"{preference.flips} of {preference.readable}: the judge's position bias (each a tie)")
     columns[3].metric("Sign test p", f"{preference.p_value:.3g}", help=TEST)
@@ -314,7 +315,8 @@ if mode == "two campaigns":
             st.warning(ui.escape_md(warning))
         if comparison.power_warnings:  # one line, the measure by measure reasons folded under it
             weak = [m.measure for m in comparison.measures if m.under_powered]
-            st.warning(ui.escape_md(f"No difference found on {len(weak)} measure(s) where this comparison could not "
+            st.warning(ui.escape_md(f"No difference found on {counted(len(weak), 'measure')} where this comparison "
+                                    f"could not "
                                     f"have seen one of ±{comparison.effect:g} ({power.POWER:.0%} power, alpha "
                                     f"{power.ALPHA:g}): {', '.join(weak)}."))
             with st.expander("What each of them could have seen, and the questions it would need"):

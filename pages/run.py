@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 
 import ui
-from evalcore.access import Action
+from evalcore.access import Action, Principal
 from evalcore.campaigns import Campaign, get_campaign, list_campaigns
 from evalcore.campaigns.launching import LaunchRequest, linked_target, sweep_requests
 from evalcore.campaigns.listing import dataset_label
@@ -29,14 +29,16 @@ from evalcore.judges import (
     rubric_text,
 )
 from evalcore.judges.rubrics import READABLE
-from evalcore.store import NotFound
-from evalcore.suites import list_suites
+from evalcore.store import NotFound, Store
+from evalcore.suites import Suite, list_suites
 from evalcore.targets import TargetConfig
 from evalcore.targets.allowed import SCHEDULERS_SETTING, schedulers
 from evalcore.targets.config import CHOICES, KEYS, PROMPT_TABLES, RANGES, sweep_values
 from evalcore.targets.generators import judged_locally
 from evalcore.targets.presets import PRESETS, QUICK_START
 from evalcore.targets.saved import get_target, save_target
+from evalcore.text import counted
+from ui.text import json_object
 
 NO_SWEEP = "(no sweep)"
 EXECUTORS = {"local": "this machine", "dask": "the Dask cluster"}
@@ -104,7 +106,7 @@ def setting_label(name: str) -> str:
 def form_values(values: dict[str, Any]) -> dict[str, Any]:
     """The form's values with its table keys (JSON text) read as objects; EvalError names a bad one."""
     tables = {name for name, value in TargetConfig().to_dict().items() if isinstance(value, dict)}
-    return {name: _json_object(name, value) if isinstance(value, str) and name in tables else value
+    return {name: json_object(name, value) if isinstance(value, str) and name in tables else value
             for name, value in values.items()}
 
 
@@ -192,7 +194,7 @@ def show_rubric_check(name: str, text: str, sample: tuple[str, list[str]] | None
         st.code("\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages), language=None, wrap_lines=True)
 
 
-def first_question() -> tuple[str, list[str]] | None:
+def first_question(dataset: str | None, suite: Suite | None) -> tuple[str, list[str]] | None:
     """The first question of the chosen dataset or suite and its reference answers, for the prompt previews."""
     if suite is not None:
         case = suite.cases[0] if suite.cases else None
@@ -232,18 +234,7 @@ def operator_schedulers() -> dict[str, str]:
         return {}
 
 
-def _json_object(name: str, text: str) -> dict[str, Any]:
-    expected = 'a JSON object such as {"X-Key": "${MY_KEY}"}'
-    try:
-        value = json.loads(text or "{}")
-    except json.JSONDecodeError as error:
-        raise EvalError(f"not valid JSON ({error.msg})", where=name, found=ui.short(text), expected=expected) from None
-    if not isinstance(value, dict):  # a list or a number is valid JSON but no set of headers
-        raise EvalError("not a JSON object", where=name, found=ui.short(text), expected=expected)
-    return value
-
-
-def past_configurations() -> dict[str, str]:
+def past_configurations(store: Store, principal: Principal, dataset: str | None, suite: Suite | None) -> dict[str, str]:
     """The configurations of past campaigns, those on the chosen dataset or suite first, each group newest first."""
     rows = ui.rows_of(list_campaigns(store, principal=principal), principal)
     here = [r for r in rows if (r.campaign.suite_id == suite.id if suite else
@@ -253,7 +244,7 @@ def past_configurations() -> dict[str, str]:
             f"{ui.fmt_when(r.campaign.created_at)}" for r in [*here, *others]}
 
 
-def start_config(base: str) -> TargetConfig:
+def start_config(store: Store, principal: Principal, base: str) -> TargetConfig:
     """The configuration the form starts from: a preset, a saved configuration or a past campaign's."""
     if base in PRESETS:
         return PRESETS[base].config
@@ -287,7 +278,8 @@ else:
     suite = by_id[ui.table_picker("Suite", frame, {i: f"{by_id[i].name} · {len(by_id[i].cases)} cases · {i}"
                                                    for i in frame["id"]}, "suite_id", key="run-suites")]
 
-starts = {QUICK_START.name: QUICK_START.label, **ui.target_choices(store, principal), **past_configurations()}
+starts = {QUICK_START.name: QUICK_START.label, **ui.target_choices(store, principal),
+          **past_configurations(store, principal, dataset, suite)}
 preferred = suite.target_id if suite else QUICK_START.name
 start_ids = list(starts)
 base = st.selectbox("Start from", start_ids, format_func=lambda i: starts[i], index=ui.index_of(start_ids, preferred),
@@ -295,7 +287,7 @@ base = st.selectbox("Start from", start_ids, format_func=lambda i: starts[i], in
                          "(those on these questions first); every key can be changed below.") or QUICK_START.name
 base_config = TargetConfig()
 with ui.guard():
-    base_config = start_config(base)
+    base_config = start_config(store, principal, base)
 if not configurable:
     st.caption("This key runs presets and saved configurations as they are: changing keys, saving and sweeping "
                "need a key with the full-access capability.")
@@ -303,7 +295,7 @@ if not configurable:
 execution = execution_inputs(base_config, key=f"cfg-{base}", configurable=configurable)
 prompts, rubrics = {}, {}
 with ui.guard():
-    sample = first_question()
+    sample = first_question(dataset, suite)
     prompts = judge_prompt_inputs(base_config, f"cfg-{base}", not configurable, sample)
     rubrics = rubric_inputs(base_config, f"cfg-{base}", not configurable, sample)
 with st.form("launch"):
@@ -357,7 +349,7 @@ if submitted:
                 st.warning(note)
         # Launching checks the questions and the settings first; the worker that claims the campaign checks its
         # target (models reachable, weights loaded) and fails it with the reason. Say what happens at once.
-        with st.status(f"Launching {len(requests)} campaign(s)…", expanded=True) as launching:
+        with st.status(f"Launching {counted(len(requests), 'campaign')}…", expanded=True) as launching:
             for number, each in enumerate(requests, start=1):
                 label = each.name or (each.config or config).describe()
                 launching.write(ui.escape_md(f"{number} of {len(requests)}: {label} · "
@@ -366,11 +358,12 @@ if submitted:
                 launching.write(ui.escape_md(f"{number} of {len(requests)}: queued as {campaign_id}"))
                 st.session_state["launched"] = [campaign_id, *st.session_state.get("launched", [])]
                 ui.select_next_run("campaign_id", campaign_id)
-            launching.update(label=f"Launched {len(requests)} campaign(s): their progress is below", state="complete",
+            launching.update(label=f"Launched {counted(len(requests), 'campaign')}: their progress is below",
+                             state="complete",
                              expanded=False)
 
 
-def launched() -> list[Campaign]:
+def launched(store: Store, principal: Principal) -> list[Campaign]:
     """The campaigns launched from this session (the last ten), as stored now."""
     campaigns = []
     for campaign_id in st.session_state.get("launched", [])[:10]:
@@ -381,19 +374,19 @@ def launched() -> list[Campaign]:
     return campaigns
 
 
-def show_launched() -> None:
+def show_launched(store: Store, principal: Principal) -> None:
     """Their progress bars and errors."""
-    for campaign in launched():
+    for campaign in launched(store, principal):
         ui.show_progress(campaign)
         if campaign.error:
             st.text(campaign.error)
 
 
-current = launched()
+current = launched(store, principal)
 if current:
     st.subheader("Launched from here", anchor=False)
     # Poll the store only while one of them runs; the workers never touch Streamlit.
-    ui.poll(show_launched, 2 if any(c.active for c in current) else None)
+    ui.poll(partial(show_launched, store, principal), 2 if any(c.active for c in current) else None)
     st.page_link("pages/campaigns.py", label="Open the results")
     if len(current) > 1:
         st.page_link("pages/compare.py", label="Compare them")

@@ -24,6 +24,7 @@ from evalcore.suites import (
     suite_csv_bytes,
     suite_named,
 )
+from evalcore.text import counted
 
 NEW = "(new suite)"
 SAMPLE_SUITE = SAMPLE_FOLDER / "suite.csv"
@@ -74,7 +75,7 @@ def import_cases(cases: list[Case], name: str, choice: IfExists, principal: Prin
     # A new key empties the uploader: the imported file would otherwise stay, and say its suite already exists.
     st.session_state[UPLOADS] = st.session_state.get(UPLOADS, 0) + 1
     replaced = "replacing the cases of" if created.created_at != created.updated_at else "into"
-    ui.flash(f"Imported {len(created.cases)} case(s) {replaced} {created.name}.")
+    ui.flash(f"Imported {counted(len(created.cases), 'case')} {replaced} {created.name}.")
     st.rerun()
 
 
@@ -85,11 +86,12 @@ def import_panel(data: bytes, filename: str, key: str, principal: Principal, tar
     st.code("\n".join(report.report_lines()), language=None, wrap_lines=True)
     lines = "all"
     if report.rejected:
-        st.warning(f"{len(report.rejected)} line(s) rejected: nothing is imported unless you choose the valid lines.")
+        st.warning(f"{counted(len(report.rejected), 'line')} rejected: nothing is imported unless you choose the "
+                   "valid lines.")
         lines = st.radio("Import", ["nothing", "the valid lines"], horizontal=True, key=f"{key}-lines")
     name = st.text_input("New suite name", value=Path(filename).stem, key=f"{key}-name")
     choice = existing_choice(name, key, principal) if name.strip() else None
-    if st.button(f"Import {len(report.cases)} case(s)", key=f"{key}-import",
+    if st.button(f"Import {counted(len(report.cases), 'case')}", key=f"{key}-import",
                  disabled=lines == "nothing" or not report.cases or choice is None):
         import_cases(report.cases, name, choice or IfExists.REFUSE, principal, target_id)
 
@@ -126,7 +128,7 @@ if save.button("Save" if suite else "Create", type="primary"):
             created = create_suite(store, name=name, target_id=target_id, cases=cases, principal=principal)
             ui.select_next_run("suite_id", created.id)
         st.session_state.pop(f"cases-{chosen}", None)  # the saved rows are the editor's new starting table
-        ui.flash(f"Saved {len(cases)} case(s).")
+        ui.flash(f"Saved {counted(len(cases), 'case')}.")
         st.rerun()
 if suite:
     with ui.guard():

@@ -273,7 +273,7 @@ def test_stored_campaigns_change_only_when_asked_to_recompute(tmp_path: Path, ca
     assert "hallucination" not in campaign_aggregates(manager.store, campaign)
     assert campaign_results(manager.store, campaign)[0].outcome.measures["false_abstention"] == 0.0
     assert main(["campaigns", "recompute-abstention", campaign, "--db", str(manager.store.path)]) == 0
-    assert "0 question(s) changed" in capsys.readouterr().out
+    assert "0 questions changed" in capsys.readouterr().out
     manager.close()
 
 

@@ -259,11 +259,11 @@ def test_a_named_campaign_is_listed_renamed_and_a_second_import_asks(page: tuple
     csv.write_text("question;expected answer;sources\nWhat is the refund window?;30 days;Terms of Sale\n")
     open_page(tab, "Suites")
     main.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(csv))
-    main.get_by_role("button", name="Import 1 case(s)").click()
-    main.get_by_text("Imported 1 case(s) into browser refunds.").wait_for(timeout=30_000)
+    main.get_by_role("button", name="Import 1 case").click()
+    main.get_by_text("Imported 1 case into browser refunds.").wait_for(timeout=30_000)
     # The import empties the uploader by a rerun of its own: the same file is given again once that is done (and
     # again if a rerun still under way swallowed it).
-    main.get_by_role("button", name="Import 1 case(s)").wait_for(state="hidden", timeout=60_000)
+    main.get_by_role("button", name="Import 1 case").wait_for(state="hidden", timeout=60_000)
     tab.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=60_000)
     warning = main.get_by_text("A suite named browser refunds already exists")
     for attempt in range(3):
@@ -274,10 +274,10 @@ def test_a_named_campaign_is_listed_renamed_and_a_second_import_asks(page: tuple
         except sync_api.TimeoutError:
             if attempt == 2:
                 raise
-    assert main.get_by_role("button", name="Import 1 case(s)").is_disabled()  # until another name or a choice
+    assert main.get_by_role("button", name="Import 1 case").is_disabled()  # until another name or a choice
     main.get_by_text("keep both", exact=True).click()
-    main.get_by_role("button", name="Import 1 case(s)").click()
-    main.get_by_text("Imported 1 case(s) into browser refunds (2).").wait_for(timeout=30_000)
+    main.get_by_role("button", name="Import 1 case").click()
+    main.get_by_text("Imported 1 case into browser refunds (2).").wait_for(timeout=30_000)
     assert_no_exception_on(tab)
     assert not problems, problems
 

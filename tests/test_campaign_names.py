@@ -3,16 +3,19 @@ status, date, key settings and headline measures, searchable and sortable."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
 from evalcore.campaigns import get_manager
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.listing import HEADLINE, Settings, campaign_rows, dataset_label, search_rows, sort_rows
-from evalcore.cli import main
+from evalcore.cli import build_parser, main
 from evalcore.errors import EvalError
 from evalcore.suites import Case, create_suite
 from evalcore.targets import TargetConfig
@@ -104,6 +107,58 @@ def test_cli_list_shows_names_sources_settings_and_measures_searched_and_sorted(
     assert "(suite Refund questions, tenant default)" in capsys.readouterr().out.splitlines()[0]
 
 
+def campaign_positionals() -> dict[str, tuple[argparse.ArgumentParser, list[argparse.Action]]]:
+    """Each command (`campaigns show`, `labels set`, ...), its parser and its positional arguments whose metavar is
+    CAMPAIGN."""
+    def walk(parser: argparse.ArgumentParser, words: str) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+        yield words, parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from walk(sub, f"{words} {name}".strip())
+
+    return {words: (parser, [a for a in parser._actions if a.metavar == "CAMPAIGN" and not a.option_strings])
+            for words, parser in walk(build_parser(), "")}
+
+
+def test_every_command_naming_a_campaign_resolves_it_with_the_one_resolver() -> None:
+    commands = {words: found for words, found in campaign_positionals().items() if found[1]}
+    assert {"campaigns show", "campaigns export", "campaigns rename", "labels set", "compare", "rejudge"} <= set(
+        commands)
+    for words, (parser, actions) in commands.items():
+        assert {action.dest for action in actions} <= set(parser.get_default("campaign_arguments")), words
+
+
+@pytest.mark.parametrize("command", [["campaigns", "show"], ["campaigns", "export", "--format", "csv"],
+                                     ["labels", "agreement"], ["campaigns", "recompute-abstention"]])
+def test_commands_take_a_campaign_by_its_name_or_the_start_of_it(command: list[str], filled: tuple,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    db, ids = filled
+    for given in ("nine chunks", "NINE", ids["k9"]):
+        capsys.readouterr()
+        assert main([*command, given, "--db", db]) == 0, capsys.readouterr().err
+        out = capsys.readouterr()
+        assert "no campaign" not in out.err
+
+
+def test_an_ambiguous_or_unknown_campaign_is_the_same_message_for_every_command(
+        filled: tuple, capsys: pytest.CaptureFixture[str]) -> None:
+    db, ids = filled
+    shared = os.path.commonprefix([ids["k5"], ids["k9"]])
+    assert shared and not ids["suite"].startswith(shared)
+    messages = set()
+    for command in (["campaigns", "show", shared], ["labels", "export", shared], ["compare", ids["suite"], shared],
+                    ["rejudge", shared], ["campaigns", "delete", shared]):
+        assert main([*command, "--db", db]) == 2
+        messages.add(capsys.readouterr().err)
+    [message] = messages
+    assert f"{shared!r} names 2 campaigns" in message
+    assert "nine chunks" in message and ids["k5"] in message and "give more of the name, or the id" in message
+    assert main(["labels", "export", "try1", "--db", db]) == 2
+    assert "no campaign 'try1' (as an id, a name or the start of one)" in capsys.readouterr().err
+    assert len(get_manager(db).store.read("SELECT id FROM campaigns")) == 3  # nothing deleted
+
+
 def test_api_names_at_launch_renames_and_lists_with_names(api: Api) -> None:
     task = api.call("POST", "/api/v1/evaluation", json={"knowledge_base_id": api.targets["fast"], "name": "first try"})
     task_id = task.json()["data"]["task"]["id"]
@@ -132,6 +187,10 @@ def test_api_names_at_launch_renames_and_lists_with_names(api: Api) -> None:
     error_of(api.call("PATCH", f"/api/v1/campaigns/{task_id}", "other", json={"name": "x"}), 404)
     assert error_of(api.call("PATCH", f"/api/v1/campaigns/{task_id}", json={"name": "   "}), 422)["field"] == "name"
     assert error_of(api.call("PATCH", f"/api/v1/campaigns/{task_id}", json={"name": "x" * 201}), 422)["field"] == "name"
+    by_its_name = api.call("GET", "/api/v1/campaigns/hybrid%2C%20SECOND", "viewer")  # the start of its name
+    assert by_its_name.status_code == 200 and by_its_name.json()["data"]["campaign"]["id"] == task_id
+    assert api.call("GET", f"/api/v1/campaigns/{quote(run['name'])}/results", "viewer").json()["data"]["total"] == 1
+    error_of(api.call("GET", "/api/v1/campaigns/suite%20try", "other"), 404)  # another tenant's names are not seen
     openapi = api.call("GET", "/openapi.json", None).json()
     assert "patch" in openapi["paths"]["/api/v1/campaigns/{campaign_id}"]
 

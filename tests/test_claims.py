@@ -196,7 +196,7 @@ def test_a_campaign_stores_each_questions_claims_scores_faithfulness_and_counts_
     assert (aggregate.mean, aggregate.count) == (0.25, 2)  # the refusal is neither 0 nor 1
     assert campaign_summary(manager.store, campaign_id).no_claim == {"claims": 1}
     assert main(["campaigns", "show", campaign_id, "--db", db]) == 0
-    assert "judge claims: no claim in 1 answer(s) (refusals: marked, not scored)" in capsys.readouterr().out
+    assert "judge claims: no claim in 1 answer (refusals: marked, not scored)" in capsys.readouterr().out
     assert main(["campaigns", "export", campaign_id, "--format", "csv", "--db", db]) == 0
     assert "supported [1: 10] Refunds are accepted within 30 days. | not found: Shipping is free." in \
         capsys.readouterr().out

@@ -53,7 +53,7 @@ def test_a_sweep_table_shows_the_headline_measures_by_full_name_and_the_rest_on_
     out = capsys.readouterr().out.splitlines()
     header = out[out.index(next(line for line in out if line.startswith("sweep over embedding_top_k"))) + 1]
     assert header.split() == ["value", "ndcg@10", "rougel", "coverage"]  # those deciding verdicts, in panel order
-    assert any(line.endswith("more measure(s): --measures M1,M2,... or --all") for line in out)
+    assert any(line.endswith("more measures: --measures M1,M2,... or --all") for line in out)
     assert max(len(line) for line in out
                if not line.startswith(("campaign", "next", "configuration", "dataset "))) < 120
     ids = [line.split("(")[-1].rstrip(")") for line in out if line.startswith("campaign '")]

@@ -25,6 +25,7 @@ from evalcore.errors import EvalError
 from evalcore.judges import Verdict
 from evalcore.store import Store
 from evalcore.targets import Retrieved
+from evalcore.text import counted
 
 
 def verdict(score, model="m1"):
@@ -281,7 +282,7 @@ def test_a_measure_on_one_side_only_is_named_in_the_notes():
     result = compare_results(campaign("A"), [row(1, "Q", {"coverage": 0.5})], campaign("B", {"top_k": 10}),
                              [row(1, "Q", {"coverage": 0.5}, judge=4)])
     assert [m.measure for m in result.measures] == ["coverage"]
-    assert "judge.score is measured only in B (1 question(s)): not compared" in result.notes
+    assert "judge.score is measured only in B (1 question): not compared" in result.notes
 
 
 def test_a_failed_question_names_the_error_and_moves_no_passage():
@@ -398,7 +399,7 @@ def test_cli_compare_shows_power_and_takes_an_effect(stored, tmp_path, capsys):
     assert "power (paired t, 80% at alpha 0.05)" in text and "questions needed to see ±0.1" in text
     coverage = next(line for line in text.splitlines() if line.startswith("  coverage"))
     assert "n = 3 can detect ±" in coverage and "±0.1 needs" in coverage
-    assert "1 paired question(s): no test can detect a difference" in text
+    assert "1 paired question: no test can detect a difference" in text
     assert "warning: no difference found on coverage, but with n = 3" in text
     assert main(["compare", "A", "B", "--json", "--db", db, "--resamples", "500", "--effect", "0.1"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -445,7 +446,7 @@ def test_compare_page_shows_what_each_measure_could_detect(two_stored, monkeypat
     # One warning line names the measures; the reasons, one per measure, are folded under it.
     [summary] = [unescape(w.value) for w in at.warning if w.value.startswith("No difference found on")]
     weak = [m.measure for m in comparison.measures if m.under_powered]
-    assert (summary.startswith(f"No difference found on {len(weak)} measure(s) ")
+    assert (summary.startswith(f"No difference found on {counted(len(weak), 'measure')} ")
             and summary.endswith(", ".join(weak) + "."))
     [folded] = [e for e in at.expander if e.label.startswith("What each of them could have seen")]
     shown = unescape("\n".join(m.value for m in folded.markdown))

@@ -220,7 +220,7 @@ def test_csv_import_reports_each_line_and_imports_the_valid_ones(tmp_path: Path,
     suites = list_suites(get_manager(db).store)
     assert [s.name for s in suites] == ["cases"]
     assert [c.question for c in suites[0].cases] == ["What is the refund window?", '=HYPERLINK("http://x")']
-    assert "Imported 2 case(s)" in unescape(texts(at))
+    assert "Imported 2 cases" in unescape(texts(at))
     assert [d.label for d in at.download_button] == ["CSV"]
 
 
@@ -584,7 +584,7 @@ def test_abstention_is_recomputed_on_request(filled: dict, monkeypatch: pytest.M
     at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
     next(b for b in at.button if b.label == "Recompute abstention").click().run()
     assert_clean(at)
-    assert [unescape(s.value) for s in at.success] == ["Recomputed abstention: 0 question(s) changed."]
+    assert [unescape(s.value) for s in at.success] == ["Recomputed abstention: 0 questions changed."]
 
 
 def test_user_text_is_shown_as_text_never_as_markup(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,7 +16,7 @@ from tests.test_dashboard_access import assert_clean, open_app, sign_in, titles
 @pytest.mark.parametrize(("role", "capability", "says"), [
     ("viewer", "run_evaluations", "launches and changes nothing"),
     ("admin", "run_evaluations", "saving or changing a target configuration needs full-access"),
-    ("admin", "full-access", "everything in its tenant"),
+    ("admin", "full-access", "This key does everything in its tenant"),
 ])
 def test_the_sidebar_says_what_the_signed_in_key_can_do(role: str, capability: str, says: str, tmp_path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -27,6 +27,13 @@ def test_the_sidebar_says_what_the_signed_in_key_can_do(role: str, capability: s
     sidebar = " ".join(c.value for c in at.sidebar.caption).replace("\\", "")
     assert f"role **{role}** · capability {capability}" in sidebar and says in sidebar
     assert Principal("acme", role, capability).abilities in sidebar
+
+
+@pytest.mark.parametrize(("role", "capability"), [("viewer", "run_evaluations"), ("admin", "run_evaluations"),
+                                                  ("admin", "full-access"), ("admin", "none")])
+def test_what_a_key_can_do_is_a_sentence_after_this_key(role: str, capability: str) -> None:
+    verb = Principal("acme", role, capability).abilities.split()[0]
+    assert verb in {"does", "reads,", "reads"}  # "This key does ...", "This key reads ...": never "This key everything"
 
 
 def test_keys_create_says_what_the_key_can_do(tmp_path, capsys) -> None:

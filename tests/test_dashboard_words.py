@@ -50,7 +50,7 @@ def test_the_run_form_says_why_a_query_transformation_cannot_work_and_a_launch_s
     at.button(key="FormSubmitter:launch-Launch").click().run()
     assert_clean(at)
     [launching] = [block for block in at.main.children.values() if type(block).__name__ == "Status"]
-    assert launching.label == "Launched 1 campaign(s): their progress is below"
+    assert launching.label == "Launched 1 campaign: their progress is below"
     said = " ".join(unescape(m.value) for m in launching.markdown)
     assert "1 of 1: " in said and "preparing: loading the questions, checking the settings" in said
     assert f"queued as {at.session_state['launched'][0]}" in said

@@ -68,7 +68,7 @@ def test_the_campaign_list_shows_names_sources_settings_and_measures(named: dict
     assert {"retriever", "reranker", "generator", "top-k", "ndcg@10", "coverage", "id"} <= set(table.columns)
     rows = table.set_index("id")
     assert rows.loc[named["named"], "name"] == "keyword baseline"
-    assert rows.loc[named["made"], "name"] == "bm25 · top 7 · extractive" and rows.loc[named["made"], "top-k"] == 7
+    assert rows.loc[named["made"], "name"] == "bm25 · top 7 · extractive" and rows.loc[named["made"], "top-k"] == "7"
     assert rows.loc[named["suite"], "dataset / suite"] == "suite Refund questions"  # the suite's name, not its id
     assert rows.loc[named["named"], "dataset / suite"] == "dataset default"
     assert 0 <= rows.loc[named["named"], "ndcg@10"] <= 1
@@ -143,7 +143,7 @@ def test_a_second_import_under_the_same_name_asks(tmp_path: Path, monkeypatch: p
             # Imported: the uploader is empty again, so nothing warns that the suite just made already exists.
             assert (uploader(at).value in (None, []) and not at.warning
                     and "import-import" not in [b.key for b in at.button])
-            assert "Imported 1 case(s) into refunds" in unescape(at.success[0].value)
+            assert "Imported 1 case into refunds" in unescape(at.success[0].value)
     # The second time: the page says a suite has the name and waits for a choice (or another name).
     assert "A suite named refunds already exists" in unescape(at.warning[0].value)
     assert at.button(key="import-import").disabled

@@ -421,7 +421,7 @@ def test_judges_see_the_whole_titled_context_and_a_cut_forced_by_the_window_is_s
         f"context cut to {len(LONG_PASSAGE) // 2:,} of {len(LONG_PASSAGE):,} characters: "
         "the judge model's context window is too small")
     assert main(["campaigns", "show", report["campaign"]["id"], "--db", db]) == 0
-    assert "judge groundedness: context cut to fit the judge model's context window on 1 question(s)" in \
+    assert "judge groundedness: context cut to fit the judge model's context window on 1 question" in \
         capsys.readouterr().out
     # The Campaigns page says it too: a warning with the count, and the question's judge row.
     from tests.test_dashboard_workflow import page_test

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import csv
+import datetime as dt
+import io
 import json
 import warnings
 from html import unescape as unescape_html
@@ -137,6 +140,10 @@ def test_labels_go_out_and_come_back_as_csv_and_bad_rows_are_all_named(judged: t
               author="ana")
     text = labels_csv(manager.store, campaign_id)
     assert text.startswith("qid,judge,label,note,author,labelled_at,question\r\n") and "'=cmd()" in text
+    [row] = list(csv.DictReader(io.StringIO(text)))
+    [label] = campaign_labels(manager.store, campaign_id)
+    written = dt.datetime.fromisoformat(row["labelled_at"])  # ISO 8601 with its zone, not epoch seconds
+    assert written.utcoffset() == dt.timedelta(0) and abs(written.timestamp() - label.labelled_at) < 1
     manager.store.write(lambda conn: conn.execute("DELETE FROM labels"))
     assert import_labels_csv(manager.store, campaign_id, text, author="importer") == 1
     (back,) = campaign_labels(manager.store, campaign_id)
@@ -181,7 +188,7 @@ def test_the_cli_and_the_api_label_import_export_and_report_agreement(
     assert main(["labels", "import", campaign_id, str(tmp_path / "in.csv"), "--db", db]) == 0
     assert main(["labels", "agreement", campaign_id, "--db", db]) == 0
     out = capsys.readouterr().out
-    assert ("judge relevance: 3 labelled question(s), accuracy 1.000, kappa 1.000, weighted kappa 1.000 (linear "
+    assert ("judge relevance: 3 labelled questions, accuracy 1.000, kappa 1.000, weighted kappa 1.000 (linear "
             "1.000)") in out
     assert main(["labels", "export", campaign_id, "--out", str(tmp_path / "out.csv"), "--db", db]) == 0
     assert (tmp_path / "out.csv").read_text(encoding="utf-8").count("relevance") == 3

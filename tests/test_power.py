@@ -77,7 +77,7 @@ def test_fewer_than_two_pairs_has_no_power():
     (entry,) = compare_results(campaign("A"), [row(1, "Q", {"coverage": 0.0})], campaign("B"),
                                [row(1, "Q", {"coverage": 1.0})]).measures
     assert (entry.mde, entry.mde_bootstrap, entry.n_required, entry.sd_diff) == (None, None, None, None)
-    assert entry.power_note == "1 paired question(s): no test can detect a difference"
+    assert entry.power_note == "1 paired question: no test can detect a difference"
 
 
 def test_equal_differences_have_no_spread_to_estimate_power_from():
@@ -135,7 +135,7 @@ def test_under_powered_non_significant_measures_are_named_with_what_they_could_s
 def test_a_single_question_is_under_powered_whatever_the_effect():
     result = compare_results(campaign("A"), [row(1, "Q", {"coverage": 0.5})], campaign("B"),
                              [row(1, "Q", {"coverage": 0.6})], effect=10.0)
-    assert result.power_warnings == [("no difference found on coverage, and none could be: 1 paired question(s): "
+    assert result.power_warnings == [("no difference found on coverage, and none could be: 1 paired question: "
                                      "no test can detect a difference")]
 
 

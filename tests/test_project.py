@@ -16,7 +16,7 @@ import pytest
 from evalcore.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = [ROOT / "app.py", *(ROOT / "ui").glob("*.py"), *(ROOT / "pages").glob("*.py"),
+SOURCES = [ROOT / "app.py", *(ROOT / "ui").rglob("*.py"), *(ROOT / "pages").glob("*.py"),
            *(ROOT / "evalcore").rglob("*.py")]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
@@ -191,3 +191,49 @@ def test_the_key_table_in_the_docs_is_the_declared_one() -> None:
     text = (ROOT / "docs" / "targets.md").read_text(encoding="utf-8")
     table = text.split("<!-- keys:start -->\n", 1)[1].split("<!-- keys:end -->", 1)[0]
     assert table == key_reference(), "run: python -m evalcore config keys, and paste it between the markers"
+
+
+def script_state(tree: ast.Module) -> set[str]:
+    """The names a page script binds at its top level as it runs (assignments, loops, `with ... as`, `:=`): its
+    state; names in capitals (constants, type aliases) and imports are not state."""
+    bound: set[str] = set()
+    for statement in tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            continue
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                bound.add(node.id)
+    return {name for name in bound if not name.lstrip("_")[:1].isupper()}
+
+
+def globals_read(function: ast.FunctionDef, state: set[str]) -> set[str]:
+    """The script state a function reads without binding it itself (its arguments and its own assignments)."""
+    own = {node.id for node in ast.walk(function) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+    own |= {arg.arg for node in ast.walk(function) if isinstance(node, (ast.FunctionDef, ast.Lambda))
+            for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}
+    return {node.id for node in ast.walk(function) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+            and node.id in state and node.id not in own}
+
+
+def test_no_page_function_reads_the_scripts_state() -> None:
+    """A page's functions take what they need (principal, store, the selection) as arguments: none reads a name the
+    script binds as it runs, which may be assigned further down or not at all on this run."""
+    files = [ROOT / "app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "ui").rglob("*.py")]
+    found = {}
+    for path in files:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        state = script_state(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and (names := globals_read(node, state)):
+                found[f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"] = sorted(names)
+    assert found == {}
+
+
+def test_the_script_state_check_finds_a_function_reading_a_later_global() -> None:
+    tree = ast.parse("import ui\nLIMIT = 3\n\ndef section(campaign):\n    return store.read(campaign, LIMIT)\n\n"
+                     "def fine(store):\n    return store\n\nstore = ui.store()\n")
+    state = script_state(tree)
+    assert state == {"store"}
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    assert globals_read(functions["section"], state) == {"store"}
+    assert globals_read(functions["fine"], state) == set()

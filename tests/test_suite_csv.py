@@ -176,7 +176,7 @@ def test_report_lines_name_every_line():
     lines = report.report_lines()
     assert "line 2: ok: q1" in lines
     assert "line 3: rejected: empty question" in lines
-    assert lines[-1] == "1 valid case(s), 1 rejected line(s)"
+    assert lines[-1] == "1 valid case, 1 rejected line"
     assert report.to_dict()["rejected"] == [{"line": 3, "reason": "empty question"}]
 
 
@@ -222,7 +222,7 @@ def test_cli_import_list_export_delete(tmp_path, capsys):
     good.write_bytes("Question;Réponse attendue;Sources\r\nQuel délai ?;14 jours;CGV|Règlement\r\n".encode("utf-8-sig"))
     assert main(["suites", "import", str(good), "--name", "FR", "--agent", "target_x", "--db", db]) == 0
     out = capsys.readouterr().out
-    assert "line 2: ok: Quel délai ?" in out and "imported 1 case(s) into suite" in out
+    assert "line 2: ok: Quel délai ?" in out and "imported 1 case into suite" in out
     suite_id = out.split("into suite ")[1].split()[0]
     assert main(["suites", "list", "--db", db]) == 0
     assert suite_id in capsys.readouterr().out
@@ -243,11 +243,11 @@ def test_cli_import_refuses_a_file_with_errors_unless_valid_only(tmp_path, capsy
     assert main(["suites", "import", str(bad), "--name", "S", "--agent", "t", "--db", db]) == 2
     captured = capsys.readouterr()
     assert "line 3: rejected: empty question" in captured.out
-    assert "1 line(s) rejected: nothing imported" in captured.err
+    assert "1 line rejected: nothing imported" in captured.err
     assert main(["suites", "list", "--db", db]) == 2  # nothing imported: not even a store made
     assert "no database there" in capsys.readouterr().err
     assert main(["suites", "import", str(bad), "--name", "S", "--agent", "t", "--valid-only", "--db", db]) == 0
-    assert "imported 2 case(s)" in capsys.readouterr().out
+    assert "imported 2 cases" in capsys.readouterr().out
     assert main(["suites", "import", str(tmp_path / "missing.csv"), "--name", "S", "--agent", "t", "--db", db]) == 2
     assert "cannot read the file" in capsys.readouterr().err
 

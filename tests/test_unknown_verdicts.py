@@ -43,7 +43,7 @@ def test_a_judge_that_never_answers_readably_says_so_on_every_face_and_fails_the
     # Two questions have a reference answer (the third is skipped): each asked twice (the retry), never read.
     assert calls == 4
     warning = "warning: judge score: 2 of 2 verdicts unreadable (100%)"
-    assert warning in out and "judge score: 1 question(s) skipped: no reference answer" in out
+    assert warning in out and "judge score: 1 question skipped: no reference answer" in out
     assert "judge tokens: 400 prompt + 80 completion" in out and "total tokens: 480" in out
     assert "gate failed: judge score unreadable verdicts <= 20%: judge score: 2 of 2 verdicts unreadable (100%), " \
            "over the limit 20%" in out

@@ -14,7 +14,7 @@ from evalcore.targets.presets import DEFAULTS
 from evalcore.targets.saved import list_targets
 from ui.cache import rows_of
 from ui.engine import store
-from ui.text import fmt_when
+from ui.text import fmt_value, fmt_when
 from ui.widgets import remembered_select, select_next_run
 
 
@@ -23,6 +23,11 @@ def target_choices(store: Store, principal: Principal) -> dict[str, str]:
     choices = {DEFAULTS.name: DEFAULTS.label}
     choices.update({t.id: f"{t.name or 'unnamed'} · {t.id}" for t in list_targets(store, principal=principal)})
     return choices
+
+
+def settings_cells(row_settings: dict[str, object]) -> dict[str, str]:
+    """The key settings as a list shows them: text, an em dash where one does not apply (never None)."""
+    return {key: "—" if value is None else str(value) for key, value in row_settings.items()}
 
 
 def suite_frame(suites: list[Suite], principal: Principal) -> pd.DataFrame:
@@ -36,11 +41,12 @@ def suite_frame(suites: list[Suite], principal: Principal) -> pd.DataFrame:
     for row in listed:
         suite, run = row.suite, row.last
         lines.append({"name": suite.name, "dataset": row.dataset, "cases": len(suite.cases),
-                      "configuration": row.configuration, **row.settings.to_dict(),
+                      "configuration": row.configuration, **settings_cells(row.settings.to_dict()),
                       "updated": fmt_when(suite.updated_at),
                       "last campaign": run.campaign.status_text if run else "never run",
                       "last run": fmt_when(run.campaign.created_at) if run else "never",
-                      **{name: run.headline.get(name) if run else None for name in measures}, "id": suite.id})
+                      **{name: fmt_value(run.headline.get(name) if run else None) for name in measures},
+                      "id": suite.id})
     columns = ["name", "dataset", "cases", "configuration", "retriever", "reranker", "generator", "top_k", "updated",
                "last campaign", "last run", *measures, "id"]
     return pd.DataFrame(lines, columns=columns).rename(columns={"top_k": "top-k"})
@@ -52,8 +58,8 @@ def campaign_frame(rows: list[CampaignRow]) -> pd.DataFrame:
     return pd.DataFrame([{
         "name": row.campaign.name, "dataset / suite": f"{row.campaign.kind} {row.source_name}",
         "status": row.campaign.status_text, "created": fmt_when(row.campaign.created_at),
-        "progress": f"{row.campaign.finished}/{row.campaign.total}", **row.settings.to_dict(),
-        **{name: row.headline.get(name) for name in measures}, "id": row.campaign.id,
+        "progress": f"{row.campaign.finished}/{row.campaign.total}", **settings_cells(row.settings.to_dict()),
+        **{name: fmt_value(row.headline.get(name)) for name in measures}, "id": row.campaign.id,
     } for row in rows], columns=["name", "dataset / suite", "status", "created", "progress", "retriever", "reranker",
                                  "generator", "top_k", *measures, "id"]).rename(columns={"top_k": "top-k"})
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from evalcore.campaigns import Campaign
+from evalcore.errors import EvalError
 from evalcore.metrics import MEASURES
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$=&])")
@@ -62,3 +65,15 @@ def measure_help(name: str, signature: str | None = None) -> str:
 def campaign_label(campaign: Campaign) -> str:
     """How a campaign is named in pickers: name, id, status, progress."""
     return f"{campaign.name} · {campaign.id} · {campaign.status_text} · {campaign.finished}/{campaign.total}"
+
+
+def json_object(name: str, text: str) -> dict[str, Any]:
+    """A form field's JSON object (headers, a body's extra keys); an EvalError naming the field otherwise."""
+    expected = 'a JSON object such as {"X-Key": "${MY_KEY}"}'
+    try:
+        value = json.loads(text or "{}")
+    except json.JSONDecodeError as error:
+        raise EvalError(f"not valid JSON ({error.msg})", where=name, found=short(text), expected=expected) from None
+    if not isinstance(value, dict):  # a list or a number is valid JSON but no set of headers
+        raise EvalError("not a JSON object", where=name, found=short(text), expected=expected)
+    return value

@@ -34,6 +34,7 @@ from evalcore.campaigns import (
     campaign_diagnosis,
     campaign_results,
     campaign_summary,
+    find_campaign,
     get_campaign,
 )
 from evalcore.campaigns.export import judge_fields
@@ -58,9 +59,14 @@ MAX_OFFSET = 1_000_000_000
 
 
 def campaign_of(request: Request, campaign_id: str, principal: Principal, noun: str = "campaign") -> Campaign:
-    """The tenant's campaign, or the same 404 as for an id that does not exist."""
+    """The tenant's campaign by its id, or for the campaign routes by its name as every face takes it (`find_campaign`:
+    an id, a name, the start of one; a 422 naming the candidates when several match); else the same 404 as for an id
+    that does not exist. Evaluation tasks and suite runs are named by their id only."""
+    store = request.app.state.store
     try:
-        return get_campaign(request.app.state.store, campaign_id, principal=principal)
+        if noun == "campaign":
+            return find_campaign(store, campaign_id, principal=principal)
+        return get_campaign(store, campaign_id, principal=principal)
     except NotFound:
         raise not_found(noun, campaign_id) from None
 
@@ -130,6 +136,7 @@ def read(request: Request, campaign_id: CampaignId, principal: Viewer) -> dict[s
     """Aggregates are means over the stored per-question rows; `diagnosis` counts the questions per failure stage;
     `summary` gives the tokens by role and, per judge, its unreadable verdicts (with a warning above a fifth)."""
     campaign = campaign_of(request, campaign_id, principal)
+    campaign_id = campaign.id  # given by id or name
     store = request.app.state.store
     return ok({"campaign": campaign_json(campaign), "aggregates": aggregates_json(store, campaign_id, principal),
                "diagnosis": campaign_diagnosis(store, campaign_id, principal=principal).to_dict(),
@@ -139,7 +146,7 @@ def read(request: Request, campaign_id: CampaignId, principal: Viewer) -> dict[s
 @router.patch("/campaigns/{campaign_id}", response_model=Ok[CampaignOnly], summary="Rename a campaign")
 def rename(request: Request, campaign_id: CampaignId, body: RenameIn, principal: Admin) -> dict[str, Any]:
     """Any campaign, running or not; the name is trimmed to one line."""
-    campaign_of(request, campaign_id, principal)
+    campaign_id = campaign_of(request, campaign_id, principal).id  # given by id or name
     renamed = request.app.state.manager.rename(campaign_id, body.name, principal=principal)
     return ok({"campaign": campaign_json(renamed)})
 
@@ -148,7 +155,7 @@ def rename(request: Request, campaign_id: CampaignId, body: RenameIn, principal:
              summary="Stop a pending or running campaign")
 def cancel(request: Request, campaign_id: CampaignId, principal: Admin) -> dict[str, Any]:
     """No new question starts; those in flight finish; then its status is cancelled (409 if already over)."""
-    campaign_of(request, campaign_id, principal)
+    campaign_id = campaign_of(request, campaign_id, principal).id  # given by id or name
     request.app.state.manager.cancel(campaign_id, principal=principal)
     return ok({"campaign": campaign_json(campaign_of(request, campaign_id, principal))})
 
@@ -157,7 +164,7 @@ def cancel(request: Request, campaign_id: CampaignId, principal: Admin) -> dict[
              summary="Recompute an ended campaign's abstention measures under the current answerability rule")
 def recompute(request: Request, campaign_id: CampaignId, principal: Admin) -> dict[str, Any]:
     """On request only (stored campaigns never change by themselves); 409 while the campaign runs."""
-    campaign_of(request, campaign_id, principal)
+    campaign_id = campaign_of(request, campaign_id, principal).id  # given by id or name
     recompute_abstention(request.app.state.store, campaign_id, principal=principal)
     return ok({"campaign": campaign_json(campaign_of(request, campaign_id, principal))})
 
@@ -176,7 +183,7 @@ class RejudgeIn(JudgingIn):
 def rejudge(request: Request, campaign_id: CampaignId, body: RejudgeIn, principal: Admin) -> dict[str, Any]:
     """The new campaign reads the answers where they are stored (its target is not asked) and differs only in its
     judges; `answers_from` names the campaign judged. 409 unless that campaign ran every question."""
-    campaign_of(request, campaign_id, principal)
+    campaign_id = campaign_of(request, campaign_id, principal).id  # given by id or name
     new_id = request.app.state.manager.rejudge(RejudgeRequest(
         campaign_id, judges=tuple(body.judges), settings=judge_settings(body, principal), name=body.name,
         principal=principal, concurrency=body.concurrency, judge_samples=body.judge_samples))
@@ -192,6 +199,7 @@ def results(request: Request, campaign_id: CampaignId, principal: Viewer,
     `names=evaluator` (or `project`) adds each question's judge results as flat fields (`flat`).
     """
     campaign = campaign_of(request, campaign_id, principal)
+    campaign_id = campaign.id  # given by id or name
     rows = campaign_results(request.app.state.store, campaign_id, offset=offset, limit=limit,
                             principal=principal)
     return ok({"results": [result_json(row, names, campaign) for row in rows], "offset": offset, "limit": limit,
@@ -213,8 +221,7 @@ def compare(request: Request, a: Annotated[str, Query(max_length=300)], b: Annot
 
     Computed once per pair of campaign versions and kept: asking again reads the stored comparison.
     """
-    campaign_of(request, a, principal)
-    campaign_of(request, b, principal)
+    a, b = campaign_of(request, a, principal).id, campaign_of(request, b, principal).id  # by id or name
     tolerances = dict.fromkeys(MEASURES, tolerance) if tolerance is not None else None
     store = request.app.state.store
     comparison = compare_campaigns(store, a, b, effect=effect, principal=principal, basis=basis, tolerances=tolerances)
@@ -244,8 +251,7 @@ def pairwise(request: Request, a: Annotated[str, Query(max_length=300)], b: Anno
     worker judges each common answered question with A's answer first, then B's first (a verdict that changes is a
     tie); the job's result is B's win rate with its interval, the sign test and the flip rate. Every model call is
     cached, and the result is kept: the comparison of a and b (GET /api/v1/compare) carries it from then on."""
-    campaign_of(request, a, principal)
-    campaign_of(request, b, principal)
+    a, b = campaign_of(request, a, principal).id, campaign_of(request, b, principal).id  # by id or name
     body = body or PairwiseIn()
     judge = {f"judge_{name}": value for name, value in body.judge.model_dump().items()} if body.judge else None
     store = request.app.state.store

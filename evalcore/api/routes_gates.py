@@ -34,6 +34,7 @@ def campaign_gates(request: Request, campaign_id: CampaignId, principal: Viewer,
                                                            "bootstrap interval")] = "mean") -> dict[str, Any]:
     """Each mark taken on the campaign's mean (or its bound); a measure where lower is better has a ceiling."""
     campaign = campaign_of(request, campaign_id, principal)
+    campaign_id = campaign.id  # given by id or name
     gates = [parse_gate(text, bound, example="?fail_under=ndcg@10=0.7") for text in fail_under]
     rows = campaign_results(request.app.state.store, campaign_id, principal=principal)
     return checks_json(campaign.status, campaign_checks(gates, rows) + question_failures(rows))
@@ -45,8 +46,7 @@ def comparison_gates(request: Request, a: Annotated[str, Query(max_length=300)],
                      b: Annotated[str, Query(max_length=300)], principal: Viewer,
                      fail_if_worse: Measures = "headline") -> dict[str, Any]:
     """By the comparison's own paired tests (p < 0.05), as `compare --fail-if-worse`."""
-    campaign_of(request, a, principal)
-    campaign_of(request, b, principal)
+    a, b = campaign_of(request, a, principal).id, campaign_of(request, b, principal).id  # by id or name
     comparison = compare_campaigns(request.app.state.store, a, b, principal=principal)
     names = [name.strip() for name in fail_if_worse.split(",") if name.strip()]
     return checks_json(None, worse_checks(comparison, names, field="fail_if_worse"))

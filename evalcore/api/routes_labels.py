@@ -37,7 +37,7 @@ class LabelIn(RequestBody):
 @router.get("/{campaign_id}/labels", response_model=Ok[LabelList], summary="The campaign's labels")
 def labels(request: Request, campaign_id: CampaignId, principal: Viewer) -> dict[str, Any]:
     """By question, then judge."""
-    campaign_of(request, campaign_id, principal)
+    campaign_id = campaign_of(request, campaign_id, principal).id  # given by id or name
     found = campaign_labels(request.app.state.store, campaign_id, principal=principal)
     return ok({"labels": [label.to_dict() for label in found]})
 
@@ -47,7 +47,7 @@ def labels(request: Request, campaign_id: CampaignId, principal: Viewer) -> dict
 def put_label(request: Request, campaign_id: CampaignId, qid: Qid, judge: Judge, body: LabelIn,
               principal: Labeller) -> dict[str, Any]:
     """Who and when are recorded; a label off the judge's scale is refused naming the labels it takes."""
-    campaign_of(request, campaign_id, principal)
+    campaign_id = campaign_of(request, campaign_id, principal).id  # given by id or name
     label = set_label(request.app.state.store, campaign_id, qid, judge, body.label, note=body.note,
                       principal=principal)
     return ok({"label": label.to_dict()})
@@ -57,7 +57,7 @@ def put_label(request: Request, campaign_id: CampaignId, qid: Qid, judge: Judge,
                summary="Take a label back")
 def remove_label(request: Request, campaign_id: CampaignId, qid: Qid, judge: Judge, principal: Labeller) -> Response:
     """Nothing happens when there is none."""
-    campaign_of(request, campaign_id, principal)
+    campaign_id = campaign_of(request, campaign_id, principal).id  # given by id or name
     delete_label(request.app.state.store, campaign_id, qid, judge, principal=principal)
     return Response(status_code=204)
 
@@ -66,7 +66,7 @@ def remove_label(request: Request, campaign_id: CampaignId, qid: Qid, judge: Jud
 def import_labels(request: Request, campaign_id: CampaignId, principal: Labeller,
                   csv: Annotated[str, Body(media_type="text/csv", max_length=CSV_CHARS)]) -> dict[str, Any]:
     """Columns qid, judge, label (note, author optional); every bad row is named and nothing is kept then."""
-    campaign_of(request, campaign_id, principal)
+    campaign_id = campaign_of(request, campaign_id, principal).id  # given by id or name
     count = import_labels_csv(request.app.state.store, campaign_id, csv, source="the CSV body", principal=principal)
     return ok({"imported": count})
 
@@ -75,6 +75,6 @@ def import_labels(request: Request, campaign_id: CampaignId, principal: Labeller
             summary="Each labelled judge against the labels: n, accuracy, kappa, confusion matrix")
 def agreement(request: Request, campaign_id: CampaignId, principal: Viewer) -> dict[str, Any]:
     """On the judge's scale when every label is on it (weighted kappa on ordinal scales), else as pass/fail."""
-    campaign_of(request, campaign_id, principal)
+    campaign_id = campaign_of(request, campaign_id, principal).id  # given by id or name
     found = campaign_agreement(request.app.state.store, campaign_id, principal=principal)
     return ok({"agreement": {name: value.to_dict() for name, value in found.items()}})

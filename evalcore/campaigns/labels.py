@@ -9,6 +9,7 @@ label is on it, else as pass/fail (a label on the scale passes at the judge's pa
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import time
 from collections.abc import Sequence
@@ -147,12 +148,18 @@ def campaign_labels(store: Store, campaign_id: str, *, principal: Principal | No
 
 
 def labels_csv(store: Store, campaign_id: str, *, principal: Principal | None = None) -> str:
-    """The labels as CSV (qid, judge, label, note, author, labelled_at, question), spreadsheet-safe."""
+    """The labels as CSV (qid, judge, label, note, author, labelled_at, question), spreadsheet-safe; `labelled_at` in
+    ISO 8601 with its zone (UTC)."""
     questions = {r["qid"]: r["question"] for r in store.read(
         "SELECT qid, question FROM campaign_questions WHERE campaign_id = ?", (campaign_id,))}
-    rows = [[x.qid, x.judge, x.label, x.note, x.author, x.labelled_at, questions.get(x.qid, "")]
+    rows = [[x.qid, x.judge, x.label, x.note, x.author, iso_time(x.labelled_at), questions.get(x.qid, "")]
             for x in campaign_labels(store, campaign_id, principal=principal)]
     return csv_text([list(CSV_COLUMNS), *rows])
+
+
+def iso_time(timestamp: float) -> str:
+    """A stored time as ISO 8601 in UTC, to the second (`2026-12-06T17:36:27+00:00`)."""
+    return dt.datetime.fromtimestamp(timestamp, dt.UTC).isoformat(timespec="seconds")
 
 
 def import_labels_csv(store: Store, campaign_id: str, text: str, *, author: str = "", source: str = "labels.csv",

@@ -25,6 +25,7 @@ from evalcore.lifecycle import CampaignStatus
 from evalcore.store import Conflict, Store
 from evalcore.targets import TargetAnswer, TargetConfig
 from evalcore.targets.config import JUDGE, TABLES
+from evalcore.text import counted
 
 if TYPE_CHECKING:
     from evalcore.models import ChatModel
@@ -102,7 +103,8 @@ def refuse_if_judged_again(store: Store, campaign_id: str, doing: str) -> None:
     """Conflict when re-judges read this campaign's answers: deleting or answering it again would change theirs."""
     readers = store.read("SELECT id FROM campaigns WHERE answers_from = ? ORDER BY created_at", (campaign_id,))
     if readers:
-        raise Conflict(f"cannot {doing}: {len(readers)} campaign(s) judge its answers again and read them from it",
+        raise Conflict(f"cannot {doing}: its answers are judged again by {counted(len(readers), 'campaign')}, "
+                       "which read them from it",
                        where=campaign_id, found=", ".join(row["id"] for row in readers),
                        fix="delete those campaigns first")
 

@@ -78,6 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = (build_parser(command) if command else overview()).parse_args(argv)
     sys.stdout, sys.stderr = TerminalText.over(sys.stdout), TerminalText.over(sys.stderr)
     try:
+        from evalcore.cli._common import resolve_campaigns  # here: `--help` and the overview import nothing more
+
+        resolve_campaigns(args)
         return int(args.handler(args) or 0)
     except EvalError as error:
         for line in error.problems:

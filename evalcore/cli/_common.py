@@ -32,6 +32,34 @@ def add_execution_options(parser: argparse.ArgumentParser) -> None:
                              "$EVALCORE_DASK_SCHEDULER)")
 
 
+CAMPAIGN_HELP = "the campaign: its id, its name, or the start of either (case ignored)"
+
+
+def add_campaign_argument(parser: argparse.ArgumentParser, dest: str = "id", **kwargs: Any) -> None:
+    """A positional argument naming a campaign (or several, `nargs`): resolved to ids by `resolve_campaigns` before
+    the command runs, so that every command takes a campaign's name as well as its id."""
+    parser.add_argument(dest, metavar="CAMPAIGN", help=kwargs.pop("help", CAMPAIGN_HELP), **kwargs)
+    parser.set_defaults(campaign_arguments=(*(parser.get_default("campaign_arguments") or ()), dest))
+
+
+def resolve_campaigns(args: argparse.Namespace) -> None:
+    """Replace each campaign argument's text by the id of the campaign it names (`find_campaign`: an id, a name, the
+    start of one; the same message for an ambiguous or unknown one whatever the command), within --tenant if any."""
+    dests = getattr(args, "campaign_arguments", ())
+    if not dests:
+        return
+    from evalcore.campaigns import find_campaign
+
+    store = store_of(args)
+    tenant = getattr(args, "tenant", None)
+    for dest in dests:
+        given = getattr(args, dest)
+        if isinstance(given, list):
+            setattr(args, dest, [find_campaign(store, text, tenant).id for text in given])
+        else:
+            setattr(args, dest, find_campaign(store, given, tenant).id)
+
+
 def run_on(args: argparse.Namespace) -> tuple[str | None, str | None]:
     """The executor and scheduler given on the command line (None: the configuration's)."""
     return args.executor, args.scheduler

@@ -20,6 +20,7 @@ from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.cli import SUMMARIES
 from evalcore.cli._common import (
     Commands,
+    add_campaign_argument,
     add_db_option,
     add_execution_options,
     manager_of,
@@ -29,6 +30,7 @@ from evalcore.cli._common import (
 )
 from evalcore.cli.run import Report, follow, format_report
 from evalcore.judges import FIELD_NAMES
+from evalcore.text import counted
 
 
 def register(commands: Commands) -> None:
@@ -55,7 +57,7 @@ def register(commands: Commands) -> None:
         ("delete", delete_command, "delete a campaign and its results"),
     ):
         action = actions.add_parser(name, help=text)
-        action.add_argument("id", metavar="ID")
+        add_campaign_argument(action)
         add_db_option(action)
         if name in ("show", "resume", "retry-failed"):
             action.add_argument("--json", action="store_true")
@@ -69,18 +71,18 @@ def register(commands: Commands) -> None:
             add_execution_options(action)
         action.set_defaults(handler=handler)
     rename = actions.add_parser("rename", help="give a campaign another name")
-    rename.add_argument("id", metavar="ID")
+    add_campaign_argument(rename)
     rename.add_argument("name", metavar="NAME")
     add_db_option(rename)
     rename.set_defaults(handler=rename_command)
     recompute = actions.add_parser("recompute-abstention",
                                    help="recompute an ended campaign's abstention measures under the current rule "
                                    "(only a marker makes a question unanswerable; no expected answer is no reference)")
-    recompute.add_argument("id", metavar="ID")
+    add_campaign_argument(recompute)
     add_db_option(recompute)
     recompute.set_defaults(handler=recompute_command)
     export = actions.add_parser("export", help="results as csv, jsonl or a TREC run file")
-    export.add_argument("id", metavar="ID")
+    add_campaign_argument(export)
     export.add_argument("--format", choices=sorted(FORMATS), required=True)
     export.add_argument("--out", type=Path, metavar="FILE", help="write here instead of standard output")
     export.add_argument("--names", choices=FIELD_NAMES, default="project",
@@ -178,7 +180,7 @@ def rename_command(args: argparse.Namespace) -> int:
 def recompute_command(args: argparse.Namespace) -> int:
     """Recompute a campaign's answerability and abstention measures, on request."""
     changed = recompute_abstention(store_of(args), args.id)
-    print(f"recomputed {args.id}: {changed} question(s) changed answerability")
+    print(f"recomputed {args.id}: {counted(changed, 'question')} changed answerability")
     return 0
 
 

@@ -9,13 +9,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalcore.campaigns import CampaignKind, NotFound, find_campaign, get_campaign
+from evalcore.campaigns import CampaignKind, NotFound, get_campaign
 from evalcore.campaigns.listing import HEADLINE, dataset_label
 from evalcore.campaigns.trust import comparison_trust
 from evalcore.cli import SUMMARIES, _gates
 from evalcore.cli._common import (
     JUDGE_FLAGS,
     Commands,
+    add_campaign_argument,
     add_db_option,
     add_judge_model_flags,
     positive_int,
@@ -38,6 +39,7 @@ from evalcore.gates import exit_code, worse_checks
 from evalcore.judges import FIELD_NAMES, LOCAL_PAIRWISE_NOTE
 from evalcore.metrics import MEASURES, display_order
 from evalcore.store import Store
+from evalcore.text import counted
 
 if TYPE_CHECKING:
     from evalcore.compare.preference import Preference
@@ -50,9 +52,8 @@ SWEEP_COLUMNS = 6  # measures a sweep's table shows when it has none of the head
 def register(commands: Commands) -> None:
     """Add the `compare` command."""
     parser = commands.add_parser("compare", help=SUMMARIES["compare"])
-    parser.add_argument("ids", nargs="+", metavar="CAMPAIGN",
-                        help="campaign A (baseline) and B, each by id, name or the start of its name (unique); more "
-                             "campaigns compare a sweep")
+    add_campaign_argument(parser, "ids", nargs="+", help="campaign A (baseline) and B, each by id, name or the "
+                          "start of either (unique); more campaigns compare a sweep")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the bootstrap and randomization test")
     parser.add_argument("--resamples", type=positive_int, default=RESAMPLES, help=f"resamples (default {RESAMPLES})")
@@ -108,7 +109,7 @@ def compare_command(args: argparse.Namespace) -> int:
     if len(args.ids) > 2 and (args.fail_if_worse or args.junit):
         raise EvalError("--fail-if-worse and --junit compare two campaigns, not a sweep", where="ids",
                         found=str(len(args.ids)), fix="give the baseline and one candidate")
-    ids = [find_campaign(store_of(args), text).id for text in args.ids]
+    ids = args.ids  # resolved to ids (resolve_campaigns)
     ask_pairwise(args, ids)
     if len(ids) == 2:
         tolerances = dict(pair for given in args.tolerance for pair in given)  # later ones win
@@ -154,7 +155,7 @@ def ask_pairwise(args: argparse.Namespace, ids: list[str]) -> None:
     if asks_local_model(get_campaign(store_of(args), ids[1]), judge):
         print(f"note: {LOCAL_PAIRWISE_NOTE}", file=sys.stderr, flush=True)
     preference = judge_comparison(store_of(args), ids[0], ids[1], judge=judge, limit=args.pairwise_limit)
-    print(f"asked the pairwise judge on {len(preference.verdicts)} question(s)", file=sys.stderr)
+    print(f"asked the pairwise judge on {counted(len(preference.verdicts), 'question')}", file=sys.stderr)
 
 
 def pairwise_lines(preference: Preference | None) -> list[str]:
@@ -371,5 +372,5 @@ def format_sweep(sweep: Sweep, measures: list[str] | None = None) -> list[str]:
     lines.append("* significantly different from the baseline (p < 0.05)")
     hidden = len(sweep.series) - len(names)
     if hidden > 0:
-        lines.append(f"{hidden} more measure(s): --measures M1,M2,... or --all")
+        lines.append(f"{counted(hidden, 'more measure')}: --measures M1,M2,... or --all")
     return lines

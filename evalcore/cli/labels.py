@@ -10,9 +10,10 @@ from pathlib import Path
 
 from evalcore.campaigns.labels import campaign_agreement, import_labels_csv, labels_csv, set_label
 from evalcore.cli import SUMMARIES
-from evalcore.cli._common import Commands, add_db_option, store_of
+from evalcore.cli._common import Commands, add_campaign_argument, add_db_option, store_of
 from evalcore.errors import EvalError
 from evalcore.metrics.agreement import Agreement
+from evalcore.text import counted
 
 
 def register(commands: Commands) -> None:
@@ -20,22 +21,22 @@ def register(commands: Commands) -> None:
     parser = commands.add_parser("labels", help=SUMMARIES["labels"])
     actions = parser.add_subparsers(dest="labels_command", required=True, metavar="ACTION")
     put = actions.add_parser("set", help="label one question for one judge (replaces a previous label)")
-    put.add_argument("campaign_id", metavar="CAMPAIGN")
+    add_campaign_argument(put, "campaign_id")
     put.add_argument("qid", type=int, metavar="QID")
     put.add_argument("judge", metavar="JUDGE")
     put.add_argument("label", metavar="LABEL", help="on the judge's scale (1-5, a rubric's label) or pass / fail")
     put.add_argument("--note", default="", help="why, in a few words")
     put.set_defaults(handler=_set)
     load = actions.add_parser("import", help="labels from a CSV file (qid, judge, label; note, author optional)")
-    load.add_argument("campaign_id", metavar="CAMPAIGN")
+    add_campaign_argument(load, "campaign_id")
     load.add_argument("file", type=Path, metavar="FILE")
     load.set_defaults(handler=_import)
     dump = actions.add_parser("export", help="the campaign's labels as CSV")
-    dump.add_argument("campaign_id", metavar="CAMPAIGN")
+    add_campaign_argument(dump, "campaign_id")
     dump.add_argument("--out", type=Path, help="write to this file (default: standard output)")
     dump.set_defaults(handler=_export)
     agree = actions.add_parser("agreement", help="each labelled judge against the labels: n, accuracy, kappa")
-    agree.add_argument("campaign_id", metavar="CAMPAIGN")
+    add_campaign_argument(agree, "campaign_id")
     agree.add_argument("--json", action="store_true", help="print the result as JSON")
     agree.set_defaults(handler=_agreement)
     for sub in (put, load, dump, agree):
@@ -57,7 +58,7 @@ def _import(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as error:
         raise EvalError(f"cannot read the labels ({error})", where=str(args.file)) from None
     count = import_labels_csv(store_of(args), args.campaign_id, text, author=args.author, source=str(args.file))
-    print(f"{count} label(s) imported into {args.campaign_id}")
+    print(f"{counted(count, 'label')} imported into {args.campaign_id}")
     return 0
 
 
@@ -88,7 +89,8 @@ def agreement_lines(agreement: Agreement) -> list[str]:
         return "-" if value is None else f"{value:.3f}"
 
     interval = agreement.interval
-    lines = [f"judge {agreement.judge}: {agreement.n} labelled question(s), accuracy {number(agreement.accuracy)}, "
+    lines = [f"judge {agreement.judge}: {counted(agreement.n, 'labelled question')}, "
+             f"accuracy {number(agreement.accuracy)}, "
              f"kappa {number(agreement.kappa)}"
              + (f", weighted kappa {number(agreement.weighted_kappa)} (linear {number(agreement.linear_kappa)})"
                 if agreement.weighted_kappa is not None else "")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evalcore.campaigns import find_campaign
+from evalcore.campaigns import get_campaign
 from evalcore.campaigns.rejudging import RejudgeRequest
 from evalcore.cli import SUMMARIES, _common
-from evalcore.cli._common import Commands, add_db_option
+from evalcore.cli._common import Commands, add_campaign_argument, add_db_option
 from evalcore.cli.run import add_judge_options, follow, judge_overrides
 from evalcore.judges import JUDGES, LOCAL_JUDGE_NOTE
 from evalcore.targets import TargetConfig
@@ -22,7 +22,8 @@ def register(commands: Commands) -> None:
         description="Judge the stored answers of a finished campaign again, with another judge model, prompt or "
                     "rubric: a new campaign that reads the answers where they are stored (its target is not "
                     "asked) and differs only in its judges. Compare the two to see what the judges change.")
-    parser.add_argument("campaign", metavar="CAMPAIGN", help="the campaign to judge again: its id or its name")
+    add_campaign_argument(parser, "campaign", help="the campaign to judge again: its id, its name, or the start of "
+                          "either")
     parser.add_argument("--judge", action="extend", nargs="+", default=[], metavar="NAME",
                         help=f"the judges: {', '.join(JUDGES)}, or a rubric's name (default: the campaign's "
                              "judges, and the rubrics given)")
@@ -45,7 +46,7 @@ def register(commands: Commands) -> None:
 def rejudge_command(args: argparse.Namespace) -> int:
     """Launch the re-judge, follow it to the end and print it, like `run`."""
     manager = _common.manager_of(args)
-    source = find_campaign(manager.store, args.campaign, args.tenant)
+    source = get_campaign(manager.store, args.campaign)  # its id (resolve_campaigns)
     settings = judge_overrides(args)
     request = RejudgeRequest(source.id, judges=tuple(args.judge), settings=settings, name=args.name,
                              tenant=args.tenant, concurrency=args.concurrency, judge_samples=args.judge_samples,

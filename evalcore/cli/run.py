@@ -59,6 +59,7 @@ from evalcore.targets.config import parse_sweep, read_prompt_files, sweep_values
 from evalcore.targets.generators import judge_model_name, judged_locally
 from evalcore.targets.presets import QUICK_START
 from evalcore.targets.saved import get_target
+from evalcore.text import counted
 
 POLL_S = 0.5
 
@@ -400,11 +401,11 @@ def judge_lines(summary: Summary) -> list[str]:
     """Per judge, what its figures leave out: unreadable verdicts (a warning above a fifth), questions skipped for want
     of a reference answer, contexts cut, answers that make no claim."""
     lines = summary.unknown_lines()
-    lines += [f"judge {name}: {count} question(s) skipped: no reference answer"
+    lines += [f"judge {name}: {counted(count, 'question')} skipped: no reference answer"
               for name, count in summary.skipped.items()]
-    lines += [f"judge {name}: context cut to fit the judge model's context window on {count} question(s)"
+    lines += [f"judge {name}: context cut to fit the judge model's context window on {counted(count, 'question')}"
               for name, count in summary.cut.items()]
-    lines += [f"judge {name}: no claim in {count} answer(s) (refusals: marked, not scored)"
+    lines += [f"judge {name}: no claim in {counted(count, 'answer')} (refusals: marked, not scored)"
               for name, count in summary.no_claim.items()]
     return lines
 

@@ -21,6 +21,7 @@ from evalcore.suites import (
     suite_csv_bytes,
 )
 from evalcore.targets.saved import ID_NAMES
+from evalcore.text import counted
 
 
 def register(commands: Commands) -> None:
@@ -66,7 +67,7 @@ def import_command(args: argparse.Namespace) -> int:
     for line in report.report_lines():
         print(line)
     if report.rejected and not args.valid_only:
-        raise EvalError(f"{len(report.rejected)} line(s) rejected: nothing imported", where=str(args.file),
+        raise EvalError(f"{counted(len(report.rejected), 'line')} rejected: nothing imported", where=str(args.file),
                         fix="correct those lines, or pass --valid-only to import the valid ones")
     if not report.cases:
         raise EvalError("no valid case to import", where=str(args.file))
@@ -78,7 +79,7 @@ def import_command(args: argparse.Namespace) -> int:
                         where="--name", fix="give another --name, or pass --replace (that suite gets these cases, "
                         "its campaigns stay) or --keep-both (imported as 'NAME (2)')") from None
     replaced = suite.created_at != suite.updated_at  # an existing suite took the cases
-    print(f"imported {len(suite.cases)} case(s) into suite {suite.id} ({suite.name})"
+    print(f"imported {counted(len(suite.cases), 'case')} into suite {suite.id} ({suite.name})"
           + (", replacing its cases (its campaigns keep theirs)" if replaced else ""))
     return 0
 

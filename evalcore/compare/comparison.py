@@ -46,6 +46,7 @@ from evalcore.errors import EvalError
 from evalcore.metrics import MEASURES, higher_is_better, tolerance_of, verdict_basis
 from evalcore.store import Store
 from evalcore.targets.config import under_test
+from evalcore.text import counted
 
 # Besides what this module defines, the question key and values of a result, as the comparison reads them.
 __all__ = ["compare_campaigns", "compare_results", "compare_rows", "compare_with_previous", "question_key",
@@ -392,7 +393,7 @@ def one_sided(a_values: list[Values], b_values: list[Values], measured: set[str]
     notes = []
     for side, rows in (("A", a_values), ("B", b_values)):
         counts = Counter(name for values in rows for name in values if name not in measured)
-        notes += [f"{name} is measured only in {side} ({count} question(s)): not compared"
+        notes += [f"{name} is measured only in {side} ({counted(count, 'question')}): not compared"
                   for name, count in sorted(counts.items())]
     return notes
 

@@ -25,6 +25,7 @@ from evalcore.judges.verdict import StoredVerdicts, verdicts_json, verdicts_text
 from evalcore.metrics import higher_is_better, tolerance_of
 from evalcore.shapes import Key, doc
 from evalcore.targets.config import Snapshot
+from evalcore.text import counted
 
 PASS_SUFFIX = ":pass"
 EPSILON = 1e-9
@@ -583,7 +584,7 @@ class Comparison:
 
 def unchanged_text(measures: list[str]) -> str:
     """One line for the measures with the same value in A and B on every question."""
-    return f"the same in A and B on every question (nothing to test) on {len(measures)} measure(s): " \
+    return f"the same in A and B on every question (nothing to test) on {counted(len(measures), 'measure')}: " \
         + ", ".join(measures)
 
 

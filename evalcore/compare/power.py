@@ -29,6 +29,7 @@ from functools import lru_cache
 from statistics import NormalDist
 
 from evalcore.errors import EvalError
+from evalcore.text import counted
 
 ALPHA = 0.05
 POWER = 0.8
@@ -170,7 +171,7 @@ def required_n(effect: float, sd: float | None, *, alpha: float = ALPHA, power: 
 def why_no_power(n: int, sd: float | None, mean: float) -> str | None:
     """Why the MDE and the questions needed cannot be computed, or None when they can."""
     if n < 2:
-        return f"{n} paired question(s): no test can detect a difference"
+        return f"{counted(n, 'paired question')}: no test can detect a difference"
     if not sd:
         return f"every difference is {mean:g}: no spread to estimate power from"
     return None

@@ -16,6 +16,7 @@ from typing import Any
 from evalcore.compare import stats
 from evalcore.judges.pairwise import PairVerdict
 from evalcore.shapes import Key, doc
+from evalcore.text import counted
 
 INTERVAL = "95% Wilson score interval over the readable questions, ties counted half"
 TEST = "exact two-sided sign test on the questions that are not ties"
@@ -85,7 +86,7 @@ class Preference:
         """One line: the win rate with its interval, the counts, the flips and the test."""
         counts = self.counts
         if self.win_rate is None or self.interval is None:
-            return f"pairwise judge: no readable verdict on {len(self.verdicts)} question(s)"
+            return f"pairwise judge: no readable verdict on {counted(len(self.verdicts), 'question')}"
         low, high = self.interval
         return (f"pairwise judge: B preferred over A {self.win_rate:.0%} (95% {low:.0%} to {high:.0%}, ties half); "
                 f"B wins {counts['B']}, ties {counts['tie']}, A wins {counts['A']}, unreadable {counts['unknown']}; "

@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from evalcore.gates.checks import Check
+from evalcore.text import counted
 
 SUITES = {"gate": "gates", "regression": "regressions", "question": "questions"}
 
@@ -40,7 +41,7 @@ def step_summary(title: str, verdict: str, checks: Sequence[Check]) -> str:
         lines.append("")
     questions = [c for c in checks if c.kind == "question"]
     if questions:
-        lines += [f"<details><summary>{len(questions)} question(s) failed</summary>", ""]
+        lines += [f"<details><summary>{counted(len(questions), 'question')} failed</summary>", ""]
         lines += [f"- {cell(c.name)}: {cell(c.reason)}" for c in questions] + ["", "</details>", ""]
     return "\n".join(lines) + "\n"
 

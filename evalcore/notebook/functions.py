@@ -9,7 +9,7 @@ from typing import Any, Literal, overload
 
 import pandas as pd
 
-from evalcore.campaigns import CampaignManager, get_manager
+from evalcore.campaigns import CampaignManager, find_campaign, get_manager
 from evalcore.campaigns.launching import LaunchRequest, sweep_requests
 from evalcore.campaigns.listing import campaign_rows
 from evalcore.campaigns.rejudging import RejudgeRequest
@@ -130,14 +130,16 @@ def rejudge(campaign_id: str, *, judges: Sequence[str] = (), name: str | None = 
     """Judge a finished campaign's answers again, without asking its target: a new campaign that differs only in
     its judges (`settings`: judge keys, e.g. judge_model="gpt-4o-mini", rubrics={"name": "<text>"})."""
     chosen = manager(db)
-    request = RejudgeRequest(campaign_id, judges=tuple(judges), settings=settings, name=name,
-                             concurrency=concurrency, judge_samples=judge_samples, cache=cache)
+    request = RejudgeRequest(find_campaign(chosen.store, campaign_id).id, judges=tuple(judges), settings=settings,
+                             name=name, concurrency=concurrency, judge_samples=judge_samples, cache=cache)
     return RunHandle(chosen, chosen.rejudge(request)).wait(progress=progress)
 
 
 def campaign(campaign_id: str, *, db: Db = None) -> CampaignView:
-    """A stored campaign (NotFound when there is none by that id)."""
-    return CampaignView(manager(db).store, campaign_id)
+    """A stored campaign by its id, its name or the start of either (NotFound when none matches, an error listing
+    them when several do)."""
+    store = manager(db).store
+    return CampaignView(store, find_campaign(store, campaign_id).id)
 
 
 def list_campaigns(*, db: Db = None) -> pd.DataFrame:
@@ -146,7 +148,7 @@ def list_campaigns(*, db: Db = None) -> pd.DataFrame:
     return pd.DataFrame([{"id": row.campaign.id, "name": row.campaign.name, "source": row.source_name,
                           "status": row.campaign.status.value, "finished": row.campaign.finished,
                           "total": row.campaign.total, "failed": row.campaign.failed, **row.settings.to_dict()}
-                         for row in rows], columns=LIST_COLUMNS)
+                         for row in rows], columns=LIST_COLUMNS).astype({"top_k": "Int64"})  # a count, or <NA>
 
 
 def comparison(a: str, b: str, *, db: Db = None, basis: str | None = None, seed: int = 0,
@@ -155,6 +157,7 @@ def comparison(a: str, b: str, *, db: Db = None, basis: str | None = None, seed:
     """Two campaigns compared, A the baseline and B the candidate (`basis`: the measure deciding verdicts);
     `pairwise=True` asks the pairwise judge first (its model: B's judge keys, or `judge`'s `judge_*` keys)."""
     store = manager(db).store
+    a, b = find_campaign(store, a).id, find_campaign(store, b).id  # each by id or name
     if pairwise:
         judge_comparison(store, a, b, judge=judge)
     return ComparisonView(store, compare_campaigns(store, a, b, seed=seed, resamples=resamples, basis=basis))
@@ -165,6 +168,7 @@ def sweep(*ids: str, db: Db = None, seed: int = 0, resamples: int = RESAMPLES) -
     if len(ids) < 2:
         raise EvalError("a sweep needs at least two campaign ids", found=str(len(ids)), expected=">= 2")
     store = manager(db).store
+    ids = tuple(find_campaign(store, text).id for text in ids)  # each by id or name
     return SweepView(store, compare_sweep(store, list(ids), seed=seed, resamples=resamples))
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from evalcore.csvcells import csv_text, restore_cell
 from evalcore.errors import EvalError
 from evalcore.suites.suite import MAX_CASES, MAX_SOURCES, Case
+from evalcore.text import counted
 
 COLUMNS = 3
 SEPARATORS = (";", ",")
@@ -73,7 +74,7 @@ class CsvReport:
                 out += [f"line {entry.line}: rejected: {entry.reason}" for entry in run]
             else:
                 out.append(f"lines {run[0].line} to {run[-1].line} ({len(run)} lines): rejected: {run[0].reason}")
-        out.append(f"{len(self.cases)} valid case(s), {len(self.rejected)} rejected line(s)")
+        out.append(f"{counted(len(self.cases), 'valid case')}, {counted(len(self.rejected), 'rejected line')}")
         return out
 
     def to_dict(self) -> dict[str, Any]:

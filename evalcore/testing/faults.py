@@ -33,6 +33,7 @@ from evalcore.targets import TargetConfig
 from evalcore.targets.saved import save_target
 from evalcore.testing.openai_server import FakeOpenAIServer, Reply
 from evalcore.testing.postgres import PostgresServer, running_postgres
+from evalcore.text import counted
 
 REPO = Path(__file__).resolve().parents[2]
 ACTIVE = ("queued", "pending", "running")
@@ -310,8 +311,8 @@ def _faults(fleet: Fleet, pg: PostgresServer, prober: Prober, outcome: Outcome, 
                                       if key in held)
 
         seconds = wait_until(moved, 120, 0.1)
-        outcome.recoveries[f"{what}: its {len(held)} campaign(s) running again elsewhere"] = seconds
-        say(f"{what}: its {len(held)} campaign(s) running again elsewhere after {seconds:.1f} s")
+        outcome.recoveries[f"{what}: its {counted(len(held), 'campaign')} running again elsewhere"] = seconds
+        say(f"{what}: its {counted(len(held), 'campaign')} running again elsewhere after {seconds:.1f} s")
 
     wait_until(lambda: _progress(store_url, ids) >= 4, 120)
     pid = fleet.processes["worker"].pid
