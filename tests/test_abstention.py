@@ -16,7 +16,7 @@ from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.questions import with_answerability
 from evalcore.campaigns.records import Question
 from evalcore.compare import compare_campaigns
-from evalcore.metrics import MEASURES, panels, score_question
+from evalcore.metrics import MEASURES, Inputs, panels, score_question
 from evalcore.metrics.abstention import REFUSALS_VERSION, abstention_scores, is_refusal, is_unanswerable_marker
 from evalcore.suites import Case, create_suite
 from evalcore.targets import TargetConfig
@@ -128,9 +128,7 @@ def test_the_measures_are_registered_with_their_facts() -> None:
 
 
 def test_an_unanswerable_question_is_not_scored_against_its_marker() -> None:
-    scores = score_question(relevant=None, ranked=[], answer="It is unanswerable.", references=[],
-                            expected_answer="(unanswerable)", expected_sources=None, retrieved_sources=[],
-                            answerable=False)
+    scores = score_question(Inputs(answer="It is unanswerable.", expected_answer="(unanswerable)", answerable=False))
     assert scores.values == {"correct_abstention": 0.0, "hallucination": 1.0}
     assert scores.signatures["correct_abstention"].startswith("correct_abstention|refusals:")
 

@@ -9,6 +9,7 @@ import pytest
 from evalcore.errors import EvalError
 from evalcore.metrics import (
     MEASURES,
+    Inputs,
     aggregate,
     coverage,
     important_words,
@@ -70,18 +71,15 @@ def test_sources_found(expected: list[str], found: bool | None) -> None:
 
 
 def test_score_question_includes_what_applies() -> None:
-    result = score_question(
+    result = score_question(Inputs(
         relevant={1: 2, 2: 0}, ranked=[None, 1], answer="30 days", references=["30 days"],
         expected_answer="30 days", expected_sources=["cgv"], retrieved_sources=SOURCES,
-    )
+    ))
     scores, signatures = result.values, result.signatures
     assert signatures == {name: signature(name) for name in scores}
     assert scores["mrr"] == 0.5 and scores["bleu1"] == pytest.approx(1.0)
     assert scores["coverage"] == 1.0 and scores["sources_found"] == 1.0
-    bare = score_question(
-        relevant=None, ranked=[], answer=None, references=["x"], expected_answer=None,
-        expected_sources=None, retrieved_sources=[],
-    )
+    bare = score_question(Inputs(references=["x"]))
     assert bare.values == {} and bare.signatures == {}
 
 

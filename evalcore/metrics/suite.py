@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 
+from evalcore.metrics.measure import Inputs, Measure
 from evalcore.metrics.stopwords import stopwords
-from evalcore.text import fold, is_han, tokens
+from evalcore.text import TOKENIZER, fold, is_han, tokens
 
 
 def _important(word: str) -> bool:
@@ -60,3 +61,25 @@ def sources_found(expected_sources: Sequence[str], retrieved_sources: Sequence[M
     if not wanted:
         return None
     return all(any(_matches(item, source) for source in retrieved_sources) for item in wanted)
+
+
+def _coverage(inputs: Inputs) -> float | None:
+    """The best coverage over what the answer should say (the expected answer, else every reference)."""
+    shares = [share for text in inputs.expected
+              if inputs.answer is not None and (share := coverage(inputs.answer, text)) is not None]
+    return max(shares) if shares else None
+
+
+def _sources_found(inputs: Inputs) -> float | None:
+    found = sources_found(list(inputs.expected_sources or ()), inputs.retrieved_sources)
+    return None if found is None else 1.0 if found else 0.0
+
+
+DECLARED = (
+    Measure("coverage", "share of the expected answer's important words (no stopword; a digit, 2+ Han characters or "
+            "3+ letters) found in the answer, case and accents ignored.", "suite", needs=("answer", "expected"),
+            settings=(("tok", TOKENIZER), ("stop", "en,fr,zh")), verdict_priority=1, compute=_coverage),
+    Measure("sources_found", "1 when every expected source is contained in a retrieved title or file name or equals "
+            "its id, case and accents ignored, else 0.", "suite", binary=True, settings=(("match", "fold"),),
+            verdict_priority=2, compute=_sources_found),
+)
