@@ -28,7 +28,6 @@ from evalcore.campaigns.labels import (
     labels_csv,
     set_label,
 )
-from evalcore.campaigns.listing import HEADLINE
 from evalcore.campaigns.pace import duration_text
 from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.campaigns.rejudging import JUDGEABLE, RejudgeRequest
@@ -36,14 +35,14 @@ from evalcore.campaigns.result_rows import load_signatures
 from evalcore.diagnosis import NOT_ATTRIBUTED, relevance
 from evalcore.errors import EvalError
 from evalcore.judges import JUDGES, Verdict
-from evalcore.metrics import MEASURES, panels
+from evalcore.metrics import MEASURES, in_words, panels, question_columns
 from evalcore.metrics.agreement import Agreement
 from evalcore.targets import Retrieved
 
 PAGE_SIZE = 100  # questions in the table and its picker at a time
 PANEL_COLUMNS = 4  # measures a row of a panel shows
 # Per question: the headline measures and the retrieval ones people sort by first.
-QUESTION_MEASURES = ("recall", "mrr", *HEADLINE)
+QUESTION_MEASURES = question_columns()
 QUESTIONS, STAGES, LABELS, CONFIGURATION = "Questions", "Failure stages", "Labels", "Configuration"
 SECTIONS = [QUESTIONS, STAGES, LABELS, CONFIGURATION]
 RUBRIC_HELP = ("Optional: a judge defined in plain words, e.g. '# output: 1-5', '# reads: question, answer, "
@@ -153,16 +152,7 @@ def stage_line(result: QuestionResult) -> str:
 
 def abstention_text(aggregates: dict[str, Aggregate]) -> str | None:
     """Whether the target declines what it cannot answer, and only that, in words; None without the measures."""
-    def part(name: str, text: str) -> str | None:
-        value = aggregates.get(name)
-        if value is None or value.mean is None:
-            return None
-        return text.format(n=round(value.mean * value.count), of=value.count, rate=value.mean)
-
-    parts = [part("correct_abstention", "declined {n} of {of} unanswerable questions ({rate:.0%})"),
-             part("hallucination", "answered {n} of them anyway ({rate:.0%} hallucination)"),
-             part("false_abstention", "declined {n} of {of} answerable questions ({rate:.0%} false abstention)")]
-    return " · ".join(p for p in parts if p) or None
+    return in_words({name: (value.mean, value.count) for name, value in aggregates.items()}, "abstention")
 
 
 def diagnosis_section(campaign: Campaign) -> None:
@@ -182,7 +172,7 @@ def diagnosis_section(campaign: Campaign) -> None:
     rows = [r for r in ui.cached_results(campaign, principal) if (r.outcome.diagnosis or NOT_ATTRIBUTED) == stage]
     st.dataframe(pd.DataFrame([{"qid": r.question.qid, "question": r.question.text, "answer": r.outcome.answer,
                                 "error": r.outcome.error, **{name: r.outcome.measures.get(name)
-                                                             for name in ("recall", "rougel", "coverage")}}
+                                                             for name in QUESTION_MEASURES}}
                                for r in rows]), hide_index=True, height=200)
 
 

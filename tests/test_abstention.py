@@ -312,3 +312,14 @@ def test_only_the_opening_of_a_long_answer_is_read() -> None:
     assert is_refusal("I don't know. " + "filler words " * 20000)
     assert not is_refusal("The refund window is 30 days. " + "I don't know. " * 20000)
     assert not is_refusal(" " * 5000 + "30 days.") and is_refusal(" " * 5000 + "I don't know.")  # blanks skipped
+
+
+def test_the_abstention_means_read_as_one_sentence_in_the_declared_order() -> None:
+    from evalcore.metrics import in_words
+
+    means = {"hallucination": (0.25, 4), "correct_abstention": (0.75, 4), "false_abstention": (0.1, 10),
+             "recall": (0.5, 14)}
+    assert in_words(means, "abstention") == ("declined 3 of 4 unanswerable questions (75%) · answered 1 of them "
+                                            "anyway (25% hallucination) · declined 1 of 10 answerable questions "
+                                            "(10% false abstention)")
+    assert in_words({"false_abstention": (None, 0)}, "abstention") is None

@@ -103,3 +103,11 @@ def test_signatures() -> None:
 def test_aggregate_skips_absent_values() -> None:
     assert aggregate([1.0, None, 0.0, math.nan]) == (0.5, 2)
     assert aggregate([]) == (None, 0)
+
+
+def test_the_registry_says_which_measures_judge_each_side_and_fill_the_question_table() -> None:
+    from evalcore.metrics import judged_by, question_columns
+
+    assert judged_by("retrieval") == ("ndcg@10",)
+    assert judged_by("generation") == ("judge.score", "rougel")
+    assert question_columns() == ("recall", "mrr", "ndcg@10", "rougel", "coverage", "sources_found", "judge.score")

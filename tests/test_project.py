@@ -191,3 +191,39 @@ def test_the_key_table_in_the_docs_is_the_declared_one() -> None:
     text = (ROOT / "docs" / "targets.md").read_text(encoding="utf-8")
     table = text.split("<!-- keys:start -->\n", 1)[1].split("<!-- keys:end -->", 1)[0]
     assert table == key_reference(), "run: python -m evalcore config keys, and paste it between the markers"
+
+
+def test_the_measure_table_in_the_docs_is_the_declared_one() -> None:
+    from evalcore.metrics.reference import filled
+
+    text = (ROOT / "docs" / "measures.md").read_text(encoding="utf-8")
+    assert filled(text) == text, "run: python -m evalcore.metrics.reference docs/measures.md"
+
+
+# Where a measure's name may appear as a string of its own besides the module that declares it: the metrics
+# package's exports (functions named like the measure they compute) and the campaign summary, a record whose three
+# figures are fields of the API's shape.
+SPELLED_ELSEWHERE = {"evalcore/metrics/__init__.py": {"answer_similarity", "coverage", "sources_found"},
+                     "evalcore/campaigns/queries.py": {"sources_found", "coverage", "judge.score"}}
+
+
+def test_no_measure_name_is_spelled_outside_its_declaration() -> None:
+    """A face asks the registry (its panel, direction, verdict order, the side it judges) instead of naming a
+    measure: a string that is exactly a measure's name, in any module but the one declaring it, is a second place
+    that would have to change when the measure does. Names inside sentences (help, errors, docs) are examples."""
+    from evalcore.metrics import MEASURES
+
+    declared: dict[str, str] = {}
+    for module in pkgutil.iter_modules(importlib.import_module("evalcore.metrics").__path__):
+        for measure in getattr(importlib.import_module(f"evalcore.metrics.{module.name}"), "DECLARED", ()):
+            declared[measure.name] = f"evalcore/metrics/{module.name}.py"
+    names = set(MEASURES) | {name.removeprefix("graded.") for name in declared if name.startswith("graded.")}
+    found = set()
+    for path in SOURCES:
+        where = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in names and where not in (
+                    declared.get(node.value), declared.get(f"graded.{node.value}")):
+                found.add((where, node.value))
+    allowed = {(where, name) for where, spelled in SPELLED_ELSEWHERE.items() for name in spelled}
+    assert sorted(found - allowed) == []

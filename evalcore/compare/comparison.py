@@ -43,7 +43,8 @@ from evalcore.compare.deltas import (
 )
 from evalcore.compare.pairing import previous
 from evalcore.errors import EvalError
-from evalcore.metrics import MEASURES, higher_is_better, tolerance_of, verdict_basis
+from evalcore.metrics import MEASURES, higher_is_better, judged_by, tolerance_of, verdict_basis
+from evalcore.metrics.registry import SIDES, family
 from evalcore.store import Store
 from evalcore.targets.config import under_test
 
@@ -121,13 +122,14 @@ def choose_basis(diff: dict[str, list[Any]], a_values: list[Values], b_values: l
     note = (f"; {', '.join(left_out)} decides nothing: its judges differ in model or prompt, so {NOT_COMPARABLE}"
             if left_out else "")
     sides = {config_side(key) for key in diff}
-    if sides == {"retrieval"}:
-        return ("ndcg@10", *default), f"ndcg@10: a retrieval-side setting changed ({', '.join(diff)}){note}"
-    if sides == {"generation"}:
-        chosen = "judge.score" if "judge.score" in both - incomparable else "rougel"
-        return (chosen, *default), f"{chosen}: a generation-side setting changed ({', '.join(diff)}){note}"
+    if len(sides) == 1 and (side := sides.pop()) in SIDES:
+        # The side's first measure both campaigns can be compared on, else its last (answer overlap).
+        judges = judged_by(side)
+        chosen = next((name for name in judges if name in both - incomparable), judges[-1])
+        return (chosen, *default), f"{chosen}: a {side}-side setting changed ({', '.join(diff)}){note}"
     order = "coverage, else sources found, then nDCG@10, ROUGE-L"
-    return default, f"the suite order: {'AI score, else ' if 'judge.score' in default else ''}{order}{note}"
+    judged = default and family(default[0]) == "judge"
+    return default, f"the suite order: {'AI score, else ' if judged else ''}{order}{note}"
 
 
 NOT_COMPARABLE = "its scores are not comparable"

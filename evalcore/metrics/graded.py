@@ -239,7 +239,8 @@ def _declare(name: str, doc: str, higher_is_better: bool = True, scale: str = "s
 
     return Measure(f"graded.{name}", doc + " Graded document retrieval.", "graded", higher_is_better=higher_is_better,
                    needs=("relevant", "graded"), settings=(("scale", "0-4"),), scale=scale, departs=True,
-                   compute=value, signed=_scale, mark=lambda inputs: inputs.shared(_marks)[name])
+                   compute=value, signed=_scale, mark=lambda inputs: inputs.shared(_marks)[name],
+                   checked="azure-ai-evaluation DocumentRetrievalEvaluator, values frozen on 200 random queries")
 
 
 DECLARED = (

@@ -104,6 +104,9 @@ class Measure:
     signed: Callable[[Inputs], dict[str, str]] | None = field(default=None, compare=False, repr=False)
     mark: Callable[[Inputs], float] | None = field(default=None, compare=False, repr=False)
     departs: bool = False  # its signature may also name DEPARTURES (a ranked list's measures)
+    column: bool = False  # one of the few shown per question in a campaign's question table
+    in_words: str = ""  # how its mean reads in a sentence: `{n}` of `{of}` questions, `{rate}` the mean
+    checked: str = ""  # what its tests compare it against (a reference library, frozen or hand-checked values)
     api_field: str | None = None  # its field in the evaluation task API's metric groups, if it has one
     order: int = 0  # display position, set by the registry
 

@@ -25,6 +25,10 @@ __all__ = ["DEPARTURES", "MEASURES", "PANELS", "SCALES", "Inputs", "Measure", "S
 OTHER_PANEL = "Other"
 # The judge whose 1-5 score decides a question's verdict before any other measure (a generation-side change too).
 DECIDING_JUDGE = "score"
+# The panels whose verdict measures judge a change of each side of the system first (a generation-side change: the
+# AI score when both campaigns have it, else the answer's overlap with its reference).
+SIDES = {"retrieval": ("retrieval",), "generation": ("judge", "generation")}
+_JUDGE_CHECKED = "scripted replies of a loopback server speaking the OpenAI protocol"
 
 
 def _judge_measure(name: str) -> Measure:
@@ -34,11 +38,11 @@ def _judge_measure(name: str) -> Measure:
         return Measure(f"judge.{name}", f"supported claims / claims (LLM judge, prompt v{prompt.version}): the answer "
                        "split into claims, each checked against the passages it was built from; absent when the "
                        "answer makes no claim (faithfulness, Es et al. 2023, RAGAS).", "judge",
-                       needs=prompt.requires, settings=(("prompt", "none"), ("model", "none")))
+                       needs=prompt.requires, checked=_JUDGE_CHECKED, settings=(("prompt", "none"), ("model", "none")))
     label = prompt.output == "label"
     first = prompt.system.split(". ")[0].rstrip(".") + "."
     doc = f"{'pass/fail as 1/0' if label else '1-5'} (LLM judge, prompt v{prompt.version}): {first}"
-    return Measure(f"judge.{name}", doc, "judge", binary=label, needs=prompt.requires,
+    return Measure(f"judge.{name}", doc, "judge", binary=label, needs=prompt.requires, checked=_JUDGE_CHECKED,
                    verdict_priority=0 if name == DECIDING_JUDGE else None,
                    settings=(("prompt", "none"), ("model", "none")), scale="share" if label else "likert")
 
@@ -108,6 +112,28 @@ def verdict_basis() -> tuple[str, ...]:
     ranked = sorted((m for m in MEASURES.values() if m.verdict_priority is not None),
                     key=lambda m: m.verdict_priority or 0)
     return tuple(m.name for m in ranked)
+
+
+def judged_by(side: str) -> tuple[str, ...]:
+    """The verdict measures that judge a change of one side of the system (`SIDES`), by priority."""
+    return tuple(name for name in verdict_basis() if family(name) in SIDES[side])
+
+
+def question_columns() -> tuple[str, ...]:
+    """The measures a campaign's question table shows: those declared as columns, then the verdict measures."""
+    declared = (m.name for m in MEASURES.values() if m.column)
+    return tuple(dict.fromkeys([*declared, *sorted(verdict_basis(), key=display_order)]))
+
+
+def in_words(aggregates: Mapping[str, tuple[float | None, int]], family_name: str) -> str | None:
+    """The means of a panel's measures in a sentence (`declined 3 of 4 unanswerable questions (75%)`), from
+    (mean, count) by measure; None when none of them has a value."""
+    parts = []
+    for measure in MEASURES.values():
+        mean, count = aggregates.get(measure.name, (None, 0))
+        if measure.family == family_name and measure.in_words and mean is not None:
+            parts.append(measure.in_words.format(n=round(mean * count), of=count, rate=mean))
+    return " · ".join(parts) or None
 
 
 class Scores(NamedTuple):

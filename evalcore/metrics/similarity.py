@@ -55,5 +55,5 @@ DECLARED = (
     Measure("answer_similarity", "max over the references of cos(e(answer), e(reference)), e a multilingual sentence "
             "embedding (Risch et al. 2021, semantic answer similarity); off unless answer_similarity_model is set.",
             "generation", needs=("answer", "expected", "similarity"), settings=(("model", "none"), ("refs", "max")),
-            compute=_of_question, signed=_model),
+            compute=_of_question, signed=_model, checked="a direct numpy cosine on the embedding models' own vectors"),
 )

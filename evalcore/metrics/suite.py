@@ -78,8 +78,9 @@ def _sources_found(inputs: Inputs) -> float | None:
 DECLARED = (
     Measure("coverage", "share of the expected answer's important words (no stopword; a digit, 2+ Han characters or "
             "3+ letters) found in the answer, case and accents ignored.", "suite", needs=("answer", "expected"),
-            settings=(("tok", TOKENIZER), ("stop", "en,fr,zh")), verdict_priority=1, compute=_coverage),
+            settings=(("tok", TOKENIZER), ("stop", "en,fr,zh")), verdict_priority=1, compute=_coverage,
+            checked="hand-checked tables in English, French and Chinese"),
     Measure("sources_found", "1 when every expected source is contained in a retrieved title or file name or equals "
             "its id, case and accents ignored, else 0.", "suite", binary=True, settings=(("match", "fold"),),
-            verdict_priority=2, compute=_sources_found),
+            verdict_priority=2, compute=_sources_found, checked="hand-checked tables"),
 )
