@@ -11,15 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from evalcore import __version__
 from evalcore.errors import EvalError
 from evalcore.judges.verdict import JudgeResult
-
-if TYPE_CHECKING:
-    from evalcore.metrics.graded import GradedScale
-    from evalcore.metrics.similarity import AnswerEmbedding
 
 # Panels in display order: (family, title).
 PANELS = (("retrieval", "Retrieval"), ("generation", "Generation"), ("graded", "Graded document retrieval"),
@@ -36,6 +32,31 @@ TOLERANCES = {"share": 0.01, "score": 1.0, "label": 0.0, "likert": 0.0, "count":
 # run). Leaving them out at their defaults keeps the signatures stored before they existed equal to today's.
 DEPARTURES = ("depth", "queries")
 T = TypeVar("T")
+
+
+class LabelScale(Protocol):
+    """The label scale of graded relevance as measures read it (`evalcore.metrics.graded.GradedScale`)."""
+
+    @property
+    def label_min(self) -> int: ...
+
+    @property
+    def label_max(self) -> int: ...
+
+    @property
+    def text(self) -> str: ...
+
+    def marks(self) -> dict[str, float]: ...
+
+
+class Embedding(Protocol):
+    """The model answers are compared with (`evalcore.metrics.similarity.AnswerEmbedding`)."""
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def embed(self) -> Callable[[str], Any]: ...
 
 
 @dataclass(frozen=True)
@@ -55,10 +76,10 @@ class Inputs:
     expected_answer: str | None = None
     expected_sources: Sequence[str] | None = None
     retrieved_sources: Sequence[Mapping[str, object]] = ()
-    graded: GradedScale | None = None
+    graded: LabelScale | None = None
     answerable: bool | None = None
     fallback_answer: str = ""
-    similarity: AnswerEmbedding | None = None
+    similarity: Embedding | None = None
     _shared: dict[Callable[..., Any], Any] = field(default_factory=dict, compare=False, repr=False)
 
     def offers(self, need: str) -> bool:
