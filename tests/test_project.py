@@ -275,12 +275,6 @@ def _import_graph() -> dict[str, set[str]]:
             for name, path in modules.items()}
 
 
-# The one import that still closes a circle, and why it stays for now: the store opens a PostgreSQL URL with its
-# PostgreSQL subclass, which psycopg (optional) is loaded for only then. Breaking it means moving the SQLite store and
-# its migrations out of the package's __init__, where every branch adds its migration.
-CIRCLE_KEPT = {("evalcore.store", "evalcore.store.postgres")}
-
-
 def test_the_import_graph_of_the_engine_has_no_circle() -> None:
     """No module of evalcore/ reaches itself through the modules it imports.
 
@@ -292,8 +286,6 @@ def test_the_import_graph_of_the_engine_has_no_circle() -> None:
     import of the submodule that lazily provides the name.
     """
     graph = _import_graph()
-    for importer, imported in CIRCLE_KEPT:
-        graph[importer].discard(imported)
     try:
         graphlib.TopologicalSorter(graph).prepare()
     except graphlib.CycleError as error:

@@ -16,10 +16,14 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, wait
 from pathlib import Path
-from typing import Any, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 from evalcore.errors import EvalError
+from evalcore.lazy import lazy_exports
 from evalcore.lifecycle import OWNED, CampaignStatus, sql_list
+
+if TYPE_CHECKING:
+    from evalcore.store.opening import open_store as open_store  # an explicit re-export: the store has no __all__
 
 T = TypeVar("T")
 
@@ -274,19 +278,6 @@ def require_store(location: str) -> None:
 def redact(location: str) -> str:
     """A store's location without a URL's password, for messages and logs."""
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", location)
-
-
-def open_store(db: str | Path | None = None, *, create: bool = True) -> Store:
-    """The store a --db value names: PostgreSQL for a postgresql:// URL, else the SQLite file (made when missing
-    only with `create`: commands that read or work on a store must not answer from a new, empty one)."""
-    location = db_location(db)
-    if not create:
-        require_store(location)
-    if is_url(location):
-        from evalcore.store.postgres import PgStore  # psycopg is loaded only by those who use PostgreSQL
-
-        return PgStore(location)
-    return Store(location)
 
 
 class Cursor(Protocol):
@@ -704,3 +695,7 @@ class StoreCallCache:
             )
         except StoreUnavailable:
             pass
+
+
+# Opening a store chooses its backend, the PostgreSQL one a subclass of the store above: it lives beside both.
+__getattr__ = lazy_exports(__name__, {"opening": ("open_store",)})
