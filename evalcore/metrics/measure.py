@@ -66,7 +66,8 @@ class Inputs:
     `references` are every reference answer (generation measures take the best; coverage too when there is no single
     expected answer); `retrieved_sources` are the sources the answer drew on; `graded` is the label scale of graded
     retrieval; `answerable` (None: unknown) whether the question has an answer, a refusal being recognised by its
-    phrasing or `fallback_answer`; `similarity` the embedding model answers are compared with.
+    phrasing or `fallback_answer`; `similarity` the embedding model answers are compared with; `checks` the exact
+    checks the question asserts of its answer.
     """
 
     relevant: Mapping[int, int] | None = None
@@ -80,6 +81,7 @@ class Inputs:
     answerable: bool | None = None
     fallback_answer: str = ""
     similarity: Embedding | None = None
+    checks: Sequence[Any] = ()  # the exact checks the question asserts (`evalcore.metrics.checks.Check`)
     _shared: dict[Callable[..., Any], Any] = field(default_factory=dict, compare=False, repr=False)
 
     def offers(self, need: str) -> bool:

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from evalcore.errors import EvalError
 from evalcore.judges import JUDGES, JudgeResult, load_prompt
-from evalcore.metrics import abstention, generation, graded, retrieval, similarity, suite
+from evalcore.metrics import abstention, checks, generation, graded, retrieval, similarity, suite
 from evalcore.metrics.abstention import abstention_scores
 from evalcore.metrics.graded import DocId, GradedScale, graded_values
 from evalcore.metrics.measure import DEPARTURES, PANELS, SCALES, TOLERANCES, Inputs, Measure
@@ -48,7 +48,7 @@ def _judge_measure(name: str) -> Measure:
 
 
 def _registry() -> dict[str, Measure]:
-    declared = [*retrieval.DECLARED, *generation.DECLARED, *similarity.DECLARED, *suite.DECLARED,
+    declared = [*retrieval.DECLARED, *generation.DECLARED, *similarity.DECLARED, *suite.DECLARED, *checks.DECLARED,
                 *abstention.DECLARED, *graded.DECLARED, *(_judge_measure(name) for name in JUDGES)]
     return {m.name: replace(m, order=order) for order, m in enumerate(declared)}
 
