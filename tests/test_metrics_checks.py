@@ -92,3 +92,59 @@ def test_a_bad_check_is_an_error_naming_where_and_the_check(spec: str, message: 
     assert message in str(caught.value)
     assert caught.value.where == "suite.csv, row 3, checks"
     assert caught.value.found == spec
+
+
+SUITE_CSV = """question;expected_answer;sources;checks
+What is the refund window?;30 days;Terms of Sale;"contains:30 days; not_contains:I don't know"
+How long is the warranty?;3 ans;;"regex:\\d+ ans; number_close:0"
+Who founded the company?;;;contains_any:Marie|玛丽
+"""
+
+
+def test_checks_from_a_suite_csv_run_in_a_campaign_and_take_part_in_comparisons_and_exports(tmp_path) -> None:
+    from evalcore.campaigns import campaign_results, get_manager
+    from evalcore.campaigns.export import export_campaign
+    from evalcore.compare import compare_campaigns
+    from evalcore.suites import create_suite, get_suite
+    from evalcore.suites.csvfile import export_suite_csv, parse_suite_csv
+    from evalcore.testing import FakeOpenAIServer
+    from tests.conftest import write_dataset
+    from tests.test_abstention import ABSTAIN, launch, scripted
+
+    report = parse_suite_csv(SUITE_CSV.encode(), source="checks.csv")
+    assert report.ok, report.report_lines()
+    assert [case.checks for case in report.cases] == [
+        ("contains:30 days", "not_contains:I don't know"), (r"regex:\d+ ans", "number_close:0"),
+        ("contains_any:Marie|玛丽",)]
+    data = write_dataset(tmp_path / "data", ABSTAIN)
+    manager = get_manager(tmp_path / "checks.db")
+    suite = create_suite(manager.store, name="checks", target_id="default", cases=report.cases)
+    assert get_suite(manager.store, suite.id).cases == tuple(report.cases)  # kept as written
+    assert parse_suite_csv(export_suite_csv(suite.cases).encode()).cases == report.cases  # and exported back
+    with FakeOpenAIServer(scripted({"refund": "Within 30 days.", "warranty": "La garantie dure 3 ans.",
+                                    "founded": "玛丽创立了公司。"})) as server:
+        good = launch(manager, data, server, suite_id=suite.id)
+    with FakeOpenAIServer(scripted({"refund": "I don't know, maybe 30 days.", "warranty": "Deux ans.",
+                                    "founded": "Nobody knows."})) as server:
+        bad = launch(manager, data, server, suite_id=suite.id)
+    assert [r.outcome.measures["checks_passed"] for r in campaign_results(manager.store, good)] == [1.0, 1.0, 1.0]
+    assert [r.outcome.measures["checks_passed"] for r in campaign_results(manager.store, bad)] == [0.0, 0.0, 0.0]
+    delta = next(m for m in compare_campaigns(manager.store, good, bad).measures if m.measure == "checks_passed")
+    assert (delta.mean_a, delta.mean_b, delta.test) == (1.0, 0.0, "mcnemar-exact")
+    exported = export_campaign(manager.store, good, "csv")
+    assert "checks_passed" in exported.splitlines()[0]
+    from evalcore.gates.checks import campaign_checks, parse_gate
+
+    gate = [parse_gate("checks_passed=1.0")]
+    assert [c.passed for c in campaign_checks(gate, campaign_results(manager.store, good))] == [True]
+    assert [c.passed for c in campaign_checks(gate, campaign_results(manager.store, bad))] == [False]
+    manager.close()
+
+
+def test_a_bad_check_in_a_suite_csv_rejects_its_line_naming_the_check() -> None:
+    from evalcore.suites.csvfile import parse_suite_csv
+
+    report = parse_suite_csv(b"question;expected_answer;sources;checks\nQ1;A;;regex:(oops\nQ2;A;;contains:A\n")
+    assert [case.question for case in report.cases] == ["Q2"]
+    assert report.rejected[0][0] == 2 and "the check regex cannot be read" in report.rejected[0][1]
+    assert "regex:(oops" in report.rejected[0][1]

@@ -10,6 +10,7 @@ from evalcore.campaigns.records import Outcome, Question, RunOptions, sources_of
 from evalcore.diagnosis import Evidence, GenerationMarks, Stage, attribute
 from evalcore.errors import EvalError
 from evalcore.judges import JudgeSettings, Passage, Verdict, run_judge
+from evalcore.metrics.checks import prepared
 from evalcore.metrics.graded import GradedScale
 from evalcore.models import metered, noticed, refuse_long_reply
 from evalcore.models.http import Calls
@@ -108,7 +109,7 @@ def scored(plan: Plan, question: Question, reply: TargetAnswer, latency: float) 
         expected_sources=list(question.expected_sources) or None,
         retrieved_sources=[source.to_dict() for source in sources], graded=plan.graded,
         answerable=question.answerable, fallback_answer=plan.target.config.fallback_answer,
-        similarity=answer_embedding(plan.target.config.answer_similarity_model),
+        similarity=answer_embedding(plan.target.config.answer_similarity_model), checks=prepared(question.checks),
     ))
     verdicts: dict[str, Verdict] = {}
     notes = list(reply.notes)

@@ -16,6 +16,7 @@ The `checks_passed` measure is 1 when the answer passes every check of its quest
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -55,6 +56,17 @@ def parse_checks(spec: str, where: str = "checks") -> tuple[Check, ...]:
     """The checks of a `checks` cell; EvalError naming `where` and the check for an unknown kind, a missing or bad
     argument, a pattern that does not compile, or a JSON schema that is itself invalid."""
     return tuple(_parse(part.replace("\\;", ";").strip(), where) for part in _SEPARATOR.split(spec) if part.strip())
+
+
+def parse_check(text: str, where: str = "checks") -> Check:
+    """One check as written (`contains:30 jours`, a semicolon in it its own); EvalError as parse_checks."""
+    return _parse(text.strip(), where)
+
+
+@functools.lru_cache(maxsize=1 << 10)
+def prepared(texts: tuple[str, ...]) -> tuple[Check, ...]:
+    """A question's stored checks, each read once per process (every answer to the question reuses them)."""
+    return tuple(parse_check(text) for text in texts)
 
 
 def _parse(text: str, where: str) -> Check:

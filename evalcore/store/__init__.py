@@ -221,9 +221,15 @@ CREATE TABLE job_items (
     job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE, position INTEGER NOT NULL, value TEXT NOT NULL,
     PRIMARY KEY (job_id, position));
 """
+# v19: the exact checks a suite's case asserts of its answer (`contains:30 jours`, ...), kept with the case and the
+# campaign's snapshot of it: a JSON list of checks as written; null (rows stored before): none.
+SCHEMA_V19 = """
+ALTER TABLE cases ADD COLUMN checks TEXT;
+ALTER TABLE campaign_questions ADD COLUMN checks TEXT;
+"""
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
                                SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14,
-                               SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18)
+                               SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18, SCHEMA_V19)
 
 
 class NotFound(EvalError):
