@@ -148,3 +148,30 @@ def test_a_bad_check_in_a_suite_csv_rejects_its_line_naming_the_check() -> None:
     assert [case.question for case in report.cases] == ["Q2"]
     assert report.rejected[0][0] == 2 and "the check regex cannot be read" in report.rejected[0][1]
     assert "regex:(oops" in report.rejected[0][1]
+
+
+def test_checks_from_a_dataset_column_run_in_a_campaign_and_a_bad_one_refuses_the_launch(tmp_path) -> None:
+    from evalcore.campaigns import campaign_results, get_manager
+    from evalcore.campaigns.launching import LaunchRequest
+    from evalcore.targets import TargetConfig
+    from evalcore.testing import FakeOpenAIServer
+    from tests.conftest import write_dataset
+    from tests.test_abstention import ABSTAIN, launch, scripted
+
+    checked = {**ABSTAIN, "queries": {**ABSTAIN["queries"], "answerable": [None, None, None, None],
+                                      "checks": ["contains:30 days", r"regex:\d+ ans", None, ""]}}
+    data = write_dataset(tmp_path / "data", checked)
+    manager = get_manager(tmp_path / "checks.db")
+    with FakeOpenAIServer(scripted({"refund": "Within 30 days.", "warranty": "Three years.",
+                                    "founded": "Marie."})) as server:
+        campaign = launch(manager, data, server)
+    measures = {r.question.qid: r.outcome.measures for r in campaign_results(manager.store, campaign)}
+    assert (measures[1]["checks_passed"], measures[2]["checks_passed"]) == (1.0, 0.0)
+    assert "checks_passed" not in measures[3] and "checks_passed" not in measures[4]
+    broken = {**checked, "queries": {**checked["queries"], "checks": ["contains:30 days", "regx:\\d+", None, None]}}
+    bad = write_dataset(tmp_path / "bad", broken)
+    config = TargetConfig(knowledge_base=str(bad), retriever="bm25", generator="extractive")
+    with pytest.raises(EvalError) as caught:
+        manager.launch(LaunchRequest(config=config, dataset=str(bad)))
+    assert "unknown check" in str(caught.value) and "question 2: checks" in str(caught.value)
+    manager.close()

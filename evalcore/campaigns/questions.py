@@ -8,6 +8,7 @@ from dataclasses import replace
 from evalcore.campaigns.records import Question
 from evalcore.datasets import Dataset
 from evalcore.metrics.abstention import is_unanswerable_marker
+from evalcore.metrics.checks import parse_checks
 from evalcore.store import Connection, Store, dumps
 from evalcore.suites import Suite
 
@@ -16,8 +17,15 @@ def dataset_questions(dataset: Dataset) -> list[Question]:
     """The question snapshot of a dataset campaign (labels, every reference answer, the dataset's answerability)."""
     # Built marked (no copy of each question to mark it): a launch of thousands of questions waits for this.
     return [Question(position, q.qid, q.text, None, references, dict(q.labels) or None, (),
-                     marked_answerable(None, references, q.answerable))
+                     marked_answerable(None, references, q.answerable), _checks(q.checks, q.qid))
             for position, q in enumerate(dataset.questions) for references in (tuple(q.references),)]
+
+
+def _checks(cell: str, qid: int) -> tuple[str, ...]:
+    """A dataset question's exact checks, each as written; EvalError naming the question and the check."""
+    if not cell:
+        return ()
+    return tuple(check.text for check in parse_checks(cell, f"queries.parquet, question {qid}: checks"))
 
 
 def suite_questions(suite: Suite) -> list[Question]:
