@@ -25,7 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evalcore.diagnosis import Evidence, GenerationMarks, attribute
-from evalcore.metrics import score_question
+from evalcore.metrics import Inputs, score_question
 from evalcore.targets import Retrieved
 
 WORDS = ("refund", "window", "days", "delivery", "orders", "warranty", "router", "thermostat", "firmware", "reset",
@@ -50,13 +50,13 @@ def questions(count: int) -> list[dict[str, Any]]:
 
 def before(item: dict[str, Any]) -> dict[str, float]:
     """The scoring a question had before attribution and abstention."""
-    return score_question(**{k: v for k, v in item.items() if k != "hits"}).values
+    return score_question(Inputs(**{k: v for k, v in item.items() if k != "hits"})).values
 
 
 def now(item: dict[str, Any]) -> dict[str, float]:
     """The scoring with the abstention measures, then the question's stage."""
-    values = score_question(**{k: v for k, v in item.items() if k != "hits"}, answerable=True,
-                            fallback_answer=FALLBACK).values
+    values = score_question(Inputs(**{k: v for k, v in item.items() if k != "hits"}, answerable=True,
+                                   fallback_answer=FALLBACK)).values
     attribute(Evidence(item["relevant"], (), item["hits"], item["hits"][:5], values), MARKS)
     return values
 

@@ -36,8 +36,8 @@ def score_seconds(text: str) -> float:
     clear_generation_caches()
     clear_text_caches()
     start = time.perf_counter()
-    metrics.score_question(relevant=None, ranked=[], answer=text, references=["The refund window is 30 days. 退款期限"],
-                           expected_answer="30 days", expected_sources=None, retrieved_sources=[])
+    metrics.score_question(metrics.Inputs(answer=text, references=["The refund window is 30 days. 退款期限"],
+                                          expected_answer="30 days"))
     return time.perf_counter() - start
 
 

@@ -42,6 +42,7 @@ from evalcore.compare.tables import (
 )
 from evalcore.jobs import Job, JobStatus, cancel_job, get_job, list_jobs
 from evalcore.judges import LOCAL_PAIRWISE_NOTE
+from evalcore.metrics import judged_by
 from evalcore.text import counted
 
 VERDICTS = [str(change) for change in Change]
@@ -179,7 +180,7 @@ def scatter_section(comparison: Comparison, context: ExportContext, measures: pd
         st.info("No measure is present in both campaigns.")
         return
     names = list(measures["measure"])
-    st.session_state.setdefault("compare-measure", "ndcg@10")
+    st.session_state.setdefault("compare-measure", judged_by("retrieval")[0])
     measure = ui.remembered_select("Measure", names, "compare-measure")  # kept while another section is open
     delta = next(m for m in comparison.measures if m.measure == measure)
     paired = comparison.paired[measure]
@@ -380,7 +381,7 @@ else:
         st.dataframe(table, hide_index=True)
         ui.table_download(table, context.file_stem("sweep"), key="sweep-csv", context=context.csv_columns())
         series = list(sweep.series)
-        measure = st.selectbox("Measure", series, index=ui.index_of(series, "ndcg@10"))
+        measure = st.selectbox("Measure", series, index=ui.index_of(series, judged_by("retrieval")[0]))
         if measure:
             ui.chart(partial(series_figure, sweep, measure, context), context.file_stem("sweep", measure), key="sweep",
                      spec=series_spec(sweep, measure, context))

@@ -16,7 +16,7 @@ from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.questions import with_answerability
 from evalcore.campaigns.records import Question
 from evalcore.compare import compare_campaigns
-from evalcore.metrics import MEASURES, panels, score_question
+from evalcore.metrics import MEASURES, Inputs, panels, score_question
 from evalcore.metrics.abstention import REFUSALS_VERSION, abstention_scores, is_refusal, is_unanswerable_marker
 from evalcore.suites import Case, create_suite
 from evalcore.targets import TargetConfig
@@ -128,9 +128,7 @@ def test_the_measures_are_registered_with_their_facts() -> None:
 
 
 def test_an_unanswerable_question_is_not_scored_against_its_marker() -> None:
-    scores = score_question(relevant=None, ranked=[], answer="It is unanswerable.", references=[],
-                            expected_answer="(unanswerable)", expected_sources=None, retrieved_sources=[],
-                            answerable=False)
+    scores = score_question(Inputs(answer="It is unanswerable.", expected_answer="(unanswerable)", answerable=False))
     assert scores.values == {"correct_abstention": 0.0, "hallucination": 1.0}
     assert scores.signatures["correct_abstention"].startswith("correct_abstention|refusals:")
 
@@ -314,3 +312,14 @@ def test_only_the_opening_of_a_long_answer_is_read() -> None:
     assert is_refusal("I don't know. " + "filler words " * 20000)
     assert not is_refusal("The refund window is 30 days. " + "I don't know. " * 20000)
     assert not is_refusal(" " * 5000 + "30 days.") and is_refusal(" " * 5000 + "I don't know.")  # blanks skipped
+
+
+def test_the_abstention_means_read_as_one_sentence_in_the_declared_order() -> None:
+    from evalcore.metrics import in_words
+
+    means = {"hallucination": (0.25, 4), "correct_abstention": (0.75, 4), "false_abstention": (0.1, 10),
+             "recall": (0.5, 14)}
+    assert in_words(means, "abstention") == ("declined 3 of 4 unanswerable questions (75%) · answered 1 of them "
+                                            "anyway (25% hallucination) · declined 1 of 10 answerable questions "
+                                            "(10% false abstention)")
+    assert in_words({"false_abstention": (None, 0)}, "abstention") is None

@@ -507,6 +507,19 @@ def test_targets_are_listed_read_and_saved_with_full_access_only(api: Api) -> No
 
 # --- suites and runs -----------------------------------------------------------------------------
 
+def test_a_suite_case_carries_its_exact_checks_and_a_bad_one_is_refused_by_name(api: Api) -> None:
+    body = suite_body(api, n=1)
+    body["cases"][0]["checks"] = ["contains:30 jours", r"regex:\d+ €"]
+    suite = api.call("POST", "/api/v1/eval-suites", json=body).json()["data"]["suite"]
+    assert suite["cases"][0]["checks"] == ["contains:30 jours", r"regex:\d+ €"]
+    bad = suite_body(api, n=1)
+    bad["cases"][0]["checks"] = ["regex:(oops"]
+    response = api.call("POST", "/api/v1/eval-suites", json=bad)
+    assert response.status_code in (400, 422)
+    error = error_of(response, response.status_code)
+    assert "the check regex cannot be read" in error["message"] and "case 1: checks" in error["message"]
+
+
 def test_suite_crud(api: Api) -> None:
     created = api.call("POST", "/api/v1/eval-suites", json=suite_body(api, n=2))
     assert created.status_code == 201
@@ -514,7 +527,7 @@ def test_suite_crud(api: Api) -> None:
     assert (suite["name"].startswith("refunds ") and suite["agent_id"] == api.targets["fast"]
             and suite["case_count"] == 2)
     assert suite["cases"][0] == {"question": "What is the refund window 0?", "expected_answer": "30 days",
-                                 "expected_sources": ["Terms 0"]}
+                                 "expected_sources": ["Terms 0"], "checks": []}
     read = api.call("GET", f"/api/v1/eval-suites/{suite['id']}", "viewer").json()["data"]["suite"]
     assert read["cases"] == suite["cases"]
     replaced = api.call("PUT", f"/api/v1/eval-suites/{suite['id']}", json={**suite_body(api, n=1), "name": "renamed"})

@@ -105,3 +105,69 @@ def test_the_collector_is_back_on_after_a_read_fails(pair, monkeypatch):
     with pytest.raises(OSError, match="went away"):
         campaign_results(pair, "A")
     assert gc.isenabled()
+
+
+def overlapping(first_ends_first: bool) -> list[bool]:
+    """Two reads on two threads, the second starting while the first runs: whether the collector was on at each
+    step (both running, one of them ended, both ended)."""
+    import threading
+
+    from evalcore.campaigns.result_rows import no_cycle_collection
+
+    seen: list[bool] = []
+    started, step, done = threading.Event(), threading.Event(), threading.Event()
+
+    def second() -> None:
+        with no_cycle_collection():
+            started.set()
+            step.wait(5)
+        done.set()
+
+    with no_cycle_collection():
+        worker = threading.Thread(target=second)
+        worker.start()
+        started.wait(5)
+        seen.append(gc.isenabled())
+        if not first_ends_first:
+            step.set()
+            done.wait(5)
+            seen.append(gc.isenabled())
+    if first_ends_first:
+        seen.append(gc.isenabled())
+        step.set()
+        done.wait(5)
+    worker.join(5)
+    seen.append(gc.isenabled())
+    return seen
+
+
+@pytest.mark.parametrize("first_ends_first", [True, False])
+def test_overlapping_reads_on_two_threads_keep_the_collector_paused_until_the_last_ends(first_ends_first):
+    # Each read saving and restoring the switch on its own turned it back on under the other read.
+    assert overlapping(first_ends_first) == [False, False, True]
+
+
+def test_a_collector_turned_off_elsewhere_stays_off_after_a_read():
+    from evalcore.campaigns.result_rows import no_cycle_collection
+
+    gc.disable()
+    try:
+        with no_cycle_collection():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_pause_ends_after_its_limit_even_when_reads_keep_overlapping(monkeypatch):
+    from evalcore.campaigns import result_rows
+
+    monkeypatch.setattr(result_rows._CollectorPause, "MAX_PAUSE_S", 0.0)
+    with result_rows.no_cycle_collection():
+        assert not gc.isenabled()   # the first read pauses it
+        with result_rows.no_cycle_collection():
+            assert gc.isenabled()   # a read starting after the limit finds the collector running again
+        assert gc.isenabled()
+    assert gc.isenabled()
+    with result_rows.no_cycle_collection():
+        assert not gc.isenabled()   # with no read left, the next one pauses it anew

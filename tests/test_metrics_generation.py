@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 import random
 import tracemalloc
@@ -207,8 +206,10 @@ def test_scoring_a_long_reply_of_distinct_characters_takes_memory_linear_in_its_
     from evalcore.text import clear_caches as clear_token_caches
 
     reply = "".join(chr(0x4E00 + (i if i < 30000 else i * 7919 % 30000)) for i in range(60000))
-    score = functools.partial(metrics.score_question, relevant=None, ranked=[], references=["退款期限是三十天"],
-                              expected_answer="三十天", expected_sources=None, retrieved_sources=[])
+    def score(answer: str) -> metrics.Scores:
+        return metrics.score_question(metrics.Inputs(answer=answer, references=["退款期限是三十天"],
+                                                     expected_answer="三十天"))
+
     score(answer="退款期限 refund")  # the Chinese dictionary is loaded once per process: not the reply's
     clear_caches()
     clear_token_caches()

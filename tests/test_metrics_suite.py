@@ -9,6 +9,7 @@ import pytest
 from evalcore.errors import EvalError
 from evalcore.metrics import (
     MEASURES,
+    Inputs,
     aggregate,
     coverage,
     important_words,
@@ -70,18 +71,15 @@ def test_sources_found(expected: list[str], found: bool | None) -> None:
 
 
 def test_score_question_includes_what_applies() -> None:
-    result = score_question(
+    result = score_question(Inputs(
         relevant={1: 2, 2: 0}, ranked=[None, 1], answer="30 days", references=["30 days"],
         expected_answer="30 days", expected_sources=["cgv"], retrieved_sources=SOURCES,
-    )
+    ))
     scores, signatures = result.values, result.signatures
     assert signatures == {name: signature(name) for name in scores}
     assert scores["mrr"] == 0.5 and scores["bleu1"] == pytest.approx(1.0)
     assert scores["coverage"] == 1.0 and scores["sources_found"] == 1.0
-    bare = score_question(
-        relevant=None, ranked=[], answer=None, references=["x"], expected_answer=None,
-        expected_sources=None, retrieved_sources=[],
-    )
+    bare = score_question(Inputs(references=["x"]))
     assert bare.values == {} and bare.signatures == {}
 
 
@@ -105,3 +103,50 @@ def test_signatures() -> None:
 def test_aggregate_skips_absent_values() -> None:
     assert aggregate([1.0, None, 0.0, math.nan]) == (0.5, 2)
     assert aggregate([]) == (None, 0)
+
+
+def test_the_registry_says_which_measures_judge_each_side_and_fill_the_question_table() -> None:
+    from evalcore.metrics import judged_by, question_columns
+
+    assert judged_by("retrieval") == ("ndcg@10",)
+    assert judged_by("generation") == ("judge.score", "rougel")
+    assert question_columns() == ("recall", "mrr", "ndcg@10", "rougel", "coverage", "sources_found", "judge.score")
+
+
+EXACT = [  # (answer, expected texts, exact match), by hand
+    ("30 days", ["30 days"], True),
+    ("30 Days.", ["30 days"], True),  # case and punctuation dropped
+    ("  thirty   days!", ["30 days", "thirty days"], True),  # any reference
+    ("30 days, from delivery", ["30 days"], False),  # more words is not an exact match
+    ("the 30 days", ["30 days"], False),  # articles count (their removal is English-only)
+    ("Le délai est de 30 jours.", ["le delai est de 30 jours"], True),  # accents folded
+    ("L'été", ["l ete"], True),  # an apostrophe splits words as the text measures do
+    ("30 jours ouvrés", ["30 jours"], False),
+    ("退款期限是三十天。", ["退款期限是三十天"], True),  # full-width punctuation dropped
+    ("退款期限 是 三十天", ["退款期限是三十天"], True),  # spaces between Han characters do not count
+    ("退款期限是三十日", ["退款期限是三十天"], False),
+    ("三十天", ["退款期限是三十天"], False),
+    ("anything", ["", "?!"], None),  # nothing to match against
+]
+
+
+@pytest.mark.parametrize(("answer", "expected", "matched"), EXACT)
+def test_exact_match_on_a_hand_made_table_in_three_languages(answer: str, expected: list[str],
+                                                             matched: bool | None) -> None:
+    from evalcore.metrics.suite import exact_match
+
+    assert exact_match(answer, expected) is matched
+
+
+def test_exact_match_is_a_pass_fail_measure_of_every_question_with_a_reference() -> None:
+    scored = score_question(Inputs(answer="Trente jours.", references=["30 jours", "trente jours"]))
+    assert scored.values["exact_match"] == 1.0
+    assert scored.signatures["exact_match"].startswith("exact_match|tok:default|match:fold|refs:any|version:")
+    # The expected answer, when there is one, is what the answer should say.
+    assert score_question(Inputs(answer="30 jours", references=["30 jours"], expected_answer="un mois")).values[
+        "exact_match"] == 0.0
+    assert "exact_match" not in score_question(Inputs(answer="30 jours")).values
+    assert "exact_match" not in score_question(Inputs(answer="x", references=["30 jours"], answerable=False)).values
+    measure = MEASURES["exact_match"]
+    assert (measure.binary, measure.family, measure.higher_is_better, measure.needs_reference) == (
+        True, "generation", True, True)

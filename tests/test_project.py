@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import graphlib
 import importlib
 import pkgutil
 import re
@@ -237,3 +238,104 @@ def test_the_script_state_check_finds_a_function_reading_a_later_global() -> Non
     functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
     assert globals_read(functions["section"], state) == {"store"}
     assert globals_read(functions["fine"], state) == set()
+
+
+def test_the_measure_table_in_the_docs_is_the_declared_one() -> None:
+    from evalcore.metrics.reference import filled
+
+    text = (ROOT / "docs" / "measures.md").read_text(encoding="utf-8")
+    assert filled(text) == text, "run: python -m evalcore.metrics.reference docs/measures.md"
+
+
+# Where a measure's name may appear as a string of its own besides the module that declares it: the metrics
+# package's exports (functions named like the measure they compute) and the campaign summary, a record whose three
+# figures are fields of the API's shape.
+SPELLED_ELSEWHERE = {"evalcore/metrics/__init__.py": {"answer_similarity", "coverage", "sources_found"},
+                     "evalcore/campaigns/queries.py": {"sources_found", "coverage", "judge.score"}}
+
+
+def test_no_measure_name_is_spelled_outside_its_declaration() -> None:
+    """A face asks the registry (its panel, direction, verdict order, the side it judges) instead of naming a
+    measure: a string that is exactly a measure's name, in any module but the one declaring it, is a second place
+    that would have to change when the measure does. Names inside sentences (help, errors, docs) are examples."""
+    from evalcore.metrics import MEASURES
+
+    declared: dict[str, str] = {}
+    for module in pkgutil.iter_modules(importlib.import_module("evalcore.metrics").__path__):
+        for measure in getattr(importlib.import_module(f"evalcore.metrics.{module.name}"), "DECLARED", ()):
+            declared[measure.name] = f"evalcore/metrics/{module.name}.py"
+    names = set(MEASURES) | {name.removeprefix("graded.") for name in declared if name.startswith("graded.")}
+    found = set()
+    for path in SOURCES:
+        where = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in names and where not in (
+                    declared.get(node.value), declared.get(f"graded.{node.value}")):
+                found.add((where, node.value))
+    allowed = {(where, name) for where, spelled in SPELLED_ELSEWHERE.items() for name in spelled}
+    assert sorted(found - allowed) == []
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _lazy_exports(path: Path) -> dict[str, str]:
+    """name -> submodule of a package's `lazy_exports(__name__, {submodule: (names...)})`."""
+    where: dict[str, str] = {}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "lazy_exports" and len(node.args) == 2 \
+                and isinstance(node.args[1], ast.Dict):
+            for key, names in zip(node.args[1].keys, node.args[1].values, strict=True):
+                assert isinstance(key, ast.Constant)
+                where |= {name.value: key.value for name in ast.walk(names) if isinstance(name, ast.Constant)}
+    return where
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the evalcore modules it imports (see the test below for which imports count)."""
+    modules = {_module_name(path): path for path in (ROOT / "evalcore").rglob("*.py")}
+    lazy = {name: _lazy_exports(path) for name, path in modules.items() if path.name == "__init__.py"}
+
+    def target(module: str, name: str) -> str | None:
+        if f"{module}.{name}" in modules:
+            return f"{module}.{name}"
+        if name in lazy.get(module, {}):
+            return f"{module}.{lazy[module][name]}"
+        return module if module in modules else None
+
+    def imports(node: ast.AST, package_init: bool) -> set[str]:
+        found: set[str] = set()
+        for child in ast.iter_child_nodes(node):
+            if package_init and isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue  # a package's public names, spelled for the type checker: no module of it needs them
+            if isinstance(child, ast.Import):
+                found |= {alias.name for alias in child.names if alias.name in modules}
+            elif isinstance(child, ast.ImportFrom) and child.level == 0 and (child.module or "").startswith("evalcore"):
+                found |= {t for alias in child.names if (t := target(child.module or "", alias.name))}
+            found |= imports(child, package_init)
+        return found
+
+    return {name: imports(ast.parse(path.read_text(encoding="utf-8")), path.name == "__init__.py") - {name}
+            for name, path in modules.items()}
+
+
+def test_the_import_graph_of_the_engine_has_no_circle() -> None:
+    """No module of evalcore/ reaches itself through the modules it imports.
+
+    Every import counts: at the top of a module, inside a function (an import deferred to break a circle still
+    ties the two modules together: neither can be understood, tested or moved without the other), and under
+    TYPE_CHECKING (a type is a dependency as well). Two kinds do not: a package `__init__`'s TYPE_CHECKING block,
+    which spells the public names of its lazy exports for the type checker, and the parent package a submodule's
+    import runs first (Python's own order, not a choice of the code). `from package import name` counts as an
+    import of the submodule that lazily provides the name.
+    """
+    graph = _import_graph()
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as error:
+        pytest.fail(f"an import circle: {' -> '.join(error.args[1])}")
+    # A circle of two made up for the check, so that it is seen to catch one.
+    with pytest.raises(graphlib.CycleError):
+        graphlib.TopologicalSorter({**graph, "evalcore.errors": {"evalcore.metrics.measure"}}).prepare()

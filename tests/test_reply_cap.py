@@ -46,10 +46,9 @@ def scored(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     lengths: list[int] = []
     score_question = metrics.score_question
 
-    def counting(**kwargs: object) -> metrics.Scores:
-        answer = kwargs["answer"]
-        lengths.append(-1 if answer is None else len(answer))  # type: ignore[arg-type]
-        return score_question(**kwargs)  # type: ignore[arg-type]
+    def counting(inputs: metrics.Inputs) -> metrics.Scores:
+        lengths.append(-1 if inputs.answer is None else len(inputs.answer))
+        return score_question(inputs)
     monkeypatch.setattr(metrics, "score_question", counting)
     return lengths
 
@@ -180,9 +179,8 @@ def scoring_calls(text: str) -> int:
         count += event in ("call", "c_call")
     sys.setprofile(profile)
     try:
-        metrics.score_question(relevant=None, ranked=[], answer=text,
-                               references=["The refund window is 30 days. 退款期限"],
-                               expected_answer="30 days", expected_sources=None, retrieved_sources=[])
+        metrics.score_question(metrics.Inputs(answer=text, references=["The refund window is 30 days. 退款期限"],
+                                              expected_answer="30 days"))
     finally:
         sys.setprofile(None)
     return count
@@ -192,8 +190,7 @@ def scoring_calls(text: str) -> int:
 def test_scoring_work_grows_linearly_so_the_cap_bounds_it(kind: str) -> None:
     # With every answer at most max_reply_chars long (above), linear work per character bounds the
     # work of any question: at most CALLS_PER_CHAR * max_reply_chars calls.
-    metrics.score_question(relevant=None, ranked=[], answer="退款", references=["x"], expected_answer=None,
-                           expected_sources=None, retrieved_sources=[])  # the segmenter's one-time load
+    metrics.score_question(metrics.Inputs(answer="退款", references=["x"]))  # the segmenter's one-time load
     small, large = (scoring_calls(HARD_TEXTS[kind](n)) for n in (2_000, 8_000))
     assert large <= 4.4 * small
     assert large <= CALLS_PER_CHAR * 8_000

@@ -17,14 +17,14 @@ from evalcore.api.runs import RunSettings, configured, launch
 from evalcore.campaigns import Campaign, CampaignStatus, campaign_aggregates, get_campaign, new_campaign_id
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.listing import dataset_label
+from evalcore.metrics import MEASURES
 from evalcore.targets.saved import ID_NAMES
 
 router = APIRouter(prefix="/api/v1/evaluation", tags=["evaluation tasks"], responses=ERROR_RESPONSES)
 
-# The task API's field name -> our canonical measure name.
-RETRIEVAL_FIELDS = {"precision": "precision", "recall": "recall", "ndcg3": "ndcg@3", "ndcg10": "ndcg@10",
-                    "mrr": "mrr", "map": "map"}
-GENERATION_FIELDS = {name: name for name in ("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel")}
+# The task API's field name -> our canonical measure name, as each measure declares it, by metric group.
+RETRIEVAL_FIELDS = {m.api_field: m.name for m in MEASURES.values() if m.api_field and m.family == "retrieval"}
+GENERATION_FIELDS = {m.api_field: m.name for m in MEASURES.values() if m.api_field and m.family == "generation"}
 
 
 class EvaluationRequest(RunSettings):

@@ -46,6 +46,9 @@ class CaseIn(RequestBody):
     expected_answer: str | None = Field(default=None, max_length=20000)
     expected_sources: list[Annotated[str, Field(max_length=1000)]] = Field(default_factory=list, max_length=MAX_SOURCES,
                                         description=f"titles, file names or document ids; at most {MAX_SOURCES}")
+    checks: list[Annotated[str, Field(max_length=20000)]] = Field(
+        default_factory=list, max_length=50, description="exact checks the answer must pass, each as written: "
+        "contains:30 jours, regex:\\d+ €, json_valid, length:10..280, number_close:1% (see the measures' docs)")
 
 
 class SuiteIn(RequestBody):
@@ -70,7 +73,7 @@ class RunIn(RunSettings):
 
 
 def _cases(body: SuiteIn) -> list[Case]:
-    return [Case(c.question, c.expected_answer, tuple(c.expected_sources)) for c in body.cases]
+    return [Case(c.question, c.expected_answer, tuple(c.expected_sources), tuple(c.checks)) for c in body.cases]
 
 
 def _suite(request: Request, suite_id: str, principal: Principal) -> Suite:

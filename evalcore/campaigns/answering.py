@@ -10,6 +10,7 @@ from evalcore.campaigns.records import Outcome, Question, RunOptions, sources_of
 from evalcore.diagnosis import Evidence, GenerationMarks, Stage, attribute
 from evalcore.errors import EvalError
 from evalcore.judges import JudgeSettings, Passage, Verdict, run_judge
+from evalcore.metrics.checks import prepared
 from evalcore.metrics.graded import GradedScale
 from evalcore.models import metered, noticed, refuse_long_reply
 from evalcore.models.http import Calls
@@ -102,14 +103,14 @@ def scored(plan: Plan, question: Question, reply: TargetAnswer, latency: float) 
     retrieved = tuple(reply.retrieved)
     context = retrieved if reply.context is None else tuple(reply.context)
     sources = sources_of(context)
-    scores = metrics.score_question(
+    scores = metrics.score_question(metrics.Inputs(
         relevant=question.relevant, ranked=[hit.pid for hit in retrieved], answer=reply.answer,
         references=list(question.references), expected_answer=question.expected_answer,
         expected_sources=list(question.expected_sources) or None,
         retrieved_sources=[source.to_dict() for source in sources], graded=plan.graded,
         answerable=question.answerable, fallback_answer=plan.target.config.fallback_answer,
-        similarity=answer_embedding(plan.target.config.answer_similarity_model),
-    )
+        similarity=answer_embedding(plan.target.config.answer_similarity_model), checks=prepared(question.checks),
+    ))
     verdicts: dict[str, Verdict] = {}
     notes = list(reply.notes)
     if plan.judges and plan.judging is not None and reply.answer is not None:

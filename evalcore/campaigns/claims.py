@@ -14,14 +14,11 @@ import os
 import socket
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from evalcore.jobs import cap
 from evalcore.lifecycle import OWNED, CampaignStatus, sql_list
 from evalcore.store import QUEUED, Connection, Store, mark_orphans, new_owner_token
-
-if TYPE_CHECKING:
-    from evalcore.campaigns.manager import CampaignManager
 
 log = logging.getLogger("evalcore.campaigns")
 
@@ -71,10 +68,22 @@ def queued_ahead(store: Store, campaign_id: str) -> int:
     return int(rows[0]["n"])
 
 
+class Runs(Protocol):
+    """What workers run claimed campaigns on (a `CampaignManager`): its store, how many campaigns it runs, and how
+    it runs one more. Named here so the queue does not depend on the manager that depends on it."""
+
+    @property
+    def store(self) -> Store: ...
+
+    def running(self) -> int: ...
+
+    def run_claimed(self, campaign_id: str, token: str) -> None: ...
+
+
 class Workers:
     """Threads of one process that claim queued campaigns and run them, at most `slots` at a time."""
 
-    def __init__(self, manager: CampaignManager, slots: int | None = None, tenant_cap: int | None = None,
+    def __init__(self, manager: Runs, slots: int | None = None, tenant_cap: int | None = None,
                  poll_s: float = POLL_S) -> None:
         self.manager = manager
         self.slots = slots or per_server()

@@ -8,6 +8,7 @@ from dataclasses import replace
 from evalcore.campaigns.records import Question
 from evalcore.datasets import Dataset
 from evalcore.metrics.abstention import is_unanswerable_marker
+from evalcore.metrics.checks import parse_checks
 from evalcore.store import Connection, Store, dumps
 from evalcore.suites import Suite
 
@@ -16,14 +17,21 @@ def dataset_questions(dataset: Dataset) -> list[Question]:
     """The question snapshot of a dataset campaign (labels, every reference answer, the dataset's answerability)."""
     # Built marked (no copy of each question to mark it): a launch of thousands of questions waits for this.
     return [Question(position, q.qid, q.text, None, references, dict(q.labels) or None, (),
-                     marked_answerable(None, references, q.answerable))
+                     marked_answerable(None, references, q.answerable), _checks(q.checks, q.qid))
             for position, q in enumerate(dataset.questions) for references in (tuple(q.references),)]
+
+
+def _checks(cell: str, qid: int) -> tuple[str, ...]:
+    """A dataset question's exact checks, each as written; EvalError naming the question and the check."""
+    if not cell:
+        return ()
+    return tuple(check.text for check in parse_checks(cell, f"queries.parquet, question {qid}: checks"))
 
 
 def suite_questions(suite: Suite) -> list[Question]:
     """The question snapshot of a suite campaign: the cases as they are at launch."""
     return with_answerability([Question(position, position + 1, case.question, case.expected_answer, (), None,
-                                        tuple(case.expected_sources))
+                                        tuple(case.expected_sources), checks=case.checks)
                                for position, case in enumerate(suite.cases)])
 
 
@@ -56,11 +64,12 @@ def insert_questions(conn: Connection, campaign_id: str, questions: list[Questio
     """Write the question snapshot."""
     conn.executemany(
         "INSERT INTO campaign_questions (campaign_id, position, qid, question, expected_answer, refs, relevant, "
-        "expected_sources, answerable) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "expected_sources, answerable, checks) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (campaign_id, q.position, q.qid, q.text, q.expected_answer, dumps(list(q.references)),
              dumps({str(k): v for k, v in q.relevant.items()}) if q.relevant is not None else None,
-             dumps(list(q.expected_sources)), None if q.answerable is None else int(q.answerable))
+             dumps(list(q.expected_sources)), None if q.answerable is None else int(q.answerable),
+             dumps(list(q.checks)) if q.checks else None)
             for q in questions
         ],
     )

@@ -262,6 +262,8 @@ class Question:
     answerable: bool | None = field(default=None, metadata=doc(
         "false: declining is the right answer (an unanswerable marker or the dataset's answerable column); null: "
         "no reference answer"))
+    checks: tuple[str, ...] = field(default=(), metadata=doc("exact checks its answer must pass, as written "
+                                                             "(`contains:30 jours`)"))
 
     @classmethod
     def from_row(cls, row: Row | Mapping[str, Any]) -> Question:
@@ -271,14 +273,16 @@ class Question:
                    tuple(loaded(row["refs"])),
                    {int(k): v for k, v in relevant.items()} if relevant is not None else None,
                    tuple(loaded(row["expected_sources"])),
-                   None if row["answerable"] is None else bool(row["answerable"]))
+                   None if row["answerable"] is None else bool(row["answerable"]),
+                   # `in` on a sqlite3.Row looks at its values, not its column names
+                   tuple(loaded(row["checks"]) or ()) if "checks" in row.keys() else ())  # noqa: SIM118
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape (`question` is the text)."""
         return {"qid": self.qid, "position": self.position, "question": self.text,
                 "expected_answer": self.expected_answer, "references": list(self.references),
                 "relevant": self.relevant, "expected_sources": list(self.expected_sources),
-                "answerable": self.answerable}
+                "answerable": self.answerable, "checks": list(self.checks)}
 
 
 @dataclass(frozen=True)

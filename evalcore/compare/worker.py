@@ -97,7 +97,7 @@ def start(a_questions: int, b_questions: int) -> Statistics | None:
 def serve() -> None:
     """The process's side: import what the statistics need, read one job from standard input, answer it."""
     from evalcore.compare import power
-    from evalcore.compare.comparison import measure_entries
+    from evalcore.compare.measure_stats import measure_entries
 
     power.prepare()   # scipy.special, while the campaigns are read
     job = pickle.loads(sys.stdin.buffer.read())   # from the process that started this one

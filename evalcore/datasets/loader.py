@@ -64,6 +64,7 @@ class Question(NamedTuple):
     labels: dict[int, int]
     references: tuple[str, ...]
     answerable: bool | None = None  # queries.parquet's optional `answerable` column (False: declining is right)
+    checks: str = ""  # queries.parquet's optional `checks` column: exact checks as a suite's checks cell writes them
 
     @property
     def relevant(self) -> frozenset[int]:
@@ -302,8 +303,10 @@ def _check_references(columns: dict[str, dict[str, list[Any]]], tables: dict[str
     titles = _optional_text(tables["corpus"], "title", problems)
     files = _optional_text(tables["corpus"], "file_name", problems)
     columns["queries"]["answerable"] = _answerable(tables["queries"], problems)
-    if problems.lines or labels is None or titles is None or files is None:
+    checks = _optional_text(tables["queries"], "checks", problems, "queries.parquet")
+    if problems.lines or labels is None or titles is None or files is None or checks is None:
         return None
+    columns["queries"]["checks"] = checks
     return _assemble(columns, labels, titles, files)
 
 
@@ -320,14 +323,15 @@ def _answerable(queries: pa.Table | None, problems: _Problems) -> list[bool | No
     return values
 
 
-def _optional_text(corpus: pa.Table, column: str, problems: _Problems) -> list[str] | None:
-    """An optional text column of the corpus (title, file_name): "" where absent or null."""
-    if column not in corpus.column_names:
-        return [""] * corpus.num_rows
-    values = corpus.column(column).to_pylist()
+def _optional_text(table: pa.Table | None, column: str, problems: _Problems,
+                   name: str = "corpus.parquet") -> list[str] | None:
+    """An optional text column (the corpus' title and file_name, the queries' checks): "" where absent or null."""
+    if table is None or column not in table.column_names:
+        return [""] * (table.num_rows if table is not None else 0)
+    values = table.column(column).to_pylist()
     bad = [(row, f"found {value!r}, expected text") for row, value in enumerate(values)
            if value is not None and not isinstance(value, str)]
-    return [value or "" for value in values] if problems.rows("corpus.parquet", column, bad) else None
+    return [value or "" for value in values] if problems.rows(name, column, bad) else None
 
 
 def _assemble(columns: dict[str, dict[str, list[Any]]], labels: list[int], titles: list[str],
@@ -344,8 +348,9 @@ def _assemble(columns: dict[str, dict[str, list[Any]]], labels: list[int], title
         references.setdefault(qid, []).append(answer_text[aid])
     queries = columns["queries"]
     questions = tuple(
-        Question(qid, text, qrels.get(qid, {}), tuple(references.get(qid, ())), answerable)
-        for qid, text, answerable in zip(queries["id"], queries["text"], queries["answerable"], strict=False)
+        Question(qid, text, qrels.get(qid, {}), tuple(references.get(qid, ())), answerable, checks)
+        for qid, text, answerable, checks in zip(queries["id"], queries["text"], queries["answerable"],
+                                                 queries["checks"], strict=False)
     )
     return passages, questions, any(titles)
 

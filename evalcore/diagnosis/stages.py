@@ -24,7 +24,7 @@ any one expected source is enough, as any one relevant passage is for qrels).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -68,7 +68,8 @@ class Hit(Protocol):
 class GenerationMarks:
     """The pass marks of an answer no judge decided: ROUGE-L F1 and coverage, either is enough.
 
-    A target's are its configuration keys generation_pass_rougel and generation_pass_coverage.
+    A target's are its configuration keys generation_pass_rougel and generation_pass_coverage. Each field is the
+    pass mark of the measure it is named after.
     """
 
     rougel: float
@@ -136,8 +137,8 @@ def judged_wrong(evidence: Evidence, marks: GenerationMarks) -> bool:
     """The AI score's pass or fail, else neither ROUGE-L nor coverage at its mark; False with nothing to check."""
     if evidence.judged in (JudgeResult.PASS, JudgeResult.FAIL):
         return evidence.judged == JudgeResult.FAIL
-    checks = [evidence.measures[name] >= mark for name, mark in (("rougel", marks.rougel), ("coverage", marks.coverage))
-              if name in evidence.measures]
+    checks = [evidence.measures[mark.name] >= getattr(marks, mark.name) for mark in fields(marks)
+              if mark.name in evidence.measures]
     return bool(checks) and not any(checks)
 
 

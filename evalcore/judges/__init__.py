@@ -5,7 +5,8 @@ from typing import TYPE_CHECKING
 from evalcore.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from evalcore.judges.claims import VERDICTS, Claim, faithfulness
+    from evalcore.judges.claim import VERDICTS, Claim
+    from evalcore.judges.claims import faithfulness
     from evalcore.judges.local import LOCAL_CLAIMS_NOTE, LOCAL_JUDGE_NOTE, LOCAL_PAIRWISE_NOTE, local_notes
     from evalcore.judges.parsing import PARSER_VERSION, Reading, parse_reply
     from evalcore.judges.prompts import (
@@ -77,7 +78,8 @@ __all__ = [
 ]
 # Imported on first use: a light module of this package does not load its heavy siblings (evalcore.lazy).
 __getattr__ = lazy_exports(__name__, {
-    "claims": ("VERDICTS", "Claim", "faithfulness"),
+    "claim": ("VERDICTS", "Claim"),
+    "claims": ("faithfulness",),
     "local": ("LOCAL_CLAIMS_NOTE", "LOCAL_JUDGE_NOTE", "LOCAL_PAIRWISE_NOTE", "local_notes"),
     "parsing": ("PARSER_VERSION", "Reading", "parse_reply"),
     "prompts": (

@@ -8,45 +8,18 @@ judge was not given, or a supported or contradicted claim without its passage is
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
+from evalcore.judges.claim import CONTRADICTED, NOT_FOUND, SUPPORTED, VERDICTS, Claim
 from evalcore.judges.parsing import THINKING, Reading, json_objects
-from evalcore.shapes import doc
 
-SUPPORTED, CONTRADICTED, NOT_FOUND = "supported", "contradicted", "not found"
-VERDICTS = (SUPPORTED, CONTRADICTED, NOT_FOUND)
 ALL_SUPPORTED = 1.0  # the claims judge's default pass mark: every claim supported
 MAX_CLAIMS = 10  # a grammar-bound model writes at most this many (a small one could list forever)
 CLAIM_CHARS = 200
 MAX_TOKENS = 1200  # a list of claims is longer than a one-sentence verdict
 RETRY_MESSAGE = ('Your reply could not be read. Reply again with only the JSON object, for example {"claims": '
                  '[{"claim": "Refunds are accepted within 30 days.", "verdict": "supported", "passage": 1}]}')
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One claim of an answer: its text, its verdict, and the passage (rank in the context, 1 = first) it rests on."""
-
-    claim: str = field(metadata=doc("one statement the answer makes"))
-    verdict: str = field(metadata=doc("supported, contradicted or not found, by the passages the answer was built "
-                                      "from"))
-    passage: int | None = field(default=None, metadata=doc(
-        "the passage that supports or contradicts it: its rank in the question's context (1 = first); null when "
-        "not found"))
-    passage_id: str = field(default="", metadata=doc(
-        "that passage's id (a dataset's passage id, an agent's source id); empty when it has none"))
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON shape."""
-        return {"claim": self.claim, "verdict": self.verdict, "passage": self.passage, "passage_id": self.passage_id}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Claim:
-        """From the stored JSON."""
-        return cls(str(data.get("claim", "")), str(data.get("verdict", "")), data.get("passage"),
-                   str(data.get("passage_id") or ""))
 
 
 def reply_schema() -> dict[str, Any]:

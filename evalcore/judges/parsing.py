@@ -5,10 +5,9 @@ from __future__ import annotations
 import ast
 import json
 import re
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
-if TYPE_CHECKING:
-    from evalcore.judges.claims import Claim
+from evalcore.judges.claim import Claim
 
 # The reply parser is part of a verdict: a change to what it accepts is a new version.
 PARSER_VERSION = 3

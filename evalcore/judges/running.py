@@ -8,7 +8,8 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from evalcore.errors import EvalError
-from evalcore.judges.claims import ALL_SUPPORTED, Claim, parse_claims
+from evalcore.judges.claim import Claim
+from evalcore.judges.claims import ALL_SUPPORTED, parse_claims
 from evalcore.judges.claims import MAX_TOKENS as CLAIMS_MAX_TOKENS
 from evalcore.judges.claims import RETRY_MESSAGE as CLAIMS_RETRY_MESSAGE
 from evalcore.judges.parsing import Reading, parse_reply

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from evalcore.judges.claims import Claim, claims_text
+from evalcore.judges.claim import Claim
+from evalcore.judges.claims import claims_text
 from evalcore.shapes import Key, doc
 from evalcore.store import dumps
 

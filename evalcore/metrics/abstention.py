@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 
+from evalcore.metrics.measure import Inputs, Measure
 from evalcore.text import fold, split_sentences
 
 REFUSALS_VERSION = "1"
@@ -149,3 +150,29 @@ def abstention_scores(answer: str | None, answerable: bool | None, fallback_answ
     if answerable:
         return {"false_abstention": refused}
     return {"correct_abstention": refused, "hallucination": 1.0 - refused}
+
+
+def _of_question(inputs: Inputs) -> dict[str, float]:
+    return abstention_scores(inputs.answer, inputs.answerable, inputs.fallback_answer)
+
+
+def _declare(name: str, doc: str, in_words: str, higher_is_better: bool = True) -> Measure:
+    """A 1/0 abstention measure, present only on the questions it applies to."""
+    return Measure(name, doc + " Refusal: evalcore.metrics.abstention.", "abstention", binary=True,
+                   higher_is_better=higher_is_better, needs=("answer", "answerable"), in_words=in_words,
+                   settings=(("refusals", REFUSALS_VERSION), ("match", "fold")),
+                   compute=lambda inputs: inputs.shared(_of_question).get(name),
+                   checked="tables of answers and refusals in English, French and Chinese")
+
+
+DECLARED = (
+    _declare("correct_abstention", "1 when the answer to an unanswerable question declines, else 0; the mean is the "
+             "correct abstention rate (negative rejection rate, Chen et al. 2024, RGB).",
+             "declined {n} of {of} unanswerable questions ({rate:.0%})"),
+    _declare("hallucination", "1 when an unanswerable question gets an answer instead of a refusal, else 0; the mean "
+             "is the hallucination rate (1 - correct_abstention on the same questions).",
+             "answered {n} of them anyway ({rate:.0%} hallucination)", higher_is_better=False),
+    _declare("false_abstention", "1 when the answer to an answerable question declines, else 0; the mean is the false "
+             "abstention (over-refusal) rate (Feng et al. 2024, Don't Hallucinate, Abstain).",
+             "declined {n} of {of} answerable questions ({rate:.0%} false abstention)", higher_is_better=False),
+)

@@ -27,7 +27,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from evalcore.errors import EvalError
-from evalcore.text import tokens
+from evalcore.metrics.measure import Inputs, Measure
+from evalcore.text import TOKENIZER, tokens
 
 GENERATION_MEASURES = ("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel")
 BLEU_ORDERS = {"bleu1": 1, "bleu2": 2, "bleu4": 4}
@@ -309,3 +310,37 @@ def generation_scores(
     """bleu1 bleu2 bleu4 rouge1 rouge2 rougel of one answer against its reference answers."""
     texts = _checked_references(hypothesis, references)
     return generation_profiles_scores(profile(hypothesis), reference_set(texts), smooth, smooth_value)
+
+
+def _of_question(inputs: Inputs) -> dict[str, float]:
+    """The six measures of the question's answer against its references, from one set of n-grams."""
+    return generation_scores(inputs.answer or "", list(inputs.references))
+
+
+def _declare(name: str, doc: str, checked: str, verdict_priority: int | None = None) -> Measure:
+    """A measure of the answer's words against the reference answers, on the `default` tokens."""
+    extra = (("smooth", "none"),) if name.startswith("bleu") else (("refs", "max"),)
+    return Measure(name, doc, "generation", needs=("answer", "references"), settings=(("tok", TOKENIZER), *extra),
+                   verdict_priority=verdict_priority, compute=lambda inputs: inputs.shared(_of_question)[name],
+                   api_field=name, checked=checked)
+
+
+_SACREBLEU = "sacreBLEU BLEU(tokenize='none', smooth_method='none', max_ngram_order=N, effective_order=False) / 100"
+_ROUGE_SCORE = "rouge-score rouge1, rouge2, rougeL F1, no stemming, the same tokens"
+
+
+DECLARED = (
+    _declare("bleu1", "BLEU with N = 1: BP * p1, clipped against all references, BP = exp(1 - r/c) if c < r "
+             "with r the closest reference length (Papineni et al. 2002; sacreBLEU).", _SACREBLEU),
+    _declare("bleu2", "BLEU with N = 2: BP * (p1 p2)^(1/2); 0 without smoothing if an order has no match.",
+             _SACREBLEU),
+    _declare("bleu4", "BLEU with N = 4: BP * (p1 p2 p3 p4)^(1/4); 0 without smoothing if an order has no match.",
+             _SACREBLEU),
+    _declare("rouge1", "ROUGE-1 F1 = 2PR/(P+R) over clipped unigram overlap, best reference (Lin 2004; rouge-score).",
+             _ROUGE_SCORE),
+    _declare("rouge2", "ROUGE-2 F1 over clipped bigram overlap, best reference (Lin 2004; rouge-score).",
+             _ROUGE_SCORE),
+    # A generation-side change is judged by it when no judge scored both campaigns; last in the verdict order.
+    _declare("rougel", "ROUGE-L F1 with P = LCS/|hyp|, R = LCS/|ref| over whole sequences, best reference "
+             "(Lin 2004; rouge-score rougeL).", _ROUGE_SCORE, verdict_priority=4),
+)

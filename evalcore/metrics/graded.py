@@ -17,6 +17,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from evalcore.errors import EvalError
+from evalcore.metrics.measure import Inputs, Measure
 
 GRADED_MEASURES = (
     "ndcg@3", "xdcg@3", "fidelity", "top1_relevance", "top3_max_relevance",
@@ -209,3 +210,47 @@ def graded_values(labels: Mapping[DocId, int], retrieved: Sequence[tuple[DocId, 
     marks and directions are the registry's (`evalcore.metrics.registry.graded_retrieval_scores`)."""
     _check(labels, label_min, label_max)
     return _values(labels, _order(retrieved), label_min, label_max)
+
+
+def _of_question(inputs: Inputs) -> dict[str, float | None]:
+    """The graded measures of the ranked list the target returned, in its order (each miss a hole of its own)."""
+    scale = inputs.graded or GradedScale(0, 4)
+    documents: list[int | str] = [pid if pid is not None else f"unmapped {rank}"
+                                  for rank, pid in enumerate(inputs.ranked)]
+    labels: dict[int | str, int] = dict((inputs.relevant or {}).items())
+    # Scores that keep the target's order: the measures re-sort by score.
+    return graded_values(labels, [(doc, float(-rank)) for rank, doc in enumerate(documents)], scale.label_min,
+                         scale.label_max)
+
+
+def _marks(inputs: Inputs) -> dict[str, float]:
+    return (inputs.graded or GradedScale(0, 4)).marks()
+
+
+def _scale(inputs: Inputs) -> dict[str, str]:
+    return {"scale": (inputs.graded or GradedScale(0, 4)).text}
+
+
+def _declare(name: str, doc: str, higher_is_better: bool = True, scale: str = "share") -> Measure:
+    """A graded measure of a question's ranked list on the dataset's label scale, with its pass/fail per question."""
+    def value(inputs: Inputs) -> float | None:
+        found = inputs.shared(_of_question)[name]
+        return None if found is None else float(found)
+
+    return Measure(f"graded.{name}", doc + " Graded document retrieval.", "graded", higher_is_better=higher_is_better,
+                   needs=("relevant", "graded"), settings=(("scale", "0-4"),), scale=scale, departs=True,
+                   compute=value, signed=_scale, mark=lambda inputs: inputs.shared(_marks)[name],
+                   checked="azure-ai-evaluation DocumentRetrievalEvaluator, values frozen on 200 random queries")
+
+
+DECLARED = (
+    _declare("ndcg@3", "sum_{i<=3} (2^(l_i-min) - 1)/log2(i+1) over the same for the ideal order of all labels."),
+    _declare("xdcg@3", "100/(max-min) * sum_{i<=3} (l_i-min) 0.6^(i-1) / sum_{i<=3} 0.6^(i-1).", scale="score"),
+    _declare("fidelity", "W(retrieved) / W(labeled), W = sum over labels above min of 2^(l-min+1) - 1."),
+    _declare("top1_relevance", "label of the first retrieved document (min when unlabeled).", scale="label"),
+    _declare("top3_max_relevance", "highest label among the first three retrieved documents.", scale="label"),
+    _declare("holes", "retrieved documents without a label.", higher_is_better=False, scale="count"),
+    _declare("holes_ratio", "holes / retrieved documents.", higher_is_better=False),
+    _declare("total_retrieved_documents", "distinct retrieved documents.", scale="count"),
+    _declare("total_ground_truth_documents", "labeled documents of the question.", scale="count"),
+)

@@ -15,6 +15,7 @@ from typing import TypeVar
 import numpy as np
 
 from evalcore.errors import EvalError
+from evalcore.metrics.measure import Inputs, Measure
 from evalcore.relevance import relevant_ids
 
 RETRIEVAL_MEASURES = ("precision", "recall", "ndcg@3", "ndcg@10", "mrr", "map")
@@ -167,3 +168,41 @@ def graded_ndcg(offsets: np.ndarray, gains: np.ndarray, ideal_offsets: np.ndarra
     `ideal_offsets` are all its judged labels, highest first (the ideal ranking).
     """
     return _divide(_graded_dcg(offsets, gains, cut), _graded_dcg(ideal_offsets, ideal_gains, cut))
+
+
+def _of_question(inputs: Inputs) -> dict[str, float]:
+    """The six measures of the question's ranked list, computed once for all six."""
+    return retrieval_scores(inputs.relevant or {}, inputs.ranked)
+
+
+def _declare(name: str, doc: str, trec_eval: str, verdict_priority: int | None = None,
+             api_field: str | None = None, column: bool = False) -> Measure:
+    """A binary retrieval measure of a question's ranked list (relevant: label >= 1; duplicates at their first rank;
+    a chunk that maps to no passage a miss at its rank)."""
+    return Measure(name, doc, "retrieval", needs=("relevant",), settings=(("rel", ">=1"), ("dup", "first"),
+                   ("miss", "kept")), departs=True, verdict_priority=verdict_priority,
+                   compute=lambda inputs: inputs.shared(_of_question)[name], api_field=api_field or name, column=column,
+                   checked=f"pytrec_eval {trec_eval}")
+
+
+def _graded_ndcg(cut: int) -> Measure:
+    """nDCG with the labels as gains: TREC files only (`score -m`), never a campaign's question."""
+    return Measure(f"ndcg_graded@{cut}", f"DCG@{cut} / IDCG@{cut}, DCG = sum_{{i<={cut}}} label_i / log2(i+1), IDCG "
+                   f"from all judged labels of the query (Jarvelin & Kekalainen 2002; trec_eval ndcg_cut_{cut}). "
+                   "TREC files (score -m).", "retrieval", settings=(("gain", "label"), ("dup", "first")),
+                   departs=True, checked=f"pytrec_eval ndcg_cut_{cut} on graded qrels")
+
+
+DECLARED = (
+    _declare("precision", "relevant retrieved / n, 0 when n = 0 (trec_eval set_P).", "set_P"),
+    _declare("recall", "relevant retrieved / |R| (trec_eval set_recall).", "set_recall", column=True),
+    _declare("ndcg@3", "DCG@3 / IDCG@3, DCG = sum_{i<=3} rel_i / log2(i+1), binary rel, IDCG over min(3, |R|) "
+             "ideal ranks (Jarvelin & Kekalainen 2002; trec_eval ndcg_cut_3).", "ndcg_cut_3", api_field="ndcg3"),
+    # A retrieval-side change is judged by it first (the first retrieval measure of the verdict order).
+    _declare("ndcg@10", "DCG@10 / IDCG@10 as ndcg@3 with k = 10 (trec_eval ndcg_cut_10).", "ndcg_cut_10",
+             verdict_priority=3, api_field="ndcg10"),
+    _declare("mrr", "1 / rank of the first relevant document, 0 if none (Voorhees 1999; trec_eval recip_rank).",
+             "recip_rank", column=True),
+    _declare("map", "(1/|R|) * sum over relevant ranks i of (relevant in top i) / i (trec_eval map).", "map"),
+    *(_graded_ndcg(cut) for cut in NDCG_CUTS),
+)

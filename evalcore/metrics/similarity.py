@@ -12,6 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from evalcore.metrics.measure import Inputs, Measure
+
 # One text in, its embedding out (any norm: the cosine normalises).
 Embed = Callable[[str], np.ndarray]
 
@@ -36,3 +38,22 @@ def answer_similarity(answer: str, references: Sequence[str], embed: Embed) -> f
         return None
     vector = np.asarray(embed(answer), dtype=np.float64)
     return max(cosine(vector, np.asarray(embed(text), dtype=np.float64)) for text in texts)
+
+
+def _of_question(inputs: Inputs) -> float | None:
+    """The similarity of the answer to what it should say (the expected answer, else every reference)."""
+    if inputs.similarity is None or inputs.answer is None:
+        return None
+    return answer_similarity(inputs.answer, inputs.expected, inputs.similarity.embed)
+
+
+def _model(inputs: Inputs) -> dict[str, str]:
+    return {"model": inputs.similarity.model if inputs.similarity else "none"}
+
+
+DECLARED = (
+    Measure("answer_similarity", "max over the references of cos(e(answer), e(reference)), e a multilingual sentence "
+            "embedding (Risch et al. 2021, semantic answer similarity); off unless answer_similarity_model is set.",
+            "generation", needs=("answer", "expected", "similarity"), settings=(("model", "none"), ("refs", "max")),
+            compute=_of_question, signed=_model, checked="a direct numpy cosine on the embedding models' own vectors"),
+)

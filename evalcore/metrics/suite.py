@@ -1,12 +1,14 @@
-"""Measures of a suite case: `coverage` of the expected answer and `sources_found`."""
+"""Measures of an answer against what it should say: `coverage` of the expected answer, `exact_match`, and
+`sources_found`."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
 
+from evalcore.metrics.measure import Inputs, Measure
 from evalcore.metrics.stopwords import stopwords
-from evalcore.text import fold, is_han, tokens
+from evalcore.text import TOKENIZER, fold, is_han, tokens
 
 
 def _important(word: str) -> bool:
@@ -46,6 +48,21 @@ def coverage(answer: str, expected: str) -> float | None:
     return found / len(wanted)
 
 
+def normalized(text: str) -> tuple[str, ...]:
+    """The text as exact match compares it: the `default` tokens (case and punctuation dropped), accents folded, and
+    Han text character by character (jieba may cut the same characters differently in another sentence)."""
+    words: list[str] = []
+    for word in map(fold, tokens(text)):
+        words.extend(word if is_han(word) else (word,))
+    return tuple(words)
+
+
+def exact_match(answer: str, expected: Sequence[str]) -> bool | None:
+    """Whether the normalized answer equals some normalized expected text; None when none has a word."""
+    wanted = {words for words in map(normalized, expected) if words}
+    return normalized(answer) in wanted if wanted else None
+
+
 def _matches(expected: str, source: Mapping[str, object]) -> bool:
     # Titles and file names match on any part ("CGV" finds "CGV_2024.pdf"), ids only whole.
     names = (fold(str(source.get(key) or "")) for key in ("title", "file_name"))
@@ -60,3 +77,37 @@ def sources_found(expected_sources: Sequence[str], retrieved_sources: Sequence[M
     if not wanted:
         return None
     return all(any(_matches(item, source) for source in retrieved_sources) for item in wanted)
+
+
+def _coverage(inputs: Inputs) -> float | None:
+    """The best coverage over what the answer should say (the expected answer, else every reference)."""
+    shares = [share for text in inputs.expected
+              if inputs.answer is not None and (share := coverage(inputs.answer, text)) is not None]
+    return max(shares) if shares else None
+
+
+def _exact_match(inputs: Inputs) -> float | None:
+    matched = exact_match(inputs.answer or "", inputs.expected)
+    return None if matched is None else 1.0 if matched else 0.0
+
+
+def _sources_found(inputs: Inputs) -> float | None:
+    found = sources_found(list(inputs.expected_sources or ()), inputs.retrieved_sources)
+    return None if found is None else 1.0 if found else 0.0
+
+
+DECLARED = (
+    Measure("coverage", "share of the expected answer's important words (no stopword; a digit, 2+ Han characters or "
+            "3+ letters) found in the answer, case and accents ignored.", "suite", needs=("answer", "expected"),
+            settings=(("tok", TOKENIZER), ("stop", "en,fr,zh")), verdict_priority=1, compute=_coverage,
+            checked="hand-checked tables in English, French and Chinese"),
+    Measure("sources_found", "1 when every expected source is contained in a retrieved title or file name or equals "
+            "its id, case and accents ignored, else 0.", "suite", binary=True, settings=(("match", "fold"),),
+            verdict_priority=2, compute=_sources_found, checked="hand-checked tables"),
+    Measure("exact_match", "1 when the answer equals the expected answer (else one of the references) once both are "
+            "normalized: the default tokens, so case and punctuation are dropped, accents folded, Han text compared "
+            "character by character; else 0 (exact match, Rajpurkar et al. 2016, SQuAD, without its English-only "
+            "article removal).", "generation", binary=True, needs=("answer", "expected"),
+            settings=(("tok", TOKENIZER), ("match", "fold"), ("refs", "any")), compute=_exact_match,
+            checked="hand-made tables in English, French and Chinese"),
+)

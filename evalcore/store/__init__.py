@@ -16,10 +16,14 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, wait
 from pathlib import Path
-from typing import Any, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 from evalcore.errors import EvalError
+from evalcore.lazy import lazy_exports
 from evalcore.lifecycle import OWNED, CampaignStatus, sql_list
+
+if TYPE_CHECKING:
+    from evalcore.store.opening import open_store as open_store  # an explicit re-export: the store has no __all__
 
 T = TypeVar("T")
 
@@ -217,9 +221,15 @@ CREATE TABLE job_items (
     job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE, position INTEGER NOT NULL, value TEXT NOT NULL,
     PRIMARY KEY (job_id, position));
 """
+# v19: the exact checks a suite's case asserts of its answer (`contains:30 jours`, ...), kept with the case and the
+# campaign's snapshot of it: a JSON list of checks as written; null (rows stored before): none.
+SCHEMA_V19 = """
+ALTER TABLE cases ADD COLUMN checks TEXT;
+ALTER TABLE campaign_questions ADD COLUMN checks TEXT;
+"""
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
                                SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14,
-                               SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18)
+                               SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18, SCHEMA_V19)
 
 
 class NotFound(EvalError):
@@ -274,19 +284,6 @@ def require_store(location: str) -> None:
 def redact(location: str) -> str:
     """A store's location without a URL's password, for messages and logs."""
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", location)
-
-
-def open_store(db: str | Path | None = None, *, create: bool = True) -> Store:
-    """The store a --db value names: PostgreSQL for a postgresql:// URL, else the SQLite file (made when missing
-    only with `create`: commands that read or work on a store must not answer from a new, empty one)."""
-    location = db_location(db)
-    if not create:
-        require_store(location)
-    if is_url(location):
-        from evalcore.store.postgres import PgStore  # psycopg is loaded only by those who use PostgreSQL
-
-        return PgStore(location)
-    return Store(location)
 
 
 class Cursor(Protocol):
@@ -704,3 +701,7 @@ class StoreCallCache:
             )
         except StoreUnavailable:
             pass
+
+
+# Opening a store chooses its backend, the PostgreSQL one a subclass of the store above: it lives beside both.
+__getattr__ = lazy_exports(__name__, {"opening": ("open_store",)})

@@ -1,4 +1,4 @@
-"""Suite CSV import and export: question ; expected answer ; sources."""
+"""Suite CSV import and export: question ; expected answer ; sources ; checks (the last optional)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ from typing import Any
 
 from evalcore.csvcells import csv_text, restore_cell
 from evalcore.errors import EvalError
+from evalcore.metrics.checks import parse_checks
 from evalcore.suites.suite import MAX_CASES, MAX_SOURCES, Case
 from evalcore.text import counted
 
 COLUMNS = 3
+MAX_COLUMNS = 4  # a fourth, the exact checks, is optional
 SEPARATORS = (";", ",")
 # A header is named by its English word; the French header starts with it too, a
 # Chinese sheet's header cell is one of these words (compared whole: "问题是…" is a question).
@@ -22,6 +24,7 @@ HEADER_WORDS = ("问题", "問題", "提问", "提問")
 # Excel writes and reads a first line `sep=;` that names the separator.
 SEP_LINE = re.compile(r"^\s*sep=([^\r\n ])\s*$")
 EXPORT_HEADER = ("question", "expected_answer", "sources")
+CHECKS_HEADER = "checks"
 # A valid UTF-8 multi-byte sequence: seeing one in a file that is not valid UTF-8 means the
 # file mixes encodings, and any single decoding would garble part of it.
 UTF8_SEQUENCE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
@@ -102,7 +105,7 @@ def runs(lines: list[CsvLine]) -> list[list[CsvLine]]:
 def case_dict(case: Case) -> dict[str, Any]:
     """A case as the JSON the API speaks."""
     return {"question": case.question, "expected_answer": case.expected_answer,
-            "expected_sources": list(case.expected_sources)}
+            "expected_sources": list(case.expected_sources), "checks": list(case.checks)}
 
 
 def shorten(text: str, width: int = 70) -> str:
@@ -249,9 +252,9 @@ def first_nonblank_line(text: str) -> str:
 
 
 def fit_score(text: str, separator: str) -> tuple[int, int]:
-    """How well a separator fits: records of exactly 3 cells, then records of 2-3 cells."""
+    """How well a separator fits: records of 3 cells (4 with checks), then records of 2-4 cells."""
     rows = [cells for _, cells, _ in read_records(text, separator) if cells]
-    return sum(len(r) == COLUMNS for r in rows), sum(2 <= len(r) <= COLUMNS for r in rows)
+    return sum(COLUMNS <= len(r) <= MAX_COLUMNS for r in rows), sum(2 <= len(r) <= MAX_COLUMNS for r in rows)
 
 
 def is_header(cells: list[str]) -> bool:
@@ -266,10 +269,14 @@ def to_line(line: int, cells: list[str] | None, error: str | None, *, accepted: 
         return CsvLine(line, None, error)
     while cells and not cells[-1].strip() and len(cells) > COLUMNS:
         cells = cells[:-1]   # trailing empty cells come from spreadsheets, they carry nothing
-    if len(cells) > COLUMNS:
-        return CsvLine(line, None, f"{len(cells)} columns, expected at most {COLUMNS} "
-                       "(question;expected answer;sources): quote cells that contain the separator")
-    question, answer, sources_cell = (restore_cell(cell) for cell in (cells + ["", ""])[:COLUMNS])
+    if len(cells) > MAX_COLUMNS:
+        return CsvLine(line, None, f"{len(cells)} columns, expected at most {MAX_COLUMNS} "
+                       "(question;expected answer;sources;checks): quote cells that contain the separator")
+    question, answer, sources_cell, checks_cell = (restore_cell(cell) for cell in (cells + ["", "", ""])[:MAX_COLUMNS])
+    try:
+        checks = tuple(check.text for check in parse_checks(checks_cell, "checks"))
+    except EvalError as problem:
+        return CsvLine(line, None, f"checks column: {problem.message} ({problem.found}; expected {problem.expected})")
     sources = tuple(s.strip() for s in sources_cell.split("|") if s.strip())
     if not question.strip():
         return CsvLine(line, None, "empty question")
@@ -278,17 +285,21 @@ def to_line(line: int, cells: list[str] | None, error: str | None, *, accepted: 
     if accepted >= MAX_CASES:
         return CsvLine(line, None, f"more than {MAX_CASES} cases: a suite holds at most {MAX_CASES}")
     return CsvLine(line, Case(question=question.strip(), expected_answer=answer.strip() or None,
-                              expected_sources=sources))
+                              expected_sources=sources, checks=checks))
 
 
 def export_suite_csv(cases: Iterable[Case]) -> str:
-    """A CSV (`;`, header, quoted where needed) that imports back to the same cases."""
-    rows: list[tuple[str, ...]] = [EXPORT_HEADER]
+    """A CSV (`;`, header, quoted where needed) that imports back to the same cases (a checks column when a case has
+    checks)."""
+    cases = list(cases)
+    checked = any(case.checks for case in cases)
+    rows: list[tuple[str, ...]] = [(*EXPORT_HEADER, CHECKS_HEADER) if checked else EXPORT_HEADER]
     for number, case in enumerate(cases, start=1):
         if any("|" in source for source in case.expected_sources):
             raise EvalError("a source contains '|', which the CSV uses between sources",
                             where=f"case {number}", fix="remove the '|' from the source name")
-        rows.append((case.question, case.expected_answer or "", "|".join(case.expected_sources)))
+        row = (case.question, case.expected_answer or "", "|".join(case.expected_sources))
+        rows.append((*row, "; ".join(check.replace(";", "\\;") for check in case.checks)) if checked else row)
     return csv_text(rows, delimiter=";")
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from evalcore.access import LOCAL_TENANT, Action, Principal, owned, scope
 from evalcore.errors import EvalError
+from evalcore.metrics.checks import parse_check, parse_checks
 from evalcore.shapes import Key, doc
 from evalcore.store import Conflict, Connection, NotFound, Row, Store, dumps
 from evalcore.text import name_key, name_problem, shown
@@ -28,11 +29,13 @@ class Case:
     expected_answer: str | None = field(default=None, metadata=doc("null: none given (judges needing one skip it)"))
     expected_sources: tuple[str, ...] = field(default=(), metadata=doc("titles, file names or ids a good answer "
                                                                       "cites"))
+    checks: tuple[str, ...] = field(default=(), metadata=doc("exact checks the answer must pass, each as written: "
+                                                             "contains:30 jours, regex:\\d+ €, json_valid, ..."))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
         return {"question": self.question, "expected_answer": self.expected_answer,
-                "expected_sources": list(self.expected_sources)}
+                "expected_sources": list(self.expected_sources), "checks": list(self.checks)}
 
 
 @dataclass(frozen=True)
@@ -85,10 +88,14 @@ def as_case(value: Case | Mapping[str, Any], where: str) -> Case:
     sources = value.get("expected_sources") or ()
     if isinstance(sources, str):
         sources = sources.split("|")
+    checks = value.get("checks") or ()
+    if isinstance(checks, str):  # a checks cell as a CSV holds it: `contains:30 jours; regex:\d+ €`
+        checks = [check.text for check in parse_checks(checks, f"{where}: checks")]
     return Case(
         question=str(value.get("question") or ""),
         expected_answer=value.get("expected_answer") or None,
         expected_sources=tuple(str(s) for s in sources),
+        checks=tuple(str(c) for c in checks),
     )
 
 
@@ -113,7 +120,10 @@ def validate_cases(cases: Iterable[Case | Mapping[str, Any]]) -> tuple[Case, ...
                 found=str(len(sources)), expected=f"at most {MAX_SOURCES}",
             )
         expected = case.expected_answer.strip() if case.expected_answer else None
-        cleaned.append(Case(question, expected or None, sources))
+        checks = tuple(check.strip() for check in case.checks if check.strip())
+        for check in checks:
+            parse_check(check, f"case {number}: checks")
+        cleaned.append(Case(question, expected or None, sources, checks))
     return tuple(cleaned)
 
 
@@ -137,8 +147,10 @@ def _choice(if_exists: IfExists | str) -> IfExists:
 
 def _insert_cases(conn: Connection, suite_id: str, cases: tuple[Case, ...]) -> None:
     conn.executemany(
-        "INSERT INTO cases (suite_id, position, question, expected_answer, expected_sources) VALUES (?, ?, ?, ?, ?)",
-        [(suite_id, i, c.question, c.expected_answer, dumps(list(c.expected_sources))) for i, c in enumerate(cases)],
+        "INSERT INTO cases (suite_id, position, question, expected_answer, expected_sources, checks) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        [(suite_id, i, c.question, c.expected_answer, dumps(list(c.expected_sources)),
+          dumps(list(c.checks)) if c.checks else None) for i, c in enumerate(cases)],
     )
 
 
@@ -206,7 +218,8 @@ def _suite_row(store: Store, suite_id: str, tenant: str | None) -> Row:
 
 def _cases(store: Store, suite_id: str) -> tuple[Case, ...]:
     rows = store.read("SELECT * FROM cases WHERE suite_id = ? ORDER BY position", (suite_id,))
-    return tuple(Case(r["question"], r["expected_answer"], tuple(json.loads(r["expected_sources"]))) for r in rows)
+    return tuple(Case(r["question"], r["expected_answer"], tuple(json.loads(r["expected_sources"])),
+                      tuple(json.loads(r["checks"] or "[]"))) for r in rows)
 
 
 def _suite(store: Store, row: Row) -> Suite:

@@ -8,15 +8,15 @@ import streamlit as st
 import ui
 from evalcore.access import Principal
 from evalcore.campaigns import Campaign, campaign_diagnosis
-from evalcore.campaigns.listing import HEADLINE
 from evalcore.diagnosis import NOT_ATTRIBUTED
+from evalcore.metrics import question_columns
 from evalcore.store import Store
 from ui.campaign.result import show_result
 from ui.campaign.tables import abstention_text, results_table
 
 PAGE_SIZE = 100  # questions in the table and its picker at a time
 # Per question: the headline measures and the retrieval ones people sort by first.
-QUESTION_MEASURES = ("recall", "mrr", *HEADLINE)
+QUESTION_MEASURES = question_columns()
 
 
 def questions_section(principal: Principal, campaign: Campaign) -> None:
@@ -65,5 +65,5 @@ def diagnosis_section(store: Store, principal: Principal, campaign: Campaign) ->
     rows = [r for r in ui.cached_results(campaign, principal) if (r.outcome.diagnosis or NOT_ATTRIBUTED) == stage]
     st.dataframe(pd.DataFrame([{"qid": r.question.qid, "question": r.question.text, "answer": r.outcome.answer,
                                 "error": r.outcome.error, **{name: r.outcome.measures.get(name)
-                                                             for name in ("recall", "rougel", "coverage")}}
+                                                             for name in QUESTION_MEASURES}}
                                for r in rows]), hide_index=True, height=200)

@@ -9,7 +9,7 @@ from evalcore.campaigns import Aggregate, QuestionResult
 from evalcore.campaigns.labels import Label, judge_scale
 from evalcore.campaigns.records import Campaign
 from evalcore.diagnosis import NOT_ATTRIBUTED, relevance
-from evalcore.metrics import MEASURES
+from evalcore.metrics import MEASURES, in_words
 from evalcore.metrics.agreement import Agreement
 from evalcore.targets import Retrieved
 from ui.text import fmt_value, short
@@ -59,16 +59,7 @@ def stage_line(result: QuestionResult) -> str:
 
 def abstention_text(aggregates: dict[str, Aggregate]) -> str | None:
     """Whether the target declines what it cannot answer, and only that, in words; None without the measures."""
-    def part(name: str, text: str) -> str | None:
-        value = aggregates.get(name)
-        if value is None or value.mean is None:
-            return None
-        return text.format(n=round(value.mean * value.count), of=value.count, rate=value.mean)
-
-    parts = [part("correct_abstention", "declined {n} of {of} unanswerable questions ({rate:.0%})"),
-             part("hallucination", "answered {n} of them anyway ({rate:.0%} hallucination)"),
-             part("false_abstention", "declined {n} of {of} answerable questions ({rate:.0%} false abstention)")]
-    return " · ".join(p for p in parts if p) or None
+    return in_words({name: (value.mean, value.count) for name, value in aggregates.items()}, "abstention")
 
 
 def measure_value(name: str, value: Aggregate) -> str:
