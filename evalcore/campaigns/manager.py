@@ -363,6 +363,7 @@ class CampaignManager:
         from evalcore.campaigns.answering import Plan
         from evalcore.campaigns.corpus import graded_for
         from evalcore.campaigns.rejudging import StoredAnswers
+        from evalcore.costs import price_table
         from evalcore.models.http import Calls
 
         call_cache = StoreCallCache(self.store) if cache and target is None else None
@@ -393,7 +394,8 @@ class CampaignManager:
         if graded is not None and options.graded_thresholds:  # a resumed campaign keeps its launch's pass marks
             graded = graded._replace(thresholds=dict(options.graded_thresholds))
         return Plan(campaign_id, target, tuple(corpus.passages), tuple(questions), total, options, judges, judging,
-                    graded, call_cache, hits_before, token or new_owner_token(), calls, answers_from)
+                    graded, call_cache, hits_before, token or new_owner_token(), calls, answers_from,
+                    price_table(self.store.location))
 
     @staticmethod
     def _insert(conn: Connection, record: dict[str, Any], questions: list[Question], plan: Plan | None) -> None:

@@ -217,9 +217,17 @@ CREATE TABLE job_items (
     job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE, position INTEGER NOT NULL, value TEXT NOT NULL,
     PRIMARY KEY (job_id, position));
 """
+# v19: what each question's model calls cost (evalcore.costs): its tokens by role and model priced when it was answered
+# (usage: a JSON list of [role, model, prompt, completion, cost, currency]), their total and its currency (cost NULL:
+# a model without a price, or prices in several currencies).
+SCHEMA_V19 = """
+ALTER TABLE results ADD COLUMN usage TEXT;
+ALTER TABLE results ADD COLUMN cost REAL;
+ALTER TABLE results ADD COLUMN currency TEXT;
+"""
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
                                SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14,
-                               SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18)
+                               SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18, SCHEMA_V19)
 
 
 class NotFound(EvalError):

@@ -1,0 +1,139 @@
+"""What model calls cost: the price table (default, the operator's file, its errors), each question's and each role's
+cost priced from the tokens the loopback server reported, campaign totals, budgets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalcore.campaigns import CampaignManager, campaign_results, campaign_summary
+from evalcore.campaigns.launching import LaunchRequest
+from evalcore.costs import Cost, Usage, money, price_table, priced
+from evalcore.costs.prices import PRICES_FILE
+from evalcore.errors import EvalError
+from evalcore.targets import TargetConfig
+from evalcore.testing import FakeOpenAIServer, Reply
+
+PRICES = ("model,input,output,cached_input,currency,read,same_as\n"
+          "loop-gen,2.50,10.00,1.25,USD,2026-11-30,\n"
+          "loop-judge,0.15,0.60,,USD,2026-11-30,\n"
+          "my-azure-deployment,,,,,,gpt-4o-mini\n")
+GEN_TOKENS, JUDGE_TOKENS = (1234, 567), (890, 45)
+
+
+@pytest.fixture
+def prices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "operator-prices.csv"
+    path.write_text(PRICES, encoding="utf-8")
+    monkeypatch.setenv("EVALCORE_PRICES", str(path))
+    return path
+
+
+def test_the_default_table_is_dated_and_prices_common_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EVALCORE_PRICES", raising=False)
+    table = price_table(None)
+    price = table.find("openai:gpt-4o-mini@https://api.openai.com/v1")
+    assert price is not None and (price.input, price.output, price.cached_input) == (0.15, 0.60, 0.075)
+    assert price.currency == "USD" and price.read and price.source == "default table"
+    assert table.find("gpt-4o-2024-08-06") == table.find("gpt-4o")  # a dated snapshot as its model
+    assert table.find("local:smollm2-135m-instruct") is None
+
+
+def test_the_operator_file_extends_the_table_and_maps_a_deployment(prices: Path) -> None:
+    table = price_table(None)
+    assert table.find("openai:loop-gen@http://127.0.0.1:1/v1").input == 2.50  # type: ignore[union-attr]
+    azure = table.find("openai:my-azure-deployment@https://x.openai.azure.com|deployment:my-azure-deployment")
+    assert azure == table.find("gpt-4o-mini")
+    assert table.files == (str(prices),)
+
+
+def test_a_file_beside_the_store_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EVALCORE_PRICES", raising=False)
+    (tmp_path / PRICES_FILE).write_text("model,input,output,currency\ngpt-4o,3,12,EUR\n", encoding="utf-8")
+    price = price_table(str(tmp_path / "evalcore.db")).find("gpt-4o")
+    assert price is not None and (price.input, price.currency) == (3.0, "EUR")
+
+
+@pytest.mark.parametrize(("row", "column", "words"), [
+    ("gpt-x,-1,2,USD", "input", "negative"),
+    ("gpt-x,1,abc,USD", "output", "not a number"),
+    ("gpt-x,1,2,dollars", "currency", "not a currency code"),
+    ("gpt-x,1,nan,USD", "output", "not finite"),
+])
+def test_a_bad_price_is_named_by_file_row_and_column(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, row: str,
+                                                     column: str, words: str) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text(f"model,input,output,currency\ngpt-4o,1,2,USD\n{row}\n", encoding="utf-8")
+    monkeypatch.setenv("EVALCORE_PRICES", str(path))
+    with pytest.raises(EvalError) as caught:
+        price_table(None)
+    assert caught.value.where == f"{path} row 3, column {column}"
+    assert words in caught.value.line()
+
+
+def test_a_missing_file_and_a_bad_header_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALCORE_PRICES", str(tmp_path / "nowhere.csv"))
+    with pytest.raises(EvalError, match="does not exist"):
+        price_table(None)
+    path = tmp_path / "header.csv"
+    path.write_text("name,price\ngpt-4o,1\n", encoding="utf-8")
+    monkeypatch.setenv("EVALCORE_PRICES", str(path))
+    with pytest.raises(EvalError, match="header") as caught:
+        price_table(None)
+    assert caught.value.where == f"{path} row 1"
+
+
+def test_a_total_says_no_price_rather_than_zero_and_refuses_a_currency_mix() -> None:
+    table = price_table(None)
+    uses = [priced("generator", "gpt-4o", 1000, 100, table), priced("judge:score", "local:smollm2", 50, 5, table)]
+    cost = Cost.of(uses)
+    assert cost.amount is None and cost.text() == "no price (local:smollm2)"
+    mixed = Cost.of([Usage("generator", "a", 1, 1, 0.5, "USD"), Usage("judge:x", "b", 1, 1, 0.2, "EUR")])
+    assert mixed.amount is None and mixed.text() == "no total (prices in EUR and USD)"
+    assert Cost.of([]).text() == "0"
+    assert money(0.0072, "USD") == "0.0072 USD" and money(12.345, "EUR") == "12.35 EUR"
+
+
+def scripted(path: str, body: dict[str, Any]) -> Reply:
+    """The generator's and the judge's replies with their own token counts."""
+    if body["model"] == "loop-judge":
+        return Reply(json.dumps({"score": 4, "reason": "Close to the reference."}), prompt_tokens=JUDGE_TOKENS[0],
+                     completion_tokens=JUDGE_TOKENS[1])
+    return Reply("Refunds are accepted within 30 days.", prompt_tokens=GEN_TOKENS[0], completion_tokens=GEN_TOKENS[1])
+
+
+def loop_config(server: FakeOpenAIServer, **keys: Any) -> TargetConfig:
+    return TargetConfig.from_dict({"generator": "openai", "base_url": server.base_url, "model": "loop-gen",
+                                   "api_key_env": "", "retriever": "bm25", "judge_model": "loop-judge",
+                                   "judge_api_key_env": "", **keys})
+
+
+def test_cost_equals_tokens_times_price_to_the_cent(prices: Path, tmp_path: Path, tiny_dataset: Path) -> None:
+    manager = CampaignManager(tmp_path / "cost.db")
+    try:
+        with FakeOpenAIServer(scripted) as server:
+            campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=loop_config(server),
+                                                       judges=("score",)))
+            manager.wait(campaign_id, timeout=60)
+        results = campaign_results(manager.store, campaign_id)
+        summary = campaign_summary(manager.store, campaign_id)
+    finally:
+        manager.close()
+    answer = (GEN_TOKENS[0] * 2.50 + GEN_TOKENS[1] * 10.00) / 1e6
+    judging = (JUDGE_TOKENS[0] * 0.15 + JUDGE_TOKENS[1] * 0.60) / 1e6
+    judged = [result for result in results if result.outcome.judges["score"].tokens]
+    assert len(results) == 3 and len(judged) == 2  # one question has no reference answer: not judged, no judge call
+    for result in results:
+        expected = answer + (judging if result in judged else 0.0)
+        cost = result.outcome.cost
+        assert cost.currency == "USD" and round(cost.amount or 0, 2) == round(expected, 2)
+        assert cost.amount == pytest.approx(expected, rel=1e-12)
+        roles = {use.role: use for use in result.outcome.usage}
+        assert (roles["generator"].prompt, roles["generator"].completion) == GEN_TOKENS
+        if result in judged:
+            assert (roles["judge:score"].prompt, roles["judge:score"].completion) == JUDGE_TOKENS
+    assert summary.cost.amount == pytest.approx(3 * answer + 2 * judging, rel=1e-12)
+    assert {use.role for use in summary.usage} == {"generator", "judge:score"}
