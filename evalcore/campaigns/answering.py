@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from evalcore import metrics
 from evalcore.campaigns.records import Outcome, Question, RunOptions, sources_of
-from evalcore.costs import PriceTable, Usage, price_table, priced
+from evalcore.costs import GENERATOR, PriceTable, Usage, price_table, priced
 from evalcore.diagnosis import Evidence, GenerationMarks, Stage, attribute
 from evalcore.errors import EvalError
 from evalcore.judges import JudgeSettings, Passage, Verdict, run_judge
@@ -17,6 +17,9 @@ from evalcore.models.http import Calls
 from evalcore.store import StoreCallCache
 from evalcore.targets import Retrieved, Target, TargetAnswer, TargetConfig
 from evalcore.targets.knowledge import PassageLike
+
+
+UNNAMED_MODEL = "the target's own model (not named)"
 
 
 @dataclass(frozen=True)
@@ -82,15 +85,22 @@ def ask(target: Target, question: Question) -> Asked:
             # Scoring work grows with the answer's length: whatever the target, nothing over the cap is
             # scored, so a question past its time limit stops costing CPU within a bounded time.
             refuse_long_reply(reply.answer, target.config.max_reply_chars)
-            return Asked(reply, latency_s=time.perf_counter() - start, calls=calls_of(meter))
+            return Asked(reply, latency_s=time.perf_counter() - start, calls=calls_of(meter, reply))
         except Exception as error:  # noqa: BLE001 - a failed question is recorded and the campaign goes on
             # The calls that did succeed were paid for: their tokens stay on the question.
             return Asked(None, error_text(error), time.perf_counter() - start, meter.total(), calls_of(meter))
 
 
-def calls_of(meter: Meter) -> tuple[tuple[str, str, int, int], ...]:
-    """The tokens a meter counted, by role and model."""
-    return tuple((role, model, prompt, completion) for (role, model), (prompt, completion) in meter.tokens.items())
+def calls_of(meter: Meter, reply: TargetAnswer | None = None) -> tuple[tuple[str, str, int, int], ...]:
+    """The tokens a meter counted, by role and model; a target's own count beyond them (a target of one's own
+    that calls its model some other way) as an unnamed model's, which has no price."""
+    calls = [(role, model, prompt, completion) for (role, model), (prompt, completion) in meter.tokens.items()]
+    if reply is not None:
+        counted = meter.total()
+        beyond = (reply.prompt_tokens - counted[0], reply.completion_tokens - counted[1])
+        if beyond[0] > 0 or beyond[1] > 0:
+            calls.append((GENERATOR, UNNAMED_MODEL, max(beyond[0], 0), max(beyond[1], 0)))
+    return tuple(calls)
 
 
 def usage_of(plan: Plan, asked: Asked, verdicts: dict[str, Verdict]) -> tuple[Usage, ...]:

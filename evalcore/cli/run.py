@@ -33,6 +33,7 @@ from evalcore.cli._common import JUDGE_FLAGS, Commands, add_db_option, add_judge
 from evalcore.cli.compare import add_sweep_columns, format_sweep, sweep_columns
 from evalcore.compare import compare_sweep
 from evalcore.compare.pairing import previous
+from evalcore.costs import cost_line
 from evalcore.datasets import dataset_summary, load_dataset
 from evalcore.diagnosis import STAGES, StageCounts
 from evalcore.errors import EvalError
@@ -391,6 +392,7 @@ def format_report(report: Report) -> str:
     if summary.judge_tokens.total or summary.judged:
         lines += [f"judge tokens: {summary.judge_tokens.prompt} prompt + {summary.judge_tokens.completion} completion",
                   f"total tokens: {summary.total_tokens}"]
+    lines.append(cost_line(summary.usage, campaign.finished))
     lines.append(f"cache hits: {campaign.cache_hits}")
     lines += judge_lines(summary)
     return "\n".join(lines)

@@ -120,3 +120,21 @@ def money(amount: float, currency: str = "") -> str:
         decimals = max(2, 2 - math.floor(math.log10(abs(amount))))
         text = f"{amount:.{decimals}f}".rstrip("0").rstrip(".")
     return f"{text} {currency}".strip()
+
+
+def by_role(uses: Iterable[Usage]) -> dict[str, Cost]:
+    """What each role's calls cost, in the order the roles first appear."""
+    roles: dict[str, list[Usage]] = {}
+    for use in uses:
+        roles.setdefault(use.role, []).append(use)
+    return {role: Cost.of(group) for role, group in roles.items()}
+
+
+def cost_line(uses: Sequence[Usage], questions: int = 0) -> str:
+    """`cost: 0.027 USD (0.0089 USD per question; generator 0.026 USD, judge score 0.00032 USD)`."""
+    total = Cost.of(uses)
+    details = [", ".join(f"{role_name(role)} {cost.text()}" for role, cost in by_role(uses).items())]
+    if total.amount is not None and questions:
+        details.insert(0, f"{money(total.amount / questions, total.currency)} per question")
+    shown = "; ".join(detail for detail in details if detail)
+    return f"cost: {total.text()}" + (f" ({shown})" if shown else "")
