@@ -18,7 +18,6 @@ from evalcore.store import StoreCallCache
 from evalcore.targets import Retrieved, Target, TargetAnswer, TargetConfig
 from evalcore.targets.knowledge import PassageLike
 
-
 UNNAMED_MODEL = "the target's own model (not named)"
 
 
