@@ -33,6 +33,7 @@ from evalcore.campaigns.pace import duration_text
 from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.campaigns.rejudging import JUDGEABLE, RejudgeRequest
 from evalcore.campaigns.result_rows import load_signatures
+from evalcore.costs import cost_line
 from evalcore.diagnosis import NOT_ATTRIBUTED, relevance
 from evalcore.errors import EvalError
 from evalcore.judges import JUDGES, Verdict
@@ -126,7 +127,7 @@ def show_result(result: QuestionResult) -> None:
     for note in outcome.notes:
         st.text(f"note: {note}")
     st.caption(f"latency {ui.fmt_value(outcome.latency_s, 3)} s · tokens {outcome.prompt_tokens}"
-               f"+{outcome.completion_tokens} · attempts {result.attempts}")
+               f"+{outcome.completion_tokens} · {cost_line(outcome.usage)} · attempts {result.attempts}")
 
 
 def show_claims(judge: str, verdict: Verdict, context: tuple[Retrieved, ...]) -> None:
@@ -305,7 +306,7 @@ def panel() -> None:
             cols[position % PANEL_COLUMNS].metric(ui.escape_md(name), measure_value(name, value), help=hover)
     summary = ui.summary(campaign, principal)
     st.caption("Summary")
-    cols = st.columns(7)
+    cols = st.columns(8)
     cols[0].metric("Answered", summary.answered)
     cols[1].metric("Failed", summary.failed)
     cols[2].metric("Sources found", ui.fmt_value(summary.sources_found_rate, 2))
@@ -315,6 +316,7 @@ def panel() -> None:
     cols[6].metric("Tokens", summary.total_tokens,
                    help=f"answers {summary.tokens.total} · judges {summary.judge_tokens.total} · "
                         f"total {summary.total_tokens}")
+    cols[7].metric("Cost", summary.cost.text(), help=ui.escape_md(cost_line(summary.usage, campaign.finished)))
     if summary.unknown:
         st.caption("Unreadable verdicts (unknown, never a pass): " + ", ".join(
             f"{ui.escape_md(name)} {count} of {summary.judged.get(name, 0)}"

@@ -117,7 +117,7 @@ def visible_campaign(store: Store, campaign_id: str, principal: Principal | None
 # A campaign's figures are computed from its result rows once it has ended and kept (campaign_figures), under its
 # results version: a list of campaigns or a campaign's panel reads them instead of aggregating every row each time.
 # Kinds of figures, and the format of each (a new format is computed afresh).
-HEADLINE_FIGURES, PANEL_FIGURES = "headline/1", "panel/2"
+HEADLINE_FIGURES, PANEL_FIGURES = "headline/1", "panel/3"
 
 
 def panel_figures(store: Store, campaign: Campaign | None, campaign_id: str) -> tuple[dict[str, Aggregate], Summary]:

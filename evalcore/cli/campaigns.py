@@ -102,7 +102,7 @@ def list_command(args: argparse.Namespace) -> int:
         return 0
     measures = [name for name in HEADLINE if any(name in row.headline for row in rows)]  # no empty column
     header = ("name", "dataset/suite", "status", "created", "progress", "retriever", "reranker", "generator", "top-k",
-              *measures, "id")
+              *measures, "cost", "id")
     print("\n".join(_table([header, *(_list_cells(row, measures) for row in rows)])))
     return 0
 
@@ -113,7 +113,7 @@ def _list_cells(row: CampaignRow, measures: list[str]) -> tuple[str, ...]:
     return (c.name, f"{c.kind} {row.source_name}", c.status_text,
             time.strftime("%Y-%m-%d %H:%M", time.localtime(c.created_at)),
             f"{c.finished}/{c.total}", s.retriever, s.reranker, s.generator, "-" if s.top_k is None else str(s.top_k),
-            *means, c.id)
+            *means, row.cost.text(), c.id)
 
 
 def _table(lines: list[tuple[str, ...]]) -> list[str]:

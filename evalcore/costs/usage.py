@@ -94,9 +94,9 @@ class Cost:
         """`0.0072 USD`, `0`, or `no price (model-x)`."""
         if self.amount is not None:
             return money(self.amount, self.currency)
-        if self.unpriced:
-            return f"no price ({', '.join(self.unpriced)})"
-        return f"no total (prices in {' and '.join(self.currencies)})"
+        if self.currencies:
+            return f"no total (prices in {' and '.join(self.currencies)})"
+        return f"no price ({', '.join(self.unpriced)})" if self.unpriced else "no price"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
