@@ -137,3 +137,44 @@ def test_cost_equals_tokens_times_price_to_the_cent(prices: Path, tmp_path: Path
             assert (roles["judge:score"].prompt, roles["judge:score"].completion) == JUDGE_TOKENS
     assert summary.cost.amount == pytest.approx(3 * answer + 2 * judging, rel=1e-12)
     assert {use.role for use in summary.usage} == {"generator", "judge:score"}
+
+
+def test_a_comparison_gives_the_cost_per_question_beside_quality(prices: Path, tmp_path: Path,
+                                                                 tiny_dataset: Path) -> None:
+    from evalcore.compare import compare_campaigns
+
+    def cheap(path: str, body: dict[str, Any]) -> Reply:
+        return Reply("Refunds are accepted within 30 days.", prompt_tokens=1000, completion_tokens=100)
+
+    manager = CampaignManager(tmp_path / "compare.db")
+    try:
+        with FakeOpenAIServer(cheap) as server:
+            a = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=loop_config(server)))
+            manager.wait(a, timeout=60)
+            b = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=loop_config(
+                server, model="gpt-4o-mini")))
+            manager.wait(b, timeout=60)
+        comparison = compare_campaigns(manager.store, a, b)
+        again = compare_campaigns(manager.store, a, b)  # read back from the store
+    finally:
+        manager.close()
+    cost_a, cost_b = (1000 * 2.50 + 100 * 10.00) / 1e6, (1000 * 0.15 + 100 * 0.60) / 1e6
+    cost = comparison.cost
+    assert cost is not None and cost.n == 3 and cost.currency == "USD"
+    assert cost.mean_a == pytest.approx(cost_a) and cost.mean_b == pytest.approx(cost_b)
+    assert cost.delta == pytest.approx(cost_b - cost_a) and cost.ci_low == pytest.approx(cost_b - cost_a)
+    assert comparison.trade_off.endswith(f"at {cost_b / cost_a:.2g}x the cost per question")
+    assert comparison.trade_off.startswith("B: ")
+    assert again.cost == cost and again.to_dict()["trade_off"] == comparison.trade_off
+
+
+def test_costs_in_two_currencies_are_not_compared() -> None:
+    from evalcore.compare.costs import cost_delta
+
+    refused = cost_delta([(0.01, "USD")] * 3, [(0.01, "EUR")] * 3, seed=0, resamples=100)
+    assert refused.delta is None and "A's prices are in USD, B's in EUR" in refused.refused
+    assert refused.text().startswith("cost not compared: ")
+    spread = cost_delta([(0.01, "USD"), (0.02, "USD"), (None, ""), (0.03, "USD")],
+                        [(0.02, "USD"), (0.02, "USD"), (0.05, "USD"), (0.05, "USD")], seed=0, resamples=2000)
+    assert spread.n == 3 and spread.unpriced == 1 and spread.delta == pytest.approx(0.01)
+    assert spread.ci_low is not None and spread.ci_high is not None and spread.ci_low <= 0.01 <= spread.ci_high

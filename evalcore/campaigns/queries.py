@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalcore.access import Principal, owned, scope
-from evalcore.campaigns.records import Aggregate, Campaign, QuestionResult, Summary, Tokens, results_version
+from evalcore.campaigns.records import UNRECORDED, Aggregate, Campaign, QuestionResult, Summary, Tokens, results_version
 from evalcore.campaigns.result_rows import QuestionLine, read_lines, read_results
 from evalcore.costs import GENERATOR, Usage, summed
 from evalcore.diagnosis import StageCounts
@@ -213,9 +213,6 @@ def compute_summary(store: Store, campaign_id: str, aggregates: Mapping[str, Agg
                    skipped=skipped, cut=cut, no_claim=no_claim, unknown=unknown,
                    judged={name: count - skipped.get(name, 0) for name, count in verdicts.items()},
                    usage=campaign_usage(store, campaign_id))
-
-
-UNRECORDED = "a model not recorded (stored before costs were kept)"
 
 
 def campaign_usage(store: Store, campaign_id: str) -> tuple[Usage, ...]:

@@ -28,6 +28,7 @@ from evalcore.targets.config import Snapshot
 from evalcore.targets.saved import ID_NAMES
 
 Row = store.Row | Mapping[str, Any]
+UNRECORDED = "a model not recorded (stored before costs were kept)"
 
 
 class CampaignKind(StrEnum):
@@ -346,7 +347,9 @@ class Outcome:
 
     @property
     def cost(self) -> Cost:
-        """What the question's model calls cost."""
+        """What the question's model calls cost; no price for tokens stored before costs were kept (no usage)."""
+        if not self.usage and self.prompt_tokens + self.completion_tokens + sum(self.judge_tokens):
+            return Cost(None, unpriced=(UNRECORDED,))
         return Cost.of(self.usage)
 
     @property
