@@ -58,8 +58,9 @@ class CostDelta:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CostDelta:
         """Back from the JSON shape."""
-        return cls(**{name: data.get(name) for name in ("n", "currency", "mean_a", "mean_b", "delta", "ci_low",
-                                                        "ci_high", "unpriced", "refused")})
+        return cls(int(data.get("n") or 0), data.get("currency") or "", data.get("mean_a"), data.get("mean_b"),
+                   data.get("delta"), data.get("ci_low"), data.get("ci_high"), int(data.get("unpriced") or 0),
+                   data.get("refused") or "")
 
 
 def signed(amount: float) -> str:

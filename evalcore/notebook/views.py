@@ -185,6 +185,7 @@ class ComparisonView:
         lines = [f"A {self._a.name} ({c.a.id}) → B {self._b.name} ({c.b.id})",
                  "verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(c.verdicts.items()))
                  + f" (by {c.basis_reason})",
+                 *([f"cost: {c.trade_off} ({c.cost.text()})"] if c.cost else []),
                  *(f"warning: {w}" for w in c.warnings + c.power_warnings),
                  *([c.pairwise.summary] if c.pairwise else [])]
         columns = ["measure", "n", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "significant"]
