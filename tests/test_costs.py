@@ -178,3 +178,54 @@ def test_costs_in_two_currencies_are_not_compared() -> None:
                         [(0.02, "USD"), (0.02, "USD"), (0.05, "USD"), (0.05, "USD")], seed=0, resamples=2000)
     assert spread.n == 3 and spread.unpriced == 1 and spread.delta == pytest.approx(0.01)
     assert spread.ci_low is not None and spread.ci_high is not None and spread.ci_low <= 0.01 <= spread.ci_high
+
+
+def test_a_budget_stops_between_questions_and_a_larger_one_resumes(prices: Path, tmp_path: Path,
+                                                                   tiny_dataset: Path) -> None:
+    from evalcore.campaigns import get_campaign
+
+    per_question = (GEN_TOKENS[0] * 2.50 + GEN_TOKENS[1] * 10.00) / 1e6
+    manager = CampaignManager(tmp_path / "budget.db")
+    try:
+        # Each answer takes a second: the first one's cost is counted while the second is asked (a thread takes the
+        # next question as soon as it is free), and the third is never asked.
+        with FakeOpenAIServer(scripted, delay=1.0) as server:
+            config = loop_config(server, max_cost=0.5 * per_question)
+            campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, concurrency=1))
+            stopped = manager.wait(campaign_id, timeout=60)
+            assert stopped.status == "over_budget" and stopped.finished == 2
+            assert stopped.error is not None and "stopped at its budget" in stopped.error
+            assert "resume with a larger max_cost" in stopped.error
+            assert len(server.requests) == 2  # no question asked past the budget
+            manager.resume(campaign_id, max_cost=10 * per_question)
+            done = manager.wait(campaign_id, timeout=60)
+            assert len(server.requests) == 3  # only the question left
+        assert done.status == "succeeded" and done.finished == 3
+        assert get_campaign(manager.store, campaign_id).config.target.max_cost == 10 * per_question
+        assert campaign_summary(manager.store, campaign_id).cost.amount == pytest.approx(3 * per_question)
+    finally:
+        manager.close()
+
+
+def test_a_tenant_over_its_daily_budget_is_stopped_and_refused(prices: Path, tmp_path: Path, tiny_dataset: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    per_question = (GEN_TOKENS[0] * 2.50 + GEN_TOKENS[1] * 10.00) / 1e6
+    monkeypatch.setenv("EVALCORE_DAILY_BUDGET", f"default={per_question / 2:.10f},other=5")
+    manager = CampaignManager(tmp_path / "daily.db")
+    try:
+        with FakeOpenAIServer(scripted, delay=1.0) as server:
+            campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=loop_config(server),
+                                                       concurrency=1))
+            stopped = manager.wait(campaign_id, timeout=60)
+            assert stopped.status == "over_budget" and stopped.finished == 2
+            assert stopped.error is not None and "tenant default's daily budget" in stopped.error
+            with pytest.raises(EvalError, match="daily budget is spent") as refused:
+                manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=loop_config(server)))
+            assert refused.value.where == "EVALCORE_DAILY_BUDGET"
+    finally:
+        manager.close()
+    monkeypatch.setenv("EVALCORE_DAILY_BUDGET", "default=lots")
+    with pytest.raises(EvalError, match="not an amount"):
+        from evalcore.campaigns.budget import daily_budgets
+
+        daily_budgets()

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.access import Action, Principal, scope
+from evalcore.campaigns.budget import refuse_over_daily_budget
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.queries import get_campaign
 from evalcore.campaigns.records import (
@@ -247,6 +248,7 @@ class CampaignManager:
         if (dataset is None) == (suite_id is None):
             raise EvalError("give either a dataset or a suite", where="launch", fix="pass --dataset ID or --suite ID")
         suite = get_suite(self.store, suite_id, tenant) if suite_id is not None else None
+        refuse_over_daily_budget(self.store, tenant)
         config = target.config if target is not None else config
         config, target_id = resolve_config(self.store, config, target_id, suite, tenant)
         corpus = load_corpus(config.knowledge_base if suite is not None else str(dataset), None,
@@ -442,16 +444,18 @@ class CampaignManager:
 
     def resume(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
                target: Target | None = None, dataset: str | None = None, principal: Principal | None = None,
-               force: bool = False, run_on: tuple[str | None, str | None] = (None, None)) -> str:
+               force: bool = False, run_on: tuple[str | None, str | None] = (None, None),
+               max_cost: float | None = None) -> str:
         """Run the questions that have no result yet (after an interruption, a cancel or a failure).
 
         `dataset` is where the campaign's dataset is now, when its folder moved (same content).
         `force` takes over a campaign that another live process still owns (a paused one): that
         process stops at its next write, and its questions in flight are asked again here.
         `run_on` (executor, scheduler) changes where it runs from now on (another cluster, or this machine).
+        `max_cost` replaces its budget (a campaign stopped over_budget goes on with a larger one).
         """
         return self._rerun(campaign_id, "missing", scope(principal, tenant, Action.CHANGE), concurrency, target,
-                           dataset, force, run_on, principal)
+                           dataset, force, run_on, principal, max_cost)
 
     def retry_failed(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
                      target: Target | None = None, dataset: str | None = None,
@@ -463,7 +467,8 @@ class CampaignManager:
 
     def _rerun(self, campaign_id: str, only: str, tenant: str | None, concurrency: int | None,
                target: Target | None, dataset: str | None, force: bool = False,
-               run_on: tuple[str | None, str | None] = (None, None), principal: Principal | None = None) -> str:
+               run_on: tuple[str | None, str | None] = (None, None), principal: Principal | None = None,
+               max_cost: float | None = None) -> str:
         from evalcore.campaigns.cluster import cluster_for
         from evalcore.campaigns.corpus import load_corpus, stored_dataset_path
         from evalcore.campaigns.questions import stored_questions
@@ -477,9 +482,11 @@ class CampaignManager:
         campaign = get_campaign(self.store, campaign_id, tenant)
         if only == "failed":
             refuse_if_judged_again(self.store, campaign_id, "answer its failed questions again")
-        config = TargetConfig.from_dict(campaign.config).run_on(*run_on)
+        budget = {} if max_cost is None else {"max_cost": max_cost}
+        config = TargetConfig.from_dict({**campaign.config, **budget}).run_on(*run_on)
         if principal is not None:
             check_request(config)
+        refuse_over_daily_budget(self.store, campaign.tenant)
         if campaign.active and not force:
             raise owned_elsewhere(campaign_id, self.store)
         questions = stored_questions(self.store, campaign_id, only)

@@ -142,7 +142,8 @@ class Campaign:
                                                                        "whole"))
     status: CampaignStatus = field(metadata=doc("queued (waiting for a worker), pending, running, succeeded, "
                                                 "succeeded_with_failures (every question ran, some failed), failed, "
-                                                "interrupted or cancelled"))
+                                                "interrupted, cancelled, or over_budget (stopped between questions at "
+                                                "its budget: resumable with a larger one)"))
     error: str | None = field(metadata=doc())
     total: int = field(metadata=doc())
     finished: int = field(metadata=doc())
