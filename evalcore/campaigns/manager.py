@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evalcore.access import Action, Principal, scope
 from evalcore.campaigns.budget import refuse_over_daily_budget
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from evalcore.campaigns.answering import Plan
     from evalcore.campaigns.claims import Workers
     from evalcore.campaigns.cluster import Cluster
+    from evalcore.campaigns.estimate import Estimate
     from evalcore.campaigns.rejudging import RejudgeRequest
     from evalcore.campaigns.runner import Runner
     from evalcore.campaigns.supervisor import WorkerProcess
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from evalcore.jobs import JobKind, JobWorkers
     from evalcore.judges import JudgeSettings
     from evalcore.models import ChatModel
+    from evalcore.suites import Suite
     from evalcore.targets import Target, TargetConfig
 
 # What launching needs (the corpus, with the datasets' loader and pyarrow; the questions; the checks of a launch; the
@@ -164,6 +166,18 @@ def owned_elsewhere(campaign_id: str, store: Store) -> Conflict:
                         "asked again)")
 
 
+class Resolved(NamedTuple):
+    """A launch's request checked and resolved: what would run, before anything does."""
+
+    tenant: str
+    suite: Suite | None
+    config: TargetConfig
+    target_id: str | None
+    corpus: Dataset
+    questions: list[Question]
+    judges: tuple[str, ...]
+
+
 class CampaignManager:
     """Launch, resume, retry, cancel and delete campaigns; each runs on its own background thread."""
 
@@ -224,31 +238,19 @@ class CampaignManager:
         if hook not in self._after:
             self._after.append(hook)
 
-    def launch(self, request: LaunchRequest) -> str:
-        """Validate, store the campaign and start it in the background (or queue it for a worker); return the id.
-
-        The dataset or suite, the configuration's settings and the judges are checked before anything is stored.
-        A campaign that runs here also has its target built and checked (models reachable, weights loaded: seconds)
-        first; a queued one returns at once, and the worker that claims it makes those checks, failing the campaign
-        with the reason.
-
-        A principal launches in its own tenant, and only with a role that may change things.
-        """
-        from evalcore.campaigns.cluster import cluster_for
-        from evalcore.campaigns.corpus import graded_for, load_corpus
+    def _resolved(self, request: LaunchRequest) -> Resolved:
+        """What a launch asks for, checked: its tenant, suite, configuration, questions and judges."""
+        from evalcore.campaigns.corpus import load_corpus
         from evalcore.campaigns.launching import check_judges, resolve_config
         from evalcore.campaigns.questions import dataset_questions, suite_questions
         from evalcore.suites import get_suite
-        from evalcore.targets.allowed import check_request
 
         dataset, suite_id, config, target = request.dataset, request.suite_id, request.config, request.target
         target_id, limit, judges, use_judge = request.target_id, request.limit, request.judges, request.use_judge
-        name, cache, campaign_id = request.name, request.cache, request.campaign_id
         tenant = scope(request.principal, request.tenant, Action.CHANGE) or request.tenant
         if (dataset is None) == (suite_id is None):
             raise EvalError("give either a dataset or a suite", where="launch", fix="pass --dataset ID or --suite ID")
         suite = get_suite(self.store, suite_id, tenant) if suite_id is not None else None
-        refuse_over_daily_budget(self.store, tenant)
         config = target.config if target is not None else config
         config, target_id = resolve_config(self.store, config, target_id, suite, tenant)
         corpus = load_corpus(config.knowledge_base if suite is not None else str(dataset), None,
@@ -268,6 +270,34 @@ class CampaignManager:
             raise EvalError("there is no question to run", where=suite_id, fix="add questions first")
         judge_names = check_judges((("score",) if use_judge else ()) + tuple(judges)
                                    + tuple(name for name, _ in config.rubrics), tuple(dict(config.rubrics)))
+        return Resolved(tenant, suite, config, target_id, corpus, questions, judge_names)
+
+    def estimate(self, request: LaunchRequest) -> Estimate:
+        """What the launch would cost, before anything runs: from the same configuration's earlier campaigns (the
+        same judges too), else from the prompts of a sample of its questions (evalcore.campaigns.estimate)."""
+        from evalcore.campaigns.estimate import estimate_cost
+
+        tenant, _, config, _, corpus, questions, judges = self._resolved(request)
+        return estimate_cost(self.store, tenant, config, judges, questions, corpus)
+
+    def launch(self, request: LaunchRequest) -> str:
+        """Validate, store the campaign and start it in the background (or queue it for a worker); return the id.
+
+        The dataset or suite, the configuration's settings and the judges are checked before anything is stored.
+        A campaign that runs here also has its target built and checked (models reachable, weights loaded: seconds)
+        first; a queued one returns at once, and the worker that claims it makes those checks, failing the campaign
+        with the reason.
+
+        A principal launches in its own tenant, and only with a role that may change things.
+        """
+        from evalcore.campaigns.cluster import cluster_for
+        from evalcore.campaigns.corpus import graded_for
+        from evalcore.targets.allowed import check_request
+
+        refuse_over_daily_budget(self.store, scope(request.principal, request.tenant, Action.CHANGE) or request.tenant)
+        tenant, suite, config, target_id, corpus, questions, judge_names = self._resolved(request)
+        dataset, suite_id, target, use_judge = request.dataset, request.suite_id, request.target, request.use_judge
+        name, cache, campaign_id = request.name, request.cache, request.campaign_id
         if request.principal is not None:  # before any connection: a request picks only what the operator listed
             check_request(config)
         with cluster_for(config, target is not None) as cluster:  # an unreachable scheduler refuses the launch

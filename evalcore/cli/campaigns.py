@@ -22,6 +22,7 @@ from evalcore.cli._common import (
     Commands,
     add_db_option,
     add_execution_options,
+    amount,
     manager_of,
     run_on,
     store_of,
@@ -67,6 +68,10 @@ def register(commands: Commands) -> None:
                                 help="take over a campaign another live process still owns (e.g. paused with "
                                      "Ctrl-Z): it stops at its next write and its questions in flight are asked again")
             add_execution_options(action)
+        if name == "resume":
+            action.add_argument("--max-cost", type=amount, metavar="AMOUNT",
+                                help="a new budget (max_cost) in the prices' currency: a campaign stopped at its "
+                                     "budget goes on with a larger one")
         action.set_defaults(handler=handler)
     rename = actions.add_parser("rename", help="give a campaign another name")
     rename.add_argument("id", metavar="ID")
@@ -156,7 +161,7 @@ def resume_command(args: argparse.Namespace) -> int:
     """Resume in the foreground."""
     manager = manager_of(args)
     campaign_id = manager.resume(args.id, concurrency=args.concurrency, dataset=args.dataset, force=args.force,
-                                 run_on=run_on(args))
+                                 run_on=run_on(args), max_cost=args.max_cost)
     return follow(manager, campaign_id, as_json=args.json)
 
 
