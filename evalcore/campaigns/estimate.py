@@ -42,9 +42,11 @@ class Estimate:
     basis: str = field(metadata=doc("what the estimate stands on, in words"))
 
     def text(self) -> str:
-        """`estimate: 0.027 USD for 3 questions (0.0089 USD per question; ...), from ...`."""
+        """`estimate: 0.027 USD for 3 question(s): 0.0089 USD per question (generator ..., judge score ...), ...`."""
         line = cost_line(self.usage).removeprefix("cost: ")
-        return f"estimate: {self.total.text()} for {self.questions} question(s) ({line} per question), {self.basis}"
+        one, _, roles = line.partition(" (")
+        return (f"estimate: {self.total.text()} for {self.questions} question(s): {one} per question"
+                + (f" ({roles}" if roles else "") + f", {self.basis}")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
