@@ -229,3 +229,84 @@ def test_a_tenant_over_its_daily_budget_is_stopped_and_refused(prices: Path, tmp
         from evalcore.campaigns.budget import daily_budgets
 
         daily_budgets()
+
+
+def test_each_role_is_priced_with_its_own_model(prices: Path, tmp_path: Path, tiny_dataset: Path) -> None:
+    def by_role(path: str, body: dict[str, Any]) -> Reply:
+        prompt = body["messages"][-1]["content"]
+        if "Does the passage help" in prompt:
+            return Reply("yes", prompt_tokens=100, completion_tokens=1)
+        if body["model"] == "gpt-4o-mini":  # the query rewrite and the answer share the generator's model
+            if prompt.startswith("Rewrite the question"):  # the question itself back: retrieval finds its passages
+                return Reply(prompt.rpartition("Question: ")[2], prompt_tokens=40, completion_tokens=5)
+            return Reply("Refunds are accepted within 30 days.", prompt_tokens=900, completion_tokens=30)
+        return Reply("?", prompt_tokens=1, completion_tokens=1)
+
+    manager = CampaignManager(tmp_path / "roles.db")
+    try:
+        with FakeOpenAIServer(by_role) as server:
+            config = TargetConfig.from_dict({
+                "generator": "openai", "base_url": server.base_url, "model": "gpt-4o-mini", "api_key_env": "",
+                "retriever": "bm25", "query_transform": "rewrite", "reranker": "llm", "rerank_url": server.base_url,
+                "rerank_model": "loop-gen", "rerank_api_key_env": ""})
+            campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, limit=1))
+            manager.wait(campaign_id, timeout=60)
+            reranks = sum(1 for _, body, _ in server.requests if "Does the passage help" in
+                          body["messages"][-1]["content"])
+        [result] = campaign_results(manager.store, campaign_id)
+    finally:
+        manager.close()
+    roles = {use.role: use for use in result.outcome.usage}
+    assert set(roles) == {"generator", "query", "rerank"}
+    assert (roles["rerank"].prompt, roles["rerank"].completion) == (100 * reranks, reranks) and reranks > 0
+    assert roles["rerank"].cost == pytest.approx((100 * reranks * 2.50 + reranks * 10.00) / 1e6)
+    assert roles["generator"].cost == pytest.approx((900 * 0.15 + 30 * 0.60) / 1e6)
+    assert roles["query"].cost == pytest.approx((40 * 0.15 + 5 * 0.60) / 1e6)
+    assert result.outcome.cost.amount == pytest.approx(sum(use.cost or 0 for use in roles.values()))
+
+
+def test_an_estimate_from_the_prompts_then_from_the_campaign_itself(prices: Path, tmp_path: Path,
+                                                                     tiny_dataset: Path) -> None:
+    manager = CampaignManager(tmp_path / "estimate.db")
+    try:
+        with FakeOpenAIServer(scripted) as server:
+            request = LaunchRequest(dataset=str(tiny_dataset), config=loop_config(server), judges=("score",))
+            before = manager.estimate(request)
+            assert server.requests == []  # nothing asked
+            campaign_id = manager.launch(request)
+            manager.wait(campaign_id, timeout=60)
+            after = manager.estimate(request)
+        actual = campaign_summary(manager.store, campaign_id).cost
+    finally:
+        manager.close()
+    assert before.method == "prompts" and before.questions == 3 and before.total.currency == "USD"
+    assert {use.role for use in before.usage} == {"generator", "judge:score"}
+    assert 0 < (before.total.amount or 0) < 1
+    assert after.method == "earlier" and after.total.amount == pytest.approx(actual.amount)
+    assert after.text().startswith(f"estimate: {actual.text()} for 3 question(s): ")
+    assert "from 1 earlier campaign(s) of this configuration (3 questions)" in after.text()
+
+
+def test_the_command_line_estimates_budgets_and_gates_the_cost(prices: Path, tmp_path: Path, tiny_dataset: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from evalcore.cli import main
+
+    db = str(tmp_path / "cli.db")
+    with FakeOpenAIServer(scripted, delay=1.0) as server:
+        keys = ["--set", "generator=openai", "--set", f"base_url={server.base_url}", "--set", "model=loop-gen",
+                "--set", "api_key_env=", "--set", "retriever=bm25"]
+        run = ["run", "--db", db, "--dataset", str(tiny_dataset), "--concurrency", "1", *keys]
+        assert main([*run, "--estimate"]) == 0
+        assert "estimate: " in capsys.readouterr().out and server.requests == []
+        assert main([*run, "--max-cost", "0.001"]) == 1  # stopped at its budget
+        shown = capsys.readouterr().out
+        assert "status: over_budget (stopped at its budget: " in shown and "cost: 0.0175 USD" in shown
+    assert main(["campaigns", "list", "--db", db]) == 0
+    assert "over_budget" in capsys.readouterr().out
+    with FakeOpenAIServer(scripted) as server:
+        keys[3] = f"base_url={server.base_url}"
+        run = ["run", "--db", db, "--dataset", str(tiny_dataset), *keys]
+        assert main([*run, "--fail-over-cost", "0.01"]) == 4
+        assert "gate failed: cost <= 0.01 USD: the campaign cost 0.0263 USD, over the limit 0.01 USD" in \
+            capsys.readouterr().out
+        assert main([*run, "--fail-over-cost", "1"]) == 0

@@ -263,7 +263,7 @@ def test_the_run_page_estimates_the_cost_before_launching(tmp_path: Path, monkey
     db = str(tmp_path / "db.sqlite")
     at = page_test(db, monkeypatch, "pages/run.py")
     at.number_input(key="limit").set_value(4)
-    at.number_input(key="max_cost").set_value(2.5)
+    at.number_input(key="cfg-quick-max_cost").set_value(2.5)
     at.button(key="FormSubmitter:launch-Estimate the cost").click().run()
     assert_clean(at)
     said = unescape("\n".join(info.value for info in at.info))
