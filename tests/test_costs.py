@@ -166,6 +166,11 @@ def test_a_comparison_gives_the_cost_per_question_beside_quality(prices: Path, t
     assert comparison.trade_off.endswith(f"at {cost_b / cost_a:.2g}x the cost per question")
     assert comparison.trade_off.startswith("B: ")
     assert again.cost == cost and again.to_dict()["trade_off"] == comparison.trade_off
+    from evalcore.cli.compare import format_comparison
+    from evalcore.compare.report import verdicts_section
+
+    assert f"cost: {comparison.trade_off} (cost per question -" in "\n".join(format_comparison(comparison))
+    assert f"Cost: {comparison.trade_off}" in verdicts_section(comparison)  # the HTML report's
 
 
 def test_costs_in_two_currencies_are_not_compared() -> None:
