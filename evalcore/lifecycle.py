@@ -19,6 +19,7 @@ class CampaignStatus(StrEnum):
     FAILED = "failed"
     INTERRUPTED = "interrupted"
     CANCELLED = "cancelled"
+    OVER_BUDGET = "over_budget"  # stopped between questions at its budget (max_cost, or its tenant's daily one)
 
     @property
     def active(self) -> bool:

@@ -312,6 +312,8 @@ if mode == "two campaigns":
         comparison = with_tolerance(comparison)
         context = comparison_context(comparison, a, b, sources)
         st.caption(ui.escape_md(f"Verdicts by {comparison.basis_reason}."))
+        if comparison.cost is not None:  # what B's change costs beside what it gains
+            st.info(ui.escape_md(f"{comparison.trade_off} ({comparison.cost.text()})."))
         for warning in comparison.warnings:
             st.warning(ui.escape_md(warning))
         if comparison.power_warnings:  # one line, the measure by measure reasons folded under it

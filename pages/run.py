@@ -320,6 +320,11 @@ with st.form("launch"):
     cache = right.checkbox("Cache model calls", value=True)
     judge_samples = right.number_input("Ask each judge N times", min_value=1, max_value=20, value=1,
                                        help="Above 1, judges answer at temperature 0.7 and the spread is recorded.")
+    budget = right.number_input("Budget: stop at this cost (0 = none)", min_value=0.0,
+                                value=float(base_config.max_cost), step=0.5, key=f"cfg-{base}-max_cost",
+                                help="In the currency of the prices (the Campaigns page shows what each campaign "
+                                     "cost). The campaign stops between questions once its model calls cost this "
+                                     "much (status over_budget); resumed, it goes on.")
     save_as = right.text_input("Save the configuration as", placeholder="optional name", disabled=not configurable,
                                help="Saved before launching (the first value of a sweep); suites can then target it.")
     sweep_key = left.selectbox("Sweep one key", [NO_SWEEP, *TargetConfig().to_dict()], key="sweep_key",
@@ -327,12 +332,16 @@ with st.form("launch"):
     sweep_text = middle.text_input("Sweep values (comma-separated)", placeholder="e.g. bm25, vector, hybrid",
                                    key="sweep_values", disabled=not configurable)
     submitted = st.form_submit_button("Launch", type="primary")
+    estimating = st.form_submit_button("Estimate the cost", help="What the campaign would cost, before it runs: "
+                                       "from this configuration's earlier campaigns (with the same judges), else "
+                                       "by counting the prompts of a sample of its questions (a rough order of "
+                                       "magnitude).")
 
-if submitted:
+if submitted or estimating:
     with ui.guard():
         swept = None if sweep_key == NO_SWEEP else sweep_key
         own_judges = {"judge_prompts": prompts, "rubrics": rubrics}
-        config = TargetConfig.from_dict(form_values(values | execution | own_judges))
+        config = replace(TargetConfig.from_dict(form_values(values | execution | own_judges)), max_cost=float(budget))
         start = None if base in PRESETS or base.startswith(CAMPAIGN) else base
         request = LaunchRequest(dataset=dataset, suite_id=suite.id if suite else None, config=config,
                                 target_id=linked_target(start, base_config, [config]), use_judge=use_judge,
@@ -341,6 +350,10 @@ if submitted:
                                 max_failed_share=float(max_failed), name=name.strip() or None, principal=principal)
         requests = (sweep_requests(request, swept, sweep_values(sweep_text), one_after_another=False) if swept
                     else [request])
+        if estimating:
+            for each in requests:
+                st.info(ui.escape_md(ui.manager().estimate(each).text()))
+            st.stop()
         if save_as.strip():  # the first value of a sweep is the one saved, and its campaign stays linked to it
             saved = save_target(store, requests[0].config or config, name=save_as.strip(), principal=principal)
             requests[0] = replace(requests[0], target_id=saved)

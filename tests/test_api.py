@@ -565,6 +565,24 @@ def test_suite_run_completes_with_results_and_summary(api: Api) -> None:
     assert comparison.json()["data"]["comparison"]
 
 
+def test_a_suite_run_is_estimated_and_gives_its_cost(api: Api) -> None:
+    suite = api.call("POST", "/api/v1/eval-suites", json=suite_body(api, n=2)).json()["data"]["suite"]
+    estimated = api.call("POST", f"/api/v1/eval-suites/{suite['id']}/estimate", json={"max_cost": 1.5})
+    assert estimated.status_code == 200, estimated.text
+    estimate = estimated.json()["data"]["estimate"]
+    # An HTTP agent's calls are its own: without judges nothing here is paid for.
+    assert estimate["questions"] == 2 and estimate["method"] in ("earlier", "prompts")
+    assert estimate["total"] == {"amount": 0.0, "currency": "", "unpriced": [], "currencies": []}
+    error_of(api.call("POST", f"/api/v1/eval-suites/{suite['id']}/estimate", "viewer"), 403)
+    assert error_of(api.call("POST", f"/api/v1/eval-suites/{suite['id']}/runs", json={"max_cost": -1}),
+                    422)["field"] == "max_cost"
+    run = api.call("POST", f"/api/v1/eval-suites/{suite['id']}/runs", json={"max_cost": 1.5}).json()["data"]["run"]
+    assert run["config"]["max_cost"] == 1.5
+    data = wait_done(api, f"/api/v1/eval-suites/runs/{run['id']}", lambda d: d["run"]["status"])
+    assert data["summary"]["cost"] == {"amount": 0.0, "currency": "", "unpriced": [], "currencies": []}
+    assert all(result["cost"]["amount"] == 0.0 and result["usage"] == [] for result in data["results"])
+
+
 def test_concurrent_launches_on_one_suite_accept_exactly_one(api: Api) -> None:
     with gated_agent(api) as (target, gate):
         suite = api.call("POST", "/api/v1/eval-suites",

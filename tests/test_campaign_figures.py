@@ -19,7 +19,7 @@ from evalcore.campaigns import (
     list_campaigns,
 )
 from evalcore.campaigns.launching import LaunchRequest
-from evalcore.campaigns.listing import HEADLINE, headline_means, keep_ended_figures
+from evalcore.campaigns.listing import COST_FIGURES, HEADLINE, headline_means, keep_ended_figures
 from evalcore.campaigns.queries import PANEL_FIGURES, compute_aggregates, compute_summary
 from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.campaigns.records import results_version
@@ -39,9 +39,9 @@ def launch(manager: CampaignManager, dataset: Path) -> str:
         retriever="bm25", knowledge_base=str(dataset)), cache=False))
     assert manager.wait(campaign_id, timeout=60).status == "succeeded"
     deadline = time.monotonic() + 30
-    while len(kept(manager, campaign_id)) < 2 and time.monotonic() < deadline:  # kept once it ended
+    while len(kept(manager, campaign_id)) < 3 and time.monotonic() < deadline:  # kept once it ended
         time.sleep(0.05)
-    assert set(kept(manager, campaign_id)) == {PANEL_FIGURES, "headline/1"}
+    assert set(kept(manager, campaign_id)) == {PANEL_FIGURES, "headline/1", COST_FIGURES}
     return campaign_id
 
 

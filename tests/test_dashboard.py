@@ -259,6 +259,19 @@ def test_launch_a_campaign_on_the_sample_dataset_and_see_it_finish(tmp_path: Pat
     assert "No campaign yet." in texts(at)
 
 
+def test_the_run_page_estimates_the_cost_before_launching(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = str(tmp_path / "db.sqlite")
+    at = page_test(db, monkeypatch, "pages/run.py")
+    at.number_input(key="limit").set_value(4)
+    at.number_input(key="cfg-quick-max_cost").set_value(2.5)
+    at.button(key="FormSubmitter:launch-Estimate the cost").click().run()
+    assert_clean(at)
+    said = unescape("\n".join(info.value for info in at.info))
+    # The quick start's extractive generator calls no model: nothing to pay, said as an amount, not "no price".
+    assert "estimate: 0 for 4 question(s)" in said and "from the prompts of 4 question(s)" in said
+    assert "launched" not in at.session_state and list_campaigns(get_manager(db).store) == []
+
+
 def test_an_invalid_configuration_is_a_readable_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = page_test(str(tmp_path / "db.sqlite"), monkeypatch, "pages/run.py")
     at.selectbox(key="cfg-quick-generator").set_value("openai")

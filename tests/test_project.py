@@ -49,7 +49,7 @@ LAYERS = (
     {"lazy"},  # the bottom of layer 0, which the rest of it may use: what is built on first use
     {"errors", "text", "csvcells", "relevance", "lifecycle", "shapes", "compiled", "memory"},
     {"store", "models", "access"},
-    {"keys", "datasets", "judges", "jobs"},
+    {"keys", "datasets", "judges", "jobs", "costs"},
     {"metrics"},
     {"targets", "suites", "diagnosis"},
     {"campaigns", "documents"},

@@ -16,7 +16,7 @@ from evalcore.api.errors import ERROR_RESPONSES, ApiError, not_found, ok
 from evalcore.api.inputs import RequestBody
 from evalcore.api.routes_campaigns import FieldNames, campaign_json, campaign_of, result_json
 from evalcore.api.runs import RunSettings, configured
-from evalcore.api.schemas import Ok, RunDetail, RunList, RunOnly, SuiteDetail, SuiteList
+from evalcore.api.schemas import EstimateOnly, Ok, RunDetail, RunList, RunOnly, SuiteDetail, SuiteList
 from evalcore.campaigns import NotFound, campaign_results, campaign_summary, get_campaign, list_campaigns
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.listing import suite_rows
@@ -157,15 +157,31 @@ def launch(request: Request, suite_id: SuiteId, principal: Admin,
     """Returns at once with the pending campaign; 409 (with its id) while another one runs."""
     suite = _suite(request, suite_id, principal)
     body = body or RunIn()
+    run_id = runs.launch(request.app.state.manager, body, suite_launch(request, suite, body, principal))
+    return ok({"run": campaign_json(get_campaign(request.app.state.store, run_id, principal=principal))})
+
+
+@router.post("/{suite_id}/estimate", response_model=Ok[EstimateOnly],
+             summary="What a campaign on a suite would cost, before it runs")
+def estimate(request: Request, suite_id: SuiteId, principal: Admin,
+             body: Annotated[RunIn | None, Body()] = None) -> dict[str, Any]:
+    """The same body as a launch; nothing runs. From the configuration's earlier campaigns (the same judges), else
+    from the prompts of a sample of the questions counted (a rough order of magnitude)."""
+    suite = _suite(request, suite_id, principal)
+    body = body or RunIn()
+    launch_request = runs.request_of(body, suite_launch(request, suite, body, principal))
+    return ok({"estimate": request.app.state.manager.estimate(launch_request).to_dict()})
+
+
+def suite_launch(request: Request, suite: Suite, body: RunIn, principal: Principal) -> LaunchRequest:
+    """Where a campaign on the suite runs: its target's configuration with the body's settings."""
     store = request.app.state.store
     base = (saved_target(store, principal, suite.target_id, "agent_id") if suite.target_id != "default"
             else TargetConfig())
     # The knowledge base is a dataset id under the server's dataset root, whoever saved the configuration.
     dataset_path(request, base.knowledge_base, field=None, label="knowledge_base of the suite's target configuration")
-    run_id = runs.launch(request.app.state.manager, body, LaunchRequest(
-        suite_id=suite.id, config=configured(base, body, principal), target_id=suite.target_id, principal=principal,
-        dataset_root=request.app.state.dataset_root))
-    return ok({"run": campaign_json(get_campaign(request.app.state.store, run_id, principal=principal))})
+    return LaunchRequest(suite_id=suite.id, config=configured(base, body, principal), target_id=suite.target_id,
+                         principal=principal, dataset_root=request.app.state.dataset_root)
 
 
 @router.get("/{suite_id}/runs", response_model=Ok[RunList], summary="Campaigns of a suite, newest first")

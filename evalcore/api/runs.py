@@ -91,6 +91,9 @@ class RunSettings(JudgingIn):
     max_failed_share: float | None = bounded("max_failed_share", "stop once more than this share failed (default "
                                                                  f"{DEFAULT_MAX_FAILED_SHARE:g}; 1 = never)")
     name: str | None = Field(default=None, min_length=1, max_length=200, description="a name to recognise it by")
+    max_cost: float | None = Field(default=None, ge=0, le=1e9, description=(
+        "stop between questions once the campaign's model calls cost this much, in the prices' currency (status "
+        "over_budget); sets the configuration's max_cost"))
     executor: Literal["local", "dask"] | None = Field(
         default=None, description="where the questions are answered: local (the server's threads) or dask (the "
                                   "workers of a Dask cluster); default: the configuration's executor, else local")
@@ -108,7 +111,8 @@ def configured(config: TargetConfig, body: RunSettings, principal: Principal) ->
         raise ApiError(403, "scheduler: choosing the Dask scheduler needs a key with the full-access capability")
     config = config.run_on(body.executor, body.scheduler)
     overrides = judge_settings(body, principal) | ({"graded_thresholds": body.graded_thresholds}
-                                                    if body.graded_thresholds else {})
+                                                    if body.graded_thresholds else {}) \
+        | ({"max_cost": body.max_cost} if body.max_cost is not None else {})
     for table in set(overrides) & set(TABLES):  # their entries add to the configuration's
         overrides[table] = {**dict(getattr(config, table)), **overrides[table]}
     return TargetConfig.from_dict({**config.to_dict(), **overrides}) if overrides else config
@@ -127,6 +131,11 @@ def judge_settings(body: JudgingIn, principal: Principal) -> dict[str, Any]:
 
 def launch(manager: CampaignManager, body: RunSettings, where: LaunchRequest) -> str:
     """Launch with the body's options (`where`: dataset or suite, config, target, principal, campaign id)."""
-    return manager.launch(replace(where, use_judge=body.use_judge, judges=tuple(body.judges),
-                                  judge_samples=body.judge_samples, concurrency=body.concurrency,
-                                  time_limit=body.time_limit, max_failed_share=body.max_failed_share, name=body.name))
+    return manager.launch(request_of(body, where))
+
+
+def request_of(body: RunSettings, where: LaunchRequest) -> LaunchRequest:
+    """The launch the body asks for (`where`: dataset or suite, config, target, principal, campaign id)."""
+    return replace(where, use_judge=body.use_judge, judges=tuple(body.judges), judge_samples=body.judge_samples,
+                   concurrency=body.concurrency, time_limit=body.time_limit,
+                   max_failed_share=body.max_failed_share, name=body.name)

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.experimental.missing_sentinel import MISSING
 
 from evalcore.campaigns import Aggregate, Campaign, QuestionResult, Summary
+from evalcore.campaigns.estimate import Estimate
 from evalcore.campaigns.labels import Label
 from evalcore.campaigns.listing import CampaignRow
 from evalcore.campaigns.records import DIAGNOSIS
@@ -100,6 +101,7 @@ if TYPE_CHECKING:  # the type checker sees models; what they hold is derived whe
     PreferenceOut = BaseModel
     TrustOut = BaseModel
     JobOut = BaseModel
+    EstimateOut = BaseModel
 else:
     CampaignOut = api_type(Campaign)
     AggregateOut = api_type(Aggregate)
@@ -112,6 +114,7 @@ else:
     CampaignListed = model_of(CampaignRow, "CampaignListed")
     TargetOut = model_of(SavedTarget, "TargetOut")
     CaseOut = api_type(Case)
+    EstimateOut = api_type(Estimate)
     LabelOut = api_type(Label)
     AgreementOut = api_type(Agreement)
     # The API describes agent_id in its own words (what the name means there); the record's other keys as declared.
@@ -189,6 +192,10 @@ class RunDetail(BaseModel):
 
 class RunOnly(BaseModel):
     run: CampaignOut
+
+
+class EstimateOnly(BaseModel):
+    estimate: EstimateOut
 
 
 class RunList(BaseModel):

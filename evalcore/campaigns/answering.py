@@ -7,16 +7,19 @@ from dataclasses import dataclass, field
 
 from evalcore import metrics
 from evalcore.campaigns.records import Outcome, Question, RunOptions, sources_of
+from evalcore.costs import GENERATOR, PriceTable, Usage, price_table, priced
 from evalcore.diagnosis import Evidence, GenerationMarks, Stage, attribute
 from evalcore.errors import EvalError
 from evalcore.judges import JudgeSettings, Passage, Verdict, run_judge
 from evalcore.metrics.checks import prepared
 from evalcore.metrics.graded import GradedScale
-from evalcore.models import metered, noticed, refuse_long_reply
+from evalcore.models import Meter, metered, noticed, refuse_long_reply
 from evalcore.models.http import Calls
 from evalcore.store import StoreCallCache
 from evalcore.targets import Retrieved, Target, TargetAnswer, TargetConfig
 from evalcore.targets.knowledge import PassageLike
+
+UNNAMED_MODEL = "the target's own model (not named)"
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class Plan:
     owner_token: str = ""  # this session's claim on the campaign: a runner writes only while it holds it
     calls: Calls = field(default_factory=Calls)  # its HTTP connections, closed when the campaign ends
     answers_from: str | None = None  # a re-judge: the campaign whose stored answers it judges
+    prices: PriceTable = field(default_factory=price_table)  # what each question's model calls cost
 
 
 def error_text(error: BaseException) -> str:
@@ -54,6 +58,7 @@ class Asked:
     error: str | None = None
     latency_s: float = 0.0
     tokens: tuple[int, int] = (0, 0)  # prompt, completion: those of the calls that succeeded, for a failed question
+    calls: tuple[tuple[str, str, int, int], ...] = ()  # role, model, prompt and completion tokens of every call
 
     @classmethod
     def timed_out(cls, limit: float) -> Asked:
@@ -80,25 +85,43 @@ def ask(target: Target, question: Question) -> Asked:
             # Scoring work grows with the answer's length: whatever the target, nothing over the cap is
             # scored, so a question past its time limit stops costing CPU within a bounded time.
             refuse_long_reply(reply.answer, target.config.max_reply_chars)
-            return Asked(reply, latency_s=time.perf_counter() - start)
+            return Asked(reply, latency_s=time.perf_counter() - start, calls=calls_of(meter, reply))
         except Exception as error:  # noqa: BLE001 - a failed question is recorded and the campaign goes on
             # The calls that did succeed were paid for: their tokens stay on the question.
-            tokens = (meter.prompt["answer"], meter.completion["answer"])
-            return Asked(None, error_text(error), time.perf_counter() - start, tokens)
+            return Asked(None, error_text(error), time.perf_counter() - start, meter.total(), calls_of(meter))
+
+
+def calls_of(meter: Meter, reply: TargetAnswer | None = None) -> tuple[tuple[str, str, int, int], ...]:
+    """The tokens a meter counted, by role and model; a target's own count beyond them (a target of one's own
+    that calls its model some other way) as an unnamed model's, which has no price."""
+    calls = [(role, model, prompt, completion) for (role, model), (prompt, completion) in meter.tokens.items()]
+    if reply is not None:
+        counted = meter.total()
+        beyond = (reply.prompt_tokens - counted[0], reply.completion_tokens - counted[1])
+        if beyond[0] > 0 or beyond[1] > 0:
+            calls.append((GENERATOR, UNNAMED_MODEL, max(beyond[0], 0), max(beyond[1], 0)))
+    return tuple(calls)
+
+
+def usage_of(plan: Plan, asked: Asked, verdicts: dict[str, Verdict]) -> tuple[Usage, ...]:
+    """A question's tokens by role and model, the target's then each judge's, priced by the plan's table."""
+    calls = [*asked.calls, *((f"judge:{name}", verdict.model, verdict.prompt_tokens, verdict.completion_tokens)
+                             for name, verdict in verdicts.items() if verdict.tokens)]
+    return tuple(priced(role, model, prompt, completion, plan.prices) for role, model, prompt, completion in calls)
 
 
 def settle(plan: Plan, question: Question, asked: Asked) -> Outcome:
     """The outcome of an asked question: scored and judged, or its error (recorded, never raised)."""
     if asked.reply is None:
-        return Outcome.failed(asked.error or "no reply", asked.latency_s, asked.tokens)
+        return Outcome.failed(asked.error or "no reply", asked.latency_s, asked.tokens, usage_of(plan, asked, {}))
     try:
-        return scored(plan, question, asked.reply, asked.latency_s)
+        return scored(plan, question, asked, asked.reply)
     except Exception as error:  # noqa: BLE001 - a failed question is recorded and the campaign goes on
         return Outcome.failed(error_text(error), asked.latency_s,
-                              (asked.reply.prompt_tokens, asked.reply.completion_tokens))
+                              (asked.reply.prompt_tokens, asked.reply.completion_tokens), usage_of(plan, asked, {}))
 
 
-def scored(plan: Plan, question: Question, reply: TargetAnswer, latency: float) -> Outcome:
+def scored(plan: Plan, question: Question, asked: Asked, reply: TargetAnswer) -> Outcome:
     """The outcome of an answered question: measures on what was retrieved and answered, then the judges."""
     retrieved = tuple(reply.retrieved)
     context = retrieved if reply.context is None else tuple(reply.context)
@@ -124,9 +147,9 @@ def scored(plan: Plan, question: Question, reply: TargetAnswer, latency: float) 
         metrics.judge_abstention(scores, answer=reply.answer, answerable=question.answerable, refused=refused)
     stage = diagnose(plan.target.config, question, retrieved, context, scores.values, verdicts)
     return Outcome(answer=reply.answer, retrieved=retrieved, context=context, sources=sources, measures=scores.values,
-                   signatures=scores.signatures, results=scores.results, judges=verdicts, latency_s=latency,
+                   signatures=scores.signatures, results=scores.results, judges=verdicts, latency_s=asked.latency_s,
                    prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens, notes=tuple(notes),
-                   diagnosis=stage, queries=tuple(reply.queries))
+                   diagnosis=stage, queries=tuple(reply.queries), usage=usage_of(plan, asked, verdicts))
 
 
 def answer_embedding(model: str) -> metrics.AnswerEmbedding | None:

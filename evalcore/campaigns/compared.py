@@ -118,6 +118,7 @@ class ComparedRows:
     errors: list[str | None] = field(default_factory=list)
     diagnosis: list[Stage | None] = field(default_factory=list)
     queries: list[tuple[str, ...]] = field(default_factory=list)
+    costs: list[tuple[float | None, str]] = field(default_factory=list)  # each one's cost (None: no price), currency
     judges: list[Mapping[str, Verdict]] = field(default_factory=list)
     values: list[Values] = field(default_factory=list)
     relevant: list[frozenset[int]] = field(default_factory=list)
@@ -184,6 +185,7 @@ class ComparedRows:
             rows.errors.append(outcome.error)
             rows.diagnosis.append(outcome.diagnosis)
             rows.queries.append(outcome.queries)
+            rows.costs.append((outcome.cost.amount, outcome.cost.currency))
             rows.judges.append(dict(outcome.judges))
             rows.values.append(row_values(result))
             rows.relevant.append(relevant_pids(question.relevant))
@@ -198,7 +200,7 @@ class ComparedRows:
 
 # What a comparison reads of a question and its result; a re-judge's shared columns come from the judged campaign's
 # row (`s`) at the same position.
-_OWN = ("position", "qid", "measures", "judges", "error", "diagnosis")
+_OWN = ("position", "qid", "measures", "judges", "error", "diagnosis", "cost", "currency")
 _SHARED = ("answer", "retrieved", "context", "sources", "queries")
 _QUESTION = ("question", "relevant", "expected_sources")
 _COLUMNS = (*_QUESTION, *_OWN, *_SHARED)
@@ -206,8 +208,13 @@ _AT = {name: position for position, name in enumerate(_COLUMNS)}
 _JOIN = "FROM results r JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = r.position"
 
 
+# A row stored before costs were kept has no cost: nothing when it spent no token (as Outcome.cost says).
+_COST = ("CASE WHEN r.usage IS NULL AND r.prompt_tokens + r.completion_tokens + r.judge_prompt_tokens "
+         "+ r.judge_completion_tokens = 0 THEN 0 ELSE r.cost END")
+
+
 def _select(shared: bool) -> str:
-    columns = ([f"q.{name}" for name in _QUESTION] + [f"r.{name}" for name in _OWN]
+    columns = ([f"q.{name}" for name in _QUESTION] + [_COST if name == "cost" else f"r.{name}" for name in _OWN]
                + [f"{'s' if shared else 'r'}.{name}" for name in _SHARED])
     join = " JOIN results s ON s.campaign_id = ? AND s.position = r.position" if shared else ""
     return f"SELECT {', '.join(columns)} {_JOIN}{join} WHERE r.campaign_id = ? ORDER BY r.position LIMIT ?"
@@ -287,6 +294,8 @@ def _compared(columns: list[tuple[Any, ...]]) -> ComparedRows:
     out.texts = list(_column(columns, "question"))
     out.keys = [key_of(qid, text) for qid, text in zip(_column(columns, "qid"), out.texts, strict=True)]
     out.values = [measure_values(measures or {}) for measures in stored_column(_column(columns, "measures"))]
+    out.costs = [(cost, currency or "")
+                 for cost, currency in zip(_column(columns, "cost"), _column(columns, "currency"), strict=True)]
     texts = _column(columns, "judges")
     for values, text, verdicts in zip(out.values, texts, decoded(texts), strict=True):
         verdicts = verdicts or {}

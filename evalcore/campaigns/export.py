@@ -14,7 +14,7 @@ from evalcore.judges import FIELD_NAMES, flat_fields
 from evalcore.store import Store
 
 FIXED_COLUMNS = ("qid", "question", "expected_answer", "answer", "sources", "error", "diagnosis", "latency_s",
-                 "prompt_tokens", "completion_tokens", "attempts", "queries")
+                 "prompt_tokens", "completion_tokens", "cost", "currency", "attempts", "queries")
 
 
 def judge_fields(outcome: Outcome, names: str = "project",
@@ -44,8 +44,11 @@ def result_table(results: list[QuestionResult], names: str = "project",
     extra = list(dict.fromkeys(name for r in results for name in judge_fields(r.outcome, names, marks)))
     rows: list[list[object]] = []
     for r in results:
+        cost = r.outcome.cost
         fixed = {**r.to_dict(), "sources": " | ".join(str(s.title or s.id) for s in r.outcome.sources),
-                 "queries": "\n".join(r.outcome.queries)}
+                 "queries": "\n".join(r.outcome.queries), "currency": cost.currency,
+                 # "no price" rather than 0: a model without a price is never counted as free.
+                 "cost": cost.amount if cost.amount is not None else cost.text()}
         judged = judge_fields(r.outcome, names, marks)
         rows.append([fixed[name] for name in FIXED_COLUMNS] + [r.outcome.measures.get(name) for name in measures]
                     + [judged.get(name) for name in extra])

@@ -21,6 +21,7 @@ from evalcore.campaigns.queries import (
     read_figures,
 )
 from evalcore.campaigns.records import Campaign, CampaignKind, results_version
+from evalcore.costs import Cost
 from evalcore.datasets import DEFAULT_DATASET
 from evalcore.errors import EvalError
 from evalcore.metrics.registry import display_order, higher_is_better, verdict_basis
@@ -31,10 +32,11 @@ from evalcore.targets.config import TargetConfig
 from evalcore.targets.presets import DEFAULTS
 from evalcore.targets.saved import list_targets
 
+COST_FIGURES = "cost/1"  # a campaign's total as lists show it, kept beside its headline means
 # The measures that decide a question's verdict in a comparison are the ones a list shows.
 HEADLINE = tuple(sorted(verdict_basis(), key=display_order))
 SETTINGS = ("retriever", "reranker", "generator", "top_k")
-SORT_KEYS = ("created", "name", "source", "status", *SETTINGS, *HEADLINE)
+SORT_KEYS = ("created", "name", "source", "status", *SETTINGS, *HEADLINE, "cost")
 
 
 def dataset_label(source: str) -> str:
@@ -76,12 +78,13 @@ class CampaignRow:
     settings: Settings = field(metadata=doc())
     headline: dict[str, float] = field(metadata=doc("mean of each headline measure the campaign has (those that "
                                                     "decide a question's verdict in a comparison)"))
+    cost: Cost = field(default=Cost(0.0), metadata=doc("what the campaign's model calls cost so far"))
 
     def cell(self, key: str) -> Any:
         """The value a list sorts on (None when absent)."""
         c = self.campaign
         cells = {"created": c.created_at, "name": c.name.casefold(), "source": self.source_name.casefold(),
-                 "status": c.status_text, **self.settings.to_dict()}
+                 "status": c.status_text, "cost": self.cost.amount, **self.settings.to_dict()}
         return cells[key] if key in cells else self.headline.get(key)
 
     def matches(self, text: str) -> bool:
@@ -93,7 +96,8 @@ class CampaignRow:
 
     def to_dict(self) -> dict[str, Any]:
         """The list's own fields (the API adds them to the campaign's)."""
-        return {"source_name": self.source_name, "settings": self.settings.to_dict(), "headline": self.headline}
+        return {"source_name": self.source_name, "settings": self.settings.to_dict(), "headline": self.headline,
+                "cost": self.cost.to_dict()}
 
 
 def campaign_rows(store: Store, tenant: str | None = None, *, principal: Principal | None = None,
@@ -103,9 +107,40 @@ def campaign_rows(store: Store, tenant: str | None = None, *, principal: Princip
     their headline means when the caller has them already)."""
     campaigns = list(campaigns) if campaigns is not None else list_campaigns(store, tenant, principal=principal)
     means = means if means is not None else headline_means(store, campaigns)
+    costs = campaign_costs(store, campaigns)
     suites = suite_names(store, scope(principal, tenant))
-    return [CampaignRow(c, source_name(c.kind, c.source, suites), Settings.of(c.config.target), means.get(c.id, {}))
-            for c in campaigns]
+    return [CampaignRow(c, source_name(c.kind, c.source, suites), Settings.of(c.config.target), means.get(c.id, {}),
+                        costs.get(c.id, Cost(0.0))) for c in campaigns]
+
+
+def campaign_costs(store: Store, campaigns: Sequence[Campaign]) -> dict[str, Cost]:
+    """campaign id -> what its stored questions cost: kept figures for the campaigns whose results have not changed
+    since, the others summed (one query for all) and kept once they have ended."""
+    versions = {c.id: results_version(c) for c in campaigns}
+    kept = read_figures(store, COST_FIGURES, versions)
+    costs = {campaign_id: Cost.from_dict(data) for campaign_id, data in kept.items()}
+    missing = [c for c in campaigns if c.id not in costs]
+    if not missing:
+        return costs
+    rows = store.read(
+        "SELECT campaign_id, sum(cost) AS amount, min(currency) AS currency, count(DISTINCT currency) AS currencies, "
+        "count(CASE WHEN cost IS NULL AND prompt_tokens + completion_tokens + judge_prompt_tokens "
+        "+ judge_completion_tokens > 0 THEN 1 END) AS unpriced FROM results WHERE campaign_id IN "
+        f"({', '.join('?' * len(missing))}) GROUP BY campaign_id", [c.id for c in missing])
+    computed = {row["campaign_id"]: summed_cost(row) for row in rows}
+    ended = {c.id: versions[c.id] for c in missing if not c.active}
+    if ended:
+        keep_figures(store, COST_FIGURES, ended, {key: computed.get(key, Cost(0.0)).to_dict() for key in ended})
+    return costs | computed
+
+
+def summed_cost(row: Any) -> Cost:
+    """A campaign's cost from its results' sums: no total with a question unpriced or currencies mixed."""
+    if row["unpriced"]:
+        return Cost(None)
+    if row["currencies"] > 1:
+        return Cost(None, currencies=("several currencies",))
+    return Cost(row["amount"] or 0.0, row["currency"] or "")
 
 
 def headline_means(store: Store, campaigns: Sequence[Campaign]) -> dict[str, dict[str, float]]:
@@ -133,6 +168,7 @@ def keep_ended_figures(store: Store, campaign_id: str) -> None:
     after each campaign ends (`CampaignManager.after_each`)."""
     campaign = get_campaign(store, campaign_id)
     headline_means(store, [campaign])
+    campaign_costs(store, [campaign])
     panel_figures(store, campaign, campaign_id)
 
 

@@ -11,9 +11,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evalcore.access import Action, Principal, scope
+from evalcore.campaigns.budget import refuse_over_daily_budget
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.queries import get_campaign
 from evalcore.campaigns.records import (
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from evalcore.campaigns.answering import Plan
     from evalcore.campaigns.claims import Workers
     from evalcore.campaigns.cluster import Cluster
+    from evalcore.campaigns.estimate import Estimate
     from evalcore.campaigns.rejudging import RejudgeRequest
     from evalcore.campaigns.runner import Runner
     from evalcore.campaigns.supervisor import WorkerProcess
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
     from evalcore.jobs import JobKind, JobWorkers
     from evalcore.judges import JudgeSettings
     from evalcore.models import ChatModel
+    from evalcore.suites import Suite
     from evalcore.targets import Target, TargetConfig
 
 # What launching needs (the corpus, with the datasets' loader and pyarrow; the questions; the checks of a launch; the
@@ -163,6 +166,18 @@ def owned_elsewhere(campaign_id: str, store: Store) -> Conflict:
                         "asked again)")
 
 
+class Resolved(NamedTuple):
+    """A launch's request checked and resolved: what would run, before anything does."""
+
+    tenant: str
+    suite: Suite | None
+    config: TargetConfig
+    target_id: str | None
+    corpus: Dataset
+    questions: list[Question]
+    judges: tuple[str, ...]
+
+
 class CampaignManager:
     """Launch, resume, retry, cancel and delete campaigns; each runs on its own background thread."""
 
@@ -223,26 +238,15 @@ class CampaignManager:
         if hook not in self._after:
             self._after.append(hook)
 
-    def launch(self, request: LaunchRequest) -> str:
-        """Validate, store the campaign and start it in the background (or queue it for a worker); return the id.
-
-        The dataset or suite, the configuration's settings and the judges are checked before anything is stored.
-        A campaign that runs here also has its target built and checked (models reachable, weights loaded: seconds)
-        first; a queued one returns at once, and the worker that claims it makes those checks, failing the campaign
-        with the reason.
-
-        A principal launches in its own tenant, and only with a role that may change things.
-        """
-        from evalcore.campaigns.cluster import cluster_for
-        from evalcore.campaigns.corpus import graded_for, load_corpus
+    def _resolved(self, request: LaunchRequest) -> Resolved:
+        """What a launch asks for, checked: its tenant, suite, configuration, questions and judges."""
+        from evalcore.campaigns.corpus import load_corpus
         from evalcore.campaigns.launching import check_judges, resolve_config
         from evalcore.campaigns.questions import dataset_questions, suite_questions
         from evalcore.suites import get_suite
-        from evalcore.targets.allowed import check_request
 
         dataset, suite_id, config, target = request.dataset, request.suite_id, request.config, request.target
         target_id, limit, judges, use_judge = request.target_id, request.limit, request.judges, request.use_judge
-        name, cache, campaign_id = request.name, request.cache, request.campaign_id
         tenant = scope(request.principal, request.tenant, Action.CHANGE) or request.tenant
         if (dataset is None) == (suite_id is None):
             raise EvalError("give either a dataset or a suite", where="launch", fix="pass --dataset ID or --suite ID")
@@ -266,6 +270,34 @@ class CampaignManager:
             raise EvalError("there is no question to run", where=suite_id, fix="add questions first")
         judge_names = check_judges((("score",) if use_judge else ()) + tuple(judges)
                                    + tuple(name for name, _ in config.rubrics), tuple(dict(config.rubrics)))
+        return Resolved(tenant, suite, config, target_id, corpus, questions, judge_names)
+
+    def estimate(self, request: LaunchRequest) -> Estimate:
+        """What the launch would cost, before anything runs: from the same configuration's earlier campaigns (the
+        same judges too), else from the prompts of a sample of its questions (evalcore.campaigns.estimate)."""
+        from evalcore.campaigns.estimate import estimate_cost
+
+        tenant, _, config, _, corpus, questions, judges = self._resolved(request)
+        return estimate_cost(self.store, tenant, config, judges, questions, corpus)
+
+    def launch(self, request: LaunchRequest) -> str:
+        """Validate, store the campaign and start it in the background (or queue it for a worker); return the id.
+
+        The dataset or suite, the configuration's settings and the judges are checked before anything is stored.
+        A campaign that runs here also has its target built and checked (models reachable, weights loaded: seconds)
+        first; a queued one returns at once, and the worker that claims it makes those checks, failing the campaign
+        with the reason.
+
+        A principal launches in its own tenant, and only with a role that may change things.
+        """
+        from evalcore.campaigns.cluster import cluster_for
+        from evalcore.campaigns.corpus import graded_for
+        from evalcore.targets.allowed import check_request
+
+        refuse_over_daily_budget(self.store, scope(request.principal, request.tenant, Action.CHANGE) or request.tenant)
+        tenant, suite, config, target_id, corpus, questions, judge_names = self._resolved(request)
+        dataset, suite_id, target, use_judge = request.dataset, request.suite_id, request.target, request.use_judge
+        name, cache, campaign_id = request.name, request.cache, request.campaign_id
         if request.principal is not None:  # before any connection: a request picks only what the operator listed
             check_request(config)
         with cluster_for(config, target is not None) as cluster:  # an unreachable scheduler refuses the launch
@@ -363,6 +395,7 @@ class CampaignManager:
         from evalcore.campaigns.answering import Plan
         from evalcore.campaigns.corpus import graded_for
         from evalcore.campaigns.rejudging import StoredAnswers
+        from evalcore.costs import price_table
         from evalcore.models.http import Calls
 
         call_cache = StoreCallCache(self.store) if cache and target is None else None
@@ -393,7 +426,8 @@ class CampaignManager:
         if graded is not None and options.graded_thresholds:  # a resumed campaign keeps its launch's pass marks
             graded = graded._replace(thresholds=dict(options.graded_thresholds))
         return Plan(campaign_id, target, tuple(corpus.passages), tuple(questions), total, options, judges, judging,
-                    graded, call_cache, hits_before, token or new_owner_token(), calls, answers_from)
+                    graded, call_cache, hits_before, token or new_owner_token(), calls, answers_from,
+                    price_table(self.store.location))
 
     @staticmethod
     def _insert(conn: Connection, record: dict[str, Any], questions: list[Question], plan: Plan | None) -> None:
@@ -440,16 +474,18 @@ class CampaignManager:
 
     def resume(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
                target: Target | None = None, dataset: str | None = None, principal: Principal | None = None,
-               force: bool = False, run_on: tuple[str | None, str | None] = (None, None)) -> str:
+               force: bool = False, run_on: tuple[str | None, str | None] = (None, None),
+               max_cost: float | None = None) -> str:
         """Run the questions that have no result yet (after an interruption, a cancel or a failure).
 
         `dataset` is where the campaign's dataset is now, when its folder moved (same content).
         `force` takes over a campaign that another live process still owns (a paused one): that
         process stops at its next write, and its questions in flight are asked again here.
         `run_on` (executor, scheduler) changes where it runs from now on (another cluster, or this machine).
+        `max_cost` replaces its budget (a campaign stopped over_budget goes on with a larger one).
         """
         return self._rerun(campaign_id, "missing", scope(principal, tenant, Action.CHANGE), concurrency, target,
-                           dataset, force, run_on, principal)
+                           dataset, force, run_on, principal, max_cost)
 
     def retry_failed(self, campaign_id: str, *, tenant: str | None = None, concurrency: int | None = None,
                      target: Target | None = None, dataset: str | None = None,
@@ -461,7 +497,8 @@ class CampaignManager:
 
     def _rerun(self, campaign_id: str, only: str, tenant: str | None, concurrency: int | None,
                target: Target | None, dataset: str | None, force: bool = False,
-               run_on: tuple[str | None, str | None] = (None, None), principal: Principal | None = None) -> str:
+               run_on: tuple[str | None, str | None] = (None, None), principal: Principal | None = None,
+               max_cost: float | None = None) -> str:
         from evalcore.campaigns.cluster import cluster_for
         from evalcore.campaigns.corpus import load_corpus, stored_dataset_path
         from evalcore.campaigns.questions import stored_questions
@@ -475,9 +512,11 @@ class CampaignManager:
         campaign = get_campaign(self.store, campaign_id, tenant)
         if only == "failed":
             refuse_if_judged_again(self.store, campaign_id, "answer its failed questions again")
-        config = TargetConfig.from_dict(campaign.config).run_on(*run_on)
+        budget = {} if max_cost is None else {"max_cost": max_cost}
+        config = TargetConfig.from_dict({**campaign.config, **budget}).run_on(*run_on)
         if principal is not None:
             check_request(config)
+        refuse_over_daily_budget(self.store, campaign.tenant)
         if campaign.active and not force:
             raise owned_elsewhere(campaign_id, self.store)
         questions = stored_questions(self.store, campaign_id, only)

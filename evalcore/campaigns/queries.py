@@ -8,8 +8,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalcore.access import Principal, owned, scope
-from evalcore.campaigns.records import Aggregate, Campaign, QuestionResult, Summary, Tokens, results_version
+from evalcore.campaigns.records import UNRECORDED, Aggregate, Campaign, QuestionResult, Summary, Tokens, results_version
 from evalcore.campaigns.result_rows import QuestionLine, read_lines, read_results
+from evalcore.costs import GENERATOR, Usage, summed
 from evalcore.diagnosis import StageCounts
 from evalcore.errors import EvalError
 from evalcore.judges import JudgeResult
@@ -116,7 +117,7 @@ def visible_campaign(store: Store, campaign_id: str, principal: Principal | None
 # A campaign's figures are computed from its result rows once it has ended and kept (campaign_figures), under its
 # results version: a list of campaigns or a campaign's panel reads them instead of aggregating every row each time.
 # Kinds of figures, and the format of each (a new format is computed afresh).
-HEADLINE_FIGURES, PANEL_FIGURES = "headline/1", "panel/2"
+HEADLINE_FIGURES, PANEL_FIGURES = "headline/1", "panel/3"
 
 
 def panel_figures(store: Store, campaign: Campaign | None, campaign_id: str) -> tuple[dict[str, Aggregate], Summary]:
@@ -133,7 +134,8 @@ def panel_figures(store: Store, campaign: Campaign | None, campaign_id: str) -> 
             mean_coverage=summary["mean_coverage"], mean_judge_score=summary["mean_judge_score"],
             mean_latency_s=summary["mean_latency_s"], tokens=Tokens(**summary["tokens"]),
             judge_tokens=Tokens(**summary["judge_tokens"]), skipped=summary["skipped"], cut=summary["cut"],
-            no_claim=summary["no_claim"], unknown=summary["unknown"], judged=summary["judged"])
+            no_claim=summary["no_claim"], unknown=summary["unknown"], judged=summary["judged"],
+            usage=tuple(Usage(**use) for use in summary.get("usage") or ()))
     aggregates = compute_aggregates(store, campaign_id)
     summary = compute_summary(store, campaign_id, aggregates)
     if campaign is not None and not campaign.active:
@@ -209,7 +211,25 @@ def compute_summary(store: Store, campaign_id: str, aggregates: Mapping[str, Agg
                    mean_latency_s=row["latency"], tokens=Tokens(row["prompt"], row["completion"]),
                    judge_tokens=Tokens(row["judge_prompt"], row["judge_completion"]),
                    skipped=skipped, cut=cut, no_claim=no_claim, unknown=unknown,
-                   judged={name: count - skipped.get(name, 0) for name, count in verdicts.items()})
+                   judged={name: count - skipped.get(name, 0) for name, count in verdicts.items()},
+                   usage=campaign_usage(store, campaign_id))
+
+
+def campaign_usage(store: Store, campaign_id: str) -> tuple[Usage, ...]:
+    """A campaign's tokens and their cost by role and model, summed over its stored questions; the tokens of rows
+    stored before costs were kept count without their model, and so without a price."""
+    rows = store.read("SELECT usage, prompt_tokens, completion_tokens, judge_prompt_tokens, judge_completion_tokens "
+                      "FROM results WHERE campaign_id = ?", (campaign_id,))
+    uses: list[Usage] = []
+    for row in rows:
+        if row["usage"] is None:
+            for role, prompt, completion in ((GENERATOR, row["prompt_tokens"], row["completion_tokens"]),
+                                             ("judge", row["judge_prompt_tokens"], row["judge_completion_tokens"])):
+                if prompt + completion:
+                    uses.append(Usage(role, UNRECORDED, prompt, completion, None, ""))
+        else:
+            uses.extend(Usage.from_json(use) for use in json.loads(row["usage"]))
+    return summed(uses)
 
 
 def judge_counts(store: Store, campaign_id: str, key: str, test: str) -> dict[str, int]:

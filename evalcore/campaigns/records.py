@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from evalcore import store
 from evalcore.campaigns.pace import estimate
+from evalcore.costs import Cost, Usage
 from evalcore.diagnosis import Stage
 from evalcore.judges import JudgeResult, Verdict
 from evalcore.lifecycle import CampaignStatus
@@ -27,6 +28,7 @@ from evalcore.targets.config import Snapshot
 from evalcore.targets.saved import ID_NAMES
 
 Row = store.Row | Mapping[str, Any]
+UNRECORDED = "a model not recorded (stored before costs were kept)"
 
 
 class CampaignKind(StrEnum):
@@ -140,7 +142,8 @@ class Campaign:
                                                                        "whole"))
     status: CampaignStatus = field(metadata=doc("queued (waiting for a worker), pending, running, succeeded, "
                                                 "succeeded_with_failures (every question ran, some failed), failed, "
-                                                "interrupted or cancelled"))
+                                                "interrupted, cancelled, or over_budget (stopped between questions at "
+                                                "its budget: resumable with a larger one)"))
     error: str | None = field(metadata=doc())
     total: int = field(metadata=doc())
     finished: int = field(metadata=doc())
@@ -333,14 +336,26 @@ class Outcome:
     queries: tuple[str, ...] = field(default=(), metadata=doc("the texts a query transformation retrieved with (a "
                                                               "rewrite, the multi-query rewrites, a HyDE passage); "
                                                               "empty without one"))
+    usage: tuple[Usage, ...] = field(default=(), metadata=doc(
+        "tokens and their cost by role and model: the target's calls (generator, query, rerank) and each judge's "
+        "(judge:NAME), priced when the question was answered; empty in rows stored before costs were kept"))
 
-    JSON_EXTRA = (Key("judge_prompt_tokens", int), Key("judge_completion_tokens", int))
+    JSON_EXTRA = (Key("judge_prompt_tokens", int), Key("judge_completion_tokens", int),
+                  Key("cost", Cost, "what the question's model calls cost (the sum of usage)"))
 
     @classmethod
-    def failed(cls, error: str, latency_s: float | None, tokens: tuple[int, int] = (0, 0)) -> Outcome:
-        """A question that produced no answer (keeping the tokens of the calls that did succeed)."""
+    def failed(cls, error: str, latency_s: float | None, tokens: tuple[int, int] = (0, 0),
+               usage: tuple[Usage, ...] = ()) -> Outcome:
+        """A question that produced no answer (keeping the tokens of the calls that did succeed, and their cost)."""
         return cls(error=error, latency_s=latency_s, prompt_tokens=tokens[0], completion_tokens=tokens[1],
-                   diagnosis=Stage.FAILED)
+                   diagnosis=Stage.FAILED, usage=usage)
+
+    @property
+    def cost(self) -> Cost:
+        """What the question's model calls cost; no price for tokens stored before costs were kept (no usage)."""
+        if not self.usage and self.prompt_tokens + self.completion_tokens + sum(self.judge_tokens):
+            return Cost(None, unpriced=(UNRECORDED,))
+        return Cost.of(self.usage)
 
     @property
     def judge_tokens(self) -> tuple[int, int]:
@@ -369,6 +384,7 @@ class Outcome:
             error=row["error"], notes=tuple(loaded(row["notes"])),
             diagnosis=Stage(row["diagnosis"]) if row["diagnosis"] else None,
             queries=tuple(loaded(row["queries"])),
+            usage=tuple(map(Usage.from_json, loaded(row["usage"]) or ())),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -381,7 +397,8 @@ class Outcome:
                 "latency_s": self.latency_s, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens, "judge_prompt_tokens": self.judge_tokens[0],
                 "judge_completion_tokens": self.judge_tokens[1], "error": self.error, "notes": list(self.notes),
-                "diagnosis": str(self.diagnosis) if self.diagnosis else None, "queries": list(self.queries)}
+                "diagnosis": str(self.diagnosis) if self.diagnosis else None, "queries": list(self.queries),
+                "usage": [use._asdict() for use in self.usage], "cost": self.cost.to_dict()}
 
 
 def loaded(value: Any) -> Any:
@@ -490,8 +507,12 @@ class Summary:
         "judge; never a pass"))
     judged: dict[str, int] = field(default_factory=dict, metadata=doc(
         "per judge, the questions it was asked to judge (its verdicts but the skipped)"))
+    usage: tuple[Usage, ...] = field(default=(), metadata=doc(
+        "tokens and their cost by role and model over the stored questions (each priced when it was answered)"))
 
     JSON_EXTRA = (Key("total_tokens", int),
+                  Key("cost", Cost, "what the campaign's model calls cost so far (no amount: a model without a price, "
+                                    "or prices in several currencies)"),
                   Key("unknown_share", dict[str, float], "per judge, unknown / judged"),
                   Key("warnings", list[str], f"a line per judge whose verdicts are unreadable on more than "
                                              f"{UNKNOWN_WARNING_SHARE:.0%} of the questions it judged"))
@@ -500,6 +521,11 @@ class Summary:
     def total_tokens(self) -> int:
         """Answer and judge tokens together."""
         return self.tokens.total + self.judge_tokens.total
+
+    @property
+    def cost(self) -> Cost:
+        """What the stored questions' model calls cost."""
+        return Cost.of(self.usage)
 
     @property
     def unknown_share(self) -> dict[str, float]:
@@ -523,9 +549,11 @@ class Summary:
         return {"answered": self.answered, "failed": self.failed, "sources_found_rate": self.sources_found_rate,
                 "mean_coverage": self.mean_coverage, "mean_judge_score": self.mean_judge_score,
                 "mean_latency_s": self.mean_latency_s, "tokens": self.tokens.to_dict(),
-                "judge_tokens": self.judge_tokens.to_dict(), "total_tokens": self.total_tokens,
-                "skipped": self.skipped, "cut": self.cut, "no_claim": self.no_claim, "unknown": self.unknown,
-                "judged": self.judged, "unknown_share": self.unknown_share, "warnings": self.warnings}
+                "judge_tokens": self.judge_tokens.to_dict(), "skipped": self.skipped, "cut": self.cut,
+                "no_claim": self.no_claim, "unknown": self.unknown,
+                "judged": self.judged, "usage": [use._asdict() for use in self.usage],
+                "total_tokens": self.total_tokens, "cost": self.cost.to_dict(),
+                "unknown_share": self.unknown_share, "warnings": self.warnings}
 
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from evalcore.campaigns.answering import Plan, error_text
+from evalcore.campaigns.budget import Budget
 from evalcore.campaigns.executors import Executor, LocalExecutor
 from evalcore.campaigns.pace import Window
 from evalcore.campaigns.records import Outcome, Question
@@ -82,12 +83,14 @@ class Runner:
         self.store_lost = False  # released because the store could not be reached for too long
         self.thread = threading.Thread(target=self.run, name=f"campaign-{plan.campaign_id}", daemon=True)
         self._failed = 0
+        self._finished = 0  # the campaign's stored questions, after this session's last write
         self._writer = ResultWriter(store, plan.campaign_id, plan.owner_token, shared=plan.answers_from is not None)
         self._stage_written = 0.0
         self._step: str | None = None  # the index build's step being reported
         self._stage: tuple[object, ...] = ()  # its latest report (stage, done, total, pace), stored by the heartbeat
         self._stage_lock = threading.Lock()  # the campaign thread and the heartbeat write the stage in turn
         self._asking = False  # the questions' stage has started
+        self._budget: Budget  # what it has spent, against its budgets (read once the target is ready)
         self._pace = Window()
         self._ended = threading.Event()
         self._beats = threading.Thread(target=self._beat_loop, name=f"heartbeat-{plan.campaign_id}", daemon=True)
@@ -181,6 +184,7 @@ class Runner:
         )
         self._beats.start()
         self.executor.prepare(self._preparing)
+        self._budget = Budget(self.store, self.plan.campaign_id, self.plan.target.config.max_cost)
         self._questions_start()
 
     def _preparing(self, done: int, total: int, step: str = "indexing the corpus") -> None:
@@ -222,15 +226,20 @@ class Runner:
         unsaved: list[tuple[Question, Outcome]] = []  # finished, to be written with those that follow them
         since = 0.0  # when the oldest of them finished
         stop = self._stop_reason()  # a cancel may have come during the setup (a long index build)
-        while (pending and stop is None) or executor.busy:
-            self._fill(pending, stop)
+        # At its budget a campaign asks no more questions, but those in flight finish and are stored: paid for.
+        spent = self._budget.reason()
+        while (pending and stop is None and spent is None) or executor.busy:
+            self._fill(pending, stop or (spent and spent[1]))
             finished = executor.collect()
             stop = stop or self._stop_reason()  # a cancel may have come while waiting
+            self._budget.add(outcome for _, outcome in finished)
+            if spent is None and (spent := self._budget.reason()) is not None:
+                executor.cancel()  # the questions waiting for a thread are not asked; those asked finish
             # Refill the freed slots before the (serialised) write, so questions never wait on the disk;
             # not after a failure, which may cross the failed-share limit once counted.
             succeeded = all(outcome.error is None for _, outcome in finished)
             if succeeded:
-                self._fill(pending, stop)
+                self._fill(pending, stop or (spent and spent[1]))
             if finished and not unsaved:
                 since = time.monotonic()
             unsaved += [(by_position[position], outcome) for position, outcome in finished]
@@ -250,6 +259,8 @@ class Runner:
             return CampaignStatus.CANCELLED, None
         if stop is not None:
             return CampaignStatus.FAILED, stop
+        if spent is not None and self._finished < self.plan.total:
+            return spent
         if self._failed:
             return CampaignStatus.SUCCEEDED_WITH_FAILURES, None
         return CampaignStatus.SUCCEEDED, None
@@ -277,7 +288,8 @@ class Runner:
             return
         extra = {"cache_hits": self._cache_hits()}
         try:
-            _, self._failed = self._write(lambda conn: self._writer.write(conn, rows, passages, signatures, extra))
+            self._finished, self._failed = self._write(
+                lambda conn: self._writer.write(conn, rows, passages, signatures, extra))
         except (sqlite3.IntegrityError, NotOwner):
             raise CampaignGone from None
 

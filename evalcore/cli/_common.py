@@ -101,6 +101,17 @@ def share(text: str) -> float:
     return value
 
 
+def amount(text: str) -> float:
+    """argparse type: an amount of money of at least 0, in the prices' currency."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected an amount of at least 0 (in the prices' currency), found {text!r}")
+    return value
+
+
 def positive_seconds(text: str) -> float:
     """argparse type: a finite number of seconds above 0 (nan and inf would switch a limit off)."""
     try:

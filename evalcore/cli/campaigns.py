@@ -23,6 +23,7 @@ from evalcore.cli._common import (
     add_campaign_argument,
     add_db_option,
     add_execution_options,
+    amount,
     manager_of,
     run_on,
     store_of,
@@ -69,6 +70,10 @@ def register(commands: Commands) -> None:
                                 help="take over a campaign another live process still owns (e.g. paused with "
                                      "Ctrl-Z): it stops at its next write and its questions in flight are asked again")
             add_execution_options(action)
+        if name == "resume":
+            action.add_argument("--max-cost", type=amount, metavar="AMOUNT",
+                                help="a new budget (max_cost) in the prices' currency: a campaign stopped at its "
+                                     "budget goes on with a larger one")
         action.set_defaults(handler=handler)
     rename = actions.add_parser("rename", help="give a campaign another name")
     add_campaign_argument(rename)
@@ -104,7 +109,7 @@ def list_command(args: argparse.Namespace) -> int:
         return 0
     measures = [name for name in HEADLINE if any(name in row.headline for row in rows)]  # no empty column
     header = ("name", "dataset/suite", "status", "created", "progress", "retriever", "reranker", "generator", "top-k",
-              *measures, "id")
+              *measures, "cost", "id")
     print("\n".join(_table([header, *(_list_cells(row, measures) for row in rows)])))
     return 0
 
@@ -115,7 +120,7 @@ def _list_cells(row: CampaignRow, measures: list[str]) -> tuple[str, ...]:
     return (c.name, f"{c.kind} {row.source_name}", c.status_text,
             time.strftime("%Y-%m-%d %H:%M", time.localtime(c.created_at)),
             f"{c.finished}/{c.total}", s.retriever, s.reranker, s.generator, "-" if s.top_k is None else str(s.top_k),
-            *means, c.id)
+            *means, row.cost.text(), c.id)
 
 
 def _table(lines: list[tuple[str, ...]]) -> list[str]:
@@ -158,7 +163,7 @@ def resume_command(args: argparse.Namespace) -> int:
     """Resume in the foreground."""
     manager = manager_of(args)
     campaign_id = manager.resume(args.id, concurrency=args.concurrency, dataset=args.dataset, force=args.force,
-                                 run_on=run_on(args))
+                                 run_on=run_on(args), max_cost=args.max_cost)
     return follow(manager, campaign_id, as_json=args.json)
 
 

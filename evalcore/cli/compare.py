@@ -251,6 +251,8 @@ def format_comparison(comparison: Comparison, names: dict[str, str] | None = Non
                  + f" (by {comparison.basis_reason})")
     if comparison.tolerance_note:
         lines.append(f"tolerance: {comparison.tolerance_note}")
+    if comparison.cost is not None:
+        lines.append(f"cost: {comparison.trade_off} ({comparison.cost.text()})")
     lines += transition_lines(comparison.transitions)
     width = max([28, *(len(m.measure) for m in comparison.measures)])  # long names stay in their column
     if not comparison.measures:

@@ -33,6 +33,7 @@ from evalcore.cli._common import JUDGE_FLAGS, Commands, add_db_option, add_judge
 from evalcore.cli.compare import add_sweep_columns, format_sweep, sweep_columns
 from evalcore.compare import compare_sweep
 from evalcore.compare.pairing import previous
+from evalcore.costs import cost_line
 from evalcore.datasets import dataset_summary, load_dataset
 from evalcore.diagnosis import STAGES, StageCounts
 from evalcore.errors import EvalError
@@ -42,6 +43,7 @@ from evalcore.gates import (
     Exit,
     Gate,
     campaign_checks,
+    cost_checks,
     exit_code,
     gates_from_toml,
     parse_gate,
@@ -91,6 +93,15 @@ def register(commands: Commands) -> None:
                              "compared (e.g. retriever=bm25,vector,hybrid)")
     parser.add_argument("--max-failed-share", type=float, metavar="F",
                         help="stop once more than this share of the questions failed (default 0.5; 1 = never stop)")
+    costs = parser.add_argument_group("cost", "amounts in the currency of the prices (docs/costs.md)")
+    costs.add_argument("--estimate", action="store_true",
+                       help="print what the campaign would cost (from this configuration's earlier campaigns, else "
+                            "by counting the prompts of a sample of its questions) and exit without running it")
+    costs.add_argument("--max-cost", type=_common.amount, metavar="AMOUNT",
+                       help="stop between questions once the campaign has cost this much (status over_budget; "
+                            "`campaigns resume ID --max-cost LARGER` goes on); sets the configuration's max_cost")
+    costs.add_argument("--fail-over-cost", type=_common.amount, metavar="AMOUNT",
+                       help="exit 4 when the campaign cost more than this (or has a model without a price)")
     add_judge_options(parser)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override one configuration key, e.g. graded_label_max=3; repeatable")
@@ -148,8 +159,12 @@ def run_command(args: argparse.Namespace) -> int:
     manager = _common.manager_of(args, create=True)
     config, target_id = configuration(manager, args)
     config = config.run_on(*_common.run_on(args))  # where it runs: still the saved target it was
+    if args.max_cost is not None:
+        config = replace(config, max_cost=args.max_cost)
     gates = run_gates(args)  # a mistyped gate fails before the run, not after it
     request = launch_request(args, config, target_id)
+    if args.estimate:
+        return print_estimate(manager, request, args)
     if not args.sweep:
         campaign_id = launch(manager, request, as_json=args.json)
         if follow(manager, campaign_id, as_json=args.json) == LOST_EXIT:
@@ -166,6 +181,17 @@ def run_command(args: argparse.Namespace) -> int:
     print(json.dumps(sweep.to_dict(), indent=2, ensure_ascii=False, default=str) if args.json
           else "\n".join(format_sweep(sweep, sweep_columns(sweep, args.measures, args.all))))
     return gate_campaigns(manager.store, args, gates, ids)
+
+
+def print_estimate(manager: CampaignManager, request: LaunchRequest, args: argparse.Namespace) -> int:
+    """`run --estimate`: what the launch would cost (each request of a sweep), nothing run."""
+    requests = sweep_requests(request, *parse_sweep(args.sweep), one_after_another=True) if args.sweep else [request]
+    estimates = [manager.estimate(each) for each in requests]
+    if args.json:
+        print(json.dumps([estimate.to_dict() for estimate in estimates], indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(estimate.text() for estimate in estimates))
+    return 0
 
 
 def run_gates(args: argparse.Namespace) -> list[Gate]:
@@ -190,6 +216,8 @@ def gate_campaigns(store: Store, args: argparse.Namespace, gates: list[Gate], id
         own = campaign_checks(gates, rows) + question_failures(rows)
         if args.max_unknown_share is not None:
             own += unknown_checks(campaign_summary(store, campaign_id), args.max_unknown_share)
+        if args.fail_over_cost is not None:
+            own += cost_checks(campaign_summary(store, campaign_id), args.fail_over_cost)
         if len(ids) > 1:
             own = [replace(check, name=f"{campaign.name}: {check.name}") for check in own]
         checks += own
@@ -392,6 +420,7 @@ def format_report(report: Report) -> str:
     if summary.judge_tokens.total or summary.judged:
         lines += [f"judge tokens: {summary.judge_tokens.prompt} prompt + {summary.judge_tokens.completion} completion",
                   f"total tokens: {summary.total_tokens}"]
+    lines.append(cost_line(summary.usage, campaign.finished))
     lines.append(f"cache hits: {campaign.cache_hits}")
     lines += judge_lines(summary)
     return "\n".join(lines)

@@ -29,6 +29,7 @@ from evalcore.campaigns.compared import (
 )
 from evalcore.campaigns.result_rows import no_cycle_collection
 from evalcore.compare import power, saved, stats, worker
+from evalcore.compare.costs import cost_delta
 from evalcore.compare.deltas import (
     PASS_SUFFIX,
     CampaignHeader,
@@ -288,13 +289,15 @@ def compare_rows(a_campaign: Campaign, a: ComparedRows, b_campaign: Campaign, b:
         measures = statistics.result()
         if measures is None:   # the process gave nothing back: the same numbers, computed here
             measures = measure_entries(**job, pool=pool)
+    cost = cost_delta([a.costs[a_at[k]] for k in common], [b.costs[b_at[k]] for k in common], seed=seed,
+                      resamples=resamples)
     notes = notes_for(a_campaign, b_campaign, diff, common=len(common), measured=set(paired))
     notes += one_sided(a_common, b_common, set(paired))
     return Comparison(a=CampaignHeader.of(a_campaign), b=CampaignHeader.of(b_campaign), questions=questions,
                       measures=measures, config_diff=diff, seed=seed, resamples=resamples, notes=notes,
                       warnings=warnings_for(a_campaign, b_campaign, a.setups, b.setups, diff, len(common)),
                       effect=effect, paired=paired, basis=order[0] if order else None,
-                      basis_reason=reason).with_tolerances(tolerances or {})
+                      basis_reason=reason, cost=cost).with_tolerances(tolerances or {})
 
 
 def check_draws(seed: int, resamples: int) -> None:

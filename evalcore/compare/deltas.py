@@ -16,8 +16,10 @@ from evalcore import diagnosis
 from evalcore.campaigns import Campaign
 from evalcore.campaigns.records import CampaignKind
 from evalcore.compare import power
+from evalcore.compare.costs import CostDelta
 from evalcore.compare.preference import Preference
 from evalcore.compare.stats import McNemar
+from evalcore.costs import money
 from evalcore.diagnosis import Stage, Transition
 from evalcore.errors import EvalError
 from evalcore.judges import Verdict
@@ -468,6 +470,8 @@ class Comparison:
     tolerances: dict[str, float] = field(default_factory=dict, metadata=doc(hidden=True))
     pairwise: Preference | None = field(default=None, metadata=doc(
         "the pairwise judge's verdicts once asked (POST /api/v1/compare/pairwise, compare --pairwise); null before"))
+    cost: CostDelta | None = field(default=None, metadata=doc(
+        "B − A of the cost per question over the common questions, with its 95% interval, or why it is not given"))
 
     JSON_EXTRA = (Key("verdicts", dict[str, int], "how many questions got each verdict"),
                   Key("power_warnings", list[str], "measures with no significant difference that could not have "
@@ -480,7 +484,9 @@ class Comparison:
                                                                     "any difference counted"),
                   Key("tolerance", dict[str, float], "the smallest meaningful difference of each deciding measure"),
                   Key("unchanged", list[str], "measures with the same value in A and B on every common question"),
-                  Key("disagreements", list[str], "measures whose interval and test disagree, and what that means"))
+                  Key("disagreements", list[str], "measures whose interval and test disagree, and what that means"),
+                  Key("trade_off", str, "the deciding measure's change beside the cost's, in words, e.g. 'B: +0.04 "
+                                        "ndcg@10 [0.01, 0.07] at 1.8x the cost per question'"))
 
     def tolerance(self, measure: str) -> float:
         """The smallest difference of a question's `measure` that changes its verdict (asked, else the default)."""
@@ -521,6 +527,23 @@ class Comparison:
     def disagreements(self) -> list[str]:
         """One line per measure whose interval and test disagree, saying what that means."""
         return [f"{m.measure}: {m.disagreement}" for m in self.measures if m.disagreement]
+
+    @property
+    def trade_off(self) -> str:
+        """The deciding measure's change and interval beside what B costs per question against A, in words."""
+        name = self.basis or self.deciding
+        measure = next((m for m in self.measures if m.measure == name), None) or next(iter(self.measures), None)
+        quality = "" if measure is None else f"B: {measure_change(measure)}"
+        cost = self.cost
+        if cost is None:
+            return quality
+        if cost.refused or cost.delta is None:
+            return "; ".join(part for part in (quality, cost.text()) if part)
+        if cost.ratio is not None:
+            spent = f"{cost.ratio:.2g}x the cost per question"
+        else:
+            spent = f"{'+' if cost.delta >= 0 else '-'}{money(abs(cost.delta), cost.currency)} per question"
+        return f"{quality} at {spent}" if quality else f"B: {spent}"
 
     @property
     def unchanged(self) -> list[str]:
@@ -579,7 +602,18 @@ class Comparison:
                 "basis_reason": self.basis_reason, "verdicts_without_tolerance": self.strict_verdicts,
                 "tolerance": {name: self.tolerance(name) for name in self.bases if name and name != "error"},
                 "unchanged": self.unchanged, "disagreements": self.disagreements,
-                "pairwise": self.pairwise.to_dict() if self.pairwise else None}
+                "pairwise": self.pairwise.to_dict() if self.pairwise else None,
+                "cost": self.cost.to_dict() if self.cost else None, "trade_off": self.trade_off}
+
+
+def measure_change(measure: MeasureDelta) -> str:
+    """`+0.04 ndcg@10 [0.01, 0.07]`: a measure's mean change and its 95% interval."""
+    def number(value: float) -> str:
+        return f"{value:+.2f}" if value == 0 or abs(value) >= 0.005 else f"{value:+.2g}"
+
+    interval = "" if measure.ci_low is None or measure.ci_high is None else \
+        f" [{number(measure.ci_low).lstrip('+')}, {number(measure.ci_high).lstrip('+')}]"
+    return f"{number(measure.delta)} {measure.measure}{interval}"
 
 
 def unchanged_text(measures: list[str]) -> str:

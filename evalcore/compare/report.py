@@ -176,6 +176,8 @@ def verdicts_section(comparison: Comparison) -> str:
     counts = comparison.verdicts
     lines.append(table(list(VERDICT_ORDER), [[counts.get(v, 0) for v in VERDICT_ORDER]]))
     lines.append(f"<p>Verdicts by {esc(comparison.basis_reason or 'nothing in common')}.</p>")
+    if comparison.cost is not None:
+        lines.append(f"<p class=\"note\">Cost: {esc(comparison.trade_off)} ({esc(comparison.cost.text())}).</p>")
     if comparison.tolerance_note:
         lines.append(f"<p>Tolerance: {esc(comparison.tolerance_note)}.</p>")
     return "<h2>Verdicts per question</h2>" + "".join(lines)

@@ -25,6 +25,7 @@ import numpy as np
 
 from evalcore.campaigns import Campaign
 from evalcore.campaigns.records import results_version
+from evalcore.compare.costs import CostDelta
 from evalcore.compare.deltas import (
     CampaignHeader,
     Comparison,
@@ -47,8 +48,8 @@ log = logging.getLogger("evalcore.compare")
 # 7: the questions as one line each after the rest's JSON, with their verdict counts, transitions and bases
 # (KeptQuestions: read back and written out without decoding a question); 8: each line is its question's JSON with
 # tabs around the verdicts' texts (written out from the whole text, no line split); 9: a judge whose model or prompt
-# differs between the two is no verdict basis.
-FORMAT = 9
+# differs between the two is no verdict basis; 10: B − A of the cost per question.
+FORMAT = 10
 
 
 def key(a: Campaign, b: Campaign, seed: int, resamples: int) -> tuple[Any, ...]:
@@ -71,7 +72,8 @@ def find(store: Store, a: Campaign, b: Campaign, *, seed: int, resamples: int) -
                       measures=[MeasureDelta.from_dict(m) for m in data["measures"]], warnings=data["warnings"],
                       config_diff=data["config_diff"], seed=seed, resamples=resamples, notes=data["notes"],
                       effect=data["effect"], paired=unpack(rows[0]["paired"], data["paired"]), basis=data["basis"],
-                      basis_reason=data["basis_reason"])
+                      basis_reason=data["basis_reason"],
+                      cost=CostDelta.from_dict(data["cost"]) if data.get("cost") else None)
 
 
 def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None:
@@ -89,7 +91,8 @@ def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None
     head = dumps({"measures": [m.to_dict() for m in comparison.measures], "warnings": comparison.warnings,
                   "notes": comparison.notes, "config_diff": comparison.config_diff, "effect": comparison.effect,
                   "paired": list(comparison.paired), "basis": comparison.basis,
-                  "basis_reason": comparison.basis_reason, "summary": questions.summary.to_dict()})
+                  "basis_reason": comparison.basis_reason, "summary": questions.summary.to_dict(),
+                  "cost": comparison.cost.to_dict() if comparison.cost else None})
     data = f"{head}\n{questions.text}"
     row = (*key(a, b, comparison.seed, comparison.resamples), data, pack(comparison.paired), time.time())
 

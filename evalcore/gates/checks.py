@@ -22,6 +22,7 @@ from evalcore.campaigns.listing import HEADLINE
 from evalcore.compare import Comparison, MeasureDelta, row_values
 from evalcore.compare.deltas import PASS_SUFFIX
 from evalcore.compare.stats import bootstrap_ci
+from evalcore.costs import money
 from evalcore.errors import EvalError
 from evalcore.metrics import MEASURES, higher_is_better
 from evalcore.shapes import doc
@@ -160,6 +161,17 @@ def unknown_checks(summary: Summary, limit: float) -> list[Check]:
                   + ("" if share <= limit else f", over the limit {limit:.0%}"), share)
             for name, judged in summary.judged.items() if judged
             for share in [summary.unknown.get(name, 0) / judged]]
+
+
+def cost_checks(summary: Summary, limit: float) -> list[Check]:
+    """The campaign's cost at most `limit` (`--fail-over-cost`); a model without a price fails it: its cost is
+    unknown."""
+    cost = summary.cost
+    passed = cost.amount is not None and cost.amount <= limit
+    over = "" if passed else (f", over the limit {money(limit, cost.currency)}" if cost.amount is not None
+                              else ": it cannot be held to a limit")
+    return [Check("gate", f"cost <= {money(limit, cost.currency)}", passed, f"the campaign cost {cost.text()}{over}",
+                  cost.amount)]
 
 
 def question_failures(rows: Iterable[QuestionResult]) -> list[Check]:

@@ -11,6 +11,7 @@ from evalcore.models.chat import (
     ReplyTooLarge,
     cache_key,
     cached_chat,
+    counted_as,
     departures,
     metered,
     notice,
@@ -25,7 +26,8 @@ from evalcore.models.openai import OpenAIChatModel
 __all__ = [
     "LOCAL_INSTALL", "LOCAL_MODEL_NAME", "CallCache", "ChatModel", "ChatReply", "ContextOverflow", "LocalChatModel",
     "Message", "Meter", "ModelError",
-    "OpenAIChatModel", "ReplyTooLarge", "backoff_delay", "cache_key", "cached_chat", "check_reachable", "departures",
+    "OpenAIChatModel", "ReplyTooLarge", "backoff_delay", "cache_key", "cached_chat", "check_reachable", "counted_as",
+    "departures",
     "local_model_path", "metered", "new_client", "notice", "noticed", "overflowed", "post_json", "refuse_long_reply",
     "reply_byte_limit",
 ]

@@ -6,7 +6,6 @@ import hashlib
 import json
 import logging
 import threading
-from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -126,28 +125,33 @@ def cached_chat(cache: CallCache | None, model: str, endpoint: str, params: dict
                             "completion_tokens": reply.completion_tokens})
     meter = _METER.get()
     if meter is not None:
-        meter.add(reply)
+        meter.add(reply, model)
     return reply
 
 
 class Meter:
-    """Tokens of every model call made while it is current, per role ("answer", "judge:score", ...).
+    """Tokens of every model call made while it is current, per role ("generator", "query", "rerank") and model.
 
     Calls count as they return, so a question that fails after some calls succeeded keeps their
     tokens; a cached reply counts its original tokens, as the target's own accounting does.
     """
 
     def __init__(self) -> None:
-        self.role = "answer"
-        self.prompt: Counter[str] = Counter()
-        self.completion: Counter[str] = Counter()
+        self.role = "generator"
+        self.tokens: dict[tuple[str, str], list[int]] = {}  # (role, model) -> [prompt, completion]
         self._lock = threading.Lock()
 
-    def add(self, reply: ChatReply) -> None:
-        """Count one reply under the current role."""
+    def add(self, reply: ChatReply, model: str) -> None:
+        """Count one reply of this model under the current role."""
         with self._lock:
-            self.prompt[self.role] += reply.prompt_tokens
-            self.completion[self.role] += reply.completion_tokens
+            counts = self.tokens.setdefault((self.role, model), [0, 0])
+            counts[0] += reply.prompt_tokens
+            counts[1] += reply.completion_tokens
+
+    def total(self) -> tuple[int, int]:
+        """Prompt and completion tokens of every call counted."""
+        with self._lock:
+            return sum(p for p, _ in self.tokens.values()), sum(c for _, c in self.tokens.values())
 
     @contextmanager
     def counting(self, role: str) -> Iterator[None]:
@@ -171,6 +175,17 @@ def metered() -> Iterator[Meter]:
         yield meter
     finally:
         _METER.reset(token)
+
+
+@contextmanager
+def counted_as(role: str) -> Iterator[None]:
+    """Count this thread's calls inside the block under `role` on the current meter (nothing without one)."""
+    meter = _METER.get()
+    if meter is None:
+        yield
+        return
+    with meter.counting(role):
+        yield
 
 
 _NOTICES: ContextVar[list[str] | None] = ContextVar("evalcore_notices", default=None)

@@ -26,6 +26,7 @@ from evalcore.campaigns.export import graded_marks, result_table
 from evalcore.compare import Comparison, Sweep, tables
 from evalcore.compare.charts import delta_figure, delta_specs, series_figure, series_spec, stage_bars, stage_bars_spec
 from evalcore.compare.export_context import comparison_context, source_names, sweep_context
+from evalcore.costs import cost_line, role_name
 from evalcore.diagnosis import StageCounts
 from evalcore.errors import EvalError
 from evalcore.gates import Check, campaign_checks, gate, worse_checks
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 VEGA_LITE = "application/vnd.vegalite.v5+json"
 SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"  # names the version; nothing is fetched
 AGGREGATE_COLUMNS = ["measure", "panel", "mean", "n", "higher_is_better"]
+COST_COLUMNS = ["role", "model", "prompt_tokens", "completion_tokens", "cost", "currency"]
 SHOWN_ROWS = 20  # rows of a table in a cell's display; the methods return them all
 POLL_S = 0.5
 
@@ -104,6 +106,14 @@ class CampaignView:
         """Answered and failed questions, latency, tokens, the suite measures' means."""
         return campaign_summary(self.store, self.id)
 
+    def costs(self) -> pd.DataFrame:
+        """One row per role and model: prompt and completion tokens, what they cost ("no price" is an empty cost), the
+        currency."""
+        rows = [{"role": role_name(use.role), "model": use.model, "prompt_tokens": use.prompt,
+                 "completion_tokens": use.completion, "cost": use.cost, "currency": use.currency}
+                for use in self.summary().usage]
+        return pd.DataFrame(rows, columns=COST_COLUMNS)
+
     def chart(self) -> Chart:
         """The Campaigns page's chart: questions per failure stage (Vega-Lite)."""
         return Chart({**stage_bars_spec(self._stages()), "title": "Failure stage of each question"})
@@ -123,7 +133,8 @@ class CampaignView:
     def _repr_html_(self) -> str:
         c = self.record
         lines = [f"{c.id} · {c.kind} {c.source} · {c.status_text}",
-                 f"{c.finished}/{c.total} questions finished, {c.failed} failed"]
+                 f"{c.finished}/{c.total} questions finished, {c.failed} failed",
+                 cost_line(self.summary().usage, c.finished)]
         return heading(c.name, lines) + frame_html(self.aggregates())
 
     def __repr__(self) -> str:
@@ -174,6 +185,7 @@ class ComparisonView:
         lines = [f"A {self._a.name} ({c.a.id}) → B {self._b.name} ({c.b.id})",
                  "verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(c.verdicts.items()))
                  + f" (by {c.basis_reason})",
+                 *([f"cost: {c.trade_off} ({c.cost.text()})"] if c.cost else []),
                  *(f"warning: {w}" for w in c.warnings + c.power_warnings),
                  *([c.pairwise.summary] if c.pairwise else [])]
         columns = ["measure", "n", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_value", "significant"]

@@ -227,9 +227,18 @@ SCHEMA_V19 = """
 ALTER TABLE cases ADD COLUMN checks TEXT;
 ALTER TABLE campaign_questions ADD COLUMN checks TEXT;
 """
+# v20: what each question's model calls cost (evalcore.costs): its tokens by role and model priced when it was answered
+# (usage: a JSON list of [role, model, prompt, completion, cost, currency]), their total and its currency (cost NULL:
+# a model without a price, or prices in several currencies).
+SCHEMA_V20 = """
+ALTER TABLE results ADD COLUMN usage TEXT;
+ALTER TABLE results ADD COLUMN cost REAL;
+ALTER TABLE results ADD COLUMN currency TEXT;
+"""
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
                                SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14,
-                               SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18, SCHEMA_V19)
+                               SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18, SCHEMA_V19,
+                               SCHEMA_V20)
 
 
 class NotFound(EvalError):

@@ -282,6 +282,9 @@ class TargetConfig:
     executor: str = setting("local", EXECUTION, "where the questions are answered: this machine or a Dask cluster",
                             choices=("local", "dask"))
     scheduler: str = setting("", EXECUTION, "the Dask scheduler, tcp://HOST:PORT (empty: EVALCORE_DASK_SCHEDULER)")
+    max_cost: float = setting(0.0, EXECUTION, "stop between questions once the campaign's model calls cost this much, "
+                              "in the prices' currency (status over_budget; resumable with a larger one); 0 = none",
+                              within=(0.0, 1e9))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TargetConfig:

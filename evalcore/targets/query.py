@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from evalcore.models import ChatModel, Message, ModelError
+from evalcore.costs import QUERY
+from evalcore.models import ChatModel, Message, ModelError, counted_as
 from evalcore.targets.base import Hit, TargetAnswer
 from evalcore.targets.config import TargetConfig
 from evalcore.targets.generators import sampled_chat
@@ -72,7 +73,8 @@ def ask(config: TargetConfig, model: ChatModel, messages: list[Message], answer:
         clean: Callable[[str], str]) -> str | None:
     """The model's reply through `clean`, or None with a note on the question when the call failed or said nothing."""
     try:
-        reply = sampled_chat(model, config, messages, config.query_max_tokens)
+        with counted_as(QUERY):
+            reply = sampled_chat(model, config, messages, config.query_max_tokens)
     except ModelError as error:
         answer.notes.append(f"{what} failed, the question was used instead: {error.line()}")
         return None

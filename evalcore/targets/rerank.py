@@ -11,8 +11,17 @@ import os
 import re
 from typing import Any, Protocol
 
+from evalcore.costs import RERANK
 from evalcore.errors import EvalError
-from evalcore.models import ChatModel, LocalChatModel, OpenAIChatModel, check_reachable, new_client, post_json
+from evalcore.models import (
+    ChatModel,
+    LocalChatModel,
+    OpenAIChatModel,
+    check_reachable,
+    counted_as,
+    new_client,
+    post_json,
+)
 from evalcore.targets.base import RERANK_EMPTY_NOTE, Hit, Retrieved, TargetAnswer
 from evalcore.targets.config import TargetConfig
 from evalcore.targets.knowledge import KnowledgeBase, embed_query
@@ -54,8 +63,9 @@ class LlmReranker:
         result = {}
         for position, hit in enumerate(hits):
             prompt = LLM_RERANK_PROMPT.format(question=question, title=hit.item.title, text=hit.item.text)
-            reply = self.model.chat([{"role": "system", "content": LLM_RERANK_SYSTEM},
-                                     {"role": "user", "content": prompt}], temperature=0.0, max_tokens=3)
+            with counted_as(RERANK):
+                reply = self.model.chat([{"role": "system", "content": LLM_RERANK_SYSTEM},
+                                         {"role": "user", "content": prompt}], temperature=0.0, max_tokens=3)
             answer.record(reply)
             words = re.findall(r"\w+", reply.text.casefold())
             result[position] = 1.0 if words and words[0] in _YES else 0.0

@@ -9,6 +9,7 @@ from evalcore.access import Principal
 from evalcore.campaigns import Campaign, get_campaign
 from evalcore.campaigns.pace import duration_text
 from evalcore.campaigns.result_rows import load_signatures
+from evalcore.costs import cost_line
 from evalcore.metrics import panels
 from evalcore.store import Store
 from evalcore.text import counted
@@ -37,7 +38,7 @@ def panel(store: Store, principal: Principal, listed: Campaign) -> None:
             cols[position % PANEL_COLUMNS].metric(ui.escape_md(name), measure_value(name, value), help=hover)
     summary = ui.summary(campaign, principal)
     st.caption("Summary")
-    cols = st.columns(7)
+    cols = st.columns(8)
     cols[0].metric("Answered", summary.answered)
     cols[1].metric("Failed", summary.failed)
     cols[2].metric("Sources found", ui.fmt_value(summary.sources_found_rate, 2))
@@ -47,6 +48,7 @@ def panel(store: Store, principal: Principal, listed: Campaign) -> None:
     cols[6].metric("Tokens", summary.total_tokens,
                    help=f"answers {summary.tokens.total} · judges {summary.judge_tokens.total} · "
                         f"total {summary.total_tokens}")
+    cols[7].metric("Cost", summary.cost.text(), help=ui.escape_md(cost_line(summary.usage, campaign.finished)))
     if summary.unknown:
         st.caption("Unreadable verdicts (unknown, never a pass): " + ", ".join(
             f"{ui.escape_md(name)} {count} of {summary.judged.get(name, 0)}"

@@ -8,6 +8,7 @@ import streamlit as st
 import ui
 from evalcore.campaigns import QuestionResult
 from evalcore.campaigns.labels import Label
+from evalcore.costs import cost_line
 from evalcore.judges import Verdict
 from evalcore.targets import Retrieved
 from ui.campaign.tables import retrieved_table, stage_line
@@ -51,7 +52,7 @@ def show_result(result: QuestionResult) -> None:
     for note in outcome.notes:
         st.text(f"note: {note}")
     st.caption(f"latency {ui.fmt_value(outcome.latency_s, 3)} s · tokens {outcome.prompt_tokens}"
-               f"+{outcome.completion_tokens} · attempts {result.attempts}")
+               f"+{outcome.completion_tokens} · {cost_line(outcome.usage)} · attempts {result.attempts}")
 
 
 def show_claims(judge: str, verdict: Verdict, context: tuple[Retrieved, ...]) -> None:

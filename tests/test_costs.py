@@ -1,0 +1,317 @@
+"""What model calls cost: the price table (default, the operator's file, its errors), each question's and each role's
+cost priced from the tokens the loopback server reported, campaign totals, budgets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalcore.campaigns import CampaignManager, campaign_results, campaign_summary
+from evalcore.campaigns.launching import LaunchRequest
+from evalcore.costs import Cost, Usage, money, price_table, priced
+from evalcore.costs.prices import PRICES_FILE
+from evalcore.errors import EvalError
+from evalcore.targets import TargetConfig
+from evalcore.testing import FakeOpenAIServer, Reply
+
+PRICES = ("model,input,output,cached_input,currency,read,same_as\n"
+          "loop-gen,2.50,10.00,1.25,USD,2026-11-30,\n"
+          "loop-judge,0.15,0.60,,USD,2026-11-30,\n"
+          "my-azure-deployment,,,,,,gpt-4o-mini\n")
+GEN_TOKENS, JUDGE_TOKENS = (1234, 567), (890, 45)
+
+
+@pytest.fixture
+def prices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "operator-prices.csv"
+    path.write_text(PRICES, encoding="utf-8")
+    monkeypatch.setenv("EVALCORE_PRICES", str(path))
+    return path
+
+
+def test_the_default_table_is_dated_and_prices_common_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EVALCORE_PRICES", raising=False)
+    table = price_table(None)
+    price = table.find("openai:gpt-4o-mini@https://api.openai.com/v1")
+    assert price is not None and (price.input, price.output, price.cached_input) == (0.15, 0.60, 0.075)
+    assert price.currency == "USD" and price.read and price.source == "default table"
+    assert table.find("gpt-4o-2024-08-06") == table.find("gpt-4o")  # a dated snapshot as its model
+    assert table.find("local:smollm2-135m-instruct") is None
+
+
+def test_the_operator_file_extends_the_table_and_maps_a_deployment(prices: Path) -> None:
+    table = price_table(None)
+    assert table.find("openai:loop-gen@http://127.0.0.1:1/v1").input == 2.50  # type: ignore[union-attr]
+    azure = table.find("openai:my-azure-deployment@https://x.openai.azure.com|deployment:my-azure-deployment")
+    assert azure == table.find("gpt-4o-mini")
+    assert table.files == (str(prices),)
+
+
+def test_a_file_beside_the_store_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EVALCORE_PRICES", raising=False)
+    (tmp_path / PRICES_FILE).write_text("model,input,output,currency\ngpt-4o,3,12,EUR\n", encoding="utf-8")
+    price = price_table(str(tmp_path / "evalcore.db")).find("gpt-4o")
+    assert price is not None and (price.input, price.currency) == (3.0, "EUR")
+
+
+@pytest.mark.parametrize(("row", "column", "words"), [
+    ("gpt-x,-1,2,USD", "input", "negative"),
+    ("gpt-x,1,abc,USD", "output", "not a number"),
+    ("gpt-x,1,2,dollars", "currency", "not a currency code"),
+    ("gpt-x,1,nan,USD", "output", "not finite"),
+])
+def test_a_bad_price_is_named_by_file_row_and_column(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, row: str,
+                                                     column: str, words: str) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text(f"model,input,output,currency\ngpt-4o,1,2,USD\n{row}\n", encoding="utf-8")
+    monkeypatch.setenv("EVALCORE_PRICES", str(path))
+    with pytest.raises(EvalError) as caught:
+        price_table(None)
+    assert caught.value.where == f"{path} row 3, column {column}"
+    assert words in caught.value.line()
+
+
+def test_a_missing_file_and_a_bad_header_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALCORE_PRICES", str(tmp_path / "nowhere.csv"))
+    with pytest.raises(EvalError, match="does not exist"):
+        price_table(None)
+    path = tmp_path / "header.csv"
+    path.write_text("name,price\ngpt-4o,1\n", encoding="utf-8")
+    monkeypatch.setenv("EVALCORE_PRICES", str(path))
+    with pytest.raises(EvalError, match="header") as caught:
+        price_table(None)
+    assert caught.value.where == f"{path} row 1"
+
+
+def test_a_total_says_no_price_rather_than_zero_and_refuses_a_currency_mix() -> None:
+    table = price_table(None)
+    uses = [priced("generator", "gpt-4o", 1000, 100, table), priced("judge:score", "local:smollm2", 50, 5, table)]
+    cost = Cost.of(uses)
+    assert cost.amount is None and cost.text() == "no price (local:smollm2)"
+    mixed = Cost.of([Usage("generator", "a", 1, 1, 0.5, "USD"), Usage("judge:x", "b", 1, 1, 0.2, "EUR")])
+    assert mixed.amount is None and mixed.text() == "no total (prices in EUR and USD)"
+    assert Cost.of([]).text() == "0"
+    assert money(0.0072, "USD") == "0.0072 USD" and money(12.345, "EUR") == "12.35 EUR"
+
+
+def scripted(path: str, body: dict[str, Any]) -> Reply:
+    """The generator's and the judge's replies with their own token counts."""
+    if body["model"] == "loop-judge":
+        return Reply(json.dumps({"score": 4, "reason": "Close to the reference."}), prompt_tokens=JUDGE_TOKENS[0],
+                     completion_tokens=JUDGE_TOKENS[1])
+    return Reply("Refunds are accepted within 30 days.", prompt_tokens=GEN_TOKENS[0], completion_tokens=GEN_TOKENS[1])
+
+
+def loop_config(server: FakeOpenAIServer, **keys: Any) -> TargetConfig:
+    return TargetConfig.from_dict({"generator": "openai", "base_url": server.base_url, "model": "loop-gen",
+                                   "api_key_env": "", "retriever": "bm25", "judge_model": "loop-judge",
+                                   "judge_api_key_env": "", **keys})
+
+
+def test_cost_equals_tokens_times_price_to_the_cent(prices: Path, tmp_path: Path, tiny_dataset: Path) -> None:
+    manager = CampaignManager(tmp_path / "cost.db")
+    try:
+        with FakeOpenAIServer(scripted) as server:
+            campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=loop_config(server),
+                                                       judges=("score",)))
+            manager.wait(campaign_id, timeout=60)
+        results = campaign_results(manager.store, campaign_id)
+        summary = campaign_summary(manager.store, campaign_id)
+    finally:
+        manager.close()
+    answer = (GEN_TOKENS[0] * 2.50 + GEN_TOKENS[1] * 10.00) / 1e6
+    judging = (JUDGE_TOKENS[0] * 0.15 + JUDGE_TOKENS[1] * 0.60) / 1e6
+    judged = [result for result in results if result.outcome.judges["score"].tokens]
+    assert len(results) == 3 and len(judged) == 2  # one question has no reference answer: not judged, no judge call
+    for result in results:
+        expected = answer + (judging if result in judged else 0.0)
+        cost = result.outcome.cost
+        assert cost.currency == "USD" and round(cost.amount or 0, 2) == round(expected, 2)
+        assert cost.amount == pytest.approx(expected, rel=1e-12)
+        roles = {use.role: use for use in result.outcome.usage}
+        assert (roles["generator"].prompt, roles["generator"].completion) == GEN_TOKENS
+        if result in judged:
+            assert (roles["judge:score"].prompt, roles["judge:score"].completion) == JUDGE_TOKENS
+    assert summary.cost.amount == pytest.approx(3 * answer + 2 * judging, rel=1e-12)
+    assert {use.role for use in summary.usage} == {"generator", "judge:score"}
+
+
+def test_a_comparison_gives_the_cost_per_question_beside_quality(prices: Path, tmp_path: Path,
+                                                                 tiny_dataset: Path) -> None:
+    from evalcore.compare import compare_campaigns
+
+    def cheap(path: str, body: dict[str, Any]) -> Reply:
+        return Reply("Refunds are accepted within 30 days.", prompt_tokens=1000, completion_tokens=100)
+
+    manager = CampaignManager(tmp_path / "compare.db")
+    try:
+        with FakeOpenAIServer(cheap) as server:
+            a = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=loop_config(server)))
+            manager.wait(a, timeout=60)
+            b = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=loop_config(
+                server, model="gpt-4o-mini")))
+            manager.wait(b, timeout=60)
+        comparison = compare_campaigns(manager.store, a, b)
+        again = compare_campaigns(manager.store, a, b)  # read back from the store
+    finally:
+        manager.close()
+    cost_a, cost_b = (1000 * 2.50 + 100 * 10.00) / 1e6, (1000 * 0.15 + 100 * 0.60) / 1e6
+    cost = comparison.cost
+    assert cost is not None and cost.n == 3 and cost.currency == "USD"
+    assert cost.mean_a == pytest.approx(cost_a) and cost.mean_b == pytest.approx(cost_b)
+    assert cost.delta == pytest.approx(cost_b - cost_a) and cost.ci_low == pytest.approx(cost_b - cost_a)
+    assert comparison.trade_off.endswith(f"at {cost_b / cost_a:.2g}x the cost per question")
+    assert comparison.trade_off.startswith("B: ")
+    assert again.cost == cost and again.to_dict()["trade_off"] == comparison.trade_off
+    from evalcore.cli.compare import format_comparison
+    from evalcore.compare.report import verdicts_section
+
+    assert f"cost: {comparison.trade_off} (cost per question -" in "\n".join(format_comparison(comparison))
+    assert f"Cost: {comparison.trade_off}" in verdicts_section(comparison)  # the HTML report's
+
+
+def test_costs_in_two_currencies_are_not_compared() -> None:
+    from evalcore.compare.costs import cost_delta
+
+    refused = cost_delta([(0.01, "USD")] * 3, [(0.01, "EUR")] * 3, seed=0, resamples=100)
+    assert refused.delta is None and "A's prices are in USD, B's in EUR" in refused.refused
+    assert refused.text().startswith("cost not compared: ")
+    spread = cost_delta([(0.01, "USD"), (0.02, "USD"), (None, ""), (0.03, "USD")],
+                        [(0.02, "USD"), (0.02, "USD"), (0.05, "USD"), (0.05, "USD")], seed=0, resamples=2000)
+    assert spread.n == 3 and spread.unpriced == 1 and spread.delta == pytest.approx(0.01)
+    assert spread.ci_low is not None and spread.ci_high is not None and spread.ci_low <= 0.01 <= spread.ci_high
+
+
+def test_a_budget_stops_between_questions_and_a_larger_one_resumes(prices: Path, tmp_path: Path,
+                                                                   tiny_dataset: Path) -> None:
+    from evalcore.campaigns import get_campaign
+
+    per_question = (GEN_TOKENS[0] * 2.50 + GEN_TOKENS[1] * 10.00) / 1e6
+    manager = CampaignManager(tmp_path / "budget.db")
+    try:
+        # Each answer takes a second: the first one's cost is counted while the second is asked (a thread takes the
+        # next question as soon as it is free), and the third is never asked.
+        with FakeOpenAIServer(scripted, delay=1.0) as server:
+            config = loop_config(server, max_cost=0.5 * per_question)
+            campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, concurrency=1))
+            stopped = manager.wait(campaign_id, timeout=60)
+            assert stopped.status == "over_budget" and stopped.finished == 2
+            assert stopped.error is not None and "stopped at its budget" in stopped.error
+            assert "resume with a larger max_cost" in stopped.error
+            assert len(server.requests) == 2  # no question asked past the budget
+            manager.resume(campaign_id, max_cost=10 * per_question)
+            done = manager.wait(campaign_id, timeout=60)
+            assert len(server.requests) == 3  # only the question left
+        assert done.status == "succeeded" and done.finished == 3
+        assert get_campaign(manager.store, campaign_id).config.target.max_cost == 10 * per_question
+        assert campaign_summary(manager.store, campaign_id).cost.amount == pytest.approx(3 * per_question)
+    finally:
+        manager.close()
+
+
+def test_a_tenant_over_its_daily_budget_is_stopped_and_refused(prices: Path, tmp_path: Path, tiny_dataset: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    per_question = (GEN_TOKENS[0] * 2.50 + GEN_TOKENS[1] * 10.00) / 1e6
+    monkeypatch.setenv("EVALCORE_DAILY_BUDGET", f"default={per_question / 2:.10f},other=5")
+    manager = CampaignManager(tmp_path / "daily.db")
+    try:
+        with FakeOpenAIServer(scripted, delay=1.0) as server:
+            campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=loop_config(server),
+                                                       concurrency=1))
+            stopped = manager.wait(campaign_id, timeout=60)
+            assert stopped.status == "over_budget" and stopped.finished == 2
+            assert stopped.error is not None and "tenant default's daily budget" in stopped.error
+            with pytest.raises(EvalError, match="daily budget is spent") as refused:
+                manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=loop_config(server)))
+            assert refused.value.where == "EVALCORE_DAILY_BUDGET"
+    finally:
+        manager.close()
+    monkeypatch.setenv("EVALCORE_DAILY_BUDGET", "default=lots")
+    with pytest.raises(EvalError, match="not an amount"):
+        from evalcore.campaigns.budget import daily_budgets
+
+        daily_budgets()
+
+
+def test_each_role_is_priced_with_its_own_model(prices: Path, tmp_path: Path, tiny_dataset: Path) -> None:
+    def by_role(path: str, body: dict[str, Any]) -> Reply:
+        prompt = body["messages"][-1]["content"]
+        if "Does the passage help" in prompt:
+            return Reply("yes", prompt_tokens=100, completion_tokens=1)
+        if body["model"] == "gpt-4o-mini":  # the query rewrite and the answer share the generator's model
+            if prompt.startswith("Rewrite the question"):  # the question itself back: retrieval finds its passages
+                return Reply(prompt.rpartition("Question: ")[2], prompt_tokens=40, completion_tokens=5)
+            return Reply("Refunds are accepted within 30 days.", prompt_tokens=900, completion_tokens=30)
+        return Reply("?", prompt_tokens=1, completion_tokens=1)
+
+    manager = CampaignManager(tmp_path / "roles.db")
+    try:
+        with FakeOpenAIServer(by_role) as server:
+            config = TargetConfig.from_dict({
+                "generator": "openai", "base_url": server.base_url, "model": "gpt-4o-mini", "api_key_env": "",
+                "retriever": "bm25", "query_transform": "rewrite", "reranker": "llm", "rerank_url": server.base_url,
+                "rerank_model": "loop-gen", "rerank_api_key_env": ""})
+            campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, limit=1))
+            manager.wait(campaign_id, timeout=60)
+            reranks = sum(1 for _, body, _ in server.requests if "Does the passage help" in
+                          body["messages"][-1]["content"])
+        [result] = campaign_results(manager.store, campaign_id)
+    finally:
+        manager.close()
+    roles = {use.role: use for use in result.outcome.usage}
+    assert set(roles) == {"generator", "query", "rerank"}
+    assert (roles["rerank"].prompt, roles["rerank"].completion) == (100 * reranks, reranks) and reranks > 0
+    assert roles["rerank"].cost == pytest.approx((100 * reranks * 2.50 + reranks * 10.00) / 1e6)
+    assert roles["generator"].cost == pytest.approx((900 * 0.15 + 30 * 0.60) / 1e6)
+    assert roles["query"].cost == pytest.approx((40 * 0.15 + 5 * 0.60) / 1e6)
+    assert result.outcome.cost.amount == pytest.approx(sum(use.cost or 0 for use in roles.values()))
+
+
+def test_an_estimate_from_the_prompts_then_from_the_campaign_itself(prices: Path, tmp_path: Path,
+                                                                     tiny_dataset: Path) -> None:
+    manager = CampaignManager(tmp_path / "estimate.db")
+    try:
+        with FakeOpenAIServer(scripted) as server:
+            request = LaunchRequest(dataset=str(tiny_dataset), config=loop_config(server), judges=("score",))
+            before = manager.estimate(request)
+            assert server.requests == []  # nothing asked
+            campaign_id = manager.launch(request)
+            manager.wait(campaign_id, timeout=60)
+            after = manager.estimate(request)
+        actual = campaign_summary(manager.store, campaign_id).cost
+    finally:
+        manager.close()
+    assert before.method == "prompts" and before.questions == 3 and before.total.currency == "USD"
+    assert {use.role for use in before.usage} == {"generator", "judge:score"}
+    assert 0 < (before.total.amount or 0) < 1
+    assert after.method == "earlier" and after.total.amount == pytest.approx(actual.amount)
+    assert after.text().startswith(f"estimate: {actual.text()} for 3 question(s): ")
+    assert "from 1 earlier campaign(s) of this configuration (3 questions)" in after.text()
+
+
+def test_the_command_line_estimates_budgets_and_gates_the_cost(prices: Path, tmp_path: Path, tiny_dataset: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from evalcore.cli import main
+
+    db = str(tmp_path / "cli.db")
+    with FakeOpenAIServer(scripted, delay=1.0) as server:
+        keys = ["--set", "generator=openai", "--set", f"base_url={server.base_url}", "--set", "model=loop-gen",
+                "--set", "api_key_env=", "--set", "retriever=bm25"]
+        run = ["run", "--db", db, "--dataset", str(tiny_dataset), "--concurrency", "1", *keys]
+        assert main([*run, "--estimate"]) == 0
+        assert "estimate: " in capsys.readouterr().out and server.requests == []
+        assert main([*run, "--max-cost", "0.001"]) == 1  # stopped at its budget
+        shown = capsys.readouterr().out
+        assert "status: over_budget (stopped at its budget: " in shown and "cost: 0.0175 USD" in shown
+    assert main(["campaigns", "list", "--db", db]) == 0
+    assert "over_budget" in capsys.readouterr().out
+    with FakeOpenAIServer(scripted) as server:
+        keys[3] = f"base_url={server.base_url}"
+        run = ["run", "--db", db, "--dataset", str(tiny_dataset), *keys]
+        assert main([*run, "--fail-over-cost", "0.01"]) == 4
+        assert "gate failed: cost <= 0.01 USD: the campaign cost 0.0263 USD, over the limit 0.01 USD" in \
+            capsys.readouterr().out
+        assert main([*run, "--fail-over-cost", "1"]) == 0
