@@ -59,7 +59,8 @@ def campaign_frame(rows: list[CampaignRow]) -> pd.DataFrame:
         "name": row.campaign.name, "dataset / suite": f"{row.campaign.kind} {row.source_name}",
         "status": row.campaign.status_text, "created": fmt_when(row.campaign.created_at),
         "progress": f"{row.campaign.finished}/{row.campaign.total}", **settings_cells(row.settings.to_dict()),
-        **{name: fmt_value(row.headline.get(name)) for name in measures}, "cost": row.cost.text(), "id": row.campaign.id,
+        **{name: fmt_value(row.headline.get(name)) for name in measures}, "cost": row.cost.text(),
+        "id": row.campaign.id,
     } for row in rows], columns=["name", "dataset / suite", "status", "created", "progress", "retriever", "reranker",
                                  "generator", "top_k", *measures, "cost", "id"]).rename(columns={"top_k": "top-k"})
 
