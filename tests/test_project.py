@@ -50,7 +50,7 @@ LAYERS = (
     {"store", "models", "access"},
     {"keys", "datasets", "judges", "jobs"},
     {"metrics"},
-    {"targets", "suites", "diagnosis"},
+    {"targets", "suites", "diagnosis", "traces"},
     {"campaigns", "documents"},
     {"compare"},
     {"gates"},
