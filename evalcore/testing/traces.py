@@ -102,16 +102,17 @@ TOPICS = [
 ]
 
 
-def production(count: int, *, seed: int = 0, start_ns: int = 1_796_000_000 * 10**9, releases: Sequence[str] = ("v1", "v2"),
-               spacing_s: float = 3600.0) -> list[Answered]:
+def production(count: int, *, seed: int = 0, start_ns: int = 1_796_000_000 * 10**9,
+               releases: Sequence[str] = ("v1", "v2"), spacing_s: float = 3600.0) -> list[Answered]:
     """`count` answers spread over time, one per `spacing_s`, across releases and user segments."""
     rng = random.Random(seed)
     found = []
     for i in range(count):
         question, passage, answer = TOPICS[i % len(TOPICS)]
         found.append(Answered(
-            f"{question} (#{i})", answer, [(f"doc-{i % 7}", passage, round(0.5 + rng.random() / 2, 3)),
-                                           (f"doc-{(i + 3) % 7}", "Shipping takes 5 days.", round(rng.random() / 2, 3))],
+            f"{question} (#{i})", answer,
+            [(f"doc-{i % 7}", passage, round(0.5 + rng.random() / 2, 3)),
+             (f"doc-{(i + 3) % 7}", "Shipping takes 5 days.", round(rng.random() / 2, 3))],
             {"release": releases[i % len(releases)], "segment": rng.choice(("free", "pro"))},
             start_ns=start_ns + int(i * spacing_s * 1e9)))
     return found

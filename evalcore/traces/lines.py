@@ -87,7 +87,7 @@ def when(value: Any, name: str) -> float | None:
         return float(value)
     if isinstance(value, str):
         try:
-            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            moment = datetime.fromisoformat(value.strip())
         except ValueError:
             raise LineProblem(f"{name} is not an ISO 8601 date and time, found {value[:40]!r}") from None
         return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()

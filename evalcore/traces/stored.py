@@ -120,7 +120,7 @@ def import_file(store: Store, path: Path, *, tenant: str = "default", principal:
         raise EvalError("no such file", where=str(path)) from None
     except (OSError, UnicodeDecodeError) as error:
         raise EvalError(f"cannot read the file ({error})", where=str(path), expected="UTF-8 text") from None
-    return import_text(store, text, source=path.name, tenant=tenant, otlp=not path.suffix.lower() == ".jsonl",
+    return import_text(store, text, source=path.name, tenant=tenant, otlp=path.suffix.lower() != ".jsonl",
                        now=now)
 
 
@@ -174,12 +174,11 @@ def save_spans(store: Store, tenant: str, spans: list[Span], rejected: list[Reje
             try:
                 traces.append(assemble(members, source))
             except SpanProblem as error:
-                problems.append(Rejected(root_of(members).position if root_of(members) else "", trace_id,  # type: ignore[union-attr]
-                                         str(error)))
+                problems.append(Rejected(members[0].position, trace_id, str(error)))
             if kept:
                 conn.execute("DELETE FROM trace_spans WHERE tenant = ? AND trace_id = ?", (tenant, trace_id))
-        conn.executemany("INSERT INTO trace_spans (tenant, trace_id, span_id, data, received_at) VALUES (?, ?, ?, ?, ?) "
-                         "ON CONFLICT DO NOTHING",
+        conn.executemany("INSERT INTO trace_spans (tenant, trace_id, span_id, data, received_at) "
+                         "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                          [(tenant, s.trace_id, s.span_id, dumps(s.to_dict()), moment) for s in waiting])
         report = insert_traces(conn, tenant, traces, problems, settings, source, moment)
         return TraceImport(report.source, report.stored, report.duplicates, len(spans), len(waiting),
@@ -205,7 +204,9 @@ def insert_traces(conn: Connection, tenant: str, traces: Iterable[Trace], reject
     if cutoff is not None:
         delete_before(conn, tenant, cutoff)
     first = conn.execute("SELECT COALESCE(MAX(number), 0) FROM traces").fetchone()[0] + 1
-    rows, seen, changed, expired, duplicates = [], set(), 0, 0, 0
+    rows: list[tuple[Any, ...]] = []
+    seen: set[str] = set()
+    changed = expired = duplicates = 0
     for trace in traces:
         if cutoff is not None and trace.started_at < cutoff:
             expired += 1
@@ -260,7 +261,8 @@ class TraceFilter:
 
     def sql(self, tenant: str | None) -> tuple[str, list[Any]]:
         """The WHERE clause and its parameters."""
-        clauses, params = ["1 = 1"], []
+        clauses: list[str] = ["1 = 1"]
+        params: list[Any] = []
         if tenant is not None:
             clauses.append("tenant = ?")
             params.append(tenant)
@@ -291,9 +293,10 @@ def parse_filters(specs: Iterable[str]) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
-def list_traces(store: Store, selection: TraceFilter = TraceFilter(), *, principal: Principal | None = None,
+def list_traces(store: Store, selection: TraceFilter | None = None, *, principal: Principal | None = None,
                 tenant: str | None = None, limit: int | None = None, offset: int = 0) -> list[Trace]:
     """The traces a principal may read (its tenant's), newest first, filtered."""
+    selection = selection or TraceFilter()
     where, params = selection.sql(scope(principal, tenant, Action.READ))
     rows = store.read(f"SELECT * FROM traces WHERE {where} ORDER BY started_at DESC, number DESC", params)
     traces = [trace for row in rows if selection.keeps(trace := Trace.from_row(row))]
