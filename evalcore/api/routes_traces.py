@@ -5,13 +5,14 @@ and show them over time and across releases."""
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import zlib
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from evalcore.access import Action, Principal
@@ -32,6 +33,7 @@ from evalcore.compare.production import (
 )
 from evalcore.compare.unpaired import UnpairedDelta
 from evalcore.traces import Trace, TraceFilter, TraceImport, TraceSample, get_trace, import_text, list_traces, receive
+from evalcore.traces.otlp import SpanProblem, decode_protobuf, protobuf_response
 from evalcore.traces.stored import parse_filters
 
 router = APIRouter(tags=["traces"], responses=ERROR_RESPONSES)
@@ -53,25 +55,25 @@ else:
 
 
 class TraceList(BaseModel):
-    traces: list[TraceOut]  # type: ignore[valid-type]
+    traces: list[TraceOut]
     total: int
 
 
 class TraceOnly(BaseModel):
-    trace: TraceOut  # type: ignore[valid-type]
+    trace: TraceOut
 
 
 class Imported(BaseModel):
-    report: TraceImportOut  # type: ignore[valid-type]
+    report: TraceImportOut
 
 
 class Timeline(BaseModel):
-    periods: list[PeriodOut]  # type: ignore[valid-type]
-    worst: list[TraceOut]  # type: ignore[valid-type]
+    periods: list[PeriodOut]
+    worst: list[TraceOut]
 
 
 class Compared(BaseModel):
-    comparison: GroupComparisonOut  # type: ignore[valid-type]
+    comparison: GroupComparisonOut
 
 
 class Launched(BaseModel):
@@ -85,7 +87,7 @@ def body_bytes(raw: bytes, encoding: str) -> bytes:
         return raw
     try:
         if encoding == "gzip":
-            inflated = gzip.GzipFile(fileobj=__import__("io").BytesIO(raw)).read(MAX_INFLATED + 1)
+            inflated = gzip.GzipFile(fileobj=io.BytesIO(raw)).read(MAX_INFLATED + 1)
         elif encoding == "deflate":
             inflated = zlib.decompressobj().decompress(raw, MAX_INFLATED + 1)
         else:
@@ -97,29 +99,45 @@ def body_bytes(raw: bytes, encoding: str) -> bytes:
     return inflated
 
 
-@router.post("/v1/traces", summary="OTLP/HTTP JSON trace receiver (send_traces keys)",
+PROTOBUF = "application/x-protobuf"
+
+
+@router.post("/v1/traces", summary="OTLP/HTTP trace receiver (send_traces keys): JSON, or protobuf",
              responses={200: {"description": "an OTLP ExportTraceServiceResponse: partialSuccess names the spans "
                                              "rejected and why"}})
-async def otlp_traces(request: Request, principal: Sender) -> JSONResponse:
-    """Spans of an ExportTraceServiceRequest in JSON (`Content-Type: application/json`), stored in the key's tenant
-    once their trace's root span has come; each span that cannot be read is counted in `rejectedSpans` with its
-    position in `errorMessage`, and its whole trace is skipped."""
+async def otlp_traces(request: Request, principal: Sender) -> Response:
+    """Spans of an ExportTraceServiceRequest in JSON (`Content-Type: application/json`) or protobuf
+    (`application/x-protobuf`, when opentelemetry-proto is installed), stored in the key's tenant once their trace's
+    root span has come; each span that cannot be read is counted in `rejectedSpans` with its position in
+    `errorMessage`, and its whole trace is skipped. The answer is in the request's encoding."""
     kind = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
-    if kind != "application/json":
-        raise ApiError(415, f"this receiver takes OTLP JSON (Content-Type: application/json), found {kind!r}: set "
-                            "the exporter's protocol to http/json")
+    if kind not in ("application/json", PROTOBUF):
+        raise ApiError(415, f"this receiver takes OTLP JSON (application/json) or protobuf ({PROTOBUF}), found "
+                            f"{kind!r}")
     raw = body_bytes(await request.body(), request.headers.get("content-encoding", ""))
-    try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ApiError(400, f"the body is not JSON ({error})") from None
+    if kind == PROTOBUF:
+        try:
+            data = decode_protobuf(raw)
+        except ImportError:
+            raise ApiError(415, "protobuf needs opentelemetry-proto on the server (pip install opentelemetry-proto): "
+                                "install it, or set the exporter's protocol to http/json") from None
+        except SpanProblem as error:
+            raise ApiError(400, str(error)) from None
+    else:
+        try:
+            data = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise ApiError(400, f"the body is not JSON ({error})") from None
     report = await run_in_threadpool(receive, request.app.state.store, data, principal=principal)
+    rejected = sum(1 for r in report.rejected if "spans[" in r.position)
+    lines = "; ".join(r.line() for r in report.rejected[:20])
+    if len(report.rejected) > 20:
+        lines += f" (and {len(report.rejected) - 20} more)"
+    if kind == PROTOBUF:
+        return Response(protobuf_response(rejected, lines), media_type=PROTOBUF)
     if not report.rejected:
         return JSONResponse({})
-    lines = "; ".join(r.line() for r in report.rejected[:20])
-    more = f" (and {len(report.rejected) - 20} more)" if len(report.rejected) > 20 else ""
-    return JSONResponse({"partialSuccess": {"rejectedSpans": sum(1 for r in report.rejected if "spans[" in r.position),
-                                            "errorMessage": lines + more}})
+    return JSONResponse({"partialSuccess": {"rejectedSpans": rejected, "errorMessage": lines}})
 
 
 def selection(since: str | None, until: str | None, where: list[str], search: str) -> TraceFilter:

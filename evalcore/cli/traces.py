@@ -1,5 +1,5 @@
-"""`python -m evalcore traces import|list|show|settings|prune|run|timeline|compare`: production traces in, judged without
-references, watched over time and compared across releases."""
+"""`python -m evalcore traces import|list|show|settings|prune|run|timeline|compare`: production traces in, judged
+without references, watched over time and compared across releases."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ def register(commands: Commands) -> None:
                           help="redact e-mail addresses, phone numbers and card numbers (default on)")
     settings.set_defaults(handler=_settings)
     prune = actions.add_parser("prune", help="delete traces older than each tenant's retention now")
+    prune.add_argument("--tenant", help="only this tenant (default: every tenant)")
     prune.set_defaults(handler=_prune)
     run = actions.add_parser("run", help="judge a stratified, seeded sample of traces without references "
                                          "(a campaign)")
@@ -80,8 +81,9 @@ def register(commands: Commands) -> None:
     compare.set_defaults(handler=_compare)
     for sub in (load, listed, show, settings, prune, run, over_time, compare):
         add_db_option(sub)
-        sub.add_argument("--tenant", default="default", help="the workspace (default: default)")
         sub.add_argument("--json", action="store_true", help="print the result as JSON")
+        if sub is not prune:
+            sub.add_argument("--tenant", default="default", help="the workspace (default: default)")
 
 
 def add_filters(parser: argparse.ArgumentParser) -> None:
@@ -164,8 +166,8 @@ def _settings(args: argparse.Namespace) -> int:
     settings = (set_trace_settings(store, args.tenant, retention_days=retention, default_patterns=defaults,
                                    patterns=patterns) if changed else trace_settings(store, args.tenant))
     keep = "kept" if settings.retention_days is None else f"kept {settings.retention_days:g} day(s)"
-    lines = [f"tenant {settings.tenant}: traces {keep}; e-mail, phone and card numbers "
-             f"{'redacted' if settings.default_patterns else 'NOT redacted'}"]
+    redacted = "redacted" if settings.default_patterns else "NOT redacted"
+    lines = [f"tenant {settings.tenant}: traces {keep}; e-mail, phone and card numbers {redacted}"]
     lines += [f"  pattern {name}: {text}" for name, text in settings.patterns]
     _print(args, settings.to_dict(), lines)
     return 0
@@ -174,7 +176,7 @@ def _settings(args: argparse.Namespace) -> int:
 def _prune(args: argparse.Namespace) -> int:
     from evalcore.traces import apply_retention
 
-    deleted = apply_retention(store_of(args), tenant=None if args.tenant == "*" else args.tenant)
+    deleted = apply_retention(store_of(args), tenant=args.tenant)
     _print(args, deleted, [f"tenant {tenant}: {count} trace(s) deleted" for tenant, count in deleted.items()]
            or ["no tenant has a retention set"])
     return 0

@@ -129,6 +129,34 @@ def parse_request(data: Any, prefix: str = "") -> tuple[list[Span], list[Rejecte
     return spans, rejected
 
 
+def decode_protobuf(raw: bytes) -> Any:
+    """An ExportTraceServiceRequest in protobuf (what the SDK's OTLP/HTTP exporter sends by default) as its JSON form;
+    ImportError when opentelemetry-proto is not installed, SpanProblem when the bytes are not such a message."""
+    from google.protobuf.json_format import MessageToDict
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    try:
+        return MessageToDict(ExportTraceServiceRequest.FromString(raw))
+    except DecodeError as error:
+        raise SpanProblem(f"not an OTLP protobuf ExportTraceServiceRequest ({error})") from None
+
+
+def protobuf_response(rejected: int, message: str) -> bytes:
+    """An ExportTraceServiceResponse in protobuf (empty when every span was accepted)."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTracePartialSuccess,
+        ExportTraceServiceResponse,
+    )
+
+    response = ExportTraceServiceResponse()
+    if rejected or message:
+        response = ExportTraceServiceResponse(
+            partial_success=ExportTracePartialSuccess(rejected_spans=rejected, error_message=message))
+    encoded: bytes = response.SerializeToString()
+    return encoded
+
+
 def reason(error: Exception) -> str:
     """An exception as a reason (AttributeError: a JSON value that is not an object)."""
     return str(error) if isinstance(error, SpanProblem) else "expected a JSON object"
