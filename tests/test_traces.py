@@ -397,3 +397,34 @@ def test_import_needs_an_admin_or_a_sender(store: Store) -> None:
     report = import_text(store, json.dumps(otlp_json(production(1, start_ns=START_NS))), source="x",
                          principal=Principal("acme", "viewer", "send_traces"))
     assert report.stored == 1 and list_traces(store, tenant="acme")
+
+
+def test_the_traces_page_shows_volume_pass_rates_worst_traces_and_a_release_comparison(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.test_dashboard import assert_clean, page_test
+
+    db = tmp_path / "page.db"
+    manager = CampaignManager(db)
+    try:
+        import_text(manager.store, json.dumps(otlp_json(production(60, start_ns=START_NS))), source="p")
+        with FakeOpenAIServer(judge) as server:
+            config = TargetConfig.from_dict({"judge_kind": "openai", "judge_model": "judge", "judge_api_key_env": "",
+                                             "judge_base_url": server.base_url})
+            campaign_id = manager.launch(LaunchRequest(traces=TraceSample(per_stratum=100), config=config,
+                                                       judges=("groundedness",), concurrency=4))
+            assert manager.wait(campaign_id, timeout=120).status == "succeeded"
+    finally:
+        manager.close()
+    monkeypatch.setenv("EVALCORE_DASHBOARD_WORKER", "threads")
+    at = page_test(str(db), monkeypatch, "pages/traces.py")
+    assert_clean(at)
+    assert at.title[0].value == "Traces"
+    assert "60 of 60 traces" in " ".join(c.value for c in at.caption)
+    worst = at.dataframe[0].value
+    assert len(worst) == 20 and set(worst["judge.groundedness"]) == {2.0}
+    comparison = at.dataframe[1].value
+    assert list(comparison["measure"]) == ["judge.groundedness", "judge.groundedness pass"]
+    assert list(comparison["n_a"]) == [30, 30] and list(comparison["test"]) == ["Welch t", "two-proportion z"]
+    at.sidebar.selectbox(key="traces-filter-key").select("release").run()
+    assert_clean(at)
+    assert "30 of 60 traces" in " ".join(c.value for c in at.caption)
