@@ -26,8 +26,8 @@ from evalcore.compare.production import (
     timeline,
     worst_traces,
 )
-from evalcore.traces import Trace, TraceFilter, import_text, list_traces
-from evalcore.traces.stored import metadata_values
+from evalcore.telemetry import Trace, TraceFilter, import_text, list_traces
+from evalcore.telemetry.stored import metadata_values
 
 SHOWN_KEYS_SKIPPED = ("service.instance.id",)  # a process's id: no filter anyone wants
 

@@ -50,7 +50,7 @@ LAYERS = (
     {"store", "models", "access"},
     {"keys", "datasets", "judges", "jobs"},
     {"metrics"},
-    {"targets", "suites", "diagnosis", "traces"},
+    {"targets", "suites", "diagnosis", "telemetry"},
     {"campaigns", "documents"},
     {"compare"},
     {"gates"},

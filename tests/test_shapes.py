@@ -42,7 +42,7 @@ from evalcore.suites import Case, Suite
 from evalcore.targets.base import Retrieved
 from evalcore.targets.config import Snapshot, TargetConfig
 from evalcore.targets.saved import SavedTarget
-from evalcore.traces import Rejected, Trace, TraceDocument, TraceImport, TraceSettings
+from evalcore.telemetry import Rejected, Trace, TraceDocument, TraceImport, TraceSettings
 
 SCALARS: dict[Any, Any] = {bool: True, int: 2, float: 0.5, str: "x", Any: "any"}
 

@@ -26,9 +26,7 @@ from evalcore.errors import EvalError
 from evalcore.keys import create_key
 from evalcore.store import NotFound, Store
 from evalcore.targets import TargetConfig
-from evalcore.testing import FakeOpenAIServer
-from evalcore.testing.traces import Answered, jsonl_lines, otlp_json, production
-from evalcore.traces import (
+from evalcore.telemetry import (
     TraceSample,
     apply_retention,
     get_trace,
@@ -38,7 +36,9 @@ from evalcore.traces import (
     sample_traces,
     set_trace_settings,
 )
-from evalcore.traces.redaction import Redactor
+from evalcore.telemetry.redaction import Redactor
+from evalcore.testing import FakeOpenAIServer
+from evalcore.testing.traces import Answered, jsonl_lines, otlp_json, production
 from tests.test_api import serve
 
 DAY_NS = 86_400 * 10**9
@@ -428,3 +428,21 @@ def test_the_traces_page_shows_volume_pass_rates_worst_traces_and_a_release_comp
     at.sidebar.selectbox(key="traces-filter-key").select("release").run()
     assert_clean(at)
     assert "30 of 60 traces" in " ".join(c.value for c in at.caption)
+
+
+def test_the_tour_imports_the_example_trace_file_and_the_notebook_reads_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import evalcore as ec
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "production-traces.json"
+    db = tmp_path / "tour.db"
+    assert main(["traces", "import", str(example), "--db", str(db)]) == 0
+    assert "36 trace(s) stored from production-traces.json" in capsys.readouterr().out
+    assert main(["traces", "list", "--where", "release=v2", "--db", str(db)]) == 0
+    assert capsys.readouterr().out.startswith("18 trace(s)")
+    frame = ec.traces(db=db, where={"release": "v2"})
+    assert len(frame) == 18 and set(frame["metadata.release"]) == {"v2"}
+    assert {"number", "question", "answer", "documents", "model", "started_at", "latency_s"} <= set(frame.columns)
+    assert str(frame["started_at"].dt.tz) == "UTC" and (frame["documents"] == 2).all()
+    assert set(frame["metadata.service.version"]) == {"2.3.0"} and (frame["prompt_tokens"] == 120).all()
+    assert ec.import_traces(example, db=db).duplicates == 36

@@ -32,9 +32,18 @@ from evalcore.compare.production import (
     worst_traces,
 )
 from evalcore.compare.unpaired import UnpairedDelta
-from evalcore.traces import Trace, TraceFilter, TraceImport, TraceSample, get_trace, import_text, list_traces, receive
-from evalcore.traces.otlp import SpanProblem, decode_protobuf, protobuf_response
-from evalcore.traces.stored import parse_filters
+from evalcore.telemetry import (
+    Trace,
+    TraceFilter,
+    TraceImport,
+    TraceSample,
+    get_trace,
+    import_text,
+    list_traces,
+    receive,
+)
+from evalcore.telemetry.otlp import SpanProblem, decode_protobuf, protobuf_response
+from evalcore.telemetry.stored import parse_filters
 
 router = APIRouter(tags=["traces"], responses=ERROR_RESPONSES)
 Sender = Annotated[Principal, Depends(_checker(Action.SEND_TRACES))]

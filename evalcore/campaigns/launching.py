@@ -17,7 +17,7 @@ from evalcore.targets.saved import get_target
 
 if TYPE_CHECKING:
     from evalcore.targets.base import Target
-    from evalcore.traces import TraceSample
+    from evalcore.telemetry import TraceSample
 
 
 @dataclass(frozen=True)

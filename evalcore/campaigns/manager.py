@@ -301,7 +301,7 @@ class CampaignManager:
         from evalcore.campaigns.launching import check_judges, resolve_config
         from evalcore.campaigns.traced import DEFAULT_JUDGES, TraceAnswers, check_reference_free, trace_questions
         from evalcore.targets.allowed import check_request
-        from evalcore.traces import sample_traces
+        from evalcore.telemetry import sample_traces
 
         if request.dataset is not None or request.suite_id is not None or request.traces is None:
             raise EvalError("give traces, or a dataset or a suite, not both", where="launch")

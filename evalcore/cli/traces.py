@@ -96,8 +96,8 @@ def add_filters(parser: argparse.ArgumentParser) -> None:
 
 def _selection(args: argparse.Namespace) -> Any:
     from evalcore.compare.production import moment
-    from evalcore.traces import TraceFilter
-    from evalcore.traces.stored import parse_filters
+    from evalcore.telemetry import TraceFilter
+    from evalcore.telemetry.stored import parse_filters
 
     return TraceFilter(moment(args.since or "", "since"), moment(args.until or "", "until"),
                        parse_filters(args.where), getattr(args, "search", ""))
@@ -108,7 +108,7 @@ def _print(args: argparse.Namespace, data: Any, lines: list[str]) -> None:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from evalcore.traces import import_file
+    from evalcore.telemetry import import_file
 
     store = store_of(args, create=True)
     reports = [import_file(store, path, tenant=args.tenant) for path in args.files]
@@ -118,7 +118,7 @@ def _import(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     from evalcore.compare.production import stamp
-    from evalcore.traces import list_traces
+    from evalcore.telemetry import list_traces
 
     found = list_traces(store_of(args), _selection(args), tenant=args.tenant)
     shown = found[:args.limit]
@@ -133,7 +133,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     from evalcore.compare.production import stamp
-    from evalcore.traces import get_trace
+    from evalcore.telemetry import get_trace
 
     trace = get_trace(store_of(args), args.number, tenant=args.tenant)
     lines = [f"trace {trace.number} ({trace.trace_id}) at {stamp(trace.started_at)} from {trace.source}",
@@ -148,9 +148,9 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _settings(args: argparse.Namespace) -> int:
-    from evalcore.traces import set_trace_settings, trace_settings
-    from evalcore.traces.redaction import parse_pattern
-    from evalcore.traces.stored import UNCHANGED
+    from evalcore.telemetry import set_trace_settings, trace_settings
+    from evalcore.telemetry.redaction import parse_pattern
+    from evalcore.telemetry.stored import UNCHANGED
 
     store = store_of(args, create=True)
     retention: Any = UNCHANGED
@@ -174,7 +174,7 @@ def _settings(args: argparse.Namespace) -> int:
 
 
 def _prune(args: argparse.Namespace) -> int:
-    from evalcore.traces import apply_retention
+    from evalcore.telemetry import apply_retention
 
     deleted = apply_retention(store_of(args), tenant=args.tenant)
     _print(args, deleted, [f"tenant {tenant}: {count} trace(s) deleted" for tenant, count in deleted.items()]
@@ -188,8 +188,8 @@ def _run(args: argparse.Namespace) -> int:
     from evalcore.compare.production import moment
     from evalcore.targets import TargetConfig
     from evalcore.targets.saved import get_target
-    from evalcore.traces import TraceSample
-    from evalcore.traces.stored import parse_filters
+    from evalcore.telemetry import TraceSample
+    from evalcore.telemetry.stored import parse_filters
 
     manager = manager_of(args)
     if args.config:
@@ -218,7 +218,7 @@ def _campaign_ids(args: argparse.Namespace) -> list[str]:
 
 def _timeline(args: argparse.Namespace) -> int:
     from evalcore.compare.production import judged_traces, stamp, timeline, worst_traces
-    from evalcore.traces import list_traces
+    from evalcore.telemetry import list_traces
 
     store = store_of(args)
     selection = _selection(args)

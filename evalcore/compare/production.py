@@ -19,9 +19,9 @@ from evalcore.errors import EvalError
 from evalcore.judges import JudgeResult
 from evalcore.shapes import doc
 from evalcore.store import Store
-from evalcore.traces import Trace, TraceFilter, list_traces
-from evalcore.traces.sampling import PERIODS, period_of
-from evalcore.traces.stored import traces_by_number
+from evalcore.telemetry import Trace, TraceFilter, list_traces
+from evalcore.telemetry.sampling import PERIODS, period_of
+from evalcore.telemetry.stored import traces_by_number
 
 EFFECT_MEAN = 0.25  # the default change to detect in a judge's mean score (its 1-5 scale)
 EFFECT_RATE = 0.05  # and in a pass rate

@@ -217,7 +217,7 @@ CREATE TABLE job_items (
     job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE, position INTEGER NOT NULL, value TEXT NOT NULL,
     PRIMARY KEY (job_id, position));
 """
-# v19: production traces (evalcore.traces): one row per trace and tenant with what was asked, retrieved and answered,
+# v19: production traces (evalcore.telemetry): one row per trace and tenant with what was asked, retrieved and answered,
 # the model, tokens, metadata and time (number: the store's own id for it, a traces campaign's question id); the
 # spans of a trace whose root span has not arrived yet; each tenant's retention and redaction patterns.
 SCHEMA_V19 = """

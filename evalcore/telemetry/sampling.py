@@ -14,8 +14,8 @@ from evalcore.access import Principal
 from evalcore.errors import EvalError
 from evalcore.shapes import doc
 from evalcore.store import Store
-from evalcore.traces.records import Trace
-from evalcore.traces.stored import TraceFilter, list_traces
+from evalcore.telemetry.records import Trace
+from evalcore.telemetry.stored import TraceFilter, list_traces
 
 PERIODS = ("day", "week")
 NONE = "(none)"  # the stratum of traces without the metadata key

@@ -14,10 +14,10 @@ from evalcore.access import Action, Principal, scope
 from evalcore.errors import EvalError
 from evalcore.shapes import doc
 from evalcore.store import Connection, NotFound, Store, dumps
-from evalcore.traces.lines import parse_lines
-from evalcore.traces.otlp import Span, SpanProblem, assemble, group, parse_requests, root_of
-from evalcore.traces.records import Rejected, Trace, TraceDocument, TraceImport
-from evalcore.traces.redaction import Redactor, check_patterns
+from evalcore.telemetry.lines import parse_lines
+from evalcore.telemetry.otlp import Span, SpanProblem, assemble, group, parse_requests, root_of
+from evalcore.telemetry.records import Rejected, Trace, TraceDocument, TraceImport
+from evalcore.telemetry.redaction import Redactor, check_patterns
 
 DAY_S = 86_400.0
 MAX_FILE_BYTES = 512 * 1024 * 1024
@@ -138,7 +138,7 @@ def import_text(store: Store, text: str, *, source: str, tenant: str = "default"
 def receive(store: Store, data: Any, *, principal: Principal | None = None, tenant: str = "default",
             now: float | None = None) -> TraceImport:
     """One OTLP/HTTP JSON request's spans (already parsed JSON), for the receiver."""
-    from evalcore.traces.otlp import parse_request
+    from evalcore.telemetry.otlp import parse_request
 
     tenant = importing_tenant(principal, tenant)
     spans, rejected = parse_request(data)

@@ -1,9 +1,9 @@
 """Production traces: OpenTelemetry (OTLP JSON, OpenInference attributes) and JSONL files imported, OTLP/HTTP requests
 received, stored per tenant after redaction, kept for the tenant's retention, listed, filtered and sampled."""
 
-from evalcore.traces.records import Rejected, Trace, TraceDocument, TraceImport
-from evalcore.traces.sampling import TraceSample, sample_traces
-from evalcore.traces.stored import (
+from evalcore.telemetry.records import Rejected, Trace, TraceDocument, TraceImport
+from evalcore.telemetry.sampling import TraceSample, sample_traces
+from evalcore.telemetry.stored import (
     TraceFilter,
     TraceSettings,
     apply_retention,
