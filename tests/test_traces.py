@@ -446,3 +446,63 @@ def test_the_tour_imports_the_example_trace_file_and_the_notebook_reads_it(
     assert str(frame["started_at"].dt.tz) == "UTC" and (frame["documents"] == 2).all()
     assert set(frame["metadata.service.version"]) == {"2.3.0"} and (frame["prompt_tokens"] == 120).all()
     assert ec.import_traces(example, db=db).duplicates == 36
+
+
+def test_the_api_imports_jsonl_launches_a_traces_campaign_and_shows_its_timeline_and_comparison(
+        tmp_path: Path) -> None:
+    from evalcore.api.app import create_app
+    from tests.conftest import write_dataset
+
+    root = tmp_path / "datasets"
+    write_dataset(root / "samples")
+    app: Any = create_app(tmp_path / "api.db", dataset_root=root)
+    store = app.state.store
+    admin = create_key(store, tenant="acme", role="admin", capability="full-access")[1]
+    viewer = create_key(store, tenant="acme", role="viewer")[1]
+    lines = "\n".join(jsonl_lines(production(40, start_ns=START_NS, spacing_s=6 * 3600))) + "\n{\"question\": 1}\n"
+    with FakeOpenAIServer(judge) as judge_server, serve(app) as url:
+        def call(method: str, path: str, key: str = admin, **kwargs: Any) -> httpx.Response:
+            return httpx.request(method, url + path, headers={"Authorization": f"Bearer {key}"}, timeout=60,
+                                 **kwargs)
+
+        assert call("POST", "/api/v1/traces/import", viewer, content=lines.encode()).status_code == 403
+        imported = call("POST", "/api/v1/traces/import?format=jsonl", content=lines.encode()).json()["data"]["report"]
+        assert imported["stored"] == 40 and imported["rejected"][0]["position"] == "line 41"
+        target = call("POST", "/api/v1/targets", json={"name": "judge", "config": {
+            "judge_kind": "openai", "judge_model": "judge", "judge_base_url": judge_server.base_url,
+            "judge_api_key_env": ""}})
+        assert target.status_code in (200, 201), target.text
+        target_id = target.json()["data"]["target"]["id"]
+        launched = call("POST", "/api/v1/traces/campaigns", json={
+            "per_stratum": 20, "by": "release", "judges": ["groundedness"], "target_id": target_id})
+        assert launched.status_code == 201, launched.text
+        campaign_id = launched.json()["data"]["campaign_id"]
+        assert app.state.manager.wait(campaign_id, timeout=120).status == "succeeded"
+        refused = call("POST", "/api/v1/traces/campaigns", json={"judges": ["score"], "target_id": target_id})
+        assert refused.status_code in (400, 422) and "reference answer" in refused.text
+        days = call("GET", f"/api/v1/traces-timeline?campaign_id={campaign_id}&period=day&worst=judge.groundedness",
+                    viewer).json()["data"]
+        assert sum(p["volume"] for p in days["periods"]) == 40 and len(days["worst"]) == 20
+        assert days["worst"][0]["answer"] in ("Yes, until the parcel ships.", "I am not sure; please contact support.")
+        compared = call("GET", f"/api/v1/traces-comparison?campaign_id={campaign_id}&a=release=v1&b=release=v2",
+                        viewer).json()["data"]["comparison"]
+        first = compared["deltas"][0]
+        assert (first["measure"], first["n_a"], first["n_b"], first["test"]) == ("judge.groundedness", 20, 20,
+                                                                                "Welch t")
+        assert call("GET", f"/api/v1/traces-comparison?campaign_id={campaign_id}&a=release=v9&b=release=v2",
+                    viewer).status_code in (400, 422)
+
+
+def test_traces_on_postgresql(postgres_server: str) -> None:
+    from evalcore.store import open_store
+    from evalcore.testing.postgres import new_database
+
+    with open_store(new_database(postgres_server)) as pg:
+        set_trace_settings(pg, "acme", retention_days=3, patterns=[("ticket", r"TCK-\d+")])
+        now = START_NS / 1e9 + 10 * 86_400
+        report = import_text(pg, json.dumps(otlp_json(production(10, start_ns=START_NS, spacing_s=86_400))),
+                             source="p", tenant="acme", now=now)
+        assert (report.stored, report.expired) == (3, 7)
+        assert len(list_traces(pg, tenant="acme")) == 3
+        assert len(sample_traces(pg, TraceSample(per_stratum=1, by="release"), tenant="acme")) == 2
+        assert apply_retention(pg, now=now + 2 * 86_400) == {"acme": 2}
