@@ -10,7 +10,7 @@ import json
 import zlib
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
@@ -32,6 +32,7 @@ from evalcore.compare.production import (
     worst_traces,
 )
 from evalcore.compare.unpaired import UnpairedDelta
+from evalcore.targets.saved import ID_NAMES
 from evalcore.telemetry import (
     Trace,
     TraceFilter,
@@ -168,7 +169,7 @@ def traces(request: Request, principal: Viewer, since: Since = None, until: Unti
 
 
 @router.get("/api/v1/traces/{number}", response_model=Ok[TraceOnly], summary="One trace")
-def trace(request: Request, number: int, principal: Viewer) -> dict[str, Any]:
+def trace(request: Request, number: Annotated[int, Path(ge=0, le=2**62)], principal: Viewer) -> dict[str, Any]:
     """404 for another tenant's, as for a missing one."""
     return ok({"trace": get_trace(request.app.state.store, number, principal=principal).to_dict()})
 
@@ -194,7 +195,8 @@ class TracesCampaignIn(RequestBody):
     until: str | None = Field(None, max_length=40)
     where: list[str] = Field(default_factory=list, max_length=20)
     judges: list[str] = Field(default_factory=list, max_length=20)
-    target_id: str | None = Field(None, max_length=100, description="a saved configuration with the judge model")
+    target_id: str | None = Field(None, max_length=100, description=ID_NAMES["target_id"] + "; here, the one whose "
+                                  "judge keys (judge_kind, judge_model, ...) the traces are judged with")
     name: str | None = Field(None, max_length=200)
     concurrency: int | None = Field(None, ge=1, le=256)
 
