@@ -506,3 +506,30 @@ def test_traces_on_postgresql(postgres_server: str) -> None:
         assert len(list_traces(pg, tenant="acme")) == 3
         assert len(sample_traces(pg, TraceSample(per_stratum=1, by="release"), tenant="acme")) == 2
         assert apply_retention(pg, now=now + 2 * 86_400) == {"acme": 2}
+
+
+def test_a_cancelled_traces_campaign_resumes_its_missing_traces(tmp_path: Path) -> None:
+    manager = CampaignManager(tmp_path / "resume.db")
+    try:
+        import_text(manager.store, json.dumps(otlp_json(production(30, start_ns=START_NS))), source="p")
+        with FakeOpenAIServer(judge, delay=0.05) as server:
+            config = TargetConfig.from_dict({"judge_kind": "openai", "judge_model": "judge", "judge_api_key_env": "",
+                                             "judge_base_url": server.base_url})
+            campaign_id = manager.launch(LaunchRequest(traces=TraceSample(per_stratum=30), config=config,
+                                                       judges=("groundedness",), concurrency=1))
+            import time
+
+            from evalcore.campaigns.queries import get_campaign
+            deadline = time.monotonic() + 60
+            while get_campaign(manager.store, campaign_id).finished < 3 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            manager.cancel(campaign_id)
+            stopped = manager.wait(campaign_id, timeout=60)
+            assert stopped.status == "cancelled" and 3 <= stopped.finished < 30
+            manager.resume(campaign_id)
+            done = manager.wait(campaign_id, timeout=120)
+        assert (done.status, done.finished, done.failed) == ("succeeded", 30, 0)
+        numbers = [r.question.qid for r in campaign_results(manager.store, campaign_id)]
+        assert sorted(numbers) == sorted(t.number for t in list_traces(manager.store))
+    finally:
+        manager.close()
