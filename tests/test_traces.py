@@ -533,3 +533,28 @@ def test_a_cancelled_traces_campaign_resumes_its_missing_traces(tmp_path: Path) 
         assert sorted(numbers) == sorted(t.number for t in list_traces(manager.store))
     finally:
         manager.close()
+
+
+def test_the_command_line_judges_a_sample_and_keeps_the_operators_settings(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "cli.db")
+    path = sdk_file(tmp_path, production(24, start_ns=START_NS, spacing_s=6 * 3600))
+    assert main(["traces", "settings", "--tenant", "acme", "--retention-days", "none", "--redact", r"ticket=TCK-\d+",
+                 "--db", db]) == 0
+    assert "pattern ticket" in capsys.readouterr().out
+    assert main(["traces", "settings", "--tenant", "acme", "--redact", "bad=(", "--db", db]) == 2
+    assert "not a regular expression" in capsys.readouterr().err
+    assert main(["traces", "import", str(path), "--tenant", "acme", "--db", db]) == 0
+    with FakeOpenAIServer(judge) as server:
+        code = main(["traces", "run", "--tenant", "acme", "--per", "3", "--by", "day", "--seed", "1", "--judge",
+                     "groundedness", "--judge-kind", "openai", "--judge-model", "judge", "--judge-base-url",
+                     server.base_url, "--judge-api-key-env", "", "--name", "days", "--db", db])
+    out = capsys.readouterr().out
+    assert code == 0 and "judge.groundedness" in out
+    assert main(["traces", "timeline", "days", "--tenant", "acme", "--worst", "judge.groundedness", "--json",
+                 "--db", db]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [p["volume"] for p in data["periods"]] == [4, 4, 4, 4, 4, 4] and {p["n"] for p in data["periods"]} == {3}
+    assert main(["traces", "settings", "--tenant", "acme", "--retention-days", "0.001", "--db", db]) == 0  # 86 s
+    assert main(["traces", "prune", "--db", db]) == 0
+    assert "tenant acme: 24 trace(s) deleted" in capsys.readouterr().out

@@ -61,6 +61,8 @@ def register(commands: Commands) -> None:
     from evalcore.cli.run import add_judge_options
 
     add_judge_options(run)
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="override one configuration key, e.g. judge_max_tokens=400; repeatable")
     run.set_defaults(handler=_run)
     over_time = actions.add_parser("timeline", help="volume and each measure per day or week with intervals, and "
                                                     "the worst traces")
