@@ -21,7 +21,7 @@ ui.no_delay()  # small writes go out at once: see ui.no_delay
 
 PAGES = {file: st.Page(file, title=title, default=file == "pages/datasets.py") for file, title in (
     ("pages/datasets.py", "Datasets"), ("pages/suites.py", "Suites"), ("pages/run.py", "Run"),
-    ("pages/campaigns.py", "Campaigns"), ("pages/compare.py", "Compare"))}
+    ("pages/campaigns.py", "Campaigns"), ("pages/compare.py", "Compare"), ("pages/traces.py", "Traces"))}
 # Suites and Run change things: the workspace's administrators only (viewers read results).
 ADMIN_PAGES = {"pages/suites.py", "pages/run.py"}
 

@@ -15,7 +15,8 @@ __version__ = "0.1.0"
 # Public name -> the module that defines it.
 _PUBLIC = {
     **dict.fromkeys(("load_dataset", "load_suite", "configuration", "run", "run_sweep", "rejudge", "campaign",
-                     "list_campaigns", "comparison", "sweep", "score_trec", "score_texts"),
+                     "list_campaigns", "comparison", "sweep", "score_trec", "score_texts", "import_traces", "traces",
+                     "judge_traces", "traces_timeline", "compare_traces"),
                     "evalcore.notebook.functions"),
     **dict.fromkeys(("CampaignView", "ComparisonView", "SweepView", "RunHandle", "Chart", "to_arrow"),
                     "evalcore.notebook.views"),
@@ -25,17 +26,20 @@ _PUBLIC = {
     "Exit": "evalcore.gates.checks",
 }
 __all__ = ["CampaignView", "Chart", "Check", "ComparisonView", "EvalError", "Exit", "RunHandle", "SweepView",
-           "TargetConfig", "__version__", "campaign", "comparison", "configuration", "list_campaigns",
-           "load_dataset", "load_suite", "rejudge", "run", "run_sweep", "score_texts", "score_trec", "sweep",
-           "to_arrow"]
+           "TargetConfig", "__version__", "campaign", "compare_traces", "comparison", "configuration",
+           "import_traces", "judge_traces", "list_campaigns", "load_dataset", "load_suite", "rejudge", "run",
+           "run_sweep", "score_texts", "score_trec", "sweep", "to_arrow", "traces", "traces_timeline"]
 
 if TYPE_CHECKING:
     from evalcore.errors import EvalError
     from evalcore.gates.checks import Check, Exit
     from evalcore.notebook.functions import (
         campaign,
+        compare_traces,
         comparison,
         configuration,
+        import_traces,
+        judge_traces,
         list_campaigns,
         load_dataset,
         load_suite,
@@ -45,6 +49,8 @@ if TYPE_CHECKING:
         score_texts,
         score_trec,
         sweep,
+        traces,
+        traces_timeline,
     )
     from evalcore.notebook.views import CampaignView, Chart, ComparisonView, RunHandle, SweepView, to_arrow
     from evalcore.targets.config import TargetConfig

@@ -21,8 +21,9 @@ from evalcore.errors import EvalError
 
 ROLES = ("admin", "viewer")
 # run_evaluations and full-access both open evaluations; "none" makes a key that authenticates but
-# reaches only key introspection (e.g. a monitoring probe), never evaluations nor the dashboard.
-CAPABILITIES = ("run_evaluations", "full-access", "none")
+# reaches only key introspection (e.g. a monitoring probe), never evaluations nor the dashboard; "send_traces" makes a
+# key that an application's OpenTelemetry exporter sends production traces with (POST /v1/traces), and nothing else.
+CAPABILITIES = ("run_evaluations", "full-access", "none", "send_traces")
 EVALUATION_CAPABILITIES = frozenset({"run_evaluations", "full-access"})
 LOCAL_TENANT = "default"
 T = TypeVar("T")
@@ -35,6 +36,7 @@ class Action(StrEnum):
     LABEL = "label"  # label questions for the judges (viewers too when the operator sets EVALCORE_VIEWERS_LABEL=1)
     CHANGE = "change"  # launch, resume, retry, cancel, rename, delete; create, edit, delete suites; upload datasets
     CONFIGURE = "configure"  # save a target configuration: it decides which URLs and files the server uses
+    SEND_TRACES = "send_traces"  # store production traces (a send_traces key, or an admin of evaluations)
 
 
 class Forbidden(EvalError):
@@ -57,6 +59,10 @@ class Principal:
 
     def refusal(self, action: Action) -> str | None:
         """Why this principal may not do the action, or None when it may."""
+        if action is Action.SEND_TRACES and self.capability == "send_traces":
+            return None
+        if self.capability == "send_traces":
+            return "this key's capability 'send_traces' only sends traces (POST /v1/traces); it reads nothing"
         if self.capability not in EVALUATION_CAPABILITIES:
             return (f"this key's capability {self.capability!r} does not allow evaluation routes "
                     "(needs run_evaluations or full-access)")
@@ -72,6 +78,8 @@ class Principal:
     @property
     def abilities(self) -> str:
         """What this principal may do, in words (a viewer's run_evaluations capability lets it read, not run)."""
+        if self.capability == "send_traces":
+            return "sends production traces to POST /v1/traces; reads nothing"
         if self.capability not in EVALUATION_CAPABILITIES:
             return "does nothing in evaluations: it only authenticates"
         if self.role != "admin":

@@ -12,12 +12,15 @@ from evalcore.store import Store
 
 # (role, capability) -> the actions it may do
 RIGHTS = [
-    ("admin", "full-access", {Action.READ, Action.LABEL, Action.CHANGE, Action.CONFIGURE}),
-    ("admin", "run_evaluations", {Action.READ, Action.LABEL, Action.CHANGE}),
+    ("admin", "full-access", {Action.READ, Action.LABEL, Action.CHANGE, Action.CONFIGURE, Action.SEND_TRACES}),
+    ("admin", "run_evaluations", {Action.READ, Action.LABEL, Action.CHANGE, Action.SEND_TRACES}),
     ("admin", "none", set()),
     ("viewer", "full-access", {Action.READ}),
     ("viewer", "run_evaluations", {Action.READ}),
     ("viewer", "none", set()),
+    # an application's exporter: sends traces, reads nothing
+    ("admin", "send_traces", {Action.SEND_TRACES}),
+    ("viewer", "send_traces", {Action.SEND_TRACES}),
 ]
 
 

@@ -35,7 +35,8 @@ from ui import csv_bytes, escape_md
 AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
-PAGES = ["pages/datasets.py", "pages/suites.py", "pages/run.py", "pages/campaigns.py", "pages/compare.py"]
+PAGES = ["pages/datasets.py", "pages/suites.py", "pages/run.py", "pages/campaigns.py", "pages/compare.py",
+         "pages/traces.py"]
 # Small and fast: keyword retrieval only, 12 questions of the sample dataset.
 QUICK = {"retriever": "bm25"}
 

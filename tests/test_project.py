@@ -51,7 +51,7 @@ LAYERS = (
     {"store", "models", "access"},
     {"keys", "datasets", "judges", "jobs", "costs"},
     {"metrics"},
-    {"targets", "suites", "diagnosis"},
+    {"targets", "suites", "diagnosis", "telemetry"},
     {"campaigns", "documents"},
     {"compare"},
     {"gates"},

@@ -27,8 +27,10 @@ from evalcore.campaigns.trust import ComparisonTrust
 from evalcore.compare import Comparison
 from evalcore.compare.deltas import CampaignHeader, MeasureDelta, Passage, QuestionDiff
 from evalcore.compare.preference import Preference
+from evalcore.compare.production import GroupComparison, PeriodFigures
 from evalcore.compare.stats import McNemar
 from evalcore.compare.sweep import SweepDelta
+from evalcore.compare.unpaired import UnpairedDelta
 from evalcore.diagnosis import Transition
 from evalcore.documents import DocumentRead, ImportReport, Skipped
 from evalcore.gates import Check
@@ -40,6 +42,7 @@ from evalcore.suites import Case, Suite
 from evalcore.targets.base import Retrieved
 from evalcore.targets.config import Snapshot, TargetConfig
 from evalcore.targets.saved import SavedTarget
+from evalcore.telemetry import Rejected, Trace, TraceDocument, TraceImport, TraceSettings
 
 SCALARS: dict[Any, Any] = {bool: True, int: 2, float: 0.5, str: "x", Any: "any"}
 
@@ -95,7 +98,8 @@ RECORDS = (Campaign, RunOptions, Progress, Question, Source, Outcome, QuestionRe
            Verdict, Spread, Retrieved, CampaignHeader, Passage, QuestionDiff, McNemar, MeasureDelta, Comparison,
            Transition, Settings, CampaignRow, SavedTarget, Check, SweepDelta, Case, Label, Agreement, Preference,
            PairVerdict, Asking, ComparisonTrust, Suite,
-           Claim, Skipped, DocumentRead, ImportReport)
+           Claim, Skipped, DocumentRead, ImportReport,
+           Trace, TraceDocument, Rejected, TraceImport, TraceSettings, PeriodFigures, UnpairedDelta, GroupComparison)
 PRIVATE = {key.name for record in RECORDS for key in keys(record) if key.private}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,8 @@ from evalcore.store.copy import TABLES, fingerprint
 from evalcore.suites import create_suite
 from evalcore.targets import TargetConfig
 from evalcore.targets.saved import save_target
+from evalcore.telemetry import import_text, set_trace_settings
+from evalcore.testing.traces import otlp_json, production
 
 
 def filled_store(path: Path, tiny_dataset: Path) -> str:
@@ -52,6 +55,14 @@ def filled_store(path: Path, tiny_dataset: Path) -> str:
         job_id = submit(manager.store, "pairwise", {"a": ids[0], "b": ids[1]}, tenant="default", total=1)
         manager.store.write(lambda conn: conn.execute(  # a job's piece done, as a pairwise job keeps a verdict
             "INSERT INTO job_items (job_id, position, value) VALUES (?, 0, '{}')", (job_id,)))
+        # production traces: one stored, the spans of another waiting for their root, a tenant's settings
+        traces = otlp_json(production(2, start_ns=1_796_000_000 * 10**9))
+        spans = traces["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        second = spans[-1]["traceId"]
+        traces["resourceSpans"][0]["scopeSpans"][0]["spans"] = [
+            s for s in spans if s["traceId"] != second or s.get("parentSpanId")]
+        import_text(manager.store, json.dumps(traces), source="traces.json")
+        set_trace_settings(manager.store, "default", retention_days=365 * 10, patterns=[("ticket", r"TCK-\d+")])
         for table, order in TABLES:
             assert fingerprint(manager.store, table, order)[0] > 0, table
     finally:

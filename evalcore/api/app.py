@@ -20,6 +20,7 @@ from evalcore.api import (
     routes_service,
     routes_suites,
     routes_targets,
+    routes_traces,
 )
 from evalcore.api.limits import MAX_BODY_BYTES, BodyLimit
 from evalcore.api.normalize import Normalize
@@ -57,6 +58,6 @@ def create_app(db_path: str | Path | None = None, *, dataset_root: Path | None =
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     app.add_middleware(Normalize)
     for module in (routes_evaluation, routes_suites, routes_targets, routes_campaigns, routes_gates, routes_labels,
-                   routes_datasets, routes_jobs, routes_service, docs):
+                   routes_datasets, routes_jobs, routes_service, routes_traces, docs):
         app.include_router(module.router)
     return app

@@ -17,14 +17,16 @@ from evalcore.targets.saved import get_target
 
 if TYPE_CHECKING:
     from evalcore.targets.base import Target
+    from evalcore.telemetry import TraceSample
 
 
 @dataclass(frozen=True)
 class LaunchRequest:
-    """One campaign to launch: its questions (a dataset or a suite), what answers them, and how it runs."""
+    """One campaign to launch: its questions (a dataset, a suite or traces), what answers them, and how it runs."""
 
     dataset: str | None = None  # a dataset id or folder; or
-    suite_id: str | None = None  # a suite (its cases are the questions)
+    suite_id: str | None = None  # a suite (its cases are the questions); or
+    traces: TraceSample | None = None  # a sample of production traces (their answers are judged; nothing is asked)
     # What answers them (default: the saved target, else the suite's, else the defaults).
     config: TargetConfig | None = None
     # The saved configuration it is, kept as a link (an evaluation task's knowledge_base_id).

@@ -245,6 +245,8 @@ class CampaignManager:
         from evalcore.campaigns.questions import dataset_questions, suite_questions
         from evalcore.suites import get_suite
 
+        if request.traces is not None:
+            return self._launch_traces(request)
         dataset, suite_id, config, target = request.dataset, request.suite_id, request.config, request.target
         target_id, limit, judges, use_judge = request.target_id, request.limit, request.judges, request.use_judge
         tenant = scope(request.principal, request.tenant, Action.CHANGE) or request.tenant
@@ -323,6 +325,44 @@ class CampaignManager:
         if suite is None:  # the server's log says what a dataset campaign runs on (computed aside: launch returns now)
             threading.Thread(target=log_dataset, args=(campaign_id, corpus), name=f"stats-{campaign_id}",
                              daemon=True).start()
+        return campaign_id
+
+    def _launch_traces(self, request: LaunchRequest) -> str:
+        """A campaign over a sample of the tenant's traces (evalcore.campaigns.traced): it runs in this process."""
+        from evalcore.campaigns.corpus import load_corpus
+        from evalcore.campaigns.launching import check_judges, resolve_config
+        from evalcore.campaigns.traced import DEFAULT_JUDGES, TraceAnswers, check_reference_free, trace_questions
+        from evalcore.targets.allowed import check_request
+        from evalcore.telemetry import sample_traces
+
+        if request.dataset is not None or request.suite_id is not None or request.traces is None:
+            raise EvalError("give traces, or a dataset or a suite, not both", where="launch")
+        sample = request.traces
+        tenant = scope(request.principal, request.tenant, Action.CHANGE) or request.tenant
+        config, target_id = resolve_config(self.store, request.config, request.target_id, None, tenant)
+        names = (("score",) if request.use_judge else ()) + (tuple(request.judges) or DEFAULT_JUDGES)
+        judge_names = check_judges(names + tuple(name for name, _ in config.rubrics), tuple(dict(config.rubrics)))
+        check_reference_free(judge_names)
+        if request.principal is not None:
+            check_request(config)
+        questions = trace_questions(sample_traces(self.store, sample, tenant=tenant))
+        if request.limit:
+            questions = questions[:request.limit]
+        corpus = load_corpus(config.knowledge_base, None, request.dataset_root)
+        options = run_options(config, request.concurrency, request.time_limit, request.max_failed_share,
+                              request.judge_samples, str(corpus.path.resolve()), models=request.models)
+        campaign_id = request.campaign_id or new_campaign_id(tenant, None)
+        plan = self._plan(campaign_id, config, corpus, questions, len(questions), options, judge_names,
+                          request.cache, 0, TraceAnswers(self.store, campaign_id, config))
+        record = {
+            "id": campaign_id, "name": campaign_name(request.name or sample.describe(), None), "tenant": tenant,
+            "kind": str(CampaignKind.TRACES), "source": sample.describe(), "suite_id": None, "target_id": target_id,
+            "total": len(questions), "config": dumps(config.to_dict()), "dataset_hash": corpus.content_hash,
+            "use_judge": int(request.use_judge), "judges": dumps(list(judge_names)), "cache": int(request.cache),
+            "options": dumps(options.to_dict()),
+        }
+        self.store.write(lambda conn: self._insert(conn, record, questions, plan))
+        self._start(plan, None)
         return campaign_id
 
     def rejudge(self, request: RejudgeRequest) -> str:
@@ -524,6 +564,10 @@ class CampaignManager:
             what = "has a result" if only == "missing" else "succeeded"
             raise EvalError(f"nothing to run: every question {what}", where=campaign_id)
         corpus = load_corpus(dataset or stored_dataset_path(campaign), campaign.dataset_hash)
+        if campaign.kind == CampaignKind.TRACES and target is None:
+            from evalcore.campaigns.traced import TraceAnswers
+
+            target = TraceAnswers(self.store, campaign_id, config)
         with cluster_for(config, target is not None) as cluster:
             options = replace(campaign.options, dataset_path=str(corpus.path.resolve()),
                               concurrency=campaign.options.concurrency if concurrency is None else concurrency)
@@ -550,9 +594,14 @@ class CampaignManager:
             corpus = load_corpus(stored_dataset_path(campaign), campaign.dataset_hash)
             only = self.store.read("SELECT rerun FROM campaigns WHERE id = ?", (campaign_id,))[0]["rerun"]
             questions = stored_questions(self.store, campaign_id, only)
+            target: Target | None = None
+            if campaign.kind == CampaignKind.TRACES:
+                from evalcore.campaigns.traced import TraceAnswers
+
+                target = TraceAnswers(self.store, campaign_id, config)
             with cluster_for(config, False) as cluster:
                 plan = self._plan(campaign_id, config, corpus, questions, campaign.total, campaign.options,
-                                  campaign.judges, campaign.cache, campaign.cache_hits, None, token,
+                                  campaign.judges, campaign.cache, campaign.cache_hits, target, token,
                                   campaign.answers_from)
                 self._claimed.add(campaign_id)
                 self._start(plan, cluster)

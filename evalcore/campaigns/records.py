@@ -32,10 +32,11 @@ UNRECORDED = "a model not recorded (stored before costs were kept)"
 
 
 class CampaignKind(StrEnum):
-    """What a campaign asks: a dataset's questions, or a suite's cases."""
+    """What a campaign asks: a dataset's questions, a suite's cases, or a sample of production traces."""
 
     DATASET = "dataset"
     SUITE = "suite"
+    TRACES = "traces"
 
 
 DIAGNOSIS = ("the stage the question failed at: retrieval miss, ranking miss, generation miss, ok, unlabeled or "
@@ -135,7 +136,7 @@ class Campaign:
     name: str = field(metadata=doc("given at launch, or made from the configuration's distinguishing settings; "
                                    "editable"))
     tenant: str = field(metadata=doc())
-    kind: CampaignKind = field(metadata=doc("dataset or suite"))
+    kind: CampaignKind = field(metadata=doc("dataset, suite or traces"))
     source: str = field(metadata=doc("the dataset id, or the suite id"))
     suite_id: str | None = field(metadata=doc())
     target_id: str | None = field(metadata=doc(ID_NAMES["target_id"] + "; null: a preset or a configuration given "

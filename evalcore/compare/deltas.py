@@ -63,7 +63,7 @@ class CampaignHeader:
     """The fields of a campaign a comparison repeats."""
 
     id: str = field(metadata=doc())
-    kind: CampaignKind = field(metadata=doc("dataset or suite"))
+    kind: CampaignKind = field(metadata=doc("dataset, suite or traces"))
     source: str = field(metadata=doc("the dataset reference, or the suite id"))
     status: str = field(metadata=doc())
     dataset_hash: str | None = field(metadata=doc())

@@ -15,6 +15,16 @@ from evalcore.campaigns.listing import campaign_rows
 from evalcore.campaigns.rejudging import RejudgeRequest
 from evalcore.compare import compare_campaigns, compare_sweep
 from evalcore.compare.pairwise import judge_comparison
+from evalcore.compare.production import (
+    EFFECT_MEAN,
+    EFFECT_RATE,
+    PeriodFigures,
+    compare_groups,
+    judged_traces,
+    moment,
+    parse_group,
+    timeline,
+)
 from evalcore.compare.stats import RESAMPLES
 from evalcore.datasets import Dataset
 from evalcore.datasets import load_dataset as _load_dataset
@@ -23,13 +33,18 @@ from evalcore.metrics import GENERATION_MEASURES, RETRIEVAL_MEASURES, generation
 from evalcore.metrics.trec import TrecOptions, evaluate
 from evalcore.metrics.trec_files import read_pair
 from evalcore.notebook.views import CampaignView, ComparisonView, RunHandle, SweepView
+from evalcore.shapes import keys
 from evalcore.suites import DuplicateName, Suite, create_suite, get_suite, parse_suite_csv
 from evalcore.targets import TargetConfig
 from evalcore.targets.config import parse_sweep
 from evalcore.targets.presets import PRESETS, QUICK_START
 from evalcore.targets.saved import get_target
+from evalcore.telemetry import TraceFilter, TraceImport, TraceSample, import_file, list_traces
+from evalcore.telemetry.stored import as_mapping
 
 Db = str | Path | None
+TRACE_COLUMNS = ["number", "trace_id", "started_at", "question", "answer", "documents", "model", "prompt_tokens",
+                 "completion_tokens", "latency_s"]
 LIST_COLUMNS = ["id", "name", "source", "status", "finished", "total", "failed", "retriever", "reranker", "generator",
                 "top_k"]
 
@@ -195,3 +210,54 @@ def score_texts(hypotheses: Sequence[str], references: Sequence[Sequence[str] | 
     frame.insert(0, "id", list(ids) if ids is not None else range(len(rows)))
     return frame
 
+
+
+def import_traces(path: str | Path, *, db: Db = None, tenant: str = "default") -> TraceImport:
+    """Import a trace file (OTLP JSON with OpenInference attributes, or JSONL): its report says what was stored and
+    what was skipped, where and why."""
+    return import_file(manager(db).store, Path(path), tenant=tenant)
+
+
+def traces(*, db: Db = None, tenant: str = "default", since: str | None = None, until: str | None = None,
+           where: Mapping[str, str] | None = None, search: str = "", limit: int | None = None) -> pd.DataFrame:
+    """The stored traces, newest first, one row each: number, trace_id, started_at (UTC), question, answer,
+    documents (their count), model, tokens, latency, and one `metadata.KEY` column per metadata key."""
+    selection = TraceFilter(moment(since or "", "since"), moment(until or "", "until"),
+                            tuple((str(k), str(v)) for k, v in (where or {}).items()), search)
+    rows = [as_mapping(trace) for trace in list_traces(manager(db).store, selection, tenant=tenant, limit=limit)]
+    frame = pd.DataFrame(rows, columns=list(dict.fromkeys(
+        [*TRACE_COLUMNS, *(key for row in rows for key in row)])))
+    frame["started_at"] = pd.to_datetime(frame["started_at"], unit="s", utc=True)
+    return frame
+
+
+def judge_traces(*, per: int = 100, by: str = "", seed: int = 0, judges: Sequence[str] = (), since: str | None = None,
+                 until: str | None = None, where: Mapping[str, str] | None = None, name: str | None = None,
+                 config: TargetConfig | str | Path | None = None, db: Db = None, tenant: str = "default",
+                 progress: bool = True, **options: Any) -> CampaignView:
+    """Judge a stratified, seeded sample of traces without references (`per` traces per day, week or value of the
+    metadata key `by`), as a campaign; `config` carries the judges' model (judge_* keys)."""
+    chosen = manager(db)
+    sample = TraceSample(per, by, seed, moment(since or "", "since"), moment(until or "", "until"),
+                         tuple((str(k), str(v)) for k, v in (where or {}).items()))
+    request = LaunchRequest(traces=sample, judges=tuple(judges), name=name, tenant=tenant,
+                            config=None if config is None else configuration(config, db=db), **options)
+    return RunHandle(chosen, chosen.launch(request)).wait(progress=progress)
+
+
+def traces_timeline(*campaign_ids: str, period: str = "day", db: Db = None, tenant: str = "default") -> pd.DataFrame:
+    """Per day or week and measure of these traces campaigns: the traces' volume, the mean with its 95% t interval,
+    the pass rate with its Wilson interval."""
+    store = manager(db).store
+    figures = timeline(judged_traces(store, list(campaign_ids)), list_traces(store, tenant=tenant), period)
+    return pd.DataFrame([f.to_dict() for f in figures], columns=[k.name for k in keys(PeriodFigures)])
+
+
+def compare_traces(*campaign_ids: str, a: str, b: str, db: Db = None, effect_mean: float = EFFECT_MEAN,
+                   effect_rate: float = EFFECT_RATE) -> pd.DataFrame:
+    """Two groups of judged traces (`a`, `b`: `KEY=VALUE` such as release=v2, or `FROM..TO` windows), unpaired: one
+    row per measure's mean and judge's pass rate with the difference, its 95% interval, the test, power, MDE and
+    the traces needed per group."""
+    rows = judged_traces(manager(db).store, list(campaign_ids))
+    found = compare_groups(rows, parse_group(a), parse_group(b), effect_mean=effect_mean, effect_rate=effect_rate)
+    return pd.DataFrame([d.to_dict() for d in found.deltas])

@@ -235,10 +235,28 @@ ALTER TABLE results ADD COLUMN usage TEXT;
 ALTER TABLE results ADD COLUMN cost REAL;
 ALTER TABLE results ADD COLUMN currency TEXT;
 """
+# v21: production traces (evalcore.telemetry): one row per trace and tenant with what was asked, retrieved and answered,
+# the model, tokens, metadata and time (number: the store's own id for it, a traces campaign's question id); the
+# spans of a trace whose root span has not arrived yet; each tenant's retention and redaction patterns.
+SCHEMA_V21 = """
+CREATE TABLE traces (
+    number INTEGER PRIMARY KEY, tenant TEXT NOT NULL, trace_id TEXT NOT NULL, span_id TEXT NOT NULL,
+    started_at REAL NOT NULL, ended_at REAL, question TEXT NOT NULL, answer TEXT, documents TEXT NOT NULL,
+    model TEXT NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, metadata TEXT NOT NULL,
+    source TEXT NOT NULL, received_at REAL NOT NULL);
+CREATE UNIQUE INDEX traces_tenant_id ON traces(tenant, trace_id);
+CREATE INDEX traces_tenant_time ON traces(tenant, started_at);
+CREATE TABLE trace_spans (
+    tenant TEXT NOT NULL, trace_id TEXT NOT NULL, span_id TEXT NOT NULL, data TEXT NOT NULL, received_at REAL NOT NULL,
+    PRIMARY KEY (tenant, trace_id, span_id));
+CREATE TABLE trace_settings (
+    tenant TEXT PRIMARY KEY, retention_days REAL, default_patterns INTEGER NOT NULL DEFAULT 1,
+    patterns TEXT NOT NULL DEFAULT '[]', updated_at REAL NOT NULL);
+"""
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
                                SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14,
                                SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18, SCHEMA_V19,
-                               SCHEMA_V20)
+                               SCHEMA_V20, SCHEMA_V21)
 
 
 class NotFound(EvalError):

@@ -21,6 +21,7 @@ TABLES: tuple[tuple[str, str], ...] = (
     ("dashboard_sessions", "token_hash"), ("labels", "campaign_id, qid, judge"),
     ("pairwise", "a_id, b_id, signature"), ("campaign_figures", "campaign_id, kind"), ("jobs", "id"),
     ("job_items", "job_id, position"),
+    ("traces", "number"), ("trace_spans", "tenant, trace_id, span_id"), ("trace_settings", "tenant"),
 )
 BATCH = 2000
 
