@@ -51,7 +51,7 @@ LAYERS = (
     {"keys", "datasets", "judges", "jobs"},
     {"metrics"},
     {"targets", "suites", "diagnosis"},
-    {"campaigns", "documents"},
+    {"campaigns", "documents", "testsets"},
     {"compare"},
     {"gates"},
     {"api", "notebook"},
