@@ -17,19 +17,26 @@ if TYPE_CHECKING:
         start_testset,
         testset_report,
     )
-    from evalcore.testsets.output import PROVENANCE_FILE, Provenance, add_review, kept_questions, read_provenance
+    from evalcore.testsets.output import (
+        PROVENANCE_FILE,
+        Provenance,
+        add_review,
+        kept_questions,
+        read_provenance,
+        review_question,
+    )
     from evalcore.testsets.quality import QualityReport
     from evalcore.testsets.records import LANGUAGES, Candidate, Decision, Kind, Review
 
 __all__ = [
     "LANGUAGES", "MODEL_KEYS", "PROVENANCE_FILE", "TESTSET", "TESTSET_JOB", "Candidate", "Decision", "Kind",
     "Provenance", "QualityReport", "Review", "TestsetRequest", "add_review", "generate_testset", "kept_questions",
-    "max_questions", "read_provenance", "start_testset", "testset_report",
+    "max_questions", "read_provenance", "review_question", "start_testset", "testset_report",
 ]
 __getattr__ = lazy_exports(__name__, {
     "generation": ("MODEL_KEYS", "TESTSET", "TESTSET_JOB", "TestsetRequest", "generate_testset", "max_questions",
                    "start_testset", "testset_report"),
-    "output": ("PROVENANCE_FILE", "Provenance", "add_review", "kept_questions", "read_provenance"),
+    "output": ("PROVENANCE_FILE", "Provenance", "add_review", "kept_questions", "read_provenance", "review_question"),
     "quality": ("QualityReport",),
     "records": ("LANGUAGES", "Candidate", "Decision", "Kind", "Review"),
 })

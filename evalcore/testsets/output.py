@@ -16,6 +16,7 @@ import secrets
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +25,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from evalcore.access import Action, Principal
 from evalcore.errors import EvalError
-from evalcore.testsets.records import Candidate, Review
+from evalcore.testsets.records import Candidate, Decision, Review
 from evalcore.text import shown
 
 PROVENANCE_FILE = "testset.json"
@@ -159,3 +161,26 @@ def add_review(folder: Path, review: Review) -> Provenance:
         updated = dataclasses.replace(provenance, reviews=(*provenance.reviews, review))
         write_testset(folder, folder / "corpus.parquet", updated, replace=True)
     return updated
+
+
+def review_question(folder: Path, qid: int, decision: str, *, author: str, question: str | None = None,
+                    answer: str | None = None, note: str = "", principal: Principal | None = None) -> Review:
+    """A person's decision on one generated question (accept, edit with new texts, reject), recorded in the
+    provenance and applied to the dataset at once."""
+    if principal is not None:
+        principal.require(Action.CHANGE)
+    try:
+        chosen = Decision(decision)
+    except ValueError:
+        raise EvalError("not a review decision", where="decision", found=decision,
+                        expected=", ".join(d.value for d in Decision)) from None
+    question, answer = (" ".join(text.split()) if text is not None else None for text in (question, answer))
+    if chosen == Decision.EDIT and not (question or answer):
+        raise EvalError("an edit gives the new question or the new answer", where="question",
+                        fix="give --question and/or --answer, or accept it as it is")
+    if chosen != Decision.EDIT and (question or answer):
+        raise EvalError("new texts are given with an edit only", where="decision", found=chosen.value,
+                        fix="use the decision edit")
+    review = Review(qid, chosen, author, time.time(), question or None, answer or None, note.strip())
+    add_review(folder, review)
+    return review
