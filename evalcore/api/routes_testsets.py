@@ -157,7 +157,7 @@ def review(request: Request, dataset_id: DatasetId, body: ReviewIn, principal: A
     root = _root(request)
     try:
         done = review_question(resolve_dataset(dataset_id, root, allow_paths=False), body.qid, body.decision,
-                               author=principal.key_id or principal.tenant, question=body.question,
+                               question=body.question,
                                answer=body.answer, note=body.note, principal=principal)
     except EvalError as error:
         if isinstance(error, Forbidden):

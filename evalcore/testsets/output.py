@@ -163,12 +163,14 @@ def add_review(folder: Path, review: Review) -> Provenance:
     return updated
 
 
-def review_question(folder: Path, qid: int, decision: str, *, author: str, question: str | None = None,
+def review_question(folder: Path, qid: int, decision: str, *, author: str = "", question: str | None = None,
                     answer: str | None = None, note: str = "", principal: Principal | None = None) -> Review:
     """A person's decision on one generated question (accept, edit with new texts, reject), recorded in the
-    provenance and applied to the dataset at once."""
+    provenance and applied to the dataset at once. The author is the acting key (a principal names no one else),
+    or for the local operator (the CLI) the name given."""
     if principal is not None:
         principal.require(Action.CHANGE)
+        author = f"key {principal.key_id}" if principal.key_id else "local"
     try:
         chosen = Decision(decision)
     except ValueError:
@@ -181,6 +183,6 @@ def review_question(folder: Path, qid: int, decision: str, *, author: str, quest
     if chosen != Decision.EDIT and (question or answer):
         raise EvalError("new texts are given with an edit only", where="decision", found=chosen.value,
                         fix="use the decision edit")
-    review = Review(qid, chosen, author, time.time(), question or None, answer or None, note.strip())
+    review = Review(qid, chosen, author.strip() or "local", time.time(), question or None, answer or None, note.strip())
     add_review(folder, review)
     return review
