@@ -12,7 +12,10 @@ import pandas as pd
 import streamlit as st
 
 from evalcore.access import Action, Principal
-from evalcore.datasets import DATASET_ROOT, Dataset
+from evalcore.datasets import Dataset, resolve_dataset
+from evalcore.datasets.loader import DATASET_ID
+from evalcore.datasets.uploads import upload_root
+from evalcore.errors import EvalError
 from evalcore.jobs import Job, cancel_job, get_job, list_jobs
 from evalcore.testsets import (
     LANGUAGES,
@@ -63,17 +66,20 @@ def testset_form(ref: str, principal: Principal) -> None:
         keys = {"judge_kind": "local"} if local else {"judge_model": model.strip(), "judge_base_url": base_url.strip(),
                                                       "judge_api_key_env": key_env.strip()}
         with guard():
-            request = TestsetRequest(ref, out.strip(), int(questions), Kind.parse(kinds),
-                                     None if language not in LANGUAGES else language, int(seed), keys,
-                                     replace=replace)
-            start_testset(store(), request, root=DATASET_ROOT, principal=principal)
+            if not DATASET_ID.fullmatch(out.strip()):
+                raise EvalError("not a dataset id", where="New dataset id", found=out,
+                                expected="letters, digits, '.', '_' or '-' (at most 64)")
+            request = TestsetRequest(str(resolve_dataset(ref)), str(upload_root() / out.strip()), int(questions),
+                                     Kind.parse(kinds), None if language not in LANGUAGES else language, int(seed),
+                                     keys, replace=replace)
+            start_testset(store(), request, principal=principal)
             wake_jobs()
             st.rerun()
 
 
 def _newest_job(ref: str, principal: Principal) -> Job | None:
     return next((job for job in list_jobs(store(), kind=TESTSET_JOB, principal=principal)
-                 if job.params.get("dataset") == ref), None)
+                 if job.params.get("dataset") == str(resolve_dataset(ref))), None)
 
 
 def _follow(job_id: str, principal: Principal) -> None:
@@ -81,7 +87,7 @@ def _follow(job_id: str, principal: Principal) -> None:
     job = get_job(store(), job_id, principal=principal)
     if not job.active:
         if job.result:
-            flash(f"Test set {job.result['dataset']} written: pick it above to review it.")
+            flash(f"Test set {job.result['dataset']} written: pick it above to measure and review it.")
         st.rerun()
     done = f"{job.done} of {job.total} questions" if job.total else "starting"
     st.progress(job.done / job.total if job.total else 0.0, text=f"Generating a test set ({job.status.value}): {done}")

@@ -16,7 +16,8 @@ from evalcore.api.inputs import RequestBody
 from evalcore.api.routes_jobs import wake_jobs
 from evalcore.api.runs import JudgeModelIn
 from evalcore.api.schemas import JobData, Ok, model_of
-from evalcore.datasets import DATASET_ID, DATASET_ROOT, resolve_dataset
+from evalcore.datasets import DATASET_ROOT, resolve_dataset
+from evalcore.datasets.loader import DATASET_ID
 from evalcore.errors import EvalError
 from evalcore.jobs import get_job
 from evalcore.store import Conflict
