@@ -22,14 +22,14 @@ from evalcore.testsets import (
     PROVENANCE_FILE,
     TESTSET_JOB,
     Candidate,
+    GenerationRequest,
     Kind,
     Provenance,
     QualityReport,
-    TestsetRequest,
+    measure_testset,
     read_provenance,
     review_question,
     start_testset,
-    testset_report,
 )
 from ui.engine import store, wake_jobs
 from ui.messages import flash, guard
@@ -69,7 +69,7 @@ def testset_form(ref: str, principal: Principal) -> None:
             if not DATASET_ID.fullmatch(out.strip()):
                 raise EvalError("not a dataset id", where="New dataset id", found=out,
                                 expected="letters, digits, '.', '_' or '-' (at most 64)")
-            request = TestsetRequest(str(resolve_dataset(ref)), str(upload_root() / out.strip()), int(questions),
+            request = GenerationRequest(str(resolve_dataset(ref)), str(upload_root() / out.strip()), int(questions),
                                      Kind.parse(kinds), None if language not in LANGUAGES else language, int(seed),
                                      keys, replace=replace)
             start_testset(store(), request, principal=principal)
@@ -104,7 +104,7 @@ def is_testset(dataset: Dataset) -> bool:
 
 @st.cache_data(max_entries=8, show_spinner="Measuring the test set…")
 def _report(path: str, stamp: int) -> QualityReport:
-    return testset_report(Path(path))
+    return measure_testset(Path(path))
 
 
 def testset_quality(dataset: Dataset) -> None:

@@ -24,14 +24,14 @@ from evalcore.store import Conflict
 from evalcore.testsets import (
     LANGUAGES,
     Candidate,
+    GenerationRequest,
     Kind,
     QualityReport,
     Review,
-    TestsetRequest,
+    measure_testset,
     read_provenance,
     review_question,
     start_testset,
-    testset_report,
 )
 
 router = APIRouter(prefix="/api/v1/testsets", tags=["test sets"], responses=ERROR_RESPONSES)
@@ -114,7 +114,7 @@ def generate(request: Request, body: GenerateIn, principal: FullAdmin) -> dict[s
     cached: the same request gives the same set."""
     model = {f"judge_{name}": value for name, value in body.model.model_dump().items()} | {"timeout": body.timeout}
     try:
-        testset = TestsetRequest(body.dataset_id, body.out_id, body.questions, Kind.parse(body.kinds), body.language,
+        testset = GenerationRequest(body.dataset_id, body.out_id, body.questions, Kind.parse(body.kinds), body.language,
                                  body.seed, model, body.concurrency, body.duplicate_similarity, body.replace)
         root = _root(request)
         job_id = start_testset(request.app.state.store, testset, root=root, principal=principal)
@@ -132,7 +132,7 @@ def report(request: Request, dataset_id: DatasetId, principal: Viewer) -> dict[s
     retriever's recall, and the critic's agreement with people where they reviewed."""
     root = _root(request)
     try:
-        return ok({"report": testset_report(resolve_dataset(dataset_id, root, allow_paths=False)).to_dict()})
+        return ok({"report": measure_testset(resolve_dataset(dataset_id, root, allow_paths=False)).to_dict()})
     except EvalError as error:
         raise _unpathed(error, root) from None
 

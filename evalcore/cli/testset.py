@@ -90,9 +90,9 @@ def model_keys(args: argparse.Namespace) -> dict[str, Any]:
 
 def _generate(args: argparse.Namespace) -> int:
     from evalcore.datasets import resolve_dataset
-    from evalcore.testsets import Kind, TestsetRequest, generate_testset
+    from evalcore.testsets import GenerationRequest, Kind, generate_testset
 
-    request = TestsetRequest(args.dataset, args.out, args.questions,
+    request = GenerationRequest(args.dataset, args.out, args.questions,
                              Kind.parse([k.strip() for k in args.kinds.split(",") if k.strip()]), args.language,
                              args.seed, model_keys(args), args.concurrency, args.duplicate_similarity, args.replace)
     _, report = generate_testset(store_of(args, create=True), request)
@@ -108,9 +108,9 @@ def _generate(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from evalcore.datasets import resolve_dataset
-    from evalcore.testsets import testset_report
+    from evalcore.testsets import measure_testset
 
-    report = testset_report(resolve_dataset(args.dataset))
+    report = measure_testset(resolve_dataset(args.dataset))
     print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2) if args.json else "\n".join(report.lines()))
     return 0
 

@@ -11,11 +11,11 @@ if TYPE_CHECKING:
         MODEL_KEYS,
         TESTSET,
         TESTSET_JOB,
-        TestsetRequest,
+        GenerationRequest,
         generate_testset,
         max_questions,
+        measure_testset,
         start_testset,
-        testset_report,
     )
     from evalcore.testsets.output import (
         PROVENANCE_FILE,
@@ -29,13 +29,13 @@ if TYPE_CHECKING:
     from evalcore.testsets.records import LANGUAGES, Candidate, Decision, Kind, Review
 
 __all__ = [
-    "LANGUAGES", "MODEL_KEYS", "PROVENANCE_FILE", "TESTSET", "TESTSET_JOB", "Candidate", "Decision", "Kind",
-    "Provenance", "QualityReport", "Review", "TestsetRequest", "add_review", "generate_testset", "kept_questions",
-    "max_questions", "read_provenance", "review_question", "start_testset", "testset_report",
+    "LANGUAGES", "MODEL_KEYS", "PROVENANCE_FILE", "TESTSET", "TESTSET_JOB", "Candidate", "Decision",
+    "GenerationRequest", "Kind", "Provenance", "QualityReport", "Review", "add_review", "generate_testset",
+    "kept_questions", "max_questions", "measure_testset", "read_provenance", "review_question", "start_testset",
 ]
 __getattr__ = lazy_exports(__name__, {
-    "generation": ("MODEL_KEYS", "TESTSET", "TESTSET_JOB", "TestsetRequest", "generate_testset", "max_questions",
-                   "start_testset", "testset_report"),
+    "generation": ("MODEL_KEYS", "TESTSET", "TESTSET_JOB", "GenerationRequest", "generate_testset", "max_questions",
+                   "start_testset", "measure_testset"),
     "output": ("PROVENANCE_FILE", "Provenance", "add_review", "kept_questions", "read_provenance", "review_question"),
     "quality": ("QualityReport",),
     "records": ("LANGUAGES", "Candidate", "Decision", "Kind", "Review"),

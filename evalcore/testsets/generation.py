@@ -57,7 +57,7 @@ def max_questions() -> int:
 
 
 @dataclass(frozen=True)
-class TestsetRequest:
+class GenerationRequest:
     """What to generate: from which corpus, into which new dataset, how many questions of which kinds, in which
     language (None: each passage's own), with which seed and model."""
 
@@ -80,7 +80,7 @@ class TestsetRequest:
                 "duplicate_similarity": self.duplicate_similarity, "replace": self.replace}
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> TestsetRequest:
+    def from_params(cls, params: Mapping[str, Any]) -> GenerationRequest:
         """From to_params's shape."""
         return cls(params["dataset"], params["out"], int(params["questions"]), Kind.parse(params["kinds"]),
                    params.get("language"), int(params.get("seed") or 0), params.get("model") or {},
@@ -107,7 +107,7 @@ def model_config(model: Mapping[str, Any]) -> TargetConfig:
     return config
 
 
-def _paths(request: TestsetRequest, root: Path | None) -> tuple[Path, Path]:
+def _paths(request: GenerationRequest, root: Path | None) -> tuple[Path, Path]:
     """The corpus and the new dataset: folders under `root` when given (a request's: ids only), else ids or paths."""
     if root is not None:
         return (resolve_dataset(request.dataset, root, allow_paths=False),
@@ -124,11 +124,11 @@ def _check_out(out: Path, replace: bool, job_id: str | None = None) -> None:
     raise EvalError("a dataset already exists there", where=out.name, fix="choose another name, or replace it")
 
 
-def _planned(request: TestsetRequest, dataset: Dataset) -> list[Planned]:
+def _planned(request: GenerationRequest, dataset: Dataset) -> list[Planned]:
     return plan(dataset.passages, request.questions, request.kinds, seed=request.seed, language=request.language)
 
 
-def start_testset(store: Store, request: TestsetRequest, *, root: Path | None = None, tenant: str | None = None,
+def start_testset(store: Store, request: GenerationRequest, *, root: Path | None = None, tenant: str | None = None,
                   principal: Principal | None = None) -> str:
     """Queue the generation as a job (its id), once everything a request can get wrong is checked: the rights, the
     corpus, the count, the kinds and language, the model's keys, the new dataset's name. A principal names a model
@@ -169,7 +169,7 @@ class _Stopper:
                             fix="check the model's server (judge_base_url), its name and timeout, then start again")
 
 
-def _generate(context: jobs.JobContext, request: TestsetRequest, dataset: Dataset, model: ChatModel,
+def _generate(context: jobs.JobContext, request: GenerationRequest, dataset: Dataset, model: ChatModel,
               config: TargetConfig, search: Search) -> list[Candidate]:
     """Every planned question written and checked, in plan order; those kept before are not asked again."""
     planned = _planned(request, dataset)
@@ -212,7 +212,7 @@ def _one(model: ChatModel, temperature: float, max_tokens: int, item: Planned, p
 def run_testset(context: jobs.JobContext) -> dict[str, Any]:
     """The testset job: the questions written and checked, near-duplicates rejected, the dataset written with its
     provenance; its result is the new dataset's name and the quality report."""
-    request = TestsetRequest.from_params(context.job.params)
+    request = GenerationRequest.from_params(context.job.params)
     root = context.job.params.get("root")
     corpus, out = _paths(request, Path(root) if root else None)
     _check_out(out, request.replace, context.job.id)
@@ -240,16 +240,17 @@ TESTSET = jobs.JobKind(TESTSET_JOB, run_testset)
 jobs.register(TESTSET)
 
 
-def generate_testset(store: Store, request: TestsetRequest, *, tenant: str | None = None) -> tuple[str, QualityReport]:
+def generate_testset(store: Store, request: GenerationRequest, *,
+                     tenant: str | None = None) -> tuple[str, QualityReport]:
     """The job started and run on this thread (the CLI): the new dataset's folder name and its quality report."""
     job = jobs.run_now(store, start_testset(store, request, tenant=tenant))
     if job.status != jobs.JobStatus.SUCCEEDED or job.result is None:
         raise EvalError(f"generating the test set {job.status.value}: {job.error or 'no result'}", where=job.id)
     _, out = _paths(request, None)
-    return job.result["dataset"], testset_report(out)
+    return job.result["dataset"], measure_testset(out)
 
 
-def testset_report(folder: Path) -> QualityReport:
+def measure_testset(folder: Path) -> QualityReport:
     """The quality report of the generated test set in this folder, people's reviews included."""
     provenance = read_provenance(folder)
     dataset = load_dataset(folder)
