@@ -1,5 +1,5 @@
 """Test sets on the Datasets page: the form that generates one from the corpus shown (a job, followed with its
-progress), the quality report of a generated one, and the review queue (keys: a accept, e edit, r reject, arrows to
+progress), the quality report of a generated one, and the review queue (keys: a accept, e edit, x reject, arrows to
 move), like the labels queue."""
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def testset_quality(dataset: Dataset) -> None:
 
 def testset_review(dataset: Dataset, principal: Principal) -> None:
     """One generated question at a time, the first not reviewed first: its passages, its answer, the critic's
-    verdict; accept (a), edit (e), reject (r), previous (←), next (→)."""
+    verdict; accept (a), edit (e), reject (x: r reloads the page), previous (←), next (→)."""
     provenance = read_provenance(dataset.path)
     written = [c for c in provenance.candidates if c.question]
     if not written:
@@ -141,7 +141,7 @@ def testset_review(dataset: Dataset, principal: Principal) -> None:
     candidate = written[at]
     st.subheader("Review queue", anchor=False)
     st.caption(f"{len(reviews)} of {len(written)} reviewed · question {at + 1} of {len(written)} · keys: a accept, "
-               "e edit, r reject, ← previous, → next")
+               "e edit, x reject, ← previous, → next")
     _show(dataset, candidate, provenance)
     if not principal.can(Action.CHANGE):
         return
@@ -152,7 +152,7 @@ def testset_review(dataset: Dataset, principal: Principal) -> None:
     if cols[1].button("Edit", key="testset-edit", shortcut="e"):
         st.session_state["testset-editing"] = candidate.qid
         st.rerun()
-    if cols[2].button("Reject", key="testset-reject", shortcut="r"):
+    if cols[2].button("Reject", key="testset-reject", shortcut="x"):
         _decide(dataset, candidate, "reject", at, written, principal)
     if cols[3].button("Previous", key="testset-previous", shortcut=PREVIOUS):
         st.session_state[cursor] = max(at - 1, 0)

@@ -35,7 +35,8 @@ from evalcore.testsets import (
 )
 
 router = APIRouter(prefix="/api/v1/testsets", tags=["test sets"], responses=ERROR_RESPONSES)
-DatasetId = Annotated[str, Path(max_length=64, pattern=DATASET_ID.pattern)]
+ID_PATTERN = f"^{DATASET_ID.pattern}$"
+DatasetId = Annotated[str, Path(max_length=64, pattern=ID_PATTERN)]
 
 if TYPE_CHECKING:
     QualityOut = BaseModel
@@ -50,9 +51,9 @@ else:
 class GenerateIn(RequestBody):
     """What to generate, from which corpus, with which model."""
 
-    dataset_id: str = Field(min_length=1, max_length=64, pattern=DATASET_ID.pattern,
+    dataset_id: str = Field(min_length=1, max_length=64, pattern=ID_PATTERN,
                             description="the corpus (a dataset, e.g. one imported from documents)")
-    out_id: str = Field(min_length=1, max_length=64, pattern=DATASET_ID.pattern,
+    out_id: str = Field(min_length=1, max_length=64, pattern=ID_PATTERN,
                         description="the new dataset's id (must not exist unless replace)")
     questions: int = Field(ge=1, description="questions to plan (at most EVALCORE_MAX_TESTSET_QUESTIONS, 5,000)")
     kinds: list[str] = Field(default_factory=lambda: [k.value for k in Kind], min_length=1, max_length=len(Kind),
@@ -101,7 +102,9 @@ def _root(request: Request) -> FilePath:
 
 def _unpathed(error: EvalError, root: FilePath) -> ApiError:
     """The error as a 422 whose message names datasets, not the server's folders."""
-    message = "; ".join(error.problems).replace(f"{root.resolve()}/", "").replace(f"{root}/", "")
+    message = "; ".join(error.problems)
+    for folder in (f"{root.resolve()}/", f"{root}/", str(root.resolve()), str(root)):
+        message = message.replace(folder, "" if folder.endswith("/") else "the dataset root")
     return ApiError(422, message)
 
 
