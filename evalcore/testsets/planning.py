@@ -8,6 +8,7 @@ import hashlib
 import random
 import re
 from collections.abc import Sequence
+from itertools import islice
 from typing import NamedTuple
 
 from evalcore.datasets import Passage
@@ -47,7 +48,10 @@ class Planned(NamedTuple):
 
 
 def _usable(passage: Passage) -> bool:
-    return len(_WORD.findall(passage.text)) + len(_HAN.findall(passage.text)) // 2 >= MIN_WORDS
+    """Whether the passage has MIN_WORDS words (two Han characters for a word), counting no further."""
+    words = sum(1 for _ in islice(_WORD.finditer(passage.text), MIN_WORDS))
+    return words >= MIN_WORDS or words + sum(1 for _ in islice(_HAN.finditer(passage.text), 2 * MIN_WORDS)) // 2 \
+        >= MIN_WORDS
 
 
 def _in_turn(passages: Sequence[Passage], rng: random.Random) -> list[Passage]:
