@@ -103,6 +103,10 @@ def test_the_four_kinds_in_their_passages_languages_with_graded_labels(corpus: P
     two = [c for c in provenance.candidates if c.kind == Kind.TWO_PASSAGES]
     assert all(len(c.sources) == 2 and len(set(c.sources)) == 2 for c in two)
     assert any(c.related for c in provenance.candidates)  # the second check labels other passages, lower
+    shapes = [body["response_format"] for _, body, _ in server.requests]
+    assert all(shape["type"] == "json_schema" for shape in shapes)  # asked in the reply's shape, where it can
+    assert {tuple(shape["json_schema"]["schema"]["required"]) for shape in shapes} == {
+        ("question", "answer"), ("question",), ("answerable", "standalone", "reason"), ("relevant",)}
     languages = {"English", "French", "Chinese (simplified characters)"}
     assert {next(lang for lang in languages if f"Write in {lang}." in prompt)
             for prompt in writer_prompts(server)} == languages

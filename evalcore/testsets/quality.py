@@ -179,7 +179,7 @@ def quality_report(provenance: Provenance, passages: Sequence[Passage], search: 
     covered = {by_pid[pid] for c in kept for pid in c.sources if pid in by_pid}
     written = [c for c in candidates if c.question]
     reasons = Counter(_reason(text) for c in candidates for text in c.rejections)
-    reasons.update("failed: " + (c.error or "")[:80] for c in candidates if c.error)
+    reasons.update("failed: " + (c.error or "").split(":")[0] for c in candidates if c.error)
     by_kind = []
     for kind in Kind:
         of_kind = [c for c in candidates if c.kind == kind]

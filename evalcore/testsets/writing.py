@@ -36,10 +36,12 @@ class Asker:
     completion_tokens: int = 0
 
     def ask(self, messages: list[Message], keys: tuple[str, ...]) -> dict[str, Any]:
-        """The first JSON object of the reply holding every key (ModelError when the model fails)."""
+        """The first JSON object of the reply holding every key, asked in that shape where the backend can
+        (ModelError when the model fails)."""
         shown = ""
         for _attempt in range(2):
-            reply = self.model.chat(messages, temperature=self.temperature, max_tokens=self.max_tokens)
+            reply = self.model.chat(messages, temperature=self.temperature, max_tokens=self.max_tokens,
+                                    schema=reply_schema(keys))
             self.prompt_tokens += reply.prompt_tokens
             self.completion_tokens += reply.completion_tokens
             found = next((obj for obj in json_objects(THINKING.sub("", reply.text))
@@ -49,6 +51,21 @@ class Asker:
             shown = " ".join(reply.text.split())[:200]
             messages = [*messages, {"role": "assistant", "content": reply.text}, {"role": "user", "content": RETRY}]
         raise Unreadable(f"unreadable reply after one retry: {shown!r}")
+
+
+_SHAPES: dict[str, dict[str, Any]] = {
+    "question": {"type": "string"}, "answer": {"type": "string"}, "answerable": {"type": "boolean"},
+    "standalone": {"type": "boolean"}, "reason": {"type": "string", "maxLength": 300},
+    "relevant": {"type": "array", "items": {"type": "integer"}},
+}
+
+
+def reply_schema(keys: tuple[str, ...]) -> dict[str, Any]:
+    """The JSON schema of a reply holding these keys (the critic's reason too): what structured output asks for,
+    and the grammar the offline model is held to."""
+    wanted = (*keys, "reason") if "answerable" in keys else keys
+    return {"type": "object", "additionalProperties": False, "required": list(wanted),
+            "properties": {key: _SHAPES[key] for key in wanted}}
 
 
 def overlap(question: str, passages: Sequence[str]) -> float:
