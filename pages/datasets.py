@@ -98,6 +98,9 @@ if principal.can(Action.CHANGE):
                     st.rerun()
     with st.expander("Import documents (Markdown, text, HTML, PDF, Word, or a zip of them)"):
         import_documents(principal)
+if principal.can(Action.CONFIGURE):
+    with st.expander("Generate a test set from this dataset's passages (a model writes and checks the questions)"):
+        ui.testset_form(ref, principal)
 if report := st.session_state.pop(IMPORTED, None):
     ui.import_report(report)
 
@@ -143,11 +146,14 @@ with ui.guard():
 
     if any(p.file_name for p in dataset.passages):
         show_documents(dataset)
+    if ui.is_testset(dataset):
+        ui.testset_quality(dataset)
+        ui.testset_review(dataset, principal)
     st.subheader("Questions", anchor=False)
     if not dataset.questions:
         st.caption("No questions yet: this dataset is a corpus (imported from documents). Campaigns need questions: "
-                   "use it as the knowledge base of a suite's target (Suites, then Run), or add questions to its "
-                   "queries.parquet.")
+                   "generate a test set from it (above), use it as the knowledge base of a suite's target (Suites, "
+                   "then Run), or add questions to its queries.parquet.")
     else:
         needle = st.text_input("Find questions", placeholder="words of the question, or its id",
                                key="dataset-find").casefold()

@@ -52,7 +52,7 @@ LAYERS = (
     {"keys", "datasets", "judges", "jobs", "costs"},
     {"metrics"},
     {"targets", "suites", "diagnosis", "telemetry"},
-    {"campaigns", "documents"},
+    {"campaigns", "documents", "testsets"},
     {"compare"},
     {"gates"},
     {"api", "notebook"},

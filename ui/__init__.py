@@ -5,7 +5,8 @@ Pages stay thin: they read widgets, call the engine and render. Everything two p
 every page), `messages` (the one error display, flashes, upload reports), `text` (escaping and formatting),
 `widgets` (remembered widgets, polling), `cache` (engine reads cached per campaign version, datasets),
 `lists` (tables whose rows are the options: campaigns, suites, targets), `progress` (running campaigns),
-`charts`, `downloads` and `serving` (no delayed small writes).
+`charts`, `downloads` and `serving` (no delayed small writes), `testsets` (generating, measuring and
+reviewing a test set).
 Every stored string shown through Markdown (labels, captions, tooltips, alerts, progress text) goes
 through escape_md; charts take it through chart_text; tables, st.text and st.code show it as it is.
 A test that replaces a helper patches the module that uses it (`ui.serving`, `ui.session`, ...).
@@ -40,6 +41,7 @@ from ui.session import (
     sign_out,
     signed_in,
 )
+from ui.testsets import is_testset, testset_form, testset_quality, testset_review
 from ui.text import STATIC_ROWS, campaign_label, escape_md, fmt_value, fmt_when, measure_help, short, text_table
 from ui.widgets import index_of, poll, remembered, remembered_multiselect, remembered_select, select_next_run
 
@@ -48,9 +50,11 @@ __all__ = [
     "aggregates", "bars", "cached_lines", "cached_results", "campaign_frame", "campaign_label", "campaign_picker",
     "chart", "chart_text", "client_address", "csv_bytes", "db_path", "escape_md", "flash", "fmt_value", "fmt_when",
     "guard", "histogram", "html_bytes", "html_download", "identity", "import_report", "import_uploads", "index_of",
+    "is_testset",
     "keep_deep_link", "list_datasets", "manager", "measure_help", "no_delay", "open_dataset", "page", "png_bytes",
     "poll", "progress_text", "remembered", "remembered_multiselect", "remembered_select", "results_at", "row_label",
     "rows_of", "run_link", "select_next_run", "session_cookie", "short", "show_error", "show_progress", "sign_in_page",
     "sign_out", "signed_in", "spreadsheet_bytes", "stage_bar", "store", "suite_frame", "summary", "table_download",
-    "table_picker", "target_choices", "text_table", "upload_report", "validate_upload", "version", "wake_jobs",
+    "table_picker", "target_choices", "testset_form", "testset_quality", "testset_review", "text_table",
+    "upload_report", "validate_upload", "version", "wake_jobs",
 ]

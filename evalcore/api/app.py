@@ -20,6 +20,7 @@ from evalcore.api import (
     routes_service,
     routes_suites,
     routes_targets,
+    routes_testsets,
     routes_traces,
 )
 from evalcore.api.limits import MAX_BODY_BYTES, BodyLimit
@@ -27,6 +28,7 @@ from evalcore.api.normalize import Normalize
 from evalcore.campaigns import get_manager
 from evalcore.campaigns.listing import keep_ended_figures
 from evalcore.compare import compare_with_previous, pairwise, power
+from evalcore.testsets.generation import TESTSET
 
 DESCRIPTION = """RAG evaluation workbench API: evaluation tasks, question suites
 and their campaigns, paged per-question results and comparisons.
@@ -47,7 +49,8 @@ def create_app(db_path: str | Path | None = None, *, dataset_root: Path | None =
     power.prepare()
     manager.after_each(keep_ended_figures)  # lists and summaries then read its figures
     manager.after_each(compare_with_previous)
-    manager.serve_jobs(pairwise.PAIRWISE)  # the pairwise judge runs on this server's job threads, not in a request
+    # The pairwise judge and test-set generation run on this server's job threads, not in a request.
+    manager.serve_jobs(pairwise.PAIRWISE, TESTSET)
     # The stock /docs and /redoc pages load their scripts from CDNs: ours (evalcore.api.docs) work offline.
     app = FastAPI(title="evalcore", version=__version__, description=DESCRIPTION,
                   docs_url=None, redoc_url=None)
@@ -58,6 +61,6 @@ def create_app(db_path: str | Path | None = None, *, dataset_root: Path | None =
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     app.add_middleware(Normalize)
     for module in (routes_evaluation, routes_suites, routes_targets, routes_campaigns, routes_gates, routes_labels,
-                   routes_datasets, routes_jobs, routes_service, routes_traces, docs):
+                   routes_datasets, routes_testsets, routes_jobs, routes_service, routes_traces, docs):
         app.include_router(module.router)
     return app

@@ -21,7 +21,7 @@ COMMANDS = {"campaigns": "campaigns", "compare": "compare", "config": "config", 
             "corpus": "corpus", "dashboard": "dashboard", "dataset": "dataset", "keys": "keys",
             "labels": "labels", "rejudge": "rejudge",
             "run": "run", "score": "score", "score-text": "score", "serve": "serve", "store": "store",
-            "suites": "suites", "traces": "traces", "worker": "worker"}
+            "suites": "suites", "testset": "testset", "traces": "traces", "worker": "worker"}
 # Each command's line in `python -m evalcore --help`, which lists them without importing any module
 # (in the order the modules register them; a test checks the overview against the full parser).
 SUMMARIES = {
@@ -41,6 +41,7 @@ SUMMARIES = {
     "serve": "serve the REST API (OpenAPI at /docs and /openapi.json)",
     "store": "move the store between SQLite and PostgreSQL",
     "suites": "import, list, export and delete question suites",
+    "testset": "generate a test set from a corpus with a model; its quality report; review its questions",
     "traces": "production traces: import, list, judge a sample, follow over time, compare releases",
     "worker": "claim queued campaigns from the store and run them (no pages, no API)",
 }

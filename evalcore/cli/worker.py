@@ -39,16 +39,17 @@ def register(commands: Commands) -> None:
 
 def serve_queue(args: argparse.Namespace) -> None:
     """Have this process's manager claim queued campaigns (after each, compared with the previous one) and queued
-    jobs (the pairwise judge's)."""
+    jobs (the pairwise judge's, test-set generation)."""
     from evalcore.campaigns import get_manager
     from evalcore.campaigns.listing import keep_ended_figures
     from evalcore.compare import compare_with_previous, pairwise
+    from evalcore.testsets.generation import TESTSET
 
     manager = get_manager(args.db, create=False)  # a worker of a store nobody made is a typo
     manager.after_each(keep_ended_figures)
     manager.after_each(compare_with_previous)
     manager.serve_queue(args.max_campaigns, args.max_per_tenant)
-    manager.serve_jobs(pairwise.PAIRWISE)
+    manager.serve_jobs(pairwise.PAIRWISE, TESTSET)
 
 
 def to_background() -> None:
