@@ -245,8 +245,6 @@ class CampaignManager:
         from evalcore.campaigns.questions import dataset_questions, suite_questions
         from evalcore.suites import get_suite
 
-        if request.traces is not None:
-            return self._launch_traces(request)
         dataset, suite_id, config, target = request.dataset, request.suite_id, request.config, request.target
         target_id, limit, judges, use_judge = request.target_id, request.limit, request.judges, request.use_judge
         tenant = scope(request.principal, request.tenant, Action.CHANGE) or request.tenant
@@ -297,6 +295,8 @@ class CampaignManager:
         from evalcore.targets.allowed import check_request
 
         refuse_over_daily_budget(self.store, scope(request.principal, request.tenant, Action.CHANGE) or request.tenant)
+        if request.traces is not None:
+            return self._launch_traces(request)
         tenant, suite, config, target_id, corpus, questions, judge_names = self._resolved(request)
         dataset, suite_id, target, use_judge = request.dataset, request.suite_id, request.target, request.use_judge
         name, cache, campaign_id = request.name, request.cache, request.campaign_id
