@@ -71,7 +71,7 @@ def test_a_deep_link_on_a_fresh_server_gets_the_apps_navigation(server: str) -> 
         tab.get_by_role("heading", name="Run a campaign").wait_for(timeout=60_000)
         links = tab.locator("[data-testid='stSidebarNav'] a")
         links.first.wait_for(timeout=30_000)
-        assert [link.inner_text() for link in links.all()] == ["Datasets", "Suites", "Run", "Campaigns", "Compare"]
+        assert [link.inner_text() for link in links.all()] == ["Datasets", "Suites", "Run", "Campaigns", "Compare", "Traces"]
         assert tab.url.endswith("/run")
         assert_no_exception_on(tab)
 
@@ -212,7 +212,7 @@ def test_a_viewer_signs_in_and_finds_no_launch_button(tmp_path: Path) -> None:
         tab.get_by_role("heading", name="Datasets").wait_for(timeout=60_000)
         tab.get_by_text("role viewer").wait_for(timeout=30_000)
         links = [link.inner_text() for link in tab.locator("[data-testid='stSidebarNav'] a").all()]
-        assert links == ["Datasets", "Campaigns", "Compare"]
+        assert links == ["Datasets", "Campaigns", "Compare", "Traces"]
         open_page(tab, "Campaigns")
         assert tab.get_by_role("button", name="Launch").count() == 0
         assert tab.get_by_role("button", name="Delete").count() == 0

@@ -224,7 +224,7 @@ def stored(monkeypatch, tmp_path):
         return records[cid][0]
 
     monkeypatch.setattr(comparison_module, "get_campaign", get_campaign)
-    monkeypatch.setattr(cli_compare, "find_campaign", get_campaign)  # the CLI finds campaigns by name through it
+    monkeypatch.setattr("evalcore.campaigns.find_campaign", lambda store, text, tenant=None: get_campaign(store, text))
     monkeypatch.setattr(comparison_module, "campaign_results",
                         lambda store, cid, offset=0, limit=None, detail=True: records[cid][1])
     monkeypatch.setattr(comparison_module, "read_compared", lambda store, cid, **_: ComparedRows.of(records[cid][1]))

@@ -71,7 +71,7 @@ def test_the_campaign_list_shows_names_sources_settings_and_measures(named: dict
     assert rows.loc[named["made"], "name"] == "bm25 · top 7 · extractive" and rows.loc[named["made"], "top-k"] == "7"
     assert rows.loc[named["suite"], "dataset / suite"] == "suite Refund questions"  # the suite's name, not its id
     assert rows.loc[named["named"], "dataset / suite"] == "dataset default"
-    assert 0 <= rows.loc[named["named"], "ndcg@10"] <= 1
+    assert 0 <= float(rows.loc[named["named"], "ndcg@10"]) <= 1
     labels = at.selectbox(key="campaign_id-pick").options
     assert any(label.startswith("suite baseline · suite Refund questions · succeeded · ") for label in labels)
     at.text_input(key="campaigns-search").set_value("refund").run()  # search: only the suite's campaign is left
@@ -104,7 +104,7 @@ def test_the_run_page_lists_suites_by_name_with_their_settings_and_names_campaig
     suites = at.dataframe[0].value
     assert suites["name"][0] == "Refund questions" and suites["dataset"][0] == "default"
     assert suites["cases"][0] == 2 and suites["retriever"][0] == "hybrid RRF · USE embeddings"
-    assert suites["last campaign"][0] == "succeeded" and 0 <= suites["coverage"][0] <= 1
+    assert suites["last campaign"][0] == "succeeded" and 0 <= float(suites["coverage"][0]) <= 1
     assert at.selectbox(key="suite_id-pick").options == [f"Refund questions · 2 cases · {named['suite_id']}"]
     # The past campaigns on this suite come first among the past configurations.
     starts = next(s for s in at.selectbox if s.label == "Start from")

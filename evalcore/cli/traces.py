@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from evalcore.cli import SUMMARIES
-from evalcore.cli._common import Commands, add_db_option, manager_of, positive_int, store_of
+from evalcore.cli._common import Commands, add_campaign_argument, add_db_option, manager_of, positive_int, store_of
 from evalcore.errors import EvalError
 
 NONE_WORDS = ("none", "off", "")
@@ -66,14 +66,14 @@ def register(commands: Commands) -> None:
     run.set_defaults(handler=_run)
     over_time = actions.add_parser("timeline", help="volume and each measure per day or week with intervals, and "
                                                     "the worst traces")
-    over_time.add_argument("campaigns", nargs="+", metavar="CAMPAIGN", help="traces campaigns (ids or names)")
+    add_campaign_argument(over_time, "campaigns", nargs="+", help="traces campaigns (ids or names)")
     over_time.add_argument("--period", choices=("day", "week"), default="day")
     over_time.add_argument("--worst", metavar="MEASURE", help="list the 10 worst traces by this measure")
     add_filters(over_time)
     over_time.set_defaults(handler=_timeline)
     compare = actions.add_parser("compare", help="two groups of judged traces (two releases, two windows), "
                                                  "unpaired: intervals, test, power, MDE, traces needed")
-    compare.add_argument("campaigns", nargs="+", metavar="CAMPAIGN", help="traces campaigns (ids or names)")
+    add_campaign_argument(compare, "campaigns", nargs="+", help="traces campaigns (ids or names)")
     compare.add_argument("--a", required=True, metavar="KEY=VALUE|FROM..TO", help="group A, e.g. release=v1")
     compare.add_argument("--b", required=True, metavar="KEY=VALUE|FROM..TO", help="group B, e.g. release=v2")
     compare.add_argument("--effect-mean", type=float, default=0.25, metavar="D",

@@ -52,7 +52,7 @@ def show_result(result: QuestionResult) -> None:
     for note in outcome.notes:
         st.text(f"note: {note}")
     st.caption(f"latency {ui.fmt_value(outcome.latency_s, 3)} s · tokens {outcome.prompt_tokens}"
-               f"+{outcome.completion_tokens} · {cost_line(outcome.usage)} · attempts {result.attempts}")
+               f"+{outcome.completion_tokens} · {ui.escape_md(cost_line(outcome.usage))} · attempts {result.attempts}")
 
 
 def show_claims(judge: str, verdict: Verdict, context: tuple[Retrieved, ...]) -> None:
