@@ -322,9 +322,9 @@ with st.form("launch"):
                                        help="Above 1, judges answer at temperature 0.7 and the spread is recorded.")
     budget = right.number_input("Budget: stop at this cost (0 = none)", min_value=0.0,
                                 value=float(base_config.max_cost), step=0.5, key=f"cfg-{base}-max_cost",
-                                help="key max_cost · In the currency of the prices (the Campaigns page shows what each campaign "
-                                     "cost). The campaign stops between questions once its model calls cost this "
-                                     "much (status over_budget); resumed, it goes on.")
+                                help="key max_cost · In the currency of the prices (the Campaigns page shows what each "
+                                     "campaign cost). The campaign stops between questions once its model calls cost "
+                                     "this much (status over_budget); resumed, it goes on.")
     save_as = right.text_input("Save the configuration as", placeholder="optional name", disabled=not configurable,
                                help="Saved before launching (the first value of a sweep); suites can then target it.")
     sweep_key = left.selectbox("Sweep one key", [NO_SWEEP, *TargetConfig().to_dict()], key="sweep_key",

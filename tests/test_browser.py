@@ -71,7 +71,8 @@ def test_a_deep_link_on_a_fresh_server_gets_the_apps_navigation(server: str) -> 
         tab.get_by_role("heading", name="Run a campaign").wait_for(timeout=60_000)
         links = tab.locator("[data-testid='stSidebarNav'] a")
         links.first.wait_for(timeout=30_000)
-        assert [link.inner_text() for link in links.all()] == ["Datasets", "Suites", "Run", "Campaigns", "Compare", "Traces"]
+        assert [link.inner_text() for link in links.all()] == ["Datasets", "Suites", "Run", "Campaigns", "Compare",
+                                                              "Traces"]
         assert tab.url.endswith("/run")
         assert_no_exception_on(tab)
 

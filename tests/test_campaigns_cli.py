@@ -196,7 +196,8 @@ def test_report_groups_retrieval_then_generation_measures(
     graded = lines.index("Graded document retrieval measures")
     assert (generation < graded < lines.index("Coverage and sources measures") < lines.index("Abstention measures")
             < stages)
-    assert names[12:15] == ["exact_match", "graded.ndcg@3", "graded.xdcg@3"] and names[-2:] == ["coverage", "false_abstention"]
+    assert names[12:15] == ["exact_match", "graded.ndcg@3", "graded.xdcg@3"]
+    assert names[-2:] == ["coverage", "false_abstention"]
 
 
 def test_campaigns_have_names_given_made_and_changed(setup: tuple[Path, Path, Path],

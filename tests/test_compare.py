@@ -16,7 +16,6 @@ from scipy.stats import binomtest
 from evalcore.campaigns import Campaign, CampaignStatus, Outcome, Question, QuestionResult, RunOptions, Source
 from evalcore.campaigns.compared import ComparedRows
 from evalcore.campaigns.launching import LaunchRequest
-from evalcore.cli import compare as cli_compare
 from evalcore.cli import main
 from evalcore.compare import compare_campaigns, compare_results, stats, sweep_results
 from evalcore.compare import comparison as comparison_module

@@ -155,7 +155,8 @@ def test_only_a_finished_campaign_of_ones_tenant_is_judged_again_and_its_answers
     manager.store.write(lambda conn: conn.execute("UPDATE campaigns SET status = 'succeeded'"))
     with FakeOpenAIServer(lambda path, body: verdict(SECOND, body)) as judge:
         again = rejudge_with(manager, source, judge, judges=("score",))
-    with pytest.raises(Conflict, match="cannot delete the campaign: its answers are judged again by 1 campaign") as error:
+    with pytest.raises(Conflict, match="cannot delete the campaign: its answers are judged again by 1 campaign") \
+            as error:
         manager.delete(source)
     assert error.value.found == again
     with pytest.raises(Conflict, match="cannot answer its failed questions again"):
