@@ -40,7 +40,7 @@ class Pieces:
         self.gate.set()
         self.hold_from = 0  # pieces from this position on wait for the gate
         self.ran: list[tuple[str, int]] = []
-        self.running = 0
+        self.running = Counter[str]()  # jobs running now, per tenant
         self.most = Counter[str]()
         self._lock = threading.Lock()
         register(JobKind(name, self.run))
@@ -48,8 +48,8 @@ class Pieces:
     def run(self, context: JobContext) -> dict[str, Any]:
         tenant = context.job.tenant
         with self._lock:
-            self.running += 1
-            self.most[tenant] = max(self.most[tenant], self.running)
+            self.running[tenant] += 1
+            self.most[tenant] = max(self.most[tenant], self.running[tenant])
         try:
             n, kept = context.job.params["n"], context.kept()
             for position in range(n):
@@ -64,7 +64,7 @@ class Pieces:
             return {"sum": sum(context.kept().values())}
         finally:
             with self._lock:
-                self.running -= 1
+                self.running[tenant] -= 1
 
 
 @pytest.fixture
@@ -114,6 +114,21 @@ def test_workers_keep_the_caps_per_process_and_per_tenant(store: Store) -> None:
     finally:
         workers.close()
     assert kind.most["acme"] == 1
+
+
+def test_two_claimers_at_once_keep_one_tenant_under_its_cap(store: Store) -> None:
+    kind = Pieces("count-two-claimers")
+    ids = [submit(store, kind.name, {"n": 2}, tenant="acme") for _ in range(6)]
+    claimers = [JobWorkers(store, slots=3, tenant_cap=1, poll_s=0.01) for _ in range(2)]
+    for claimer in claimers:
+        claimer.start()
+    try:
+        wait_until(lambda: all(not get_job(store, i).active for i in ids))
+    finally:
+        for claimer in claimers:
+            claimer.close()
+    assert kind.most["acme"] == 1
+    assert all(get_job(store, i).status == JobStatus.SUCCEEDED for i in ids)
 
 
 def test_a_queued_job_is_cancelled_at_once_and_a_running_one_at_its_next_piece(store: Store) -> None:
