@@ -133,9 +133,10 @@ def scored(plan: Plan, question: Question, asked: Asked, reply: TargetAnswer) ->
         retrieved_sources=[source.to_dict() for source in sources], graded=plan.graded,
         answerable=question.answerable, fallback_answer=plan.target.config.fallback_answer,
         similarity=answer_embedding(plan.target.config.answer_similarity_model), checks=prepared(question.checks),
+        question=question.text, passages=retrieved,
     ))
     verdicts: dict[str, Verdict] = {}
-    notes = list(reply.notes)
+    notes = [*reply.notes, *scores.failures]
     if plan.judges and plan.judging is not None and reply.answer is not None:
         verdicts, judge_notes = judge(plan.judging, plan.judges, question, reply.answer, context)
         notes += judge_notes

@@ -292,8 +292,10 @@ class CampaignManager:
         """
         from evalcore.campaigns.cluster import cluster_for
         from evalcore.campaigns.corpus import graded_for
+        from evalcore.metrics.registry import check_python_measures
         from evalcore.targets.allowed import check_request
 
+        check_python_measures()
         refuse_over_daily_budget(self.store, scope(request.principal, request.tenant, Action.CHANGE) or request.tenant)
         if request.traces is not None:
             return self._launch_traces(request)
@@ -436,8 +438,10 @@ class CampaignManager:
         from evalcore.campaigns.corpus import graded_for
         from evalcore.campaigns.rejudging import StoredAnswers
         from evalcore.costs import price_table
+        from evalcore.metrics.registry import check_python_measures
         from evalcore.models.http import Calls
 
+        check_python_measures()
         call_cache = StoreCallCache(self.store) if cache and target is None else None
         if answers_from is not None:
             target = StoredAnswers(self.store, answers_from, config, call_cache)
