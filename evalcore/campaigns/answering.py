@@ -150,7 +150,8 @@ def scored(plan: Plan, question: Question, asked: Asked, reply: TargetAnswer) ->
     return Outcome(answer=reply.answer, retrieved=retrieved, context=context, sources=sources, measures=scores.values,
                    signatures=scores.signatures, results=scores.results, judges=verdicts, latency_s=asked.latency_s,
                    prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens, notes=tuple(notes),
-                   diagnosis=stage, queries=tuple(reply.queries), usage=usage_of(plan, asked, verdicts))
+                   diagnosis=stage, queries=tuple(reply.queries), usage=usage_of(plan, asked, verdicts),
+                   check_results=dict(scores.checks))
 
 
 def answer_embedding(model: str) -> metrics.AnswerEmbedding | None:

@@ -172,6 +172,7 @@ class Scores(NamedTuple):
     signatures: dict[str, str]
     results: dict[str, JudgeResult]  # measure -> pass, fail or unknown (graded retrieval)
     failures: tuple[str, ...] = ()  # `measure NAME failed: reason`, one per measure in Python that failed
+    checks: Mapping[str, bool] = {}  # each of the question's exact checks -> passed (never changed in place)
 
 
 def score_question(inputs: Inputs) -> Scores:
@@ -198,7 +199,7 @@ def score_question(inputs: Inputs) -> Scores:
             values[measure.name] = value
             used = measure.signed(inputs) if measure.signed else {}
             signatures[measure.name] = _signature(measure.name, tuple(used.items()))
-    return Scores(values, signatures, results, tuple(failures))
+    return Scores(values, signatures, results, tuple(failures), checks.check_results(inputs))
 
 
 def judge_abstention(scores: Scores, *, answer: str | None, answerable: bool | None, refused: bool) -> None:
