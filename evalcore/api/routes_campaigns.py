@@ -169,6 +169,27 @@ def recompute(request: Request, campaign_id: CampaignId, principal: Admin) -> di
     return ok({"campaign": campaign_json(campaign_of(request, campaign_id, principal))})
 
 
+class ResumeIn(RequestBody):
+    """A campaign resumed: optionally with a larger budget (one stopped over_budget goes on) and another concurrency."""
+
+    max_cost: float | None = Field(default=None, ge=0, le=1e9, description=(
+        "a new budget in the prices' currency, replacing the configuration's max_cost (default: the one it has)"))
+    concurrency: int | None = bounded("concurrency", "questions in flight (default: as the campaign ran)")
+
+
+@router.post("/campaigns/{campaign_id}/resume", status_code=202, response_model=Ok[CampaignOnly],
+             summary="Run the questions of a campaign that have no result yet, with a larger budget if given")
+def resume(request: Request, campaign_id: CampaignId, principal: Admin, body: ResumeIn | None = None) -> dict[str, Any]:
+    """After an interruption, a cancel, a failure, or a stop at its budget (`max_cost` then gives the larger one it
+    goes on with); it runs in the background as a launch does. 409 while it runs; 400 when every question has a
+    result or the budget given is not above what it spent."""
+    body = body or ResumeIn()
+    campaign = campaign_of(request, campaign_id, principal)
+    resumed = request.app.state.manager.resume(campaign.id, principal=principal, max_cost=body.max_cost,
+                                               concurrency=body.concurrency)
+    return ok({"campaign": campaign_json(campaign_of(request, resumed, principal))})
+
+
 class RejudgeIn(JudgingIn):
     """A finished campaign judged again: the judges (default: its own) and the judge settings that change."""
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evalcore.access import Action, Principal, scope
-from evalcore.campaigns.budget import refuse_over_daily_budget
+from evalcore.campaigns.budget import refuse_budget_spent, refuse_over_daily_budget
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.queries import get_campaign
 from evalcore.campaigns.records import (
@@ -561,6 +561,7 @@ class CampaignManager:
         if principal is not None:
             check_request(config)
         refuse_over_daily_budget(self.store, campaign.tenant)
+        refuse_budget_spent(self.store, campaign_id, max_cost)
         if campaign.active and not force:
             raise owned_elsewhere(campaign_id, self.store)
         questions = stored_questions(self.store, campaign_id, only)
