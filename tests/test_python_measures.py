@@ -8,6 +8,7 @@ import math
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -218,3 +219,26 @@ def test_values_are_checked_against_the_declared_scale() -> None:
     for returned, scale in ((0.5, "pass-fail"), (1.5, "0-1"), (math.inf, "number"), ([1], "number")):
         with pytest.raises(Exception, match="returned"):
             declared(returned, scale)
+
+
+def test_the_api_lists_the_measures_in_python_and_names_a_bad_registration(own_measures, tmp_path) -> None:
+    import httpx
+
+    from evalcore.api.app import create_app
+    from evalcore.keys import create_key
+    from tests.test_api import serve
+
+    own_measures(entry_point=True)
+    app: Any = create_app(tmp_path / "api.db")
+    viewer = {"Authorization": f"Bearer {create_key(app.state.store, tenant='default', role='viewer')[1]}"}
+    with serve(app) as url:
+        listed = httpx.get(f"{url}/api/v1/measures", params={"python": "true"}, headers=viewer)
+        assert listed.status_code == 200, listed.text
+        rows = listed.json()["data"]["measures"]
+        assert [(row["measure"], row["values"]) for row in rows] == [("quotes_a_price", "pass/fail (1/0)"),
+                                                                     ("titles_cited", "numbers")]
+        everything = httpx.get(f"{url}/api/v1/measures", headers=viewer).json()["data"]["measures"]
+        assert everything[0]["measure"] == "precision" and everything[-1]["measure"] == "titles_cited"
+        own_measures(module="import nowhere_to_be_found\n", modules="broken_measures")
+        refused = httpx.get(f"{url}/api/v1/measures", headers=viewer)
+        assert refused.status_code == 422 and "broken_measures" in refused.json()["error"]["message"]

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from evalcore.access import Principal
 from evalcore.api.auth import Admin, Viewer
@@ -49,6 +49,7 @@ from evalcore.compare.pairwise import start_pairwise
 from evalcore.jobs import get_job
 from evalcore.judges import FIELD_NAMES
 from evalcore.metrics import MEASURES
+from evalcore.metrics.registry import listing
 from evalcore.store import Store
 
 router = APIRouter(prefix="/api/v1", tags=["campaigns"], responses=ERROR_RESPONSES)
@@ -118,6 +119,27 @@ def aggregates_json(store: Store, campaign_id: str, principal: Principal) -> dic
     """The campaign's aggregates as JSON."""
     return {name: value.to_dict()
             for name, value in campaign_aggregates(store, campaign_id, principal=principal).items()}
+
+
+class MeasureOut(BaseModel):
+    measure: str
+    panel: str
+    higher_is_better: bool
+    values: str
+    signature: str
+    doc: str
+
+
+class MeasureList(BaseModel):
+    measures: list[MeasureOut]
+
+
+@router.get("/measures", response_model=Ok[MeasureList], summary="Every measure campaigns compute, with signatures")
+def measures(principal: Viewer, python: Annotated[bool, Query(
+        description="only the operator's measures in Python")] = False) -> dict[str, Any]:
+    """The built-in measures, then the operator's measures in Python (their signatures name the function and its
+    version); 422 naming the entry point or module when those could not be registered."""
+    return ok({"measures": listing(python_only=python)})
 
 
 @router.get("/campaigns", response_model=Ok[CampaignList], summary="The tenant's campaigns, newest first")

@@ -18,20 +18,15 @@ def register(commands: Any) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from evalcore.metrics.measure import PANELS, SCALES
-    from evalcore.metrics.python_measures import FAMILY
-    from evalcore.metrics.registry import MEASURES, check_python_measures
+    from evalcore.metrics.registry import listing
 
-    check_python_measures()  # a registration that cannot be read is an error, not a shorter list
-    panels, scales = dict(PANELS), dict(SCALES)
-    rows = [{"measure": m.name, "panel": panels[m.family], "better": "higher" if m.higher_is_better else "lower",
-             "values": "pass/fail (1/0)" if m.binary else scales[m.scale], "signature": m.signature, "doc": m.doc}
-            for m in MEASURES.values() if not args.python or m.family == FAMILY]
+    rows = listing(python_only=args.python)  # a registration that cannot be read is an error, not a shorter list
     if args.json:
         print(json.dumps(rows, ensure_ascii=False, indent=2))
         return 0
     if not rows:
         print("no measure in Python: see the evalcore.measures entry points and EVALCORE_MEASURES")
     for row in rows:
-        print(f"{row['measure']:32} {row['panel']:28} {row['better']:6} {row['values']:18} {row['signature']}")
+        better = "higher" if row["higher_is_better"] else "lower"
+        print(f"{row['measure']!s:32} {row['panel']!s:28} {better:6} {row['values']!s:18} {row['signature']}")
     return 0

@@ -86,6 +86,16 @@ def check_python_measures() -> None:
         raise _python_problem[0]
 
 
+def listing(*, python_only: bool = False) -> list[dict[str, object]]:
+    """Every measure (or only the operator's measures in Python) as the listing faces show it: name, panel, direction,
+    values, signature and formula; EvalError naming the entry point or module when those could not be registered."""
+    check_python_measures()
+    titles, scales = dict(PANELS), dict(SCALES)
+    return [{"measure": m.name, "panel": titles[m.family], "higher_is_better": m.higher_is_better,
+             "values": "pass/fail (1/0)" if m.binary else scales[m.scale], "signature": m.signature, "doc": m.doc}
+            for m in MEASURES.values() if not python_only or m.family == python_measures.FAMILY]
+
+
 def signature(name: str, **settings: object) -> str:
     """`name|key:value|...|version:X`, defaults overridden by `settings` (unknown keys rejected)."""
     measure = MEASURES.get(name)
