@@ -165,11 +165,24 @@ def test_a_measure_in_python_goes_through_every_face(own_measures, tmp_path, mon
     header = export_campaign(manager.store, priced, "csv").splitlines()[0]
     assert "quotes_a_price" in header and "titles_cited" in header
     manager.close()
+    from evalcore.notebook.views import CampaignView
+
+    view = CampaignView(get_manager(tmp_path / "faces.db").store, priced)
+    rows = view.aggregates().set_index("measure")
+    assert (rows.loc["quotes_a_price", "panel"], rows.loc["quotes_a_price", "mean"]) == ("python", 0.5)
+    assert "quotes_a_price" in view.results().columns
     monkeypatch.setenv("EVALCORE_DB", str(tmp_path / "faces.db"))
     assert main(["campaigns", "show", priced]) == 0
     assert "quotes_a_price" in capsys.readouterr().out
     assert main(["compare", plain, priced, "--report", str(tmp_path / "report.html")]) in (0, 1)
     assert "quotes_a_price" in (tmp_path / "report.html").read_text(encoding="utf-8")
+    from tests.test_dashboard import assert_clean, page_test, texts, unescape
+
+    at = page_test(str(tmp_path / "faces.db"), monkeypatch, "pages/campaigns.py")
+    at.selectbox[0].set_value(priced).run()
+    assert_clean(at)
+    assert {unescape(m.label) for m in at.metric} >= {"quotes_a_price", "titles_cited"}
+    assert "Measures in Python" in unescape(texts(at))
 
 
 DECLARE = "from evalcore.metrics.python_measures import measure\n"
