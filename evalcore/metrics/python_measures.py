@@ -24,6 +24,7 @@ import importlib.metadata
 import inspect
 import math
 import os
+import queue
 import re
 import threading
 import types
@@ -238,25 +239,51 @@ def value_of(declared: PythonMeasure, given: Given) -> float | None:
 
 
 def _called(declared: PythonMeasure, given: Given) -> Any:
-    """The function's result, run in a thread of its own so that one that hangs is left behind after its time limit
-    (a thread cannot be stopped: it ends when the function does, or with the process)."""
-    outcome: list[Any] = []
-
-    def call() -> None:
-        try:
-            outcome.append((True, declared.function(given)))
-        except BaseException as error:  # noqa: BLE001 - reported as the measure's failure on this question
-            outcome.append((False, error))
-
-    thread = threading.Thread(target=call, name=f"measure {declared.name}", daemon=True)
-    thread.start()
-    thread.join(declared.timeout_s)
-    if not outcome:
+    """The function's result, computed by a worker thread so that one that hangs is left behind after its time limit
+    (a thread cannot be stopped: its worker is never given another call and ends with the process)."""
+    with _IDLE_LOCK:
+        worker = _IDLE.pop() if _IDLE else _Worker()
+    call = _Call(declared.function, given)
+    worker.calls.put(call)
+    if not call.done.wait(declared.timeout_s):
         raise MeasureFailed(f"ran past its time limit of {declared.timeout_s:g} s")
-    done, result = outcome[0]
-    if not done:
-        raise MeasureFailed(f"raised {type(result).__name__}: {result}")
-    return result
+    with _IDLE_LOCK:
+        _IDLE.append(worker)
+    if call.error is not None:
+        raise MeasureFailed(f"raised {type(call.error).__name__}: {call.error}")
+    return call.result
+
+
+class _Call:
+    """One call of a measure's function, its result or error, and when it is done."""
+
+    def __init__(self, function: Callable[[Given], Any], given: Given) -> None:
+        self.function, self.given = function, given
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+
+class _Worker:
+    """A daemon thread computing measures one call at a time (starting a thread per call costs more than most
+    measures); daemon, so that one stuck in a function that hangs never keeps the process from ending."""
+
+    def __init__(self) -> None:
+        self.calls: queue.SimpleQueue[_Call] = queue.SimpleQueue()
+        threading.Thread(target=self._run, name="evalcore measures in Python", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            call = self.calls.get()
+            try:
+                call.result = call.function(call.given)
+            except BaseException as error:  # noqa: BLE001 - reported as the measure's failure on this question
+                call.error = error
+            call.done.set()
+
+
+_IDLE: list[_Worker] = []  # workers waiting for a call (one that ran past a time limit never comes back)
+_IDLE_LOCK = threading.Lock()
 
 
 def failure_note(name: str, reason: str) -> str:
