@@ -11,6 +11,7 @@ import streamlit as st
 import ui
 from evalcore.access import Action, Principal
 from evalcore.datasets import SAMPLE_FOLDER
+from evalcore.metrics.checks import checks_cell
 from evalcore.suites import (
     MAX_CASES,
     MAX_SOURCES,
@@ -36,6 +37,11 @@ COLUMNS = {
     "expected_sources": st.column_config.TextColumn(
         "expected sources",
         help=f"Titles, file names (even partial) or document ids, separated by |; at most {MAX_SOURCES}."),
+    "checks": st.column_config.TextColumn(
+        "checks", width="medium",
+        help="Exact checks the answer must pass, separated by ; (\\; inside one): contains:TEXT, not_contains:TEXT, "
+             "contains_any:A|B, contains_all:A|B, regex:PATTERN, json_valid, json_schema:SCHEMA, length:MIN..MAX, "
+             "number_close:TOLERANCE."),
 }
 # What to do when a suite of the name exists: the choices, in words.
 CHOICES = {"replace": IfExists.REPLACE, "keep both": IfExists.KEEP_BOTH}
@@ -44,7 +50,7 @@ CHOICES = {"replace": IfExists.REPLACE, "keep both": IfExists.KEEP_BOTH}
 def case_row(case: Case) -> dict[str, str]:
     """A suite case as a row of the case editor."""
     return {"question": case.question, "expected_answer": case.expected_answer or "",
-            "expected_sources": " | ".join(case.expected_sources)}
+            "expected_sources": " | ".join(case.expected_sources), "checks": checks_cell(case.checks)}
 
 
 def editor_cases(frame: pd.DataFrame) -> list[dict[str, Any]]:

@@ -4,6 +4,7 @@ cost priced from the tokens the loopback server reported, campaign totals, budge
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +140,56 @@ def test_cost_equals_tokens_times_price_to_the_cent(prices: Path, tmp_path: Path
     assert {use.role for use in summary.usage} == {"generator", "judge:score"}
 
 
+GEN_CACHED, JUDGE_CACHED = 1000, 800
+
+
+def scripted_with_cache(path: str, body: dict[str, Any]) -> Reply:
+    """`scripted`'s replies, with part of each prompt read from the provider's prompt cache."""
+    reply = scripted(path, body)
+    return replace(reply, cached_tokens=JUDGE_CACHED if body["model"] == "loop-judge" else GEN_CACHED)
+
+
+def test_cached_prompt_tokens_are_priced_at_the_cached_input_price(prices: Path, tmp_path: Path,
+                                                                   tiny_dataset: Path) -> None:
+    manager = CampaignManager(tmp_path / "cached.db")
+    try:
+        with FakeOpenAIServer(scripted_with_cache) as server:
+            asked = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=loop_config(server),
+                                                 judges=("score",)))
+            manager.wait(asked, timeout=60)
+            calls = len(server.requests)
+            # The same campaign again: every reply comes from the call cache, with the cached tokens it was given.
+            again = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=loop_config(server),
+                                                 judges=("score",)))
+            manager.wait(again, timeout=60)
+            assert len(server.requests) == calls
+        summaries = [campaign_summary(manager.store, campaign) for campaign in (asked, again)]
+        results = campaign_results(manager.store, asked)
+    finally:
+        manager.close()
+    # loop-gen has a cached-input price (1.25); loop-judge has none, so its cached tokens cost the input price.
+    answer = ((GEN_TOKENS[0] - GEN_CACHED) * 2.50 + GEN_CACHED * 1.25 + GEN_TOKENS[1] * 10.00) / 1e6
+    judging = (JUDGE_TOKENS[0] * 0.15 + JUDGE_TOKENS[1] * 0.60) / 1e6
+    for result in results:
+        roles = {use.role: use for use in result.outcome.usage}
+        assert (roles["generator"].prompt, roles["generator"].cached) == (GEN_TOKENS[0], GEN_CACHED)
+        assert roles["generator"].cost == pytest.approx(answer, rel=1e-12)
+        if "judge:score" in roles:
+            assert roles["judge:score"].cached == JUDGE_CACHED
+            assert result.outcome.judges["score"].cached_prompt_tokens == JUDGE_CACHED
+            assert roles["judge:score"].cost == pytest.approx(judging, rel=1e-12)
+    for summary in summaries:
+        assert summary.cost.amount == pytest.approx(3 * answer + 2 * judging, rel=1e-12)
+        assert {use.role: use.cached for use in summary.usage} == {"generator": 3 * GEN_CACHED,
+                                                                   "judge:score": 2 * JUDGE_CACHED}
+
+
+def test_usage_stored_before_cached_tokens_reads_back() -> None:
+    assert Usage.from_json(["generator", "m", 10, 2, 0.5, "USD"]) == Usage("generator", "m", 10, 2, 0.5, "USD", 0)
+    kept = Usage("generator", "m", 10, 2, 0.5, "USD", 4)
+    assert Usage.from_json(json.loads(json.dumps(kept.to_json()))) == kept
+
+
 def test_a_comparison_gives_the_cost_per_question_beside_quality(prices: Path, tmp_path: Path,
                                                                  tiny_dataset: Path) -> None:
     from evalcore.compare import compare_campaigns
@@ -210,6 +261,62 @@ def test_a_budget_stops_between_questions_and_a_larger_one_resumes(prices: Path,
         assert campaign_summary(manager.store, campaign_id).cost.amount == pytest.approx(3 * per_question)
     finally:
         manager.close()
+
+
+def test_the_api_resumes_a_campaign_stopped_at_its_budget_with_a_larger_one(prices: Path, tmp_path: Path,
+                                                                             tiny_dataset: Path) -> None:
+    import httpx
+
+    from evalcore.api.app import create_app
+    from evalcore.keys import create_key
+    from tests.test_api import serve
+
+    per_question = (GEN_TOKENS[0] * 2.50 + GEN_TOKENS[1] * 10.00) / 1e6
+    app: Any = create_app(tmp_path / "resume.db")
+    manager = app.state.manager
+    admin = {"Authorization": f"Bearer {create_key(app.state.store, tenant='default', role='admin')[1]}"}
+    viewer = {"Authorization": f"Bearer {create_key(app.state.store, tenant='default', role='viewer')[1]}"}
+    with FakeOpenAIServer(scripted, delay=1.0) as server, serve(app) as url:
+        config = loop_config(server, max_cost=0.5 * per_question)
+        campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, concurrency=1))
+        assert manager.wait(campaign_id, timeout=60).status == "over_budget"
+        path = f"{url}/api/v1/campaigns/{campaign_id}/resume"
+        assert httpx.post(path, headers=viewer, json={"max_cost": 1}).status_code == 403
+        refused = httpx.post(path, headers=admin, json={"max_cost": per_question})
+        assert refused.status_code == 422 and refused.json()["error"]["field"] == "max_cost"
+        assert "would stop it at once" in refused.json()["error"]["message"]
+        assert httpx.post(path, headers=admin, json={"max_cost": -1}).status_code == 422
+        resumed = httpx.post(path, headers=admin, json={"max_cost": 10 * per_question})
+        assert resumed.status_code == 202, resumed.text
+        done = manager.wait(campaign_id, timeout=60)
+        assert (done.status, done.finished, len(server.requests)) == ("succeeded", 3, 3)
+        shown = httpx.get(f"{url}/api/v1/campaigns/{campaign_id}", headers=admin).json()["data"]
+        assert shown["campaign"]["config"]["max_cost"] == 10 * per_question
+        assert httpx.post(path, headers=admin).status_code == 422  # every question has a result
+
+
+def test_the_campaigns_page_resumes_a_campaign_stopped_at_its_budget_with_a_larger_one(
+        prices: Path, tmp_path: Path, tiny_dataset: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalcore.campaigns import get_manager
+    from tests.test_dashboard import assert_clean, page_test
+
+    per_question = (GEN_TOKENS[0] * 2.50 + GEN_TOKENS[1] * 10.00) / 1e6
+    db = str(tmp_path / "page.db")
+    manager = get_manager(db)
+    with FakeOpenAIServer(scripted, delay=1.0) as server:
+        config = loop_config(server, max_cost=0.5 * per_question)
+        campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, concurrency=1))
+        assert manager.wait(campaign_id, timeout=60).status == "over_budget"
+        at = page_test(db, monkeypatch, "pages/campaigns.py")
+        assert_clean(at)
+        budget = at.number_input(key=f"budget-{campaign_id}")
+        assert budget.value == pytest.approx(per_question)  # twice the old budget to start with
+        budget.set_value(10 * per_question).run()
+        next(b for b in at.button if b.label == "Resume").click().run()
+        assert_clean(at)
+        done = get_manager(db).wait(campaign_id, timeout=60)
+        assert (done.status, done.finished, len(server.requests)) == ("succeeded", 3, 3)
+        assert done.config["max_cost"] == pytest.approx(10 * per_question)
 
 
 def test_a_tenant_over_its_daily_budget_is_stopped_and_refused(prices: Path, tmp_path: Path, tiny_dataset: Path,

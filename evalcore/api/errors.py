@@ -25,7 +25,7 @@ log = logging.getLogger("evalcore.api")
 # reference, a path, a suite id) is not a field of the client's request.
 REQUEST_FIELDS = frozenset({"dataset_id", "knowledge_base_id", "chat_id", "rerank_id", "name", "agent_id", "cases",
                             "use_judge", "config", "judges", "judge_samples", "judge_model", "judge_thresholds",
-                            "concurrency", "time_limit", "max_failed_share"})
+                            "concurrency", "time_limit", "max_failed_share", "max_cost"})
 SHOWN_CHARS = 80
 NOT_UTF8_MESSAGE = "not UTF-8 text (a binary file, or text in another encoding): send the file saved as UTF-8"
 

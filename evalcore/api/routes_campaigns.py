@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from evalcore.access import Principal
 from evalcore.api.auth import Admin, Viewer
@@ -49,6 +49,7 @@ from evalcore.compare.pairwise import start_pairwise
 from evalcore.jobs import get_job
 from evalcore.judges import FIELD_NAMES
 from evalcore.metrics import MEASURES
+from evalcore.metrics.registry import listing
 from evalcore.store import Store
 
 router = APIRouter(prefix="/api/v1", tags=["campaigns"], responses=ERROR_RESPONSES)
@@ -120,6 +121,27 @@ def aggregates_json(store: Store, campaign_id: str, principal: Principal) -> dic
             for name, value in campaign_aggregates(store, campaign_id, principal=principal).items()}
 
 
+class MeasureOut(BaseModel):
+    measure: str
+    panel: str
+    higher_is_better: bool
+    values: str
+    signature: str
+    doc: str
+
+
+class MeasureList(BaseModel):
+    measures: list[MeasureOut]
+
+
+@router.get("/measures", response_model=Ok[MeasureList], summary="Every measure campaigns compute, with signatures")
+def measures(principal: Viewer, python: Annotated[bool, Query(
+        description="only the operator's measures in Python")] = False) -> dict[str, Any]:
+    """The built-in measures, then the operator's measures in Python (their signatures name the function and its
+    version); 422 naming the entry point or module when those could not be registered."""
+    return ok({"measures": listing(python_only=python)})
+
+
 @router.get("/campaigns", response_model=Ok[CampaignList], summary="The tenant's campaigns, newest first")
 def list_all(request: Request, principal: Viewer, search: Annotated[str | None, Query(max_length=200)] = None,
              sort: Annotated[SortKey, Query(description="column to sort by: newest, best or A-Z first")] = "created",
@@ -167,6 +189,27 @@ def recompute(request: Request, campaign_id: CampaignId, principal: Admin) -> di
     campaign_id = campaign_of(request, campaign_id, principal).id  # given by id or name
     recompute_abstention(request.app.state.store, campaign_id, principal=principal)
     return ok({"campaign": campaign_json(campaign_of(request, campaign_id, principal))})
+
+
+class ResumeIn(RequestBody):
+    """A campaign resumed: optionally with a larger budget (one stopped over_budget goes on) and another concurrency."""
+
+    max_cost: float | None = Field(default=None, ge=0, le=1e9, description=(
+        "a new budget in the prices' currency, replacing the configuration's max_cost (default: the one it has)"))
+    concurrency: int | None = bounded("concurrency", "questions in flight (default: as the campaign ran)")
+
+
+@router.post("/campaigns/{campaign_id}/resume", status_code=202, response_model=Ok[CampaignOnly],
+             summary="Run the questions of a campaign that have no result yet, with a larger budget if given")
+def resume(request: Request, campaign_id: CampaignId, principal: Admin, body: ResumeIn | None = None) -> dict[str, Any]:
+    """After an interruption, a cancel, a failure, or a stop at its budget (`max_cost` then gives the larger one it
+    goes on with); it runs in the background as a launch does. 409 while it runs; 400 when every question has a
+    result or the budget given is not above what it spent."""
+    body = body or ResumeIn()
+    campaign = campaign_of(request, campaign_id, principal)
+    resumed = request.app.state.manager.resume(campaign.id, principal=principal, max_cost=body.max_cost,
+                                               concurrency=body.concurrency)
+    return ok({"campaign": campaign_json(campaign_of(request, resumed, principal))})
 
 
 class RejudgeIn(JudgingIn):

@@ -58,7 +58,7 @@ class Asked:
     error: str | None = None
     latency_s: float = 0.0
     tokens: tuple[int, int] = (0, 0)  # prompt, completion: those of the calls that succeeded, for a failed question
-    calls: tuple[tuple[str, str, int, int], ...] = ()  # role, model, prompt and completion tokens of every call
+    calls: tuple[tuple[str, str, int, int, int], ...] = ()  # role, model, prompt, completion, cached prompt tokens
 
     @classmethod
     def timed_out(cls, limit: float) -> Asked:
@@ -91,23 +91,25 @@ def ask(target: Target, question: Question) -> Asked:
             return Asked(None, error_text(error), time.perf_counter() - start, meter.total(), calls_of(meter))
 
 
-def calls_of(meter: Meter, reply: TargetAnswer | None = None) -> tuple[tuple[str, str, int, int], ...]:
+def calls_of(meter: Meter, reply: TargetAnswer | None = None) -> tuple[tuple[str, str, int, int, int], ...]:
     """The tokens a meter counted, by role and model; a target's own count beyond them (a target of one's own
     that calls its model some other way) as an unnamed model's, which has no price."""
-    calls = [(role, model, prompt, completion) for (role, model), (prompt, completion) in meter.tokens.items()]
+    calls = [(role, model, prompt, completion, cached)
+             for (role, model), (prompt, completion, cached) in meter.tokens.items()]
     if reply is not None:
         counted = meter.total()
         beyond = (reply.prompt_tokens - counted[0], reply.completion_tokens - counted[1])
         if beyond[0] > 0 or beyond[1] > 0:
-            calls.append((GENERATOR, UNNAMED_MODEL, max(beyond[0], 0), max(beyond[1], 0)))
+            calls.append((GENERATOR, UNNAMED_MODEL, max(beyond[0], 0), max(beyond[1], 0), 0))
     return tuple(calls)
 
 
 def usage_of(plan: Plan, asked: Asked, verdicts: dict[str, Verdict]) -> tuple[Usage, ...]:
     """A question's tokens by role and model, the target's then each judge's, priced by the plan's table."""
-    calls = [*asked.calls, *((f"judge:{name}", verdict.model, verdict.prompt_tokens, verdict.completion_tokens)
-                             for name, verdict in verdicts.items() if verdict.tokens)]
-    return tuple(priced(role, model, prompt, completion, plan.prices) for role, model, prompt, completion in calls)
+    calls = [*asked.calls, *((f"judge:{name}", verdict.model, verdict.prompt_tokens, verdict.completion_tokens,
+                              verdict.cached_prompt_tokens) for name, verdict in verdicts.items() if verdict.tokens)]
+    return tuple(priced(role, model, prompt, completion, plan.prices, cached)
+                 for role, model, prompt, completion, cached in calls)
 
 
 def settle(plan: Plan, question: Question, asked: Asked) -> Outcome:
@@ -133,9 +135,10 @@ def scored(plan: Plan, question: Question, asked: Asked, reply: TargetAnswer) ->
         retrieved_sources=[source.to_dict() for source in sources], graded=plan.graded,
         answerable=question.answerable, fallback_answer=plan.target.config.fallback_answer,
         similarity=answer_embedding(plan.target.config.answer_similarity_model), checks=prepared(question.checks),
+        question=question.text, passages=retrieved,
     ))
     verdicts: dict[str, Verdict] = {}
-    notes = list(reply.notes)
+    notes = [*reply.notes, *scores.failures]
     if plan.judges and plan.judging is not None and reply.answer is not None:
         verdicts, judge_notes = judge(plan.judging, plan.judges, question, reply.answer, context)
         notes += judge_notes
@@ -149,7 +152,8 @@ def scored(plan: Plan, question: Question, asked: Asked, reply: TargetAnswer) ->
     return Outcome(answer=reply.answer, retrieved=retrieved, context=context, sources=sources, measures=scores.values,
                    signatures=scores.signatures, results=scores.results, judges=verdicts, latency_s=asked.latency_s,
                    prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens, notes=tuple(notes),
-                   diagnosis=stage, queries=tuple(reply.queries), usage=usage_of(plan, asked, verdicts))
+                   diagnosis=stage, queries=tuple(reply.queries), usage=usage_of(plan, asked, verdicts),
+                   check_results=dict(scores.checks))
 
 
 def answer_embedding(model: str) -> metrics.AnswerEmbedding | None:

@@ -69,6 +69,20 @@ def refuse_over_daily_budget(store: Store, tenant: str) -> None:
                         "UTC", where=DAILY, fix="launch it tomorrow, or ask the operator for a larger daily budget")
 
 
+def spent_by(store: Store, campaign_id: str) -> float:
+    """What a campaign's stored questions cost."""
+    row = store.read("SELECT coalesce(sum(cost), 0) AS spent FROM results WHERE campaign_id = ?", (campaign_id,))[0]
+    return float(row["spent"])
+
+
+def refuse_budget_spent(store: Store, campaign_id: str, max_cost: float | None) -> None:
+    """EvalError when a campaign is resumed with a budget it has spent already (it would stop at once)."""
+    if max_cost is not None and (spent := spent_by(store, campaign_id)) >= max_cost:
+        raise EvalError(f"campaign {campaign_id} has spent {money(spent)} already: a budget of {money(max_cost)} "
+                        "would stop it at once", where="max_cost", found=f"{max_cost:g}",
+                        expected=f"more than {money(spent)}", fix="resume it with a larger max_cost")
+
+
 class Budget:
     """What a running campaign has spent (its stored questions, then those it stores), against its `max_cost` and its
     tenant's daily budget."""

@@ -39,8 +39,10 @@ def graded_marks(store: Store, campaign_id: str) -> dict[str, float]:
 def result_table(results: list[QuestionResult], names: str = "project",
                  marks: Mapping[str, float] | None = None) -> tuple[list[str], list[list[object]]]:
     """The header and rows of the CSV export (and of the notebook's results table): fixed columns (a query
-    transformation's texts one per line), one column per measure, then the judges' and pass marks' fields."""
+    transformation's texts one per line), one column per measure, the exact checks' results when a question has
+    checks, then the judges' and pass marks' fields."""
     measures = sorted({name for r in results for name in r.outcome.measures})
+    checked = ["check_results"] if any(r.outcome.check_results for r in results) else []
     extra = list(dict.fromkeys(name for r in results for name in judge_fields(r.outcome, names, marks)))
     rows: list[list[object]] = []
     for r in results:
@@ -51,8 +53,13 @@ def result_table(results: list[QuestionResult], names: str = "project",
                  "cost": cost.amount if cost.amount is not None else cost.text()}
         judged = judge_fields(r.outcome, names, marks)
         rows.append([fixed[name] for name in FIXED_COLUMNS] + [r.outcome.measures.get(name) for name in measures]
-                    + [judged.get(name) for name in extra])
-    return [*FIXED_COLUMNS, *measures, *extra], rows
+                    + [checks_text(r.outcome.check_results) for _ in checked] + [judged.get(name) for name in extra])
+    return [*FIXED_COLUMNS, *measures, *checked, *extra], rows
+
+
+def checks_text(results: Mapping[str, bool]) -> str:
+    """Each exact check with its result, one per line (`pass contains:30 days`), as a cell or a terminal shows them."""
+    return "\n".join(f"{'pass' if passed else 'fail'} {check}" for check, passed in results.items())
 
 
 def export_csv(store: Store, campaign_id: str, names: str = "project") -> str:

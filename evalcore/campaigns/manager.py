@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evalcore.access import Action, Principal, scope
-from evalcore.campaigns.budget import refuse_over_daily_budget
+from evalcore.campaigns.budget import refuse_budget_spent, refuse_over_daily_budget
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.queries import get_campaign
 from evalcore.campaigns.records import (
@@ -292,8 +292,10 @@ class CampaignManager:
         """
         from evalcore.campaigns.cluster import cluster_for
         from evalcore.campaigns.corpus import graded_for
+        from evalcore.metrics.registry import check_python_measures
         from evalcore.targets.allowed import check_request
 
+        check_python_measures()
         refuse_over_daily_budget(self.store, scope(request.principal, request.tenant, Action.CHANGE) or request.tenant)
         if request.traces is not None:
             return self._launch_traces(request)
@@ -436,8 +438,10 @@ class CampaignManager:
         from evalcore.campaigns.corpus import graded_for
         from evalcore.campaigns.rejudging import StoredAnswers
         from evalcore.costs import price_table
+        from evalcore.metrics.registry import check_python_measures
         from evalcore.models.http import Calls
 
+        check_python_measures()
         call_cache = StoreCallCache(self.store) if cache and target is None else None
         if answers_from is not None:
             target = StoredAnswers(self.store, answers_from, config, call_cache)
@@ -557,6 +561,7 @@ class CampaignManager:
         if principal is not None:
             check_request(config)
         refuse_over_daily_budget(self.store, campaign.tenant)
+        refuse_budget_spent(self.store, campaign_id, max_cost)
         if campaign.active and not force:
             raise owned_elsewhere(campaign_id, self.store)
         questions = stored_questions(self.store, campaign_id, only)

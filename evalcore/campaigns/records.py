@@ -340,6 +340,8 @@ class Outcome:
     usage: tuple[Usage, ...] = field(default=(), metadata=doc(
         "tokens and their cost by role and model: the target's calls (generator, query, rerank) and each judge's "
         "(judge:NAME), priced when the question was answered; empty in rows stored before costs were kept"))
+    check_results: dict[str, bool] = field(default_factory=dict, metadata=doc(
+        "each exact check of the question as written -> whether the answer passed it (checks_passed is all of them)"))
 
     JSON_EXTRA = (Key("judge_prompt_tokens", int), Key("judge_completion_tokens", int),
                   Key("cost", Cost, "what the question's model calls cost (the sum of usage)"))
@@ -386,6 +388,7 @@ class Outcome:
             diagnosis=Stage(row["diagnosis"]) if row["diagnosis"] else None,
             queries=tuple(loaded(row["queries"])),
             usage=tuple(map(Usage.from_json, loaded(row["usage"]) or ())),
+            check_results=loaded(row["check_results"]) or {},
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -399,7 +402,8 @@ class Outcome:
                 "completion_tokens": self.completion_tokens, "judge_prompt_tokens": self.judge_tokens[0],
                 "judge_completion_tokens": self.judge_tokens[1], "error": self.error, "notes": list(self.notes),
                 "diagnosis": str(self.diagnosis) if self.diagnosis else None, "queries": list(self.queries),
-                "usage": [use._asdict() for use in self.usage], "cost": self.cost.to_dict()}
+                "usage": [use._asdict() for use in self.usage], "cost": self.cost.to_dict(),
+                "check_results": self.check_results}
 
 
 def loaded(value: Any) -> Any:

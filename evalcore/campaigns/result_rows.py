@@ -225,6 +225,7 @@ class ResultWriter:
                 dumps({name: verdict.to_dict() for name, verdict in o.judges.items()}), latency, o.prompt_tokens,
                 o.completion_tokens, *o.judge_tokens, o.error, dumps(list(o.notes)), now, o.diagnosis, queries,
                 dumps([use.to_json() for use in o.usage]), o.cost.amount, o.cost.currency or None,
+                dumps(o.check_results) if o.check_results else None,
             ))
         passages = [(self.campaign_id, key, hit.pid, hit.source, hit.title, hit.text) for key, hit in new_passages]
         return rows, passages, [(self.campaign_id, name, sig) for name, sig in new_signatures.items()]
@@ -279,7 +280,7 @@ class ResultWriter:
 COLUMNS = ("campaign_id", "position", "qid", "answer", "retrieved", "context", "sources", "measures", "signatures",
            "results", "judges", "latency_s", "prompt_tokens", "completion_tokens", "judge_prompt_tokens",
            "judge_completion_tokens", "error", "notes", "created_at", "diagnosis", "queries", "usage", "cost",
-           "currency")
+           "currency", "check_results")
 ERROR_COLUMN = COLUMNS.index("error")
 INSERT_RESULT = (
     f"INSERT INTO results ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))}) "

@@ -19,7 +19,7 @@ from evalcore.text import shown
 # over a TREC run would pay for nothing. A test checks this table against what the modules register.
 COMMANDS = {"campaigns": "campaigns", "compare": "compare", "config": "config", "ask": "config",
             "corpus": "corpus", "dashboard": "dashboard", "dataset": "dataset", "keys": "keys",
-            "labels": "labels", "rejudge": "rejudge",
+            "labels": "labels", "measures": "measures", "rejudge": "rejudge",
             "run": "run", "score": "score", "score-text": "score", "serve": "serve", "store": "store",
             "suites": "suites", "testset": "testset", "traces": "traces", "worker": "worker"}
 # Each command's line in `python -m evalcore --help`, which lists them without importing any module
@@ -34,6 +34,7 @@ SUMMARIES = {
     "dataset": "check a dataset folder or print its statistics",
     "keys": "create, list and revoke API keys",
     "labels": "label questions for the judges; judge-vs-people agreement",
+    "measures": "list every measure with its signature, the operator's measures in Python too",
     "rejudge": "judge a finished campaign's answers again with other judges (a new campaign)",
     "run": "run a campaign in the foreground and print its aggregates",
     "score": "per-query retrieval measures of a TREC run, like trec_eval -q",

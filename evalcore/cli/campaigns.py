@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from evalcore.campaigns import (
+    QuestionResult,
     campaign_results,
     campaign_summary,
     get_campaign,
@@ -145,12 +146,27 @@ def show_command(args: argparse.Namespace) -> int:
     print("configuration (changed from defaults): "
           f"{json.dumps(changed, ensure_ascii=False) if changed else 'defaults'}")
     print(format_report(report))
-    failures = [r for r in campaign_results(store, args.id) if r.outcome.error]
+    results = campaign_results(store, args.id)
+    failures = [r for r in results if r.outcome.error]
     for result in failures[:10]:
         print(f"  question {result.question.qid}: {result.outcome.error}")
     if len(failures) > 10:
         print(f"  ... and {len(failures) - 10} more (export to see them all)")
+    _print_failed_checks(results)
     return 0
+
+
+def _print_failed_checks(results: list[QuestionResult]) -> None:
+    """The exact checks each question's answer failed (the first ten questions with one)."""
+    failed = [(r.question.qid, [check for check, passed in r.outcome.check_results.items() if not passed])
+              for r in results]
+    failed = [(qid, checks) for qid, checks in failed if checks]
+    if failed:
+        print(f"exact checks failed on {counted(len(failed), 'question')}:")
+    for qid, checks in failed[:10]:
+        print(f"  question {qid}: {'; '.join(checks)}")
+    if len(failed) > 10:
+        print(f"  ... and {len(failed) - 10} more (export to see them all)")
 
 
 def _changed(config: dict[str, Any]) -> dict[str, Any]:

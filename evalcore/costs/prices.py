@@ -40,9 +40,12 @@ class Price:
     read: str = field(metadata=doc("the date the price was read (ISO), '' when its table gives none"))
     source: str = field(metadata=doc("the default table, or the operator's file it came from"))
 
-    def of(self, prompt: int, completion: int) -> float:
-        """The price of these tokens."""
-        return (prompt * self.input + completion * self.output) / 1_000_000
+    def of(self, prompt: int, completion: int, cached: int = 0) -> float:
+        """The price of these tokens, `cached` of the prompt tokens at the cached-input price (the input price when
+        the provider has none)."""
+        cached = min(cached, prompt)
+        cached_price = self.input if self.cached_input is None else self.cached_input
+        return ((prompt - cached) * self.input + cached * cached_price + completion * self.output) / 1_000_000
 
     def to_dict(self) -> dict[str, object]:
         """JSON shape."""

@@ -29,25 +29,28 @@ class Usage(NamedTuple):
     completion: Annotated[int, "completion tokens"]
     cost: Annotated[float | None, "prompt and completion tokens times the model's price; null: no price"]
     currency: Annotated[str, "the price's currency ('' without a price)"]
+    cached: Annotated[int, "of the prompt tokens, those the provider read from its prompt cache (priced at the "
+                           "cached-input price)"] = 0
 
     def to_json(self) -> list[Any]:
-        """The compact stored form."""
-        return list(self)
+        """The compact stored form (without cached prompt tokens when there were none, as stored before them)."""
+        return list(self) if self.cached else list(self)[:-1]
 
     @classmethod
     def from_json(cls, data: Sequence[Any]) -> Usage:
         """Back from the stored form."""
-        role, model, prompt, completion, cost, currency = data
+        role, model, prompt, completion, cost, currency, *cached = data
         return cls(str(role), str(model), int(prompt), int(completion), None if cost is None else float(cost),
-                   str(currency))
+                   str(currency), int(cached[0]) if cached else 0)
 
 
-def priced(role: str, model: str, prompt: int, completion: int, table: PriceTable) -> Usage:
-    """A role's tokens with their cost (None when the model has no price and some tokens were spent)."""
+def priced(role: str, model: str, prompt: int, completion: int, table: PriceTable, cached: int = 0) -> Usage:
+    """A role's tokens with their cost (None when the model has no price and some tokens were spent); `cached` of
+    the prompt tokens at the cached-input price."""
     price = table.find(model)
     if price is None:
-        return Usage(role, model, prompt, completion, 0.0 if prompt + completion == 0 else None, "")
-    return Usage(role, model, prompt, completion, price.of(prompt, completion), price.currency)
+        return Usage(role, model, prompt, completion, 0.0 if prompt + completion == 0 else None, "", cached)
+    return Usage(role, model, prompt, completion, price.of(prompt, completion, cached), price.currency, cached)
 
 
 def summed(uses: Iterable[Usage]) -> tuple[Usage, ...]:
@@ -56,13 +59,14 @@ def summed(uses: Iterable[Usage]) -> tuple[Usage, ...]:
     for use in uses:
         key = (use.role, use.model, use.currency)
         if key not in sums:
-            sums[key] = [0, 0, 0.0]
+            sums[key] = [0, 0, 0.0, 0]
         entry = sums[key]
         entry[0] += use.prompt
         entry[1] += use.completion
         entry[2] = None if entry[2] is None or use.cost is None else entry[2] + use.cost
-    return tuple(Usage(role, model, p, c, cost, currency)
-                 for (role, model, currency), (p, c, cost) in sorted(sums.items()))
+        entry[3] += use.cached
+    return tuple(Usage(role, model, p, c, cost, currency, cached)
+                 for (role, model, currency), (p, c, cost, cached) in sorted(sums.items()))
 
 
 @dataclass(frozen=True)

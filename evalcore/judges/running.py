@@ -46,6 +46,7 @@ class Trial(NamedTuple):
     error: str | None = None
     overflow: bool = False  # the messages did not fit the model's context window
     claims: tuple[Claim, ...] | None = None  # the claims judge's reading (empty: the answer makes no claim)
+    cached_prompt_tokens: int = 0  # of the prompt tokens, those the provider read from its prompt cache
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ def missing_input(prompt: JudgePrompt, *, question: str, answer: str | None,
 def judge_once(settings: JudgeSettings, prompt: JudgePrompt, messages: list[Message], temperature: float,
                read: Reader) -> Trial:
     """Ask, read the reply with `read`, and on an unreadable reply ask once more; model failures become a Trial."""
-    tokens = [0, 0]
+    tokens = [0, 0, 0]
     reply_text = ""
     for _attempt in range(2):
         try:
@@ -92,16 +93,19 @@ def judge_once(settings: JudgeSettings, prompt: JudgePrompt, messages: list[Mess
         # ValueError/RuntimeError: llama.cpp's own failures.
         except (EvalError, OSError, ValueError, RuntimeError) as error:
             return Trial(None, f"judge call failed: {error}", tokens[0], tokens[1], error=str(error),
-                         overflow=isinstance(error, ContextOverflow))
-        tokens = [tokens[0] + reply.prompt_tokens, tokens[1] + reply.completion_tokens]
+                         overflow=isinstance(error, ContextOverflow), cached_prompt_tokens=tokens[2])
+        tokens = [tokens[0] + reply.prompt_tokens, tokens[1] + reply.completion_tokens,
+                  tokens[2] + reply.cached_prompt_tokens]
         reading = read(reply.text)
         if reading is not None:
-            return Trial(reading.score, reading.reason, tokens[0], tokens[1], claims=reading.claims)
+            return Trial(reading.score, reading.reason, tokens[0], tokens[1], claims=reading.claims,
+                         cached_prompt_tokens=tokens[2])
         reply_text = reply.text
         messages = [*messages, {"role": "assistant", "content": reply.text},
                     {"role": "user", "content": retry_message(prompt)}]
     shown = " ".join(reply_text.split())[:200]
-    return Trial(None, f"unreadable judge reply after one retry: {shown!r}", tokens[0], tokens[1])
+    return Trial(None, f"unreadable judge reply after one retry: {shown!r}", tokens[0], tokens[1],
+                 cached_prompt_tokens=tokens[2])
 
 
 def retry_message(prompt: JudgePrompt) -> str:
@@ -198,6 +202,7 @@ def verdict(trials: list[Trial], prompt: JudgePrompt, settings: JudgeSettings,
         result=outcome or result_of(prompt, score, threshold, claims),
         reason=next((t.reason for t in trials if t.score is not None or t.claims is not None), trials[0].reason),
         prompt_tokens=sum(t.prompt_tokens for t in trials), completion_tokens=sum(t.completion_tokens for t in trials),
+        cached_prompt_tokens=sum(t.cached_prompt_tokens for t in trials),
         error=next((t.error for t in trials if t.error), None),
         samples=tuple(t.score for t in trials) if several else None, spread=spread(scores) if several else None,
         claims=claims,

@@ -72,6 +72,8 @@ class Verdict:
     claims: tuple[Claim, ...] | None = field(default=None, metadata=doc(
         "the claims judge: each claim of the answer with its verdict and passage (score = supported / claims); "
         "null for other judges"))
+    cached_prompt_tokens: int = field(default=0, metadata=doc(
+        "of the prompt tokens, those the provider read from its prompt cache (priced at the cached-input price)"))
 
     JSON_EXTRA = (Key("tokens", int, "prompt and completion tokens of every call this verdict took"),)
 
@@ -93,6 +95,7 @@ class Verdict:
             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "error": self.error,
             "context_cut": self.context_cut, "label": self.label,
             "claims": None if self.claims is None else [claim.to_dict() for claim in self.claims],
+            "cached_prompt_tokens": self.cached_prompt_tokens,
         }
         if self.samples is not None:
             data["samples"] = list(self.samples)
@@ -112,6 +115,7 @@ class Verdict:
             samples=tuple(samples) if samples is not None else None,
             spread=Spread(**spread) if isinstance(spread, Mapping) else None, context_cut=data.get("context_cut"),
             label=data.get("label"), claims=None if claims is None else tuple(Claim.from_dict(c) for c in claims),
+            cached_prompt_tokens=int(data.get("cached_prompt_tokens") or 0),
         )
 
 

@@ -58,6 +58,11 @@ def parse_checks(spec: str, where: str = "checks") -> tuple[Check, ...]:
     return tuple(_parse(part.replace("\\;", ";").strip(), where) for part in _SEPARATOR.split(spec) if part.strip())
 
 
+def checks_cell(texts: Sequence[str]) -> str:
+    """Checks as written, as one `checks` cell (`contains:30 jours; regex:\\d+ €`) that parse_checks reads back."""
+    return "; ".join(text.replace(";", "\\;") for text in texts)
+
+
 def parse_check(text: str, where: str = "checks") -> Check:
     """One check as written (`contains:30 jours`, a semicolon in it its own); EvalError as parse_checks."""
     return _parse(text.strip(), where)
@@ -176,10 +181,21 @@ def _close(tolerance: tuple[float, bool], found: float | None, wanted: float | N
     return abs(found - wanted) <= (allowed * abs(wanted) if relative else allowed)
 
 
-def _all_pass(inputs: Inputs) -> float | None:
+def check_results(inputs: Inputs) -> dict[str, bool]:
+    """Each of the question's checks as written -> whether the answer passes it (empty without an answer or checks);
+    computed once per question for the `checks_passed` measure and the stored per-check results."""
+    return inputs.shared(_check_results)
+
+
+def _check_results(inputs: Inputs) -> dict[str, bool]:
     if inputs.answer is None or not inputs.checks:
-        return None
-    return 1.0 if all(passes(check, inputs.answer, inputs.expected) for check in inputs.checks) else 0.0
+        return {}
+    return {check.text: passes(check, inputs.answer, inputs.expected) for check in inputs.checks}
+
+
+def _all_pass(inputs: Inputs) -> float | None:
+    results = check_results(inputs)
+    return (1.0 if all(results.values()) else 0.0) if results else None
 
 
 DECLARED = (

@@ -19,14 +19,15 @@ from evalcore.judges.verdict import JudgeResult
 
 # Panels in display order: (family, title).
 PANELS = (("retrieval", "Retrieval"), ("generation", "Generation"), ("graded", "Graded document retrieval"),
-          ("suite", "Coverage and sources"), ("abstention", "Abstention"), ("judge", "Judges"))
+          ("suite", "Coverage and sources"), ("abstention", "Abstention"), ("judge", "Judges"),
+          ("python", "Measures in Python"))
 # What a measure's values are, in display order, with how a chart titles them: a chart draws each scale on its own
 # axis (a count of +4 documents would flatten a precision change of -0.096 to the zero line).
 SCALES = (("share", "0-1 measures"), ("score", "0-100 scores"), ("label", "relevance labels"),
-          ("likert", "judge scores (1-5)"), ("count", "counts (no better or worse)"))
+          ("likert", "judge scores (1-5)"), ("count", "counts (no better or worse)"), ("number", "numbers"))
 # The smallest difference of a question's value that changes its verdict, by scale: below it a question is "same"
 # (a ROUGE-L of 0.3333 against 0.3273 is one word of noise, not a worse answer). Whole-number scales: any change.
-TOLERANCES = {"share": 0.01, "score": 1.0, "label": 0.0, "likert": 0.0, "count": 0.0}
+TOLERANCES = {"share": 0.01, "score": 1.0, "label": 0.0, "likert": 0.0, "count": 0.0, "number": 0.0}
 # Settings a signature of a ranked list's measure names only when a computation departs from the default: the depth
 # of the ranked list scored (trec_eval -M) and which queries count (-c: every judged query, not only those in the
 # run). Leaving them out at their defaults keeps the signatures stored before they existed equal to today's.
@@ -67,7 +68,8 @@ class Inputs:
     expected answer); `retrieved_sources` are the sources the answer drew on; `graded` is the label scale of graded
     retrieval; `answerable` (None: unknown) whether the question has an answer, a refusal being recognised by its
     phrasing or `fallback_answer`; `similarity` the embedding model answers are compared with; `checks` the exact
-    checks the question asserts of its answer.
+    checks the question asserts of its answer; `question` its text and `passages` the retrieved passages in rank
+    order (each with `pid`, `title`, `text` and `score`), for measures in Python.
     """
 
     relevant: Mapping[int, int] | None = None
@@ -82,6 +84,8 @@ class Inputs:
     fallback_answer: str = ""
     similarity: Embedding | None = None
     checks: Sequence[Any] = ()  # the exact checks the question asserts (`evalcore.metrics.checks.Check`)
+    question: str | None = None
+    passages: Sequence[Any] = ()  # retrieved passages (`evalcore.targets.base.Retrieved`)
     _shared: dict[Callable[..., Any], Any] = field(default_factory=dict, compare=False, repr=False)
 
     def offers(self, need: str) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from evalcore.errors import EvalError
 from evalcore.metrics.measure import PANELS, SCALES
-from evalcore.metrics.registry import MEASURES
+from evalcore.metrics.registry import BUILT_IN
 
 START, END = "<!-- measures:start -->\n", "<!-- measures:end -->"
 HEADER = ("| measure | panel | better | values | needs | signature | formula and reference | checked against |\n"
@@ -23,13 +23,13 @@ def _cell(text: str) -> str:
 
 
 def measure_table() -> str:
-    """One row per registered measure, in display order."""
+    """One row per built-in measure, in display order (an operator's measures in Python are theirs to document)."""
     panels, scales = dict(PANELS), dict(SCALES)
     rows = [
         f"| `{m.name}` | {panels[m.family]} | {'higher' if m.higher_is_better else 'lower'} | "
         f"{'pass/fail (1/0)' if m.binary else scales[m.scale]} | {', '.join(m.needs) or '-'} | "
         f"`{_cell(m.signature.rsplit('|version:', 1)[0])}` | {_cell(m.doc)} | {_cell(m.checked) or '-'} |\n"
-        for m in MEASURES.values()
+        for m in BUILT_IN.values()
     ]
     return HEADER + "".join(rows)
 

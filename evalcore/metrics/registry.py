@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from evalcore.errors import EvalError
 from evalcore.judges import JUDGES, JudgeResult, load_prompt
-from evalcore.metrics import abstention, checks, generation, graded, retrieval, similarity, suite
+from evalcore.metrics import abstention, checks, generation, graded, python_measures, retrieval, similarity, suite
 from evalcore.metrics.abstention import abstention_scores
 from evalcore.metrics.graded import DocId, GradedScale, graded_values
 from evalcore.metrics.measure import DEPARTURES, PANELS, SCALES, TOLERANCES, Inputs, Measure
@@ -53,9 +53,47 @@ def _registry() -> dict[str, Measure]:
     return {m.name: replace(m, order=order) for order, m in enumerate(declared)}
 
 
-MEASURES: dict[str, Measure] = _registry()
+BUILT_IN: dict[str, Measure] = _registry()
+# Every measure: the built-in ones, then the operator's measures in Python (`load_python_measures`).
+MEASURES: dict[str, Measure] = dict(BUILT_IN)
 # The measures a question's inputs give, in display order.
-COMPUTED = tuple(m for m in MEASURES.values() if m.compute is not None)
+COMPUTED: list[Measure] = []
+# Why the operator's measures in Python could not be registered (None: they were, or there are none).
+_python_problem: list[EvalError] = []
+
+
+def load_python_measures() -> None:
+    """(Re)reads the operator's measures in Python (entry points and EVALCORE_MEASURES) into the registry, in place:
+    every face holding the registry sees them. One that cannot be registered leaves them all out, and
+    `check_python_measures` says why."""
+    MEASURES.clear()
+    MEASURES.update(BUILT_IN)
+    _python_problem.clear()
+    try:
+        own = python_measures.registered(BUILT_IN)
+    except EvalError as error:
+        own = []
+        _python_problem.append(error)
+    MEASURES.update({m.name: replace(m, order=len(BUILT_IN) + order) for order, m in enumerate(own)})
+    COMPUTED[:] = [m for m in MEASURES.values() if m.compute is not None]
+    _signature.cache_clear()
+
+
+def check_python_measures() -> None:
+    """EvalError naming the entry point or module when the operator's measures in Python could not be registered
+    (a campaign is not launched without the measures its operator declared)."""
+    if _python_problem:
+        raise _python_problem[0]
+
+
+def listing(*, python_only: bool = False) -> list[dict[str, object]]:
+    """Every measure (or only the operator's measures in Python) as the listing faces show it: name, panel, direction,
+    values, signature and formula; EvalError naming the entry point or module when those could not be registered."""
+    check_python_measures()
+    titles, scales = dict(PANELS), dict(SCALES)
+    return [{"measure": m.name, "panel": titles[m.family], "higher_is_better": m.higher_is_better,
+             "values": "pass/fail (1/0)" if m.binary else scales[m.scale], "signature": m.signature, "doc": m.doc}
+            for m in MEASURES.values() if not python_only or m.family == python_measures.FAMILY]
 
 
 def signature(name: str, **settings: object) -> str:
@@ -137,11 +175,14 @@ def in_words(aggregates: Mapping[str, tuple[float | None, int]], family_name: st
 
 
 class Scores(NamedTuple):
-    """The measures of one question, the signature each was computed with, and pass/fail where a mark applies."""
+    """The measures of one question, the signature each was computed with, pass/fail where a mark applies, and why a
+    measure in Python failed on it."""
 
     values: dict[str, float]
     signatures: dict[str, str]
     results: dict[str, JudgeResult]  # measure -> pass, fail or unknown (graded retrieval)
+    failures: tuple[str, ...] = ()  # `measure NAME failed: reason`, one per measure in Python that failed
+    checks: Mapping[str, bool] = {}  # each of the question's exact checks -> passed (never changed in place)
 
 
 def score_question(inputs: Inputs) -> Scores:
@@ -153,17 +194,22 @@ def score_question(inputs: Inputs) -> Scores:
     values: dict[str, float] = {}
     signatures: dict[str, str] = {}
     results: dict[str, JudgeResult] = {}
+    failures: list[str] = []
     for measure in COMPUTED:
         if not all(inputs.offers(need) for need in measure.needs):
             continue
-        value = measure.compute(inputs)  # type: ignore[misc]  # COMPUTED holds the measures with one
+        try:
+            value = measure.compute(inputs)  # type: ignore[misc]  # COMPUTED holds the measures with one
+        except python_measures.MeasureFailed as failed:  # that measure on this question, not the question
+            failures.append(python_measures.failure_note(measure.name, str(failed)))
+            continue
         if measure.mark is not None:
             results[measure.name] = measure.result(value, measure.mark(inputs))
         if value is not None:
             values[measure.name] = value
             used = measure.signed(inputs) if measure.signed else {}
             signatures[measure.name] = _signature(measure.name, tuple(used.items()))
-    return Scores(values, signatures, results)
+    return Scores(values, signatures, results, tuple(failures), checks.check_results(inputs))
 
 
 def judge_abstention(scores: Scores, *, answer: str | None, answerable: bool | None, refused: bool) -> None:
@@ -215,3 +261,6 @@ def aggregate(values: Sequence[float | None]) -> tuple[float | None, int]:
     """Mean over the present values (None and NaN are absent) and how many there were."""
     present = [float(v) for v in values if v is not None and not math.isnan(v)]
     return (math.fsum(present) / len(present), len(present)) if present else (None, 0)
+
+
+load_python_measures()

@@ -30,7 +30,10 @@ class ChatReply(NamedTuple):
     text: str
     prompt_tokens: int
     completion_tokens: int
-    cached: bool
+    cached: bool  # served from the call cache (evalcore's own), not asked
+    # Of the prompt tokens, those the provider read from its prompt cache (usage.prompt_tokens_details.cached_tokens),
+    # priced at the cached-input price.
+    cached_prompt_tokens: int = 0
 
 
 class CallCache(Protocol):
@@ -117,12 +120,14 @@ def cached_chat(cache: CallCache | None, model: str, endpoint: str, params: dict
     key = cache_key(model, endpoint, params, messages)
     hit = cache.get(key) if cache is not None else None
     if hit is not None:
-        reply = ChatReply(hit["text"], hit["prompt_tokens"], hit["completion_tokens"], True)
+        reply = ChatReply(hit["text"], hit["prompt_tokens"], hit["completion_tokens"], True,
+                          hit.get("cached_prompt_tokens", 0))
     else:
         reply = call()
         if cache is not None:
             cache.put(key, {"text": reply.text, "prompt_tokens": reply.prompt_tokens,
-                            "completion_tokens": reply.completion_tokens})
+                            "completion_tokens": reply.completion_tokens,
+                            "cached_prompt_tokens": reply.cached_prompt_tokens})
     meter = _METER.get()
     if meter is not None:
         meter.add(reply, model)
@@ -138,20 +143,22 @@ class Meter:
 
     def __init__(self) -> None:
         self.role = "generator"
-        self.tokens: dict[tuple[str, str], list[int]] = {}  # (role, model) -> [prompt, completion]
+        # (role, model) -> [prompt, completion, cached prompt]
+        self.tokens: dict[tuple[str, str], list[int]] = {}
         self._lock = threading.Lock()
 
     def add(self, reply: ChatReply, model: str) -> None:
         """Count one reply of this model under the current role."""
         with self._lock:
-            counts = self.tokens.setdefault((self.role, model), [0, 0])
+            counts = self.tokens.setdefault((self.role, model), [0, 0, 0])
             counts[0] += reply.prompt_tokens
             counts[1] += reply.completion_tokens
+            counts[2] += reply.cached_prompt_tokens
 
     def total(self) -> tuple[int, int]:
         """Prompt and completion tokens of every call counted."""
         with self._lock:
-            return sum(p for p, _ in self.tokens.values()), sum(c for _, c in self.tokens.values())
+            return sum(c[0] for c in self.tokens.values()), sum(c[1] for c in self.tokens.values())
 
     @contextmanager
     def counting(self, role: str) -> Iterator[None]:

@@ -177,8 +177,23 @@ class OpenAIChatModel:
             raise TypeError("message content is not text")
         # Before the reply is cached: a reply over the limit is never stored.
         refuse_long_reply(content, self.max_reply_chars, "the model's reply")
-        usage = data.get("usage") or {}
-        return ChatReply(content, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), False)
+        usage = data.get("usage")
+        prompt, completion = usage_tokens(usage)
+        return ChatReply(content, prompt, completion, False, min(cached_tokens(usage), prompt))
+
+
+def usage_tokens(usage: Any) -> tuple[int, int]:
+    """Prompt and completion tokens of a reply's `usage` (0 where absent)."""
+    usage = usage if isinstance(usage, dict) else {}
+    return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+
+
+def cached_tokens(usage: Any) -> int:
+    """The prompt tokens the provider served from its prompt cache (`usage.prompt_tokens_details.cached_tokens`,
+    as OpenAI and Azure OpenAI report them); 0 when it says nothing."""
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return int(cached) if isinstance(cached, (int, float)) and cached > 0 else 0
 
 
 # How each format after the first is asked, as the campaign's log says it.

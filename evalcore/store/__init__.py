@@ -253,10 +253,15 @@ CREATE TABLE trace_settings (
     tenant TEXT PRIMARY KEY, retention_days REAL, default_patterns INTEGER NOT NULL DEFAULT 1,
     patterns TEXT NOT NULL DEFAULT '[]', updated_at REAL NOT NULL);
 """
+# v22: each exact check of a question and whether its answer passed it (evalcore.metrics.checks): a JSON object
+# {check as written: true/false}; NULL (rows stored before, questions without checks): none recorded.
+SCHEMA_V22 = """
+ALTER TABLE results ADD COLUMN check_results TEXT;
+"""
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
                                SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14,
                                SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18, SCHEMA_V19,
-                               SCHEMA_V20, SCHEMA_V21)
+                               SCHEMA_V20, SCHEMA_V21, SCHEMA_V22)
 
 
 class NotFound(EvalError):

@@ -11,7 +11,7 @@ from typing import Any
 
 from evalcore.csvcells import csv_text, restore_cell
 from evalcore.errors import EvalError
-from evalcore.metrics.checks import parse_checks
+from evalcore.metrics.checks import checks_cell, parse_checks
 from evalcore.suites.suite import MAX_CASES, MAX_SOURCES, Case
 from evalcore.text import counted
 
@@ -272,9 +272,9 @@ def to_line(line: int, cells: list[str] | None, error: str | None, *, accepted: 
     if len(cells) > MAX_COLUMNS:
         return CsvLine(line, None, f"{len(cells)} columns, expected at most {MAX_COLUMNS} "
                        "(question;expected answer;sources;checks): quote cells that contain the separator")
-    question, answer, sources_cell, checks_cell = (restore_cell(cell) for cell in (cells + ["", "", ""])[:MAX_COLUMNS])
+    question, answer, sources_cell, checks_text = (restore_cell(cell) for cell in (cells + ["", "", ""])[:MAX_COLUMNS])
     try:
-        checks = tuple(check.text for check in parse_checks(checks_cell, "checks"))
+        checks = tuple(check.text for check in parse_checks(checks_text, "checks"))
     except EvalError as problem:
         return CsvLine(line, None, f"checks column: {problem.message} ({problem.found}; expected {problem.expected})")
     sources = tuple(s.strip() for s in sources_cell.split("|") if s.strip())
@@ -299,7 +299,7 @@ def export_suite_csv(cases: Iterable[Case]) -> str:
             raise EvalError("a source contains '|', which the CSV uses between sources",
                             where=f"case {number}", fix="remove the '|' from the source name")
         row = (case.question, case.expected_answer or "", "|".join(case.expected_sources))
-        rows.append((*row, "; ".join(check.replace(";", "\\;") for check in case.checks)) if checked else row)
+        rows.append((*row, checks_cell(case.checks)) if checked else row)
     return csv_text(rows, delimiter=";")
 
 

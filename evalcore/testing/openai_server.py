@@ -33,6 +33,7 @@ class Reply:
     headers: tuple[tuple[str, str], ...] = ()
     prompt_tokens: int = 11
     completion_tokens: int = 7
+    cached_tokens: int | None = None  # of the prompt tokens, those read from a prompt cache (None: not reported)
     payload: dict[str, Any] | None = field(default=None, compare=False)
 
     @classmethod
@@ -171,7 +172,9 @@ def chat_payload(body: Any, reply: Reply) -> dict[str, Any]:
         "choices": [{"index": 0, "finish_reason": "stop",
                      "message": {"role": "assistant", "content": reply.text or ""}}],
         "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-                  "total_tokens": reply.prompt_tokens + reply.completion_tokens},
+                  "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+                  **({"prompt_tokens_details": {"cached_tokens": reply.cached_tokens}}
+                     if reply.cached_tokens is not None else {})},
     }
 
 

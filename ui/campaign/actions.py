@@ -11,8 +11,10 @@ from evalcore.access import Action, Principal
 from evalcore.campaigns import Campaign, get_campaign
 from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.campaigns.rejudging import JUDGEABLE, RejudgeRequest
+from evalcore.costs import money
 from evalcore.errors import EvalError
 from evalcore.judges import JUDGES
+from evalcore.lifecycle import CampaignStatus
 from evalcore.store import Store
 from evalcore.text import counted
 
@@ -34,10 +36,11 @@ def actions(store: Store, principal: Principal, campaign: Campaign) -> None:
                 manager.rename(chosen, new_name, principal=principal)
                 ui.flash(f"Renamed to {' '.join(new_name.split())}.")
                 st.rerun()
+    budget = larger_budget(campaign)
     cols = st.columns([1, 1, 1, 1, 2])
     if cols[0].button("Resume", disabled=active or campaign.finished >= campaign.total):
         with ui.guard():
-            manager.resume(chosen, principal=principal)
+            manager.resume(chosen, principal=principal, max_cost=budget)
             st.rerun()
     if cols[1].button("Retry failed", disabled=active or not campaign.failed):
         with ui.guard():
@@ -62,6 +65,18 @@ def actions(store: Store, principal: Principal, campaign: Campaign) -> None:
             changed = recompute_abstention(store, chosen, principal=principal)
             ui.flash(f"Recomputed abstention: {counted(changed, 'question')} changed.")
             st.rerun()
+
+
+def larger_budget(campaign: Campaign) -> float | None:
+    """For a campaign stopped at its budget, the larger budget it is resumed with (an input, twice the old one to
+    start with); None for others, which resume with the budget they have."""
+    old = float(campaign.config.get("max_cost") or 0.0)
+    if campaign.status != CampaignStatus.OVER_BUDGET or old <= 0:  # no budget of its own: its tenant's daily one
+        return None
+    st.caption(ui.escape_md(f"It stopped at its budget of {money(old)}: resume it with a larger one."))
+    return float(st.number_input("New budget (max_cost)", min_value=0.0, value=2 * old, format="%.6g",
+                                 key=f"budget-{campaign.id}", help="In the currency of the prices; it must be above "
+                                 "what the campaign has spent. Saved in its configuration's max_cost."))
 
 
 def judge_again(store: Store, principal: Principal, campaign: Campaign) -> None:

@@ -1,4 +1,5 @@
-"""One question in full (texts, passages marked hit or miss, measures, verdicts, claims), and as a labeller sees it."""
+"""One question in full (texts, passages marked hit or miss, measures, exact checks, verdicts, claims), and as a
+labeller sees it."""
 
 from __future__ import annotations
 
@@ -39,6 +40,9 @@ def show_result(result: QuestionResult) -> None:
                 for name, value in outcome.measures.items()]
     if measures:
         st.dataframe(pd.DataFrame(measures), hide_index=True)
+    if outcome.check_results:
+        st.dataframe(pd.DataFrame([{"exact check": check, "result": "pass" if passed else "fail"}
+                                   for check, passed in outcome.check_results.items()]), hide_index=True)
     judges = [{"judge": name, "score": v.score, "label": v.label, "result": v.result, "threshold": v.threshold,
                "reason": v.reason,
                "model": v.model, "samples": ", ".join(ui.fmt_value(x, 1) for x in v.samples or ()) or None,
