@@ -471,7 +471,7 @@ class Comparison:
     notes: list[str] = field(default_factory=list, metadata=doc())
     effect: float = field(default=power.EFFECT, metadata=doc("the effect size to detect (the `effect` query "
                                                              "parameter)"))
-    paired: dict[str, Paired] = field(default_factory=dict, metadata=doc(hidden=True))
+    paired: Mapping[str, Paired] = field(default_factory=dict, metadata=doc(hidden=True))
     basis: str | None = field(default=None, metadata=doc("the measure deciding per-question verdicts first"))
     basis_reason: str = field(default="", metadata=doc("why that measure (what changed between the "
                                                        "configurations)"))
