@@ -1,6 +1,8 @@
-"""CLI start-up: seconds from launching `python -m evalcore ...` to its first line of output.
+"""CLI start-up: seconds from launching `python -m evalcore ...` to its first line of output, and CPU.
 
     python bench/startup.py [--rounds 7] [--questions 2000] [--reference DIR]
+
+Each command's CPU (user + system) is read twice: from /proc as its first line arrives, and when it exits.
 
 Commands: `--help`, and `compare A B` on a pair whose comparison is kept (campaigns of
 bench/shapes.py, compared once beforehand). With `--bytecode`, each side's package is compiled to
@@ -28,6 +30,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -40,15 +43,31 @@ from evalcore.compare import compare_campaigns
 GOAL = 0.5
 
 
-def first_line(command: list[str], cwd: Path = ROOT) -> float:
-    """Seconds until the command, run in `cwd`, prints its first line (then it is left to finish)."""
+class Took(NamedTuple):
+    """One run of a command: seconds to its first line, its CPU seconds by then, and its CPU seconds in all."""
+
+    wall: float
+    cpu: float
+    total: float
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def first_line(command: list[str], cwd: Path = ROOT) -> Took:
+    """Seconds until the command, run in `cwd`, prints its first line (then it is left to finish), with the CPU
+    (user + system) the process had used by then, read from /proc as the line arrives, and at its end."""
     started = time.perf_counter()
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=cwd) as process:
         assert process.stdout is not None
         process.stdout.readline()
         took = time.perf_counter() - started
+        stat = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        cpu = (int(stat[11]) + int(stat[12])) / TICK  # utime, stime: fields 14 and 15 of proc(5)
         process.stdout.read()
-    return took
+        _, _, usage = os.wait4(process.pid, 0)
+        process.returncode = 0  # reaped here; Popen must not wait for it again
+    return Took(took, cpu, usage.ru_utime + usage.ru_stime)
 
 
 def heaviest(command: list[str], cwd: Path = ROOT, count: int = 6) -> str:
@@ -103,6 +122,11 @@ def compiled(folders: list[Path]) -> Iterator[None]:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def spread(values: list[float]) -> str:
+    """The median with the min-max."""
+    return f"{statistics.median(values):.3f} [{min(values):.3f}-{max(values):.3f}]"
+
+
 def bytecode_note(compiled: bool) -> str:
     """How the measured processes got the package's bytecode."""
     if compiled:
@@ -126,17 +150,21 @@ def main() -> None:
         compare_campaigns(get_manager(db).store, "bench_00", "bench_01")
         get_manager(db).close()
         commands = commands_of(db, args.reference, args.questions)
-        times: dict[str, list[float]] = {name: [] for name in commands}
+        times: dict[str, list[Took]] = {name: [] for name in commands}
         for _ in range(args.rounds):
             for name, (command, folder) in commands.items():
                 times[name].append(first_line(command, folder))
-        print(f"CLI start-up, seconds to the first line, {args.rounds} interleaved rounds (median [min-max]), "
-              f"{bytecode_note(args.bytecode)}:\n")
-        print("| command | seconds | goal |")
-        print("|---|---:|---:|")
+        load = os.getloadavg()
+        print(f"CLI start-up, {args.questions:,} questions per campaign, {args.rounds} interleaved rounds (median "
+              f"[min-max]), {bytecode_note(args.bytecode)}, load average at the end {load[0]:.2f} / {load[1]:.2f} / "
+              f"{load[2]:.2f} on {os.cpu_count()} cores:\n")
+        print("| command | seconds to the first line | CPU seconds by the first line | CPU seconds, whole process "
+              "| goal |")
+        print("|---|---:|---:|---:|---:|")
         for name, took in times.items():
             goal = "" if name.startswith("floor") else f"< {GOAL}"
-            print(f"| {name} | {statistics.median(took):.3f} [{min(took):.3f}-{max(took):.3f}] | {goal} |")
+            cells = [spread([getattr(t, kind) for t in took]) for kind in ("wall", "cpu", "total")]
+            print(f"| {name} | {' | '.join(cells)} | {goal} |")
         print("\n| command | imports (python -X importtime: total, then the heaviest top-level ones) |")
         print("|---|---|")
         for name, (command, folder) in commands.items():

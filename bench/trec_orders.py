@@ -5,7 +5,11 @@ results each, ClueWeb-style, MS MARCO v2-style and numeric document ids, ~10% ti
 query), which writes one qrels file and the same run three times: in rank order (`run_ranked.txt`), grouped by
 query with each query's rows in any order (`run_grouped.txt`), and fully shuffled (`run_shuffled.txt`). Each
 contender is a whole process, interpreter start and imports included: ours is `python -m evalcore score --qrels Q
---run R --json`, the reference parses both files with pytrec_eval, evaluates six measures and prints JSON;
+--run R --json`, the reference parses both files with pytrec_eval, binarises the labels (>= 1 relevant), evaluates
+six measures and prints JSON. The labels are graded and our `ndcg@k` is binary (trec_eval's `ndcg_cut_k` on binarised
+qrels; `ndcg_graded@k` is the one with the labels as gains), so pytrec_eval on the graded labels as they are would
+differ on nDCG wherever a query's relevant documents have different grades; with them binarised every value must be
+equal to the bit (the count of values that are not is printed, and the largest difference);
 `--before DIR` adds the same command run from another checkout (the code before a change). CPU is the process's
 user + system time and memory its peak resident set (/usr/bin/time). Contenders run interleaved, one after the
 other in each round, and each cell is the median with the min-max; every value of ours is compared with
@@ -18,6 +22,7 @@ pytrec_eval's (max abs difference), and with `--before` every output byte with t
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -26,10 +31,19 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.metrics import ORACLE_PROCESS, Timing, _agreement, process, rounds, spread
+from bench.metrics import ORACLE_NAMES, Timing, process, rounds, spread
 
 ORDERS = {"ranked": ">= 5x", "grouped": ">= 5x", "shuffled": ">= 3x"}
 GOAL = {"ranked": 5.0, "grouped": 5.0, "shuffled": 3.0}
+# pytrec_eval on the labels binarised as ours counts them (>= 1 relevant): nDCG with binary gains, as our ndcg@k.
+ORACLE_BINARISED = """
+import json, sys, pytrec_eval
+with open(sys.argv[1]) as qrels_file, open(sys.argv[2]) as run_file:
+    qrels, run = pytrec_eval.parse_qrel(qrels_file), pytrec_eval.parse_run(run_file)
+qrels = {query: {doc: int(label >= 1) for doc, label in docs.items()} for query, docs in qrels.items()}
+measures = {"set_P", "set_recall", "ndcg_cut_3", "ndcg_cut_10", "recip_rank", "map"}
+print(json.dumps(pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)))
+"""
 
 
 def generate(generator: Path, folder: Path, seed: int | None) -> Path:
@@ -43,13 +57,14 @@ def generate(generator: Path, folder: Path, seed: int | None) -> Path:
 def order_rows(folder: Path, order: str, count: int, before: Path | None) -> tuple[list[tuple[str, ...]], str]:
     qrels, run = str(folder / "qrels.txt"), str(folder / f"run_{order}.txt")
     ours = [sys.executable, "-m", "evalcore", "score", "--qrels", qrels, "--run", run, "--json"]
-    oracle = [sys.executable, "-c", ORACLE_PROCESS, qrels, run]
+    oracle = [sys.executable, "-c", ORACLE_BINARISED, qrels, run]
     contenders: dict[str, Callable[[], object]] = {"ours": process(ours), "pytrec_eval": process(oracle)}
     if before is not None:
         contenders["before"] = process(ours, cwd=before)
     timings = rounds(contenders, count)
-    worst = _agreement(timings)
-    label = f"TREC, run_{order}.txt (100,000 queries x 100), whole process"
+    unequal, values, worst = agreement(timings)
+    queries = len(json.loads(str(timings["pytrec_eval"].result)))
+    label = f"TREC, run_{order}.txt ({queries:,} queries), whole process"
     rows: list[tuple[str, ...]] = []
     verdicts = []
     for kind in ("wall", "cpu"):
@@ -57,11 +72,22 @@ def order_rows(folder: Path, order: str, count: int, before: Path | None) -> tup
         times = statistics.median(oracle_t) / statistics.median(ours_t)
         verdicts.append(f"{kind} {times:.2f}x" + (" met" if times >= GOAL[order] else " NOT met"))
         rows.append((f"{label}: {kind}", spread(ours_t), spread(oracle_t), f"{times:.2f}x faster",
-                     f"{worst:.1e}", _before_cell(timings, kind)))
+                     f"{unequal:,} of {values:,} ({worst:.1e})", _before_cell(timings, kind)))
     share = statistics.median(timings["ours"].peak) / statistics.median(timings["pytrec_eval"].peak)
     rows.append((f"{label}: peak MB", _mb(timings["ours"]), _mb(timings["pytrec_eval"]),
                  f"{share:.2f} of pytrec_eval's", "", ""))
     return rows, f"run_{order}.txt: goal {ORDERS[order]} pytrec_eval: " + ", ".join(verdicts)
+
+
+def agreement(timings: dict[str, Timing]) -> tuple[int, int, float]:
+    """How many of pytrec_eval's values ours does not equal to the bit, out of how many, and the largest difference.
+    A query pytrec_eval scores that ours does not is an error (KeyError), not a difference."""
+    ours = json.loads(str(timings["ours"].result))["queries"]
+    oracle = json.loads(str(timings["pytrec_eval"].result))
+    pairs = [(ours[qid][name], oracle[qid][code]) for qid in oracle for name, code in ORACLE_NAMES.items()]
+    if set(ours) != set(oracle):
+        raise SystemExit(f"the scored queries differ: {len(set(ours) ^ set(oracle)):,} in one side only")
+    return sum(a != b for a, b in pairs), len(pairs), max((abs(a - b) for a, b in pairs), default=0.0)
 
 
 def _before_cell(timings: dict[str, Timing], kind: str) -> str:
@@ -94,7 +120,7 @@ def main() -> None:
     load = os.getloadavg()
     print(f"{args.rounds} rounds, seconds as median (min-max), python {sys.version.split()[0]}, "
           f"load average at the end {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} on {os.cpu_count()} cores\n")
-    print("| workload | ours | pytrec_eval | ratio | max abs difference | before |")
+    print("| workload | ours | pytrec_eval | ratio | values not equal to the bit (max abs difference) | before |")
     print("|---|---:|---:|---:|---:|---|")
     for row in rows:
         print("| " + " | ".join(row) + " |")

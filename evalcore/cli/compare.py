@@ -128,8 +128,13 @@ def compare_command(args: argparse.Namespace) -> int:
     elif args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2, default=str))
     elif isinstance(result, Comparison):
-        lines = format_comparison(result, campaign_names(store_of(args), (result.a.id, result.b.id)))
-        print("\n".join(lines + (trust.lines() if trust is not None else []) + pairwise_lines(result.pairwise)))
+        # The summary first, out at once: the changed questions' lines (thousands of records decoded) follow it.
+        print("\n".join(summary_lines(result, campaign_names(store_of(args), (result.a.id, result.b.id)))),
+              flush=True)
+        rest = [question_line(q) for q in shown_questions(result)] + (trust.lines() if trust is not None else []) \
+            + pairwise_lines(result.pairwise)
+        if rest:
+            print("\n".join(rest))
     else:
         print("\n".join(format_sweep(result, sweep_columns(result, args.measures, args.all))))
     if args.report:
@@ -238,6 +243,18 @@ def num(value: float | None, digits: int = 4) -> str:
 
 def format_comparison(comparison: Comparison, names: dict[str, str] | None = None) -> list[str]:
     """The comparison as a readable report; `names` (campaign id -> name, as now) head A's and B's lines."""
+    return summary_lines(comparison, names) + [question_line(q) for q in shown_questions(comparison)]
+
+
+def shown_questions(comparison: Comparison) -> list[QuestionDiff]:
+    """The questions the report lists (those whose verdict moved), in order; only they are decoded when kept."""
+    kept = comparison.questions
+    return kept.with_verdicts(SHOWN_VERDICTS) if isinstance(kept, KeptQuestions) else \
+        [q for q in kept if q.verdict in SHOWN_VERDICTS]
+
+
+def summary_lines(comparison: Comparison, names: dict[str, str] | None = None) -> list[str]:
+    """The report's lines before its questions: the campaigns, verdicts, transitions, measures and power."""
     a, b = comparison.a, comparison.b
     names = names or {}
     # A dataset by its name, never the folder it was read from: the report may be passed on.
@@ -273,10 +290,6 @@ def format_comparison(comparison: Comparison, names: dict[str, str] | None = Non
         if comparison.unchanged:
             lines.append("  the same in A and B on every question (nothing to test): "
                          f"{', '.join(comparison.unchanged)}")
-    kept = comparison.questions
-    shown = kept.with_verdicts(SHOWN_VERDICTS) if isinstance(kept, KeptQuestions) else \
-        [q for q in kept if q.verdict in SHOWN_VERDICTS]
-    lines += [question_line(q) for q in shown]
     return lines
 
 

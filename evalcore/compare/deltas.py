@@ -47,6 +47,15 @@ class Change(StrEnum):
 
 VERDICT_KINDS = (Change.BETTER, Change.WORSE, Change.SAME)
 ONE_SIDED = (Change.NEW, Change.REMOVED)  # questions not asked of both campaigns
+# Members by value: a kept comparison of 10,000 questions reads 10,000 verdicts back, and a dictionary finds each
+# several times faster than the enumeration's call does.
+_CHANGES = {change.value: change for change in Change}
+_STAGES = {stage.value: stage for stage in Stage}
+
+
+def change_of(text: str) -> Change:
+    """A stored verdict back (ValueError naming it when it is none)."""
+    return _CHANGES.get(text) or Change(text)
 
 
 def verdict_by(basis: str, a: float, b: float, tolerance: float = 0.0) -> Change:
@@ -151,7 +160,7 @@ class QuestionDiff:
     def from_dict(cls, data: dict[str, Any]) -> QuestionDiff:
         """From to_dict's shape, or from the kept one whose verdicts are JSON texts (read on first use)."""
         sources = data.get("sources_entered")
-        return cls(**{**data, "verdict": Change(data["verdict"]),
+        return cls(**{**data, "verdict": change_of(data["verdict"]),
                       "entered": tuple(Passage(**p) for p in data["entered"]),
                       "left": tuple(Passage(**p) for p in data["left"]),
                       "sources_entered": None if sources is None else tuple(sources),
@@ -176,7 +185,7 @@ def stage_text(stage: Stage | None) -> str | None:
 
 def stage_of(text: str | None) -> Stage | None:
     """A stored stage back (None when the question was not asked or not attributed)."""
-    return Stage(text) if text else None
+    return (_STAGES.get(text) or Stage(text)) if text else None
 
 
 @dataclass(frozen=True)
@@ -328,10 +337,10 @@ class Summary(NamedTuple):
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Summary:
         """From to_dict's shape."""
-        return cls({Change(k): v for k, v in data["verdicts"].items()},
-                   {Change(k): v for k, v in data["strict_verdicts"].items()},
+        return cls({change_of(k): v for k, v in data["verdicts"].items()},
+                   {change_of(k): v for k, v in data["strict_verdicts"].items()},
                    [Transition.from_dict(t) for t in data["transitions"]], list(data["bases"]),
-                   [Change(verdict) for verdict in data["each"]])
+                   [change_of(verdict) for verdict in data["each"]])
 
 
 class KeptQuestions(Sequence[QuestionDiff]):
@@ -462,7 +471,7 @@ class Comparison:
     notes: list[str] = field(default_factory=list, metadata=doc())
     effect: float = field(default=power.EFFECT, metadata=doc("the effect size to detect (the `effect` query "
                                                              "parameter)"))
-    paired: dict[str, Paired] = field(default_factory=dict, metadata=doc(hidden=True))
+    paired: Mapping[str, Paired] = field(default_factory=dict, metadata=doc(hidden=True))
     basis: str | None = field(default=None, metadata=doc("the measure deciding per-question verdicts first"))
     basis_reason: str = field(default="", metadata=doc("why that measure (what changed between the "
                                                        "configurations)"))

@@ -18,6 +18,7 @@ import json
 import logging
 import sqlite3
 import time
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
 from typing import Any
 
@@ -71,7 +72,7 @@ def find(store: Store, a: Campaign, b: Campaign, *, seed: int, resamples: int) -
     return Comparison(a=CampaignHeader.of(a), b=CampaignHeader.of(b), questions=questions,
                       measures=[MeasureDelta.from_dict(m) for m in data["measures"]], warnings=data["warnings"],
                       config_diff=data["config_diff"], seed=seed, resamples=resamples, notes=data["notes"],
-                      effect=data["effect"], paired=unpack(rows[0]["paired"], data["paired"]), basis=data["basis"],
+                      effect=data["effect"], paired=Packed(rows[0]["paired"], data["paired"]), basis=data["basis"],
                       basis_reason=data["basis_reason"],
                       cost=CostDelta.from_dict(data["cost"]) if data.get("cost") else None)
 
@@ -116,7 +117,7 @@ def not_kept(write: Future[None]) -> None:
         log.warning("a comparison could not be kept: %s", error)
 
 
-def pack(paired: dict[str, Paired]) -> bytes:
+def pack(paired: Mapping[str, Paired]) -> bytes:
     """The per-measure values as an .npz archive: measure i's qids, A and B are arrays 3i, 3i + 1, 3i + 2."""
     buffer = io.BytesIO()
     np.savez(buffer, *[array for values in paired.values() for array in values])
@@ -127,6 +128,33 @@ def unpack(blob: bytes, names: list[str]) -> dict[str, Paired]:
     """pack's archive back to the per-measure values (never unpickles anything)."""
     with np.load(io.BytesIO(blob), allow_pickle=False) as arrays:
         return {name: Paired(*(arrays[f"arr_{3 * i + part}"] for part in range(3))) for i, name in enumerate(names)}
+
+
+class Packed(Mapping[str, Paired]):
+    """A kept comparison's per-measure values, unpacked from pack's archive when one is first read (the text report
+    and the JSON never read them; the Compare page's plots do)."""
+
+    def __init__(self, blob: bytes, names: list[str]) -> None:
+        self.blob, self.names = blob, names
+        self._values: dict[str, Paired] | None = None
+
+    def values_by_name(self) -> dict[str, Paired]:
+        """Every measure's values (unpacked on the first call)."""
+        if self._values is None:
+            self._values = unpack(self.blob, self.names)
+        return self._values
+
+    def __getitem__(self, name: str) -> Paired:
+        return self.values_by_name()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names
+
+    def __len__(self) -> int:
+        return len(self.names)
 
 
 def find_preference(store: Store, a: Campaign, b: Campaign) -> Preference | None:

@@ -21,14 +21,14 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from typing import Any, NamedTuple
-
-import jsonschema
-import regex
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evalcore.errors import EvalError
 from evalcore.metrics.measure import Inputs, Measure
 from evalcore.text import fold
+
+if TYPE_CHECKING:
+    import regex
 
 REGEX_TIMEOUT_S = 0.1
 KINDS = ("contains", "not_contains", "contains_any", "contains_all", "regex", "json_valid", "json_schema", "length",
@@ -84,6 +84,11 @@ def _parse(text: str, where: str) -> Check:
     if not colon or not argument.strip():
         raise EvalError(f"the check {kind} needs an argument", where=where, found=text,
                         expected=f"{kind}:..., e.g. {_EXAMPLES[kind]}")
+    # jsonschema and regex imported here, on a check's first use: every process that knows the measures imports
+    # this module, and the two take longer to import than the comparison of a kept pair takes to read.
+    import jsonschema
+    import regex
+
     try:
         return Check(kind, argument.strip(), _PREPARE[kind](argument.strip()))
     except (ValueError, regex.error, jsonschema.SchemaError) as error:
@@ -106,8 +111,16 @@ def _schema(argument: str) -> dict[str, Any]:
         raise ValueError(f"the schema is not JSON ({error.msg})") from None
     if not isinstance(schema, dict):
         raise ValueError("a JSON schema is an object")  # noqa: TRY004 - read as every bad argument is
+    import jsonschema
+
     jsonschema.validators.validator_for(schema).check_schema(schema)
     return schema
+
+
+def _pattern(argument: str) -> regex.Pattern[str]:
+    import regex
+
+    return regex.compile(argument)
 
 
 def _bounds(argument: str) -> tuple[int, int | None]:
@@ -129,7 +142,7 @@ def _tolerance(argument: str) -> tuple[float, bool]:
 
 
 _PREPARE = {"contains": _texts, "not_contains": _texts, "contains_any": _texts, "contains_all": _texts,
-            "regex": regex.compile, "json_schema": _schema, "length": _bounds, "number_close": _tolerance}
+            "regex": _pattern, "json_schema": _schema, "length": _bounds, "number_close": _tolerance}
 _EXAMPLES = {"contains": "contains:30 jours", "not_contains": "not_contains:je ne sais pas",
              "contains_any": "contains_any:30 days|thirty days", "contains_all": "contains_all:30|退款",
              "regex": r"regex:\d+ €", "json_valid": "json_valid", "json_schema": 'json_schema:{"type": "object"}',
@@ -170,6 +183,8 @@ def _json_passes(check: Check, answer: str) -> bool:
         document = json.loads(answer)
     except json.JSONDecodeError:
         return False
+    import jsonschema
+
     return check.kind == "json_valid" or jsonschema.validators.validator_for(check.prepared)(
         check.prepared).is_valid(document)
 
