@@ -15,7 +15,7 @@ import re
 import sys
 import tempfile
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -254,13 +254,17 @@ def _words(segment: str) -> list[str]:
     return (patterns.plain if max(segment, default="a") < _FIRST_MARK else patterns.word).findall(segment)
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _tokens(text: str) -> tuple[str, ...]:
+def _tokenize(text: str, segment: Callable[[str], tuple[str, ...]]) -> tuple[str, ...]:
     tokens: list[str] = []
     # split() with a group alternates other text (even indexes) and Han runs (odd indexes).
     for index, part in enumerate(_HAN_RUN_GROUP.split(normalize(text))):
-        tokens.extend(_segment_han(part) if index % 2 else _words(part))
+        tokens.extend(segment(part) if index % 2 else _words(part))
     return tuple(tokens)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _tokens(text: str) -> tuple[str, ...]:
+    return _tokenize(text, _segment_han)
 
 
 def tokenize(text: str) -> list[str]:
@@ -273,6 +277,13 @@ def tokens(text: str) -> tuple[str, ...]:
     return _tokens(text) if len(text) <= LONG_TEXT else _long_tokens(text)
 
 
+def tokens_once(text: str) -> tuple[str, ...]:
+    """Like `tokens`, for a text seen once (a question, its answer, its references): nothing of it is cached, its Han
+    runs included, so that a campaign's memory does not grow with its questions. The caches are for texts that come
+    back (a corpus's sentences, words)."""
+    return _tokenize(text, _segment_han.__wrapped__)
+
+
 # Texts longer than this (replies, mostly: read by several measures, then never again) have a cache of their
 # own of a few entries, so a server that scored thousands of long replies does not keep them.
 LONG_TEXT = 4096
@@ -280,7 +291,7 @@ LONG_TEXT = 4096
 
 @functools.lru_cache(maxsize=8)
 def _long_tokens(text: str) -> tuple[str, ...]:
-    return _tokens.__wrapped__(text)
+    return _tokenize(text, _segment_han)
 
 
 def clear_caches() -> None:
@@ -295,6 +306,11 @@ def fold(text: str) -> str:
     """Casefold and strip accents (NFKD, combining marks dropped): `Été` -> `ete` (cached, but for long texts:
     measures fold the same words question after question)."""
     return _fold(text) if len(text) <= LONG_TEXT else _fold.__wrapped__(text)
+
+
+def fold_once(text: str) -> str:
+    """Like `fold`, for a text seen once (an answer): not cached."""
+    return _fold.__wrapped__(text)
 
 
 @functools.lru_cache(maxsize=1 << 16)
