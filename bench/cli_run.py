@@ -1,9 +1,13 @@
 """A whole CLI run, start-up included: CPU per question of `python -m evalcore run` and the store it leaves.
 
     python bench/cli_run.py [--questions 8000] [--rounds 3] [--reference DIR] [--bytecode]
+                            [--data DIR [--generator realistic_dataset.py]] [--also N]
 
 The dataset is bench/scale.py's (the sample corpus, its labelled questions repeated with a number
-appended, so every question is distinct text); the configuration bm25 retrieval and the extractive
+appended, so every question is distinct text), or with --data a dataset folder: the realistic
+generator's (`--generator PATH`: written there first with `--questions` questions when the folder
+holds no dataset; 20,000 passages in three languages), run on its first `--questions` questions.
+The configuration is bm25 retrieval and the extractive
 generator, cache off. Each round runs the whole process, `python -m evalcore run --dataset D
 --config bm25.toml --db FRESH.db --no-cache`, output discarded: interpreter start, imports, the
 launch (dataset loaded and described, snapshot, the knowledge base read from the index cache,
@@ -16,7 +20,9 @@ the same command in the same rounds, on its own fresh database, the order altern
 its stored measures are compared with ours (the same value, bit for bit, for every question and
 measure). With --bytecode, both sides' package is compiled to bytecode first, as an installed
 package is (where PYTHONDONTWRITEBYTECODE is set, a checkout compiles every module at every
-start). Median (min-max) over the rounds.
+start). Peak RSS is the child's (os.wait4). With --also N, every round also runs N questions (fewer), and
+the table gives the peak RSS's growth per question between N and `--questions` (flat: about 0). Both sides
+keep their indexes in the scratch folder (built once beforehand). Median (min-max) over the rounds.
 """
 
 from __future__ import annotations
@@ -49,7 +55,7 @@ def run_once(folder: Path, code: Path, dataset: Path, config: Path, db: Path,
     """One whole `evalcore run` in its own process, run from `code`; its wall and CPU seconds."""
     command = [sys.executable, "-m", "evalcore", "run", "--dataset", str(dataset), "--config", str(config),
                "--db", str(db), "--no-cache", *(["--limit", str(limit)] if limit else [])]
-    env = {**os.environ, "PYTHONPATH": str(code)}
+    env = {**os.environ, "PYTHONPATH": str(code), "EVALCORE_INDEX_DIR": str(folder / "indexes")}
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert process.stderr is not None
@@ -59,7 +65,8 @@ def run_once(folder: Path, code: Path, dataset: Path, config: Path, db: Path,
     wall = time.perf_counter() - started
     if process.returncode != 0:
         raise SystemExit(f"{code}: exit {process.returncode}\n{errors.decode(errors='replace')[-2000:]}")
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "user": usage.ru_utime, "sys": usage.ru_stime}
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "user": usage.ru_utime, "sys": usage.ru_stime,
+            "rss": usage.ru_maxrss / 1024}
 
 
 def checkpointed_bytes(db: Path) -> int:
@@ -79,6 +86,17 @@ def stored_measures(db: Path) -> list[tuple[int, str, str]]:
             for position, measures, results in rows]
 
 
+def given_dataset(args: argparse.Namespace) -> Path:
+    """The --data folder, written by the generator first when it holds no dataset."""
+    folder: Path = args.data.resolve()
+    if not (folder / "queries.parquet").exists():
+        if args.generator is None:
+            raise SystemExit(f"{folder}: no dataset there; give --generator to write one")
+        subprocess.run([sys.executable, str(args.generator), str(folder), "--questions", str(args.questions)],
+                       check=True)
+    return folder
+
+
 def cell(values: list[float], digits: int = 2) -> str:
     """Median (min-max)."""
     return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
@@ -90,12 +108,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--reference", type=Path, metavar="DIR", help="a checkout of earlier code, run alongside")
     parser.add_argument("--bytecode", action="store_true", help="compile both sides' package to bytecode first")
+    parser.add_argument("--data", type=Path, metavar="DIR", help="a dataset folder instead of bench/scale.py's")
+    parser.add_argument("--generator", type=Path, help="the realistic dataset generator, run into --data when empty")
+    parser.add_argument("--also", type=int, metavar="N", help="also run N questions each round (peak RSS growth)")
     args = parser.parse_args()
     sides = {"ours": ROOT} | ({"reference": args.reference.resolve()} if args.reference else {})
     with tempfile.TemporaryDirectory(prefix="evalcore-cli-run-") as scratch, \
             compiled(list(sides.values())) if args.bytecode else nullcontext():
         folder = Path(scratch)
-        dataset = write_dataset(folder / "data", args.questions)
+        dataset = write_dataset(folder / "data", args.questions) if args.data is None else given_dataset(args)
         config = folder / "bm25.toml"
         config.write_text(f'retriever = "bm25"\nknowledge_base = "{dataset}"\n', encoding="utf-8")
         for name, code in sides.items():  # the index cache (next to the databases), built once
@@ -105,25 +126,34 @@ def main() -> None:
         for round_ in range(args.rounds):
             for name in list(sides)[:: 1 if round_ % 2 == 0 else -1]:
                 db = folder / f"{name}-{round_}.db"
-                measured = run_once(folder, sides[name], dataset, config, db)
+                if args.also:
+                    fewer = run_once(folder, sides[name], dataset, config, folder / f"{name}-{round_}-also.db",
+                                     limit=args.also)
+                measured = run_once(folder, sides[name], dataset, config, db, limit=args.questions)
+                if args.also:
+                    measured["growth"] = (measured["rss"] - fewer["rss"]) * 1024 / (args.questions - args.also)
                 measured["kb"] = checkpointed_bytes(db) / args.questions / 1024
                 if round_ == 0:
                     measures[name] = stored_measures(db)
                 runs[name].append(measured)
-                for path in folder.glob(f"{db.name}*"):
+                for path in folder.glob(f"{name}-{round_}*.db*"):
                     path.unlink()
                 print(f"round {round_ + 1} {name}: {measured['cpu']:.2f} s CPU, {measured['wall']:.2f} s wall, "
-                      f"{measured['kb']:.2f} KB per question", file=sys.stderr, flush=True)
+                      f"{measured['kb']:.2f} KB per question, peak RSS {measured['rss']:.0f} MB", file=sys.stderr,
+                      flush=True)
     n = args.questions
     print(f"`python -m evalcore run` on {n:,} questions (bm25, extractive, cache off), whole process, "
           f"{args.rounds} rounds interleaved, median (min-max), {os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.1f}, {bytecode_note(args.bytecode)}:\n")
-    print("| code | CPU per question (ms) | user s | system s | wall s | store per question (KB) |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for name, measured in runs.items():
-        print(f"| {name} | {cell([m['cpu'] / n * 1000 for m in measured])} | {cell([m['user'] for m in measured], 1)} "
-              f"| {cell([m['sys'] for m in measured], 1)} | {cell([m['wall'] for m in measured], 1)} "
-              f"| {cell([m['kb'] for m in measured])} |")
+    growth = f" | peak RSS growth {args.also:,}->{n:,} (KB per question)" if args.also else ""
+    print(f"| code | CPU per question (ms) | user s | system s | wall s | store per question (KB) | peak RSS (MB)"
+          f"{growth} |")
+    print("|---|---:|---:|---:|---:|---:|---:|" + ("---:|" if args.also else ""))
+    for name, rows in runs.items():
+        print(f"| {name} | {cell([m['cpu'] / n * 1000 for m in rows])} | {cell([m['user'] for m in rows], 1)} "
+              f"| {cell([m['sys'] for m in rows], 1)} | {cell([m['wall'] for m in rows], 1)} "
+              f"| {cell([m['kb'] for m in rows])} | {cell([m['rss'] for m in rows], 0)}"
+              + (f" | {cell([m['growth'] for m in rows], 2)}" if args.also else "") + " |")
     ours = runs["ours"]
     cpu = statistics.median(m["cpu"] / n * 1000 for m in ours)
     kb = statistics.median(m["kb"] for m in ours)

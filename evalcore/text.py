@@ -14,8 +14,10 @@ import os
 import re
 import sys
 import tempfile
+import threading
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -236,10 +238,46 @@ def _viterbi(obs: str, states: str, start_p: dict[str, float], trans_p: dict[str
     return prob, path[::-1]
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _segment_han(run: str) -> tuple[str, ...]:
-    """jieba words (HMM on) of one run of Han characters, cached per distinct run."""
+def _cut(run: str) -> tuple[str, ...]:
+    """jieba words (HMM on) of one run of Han characters."""
     return tuple(word for word in _jieba().cut(run, HMM=True) if word.strip())  # type: ignore[attr-defined]
+
+
+class _Segmented:
+    """The jieba words of the last `size` distinct Han runs segmented (a corpus's sentences come back); a text seen
+    once reads them without adding its own runs (`known`)."""
+
+    def __init__(self, size: int) -> None:
+        self._words: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def __call__(self, run: str) -> tuple[str, ...]:
+        """The run's words, kept for the next time."""
+        with self._lock:
+            words = self._words.get(run)
+            if words is not None:
+                self._words.move_to_end(run)
+                return words
+        words = _cut(run)
+        with self._lock:
+            self._words[run] = words
+            if len(self._words) > self._size:
+                self._words.popitem(last=False)
+        return words
+
+    def known(self, run: str) -> tuple[str, ...]:
+        """The run's words: those kept when the run was segmented before, else segmented now and not kept."""
+        with self._lock:
+            words = self._words.get(run)
+        return words if words is not None else _cut(run)
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._words.clear()
+
+
+_segment_han = _Segmented(1 << 16)
 
 
 def normalize(text: str) -> str:
@@ -254,13 +292,17 @@ def _words(segment: str) -> list[str]:
     return (patterns.plain if max(segment, default="a") < _FIRST_MARK else patterns.word).findall(segment)
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _tokens(text: str) -> tuple[str, ...]:
+def _tokenize(text: str, segment: Callable[[str], tuple[str, ...]]) -> tuple[str, ...]:
     tokens: list[str] = []
     # split() with a group alternates other text (even indexes) and Han runs (odd indexes).
     for index, part in enumerate(_HAN_RUN_GROUP.split(normalize(text))):
-        tokens.extend(_segment_han(part) if index % 2 else _words(part))
+        tokens.extend(segment(part) if index % 2 else _words(part))
     return tuple(tokens)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _tokens(text: str) -> tuple[str, ...]:
+    return _tokenize(text, _segment_han)
 
 
 def tokenize(text: str) -> list[str]:
@@ -273,6 +315,19 @@ def tokens(text: str) -> tuple[str, ...]:
     return _tokens(text) if len(text) <= LONG_TEXT else _long_tokens(text)
 
 
+def tokens_once(text: str) -> tuple[str, ...]:
+    """Like `tokens`, for a text seen once (a question, its answer, its references): only the last few hundred such
+    texts are kept (a question's texts are read by retrieval, the generator and several measures, one after the
+    other), and their Han runs are read from the cache without joining it, so that a campaign's memory does not grow
+    with its questions. The large caches are for texts that come back (a corpus's sentences, words)."""
+    return _once_tokens(text) if len(text) <= LONG_TEXT else _tokenize(text, _segment_han.known)
+
+
+@functools.lru_cache(maxsize=1 << 8)
+def _once_tokens(text: str) -> tuple[str, ...]:
+    return _tokenize(text, _segment_han.known)
+
+
 # Texts longer than this (replies, mostly: read by several measures, then never again) have a cache of their
 # own of a few entries, so a server that scored thousands of long replies does not keep them.
 LONG_TEXT = 4096
@@ -280,13 +335,14 @@ LONG_TEXT = 4096
 
 @functools.lru_cache(maxsize=8)
 def _long_tokens(text: str) -> tuple[str, ...]:
-    return _tokens.__wrapped__(text)
+    return _tokenize(text, _segment_han)
 
 
 def clear_caches() -> None:
     """Forget cached tokens and segmentations (benchmarks measure cold starts with it)."""
     _tokens.cache_clear()
     _long_tokens.cache_clear()
+    _once_tokens.cache_clear()
     _segment_han.cache_clear()
     _fold.cache_clear()
 
@@ -295,6 +351,11 @@ def fold(text: str) -> str:
     """Casefold and strip accents (NFKD, combining marks dropped): `Été` -> `ete` (cached, but for long texts:
     measures fold the same words question after question)."""
     return _fold(text) if len(text) <= LONG_TEXT else _fold.__wrapped__(text)
+
+
+def fold_once(text: str) -> str:
+    """Like `fold`, for a text seen once (an answer): not cached."""
+    return _fold.__wrapped__(text)
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ import pytest
 # The dashboard's pages are tested in this process; its campaigns run on its threads here (a worker process per
 # test database would outlive each test). tests/test_campaigns_queue.py tests the supervised worker process.
 os.environ.setdefault("EVALCORE_DASHBOARD_WORKER", "threads")
+# Indexes built by the tests go to a folder of this run, never to the user's own cache.
+os.environ.setdefault("EVALCORE_INDEX_DIR", tempfile.mkdtemp(prefix="evalcore-test-indexes-"))
 
 TINY = {
     "queries": {"id": [1, 2, 3],

@@ -21,7 +21,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from evalcore.campaigns.answering import Asked, Plan, ask, error_text, settle
@@ -31,7 +30,7 @@ from evalcore.errors import EvalError
 from evalcore.targets import Target, TargetConfig, build_target
 from evalcore.targets.allowed import scheduler_choice
 from evalcore.targets.config import scheduler_problem
-from evalcore.targets.knowledge import DEFAULT_INDEX_DIR, PassageLike, Progress, corpus_hash
+from evalcore.targets.knowledge import PassageLike, Progress, corpus_hash, index_dir
 
 CONNECT_S = 5.0  # a scheduler that does not answer within this refuses the launch
 BATCH = 16  # questions per task at most: enough to make a task's own cost small beside its questions'
@@ -132,10 +131,6 @@ class WorkerSetup:
 _TARGETS: OrderedDict[str, Target] = OrderedDict()  # on a worker: the targets built, newest last
 _TARGETS_LOCK = threading.Lock()
 
-
-def index_dir() -> Path:
-    """Where a worker keeps its knowledge-base indexes (EVALCORE_INDEX_DIR, else .evalcore/index)."""
-    return Path(os.environ.get("EVALCORE_INDEX_DIR") or DEFAULT_INDEX_DIR)
 
 
 def worker_target(setup: WorkerSetup) -> Target:

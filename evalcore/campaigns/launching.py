@@ -104,7 +104,7 @@ def check_judges(judges: tuple[str, ...], rubrics: tuple[str, ...] = ()) -> tupl
     return tuple(dict.fromkeys(names))
 
 
-def check_settings(config: TargetConfig, judges: tuple[str, ...], cache_dir: Path) -> None:
+def check_settings(config: TargetConfig, judges: tuple[str, ...], cache_dir: Path | None = None) -> None:
     """Refuse what cannot work without connecting anywhere or loading weights (quick): the target's settings, a
     model for the judges, the embedding models installed. A launch that queues its campaign makes these checks
     before it stores anything; the worker that claims it makes the slow ones (endpoints answer, weights load)."""

@@ -426,7 +426,7 @@ class CampaignManager:
         if self.workers is None or target is not None:
             return self._plan(campaign_id, config, corpus, questions, total, options, judges, cache, hits_before,
                               target, answers_from=answers_from)
-        check_settings(config, judges, self.store.index_dir)
+        check_settings(config, judges)
         return None
 
     def _plan(self, campaign_id: str, config: TargetConfig, corpus: Dataset, questions: list[Question], total: int,
@@ -448,7 +448,7 @@ class CampaignManager:
         if target is None:
             from evalcore.targets import build_target
 
-            target = build_target(config, cache=call_cache, cache_dir=self.store.index_dir)
+            target = build_target(config, cache=call_cache)
         judging = None
         if judges:  # before the target's own check: a launch that cannot be judged is refused first
             from evalcore.targets.generators import build_judge_model

@@ -49,7 +49,7 @@ def register(commands: Commands) -> None:
     ask.add_argument("--config", help="TOML file (default configuration when omitted)")
     ask.add_argument("--dataset", help="dataset whose corpus is ingested (default: the config's knowledge_base)")
     ask.add_argument("--top", type=int, default=10, help="passages to print (default 10)")
-    ask.add_argument("--index-dir", type=Path, help="index cache folder (default .evalcore/index)")
+    ask.add_argument("--index-dir", type=Path, help="index cache folder (default: the host's, EVALCORE_INDEX_DIR)")
     ask.set_defaults(handler=_ask)
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 
 from evalcore.metrics.measure import Inputs, Measure
-from evalcore.text import fold, split_sentences
+from evalcore.text import fold_once, split_sentences
 
 REFUSALS_VERSION = "1"
 
@@ -100,7 +100,7 @@ _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": 
 
 def normalize(text: str) -> str:
     """Folded text (case, accents) with straight apostrophes and single spaces: what phrasings match."""
-    return " ".join(fold(text).translate(_APOSTROPHES).split())
+    return " ".join(fold_once(text).translate(_APOSTROPHES).split())
 
 
 def has_cue(text: str) -> bool:

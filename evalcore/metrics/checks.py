@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evalcore.errors import EvalError
 from evalcore.metrics.measure import Inputs, Measure
-from evalcore.text import fold
+from evalcore.text import fold, fold_once
 
 if TYPE_CHECKING:
     import regex
@@ -158,7 +158,7 @@ def number(text: str) -> float | None:
 def passes(check: Check, answer: str, expected: Sequence[str] = ()) -> bool:
     """Whether the answer passes the check (a regex out of time, or a number_close without a reference number,
     does not)."""
-    folded = fold(answer)
+    folded = fold_once(answer)
     if check.kind in ("contains", "contains_all"):
         return all(text in folded for text in check.prepared)
     if check.kind == "contains_any":

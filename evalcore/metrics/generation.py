@@ -14,8 +14,9 @@ How the n-grams are held, for speed: an n-gram is its tokens joined by U+0000 (a
 the garbage collector never walks, where a tuple of strings is one more object to track), and
 a text keeps the set of its distinct n-grams plus the extra count of the few that repeat. The
 clipped overlap of two texts is then a set intersection in C, corrected by the repeats. Only
-reference sets are cached (every system answer of a question reuses them); an answer's own
-n-grams are built when it is scored, since it is rarely scored twice.
+the last few reference sets are cached (the answers scored one after another against the same question reuse
+them), never a campaign's worth: what is kept per question would grow with the campaign. An answer's own n-grams
+are built when it is scored, since it is rarely scored twice.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import NamedTuple
 
 from evalcore.errors import EvalError
 from evalcore.metrics.measure import Inputs, Measure
-from evalcore.text import TOKENIZER, tokens
+from evalcore.text import TOKENIZER, tokens_once
 
 GENERATION_MEASURES = ("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel")
 BLEU_ORDERS = {"bleu1": 1, "bleu2": 2, "bleu4": 4}
@@ -76,8 +77,9 @@ def profile_tokens(words: Sequence[str]) -> Profile:
 
 
 def profile(text: str) -> Profile:
-    """The profile of a text under tokenizer `default` (its tokens are cached by `evalcore.text`)."""
-    return profile_tokens(tokens(text))
+    """The profile of a text under tokenizer `default` (its tokens are not cached: an answer or a reference is seen
+    once in a campaign)."""
+    return profile_tokens(tokens_once(text))
 
 
 class References(NamedTuple):
@@ -106,9 +108,9 @@ def references_from(profiles: Sequence[Profile]) -> References:
     return References(tuple(profiles), most)
 
 
-@functools.lru_cache(maxsize=1 << 14)
+@functools.lru_cache(maxsize=1 << 6)
 def reference_set(texts: tuple[str, ...]) -> References:
-    """The merged references of a question, cached: every system answer reuses them."""
+    """The merged references of a question, cached for the answers scored next against them."""
     return references_from([profile(text) for text in texts])
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from evalcore.metrics.measure import Inputs, Measure
 from evalcore.metrics.stopwords import stopwords
-from evalcore.text import TOKENIZER, fold, is_han, tokens
+from evalcore.text import TOKENIZER, fold, fold_once, is_han, tokens, tokens_once
 
 
 def _important(word: str) -> bool:
@@ -42,8 +42,8 @@ def coverage(answer: str, expected: str) -> float | None:
     wanted = _important_words(expected)
     if not wanted:
         return None
-    answer_words = {fold(word) for word in tokens(answer)}
-    answer_text = fold(answer)
+    answer_words = {fold(word) for word in tokens_once(answer)}
+    answer_text = fold_once(answer)
     found = sum(word in answer_words or (is_han(word) and word in answer_text) for word in wanted)
     return found / len(wanted)
 
@@ -52,7 +52,7 @@ def normalized(text: str) -> tuple[str, ...]:
     """The text as exact match compares it: the `default` tokens (case and punctuation dropped), accents folded, and
     Han text character by character (jieba may cut the same characters differently in another sentence)."""
     words: list[str] = []
-    for word in map(fold, tokens(text)):
+    for word in map(fold, tokens_once(text)):
         words.extend(word if is_han(word) else (word,))
     return tuple(words)
 

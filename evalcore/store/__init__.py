@@ -509,11 +509,6 @@ class Store:
         else:
             future.set_result(result)
 
-    @property
-    def index_dir(self) -> Path:
-        """Where knowledge-base indexes are cached: next to the database, so one --db keeps everything together."""
-        return self.path.parent / "index"
-
     def write(self, fn: Callable[[Connection], T]) -> T:
         """Run fn(conn) in one transaction on the writer thread; block until done; return or raise."""
         if self._closed:

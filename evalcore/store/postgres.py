@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
@@ -30,7 +29,6 @@ from psycopg.types.numeric import FloatLoader
 
 from evalcore.errors import EvalError
 from evalcore.store import (
-    DEFAULT_DB,
     MIGRATIONS,
     Connection,
     Cursor,
@@ -179,11 +177,6 @@ class PgStore(Store):
         with self._connection() as conn:
             migrate_pg(conn, redact(url))
         self.write(mark_orphans)
-
-    @property
-    def index_dir(self) -> Path:
-        """This host's index cache (EVALCORE_INDEX_DIR, else .evalcore/index under the working directory)."""
-        return Path(os.environ.get("EVALCORE_INDEX_DIR") or Path.cwd() / DEFAULT_DB.parent / "index")
 
     def _open(self) -> psycopg.Connection[PgRow]:
         try:

@@ -30,15 +30,17 @@ class Generator(Protocol):
     def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer) -> str: ...
 
 
-@functools.lru_cache(maxsize=1 << 14)
-def language(text: str) -> str:
-    """A coarse guess, zh / fr / en, for answering in the question's language (cached: a corpus's sentences come back
-    in the contexts of many questions)."""
+def language_once(text: str) -> str:
+    """A coarse guess, zh / fr / en, for answering in the question's language (not cached: a question is seen once)."""
     if re.search(r"[\u3400-\u4dbf\u4e00-\u9fff]", text):
         return "zh"
     words = re.findall(r"\w+", text.casefold())
     french = sum(w in _FRENCH_WORDS for w in words) + 2 * len(re.findall(r"[éèêàçùûôîœ]", text.casefold()))
     return "fr" if french > sum(w in _ENGLISH_WORDS for w in words) else "en"
+
+
+# `language_once` cached: a corpus's sentences come back in the contexts of many questions.
+language = functools.lru_cache(maxsize=1 << 14)(language_once)
 
 
 class ExtractiveGenerator:
@@ -56,9 +58,9 @@ class ExtractiveGenerator:
 
     def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer) -> str:
         """The best sentences, best first, joined by a space."""
-        from evalcore.text import tokens
+        from evalcore.text import tokens, tokens_once
 
-        asked = language(question)
+        asked = language_once(question)
         sentences = [(rank, s) for rank, item in enumerate(context, 1) for s in _sentences(item.text)]
         # The sentences with words in the question's language, else those with words in any: a sentence in another
         # language is only tokenized when none is in the question's (a Chinese one needs jieba's dictionary).
@@ -68,7 +70,7 @@ class ExtractiveGenerator:
             return context[0].text
         token_sets = [_token_set(s) for _, s in ranked]
         frequency = Counter(chain.from_iterable(token_sets))
-        question_words = set(tokens(question))
+        question_words = set(tokens_once(question))
         # fsum: the exactly rounded sum, whatever order the set gives its words (which varies with the process's
         # string hashes), so that the same question gets the same answer in every run.
         weights = [math.fsum(math.log(1 + len(ranked) / frequency[t]) for t in words & question_words)

@@ -1,6 +1,8 @@
 """The knowledge base: chunks with provenance, a BM25 index and embeddings, cached on disk.
 
-The cache folder of a corpus is named by (corpus content hash, tokenizer, chunking); inside it,
+Every index lives in one folder per host (`index_dir`: EVALCORE_INDEX_DIR, else the user's cache), shared by every
+store and process: a corpus indexed once with some settings is read back by every campaign on it, whatever its
+store. The cache folder of a corpus is named by (corpus content hash, tokenizer, chunking); inside it,
 `spans.npy` holds each chunk's (passage index, start, end, number), `bm25/` the BM25 index (built
 and saved by bm25s, read back by `Bm25Index`), and `emb-<model>.npy` one embedding model's matrix.
 A second build on the same corpus loads everything from disk. Files are written under a temporary
@@ -30,11 +32,19 @@ import numpy as np
 from evalcore.errors import EvalError
 from evalcore.targets.bm25 import Bm25Index
 
-DEFAULT_INDEX_DIR = Path(".evalcore") / "index"
 FORMAT = "v2"  # bump when the cached layout or chunking rule changes
 LOCK_POLL_S = 0.25
 EMBED_BATCH = 64  # small enough that the index build's progress moves every second or so
 PROGRESS_EVERY = 200  # chunks tokenized between two reports
+
+
+def index_dir() -> Path:
+    """The host's index folder: EVALCORE_INDEX_DIR, else `evalcore/indexes` in the user's cache folder
+    ($XDG_CACHE_HOME, else ~/.cache)."""
+    configured = os.environ.get("EVALCORE_INDEX_DIR", "").strip()
+    if configured:
+        return Path(configured).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "evalcore" / "indexes"
 
 
 class Progress(Protocol):
@@ -251,14 +261,15 @@ _MEMO_SIZE = 4
 def build_knowledge_base(passages: Sequence[PassageLike], *, chunk_size: int | None, chunk_overlap: int = 0,
                          models: Sequence[str] = (), cache_dir: Path | None = None,
                          progress: Progress | None = None) -> KnowledgeBase:
-    """Chunk, index and embed the corpus, or load it from the disk cache (and the process memo)."""
+    """Chunk, index and embed the corpus, or load it from the disk cache (and the process memo); the cache is the
+    host's index folder unless `cache_dir` names another."""
     if not passages:
         raise EvalError("the knowledge base has no passages", where="knowledge_base", fix="ingest a non-empty corpus")
     from evalcore.text import TOKENIZER
 
     chunking = "none" if chunk_size is None else f"tokens{chunk_size}-{chunk_overlap}"
     name = f"{FORMAT}-{corpus_hash(passages)[:24]}-tok_{TOKENIZER}-{chunking}"
-    folder = Path(cache_dir or DEFAULT_INDEX_DIR) / name
+    folder = Path(cache_dir or index_dir()) / name
     with _MEMO_LOCK:
         kb = _MEMO.get(str(folder.resolve()))
     with building(folder, progress):

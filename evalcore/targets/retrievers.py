@@ -22,9 +22,9 @@ from evalcore.targets.knowledge import KnowledgeBase, embed_query
 
 def bm25_scores(kb: KnowledgeBase, query: str) -> np.ndarray:
     """Raw BM25 of every chunk for the query's default-tokenizer tokens (0 when none match)."""
-    from evalcore.text import tokens
+    from evalcore.text import tokens_once
 
-    query_tokens = list(tokens(query))
+    query_tokens = list(tokens_once(query))
     if not query_tokens:
         return np.zeros(len(kb.chunks), dtype=np.float32)
     return np.asarray(kb.bm25.scores(query_tokens), dtype=np.float32)
