@@ -390,7 +390,7 @@ def test_compare_two_campaigns(filled: dict, monkeypatch: pytest.MonkeyPatch) ->
     picker(at, "B (candidate)").set_value(filled["top2"]).run()  # B = A: every verdict "same" would say nothing
     assert_clean(at)
     assert "A and B are the same campaign" in texts(at) and not vega_charts(at)
-    at.radio[0].set_value("a sweep (N campaigns, one key varied)").run()
+    at.radio[0].set_value("sweep").run()
     assert_clean(at)
     assert [title for title in chart_titles(at) if " by embedding_top_k " in title]
 
