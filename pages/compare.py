@@ -207,10 +207,22 @@ def questions_section(versions: PairVersions, context: ExportContext) -> None:
     keep = ui.remembered_multiselect("Verdicts", VERDICTS, "compare-verdicts", [v for v in VERDICTS if v != "same"])
     questions = cached_questions(*versions)
     questions = questions.filter(pc.is_in(questions["verdict"], value_set=pa.array(keep, pa.string())))
-    st.dataframe(questions, hide_index=True)
+    st.dataframe(values_as_text(questions, ["A", "B"]), hide_index=True)
     shown_verdicts = Fact("verdicts shown", ", ".join(keep) or "none", None)
     ui.table_download(questions, context.file_stem("questions"), key="questions-csv",
                       context=context.with_fact(shown_verdicts).csv_columns())
+
+
+def values_as_text(table: pa.Table, columns: list[str]) -> pa.Table:
+    """The table with these number columns as text to 4 decimals, "—" where a question has no value (a table shows
+    a missing number as "None"); the CSV keeps the numbers."""
+    for name in columns:
+        position = table.schema.get_field_index(name)
+        column = table[name]
+        text = pa.nulls(len(table), pa.string()) if pa.types.is_null(column.type) else \
+            pc.cast(pc.round(column, 4), pa.string())
+        table = table.set_column(position, name, pc.fill_null(text, "—"))
+    return table
 
 
 def percent(value: float | None) -> str:

@@ -288,8 +288,8 @@ def test_an_estimate_from_the_prompts_then_from_the_campaign_itself(prices: Path
     assert {use.role for use in before.usage} == {"generator", "judge:score"}
     assert 0 < (before.total.amount or 0) < 1
     assert after.method == "earlier" and after.total.amount == pytest.approx(actual.amount)
-    assert after.text().startswith(f"estimate: {actual.text()} for 3 question(s): ")
-    assert "from 1 earlier campaign(s) of this configuration (3 questions)" in after.text()
+    assert after.text().startswith(f"estimate: {actual.text()} for 3 questions: ")
+    assert "from 1 earlier campaign of this configuration (3 questions)" in after.text()
 
 
 def test_the_command_line_estimates_budgets_and_gates_the_cost(prices: Path, tmp_path: Path, tiny_dataset: Path,

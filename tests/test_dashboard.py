@@ -269,7 +269,7 @@ def test_the_run_page_estimates_the_cost_before_launching(tmp_path: Path, monkey
     assert_clean(at)
     said = unescape("\n".join(info.value for info in at.info))
     # The quick start's extractive generator calls no model: nothing to pay, said as an amount, not "no price".
-    assert "estimate: 0 for 4 question(s)" in said and "from the prompts of 4 question(s)" in said
+    assert "estimate: 0 for 4 questions" in said and "from the prompts of 4 questions" in said
     assert "launched" not in at.session_state and list_campaigns(get_manager(db).store) == []
 
 
