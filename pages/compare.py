@@ -154,7 +154,7 @@ def diagnosis_section(comparison: Comparison, context: ExportContext) -> None:
     cell = ui.remembered_select("Questions from stage A to stage B", moves, "compare-transition",
                                 format_func=lambda c: f"{c.a} → {c.b} ({c.count})")
     questions = moved_frame(comparison, cell)
-    st.dataframe(questions, hide_index=True, height=240)
+    st.dataframe(ui.cells(questions), hide_index=True, height=240)
     ui.table_download(questions, context.file_stem("stages"), key="stages-csv",
                       context=context.with_fact(Fact("stages", f"{cell.a} → {cell.b}", None)).csv_columns())
 
@@ -207,20 +207,27 @@ def questions_section(versions: PairVersions, context: ExportContext) -> None:
     keep = ui.remembered_multiselect("Verdicts", VERDICTS, "compare-verdicts", [v for v in VERDICTS if v != "same"])
     questions = cached_questions(*versions)
     questions = questions.filter(pc.is_in(questions["verdict"], value_set=pa.array(keep, pa.string())))
-    st.dataframe(values_as_text(questions, ["A", "B"]), hide_index=True)
+    st.dataframe(values_as_text(questions), hide_index=True)
     shown_verdicts = Fact("verdicts shown", ", ".join(keep) or "none", None)
     ui.table_download(questions, context.file_stem("questions"), key="questions-csv",
                       context=context.with_fact(shown_verdicts).csv_columns())
 
 
-def values_as_text(table: pa.Table, columns: list[str]) -> pa.Table:
-    """The table with these number columns as text to 4 decimals, "—" where a question has no value (a table shows
-    a missing number as "None"); the CSV keeps the numbers."""
-    for name in columns:
-        position = table.schema.get_field_index(name)
+def values_as_text(table: pa.Table) -> pa.Table:
+    """ui.cells of an Arrow table (a comparison's questions, filtered in Arrow): a column with a gap as text, "—"
+    in the gap, numbers to 4 decimals, true/false as yes/no; the CSV keeps the values."""
+    for position, name in enumerate(table.column_names):
         column = table[name]
-        text = pa.nulls(len(table), pa.string()) if pa.types.is_null(column.type) else \
-            pc.cast(pc.round(column, 4), pa.string())
+        if column.null_count == 0:
+            continue
+        if pa.types.is_null(column.type):
+            text = pa.nulls(len(table), pa.string())
+        elif pa.types.is_boolean(column.type):
+            text = pc.if_else(column, "yes", "no")
+        elif pa.types.is_floating(column.type) or pa.types.is_integer(column.type):
+            text = pc.cast(pc.round(column, 4), pa.string())
+        else:
+            text = pc.cast(column, pa.string())
         table = table.set_column(position, name, pc.fill_null(text, "—"))
     return table
 
@@ -263,7 +270,7 @@ def pairwise_section(a: Campaign, b: Campaign, preference: Preference | None, pr
                       help=f"{preference.flips} of {preference.readable}: the judge's position bias (each a tie)")
     columns[3].metric("Sign test p", f"{preference.p_value:.3g}", help=TEST)
     st.caption(ui.escape_md(f"{preference.summary}. Judge: {preference.signature}."))
-    st.dataframe(pairwise_frame(preference), hide_index=True)
+    st.dataframe(ui.cells(pairwise_frame(preference)), hide_index=True)
 
 
 def pairwise_job(a_id: str, b_id: str, principal: Principal) -> Job | None:
@@ -422,7 +429,7 @@ else:
         for warning in sweep.warnings:
             st.warning(ui.escape_md(warning))
         table = sweep_frame(sweep, by_id)
-        st.dataframe(table, hide_index=True)
+        st.dataframe(ui.cells(table), hide_index=True)
         ui.table_download(table, context.file_stem("sweep"), key="sweep-csv", context=context.csv_columns())
         series = list(sweep.series)
         ui.open_on("sweep-measure", "measure", series, series[ui.index_of(series, judged_by("retrieval")[0])]

@@ -139,7 +139,7 @@ def comparison_section(rows: list[JudgedTrace], traces: list[Trace]) -> None:
         found = compare_groups(rows, *groups, effect_mean=effect_mean, effect_rate=effect_rate)
         st.caption(ui.escape_md(f"A = {found.a}, B = {found.b}: different questions, so the comparison is unpaired "
                                 "(Welch's t for means, Newcombe's interval and the z-test for pass rates)."))
-        st.dataframe(pd.DataFrame([d.to_dict() for d in found.deltas]), hide_index=True)
+        st.dataframe(ui.cells(pd.DataFrame([d.to_dict() for d in found.deltas])), hide_index=True)
 
 
 def main() -> None:
@@ -194,13 +194,13 @@ def main() -> None:
                            mime="text/csv", key="traces-csv")
         measure = st.selectbox("Worst traces by", measure_names(rows), key="traces-worst")
         worst = worst_traces(rows, measure, 20)
-        st.dataframe(traces_table([row.trace for row in worst]).assign(
-            **{measure: [row.measures[measure] for row in worst]}), hide_index=True)
+        st.dataframe(ui.cells(traces_table([row.trace for row in worst]).assign(
+            **{measure: [row.measures[measure] for row in worst]})), hide_index=True)
         comparison_section(rows, traces)
     else:
         st.caption("No judged trace in this selection: judge a sample with `python -m evalcore traces run`.")
     with st.expander("The traces"):
-        st.dataframe(traces_table(traces[:500]), hide_index=True)
+        st.dataframe(ui.cells(traces_table(traces[:500])), hide_index=True)
 
 
 main()

@@ -43,13 +43,13 @@ from ui.session import (
     signed_in,
 )
 from ui.testsets import is_testset, testset_form, testset_quality, testset_review
-from ui.text import STATIC_ROWS, campaign_label, escape_md, fmt_value, fmt_when, measure_help, short, text_table
+from ui.text import STATIC_ROWS, campaign_label, cells, escape_md, fmt_value, fmt_when, measure_help, short, text_table
 from ui.widgets import index_of, poll, remembered, remembered_multiselect, remembered_select, select_next_run
 
 __all__ = [
     "CHROMIUM", "CREATE_KEY", "REFUSED", "SESSION_COOKIE", "SESSION_TOKEN", "STATIC_ROWS", "THROTTLE", "activity",
     "aggregates", "asked", "bars", "cached_lines", "cached_results", "campaign_frame", "campaign_label",
-    "campaign_picker", "chart", "chart_text", "client_address", "csv_bytes", "db_path", "escape_md", "flash",
+    "campaign_picker", "cells", "chart", "chart_text", "client_address", "csv_bytes", "db_path", "escape_md", "flash",
     "fmt_value", "fmt_when", "guard", "histogram", "html_bytes", "html_download", "identity", "import_report",
     "import_uploads", "index_of", "is_testset", "keep", "keep_deep_link", "link_box", "list_datasets", "manager",
     "measure_help", "no_delay", "number_input", "open_dataset", "open_on", "page", "png_bytes", "poll", "progress_text",

@@ -78,7 +78,7 @@ def diagnosis_section(store: Store, principal: Principal, campaign: Campaign) ->
     stage = st.selectbox("Questions at stage", present, format_func=lambda s: f"{s} ({counts.counts[s]})",
                          key=f"stage-{campaign.id}")
     rows = [r for r in ui.cached_results(campaign, principal) if (r.outcome.diagnosis or NOT_ATTRIBUTED) == stage]
-    st.dataframe(pd.DataFrame([{"qid": r.question.qid, "question": r.question.text, "answer": r.outcome.answer,
+    st.dataframe(ui.cells(pd.DataFrame([{"qid": r.question.qid, "question": r.question.text, "answer": r.outcome.answer,
                                 "error": r.outcome.error, **{name: r.outcome.measures.get(name)
                                                              for name in QUESTION_MEASURES}}
-                               for r in rows]), hide_index=True, height=200)
+                                        for r in rows])), hide_index=True, height=200)
