@@ -305,9 +305,9 @@ def test_the_command_line_estimates_budgets_and_gates_the_cost(prices: Path, tmp
         assert "estimate: " in capsys.readouterr().out and server.requests == []
         assert main([*run, "--max-cost", "0.001"]) == 1  # stopped at its budget
         shown = capsys.readouterr().out
-        assert "status: over_budget (stopped at its budget: " in shown and "cost: 0.0175 USD" in shown
+        assert "status: over budget (stopped at its budget: " in shown and "cost: 0.0175 USD" in shown
     assert main(["campaigns", "list", "--db", db]) == 0
-    assert "over_budget" in capsys.readouterr().out
+    assert "over budget" in capsys.readouterr().out
     with FakeOpenAIServer(scripted) as server:
         keys[3] = f"base_url={server.base_url}"
         run = ["run", "--db", db, "--dataset", str(tiny_dataset), *keys]

@@ -274,6 +274,6 @@ def test_a_sweep_gates_each_campaign(tmp_path, capsys) -> None:
                     "--junit", str(tmp_path / "sweep.xml"))
     assert code == Exit.GATE_FAILED
     failed = [line for line in out.splitlines() if line.startswith("gate failed")]
-    assert len(failed) == 1 and "embedding_top_k=1: ndcg@10 >= 0.7" in failed[0]
+    assert len(failed) == 1 and "bm25 · top 1 · extractive: ndcg@10 >= 0.7" in failed[0]
     cases = [case.get("name") for case in ET.parse(tmp_path / "sweep.xml").getroot().iter("testcase")]
     assert len(cases) == 2 and all(name.endswith(": ndcg@10 >= 0.7") for name in cases)
