@@ -13,6 +13,7 @@ from evalcore.campaigns import get_manager
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.keys import create_key
 from evalcore.store import Store
+from evalcore.suites import Case, create_suite
 from evalcore.targets import TargetConfig
 
 AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
@@ -172,3 +173,16 @@ def test_every_page_opens_at_its_address_for_every_role(role: str, two: dict, mo
         assert [t.value for t in at.title] == [title], page  # the page itself, never another
         reserved = RESERVED in "\n".join(i.value for i in at.info)
         assert reserved == (role == "viewer" and page in {"pages/suites.py", "pages/run.py"}), page
+
+
+def test_the_run_pages_link_keeps_its_questions(two: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Store(two["db"]) as store:
+        suite = create_suite(store, tenant="default", name="linked", target_id="default",
+                             cases=[Case("What is the refund window?", "30 days", ("Terms of Sale",))])
+    at = opened(two["db"], monkeypatch, "pages/run.py")
+    assert_clean(at)
+    assert (at.query_params["questions"], at.query_params["dataset"]) == ("dataset", "default")
+    again = opened(two["db"], monkeypatch, "pages/run.py", questions="suite", suite=suite.id)
+    assert_clean(again)
+    assert again.radio(key="run-origin").value == "suite" and picker(again, "Suite").value == suite.id
+    assert again.query_params["suite"] == suite.id and "dataset" not in again.query_params
