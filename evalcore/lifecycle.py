@@ -22,6 +22,11 @@ class CampaignStatus(StrEnum):
     OVER_BUDGET = "over_budget"  # stopped between questions at its budget (max_cost, or its tenant's daily one)
 
     @property
+    def label(self) -> str:
+        """The status as people read it: `succeeded with failures`, `over budget` (the value is for machines)."""
+        return self.value.replace("_", " ")
+
+    @property
     def active(self) -> bool:
         """Still queued, pending or running (waiting for a runner, or owned by one)."""
         return self in ACTIVE

@@ -25,10 +25,14 @@ if not campaigns:
     ui.run_link(principal, "Run a first campaign")
     st.stop()
 by_id = {c.id: c for c in campaigns}
+ui.open_on("campaign_id", "campaign", list(by_id))  # a link to a campaign opens it, not the newest
 shown_id = ui.campaign_picker(ui.rows_of(campaigns, principal), "campaign_id", key="campaigns")
 if shown_id is None:
     st.stop()
 campaign = by_id[shown_id]
+if ui.asked("campaign") not in (None, shown_id):  # another campaign: the question and labels of the last one go
+    ui.keep(question=None, judge=None, labelling=None)
+ui.keep(campaign=shown_id)
 st.subheader(ui.escape_md(campaign.name), anchor=False)
 if campaign.answers_from is not None:
     judged = by_id.get(campaign.answers_from)
@@ -43,7 +47,9 @@ else:
     panel(store, principal, campaign)
 # One section at a time below the panel, computed only when open: a first visit draws the questions, not the
 # failure-stage chart and the configuration too.
+ui.open_on("campaign-section", "section", SECTIONS)
 sections = dict(zip(SECTIONS, st.tabs(SECTIONS, key="campaign-section", on_change="rerun"), strict=True))
+ui.keep(section=st.session_state["campaign-section"])
 if sections[QUESTIONS].open:
     with sections[QUESTIONS]:
         questions_section(principal, campaign)

@@ -52,6 +52,8 @@ PairVersions = tuple[str, Version, Version, Principal, str]  # database, campaig
 MEASURES, PER_QUESTION, STAGES, QUESTIONS = "Measures", "Per question", "Failure stages", "Questions"
 PAIRWISE = "Pairwise judge"
 SECTIONS = [MEASURES, PER_QUESTION, STAGES, QUESTIONS, PAIRWISE]
+PAIR, SWEEP = "pair", "sweep"
+MODES = {PAIR: "two campaigns", SWEEP: "a sweep (N campaigns, one key varied)"}  # as the URL names them: as shown
 
 
 # cache_resource, not cache_data: a comparison of 10,000 questions is immutable once computed, and
@@ -99,11 +101,13 @@ def with_tolerance(comparison: Comparison) -> Comparison:
     if decided_by is None:
         return comparison
     default = comparison.tolerance(decided_by)
-    tolerance = st.number_input(f"Smallest meaningful difference of {decided_by} (a smaller change is the same)",
-                                min_value=0.0, value=default, step=0.005, format="%.4g", key=f"tolerance-{decided_by}",
-                                help="A question's verdict is better or worse only when its value changed by at "
-                                     "least this much. Default: 0.01 for 0-1 measures, 1 for 0-100 scores, any "
-                                     "change for pass/fail, labels and judge scores.")
+    tolerance = ui.number_input(st.number_input,
+                                f"Smallest meaningful difference of {decided_by} (a smaller change is the same)",
+                                f"tolerance-{decided_by}", "tolerance", default, min_value=0.0, step=0.005,
+                                format="%.4g",
+                                help="A question's verdict is better or worse only when its value changed by at least "
+                                     "this much. Default: 0.01 for 0-1 measures, 1 for 0-100 scores, any change for "
+                                     "pass/fail, labels and judge scores.")
     return comparison if tolerance == default else comparison.with_tolerances({decided_by: tolerance})
 
 
@@ -121,10 +125,18 @@ def pick_questions(campaigns: list[Campaign], sources: dict[Group, str]) -> list
     groups = by_questions(campaigns)
     choices: list[Group | str] = [g for g, members in groups.items() if len(members) > 1] + [EVERY]
     pair = default_pair(campaigns)
-    group = st.selectbox("Questions", choices, index=choices.index(group_of(pair[1]) if pair else EVERY),
-                         format_func=lambda g: g if g == EVERY else f"{sources[g]} · {len(groups[g])} campaigns",
-                         help="Campaigns compare question by question: those on the same dataset or suite.")
+    ui.open_on("compare-questions", "questions", choices, group_of(pair[1]) if pair else EVERY, text=group_text)
+    group = ui.remembered_select("Questions", choices, "compare-questions",
+                                 format_func=lambda g: g if g == EVERY
+                                 else f"{sources[g]} · {len(groups[g])} campaigns",
+                                 help="Campaigns compare question by question: those on the same dataset or suite.")
+    ui.keep(questions=group_text(group))
     return [c for members in groups.values() for c in members] if isinstance(group, str) else groups[group]  # EVERY
+
+
+def group_text(group: Group | str) -> str:
+    """A dataset or suite to compare on as the URL names it: "dataset:default", "suite:<id>", or "every"."""
+    return "every" if group == EVERY else ":".join(group)
 
 
 def diagnosis_section(comparison: Comparison, context: ExportContext) -> None:
@@ -142,7 +154,7 @@ def diagnosis_section(comparison: Comparison, context: ExportContext) -> None:
     cell = ui.remembered_select("Questions from stage A to stage B", moves, "compare-transition",
                                 format_func=lambda c: f"{c.a} → {c.b} ({c.count})")
     questions = moved_frame(comparison, cell)
-    st.dataframe(questions, hide_index=True, height=240)
+    st.dataframe(ui.cells(questions), hide_index=True, height=240)
     ui.table_download(questions, context.file_stem("stages"), key="stages-csv",
                       context=context.with_fact(Fact("stages", f"{cell.a} → {cell.b}", None)).csv_columns())
 
@@ -180,8 +192,9 @@ def scatter_section(comparison: Comparison, context: ExportContext, measures: pd
         st.info("No measure is present in both campaigns.")
         return
     names = list(measures["measure"])
-    st.session_state.setdefault("compare-measure", judged_by("retrieval")[0])
+    ui.open_on("compare-measure", "measure", names, judged_by("retrieval")[0])
     measure = ui.remembered_select("Measure", names, "compare-measure")  # kept while another section is open
+    ui.keep(measure=measure)
     delta = next(m for m in comparison.measures if m.measure == measure)
     paired = comparison.paired[measure]
     ui.chart(partial(scatter_figure, paired, measure, context, delta), context.file_stem("scatter", measure),
@@ -194,10 +207,29 @@ def questions_section(versions: PairVersions, context: ExportContext) -> None:
     keep = ui.remembered_multiselect("Verdicts", VERDICTS, "compare-verdicts", [v for v in VERDICTS if v != "same"])
     questions = cached_questions(*versions)
     questions = questions.filter(pc.is_in(questions["verdict"], value_set=pa.array(keep, pa.string())))
-    st.dataframe(questions, hide_index=True)
+    st.dataframe(values_as_text(questions), hide_index=True)
     shown_verdicts = Fact("verdicts shown", ", ".join(keep) or "none", None)
     ui.table_download(questions, context.file_stem("questions"), key="questions-csv",
                       context=context.with_fact(shown_verdicts).csv_columns())
+
+
+def values_as_text(table: pa.Table) -> pa.Table:
+    """ui.cells of an Arrow table (a comparison's questions, filtered in Arrow): a column with a gap as text, "—"
+    in the gap, numbers to 4 decimals, true/false as yes/no; the CSV keeps the values."""
+    for position, name in enumerate(table.column_names):
+        column = table[name]
+        if column.null_count == 0:
+            continue
+        if pa.types.is_null(column.type):
+            text = pa.nulls(len(table), pa.string())
+        elif pa.types.is_boolean(column.type):
+            text = pc.if_else(column, "yes", "no")
+        elif pa.types.is_floating(column.type) or pa.types.is_integer(column.type):
+            text = pc.cast(pc.round(column, 4), pa.string())
+        else:
+            text = pc.cast(column, pa.string())
+        table = table.set_column(position, name, pc.fill_null(text, "—"))
+    return table
 
 
 def percent(value: float | None) -> str:
@@ -238,7 +270,7 @@ def pairwise_section(a: Campaign, b: Campaign, preference: Preference | None, pr
                       help=f"{preference.flips} of {preference.readable}: the judge's position bias (each a tie)")
     columns[3].metric("Sign test p", f"{preference.p_value:.3g}", help=TEST)
     st.caption(ui.escape_md(f"{preference.summary}. Judge: {preference.signature}."))
-    st.dataframe(pairwise_frame(preference), hide_index=True)
+    st.dataframe(ui.cells(pairwise_frame(preference)), hide_index=True)
 
 
 def pairwise_job(a_id: str, b_id: str, principal: Principal) -> Job | None:
@@ -281,21 +313,28 @@ if len(campaigns) < 2:
     st.stop()
 by_id = {c.id: c for c in campaigns}
 sources = source_names(store, campaigns, principal=principal)
-mode = st.radio("Compare", ["two campaigns", "a sweep (N campaigns, one key varied)"], horizontal=True)
+ui.open_on("compare-mode", "mode", list(MODES))
+mode = st.radio("Compare", list(MODES), horizontal=True, key="compare-mode", format_func=MODES.get)
+ui.keep(mode=mode)
 options = pick_questions(campaigns, sources)
 ids = [c.id for c in options]
 
-if mode == "two campaigns":
+if mode == PAIR:
     a_index, b_index = pair_indices(options)
     left, right = st.columns(2)
-    a_id = left.selectbox("A (baseline)", ids, index=a_index, format_func=lambda i: label(by_id[i], sources))
-    b_id = right.selectbox("B (candidate)", ids, index=b_index, format_func=lambda i: label(by_id[i], sources))
+    ui.open_on("compare-a", "a", ids, ids[a_index])
+    ui.open_on("compare-b", "b", ids, ids[b_index])
+    with left:
+        a_id = ui.remembered_select("A (baseline)", ids, "compare-a", format_func=lambda i: label(by_id[i], sources))
+    with right:
+        b_id = ui.remembered_select("B (candidate)", ids, "compare-b", format_func=lambda i: label(by_id[i], sources))
+    ui.keep(a=a_id, b=b_id)
     if a_id == b_id:
         st.info("A and B are the same campaign: pick two different ones.")
         st.stop()
     a, b = by_id[a_id], by_id[b_id]
-    effect = st.number_input("Effect size to detect (in each measure's units)", min_value=1e-6, value=power.EFFECT,
-                             step=0.01, format="%.3f", key="effect",
+    effect = ui.number_input(st.number_input, "Effect size to detect (in each measure's units)", "effect", "effect",
+                             power.EFFECT, min_value=1e-6, step=0.01, format="%.3f",
                              help="The questions needed to see a difference this large with 80% power at alpha 0.05 "
                                   "(paired t). The 'detects' column is the smallest difference this comparison "
                                   "could see.")
@@ -303,10 +342,12 @@ if mode == "two campaigns":
     with ui.guard():
         automatic = cached_comparison(*pair_versions, "")  # the automatic basis: the entry the page shows below
         choices = ["", *(m.measure for m in automatic.measures)]
+        ui.open_on("basis", "basis", choices, "", text=lambda m: m or "automatic")
         basis = st.selectbox("Decide each question's verdict by", choices, key="basis",
                              format_func=lambda m: m or f"automatic ({automatic.basis or 'nothing in common'})",
                              help="Automatic follows what differs: nDCG@10 for a retrieval-side change, the AI score "
                                   "(else ROUGE-L) for a generation-side one, else the suite order.")
+        ui.keep(basis=basis or "automatic")
         versions = (*pair_versions, basis)
         comparison = for_effect(*versions, float(effect))
         comparison = with_tolerance(comparison)
@@ -352,7 +393,9 @@ if mode == "two campaigns":
         # One section at a time, computed only when open: a first visit draws the measures, not every chart
         # and table of the comparison (the report above holds them all).
         # The same sections for every pair: the open one stays open when another pair is picked.
+        ui.open_on("compare-section", "section", SECTIONS)
         tabs = dict(zip(SECTIONS, st.tabs(SECTIONS, key="compare-section", on_change="rerun"), strict=True))
+        ui.keep(section=st.session_state["compare-section"])
         measures = measure_frame(comparison)
         if tabs[MEASURES].open:
             with tabs[MEASURES]:
@@ -371,8 +414,14 @@ if mode == "two campaigns":
                 pairwise_section(a, b, preference, principal)
 else:
     baseline_group = [c.id for c in options if group_of(c) == group_of(options[0])]
-    chosen = st.multiselect("Campaigns (the first is the baseline)", ids, default=baseline_group[:3][::-1],
+    if "sweep-campaigns" in st.session_state:  # those still offered (another dataset or suite offers others)
+        st.session_state["sweep-campaigns"] = [i for i in st.session_state["sweep-campaigns"] if i in ids]
+    elif (listed := ui.asked("campaigns")) is not None:
+        st.session_state["sweep-campaigns"] = [i for i in listed.split(",") if i in ids]  # a link's campaigns
+    chosen = st.multiselect("Campaigns (the first is the baseline)", ids, key="sweep-campaigns",
+                            default=None if "sweep-campaigns" in st.session_state else baseline_group[:3][::-1],
                             format_func=lambda i: label(by_id[i], sources))
+    ui.keep(campaigns=",".join(chosen))
     with ui.guard():
         sweep = cached_sweep(ui.db_path(), tuple(ui.version(by_id[i]) for i in chosen), principal)
         members = [by_id[i] for i in chosen]
@@ -380,10 +429,13 @@ else:
         for warning in sweep.warnings:
             st.warning(ui.escape_md(warning))
         table = sweep_frame(sweep, by_id)
-        st.dataframe(table, hide_index=True)
+        st.dataframe(ui.cells(table), hide_index=True)
         ui.table_download(table, context.file_stem("sweep"), key="sweep-csv", context=context.csv_columns())
         series = list(sweep.series)
-        measure = st.selectbox("Measure", series, index=ui.index_of(series, judged_by("retrieval")[0]))
+        ui.open_on("sweep-measure", "measure", series, series[ui.index_of(series, judged_by("retrieval")[0])]
+                   if series else None)
+        measure = st.selectbox("Measure", series, key="sweep-measure")
+        ui.keep(measure=measure)
         if measure:
             ui.chart(partial(series_figure, sweep, measure, context), context.file_stem("sweep", measure), key="sweep",
                      spec=series_spec(sweep, measure, context))

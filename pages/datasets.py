@@ -74,9 +74,12 @@ def show_documents(dataset: Dataset) -> None:
 principal = ui.page("Datasets")
 choices = ui.list_datasets()
 # The Run page starts from the dataset picked here.
+ui.open_on("dataset_ref", "dataset", choices)
 ref = ui.remembered_select("Dataset", choices, "dataset_ref",
                            help="`default` is the built-in sample (dataset/samples); other ids are folders under "
                                 "dataset/.")
+
+ui.keep(dataset=ref)
 
 if principal.can(Action.CHANGE):
     with st.expander("Upload a dataset (five Parquet files or a zip of them)"):
@@ -163,8 +166,10 @@ with ui.guard():
         if len(found) > MAX_PICKED:
             st.caption(f"{len(found)} questions match: the first {MAX_PICKED} are listed, find the others by their "
                        "words.")
+        ui.open_on("dataset-question", "question", list(by_qid))
         qid = st.selectbox("Question", list(by_qid), format_func=lambda q: f"{q} · {ui.short(by_qid[q].text)}",
                            key="dataset-question")
+        ui.keep(question=None if qid is None else str(qid))
         if qid is None:
             st.caption("No question matches.")
         else:

@@ -261,11 +261,14 @@ st.caption("Press Launch: the quick start runs the built-in sample dataset with 
            "answers, no model needed. Vector and hybrid retrieval embed the corpus first (about half a minute for "
            "the sample, then cached).")
 store = ui.store()
-origin = st.radio("Questions from", ["dataset", "suite"], horizontal=True)
+ui.open_on("run-origin", "questions", ["dataset", "suite"])
+origin = st.radio("Questions from", ["dataset", "suite"], horizontal=True, key="run-origin")
 dataset, suite = None, None
 if origin == "dataset":
     datasets = ui.list_datasets()
+    ui.open_on("dataset_ref", "dataset", datasets)  # a link's dataset (else the one picked on Datasets)
     dataset = st.selectbox("Dataset", datasets, index=ui.index_of(datasets, st.session_state.get("dataset_ref")))
+    ui.keep(questions=origin, dataset=dataset, suite=None)
 else:
     suites = list_suites(store, principal=principal)
     if not suites:
@@ -275,8 +278,10 @@ else:
     # Grouped by the dataset their configuration's knowledge base is, then by name.
     frame = ui.suite_frame(suites, principal).sort_values(["dataset", "name"], key=lambda c: c.str.casefold())
     by_id = {s.id: s for s in suites}
+    ui.open_on("suite_id", "suite", list(by_id))
     suite = by_id[ui.table_picker("Suite", frame, {i: f"{by_id[i].name} · {len(by_id[i].cases)} cases · {i}"
                                                    for i in frame["id"]}, "suite_id", key="run-suites")]
+    ui.keep(questions=origin, suite=suite.id, dataset=None)
 
 starts = {QUICK_START.name: QUICK_START.label, **ui.target_choices(store, principal),
           **past_configurations(store, principal, dataset, suite)}

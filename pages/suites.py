@@ -107,6 +107,7 @@ store = ui.store()
 suites = list_suites(store, principal=principal)
 by_id = {s.id: s for s in suites}
 if suites:
+    ui.open_on("suite_id", "suite", list(by_id))
     chosen = ui.table_picker("Suite", ui.suite_frame(suites, principal),
                              {s.id: f"{s.name} · {len(s.cases)} cases · {s.id}" for s in suites}, "suite_id",
                              key="suites", first=NEW)
@@ -114,6 +115,7 @@ else:
     st.info("No suite yet: create one below or import a CSV (question ; expected answer ; sources).")
     chosen = NEW
 suite = by_id.get(chosen)
+ui.keep(suite=suite.id if suite else None)
 targets = ui.target_choices(store, principal)
 name = st.text_input("Name", value=suite.name if suite else "")
 target_ids = list(targets)

@@ -28,6 +28,7 @@ from evalcore.compare.production import (
 )
 from evalcore.telemetry import Trace, TraceFilter, import_text, list_traces
 from evalcore.telemetry.stored import metadata_values
+from evalcore.text import counted
 
 SHOWN_KEYS_SKIPPED = ("service.instance.id",)  # a process's id: no filter anyone wants
 
@@ -138,7 +139,7 @@ def comparison_section(rows: list[JudgedTrace], traces: list[Trace]) -> None:
         found = compare_groups(rows, *groups, effect_mean=effect_mean, effect_rate=effect_rate)
         st.caption(ui.escape_md(f"A = {found.a}, B = {found.b}: different questions, so the comparison is unpaired "
                                 "(Welch's t for means, Newcombe's interval and the z-test for pass rates)."))
-        st.dataframe(pd.DataFrame([d.to_dict() for d in found.deltas]), hide_index=True)
+        st.dataframe(ui.cells(pd.DataFrame([d.to_dict() for d in found.deltas])), hide_index=True)
 
 
 def main() -> None:
@@ -153,13 +154,19 @@ def main() -> None:
     since, until = day_window(every)
     chosen = TraceFilter(since, until, metadata_filters(every))
     traces = list_traces(store, chosen, principal=principal)
+    ui.open_on("traces-period", "per", ["day", "week"])
     period = st.sidebar.radio("Per", ["day", "week"], horizontal=True, key="traces-period")
     campaigns: list[Campaign] = [c for c in list_campaigns(store, principal=principal)
                                  if c.kind == CampaignKind.TRACES]
-    st.caption(ui.escape_md(f"{len(traces)} of {len(every)} traces; {len(campaigns)} traces campaign(s)"))
-    picked = st.multiselect("Judged by", [c.id for c in campaigns], default=[c.id for c in campaigns[:1]],
+    st.caption(ui.escape_md(f"{len(traces)} of {counted(len(every), 'trace')}; "
+                            f"{counted(len(campaigns), 'traces campaign')}"))
+    if "traces-campaigns" not in st.session_state and (listed := ui.asked("judged")) is not None:
+        st.session_state["traces-campaigns"] = [c.id for c in campaigns if c.id in listed.split(",")]  # a link's
+    picked = st.multiselect("Judged by", [c.id for c in campaigns],
+                            default=None if "traces-campaigns" in st.session_state else [c.id for c in campaigns[:1]],
                             format_func=lambda cid: next(c.name for c in campaigns if c.id == cid),
                             key="traces-campaigns")
+    ui.keep(per=period, judged=",".join(picked) or None)
     kept = {t.number for t in traces}
     rows = [row for row in judged_traces(store, picked, principal=principal) if row.trace.number in kept]
     figures = timeline(rows, traces, period)
@@ -187,13 +194,13 @@ def main() -> None:
                            mime="text/csv", key="traces-csv")
         measure = st.selectbox("Worst traces by", measure_names(rows), key="traces-worst")
         worst = worst_traces(rows, measure, 20)
-        st.dataframe(traces_table([row.trace for row in worst]).assign(
-            **{measure: [row.measures[measure] for row in worst]}), hide_index=True)
+        st.dataframe(ui.cells(traces_table([row.trace for row in worst]).assign(
+            **{measure: [row.measures[measure] for row in worst]})), hide_index=True)
         comparison_section(rows, traces)
     else:
         st.caption("No judged trace in this selection: judge a sample with `python -m evalcore traces run`.")
     with st.expander("The traces"):
-        st.dataframe(traces_table(traces[:500]), hide_index=True)
+        st.dataframe(ui.cells(traces_table(traces[:500])), hide_index=True)
 
 
 main()

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 
@@ -210,7 +211,8 @@ def test_a_viewer_signs_in_and_finds_no_launch_button(tmp_path: Path) -> None:
         assert tab.locator("[data-testid='stSidebarNav']").count() == 0  # nothing before a key is accepted
         tab.get_by_label("API key").fill(secret)
         tab.get_by_role("button", name="Sign in").click()
-        tab.get_by_role("heading", name="Datasets").wait_for(timeout=60_000)
+        tab.get_by_role("heading", name="Run a campaign").wait_for(timeout=60_000)  # the address asked for
+        tab.get_by_text("This page is reserved to the workspace's administrators").wait_for(timeout=30_000)
         tab.get_by_text("role viewer").wait_for(timeout=30_000)
         links = [link.inner_text() for link in tab.locator("[data-testid='stSidebarNav'] a").all()]
         assert links == ["Datasets", "Campaigns", "Compare", "Traces"]
@@ -296,7 +298,7 @@ def test_a_sign_in_survives_a_reload_and_a_new_tab_and_keeps_the_deep_link(tmp_p
         tab.get_by_label("API key").fill(secret)
         tab.get_by_role("button", name="Sign in").click()
         tab.get_by_role("heading", name="Campaigns").wait_for(timeout=60_000)  # the deep link, kept
-        assert tab.url.endswith("/campaigns")
+        assert urlparse(tab.url).path.endswith("/campaigns")
         wait_for_cookie(tab, "evalcore_session")
         tab.reload()
         tab.get_by_role("heading", name="Campaigns").wait_for(timeout=60_000)  # still signed in
@@ -440,5 +442,55 @@ def test_five_questions_are_labelled_from_the_keyboard_and_kappa_appears(tmp_pat
         line = main.get_by_text(re.compile(r"relevance: 5 labelled · accuracy [\d.]+ · kappa -?[\d.—]+"))
         line.wait_for(timeout=30_000)
         assert "weighted kappa" in line.inner_text()
+        assert_no_exception_on(tab)
+        assert not [p for p in problems if p.startswith("page error")], problems
+
+
+def test_a_deep_link_to_a_question_and_to_a_comparison_tab_survives_sign_in_and_reload(tmp_path: Path) -> None:
+    from evalcore.campaigns import get_manager
+    from evalcore.keys import create_key
+    from evalcore.targets import TargetConfig
+
+    manager = get_manager(tmp_path / "evalcore.db")
+    ids = {k: manager.launch(LaunchRequest(dataset="default", config=TargetConfig.from_dict(
+        {"retriever": "bm25", "embedding_top_k": k}), limit=6, name=f"keyword top {k}")) for k in (2, 5)}
+    for campaign_id in ids.values():
+        assert manager.wait(campaign_id, timeout=120).status == "succeeded"
+    _, secret = create_key(manager.store, tenant="default", role="admin", capability="full-access")
+    manager.close()
+    question = f"{ids[2]}&section=Questions&question=3"
+    with serve(tmp_path) as url, browser_tab(f"{url}/campaigns?campaign={question}") as (tab, problems):
+        main = tab.locator("[data-testid='stMain']")
+        tab.get_by_role("heading", name="Sign in").wait_for(timeout=60_000)
+        tab.get_by_label("API key").fill(secret)
+        tab.get_by_role("button", name="Sign in").click()
+        for _visit in ("signed in", "reloaded"):
+            main.get_by_role("heading", name="keyword top 2").wait_for(timeout=60_000)  # not the newest campaign
+            shown_or_told(tab, main.get_by_role("textbox", name="Filter questions"))  # the Questions section
+            picked = main.get_by_role("combobox", name="Question").input_value()
+            assert parse_qs(urlparse(tab.url).query) == {"campaign": [ids[2]], "section": ["Questions"],
+                                                         "question": ["3"]}, tab.url
+            link = tab.locator("[data-testid='stSidebar'] [data-testid='stCode']").first.inner_text()
+            assert link.startswith(f"{url}/campaigns?") and f"campaign={ids[2]}" in link and "question=3" in link
+            wait_for_cookie(tab, "evalcore_session")
+            tab.reload()
+        assert main.get_by_role("combobox", name="Question").input_value() == picked
+        # A comparison on its Questions tab, B before A: opened signed in (the cookie), then reloaded.
+        tab.goto(f"{url}/compare?a={ids[5]}&b={ids[2]}&section=Questions&tolerance=0.05")
+        for _visit in ("opened", "reloaded"):
+            main.get_by_text("Verdicts", exact=True).first.wait_for(timeout=60_000)  # the Questions tab's filter
+            assert "keyword top 5" in main.get_by_role("combobox", name="A (baseline)").input_value()
+            assert "keyword top 2" in main.get_by_role("combobox", name="B (candidate)").input_value()
+            assert main.get_by_role("tab", name="Questions").get_attribute("aria-selected") == "true"
+            query = parse_qs(urlparse(tab.url).query)
+            assert (query["a"], query["b"], query["section"], query["tolerance"]) == (
+                [ids[5]], [ids[2]], ["Questions"], ["0.05"]), tab.url
+            tab.reload()
+        for path, heading in (("datasets", "Datasets"), ("suites", "Suites"), ("run", "Run a campaign"),
+                              ("campaigns", "Campaigns"), ("compare", "Compare"), ("traces", "Traces")):
+            tab.goto(f"{url}/{path}")  # each page by its address
+            main.get_by_role("heading", name=heading).first.wait_for(timeout=60_000)
+            assert tab.get_by_text("does not seem to exist").count() == 0, path
+            assert urlparse(tab.url).path.endswith(f"/{path}")
         assert_no_exception_on(tab)
         assert not [p for p in problems if p.startswith("page error")], problems

@@ -229,8 +229,7 @@ def test_run_sweep_launches_one_campaign_per_value_then_compares(setup: tuple[Pa
     _, campaigns = run_json(capsys, "campaigns", "list", "--db", str(db))
     assert sorted(c["config"]["embedding_top_k"] for c in campaigns) == [1, 3]
     assert all(c["config"]["retriever"] == "bm25" for c in campaigns)  # the rest of --config is kept
-    assert sorted(c["name"] for c in campaigns) == ["bm25 · extractive · embedding_top_k=1",
-                                                    "bm25 · extractive · embedding_top_k=3"]
+    assert sorted(c["name"] for c in campaigns) == ["bm25 · top 1 · extractive", "bm25 · top 3 · extractive"]
     for bad in ("embedding_top_k=3,3", "nokey=1,2", "embedding_top_k=5", "=1,2"):
         assert main(["run", "--dataset", str(data), "--sweep", bad, "--db", str(db)]) == 2
         assert "error:" in capsys.readouterr().err

@@ -263,7 +263,7 @@ def assert_the_campaigns_page_shows_claims(db: str, campaign_id: str) -> None:
         assert any("no claim" in c.value and "claims 1" in c.value for c in at.caption)
         claims = next(df.value for df in at.dataframe if "claim" in df.value.columns)
         assert list(claims["verdict"]) == ["supported", "not found"]
-        assert list(claims["passage id"].fillna("")) == ["10", ""] and claims["title"][0] == "Terms of Sale (EU)"
+        assert list(claims["passage id"]) == ["10", "—"] and claims["title"][0] == "Terms of Sale (EU)"
         assert any("1 of 2 claims supported, 1 not found" in c.value for c in at.caption)
         picker = next(s for s in at.selectbox if s.label == "Question")
         picker.set_value(next(o for o in picker.options if o.startswith("3 ·"))).run()

@@ -24,6 +24,7 @@ from evalcore.compare.charts import (
 from evalcore.compare.deltas import Paired
 from evalcore.compare.export_context import comparison_context, sweep_context
 from evalcore.diagnosis import StageCounts
+from evalcore.text import counted
 from tests.test_compare import A_ROWS, B_ROWS, row
 from tests.test_compare_report import DAY, HOSTILE, SOURCES, dated, hostile_pair
 
@@ -100,7 +101,7 @@ def test_the_scatter_spec_has_each_distinct_point_once_with_its_count() -> None:
     rows = spec["data"]["values"]
     [trace] = scatter_figure(values, measure, context).data
     assert [(r["a"], r["b"]) for r in rows] == list(zip(trace.x, trace.y, strict=True))
-    assert [r["count"] for r in rows] == [row[0] for row in trace.customdata]
+    assert [counted(r["count"], "question") for r in rows] == [row[0] for row in trace.customdata]
     assert sum(r["count"] for r in rows) == len(values.qids)
     # The text layer labels the stacked points only (the figure's text, without its empty labels).
     values = Paired(np.array(["q1", "q2", "q3", "q4"]), np.array([0.0, 0.0, 0.5, 1.0]), np.array([0.0, 0.0, 0.5, 0.5]))

@@ -134,11 +134,13 @@ def test_identical_points_are_drawn_once_with_their_count():
     a_, b_, comparison = hostile_pair()
     figure = scatter_figure(values, "ndcg@10", comparison_context(comparison, a_, b_, SOURCES, DAY))
     [points] = figure.data
-    counts = [int(row[0]) for row in points.customdata]
+    counts = [int(row[0].split()[0]) for row in points.customdata]
     assert counts == [41, 3, 1, 1] and list(points.text) == ["41", "3", "", ""]
     assert list(points.x) == [1.0, 0.5, 0.2, 0.3 + 1e-12] and list(points.y) == [1.0, 0.7, 0.1, 0.3]
     assert points.marker.size[0] > points.marker.size[1] > points.marker.size[2]
-    assert "question(s)" in points.hovertemplate and points.customdata[0][1].endswith(", …")  # ids cut in the hover
+    assert "(s)" not in points.hovertemplate and [row[0] for row in points.customdata][1:3] == ["3 questions",
+                                                                                              "1 question"]
+    assert points.customdata[0][1].endswith(", …")  # ids cut in the hover
     assert points.customdata[1][1] == "41, 42, 43"
     assert list(points.marker.color) == ["#607d8b", "#2e7d32", "#c62828", "#607d8b"]  # same, better, worse
     assert "n: 46 questions with ndcg@10 in both" in figure.layout.title.subtitle.text

@@ -395,8 +395,8 @@ def test_an_estimate_from_the_prompts_then_from_the_campaign_itself(prices: Path
     assert {use.role for use in before.usage} == {"generator", "judge:score"}
     assert 0 < (before.total.amount or 0) < 1
     assert after.method == "earlier" and after.total.amount == pytest.approx(actual.amount)
-    assert after.text().startswith(f"estimate: {actual.text()} for 3 question(s): ")
-    assert "from 1 earlier campaign(s) of this configuration (3 questions)" in after.text()
+    assert after.text().startswith(f"estimate: {actual.text()} for 3 questions: ")
+    assert "from 1 earlier campaign of this configuration (3 questions)" in after.text()
 
 
 def test_the_command_line_estimates_budgets_and_gates_the_cost(prices: Path, tmp_path: Path, tiny_dataset: Path,
@@ -412,9 +412,9 @@ def test_the_command_line_estimates_budgets_and_gates_the_cost(prices: Path, tmp
         assert "estimate: " in capsys.readouterr().out and server.requests == []
         assert main([*run, "--max-cost", "0.001"]) == 1  # stopped at its budget
         shown = capsys.readouterr().out
-        assert "status: over_budget (stopped at its budget: " in shown and "cost: 0.0175 USD" in shown
+        assert "status: over budget (stopped at its budget: " in shown and "cost: 0.0175 USD" in shown
     assert main(["campaigns", "list", "--db", db]) == 0
-    assert "over_budget" in capsys.readouterr().out
+    assert "over budget" in capsys.readouterr().out
     with FakeOpenAIServer(scripted) as server:
         keys[3] = f"base_url={server.base_url}"
         run = ["run", "--db", db, "--dataset", str(tiny_dataset), *keys]

@@ -269,7 +269,7 @@ def test_the_run_page_estimates_the_cost_before_launching(tmp_path: Path, monkey
     assert_clean(at)
     said = unescape("\n".join(info.value for info in at.info))
     # The quick start's extractive generator calls no model: nothing to pay, said as an amount, not "no price".
-    assert "estimate: 0 for 4 question(s)" in said and "from the prompts of 4 question(s)" in said
+    assert "estimate: 0 for 4 questions" in said and "from the prompts of 4 questions" in said
     assert "launched" not in at.session_state and list_campaigns(get_manager(db).store) == []
 
 
@@ -390,7 +390,7 @@ def test_compare_two_campaigns(filled: dict, monkeypatch: pytest.MonkeyPatch) ->
     picker(at, "B (candidate)").set_value(filled["top2"]).run()  # B = A: every verdict "same" would say nothing
     assert_clean(at)
     assert "A and B are the same campaign" in texts(at) and not vega_charts(at)
-    at.radio[0].set_value("a sweep (N campaigns, one key varied)").run()
+    at.radio[0].set_value("sweep").run()
     assert_clean(at)
     assert [title for title in chart_titles(at) if " by embedding_top_k " in title]
 

@@ -207,7 +207,7 @@ def test_campaigns_page(hostile: dict[str, str], monkeypatch: pytest.MonkeyPatch
 def test_compare_page(hostile: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_page(hostile, monkeypatch, "pages/compare.py")
     check_page(at, literal_in_plain=[f"1 {FLAT} · {hostile['campaign1']}", f"{HOSTILE} 2"])
-    at.radio[0].set_value("a sweep (N campaigns, one key varied)").run()
+    at.radio[0].set_value("sweep").run()
     check_page(at)
     # The sweep over the model key: Vega-Lite draws text as text, the stored value as it is.
     [series] = [data for title, _, data in vega_charts(at) if " by model " in title]

@@ -437,9 +437,9 @@ def test_the_tour_imports_the_example_trace_file_and_the_notebook_reads_it(
     example = Path(__file__).resolve().parent.parent / "examples" / "production-traces.json"
     db = tmp_path / "tour.db"
     assert main(["traces", "import", str(example), "--db", str(db)]) == 0
-    assert "36 trace(s) stored from production-traces.json" in capsys.readouterr().out
+    assert "36 traces stored from production-traces.json" in capsys.readouterr().out
     assert main(["traces", "list", "--where", "release=v2", "--db", str(db)]) == 0
-    assert capsys.readouterr().out.startswith("18 trace(s)")
+    assert capsys.readouterr().out.startswith("18 traces")
     frame = ec.traces(db=db, where={"release": "v2"})
     assert len(frame) == 18 and set(frame["metadata.release"]) == {"v2"}
     assert {"number", "question", "answer", "documents", "model", "started_at", "latency_s"} <= set(frame.columns)
@@ -557,4 +557,4 @@ def test_the_command_line_judges_a_sample_and_keeps_the_operators_settings(
     assert [p["volume"] for p in data["periods"]] == [4, 4, 4, 4, 4, 4] and {p["n"] for p in data["periods"]} == {3}
     assert main(["traces", "settings", "--tenant", "acme", "--retention-days", "0.001", "--db", db]) == 0  # 86 s
     assert main(["traces", "prune", "--db", db]) == 0
-    assert "tenant acme: 24 trace(s) deleted" in capsys.readouterr().out
+    assert "tenant acme: 24 traces deleted" in capsys.readouterr().out

@@ -14,7 +14,7 @@ from evalcore.targets.presets import DEFAULTS
 from evalcore.targets.saved import list_targets
 from ui.cache import rows_of
 from ui.engine import store
-from ui.text import fmt_value, fmt_when
+from ui.text import cells, fmt_value, fmt_when
 from ui.widgets import remembered_select, select_next_run
 
 
@@ -89,8 +89,9 @@ def table_picker(label: str, frame: pd.DataFrame, labels: dict[str, str], state_
     """A table whose rows are the options (in the order of `labels`), then a selectbox of them (after `first`,
     an option with no row, such as a new suite); clicking a row picks it. Returns the picked option."""
     ids = list(labels)
-    st.dataframe(frame, hide_index=True, key=f"{key}-table", on_select=lambda: _clicked(f"{key}-table", ids, state_key),
-                 selection_mode="single-row", height=min(36 + 35 * len(frame), 300))
+    st.dataframe(cells(frame), hide_index=True, key=f"{key}-table",
+                 on_select=lambda: _clicked(f"{key}-table", ids, state_key), selection_mode="single-row",
+                 height=min(36 + 35 * len(frame), 300))
     options = [first, *ids] if first is not None else ids
     return remembered_select(label, options, state_key, format_func=lambda i: labels.get(i, i))
 

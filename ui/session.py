@@ -146,11 +146,12 @@ def _route_through_app() -> None:
     pages/ folder (its multipage v1 mode): no app.py, so a narrow layout and a sidebar listing "app".
     """
     keep_deep_link()
-    st.switch_page("app.py")
+    st.switch_page("app.py", query_params=st.query_params.to_dict())
 
 
 def keep_deep_link() -> None:
-    """Remember the page the URL names (/campaigns), so that app.py opens it once the session may see it."""
+    """Remember the page the URL names (/campaigns), so that app.py opens it (with the URL's query parameters) once
+    the session may see it."""
     name = urlparse(st.context.url or "").path.rstrip("/").rsplit("/", 1)[-1]
     if name and (Path(__file__).parent.parent / "pages" / f"{name}.py").is_file():
         st.session_state["_deep_link"] = f"pages/{name}.py"

@@ -33,7 +33,7 @@ from evalcore.testsets import (
 )
 from ui.engine import store, wake_jobs
 from ui.messages import flash, guard
-from ui.text import escape_md
+from ui.text import cells, escape_md
 
 NEXT, PREVIOUS = "right", "left"
 
@@ -119,7 +119,7 @@ def testset_quality(dataset: Dataset) -> None:
     cols[2].metric("Documents with a question", f"{report.documents_covered:.0%}", help=f"of {report.documents}")
     cols[3].metric("Baseline recall@10", "—" if report.recall is None else f"{report.recall:.2f}",
                    help="BM25's recall of the labelled passages: lower is harder")
-    st.dataframe(pd.DataFrame([k.to_dict() for k in report.by_kind]), hide_index=True)
+    st.dataframe(cells(pd.DataFrame([k.to_dict() for k in report.by_kind])), hide_index=True)
     for line in report.lines()[len(report.by_kind) + 3:]:
         st.text(line)
     st.caption(escape_md(f"Model {provenance.model} · prompts {provenance.prompts_hash} · seed {provenance.seed} · "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from typing import Any
@@ -31,10 +32,31 @@ def text_table(frame: pd.DataFrame) -> None:
     no table grid for it. st.table renders Markdown, so every cell and header goes through escape_md. More
     than STATIC_ROWS rows go to the scrolling grid, as they are."""
     if len(frame) > STATIC_ROWS:
-        st.dataframe(frame, hide_index=True)
+        st.dataframe(cells(frame), hide_index=True)
         return
     shown = pd.DataFrame({escape_md(column): [escape_md(value) for value in frame[column]] for column in frame.columns})
     st.table(shown, hide_index=True)
+
+
+def cells(frame: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
+    """A table as people read it: a missing cell is "—" (a table shows a missing value as "None"). Only a column
+    with a gap changes: numbers become text to `digits` significant digits, true/false become yes/no."""
+    out = {}
+    for name in frame.columns:
+        column = frame[name]
+        out[name] = [cell(value, digits) for value in column] if column.isna().any() else column
+    return pd.DataFrame(out, index=frame.index, columns=frame.columns)
+
+
+def cell(value: object, digits: int = 4) -> object:
+    """One cell of a column with gaps, as text (cells)."""
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return value if isinstance(value, str) else str(value)
 
 
 def short(text: str | None, limit: int = 80) -> str:

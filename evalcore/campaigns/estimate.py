@@ -23,6 +23,7 @@ from evalcore.datasets import Dataset
 from evalcore.shapes import doc
 from evalcore.store import Store
 from evalcore.targets.config import TargetConfig, under_test
+from evalcore.text import counted
 
 SAMPLE = 50  # questions whose prompts are counted
 PASSAGES = 500  # passages whose length is averaged
@@ -42,10 +43,10 @@ class Estimate:
     basis: str = field(metadata=doc("what the estimate stands on, in words"))
 
     def text(self) -> str:
-        """`estimate: 0.027 USD for 3 question(s): 0.0089 USD per question (generator ..., judge score ...), ...`."""
+        """`estimate: 0.027 USD for 3 questions: 0.0089 USD per question (generator ..., judge score ...), ...`."""
         line = cost_line(self.usage).removeprefix("cost: ")
         one, _, roles = line.partition(" (")
-        return (f"estimate: {self.total.text()} for {self.questions} question(s): {one} per question"
+        return (f"estimate: {self.total.text()} for {counted(self.questions, 'question')}: {one} per question"
                 + (f" ({roles}" if roles else "") + f", {self.basis}")
 
     def to_dict(self) -> dict[str, Any]:
@@ -64,14 +65,15 @@ def estimate_cost(store: Store, tenant: str, config: TargetConfig, judges: tuple
         uses, answered, campaigns = earlier
         usage = tuple(priced(u.role, u.model, u.prompt, u.completion, table) for u in uses)
         per_question = tuple(scaled(use, 1 / answered) for use in usage)
-        basis = f"from {campaigns} earlier campaign(s) of this configuration ({answered} questions), at today's prices"
+        basis = (f"from {counted(campaigns, 'earlier campaign')} of this configuration "
+                 f"({counted(answered, 'question')}), at today's prices")
         return finished(len(questions), per_question, "earlier", basis)
     sample = questions[:SAMPLE]
-    counted = [priced(role, model, prompt, completion, table)
+    sampled = [priced(role, model, prompt, completion, table)
                for role, model, prompt, completion in prompt_usage(config, judges, sample, corpus)]
-    per_question = tuple(scaled(use, 1 / len(sample)) for use in summed(counted))
-    basis = (f"from the prompts of {len(sample)} question(s), counted at about 4 characters a token: a rough order "
-             "of magnitude until a campaign of this configuration has run")
+    per_question = tuple(scaled(use, 1 / len(sample)) for use in summed(sampled))
+    basis = (f"from the prompts of {counted(len(sample), 'question')}, counted at about 4 characters a token: a rough "
+             "order of magnitude until a campaign of this configuration has run")
     return finished(len(questions), per_question, "prompts", basis)
 
 

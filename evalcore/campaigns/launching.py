@@ -50,8 +50,11 @@ class LaunchRequest:
 
 
 def sweep_name(name: str | None, config: TargetConfig, key: str, value: object) -> str:
-    """The name of one campaign of a sweep: the name given (else the configuration's, without the swept key, which
-    the name ends with) and the value it tries."""
+    """The name of one campaign of a sweep: the name given and the value it tries; without one, the configuration's
+    as a single campaign's (`bm25 · top 3 · extractive`), or without the swept key when that name does not say it,
+    and the value it tries."""
+    if not (name or "").strip() and key == "embedding_top_k":
+        return config.describe(top_k=True)
     default = type(config).from_dict({**config.to_dict(), key: type(config)().to_dict()[key]})
     return f"{(name or '').strip() or default.describe()} · {key}={value}"
 

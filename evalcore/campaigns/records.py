@@ -233,7 +233,7 @@ class Campaign:
         """The status as people read it: `succeeded with 3 failed` for a campaign that ran every question."""
         if self.status == CampaignStatus.SUCCEEDED_WITH_FAILURES:
             return f"succeeded with {self.failed} failed"
-        return self.status.value
+        return self.status.label
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape: every column, the numeric status and the progress."""

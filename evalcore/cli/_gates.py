@@ -27,7 +27,7 @@ def report(args: argparse.Namespace, title: str, verdict: str, checks: Sequence[
     out = sys.stderr if getattr(args, "json", False) else sys.stdout
     for check in checks:
         if not check.passed and check.kind != "question":
-            print(f"{check.kind} failed: {check.name}: {check.reason}", file=out)
+            print(check.failure(), file=out)
     gated = [c for c in checks if c.kind != "question"]
     if gated:
         print(f"checks: {sum(c.passed for c in gated)} of {len(gated)} passed; exit code {code.value} "

@@ -37,6 +37,7 @@ from evalcore.diagnosis import STAGES, Transition
 from evalcore.errors import EvalError
 from evalcore.gates import exit_code, worse_checks
 from evalcore.judges import FIELD_NAMES, LOCAL_PAIRWISE_NOTE
+from evalcore.lifecycle import CampaignStatus
 from evalcore.metrics import MEASURES, display_order
 from evalcore.store import Store
 from evalcore.text import counted
@@ -259,8 +260,9 @@ def summary_lines(comparison: Comparison, names: dict[str, str] | None = None) -
     names = names or {}
     # A dataset by its name, never the folder it was read from: the report may be passed on.
     source = {c.id: dataset_label(c.source) if c.kind == CampaignKind.DATASET else c.source for c in (a, b)}
-    lines = [f"A (baseline) {names.get(a.id, a.id)}  ({a.id})  {a.kind} {source[a.id]}  {a.status}",
-             f"B            {names.get(b.id, b.id)}  ({b.id})  {b.kind} {source[b.id]}  {b.status}"]
+    status = {c.id: CampaignStatus(c.status).label for c in (a, b)}  # words, not the stored value
+    lines = [f"A (baseline) {names.get(a.id, a.id)}  ({a.id})  {a.kind} {source[a.id]}  {status[a.id]}",
+             f"B            {names.get(b.id, b.id)}  ({b.id})  {b.kind} {source[b.id]}  {status[b.id]}"]
     lines += [f"config {key}: {values[0]!r} -> {values[1]!r}" for key, values in comparison.config_diff.items()]
     lines += [f"warning: {w}" for w in comparison.warnings + comparison.power_warnings]
     lines += [f"note: {n}" for n in comparison.notes]

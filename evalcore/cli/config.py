@@ -113,7 +113,7 @@ def _ask(args: argparse.Namespace) -> int:
     result = target.answer(args.question)
     for rank, item in enumerate(result.retrieved[: args.top], 1):
         stages = " ".join(f"{name}={value:.3f}" for name, value in item.stages.items())
-        print(f"{rank:>3}. pid={item.pid} score={item.score:.4f} [{item.title}] {stages}")
+        print(f"{rank:>3}. pid={item.shown_id} score={item.score:.4f} [{item.title}] {stages}")
         print(f"     {item.text[:160]}")
     for note in result.notes:
         print(f"note: {note}")

@@ -11,6 +11,7 @@ from typing import Any
 from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands, add_campaign_argument, add_db_option, manager_of, positive_int, store_of
 from evalcore.errors import EvalError
+from evalcore.text import counted
 
 NONE_WORDS = ("none", "off", "")
 
@@ -124,11 +125,11 @@ def _list(args: argparse.Namespace) -> int:
 
     found = list_traces(store_of(args), _selection(args), tenant=args.tenant)
     shown = found[:args.limit]
-    lines = [f"{len(found)} trace(s)" + (f", the {len(shown)} newest:" if len(shown) < len(found) else ":")]
+    lines = [counted(len(found), "trace") + (f", the {len(shown)} newest:" if len(shown) < len(found) else ":")]
     for trace in shown:
         labels = " ".join(f"{k}={v}" for k, v in trace.metadata.items() if not k.startswith("service.instance"))
         lines.append(f"  {trace.number:>6}  {stamp(trace.started_at)}  {trace.question[:60]!r}  "
-                     f"{len(trace.documents)} doc(s)  {labels}")
+                     f"{counted(len(trace.documents), 'doc')}  {labels}")
     _print(args, {"total": len(found), "traces": [t.to_dict() for t in shown]}, lines)
     return 0
 
@@ -167,7 +168,8 @@ def _settings(args: argparse.Namespace) -> int:
     changed = args.retention_days is not None or patterns is not None or defaults is not None
     settings = (set_trace_settings(store, args.tenant, retention_days=retention, default_patterns=defaults,
                                    patterns=patterns) if changed else trace_settings(store, args.tenant))
-    keep = "kept" if settings.retention_days is None else f"kept {settings.retention_days:g} day(s)"
+    days = settings.retention_days
+    keep = "kept" if days is None else f"kept {days:g} " + ("day" if days == 1 else "days")
     redacted = "redacted" if settings.default_patterns else "NOT redacted"
     lines = [f"tenant {settings.tenant}: traces {keep}; e-mail, phone and card numbers {redacted}"]
     lines += [f"  pattern {name}: {text}" for name, text in settings.patterns]
@@ -179,7 +181,7 @@ def _prune(args: argparse.Namespace) -> int:
     from evalcore.telemetry import apply_retention
 
     deleted = apply_retention(store_of(args), tenant=args.tenant)
-    _print(args, deleted, [f"tenant {tenant}: {count} trace(s) deleted" for tenant, count in deleted.items()]
+    _print(args, deleted, [f"tenant {tenant}: {counted(count, 'trace')} deleted" for tenant, count in deleted.items()]
            or ["no tenant has a retention set"])
     return 0
 

@@ -24,6 +24,7 @@ from evalcore.compare.export_context import LINE_IN_CHART, ExportContext, Fact, 
 from evalcore.compare.sweep import Sweep
 from evalcore.diagnosis import NOT_ATTRIBUTED, STAGES, StageCounts, side_counts
 from evalcore.metrics import SCALES, display_order, higher_is_better, scale_of
+from evalcore.text import counted
 
 GREEN, RED, GREY = "#2e7d32", "#c62828", "#607d8b"
 SAME_VALUE = 9  # decimals two values must share to be drawn as one point of the scatter
@@ -228,8 +229,8 @@ def scatter_figure(values: Paired, measure: str, context: ExportContext, delta: 
         text=points["label"], textposition="middle right",
         marker={"size": 8 + 4 * np.sqrt(points["count"] - 1), "sizemode": "diameter",
                 "color": points["direction"].map(DIRECTION_COLORS)},
-        customdata=points[["count", "questions"]],
-        hovertemplate="%{customdata[0]} question(s): A %{x:.3f} · B %{y:.3f}<br>questions %{customdata[1]}"
+        customdata=np.column_stack([[counted(int(c), "question") for c in points["count"]], points["questions"]]),
+        hovertemplate="%{customdata[0]}: A %{x:.3f} · B %{y:.3f}<br>questions %{customdata[1]}"
                       "<extra></extra>"))
     figure.add_shape(type="line", x0=low, y0=low, x1=high, y1=high, line={"dash": "dot", "color": "#9e9e9e"})
     name = chart_text(measure)

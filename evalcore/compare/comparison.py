@@ -113,7 +113,8 @@ def choose_basis(diff: dict[str, list[Any]], a_values: list[Values], b_values: l
     nothing unless asked for, and the reason says so.
     """
     both = {name for a, b in zip(a_values, b_values, strict=True) for name in a.keys() & b.keys()}
-    default = tuple(name for name in verdict_basis() if name not in incomparable)
+    # Only measures some common question has on both sides: the AI score is not offered when no judge ran.
+    default = tuple(name for name in verdict_basis() if name not in incomparable and name in both)
     if requested:
         if requested not in both:
             raise EvalError(f"no common question has {requested} in both campaigns", where="basis",
@@ -236,7 +237,8 @@ def warnings_for(a: Campaign, b: Campaign, a_judges: dict[str, set[tuple[str, st
             out.append(f"judge {name} used a different model or prompt: its scores are not comparable")
     for side, campaign in (("A", a), ("B", b)):
         if campaign.status != CampaignStatus.SUCCEEDED:
-            out.append(f"campaign {side} ({campaign.id}) is {campaign.status}: results may be partial")
+            out.append(f"campaign {side} ({campaign.name or campaign.id}) {campaign.status_text}: results may be "
+                       "partial")
     if not common:
         out.append("the campaigns have no question in common (same id and same text)")
     return out

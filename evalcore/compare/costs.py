@@ -13,6 +13,7 @@ import numpy as np
 from evalcore.compare import stats
 from evalcore.costs import money
 from evalcore.shapes import doc
+from evalcore.text import counted
 
 QuestionCost = tuple[float | None, str]  # a question's cost (None: a model without a price) and its currency
 
@@ -46,7 +47,7 @@ class CostDelta:
         interval = "" if self.ci_low is None or self.ci_high is None else \
             f" [{signed(self.ci_low)}, {signed(self.ci_high)}]"
         ratio = "" if self.ratio is None else f" ({self.ratio:.2g}x)"
-        left = f"; {self.unpriced} question(s) without a price left out" if self.unpriced else ""
+        left = f"; {counted(self.unpriced, 'question')} without a price left out" if self.unpriced else ""
         return f"cost per question {sign}{money(abs(self.delta), self.currency)}{interval}{ratio}{left}"
 
     def to_dict(self) -> dict[str, Any]:

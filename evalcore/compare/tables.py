@@ -38,7 +38,8 @@ def passages_text(entries: tuple[Passage, ...]) -> str:
 def question_frame(questions: Sequence[QuestionDiff]) -> pd.DataFrame:
     """The per-question verdicts with the relevant passages that entered or left the retrieved list, and the
     queries each side retrieved with when a query transformation made them."""
-    return pd.DataFrame([{"qid": q.qid, "question": q.question, "verdict": q.verdict, "basis": q.basis,
+    return pd.DataFrame([{"qid": q.qid, "question": q.question, "verdict": q.verdict,
+                          "basis": q.basis or "not scored",
                           "A": q.a, "B": q.b, "stage A": q.diagnosis_a, "stage B": q.diagnosis_b,
                           "answer changed": q.answer_changed,
                           "relevant entered": passages_text(q.entered), "relevant left": passages_text(q.left),

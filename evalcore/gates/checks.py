@@ -80,6 +80,11 @@ class Check:
         """JSON shape."""
         return dict(self.__dict__)
 
+    def failure(self) -> str:
+        """A failed check as one line: `gate failed: ndcg@10 >= 0.7: …`; a regression's reason says it all
+        (`regression failed: ndcg@10 is significantly worse: 0.61 -> 0.52 …`)."""
+        return f"{self.kind} failed: {self.reason if self.kind == 'regression' else f'{self.name}: {self.reason}'}"
+
 
 def parse_gate(text: str, bound: str = "mean", example: str = "--fail-under ndcg@10=0.7") -> Gate:
     """`MEASURE=VALUE` as a Gate; EvalError naming the text when it is not one (its fix shows `example`, as the
@@ -209,8 +214,8 @@ def regression_check(m: MeasureDelta) -> Check:
     """Fails when the measure moved the wrong way and the paired test says it is real (p < 0.05)."""
     worse = m.significant and not m.improved
     interval = "" if m.ci_low is None else f", 95% CI [{m.ci_low:.4g}, {m.ci_high:.4g}]"
-    reason = (f"{m.measure}: {m.mean_a:.4g} -> {m.mean_b:.4g} (delta {m.delta:+.4g}{interval}, p = {m.p_value:.3g}, "
-              f"{m.test}, n = {m.n})" + (": significantly worse" if worse else ""))
+    reason = (f"{m.measure}{' is significantly worse' if worse else ''}: {m.mean_a:.4g} -> {m.mean_b:.4g} "
+              f"(delta {m.delta:+.4g}{interval}, p = {m.p_value:.3g}, {m.test}, n = {m.n})")
     return Check("regression", f"{m.measure} not significantly worse", not worse, reason, m.delta)
 
 

@@ -33,6 +33,11 @@ class Retrieved(NamedTuple):
     # Not in the chunk's stored JSON: the answer's sources carry it.
     file_name: Annotated[str, doc("the file an agent says the document is ('' when it says none)", hidden=True)] = ""
 
+    @property
+    def shown_id(self) -> str:
+        """How lists name it: its passage id, else an external target's id for it, else "—" (never "None")."""
+        return str(self.pid) if self.pid is not None else self.source or "—"
+
 
 @dataclass
 class TargetAnswer:

@@ -362,15 +362,16 @@ class TargetConfig:
                 lines += ["", f"[{table}]"] + [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in data[table].items()]
         return "\n".join(lines) + "\n"
 
-    def describe(self) -> str:
+    def describe(self, top_k: bool = False) -> str:
         """A short name from the settings that tell configurations apart, e.g. `hybrid RRF · USE embeddings · rerank
-        http · gpt-4o-mini · k=5`."""
+        http · gpt-4o-mini · k=5` (`top_k`: the candidates retrieved even at their default, as a sweep of them
+        names each)."""
         if self.kind == "http_agent":
             return f"agent {urlsplit(self.agent_url).netloc or self.agent_url}"
         if self.kind == "results_file":
             return f"file {Path(self.results_path).name}"
         parts = [self.retriever_label]
-        if self.embedding_top_k != TargetConfig.embedding_top_k:  # the candidates retrieved, when not the default
+        if top_k or self.embedding_top_k != TargetConfig.embedding_top_k:  # the candidates, when not the default
             parts.append(f"top {self.embedding_top_k}")
         if self.chunking == "tokens":
             parts.append(f"chunks {self.chunk_size}/{self.chunk_overlap}")

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalcore.shapes import doc
+from evalcore.text import counted
 
 MetadataValue = str | int | float | bool
 
@@ -113,9 +114,11 @@ class TraceImport:
 
     def lines(self) -> list[str]:
         """The report as a person reads it."""
-        head = f"{self.stored} trace(s) stored from {self.source}"
-        notes = [f"{count} {what}" for count, what in (
-            (self.duplicates, "already stored"), (self.waiting, "span(s) waiting for their root span"),
-            (self.redacted, "text(s) redacted"), (self.expired, "older than the retention, not stored"),
-            (len(self.rejected), "skipped")) if count]
+        head = f"{counted(self.stored, 'trace')} stored from {self.source}"
+        notes = [what for count, what in (
+            (self.duplicates, f"{self.duplicates} already stored"),
+            (self.waiting, f"{counted(self.waiting, 'span')} waiting for their root span"),
+            (self.redacted, f"{counted(self.redacted, 'text')} redacted"),
+            (self.expired, f"{self.expired} older than the retention, not stored"),
+            (len(self.rejected), f"{len(self.rejected)} skipped")) if count]
         return [head + (f" ({', '.join(notes)})" if notes else "")] + [f"  skipped {r.line()}" for r in self.rejected]

@@ -27,7 +27,9 @@ def agreement_section(store: Store, principal: Principal, campaign: Campaign) ->
         st.caption("Agreement of each judge with the labels (weighted kappa on ordinal scales)")
         for line in agreement_lines(found):
             st.text(line)
+    ui.open_on(f"label-judge-{campaign.id}", "judge", list(campaign.judges))
     judge = st.selectbox("Label for the judge", list(campaign.judges), key=f"label-judge-{campaign.id}")
+    ui.keep(judge=judge)
     if judge in found:
         matrix = found[judge]
         st.caption(f"Confusion matrix of {judge}: rows are the labels, columns the judge's verdicts")
@@ -45,9 +47,12 @@ def label_queue(store: Store, principal: Principal, campaign: Campaign, judge: s
         st.caption("No answered question yet.")
         return
     cursor_key = f"label-at-{campaign.id}-{judge}"
+    qids = [r.question.qid for r in answered]
+    ui.open_on(cursor_key, "labelling", range(len(answered)), text=lambda i: str(qids[i]))  # a link to a question
     at = st.session_state.get(cursor_key, next_unlabelled(answered, done, -1))
     at = min(max(at, 0), len(answered) - 1)
     result = answered[at]
+    ui.keep(labelling=str(result.question.qid))
     st.caption(f"{len(done)} of {len(answered)} answered questions labelled for {judge} · question {at + 1} "
                f"of {len(answered)} · keys: {key_help(scale_keys(campaign, judge))}, ← previous, → next")
     show_for_labelling(result, done.get(result.question.qid))

@@ -33,7 +33,9 @@ def questions_section(principal: Principal, campaign: Campaign) -> None:
     matching = [line.position for line in lines if (not errors_only or line.error)
                 and (not needle or needle.casefold() in f"{line.text} {line.answer or ''}".casefold())]
     pages = max((len(matching) + PAGE_SIZE - 1) // PAGE_SIZE, 1)
-    number = paging.number_input(f"Page (of {pages})", min_value=1, max_value=pages, value=1, key=f"page-{chosen}")
+    seeded = open_question(chosen, matching)
+    number = paging.number_input(f"Page (of {pages})", min_value=1, max_value=pages, value=None if seeded else 1,
+                                 key=f"page-{chosen}") or 1
     shown = ui.results_at(campaign, principal, tuple(matching[(number - 1) * PAGE_SIZE: number * PAGE_SIZE]))
     if shown:
         # One question in full at a time: a click on its row, or the picker, chooses it.
@@ -43,9 +45,22 @@ def questions_section(principal: Principal, campaign: Campaign) -> None:
         present = ui.aggregates(campaign, principal)
         overview = results_table(shown, [name for name in QUESTION_MEASURES if name in present])
         picked = ui.table_picker("Question", overview, labels, f"question-{chosen}", key=f"questions-{chosen}")
+        ui.keep(question=picked)
         show_result(next(r for r in shown if str(r.question.position) == picked))
     else:
         st.caption("No question matches." if lines else "No question has finished yet.")
+
+
+def open_question(chosen: str, matching: list[int]) -> bool:
+    """A link to a question (its position) opens it: its page of the table, then it in the picker. True when it set
+    the page (the page's input then takes no default)."""
+    state_key = f"question-{chosen}"
+    asked = ui.asked("question")
+    if state_key in st.session_state or asked is None or not asked.isdigit() or int(asked) not in matching:
+        return False
+    st.session_state[state_key] = asked
+    st.session_state[f"page-{chosen}"] = matching.index(int(asked)) // PAGE_SIZE + 1
+    return True
 
 
 def diagnosis_section(store: Store, principal: Principal, campaign: Campaign) -> None:
@@ -63,7 +78,7 @@ def diagnosis_section(store: Store, principal: Principal, campaign: Campaign) ->
     stage = st.selectbox("Questions at stage", present, format_func=lambda s: f"{s} ({counts.counts[s]})",
                          key=f"stage-{campaign.id}")
     rows = [r for r in ui.cached_results(campaign, principal) if (r.outcome.diagnosis or NOT_ATTRIBUTED) == stage]
-    st.dataframe(pd.DataFrame([{"qid": r.question.qid, "question": r.question.text, "answer": r.outcome.answer,
+    st.dataframe(ui.cells(pd.DataFrame([{"qid": r.question.qid, "question": r.question.text, "answer": r.outcome.answer,
                                 "error": r.outcome.error, **{name: r.outcome.measures.get(name)
                                                              for name in QUESTION_MEASURES}}
-                               for r in rows]), hide_index=True, height=200)
+                                        for r in rows])), hide_index=True, height=200)

@@ -28,7 +28,7 @@ def show_result(result: QuestionResult) -> None:
         st.code(outcome.error, language=None, wrap_lines=True)
     retrieved = retrieved_table(result)
     if not retrieved.empty:
-        st.dataframe(retrieved, hide_index=True)
+        st.dataframe(ui.cells(retrieved), hide_index=True)
     references = [*question.references, *([question.expected_answer] if question.expected_answer else [])]
     if references:
         st.dataframe(pd.DataFrame({"reference / expected answer": references}), hide_index=True)
@@ -39,7 +39,7 @@ def show_result(result: QuestionResult) -> None:
     measures = [{"measure": name, "value": value, "signature": outcome.signatures.get(name, "")}
                 for name, value in outcome.measures.items()]
     if measures:
-        st.dataframe(pd.DataFrame(measures), hide_index=True)
+        st.dataframe(ui.cells(pd.DataFrame(measures)), hide_index=True)
     if outcome.check_results:
         st.dataframe(pd.DataFrame([{"exact check": check, "result": "pass" if passed else "fail"}
                                    for check, passed in outcome.check_results.items()]), hide_index=True)
@@ -49,7 +49,7 @@ def show_result(result: QuestionResult) -> None:
                "context": v.context_cut or "seen whole"}
               for name, v in outcome.judges.items()]
     if judges:
-        st.dataframe(pd.DataFrame(judges), hide_index=True)
+        st.dataframe(ui.cells(pd.DataFrame(judges)), hide_index=True)
     for name, verdict in outcome.judges.items():
         if verdict.claims is not None:
             show_claims(name, verdict, outcome.context)
@@ -69,10 +69,10 @@ def show_claims(judge: str, verdict: Verdict, context: tuple[Retrieved, ...]) ->
     def passage(rank: int | None) -> Retrieved | None:
         return context[rank - 1] if rank is not None and rank <= len(context) else None
 
-    st.dataframe(pd.DataFrame([{"claim": c.claim, "verdict": c.verdict, "passage": c.passage,
+    st.dataframe(ui.cells(pd.DataFrame([{"claim": c.claim, "verdict": c.verdict, "passage": c.passage,
                                 "passage id": c.passage_id or None, "title": hit.title if hit else None,
                                 "passage text": ui.short(hit.text, 300) if hit else None}
-                               for c in verdict.claims for hit in [passage(c.passage)]]), hide_index=True)
+                               for c in verdict.claims for hit in [passage(c.passage)]])), hide_index=True)
 
 
 def show_for_labelling(result: QuestionResult, given: Label | None) -> None:

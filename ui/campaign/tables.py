@@ -45,7 +45,7 @@ def retrieved_table(result: QuestionResult) -> pd.DataFrame:
     relevant = result.question.relevant or {}
     in_context = len(result.outcome.context) if result.outcome.context == result.outcome.retrieved[
         :len(result.outcome.context)] else 0
-    return pd.DataFrame([{"rank": rank, "pid": hit.pid, "title": hit.title, "score": hit.score,
+    return pd.DataFrame([{"rank": rank, "pid": hit.shown_id, "title": hit.title, "score": hit.score,
                           "context": rank <= in_context,
                           "hit": hit_mark(result, hit), "label": label_text(relevant, hit.pid),
                           "text": short(hit.text, 200)} for rank, hit in enumerate(result.outcome.retrieved, 1)])
