@@ -145,7 +145,7 @@ def commands(world: dict, tmp_path: Path) -> list[list[str]]:
             ["dataset", "check", "default"], ["config", "show"], ["ask", "What is the refund window?"],
             ["score", "--help"], ["score-text", "--help"],
             ["run", "--dataset", "default", "--limit", "3", "--set", "retriever=bm25", "--name", "walked", *db],
-            ["rejudge", world["judged"], "--help"]]
+            ["rejudge", world["judged"], "--help"], ["measures"], ["measures", "--python"]]
     return out
 
 
