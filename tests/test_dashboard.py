@@ -235,6 +235,28 @@ def test_the_sample_suite_is_one_click_away(tmp_path: Path, monkeypatch: pytest.
     assert len(at.data_editor[0].value) == len(suite.cases)
 
 
+def test_the_selected_suite_launches_from_the_suites_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = str(tmp_path / "db.sqlite")
+    at = page_test(db, monkeypatch, "pages/suites.py")
+    next(b for b in at.button if b.label == "Add the sample suite").click().run()
+    [suite] = list_suites(get_manager(db).store)
+    at.session_state[f"cases-{suite.id}"] = {"edited_rows": {0: {"question": "unsaved"}}, "added_rows": [],
+                                             "deleted_rows": []}
+    at.run()
+    assert next(b for b in at.button if b.label == "Launch").disabled  # a campaign runs the saved suite
+    at.session_state[f"cases-{suite.id}"] = {"edited_rows": {}, "added_rows": [], "deleted_rows": []}
+    at.run()
+    launch = next(b for b in at.button if b.label == "Launch")
+    assert not launch.disabled
+    launch.click().run()
+    assert_clean(at)
+    [campaign] = list_campaigns(get_manager(db).store)
+    assert (campaign.suite_id, campaign.total) == (suite.id, len(suite.cases))
+    assert at.session_state["campaign_id"] == campaign.id == at.session_state["launched"][0]
+    assert f"Launched a campaign of sample ({campaign.id})" in unescape(texts(at))
+    get_manager(db).wait(campaign.id, timeout=120)
+
+
 def test_launch_a_campaign_on_the_sample_dataset_and_see_it_finish(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     db = str(tmp_path / "db.sqlite")
