@@ -153,8 +153,15 @@ if suite:
             launch_suite(suite, judged, principal)
     with ui.guard():
         # The same bytes as `python -m evalcore suites export`: they import back to the same suite.
-        download.download_button("CSV", data=suite_csv_bytes(suite.cases), file_name=f"{suite.name}.csv",
-                                 mime="text/csv", on_click="ignore", key="suite-download")
+        download.download_button("CSV to import (;)", data=suite_csv_bytes(suite.cases),
+                                 file_name=f"{suite.name} (import).csv", mime="text/csv", on_click="ignore",
+                                 key="suite-download", help="The import format, separated by ';' (Excel in "
+                                 "Europe opens it in columns): it imports back to the same suite.")
+        download.download_button("CSV for analysis (,)", data=suite_csv_bytes(suite.cases, delimiter=","),
+                                 file_name=f"{suite.name}.csv", mime="text/csv", on_click="ignore",
+                                 key="suite-download-analysis", help="Comma-separated with a header row, one "
+                                 "column per field: pandas.read_csv and spreadsheets outside Europe read it as "
+                                 "it is (it imports too).")
     confirm = remove.checkbox("Also delete its campaigns", key="confirm-delete",
                               help="Deleting a suite deletes its campaigns.")
     if remove.button("Delete suite", disabled=not confirm):

@@ -222,7 +222,7 @@ def test_csv_import_reports_each_line_and_imports_the_valid_ones(tmp_path: Path,
     assert [s.name for s in suites] == ["cases"]
     assert [c.question for c in suites[0].cases] == ["What is the refund window?", '=HYPERLINK("http://x")']
     assert "Imported 2 cases" in unescape(texts(at))
-    assert [d.label for d in at.download_button] == ["CSV"]
+    assert [d.label for d in at.download_button] == ["CSV to import (;)", "CSV for analysis (,)"]
 
 
 def test_the_sample_suite_is_one_click_away(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
