@@ -730,3 +730,28 @@ def test_text_tables_are_static_and_escaped_when_short_and_a_grid_when_long() ->
     assert all(v.startswith("\\*") for v in short_table.table[0].value["text"])  # shown as written, not as Markdown
     long_table = AppTest.from_function(page, args=(ui.STATIC_ROWS + 1,)).run()
     assert not long_table.table and list(long_table.dataframe[0].value["text"])[-1] == "*20* [x](http://e.test)"
+
+
+@pytest.mark.parametrize(("source", "trec"), [({"id": "doc 7", "title": "Terms"}, "1 Q0 doc_7 1 1 "),
+                                              ({"title": "Terms"}, None)])
+def test_an_agent_campaigns_trec_run_names_its_sources_or_says_why_there_is_none(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_dataset: Path, source: dict, trec: str | None) -> None:
+    from evalcore.campaigns.export import export_campaign
+    from evalcore.errors import EvalError
+    from evalcore.testing import FakeOpenAIServer, Reply
+
+    db = str(tmp_path / "db.sqlite")
+    with FakeOpenAIServer(lambda path, body: Reply.json({"answer": "30 days", "sources": [source]})) as agent:
+        config = TargetConfig(kind="http_agent", agent_url=f"{agent.root_url}/agent")
+        campaign_id = get_manager(db).launch(LaunchRequest(dataset=str(tiny_dataset), config=config))
+        assert get_manager(db).wait(campaign_id, timeout=60).status == "succeeded"
+    store = get_manager(db).store
+    at = page_test(db, monkeypatch, "pages/campaigns.py")
+    assert_clean(at)
+    button = at.download_button(key="export-trec")
+    if trec is not None:
+        assert export_campaign(store, campaign_id, "trec").startswith(trec) and not button.disabled
+    else:
+        with pytest.raises(EvalError, match="no TREC run to write"):
+            export_campaign(store, campaign_id, "trec")
+        assert button.disabled and "TREC run: no TREC run to write" in unescape(texts(at))
