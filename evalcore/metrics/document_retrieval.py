@@ -105,3 +105,30 @@ def _line(line: str, number: int, path: Path) -> object:
     except json.JSONDecodeError as error:
         raise EvalError(f"not JSON ({error.msg})", where=f"{path}:{number}",
                         expected="a JSON list of queries, one JSON object, or one JSON object per line") from None
+
+
+GRADED_NAMES = ("ndcg@3", "xdcg@3", "fidelity", "top1_relevance", "top3_max_relevance", "holes", "holes_ratio",
+                "total_retrieved_documents", "total_ground_truth_documents")
+SHAPES = ("documented", "package")  # the evaluator's documented output keys; azure-ai-evaluation 1.18's own output
+
+
+def package_shape(output: Mapping[str, object]) -> dict[str, object]:
+    """`document_retrieval`'s output as azure-ai-evaluation 1.18's DocumentRetrievalEvaluator returns it: the
+    summary under `document_retrieval*` (nDCG@3 with its `_score`, `_passed`, `_result`, `_reason`, `_status` and
+    `_threshold`), every measure under `document_retrieval_properties` (values, then each one's `_result`,
+    `_passed`, `_threshold`, `_higher_is_better`). `_passed` is null where the result is unknown."""
+    properties: dict[str, object] = {name: output[name] for name in GRADED_NAMES}
+    for name in GRADED_NAMES:
+        result = output[f"{name}_result"]
+        properties |= {f"{name}_result": result, f"{name}_passed": _passed(result),
+                       f"{name}_threshold": output[f"{name}_threshold"],
+                       f"{name}_higher_is_better": output[f"{name}_higher_is_better"]}
+    return {"document_retrieval": output["ndcg@3"], "document_retrieval_score": output["ndcg@3"],
+            "document_retrieval_passed": _passed(output["ndcg@3_result"]),
+            "document_retrieval_result": output["ndcg@3_result"], "document_retrieval_reason": None,
+            "document_retrieval_status": "completed", "document_retrieval_threshold": output["ndcg@3_threshold"],
+            "document_retrieval_properties": properties}
+
+
+def _passed(result: object) -> bool | None:
+    return {"pass": True, "fail": False}.get(str(result))
