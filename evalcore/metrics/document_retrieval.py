@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import cast
 
 from evalcore.errors import EvalError
+from evalcore.metrics.graded import GRADED_MEASURES
 from evalcore.metrics.registry import graded_retrieval_scores
 
 INPUT_FIELDS = ("retrieval_ground_truth", "retrieved_documents", "ground_truth_label_min", "ground_truth_label_max")
@@ -107,8 +108,6 @@ def _line(line: str, number: int, path: Path) -> object:
                         expected="a JSON list of queries, one JSON object, or one JSON object per line") from None
 
 
-GRADED_NAMES = ("ndcg@3", "xdcg@3", "fidelity", "top1_relevance", "top3_max_relevance", "holes", "holes_ratio",
-                "total_retrieved_documents", "total_ground_truth_documents")
 SHAPES = ("documented", "package")  # the evaluator's documented output keys; azure-ai-evaluation 1.18's own output
 
 
@@ -117,16 +116,17 @@ def package_shape(output: Mapping[str, object]) -> dict[str, object]:
     summary under `document_retrieval*` (nDCG@3 with its `_score`, `_passed`, `_result`, `_reason`, `_status` and
     `_threshold`), every measure under `document_retrieval_properties` (values, then each one's `_result`,
     `_passed`, `_threshold`, `_higher_is_better`). `_passed` is null where the result is unknown."""
-    properties: dict[str, object] = {name: output[name] for name in GRADED_NAMES}
-    for name in GRADED_NAMES:
+    summary = GRADED_MEASURES[0]  # nDCG@3: the package's summary score
+    properties: dict[str, object] = {name: output[name] for name in GRADED_MEASURES}
+    for name in GRADED_MEASURES:
         result = output[f"{name}_result"]
         properties |= {f"{name}_result": result, f"{name}_passed": _passed(result),
                        f"{name}_threshold": output[f"{name}_threshold"],
                        f"{name}_higher_is_better": output[f"{name}_higher_is_better"]}
-    return {"document_retrieval": output["ndcg@3"], "document_retrieval_score": output["ndcg@3"],
-            "document_retrieval_passed": _passed(output["ndcg@3_result"]),
-            "document_retrieval_result": output["ndcg@3_result"], "document_retrieval_reason": None,
-            "document_retrieval_status": "completed", "document_retrieval_threshold": output["ndcg@3_threshold"],
+    return {"document_retrieval": output[summary], "document_retrieval_score": output[summary],
+            "document_retrieval_passed": _passed(output[f"{summary}_result"]),
+            "document_retrieval_result": output[f"{summary}_result"], "document_retrieval_reason": None,
+            "document_retrieval_status": "completed", "document_retrieval_threshold": output[f"{summary}_threshold"],
             "document_retrieval_properties": properties}
 
 
