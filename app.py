@@ -43,7 +43,7 @@ if principal is None:  # the sign-in form whatever the URL (it stops the script)
                   position="hidden").run()
     st.stop()  # the sign-in form stops first: this only tells the type checker
 allowed = pages_for(principal)
-page = st.navigation(list(allowed.values()))
+page = ui.sidebar_navigation(list(allowed.values()))
 # A deep link kept across the sign-in opens its page, unless this principal's navigation has no such page.
 if (deep_link := st.session_state.pop("_deep_link", None)) in allowed:
     st.switch_page(deep_link)
