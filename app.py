@@ -51,8 +51,8 @@ if principal is None:  # the sign-in form whatever the URL (it stops the script)
                   position="hidden").run()
     st.stop()  # the sign-in form stops first: this only tells the type checker
 pages = pages_for(principal)
-page = st.navigation([st.Page(home, title="Datasets", url_path=HOME, default=True, visibility="hidden"),
-                      *pages.values()])
+page = ui.sidebar_navigation([st.Page(home, title="Datasets", url_path=HOME, default=True, visibility="hidden"),
+                              *pages.values()])
 # A deep link kept across a first run outside this router opens its page, with its query parameters.
 if (deep_link := st.session_state.pop("_deep_link", None)) in pages:
     st.switch_page(deep_link, query_params=st.query_params.to_dict())

@@ -1,21 +1,24 @@
 """The delta chart's readability in the commonest comparison: a top-k change (embedding_top_k 3 → 10).
 
-    python bench/chart_readability.py [--questions 40] [--width 940]
+    python bench/chart_readability.py [--questions 40] [--width 940] [--generator realistic_dataset.py
+                                       --generated-questions 200 --generated-passages 2000]
 
 Two campaigns run on the sample dataset (keyword retrieval, extractive answers, embedding_top_k 3 and 10) and
-are compared. The dashboard's delta chart (one Vega-Lite chart per scale) is laid out by Vega itself
-(vl-convert, no browser) at the width the Compare page gives it in a 1400-pixel window, and each 0-1 measure
-is measured in pixels: its 95% interval's width, and whether its label is apart (its box, at 0.6 em a
-character, overlaps no other label and no other measure's point) and tells its value (not a rounded "+0.000"
-when the difference is not 0). A measure is readable when its interval is at least 20 px wide, or when it is
-labelled apart. The reference, laid out in the same run from the same comparison, is the chart as it was:
-every measure on one axis, counts included, labels to three decimals, rows of 26 px (as the page drew them).
+are compared; with `--generator`, the same on a dataset that generator script writes into a temporary folder
+(`SCRIPT OUT --questions N --passages P`). The dashboard's delta chart (one Vega-Lite chart per panel) is laid
+out by Vega itself (vl-convert, no browser) at the width the Compare page gives it in a 1400-pixel window, and
+each 0-1 measure is measured in pixels: its 95% interval's width, and whether its label is apart (its box, at
+0.6 em a character, overlaps no other label and no other measure's point) and tells its value (a digit that is
+not 0, and no exponent: "+1.87e-05" does not). A measure is readable when its interval is at least 20 px wide,
+or when it is labelled apart. The reference, laid out in the same run from the same comparison, is the chart
+before small changes got their own panel: one panel per scale, labels to three significant digits.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -36,21 +39,20 @@ from evalcore.compare.charts import (
     delta_specs,
     detects_text,
     needs_text,
-    ordered,
     point_class,
+    scale_groups,
 )
 from evalcore.compare.export_context import comparison_context, source_names
 from evalcore.metrics import scale_of
 from evalcore.targets import TargetConfig
 
 VISIBLE = 20  # pixels
-OLD_ROW_PX = 26
 
 
-def top_k_comparison(db: str, questions: int) -> tuple[Comparison, Any]:
-    """Two campaigns differing in embedding_top_k (3, then 10) on the sample dataset, compared; and their context."""
+def top_k_comparison(db: str, questions: int, dataset: str = "default") -> tuple[Comparison, Any]:
+    """Two campaigns differing in embedding_top_k (3, then 10) on the dataset, compared; and their context."""
     manager = get_manager(db)
-    ids = [manager.launch(LaunchRequest(dataset="default", limit=questions, name=f"keyword top {k}",
+    ids = [manager.launch(LaunchRequest(dataset=dataset, limit=questions, name=f"keyword top {k}",
                           config=TargetConfig.from_dict({"retriever": "bm25", "embedding_top_k": k}))) for k in (3, 10)]
     campaigns = [manager.wait(campaign_id, timeout=600) for campaign_id in ids]
     comparison = compare_campaigns(manager.store, *ids)
@@ -59,14 +61,15 @@ def top_k_comparison(db: str, questions: int) -> tuple[Comparison, Any]:
     return comparison, context
 
 
-def single_axis(comparison: Comparison) -> dict[str, Any]:
-    """The reference: the chart as it was, every measure on one axis (unchanged ones too), labels to 3 decimals."""
+def by_scale(comparison: Comparison) -> list[dict[str, Any]]:
+    """The reference: the chart before small changes had their own panel (one panel per scale, "+.3g" labels)."""
     points = pd.DataFrame([{
-        "scale": "every measure", "measure": m.measure, "delta": m.delta,
+        "scale": title, "measure": m.measure, "delta": m.delta,
         "low": m.delta if m.ci_low is None else m.ci_low, "high": m.delta if m.ci_high is None else m.ci_high,
-        "label": f"{m.delta:+.3f}{' *' if m.significant else ''}", "n": m.n, "p": m.p_value, "test": m.test,
-        "detects": detects_text(m), "needs": needs_text(m), "direction": point_class(m)} for m in ordered(comparison)])
-    return {**delta_panel(points), "height": OLD_ROW_PX * len(points)}
+        "label": f"{m.delta:+.3g}{' *' if m.significant else ''}", "n": m.n, "p": m.p_value, "test": m.test,
+        "detects": detects_text(m), "needs": needs_text(m), "direction": point_class(m)}
+        for title, members in scale_groups(comparison) for m in members])
+    return [delta_panel(points[points["scale"] == group]) for group in dict.fromkeys(points["scale"])]
 
 
 def marks(spec: dict[str, Any], width: int) -> dict[str, dict[str, Any]]:
@@ -78,7 +81,8 @@ def marks(spec: dict[str, Any], width: int) -> dict[str, dict[str, Any]]:
     rows, points, texts = spec["data"]["values"], layers["layer_2_marks"], layers["layer_3_marks"]
     boxes = [label_box(text) for text in texts]
     return {row["measure"]: {"interval": abs(rule["x2"] - rule["x"]), "label": row["label"],
-                             "tells": row["delta"] == 0 or any(c in "123456789" for c in row["label"].split("e")[0]),
+                             "tells": row["delta"] == 0 or ("e" not in row["label"]
+                                                            and any(c in "123456789" for c in row["label"])),
                              "apart": not any(overlaps(boxes[i], box) for j, box in enumerate(boxes) if j != i)
                              and not any(overlaps(boxes[i], point_box(p)) for j, p in enumerate(points) if j != i)}
             for i, (row, rule) in enumerate(zip(rows, layers["layer_1_marks"], strict=True))}
@@ -126,36 +130,53 @@ def readable(mark: dict[str, Any] | None) -> bool:
 def cells(mark: dict[str, Any]) -> str:
     """A measure's columns: interval px, label, apart, readable."""
     apart = "apart" if mark["apart"] else "overlaps"
-    return f"{mark['interval']:11.1f} {mark['label']:>10} {apart:>8} {'yes' if readable(mark) else 'no':>8}"
+    return f"{mark['interval']:11.1f} {mark['label']:>11} {apart:>8} {'yes' if readable(mark) else 'no':>8}"
+
+
+def report(title: str, comparison: Comparison, context: Any, width: int) -> None:
+    """The table of every 0-1 measure drawn, before and after, and the counts of readable ones."""
+    before: dict[str, dict[str, Any]] = {}
+    for panel in by_scale(comparison):
+        before.update(marks(panel, width))
+    after: dict[str, dict[str, Any]] = {}
+    for panel in delta_specs(comparison, context):
+        after.update(marks(panel, width))
+    shares = [name for name in before if scale_of(name) == "share"]
+    print(f"\n{title}, chart {width} px wide")
+    header = f"{'interval px':>11} {'label':>11} {'label is':>8} {'readable':>8}"
+    print(f"{'':38} | {'before (a panel per scale)':^41} | {'after (small changes apart)':^41}")
+    print(f"{'measure':28} {'B − A':>9} | {header} | {header}")
+    deltas = {m.measure: m.delta for m in comparison.measures}
+    for name in shares:
+        print(f"{name:28} {deltas[name]:+9.4f} | {cells(before[name])} | {cells(after[name])}")
+    print(f"0-1 measures drawn: {len(shares)}; readable (interval >= {VISIBLE} px, or labelled apart with its value, "
+          f"no exponent): before {sum(readable(before[n]) for n in shares)}/{len(shares)}, "
+          f"after {sum(readable(after[n]) for n in shares)}/{len(shares)}")
+    print(f"panels after: {[panel['data']['values'][0]['scale'] for panel in delta_specs(comparison, context)]}; "
+          f"{len(delta_points(comparison))} measures drawn of {len(comparison.measures)}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--questions", type=int, default=40)
     parser.add_argument("--width", type=int, default=940, help="the chart's width in px (the Compare page's at 1400)")
+    parser.add_argument("--generator", type=Path, help="a dataset generator script: OUT --questions N --passages P")
+    parser.add_argument("--generated-questions", type=int, default=200)
+    parser.add_argument("--generated-passages", type=int, default=2000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as home:
         comparison, context = top_k_comparison(str(Path(home) / "evalcore.db"), args.questions)
-    before = marks(single_axis(comparison), args.width)
-    after: dict[str, dict[str, Any]] = {}
-    for panel in delta_specs(comparison, context):
-        after.update(marks(panel, args.width))
-    shares = [m.measure for m in ordered(comparison) if scale_of(m.measure) == "share" and m.measure in before]
-    print(f"A top-k change (embedding_top_k 3 → 10), {args.questions} questions, chart {args.width} px wide")
-    header = f"{'interval px':>11} {'label':>10} {'label is':>8} {'readable':>8}"
-    print(f"{'':38} | {'before (one axis)':^40} | {'after (by scale)':^40}")
-    print(f"{'measure':28} {'B − A':>9} | {header} | {header}")
-    deltas = {m.measure: m.delta for m in comparison.measures}
-    for name in shares:
-        new = after.get(name)
-        print(f"{name:28} {deltas[name]:+9.4f} | {cells(before[name])} | "
-              f"{cells(new) if new else '(not drawn: the same on every question)'}")
-    changed = [name for name in shares if name in after]
-    print(f"0-1 measures that changed on some question: {len(changed)}; readable (interval >= {VISIBLE} px, or "
-          f"labelled apart with its value): before {sum(readable(before[n]) for n in changed)}/{len(changed)}, "
-          f"after {sum(readable(after[n]) for n in changed)}/{len(changed)}")
-    print(f"panels after: {[panel['data']['values'][0]['scale'] for panel in delta_specs(comparison, context)]}; "
-          f"{len(delta_points(comparison))} measures drawn of {len(comparison.measures)}")
+        report(f"A top-k change (embedding_top_k 3 → 10) on the sample, {args.questions} questions", comparison,
+               context, args.width)
+        if args.generator:
+            folder = Path(home) / "generated"
+            subprocess.run([sys.executable, str(args.generator), str(folder), "--questions",
+                            str(args.generated_questions), "--passages", str(args.generated_passages)], check=True,
+                           stdout=subprocess.DEVNULL)
+            comparison, context = top_k_comparison(str(Path(home) / "generated.db"), args.generated_questions,
+                                                   str(folder))
+            report(f"The same on the generated dataset ({args.generated_questions} questions, "
+                   f"{args.generated_passages} passages)", comparison, context, args.width)
 
 
 if __name__ == "__main__":

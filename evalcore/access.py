@@ -141,10 +141,11 @@ def is_loopback(address: str | None) -> bool:
 class LoginThrottle:
     """Exponential back-off of failed sign-ins, per session and per client address.
 
-    After n failures in a row under a name, the next attempt under it waits base * 2**(n-1) seconds
-    (at most `cap_s`) before the key is even checked; a name with no failure for `forget_s` starts
-    again from zero. Attempts from one address take turns (its gate), so parallel sessions each wait
-    the back-off the attempts before them earned. Clock and sleep are injectable for tests.
+    After n failures in a row under a name, the next attempt under it is checked no sooner than base * 2**(n-1)
+    seconds (at most `cap_s`) after the last failure, waiting what is left before the key is even looked at;
+    a name with no failure for `forget_s` starts again from zero. Attempts from one address take turns (its
+    gate), so parallel sessions each wait the back-off the attempts before them earned. Clock and sleep are
+    injectable for tests.
     """
 
     base_s: float = 0.5
@@ -163,9 +164,14 @@ class LoginThrottle:
         return count if self.clock() - last < self.forget_s else 0
 
     def delay(self, *names: str) -> float:
-        """The wait before the next attempt under these names (the worst of them)."""
-        worst = max((self.failures(name) for name in names), default=0)
-        return 0.0 if worst == 0 else min(self.cap_s, self.base_s * math.pow(2, worst - 1))
+        """The wait left before the next attempt under these names (the worst of them): the back-off counts from the
+        last failure, so the time a person takes to type the key again is part of it (a script's retries are not)."""
+        now = self.clock()
+        with self._lock:
+            recent = [self._failures.get(name, (0, 0.0)) for name in names]
+        waits = [min(self.cap_s, self.base_s * math.pow(2, count - 1)) - (now - last)
+                 for count, last in recent if count and now - last < self.forget_s]
+        return max([0.0, *waits])
 
     def attempt(self, session: str, address: str, check: Callable[[], T | None]) -> T | None:
         """Wait the back-off, then check; None counts a failure under both names, a success clears the session's."""

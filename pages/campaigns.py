@@ -65,4 +65,4 @@ if sections[LABELS].open:
 if sections[CONFIGURATION].open:
     with sections[CONFIGURATION]:
         configuration_section(campaign)
-exports_section(store, principal, campaign.id)
+exports_section(store, principal, campaign)

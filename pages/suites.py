@@ -10,6 +10,7 @@ import streamlit as st
 
 import ui
 from evalcore.access import Action, Principal
+from evalcore.campaigns.launching import LaunchRequest
 from evalcore.datasets import SAMPLE_FOLDER
 from evalcore.metrics.checks import checks_cell
 from evalcore.suites import (
@@ -17,6 +18,7 @@ from evalcore.suites import (
     MAX_SOURCES,
     Case,
     IfExists,
+    Suite,
     create_suite,
     delete_suite,
     list_suites,
@@ -85,6 +87,15 @@ def import_cases(cases: list[Case], name: str, choice: IfExists, principal: Prin
     st.rerun()
 
 
+def launch_suite(suite: Suite, use_judge: bool, principal: Principal) -> None:
+    """A campaign of the saved suite on its target, then the Campaigns page open on it."""
+    campaign_id = ui.manager().launch(LaunchRequest(suite_id=suite.id, use_judge=use_judge, principal=principal))
+    st.session_state["launched"] = [campaign_id, *st.session_state.get("launched", [])]
+    ui.select_next_run("campaign_id", campaign_id)
+    ui.flash(f"Launched a campaign of {suite.name} ({campaign_id}): its progress is below.")
+    st.switch_page("pages/campaigns.py")
+
+
 def import_panel(data: bytes, filename: str, key: str, principal: Principal, target_id: str) -> None:
     """The line-by-line report of a CSV, its name, what to do with a suite of that name, and the import button
     (the suite runs target_id)."""
@@ -127,7 +138,7 @@ edited = st.data_editor(rows, column_config=COLUMNS, num_rows="dynamic", hide_in
 cases = editor_cases(edited)
 st.caption(f"{len(cases)}/{MAX_CASES} cases")
 
-save, download, remove = st.columns([1, 1, 2])
+save, launch, download, remove = st.columns([1, 1, 1, 2])
 if save.button("Save" if suite else "Create", type="primary"):
     with ui.guard():
         if suite:
@@ -139,10 +150,26 @@ if save.button("Save" if suite else "Create", type="primary"):
         ui.flash(f"Saved {counted(len(cases), 'case')}.")
         st.rerun()
 if suite:
+    unsaved = (name != suite.name or cases != [case_row(c) for c in suite.cases]
+               or (suite.target_id in target_ids and target_id != suite.target_id))
+    judged = launch.checkbox("AI score", key="launch-judge", help="Adds the AI score (1-5 against the expected "
+                             "answer), asked of the target's own chat model, else of its configured judge model.")
+    if launch.button("Launch", disabled=unsaved or not suite.cases,
+                     help="Save the changes first: a campaign runs the saved suite." if unsaved else
+                     "Runs a campaign of this suite on its target; the Run page sets every option."):
+        with ui.guard():
+            launch_suite(suite, judged, principal)
     with ui.guard():
         # The same bytes as `python -m evalcore suites export`: they import back to the same suite.
-        download.download_button("CSV", data=suite_csv_bytes(suite.cases), file_name=f"{suite.name}.csv",
-                                 mime="text/csv", on_click="ignore", key="suite-download")
+        download.download_button("CSV to import (;)", data=suite_csv_bytes(suite.cases),
+                                 file_name=f"{suite.name} (import).csv", mime="text/csv", on_click="ignore",
+                                 key="suite-download", help="The import format, separated by ';' (Excel in "
+                                 "Europe opens it in columns): it imports back to the same suite.")
+        download.download_button("CSV for analysis (,)", data=suite_csv_bytes(suite.cases, delimiter=","),
+                                 file_name=f"{suite.name}.csv", mime="text/csv", on_click="ignore",
+                                 key="suite-download-analysis", help="Comma-separated with a header row, one "
+                                 "column per field: pandas.read_csv and spreadsheets outside Europe read it as "
+                                 "it is (it imports too).")
     confirm = remove.checkbox("Also delete its campaigns", key="confirm-delete",
                               help="Deleting a suite deletes its campaigns.")
     if remove.button("Delete suite", disabled=not confirm):

@@ -78,6 +78,27 @@ def test_a_deep_link_on_a_fresh_server_gets_the_apps_navigation(server: str) -> 
         assert_no_exception_on(tab)
 
 
+def test_the_first_visit_after_streamlit_run_never_shows_the_folders_menu(tmp_path: Path) -> None:
+    """`streamlit run app.py` from the checkout (its settings read): from the first paint to the page, the sidebar
+    lists the app's pages only, never the pages/ folder's file names ("app", "campaigns", ...)."""
+    env = {"EVALCORE_DB": str(tmp_path / "evalcore.db"), "EVALCORE_UPLOAD_DIR": str(tmp_path / "uploads")}
+    with serve_streamlit(APP, env, tmp_path / "streamlit.log", cwd=APP.parent, timeout=60) as url, \
+            sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        tab = browser.new_page()
+        tab.goto(url, wait_until="commit")
+        def menu() -> tuple[str, ...]:
+            return tuple(tab.eval_on_selector_all("[data-testid='stSidebarNav'] a", "els => els.map(e => e.innerText)"))
+
+        menus, deadline = {menu()}, time.monotonic() + 60
+        while time.monotonic() < deadline and tab.get_by_role("heading", name="Datasets").count() == 0:
+            menus.add(menu())
+            time.sleep(0.05)
+        menus.add(menu())
+        browser.close()
+    assert menus - {()} == {("Datasets", "Suites", "Run", "Campaigns", "Compare", "Traces")}
+
+
 def assert_no_exception_on(tab: object) -> None:
     """Nothing on the page is an exception box or traceback text."""
     assert tab.locator('[data-testid="stException"]').count() == 0

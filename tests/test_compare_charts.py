@@ -12,6 +12,7 @@ from evalcore.compare.charts import (
     NEUTRAL,
     STAGE_COLORS,
     delta_figure,
+    delta_label,
     delta_specs,
     scatter_figure,
     scatter_spec,
@@ -90,6 +91,27 @@ def test_a_top_k_change_draws_each_scale_on_its_own_axis_with_counts_neutral() -
     assert unchanged_line(comparison) == ("Not drawn, the same in A and B on every question: mrr, map, "
                                           "graded.total_groundtruth_documents.")
     assert figure.layout.annotations[-1].text.replace("<br>", " ") == unchanged_line(comparison)
+
+
+def test_tiny_changes_get_an_axis_of_their_own_and_labels_without_exponents() -> None:
+    """A top-k change moves precision by tenths and BLEU by hundred-thousandths: on one axis BLEU's interval would
+    be a pixel under its point, labelled +1.87e-05."""
+    def rows(k: int) -> list:
+        return [row(qid, f"question {qid}", {"precision": (2 + (qid % 3 == 0 and k > 3)) / k,
+                                             "bleu4": 0.3 + (k > 3) * (qid % 2) * 3.74e-05, "rougel": 0.5})
+                for qid in range(1, 11)]
+    a, b = dated("A", 1.0, name="top-k 3"), dated("B", 2.0, name="top-k 10")
+    comparison = compare_results(a, rows(3), b, rows(10), resamples=500)
+    context = comparison_context(comparison, a, b, SOURCES, DAY)
+    specs, figure = delta_specs(comparison, context), delta_figure(comparison, context)
+    panels = {panel["data"]["values"][0]["scale"]: panel["data"]["values"] for panel in specs}
+    assert {name: [r["measure"] for r in values] for name, values in panels.items()} == {
+        "0-1 measures": ["precision"], "0-1 measures, small changes (an axis of their own)": ["bleu4"]}
+    bleu = panels["0-1 measures, small changes (an axis of their own)"][0]
+    assert bleu["label"].removesuffix(" *") == "+0.0000187" and "e" not in bleu["label"]
+    assert [trace.xaxis for trace in figure.data] == ["x", "x2"]  # the exports split it alike
+    assert [delta_label(v) for v in (1.87e-05, -0.437, 0.5, 12345.0, 0.0)] == [
+        "+0.0000187", "-0.437", "+0.5", "+12,345", "+0"]
 
 
 def test_the_scatter_spec_has_each_distinct_point_once_with_its_count() -> None:

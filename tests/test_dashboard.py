@@ -222,7 +222,7 @@ def test_csv_import_reports_each_line_and_imports_the_valid_ones(tmp_path: Path,
     assert [s.name for s in suites] == ["cases"]
     assert [c.question for c in suites[0].cases] == ["What is the refund window?", '=HYPERLINK("http://x")']
     assert "Imported 2 cases" in unescape(texts(at))
-    assert [d.label for d in at.download_button] == ["CSV"]
+    assert [d.label for d in at.download_button] == ["CSV to import (;)", "CSV for analysis (,)"]
 
 
 def test_the_sample_suite_is_one_click_away(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -233,6 +233,28 @@ def test_the_sample_suite_is_one_click_away(tmp_path: Path, monkeypatch: pytest.
     [suite] = list_suites(get_manager(db).store)
     assert suite.name == "sample" and len(suite.cases) >= 10
     assert len(at.data_editor[0].value) == len(suite.cases)
+
+
+def test_the_selected_suite_launches_from_the_suites_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = str(tmp_path / "db.sqlite")
+    at = page_test(db, monkeypatch, "pages/suites.py")
+    next(b for b in at.button if b.label == "Add the sample suite").click().run()
+    [suite] = list_suites(get_manager(db).store)
+    at.session_state[f"cases-{suite.id}"] = {"edited_rows": {0: {"question": "unsaved"}}, "added_rows": [],
+                                             "deleted_rows": []}
+    at.run()
+    assert next(b for b in at.button if b.label == "Launch").disabled  # a campaign runs the saved suite
+    at.session_state[f"cases-{suite.id}"] = {"edited_rows": {}, "added_rows": [], "deleted_rows": []}
+    at.run()
+    launch = next(b for b in at.button if b.label == "Launch")
+    assert not launch.disabled
+    launch.click().run()
+    assert_clean(at)
+    [campaign] = list_campaigns(get_manager(db).store)
+    assert (campaign.suite_id, campaign.total) == (suite.id, len(suite.cases))
+    assert at.session_state["campaign_id"] == campaign.id == at.session_state["launched"][0]
+    assert f"Launched a campaign of sample ({campaign.id})" in unescape(texts(at))
+    get_manager(db).wait(campaign.id, timeout=120)
 
 
 def test_launch_a_campaign_on_the_sample_dataset_and_see_it_finish(tmp_path: Path,
@@ -708,3 +730,28 @@ def test_text_tables_are_static_and_escaped_when_short_and_a_grid_when_long() ->
     assert all(v.startswith("\\*") for v in short_table.table[0].value["text"])  # shown as written, not as Markdown
     long_table = AppTest.from_function(page, args=(ui.STATIC_ROWS + 1,)).run()
     assert not long_table.table and list(long_table.dataframe[0].value["text"])[-1] == "*20* [x](http://e.test)"
+
+
+@pytest.mark.parametrize(("source", "trec"), [({"id": "doc 7", "title": "Terms"}, "1 Q0 doc_7 1 1 "),
+                                              ({"title": "Terms"}, None)])
+def test_an_agent_campaigns_trec_run_names_its_sources_or_says_why_there_is_none(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_dataset: Path, source: dict, trec: str | None) -> None:
+    from evalcore.campaigns.export import export_campaign
+    from evalcore.errors import EvalError
+    from evalcore.testing import FakeOpenAIServer, Reply
+
+    db = str(tmp_path / "db.sqlite")
+    with FakeOpenAIServer(lambda path, body: Reply.json({"answer": "30 days", "sources": [source]})) as agent:
+        config = TargetConfig(kind="http_agent", agent_url=f"{agent.root_url}/agent")
+        campaign_id = get_manager(db).launch(LaunchRequest(dataset=str(tiny_dataset), config=config))
+        assert get_manager(db).wait(campaign_id, timeout=60).status == "succeeded"
+    store = get_manager(db).store
+    at = page_test(db, monkeypatch, "pages/campaigns.py")
+    assert_clean(at)
+    button = at.download_button(key="export-trec")
+    if trec is not None:
+        assert export_campaign(store, campaign_id, "trec").startswith(trec) and not button.disabled
+    else:
+        with pytest.raises(EvalError, match="no TREC run to write"):
+            export_campaign(store, campaign_id, "trec")
+        assert button.disabled and "TREC run: no TREC run to write" in unescape(texts(at))

@@ -152,6 +152,18 @@ def test_the_back_off_is_per_session_and_per_address_and_capped() -> None:
     assert throttle.delay("session:b", "address:1") == 0.0  # forgotten after a quiet minute
 
 
+def test_the_back_off_counts_from_the_last_failure_so_retyping_a_key_is_not_made_to_wait_again() -> None:
+    now, waits = [0.0], []
+    throttle = LoginThrottle(base_s=1.0, sleep=waits.append, clock=lambda: now[0])
+    for _ in range(4):  # a script: each retry at once waits the whole back-off
+        throttle.attempt("session:a", "address:1", lambda: None)
+    assert waits == [0.0, 1.0, 2.0, 4.0]
+    now[0] = 5.0  # a person takes 5 s to paste the right key: of the 8 s earned, 3 are left
+    assert throttle.attempt("session:a", "address:1", lambda: "ok") == "ok" and waits[-1] == 3.0
+    now[0] = 20.0  # typed after the back-off: no wait at all
+    assert throttle.attempt("session:b", "address:1", lambda: "ok") == "ok" and waits[-1] == 0.0
+
+
 def test_parallel_sign_ins_from_one_address_each_wait_what_the_ones_before_earned() -> None:
     """Ten sessions at once from one address: checked one after another, each after a longer wait."""
     waits: list[float] = []

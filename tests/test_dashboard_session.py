@@ -3,7 +3,12 @@ on sign-out, with its key's revocation or at its expiry; the sidebar says what a
 
 from __future__ import annotations
 
+import tomllib
+from pathlib import Path
+
 import pytest
+import streamlit as st
+from streamlit import config
 
 from evalcore.access import Principal
 from evalcore.campaigns import get_manager
@@ -77,3 +82,26 @@ def test_a_sign_in_is_kept_by_another_tab_and_a_sign_out_ends_it_there(tmp_path,
     assert titles(first) == ["Sign in"]
     second.run()  # its next click
     assert titles(second) == ["Sign in"]
+
+
+def test_the_folder_menu_is_hidden_and_the_routers_own_menu_shows(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before app.py first runs, Streamlit draws a menu of pages/ file names: the configuration hides it, and the
+    router turns the sidebar menu on for its own navigation only."""
+    settings = tomllib.loads((Path(__file__).parent.parent / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    assert settings["client"]["showSidebarNavigation"] is False
+    st.set_option("client.showSidebarNavigation", False)
+    seen: list[bool] = []
+    navigation = st.navigation
+
+    def recording(*args, **kwargs):
+        seen.append(config.get_option("client.showSidebarNavigation"))
+        return navigation(*args, **kwargs)
+
+    monkeypatch.setattr(st, "navigation", recording)
+    try:
+        at = open_app(str(tmp_path / "evalcore.db"), monkeypatch)
+        assert_clean(at)
+        assert titles(at) == ["Datasets"] and seen == [True]
+        assert config.get_option("client.showSidebarNavigation") is False  # the folder's menu stays hidden
+    finally:
+        st.set_option("client.showSidebarNavigation", True)

@@ -3,11 +3,13 @@ imports that ask, a suite download that is the CLI's export, and progress bars t
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 import ui
@@ -198,6 +200,11 @@ def test_the_suite_download_is_the_cli_export_and_imports_back(tmp_path: Path, m
     assert main(["suites", "export", suite.id, "--out", str(exported), "--db", db]) == 0
     assert data == exported.read_bytes()
     assert parse_suite_csv(data).cases == list(cases)
+    analysis = served[at.download_button(key="suite-download-analysis").proto.url.rsplit("/", 1)[-1].split(".")[0]]
+    table = pd.read_csv(io.BytesIO(analysis), keep_default_na=False)  # an analyst's one call
+    assert list(table.columns) == ["question", "expected_answer", "sources"] and len(table) == len(cases)
+    assert table["question"].tolist() == ["Quel est le délai ?", "'=1+1 ?", "路由器的默认地址是什么？"]
+    assert parse_suite_csv(analysis).cases == list(cases)
     assert main(["suites", "import", str(exported), "--name", "round trip", "--target", "default", "--keep-both",
                  "--db", db]) == 0
     imported = next(s for s in list_suites(get_manager(db).store) if s.name == "round trip (2)")

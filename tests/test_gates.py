@@ -248,6 +248,19 @@ class Build:
         return 0, output
 
 
+def test_the_first_commands_of_the_ci_page_run_as_written_on_the_sample(tmp_path) -> None:
+    """Each line of the page's first block, in a fresh folder: exit 0, as the page says (no model needed)."""
+    commands = [line for line in doc_blocks("bash")[0].splitlines() if line.strip()]
+    assert len(commands) == 4 and not any("judge" in line for line in commands)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALCORE_DB": str(tmp_path / "ci.db"),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    for command in commands:
+        done = subprocess.run(["bash", "--noprofile", "--norc", "-c", command], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, check=False, timeout=300)
+        assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
+    assert (tmp_path / "run.xml").is_file() and (tmp_path / "compare.xml").is_file()
+
+
 def test_the_ci_job_of_the_docs_runs_as_written(tmp_path) -> None:
     config = doc_blocks("toml")[0]
     assert "[gates]" in config

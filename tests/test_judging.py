@@ -89,6 +89,37 @@ def test_an_http_agent_is_judged_by_the_configured_model(manager: CampaignManage
     assert summary.total_tokens == summary.tokens.total + judge_tokens
 
 
+def test_an_http_agent_whose_configuration_names_its_chat_model_is_judged_by_it(tmp_path: Path) -> None:
+    """No judge model named: the AI score asks the agent's own model, on the engine and through the API's suites."""
+    from evalcore.targets.saved import save_target
+    from tests.test_api import Api, make_api, serve, wait_done
+
+    app, keys, targets = make_api(tmp_path)
+    with FakeOpenAIServer(agent_and_judge) as server, serve(app) as url:
+        own = {"generator": "openai", "model": "agent-chat", "base_url": server.base_url, "api_key_env": ""}
+        agent = TargetConfig.from_dict({"kind": "http_agent", "agent_url": f"{server.root_url}/agent", **own})
+        api = Api(url, app, tmp_path / "api.db", keys, {**targets, "agent": save_target(app.state.store, agent,
+                                                                                          tenant="acme")})
+        suite = api.call("POST", "/api/v1/eval-suites", json={
+            "name": "agent judged by its own model", "agent_id": api.targets["agent"],
+            "cases": [{"question": "What is the refund window?", "expected_answer": "30 days"}]}).json()["data"]
+        launched = api.call("POST", f"/api/v1/eval-suites/{suite['suite']['id']}/runs", json={"use_judge": True})
+        assert launched.status_code == 202, launched.text
+        run = wait_done(api, f"/api/v1/eval-suites/runs/{launched.json()['data']['run']['id']}",
+                        lambda data: data["run"]["status"])
+        models, base_url = {body["model"] for body in judge_calls(server)}, server.base_url
+        bare = TargetConfig.from_dict({"kind": "http_agent", "agent_url": f"{server.root_url}/agent"})
+        refused = api.call("POST", "/api/v1/eval-suites", json={
+            "name": "agent without a model", "agent_id": save_target(app.state.store, bare, tenant="acme"),
+            "cases": [{"question": "What is the refund window?"}]}).json()["data"]["suite"]
+        refusal = api.call("POST", f"/api/v1/eval-suites/{refused['id']}/runs", json={"use_judge": True})
+    assert run["run"]["status"] == "succeeded", run["run"]
+    verdict = run["results"][0]["judges"]["score"]
+    assert models == {"agent-chat"} and verdict["score"] == 4.0, verdict
+    assert verdict["model"] == f"openai:agent-chat@{base_url}"
+    assert refusal.status_code == 422 and "judges need a chat model" in refusal.json()["error"]["message"]
+
+
 def test_a_results_file_is_judged_on_its_own_contexts(manager: CampaignManager, tiny_dataset: Path,
                                                       tmp_path: Path) -> None:
     run = tmp_path / "run.jsonl"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,7 +13,7 @@ from hypothesis import strategies as st
 from evalcore.cli import main
 from evalcore.errors import EvalError
 from evalcore.suites import Case
-from evalcore.suites.csvfile import export_suite_csv, parse_suite_csv
+from evalcore.suites.csvfile import export_suite_csv, parse_suite_csv, suite_csv_bytes
 from tests.csvsafety import assert_safe_csv
 
 SAMPLE = Path(__file__).resolve().parents[1] / "dataset" / "samples" / "suite.csv"
@@ -292,3 +294,18 @@ def test_a_line_written_with_the_other_separator_is_a_line_problem() -> None:
                for _, problem in report.rejected)
     only_questions = parse_suite_csv(b"Which plan, then?\nAnd this one, too?\n")  # no line uses ';': nothing mixed
     assert len(only_questions.cases) == 2
+
+
+def test_the_comma_export_is_a_table_pandas_reads_and_it_imports_back_too() -> None:
+    cases = [Case("What, exactly, is the refund window?", "30 jours, après livraison", ("CGV", "Terms of Sale"),
+                  ("contains:30 jours", r"regex:\d+")),
+             Case("Où est le routeur ?")]
+    semicolons, commas = suite_csv_bytes(cases), suite_csv_bytes(cases, delimiter=",")
+    assert pd.read_csv(io.BytesIO(semicolons)).shape == (2, 1)  # the import format: one column to pandas
+    table = pd.read_csv(io.BytesIO(commas), keep_default_na=False)
+    assert list(table.columns) == ["question", "expected_answer", "sources", "checks"]
+    assert table.iloc[0].tolist() == ["What, exactly, is the refund window?", "30 jours, après livraison",
+                                      "CGV|Terms of Sale", r"contains:30 jours; regex:\d+"]
+    for data in (semicolons, commas):
+        report = parse_suite_csv(data, source="suite.csv")
+        assert (report.cases, report.rejected) == (cases, [])

@@ -9,6 +9,7 @@ from typing import NoReturn
 from urllib.parse import urlparse
 
 import streamlit as st
+from streamlit.navigation.page import StreamlitPage
 
 from evalcore.access import LOCAL, Action, LoginThrottle, Principal, is_loopback
 from evalcore.keys import (
@@ -147,6 +148,19 @@ def _route_through_app() -> None:
     """
     keep_deep_link()
     st.switch_page("app.py", query_params=st.query_params.to_dict())
+
+
+def sidebar_navigation(pages: list[StreamlitPage]) -> StreamlitPage:
+    """st.navigation with its menu in the sidebar. Until a session has run app.py, Streamlit draws a menu of the
+    pages/ folder's file names (lowercase, for the seconds the first imports take): the configuration hides that
+    menu (client.showSidebarNavigation = false), and the option is turned on for this call only, so that the
+    router's own menu shows."""
+    hidden = st.get_option("client.showSidebarNavigation")
+    st.set_option("client.showSidebarNavigation", True)
+    try:
+        return st.navigation(pages)
+    finally:
+        st.set_option("client.showSidebarNavigation", hidden)
 
 
 def keep_deep_link() -> None:

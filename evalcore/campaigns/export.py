@@ -76,18 +76,27 @@ def export_jsonl(store: Store, campaign_id: str, names: str = "project") -> str:
 
 
 def export_trec(store: Store, campaign_id: str, names: str = "project") -> str:
-    """A TREC run file `qid Q0 pid rank score tag`, in the order the target ranked the passages.
+    """A TREC run file `qid Q0 docid rank score tag`, in the order the target ranked the documents.
 
     trec_eval re-sorts by score and breaks ties by docid, so the score written is derived from
     the rank (n, n-1, ...) to keep the target's order; the raw scores are in the JSONL export.
-    Entries without a passage id (nothing to match in qrels) are left out; `names` does not apply.
+    A document is named by its passage id, else by an external target's own id for it (an agent's, a
+    results file's; spaces become underscores); one with neither is left out. `names` does not apply.
+    EvalError when no question ranked a document that has either: an empty run says nothing.
     """
     tag = campaign_id.replace(" ", "_")
     lines = []
-    for r in campaign_results(store, campaign_id):
-        pids = list(dict.fromkeys(hit.pid for hit in r.outcome.retrieved if hit.pid is not None))
-        lines += [f"{r.question.qid} Q0 {pid} {rank} {len(pids) - rank + 1} {tag}\n"
-                  for rank, pid in enumerate(pids, 1)]
+    results = campaign_results(store, campaign_id)
+    for r in results:
+        docids = [str(hit.pid) if hit.pid is not None else "_".join(hit.source.split()) for hit in r.outcome.retrieved]
+        ranked = list(dict.fromkeys(docid for docid in docids if docid))
+        lines += [f"{r.question.qid} Q0 {docid} {rank} {len(ranked) - rank + 1} {tag}\n"
+                  for rank, docid in enumerate(ranked, 1)]
+    if results and not lines:
+        raise EvalError("no TREC run to write: no question ranked a document with an id (a passage id, or the "
+                        "target's own id for its sources)", where=campaign_id,
+                        fix="export CSV or JSONL, which list each answer's sources by title; an HTTP agent's "
+                        "sources get ids when agent_source_id names their id field")
     return "".join(lines)
 
 

@@ -26,7 +26,7 @@ from evalcore.metrics import (
     graded_retrieval_scores,
     signature,
 )
-from evalcore.metrics.document_retrieval import document_retrieval, read_cases
+from evalcore.metrics.document_retrieval import SHAPES, document_retrieval, package_shape, read_cases
 from evalcore.metrics.generation import generation_scores
 from evalcore.metrics.graded import default_thresholds, threshold_measure
 from evalcore.metrics.retrieval import GRADED_NDCG_MEASURES
@@ -60,6 +60,11 @@ def register(commands: Commands) -> None:
                       help="instead of --qrels/--run with --graded: queries in the document retrieval evaluator's "
                       "JSON input (a list, one object, or JSONL: retrieval_ground_truth, retrieved_documents, "
                       "ground_truth_label_min/max); prints its output fields as JSONL")
+    trec.add_argument("--shape", choices=SHAPES, default="documented",
+                      help="with --cases: documented (default): the evaluator's documented output keys, flat "
+                      "(ndcg@3, ndcg@3_result, ndcg@3_threshold, ...); package: what azure-ai-evaluation 1.18's "
+                      "DocumentRetrievalEvaluator returns (document_retrieval_score, _passed, _status, and every "
+                      "measure under document_retrieval_properties)")
     trec.add_argument("--threshold", action="append", metavar="NAME=V", default=[],
                       help="a graded pass mark (repeatable): ndcg_threshold, xdcg_threshold, fidelity_threshold, "
                       "top1_relevance_threshold, top3_max_relevance_threshold, total_retrieved_documents_threshold, "
@@ -107,7 +112,7 @@ def run_score(args: argparse.Namespace) -> int:
     """Score a run against qrels and print per-query values and means (or the evaluator's output per case)."""
     thresholds = _thresholds(args.threshold)
     if args.cases is not None:
-        return _score_cases(args.cases, thresholds)
+        return _score_cases(args.cases, thresholds, args.shape)
     if args.qrels is None or args.run is None:
         raise EvalError("nothing to score", where="--qrels/--run", expected="both --qrels and --run, or --cases FILE")
     # Imported here: TREC scoring loads pyarrow, which `--help` and the other commands need not pay.
@@ -229,11 +234,14 @@ def _thresholds(pairs: list[str]) -> dict[str, float]:
     return marks
 
 
-def _score_cases(path: Path, thresholds: dict[str, float]) -> int:
-    """The evaluator's output fields for each query of the file, one JSON line each (with its id when it has one)."""
+def _score_cases(path: Path, thresholds: dict[str, float], shape: str = "documented") -> int:
+    """The evaluator's output fields for each query of the file, one JSON line each (with its id when it has one),
+    in the documented keys or the package's own shape."""
     for number, record in enumerate(read_cases(path), start=1):
         where = f"{path} query {number}"
         output = document_retrieval(record, thresholds, where=where)
+        if shape == "package":
+            output = package_shape(output)
         key = record.get("id", number) if isinstance(record, dict) else number
         sys.stdout.write(json.dumps({"id": key, **output}, ensure_ascii=False) + "\n")
     return 0

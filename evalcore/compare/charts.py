@@ -11,6 +11,7 @@ Plotly figures every stored string goes through `chart_text`: Plotly reads `<b>`
 from __future__ import annotations
 
 import html
+import math
 import textwrap
 from typing import Any
 
@@ -65,6 +66,9 @@ DIRECTION_SCALE = {"domain": list(DIRECTION_COLORS), "range": list(DIRECTION_COL
 DELTA_TITLE = "B − A per measure, each scale on its own axis (95% paired bootstrap interval; * p < 0.05)"
 # Height of one measure's row in the dashboard's delta chart: its label above its point clears the row above.
 ROW_PX = 32
+# An interval under this share of its panel's axis is a few pixels wide, hidden by its point: such measures are
+# drawn in a panel of their own (on a 700-pixel axis, 5% is 35 px).
+SMALL_SHARE = 0.05
 
 
 def ordered(comparison: Comparison) -> list[MeasureDelta]:
@@ -106,14 +110,48 @@ def point_class(m: MeasureDelta) -> str:
     return direction(m.improved, m.significant and not m.improved)
 
 
+def delta_label(value: float) -> str:
+    """B − A as a label: three significant digits in plain decimals, never an exponent (`+0.0000187`, `-0.437`)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:+g}"
+    decimals = min(max(0, 2 - math.floor(math.log10(abs(value)))), 12)
+    text = f"{value:+,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if decimals else text
+
+
+def _interval(m: MeasureDelta) -> tuple[float, float]:
+    return (m.delta if m.ci_low is None else m.ci_low, m.delta if m.ci_high is None else m.ci_high)
+
+
+def small_changes(members: list[MeasureDelta]) -> list[MeasureDelta]:
+    """The members whose interval would be under SMALL_SHARE of their panel's axis (zero included), and sit that
+    close to zero, hidden by their point on the zero line: they get a panel and an axis of their own, where their
+    intervals can be seen (none when all or none are that small)."""
+    ends = [end for m in members for end in _interval(m)] + [0.0]
+    span = max(ends) - min(ends)
+    small = [m for m in members if max(_interval(m)[1] - _interval(m)[0], abs(m.delta)) < SMALL_SHARE * span]
+    return small if 0 < len(small) < len(members) else []
+
+
+def split_groups(comparison: Comparison) -> list[tuple[str, list[MeasureDelta]]]:
+    """scale_groups, each group's small changes (small_changes) moved to a group of their own right after it."""
+    groups = []
+    for title, members in scale_groups(comparison):
+        small = small_changes(members)
+        groups.append((title, [m for m in members if m not in small]))
+        if small:
+            groups.append((f"{title}, small changes (an axis of their own)", small))
+    return groups
+
+
 def delta_points(comparison: Comparison) -> pd.DataFrame:
     """One row per measure drawn, by scale group then display order: its group, B − A, its interval (the point itself
     when none), its label, colour class and what the hover says. Both forms of the delta chart draw these."""
     return pd.DataFrame([{
-        "scale": title, "measure": m.measure, "delta": m.delta, "low": m.delta if m.ci_low is None else m.ci_low,
-        "high": m.delta if m.ci_high is None else m.ci_high, "label": f"{m.delta:+.3g}{' *' if m.significant else ''}",
+        "scale": title, "measure": m.measure, "delta": m.delta, "low": _interval(m)[0], "high": _interval(m)[1],
+        "label": f"{delta_label(m.delta)}{' *' if m.significant else ''}",
         "n": m.n, "p": m.p_value, "test": m.test, "detects": detects_text(m), "needs": needs_text(m),
-        "direction": point_class(m)} for title, members in scale_groups(comparison) for m in members],
+        "direction": point_class(m)} for title, members in split_groups(comparison) for m in members],
         columns=["scale", "measure", "delta", "low", "high", "label", "n", "p", "test", "detects", "needs",
                  "direction"])
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import cast
 
 from evalcore.errors import EvalError
+from evalcore.metrics.graded import GRADED_MEASURES
 from evalcore.metrics.registry import graded_retrieval_scores
 
 INPUT_FIELDS = ("retrieval_ground_truth", "retrieved_documents", "ground_truth_label_min", "ground_truth_label_max")
@@ -105,3 +106,29 @@ def _line(line: str, number: int, path: Path) -> object:
     except json.JSONDecodeError as error:
         raise EvalError(f"not JSON ({error.msg})", where=f"{path}:{number}",
                         expected="a JSON list of queries, one JSON object, or one JSON object per line") from None
+
+
+SHAPES = ("documented", "package")  # the evaluator's documented output keys; azure-ai-evaluation 1.18's own output
+
+
+def package_shape(output: Mapping[str, object]) -> dict[str, object]:
+    """`document_retrieval`'s output as azure-ai-evaluation 1.18's DocumentRetrievalEvaluator returns it: the
+    summary under `document_retrieval*` (nDCG@3 with its `_score`, `_passed`, `_result`, `_reason`, `_status` and
+    `_threshold`), every measure under `document_retrieval_properties` (values, then each one's `_result`,
+    `_passed`, `_threshold`, `_higher_is_better`). `_passed` is null where the result is unknown."""
+    summary = GRADED_MEASURES[0]  # nDCG@3: the package's summary score
+    properties: dict[str, object] = {name: output[name] for name in GRADED_MEASURES}
+    for name in GRADED_MEASURES:
+        result = output[f"{name}_result"]
+        properties |= {f"{name}_result": result, f"{name}_passed": _passed(result),
+                       f"{name}_threshold": output[f"{name}_threshold"],
+                       f"{name}_higher_is_better": output[f"{name}_higher_is_better"]}
+    return {"document_retrieval": output[summary], "document_retrieval_score": output[summary],
+            "document_retrieval_passed": _passed(output[f"{summary}_result"]),
+            "document_retrieval_result": output[f"{summary}_result"], "document_retrieval_reason": None,
+            "document_retrieval_status": "completed", "document_retrieval_threshold": output[f"{summary}_threshold"],
+            "document_retrieval_properties": properties}
+
+
+def _passed(result: object) -> bool | None:
+    return {"pass": True, "fail": False}.get(str(result))

@@ -288,9 +288,9 @@ def to_line(line: int, cells: list[str] | None, error: str | None, *, accepted: 
                               expected_sources=sources, checks=checks))
 
 
-def export_suite_csv(cases: Iterable[Case]) -> str:
-    """A CSV (`;`, header, quoted where needed) that imports back to the same cases (a checks column when a case has
-    checks)."""
+def export_suite_csv(cases: Iterable[Case], *, delimiter: str = ";") -> str:
+    """A CSV (`;` by default, header, quoted where needed) that imports back to the same cases (a checks column when
+    a case has checks); with `,` it is the table an analyst's tools read (pandas.read_csv, Excel outside Europe)."""
     cases = list(cases)
     checked = any(case.checks for case in cases)
     rows: list[tuple[str, ...]] = [(*EXPORT_HEADER, CHECKS_HEADER) if checked else EXPORT_HEADER]
@@ -300,9 +300,9 @@ def export_suite_csv(cases: Iterable[Case]) -> str:
                             where=f"case {number}", fix="remove the '|' from the source name")
         row = (case.question, case.expected_answer or "", "|".join(case.expected_sources))
         rows.append((*row, checks_cell(case.checks)) if checked else row)
-    return csv_text(rows, delimiter=";")
+    return csv_text(rows, delimiter=delimiter)
 
 
-def suite_csv_bytes(cases: Iterable[Case]) -> bytes:
+def suite_csv_bytes(cases: Iterable[Case], *, delimiter: str = ";") -> bytes:
     """The suite's CSV file as every face writes it: UTF-8 with a BOM (so Excel shows accents and Chinese)."""
-    return export_suite_csv(cases).encode("utf-8-sig")
+    return export_suite_csv(cases, delimiter=delimiter).encode("utf-8-sig")

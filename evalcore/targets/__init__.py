@@ -21,7 +21,7 @@ def build_target(config: TargetConfig, *, cache: CallCache | None = None, cache_
     from evalcore.targets.rag import RagTarget
 
     if config.kind == "http_agent":
-        return HttpAgentTarget(config)
+        return HttpAgentTarget(config, cache)
     if config.kind == "results_file":
         return ResultsFileTarget(config)
     return RagTarget(config, cache=cache, cache_dir=cache_dir)

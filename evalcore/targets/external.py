@@ -13,6 +13,7 @@ from evalcore.errors import EvalError
 from evalcore.models import ChatModel, check_reachable, new_client, post_json
 from evalcore.targets.base import Retrieved, TargetAnswer
 from evalcore.targets.config import TargetConfig, header_problem
+from evalcore.targets.generators import own_chat_model
 from evalcore.targets.knowledge import Progress
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -65,9 +66,10 @@ def as_pid(value: Any) -> int | None:
 class HttpAgentTarget:
     """POSTs each question to an agent and reads the answer and sources by JSON path."""
 
-    def __init__(self, config: TargetConfig) -> None:
+    def __init__(self, config: TargetConfig, cache: Any = None) -> None:
         self.config = config
         self._client = new_client()
+        self._model = own_chat_model(config, cache)
 
     def check(self) -> None:
         """Fail fast: header secrets are set and the agent's server answers."""
@@ -124,8 +126,8 @@ class HttpAgentTarget:
         return headers
 
     def chat_model(self) -> ChatModel | None:
-        """An agent exposes no chat model of ours."""
-        return None
+        """The chat model the agent's configuration names (its judges ask it), else None."""
+        return self._model
 
 
 class ResultsFileTarget:

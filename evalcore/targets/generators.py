@@ -142,6 +142,16 @@ def build_chat_model(config: TargetConfig, cache: Any = None) -> ChatModel | Non
     return None
 
 
+def own_chat_model(config: TargetConfig, cache: Any = None) -> ChatModel | None:
+    """The target's own chat model, which judges ask when no judge model is named: our pipeline's generator, or the
+    model an HTTP agent's configuration names (generator "openai" with its model or deployment); else None."""
+    if config.kind == "rag":
+        return build_chat_model(config, cache)
+    if config.kind == "http_agent" and config.generator == "openai" and (config.model or config.deployment):
+        return build_chat_model(config, cache)
+    return None
+
+
 def build_judge_model(config: TargetConfig, own: ChatModel | None, cache: Any = None, *,
                       check: bool = True) -> ChatModel:
     """The judges' chat model: under judge_kind "auto" the target's own (when it has one) unless a judge model or
@@ -173,15 +183,15 @@ def build_judge_model(config: TargetConfig, own: ChatModel | None, cache: Any = 
                         where="judge_model", fix="set judge_model (on the command line --judge-model NAME)")
     raise EvalError("judges need a chat model: this target has none and no judge model is configured",
                     where="judge_model", fix='set judge_model (and judge_base_url, judge_api_key_env) for an '
-                    'OpenAI-compatible judge, or judge_kind = "local"; on the command line --judge-model NAME')
+                    'OpenAI-compatible judge, or judge_kind = "local"; on the command line --judge-model NAME; '
+                    'an HTTP agent\'s own model: generator = "openai" with its model and base_url')
 
 
 def judge_model_name(config: TargetConfig) -> str | None:
     """The name of the model the judges will ask, as their verdicts will name it (nothing connects); None when no
     model can judge (the launch says why)."""
-    own = build_chat_model(config) if config.kind == "rag" else None
     try:
-        return build_judge_model(config, own, check=False).name
+        return build_judge_model(config, own_chat_model(config), check=False).name
     except EvalError:
         return None
 

@@ -7,9 +7,12 @@ from functools import partial
 import streamlit as st
 
 from evalcore.access import Principal
+from evalcore.campaigns import Campaign
 from evalcore.campaigns.export import export_campaign
+from evalcore.errors import EvalError
 from evalcore.store import Store
 
+CHECKED = 1000  # an external target's campaign up to this many questions: its TREC run is tried before it is offered
 FORMATS = (("csv", "text/csv", "CSV", "csv"), ("jsonl", "application/jsonl", "JSONL", "jsonl"),
            ("trec", "text/plain", "TREC run", "run.txt"))
 
@@ -20,7 +23,19 @@ def export(store: Store, principal: Principal, campaign_id: str, fmt: str, names
                            names=names).encode("utf-8-sig" if fmt == "csv" else "utf-8")
 
 
-def exports_section(store: Store, principal: Principal, campaign_id: str) -> None:
+def trec_refusal(store: Store, principal: Principal, campaign: Campaign) -> str | None:
+    """Why this campaign has no TREC run (an external target's sources may have no id), else None: tried at once
+    for a finished campaign of an HTTP agent or a results file (ours always rank passages)."""
+    if campaign.config.get("kind", "rag") == "rag" or campaign.active or campaign.total > CHECKED:
+        return None
+    try:
+        export_campaign(store, campaign.id, "trec", principal=principal)
+    except EvalError as error:
+        return f"{error.message} ({error.fix})"
+    return None
+
+
+def exports_section(store: Store, principal: Principal, campaign: Campaign) -> None:
     """A download button per format, and whether judge fields take the evaluators' names."""
     st.caption("Export")
     cols = st.columns([1, 1, 1, 4])
@@ -28,6 +43,11 @@ def exports_section(store: Store, principal: Principal, campaign_id: str) -> Non
         "Judge fields under the evaluators' names", key="export-names",
         help="gpt_retrieval, retrieval_reason, response_completeness_result, groundedness_pro_label… instead of "
         "score, completeness, groundedness_pro (CSV and JSONL)") else "project"
+    no_trec = trec_refusal(store, principal, campaign)
     for col, (fmt, mime, label, suffix) in zip(cols, FORMATS, strict=False):
-        col.download_button(label, data=partial(export, store, principal, campaign_id, fmt, names),
-                            file_name=f"{campaign_id}.{suffix}", mime=mime, key=f"export-{fmt}", on_click="ignore")
+        col.download_button(label, data=partial(export, store, principal, campaign.id, fmt, names),
+                            file_name=f"{campaign.id}.{suffix}", mime=mime, key=f"export-{fmt}", on_click="ignore",
+                            disabled=fmt == "trec" and no_trec is not None,
+                            help=no_trec if fmt == "trec" else None)
+    if no_trec is not None:
+        st.caption(f"TREC run: {no_trec}")
