@@ -101,7 +101,9 @@ def test_the_folder_menu_is_hidden_and_the_routers_own_menu_shows(tmp_path, monk
     try:
         at = open_app(str(tmp_path / "evalcore.db"), monkeypatch)
         assert_clean(at)
-        assert titles(at) == ["Datasets"] and seen == [True]
+        assert titles(at) == ["Datasets"]
+        assert seen
+        assert all(seen)  # every run of the router (the root address forwards to /datasets: two runs)
         assert config.get_option("client.showSidebarNavigation") is False  # the folder's menu stays hidden
     finally:
         st.set_option("client.showSidebarNavigation", True)
