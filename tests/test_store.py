@@ -385,7 +385,7 @@ def test_a_version_fifteen_store_is_migrated_and_its_rows_read_the_same(tmp_path
     hits = _ranked([1.0, 0.9435405731201172], [{"bm25": 11.044711, "bm25_norm": 1.0},
                                                {"bm25": 10.421133, "bm25_norm": 0.943541}])
     with Store(path) as store:
-        assert store.read("PRAGMA user_version")[0][0] == len(MIGRATIONS) == 18
+        assert store.read("PRAGMA user_version")[0][0] == len(MIGRATIONS) == 19
         old = read_results(store, "c")
         assert old[0].outcome.retrieved == hits and old[0].outcome.measures == {"mrr": 0.5}
         writer = ResultWriter(store, "c")

@@ -14,7 +14,7 @@ from evalcore.metrics.graded import GradedScale
 from evalcore.models import metered, noticed, refuse_long_reply
 from evalcore.models.http import Calls
 from evalcore.store import StoreCallCache
-from evalcore.targets import Retrieved, Target, TargetAnswer, TargetConfig
+from evalcore.targets import Chat, Retrieved, Target, TargetAnswer, TargetConfig
 from evalcore.targets.knowledge import PassageLike
 
 
@@ -75,7 +75,10 @@ def ask(target: Target, question: Question) -> Asked:
     start = time.perf_counter()
     with metered() as meter:
         try:
-            reply = target.answer(question.text, qid=question.qid)
+            chat = question_chat(question)
+            # Only a turn of a conversation passes `chat`: a target written before conversations keeps working.
+            reply = (target.answer(question.text, qid=question.qid, chat=chat) if chat is not None
+                     else target.answer(question.text, qid=question.qid))
             # Scoring work grows with the answer's length: whatever the target, nothing over the cap is
             # scored, so a question past its time limit stops costing CPU within a bounded time.
             refuse_long_reply(reply.answer, target.config.max_reply_chars)
@@ -84,6 +87,13 @@ def ask(target: Target, question: Question) -> Asked:
             # The calls that did succeed were paid for: their tokens stay on the question.
             tokens = (meter.prompt["answer"], meter.completion["answer"])
             return Asked(None, error_text(error), time.perf_counter() - start, tokens)
+
+
+def question_chat(question: Question) -> Chat | None:
+    """Where a question stands in its conversation (None for a question asked alone)."""
+    if question.conversation is None:
+        return None
+    return Chat(question.conversation, question.turn or 1, question.history)
 
 
 def settle(plan: Plan, question: Question, asked: Asked) -> Outcome:

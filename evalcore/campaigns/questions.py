@@ -16,14 +16,14 @@ def dataset_questions(dataset: Dataset) -> list[Question]:
     """The question snapshot of a dataset campaign (labels, every reference answer, the dataset's answerability)."""
     # Built marked (no copy of each question to mark it): a launch of thousands of questions waits for this.
     return [Question(position, q.qid, q.text, None, references, dict(q.labels) or None, (),
-                     marked_answerable(None, references, q.answerable))
+                     marked_answerable(None, references, q.answerable), q.conversation, q.turn)
             for position, q in enumerate(dataset.questions) for references in (tuple(q.references),)]
 
 
 def suite_questions(suite: Suite) -> list[Question]:
     """The question snapshot of a suite campaign: the cases as they are at launch."""
     return with_answerability([Question(position, position + 1, case.question, case.expected_answer, (), None,
-                                        tuple(case.expected_sources))
+                                        tuple(case.expected_sources), None, case.conversation, case.turn)
                                for position, case in enumerate(suite.cases)])
 
 
@@ -56,11 +56,12 @@ def insert_questions(conn: Connection, campaign_id: str, questions: list[Questio
     """Write the question snapshot."""
     conn.executemany(
         "INSERT INTO campaign_questions (campaign_id, position, qid, question, expected_answer, refs, relevant, "
-        "expected_sources, answerable) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "expected_sources, answerable, conversation, turn) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (campaign_id, q.position, q.qid, q.text, q.expected_answer, dumps(list(q.references)),
              dumps({str(k): v for k, v in q.relevant.items()}) if q.relevant is not None else None,
-             dumps(list(q.expected_sources)), None if q.answerable is None else int(q.answerable))
+             dumps(list(q.expected_sources)), None if q.answerable is None else int(q.answerable), q.conversation,
+             q.turn)
             for q in questions
         ],
     )

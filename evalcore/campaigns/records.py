@@ -22,7 +22,7 @@ from evalcore.judges import JudgeResult, Verdict
 from evalcore.lifecycle import CampaignStatus
 from evalcore.metrics.graded import stored_values
 from evalcore.shapes import Key, doc
-from evalcore.targets.base import Retrieved
+from evalcore.targets.base import Retrieved, Round
 from evalcore.targets.config import Snapshot
 from evalcore.targets.saved import ID_NAMES
 
@@ -262,23 +262,32 @@ class Question:
     answerable: bool | None = field(default=None, metadata=doc(
         "false: declining is the right answer (an unanswerable marker or the dataset's answerable column); null: "
         "no reference answer"))
+    conversation: str | None = field(default=None, metadata=doc("the conversation it is a turn of (null: a question "
+                                                                "asked alone)"))
+    turn: int | None = field(default=None, metadata=doc("its turn in the conversation, from 1 (null: asked alone)"))
+    # The earlier rounds the target is given with it (evalcore.campaigns.conversations): set just before it is
+    # asked, never stored with the snapshot.
+    history: tuple[Round, ...] = field(default=(), metadata=doc(hidden=True))
 
     @classmethod
     def from_row(cls, row: Row | Mapping[str, Any]) -> Question:
         """From a campaign_questions row (its JSON columns as stored, or decoded already: `loaded`)."""
         relevant = loaded(row["relevant"]) if row["relevant"] is not None else None
+        names = row.keys()
         return cls(row["position"], row["qid"], row["question"], row["expected_answer"],
                    tuple(loaded(row["refs"])),
                    {int(k): v for k, v in relevant.items()} if relevant is not None else None,
                    tuple(loaded(row["expected_sources"])),
-                   None if row["answerable"] is None else bool(row["answerable"]))
+                   None if row["answerable"] is None else bool(row["answerable"]),
+                   row["conversation"] if "conversation" in names else None,
+                   row["turn"] if "turn" in names else None)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape (`question` is the text)."""
         return {"qid": self.qid, "position": self.position, "question": self.text,
                 "expected_answer": self.expected_answer, "references": list(self.references),
                 "relevant": self.relevant, "expected_sources": list(self.expected_sources),
-                "answerable": self.answerable}
+                "answerable": self.answerable, "conversation": self.conversation, "turn": self.turn}
 
 
 @dataclass(frozen=True)

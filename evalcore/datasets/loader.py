@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, cast
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from evalcore.datasets.conversations import TurnOf, conversation_id, turn_problems
 from evalcore.datasets.names import DEFAULT_DATASET
 from evalcore.errors import EvalError
 from evalcore.relevance import relevant_ids
@@ -64,6 +65,8 @@ class Question(NamedTuple):
     labels: dict[int, int]
     references: tuple[str, ...]
     answerable: bool | None = None  # queries.parquet's optional `answerable` column (False: declining is right)
+    conversation: str | None = None  # the optional `conversation` column: the conversation it is a turn of
+    turn: int | None = None  # the optional `turn` column: its turn in that conversation, from 1
 
     @property
     def relevant(self) -> frozenset[int]:
@@ -302,6 +305,7 @@ def _check_references(columns: dict[str, dict[str, list[Any]]], tables: dict[str
     titles = _optional_text(tables["corpus"], "title", problems)
     files = _optional_text(tables["corpus"], "file_name", problems)
     columns["queries"]["answerable"] = _answerable(tables["queries"], problems)
+    columns["queries"]["conversation"], columns["queries"]["turn"] = _conversations(tables["queries"], problems)
     if problems.lines or labels is None or titles is None or files is None:
         return None
     return _assemble(columns, labels, titles, files)
@@ -318,6 +322,30 @@ def _answerable(queries: pa.Table | None, problems: _Problems) -> list[bool | No
                          f"found {value!r}, expected true, false or null (false marks a question to decline)")
             return []
     return values
+
+
+def _conversations(queries: pa.Table | None, problems: _Problems) -> tuple[list[str | None], list[int | None]]:
+    """The optional `conversation` and `turn` columns of queries.parquet, checked together (evalcore.datasets.
+    conversations): null for every row without them."""
+    rows = queries.num_rows if queries is not None else 0
+    names = queries.column_names if queries is not None else []
+    if queries is None or ("conversation" not in names and "turn" not in names):
+        return [None] * rows, [None] * rows
+    if "conversation" not in names or "turn" not in names:
+        problems.add("queries.parquet", "a 'conversation' column needs a 'turn' column beside it, and the other way "
+                                        "round (the turn numbers of each conversation, from 1)")
+        return [None] * rows, [None] * rows
+    conversations = [conversation_id(value) for value in queries.column("conversation").to_pylist()]
+    turns: list[int | None] = []
+    for row, value in enumerate(queries.column("turn").to_pylist()):
+        number = None if isinstance(value, bool) or value is None else _as_int(value, queries.schema.field("turn").type)
+        if value is not None and number is None:
+            problems.add(f"queries.parquet row {row} column 'turn'", f"found {value!r}, expected a whole number from 1")
+        turns.append(number)
+    for line in turn_problems([TurnOf(f"queries.parquet row {row}", conversation, turn)
+                               for row, (conversation, turn) in enumerate(zip(conversations, turns, strict=True))]):
+        problems.lines.append(line)
+    return conversations, turns
 
 
 def _optional_text(corpus: pa.Table, column: str, problems: _Problems) -> list[str] | None:
@@ -344,8 +372,9 @@ def _assemble(columns: dict[str, dict[str, list[Any]]], labels: list[int], title
         references.setdefault(qid, []).append(answer_text[aid])
     queries = columns["queries"]
     questions = tuple(
-        Question(qid, text, qrels.get(qid, {}), tuple(references.get(qid, ())), answerable)
-        for qid, text, answerable in zip(queries["id"], queries["text"], queries["answerable"], strict=False)
+        Question(qid, text, qrels.get(qid, {}), tuple(references.get(qid, ())), answerable, conversation, turn)
+        for qid, text, answerable, conversation, turn in zip(queries["id"], queries["text"], queries["answerable"],
+                                                             queries["conversation"], queries["turn"], strict=False)
     )
     return passages, questions, any(titles)
 

@@ -217,9 +217,17 @@ CREATE TABLE job_items (
     job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE, position INTEGER NOT NULL, value TEXT NOT NULL,
     PRIMARY KEY (job_id, position));
 """
+# v19: conversations: a suite's case and a campaign's question may belong to a conversation, at a turn number
+# (evalcore.campaigns.conversations runs a conversation's turns in order, each with its history).
+SCHEMA_V19 = """
+ALTER TABLE cases ADD COLUMN conversation TEXT;
+ALTER TABLE cases ADD COLUMN turn INTEGER;
+ALTER TABLE campaign_questions ADD COLUMN conversation TEXT;
+ALTER TABLE campaign_questions ADD COLUMN turn INTEGER;
+"""
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
                                SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14,
-                               SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18)
+                               SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18, SCHEMA_V19)
 
 
 class NotFound(EvalError):

@@ -1,19 +1,26 @@
-"""Suite CSV import and export: question ; expected answer ; sources."""
+"""Suite CSV import and export: question ; expected answer ; sources ; conversation.
+
+The fourth cell is optional: the conversation the question is a turn of. A conversation's lines are its turns in
+file order (1, 2, ...); its lines need not follow each other. A suite with no conversation is written back with three
+columns.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evalcore.csvcells import csv_text, restore_cell
+from evalcore.datasets.conversations import conversation_id, turns_in_order
 from evalcore.errors import EvalError
 from evalcore.suites.suite import MAX_CASES, MAX_SOURCES, Case
 
 COLUMNS = 3
+MAX_COLUMNS = 4  # with the conversation
 SEPARATORS = (";", ",")
 # A header is named by its English word; the French header starts with it too, a
 # Chinese sheet's header cell is one of these words (compared whole: "问题是…" is a question).
@@ -21,6 +28,7 @@ HEADER_WORDS = ("问题", "問題", "提问", "提問")
 # Excel writes and reads a first line `sep=;` that names the separator.
 SEP_LINE = re.compile(r"^\s*sep=([^\r\n ])\s*$")
 EXPORT_HEADER = ("question", "expected_answer", "sources")
+CONVERSATION_HEADER = (*EXPORT_HEADER, "conversation")
 # A valid UTF-8 multi-byte sequence: seeing one in a file that is not valid UTF-8 means the
 # file mixes encodings, and any single decoding would garble part of it.
 UTF8_SEQUENCE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
@@ -125,6 +133,18 @@ def parse_suite_csv(data: bytes, *, source: str = "upload") -> CsvReport:
         report.lines.append(to_line(line, None if error else cells, error, accepted=len(report.cases)))
     if not report.lines:
         report.notes.append("the file holds no case")
+    return numbered(report)
+
+
+def numbered(report: CsvReport) -> CsvReport:
+    """The report with each conversation's cases numbered as its turns, in file order (rejected lines take no turn);
+    a note says how many conversations the file holds."""
+    turns = iter(turns_in_order(entry.case.conversation for entry in report.lines if entry.case is not None))
+    report.lines = [replace(entry, case=replace(entry.case, turn=next(turns))) if entry.case is not None else entry
+                    for entry in report.lines]
+    conversations = {case.conversation for case in report.cases if case.conversation is not None}
+    if conversations:
+        report.notes.append(f"{len(conversations)} conversation(s): each one's lines are its turns, in file order")
     return report
 
 
@@ -263,12 +283,12 @@ def to_line(line: int, cells: list[str] | None, error: str | None, *, accepted: 
     """One non-blank record to a case or a rejection."""
     if cells is None:
         return CsvLine(line, None, error)
-    while cells and not cells[-1].strip() and len(cells) > COLUMNS:
+    while cells and not cells[-1].strip() and len(cells) > MAX_COLUMNS:
         cells = cells[:-1]   # trailing empty cells come from spreadsheets, they carry nothing
-    if len(cells) > COLUMNS:
-        return CsvLine(line, None, f"{len(cells)} columns, expected at most {COLUMNS} "
-                       "(question;expected answer;sources): quote cells that contain the separator")
-    question, answer, sources_cell = (restore_cell(cell) for cell in (cells + ["", ""])[:COLUMNS])
+    if len(cells) > MAX_COLUMNS:
+        return CsvLine(line, None, f"{len(cells)} columns, expected at most {MAX_COLUMNS} "
+                       "(question;expected answer;sources;conversation): quote cells that contain the separator")
+    question, answer, sources_cell, conversation = (restore_cell(cell) for cell in (cells + ["", "", ""])[:MAX_COLUMNS])
     sources = tuple(s.strip() for s in sources_cell.split("|") if s.strip())
     if not question.strip():
         return CsvLine(line, None, "empty question")
@@ -277,18 +297,31 @@ def to_line(line: int, cells: list[str] | None, error: str | None, *, accepted: 
     if accepted >= MAX_CASES:
         return CsvLine(line, None, f"more than {MAX_CASES} cases: a suite holds at most {MAX_CASES}")
     return CsvLine(line, Case(question=question.strip(), expected_answer=answer.strip() or None,
-                              expected_sources=sources))
+                              expected_sources=sources, conversation=conversation_id(conversation)))
 
 
 def export_suite_csv(cases: Iterable[Case]) -> str:
     """A CSV (`;`, header, quoted where needed) that imports back to the same cases."""
-    rows: list[tuple[str, ...]] = [EXPORT_HEADER]
-    for number, case in enumerate(cases, start=1):
+    cases = list(cases)
+    talking = any(case.conversation is not None for case in cases)
+    rows: list[tuple[str, ...]] = [CONVERSATION_HEADER if talking else EXPORT_HEADER]
+    for number, case in enumerate(sorted(cases, key=export_order(cases)), start=1):
         if any("|" in source for source in case.expected_sources):
             raise EvalError("a source contains '|', which the CSV uses between sources",
                             where=f"case {number}", fix="remove the '|' from the source name")
-        rows.append((case.question, case.expected_answer or "", "|".join(case.expected_sources)))
+        row = (case.question, case.expected_answer or "", "|".join(case.expected_sources))
+        rows.append((*row, case.conversation or "") if talking else row)
     return csv_text(rows, delimiter=";")
+
+
+def export_order(cases: list[Case]) -> Callable[[Case], tuple[int, int]]:
+    """Cases in their order, but each conversation's turns in turn order (the CSV gives turns by file order)."""
+    first: dict[str | None, int] = {}
+    for position, case in enumerate(cases):
+        first.setdefault(case.conversation, position)
+    place = {id(case): position for position, case in enumerate(cases)}
+    return lambda case: ((first[case.conversation], case.turn or 0) if case.conversation is not None
+                         else (place[id(case)], 0))
 
 
 def suite_csv_bytes(cases: Iterable[Case]) -> bytes:

@@ -6,11 +6,12 @@ import json
 import secrets
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
 from evalcore.access import LOCAL_TENANT, Action, Principal, owned, scope
+from evalcore.datasets.conversations import TurnOf, conversation_id, turn_problems, turns_in_order
 from evalcore.errors import EvalError
 from evalcore.shapes import Key, doc
 from evalcore.store import Conflict, Connection, NotFound, Row, Store, dumps
@@ -28,11 +29,15 @@ class Case:
     expected_answer: str | None = field(default=None, metadata=doc("null: none given (judges needing one skip it)"))
     expected_sources: tuple[str, ...] = field(default=(), metadata=doc("titles, file names or ids a good answer "
                                                                       "cites"))
+    conversation: str | None = field(default=None, metadata=doc("the conversation it is a turn of (null: asked "
+                                                                "alone)"))
+    turn: int | None = field(default=None, metadata=doc("its turn in the conversation, from 1 (null: asked alone)"))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
         return {"question": self.question, "expected_answer": self.expected_answer,
-                "expected_sources": list(self.expected_sources)}
+                "expected_sources": list(self.expected_sources), "conversation": self.conversation,
+                "turn": self.turn}
 
 
 @dataclass(frozen=True)
@@ -85,10 +90,15 @@ def as_case(value: Case | Mapping[str, Any], where: str) -> Case:
     sources = value.get("expected_sources") or ()
     if isinstance(sources, str):
         sources = sources.split("|")
+    turn = value.get("turn")
+    if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int)):
+        raise EvalError("a turn is a whole number from 1", where=f"{where}: turn", found=repr(turn))
     return Case(
         question=str(value.get("question") or ""),
         expected_answer=value.get("expected_answer") or None,
         expected_sources=tuple(str(s) for s in sources),
+        conversation=conversation_id(value.get("conversation")),
+        turn=turn,
     )
 
 
@@ -113,8 +123,23 @@ def validate_cases(cases: Iterable[Case | Mapping[str, Any]]) -> tuple[Case, ...
                 found=str(len(sources)), expected=f"at most {MAX_SOURCES}",
             )
         expected = case.expected_answer.strip() if case.expected_answer else None
-        cleaned.append(Case(question, expected or None, sources))
-    return tuple(cleaned)
+        cleaned.append(Case(question, expected or None, sources, case.conversation, case.turn))
+    return with_turns(cleaned)
+
+
+def with_turns(cases: list[Case]) -> tuple[Case, ...]:
+    """The cases with their conversations checked: a conversation whose cases give no turn numbers takes them from
+    their order; EvalError naming each case whose turn is given twice, or missing from a conversation's turns."""
+    unnumbered = {c.conversation for c in cases if c.conversation is not None and c.turn is None}
+    numbered = {c.conversation for c in cases if c.conversation is not None and c.turn is not None}
+    ordered = turns_in_order(c.conversation if c.conversation in unnumbered - numbered else None for c in cases)
+    cases = [replace(c, turn=turn) if turn is not None else c for c, turn in zip(cases, ordered, strict=True)]
+    problems = turn_problems([TurnOf(f"case {number}", c.conversation, c.turn) for number, c in enumerate(cases, 1)])
+    if problems:
+        raise EvalError("the conversations' turns do not follow each other", where="cases", problems=problems,
+                        fix="number each conversation's turns 1, 2, 3 ... once each, or leave the turns out to take "
+                            "them from the order of the cases")
+    return tuple(cases)
 
 
 def _check_name(name: str) -> str:
@@ -137,8 +162,10 @@ def _choice(if_exists: IfExists | str) -> IfExists:
 
 def _insert_cases(conn: Connection, suite_id: str, cases: tuple[Case, ...]) -> None:
     conn.executemany(
-        "INSERT INTO cases (suite_id, position, question, expected_answer, expected_sources) VALUES (?, ?, ?, ?, ?)",
-        [(suite_id, i, c.question, c.expected_answer, dumps(list(c.expected_sources))) for i, c in enumerate(cases)],
+        "INSERT INTO cases (suite_id, position, question, expected_answer, expected_sources, conversation, turn) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(suite_id, i, c.question, c.expected_answer, dumps(list(c.expected_sources)), c.conversation, c.turn)
+         for i, c in enumerate(cases)],
     )
 
 
@@ -206,7 +233,8 @@ def _suite_row(store: Store, suite_id: str, tenant: str | None) -> Row:
 
 def _cases(store: Store, suite_id: str) -> tuple[Case, ...]:
     rows = store.read("SELECT * FROM cases WHERE suite_id = ? ORDER BY position", (suite_id,))
-    return tuple(Case(r["question"], r["expected_answer"], tuple(json.loads(r["expected_sources"]))) for r in rows)
+    return tuple(Case(r["question"], r["expected_answer"], tuple(json.loads(r["expected_sources"])), r["conversation"],
+                      r["turn"]) for r in rows)
 
 
 def _suite(store: Store, row: Row) -> Suite:
