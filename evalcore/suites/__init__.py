@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_CASES", "MAX_SOURCES", "Case", "CsvLine", "CsvReport", "DuplicateName", "IfExists", "Suite", "as_case",
-    "create_suite", "delete_suite", "export_suite_csv", "get_suite", "list_suites", "parse_suite_csv", "parse_suite_jsonl",
-    "replace_suite", "suite_csv_bytes", "suite_named", "validate_cases",
+    "create_suite", "delete_suite", "export_suite_csv", "get_suite", "list_suites", "parse_suite_csv",
+    "parse_suite_jsonl", "replace_suite", "suite_csv_bytes", "suite_named", "validate_cases",
 ]
 # Imported on first use (evalcore.lazy): listing campaigns needs the suites, not their CSV files.
 __getattr__ = lazy_exports(__name__, {

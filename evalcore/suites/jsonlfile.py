@@ -22,8 +22,8 @@ def parse_suite_jsonl(data: bytes, *, source: str = "upload") -> tuple[Case, ...
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        line = data[:error.start].count(b"\n") + 1
-        raise EvalError("the file is not UTF-8", where=f"{source}, line {line}", fix="save the file as UTF-8") from None
+        bad = data[:error.start].count(b"\n") + 1
+        raise EvalError("the file is not UTF-8", where=f"{source}, line {bad}", fix="save the file as UTF-8") from None
     cases: list[tuple[int, Case]] = []
     problems: list[str] = []
     # JSONL lines end at \n only: splitlines() would also cut at U+2028, which JSON strings may hold.

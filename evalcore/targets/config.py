@@ -59,9 +59,9 @@ JUDGE, GRADED, DIAGNOSIS, EXECUTION = "judge", "graded", "diagnosis", "execution
 # Execution says where the questions are answered, not what answers them: it is no form section of
 # the system under test, and neither names, hashes nor comparisons count it (see under_test).
 GROUPS = {TARGET: "Target", CHUNKING: "Chunking", QUERY: "Query transformation", RETRIEVAL: "Retrieval",
-          RERANK: "Rerank", GENERATION: "Generation", PROMPTS: "Prompts", CONVERSATION: "Conversation", HTTP_AGENT: "HTTP agent",
-          RESULTS_FILE: "Results file", JUDGE: "Judge", GRADED: "Graded retrieval", DIAGNOSIS: "Diagnosis",
-          EXECUTION: "Execution"}
+          RERANK: "Rerank", GENERATION: "Generation", PROMPTS: "Prompts", CONVERSATION: "Conversation",
+          HTTP_AGENT: "HTTP agent", RESULTS_FILE: "Results file", JUDGE: "Judge", GRADED: "Graded retrieval",
+          DIAGNOSIS: "Diagnosis", EXECUTION: "Execution"}
 # Which side of the system a group belongs to: a change on one side is judged by its measures.
 RETRIEVAL_SIDE = (CHUNKING, QUERY, RETRIEVAL, RERANK)
 GENERATION_SIDE = (GENERATION, PROMPTS)

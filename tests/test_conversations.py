@@ -1,0 +1,212 @@
+"""Conversations: questions that are turns of one, read from every format, run in order with their history."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from evalcore.campaigns import CampaignManager, campaign_results
+from evalcore.campaigns.conversations import NOT_ASKED
+from evalcore.campaigns.launching import LaunchRequest
+from evalcore.datasets import load_dataset
+from evalcore.errors import EvalError
+from evalcore.suites import Case, create_suite, export_suite_csv, get_suite, parse_suite_csv, parse_suite_jsonl
+from evalcore.targets import TargetConfig
+from evalcore.testing.agent import LoopbackAgent
+
+SUITE_CSV = """question;expected answer;sources;conversation
+What is the refund window?;30 days;;refunds
+Is there a form to fill in?;Yes, the online refund form.;;refunds
+Quelle est l'adresse du magasin ?;12 rue de la Paix;;horaires
+And for items bought on sale?;Sale items: 14 days.;;refunds
+À quelle heure ouvre-t-il ?;À 9 h.;;horaires
+Where is the thermostat?;In the hall.;;
+Et le week-end ?;À 10 h le samedi, fermé le dimanche.;;horaires
+Et les jours fériés ?;Fermé.;;horaires
+""".encode()
+# The agent's body: the conversation, the turn and the history as JSON values.
+BODY = json.dumps({"question": "{question}", "conversation": "{conversation}", "turn": "{turn}",
+                   "history": "{history}", "transcript": "{history}\n{question}"})
+
+
+def answer_of(body: dict[str, Any]) -> str:
+    """What the agent answers: a text naming the turn and the question (so that a history is checkable)."""
+    return f"answer {body['turn']} to {body['question']}"
+
+
+@pytest.fixture
+def manager(tmp_path: Path) -> Iterator[CampaignManager]:
+    result = CampaignManager(tmp_path / "conversations.db")
+    yield result
+    result.close()
+
+
+def agent_config(url: str, **keys: Any) -> TargetConfig:
+    return TargetConfig.from_dict({"kind": "http_agent", "agent_url": url, "agent_body": BODY, "timeout": 30,
+                                   "retries": 0, **keys})
+
+
+def run_suite(manager: CampaignManager, agent: LoopbackAgent, **keys: Any) -> str:
+    report = parse_suite_csv(SUITE_CSV, source="suite.csv")
+    suite = create_suite(manager.store, name=f"talks {keys}", target_id="default", cases=report.cases)
+    campaign = manager.wait(manager.launch(LaunchRequest(suite_id=suite.id, config=agent_config(agent.url, **keys),
+                                                         concurrency=4, cache=False, max_failed_share=1)), 60)
+    return campaign.id
+
+
+def test_the_csv_conversation_column_numbers_turns_in_file_order() -> None:
+    report = parse_suite_csv(SUITE_CSV, source="suite.csv")
+    assert report.ok, report.rejected
+    turns = [(case.conversation, case.turn) for case in report.cases]
+    assert turns == [("refunds", 1), ("refunds", 2), ("horaires", 1), ("refunds", 3), ("horaires", 2), (None, None),
+                     ("horaires", 3), ("horaires", 4)]
+    assert any("2 conversation(s)" in note for note in report.notes)
+    # Written back with each conversation's turns together, in turn order: read again, the same turns.
+    again = parse_suite_csv(export_suite_csv(report.cases).encode(), source="again.csv").cases
+    assert sorted(again, key=str) == sorted(report.cases, key=str)
+    # A suite without conversations keeps its three columns.
+    assert export_suite_csv([Case("q", "a")]).splitlines()[0] == "question;expected_answer;sources"
+
+
+def test_jsonl_turns_are_checked_and_named_by_line() -> None:
+    lines = [{"question": "b2", "conversation": "b", "turn": 2}, {"question": "a1", "conversation": "a"},
+             {"question": "b1", "conversation": "b", "turn": 1}, {"question": "alone"},
+             {"question": "a2", "conversation": "a"}]
+    cases = parse_suite_jsonl("\n".join(json.dumps(line) for line in lines).encode(), source="s.jsonl")
+    assert [(c.question, c.conversation, c.turn) for c in cases] == [
+        ("b1", "b", 1), ("b2", "b", 2), ("a1", "a", 1), ("alone", None, None), ("a2", "a", 2)]
+    bad = [{"question": "x1", "conversation": "x", "turn": 1}, {"question": "x1 again", "conversation": "x", "turn": 1},
+           {"question": "y1", "conversation": "y", "turn": 1}, {"question": "y3", "conversation": "y", "turn": 3},
+           {"question": "z", "turn": 2}]
+    with pytest.raises(EvalError) as error:
+        parse_suite_jsonl("\n".join(json.dumps(line) for line in bad).encode(), source="s.jsonl")
+    problems = error.value.problems
+    assert "s.jsonl line 2: turn 1 of conversation 'x' twice (first at s.jsonl line 1)" in problems
+    assert any(p.startswith("s.jsonl line 4: conversation 'y' has no turn 2") for p in problems), problems
+    assert "s.jsonl line 5: turn 2 without a conversation (give both, or neither)" in problems
+
+
+def write_dataset(folder: Path, conversations: list[Any], turns: list[Any]) -> Path:
+    folder.mkdir()
+    ids = list(range(1, len(turns) + 1))
+    tables = {
+        "queries": {"id": ids, "text": [f"question {i}" for i in ids], "conversation": conversations, "turn": turns},
+        "corpus": {"id": [1], "text": ["a passage"]},
+        "answers": {"id": [1], "text": ["an answer"]},
+        "qrels": {"qid": [1], "pid": [1]},
+        "qas": {"qid": [1], "aid": [1]},
+    }
+    for name, columns in tables.items():
+        pq.write_table(pa.table(columns), folder / f"{name}.parquet")
+    return folder
+
+
+def test_dataset_conversations_load_and_bad_turns_are_named(tmp_path: Path) -> None:
+    good = load_dataset(write_dataset(tmp_path / "good", ["c1", "c1", None, "7", "7"], [1, 2, None, 1, 2]))
+    assert [(q.conversation, q.turn) for q in good.questions] == [("c1", 1), ("c1", 2), (None, None), ("7", 1),
+                                                                  ("7", 2)]
+    with pytest.raises(EvalError) as error:
+        load_dataset(write_dataset(tmp_path / "bad", ["c1", "c1", "c2", "c2"], [1, 1, 1, 3]))
+    problems = "\n".join(error.value.problems)
+    assert "queries.parquet row 1: turn 1 of conversation 'c1' twice (first at queries.parquet row 0)" in problems
+    assert "queries.parquet row 3: conversation 'c2' has no turn 2" in problems
+
+
+def expected_history(questions: list[str], answers: list[str], turn: int, rounds: int) -> list[dict[str, str]]:
+    first = max(1, turn - rounds)
+    return [message for number in range(first, turn) for message in (
+        {"role": "user", "content": questions[number - 1]}, {"role": "assistant", "content": answers[number - 1]})]
+
+
+@pytest.mark.parametrize("rounds", [0, 1, 3])
+def test_the_agent_receives_exactly_max_rounds_of_its_own_answers(manager: CampaignManager, rounds: int) -> None:
+    with LoopbackAgent(reply=answer_of) as agent:
+        campaign_id = run_suite(manager, agent, max_rounds=rounds)
+    by_conversation: dict[str, list[dict[str, Any]]] = {}
+    for body in agent.bodies:
+        by_conversation.setdefault(body["conversation"], []).append(body)
+    # Each conversation's turns were asked in order.
+    assert {name: [b["turn"] for b in bodies] for name, bodies in by_conversation.items()} == {
+        "refunds": [1, 2, 3], "horaires": [1, 2, 3, 4], "": [None]}
+    for name, bodies in by_conversation.items():
+        questions = [b["question"] for b in bodies]
+        answers = [answer_of(b) for b in bodies]
+        for body in bodies:
+            turn = body["turn"] or 1
+            assert body["history"] == expected_history(questions, answers, turn, rounds), (name, turn)
+    results = campaign_results(manager.store, campaign_id)
+    assert [(r.question.conversation, r.question.turn) for r in results][:3] == [("refunds", 1), ("refunds", 2),
+                                                                                  ("horaires", 1)]
+    assert all(r.outcome.error is None for r in results)
+    exported = results[0].to_dict()
+    assert exported["conversation"] == "refunds" and exported["turn"] == 1
+
+
+def test_a_reference_history_gives_the_expected_answers(manager: CampaignManager) -> None:
+    with LoopbackAgent(reply=answer_of) as agent:
+        run_suite(manager, agent, max_rounds=2, history="references")
+    last = next(b for b in agent.bodies if b["conversation"] == "horaires" and b["turn"] == 4)
+    assert last["history"] == [
+        {"role": "user", "content": "À quelle heure ouvre-t-il ?"}, {"role": "assistant", "content": "À 9 h."},
+        {"role": "user", "content": "Et le week-end ?"},
+        {"role": "assistant", "content": "À 10 h le samedi, fermé le dimanche."}]
+    assert last["transcript"].startswith("Conversation so far:\nUser: À quelle heure ouvre-t-il ?\nAssistant: À 9 h.")
+
+
+def test_a_failed_turn_leaves_its_followers_not_asked_and_a_retry_continues_there(manager: CampaignManager) -> None:
+    broken = {"Is there a form to fill in?"}
+
+    def flaky(body: dict[str, Any]) -> str | None:
+        return None if body["question"] in broken else answer_of(body)
+
+    with LoopbackAgent(reply=flaky) as agent:
+        campaign_id = run_suite(manager, agent, max_rounds=3)
+        results = {(r.question.conversation, r.question.turn): r.outcome for r in
+                   campaign_results(manager.store, campaign_id)}
+        assert results[("refunds", 2)].error is not None and NOT_ASKED not in (results[("refunds", 2)].error or "")
+        follower = results[("refunds", 3)].error or ""
+        assert follower.startswith(f"{NOT_ASKED}: turn 2 of conversation 'refunds' failed"), follower
+        assert [b["turn"] for b in agent.bodies if b["conversation"] == "refunds"] == [1, 2]
+        broken.clear()
+        agent.bodies.clear()
+        manager.wait(manager.retry_failed(campaign_id), 60)
+    # The retry asked turns 2 and 3 in order, turn 2 with turn 1's stored answer as its history.
+    asked = [b for b in agent.bodies if b["conversation"] == "refunds"]
+    assert [b["turn"] for b in asked] == [2, 3]
+    assert asked[0]["history"] == [{"role": "user", "content": "What is the refund window?"},
+                                   {"role": "assistant", "content": "answer 1 to What is the refund window?"}]
+    assert all(r.outcome.error is None for r in campaign_results(manager.store, campaign_id))
+
+
+def test_a_resume_continues_a_conversation_from_its_first_unfinished_turn(manager: CampaignManager) -> None:
+    with LoopbackAgent(reply=answer_of) as agent:
+        campaign_id = run_suite(manager, agent, max_rounds=1)
+        # As if the campaign had been interrupted after the first two turns of "horaires".
+        manager.store.write(lambda conn: conn.execute(
+            "DELETE FROM results WHERE campaign_id = ? AND position IN (SELECT position FROM campaign_questions "
+            "WHERE campaign_id = ? AND conversation = 'horaires' AND turn > 2)", (campaign_id, campaign_id)))
+        manager.store.write(lambda conn: conn.execute(
+            "UPDATE campaigns SET status = 'interrupted', finished = finished - 2 WHERE id = ?", (campaign_id,)))
+        agent.bodies.clear()
+        manager.wait(manager.resume(campaign_id), 60)
+    assert [(b["conversation"], b["turn"]) for b in agent.bodies] == [("horaires", 3), ("horaires", 4)]
+    assert agent.bodies[0]["history"] == [{"role": "user", "content": "À quelle heure ouvre-t-il ?"},
+                                          {"role": "assistant", "content": "answer 2 to À quelle heure ouvre-t-il ?"}]
+
+
+def test_suite_turns_are_stored_and_checked(manager: CampaignManager) -> None:
+    suite = create_suite(manager.store, name="s", target_id="default",
+                         cases=[{"question": "a", "conversation": "c"}, {"question": "b", "conversation": "c"}])
+    assert [(c.conversation, c.turn) for c in get_suite(manager.store, suite.id).cases] == [("c", 1), ("c", 2)]
+    with pytest.raises(EvalError, match="has no turn 2") as error:
+        create_suite(manager.store, name="t", target_id="default",
+                     cases=[{"question": "a", "conversation": "c", "turn": 1},
+                            {"question": "b", "conversation": "c", "turn": 3}])
+    assert error.value.problems == ["case 2: conversation 'c' has no turn 2 (its turns are 1, 3; they must be 1, 2, "
+                                    "... without a gap)"]
