@@ -208,5 +208,42 @@ def test_suite_turns_are_stored_and_checked(manager: CampaignManager) -> None:
         create_suite(manager.store, name="t", target_id="default",
                      cases=[{"question": "a", "conversation": "c", "turn": 1},
                             {"question": "b", "conversation": "c", "turn": 3}])
-    assert error.value.problems == ["case 2: conversation 'c' has no turn 2 (its turns are 1, 3; they must be 1, 2, "
-                                    "... without a gap)"]
+    gap = "case 2: conversation 'c' has no turn 2 (its turns are 1, 3; they must be 1, 2, ... without a gap)"
+    assert error.value.problems == [gap]
+
+
+def test_the_rewrite_and_the_generator_see_the_history(manager: CampaignManager, tiny_dataset: Path) -> None:
+    from evalcore.targets.config import REWRITE_PROMPT
+    from evalcore.testing import FakeOpenAIServer
+
+    prefix = REWRITE_PROMPT.split("{")[0]
+
+    def replies(path: str, body: dict[str, Any]) -> str:
+        prompt = body["messages"][-1]["content"]
+        if prompt.startswith(prefix):
+            return "refund window days on weekends" if "Conversation so far" in prompt else "refund window days"
+        return "Thirty days." if len(body["messages"]) <= 2 else "Also on weekends."
+
+    cases = [{"question": "What is the refund window?", "conversation": "r"},
+             {"question": "And on weekends?", "conversation": "r"}]
+    suite = create_suite(manager.store, name="rewrite", target_id="default", cases=cases)
+    with FakeOpenAIServer(replies) as server:
+        config = TargetConfig.from_dict({"retriever": "bm25", "generator": "openai", "base_url": server.base_url,
+                                         "model": "fake-model", "api_key_env": "", "retries": 0,
+                                         "knowledge_base": str(tiny_dataset), "query_transform": "rewrite",
+                                         "max_rounds": 1})
+        campaign_id = manager.wait(manager.launch(LaunchRequest(suite_id=suite.id, config=config, concurrency=2,
+                                                                cache=False)), 60).id
+        bodies = [body for path, body, _ in server.requests if path.endswith("/chat/completions")]
+    rewrites = [b["messages"][-1]["content"] for b in bodies if b["messages"][-1]["content"].startswith(prefix)]
+    assert rewrites[0] == REWRITE_PROMPT.format(question="What is the refund window?", history="")
+    assert rewrites[1] == REWRITE_PROMPT.format(
+        question="And on weekends?",
+        history="Conversation so far:\nUser: What is the refund window?\nAssistant: Thirty days.\n\n")
+    results = campaign_results(manager.store, campaign_id)
+    assert [r.outcome.queries for r in results] == [("refund window days",), ("refund window days on weekends",)]
+    answer_call = next(b for b in bodies if not b["messages"][-1]["content"].startswith(prefix)
+                       and len(b["messages"]) > 2)
+    assert answer_call["messages"][1:3] == [{"role": "user", "content": "What is the refund window?"},
+                                            {"role": "assistant", "content": "Thirty days."}]
+    assert results[1].outcome.answer == "Also on weekends."
