@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -247,3 +248,29 @@ def test_the_rewrite_and_the_generator_see_the_history(manager: CampaignManager,
     assert answer_call["messages"][1:3] == [{"role": "user", "content": "What is the refund window?"},
                                             {"role": "assistant", "content": "Thirty days."}]
     assert results[1].outcome.answer == "Also on weekends."
+
+
+def test_a_comparison_of_conversations_resamples_whole_conversations(manager: CampaignManager) -> None:
+    from evalcore.compare import compare_campaigns
+    from evalcore.compare.clusters import cluster_bootstrap, cluster_sign_flip
+
+    expected = {case.question: case.expected_answer for case in parse_suite_csv(SUITE_CSV).cases}
+    report = parse_suite_csv(SUITE_CSV, source="suite.csv")
+    suite = create_suite(manager.store, name="compared", target_id="default", cases=report.cases)
+    ids = []
+    for reply in (answer_of, lambda body: expected[body["question"]] if body["turn"] != 2 else "no idea"):
+        with LoopbackAgent(reply=reply) as agent:
+            request = LaunchRequest(suite_id=suite.id, config=agent_config(agent.url), concurrency=2, cache=False)
+            ids.append(manager.wait(manager.launch(request), 60).id)
+    comparison = compare_campaigns(manager.store, ids[0], ids[1], resamples=2000)
+    coverage = next(m for m in comparison.measures if m.measure == "coverage")
+    assert coverage.conversations == 3 and coverage.test.startswith("conversation sign-flip randomization")
+    a, b = (campaign_results(manager.store, campaign) for campaign in ids)
+    diffs = np.array([y.outcome.measures["coverage"] - x.outcome.measures["coverage"]
+                      for x, y in zip(a, b, strict=True)])
+    labels = [x.question.conversation or f"question {x.question.qid}" for x in a]
+    interval = cluster_bootstrap(diffs, labels, resamples=2000, seed=0)
+    assert interval is not None and (coverage.ci_low, coverage.ci_high) == (interval.low, interval.high)
+    assert coverage.p_value == cluster_sign_flip(diffs, labels, resamples=2000)[0] == 0.25  # 3 clusters: exact
+    assert coverage.ci_low_turns is not None and coverage.p_turns is not None and coverage.p_turns < 0.05
+    assert coverage.to_dict()["conversations"] == 3

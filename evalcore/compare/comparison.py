@@ -29,6 +29,8 @@ from evalcore.campaigns.compared import (
 )
 from evalcore.campaigns.result_rows import no_cycle_collection
 from evalcore.compare import power, saved, stats, worker
+from evalcore.compare.clusters import cluster_bootstrap as conversation_bootstrap
+from evalcore.compare.clusters import cluster_sign_flip, conversation_count
 from evalcore.compare.deltas import (
     PASS_SUFFIX,
     CampaignHeader,
@@ -210,15 +212,39 @@ def value_columns(rows: list[Values]) -> dict[str, np.ndarray]:
 
 
 def measure_entries(paired: dict[str, Paired], table: np.ndarray, *, seed: int, resamples: int, effect: float,
-                    pool: Executor | None = None) -> list[MeasureDelta]:
+                    pool: Executor | None = None, clusters: Mapping[int, str] | None = None) -> list[MeasureDelta]:
     """Every measure's delta: one bootstrap resample of the common questions and one stream of sign flips serve
-    every measure (stats); with a pool, the sign flips are drawn beside the bootstrap (numpy releases the GIL)."""
+    every measure (stats); with a pool, the sign flips are drawn beside the bootstrap (numpy releases the GIL).
+    With `clusters` (question id -> its conversation), the interval and the test resample whole conversations."""
     diffs = [values.b - values.a for values in paired.values()]
     flips = pool.submit(stats.sign_flip_tests, diffs, resamples=resamples, seed=seed) if pool else None
     intervals = stats.bootstrap_table(table, resamples=resamples, seed=seed)
     tests = flips.result() if flips else stats.sign_flip_tests(diffs, resamples=resamples, seed=seed)
-    return [measure_entry(name, values, interval, test, effect=effect)
-            for (name, values), interval, test in zip(paired.items(), intervals, tests, strict=True)]
+    entries = [measure_entry(name, values, interval, test, effect=effect)
+               for (name, values), interval, test in zip(paired.items(), intervals, tests, strict=True)]
+    if not clusters:
+        return entries
+    return [by_conversation(entry, values, clusters, seed=seed, resamples=resamples)
+            for entry, values in zip(entries, paired.values(), strict=True)]
+
+
+def by_conversation(entry: MeasureDelta, values: Paired, clusters: Mapping[int, str], *, seed: int,
+                    resamples: int) -> MeasureDelta:
+    """The delta with its interval and test resampling whole conversations (the per-turn ones kept beside them);
+    a pass/fail measure is tested so too, McNemar's test assuming independent questions."""
+    labels = [clusters.get(int(qid), f"question {qid}") for qid in values.qids.tolist()]
+    diffs = values.b - values.a
+    interval = conversation_bootstrap(diffs, labels, resamples=resamples, seed=seed)
+    p_value, method = cluster_sign_flip(diffs, labels, resamples=resamples, seed=seed)
+    significant = p_value < stats.ALPHA
+    se = (interval.se if entry.sd_diff else 0.0) if interval else None
+    return replace(entry, conversations=conversation_count(labels), ci_low_turns=entry.ci_low,
+                   ci_high_turns=entry.ci_high, p_turns=entry.p_value,
+                   ci_low=interval.low if interval else None, ci_high=interval.high if interval else None,
+                   p_randomization=p_value, randomization=method, p_value=p_value,
+                   test=f"conversation sign-flip randomization ({method})", significant=significant,
+                   improved=significant and (entry.delta > 0) == entry.higher_is_better, se_bootstrap=se,
+                   mde_bootstrap=power.mde_bootstrap(se))
 
 
 def measure_entry(name: str, values: Paired, interval: stats.BootstrapMean | None, randomization: tuple[float, str],
@@ -335,7 +361,8 @@ def compare_rows(a_campaign: Campaign, a: ComparedRows, b_campaign: Campaign, b:
     # The statistics are numpy's (drawing, counting, matrix products, the GIL released) while the questions' lines are
     # Python's: on a second core they take no longer than the lines alone.
     # Two threads: the statistics' task, and the sign flips it hands back to the same pool.
-    job: dict[str, Any] = {"paired": paired, "table": table, "seed": seed, "resamples": resamples, "effect": effect}
+    job: dict[str, Any] = {"paired": paired, "table": table, "seed": seed, "resamples": resamples, "effect": effect,
+                           "clusters": conversation_clusters(common, a, a_at)}
     with ThreadPoolExecutor(2, thread_name_prefix="comparison-statistics") as pool:
         statistics = pool.submit(process.entries, job) if process else pool.submit(measure_entries, **job, pool=pool)
         a.finish()
@@ -352,6 +379,15 @@ def compare_rows(a_campaign: Campaign, a: ComparedRows, b_campaign: Campaign, b:
                       warnings=warnings_for(a_campaign, b_campaign, a.setups, b.setups, diff, len(common)),
                       effect=effect, paired=paired, basis=order[0] if order else None,
                       basis_reason=reason).with_tolerances(tolerances or {})
+
+
+def conversation_clusters(common: Sequence[QuestionKey], a: ComparedRows, a_at: Mapping[QuestionKey, int],
+                          ) -> dict[int, str] | None:
+    """Each common question's conversation (by question id), pairs being matched by (conversation, turn) through
+    their id and text; None when no conversation has two turns among them (then every question is its own)."""
+    clusters = {key[0]: conversation for key in common if (conversation := a.conversations[a_at[key]]) is not None}
+    sizes = Counter(clusters.values())
+    return clusters if any(size > 1 for size in sizes.values()) else None
 
 
 def check_draws(seed: int, resamples: int) -> None:

@@ -218,6 +218,14 @@ class MeasureDelta:
         "why mde and n_required are null (fewer than 2 pairs, no spread)"))
     changed: int | None = field(default=None, metadata=doc("common questions whose value differs between A and B"))
     one_way: bool | None = field(default=None, metadata=doc("every one of them moved in the same direction"))
+    conversations: int | None = field(default=None, metadata=doc(
+        "the conversations the pairs belong to (a question asked alone counts as one): ci_low, ci_high and the "
+        "randomization test then resample whole conversations; null when no question is a turn of one"))
+    ci_low_turns: float | None = field(default=None, metadata=doc(
+        "conversations: the 95% interval if turns were independent (too narrow when they are not)"))
+    ci_high_turns: float | None = field(default=None, metadata=doc())
+    p_turns: float | None = field(default=None, metadata=doc(
+        "conversations: the randomization test's p-value if turns were independent"))
 
     @property
     def unchanged(self) -> bool:
