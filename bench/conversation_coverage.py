@@ -1,4 +1,4 @@
-"""Coverage of a comparison's 95% interval when questions are turns of conversations: per-turn against conversation-level.
+"""Coverage of a comparison's 95% interval on turns of conversations: per-turn against conversation-level.
 
     python bench/conversation_coverage.py [--comparisons 500] [--rounds 3] [--conversations 20] [--turns 5]
                                           [--resamples 1000]
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evalcore.testing.coverage import simulate_coverage  # noqa: E402
+from evalcore.testing.coverage import simulate_coverage
 
 CORRELATIONS = (0.0, 0.2, 0.5, 0.8)
 

@@ -274,3 +274,68 @@ def test_a_comparison_of_conversations_resamples_whole_conversations(manager: Ca
     assert coverage.p_value == cluster_sign_flip(diffs, labels, resamples=2000)[0] == 0.25  # 3 clusters: exact
     assert coverage.ci_low_turns is not None and coverage.p_turns is not None and coverage.p_turns < 0.05
     assert coverage.to_dict()["conversations"] == 3
+
+
+def test_conversation_measures_share_passed_and_first_failing_turn() -> None:
+    from evalcore.campaigns.talks import ConversationSummary, TurnLine, conversations_of, turn_passed
+
+    def line(turn: int, stage: str | None, error: str | None = None) -> TurnLine:
+        return TurnLine(turn, turn, f"q{turn}", stage, error, turn_passed(stage, error, {}, (0.3, 0.5)))
+
+    # A turn with nothing to attribute it by is judged by the generation marks against its reference, if any.
+    assert turn_passed("unlabeled", None, {"rougel": 0.1, "coverage": 0.6}, (0.3, 0.5)) is True
+    assert turn_passed("unlabeled", None, {"rougel": 0.1, "coverage": 0.4}, (0.3, 0.5)) is False
+
+    results = conversations_of([("a", line(2, "generation miss")), ("a", line(1, "ok")), ("a", line(3, "ok")),
+                                ("b", line(1, "unlabeled")), ("b", line(2, None, "not asked: ...")),
+                                ("c", line(1, "ok"))])
+    a, b, c = results
+    assert [t.turn for t in a.turns] == [1, 2, 3]
+    assert (a.passed, a.judged, a.share_passed, a.first_failing_turn, a.first_failure) == (2, 3, 2 / 3, 2,
+                                                                                            "generation miss")
+    assert (b.passed, b.judged, b.share_passed, b.first_failing_turn, b.first_failure) == (0, 1, 0.0, 2,
+                                                                                            "not asked: ...")
+    assert (c.share_passed, c.first_failing_turn) == (1.0, None)
+    summary = ConversationSummary.of(results)
+    assert (summary.conversations, summary.all_passed) == (3, 1)
+    assert summary.mean_share_passed == pytest.approx((2 / 3 + 0 + 1) / 3)
+
+
+def test_the_faces_carry_conversations_and_turns(manager: CampaignManager, capsys: pytest.CaptureFixture[str]) -> None:
+    from fastapi.testclient import TestClient
+
+    from evalcore.api import create_app
+    from evalcore.campaigns.export import export_campaign
+    from evalcore.cli import main
+    from evalcore.keys import create_key
+    from evalcore.notebook.views import CampaignView
+
+    expected = {case.question: case.expected_answer for case in parse_suite_csv(SUITE_CSV).cases}
+    with LoopbackAgent(reply=lambda body: None if body["turn"] == 2 else expected[body["question"]]) as agent:
+        campaign_id = run_suite(manager, agent, max_rounds=1)
+    header, *rows = export_campaign(manager.store, campaign_id, "csv").splitlines()
+    assert header.startswith("qid,conversation,turn,question,")
+    assert rows[0].startswith("1,refunds,1,What is the refund window?,")
+    lines = [json.loads(line) for line in export_campaign(manager.store, campaign_id, "jsonl").splitlines()]
+    assert [(line["conversation"], line["turn"]) for line in lines][:2] == [("refunds", 1), ("refunds", 2)]
+    table = CampaignView(manager.store, campaign_id).conversations()
+    assert list(table[table.conversation == "horaires"].turn) == [1, 2, 3, 4]
+    assert set(table[table.conversation == "refunds"].first_failing_turn) == {2}
+
+    db = manager.store.path
+    assert main(["campaigns", "conversations", campaign_id, "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("2 conversation(s), 0 with every judged turn passed")
+    assert "conversation refunds: 1/3 turns passed (33%), first failing turn 2" in out, out
+    assert main(["campaigns", "conversations", campaign_id, "--db", str(db), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [r["first_failing_turn"] for r in data["results"]] == [2, 2]
+
+    app = create_app(db)
+    headers = {"Authorization": f"Bearer {create_key(app.state.store, tenant='default', role='viewer')[1]}"}
+    with TestClient(app) as client:
+        body = client.get(f"/api/v1/campaigns/{campaign_id}/conversations", headers=headers).json()["data"]
+        assert body["summary"]["conversations"] == 2
+        assert [t["turn"] for t in body["conversations"][1]["turns"]] == [1, 2, 3, 4]
+        page = client.get(f"/api/v1/campaigns/{campaign_id}/results", headers=headers).json()["data"]
+        assert (page["results"][1]["conversation"], page["results"][1]["turn"]) == ("refunds", 2)

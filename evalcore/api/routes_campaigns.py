@@ -20,6 +20,7 @@ from evalcore.api.schemas import (
     CampaignOnly,
     ComparisonData,
     ComparisonOut,
+    ConversationList,
     JobData,
     Ok,
     ResultsPage,
@@ -28,9 +29,11 @@ from evalcore.api.schemas import (
 from evalcore.campaigns import (
     Campaign,
     CampaignKind,
+    ConversationSummary,
     NotFound,
     QuestionResult,
     campaign_aggregates,
+    campaign_conversations,
     campaign_diagnosis,
     campaign_results,
     campaign_summary,
@@ -196,6 +199,14 @@ def results(request: Request, campaign_id: CampaignId, principal: Viewer,
                             principal=principal)
     return ok({"results": [result_json(row, names, campaign) for row in rows], "offset": offset, "limit": limit,
                "total": campaign.total, "finished": campaign.finished})
+
+
+@router.get("/campaigns/{campaign_id}/conversations", response_model=Ok[ConversationList],
+            summary="A campaign's conversations: each one's turns, share of turns passed, first failing turn")
+def conversations(request: Request, campaign_id: CampaignId, principal: Viewer) -> dict[str, Any]:
+    """Empty when no question is a turn of a conversation."""
+    found = campaign_conversations(request.app.state.store, campaign_id, principal=principal)
+    return ok({"summary": ConversationSummary.of(found).to_dict(), "conversations": [c.to_dict() for c in found]})
 
 
 @router.get("/compare", response_model=Ok[ComparisonData], summary="Compare two campaigns over their common questions")

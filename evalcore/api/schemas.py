@@ -22,6 +22,7 @@ from evalcore.campaigns import Aggregate, Campaign, QuestionResult, Summary
 from evalcore.campaigns.labels import Label
 from evalcore.campaigns.listing import CampaignRow
 from evalcore.campaigns.records import DIAGNOSIS
+from evalcore.campaigns.talks import ConversationResult, ConversationSummary
 from evalcore.campaigns.trust import ComparisonTrust
 from evalcore.compare import Comparison
 from evalcore.compare.preference import Preference
@@ -100,6 +101,8 @@ if TYPE_CHECKING:  # the type checker sees models; what they hold is derived whe
     PreferenceOut = BaseModel
     TrustOut = BaseModel
     JobOut = BaseModel
+    ConversationOut = BaseModel
+    ConversationSummaryOut = BaseModel
 else:
     CampaignOut = api_type(Campaign)
     AggregateOut = api_type(Aggregate)
@@ -119,6 +122,8 @@ else:
     PreferenceOut = api_type(Preference)
     TrustOut = model_of(ComparisonTrust, "TrustOut")
     JobOut = api_type(Job)
+    ConversationOut = api_type(ConversationResult)
+    ConversationSummaryOut = api_type(ConversationSummary)
 
 
 class CampaignList(BaseModel):
@@ -143,6 +148,11 @@ class ResultsPage(BaseModel):
     limit: int
     total: int
     finished: int
+
+
+class ConversationList(BaseModel):
+    summary: ConversationSummaryOut
+    conversations: list[ConversationOut]
 
 
 class ComparisonData(BaseModel):

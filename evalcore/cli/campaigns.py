@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from evalcore.campaigns import (
+    ConversationSummary,
+    campaign_conversations,
     campaign_results,
     campaign_summary,
     get_campaign,
@@ -53,11 +55,12 @@ def register(commands: Commands) -> None:
         ("retry-failed", retry_command, "run again the questions that failed (foreground)"),
         ("cancel", cancel_command, "stop dispatching questions of a running campaign"),
         ("delete", delete_command, "delete a campaign and its results"),
+        ("conversations", conversations_command, "its conversations: turns, share passed, first failing turn"),
     ):
         action = actions.add_parser(name, help=text)
         action.add_argument("id", metavar="ID")
         add_db_option(action)
-        if name in ("show", "resume", "retry-failed"):
+        if name in ("show", "resume", "retry-failed", "conversations"):
             action.add_argument("--json", action="store_true")
         if name in ("resume", "retry-failed"):
             action.add_argument("--concurrency", type=int, metavar="N")
@@ -122,6 +125,30 @@ def _table(lines: list[tuple[str, ...]]) -> list[str]:
              for line in lines]
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
     return ["  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip() for line in lines]
+
+
+def conversations_command(args: argparse.Namespace) -> int:
+    """Print a campaign's conversations: a line each (share passed, first failing turn), then its turns."""
+    results = campaign_conversations(store_of(args), args.id)
+    summary = ConversationSummary.of(results)
+    if args.json:
+        print(json.dumps({**summary.to_dict(), "results": [r.to_dict() for r in results]}, indent=2,
+                         ensure_ascii=False))
+        return 0
+    if not results:
+        print("no conversation: every question of this campaign was asked alone")
+        return 0
+    mean = "-" if summary.mean_share_passed is None else f"{summary.mean_share_passed:.0%}"
+    print(f"{summary.conversations} conversation(s), {summary.all_passed} with every judged turn passed, "
+          f"mean share of turns passed {mean}")
+    for result in results:
+        share = "-" if result.share_passed is None else f"{result.share_passed:.0%}"
+        first = f"first failing turn {result.first_failing_turn} ({result.first_failure})" \
+            if result.first_failing_turn else "no turn failed"
+        print(f"conversation {result.conversation}: {result.passed}/{result.judged} turns passed ({share}), {first}")
+        for turn in result.turns:
+            print(f"  turn {turn.turn} [{turn.error and 'error' or turn.stage or '-'}] {turn.question}")
+    return 0
 
 
 def show_command(args: argparse.Namespace) -> int:

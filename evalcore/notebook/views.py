@@ -23,6 +23,7 @@ from evalcore.campaigns import (
     get_campaign,
 )
 from evalcore.campaigns.export import graded_marks, result_table
+from evalcore.campaigns.talks import campaign_conversations
 from evalcore.compare import Comparison, Sweep, tables
 from evalcore.compare.charts import delta_figure, delta_specs, series_figure, series_spec, stage_bars, stage_bars_spec
 from evalcore.compare.export_context import comparison_context, source_names, sweep_context
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 VEGA_LITE = "application/vnd.vegalite.v5+json"
 SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"  # names the version; nothing is fetched
 AGGREGATE_COLUMNS = ["measure", "panel", "mean", "n", "higher_is_better"]
+CONVERSATION_COLUMNS = ["conversation", "turn", "qid", "question", "stage", "error", "share_passed",
+                        "first_failing_turn"]
 SHOWN_ROWS = 20  # rows of a table in a cell's display; the methods return them all
 POLL_S = 0.5
 
@@ -91,6 +94,14 @@ class CampaignView:
         """One row per finished question, with the CSV export's columns and values."""
         header, rows = result_table(campaign_results(self.store, self.id), marks=graded_marks(self.store, self.id))
         return pd.DataFrame(rows, columns=header)
+
+    def conversations(self) -> pd.DataFrame:
+        """One row per turn of each conversation: conversation, turn, question, stage, error, and the conversation's
+        share of turns passed and first failing turn (empty when every question was asked alone)."""
+        rows = [{"conversation": found.conversation, **turn.to_dict(), "share_passed": found.share_passed,
+                 "first_failing_turn": found.first_failing_turn}
+                for found in campaign_conversations(self.store, self.id) for turn in found.turns]
+        return pd.DataFrame(rows, columns=CONVERSATION_COLUMNS)
 
     def aggregates(self) -> pd.DataFrame:
         """One row per measure in display order: measure, panel, mean, n (questions where present), direction."""
