@@ -274,6 +274,18 @@ def test_a_comparison_of_conversations_resamples_whole_conversations(manager: Ca
     assert coverage.p_value == cluster_sign_flip(diffs, labels, resamples=2000)[0] == 0.25  # 3 clusters: exact
     assert coverage.ci_low_turns is not None and coverage.p_turns is not None and coverage.p_turns < 0.05
     assert coverage.to_dict()["conversations"] == 3
+    assert any(note.startswith("2 conversation(s): the pairs are matched by conversation and turn")
+               for note in comparison.notes)
+    # Per conversation: its turns side by side, with their stages, and one verdict.
+    verdicts = {c.conversation: c for c in comparison.conversations}
+    refunds = verdicts["refunds"]
+    assert [(t.turn, t.verdict) for t in refunds.turns] == [(1, "better"), (2, "worse"), (3, "better")]
+    assert refunds.verdict == "better" and (refunds.better, refunds.worse) == (2, 1)
+    assert all(t.stage_a is not None and t.stage_b is not None for t in refunds.turns)
+    # Kept in the store and read back the same, in the JSON too.
+    again = compare_campaigns(manager.store, ids[0], ids[1], resamples=2000)
+    assert again.conversations == comparison.conversations
+    assert again.to_dict()["conversations"][0]["turns"][0]["turn"] == 1
 
 
 def test_conversation_measures_share_passed_and_first_failing_turn() -> None:

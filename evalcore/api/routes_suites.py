@@ -46,6 +46,10 @@ class CaseIn(RequestBody):
     expected_answer: str | None = Field(default=None, max_length=20000)
     expected_sources: list[Annotated[str, Field(max_length=1000)]] = Field(default_factory=list, max_length=MAX_SOURCES,
                                         description=f"titles, file names or document ids; at most {MAX_SOURCES}")
+    conversation: str | None = Field(default=None, min_length=1, max_length=200,
+                                     description="the conversation this question is a turn of (none: asked alone)")
+    turn: int | None = Field(default=None, ge=1, le=MAX_CASES, description="its turn in the conversation, from 1 "
+                             "(none: the order of the conversation's cases); each once, without a gap")
 
 
 class SuiteIn(RequestBody):
@@ -70,7 +74,7 @@ class RunIn(RunSettings):
 
 
 def _cases(body: SuiteIn) -> list[Case]:
-    return [Case(c.question, c.expected_answer, tuple(c.expected_sources)) for c in body.cases]
+    return [Case(c.question, c.expected_answer, tuple(c.expected_sources), c.conversation, c.turn) for c in body.cases]
 
 
 def _suite(request: Request, suite_id: str, principal: Principal) -> Suite:

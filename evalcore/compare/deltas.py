@@ -18,6 +18,7 @@ from evalcore.campaigns.records import CampaignKind
 from evalcore.compare import power
 from evalcore.compare.preference import Preference
 from evalcore.compare.stats import McNemar
+from evalcore.compare.talks import ConversationVerdict, conversation_verdicts
 from evalcore.diagnosis import Stage, Transition
 from evalcore.errors import EvalError
 from evalcore.judges import Verdict
@@ -475,6 +476,9 @@ class Comparison:
     tolerances: dict[str, float] = field(default_factory=dict, metadata=doc(hidden=True))
     pairwise: Preference | None = field(default=None, metadata=doc(
         "the pairwise judge's verdicts once asked (POST /api/v1/compare/pairwise, compare --pairwise); null before"))
+    # The conversation and turn of each common question that is a turn of one (by question id): what `conversations`
+    # groups the questions' verdicts by.
+    turns: dict[int, tuple[str, int]] = field(default_factory=dict, metadata=doc(hidden=True))
 
     JSON_EXTRA = (Key("verdicts", dict[str, int], "how many questions got each verdict"),
                   Key("power_warnings", list[str], "measures with no significant difference that could not have "
@@ -487,7 +491,10 @@ class Comparison:
                                                                     "any difference counted"),
                   Key("tolerance", dict[str, float], "the smallest meaningful difference of each deciding measure"),
                   Key("unchanged", list[str], "measures with the same value in A and B on every common question"),
-                  Key("disagreements", list[str], "measures whose interval and test disagree, and what that means"))
+                  Key("disagreements", list[str], "measures whose interval and test disagree, and what that means"),
+                  Key("conversations", list[ConversationVerdict], "each conversation's turns side by side (verdict, "
+                                                                  "failure stage in A and B) and its verdict; empty "
+                                                                  "when no question is a turn of one"))
 
     def tolerance(self, measure: str) -> float:
         """The smallest difference of a question's `measure` that changes its verdict (asked, else the default)."""
@@ -560,6 +567,11 @@ class Comparison:
         return stage_transitions(self.questions)
 
     @property
+    def conversations(self) -> list[ConversationVerdict]:
+        """Each conversation's turns side by side and its verdict (under the comparison's tolerances)."""
+        return conversation_verdicts(self.questions, self.turns) if self.turns else []
+
+    @property
     def power_warnings(self) -> list[str]:
         """One line per measure with no significant difference that could not have seen one of `effect`, and one
         line for all those with the same value in A and B on every question."""
@@ -586,7 +598,8 @@ class Comparison:
                 "basis_reason": self.basis_reason, "verdicts_without_tolerance": self.strict_verdicts,
                 "tolerance": {name: self.tolerance(name) for name in self.bases if name and name != "error"},
                 "unchanged": self.unchanged, "disagreements": self.disagreements,
-                "pairwise": self.pairwise.to_dict() if self.pairwise else None}
+                "pairwise": self.pairwise.to_dict() if self.pairwise else None,
+                "conversations": [c.to_dict() for c in self.conversations]}
 
 
 def unchanged_text(measures: list[str]) -> str:

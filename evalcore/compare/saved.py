@@ -71,7 +71,8 @@ def find(store: Store, a: Campaign, b: Campaign, *, seed: int, resamples: int) -
                       measures=[MeasureDelta.from_dict(m) for m in data["measures"]], warnings=data["warnings"],
                       config_diff=data["config_diff"], seed=seed, resamples=resamples, notes=data["notes"],
                       effect=data["effect"], paired=unpack(rows[0]["paired"], data["paired"]), basis=data["basis"],
-                      basis_reason=data["basis_reason"])
+                      basis_reason=data["basis_reason"],
+                      turns={int(qid): (name, turn) for qid, (name, turn) in data.get("turns", {}).items()})
 
 
 def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None:
@@ -89,7 +90,8 @@ def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None
     head = dumps({"measures": [m.to_dict() for m in comparison.measures], "warnings": comparison.warnings,
                   "notes": comparison.notes, "config_diff": comparison.config_diff, "effect": comparison.effect,
                   "paired": list(comparison.paired), "basis": comparison.basis,
-                  "basis_reason": comparison.basis_reason, "summary": questions.summary.to_dict()})
+                  "basis_reason": comparison.basis_reason, "summary": questions.summary.to_dict(),
+                  "turns": {str(qid): list(place) for qid, place in comparison.turns.items()}})
     data = f"{head}\n{questions.text}"
     row = (*key(a, b, comparison.seed, comparison.resamples), data, pack(comparison.paired), time.time())
 

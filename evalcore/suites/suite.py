@@ -29,15 +29,17 @@ class Case:
     expected_answer: str | None = field(default=None, metadata=doc("null: none given (judges needing one skip it)"))
     expected_sources: tuple[str, ...] = field(default=(), metadata=doc("titles, file names or ids a good answer "
                                                                       "cites"))
-    conversation: str | None = field(default=None, metadata=doc("the conversation it is a turn of (null: asked "
-                                                                "alone)"))
-    turn: int | None = field(default=None, metadata=doc("its turn in the conversation, from 1 (null: asked alone)"))
+    conversation: str | None = field(default=None, metadata=doc("the conversation it is a turn of (left out: asked "
+                                                                "alone)", optional=True))
+    turn: int | None = field(default=None, metadata=doc("its turn in the conversation, from 1", optional=True))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON shape."""
-        return {"question": self.question, "expected_answer": self.expected_answer,
-                "expected_sources": list(self.expected_sources), "conversation": self.conversation,
-                "turn": self.turn}
+        """JSON shape (a case asked alone has no conversation or turn key)."""
+        data: dict[str, Any] = {"question": self.question, "expected_answer": self.expected_answer,
+                                "expected_sources": list(self.expected_sources)}
+        if self.conversation is not None:
+            data |= {"conversation": self.conversation, "turn": self.turn}
+        return data
 
 
 @dataclass(frozen=True)
