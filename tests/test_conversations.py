@@ -351,3 +351,26 @@ def test_the_faces_carry_conversations_and_turns(manager: CampaignManager, capsy
         assert [t["turn"] for t in body["conversations"][1]["turns"]] == [1, 2, 3, 4]
         page = client.get(f"/api/v1/campaigns/{campaign_id}/results", headers=headers).json()["data"]
         assert (page["results"][1]["conversation"], page["results"][1]["turn"]) == ("refunds", 2)
+
+
+def test_a_target_written_before_conversations_answers_each_turn_alone(manager: CampaignManager,
+                                                                       tiny_dataset: Path) -> None:
+    from evalcore.targets import TargetAnswer
+
+    class Legacy:
+        config = TargetConfig(knowledge_base=str(tiny_dataset))
+
+        def check(self) -> None: ...
+
+        def prepare(self, passages: Any, progress: Any = None) -> None: ...
+
+        def answer(self, question: str, qid: int | None = None) -> TargetAnswer:
+            return TargetAnswer(answer=f"alone: {question}", retrieved=[])
+
+        def chat_model(self) -> None:
+            return None
+
+    suite = create_suite(manager.store, name="legacy", target_id="default",
+                         cases=[{"question": "a", "conversation": "c"}, {"question": "b", "conversation": "c"}])
+    campaign = manager.wait(manager.launch(LaunchRequest(suite_id=suite.id, target=Legacy())), 60)  # type: ignore[arg-type]
+    assert [r.outcome.answer for r in campaign_results(manager.store, campaign.id)] == ["alone: a", "alone: b"]

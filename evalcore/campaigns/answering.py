@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import time
 from dataclasses import dataclass, field
 
@@ -76,8 +78,10 @@ def ask(target: Target, question: Question) -> Asked:
     with metered() as meter:
         try:
             chat = question_chat(question)
-            # Only a turn of a conversation passes `chat`: a target written before conversations keeps working.
-            reply = (target.answer(question.text, qid=question.qid, chat=chat) if chat is not None
+            # Only a turn of a conversation passes `chat`, to a target that takes it: one written before conversations
+            # answers each turn alone.
+            reply = (target.answer(question.text, qid=question.qid, chat=chat)
+                     if chat is not None and takes_chat(type(target))
                      else target.answer(question.text, qid=question.qid))
             # Scoring work grows with the answer's length: whatever the target, nothing over the cap is
             # scored, so a question past its time limit stops costing CPU within a bounded time.
@@ -87,6 +91,12 @@ def ask(target: Target, question: Question) -> Asked:
             # The calls that did succeed were paid for: their tokens stay on the question.
             tokens = (meter.prompt["answer"], meter.completion["answer"])
             return Asked(None, error_text(error), time.perf_counter() - start, tokens)
+
+
+@functools.cache
+def takes_chat(kind: type[Target]) -> bool:
+    """Whether a target class's `answer` takes the conversation (`chat`)."""
+    return "chat" in inspect.signature(kind.answer).parameters
 
 
 def question_chat(question: Question) -> Chat | None:
