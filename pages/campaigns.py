@@ -13,8 +13,12 @@ from evalcore.access import Action
 from evalcore.campaigns import (
     Aggregate,
     Campaign,
+    ConversationResult,
+    ConversationSummary,
     QuestionResult,
+    campaign_conversations,
     campaign_diagnosis,
+    campaign_results,
     get_campaign,
     list_campaigns,
 )
@@ -45,6 +49,7 @@ PANEL_COLUMNS = 4  # measures a row of a panel shows
 # Per question: the headline measures and the retrieval ones people sort by first.
 QUESTION_MEASURES = ("recall", "mrr", *HEADLINE)
 QUESTIONS, STAGES, LABELS, CONFIGURATION = "Questions", "Failure stages", "Labels", "Configuration"
+CONVERSATIONS = "Conversations"
 SECTIONS = [QUESTIONS, STAGES, LABELS, CONFIGURATION]
 RUBRIC_HELP = ("Optional: a judge defined in plain words, e.g. '# output: 1-5', '# reads: question, answer, "
                "expected', then [criteria] and its text (see the Run page's rubric judges)")
@@ -332,6 +337,31 @@ def panel() -> None:
                    "prompt): " + ", ".join(f"{ui.escape_md(name)} {count}" for name, count in summary.cut.items()))
 
 
+def conversations_section(campaign: Campaign, found: list[ConversationResult]) -> None:
+    """Each conversation's share of turns passed and first failing turn; then one conversation turn by turn, each
+    with its answer, stage and retrieved passages."""
+    summary = ConversationSummary.of(found)
+    mean = "-" if summary.mean_share_passed is None else f"{summary.mean_share_passed:.0%}"
+    st.caption(f"{summary.conversations} conversation(s) · {summary.all_passed} with every judged turn passed · "
+               f"mean share of turns passed {mean}")
+    st.dataframe(pd.DataFrame([{"conversation": c.conversation, "turns": len(c.turns), "passed": c.passed,
+                                "judged": c.judged, "share passed": c.share_passed,
+                                "first failing turn": c.first_failing_turn, "how": c.first_failure}
+                               for c in found]), hide_index=True)
+    by_name = {c.conversation: c for c in found}
+    name = st.selectbox("Conversation", list(by_name), key=f"conversation-{campaign.id}")
+    if name is None:
+        return
+    turns = by_name[name].turns
+    results = {r.question.position: r for r in campaign_results(store, campaign.id, principal=principal,
+                                                                 positions=[t.position for t in turns])}
+    for turn in turns:
+        result = results.get(turn.position)
+        if result is not None:
+            with st.expander(f"Turn {turn.turn} · {stage_line(result)}", expanded=turn.passed is False):
+                show_result(result)
+
+
 def configuration_section(campaign: Campaign) -> None:
     """The configuration snapshot the campaign ran with, and where it comes from."""
     st.json(campaign.config, expanded=False)
@@ -497,7 +527,12 @@ else:
     panel()
 # One section at a time below the panel, computed only when open: a first visit draws the questions, not the
 # failure-stage chart and the configuration too.
-sections = dict(zip(SECTIONS, st.tabs(SECTIONS, key="campaign-section", on_change="rerun"), strict=True))
+talks = campaign_conversations(store, campaign.id, principal=principal)
+shown_sections = [QUESTIONS, CONVERSATIONS, *SECTIONS[1:]] if talks else SECTIONS
+sections = dict(zip(shown_sections, st.tabs(shown_sections, key="campaign-section", on_change="rerun"), strict=True))
+if CONVERSATIONS in sections and sections[CONVERSATIONS].open:
+    with sections[CONVERSATIONS]:
+        conversations_section(campaign, talks)
 if sections[QUESTIONS].open:
     with sections[QUESTIONS]:
         questions_section(campaign)

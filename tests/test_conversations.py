@@ -374,3 +374,37 @@ def test_a_target_written_before_conversations_answers_each_turn_alone(manager: 
                          cases=[{"question": "a", "conversation": "c"}, {"question": "b", "conversation": "c"}])
     campaign = manager.wait(manager.launch(LaunchRequest(suite_id=suite.id, target=Legacy())), 60)  # type: ignore[arg-type]
     assert [r.outcome.answer for r in campaign_results(manager.store, campaign.id)] == ["alone: a", "alone: b"]
+
+
+def test_the_dashboard_shows_conversations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.test_dashboard import assert_clean, open_section, page_test
+
+    db = tmp_path / "dashboard.db"
+    manager = CampaignManager(db)
+    expected = {case.question: case.expected_answer for case in parse_suite_csv(SUITE_CSV).cases}
+    suite = create_suite(manager.store, name="talks", target_id="default", cases=parse_suite_csv(SUITE_CSV).cases)
+    for reply in (answer_of, lambda body: expected[body["question"]]):
+        with LoopbackAgent(reply=reply) as agent:
+            request = LaunchRequest(suite_id=suite.id, config=agent_config(agent.url), cache=False)
+            manager.wait(manager.launch(request), 60)
+    manager.close()
+
+    at = page_test(str(db), monkeypatch)  # the sample dataset's conversations
+    assert_clean(at)
+    assert "Conversations" in [h.value for h in at.subheader]
+    assert list(at.dataframe[-1].value.turn) == [1, 2, 3]  # the first conversation's turns, in order
+
+    at = page_test(str(db), monkeypatch, "pages/campaigns.py")
+    assert "Conversations" in [tab.label for tab in at.tabs]
+    open_section(at, "Conversations", "campaign-section")
+    assert_clean(at)
+    turns = [e.label for e in at.expander if e.label.startswith("Turn ")]
+    assert [label.split(" · ")[0] for label in turns] == ["Turn 1", "Turn 2", "Turn 3"]
+
+    at = page_test(str(db), monkeypatch, "pages/compare.py")
+    assert "Conversations" in [tab.label for tab in at.tabs]
+    open_section(at, "Conversations")
+    assert_clean(at)
+    side_by_side = at.dataframe[-1].value
+    assert list(side_by_side.columns[:4]) == ["turn", "question", "answer A", "answer B"]
+    assert side_by_side["answer B"].iloc[0] == "30 days"

@@ -34,11 +34,12 @@ class TurnLine:
     stage: str | None = field(metadata=doc("the stage it failed at (ok: it passed; null: not attributed)"))
     error: str | None = field(metadata=doc("why it has no answer (a turn not asked says so)"))
     passed: bool | None = field(default=None, metadata=doc("whether it passed (null: nothing judges it)"))
+    position: int = field(default=0, metadata=doc("its place in the campaign's snapshot"))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""
         return {"turn": self.turn, "qid": self.qid, "question": self.question, "stage": self.stage,
-                "error": self.error, "passed": self.passed}
+                "error": self.error, "passed": self.passed, "position": self.position}
 
 
 def turn_passed(stage: str | None, error: str | None, measures: Mapping[str, Any],
@@ -97,13 +98,15 @@ def campaign_conversations(store: Store, campaign_id: str, tenant: str | None = 
     """A campaign's conversations with their measures (empty when no question is a turn of one)."""
     config = get_campaign(store, campaign_id, tenant, principal=principal).config.target  # NotFound: another tenant's
     marks = (config.generation_pass_rougel, config.generation_pass_coverage)
-    rows = store.read("SELECT q.conversation, q.turn, q.qid, q.question, r.diagnosis, r.error, r.measures FROM results "
+    rows = store.read("SELECT q.conversation, q.turn, q.qid, q.question, r.diagnosis, r.error, r.measures, r.position "
+                      "FROM results "
                       "r JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = r.position "
                       "WHERE r.campaign_id = ? AND q.conversation IS NOT NULL ORDER BY r.position", (campaign_id,))
     measures = stored_column([row["measures"] for row in rows])
     return conversations_of(
         (row["conversation"], TurnLine(int(row["turn"] or 1), row["qid"], row["question"], row["diagnosis"],
-                                       row["error"], turn_passed(row["diagnosis"], row["error"], values or {}, marks)))
+                                       row["error"], turn_passed(row["diagnosis"], row["error"], values or {}, marks),
+                                       row["position"]))
         for row, values in zip(rows, measures, strict=True))
 
 

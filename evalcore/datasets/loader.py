@@ -412,6 +412,8 @@ class DatasetStats:
     han_share: float  # passages with Han characters
     accented_latin_share: float  # passages with accented Latin letters
     documents: int  # distinct passage titles
+    conversations: int = 0  # conversations the questions are turns of
+    conversation_turns: int = 0  # questions that are a turn of one
 
     @property
     def unlabeled_queries(self) -> int:
@@ -451,7 +453,8 @@ class DatasetStats:
             "relevant_per_labeled_query": self.relevant_per_labeled_query,
             "passage_tokens": self.passage_tokens.__dict__, "question_tokens": self.question_tokens.__dict__,
             "language_mix": {"han": self.han_share, "accented_latin": self.accented_latin_share},
-            "documents": self.documents,
+            "documents": self.documents, "conversations": self.conversations,
+            "conversation_turns": self.conversation_turns,
         }
 
 
@@ -480,6 +483,8 @@ def dataset_stats(ds: Dataset) -> DatasetStats:
         question_tokens=_spread([len(tokenize(q.text)) for q in ds.questions]),
         han_share=_share(ds.passages, _HAN), accented_latin_share=_share(ds.passages, _ACCENTED),
         documents=len({p.title for p in ds.passages if p.title}),
+        conversations=len({q.conversation for q in ds.questions if q.conversation is not None}),
+        conversation_turns=sum(1 for q in ds.questions if q.conversation is not None),
     )
 
 
