@@ -408,3 +408,22 @@ def test_the_dashboard_shows_conversations(tmp_path: Path, monkeypatch: pytest.M
     side_by_side = at.dataframe[-1].value
     assert list(side_by_side.columns[:4]) == ["turn", "question", "answer A", "answer B"]
     assert side_by_side["answer B"].iloc[0] == "30 days"
+
+
+def test_the_html_report_carries_the_conversations(manager: CampaignManager) -> None:
+    from evalcore.campaigns import get_campaign
+    from evalcore.compare import compare_campaigns
+    from evalcore.compare.report import comparison_report
+
+    expected = {case.question: case.expected_answer for case in parse_suite_csv(SUITE_CSV).cases}
+    suite = create_suite(manager.store, name="report", target_id="default", cases=parse_suite_csv(SUITE_CSV).cases)
+    ids = []
+    for reply in (answer_of, lambda body: expected[body["question"]]):
+        with LoopbackAgent(reply=reply) as agent:
+            request = LaunchRequest(suite_id=suite.id, config=agent_config(agent.url), cache=False)
+            ids.append(manager.wait(manager.launch(request), 60).id)
+    comparison = compare_campaigns(manager.store, ids[0], ids[1], resamples=500)
+    a, b = (get_campaign(manager.store, campaign) for campaign in ids)
+    html = comparison_report(comparison, a, b, {})
+    assert "<h2>Conversations</h2>" in html and "resample whole conversations" in html
+    assert "<td>horaires</td>" in html
