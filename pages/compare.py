@@ -52,6 +52,7 @@ PairVersions = tuple[str, Version, Version, Principal, str]  # database, campaig
 MEASURES, PER_QUESTION, STAGES, QUESTIONS = "Measures", "Per question", "Failure stages", "Questions"
 PAIRWISE = "Pairwise judge"
 SECTIONS = [MEASURES, PER_QUESTION, STAGES, QUESTIONS, PAIRWISE]
+CONVERSATIONS = "Conversations"
 
 
 # cache_resource, not cache_data: a comparison of 10,000 questions is immutable once computed, and
@@ -198,6 +199,28 @@ def questions_section(versions: PairVersions, context: ExportContext) -> None:
     shown_verdicts = Fact("verdicts shown", ", ".join(keep) or "none", None)
     ui.table_download(questions, context.file_stem("questions"), key="questions-csv",
                       context=context.with_fact(shown_verdicts).csv_columns())
+
+
+def conversations_section(comparison: Comparison) -> None:
+    """Each conversation's verdict; then one conversation's turns side by side: A's answer, B's, the verdict and the
+    failure stage on each side."""
+    st.subheader("Conversations: A and B turn by turn")
+    found = {c.conversation: c for c in comparison.conversations}
+    st.caption("The intervals and tests of the measures resample whole conversations. A conversation is better when "
+               "more of its turns are better in B than worse.")
+    st.dataframe(pd.DataFrame([{"conversation": c.conversation, "turns": len(c.turns), "better": c.better,
+                                "worse": c.worse, "verdict": c.verdict} for c in found.values()]), hide_index=True)
+    name = st.selectbox("Conversation", list(found), key="compare-conversation")
+    if name is None:
+        return
+    diffs = {q.qid: q for q in comparison.questions}
+    rows = []
+    for turn in found[name].turns:
+        diff = diffs.get(turn.qid)
+        rows.append({"turn": turn.turn, "question": diff.question if diff else "", "answer A": diff.answer_a if diff
+                     else None, "answer B": diff.answer_b if diff else None, "verdict": turn.verdict,
+                     "stage A": turn.stage_a, "stage B": turn.stage_b})
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
 
 
 def percent(value: float | None) -> str:
@@ -352,7 +375,8 @@ if mode == "two campaigns":
         # One section at a time, computed only when open: a first visit draws the measures, not every chart
         # and table of the comparison (the report above holds them all).
         # The same sections for every pair: the open one stays open when another pair is picked.
-        tabs = dict(zip(SECTIONS, st.tabs(SECTIONS, key="compare-section", on_change="rerun"), strict=True))
+        shown = [*SECTIONS, CONVERSATIONS] if comparison.conversations else SECTIONS
+        tabs = dict(zip(shown, st.tabs(shown, key="compare-section", on_change="rerun"), strict=True))
         measures = measure_frame(comparison)
         if tabs[MEASURES].open:
             with tabs[MEASURES]:
@@ -369,6 +393,9 @@ if mode == "two campaigns":
         if tabs[PAIRWISE].open:
             with tabs[PAIRWISE]:
                 pairwise_section(a, b, preference, principal)
+        if CONVERSATIONS in tabs and tabs[CONVERSATIONS].open:
+            with tabs[CONVERSATIONS]:
+                conversations_section(comparison)
 else:
     baseline_group = [c.id for c in options if group_of(c) == group_of(options[0])]
     chosen = st.multiselect("Campaigns (the first is the baseline)", ids, default=baseline_group[:3][::-1],

@@ -253,10 +253,26 @@ CREATE TABLE trace_settings (
     tenant TEXT PRIMARY KEY, retention_days REAL, default_patterns INTEGER NOT NULL DEFAULT 1,
     patterns TEXT NOT NULL DEFAULT '[]', updated_at REAL NOT NULL);
 """
+# v22: conversations: a suite's case and a campaign's question may belong to a conversation, at a turn number
+# (evalcore.campaigns.conversations runs a conversation's turns in order, each with its history).
+SCHEMA_V22 = """
+ALTER TABLE cases ADD COLUMN conversation TEXT;
+ALTER TABLE cases ADD COLUMN turn INTEGER;
+ALTER TABLE campaign_questions ADD COLUMN conversation TEXT;
+ALTER TABLE campaign_questions ADD COLUMN turn INTEGER;
+"""
+# v23: the verdicts of the judges that read a whole conversation (evalcore.judges.conversation), one per campaign,
+# conversation and judge (verdict: the Verdict's JSON).
+SCHEMA_V23 = """
+CREATE TABLE conversation_verdicts (
+    campaign_id TEXT NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE, conversation TEXT NOT NULL,
+    judge TEXT NOT NULL, verdict TEXT NOT NULL, judged_at REAL NOT NULL,
+    PRIMARY KEY (campaign_id, conversation, judge));
+"""
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
                                SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14,
                                SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18, SCHEMA_V19,
-                               SCHEMA_V20, SCHEMA_V21)
+                               SCHEMA_V20, SCHEMA_V21, SCHEMA_V22, SCHEMA_V23)
 
 
 class NotFound(EvalError):
