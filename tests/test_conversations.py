@@ -90,7 +90,10 @@ def test_the_optional_columns_are_read_by_their_header_names_else_checks_then_co
                                    ("q3", ("contains:a",), None, None)]
     # A header with only a conversation column: the fourth cell is the conversation, not a check.
     assert report_cases(parse_suite_csv(b"question;answer;sources;conversation\nq;a;;c\n")) == [("q", (), "c", 1)]
-    # A header naming a column twice is refused, naming the file's first line.
+    # An empty header cell keeps its place: the fifth cell is still the conversation.
+    assert report_cases(parse_suite_csv(b"question;answer;sources;;conversation\nq;a;;json_valid;c\n")) == [
+        ("q", ("json_valid",), "c", 1)]
+    # A header naming a column twice is refused, naming the header's line.
     with pytest.raises(EvalError, match="twice") as raised:
         parse_suite_csv(b"question;answer;sources;checks;check\nq;a;;json_valid;json_valid\n", source="twice.csv")
     assert raised.value.where == "twice.csv line 1"

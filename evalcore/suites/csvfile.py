@@ -145,7 +145,7 @@ def parse_suite_csv(data: bytes, *, source: str = "upload") -> CsvReport:
     report = CsvReport(source=source, encoding=encoding, separator=separator, header=header, notes=notes)
     raw = re.split(r"\r\n|\r|\n", text)
     split = any(cells is not None and len(cells) > 1 for _, cells, _ in records)  # the file does use its separator
-    columns = optional_columns(records[0][1] if header else None, source)
+    columns = optional_columns(records[0][1] if header else None, f"{source} line {records[0][0] if header else 1}")
     for line, cells, error in records[1:] if header else records:
         error = error or (other_separator(raw[line - 1], cells, separator) if split else None)
         report.lines.append(to_line(line, None if error else cells, error, accepted=len(report.cases),
@@ -155,14 +155,14 @@ def parse_suite_csv(data: bytes, *, source: str = "upload") -> CsvReport:
     return numbered(report)
 
 
-def optional_columns(header: list[str] | None, source: str) -> tuple[str, ...]:
+def optional_columns(header: list[str] | None, where: str) -> tuple[str, ...]:
     """What the fourth and fifth cells hold: as the header names them, else checks then conversation (a header cell
-    that names neither takes the first of them not named elsewhere)."""
+    that names neither, or is empty, takes the first of them not named elsewhere); `where` names the header line."""
     cells = [cell.strip().strip('"').strip().casefold() for cell in (header or [])[COLUMNS:MAX_COLUMNS]]
-    named = [COLUMN_NAMES.get(cell) for cell in cells if cell]
+    named = [COLUMN_NAMES.get(cell) if cell else None for cell in cells]
     for name in OPTIONAL_COLUMNS:
         if named.count(name) > 1:
-            raise EvalError(f"the header names the {name} column twice", where=f"{source} line 1",
+            raise EvalError(f"the header names the {name} column twice", where=where,
                             expected=f"at most one of each optional column: {', '.join(OPTIONAL_COLUMNS)}",
                             fix="rename or remove one of the two header cells")
     rest = iter(name for name in OPTIONAL_COLUMNS if name not in named)
