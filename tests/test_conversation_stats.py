@@ -53,3 +53,21 @@ def test_per_turn_intervals_are_too_narrow_where_conversation_level_ones_hold_co
     independent = simulate_coverage(comparisons=200, conversations=20, turns=5, conversation_sd=0.0, turn_sd=1.0)
     assert independent.per_turn > 0.9 and independent.per_conversation > 0.88
     assert independent.per_conversation_width < 1.1 * independent.per_turn_width
+
+
+def test_the_cost_difference_resamples_whole_conversations_too() -> None:
+    from evalcore.compare.costs import cost_delta
+
+    # Three conversations of two turns (the last question has no price in B: left out of the pairs).
+    a = [(0.01, "USD")] * 7
+    b = [(0.03, "USD"), (0.03, "USD"), (0.01, "USD"), (0.01, "USD"), (0.02, "USD"), (0.02, "USD"), (None, "")]
+    labels = ["x", "x", "y", "y", "z", "z", "w"]
+    clustered = cost_delta(a, b, seed=5, resamples=4000, clusters=labels)
+    diffs = np.array([cost_b - cost_a for (cost_a, _), (cost_b, _) in zip(a[:6], b[:6], strict=True)])
+    expected = cluster_bootstrap(diffs, labels[:6], resamples=4000, seed=5)
+    assert expected is not None and clustered.unpriced == 1
+    assert (clustered.ci_low, clustered.ci_high) == (expected.low, expected.high)
+    assert clustered.delta == pytest.approx(0.01)
+    # Taken as six independent questions, the interval is another (the turns of a conversation move together).
+    alone = cost_delta(a, b, seed=5, resamples=4000)
+    assert (alone.ci_low, alone.ci_high) != (clustered.ci_low, clustered.ci_high)

@@ -291,8 +291,10 @@ def compare_rows(a_campaign: Campaign, a: ComparedRows, b_campaign: Campaign, b:
         measures = statistics.result()
         if measures is None:   # the process gave nothing back: the same numbers, computed here
             measures = measure_entries(**job, pool=pool)
+    clusters = job["clusters"]
     cost = cost_delta([a.costs[a_at[k]] for k in common], [b.costs[b_at[k]] for k in common], seed=seed,
-                      resamples=resamples)
+                      resamples=resamples,
+                      clusters=[clusters.get(k[0], f"question {k[0]}") for k in common] if clusters else None)
     notes = notes_for(a_campaign, b_campaign, diff, common=len(common), measured=set(paired))
     notes += one_sided(a_common, b_common, set(paired))
     if job["clusters"]:
