@@ -17,6 +17,7 @@ from evalcore.campaigns.conversations import NOT_ASKED
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.datasets import load_dataset
 from evalcore.errors import EvalError
+from evalcore.judges import Verdict
 from evalcore.suites import Case, create_suite, export_suite_csv, get_suite, parse_suite_csv, parse_suite_jsonl
 from evalcore.targets import TargetConfig
 from evalcore.testing.agent import LoopbackAgent
@@ -458,7 +459,13 @@ def test_the_dashboard_shows_conversations(tmp_path: Path, monkeypatch: pytest.M
     for reply in (answer_of, lambda body: expected[body["question"]]):
         with LoopbackAgent(reply=reply) as agent:
             request = LaunchRequest(suite_id=suite.id, config=agent_config(agent.url), cache=False)
-            manager.wait(manager.launch(request), 60)
+            campaign_id = manager.wait(manager.launch(request), 60).id
+    # A conversation judge's verdict kept for the last campaign (the page's first): shown beside its measures.
+    verdict = Verdict(judge="conversation_goal", model="m", prompt_hash="h", prompt_version="1", signature="s",
+                      threshold=None, score=0.0, reason="The weekend hours were never given.", result="fail")
+    manager.store.write(lambda conn: conn.execute(
+        "INSERT INTO conversation_verdicts (campaign_id, conversation, judge, verdict, judged_at) "
+        "VALUES (?, ?, ?, ?, ?)", (campaign_id, "horaires", "conversation_goal", json.dumps(verdict.to_dict()), 1.0)))
     manager.close()
 
     at = page_test(str(db), monkeypatch)  # the sample dataset's conversations
@@ -472,6 +479,10 @@ def test_the_dashboard_shows_conversations(tmp_path: Path, monkeypatch: pytest.M
     assert_clean(at)
     turns = [e.label for e in at.expander if e.label.startswith("Turn ")]
     assert [label.split(" · ")[0] for label in turns] == ["Turn 1", "Turn 2", "Turn 3"]
+    table = next(frame.value for frame in at.dataframe if "conversation" in frame.value.columns)
+    shown = table["goal reached"].where(table["goal reached"].notna(), "")
+    assert dict(zip(table.conversation, shown, strict=True)) == {"refunds": "", "horaires": "fail"}
+    assert any(button.label == "Judge the conversations" for button in at.button)
 
     at = page_test(str(db), monkeypatch, "pages/compare.py")
     assert "Conversations" in [tab.label for tab in at.tabs]
