@@ -20,7 +20,8 @@ C_SOURCES = ("evalcore/metrics/trec_scan.c", "evalcore/metrics/trec_label.c", "e
 # ui/ beside it), the sample is evalcore/datasets/samples.
 COPIES = {"app.py": "dashboard", "pages/*.py": "dashboard/pages", "ui/*.py": "dashboard/ui",
           ".streamlit/config.toml": "dashboard/.streamlit",
-          "dataset/samples/*.parquet": "datasets/samples", "dataset/samples/suite.csv": "datasets/samples"}
+          "dataset/samples/*.parquet": "datasets/samples", "dataset/samples/suite.csv": "datasets/samples",
+          "dataset/samples/conversations.csv": "datasets/samples"}
 
 
 def requirements(name: str) -> list[str]:

@@ -5,8 +5,10 @@ Usage: python dataset/build.py [--out DIR]
 Each source file holds one language's passages (key, title, text) and questions (key, text,
 relevant: {passage key: label 1-3}, answers: [...], and `unanswerable: true` on a question the
 system should decline, written as queries.parquet's `answerable` column: false there, null elsewhere).
-Keys become int64 ids here, in file order, so editing the text and rebuilding keeps every id stable
-unless items are inserted.
+A question with `conversation: NAME` is a turn of that conversation (its turns in file order, written as the
+`conversation` and `turn` columns); the conversations' questions take their ids after every other question's,
+so that adding one keeps the other ids. Keys become int64 ids here, in file order, so editing the text and
+rebuilding keeps every id stable unless items are inserted.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def read_sources(folder: Path) -> list[dict]:
 def build_tables(sources: list[dict]) -> dict[str, pa.Table]:
     """Turn keyed source records into the five dataset tables (plus title and lang columns)."""
     corpus: dict[str, list] = {"id": [], "text": [], "title": [], "lang": []}
-    queries: dict[str, list] = {"id": [], "text": [], "lang": [], "answerable": []}
+    queries: dict[str, list] = {"id": [], "text": [], "lang": [], "answerable": [], "conversation": [], "turn": []}
     answers: dict[str, list] = {"id": [], "text": []}
     qrels: dict[str, list] = {"qid": [], "pid": [], "score": []}
     qas: dict[str, list] = {"qid": [], "aid": []}
@@ -40,17 +42,23 @@ def build_tables(sources: list[dict]) -> dict[str, pa.Table]:
         for passage in source["passages"]:
             pid_of[passage["key"]] = len(corpus["id"])
             _append(corpus, id=len(corpus["id"]), text=passage["text"], title=passage["title"], lang=source["language"])
-    for source in sources:
-        for question in source["questions"]:
-            qid = len(queries["id"])
-            _append(queries, id=qid, text=question["text"], lang=source["language"],
-                    answerable=False if question.get("unanswerable") else None)
-            for key, label in question["relevant"].items():
-                _append(qrels, qid=qid, pid=pid_of[key], score=int(label))
-            for text in question["answers"]:
-                aid = len(answers["id"])
-                _append(answers, id=aid, text=text)
-                _append(qas, qid=qid, aid=aid)
+    turns: dict[str, int] = {}
+    alone = [(s, q) for s in sources for q in s["questions"] if "conversation" not in q]
+    talking = [(s, q) for s in sources for q in s["questions"] if "conversation" in q]
+    for source, question in alone + talking:
+        qid = len(queries["id"])
+        conversation = question.get("conversation")
+        if conversation is not None:
+            turns[conversation] = turns.get(conversation, 0) + 1
+        _append(queries, id=qid, text=question["text"], lang=source["language"],
+                answerable=False if question.get("unanswerable") else None, conversation=conversation,
+                turn=turns[conversation] if conversation is not None else None)
+        for key, label in question["relevant"].items():
+            _append(qrels, qid=qid, pid=pid_of[key], score=int(label))
+        for text in question["answers"]:
+            aid = len(answers["id"])
+            _append(answers, id=aid, text=text)
+            _append(qas, qid=qid, aid=aid)
     return {
         name: pa.table({c: pa.array(v, type=_type(c)) for c, v in columns.items()})
         for name, columns in (("corpus", corpus), ("queries", queries), ("answers", answers), ("qrels", qrels),
@@ -59,7 +67,7 @@ def build_tables(sources: list[dict]) -> dict[str, pa.Table]:
 
 
 def _type(column: str) -> pa.DataType:
-    return (pa.int64() if column in {"id", "qid", "pid", "aid", "score"}
+    return (pa.int64() if column in {"id", "qid", "pid", "aid", "score", "turn"}
             else pa.bool_() if column == "answerable" else pa.string())
 
 

@@ -1,5 +1,6 @@
-"""Campaigns: the list, one campaign's metric panel and summary, its sections (questions, failure stages, labels,
-configuration), actions and exports; each section is a function of ui.campaign given what it shows."""
+"""Campaigns: the list, one campaign's metric panel and summary, its sections (questions, conversations when its
+questions are turns of some, failure stages, labels, configuration), actions and exports; each section is a function
+of ui.campaign given what it shows."""
 
 from __future__ import annotations
 
@@ -7,14 +8,16 @@ import streamlit as st
 
 import ui
 from evalcore.access import Action
-from evalcore.campaigns import get_campaign, list_campaigns
+from evalcore.campaigns import campaign_conversations, get_campaign, list_campaigns
 from ui.campaign.actions import actions, judge_again
+from ui.campaign.conversations import conversations_section
 from ui.campaign.exports import exports_section
 from ui.campaign.labels import agreement_section
 from ui.campaign.panel import configuration_section, panel
 from ui.campaign.questions import diagnosis_section, questions_section
 
 QUESTIONS, STAGES, LABELS, CONFIGURATION = "Questions", "Failure stages", "Labels", "Configuration"
+CONVERSATIONS = "Conversations"
 SECTIONS = [QUESTIONS, STAGES, LABELS, CONFIGURATION]
 
 principal = ui.page("Campaigns")
@@ -47,9 +50,15 @@ else:
     panel(store, principal, campaign)
 # One section at a time below the panel, computed only when open: a first visit draws the questions, not the
 # failure-stage chart and the configuration too.
-ui.open_on("campaign-section", "section", SECTIONS)
-sections = dict(zip(SECTIONS, st.tabs(SECTIONS, key="campaign-section", on_change="rerun"), strict=True))
+talks = campaign_conversations(store, campaign.id, principal=principal)
+shown_sections = [QUESTIONS, CONVERSATIONS, *SECTIONS[1:]] if talks else SECTIONS
+ui.open_on("campaign-section", "section", shown_sections)
+sections = dict(zip(shown_sections, st.tabs(shown_sections, key="campaign-section", on_change="rerun"),
+                    strict=True))
 ui.keep(section=st.session_state["campaign-section"])
+if CONVERSATIONS in sections and sections[CONVERSATIONS].open:
+    with sections[CONVERSATIONS]:
+        conversations_section(store, principal, campaign, talks)
 if sections[QUESTIONS].open:
     with sections[QUESTIONS]:
         questions_section(principal, campaign)

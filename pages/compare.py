@@ -54,6 +54,7 @@ PAIRWISE = "Pairwise judge"
 SECTIONS = [MEASURES, PER_QUESTION, STAGES, QUESTIONS, PAIRWISE]
 PAIR, SWEEP = "pair", "sweep"
 MODES = {PAIR: "two campaigns", SWEEP: "a sweep (N campaigns, one key varied)"}  # as the URL names them: as shown
+CONVERSATIONS = "Conversations"
 
 
 # cache_resource, not cache_data: a comparison of 10,000 questions is immutable once computed, and
@@ -232,6 +233,28 @@ def values_as_text(table: pa.Table) -> pa.Table:
     return table
 
 
+def conversations_section(comparison: Comparison) -> None:
+    """Each conversation's verdict; then one conversation's turns side by side: A's answer, B's, the verdict and the
+    failure stage on each side."""
+    st.subheader("Conversations: A and B turn by turn")
+    found = {c.conversation: c for c in comparison.conversations}
+    st.caption("The intervals and tests of the measures resample whole conversations. A conversation is better when "
+               "more of its turns are better in B than worse.")
+    st.dataframe(pd.DataFrame([{"conversation": c.conversation, "turns": len(c.turns), "better": c.better,
+                                "worse": c.worse, "verdict": c.verdict} for c in found.values()]), hide_index=True)
+    name = st.selectbox("Conversation", list(found), key="compare-conversation")
+    if name is None:
+        return
+    diffs = {q.qid: q for q in comparison.questions}
+    rows = []
+    for turn in found[name].turns:
+        diff = diffs.get(turn.qid)
+        rows.append({"turn": turn.turn, "question": diff.question if diff else "", "answer A": diff.answer_a if diff
+                     else None, "answer B": diff.answer_b if diff else None, "verdict": turn.verdict,
+                     "stage A": turn.stage_a, "stage B": turn.stage_b})
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+
+
 def percent(value: float | None) -> str:
     """A share as a percentage, "-" when there is none."""
     return "-" if value is None else f"{value:.0%}"
@@ -393,8 +416,9 @@ if mode == PAIR:
         # One section at a time, computed only when open: a first visit draws the measures, not every chart
         # and table of the comparison (the report above holds them all).
         # The same sections for every pair: the open one stays open when another pair is picked.
-        ui.open_on("compare-section", "section", SECTIONS)
-        tabs = dict(zip(SECTIONS, st.tabs(SECTIONS, key="compare-section", on_change="rerun"), strict=True))
+        shown = [*SECTIONS, CONVERSATIONS] if comparison.conversations else SECTIONS
+        ui.open_on("compare-section", "section", shown)
+        tabs = dict(zip(shown, st.tabs(shown, key="compare-section", on_change="rerun"), strict=True))
         ui.keep(section=st.session_state["compare-section"])
         measures = measure_frame(comparison)
         if tabs[MEASURES].open:
@@ -412,6 +436,9 @@ if mode == PAIR:
         if tabs[PAIRWISE].open:
             with tabs[PAIRWISE]:
                 pairwise_section(a, b, preference, principal)
+        if CONVERSATIONS in tabs and tabs[CONVERSATIONS].open:
+            with tabs[CONVERSATIONS]:
+                conversations_section(comparison)
 else:
     baseline_group = [c.id for c in options if group_of(c) == group_of(options[0])]
     if "sweep-campaigns" in st.session_state:  # those still offered (another dataset or suite offers others)

@@ -62,6 +62,25 @@ def import_documents(principal: Principal) -> None:
             st.rerun()
 
 
+def show_conversations(dataset: Dataset, count: int) -> None:
+    """The conversations the questions are turns of: one line each, then the turns of the one picked, in order."""
+    st.subheader("Conversations", anchor=False)
+    turns: dict[str, list[Question]] = {}
+    for question in dataset.questions:
+        if question.conversation is not None:
+            turns.setdefault(question.conversation, []).append(question)
+    st.caption(f"{count} conversation(s): their turns are asked in order, each with the earlier rounds as history "
+               "(max_rounds, history in the configuration).")
+    st.dataframe(pd.DataFrame([{"conversation": name, "turns": len(found),
+                                "first turn": min(found, key=lambda q: q.turn or 0).text}
+                               for name, found in turns.items()]), hide_index=True)
+    name = st.selectbox("Conversation", list(turns), key="dataset-conversation")
+    if name is not None:
+        st.dataframe(pd.DataFrame([{"turn": q.turn, "qid": q.qid, "question": q.text,
+                                    "reference": q.references[0] if q.references else None}
+                                   for q in sorted(turns[name], key=lambda q: q.turn or 0)]), hide_index=True)
+
+
 def show_documents(dataset: Dataset) -> None:
     """The documents of a corpus whose passages name their file: passages per file, with its title."""
     files = pd.DataFrame({"file": [p.file_name for p in dataset.passages],
@@ -152,6 +171,8 @@ with ui.guard():
     if ui.is_testset(dataset):
         ui.testset_quality(dataset)
         ui.testset_review(dataset, principal)
+    if stats.conversations:
+        show_conversations(dataset, stats.conversations)
     st.subheader("Questions", anchor=False)
     if not dataset.questions:
         st.caption("No questions yet: this dataset is a corpus (imported from documents). Campaigns need questions: "

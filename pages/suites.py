@@ -74,10 +74,12 @@ def existing_choice(name: str, key: str, principal: Principal) -> IfExists | Non
     return CHOICES[how] if how else None
 
 
-def import_cases(cases: list[Case], name: str, choice: IfExists, principal: Principal, target_id: str) -> None:
-    """Create the suite (or replace the one of that name) running target_id, pick it, and say what happened."""
+def import_cases(cases: list[Case], name: str, choice: IfExists, principal: Principal, target_id: str,
+                 places: list[str] | None = None) -> None:
+    """Create the suite (or replace the one of that name) running target_id, pick it, and say what happened (`places`:
+    each case's line in its file, named if one is refused)."""
     created = create_suite(ui.store(), name=name, target_id=target_id, cases=cases, principal=principal,
-                           if_exists=choice)
+                           if_exists=choice, places=places)
     ui.select_next_run("suite_id", created.id)
     st.session_state.pop("import-sample", None)
     # A new key empties the uploader: the imported file would otherwise stay, and say its suite already exists.
@@ -110,7 +112,7 @@ def import_panel(data: bytes, filename: str, key: str, principal: Principal, tar
     choice = existing_choice(name, key, principal) if name.strip() else None
     if st.button(f"Import {counted(len(report.cases), 'case')}", key=f"{key}-import",
                  disabled=lines == "nothing" or not report.cases or choice is None):
-        import_cases(report.cases, name, choice or IfExists.REFUSE, principal, target_id)
+        import_cases(report.cases, name, choice or IfExists.REFUSE, principal, target_id, report.places)
 
 
 principal = ui.page("Suites", needs=Action.CHANGE)

@@ -39,7 +39,7 @@ def test_a_campaigns_gates(gated, capsys) -> None:
     assert [check["passed"] for check in failed["checks"]] == [False, True]
     # The same reason as the command line's
     assert main(["run", "--dataset", "default", "--db", str(api.db), "--fail-under", "ndcg@10=0.99",
-                 "--gate-bound", "lower", "--limit", "82"]) == 4
+                 "--gate-bound", "lower", "--limit", "91"]) == 4
     printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("gate failed")]
     assert printed == [f"gate failed: {failed['checks'][0]['name']}: {failed['checks'][0]['reason']}"]
 

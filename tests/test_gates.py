@@ -82,7 +82,7 @@ def test_a_run_passes_its_gates_and_fails_under_a_mark(baseline, tmp_path, capsy
     assert code == Exit.GATE_FAILED == 4
     failed = [line for line in out.splitlines() if line.startswith("gate failed")]
     assert failed == [f"gate failed: ndcg@10 >= {ndcg + 0.01:.4f}".rstrip("0")
-                      + f": ndcg@10: mean {ndcg:.4g} over 74 questions, under the mark {ndcg + 0.01:.4f}".rstrip("0")]
+                      + f": ndcg@10: mean {ndcg:.4g} over 83 questions, under the mark {ndcg + 0.01:.4f}".rstrip("0")]
     root = ET.parse(tmp_path / "fail.xml").getroot()
     assert (root.get("tests"), root.get("failures")) == ("2", "1")
     assert [case.find("failure") is not None for case in root.iter("testcase")] == [True, False]

@@ -112,7 +112,7 @@ def test_the_command_runs_a_campaign_on_the_shipped_sample_with_the_shipped_loop
     cache = installed.work / "compiled-cache"
     ran = installed.run("evalcore", "run", "--dataset", "default", "--name", "installed",
                         CC="/bin/false", EVALCORE_COMPILED_CACHE=str(cache))
-    assert "82 questions" in ran.stdout + ran.stderr
+    assert "91 questions" in ran.stdout + ran.stderr
     assert "campaign 'installed'" in ran.stdout
     assert (installed.work / ".evalcore" / "evalcore.db").is_file()  # the store of the folder it ran in
     # The libraries built with the package load (nothing is compiled: there is no compiler), with numpy's values;
@@ -143,7 +143,7 @@ def test_a_notebook_started_in_examples_imports_the_installed_package(installed:
             "NotebookClient(book, timeout=120, kernel_name='python3').execute()\n"
             "print(book.cells[0].outputs[0]['text'])")
     printed = installed.run("python", "-c", code, cwd=installed.work / "examples").stdout.split()
-    assert Path(printed[0]).is_relative_to(installed.bin.parent) and printed[1] == "82"
+    assert Path(printed[0]).is_relative_to(installed.bin.parent) and printed[1] == "91"
 
 
 @contextmanager
@@ -185,7 +185,7 @@ def test_the_api_serves_evaluation_tasks_on_the_shipped_sample(installed: Instal
             time.sleep(0.3)
             task = httpx.get(f"{base}/evaluation", headers=headers, params={"task_id": task["id"]}).json()
             task = task["data"]["task"]
-    assert (task["status"], task["total"], task["finished"]) == (2, 82, 82)
+    assert (task["status"], task["total"], task["finished"]) == (2, 91, 91)
 
 
 def test_the_dashboard_command_serves_the_installed_app(installed: Installed) -> None:
@@ -206,7 +206,7 @@ def test_the_dashboard_command_serves_the_installed_app(installed: Installed) ->
     # Its campaigns on threads of its own process, as in the other dashboard tests (a worker process outlives it).
     printed = installed.run("python", "-c", code, EVALCORE_DASHBOARD_WORKER="threads").stdout.split()
     assert Path(printed[0]).is_relative_to(installed.bin.parent)
-    assert printed[1:] == ["[]", "Datasets", "82"]
+    assert printed[1:] == ["[]", "Datasets", "91"]
 
 
 def _dashboard_command(*argv: str) -> list[str]:

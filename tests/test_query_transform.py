@@ -201,7 +201,7 @@ def test_rewrite_retrieves_with_the_rewritten_query(index_dir: Path) -> None:
     assert result.queries == [REWRITE]  # the first line, unquoted
     assert result.retrieved == items(target, REWRITE) != items(target, QUESTION)
     rewrite, generation = chat_bodies(server)
-    assert rewrite["messages"] == [{"role": "user", "content": REWRITE_PROMPT.format(question=QUESTION)}]
+    assert rewrite["messages"] == [{"role": "user", "content": REWRITE_PROMPT.format(question=QUESTION, history="")}]
     assert rewrite["max_tokens"] == 128
     assert generation["messages"][-1]["content"].endswith(f"Question: {QUESTION}\nAnswer:")  # the question itself
     # Both calls are the answer's: 11 + 7 tokens each from the fake server.
@@ -235,7 +235,7 @@ def test_multi_query_fuses_the_question_and_each_query_by_reciprocal_rank(index_
     # One conversation: each next query is asked after the ones before it.
     bodies = chat_bodies(server)
     assert len(bodies) == 4 and bodies[2]["messages"] == [
-        {"role": "user", "content": REWRITE_PROMPT.format(question=QUESTION)},
+        {"role": "user", "content": REWRITE_PROMPT.format(question=QUESTION, history="")},
         {"role": "assistant", "content": REWRITE},
         {"role": "user", "content": MULTI_QUERY_NEXT}, {"role": "assistant", "content": MORE[0]},
         {"role": "user", "content": MULTI_QUERY_NEXT}]

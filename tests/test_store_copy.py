@@ -63,6 +63,9 @@ def filled_store(path: Path, tiny_dataset: Path) -> str:
             s for s in spans if s["traceId"] != second or s.get("parentSpanId")]
         import_text(manager.store, json.dumps(traces), source="traces.json")
         set_trace_settings(manager.store, "default", retention_days=365 * 10, patterns=[("ticket", r"TCK-\d+")])
+        manager.store.write(lambda conn: conn.execute(  # a conversation judge's verdict, as kept
+            "INSERT INTO conversation_verdicts (campaign_id, conversation, judge, verdict, judged_at) "
+            "VALUES (?, ?, ?, ?, ?)", (ids[0], "refunds", "conversation_goal", '{"judge": "conversation_goal"}', 3.5)))
         for table, order in TABLES:
             assert fingerprint(manager.store, table, order)[0] > 0, table
     finally:

@@ -20,6 +20,7 @@ from evalcore.api.schemas import (
     CampaignOnly,
     ComparisonData,
     ComparisonOut,
+    ConversationList,
     JobData,
     Ok,
     ResultsPage,
@@ -28,9 +29,11 @@ from evalcore.api.schemas import (
 from evalcore.campaigns import (
     Campaign,
     CampaignKind,
+    ConversationSummary,
     NotFound,
     QuestionResult,
     campaign_aggregates,
+    campaign_conversations,
     campaign_diagnosis,
     campaign_results,
     campaign_summary,
@@ -247,6 +250,28 @@ def results(request: Request, campaign_id: CampaignId, principal: Viewer,
                             principal=principal)
     return ok({"results": [result_json(row, names, campaign) for row in rows], "offset": offset, "limit": limit,
                "total": campaign.total, "finished": campaign.finished})
+
+
+@router.get("/campaigns/{campaign_id}/conversations", response_model=Ok[ConversationList],
+            summary="A campaign's conversations: each one's turns, share of turns passed, first failing turn")
+def conversations(request: Request, campaign_id: CampaignId, principal: Viewer) -> dict[str, Any]:
+    """Empty when no question is a turn of a conversation."""
+    found = campaign_conversations(request.app.state.store, campaign_id, principal=principal)
+    return ok({"summary": ConversationSummary.of(found).to_dict(), "conversations": [c.to_dict() for c in found]})
+
+
+@router.post("/campaigns/{campaign_id}/conversations/judge", response_model=Ok[ConversationList],
+             summary="Ask the judges that read each whole conversation of an ended campaign, and keep their verdicts")
+def judge_conversation_list(request: Request, campaign_id: CampaignId, principal: Admin) -> dict[str, Any]:
+    """Does an answer contradict an earlier one (conversation_contradiction), did the conversation reach what the
+    user asked (conversation_goal): asked with the campaign's judge model; each conversation's `judges` then holds
+    their verdicts (asked again, they replace the kept ones). 422 when the campaign has no conversation, 409 while it
+    runs."""
+    from evalcore.campaigns.talk_judges import judge_conversations
+
+    campaign_id = campaign_of(request, campaign_id, principal).id  # given by id or name
+    judge_conversations(request.app.state.store, campaign_id, principal=principal)
+    return conversations(request, campaign_id, principal)
 
 
 @router.get("/compare", response_model=Ok[ComparisonData], summary="Compare two campaigns over their common questions")

@@ -49,6 +49,10 @@ class CaseIn(RequestBody):
     checks: list[Annotated[str, Field(max_length=20000)]] = Field(
         default_factory=list, max_length=50, description="exact checks the answer must pass, each as written: "
         "contains:30 jours, regex:\\d+ €, json_valid, length:10..280, number_close:1% (see the measures' docs)")
+    conversation: str | None = Field(default=None, min_length=1, max_length=200,
+                                     description="the conversation this question is a turn of (none: asked alone)")
+    turn: int | None = Field(default=None, ge=1, le=MAX_CASES, description="its turn in the conversation, from 1 "
+                             "(none: the order of the conversation's cases); each once, without a gap")
 
 
 class SuiteIn(RequestBody):
@@ -73,7 +77,8 @@ class RunIn(RunSettings):
 
 
 def _cases(body: SuiteIn) -> list[Case]:
-    return [Case(c.question, c.expected_answer, tuple(c.expected_sources), tuple(c.checks)) for c in body.cases]
+    return [Case(question=c.question, expected_answer=c.expected_answer, expected_sources=tuple(c.expected_sources),
+                 checks=tuple(c.checks), conversation=c.conversation, turn=c.turn) for c in body.cases]
 
 
 def _suite(request: Request, suite_id: str, principal: Principal) -> Suite:

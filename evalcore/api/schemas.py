@@ -23,6 +23,7 @@ from evalcore.campaigns.estimate import Estimate
 from evalcore.campaigns.labels import Label
 from evalcore.campaigns.listing import CampaignRow
 from evalcore.campaigns.records import DIAGNOSIS
+from evalcore.campaigns.talks import ConversationResult, ConversationSummary
 from evalcore.campaigns.trust import ComparisonTrust
 from evalcore.compare import Comparison
 from evalcore.compare.preference import Preference
@@ -102,6 +103,8 @@ if TYPE_CHECKING:  # the type checker sees models; what they hold is derived whe
     TrustOut = BaseModel
     JobOut = BaseModel
     EstimateOut = BaseModel
+    ConversationOut = BaseModel
+    ConversationSummaryOut = BaseModel
 else:
     CampaignOut = api_type(Campaign)
     AggregateOut = api_type(Aggregate)
@@ -122,6 +125,8 @@ else:
     PreferenceOut = api_type(Preference)
     TrustOut = model_of(ComparisonTrust, "TrustOut")
     JobOut = api_type(Job)
+    ConversationOut = api_type(ConversationResult)
+    ConversationSummaryOut = api_type(ConversationSummary)
 
 
 class CampaignList(BaseModel):
@@ -146,6 +151,11 @@ class ResultsPage(BaseModel):
     limit: int
     total: int
     finished: int
+
+
+class ConversationList(BaseModel):
+    summary: ConversationSummaryOut
+    conversations: list[ConversationOut]
 
 
 class ComparisonData(BaseModel):

@@ -31,13 +31,14 @@ if TYPE_CHECKING:
         Summary,
         Tokens,
     )
+    from evalcore.campaigns.talks import ConversationResult, ConversationSummary, campaign_conversations
 
 __all__ = [
-    "ACTIVE", "Aggregate", "Campaign", "CampaignKind", "CampaignManager", "CampaignStatus", "Conflict", "NotFound",
-    "Outcome",
+    "ACTIVE", "Aggregate", "Campaign", "CampaignKind", "CampaignManager", "CampaignStatus", "Conflict",
+    "ConversationResult", "ConversationSummary", "NotFound", "Outcome",
     "Progress", "Question", "QuestionResult", "RunOptions", "Source", "Summary", "Tokens", "campaign_aggregates",
-    "campaign_diagnosis", "campaign_lines", "campaign_results", "campaign_summary", "find_campaign", "get_campaign",
-    "get_manager",
+    "campaign_conversations", "campaign_diagnosis", "campaign_lines", "campaign_results", "campaign_summary",
+    "find_campaign", "get_campaign", "get_manager",
     "list_campaigns",
     "new_campaign_id",
 ]
@@ -53,4 +54,5 @@ __getattr__ = lazy_exports(__name__, {
         "Aggregate", "Campaign", "CampaignKind", "Outcome", "Progress", "Question", "QuestionResult", "RunOptions",
         "Source", "Summary", "Tokens",
     ),
+    "talks": ("ConversationResult", "ConversationSummary", "campaign_conversations"),
 })

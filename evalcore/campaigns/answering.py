@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import time
 from dataclasses import dataclass, field
 
@@ -16,7 +18,7 @@ from evalcore.metrics.graded import GradedScale
 from evalcore.models import Meter, metered, noticed, refuse_long_reply
 from evalcore.models.http import Calls
 from evalcore.store import StoreCallCache
-from evalcore.targets import Retrieved, Target, TargetAnswer, TargetConfig
+from evalcore.targets import Chat, Retrieved, Target, TargetAnswer, TargetConfig
 from evalcore.targets.knowledge import PassageLike
 
 UNNAMED_MODEL = "the target's own model (not named)"
@@ -81,7 +83,12 @@ def ask(target: Target, question: Question) -> Asked:
     start = time.perf_counter()
     with metered() as meter:
         try:
-            reply = target.answer(question.text, qid=question.qid)
+            chat = question_chat(question)
+            # Only a turn of a conversation passes `chat`, to a target that takes it: one written before conversations
+            # answers each turn alone.
+            reply = (target.answer(question.text, qid=question.qid, chat=chat)
+                     if chat is not None and takes_chat(type(target))
+                     else target.answer(question.text, qid=question.qid))
             # Scoring work grows with the answer's length: whatever the target, nothing over the cap is
             # scored, so a question past its time limit stops costing CPU within a bounded time.
             refuse_long_reply(reply.answer, target.config.max_reply_chars)
@@ -110,6 +117,19 @@ def usage_of(plan: Plan, asked: Asked, verdicts: dict[str, Verdict]) -> tuple[Us
                               verdict.cached_prompt_tokens) for name, verdict in verdicts.items() if verdict.tokens)]
     return tuple(priced(role, model, prompt, completion, plan.prices, cached)
                  for role, model, prompt, completion, cached in calls)
+
+
+@functools.cache
+def takes_chat(kind: type[Target]) -> bool:
+    """Whether a target class's `answer` takes the conversation (`chat`)."""
+    return "chat" in inspect.signature(kind.answer).parameters
+
+
+def question_chat(question: Question) -> Chat | None:
+    """Where a question stands in its conversation (None for a question asked alone)."""
+    if question.conversation is None:
+        return None
+    return Chat(question.conversation, question.turn or 1, question.history)
 
 
 def settle(plan: Plan, question: Question, asked: Asked) -> Outcome:

@@ -127,6 +127,8 @@ class ComparedRows:
     found: list[frozenset[str]] = field(default_factory=list)
     has_sources: list[bool] = field(default_factory=list)
     setups: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+    conversations: list[str | None] = field(default_factory=list)  # the conversation each question is a turn of
+    turns: list[int | None] = field(default_factory=list)  # and its turn there
     _keys: dict[tuple[int | None, str], int] = field(default_factory=dict, repr=False, compare=False)
     _next: int = field(default=0, repr=False, compare=False)
     _pids: list[int | None] | dict[int, int | None] = field(default_factory=list, repr=False, compare=False)
@@ -180,6 +182,8 @@ class ComparedRows:
         for result in results:
             question, outcome = result.question, result.outcome
             rows.keys.append(question_key(result))
+            rows.conversations.append(question.conversation)
+            rows.turns.append(question.turn)
             rows.texts.append(question.text)
             rows.answers.append(outcome.answer)
             rows.errors.append(outcome.error)
@@ -202,7 +206,7 @@ class ComparedRows:
 # row (`s`) at the same position.
 _OWN = ("position", "qid", "measures", "judges", "error", "diagnosis", "cost", "currency")
 _SHARED = ("answer", "retrieved", "context", "sources", "queries")
-_QUESTION = ("question", "relevant", "expected_sources")
+_QUESTION = ("question", "relevant", "expected_sources", "conversation", "turn")
 _COLUMNS = (*_QUESTION, *_OWN, *_SHARED)
 _AT = {name: position for position, name in enumerate(_COLUMNS)}
 _JOIN = "FROM results r JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = r.position"
@@ -292,6 +296,8 @@ def _compared(columns: list[tuple[Any, ...]]) -> ComparedRows:
     """The keys, texts, values and verdicts of the rows (what the statistics need)."""
     out = ComparedRows()
     out.texts = list(_column(columns, "question"))
+    out.conversations = list(_column(columns, "conversation"))
+    out.turns = list(_column(columns, "turn"))
     out.keys = [key_of(qid, text) for qid, text in zip(_column(columns, "qid"), out.texts, strict=True)]
     out.values = [measure_values(measures or {}) for measures in stored_column(_column(columns, "measures"))]
     out.costs = [(cost, currency or "")

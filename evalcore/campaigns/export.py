@@ -15,6 +15,8 @@ from evalcore.store import Store
 
 FIXED_COLUMNS = ("qid", "question", "expected_answer", "answer", "sources", "error", "diagnosis", "latency_s",
                  "prompt_tokens", "completion_tokens", "cost", "currency", "attempts", "queries")
+# After qid, when a question is a turn of a conversation.
+CONVERSATION_COLUMNS = ("conversation", "turn")
 
 
 def judge_fields(outcome: Outcome, names: str = "project",
@@ -39,8 +41,11 @@ def graded_marks(store: Store, campaign_id: str) -> dict[str, float]:
 def result_table(results: list[QuestionResult], names: str = "project",
                  marks: Mapping[str, float] | None = None) -> tuple[list[str], list[list[object]]]:
     """The header and rows of the CSV export (and of the notebook's results table): fixed columns (a query
-    transformation's texts one per line), one column per measure, the exact checks' results when a question has
-    checks, then the judges' and pass marks' fields."""
+    transformation's texts one per line; the conversation and turn when a question is a turn of one), one column per
+    measure, the exact checks' results when a question has checks, then the judges' and pass marks' fields."""
+    fixed_columns: tuple[str, ...] = FIXED_COLUMNS
+    if any(r.question.conversation is not None for r in results):
+        fixed_columns = (FIXED_COLUMNS[0], *CONVERSATION_COLUMNS, *FIXED_COLUMNS[1:])
     measures = sorted({name for r in results for name in r.outcome.measures})
     checked = ["check_results"] if any(r.outcome.check_results for r in results) else []
     extra = list(dict.fromkeys(name for r in results for name in judge_fields(r.outcome, names, marks)))
@@ -52,9 +57,9 @@ def result_table(results: list[QuestionResult], names: str = "project",
                  # "no price" rather than 0: a model without a price is never counted as free.
                  "cost": cost.amount if cost.amount is not None else cost.text()}
         judged = judge_fields(r.outcome, names, marks)
-        rows.append([fixed[name] for name in FIXED_COLUMNS] + [r.outcome.measures.get(name) for name in measures]
+        rows.append([fixed[name] for name in fixed_columns] + [r.outcome.measures.get(name) for name in measures]
                     + [checks_text(r.outcome.check_results) for _ in checked] + [judged.get(name) for name in extra])
-    return [*FIXED_COLUMNS, *measures, *checked, *extra], rows
+    return [*fixed_columns, *measures, *checked, *extra], rows
 
 
 def checks_text(results: Mapping[str, bool]) -> str:

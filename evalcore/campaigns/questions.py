@@ -17,7 +17,8 @@ def dataset_questions(dataset: Dataset) -> list[Question]:
     """The question snapshot of a dataset campaign (labels, every reference answer, the dataset's answerability)."""
     # Built marked (no copy of each question to mark it): a launch of thousands of questions waits for this.
     return [Question(position, q.qid, q.text, None, references, dict(q.labels) or None, (),
-                     marked_answerable(None, references, q.answerable), _checks(q.checks, q.qid))
+                     marked_answerable(None, references, q.answerable), checks=_checks(q.checks, q.qid),
+                     conversation=q.conversation, turn=q.turn)
             for position, q in enumerate(dataset.questions) for references in (tuple(q.references),)]
 
 
@@ -31,7 +32,8 @@ def _checks(cell: str, qid: int) -> tuple[str, ...]:
 def suite_questions(suite: Suite) -> list[Question]:
     """The question snapshot of a suite campaign: the cases as they are at launch."""
     return with_answerability([Question(position, position + 1, case.question, case.expected_answer, (), None,
-                                        tuple(case.expected_sources), checks=case.checks)
+                                        tuple(case.expected_sources), checks=case.checks,
+                                        conversation=case.conversation, turn=case.turn)
                                for position, case in enumerate(suite.cases)])
 
 
@@ -64,12 +66,12 @@ def insert_questions(conn: Connection, campaign_id: str, questions: list[Questio
     """Write the question snapshot."""
     conn.executemany(
         "INSERT INTO campaign_questions (campaign_id, position, qid, question, expected_answer, refs, relevant, "
-        "expected_sources, answerable, checks) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "expected_sources, answerable, checks, conversation, turn) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (campaign_id, q.position, q.qid, q.text, q.expected_answer, dumps(list(q.references)),
              dumps({str(k): v for k, v in q.relevant.items()}) if q.relevant is not None else None,
              dumps(list(q.expected_sources)), None if q.answerable is None else int(q.answerable),
-             dumps(list(q.checks)) if q.checks else None)
+             dumps(list(q.checks)) if q.checks else None, q.conversation, q.turn)
             for q in questions
         ],
     )

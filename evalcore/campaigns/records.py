@@ -23,7 +23,7 @@ from evalcore.judges import JudgeResult, Verdict
 from evalcore.lifecycle import CampaignStatus
 from evalcore.metrics.graded import stored_values
 from evalcore.shapes import Key, doc
-from evalcore.targets.base import Retrieved
+from evalcore.targets.base import Retrieved, Round
 from evalcore.targets.config import Snapshot
 from evalcore.targets.saved import ID_NAMES
 
@@ -268,25 +268,34 @@ class Question:
         "no reference answer"))
     checks: tuple[str, ...] = field(default=(), metadata=doc("exact checks its answer must pass, as written "
                                                              "(`contains:30 jours`)"))
+    conversation: str | None = field(default=None, metadata=doc("the conversation it is a turn of (null: a question "
+                                                                "asked alone)"))
+    turn: int | None = field(default=None, metadata=doc("its turn in the conversation, from 1 (null: asked alone)"))
+    # The earlier rounds the target is given with it (evalcore.campaigns.conversations): set just before it is
+    # asked, never stored with the snapshot.
+    history: tuple[Round, ...] = field(default=(), metadata=doc(hidden=True))
 
     @classmethod
     def from_row(cls, row: Row | Mapping[str, Any]) -> Question:
         """From a campaign_questions row (its JSON columns as stored, or decoded already: `loaded`)."""
         relevant = loaded(row["relevant"]) if row["relevant"] is not None else None
+        names = row.keys()
         return cls(row["position"], row["qid"], row["question"], row["expected_answer"],
                    tuple(loaded(row["refs"])),
                    {int(k): v for k, v in relevant.items()} if relevant is not None else None,
                    tuple(loaded(row["expected_sources"])),
                    None if row["answerable"] is None else bool(row["answerable"]),
-                   # `in` on a sqlite3.Row looks at its values, not its column names
-                   tuple(loaded(row["checks"]) or ()) if "checks" in row.keys() else ())  # noqa: SIM118
+                   checks=tuple(loaded(row["checks"]) or ()) if "checks" in names else (),
+                   conversation=row["conversation"] if "conversation" in names else None,
+                   turn=row["turn"] if "turn" in names else None)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape (`question` is the text)."""
         return {"qid": self.qid, "position": self.position, "question": self.text,
                 "expected_answer": self.expected_answer, "references": list(self.references),
                 "relevant": self.relevant, "expected_sources": list(self.expected_sources),
-                "answerable": self.answerable, "checks": list(self.checks)}
+                "answerable": self.answerable, "checks": list(self.checks), "conversation": self.conversation,
+                "turn": self.turn}
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from evalcore.campaigns.result_rows import read_results
 from evalcore.errors import EvalError
 from evalcore.lifecycle import CampaignStatus
 from evalcore.store import Conflict, Store
-from evalcore.targets import TargetAnswer, TargetConfig
+from evalcore.targets import Chat, TargetAnswer, TargetConfig
 from evalcore.targets.config import JUDGE, TABLES
 from evalcore.text import counted
 
@@ -131,7 +131,7 @@ class StoredAnswers:
     def prepare(self, passages: Sequence[PassageLike], progress: Any = None) -> None:
         """No index to build: the passages each answer was built from are stored."""
 
-    def answer(self, question: str, qid: int | None = None) -> TargetAnswer:
+    def answer(self, question: str, qid: int | None = None, chat: Chat | None = None) -> TargetAnswer:
         """The stored answer to this question (its error raised again, for the same failed question)."""
         found = self._results.get((qid, question))
         if found is None:

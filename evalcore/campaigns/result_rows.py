@@ -292,7 +292,8 @@ INSERT_RESULT = (
 ALL_ROWS = 2**63 - 1  # LIMIT for no limit on both backends (SQLite's -1 is an error on PostgreSQL)
 # What a re-judge reads from the row of the campaign holding the answers it judged (the rest is its own).
 SHARED_COLUMNS = ("answer", "retrieved", "context", "sources", "queries")
-_QUESTION = "q.question, q.expected_answer, q.refs, q.relevant, q.expected_sources, q.answerable, q.checks"
+_QUESTION = ("q.question, q.expected_answer, q.refs, q.relevant, q.expected_sources, q.answerable, q.checks, "
+             "q.conversation, q.turn")
 _ORDER = "WHERE r.campaign_id = ?{positions} ORDER BY r.position LIMIT ? OFFSET ?"
 READ_OWN = (f"SELECT {_QUESTION}, r.* FROM results r JOIN campaign_questions q ON q.campaign_id = r.campaign_id "
             f"AND q.position = r.position {_ORDER}")

@@ -7,14 +7,15 @@ import random
 import sqlite3
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from evalcore.campaigns.answering import Plan, error_text
 from evalcore.campaigns.budget import Budget
+from evalcore.campaigns.conversations import Conversations, stored_answers, talking
 from evalcore.campaigns.executors import Executor, LocalExecutor
 from evalcore.campaigns.pace import Window
+from evalcore.campaigns.questions import stored_questions
 from evalcore.campaigns.records import Outcome, Question
 from evalcore.campaigns.result_rows import NotOwner, ResultWriter
 from evalcore.errors import EvalError
@@ -221,7 +222,7 @@ class Runner:
             self._asking = True
 
     def _dispatch(self) -> tuple[CampaignStatus, str | None]:
-        pending, executor = deque(self.plan.questions), self.executor
+        pending, executor = self._pending(), self.executor
         by_position = {question.position: question for question in self.plan.questions}
         unsaved: list[tuple[Question, Outcome]] = []  # finished, to be written with those that follow them
         since = 0.0  # when the oldest of them finished
@@ -243,6 +244,9 @@ class Runner:
             if finished and not unsaved:
                 since = time.monotonic()
             unsaved += [(by_position[position], outcome) for position, outcome in finished]
+            # A failed turn's followers, when their history would hold its answer: recorded as not asked.
+            unsaved += [pair for position, outcome in finished for pair in pending.finished(by_position[position],
+                                                                                           outcome)]
             # One transaction for the questions that finished within SAVE_S of each other (each commit costs
             # more than a row); at once after a failure (the failed share counts stored rows), when nothing came
             # back (the questions in flight are slow), when the batch is full, and at the end.
@@ -265,10 +269,21 @@ class Runner:
             return CampaignStatus.SUCCEEDED_WITH_FAILURES, None
         return CampaignStatus.SUCCEEDED, None
 
-    def _fill(self, pending: deque[Question], stop: str | None) -> None:
+    def _fill(self, pending: Conversations, stop: str | None) -> None:
         room = min(self.executor.room(), len(pending)) if stop is None else 0
-        if room > 0:
-            self.executor.submit([pending.popleft() for _ in range(room)])
+        ready = pending.ready(room) if room > 0 else []
+        if ready:
+            self.executor.submit(ready)
+
+    def _pending(self) -> Conversations:
+        """The questions to ask, in the order they may be asked (a conversation's turns one at a time); for a resume
+        or a retry, with the snapshot's earlier turns and their stored answers."""
+        questions, config = self.plan.questions, self.plan.target.config
+        if not talking(questions) or self.plan.answers_from is not None:
+            return Conversations(questions, config)
+        campaign = self.plan.campaign_id
+        return Conversations(questions, config, stored_questions(self.store, campaign, "all"),
+                             stored_answers(self.store, campaign))
 
     def _stop_reason(self) -> str | None:
         if self.cancelled.is_set():

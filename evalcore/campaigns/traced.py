@@ -11,7 +11,7 @@ from evalcore.campaigns.records import Question
 from evalcore.errors import EvalError
 from evalcore.store import Store
 from evalcore.targets import TargetAnswer, TargetConfig
-from evalcore.targets.base import Retrieved
+from evalcore.targets.base import Chat, Retrieved
 from evalcore.telemetry.records import Trace
 
 if TYPE_CHECKING:
@@ -62,8 +62,9 @@ class TraceAnswers:
                                 "WHERE q.campaign_id = ?", (self._campaign_id,))
         self._traces = {row["number"]: Trace.from_row(row) for row in rows}
 
-    def answer(self, question: str, qid: int | None = None) -> TargetAnswer:
-        """The trace's answer and documents, with the tokens it cost in production."""
+    def answer(self, question: str, qid: int | None = None, chat: Chat | None = None) -> TargetAnswer:
+        """The trace's answer and documents, with the tokens it cost in production (a trace was answered with its own
+        history: `chat` is not used)."""
         trace = self._traces.get(qid) if qid is not None else None
         if trace is None:
             raise EvalError("the trace is no longer stored (deleted by the tenant's retention?)",

@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from evalcore.campaigns import (
+    ConversationSummary,
     QuestionResult,
+    campaign_conversations,
     campaign_results,
     campaign_summary,
     get_campaign,
@@ -57,11 +59,12 @@ def register(commands: Commands) -> None:
         ("retry-failed", retry_command, "run again the questions that failed (foreground)"),
         ("cancel", cancel_command, "stop dispatching questions of a running campaign"),
         ("delete", delete_command, "delete a campaign and its results"),
+        ("conversations", conversations_command, "its conversations: turns, share passed, first failing turn"),
     ):
         action = actions.add_parser(name, help=text)
         add_campaign_argument(action)
         add_db_option(action)
-        if name in ("show", "resume", "retry-failed"):
+        if name in ("show", "resume", "retry-failed", "conversations"):
             action.add_argument("--json", action="store_true")
         if name in ("resume", "retry-failed"):
             action.add_argument("--concurrency", type=int, metavar="N")
@@ -71,6 +74,11 @@ def register(commands: Commands) -> None:
                                 help="take over a campaign another live process still owns (e.g. paused with "
                                      "Ctrl-Z): it stops at its next write and its questions in flight are asked again")
             add_execution_options(action)
+        if name == "conversations":
+            action.add_argument("--judge", action="store_true",
+                                help="first ask the judges that read each whole conversation (does an answer "
+                                     "contradict an earlier one; did it reach what the user asked) with the "
+                                     "campaign's judge model, and keep their verdicts")
         if name == "resume":
             action.add_argument("--max-cost", type=amount, metavar="AMOUNT",
                                 help="a new budget (max_cost) in the prices' currency: a campaign stopped at its "
@@ -130,6 +138,37 @@ def _table(lines: list[tuple[str, ...]]) -> list[str]:
              for line in lines]
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
     return ["  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip() for line in lines]
+
+
+def conversations_command(args: argparse.Namespace) -> int:
+    """Print a campaign's conversations: a line each (share passed, first failing turn), then its turns."""
+    store = store_of(args)
+    if args.judge:
+        from evalcore.campaigns.talk_judges import judge_conversations
+
+        judge_conversations(store, args.id)
+    results = campaign_conversations(store, args.id)
+    summary = ConversationSummary.of(results)
+    if args.json:
+        print(json.dumps({**summary.to_dict(), "results": [r.to_dict() for r in results]}, indent=2,
+                         ensure_ascii=False))
+        return 0
+    if not results:
+        print("no conversation: every question of this campaign was asked alone")
+        return 0
+    mean = "-" if summary.mean_share_passed is None else f"{summary.mean_share_passed:.0%}"
+    print(f"{summary.conversations} conversation(s), {summary.all_passed} with every judged turn passed, "
+          f"mean share of turns passed {mean}")
+    for result in results:
+        share = "-" if result.share_passed is None else f"{result.share_passed:.0%}"
+        first = f"first failing turn {result.first_failing_turn} ({result.first_failure})" \
+            if result.first_failing_turn else "no turn failed"
+        print(f"conversation {result.conversation}: {result.passed}/{result.judged} turns passed ({share}), {first}")
+        for judge, verdict in result.judges.items():
+            print(f"  {judge}: {verdict.result} ({verdict.reason})")
+        for turn in result.turns:
+            print(f"  turn {turn.turn} [{turn.error and 'error' or turn.stage or '-'}] {turn.question}")
+    return 0
 
 
 def show_command(args: argparse.Namespace) -> int:

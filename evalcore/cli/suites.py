@@ -12,12 +12,14 @@ from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands, add_db_option, store_of
 from evalcore.errors import EvalError
 from evalcore.suites import (
+    Case,
     DuplicateName,
     IfExists,
     create_suite,
     delete_suite,
     get_suite,
     parse_suite_csv,
+    parse_suite_jsonl,
     suite_csv_bytes,
 )
 from evalcore.targets.saved import ID_NAMES
@@ -28,7 +30,8 @@ def register(commands: Commands) -> None:
     """Add the `suites` command group."""
     parser = commands.add_parser("suites", help=SUMMARIES["suites"])
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    imp = actions.add_parser("import", help="import a CSV (question;expected answer;sources) as a new suite")
+    imp = actions.add_parser("import", help="import a CSV (question;expected answer;sources, optional checks and "
+                             "conversation columns) or a JSONL file (.jsonl) as a new suite")
     imp.add_argument("file", type=Path, help="CSV file, ';' or ',' separated, optional header line")
     imp.add_argument("--name", required=True, help="suite name")
     imp.add_argument("--target", "--agent", dest="target", required=True, metavar="ID",
@@ -57,12 +60,11 @@ def register(commands: Commands) -> None:
         add_db_option(action)
 
 
-def import_command(args: argparse.Namespace) -> int:
-    """Print the line-by-line report; import nothing when a line is rejected, unless --valid-only."""
-    try:
-        data = args.file.read_bytes()
-    except OSError as error:
-        raise EvalError(f"cannot read the file ({error.strerror})", where=str(args.file)) from None
+def read_cases(data: bytes, args: argparse.Namespace) -> tuple[list[Case], list[str] | None]:
+    """The cases of a CSV file (its line-by-line report printed) with each one's line, or of a JSONL file (a .jsonl
+    name)."""
+    if args.file.suffix.lower() == ".jsonl":
+        return list(parse_suite_jsonl(data, source=str(args.file))), None
     report = parse_suite_csv(data, source=str(args.file))
     for line in report.report_lines():
         print(line)
@@ -71,9 +73,19 @@ def import_command(args: argparse.Namespace) -> int:
                         fix="correct those lines, or pass --valid-only to import the valid ones")
     if not report.cases:
         raise EvalError("no valid case to import", where=str(args.file))
+    return report.cases, report.places
+
+
+def import_command(args: argparse.Namespace) -> int:
+    """Print the line-by-line report; import nothing when a line is rejected, unless --valid-only."""
+    try:
+        data = args.file.read_bytes()
+    except OSError as error:
+        raise EvalError(f"cannot read the file ({error.strerror})", where=str(args.file)) from None
+    cases, places = read_cases(data, args)
     try:
         suite = create_suite(store_of(args, create=True), tenant=args.tenant, name=args.name, target_id=args.target,
-                             cases=report.cases, if_exists=args.if_exists)
+                             cases=cases, if_exists=args.if_exists, places=places)
     except DuplicateName as error:
         raise EvalError(f"a suite named {args.name!r} already exists ({error.existing_id}): nothing imported",
                         where="--name", fix="give another --name, or pass --replace (that suite gets these cases, "

@@ -281,7 +281,9 @@ def compare_rows(a_campaign: Campaign, a: ComparedRows, b_campaign: Campaign, b:
     # The statistics are numpy's (drawing, counting, matrix products, the GIL released) while the questions' lines are
     # Python's: on a second core they take no longer than the lines alone.
     # Two threads: the statistics' task, and the sign flips it hands back to the same pool.
-    job: dict[str, Any] = {"paired": paired, "table": table, "seed": seed, "resamples": resamples, "effect": effect}
+    turns = conversation_turns(common, a, a_at)
+    job: dict[str, Any] = {"paired": paired, "table": table, "seed": seed, "resamples": resamples, "effect": effect,
+                           "clusters": {qid: name for qid, (name, _) in turns.items()} if clustered(turns) else None}
     with ThreadPoolExecutor(2, thread_name_prefix="comparison-statistics") as pool:
         statistics = pool.submit(process.entries, job) if process else pool.submit(measure_entries, **job, pool=pool)
         a.finish()
@@ -291,15 +293,39 @@ def compare_rows(a_campaign: Campaign, a: ComparedRows, b_campaign: Campaign, b:
         measures = statistics.result()
         if measures is None:   # the process gave nothing back: the same numbers, computed here
             measures = measure_entries(**job, pool=pool)
+    clusters = job["clusters"]
     cost = cost_delta([a.costs[a_at[k]] for k in common], [b.costs[b_at[k]] for k in common], seed=seed,
-                      resamples=resamples)
+                      resamples=resamples,
+                      clusters=[clusters.get(k[0], f"question {k[0]}") for k in common] if clusters else None)
     notes = notes_for(a_campaign, b_campaign, diff, common=len(common), measured=set(paired))
     notes += one_sided(a_common, b_common, set(paired))
+    if job["clusters"]:
+        count = len(set(job["clusters"].values()))
+        notes.append(f"{count} conversation(s): the pairs are matched by conversation and turn, and the intervals and "
+                     "tests resample whole conversations (a question asked alone counts as one); the per-turn "
+                     "figures, which take turns as independent, are kept beside them")
     return Comparison(a=CampaignHeader.of(a_campaign), b=CampaignHeader.of(b_campaign), questions=questions,
                       measures=measures, config_diff=diff, seed=seed, resamples=resamples, notes=notes,
                       warnings=warnings_for(a_campaign, b_campaign, a.setups, b.setups, diff, len(common)),
                       effect=effect, paired=paired, basis=order[0] if order else None,
-                      basis_reason=reason, cost=cost).with_tolerances(tolerances or {})
+                      basis_reason=reason, cost=cost, turns=turns).with_tolerances(tolerances or {})
+
+
+def conversation_turns(common: Sequence[QuestionKey], a: ComparedRows, a_at: Mapping[QuestionKey, int],
+                       ) -> dict[int, tuple[str, int]]:
+    """Each common question's conversation and turn (by question id): the pairs are matched by (conversation, turn),
+    through their question's id and text, which a conversation's snapshot gives each turn."""
+    out: dict[int, tuple[str, int]] = {}
+    for key in common:
+        i = a_at[key]
+        if a.conversations and (conversation := a.conversations[i]) is not None:
+            out[key[0]] = (conversation, a.turns[i] or 1)
+    return out
+
+
+def clustered(turns: Mapping[int, tuple[str, int]]) -> bool:
+    """Whether a conversation has two turns or more among the common questions (else each is its own cluster)."""
+    return any(count > 1 for count in Counter(name for name, _ in turns.values()).values())
 
 
 def check_draws(seed: int, resamples: int) -> None:

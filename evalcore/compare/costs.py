@@ -4,13 +4,14 @@ same resampling as the measures'), and the trade-off in words beside the decidin
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from evalcore.compare import stats
+from evalcore.compare.clusters import cluster_bootstrap
 from evalcore.costs import money
 from evalcore.shapes import doc
 from evalcore.text import counted
@@ -69,8 +70,10 @@ def signed(amount: float) -> str:
     return ("-" if amount < 0 else "+") + money(abs(amount))
 
 
-def cost_delta(a: Sequence[QuestionCost], b: Sequence[QuestionCost], *, seed: int, resamples: int) -> CostDelta:
-    """B − A of the cost per question over paired questions (`a[i]` and `b[i]` are the same question)."""
+def cost_delta(a: Sequence[QuestionCost], b: Sequence[QuestionCost], *, seed: int, resamples: int,
+               clusters: Sequence[Hashable] | None = None) -> CostDelta:
+    """B − A of the cost per question over paired questions (`a[i]` and `b[i]` are the same question); with
+    `clusters` (each question's conversation), the interval resamples whole conversations."""
     currencies = {currency for cost, currency in (*a, *b) if cost is not None and currency}
     if len(currencies) > 1:
         a_in = sorted({currency for cost, currency in a if cost is not None and currency}) or ["no currency"]
@@ -78,15 +81,19 @@ def cost_delta(a: Sequence[QuestionCost], b: Sequence[QuestionCost], *, seed: in
         return CostDelta(0, refused=f"A's prices are in {' and '.join(a_in)}, B's in {' and '.join(b_in)}: costs in "
                                     "different currencies are not compared (there is no exchange rate); give the "
                                     "models of both prices in one currency in the price table")
-    both = [(cost_a, cost_b) for (cost_a, _), (cost_b, _) in zip(a, b, strict=True)
-            if cost_a is not None and cost_b is not None]
+    priced = [i for i, ((cost_a, _), (cost_b, _)) in enumerate(zip(a, b, strict=True))
+              if cost_a is not None and cost_b is not None]
+    both = [(a[i][0], b[i][0]) for i in priced]
     unpriced = len(a) - len(both)
     if not both:
         return CostDelta(0, unpriced=unpriced, refused="no common question has a price in both campaigns" if a
                          else "the campaigns have no question in common")
     costs = np.array(both, dtype=float)
     diffs = costs[:, 1] - costs[:, 0]
-    [interval] = stats.bootstrap_table(diffs.reshape(-1, 1), resamples=resamples, seed=seed)
+    if clusters is not None:
+        interval = cluster_bootstrap(diffs, [clusters[i] for i in priced], resamples=resamples, seed=seed)
+    else:
+        [interval] = stats.bootstrap_table(diffs.reshape(-1, 1), resamples=resamples, seed=seed)
     mean_a, mean_b = math.fsum(costs[:, 0].tolist()) / len(both), math.fsum(costs[:, 1].tolist()) / len(both)
     return CostDelta(len(both), next(iter(currencies), ""), mean_a, mean_b, mean_b - mean_a,
                      interval.low if interval else None, interval.high if interval else None, unpriced)

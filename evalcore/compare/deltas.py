@@ -19,6 +19,7 @@ from evalcore.compare import power
 from evalcore.compare.costs import CostDelta
 from evalcore.compare.preference import Preference
 from evalcore.compare.stats import McNemar
+from evalcore.compare.talks import ConversationVerdict, conversation_verdicts
 from evalcore.costs import money
 from evalcore.diagnosis import Stage, Transition
 from evalcore.errors import EvalError
@@ -230,6 +231,14 @@ class MeasureDelta:
         "why mde and n_required are null (fewer than 2 pairs, no spread)"))
     changed: int | None = field(default=None, metadata=doc("common questions whose value differs between A and B"))
     one_way: bool | None = field(default=None, metadata=doc("every one of them moved in the same direction"))
+    conversations: int | None = field(default=None, metadata=doc(
+        "the conversations the pairs belong to (a question asked alone counts as one): ci_low, ci_high and the "
+        "randomization test then resample whole conversations; null when no question is a turn of one"))
+    ci_low_turns: float | None = field(default=None, metadata=doc(
+        "conversations: the 95% interval if turns were independent (too narrow when they are not)"))
+    ci_high_turns: float | None = field(default=None, metadata=doc())
+    p_turns: float | None = field(default=None, metadata=doc(
+        "conversations: the randomization test's p-value if turns were independent"))
 
     @property
     def unchanged(self) -> bool:
@@ -481,6 +490,9 @@ class Comparison:
         "the pairwise judge's verdicts once asked (POST /api/v1/compare/pairwise, compare --pairwise); null before"))
     cost: CostDelta | None = field(default=None, metadata=doc(
         "B − A of the cost per question over the common questions, with its 95% interval, or why it is not given"))
+    # The conversation and turn of each common question that is a turn of one (by question id): what `conversations`
+    # groups the questions' verdicts by.
+    turns: dict[int, tuple[str, int]] = field(default_factory=dict, metadata=doc(hidden=True))
 
     JSON_EXTRA = (Key("verdicts", dict[str, int], "how many questions got each verdict"),
                   Key("power_warnings", list[str], "measures with no significant difference that could not have "
@@ -495,7 +507,10 @@ class Comparison:
                   Key("unchanged", list[str], "measures with the same value in A and B on every common question"),
                   Key("disagreements", list[str], "measures whose interval and test disagree, and what that means"),
                   Key("trade_off", str, "the deciding measure's change beside the cost's, in words, e.g. 'B: +0.04 "
-                                        "ndcg@10 [0.01, 0.07] at 1.8x the cost per question'"))
+                                        "ndcg@10 [0.01, 0.07] at 1.8x the cost per question'"),
+                  Key("conversations", list[ConversationVerdict], "each conversation's turns side by side (verdict, "
+                                                                  "failure stage in A and B) and its verdict; empty "
+                                                                  "when no question is a turn of one"))
 
     def tolerance(self, measure: str) -> float:
         """The smallest difference of a question's `measure` that changes its verdict (asked, else the default)."""
@@ -585,6 +600,11 @@ class Comparison:
         return stage_transitions(self.questions)
 
     @property
+    def conversations(self) -> list[ConversationVerdict]:
+        """Each conversation's turns side by side and its verdict (under the comparison's tolerances)."""
+        return conversation_verdicts(self.questions, self.turns) if self.turns else []
+
+    @property
     def power_warnings(self) -> list[str]:
         """One line per measure with no significant difference that could not have seen one of `effect`, and one
         line for all those with the same value in A and B on every question."""
@@ -612,7 +632,8 @@ class Comparison:
                 "tolerance": {name: self.tolerance(name) for name in self.bases if name and name != "error"},
                 "unchanged": self.unchanged, "disagreements": self.disagreements,
                 "pairwise": self.pairwise.to_dict() if self.pairwise else None,
-                "cost": self.cost.to_dict() if self.cost else None, "trade_off": self.trade_off}
+                "cost": self.cost.to_dict() if self.cost else None, "trade_off": self.trade_off,
+                "conversations": [c.to_dict() for c in self.conversations]}
 
 
 def measure_change(measure: MeasureDelta) -> str:

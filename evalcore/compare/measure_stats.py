@@ -1,28 +1,57 @@
 """Each measure's delta between two campaigns over their common questions: its 95% interval, a paired test, its
-significance and power. What a comparison computes in process, or in the statistics process of a large one
+significance and power; when the questions are turns of conversations, the interval and test resample whole
+conversations. What a comparison computes in process, or in the statistics process of a large one
 (`evalcore.compare.worker`), which imports only this."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from concurrent.futures import Executor
+from dataclasses import replace
 
 import numpy as np
 
 from evalcore.compare import power, stats
+from evalcore.compare.clusters import cluster_bootstrap as conversation_bootstrap
+from evalcore.compare.clusters import cluster_sign_flip, conversation_count
 from evalcore.compare.deltas import PASS_SUFFIX, MeasureDelta, Paired
 from evalcore.metrics import MEASURES, higher_is_better
 
 
 def measure_entries(paired: dict[str, Paired], table: np.ndarray, *, seed: int, resamples: int, effect: float,
-                    pool: Executor | None = None) -> list[MeasureDelta]:
+                    pool: Executor | None = None, clusters: Mapping[int, str] | None = None) -> list[MeasureDelta]:
     """Every measure's delta: one bootstrap resample of the common questions and one stream of sign flips serve
-    every measure (stats); with a pool, the sign flips are drawn beside the bootstrap (numpy releases the GIL)."""
+    every measure (stats); with a pool, the sign flips are drawn beside the bootstrap (numpy releases the GIL).
+    With `clusters` (question id -> its conversation), the interval and the test resample whole conversations."""
     diffs = [values.b - values.a for values in paired.values()]
     flips = pool.submit(stats.sign_flip_tests, diffs, resamples=resamples, seed=seed) if pool else None
     intervals = stats.bootstrap_table(table, resamples=resamples, seed=seed)
     tests = flips.result() if flips else stats.sign_flip_tests(diffs, resamples=resamples, seed=seed)
-    return [measure_entry(name, values, interval, test, effect=effect)
-            for (name, values), interval, test in zip(paired.items(), intervals, tests, strict=True)]
+    entries = [measure_entry(name, values, interval, test, effect=effect)
+               for (name, values), interval, test in zip(paired.items(), intervals, tests, strict=True)]
+    if not clusters:
+        return entries
+    return [by_conversation(entry, values, clusters, seed=seed, resamples=resamples)
+            for entry, values in zip(entries, paired.values(), strict=True)]
+
+
+def by_conversation(entry: MeasureDelta, values: Paired, clusters: Mapping[int, str], *, seed: int,
+                    resamples: int) -> MeasureDelta:
+    """The delta with its interval and test resampling whole conversations (the per-turn ones kept beside them);
+    a pass/fail measure is tested so too, McNemar's test assuming independent questions."""
+    labels = [clusters.get(int(qid), f"question {qid}") for qid in values.qids.tolist()]
+    diffs = values.b - values.a
+    interval = conversation_bootstrap(diffs, labels, resamples=resamples, seed=seed)
+    p_value, method = cluster_sign_flip(diffs, labels, resamples=resamples, seed=seed)
+    significant = p_value < stats.ALPHA
+    se = (interval.se if entry.sd_diff else 0.0) if interval else None
+    return replace(entry, conversations=conversation_count(labels), ci_low_turns=entry.ci_low,
+                   ci_high_turns=entry.ci_high, p_turns=entry.p_value,
+                   ci_low=interval.low if interval else None, ci_high=interval.high if interval else None,
+                   p_randomization=p_value, randomization=method, p_value=p_value,
+                   test=f"conversation sign-flip randomization ({method})", significant=significant,
+                   improved=significant and (entry.delta > 0) == entry.higher_is_better, se_bootstrap=se,
+                   mde_bootstrap=power.mde_bootstrap(se))
 
 
 def measure_entry(name: str, values: Paired, interval: stats.BootstrapMean | None, randomization: tuple[float, str],

@@ -67,7 +67,8 @@ def comparison_report(comparison: Comparison, a: Campaign, b: Campaign, sources:
     parts = [f"<h1>{esc(b.name)} against {esc(a.name)}</h1>", facts_table(context),
              "<h2>Campaigns</h2>", campaigns_table(a, b, sources), settings_section(comparison, a, b),
              verdicts_section(comparison), measures_section(comparison, context), trust_section(trust),
-             pairwise_section(comparison.pairwise), stages_section(comparison, context)]
+             pairwise_section(comparison.pairwise), stages_section(comparison, context),
+             conversations_section(comparison)]
     if sweep is not None:
         parts.append(sweep_section(sweep, sweep_campaigns, sources, sweep_measure or comparison.basis, today))
     parts.append(questions_section(comparison, names))
@@ -214,6 +215,19 @@ def pairwise_section(preference: Preference | None) -> str:
     return (f"<h2>Pairwise judge</h2><p>{esc(preference.summary)}.</p><p>{esc(INTERVAL)}; {esc(TEST)}; a verdict "
             f"that changed when the answers were swapped is a tie. Judge: {esc(preference.signature)}.</p>"
             + frame_table(pairwise_frame(preference), long=("question", "reason")))
+
+
+def conversations_section(comparison: Comparison) -> str:
+    """Each conversation's verdict, then its turns side by side: verdict and failure stage in A and in B."""
+    found = comparison.conversations
+    if not found:
+        return ""
+    verdicts = table(["conversation", "turns", "better", "worse", "verdict"],
+                     [[c.conversation, len(c.turns), c.better, c.worse, c.verdict] for c in found])
+    turns = table(["conversation", "turn", "qid", "verdict", "stage in A", "stage in B"],
+                  [[c.conversation, t.turn, t.qid, t.verdict, t.stage_a, t.stage_b] for c in found for t in c.turns])
+    return ("<h2>Conversations</h2><p>The measures' intervals and tests resample whole conversations; a conversation "
+            "is better when more of its turns are better in B than worse.</p>" + verdicts + turns)
 
 
 def stages_section(comparison: Comparison, context: ExportContext) -> str:

@@ -74,7 +74,8 @@ def find(store: Store, a: Campaign, b: Campaign, *, seed: int, resamples: int) -
                       config_diff=data["config_diff"], seed=seed, resamples=resamples, notes=data["notes"],
                       effect=data["effect"], paired=Packed(rows[0]["paired"], data["paired"]), basis=data["basis"],
                       basis_reason=data["basis_reason"],
-                      cost=CostDelta.from_dict(data["cost"]) if data.get("cost") else None)
+                      cost=CostDelta.from_dict(data["cost"]) if data.get("cost") else None,
+                      turns={int(qid): (name, turn) for qid, (name, turn) in data.get("turns", {}).items()})
 
 
 def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None:
@@ -93,7 +94,8 @@ def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None
                   "notes": comparison.notes, "config_diff": comparison.config_diff, "effect": comparison.effect,
                   "paired": list(comparison.paired), "basis": comparison.basis,
                   "basis_reason": comparison.basis_reason, "summary": questions.summary.to_dict(),
-                  "cost": comparison.cost.to_dict() if comparison.cost else None})
+                  "cost": comparison.cost.to_dict() if comparison.cost else None,
+                  "turns": {str(qid): list(place) for qid, place in comparison.turns.items()}})
     data = f"{head}\n{questions.text}"
     row = (*key(a, b, comparison.seed, comparison.resamples), data, pack(comparison.paired), time.time())
 

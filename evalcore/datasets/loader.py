@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, cast
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from evalcore.datasets.conversations import TurnOf, conversation_id, turn_problems
 from evalcore.datasets.names import DEFAULT_DATASET
 from evalcore.errors import EvalError
 from evalcore.relevance import relevant_ids
@@ -65,6 +66,8 @@ class Question(NamedTuple):
     references: tuple[str, ...]
     answerable: bool | None = None  # queries.parquet's optional `answerable` column (False: declining is right)
     checks: str = ""  # queries.parquet's optional `checks` column: exact checks as a suite's checks cell writes them
+    conversation: str | None = None  # the optional `conversation` column: the conversation it is a turn of
+    turn: int | None = None  # the optional `turn` column: its turn in that conversation, from 1
 
     @property
     def relevant(self) -> frozenset[int]:
@@ -304,6 +307,7 @@ def _check_references(columns: dict[str, dict[str, list[Any]]], tables: dict[str
     files = _optional_text(tables["corpus"], "file_name", problems)
     columns["queries"]["answerable"] = _answerable(tables["queries"], problems)
     checks = _optional_text(tables["queries"], "checks", problems, "queries.parquet")
+    columns["queries"]["conversation"], columns["queries"]["turn"] = _conversations(tables["queries"], problems)
     if problems.lines or labels is None or titles is None or files is None or checks is None:
         return None
     columns["queries"]["checks"] = checks
@@ -321,6 +325,30 @@ def _answerable(queries: pa.Table | None, problems: _Problems) -> list[bool | No
                          f"found {value!r}, expected true, false or null (false marks a question to decline)")
             return []
     return values
+
+
+def _conversations(queries: pa.Table | None, problems: _Problems) -> tuple[list[str | None], list[int | None]]:
+    """The optional `conversation` and `turn` columns of queries.parquet, checked together (evalcore.datasets.
+    conversations): null for every row without them."""
+    rows = queries.num_rows if queries is not None else 0
+    names = queries.column_names if queries is not None else []
+    if queries is None or ("conversation" not in names and "turn" not in names):
+        return [None] * rows, [None] * rows
+    if "conversation" not in names or "turn" not in names:
+        problems.add("queries.parquet", "a 'conversation' column needs a 'turn' column beside it, and the other way "
+                                        "round (the turn numbers of each conversation, from 1)")
+        return [None] * rows, [None] * rows
+    conversations = [conversation_id(value) for value in queries.column("conversation").to_pylist()]
+    turns: list[int | None] = []
+    for row, value in enumerate(queries.column("turn").to_pylist()):
+        number = None if isinstance(value, bool) or value is None else _as_int(value, queries.schema.field("turn").type)
+        if value is not None and number is None:
+            problems.add(f"queries.parquet row {row} column 'turn'", f"found {value!r}, expected a whole number from 1")
+        turns.append(number)
+    for line in turn_problems([TurnOf(f"queries.parquet row {row}", conversation, turn)
+                               for row, (conversation, turn) in enumerate(zip(conversations, turns, strict=True))]):
+        problems.lines.append(line)
+    return conversations, turns
 
 
 def _optional_text(table: pa.Table | None, column: str, problems: _Problems,
@@ -348,9 +376,11 @@ def _assemble(columns: dict[str, dict[str, list[Any]]], labels: list[int], title
         references.setdefault(qid, []).append(answer_text[aid])
     queries = columns["queries"]
     questions = tuple(
-        Question(qid, text, qrels.get(qid, {}), tuple(references.get(qid, ())), answerable, checks)
-        for qid, text, answerable, checks in zip(queries["id"], queries["text"], queries["answerable"],
-                                                 queries["checks"], strict=False)
+        Question(qid, text, qrels.get(qid, {}), tuple(references.get(qid, ())), answerable=answerable, checks=checks,
+                 conversation=conversation, turn=turn)
+        for qid, text, answerable, checks, conversation, turn in zip(
+            queries["id"], queries["text"], queries["answerable"], queries["checks"], queries["conversation"],
+            queries["turn"], strict=False)
     )
     return passages, questions, any(titles)
 
@@ -388,6 +418,8 @@ class DatasetStats:
     han_share: float  # passages with Han characters
     accented_latin_share: float  # passages with accented Latin letters
     documents: int  # distinct passage titles
+    conversations: int = 0  # conversations the questions are turns of
+    conversation_turns: int = 0  # questions that are a turn of one
 
     @property
     def unlabeled_queries(self) -> int:
@@ -427,7 +459,8 @@ class DatasetStats:
             "relevant_per_labeled_query": self.relevant_per_labeled_query,
             "passage_tokens": self.passage_tokens.__dict__, "question_tokens": self.question_tokens.__dict__,
             "language_mix": {"han": self.han_share, "accented_latin": self.accented_latin_share},
-            "documents": self.documents,
+            "documents": self.documents, "conversations": self.conversations,
+            "conversation_turns": self.conversation_turns,
         }
 
 
@@ -456,6 +489,8 @@ def dataset_stats(ds: Dataset) -> DatasetStats:
         question_tokens=_spread([len(tokenize(q.text)) for q in ds.questions]),
         han_share=_share(ds.passages, _HAN), accented_latin_share=_share(ds.passages, _ACCENTED),
         documents=len({p.title for p in ds.passages if p.title}),
+        conversations=len({q.conversation for q in ds.questions if q.conversation is not None}),
+        conversation_turns=sum(1 for q in ds.questions if q.conversation is not None),
     )
 
 

@@ -34,7 +34,7 @@ from evalcore.metrics.trec import TrecOptions, evaluate
 from evalcore.metrics.trec_files import read_pair
 from evalcore.notebook.views import CampaignView, ComparisonView, RunHandle, SweepView
 from evalcore.shapes import keys
-from evalcore.suites import DuplicateName, Suite, create_suite, get_suite, parse_suite_csv
+from evalcore.suites import DuplicateName, Suite, create_suite, get_suite, parse_suite_csv, parse_suite_jsonl
 from evalcore.targets import TargetConfig
 from evalcore.targets.config import parse_sweep
 from evalcore.targets.presets import PRESETS, QUICK_START
@@ -60,20 +60,27 @@ def load_dataset(ref: str | Path = "default") -> Dataset:
 
 
 def load_suite(ref: str | Path, *, name: str | None = None, target: str = "default", db: Db = None) -> Suite:
-    """A stored suite by id, or a suite CSV file imported into the database (every line valid, or nothing)."""
+    """A stored suite by id, or a suite CSV or JSONL file imported into the database (every line valid, or
+    nothing); a conversation's lines are its turns."""
     store = manager(db).store
     path = Path(ref)
-    if path.suffix.lower() != ".csv":
+    if path.suffix.lower() not in (".csv", ".jsonl"):
         return get_suite(store, str(ref))
     try:
-        report = parse_suite_csv(path.read_bytes(), source=str(path))
+        data = path.read_bytes()
     except OSError as error:
         raise EvalError(f"cannot read the file ({error.strerror})", where=str(path)) from None
-    if not report.ok or not report.cases:
-        raise EvalError("the suite file has rejected lines: nothing imported", where=str(path),
-                        problems=[f"{path}:{line}: {reason}" for line, reason in report.rejected] or None)
+    places = None
+    if path.suffix.lower() == ".jsonl":
+        cases = list(parse_suite_jsonl(data, source=str(path)))
+    else:
+        report = parse_suite_csv(data, source=str(path))
+        if not report.ok or not report.cases:
+            raise EvalError("the suite file has rejected lines: nothing imported", where=str(path),
+                            problems=[f"{path}:{line}: {reason}" for line, reason in report.rejected] or None)
+        cases, places = report.cases, report.places
     try:
-        return create_suite(store, name=name or path.stem, target_id=target, cases=report.cases)
+        return create_suite(store, name=name or path.stem, target_id=target, cases=cases, places=places)
     except DuplicateName as error:
         raise EvalError(f"a suite named {name or path.stem!r} already exists ({error.existing_id})", where="name",
                         fix="give another name, or load the existing one by its id") from None

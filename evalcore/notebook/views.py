@@ -23,6 +23,8 @@ from evalcore.campaigns import (
     get_campaign,
 )
 from evalcore.campaigns.export import graded_marks, result_table
+from evalcore.campaigns.talk_judges import judge_conversations
+from evalcore.campaigns.talks import campaign_conversations
 from evalcore.compare import Comparison, Sweep, tables
 from evalcore.compare.charts import delta_figure, delta_specs, series_figure, series_spec, stage_bars, stage_bars_spec
 from evalcore.compare.export_context import comparison_context, source_names, sweep_context
@@ -40,6 +42,8 @@ VEGA_LITE = "application/vnd.vegalite.v5+json"
 SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"  # names the version; nothing is fetched
 AGGREGATE_COLUMNS = ["measure", "panel", "mean", "n", "higher_is_better"]
 COST_COLUMNS = ["role", "model", "prompt_tokens", "completion_tokens", "cost", "currency"]
+CONVERSATION_COLUMNS = ["conversation", "turn", "qid", "question", "stage", "error", "share_passed",
+                        "first_failing_turn"]
 SHOWN_ROWS = 20  # rows of a table in a cell's display; the methods return them all
 POLL_S = 0.5
 
@@ -93,6 +97,20 @@ class CampaignView:
         """One row per finished question, with the CSV export's columns and values."""
         header, rows = result_table(campaign_results(self.store, self.id), marks=graded_marks(self.store, self.id))
         return pd.DataFrame(rows, columns=header)
+
+    def conversations(self, *, judge: bool = False) -> pd.DataFrame:
+        """One row per turn of each conversation: conversation, turn, question, stage, error, and the conversation's
+        share of turns passed and first failing turn, then each conversation judge's result once asked (`judge=True`
+        asks them first, with the campaign's judge model); empty when every question was asked alone."""
+        if judge:
+            judge_conversations(self.store, self.id)
+        found_all = campaign_conversations(self.store, self.id)
+        judges = sorted({name for found in found_all for name in found.judges})
+        rows = [{"conversation": found.conversation, **turn.to_dict(), "share_passed": found.share_passed,
+                 "first_failing_turn": found.first_failing_turn,
+                 **{name: str(verdict.result) for name, verdict in found.judges.items()}}
+                for found in found_all for turn in found.turns]
+        return pd.DataFrame(rows, columns=[*CONVERSATION_COLUMNS, *judges])
 
     def aggregates(self) -> pd.DataFrame:
         """One row per measure in display order: measure, panel, mean, n (questions where present), direction."""

@@ -258,10 +258,26 @@ CREATE TABLE trace_settings (
 SCHEMA_V22 = """
 ALTER TABLE results ADD COLUMN check_results TEXT;
 """
+# v23: conversations: a suite's case and a campaign's question may belong to a conversation, at a turn number
+# (evalcore.campaigns.conversations runs a conversation's turns in order, each with its history).
+SCHEMA_V23 = """
+ALTER TABLE cases ADD COLUMN conversation TEXT;
+ALTER TABLE cases ADD COLUMN turn INTEGER;
+ALTER TABLE campaign_questions ADD COLUMN conversation TEXT;
+ALTER TABLE campaign_questions ADD COLUMN turn INTEGER;
+"""
+# v24: the verdicts of the judges that read a whole conversation (evalcore.judges.conversation), one per campaign,
+# conversation and judge (verdict: the Verdict's JSON).
+SCHEMA_V24 = """
+CREATE TABLE conversation_verdicts (
+    campaign_id TEXT NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE, conversation TEXT NOT NULL,
+    judge TEXT NOT NULL, verdict TEXT NOT NULL, judged_at REAL NOT NULL,
+    PRIMARY KEY (campaign_id, conversation, judge));
+"""
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
                                SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14,
                                SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18, SCHEMA_V19,
-                               SCHEMA_V20, SCHEMA_V21, SCHEMA_V22)
+                               SCHEMA_V20, SCHEMA_V21, SCHEMA_V22, SCHEMA_V23, SCHEMA_V24)
 
 
 class NotFound(EvalError):

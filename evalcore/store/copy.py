@@ -22,6 +22,7 @@ TABLES: tuple[tuple[str, str], ...] = (
     ("pairwise", "a_id, b_id, signature"), ("campaign_figures", "campaign_id, kind"), ("jobs", "id"),
     ("job_items", "job_id, position"),
     ("traces", "number"), ("trace_spans", "tenant, trace_id, span_id"), ("trace_settings", "tenant"),
+    ("conversation_verdicts", "campaign_id, conversation, judge"),
 )
 BATCH = 2000
 

@@ -1,22 +1,29 @@
-"""Suite CSV import and export: question ; expected answer ; sources ; checks (the last optional)."""
+"""Suite CSV import and export: question ; expected answer ; sources ; checks ; conversation (the last two optional).
+
+The optional columns are read by their header names when the file has a header row (in any order after the first
+three), else the fourth cell is the exact checks and the fifth the conversation the question is a turn of. A
+conversation's lines are its turns in file order (1, 2, ...); its lines need not follow each other. Export writes only
+the columns in use.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evalcore.csvcells import csv_text, restore_cell
+from evalcore.datasets.conversations import conversation_id, turns_in_order
 from evalcore.errors import EvalError
 from evalcore.metrics.checks import checks_cell, parse_checks
 from evalcore.suites.suite import MAX_CASES, MAX_SOURCES, Case
 from evalcore.text import counted
 
 COLUMNS = 3
-MAX_COLUMNS = 4  # a fourth, the exact checks, is optional
+MAX_COLUMNS = 5  # the exact checks and the conversation are optional
 SEPARATORS = (";", ",")
 # A header is named by its English word; the French header starts with it too, a
 # Chinese sheet's header cell is one of these words (compared whole: "问题是…" is a question).
@@ -25,6 +32,16 @@ HEADER_WORDS = ("问题", "問題", "提问", "提問")
 SEP_LINE = re.compile(r"^\s*sep=([^\r\n ])\s*$")
 EXPORT_HEADER = ("question", "expected_answer", "sources")
 CHECKS_HEADER = "checks"
+CONVERSATION_HEADER = "conversation"
+OPTIONAL_COLUMNS = (CHECKS_HEADER, CONVERSATION_HEADER)  # their order in a file without a header
+# The optional columns' header names (compared case-insensitively), English, French and Chinese.
+COLUMN_NAMES = {
+    "checks": CHECKS_HEADER, "check": CHECKS_HEADER, "exact checks": CHECKS_HEADER, "vérifications": CHECKS_HEADER,
+    "verifications": CHECKS_HEADER, "contrôles": CHECKS_HEADER, "controles": CHECKS_HEADER, "检查": CHECKS_HEADER,
+    "conversation": CONVERSATION_HEADER, "conversation id": CONVERSATION_HEADER, "conversation_id": CONVERSATION_HEADER,
+    "dialogue": CONVERSATION_HEADER, "对话": CONVERSATION_HEADER, "對話": CONVERSATION_HEADER,
+    "会话": CONVERSATION_HEADER, "會話": CONVERSATION_HEADER,
+}
 # A valid UTF-8 multi-byte sequence: seeing one in a file that is not valid UTF-8 means the
 # file mixes encodings, and any single decoding would garble part of it.
 UTF8_SEQUENCE = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}")
@@ -54,6 +71,11 @@ class CsvReport:
     def cases(self) -> list[Case]:
         """The valid cases, in file order."""
         return [entry.case for entry in self.lines if entry.case is not None]
+
+    @property
+    def places(self) -> list[str]:
+        """Where each valid case is in the file (`suite.csv line 3`), in the order of `cases`."""
+        return [f"{self.source} line {entry.line}" for entry in self.lines if entry.case is not None]
 
     @property
     def rejected(self) -> list[tuple[int, str]]:
@@ -104,8 +126,7 @@ def runs(lines: list[CsvLine]) -> list[list[CsvLine]]:
 
 def case_dict(case: Case) -> dict[str, Any]:
     """A case as the JSON the API speaks."""
-    return {"question": case.question, "expected_answer": case.expected_answer,
-            "expected_sources": list(case.expected_sources), "checks": list(case.checks)}
+    return case.to_dict()
 
 
 def shorten(text: str, width: int = 70) -> str:
@@ -124,11 +145,39 @@ def parse_suite_csv(data: bytes, *, source: str = "upload") -> CsvReport:
     report = CsvReport(source=source, encoding=encoding, separator=separator, header=header, notes=notes)
     raw = re.split(r"\r\n|\r|\n", text)
     split = any(cells is not None and len(cells) > 1 for _, cells, _ in records)  # the file does use its separator
+    columns = optional_columns(records[0][1] if header else None, f"{source} line {records[0][0] if header else 1}")
     for line, cells, error in records[1:] if header else records:
         error = error or (other_separator(raw[line - 1], cells, separator) if split else None)
-        report.lines.append(to_line(line, None if error else cells, error, accepted=len(report.cases)))
+        report.lines.append(to_line(line, None if error else cells, error, accepted=len(report.cases),
+                                    columns=columns))
     if not report.lines:
         report.notes.append("the file holds no case")
+    return numbered(report)
+
+
+def optional_columns(header: list[str] | None, where: str) -> tuple[str, ...]:
+    """What the fourth and fifth cells hold: as the header names them, else checks then conversation (a header cell
+    that names neither, or is empty, takes the first of them not named elsewhere); `where` names the header line."""
+    cells = [cell.strip().strip('"').strip().casefold() for cell in (header or [])[COLUMNS:MAX_COLUMNS]]
+    named = [COLUMN_NAMES.get(cell) if cell else None for cell in cells]
+    for name in OPTIONAL_COLUMNS:
+        if named.count(name) > 1:
+            raise EvalError(f"the header names the {name} column twice", where=where,
+                            expected=f"at most one of each optional column: {', '.join(OPTIONAL_COLUMNS)}",
+                            fix="rename or remove one of the two header cells")
+    rest = iter(name for name in OPTIONAL_COLUMNS if name not in named)
+    return (*(name or next(rest) for name in named), *rest)
+
+
+def numbered(report: CsvReport) -> CsvReport:
+    """The report with each conversation's cases numbered as its turns, in file order (rejected lines take no turn);
+    a note says how many conversations the file holds."""
+    turns = iter(turns_in_order(entry.case.conversation for entry in report.lines if entry.case is not None))
+    report.lines = [replace(entry, case=replace(entry.case, turn=next(turns))) if entry.case is not None else entry
+                    for entry in report.lines]
+    conversations = {case.conversation for case in report.cases if case.conversation is not None}
+    if conversations:
+        report.notes.append(f"{len(conversations)} conversation(s): each one's lines are its turns, in file order")
     return report
 
 
@@ -252,7 +301,7 @@ def first_nonblank_line(text: str) -> str:
 
 
 def fit_score(text: str, separator: str) -> tuple[int, int]:
-    """How well a separator fits: records of 3 cells (4 with checks), then records of 2-4 cells."""
+    """How well a separator fits: records of 3 to 5 cells (the last two optional), then records of 2-5 cells."""
     rows = [cells for _, cells, _ in read_records(text, separator) if cells]
     return sum(COLUMNS <= len(r) <= MAX_COLUMNS for r in rows), sum(2 <= len(r) <= MAX_COLUMNS for r in rows)
 
@@ -263,18 +312,20 @@ def is_header(cells: list[str]) -> bool:
     return first.startswith("question") or first in HEADER_WORDS
 
 
-def to_line(line: int, cells: list[str] | None, error: str | None, *, accepted: int) -> CsvLine:
+def to_line(line: int, cells: list[str] | None, error: str | None, *, accepted: int,
+            columns: tuple[str, ...] = OPTIONAL_COLUMNS) -> CsvLine:
     """One non-blank record to a case or a rejection."""
     if cells is None:
         return CsvLine(line, None, error)
-    while cells and not cells[-1].strip() and len(cells) > COLUMNS:
+    while cells and not cells[-1].strip() and len(cells) > MAX_COLUMNS:
         cells = cells[:-1]   # trailing empty cells come from spreadsheets, they carry nothing
     if len(cells) > MAX_COLUMNS:
         return CsvLine(line, None, f"{len(cells)} columns, expected at most {MAX_COLUMNS} "
-                       "(question;expected answer;sources;checks): quote cells that contain the separator")
-    question, answer, sources_cell, checks_text = (restore_cell(cell) for cell in (cells + ["", "", ""])[:MAX_COLUMNS])
+                       "(question;expected answer;sources;checks;conversation): quote cells that contain the separator")
+    question, answer, sources_cell = (restore_cell(cell) for cell in (cells + ["", "", ""])[:COLUMNS])
+    extra = {name: restore_cell(cell) for name, cell in zip(columns, cells[COLUMNS:], strict=False)}
     try:
-        checks = tuple(check.text for check in parse_checks(checks_text, "checks"))
+        checks = tuple(check.text for check in parse_checks(extra.get(CHECKS_HEADER, ""), "checks"))
     except EvalError as problem:
         return CsvLine(line, None, f"checks column: {problem.message} ({problem.found}; expected {problem.expected})")
     sources = tuple(s.strip() for s in sources_cell.split("|") if s.strip())
@@ -285,22 +336,37 @@ def to_line(line: int, cells: list[str] | None, error: str | None, *, accepted: 
     if accepted >= MAX_CASES:
         return CsvLine(line, None, f"more than {MAX_CASES} cases: a suite holds at most {MAX_CASES}")
     return CsvLine(line, Case(question=question.strip(), expected_answer=answer.strip() or None,
-                              expected_sources=sources, checks=checks))
+                              expected_sources=sources, checks=checks,
+                              conversation=conversation_id(extra.get(CONVERSATION_HEADER, ""))))
 
 
 def export_suite_csv(cases: Iterable[Case], *, delimiter: str = ";") -> str:
     """A CSV (`;` by default, header, quoted where needed) that imports back to the same cases (a checks column when
-    a case has checks); with `,` it is the table an analyst's tools read (pandas.read_csv, Excel outside Europe)."""
+    a case has checks, a conversation column when one is a turn of a conversation); with `,` it is the table an
+    analyst's tools read (pandas.read_csv, Excel outside Europe)."""
     cases = list(cases)
     checked = any(case.checks for case in cases)
-    rows: list[tuple[str, ...]] = [(*EXPORT_HEADER, CHECKS_HEADER) if checked else EXPORT_HEADER]
-    for number, case in enumerate(cases, start=1):
+    talking = any(case.conversation is not None for case in cases)
+    header = (*EXPORT_HEADER, *((CHECKS_HEADER,) if checked else ()), *((CONVERSATION_HEADER,) if talking else ()))
+    rows: list[tuple[str, ...]] = [header]
+    for number, case in enumerate(sorted(cases, key=export_order(cases)), start=1):
         if any("|" in source for source in case.expected_sources):
             raise EvalError("a source contains '|', which the CSV uses between sources",
                             where=f"case {number}", fix="remove the '|' from the source name")
         row = (case.question, case.expected_answer or "", "|".join(case.expected_sources))
-        rows.append((*row, checks_cell(case.checks)) if checked else row)
+        extra = (checks_cell(case.checks),) if checked else ()
+        rows.append((*row, *extra, *((case.conversation or "",) if talking else ())))
     return csv_text(rows, delimiter=delimiter)
+
+
+def export_order(cases: list[Case]) -> Callable[[Case], tuple[int, int]]:
+    """Cases in their order, but each conversation's turns in turn order (the CSV gives turns by file order)."""
+    first: dict[str | None, int] = {}
+    for position, case in enumerate(cases):
+        first.setdefault(case.conversation, position)
+    place = {id(case): position for position, case in enumerate(cases)}
+    return lambda case: ((first[case.conversation], case.turn or 0) if case.conversation is not None
+                         else (place[id(case)], 0))
 
 
 def suite_csv_bytes(cases: Iterable[Case], *, delimiter: str = ";") -> bytes:

@@ -5,17 +5,18 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
 from evalcore.access import LOCAL_TENANT, Action, Principal, owned, scope
+from evalcore.datasets.conversations import TurnOf, conversation_id, turn_problems, turns_in_order
 from evalcore.errors import EvalError
 from evalcore.metrics.checks import parse_check, parse_checks
 from evalcore.shapes import Key, doc
 from evalcore.store import Conflict, Connection, NotFound, Row, Store, dumps
-from evalcore.text import name_key, name_problem, shown
+from evalcore.text import counted, name_key, name_problem, shown
 
 MAX_CASES = 100
 MAX_SOURCES = 10
@@ -31,11 +32,17 @@ class Case:
                                                                       "cites"))
     checks: tuple[str, ...] = field(default=(), metadata=doc("exact checks the answer must pass, each as written: "
                                                              "contains:30 jours, regex:\\d+ €, json_valid, ..."))
+    conversation: str | None = field(default=None, metadata=doc("the conversation it is a turn of (left out: asked "
+                                                                "alone)", optional=True))
+    turn: int | None = field(default=None, metadata=doc("its turn in the conversation, from 1", optional=True))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON shape."""
-        return {"question": self.question, "expected_answer": self.expected_answer,
-                "expected_sources": list(self.expected_sources), "checks": list(self.checks)}
+        """JSON shape (a case asked alone has no conversation or turn key)."""
+        data: dict[str, Any] = {"question": self.question, "expected_answer": self.expected_answer,
+                                "expected_sources": list(self.expected_sources), "checks": list(self.checks)}
+        if self.conversation is not None:
+            data |= {"conversation": self.conversation, "turn": self.turn}
+        return data
 
 
 @dataclass(frozen=True)
@@ -91,11 +98,16 @@ def as_case(value: Case | Mapping[str, Any], where: str) -> Case:
     checks = value.get("checks") or ()
     if isinstance(checks, str):  # a checks cell as a CSV holds it: `contains:30 jours; regex:\d+ €`
         checks = [check.text for check in parse_checks(checks, f"{where}: checks")]
+    turn = value.get("turn")
+    if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int)):
+        raise EvalError("a turn is a whole number from 1", where=f"{where}: turn", found=repr(turn))
     return Case(
         question=str(value.get("question") or ""),
         expected_answer=value.get("expected_answer") or None,
         expected_sources=tuple(str(s) for s in sources),
         checks=tuple(str(c) for c in checks),
+        conversation=conversation_id(value.get("conversation")),
+        turn=turn,
     )
 
 
@@ -123,8 +135,24 @@ def validate_cases(cases: Iterable[Case | Mapping[str, Any]]) -> tuple[Case, ...
         checks = tuple(check.strip() for check in case.checks if check.strip())
         for check in checks:
             parse_check(check, f"case {number}: checks")
-        cleaned.append(Case(question, expected or None, sources, checks))
-    return tuple(cleaned)
+        cleaned.append(Case(question=question, expected_answer=expected or None, expected_sources=sources,
+                            checks=checks, conversation=case.conversation, turn=case.turn))
+    return with_turns(cleaned)
+
+
+def with_turns(cases: list[Case]) -> tuple[Case, ...]:
+    """The cases with their conversations checked: a conversation whose cases give no turn numbers takes them from
+    their order; EvalError naming each case whose turn is given twice, or missing from a conversation's turns."""
+    unnumbered = {c.conversation for c in cases if c.conversation is not None and c.turn is None}
+    numbered = {c.conversation for c in cases if c.conversation is not None and c.turn is not None}
+    ordered = turns_in_order(c.conversation if c.conversation in unnumbered - numbered else None for c in cases)
+    cases = [replace(c, turn=turn) if turn is not None else c for c, turn in zip(cases, ordered, strict=True)]
+    problems = turn_problems([TurnOf(f"case {number}", c.conversation, c.turn) for number, c in enumerate(cases, 1)])
+    if problems:
+        raise EvalError("the conversations' turns do not follow each other", where="cases", problems=problems,
+                        fix="number each conversation's turns 1, 2, 3 ... once each, or leave the turns out to take "
+                            "them from the order of the cases")
+    return tuple(cases)
 
 
 def _check_name(name: str) -> str:
@@ -147,10 +175,10 @@ def _choice(if_exists: IfExists | str) -> IfExists:
 
 def _insert_cases(conn: Connection, suite_id: str, cases: tuple[Case, ...]) -> None:
     conn.executemany(
-        "INSERT INTO cases (suite_id, position, question, expected_answer, expected_sources, checks) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO cases (suite_id, position, question, expected_answer, expected_sources, checks, conversation, "
+        "turn) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         [(suite_id, i, c.question, c.expected_answer, dumps(list(c.expected_sources)),
-          dumps(list(c.checks)) if c.checks else None) for i, c in enumerate(cases)],
+          dumps(list(c.checks)) if c.checks else None, c.conversation, c.turn) for i, c in enumerate(cases)],
     )
 
 
@@ -172,11 +200,13 @@ def _free_name(conn: Connection, tenant: str, name: str) -> str:
 
 def create_suite(store: Store, *, tenant: str = LOCAL_TENANT, name: str, target_id: str,
                  cases: Iterable[Case | Mapping[str, Any]], principal: Principal | None = None,
-                 if_exists: IfExists | str = IfExists.REFUSE) -> Suite:
+                 if_exists: IfExists | str = IfExists.REFUSE, places: Sequence[str] | None = None) -> Suite:
     """Create a suite (limits: 100 cases, 10 sources per case, a question in each); a principal's in its tenant.
 
     A name the workspace already uses (case ignored) raises DuplicateName unless `if_exists` says to
-    replace that suite or to keep both; the check and the write are one transaction.
+    replace that suite or to keep both; the check and the write are one transaction. A conversation another suite of
+    the workspace already holds is refused (EvalError naming each case by its place in `places`, e.g. a file's
+    line, else "case N", and the suite that holds it): a conversation is in one suite only.
     """
     tenant = scope(principal, tenant, Action.CHANGE) or tenant
     name, valid, choice = _check_name(name), validate_cases(cases), _choice(if_exists)
@@ -186,6 +216,8 @@ def create_suite(store: Store, *, tenant: str = LOCAL_TENANT, name: str, target_
         existing = _named(conn, tenant, name)
         if existing and choice == IfExists.REFUSE:
             raise DuplicateName(name, existing[0]["id"])
+        _refuse_shared_conversations(conn, tenant, valid, places,
+                                     existing[0]["id"] if existing and choice == IfExists.REPLACE else "")
         if existing and choice == IfExists.REPLACE:
             _replace(conn, existing[0]["id"], name, target_id, valid, now)
             return Suite(existing[0]["id"], tenant, name, target_id, existing[0]["created_at"], now, valid)
@@ -199,6 +231,36 @@ def create_suite(store: Store, *, tenant: str = LOCAL_TENANT, name: str, target_
         return suite
 
     return store.write(insert)
+
+
+def _refuse_shared_conversations(conn: Connection, tenant: str, cases: tuple[Case, ...],
+                                 places: Sequence[str] | None, other_than: str) -> None:
+    """EvalError when a conversation of `cases` is already a conversation of another suite of the tenant (the suite
+    `other_than`, which these cases replace, aside): each case named by its place, with the suite holding it."""
+    names = sorted({case.conversation for case in cases if case.conversation is not None})
+    if not names:
+        return
+    held: dict[str, Row] = {}
+    for start in range(0, len(names), 500):  # SQLite's limit on a statement's parameters
+        chunk = names[start:start + 500]
+        rows = conn.execute(
+            "SELECT DISTINCT c.conversation, s.id, s.name FROM cases c JOIN suites s ON s.id = c.suite_id "
+            f"WHERE s.tenant = ? AND s.id != ? AND c.conversation IN ({', '.join('?' * len(chunk))}) "
+            "ORDER BY s.created_at, s.id", (tenant, other_than, *chunk)).fetchall()
+        for row in rows:
+            held.setdefault(row["conversation"], row)
+    if not held:
+        return
+    where = list(places) if places is not None and len(places) == len(cases) else \
+        [f"case {number}" for number in range(1, len(cases) + 1)]
+    problems = [f"{place}: conversation {case.conversation!r} is already in suite {held[case.conversation]['name']!r} "
+                f"({held[case.conversation]['id']})" for place, case in zip(where, cases, strict=True)
+                if case.conversation in held and case.turn == 1]
+    raise EvalError(f"{counted(len(held), 'conversation')} already in another suite of this workspace: nothing "
+                    "imported",
+                    where="cases", problems=problems,
+                    fix="give each such conversation another name here, or replace the suite that holds it "
+                        "(its campaigns keep their questions)")
 
 
 def _replace(conn: Connection, suite_id: str, name: str, target_id: str, cases: tuple[Case, ...],
@@ -218,8 +280,10 @@ def _suite_row(store: Store, suite_id: str, tenant: str | None) -> Row:
 
 def _cases(store: Store, suite_id: str) -> tuple[Case, ...]:
     rows = store.read("SELECT * FROM cases WHERE suite_id = ? ORDER BY position", (suite_id,))
-    return tuple(Case(r["question"], r["expected_answer"], tuple(json.loads(r["expected_sources"])),
-                      tuple(json.loads(r["checks"] or "[]"))) for r in rows)
+    return tuple(Case(question=r["question"], expected_answer=r["expected_answer"],
+                      expected_sources=tuple(json.loads(r["expected_sources"])),
+                      checks=tuple(json.loads(r["checks"] or "[]")), conversation=r["conversation"], turn=r["turn"])
+                 for r in rows)
 
 
 def _suite(store: Store, row: Row) -> Suite:
@@ -267,6 +331,7 @@ def replace_suite(
     def replace(conn: Connection) -> None:
         if existing := _named(conn, row["tenant"], name, other_than=suite_id):
             raise DuplicateName(name, existing[0]["id"])
+        _refuse_shared_conversations(conn, row["tenant"], valid, None, suite_id)
         _replace(conn, suite_id, name, target_id, valid, now)
 
     store.write(replace)

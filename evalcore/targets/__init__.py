@@ -9,7 +9,7 @@ from evalcore.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from evalcore.models import CallCache
-    from evalcore.targets.base import Retrieved, Target, TargetAnswer
+    from evalcore.targets.base import Chat, Retrieved, Round, Target, TargetAnswer
     from evalcore.targets.config import TargetConfig
     from evalcore.targets.external import HttpAgentTarget, ResultsFileTarget
     from evalcore.targets.rag import RagTarget
@@ -28,10 +28,12 @@ def build_target(config: TargetConfig, *, cache: CallCache | None = None, cache_
 
 
 __all__ = [
+    "Chat",
     "HttpAgentTarget",
     "RagTarget",
     "ResultsFileTarget",
     "Retrieved",
+    "Round",
     "Target",
     "TargetAnswer",
     "TargetConfig",
@@ -39,7 +41,7 @@ __all__ = [
 ]
 # Imported on first use: the records that hold a Retrieved need not load the pipeline (evalcore.lazy).
 __getattr__ = lazy_exports(__name__, {
-    "base": ("Retrieved", "Target", "TargetAnswer"),
+    "base": ("Chat", "Retrieved", "Round", "Target", "TargetAnswer"),
     "config": ("TargetConfig",),
     "external": ("HttpAgentTarget", "ResultsFileTarget"),
     "rag": ("RagTarget",),

@@ -39,6 +39,44 @@ class Retrieved(NamedTuple):
         return str(self.pid) if self.pid is not None else self.source or "—"
 
 
+class Round(NamedTuple):
+    """One earlier round of a conversation as the target is given it: what the user asked, and the answer."""
+
+    question: str
+    answer: str
+
+
+@dataclass(frozen=True)
+class Chat:
+    """Where a question stands in its conversation: the conversation's id, its turn (from 1) and the earlier rounds
+    the target is given (at most max_rounds, oldest first; empty with max_rounds 0 or on the first turn)."""
+
+    conversation: str
+    turn: int
+    history: tuple[Round, ...] = ()
+
+
+def history_text(history: Sequence[Round]) -> str:
+    """The earlier rounds as a prompt's {history} reads them: "" without any, else the conversation so far, one line
+    per message, and a blank line after it."""
+    if not history:
+        return ""
+    lines = [line for past in history for line in (f"User: {one_line(past.question)}",
+                                                   f"Assistant: {one_line(past.answer)}")]
+    return "Conversation so far:\n" + "\n".join(lines) + "\n\n"
+
+
+def history_messages(history: Sequence[Round]) -> list[dict[str, str]]:
+    """The earlier rounds as chat messages, oldest first: the user's question, then the answer it got."""
+    return [message for past in history for message in ({"role": "user", "content": past.question},
+                                                         {"role": "assistant", "content": past.answer})]
+
+
+def one_line(text: str) -> str:
+    """A text on one line (its white space folded)."""
+    return " ".join(text.split())
+
+
 @dataclass
 class TargetAnswer:
     """The answer to one question with what was retrieved, what it was built from, and what it cost.
@@ -84,6 +122,6 @@ class Target(Protocol):
 
     def prepare(self, passages: Sequence[PassageLike], progress: Progress | None = None) -> None: ...
 
-    def answer(self, question: str, qid: int | None = None) -> TargetAnswer: ...
+    def answer(self, question: str, qid: int | None = None, chat: Chat | None = None) -> TargetAnswer: ...
 
     def chat_model(self) -> ChatModel | None: ...

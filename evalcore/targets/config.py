@@ -35,7 +35,7 @@ CONTEXT_TEMPLATE = "[{index}] {title}\n{text}"
 REWRITE_PROMPT = (
     "Rewrite the question below as one standalone search query for a document search engine: keep every "
     "name, number and term that matters, drop conversational words, and write it in the language of the "
-    "question. Reply with the query only.\n\nQuestion: {question}"
+    "question. Reply with the query only.\n\n{history}Question: {question}"
 )
 HYDE_PROMPT = (
     "Write a short passage, two or three sentences in the language of the question, that answers the question "
@@ -53,14 +53,15 @@ TYPE_NAMES = {int: "a whole number", float: "a number", str: "text (a quoted str
 
 TARGET, CHUNKING, QUERY, RETRIEVAL, RERANK = "target", "chunking", "query", "retrieval", "rerank"
 GENERATION, PROMPTS, HTTP_AGENT, RESULTS_FILE = "generation", "prompts", "http_agent", "results_file"
+CONVERSATION = "conversation"
 JUDGE, GRADED, DIAGNOSIS, EXECUTION = "judge", "graded", "diagnosis", "execution"
 # Key groups in display order, with their titles: the dashboard's form sections, the API's overlays.
 # Execution says where the questions are answered, not what answers them: it is no form section of
 # the system under test, and neither names, hashes nor comparisons count it (see under_test).
 GROUPS = {TARGET: "Target", CHUNKING: "Chunking", QUERY: "Query transformation", RETRIEVAL: "Retrieval",
-          RERANK: "Rerank", GENERATION: "Generation", PROMPTS: "Prompts", HTTP_AGENT: "HTTP agent",
-          RESULTS_FILE: "Results file", JUDGE: "Judge", GRADED: "Graded retrieval", DIAGNOSIS: "Diagnosis",
-          EXECUTION: "Execution"}
+          RERANK: "Rerank", GENERATION: "Generation", PROMPTS: "Prompts", CONVERSATION: "Conversation",
+          HTTP_AGENT: "HTTP agent", RESULTS_FILE: "Results file", JUDGE: "Judge", GRADED: "Graded retrieval",
+          DIAGNOSIS: "Diagnosis", EXECUTION: "Execution"}
 # Which side of the system a group belongs to: a change on one side is judged by its measures.
 RETRIEVAL_SIDE = (CHUNKING, QUERY, RETRIEVAL, RERANK)
 GENERATION_SIDE = (GENERATION, PROMPTS)
@@ -136,8 +137,9 @@ class TargetConfig:
     query_transform: str = setting("none", QUERY, "rewrite the question before retrieval (needs a chat model)",
                                    choices=("none", "rewrite", "multi_query", "hyde"))
     multi_query_n: int = setting(3, QUERY, "multi_query: the queries written", within=(1, 10))
-    rewrite_prompt: str = setting(REWRITE_PROMPT, QUERY, "rewrite: the request to the chat model",
-                                  placeholders=({"question"}, {"question"}))
+    rewrite_prompt: str = setting(REWRITE_PROMPT, QUERY, "rewrite: the request to the chat model; {history} is the "
+                                  "conversation so far (empty on a first turn or with max_rounds 0)",
+                                  placeholders=({"question", "history"}, {"question"}))
     hyde_prompt: str = setting(HYDE_PROMPT, QUERY, "hyde: the request for a hypothetical answer",
                                placeholders=({"question"}, {"question"}))
     query_max_tokens: int = setting(128, QUERY, "reply length limit of each query-transformation call",
@@ -216,11 +218,20 @@ class TargetConfig:
                                    within=(100, 1_000_000))
     fallback_answer: str = setting(FALLBACK_ANSWER, PROMPTS, "the answer when nothing was retrieved (also recognised "
                                    "as declining)")
+    # Conversations (a question that is a turn of one): the earlier rounds the query transformation, the generator and
+    # an HTTP agent see, at most max_rounds of them, the latest; from the system's own earlier answers (as a real
+    # conversation runs: turns are asked in order) or from the reference answers (a late turn judged apart from an
+    # early mistake; turns may run at once).
+    max_rounds: int = setting(3, CONVERSATION, "earlier rounds of a conversation kept as history (0: each turn "
+                              "alone)", within=(0, 50))
+    history: str = setting("answers", CONVERSATION, "the history's answers: the system's own earlier answers, or the "
+                           "reference answers", choices=("answers", "references"))
     # http_agent: body template (JSON text; "{question}" and "{qid}" inside strings are filled),
     # dotted JSON paths, headers whose "${VAR}" parts come from the environment.
     agent_url: str = setting("", HTTP_AGENT, "the agent's http(s) URL, asked once per question")
-    agent_body: str = setting('{"question": "{question}"}', HTTP_AGENT, "the JSON body; {question} and {qid} inside "
-                              "strings are filled")
+    agent_body: str = setting('{"question": "{question}"}', HTTP_AGENT, "the JSON body; {question}, {qid}, "
+                              "{conversation}, {turn} and {history} inside strings are filled (a string that is "
+                              "only \"{history}\" becomes the list of earlier messages)")
     agent_answer_path: str = setting("answer", HTTP_AGENT, "dotted path of the answer in the agent's reply")
     agent_sources_path: str = setting("sources", HTTP_AGENT, "dotted path of the list of sources in the reply")
     agent_source_id: str = setting("id", HTTP_AGENT, "a source's id field")

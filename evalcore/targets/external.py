@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from evalcore.errors import EvalError
 from evalcore.models import ChatModel, check_reachable, new_client, post_json
-from evalcore.targets.base import Retrieved, TargetAnswer
+from evalcore.targets.base import Chat, Retrieved, TargetAnswer, history_messages, history_text
 from evalcore.targets.config import TargetConfig, header_problem
 from evalcore.targets.generators import own_chat_model
 from evalcore.targets.knowledge import Progress
@@ -33,15 +33,30 @@ def json_path(data: Any, path: str) -> Any:
     return data
 
 
-def fill_template(template: Any, values: dict[str, str]) -> Any:
-    """Replace {name} inside every string of a parsed JSON template (other braces stay)."""
+def fill_template(template: Any, values: dict[str, str], whole: Mapping[str, Any] | None = None) -> Any:
+    """Replace {name} inside every string of a parsed JSON template (other braces stay); a string that is only
+    "{name}" of a name in `whole` becomes that JSON value (a list, a number) instead of its text."""
     if isinstance(template, str):
+        name = template[1:-1] if template.startswith("{") and template.endswith("}") else ""
+        if whole is not None and name in whole:
+            return whole[name]
         return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), template)
     if isinstance(template, list):
-        return [fill_template(item, values) for item in template]
+        return [fill_template(item, values, whole) for item in template]
     if isinstance(template, dict):
-        return {key: fill_template(value, values) for key, value in template.items()}
+        return {key: fill_template(value, values, whole) for key, value in template.items()}
     return template
+
+
+def agent_values(question: str, qid: int | None, chat: Chat | None) -> tuple[dict[str, str], dict[str, Any]]:
+    """What an agent body's placeholders are filled with: as text inside strings, and as JSON values where a string
+    is only the placeholder ({history}: the earlier messages; {turn}: a number). A question asked alone has an
+    empty conversation, turn and history."""
+    history = chat.history if chat is not None else ()
+    text = {"question": question, "qid": "" if qid is None else str(qid),
+            "conversation": chat.conversation if chat is not None else "",
+            "turn": str(chat.turn) if chat is not None else "", "history": history_text(history).strip()}
+    return text, {"history": history_messages(history), "turn": chat.turn if chat is not None else None}
 
 
 def expand_env(text: str, where: str) -> str:
@@ -78,10 +93,10 @@ class HttpAgentTarget:
     def prepare(self, passages: Sequence[Any], progress: Progress | None = None) -> None:
         """Nothing to ingest: the agent has its own knowledge."""
 
-    def answer(self, question: str, qid: int | None = None) -> TargetAnswer:
-        """One POST with retries; sources keep their order as the ranking."""
-        values = {"question": question, "qid": "" if qid is None else str(qid)}
-        body = fill_template(json.loads(self.config.agent_body), values)
+    def answer(self, question: str, qid: int | None = None, chat: Chat | None = None) -> TargetAnswer:
+        """One POST with retries; sources keep their order as the ranking. A turn of a conversation sends its id,
+        turn and history where the body template asks for them (or the agent keeps its own session by the id)."""
+        body = fill_template(json.loads(self.config.agent_body), *agent_values(question, qid, chat))
         answer, sources = post_json(self._client, self.config.agent_url, body, headers=self._headers(),
                                     timeout=self.config.timeout, retries=self.config.retries,
                                     backoff=self.config.retry_backoff, parse=self._parse,
@@ -154,8 +169,9 @@ class ResultsFileTarget:
         self.check()
         self._passages = {p.pid: p for p in passages}
 
-    def answer(self, question: str, qid: int | None = None) -> TargetAnswer:
-        """The row for this qid (or, for suites, this exact question)."""
+    def answer(self, question: str, qid: int | None = None, chat: Chat | None = None) -> TargetAnswer:
+        """The row for this qid (or, for suites, this exact question); a file's answers were written with their own
+        history."""
         row = self._by_qid.get(qid) if qid is not None else None
         row = row or self._by_question.get(question.strip())
         if row is None:

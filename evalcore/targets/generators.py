@@ -10,12 +10,13 @@ import functools
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
 from itertools import chain
 from typing import Any, Protocol
 
 from evalcore.errors import EvalError
 from evalcore.models import ChatModel, ChatReply, LocalChatModel, Message, OpenAIChatModel
-from evalcore.targets.base import Retrieved, TargetAnswer
+from evalcore.targets.base import Retrieved, Round, TargetAnswer, history_messages
 from evalcore.targets.config import TargetConfig
 
 _FRENCH_WORDS = {"le", "la", "les", "des", "du", "un", "une", "est", "et", "quel", "quelle", "quels", "quelles",
@@ -27,7 +28,8 @@ _ENGLISH_WORDS = {"the", "a", "an", "is", "are", "what", "which", "how", "why", 
 class Generator(Protocol):
     """Writes the answer from the question and the context chunks."""
 
-    def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer) -> str: ...
+    def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer,
+                 history: Sequence[Round] = ()) -> str: ...
 
 
 def language_once(text: str) -> str:
@@ -56,8 +58,9 @@ class ExtractiveGenerator:
     def __init__(self, sentences: int) -> None:
         self.sentences = sentences
 
-    def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer) -> str:
-        """The best sentences, best first, joined by a space."""
+    def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer,
+                 history: Sequence[Round] = ()) -> str:
+        """The best sentences, best first, joined by a space (a conversation's history plays no part)."""
         from evalcore.text import tokens, tokens_once
 
         asked = language_once(question)
@@ -102,9 +105,11 @@ class ChatGenerator:
     def __init__(self, config: TargetConfig, model: ChatModel) -> None:
         self.config, self.model = config, model
 
-    def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer) -> str:
+    def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer,
+                 history: Sequence[Round] = ()) -> str:
         """The model's reply, stripped."""
-        reply = sampled_chat(self.model, self.config, messages(self.config, question, context), self.config.max_tokens)
+        prompt = messages(self.config, question, context, history)
+        reply = sampled_chat(self.model, self.config, prompt, self.config.max_tokens)
         answer.record(reply)
         return reply.text.strip()
 
@@ -122,11 +127,13 @@ def context_text(config: TargetConfig, context: list[Retrieved]) -> str:
                        for i, item in enumerate(context, 1))
 
 
-def messages(config: TargetConfig, question: str, context: list[Retrieved]) -> list[dict[str, Any]]:
-    """System prompt (when set) and the user prompt with question and context filled in."""
+def messages(config: TargetConfig, question: str, context: list[Retrieved],
+             history: Sequence[Round] = ()) -> list[dict[str, Any]]:
+    """System prompt (when set), a conversation's earlier rounds as user and assistant messages, and the user prompt
+    with question and context filled in."""
     user = config.prompt_template.format(question=question, context=context_text(config, context))
     system = [{"role": "system", "content": config.system_prompt}] if config.system_prompt else []
-    return system + [{"role": "user", "content": user}]
+    return system + history_messages(history) + [{"role": "user", "content": user}]
 
 
 def build_chat_model(config: TargetConfig, cache: Any = None) -> ChatModel | None:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 from evalcore.costs import QUERY
 from evalcore.models import ChatModel, Message, ModelError, counted_as
-from evalcore.targets.base import Hit, TargetAnswer
+from evalcore.targets.base import Hit, Round, TargetAnswer, history_text
 from evalcore.targets.config import TargetConfig
 from evalcore.targets.generators import sampled_chat
 from evalcore.targets.knowledge import KnowledgeBase
@@ -33,19 +33,23 @@ _QUOTES = "\"'`“”‘’«»「」"
 
 
 def retrieve(kb: KnowledgeBase, config: TargetConfig, model: ChatModel | None, question: str,
-             answer: TargetAnswer) -> list[Hit]:
-    """The ranked chunks for a question under the configured transformation; `answer.queries` records the texts used."""
+             answer: TargetAnswer, history: Sequence[Round] = ()) -> list[Hit]:
+    """The ranked chunks for a question under the configured transformation; `answer.queries` records the texts used.
+
+    A rewrite (and the multi-query's first request) reads the conversation's earlier rounds through {history}, so
+    that a follow-up ("and on weekends?") becomes a standalone query."""
     transform = config.query_transform
     if transform == "none" or model is None:
         return search(kb, config, question)
     if transform == "multi_query":
-        answer.queries = multi_queries(config, model, question, answer)
+        answer.queries = multi_queries(config, model, question, answer, history)
         if not answer.queries:
             return search(kb, config, question)
         lists = [search(kb, config, text) for text in (question, *answer.queries)]
         return fuse(lists, config.rrf_k, config.embedding_top_k)
     hyde = transform == "hyde"
-    prompt = (config.hyde_prompt if hyde else config.rewrite_prompt).format(question=question)
+    prompt = (config.hyde_prompt.format(question=question) if hyde
+              else config.rewrite_prompt.format(question=question, history=history_text(history)))
     text = ask(config, model, [{"role": "user", "content": prompt}], answer, f"query {transform}",
                str.strip if hyde else one_line)
     if text is None:
@@ -54,9 +58,11 @@ def retrieve(kb: KnowledgeBase, config: TargetConfig, model: ChatModel | None, q
     return search(kb, config, question, vector_query=text) if hyde else search(kb, config, text)
 
 
-def multi_queries(config: TargetConfig, model: ChatModel, question: str, answer: TargetAnswer) -> list[str]:
+def multi_queries(config: TargetConfig, model: ChatModel, question: str, answer: TargetAnswer,
+                  history: Sequence[Round] = ()) -> list[str]:
     """Up to multi_query_n search queries, each asked after the ones before it; a failed call ends the list."""
-    conversation: list[Message] = [{"role": "user", "content": config.rewrite_prompt.format(question=question)}]
+    first = config.rewrite_prompt.format(question=question, history=history_text(history))
+    conversation: list[Message] = [{"role": "user", "content": first}]
     queries: list[str] = []
     for number in range(1, config.multi_query_n + 1):
         what = f"query multi_query {number} of {config.multi_query_n}"

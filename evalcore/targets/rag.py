@@ -8,7 +8,7 @@ from typing import Any
 
 from evalcore.errors import EvalError
 from evalcore.models import CallCache, ChatModel
-from evalcore.targets.base import TargetAnswer
+from evalcore.targets.base import Chat, TargetAnswer
 from evalcore.targets.config import TargetConfig
 from evalcore.targets.generators import build_chat_model, build_generator
 from evalcore.targets.knowledge import KnowledgeBase, Progress, build_knowledge_base, get_embedder
@@ -62,19 +62,22 @@ class RagTarget:
                                        models=self.embedding_models(), cache_dir=self.cache_dir, progress=progress)
         self._reranker = build_reranker(self.config, self.kb, self.cache)
 
-    def answer(self, question: str, qid: int | None = None) -> TargetAnswer:
-        """Transform the query, retrieve, rerank, generate; the fallback answer when nothing is retrieved."""
+    def answer(self, question: str, qid: int | None = None, chat: Chat | None = None) -> TargetAnswer:
+        """Transform the query, retrieve, rerank, generate; the fallback answer when nothing is retrieved. A turn of a
+        conversation brings its history to the query transformation and the generator."""
         if self.kb is None:
             raise EvalError("the target has no knowledge base yet", fix="call prepare(passages) before answer()")
         result = TargetAnswer(answer="", retrieved=[])
-        hits = retrieve(self.kb, self.config, self._model, question, result)
+        history = chat.history if chat is not None else ()
+        hits = retrieve(self.kb, self.config, self._model, question, result, history)
         result.retrieved = rerank(self.config, self._reranker, question, hits, result)
         result.context = result.retrieved[: self.config.context_top_k]
         if not result.retrieved:
             result.answer = self.config.fallback_answer
             result.notes.append("nothing retrieved: fallback answer")
             return result
-        result.answer = self._generator.generate(question, result.context, result) or self.config.fallback_answer
+        result.answer = (self._generator.generate(question, result.context, result, history)
+                         or self.config.fallback_answer)
         return result
 
     def chat_model(self) -> ChatModel | None:

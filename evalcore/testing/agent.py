@@ -1,21 +1,26 @@
 """An HTTP agent on loopback for tests and benchmarks: answers `{"answer": ..., "sources": []}`, at once or
-trickled a byte at a time, and counts the connections its peers still hold open."""
+trickled a byte at a time, keeps the bodies it was sent, and counts the connections its peers still hold open."""
 
 from __future__ import annotations
 
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Self
+from typing import Any, Self
 
 
 class LoopbackAgent:
-    """Each POST answered with `answer`; with `trickle` seconds, the reply's bytes are sent one per `trickle`
-    (a peer that never times a socket read out). `open` is how many connections are open now."""
+    """Each POST answered with `answer` (or with what `reply` makes of the JSON body it was sent: None answers 500);
+    with `trickle` seconds, the reply's bytes are sent one per `trickle` (a peer that never times a socket read out).
+    `open` is how many connections are open now, `bodies` the JSON bodies received, in order."""
 
-    def __init__(self, answer: str = "The refund window is 30 days.", trickle: float | None = None) -> None:
+    def __init__(self, answer: str = "The refund window is 30 days.", trickle: float | None = None,
+                 reply: Callable[[Any], str | None] | None = None) -> None:
         self.body = json.dumps({"answer": answer, "sources": []}).encode()
+        self.reply = reply
+        self.bodies: list[Any] = []
         self.trickle = trickle
         self.open = 0
         self.requests = 0
@@ -67,14 +72,21 @@ def _handler_for(agent: LoopbackAgent) -> type[BaseHTTPRequestHandler]:
             super().finish()
 
         def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            sent = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             agent.count(0, 1)
-            self.send_response(200)
+            body = agent.body
+            if agent.reply is not None:
+                request = json.loads(sent or b"null")
+                with agent._lock:
+                    agent.bodies.append(request)
+                answer = agent.reply(request)
+                body = json.dumps({"answer": answer, "sources": []}).encode() if answer is not None else b"{}"
+            self.send_response(200 if body != b"{}" else 500)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(agent.body)))
+            self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             try:
-                self._write(agent.body)
+                self._write(body)
             except OSError:  # the peer gave up: the connection ends
                 self.close_connection = True
 
