@@ -10,6 +10,7 @@ from evalcore.access import Action, Principal
 from evalcore.datasets import Dataset, Question
 from evalcore.documents import Chunking
 from evalcore.targets.config import KEYS, TargetConfig
+from evalcore.text import counted
 
 MAX_PICKED = 500
 IMPORTED = "documents-report"  # the last import's report, shown once after the rerun
@@ -69,8 +70,8 @@ def show_conversations(dataset: Dataset, count: int) -> None:
     for question in dataset.questions:
         if question.conversation is not None:
             turns.setdefault(question.conversation, []).append(question)
-    st.caption(f"{count} conversation(s): their turns are asked in order, each with the earlier rounds as history "
-               "(max_rounds, history in the configuration).")
+    st.caption(f"{counted(count, 'conversation')}: their turns are asked in order, each with the earlier rounds as "
+               "history (max_rounds, history in the configuration).")
     st.dataframe(pd.DataFrame([{"conversation": name, "turns": len(found),
                                 "first turn": min(found, key=lambda q: q.turn or 0).text}
                                for name, found in turns.items()]), hide_index=True)

@@ -68,7 +68,7 @@ def test_the_csv_conversation_column_numbers_turns_in_file_order() -> None:
     turns = [(case.conversation, case.turn) for case in report.cases]
     assert turns == [("refunds", 1), ("refunds", 2), ("horaires", 1), ("refunds", 3), ("horaires", 2), (None, None),
                      ("horaires", 3), ("horaires", 4)]
-    assert any("2 conversation(s)" in note for note in report.notes)
+    assert any("2 conversations" in note for note in report.notes)
     # Written back with each conversation's turns together, in turn order: read again, the same turns.
     again = parse_suite_csv(export_suite_csv(report.cases).encode(), source="again.csv").cases
     assert sorted(again, key=str) == sorted(report.cases, key=str)
@@ -346,7 +346,7 @@ def test_a_comparison_of_conversations_resamples_whole_conversations(manager: Ca
     assert coverage.p_value == cluster_sign_flip(diffs, labels, resamples=2000)[0] == 0.25  # 3 clusters: exact
     assert coverage.ci_low_turns is not None and coverage.p_turns is not None and coverage.p_turns < 0.05
     assert coverage.to_dict()["conversations"] == 3
-    assert any(note.startswith("2 conversation(s): the pairs are matched by conversation and turn")
+    assert any(note.startswith("2 conversations: the pairs are matched by conversation and turn")
                for note in comparison.notes)
     # Per conversation: its turns side by side, with their stages, and one verdict.
     verdicts = {c.conversation: c for c in comparison.conversations}
@@ -410,7 +410,7 @@ def test_the_faces_carry_conversations_and_turns(manager: CampaignManager, capsy
     db = manager.store.path
     assert main(["campaigns", "conversations", campaign_id, "--db", str(db)]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].startswith("2 conversation(s), 0 with every judged turn passed")
+    assert out.splitlines()[0].startswith("2 conversations, 0 with every judged turn passed")
     assert "conversation refunds: 1/3 turns passed (33%), first failing turn 2" in out, out
     assert main(["campaigns", "conversations", campaign_id, "--db", str(db), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -157,7 +157,7 @@ def conversations_command(args: argparse.Namespace) -> int:
         print("no conversation: every question of this campaign was asked alone")
         return 0
     mean = "-" if summary.mean_share_passed is None else f"{summary.mean_share_passed:.0%}"
-    print(f"{summary.conversations} conversation(s), {summary.all_passed} with every judged turn passed, "
+    print(f"{counted(summary.conversations, 'conversation')}, {summary.all_passed} with every judged turn passed, "
           f"mean share of turns passed {mean}")
     for result in results:
         share = "-" if result.share_passed is None else f"{result.share_passed:.0%}"

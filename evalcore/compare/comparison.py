@@ -301,9 +301,9 @@ def compare_rows(a_campaign: Campaign, a: ComparedRows, b_campaign: Campaign, b:
     notes += one_sided(a_common, b_common, set(paired))
     if job["clusters"]:
         count = len(set(job["clusters"].values()))
-        notes.append(f"{count} conversation(s): the pairs are matched by conversation and turn, and the intervals and "
-                     "tests resample whole conversations (a question asked alone counts as one); the per-turn "
-                     "figures, which take turns as independent, are kept beside them")
+        notes.append(f"{counted(count, 'conversation')}: the pairs are matched by conversation and turn, and the "
+                     "intervals and tests resample whole conversations (a question asked alone counts as one); the "
+                     "per-turn figures, which take turns as independent, are kept beside them")
     return Comparison(a=CampaignHeader.of(a_campaign), b=CampaignHeader.of(b_campaign), questions=questions,
                       measures=measures, config_diff=diff, seed=seed, resamples=resamples, notes=notes,
                       warnings=warnings_for(a_campaign, b_campaign, a.setups, b.setups, diff, len(common)),

@@ -177,7 +177,8 @@ def numbered(report: CsvReport) -> CsvReport:
                     for entry in report.lines]
     conversations = {case.conversation for case in report.cases if case.conversation is not None}
     if conversations:
-        report.notes.append(f"{len(conversations)} conversation(s): each one's lines are its turns, in file order")
+        report.notes.append(f"{counted(len(conversations), 'conversation')}: each one's lines are its turns, "
+                            "in file order")
     return report
 
 
