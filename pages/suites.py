@@ -44,6 +44,10 @@ COLUMNS = {
         help="Exact checks the answer must pass, separated by ; (\\; inside one): contains:TEXT, not_contains:TEXT, "
              "contains_any:A|B, contains_all:A|B, regex:PATTERN, json_valid, json_schema:SCHEMA, length:MIN..MAX, "
              "number_close:TOLERANCE."),
+    "conversation": st.column_config.TextColumn(
+        "conversation", help="The conversation this question is a turn of (empty: asked alone)."),
+    "turn": st.column_config.TextColumn(
+        "turn", help="Its turn in the conversation, from 1 (empty: the conversation's rows in table order)."),
 }
 # What to do when a suite of the name exists: the choices, in words.
 CHOICES = {"replace": IfExists.REPLACE, "keep both": IfExists.KEEP_BOTH}
@@ -52,7 +56,8 @@ CHOICES = {"replace": IfExists.REPLACE, "keep both": IfExists.KEEP_BOTH}
 def case_row(case: Case) -> dict[str, str]:
     """A suite case as a row of the case editor."""
     return {"question": case.question, "expected_answer": case.expected_answer or "",
-            "expected_sources": " | ".join(case.expected_sources), "checks": checks_cell(case.checks)}
+            "expected_sources": " | ".join(case.expected_sources), "checks": checks_cell(case.checks),
+            "conversation": case.conversation or "", "turn": "" if case.turn is None else str(case.turn)}
 
 
 def editor_cases(frame: pd.DataFrame) -> list[dict[str, Any]]:

@@ -108,3 +108,23 @@ def test_the_suites_page_shows_and_edits_the_checks(tmp_path: Path, monkeypatch)
     assert "unknown check" in errors and "case 1: checks" in errors
     [kept] = list_suites(get_manager(db).store)
     assert kept.cases[0].checks == CASES[0].checks  # nothing saved from a table with a bad check
+
+
+def test_the_suites_page_keeps_a_conversations_turns_through_an_edit(tmp_path: Path, monkeypatch) -> None:
+    db = str(tmp_path / "talks.db")
+    talk = [Case("How do I reset the router?", "Hold the button.", conversation="router", turn=1),
+            Case("And if it still blinks?", "Call support.", conversation="router", turn=2),
+            Case("What is the refund window?", "30 days.")]
+    suite = create_suite(get_manager(db).store, name="talks", target_id="default", cases=talk)
+    at = page_test(db, monkeypatch, "pages/suites.py")
+    at.selectbox[0].set_value(suite.id).run()
+    table = at.data_editor[0].value
+    assert list(table["conversation"]) == ["router", "router", ""]
+    assert list(table["turn"]) == ["1", "2", ""]
+    at.session_state[f"cases-{suite.id}"] = {"edited_rows": {1: {"expected_answer": "Call support at once."}},
+                                             "added_rows": [], "deleted_rows": []}
+    next(b for b in at.button if b.label == "Save").click().run()
+    assert_clean(at)
+    saved = get_suite(get_manager(db).store, suite.id).cases
+    assert [(c.conversation, c.turn) for c in saved] == [("router", 1), ("router", 2), (None, None)]
+    assert saved[1].expected_answer == "Call support at once."

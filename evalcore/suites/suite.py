@@ -99,6 +99,8 @@ def as_case(value: Case | Mapping[str, Any], where: str) -> Case:
     if isinstance(checks, str):  # a checks cell as a CSV holds it: `contains:30 jours; regex:\d+ €`
         checks = [check.text for check in parse_checks(checks, f"{where}: checks")]
     turn = value.get("turn")
+    if isinstance(turn, str):  # a table's cell: "" for none, "2"
+        turn = int(turn) if turn.strip().isdecimal() else None if not turn.strip() else turn
     if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int)):
         raise EvalError("a turn is a whole number from 1", where=f"{where}: turn", found=repr(turn))
     return Case(
