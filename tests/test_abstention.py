@@ -214,8 +214,10 @@ def test_abstention_measures_on_answers_both_ways(tmp_path: Path) -> None:
     comparison = compare_campaigns(manager.store, mixed, declining)
     deltas = {m.measure: m for m in comparison.measures}
     assert (deltas["hallucination"].mean_a, deltas["hallucination"].mean_b) == (0.5, 0.0)
-    assert deltas["hallucination"].binary and not deltas["hallucination"].higher_is_better
-    assert deltas["hallucination"].test == "mcnemar-exact" and deltas["false_abstention"].delta == 0.5
+    assert deltas["hallucination"].binary
+    assert not deltas["hallucination"].higher_is_better
+    assert deltas["hallucination"].test == "mcnemar-exact"
+    assert deltas["false_abstention"].delta == 0.5
     assert deltas["correct_abstention"].mcnemar.only_b == 1
     manager.close()
 
@@ -237,7 +239,8 @@ def test_suite_cases_marked_are_unanswerable_and_empty_ones_have_no_reference(tm
         marked = launch(manager, data, server, suite_id=suite.id)
         unknown = launch(manager, data, server, suite_id=bare.id)
     measures = [r.outcome.measures for r in campaign_results(manager.store, marked)]
-    assert measures[0]["false_abstention"] == 0.0 and measures[1]["correct_abstention"] == 1.0
+    assert measures[0]["false_abstention"] == 0.0
+    assert measures[1]["correct_abstention"] == 1.0
     assert [r.question.answerable for r in campaign_results(manager.store, marked)] == [True, False, None]
     assert not {"correct_abstention", "hallucination", "false_abstention", "coverage"} & measures[2].keys()
     assert "coverage" not in measures[1]  # never scored against "(unanswerable)"
@@ -267,7 +270,8 @@ def test_stored_campaigns_change_only_when_asked_to_recompute(tmp_path: Path, ca
     assert campaign_aggregates(manager.store, campaign)["hallucination"].mean == 1.0  # read back as stored
     assert recompute_abstention(manager.store, campaign) == 1
     second = campaign_results(manager.store, campaign)[1]
-    assert second.question.answerable is None and not ABSTENTION_NAMES & second.outcome.measures.keys()
+    assert second.question.answerable is None
+    assert not ABSTENTION_NAMES & second.outcome.measures.keys()
     assert "hallucination" not in campaign_aggregates(manager.store, campaign)
     assert campaign_results(manager.store, campaign)[0].outcome.measures["false_abstention"] == 0.0
     assert main(["campaigns", "recompute-abstention", campaign, "--db", str(manager.store.path)]) == 0
@@ -300,7 +304,8 @@ def test_the_refusal_judge_reads_what_the_phrasing_list_misses(tmp_path: Path) -
     assert not is_refusal(evasive)
     founded = {campaign_id: campaign_results(manager.store, campaign_id)[2].outcome for campaign_id in (plain, judged)}
     assert founded[plain].measures["hallucination"] == 1.0
-    assert founded[judged].measures["hallucination"] == 0.0 and founded[judged].measures["judge.refusal"] == 1.0
+    assert founded[judged].measures["hallucination"] == 0.0
+    assert founded[judged].measures["judge.refusal"] == 1.0
     assert "|match:judge|" in founded[judged].signatures["correct_abstention"]
     assert "|match:fold|" in founded[plain].signatures["correct_abstention"]
     aggregates = campaign_aggregates(manager.store, judged)
@@ -311,7 +316,8 @@ def test_the_refusal_judge_reads_what_the_phrasing_list_misses(tmp_path: Path) -
 def test_only_the_opening_of_a_long_answer_is_read() -> None:
     assert is_refusal("I don't know. " + "filler words " * 20000)
     assert not is_refusal("The refund window is 30 days. " + "I don't know. " * 20000)
-    assert not is_refusal(" " * 5000 + "30 days.") and is_refusal(" " * 5000 + "I don't know.")  # blanks skipped
+    assert not is_refusal(" " * 5000 + "30 days.")
+    assert is_refusal(" " * 5000 + "I don't know.")  # blanks skipped
 
 
 def test_the_abstention_means_read_as_one_sentence_in_the_declared_order() -> None:

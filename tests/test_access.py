@@ -37,16 +37,20 @@ def test_viewers_label_only_when_the_operator_allows_it(monkeypatch: pytest.Monk
     viewer = Principal("acme", "viewer", "run_evaluations")
     assert not viewer.can(Action.LABEL)
     monkeypatch.setenv("EVALCORE_VIEWERS_LABEL", "1")
-    assert viewer.can(Action.LABEL) and not viewer.can(Action.CHANGE)
+    assert viewer.can(Action.LABEL)
+    assert not viewer.can(Action.CHANGE)
     assert not Principal("acme", "viewer", "none").can(Action.LABEL)
 
 
 def test_a_principal_limits_a_call_to_its_tenant_and_none_is_the_local_operator() -> None:
-    assert scope(None, None) is None and scope(None, "acme") == "acme"
+    assert scope(None, None) is None
+    assert scope(None, "acme") == "acme"
     assert scope(Principal("acme", "viewer", "run_evaluations"), "other") == "acme"
     with pytest.raises(Forbidden, match="admin key"):
         scope(Principal("acme", "viewer", "run_evaluations"), None, Action.CHANGE)
-    assert LOCAL.is_local and LOCAL.tenant == "default" and all(LOCAL.can(action) for action in Action)
+    assert LOCAL.is_local
+    assert LOCAL.tenant == "default"
+    assert all(LOCAL.can(action) for action in Action)
 
 
 @pytest.fixture
@@ -60,11 +64,13 @@ def test_sign_in_accepts_active_keys_that_open_evaluations_only(store: Store) ->
     _, probe = create_key(store, tenant="acme", role="admin", capability="none")
     assert sign_in(store, f" {secret}\n") == Principal("acme", "viewer", "run_evaluations", key_id)
     assert principal_of(store, key_id) == Principal("acme", "viewer", "run_evaluations", key_id)
-    assert verify_key(store, probe) is not None and sign_in(store, probe) is None
+    assert verify_key(store, probe) is not None
+    assert sign_in(store, probe) is None
     for wrong in ("", "ek_", "nope", secret + "x", secret[:-1], "ek_" + "a" * 10_000):
         assert sign_in(store, wrong) is None
     revoke_key(store, key_id)
-    assert sign_in(store, secret) is None and principal_of(store, key_id) is None
+    assert sign_in(store, secret) is None
+    assert principal_of(store, key_id) is None
 
 
 def test_login_is_required_once_any_key_exists_or_when_asked(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -104,8 +104,10 @@ def error_of(response: httpx.Response, status: int) -> dict:
     """The one error envelope, with no stack trace in it."""
     assert response.status_code == status, response.text
     body = response.json()
-    assert body["success"] is False and set(body["error"]) >= {"code", "message"}
-    assert "Traceback" not in response.text and 'File "' not in response.text
+    assert body["success"] is False
+    assert set(body["error"]) >= {"code", "message"}
+    assert "Traceback" not in response.text
+    assert 'File "' not in response.text
     return body["error"]
 
 
@@ -143,7 +145,8 @@ def test_the_api_says_what_each_name_of_a_saved_configuration_means(api: Api) ->
     assert set(described) == set(ID_NAMES)
     assert all(texts == {ID_NAMES[name]} for name, texts in described.items() if name != "target_id")
     assert all(text.startswith(ID_NAMES["target_id"]) for text in described["target_id"])
-    assert "knowledge_base_id" in ID_NAMES["target_id"] and "target_id" in ID_NAMES["agent_id"]
+    assert "knowledge_base_id" in ID_NAMES["target_id"]
+    assert "target_id" in ID_NAMES["agent_id"]
 
 
 @contextmanager
@@ -216,7 +219,8 @@ def test_viewer_reads_but_cannot_create_delete_or_launch(api: Api) -> None:
                                ("POST", f"/api/v1/eval-suites/{suite['id']}/runs", {"use_judge": False}),
                                ("POST", "/api/v1/evaluation", {})):
         error = error_of(api.call(method, path, "viewer", json=body), 403)
-        assert error["code"] == "forbidden" and "admin" in error["message"]
+        assert error["code"] == "forbidden"
+        assert "admin" in error["message"]
 
 
 def test_a_key_without_evaluation_capability_is_refused(api: Api) -> None:
@@ -247,15 +251,19 @@ def test_unknown_ids_and_routes_answer_404(api: Api) -> None:
 ])
 def test_malformed_suites_answer_422_naming_the_field(api: Api, body: dict, field: str, words: str) -> None:
     error = error_of(api.call("POST", "/api/v1/eval-suites", json=body), 422)
-    assert error["code"] == "invalid_request" and error["field"] == field
-    assert error["message"].startswith(field) and words in error["message"]
+    assert error["code"] == "invalid_request"
+    assert error["field"] == field
+    assert error["message"].startswith(field)
+    assert words in error["message"]
 
 
 def test_suite_limits_are_named(api: Api) -> None:
     many = error_of(api.call("POST", "/api/v1/eval-suites", json=suite_body(api, n=101)), 422)
-    assert many["field"] == "cases" and "100" in many["message"]
+    assert many["field"] == "cases"
+    assert "100" in many["message"]
     sources = error_of(api.call("POST", "/api/v1/eval-suites", json=suite_body(api, n=1, sources=11)), 422)
-    assert sources["field"] == "cases[0].expected_sources" and "10" in sources["message"]
+    assert sources["field"] == "cases[0].expected_sources"
+    assert "10" in sources["message"]
     assert api.call("POST", "/api/v1/eval-suites", json=suite_body(api, n=100, sources=10)).status_code == 201
 
 
@@ -263,14 +271,16 @@ def test_unknown_agent_is_422_and_another_tenants_agent_too(api: Api) -> None:
     for agent in ("target_missing", api.targets["other"]):
         body = {**suite_body(api), "agent_id": agent}
         error = error_of(api.call("POST", "/api/v1/eval-suites", json=body), 422)
-        assert error["field"] == "agent_id" and agent in error["message"]
+        assert error["field"] == "agent_id"
+        assert agent in error["message"]
 
 
 def test_malformed_json_and_wrong_types(api: Api) -> None:
     for body in (b'{"name": ', b'{"name": "x",}', b"{'name': 'x'}"):
         broken = api.call("POST", "/api/v1/eval-suites", content=body, headers={"Content-Type": "application/json"})
         error = error_of(broken, 400)
-        assert (error["code"], error["field"]) == ("bad_request", "body") and "not valid JSON" in error["message"]
+        assert (error["code"], error["field"]) == ("bad_request", "body")
+        assert "not valid JSON" in error["message"]
     assert error_of(api.call("POST", "/api/v1/evaluation", json={"dataset_id": 5}), 422)["field"] == "dataset_id"
     assert error_of(api.call("GET", "/api/v1/campaigns/x/results?limit=0"), 422)["field"] == "limit"
     assert error_of(api.call("GET", "/api/v1/evaluation"), 422)["field"] == "task_id"
@@ -280,7 +290,8 @@ def test_bodies_over_the_limit_answer_413(api: Api) -> None:
     big = json.dumps({**suite_body(api), "name": "x" * (4 * 1024 * 1024)}).encode()
     error = error_of(api.call("POST", "/api/v1/eval-suites", content=big, headers={"Content-Type": "application/json"}),
                      413)
-    assert error["code"] == "payload_too_large" and "4194304" in error["message"]
+    assert error["code"] == "payload_too_large"
+    assert "4194304" in error["message"]
 
     def chunks() -> Iterator[bytes]:
         for _ in range(50):
@@ -302,8 +313,10 @@ def test_unexpected_errors_are_500_without_internals(api: Api, monkeypatch: pyte
     monkeypatch.setattr(api.app.state, "manager", broken)
     response = api.call("POST", "/api/v1/evaluation", json={"knowledge_base_id": api.targets["fast"]})
     error = error_of(response, 500)
-    assert error["code"] == "internal_error" and "reference" in error["message"]
-    assert "secret" not in response.text and "RuntimeError" not in response.text
+    assert error["code"] == "internal_error"
+    assert "reference" in error["message"]
+    assert "secret" not in response.text
+    assert "RuntimeError" not in response.text
 
 
 # --- evaluation tasks ----------------------------------------------------------------------------
@@ -321,7 +334,8 @@ def test_tasks_without_chat_or_rerank_id_get_the_operators_default_models(api: A
 
     plain = api.call("POST", "/api/v1/evaluation", json={"dataset_id": "tiny"}).json()["data"]["task"]
     params = wait_done(api, f"/api/v1/evaluation?task_id={plain['id']}", lambda d: d["task"]["status"])["params"]
-    assert params["generator"] == "extractive" and params["reranker"] == "none"
+    assert params["generator"] == "extractive"
+    assert params["reranker"] == "none"
     assert params["models"] == {
         "chat": "no default chat model configured (EVALCORE_DEFAULT_CHAT_MODEL): the extractive generator",
         "rerank": "no default rerank model configured (EVALCORE_DEFAULT_RERANK_URL): no reranker"}
@@ -340,7 +354,8 @@ def test_tasks_without_chat_or_rerank_id_get_the_operators_default_models(api: A
     assert (params["generator"], params["reranker"], params["rerank_model"]) == ("extractive", "http", "house-rerank")
     assert params["models"] == {"chat": f"chat_id {api.targets['chat']}",
                                 "rerank": f"the default rerank model: house-rerank at {root}/rerank"}
-    assert "/rerank" in paths and not any(path.endswith("/chat/completions") for path in paths)
+    assert "/rerank" in paths
+    assert not any(path.endswith("/chat/completions") for path in paths)
 
 
 def test_a_task_without_ids_gets_the_default_chat_model(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -357,7 +372,8 @@ def test_a_task_without_ids_gets_the_default_chat_model(api: Api, monkeypatch: p
     assert data["task"]["status"] == 2, data["task"]["err_msg"]
     assert (data["params"]["generator"], data["params"]["model"]) == ("openai", "house-chat")
     assert data["params"]["models"]["chat"] == f"the default chat model: house-chat at {base_url}"
-    assert len(bodies) == 3 and {body["model"] for body in bodies} == {"house-chat"}
+    assert len(bodies) == 3
+    assert {body["model"] for body in bodies} == {"house-chat"}
     campaign = api.call("GET", f"/api/v1/campaigns/{task['id']}", "viewer").json()["data"]["campaign"]
     assert campaign["options"]["models"] == data["params"]["models"]
 
@@ -372,7 +388,8 @@ def test_graded_thresholds_under_the_evaluators_names_in_a_task(api: Api) -> Non
         (0.9, 50.0)
     page = api.call("GET", f"/api/v1/campaigns/{task['id']}/results?names=evaluator", "viewer").json()["data"]
     flat = page["results"][0]["flat"]
-    assert flat["graded.ndcg@3_threshold"] == 0.9 and flat["graded.top1_relevance_threshold"] == 1.0
+    assert flat["graded.ndcg@3_threshold"] == 0.9
+    assert flat["graded.top1_relevance_threshold"] == 1.0
     error = error_of(api.call("POST", "/api/v1/evaluation", json={"graded_thresholds": {"ndcg": 1}}), 422)
     assert "unknown threshold 'ndcg'" in error["message"]
 
@@ -380,7 +397,8 @@ def test_graded_thresholds_under_the_evaluators_names_in_a_task(api: Api) -> Non
 def test_a_suite_run_refuses_more_than_4_minutes_per_question(api: Api) -> None:
     suite = api.call("POST", "/api/v1/eval-suites", json=suite_body(api)).json()["data"]["suite"]
     error = error_of(api.call("POST", f"/api/v1/eval-suites/{suite['id']}/runs", json={"time_limit": 300}), 422)
-    assert error["field"] == "time_limit" and "4 minutes at most" in error["message"]
+    assert error["field"] == "time_limit"
+    assert "4 minutes at most" in error["message"]
 
 
 def test_a_task_names_the_corpus_it_used_and_keeps_its_start_time(api: Api) -> None:
@@ -389,7 +407,8 @@ def test_a_task_names_the_corpus_it_used_and_keeps_its_start_time(api: Api) -> N
                        json={"dataset_id": "default", "knowledge_base_id": api.targets["fast"]})
     task = created.json()["data"]["task"]
     data = wait_done(api, f"/api/v1/evaluation?task_id={task['id']}", lambda d: d["task"]["status"])
-    assert data["params"]["knowledge_base"] == "default" and data["params"]["retriever"] == "bm25"
+    assert data["params"]["knowledge_base"] == "default"
+    assert data["params"]["retriever"] == "bm25"
     assert data["task"]["start_time"] == task["start_time"]
     campaign = api.call("GET", f"/api/v1/campaigns/{task['id']}", "viewer").json()["data"]["campaign"]
     assert campaign["config"]["knowledge_base"] == "default"
@@ -408,7 +427,8 @@ def test_a_task_names_the_corpus_it_used_and_keeps_its_start_time(api: Api) -> N
 ])
 def test_evaluation_validates_synchronously(api: Api, body: dict, field: str) -> None:
     error = error_of(api.call("POST", "/api/v1/evaluation", json=body), 422)
-    assert error["field"] == field and field in error["message"]
+    assert error["field"] == field
+    assert field in error["message"]
 
 
 def test_evaluation_task_runs_to_completion_with_seed_shapes(api: Api) -> None:
@@ -417,28 +437,37 @@ def test_evaluation_task_runs_to_completion_with_seed_shapes(api: Api) -> None:
                        json={"dataset_id": "tiny", "knowledge_base_id": api.targets["fast"]})
     assert created.status_code == 200, created.text
     body = created.json()
-    assert body["success"] is True and set(body["data"]) == {"task"}
+    assert body["success"] is True
+    assert set(body["data"]) == {"task"}
     task = body["data"]["task"]
     assert set(task) == TASK_FIELDS
     prefix, tenant, stamp, nonce, dataset = task["id"].split("_", 4)
     assert (prefix, tenant, dataset) == ("evaluation", "acme", "tiny")
-    assert before <= int(stamp) <= int(time.time() * 1000) and len(nonce) == 8 and int(nonce, 16) >= 0
-    assert task["tenant_id"] == "acme" and task["dataset_id"] == "tiny" and task["status"] in (0, 1, 2)
-    assert task["total"] == 3 and task["start_time"].endswith("Z")
+    assert before <= int(stamp) <= int(time.time() * 1000)
+    assert len(nonce) == 8
+    assert int(nonce, 16) >= 0
+    assert task["tenant_id"] == "acme"
+    assert task["dataset_id"] == "tiny"
+    assert task["status"] in (0, 1, 2)
+    assert task["total"] == 3
+    assert task["start_time"].endswith("Z")
 
     data = wait_done(api, f"/api/v1/evaluation?task_id={task['id']}", lambda d: d["task"]["status"])
     assert set(data) == {"task", "params", "metric"}
     assert set(data["task"]) == TASK_FIELDS
     assert data["task"]["status"] == 2, data["task"]["err_msg"]
     assert (data["task"]["finished"], data["task"]["total"], data["task"]["err_msg"]) == (3, 3, "")
-    assert data["params"]["retriever"] == "bm25" and data["params"]["chunking"] == "none"
+    assert data["params"]["retriever"] == "bm25"
+    assert data["params"]["chunking"] == "none"
     assert set(data["metric"]) == {"retrieval_metrics", "generation_metrics"}
     assert set(data["metric"]["retrieval_metrics"]) == RETRIEVAL
     assert set(data["metric"]["generation_metrics"]) == GENERATION
     for value in [*data["metric"]["retrieval_metrics"].values(), *data["metric"]["generation_metrics"].values()]:
-        assert isinstance(value, float) and 0.0 <= value <= 1.0
+        assert isinstance(value, float)
+        assert 0.0 <= value <= 1.0
     page = api.call("GET", f"/api/v1/campaigns/{task['id']}/results?offset=1&limit=1", "viewer").json()["data"]
-    assert [r["qid"] for r in page["results"]] == [2] and (page["total"], page["finished"]) == (3, 3)
+    assert [r["qid"] for r in page["results"]] == [2]
+    assert (page["total"], page["finished"]) == (3, 3)
     assert "ndcg@3" in page["results"][0]["measures"]
 
 
@@ -446,7 +475,8 @@ def test_evaluation_defaults_and_overlays(api: Api) -> None:
     body = {"knowledge_base_id": api.targets["fast"], "chat_id": api.targets["chat"],
             "rerank_id": api.targets["rerank"]}
     task = api.call("POST", "/api/v1/evaluation", json=body).json()["data"]["task"]
-    assert task["dataset_id"] == "default" and task["id"].endswith("_default")
+    assert task["dataset_id"] == "default"
+    assert task["id"].endswith("_default")
     params = api.call("GET", f"/api/v1/evaluation?task_id={task['id']}", "viewer").json()["data"]["params"]
     assert (params["retriever"], params["extractive_sentences"], params["reranker"], params["rerank_top_k"]) == \
         ("bm25", 1, "embedding", 7)
@@ -480,7 +510,8 @@ def test_a_cancelled_task_is_status_3_and_says_so(api: Api) -> None:
         assert api.call("POST", f"/api/v1/campaigns/{task_id}/cancel").status_code == 202
         gate.set()
         data = wait_done(api, f"/api/v1/evaluation?task_id={task_id}", lambda d: d["task"]["status"])
-    assert data["task"]["status"] == 3 and data["task"]["err_msg"].startswith("cancelled")
+    assert data["task"]["status"] == 3
+    assert data["task"]["err_msg"].startswith("cancelled")
     assert error_of(api.call("POST", f"/api/v1/campaigns/{task_id}/cancel"), 409)["code"] == "conflict"
 
 
@@ -488,21 +519,26 @@ def test_a_cancelled_task_is_status_3_and_says_so(api: Api) -> None:
 
 def test_targets_are_listed_read_and_saved_with_full_access_only(api: Api) -> None:
     listed = api.call("GET", "/api/v1/targets", "viewer").json()["data"]["targets"]
-    assert api.targets["fast"] in {t["id"] for t in listed} and api.targets["other"] not in {t["id"] for t in listed}
+    assert api.targets["fast"] in {t["id"] for t in listed}
+    assert api.targets["other"] not in {t["id"] for t in listed}
     read = api.call("GET", f"/api/v1/targets/{api.targets['fast']}", "viewer").json()["data"]["target"]
-    assert read["name"] == "fast" and read["config"]["retriever"] == "bm25" and len(read["config_hash"]) == 64
+    assert read["name"] == "fast"
+    assert read["config"]["retriever"] == "bm25"
+    assert len(read["config_hash"]) == 64
     error_of(api.call("GET", f"/api/v1/targets/{api.targets['other']}", "viewer"), 404)
     body = {"name": "bm25 top 5", "config": {"retriever": "bm25", "embedding_top_k": 5}}
     assert "full-access" in error_of(api.call("POST", "/api/v1/targets", "admin", json=body), 403)["message"]
     created = api.call("POST", "/api/v1/targets", "full", json=body)
     assert created.status_code == 201, created.text
     target = created.json()["data"]["target"]
-    assert target["config"]["embedding_top_k"] == 5 and target["config"]["chunking"] == "none"
+    assert target["config"]["embedding_top_k"] == 5
+    assert target["config"]["chunking"] == "none"
     suite = api.call("POST", "/api/v1/eval-suites", json={**suite_body(api), "agent_id": target["id"]})
     assert suite.status_code == 201
     bad = error_of(api.call("POST", "/api/v1/targets", "full",
                             json={"name": "x", "config": {"retriever": "grep", "colour": 1}}), 422)
-    assert "retriever" in bad["message"] and "colour: unknown key" in bad["message"]
+    assert "retriever" in bad["message"]
+    assert "colour: unknown key" in bad["message"]
 
 
 # --- suites and runs -----------------------------------------------------------------------------
@@ -517,26 +553,32 @@ def test_a_suite_case_carries_its_exact_checks_and_a_bad_one_is_refused_by_name(
     response = api.call("POST", "/api/v1/eval-suites", json=bad)
     assert response.status_code in (400, 422)
     error = error_of(response, response.status_code)
-    assert "the check regex cannot be read" in error["message"] and "case 1: checks" in error["message"]
+    assert "the check regex cannot be read" in error["message"]
+    assert "case 1: checks" in error["message"]
 
 
 def test_suite_crud(api: Api) -> None:
     created = api.call("POST", "/api/v1/eval-suites", json=suite_body(api, n=2))
     assert created.status_code == 201
     suite = created.json()["data"]["suite"]
-    assert (suite["name"].startswith("refunds ") and suite["agent_id"] == api.targets["fast"]
-            and suite["case_count"] == 2)
+    assert suite["name"].startswith("refunds ")
+    assert suite["agent_id"] == api.targets["fast"]
+    assert suite["case_count"] == 2
     assert suite["cases"][0] == {"question": "What is the refund window 0?", "expected_answer": "30 days",
                                  "expected_sources": ["Terms 0"], "checks": []}
     read = api.call("GET", f"/api/v1/eval-suites/{suite['id']}", "viewer").json()["data"]["suite"]
     assert read["cases"] == suite["cases"]
     replaced = api.call("PUT", f"/api/v1/eval-suites/{suite['id']}", json={**suite_body(api, n=1), "name": "renamed"})
-    assert replaced.status_code == 200 and replaced.json()["data"]["suite"]["case_count"] == 1
+    assert replaced.status_code == 200
+    assert replaced.json()["data"]["suite"]["case_count"] == 1
     listed = api.call("GET", "/api/v1/eval-suites", "viewer").json()["data"]["suites"]
     mine = next(s for s in listed if s["id"] == suite["id"])
-    assert mine["name"] == "renamed" and mine["last_run"] is None and "cases" not in mine
+    assert mine["name"] == "renamed"
+    assert mine["last_run"] is None
+    assert "cases" not in mine
     deleted = api.call("DELETE", f"/api/v1/eval-suites/{suite['id']}")
-    assert deleted.status_code == 204 and deleted.content == b""
+    assert deleted.status_code == 204
+    assert deleted.content == b""
     error_of(api.call("GET", f"/api/v1/eval-suites/{suite['id']}"), 404)
 
 
@@ -545,9 +587,11 @@ def test_suite_run_completes_with_results_and_summary(api: Api) -> None:
     launched = api.call("POST", f"/api/v1/eval-suites/{suite['id']}/runs", json={"use_judge": False})
     assert launched.status_code == 202, launched.text
     run = launched.json()["data"]["run"]
-    assert run["status"] in ("pending", "running", "succeeded") and run["kind"] == "suite"
+    assert run["status"] in ("pending", "running", "succeeded")
+    assert run["kind"] == "suite"
     data = wait_done(api, f"/api/v1/eval-suites/runs/{run['id']}", lambda d: d["run"]["status"])
-    assert data["run"]["status"] == "succeeded" and len(data["results"]) == 2
+    assert data["run"]["status"] == "succeeded"
+    assert len(data["results"]) == 2
     assert data["results"][0]["question"] == "What is the refund window 0?"
     assert set(data["summary"]) >= {"answered", "failed", "sources_found_rate", "mean_coverage", "mean_judge_score",
                                     "mean_latency_s", "tokens"}
@@ -571,7 +615,8 @@ def test_a_suite_run_is_estimated_and_gives_its_cost(api: Api) -> None:
     assert estimated.status_code == 200, estimated.text
     estimate = estimated.json()["data"]["estimate"]
     # An HTTP agent's calls are its own: without judges nothing here is paid for.
-    assert estimate["questions"] == 2 and estimate["method"] in ("earlier", "prompts")
+    assert estimate["questions"] == 2
+    assert estimate["method"] in ("earlier", "prompts")
     assert estimate["total"] == {"amount": 0.0, "currency": "", "unpriced": [], "currencies": []}
     error_of(api.call("POST", f"/api/v1/eval-suites/{suite['id']}/estimate", "viewer"), 403)
     assert error_of(api.call("POST", f"/api/v1/eval-suites/{suite['id']}/runs", json={"max_cost": -1}),
@@ -603,7 +648,9 @@ def test_concurrent_launches_on_one_suite_accept_exactly_one(api: Api) -> None:
         assert sorted(r.status_code for r in answers) == [202, 409]
         accepted = next(r for r in answers if r.status_code == 202).json()["data"]["run"]["id"]
         refused = error_of(next(r for r in answers if r.status_code == 409), 409)
-        assert refused["code"] == "conflict" and accepted in refused["message"] and refused["running_id"] == accepted
+        assert refused["code"] == "conflict"
+        assert accepted in refused["message"]
+        assert refused["running_id"] == accepted
         wait_done(api, f"/api/v1/eval-suites/runs/{accepted}", lambda d: d["run"]["status"])
 
 
@@ -635,4 +682,5 @@ def test_another_tenants_objects_answer_404_like_missing_ones(api: Api) -> None:
 def test_the_database_never_contains_a_key(api: Api) -> None:
     assert api.call("GET", "/api/v1/eval-suites").status_code == 200
     data = b"".join(p.read_bytes() for p in api.db.parent.glob(api.db.name + "*"))
-    assert data and all(secret.encode() not in data for secret in api.keys.values())
+    assert data
+    assert all(secret.encode() not in data for secret in api.keys.values())

@@ -32,7 +32,8 @@ def test_a_campaigns_gates(gated, capsys) -> None:
     api, a, _ = gated
     passed = api.call("GET", f"/api/v1/campaigns/{a}/gates", "viewer", params={"fail_under": ["ndcg@10=0.5"]})
     assert passed.status_code == 200, passed.text
-    assert passed.json()["data"]["exit_code"] == 0 and passed.json()["data"]["checks"][0]["passed"]
+    assert passed.json()["data"]["exit_code"] == 0
+    assert passed.json()["data"]["checks"][0]["passed"]
     failed = api.call("GET", f"/api/v1/campaigns/{a}/gates", "viewer",
                       params={"fail_under": ["ndcg@10=0.99", "coverage=0.1"], "bound": "lower"}).json()["data"]
     assert (failed["exit_code"], failed["verdict"]) == (4, "gate failed")
@@ -49,7 +50,8 @@ def test_a_regression_over_http(gated) -> None:
     worse = api.call("GET", "/api/v1/compare/gates", "viewer", params={"a": a, "b": b, "fail_if_worse": "ndcg@10"})
     assert worse.json()["data"]["exit_code"] == 5, worse.text
     better = api.call("GET", "/api/v1/compare/gates", "viewer", params={"a": b, "b": a}).json()["data"]
-    assert better["exit_code"] == 0 and {check["kind"] for check in better["checks"]} == {"regression"}
+    assert better["exit_code"] == 0
+    assert {check["kind"] for check in better["checks"]} == {"regression"}
 
 
 def test_bad_gates_and_other_tenants(gated) -> None:
@@ -66,7 +68,9 @@ def test_gate_errors_over_http_name_the_query_parameters_not_the_command_lines_f
     api, a, b = gated
     malformed = error_of(api.call("GET", f"/api/v1/campaigns/{a}/gates", "viewer", params={"fail_under": ["ndcg"]}),
                          422)
-    assert "?fail_under=ndcg@10=0.7" in malformed["message"] and "--" not in malformed["message"]
+    assert "?fail_under=ndcg@10=0.7" in malformed["message"]
+    assert "--" not in malformed["message"]
     unknown = error_of(api.call("GET", "/api/v1/compare/gates", "viewer",
                                 params={"a": a, "b": b, "fail_if_worse": "judge.nothing"}), 422)
-    assert "fail_if_worse" in unknown["message"] and "--fail-if-worse" not in unknown["message"]
+    assert "fail_if_worse" in unknown["message"]
+    assert "--fail-if-worse" not in unknown["message"]

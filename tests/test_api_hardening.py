@@ -77,7 +77,8 @@ def test_lone_surrogates_answer_422_naming_the_field_and_the_connection_stays_op
         socket = client.conn.sock
         assert socket is not None  # the server did not ask to close the connection
         status, health = client.send("GET", "/api/v1/health")
-        assert (status, health["data"]["status"]) == (200, "ok") and client.conn.sock is socket
+        assert (status, health["data"]["status"]) == (200, "ok")
+        assert client.conn.sock is socket
 
 
 def test_every_request_body_model_refuses_text_that_is_not_unicode(api: Api) -> None:
@@ -85,7 +86,8 @@ def test_every_request_body_model_refuses_text_that_is_not_unicode(api: Api) -> 
     bodies = {param.field_info.annotation for route in routes for param in route.dependant.body_params}
     models = {arg for annotation in bodies for arg in (*typing.get_args(annotation), annotation)
               if isinstance(arg, type) and issubclass(arg, BaseModel)}
-    assert len(models) >= 4 and all(issubclass(model, RequestBody) for model in models), models
+    assert len(models) >= 4, models
+    assert all(issubclass(model, RequestBody) for model in models), models
     nested = {field.annotation for model in models for field in model.model_fields.values()}
     assert all(issubclass(model, RequestBody) for annotation in nested for model in typing.get_args(annotation)
                if isinstance(model, type) and issubclass(model, BaseModel))
@@ -135,7 +137,8 @@ def test_a_target_knowledge_base_is_a_dataset_id_and_answers_tell_nothing_about_
     for place in ("/etc", "/no/such/folder", "../../etc", "~", "..", "tiny/../../etc", "/"):
         response = api.call("POST", "/api/v1/targets", "full", json={"name": "kb", "config": {"knowledge_base": place}})
         error = error_of(response, 422)
-        assert error["field"] == "config.knowledge_base" and "not a dataset name" in error["message"]
+        assert error["field"] == "config.knowledge_base"
+        assert "not a dataset name" in error["message"]
         assert str(api.db.parent) not in response.text
         answers[place] = without(place, response.text)
     assert len(set(answers.values())) == 1, answers  # an existing folder answers like a missing one
@@ -143,7 +146,8 @@ def test_a_target_knowledge_base_is_a_dataset_id_and_answers_tell_nothing_about_
                                 json={"name": "kb", "config": {"knowledge_base": "nope"}}), 422)
     assert missing["message"] == "config.knowledge_base: no dataset 'nope' (a folder under the dataset root)"
     created = api.call("POST", "/api/v1/targets", "full", json={"name": "kb", "config": {"knowledge_base": "tiny"}})
-    assert created.status_code == 201 and created.json()["data"]["target"]["config"]["knowledge_base"] == "tiny"
+    assert created.status_code == 201
+    assert created.json()["data"]["target"]["config"]["knowledge_base"] == "tiny"
 
 
 def test_a_results_file_cannot_be_named_through_the_api(api: Api) -> None:
@@ -173,7 +177,8 @@ def test_a_suite_runs_its_knowledge_base_from_the_servers_dataset_root_only(api:
     answers = {}
     for place in ("/etc", "/no/such/folder", str(api.app.state.dataset_root / "tiny"), "~"):
         status, text = run(place)
-        assert status == 422 and "knowledge_base of the suite's target configuration" in text
+        assert status == 422
+        assert "knowledge_base of the suite's target configuration" in text
         answers[place] = without(place, text)
     assert len(set(answers.values())) == 1, answers
     # "tiny" is a folder of this server's dataset root (not of the project's dataset/): it runs.
@@ -181,7 +186,8 @@ def test_a_suite_runs_its_knowledge_base_from_the_servers_dataset_root_only(api:
     assert status == 202, text
     run_id = json.loads(text)["data"]["run"]["id"]
     done = wait_done(api, f"/api/v1/eval-suites/runs/{run_id}", lambda d: d["run"]["status"])
-    assert done["run"]["status"] == "succeeded" and done["results"][0]["retrieved"], done["run"]["error"]
+    assert done["run"]["status"] == "succeeded", done["run"]["error"]
+    assert done["results"][0]["retrieved"], done["run"]["error"]
 
 
 @pytest.mark.parametrize("seconds", [b"NaN", b"Infinity", b"-Infinity", b"-1", b"0"])

@@ -53,7 +53,8 @@ def finished_task(api: Api) -> str:
 
 def test_trailing_slashes_reach_the_route_instead_of_a_redirect(api: Api) -> None:
     listed = api.call("GET", "/api/v1/eval-suites/", "viewer")
-    assert listed.status_code == 200 and listed.json()["success"] is True
+    assert listed.status_code == 200
+    assert listed.json()["success"] is True
     created = api.call("POST", "/api/v1/eval-suites/", json=suite_body(api, n=1))
     assert created.status_code == 201, created.text
     suite_id = created.json()["data"]["suite"]["id"]
@@ -72,7 +73,9 @@ def test_methods_not_allowed_name_the_allowed_ones(api: Api) -> None:
     for method, path, allowed in (("PATCH", "/api/v1/eval-suites/x", "DELETE"), ("PUT", "/api/v1/evaluation", "POST"),
                                   ("OPTIONS", "/api/v1/eval-suites", "GET")):
         error = error_of(api.call(method, path), 405)
-        assert error["code"] == "method_not_allowed" and method in error["message"] and allowed in error["message"]
+        assert error["code"] == "method_not_allowed"
+        assert method in error["message"]
+        assert allowed in error["message"]
 
 
 @pytest.mark.parametrize(("content", "content_type"), [
@@ -84,13 +87,15 @@ def test_bodies_that_are_not_json_answer_415(api: Api, content: str, content_typ
     def headers() -> dict[str, str]:
         return {"Content-Type": content_type} if content_type else {}
     error = error_of(api.call("POST", "/api/v1/evaluation", content=content.encode(), headers=headers()), 415)
-    assert error["code"] == "unsupported_media_type" and "application/json" in error["message"]
+    assert error["code"] == "unsupported_media_type"
+    assert "application/json" in error["message"]
     error_of(api.call("POST", "/api/v1/evaluation", key=None, content=content.encode(), headers=headers()), 401)
 
 
 def test_json_that_is_not_an_object_is_named(api: Api) -> None:
     error = error_of(api.call("POST", "/api/v1/eval-suites", json=[suite_body(api)]), 422)
-    assert error["field"] == "body" and "expected a JSON object, found an array" in error["message"]
+    assert error["field"] == "body"
+    assert "expected a JSON object, found an array" in error["message"]
     undecodable = api.call("POST", "/api/v1/evaluation", content=b'{"dataset_id": "\xff"}',
                            headers={"Content-Type": "application/json"})
     assert "JSON" in error_of(undecodable, 400)["message"]
@@ -100,7 +105,8 @@ def test_a_key_without_the_bearer_scheme_is_told_so_without_echoing_it(api: Api)
     secret = api.keys["admin"]
     for header in (secret, f"Token {secret}"):
         response = api.call("GET", "/api/v1/eval-suites", key=None, headers={"Authorization": header})
-        assert "Bearer <key>" in error_of(response, 401)["message"] and secret not in response.text
+        assert "Bearer <key>" in error_of(response, 401)["message"]
+        assert secret not in response.text
     lower = api.call("GET", "/api/v1/eval-suites", key=None, headers={"Authorization": f"bearer {secret}"})
     assert lower.status_code == 200
 
@@ -113,16 +119,19 @@ def test_offsets_past_sqlite_integers_are_422_not_500(api: Api) -> None:
         error = error_of(api.call("GET", f"/api/v1/campaigns/{task_id}/results?offset={offset}"), 422)
         assert error["field"] == "offset"
     page = api.call("GET", f"/api/v1/campaigns/{task_id}/results?offset=1000000000").json()["data"]
-    assert page["results"] == [] and page["total"] == 3
+    assert page["results"] == []
+    assert page["total"] == 3
 
 
 def test_long_values_are_cut_in_messages_and_bounded(api: Api) -> None:
     long_id = "é" * 190
     response = api.call("GET", f"/api/v1/eval-suites/{long_id}")
-    assert "(190 characters)" in error_of(response, 404)["message"] and long_id not in response.text
+    assert "(190 characters)" in error_of(response, 404)["message"]
+    assert long_id not in response.text
     for field in ("knowledge_base_id", "dataset_id"):
         response = api.call("POST", "/api/v1/evaluation", json={field: "k" * 5000})
-        assert error_of(response, 422)["field"] == field and len(response.text) < 1000
+        assert error_of(response, 422)["field"] == field
+        assert len(response.text) < 1000
     body = suite_body(api, n=1)
     body["cases"][0]["expected_sources"] = ["s" * 1001]
     error_of(api.call("POST", "/api/v1/eval-suites", json=body), 422)
@@ -139,7 +148,8 @@ def test_an_invalid_dataset_folder_is_422_naming_its_files(api: Api, dataset: st
     body = {"dataset_id": dataset, "knowledge_base_id": api.targets["fast"]}
     response = api.call("POST", "/api/v1/evaluation", json=body)
     error = error_of(response, 422)
-    assert error["field"] == "dataset_id" and words in error["message"]
+    assert error["field"] == "dataset_id"
+    assert words in error["message"]
     assert str(api.db.parent) not in response.text  # the server's own paths stay private
 
 
@@ -151,9 +161,10 @@ def test_a_dataset_without_questions_is_refused_by_field(api: Api) -> None:
                        folder / f"{name}.parquet")
     error = error_of(api.call("POST", "/api/v1/evaluation", json={"dataset_id": "noq"}), 422)
     # A dataset without questions is valid (a corpus imported from documents), but no task can run on it.
-    assert error["field"] == "dataset_id" and error["message"] == (
+    assert error["field"] == "dataset_id"
+    assert (error["message"] == (
         "dataset_id: dataset 'noq' has no questions yet (a corpus of 5 passages): use it as a knowledge base, or add "
-        "questions to its queries.parquet")
+        "questions to its queries.parquet"))
 
 
 def test_a_suite_whose_knowledge_base_is_missing_names_no_false_field(api: Api) -> None:
@@ -163,14 +174,16 @@ def test_a_suite_whose_knowledge_base_is_missing_names_no_false_field(api: Api) 
                      json={**suite_body(api, n=1), "agent_id": target}).json()["data"]["suite"]
     response = api.call("POST", f"/api/v1/eval-suites/{suite['id']}/runs")
     error = error_of(response, 422)
-    assert "nonexistent" in error["message"] and error.get("field") != "nonexistent"
+    assert "nonexistent" in error["message"]
+    assert error.get("field") != "nonexistent"
     assert str(api.app.state.dataset_root) not in response.text
 
 
 def test_campaigns_show_no_server_paths(api: Api) -> None:
     task_id = finished_task(api)
     campaign = api.call("GET", f"/api/v1/campaigns/{task_id}", "viewer").json()["data"]["campaign"]
-    assert campaign["source"] == "tiny" and "dataset_path" not in campaign["options"]
+    assert campaign["source"] == "tiny"
+    assert "dataset_path" not in campaign["options"]
     # (a configuration's own knowledge_base path is the tenant's setting and stays as saved)
     listed = api.call("GET", "/api/v1/campaigns", "viewer").json()["data"]["campaigns"]
     assert all("dataset_path" not in c["options"] and not c["source"].startswith("/") for c in listed)
@@ -204,8 +217,10 @@ def test_deleting_a_suite_while_its_run_runs_removes_both(api: Api) -> None:
 
 def test_docs_need_no_internet_and_the_error_envelope_is_described(api: Api) -> None:
     docs = api.call("GET", "/docs", key=None)
-    assert docs.status_code == 200 and "POST /api/v1/eval-suites/{suite_id}/runs" in docs.text
-    assert "https://" not in docs.text and "<script" not in docs.text
+    assert docs.status_code == 200
+    assert "POST /api/v1/eval-suites/{suite_id}/runs" in docs.text
+    assert "https://" not in docs.text
+    assert "<script" not in docs.text
     spec = api.call("GET", "/openapi.json", key=None).json()
     assert spec["components"]["schemas"]["ErrorResponse"]["required"] == ["success", "error"]
     assert set(spec["components"]["schemas"]["ErrorDetail"]["required"]) == {"code", "message"}
@@ -265,7 +280,8 @@ def test_serve_uses_its_dataset_root_and_a_restarted_server_resumes_the_task_of_
         try:
             # The killed server's lease is gone: the new one puts the task back in the queue and claims it.
             task = httpx.get(url, headers=headers, params={"task_id": task_id}, timeout=30).json()["data"]["task"]
-            assert task["status"] in (0, 1) and task["err_msg"] == "", task
+            assert task["status"] in (0, 1), task
+            assert task["err_msg"] == "", task
             gate.set()
             deadline = time.monotonic() + 60
             while task["status"] in (0, 1) and time.monotonic() < deadline:
@@ -275,10 +291,13 @@ def test_serve_uses_its_dataset_root_and_a_restarted_server_resumes_the_task_of_
             gate.set()
             server.terminate()
             server.wait(30)
-    assert task["status"] == 2 and task["finished"] == task["total"], task
+    assert task["status"] == 2, task
+    assert task["finished"] == task["total"], task
 
 
 def test_serve_refuses_a_missing_dataset_root(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "evalcore", "serve", "--datasets", str(tmp_path / "nope")], cwd=ROOT,
                             capture_output=True, text=True, timeout=60, check=False)
-    assert result.returncode == 2 and "--datasets" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 2
+    assert "--datasets" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -171,15 +171,18 @@ def test_launch_compare_screenshot_and_export(page: tuple, tmp_path: Path) -> No
         tab.get_by_role("button", name="PNG", exact=True).first.click()  # ours, not the chart's camera
     exported = tmp_path / download.value.suggested_filename
     download.value.save_as(exported)
-    assert exported.suffix == ".png" and exported.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert re.fullmatch(r"compare_[^_]+_vs_[^_]+_\d{4}-\d{2}-\d{2}\.png", exported.name) and len(exported.name) < 100
+    assert exported.suffix == ".png"
+    assert exported.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert re.fullmatch(r"compare_[^_]+_vs_[^_]+_\d{4}-\d{2}-\d{2}\.png", exported.name)
+    assert len(exported.name) < 100
     a_part, b_part = exported.name.split("_")[1:4:2]
     assert a_part != b_part  # the two sides of a sweep are told apart
     with tab.expect_download(timeout=60_000) as download:
         tab.get_by_role("button", name="Report (HTML)", exact=True).click()
     report = tmp_path / download.value.suggested_filename
     download.value.save_as(report)
-    assert report.name.startswith("report_") and report.suffix == ".html"
+    assert report.name.startswith("report_")
+    assert report.suffix == ".html"
     assert_no_exception_on(tab)
     assert not problems, problems
     assert opened_offline(tab.context.browser, report) == 2  # the delta chart and the failure stages
@@ -264,7 +267,8 @@ def test_a_named_campaign_is_listed_renamed_and_a_second_import_asks(page: tuple
     main.get_by_text("Renamed to renamed in the browser.").wait_for(timeout=30_000)
     main.locator("[data-testid='stDataFrame']").first.wait_for(timeout=30_000)  # the list and one question's tables
     expanders = main.locator("[data-testid='stExpander']")  # no expander per question: only the campaign's action
-    assert expanders.count() == 1 and "Judge again" in expanders.first.locator("summary").inner_text()
+    assert expanders.count() == 1
+    assert "Judge again" in expanders.first.locator("summary").inner_text()
     # Its form is drawn when it is opened, and kept open over the page's next runs.
     assert main.get_by_role("textbox", name="Rubric name").count() == 0
     expanders.first.locator("summary").click()
@@ -328,7 +332,8 @@ def test_a_sign_in_survives_a_reload_and_a_new_tab_and_keeps_the_deep_link(tmp_p
         other.goto(f"{url}/compare")
         other.get_by_role("heading", name="Compare").wait_for(timeout=60_000)
         cookie = wait_for_cookie(tab, "evalcore_session")
-        assert cookie["value"].startswith("es_") and secret not in cookie["value"]  # a session token, not the key
+        assert cookie["value"].startswith("es_")
+        assert secret not in cookie["value"]  # a session token, not the key
         tab.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=60_000)  # a settled page
         tab.get_by_role("button", name="Sign out").click()
         shown_or_told(tab, tab.get_by_role("heading", name="Sign in"))
@@ -418,7 +423,8 @@ def test_a_sweeps_pairs_download_under_their_own_names_and_the_csv_reads_as_a_ta
         assert all(f"top-k-{value}_" in name for value, name in zip((3, 5, 10), reports, strict=True)), reports
         measures = download(tab, "CSV", tmp_path)
         table = pd.read_csv(measures)  # no option: the file is a table
-        assert "measure" in table.columns and set(table["context: A"]) == {"baseline quick start"}
+        assert "measure" in table.columns
+        assert set(table["context: A"]) == {"baseline quick start"}
         assert_no_exception_on(tab)
         assert not problems, problems
 def test_five_questions_are_labelled_from_the_keyboard_and_kappa_appears(tmp_path: Path) -> None:
@@ -492,7 +498,9 @@ def test_a_deep_link_to_a_question_and_to_a_comparison_tab_survives_sign_in_and_
             assert parse_qs(urlparse(tab.url).query) == {"campaign": [ids[2]], "section": ["Questions"],
                                                          "question": ["3"]}, tab.url
             link = tab.locator("[data-testid='stSidebar'] [data-testid='stCode']").first.inner_text()
-            assert link.startswith(f"{url}/campaigns?") and f"campaign={ids[2]}" in link and "question=3" in link
+            assert link.startswith(f"{url}/campaigns?")
+            assert f"campaign={ids[2]}" in link
+            assert "question=3" in link
             wait_for_cookie(tab, "evalcore_session")
             tab.reload()
         assert main.get_by_role("combobox", name="Question").input_value() == picked

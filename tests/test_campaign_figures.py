@@ -67,7 +67,8 @@ def test_figures_are_kept_once_and_read_back_the_same(manager: CampaignManager, 
     campaigns = list_campaigns(store)
     first = headline_means(store, campaigns)
     assert set(kept(manager, campaign_id)) == {PANEL_FIGURES, "headline/1"}
-    assert headline_means(store, campaigns) == first and first[campaign_id]
+    assert headline_means(store, campaigns) == first
+    assert first[campaign_id]
 
 
 def test_changed_results_are_computed_afresh(manager: CampaignManager, tiny_dataset: Path) -> None:

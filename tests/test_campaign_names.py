@@ -55,12 +55,12 @@ def test_rows_name_the_suite_the_dataset_the_settings_and_the_headline_measures(
     rows = {row.campaign.id: row for row in campaign_rows(get_manager(db).store)}
     assert rows[ids["suite"]].source_name == "Refund questions"  # the suite's name, not its id
     assert rows[ids["k5"]].source_name == "tiny"
-    assert (rows[ids["k9"]].campaign.name == "nine chunks"
-            and rows[ids["k5"]].campaign.name == "bm25 · top 5 · extractive")
+    assert rows[ids["k9"]].campaign.name == "nine chunks"
+    assert rows[ids["k5"]].campaign.name == "bm25 · top 5 · extractive"
     assert rows[ids["k9"]].settings == Settings("bm25", "none", "extractive", 9)
     assert {"ndcg@10", "rougel"} <= set(rows[ids["k5"]].headline) <= set(HEADLINE)
-    assert ({"coverage", "sources_found"} <= set(rows[ids["suite"]].headline)
-            and "ndcg@10" not in rows[ids["suite"]].headline)
+    assert {"coverage", "sources_found"} <= set(rows[ids["suite"]].headline)
+    assert "ndcg@10" not in rows[ids["suite"]].headline
     assert all(0 <= value <= 1 for row in rows.values() for value in row.headline.values())
     assert [r.campaign.id for r in search_rows(list(rows.values()), "REFUND")] == [ids["suite"]]
     assert [r.campaign.id for r in search_rows(list(rows.values()), "nine bm25")] == [ids["k9"]]
@@ -82,7 +82,8 @@ def test_settings_of_other_targets_and_dataset_labels() -> None:
     assert Settings.of(Snapshot(hybrid.to_dict()).target) == Settings("hybrid RRF · USE embeddings", "http",
                                                                       "gpt-4o-mini", 12)
     assert Settings.of(Snapshot({"kind": "http_agent"}).target).retriever == "HTTP agent"
-    assert dataset_label("/srv/dataset/samples") == "default" and dataset_label("dataset/uploads-x") == "uploads-x"
+    assert dataset_label("/srv/dataset/samples") == "default"
+    assert dataset_label("dataset/uploads-x") == "uploads-x"
     assert HEADLINE[0] == "ndcg@10"
 
 
@@ -94,10 +95,12 @@ def test_cli_list_shows_names_sources_settings_and_measures_searched_and_sorted(
     header = lines[0].split()
     assert header[:5] == ["name", "dataset/suite", "status", "created", "progress"]
     assert {"retriever", "reranker", "generator", "top-k", "ndcg@10", "coverage", "id"} <= set(header)
-    assert "suite Refund questions" in "\n".join(lines) and ids["suite"] in "\n".join(lines)
+    assert "suite Refund questions" in "\n".join(lines)
+    assert ids["suite"] in "\n".join(lines)
     assert main(["campaigns", "list", "--search", "nine", "--db", db]) == 0
     [only] = capsys.readouterr().out.splitlines()[1:]
-    assert only.startswith("nine chunks") and ids["k9"] in only
+    assert only.startswith("nine chunks")
+    assert ids["k9"] in only
     assert main(["campaigns", "list", "--sort", "top_k", "--json", "--db", db]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert [c["settings"]["top_k"] for c in listed] == [5, 9, 30]
@@ -145,7 +148,8 @@ def test_an_ambiguous_or_unknown_campaign_is_the_same_message_for_every_command(
         filled: tuple, capsys: pytest.CaptureFixture[str]) -> None:
     db, ids = filled
     shared = os.path.commonprefix([ids["k5"], ids["k9"]])
-    assert shared and not ids["suite"].startswith(shared)
+    assert shared
+    assert not ids["suite"].startswith(shared)
     messages = set()
     for command in (["campaigns", "show", shared], ["labels", "export", shared], ["compare", ids["suite"], shared],
                     ["rejudge", shared], ["campaigns", "delete", shared]):
@@ -153,7 +157,9 @@ def test_an_ambiguous_or_unknown_campaign_is_the_same_message_for_every_command(
         messages.add(capsys.readouterr().err)
     [message] = messages
     assert f"{shared!r} names 2 campaigns" in message
-    assert "nine chunks" in message and ids["k5"] in message and "give more of the name, or the id" in message
+    assert "nine chunks" in message
+    assert ids["k5"] in message
+    assert "give more of the name, or the id" in message
     assert main(["labels", "export", "try1", "--db", db]) == 2
     assert "no campaign 'try1' (as an id, a name or the start of one)" in capsys.readouterr().err
     assert len(get_manager(db).store.read("SELECT id FROM campaigns")) == 3  # nothing deleted
@@ -168,7 +174,8 @@ def test_api_names_at_launch_renames_and_lists_with_names(api: Api) -> None:
     wait_done(api, f"/api/v1/eval-suites/runs/{run['id']}", lambda d: d["run"]["status"])
     wait_done(api, f"/api/v1/evaluation?task_id={task_id}", lambda d: d["task"]["status"])
     listed = {c["id"]: c for c in api.call("GET", "/api/v1/campaigns", "viewer").json()["data"]["campaigns"]}
-    assert listed[task_id]["name"] == "first try" and listed[task_id]["source_name"] == "default"
+    assert listed[task_id]["name"] == "first try"
+    assert listed[task_id]["source_name"] == "default"
     assert listed[run["id"]]["source_name"] == suite["name"]
     assert listed[run["id"]]["settings"] == {"retriever": "bm25", "reranker": "none", "generator": "extractive",
                                              "top_k": 30}
@@ -180,7 +187,8 @@ def test_api_names_at_launch_renames_and_lists_with_names(api: Api) -> None:
     assert error_of(api.call("GET", "/api/v1/campaigns?sort=colour", "viewer"), 422)["field"] == "sort"
 
     renamed = api.call("PATCH", f"/api/v1/campaigns/{task_id}", json={"name": "  hybrid,\n second try "})
-    assert renamed.status_code == 200 and renamed.json()["data"]["campaign"]["name"] == "hybrid, second try"
+    assert renamed.status_code == 200
+    assert renamed.json()["data"]["campaign"]["name"] == "hybrid, second try"
     assert (api.call("GET", f"/api/v1/campaigns/{task_id}", "viewer").json()["data"]["campaign"]["name"]
             == "hybrid, second try")
     error_of(api.call("PATCH", f"/api/v1/campaigns/{task_id}", "viewer", json={"name": "x"}), 403)
@@ -188,7 +196,8 @@ def test_api_names_at_launch_renames_and_lists_with_names(api: Api) -> None:
     assert error_of(api.call("PATCH", f"/api/v1/campaigns/{task_id}", json={"name": "   "}), 422)["field"] == "name"
     assert error_of(api.call("PATCH", f"/api/v1/campaigns/{task_id}", json={"name": "x" * 201}), 422)["field"] == "name"
     by_its_name = api.call("GET", "/api/v1/campaigns/hybrid%2C%20SECOND", "viewer")  # the start of its name
-    assert by_its_name.status_code == 200 and by_its_name.json()["data"]["campaign"]["id"] == task_id
+    assert by_its_name.status_code == 200
+    assert by_its_name.json()["data"]["campaign"]["id"] == task_id
     assert api.call("GET", f"/api/v1/campaigns/{quote(run['name'])}/results", "viewer").json()["data"]["total"] == 1
     error_of(api.call("GET", "/api/v1/campaigns/suite%20try", "other"), 404)  # another tenant's names are not seen
     openapi = api.call("GET", "/openapi.json", None).json()

@@ -40,7 +40,8 @@ def test_label_keys_name_their_label_only_when_it_differs() -> None:
 def test_a_form_field_that_is_no_json_object_is_an_error_naming_it(text: str, problem: str) -> None:
     with pytest.raises(EvalError) as raised:
         json_object("agent_headers", text)
-    assert problem in str(raised.value) and "agent_headers" in str(raised.value)
+    assert problem in str(raised.value)
+    assert "agent_headers" in str(raised.value)
 
 
 def test_an_empty_json_field_is_an_empty_object() -> None:

@@ -87,13 +87,17 @@ def test_launch_returns_at_once_and_runs_in_background(manager: CampaignManager,
     target = FakeTarget(delay=0.2)
     campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), target=target, concurrency=1))
     first = get_campaign(manager.store, campaign_id)
-    assert first.status in ("pending", "running") and first.finished == 0
-    assert campaign_id.startswith("evaluation_default_") and campaign_id.endswith("_tiny")
+    assert first.status in ("pending", "running")
+    assert first.finished == 0
+    assert campaign_id.startswith("evaluation_default_")
+    assert campaign_id.endswith("_tiny")
     done = manager.wait(campaign_id, timeout=20)
     assert done.status == "succeeded"
     assert (done.finished, done.total, done.failed) == (3, 3, 0)
-    assert done.started_at and done.ended_at >= done.started_at
-    assert done.progress().finished == 3 and done.progress().eta_s == 0.0
+    assert done.started_at
+    assert done.ended_at >= done.started_at
+    assert done.progress().finished == 3
+    assert done.progress().eta_s == 0.0
     assert threading.main_thread().name not in target.threads
     assert target.prepared == 5  # the whole corpus, distractor included
 
@@ -115,7 +119,8 @@ def test_one_failing_question_in_five_is_isolated(manager: CampaignManager, tmp_
     campaign_id = manager.launch(LaunchRequest(dataset=str(data), target=FakeTarget(fail=lambda qid: qid % 5 == 0),
                                                concurrency=3))
     done = manager.wait(campaign_id, timeout=20)
-    assert done.status == "succeeded_with_failures" and done.status_text == "succeeded with 2 failed"
+    assert done.status == "succeeded_with_failures"
+    assert done.status_text == "succeeded with 2 failed"
     assert (done.finished, done.failed) == (10, 2)
     results = campaign_results(manager.store, campaign_id)
     errors = {r.question.qid: r.outcome.error for r in results if r.outcome.error}
@@ -133,7 +138,8 @@ def test_too_many_failures_fail_the_campaign(manager: CampaignManager, tmp_path:
     done = manager.wait(campaign_id, timeout=20)
     assert done.status == "failed"
     assert "questions had failed (more than 30%)" in done.error
-    assert done.failed == 4 and done.finished == 6  # dispatching stopped at the 4th failure
+    assert done.failed == 4
+    assert done.finished == 6  # dispatching stopped at the 4th failure
 
 
 def test_hung_question_times_out_and_campaign_goes_on(manager: CampaignManager, tmp_path: Path) -> None:
@@ -159,10 +165,12 @@ def test_cancel_then_resume_runs_only_missing_questions(manager: CampaignManager
         time.sleep(0.02)
     running = get_campaign(manager.store, campaign_id)
     assert running.status == "running"
-    assert running.progress().rate_per_s > 0 and running.progress().eta_s > 0
+    assert running.progress().rate_per_s > 0
+    assert running.progress().eta_s > 0
     manager.cancel(campaign_id)
     cancelled = manager.wait(campaign_id, timeout=20)
-    assert cancelled.status == "cancelled" and cancelled.finished < 20
+    assert cancelled.status == "cancelled"
+    assert cancelled.finished < 20
     with pytest.raises(Conflict):
         manager.cancel(campaign_id)
     before = {r.question.qid for r in campaign_results(manager.store, campaign_id)}
@@ -171,7 +179,8 @@ def test_cancel_then_resume_runs_only_missing_questions(manager: CampaignManager
     assert manager.wait(campaign_id, timeout=20).status == "succeeded"
     assert sorted(again.asked) == sorted(set(range(1, 21)) - before)
     results = campaign_results(manager.store, campaign_id)
-    assert [r.question.qid for r in results] == list(range(1, 21)) and {r.attempts for r in results} == {1}
+    assert [r.question.qid for r in results] == list(range(1, 21))
+    assert {r.attempts for r in results} == {1}
     with pytest.raises(EvalError, match="nothing to run"):
         manager.resume(campaign_id, target=FakeTarget())
 
@@ -204,7 +213,8 @@ def test_aggregates_are_the_mean_of_stored_rows(manager: CampaignManager, tmp_pa
     first = results[0]
     assert first.outcome.retrieved[1].pid is None  # a miss kept at its rank
     assert first.outcome.signatures["bleu4"].startswith("bleu4|")
-    assert first.question.relevant == {10 + 0 % 3: 1} and first.question.references == ("Refunds within 30 days.",)
+    assert first.question.relevant == {10 + 0 % 3: 1}
+    assert first.question.references == ("Refunds within 30 days.",)
 
 
 def test_delete_and_tenant_isolation(manager: CampaignManager, tiny_dataset: Path) -> None:
@@ -247,7 +257,8 @@ def test_heartbeat_runs_while_questions_hang_and_picks_up_a_cancel_from_elsewher
         await_beats(2)  # each beat writes, then reads the flag: two beats later it has been seen
         target.release.set()
         done = manager.wait(campaign_id, timeout=20)
-        assert done.status == "cancelled" and done.finished == 1  # the question in flight finished
+        assert done.status == "cancelled"
+        assert done.finished == 1  # the question in flight finished
     finally:
         target.release.set()
 
@@ -260,7 +271,8 @@ def test_broken_setup_fails_the_campaign_with_its_reason(manager: CampaignManage
     campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), target=BrokenIndex()))
     done = manager.wait(campaign_id, timeout=20)
     assert (done.status, done.error) == ("failed", "setup failed: OSError: disk full while indexing")
-    assert done.finished == 0 and done.ended_at is not None
+    assert done.finished == 0
+    assert done.ended_at is not None
 
 
 def test_results_file_campaign_collapses_duplicate_passages_and_skips_missing_answers(
@@ -277,8 +289,9 @@ def test_results_file_campaign_collapses_duplicate_passages_and_skips_missing_an
     # Each passage counts once, at its first rank; the unknown id stays a miss at its rank.
     assert (first.outcome.measures["precision"], first.outcome.measures["mrr"]) == (pytest.approx(1 / 3),
                                                                                     pytest.approx(1 / 3))
-    assert (second.outcome.answer is None and "bleu1" not in second.outcome.measures
-            and second.outcome.measures["recall"] == 1.0)
+    assert second.outcome.answer is None
+    assert "bleu1" not in second.outcome.measures
+    assert second.outcome.measures["recall"] == 1.0
     assert third.outcome.error.endswith("add a row with this qid to the results file")
 
 
@@ -327,5 +340,6 @@ def test_index_build_shows_its_progress_and_stops_on_cancel(
         time.sleep(0.02)
     manager.cancel(campaign_id)
     done = manager.wait(campaign_id, timeout=20)
-    assert done.status == "cancelled" and target.asked == []
+    assert done.status == "cancelled"
+    assert target.asked == []
     assert done.progress().stage is None  # an ended campaign shows no stage

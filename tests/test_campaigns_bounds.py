@@ -68,7 +68,8 @@ def test_questions_share_their_threads_and_the_threads_end_with_the_campaign(man
         request = LaunchRequest(dataset="default", config=agent(answering_agent.url), limit=30, concurrency=3,
                                 cache=False)
         campaign = manager.wait(manager.launch(request), timeout=60)
-    assert campaign.status == "succeeded" and campaign.finished == 30
+    assert campaign.status == "succeeded"
+    assert campaign.finished == 30
     assert 1 <= len(answering) <= 3, len(answering)
     assert settles(lambda: question_threads() == before), question_threads()
 

@@ -39,11 +39,13 @@ def test_second_identical_campaign_is_served_by_the_cache(manager: CampaignManag
         first = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, concurrency=2))
         assert manager.wait(first, timeout=30).status == "succeeded"
         calls = chat_requests(server)
-        assert calls == 3 and get_campaign(manager.store, first).cache_hits == 0
+        assert calls == 3
+        assert get_campaign(manager.store, first).cache_hits == 0
 
         second = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, concurrency=2))
         done = manager.wait(second, timeout=30)
-        assert done.status == "succeeded" and done.cache_hits == 3
+        assert done.status == "succeeded"
+        assert done.cache_hits == 3
         assert chat_requests(server) == calls
         assert campaign_aggregates(manager.store, second) == campaign_aggregates(manager.store, first)
         # Cached replies keep their token counts, so cost stays comparable between campaigns.
@@ -65,14 +67,17 @@ def test_judges_are_stored_as_measures_with_details(manager: CampaignManager, ti
         campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, config=openai_config(server, tiny_dataset),
                                      use_judge=True, judges=("relevance",)))
         done = manager.wait(campaign_id, timeout=30)
-    assert done.status == "succeeded" and done.judges == ("score", "relevance") and done.use_judge
+    assert done.status == "succeeded"
+    assert done.judges == ("score", "relevance")
+    assert done.use_judge
     with_expected, without = campaign_results(manager.store, campaign_id)
-    assert (with_expected.outcome.measures["judge.score"] == 4.0
-            and with_expected.outcome.measures["judge.relevance"] == 4.0)
+    assert with_expected.outcome.measures["judge.score"] == 4.0
+    assert with_expected.outcome.measures["judge.relevance"] == 4.0
     assert with_expected.outcome.judges["score"].reason == "Close to the expected answer."
     assert with_expected.outcome.signatures["judge.score"].startswith("judge.score|prompt:v1|hash:")
     assert "|parser:v3|model:openai:fake-model@" in with_expected.outcome.signatures["judge.score"]
-    assert "judge.score" not in without.outcome.measures and "judge.relevance" in without.outcome.measures
+    assert "judge.score" not in without.outcome.measures
+    assert "judge.relevance" in without.outcome.measures
 
 
 def test_judges_asked_several_times_record_their_spread(manager: CampaignManager, tiny_dataset: Path) -> None:
@@ -92,5 +97,6 @@ def test_judges_asked_several_times_record_their_spread(manager: CampaignManager
     assert done.options.judge_samples == 3
     (row,) = campaign_results(manager.store, campaign_id)
     verdict = row.outcome.judges["score"]
-    assert sorted(verdict.samples) == [3.0, 4.0, 5.0] and row.outcome.measures["judge.score"] == 4.0
+    assert sorted(verdict.samples) == [3.0, 4.0, 5.0]
+    assert row.outcome.measures["judge.score"] == 4.0
     assert verdict.spread.max - verdict.spread.min == 2.0

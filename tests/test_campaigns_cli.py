@@ -46,15 +46,19 @@ def test_run_then_list_show_export_delete(setup: tuple[Path, Path, Path], capsys
     code, report = run_json(capsys, "run", "--dataset", str(data), "--config", str(config), "--db", str(db))
     assert code == 0
     campaign = report["campaign"]
-    assert campaign["status"] == "succeeded" and campaign["config"]["retriever"] == "bm25"
-    assert report["aggregates"]["recall"]["count"] == 3 and report["aggregates"]["bleu1"]["count"] == 2
+    assert campaign["status"] == "succeeded"
+    assert campaign["config"]["retriever"] == "bm25"
+    assert report["aggregates"]["recall"]["count"] == 3
+    assert report["aggregates"]["bleu1"]["count"] == 2
     campaign_id = campaign["id"]
 
     assert main(["campaigns", "list", "--db", str(db)]) == 0
     assert campaign_id in capsys.readouterr().out
     assert main(["campaigns", "show", campaign_id, "--db", str(db)]) == 0
     shown = capsys.readouterr().out
-    assert "status: succeeded" in shown and '"retriever": "bm25"' in shown and "ndcg@10" in shown
+    assert "status: succeeded" in shown
+    assert '"retriever": "bm25"' in shown
+    assert "ndcg@10" in shown
 
     assert main(["campaigns", "export", campaign_id, "--format", "csv", "--db", str(db)]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
@@ -65,15 +69,18 @@ def test_run_then_list_show_export_delete(setup: tuple[Path, Path, Path], capsys
     out = db.parent / "run.trec"
     assert main(["campaigns", "export", campaign_id, "--format", "trec", "--out", str(out), "--db", str(db)]) == 0
     lines = [line.split() for line in out.read_text().splitlines()]
-    assert lines and all(len(fields) == 6 and fields[1] == "Q0" and fields[5] == campaign_id for fields in lines)
+    assert lines
+    assert all(len(fields) == 6 and fields[1] == "Q0" and fields[5] == campaign_id for fields in lines)
     first = [fields for fields in lines if fields[0] == "1"]
     assert [int(fields[3]) for fields in first] == list(range(1, len(first) + 1))
     scores = [float(fields[4]) for fields in first]
-    assert scores == sorted(scores, reverse=True) and len(set(scores)) == len(scores)
+    assert scores == sorted(scores, reverse=True)
+    assert len(set(scores)) == len(scores)
 
     assert main(["campaigns", "export", campaign_id, "--format", "jsonl", "--db", str(db)]) == 0
     results = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [r["qid"] for r in results] == [1, 2, 3] and any(r["retrieved"] for r in results)
+    assert [r["qid"] for r in results] == [1, 2, 3]
+    assert any(r["retrieved"] for r in results)
 
     assert main(["campaigns", "cancel", campaign_id, "--db", str(db)]) == 2
     assert "nothing to cancel" in capsys.readouterr().err
@@ -89,10 +96,12 @@ def test_run_prints_the_dataset_statistics_and_the_server_logs_them(
         assert main(["run", "--dataset", str(data), "--config", str(config), "--db", str(db)]) == 0
     line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("dataset "))
     assert line.startswith(f"dataset {data.name}: 3 questions, 5 passages, ")
-    assert "relevant passages per labeled question" in line and "answer coverage 66.67% (2/3)" in line
+    assert "relevant passages per labeled question" in line
+    assert "answer coverage 66.67% (2/3)" in line
     assert "languages: passages with Han 20%" in line
     logged = [record.getMessage() for record in caplog.records if record.name == "evalcore.campaigns"]
-    assert len(logged) == 1 and logged[0].endswith(line.removeprefix("dataset "))
+    assert len(logged) == 1
+    assert logged[0].endswith(line.removeprefix("dataset "))
 
 
 def test_resume_and_retry_from_the_command_line(setup: tuple[Path, Path, Path], capsys: pytest.CaptureFixture) -> None:
@@ -108,9 +117,12 @@ def test_resume_and_retry_from_the_command_line(setup: tuple[Path, Path, Path], 
         store.write(lambda conn: conn.execute("UPDATE campaigns SET status = 'interrupted' WHERE id = ?",
                                               (campaign_id,)))
     code, report = run_json(capsys, "campaigns", "resume", campaign_id, "--db", str(db))
-    assert code == 3 and report["campaign"]["finished"] == 3 and report["summary"]["failed"] == 1
+    assert code == 3
+    assert report["campaign"]["finished"] == 3
+    assert report["summary"]["failed"] == 1
     code, report = run_json(capsys, "campaigns", "retry-failed", campaign_id, "--db", str(db))
-    assert code == 0 and report["summary"]["failed"] == 0
+    assert code == 0
+    assert report["summary"]["failed"] == 0
     assert main(["campaigns", "resume", campaign_id, "--db", str(db)]) == 2
     assert "nothing to run" in capsys.readouterr().err
     # A concurrency below 1 once dispatched nothing and spun forever.
@@ -177,7 +189,8 @@ def test_resume_finds_a_moved_dataset_given_with_dataset(
     assert main(["campaigns", "resume", campaign_id, "--db", str(db)]) == 2
     assert "--dataset PATH" in capsys.readouterr().err
     code, report = run_json(capsys, "campaigns", "resume", campaign_id, "--dataset", str(moved), "--db", str(db))
-    assert code == 0 and report["campaign"]["finished"] == 3
+    assert code == 0
+    assert report["campaign"]["finished"] == 3
     assert report["campaign"]["options"]["dataset_path"] == str(moved.resolve())  # the next resume finds it too
 
 
@@ -209,7 +222,8 @@ def test_campaigns_have_names_given_made_and_changed(setup: tuple[Path, Path, Pa
     assert named["campaign"]["name"] == "my baseline"
     assert main(["campaigns", "list", "--db", str(db)]) == 0
     listing = capsys.readouterr().out
-    assert "my baseline" in listing and "bm25 · top 3 · extractive" in listing
+    assert "my baseline" in listing
+    assert "bm25 · top 3 · extractive" in listing
     assert main(["campaigns", "rename", named["campaign"]["id"], "hybrid, first try", "--db", str(db)]) == 0
     assert "renamed" in capsys.readouterr().out
     _, shown = run_json(capsys, "campaigns", "show", named["campaign"]["id"], "--db", str(db))
@@ -225,7 +239,8 @@ def test_run_sweep_launches_one_campaign_per_value_then_compares(setup: tuple[Pa
     code = main(["run", "--dataset", str(data), "--config", str(config), "--sweep", "embedding_top_k=1,3",
                  "--db", str(db)])
     out = capsys.readouterr().out
-    assert code == 0 and "sweep over embedding_top_k" in out
+    assert code == 0
+    assert "sweep over embedding_top_k" in out
     _, campaigns = run_json(capsys, "campaigns", "list", "--db", str(db))
     assert sorted(c["config"]["embedding_top_k"] for c in campaigns) == [1, 3]
     assert all(c["config"]["retriever"] == "bm25" for c in campaigns)  # the rest of --config is kept
@@ -249,7 +264,8 @@ def test_csv_export_keeps_one_record_per_question_and_neutralises_every_line(
         suite = create_suite(store, tenant="default", name="attacks", target_id=save_target(store, config),
                              cases=ATTACKS)
     code, report = run_json(capsys, "run", "--suite", suite.id, "--db", str(db))
-    assert code == 0 and report["campaign"]["finished"] == len(ATTACKS)
+    assert code == 0
+    assert report["campaign"]["finished"] == len(ATTACKS)
     assert main(["campaigns", "export", report["campaign"]["id"], "--format", "csv", "--db", str(db)]) == 0
     text = capsys.readouterr().out
     assert_safe_csv(text, len(ATTACKS))
@@ -308,8 +324,11 @@ def test_the_progress_bar_is_drawn_on_a_terminal_and_tqdm_is_not_even_imported_e
     data, config, db = setup
     argv = ["run", "--dataset", str(data), "--config", str(config), "--db", str(db)]
     code, shown = run_process(argv, terminal=True, cwd=tmp_path)
-    assert code == 0 and "questions: 100%|" in shown and "3/3 questions" in shown
+    assert code == 0
+    assert "questions: 100%|" in shown
+    assert "3/3 questions" in shown
     assert any(re.search(r"\|\s+tqdm$", line.rstrip()) for line in shown.splitlines())   # -X importtime's lines
     code, written = run_process(argv, terminal=False, cwd=tmp_path)
-    assert code == 0 and "%|" not in written
+    assert code == 0
+    assert "%|" not in written
     assert not any(re.search(r"\|\s+tqdm(\.\w+)*$", line.rstrip()) for line in written.splitlines())

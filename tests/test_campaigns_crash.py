@@ -56,8 +56,10 @@ def test_sigkill_mid_campaign_then_resume_loses_and_duplicates_nothing(tmp_path:
         crashed = get_campaign(reopened, campaign_id)
         saved = {r.question.position: (r.outcome.answer, r.outcome.latency_s)
                  for r in campaign_results(reopened, campaign_id)}
-    assert crashed.status == "interrupted" and "stopped" in crashed.error
-    assert crashed.finished == len(saved) and 8 <= len(saved) < 40
+    assert crashed.status == "interrupted"
+    assert "stopped" in crashed.error
+    assert crashed.finished == len(saved)
+    assert 8 <= len(saved) < 40
 
     manager = get_manager(db)
     try:
@@ -67,7 +69,8 @@ def test_sigkill_mid_campaign_then_resume_loses_and_duplicates_nothing(tmp_path:
         results = campaign_results(manager.store, campaign_id)
     finally:
         manager.close()
-    assert done.status == "succeeded" and done.finished == 40
+    assert done.status == "succeeded"
+    assert done.finished == 40
     assert sorted(target.asked) == sorted(qid for qid in range(1, 41) if qid - 1 not in saved)
     assert [r.question.qid for r in results] == list(range(1, 41))  # each question exactly once
     assert all((r.outcome.answer, r.outcome.latency_s) == saved[r.question.position]
@@ -125,7 +128,8 @@ def test_a_paused_campaign_is_not_taken_over_and_no_question_is_asked_twice(tmp_
         assert get_campaign(manager.store, campaign_id).status == "running"  # its owner is alive, only paused
         with pytest.raises(Conflict, match="still running") as refused:
             manager.resume(campaign_id, target=FakeTarget())
-        assert f"process {child.pid}" in refused.value.line() and "--force" in refused.value.fix
+        assert f"process {child.pid}" in refused.value.line()
+        assert "--force" in refused.value.fix
     finally:
         os.kill(child.pid, signal.SIGCONT)
         asked = child.communicate(timeout=120)[0].split()
@@ -133,7 +137,8 @@ def test_a_paused_campaign_is_not_taken_over_and_no_question_is_asked_twice(tmp_
     manager.close()
     assert sorted(map(int, asked)) == list(range(1, 41))  # each question asked once, by its owner
     assert get_campaign(Store(db), campaign_id).status == "succeeded"
-    assert len(results) == 40 and {r.attempts for r in results} == {1}
+    assert len(results) == 40
+    assert {r.attempts for r in results} == {1}
 
 
 def test_a_forced_takeover_stops_the_old_owner_before_it_writes(tmp_path: Path, monkeypatch) -> None:
@@ -149,9 +154,12 @@ def test_a_forced_takeover_stops_the_old_owner_before_it_writes(tmp_path: Path, 
     results = campaign_results(manager.store, campaign_id)
     after = get_campaign(manager.store, campaign_id)
     manager.close()
-    assert done.status == "succeeded" and after.status == "succeeded" and after.finished == 40
+    assert done.status == "succeeded"
+    assert after.status == "succeeded"
+    assert after.finished == 40
     # Woken up, the old owner found another token on the campaign: it wrote nothing more.
-    assert len(results) == 40 and {r.attempts for r in results} == {1}
+    assert len(results) == 40
+    assert {r.attempts for r in results} == {1}
     assert child.returncode == 0
 
 

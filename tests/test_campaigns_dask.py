@@ -74,10 +74,12 @@ def both(manager: CampaignManager, scheduler: str, config: TargetConfig, **optio
 
 def test_the_cluster_stores_the_same_rows_as_this_machine(manager: CampaignManager, scheduler: str) -> None:
     here, there = both(manager, scheduler, BM25, limit=30)
-    assert len(there) == 30 and all(row[2] for row in there)  # every question answered, passages ranked
+    assert len(there) == 30
+    assert all(row[2] for row in there)  # every question answered, passages ranked
     assert there == here
     local, dask = list_campaigns(manager.store)[::-1]
-    assert dask.status == local.status == "succeeded" and dask.name == local.name
+    assert dask.status == local.status == "succeeded"
+    assert dask.name == local.name
     assert dask.options.concurrency == 2 * 2 * 16  # full batches, two per worker thread
 
 
@@ -100,7 +102,9 @@ def test_failures_and_time_limits_are_the_same_as_on_this_machine(manager: Campa
         here, there = both(manager, scheduler, llm_config(server), limit=6, time_limit=1.0)
     assert there == here
     errors = {row[0]: row[8] for row in there if row[8]}
-    assert errors[2] == "timed out after 1 s" and "scripted refusal" in errors[1] and len(errors) == 2
+    assert errors[2] == "timed out after 1 s"
+    assert "scripted refusal" in errors[1]
+    assert len(errors) == 2
     assert {c.status for c in list_campaigns(manager.store)} == {"succeeded_with_failures"}
 
 
@@ -136,10 +140,12 @@ def test_cancel_stops_the_cluster_campaign(manager: CampaignManager, scheduler: 
             done = manager.wait(campaign_id, timeout=30)
         finally:
             released.set()
-        assert done.status == "cancelled" and done.finished == 6
+        assert done.status == "cancelled"
+        assert done.finished == 6
         assert len({r.question.position for r in campaign_results(manager.store, campaign_id)}) == 6
         resumed = manager.wait(manager.resume(campaign_id, run_on=("local", None)), timeout=60)  # the rest, here
-    assert resumed.status == "succeeded" and resumed.finished == 40
+    assert resumed.status == "succeeded"
+    assert resumed.finished == 40
     assert resumed.config["executor"] == "local"
 
 
@@ -175,7 +181,8 @@ def test_an_outcome_arriving_twice_is_written_once(manager: CampaignManager) -> 
         if batch[0]:
             manager.store.write(lambda conn, batch=batch: writer.write(conn, *batch, {}))
     [first, _] = campaign_results(manager.store, campaign.id)
-    assert first.attempts == 2 and first.outcome.error == "worker lost"  # written once more, not twice
+    assert first.attempts == 2
+    assert first.outcome.error == "worker lost"  # written once more, not twice
     assert get_campaign(manager.store, campaign.id).failed == 1
     assert Asked.timed_out(2.5).error == "timed out after 2.5 s"
 
@@ -194,7 +201,8 @@ def test_a_worker_killed_mid_campaign_loses_and_repeats_nothing(manager: Campaig
         wait_until(lambda: victim not in client.nthreads())
         released.set()
         done = manager.wait(campaign_id, timeout=60)
-    assert done.status == "succeeded" and (done.finished, done.failed) == (40, 0)
+    assert done.status == "succeeded"
+    assert (done.finished, done.failed) == (40, 0)
     results = campaign_results(manager.store, campaign_id)
     assert [r.question.position for r in results] == list(range(40))
     assert {r.attempts for r in results} == {1}
@@ -217,7 +225,8 @@ def test_the_api_runs_on_the_cluster_a_full_access_key_names(scheduler: str, tmp
         assert "cannot reach the Dask scheduler" in refused["message"]
         task_id = post("full").json()["data"]["task"]["id"]
         campaign = app.state.manager.wait(task_id, timeout=60)
-    assert campaign.status == "succeeded" and campaign.finished == 3
+    assert campaign.status == "succeeded"
+    assert campaign.finished == 3
     assert (campaign.config["executor"], campaign.config["scheduler"]) == ("dask", "cluster")
     assert [c.id for c in list_campaigns(app.state.store)] == [task_id]
 
@@ -242,7 +251,8 @@ def test_the_run_page_offers_only_the_operators_schedulers(scheduler: str, tmp_p
     assert_clean(at)
     [campaign_id] = at.session_state["launched"]
     campaign = get_manager(db).wait(campaign_id, timeout=60)
-    assert campaign.status == "succeeded" and campaign.finished == 5
+    assert campaign.status == "succeeded"
+    assert campaign.finished == 5
     assert (campaign.config["executor"], campaign.config["scheduler"]) == ("dask", "cluster")
 
 
@@ -250,6 +260,7 @@ def test_a_cluster_without_evalcore_is_told_how_to_install_it() -> None:
     from evalcore.campaigns.cluster import worker_problem
 
     missing = worker_problem(Exception("ModuleNotFoundError(\"No module named 'evalcore'\")"), "the setup failed")
-    assert "cannot import evalcore" in missing.line() and "pip install -e ." in missing.line()
+    assert "cannot import evalcore" in missing.line()
+    assert "pip install -e ." in missing.line()
     other = worker_problem(RuntimeError("out of memory"), "the setup failed", "tcp://10.0.0.2:4000")
     assert other.line() == "tcp://10.0.0.2:4000: the setup failed: RuntimeError: out of memory"

@@ -83,7 +83,8 @@ def test_launches_queue_and_workers_keep_the_caps_per_server_and_per_tenant(
     tenants = ["acme", "acme", "acme", "globex"]
     for sample in samples:
         running = [tenants[n] for n, i in enumerate(ids) if sample[i] in ("pending", "running")]
-        assert len(running) <= 2 and Counter(running)["acme"] <= 1, sample
+        assert len(running) <= 2, sample
+        assert Counter(running)["acme"] <= 1, sample
     assert any(sample[ids[2]] == "queued" for sample in samples)  # it waited, visibly
     assert all(get_campaign(manager.store, i).status.value == "succeeded" and stored_once(manager, i) for i in ids)
 
@@ -128,7 +129,8 @@ def test_a_campaign_whose_dataset_is_not_on_the_worker_host_fails_with_the_reaso
     (data / "corpus.parquet").unlink()
     workers.start()
     done = manager.wait(campaign_id, timeout=30)
-    assert done.status.value == "failed" and done.error.startswith("setup failed: ")
+    assert done.status.value == "failed"
+    assert done.error.startswith("setup failed: ")
 
 
 def test_caps_from_the_environment_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -152,14 +154,17 @@ def test_the_supervised_worker_process_runs_campaigns_and_comes_back_after_a_sig
             time.sleep(0.05)
         child = manager.workers.process
         owner = manager.store.read("SELECT owner_pid FROM campaigns WHERE id = ?", (campaign_id,))[0]["owner_pid"]
-        assert owner == child.pid and manager.running() == 0  # run by the child, not by this process
+        assert owner == child.pid
+        assert manager.running() == 0  # run by the child, not by this process
         os.kill(child.pid, signal.SIGKILL)
         done = manager.wait(campaign_id, timeout=90)
-        assert done.status.value == "succeeded" and stored_once(manager, campaign_id)
+        assert done.status.value == "succeeded"
+        assert stored_once(manager, campaign_id)
         assert manager.workers.starts == 2
     finally:
         manager.close()
-    assert child.poll() is not None and manager.workers.process.poll() is not None
+    assert child.poll() is not None
+    assert manager.workers.process.poll() is not None
 
 
 def closed_port_url() -> str:
@@ -181,8 +186,10 @@ def test_a_queued_launch_returns_before_the_target_is_checked_and_the_worker_fai
     assert get_campaign(manager.store, campaign_id).status.value == "queued"  # stored, the model not yet asked
     workers.start()
     done = manager.wait(campaign_id, timeout=60)
-    assert done.status.value == "failed" and done.error.startswith("setup failed: ")
-    assert "unreachable" in done.error and config.base_url in done.error
+    assert done.status.value == "failed"
+    assert done.error.startswith("setup failed: ")
+    assert "unreachable" in done.error
+    assert config.base_url in done.error
 
 
 @pytest.mark.parametrize(("settings", "judges", "message"), [

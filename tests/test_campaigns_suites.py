@@ -55,11 +55,13 @@ def suite_target(tiny_dataset: Path, delay: float = 0.0) -> FakeTarget:
 def test_suite_crud_and_limits(manager: CampaignManager) -> None:
     store = manager.store
     suite = create_suite(store, tenant="acme", name=" Refunds ", target_id="default", cases=CASES)
-    assert suite.name == "Refunds" and suite.cases[1].expected_sources == ("cgv", "manuel")
+    assert suite.name == "Refunds"
+    assert suite.cases[1].expected_sources == ("cgv", "manuel")
     assert get_suite(store, suite.id) == suite
     with pytest.raises(NotFound):
         get_suite(store, suite.id, tenant="other")
-    assert [s.id for s in list_suites(store, tenant="acme")] == [suite.id] and list_suites(store, "other") == []
+    assert [s.id for s in list_suites(store, tenant="acme")] == [suite.id]
+    assert list_suites(store, "other") == []
     replaced = replace_suite(store, suite.id, name="Refunds v2", target_id="default", cases=CASES[:1])
     assert get_suite(store, suite.id).cases == replaced.cases == (CASES[0],)
     with pytest.raises(EvalError, match="at most 100 cases"):
@@ -96,9 +98,11 @@ def test_suite_campaign_snapshot_survives_edits_and_measures_apply(manager: Camp
     results = campaign_results(manager.store, campaign_id)
     assert [r.question.text for r in results] == [c.question if isinstance(c, Case) else c["question"] for c in CASES]
     first, second, third = results
-    assert first.outcome.measures["sources_found"] == 1.0 and first.outcome.measures["coverage"] == 1.0
+    assert first.outcome.measures["sources_found"] == 1.0
+    assert first.outcome.measures["coverage"] == 1.0
     assert second.outcome.measures["sources_found"] == 0.0
-    assert "coverage" not in third.outcome.measures and "sources_found" not in third.outcome.measures
+    assert "coverage" not in third.outcome.measures
+    assert "sources_found" not in third.outcome.measures
     assert Source(10, "Terms of Sale (EU)") in first.outcome.sources
     assert get_campaign(manager.store, campaign_id).suite_id == suite.id
 

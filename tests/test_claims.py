@@ -55,7 +55,8 @@ MALFORMED = [
 @pytest.mark.parametrize(("reply", "expected", "verdicts"), READABLE)
 def test_faithfulness_is_supported_claims_over_claims(reply: str, expected: float, verdicts: list[str]) -> None:
     reading = parse_claims(reply, IDS)
-    assert reading is not None and reading.claims is not None
+    assert reading is not None
+    assert reading.claims is not None
     assert reading.score == pytest.approx(expected)
     assert [claim.verdict for claim in reading.claims] == verdicts
     for claim in reading.claims:  # a verdict's evidence is the passage the judge named, with its id
@@ -70,7 +71,9 @@ def test_a_malformed_claims_reply_is_unreadable(reply: str) -> None:
 
 def test_an_answer_without_a_claim_has_no_faithfulness() -> None:
     reading = parse_claims('{"claims": []}', IDS)
-    assert reading is not None and reading.claims == () and reading.score is None
+    assert reading is not None
+    assert reading.claims == ()
+    assert reading.score is None
     assert reading.reason == "the answer makes no claim"
 
 
@@ -185,13 +188,15 @@ def test_a_campaign_stores_each_questions_claims_scores_faithfulness_and_counts_
     first = results[1].judges["claims"]
     assert first.claims == (judges.Claim("Refunds are accepted within 30 days.", "supported", 1, "10"),
                             judges.Claim("Shipping is free.", "not found"))
-    assert (first.score, first.result) == (0.5, "fail") and results[1].measures["judge.claims"] == 0.5
+    assert (first.score, first.result) == (0.5, "fail")
+    assert results[1].measures["judge.claims"] == 0.5
     assert results[2].judges["claims"].claims == (judges.Claim("Le délai est de 30 jours.", "contradicted", 1, "12"),)
     assert results[2].measures["judge.claims"] == 0.0
     refusal, unreadable = results[3].judges["claims"], results[4].judges["claims"]
     assert (refusal.result, refusal.score, refusal.claims) == ("no_claim", None, ())
     assert (unreadable.result, unreadable.score, unreadable.claims) == ("unknown", None, None)
-    assert "judge.claims" not in results[3].measures and "judge.claims" not in results[4].measures
+    assert "judge.claims" not in results[3].measures
+    assert "judge.claims" not in results[4].measures
     aggregate = campaign_aggregates(manager.store, campaign_id)["judge.claims"]
     assert (aggregate.mean, aggregate.count) == (0.25, 2)  # the refusal is neither 0 nor 1
     assert campaign_summary(manager.store, campaign_id).no_claim == {"claims": 1}
@@ -221,7 +226,8 @@ def assert_compared_like_any_measure(manager: CampaignManager, a: str, b: str, t
     assert main(["compare", a, b, "--db", str(manager.store.path), "--report", str(report)]) == 0
     capsys.readouterr()
     html = report.read_text(encoding="utf-8")
-    assert "A: claims_claims" in html and "contradicted [1: 12] Le délai est de 30 jours." in html
+    assert "A: claims_claims" in html
+    assert "contradicted [1: 12] Le délai est de 30 jours." in html
 
 
 def assert_checked_against_pass_fail_labels(manager: CampaignManager, campaign_id: str) -> None:
@@ -263,7 +269,8 @@ def assert_the_campaigns_page_shows_claims(db: str, campaign_id: str) -> None:
         assert any("no claim" in c.value and "claims 1" in c.value for c in at.caption)
         claims = next(df.value for df in at.dataframe if "claim" in df.value.columns)
         assert list(claims["verdict"]) == ["supported", "not found"]
-        assert list(claims["passage id"]) == ["10", "—"] and claims["title"][0] == "Terms of Sale (EU)"
+        assert list(claims["passage id"]) == ["10", "—"]
+        assert claims["title"][0] == "Terms of Sale (EU)"
         assert any("1 of 2 claims supported, 1 not found" in c.value for c in at.caption)
         picker = next(s for s in at.selectbox if s.label == "Question")
         picker.set_value(next(o for o in picker.options if o.startswith("3 ·"))).run()
@@ -278,7 +285,8 @@ def test_picking_claims_with_the_local_model_is_warned_on_the_run_page_and_the_c
     assert main(["run", "--dataset", missing, "--db", str(tmp_path / "n.db"), "--judge", "claims",
                  "--set", "judge_kind=local"]) == 2
     err = capsys.readouterr().err
-    assert f"note: {judges.LOCAL_JUDGE_NOTE}" in err and f"note: {judges.LOCAL_CLAIMS_NOTE}" in err
+    assert f"note: {judges.LOCAL_JUDGE_NOTE}" in err
+    assert f"note: {judges.LOCAL_CLAIMS_NOTE}" in err
     assert main(["run", "--dataset", missing, "--db", str(tmp_path / "n.db"), "--judge", "score",
                  "--set", "judge_kind=local"]) == 2
     assert judges.LOCAL_CLAIMS_NOTE not in capsys.readouterr().err  # said only when claims is picked
@@ -290,8 +298,10 @@ def test_picking_claims_with_the_local_model_is_warned_on_the_run_page_and_the_c
         next(m for m in at.multiselect if m.label == "Other judges").set_value(["claims"])
         at.button(key="FormSubmitter:launch-Launch").click().run()
     warnings = [unescape(w.value) for w in at.warning]
-    assert judges.LOCAL_CLAIMS_NOTE in warnings and judges.LOCAL_JUDGE_NOTE in warnings
-    assert at.error and "launched" not in at.session_state
+    assert judges.LOCAL_CLAIMS_NOTE in warnings
+    assert judges.LOCAL_JUDGE_NOTE in warnings
+    assert at.error
+    assert "launched" not in at.session_state
 
 
 def test_the_claims_pass_mark_is_a_share_and_other_judges_keep_theirs_on_1_to_5() -> None:
@@ -314,7 +324,8 @@ def test_the_local_model_gives_a_claims_verdict_that_is_read_whole_or_said_unrea
     verdict = judges.run_judge(judges.JudgeSettings(LocalChatModel()), "claims", question="Refund window?",
                                answer="Refunds are accepted within 30 days.", context=context, expected=None)
     if verdict.result == judges.JudgeResult.UNKNOWN:  # the small model's reply broke a rule: said, never guessed
-        assert verdict.claims is None and verdict.reason.startswith("unreadable judge reply"), verdict
+        assert verdict.claims is None, verdict
+        assert verdict.reason.startswith("unreadable judge reply"), verdict
         return
     assert verdict.result in (judges.JudgeResult.PASS, judges.JudgeResult.FAIL, judges.JudgeResult.NO_CLAIM), verdict
     claims = verdict.claims or ()

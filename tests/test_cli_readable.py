@@ -28,7 +28,8 @@ def test_run_prints_the_name_the_id_and_the_compare_command_to_type(setup, capsy
     assert out.splitlines()[-1] == "next: python -m evalcore compare 'baseline bm25' 'top 3 again'"
     assert main(["compare", "baseline bm25", "top 3 again", "--db", str(db), "--resamples", "200"]) == 0
     head = capsys.readouterr().out.splitlines()
-    assert f"({first})" in head[0] and f"({second})" in head[1]
+    assert f"({first})" in head[0]
+    assert f"({second})" in head[1]
 
 
 def test_compare_takes_a_unique_start_of_a_name_and_lists_the_candidates_of_an_ambiguous_one(setup,  # noqa: F811
@@ -37,10 +38,13 @@ def test_compare_takes_a_unique_start_of_a_name_and_lists_the_candidates_of_an_a
     ids = [run_named(capsys, data, config, db, name)[0] for name in ("top-k 3", "top-k 10", "baseline")]
     code = main(["compare", "base", "TOP-K 10", "--db", str(db), "--resamples", "200", "--json"])
     result = json.loads(capsys.readouterr().out)
-    assert code == 0 and (result["a"]["id"], result["b"]["id"]) == (ids[2], ids[1])
+    assert code == 0
+    assert (result["a"]["id"], result["b"]["id"]) == (ids[2], ids[1])
     assert main(["compare", "top-k", "baseline", "--db", str(db)]) == 2
     err = capsys.readouterr().err
-    assert "'top-k' names 2 campaigns" in err and f"top-k 3 ({ids[0]})" in err and f"top-k 10 ({ids[1]})" in err
+    assert "'top-k' names 2 campaigns" in err
+    assert f"top-k 3 ({ids[0]})" in err
+    assert f"top-k 10 ({ids[1]})" in err
     assert main(["compare", "nothing like it", "baseline", "--db", str(db)]) == 2
     assert "no campaign 'nothing like it'" in capsys.readouterr().err
 
@@ -59,7 +63,8 @@ def test_a_sweep_table_shows_the_headline_measures_by_full_name_and_the_rest_on_
     ids = [line.split("(")[-1].rstrip(")") for line in out if line.startswith("campaign '")]
     assert main(["compare", *ids, ids[0], "--db", str(db), "--all", "--resamples", "200"]) == 0
     header = capsys.readouterr().out.splitlines()[1]
-    assert "graded.total_retrieved_documents" in header.split() and "graded.holes" in header.split()
+    assert "graded.total_retrieved_documents" in header.split()
+    assert "graded.holes" in header.split()
     assert header.split().index("precision") < header.split().index("bleu1")  # panel order, not alphabetical
     assert main(["compare", *ids, ids[0], "--db", str(db), "--measures", "recall,precision"]) == 0
     assert capsys.readouterr().out.splitlines()[1].split() == ["value", "precision", "recall"]

@@ -110,15 +110,20 @@ def test_measure_statistics_by_hand(comparison):
     coverage = next(m for m in comparison.measures if m.measure == "coverage")
     # common questions with coverage on both sides: q1 (0.8 -> 0.6), q2 (0.5 -> 0.25), q4 (0.5 -> 0.75)
     assert coverage.n == 3
-    assert coverage.mean_a == pytest.approx(0.6) and coverage.mean_b == pytest.approx(1.6 / 3)
+    assert coverage.mean_a == pytest.approx(0.6)
+    assert coverage.mean_b == pytest.approx(1.6 / 3)
     assert coverage.delta == pytest.approx(-0.2 / 3)
     # |sum| of +-0.2 +-0.25 +-0.25 is never below the observed 0.2: every assignment is as extreme.
-    assert coverage.p_value == pytest.approx(1.0) and coverage.randomization == "exact"
-    assert coverage.significant is False and coverage.binary is False
+    assert coverage.p_value == pytest.approx(1.0)
+    assert coverage.randomization == "exact"
+    assert coverage.significant is False
+    assert coverage.binary is False
     assert coverage.ci_low <= coverage.delta <= coverage.ci_high
-    assert -0.25 <= coverage.ci_low and coverage.ci_high <= 0.25
+    assert -0.25 <= coverage.ci_low
+    assert coverage.ci_high <= 0.25
     judge = next(m for m in comparison.measures if m.measure == "judge.score")
-    assert judge.n == 1 and judge.delta == 2.0
+    assert judge.n == 1
+    assert judge.delta == 2.0
 
 
 def test_binary_measure_uses_exact_mcnemar():
@@ -129,22 +134,29 @@ def test_binary_measure_uses_exact_mcnemar():
     a_rows[0].outcome.measures["sources_found"] = 1.0    # q0 passes on both sides: concordant, not counted
     result = compare_results(campaign("A"), a_rows, campaign("B"), b_rows)
     found = next(m for m in result.measures if m.measure == "sources_found")
-    assert found.binary and found.test == "mcnemar-exact"
+    assert found.binary
+    assert found.test == "mcnemar-exact"
     assert (found.mcnemar.only_a, found.mcnemar.only_b) == (0, 11)
     assert found.p_value == pytest.approx(binomtest(0, 11, 0.5).pvalue)
-    assert found.significant and found.improved
+    assert found.significant
+    assert found.improved
 
 
 def test_judge_pass_fail_is_compared_with_mcnemar(comparison):
     passes = next(m for m in comparison.measures if m.measure == "judge.score:pass")
-    assert passes.binary and passes.n == 1 and passes.mcnemar.p_value == 1.0
+    assert passes.binary
+    assert passes.n == 1
+    assert passes.mcnemar.p_value == 1.0
 
 
 def test_lower_is_better_measures_improve_when_they_fall():
     a_rows = [row(i, f"q{i}", {"graded.holes": 5.0 + i % 3}) for i in range(30)]
     b_rows = [row(i, f"q{i}", {"graded.holes": 1.0 + i % 2}) for i in range(30)]
     holes = compare_results(campaign("A"), a_rows, campaign("B"), b_rows).measures[0]
-    assert holes.delta < 0 and holes.significant and holes.improved and not holes.higher_is_better
+    assert holes.delta < 0
+    assert holes.significant
+    assert holes.improved
+    assert not holes.higher_is_better
     assert holes.randomization == "sampled"
 
 
@@ -153,7 +165,9 @@ def test_the_seed_is_recorded_and_results_repeat():
     b_rows = [row(i, f"q{i}", {"coverage": (i * 53 % 11) / 10}) for i in range(25)]
     first = compare_results(campaign("A"), a_rows, campaign("B"), b_rows, seed=11, resamples=2000).to_dict()
     again = compare_results(campaign("A"), a_rows, campaign("B"), b_rows, seed=11, resamples=2000).to_dict()
-    assert first == again and first["seed"] == 11 and first["resamples"] == 2000
+    assert first == again
+    assert first["seed"] == 11
+    assert first["resamples"] == 2000
     json.dumps(first)
 
 
@@ -185,7 +199,8 @@ def test_expected_sources_found_and_lost():
     b = row(1, "q", {"sources_found": 0.0}, expected_sources=["Warranty", "FAQ"],
             sources=[{"id": 2, "title": "Warranty Policy"}])
     question = compare_results(campaign("A"), [a], campaign("B"), [b]).questions[0]
-    assert question.sources_entered == ("Warranty",) and question.sources_left == ("FAQ",)
+    assert question.sources_entered == ("Warranty",)
+    assert question.sources_left == ("FAQ",)
 
 
 def test_sweep_table_and_series():
@@ -194,7 +209,9 @@ def test_sweep_table_and_series():
         rows = [row(i, f"q{i}", {"recall": min(1.0, 0.3 + shift + (i % 5) / 10)}) for i in range(20)]
         runs.append((campaign(f"c{k}", {"top_k": k}), rows))
     sweep = sweep_results(runs, resamples=2000)
-    assert sweep.key == "top_k" and sweep.warnings == [] and sweep.baseline == "c3"
+    assert sweep.key == "top_k"
+    assert sweep.warnings == []
+    assert sweep.baseline == "c3"
     assert [r.value for r in sweep.table] == [3, 5, 10]
     series = sweep.series["recall"]
     assert [p["x"] for p in series] == [3, 5, 10]
@@ -203,7 +220,8 @@ def test_sweep_table_and_series():
     assert sweep.table[0].deltas is None
     assert sweep.table[2].deltas["recall"].significant
     mixed = sweep_results([runs[0], (campaign("x", {"top_k": 5, "retriever": "vector"}), runs[1][1])], resamples=500)
-    assert mixed.key is None and "vary 2" in mixed.warnings[0]
+    assert mixed.key is None
+    assert "vary 2" in mixed.warnings[0]
     assert [r.value for r in mixed.table] == ["retriever=bm25 top_k=3", "retriever=vector top_k=5"]
     with pytest.raises(EvalError):
         sweep_results(runs[:1])
@@ -235,17 +253,22 @@ def test_compare_campaigns_loads_through_the_contract(stored, tmp_path):
     with Store(tmp_path / "e.db") as store:
         result = compare_campaigns(store, "A", "B", resamples=500)
         assert store.read("SELECT count(*) AS n FROM comparisons")[0]["n"] == 0
-    assert result.a.id == "A" and result.b.id == "B" and result.verdicts["better"] == 4
+    assert result.a.id == "A"
+    assert result.b.id == "B"
+    assert result.verdicts["better"] == 4
 
 
 def test_cli_compare_text_json_and_sweep(stored, tmp_path, capsys):
     db = str(tmp_path / "e.db")
     assert main(["compare", "A", "B", "--db", db, "--resamples", "500"]) == 0
     text = capsys.readouterr().out
-    assert "config top_k: 5 -> 10" in text and "coverage" in text and "better   q1 Q one" in text
+    assert "config top_k: 5 -> 10" in text
+    assert "coverage" in text
+    assert "better   q1 Q one" in text
     assert main(["compare", "A", "B", "--json", "--db", db, "--resamples", "500"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["verdicts"]["worse"] == 1 and data["seed"] == 0
+    assert data["verdicts"]["worse"] == 1
+    assert data["seed"] == 0
     assert main(["compare", "A", "B", "C", "--db", db, "--resamples", "500"]) == 0
     assert "sweep over top_k" in capsys.readouterr().out
     assert main(["compare", "A", "nope", "--db", db]) == 2
@@ -262,7 +285,8 @@ def test_a_campaign_compared_with_itself_is_all_same_and_never_significant():
 
 def test_no_common_question_has_no_measure_and_no_misleading_note():
     result = compare_results(campaign("A"), A_ROWS[:2], campaign("B"), [row(50, "Other", {"coverage": 1.0})])
-    assert result.measures == [] and result.verdicts == {"removed": 2, "new": 1}
+    assert result.measures == []
+    assert result.verdicts == {"removed": 2, "new": 1}
     assert any("no question in common" in w for w in result.warnings)
     assert not any("identical" in n for n in result.notes)
     other_data = compare_results(campaign("A"), A_ROWS, campaign("B", dataset_hash="d2"), A_ROWS)
@@ -274,7 +298,8 @@ def test_one_question_has_no_interval_and_is_not_significant():
                              [row(1, "Q", {"coverage": 1.0})])
     (entry,) = result.measures
     assert (entry.n, entry.delta, entry.ci_low, entry.ci_high) == (1, 1.0, None, None)
-    assert entry.p_value == 1.0 and not entry.significant
+    assert entry.p_value == 1.0
+    assert not entry.significant
 
 
 def test_a_measure_on_one_side_only_is_named_in_the_notes():
@@ -290,7 +315,8 @@ def test_a_failed_question_names_the_error_and_moves_no_passage():
     b = [row(1, "Q", error="HTTP 500", relevant={"10": 1}, expected_sources=("doc",))]
     (entry,) = compare_results(campaign("A"), a, campaign("B"), b).questions
     assert (entry.verdict, entry.basis, entry.error_b) == ("worse", "error", "HTTP 500")
-    assert entry.left == () and entry.sources_left is None
+    assert entry.left == ()
+    assert entry.sources_left is None
 
 
 @pytest.mark.parametrize("resamples", [0, -5])
@@ -305,7 +331,8 @@ def test_cli_refuses_zero_resamples_and_shows_failures(stored, tmp_path, capsys)
     db = str(tmp_path / "e.db")
     with pytest.raises(SystemExit) as raised:
         main(["compare", "A", "B", "--db", db, "--resamples", "0"])
-    assert raised.value.code == 2 and "at least 1" in capsys.readouterr().err
+    assert raised.value.code == 2
+    assert "at least 1" in capsys.readouterr().err
     assert main(["compare", "A", "B", "--db", db, "--resamples", "500"]) == 0
     assert "[failed in A: timeout after 240 s]" in capsys.readouterr().out
 
@@ -358,7 +385,8 @@ def test_a_comparison_is_computed_once_and_read_back(two_stored, monkeypatch):
     # Another effect size only changes the questions needed: no recomputation either.
     wider = compare_campaigns(two_stored, "A", "B", resamples=500, effect=0.1)
     assert [m.n_required for m in wider.measures] == [m.with_effect(0.1).n_required for m in first.measures]
-    assert wider.effect == 0.1 and all(m.effect == 0.1 for m in wider.measures)
+    assert wider.effect == 0.1
+    assert all(m.effect == 0.1 for m in wider.measures)
 
 
 def test_a_changed_campaign_is_compared_again_and_replaces_what_was_kept(two_stored, monkeypatch):
@@ -368,8 +396,8 @@ def test_a_changed_campaign_is_compared_again_and_replaces_what_was_kept(two_sto
     assert compare_campaigns(two_stored, "A", "B", resamples=500).to_dict() == first.to_dict()   # same version
     two_stored.write(lambda conn: conn.execute("UPDATE campaigns SET ended_at = 2.0 WHERE id = 'B'"))   # e.g. retried
     changed = compare_campaigns(two_stored, "A", "B", resamples=500)
-    assert (changed.to_dict() != first.to_dict()
-            and next(m for m in changed.measures if m.measure == "coverage").mean_b == 1.0)
+    assert changed.to_dict() != first.to_dict()
+    assert next(m for m in changed.measures if m.measure == "coverage").mean_b == 1.0
     assert kept(two_stored) == [("A", "B", "0")]
     compare_campaigns(two_stored, "A", "B", seed=7, resamples=500)
     compare_campaigns(two_stored, "B", "A", resamples=500)
@@ -395,19 +423,27 @@ def test_cli_compare_shows_power_and_takes_an_effect(stored, tmp_path, capsys):
     db = str(tmp_path / "e.db")
     assert main(["compare", "A", "B", "--db", db, "--resamples", "500", "--effect", "0.1"]) == 0
     text = capsys.readouterr().out
-    assert "power (paired t, 80% at alpha 0.05)" in text and "questions needed to see ±0.1" in text
+    assert "power (paired t, 80% at alpha 0.05)" in text
+    assert "questions needed to see ±0.1" in text
     coverage = next(line for line in text.splitlines() if line.startswith("  coverage"))
-    assert "n = 3 can detect ±" in coverage and "±0.1 needs" in coverage
+    assert "n = 3 can detect ±" in coverage
+    assert "±0.1 needs" in coverage
     assert "1 paired question: no test can detect a difference" in text
     assert "warning: no difference found on coverage, but with n = 3" in text
     assert main(["compare", "A", "B", "--json", "--db", db, "--resamples", "500", "--effect", "0.1"]) == 0
     data = json.loads(capsys.readouterr().out)
     entry = next(m for m in data["measures"] if m["measure"] == "coverage")
-    assert data["effect"] == 0.1 and entry["effect"] == 0.1 and entry["n_required"] > 3 and entry["mde"] > 0.1
-    assert data["power_warnings"] and data["power"] == 0.8 and data["alpha"] == 0.05
+    assert data["effect"] == 0.1
+    assert entry["effect"] == 0.1
+    assert entry["n_required"] > 3
+    assert entry["mde"] > 0.1
+    assert data["power_warnings"]
+    assert data["power"] == 0.8
+    assert data["alpha"] == 0.05
     with pytest.raises(SystemExit) as raised:
         main(["compare", "A", "B", "--db", db, "--effect", "0"])
-    assert raised.value.code == 2 and "expected a positive number, found '0'" in capsys.readouterr().err
+    assert raised.value.code == 2
+    assert "expected a positive number, found '0'" in capsys.readouterr().err
 
 
 def test_api_compare_reports_power_for_an_effect(two_stored, tmp_path):
@@ -423,12 +459,14 @@ def test_api_compare_reports_power_for_an_effect(two_stored, tmp_path):
         assert answer.status_code == 200, answer.text
         comparison = answer.json()["data"]["comparison"]
         expected = compare_campaigns(two_stored, "A", "B", effect=0.05).to_dict()
-        assert comparison["effect"] == 0.05 and comparison["power_warnings"] == expected["power_warnings"]
+        assert comparison["effect"] == 0.05
+        assert comparison["power_warnings"] == expected["power_warnings"]
         for got, want in zip(comparison["measures"], expected["measures"], strict=False):
             assert {k: got[k] for k in ("mde", "mde_bootstrap", "n_required", "effect", "sd_diff", "power_note")} == \
                 {k: want[k] for k in ("mde", "mde_bootstrap", "n_required", "effect", "sd_diff", "power_note")}
         bad = client.get("/api/v1/compare?a=A&b=B&effect=0", headers={"Authorization": f"Bearer {key}"})
-        assert bad.status_code == 422 and "effect" in bad.text
+        assert bad.status_code == 422
+        assert "effect" in bad.text
 
 
 def test_compare_page_shows_what_each_measure_could_detect(two_stored, monkeypatch):
@@ -445,14 +483,15 @@ def test_compare_page_shows_what_each_measure_could_detect(two_stored, monkeypat
     # One warning line names the measures; the reasons, one per measure, are folded under it.
     [summary] = [unescape(w.value) for w in at.warning if w.value.startswith("No difference found on")]
     weak = [m.measure for m in comparison.measures if m.under_powered]
-    assert (summary.startswith(f"No difference found on {counted(len(weak), 'measure')} ")
-            and summary.endswith(", ".join(weak) + "."))
+    assert summary.startswith(f"No difference found on {counted(len(weak), 'measure')} ")
+    assert summary.endswith(", ".join(weak) + ".")
     [folded] = [e for e in at.expander if e.label.startswith("What each of them could have seen")]
     shown = unescape("\n".join(m.value for m in folded.markdown))
-    assert all(w in shown for w in comparison.power_warnings) and comparison.power_warnings
+    assert all(w in shown for w in comparison.power_warnings)
+    assert comparison.power_warnings
     [deltas] = [data for title, _, data in vega_charts(at) if title.startswith("B − A per measure")]
-    assert (deltas["detects"].str.startswith("n = 30 can detect ±").any()
-            and deltas["needs"].str.startswith("±0.02 needs ").any())
+    assert deltas["detects"].str.startswith("n = 30 can detect ±").any()
+    assert deltas["needs"].str.startswith("±0.02 needs ").any()
     at.number_input(key="effect").set_value(0.5).run()
     assert_clean(at)
     table = next(df.value for df in at.dataframe if "mde" in df.value.columns).set_index("measure")
@@ -475,21 +514,26 @@ def test_the_verdict_basis_follows_what_changed():
     # A generator change: ROUGE-L decides (no AI score), even though nDCG@10 moved the other way.
     generation = compare_results(campaign("A", {"generator": "extractive"}), basis_rows(0.8, 0.2),
                                  campaign("B", {"generator": "openai"}), basis_rows(0.5, 0.6))
-    assert generation.basis == "rougel" and {q.verdict for q in generation.questions} == {"better"}
-    assert "generation-side" in generation.basis_reason and "generator" in generation.basis_reason
+    assert generation.basis == "rougel"
+    assert {q.verdict for q in generation.questions} == {"better"}
+    assert "generation-side" in generation.basis_reason
+    assert "generator" in generation.basis_reason
     # With the AI score on both sides, it decides a generation-side change.
     judged = compare_results(campaign("A", {"temperature": 0.0}), basis_rows(0.8, 0.6, judge=4),
                              campaign("B", {"temperature": 0.7}), basis_rows(0.8, 0.2, judge=2))
-    assert judged.basis == "judge.score" and {q.verdict for q in judged.questions} == {"worse"}
+    assert judged.basis == "judge.score"
+    assert {q.verdict for q in judged.questions} == {"worse"}
     # A retrieval change: nDCG@10 decides, whatever the answers did.
     retrieval = compare_results(campaign("A", {"retriever": "bm25"}), basis_rows(0.8, 0.2),
                                 campaign("B", {"retriever": "vector"}), basis_rows(0.5, 0.6))
-    assert retrieval.basis == "ndcg@10" and {q.verdict for q in retrieval.questions} == {"worse"}
+    assert retrieval.basis == "ndcg@10"
+    assert {q.verdict for q in retrieval.questions} == {"worse"}
     assert retrieval.to_dict()["basis_reason"].startswith("ndcg@10: a retrieval-side setting changed (retriever)")
     # Asked for: that measure alone; one absent from both sides is refused, naming those present.
     asked = compare_results(campaign("A", {"retriever": "bm25"}), basis_rows(0.8, 0.2),
                             campaign("B", {"retriever": "vector"}), basis_rows(0.5, 0.6), basis="rougel")
-    assert asked.basis == "rougel" and {q.verdict for q in asked.questions} == {"better"}
+    assert asked.basis == "rougel"
+    assert {q.verdict for q in asked.questions} == {"better"}
     with pytest.raises(EvalError, match="no common question has coverage") as refused:
         compare_results(campaign("A"), basis_rows(0.8, 0.2), campaign("B"), basis_rows(0.5, 0.6), basis="coverage")
     assert "ndcg@10" in refused.value.expected
@@ -608,15 +652,18 @@ def test_a_comparison_reads_less_of_the_results_and_finds_the_same(tmp_path):
         lean = [campaign_results(store, cid, detail=False) for cid in ("A", "B")]
         expected = compare_results(get_campaign(store, "A"), full[0], get_campaign(store, "B"), full[1], resamples=300)
         result = compare_campaigns(store, "A", "B", resamples=300)
-    assert result.questions == expected.questions and result.measures == expected.measures
+    assert result.questions == expected.questions
+    assert result.measures == expected.measures
     assert any(q.entered or q.left for q in result.questions)
     for whole, read in zip(full[0], lean[0], strict=False):
         assert [(h.pid, h.title, h.text) for h in read.outcome.retrieved] == \
                [(h.pid, h.title, h.text) for h in whole.outcome.retrieved]
-        assert whole.outcome.retrieved[1].score == 0.5 and read.outcome.retrieved[1].score == 0.0
+        assert whole.outcome.retrieved[1].score == 0.5
+        assert read.outcome.retrieved[1].score == 0.0
         assert (read.question, read.outcome.measures, read.outcome.judges) == \
                (whole.question, whole.outcome.measures, whole.outcome.judges)
-        assert whole.outcome.signatures and not read.outcome.signatures
+        assert whole.outcome.signatures
+        assert not read.outcome.signatures
 
 
 def test_a_comparison_decodes_every_stored_shape_of_a_row_as_a_row_by_row_read_does(tmp_path):
@@ -649,7 +696,8 @@ def test_a_comparison_decodes_every_stored_shape_of_a_row_as_a_row_by_row_read_d
             replace(whole.outcome, retrieved=(), context=(), signatures={})
         assert (read.question, read.attempts) == (whole.question, whole.attempts)
     assert lean[1][1].outcome.measures["graded.total_ground_truth_documents"] == 2
-    assert lean[0][2].outcome.sources == () and lean[0][4].outcome.sources[0].file_name == "a.pdf"
+    assert lean[0][2].outcome.sources == ()
+    assert lean[0][4].outcome.sources[0].file_name == "a.pdf"
     assert result.to_dict() == expected.to_dict()
     assert all(np.array_equal(x, y) for name in expected.paired
                for x, y in zip(result.paired[name], expected.paired[name], strict=True))
@@ -697,18 +745,26 @@ def test_the_comparison_read_gives_what_the_records_give_and_builds_no_verdict_i
             # Read with the rest pending: the statistics' part at once, the rest (sources found included) on finish.
             pending = read_compared(store, cid, pending=True)
             built = ComparedRows.of(campaign_results(store, cid, detail=False))
-            assert pending.keys == built.keys and pending.values == built.values and not pending.answers
+            assert pending.keys == built.keys
+            assert pending.values == built.values
+            assert not pending.answers
             pending.finish()
             same_rows(pending, built)
         read = read_compared(store, "A")
         full = [campaign_results(store, cid) for cid in ("A", "B")]
         expected = compare_results(get_campaign(store, "A"), full[0], get_campaign(store, "B"), full[1])
         result = compare_campaigns(store, "A", "B")
-    assert isinstance(read.judges[0], StoredVerdicts) and read.judges[0]._read is None
-    assert not isinstance(read.judges[1], StoredVerdicts) and read.judges[1]["score"].model == "m0"
-    assert read.found[4] == {"a.pdf"} and read.has_sources[6] and not read.found[6] and not read.has_sources[5]
+    assert isinstance(read.judges[0], StoredVerdicts)
+    assert read.judges[0]._read is None
+    assert not isinstance(read.judges[1], StoredVerdicts)
+    assert read.judges[1]["score"].model == "m0"
+    assert read.found[4] == {"a.pdf"}
+    assert read.has_sources[6]
+    assert not read.found[6]
+    assert not read.has_sources[5]
     assert result.to_dict() == expected.to_dict()
-    assert [q.sources_entered for q in result.questions][4] == () and result.questions[4].sources_left == ("a.pdf",)
+    assert [q.sources_entered for q in result.questions][4] == ()
+    assert result.questions[4].sources_left == ("a.pdf",)
 
 
 def test_cli_compare_on_a_kept_pair_imports_only_what_it_uses(two_stored, tmp_path):
@@ -719,7 +775,8 @@ def test_cli_compare_on_a_kept_pair_imports_only_what_it_uses(two_stored, tmp_pa
                            str(tmp_path / "e.db")], capture_output=True, text=True, check=True,
                           cwd=Path(__file__).resolve().parent.parent)
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time")}
-    assert "evalcore.compare.comparison" in imported and done.stdout.startswith("A (baseline)")
+    assert "evalcore.compare.comparison" in imported
+    assert done.stdout.startswith("A (baseline)")
     heavy = {"pandas", "plotly", "pyarrow", "scipy.stats", "scipy.optimize", "evalcore.compare.report",
              "evalcore.targets.rag", "evalcore.campaigns.runner", "evalcore.campaigns.corpus",
              "evalcore.campaigns.questions", "evalcore.campaigns.rejudging",
@@ -748,11 +805,13 @@ def test_the_report_of_a_kept_comparison_decodes_only_the_questions_it_shows(two
 
     computed = compare_campaigns(two_stored, "A", "B", resamples=500)
     kept = compare_campaigns(two_stored, "A", "B", resamples=500)
-    assert isinstance(kept.questions, KeptQuestions) and kept.questions._records is None
+    assert isinstance(kept.questions, KeptQuestions)
+    assert kept.questions._records is None
     shown = kept.questions.with_verdicts(SHOWN_VERDICTS)
     assert 0 < len(shown) < len(kept.questions)   # some questions changed, not all
     assert shown == [q for q in computed.questions if q.verdict in SHOWN_VERDICTS]
     assert format_comparison(kept) == format_comparison(computed)
-    assert kept.questions._records is None and kept.tolerance_note == computed.tolerance_note
+    assert kept.questions._records is None
+    assert kept.tolerance_note == computed.tolerance_note
     assert list(kept.questions) == list(computed.questions)
     assert kept.questions.with_verdicts(SHOWN_VERDICTS) == shown   # from the decoded records now

@@ -83,10 +83,12 @@ def test_a_top_k_change_draws_each_scale_on_its_own_axis_with_counts_neutral() -
     assert [trace.xaxis for trace in figure.data] == ["x", "x2", "x3"]
     assert [a.text for a in figure.layout.annotations][:3] == list(panels)
     counts = specs[2]["data"]["values"]
-    assert {r["direction"] for r in counts} == {NEUTRAL} and all(r["label"].endswith(" *") for r in counts)
+    assert {r["direction"] for r in counts} == {NEUTRAL}
+    assert all(r["label"].endswith(" *") for r in counts)
     assert DIRECTION_COLORS[NEUTRAL] not in (DIRECTION_COLORS["better"], DIRECTION_COLORS["worse"])
     precision = specs[0]["data"]["values"][0]
-    assert precision["direction"] == "worse" and precision["label"] == "-0.437 *"
+    assert precision["direction"] == "worse"
+    assert precision["label"] == "-0.437 *"
     # Measures with the same value on every question are not drawn, and are named under the chart.
     assert unchanged_line(comparison) == ("Not drawn, the same in A and B on every question: mrr, map, "
                                           "graded.total_groundtruth_documents.")
@@ -108,7 +110,8 @@ def test_tiny_changes_get_an_axis_of_their_own_and_labels_without_exponents() ->
     assert {name: [r["measure"] for r in values] for name, values in panels.items()} == {
         "0-1 measures": ["precision"], "0-1 measures, small changes (an axis of their own)": ["bleu4"]}
     bleu = panels["0-1 measures, small changes (an axis of their own)"][0]
-    assert bleu["label"].removesuffix(" *") == "+0.0000187" and "e" not in bleu["label"]
+    assert bleu["label"].removesuffix(" *") == "+0.0000187"
+    assert "e" not in bleu["label"]
     assert [trace.xaxis for trace in figure.data] == ["x", "x2"]  # the exports split it alike
     assert [delta_label(v) for v in (1.87e-05, -0.437, 0.5, 12345.0, 0.0)] == [
         "+0.0000187", "-0.437", "+0.5", "+12,345", "+0"]
@@ -132,8 +135,9 @@ def test_the_scatter_spec_has_each_distinct_point_once_with_its_count() -> None:
     [labels] = [layer["data"]["values"] for layer in spec["layer"] if layer["mark"]["type"] == "text"]
     assert [(r["a"], r["b"], r["label"]) for r in labels] == [
         (x, y, text) for x, y, text in zip(trace.x, trace.y, trace.text, strict=True) if text]
-    assert labels and all(int(r["label"]) == next(p["count"] for p in rows if (p["a"], p["b"]) == (r["a"], r["b"]))
-                          for r in labels)
+    assert labels
+    assert (all(int(r["label"]) == next(p["count"] for p in rows if (p["a"], p["b"]) == (r["a"], r["b"]))
+                          for r in labels))
 
 
 def test_the_series_spec_and_the_stage_bars() -> None:

@@ -44,6 +44,9 @@ def test_the_summary_is_written_before_the_kept_questions_are_decoded(
     rest = capsys.readouterr().out
     assert len(written_first) == 1
     summary = written_first[0]
-    assert summary.startswith("A (baseline) ") and "verdicts: " in summary and "coverage" in summary
-    assert "better   q" not in summary and "better   q" in rest  # the questions' lines come after
+    assert summary.startswith("A (baseline) ")
+    assert "verdicts: " in summary
+    assert "coverage" in summary
+    assert "better   q" not in summary
+    assert "better   q" in rest  # the questions' lines come after
     assert summary + rest == computed

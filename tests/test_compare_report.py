@@ -109,11 +109,16 @@ def test_each_pair_of_a_sweep_gets_its_own_file_names_with_the_changed_value():
 def test_csv_context_columns_say_everything_on_one_line_each():
     a, b, comparison = hostile_pair()
     facts = comparison_context(comparison, replace(a, name="two\nlines"), b, SOURCES, DAY).csv_columns()
-    assert facts["context: A"] == "two lines" and facts["context: B"] == "candidate, top 10"
-    assert facts["context: changed"] == "top_k 5 → 10" and facts["context: questions"] == "dataset default"
-    assert facts["context: n"] == "7 questions in common" and facts["context: exported"] == "2025-06-01"
-    assert "sign-flip randomization" in facts["context: test"] and "500 resamples" in facts["context: test"]
-    assert facts["context: A id"] == "A" and facts["context: verdicts by"]
+    assert facts["context: A"] == "two lines"
+    assert facts["context: B"] == "candidate, top 10"
+    assert facts["context: changed"] == "top_k 5 → 10"
+    assert facts["context: questions"] == "dataset default"
+    assert facts["context: n"] == "7 questions in common"
+    assert facts["context: exported"] == "2025-06-01"
+    assert "sign-flip randomization" in facts["context: test"]
+    assert "500 resamples" in facts["context: test"]
+    assert facts["context: A id"] == "A"
+    assert facts["context: verdicts by"]
 
 
 def test_chart_titles_carry_the_context_as_escaped_text():
@@ -135,11 +140,14 @@ def test_identical_points_are_drawn_once_with_their_count():
     figure = scatter_figure(values, "ndcg@10", comparison_context(comparison, a_, b_, SOURCES, DAY))
     [points] = figure.data
     counts = [int(row[0].split()[0]) for row in points.customdata]
-    assert counts == [41, 3, 1, 1] and list(points.text) == ["41", "3", "", ""]
-    assert list(points.x) == [1.0, 0.5, 0.2, 0.3 + 1e-12] and list(points.y) == [1.0, 0.7, 0.1, 0.3]
+    assert counts == [41, 3, 1, 1]
+    assert list(points.text) == ["41", "3", "", ""]
+    assert list(points.x) == [1.0, 0.5, 0.2, 0.3 + 1e-12]
+    assert list(points.y) == [1.0, 0.7, 0.1, 0.3]
     assert points.marker.size[0] > points.marker.size[1] > points.marker.size[2]
-    assert "(s)" not in points.hovertemplate and [row[0] for row in points.customdata][1:3] == ["3 questions",
-                                                                                              "1 question"]
+    assert "(s)" not in points.hovertemplate
+    assert ([row[0] for row in points.customdata][1:3] == ["3 questions",
+                                                                                              "1 question"])
     assert points.customdata[0][1].endswith(", …")  # ids cut in the hover
     assert points.customdata[1][1] == "41, 42, 43"
     assert list(points.marker.color) == ["#607d8b", "#2e7d32", "#c62828", "#607d8b"]  # same, better, worse
@@ -149,18 +157,22 @@ def test_identical_points_are_drawn_once_with_their_count():
 def test_the_report_is_one_offline_file_with_names_settings_verdicts_and_questions():
     a, b, comparison = hostile_pair()
     text = comparison_report(comparison, a, b, SOURCES, today=DAY)
-    assert text.startswith("<!DOCTYPE html>") and network_sources(text) == []
+    assert text.startswith("<!DOCTYPE html>")
+    assert network_sources(text) == []
     assert text.count("<script") == 1 + 1  # plotly.js inlined once, then the delta chart
-    assert "Plotly.newPlot" in text and "cdn.plot.ly/plotly" not in text.split("</head>")[1]
-    assert HOSTILE not in text and ("baseline &lt;b&gt;bold&lt;/b&gt; &amp; "
-                                    "&lt;script&gt;alert(1)&lt;/script&gt;") in text
+    assert "Plotly.newPlot" in text
+    assert "cdn.plot.ly/plotly" not in text.split("</head>")[1]
+    assert HOSTILE not in text
+    assert (("baseline &lt;b&gt;bold&lt;/b&gt; &amp; "
+                                    "&lt;script&gt;alert(1)&lt;/script&gt;") in text)
     assert table_with(text, ["setting", "A", "B"])[1] == ["top_k", "5", "10"]
     verdicts = table_with(text, ["worse", "better", "new", "removed", "unscored", "same"])
     assert verdicts[1] == ["1", "4", "2", "2", "1", "1"]
     assert f"Verdicts by {comparison.basis_reason}." in text
     questions = table_with(text, ["qid", "question", "verdict"])
     # Changes first.
-    assert len(questions) == 1 + len(comparison.questions) and questions[1][:3] == ["2", "Q two", "worse"]
+    assert len(questions) == 1 + len(comparison.questions)
+    assert questions[1][:3] == ["2", "Q two", "worse"]
     measures = table_with(text, ["measure", "n", "A", "B", "B − A"])
     assert {row[0] for row in measures[1:]} == {m.measure for m in comparison.measures}
     for warning in comparison.power_warnings:
@@ -172,7 +184,9 @@ def test_a_sweep_report_adds_the_sweep_table_and_chart():
     c = replace(dated("C", 3.0, name="top 20"), config={**a.config, "top_k": 20})
     sweep = sweep_results([(a, A_ROWS), (b, B_ROWS), (c, B_ROWS)], resamples=500)
     text = comparison_report(comparison, a, b, SOURCES, sweep=sweep, sweep_campaigns=[a, b, c], today=DAY)
-    assert "Sweep over top_k" in text and text.count("Plotly.newPlot") == 2 and network_sources(text) == []
+    assert "Sweep over top_k" in text
+    assert text.count("Plotly.newPlot") == 2
+    assert network_sources(text) == []
     rows = table_with(text, ["campaign", "id", "top_k"])
     assert [row[:3] for row in rows[1:]] == [[a.name, "A", "5"], [b.name, "B", "10"], ["top 20", "C", "20"]]
 
@@ -187,14 +201,16 @@ def test_cli_writes_the_report_of_a_comparison_and_of_a_sweep(tmp_path: Path, ca
     assert main(["compare", "A", "B", "--db", str(db), "--resamples", "200", "--report", str(report)]) == 0
     assert f"wrote {report}" in capsys.readouterr().err
     text = report.read_text(encoding="utf-8")
-    assert network_sources(text) == [] and "<h1>B against A</h1>" in text
+    assert network_sources(text) == []
+    assert "<h1>B against A</h1>" in text
     assert table_with(text, ["setting", "A", "B"])[1] == ["top_k", "5", "10"]
     assert len(table_with(text, ["qid", "question", "verdict"])) == 31
     assert main(["compare", "A", "B", "C", "--db", str(db), "--resamples", "200", "--json", "--report",
                  str(report)]) == 0
     assert capsys.readouterr().out.startswith("{")  # the report's note goes to stderr, not into the JSON
     text = report.read_text(encoding="utf-8")
-    assert "<h1>C against A</h1>" in text and "Sweep over top_k" in text
+    assert "<h1>C against A</h1>" in text
+    assert "Sweep over top_k" in text
     assert main(["compare", "A", "B", "--db", str(db), "--report", str(report / "x.html")]) == 2
     assert "cannot write the report" in capsys.readouterr().err
 
@@ -226,7 +242,9 @@ def judged_pair():
 def test_the_report_gives_each_judged_questions_judge_results_under_our_names_or_the_evaluators():
     a, b, comparison = judged_pair()
     ours = comparison_report(comparison, a, b, SOURCES, today=DAY)
-    assert network_sources(ours) == [] and HOSTILE not in ours and "A misses it &lt;b&gt;bold&lt;/b&gt;" in ours
+    assert network_sources(ours) == []
+    assert HOSTILE not in ours
+    assert "A misses it &lt;b&gt;bold&lt;/b&gt;" in ours
     rows = table_with(ours, ["qid", "question", "verdict", "A: retrieval"])
     assert rows[0] == ["qid", "question", "verdict", "A: retrieval", "A: retrieval_reason", "A: retrieval_result",
                        "A: retrieval_threshold", "A: groundedness_pro", "A: groundedness_pro_reason",
@@ -240,7 +258,8 @@ def test_the_report_gives_each_judged_questions_judge_results_under_our_names_or
     assert one["A: retrieval_reason"] == f"A misses it {HOSTILE}"  # the reason as text, never as markup
     assert (one["B: retrieval"], one["B: retrieval_reason"], one["B: groundedness_pro"]) == ("5", "B finds it", "True")
     assert (one["A: groundedness_pro"], one["A: groundedness_pro_threshold"]) == ("False", "")
-    assert by_qid["4"]["B: retrieval"] == "" and by_qid["4"]["A: retrieval_reason"] == "fine"  # no B verdict
+    assert by_qid["4"]["B: retrieval"] == ""
+    assert by_qid["4"]["A: retrieval_reason"] == "fine"  # no B verdict
     assert "fields under evalcore's names" in ours
 
     theirs = comparison_report(comparison, a, b, SOURCES, today=DAY, names="evaluator")
@@ -250,23 +269,27 @@ def test_the_report_gives_each_judged_questions_judge_results_under_our_names_or
     one = dict(zip(rows[0], next(row for row in rows[1:] if row[0] == "1"), strict=False))
     assert (one["A: gpt_retrieval"], one["B: gpt_retrieval"], one["B: retrieval_threshold"]) == ("2", "5", "3")
     assert (one["A: groundedness_pro_label"], one["B: groundedness_pro_reason"]) == ("False", "ok")
-    assert "A: groundedness_pro_result" not in one and "fields under the evaluators' documented names" in theirs
+    assert "A: groundedness_pro_result" not in one
+    assert "fields under the evaluators' documented names" in theirs
 
 
 def test_a_report_of_unjudged_campaigns_has_no_judge_table():
     a, b, comparison = hostile_pair()
     plain = [replace(q, judges_a={}, judges_b={}) for q in comparison.questions]
     text = comparison_report(replace(comparison, questions=plain), a, b, SOURCES, today=DAY)
-    assert "Judge results per question" not in text and "A: score" not in text
+    assert "Judge results per question" not in text
+    assert "A: score" not in text
 
 
 def test_judge_verdicts_survive_a_stored_comparison():
     _, _, comparison = judged_pair()
     one = next(q for q in comparison.questions if q.qid == 1)
     back = QuestionDiff.from_dict(json.loads(json.dumps(one.to_dict())))
-    assert back.judges_a == one.judges_a and back.judges_b["retrieval"].reason == "B finds it"
+    assert back.judges_a == one.judges_a
+    assert back.judges_b["retrieval"].reason == "B finds it"
     unjudged = next(q for q in comparison.questions if q.qid == 2)
-    assert "judges_a" not in unjudged.to_dict() and QuestionDiff.from_dict(unjudged.to_dict()) == unjudged
+    assert "judges_a" not in unjudged.to_dict()
+    assert QuestionDiff.from_dict(unjudged.to_dict()) == unjudged
 
 
 def test_cli_writes_the_report_with_the_judge_results_under_either_names(tmp_path: Path):
@@ -284,7 +307,8 @@ def test_cli_writes_the_report_with_the_judge_results_under_either_names(tmp_pat
         text = report.read_text(encoding="utf-8")
         rows = table_with(text, ["qid", "question", "verdict", "A: retrieval"])
         one = dict(zip(rows[0], rows[1], strict=False))
-        assert len(rows) == 2 and (one[column], one["B: retrieval_reason"]) == ("2", "B says <i>so</i>")
+        assert len(rows) == 2
+        assert (one[column], one["B: retrieval_reason"]) == ("2", "B says <i>so</i>")
         assert "B says &lt;i&gt;so&lt;/i&gt;" in text
 
 
@@ -308,11 +332,13 @@ def test_a_kept_comparison_gives_its_judge_verdicts_back_unchanged_decoding_only
         monkeypatch.setattr(Verdict, "from_dict", classmethod(lambda cls, data: decoded.append(data["judge"]) or
                                                               read(data)))
         kept = compare_campaigns(store, "A", "B", resamples=200)
-        assert json.dumps(kept.to_dict()) == json.dumps(computed.to_dict()) and decoded == []
+        assert json.dumps(kept.to_dict()) == json.dumps(computed.to_dict())
+        assert decoded == []
         first = next(q for q in kept.questions if q.qid == 0)
         assert first.judges_b == judged
-        assert first.judges_b["retrieval"].reason == "B says 好 <i>so</i>" and decoded == ["retrieval",
-                                                                                          "groundedness_pro"]
+        assert first.judges_b["retrieval"].reason == "B says 好 <i>so</i>"
+        assert (decoded == ["retrieval",
+                                                                                          "groundedness_pro"])
 
 
 def test_a_comparison_kept_in_the_earlier_format_is_computed_again_and_kept_anew(tmp_path):
@@ -344,7 +370,8 @@ def test_a_kept_comparison_is_written_out_from_its_lines_without_decoding_a_ques
                                        rows_of(store, "B"), resamples=200)
         computed = compare_campaigns(store, "A", "B", resamples=200)
         kept = compare_campaigns(store, "A", "B", resamples=200)
-        assert isinstance(kept.questions, KeptQuestions) and kept.questions._records is None
+        assert isinstance(kept.questions, KeptQuestions)
+        assert kept.questions._records is None
         from evalcore.cli.compare import format_comparison
 
         assert format_comparison(kept) == format_comparison(computed) == format_comparison(from_records)
@@ -355,7 +382,8 @@ def test_a_kept_comparison_is_written_out_from_its_lines_without_decoding_a_ques
             json.dumps(from_records.to_dict()))
         assert comparison_text(kept, lines=True) == comparison_text(computed, lines=True)
         assert json.loads(comparison_text(kept, lines=True)) == json.loads(text)
-        assert list(kept.questions) == list(from_records.questions) and kept.questions == computed.questions
+        assert list(kept.questions) == list(from_records.questions)
+        assert kept.questions == computed.questions
         stored = store.read("SELECT data FROM comparisons")[0]["data"]
         assert stored.count("\n") == len(from_records.questions) == 6
 
@@ -376,12 +404,16 @@ def test_the_api_writes_a_kept_comparisons_questions_as_stored_one_per_line(tmp_
     key = create_key(app.state.store, tenant="default", role="viewer")[1]
     with TestClient(app, headers={"Authorization": f"Bearer {key}"}) as client:
         computed, kept = (client.get("/api/v1/compare?a=A&b=B") for _ in range(2))
-    assert computed.status_code == kept.status_code == 200 and kept.content == computed.content
+    assert computed.status_code == kept.status_code == 200
+    assert kept.content == computed.content
     stored = app.state.store.read("SELECT data FROM comparisons")[0]["data"].partition("\n")[2]
-    assert stored in kept.text and stored.count("\n") == len(expected["questions"]) - 1 and "\t" in stored
+    assert stored in kept.text
+    assert stored.count("\n") == len(expected["questions"]) - 1
+    assert "\t" in stored
     body = kept.json()["data"]["comparison"]
     assert json.dumps(body, sort_keys=True) == json.dumps(expected, sort_keys=True)
-    assert any("judges_a" in q for q in body["questions"]) and any("judges_a" not in q for q in body["questions"])
+    assert any("judges_a" in q for q in body["questions"])
+    assert any("judges_a" not in q for q in body["questions"])
 
 
 def campaign_of(store: Store, cid: str):

@@ -22,23 +22,28 @@ def rouge_rows(values: list[float]) -> list:
 def test_a_change_under_the_tolerance_is_the_same_and_the_counts_without_it_are_given() -> None:
     comparison = compare_results(A, rouge_rows([0.3333, 0.2, 0.5, 0.30]), B, rouge_rows([0.3273, 0.5, 0.3, 0.31]),
                                  resamples=200)
-    assert comparison.basis == "rougel" and MEASURES["rougel"].tolerance == 0.01
+    assert comparison.basis == "rougel"
+    assert MEASURES["rougel"].tolerance == 0.01
     # 0.3333 → 0.3273 is one word of noise: the same; 0.30 → 0.31 is exactly the smallest meaningful difference.
     assert [q.verdict for q in comparison.questions] == ["same", "better", "worse", "better"]
     assert comparison.strict_verdicts == {"worse": 2, "better": 2}
     assert comparison.tolerance_note == ("a change of rougel under 0.01 is the same (the smallest meaningful "
                                          "difference); counting every difference: better 2, worse 2, same 0")
     exact = comparison.with_tolerances({"rougel": 0})
-    assert [q.verdict for q in exact.questions] == ["worse", "better", "worse", "better"] and not exact.tolerance_note
+    assert [q.verdict for q in exact.questions] == ["worse", "better", "worse", "better"]
+    assert not exact.tolerance_note
     loose = comparison.with_tolerances({"rougel": 0.5})
-    assert {q.verdict for q in loose.questions} == {"same"} and loose.to_dict()["tolerance"] == {"rougel": 0.5}
+    assert {q.verdict for q in loose.questions} == {"same"}
+    assert loose.to_dict()["tolerance"] == {"rougel": 0.5}
     with pytest.raises(EvalError, match="tolerance of rougel"):
         comparison.with_tolerances({"rougel": -0.1})
 
 
 def test_whole_number_and_pass_fail_measures_count_any_change() -> None:
-    assert MEASURES["judge.score"].tolerance == 0 and MEASURES["sources_found"].tolerance == 0
-    assert MEASURES["graded.holes"].tolerance == 0 and MEASURES["graded.xdcg@3"].tolerance == 1
+    assert MEASURES["judge.score"].tolerance == 0
+    assert MEASURES["sources_found"].tolerance == 0
+    assert MEASURES["graded.holes"].tolerance == 0
+    assert MEASURES["graded.xdcg@3"].tolerance == 1
 
 
 def test_too_few_changed_questions_are_stated_in_words_when_the_interval_excludes_zero() -> None:
@@ -48,7 +53,9 @@ def test_too_few_changed_questions_are_stated_in_words_when_the_interval_exclude
     [ndcg] = comparison.measures
     # Five changes, all the same way: the exact sign-flip test cannot go below 2 / 2^5 (the binomial test's p).
     assert ndcg.p_value == pytest.approx(binomtest(5, 5).pvalue) == pytest.approx(0.0625)
-    assert not ndcg.significant and ndcg.ci_high < 0 and (ndcg.changed, ndcg.one_way) == (5, True)
+    assert not ndcg.significant
+    assert ndcg.ci_high < 0
+    assert (ndcg.changed, ndcg.one_way) == (5, True)
     expected = (f"ndcg@10: too few questions changed to be significant (5 of 20: p = 0.0625 is the smallest "
                 f"possible), though every change went the same way and the 95% interval [{ndcg.ci_low:+.3g}, "
                 f"{ndcg.ci_high:+.3g}] excludes 0: more questions would confirm it")
@@ -86,7 +93,8 @@ def test_the_cli_takes_a_tolerance_per_measure_or_for_all(tmp_path, capsys) -> N
     db = str(tmp_path / "evalcore.db")
     assert main(["compare", "A", "B", "--db", db, "--resamples", "200"]) == 0
     out = capsys.readouterr().out
-    assert "verdicts: better 1, same 1, worse 1" in out and "counting every difference: better 2, worse 1" in out
+    assert "verdicts: better 1, same 1, worse 1" in out
+    assert "counting every difference: better 2, worse 1" in out
     assert main(["compare", "A", "B", "--db", db, "--resamples", "200", "--tolerance", "coverage=0"]) == 0
     assert "verdicts: better 2, worse 1" in capsys.readouterr().out
     assert main(["compare", "A", "B", "--db", db, "--resamples", "200", "--tolerance", "0.2"]) == 0
@@ -135,9 +143,11 @@ def test_the_api_gives_both_counts_and_takes_a_tolerance(tmp_path) -> None:
         comparison = client.get("/api/v1/compare?a=A&b=B", headers=headers).json()["data"]["comparison"]
         assert comparison["verdicts"] == {"same": 1, "better": 1, "worse": 1}
         assert comparison["verdicts_without_tolerance"] == {"better": 2, "worse": 1}
-        assert comparison["tolerance"] == {"coverage": 0.01} and "changed" in comparison["measures"][0]
+        assert comparison["tolerance"] == {"coverage": 0.01}
+        assert "changed" in comparison["measures"][0]
         exact = client.get("/api/v1/compare?a=A&b=B&tolerance=0", headers=headers).json()["data"]["comparison"]
-        assert exact["verdicts"] == {"better": 2, "worse": 1} and exact["tolerance"] == {"coverage": 0.0}
+        assert exact["verdicts"] == {"better": 2, "worse": 1}
+        assert exact["tolerance"] == {"coverage": 0.0}
         assert client.get("/api/v1/compare?a=A&b=B&tolerance=-1", headers=headers).status_code == 422
 
 
@@ -166,7 +176,8 @@ def test_a_judge_whose_model_differs_decides_no_verdict_and_the_reason_says_so(b
     # The same judge on both sides decides as before; asked for by name, it decides, with the caution said.
     same = compare_results(A, a_rows, campaign("B", b_config), judged_rows([5, 5, 5, 5], [0.5] * 4, "m1"),
                            resamples=200)
-    assert same.basis == "judge.score" and {q.verdict for q in same.questions} == {"better"}
+    assert same.basis == "judge.score"
+    assert {q.verdict for q in same.questions} == {"better"}
     asked = compare_results(A, a_rows, campaign("B", b_config), b_rows, resamples=200, basis="judge.score")
     assert asked.basis_reason == ("judge.score, as asked (its judges differ in model or prompt: its scores are not "
                                   "comparable)")

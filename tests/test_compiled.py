@@ -114,7 +114,8 @@ def test_a_cached_file_others_could_have_written_is_never_loaded_but_built_again
     assert "not a file of this user's alone" in caplog.text
     assert loaded == [str(built)]  # loaded once: the new build, never the file found
     assert not built.is_symlink()
-    assert built.stat().st_uid == os.getuid() and stat.S_IMODE(built.stat().st_mode) & 0o022 == 0
+    assert built.stat().st_uid == os.getuid()
+    assert stat.S_IMODE(built.stat().st_mode) & 0o022 == 0
 
 
 FOLDERS_ABOVE = {"writable by others": 0o777, "writable by its group": 0o775}
@@ -235,7 +236,8 @@ def test_a_library_installed_beside_its_source_is_loaded_without_a_compiler(
     monkeypatch.setattr(compiled, "_prebuilt", INSTALLED)
     monkeypatch.setenv("CC", "/bin/false")
     library = compiled.load(source)
-    assert library is not None and Path(library._name).parent == package
+    assert library is not None
+    assert Path(library._name).parent == package
     assert not cache.exists()  # nothing compiled
     # The source changed (another version of the package over this folder): that library is not its own.
     source.write_text(source.read_text() + "\n/* edited */\n")
@@ -271,5 +273,6 @@ def test_without_a_library_the_numpy_path_reads_the_same(tmp_path: Path, cache: 
     if case != "switched off":
         assert "numpy path" in caplog.text
     assert len(list(tmp_path.rglob("*.so"))) == 1  # only the library built before the case
-    assert expected is not None and columns is not None
+    assert expected is not None
+    assert columns is not None
     _assert_same(expected, columns)

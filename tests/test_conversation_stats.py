@@ -12,7 +12,8 @@ from evalcore.testing.coverage import simulate_coverage
 
 def test_cluster_sums_keep_the_order_of_first_appearance() -> None:
     sums, sizes = cluster_sums(np.array([1.0, 2.0, 3.0, 4.0]), ["b", "a", "b", "c"])
-    assert sums.tolist() == [4.0, 2.0, 4.0] and sizes.tolist() == [2.0, 1.0, 1.0]
+    assert sums.tolist() == [4.0, 2.0, 4.0]
+    assert sizes.tolist() == [2.0, 1.0, 1.0]
     assert conversation_count(["b", "a", "b", "c"]) == 3
 
 
@@ -27,7 +28,8 @@ def test_the_cluster_bootstrap_against_a_hand_computed_case() -> None:
     assert interval.se == pytest.approx(np.sqrt(0.25 + 0.5 * 4 / 9 - (0.25 + 1 / 3) ** 2), abs=0.005)
     # Treating the three turns as independent gives the binomial standard error sqrt((2/3)(1/3)/3) = 0.272: smaller.
     (per_turn,) = stats.bootstrap_intervals([[1.0, 1.0, 0.0]], resamples=20_000, seed=3)
-    assert per_turn is not None and per_turn.se == pytest.approx(np.sqrt(2 / 27), abs=0.005)
+    assert per_turn is not None
+    assert per_turn.se == pytest.approx(np.sqrt(2 / 27), abs=0.005)
     assert cluster_bootstrap(np.array([1.0, 2.0]), ["A", "A"]) is None  # one conversation: nothing to resample
 
 
@@ -47,11 +49,13 @@ def test_the_cluster_randomization_test_against_a_hand_computed_case() -> None:
 def test_per_turn_intervals_are_too_narrow_where_conversation_level_ones_hold_coverage() -> None:
     # 200 simulated comparisons of 20 conversations of 5 turns, half the variance shared within a conversation.
     correlated = simulate_coverage(comparisons=200, conversations=20, turns=5, conversation_sd=1.0, turn_sd=1.0)
-    assert correlated.per_turn < 0.85 and correlated.per_conversation > 0.9
+    assert correlated.per_turn < 0.85
+    assert correlated.per_conversation > 0.9
     assert correlated.per_conversation_width > 1.5 * correlated.per_turn_width
     # Independent turns: both hold their coverage, and the conversation-level interval costs little width.
     independent = simulate_coverage(comparisons=200, conversations=20, turns=5, conversation_sd=0.0, turn_sd=1.0)
-    assert independent.per_turn > 0.9 and independent.per_conversation > 0.88
+    assert independent.per_turn > 0.9
+    assert independent.per_conversation > 0.88
     assert independent.per_conversation_width < 1.1 * independent.per_turn_width
 
 
@@ -65,7 +69,8 @@ def test_the_cost_difference_resamples_whole_conversations_too() -> None:
     clustered = cost_delta(a, b, seed=5, resamples=4000, clusters=labels)
     diffs = np.array([cost_b - cost_a for (cost_a, _), (cost_b, _) in zip(a[:6], b[:6], strict=True)])
     expected = cluster_bootstrap(diffs, labels[:6], resamples=4000, seed=5)
-    assert expected is not None and clustered.unpriced == 1
+    assert expected is not None
+    assert clustered.unpriced == 1
     assert (clustered.ci_low, clustered.ci_high) == (expected.low, expected.high)
     assert clustered.delta == pytest.approx(0.01)
     # Taken as six independent questions, the interval is another (the turns of a conversation move together).

@@ -184,7 +184,8 @@ def test_the_agent_receives_exactly_max_rounds_of_its_own_answers(manager: Campa
                                                                                   ("horaires", 1)]
     assert all(r.outcome.error is None for r in results)
     exported = results[0].to_dict()
-    assert exported["conversation"] == "refunds" and exported["turn"] == 1
+    assert exported["conversation"] == "refunds"
+    assert exported["turn"] == 1
 
 
 def test_a_reference_history_gives_the_expected_answers(manager: CampaignManager) -> None:
@@ -208,7 +209,8 @@ def test_a_failed_turn_leaves_its_followers_not_asked_and_a_retry_continues_ther
         campaign_id = run_suite(manager, agent, max_rounds=3)
         results = {(r.question.conversation, r.question.turn): r.outcome for r in
                    campaign_results(manager.store, campaign_id)}
-        assert results[("refunds", 2)].error is not None and NOT_ASKED not in (results[("refunds", 2)].error or "")
+        assert results[("refunds", 2)].error is not None
+        assert NOT_ASKED not in (results[("refunds", 2)].error or "")
         follower = results[("refunds", 3)].error or ""
         assert follower.startswith(f"{NOT_ASKED}: turn 2 of conversation 'refunds' failed"), follower
         assert [b["turn"] for b in agent.bodies if b["conversation"] == "refunds"] == [1, 2]
@@ -336,15 +338,19 @@ def test_a_comparison_of_conversations_resamples_whole_conversations(manager: Ca
             ids.append(manager.wait(manager.launch(request), 60).id)
     comparison = compare_campaigns(manager.store, ids[0], ids[1], resamples=2000)
     coverage = next(m for m in comparison.measures if m.measure == "coverage")
-    assert coverage.conversations == 3 and coverage.test.startswith("conversation sign-flip randomization")
+    assert coverage.conversations == 3
+    assert coverage.test.startswith("conversation sign-flip randomization")
     a, b = (campaign_results(manager.store, campaign) for campaign in ids)
     diffs = np.array([y.outcome.measures["coverage"] - x.outcome.measures["coverage"]
                       for x, y in zip(a, b, strict=True)])
     labels = [x.question.conversation or f"question {x.question.qid}" for x in a]
     interval = cluster_bootstrap(diffs, labels, resamples=2000, seed=0)
-    assert interval is not None and (coverage.ci_low, coverage.ci_high) == (interval.low, interval.high)
+    assert interval is not None
+    assert (coverage.ci_low, coverage.ci_high) == (interval.low, interval.high)
     assert coverage.p_value == cluster_sign_flip(diffs, labels, resamples=2000)[0] == 0.25  # 3 clusters: exact
-    assert coverage.ci_low_turns is not None and coverage.p_turns is not None and coverage.p_turns < 0.05
+    assert coverage.ci_low_turns is not None
+    assert coverage.p_turns is not None
+    assert coverage.p_turns < 0.05
     assert coverage.to_dict()["conversations"] == 3
     assert any(note.startswith("2 conversations: the pairs are matched by conversation and turn")
                for note in comparison.notes)
@@ -352,7 +358,8 @@ def test_a_comparison_of_conversations_resamples_whole_conversations(manager: Ca
     verdicts = {c.conversation: c for c in comparison.conversations}
     refunds = verdicts["refunds"]
     assert [(t.turn, t.verdict) for t in refunds.turns] == [(1, "better"), (2, "worse"), (3, "better")]
-    assert refunds.verdict == "better" and (refunds.better, refunds.worse) == (2, 1)
+    assert refunds.verdict == "better"
+    assert (refunds.better, refunds.worse) == (2, 1)
     assert all(t.stage_a is not None and t.stage_b is not None for t in refunds.turns)
     # Kept in the store and read back the same, in the JSON too.
     again = compare_campaigns(manager.store, ids[0], ids[1], resamples=2000)
@@ -508,7 +515,8 @@ def test_the_html_report_carries_the_conversations(manager: CampaignManager) -> 
     comparison = compare_campaigns(manager.store, ids[0], ids[1], resamples=500)
     a, b = (get_campaign(manager.store, campaign) for campaign in ids)
     html = comparison_report(comparison, a, b, {})
-    assert "<h2>Conversations</h2>" in html and "resample whole conversations" in html
+    assert "<h2>Conversations</h2>" in html
+    assert "resample whole conversations" in html
     assert "<td>horaires</td>" in html
 
 
@@ -560,13 +568,15 @@ def test_conversation_judges_read_the_whole_conversation_and_keep_their_verdicts
         assert answer.status_code == 200, answer.text
         by_name = {c["conversation"]: c["judges"] for c in answer.json()["data"]["conversations"]}
         assert by_name["refunds"]["conversation_contradiction"]["result"] == "fail"
-    assert set(verdicts) == {"refunds", "horaires"} and all(set(v) == set(CONVERSATION_JUDGES)
-                                                              for v in verdicts.values())
+    assert set(verdicts) == {"refunds", "horaires"}
+    assert (all(set(v) == set(CONVERSATION_JUDGES)
+                                                              for v in verdicts.values()))
     # Each judge read the whole conversation, turn by turn, with the answers stored.
     assert any(text.startswith("Conversation:\nTurn 1\nUser: What is the refund window?\nAssistant: 30 days\n\n"
                                "Turn 2\nUser: Is there a form to fill in?\nAssistant: Refunds take 60 days.")
                for text in seen), seen
-    assert transcript([]) == "" and asked == 4
+    assert transcript([]) == ""
+    assert asked == 4
     assert verdicts["refunds"]["conversation_contradiction"].result == JudgeResult.FAIL
     assert verdicts["refunds"]["conversation_contradiction"].reason == "Turn 2 says 60 days, turn 1 30 days."
     assert verdicts["horaires"]["conversation_contradiction"].result == JudgeResult.PASS

@@ -37,8 +37,11 @@ def test_the_default_table_is_dated_and_prices_common_models(monkeypatch: pytest
     monkeypatch.delenv("EVALCORE_PRICES", raising=False)
     table = price_table(None)
     price = table.find("openai:gpt-4o-mini@https://api.openai.com/v1")
-    assert price is not None and (price.input, price.output, price.cached_input) == (0.15, 0.60, 0.075)
-    assert price.currency == "USD" and price.read and price.source == "default table"
+    assert price is not None
+    assert (price.input, price.output, price.cached_input) == (0.15, 0.60, 0.075)
+    assert price.currency == "USD"
+    assert price.read
+    assert price.source == "default table"
     assert table.find("gpt-4o-2024-08-06") == table.find("gpt-4o")  # a dated snapshot as its model
     assert table.find("local:smollm2-135m-instruct") is None
 
@@ -55,7 +58,8 @@ def test_a_file_beside_the_store_is_read(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.delenv("EVALCORE_PRICES", raising=False)
     (tmp_path / PRICES_FILE).write_text("model,input,output,currency\ngpt-4o,3,12,EUR\n", encoding="utf-8")
     price = price_table(str(tmp_path / "evalcore.db")).find("gpt-4o")
-    assert price is not None and (price.input, price.currency) == (3.0, "EUR")
+    assert price is not None
+    assert (price.input, price.currency) == (3.0, "EUR")
 
 
 @pytest.mark.parametrize(("row", "column", "words"), [
@@ -91,11 +95,14 @@ def test_a_total_says_no_price_rather_than_zero_and_refuses_a_currency_mix() -> 
     table = price_table(None)
     uses = [priced("generator", "gpt-4o", 1000, 100, table), priced("judge:score", "local:smollm2", 50, 5, table)]
     cost = Cost.of(uses)
-    assert cost.amount is None and cost.text() == "no price (local:smollm2)"
+    assert cost.amount is None
+    assert cost.text() == "no price (local:smollm2)"
     mixed = Cost.of([Usage("generator", "a", 1, 1, 0.5, "USD"), Usage("judge:x", "b", 1, 1, 0.2, "EUR")])
-    assert mixed.amount is None and mixed.text() == "no total (prices in EUR and USD)"
+    assert mixed.amount is None
+    assert mixed.text() == "no total (prices in EUR and USD)"
     assert Cost.of([]).text() == "0"
-    assert money(0.0072, "USD") == "0.0072 USD" and money(12.345, "EUR") == "12.35 EUR"
+    assert money(0.0072, "USD") == "0.0072 USD"
+    assert money(12.345, "EUR") == "12.35 EUR"
 
 
 def scripted(path: str, body: dict[str, Any]) -> Reply:
@@ -126,11 +133,13 @@ def test_cost_equals_tokens_times_price_to_the_cent(prices: Path, tmp_path: Path
     answer = (GEN_TOKENS[0] * 2.50 + GEN_TOKENS[1] * 10.00) / 1e6
     judging = (JUDGE_TOKENS[0] * 0.15 + JUDGE_TOKENS[1] * 0.60) / 1e6
     judged = [result for result in results if result.outcome.judges["score"].tokens]
-    assert len(results) == 3 and len(judged) == 2  # one question has no reference answer: not judged, no judge call
+    assert len(results) == 3
+    assert len(judged) == 2  # one question has no reference answer: not judged, no judge call
     for result in results:
         expected = answer + (judging if result in judged else 0.0)
         cost = result.outcome.cost
-        assert cost.currency == "USD" and round(cost.amount or 0, 2) == round(expected, 2)
+        assert cost.currency == "USD"
+        assert round(cost.amount or 0, 2) == round(expected, 2)
         assert cost.amount == pytest.approx(expected, rel=1e-12)
         roles = {use.role: use for use in result.outcome.usage}
         assert (roles["generator"].prompt, roles["generator"].completion) == GEN_TOKENS
@@ -211,12 +220,17 @@ def test_a_comparison_gives_the_cost_per_question_beside_quality(prices: Path, t
         manager.close()
     cost_a, cost_b = (1000 * 2.50 + 100 * 10.00) / 1e6, (1000 * 0.15 + 100 * 0.60) / 1e6
     cost = comparison.cost
-    assert cost is not None and cost.n == 3 and cost.currency == "USD"
-    assert cost.mean_a == pytest.approx(cost_a) and cost.mean_b == pytest.approx(cost_b)
-    assert cost.delta == pytest.approx(cost_b - cost_a) and cost.ci_low == pytest.approx(cost_b - cost_a)
+    assert cost is not None
+    assert cost.n == 3
+    assert cost.currency == "USD"
+    assert cost.mean_a == pytest.approx(cost_a)
+    assert cost.mean_b == pytest.approx(cost_b)
+    assert cost.delta == pytest.approx(cost_b - cost_a)
+    assert cost.ci_low == pytest.approx(cost_b - cost_a)
     assert comparison.trade_off.endswith(f"at {cost_b / cost_a:.2g}x the cost per question")
     assert comparison.trade_off.startswith("B: ")
-    assert again.cost == cost and again.to_dict()["trade_off"] == comparison.trade_off
+    assert again.cost == cost
+    assert again.to_dict()["trade_off"] == comparison.trade_off
     from evalcore.cli.compare import format_comparison
     from evalcore.compare.report import verdicts_section
 
@@ -228,12 +242,17 @@ def test_costs_in_two_currencies_are_not_compared() -> None:
     from evalcore.compare.costs import cost_delta
 
     refused = cost_delta([(0.01, "USD")] * 3, [(0.01, "EUR")] * 3, seed=0, resamples=100)
-    assert refused.delta is None and "A's prices are in USD, B's in EUR" in refused.refused
+    assert refused.delta is None
+    assert "A's prices are in USD, B's in EUR" in refused.refused
     assert refused.text().startswith("cost not compared: ")
     spread = cost_delta([(0.01, "USD"), (0.02, "USD"), (None, ""), (0.03, "USD")],
                         [(0.02, "USD"), (0.02, "USD"), (0.05, "USD"), (0.05, "USD")], seed=0, resamples=2000)
-    assert spread.n == 3 and spread.unpriced == 1 and spread.delta == pytest.approx(0.01)
-    assert spread.ci_low is not None and spread.ci_high is not None and spread.ci_low <= 0.01 <= spread.ci_high
+    assert spread.n == 3
+    assert spread.unpriced == 1
+    assert spread.delta == pytest.approx(0.01)
+    assert spread.ci_low is not None
+    assert spread.ci_high is not None
+    assert spread.ci_low <= 0.01 <= spread.ci_high
 
 
 def test_a_budget_stops_between_questions_and_a_larger_one_resumes(prices: Path, tmp_path: Path,
@@ -249,14 +268,17 @@ def test_a_budget_stops_between_questions_and_a_larger_one_resumes(prices: Path,
             config = loop_config(server, max_cost=0.5 * per_question)
             campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, concurrency=1))
             stopped = manager.wait(campaign_id, timeout=60)
-            assert stopped.status == "over_budget" and stopped.finished == 2
-            assert stopped.error is not None and "stopped at its budget" in stopped.error
+            assert stopped.status == "over_budget"
+            assert stopped.finished == 2
+            assert stopped.error is not None
+            assert "stopped at its budget" in stopped.error
             assert "resume with a larger max_cost" in stopped.error
             assert len(server.requests) == 2  # no question asked past the budget
             manager.resume(campaign_id, max_cost=10 * per_question)
             done = manager.wait(campaign_id, timeout=60)
             assert len(server.requests) == 3  # only the question left
-        assert done.status == "succeeded" and done.finished == 3
+        assert done.status == "succeeded"
+        assert done.finished == 3
         assert get_campaign(manager.store, campaign_id).config.target.max_cost == 10 * per_question
         assert campaign_summary(manager.store, campaign_id).cost.amount == pytest.approx(3 * per_question)
     finally:
@@ -283,7 +305,8 @@ def test_the_api_resumes_a_campaign_stopped_at_its_budget_with_a_larger_one(pric
         path = f"{url}/api/v1/campaigns/{campaign_id}/resume"
         assert httpx.post(path, headers=viewer, json={"max_cost": 1}).status_code == 403
         refused = httpx.post(path, headers=admin, json={"max_cost": per_question})
-        assert refused.status_code == 422 and refused.json()["error"]["field"] == "max_cost"
+        assert refused.status_code == 422
+        assert refused.json()["error"]["field"] == "max_cost"
         assert "would stop it at once" in refused.json()["error"]["message"]
         assert httpx.post(path, headers=admin, json={"max_cost": -1}).status_code == 422
         resumed = httpx.post(path, headers=admin, json={"max_cost": 10 * per_question})
@@ -329,8 +352,10 @@ def test_a_tenant_over_its_daily_budget_is_stopped_and_refused(prices: Path, tmp
             campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=loop_config(server),
                                                        concurrency=1))
             stopped = manager.wait(campaign_id, timeout=60)
-            assert stopped.status == "over_budget" and stopped.finished == 2
-            assert stopped.error is not None and "tenant default's daily budget" in stopped.error
+            assert stopped.status == "over_budget"
+            assert stopped.finished == 2
+            assert stopped.error is not None
+            assert "tenant default's daily budget" in stopped.error
             with pytest.raises(EvalError, match="daily budget is spent") as refused:
                 manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=loop_config(server)))
             assert refused.value.where == "EVALCORE_DAILY_BUDGET"
@@ -370,7 +395,8 @@ def test_each_role_is_priced_with_its_own_model(prices: Path, tmp_path: Path, ti
         manager.close()
     roles = {use.role: use for use in result.outcome.usage}
     assert set(roles) == {"generator", "query", "rerank"}
-    assert (roles["rerank"].prompt, roles["rerank"].completion) == (100 * reranks, reranks) and reranks > 0
+    assert (roles["rerank"].prompt, roles["rerank"].completion) == (100 * reranks, reranks)
+    assert reranks > 0
     assert roles["rerank"].cost == pytest.approx((100 * reranks * 2.50 + reranks * 10.00) / 1e6)
     assert roles["generator"].cost == pytest.approx((900 * 0.15 + 30 * 0.60) / 1e6)
     assert roles["query"].cost == pytest.approx((40 * 0.15 + 5 * 0.60) / 1e6)
@@ -391,10 +417,13 @@ def test_an_estimate_from_the_prompts_then_from_the_campaign_itself(prices: Path
         actual = campaign_summary(manager.store, campaign_id).cost
     finally:
         manager.close()
-    assert before.method == "prompts" and before.questions == 3 and before.total.currency == "USD"
+    assert before.method == "prompts"
+    assert before.questions == 3
+    assert before.total.currency == "USD"
     assert {use.role for use in before.usage} == {"generator", "judge:score"}
     assert 0 < (before.total.amount or 0) < 1
-    assert after.method == "earlier" and after.total.amount == pytest.approx(actual.amount)
+    assert after.method == "earlier"
+    assert after.total.amount == pytest.approx(actual.amount)
     assert after.text().startswith(f"estimate: {actual.text()} for 3 questions: ")
     assert "from 1 earlier campaign of this configuration (3 questions)" in after.text()
 
@@ -409,10 +438,12 @@ def test_the_command_line_estimates_budgets_and_gates_the_cost(prices: Path, tmp
                 "--set", "api_key_env=", "--set", "retriever=bm25"]
         run = ["run", "--db", db, "--dataset", str(tiny_dataset), "--concurrency", "1", *keys]
         assert main([*run, "--estimate"]) == 0
-        assert "estimate: " in capsys.readouterr().out and server.requests == []
+        assert "estimate: " in capsys.readouterr().out
+        assert server.requests == []
         assert main([*run, "--max-cost", "0.001"]) == 1  # stopped at its budget
         shown = capsys.readouterr().out
-        assert "status: over budget (stopped at its budget: " in shown and "cost: 0.0175 USD" in shown
+        assert "status: over budget (stopped at its budget: " in shown
+        assert "cost: 0.0175 USD" in shown
     assert main(["campaigns", "list", "--db", db]) == 0
     assert "over budget" in capsys.readouterr().out
     with FakeOpenAIServer(scripted) as server:

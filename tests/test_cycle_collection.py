@@ -72,7 +72,8 @@ def test_a_read_starts_no_collection_from_its_query_on(pair, collections, querie
     assert len(rows) == 400
     # At these thresholds a read of 400 questions with the collector on starts hundreds; paused, none, but for the one
     # or two it starts on the way out, once back on (the objects of the function's return).
-    assert len(queried) == 1 and at_return - queried[0] <= OUT
+    assert len(queried) == 1
+    assert at_return - queried[0] <= OUT
     assert gc.isenabled()
 
 
@@ -90,7 +91,8 @@ def test_a_comparison_starts_no_collection_from_its_first_query_until_it_is_kept
     monkeypatch.setattr(saved, "keep", counted)
     result = compare_campaigns(pair, "A", "B", resamples=200)
     assert len(result.questions) == 400
-    assert len(queried) == 2 and queried[0] == queried[1]   # none between the two reads
+    assert len(queried) == 2
+    assert queried[0] == queried[1]  # none between the two reads
     assert kept[0] - queried[0] <= OUT   # nor until the comparison is kept
     assert gc.isenabled()
 

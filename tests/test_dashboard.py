@@ -102,7 +102,8 @@ def test_opens_on_the_sample_dataset(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert_clean(at)
     assert at.title[0].value == "Datasets"
     metrics = {m.label: m.value for m in at.metric}
-    assert int(metrics["Questions"]) >= 80 and int(metrics["Passages"]) >= 300
+    assert int(metrics["Questions"]) >= 80
+    assert int(metrics["Passages"]) >= 300
 
 
 def parquet_bytes(columns: dict[str, list]) -> bytes:
@@ -130,9 +131,11 @@ def test_bad_dataset_upload_shows_the_loader_messages_per_file(tmp_path: Path, m
     upload(at, [*files, ("notes.parquet", b"hello", "application/octet-stream")], "broken")
     assert not at.exception
     errors = unescape("\n".join(e.value for e in at.error))
-    assert "corpus.parquet row 0 column 'text'" in errors and "null" in errors
+    assert "corpus.parquet row 0 column 'text'" in errors
+    assert "null" in errors
     assert "answers.parquet: missing column 'text'" in errors
-    assert "notes.parquet" in errors and "unexpected file" in errors
+    assert "notes.parquet" in errors
+    assert "unexpected file" in errors
     assert "**queries.parquet**: no problem found" in unescape("\n".join(e.value for e in at.success))
     assert not (tmp_path / "uploads").exists()
 
@@ -164,8 +167,9 @@ def test_ambiguous_or_empty_uploads_are_refused_with_a_reason(tmp_path: Path, mo
                 zipped.writestr(f"{folder}/{name}.parquet", parquet_bytes(columns))
     upload(at, [("two.zip", archive.getvalue(), "application/zip")], "two")
     errors = unescape("\n".join(e.value for e in at.error))
-    assert "queries.parquet" in errors and ("given twice with different content (old/queries.parquet and "
-                                            "new/queries.parquet)") in errors
+    assert "queries.parquet" in errors
+    assert (("given twice with different content (old/queries.parquet and "
+                                            "new/queries.parquet)") in errors)
     upload(at, [], "none")
     assert "no file chosen" in unescape("\n".join(e.value for e in at.error))
     assert not at.exception
@@ -231,7 +235,8 @@ def test_the_sample_suite_is_one_click_away(tmp_path: Path, monkeypatch: pytest.
     next(b for b in at.button if b.label == "Add the sample suite").click().run()
     assert_clean(at)
     [suite] = list_suites(get_manager(db).store)
-    assert suite.name == "sample" and len(suite.cases) >= 10
+    assert suite.name == "sample"
+    assert len(suite.cases) >= 10
     assert len(at.data_editor[0].value) == len(suite.cases)
 
 
@@ -266,7 +271,8 @@ def test_launch_a_campaign_on_the_sample_dataset_and_see_it_finish(tmp_path: Pat
     assert_clean(at)
     [campaign_id] = at.session_state["launched"]
     finished = get_manager(db).wait(campaign_id, timeout=120)
-    assert finished.status == "succeeded" and finished.config["retriever"] == "bm25"  # the quick start
+    assert finished.status == "succeeded"
+    assert finished.config["retriever"] == "bm25"  # the quick start
     at.switch_page("pages/campaigns.py").run()
     assert_clean(at)
     assert "succeeded" in at.selectbox[0].value or campaign_id == at.selectbox[0].value
@@ -291,8 +297,10 @@ def test_the_run_page_estimates_the_cost_before_launching(tmp_path: Path, monkey
     assert_clean(at)
     said = unescape("\n".join(info.value for info in at.info))
     # The quick start's extractive generator calls no model: nothing to pay, said as an amount, not "no price".
-    assert "estimate: 0 for 4 questions" in said and "from the prompts of 4 questions" in said
-    assert "launched" not in at.session_state and list_campaigns(get_manager(db).store) == []
+    assert "estimate: 0 for 4 questions" in said
+    assert "from the prompts of 4 questions" in said
+    assert "launched" not in at.session_state
+    assert list_campaigns(get_manager(db).store) == []
 
 
 def test_an_invalid_configuration_is_a_readable_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -301,7 +309,8 @@ def test_an_invalid_configuration_is_a_readable_message(tmp_path: Path, monkeypa
     at.button(key="FormSubmitter:launch-Launch").click().run()
     assert not at.exception
     message = unescape("\n".join(e.value for e in at.error))
-    assert "model" in message and "required when generator is openai" in message
+    assert "model" in message
+    assert "required when generator is openai" in message
     assert "Traceback" not in message
 
 
@@ -326,7 +335,9 @@ def test_a_launch_shows_its_campaign_at_once_and_a_target_failing_its_check_fail
         assert done.status == "failed"
         at.run()
         shown = unescape(texts(at))
-        assert "setup failed" in shown and "unreachable" in shown and gone in shown
+        assert "setup failed" in shown
+        assert "unreachable" in shown
+        assert gone in shown
     finally:
         get_manager(db).close()
 
@@ -339,7 +350,8 @@ def test_agent_headers_that_are_no_json_object_are_a_readable_message(headers: s
     at.button(key="FormSubmitter:launch-Launch").click().run()
     assert not at.exception  # "[1, 2]" used to raise a TypeError
     message = unescape("\n".join(e.value for e in at.error))
-    assert "agent_headers" in message and "JSON" in message
+    assert "agent_headers" in message
+    assert "JSON" in message
     assert "launched" not in at.session_state
 
 
@@ -400,18 +412,22 @@ def test_compare_two_campaigns(filled: dict, monkeypatch: pytest.MonkeyPatch) ->
     assert [tab.label for tab in at.tabs] == ["Measures", "Per question", "Failure stages", "Questions",
                                              "Pairwise judge"]
     first, *panels = chart_titles(at)  # the deltas, one panel per scale: counts apart from 0-1 measures
-    assert first.split(",")[0] == "B − A per measure" and all(title.startswith("B − A: ") for title in panels)
+    assert first.split(",")[0] == "B − A per measure"
+    assert all(title.startswith("B − A: ") for title in panels)
     assert not at.get("plotly_chart")  # the page draws Vega-Lite; Plotly only for the downloads
     assert ([title.split(" (")[0] for title in chart_titles(open_section(at, "Per question"))]
             == ["ndcg@10 per question"])
     assert [title.split(" (")[0] for title in chart_titles(open_section(at, "Failure stages"))] == [
         "Failure stage of each common question, in A and in B"]
-    assert not at.multiselect and [box.label for box in open_section(at, "Questions").multiselect] == ["Verdicts"]
-    assert any("verdict" in df.value.columns for df in at.dataframe) and not chart_titles(at)
+    assert not at.multiselect
+    assert [box.label for box in open_section(at, "Questions").multiselect] == ["Verdicts"]
+    assert any("verdict" in df.value.columns for df in at.dataframe)
+    assert not chart_titles(at)
     open_section(at, "Measures")
     picker(at, "B (candidate)").set_value(filled["top2"]).run()  # B = A: every verdict "same" would say nothing
     assert_clean(at)
-    assert "A and B are the same campaign" in texts(at) and not vega_charts(at)
+    assert "A and B are the same campaign" in texts(at)
+    assert not vega_charts(at)
     at.radio[0].set_value("sweep").run()
     assert_clean(at)
     assert [title for title in chart_titles(at) if " by embedding_top_k " in title]
@@ -446,8 +462,10 @@ def test_compare_exports_name_both_campaigns_and_what_changed(filled: dict, monk
     assert_clean(at)
     stem = f"keyword-top-2_vs_keyword-top-30_{dt.datetime.now(dt.UTC).astimezone().date().isoformat()}"
     names = {key: str(d["file_name"]) for key, d in downloads.items()}
-    assert names["deltas-png"] == f"compare_{stem}.png" and names["deltas-html"] == f"compare_{stem}.html"
-    assert names["report"] == f"report_{stem}.html" and "questions-csv" not in names  # its section is closed
+    assert names["deltas-png"] == f"compare_{stem}.png"
+    assert names["deltas-html"] == f"compare_{stem}.html"
+    assert names["report"] == f"report_{stem}.html"
+    assert "questions-csv" not in names  # its section is closed
     assert all(len(name) < 100 for name in names.values())
     expected = ("keyword top 2", "keyword top 30", "embedding_top_k 2 → 30", "dataset default")
     chart = clicked(downloads["deltas-html"]).decode()
@@ -455,7 +473,8 @@ def test_compare_exports_name_both_campaigns_and_what_changed(filled: dict, monk
     assert all(text in chart or json.dumps(text)[1:-1] in chart for text in expected)
     clicked(downloads["deltas-png"])
     title = figures[0].layout.title  # the figure the PNG is drawn from
-    assert all(text in title.subtitle.text for text in expected) and title.text.startswith("B − A per measure")
+    assert all(text in title.subtitle.text for text in expected)
+    assert title.text.startswith("B − A per measure")
 
     # The CSV opens as a table with no option; its context is in columns after the table's own, on every row.
     path = tmp_path / "measures.csv"
@@ -463,13 +482,16 @@ def test_compare_exports_name_both_campaigns_and_what_changed(filled: dict, monk
     table = pd.read_csv(path)
     shown = next(df.value for df in at.dataframe if "signature" in df.value.columns)
     own = [c for c in table.columns if not c.startswith("context: ")]
-    assert own == list(shown.columns) and list(table["measure"]) == list(shown["measure"])
+    assert own == list(shown.columns)
+    assert list(table["measure"]) == list(shown["measure"])
     with path.open(encoding="utf-8-sig", newline="") as file:
         rows = list(csv.DictReader(file))
-    assert len(rows) == len(table) and all(row["measure"] for row in rows)
+    assert len(rows) == len(table)
+    assert all(row["measure"] for row in rows)
     context = rows[-1]
     assert (context["context: A"], context["context: B"], context["context: changed"]) == expected[:3]
-    assert context["context: A id"] == filled["top2"] and "sign-flip randomization" in context["context: test"]
+    assert context["context: A id"] == filled["top2"]
+    assert "sign-flip randomization" in context["context: test"]
     assert table["context: A"].nunique() == 1
     counts = {m.label: m.value for m in at.metric}
     open_section(at, "Questions")
@@ -478,7 +500,8 @@ def test_compare_exports_name_both_campaigns_and_what_changed(filled: dict, monk
     assert set(questions["context: verdicts shown"]) == {"better, worse, new, removed, unscored"}
 
     report = clicked(downloads["report"]).decode()
-    assert network_sources(report) == [] and all(text in report for text in expected)
+    assert network_sources(report) == []
+    assert all(text in report for text in expected)
     verdicts = table_with(report, ["worse", "better", "new", "removed", "unscored", "same"])
     assert dict(zip(verdicts[0], verdicts[1], strict=False)) == {v: str(counts.get(v, 0)) for v in verdicts[0]}
     assert len(table_with(report, ["qid", "question", "verdict"])) == 1 + 12
@@ -498,14 +521,17 @@ def test_the_compare_report_gives_judge_results_under_the_evaluators_names_when_
     at = page_test(db, monkeypatch, "pages/compare.py")
     assert_clean(at)
     first = table_with(clicked(downloads["report"]).decode(), ["qid", "question", "verdict", "A: retrieval"])
-    assert len(first) == 2 and dict(zip(first[0], first[1], strict=False))["B: retrieval_reason"] == "<b>4</b>"
+    assert len(first) == 2
+    assert dict(zip(first[0], first[1], strict=False))["B: retrieval_reason"] == "<b>4</b>"
     names = at.checkbox(key="report-names")
-    assert names.value is False and "evaluators' names" in names.label
+    assert names.value is False
+    assert "evaluators' names" in names.label
     names.check().run()
     assert_clean(at)
     report = clicked(downloads["report"]).decode()
     rows = table_with(report, ["qid", "question", "verdict", "A: retrieval"])
-    assert dict(zip(rows[0], rows[1], strict=False))["A: gpt_retrieval"] == "2" and network_sources(report) == []
+    assert dict(zip(rows[0], rows[1], strict=False))["A: gpt_retrieval"] == "2"
+    assert network_sources(report) == []
 
 
 def test_compare_reads_the_comparison_once_per_new_session(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -532,13 +558,15 @@ def test_compare_sections_keep_their_picks_while_another_is_open(filled: dict, m
     [questions] = [df.value for df in at.dataframe if "verdict" in df.value.columns]
     assert set(questions["verdict"]) == {"same"}
     open_section(at, "Per question")
-    assert picker(at, "Measure").value == "mrr" and chart_titles(at)[0].startswith("mrr per question")
+    assert picker(at, "Measure").value == "mrr"
+    assert chart_titles(at)[0].startswith("mrr per question")
     open_section(at, "Questions")
     assert next(box for box in at.multiselect if box.label == "Verdicts").value == ["same"]
     # Another pair keeps the open section: the same sections for every pair.
     picker(at, "A (baseline)").set_value(filled["top30"]).run()
     picker(at, "B (candidate)").set_value(filled["top2"]).run()
-    assert [box.label for box in at.multiselect] == ["Verdicts"] and not chart_titles(at)
+    assert [box.label for box in at.multiselect] == ["Verdicts"]
+    assert not chart_titles(at)
     assert_clean(at)
 
 
@@ -546,7 +574,8 @@ def test_the_scatter_shows_how_many_questions_share_a_point(filled: dict, monkey
     at = open_section(page_test(filled["db"], monkeypatch, "pages/compare.py"), "Per question")
     [points] = [data for title, _, data in vega_charts(at) if " per question " in title]
     counts = list(points["count"])
-    assert sum(counts) == 12 and max(counts) > 1  # each question counted once; some share a point
+    assert sum(counts) == 12
+    assert max(counts) > 1  # each question counted once; some share a point
     assert list(points["label"]) == [str(c) if c > 1 else "" for c in counts]
 
 
@@ -568,7 +597,8 @@ def test_png_export_is_disabled_with_a_reason_when_no_chromium(filled: dict, mon
     at = page_test(filled["db"], monkeypatch, "pages/compare.py")
     assert_clean(at)
     png = [b for b in at.button if b.label == "PNG"]
-    assert png and all(b.disabled for b in png)
+    assert png
+    assert all(b.disabled for b in png)
     assert "apt-get install chromium" in png[0].help
 
 
@@ -611,7 +641,8 @@ def test_campaign_actions_refuse_with_messages(filled: dict, monkeypatch: pytest
 def test_exports_offer_the_evaluators_names(filled: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     at = page_test(filled["db"], monkeypatch, "pages/campaigns.py")
     names = at.checkbox(key="export-names")
-    assert names.label == "Judge fields under the evaluators' names" and names.value is False
+    assert names.label == "Judge fields under the evaluators' names"
+    assert names.value is False
     names.check().run()
     assert_clean(at)
 
@@ -704,14 +735,18 @@ def test_no_delay_turns_nagle_off_on_the_servers_sockets_only(monkeypatch: pytes
         monkeypatch.setattr(st, "get_option", lambda key: port if key == "server.port" else get_option(key))
         with socket.create_connection(listener.getsockname()) as before:
             opened, _ = listener.accept()
-            assert nodelay(listener) == 0 and nodelay(opened) == 0
+            assert nodelay(listener) == 0
+            assert nodelay(opened) == 0
             ui.no_delay()
             with socket.create_connection(listener.getsockname()) as after:
                 accepted, _ = listener.accept()
-                assert nodelay(listener) == 1 and nodelay(opened) == 1 and nodelay(accepted) == 1
+                assert nodelay(listener) == 1
+                assert nodelay(opened) == 1
+                assert nodelay(accepted) == 1
                 assert nodelay(other) == 0
                 before.sendall(b"x"), after.sendall(b"y")
-                assert opened.recv(1) == b"x" and accepted.recv(1) == b"y"  # the server's sockets still work
+                assert opened.recv(1) == b"x"
+                assert accepted.recv(1) == b"y"  # the server's sockets still work
             accepted.close()
         opened.close()
 
@@ -725,11 +760,13 @@ def test_text_tables_are_static_and_escaped_when_short_and_a_grid_when_long() ->
         ui.text_table(pd.DataFrame({"text": [f"*{n}* [x](http://e.test)" for n in range(rows)]}))
 
     short_table = AppTest.from_function(page, args=(3,)).run()
-    assert not short_table.dataframe and [unescape(v) for v in short_table.table[0].value["text"]] == [
-        f"*{n}* [x](http://e.test)" for n in range(3)]
+    assert not short_table.dataframe
+    assert ([unescape(v) for v in short_table.table[0].value["text"]] == [
+        f"*{n}* [x](http://e.test)" for n in range(3)])
     assert all(v.startswith("\\*") for v in short_table.table[0].value["text"])  # shown as written, not as Markdown
     long_table = AppTest.from_function(page, args=(ui.STATIC_ROWS + 1,)).run()
-    assert not long_table.table and list(long_table.dataframe[0].value["text"])[-1] == "*20* [x](http://e.test)"
+    assert not long_table.table
+    assert list(long_table.dataframe[0].value["text"])[-1] == "*20* [x](http://e.test)"
 
 
 @pytest.mark.parametrize(("source", "trec"), [({"id": "doc 7", "title": "Terms"}, "1 Q0 doc_7 1 1 "),
@@ -750,8 +787,10 @@ def test_an_agent_campaigns_trec_run_names_its_sources_or_says_why_there_is_none
     assert_clean(at)
     button = at.download_button(key="export-trec")
     if trec is not None:
-        assert export_campaign(store, campaign_id, "trec").startswith(trec) and not button.disabled
+        assert export_campaign(store, campaign_id, "trec").startswith(trec)
+        assert not button.disabled
     else:
         with pytest.raises(EvalError, match="no TREC run to write"):
             export_campaign(store, campaign_id, "trec")
-        assert button.disabled and "TREC run: no TREC run to write" in unescape(texts(at))
+        assert button.disabled
+        assert "TREC run: no TREC run to write" in unescape(texts(at))

@@ -92,7 +92,10 @@ def test_once_a_key_exists_every_page_asks_for_one(page: str, store_db: str, mon
     create_key(get_manager(store_db).store, tenant="acme", role="admin", capability="full-access")
     at.run()
     assert titles(at) == ["Sign in"], page
-    assert not at.dataframe and not at.selectbox and not at.metric and not at.sidebar.button
+    assert not at.dataframe
+    assert not at.selectbox
+    assert not at.metric
+    assert not at.sidebar.button
     assert [w.label for w in at.text_input] == ["API key"]
 
 
@@ -132,10 +135,12 @@ def test_wrong_keys_are_refused_alike_and_delayed_more_each_time(store_db: str, 
     assert throttle[1] == [0.0, 0.5, 1.0, 2.0, 4.0]  # applied before the key is even looked at
     assert throttle[0].failures("address:local") == 5
     sign_in(at, good)  # the right key still works, after the wait this address earned
-    assert titles(at) == ["Datasets"] and throttle[1][-1] == 8.0
+    assert titles(at) == ["Datasets"]
+    assert throttle[1][-1] == 8.0
     fresh = open_app(store_db, monkeypatch)  # another session from the same address waits too
     sign_in(fresh, "ek_wrong")
-    assert throttle[1][-1] == 8.0 and throttle[0].failures("address:local") == 6
+    assert throttle[1][-1] == 8.0
+    assert throttle[0].failures("address:local") == 6
 
 
 def test_the_back_off_is_per_session_and_per_address_and_capped() -> None:
@@ -147,7 +152,8 @@ def test_the_back_off_is_per_session_and_per_address_and_capped() -> None:
     assert throttle.delay("session:b", "address:2") == 0.0
     assert throttle.delay("session:b", "address:1") == 5.0  # the address remembers
     assert throttle.attempt("session:a", "address:1", lambda: "ok") == "ok"
-    assert throttle.failures("session:a") == 0 and throttle.failures("address:1") == 5
+    assert throttle.failures("session:a") == 0
+    assert throttle.failures("address:1") == 5
     now[0] = 61.0
     assert throttle.delay("session:b", "address:1") == 0.0  # forgotten after a quiet minute
 
@@ -159,9 +165,11 @@ def test_the_back_off_counts_from_the_last_failure_so_retyping_a_key_is_not_made
         throttle.attempt("session:a", "address:1", lambda: None)
     assert waits == [0.0, 1.0, 2.0, 4.0]
     now[0] = 5.0  # a person takes 5 s to paste the right key: of the 8 s earned, 3 are left
-    assert throttle.attempt("session:a", "address:1", lambda: "ok") == "ok" and waits[-1] == 3.0
+    assert throttle.attempt("session:a", "address:1", lambda: "ok") == "ok"
+    assert waits[-1] == 3.0
     now[0] = 20.0  # typed after the back-off: no wait at all
-    assert throttle.attempt("session:b", "address:1", lambda: "ok") == "ok" and waits[-1] == 0.0
+    assert throttle.attempt("session:b", "address:1", lambda: "ok") == "ok"
+    assert waits[-1] == 0.0
 
 
 def test_parallel_sign_ins_from_one_address_each_wait_what_the_ones_before_earned() -> None:
@@ -238,7 +246,8 @@ def test_a_tenant_sees_only_its_own_campaigns_suites_targets_and_comparisons(
     text = "\n".join(seen)
     for name in ("target", "suite", "campaign-1", "campaign-2"):
         assert two_tenants[f"acme-{name}"] in text or f"acme-{name}" in text
-        assert two_tenants[f"other-{name}"] not in text and f"other-{name}" not in text
+        assert two_tenants[f"other-{name}"] not in text
+        assert f"other-{name}" not in text
 
 
 def test_a_viewer_reads_but_sees_no_control_that_changes_anything(two_tenants: dict[str, str],
@@ -255,11 +264,13 @@ def test_a_viewer_reads_but_sees_no_control_that_changes_anything(two_tenants: d
         assert not button_labels(at) & CHANGE_BUTTONS, page
         assert not at.get("file_uploader")
     at.switch_page("pages/campaigns.py").run()
-    assert at.metric and {"CSV", "JSONL", "TREC run"} <= button_labels(at)  # results and exports stay readable
+    assert at.metric
+    assert {"CSV", "JSONL", "TREC run"} <= button_labels(at)  # results and exports stay readable
     for page in ("pages/run.py", "pages/suites.py"):  # reserved to the workspace's administrators
         at.switch_page(page).run()
         assert not button_labels(at) & CHANGE_BUTTONS, page
-        assert not at.get("file_uploader") and not at.data_editor
+        assert not at.get("file_uploader")
+        assert not at.data_editor
         assert "reserved to the workspace's administrators" in "\n".join(i.value for i in at.info)
 
 
@@ -269,7 +280,8 @@ def test_an_admin_without_full_access_runs_saved_configurations_as_they_are(
     at.switch_page("pages/run.py").run()
     assert_clean(at)
     assert "Launch" in button_labels(at)
-    assert at.text_input(key="cfg-quick-model").disabled and at.selectbox(key="sweep_key").disabled
+    assert at.text_input(key="cfg-quick-model").disabled
+    assert at.selectbox(key="sweep_key").disabled
 
 
 def test_the_engine_refuses_a_viewer_and_hides_other_tenants(two_tenants: dict[str, str]) -> None:
@@ -310,7 +322,8 @@ def test_the_engine_refuses_a_viewer_and_hides_other_tenants(two_tenants: dict[s
             call()
         assert missing.value.message.startswith("no ")  # worded as for an id that does not exist
     assert [t.id for t in list_targets(store, principal=viewer)] == [two_tenants["acme-target"]]
-    assert LOCAL.tenant == "default" and LOCAL.can(Action.CONFIGURE)
+    assert LOCAL.tenant == "default"
+    assert LOCAL.can(Action.CONFIGURE)
 
 
 @pytest.mark.parametrize("address", ["0.0.0.0", "", "192.0.2.1", "example.org"])
@@ -320,7 +333,8 @@ def test_refuses_to_open_beyond_loopback_without_a_key(address: str, store_db: s
     st_config.set_option("server.address", address or None)
     try:
         at = open_app(store_db, monkeypatch)
-        assert not at.title and "keys create --tenant T --role admin" in at.error[0].value
+        assert not at.title
+        assert "keys create --tenant T --role admin" in at.error[0].value
         create_key(get_manager(store_db).store, tenant="acme", role="admin", capability="full-access")
         assert titles(open_app(store_db, monkeypatch)) == ["Sign in"]  # with a key, sign-in guards it
     finally:

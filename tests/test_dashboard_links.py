@@ -73,10 +73,12 @@ def test_a_campaigns_link_opens_that_campaign_its_section_and_question(two: dict
     at = opened(two["db"], monkeypatch, "pages/campaigns.py")
     assert_clean(at)
     assert picker(at, "Campaign").value == two["top5"]  # no link: the newest
-    assert at.query_params["campaign"] == two["top5"] and at.query_params["section"] == "Questions"
+    assert at.query_params["campaign"] == two["top5"]
+    assert at.query_params["section"] == "Questions"
     picker(at, "Campaign").set_value(two["top2"]).run()
     picker(at, "Question").set_value("5").run()
-    assert at.query_params["campaign"] == two["top2"] and at.query_params["question"] == "5"
+    assert at.query_params["campaign"] == two["top2"]
+    assert at.query_params["question"] == "5"
 
     again = opened(two["db"], monkeypatch, "pages/campaigns.py", campaign=two["top2"], question="5",
                    section="Configuration")
@@ -86,7 +88,8 @@ def test_a_campaigns_link_opens_that_campaign_its_section_and_question(two: dict
     assert again.json  # the configuration section is the one drawn
     again.session_state["campaign-section"] = "Questions"
     again.run()
-    assert picker(again, "Question").value == "5" and again.query_params["section"] == "Questions"
+    assert picker(again, "Question").value == "5"
+    assert again.query_params["section"] == "Questions"
 
 
 def test_the_sidebar_gives_the_link_to_copy(two: dict, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,7 +97,8 @@ def test_the_sidebar_gives_the_link_to_copy(two: dict, monkeypatch: pytest.Monke
     assert link(at) == "/datasets?dataset=default&question=0"  # the browser's address where it has one (browser test)
     assert "Link to this view" in at.sidebar.caption[-1].value
     at.selectbox(key="dataset-question").set_value(2).run()  # the question ids of the sample are numbers
-    assert at.query_params["dataset"] == "default" and at.query_params["question"] == "2"
+    assert at.query_params["dataset"] == "default"
+    assert at.query_params["question"] == "2"
     again = opened(two["db"], monkeypatch, "pages/datasets.py", dataset="default", question="2")
     assert again.selectbox(key="dataset-question").value == 2
 
@@ -102,19 +106,23 @@ def test_the_sidebar_gives_the_link_to_copy(two: dict, monkeypatch: pytest.Monke
 def test_a_link_naming_what_does_not_exist_opens_the_default_view(two: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     at = opened(two["db"], monkeypatch, "pages/campaigns.py", campaign="nope", section="Elsewhere", question="x")
     assert_clean(at)
-    assert picker(at, "Campaign").value == two["top5"] and at.session_state["campaign-section"] == "Questions"
+    assert picker(at, "Campaign").value == two["top5"]
+    assert at.session_state["campaign-section"] == "Questions"
     assert at.query_params["campaign"] == two["top5"]
     at = opened(two["db"], monkeypatch, "pages/compare.py", a="nope", tolerance="-3", effect="many", basis="nothing")
     assert_clean(at)
-    assert picker(at, "A (baseline)").value == two["top2"] and at.query_params["effect"] == "0.02"
+    assert picker(at, "A (baseline)").value == two["top2"]
+    assert at.query_params["effect"] == "0.02"
 
 
 def test_a_comparisons_link_opens_its_pair_options_and_tab(two: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     at = opened(two["db"], monkeypatch, "pages/compare.py")
     assert_clean(at)
     assert (picker(at, "A (baseline)").value, picker(at, "B (candidate)").value) == (two["top2"], two["top5"])
-    assert at.query_params["a"] == two["top2"] and at.query_params["section"] == "Measures"
-    assert at.query_params["questions"] == "dataset:default" and at.query_params["mode"] == "pair"
+    assert at.query_params["a"] == two["top2"]
+    assert at.query_params["section"] == "Measures"
+    assert at.query_params["questions"] == "dataset:default"
+    assert at.query_params["mode"] == "pair"
 
     swapped = opened(two["db"], monkeypatch, "pages/compare.py", mode="pair", questions="dataset:default",
                      a=two["top5"], b=two["top2"], basis="rougel", tolerance="0.05", effect="0.1", section="Questions")
@@ -132,7 +140,8 @@ def test_a_comparisons_link_opens_its_pair_options_and_tab(two: dict, monkeypatc
 def test_a_sweeps_link_keeps_its_campaigns(two: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     at = opened(two["db"], monkeypatch, "pages/compare.py", mode="sweep", campaigns=f"{two['top5']},{two['top2']}")
     assert_clean(at)
-    assert at.radio[0].value == "sweep" and at.multiselect[0].value == [two["top5"], two["top2"]]
+    assert at.radio[0].value == "sweep"
+    assert at.multiselect[0].value == [two["top5"], two["top2"]]
     assert at.query_params["campaigns"] == f"{two['top5']},{two['top2']}"
 
 
@@ -151,7 +160,8 @@ def test_the_link_survives_the_sign_in_form(tmp_path: Path, monkeypatch: pytest.
     at.run()
     assert_clean(at)
     assert [t.value for t in at.title] == ["Campaigns"]
-    assert picker(at, "Campaign").value == filled["top2"] and picker(at, "Question").value == "3"
+    assert picker(at, "Campaign").value == filled["top2"]
+    assert picker(at, "Question").value == "3"
     assert at.query_params["campaign"] == filled["top2"]
     get_manager(filled["db"]).close()
 
@@ -184,5 +194,7 @@ def test_the_run_pages_link_keeps_its_questions(two: dict, monkeypatch: pytest.M
     assert (at.query_params["questions"], at.query_params["dataset"]) == ("dataset", "default")
     again = opened(two["db"], monkeypatch, "pages/run.py", questions="suite", suite=suite.id)
     assert_clean(again)
-    assert again.radio(key="run-origin").value == "suite" and picker(again, "Suite").value == suite.id
-    assert again.query_params["suite"] == suite.id and "dataset" not in again.query_params
+    assert again.radio(key="run-origin").value == "suite"
+    assert picker(again, "Suite").value == suite.id
+    assert again.query_params["suite"] == suite.id
+    assert "dataset" not in again.query_params

@@ -30,7 +30,8 @@ def test_the_sidebar_says_what_the_signed_in_key_can_do(role: str, capability: s
     at = sign_in(open_app(db, monkeypatch), secret)
     assert_clean(at)
     sidebar = " ".join(c.value for c in at.sidebar.caption).replace("\\", "")
-    assert f"role **{role}** · capability {capability}" in sidebar and says in sidebar
+    assert f"role **{role}** · capability {capability}" in sidebar
+    assert says in sidebar
     assert Principal("acme", role, capability).abilities in sidebar
 
 
@@ -51,10 +52,13 @@ def test_a_session_token_lasts_until_signed_out_revoked_or_expired(tmp_path) -> 
         key_id, secret = create_key(store, tenant="acme", role="viewer")
         principal = principal_of(store, key_id)
         token = start_session(store, principal)
-        assert token.startswith("es_") and secret not in token and session_principal(store, token) == principal
+        assert token.startswith("es_")
+        assert secret not in token
+        assert session_principal(store, token) == principal
         assert not store.read("SELECT 1 FROM dashboard_sessions WHERE token_hash = ?", (token,))  # only its hash
         assert session_principal(store, secret) is None  # the API key is no session token
-        assert session_principal(store, token + "x") is None and session_principal(store, "") is None
+        assert session_principal(store, token + "x") is None
+        assert session_principal(store, "") is None
         end_session(store, token)
         assert session_principal(store, token) is None
         assert session_principal(store, start_session(store, principal, ttl_s=-1)) is None  # expired
@@ -69,10 +73,13 @@ def test_a_sign_in_is_kept_by_another_tab_and_a_sign_out_ends_it_there(tmp_path,
     _, secret = create_key(get_manager(db).store, tenant="acme", role="admin", capability="full-access")
     first = sign_in(open_app(db, monkeypatch), secret)
     token = first.session_state["_session_token"]
-    assert titles(first) == ["Datasets"] and secret not in token
+    assert titles(first) == ["Datasets"]
+    assert secret not in token
     # The browser is told to keep the token (not the key) for the session's lifetime, for this app only.
     [cookie] = [element.proto.body for element in first.get("html") if "document.cookie" in element.proto.body]
-    assert f"evalcore_session={token}" in cookie and "max-age=43200" in cookie and "SameSite=Strict" in cookie
+    assert f"evalcore_session={token}" in cookie
+    assert "max-age=43200" in cookie
+    assert "SameSite=Strict" in cookie
     second = open_app(db, monkeypatch)  # a new tab: the browser sends the session's cookie
     assert titles(second) == ["Sign in"]
     second.session_state["_session_token"] = token

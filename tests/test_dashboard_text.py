@@ -142,7 +142,8 @@ def check_page(at: AppTest, literal_in_markdown: Sequence[str] = (), literal_in_
     for text in literal_in_plain:
         assert text in plain, text
     for chart in charts(at):
-        assert "<b>b</b>" not in chart and "<img src=x>" not in chart, chart[chart.find("<b>b</b>") - 300:][:600]
+        assert "<b>b</b>" not in chart, chart[chart.find("<b>b</b>") - 300:][:600]
+        assert "<img src=x>" not in chart, chart[chart.find("<b>b</b>") - 300:][:600]
 
 
 def charts(at: AppTest) -> list[str]:
@@ -172,7 +173,8 @@ def test_suites_page(hostile: dict[str, str], monkeypatch: pytest.MonkeyPatch) -
     # A suite's name is one line (spaces collapsed); everything else keeps its line breaks.
     check_page(at, literal_in_plain=[f"{FLAT} · 2 cases · {hostile['suite']}", f"{HOSTILE} · target_"])
     assert list(at.data_editor[0].value["question"]) == [HOSTILE, f"fail {HOSTILE}"]
-    assert at.dataframe[0].value["name"][0] == FLAT and at.dataframe[0].value["configuration"][0] == HOSTILE
+    assert at.dataframe[0].value["name"][0] == FLAT
+    assert at.dataframe[0].value["configuration"][0] == HOSTILE
 
 
 def test_run_page(hostile: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -193,7 +195,8 @@ def test_campaigns_page(hostile: dict[str, str], monkeypatch: pytest.MonkeyPatch
                literal_in_plain=[f"0 {FLAT} · suite {FLAT} · succeeded with 1 failed · ", f"· {hostile['campaign0']}",
                                  f"Answer: {HOSTILE}", f"note: {HOSTILE}", "\t" + FLAT])
     judges = next(df.value for df in at.dataframe if "reason" in df.value.columns)
-    assert set(judges["reason"]) == {HOSTILE} and set(judges["model"]) == {HOSTILE}
+    assert set(judges["reason"]) == {HOSTILE}
+    assert set(judges["model"]) == {HOSTILE}
     retrieved = next(df.value for df in at.dataframe if "hit" in df.value.columns)
     assert list(retrieved["title"]) == [HOSTILE]
     at.selectbox(key=f"question-{hostile['campaign0']}-pick").set_value("1").run()  # the failed question

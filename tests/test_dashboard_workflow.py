@@ -70,14 +70,16 @@ def test_the_campaign_list_shows_names_sources_settings_and_measures(named: dict
     assert {"retriever", "reranker", "generator", "top-k", "ndcg@10", "coverage", "id"} <= set(table.columns)
     rows = table.set_index("id")
     assert rows.loc[named["named"], "name"] == "keyword baseline"
-    assert rows.loc[named["made"], "name"] == "bm25 · top 7 · extractive" and rows.loc[named["made"], "top-k"] == "7"
+    assert rows.loc[named["made"], "name"] == "bm25 · top 7 · extractive"
+    assert rows.loc[named["made"], "top-k"] == "7"
     assert rows.loc[named["suite"], "dataset / suite"] == "suite Refund questions"  # the suite's name, not its id
     assert rows.loc[named["named"], "dataset / suite"] == "dataset default"
     assert 0 <= float(rows.loc[named["named"], "ndcg@10"]) <= 1
     labels = at.selectbox(key="campaign_id-pick").options
     assert any(label.startswith("suite baseline · suite Refund questions · succeeded · ") for label in labels)
     at.text_input(key="campaigns-search").set_value("refund").run()  # search: only the suite's campaign is left
-    assert list(at.dataframe[0].value["id"]) == [named["suite"]] and at.selectbox[0].value == named["suite"]
+    assert list(at.dataframe[0].value["id"]) == [named["suite"]]
+    assert at.selectbox[0].value == named["suite"]
     at.text_input(key="campaigns-search").set_value("no such thing").run()
     assert "No campaign matches" in at.info[0].value
 
@@ -104,9 +106,12 @@ def test_the_run_page_lists_suites_by_name_with_their_settings_and_names_campaig
     at.radio[0].set_value("suite").run()
     assert_clean(at)
     suites = at.dataframe[0].value
-    assert suites["name"][0] == "Refund questions" and suites["dataset"][0] == "default"
-    assert suites["cases"][0] == 2 and suites["retriever"][0] == "hybrid RRF · USE embeddings"
-    assert suites["last campaign"][0] == "succeeded" and 0 <= float(suites["coverage"][0]) <= 1
+    assert suites["name"][0] == "Refund questions"
+    assert suites["dataset"][0] == "default"
+    assert suites["cases"][0] == 2
+    assert suites["retriever"][0] == "hybrid RRF · USE embeddings"
+    assert suites["last campaign"][0] == "succeeded"
+    assert 0 <= float(suites["coverage"][0]) <= 1
     assert at.selectbox(key="suite_id-pick").options == [f"Refund questions · 2 cases · {named['suite_id']}"]
     # The past campaigns on this suite come first among the past configurations.
     starts = next(s for s in at.selectbox if s.label == "Start from")
@@ -143,8 +148,9 @@ def test_a_second_import_under_the_same_name_asks(tmp_path: Path, monkeypatch: p
         if attempt == 0:
             button.click().run()
             # Imported: the uploader is empty again, so nothing warns that the suite just made already exists.
-            assert (uploader(at).value in (None, []) and not at.warning
-                    and "import-import" not in [b.key for b in at.button])
+            assert uploader(at).value in (None, [])
+            assert not at.warning
+            assert "import-import" not in [b.key for b in at.button]
             assert "Imported 1 case into refunds" in unescape(at.success[0].value)
     # The second time: the page says a suite has the name and waits for a choice (or another name).
     assert "A suite named refunds already exists" in unescape(at.warning[0].value)
@@ -155,7 +161,8 @@ def test_a_second_import_under_the_same_name_asks(tmp_path: Path, monkeypatch: p
     assert sorted(s.name for s in list_suites(get_manager(db).store)) == ["refunds", "refunds (2)"]
     uploader(at).set_value(("refunds.csv", CSV.encode(), "text/csv")).run()
     at.text_input(key="import-name").set_value("refunds, EU").run()  # another name: nothing to choose
-    assert not at.warning and not at.button(key="import-import").disabled
+    assert not at.warning
+    assert not at.button(key="import-import").disabled
     at.text_input(key="import-name").set_value("refunds").run()
     at.radio(key="import-existing").set_value("replace").run()
     at.button(key="import-import").click().run()
@@ -202,7 +209,8 @@ def test_the_suite_download_is_the_cli_export_and_imports_back(tmp_path: Path, m
     assert parse_suite_csv(data).cases == list(cases)
     analysis = served[at.download_button(key="suite-download-analysis").proto.url.rsplit("/", 1)[-1].split(".")[0]]
     table = pd.read_csv(io.BytesIO(analysis), keep_default_na=False)  # an analyst's one call
-    assert list(table.columns) == ["question", "expected_answer", "sources"] and len(table) == len(cases)
+    assert list(table.columns) == ["question", "expected_answer", "sources"]
+    assert len(table) == len(cases)
     assert table["question"].tolist() == ["Quel est le délai ?", "'=1+1 ?", "路由器的默认地址是什么？"]
     assert parse_suite_csv(analysis).cases == list(cases)
     assert main(["suites", "import", str(exported), "--name", "round trip", "--target", "default", "--keep-both",
@@ -227,7 +235,8 @@ def test_the_question_browser_finds_questions_by_their_words(tmp_path: Path, mon
     assert len(at.selectbox(key="dataset-question").options) >= 80
     at.text_input(key="dataset-find").set_value("REFUND").run()
     found = at.selectbox(key="dataset-question").options
-    assert found and all("refund" in option.casefold() for option in found)
+    assert found
+    assert all("refund" in option.casefold() for option in found)
     at.text_input(key="dataset-find").set_value("no question says this").run()
     assert_clean(at)
     assert "No question matches." in [c.value for c in at.caption]
@@ -245,18 +254,21 @@ def test_the_questions_of_a_campaign_come_a_page_at_a_time(tmp_path: Path, monke
     at = page_test(db, monkeypatch, "pages/campaigns.py")
     picker = at.selectbox(key=f"question-{campaign_id}-pick")
     overview = next(df.value for df in at.dataframe if "latency s" in df.value.columns)  # the questions' table
-    assert len(picker.options) == 100 and len(overview) == 100  # a page of questions
+    assert len(picker.options) == 100
+    assert len(overview) == 100  # a page of questions
     at.number_input(key=f"page-{campaign_id}").set_value(2).run()
     assert_clean(at)
     picker = at.selectbox(key=f"question-{campaign_id}-pick")
-    assert len(picker.options) == 30 and picker.options[0].startswith("101 · ok · Question number 101")
+    assert len(picker.options) == 30
+    assert picker.options[0].startswith("101 · ok · Question number 101")
     assert [t.value for t in at.text if t.value.startswith("Question: ")] == [("Question: Question number 101 about "
                                                                                "refunds?")]
     # The filter is kept while another section of the campaign is open.
     at.text_input(key="campaign-filter-pick").set_value("number 12").run()
     assert len(at.selectbox(key=f"question-{campaign_id}-pick").options) == 11  # 12 and 120-129
     open_section(at, "Configuration", "campaign-section")
-    assert "campaign-filter-pick" not in [box.key for box in at.text_input] and at.json
+    assert "campaign-filter-pick" not in [box.key for box in at.text_input]
+    assert at.json
     open_section(at, "Questions", "campaign-section")
     assert at.text_input(key="campaign-filter-pick").value == "number 12"
     assert len(at.selectbox(key=f"question-{campaign_id}-pick").options) == 11

@@ -139,7 +139,8 @@ def test_a_dataset_without_passages_is_rejected_and_one_without_questions_loads(
     assert problems == ["empty/corpus.parquet: no rows (a dataset needs at least one passage)"], problems
     # A corpus with no questions yet (imported from documents) is a dataset: its questions come later.
     corpus = load_dataset(write_dataset(tmp_path / "corpus", {**empty, "corpus": TINY["corpus"]}))
-    assert corpus.questions == () and len(corpus.passages) == len(TINY["corpus"]["id"])
+    assert corpus.questions == ()
+    assert len(corpus.passages) == len(TINY["corpus"]["id"])
 
 
 def test_path_outside_the_root_is_refused_for_ids(tmp_path: Path) -> None:
@@ -171,7 +172,8 @@ def test_statistics_of_the_tiny_dataset(tiny_dataset: Path) -> None:
     assert stats.total_answers == 3
     assert stats.avg_relevant_per_labeled_query == pytest.approx(4 / 3)
     assert stats.answer_coverage == "66.67% (2/3)"
-    assert stats.labeled_queries == 3 and stats.unlabeled_queries == 0
+    assert stats.labeled_queries == 3
+    assert stats.unlabeled_queries == 0
     assert stats.distractor_passages == 1
     assert stats.label_distribution == {"1": 1, "2": 1, "3": 2}
     assert (stats.han_share, stats.accented_latin_share) == (pytest.approx(0.2), pytest.approx(0.4))
@@ -191,7 +193,8 @@ def test_cli_check_ok_and_problems(tiny_dataset: Path, tmp_path: Path, capsys) -
     (broken / "answers.parquet").unlink()
     assert cli(["dataset", "check", str(broken)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "answers.parquet: missing file" in err[0]
+    assert len(err) == 1
+    assert "answers.parquet: missing file" in err[0]
     assert "Traceback" not in "".join(err)
 
 

@@ -181,7 +181,8 @@ def test_transitions_add_up_to_the_common_questions(two) -> None:
     assert sum(cell.count for cell in comparison.transitions) == len(common) == 6
     data = comparison.to_dict()
     assert {"a": "retrieval miss", "b": "ok", "count": 1, "qids": [1]} in data["transitions"]
-    assert data["questions"][1]["diagnosis_a"] == "ranking miss" and data["questions"][1]["diagnosis_b"] == "ok"
+    assert data["questions"][1]["diagnosis_a"] == "ranking miss"
+    assert data["questions"][1]["diagnosis_b"] == "ok"
     again = compare_campaigns(manager.store, ids["A"], ids["B"])  # read back from the store
     assert again.transitions == comparison.transitions
 
@@ -201,13 +202,15 @@ def test_cli_show_run_and_compare_print_the_stages(two, capsys: pytest.CaptureFi
     assert main(["campaigns", "show", ids["A"], "--db", str(db)]) == 0
     out = capsys.readouterr().out
     assert "failure attribution (4 of 6 questions labeled)" in out
-    assert "  retrieval miss       1   16.7%" in out and "  failed               1   16.7%" in out
+    assert "  retrieval miss       1   16.7%" in out
+    assert "  failed               1   16.7%" in out
     assert main(["campaigns", "show", ids["A"], "--db", str(db), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["diagnosis"]["generation miss"] == 1
     assert main(["compare", ids["A"], ids["B"], "--db", str(db)]) == 0
     out = capsys.readouterr().out
     assert "failure stages, A (rows) -> B (columns), 6 common questions:" in out
-    assert "  retrieval miss -> ok: 1 (q1)" in out and "  ok -> ranking miss: 1 (q4)" in out
+    assert "  retrieval miss -> ok: 1 (q1)" in out
+    assert "  ok -> ranking miss: 1 (q4)" in out
     row = next(line for line in out.splitlines() if line.startswith("  generation miss   "))
     assert row.split()[-6:] == ["0", "0", "1", "0", "0", "0"]  # rows and columns in stage order
     assert main(["compare", ids["A"], ids["B"], "--db", str(db), "--json"]) == 0
@@ -232,8 +235,9 @@ def test_api_detail_results_and_compare_carry_the_stages(tmp_path: Path) -> None
                                                      "unlabeled", "failed"]
         comparison = client.get(f"/api/v1/compare?a={ids['A']}&b={ids['B']}", headers=headers).json()["data"]
         cells = comparison["comparison"]["transitions"]
-        assert sum(cell["count"] for cell in cells) == 6 and cells[0] == {"a": "retrieval miss", "b": "ok",
-                                                                           "count": 1, "qids": [1]}
+        assert sum(cell["count"] for cell in cells) == 6
+        assert (cells[0] == {"a": "retrieval miss", "b": "ok",
+                                                                           "count": 1, "qids": [1]})
 
 
 def test_a_reranker_pushing_the_relevant_passage_out_of_the_context(tmp_path: Path) -> None:
@@ -265,7 +269,8 @@ def test_a_reranker_pushing_the_relevant_passage_out_of_the_context(tmp_path: Pa
             result = campaign_results(manager.store, campaign_id)[0]
             stages[reranker] = (result.outcome.diagnosis, [h.pid for h in result.outcome.context])
     assert stages["none"] == ("generation miss", [10])
-    assert stages["http"][0] == "ranking miss" and stages["http"][1] != [10]
+    assert stages["http"][0] == "ranking miss"
+    assert stages["http"][1] != [10]
     manager.close()
 
 
@@ -339,10 +344,12 @@ def test_compare_page_shows_the_transitions_and_the_questions_behind_them(two, m
     open_section(at, "Failure stages")
     assert_clean(at)
     matrix = next(df.value for df in at.dataframe if "stage in A" in df.value.columns).set_index("stage in A")
-    assert matrix.loc["retrieval miss", "B: ok"] == 1 and int(matrix.values.sum()) == 6
+    assert matrix.loc["retrieval miss", "B: ok"] == 1
+    assert int(matrix.values.sum()) == 6
     [data] = [data for title, _, data in vega_charts(at) if title.startswith("Failure stage of each common question")]
     bars = {(row.bar, row.stage): row.questions for row in data.itertuples()}
-    assert (bars[("A", "ok")], bars[("B", "ok")], bars[("A", "failed")]) == (1, 3, 1) and ("B", "failed") not in bars
+    assert (bars[("A", "ok")], bars[("B", "ok")], bars[("A", "failed")]) == (1, 3, 1)
+    assert ("B", "failed") not in bars
     picker = at.selectbox(key="compare-transition-pick")
     assert picker.options[0] == "retrieval miss → ok (1)"  # questions that moved come first
     picker.set_value(next(c for c in picker.options if c.startswith("ok → ranking miss"))).run()
@@ -372,7 +379,8 @@ def test_the_html_report_holds_the_stages_and_the_transition_table(two) -> None:
     text = comparison_report(comparison, a, b, source_names(manager.store, [a, b]))
     section = text.split("<h2>Failure stages: A → B</h2>", 1)[1].split("<h2>", 1)[0]
     assert "Failure stage of each common question, in A and in B" in section  # the chart's title
-    assert "<th>stage in A</th>" in section and "<th>B: ok</th>" in section
+    assert "<th>stage in A</th>" in section
+    assert "<th>B: ok</th>" in section
     assert "<th>stage A</th>" in text  # and every question's stage in the last table
 
 

@@ -72,8 +72,10 @@ def test_markdown_gives_its_title_and_its_words_without_marks(tmp_path: Path) ->
     files = by_file(rows)
     assert [d.title for d in report.documents] == ["Router guide", "Garantie", "plain"]
     front = files["front.md"][0]["text"]
-    assert front.startswith("Setup\n\nThe router restarts") and "See the manual and a diagram." in front
-    assert "reset --hard" in front and not any(mark in front for mark in ("#", "](", "**", "```", "---"))
+    assert front.startswith("Setup\n\nThe router restarts")
+    assert "See the manual and a diagram." in front
+    assert "reset --hard" in front
+    assert not any(mark in front for mark in ("#", "](", "**", "```", "---"))
     assert files["heading.markdown"][0]["text"] == f"Intro line\n\nGarantie\n\n{ROUTEUR}\n\nFin du texte."
 
 
@@ -89,23 +91,29 @@ def test_text_in_three_languages_and_in_other_encodings_reads_the_same_character
     })
     report, rows = imported(folder, tmp_path)
     texts = {row["file_name"]: row["text"] for row in rows}
-    assert texts["bom.txt"] == ROUTER and texts["zh-gbk.txt"] == LUYOUQI
-    assert texts["fr.txt"] == ROUTEUR and texts["fr-latin1.txt"] == ROUTEUR.replace("'", " ")
+    assert texts["bom.txt"] == ROUTER
+    assert texts["zh-gbk.txt"] == LUYOUQI
+    assert texts["fr.txt"] == ROUTEUR
+    assert texts["fr-latin1.txt"] == ROUTEUR.replace("'", " ")
     assert texts["fr-short-latin1.txt"] == "Café à emporter, déjà payé."
     assert texts["fr-cp1252.txt"] == "L’été « chaud » coûte 5 €."
     # The same text in another encoding is the same passage, stored once.
     assert {d.file for d in report.documents if d.duplicates} == {"en.txt", "zh.txt", "zh-utf16.text"}
     encodings = {d.file: d.encoding for d in report.documents}
-    assert encodings["en.txt"] is None and encodings["bom.txt"] is None and encodings["zh.txt"] is None
+    assert encodings["en.txt"] is None
+    assert encodings["bom.txt"] is None
+    assert encodings["zh.txt"] is None
     assert encodings["fr-latin1.txt"] == encodings["fr-short-latin1.txt"] == "cp1252"
-    assert encodings["zh-gbk.txt"] == "gb18030" and encodings["zh-utf16.text"] == "utf-16"
+    assert encodings["zh-gbk.txt"] == "gb18030"
+    assert encodings["zh-utf16.text"] == "utf-16"
     assert report.lines()[-1] == "  zh-utf16.text: utf-16"
 
 
 def test_an_encoding_given_is_used_for_every_text_file(tmp_path: Path) -> None:
     folder = folder_of(tmp_path, {"a.txt": "Ça coûte 5 €.".encode("iso8859-15")})
     report, rows = imported(folder, tmp_path, encoding="iso8859-15")
-    assert rows[0]["text"] == "Ça coûte 5 €." and report.documents[0].encoding == "iso8859-15"
+    assert rows[0]["text"] == "Ça coûte 5 €."
+    assert report.documents[0].encoding == "iso8859-15"
     with pytest.raises(EvalError, match="unknown encoding"):
         import_corpus(folder, tmp_path / "other", encoding="klingon")
 
@@ -124,7 +132,8 @@ def test_html_gives_its_title_and_its_text_without_scripts_styles_or_navigation(
     texts = {row["file_name"]: row["text"] for row in rows}
     assert [d.title for d in report.documents] == ["FAQ & help", "常见问题"]
     assert texts["faq.html"] == f"Questions\n\n{ROUTER}\n\nOne item\n\nCafé\n\nline 1\nline 2"
-    assert texts["gbk.htm"] == f"常见问题\n\n{LUYOUQI}" and report.documents[1].encoding == "gb2312"
+    assert texts["gbk.htm"] == f"常见问题\n\n{LUYOUQI}"
+    assert report.documents[1].encoding == "gb2312"
 
 
 def test_pdf_pages_titles_and_chinese_text_come_through(tmp_path: Path) -> None:
@@ -138,9 +147,11 @@ def test_pdf_pages_titles_and_chinese_text_come_through(tmp_path: Path) -> None:
     guide = by_file(rows)["guide.pdf"]
     assert [(row["page"], row["position"]) for row in guide] == [(1, 0), (2, 1), (3, 2), (5, 3)]
     assert {row["title"] for row in guide} == {"Router guide 指南"}
-    assert guide[0]["text"] == ROUTER and guide[1]["text"] == ROUTER.upper()
+    assert guide[0]["text"] == ROUTER
+    assert guide[1]["text"] == ROUTER.upper()
     assert guide[2]["text"] == "路由器在固件更新完成后会重新启动。\n\nLe routeur redémarre après la"  # lines joined
-    assert report.documents[0].pages == 5 and report.documents[1].title == "untitled"
+    assert report.documents[0].pages == 5
+    assert report.documents[1].title == "untitled"
     assert [(s.file, s.page) for s in report.pages_without_text] == [("guide.pdf", 4)]
     assert report.pages_without_text[0].reason == "an image only, no text (a scan? run OCR on it first)"
 
@@ -173,7 +184,8 @@ def test_a_long_text_cut_a_block_at_a_time_has_the_windows_of_the_whole_text(mon
 def test_identical_passages_are_stored_once_under_ids_made_from_their_text(tmp_path: Path) -> None:
     folder = folder_of(tmp_path, {"a.txt": ROUTER, "copy/a.txt": ROUTER, "b.md": f"{ROUTEUR}\n"})
     report, rows = imported(folder, tmp_path)
-    assert report.passages == 2 and report.duplicates == 1
+    assert report.passages == 2
+    assert report.duplicates == 1
     assert [(d.file, d.passages, d.duplicates) for d in report.documents] == [("a.txt", 1, 0), ("b.md", 1, 0),
                                                                                ("copy/a.txt", 0, 1)]
     assert "(1 identical passages stored once)" in report.summary()
@@ -203,11 +215,14 @@ def test_the_dataset_loads_with_no_questions_and_its_passages_name_their_file(tm
     write_mixed_folder(tmp_path / "docs", 10)
     report = import_corpus(tmp_path / "docs", tmp_path / "corpus")
     dataset = load_dataset(tmp_path / "corpus")
-    assert dataset.questions == () and len(dataset.passages) == report.passages > 10
+    assert dataset.questions == ()
+    assert len(dataset.passages) == report.passages > 10
     assert {p.file_name for p in dataset.passages} == {d.file for d in report.documents}
     assert {p.title for p in dataset.passages} == {d.title for d in report.documents}
     stats = dataset_stats(dataset)
-    assert stats.total_queries == 0 and stats.answer_share == 0.0 and stats.han_share > 0
+    assert stats.total_queries == 0
+    assert stats.answer_share == 0.0
+    assert stats.han_share > 0
     assert sorted(p.name for p in (tmp_path / "corpus").iterdir()) == sorted(
         ["answers.parquet", "corpus.parquet", "import.json", "qas.parquet", "qrels.parquet", "queries.parquet"])
     assert [p for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary folder left
@@ -246,7 +261,8 @@ def test_unreadable_files_are_skipped_each_with_its_reason(tmp_path: Path) -> No
     assert why["broken.pdf"].startswith("not a readable PDF")
     assert why["fake.docx"] == "not a Word document (.docx is a zip archive, and this file is none)"
     assert why["binary.txt"] == "binary content, not text (it holds NUL bytes)"
-    assert report.hidden == 2 and len(rows) == 2
+    assert report.hidden == 2
+    assert len(rows) == 2
     assert not any("Traceback" in line or "Error:" in line for line in report.lines())
 
 
@@ -264,7 +280,8 @@ def test_a_zip_bomb_named_docx_is_refused_before_anything_is_inflated(tmp_path: 
         report = import_corpus(folder, tmp_path / "out", limits=Limits(file_bytes=16 * 2**20))
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert report is None and peak < 4 * 2**20, peak
+    assert report is None, peak
+    assert peak < 4 * 2**20, peak
     assert ("bomb.docx: unpacks to 64.0 MB, more than the limit of 16.0 MB (EVALCORE_IMPORT_FILE_MB): not read "
             "(a zip bomb?)") in error.value.problems, error.value.problems
     assert not (tmp_path / "out").exists()
@@ -328,7 +345,8 @@ def test_file_names_with_control_characters_or_invalid_bytes_and_links_out_are_s
     assert why["latin-\ufffdt\ufffd.txt"] == "its name is not valid UTF-8: rename the file"
     assert why["link-out.txt"] == "a link to a file outside the folder: not followed"
     assert why["pipe.txt"] == "not a regular file"
-    assert [d.file for d in report.documents] == ["link-in.txt", "ok.txt"] and report.duplicates == 1
+    assert [d.file for d in report.documents] == ["link-in.txt", "ok.txt"]
+    assert report.duplicates == 1
     assert "secret" not in str(rows)
 
 
@@ -362,7 +380,8 @@ def test_an_interrupted_import_leaves_nothing_and_a_replaced_dataset_is_replaced
         import_corpus(folder, tmp_path / "out")
     (folder / "b.txt").unlink()
     report = import_corpus(folder, tmp_path / "out", replace=True)
-    assert report.passages == 1 and len(load_dataset(tmp_path / "out").passages) == 1
+    assert report.passages == 1
+    assert len(load_dataset(tmp_path / "out").passages) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs", "out"]
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "keep.txt").write_text("mine", encoding="utf-8")
@@ -391,7 +410,8 @@ def test_a_pdf_is_read_in_the_memory_of_one_page_whatever_its_number_of_pages(tm
     _, pages, count = read_pdf(path, lambda page, reason: None)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert count == 40 and pages[39] == (40, f"{ROUTER} Page 39.")
+    assert count == 40
+    assert pages[39] == (40, f"{ROUTER} Page 39.")
     assert peak < 6 * 2**20, peak
 
 
@@ -402,7 +422,8 @@ def test_an_import_being_written_is_not_listed_as_a_dataset(tmp_path: Path, monk
     folder = folder_of(tmp_path / "in", {"a.txt": ROUTER})
     seen: list[list[str]] = []
     import_corpus(folder, tmp_path / "uploads-a", progress=lambda done, total, name: seen.append(list_datasets()))
-    assert seen and all(listed == ["default"] for listed in seen)
+    assert seen
+    assert all(listed == ["default"] for listed in seen)
     # While the files are written, the temporary folder already holds corpus.parquet: it is hidden.
     scratch = tmp_path / ".uploads-b.importing-0"
     scratch.mkdir()

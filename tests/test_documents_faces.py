@@ -57,9 +57,11 @@ def test_corpus_import_prints_what_it_read_and_skipped(tmp_path: Path, capsys: p
     assert "a dataset already exists there" in capsys.readouterr().err
     assert main(["corpus", "import", str(folder), "--out", str(out), "--replace", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["chunk_size"] == 200 and [d["file"] for d in report["documents"]] == [
-        "faq.md", "manuals/router.pdf", "terms.docx"]
-    assert report["documents"][1]["title"] == "Router manual" and report["documents"][1]["pages"] == 1
+    assert report["chunk_size"] == 200
+    assert ([d["file"] for d in report["documents"]] == [
+        "faq.md", "manuals/router.pdf", "terms.docx"])
+    assert report["documents"][1]["title"] == "Router manual"
+    assert report["documents"][1]["pages"] == 1
 
 
 def test_corpus_import_refuses_bad_settings_and_folders_without_documents(tmp_path: Path,
@@ -79,7 +81,8 @@ def test_corpus_import_refuses_bad_settings_and_folders_without_documents(tmp_pa
         f"error: {tmp_path / 'nothing'}: no document to import (1 file, none readable); nothing was written",
         ("error: photo.jpg: unknown type (.jpg): the formats read are .md, .markdown, .txt, .text, .html, .htm, .pdf, "
          ".docx")]
-    assert not (tmp_path / "a").exists() and not (tmp_path / "c").exists()
+    assert not (tmp_path / "a").exists()
+    assert not (tmp_path / "c").exists()
 
 
 # --- campaigns and suites -----------------------------------------------------------------------------------------
@@ -123,24 +126,29 @@ def test_the_api_imports_only_the_operators_folders(api: Api, tmp_path: Path, mo
         refused = error_of(api.call("POST", "/api/v1/datasets/import", json={"folder": reference,
                                                                                "dataset_id": "stolen"}), 403)
         # The answer names what is allowed, never where the allowed folders are.
-        assert "EVALCORE_IMPORT_DIRS" in refused["message"] and str(folder) not in refused["message"], reference
+        assert "EVALCORE_IMPORT_DIRS" in refused["message"], reference
+        assert str(folder) not in refused["message"], reference
     assert not (root / "stolen").exists()
     nul = error_of(api.call("POST", "/api/v1/datasets/import", json={"folder": "shared/a\u0000b", "dataset_id": "x"}),
                    422)
-    assert nul["field"] == "folder" and "control characters" in nul["message"]
+    assert nul["field"] == "folder"
+    assert "control characters" in nul["message"]
     viewer = api.call("POST", "/api/v1/datasets/import", "viewer", json={"folder": "shared", "dataset_id": "v"})
     error_of(viewer, 403)
     made = api.call("POST", "/api/v1/datasets/import", json={"folder": "shared", "dataset_id": "shared-docs",
                                                              "chunk_size": 50})
     assert made.status_code == 201, made.text
     report = made.json()["data"]["report"]
-    assert report["dataset"] == "shared-docs" and report["passages"] == 3 and report["chunk_size"] == 50
+    assert report["dataset"] == "shared-docs"
+    assert report["passages"] == 3
+    assert report["chunk_size"] == 50
     assert {s["file"] for s in report["skipped"]} == {"empty.txt", "notes.odt", "escape"}
     assert str(tmp_path) not in made.text
     assert len(load_dataset(root / "shared-docs").passages) == 3
     body = {"folder": "shared", "dataset_id": "shared-docs"}
     taken = error_of(api.call("POST", "/api/v1/datasets/import", json=body), 422)
-    assert taken["field"] == "dataset_id" and "already exists" in taken["message"]
+    assert taken["field"] == "dataset_id"
+    assert "already exists" in taken["message"]
     bad = error_of(api.call("POST", "/api/v1/datasets/import", json={"folder": "shared", "dataset_id": "x",
                                                                      "chunk_size": 2}), 422)
     assert bad["field"] == "chunk_size"
@@ -148,7 +156,8 @@ def test_the_api_imports_only_the_operators_folders(api: Api, tmp_path: Path, mo
     empty = error_of(api.call("POST", "/api/v1/datasets/import", json={"folder": "shared/manuals/nothing",
                                                                        "dataset_id": "nothing"}), 422)
     assert empty["message"].startswith("shared/manuals/nothing: no document to import (no file)")
-    assert not (root / "nothing").exists() and str(tmp_path) not in empty["message"]
+    assert not (root / "nothing").exists()
+    assert str(tmp_path) not in empty["message"]
     # The new dataset is an id every route takes; a campaign on it says it has no questions yet.
     task = error_of(api.call("POST", "/api/v1/evaluation", json={"dataset_id": "shared-docs"}), 422)
     assert "no questions yet" in task["message"]
@@ -179,10 +188,13 @@ def test_the_datasets_page_imports_uploaded_documents_and_shows_the_corpus(tmp_p
     assert unescape(at.success[0].value).startswith("read 7 documents (")
     skipped = at.table[0].value
     assert [unescape(file) for file in skipped["file"]] == ["mixed.zip: ../outside.md", "broken.docx"]
-    assert not (tmp_path / "uploads" / "outside.md").exists() and not (tmp_path / "outside.md").exists()
+    assert not (tmp_path / "uploads" / "outside.md").exists()
+    assert not (tmp_path / "outside.md").exists()
     assert "No questions yet" in unescape("\n".join(c.value for c in at.caption))
-    assert int(at.metric[0].value) == 0 and int(at.metric[1].value) == len(load_dataset(saved).passages)
+    assert int(at.metric[0].value) == 0
+    assert int(at.metric[1].value) == len(load_dataset(saved).passages)
     files = at.dataframe[0].value
-    assert "router.pdf" in set(files["file"]) and "Router manual" in set(files["title"])
+    assert "router.pdf" in set(files["file"])
+    assert "Router manual" in set(files["title"])
     at.run()  # the report shows once, after the import
     assert not at.success

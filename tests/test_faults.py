@@ -19,6 +19,8 @@ def test_a_short_fault_drill_loses_repeats_and_leaves_stuck_nothing(tmp_path: Pa
     outcome = run_drill(Drill(campaigns=3, questions=12, lease_s=4.0, delay_s=0.2, flood=12, deadline_s=180), tmp_path,
                         say=lambda line: None)
     assert (outcome.lost, outcome.duplicated, outcome.stuck) == (0, 0, []), outcome
-    assert outcome.statuses == {"succeeded": 3} and outcome.pairwise == "succeeded", outcome
-    assert outcome.probes > 0 and outcome.probes_within_1s == outcome.probes, outcome.log
+    assert outcome.statuses == {"succeeded": 3}, outcome
+    assert outcome.pairwise == "succeeded", outcome
+    assert outcome.probes > 0, outcome.log
+    assert outcome.probes_within_1s == outcome.probes, outcome.log
     assert set(outcome.flood_answers) <= {202, 409}, outcome.flood_answers

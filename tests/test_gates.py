@@ -74,7 +74,8 @@ def test_a_run_passes_its_gates_and_fails_under_a_mark(baseline, tmp_path, capsy
     assert code == Exit.PASSED == 0
     assert "checks: 1 of 1 passed; exit code 0 (passed)" in out
     case = ET.parse(tmp_path / "ok.xml").getroot().find("testsuite/testcase")
-    assert case is not None and case.get("name") == f"ndcg@10 >= {ndcg - 0.01:.4f}".rstrip("0")
+    assert case is not None
+    assert case.get("name") == f"ndcg@10 >= {ndcg - 0.01:.4f}".rstrip("0")
     assert case.find("failure") is None
 
     code, out = run(capsys, db, "--fail-under", f"ndcg@10={ndcg + 0.01:.4f}", "--fail-under", "rougel=0",
@@ -88,7 +89,9 @@ def test_a_run_passes_its_gates_and_fails_under_a_mark(baseline, tmp_path, capsy
     assert [case.find("failure") is not None for case in root.iter("testcase")] == [True, False]
     text = summary.read_text(encoding="utf-8")
     assert text.count("### evalcore run") == 2  # appended, once per run
-    assert "**exit code 4: gate failed**" in text and "| **FAIL** |" in text and "| pass |" in text
+    assert "**exit code 4: gate failed**" in text
+    assert "| **FAIL** |" in text
+    assert "| pass |" in text
 
 
 def test_the_gate_mean_is_the_campaigns_aggregate(baseline) -> None:
@@ -101,7 +104,8 @@ def test_the_gate_mean_is_the_campaigns_aggregate(baseline) -> None:
     assert check.value == pytest.approx(means["ndcg@10"], abs=1e-12)
     values = [row_values(row)["ndcg@10"] for row in rows if "ndcg@10" in row_values(row)]
     (lower,) = campaign_checks([parse_gate("ndcg@10=0", "lower")], rows)
-    assert lower.value == pytest.approx(bootstrap_ci(values)[0]) and lower.value < check.value
+    assert lower.value == pytest.approx(bootstrap_ci(values)[0])
+    assert lower.value < check.value
 
 
 def test_the_lower_bound_fails_a_mean_that_passes(baseline, tmp_path, capsys) -> None:
@@ -110,7 +114,9 @@ def test_the_lower_bound_fails_a_mean_that_passes(baseline, tmp_path, capsys) ->
     mark = f"ndcg@10={means['ndcg@10'] - 0.005:.4f}"  # under the mean, above its pessimistic bound
     assert run(capsys, db, "--fail-under", mark)[0] == 0
     code, out = run(capsys, db, "--fail-under", mark, "--gate-bound", "lower")
-    assert code == 4 and "pessimistic 95% bound" in out and "under the mark" in out
+    assert code == 4
+    assert "pessimistic 95% bound" in out
+    assert "under the mark" in out
 
 
 def test_the_gates_table_of_a_configuration(baseline, tmp_path, capsys) -> None:
@@ -123,7 +129,8 @@ def test_the_gates_table_of_a_configuration(baseline, tmp_path, capsys) -> None:
     assert TargetConfig.from_toml(config) == TargetConfig(retriever="bm25", generator="extractive")
     assert [g.measure for g in gates_from_toml(config)] == ["ndcg@10", "coverage"]
     code, out = run(capsys, db, "--config", str(config))
-    assert code == 4 and "checks: 1 of 2 passed" in out
+    assert code == 4
+    assert "checks: 1 of 2 passed" in out
     # --fail-under adds to the table, and replaces the mark of a measure it names
     assert run(capsys, db, "--config", str(config), "--fail-under", "ndcg@10=0.1")[0] == 0
 
@@ -137,7 +144,9 @@ def test_a_bad_gate_is_an_error_before_anything_runs(tmp_path, capsys, argv, say
     db = tmp_path / "bad.db"
     assert main(["run", "--dataset", SAMPLE, "--db", str(db), *argv]) == Exit.ERROR == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and says in err and len(err.splitlines()) == 1
+    assert err.startswith("error: ")
+    assert says in err
+    assert len(err.splitlines()) == 1
     with stored(db) as store:
         assert list_campaigns(store) == []
 
@@ -159,7 +168,8 @@ def test_compare_fails_on_a_significant_regression_only(baseline, tmp_path, caps
         bad = next(c.id for c in list_campaigns(store) if c.name == "top1")
         comparison = compare_campaigns(store, good, bad)
     deltas = {m.measure: m for m in comparison.measures}
-    assert deltas["ndcg@10"].significant and not deltas["ndcg@10"].improved
+    assert deltas["ndcg@10"].significant
+    assert not deltas["ndcg@10"].improved
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     junit = tmp_path / "compare.xml"
@@ -251,14 +261,16 @@ class Build:
 def test_the_first_commands_of_the_ci_page_run_as_written_on_the_sample(tmp_path) -> None:
     """Each line of the page's first block, in a fresh folder: exit 0, as the page says (no model needed)."""
     commands = [line for line in doc_blocks("bash")[0].splitlines() if line.strip()]
-    assert len(commands) == 4 and not any("judge" in line for line in commands)
+    assert len(commands) == 4
+    assert not any("judge" in line for line in commands)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALCORE_DB": str(tmp_path / "ci.db"),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     for command in commands:
         done = subprocess.run(["bash", "--noprofile", "--norc", "-c", command], cwd=tmp_path, env=env,
                               capture_output=True, text=True, check=False, timeout=300)
         assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
-    assert (tmp_path / "run.xml").is_file() and (tmp_path / "compare.xml").is_file()
+    assert (tmp_path / "run.xml").is_file()
+    assert (tmp_path / "compare.xml").is_file()
 
 
 def test_the_ci_job_of_the_docs_runs_as_written(tmp_path) -> None:
@@ -266,20 +278,26 @@ def test_the_ci_job_of_the_docs_runs_as_written(tmp_path) -> None:
     assert "[gates]" in config
     build = Build(tmp_path)
     code, out = build.run(config)
-    assert code == 0 and "no baseline yet" in out
+    assert code == 0
+    assert "no baseline yet" in out
     code, out = build.run(config)  # the same configuration again: compared, nothing worse
-    assert code == 0 and "checks: " in out and "regression failed" not in out
+    assert code == 0
+    assert "checks: " in out
+    assert "regression failed" not in out
     # One passage per question: nDCG@10 falls under the gate's mark, and the run step fails the build.
     code, out = build.run("embedding_top_k = 1\n" + config)
-    assert code == Exit.GATE_FAILED and "gate failed: ndcg@10 >= 0.7" in out
+    assert code == Exit.GATE_FAILED
+    assert "gate failed: ndcg@10 >= 0.7" in out
     # Two passages: over the mark, but significantly worse than the last saved baseline.
     code, out = build.run("embedding_top_k = 2\n" + config)
-    assert code == Exit.WORSE and "regression failed: ndcg@10 is significantly worse: " in out
+    assert code == Exit.WORSE
+    assert "regression failed: ndcg@10 is significantly worse: " in out
     assert "not significantly worse" not in out
     assert sorted(path.name for path in (tmp_path / "build4").glob("evalcore-*.xml")) == \
         ["evalcore-compare.xml", "evalcore-run.xml"]
     summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
-    assert summary.count("### evalcore run") == 4 and summary.count("### evalcore compare") == 2
+    assert summary.count("### evalcore run") == 4
+    assert summary.count("### evalcore compare") == 2
 
 
 def test_a_sweep_gates_each_campaign(tmp_path, capsys) -> None:
@@ -287,6 +305,8 @@ def test_a_sweep_gates_each_campaign(tmp_path, capsys) -> None:
                     "--junit", str(tmp_path / "sweep.xml"))
     assert code == Exit.GATE_FAILED
     failed = [line for line in out.splitlines() if line.startswith("gate failed")]
-    assert len(failed) == 1 and "bm25 · top 1 · extractive: ndcg@10 >= 0.7" in failed[0]
+    assert len(failed) == 1
+    assert "bm25 · top 1 · extractive: ndcg@10 >= 0.7" in failed[0]
     cases = [case.get("name") for case in ET.parse(tmp_path / "sweep.xml").getroot().iter("testcase")]
-    assert len(cases) == 2 and all(name.endswith(": ndcg@10 >= 0.7") for name in cases)
+    assert len(cases) == 2
+    assert all(name.endswith(": ndcg@10 >= 0.7") for name in cases)

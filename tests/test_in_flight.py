@@ -74,7 +74,8 @@ def test_questions_past_the_threads_wait_and_the_first_thread_free_takes_the_nex
     # Nothing is collected meanwhile: the threads take the waiting questions themselves, two at a time.
     assert until(lambda: len(work.started) == 12 and work.running == 0), work.started
     assert work.most == 2
-    assert sorted(work.started) == list(range(12)) and work.started[2:] == sorted(work.started[2:])
+    assert sorted(work.started) == list(range(12))
+    assert work.started[2:] == sorted(work.started[2:])
     collected = collect_all(in_flight)
     assert {position: outcome.answer for position, outcome in collected.items()} == {
         position: f"answer {position}" for position in range(12)}
@@ -109,7 +110,8 @@ def test_after_a_failure_no_question_starts_until_the_collector_has_seen_it(hand
     assert [(position, outcome.error) for position, outcome in first] == [(0, "failure 0")]
     assert work.started == [0]  # the collector may still stop the campaign here: nothing more has started
     collected = collect_all(in_flight)
-    assert sorted(collected) == [1, 2, 3] and work.started == [0, 1, 2, 3]
+    assert sorted(collected) == [1, 2, 3]
+    assert work.started == [0, 1, 2, 3]
     in_flight.close()
 
 
@@ -160,7 +162,8 @@ def test_once_stopped_no_waiting_question_starts() -> None:
     assert until(lambda: work.running == 0)
     assert [position for position, _ in in_flight.collect()] == [0]
     time.sleep(0.2)
-    assert in_flight.collect() == [] and work.started == [0]
+    assert in_flight.collect() == []
+    assert work.started == [0]
     in_flight.drop_waiting()
     assert not len(in_flight)
     in_flight.close()

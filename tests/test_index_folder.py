@@ -78,13 +78,15 @@ def test_stores_in_different_folders_share_one_build(builds: list[Path], tmp_pat
     finally:
         for manager in managers:
             manager.close()
-    assert len(builds) == 1 and builds[0].parent == tmp_path / "indexes"
+    assert len(builds) == 1
+    assert builds[0].parent == tmp_path / "indexes"
     assert not any((tmp_path / name / "index").exists() for name in ("first", "second", "third"))
 
 
 def test_another_process_reads_the_index_built_here(builds: list[Path], tmp_path: Path) -> None:
     built = build_knowledge_base(corpus(), chunk_size=None)
-    assert len(builds) == 1 and not built.loaded_from_cache
+    assert len(builds) == 1
+    assert not built.loaded_from_cache
     code = ("import json\nfrom evalcore.targets.knowledge import build_knowledge_base\n"
             "from evalcore.testing.corpus import corpus\n"
             "kb = build_knowledge_base(corpus(), chunk_size=None)\n"
@@ -92,7 +94,10 @@ def test_another_process_reads_the_index_built_here(builds: list[Path], tmp_path
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     loaded, folder = json.loads(done.stdout.strip().splitlines()[-1])
-    assert loaded and Path(folder) == built.folder
+    assert loaded
+    assert Path(folder) == built.folder
     # Other chunking settings are another index, beside it.
     other = build_knowledge_base(corpus(), chunk_size=8, chunk_overlap=2)
-    assert len(builds) == 2 and other.folder.parent == built.folder.parent and other.folder != built.folder
+    assert len(builds) == 2
+    assert other.folder.parent == built.folder.parent
+    assert other.folder != built.folder

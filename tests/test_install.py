@@ -143,7 +143,8 @@ def test_a_notebook_started_in_examples_imports_the_installed_package(installed:
             "NotebookClient(book, timeout=120, kernel_name='python3').execute()\n"
             "print(book.cells[0].outputs[0]['text'])")
     printed = installed.run("python", "-c", code, cwd=installed.work / "examples").stdout.split()
-    assert Path(printed[0]).is_relative_to(installed.bin.parent) and printed[1] == "91"
+    assert Path(printed[0]).is_relative_to(installed.bin.parent)
+    assert printed[1] == "91"
 
 
 @contextmanager
@@ -235,4 +236,5 @@ def test_a_copy_of_the_package_without_the_dashboard_says_how_to_get_it(tmp_path
     monkeypatch.setattr(dashboard, "PACKAGE", tmp_path / "evalcore")
     assert main(["dashboard"]) == 2
     error = capsys.readouterr().err
-    assert "the dashboard is not installed with this copy of evalcore" in error and "pip install ." in error
+    assert "the dashboard is not installed with this copy of evalcore" in error
+    assert "pip install ." in error

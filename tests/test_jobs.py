@@ -108,7 +108,8 @@ def test_workers_keep_the_caps_per_process_and_per_tenant(store: Store) -> None:
         wait_until(lambda: workers.running() == 2)
         time.sleep(0.3)  # rounds of claiming: still one of acme's, and globex's
         statuses = [get_job(store, i).status for i in ids]
-        assert statuses.count(JobStatus.RUNNING) == 2 and statuses[3] == JobStatus.RUNNING
+        assert statuses.count(JobStatus.RUNNING) == 2
+        assert statuses[3] == JobStatus.RUNNING
         kind.gate.set()
         wait_until(lambda: all(not get_job(store, i).active for i in ids))
     finally:
@@ -169,7 +170,8 @@ def test_a_job_whose_worker_stopped_is_resumed_elsewhere_asking_only_the_rest(st
     finally:
         second.close()
     assert get_job(store, job_id).result == {"sum": 150}
-    assert sorted(position for _, position in kind.ran) == list(range(6)) and done == 2  # none asked twice
+    assert sorted(position for _, position in kind.ran) == list(range(6))
+    assert done == 2  # none asked twice
 
 
 def test_a_running_job_whose_lease_ran_out_goes_back_to_the_queue(store: Store) -> None:
@@ -197,7 +199,8 @@ def test_the_pairwise_request_answers_at_once_and_health_and_reads_answer_while_
         assert httpx.get(f"{api.url}/api/v1/health", timeout=30).status_code == 200
         assert api.call("GET", "/api/v1/campaigns", key="other").status_code == 200
         listed = api.call("GET", "/api/v1/jobs", params={"kind": "pairwise"}).json()["data"]["jobs"]
-        assert [job["id"] for job in listed] == [job_id] and listed[0]["status"] == "running"
+        assert [job["id"] for job in listed] == [job_id]
+        assert listed[0]["status"] == "running"
         assert api.call("POST", f"/api/v1/jobs/{job_id}/cancel", key="viewer").status_code == 403
         assert api.call("POST", f"/api/v1/jobs/{job_id}/cancel").status_code == 202
         wait_until(lambda: api.call("GET", f"/api/v1/jobs/{job_id}").json()["data"]["job"]["status"] == "cancelled")

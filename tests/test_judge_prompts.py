@@ -126,7 +126,8 @@ def test_the_run_page_checks_an_own_prompt_as_it_is_typed_previews_it_and_launch
     assert not at.warning
     preview = next(block.value for block in at.code if "strict grader" in block.value)
     first = load_dataset(resolve_dataset("default")).questions[0]  # the sample's first question fills the preview
-    assert f"Question: {first.text}" in preview and first.references[0] in preview
+    assert f"Question: {first.text}" in preview
+    assert first.references[0] in preview
     assert "Answer: (the answer, once the target has given it)" in preview
     with FakeOpenAIServer(scored) as server:
         at.text_input(key=f"{key}-judge_model").set_value("judge-mini")
@@ -162,7 +163,8 @@ def test_the_api_takes_an_own_prompt_in_a_run_body_and_refuses_a_bad_one(tmp_pat
         manager = app.state.manager
         manager.wait(task["id"], timeout=60)
         bad = client.post("/api/v1/evaluation", json={**body, "judge_prompts": {"score": "prompts/score.txt"}})
-    assert bad.status_code == 422 and "judge_prompts.score: expected a [system] line" in bad.text
+    assert bad.status_code == 422
+    assert "judge_prompts.score: expected a [system] line" in bad.text
     stored = get_campaign(manager.store, task["id"])
     assert stored.config["judge_prompts"] == {"score": OWN}
     assert campaign_results(manager.store, task["id"])[0].outcome.judges["score"].score == 2.0

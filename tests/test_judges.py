@@ -75,7 +75,8 @@ UNREADABLE = [
 @pytest.mark.parametrize("name,text,score,reason", LIKERT, ids=[t[0] for t in LIKERT])
 def test_likert_replies_are_read(name, text, score, reason):
     reading = judges.parse_reply(text, "likert")
-    assert reading is not None and reading.score == score
+    assert reading is not None
+    assert reading.score == score
     if reason is not None:
         assert reading.reason == reason
     assert reading.reason
@@ -111,9 +112,12 @@ def test_every_judge_has_a_versioned_prompt_with_a_stable_hash():
     hashes = set()
     for name in judges.JUDGES:
         prompt = judges.load_prompt(name)
-        assert prompt.version and prompt.output in ("likert", "label", "claims") and len(prompt.hash) == 16
-        assert "JSON" in prompt.system and "{" not in prompt.user.replace("{question}", "").replace(
-            "{answer}", "").replace("{context}", "").replace("{expected}", "")
+        assert prompt.version
+        assert prompt.output in ("likert", "label", "claims")
+        assert len(prompt.hash) == 16
+        assert "JSON" in prompt.system
+        assert ("{" not in prompt.user.replace("{question}", "").replace(
+            "{answer}", "").replace("{context}", "").replace("{expected}", ""))
         assert judges.signature(name) == judges.signature(name)
         hashes.add(prompt.hash)
     assert len(hashes) == len(judges.JUDGES)
@@ -127,22 +131,27 @@ def test_messages_fill_placeholders_once_and_number_passages():
     prompt = judges.load_prompt("groundedness")
     messages = judges.build_messages(prompt, question="Q {answer}?", answer="A", context=["one", "two"], expected=None)
     user = messages[1]["content"]
-    assert "Q {answer}?" in user and "[1] one" in user and "[2] two" in user
+    assert "Q {answer}?" in user
+    assert "[1] one" in user
+    assert "[2] two" in user
     assert "(no passage was retrieved)" in judges.build_messages(
         prompt, question="q", answer="a", context=[], expected=None)[1]["content"]
     long = judges.format_context(["x" * 5000] * 20)
-    assert long.count("x" * 5000) == 20 and "left out" not in long  # whole, however long
+    assert long.count("x" * 5000) == 20
+    assert "left out" not in long  # whole, however long
 
 
 def test_a_judge_sees_each_passage_whole_with_its_title():
     # A fact near the end of a long passage was in the answer's prompt: the judge must see it too.
     passage = "Terms of sale. " + "General conditions apply. " * 86 + "Refunds: within 30 days of delivery."
-    assert len(passage) > 2200 and passage.index("30 days") > 2190
+    assert len(passage) > 2200
+    assert passage.index("30 days") > 2190
     messages = judges.build_messages(judges.load_prompt("groundedness"), question="Refund window?", answer="30 days",
                                      context=[judges.Passage(passage, "Terms of Sale (EU)"), "untitled"],
                                      expected=None)
     user = messages[1]["content"]
-    assert f"[1] Terms of Sale (EU)\n{passage}" in user and "[2] untitled" in user
+    assert f"[1] Terms of Sale (EU)\n{passage}" in user
+    assert "[2] untitled" in user
 
 
 CUT = "[cut: the judge model's context window is too small]"
@@ -152,12 +161,16 @@ def test_a_cut_context_shortens_each_passage_alike_rather_than_dropping_the_late
     context = [judges.Passage("a" * 300, "A"), judges.Passage("b" * 300, "B"), judges.Passage("c" * 300, "C")]
     text = judges.format_context(context, keep=450)
     for number, letter in enumerate("abc", start=1):
-        assert f"[{number}] {letter.upper()}\n{letter * 150} {CUT}" in text and letter * 151 not in text
-    assert "left out" not in text and judges.context_chars(context) == 900
+        assert f"[{number}] {letter.upper()}\n{letter * 150} {CUT}" in text
+        assert letter * 151 not in text
+    assert "left out" not in text
+    assert judges.context_chars(context) == 900
     # A short passage stays whole; the long ones share what is left.
     short = judges.format_context([judges.Passage("a" * 1000), judges.Passage("b" * 40), judges.Passage("c" * 1000)],
                                   keep=440)
-    assert f"[2] {'b' * 40}\n" in short and "a" * 200 + f" {CUT}" in short and "c" * 200 + f" {CUT}" in short
+    assert f"[2] {'b' * 40}\n" in short
+    assert "a" * 200 + f" {CUT}" in short
+    assert "c" * 200 + f" {CUT}" in short
 
 
 FACT = "The Kestrel R5 accepts up to 5 simultaneous VPN clients."
@@ -171,14 +184,18 @@ def test_a_cut_context_keeps_what_the_answer_cites():
     # An answer built from passage 4: whether it quotes it or cites its number, that part of passage 4 stays.
     for answer in (f"{FACT}", "Up to 5 clients [4]."):
         text = judges.format_context(context, keep=600, answer=answer)
-        assert "[1] Doc 1\n" in text and "[4] Doc 4\n" in text
+        assert "[1] Doc 1\n" in text
+        assert "[4] Doc 4\n" in text
         if answer == FACT:
             assert FACT in text
         else:
-            assert "[4] Doc 4\nThe router manual." in text and len(text.split("[4] Doc 4\n")[1]) > 500
+            assert "[4] Doc 4\nThe router manual." in text
+            assert len(text.split("[4] Doc 4\n")[1]) > 500
     # The quoted part is kept from where it is: the passage's start is cut, and said to be.
     quoted = judges.format_context(context, keep=300, answer=FACT).split("[4] Doc 4\n")[1]
-    assert quoted.startswith(CUT) and FACT in quoted and quoted.endswith(CUT)
+    assert quoted.startswith(CUT)
+    assert FACT in quoted
+    assert quoted.endswith(CUT)
 
 
 def test_a_judge_whose_window_is_small_still_reads_the_source_of_an_answer_built_from_a_later_passage():
@@ -186,7 +203,8 @@ def test_a_judge_whose_window_is_small_still_reads_the_source_of_an_answer_built
     context = [*filler, judges.Passage("The router manual. " * 20 + FACT, "Doc 4")]
     model = WindowedModel(3000, ['{"score": 5, "reason": "Supported by passage 4."}'])
     result = run(model, "groundedness", context=context, answer=FACT)
-    assert result.score == 5.0 and result.context_cut
+    assert result.score == 5.0
+    assert result.context_cut
     assert model.calls[-1][0][-1]["content"].count(FACT) == 2   # the answer, and its source in passage 4
 
 
@@ -218,21 +236,26 @@ def test_unreadable_reply_is_retried_once_then_parsed():
     model = ScriptedModel(["Looks good to me!", '{"score": 5, "reason": "Same facts."}'])
     result = run(model)
     assert (result.score, result.result, result.reason) == (5.0, "pass", "Same facts.")
-    assert len(model.calls) == 2 and model.calls[1][0][-2]["role"] == "assistant"
-    assert result.tokens == 240 and result.prompt_tokens == 200
+    assert len(model.calls) == 2
+    assert model.calls[1][0][-2]["role"] == "assistant"
+    assert result.tokens == 240
+    assert result.prompt_tokens == 200
 
 
 def test_twice_unreadable_is_unknown_never_a_pass():
     model = ScriptedModel(["no idea", "still no idea"])
     result = run(model)
-    assert result.score is None and result.result == "unknown"
-    assert "unreadable" in result.reason and len(model.calls) == 2
+    assert result.score is None
+    assert result.result == "unknown"
+    assert "unreadable" in result.reason
+    assert len(model.calls) == 2
 
 
 def test_threshold_decides_pass_and_fail():
     assert run(ScriptedModel(['{"score": 3, "reason": "r"}'])).result == "pass"
     failed = run(ScriptedModel(['{"score": 3, "reason": "r"}']), threshold=4)
-    assert failed.result == "fail" and failed.threshold == 4
+    assert failed.result == "fail"
+    assert failed.threshold == 4
 
 
 class WindowedModel(ScriptedModel):
@@ -261,22 +284,29 @@ def test_a_context_over_the_judge_window_is_cut_by_halves_and_the_verdict_says_s
 
 def test_a_context_that_never_fits_is_unknown_with_the_error_and_a_whole_one_is_not_flagged():
     never = run(WindowedModel(10, []), "groundedness", context=["x" * 2000])
-    assert never.result == "unknown" and "maximum context length" in never.error and never.context_cut
+    assert never.result == "unknown"
+    assert "maximum context length" in never.error
+    assert never.context_cut
     whole = run(ScriptedModel(['{"score": 5, "reason": "r"}']), "groundedness", context=["x" * 20000])
-    assert whole.context_cut is None and whole.to_dict()["context_cut"] is None
+    assert whole.context_cut is None
+    assert whole.to_dict()["context_cut"] is None
 
 
 def test_model_failure_is_unknown_with_the_error():
     result = run(ScriptedModel([EvalError("HTTP 401: bad key")]))
-    assert result.result == "unknown" and "401" in result.error
+    assert result.result == "unknown"
+    assert "401" in result.error
 
 
 def test_missing_inputs_are_not_judged_and_cost_nothing():
     model = ScriptedModel([])
     result = run(model, "score", expected=None)
-    assert result.result == "skipped" and result.reason == "skipped: no reference answer" and result.tokens == 0
+    assert result.result == "skipped"
+    assert result.reason == "skipped: no reference answer"
+    assert result.tokens == 0
     empty = run(model, "relevance", answer="  ")
-    assert empty.result == "unknown" and empty.reason == "not judged: no answer"
+    assert empty.result == "unknown"
+    assert empty.reason == "not judged: no answer"
     assert model.calls == []
 
 
@@ -290,10 +320,12 @@ def test_several_samples_report_the_spread_and_bypass_the_cache():
     model = ScriptedModel(['{"score": 4, "reason": "a"}', '{"score": 2, "reason": "b"}', "???", "???"])
     result = run(model, samples=3)
     assert result.samples == (4.0, 2.0, None)
-    assert result.score == 3.0 and result.spread.to_dict() == {"n": 2, "min": 2.0, "max": 4.0,
-                                                               "stdev": pytest.approx(1.4142, 1e-3)}
+    assert result.score == 3.0
+    assert (result.spread.to_dict() == {"n": 2, "min": 2.0, "max": 4.0,
+                                                               "stdev": pytest.approx(1.4142, 1e-3)})
     contents = {call[0][-1]["content"] for call in model.calls[:2]}
-    assert len(contents) == 2 and all(call[1] > 0 for call in model.calls)
+    assert len(contents) == 2
+    assert all(call[1] > 0 for call in model.calls)
 
 
 def judge_server_reply(path, body):
@@ -317,8 +349,10 @@ def test_end_to_end_against_a_loopback_openai_server():
     assert good.model == f"openai:judge-mini@{base_url}"
     prompt_file = Path(judges.__file__).with_name("templates") / "score.txt"
     assert good.prompt_hash == hashlib.sha256(prompt_file.read_bytes()).hexdigest()[:16]  # the file it was asked with
-    assert path.endswith("/chat/completions") and body["model"] == "judge-mini"
-    assert body["temperature"] == 0.0 and body["max_tokens"] == judges.MAX_TOKENS
+    assert path.endswith("/chat/completions")
+    assert body["model"] == "judge-mini"
+    assert body["temperature"] == 0.0
+    assert body["max_tokens"] == judges.MAX_TOKENS
     assert body["messages"][0]["role"] == "system"
 
 
@@ -333,16 +367,20 @@ def test_reasoning_model_rejecting_max_tokens_and_temperature_still_judges():
         result = run(OpenAIChatModel(server.base_url, "o-reasoner", retries=0), "relevance")
         bodies = [body for _, body, _ in server.requests]
     assert (result.score, result.result, result.reason) == (4.0, "pass", "Right, but terse.")
-    assert "max_tokens" in bodies[0] and "max_tokens" not in bodies[1]
-    assert bodies[1]["max_completion_tokens"] == judges.MAX_TOKENS and "temperature" in bodies[1]
-    assert "temperature" not in bodies[2] and bodies[2]["max_completion_tokens"] == judges.MAX_TOKENS
+    assert "max_tokens" in bodies[0]
+    assert "max_tokens" not in bodies[1]
+    assert bodies[1]["max_completion_tokens"] == judges.MAX_TOKENS
+    assert "temperature" in bodies[1]
+    assert "temperature" not in bodies[2]
+    assert bodies[2]["max_completion_tokens"] == judges.MAX_TOKENS
 
 
 def test_end_to_end_unparseable_twice_over_http_is_unknown():
     with FakeOpenAIServer(["I think it is fine.", "Really fine."]) as server:
         result = run(OpenAIChatModel(server.base_url, "chatty", retries=0), "completeness")
         assert len(server.requests) == 2
-    assert result.result == "unknown" and result.tokens == 36
+    assert result.result == "unknown"
+    assert result.tokens == 36
 
 
 @pytest.mark.parametrize("first,score", [
@@ -353,7 +391,8 @@ def test_real_looking_replies_over_http_are_read_at_once(first, score):
     with FakeOpenAIServer([first]) as server:
         result = run(OpenAIChatModel(server.base_url, "small", retries=0), "relevance")
         assert len(server.requests) == 1
-    assert result.score == score and result.result == "pass"
+    assert result.score == score
+    assert result.result == "pass"
 
 
 @pytest.mark.parametrize("bad", ['{"score": 0, "reason": "r"}', '{"score": 6, "reason": "r"}', "Score: 6 of course"])
@@ -361,13 +400,17 @@ def test_off_scale_scores_over_http_are_retried_then_unknown(bad):
     with FakeOpenAIServer([bad, bad]) as server:
         result = run(OpenAIChatModel(server.base_url, "small", retries=0), "score")
         assert len(server.requests) == 2
-    assert result.score is None and result.result == "unknown" and "unreadable" in result.reason
+    assert result.score is None
+    assert result.result == "unknown"
+    assert "unreadable" in result.reason
 
 
 def test_local_model_failure_is_unknown_not_a_crash():
     # llama.cpp raises ValueError when the prompt exceeds its context window.
     result = run(ScriptedModel([ValueError("Requested tokens (5000) exceed context window of 4096")]))
-    assert result.result == "unknown" and result.score is None and "context window" in result.error
+    assert result.result == "unknown"
+    assert result.score is None
+    assert "context window" in result.error
 
 
 def test_a_prompt_over_the_window_is_an_overflow_for_both_backends(monkeypatch: pytest.MonkeyPatch) -> None:

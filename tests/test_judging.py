@@ -71,16 +71,19 @@ def test_an_http_agent_is_judged_by_the_configured_model(manager: CampaignManage
     assert done.status == "succeeded"
     results = campaign_results(manager.store, campaign_id)
     first = results[0].outcome
-    assert first.judges["score"].score == 4.0 and first.judges["groundedness_pro"].result == "pass"
+    assert first.judges["score"].score == 4.0
+    assert first.judges["groundedness_pro"].result == "pass"
     assert first.judges["score"].model == f"openai:judge-mini@{base_url}"
     assert "|model:openai:judge-mini@" in first.signatures["judge.score"]
     # The agent's returned sources are the context the judges see, and the sources found.
     grounded = next(body for body in calls if "grounded" in body["messages"][0]["content"].lower())
-    assert "Refunds are accepted within 30 days." in user_prompt(grounded) and "192.168.8.1" in user_prompt(grounded)
+    assert "Refunds are accepted within 30 days." in user_prompt(grounded)
+    assert "192.168.8.1" in user_prompt(grounded)
     assert [s.title for s in first.sources] == ["Terms of Sale (EU)", "路由器手册"]
     # Question 3 has no reference answer: score is skipped, said so, and counted; relevance still runs.
     third = results[2].outcome.judges
-    assert third["score"].result == "skipped" and third["score"].reason == "skipped: no reference answer"
+    assert third["score"].result == "skipped"
+    assert third["score"].reason == "skipped: no reference answer"
     assert third["relevance"].score == 4.0
     summary = campaign_summary(manager.store, campaign_id)
     assert summary.skipped == {"score": 1}
@@ -115,9 +118,11 @@ def test_an_http_agent_whose_configuration_names_its_chat_model_is_judged_by_it(
         refusal = api.call("POST", f"/api/v1/eval-suites/{refused['id']}/runs", json={"use_judge": True})
     assert run["run"]["status"] == "succeeded", run["run"]
     verdict = run["results"][0]["judges"]["score"]
-    assert models == {"agent-chat"} and verdict["score"] == 4.0, verdict
+    assert models == {"agent-chat"}, verdict
+    assert verdict["score"] == 4.0, verdict
     assert verdict["model"] == f"openai:agent-chat@{base_url}"
-    assert refusal.status_code == 422 and "judges need a chat model" in refusal.json()["error"]["message"]
+    assert refusal.status_code == 422
+    assert "judges need a chat model" in refusal.json()["error"]["message"]
 
 
 def test_a_results_file_is_judged_on_its_own_contexts(manager: CampaignManager, tiny_dataset: Path,
@@ -144,7 +149,8 @@ def test_no_judge_model_refuses_the_launch_naming_the_keys(manager: CampaignMana
     agent = TargetConfig(kind="http_agent", agent_url="http://127.0.0.1:9/agent")
     with pytest.raises(EvalError, match="judges need a chat model") as refused:
         manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=agent, judges=("score",)))
-    assert refused.value.where == "judge_model" and "judge_model" in refused.value.fix
+    assert refused.value.where == "judge_model"
+    assert "judge_model" in refused.value.fix
     extractive = TargetConfig(retriever="bm25")
     with pytest.raises(EvalError, match="judges need a chat model"):
         manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=extractive, use_judge=True))
@@ -166,16 +172,21 @@ def test_reference_answers_and_the_answers_context_reach_the_judges(manager: Cam
                                        ("groundedness", "sticks to its sources")) if words in system)
         by_judge.setdefault(name, []).append(user_prompt(body))
     # Question 1 has two reference answers: both are given to the score and completeness judges.
-    assert "30 days." in by_judge["score"][0] and "Thirty days after delivery." in by_judge["score"][0]
+    assert "30 days." in by_judge["score"][0]
+    assert "Thirty days after delivery." in by_judge["score"][0]
     assert "Thirty days after delivery." in by_judge["completeness"][0]
     # Groundedness sees exactly the context_top_k passages placed in the prompt, not all retrieved.
     first = campaign_results(manager.store, campaign_id)[0].outcome
-    assert len(first.context) == 1 and len(first.retrieved) > 1
+    assert len(first.context) == 1
+    assert len(first.retrieved) > 1
     grounded = by_judge["groundedness"][0]
-    assert "[1] " in grounded and "[2] " not in grounded and first.context[0].text in grounded
+    assert "[1] " in grounded
+    assert "[2] " not in grounded
+    assert first.context[0].text in grounded
     assert not any(hit.text in grounded for hit in first.retrieved[1:])
     # A pass mark of 4 turns a 3 into a fail; the mark is stored with the verdict and the campaign.
-    assert first.judges["score"].score == 3.0 and first.judges["score"].result == "fail"
+    assert first.judges["score"].score == 3.0
+    assert first.judges["score"].result == "fail"
     assert first.judges["score"].threshold == 4.0
     assert get_campaign(manager.store, campaign_id).config["judge_thresholds"] == {"score": 4.0}
 
@@ -196,7 +207,8 @@ def test_structured_replies_are_asked_and_an_endpoint_that_refuses_them_is_asked
         (asked,) = judge_calls(server)
     schema = asked["response_format"]["json_schema"]["schema"]
     assert asked["response_format"]["type"] == "json_schema"
-    assert schema["properties"]["score"]["enum"] == [1, 2, 3, 4, 5] and "maxLength" not in json.dumps(schema)
+    assert schema["properties"]["score"]["enum"] == [1, 2, 3, 4, 5]
+    assert "maxLength" not in json.dumps(schema)
     with FakeOpenAIServer(refusing) as server:
         config = judged(server, retriever="bm25")
         campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, judges=("score",), limit=2,
@@ -243,7 +255,8 @@ def test_graded_measures_in_campaigns_equal_the_function_on_the_same_ranked_list
             assert outcome.results[f"graded.{name}"] == expected[f"{name}_result"]
         assert outcome.signatures["graded.ndcg@3"].startswith(f"graded.ndcg@3|scale:0-{top}|")
         checked += 1
-    assert checked >= 20 and top == 3
+    assert checked >= 20
+    assert top == 3
     marks = get_campaign(manager.store, campaign_id).options.graded_thresholds
     assert (marks["ndcg@3"], marks["top1_relevance"], marks["holes"], marks["total_ground_truth_documents"]) == \
         (0.7, 3, 0, 1)  # configured, then the defaults on 0-3
@@ -297,7 +310,8 @@ def test_failed_questions_are_visible_and_the_stop_says_why(manager: CampaignMan
         assert (done.status, done.failed, done.status_text) == ("succeeded_with_failures", 4, "succeeded with 4 failed")
         stopped = manager.wait(manager.launch(LaunchRequest(dataset=str(data), config=config, concurrency=1,
                                               max_failed_share=0.2, cache=False)), timeout=60)
-    assert stopped.status == "failed" and stopped.failed == 3
+    assert stopped.status == "failed"
+    assert stopped.failed == 3
     assert stopped.error == "stopped when 3 of 10 questions had failed (more than 20%)"
 
 
@@ -317,9 +331,11 @@ def test_a_failed_question_keeps_the_tokens_of_the_calls_that_succeeded(manager:
         done = manager.wait(campaign_id, timeout=60)
         reranks = sum(1 for body in judge_calls(server) if "Does the passage help" in user_prompt(body))
     (result,) = campaign_results(manager.store, campaign_id)
-    assert done.failed == 1 and "generation refused" in result.outcome.error
-    assert (reranks > 0 and result.outcome.prompt_tokens == 11 * reranks
-            and result.outcome.completion_tokens == 7 * reranks)
+    assert done.failed == 1
+    assert "generation refused" in result.outcome.error
+    assert reranks > 0
+    assert result.outcome.prompt_tokens == 11 * reranks
+    assert result.outcome.completion_tokens == 7 * reranks
 
 
 def test_suite_campaigns_ask_one_question_at_a_time_by_default(manager: CampaignManager) -> None:
@@ -341,8 +357,10 @@ def test_cli_judge_options_and_exit_code_of_a_run_with_failures(tmp_path: Path,
                      "--judge-threshold", "score=5", "--set", "kind=http_agent", "--set",
                      f"agent_url={server.root_url}/agent", "--json"])
     report = json.loads(capsys.readouterr().out)
-    assert code == 0 and report["campaign"]["config"]["judge_thresholds"] == {"score": 5.0}
-    assert report["summary"]["skipped"] == {"score": 1} and report["summary"]["judge_tokens"]["total"] == 36
+    assert code == 0
+    assert report["campaign"]["config"]["judge_thresholds"] == {"score": 5.0}
+    assert report["summary"]["skipped"] == {"score": 1}
+    assert report["summary"]["judge_tokens"]["total"] == 36
     assert main(["run", "--dataset", "default", "--db", db, "--judge-threshold", "score"]) == 2
     assert "NAME=VALUE" in capsys.readouterr().err
 
@@ -364,10 +382,13 @@ def test_exports_carry_each_judges_fields(manager: CampaignManager, tiny_dataset
     assert first["score_reason"] == "Close to the reference."
     assert (first["groundedness_pro"], first["groundedness_pro_result"], first["groundedness_pro_threshold"]) == \
         (True, "pass", None)
-    assert first["graded.ndcg@3_result"] in ("pass", "fail", "unknown") and first["graded.ndcg@3_threshold"] == 0.5
-    assert first["graded.top1_relevance_threshold"] == 3 and first["graded.holes_threshold"] == 0
+    assert first["graded.ndcg@3_result"] in ("pass", "fail", "unknown")
+    assert first["graded.ndcg@3_threshold"] == 0.5
+    assert first["graded.top1_relevance_threshold"] == 3
+    assert first["graded.holes_threshold"] == 0
     rows = list(csv.DictReader(io.StringIO(export_campaign(manager.store, campaign_id, "csv").lstrip("\ufeff"))))
-    assert rows[2]["score_result"] == "skipped" and rows[0]["groundedness_pro"] == "True"
+    assert rows[2]["score_result"] == "skipped"
+    assert rows[0]["groundedness_pro"] == "True"
 
 
 def test_exports_and_the_api_give_the_evaluators_documented_names(manager: CampaignManager, tiny_dataset: Path,
@@ -400,7 +421,8 @@ def test_exports_and_the_api_give_the_evaluators_documented_names(manager: Campa
         "response_completeness_threshold"]
     assert ((first["groundedness_pro_label"], first["groundedness_pro_reason"])
             == (True, first["judges"]["groundedness_pro"]["reason"]))
-    assert "groundedness_pro" not in first and first["judges"]["retrieval"]["score"] == 4.0  # the nested form stays
+    assert "groundedness_pro" not in first
+    assert first["judges"]["retrieval"]["score"] == 4.0  # the nested form stays
     header = next(csv.reader(io.StringIO(export_campaign(manager.store, campaign_id, "csv", names="evaluator"))))
     assert {"gpt_retrieval", "response_completeness_threshold", "groundedness_pro_label"} <= set(header)
     with pytest.raises(EvalError, match="unknown judge field names"):
@@ -443,14 +465,16 @@ def test_judges_see_the_whole_titled_context_and_a_cut_forced_by_the_window_is_s
                      "--set", "kind=http_agent", "--set", f"agent_url={server.root_url}/agent", "--json"]) == 0
         prompts = [user_prompt(body) for body in judge_calls(server)]
     report = json.loads(capsys.readouterr().out)
-    assert LONG_PASSAGE in prompts[0] and len(prompts) == 2  # whole and refused, then halved
+    assert LONG_PASSAGE in prompts[0]
+    assert len(prompts) == 2  # whole and refused, then halved
     assert "[cut: the judge model's context window is too small]" in prompts[-1]
     assert report["summary"]["cut"] == {"groundedness": 1}
     (result,) = campaign_results(CampaignManager(db).store, report["campaign"]["id"])
     verdict = result.outcome.judges["groundedness"]
-    assert verdict.score == 4.0 and verdict.context_cut == (
+    assert verdict.score == 4.0
+    assert (verdict.context_cut == (
         f"context cut to {len(LONG_PASSAGE) // 2:,} of {len(LONG_PASSAGE):,} characters: "
-        "the judge model's context window is too small")
+        "the judge model's context window is too small"))
     assert main(["campaigns", "show", report["campaign"]["id"], "--db", db]) == 0
     assert "judge groundedness: context cut to fit the judge model's context window on 1 question" in \
         capsys.readouterr().out
@@ -484,9 +508,10 @@ def test_judging_with_the_local_model_says_how_far_it_can_be_trusted(tmp_path: P
     from evalcore.targets.generators import judged_locally
 
     assert judged_locally(TargetConfig(judge_kind="local"))
-    assert judged_locally(TargetConfig(generator="local")) and not judged_locally(TargetConfig(generator="local",
+    assert judged_locally(TargetConfig(generator="local"))
+    assert (not judged_locally(TargetConfig(generator="local",
                                                                                                judge_kind="openai",
-                                                                                               judge_model="m"))
+                                                                                               judge_model="m")))
     assert not judged_locally(TargetConfig(kind="http_agent", agent_url="http://127.0.0.1:9/a", generator="local"))
     missing = str(tmp_path / "missing")  # the note comes first; the launch then fails on the dataset
     assert main(["run", "--dataset", missing, "--db", str(tmp_path / "n.db"), "--judge", "score",
@@ -512,7 +537,8 @@ def test_a_judge_model_named_under_auto_judges_even_when_the_target_has_its_own(
         own_calls, named_calls, named_url = judge_calls(own), judge_calls(named), named.base_url
     captured = capsys.readouterr()
     report = json.loads(captured.out)
-    assert [body["model"] for body in own_calls] == ["gen"] and "response_format" not in own_calls[0]
+    assert [body["model"] for body in own_calls] == ["gen"]
+    assert "response_format" not in own_calls[0]
     assert [body["model"] for body in named_calls] == ["judge-mini"]
     assert f"judges (score) ask openai:judge-mini@{named_url}" in captured.err
     assert report["campaign"]["config"]["judge_kind"] == "auto"

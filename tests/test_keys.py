@@ -24,7 +24,8 @@ def test_create_then_verify_grants_what_was_asked(store: Store) -> None:
     info = verify_key(store, secret)
     assert info is not None
     assert (info.id, info.tenant, info.role, info.capability) == (key_id, "acme", "viewer", "full-access")
-    assert secret.startswith("ek_") and len(secret) >= 40
+    assert secret.startswith("ek_")
+    assert len(secret) >= 40
     assert info.prefix == secret[:8]
 
 
@@ -89,20 +90,27 @@ def test_cli_create_list_revoke(tmp_path: Path) -> None:
     created = _cli("create", "--tenant", "acme", "--role", "admin", "--capability", "full-access", "--db", db)
     assert created.returncode == 0, created.stderr
     secret = created.stdout.strip()
-    assert secret.startswith("ek_") and "shown once" in created.stderr
+    assert secret.startswith("ek_")
+    assert "shown once" in created.stderr
     listed = _cli("list", "--db", db)
-    assert "acme" in listed.stdout and "full-access" in listed.stdout and secret not in listed.stdout
+    assert "acme" in listed.stdout
+    assert "full-access" in listed.stdout
+    assert secret not in listed.stdout
     key_id = created.stderr.split()[1]
     assert _cli("revoke", key_id, "--db", db).returncode == 0
     with Store(db) as store:
         assert verify_key(store, secret) is None
     refused = _cli("create", "--tenant", "a_b", "--role", "admin", "--db", db)
-    assert refused.returncode == 2 and "error: tenant" in refused.stderr and "Traceback" not in refused.stderr
+    assert refused.returncode == 2
+    assert "error: tenant" in refused.stderr
+    assert "Traceback" not in refused.stderr
 
 
 def test_cli_list_and_revoke_refuse_a_mistyped_database(tmp_path: Path) -> None:
     typo = tmp_path / "typo.db"
     for args in (("list", "--db", str(typo)), ("revoke", "key_x", "--db", str(typo))):
         result = _cli(*args)
-        assert result.returncode == 2 and "--db" in result.stderr and str(typo) in result.stderr
+        assert result.returncode == 2
+        assert "--db" in result.stderr
+        assert str(typo) in result.stderr
     assert not typo.exists()

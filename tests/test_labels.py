@@ -70,7 +70,8 @@ def test_an_ordinal_agreement_gives_every_kappa_as_scikit_learn_does() -> None:
             assert (ours is None and np.isnan(expected[weights])) or ours == pytest.approx(expected[weights], abs=1e-12)
     # Pass/fail has no order: neither weighted kappa.
     binary = agreement("groundedness_pro", ["pass", "fail"], ["pass", "pass"], ["fail", "pass"], ordinal=False)
-    assert binary.weighted_kappa is None and binary.linear_kappa is None
+    assert binary.weighted_kappa is None
+    assert binary.linear_kappa is None
 
 
 def test_a_hand_checked_table_and_the_bootstrap_interval() -> None:
@@ -116,7 +117,8 @@ def test_labels_are_checked_stored_with_who_and_when_and_scoped_to_the_tenant(
     manager, campaign_id = judged
     admin = Principal("acme", "admin", "run_evaluations", key_id="k1")
     label = set_label(manager.store, campaign_id, 1, "relevance", " 5 ", note="exact", author="ana", principal=admin)
-    assert (label.label, label.note, label.author) == ("5", "exact", "key k1") and label.labelled_at > 0  # not ana
+    assert (label.label, label.note, label.author) == ("5", "exact", "key k1")
+    assert label.labelled_at > 0  # not ana
     set_label(manager.store, campaign_id, 1, "relevance", "4.0", author="bo")  # replaced, a spreadsheet's 4.0 is 4
     assert [(x.qid, x.label, x.author) for x in campaign_labels(manager.store, campaign_id)] == [(1, "4", "bo")]
     with pytest.raises(EvalError, match="not a label of the relevance judge"):
@@ -139,11 +141,13 @@ def test_labels_go_out_and_come_back_as_csv_and_bad_rows_are_all_named(judged: t
     set_label(manager.store, campaign_id, 3, "groundedness_pro", "fail", note="=cmd() looks like a formula",
               author="ana")
     text = labels_csv(manager.store, campaign_id)
-    assert text.startswith("qid,judge,label,note,author,labelled_at,question\r\n") and "'=cmd()" in text
+    assert text.startswith("qid,judge,label,note,author,labelled_at,question\r\n")
+    assert "'=cmd()" in text
     [row] = list(csv.DictReader(io.StringIO(text)))
     [label] = campaign_labels(manager.store, campaign_id)
     written = dt.datetime.fromisoformat(row["labelled_at"])  # ISO 8601 with its zone, not epoch seconds
-    assert written.utcoffset() == dt.timedelta(0) and abs(written.timestamp() - label.labelled_at) < 1
+    assert written.utcoffset() == dt.timedelta(0)
+    assert abs(written.timestamp() - label.labelled_at) < 1
     manager.store.write(lambda conn: conn.execute("DELETE FROM labels"))
     assert import_labels_csv(manager.store, campaign_id, text, author="importer") == 1
     (back,) = campaign_labels(manager.store, campaign_id)
@@ -152,7 +156,8 @@ def test_labels_go_out_and_come_back_as_csv_and_bad_rows_are_all_named(judged: t
     with pytest.raises(EvalError) as error:
         import_labels_csv(manager.store, campaign_id, bad, author="ana", source="mine.csv")
     assert [p.split(":")[0] for p in error.value.problems] == ["mine.csv line 2", "mine.csv line 3", "mine.csv line 4"]
-    assert "qid" in error.value.problems[1] and "not judged by 'vibes'" in error.value.problems[2]
+    assert "qid" in error.value.problems[1]
+    assert "not judged by 'vibes'" in error.value.problems[2]
     assert len(campaign_labels(manager.store, campaign_id)) == 1  # nothing of the bad file was kept
     with pytest.raises(EvalError, match="missing column 'label'"):
         import_labels_csv(manager.store, campaign_id, "qid,judge\n1,relevance\n", author="ana")
@@ -174,7 +179,9 @@ def test_agreement_compares_the_verdicts_with_the_labels_as_scikit_learn_does(
         cohen_kappa_score(list(people.values()), judge, labels=LIKERT, weights="linear"))
     set_label(manager.store, campaign_id, 2, "relevance", "fail", author="ana")  # pass/fail: compared as pass/fail
     mixed = campaign_agreement(manager.store, campaign_id)["relevance"]
-    assert mixed.categories == ("fail", "pass") and mixed.matrix == ((1, 0), (0, 2)) and mixed.weighted_kappa is None
+    assert mixed.categories == ("fail", "pass")
+    assert mixed.matrix == ((1, 0), (0, 2))
+    assert mixed.weighted_kappa is None
 
 
 def test_the_cli_and_the_api_label_import_export_and_report_agreement(
@@ -212,13 +219,19 @@ def test_the_cli_and_the_api_label_import_export_and_report_agreement(
         binary = client.post(f"/api/v1/campaigns/{campaign_id}/labels/import", content=b"PK\x03\x04\xff\xfe\x00\x81",
                              headers={"Content-Type": "text/csv"})
         long_judge = client.delete(f"/api/v1/campaigns/{campaign_id}/labels/3/{'j' * 61}")
-    assert binary.status_code == 422 and "not UTF-8 text" in binary.json()["error"]["message"]
+    assert binary.status_code == 422
+    assert "not UTF-8 text" in binary.json()["error"]["message"]
     assert "surrogate" not in binary.text
     assert long_judge.status_code == 422, long_judge.text
-    assert put.status_code == 200 and put.json()["data"]["label"]["author"] == f"key {key_id}"
-    assert refused.status_code in (400, 422) and "not a label of the groundedness_pro judge" in refused.text
-    assert imported.json()["data"]["imported"] == 1 and gone.status_code == 204
-    assert len(listed) == 5 and agreed["relevance"]["n"] == 3 and agreed["groundedness_pro"]["n"] == 2
+    assert put.status_code == 200
+    assert put.json()["data"]["label"]["author"] == f"key {key_id}"
+    assert refused.status_code in (400, 422)
+    assert "not a label of the groundedness_pro judge" in refused.text
+    assert imported.json()["data"]["imported"] == 1
+    assert gone.status_code == 204
+    assert len(listed) == 5
+    assert agreed["relevance"]["n"] == 3
+    assert agreed["groundedness_pro"]["n"] == 2
 
 
 def test_the_campaigns_page_walks_the_queue_labels_with_buttons_and_shows_agreement(
@@ -267,9 +280,11 @@ def test_comparisons_say_how_far_each_judge_agrees_with_people_on_every_face(
     assert main(["compare", a, b, "--db", db, "--report", str(report)]) == 0
     expected = "judge.relevance against people's labels: A 3 labelled, weighted kappa 0.86 ("
     out = capsys.readouterr().out
-    assert expected in out and out.rstrip().endswith("; B no label")
+    assert expected in out
+    assert out.rstrip().endswith("; B no label")
     html = unescape_html(report.read_text(encoding="utf-8"))
-    assert "<h2>How far to trust the judges</h2>" in html and expected in html
+    assert "<h2>How far to trust the judges</h2>" in html
+    assert expected in html
     from tests.test_dashboard_workflow import page_test, unescape
 
     manager.store.write(lambda conn: conn.execute("UPDATE campaigns SET tenant = 'default'"))

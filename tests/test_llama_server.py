@@ -54,19 +54,23 @@ def test_a_judged_campaign_on_llama_cpp_pythons_server_reads_or_counts_every_ver
     # The first judge call asks json_schema and is refused with 500 naming response_format; every later one asks
     # json_object with the schema, and the switch is said once, on the question that found it.
     first, *later = exchanges
-    assert first[0]["response_format"]["type"] == "json_schema" and first[1] == 500
+    assert first[0]["response_format"]["type"] == "json_schema"
+    assert first[1] == 500
     assert "response_format" in str(first[2])
-    assert later and all(request["response_format"] == {"type": "json_object", "schema": request["response_format"][
-        "schema"]} for request, _, _ in later)
+    assert later
+    assert (all(request["response_format"] == {"type": "json_object", "schema": request["response_format"][
+        "schema"]} for request, _, _ in later))
     notes = [note for r in results for note in r.outcome.notes]
-    assert len(notes) == 1 and "refused structured output as json_schema (HTTP 500" in notes[0]
+    assert len(notes) == 1
+    assert "refused structured output as json_schema (HTTP 500" in notes[0]
     # Every verdict is read (pass or fail) or counted unreadable; none is lost.
     verdicts = [(r.question.text, name, v) for r in results for name, v in r.outcome.judges.items()]
     assert len(verdicts) == len(results) * len(JUDGES) == 6
     assert all(v.result in (JudgeResult.PASS, JudgeResult.FAIL, JudgeResult.UNKNOWN) for _, _, v in verdicts)
     for name in JUDGES:
         unknown = sum(v.result == JudgeResult.UNKNOWN for _, judge, v in verdicts if judge == name)
-        assert summary.unknown.get(name, 0) == unknown and summary.judged[name] == 3
+        assert summary.unknown.get(name, 0) == unknown
+        assert summary.judged[name] == 3
     # Each verdict's tokens are the usage fields of the server's replies to its calls (the retry's included).
     answered = [(request, reply) for request, status, reply in later if status == 200]
     for question, name, verdict in verdicts:

@@ -80,9 +80,12 @@ def test_reasoning_model_parameters_are_dropped() -> None:
     with FakeOpenAIServer(replies) as server:
         assert model(server).chat(MESSAGES, temperature=0.0, max_tokens=64).text == "Thought about it."
     sent = [body for _, body, _ in server.requests]
-    assert "max_tokens" in sent[0] and "temperature" in sent[0]
-    assert sent[1]["max_completion_tokens"] == 64 and "max_tokens" not in sent[1]
-    assert "temperature" not in sent[2] and sent[2]["max_completion_tokens"] == 64
+    assert "max_tokens" in sent[0]
+    assert "temperature" in sent[0]
+    assert sent[1]["max_completion_tokens"] == 64
+    assert "max_tokens" not in sent[1]
+    assert "temperature" not in sent[2]
+    assert sent[2]["max_completion_tokens"] == 64
 
 
 def test_parameter_rejections_end_in_an_error() -> None:
@@ -112,7 +115,8 @@ def test_cache_key_depends_on_every_part() -> None:
     variants = [cache_key("m2", "chat", {"temperature": 0}, MESSAGES),
                 cache_key("m", "x", {"temperature": 0}, MESSAGES),
                 cache_key("m", "chat", {"temperature": 1}, MESSAGES), cache_key("m", "chat", {"temperature": 0}, [])]
-    assert base not in variants and len(set(variants)) == 4
+    assert base not in variants
+    assert len(set(variants)) == 4
 
 
 def test_missing_api_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -159,14 +163,16 @@ def test_azure_openai_deployment_api_version_and_api_key_header(monkeypatch: pyt
             "judge_base_url": f"{server.root_url}/openai/deployments/judge?api-version=2024-06-01",
             "judge_api_key_env": "AZURE_OPENAI_API_KEY", "judge_api_key_header": "api-key"})
         model = build_chat_model(config)
-        assert model is not None and model.chat([{"role": "user", "content": "Capital?"}]).text == "Paris."
+        assert model is not None
+        assert model.chat([{"role": "user", "content": "Capital?"}]).text == "Paris."
         judge = build_judge_model(config, model)  # the judge deployment named in its base URL, with its query
         judge.chat([{"role": "user", "content": "Grade"}])
         (path, _, headers), (judge_path, _, judge_headers) = [r for r in server.requests if r[1] is not None][-2:]
         root = server.root_url
     assert path == "/openai/deployments/gpt-4o-eu/chat/completions?api-version=2024-10-21"
     assert judge_path == "/openai/deployments/judge/chat/completions?api-version=2024-06-01"
-    assert headers["api-key"] == judge_headers["api-key"] == "azure-secret" and "Authorization" not in headers
+    assert headers["api-key"] == judge_headers["api-key"] == "azure-secret"
+    assert "Authorization" not in headers
     assert model.name == f"openai:gpt-4o-eu@{root}|deployment:gpt-4o-eu"
 
 

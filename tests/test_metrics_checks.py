@@ -146,7 +146,8 @@ def test_a_bad_check_in_a_suite_csv_rejects_its_line_naming_the_check() -> None:
 
     report = parse_suite_csv(b"question;expected_answer;sources;checks\nQ1;A;;regex:(oops\nQ2;A;;contains:A\n")
     assert [case.question for case in report.cases] == ["Q2"]
-    assert report.rejected[0][0] == 2 and "the check regex cannot be read" in report.rejected[0][1]
+    assert report.rejected[0][0] == 2
+    assert "the check regex cannot be read" in report.rejected[0][1]
     assert "regex:(oops" in report.rejected[0][1]
 
 
@@ -167,11 +168,13 @@ def test_checks_from_a_dataset_column_run_in_a_campaign_and_a_bad_one_refuses_th
         campaign = launch(manager, data, server)
     measures = {r.question.qid: r.outcome.measures for r in campaign_results(manager.store, campaign)}
     assert (measures[1]["checks_passed"], measures[2]["checks_passed"]) == (1.0, 0.0)
-    assert "checks_passed" not in measures[3] and "checks_passed" not in measures[4]
+    assert "checks_passed" not in measures[3]
+    assert "checks_passed" not in measures[4]
     broken = {**checked, "queries": {**checked["queries"], "checks": ["contains:30 days", "regx:\\d+", None, None]}}
     bad = write_dataset(tmp_path / "bad", broken)
     config = TargetConfig(knowledge_base=str(bad), retriever="bm25", generator="extractive")
     with pytest.raises(EvalError) as caught:
         manager.launch(LaunchRequest(config=config, dataset=str(bad)))
-    assert "unknown check" in str(caught.value) and "question 2: checks" in str(caught.value)
+    assert "unknown check" in str(caught.value)
+    assert "question 2: checks" in str(caught.value)
     manager.close()

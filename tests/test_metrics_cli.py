@@ -87,7 +87,8 @@ def test_text_output_is_trec_eval_like(tmp_path: Path, capsys: pytest.CaptureFix
     lines = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
     assert [cells[1] for cells in lines[:12:6]] == ["10", "2"]  # queries in trec_eval's string order
     by_key = {(c[0].strip(), c[1]): c[2] for c in lines}
-    assert by_key[("mrr", "2")] == "0.5000" and by_key[("mrr", "all")] == "0.7500"
+    assert by_key[("mrr", "2")] == "0.5000"
+    assert by_key[("mrr", "all")] == "0.7500"
     assert by_key[("num_q", "all")] == "2"
 
 
@@ -103,7 +104,8 @@ def test_graded_and_complete(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert round(result["queries"]["1"]["graded.xdcg@3"], 2) == 43.88
     assert result["signatures"]["graded.holes"].startswith("graded.holes|scale:0-4|")
     complete = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "-c")
-    assert complete["queries"]["2"]["recall"] == 0.0 and complete["num_q"] == 2
+    assert complete["queries"]["2"]["recall"] == 0.0
+    assert complete["num_q"] == 2
 
 
 EVALUATOR_INPUT = {
@@ -127,12 +129,16 @@ def test_graded_cases_in_the_evaluators_input_shape(tmp_path: Path, capsys: pyte
                  "--threshold", "top1_relevance_threshold=2"]) == 0
     first, second = (strict_json(line) for line in capsys.readouterr().out.splitlines())
     assert (first["id"], second["id"]) == (1, "q-1..5")
-    assert round(first["xdcg@3"], 2) == 43.88 and first["total_ground_truth_documents"] == 3
+    assert round(first["xdcg@3"], 2) == 43.88
+    assert first["total_ground_truth_documents"] == 3
     assert (first["ndcg@3_threshold"], first["ndcg@3_result"]) == (0.7, "fail")
     assert (first["top1_relevance_threshold"], first["top1_relevance_result"]) == (2, "pass")
-    assert first["holes_higher_is_better"] is False and first["holes_ratio_higher_is_better"] is False
-    assert first["holes_result"] == "fail" and first["total_ground_truth_documents_result"] == "pass"
-    assert second["top3_max_relevance"] == 5 and second["fidelity"] == first["fidelity"]
+    assert first["holes_higher_is_better"] is False
+    assert first["holes_ratio_higher_is_better"] is False
+    assert first["holes_result"] == "fail"
+    assert first["total_ground_truth_documents_result"] == "pass"
+    assert second["top3_max_relevance"] == 5
+    assert second["fidelity"] == first["fidelity"]
     (tmp_path / "list.json").write_text(json.dumps([EVALUATOR_INPUT]))
     assert main(["score", "--cases", str(tmp_path / "list.json")]) == 0
     assert strict_json(capsys.readouterr().out)["top1_relevance_threshold"] == 3  # the default on 0-4
@@ -162,7 +168,8 @@ def test_graded_thresholds_by_documented_name_in_the_trec_mode(tmp_path: Path,
     (tmp_path / "run").write_text("1 Q0 d2 1 0.9 t\n1 Q0 d9 2 0.8 t\n1 Q0 d1 3 0.7 t\n")
     result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--graded",
                         "--threshold", "xdcg_threshold=40")
-    assert result["thresholds"]["graded.xdcg@3"] == 40 and result["thresholds"]["graded.top1_relevance"] == 3
+    assert result["thresholds"]["graded.xdcg@3"] == 40
+    assert result["thresholds"]["graded.top1_relevance"] == 3
     assert "graded.total_ground_truth_documents" in result["queries"]["1"]
     assert main(["score", "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"), "--threshold",
                  "x=1"]) == 2
@@ -178,7 +185,8 @@ def test_parquet_qrels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     pq.write_table(pa.table({"qid": ["1", "1"], "pid": ["10", "11"]}), tmp_path / "qrels.parquet")
     (tmp_path / "run").write_text("1 Q0 11 1 2.0 t\n1 Q0 99 2 1.0 t\n")
     result = score_json(capsys, "--qrels", str(tmp_path / "qrels.parquet"), "--run", str(tmp_path / "run"))
-    assert result["queries"]["1"]["precision"] == 0.5 and result["queries"]["1"]["recall"] == 0.5
+    assert result["queries"]["1"]["precision"] == 0.5
+    assert result["queries"]["1"]["recall"] == 0.5
 
 
 def test_mixed_whitespace_is_read_line_by_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -256,7 +264,8 @@ def test_ids_differing_by_a_nul_byte_stay_apart(tmp_path: Path, capsys: pytest.C
     (tmp_path / "qrels").write_bytes(b"1 0 a\x00 1\n1 0 b 1\n")
     (tmp_path / "run").write_bytes(b"1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n")
     result = score_json(capsys, "--qrels", str(tmp_path / "qrels"), "--run", str(tmp_path / "run"))
-    assert result["queries"]["1"]["precision"] == 0.5 and result["queries"]["1"]["mrr"] == 0.5
+    assert result["queries"]["1"]["precision"] == 0.5
+    assert result["queries"]["1"]["mrr"] == 0.5
 
 
 def test_parquet_ids_are_integers_and_labels_must_be(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -306,7 +315,8 @@ def test_score_text_skips_bad_lines(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert list(result["queries"]) == ["a", "7"]
     assert result["queries"]["7"] == pytest.approx(generation_scores("the cat sat", ["a cat sat", "the cat"]))
     assert [item["line"] for item in result["rejected"]] == [2, 3]
-    assert f"{path}:2: skipped" in captured.err and f"{path}:3: skipped" in captured.err
+    assert f"{path}:2: skipped" in captured.err
+    assert f"{path}:3: skipped" in captured.err
     assert main(["score-text", str(path)]) == 0
     assert "bleu4                 \tall\t" in capsys.readouterr().out
 
@@ -399,7 +409,8 @@ def test_comments_blank_lines_and_trailing_fields_read_as_trec_eval(
                  *(f"-m{name}" for name in (*ORACLE_NAMES, *GRADED_ORACLE))]) == 0
     captured = capsys.readouterr()
     notes = [line for line in captured.err.splitlines() if "fields after the run tag" in line]
-    assert len(notes) == 1 and "they are ignored" in notes[0]  # one note, not one per line
+    assert len(notes) == 1
+    assert "they are ignored" in notes[0]  # one note, not one per line
     result = strict_json(captured.out)
     assert_agrees(result, pytrec_eval.RelevanceEvaluator(binarised(qrels, 1), set(ORACLE_NAMES.values())).evaluate(run),
                   ORACLE_NAMES)
@@ -516,8 +527,10 @@ def test_the_signature_says_how_the_values_were_computed(tmp_path: Path, capsys:
     cut = score_json(capsys, *files, "-M", "1")["signatures"]
     every = score_json(capsys, *files, "-c")["signatures"]
     for name in ("ndcg@10", "map", "ndcg_graded@3"):
-        assert "depth:" not in plain[name] and "queries:" not in plain[name]
-        assert "|depth:1|" in cut[name] and "|queries:qrels|" in every[name]
+        assert "depth:" not in plain[name]
+        assert "queries:" not in plain[name]
+        assert "|depth:1|" in cut[name]
+        assert "|queries:qrels|" in every[name]
         assert len({plain[name], cut[name], every[name]}) == 3
     assert plain["ndcg@10"] == "ndcg@10|rel:>=1|dup:first|miss:kept|version:0.1.0"  # stored campaigns' form
 

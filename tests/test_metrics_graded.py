@@ -40,16 +40,20 @@ def test_default_thresholds_and_directions() -> None:
     assert scores["ndcg@3_result"] == "pass"  # 0.604 >= 0.5
     assert scores["xdcg@3_result"] == "fail"  # 43.88 < 50
     # A top-1 threshold of 50 (a 0-100 mark) could never pass on 0..4; ours is 3, three quarters up the scale.
-    assert scores["top1_relevance_threshold"] == 3 and scores["top1_relevance_result"] == "fail"  # top-1 is label 2
-    assert scores["top3_max_relevance_threshold"] == 3 and scores["top3_max_relevance_result"] == "pass"
+    assert scores["top1_relevance_threshold"] == 3
+    assert scores["top1_relevance_result"] == "fail"  # top-1 is label 2
+    assert scores["top3_max_relevance_threshold"] == 3
+    assert scores["top3_max_relevance_result"] == "pass"
     assert scores["total_ground_truth_documents_threshold"] == 1
-    assert scores["holes_higher_is_better"] is False and scores["holes_result"] == "fail"
+    assert scores["holes_higher_is_better"] is False
+    assert scores["holes_result"] == "fail"
     assert scores["ndcg@3_higher_is_better"] is True
 
 
 def test_thresholds_override_and_unknown_names() -> None:
     scores = graded_retrieval_scores(WORKED, WORKED_RUN, thresholds={"xdcg@3": 40, "holes": 1})
-    assert scores["xdcg@3_result"] == "pass" and scores["holes_result"] == "pass"
+    assert scores["xdcg@3_result"] == "pass"
+    assert scores["holes_result"] == "pass"
     with pytest.raises(EvalError, match="ndcg_threshold, xdcg_threshold"):
         graded_retrieval_scores(WORKED, WORKED_RUN, thresholds={"ndcg@5": 0.5})
 
@@ -74,14 +78,19 @@ def test_ties_keep_input_order_and_repeats_count_once() -> None:
 
 def test_nothing_retrieved() -> None:
     scores = graded_retrieval_scores(WORKED, [])
-    assert scores["ndcg@3"] == 0.0 and scores["xdcg@3"] == 0.0 and scores["fidelity"] == 0.0
-    assert scores["top1_relevance"] is None and scores["top1_relevance_result"] == "unknown"
-    assert scores["holes_ratio"] is None and scores["holes"] == 0
+    assert scores["ndcg@3"] == 0.0
+    assert scores["xdcg@3"] == 0.0
+    assert scores["fidelity"] == 0.0
+    assert scores["top1_relevance"] is None
+    assert scores["top1_relevance_result"] == "unknown"
+    assert scores["holes_ratio"] is None
+    assert scores["holes"] == 0
 
 
 def test_only_label_min_makes_ratios_absent() -> None:
     scores = graded_retrieval_scores({"a": 0}, [("a", 1.0)])
-    assert scores["ndcg@3"] is None and scores["fidelity"] is None
+    assert scores["ndcg@3"] is None
+    assert scores["fidelity"] is None
     assert scores["fidelity_result"] == "unknown"
 
 
@@ -97,7 +106,8 @@ def test_other_scale_shifts_to_its_minimum() -> None:
 
 def test_perfect_ranking_scores_top_marks() -> None:
     scores = graded_retrieval_scores({"a": 4, "b": 4, "c": 4}, [("a", 3), ("b", 2), ("c", 1)])
-    assert scores["ndcg@3"] == pytest.approx(1.0) and scores["xdcg@3"] == pytest.approx(100.0)
+    assert scores["ndcg@3"] == pytest.approx(1.0)
+    assert scores["xdcg@3"] == pytest.approx(100.0)
     assert scores["fidelity"] == pytest.approx(1.0)
 
 
@@ -124,7 +134,8 @@ def test_bad_labels_or_retrieved_items_are_clear_errors(labels: dict, retrieved:
 
 def test_integral_float_labels_are_integers() -> None:
     scores = graded_retrieval_scores({doc: float(label) for doc, label in WORKED.items()}, WORKED_RUN)
-    assert scores["top1_relevance"] == 2 and isinstance(scores["top1_relevance"], int)
+    assert scores["top1_relevance"] == 2
+    assert isinstance(scores["top1_relevance"], int)
     assert scores["ndcg@3"] == graded_retrieval_scores(WORKED, WORKED_RUN)["ndcg@3"]
 
 
@@ -145,7 +156,8 @@ def test_a_pass_mark_is_reached_from_the_measure_side() -> None:
     assert [holes.result(v, 1) for v in (0, 1, 2, None)] == [JudgeResult.PASS, JudgeResult.PASS, JudgeResult.FAIL,
                                                              JudgeResult.UNKNOWN]
     assert [ndcg.result(v, 0.5) for v in (0.4, 0.5, 0.6)] == [JudgeResult.FAIL, JudgeResult.PASS, JudgeResult.PASS]
-    assert not higher_is_better("hallucination") and higher_is_better("judge.groundedness:pass")
+    assert not higher_is_better("hallucination")
+    assert higher_is_better("judge.groundedness:pass")
 
 
 def test_every_graded_measure_has_its_scale_under_its_current_name() -> None:

@@ -77,17 +77,21 @@ def test_score_question_includes_what_applies() -> None:
     ))
     scores, signatures = result.values, result.signatures
     assert signatures == {name: signature(name) for name in scores}
-    assert scores["mrr"] == 0.5 and scores["bleu1"] == pytest.approx(1.0)
-    assert scores["coverage"] == 1.0 and scores["sources_found"] == 1.0
+    assert scores["mrr"] == 0.5
+    assert scores["bleu1"] == pytest.approx(1.0)
+    assert scores["coverage"] == 1.0
+    assert scores["sources_found"] == 1.0
     bare = score_question(Inputs(references=["x"]))
-    assert bare.values == {} and bare.signatures == {}
+    assert bare.values == {}
+    assert bare.signatures == {}
 
 
 def test_registry_entries_document_themselves() -> None:
     for name in ("precision", "recall", "ndcg@3", "ndcg@10", "mrr", "map", "bleu1", "bleu2", "bleu4",
                  "rouge1", "rouge2", "rougel", "coverage", "sources_found", "graded.holes"):
         measure = MEASURES[name]
-        assert measure.doc and measure.signature.startswith(name + "|")
+        assert measure.doc
+        assert measure.signature.startswith(name + "|")
     assert MEASURES["graded.holes"].higher_is_better is False
 
 

@@ -48,7 +48,8 @@ def test_control_and_invisible_only_names_are_refused(tmp_path: Path, name: str)
 
 def test_the_api_and_the_cli_refuse_them_alike(api: Api, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     refused = error_of(api.call("POST", "/api/v1/eval-suites", json={**suite_body(api), "name": HOSTILE}), 422)
-    assert "control character" in refused["message"] and "\x1b" not in refused["message"]
+    assert "control character" in refused["message"]
+    assert "\x1b" not in refused["message"]
     target = error_of(api.call("POST", "/api/v1/targets", "full", json={"name": "\u200b", "config": {}}), 422)
     assert "visible character" in target["message"]
     csv = tmp_path / "suite.csv"
@@ -68,7 +69,8 @@ def test_look_alike_names_are_the_same_name(tmp_path: Path, look_alike: str) -> 
             create_suite(store, name=look_alike, target_id="default", cases=CASES)
         assert refused.value.existing_id == first.id
         found = suite_named(store, look_alike)
-        assert found is not None and found.id == first.id
+        assert found is not None
+        assert found.id == first.id
 
 
 def test_a_campaign_cannot_be_renamed_to_a_hangul_filler_alone(tmp_path: Path) -> None:
@@ -124,5 +126,6 @@ def test_stored_names_are_printed_on_a_terminal_with_their_control_characters_es
         manager.close()
     for argv in (["suites", "list"], ["campaigns", "list"], ["config", "list"], ["campaigns", "show", campaign.id]):
         printed = terminal_output(*argv, "--db", db)
-        assert "\x1b" not in printed and "\x07" not in printed, (argv, printed)
+        assert "\x1b" not in printed, (argv, printed)
+        assert "\x07" not in printed, (argv, printed)
         assert shown(HOSTILE) in printed or "S\\x1b]0;PWNED" in printed, (argv, printed)

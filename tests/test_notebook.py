@@ -68,7 +68,8 @@ def test_results_are_the_csv_export(pair) -> None:
     assert list(frame.columns) == list(exported[0])
     assert len(frame) == len(exported) == a.record.total
     for row, line in zip(frame.to_dict("records"), exported, strict=True):
-        assert row["qid"] == int(line["qid"]) and row["answer"] == line["answer"]
+        assert row["qid"] == int(line["qid"])
+        assert row["answer"] == line["answer"]
         for measure in ("ndcg@10", "rougel", "coverage"):
             assert (row[measure] is None or math.isnan(row[measure])) == (line[measure] == "")
             assert line[measure] == "" or row[measure] == pytest.approx(float(line[measure]), abs=1e-12)
@@ -83,7 +84,8 @@ def test_aggregates_are_the_campaigns_means(pair) -> None:
     assert set(frame.index) == set(stored)
     for name, value in stored.items():
         assert (frame.loc[name, "mean"], frame.loc[name, "n"]) == (pytest.approx(value.mean), value.count)
-    assert not frame.loc["graded.holes", "higher_is_better"] and frame.loc["ndcg@10", "panel"] == "retrieval"
+    assert not frame.loc["graded.holes", "higher_is_better"]
+    assert frame.loc["ndcg@10", "panel"] == "retrieval"
     assert documented_columns(a.aggregates()) == []
 
 
@@ -111,8 +113,10 @@ def test_a_comparison_shows_itself_and_its_chart(pair) -> None:
     db, a, b = pair
     view = ec.comparison(a.id, b.id, db=db)
     shown = view._repr_html_()
-    assert "&lt;b&gt;baseline&lt;/b&gt;" in shown and "<b>baseline" not in shown  # names are text, not markup
-    assert "<table" in shown and "ndcg@10" in shown
+    assert "&lt;b&gt;baseline&lt;/b&gt;" in shown
+    assert "<b>baseline" not in shown  # names are text, not markup
+    assert "<table" in shown
+    assert "ndcg@10" in shown
     bundle = view.chart()._repr_mimebundle_()
     spec = bundle["application/vnd.vegalite.v5+json"]
     assert spec["$schema"].endswith("vega-lite/v5.json")
@@ -120,10 +124,12 @@ def test_a_comparison_shows_itself_and_its_chart(pair) -> None:
     points = {point["measure"]: point["delta"] for panel in spec["vconcat"] for point in panel["data"]["values"]}
     deltas = view.measures().set_index("measure")["delta"]
     assert all(points[name] == pytest.approx(deltas[name]) for name in points)
-    assert "<script" not in json.dumps(spec) and "http" not in shown  # nothing to fetch
+    assert "<script" not in json.dumps(spec)
+    assert "http" not in shown  # nothing to fetch
     figure = view.figure()
     assert {trace.type for trace in figure.data} >= {"scatter"}
-    assert "<table" in a._repr_html_() and "&lt;b&gt;" in a._repr_html_()
+    assert "<table" in a._repr_html_()
+    assert "&lt;b&gt;" in a._repr_html_()
     stages = a.chart()._repr_mimebundle_()["application/vnd.vegalite.v5+json"]["data"]["values"]
     assert sum(row["questions"] for row in stages) == a.record.total
     assert sum(sum(trace.x) for trace in a.figure().data) == a.record.total
@@ -134,14 +140,17 @@ def test_a_background_run_is_a_handle(pair) -> None:
     handle = ec.run(db=db, background=True, limit=10, progress=False)
     assert isinstance(handle, ec.RunHandle)
     done = handle.wait(progress=False)
-    assert handle.done and done.record.finished == 10 and done.id == handle.id
+    assert handle.done
+    assert done.record.finished == 10
+    assert done.id == handle.id
     assert ec.campaign(a.id, db=db).record.finished == a.record.total
 
 
 def test_a_sweep_runs_one_campaign_per_value(tmp_path) -> None:
     view = ec.run_sweep("embedding_top_k=2,5", db=tmp_path / "s.db", limit=15, progress=False)
     table = view.table()
-    assert list(table["embedding_top_k"]) == ["2", "5"] and table["ndcg@10"].notna().all()
+    assert list(table["embedding_top_k"]) == ["2", "5"]
+    assert table["ndcg@10"].notna().all()
     assert view.chart("ndcg@10").title.startswith("ndcg@10 by embedding_top_k")
     assert "<table" in view._repr_html_()
     with pytest.raises(EvalError, match="no such measure"):
@@ -167,7 +176,8 @@ def test_score_texts_equals_rouge_score() -> None:
     scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=type("T", (), {"tokenize": staticmethod(tokenize)})())
     expected = [scorer.score(refs if isinstance(refs, str) else refs[0], hyp)["rougeL"].fmeasure
                 for hyp, refs in zip(hypotheses, references, strict=True)]
-    assert list(frame["id"]) == ["a", "b"] and list(frame["rougel"]) == pytest.approx(expected)
+    assert list(frame["id"]) == ["a", "b"]
+    assert list(frame["rougel"]) == pytest.approx(expected)
     assert documented_columns(frame) == []
     with pytest.raises(EvalError, match="as many reference lists as answers"):
         ec.score_texts(["one"], [])
@@ -193,7 +203,8 @@ def test_bad_input_is_an_eval_error(tmp_path) -> None:
 def test_a_suite_from_its_csv_runs(tmp_path) -> None:
     suite = ec.load_suite(ROOT / "dataset" / "samples" / "suite.csv", name="sample suite", db=tmp_path / "s.db")
     done = ec.run(suite=suite.id, config=ec.configuration("quick"), db=tmp_path / "s.db", progress=False)
-    assert done.record.kind == "suite" and done.record.finished == len(suite.cases)
+    assert done.record.kind == "suite"
+    assert done.record.finished == len(suite.cases)
     means = done.aggregates().set_index("measure")["mean"]
     assert done.summary().mean_coverage == pytest.approx(means["coverage"])
     with pytest.raises(EvalError, match="already exists"):

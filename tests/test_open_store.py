@@ -27,15 +27,19 @@ def test_a_command_that_reads_a_store_refuses_a_path_where_there_is_none(
     args = [part.format(missing=missing, tmp=tmp_path) for part in argv]
     assert main(args) != 0
     err = capsys.readouterr().err
-    assert "no database there" in err and str(missing) in err and "Traceback" not in err
-    assert not missing.exists() and not (tmp_path / "copy.db").exists()
+    assert "no database there" in err
+    assert str(missing) in err
+    assert "Traceback" not in err
+    assert not missing.exists()
+    assert not (tmp_path / "copy.db").exists()
 
 
 def test_a_worker_on_a_mistyped_store_stops_at_once_saying_so(tmp_path: Path) -> None:
     missing = tmp_path / "no-folder" / "typo.db"
     done = subprocess.run([sys.executable, "-m", "evalcore", "worker", "--db", str(missing)], cwd=REPO,
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False)
-    assert done.returncode != 0 and "no database there" in done.stderr, done.stderr
+    assert done.returncode != 0, done.stderr
+    assert "no database there" in done.stderr, done.stderr
     assert not missing.parent.exists()
 
 

@@ -93,7 +93,8 @@ def test_the_fake_scheduler_runs_code_in_whoever_connects(fake: FakeScheduler) -
 
     with pytest.raises(Exception):  # noqa: B017 - whatever the client makes of it, the payload has run
         Client(fake.address, timeout=3, set_as_default=False)
-    assert fake.marker.exists() and fake.connections >= 1
+    assert fake.marker.exists()
+    assert fake.connections >= 1
 
 
 def test_the_api_refuses_an_unlisted_scheduler_before_connecting(fake: FakeScheduler, tmp_path: Path,
@@ -109,9 +110,11 @@ def test_the_api_refuses_an_unlisted_scheduler_before_connecting(fake: FakeSched
         monkeypatch.setenv("EVALCORE_DASK_SCHEDULERS", "gpu=tcp://127.0.0.1:9")
         by_name = error_of(post(scheduler="evil"), 403)
         by_address = error_of(post(scheduler=fake.address), 403)
-    assert "EVALCORE_DASK_SCHEDULERS" in str(refused) and "allowed: gpu" in str(by_address)
+    assert "EVALCORE_DASK_SCHEDULERS" in str(refused)
+    assert "allowed: gpu" in str(by_address)
     assert "'evil'" in str(by_name)
-    assert fake.connections == 0 and not fake.marker.exists()
+    assert fake.connections == 0
+    assert not fake.marker.exists()
     assert app.state.store.read("SELECT id FROM campaigns") == []
 
 
@@ -131,7 +134,8 @@ def test_the_engine_refuses_a_principal_an_unlisted_scheduler(fake: FakeSchedule
             manager.retry_failed(local.id, run_on=("dask", fake.address), principal=LOCAL)
     finally:
         manager.close()
-    assert fake.connections == 0 and not fake.marker.exists()
+    assert fake.connections == 0
+    assert not fake.marker.exists()
 
 
 def test_a_listed_scheduler_is_picked_by_name_or_address(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -239,7 +243,8 @@ def test_a_header_that_changes_how_a_request_is_sent_is_refused_where_it_is_save
     for command in (["config", "check", str(toml)], ["config", "save", str(toml), "--db", str(tmp_path / "db")]):
         assert main(command) != 0
         err = capsys.readouterr().err
-        assert named in err and "Traceback" not in err
+        assert named in err
+        assert "Traceback" not in err
 
 
 def test_an_agent_header_whose_variable_expands_to_a_non_ascii_value_fails_its_check_with_the_reason(

@@ -96,7 +96,8 @@ def test_both_orders_are_asked_a_flip_is_a_tie_and_an_unreadable_reply_is_unknow
     assert preference.win_rate == pytest.approx((1 + 2 / 2) / 4)
     assert preference.p_value == pytest.approx(binomtest(1, 2).pvalue)
     assert again.to_dict()["verdicts"] == preference.to_dict()["verdicts"]
-    assert preference.signature.startswith("pairwise|prompt:v1|hash:") and "model:" in preference.signature
+    assert preference.signature.startswith("pairwise|prompt:v1|hash:")
+    assert "model:" in preference.signature
 
 
 def test_the_judge_reads_both_answers_with_their_titled_passages_and_the_references(
@@ -106,9 +107,11 @@ def test_the_judge_reads_both_answers_with_their_titled_passages_and_the_referen
         judge_comparison(manager.store, a_id, b_id, judge=judge_keys(server), limit=1)
         users = [body["messages"][1]["content"] for _, body, _ in server.requests]
         schema = server.requests[0][1]["response_format"]["json_schema"]["schema"]
-    assert len(users) == 2 and schema["properties"]["winner"]["enum"] == ["1", "2", "tie"]
+    assert len(users) == 2
+    assert schema["properties"]["winner"]["enum"] == ["1", "2", "tie"]
     a_first, b_first = users
-    assert a_first.index("A says 1") < a_first.index("B says 1") and b_first.index("B says 1") < b_first.index("A says")
+    assert a_first.index("A says 1") < a_first.index("B says 1")
+    assert b_first.index("B says 1") < b_first.index("A says")
     assert "[1] Terms of Sale (EU)\nRefunds are accepted within 30 days." in a_first  # A's passage, with its title
     assert "[1] CGV France\nLe délai est de 14 jours." in a_first  # B's
     assert "30 days." in a_first.split("Reference answers:")[1]
@@ -122,7 +125,8 @@ def test_the_comparison_carries_the_kept_verdicts_without_asking(pair: tuple[Cam
     kept = compare_campaigns(manager.store, a_id, b_id).to_dict()["pairwise"]
     assert kept["verdicts"] == asked.to_dict()["verdicts"]
     assert (kept["b_wins"], kept["a_wins"], kept["ties"], kept["unknown"], kept["flips"]) == (1, 1, 2, 1, 1)
-    assert "Wilson" in kept["interval_method"] and "sign test" in kept["test"]
+    assert "Wilson" in kept["interval_method"]
+    assert "sign test" in kept["test"]
     with pytest.raises(EvalError, match="not a key of the pairwise judge's model"):
         judge_comparison(manager.store, a_id, b_id, judge={"model": "x"})
 
@@ -161,8 +165,10 @@ def test_compare_pairwise_on_the_cli_prints_the_figures_and_the_json_carries_the
         keys = ["--judge-model", "judge-mini", "--judge-base-url", server.base_url, "--judge-api-key-env", ""]
         assert main(["compare", a_id, b_id, "--pairwise", *keys, *db]) == 0
     out = capsys.readouterr().out
-    assert "pairwise judge: B preferred over A 50% (95%" in out and "order flipped 1 of 4 (25%)" in out
-    assert "q2 tie (flipped with the order: a tie)" in out and "[scripted q1]" in out
+    assert "pairwise judge: B preferred over A 50% (95%" in out
+    assert "order flipped 1 of 4 (25%)" in out
+    assert "q2 tie (flipped with the order: a tie)" in out
+    assert "[scripted q1]" in out
     assert main(["compare", a_id, b_id, "--json", *db]) == 0  # kept: shown without asking
     assert json.loads(capsys.readouterr().out)["pairwise"]["flip_rate"] == 0.25
     assert main(["compare", a_id, b_id, "--judge-model", "x", *db]) == 2
@@ -195,19 +201,23 @@ def test_the_api_asks_the_pairwise_judge_and_the_comparison_carries_it(api: Any,
         asked = api.call("POST", "/api/v1/compare/pairwise", params=query, json=body, key="full")
         assert asked.status_code == 202, asked.text
         job = asked.json()["data"]["job"]
-        assert (job["kind"], job["total"]) == ("pairwise", 5) and job["status"] in ("queued", "running")
+        assert (job["kind"], job["total"]) == ("pairwise", 5)
+        assert job["status"] in ("queued", "running")
         again = api.call("POST", "/api/v1/compare/pairwise", params=query, json=body, key="full")
         assert again.status_code in (202, 409)  # 409 while the first is under way, naming it
         if again.status_code == 409:
             assert again.json()["error"]["running_id"] == job["id"]
         job = follow_job(api, job["id"])
     assert api.call("GET", f"/api/v1/jobs/{job['id']}", key="other").status_code == 404
-    assert job["status"] == "succeeded" and job["done"] == 5, job
+    assert job["status"] == "succeeded", job
+    assert job["done"] == 5, job
     pairwise = job["result"]["pairwise"]
     assert (pairwise["readable"], pairwise["flips"], pairwise["win_rate"]) == (4, 1, 0.5)
-    assert pairwise["verdicts"][1]["flipped"] and pairwise["verdicts"][4]["winner"] == "unknown"
+    assert pairwise["verdicts"][1]["flipped"]
+    assert pairwise["verdicts"][4]["winner"] == "unknown"
     kept = api.call("GET", "/api/v1/compare", params=query, key="viewer").json()["data"]["comparison"]["pairwise"]
-    assert kept["verdicts"] == pairwise["verdicts"] and kept["p_value"] == pytest.approx(binomtest(1, 2).pvalue)
+    assert kept["verdicts"] == pairwise["verdicts"]
+    assert kept["p_value"] == pytest.approx(binomtest(1, 2).pvalue)
     other = api.call("POST", "/api/v1/compare/pairwise", params=query, json=body, key="other")
     assert other.status_code == 404
 
@@ -254,8 +264,10 @@ def test_the_compare_page_asks_the_pairwise_judge_and_the_report_shows_it(
         at = at.run()  # the page's fragment would rerun it once the job ended
         assert_clean(at)
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["B preferred (ties half)"] == "50%" and metrics["B wins / ties / A wins"] == "1 / 2 / 1"
-    assert metrics["Flipped with the order"] == "25%" and metrics["Sign test p"] == "1"
+    assert metrics["B preferred (ties half)"] == "50%"
+    assert metrics["B wins / ties / A wins"] == "1 / 2 / 1"
+    assert metrics["Flipped with the order"] == "25%"
+    assert metrics["Sign test p"] == "1"
     table = next(df.value for df in at.dataframe if "flipped" in df.value.columns)
     assert table.set_index("qid").loc[2, ["verdict", "flipped", "A first", "B first"]].tolist() == ["tie", True, "A",
                                                                                                     "B"]
@@ -265,7 +277,9 @@ def test_the_compare_page_asks_the_pairwise_judge_and_the_report_shows_it(
     report = tmp_path / "report.html"
     assert main(["compare", ids[0], ids[1], "--db", str(manager.store.path), "--report", str(report)]) == 0
     html = report.read_text(encoding="utf-8")
-    assert "<h2>Pairwise judge</h2>" in html and "Wilson score interval" in html and "scripted q1" in html
+    assert "<h2>Pairwise judge</h2>" in html
+    assert "Wilson score interval" in html
+    assert "scripted q1" in html
     manager.close()
 
 
@@ -277,7 +291,8 @@ def test_a_notebook_asks_the_pairwise_judge_and_shows_its_table(pair: tuple[Camp
     with FakeOpenAIServer(scripted_judge) as server:
         view = evalcore.comparison(a_id, b_id, db=manager.store.path, pairwise=True, judge=judge_keys(server))
     table = view.pairwise()
-    assert table is not None and table["verdict"].tolist() == ["B", "tie", "A", "tie", "unknown"]
+    assert table is not None
+    assert table["verdict"].tolist() == ["B", "tie", "A", "tie", "unknown"]
     assert "pairwise judge: B preferred over A 50%" in view._repr_html_()
 
 
@@ -294,7 +309,8 @@ def test_passages_over_the_judge_models_window_are_cut_and_the_verdict_says_so(
     with FakeOpenAIServer(small_window) as server:
         (verdict,) = judge_comparison(manager.store, a_id, b_id, judge=judge_keys(server), limit=1).verdicts
         cut = [body["messages"][1]["content"] for _, body, _ in server.requests][-1]
-    assert verdict.winner == "B" and verdict.context_cut is not None
+    assert verdict.winner == "B"
+    assert verdict.context_cut is not None
     assert verdict.context_cut.startswith("context cut to 18 of 36 characters")
     assert "[cut: the judge model's context window is too small]" in cut
 
@@ -307,7 +323,10 @@ def test_the_local_model_gives_a_readable_pairwise_verdict_in_both_orders(
 
     manager, a_id, b_id = pair
     b = get_campaign(manager.store, b_id)
-    assert asks_local_model(b, {"judge_kind": "local"}) and not asks_local_model(b, {"judge_model": "m"})
+    assert asks_local_model(b, {"judge_kind": "local"})
+    assert not asks_local_model(b, {"judge_model": "m"})
     (verdict,) = judge_comparison(manager.store, a_id, b_id, judge={"judge_kind": "local"}, limit=1).verdicts
-    assert verdict.a_first.winner in ("A", "B", "tie") and verdict.b_first.winner in ("A", "B", "tie"), verdict
-    assert verdict.winner in ("A", "B", "tie") and verdict.flipped == (verdict.a_first.winner != verdict.b_first.winner)
+    assert verdict.a_first.winner in ("A", "B", "tie"), verdict
+    assert verdict.b_first.winner in ("A", "B", "tie"), verdict
+    assert verdict.winner in ("A", "B", "tie")
+    assert verdict.flipped == (verdict.a_first.winner != verdict.b_first.winner)

@@ -73,7 +73,9 @@ def test_bootstrap_check_is_the_normal_approximation_and_close_to_the_mde():
 
 
 def test_fewer_than_two_pairs_has_no_power():
-    assert power.mde(None, 1) is None and power.mde(0.3, 1) is None and power.required_n(0.02, None) is None
+    assert power.mde(None, 1) is None
+    assert power.mde(0.3, 1) is None
+    assert power.required_n(0.02, None) is None
     (entry,) = compare_results(campaign("A"), [row(1, "Q", {"coverage": 0.0})], campaign("B"),
                                [row(1, "Q", {"coverage": 1.0})]).measures
     assert (entry.mde, entry.mde_bootstrap, entry.n_required, entry.sd_diff) == (None, None, None, None)
@@ -85,7 +87,8 @@ def test_equal_differences_have_no_spread_to_estimate_power_from():
     a = [row(i, f"q{i}", {"coverage": x}) for i, x in enumerate([0.5, 0.1, 0.3, 0.6])]
     b = [row(i, f"q{i}", {"coverage": x}) for i, x in enumerate([0.7, 0.3, 0.5, 0.8])]
     (entry,) = compare_results(campaign("A"), a, campaign("B"), b, resamples=500).measures
-    assert entry.sd_diff == 0.0 and entry.se_bootstrap == 0.0
+    assert entry.sd_diff == 0.0
+    assert entry.se_bootstrap == 0.0
     assert (entry.mde, entry.mde_bootstrap, entry.n_required) == (None, None, None)
     assert entry.power_note == "every difference is 0.2: no spread to estimate power from"
 
@@ -94,7 +97,9 @@ def test_no_difference_at_all_is_not_called_under_powered():
     rows = [row(i, f"q{i}", {"coverage": i / 10}) for i in range(10)]
     result = compare_results(campaign("A"), rows, campaign("B", {"top_k": 10}), rows, resamples=500)
     (entry,) = result.measures
-    assert entry.delta == 0 and entry.mde is None and entry.power_note.startswith("every difference is 0:")
+    assert entry.delta == 0
+    assert entry.mde is None
+    assert entry.power_note.startswith("every difference is 0:")
     assert result.power_warnings == []
 
 
@@ -119,14 +124,17 @@ def test_under_powered_non_significant_measures_are_named_with_what_they_could_s
     result = compare_results(campaign("A"), a, campaign("B", {"top_k": 10}), b, resamples=2000)
     ndcg = next(m for m in result.measures if m.measure == "ndcg@10")
     recall = next(m for m in result.measures if m.measure == "recall")
-    assert not ndcg.significant and ndcg.mde > 0.02 and recall.significant
+    assert not ndcg.significant
+    assert ndcg.mde > 0.02
+    assert recall.significant
     assert ndcg.n_required == math.ceil(reference_n(0.02, ndcg.sd_diff))
     (warning,) = result.power_warnings
     assert warning == (f"no difference found on ndcg@10, but with n = 74 this comparison could not have seen one "
                        f"smaller than ±{ndcg.mde:.2g} (80% power, alpha 0.05; about {ndcg.n_required:,} questions "
                        f"would be needed to see ±0.02)")
     larger = result.with_effect(1.0)   # an effect it could see: the null result is informative
-    assert larger.effect == 1.0 and larger.power_warnings == []
+    assert larger.effect == 1.0
+    assert larger.power_warnings == []
     assert next(m for m in larger.measures if m.measure == "ndcg@10").n_required == \
         math.ceil(reference_n(1.0, ndcg.sd_diff))
     assert larger.to_dict()["measures"][0]["effect"] == 1.0
@@ -166,7 +174,8 @@ def test_a_comparison_computes_power_without_importing_scipy_stats(monkeypatch):
     power.noncentrality_for.cache_clear()
     a_rows, b_rows = [[row(i, f"Q{i}", {"rougel": (i * k % 7) / 7}) for i in range(30)] for k in (2, 3)]
     result = compare_results(campaign("A"), a_rows, campaign("B", {"top_k": 10}), b_rows)
-    assert result.measures[0].mde and result.measures[0].n_required
+    assert result.measures[0].mde
+    assert result.measures[0].n_required
 
 
 STARTS = {

@@ -73,14 +73,20 @@ def test_campaign_progress_shows_the_stage_or_the_questions_with_their_time_left
                       pace_rate=32.0, pace_at=1000.0, pace_done=128)
     indexing = running.progress(now=1001.0)
     assert (indexing.stage, indexing.stage_done, indexing.stage_total) == ("embedding the corpus with use", 128, 640)
-    assert indexing.eta_s == pytest.approx(512 / 32 - 1) and indexing.share == pytest.approx(0.2)
+    assert indexing.eta_s == pytest.approx(512 / 32 - 1)
+    assert indexing.share == pytest.approx(0.2)
     asking = replace(running, stage=None, stage_done=None, stage_total=None, finished=41, pace_rate=10.0,
                      pace_at=1000.0, pace_done=40).progress(now=1002.0)
-    assert asking.stage is None and asking.rate_per_s == 10.0 and asking.eta_s == pytest.approx(41 / 10 - 2)
+    assert asking.stage is None
+    assert asking.rate_per_s == 10.0
+    assert asking.eta_s == pytest.approx(41 / 10 - 2)
     assert asking.share == pytest.approx(41 / 81)
     ended = campaign.progress(now=1e12)
-    assert ended.stage is None and ended.eta_s == 0.0 and ended.share == 1.0
-    assert indexing.to_dict()["stage_done"] == 128 and indexing.to_dict()["stage_total"] == 640
+    assert ended.stage is None
+    assert ended.eta_s == 0.0
+    assert ended.share == 1.0
+    assert indexing.to_dict()["stage_done"] == 128
+    assert indexing.to_dict()["stage_total"] == 640
 
 
 def test_the_index_build_reports_each_step_with_its_chunks(tmp_path: Path) -> None:
@@ -92,7 +98,8 @@ def test_the_index_build_reports_each_step_with_its_chunks(tmp_path: Path) -> No
     assert names == ["loading the index", "indexing the words of the corpus", "loading the embedding model use",
                      "embedding the corpus with use"]
     embedding = [(done, total) for done, total, step in steps if step.startswith("embedding")]
-    assert embedding[0] == (0, 40) and embedding[-1] == (40, 40)  # at 0 as soon as the model is loaded
+    assert embedding[0] == (0, 40)
+    assert embedding[-1] == (40, 40)  # at 0 as soon as the model is loaded
     assert [done for done, _ in embedding] == sorted(done for done, _ in embedding)
 
 
@@ -129,13 +136,17 @@ def test_a_running_index_build_stores_its_latest_chunks(manager: CampaignManager
     shown = api_progress(manager, campaign_id)
     text = ui.progress_text(get_campaign(manager.store, campaign_id))
     target.go_on.set()
-    assert progress.stage == "embedding the corpus with use" and progress.stage_total == 300
+    assert progress.stage == "embedding the corpus with use"
+    assert progress.stage_total == 300
     assert (shown["stage"], shown["stage_done"], shown["stage_total"]) == ("embedding the corpus with use", 150, 300)
     assert "preparing the knowledge base: embedding the corpus with use 150/300 chunks" in text
-    assert 150 <= (progress.stage_done or 0) <= 300 and 0 < progress.share < 1
+    assert 150 <= (progress.stage_done or 0) <= 300
+    assert 0 < progress.share < 1
     assert manager.wait(campaign_id, timeout=30).status == "succeeded"
     ended = get_campaign(manager.store, campaign_id)
-    assert ended.stage is None and ended.stage_done is None and ended.progress().stage is None
+    assert ended.stage is None
+    assert ended.stage_done is None
+    assert ended.progress().stage is None
 
 
 def api_progress(manager: CampaignManager, campaign_id: str) -> dict:
@@ -157,10 +168,12 @@ def test_the_cli_bar_counts_chunks_then_questions_with_the_campaigns_time_left()
         show_progress(bar, Progress(0, 82, None, 12.0, "embedding the corpus with use", 128, 640), failed=0)
         assert (bar.total, bar.n, bar.unit) == (640, 128, "chunks")
         assert "preparing the knowledge base: embedding the corpus with use" in out.getvalue()
-        assert "128/640 chunks" in out.getvalue() and "12 s left" in out.getvalue()
+        assert "128/640 chunks" in out.getvalue()
+        assert "12 s left" in out.getvalue()
         show_progress(bar, Progress(41, 82, 10.0, 4.1, None), failed=2)
         assert (bar.total, bar.n, bar.unit) == (82, 41, "questions")
-        assert "41/82 questions" in out.getvalue() and "2 failed, 10.0 q/s, 4 s left" in out.getvalue()
+        assert "41/82 questions" in out.getvalue()
+        assert "2 failed, 10.0 q/s, 4 s left" in out.getvalue()
 
 
 def test_durations_read_as_people_say_them() -> None:

@@ -341,3 +341,21 @@ def test_the_import_graph_of_the_engine_has_no_circle() -> None:
     # A circle of two made up for the check, so that it is seen to catch one.
     with pytest.raises(graphlib.CycleError):
         graphlib.TopologicalSorter({**graph, "evalcore.errors": {"evalcore.metrics.measure"}}).prepare()
+
+
+def _joined_asserts(path: Path) -> list[int]:
+    """The lines of `assert a and b` statements in a file."""
+    return [node.lineno for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Assert) and isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And)]
+
+
+def test_each_assert_checks_one_behaviour() -> None:
+    """`assert a and b` says only that one of them failed: each behaviour gets its own line, so a failure names it."""
+    found = [f"{path.name}:{line}" for path in sorted((ROOT / "tests").glob("*.py")) for line in _joined_asserts(path)]
+    assert found == []
+
+
+def test_the_one_behaviour_check_finds_a_joined_assert(tmp_path: Path) -> None:
+    joined = tmp_path / "test_joined.py"
+    joined.write_text("def test_x():\n    assert 1 == 1\n    assert 2 > 1 and 3 > 2\n", encoding="utf-8")
+    assert _joined_asserts(joined) == [3]

@@ -113,7 +113,8 @@ def test_a_measure_receives_the_question_and_one_that_fails_fails_only_itself_on
                                     "founded": "Marie."})) as server:
         campaign = launch(manager, data, server)
     results = {r.question.qid: r for r in campaign_results(manager.store, campaign)}
-    assert results[1].outcome.error is None and results[2].outcome.error is None
+    assert results[1].outcome.error is None
+    assert results[2].outcome.error is None
     assert [results[q].outcome.measures["answer_words"] for q in (1, 2)] == [3.0, 4.0]
     assert "breaks_on_warranty" not in results[2].outcome.measures
     assert results[1].outcome.measures["breaks_on_warranty"] == 1.0
@@ -163,7 +164,8 @@ def test_a_measure_in_python_goes_through_every_face(own_measures, tmp_path, mon
     assert [c.passed for c in campaign_checks(gate, campaign_results(manager.store, priced))] == [True]
     assert [c.passed for c in campaign_checks(gate, campaign_results(manager.store, plain))] == [False]
     header = export_campaign(manager.store, priced, "csv").splitlines()[0]
-    assert "quotes_a_price" in header and "titles_cited" in header
+    assert "quotes_a_price" in header
+    assert "titles_cited" in header
     manager.close()
     from evalcore.notebook.views import CampaignView
 
@@ -212,7 +214,8 @@ def test_a_bad_registration_is_an_error_naming_the_module_and_refuses_a_launch(o
         registry.check_python_measures()
     assert message in str(caught.value)
     assert caught.value.where == "module broken_measures (EVALCORE_MEASURES)"
-    assert "recall" in registry.MEASURES and "words" not in registry.MEASURES  # the built-ins stay
+    assert "recall" in registry.MEASURES
+    assert "words" not in registry.MEASURES  # the built-ins stay
     data = write_dataset(tmp_path / "data", ABSTAIN)
     manager = get_manager(tmp_path / "bad.db")
     with pytest.raises(EvalError, match="broken_measures"):
@@ -228,7 +231,8 @@ def test_values_are_checked_against_the_declared_scale() -> None:
         return value_of(measure("m", scale=scale)(lambda _: returned), given)
     assert (declared(True, "pass-fail"), declared(0, "pass-fail"), declared(-3.5, "number"), declared(None)) == (
         1.0, 0.0, -3.5, None)
-    assert declared(0.25) == 0.25 and math.isclose(declared(7, "number") or 0, 7.0)
+    assert declared(0.25) == 0.25
+    assert math.isclose(declared(7, "number") or 0, 7.0)
     for returned, scale in ((0.5, "pass-fail"), (1.5, "0-1"), (math.inf, "number"), ([1], "number")):
         with pytest.raises(Exception, match="returned"):
             declared(returned, scale)
@@ -251,7 +255,9 @@ def test_the_api_lists_the_measures_in_python_and_names_a_bad_registration(own_m
         assert [(row["measure"], row["values"]) for row in rows] == [("quotes_a_price", "pass/fail (1/0)"),
                                                                      ("titles_cited", "numbers")]
         everything = httpx.get(f"{url}/api/v1/measures", headers=viewer).json()["data"]["measures"]
-        assert everything[0]["measure"] == "precision" and everything[-1]["measure"] == "titles_cited"
+        assert everything[0]["measure"] == "precision"
+        assert everything[-1]["measure"] == "titles_cited"
         own_measures(module="import nowhere_to_be_found\n", modules="broken_measures")
         refused = httpx.get(f"{url}/api/v1/measures", headers=viewer)
-        assert refused.status_code == 422 and "broken_measures" in refused.json()["error"]["message"]
+        assert refused.status_code == 422
+        assert "broken_measures" in refused.json()["error"]["message"]

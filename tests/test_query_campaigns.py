@@ -67,7 +67,9 @@ def test_queries_are_stored_counted_cached_and_exported(manager: CampaignManager
     results = {r.question.qid: r.outcome for r in campaign_results(manager.store, first)}
     assert results[1].queries == results[3].queries == (REWRITE,)
     refused = results[2]  # never a failed question: the question itself was retrieved with
-    assert refused.error is None and refused.queries == () and refused.answer == "Thirty days."
+    assert refused.error is None
+    assert refused.queries == ()
+    assert refused.answer == "Thirty days."
     assert any(n.startswith("query rewrite failed, the question was used instead") for n in refused.notes)
     # The rewrite's tokens are the answer's: 11 + 7 per call from the fake server.
     assert [(results[q].prompt_tokens, results[q].completion_tokens) for q in (1, 2, 3)] == [(22, 14), (11, 7),
@@ -131,7 +133,8 @@ def test_the_dashboard_shows_the_queries(manager: CampaignManager, tiny_dataset:
     next(box for box in at.multiselect if box.label == "Verdicts").set_value(["better", "worse", "same"]).run()
     assert_clean(at)
     table = next(df.value for df in at.dataframe if "queries B" in df.value.columns)
-    assert set(table["queries B"]) == {REWRITE, ""} and set(table["queries A"]) == {""}
+    assert set(table["queries B"]) == {REWRITE, ""}
+    assert set(table["queries A"]) == {""}
 
 
 def test_run_sweeps_the_query_transform(tiny_dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -142,7 +145,8 @@ def test_run_sweeps_the_query_transform(tiny_dataset: Path, tmp_path: Path, caps
         toml.write_text(config(server, tiny_dataset).to_toml(), encoding="utf-8")
         code = main(["run", "--dataset", str(tiny_dataset), "--config", str(toml), "--db", str(db),
                      "--sweep", "query_transform=none,rewrite,multi_query"])
-    assert code == 0 and "sweep over query_transform" in capsys.readouterr().out
+    assert code == 0
+    assert "sweep over query_transform" in capsys.readouterr().out
     with Store(db) as store:
         campaigns = sorted(list_campaigns(store), key=lambda c: c.config["query_transform"])
         assert [c.config["query_transform"] for c in campaigns] == ["multi_query", "none", "rewrite"]
@@ -160,7 +164,10 @@ def test_a_rewrite_campaign_runs_end_to_end_on_the_local_model(manager: Campaign
     assert manager.wait(campaign_id, timeout=1800).status == "succeeded"
     for result in campaign_results(manager.store, campaign_id):
         outcome = result.outcome
-        assert outcome.error is None and outcome.answer and outcome.retrieved
+        assert outcome.error is None
+        assert outcome.answer
+        assert outcome.retrieved
         # A rewrite was retrieved with, or a note says why the question was.
         assert len(outcome.queries) == 1 or any(n.startswith("query rewrite") for n in outcome.notes)
-        assert outcome.prompt_tokens > 0 and outcome.completion_tokens > 0
+        assert outcome.prompt_tokens > 0
+        assert outcome.completion_tokens > 0

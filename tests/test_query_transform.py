@@ -104,7 +104,9 @@ def test_a_model_refusing_a_sampling_setting_is_asked_without_it() -> None:
         model = OpenAIChatModel(server.base_url, "fake-model", api_key_env="")
         assert model.chat(MESSAGES, top_p=0.5, repeat_penalty=1.2).text == "Thought."
     first, second = (body for _, body, _ in server.requests)
-    assert first["top_p"] == 0.5 and "top_p" not in second and second["frequency_penalty"] == 0.2
+    assert first["top_p"] == 0.5
+    assert "top_p" not in second
+    assert second["frequency_penalty"] == 0.2
 
 
 def test_top_k_is_an_extra_field_off_at_zero_and_dropped_when_refused() -> None:
@@ -114,8 +116,10 @@ def test_top_k_is_an_extra_field_off_at_zero_and_dropped_when_refused() -> None:
         model.chat(MESSAGES, top_k=0)
         assert model.chat(MESSAGES, top_k=40, top_p=0.9).text == "B."
     off, refused, retried = (body for _, body, _ in server.requests)
-    assert "top_k" not in off and refused["top_k"] == 40
-    assert "top_k" not in retried and retried["top_p"] == 0.9
+    assert "top_k" not in off
+    assert refused["top_k"] == 40
+    assert "top_k" not in retried
+    assert retried["top_p"] == 0.9
 
 
 def test_the_generator_sends_the_configured_sampling(index_dir: Path) -> None:
@@ -123,7 +127,9 @@ def test_the_generator_sends_the_configured_sampling(index_dir: Path) -> None:
         prepared(index_dir, server).answer("router password")
         prepared(index_dir, server, top_p=0.8, top_k=20, repeat_penalty=1.25).answer("router password")
     plain, tuned = chat_bodies(server)
-    assert "top_p" not in plain and "frequency_penalty" not in plain and "top_k" not in plain
+    assert "top_p" not in plain
+    assert "frequency_penalty" not in plain
+    assert "top_k" not in plain
     assert (tuned["top_p"], tuned["top_k"], tuned["frequency_penalty"]) == (0.8, 20, 0.25)
 
 
@@ -187,7 +193,8 @@ def test_describe_names_the_transform_and_a_sweep_varies_it() -> None:
     assert [c.describe() for c in configs] == ["bm25 · local model · k=5", "bm25 · query rewrite · local model · k=5",
                                                "bm25 · multi-query 3 · local model · k=5"]
     hyde = TargetConfig.from_dict({"generator": "local", "query_transform": "hyde", "top_p": 0.9})
-    assert "HyDE" in hyde.describe() and TargetConfig.from_dict(hyde.to_dict()) == hyde
+    assert "HyDE" in hyde.describe()
+    assert TargetConfig.from_dict(hyde.to_dict()) == hyde
     assert TargetConfig().diff(hyde) == {"generator": ("extractive", "local"), "query_transform": ("none", "hyde"),
                                          "top_p": (1.0, 0.9)}
 
@@ -234,11 +241,12 @@ def test_multi_query_fuses_the_question_and_each_query_by_reciprocal_rank(index_
     assert all(item.stages["query_rrf"] == round(item.score, 6) for item in result.retrieved)
     # One conversation: each next query is asked after the ones before it.
     bodies = chat_bodies(server)
-    assert len(bodies) == 4 and bodies[2]["messages"] == [
+    assert len(bodies) == 4
+    assert (bodies[2]["messages"] == [
         {"role": "user", "content": REWRITE_PROMPT.format(question=QUESTION, history="")},
         {"role": "assistant", "content": REWRITE},
         {"role": "user", "content": MULTI_QUERY_NEXT}, {"role": "assistant", "content": MORE[0]},
-        {"role": "user", "content": MULTI_QUERY_NEXT}]
+        {"role": "user", "content": MULTI_QUERY_NEXT}])
     assert result.llm_calls == 4
 
 
@@ -250,7 +258,8 @@ def test_fusion_ties_rank_by_row_whatever_the_order_of_the_lists() -> None:
     backward = fuse([[hit(5)], [hit(3), hit(7)], [hit(7), hit(3), hit(5)]], rrf_k=60, top_k=10)
     # 7 and 3 both hold ranks 1 and 2: a tie, broken by row; 5 holds ranks 1 and 3.
     assert [h.row for h in forward] == [h.row for h in backward] == [3, 7, 5]
-    assert forward[0].item.score == 1 / 61 + 1 / 62 and forward[0].item.stages["bm25"] == 3.0
+    assert forward[0].item.score == 1 / 61 + 1 / 62
+    assert forward[0].item.stages["bm25"] == 3.0
     assert [h.row for h in fuse([[hit(1), hit(2), hit(3)]], rrf_k=60, top_k=2)] == [1, 2]
 
 
@@ -267,7 +276,8 @@ def test_hyde_embeds_the_hypothetical_answer_on_the_vector_side_only(index_dir: 
         target = prepared(index_dir, server, query_transform="hyde", retriever="hybrid")
         monkeypatch.setattr(retrieval_module, "embed_query", recording)
         result = target.answer(QUESTION)
-    assert embedded == [HYDE] and result.queries == [HYDE]
+    assert embedded == [HYDE]
+    assert result.queries == [HYDE]
     assert result.retrieved == items(target, QUESTION, vector_query=HYDE)
     assert target.kb is not None
     keyword = bm25_scores(target.kb, QUESTION)  # BM25 kept the question
@@ -281,14 +291,19 @@ def test_a_failed_rewrite_falls_back_to_the_question_with_a_note(index_dir: Path
         target = prepared(index_dir, server, query_transform="rewrite")
         result = target.answer(QUESTION)
         multi = prepared(index_dir, server, query_transform="multi_query").answer(QUESTION)
-    assert result.queries == [] and result.answer == ANSWER
+    assert result.queries == []
+    assert result.answer == ANSWER
     assert result.retrieved == items(target, QUESTION)
-    assert len(result.notes) == 1 and result.notes[0].startswith("query rewrite failed, the question was used instead")
-    assert "HTTP 400" in result.notes[0] and result.llm_calls == 1  # the refused call cost nothing
-    assert multi.queries == [] and multi.notes[0].startswith("query multi_query 1 of 3 failed")
+    assert len(result.notes) == 1
+    assert result.notes[0].startswith("query rewrite failed, the question was used instead")
+    assert "HTTP 400" in result.notes[0]
+    assert result.llm_calls == 1  # the refused call cost nothing
+    assert multi.queries == []
+    assert multi.notes[0].startswith("query multi_query 1 of 3 failed")
 
 
 def test_an_empty_rewrite_is_noted_and_the_question_used(index_dir: Path) -> None:
     with FakeOpenAIServer(lambda path, body: '  ""  ' if len(body["messages"]) == 1 else ANSWER) as server:
         result = prepared(index_dir, server, query_transform="rewrite").answer(QUESTION)
-    assert result.queries == [] and result.notes == ["query rewrite was empty, the question was used instead"]
+    assert result.queries == []
+    assert result.notes == ["query rewrite was empty, the question was used instead"]

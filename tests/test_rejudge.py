@@ -79,9 +79,13 @@ def test_a_rejudge_asks_only_the_judge_and_keeps_the_answers_stored_once(
         assert chat_calls(judge) == 5  # three questions, two judges; score skips the one without a reference
     assert len(target.requests) == asked_before  # the target was not asked anything, not even checked
     campaign = get_campaign(manager.store, again)
-    assert campaign.answers_from == source and campaign.to_dict()["answers_from"] == source
-    assert campaign.judges == ("relevance", "score") and campaign.config["judge_kind"] == "openai"
-    assert campaign.config["judge_model"] == "judge-2" and campaign.kind == "dataset" and campaign.tenant == "acme"
+    assert campaign.answers_from == source
+    assert campaign.to_dict()["answers_from"] == source
+    assert campaign.judges == ("relevance", "score")
+    assert campaign.config["judge_kind"] == "openai"
+    assert campaign.config["judge_model"] == "judge-2"
+    assert campaign.kind == "dataset"
+    assert campaign.tenant == "acme"
     old, new = campaign_results(manager.store, source), campaign_results(manager.store, again)
     assert [r.outcome.answer for r in new] == [r.outcome.answer for r in old] == [ANSWER] * 3
     assert [r.outcome.retrieved for r in new] == [r.outcome.retrieved for r in old]
@@ -94,8 +98,10 @@ def test_a_rejudge_asks_only_the_judge_and_keeps_the_answers_stored_once(
     stored = manager.store.read("SELECT campaign_id, count(*) AS n, sum(length(answer)) AS chars, "
                                 "sum(length(retrieved)) AS ranked FROM results GROUP BY campaign_id")
     by_campaign = {row["campaign_id"]: row for row in stored}
-    assert by_campaign[source]["chars"] == 3 * len(ANSWER) and by_campaign[again]["chars"] is None
-    assert by_campaign[again]["n"] == 3 and by_campaign[again]["ranked"] == 0
+    assert by_campaign[source]["chars"] == 3 * len(ANSWER)
+    assert by_campaign[again]["chars"] is None
+    assert by_campaign[again]["n"] == 3
+    assert by_campaign[again]["ranked"] == 0
     passages = manager.store.read("SELECT campaign_id, count(*) AS n FROM campaign_passages GROUP BY campaign_id")
     assert [row["campaign_id"] for row in passages] == [source]  # the passages are the judged campaign's only
 
@@ -124,14 +130,16 @@ def test_the_comparison_differs_only_where_the_judges_do_and_gives_their_agreeme
     line = ("judge.relevance, B's verdicts against A's on the same answers: 3 questions, weighted kappa "
             f"{found.weighted_kappa:.2f} ({low:.2f} to {high:.2f})")
     assert trust.lines() == [line]
-    assert trust.to_dict()["judges"]["relevance"]["n"] == 3 and trust.to_dict()["people"] == {"A": {}, "B": {}}
+    assert trust.to_dict()["judges"]["relevance"]["n"] == 3
+    assert trust.to_dict()["people"] == {"A": {}, "B": {}}
     # People's labels are about the answers: given on the judged campaign, they check both judges.
     people = ["5", "1", "4"]
     for qid, label in zip((1, 2, 3), people, strict=True):
         set_label(manager.store, source, qid, "relevance", label, author="ana")
     set_label(manager.store, source, 1, "score", "5", author="ana")  # a judge the re-judge did not run
     sides = comparison_trust(manager.store, source, again).people
-    assert set(sides["A"]) == {"relevance", "score"} and set(sides["B"]) == {"relevance"}
+    assert set(sides["A"]) == {"relevance", "score"}
+    assert set(sides["B"]) == {"relevance"}
     for side, judged_as in (("A", a), ("B", b)):
         assert sides[side]["relevance"].weighted_kappa == pytest.approx(
             cohen_kappa_score(people, judged_as, labels=labels, weights="quadratic"))
@@ -185,10 +193,12 @@ def test_the_cli_judges_again_and_compare_gives_both_agreements_as_text_and_json
     line = "judge.relevance, B's verdicts against A's on the same answers: 3 questions, weighted kappa "
     assert line in capsys.readouterr().out
     html = unescape_html(report.read_text(encoding="utf-8"))
-    assert "<h2>How far to trust the judges</h2>" in html and line in html
+    assert "<h2>How far to trust the judges</h2>" in html
+    assert line in html
     assert main(["compare", source, again, "--db", db, "--json"]) == 0
     agreement = json.loads(capsys.readouterr().out)["agreement"]
-    assert agreement["judges"]["relevance"]["n"] == 3 and agreement["people"] == {"A": {}, "B": {}}
+    assert agreement["judges"]["relevance"]["n"] == 3
+    assert agreement["people"] == {"A": {}, "B": {}}
 
 
 def test_the_api_judges_again_on_its_workers_and_compares_with_both_agreements(
@@ -213,13 +223,15 @@ def test_the_api_judges_again_on_its_workers_and_compares_with_both_agreements(
         made = client.post(route, json=body, headers=bearer(admin))
         assert made.status_code == 202, made.text
         again = made.json()["data"]["campaign"]
-        assert again["answers_from"] == source and again["judges"] == ["relevance"]
+        assert again["answers_from"] == source
+        assert again["judges"] == ["relevance"]
         for _ in range(300):
             again = client.get(f"/api/v1/campaigns/{again['id']}", headers=bearer(admin)).json()["data"]["campaign"]
             if again["status"] not in ("queued", "pending", "running"):
                 break
             time.sleep(0.1)
-        assert again["status"] == "succeeded" and chat_calls(judge) == 3
+        assert again["status"] == "succeeded"
+        assert chat_calls(judge) == 3
         compared = client.get(f"/api/v1/compare?a={source}&b={again['id']}", headers=bearer(admin)).json()["data"]
     assert len(target.requests) == asked_before
     assert compared["agreement"]["judges"]["relevance"]["n"] == 3
@@ -262,7 +274,8 @@ def test_the_campaigns_page_judges_a_finished_campaign_again(
         assert_clean(at)
         (again,) = [c for c in list_campaigns(manager.store) if c.answers_from == source]
         assert get_manager(str(manager.store.path)).wait(again.id, timeout=60).status == "succeeded"
-        assert chat_calls(judge) == 3 and judge.requests[0][2]["Authorization"] == "Bearer secret"
+        assert chat_calls(judge) == 3
+        assert judge.requests[0][2]["Authorization"] == "Bearer secret"
     assert len(target.requests) == asked_before
     flashes = [unescape(m.value) for m in at.success]
     assert f"Judging again as {again.name}." in flashes, flashes
@@ -298,7 +311,9 @@ def test_a_failed_question_stays_failed_and_an_interrupted_rejudge_resumes_witho
         assert manager.wait(again, timeout=60).status == "succeeded_with_failures"
         errors = [(r.question.qid, r.outcome.error) for r in campaign_results(manager.store, again)]
         assert errors == [(r.question.qid, r.outcome.error) for r in campaign_results(manager.store, source)]
-        assert errors[1][1] is not None and "refused" in errors[1][1] and chat_calls(judge) == 2
+        assert errors[1][1] is not None
+        assert "refused" in errors[1][1]
+        assert chat_calls(judge) == 2
         # A crash loses the questions in flight: here the last one; resuming judges it alone.
         manager.store.write(lambda conn: conn.execute("DELETE FROM results WHERE campaign_id = ? AND position = 2",
                                                       (again,)))
@@ -322,7 +337,8 @@ def test_a_notebook_judges_again_and_compares(judged: tuple[CampaignManager, str
     with FakeOpenAIServer(lambda path, body: verdict(SECOND, body)) as judge:
         view = ec.rejudge(source, judges=["relevance"], judge_model="judge-2", judge_base_url=judge.base_url,
                           judge_api_key_env="", db=manager.store.path, progress=False)
-    assert view.record.answers_from == source and len(target.requests) == asked_before
+    assert view.record.answers_from == source
+    assert len(target.requests) == asked_before
     compared = ec.comparison(source, view.id, db=manager.store.path)
     assert {m.measure: m.delta for m in compared.comparison.measures}["judge.relevance"] == pytest.approx(-2 / 3)
 
@@ -354,7 +370,8 @@ def test_both_stores_keep_the_answers_once_and_read_them_back_for_the_rejudge(db
     kept = compare_campaigns(manager.store, source, again, resamples=200)
     direct = compare_results(get_campaign(manager.store, source), campaign_results(manager.store, source),
                              get_campaign(manager.store, again), campaign_results(manager.store, again), resamples=200)
-    assert kept.to_dict() == direct.to_dict() and {q.verdict for q in kept.questions} <= {"better", "worse", "same"}
+    assert kept.to_dict() == direct.to_dict()
+    assert {q.verdict for q in kept.questions} <= {"better", "worse", "same"}
     assert all(q.answer_a == q.answer_b and not q.answer_changed for q in kept.questions)
     manager.close()
 
@@ -367,7 +384,8 @@ def test_a_rejudge_is_cancelled_like_any_campaign(judged: tuple[CampaignManager,
                                                cache=False))
         manager.cancel(again)
         ended = manager.wait(again, timeout=60)
-    assert ended.status == "cancelled" and ended.finished < 3
+    assert ended.status == "cancelled"
+    assert ended.finished < 3
 
 
 def test_a_suite_campaign_is_judged_again_as_one_of_the_suites(tmp_path: Path) -> None:

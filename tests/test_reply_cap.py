@@ -59,7 +59,8 @@ def chat(server: FakeOpenAIServer, cache: DictCache | None = None) -> OpenAIChat
 
 
 def test_the_key_is_a_generation_setting_with_a_validated_range() -> None:
-    assert TargetConfig().max_reply_chars == 200_000 and "max_reply_chars" in TargetConfig.keys_in(GENERATION)
+    assert TargetConfig().max_reply_chars == 200_000
+    assert "max_reply_chars" in TargetConfig.keys_in(GENERATION)
     assert TargetConfig.from_dict({"max_reply_chars": 5000}).max_reply_chars == 5000
     for bad in (99, 1_000_001, 2.5, "many"):
         with pytest.raises(EvalError, match="max_reply_chars"):
@@ -71,7 +72,8 @@ def test_a_chat_reply_over_the_cap_is_refused_once_and_never_cached() -> None:
     with FakeOpenAIServer([Reply(text="x" * (LIMIT + 1)), Reply(text="y" * LIMIT)]) as server:
         with pytest.raises(ReplyTooLarge) as raised:
             chat(server, cache).chat(MESSAGES)
-        assert len(server.requests) == 1 and cache.data == {}  # not retried, not cached
+        assert len(server.requests) == 1
+        assert cache.data == {}  # not retried, not cached
         assert chat(server, cache).chat(MESSAGES).text == "y" * LIMIT  # at the cap exactly: accepted
     assert "the model's reply has 1,001 characters, over max_reply_chars = 1,000" in str(raised.value)
     assert "raise max_reply_chars" in str(raised.value)
@@ -201,7 +203,8 @@ def test_scoring_work_grows_linearly_so_the_cap_bounds_it(kind: str) -> None:
 def jieba_viterbi() -> Callable[..., tuple[float, list[str]]]:
     """jieba's own HMM Viterbi, from a fresh copy of its module (the tokenizer replaces the loaded one's)."""
     spec = importlib.util.find_spec("jieba.finalseg")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     fresh = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(fresh)
     return fresh.viterbi  # type: ignore[no-any-return]

@@ -78,15 +78,18 @@ def test_a_rubric_is_read_and_every_problem_named() -> None:
 
 def test_a_rubric_prompt_carries_criteria_steps_scale_and_only_what_it_reads() -> None:
     prompt = judges.rubric_prompt(judges.parse_rubric("deadline", DEADLINE))
-    assert "exact refund deadline" in prompt.system and "Evaluation steps:\n1. Find" in prompt.system
-    assert "5 = fully meets the criteria." in prompt.system and '{"score": <integer from 1 to 5>' in prompt.system
+    assert "exact refund deadline" in prompt.system
+    assert "Evaluation steps:\n1. Find" in prompt.system
+    assert "5 = fully meets the criteria." in prompt.system
+    assert '{"score": <integer from 1 to 5>' in prompt.system
     assert prompt.user == "Question:\n{question}\n\nReference answer:\n{expected}\n\nAnswer to evaluate:\n{answer}"
     assert (prompt.output, prompt.version, prompt.requires) == ("likert", "rubric", ("question", "answer", "expected"))
     assert judges.signature_of(prompt) == f"judge.deadline|prompt:rubric|hash:{prompt.hash}|output:likert|parser:v3"
     other = judges.rubric_prompt(judges.parse_rubric("deadline", DEADLINE.replace("exact", "precise")))
     assert other.hash != prompt.hash
     tone = judges.rubric_prompt(judges.parse_rubric("tone", TONE))
-    assert tone.user == "Answer to evaluate:\n{answer}" and tone.labels == ("rude", "neutral", "warm")
+    assert tone.user == "Answer to evaluate:\n{answer}"
+    assert tone.labels == ("rude", "neutral", "warm")
     assert 'Labels, from worst to best: rude, neutral, warm.' in tone.system
 
 
@@ -152,8 +155,9 @@ def test_rubric_campaigns_on_the_cli_and_api_are_measures_flagged_when_their_rub
     assert get_campaign(manager.store, a).judges == ("deadline", "tone")
     row = campaign_results(manager.store, a)[0].outcome
     assert (row.judges["tone"].label, row.judges["tone"].result, row.measures["judge.tone"]) == ("warm", "pass", 3.0)
-    assert row.judges["deadline"].score == 5.0 and row.signatures["judge.deadline"].startswith(
-        "judge.deadline|prompt:rubric|hash:")
+    assert row.judges["deadline"].score == 5.0
+    assert (row.signatures["judge.deadline"].startswith(
+        "judge.deadline|prompt:rubric|hash:"))
     assert campaign_results(manager.store, a)[2].outcome.judges["deadline"].result == "skipped"  # no reference
     comparison = compare_campaigns(manager.store, a, b)
     assert "judge deadline used a different model or prompt: its scores are not comparable" in comparison.warnings
@@ -162,7 +166,8 @@ def test_rubric_campaigns_on_the_cli_and_api_are_measures_flagged_when_their_rub
     from evalcore.campaigns.export import export_campaign
 
     exported = json.loads(export_campaign(manager.store, a, "jsonl").splitlines()[0])
-    assert any(key.startswith("tone") for key in exported) and any(key.startswith("deadline") for key in exported)
+    assert any(key.startswith("tone") for key in exported)
+    assert any(key.startswith("deadline") for key in exported)
     manager.close()
 
 
@@ -192,7 +197,8 @@ def test_bad_rubrics_are_refused_by_the_configuration_the_cli_and_the_api(tmp_pa
         app.state.manager.wait(task["id"], timeout=60)
         bad = client.post("/api/v1/evaluation", json={**body, "rubrics": {"tone": "# output: 1-5\n"}})
         page = client.get(f"/api/v1/campaigns/{task['id']}/results").json()["data"]
-    assert bad.status_code == 422 and "rubrics.tone: a [criteria] line" in bad.text
+    assert bad.status_code == 422
+    assert "rubrics.tone: a [criteria] line" in bad.text
     assert page["results"][0]["judges"]["tone"]["label"] == "warm"
 
 
@@ -214,7 +220,8 @@ def test_the_run_page_defines_a_rubric_checks_it_previews_it_and_launches_with_i
     assert_clean(at)
     assert not at.warning
     preview = next(block.value for block in at.code if "courteous" in block.value)
-    assert "Labels, from worst to best: rude, neutral, warm." in preview and "Answer to evaluate:" in preview
+    assert "Labels, from worst to best: rude, neutral, warm." in preview
+    assert "Answer to evaluate:" in preview
     with FakeOpenAIServer(rubric_judge) as server:
         at.text_input(key="cfg-quick-judge_model").set_value("judge-mini")
         at.text_input(key="cfg-quick-judge_base_url").set_value(server.base_url)

@@ -36,7 +36,8 @@ def test_sample_size_and_language_mix(sample) -> None:
 def test_passage_lengths(sample) -> None:
     lengths = [len(tokenize(p.text)) for p in sample.passages]
     # The tokenizer splits decimals' neighbours finer than words.
-    assert min(lengths) >= 40 and max(lengths) <= 150 * 1.25
+    assert min(lengths) >= 40
+    assert max(lengths) <= 150 * 1.25
 
 
 def test_questions_labels_and_answers(sample) -> None:

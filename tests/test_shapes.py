@@ -164,10 +164,12 @@ def test_a_snapshot_keeps_the_stored_json_and_reads_older_ones_as_a_typed_config
     snapshot = Snapshot(json.loads(json.dumps(stored)))
     assert json.dumps(snapshot.to_dict()) == json.dumps(stored)  # byte for byte
     target = snapshot.target
-    assert target.retriever_label == "vector · E5 embeddings" and target.chunk_size == TargetConfig.chunk_size
+    assert target.retriever_label == "vector · E5 embeddings"
+    assert target.chunk_size == TargetConfig.chunk_size
     assert Settings.of(target) == Settings("vector · E5 embeddings", "none", "extractive", TargetConfig.embedding_top_k)
     campaign = dataclasses.replace(build(Campaign), config=stored)  # a plain dict becomes a snapshot
-    assert isinstance(campaign.config, Snapshot) and campaign.to_dict()["config"] == stored
+    assert isinstance(campaign.config, Snapshot)
+    assert campaign.to_dict()["config"] == stored
 
 
 def enum_of(tp: Any) -> type[Enum] | None:

@@ -15,6 +15,8 @@ def test_threads_sockets_and_memory_come_back_after_twenty_campaigns(tmp_path: P
         start = settled()
         statuses = soak.run(20, 2)
         after = settled(start)
-    assert set(statuses) <= {"succeeded", "succeeded_with_failures"} and len(statuses) == 20
-    assert after.threads <= start.threads and after.sockets == start.sockets, (start, after)
+    assert set(statuses) <= {"succeeded", "succeeded_with_failures"}
+    assert len(statuses) == 20
+    assert after.threads <= start.threads, (start, after)
+    assert after.sockets == start.sockets, (start, after)
     assert after.rss_mb < start.rss_mb + 64, (start, after)

@@ -45,7 +45,8 @@ def test_rouge_f_has_no_epsilon() -> None:
     assert abs(rouge1 - with_epsilon) > 1e-9
     assert generation_scores("the cat sat", ["the cat sat"])["rouge1"] == 1.0
     here = _rows()["ROUGE F"]
-    assert "2PR / (P + R + 1e-8)" in here["the specification"] and "2PR / (P + R)," in here["here"]
+    assert "2PR / (P + R + 1e-8)" in here["the specification"]
+    assert "2PR / (P + R)," in here["here"]
     assert f"{rouge1:.10f} here, {with_epsilon:.10f} with the epsilon" in here["why"]
 
 
@@ -64,6 +65,7 @@ def test_a_task_gives_its_tenant_as_a_name_and_always_an_err_msg(api: Api) -> No
     body = {"dataset_id": "tiny", "knowledge_base_id": api.targets["fast"]}
     created = api.call("POST", "/api/v1/evaluation", json=body)
     task = created.json()["data"]["task"]
-    assert task["tenant_id"] == "acme" and task["err_msg"] == ""
+    assert task["tenant_id"] == "acme"
+    assert task["err_msg"] == ""
     done = wait_done(api, f"/api/v1/evaluation?task_id={task['id']}", lambda data: data["task"]["status"])["task"]
     assert (done["status"], done["tenant_id"], done["err_msg"]) == (2, "acme", "")

@@ -65,7 +65,9 @@ def test_sign_flip_test_chooses_exact_for_small_n_and_is_seeded():
     diffs = list(np.random.default_rng(3).normal(0.1, 1.0, 40))
     p1, method = stats.sign_flip_test(diffs, seed=7)
     p2, _ = stats.sign_flip_test(diffs, seed=7)
-    assert method == "sampled" and p1 == p2 and 0 < p1 <= 1
+    assert method == "sampled"
+    assert p1 == p2
+    assert 0 < p1 <= 1
 
 
 def test_no_difference_is_never_significant():
@@ -86,7 +88,8 @@ def test_bootstrap_interval_brackets_the_mean_and_shrinks_with_n():
     large = rng.normal(0.2, 1.0, 500)
     low_s, high_s = stats.bootstrap_ci(small, seed=0)
     low_l, high_l = stats.bootstrap_ci(large, seed=0)
-    assert low_s < small.mean() < high_s and low_l < large.mean() < high_l
+    assert low_s < small.mean() < high_s
+    assert low_l < large.mean() < high_l
     assert (high_l - low_l) < (high_s - low_s)
     # Percentile bootstrap of a mean is close to the normal interval mean +- 1.96 sd/sqrt(n).
     half = 1.96 * large.std(ddof=1) / np.sqrt(large.size)
@@ -98,7 +101,8 @@ def test_bootstrap_is_deterministic_given_the_seed_and_slices_large_inputs():
     assert stats.bootstrap_ci(values, seed=4) == stats.bootstrap_ci(values, seed=4)
     assert stats.bootstrap_ci(values, seed=4) != stats.bootstrap_ci(values, seed=5)
     # 65 rows of 1,000 per block.
-    assert sum(stats.slices(10_000, 1_000)) == 10_000 and len(stats.slices(10_000, 1_000)) == 154
+    assert sum(stats.slices(10_000, 1_000)) == 10_000
+    assert len(stats.slices(10_000, 1_000)) == 154
     assert stats.slices(10, 2 * stats.BLOCK_CELLS // 5) == [2, 2, 2, 2, 2]
     assert stats.bootstrap_ci([]) is None
 
@@ -129,7 +133,8 @@ def test_zero_differences_leave_the_exact_test_exact_and_equal_to_scipy():
 
 
 def test_bootstrap_has_no_interval_for_a_single_value():
-    assert stats.bootstrap_ci([0.7]) is None and stats.bootstrap_ci([]) is None
+    assert stats.bootstrap_ci([0.7]) is None
+    assert stats.bootstrap_ci([]) is None
     assert stats.bootstrap_ci([0.2, 0.2, 0.2]) == (pytest.approx(0.2), pytest.approx(0.2))
 
 
@@ -181,7 +186,8 @@ def test_batch_bootstrap_equals_the_per_measure_bootstrap(seed, sizes, resamples
     for sample, result in zip(samples, batch, strict=False):
         (low, high), se = per_measure_bootstrap(sample, resamples, seed)
         # The same resamples; only the order of a sum differs (a matrix product instead of a row mean).
-        assert result.low == pytest.approx(low, abs=1e-12) and result.high == pytest.approx(high, abs=1e-12)
+        assert result.low == pytest.approx(low, abs=1e-12)
+        assert result.high == pytest.approx(high, abs=1e-12)
         assert result.se == pytest.approx(se, abs=1e-12)
         alone = stats.bootstrap_ci(sample, resamples=resamples, seed=seed)   # a matrix-vector product: to rounding
         assert alone == (pytest.approx(result.low, abs=1e-15), pytest.approx(result.high, abs=1e-15))
@@ -207,7 +213,8 @@ def test_a_row_of_signs_longer_than_a_block_spans_several_draws():
     rng = np.random.default_rng(8)
     long, short = rng.normal(0.001, 1, stats.BLOCK_CELLS + 1001), rng.normal(0.3, 1, 999)
     (p_long, _), (p_short, _) = stats.sign_flip_tests([long, short], resamples=7, seed=5)
-    assert p_long == per_measure_sign_flip(long, 7, 5) and p_short == per_measure_sign_flip(short, 7, 5)
+    assert p_long == per_measure_sign_flip(long, 7, 5)
+    assert p_short == per_measure_sign_flip(short, 7, 5)
 
 
 def test_batches_mix_exact_sampled_empty_and_single_values():
@@ -216,7 +223,8 @@ def test_batches_mix_exact_sampled_empty_and_single_values():
     assert tests[:4] == [(pytest.approx(2 / 32), "exact"), (1.0, "exact"), (1.0, "exact"), (1.0, "exact")]
     assert tests[4] == (per_measure_sign_flip(samples[4], 1000, 3), "sampled")
     intervals = stats.bootstrap_intervals(samples, resamples=1000, seed=3)
-    assert intervals[1] is None and intervals[3] is None
+    assert intervals[1] is None
+    assert intervals[3] is None
     assert (intervals[0].low, intervals[0].high) == (pytest.approx(0.2), pytest.approx(0.2))
     assert intervals[0].se == pytest.approx(0.0, abs=1e-15)
 
@@ -281,7 +289,9 @@ def test_a_measure_on_every_question_keeps_the_interval_it_gets_alone():
 def test_a_measure_with_fewer_than_two_values_has_no_interval_in_a_table():
     table = np.array([[0.1, np.nan, np.nan], [0.3, 0.2, np.nan], [-0.2, np.nan, np.nan]])
     first, single, empty = stats.bootstrap_table(table, resamples=50, seed=0)
-    assert first is not None and single is None and empty is None
+    assert first is not None
+    assert single is None
+    assert empty is None
     assert stats.bootstrap_table(np.empty((0, 2)), resamples=50) == [None, None]
 
 
@@ -326,7 +336,8 @@ def test_bounded_draws_from_raw_words_are_numpys_own_integers(n):
     drawn = list(stats.bounded_draws(np.random.default_rng(9), n, sizes))
     assert [d.size for d in drawn] == sizes
     assert np.array_equal(np.concatenate(drawn), np.random.default_rng(9).integers(0, n, size=sum(sizes)))
-    assert not stats.bounded_draws_hold(1) and not stats.bounded_draws_hold(1 << 31)
+    assert not stats.bounded_draws_hold(1)
+    assert not stats.bounded_draws_hold(1 << 31)
 
 
 # Counted in C from the generator's words, or from numpy's indices where C cannot be built; odd sizes leave half a

@@ -101,7 +101,8 @@ def test_writes_from_many_threads_are_serialised_and_readers_run_concurrently(st
     for thread in threads:
         thread.join()
     assert store.read("SELECT value FROM call_cache WHERE key = 'n'")[0][0] == "200"
-    assert len(seen) == 200 and max(seen) == 200
+    assert len(seen) == 200
+    assert max(seen) == 200
 
 
 def test_a_write_queued_for_soon_lands_when_the_process_ends_without_closing(tmp_path: Path) -> None:
@@ -132,7 +133,9 @@ def test_a_write_queued_for_soon_is_read_back_by_whoever_reads_next(store: Store
     reader.start()
     assert store.read("SELECT value FROM call_cache WHERE key = 'soon'")[0][0] == "1"
     reader.join()
-    assert seen == [1] and done.result() is None and started.is_set()
+    assert seen == [1]
+    assert done.result() is None
+    assert started.is_set()
     assert queued == (type(store) is Store)   # PostgreSQL has no writer thread: written before it returns
 
     def fail(conn: sqlite3.Connection) -> None:
@@ -283,7 +286,8 @@ def test_postgresql_refuses_a_newer_schema_and_servers_starting_together_migrate
 def test_an_unreachable_postgresql_is_a_user_error_without_the_password(postgres_server: str) -> None:
     with pytest.raises(StoreUnavailable, match="cannot be reached") as caught:
         open_store("postgresql://evalcore:secret@127.0.0.1:1/none")
-    assert "secret" not in str(caught.value) and "***" in caught.value.where
+    assert "secret" not in str(caught.value)
+    assert "***" in caught.value.where
 
 
 def _ranked(scores: list, stages: list[dict]) -> tuple:
@@ -331,7 +335,8 @@ def test_float32_scores_are_stored_short_and_read_back_to_the_last_bit() -> None
         assert all(_same_bits(a.stages[name], b.stages[name]) for a, b in zip(back, hits, strict=True)
                    for name in b.stages), text
     short = encode_ranked(_ranked(norm, bm25), passages, [])
-    assert '"f":[1.0,0.9435406,0.4009988,9.054107e-32,0.0,' in short and '"bm25_norm":6' in short
+    assert '"f":[1.0,0.9435406,0.4009988,9.054107e-32,0.0,' in short
+    assert '"bm25_norm":6' in short
     assert '"s":' in encode_ranked(_ranked(*cases[2]), passages, [])  # float64 scores keep their precision
 
 
@@ -387,7 +392,8 @@ def test_a_version_fifteen_store_is_migrated_and_its_rows_read_the_same(tmp_path
     with Store(path) as store:
         assert store.read("PRAGMA user_version")[0][0] == len(MIGRATIONS)
         old = read_results(store, "c")
-        assert old[0].outcome.retrieved == hits and old[0].outcome.measures == {"mrr": 0.5}
+        assert old[0].outcome.retrieved == hits
+        assert old[0].outcome.measures == {"mrr": 0.5}
         writer = ResultWriter(store, "c")
         rows, passages, signatures = writer.rows([(Question(1, 2, "q2"), Outcome(answer="a", retrieved=hits,
                                                                                 context=hits[:1]))])

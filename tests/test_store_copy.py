@@ -81,7 +81,9 @@ def test_a_store_copied_to_postgresql_and_back_has_every_row_and_reads_the_same(
     url = new_database(postgres_server)
     assert main(["store", "copy", "--from", f"sqlite:{source}", "--to", url]) == 0
     printed = capsys.readouterr().out
-    assert "results" in printed and "DIFFERS" not in printed and "copied" in printed
+    assert "results" in printed
+    assert "DIFFERS" not in printed
+    assert "copied" in printed
     back = str(tmp_path / "back.db")
     assert main(["store", "copy", "--from", url, "--to", back]) == 0
     with open_store(source) as first, open_store(url) as second, open_store(back) as third:

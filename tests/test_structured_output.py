@@ -96,10 +96,12 @@ def test_each_format_is_asked_in_its_own_shape() -> None:
     assert strict["response_format"]["json_schema"]["schema"]["properties"]["reason"] == {"type": "string"}
     assert strict["messages"] == MESSAGES
     assert mode["response_format"] == {"type": "json_object", "schema": SCHEMA}
-    assert "response_format" not in plain and plain["temperature"] == 0.0
+    assert "response_format" not in plain
+    assert plain["temperature"] == 0.0
     for body in (mode, plain):   # the schema in the prompt: the system message ends with it, the user's unchanged
         system = body["messages"][0]["content"]
-        assert system.startswith("You grade answers.") and system.endswith(json.dumps(SCHEMA))
+        assert system.startswith("You grade answers.")
+        assert system.endswith(json.dumps(SCHEMA))
         assert body["messages"][1:] == MESSAGES[1:]
 
 
@@ -160,5 +162,6 @@ def test_a_campaign_judged_on_a_server_refusing_json_schema_with_500_reads_every
     assert [r.outcome.judges["score"].result for r in results] == ["pass", "pass", "skipped"]
     assert asked_formats(server) == ["json_schema", "json_object", "json_object"]
     notes = [note for r in results for note in r.outcome.notes]
-    assert len(notes) == 1 and "refused structured output as json_schema (HTTP 500" in notes[0]
+    assert len(notes) == 1
+    assert "refused structured output as json_schema (HTTP 500" in notes[0]
     assert [r.message for r in caplog.records if "refused structured output" in r.message] == notes

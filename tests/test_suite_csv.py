@@ -113,7 +113,8 @@ def test_more_than_100_cases_rejects_the_rest_with_line_numbers():
 def test_invalid_lines_do_not_count_towards_the_limit():
     lines = [";no question"] * 5 + [f"q{i};a" for i in range(100)]
     report = parse_suite_csv("\n".join(lines).encode())
-    assert len(report.cases) == 100 and len(report.rejected) == 5
+    assert len(report.cases) == 100
+    assert len(report.rejected) == 5
 
 
 @pytest.mark.parametrize("data", [b"question\tanswer\tsources\nq1\ta1\ts1\n", b"Hello, who?\tme\tdoc\nWhy?\tso\tdoc2\n",
@@ -130,7 +131,8 @@ def test_tab_separated_file_is_refused_clearly(data):
 def test_pipe_separated_file_is_refused_clearly(data):
     with pytest.raises(EvalError, match="'|'-separated") as raised:
         parse_suite_csv(data, source="sheet.csv")
-    assert "';' or ','" in str(raised.value.fix) and "sources" in str(raised.value.fix)
+    assert "';' or ','" in str(raised.value.fix)
+    assert "sources" in str(raised.value.fix)
 
 
 def test_a_question_about_a_pipe_is_not_a_pipe_separated_file():
@@ -149,7 +151,8 @@ def test_cli_import_of_a_pipe_separated_file_exits_2_and_imports_nothing(tmp_pat
 
 def test_a_long_run_of_rejections_reads_as_one_report_line():
     report = parse_suite_csv("".join(f"Item {i}?;a{i};s{i}\n" for i in range(10_000)).encode(), source="big.csv")
-    assert len(report.cases) == 100 and len(report.rejected) == 9_900
+    assert len(report.cases) == 100
+    assert len(report.rejected) == 9_900
     lines = report.report_lines()
     assert "lines 101 to 10000 (9900 lines): rejected: more than 100 cases: a suite holds at most 100" in lines
     assert len(lines) == 1 + 100 + 1 + 1
@@ -213,7 +216,8 @@ def test_export_then_import_gives_the_same_cases(cases):
 
 def test_shipped_sample_suite_imports_cleanly():
     report = parse_suite_csv(SAMPLE.read_bytes(), source=str(SAMPLE))
-    assert report.ok and report.header
+    assert report.ok
+    assert report.header
     assert 15 <= len(report.cases) <= 100
     assert all(case.expected_answer and case.expected_sources for case in report.cases)
 
@@ -224,7 +228,8 @@ def test_cli_import_list_export_delete(tmp_path, capsys):
     good.write_bytes("Question;Réponse attendue;Sources\r\nQuel délai ?;14 jours;CGV|Règlement\r\n".encode("utf-8-sig"))
     assert main(["suites", "import", str(good), "--name", "FR", "--agent", "target_x", "--db", db]) == 0
     out = capsys.readouterr().out
-    assert "line 2: ok: Quel délai ?" in out and "imported 1 case into suite" in out
+    assert "line 2: ok: Quel délai ?" in out
+    assert "imported 1 case into suite" in out
     suite_id = out.split("into suite ")[1].split()[0]
     assert main(["suites", "list", "--db", db]) == 0
     assert suite_id in capsys.readouterr().out

@@ -45,12 +45,15 @@ def test_a_name_in_use_is_refused_naming_the_existing_suite(store: Store) -> Non
 def test_replace_keeps_the_id_and_keep_both_finds_a_free_name(store: Store) -> None:
     first = create_suite(store, name="Refunds", target_id="default", cases=CASES)
     replaced = create_suite(store, name="refunds", target_id="t2", cases=OTHER, if_exists=IfExists.REPLACE)
-    assert replaced.id == first.id and replaced.cases == tuple(OTHER) and replaced.target_id == "t2"
+    assert replaced.id == first.id
+    assert replaced.cases == tuple(OTHER)
+    assert replaced.target_id == "t2"
     assert [(s.id, s.cases) for s in list_suites(store)] == [(first.id, tuple(OTHER))]
     second = create_suite(store, name="Refunds", target_id="default", cases=CASES, if_exists="keep_both")
     third = create_suite(store, name="Refunds", target_id="default", cases=CASES, if_exists="keep_both")
     assert (second.name, third.name) == ("Refunds (2)", "Refunds (3)")
-    assert suite_named(store, "REFUNDS (2)").id == second.id and suite_named(store, "nope") is None
+    assert suite_named(store, "REFUNDS (2)").id == second.id
+    assert suite_named(store, "nope") is None
     with pytest.raises(EvalError, match="if_exists"):
         create_suite(store, name="Refunds", target_id="default", cases=CASES, if_exists="merge")
 
@@ -72,8 +75,9 @@ def test_cli_import_refuses_a_name_in_use_unless_told(tmp_path: Path, capsys: py
     first = capsys.readouterr().out.split("into suite ")[1].split()[0]
     assert main(args) == 2
     error = capsys.readouterr().err
-    assert (f"a suite named 'Refunds' already exists ({first})" in error and "--replace" in error
-            and "--keep-both" in error)
+    assert f"a suite named 'Refunds' already exists ({first})" in error
+    assert "--replace" in error
+    assert "--keep-both" in error
     assert main([*args, "--keep-both"]) == 0
     assert "(Refunds (2))" in capsys.readouterr().out
     assert main([*args, "--replace"]) == 0
@@ -99,13 +103,17 @@ def test_api_create_answers_409_with_the_existing_id_unless_the_body_says(api: A
     body = suite_body(api, n=1)
     first = api.call("POST", "/api/v1/eval-suites", json=body).json()["data"]["suite"]
     conflict = error_of(api.call("POST", "/api/v1/eval-suites", json={**body, "name": body["name"].upper()}), 409)
-    assert conflict["existing_id"] == first["id"] and conflict["field"] == "name" and "keep_both" in conflict["message"]
+    assert conflict["existing_id"] == first["id"]
+    assert conflict["field"] == "name"
+    assert "keep_both" in conflict["message"]
     both = api.call("POST", "/api/v1/eval-suites", json={**body, "if_exists": "keep_both"})
-    assert both.status_code == 201 and both.json()["data"]["suite"]["name"] == f"{body['name']} (2)"
+    assert both.status_code == 201
+    assert both.json()["data"]["suite"]["name"] == f"{body['name']} (2)"
     replaced = api.call("POST", "/api/v1/eval-suites", json={**suite_body(api, n=2), "name": body["name"],
                                                             "if_exists": "replace"})
     assert replaced.status_code == 201
-    assert replaced.json()["data"]["suite"]["id"] == first["id"] and replaced.json()["data"]["suite"]["case_count"] == 2
+    assert replaced.json()["data"]["suite"]["id"] == first["id"]
+    assert replaced.json()["data"]["suite"]["case_count"] == 2
     assert (error_of(api.call("POST", "/api/v1/eval-suites", json={**body, "if_exists": "merge"}), 422)["field"]
             == "if_exists")
     renamed = api.call("PUT", f"/api/v1/eval-suites/{both.json()['data']['suite']['id']}", json=body)

@@ -124,7 +124,8 @@ def test_cli_ask_prints_passages_and_answer(tiny_dataset: Path, tmp_path: Path,
     assert main(["ask", "--config", str(config), "--dataset", str(tiny_dataset), "--index-dir", str(tmp_path / "ix"),
                  "Quel est le délai ?"]) == 0
     out = capsys.readouterr().out
-    assert "  1. pid=12 " in out and "[CGV France]" in out
+    assert "  1. pid=12 " in out
+    assert "[CGV France]" in out
     assert out.rstrip().endswith("answer (extractive): Le délai de rétractation est de 14 jours calendaires.")
 
 
@@ -175,5 +176,5 @@ def test_default_models_fill_only_roles_without_a_model_and_name_bad_settings() 
                     "rerank": "the default rerank model: http at http://r/rerank"}
     with pytest.raises(EvalError) as caught:
         with_default_models(TargetConfig(), {"rerank": None}, {**env, "EVALCORE_DEFAULT_RERANKER": "magic"})
-    assert (caught.value.where == "EVALCORE_DEFAULT_*"
-            and caught.value.problems[0].startswith("reranker: expected one of"))
+    assert caught.value.where == "EVALCORE_DEFAULT_*"
+    assert caught.value.problems[0].startswith("reranker: expected one of")

@@ -41,7 +41,8 @@ def test_http_agent_posts_template_and_reads_paths(monkeypatch: pytest.MonkeyPat
     path, body, headers = server.requests[-1]
     assert path == "/agent/ask"
     assert body == {"input": {"query": 'Refund "window"?', "id": "0"}, "stream": False}
-    assert headers["Authorization"] == "Bearer s3cret" and headers["X-Team"] == "eval"
+    assert headers["Authorization"] == "Bearer s3cret"
+    assert headers["X-Team"] == "eval"
     assert result.answer == "Within 30 days."
     assert [(r.pid, r.title, r.source, r.score) for r in result.retrieved] == [
         (0, "Refund policy", "0", 0.9), (None, "CGV", "cgv-2024.pdf", 0.0)]

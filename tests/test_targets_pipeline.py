@@ -36,9 +36,12 @@ def test_http_reranker_reorders_and_records_scores(index_dir: Path) -> None:
                           rerank_threshold=0.5, keyword_threshold=0.0, **FAST)
         items = target.answer(ROUTER).retrieved
     path, body, _ = server.requests[0]
-    assert path == "/rerank" and body["model"] == "bge" and body["query"] == ROUTER
+    assert path == "/rerank"
+    assert body["model"] == "bge"
+    assert body["query"] == ROUTER
     assert body["top_n"] == len(body["documents"]) > len(items) > 0
-    assert items[0].pid == 1 and all(item.score >= 0.5 for item in items)
+    assert items[0].pid == 1
+    assert all(item.score >= 0.5 for item in items)
     assert all(item.stages["rerank"] == pytest.approx(item.score, abs=1e-6) for item in items)
 
 
@@ -99,8 +102,10 @@ def test_openai_generator_prompt_tokens_and_cache(index_dir: Path) -> None:
     body = server.requests[0][1]
     assert (body["model"], body["temperature"], body["max_tokens"]) == ("gpt-test", 0.2, 64)
     system, user = body["messages"]
-    assert system["role"] == "system" and user["content"].endswith(f"Question: {ROUTER}\nAnswer:")
-    assert "[1] Router manual\nThe router's admin page" in user["content"] and "[3]" not in user["content"]
+    assert system["role"] == "system"
+    assert user["content"].endswith(f"Question: {ROUTER}\nAnswer:")
+    assert "[1] Router manual\nThe router's admin page" in user["content"]
+    assert "[3]" not in user["content"]
 
 
 def test_openai_generator_gives_up_after_retries(index_dir: Path) -> None:
@@ -123,7 +128,8 @@ def test_extractive_answers_in_the_question_language(index_dir: Path) -> None:
     assert "十二个字符" in target.answer("员工的密码至少需要几个字符？").answer
     assert target.answer(ROUTER).answer == "The default password is printed on the label under the device."
     french = target.answer("Quelle est l'autonomie de la trottinette électrique ?").answer
-    assert language(french) == "fr" and "25 kilomètres" in french
+    assert language(french) == "fr"
+    assert "25 kilomètres" in french
     assert target.chat_model() is None
 
 
@@ -143,7 +149,9 @@ def test_local_generator_answers(index_dir: Path) -> None:
     target = prepared(index_dir, generator="local", max_tokens=24)
     target.check()
     result = target.answer(ROUTER)
-    assert result.answer and result.llm_calls == 1 and result.completion_tokens > 0
+    assert result.answer
+    assert result.llm_calls == 1
+    assert result.completion_tokens > 0
     assert target.chat_model().name == "local:smollm2-135m-instruct"
 
 
@@ -162,7 +170,8 @@ def test_check_fails_fast_on_unreachable_services() -> None:
         build_target(TargetConfig.from_dict(settings)).check()
     with pytest.raises(EvalError, match="unreachable") as caught:
         build_target(TargetConfig.from_dict(settings)).check()
-    assert caught.value.where == f"{url}/v1/models" and "base_url" in caught.value.fix
+    assert caught.value.where == f"{url}/v1/models"
+    assert "base_url" in caught.value.fix
     with pytest.raises(EvalError, match="correct rerank_url"):
         build_target(TargetConfig.from_dict({**settings, "generator": "extractive"})).check()
 

@@ -60,7 +60,8 @@ def test_thresholds_and_top_k_cut_the_list(index_dir: Path) -> None:
     loose = prepared(index_dir, corpus(), retriever="vector", vector_threshold=-1.0).answer(question).retrieved
     strict = prepared(index_dir, corpus(), retriever="vector", vector_threshold=0.4).answer(question).retrieved
     top3 = prepared(index_dir, corpus(), retriever="bm25", keyword_threshold=0.0, embedding_top_k=3)
-    assert len(loose) == 30 and 0 < len(strict) < 30
+    assert len(loose) == 30
+    assert 0 < len(strict) < 30
     assert all(item.score >= 0.4 for item in strict)
     assert len(top3.answer(question).retrieved) == 3
     everything = prepared(index_dir, corpus(), retriever="bm25", keyword_threshold=1.0).answer(question).retrieved
@@ -70,7 +71,8 @@ def test_thresholds_and_top_k_cut_the_list(index_dir: Path) -> None:
 def test_no_match_gives_fallback_answer(index_dir: Path) -> None:
     target = prepared(index_dir, corpus(), retriever="bm25")
     result = target.answer("zzzz qqqq")
-    assert result.retrieved == [] and result.answer == target.config.fallback_answer
+    assert result.retrieved == []
+    assert result.answer == target.config.fallback_answer
     assert result.llm_calls == 0
 
 
@@ -90,7 +92,8 @@ def test_chunked_retrieval_maps_to_passage_ids(index_dir: Path) -> None:
     target = prepared(index_dir, corpus(), retriever="bm25", chunking="tokens", chunk_size=8, chunk_overlap=2)
     assert len(target.kb.chunks) > 30
     items = target.answer("What is the default password of the router?").retrieved
-    assert items[0].pid == 1 and items[0].title == "Router manual"
+    assert items[0].pid == 1
+    assert items[0].title == "Router manual"
 
 
 def test_index_cache_is_reused_from_disk(tmp_path: Path) -> None:
@@ -98,13 +101,15 @@ def test_index_cache_is_reused_from_disk(tmp_path: Path) -> None:
     first = build_knowledge_base(passages, chunk_size=None, models=("use",), cache_dir=tmp_path)
     clear_memo()
     second = build_knowledge_base(passages, chunk_size=None, models=("use",), cache_dir=tmp_path)
-    assert not first.loaded_from_cache and second.loaded_from_cache
+    assert not first.loaded_from_cache
+    assert second.loaded_from_cache
     assert np.array_equal(first.embeddings["use"], second.embeddings["use"])
     assert first.chunks == second.chunks
     changed = [passages[0]._replace(text="A changed passage.")] + passages[1:]
     clear_memo()
     other = build_knowledge_base(changed, chunk_size=None, cache_dir=tmp_path)
-    assert not other.loaded_from_cache and other.folder != first.folder
+    assert not other.loaded_from_cache
+    assert other.folder != first.folder
     assert len(list(tmp_path.iterdir())) == 2
 
 

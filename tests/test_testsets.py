@@ -93,9 +93,12 @@ def test_the_four_kinds_in_their_passages_languages_with_graded_labels(corpus: P
         question = by_qid[candidate.qid]
         assert question.text == candidate.question
         if candidate.kind == Kind.UNANSWERABLE:  # abstention is measured on it: no label, no reference answer
-            assert question.answerable is False and question.labels == {} and question.references == ()
+            assert question.answerable is False
+            assert question.labels == {}
+            assert question.references == ()
             continue
-        assert question.answerable is True and question.references == (candidate.answer,)
+        assert question.answerable is True
+        assert question.references == (candidate.answer,)
         assert {pid for pid, label in question.labels.items() if label == 2} == set(candidate.sources)
         assert {pid for pid, label in question.labels.items() if label == 1} == set(candidate.related)
         # The reference answer is taken from its passages (the scripted writer copies their first sentence).
@@ -110,13 +113,16 @@ def test_the_four_kinds_in_their_passages_languages_with_graded_labels(corpus: P
     languages = {"English", "French", "Chinese (simplified characters)"}
     assert {next(lang for lang in languages if f"Write in {lang}." in prompt)
             for prompt in writer_prompts(server)} == languages
-    assert report.candidates == report.accepted == report.kept == 24 and report.failed == 0
+    assert report.candidates == report.accepted == report.kept == 24
+    assert report.failed == 0
     assert {k.kind: k.accepted for k in report.by_kind} == {k.value: 6 for k in Kind}
-    assert report.documents == 12 and report.documents_covered == 1.0
+    assert report.documents == 12
+    assert report.documents_covered == 1.0
     assert report.prompt_tokens == sum(c.prompt_tokens for c in provenance.candidates) > 0
     assert provenance.tokens == {"prompt": report.prompt_tokens, "completion": report.completion_tokens}
     assert provenance.model == f"openai:fake@{base_url}"
-    assert len(provenance.prompts_hash) == 16 and provenance.seed == 0
+    assert len(provenance.prompts_hash) == 16
+    assert provenance.seed == 0
     assert provenance.corpus == {"dataset": "corpus", "content_hash": source.content_hash}
 
 
@@ -125,8 +131,9 @@ def test_a_language_asked_for_is_the_language_of_every_question(corpus: Path, st
         generate_testset(store, request(corpus, tmp_path / "fr", server, 8, language="fr",
                                         kinds=(Kind.FACT, Kind.UNANSWERABLE)))
     candidates = read_provenance(tmp_path / "fr").candidates
-    assert {c.language for c in candidates} == {"fr"} and {c.kind for c in candidates} == {Kind.FACT,
-                                                                                            Kind.UNANSWERABLE}
+    assert {c.language for c in candidates} == {"fr"}
+    assert ({c.kind for c in candidates} == {Kind.FACT,
+                                                                                            Kind.UNANSWERABLE})
     assert all("Write in French." in prompt for prompt in writer_prompts(server))
     assert all(c.question.startswith(("Que sait-on de", "En quelle année")) for c in candidates)
 
@@ -143,7 +150,8 @@ def test_rejections_keep_their_reasons_and_stay_out_of_the_dataset(corpus: Path,
     rejected = {c.qid: c.rejections for c in provenance.candidates if not c.accepted}
     standalone = [r for reasons in rejected.values() for r in reasons if r.startswith("not standalone")]
     duplicates = [r for reasons in rejected.values() for r in reasons if r.startswith("near-duplicate of question")]
-    assert standalone and all(r == "not standalone: It leans on the passage." for r in standalone)
+    assert standalone
+    assert all(r == "not standalone: It leans on the passage." for r in standalone)
     assert sum("(similarity 1.00)" in r for r in duplicates) >= 6  # the same question again
     assert all(float(r.rsplit(" ", 1)[1].rstrip(")")) >= 0.9 for r in duplicates)
     first_ids = {str(c.qid) for c in provenance.candidates}
@@ -185,15 +193,19 @@ def test_a_malformed_reply_is_asked_again_then_the_question_is_reported(corpus: 
     with FakeOpenAIServer(TestsetModel(unreadable=1).reply) as server:
         generate_testset(store, request(corpus, tmp_path / "once", server, 2, concurrency=1))
     first = read_provenance(tmp_path / "once").candidates[0]
-    assert first.accepted and first.error is None
+    assert first.accepted
+    assert first.error is None
     retried = [body["messages"] for _, body, _ in server.requests if len(body["messages"]) == 4]
-    assert retried and retried[0][3] == {"role": "user", "content": RETRY}
+    assert retried
+    assert retried[0][3] == {"role": "user", "content": RETRY}
     with FakeOpenAIServer(TestsetModel(unreadable=2).reply) as server:
         _, report = generate_testset(store, request(corpus, tmp_path / "twice", server, 3, concurrency=1, seed=1))
     candidates = read_provenance(tmp_path / "twice").candidates
     assert candidates[0].error == "unreadable reply after one retry: 'Sure, here is a good question about it.'"
-    assert not candidates[0].accepted and all(c.accepted for c in candidates[1:])  # the job went on
-    assert report.failed == 1 and len(load_dataset(tmp_path / "twice").questions) == 2
+    assert not candidates[0].accepted
+    assert all(c.accepted for c in candidates[1:])  # the job went on
+    assert report.failed == 1
+    assert len(load_dataset(tmp_path / "twice").questions) == 2
     assert any(reason.startswith("failed: unreadable reply after one retry") for reason in report.rejections)
 
 
@@ -203,13 +215,16 @@ def test_a_model_that_never_answers_stops_the_job_with_its_reason_and_writes_not
         generate_testset(store, request(corpus, tmp_path / "set", server, 20, concurrency=1,
                                         model={"timeout": 0.2, "retries": 0}))
     message = raised.value.line()
-    assert "the model did not answer 3 questions in a row" in message and "nothing was written" in message
+    assert "the model did not answer 3 questions in a row" in message
+    assert "nothing was written" in message
     assert "judge_base_url" in message
     # Bounded: it stopped at the third failure; the one question in flight meanwhile was its last call.
     assert 3 <= len(server.requests) <= 4
-    assert not (tmp_path / "set").exists() and not list(tmp_path.glob(".set*"))
+    assert not (tmp_path / "set").exists()
+    assert not list(tmp_path.glob(".set*"))
     failed = list_jobs(store, kind="testset")[0]
-    assert failed.status == JobStatus.FAILED and failed.done == 0
+    assert failed.status == JobStatus.FAILED
+    assert failed.done == 0
 
 
 def test_the_same_settings_and_cache_give_the_same_set_without_asking_again(corpus: Path, store: Store,
@@ -260,14 +275,16 @@ def test_a_job_killed_midway_is_resumed_asking_only_the_questions_not_kept(corpu
         try:
             deadline = time.monotonic() + 60
             while get_job(store, job_id).done < 4:
-                assert time.monotonic() < deadline and child.poll() is None
+                assert time.monotonic() < deadline
+                assert child.poll() is None
                 time.sleep(0.05)
         finally:
             os.kill(child.pid, signal.SIGKILL)
             child.wait()
         release.set()
         kept = get_job(store, job_id).done
-        assert kept == 4 and not (tmp_path / "set").exists()
+        assert kept == 4
+        assert not (tmp_path / "set").exists()
         # The lease of the killed process runs out: the job goes back to the queue, and the next claim resumes it.
         store.write(lambda conn: conn.execute("UPDATE jobs SET heartbeat = ? WHERE id = ?",
                                               (time.time() - 3600, job_id)))
@@ -289,20 +306,24 @@ def test_reviews_change_the_dataset_and_the_report_gives_the_critics_kappa(corpu
     candidates = read_provenance(folder).candidates
     accepted = [c for c in candidates if c.accepted]
     rejected = [c for c in candidates if not c.accepted]
-    assert rejected and len(accepted) >= 4
+    assert rejected
+    assert len(accepted) >= 4
     assert measure_testset(folder).critic_agreement is None
     review_question(folder, accepted[0].qid, "reject", author="ana", note="too vague")
     review_question(folder, accepted[1].qid, "accept", author="ana")
     review_question(folder, accepted[2].qid, "edit", author="ana", question="What is  the router's colour?")
     review_question(folder, rejected[0].qid, "accept", author="ana")  # a person overrides the critic
     questions = {q.qid: q for q in load_dataset(folder).questions}
-    assert accepted[0].qid not in questions and rejected[0].qid in questions
+    assert accepted[0].qid not in questions
+    assert rejected[0].qid in questions
     assert questions[accepted[2].qid].text == "What is the router's colour?"
     report = measure_testset(folder)
     human = ["reject", "accept", "accept", "accept"]
     critic = ["accept", "accept", "accept", "reject"]
     agreement = report.critic_agreement
-    assert agreement is not None and agreement.n == 4 and report.reviewed == 4
+    assert agreement is not None
+    assert agreement.n == 4
+    assert report.reviewed == 4
     assert agreement.kappa == kappa(human, critic, ("reject", "accept"))
     assert agreement.interval is not None
     assert report.kept == len(accepted) - 1 + 1
@@ -348,7 +369,9 @@ def test_the_command_line_generates_reports_and_reviews(corpus: Path, tmp_path: 
     assert capsys.readouterr().out.strip() == f"question {qid}: reject by ana"
     assert main(["testset", "report", str(out), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["kept"] == 7 and report["reviewed"] == 1 and report["critic_agreement"]["n"] == 1
+    assert report["kept"] == 7
+    assert report["reviewed"] == 1
+    assert report["critic_agreement"]["n"] == 1
     assert main(["testset", "generate", "--dataset", str(corpus), "--out", str(tmp_path / "y"), "--questions", "2",
                  "--db", db]) == 2
     assert "no model to write the questions" in capsys.readouterr().err

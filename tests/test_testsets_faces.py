@@ -34,18 +34,23 @@ def test_the_api_generates_measures_lists_and_reviews_a_test_set(api: Api, tmp_p
         paths = error_of(api.call("POST", "/api/v1/testsets", "full", json={**body, "dataset_id": "../etc"}), 422)
         assert paths["message"].startswith("dataset_id:")
         missing = error_of(api.call("POST", "/api/v1/testsets", "full", json={**body, "dataset_id": "nothing"}), 422)
-        assert "nothing" in missing["message"] and str(root) not in missing["message"]  # no server folder named
+        assert "nothing" in missing["message"]
+        assert str(root) not in missing["message"]  # no server folder named
         started = api.call("POST", "/api/v1/testsets", "full", json=body)
         assert started.status_code == 202, started.text
         job = started.json()["data"]["job"]
         assert (job["kind"], job["total"]) == ("testset", 8)
         job = follow_job(api, job["id"])
     assert job["status"] == "succeeded", job
-    assert job["result"]["dataset"] == "docs-set" and job["result"]["report"]["accepted"] == 8
+    assert job["result"]["dataset"] == "docs-set"
+    assert job["result"]["report"]["accepted"] == 8
     report = api.call("GET", "/api/v1/testsets/docs-set/report", "viewer").json()["data"]["report"]
-    assert report["candidates"] == 8 and report["documents"] == 6 and report["critic_agreement"] is None
+    assert report["candidates"] == 8
+    assert report["documents"] == 6
+    assert report["critic_agreement"] is None
     listed = api.call("GET", "/api/v1/testsets/docs-set/questions", "viewer").json()["data"]
-    assert [q["position"] for q in listed["questions"]] == list(range(8)) and listed["reviews"] == []
+    assert [q["position"] for q in listed["questions"]] == list(range(8))
+    assert listed["reviews"] == []
     qid = listed["questions"][0]["qid"]
     review = {"qid": qid, "decision": "reject", "note": "too vague"}
     assert api.call("POST", "/api/v1/testsets/docs-set/reviews", "viewer", json=review).status_code == 403
@@ -54,7 +59,8 @@ def test_the_api_generates_measures_lists_and_reviews_a_test_set(api: Api, tmp_p
     assert made.json()["data"]["review"]["author"].startswith("key ")
     assert qid not in {q.qid for q in load_dataset(root / "docs-set").questions}
     report = api.call("GET", "/api/v1/testsets/docs-set/report", "viewer").json()["data"]["report"]
-    assert report["kept"] == 7 and report["critic_agreement"]["n"] == 1
+    assert report["kept"] == 7
+    assert report["critic_agreement"]["n"] == 1
     unknown = error_of(api.call("POST", "/api/v1/testsets/docs-set/reviews", json={**review, "qid": 1}), 422)
     assert "no generated question has this id" in unknown["message"]
     plain = error_of(api.call("GET", "/api/v1/testsets/tiny/report", "viewer"), 422)
@@ -92,10 +98,12 @@ def test_the_datasets_page_generates_a_test_set_then_measures_and_reviews_it(tmp
     metrics = {m.label: m.value for m in at.metric}
     provenance = read_provenance(folder)
     accepted = sum(c.accepted for c in provenance.candidates)
-    assert metrics["Accepted"] == f"{accepted}/8" and metrics["Documents with a question"] == "100%"
+    assert metrics["Accepted"] == f"{accepted}/8"
+    assert metrics["Documents with a question"] == "100%"
     shown = "\n".join(t.value for t in at.text)
     first = provenance.candidates[0]
-    assert first.question in shown and "1 of 8" in unescape("\n".join(c.value for c in at.caption))
+    assert first.question in shown
+    assert "1 of 8" in unescape("\n".join(c.value for c in at.caption))
     at.button(key="testset-reject").click().run()  # key x
     at.button(key="testset-edit").click().run()  # key e: the second question, rewritten
     at.text_area[0].set_value("Which colour is the router's light?")
@@ -131,6 +139,7 @@ def test_a_test_set_runs_as_a_campaigns_dataset(tmp_path: Path) -> None:
         results = campaign_results(manager.store, campaign_id)
     finally:
         manager.close()
-    assert len(results) == 8 and all(r.outcome.error is None for r in results)
+    assert len(results) == 8
+    assert all(r.outcome.error is None for r in results)
     declined = [r for r in results if r.question.answerable is False]
     assert len(declined) == 2  # the unanswerable ones: their abstention is measured

@@ -38,8 +38,11 @@ def test_tokenize_table(text: str, expected: list[str]) -> None:
 
 def test_chinese_is_segmented_with_jieba() -> None:
     words = tokenize("我爱北京天安门，价格是3.14元。")
-    assert "北京" in words and "天安门" in words
-    assert "3.14" in words and "，" not in words and "。" not in words
+    assert "北京" in words
+    assert "天安门" in words
+    assert "3.14" in words
+    assert "，" not in words
+    assert "。" not in words
 
 
 def test_jiebas_dictionary_is_kept_whole_and_read_back_the_same(tmp_path, monkeypatch) -> None:
@@ -59,7 +62,9 @@ def test_jiebas_dictionary_is_kept_whole_and_read_back_the_same(tmp_path, monkey
     [kept] = tmp_path.glob("evalcore-jieba-*.prefixes")
     monkeypatch.setattr(jieba.Tokenizer, "initialize", lambda self, dictionary=None: pytest.fail("jieba loaded"))
     again = _jieba.__wrapped__()
-    assert again.FREQ == own.FREQ and again.total == own.total and first.total == own.total
+    assert again.FREQ == own.FREQ
+    assert again.total == own.total
+    assert first.total == own.total
     text = "我爱北京天安门，价格是3.14元。退货期限是多少天？欧盟消费者的撤回期"
     assert list(again.cut(text, HMM=True)) == list(own.cut(text, HMM=True))
     whole = kept.stat().st_size
@@ -90,8 +95,11 @@ def test_jieba_is_loaded_without_pkg_resources_and_segments_as_jieba_does(tmp_pa
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     runs = [json.loads(subprocess.run([sys.executable, "-c", code, JIEBA_TEXT], capture_output=True, text=True,
                                       env=env, check=True, cwd=ROOT).stdout) for code in (ours, theirs)]
-    assert runs[0][1] is False and runs[1][1] is (importlib.util.find_spec("pkg_resources") is not None)
-    assert runs[0][0] == runs[1][0] and "天安门" in runs[0][0] and runs[0][2] == runs[1][2] > 0
+    assert runs[0][1] is False
+    assert runs[1][1] is (importlib.util.find_spec("pkg_resources") is not None)
+    assert runs[0][0] == runs[1][0]
+    assert "天安门" in runs[0][0]
+    assert runs[0][2] == runs[1][2] > 0
     assert list(tmp_path.glob("evalcore-jieba-*.prefixes"))   # the dictionary was read from its file, then kept
 
 
@@ -193,7 +201,9 @@ def test_jiebas_tokenizer_is_built_once_when_many_threads_ask_at_once(monkeypatc
     for thread in threads:
         thread.join()
     _jieba.cache_clear()  # the next test builds an ordinary one
-    assert len(built) == 1 and len(results) == 16 and all(result is results[0] for result in results)
+    assert len(built) == 1
+    assert len(results) == 16
+    assert all(result is results[0] for result in results)
 
 
 def test_once_builds_each_value_once_per_arguments_whatever_the_threads() -> None:
@@ -216,5 +226,7 @@ def test_once_builds_each_value_once_per_arguments_whatever_the_threads() -> Non
         thread.start()
     for thread in threads:
         thread.join()
-    assert sorted(calls) == [0, 1, 2] and sorted(results) == sorted(n % 3 * (n % 3) for n in range(24))
-    assert square.__wrapped__(4) == 16 and calls[-1] == 4
+    assert sorted(calls) == [0, 1, 2]
+    assert sorted(results) == sorted(n % 3 * (n % 3) for n in range(24))
+    assert square.__wrapped__(4) == 16
+    assert calls[-1] == 4

@@ -71,16 +71,20 @@ def test_a_file_the_opentelemetry_sdk_wrote_imports_with_every_field(store: Stor
     assert (report.stored, report.spans, report.rejected, report.waiting) == (1, 3, (), 0)
     (trace,) = list_traces(store, tenant="acme")
     import base64
-    assert trace.trace_id == base64.b64decode(root["traceId"]).hex() and len(trace.trace_id) == 32
+    assert trace.trace_id == base64.b64decode(root["traceId"]).hex()
+    assert len(trace.trace_id) == 32
     assert trace.span_id == base64.b64decode(root["spanId"]).hex()
-    assert trace.question == "How long is the refund window?" and trace.answer == "Within 30 days of delivery."
+    assert trace.question == "How long is the refund window?"
+    assert trace.answer == "Within 30 days of delivery."
     assert [(d.id, d.text, d.score) for d in trace.documents] == [
         ("doc-7", "Refunds are accepted within 30 days.", 0.91), ("doc-2", "Shipping: 5 days.", 0.42)]
     assert (trace.model, trace.prompt_tokens, trace.completion_tokens) == ("gpt-4o-mini", 321, 17)
-    assert trace.started_at == START_NS / 1e9 and trace.latency_s == pytest.approx(1.5)
+    assert trace.started_at == START_NS / 1e9
+    assert trace.latency_s == pytest.approx(1.5)
     assert {k: v for k, v in trace.metadata.items() if k != "service.instance.id"} == {
         "service.name": "helpdesk", "service.version": "2.1.0", "release": "v2", "segment": "pro", "beta": True}
-    assert trace.source == "sdk.json" and get_trace(store, trace.number, tenant="acme") == trace
+    assert trace.source == "sdk.json"
+    assert get_trace(store, trace.number, tenant="acme") == trace
     with pytest.raises(NotFound):  # another tenant's trace looks missing
         get_trace(store, trace.number, principal=Principal("other", "admin", "full-access"))
     again = import_file(store, path, tenant="acme")
@@ -114,7 +118,8 @@ def test_a_malformed_span_is_reported_with_its_position_and_its_whole_trace_is_s
     assert any("skipped whole" in r.reason for r in report.rejected)
     import base64
     stored_ids = {t.trace_id for t in list_traces(store)}
-    assert base64.b64decode(second_trace).hex() not in stored_ids and len(stored_ids) == 2
+    assert base64.b64decode(second_trace).hex() not in stored_ids
+    assert len(stored_ids) == 2
     # a document's score of the wrong type fails its span's trace the same way
     retriever = next(s for s in spans if s["name"] == "retrieve" and s["traceId"] != second_trace)
     retriever["attributes"] = [{"key": "openinference.span.kind", "value": {"stringValue": "RETRIEVER"}},
@@ -133,10 +138,13 @@ def test_spans_sent_before_their_root_wait_for_it(store: Store) -> None:
     first = {"resourceSpans": [{**data["resourceSpans"][0], "scopeSpans": [{"spans": children}]}]}
     later = {"resourceSpans": [{**data["resourceSpans"][0], "scopeSpans": [{"spans": roots}]}]}
     report = import_text(store, json.dumps(first), source="otlp")
-    assert (report.stored, report.waiting) == (0, 2) and list_traces(store) == []
+    assert (report.stored, report.waiting) == (0, 2)
+    assert list_traces(store) == []
     report = import_text(store, json.dumps(later), source="otlp")
     (trace,) = list_traces(store)
-    assert report.stored == 1 and len(trace.documents) == 2 and trace.model == "gpt-4o-mini"
+    assert report.stored == 1
+    assert len(trace.documents) == 2
+    assert trace.model == "gpt-4o-mini"
     assert store.read("SELECT COUNT(*) FROM trace_spans")[0][0] == 0
 
 
@@ -151,11 +159,13 @@ def test_jsonl_traces_import_and_bad_lines_are_named(store: Store, tmp_path: Pat
     report = import_file(store, path)
     assert report.stored == 4
     assert [r.position for r in report.rejected] == ["line 5", "line 6", "line 7", "line 8", "line 9"]
-    assert "ISO 8601" in report.rejected[0].reason and "time is required" in report.rejected[1].reason
+    assert "ISO 8601" in report.rejected[0].reason
+    assert "time is required" in report.rejected[1].reason
     assert "score must be a number" in report.rejected[3].reason
     assert "unknown field 'extra'" in report.rejected[4].reason
     hi = next(t for t in list_traces(store) if t.question == "Hi?")
-    assert hi.answer is None and [d.text for d in hi.documents] == ["a text"]
+    assert hi.answer is None
+    assert [d.text for d in hi.documents] == ["a text"]
     assert hi.started_at == 1796119200.0  # UTC when no zone is named
     assert import_file(store, path).duplicates == 4  # ids made from the line's content
 
@@ -171,9 +181,12 @@ def test_redaction_replaces_emails_phones_cards_and_operator_patterns_before_sto
     (trace,) = list_traces(store, tenant="acme")
     assert trace.question == "My mail is [email] and my phone [phone], ticket [ticket]"
     assert trace.answer == "Card [card] was charged; call [phone]."
-    assert trace.documents[0].text == "Contact: [email]" and trace.metadata["user"] == "[email]"
+    assert trace.documents[0].text == "Contact: [email]"
+    assert trace.metadata["user"] == "[email]"
     raw = json.dumps([list(row) for row in store.read("SELECT * FROM traces")])
-    assert "example.com" not in raw and "4111" not in raw and "TCK-4411" not in raw
+    assert "example.com" not in raw
+    assert "4111" not in raw
+    assert "TCK-4411" not in raw
     kept = Redactor().redact("On 2026-12-06, 12345 users, 3.14 and card-like 4111 1111 1111 1112 (bad checksum)")
     assert kept == ("On 2026-12-06, 12345 users, 3.14 and card-like 4111 1111 1111 1112 (bad checksum)", False)
     set_trace_settings(store, "acme", default_patterns=False)
@@ -193,10 +206,12 @@ def test_retention_deletes_a_tenants_older_traces_and_refuses_expired_ones(store
     import_text(store, json.dumps(otlp_json(old)), source="b", tenant="other", now=now)
     set_trace_settings(store, "acme", retention_days=3)
     assert apply_retention(store, now=now) == {"acme": 7}
-    assert len(list_traces(store, tenant="acme")) == 3 and len(list_traces(store, tenant="other")) == 10
+    assert len(list_traces(store, tenant="acme")) == 3
+    assert len(list_traces(store, tenant="other")) == 10
     again = import_text(store, json.dumps(otlp_json(production(10, seed=1, start_ns=START_NS, spacing_s=86_400))),
                         source="c", tenant="acme", now=now)
-    assert again.expired == 7 and again.stored == 3
+    assert again.expired == 7
+    assert again.stored == 3
     assert min(t.started_at for t in list_traces(store, tenant="acme")) >= now - 3 * 86_400
     with pytest.raises(EvalError, match="positive"):
         set_trace_settings(store, "acme", retention_days=0)
@@ -206,13 +221,15 @@ def test_a_stratified_sample_is_seeded_reproducible_and_per_stratum(store: Store
     import_text(store, json.dumps(otlp_json(production(96, start_ns=START_NS))), source="s")  # hourly: 4 days
     by_day = sample_traces(store, TraceSample(per_stratum=5, by="day", seed=3))
     days = [t.started_at // 86_400 for t in by_day]
-    assert len(by_day) == 5 * len(set(days)) and all(days.count(d) == 5 for d in set(days))
+    assert len(by_day) == 5 * len(set(days))
+    assert all(days.count(d) == 5 for d in set(days))
     assert by_day == sample_traces(store, TraceSample(per_stratum=5, by="day", seed=3))
     assert by_day != sample_traces(store, TraceSample(per_stratum=5, by="day", seed=4))
     by_release = sample_traces(store, TraceSample(per_stratum=7, by="release"))
     assert sorted(str(t.metadata["release"]) for t in by_release) == ["v1"] * 7 + ["v2"] * 7
     only_v2 = sample_traces(store, TraceSample(per_stratum=1000, where=(("release", "v2"),)))
-    assert len(only_v2) == 48 and {t.metadata["release"] for t in only_v2} == {"v2"}
+    assert len(only_v2) == 48
+    assert {t.metadata["release"] for t in only_v2} == {"v2"}
     with pytest.raises(EvalError, match="no trace matches"):
         sample_traces(store, TraceSample(where=(("release", "v9"),)))
 
@@ -250,10 +267,12 @@ def test_a_judged_campaign_over_a_thousand_traces_runs_with_a_loopback_judge(tmp
         assert [r.source for r in first.outcome.retrieved] == ["doc-0", "doc-3"]
         assert first.outcome.prompt_tokens == 120  # production's tokens, not the judge's
         rows = judged_traces(manager.store, [campaign_id])
-        assert len(rows) == 1000 and rows[0].passed["judge.groundedness"] is True
+        assert len(rows) == 1000
+        assert rows[0].passed["judge.groundedness"] is True
         days = timeline(rows, list_traces(manager.store), "week")
         week = next(f for f in days if f.measure == "judge.groundedness")
-        assert week.volume == week.n == 168 and week.pass_low < week.pass_rate < week.pass_high
+        assert week.volume == week.n == 168
+        assert week.pass_low < week.pass_rate < week.pass_high
         worst = worst_traces(rows, "judge.groundedness", 5)
         assert all(row.measures["judge.groundedness"] == 2 for row in worst)
         compared = compare_groups(rows, parse_group("release=v1"), parse_group("release=v2"))
@@ -291,7 +310,8 @@ def test_two_releases_compare_with_unpaired_intervals_equal_to_scipy() -> None:
         df_n = (var_a + var_b) ** 2 / ((var_a ** 2 + var_b ** 2) / (size - 1))
         return float(stats.nct.sf(stats.t.ppf(0.975, df_n), df_n, 0.25 / se_n))
 
-    assert n is not None and welch_power(n) >= 0.8 > welch_power(n - 1)
+    assert n is not None
+    assert welch_power(n) >= 0.8 > welch_power(n - 1)
 
     passed_a = [rng.random() < 0.62 for _ in range(300)]
     passed_b = [rng.random() < 0.71 for _ in range(260)]
@@ -307,9 +327,11 @@ def test_two_releases_compare_with_unpaired_intervals_equal_to_scipy() -> None:
     z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)
     pooled = (sum(passed_a) + sum(passed_b)) / 560
     assert rates.mde == pytest.approx(z * np.sqrt(pooled * (1 - pooled) * (1 / 300 + 1 / 260)), rel=1e-9)
-    assert rates.needed_per_group is not None and rates.needed_per_group > 1000  # 5 points of a pass rate near 62%
+    assert rates.needed_per_group is not None
+    assert rates.needed_per_group > 1000  # 5 points of a pass rate near 62%
     small = compare_means("x", a[:5], b[:5], effect=0.25)
-    assert not small.significant and "under-powered" in small.note
+    assert not small.significant
+    assert "under-powered" in small.note
 
 
 def test_a_send_traces_key_sends_over_loopback_http_and_reads_nothing(tmp_path: Path) -> None:
@@ -330,7 +352,8 @@ def test_a_send_traces_key_sends_over_loopback_http_and_reads_nothing(tmp_path: 
                 "headers", {})}, timeout=30, **kwargs)
 
         sent = call("POST", "/v1/traces", sender, json=data)
-        assert sent.status_code == 200 and sent.json() == {}
+        assert sent.status_code == 200
+        assert sent.json() == {}
         import gzip
         twice = call("POST", "/v1/traces", sender, content=gzip.compress(json.dumps(data).encode()),
                      headers={"Content-Type": "application/json", "Content-Encoding": "gzip"})
@@ -340,7 +363,8 @@ def test_a_send_traces_key_sends_over_loopback_http_and_reads_nothing(tmp_path: 
         assert call("POST", "/v1/traces", viewer, json=data).status_code == 403
         assert call("GET", "/api/v1/traces", sender).status_code == 403
         listed = call("GET", "/api/v1/traces?where=release=v1&limit=5", viewer).json()["data"]
-        assert listed["total"] == 10 and len(listed["traces"]) == 5
+        assert listed["total"] == 10
+        assert len(listed["traces"]) == 5
         assert call("GET", "/api/v1/traces", other).json()["data"]["total"] == 0
         number = listed["traces"][0]["number"]
         assert call("GET", f"/api/v1/traces/{number}", other).status_code == 404
@@ -396,7 +420,8 @@ def test_import_needs_an_admin_or_a_sender(store: Store) -> None:
         import_text(store, "", source="x", principal=viewer)
     report = import_text(store, json.dumps(otlp_json(production(1, start_ns=START_NS))), source="x",
                          principal=Principal("acme", "viewer", "send_traces"))
-    assert report.stored == 1 and list_traces(store, tenant="acme")
+    assert report.stored == 1
+    assert list_traces(store, tenant="acme")
 
 
 def test_the_traces_page_shows_volume_pass_rates_worst_traces_and_a_release_comparison(
@@ -421,10 +446,12 @@ def test_the_traces_page_shows_volume_pass_rates_worst_traces_and_a_release_comp
     assert at.title[0].value == "Traces"
     assert "60 of 60 traces" in " ".join(c.value for c in at.caption)
     worst = at.dataframe[0].value
-    assert len(worst) == 20 and set(worst["judge.groundedness"]) == {2.0}
+    assert len(worst) == 20
+    assert set(worst["judge.groundedness"]) == {2.0}
     comparison = at.dataframe[1].value
     assert list(comparison["measure"]) == ["judge.groundedness", "judge.groundedness pass"]
-    assert list(comparison["n_a"]) == [30, 30] and list(comparison["test"]) == ["Welch t", "two-proportion z"]
+    assert list(comparison["n_a"]) == [30, 30]
+    assert list(comparison["test"]) == ["Welch t", "two-proportion z"]
     at.sidebar.selectbox(key="traces-filter-key").select("release").run()
     assert_clean(at)
     assert "30 of 60 traces" in " ".join(c.value for c in at.caption)
@@ -441,10 +468,13 @@ def test_the_tour_imports_the_example_trace_file_and_the_notebook_reads_it(
     assert main(["traces", "list", "--where", "release=v2", "--db", str(db)]) == 0
     assert capsys.readouterr().out.startswith("18 traces")
     frame = ec.traces(db=db, where={"release": "v2"})
-    assert len(frame) == 18 and set(frame["metadata.release"]) == {"v2"}
+    assert len(frame) == 18
+    assert set(frame["metadata.release"]) == {"v2"}
     assert {"number", "question", "answer", "documents", "model", "started_at", "latency_s"} <= set(frame.columns)
-    assert str(frame["started_at"].dt.tz) == "UTC" and (frame["documents"] == 2).all()
-    assert set(frame["metadata.service.version"]) == {"2.3.0"} and (frame["prompt_tokens"] == 120).all()
+    assert str(frame["started_at"].dt.tz) == "UTC"
+    assert (frame["documents"] == 2).all()
+    assert set(frame["metadata.service.version"]) == {"2.3.0"}
+    assert (frame["prompt_tokens"] == 120).all()
     assert ec.import_traces(example, db=db).duplicates == 36
 
 
@@ -467,7 +497,8 @@ def test_the_api_imports_jsonl_launches_a_traces_campaign_and_shows_its_timeline
 
         assert call("POST", "/api/v1/traces/import", viewer, content=lines.encode()).status_code == 403
         imported = call("POST", "/api/v1/traces/import?format=jsonl", content=lines.encode()).json()["data"]["report"]
-        assert imported["stored"] == 40 and imported["rejected"][0]["position"] == "line 41"
+        assert imported["stored"] == 40
+        assert imported["rejected"][0]["position"] == "line 41"
         target = call("POST", "/api/v1/targets", json={"name": "judge", "config": {
             "judge_kind": "openai", "judge_model": "judge", "judge_base_url": judge_server.base_url,
             "judge_api_key_env": ""}})
@@ -479,10 +510,12 @@ def test_the_api_imports_jsonl_launches_a_traces_campaign_and_shows_its_timeline
         campaign_id = launched.json()["data"]["campaign_id"]
         assert app.state.manager.wait(campaign_id, timeout=120).status == "succeeded"
         refused = call("POST", "/api/v1/traces/campaigns", json={"judges": ["score"], "target_id": target_id})
-        assert refused.status_code in (400, 422) and "reference answer" in refused.text
+        assert refused.status_code in (400, 422)
+        assert "reference answer" in refused.text
         days = call("GET", f"/api/v1/traces-timeline?campaign_id={campaign_id}&period=day&worst=judge.groundedness",
                     viewer).json()["data"]
-        assert sum(p["volume"] for p in days["periods"]) == 40 and len(days["worst"]) == 20
+        assert sum(p["volume"] for p in days["periods"]) == 40
+        assert len(days["worst"]) == 20
         assert days["worst"][0]["answer"] in ("Yes, until the parcel ships.", "I am not sure; please contact support.")
         compared = call("GET", f"/api/v1/traces-comparison?campaign_id={campaign_id}&a=release=v1&b=release=v2",
                         viewer).json()["data"]["comparison"]
@@ -525,7 +558,8 @@ def test_a_cancelled_traces_campaign_resumes_its_missing_traces(tmp_path: Path) 
                 time.sleep(0.02)
             manager.cancel(campaign_id)
             stopped = manager.wait(campaign_id, timeout=60)
-            assert stopped.status == "cancelled" and 3 <= stopped.finished < 30
+            assert stopped.status == "cancelled"
+            assert 3 <= stopped.finished < 30
             manager.resume(campaign_id)
             done = manager.wait(campaign_id, timeout=120)
         assert (done.status, done.finished, done.failed) == ("succeeded", 30, 0)
@@ -550,11 +584,13 @@ def test_the_command_line_judges_a_sample_and_keeps_the_operators_settings(
                      "groundedness", "--judge-kind", "openai", "--judge-model", "judge", "--judge-base-url",
                      server.base_url, "--judge-api-key-env", "", "--name", "days", "--db", db])
     out = capsys.readouterr().out
-    assert code == 0 and "judge.groundedness" in out
+    assert code == 0
+    assert "judge.groundedness" in out
     assert main(["traces", "timeline", "days", "--tenant", "acme", "--worst", "judge.groundedness", "--json",
                  "--db", db]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert [p["volume"] for p in data["periods"]] == [4, 4, 4, 4, 4, 4] and {p["n"] for p in data["periods"]} == {3}
+    assert [p["volume"] for p in data["periods"]] == [4, 4, 4, 4, 4, 4]
+    assert {p["n"] for p in data["periods"]} == {3}
     assert main(["traces", "settings", "--tenant", "acme", "--retention-days", "0.001", "--db", db]) == 0  # 86 s
     assert main(["traces", "prune", "--db", db]) == 0
     assert "tenant acme: 24 traces deleted" in capsys.readouterr().out

@@ -61,7 +61,8 @@ def _through_both(qrels_path: Path, run_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def _assert_same(ours: trec.TrecScores, theirs: trec.TrecScores) -> None:
-    assert ours.qids == theirs.qids and ours.unjudged == theirs.unjudged
+    assert ours.qids == theirs.qids
+    assert ours.unjudged == theirs.unjudged
     assert ours.values.keys() == theirs.values.keys()
     for name, column in ours.values.items():
         assert np.array_equal(column.view(np.uint64), theirs.values[name].view(np.uint64)), name  # to the bit
@@ -105,7 +106,8 @@ def _report(qrels_text: str, run_text: str, folder: Path) -> tuple[np.ndarray, b
 def test_the_pass_says_whether_a_document_is_ranked_twice(tmp_path: Path, doc: str) -> None:
     qrels = f"1 0 {doc} 2\n1 0 e 0\n2 0 {doc} 1\n"
     label, repeats = _report(qrels, f"1 Q0 {doc} 1 3 t\n1 Q0 e 2 2 t\n1 Q0 f 3 1 t\n2 Q0 {doc} 1 1 t\n", tmp_path)
-    assert label.tolist() == [2, 0, np.iinfo(label.dtype).min, 1] and repeats is False
+    assert label.tolist() == [2, 0, np.iinfo(label.dtype).min, 1]
+    assert repeats is False
     # The same document twice for query 1 (once for each query is no repeat).
     assert _report(qrels, f"1 Q0 {doc} 1 3 t\n1 Q0 e 2 2 t\n1 Q0 {doc} 3 1 t\n2 Q0 {doc} 1 1 t\n", tmp_path)[1]
     # Query 1's rows are not all together: the pass cannot tell, the caller looks.
@@ -124,4 +126,5 @@ def test_a_pair_judged_twice_is_named_at_the_same_line_by_both_paths(tmp_path: P
             trec.evaluate(read_qrels(tmp_path / "qrels"), read_run(tmp_path / "run"))
         messages.append(str(caught.value))
     assert messages[0] == messages[1]
-    assert "qrels:5" in messages[0] and f"document {doc}, first at {tmp_path / 'qrels'}:2" in messages[0]
+    assert "qrels:5" in messages[0]
+    assert f"document {doc}, first at {tmp_path / 'qrels'}:2" in messages[0]

@@ -86,7 +86,8 @@ def test_every_value_equals_pytrec_eval_to_the_bit(collection: dict[str, Path], 
     ours = json.loads(capsys.readouterr().out)["queries"]
     binary = pytrec_eval_values(collection["qrels"], collection[order], True, set(BINARY.values()))
     graded = pytrec_eval_values(collection["qrels"], collection[order], False, set(GRADED.values()))
-    assert set(ours) == set(binary) == set(graded) and len(ours) == 300
+    assert set(ours) == set(binary) == set(graded)
+    assert len(ours) == 300
     unequal = [(qid, name) for qid in binary for names, oracle in ((BINARY, binary), (GRADED, graded))
                for name, code in names.items() if ours[qid][name] != oracle[qid][code]]
     assert unequal == []

@@ -40,12 +40,14 @@ def _assert_same(ours: trec_scan.Columns, theirs: trec_scan.Columns) -> None:
         assert ids.to_pylist() == other.to_pylist()
         rows, heads = ids.heads()
         other_rows, other_heads = other.heads()
-        assert rows.tolist() == other_rows.tolist() and heads.equals(other_heads)
+        assert rows.tolist() == other_rows.tolist()
+        assert heads.equals(other_heads)
         if field == 2:
             keys, exact = ids.keys()
             other_keys, other_exact = other.keys()
             assert keys.dtype == other_keys.dtype == np.uint64
-            assert np.array_equal(keys, other_keys) and exact == other_exact
+            assert np.array_equal(keys, other_keys)
+            assert exact == other_exact
     for field, values in ours.numbers.items():
         other = theirs.numbers[field]
         assert values.dtype == other.dtype
@@ -65,7 +67,8 @@ def _assert_read_the_same(path: Path, shape: tuple, monkeypatch: pytest.MonkeyPa
     judged = read_qrels(path)
     monkeypatch.setenv("EVALCORE_COMPILED", "0")
     general = read_qrels(path)
-    assert judged.qid.to_pylist() == general.qid.to_pylist() and judged.docid.to_pylist() == general.docid.to_pylist()
+    assert judged.qid.to_pylist() == general.qid.to_pylist()
+    assert judged.docid.to_pylist() == general.docid.to_pylist()
     assert judged.label.tolist() == general.label.tolist()
     assert np.array_equal(judged.docid.keys()[0], general.docid.keys()[0])  # keys of spans = keys of strings
     monkeypatch.delenv("EVALCORE_COMPILED")
@@ -200,9 +203,11 @@ def test_a_file_whose_first_block_holds_few_long_lines_grows_the_arrays(tmp_path
                                                                           original(self, capacity)))
     through_c, through_numpy = _both(path, RUN, monkeypatch)
     assert grown, "the arrays never grew"
-    assert through_c is not None and through_numpy is not None
+    assert through_c is not None
+    assert through_numpy is not None
     _assert_same(through_c, through_numpy)
-    assert len(through_c.ids[2]) == 90_000 and through_c.ids[0].heads()[0].size == 2250
+    assert len(through_c.ids[2]) == 90_000
+    assert through_c.ids[0].heads()[0].size == 2250
 
 
 @pytest.mark.parametrize("reach", [32, 64, 1 << 30])  # fields of up to 31 bytes
@@ -223,7 +228,8 @@ def test_fields_as_strings_and_numbers_are_their_bytes_wherever_they_lie_in_the_
                                                                                  lengths[rows].tolist(), strict=True)]
     trec_scan._views(spans).validate(full=True)  # every view within the buffer it names
     got = trec_scan.strings(spans, rows)
-    assert got.type == pa.string() and got.to_pylist() == expected
+    assert got.type == pa.string()
+    assert got.to_pylist() == expected
     digits = np.frombuffer(bytes(rng.choice(b"0123456789") for _ in range(5000)), dtype=np.uint8)
     numbers = trec_scan.numbers(trec_scan.Spans(digits, starts, np.minimum(lengths, 18)), pa.int64())
     assert numbers.tolist() == [int(digits[start : start + min(length, 18)].tobytes())

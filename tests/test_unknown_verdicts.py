@@ -43,8 +43,10 @@ def test_a_judge_that_never_answers_readably_says_so_on_every_face_and_fails_the
     # Two questions have a reference answer (the third is skipped): each asked twice (the retry), never read.
     assert calls == 4
     warning = "warning: judge score: 2 of 2 verdicts unreadable (100%)"
-    assert warning in out and "judge score: 1 question skipped: no reference answer" in out
-    assert "judge tokens: 400 prompt + 80 completion" in out and "total tokens: 480" in out
+    assert warning in out
+    assert "judge score: 1 question skipped: no reference answer" in out
+    assert "judge tokens: 400 prompt + 80 completion" in out
+    assert "total tokens: 480" in out
     assert "gate failed: judge score unreadable verdicts <= 20%: judge score: 2 of 2 verdicts unreadable (100%), " \
            "over the limit 20%" in out
     campaign_id = out.split("campaign ", 1)[1].split()[0]
@@ -54,7 +56,8 @@ def test_a_judge_that_never_answers_readably_says_so_on_every_face_and_fails_the
     assert warning in capsys.readouterr().out
     assert main(["campaigns", "show", campaign_id, "--db", db, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)["summary"]
-    assert shown["unknown"] == {"score": 2} and len(shown["warnings"]) == 1
+    assert shown["unknown"] == {"score": 2}
+    assert len(shown["warnings"]) == 1
     assert shown["warnings"][0].startswith(warning.removeprefix("warning: "))
     assert shown["judge_tokens"] == {"prompt": 400, "completion": 80, "total": 480}
     # The export: every unreadable row says unknown, and the count goes to standard error.
@@ -80,7 +83,8 @@ def test_a_judge_that_never_answers_readably_says_so_on_every_face_and_fails_the
     _, secret = create_key(app.state.store, tenant="default", role="viewer")
     with TestClient(app, headers={"Authorization": f"Bearer {secret}"}) as client:
         data = client.get(f"/api/v1/campaigns/{campaign_id}").json()["data"]
-    assert data["summary"]["unknown"] == {"score": 2} and data["summary"]["unknown_share"] == {"score": 1.0}
+    assert data["summary"]["unknown"] == {"score": 2}
+    assert data["summary"]["unknown_share"] == {"score": 1.0}
     assert data["summary"]["warnings"] == shown["warnings"]
 
 def test_readable_verdicts_pass_the_gate_and_warn_of_nothing(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -88,7 +92,8 @@ def test_readable_verdicts_pass_the_gate_and_warn_of_nothing(tmp_path: Path, cap
     with FakeOpenAIServer(readable) as server:
         assert run(db, dataset, server, "--max-unknown-share", "0") == 0
     out = capsys.readouterr().out
-    assert "unreadable" not in out and "checks: 1 of 1 passed" in out
+    assert "unreadable" not in out
+    assert "checks: 1 of 1 passed" in out
     assert "judge tokens: 200 prompt + 40 completion" in out
 
 
@@ -96,4 +101,5 @@ def test_readable_verdicts_pass_the_gate_and_warn_of_nothing(tmp_path: Path, cap
 def test_the_unknown_share_is_a_share(bad: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["run", "--dataset", "default", "--db", str(tmp_path / "x.db"), "--max-unknown-share", bad])
-    assert exited.value.code == 2 and "expected a share from 0 to 1" in capsys.readouterr().err
+    assert exited.value.code == 2
+    assert "expected a share from 0 to 1" in capsys.readouterr().err

@@ -56,7 +56,9 @@ def test_an_upload_is_saved_under_a_dataset_id_the_api_accepts(tiny_dataset: Pat
     app, keys, targets = make_api(tmp_path)
     monkeypatch.setenv("EVALCORE_UPLOAD_DIR", str(app.state.dataset_root))
     saved, problems = validate_upload([("export.zip", _zip(tiny_dataset, ""))], "my_data")
-    assert problems == {} and saved is not None and Path(saved).name == "uploads-my_data"
+    assert problems == {}
+    assert saved is not None
+    assert Path(saved).name == "uploads-my_data"
     with TestClient(app) as client:
         created = client.post("/api/v1/evaluation", headers={"Authorization": f"Bearer {keys['admin']}"},
                               json={"dataset_id": "uploads-my_data", "knowledge_base_id": targets["fast"]})

@@ -70,12 +70,16 @@ def test_statistics_in_a_process_are_the_in_process_ones_to_the_last_bit(pair, m
     entries = comparison.measure_entries
     monkeypatch.setattr(comparison, "measure_entries", lambda *a, **k: here.append(1) or entries(*a, **k))
     in_process = computed(pair)
-    assert not started and here == [1]   # 400 questions: below the size where a process pays
+    assert not started
+    assert here == [1]  # 400 questions: below the size where a process pays
     monkeypatch.setattr(worker, "FROM_QUESTIONS", 100)
     assert computed(pair) == in_process
-    assert len(started) == 1 and started[0].returncode == 0 and here == [1]   # computed there, not here
+    assert len(started) == 1
+    assert started[0].returncode == 0
+    assert here == [1]  # computed there, not here
     monkeypatch.setenv(worker.SWITCH, "0")   # switched off: in process again
-    assert computed(pair) == in_process and len(started) == 1
+    assert computed(pair) == in_process
+    assert len(started) == 1
 
 
 @pytest.mark.parametrize("serve", ["import sys; sys.exit(3)", "import sys; sys.stdin.buffer.read()",
@@ -88,15 +92,18 @@ def test_a_process_that_fails_leaves_the_comparison_to_be_computed_in_process(pa
     monkeypatch.setattr(worker, "SERVE", serve)
     with caplog.at_level("WARNING", logger="evalcore.compare"):
         assert computed(pair) == in_process
-    assert len(started) == 1 and started[0].poll() is not None   # it ended: nothing left running
-    assert "the statistics' process" in caplog.text and "computed here" in caplog.text
+    assert len(started) == 1
+    assert started[0].poll() is not None  # it ended: nothing left running
+    assert "the statistics' process" in caplog.text
+    assert "computed here" in caplog.text
 
 
 def test_a_process_that_cannot_start_changes_nothing(pair, monkeypatch, started):
     in_process = computed(pair)
     monkeypatch.setattr(worker, "FROM_QUESTIONS", 100)
     monkeypatch.setattr(worker.sys, "executable", "/nonexistent/python")
-    assert computed(pair) == in_process and not started
+    assert computed(pair) == in_process
+    assert not started
 
 
 def test_a_process_that_hangs_is_stopped_and_changes_nothing(pair, monkeypatch, started):
@@ -105,7 +112,8 @@ def test_a_process_that_hangs_is_stopped_and_changes_nothing(pair, monkeypatch, 
     monkeypatch.setattr(worker, "SERVE", "import time; time.sleep(60)")
     monkeypatch.setattr(worker, "TIMEOUT", 0.5)
     assert computed(pair) == in_process
-    assert len(started) == 1 and started[0].poll() is not None   # killed once given up on
+    assert len(started) == 1
+    assert started[0].poll() is not None  # killed once given up on
 
 
 def test_a_comparison_that_fails_before_its_statistics_stops_the_process(pair, monkeypatch, started):
@@ -119,7 +127,8 @@ def test_a_comparison_that_fails_before_its_statistics_stops_the_process(pair, m
     monkeypatch.setattr(comparison, "read_compared", broken)
     with pytest.raises(RuntimeError):
         computed(pair)
-    assert len(started) == 1 and started[0].poll() is not None
+    assert len(started) == 1
+    assert started[0].poll() is not None
     assert isinstance(started[0], subprocess.Popen)
 
 
