@@ -320,11 +320,16 @@ def tokens_once(text: str) -> tuple[str, ...]:
     texts are kept (a question's texts are read by retrieval, the generator and several measures, one after the
     other), and their Han runs are read from the cache without joining it, so that a campaign's memory does not grow
     with its questions. The large caches are for texts that come back (a corpus's sentences, words)."""
-    return _once_tokens(text) if len(text) <= LONG_TEXT else _tokenize(text, _segment_han.known)
+    return _once_tokens(text) if len(text) <= LONG_TEXT else _long_once_tokens(text)
 
 
 @functools.lru_cache(maxsize=1 << 8)
 def _once_tokens(text: str) -> tuple[str, ...]:
+    return _tokenize(text, _segment_han.known)
+
+
+@functools.lru_cache(maxsize=8)  # a long reply, read by several measures in turn: tokenized once, like `_long_tokens`
+def _long_once_tokens(text: str) -> tuple[str, ...]:
     return _tokenize(text, _segment_han.known)
 
 
@@ -343,6 +348,7 @@ def clear_caches() -> None:
     _tokens.cache_clear()
     _long_tokens.cache_clear()
     _once_tokens.cache_clear()
+    _long_once_tokens.cache_clear()
     _segment_han.cache_clear()
     _fold.cache_clear()
 

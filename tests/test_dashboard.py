@@ -63,10 +63,14 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     manager.close()
 
 
-def page_test(db: str, monkeypatch: pytest.MonkeyPatch, page: str = "pages/datasets.py") -> AppTest:
-    """An AppTest session on one page of the app, over the given database."""
+def page_test(db: str, monkeypatch: pytest.MonkeyPatch, page: str = "pages/datasets.py", timeout: float = 60,
+              **query: str) -> AppTest:
+    """An AppTest session on one page of the app, over the given database; with query parameters, a new session
+    opened on a link (a reload, a pasted address)."""
     monkeypatch.setenv("EVALCORE_DB", db)
-    at = AppTest.from_file(APP, default_timeout=60).run()
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    at.query_params.update(query)
+    at.run()
     if page != "pages/datasets.py":
         at.switch_page(page).run()
     return at

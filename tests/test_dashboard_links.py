@@ -15,6 +15,7 @@ from evalcore.keys import create_key
 from evalcore.store import Store
 from evalcore.suites import Case, create_suite
 from evalcore.targets import TargetConfig
+from tests.test_dashboard import assert_clean, page_test
 
 AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
 
@@ -45,18 +46,7 @@ def two(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
 
 def opened(db: str, monkeypatch: pytest.MonkeyPatch, page: str, **query: str) -> AppTest:
     """A new session (a reload, a pasted link) opened on a page with these query parameters."""
-    monkeypatch.setenv("EVALCORE_DB", db)
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params.update(query)
-    at.run()
-    if page != "pages/datasets.py":
-        at.switch_page(page).run()
-    return at
-
-
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+    return page_test(db, monkeypatch, page, **query)
 
 
 def picker(at: AppTest, label: str) -> object:

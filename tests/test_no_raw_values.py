@@ -22,10 +22,10 @@ from evalcore.suites import Case, create_suite
 from evalcore.targets import TargetConfig
 from evalcore.testing import FakeOpenAIServer
 from tests.test_campaigns import FakeTarget
+from tests.test_dashboard import page_test
 
 AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
 
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
 STORED_STATUSES = sorted(status.value for status in CampaignStatus if "_" in status.value)
 RAW = re.compile(r"\bNone\b|\bnan\b|\bNaN\b|\(s\)|" + "|".join(STORED_STATUSES))
 # Commands that serve, run workers, move the store or call a model: nothing of theirs is read on a sample store.
@@ -101,13 +101,7 @@ def walk(at: AppTest, where: str) -> list[str]:
 
 
 def opened(db: str, monkeypatch: pytest.MonkeyPatch, page: str, **query: str) -> AppTest:
-    monkeypatch.setenv("EVALCORE_DB", db)
-    at = AppTest.from_file(APP, default_timeout=90)
-    at.query_params.update(query)
-    at.run()
-    if page != "pages/datasets.py":
-        at.switch_page(page).run()
-    return at
+    return page_test(db, monkeypatch, page, timeout=90, **query)
 
 
 def test_every_page_shows_no_raw_value(world: dict, monkeypatch: pytest.MonkeyPatch) -> None:
