@@ -294,9 +294,16 @@ def _words(segment: str) -> list[str]:
 
 def _tokenize(text: str, segment: Callable[[str], tuple[str, ...]]) -> tuple[str, ...]:
     tokens: list[str] = []
+    runs: dict[str, tuple[str, ...]] = {}  # a run that comes back within the text is segmented once
     # split() with a group alternates other text (even indexes) and Han runs (odd indexes).
     for index, part in enumerate(_HAN_RUN_GROUP.split(normalize(text))):
-        tokens.extend(segment(part) if index % 2 else _words(part))
+        if index % 2:
+            words = runs.get(part)
+            if words is None:
+                words = runs[part] = segment(part)
+            tokens.extend(words)
+        else:
+            tokens.extend(_words(part))
     return tuple(tokens)
 
 

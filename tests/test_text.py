@@ -230,3 +230,23 @@ def test_once_builds_each_value_once_per_arguments_whatever_the_threads() -> Non
     assert sorted(results) == sorted(n % 3 * (n % 3) for n in range(24))
     assert square.__wrapped__(4) == 16
     assert calls[-1] == 4
+
+
+def test_a_text_seen_once_segments_each_distinct_han_run_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long reply repeating a Chinese phrase: jieba is asked once per distinct run, not once per occurrence (a
+    reply of 20,000 repeats otherwise kept its question's thread past its time limit)."""
+    from evalcore import text as text_module
+
+    asked: list[str] = []
+    cut = text_module._cut
+
+    def counting(run: str) -> tuple[str, ...]:
+        asked.append(run)
+        return cut(run)
+
+    monkeypatch.setattr(text_module, "_cut", counting)
+    text_module.clear_caches()
+    reply = " ".join(f"refund{i} 退款期限" for i in range(2_000)) + " 路由器"
+    words = text_module.tokens_once(reply)
+    assert sorted(asked) == ["路由器", "退款期限"]
+    assert words.count("退款") == 2_000
