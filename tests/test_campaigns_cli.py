@@ -263,8 +263,9 @@ def test_csv_export_keeps_one_record_per_question_and_neutralises_every_line(
         config = TargetConfig(knowledge_base=str(write_dataset(tmp_path / "tiny")), retriever="bm25")
         suite = create_suite(store, tenant="default", name="attacks", target_id=save_target(store, config),
                              cases=ATTACKS)
-    code, report = run_json(capsys, "run", "--suite", suite.id, "--db", str(db))
+    code, report = run_json(capsys, "run", "--suite", "attacks", "--db", str(db))  # a suite by its name
     assert code == 0
+    assert report["campaign"]["suite_id"] == suite.id
     assert report["campaign"]["finished"] == len(ATTACKS)
     assert main(["campaigns", "export", report["campaign"]["id"], "--format", "csv", "--db", str(db)]) == 0
     text = capsys.readouterr().out

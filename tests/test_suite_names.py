@@ -97,6 +97,11 @@ def test_cli_export_writes_the_same_bytes_to_a_file_and_to_standard_output(
     assert main(["suites", "export", suite.id, "--db", db]) == 0
     assert capsysbinary.readouterr().out == out.read_bytes() == suite_csv_bytes(suite.cases)
     assert parse_suite_csv(out.read_bytes()).cases == [*CASES, *OTHER]
+    capsysbinary.readouterr()
+    assert main(["suites", "export", "fr", "--db", db]) == 0  # by its name, case ignored
+    assert capsysbinary.readouterr().out == out.read_bytes()
+    assert main(["suites", "export", "missing", "--db", db]) == 2
+    assert b"no suite 'missing' (as an id or a name)" in capsysbinary.readouterr().err
 
 
 def test_api_create_answers_409_with_the_existing_id_unless_the_body_says(api: Api) -> None:

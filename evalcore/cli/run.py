@@ -55,7 +55,7 @@ from evalcore.judges import JUDGES, local_notes
 from evalcore.judges.scale import HIGHEST, LOWEST, PASS_MARK
 from evalcore.metrics import panels
 from evalcore.store import Store
-from evalcore.suites import get_suite
+from evalcore.suites import find_suite, get_suite
 from evalcore.targets import TargetConfig
 from evalcore.targets.config import parse_sweep, read_prompt_files, sweep_values
 from evalcore.targets.generators import judge_model_name, judged_locally
@@ -72,7 +72,7 @@ def register(commands: Commands) -> None:
                                  description="Run a target over a dataset or a suite, with a progress bar.")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--dataset", metavar="ID_OR_DIR", help="dataset id under dataset/ ('default') or a folder")
-    source.add_argument("--suite", metavar="ID", help="suite id")
+    source.add_argument("--suite", metavar="ID_OR_NAME", help="a suite, by its id or its name")
     parser.add_argument("--config", type=Path, metavar="FILE.toml", help="target configuration (default: built-in)")
     parser.add_argument("--target", metavar="ID", help="saved target configuration id (instead of --config)")
     add_db_option(parser)
@@ -157,6 +157,8 @@ def judge_overrides(args: argparse.Namespace) -> dict[str, Any]:
 def run_command(args: argparse.Namespace) -> int:
     """Launch, follow to the end, report; with --sweep, once per value, then the sweep's comparison."""
     manager = _common.manager_of(args, create=True)
+    if args.suite:  # a suite's id or its name
+        args.suite = find_suite(manager.store, args.suite, args.tenant).id
     config, target_id = configuration(manager, args)
     config = config.run_on(*_common.run_on(args))  # where it runs: still the saved target it was
     if args.max_cost is not None:

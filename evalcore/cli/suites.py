@@ -17,7 +17,7 @@ from evalcore.suites import (
     IfExists,
     create_suite,
     delete_suite,
-    get_suite,
+    find_suite,
     parse_suite_csv,
     parse_suite_jsonl,
     suite_csv_bytes,
@@ -50,7 +50,7 @@ def register(commands: Commands) -> None:
     listing.add_argument("--tenant", help="only this workspace")
     listing.set_defaults(handler=list_command)
     export = actions.add_parser("export", help="write a suite as CSV (imports back to the same suite)")
-    export.add_argument("id", help="suite id")
+    export.add_argument("id", help="the suite, by its id or its name")
     export.add_argument("--out", type=Path, help="output file (default: standard output)")
     export.set_defaults(handler=export_command)
     delete = actions.add_parser("delete", help="delete a suite and its campaigns")
@@ -116,7 +116,7 @@ def list_command(args: argparse.Namespace) -> int:
 
 def export_command(args: argparse.Namespace) -> int:
     """Write the suite's CSV to --out or standard output: the same bytes as the dashboard's download."""
-    data = suite_csv_bytes(get_suite(store_of(args), args.id).cases)
+    data = suite_csv_bytes(find_suite(store_of(args), args.id).cases)
     if args.out is None:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)

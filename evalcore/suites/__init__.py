@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         as_case,
         create_suite,
         delete_suite,
+        find_suite,
         get_suite,
         list_suites,
         replace_suite,
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_CASES", "MAX_SOURCES", "Case", "CsvLine", "CsvReport", "DuplicateName", "IfExists", "Suite", "as_case",
-    "create_suite", "delete_suite", "export_suite_csv", "get_suite", "list_suites", "parse_suite_csv",
+    "create_suite", "delete_suite", "export_suite_csv", "find_suite", "get_suite", "list_suites", "parse_suite_csv",
     "parse_suite_jsonl", "replace_suite", "suite_csv_bytes", "suite_named", "validate_cases",
 ]
 # Imported on first use (evalcore.lazy): listing campaigns needs the suites, not their CSV files.
@@ -34,5 +35,6 @@ __getattr__ = lazy_exports(__name__, {
     "csvfile": ("CsvLine", "CsvReport", "export_suite_csv", "parse_suite_csv", "suite_csv_bytes"),
     "jsonlfile": ("parse_suite_jsonl",),
     "suite": ("MAX_CASES", "MAX_SOURCES", "Case", "DuplicateName", "IfExists", "Suite", "as_case", "create_suite",
-              "delete_suite", "get_suite", "list_suites", "replace_suite", "suite_named", "validate_cases"),
+              "delete_suite", "find_suite", "get_suite", "list_suites", "replace_suite", "suite_named",
+              "validate_cases"),
 })

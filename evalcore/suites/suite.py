@@ -307,6 +307,19 @@ def suite_named(store: Store, name: str, tenant: str | None = None, *,
     return _suite(store, row) if row is not None else None
 
 
+def find_suite(store: Store, given: str, tenant: str | None = None, *, principal: Principal | None = None) -> Suite:
+    """The suite a person names: by its id, else by its name (case ignored; the newest of that name); NotFound
+    naming what was given otherwise."""
+    try:
+        return get_suite(store, given, tenant, principal=principal)
+    except NotFound:
+        named = suite_named(store, given, tenant, principal=principal)
+        if named is None:
+            raise NotFound(f"no suite {given!r} (as an id or a name)", where="suite",
+                           fix="list them with `python -m evalcore suites list`") from None
+        return named
+
+
 def list_suites(store: Store, tenant: str | None = None, *, principal: Principal | None = None) -> list[Suite]:
     """Every suite (of one tenant when given), newest first."""
     tenant = scope(principal, tenant)
