@@ -388,6 +388,9 @@ def test_conversation_measures_share_passed_and_first_failing_turn() -> None:
     assert (b.passed, b.judged, b.share_passed, b.first_failing_turn, b.first_failure) == (0, 1, 0.0, 2,
                                                                                             "not asked: ...")
     assert (c.share_passed, c.first_failing_turn) == (1.0, None)
+    short = TurnLine(1, 1, "q1", "unlabeled", None, False)  # failed on its answer against the reference
+    assert conversations_of([("d", short)])[0].first_failure == (
+        "answer under its marks against the reference: ROUGE-L F1 and coverage")
     summary = ConversationSummary.of(results)
     assert (summary.conversations, summary.all_passed) == (3, 1)
     assert summary.mean_share_passed == pytest.approx((2 / 3 + 0 + 1) / 3)

@@ -88,8 +88,18 @@ def conversation_of(name: str, turns: Sequence[TurnLine]) -> ConversationResult:
     passed = sum(verdict is True for verdict in verdicts)
     failing = next((line for line in ordered if line.passed is False), None)
     return ConversationResult(name, ordered, passed, judged, passed / judged if judged else None,
-                              failing.turn if failing else None,
-                              (failing.error or failing.stage) if failing else None)
+                              failing.turn if failing else None, how_it_failed(failing) if failing else None)
+
+
+UNDER_MARKS = "answer under its marks against the reference: ROUGE-L F1 and coverage"
+
+
+def how_it_failed(line: TurnLine) -> str | None:
+    """A failed turn's error, else its failure stage; an unlabeled turn (nothing to attribute it by) failed on its
+    answer against the reference."""
+    if line.error:
+        return line.error
+    return UNDER_MARKS if line.stage == Stage.UNLABELED.value else line.stage
 
 
 def conversations_of(rows: Iterable[tuple[str, TurnLine]]) -> list[ConversationResult]:
