@@ -336,20 +336,21 @@ def test_a_sign_in_survives_a_reload_and_a_new_tab_and_keeps_the_deep_link(tmp_p
         assert secret not in cookie["value"]  # a session token, not the key
         tab.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=60_000)  # a settled page
         tab.get_by_role("button", name="Sign out").click()
-        shown_or_told(tab, tab.get_by_role("heading", name="Sign in"))
+        shown_or_told(tab, tab.get_by_role("heading", name="Sign in"), problems=problems)
         other.reload()
         other.get_by_role("heading", name="Sign in").wait_for(timeout=60_000)  # signed out everywhere
         assert_no_exception_on(tab)
         assert not [p for p in problems if p.startswith("page error")], problems
 
 
-def shown_or_told(tab: Any, locator: Any, timeout: float = 60_000) -> None:
+def shown_or_told(tab: Any, locator: Any, timeout: float = 60_000, problems: list[str] | None = None) -> None:
     """Wait for the locator to be visible; if it never is, fail with what the page shows instead (a timeout alone
     says nothing of a run that went elsewhere, once in about twenty runs of the sign-out under heavy load)."""
     try:
         locator.wait_for(timeout=timeout)
     except Exception as error:   # Playwright's TimeoutError
-        raise AssertionError(f"{error}\nthe page at {tab.url} shows:\n{tab.inner_text('body')[:3000]}") from error
+        raise AssertionError(f"{error}\nthe page at {tab.url} shows:\n{tab.inner_text('body')[:3000]}\n"
+                             f"the browser reported: {problems}\n{tab.content()[-3000:]}") from error
 
 
 def wait_for_cookie(tab: object, name: str, timeout: float = 30) -> dict:

@@ -87,6 +87,13 @@ def test_a_sign_in_is_kept_by_another_tab_and_a_sign_out_ends_it_there(tmp_path,
     assert titles(second) == ["Datasets"]
     first.sidebar.button(key="sign-out").click().run()
     assert titles(first) == ["Sign in"]
+    # The browser forgets the token and reloads: the form opens in a new session, with nothing of the old one.
+    [cleared] = [element.proto.body for element in first.get("html") if "document.cookie" in element.proto.body]
+    assert "evalcore_session=" + '"' in cleared
+    assert "max-age=0" in cleared
+    assert "window.location.reload()" in cleared
+    first.run()  # a later run of the same session (before the reload lands) neither clears nor reloads again
+    assert not [element for element in first.get("html") if "document.cookie" in element.proto.body]
     second.run()  # its next click
     assert titles(second) == ["Sign in"]
 

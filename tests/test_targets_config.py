@@ -40,6 +40,7 @@ def test_seed_defaults() -> None:
     ({"kind": "http_agent", "agent_url": "ftp://x"}, "agent_url"),
     ({"kind": "http_agent", "agent_url": "http://x", "agent_body": "{question}"}, "agent_body"),
     ({"kind": "results_file", "results_path": "run.csv"}, "results_path"),
+    ({"results_path": "run.jsonl"}, "results_path"),  # a file named without kind = "results_file": never read
     ({"agent_headers": {"X-Key": 3}}, "agent_headers"),
     ({"agent_headers": [1, 2]}, "agent_headers"),
     ({"agent_headers": "Authorization: x"}, "agent_headers"),

@@ -26,6 +26,7 @@ from ui.text import escape_md
 
 SESSION_TOKEN = "_session_token"  # this session's sign-in (evalcore.keys.start_session), never the API key
 SESSION_COOKIE = "evalcore_session"  # the same token in the browser: a reload or a new tab stays signed in
+SIGNED_OUT = "_signed_out"  # set by the sign-out button for the run it triggers (session_cookie)
 # Failed sign-ins back off per session and per client address, across every session of this process.
 THROTTLE = LoginThrottle()
 REFUSED = "Sign-in refused: this key is unknown, revoked, malformed, or not allowed to open evaluations."
@@ -61,20 +62,29 @@ def signed_in() -> Principal | None:
 def session_cookie() -> None:
     """Make the browser's session cookie hold this session's token (after signed_in: none once signed out): the
     token only, never the key, for the session's lifetime, sent to this app only. Written on every run where the
-    browser's cookie (as sent when this session opened) differs, so a run cut short by a page switch loses none."""
+    browser's cookie (as sent when this session opened) differs, so a run cut short by a page switch loses none.
+
+    Right after a sign-out the cookie is cleared, and the sign-in form (sign_in_page) reloads the page."""
     token = st.session_state.get(SESSION_TOKEN) or ""
     cookie = st.context.cookies.get(SESSION_COOKIE)
-    if token == (cookie if isinstance(cookie, str) else ""):
+    if token == (cookie if isinstance(cookie, str) else "") and not st.session_state.get(SIGNED_OUT):
         return
+    _write_cookie(token)
+
+
+def _write_cookie(token: str, *, reload: bool = False) -> None:
+    """The browser's session cookie set to this token (none: cleared), then the page reloaded if asked."""
     age = int(SESSION_TTL_S) if token else 0
+    then = " window.location.reload();" if reload else ""
     st.html(f"<script>document.cookie = {json.dumps(f'{SESSION_COOKIE}={token}')} + "
-            f"'; path=/; max-age={age}; SameSite=Strict';</script>", unsafe_allow_javascript=True)
+            f"'; path=/; max-age={age}; SameSite=Strict';{then}</script>", unsafe_allow_javascript=True)
 
 
 def sign_out() -> None:
     """End this session's sign-in everywhere (every tab of every browser holding its token), and clear the cookie."""
     if token := st.session_state.pop(SESSION_TOKEN, None):
         end_session(store(), token)
+    st.session_state[SIGNED_OUT] = True
 
 
 def sign_in_page() -> NoReturn:
@@ -88,6 +98,11 @@ def sign_in_page() -> NoReturn:
         st.form_submit_button("Sign in", type="primary", on_click=_attempt_sign_in)
     if st.session_state.pop("_refused", False):
         st.error(REFUSED)  # one message for every refusal: it never tells whether a key exists
+    if st.session_state.pop(SIGNED_OUT, False):
+        # Right after a sign-out the browser reloads: the form opens in a new session. Redrawn in the old one it
+        # could come up blank, once in a few dozen sign-outs under load (the sidebar's timed refresh, gone from
+        # this run, still finishing in the browser).
+        _write_cookie("", reload=True)
     st.stop()
 
 

@@ -724,6 +724,9 @@ def _dependency_problems(config: TargetConfig) -> list[str]:
     problems += _judge_problems(config)
     if config.kind == "results_file" and not config.results_path.endswith((".jsonl", ".parquet")):
         problems.append(f"results_path: expected a .jsonl or .parquet file, found {config.results_path!r}")
+    if config.kind != "results_file" and config.results_path:  # else the file would be ignored without a word
+        problems.append(f"results_path: read only when kind = \"results_file\", found kind = {config.kind!r}: set "
+                        "kind = \"results_file\" to evaluate the file, or leave results_path empty")
     scheduler = scheduler_problem(config.scheduler) if config.scheduler else None
     problems += [f"scheduler: {scheduler}"] if scheduler else []
     if config.executor == "dask" and config.kind == "results_file":
