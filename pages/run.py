@@ -98,6 +98,8 @@ def choice_text(name: str, base: TargetConfig, choice: str) -> str:
 def setting_label(name: str) -> str:
     """A configuration key as a form label: `knowledge_base` → "Knowledge base", `rrf_k` → "RRF k" (the key itself
     is in the help)."""
+    if name == "top_k":  # the generator's sampling, not to be taken for the chunks retrieved (embedding_top_k)
+        return "Sampling top-k"
     words = [ACRONYMS.get(word, word) for word in name.replace("top_k", "top-k").split("_")]
     text = " ".join(words)
     return text[0].upper() + text[1:]

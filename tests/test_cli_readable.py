@@ -70,3 +70,19 @@ def test_a_sweep_table_shows_the_headline_measures_by_full_name_and_the_rest_on_
     assert capsys.readouterr().out.splitlines()[1].split() == ["value", "precision", "recall"]
     assert main(["compare", *ids, ids[0], "--db", str(db), "--measures", "nope"]) == 2
     assert "no campaign of the sweep has this measure" in capsys.readouterr().err
+
+
+def test_setting_top_k_says_it_is_the_generators_sampling_not_the_retrieval_depth(tmp_path: Path, capsys) -> None:
+    db = str(tmp_path / "notes.db")
+    assert main(["run", "--dataset", "default", "--db", db, "--set", "retriever=bm25", "--set", "top_k=5",
+                 "--estimate"]) == 0
+    note = capsys.readouterr().err
+    assert "top_k is the generator's sampling from the k likeliest tokens (unused by the extractive generator)" in note
+    assert "embedding_top_k" in note
+    assert main(["run", "--dataset", "default", "--db", db, "--sweep", "top_k=1,2", "--set", "generator=openai",
+                 "--set", "model=gpt-4o-mini", "--estimate"]) == 0
+    swept = capsys.readouterr().err
+    assert "top_k is the generator's sampling" in swept
+    assert "unused by the extractive generator" not in swept  # a model samples: the key does something there
+    assert main(["run", "--dataset", "default", "--db", db, "--set", "embedding_top_k=5", "--estimate"]) == 0
+    assert "top_k is" not in capsys.readouterr().err  # the retrieval depth itself: nothing to say

@@ -678,6 +678,9 @@ def test_the_run_form_has_an_input_for_every_configuration_key(tmp_path: Path, m
                    for w in kind]
         keys = {w.key.removeprefix("cfg-quick-") for w in widgets if w.key and w.key.startswith("cfg-quick-")}
         assert keys == expected
+    labels = {w.key: w.label for w in at.number_input if w.key}
+    assert labels["cfg-quick-top_k"] == "Sampling top-k"  # never taken for the chunks retrieved
+    assert labels["cfg-quick-embedding_top_k"] == "Embedding top-k"
 
 
 def test_suite_editor_enforces_the_case_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -57,7 +57,7 @@ from evalcore.metrics import panels
 from evalcore.store import Store
 from evalcore.suites import find_suite, get_suite
 from evalcore.targets import TargetConfig
-from evalcore.targets.config import parse_sweep, read_prompt_files, sweep_values
+from evalcore.targets.config import parse_sweep, read_prompt_files, setting_notes, sweep_values
 from evalcore.targets.generators import judge_model_name, judged_locally
 from evalcore.targets.presets import QUICK_START
 from evalcore.targets.saved import get_target
@@ -164,6 +164,9 @@ def run_command(args: argparse.Namespace) -> int:
     if args.max_cost is not None:
         config = replace(config, max_cost=args.max_cost)
     gates = run_gates(args)  # a mistyped gate fails before the run, not after it
+    changed = [*pairs(args.set, None), *([parse_sweep(args.sweep)[0]] if args.sweep else [])]
+    for note in setting_notes(config, changed):
+        print(f"note: {note}", file=sys.stderr)
     request = launch_request(args, config, target_id)
     if args.estimate:
         return print_estimate(manager, request, args)

@@ -15,7 +15,7 @@ import math
 import re
 import string
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path
@@ -695,6 +695,17 @@ def header_problem(name: str, value: str) -> str | None:
         return (f"the value may hold printable ASCII characters only (no line break, control or non-ASCII "
                 f"character), found {value!r}")
     return None
+
+
+def setting_notes(config: TargetConfig, keys: Iterable[str]) -> list[str]:
+    """What an analyst changing these keys may not expect: a key easily taken for another one."""
+    notes = []
+    if "top_k" in keys:
+        unused = " (unused by the extractive generator)" if config.generator == "extractive" else ""
+        notes.append(f"top_k is the generator's sampling from the k likeliest tokens{unused}; the chunks each "
+                     "retriever keeps are embedding_top_k, those kept after the reranker rerank_top_k, those given "
+                     "to the generator context_top_k")
+    return notes
 
 
 def _dependency_problems(config: TargetConfig) -> list[str]:
