@@ -8,27 +8,27 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, NamedTuple, overload
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from evalcore import diagnosis
 from evalcore.campaigns import Campaign
 from evalcore.campaigns.records import CampaignKind
 from evalcore.compare import power
 from evalcore.compare.costs import CostDelta
+from evalcore.compare.exact import McNemar
 from evalcore.compare.preference import Preference
-from evalcore.compare.stats import McNemar
 from evalcore.compare.talks import ConversationVerdict, conversation_verdicts
 from evalcore.costs import money
 from evalcore.diagnosis import Stage, Transition
 from evalcore.errors import EvalError
 from evalcore.judges import Verdict
 from evalcore.judges.verdict import StoredVerdicts, verdicts_json, verdicts_text
-from evalcore.metrics import higher_is_better, tolerance_of
 from evalcore.shapes import Key, doc
 from evalcore.targets.config import Snapshot
 from evalcore.text import counted
+
+if TYPE_CHECKING:
+    import numpy as np
 
 PASS_SUFFIX = ":pass"
 EPSILON = 1e-9
@@ -65,6 +65,8 @@ def verdict_by(basis: str, a: float, b: float, tolerance: float = 0.0) -> Change
     delta = b - a
     if abs(delta) <= EPSILON or abs(delta) < tolerance - EPSILON:
         return Change.SAME
+    from evalcore.metrics.registry import higher_is_better  # the registry (numpy): not for reading a kept one
+
     return Change.BETTER if (delta > 0) == higher_is_better(basis) else Change.WORSE
 
 
@@ -514,7 +516,11 @@ class Comparison:
 
     def tolerance(self, measure: str) -> float:
         """The smallest difference of a question's `measure` that changes its verdict (asked, else the default)."""
-        return self.tolerances.get(measure, tolerance_of(measure))
+        if measure in self.tolerances:
+            return self.tolerances[measure]
+        from evalcore.metrics.registry import tolerance_of  # the registry (numpy): a kept comparison has its own
+
+        return tolerance_of(measure)
 
     @property
     def strict_verdicts(self) -> dict[str, int]:

@@ -1,5 +1,9 @@
 """Comparisons kept in the store: computed once for a pair of campaign versions, then read back.
 
+`compare_campaigns` reads a kept comparison with nothing but the store and the records (no numpy, no measure
+registry: `compare A B` prints at once); only a comparison it does not find loads evalcore.compare.comparison, which
+computes it.
+
 A row of the `comparisons` table is found by both campaigns' ids, the seed and the resamples
 (its primary key: one row per pair and draw, replaced when recomputed), and it is used only when
 both campaigns' results versions and the stored format still match, so a campaign whose results
@@ -20,12 +24,13 @@ import sqlite3
 import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
+from dataclasses import replace
 from typing import Any
 
-import numpy as np
-
-from evalcore.campaigns import Campaign
+from evalcore.access import Principal, scope
+from evalcore.campaigns import Campaign, get_campaign
 from evalcore.campaigns.records import results_version
+from evalcore.compare import power
 from evalcore.compare.costs import CostDelta
 from evalcore.compare.deltas import (
     CampaignHeader,
@@ -36,7 +41,9 @@ from evalcore.compare.deltas import (
     Summary,
     kept_questions,
 )
+from evalcore.compare.exact import RESAMPLES
 from evalcore.compare.preference import Preference
+from evalcore.errors import EvalError
 from evalcore.store import Connection, Store, dumps
 
 log = logging.getLogger("evalcore.compare")
@@ -51,6 +58,45 @@ log = logging.getLogger("evalcore.compare")
 # tabs around the verdicts' texts (written out from the whole text, no line split); 9: a judge whose model or prompt
 # differs between the two is no verdict basis; 10: B − A of the cost per question.
 FORMAT = 10
+
+
+def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resamples: int = RESAMPLES,
+                      effect: float = power.EFFECT, tenant: str | None = None,
+                      principal: Principal | None = None, basis: str | None = None,
+                      tolerances: Mapping[str, float] | None = None) -> Comparison:
+    """Compare two stored campaigns (A is the baseline, B the candidate), computed once per pair of versions.
+
+    The comparison is kept in the store under both campaigns' ids and results versions, the seed
+    and the resamples; while none of them changes it is read back, not recomputed.
+    Another tenant's campaign is NotFound, as a missing one. `tolerances` re-decide the verdicts of the kept
+    comparison (`Comparison.with_tolerances`).
+    """
+    check_draws(seed, resamples)
+    effect = power.check_effect(effect)
+    tenant = scope(principal, tenant)
+    a, b = get_campaign(store, a_id, tenant=tenant), get_campaign(store, b_id, tenant=tenant)
+    pairwise = find_preference(store, a, b)
+    if basis:  # an asked basis is not the stored default: computed, not kept
+        from evalcore.compare.comparison import computed
+
+        return replace(computed(store, a, b, seed=seed, resamples=resamples, effect=effect, basis=basis,
+                                tolerances=tolerances), pairwise=pairwise)
+    comparison = find(store, a, b, seed=seed, resamples=resamples)
+    if comparison is None:
+        from evalcore.compare.comparison import computed  # the statistics (numpy), the measure registry: only now
+
+        comparison = computed(store, a, b, seed=seed, resamples=resamples)
+        keep(store, comparison, a, b)
+    return replace(comparison.with_effect(effect).with_tolerances(tolerances or {}), pairwise=pairwise)
+
+
+def check_draws(seed: int, resamples: int) -> None:
+    """Refuse a seed numpy cannot take, or a resample count that leaves the tests nothing to draw."""
+    if not isinstance(resamples, int) or resamples < 1:
+        raise EvalError("resamples must be a whole number of at least 1", found=str(resamples),
+                        expected=f">= 1 (default {RESAMPLES})")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise EvalError("the seed must be a whole number of at least 0", found=str(seed), expected=">= 0 (default 0)")
 
 
 def key(a: Campaign, b: Campaign, seed: int, resamples: int) -> tuple[Any, ...]:
@@ -75,7 +121,8 @@ def find(store: Store, a: Campaign, b: Campaign, *, seed: int, resamples: int) -
                       effect=data["effect"], paired=Packed(rows[0]["paired"], data["paired"]), basis=data["basis"],
                       basis_reason=data["basis_reason"],
                       cost=CostDelta.from_dict(data["cost"]) if data.get("cost") else None,
-                      turns={int(qid): (name, turn) for qid, (name, turn) in data.get("turns", {}).items()})
+                      turns={int(qid): (name, turn) for qid, (name, turn) in data.get("turns", {}).items()},
+                      tolerances=data.get("tolerances", {}))
 
 
 def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None:
@@ -95,7 +142,9 @@ def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None
                   "paired": list(comparison.paired), "basis": comparison.basis,
                   "basis_reason": comparison.basis_reason, "summary": questions.summary.to_dict(),
                   "cost": comparison.cost.to_dict() if comparison.cost else None,
-                  "turns": {str(qid): list(place) for qid, place in comparison.turns.items()}})
+                  "turns": {str(qid): list(place) for qid, place in comparison.turns.items()},
+                  "tolerances": {name: comparison.tolerance(name) for name in questions.summary.bases
+                                 if name and name != "error"}})
     data = f"{head}\n{questions.text}"
     row = (*key(a, b, comparison.seed, comparison.resamples), data, pack(comparison.paired), time.time())
 
@@ -121,6 +170,8 @@ def not_kept(write: Future[None]) -> None:
 
 def pack(paired: Mapping[str, Paired]) -> bytes:
     """The per-measure values as an .npz archive: measure i's qids, A and B are arrays 3i, 3i + 1, 3i + 2."""
+    import numpy as np  # here: reading a kept comparison back needs no arrays until its values are read
+
     buffer = io.BytesIO()
     np.savez(buffer, *[array for values in paired.values() for array in values])
     return buffer.getvalue()
@@ -128,6 +179,8 @@ def pack(paired: Mapping[str, Paired]) -> bytes:
 
 def unpack(blob: bytes, names: list[str]) -> dict[str, Paired]:
     """pack's archive back to the per-measure values (never unpickles anything)."""
+    import numpy as np
+
     with np.load(io.BytesIO(blob), allow_pickle=False) as arrays:
         return {name: Paired(*(arrays[f"arr_{3 * i + part}"] for part in range(3))) for i, name in enumerate(names)}
 
