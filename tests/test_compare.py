@@ -19,7 +19,7 @@ from evalcore.campaigns.launching import LaunchRequest
 from evalcore.cli import main
 from evalcore.compare import compare_campaigns, compare_results, stats, sweep_results
 from evalcore.compare import comparison as comparison_module
-from evalcore.compare import saved as saved_module
+from evalcore.compare import stored as stored_module
 from evalcore.compare.comparison import Passage
 from evalcore.errors import EvalError
 from evalcore.judges import Verdict
@@ -242,7 +242,7 @@ def stored(monkeypatch, tmp_path):
         return records[cid][0]
 
     monkeypatch.setattr(comparison_module, "get_campaign", get_campaign)
-    monkeypatch.setattr(saved_module, "get_campaign", get_campaign)   # compare_campaigns reads the pair there
+    monkeypatch.setattr(stored_module, "get_campaign", get_campaign)   # compare_campaigns reads the pair there
     monkeypatch.setattr("evalcore.campaigns.find_campaign", lambda store, text, tenant=None: get_campaign(store, text))
     monkeypatch.setattr(comparison_module, "campaign_results",
                         lambda store, cid, offset=0, limit=None, detail=True: records[cid][1])
@@ -778,7 +778,7 @@ def test_cli_compare_on_a_kept_pair_imports_only_what_it_uses(two_stored, tmp_pa
                            str(tmp_path / "e.db")], capture_output=True, text=True, check=True,
                           cwd=Path(__file__).resolve().parent.parent)
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time")}
-    assert "evalcore.compare.saved" in imported   # what reads the kept comparison: the list is that command's
+    assert "evalcore.compare.stored" in imported   # what reads the kept comparison: the list is that command's
     assert done.stdout.startswith("A (baseline)")
     heavy = {"pandas", "plotly", "pyarrow", "scipy", "scipy.stats", "scipy.optimize", "jieba", "numpy",
              "evalcore.compare.report", "evalcore.compare.comparison", "evalcore.compare.stats",

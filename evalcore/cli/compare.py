@@ -114,7 +114,8 @@ def compare_command(args: argparse.Namespace) -> int:
         tolerances = dict(pair for given in args.tolerance for pair in given)  # later ones win
         result: Comparison | Sweep = compare_campaigns(store_of(args), ids[0], ids[1], seed=args.seed,
                                                        resamples=args.resamples, effect=args.effect,
-                                                       basis=args.basis, tolerances=tolerances)
+                                                       basis=args.basis, tolerances=tolerances,
+                                                       read_later=True)   # the store is open until the process ends
     else:
         from evalcore.compare.sweep import compare_sweep  # a sweep's module: only for three campaigns or more
 

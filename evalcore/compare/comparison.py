@@ -16,7 +16,6 @@ from evalcore.campaigns import (
     QuestionResult,
     campaign_results,
     get_campaign,
-    list_campaigns,
 )
 from evalcore.campaigns.compared import (
     ComparedRows,
@@ -40,9 +39,8 @@ from evalcore.compare.deltas import (
     QuestionDiff,
     verdict_by,
 )
+from evalcore.compare.exact import check_draws
 from evalcore.compare.measure_stats import measure_entries
-from evalcore.compare.pairing import previous
-from evalcore.compare.saved import check_draws, compare_campaigns
 from evalcore.errors import EvalError
 from evalcore.metrics import judged_by, tolerance_of, verdict_basis
 from evalcore.metrics.registry import SIDES, family
@@ -51,8 +49,7 @@ from evalcore.targets.config import under_test
 from evalcore.text import counted
 
 # Besides what this module defines, the question key and values of a result, as the comparison reads them.
-__all__ = ["compare_campaigns", "compare_results", "compare_rows", "compare_with_previous", "question_key",
-           "row_values"]
+__all__ = ["compare_results", "compare_rows", "question_key", "row_values"]
 
 
 def verdict(a_error: str | None, b_error: str | None, a_values: Values, b_values: Values,
@@ -374,7 +371,7 @@ def compared_results(store: Store, campaign_id: str) -> list[QuestionResult]:
 
 
 def computed(store: Store, a: Campaign, b: Campaign, *, seed: int, resamples: int, **options: Any) -> Comparison:
-    """The comparison of two stored campaigns computed from their rows (saved.compare_campaigns keeps it)."""
+    """The comparison of two stored campaigns computed from their rows (stored.compare_campaigns keeps it)."""
     process = worker.start(a.finished, b.finished)   # it gets ready while the campaigns are read
     if process is None:
         power.prepare()
@@ -388,20 +385,3 @@ def computed(store: Store, a: Campaign, b: Campaign, *, seed: int, resamples: in
     finally:
         if process is not None:
             process.close()
-
-
-def compare_with_previous(store: Store, campaign_id: str) -> Comparison | None:
-    """Compare a campaign that just ended with the newest earlier one on the same questions (same dataset content
-    first: `pairing.previous`), and keep it.
-
-    Registered with the campaign manager by the dashboard and the API (`after_each`), so that the
-    Compare page's default pair (`pairing.default_pair`, the same rule) opens at once instead of
-    computing thousands of resamples then.
-    """
-    campaign = get_campaign(store, campaign_id)
-    earlier = [c for c in list_campaigns(store, campaign.tenant)
-               if c.id != campaign.id and not c.active and c.finished and c.created_at < campaign.created_at]
-    baseline = previous(campaign, earlier)
-    if baseline is None or campaign.active:
-        return None
-    return compare_campaigns(store, baseline.id, campaign.id, tenant=campaign.tenant)

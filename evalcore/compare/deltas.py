@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
@@ -362,14 +362,23 @@ class KeptQuestions(Sequence[QuestionDiff]):
     holds no raw tab or newline (the encoder escapes them) and allows both between its tokens, so that text is,
     as it is, the inside of the questions' JSON array: the API and `compare --json` write it out without decoding
     a question or splitting a line, and a line is decoded without parsing its verdicts. `summary` holds the counts
-    the comparison's JSON gives of the questions.
+    the comparison's JSON gives of the questions. The text may be given as a function that reads it (a kept
+    comparison's, from the store), called when the text is first needed.
     """
 
-    def __init__(self, text: str, summary: Summary, records: list[QuestionDiff] | None = None) -> None:
-        self.text = text
+    def __init__(self, text: str | Callable[[], str], summary: Summary, records: list[QuestionDiff] | None = None,
+                 ) -> None:
+        self._text = text
         self.summary = summary
         self._records = records
         self._lines: list[str] | None = None
+
+    @property
+    def text(self) -> str:
+        """The questions' lines joined (read on the first call when given as a function)."""
+        if not isinstance(self._text, str):
+            self._text = self._text()
+        return self._text
 
     @classmethod
     def of(cls, questions: Sequence[QuestionDiff]) -> KeptQuestions:
@@ -393,6 +402,8 @@ class KeptQuestions(Sequence[QuestionDiff]):
         """The records of the questions with one of these verdicts, in order (only those decoded, unless all are)."""
         if self._records is not None:
             return [q for q in self._records if q.verdict in kinds]
+        if not any(self.summary.verdicts.get(kind) for kind in kinds):
+            return []   # none to decode, and no text to read
         return decode_lines([line for line, verdict in zip(self.lines, self.summary.each, strict=True)
                              if verdict in kinds])
 

@@ -1,6 +1,6 @@
-"""What the comparisons' statistics hold that needs no arrays: the resample count, the exact McNemar test, the sign
-test and Wilson's interval (evalcore.compare.stats has the rest, on numpy). A kept comparison is read back and printed
-with these alone."""
+"""What the comparisons' statistics hold that needs no arrays: the resample count and the check of a draw's
+settings, the exact McNemar test, the sign test and Wilson's interval (evalcore.compare.stats has the rest, on
+numpy). A kept comparison is read back and printed with these alone."""
 
 from __future__ import annotations
 
@@ -11,10 +11,20 @@ from math import comb
 from statistics import NormalDist
 from typing import Any
 
+from evalcore.errors import EvalError
 from evalcore.shapes import doc
 
 RESAMPLES = 10_000
 ALPHA = 0.05
+
+
+def check_draws(seed: int, resamples: int) -> None:
+    """Refuse a seed numpy cannot take, or a resample count that leaves the tests nothing to draw."""
+    if not isinstance(resamples, int) or resamples < 1:
+        raise EvalError("resamples must be a whole number of at least 1", found=str(resamples),
+                        expected=f">= 1 (default {RESAMPLES})")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise EvalError("the seed must be a whole number of at least 0", found=str(seed), expected=">= 0 (default 0)")
 
 
 @dataclass(frozen=True)
