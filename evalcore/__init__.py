@@ -23,7 +23,7 @@ _PUBLIC = {
     "TargetConfig": "evalcore.targets.config",
     "EvalError": "evalcore.errors",
     "Check": "evalcore.gates.checks",
-    "Exit": "evalcore.gates.checks",
+    "Exit": "evalcore.gates.exits",
 }
 __all__ = ["CampaignView", "Chart", "Check", "ComparisonView", "EvalError", "Exit", "RunHandle", "SweepView",
            "TargetConfig", "__version__", "campaign", "compare_traces", "comparison", "configuration",
@@ -32,7 +32,8 @@ __all__ = ["CampaignView", "Chart", "Check", "ComparisonView", "EvalError", "Exi
 
 if TYPE_CHECKING:
     from evalcore.errors import EvalError
-    from evalcore.gates.checks import Check, Exit
+    from evalcore.gates.checks import Check
+    from evalcore.gates.exits import Exit
     from evalcore.notebook.functions import (
         campaign,
         compare_traces,

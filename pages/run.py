@@ -13,7 +13,7 @@ import ui
 from evalcore.access import Action, Principal
 from evalcore.campaigns import Campaign, get_campaign, list_campaigns
 from evalcore.campaigns.launching import LaunchRequest, linked_target, sweep_requests
-from evalcore.campaigns.listing import dataset_label
+from evalcore.datasets.names import dataset_label
 from evalcore.errors import EvalError
 from evalcore.judges import (
     JUDGES,

@@ -19,6 +19,7 @@ from evalcore.campaigns.launching import LaunchRequest
 from evalcore.cli import main
 from evalcore.compare import compare_campaigns, compare_results, stats, sweep_results
 from evalcore.compare import comparison as comparison_module
+from evalcore.compare import stored as stored_module
 from evalcore.compare.comparison import Passage
 from evalcore.errors import EvalError
 from evalcore.judges import Verdict
@@ -241,6 +242,7 @@ def stored(monkeypatch, tmp_path):
         return records[cid][0]
 
     monkeypatch.setattr(comparison_module, "get_campaign", get_campaign)
+    monkeypatch.setattr(stored_module, "get_campaign", get_campaign)   # compare_campaigns reads the pair there
     monkeypatch.setattr("evalcore.campaigns.find_campaign", lambda store, text, tenant=None: get_campaign(store, text))
     monkeypatch.setattr(comparison_module, "campaign_results",
                         lambda store, cid, offset=0, limit=None, detail=True: records[cid][1])
@@ -769,15 +771,19 @@ def test_the_comparison_read_gives_what_the_records_give_and_builds_no_verdict_i
 
 def test_cli_compare_on_a_kept_pair_imports_only_what_it_uses(two_stored, tmp_path):
     # The report (pandas, plotly), the pipeline, the datasets' loader (pyarrow), what launches a campaign and
-    # scipy.stats take seconds to import; printing a kept comparison needs none of them.
+    # scipy.stats take seconds to import; printing a kept comparison needs none of them, nor numpy, the statistics,
+    # the measure registry (every measure's module) or the checks: what computes a comparison loads them.
     compare_campaigns(two_stored, "A", "B")
     done = subprocess.run([sys.executable, "-X", "importtime", "-m", "evalcore", "compare", "A", "B", "--db",
                            str(tmp_path / "e.db")], capture_output=True, text=True, check=True,
                           cwd=Path(__file__).resolve().parent.parent)
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time")}
-    assert "evalcore.compare.comparison" in imported
+    assert "evalcore.compare.stored" in imported   # what reads the kept comparison: the list is that command's
     assert done.stdout.startswith("A (baseline)")
-    heavy = {"pandas", "plotly", "pyarrow", "scipy.stats", "scipy.optimize", "evalcore.compare.report",
+    heavy = {"pandas", "plotly", "pyarrow", "scipy", "scipy.stats", "scipy.optimize", "jieba", "numpy",
+             "evalcore.compare.report", "evalcore.compare.comparison", "evalcore.compare.stats",
+             "evalcore.compare.measure_stats", "evalcore.metrics.registry", "evalcore.metrics.retrieval",
+             "evalcore.metrics.generation", "evalcore.gates.checks", "evalcore.campaigns.listing",
              "evalcore.targets.rag", "evalcore.campaigns.runner", "evalcore.campaigns.corpus",
              "evalcore.campaigns.questions", "evalcore.campaigns.rejudging",
              "evalcore.compare.pairwise", "evalcore.judges.running", "evalcore.models.http",

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from evalcore.campaigns import get_manager
 from evalcore.cli import main
 from evalcore.compare import saved
 from evalcore.compare.deltas import KeptQuestions
@@ -25,8 +26,8 @@ def test_the_summary_is_written_before_the_kept_questions_are_decoded(
                         top_k=10)
     assert main(["compare", "A", "B", "--db", str(db), "--resamples", "500"]) == 0
     computed = capsys.readouterr().out
-    with Store(db) as store:
-        assert store.read("SELECT count(*) AS n FROM comparisons")[0]["n"] == 1
+    # Read through the command's own store: a read of the table waits for the kept comparison's queued write.
+    assert get_manager(db).store.read("SELECT count(*) AS n FROM comparisons")[0]["n"] == 1
 
     written_first: list[str] = []
     decode = KeptQuestions.with_verdicts

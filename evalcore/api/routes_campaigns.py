@@ -41,7 +41,7 @@ from evalcore.campaigns import (
     get_campaign,
 )
 from evalcore.campaigns.export import judge_fields
-from evalcore.campaigns.listing import SORT_KEYS, campaign_rows, dataset_label, search_rows, sort_rows
+from evalcore.campaigns.listing import SORT_KEYS, campaign_rows, search_rows, sort_rows
 from evalcore.campaigns.manager import MAX_NAME
 from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.campaigns.rejudging import RejudgeRequest
@@ -49,6 +49,7 @@ from evalcore.campaigns.trust import comparison_trust
 from evalcore.compare import Comparison, compare_campaigns, power
 from evalcore.compare.json_text import comparison_pieces, encode
 from evalcore.compare.pairwise import start_pairwise
+from evalcore.datasets.names import dataset_label
 from evalcore.jobs import get_job
 from evalcore.judges import FIELD_NAMES
 from evalcore.metrics import MEASURES

@@ -16,7 +16,7 @@ from evalcore.api.routes_campaigns import campaign_of
 from evalcore.api.runs import RunSettings, configured, launch
 from evalcore.campaigns import Campaign, CampaignStatus, campaign_aggregates, get_campaign, new_campaign_id
 from evalcore.campaigns.launching import LaunchRequest
-from evalcore.campaigns.listing import dataset_label
+from evalcore.datasets.names import dataset_label
 from evalcore.metrics import MEASURES
 from evalcore.targets.saved import ID_NAMES
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePath
 from typing import Any
 
 from evalcore.access import Principal, owned, scope
@@ -22,7 +21,7 @@ from evalcore.campaigns.queries import (
 )
 from evalcore.campaigns.records import Campaign, CampaignKind, results_version
 from evalcore.costs import Cost
-from evalcore.datasets import DEFAULT_DATASET
+from evalcore.datasets.names import dataset_label
 from evalcore.errors import EvalError
 from evalcore.metrics.registry import display_order, higher_is_better, verdict_basis
 from evalcore.shapes import doc
@@ -37,12 +36,6 @@ COST_FIGURES = "cost/1"  # a campaign's total as lists show it, kept beside its 
 HEADLINE = tuple(sorted(verdict_basis(), key=display_order))
 SETTINGS = ("retriever", "reranker", "generator", "top_k")
 SORT_KEYS = ("created", "name", "source", "status", *SETTINGS, *HEADLINE, "cost")
-
-
-def dataset_label(source: str) -> str:
-    """A dataset campaign's source as people name it: the folder's name, `default` for the built-in sample."""
-    name = PurePath(source).name
-    return "default" if name == DEFAULT_DATASET else name
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evalcore.access import Action, Principal, scope
-from evalcore.campaigns.budget import refuse_budget_spent, refuse_over_daily_budget
-from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.queries import get_campaign
 from evalcore.campaigns.records import (
     DEFAULT_MAX_FAILED_SHARE,
@@ -51,6 +49,7 @@ if TYPE_CHECKING:
     from evalcore.campaigns.claims import Workers
     from evalcore.campaigns.cluster import Cluster
     from evalcore.campaigns.estimate import Estimate
+    from evalcore.campaigns.launching import LaunchRequest
     from evalcore.campaigns.rejudging import RejudgeRequest
     from evalcore.campaigns.runner import Runner
     from evalcore.campaigns.supervisor import WorkerProcess
@@ -290,6 +289,7 @@ class CampaignManager:
 
         A principal launches in its own tenant, and only with a role that may change things.
         """
+        from evalcore.campaigns.budget import refuse_over_daily_budget
         from evalcore.campaigns.cluster import cluster_for
         from evalcore.campaigns.corpus import graded_for
         from evalcore.metrics.registry import check_python_measures
@@ -543,6 +543,7 @@ class CampaignManager:
                target: Target | None, dataset: str | None, force: bool = False,
                run_on: tuple[str | None, str | None] = (None, None), principal: Principal | None = None,
                max_cost: float | None = None) -> str:
+        from evalcore.campaigns.budget import refuse_budget_spent, refuse_over_daily_budget
         from evalcore.campaigns.cluster import cluster_for
         from evalcore.campaigns.corpus import load_corpus, stored_dataset_path
         from evalcore.campaigns.questions import stored_questions

@@ -7,10 +7,14 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalcore.cli._common import write_file
 from evalcore.errors import EvalError
-from evalcore.gates import Check, Exit
+from evalcore.gates.exits import Exit
+
+if TYPE_CHECKING:
+    from evalcore.gates import Check
 
 EXIT_CODES = ", ".join(f"{code.value} {code.label}" for code in Exit)
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalcore.campaigns import CampaignKind, NotFound, get_campaign
-from evalcore.campaigns.listing import HEADLINE, dataset_label
 from evalcore.campaigns.trust import comparison_trust
 from evalcore.cli import SUMMARIES, _gates
 from evalcore.cli._common import (
@@ -32,13 +31,12 @@ from evalcore.compare import (
     power,
 )
 from evalcore.compare.deltas import KeptQuestions
-from evalcore.compare.stats import RESAMPLES
+from evalcore.compare.exact import RESAMPLES
+from evalcore.datasets.names import dataset_label
 from evalcore.diagnosis import STAGES, Transition
 from evalcore.errors import EvalError
-from evalcore.gates import exit_code, worse_checks
 from evalcore.judges import FIELD_NAMES, LOCAL_PAIRWISE_NOTE
 from evalcore.lifecycle import CampaignStatus
-from evalcore.metrics import MEASURES, display_order
 from evalcore.store import Store
 from evalcore.text import counted
 
@@ -116,7 +114,8 @@ def compare_command(args: argparse.Namespace) -> int:
         tolerances = dict(pair for given in args.tolerance for pair in given)  # later ones win
         result: Comparison | Sweep = compare_campaigns(store_of(args), ids[0], ids[1], seed=args.seed,
                                                        resamples=args.resamples, effect=args.effect,
-                                                       basis=args.basis, tolerances=tolerances)
+                                                       basis=args.basis, tolerances=tolerances,
+                                                       read_later=True)   # the store is open until the process ends
     else:
         from evalcore.compare.sweep import compare_sweep  # a sweep's module: only for three campaigns or more
 
@@ -180,6 +179,8 @@ def pairwise_lines(preference: Preference | None) -> list[str]:
 
 def gate_comparison(args: argparse.Namespace, comparison: Comparison) -> int:
     """Check the named measures for a significant regression of B against A, report, and return the exit code."""
+    from evalcore.gates import exit_code, worse_checks  # the checks (the statistics, the registry): only when asked
+
     checks = worse_checks(comparison, args.fail_if_worse)
     code = exit_code(None, checks)
     worse = [c.name.split()[0] for c in checks if not c.passed]
@@ -226,6 +227,8 @@ def effect_size(text: str) -> float:
 
 def tolerance(text: str) -> list[tuple[str, float]]:
     """argparse type: `MEASURE=VALUE` (one measure) or `VALUE` (every measure), VALUE a number of at least 0."""
+    from evalcore.metrics import MEASURES  # the measure registry: only when a tolerance is given
+
     name, _, value = text.rpartition("=")
     try:
         number = float(value)
@@ -359,6 +362,9 @@ def add_sweep_columns(parser: argparse.ArgumentParser) -> None:
 def sweep_columns(sweep: Sweep, asked: list[str] | None = None, every: bool = False) -> list[str]:
     """The measures a sweep's table shows, in panel order: those asked, every one, or the headline measures
     present (else the first few present)."""
+    from evalcore.campaigns.listing import HEADLINE  # the measure registry: a sweep's, not a kept pair's
+    from evalcore.metrics import display_order
+
     present = sorted(sweep.series, key=display_order)
     if asked:
         unknown = [name for name in asked if name not in present]

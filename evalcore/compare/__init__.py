@@ -7,13 +7,12 @@ from evalcore.lazy import lazy_exports
 if TYPE_CHECKING:
     from evalcore.campaigns.records import results_version
     from evalcore.compare.comparison import (
-        compare_campaigns,
         compare_results,
-        compare_with_previous,
         question_key,
         row_values,
     )
     from evalcore.compare.deltas import CampaignHeader, Change, Comparison, MeasureDelta, Paired, QuestionDiff
+    from evalcore.compare.stored import compare_campaigns, compare_with_previous
     from evalcore.compare.sweep import Sweep, SweepRow, compare_sweep, sweep_results
 
 __all__ = ["CampaignHeader", "Change", "Comparison", "MeasureDelta", "Paired", "QuestionDiff", "Sweep", "SweepRow",
@@ -22,8 +21,9 @@ __all__ = ["CampaignHeader", "Change", "Comparison", "MeasureDelta", "Paired", "
            "sweep_results"]
 # Imported on first use: a light module of this package does not load its heavy siblings (evalcore.lazy).
 __getattr__ = lazy_exports(__name__, {
-    "comparison": ("compare_campaigns", "compare_results", "compare_with_previous", "question_key", "row_values"),
+    "comparison": ("compare_results", "question_key", "row_values"),
     "deltas": ("CampaignHeader", "Change", "Comparison", "MeasureDelta", "Paired", "QuestionDiff"),
     "saved": ("results_version",),
+    "stored": ("compare_campaigns", "compare_with_previous"),
     "sweep": ("Sweep", "SweepRow", "compare_sweep", "sweep_results"),
 })

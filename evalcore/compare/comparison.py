@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -17,7 +16,6 @@ from evalcore.campaigns import (
     QuestionResult,
     campaign_results,
     get_campaign,
-    list_campaigns,
 )
 from evalcore.campaigns.compared import (
     ComparedRows,
@@ -28,7 +26,7 @@ from evalcore.campaigns.compared import (
     row_values,
 )
 from evalcore.campaigns.result_rows import no_cycle_collection
-from evalcore.compare import power, saved, stats, worker
+from evalcore.compare import power, stats, worker
 from evalcore.compare.costs import cost_delta
 from evalcore.compare.deltas import (
     PASS_SUFFIX,
@@ -41,8 +39,8 @@ from evalcore.compare.deltas import (
     QuestionDiff,
     verdict_by,
 )
+from evalcore.compare.exact import check_draws
 from evalcore.compare.measure_stats import measure_entries
-from evalcore.compare.pairing import previous
 from evalcore.errors import EvalError
 from evalcore.metrics import judged_by, tolerance_of, verdict_basis
 from evalcore.metrics.registry import SIDES, family
@@ -51,8 +49,7 @@ from evalcore.targets.config import under_test
 from evalcore.text import counted
 
 # Besides what this module defines, the question key and values of a result, as the comparison reads them.
-__all__ = ["compare_campaigns", "compare_results", "compare_rows", "compare_with_previous", "question_key",
-           "row_values"]
+__all__ = ["compare_results", "compare_rows", "question_key", "row_values"]
 
 
 def verdict(a_error: str | None, b_error: str | None, a_values: Values, b_values: Values,
@@ -328,15 +325,6 @@ def clustered(turns: Mapping[int, tuple[str, int]]) -> bool:
     return any(count > 1 for count in Counter(name for name, _ in turns.values()).values())
 
 
-def check_draws(seed: int, resamples: int) -> None:
-    """Refuse a seed numpy cannot take, or a resample count that leaves the tests nothing to draw."""
-    if not isinstance(resamples, int) or resamples < 1:
-        raise EvalError("resamples must be a whole number of at least 1", found=str(resamples),
-                        expected=f">= 1 (default {stats.RESAMPLES})")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise EvalError("the seed must be a whole number of at least 0", found=str(seed), expected=">= 0 (default 0)")
-
-
 def notes_for(a: Campaign, b: Campaign, diff: dict[str, list[Any]], *, common: int, measured: set[str]) -> list[str]:
     """What the reader should know that is not a warning."""
     if a.id == b.id:
@@ -382,59 +370,18 @@ def compared_results(store: Store, campaign_id: str) -> list[QuestionResult]:
     return campaign_results(store, campaign_id, detail=False)
 
 
-def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resamples: int = stats.RESAMPLES,
-                      effect: float = power.EFFECT, tenant: str | None = None,
-                      principal: Principal | None = None, basis: str | None = None,
-                      tolerances: Mapping[str, float] | None = None) -> Comparison:
-    """Compare two stored campaigns (A is the baseline, B the candidate), computed once per pair of versions.
-
-    The comparison is kept in the store under both campaigns' ids and results versions, the seed
-    and the resamples (`saved`); while none of them changes it is read back, not recomputed.
-    Another tenant's campaign is NotFound, as a missing one. `tolerances` re-decide the verdicts of the kept
-    comparison (`Comparison.with_tolerances`).
-    """
-    check_draws(seed, resamples)
-    effect = power.check_effect(effect)
-    tenant = scope(principal, tenant)
-    a, b = get_campaign(store, a_id, tenant=tenant), get_campaign(store, b_id, tenant=tenant)
-    pairwise = saved.find_preference(store, a, b)
-
-    def computed(**options: Any) -> Comparison:
-        process = worker.start(a.finished, b.finished)   # it gets ready while the campaigns are read
-        if process is None:
-            power.prepare()
-        try:
-            # Reading, pairing and writing the lines builds a few million objects that hold no cycles; in a process
-            # that already holds many (a server, a notebook) each collection would walk all of those again.
-            with no_cycle_collection():
-                return compare_rows(a, read_compared(store, a_id, pending=True), b,
-                                    read_compared(store, b_id, pending=True), seed=seed, resamples=resamples,
-                                    process=process, **options)
-        finally:
-            if process is not None:
-                process.close()
-
-    if basis:  # an asked basis is not the stored default: computed, not kept
-        return replace(computed(effect=effect, basis=basis, tolerances=tolerances), pairwise=pairwise)
-    comparison = saved.find(store, a, b, seed=seed, resamples=resamples)
-    if comparison is None:
-        comparison = computed()
-        saved.keep(store, comparison, a, b)
-    return replace(comparison.with_effect(effect).with_tolerances(tolerances or {}), pairwise=pairwise)
-
-
-def compare_with_previous(store: Store, campaign_id: str) -> Comparison | None:
-    """Compare a campaign that just ended with the newest earlier one on the same questions (same dataset content
-    first: `pairing.previous`), and keep it.
-
-    Registered with the campaign manager by the dashboard and the API (`after_each`), so that the
-    Compare page's default pair (`pairing.default_pair`, the same rule) opens at once instead of
-    computing thousands of resamples then.
-    """
-    campaign = get_campaign(store, campaign_id)
-    earlier = [c for c in list_campaigns(store, campaign.tenant)
-               if c.id != campaign.id and not c.active and c.finished and c.created_at < campaign.created_at]
-    baseline = previous(campaign, earlier)
-    if baseline is None or campaign.active:
-        return None
-    return compare_campaigns(store, baseline.id, campaign.id, tenant=campaign.tenant)
+def computed(store: Store, a: Campaign, b: Campaign, *, seed: int, resamples: int, **options: Any) -> Comparison:
+    """The comparison of two stored campaigns computed from their rows (stored.compare_campaigns keeps it)."""
+    process = worker.start(a.finished, b.finished)   # it gets ready while the campaigns are read
+    if process is None:
+        power.prepare()
+    try:
+        # Reading, pairing and writing the lines builds a few million objects that hold no cycles; in a process
+        # that already holds many (a server, a notebook) each collection would walk all of those again.
+        with no_cycle_collection():
+            return compare_rows(a, read_compared(store, a.id, pending=True), b,
+                                read_compared(store, b.id, pending=True), seed=seed, resamples=resamples,
+                                process=process, **options)
+    finally:
+        if process is not None:
+            process.close()

@@ -8,10 +8,6 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from evalcore.compare import stats
-from evalcore.compare.clusters import cluster_bootstrap
 from evalcore.costs import money
 from evalcore.shapes import doc
 from evalcore.text import counted
@@ -74,6 +70,11 @@ def cost_delta(a: Sequence[QuestionCost], b: Sequence[QuestionCost], *, seed: in
                clusters: Sequence[Hashable] | None = None) -> CostDelta:
     """B − A of the cost per question over paired questions (`a[i]` and `b[i]` are the same question); with
     `clusters` (each question's conversation), the interval resamples whole conversations."""
+    import numpy as np  # here: a kept comparison's cost is read back without the statistics
+
+    from evalcore.compare import stats
+    from evalcore.compare.clusters import cluster_bootstrap
+
     currencies = {currency for cost, currency in (*a, *b) if cost is not None and currency}
     if len(currencies) > 1:
         a_in = sorted({currency for cost, currency in a if cost is not None and currency}) or ["no currency"]

@@ -5,30 +5,30 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, NamedTuple, overload
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from evalcore import diagnosis
 from evalcore.campaigns import Campaign
 from evalcore.campaigns.records import CampaignKind
 from evalcore.compare import power
 from evalcore.compare.costs import CostDelta
+from evalcore.compare.exact import McNemar
 from evalcore.compare.preference import Preference
-from evalcore.compare.stats import McNemar
 from evalcore.compare.talks import ConversationVerdict, conversation_verdicts
 from evalcore.costs import money
 from evalcore.diagnosis import Stage, Transition
 from evalcore.errors import EvalError
 from evalcore.judges import Verdict
 from evalcore.judges.verdict import StoredVerdicts, verdicts_json, verdicts_text
-from evalcore.metrics import higher_is_better, tolerance_of
 from evalcore.shapes import Key, doc
 from evalcore.targets.config import Snapshot
 from evalcore.text import counted
+
+if TYPE_CHECKING:
+    import numpy as np
 
 PASS_SUFFIX = ":pass"
 EPSILON = 1e-9
@@ -65,6 +65,8 @@ def verdict_by(basis: str, a: float, b: float, tolerance: float = 0.0) -> Change
     delta = b - a
     if abs(delta) <= EPSILON or abs(delta) < tolerance - EPSILON:
         return Change.SAME
+    from evalcore.metrics.registry import higher_is_better  # the registry (numpy): not for reading a kept one
+
     return Change.BETTER if (delta > 0) == higher_is_better(basis) else Change.WORSE
 
 
@@ -360,14 +362,23 @@ class KeptQuestions(Sequence[QuestionDiff]):
     holds no raw tab or newline (the encoder escapes them) and allows both between its tokens, so that text is,
     as it is, the inside of the questions' JSON array: the API and `compare --json` write it out without decoding
     a question or splitting a line, and a line is decoded without parsing its verdicts. `summary` holds the counts
-    the comparison's JSON gives of the questions.
+    the comparison's JSON gives of the questions. The text may be given as a function that reads it (a kept
+    comparison's, from the store), called when the text is first needed.
     """
 
-    def __init__(self, text: str, summary: Summary, records: list[QuestionDiff] | None = None) -> None:
-        self.text = text
+    def __init__(self, text: str | Callable[[], str], summary: Summary, records: list[QuestionDiff] | None = None,
+                 ) -> None:
+        self._text = text
         self.summary = summary
         self._records = records
         self._lines: list[str] | None = None
+
+    @property
+    def text(self) -> str:
+        """The questions' lines joined (read on the first call when given as a function)."""
+        if not isinstance(self._text, str):
+            self._text = self._text()
+        return self._text
 
     @classmethod
     def of(cls, questions: Sequence[QuestionDiff]) -> KeptQuestions:
@@ -391,6 +402,8 @@ class KeptQuestions(Sequence[QuestionDiff]):
         """The records of the questions with one of these verdicts, in order (only those decoded, unless all are)."""
         if self._records is not None:
             return [q for q in self._records if q.verdict in kinds]
+        if not any(self.summary.verdicts.get(kind) for kind in kinds):
+            return []   # none to decode, and no text to read
         return decode_lines([line for line, verdict in zip(self.lines, self.summary.each, strict=True)
                              if verdict in kinds])
 
@@ -514,7 +527,11 @@ class Comparison:
 
     def tolerance(self, measure: str) -> float:
         """The smallest difference of a question's `measure` that changes its verdict (asked, else the default)."""
-        return self.tolerances.get(measure, tolerance_of(measure))
+        if measure in self.tolerances:
+            return self.tolerances[measure]
+        from evalcore.metrics.registry import tolerance_of  # the registry (numpy): a kept comparison has its own
+
+        return tolerance_of(measure)
 
     @property
     def strict_verdicts(self) -> dict[str, int]:

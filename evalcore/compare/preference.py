@@ -1,7 +1,7 @@
 """Which of two campaigns' answers a pairwise judge prefers: per question verdicts and what they add up to.
 
 Win rate of B over A = (B's wins + ties / 2) / readable questions, with a 95% Wilson score interval
-(conservative with ties, see `stats.wilson_interval`); the exact two-sided sign test on the questions
+(conservative with ties, see `exact.wilson_interval`); the exact two-sided sign test on the questions
 that are not ties; the flip rate = readable questions whose verdict changed when the answers were swapped
 (position bias), each of them counted as a tie.
 """
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalcore.compare import stats
+from evalcore.compare import exact
 from evalcore.judges.pairwise import PairVerdict
 from evalcore.shapes import Key, doc
 from evalcore.text import counted
@@ -74,12 +74,12 @@ class Preference:
     def interval(self) -> tuple[float, float] | None:
         """The win rate's 95% Wilson interval."""
         rate = self.win_rate
-        return None if rate is None else stats.wilson_interval(rate, self.readable)
+        return None if rate is None else exact.wilson_interval(rate, self.readable)
 
     @property
     def p_value(self) -> float:
         """The sign test of B's wins against A's (ties left out)."""
-        return stats.sign_test(self.counts["B"], self.counts["A"])
+        return exact.sign_test(self.counts["B"], self.counts["A"])
 
     @property
     def summary(self) -> str:

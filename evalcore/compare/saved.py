@@ -1,5 +1,8 @@
 """Comparisons kept in the store: computed once for a pair of campaign versions, then read back.
 
+A kept comparison is read with nothing but the store and the records (no numpy, no measure registry: `compare A B`
+prints at once); evalcore.compare.stored finds it here, or has evalcore.compare.comparison compute it.
+
 A row of the `comparisons` table is found by both campaigns' ids, the seed and the resamples
 (its primary key: one row per pair and draw, replaced when recomputed), and it is used only when
 both campaigns' results versions and the stored format still match, so a campaign whose results
@@ -18,11 +21,9 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from typing import Any
-
-import numpy as np
 
 from evalcore.campaigns import Campaign
 from evalcore.campaigns.records import results_version
@@ -37,6 +38,7 @@ from evalcore.compare.deltas import (
     kept_questions,
 )
 from evalcore.compare.preference import Preference
+from evalcore.errors import EvalError
 from evalcore.store import Connection, Store, dumps
 
 log = logging.getLogger("evalcore.compare")
@@ -58,24 +60,75 @@ def key(a: Campaign, b: Campaign, seed: int, resamples: int) -> tuple[Any, ...]:
     return (a.id, b.id, str(seed), resamples, results_version(a), results_version(b), FORMAT)
 
 
-def find(store: Store, a: Campaign, b: Campaign, *, seed: int, resamples: int) -> Comparison | None:
+# With read_later, a kept comparison's head (all but its questions' lines: 145 kB at 10,000 questions) is read first;
+# its lines and per-measure values when a face reads them (the text report reads the lines of moved questions only).
+HEAD_CHARS = 1 << 18
+WHERE = "a_id = ? AND b_id = ? AND seed = ? AND resamples = ? AND a_version = ? AND b_version = ? AND format = ?"
+
+
+def find(store: Store, a: Campaign, b: Campaign, *, seed: int, resamples: int,
+         read_later: bool = False) -> Comparison | None:
     """The stored comparison of A and B for these versions, seed and resamples, or None.
 
-    Its questions are KeptQuestions: decoded into records only when a face reads one."""
-    rows = store.read("SELECT data, paired FROM comparisons WHERE a_id = ? AND b_id = ? AND seed = ? AND "
-                      "resamples = ? AND a_version = ? AND b_version = ? AND format = ?", key(a, b, seed, resamples))
+    Its questions are KeptQuestions: decoded into records only when a face reads one. With `read_later`, only its
+    head is read now; its question lines and per-measure values are read from the store when first used (`Later`)."""
+    found = key(a, b, seed, resamples)
+    if not read_later:
+        rows = store.read(f"SELECT data, paired FROM comparisons WHERE {WHERE}", found)
+        if not rows:
+            return None
+        head, _, text = rows[0]["data"].partition("\n")
+        return kept_comparison(a, b, seed, resamples, head, text, rows[0]["paired"])
+    rows = store.read(f"SELECT substr(data, 1, {HEAD_CHARS}) AS start FROM comparisons WHERE {WHERE}", found)
+    if rows and "\n" not in rows[0]["start"]:   # a longer head: read the whole text
+        rows = store.read(f"SELECT data AS start FROM comparisons WHERE {WHERE}", found)
     if not rows:
         return None
-    head, _, lines = rows[0]["data"].partition("\n")
+    head = rows[0]["start"].partition("\n")[0]
+    # substr counts characters from 1, on SQLite as on PostgreSQL: the lines start after the head and its newline.
+    return kept_comparison(a, b, seed, resamples, head, Later(store, found, f"substr(data, {len(head) + 2})").text,
+                           Later(store, found, "paired").blob)
+
+
+def kept_comparison(a: Campaign, b: Campaign, seed: int, resamples: int, head: str, text: str | Callable[[], str],
+                    paired: bytes | Callable[[], bytes]) -> Comparison:
+    """A kept comparison from its head's JSON, its question lines and its per-measure values (each given, or read
+    when first used)."""
     data = json.loads(head)
-    questions = KeptQuestions(lines, Summary.from_dict(data["summary"]))
+    questions = KeptQuestions(text, Summary.from_dict(data["summary"]))
     return Comparison(a=CampaignHeader.of(a), b=CampaignHeader.of(b), questions=questions,
                       measures=[MeasureDelta.from_dict(m) for m in data["measures"]], warnings=data["warnings"],
                       config_diff=data["config_diff"], seed=seed, resamples=resamples, notes=data["notes"],
-                      effect=data["effect"], paired=Packed(rows[0]["paired"], data["paired"]), basis=data["basis"],
+                      effect=data["effect"], paired=Packed(paired, data["paired"]), basis=data["basis"],
                       basis_reason=data["basis_reason"],
                       cost=CostDelta.from_dict(data["cost"]) if data.get("cost") else None,
-                      turns={int(qid): (name, turn) for qid, (name, turn) in data.get("turns", {}).items()})
+                      turns={int(qid): (name, turn) for qid, (name, turn) in data.get("turns", {}).items()},
+                      # the tolerances its verdicts were decided with (a row kept before it held them: the registry's)
+                      tolerances=data.get("tolerances", {}))
+
+
+class Later:
+    """One part of a kept comparison, read from the store when first asked for (`text` or `blob`)."""
+
+    def __init__(self, store: Store, found: tuple[Any, ...], part: str) -> None:
+        self.store, self.found, self.part = store, found, part
+
+    def read(self) -> Any:
+        """The part as stored; EvalError when the comparison was replaced since its head was read (a campaign's
+        results changed meanwhile: its comparison is another one)."""
+        rows = self.store.read(f"SELECT {self.part} AS part FROM comparisons WHERE {WHERE}", self.found)
+        if not rows:
+            raise EvalError("the kept comparison changed while it was read: a campaign's results changed meanwhile",
+                            where=f"comparison of {self.found[0]} and {self.found[1]}", fix="ask for it again")
+        return rows[0]["part"]
+
+    def text(self) -> str:
+        """The part as text."""
+        return str(self.read())
+
+    def blob(self) -> bytes:
+        """The part as bytes."""
+        return bytes(self.read())
 
 
 def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None:
@@ -95,7 +148,9 @@ def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None
                   "paired": list(comparison.paired), "basis": comparison.basis,
                   "basis_reason": comparison.basis_reason, "summary": questions.summary.to_dict(),
                   "cost": comparison.cost.to_dict() if comparison.cost else None,
-                  "turns": {str(qid): list(place) for qid, place in comparison.turns.items()}})
+                  "turns": {str(qid): list(place) for qid, place in comparison.turns.items()},
+                  "tolerances": {name: comparison.tolerance(name) for name in questions.summary.bases
+                                 if name and name != "error"}})
     data = f"{head}\n{questions.text}"
     row = (*key(a, b, comparison.seed, comparison.resamples), data, pack(comparison.paired), time.time())
 
@@ -121,6 +176,8 @@ def not_kept(write: Future[None]) -> None:
 
 def pack(paired: Mapping[str, Paired]) -> bytes:
     """The per-measure values as an .npz archive: measure i's qids, A and B are arrays 3i, 3i + 1, 3i + 2."""
+    import numpy as np  # here: reading a kept comparison back needs no arrays until its values are read
+
     buffer = io.BytesIO()
     np.savez(buffer, *[array for values in paired.values() for array in values])
     return buffer.getvalue()
@@ -128,22 +185,24 @@ def pack(paired: Mapping[str, Paired]) -> bytes:
 
 def unpack(blob: bytes, names: list[str]) -> dict[str, Paired]:
     """pack's archive back to the per-measure values (never unpickles anything)."""
+    import numpy as np
+
     with np.load(io.BytesIO(blob), allow_pickle=False) as arrays:
         return {name: Paired(*(arrays[f"arr_{3 * i + part}"] for part in range(3))) for i, name in enumerate(names)}
 
 
 class Packed(Mapping[str, Paired]):
-    """A kept comparison's per-measure values, unpacked from pack's archive when one is first read (the text report
-    and the JSON never read them; the Compare page's plots do)."""
+    """A kept comparison's per-measure values, read and unpacked from pack's archive when one is first read (the text
+    report and the JSON never read them; the Compare page's plots do)."""
 
-    def __init__(self, blob: bytes, names: list[str]) -> None:
+    def __init__(self, blob: bytes | Callable[[], bytes], names: list[str]) -> None:
         self.blob, self.names = blob, names
         self._values: dict[str, Paired] | None = None
 
     def values_by_name(self) -> dict[str, Paired]:
-        """Every measure's values (unpacked on the first call)."""
+        """Every measure's values (read and unpacked on the first call)."""
         if self._values is None:
-            self._values = unpack(self.blob, self.names)
+            self._values = unpack(self.blob if isinstance(self.blob, bytes) else self.blob(), self.names)
         return self._values
 
     def __getitem__(self, name: str) -> Paired:

@@ -28,26 +28,29 @@ more than they save at these sizes.
 from __future__ import annotations
 
 import ctypes
-import math
 import queue
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from math import comb
+from dataclasses import dataclass
 from pathlib import Path
-from statistics import NormalDist
 from typing import Any, TypeVar
 
 import numpy as np
 
 from evalcore import compiled
+from evalcore.compare.exact import ALPHA, RESAMPLES, McNemar, mcnemar_exact, sign_test, wilson_interval
 from evalcore.lazy import once
-from evalcore.shapes import doc
 
 T = TypeVar("T")
-RESAMPLES = 10_000
-ALPHA = 0.05
+# Besides what this module defines, the draws' count and the exact tests (evalcore.compare.exact: they need no
+# arrays, so a kept comparison is read back without numpy).
+__all__ = ["ALPHA", "BLOCK_CELLS", "PRODUCT_CELLS", "RESAMPLES", "WORD_MASK", "BootstrapMean", "McNemar", "ahead",
+           "blas_control", "block_rows", "bootstrap_ci", "bootstrap_intervals", "bootstrap_means", "bootstrap_table",
+           "bounded_draws", "bounded_draws_hold", "by_length", "draw_signs", "flipped_means", "mcnemar_exact",
+           "offset_indices", "one_thread", "percentile_interval", "raw_signs", "raw_signs_hold", "resample_counts",
+           "sampled_p_values", "sign_flip_exact", "sign_flip_sampled", "sign_flip_test", "sign_flip_tests",
+           "sign_test", "slices", "threshold", "wilson_interval"]
 # Random numbers are drawn and used in blocks of at most this many cells (512 kB of float64):
 # memory stays bounded (10,000 x n at once would be 800 MB at n = 10,000) and the blocks stay in
 # the CPU cache.
@@ -479,47 +482,3 @@ def sign_flip_tests(samples: Sequence[Sequence[float]], *, resamples: int = RESA
 def sign_flip_test(diffs: Sequence[float], *, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, str]:
     """p-value and method: exact enumeration when 2^(non-zero differences) <= resamples, else sampled."""
     return sign_flip_tests([diffs], resamples=resamples, seed=seed)[0]
-
-
-@dataclass(frozen=True)
-class McNemar:
-    """Exact McNemar test of paired pass/fail outcomes."""
-
-    only_a: int = field(metadata=doc("questions passed in A only"))
-    only_b: int = field(metadata=doc("questions passed in B only"))
-    p_value: float = field(metadata=doc())
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON shape."""
-        return {"only_a": self.only_a, "only_b": self.only_b, "p_value": self.p_value}
-
-
-def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemar:
-    """Exact McNemar test on paired pass/fail outcomes: binomial test of the discordant pairs."""
-    only_a = sum(1 for x, y in zip(a, b, strict=True) if x and not y)
-    only_b = sum(1 for x, y in zip(a, b, strict=True) if y and not x)
-    return McNemar(only_a, only_b, sign_test(only_a, only_b))
-
-
-def sign_test(wins: int, losses: int) -> float:
-    """Exact two-sided sign test: the binomial probability (p = 1/2) of a split at least this uneven; 1 when n = 0."""
-    n = wins + losses
-    if n == 0:
-        return 1.0
-    tail = sum(comb(n, i) for i in range(min(wins, losses) + 1))
-    return min(1.0, float(2 * tail / 2 ** n))
-
-
-def wilson_interval(rate: float, n: int, level: float = 0.95) -> tuple[float, float] | None:
-    """Wilson score interval of a proportion `rate` observed on n trials; None when n = 0.
-
-    Also used for a mean of scores in [0, 1] (ties counted half), whose variance is at most rate * (1 - rate):
-    the interval is then conservative.
-    """
-    if n == 0:
-        return None
-    z = NormalDist().inv_cdf(0.5 + level / 2)
-    shrink = 1 + z * z / n
-    centre = (rate + z * z / (2 * n)) / shrink
-    half = z / shrink * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)

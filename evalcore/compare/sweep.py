@@ -9,8 +9,9 @@ from typing import Any
 from evalcore.access import Principal
 from evalcore.campaigns import Campaign, QuestionResult
 from evalcore.compare import stats
-from evalcore.compare.comparison import check_draws, compare_results, load, row_values
+from evalcore.compare.comparison import compare_results, load, row_values
 from evalcore.compare.deltas import MeasureDelta
+from evalcore.compare.exact import check_draws
 from evalcore.errors import EvalError
 from evalcore.shapes import doc
 from evalcore.store import Store

@@ -29,7 +29,6 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from evalcore.judges import JudgeResult
-from evalcore.metrics import sources_found
 from evalcore.relevance import relevant_ids
 
 
@@ -114,6 +113,8 @@ def relevance(labels: Mapping[int, int] | None, expected_sources: Sequence[str])
         return lambda hit: hit.pid in pids
     wanted = [source for source in expected_sources if source.strip()]
     if wanted:
+        from evalcore.metrics.suite import sources_found  # its tokenizer: only for a suite's expected sources
+
         return lambda hit: any(sources_found([source], [source_of(hit)]) for source in wanted)
     return None
 

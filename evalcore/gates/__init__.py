@@ -9,7 +9,6 @@ if TYPE_CHECKING:
     from evalcore.gates.checks import (
         BOUNDS,
         Check,
-        Exit,
         Gate,
         campaign_checks,
         cost_checks,
@@ -22,13 +21,15 @@ if TYPE_CHECKING:
         worse_checks,
         worst,
     )
+    from evalcore.gates.exits import Exit
     from evalcore.gates.reports import junit_xml, step_summary
 
 __all__ = ["BOUNDS", "Check", "Exit", "Gate", "campaign_checks", "cost_checks", "exit_code", "gate", "gates_from_toml",
            "junit_xml", "parse_gate", "question_failures", "step_summary", "unknown_checks", "worse_checks", "worst"]
 # Imported on first use (evalcore.lazy): `compare` on a kept pair needs the checks' exit codes, not the reports.
 __getattr__ = lazy_exports(__name__, {
-    "checks": ("BOUNDS", "Check", "Exit", "Gate", "campaign_checks", "cost_checks", "exit_code", "gate",
+    "checks": ("BOUNDS", "Check", "Gate", "campaign_checks", "cost_checks", "exit_code", "gate",
                "gates_from_toml", "parse_gate", "question_failures", "unknown_checks", "worse_checks", "worst"),
+    "exits": ("Exit",),
     "reports": ("junit_xml", "step_summary"),
 })

@@ -13,7 +13,6 @@ import math
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
@@ -24,30 +23,11 @@ from evalcore.compare.deltas import PASS_SUFFIX
 from evalcore.compare.stats import bootstrap_ci
 from evalcore.costs import money
 from evalcore.errors import EvalError
+from evalcore.gates.exits import SEVERITY, Exit
 from evalcore.metrics import MEASURES, higher_is_better
 from evalcore.shapes import doc
 
 BOUNDS = ("mean", "lower")
-
-
-class Exit(IntEnum):
-    """The exit codes of `run` and `compare` (SEVERITY orders them when several apply)."""
-
-    PASSED = 0
-    CAMPAIGN_FAILED = 1  # the campaign did not end (failed, cancelled, interrupted)
-    ERROR = 2  # bad input: an option, a file, an id (one line per problem on stderr)
-    QUESTIONS_FAILED = 3  # the campaign ended, but some questions failed
-    GATE_FAILED = 4  # a measure is under its mark (--fail-under, [gates])
-    WORSE = 5  # the candidate is significantly worse than its baseline (--fail-if-worse)
-
-    @property
-    def label(self) -> str:
-        """`gate failed`, as the reports say it."""
-        return self.name.lower().replace("_", " ")
-
-
-# From the least to the most serious: several campaigns (a sweep) exit with the most serious code.
-SEVERITY = (Exit.PASSED, Exit.QUESTIONS_FAILED, Exit.GATE_FAILED, Exit.WORSE, Exit.CAMPAIGN_FAILED)
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from evalcore.shapes import doc
+
+if TYPE_CHECKING:
+    import numpy as np
 
 WEIGHTS = ("none", "linear", "quadratic")
 RESAMPLES = 1000
@@ -25,6 +26,8 @@ LEVEL = 0.95
 
 def confusion(human: Sequence[str], judged: Sequence[str], categories: Sequence[str]) -> np.ndarray:
     """Counts of (human label, judge label) pairs: rows are the people's labels, columns the judge's."""
+    import numpy as np  # here: the store's trust figures import this module, and rarely have labels to compare
+
     index = {category: position for position, category in enumerate(categories)}
     matrix = np.zeros((len(categories), len(categories)), dtype=np.int64)
     np.add.at(matrix, ([index[h] for h in human], [index[j] for j in judged]), 1)
@@ -34,6 +37,8 @@ def confusion(human: Sequence[str], judged: Sequence[str], categories: Sequence[
 def kappa_of(matrix: np.ndarray, weights: str = "none") -> float | None:
     """Cohen's kappa of a confusion matrix (weighted with `weights`); None where it is undefined (no chance to
     disagree)."""
+    import numpy as np
+
     n = matrix.sum()
     if n == 0:
         return None
@@ -58,6 +63,8 @@ def bootstrap_interval(human: Sequence[str], judged: Sequence[str], categories: 
     """Percentile bootstrap interval of kappa over the items (resampled with replacement); None under two items."""
     if len(human) < 2:
         return None
+    import numpy as np
+
     index = {category: position for position, category in enumerate(categories)}
     h, j = np.array([index[x] for x in human]), np.array([index[x] for x in judged])
     size, rng = len(categories), np.random.default_rng(seed)
@@ -102,6 +109,8 @@ def agreement(judge: str, human: Sequence[str], judged: Sequence[str], categorie
               ordinal: bool, seed: int = 0, resamples: int = RESAMPLES) -> Agreement:
     """Every agreement figure of one judge; `ordinal` adds the quadratic- and linear-weighted kappas (the quadratic
     one bootstrapped)."""
+    import numpy as np
+
     matrix = confusion(human, judged, categories)
     n = int(matrix.sum())
     headline = "quadratic" if ordinal else "none"

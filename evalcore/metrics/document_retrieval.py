@@ -19,7 +19,6 @@ from typing import cast
 
 from evalcore.errors import EvalError
 from evalcore.metrics.graded import GRADED_MEASURES
-from evalcore.metrics.registry import graded_retrieval_scores
 
 INPUT_FIELDS = ("retrieval_ground_truth", "retrieved_documents", "ground_truth_label_min", "ground_truth_label_max")
 
@@ -38,6 +37,9 @@ def document_retrieval(record: object, thresholds: Mapping[str, float] | None = 
     retrieved = _items(record, "retrieved_documents", "relevance_score", where)
     low, high = (_bound(record, name, default, where) for name, default in
                  (("ground_truth_label_min", 0), ("ground_truth_label_max", 4)))
+    # The registry (every measure's module, numpy) loads here, not with the package: `evalcore.metrics` imports this.
+    from evalcore.metrics.registry import graded_retrieval_scores
+
     try:
         return graded_retrieval_scores(labels, retrieved, low, high, thresholds)
     except EvalError as error:
