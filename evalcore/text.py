@@ -330,6 +330,12 @@ def tokens_once(text: str) -> tuple[str, ...]:
     return _once_tokens(text) if len(text) <= LONG_TEXT else _long_once_tokens(text)
 
 
+def tokens_fresh(text: str) -> tuple[str, ...]:
+    """Like `tokens_once`, kept nowhere: for a text read once in a pass over a corpus (the index build's sentences).
+    Its Han runs are read from the segmentation cache without joining it."""
+    return _tokenize(text, _segment_han.known)
+
+
 @functools.lru_cache(maxsize=1 << 8)
 def _once_tokens(text: str) -> tuple[str, ...]:
     return _tokenize(text, _segment_han.known)

@@ -10,14 +10,17 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from itertools import chain
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalcore.errors import EvalError
 from evalcore.models import ChatModel, ChatReply, LocalChatModel, Message, OpenAIChatModel
 from evalcore.targets.base import Retrieved, Round, TargetAnswer, history_messages
 from evalcore.targets.config import TargetConfig
+
+if TYPE_CHECKING:  # numpy is loaded with the knowledge base, not with the generators
+    from evalcore.targets.sentences import SentenceTable
 
 _FRENCH_WORDS = {"le", "la", "les", "des", "du", "un", "une", "est", "et", "quel", "quelle", "quels", "quelles",
                  "comment", "pourquoi", "combien", "où", "que", "qui", "pour", "dans", "sur", "au", "aux", "en"}
@@ -53,27 +56,50 @@ class ExtractiveGenerator:
     The idf is computed over the context's own sentences, so words found everywhere ("the",
     "le") weigh little. Sentences in the question's language are preferred when there are any.
     Ties go to the better-ranked chunk, then the earlier sentence. No model, fully deterministic.
+
+    With the knowledge base's sentence table (`corpus`, set when the target is prepared), a context chunk's
+    sentences, languages and words are read from it, worked out once when the corpus was indexed; a chunk it does
+    not hold (another target's text) is read as before. The answer is the same either way.
     """
 
-    def __init__(self, sentences: int) -> None:
+    def __init__(self, sentences: int, corpus: SentenceTable | None = None) -> None:
         self.sentences = sentences
+        self.corpus = corpus
 
     def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer,
                  history: Sequence[Round] = ()) -> str:
         """The best sentences, best first, joined by a space (a conversation's history plays no part)."""
-        from evalcore.text import tokens, tokens_once
+        from evalcore.text import tokens_once
 
         asked = language_once(question)
+        corpus = self.corpus
+        known = [corpus.of(item.text) for item in context] if corpus is not None else None
+        if corpus is not None and known is not None and all(found is not None for found in known):
+            sentences = [(rank, s) for rank, found in enumerate(known, 1) for s in found or ()]
+            chosen = [(rank, s) for rank, s in sentences if s.language == asked and s.words] \
+                or [(rank, s) for rank, s in sentences if s.words]
+            return self._best(asked, [(rank, s.text) for rank, s in chosen], [s.words for _, s in chosen],
+                              corpus.numbers(tokens_once(question))) or context[0].text
+        return self._read(question, asked, context)
+
+    def _read(self, question: str, asked: str, context: list[Retrieved]) -> str:
+        """The answer from the context's text itself (split, detected and tokenized here)."""
+        from evalcore.text import tokens, tokens_once
+
         sentences = [(rank, s) for rank, item in enumerate(context, 1) for s in _sentences(item.text)]
         # The sentences with words in the question's language, else those with words in any: a sentence in another
         # language is only tokenized when none is in the question's (a Chinese one needs jieba's dictionary).
         ranked = [(rank, s) for rank, s in sentences if language(s) == asked and tokens(s)] \
             or [(rank, s) for rank, s in sentences if tokens(s)]
+        sets: list[frozenset[str]] = [_token_set(s) for _, s in ranked]
+        return self._best(asked, ranked, sets, set(tokens_once(question))) or context[0].text
+
+    def _best(self, asked: str, ranked: list[tuple[int, str]], token_sets: Sequence[frozenset[Hashable]],
+              question_words: set[Any]) -> str:
+        """The best `sentences` of the ranked ones by weight, joined; "" when there is none."""
         if not ranked:
-            return context[0].text
-        token_sets = [_token_set(s) for _, s in ranked]
+            return ""
         frequency = Counter(chain.from_iterable(token_sets))
-        question_words = set(tokens_once(question))
         # fsum: the exactly rounded sum, whatever order the set gives its words (which varies with the process's
         # string hashes), so that the same question gets the same answer in every run.
         weights = [math.fsum(math.log(1 + len(ranked) / frequency[t]) for t in words & question_words)

@@ -1,0 +1,124 @@
+"""The knowledge base's sentence table: every chunk's sentences, languages and words, worked out once per corpus and
+kept beside the index, give the extractive generator the same answers as reading the context's text each time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalcore.datasets.loader import load_dataset
+from evalcore.targets import TargetConfig, build_target
+from evalcore.targets.base import Retrieved, TargetAnswer
+from evalcore.targets.generators import ExtractiveGenerator, language
+from evalcore.targets.knowledge import build_knowledge_base, clear_memo
+from evalcore.targets.sentences import FILE, SentenceTable, build_table, load_table
+from evalcore.testing.corpus import corpus
+from evalcore.text import split_sentences, tokens
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "dataset" / "samples"
+
+# Texts where splitting, folding or segmenting has edge cases: list numbers, Han runs across line breaks and
+# sentence ends, combining marks, decimals, a sentence repeated, no word at all, nothing.
+ODD = ["1. Ouvrez le capot. 2. Retirez la batterie.\n3. Attendez 3,5 minutes.",
+       "退款政策\n客户可以在收到商品后三十天内退货。退款将在五个工作日内退回原卡！",
+       "Cafe\u0301 cre\u0300me. Café crème.  Naïve résumé… Déjà vu?",
+       "Pi is 3.14. Pi is 3.14. «Quoted.» (Bracketed!)",
+       "混合 text 中文and English。下一句？最后",
+       "... !!! ???", "", "   \n  "]
+
+
+def expected(text: str) -> list[tuple[str, str, frozenset[str]]]:
+    """A chunk's sentences as the generator reads them without the table."""
+    return [(s, language(s), frozenset(tokens(s))) for s in split_sentences(text)]
+
+
+def read_back(table: SentenceTable, text: str) -> list[tuple[str, str, frozenset[str]]]:
+    words = {number: word for word, number in table.vocabulary.items()}
+    found = table.of(text)
+    assert found is not None
+    return [(s.text, s.language, frozenset(words[number] for number in s.words)) for s in found]
+
+
+def texts_of(chunk_size: int | None) -> list[str]:
+    passages = [*corpus(), *load_dataset(SAMPLE).passages]
+    kb = build_knowledge_base(passages, chunk_size=chunk_size, chunk_overlap=2 if chunk_size else 0)
+    return [chunk.text for chunk in kb.chunks]
+
+
+@pytest.mark.parametrize("chunk_size", [None, 12])
+def test_the_table_holds_what_the_generator_would_read(chunk_size: int | None) -> None:
+    texts = [*texts_of(chunk_size), *ODD]
+    table = build_table(texts)
+    assert {language(s) for text in texts for s in split_sentences(text)} == {"en", "fr", "zh"}
+    for text in texts:
+        assert read_back(table, text) == expected(text)
+    assert table.of("a text no chunk has") is None
+
+
+def test_saved_and_read_back(tmp_path: Path) -> None:
+    texts = [*texts_of(None), *ODD]
+    path = tmp_path / FILE
+    from evalcore.targets.sentences import save_table
+
+    save_table(build_table(texts), path)
+    loaded = load_table(path, texts)
+    assert loaded is not None
+    assert all(read_back(loaded, text) == expected(text) for text in texts)
+    assert load_table(path, texts[:-1]) is None  # another corpus: not read
+    path.write_bytes(b"not a table")
+    assert load_table(path, texts) is None
+    assert load_table(tmp_path / "missing.npz", texts) is None
+
+
+def questions() -> list[str]:
+    """The sample dataset's questions (English, French, Chinese) and a few more in each language."""
+    return [*(question.text for question in load_dataset(SAMPLE).questions),
+            "What is the default password of the router?", "Quelle est l'autonomie de la trottinette électrique ?",
+            "员工的密码至少需要几个字符？", "退款需要多长时间？", "Combien de temps dure le remboursement ?", "?"]
+
+
+@pytest.mark.parametrize("settings", [{"retriever": "bm25"}, {"retriever": "bm25", "extractive_sentences": 1,
+                                                                 "chunking": "tokens", "chunk_size": 12,
+                                                                 "chunk_overlap": 2, "keyword_threshold": 0.0}])
+def test_answers_are_the_same_with_the_table(tmp_path: Path, settings: dict[str, object]) -> None:
+    target = build_target(TargetConfig.from_dict(settings), cache_dir=tmp_path)
+    target.prepare([*corpus(), *load_dataset(SAMPLE).passages])
+    generator = target._generator
+    assert isinstance(generator, ExtractiveGenerator) and generator.corpus is not None
+    plain = ExtractiveGenerator(generator.sentences)
+    answered = 0
+    for question in questions():
+        result = target.answer(question)
+        if result.context:
+            answered += 1
+            assert result.answer == plain.generate(question, result.context, TargetAnswer("", []))
+    assert answered > 90
+
+
+def test_a_context_the_table_does_not_hold_is_read_from_its_text(tmp_path: Path) -> None:
+    kb = build_knowledge_base(corpus(), chunk_size=None, cache_dir=tmp_path)
+    assert kb.sentences is not None
+    generator, plain = ExtractiveGenerator(2, kb.sentences), ExtractiveGenerator(2)
+    known = [Retrieved(chunk.pid, chunk.title, chunk.text, 1.0, {}) for chunk in kb.chunks[:3]]
+    other = Retrieved(None, "", "Router passwords are printed under the device. 路由器的密码印在设备底部。", 0.5, {})
+    for context in ([*known, other], [other], known):
+        for question in ("What is the router password?", "路由器的密码在哪里？"):
+            assert (generator.generate(question, context, TargetAnswer("", []))
+                    == plain.generate(question, context, TargetAnswer("", [])))
+
+
+def test_an_index_without_its_table_gets_one_when_read(tmp_path: Path) -> None:
+    passages = corpus()
+    built = build_knowledge_base(passages, chunk_size=None, cache_dir=tmp_path)
+    saved = built.folder / FILE
+    assert saved.exists()
+    saved.unlink()  # an index written before the table was kept beside it
+    clear_memo()
+    loaded = build_knowledge_base(passages, chunk_size=None, cache_dir=tmp_path)
+    assert loaded.loaded_from_cache and loaded.sentences is not None and saved.exists()
+    assert all(read_back(loaded.sentences, chunk.text) == expected(chunk.text) for chunk in loaded.chunks)
+    clear_memo()
+    again = build_knowledge_base(passages, chunk_size=None, cache_dir=tmp_path)
+    assert again.sentences is not None and again.sentences.vocabulary == loaded.sentences.vocabulary
