@@ -326,8 +326,45 @@ def tokens_once(text: str) -> tuple[str, ...]:
     """Like `tokens`, for a text seen once (a question, its answer, its references): only the last few hundred such
     texts are kept (a question's texts are read by retrieval, the generator and several measures, one after the
     other), and their Han runs are read from the cache without joining it, so that a campaign's memory does not grow
-    with its questions. The large caches are for texts that come back (a corpus's sentences, words)."""
+    with its questions. The large caches are for texts that come back (a corpus's sentences, words). A text whose
+    tokens were given (`give_tokens`) is not tokenized again."""
+    given = _given.get(text)
+    if given is not None:
+        return given
     return _once_tokens(text) if len(text) <= LONG_TEXT else _long_once_tokens(text)
+
+
+class _Given:
+    """The last few texts whose tokens their writer already knew (an extractive answer, made of corpus sentences
+    tokenized when the corpus was indexed), for the measures that read them next."""
+
+    def __init__(self, size: int) -> None:
+        self._tokens: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> tuple[str, ...] | None:
+        with self._lock:
+            return self._tokens.get(text)
+
+    def give(self, text: str, words: tuple[str, ...]) -> None:
+        with self._lock:
+            self._tokens[text] = words
+            self._tokens.move_to_end(text)
+            if len(self._tokens) > self._size:
+                self._tokens.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._tokens.clear()
+
+
+_given = _Given(1 << 8)
+
+
+def give_tokens(text: str, words: tuple[str, ...]) -> None:
+    """Tell `tokens_once` a text's tokens: the caller must know them to be exactly what the tokenizer gives."""
+    _given.give(text, words)
 
 
 def tokens_fresh(text: str) -> tuple[str, ...]:
@@ -364,6 +401,7 @@ def clear_caches() -> None:
     _long_once_tokens.cache_clear()
     _segment_han.cache_clear()
     _fold.cache_clear()
+    _given.clear()
 
 
 def fold(text: str) -> str:

@@ -3,6 +3,7 @@ kept beside the index, give the extractive generator the same answers as reading
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,41 @@ def test_an_index_without_its_table_gets_one_when_read(tmp_path: Path) -> None:
     clear_memo()
     again = build_knowledge_base(passages, chunk_size=None, cache_dir=tmp_path)
     assert again.sentences is not None and again.sentences.vocabulary == loaded.sentences.vocabulary
+
+
+def test_an_answer_of_whole_sentences_has_their_tokens() -> None:
+    """Sentences joined as an extractive answer joins them: where the table says the joined text's tokens are the
+    sentences' own, they equal the tokenizer's on the joined text."""
+    import random
+
+    from evalcore.text import tokens_fresh
+
+    texts = [*texts_of(None), *ODD, "Ends on a word\n第二句没有句号", "价格是3.\n5元。", "A\u0301. \u0301B。",
+             "！\u0338"]
+    table = build_table(texts)
+    sentences = [s for text in texts for s in table.of(text) or ()]
+    rng = random.Random(7)
+    pairs = [*itertools.pairwise(sentences),
+             *((rng.choice(sentences), rng.choice(sentences)) for _ in range(3000))]
+    given = {" ": 0, "": 0}
+    for pair in pairs:
+        for joiner in given:
+            words = table.answer_tokens(pair, joiner)
+            if words is not None:
+                given[joiner] += 1
+                assert words == tokens_fresh(joiner.join(s.text for s in pair)), pair
+    assert given[" "] == len(pairs) and given[""] > 100
+
+
+def test_the_measures_read_the_answer_tokens_the_generator_gave(tmp_path: Path) -> None:
+    from evalcore.text import _given, clear_caches, tokens_fresh, tokens_once
+
+    target = build_target(TargetConfig.from_dict({"retriever": "bm25"}), cache_dir=tmp_path)
+    target.prepare([*corpus(), *load_dataset(SAMPLE).passages])
+    given = 0
+    for question in questions():
+        clear_caches()
+        answer = target.answer(question).answer
+        given += _given.get(answer) is not None
+        assert tokens_once(answer) == tokens_fresh(answer)
+    assert given > len(questions()) * 3 // 4

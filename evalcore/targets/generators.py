@@ -69,7 +69,7 @@ class ExtractiveGenerator:
     def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer,
                  history: Sequence[Round] = ()) -> str:
         """The best sentences, best first, joined by a space (a conversation's history plays no part)."""
-        from evalcore.text import tokens_once
+        from evalcore.text import give_tokens, tokens_once
 
         asked = language_once(question)
         corpus = self.corpus
@@ -78,8 +78,17 @@ class ExtractiveGenerator:
             sentences = [(rank, s) for rank, found in enumerate(known, 1) for s in found or ()]
             chosen = [(rank, s) for rank, s in sentences if s.language == asked and s.words] \
                 or [(rank, s) for rank, s in sentences if s.words]
-            return self._best(asked, [(rank, s.text) for rank, s in chosen], [s.words for _, s in chosen],
-                              corpus.numbers(tokens_once(question))) or context[0].text
+            best = self._best([rank for rank, _ in chosen], [s.words for _, s in chosen],
+                              corpus.numbers(tokens_once(question)))
+            if not best:
+                return context[0].text
+            joiner = "" if asked == "zh" else " "
+            picked = [chosen[i][1] for i in best]
+            text = joiner.join(s.text for s in picked)
+            words = corpus.answer_tokens(picked, joiner)
+            if words is not None:  # the measures read the answer's tokens next
+                give_tokens(text, words)
+            return text
         return self._read(question, asked, context)
 
     def _read(self, question: str, asked: str, context: list[Retrieved]) -> str:
@@ -92,21 +101,20 @@ class ExtractiveGenerator:
         ranked = [(rank, s) for rank, s in sentences if language(s) == asked and tokens(s)] \
             or [(rank, s) for rank, s in sentences if tokens(s)]
         sets: list[frozenset[str]] = [_token_set(s) for _, s in ranked]
-        return self._best(asked, ranked, sets, set(tokens_once(question))) or context[0].text
+        best = self._best([rank for rank, _ in ranked], sets, set(tokens_once(question)))
+        if not best:
+            return context[0].text
+        joiner = "" if asked == "zh" else " "
+        return joiner.join(ranked[i][1].strip() for i in best)
 
-    def _best(self, asked: str, ranked: list[tuple[int, str]], token_sets: Sequence[frozenset[Hashable]],
-              question_words: set[Any]) -> str:
-        """The best `sentences` of the ranked ones by weight, joined; "" when there is none."""
-        if not ranked:
-            return ""
+    def _best(self, ranks: list[int], token_sets: Sequence[frozenset[Hashable]], question_words: set[Any]) -> list[int]:
+        """The positions of the best `sentences` sentences by weight, best first (none when there is none)."""
         frequency = Counter(chain.from_iterable(token_sets))
         # fsum: the exactly rounded sum, whatever order the set gives its words (which varies with the process's
         # string hashes), so that the same question gets the same answer in every run.
-        weights = [math.fsum(math.log(1 + len(ranked) / frequency[t]) for t in words & question_words)
-                   / math.log2(rank + 1) for (rank, _), words in zip(ranked, token_sets, strict=False)]
-        best = sorted(range(len(ranked)), key=lambda i: (-weights[i], i))[: self.sentences]
-        joiner = "" if asked == "zh" else " "
-        return joiner.join(ranked[i][1].strip() for i in best)
+        weights = [math.fsum(math.log(1 + len(ranks) / frequency[t]) for t in words & question_words)
+                   / math.log2(rank + 1) for rank, words in zip(ranks, token_sets, strict=True)]
+        return sorted(range(len(ranks)), key=lambda i: (-weights[i], i))[: self.sentences]
 
 
 @functools.lru_cache(maxsize=1 << 14)

@@ -6,9 +6,10 @@ campaign's CPU on a large corpus (jieba on every Chinese sentence the first time
 the index build has already read. So the build works it out once per corpus and settings and saves it in the
 index folder (`sentences.npz`); every later process reads it back.
 
-A token is kept as its number in the table's own vocabulary (`words`), and each sentence as the sorted distinct
-numbers of its tokens: the generator only counts, intersects and weighs token sets, which numbers do as well as
-strings. A sentence is kept as its span in the chunk's text.
+A token is kept as its number in the table's own vocabulary, and each sentence as its tokens' numbers in order: the
+generator counts, intersects and weighs token sets, which numbers do as well as strings, and the tokens of an answer
+made of whole sentences are theirs put together (`answer_tokens`), which the measures read instead of tokenizing the
+answer again. A sentence is kept as its span in the chunk's text.
 """
 
 from __future__ import annotations
@@ -23,18 +24,25 @@ from typing import NamedTuple
 import numpy as np
 
 FILE = "sentences.npz"
-FORMAT = 1
+FORMAT = 2
 LANGUAGES = ("en", "fr", "zh")
 PROGRESS_EVERY = 200
 
 
 class Sentence(NamedTuple):
     """One sentence of a chunk: its text, its language (en / fr / zh), its distinct token numbers (empty when it has
-    no word)."""
+    no word), and where its tokens are in the table (`SentenceTable.tokens`)."""
 
     text: str
     language: str
     words: frozenset[int]
+    first: int
+    last: int
+
+
+# An extractive answer in Chinese joins its sentences with nothing between them: their tokens are the answer's only
+# where no word, number or Han run can run on from one sentence into the next, as after these.
+_CLOSED = frozenset("。！？!?”’」』）)")
 
 
 @dataclass
@@ -51,6 +59,7 @@ class SentenceTable:
 
     def __post_init__(self) -> None:
         self._rows = {text: row for row, text in enumerate(self.texts)}
+        self._names = list(self.vocabulary)  # numbered in order
 
     def of(self, text: str) -> tuple[Sentence, ...] | None:
         """The sentences of a chunk's text, or None when no chunk has that text."""
@@ -66,8 +75,18 @@ class SentenceTable:
         words = self.words[bounds[0]:bounds[-1]].tolist()
         base = bounds[0]
         return tuple(Sentence(text[start:end], LANGUAGES[language],
-                              frozenset(words[bounds[i] - base:bounds[i + 1] - base]))
+                              frozenset(words[bounds[i] - base:bounds[i + 1] - base]), bounds[i], bounds[i + 1])
                      for i, ((start, end), language) in enumerate(zip(spans, languages, strict=True)))
+
+    def answer_tokens(self, sentences: Sequence[Sentence], joiner: str) -> tuple[str, ...] | None:
+        """The `default` tokens of the sentences joined by `joiner` (" " or ""), from theirs; None when that could
+        differ from tokenizing the joined text (with "", a sentence that does not end on a closing mark)."""
+        if joiner == "" and any(s.text[-1:] not in _CLOSED for s in sentences[:-1]):
+            return None
+        if joiner not in ("", " "):
+            return None
+        names, words = self._names, self.words
+        return tuple(names[number] for s in sentences for number in words[s.first:s.last].tolist())
 
     def numbers(self, tokens: Sequence[str]) -> set[int]:
         """The numbers of the tokens the table knows (a token no sentence holds matches none)."""
@@ -99,8 +118,7 @@ class TableBuilder:
             position = start + len(sentence)
             self.spans.append((start, position))
             self.languages.append(LANGUAGES.index(language_once(sentence)))
-            self.words.extend(sorted({vocabulary.setdefault(token, len(vocabulary))
-                                      for token in tokens_fresh(sentence)}))
+            self.words.extend(vocabulary.setdefault(token, len(vocabulary)) for token in tokens_fresh(sentence))
             self.word_starts.append(len(self.words))
         self.sentence_starts.append(len(self.spans))
         self.texts.append(text)
