@@ -142,7 +142,7 @@ def test_an_answer_of_whole_sentences_has_their_tokens() -> None:
     given = {" ": 0, "": 0}
     for pair in pairs:
         for joiner in given:
-            words = table.answer_tokens(pair, joiner)
+            words = table.answer_tokens([(s.text, s.number) for s in pair], joiner)
             if words is not None:
                 given[joiner] += 1
                 assert words == tokens_fresh(joiner.join(s.text for s in pair)), pair
@@ -161,3 +161,26 @@ def test_the_measures_read_the_answer_tokens_the_generator_gave(tmp_path: Path) 
         given += _given.get(answer) is not None
         assert tokens_once(answer) == tokens_fresh(answer)
     assert given > len(questions()) * 3 // 4
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_random_contexts_get_the_same_answers(tmp_path: Path, count: int) -> None:
+    """Contexts of 1-8 chunks drawn at random from a corpus in three languages, with questions made of words of
+    their sentences (so that many sentences share words and tie): the table's answer is the text's."""
+    import random
+
+    kb = build_knowledge_base([*corpus(), *load_dataset(SAMPLE).passages], chunk_size=None, cache_dir=tmp_path)
+    assert kb.sentences is not None
+    generator, plain = ExtractiveGenerator(count, kb.sentences), ExtractiveGenerator(count)
+    rng = random.Random(count)
+    languages = set()
+    for _ in range(300):
+        chunks = rng.sample(kb.chunks, rng.randint(1, 8))
+        context = [Retrieved(chunk.pid, chunk.title, chunk.text, 1.0, {}) for chunk in chunks]
+        words = [word for chunk in chunks for word in tokens(chunk.text)]
+        joiner = rng.choice(["", " "])
+        question = joiner.join(rng.sample(words, min(len(words), rng.randint(1, 12)))) + rng.choice(["?", "？"])
+        languages.add(language(question))
+        answer = generator.generate(question, context, TargetAnswer("", []))
+        assert answer == plain.generate(question, context, TargetAnswer("", [])), question
+    assert languages == {"en", "fr", "zh"}

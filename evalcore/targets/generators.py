@@ -69,26 +69,11 @@ class ExtractiveGenerator:
     def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer,
                  history: Sequence[Round] = ()) -> str:
         """The best sentences, best first, joined by a space (a conversation's history plays no part)."""
-        from evalcore.text import give_tokens, tokens_once
-
         asked = language_once(question)
-        corpus = self.corpus
-        known = [corpus.of(item.text) for item in context] if corpus is not None else None
-        if corpus is not None and known is not None and all(found is not None for found in known):
-            sentences = [(rank, s) for rank, found in enumerate(known, 1) for s in found or ()]
-            chosen = [(rank, s) for rank, s in sentences if s.language == asked and s.words] \
-                or [(rank, s) for rank, s in sentences if s.words]
-            best = self._best([rank for rank, _ in chosen], [s.words for _, s in chosen],
-                              corpus.numbers(tokens_once(question)))
-            if not best:
-                return context[0].text
-            joiner = "" if asked == "zh" else " "
-            picked = [chosen[i][1] for i in best]
-            text = joiner.join(s.text for s in picked)
-            words = corpus.answer_tokens(picked, joiner)
-            if words is not None:  # the measures read the answer's tokens next
-                give_tokens(text, words)
-            return text
+        if self.corpus is not None:
+            found = _from_table(self.corpus, question, asked, context, self.sentences)
+            if found is not None:
+                return found
         return self._read(question, asked, context)
 
     def _read(self, question: str, asked: str, context: list[Retrieved]) -> str:
@@ -115,6 +100,78 @@ class ExtractiveGenerator:
         weights = [math.fsum(math.log(1 + len(ranks) / frequency[t]) for t in words & question_words)
                    / math.log2(rank + 1) for rank, words in zip(ranks, token_sets, strict=True)]
         return sorted(range(len(ranks)), key=lambda i: (-weights[i], i))[: self.sentences]
+
+
+def _from_table(corpus: SentenceTable, question: str, asked: str, context: list[Retrieved], count: int) -> str | None:
+    """The extractive answer from the table's sentences of the context chunks, with the same weights, ties and
+    choice as `ExtractiveGenerator._best` on the text itself, worked out over arrays: a sentence's words are
+    numbers, its distinct words the distinct (sentence, word) pairs, a word's frequency the sentences holding it.
+    Only the question's words found in a sentence are weighed one by one, with the same logarithms and exactly
+    rounded sums. None when a context chunk is not in the table."""
+    import numpy as np
+
+    from evalcore.targets.sentences import LANGUAGES
+    from evalcore.text import give_tokens, tokens_once
+
+    rows = corpus.rows([item.text for item in context])
+    if rows is None:
+        return None
+    firsts = corpus.sentence_starts[rows]
+    counts = corpus.sentence_starts[np.asarray(rows, dtype=np.int64) + 1] - firsts
+    sentence = _ranges(firsts, counts)
+    rank = np.repeat(np.arange(1, len(rows) + 1), counts)
+    starts = corpus.word_starts
+    lengths = starts[sentence + 1] - starts[sentence]
+    # The sentences with words in the question's language, else those with words in any.
+    worded = lengths > 0
+    keep = worded & (corpus.languages[sentence] == LANGUAGES.index(asked))
+    if not keep.any():
+        keep = worded
+    if not keep.any():
+        return context[0].text
+    sentence, rank, lengths = sentence[keep], rank[keep], lengths[keep]
+    size = max(len(corpus.vocabulary), 1)
+    pairs = np.repeat(np.arange(sentence.size, dtype=np.int64) * size, lengths) \
+        + corpus.words[_ranges(starts[sentence], lengths)]
+    pairs.sort()
+    pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]  # each word once per sentence
+    words = pairs % size
+    wanted = np.zeros(size, dtype=bool)
+    wanted[np.fromiter(corpus.numbers(tokens_once(question)), dtype=np.int64)] = True
+    found = wanted[words]
+    hits, total = words[found], sentence.size
+    terms: dict[int, list[float]] = {}
+    if hits.size:
+        ordered = np.sort(words)  # a word's frequency: the sentences holding it
+        frequency = np.searchsorted(ordered, hits, "right") - np.searchsorted(ordered, hits, "left")
+        logs: dict[int, float] = {}
+        for position, times in zip((pairs[found] // size).tolist(), frequency.tolist(), strict=True):
+            term = logs.get(times)
+            if term is None:
+                term = logs[times] = math.log(1 + total / times)
+            terms.setdefault(position, []).append(term)
+    ranks = rank.tolist()
+    weights = [0.0] * total
+    for position, values in terms.items():
+        weights[position] = math.fsum(values) / math.log2(ranks[position] + 1)
+    best = sorted(range(total), key=lambda i: (-weights[i], i))[:count]
+    spans = corpus.spans[sentence[best]].tolist()
+    picked = [(context[ranks[i] - 1].text[start:end], int(sentence[i]))
+              for i, (start, end) in zip(best, spans, strict=True)]
+    joiner = "" if asked == "zh" else " "
+    text = joiner.join(part for part, _ in picked)
+    tokens = corpus.answer_tokens(picked, joiner)
+    if tokens is not None:  # the measures read the answer's tokens next
+        give_tokens(text, tokens)
+    return text
+
+
+def _ranges(firsts: Any, counts: Any) -> Any:
+    """first, first + 1, ..., first + count - 1 for each (first, count), in one array."""
+    import numpy as np
+
+    ends = np.cumsum(counts)
+    return np.arange(int(ends[-1]) if ends.size else 0, dtype=np.int64) + np.repeat(firsts - (ends - counts), counts)
 
 
 @functools.lru_cache(maxsize=1 << 14)

@@ -31,13 +31,12 @@ PROGRESS_EVERY = 200
 
 class Sentence(NamedTuple):
     """One sentence of a chunk: its text, its language (en / fr / zh), its distinct token numbers (empty when it has
-    no word), and where its tokens are in the table (`SentenceTable.tokens`)."""
+    no word), and its number in the table."""
 
     text: str
     language: str
     words: frozenset[int]
-    first: int
-    last: int
+    number: int
 
 
 # An extractive answer in Chinese joins its sentences with nothing between them: their tokens are the answer's only
@@ -75,18 +74,23 @@ class SentenceTable:
         words = self.words[bounds[0]:bounds[-1]].tolist()
         base = bounds[0]
         return tuple(Sentence(text[start:end], LANGUAGES[language],
-                              frozenset(words[bounds[i] - base:bounds[i + 1] - base]), bounds[i], bounds[i + 1])
+                              frozenset(words[bounds[i] - base:bounds[i + 1] - base]), first + i)
                      for i, ((start, end), language) in enumerate(zip(spans, languages, strict=True)))
 
-    def answer_tokens(self, sentences: Sequence[Sentence], joiner: str) -> tuple[str, ...] | None:
-        """The `default` tokens of the sentences joined by `joiner` (" " or ""), from theirs; None when that could
-        differ from tokenizing the joined text (with "", a sentence that does not end on a closing mark)."""
-        if joiner == "" and any(s.text[-1:] not in _CLOSED for s in sentences[:-1]):
+    def rows(self, texts: Sequence[str]) -> list[int] | None:
+        """The rows of the chunks with these texts; None when one is no chunk's."""
+        rows = [self._rows.get(text) for text in texts]
+        return None if None in rows else rows  # type: ignore[return-value]
+
+    def answer_tokens(self, sentences: Sequence[tuple[str, int]], joiner: str) -> tuple[str, ...] | None:
+        """The `default` tokens of sentences (text, number) joined by `joiner` (" " or ""), from theirs; None when
+        that could differ from tokenizing the joined text (with "", a sentence that does not end on a closing
+        mark)."""
+        if joiner not in ("", " ") or (joiner == "" and any(text[-1:] not in _CLOSED for text, _ in sentences[:-1])):
             return None
-        if joiner not in ("", " "):
-            return None
-        names, words = self._names, self.words
-        return tuple(names[number] for s in sentences for number in words[s.first:s.last].tolist())
+        names, words, starts = self._names, self.words, self.word_starts
+        return tuple(names[word] for _, number in sentences
+                     for word in words[starts[number]:starts[number + 1]].tolist())
 
     def numbers(self, tokens: Sequence[str]) -> set[int]:
         """The numbers of the tokens the table knows (a token no sentence holds matches none)."""
