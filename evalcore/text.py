@@ -421,6 +421,22 @@ def _fold(text: str) -> str:
     return decomposed if decomposed.isascii() else _combining().sub("", decomposed)
 
 
+_FRENCH_WORDS = {"le", "la", "les", "des", "du", "un", "une", "est", "et", "quel", "quelle", "quels", "quelles",
+                 "comment", "pourquoi", "combien", "où", "que", "qui", "pour", "dans", "sur", "au", "aux", "en"}
+_ENGLISH_WORDS = {"the", "a", "an", "is", "are", "what", "which", "how", "why", "who", "where", "when", "of",
+                  "to", "in", "for", "on", "and", "does", "do", "can"}
+
+
+def language_once(text: str) -> str:
+    """A coarse guess, zh / fr / en (the extractive generator answers in the question's language; not cached: a
+    question is seen once)."""
+    if re.search(r"[\u3400-\u4dbf\u4e00-\u9fff]", text):
+        return "zh"
+    words = re.findall(r"\w+", text.casefold())
+    french = sum(w in _FRENCH_WORDS for w in words) + 2 * len(re.findall(r"[éèêàçùûôîœ]", text.casefold()))
+    return "fr" if french > sum(w in _ENGLISH_WORDS for w in words) else "en"
+
+
 def is_han(text: str) -> bool:
     """True when every character of `text` is a Han ideograph (and there is at least one)."""
     return _HAN_RUN.fullmatch(text) is not None

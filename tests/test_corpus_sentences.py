@@ -87,7 +87,8 @@ def test_answers_are_the_same_with_the_table(tmp_path: Path, settings: dict[str,
     target = build_target(TargetConfig.from_dict(settings), cache_dir=tmp_path)
     target.prepare([*corpus(), *load_dataset(SAMPLE).passages])
     generator = target._generator
-    assert isinstance(generator, ExtractiveGenerator) and generator.corpus is not None
+    assert isinstance(generator, ExtractiveGenerator)
+    assert generator.corpus is not None
     plain = ExtractiveGenerator(generator.sentences)
     answered = 0
     for question in questions():
@@ -118,11 +119,14 @@ def test_an_index_without_its_table_gets_one_when_read(tmp_path: Path) -> None:
     saved.unlink()  # an index written before the table was kept beside it
     clear_memo()
     loaded = build_knowledge_base(passages, chunk_size=None, cache_dir=tmp_path)
-    assert loaded.loaded_from_cache and loaded.sentences is not None and saved.exists()
+    assert loaded.loaded_from_cache
+    assert saved.exists()
+    assert loaded.sentences is not None
     assert all(read_back(loaded.sentences, chunk.text) == expected(chunk.text) for chunk in loaded.chunks)
     clear_memo()
     again = build_knowledge_base(passages, chunk_size=None, cache_dir=tmp_path)
-    assert again.sentences is not None and again.sentences.vocabulary == loaded.sentences.vocabulary
+    assert again.sentences is not None
+    assert again.sentences.vocabulary == loaded.sentences.vocabulary
 
 
 def test_an_answer_of_whole_sentences_has_their_tokens() -> None:
@@ -146,7 +150,8 @@ def test_an_answer_of_whole_sentences_has_their_tokens() -> None:
             if words is not None:
                 given[joiner] += 1
                 assert words == tokens_fresh(joiner.join(s.text for s in pair)), pair
-    assert given[" "] == len(pairs) and given[""] > 100
+    assert given[" "] == len(pairs)
+    assert given[""] > 100
 
 
 def test_the_measures_read_the_answer_tokens_the_generator_gave(tmp_path: Path) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from itertools import chain
@@ -18,14 +17,10 @@ from evalcore.errors import EvalError
 from evalcore.models import ChatModel, ChatReply, LocalChatModel, Message, OpenAIChatModel
 from evalcore.targets.base import Retrieved, Round, TargetAnswer, history_messages
 from evalcore.targets.config import TargetConfig
+from evalcore.text import language_once
 
 if TYPE_CHECKING:  # numpy is loaded with the knowledge base, not with the generators
     from evalcore.targets.sentences import SentenceTable
-
-_FRENCH_WORDS = {"le", "la", "les", "des", "du", "un", "une", "est", "et", "quel", "quelle", "quels", "quelles",
-                 "comment", "pourquoi", "combien", "où", "que", "qui", "pour", "dans", "sur", "au", "aux", "en"}
-_ENGLISH_WORDS = {"the", "a", "an", "is", "are", "what", "which", "how", "why", "who", "where", "when", "of",
-                  "to", "in", "for", "on", "and", "does", "do", "can"}
 
 
 class Generator(Protocol):
@@ -33,15 +28,6 @@ class Generator(Protocol):
 
     def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer,
                  history: Sequence[Round] = ()) -> str: ...
-
-
-def language_once(text: str) -> str:
-    """A coarse guess, zh / fr / en, for answering in the question's language (not cached: a question is seen once)."""
-    if re.search(r"[\u3400-\u4dbf\u4e00-\u9fff]", text):
-        return "zh"
-    words = re.findall(r"\w+", text.casefold())
-    french = sum(w in _FRENCH_WORDS for w in words) + 2 * len(re.findall(r"[éèêàçùûôîœ]", text.casefold()))
-    return "fr" if french > sum(w in _ENGLISH_WORDS for w in words) else "en"
 
 
 # `language_once` cached: a corpus's sentences come back in the contexts of many questions.
