@@ -326,8 +326,51 @@ def tokens_once(text: str) -> tuple[str, ...]:
     """Like `tokens`, for a text seen once (a question, its answer, its references): only the last few hundred such
     texts are kept (a question's texts are read by retrieval, the generator and several measures, one after the
     other), and their Han runs are read from the cache without joining it, so that a campaign's memory does not grow
-    with its questions. The large caches are for texts that come back (a corpus's sentences, words)."""
+    with its questions. The large caches are for texts that come back (a corpus's sentences, words). A text whose
+    tokens were given (`give_tokens`) is not tokenized again."""
+    given = _given.get(text)
+    if given is not None:
+        return given
     return _once_tokens(text) if len(text) <= LONG_TEXT else _long_once_tokens(text)
+
+
+class _Given:
+    """The last few texts whose tokens their writer already knew (an extractive answer, made of corpus sentences
+    tokenized when the corpus was indexed), for the measures that read them next."""
+
+    def __init__(self, size: int) -> None:
+        self._tokens: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> tuple[str, ...] | None:
+        with self._lock:
+            return self._tokens.get(text)
+
+    def give(self, text: str, words: tuple[str, ...]) -> None:
+        with self._lock:
+            self._tokens[text] = words
+            self._tokens.move_to_end(text)
+            if len(self._tokens) > self._size:
+                self._tokens.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._tokens.clear()
+
+
+_given = _Given(1 << 8)
+
+
+def give_tokens(text: str, words: tuple[str, ...]) -> None:
+    """Tell `tokens_once` a text's tokens: the caller must know them to be exactly what the tokenizer gives."""
+    _given.give(text, words)
+
+
+def tokens_fresh(text: str) -> tuple[str, ...]:
+    """Like `tokens_once`, kept nowhere: for a text read once in a pass over a corpus (the index build's sentences).
+    Its Han runs are read from the segmentation cache without joining it."""
+    return _tokenize(text, _segment_han.known)
 
 
 @functools.lru_cache(maxsize=1 << 8)
@@ -358,6 +401,7 @@ def clear_caches() -> None:
     _long_once_tokens.cache_clear()
     _segment_han.cache_clear()
     _fold.cache_clear()
+    _given.clear()
 
 
 def fold(text: str) -> str:
@@ -375,6 +419,22 @@ def fold_once(text: str) -> str:
 def _fold(text: str) -> str:
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     return decomposed if decomposed.isascii() else _combining().sub("", decomposed)
+
+
+_FRENCH_WORDS = {"le", "la", "les", "des", "du", "un", "une", "est", "et", "quel", "quelle", "quels", "quelles",
+                 "comment", "pourquoi", "combien", "où", "que", "qui", "pour", "dans", "sur", "au", "aux", "en"}
+_ENGLISH_WORDS = {"the", "a", "an", "is", "are", "what", "which", "how", "why", "who", "where", "when", "of",
+                  "to", "in", "for", "on", "and", "does", "do", "can"}
+
+
+def language_once(text: str) -> str:
+    """A coarse guess, zh / fr / en (the extractive generator answers in the question's language; not cached: a
+    question is seen once)."""
+    if re.search(r"[\u3400-\u4dbf\u4e00-\u9fff]", text):
+        return "zh"
+    words = re.findall(r"\w+", text.casefold())
+    french = sum(w in _FRENCH_WORDS for w in words) + 2 * len(re.findall(r"[éèêàçùûôîœ]", text.casefold()))
+    return "fr" if french > sum(w in _ENGLISH_WORDS for w in words) else "en"
 
 
 def is_han(text: str) -> bool:

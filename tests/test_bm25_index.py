@@ -126,3 +126,33 @@ def test_an_index_this_reader_cannot_read_is_read_through_bm25s(tmp_path: Path, 
     for query in queries(random.Random(8), docs):
         assert same_bits(through_bm25s.scores(query), direct.scores(query))
         assert same_bits(direct.scores(query), model.get_scores(query))
+
+
+def test_columns_naming_a_chunk_twice_are_summed_as_before() -> None:
+    """An index whose columns name a chunk more than once (not as bm25s writes them) adds every entry, as np.add.at
+    does; one whose rows rise in every column takes the quicker indexed sum, with the same scores."""
+    import numpy as np
+
+    from evalcore.targets.bm25 import Bm25Index
+
+    rng = np.random.default_rng(3)
+    columns = [np.sort(rng.choice(50, size=rng.integers(1, 20), replace=False)) for _ in range(30)]
+    indptr = np.cumsum([0, *(len(c) for c in columns)])
+    indices = np.concatenate(columns).astype(np.int32)
+    data = rng.random(indices.size, dtype=np.float32)
+    vocab = {f"t{i}": i for i in range(30)}
+    rising = Bm25Index.of(vocab, {"data": data, "indices": indices, "indptr": indptr, "num_docs": 50})
+    assert rising.once
+    query = ["t3", "t7", "t3", "t29", "t0", "nothing"]
+    expected = np.zeros(50, dtype=np.float32)
+    for term in (3, 7, 3, 29, 0):
+        np.add.at(expected, indices[indptr[term]:indptr[term + 1]], data[indptr[term]:indptr[term + 1]])
+    assert rising.scores(query).tobytes() == expected.tobytes()
+    repeated = indices.copy()
+    repeated[indptr[3] + 1] = repeated[indptr[3]]  # column 3 names its first chunk twice
+    twice = Bm25Index.of(vocab, {"data": data, "indices": repeated, "indptr": indptr, "num_docs": 50})
+    assert not twice.once
+    expected = np.zeros(50, dtype=np.float32)
+    for term in (3, 7, 3, 29, 0):
+        np.add.at(expected, repeated[indptr[term]:indptr[term + 1]], data[indptr[term]:indptr[term + 1]])
+    assert twice.scores(query).tobytes() == expected.tobytes()

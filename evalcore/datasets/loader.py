@@ -513,4 +513,7 @@ def _summary_line(name: str, questions: int, passages: int, relevant: float, lab
 
 
 def _share(passages: tuple[Passage, ...], pattern: re.Pattern[str]) -> float:
-    return sum(1 for p in passages if pattern.search(p.text)) / len(passages) if passages else 0.0
+    """The share of passages where `pattern` (Han or accented letters, neither of them ASCII) finds something; an
+    ASCII passage is passed over without searching it."""
+    return sum(1 for p in passages if not p.text.isascii() and pattern.search(p.text)) / len(passages) \
+        if passages else 0.0

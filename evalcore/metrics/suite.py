@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from evalcore.metrics.measure import Inputs, Measure
 from evalcore.metrics.stopwords import stopwords
-from evalcore.text import TOKENIZER, fold, fold_once, is_han, tokens, tokens_once
+from evalcore.text import TOKENIZER, fold, fold_once, is_han, tokens_once
 
 
 def _important(word: str) -> bool:
@@ -29,8 +29,9 @@ def important_words(text: str) -> list[str]:
 
 @functools.lru_cache(maxsize=1 << 12)
 def _important_words(text: str) -> tuple[str, ...]:
-    """important_words as a tuple, cached: a dataset's expected answers are scored again and again."""
-    return tuple(dict.fromkeys(word for word in map(fold, tokens(text)) if _important(word)))
+    """important_words as a tuple, cached: a dataset's expected answers are scored again and again. The expected text
+    is mostly a reference, whose tokens BLEU and ROUGE have just read (`tokens_once` keeps them for the next reader)."""
+    return tuple(dict.fromkeys(word for word in map(fold, tokens_once(text)) if _important(word)))
 
 
 def coverage(answer: str, expected: str) -> float | None:

@@ -8,21 +8,19 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from itertools import chain
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalcore.errors import EvalError
 from evalcore.models import ChatModel, ChatReply, LocalChatModel, Message, OpenAIChatModel
 from evalcore.targets.base import Retrieved, Round, TargetAnswer, history_messages
 from evalcore.targets.config import TargetConfig
+from evalcore.text import language_once
 
-_FRENCH_WORDS = {"le", "la", "les", "des", "du", "un", "une", "est", "et", "quel", "quelle", "quels", "quelles",
-                 "comment", "pourquoi", "combien", "où", "que", "qui", "pour", "dans", "sur", "au", "aux", "en"}
-_ENGLISH_WORDS = {"the", "a", "an", "is", "are", "what", "which", "how", "why", "who", "where", "when", "of",
-                  "to", "in", "for", "on", "and", "does", "do", "can"}
+if TYPE_CHECKING:  # numpy is loaded with the knowledge base, not with the generators
+    from evalcore.targets.sentences import SentenceTable
 
 
 class Generator(Protocol):
@@ -30,15 +28,6 @@ class Generator(Protocol):
 
     def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer,
                  history: Sequence[Round] = ()) -> str: ...
-
-
-def language_once(text: str) -> str:
-    """A coarse guess, zh / fr / en, for answering in the question's language (not cached: a question is seen once)."""
-    if re.search(r"[\u3400-\u4dbf\u4e00-\u9fff]", text):
-        return "zh"
-    words = re.findall(r"\w+", text.casefold())
-    french = sum(w in _FRENCH_WORDS for w in words) + 2 * len(re.findall(r"[éèêàçùûôîœ]", text.casefold()))
-    return "fr" if french > sum(w in _ENGLISH_WORDS for w in words) else "en"
 
 
 # `language_once` cached: a corpus's sentences come back in the contexts of many questions.
@@ -53,34 +42,122 @@ class ExtractiveGenerator:
     The idf is computed over the context's own sentences, so words found everywhere ("the",
     "le") weigh little. Sentences in the question's language are preferred when there are any.
     Ties go to the better-ranked chunk, then the earlier sentence. No model, fully deterministic.
+
+    With the knowledge base's sentence table (`corpus`, set when the target is prepared), a context chunk's
+    sentences, languages and words are read from it, worked out once when the corpus was indexed; a chunk it does
+    not hold (another target's text) is read as before. The answer is the same either way.
     """
 
-    def __init__(self, sentences: int) -> None:
+    def __init__(self, sentences: int, corpus: SentenceTable | None = None) -> None:
         self.sentences = sentences
+        self.corpus = corpus
 
     def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer,
                  history: Sequence[Round] = ()) -> str:
         """The best sentences, best first, joined by a space (a conversation's history plays no part)."""
+        asked = language_once(question)
+        if self.corpus is not None:
+            found = _from_table(self.corpus, question, asked, context, self.sentences)
+            if found is not None:
+                return found
+        return self._read(question, asked, context)
+
+    def _read(self, question: str, asked: str, context: list[Retrieved]) -> str:
+        """The answer from the context's text itself (split, detected and tokenized here)."""
         from evalcore.text import tokens, tokens_once
 
-        asked = language_once(question)
         sentences = [(rank, s) for rank, item in enumerate(context, 1) for s in _sentences(item.text)]
         # The sentences with words in the question's language, else those with words in any: a sentence in another
         # language is only tokenized when none is in the question's (a Chinese one needs jieba's dictionary).
         ranked = [(rank, s) for rank, s in sentences if language(s) == asked and tokens(s)] \
             or [(rank, s) for rank, s in sentences if tokens(s)]
-        if not ranked:
+        sets: list[frozenset[str]] = [_token_set(s) for _, s in ranked]
+        best = self._best([rank for rank, _ in ranked], sets, set(tokens_once(question)))
+        if not best:
             return context[0].text
-        token_sets = [_token_set(s) for _, s in ranked]
-        frequency = Counter(chain.from_iterable(token_sets))
-        question_words = set(tokens_once(question))
-        # fsum: the exactly rounded sum, whatever order the set gives its words (which varies with the process's
-        # string hashes), so that the same question gets the same answer in every run.
-        weights = [math.fsum(math.log(1 + len(ranked) / frequency[t]) for t in words & question_words)
-                   / math.log2(rank + 1) for (rank, _), words in zip(ranked, token_sets, strict=False)]
-        best = sorted(range(len(ranked)), key=lambda i: (-weights[i], i))[: self.sentences]
         joiner = "" if asked == "zh" else " "
         return joiner.join(ranked[i][1].strip() for i in best)
+
+    def _best(self, ranks: list[int], token_sets: Sequence[frozenset[Hashable]], question_words: set[Any]) -> list[int]:
+        """The positions of the best `sentences` sentences by weight, best first (none when there is none)."""
+        frequency = Counter(chain.from_iterable(token_sets))
+        # fsum: the exactly rounded sum, whatever order the set gives its words (which varies with the process's
+        # string hashes), so that the same question gets the same answer in every run.
+        weights = [math.fsum(math.log(1 + len(ranks) / frequency[t]) for t in words & question_words)
+                   / math.log2(rank + 1) for rank, words in zip(ranks, token_sets, strict=True)]
+        return sorted(range(len(ranks)), key=lambda i: (-weights[i], i))[: self.sentences]
+
+
+def _from_table(corpus: SentenceTable, question: str, asked: str, context: list[Retrieved], count: int) -> str | None:
+    """The extractive answer from the table's sentences of the context chunks, with the same weights, ties and
+    choice as `ExtractiveGenerator._best` on the text itself, worked out over arrays: a sentence's words are
+    numbers, its distinct words the distinct (sentence, word) pairs, a word's frequency the sentences holding it.
+    Only the question's words found in a sentence are weighed one by one, with the same logarithms and exactly
+    rounded sums. None when a context chunk is not in the table."""
+    import numpy as np
+
+    from evalcore.targets.sentences import LANGUAGES
+    from evalcore.text import give_tokens, tokens_once
+
+    rows = corpus.rows([item.text for item in context])
+    if rows is None:
+        return None
+    firsts = corpus.sentence_starts[rows]
+    counts = corpus.sentence_starts[np.asarray(rows, dtype=np.int64) + 1] - firsts
+    sentence = _ranges(firsts, counts)
+    rank = np.repeat(np.arange(1, len(rows) + 1), counts)
+    starts = corpus.word_starts
+    lengths = starts[sentence + 1] - starts[sentence]
+    # The sentences with words in the question's language, else those with words in any.
+    worded = lengths > 0
+    keep = worded & (corpus.languages[sentence] == LANGUAGES.index(asked))
+    if not keep.any():
+        keep = worded
+    if not keep.any():
+        return context[0].text
+    sentence, rank, lengths = sentence[keep], rank[keep], lengths[keep]
+    size = max(len(corpus.vocabulary), 1)
+    pairs = np.repeat(np.arange(sentence.size, dtype=np.int64) * size, lengths) \
+        + corpus.words[_ranges(starts[sentence], lengths)]
+    pairs.sort()
+    pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]  # each word once per sentence
+    words = pairs % size
+    wanted = np.zeros(size, dtype=bool)
+    wanted[np.fromiter(corpus.numbers(tokens_once(question)), dtype=np.int64)] = True
+    found = wanted[words]
+    hits, total = words[found], sentence.size
+    terms: dict[int, list[float]] = {}
+    if hits.size:
+        ordered = np.sort(words)  # a word's frequency: the sentences holding it
+        frequency = np.searchsorted(ordered, hits, "right") - np.searchsorted(ordered, hits, "left")
+        logs: dict[int, float] = {}
+        for position, times in zip((pairs[found] // size).tolist(), frequency.tolist(), strict=True):
+            term = logs.get(times)
+            if term is None:
+                term = logs[times] = math.log(1 + total / times)
+            terms.setdefault(position, []).append(term)
+    ranks = rank.tolist()
+    weights = [0.0] * total
+    for position, values in terms.items():
+        weights[position] = math.fsum(values) / math.log2(ranks[position] + 1)
+    best = sorted(range(total), key=lambda i: (-weights[i], i))[:count]
+    spans = corpus.spans[sentence[best]].tolist()
+    picked = [(context[ranks[i] - 1].text[start:end], int(sentence[i]))
+              for i, (start, end) in zip(best, spans, strict=True)]
+    joiner = "" if asked == "zh" else " "
+    text = joiner.join(part for part, _ in picked)
+    tokens = corpus.answer_tokens(picked, joiner)
+    if tokens is not None:  # the measures read the answer's tokens next
+        give_tokens(text, tokens)
+    return text
+
+
+def _ranges(firsts: Any, counts: Any) -> Any:
+    """first, first + 1, ..., first + count - 1 for each (first, count), in one array."""
+    import numpy as np
+
+    ends = np.cumsum(counts)
+    return np.arange(int(ends[-1]) if ends.size else 0, dtype=np.int64) + np.repeat(firsts - (ends - counts), counts)
 
 
 @functools.lru_cache(maxsize=1 << 14)

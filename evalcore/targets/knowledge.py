@@ -4,7 +4,8 @@ Every index lives in one folder per host (`index_dir`: EVALCORE_INDEX_DIR, else 
 store and process: a corpus indexed once with some settings is read back by every campaign on it, whatever its
 store. The cache folder of a corpus is named by (corpus content hash, tokenizer, chunking); inside it,
 `spans.npy` holds each chunk's (passage index, start, end, number), `bm25/` the BM25 index (built
-and saved by bm25s, read back by `Bm25Index`), and `emb-<model>.npy` one embedding model's matrix.
+and saved by bm25s, read back by `Bm25Index`), `sentences.npz` each chunk's sentences with their language and words
+(`SentenceTable`, which the extractive generator reads), and `emb-<model>.npy` one embedding model's matrix.
 A second build on the same corpus loads everything from disk. Files are written under a temporary
 name and renamed, so concurrent builds never read a half-written file.
 """
@@ -12,6 +13,7 @@ name and renamed, so concurrent builds never read a half-written file.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import importlib.util
 import os
@@ -31,6 +33,8 @@ import numpy as np
 
 from evalcore.errors import EvalError
 from evalcore.targets.bm25 import Bm25Index
+from evalcore.targets.sentences import FILE as SENTENCES
+from evalcore.targets.sentences import SentenceTable, TableBuilder, build_table, load_table, save_table
 
 FORMAT = "v2"  # bump when the cached layout or chunking rule changes
 LOCK_POLL_S = 0.25
@@ -238,6 +242,7 @@ class KnowledgeBase:
     folder: Path
     embeddings: dict[str, np.ndarray] = field(default_factory=dict)
     loaded_from_cache: bool = False
+    sentences: SentenceTable | None = None  # every chunk's sentences, their languages and words
 
 
 def corpus_hash(passages: Sequence[PassageLike]) -> str:
@@ -276,7 +281,7 @@ def build_knowledge_base(passages: Sequence[PassageLike], *, chunk_size: int | N
         if kb is None:
             if progress:
                 progress(0, 0, "loading the index")
-            kb = _load(folder, passages) or _build(passages, chunk_size, chunk_overlap, folder, progress)
+            kb = _load(folder, passages, progress) or _build(passages, chunk_size, chunk_overlap, folder, progress)
         for model in models:
             if model not in kb.embeddings:
                 kb.embeddings[model] = _embeddings(kb, model, progress)
@@ -315,13 +320,19 @@ def clear_memo() -> None:
         _MEMO.clear()
 
 
-def _load(folder: Path, passages: Sequence[PassageLike]) -> KnowledgeBase | None:
+def _load(folder: Path, passages: Sequence[PassageLike], progress: Progress | None = None) -> KnowledgeBase | None:
     """The cached index; chunks come back from their stored spans (the folder name pins the corpus)."""
     if not (folder / "spans.npy").exists() or not (folder / "bm25").is_dir():
         return None
     chunks = [_chunk(passages[index], start, end, number)
               for index, start, end, number in np.load(folder / "spans.npy").tolist()]
-    return KnowledgeBase(chunks, _load_bm25(folder / "bm25"), folder, loaded_from_cache=True)
+    texts = [chunk.text for chunk in chunks]
+    sentences = load_table(folder / SENTENCES, texts)
+    if sentences is None:  # an index saved before its sentences were kept beside it
+        step = None if progress is None else functools.partial(progress, step="reading the corpus's sentences")
+        sentences = build_table(texts, step)
+        save_table(sentences, folder / SENTENCES)
+    return KnowledgeBase(chunks, _load_bm25(folder / "bm25"), folder, loaded_from_cache=True, sentences=sentences)
 
 
 def _load_bm25(folder: Path) -> Bm25Index:
@@ -346,8 +357,10 @@ def _build(passages: Sequence[PassageLike], size: int | None, overlap: int, fold
              for number, (start, end) in enumerate(chunk_spans(passage.text, size, overlap))]
     chunks = [_chunk(passages[index], start, end, number) for index, start, end, number in spans]
     corpus_tokens = []
+    sentences = TableBuilder()
     for done, chunk in enumerate(chunks, 1):
         corpus_tokens.append(list(tokens(index_text(chunk))))
+        sentences.add(chunk.text)  # now, while jieba's words for the chunk's Chinese runs are in its cache
         if progress and (done % PROGRESS_EVERY == 0 or done == len(chunks)):
             progress(done, len(chunks), "indexing the words of the corpus")
     bm25 = bm25s.BM25()
@@ -355,7 +368,10 @@ def _build(passages: Sequence[PassageLike], size: int | None, overlap: int, fold
     folder.mkdir(parents=True, exist_ok=True)
     _save_array(folder / "spans.npy", np.asarray(spans, dtype=np.int64).reshape(-1, 4))
     _save_bm25(bm25, folder / "bm25")
-    return KnowledgeBase(chunks, Bm25Index.of(bm25.vocab_dict, bm25.scores, bm25.nonoccurrence_array), folder)
+    table = sentences.table()
+    save_table(table, folder / SENTENCES)
+    return KnowledgeBase(chunks, Bm25Index.of(bm25.vocab_dict, bm25.scores, bm25.nonoccurrence_array), folder,
+                         sentences=table)
 
 
 def _save_bm25(bm25: Any, target: Path) -> None:

@@ -10,7 +10,7 @@ from evalcore.errors import EvalError
 from evalcore.models import CallCache, ChatModel
 from evalcore.targets.base import Chat, TargetAnswer
 from evalcore.targets.config import TargetConfig
-from evalcore.targets.generators import build_chat_model, build_generator
+from evalcore.targets.generators import ExtractiveGenerator, build_chat_model, build_generator
 from evalcore.targets.knowledge import KnowledgeBase, Progress, build_knowledge_base, get_embedder
 from evalcore.targets.query import retrieve
 from evalcore.targets.rerank import (
@@ -61,6 +61,8 @@ class RagTarget:
         self.kb = build_knowledge_base(passages, chunk_size=size, chunk_overlap=self.config.chunk_overlap,
                                        models=self.embedding_models(), cache_dir=self.cache_dir, progress=progress)
         self._reranker = build_reranker(self.config, self.kb, self.cache)
+        if isinstance(self._generator, ExtractiveGenerator):
+            self._generator.corpus = self.kb.sentences
 
     def answer(self, question: str, qid: int | None = None, chat: Chat | None = None) -> TargetAnswer:
         """Transform the query, retrieve, rerank, generate; the fallback answer when nothing is retrieved. A turn of a

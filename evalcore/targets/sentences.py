@@ -1,0 +1,171 @@
+"""The sentences of every chunk of a knowledge base, with their language and words, kept beside its index.
+
+The extractive generator reads a context chunk as its sentences (`split_sentences`), each with its language
+(`language_once`) and its distinct `default` tokens. Worked out question after question, that is most of a
+campaign's CPU on a large corpus (jieba on every Chinese sentence the first time it is retrieved), for passages
+the index build has already read. So the build works it out once per corpus and settings and saves it in the
+index folder (`sentences.npz`); every later process reads it back.
+
+A token is kept as its number in the table's own vocabulary, and each sentence as its tokens' numbers in order: the
+generator counts, intersects and weighs token sets, which numbers do as well as strings, and the tokens of an answer
+made of whole sentences are theirs put together (`answer_tokens`), which the measures read instead of tokenizing the
+answer again. A sentence is kept as its span in the chunk's text.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+FILE = "sentences.npz"
+FORMAT = 2
+LANGUAGES = ("en", "fr", "zh")
+PROGRESS_EVERY = 200
+
+
+class Sentence(NamedTuple):
+    """One sentence of a chunk: its text, its language (en / fr / zh), its distinct token numbers (empty when it has
+    no word), and its number in the table."""
+
+    text: str
+    language: str
+    words: frozenset[int]
+    number: int
+
+
+# An extractive answer in Chinese joins its sentences with nothing between them: their tokens are the answer's only
+# where no word, number or Han run can run on from one sentence into the next, as after these.
+_CLOSED = frozenset("。！？!?”’」』）)")
+
+
+@dataclass
+class SentenceTable:
+    """Every chunk's sentences (rows in index order), read by chunk text; `vocabulary` numbers the tokens."""
+
+    texts: Sequence[str]
+    sentence_starts: np.ndarray  # a chunk's sentences are rows sentence_starts[c]:sentence_starts[c + 1]
+    spans: np.ndarray  # (start, end) of each sentence in its chunk's text
+    languages: np.ndarray  # index into LANGUAGES
+    word_starts: np.ndarray  # a sentence's token numbers are words[word_starts[s]:word_starts[s + 1]]
+    words: np.ndarray
+    vocabulary: dict[str, int]
+
+    def __post_init__(self) -> None:
+        self._rows = {text: row for row, text in enumerate(self.texts)}
+        self._names = list(self.vocabulary)  # numbered in order
+
+    def of(self, text: str) -> tuple[Sentence, ...] | None:
+        """The sentences of a chunk's text, or None when no chunk has that text."""
+        row = self._rows.get(text)
+        if row is None:
+            return None
+        first, last = int(self.sentence_starts[row]), int(self.sentence_starts[row + 1])
+        if first == last:
+            return ()
+        spans = self.spans[first:last].tolist()
+        languages = self.languages[first:last].tolist()
+        bounds = self.word_starts[first:last + 1].tolist()
+        words = self.words[bounds[0]:bounds[-1]].tolist()
+        base = bounds[0]
+        return tuple(Sentence(text[start:end], LANGUAGES[language],
+                              frozenset(words[bounds[i] - base:bounds[i + 1] - base]), first + i)
+                     for i, ((start, end), language) in enumerate(zip(spans, languages, strict=True)))
+
+    def rows(self, texts: Sequence[str]) -> list[int] | None:
+        """The rows of the chunks with these texts; None when one is no chunk's."""
+        rows = [self._rows.get(text) for text in texts]
+        return None if None in rows else rows  # type: ignore[return-value]
+
+    def answer_tokens(self, sentences: Sequence[tuple[str, int]], joiner: str) -> tuple[str, ...] | None:
+        """The `default` tokens of sentences (text, number) joined by `joiner` (" " or ""), from theirs; None when
+        that could differ from tokenizing the joined text (with "", a sentence that does not end on a closing
+        mark)."""
+        if joiner not in ("", " ") or (joiner == "" and any(text[-1:] not in _CLOSED for text, _ in sentences[:-1])):
+            return None
+        names, words, starts = self._names, self.words, self.word_starts
+        return tuple(names[word] for _, number in sentences
+                     for word in words[starts[number]:starts[number + 1]].tolist())
+
+    def numbers(self, tokens: Sequence[str]) -> set[int]:
+        """The numbers of the tokens the table knows (a token no sentence holds matches none)."""
+        vocabulary = self.vocabulary
+        return {vocabulary[token] for token in tokens if token in vocabulary}
+
+
+class TableBuilder:
+    """Adds chunks one at a time (the index build adds each right after tokenizing it, while jieba's words for its
+    Chinese runs are still in the segmentation cache), then `table()`."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.sentence_starts = [0]
+        self.spans: list[tuple[int, int]] = []
+        self.languages: list[int] = []
+        self.word_starts = [0]
+        self.words: list[int] = []
+        self.vocabulary: dict[str, int] = {}
+
+    def add(self, text: str) -> None:
+        """Split, detect and tokenize one chunk's sentences, as the extractive generator would."""
+        from evalcore.text import language_once, split_sentences, tokens_fresh
+
+        vocabulary, position = self.vocabulary, 0
+        for sentence in split_sentences(text):
+            start = text.index(sentence, position)  # a sentence is a stripped piece of the text, in order
+            position = start + len(sentence)
+            self.spans.append((start, position))
+            self.languages.append(LANGUAGES.index(language_once(sentence)))
+            self.words.extend(vocabulary.setdefault(token, len(vocabulary)) for token in tokens_fresh(sentence))
+            self.word_starts.append(len(self.words))
+        self.sentence_starts.append(len(self.spans))
+        self.texts.append(text)
+
+    def table(self) -> SentenceTable:
+        return SentenceTable(self.texts, np.asarray(self.sentence_starts, dtype=np.int64),
+                             np.asarray(self.spans, dtype=np.int64).reshape(-1, 2),
+                             np.asarray(self.languages, dtype=np.uint8), np.asarray(self.word_starts, dtype=np.int64),
+                             np.asarray(self.words, dtype=np.int32), self.vocabulary)
+
+
+def build_table(texts: Sequence[str], progress: Callable[[int, int], None] | None = None) -> SentenceTable:
+    """The table of these chunk texts (`progress(done, total)` every few hundred chunks)."""
+    builder = TableBuilder()
+    for done, text in enumerate(texts, 1):
+        builder.add(text)
+        if progress and (done % PROGRESS_EVERY == 0 or done == len(texts)):
+            progress(done, len(texts))
+    return builder.table()
+
+
+def save_table(table: SentenceTable, path: Path) -> None:
+    """Written under a temporary name, then renamed: readers never see half a file."""
+    vocabulary = np.frombuffer("\n".join(table.vocabulary).encode("utf-8"), dtype=np.uint8)
+    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npz", delete=False) as handle:
+        np.savez(handle, format=np.asarray([FORMAT, len(table.texts)], dtype=np.int64),
+                 sentence_starts=table.sentence_starts, spans=table.spans, languages=table.languages,
+                 word_starts=table.word_starts, words=table.words, vocabulary=vocabulary)
+    os.replace(handle.name, path)
+
+
+def load_table(path: Path, texts: Sequence[str]) -> SentenceTable | None:
+    """The saved table of these chunk texts; None when there is none, or it was written in another format or for
+    another number of chunks."""
+    try:
+        with np.load(path) as saved:
+            if saved["format"].tolist() != [FORMAT, len(texts)]:
+                return None
+            words = saved["vocabulary"].tobytes().decode("utf-8")
+            table = SentenceTable(texts, saved["sentence_starts"], saved["spans"], saved["languages"],
+                                  saved["word_starts"], saved["words"],
+                                  {word: number for number, word in enumerate(words.split("\n"))} if words else {})
+    except (OSError, KeyError, ValueError):
+        return None
+    if table.sentence_starts.shape != (len(texts) + 1,) or int(table.sentence_starts[-1]) != len(table.spans):
+        return None
+    return table
