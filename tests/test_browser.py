@@ -141,12 +141,12 @@ def test_launch_compare_screenshot_and_export(page: tuple, tmp_path: Path) -> No
     tab, problems = page
     tab.get_by_text("Answer coverage").wait_for(timeout=60_000)  # the sample dataset is open
     open_page(tab, "Run")
-    tab.get_by_label("Only the first N questions (0 = all)").fill("10")  # enough for every chart to have points
+    tab.get_by_label("Only the first N questions (0 = all)").fill("20")
     choose(tab, "Sweep one key", "embedding_top_k")
     tab.get_by_label("Sweep values (comma-separated)").fill("3, 10")
     tab.get_by_role("button", name="Launch").click()
     # Two campaigns, progress polled from the store until both succeed.
-    tab.get_by_text(re.compile(r"succeeded · 10/10 questions")).nth(1).wait_for(timeout=120_000)
+    tab.get_by_text(re.compile(r"succeeded · 20/20 questions")).nth(1).wait_for(timeout=120_000)
     assert_no_exception_on(tab)
 
     open_page(tab, "Compare")
@@ -388,13 +388,13 @@ def test_a_launch_shows_its_campaign_at_once_while_the_worker_process_checks_the
         tab.get_by_role("heading", name="Datasets").wait_for(timeout=60_000)
         open_page(tab, "Run")
         tab.get_by_role("textbox", name="Campaign name").fill("at once")
-        tab.get_by_label("Only the first N questions (0 = all)").fill("2")  # what is timed is the line's start
+        tab.get_by_label("Only the first N questions (0 = all)").fill("5")
         choose_until_shown(tab, "Retriever", "vector")
         started = time.perf_counter()
         tab.get_by_role("button", name="Launch").click()
         tab.get_by_text(re.compile(r"^at once · ")).first.wait_for(timeout=60_000)  # its progress line
         print(f"from the click on Launch to the campaign's line: {time.perf_counter() - started:.2f} s")
-        tab.get_by_text(re.compile(r"^at once · succeeded · 2/2 questions")).first.wait_for(timeout=180_000)
+        tab.get_by_text(re.compile(r"^at once · succeeded · 5/5 questions")).first.wait_for(timeout=180_000)
         assert_no_exception_on(tab)
         assert not problems, problems
 
@@ -404,13 +404,12 @@ def test_a_sweeps_pairs_download_under_their_own_names_and_the_csv_reads_as_a_ta
 
     with serve(tmp_path) as url, browser_tab(url) as (tab, problems):
         tab.get_by_role("heading", name="Datasets").wait_for(timeout=60_000)
-        # Four questions a campaign: what is checked is the files' names and the table's shape, not the figures.
-        launch(tab, "baseline quick start", 4)
-        tab.get_by_text(re.compile(r"baseline quick start · succeeded · 4/4 questions")).wait_for(timeout=120_000)
-        launch(tab, "topk sweep", 4, sweep="3, 5, 10")
-        tab.get_by_text(re.compile(r"embedding_top_k=10 · succeeded · 4/4 questions")).wait_for(timeout=180_000)
+        launch(tab, "baseline quick start", 8)
+        tab.get_by_text(re.compile(r"baseline quick start · succeeded · 8/8 questions")).wait_for(timeout=120_000)
+        launch(tab, "topk sweep", 8, sweep="3, 5, 10")
+        tab.get_by_text(re.compile(r"embedding_top_k=10 · succeeded · 8/8 questions")).wait_for(timeout=180_000)
         for value in (3, 5):
-            tab.get_by_text(re.compile(rf"embedding_top_k={value} · succeeded · 4/4")).wait_for(timeout=60_000)
+            tab.get_by_text(re.compile(rf"embedding_top_k={value} · succeeded · 8/8")).wait_for(timeout=60_000)
         open_page(tab, "Compare")
         reports = []
         for value in (3, 5, 10):
