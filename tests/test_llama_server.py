@@ -21,8 +21,8 @@ REASON = missing()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"needs llama-cpp-python's server: {REASON}")
 JUDGES = ("score", "groundedness_pro")
 # Two questions, two passages each in the judges' prompts: every behaviour checked here (the refusal found once, each
-# judge's verdicts read or counted, tokens against usage) shows on the first question; the second one is the
-# first after the switch. Each reply of a 135M model on shared cores costs seconds.
+# judge's verdicts read or counted, tokens against usage) shows on the first question; the second one's calls are
+# the first asked with the switch remembered. Each reply of a 135M model on shared cores costs seconds.
 QUESTIONS = 2
 
 
