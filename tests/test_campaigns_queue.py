@@ -144,7 +144,10 @@ def test_caps_from_the_environment_are_checked(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_the_supervised_worker_process_runs_campaigns_and_comes_back_after_a_sigkill(
-        db: str, config: TargetConfig, dataset: Path) -> None:
+        db: str, config: TargetConfig, dataset: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The killed child's campaign is claimed again once its lease runs out: 8 s here (the child started next reads
+    # it from the environment too) rather than the default 30, still four heartbeats.
+    monkeypatch.setenv("EVALCORE_LEASE_S", "8")
     manager = CampaignManager(db)
     try:
         manager.supervise_worker(slots=1)

@@ -20,6 +20,10 @@ from evalcore.testing.llama_server import MODEL, LlamaServer, missing
 REASON = missing()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"needs llama-cpp-python's server: {REASON}")
 JUDGES = ("score", "groundedness_pro")
+# Two questions, two passages each in the judges' prompts: every behaviour checked here (the refusal found once, each
+# judge's verdicts read or counted, tokens against usage) shows on the first question; the second one's calls are
+# the first asked with the switch remembered. Each reply of a 135M model on shared cores costs seconds.
+QUESTIONS = 2
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +44,8 @@ def test_a_judged_campaign_on_llama_cpp_pythons_server_reads_or_counts_every_ver
     try:
         config = TargetConfig.from_dict({"retriever": "bm25", "judge_model": MODEL, "judge_base_url": server.base_url,
                                          "judge_api_key_env": "", "retries": 1, "retry_backoff": 0.01,
-                                         "timeout": 600.0})
-        campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, judges=JUDGES, limit=3,
+                                         "timeout": 600.0, "context_top_k": 2})
+        campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, judges=JUDGES, limit=QUESTIONS,
                                                    concurrency=1, cache=False, time_limit=1800))
         done = manager.wait(campaign_id, timeout=3600)
         results = campaign_results(manager.store, campaign_id)
@@ -65,12 +69,12 @@ def test_a_judged_campaign_on_llama_cpp_pythons_server_reads_or_counts_every_ver
     assert "refused structured output as json_schema (HTTP 500" in notes[0]
     # Every verdict is read (pass or fail) or counted unreadable; none is lost.
     verdicts = [(r.question.text, name, v) for r in results for name, v in r.outcome.judges.items()]
-    assert len(verdicts) == len(results) * len(JUDGES) == 6
+    assert len(verdicts) == len(results) * len(JUDGES) == QUESTIONS * len(JUDGES)
     assert all(v.result in (JudgeResult.PASS, JudgeResult.FAIL, JudgeResult.UNKNOWN) for _, _, v in verdicts)
     for name in JUDGES:
         unknown = sum(v.result == JudgeResult.UNKNOWN for _, judge, v in verdicts if judge == name)
         assert summary.unknown.get(name, 0) == unknown
-        assert summary.judged[name] == 3
+        assert summary.judged[name] == QUESTIONS
     # Each verdict's tokens are the usage fields of the server's replies to its calls (the retry's included).
     answered = [(request, reply) for request, status, reply in later if status == 200]
     for question, name, verdict in verdicts:

@@ -50,6 +50,7 @@ class Drill:
     slow_share: float = 0.2  # of the model's replies, each 1-3 s later still
     flood: int = 60  # pairwise requests sent at once against a slow judge
     deadline_s: float = 300.0
+    settle_s: float = 2.0  # before each reading of the servers' memory (0: the memory is not what is looked at)
 
 
 @dataclass
@@ -116,8 +117,8 @@ class Fleet:
     def base(self, name: str) -> str:
         return f"http://127.0.0.1:{self.ports[name]}"
 
-    def start(self, name: str) -> None:
-        """Start a process (and wait until a server answers)."""
+    def start(self, name: str, wait: bool = True) -> None:
+        """Start a process (and wait until a server answers, unless told not to: `ready` then waits)."""
         if name == "worker":
             args = ["worker", "--db", self.url, "--max-campaigns", "2", "--max-per-tenant", "20"]
         else:
@@ -126,7 +127,7 @@ class Fleet:
         with open(self.logs / f"{name}.log", "ab") as log:
             self.processes[name] = subprocess.Popen([sys.executable, "-m", "evalcore", *args], cwd=REPO,
                                                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=self.env)
-        if name != "worker":
+        if name != "worker" and wait:
             self.ready(name)
 
     def ready(self, name: str, timeout: float = 60) -> None:
@@ -246,9 +247,11 @@ def run_drill(drill: Drill, work: Path, say: Callable[[str], None] = print) -> O
         headers = {"Authorization": f"Bearer {secret}"}
         prober = Prober(fleet)
         try:
-            for name in ("A", "B", "worker"):
-                fleet.start(name)
-            time.sleep(2.0)
+            for name in ("A", "B", "worker"):  # started together: each spends its first seconds importing
+                fleet.start(name, wait=False)
+            for name in ("A", "B"):
+                fleet.ready(name)
+            time.sleep(drill.settle_s)
             outcome.rss_before_mb = rss_mb(fleet.processes["B"].pid)
             prober.start()
             ids = _launch(fleet, headers, target_id, drill.campaigns)
@@ -256,7 +259,7 @@ def run_drill(drill: Drill, work: Path, say: Callable[[str], None] = print) -> O
             say(f"questions stored when the faults were over: {_progress(pg.url, ids)} of {outcome.expected}")
             _await_end(pg.url, ids, drill.deadline_s)
             _pairwise(fleet, prober, headers, ids, slow_judge.base_url, drill, outcome, say)
-            time.sleep(2.0)
+            time.sleep(drill.settle_s)
             outcome.rss_after_mb = rss_mb(fleet.processes["B"].pid)
         finally:
             prober.stop()
