@@ -351,6 +351,7 @@ def test_ranked_lists_stored_before_read_as_they_did() -> None:
     hits = _ranked([1.0, 0.9435405731201172], [{"bm25": 11.044711, "bm25_norm": 1.0},
                                                {"bm25": 10.421133, "bm25_norm": 0.943541}])
     encode_ranked(hits, passages, [])
+    passages.stored({-1: 0, -2: 1})  # as a write stores them, under ids 0 and 1
     v15 = json.dumps({"k": [0, 1], "s": [1.0, 0.9435405731201172],
                       "st": {"bm25": [11.044711, 10.421133], "bm25_norm": [1.0, 0.943541]}}, separators=(",", ":"))
     v4 = json.dumps([{"pid": 0, "title": "title 0", "text": "text 0", "score": 1.0,

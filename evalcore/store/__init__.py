@@ -274,10 +274,27 @@ CREATE TABLE conversation_verdicts (
     judge TEXT NOT NULL, verdict TEXT NOT NULL, judged_at REAL NOT NULL,
     PRIMARY KEY (campaign_id, conversation, judge));
 """
+# v25: a retrieved passage kept once per store, whatever the campaigns that retrieved it (evalcore.store.passages):
+# each distinct passage (corpus id, source, title, text compressed) under a number, found again by the digest of
+# its content; a ranked list's keys are those numbers. Every campaign's passages move there (the Python step after
+# the script), and the per-campaign table goes.
+SCHEMA_V25 = """
+CREATE TABLE passage_texts (
+    id INTEGER PRIMARY KEY, digest BLOB NOT NULL UNIQUE, pid BIGINT, source TEXT NOT NULL, title TEXT NOT NULL,
+    text BLOB NOT NULL);
+"""
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
                                SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14,
                                SCHEMA_V15, SCHEMA_V16, SCHEMA_V17, SCHEMA_V18, SCHEMA_V19,
-                               SCHEMA_V20, SCHEMA_V21, SCHEMA_V22, SCHEMA_V23, SCHEMA_V24)
+                               SCHEMA_V20, SCHEMA_V21, SCHEMA_V22, SCHEMA_V23, SCHEMA_V24, SCHEMA_V25)
+
+
+def migration_step(script: str) -> Callable[[Connection], None] | None:
+    """What a migration does in Python after its script, in the same transaction (rows moved from table to table),
+    if anything."""
+    from evalcore.store.passages import share_passages
+
+    return {SCHEMA_V25: share_passages}.get(script)
 
 
 class NotFound(EvalError):
@@ -624,6 +641,8 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
         conn.execute("BEGIN IMMEDIATE")
         for statement in split_script(MIGRATIONS[number]):
             conn.execute(statement)
+        if (step := migration_step(MIGRATIONS[number])) is not None:
+            step(conn)
         conn.execute(f"PRAGMA user_version = {number + 1}")
         conn.execute("COMMIT")
 
