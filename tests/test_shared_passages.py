@@ -159,3 +159,17 @@ def test_put_passages_finds_those_stored_and_numbers_the_new_ones(tmp_path: Path
         ids = store.write(lambda conn: put_passages(conn, new + new[:1]))
         assert sorted(ids.values()) == [0, 1, 2]
         assert [title for _, _, _, title, _ in read_passages(store, [0, 1, 2])] == ["t0", "t1", "t2"]
+
+
+def test_a_new_sqlite_store_has_large_pages_and_an_existing_one_keeps_its_own(tmp_path: Path) -> None:
+    from evalcore.store import PAGE_SIZE
+
+    with Store(tmp_path / "new.db") as store:
+        assert store.read("PRAGMA page_size")[0][0] == PAGE_SIZE
+    conn = sqlite3.connect(tmp_path / "old.db")
+    conn.execute("CREATE TABLE kept (x)")
+    conn.commit()
+    conn.close()
+    with Store(tmp_path / "old.db") as store:
+        assert store.read("PRAGMA page_size")[0][0] == 4096
+        assert store.read("SELECT count(*) AS n FROM passage_texts")[0]["n"] == 0

@@ -29,6 +29,7 @@ T = TypeVar("T")
 
 DEFAULT_DB = Path(".evalcore") / "evalcore.db"
 HEARTBEAT_S = 2.0
+PAGE_SIZE = 16384  # bytes per page of a new SQLite database
 # A running campaign whose heartbeat is older than this has lost its owner (crash, kill, reboot, a store it could
 # not reach): its lease (EVALCORE_LEASE_S overrides it).
 STALE_S = 30.0
@@ -511,6 +512,9 @@ class Store:
     def _write_loop(self, ready: Future[Any]) -> None:
         try:
             conn = self._connect()
+            # Pages of 16 KiB (a new database's; an existing one keeps its own): a results row is 1-2 KB, and 4 KiB
+            # pages hold two of them, a quarter of each page left empty; 16 KiB pages leave a twentieth.
+            conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
             conn.execute("PRAGMA journal_mode = WAL")
             # NORMAL in WAL mode: a committed transaction survives a killed process.
             conn.execute("PRAGMA synchronous = NORMAL")
