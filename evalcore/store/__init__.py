@@ -278,7 +278,8 @@ CREATE TABLE conversation_verdicts (
 # v25: a retrieved passage kept once per store, whatever the campaigns that retrieved it (evalcore.store.passages):
 # each distinct passage (corpus id, source, title, text compressed) under a number, found again by the digest of
 # its content; a ranked list's keys are those numbers. Every campaign's passages move there (the Python step after
-# the script), and the per-campaign table goes.
+# the script), and the per-campaign table goes. A ranked list's float32 scores are written as their bytes
+# (evalcore.campaigns.result_rows.encode_ranked: "g"); rows written before read as they did.
 SCHEMA_V25 = """
 CREATE TABLE passage_texts (
     id INTEGER PRIMARY KEY, digest BLOB NOT NULL UNIQUE, pid BIGINT, source TEXT NOT NULL, title TEXT NOT NULL,
