@@ -24,8 +24,7 @@ from evalcore.campaigns.trust import comparison_trust
 from evalcore.cli import main
 from evalcore.compare import compare_campaigns
 from evalcore.errors import EvalError
-from evalcore.store import Conflict, NotFound
-from evalcore.store.passages import ranked_ids
+from evalcore.store import Conflict, NotFound, ranked_ids
 from evalcore.targets import TargetConfig
 from evalcore.testing import FakeOpenAIServer, Reply
 from tests.conftest import write_dataset

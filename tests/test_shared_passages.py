@@ -14,9 +14,8 @@ from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.records import Outcome, Question
 from evalcore.campaigns.result_rows import ResultWriter, read_results
 from evalcore.compare import compare_campaigns
-from evalcore.store import MIGRATIONS, Store, migration_step, split_script
+from evalcore.store import MIGRATIONS, Store, StoredPassage, migration_step, read_passages, split_script, unpack
 from evalcore.store.opening import open_store
-from evalcore.store.passages import StoredPassage, read_passages, unpack
 from evalcore.targets import Retrieved, TargetConfig
 from tests.conftest import write_dataset
 
@@ -150,7 +149,7 @@ def test_a_stored_passage_reads_back_exactly() -> None:
 
 @pytest.mark.parametrize("rows", [0, 1])
 def test_put_passages_finds_those_stored_and_numbers_the_new_ones(tmp_path: Path, rows: int) -> None:
-    from evalcore.store.passages import put_passages
+    from evalcore.store import put_passages
 
     with Store(tmp_path / "e.db") as store:
         existing = [StoredPassage.of(n, "", f"t{n}", f"text {n}") for n in range(rows)]

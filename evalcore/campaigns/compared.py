@@ -34,8 +34,7 @@ from evalcore.lazy import once
 from evalcore.metrics import MEASURES, sources_found
 from evalcore.metrics.graded import stored_column
 from evalcore.relevance import is_relevant
-from evalcore.store import Store
-from evalcore.store.passages import KEYS_HEAD, read_titles
+from evalcore.store import KEYS_HEAD, Store, read_titles
 
 PASS_SUFFIX = ":pass"
 QuestionKey = tuple[int, str]

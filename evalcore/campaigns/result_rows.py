@@ -2,7 +2,7 @@
 
 Retrieved passages repeat across the questions of a campaign (the sample's 305 passages serve
 8,000 questions) and across the campaigns run on one corpus, so each distinct passage is stored once
-per store (`passage_texts`, evalcore.store.passages: found again by its content, keyed by a small
+per store (`passage_texts`, evalcore.store: found again by its content, keyed by a small
 number) and a question stores its ranked list as those keys with the scores:
 `{"k": [keys], "s": [scores], "st": {stage: [scores]}}`. Signatures are the same for every
 question of a campaign, so they are stored once (`campaign_signatures`) and a question keeps only
@@ -29,8 +29,18 @@ from typing import Any, cast
 
 from evalcore.campaigns.records import Outcome, Question, QuestionResult, retrieved_to_json, sources_of
 from evalcore.metrics.graded import current_name, stored_column, stored_values
-from evalcore.store import Connection, Row, Store, dumps
-from evalcore.store.passages import KEYS_HEAD, StoredPassage, put_passages, ranked_ids, read_passages, with_ids
+from evalcore.store import (
+    KEYS_HEAD,
+    Connection,
+    Row,
+    Store,
+    StoredPassage,
+    dumps,
+    put_passages,
+    ranked_ids,
+    read_passages,
+    with_ids,
+)
 from evalcore.targets import Retrieved
 
 PassageKey = tuple[int | None, str, str, str]  # pid, source, title, text
