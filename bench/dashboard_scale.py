@@ -62,13 +62,14 @@ USABLE[QUESTIONS_TAB] = ("Questions", ["[data-testid='stTabs'] [data-testid='stT
 VISITS = {"campaigns": ("Campaigns", [QUESTIONS_TAB]), "compare": ("Compare", [])}
 ROWS = ("Campaigns", QUESTIONS_TAB, "Compare")
 GOAL_S = 2.0  # each page usable within this, in Chromium
-PER_CAMPAIGN = ("campaign_questions", "results", "campaign_passages", "campaign_signatures")
+PER_CAMPAIGN = ("campaign_questions", "results", "campaign_signatures")  # passages are shared by the store
 
 
 # --- the store ----------------------------------------------------------------------------------
 
 def copy_campaign(conn, source: str, row: dict[str, object]) -> None:
-    """A campaign's rows under another campaign's id: its questions, results, passages and signatures."""
+    """A campaign's rows under another campaign's id: its questions, results and signatures (its passages are
+    the store's, shared)."""
     conn.execute(f"INSERT INTO campaigns ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
     for table in PER_CAMPAIGN:
         columns = [c[1] for c in conn.execute(f"PRAGMA table_info({table})").fetchall() if c[1] != "campaign_id"]

@@ -43,12 +43,12 @@ def write(db: str, count: int) -> None:
 
 
 def stored_bytes(db: str) -> dict[str, int]:
-    """Per campaign: the bytes of its result rows and of its own passages."""
+    """Per campaign: the bytes of its result rows, and of the store's passages for the first (they are shared)."""
     store = get_manager(db).store
     rows = {r["campaign_id"]: r["n"] for r in store.read(
         f"SELECT campaign_id, sum({ROW_BYTES}) AS n FROM results GROUP BY campaign_id")}
-    passages = {r["campaign_id"]: r["n"] for r in store.read(
-        "SELECT campaign_id, sum(length(title) + length(text)) AS n FROM campaign_passages GROUP BY campaign_id")}
+    passages = {JUDGED: store.read(
+        "SELECT coalesce(sum(length(title) + length(text)), 0) AS n FROM passage_texts")[0]["n"]}
     get_manager(db).close()
     return {c: rows.get(c, 0) + passages.get(c, 0) for c in (JUDGED, AGAIN, REJUDGE)}
 

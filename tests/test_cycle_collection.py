@@ -103,7 +103,7 @@ def test_the_collector_is_back_on_after_a_read_fails(pair, monkeypatch):
     def broken(*args, **kwargs):
         raise OSError("the disk went away")
 
-    monkeypatch.setattr(result_rows, "load_passages", broken)
+    monkeypatch.setattr(result_rows, "ranked_by_key", broken)
     with pytest.raises(OSError, match="went away"):
         campaign_results(pair, "A")
     assert gc.isenabled()

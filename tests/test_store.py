@@ -303,13 +303,15 @@ def _same_bits(a: object, b: object) -> bool:
 
 
 def test_float32_scores_are_stored_short_and_read_back_to_the_last_bit() -> None:
-    # BM25 and cosine scores are float32 numbers, given in their float64 form: each is written in its shortest
-    # float32 text and reads back as the identical float; the final stage (the score rounded to 6 digits) is
+    # BM25 and cosine scores are float32 numbers, given in their float64 form: each is written as its 4 bytes
+    # (base64) and reads back as the identical float; the final stage (the score rounded to 6 digits) is
     # written as its digits. Anything else (float64 scores, ints, NaN, infinities, missing stage values) is written
     # as before, so every list reads back exactly as it was.
+    import json
+
     import numpy as np
 
-    from evalcore.campaigns.result_rows import Passages, decode_ranked, encode_ranked
+    from evalcore.campaigns.result_rows import Passages, decode_ranked, encode_ranked, unpacked_floats
 
     raw = np.array([11.044711, 10.421133, 4.428916, 1e-30, 0.0, 3e38, 7.0], dtype=np.float32)
     norm = (raw / raw[0]).tolist()
@@ -335,7 +337,9 @@ def test_float32_scores_are_stored_short_and_read_back_to_the_last_bit() -> None
         assert all(_same_bits(a.stages[name], b.stages[name]) for a, b in zip(back, hits, strict=True)
                    for name in b.stages), text
     short = encode_ranked(_ranked(norm, bm25), passages, [])
-    assert '"f":[1.0,0.9435406,0.4009988,9.054107e-32,0.0,' in short
+    packed = json.loads(short)["g"]  # 4 bytes a float32 score, in base64
+    assert len(packed) == 4 * ((4 * len(norm) + 2) // 3)
+    assert unpacked_floats(packed) == norm
     assert '"bm25_norm":6' in short
     assert '"s":' in encode_ranked(_ranked(*cases[2]), passages, [])  # float64 scores keep their precision
 
@@ -351,6 +355,7 @@ def test_ranked_lists_stored_before_read_as_they_did() -> None:
     hits = _ranked([1.0, 0.9435405731201172], [{"bm25": 11.044711, "bm25_norm": 1.0},
                                                {"bm25": 10.421133, "bm25_norm": 0.943541}])
     encode_ranked(hits, passages, [])
+    passages.stored({-1: 0, -2: 1})  # as a write stores them, under ids 0 and 1
     v15 = json.dumps({"k": [0, 1], "s": [1.0, 0.9435405731201172],
                       "st": {"bm25": [11.044711, 10.421133], "bm25_norm": [1.0, 0.943541]}}, separators=(",", ":"))
     v4 = json.dumps([{"pid": 0, "title": "title 0", "text": "text 0", "score": 1.0,
@@ -399,5 +404,5 @@ def test_a_version_fifteen_store_is_migrated_and_its_rows_read_the_same(tmp_path
                                                                                 context=hits[:1]))])
         store.write(lambda conn: writer.write(conn, rows, passages, signatures, {}))
         stored = store.read("SELECT retrieved FROM results WHERE position = 1")[0]["retrieved"]
-        assert stored == '{"k":[0,1],"f":[1.0,0.9435406],"st":{"bm25":[11.044711,10.421133],"bm25_norm":6}}'
+        assert stored == '{"k":[0,1],"g":"AACAP+CLcT8=","st":{"bm25":[11.044711,10.421133],"bm25_norm":6}}'
         assert [r.outcome.retrieved for r in read_results(store, "c")] == [hits, hits]

@@ -22,7 +22,6 @@ from typing import Any
 from evalcore.campaigns.records import QuestionResult
 from evalcore.campaigns.result_rows import (
     ALL_ROWS,
-    KEYS_HEAD,
     answers_holder,
     decode_ranked,
     no_cycle_collection,
@@ -35,7 +34,7 @@ from evalcore.lazy import once
 from evalcore.metrics import MEASURES, sources_found
 from evalcore.metrics.graded import stored_column
 from evalcore.relevance import is_relevant
-from evalcore.store import Store
+from evalcore.store import KEYS_HEAD, Store, read_titles
 
 PASS_SUFFIX = ":pass"
 QuestionKey = tuple[int, str]
@@ -276,7 +275,7 @@ def read_compared(store: Store, campaign_id: str, *, pending: bool = False) -> C
 
         def rest() -> None:
             with no_cycle_collection():
-                _rest(store, holder, out, columns)
+                _rest(store, out, columns)
                 if any(out.has_sources):  # suites: the sources found need each question's outcome
                     results = read_results(store, campaign_id, detail=False)
                     out.found = [found_sources(result) if has else frozenset()
@@ -317,7 +316,7 @@ def _compared(columns: list[tuple[Any, ...]]) -> ComparedRows:
     return out
 
 
-def _rest(store: Store, holder: str, out: ComparedRows, columns: list[tuple[Any, ...]]) -> None:
+def _rest(store: Store, out: ComparedRows, columns: list[tuple[Any, ...]]) -> None:
     """The rows' other fields: answers, errors, stages, queries, relevant and retrieved passages."""
     out.answers = list(_column(columns, "answer"))
     out.errors = list(_column(columns, "error"))
@@ -325,21 +324,17 @@ def _rest(store: Store, holder: str, out: ComparedRows, columns: list[tuple[Any,
     out.queries = [tuple(texts) for texts in decoded(_column(columns, "queries"))]
     out.relevant = [relevant_pids(relevant) for relevant in decoded(_column(columns, "relevant"))]
     out.has_sources = [bool(sources) for sources in decoded(_column(columns, "expected_sources"))]
-    out.passages = passage_titles(store, holder)
-    out.ranked = ranked_keys(_column(columns, "retrieved"), out)
+    out.ranked = ranked_keys(store, _column(columns, "retrieved"), out)
     out.found = [frozenset()] * len(out.keys)
 
 
-def passage_titles(store: Store, campaign_id: str) -> dict[int, tuple[int | None, str]]:
-    """A campaign's stored passages by key: (passage id, title)."""
-    rows = store.read("SELECT key, pid, title FROM campaign_passages WHERE campaign_id = ?", (campaign_id,))
-    return {row[0]: (row[1], row[2]) for row in rows}
-
-
-def ranked_keys(texts: Sequence[str], rows: ComparedRows) -> list[Ranked]:
-    """Each ranked list's passage keys, decoded for every row in one call (the scores after them are not read); a row
-    of whole passages (as older versions stored them) gets keys of its own."""
+def ranked_keys(store: Store, texts: Sequence[str], rows: ComparedRows) -> list[Ranked]:
+    """Each ranked list's passage keys, decoded for every row in one call (the scores after them are not read), with
+    the titles of the stored passages they name in `rows.passages`; a row of whole passages (as older versions
+    stored them) gets keys of its own."""
     shared = [text[len(KEYS_HEAD):text.index("]")] if text.startswith(KEYS_HEAD) else None for text in texts]
-    keys = iter(json.loads("[" + ",".join(f"[{k}]" for k in shared if k is not None) + "]"))
+    decoded: list[list[int]] = json.loads("[" + ",".join(f"[{k}]" for k in shared if k is not None) + "]")
+    rows.passages = read_titles(store, (key for keys in decoded for key in keys))
+    keys = iter(decoded)
     return [next(keys) if k is not None else [rows.key_of(hit.pid, hit.title) for hit in decode_ranked(text, {})]
             for k, text in zip(shared, texts, strict=True)]

@@ -218,8 +218,10 @@ def compute_summary(store: Store, campaign_id: str, aggregates: Mapping[str, Agg
 def campaign_usage(store: Store, campaign_id: str) -> tuple[Usage, ...]:
     """A campaign's tokens and their cost by role and model, summed over its stored questions; the tokens of rows
     stored before costs were kept count without their model, and so without a price."""
+    # Rows whose usage is an empty list (no model was called: retrieval, the extractive generator) add nothing: not
+    # read, so a campaign without models reads none of its rows here.
     rows = store.read("SELECT usage, prompt_tokens, completion_tokens, judge_prompt_tokens, judge_completion_tokens "
-                      "FROM results WHERE campaign_id = ?", (campaign_id,))
+                      "FROM results WHERE campaign_id = ? AND (usage IS NULL OR usage <> '[]')", (campaign_id,))
     uses: list[Usage] = []
     for row in rows:
         if row["usage"] is None:

@@ -1,21 +1,24 @@
 """How a question's outcome is written to the store and read back, compactly and with nothing lost.
 
 Retrieved passages repeat across the questions of a campaign (the sample's 305 passages serve
-8,000 questions), so each distinct passage is stored once per campaign (`campaign_passages`,
-keyed by a small number) and a question stores its ranked list as those keys with the scores:
+8,000 questions) and across the campaigns run on one corpus, so each distinct passage is stored once
+per store (`passage_texts`, evalcore.store: found again by its content, keyed by a small
+number) and a question stores its ranked list as those keys with the scores:
 `{"k": [keys], "s": [scores], "st": {stage: [scores]}}`. Signatures are the same for every
 question of a campaign, so they are stored once (`campaign_signatures`) and a question keeps only
 those that differ. The campaign's counters move by the batch just written (reading every stored
 row to count them made a campaign's cost grow with the square of its size). A re-judge
 (evalcore.campaigns.rejudging) writes no answer, ranked list, context, sources or queries: reading
-its rows takes them from the judged campaign's row at the same position, with that campaign's passages.
+its rows takes them from the judged campaign's row at the same position.
 """
 
 from __future__ import annotations
 
+import base64
 import gc
 import json
 import math
+import sys
 import threading
 import time
 from array import array
@@ -26,7 +29,18 @@ from typing import Any, cast
 
 from evalcore.campaigns.records import Outcome, Question, QuestionResult, retrieved_to_json, sources_of
 from evalcore.metrics.graded import current_name, stored_column, stored_values
-from evalcore.store import Connection, Row, Store, dumps
+from evalcore.store import (
+    KEYS_HEAD,
+    Connection,
+    Row,
+    Store,
+    StoredPassage,
+    dumps,
+    put_passages,
+    ranked_ids,
+    read_passages,
+    with_ids,
+)
 from evalcore.targets import Retrieved
 
 PassageKey = tuple[int | None, str, str, str]  # pid, source, title, text
@@ -34,49 +48,45 @@ PassageKey = tuple[int | None, str, str, str]  # pid, source, title, text
 
 @dataclass
 class Passages:
-    """A campaign's distinct retrieved passages by key, and the keys by content."""
+    """A writer's retrieved passages: the store's id of each passage already stored, by content, and the passages
+    met in the batch being written, under keys of their own (-1, -2, ...) until the write gives them their ids."""
 
     by_key: dict[int, Retrieved] = field(default_factory=dict)
     keys: dict[PassageKey, int] = field(default_factory=dict)
+    fresh: dict[PassageKey, int] = field(default_factory=dict)
 
     def key(self, hit: Retrieved, new: list[tuple[int, Retrieved]]) -> int:
-        """The key of a hit's passage; a passage not stored yet gets the next key and joins `new`."""
+        """The id of a hit's passage; a passage not stored yet gets the batch's next key and joins `new`."""
         content = (hit.pid, hit.source, hit.title, hit.text)
         key = self.keys.get(content)
         if key is None:
-            key = self.keys[content] = len(self.keys)
-            self.by_key[key] = Retrieved(hit.pid, hit.title, hit.text, 0.0, {}, hit.source)
-            new.append((key, hit))
+            key = self.fresh.get(content)
+            if key is None:
+                key = self.fresh[content] = -1 - len(self.fresh)
+                self.by_key[key] = Retrieved(hit.pid, hit.title, hit.text, 0.0, {}, hit.source)
+                new.append((key, hit))
         return key
 
+    def stored(self, ids: Mapping[int, int]) -> None:
+        """The batch's passages stored under these ids (by their batch keys): known from now on (a write tried
+        again gives its ids again, and they win)."""
+        for content, key in self.fresh.items():
+            self.keys[content] = ids[key]
+            self.by_key[ids[key]] = self.by_key[key]
 
-def load_passages(store: Store, campaign_id: str) -> Passages:
-    """What a campaign stored so far (a resumed campaign keeps numbering its passages)."""
-    rows = store.read("SELECT key, pid, source, title, text FROM campaign_passages WHERE campaign_id = ? ORDER BY key",
-                      (campaign_id,))
-    passages = Passages()
-    for row in rows:
-        passages.keys[(row["pid"], row["source"], row["title"], row["text"])] = row["key"]
-        passages.by_key[row["key"]] = Retrieved(row["pid"], row["title"], row["text"], 0.0, {}, row["source"])
-    return passages
+    def next_batch(self) -> None:
+        """Forget the last batch's keys (its passages are known by their ids, or, when its write failed, met again
+        as new)."""
+        for key in self.fresh.values():
+            self.by_key.pop(key, None)
+        self.fresh.clear()
 
 
-KEYS_AT_ONCE = 500  # passage keys a query asks for at a time (below either backend's limit on parameters)
-
-
-def ranked_by_key(store: Store, campaign_id: str, ranked: Sequence[str]) -> dict[int, Retrieved]:
-    """The stored passages these ranked lists (their stored texts) name, by key: those alone, not the campaign's
-    every passage."""
-    keys = sorted({key for text in ranked if text.startswith(KEYS_HEAD)
-                   for key in json.loads("[" + text[len(KEYS_HEAD):text.index("]")] + "]")})
-    by_key: dict[int, Retrieved] = {}
-    for start in range(0, len(keys), KEYS_AT_ONCE):
-        chunk = keys[start:start + KEYS_AT_ONCE]
-        rows = store.read("SELECT key, pid, source, title, text FROM campaign_passages WHERE campaign_id = ? AND "
-                          f"key IN ({', '.join('?' * len(chunk))})", (campaign_id, *chunk))
-        by_key.update((row["key"], Retrieved(row["pid"], row["title"], row["text"], 0.0, {}, row["source"]))
-                      for row in rows)
-    return by_key
+def ranked_by_key(store: Store, ranked: Sequence[str]) -> dict[int, Retrieved]:
+    """The stored passages these ranked lists (their stored texts) name, by id: those alone."""
+    ids = {key for text in ranked if (keys := ranked_ids(text)) is not None for key in keys}
+    return {key: Retrieved(pid, title, text, 0.0, {}, source)
+            for key, pid, source, title, text in read_passages(store, ids)}
 
 
 def load_signatures(store: Store, campaign_id: str) -> dict[str, str]:
@@ -92,6 +102,8 @@ def load_signatures(store: Store, campaign_id: str) -> dict[str, str]:
 # any other list of scores is stored as "s", at full float64 precision, as before. A stage whose every score is the
 # list's score rounded to DIGITS digits (the final stage: `bm25_norm` for bm25, `vector`, `rrf`) is stored as
 # that number of digits. Rows written before keep "s" and every stage's list, and read as they did.
+# From shared passages on (schema version 25), float32 scores are written as "g": their 4 bytes each
+# (little-endian) in base64, 5.3 characters a score against about 10 in "f", read back as the same values.
 STAGE_DIGITS = 6  # the retrievers round each stage's scores to this many digits (evalcore.targets.retrievers)
 
 
@@ -107,10 +119,32 @@ def encode_ranked(hits: Sequence[Retrieved], passages: Passages, new: list[tuple
         name: STAGE_DIGITS if rounded is not None and same_floats(values, rounded) else values
         for name, values in lists.items()}
     keys = dumps([passages.key(hit, new) for hit in hits])
-    singles = float32_texts(scores)
-    if singles is None:
+    packed = float32_bytes(scores)
+    if packed is None:
         return f'{{"k":{keys},"s":{dumps(scores)},"st":{dumps(stages)}}}'
-    return f'{{"k":{keys},"f":[{",".join(singles)}],"st":{dumps(stages)}}}'
+    return f'{{"k":{keys},"g":"{packed}","st":{dumps(stages)}}}'
+
+
+def float32_bytes(scores: Sequence[object]) -> str | None:
+    """The scores as float32 bytes (little-endian) in base64, when every score is a finite float32 value that reads
+    back from them to the last bit; None otherwise."""
+    if not scores or not all(type(score) is float and math.isfinite(score) for score in scores):
+        return None
+    floats = cast(list[float], scores)
+    packed = array("f", floats)
+    if sys.byteorder == "big":
+        packed.byteswap()
+    text = base64.b64encode(packed.tobytes()).decode("ascii")
+    return text if same_floats(unpacked_floats(text), floats) else None
+
+
+def unpacked_floats(text: str) -> list[float]:
+    """float32 scores back from float32_bytes's text, in their float64 form."""
+    values = array("f")
+    values.frombytes(base64.b64decode(text))
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values.tolist()
 
 
 def same_floats(values: Sequence[object], expected: Sequence[float]) -> bool:
@@ -119,25 +153,6 @@ def same_floats(values: Sequence[object], expected: Sequence[float]) -> bool:
         type(value) is float and value == want
         and (value != 0.0 or math.copysign(1.0, value) == math.copysign(1.0, want))
         for value, want in zip(values, expected, strict=True))
-
-
-def float32_texts(scores: Sequence[object]) -> list[str] | None:
-    """Each score in the shortest text that reads back as its float32 value (numpy's shortest round-trip digits),
-    when every score is a finite float32 value; None otherwise. Checked by reading the texts back as decode_ranked
-    does: what is written reads back as the same float, to the last bit."""
-    if not scores or not all(type(score) is float and math.isfinite(score) for score in scores):
-        return None
-    floats = cast(list[float], scores)
-    if single_floats(floats) != floats:  # some score needs float64's precision
-        return None
-    import numpy as np
-
-    texts = list(map(str, np.array(floats, dtype=np.float32)))
-    try:
-        back = single_floats(json.loads(f"[{','.join(texts)}]"))
-    except (ValueError, TypeError):
-        return None
-    return texts if same_floats(back, floats) else None
 
 
 def single_floats(values: Sequence[float]) -> list[float]:
@@ -151,7 +166,7 @@ def decode_ranked(text: str, passages: Mapping[int, Retrieved]) -> tuple[Retriev
     if isinstance(data, list):
         return tuple(Retrieved(h["pid"], h.get("title") or "", h.get("text") or "", h.get("score") or 0.0,
                                dict(h.get("stages") or {}), h.get("source") or "") for h in data)
-    scores = data["s"] if "s" in data else single_floats(data["f"])
+    scores = data["s"] if "s" in data else unpacked_floats(data["g"]) if "g" in data else single_floats(data["f"])
     stages: list[dict[str, float]] = [{} for _ in scores]
     for name, values in data["st"].items():
         if isinstance(values, int):  # the scores rounded to that many digits
@@ -172,9 +187,6 @@ def passages_of(text: str, passages: Mapping[int, Retrieved]) -> tuple[Retrieved
     if isinstance(data, list):
         return decode_ranked(text, passages)
     return tuple(map(passages.__getitem__, data["k"]))
-
-
-KEYS_HEAD = '{"k":['  # how encode_ranked's text starts: the passage keys come first
 
 
 def ranked_passages(texts: Sequence[str], passages: Mapping[int, Retrieved]) -> list[tuple[Retrieved, ...]]:
@@ -199,14 +211,17 @@ class ResultWriter:
     def __init__(self, store: Store, campaign_id: str, owner_token: str = "", *, shared: bool = False) -> None:
         self.store, self.campaign_id, self.owner_token = store, campaign_id, owner_token
         self.shared = shared  # a re-judge: the answers are another campaign's rows, not written again
-        self.passages = load_passages(store, campaign_id)
+        self.passages = Passages()  # filled as passages are met: one stored before is found by its content
         self.signatures = load_signatures(store, campaign_id)
         self.written: set[int] = set()  # positions written in this session
 
-    def rows(self, finished: list[tuple[Question, Outcome]]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]],
+    def rows(self, finished: list[tuple[Question, Outcome]]) -> tuple[list[tuple[Any, ...]],
+                                                                      list[tuple[int, StoredPassage]],
                                                                       list[tuple[str, str, str]]]:
-        """The result rows, the passages and the signatures this batch adds."""
+        """The result rows, the passages (by their batch keys) and the signatures this batch adds; the rows name
+        the new passages by their batch keys, which `write` replaces with the store's ids."""
         new_passages: list[tuple[int, Retrieved]] = []
+        self.passages.next_batch()
         new_signatures: dict[str, str] = {}
         now, rows = time.time(), []
         fresh = {question.position: (question, o) for question, o in finished if question.position not in self.written}
@@ -227,7 +242,7 @@ class ResultWriter:
                 dumps([use.to_json() for use in o.usage]), o.cost.amount, o.cost.currency or None,
                 dumps(o.check_results) if o.check_results else None,
             ))
-        passages = [(self.campaign_id, key, hit.pid, hit.source, hit.title, hit.text) for key, hit in new_passages]
+        passages = [(key, StoredPassage.of(hit.pid, hit.source, hit.title, hit.text)) for key, hit in new_passages]
         return rows, passages, [(self.campaign_id, name, sig) for name, sig in new_signatures.items()]
 
     def _answer_cells(self, o: Outcome, new: list[tuple[int, Retrieved]]) -> tuple[Any, ...]:
@@ -246,7 +261,7 @@ class ResultWriter:
         size = len(outcome.context)
         return size if outcome.context == outcome.retrieved[:size] else [retrieved_to_json(h) for h in outcome.context]
 
-    def write(self, conn: Connection, rows: list[tuple[Any, ...]], passages: list[tuple[Any, ...]],
+    def write(self, conn: Connection, rows: list[tuple[Any, ...]], passages: list[tuple[int, StoredPassage]],
               signatures: list[tuple[str, str, str]], extra: Mapping[str, Any]) -> tuple[int, int]:
         """Insert (or replace, for a retried question) and move the counters; (finished, failed) after it.
 
@@ -260,8 +275,12 @@ class ResultWriter:
         before = conn.execute("SELECT count(*), count(error) FROM results WHERE campaign_id = ? AND position IN "
                               f"({marks})",
                               (self.campaign_id, *positions)).fetchone()
-        conn.executemany("INSERT INTO campaign_passages (campaign_id, key, pid, source, title, text) "
-                         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", passages)
+        if passages:  # stored once for every campaign: those another campaign stored already are found
+            ids = put_passages(conn, [passage for _, passage in passages])
+            by_key = {key: ids[passage.digest] for key, passage in passages}
+            rows = [(*row[:RETRIEVED_COLUMN], with_ids(row[RETRIEVED_COLUMN], by_key), *row[RETRIEVED_COLUMN + 1:])
+                    for row in rows]
+            self.passages.stored(by_key)
         conn.executemany("INSERT INTO campaign_signatures (campaign_id, name, signature) VALUES (?, ?, ?) "
                          "ON CONFLICT DO NOTHING",
                          signatures)
@@ -282,6 +301,7 @@ COLUMNS = ("campaign_id", "position", "qid", "answer", "retrieved", "context", "
            "judge_completion_tokens", "error", "notes", "created_at", "diagnosis", "queries", "usage", "cost",
            "currency", "check_results")
 ERROR_COLUMN = COLUMNS.index("error")
+RETRIEVED_COLUMN = COLUMNS.index("retrieved")
 INSERT_RESULT = (
     f"INSERT INTO results ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))}) "
     "ON CONFLICT (campaign_id, position) DO UPDATE SET "
@@ -339,8 +359,7 @@ def read_results(store: Store, campaign_id: str, offset: int = 0, limit: int | N
         if not rows:
             return []
         # A re-judge's ranked lists are the judged campaign's; a page of questions reads only the passages they rank.
-        passages = load_passages(store, holder).by_key if positions is None else ranked_by_key(
-            store, holder, [row["retrieved"] for row in rows])
+        passages = ranked_by_key(store, [row["retrieved"] for row in rows])
         if not detail:
             return [QuestionResult(Question.from_row(row), Outcome.from_row(row, row["retrieved"], {}), row["attempts"])
                     for row in decoded_rows(rows, passages)]

@@ -36,6 +36,7 @@ from evalcore.store import (
     Store,
     StoreUnavailable,
     mark_orphans,
+    migration_step,
     redact,
     split_script,
 )
@@ -307,6 +308,8 @@ def _next_migration(conn: psycopg.Connection[PgRow], where: str) -> bool:
             return False
         for statement in split_script(MIGRATIONS[version]):
             conn.execute(ddl(statement))
+        if (step := migration_step(MIGRATIONS[version])) is not None:
+            step(PgConnection(conn))
         conn.execute("DELETE FROM evalcore_schema")
         conn.execute("INSERT INTO evalcore_schema VALUES (%s)", (version + 1,))
         return True

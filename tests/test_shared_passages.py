@@ -1,0 +1,174 @@
+"""Retrieved passages are stored once per store, shared by the campaigns that retrieved them; a store written
+before they were shared is moved over on opening and reads the same."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from evalcore.campaigns import CampaignManager, campaign_results
+from evalcore.campaigns.launching import LaunchRequest
+from evalcore.campaigns.records import Outcome, Question
+from evalcore.campaigns.result_rows import ResultWriter, read_results
+from evalcore.compare import compare_campaigns
+from evalcore.store import MIGRATIONS, Store, StoredPassage, migration_step, read_passages, split_script, unpack
+from evalcore.store.opening import open_store
+from evalcore.targets import Retrieved, TargetConfig
+from tests.conftest import write_dataset
+
+# What an older evalcore stored: the passages once per campaign, each campaign numbering its own from 0; the two
+# campaigns retrieved one passage in common (B's key 0 is A's key 1), whose text has Han and accented characters.
+SHARED = (11, "", "Délais", "退货期为三十天。Délai: 30 jours.")
+PASSAGES = {"A": [(10, "", "Returns", "Thirty days from delivery."), SHARED],
+            "B": [SHARED, (12, "manual.pdf", "Warranty", "Two years.")]}
+RANKED = {"A": ['{"k":[1,0],"f":[1.0,0.5],"st":{"bm25":[3.5,1.75],"bm25_norm":6}}',
+                '{"k":[0],"s":[0.25],"st":{}}'],
+          "B": ['{"k":[0,1],"f":[1.0,0.75],"st":{"bm25":[2.0,1.5],"bm25_norm":6}}', "[]"]}
+
+
+def hit(pid: int, source: str, title: str, text: str, score: float, stages: dict[str, float]) -> Retrieved:
+    return Retrieved(pid, title, text, score, stages, source)
+
+
+EXPECTED = {
+    "A": [(hit(11, "", "Délais", "退货期为三十天。Délai: 30 jours.", 1.0, {"bm25": 3.5, "bm25_norm": 1.0}),
+           hit(10, "", "Returns", "Thirty days from delivery.", 0.5, {"bm25": 1.75, "bm25_norm": 0.5})),
+          (hit(10, "", "Returns", "Thirty days from delivery.", 0.25, {}),)],
+    "B": [(hit(11, "", "Délais", "退货期为三十天。Délai: 30 jours.", 1.0, {"bm25": 2.0, "bm25_norm": 1.0}),
+           hit(12, "manual.pdf", "Warranty", "Two years.", 0.75, {"bm25": 1.5, "bm25_norm": 0.75})),
+          ()],
+}
+BEFORE = len(MIGRATIONS) - next(i for i, script in enumerate(reversed(MIGRATIONS)) if migration_step(script)) - 1
+
+
+def old_rows(execute) -> None:
+    """Two campaigns as the version before shared passages stored them."""
+    for campaign in ("A", "B"):
+        execute("INSERT INTO campaigns (id, tenant, kind, source, status, total, finished, failed, created_at, "
+                f"ended_at, config) VALUES ('{campaign}', 'default', 'dataset', 'default', 'succeeded', 2, 2, 0, 0, 1, "
+                "'{}')")
+        for position, ranked in enumerate(RANKED[campaign]):
+            execute("INSERT INTO campaign_questions (campaign_id, position, qid, question, refs, expected_sources) "
+                    f"VALUES ('{campaign}', {position}, {position + 1}, 'q{position}', '[]', '[]')")
+            execute("INSERT INTO results (campaign_id, position, qid, answer, retrieved, context, sources, measures, "
+                    f"signatures, results, judges, created_at) VALUES ('{campaign}', {position}, {position + 1}, "
+                    f"'a', '{ranked}', '1', '', '{{\"mrr\":0.5}}', '{{}}', '{{}}', '{{}}', 0)")
+        for key, (pid, source, title, text) in enumerate(PASSAGES[campaign]):
+            execute(f"INSERT INTO campaign_passages VALUES ('{campaign}', {key}, {pid}, '{source}', '{title}', "
+                    f"'{text}')")
+
+
+def old_store(db: str, tmp_path: Path) -> str:
+    """A store at the schema version before shared passages, holding `old_rows`."""
+    if db.endswith(".db"):
+        conn = sqlite3.connect(db)
+        for script in MIGRATIONS[:BEFORE]:
+            for statement in split_script(script):
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {BEFORE}")
+        old_rows(conn.execute)
+        conn.commit()
+        conn.close()
+        return db
+    import psycopg
+
+    from evalcore.store.postgres import ddl
+
+    with psycopg.connect(db, autocommit=True) as conn:
+        for script in MIGRATIONS[:BEFORE]:
+            for statement in split_script(script):
+                conn.execute(ddl(statement))  # type: ignore[arg-type] - a statement of the schema
+        conn.execute("CREATE TABLE evalcore_schema (version INTEGER NOT NULL)")
+        conn.execute("INSERT INTO evalcore_schema VALUES (%s)", (BEFORE,))
+        old_rows(conn.execute)
+    return db
+
+
+def test_a_store_written_before_passages_were_shared_is_moved_over_and_reads_the_same(db: str,
+                                                                                     tmp_path: Path) -> None:
+    with open_store(old_store(db, tmp_path)) as store:
+        for campaign in ("A", "B"):
+            results = read_results(store, campaign)
+            assert [r.outcome.retrieved for r in results] == EXPECTED[campaign]
+            lean = read_results(store, campaign, detail=False)
+            assert [[(h.pid, h.title, h.text) for h in r.outcome.retrieved] for r in lean] == \
+                [[(h.pid, h.title, h.text) for h in ranked] for ranked in EXPECTED[campaign]]
+        stored = list(read_passages(store, range(10)))
+        # Three distinct passages, each once: the one both campaigns retrieved is shared.
+        assert sorted((pid, source, title, text) for _, pid, source, title, text in stored) == \
+            sorted(set(PASSAGES["A"] + PASSAGES["B"]))
+        if db.endswith(".db"):
+            assert not store.read("SELECT name FROM sqlite_master WHERE name = 'campaign_passages'")
+        texts = store.read("SELECT text FROM passage_texts")
+        assert all(isinstance(unpack(row["text"]), str) for row in texts)
+        # A new row of campaign B ranks A's passages: found by their content under the ids the migration gave them.
+        writer = ResultWriter(store, "B")
+        rows, passages, signatures = writer.rows([(Question(1, 2, "q1"), Outcome(
+            answer="a", retrieved=EXPECTED["A"][0], context=EXPECTED["A"][0][:1]))])
+        store.write(lambda conn: writer.write(conn, rows, passages, signatures, {}))
+        assert store.read("SELECT count(*) AS n FROM passage_texts")[0]["n"] == 3  # none added
+        assert [r.outcome.retrieved for r in read_results(store, "B")] == [EXPECTED["B"][0], EXPECTED["A"][0]]
+        assert [r.outcome.retrieved for r in read_results(store, "A")] == EXPECTED["A"]
+
+
+def test_a_passage_is_stored_once_whatever_the_campaigns_that_retrieved_it(tmp_path: Path) -> None:
+    dataset = str(write_dataset(tmp_path / "tiny"))
+    manager = CampaignManager(Store(tmp_path / "e.db"))
+    try:
+        config = TargetConfig(retriever="bm25")
+        first = manager.launch(LaunchRequest(dataset=dataset, config=config))
+        manager.wait(first)
+        count = manager.store.read("SELECT count(*) AS n FROM passage_texts")[0]["n"]
+        ranked = manager.store.read("SELECT retrieved FROM results WHERE campaign_id = ?", (first,))
+        ids = {key for row in ranked for key in json.loads(row["retrieved"])["k"]}
+        assert count == len(ids)
+        assert count > 0
+        second = manager.launch(LaunchRequest(dataset=dataset, config=config))
+        manager.wait(second)
+        assert manager.store.read("SELECT count(*) AS n FROM passage_texts")[0]["n"] == count  # nothing new stored
+        a, b = campaign_results(manager.store, first), campaign_results(manager.store, second)
+        assert [r.outcome.retrieved for r in a] == [r.outcome.retrieved for r in b]
+        assert all(h.text for r in a for h in r.outcome.retrieved)
+        compared = compare_campaigns(manager.store, first, second)
+        assert len(compared.questions) == len(a)
+    finally:
+        manager.close()
+
+
+def test_a_stored_passage_reads_back_exactly() -> None:
+    text = "Délai: 30 jours. 退货期为三十天。" * 40 + "\ud800 lone"
+    passage = StoredPassage.of(7, "a.pdf", "Titre", text)
+    assert unpack(passage.packed) == text.replace("\ud800", "\ufffd")
+    assert len(passage.packed) < len(text.encode("utf-8", "replace")) / 4  # repeated text compresses
+    assert passage.digest == StoredPassage.of(7, "a.pdf", "Titre", text.replace("\ud800", "\ufffd")).digest
+    assert passage.digest != StoredPassage.of(8, "a.pdf", "Titre", text).digest
+
+
+@pytest.mark.parametrize("rows", [0, 1])
+def test_put_passages_finds_those_stored_and_numbers_the_new_ones(tmp_path: Path, rows: int) -> None:
+    from evalcore.store import put_passages
+
+    with Store(tmp_path / "e.db") as store:
+        existing = [StoredPassage.of(n, "", f"t{n}", f"text {n}") for n in range(rows)]
+        store.write(lambda conn: put_passages(conn, existing))
+        new = [StoredPassage.of(n, "", f"t{n}", f"text {n}") for n in range(3)]
+        ids = store.write(lambda conn: put_passages(conn, new + new[:1]))
+        assert sorted(ids.values()) == [0, 1, 2]
+        assert [title for _, _, _, title, _ in read_passages(store, [0, 1, 2])] == ["t0", "t1", "t2"]
+
+
+def test_a_new_sqlite_store_has_large_pages_and_an_existing_one_keeps_its_own(tmp_path: Path) -> None:
+    from evalcore.store import PAGE_SIZE
+
+    with Store(tmp_path / "new.db") as store:
+        assert store.read("PRAGMA page_size")[0][0] == PAGE_SIZE
+    conn = sqlite3.connect(tmp_path / "old.db")
+    conn.execute("CREATE TABLE kept (x)")
+    conn.commit()
+    conn.close()
+    with Store(tmp_path / "old.db") as store:
+        assert store.read("PRAGMA page_size")[0][0] == 4096
+        assert store.read("SELECT count(*) AS n FROM passage_texts")[0]["n"] == 0
