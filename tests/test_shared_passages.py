@@ -116,7 +116,7 @@ def test_a_store_written_before_passages_were_shared_is_moved_over_and_reads_the
 
 def test_a_passage_is_stored_once_whatever_the_campaigns_that_retrieved_it(tmp_path: Path) -> None:
     dataset = str(write_dataset(tmp_path / "tiny"))
-    manager = CampaignManager(Store(tmp_path / "e.db"))
+    manager = CampaignManager(tmp_path / "e.db")
     try:
         config = TargetConfig(retriever="bm25")
         first = manager.launch(LaunchRequest(dataset=dataset, config=config))

@@ -406,3 +406,10 @@ def test_a_version_fifteen_store_is_migrated_and_its_rows_read_the_same(tmp_path
         stored = store.read("SELECT retrieved FROM results WHERE position = 1")[0]["retrieved"]
         assert stored == '{"k":[0,1],"g":"AACAP+CLcT8=","st":{"bm25":[11.044711,10.421133],"bm25_norm":6}}'
         assert [r.outcome.retrieved for r in read_results(store, "c")] == [hits, hits]
+
+
+def test_a_store_given_where_its_location_is_expected_is_refused_naming_it(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with open_store(tmp_path / "e.db") as store, pytest.raises(TypeError, match=r"found Store \(pass its location"):
+        open_store(store)  # type: ignore[arg-type]
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("e.db")) == []  # no file named by a repr

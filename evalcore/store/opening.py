@@ -10,6 +10,9 @@ from evalcore.store import Store, db_location, is_url, require_store
 def open_store(db: str | Path | None = None, *, create: bool = True) -> Store:
     """The store a --db value names: PostgreSQL for a postgresql:// URL, else the SQLite file (made when missing
     only with `create`: commands that read or work on a store must not answer from a new, empty one)."""
+    if db is not None and not isinstance(db, (str, Path)):  # e.g. an open Store: its repr would name a new file
+        raise TypeError(f"expected the store's path or a postgresql:// URL, found {type(db).__name__}"
+                        + (f" (pass its location: {type(db).__name__}.location)" if hasattr(db, "location") else ""))
     location = db_location(db)
     if not create:
         require_store(location)
