@@ -11,7 +11,7 @@ from pathlib import Path
 import streamlit as st
 
 import ui
-from evalcore.access import Action, Principal
+from evalcore.access.principals import Action, Principal
 from evalcore.compare import power
 
 # No icons: Streamlit fetches Material icons from fonts.gstatic.com (fails offline) and emoji

@@ -39,8 +39,9 @@ def requirements(name: str) -> list[str]:
 
 
 def _compiled() -> ModuleType:
-    """evalcore/compiled.py, which names the libraries (read from its file: the package is not installed yet)."""
-    spec = importlib.util.spec_from_file_location("evalcore_compiled", HERE / "evalcore" / "compiled.py")
+    """evalcore/runtime/compiled.py, which names the libraries (read from its file: the package is not installed
+    yet)."""
+    spec = importlib.util.spec_from_file_location("evalcore_compiled", HERE / "evalcore" / "runtime" / "compiled.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -48,7 +49,7 @@ def _compiled() -> ModuleType:
 
 
 class CLibrary(Extension):
-    """A plain C library for ctypes (no Python module inside), named as evalcore/compiled.py looks for it."""
+    """A plain C library for ctypes (no Python module inside), named as evalcore/runtime/compiled.py looks for it."""
 
     def __init__(self, source: str) -> None:
         super().__init__(source.removesuffix(".c").replace("/", ".") + "_library", [source], optional=True)

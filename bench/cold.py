@@ -72,7 +72,7 @@ def cpu_now():   # as the engine's
 warnings.simplefilter("ignore")
 from fastapi.testclient import TestClient
 from evalcore.api.app import create_app
-from evalcore.keys import create_key
+from evalcore.access.api_keys import create_key
 app = create_app(sys.argv[1])
 store = app.state.store
 _, secret = create_key(store, tenant="default", role="admin")

@@ -54,7 +54,7 @@ from streamlit.testing.v1 import AppTest
 
 from evalcore.campaigns import campaign_results, get_campaign, get_manager
 from evalcore.campaigns.launching import LaunchRequest
-from evalcore.compare import compare_campaigns, compare_results, saved, stats
+from evalcore.compare import compare_campaigns, compare_results, saved_comparisons, stats
 from evalcore.store import Store
 from evalcore.targets import TargetConfig
 
@@ -200,7 +200,7 @@ def bench_engine(store: Store, rounds: int, pair: tuple[str, str] = (A, B)) -> N
         reads.append(timed_cpu(lambda: [campaign_results(store, c, detail=False) for c in pair]))
         computes.append(timed_cpu(lambda: compare_results(a, rows[0], b, rows[1])))
         forget(store)
-        keeps.append(timed_cpu(lambda: saved.keep(store, comparison, a, b)))
+        keeps.append(timed_cpu(lambda: saved_comparisons.keep(store, comparison, a, b)))
     for name, times, goal in (("compare_campaigns, nothing stored (reads 2 x results, computes, stores)", cold, 1.5),
                                ("compare_campaigns, stored", warm, 0.3),
                                ("  part: read both campaigns' results", reads, None),

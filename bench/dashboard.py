@@ -47,7 +47,7 @@ from evalcore.diagnosis import Stage
 from evalcore.metrics import MEASURES
 from evalcore.store import dumps
 from evalcore.targets import Retrieved, TargetConfig
-from evalcore.testing.dashboard import CHROMIUM, CHROMIUM_ARGS, serve_streamlit
+from evalcore.testing.served_dashboard import CHROMIUM, CHROMIUM_ARGS, serve_streamlit
 
 PAGES = {"pages/datasets.py": "Datasets", "pages/suites.py": "Suites", "pages/run.py": "Run",
          "pages/campaigns.py": "Campaigns", "pages/compare.py": "Compare"}

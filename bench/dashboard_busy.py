@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 from dashboard import PAGES, WORDS, browser_round, fill, serve
 
 from evalcore.campaigns import get_campaign, get_manager
-from evalcore.campaigns.claims import Workers
+from evalcore.campaigns.campaign_queue import Workers
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.targets import TargetConfig
 

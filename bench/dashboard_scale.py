@@ -53,7 +53,7 @@ from dashboard import FLOOR, FLOOR_APP, USABLE, campaign_row, link, spread, stor
 from evalcore.campaigns import get_manager, list_campaigns
 from evalcore.compare import compare_campaigns
 from evalcore.compare.pairing import default_pair
-from evalcore.testing.dashboard import CHROMIUM, CHROMIUM_ARGS, serve_streamlit
+from evalcore.testing.served_dashboard import CHROMIUM, CHROMIUM_ARGS, serve_streamlit
 
 QUESTIONS_TAB = "Questions tab"
 USABLE[QUESTIONS_TAB] = ("Questions", ["[data-testid='stTabs'] [data-testid='stTextInput']",

@@ -31,12 +31,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evalcore.campaigns import CampaignManager, QuestionResult, campaign_results
-from evalcore.campaigns.labels import campaign_agreement, import_labels_csv
 from evalcore.campaigns.launching import LaunchRequest
-from evalcore.compare.pairwise import judge_comparison
+from evalcore.campaigns.question_labels import campaign_agreement, import_labels_csv
+from evalcore.compare.pairwise_job import judge_comparison
 from evalcore.judges import JudgeResult
+from evalcore.language.text import tokenize
 from evalcore.targets import TargetConfig
-from evalcore.text import tokenize
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 JUDGES = ("score", "claims", "correct")  # correct: the rubric

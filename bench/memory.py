@@ -6,8 +6,8 @@ Each mode runs in a process of its own (its RSS is its own): a first campaign of
 campaign loads (the segmenter's dictionary, the index), then `--rounds` campaigns of the built-in dataset's
 questions against a loopback model (in another process) that answers each with `--chars` characters of Chinese,
 at `--concurrency`. `kept` is malloc as it was (the freed pages stay in its arenas, up to eight per core); `given
-back` trims them once a campaign ended (`evalcore.memory.give_back`: malloc_trim); `given back, 2 arenas` also
-limits the arenas (`evalcore.memory.limit_arenas`), which is what a campaign manager does now. """
+back` trims them once a campaign ended (`evalcore.runtime.memory.give_back`: malloc_trim); `given back, 2 arenas` also
+limits the arenas (`evalcore.runtime.memory.limit_arenas`), which is what a campaign manager does now. """
 
 from __future__ import annotations
 
@@ -42,10 +42,10 @@ def model_process(chars: int) -> tuple[subprocess.Popen[str], str]:
 
 def measure(base_url: str, questions: int, concurrency: int, rounds: int, mode: str) -> dict[str, list[float]]:
     """In this process: RSS before, peak and after each campaign (MB)."""
-    from evalcore import memory
     from evalcore.campaigns import CampaignManager, runner
     from evalcore.campaigns import manager as managing
     from evalcore.campaigns.launching import LaunchRequest
+    from evalcore.runtime import memory
     from evalcore.targets import TargetConfig
 
     if mode != "given back, 2 arenas":
@@ -77,7 +77,7 @@ def measure(base_url: str, questions: int, concurrency: int, rounds: int, mode: 
 
 def sample(peak: list[int], done: threading.Event) -> None:
     """The highest RSS seen every 20 ms until done."""
-    from evalcore import memory
+    from evalcore.runtime import memory
 
     while not done.wait(0.02):
         peak[0] = max(peak[0], memory.rss_bytes())

@@ -57,9 +57,10 @@ import pyarrow.csv as pacsv
 from rouge_score import rouge_scorer
 from sacrebleu.metrics import BLEU
 
-from evalcore import cli, text
-from evalcore.metrics import generation
-from evalcore.metrics.generation import BLEU_ORDERS, generation_scores
+from evalcore import cli
+from evalcore.language import text
+from evalcore.metrics import bleu_rouge
+from evalcore.metrics.bleu_rouge import BLEU_ORDERS, generation_scores
 
 ROOT = Path(__file__).resolve().parent.parent
 ORACLE_NAMES = {
@@ -430,7 +431,7 @@ def _joined(pairs: list[tuple[str, list[str]]]) -> list[tuple[str, list[str]]]:
 
 def _cold() -> None:
     text.clear_caches()
-    generation.clear_caches()
+    bleu_rouge.clear_caches()
 
 
 def generation_rows(count: int, count_rounds: int) -> list[tuple[str, str, str, str, str]]:
@@ -438,7 +439,7 @@ def generation_rows(count: int, count_rounds: int) -> list[tuple[str, str, str, 
     text.tokenize("预热")  # load jieba's dictionary once, outside every timing
     joined = _joined(pairs)  # leaves every text's tokens in the cache for the first row
     warm = rounds({"ours": lambda: [generation_scores(h, r) for h, r in pairs],
-                   "reference": lambda: _reference_scores(joined)}, count_rounds, generation.clear_caches)
+                   "reference": lambda: _reference_scores(joined)}, count_rounds, bleu_rouge.clear_caches)
     cold = rounds({"ours": lambda: [generation_scores(h, r) for h, r in pairs],
                    "reference": lambda: _reference_scores(_joined(pairs))}, count_rounds, _cold)
     worst = largest_difference(warm["ours"].result, warm["reference"].result)  # type: ignore[arg-type]

@@ -19,8 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evalcore import metrics
-from evalcore.metrics.generation import clear_caches as clear_generation_caches
-from evalcore.text import clear_caches as clear_text_caches
+from evalcore.language.text import clear_caches as clear_text_caches
+from evalcore.metrics.bleu_rouge import clear_caches as clear_generation_caches
 
 TEXTS = {
     "english words": lambda n: " ".join(["the", "refund", "window", "is", "thirty", "days"][i % 6]

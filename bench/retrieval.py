@@ -31,10 +31,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evalcore.datasets import Passage, load_dataset
+from evalcore.language.text import tokens
 from evalcore.targets import TargetConfig
 from evalcore.targets.knowledge import build_knowledge_base, clear_memo, embed_query, get_embedder
 from evalcore.targets.retrievers import search
-from evalcore.text import tokens
 
 
 def vocabulary(rng: random.Random) -> list[str]:
@@ -57,9 +57,9 @@ def synthetic_corpus(n: int, seed: int = 0) -> list[Passage]:
 
 def cold_tokenizer() -> None:
     """Empty the tokenizer's memo so each side of a comparison tokenizes from scratch."""
-    import evalcore.text
+    import evalcore.language.text
 
-    evalcore.text._tokens.cache_clear()
+    evalcore.language.text._tokens.cache_clear()
 
 
 def timed(fn, *args, **kwargs) -> tuple[float, object]:

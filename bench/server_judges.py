@@ -23,8 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evalcore.campaigns import CampaignManager, campaign_results, campaign_summary
-from evalcore.campaigns.labels import campaign_agreement, import_labels_csv
 from evalcore.campaigns.launching import LaunchRequest
+from evalcore.campaigns.question_labels import campaign_agreement, import_labels_csv
 from evalcore.models import openai as openai_models
 from evalcore.targets import TargetConfig
 from evalcore.testing.llama_server import MODEL, LlamaServer, missing

@@ -33,7 +33,7 @@ from evalcore.campaigns import CampaignManager, get_manager
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.compare import compare_campaigns
 from evalcore.targets import TargetConfig
-from evalcore.testing.postgres import new_database, temporary_postgres
+from evalcore.testing.postgres_server import new_database, temporary_postgres
 
 A, B = "bench_00", "bench_01"
 

@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from evalcore.store import Store
 from evalcore.telemetry import import_file
-from evalcore.testing.traces import Answered, otlp_json
+from evalcore.testing.otel_traces import Answered, otlp_json
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATOR = Path("/work/shared/bench/realistic_dataset.py")

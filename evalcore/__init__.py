@@ -20,7 +20,7 @@ _PUBLIC = {
                     "evalcore.notebook.functions"),
     **dict.fromkeys(("CampaignView", "ComparisonView", "SweepView", "RunHandle", "Chart", "to_arrow"),
                     "evalcore.notebook.views"),
-    "TargetConfig": "evalcore.targets.config",
+    "TargetConfig": "evalcore.targets.target_config",
     "EvalError": "evalcore.errors",
     "Check": "evalcore.gates.checks",
     "Exit": "evalcore.gates.exits",
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
         traces_timeline,
     )
     from evalcore.notebook.views import CampaignView, Chart, ComparisonView, RunHandle, SweepView, to_arrow
-    from evalcore.targets.config import TargetConfig
+    from evalcore.targets.target_config import TargetConfig
 
 
 def __getattr__(name: str) -> Any:

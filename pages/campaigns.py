@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 import ui
-from evalcore.access import Action
+from evalcore.access.principals import Action
 from evalcore.campaigns import campaign_conversations, get_campaign, list_campaigns
 from ui.campaign.actions import actions, judge_again
 from ui.campaign.conversations import conversations_section

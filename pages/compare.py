@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import streamlit as st
 
 import ui
-from evalcore.access import Action, Principal
+from evalcore.access.principals import Action, Principal
 from evalcore.campaigns import Campaign, list_campaigns
 from evalcore.campaigns.trust import comparison_trust
 from evalcore.compare import Change, Comparison, Sweep, compare_campaigns, compare_sweep, power
@@ -28,7 +28,7 @@ from evalcore.compare.charts import (
 )
 from evalcore.compare.export_context import ExportContext, Fact, comparison_context, source_names, sweep_context
 from evalcore.compare.pairing import Group, by_questions, default_pair, group_of
-from evalcore.compare.pairwise import PAIRWISE_JOB, asks_local_model, kept_pairwise, start_pairwise
+from evalcore.compare.pairwise_job import PAIRWISE_JOB, asks_local_model, kept_pairwise, start_pairwise
 from evalcore.compare.preference import INTERVAL, TEST, Preference
 from evalcore.compare.report import comparison_report, sweep_report
 from evalcore.compare.tables import (
@@ -40,10 +40,10 @@ from evalcore.compare.tables import (
     sweep_frame,
     transition_frame,
 )
-from evalcore.jobs import Job, JobStatus, cancel_job, get_job, list_jobs
+from evalcore.jobs.job_queue import Job, JobStatus, cancel_job, get_job, list_jobs
 from evalcore.judges import LOCAL_PAIRWISE_NOTE
+from evalcore.language.text import counted
 from evalcore.metrics import judged_by
-from evalcore.text import counted
 
 VERDICTS = [str(change) for change in Change]
 EVERY = "every dataset and suite"

@@ -6,11 +6,11 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from evalcore.access import Action, Principal
+from evalcore.access.principals import Action, Principal
 from evalcore.datasets import Dataset, Question
 from evalcore.documents import Chunking
-from evalcore.targets.config import KEYS, TargetConfig
-from evalcore.text import counted
+from evalcore.language.text import counted
+from evalcore.targets.target_config import KEYS, TargetConfig
 
 MAX_PICKED = 500
 IMPORTED = "documents-report"  # the last import's report, shown once after the rerun

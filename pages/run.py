@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 
 import ui
-from evalcore.access import Action, Principal
+from evalcore.access.principals import Action, Principal
 from evalcore.campaigns import Campaign, get_campaign, list_campaigns
 from evalcore.campaigns.launching import LaunchRequest, linked_target, sweep_requests
 from evalcore.datasets.names import dataset_label
@@ -29,15 +29,15 @@ from evalcore.judges import (
     rubric_text,
 )
 from evalcore.judges.rubrics import READABLE
+from evalcore.language.text import counted
 from evalcore.store import NotFound, Store
 from evalcore.suites import Suite, list_suites
 from evalcore.targets import TargetConfig
 from evalcore.targets.allowed import SCHEDULERS_SETTING, schedulers
-from evalcore.targets.config import CHOICES, KEYS, PROMPT_TABLES, RANGES, sweep_values
 from evalcore.targets.generators import judged_locally
 from evalcore.targets.presets import PRESETS, QUICK_START
-from evalcore.targets.saved import get_target, save_target
-from evalcore.text import counted
+from evalcore.targets.saved_targets import get_target, save_target
+from evalcore.targets.target_config import CHOICES, KEYS, PROMPT_TABLES, RANGES, sweep_values
 from ui.text import json_object
 
 NO_SWEEP = "(no sweep)"

@@ -9,10 +9,11 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from evalcore.access import Action, Principal
+from evalcore.access.principals import Action, Principal
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.datasets import SAMPLE_FOLDER
-from evalcore.metrics.checks import checks_cell
+from evalcore.language.text import counted
+from evalcore.metrics.answer_checks import checks_cell
 from evalcore.suites import (
     MAX_CASES,
     MAX_SOURCES,
@@ -27,7 +28,6 @@ from evalcore.suites import (
     suite_csv_bytes,
     suite_named,
 )
-from evalcore.text import counted
 
 NEW = "(new suite)"
 SAMPLE_SUITE = SAMPLE_FOLDER / "suite.csv"

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from evalcore.access import Action, Principal
+from evalcore.access.principals import Action, Principal
 from evalcore.campaigns import Campaign, CampaignKind, list_campaigns
 from evalcore.compare.production import (
     EFFECT_MEAN,
@@ -26,9 +26,9 @@ from evalcore.compare.production import (
     timeline,
     worst_traces,
 )
+from evalcore.language.text import counted
 from evalcore.telemetry import Trace, TraceFilter, import_text, list_traces
 from evalcore.telemetry.stored import metadata_values
-from evalcore.text import counted
 
 SHOWN_KEYS_SKIPPED = ("service.instance.id",)  # a process's id: no filter anyone wants
 

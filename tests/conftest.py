@@ -55,7 +55,7 @@ def tiny_dataset(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[str]:
     """A throwaway PostgreSQL server for the whole run (skipped, saying why, when PostgreSQL is not installed)."""
-    from evalcore.testing.postgres import postgres_bin, temporary_postgres
+    from evalcore.testing.postgres_server import postgres_bin, temporary_postgres
 
     if postgres_bin() is None:
         pytest.skip("PostgreSQL is not installed (Debian: apt-get install postgresql): this test ran on SQLite only")
@@ -69,7 +69,7 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh store on each backend: a SQLite file, then a new database on the test PostgreSQL server."""
     if request.param == "sqlite":
         return str(tmp_path / "store.db")
-    from evalcore.testing.postgres import new_database
+    from evalcore.testing.postgres_server import new_database
 
     return new_database(request.getfixturevalue("postgres_server"))
 
@@ -92,7 +92,7 @@ def require_c(library: object) -> None:
     library fails the test."""
     if library is not None:
         return
-    from evalcore import compiled
+    from evalcore.runtime import compiled
 
     if compiled.toolchain() is None:
         pytest.skip("no working C compiler ($CC, cc, gcc or clang): the numpy path runs on this machine")

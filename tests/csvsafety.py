@@ -8,7 +8,7 @@ import re
 
 import pandas as pd
 
-from evalcore.csvcells import FORMULA_STARTS
+from evalcore.formats.csvcells import FORMULA_STARTS
 
 
 def unprotected_lines(text: str) -> list[str]:

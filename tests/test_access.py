@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from evalcore.access import LOCAL, Action, Forbidden, Principal, scope
-from evalcore.keys import create_key, login_required, principal_of, revoke_key, sign_in, verify_key
+from evalcore.access.api_keys import create_key, login_required, principal_of, revoke_key, sign_in, verify_key
+from evalcore.access.principals import LOCAL, Action, Forbidden, Principal, scope
 from evalcore.store import Store
 
 # (role, capability) -> the actions it may do

@@ -19,10 +19,10 @@ import pytest
 import uvicorn
 
 import evalcore
+from evalcore.access.api_keys import create_key, revoke_key
 from evalcore.api import create_app
-from evalcore.keys import create_key, revoke_key
 from evalcore.targets import TargetConfig
-from evalcore.targets.saved import ID_NAMES, save_target
+from evalcore.targets.saved_targets import ID_NAMES, save_target
 from evalcore.testing.openai_server import FakeOpenAIServer, Reply
 from tests.conftest import write_dataset
 

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from evalcore.access.api_keys import create_key
 from evalcore.api import create_app
 from evalcore.campaigns import get_manager, list_campaigns
 from evalcore.cli import main
-from evalcore.keys import create_key
 from tests.test_api import Api, error_of, serve
 
 

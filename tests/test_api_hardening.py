@@ -115,7 +115,7 @@ def test_deeply_nested_json_answers_422_naming_the_field(api: Api, depth: int) -
 def test_the_store_replaces_what_it_cannot_encode_instead_of_raising(tmp_path: Path) -> None:
     from evalcore.store import Store, dumps
     from evalcore.targets import TargetConfig
-    from evalcore.targets.saved import get_target, save_target
+    from evalcore.targets.saved_targets import get_target, save_target
 
     assert dumps({"a": SURROGATE}) == '{"a":"\ufffd"}'
     with Store(tmp_path / "s.db") as store:
@@ -164,7 +164,7 @@ def test_a_results_file_cannot_be_named_through_the_api(api: Api) -> None:
 
 def test_a_suite_runs_its_knowledge_base_from_the_servers_dataset_root_only(api: Api) -> None:
     from evalcore.targets import TargetConfig
-    from evalcore.targets.saved import save_target
+    from evalcore.targets.saved_targets import save_target
 
     def run(knowledge_base: str) -> tuple[int, str]:
         # Saved as the command line would, then run through the API.

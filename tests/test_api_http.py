@@ -17,10 +17,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from evalcore.keys import create_key
+from evalcore.access.api_keys import create_key
 from evalcore.store import Store
 from evalcore.targets import TargetConfig
-from evalcore.targets.saved import save_target
+from evalcore.targets.saved_targets import save_target
 from evalcore.testing.openai_server import FakeOpenAIServer, Reply
 from tests.conftest import TINY, write_dataset
 from tests.test_api import Api, error_of, gated_agent, make_api, serve, suite_body, wait_done

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from evalcore.campaigns.launching import LaunchRequest
-from evalcore.testing.dashboard import CHROMIUM, CHROMIUM_ARGS, serve_streamlit
+from evalcore.testing.served_dashboard import CHROMIUM, CHROMIUM_ARGS, serve_streamlit
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
 # Text Streamlit shows when a script raised instead of reporting a readable message.
@@ -225,7 +225,7 @@ def test_a_report_opens_offline_with_its_charts(tmp_path: Path) -> None:
 
 
 def test_a_viewer_signs_in_and_finds_no_launch_button(tmp_path: Path) -> None:
-    from evalcore.keys import create_key
+    from evalcore.access.api_keys import create_key
     from evalcore.store import Store
 
     with Store(tmp_path / "evalcore.db") as store:
@@ -311,7 +311,7 @@ def test_a_named_campaign_is_listed_renamed_and_a_second_import_asks(page: tuple
 
 
 def test_a_sign_in_survives_a_reload_and_a_new_tab_and_keeps_the_deep_link(tmp_path: Path) -> None:
-    from evalcore.keys import create_key
+    from evalcore.access.api_keys import create_key
     from evalcore.store import Store
 
     with Store(tmp_path / "evalcore.db") as store:
@@ -475,8 +475,8 @@ def test_five_questions_are_labelled_from_the_keyboard_and_kappa_appears(tmp_pat
 
 
 def test_a_deep_link_to_a_question_and_to_a_comparison_tab_survives_sign_in_and_reload(tmp_path: Path) -> None:
+    from evalcore.access.api_keys import create_key
     from evalcore.campaigns import get_manager
-    from evalcore.keys import create_key
     from evalcore.targets import TargetConfig
 
     manager = get_manager(tmp_path / "evalcore.db")

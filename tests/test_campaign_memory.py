@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from evalcore.campaigns import CampaignManager
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.targets import TargetConfig
-from evalcore.testing.corpus import corpus
+from evalcore.testing.multilingual_corpus import corpus
 
 N = 600  # questions between the two readings
 KEPT_PER_QUESTION = 400  # bytes a question may leave behind (the store's own buffers, an interned number)

@@ -19,7 +19,7 @@ from evalcore.cli import build_parser, main
 from evalcore.errors import EvalError
 from evalcore.suites import Case, create_suite
 from evalcore.targets import TargetConfig
-from evalcore.targets.config import Snapshot
+from evalcore.targets.target_config import Snapshot
 from tests.test_api import Api, error_of, suite_body, wait_done
 
 BM25 = TargetConfig(retriever="bm25", chunking="none")

@@ -18,7 +18,7 @@ from evalcore.errors import EvalError
 from evalcore.store import Store
 from evalcore.suites import Case, create_suite
 from evalcore.targets import TargetConfig
-from evalcore.targets.saved import save_target
+from evalcore.targets.saved_targets import save_target
 from tests.conftest import TINY, write_dataset
 from tests.csvsafety import assert_safe_csv
 

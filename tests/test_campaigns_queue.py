@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from evalcore.campaigns import CampaignManager, get_campaign
-from evalcore.campaigns.claims import Workers
+from evalcore.campaigns.campaign_queue import Workers
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.errors import EvalError
 from evalcore.targets import TargetConfig
@@ -134,7 +134,7 @@ def test_a_campaign_whose_dataset_is_not_on_the_worker_host_fails_with_the_reaso
 
 
 def test_caps_from_the_environment_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    from evalcore.campaigns.claims import per_server, per_tenant
+    from evalcore.campaigns.campaign_queue import per_server, per_tenant
 
     monkeypatch.setenv("EVALCORE_MAX_CAMPAIGNS", "3")
     monkeypatch.setenv("EVALCORE_MAX_CAMPAIGNS_PER_TENANT", "0")

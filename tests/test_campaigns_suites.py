@@ -27,7 +27,7 @@ from evalcore.suites import (
     replace_suite,
 )
 from evalcore.targets import TargetConfig
-from evalcore.targets.saved import get_target, list_targets, save_target
+from evalcore.targets.saved_targets import get_target, list_targets, save_target
 from tests.test_campaigns import FakeTarget
 
 CASES = [

@@ -13,7 +13,7 @@ import pytest
 from evalcore.campaigns import campaign_results, get_manager
 from evalcore.cli import main
 from evalcore.metrics import Inputs, score_question
-from evalcore.metrics.checks import checks_cell, parse_checks, prepared
+from evalcore.metrics.answer_checks import checks_cell, parse_checks, prepared
 from evalcore.suites import Case, create_suite, get_suite, list_suites
 from evalcore.testing import FakeOpenAIServer
 from tests.conftest import write_dataset

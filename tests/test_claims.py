@@ -13,7 +13,7 @@ import pytest
 from evalcore import judges
 from evalcore.campaigns import CampaignManager, campaign_aggregates, campaign_results, campaign_summary
 from evalcore.cli import main
-from evalcore.judges.claims import parse_claims
+from evalcore.judges.claim_faithfulness import parse_claims
 from evalcore.models import ChatReply
 from evalcore.testing import FakeOpenAIServer, Reply
 from tests.conftest import write_dataset
@@ -231,7 +231,7 @@ def assert_compared_like_any_measure(manager: CampaignManager, a: str, b: str, t
 
 
 def assert_checked_against_pass_fail_labels(manager: CampaignManager, campaign_id: str) -> None:
-    from evalcore.campaigns.labels import campaign_agreement, set_label
+    from evalcore.campaigns.question_labels import campaign_agreement, set_label
     from evalcore.errors import EvalError
 
     for qid, label in ((1, "fail"), (2, "pass"), (3, "pass"), (4, "fail")):
@@ -246,8 +246,8 @@ def assert_checked_against_pass_fail_labels(manager: CampaignManager, campaign_i
 def assert_the_api_gives_claims(db: str, campaign_id: str) -> None:
     from fastapi.testclient import TestClient
 
+    from evalcore.access.api_keys import create_key
     from evalcore.api import create_app
-    from evalcore.keys import create_key
 
     app = create_app(db)
     _, secret = create_key(app.state.store, tenant="default", role="viewer")
@@ -317,7 +317,7 @@ def test_the_claims_pass_mark_is_a_share_and_other_judges_keep_theirs_on_1_to_5(
 
 @pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python not installed")
 def test_the_local_model_gives_a_claims_verdict_that_is_read_whole_or_said_unreadable() -> None:
-    from evalcore.models.local import LocalChatModel
+    from evalcore.models.local_model import LocalChatModel
 
     context = [judges.Passage("Refunds are accepted within 30 days.", "Terms of Sale (EU)", "10"),
                judges.Passage("Shipping takes five days.", "Delivery", "11")]

@@ -23,9 +23,9 @@ from evalcore.compare import stored as stored_module
 from evalcore.compare.comparison import Passage
 from evalcore.errors import EvalError
 from evalcore.judges import Verdict
+from evalcore.language.text import counted
 from evalcore.store import Store
 from evalcore.targets import Retrieved
-from evalcore.text import counted
 
 
 def verdict(score, model="m1"):
@@ -451,8 +451,8 @@ def test_cli_compare_shows_power_and_takes_an_effect(stored, tmp_path, capsys):
 def test_api_compare_reports_power_for_an_effect(two_stored, tmp_path):
     from fastapi.testclient import TestClient
 
+    from evalcore.access.api_keys import create_key
     from evalcore.api import create_app
-    from evalcore.keys import create_key
 
     app = create_app(two_stored.path)
     key = create_key(app.state.store, tenant="default", role="viewer")[1]
@@ -783,10 +783,10 @@ def test_cli_compare_on_a_kept_pair_imports_only_what_it_uses(two_stored, tmp_pa
     heavy = {"pandas", "plotly", "pyarrow", "scipy", "scipy.stats", "scipy.optimize", "jieba", "numpy",
              "evalcore.compare.report", "evalcore.compare.comparison", "evalcore.compare.stats",
              "evalcore.compare.measure_stats", "evalcore.metrics.registry", "evalcore.metrics.retrieval",
-             "evalcore.metrics.generation", "evalcore.gates.checks", "evalcore.campaigns.listing",
-             "evalcore.targets.rag", "evalcore.campaigns.runner", "evalcore.campaigns.corpus",
+             "evalcore.metrics.bleu_rouge", "evalcore.gates.checks", "evalcore.campaigns.listing",
+             "evalcore.targets.rag", "evalcore.campaigns.runner", "evalcore.campaigns.campaign_dataset",
              "evalcore.campaigns.questions", "evalcore.campaigns.rejudging",
-             "evalcore.compare.pairwise", "evalcore.judges.running", "evalcore.models.http",
+             "evalcore.compare.pairwise_job", "evalcore.judges.running", "evalcore.models.http",
              # a sweep's module, the gates' reports (an XML library) and the suites' CSV files: not for a kept pair
              "evalcore.compare.sweep", "evalcore.gates.reports", "xml.etree.ElementTree", "evalcore.suites.csvfile"}
     assert sorted(heavy & imported) == []

@@ -25,7 +25,7 @@ from evalcore.compare.charts import (
 from evalcore.compare.deltas import Paired
 from evalcore.compare.export_context import comparison_context, sweep_context
 from evalcore.diagnosis import StageCounts
-from evalcore.text import counted
+from evalcore.language.text import counted
 from tests.test_compare import A_ROWS, B_ROWS, row
 from tests.test_compare_report import DAY, HOSTILE, SOURCES, dated, hostile_pair
 

@@ -9,7 +9,7 @@ import pytest
 
 from evalcore.campaigns import get_manager
 from evalcore.cli import main
-from evalcore.compare import saved
+from evalcore.compare import saved_comparisons
 from evalcore.compare.deltas import KeptQuestions
 from evalcore.store import Store
 from tests.test_compare import stored_campaign
@@ -40,7 +40,7 @@ def test_the_summary_is_written_before_the_kept_questions_are_decoded(
         raise AssertionError("the text report does not read the per-measure values")
 
     monkeypatch.setattr(KeptQuestions, "with_verdicts", watched)
-    monkeypatch.setattr(saved, "unpack", never)
+    monkeypatch.setattr(saved_comparisons, "unpack", never)
     assert main(["compare", "A", "B", "--db", str(db), "--resamples", "500"]) == 0
     rest = capsys.readouterr().out
     assert len(written_first) == 1

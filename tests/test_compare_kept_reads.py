@@ -13,7 +13,7 @@ import pytest
 
 from evalcore.campaigns import get_campaign
 from evalcore.cli import main
-from evalcore.compare import compare_campaigns, saved
+from evalcore.compare import compare_campaigns, saved_comparisons
 from evalcore.errors import EvalError
 from evalcore.store import open_store
 
@@ -113,13 +113,13 @@ def test_a_pair_kept_before_its_tolerances_were_kept_prints_the_same(tmp_path: P
 def test_the_text_report_reads_the_lines_of_moved_questions_only_when_there_are_some(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     read: list[str] = []
-    later = saved.Later.read
+    later = saved_comparisons.Later.read
 
-    def counted(self: saved.Later) -> object:
+    def counted(self: saved_comparisons.Later) -> object:
         read.append(self.part.split("(")[0])
         return later(self)
 
-    monkeypatch.setattr(saved.Later, "read", counted)
+    monkeypatch.setattr(saved_comparisons.Later, "read", counted)
     for moved, expected in ((False, []), (True, ["substr"])):
         db = tmp_path / f"{moved}.db"
         store_pair(db, moved=moved)
@@ -136,11 +136,11 @@ def test_a_comparison_replaced_while_it_is_read_says_so(db: str) -> None:  # SQL
     with open_store(db) as store:
         first = compare_campaigns(store, "A", "B", resamples=500)
         a, b = get_campaign(store, "A"), get_campaign(store, "B")
-        kept = saved.find(store, a, b, seed=0, resamples=500, read_later=True)
+        kept = saved_comparisons.find(store, a, b, seed=0, resamples=500, read_later=True)
         assert kept is not None
         assert list(kept.questions) == list(first.questions)
         assert dict(kept.paired).keys() == dict(first.paired).keys()
-        again = saved.find(store, a, b, seed=0, resamples=500, read_later=True)
+        again = saved_comparisons.find(store, a, b, seed=0, resamples=500, read_later=True)
         assert again is not None
         store.write(lambda conn: conn.execute("DELETE FROM comparisons"))
         with pytest.raises(EvalError, match="changed while it was read"):
@@ -160,11 +160,11 @@ def test_a_kept_pair_is_printed_without_numpy_the_statistics_or_the_registry(tmp
     cli(db)
     done = cli(db, importtime=True)
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time")}
-    assert {"evalcore.compare.saved", "evalcore.compare.deltas", "evalcore.campaigns.trust"} <= imported
+    assert {"evalcore.compare.saved_comparisons", "evalcore.compare.deltas", "evalcore.campaigns.trust"} <= imported
     assert done.stdout.startswith("A (baseline)")
     assert "mcnemar" in done.stdout
     left_out = {"numpy", "scipy", "pandas", "pyarrow", "jieba", "evalcore.metrics.registry",
-                "evalcore.metrics.retrieval", "evalcore.metrics.generation", "evalcore.metrics.similarity",
+                "evalcore.metrics.retrieval", "evalcore.metrics.bleu_rouge", "evalcore.metrics.similarity",
                 "evalcore.compare.comparison", "evalcore.compare.stats", "evalcore.compare.measure_stats",
                 "evalcore.compare.clusters", "evalcore.gates.checks", "evalcore.campaigns.listing"}
     assert sorted(left_out & imported) == []

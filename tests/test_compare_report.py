@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from evalcore.cli import main
-from evalcore.compare import Paired, QuestionDiff, compare_campaigns, compare_results, saved, sweep_results
+from evalcore.compare import Paired, QuestionDiff, compare_campaigns, compare_results, saved_comparisons, sweep_results
 from evalcore.compare.charts import delta_figure, scatter_figure
 from evalcore.compare.export_context import comparison_context, slug
 from evalcore.compare.pairing import by_questions, default_pair, previous
@@ -351,7 +351,7 @@ def test_a_comparison_kept_in_the_earlier_format_is_computed_again_and_kept_anew
         store.write(lambda conn: conn.execute("UPDATE comparisons SET format = 5, data = ?", (json.dumps(earlier),)))
         again = compare_campaigns(store, "A", "B", resamples=200)
         assert json.dumps(again.to_dict()) == json.dumps(computed.to_dict())
-        assert [row["format"] for row in store.read("SELECT format FROM comparisons")] == [saved.FORMAT]
+        assert [row["format"] for row in store.read("SELECT format FROM comparisons")] == [saved_comparisons.FORMAT]
 
 
 def test_a_kept_comparison_is_written_out_from_its_lines_without_decoding_a_question(tmp_path):
@@ -393,8 +393,8 @@ def test_the_api_writes_a_kept_comparisons_questions_as_stored_one_per_line(tmp_
     # a line, tabs around each side's verdicts: JSON whitespace), and it parses to the computed comparison.
     from fastapi.testclient import TestClient
 
+    from evalcore.access.api_keys import create_key
     from evalcore.api import create_app
-    from evalcore.keys import create_key
 
     with Store(tmp_path / "e.db") as store:
         judged_store(store)

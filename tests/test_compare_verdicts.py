@@ -128,8 +128,8 @@ def test_the_compare_page_sets_the_tolerance_and_shows_both_counts(tmp_path, mon
 def test_the_api_gives_both_counts_and_takes_a_tolerance(tmp_path) -> None:
     from fastapi.testclient import TestClient
 
+    from evalcore.access.api_keys import create_key
     from evalcore.api import create_app
-    from evalcore.keys import create_key
     from evalcore.store import Store
     from tests.test_compare import stored_campaign
 

@@ -1,5 +1,5 @@
-"""The loader of the C loops (evalcore/compiled.py): a library installed beside its source, else one built once into
-a private cache and reused; a cached file that is unsafe or does not load built again; folders others could write
+"""The loader of the C loops (evalcore/runtime/compiled.py): a library installed beside its source, else one built once
+into a private cache and reused; a cached file that is unsafe or does not load built again; folders others could write
 refused; stale builds removed; builds keyed on the compiler's version; and the numpy path, with the same values,
 wherever no library can be had."""
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from evalcore import compiled
 from evalcore.metrics import trec_scan
+from evalcore.runtime import compiled
 from tests.test_trec_scan_compiled import RUN, _assert_same, _write_run
 
 SOURCE = Path(trec_scan.__file__).with_suffix(".c")

@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from evalcore.campaigns import CampaignManager, campaign_results
-from evalcore.campaigns.conversations import NOT_ASKED
 from evalcore.campaigns.launching import LaunchRequest
+from evalcore.campaigns.turn_order import NOT_ASKED
 from evalcore.datasets import load_dataset
 from evalcore.errors import EvalError
 from evalcore.judges import Verdict
@@ -255,7 +255,7 @@ def test_suite_turns_are_stored_and_checked(manager: CampaignManager) -> None:
 
 def test_a_conversation_is_in_one_suite_of_a_workspace(manager: CampaignManager, tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
-    from evalcore.access import LOCAL_TENANT
+    from evalcore.access.principals import LOCAL_TENANT
     from evalcore.cli import main
     from evalcore.suites import list_suites, replace_suite
 
@@ -288,7 +288,7 @@ def test_a_conversation_is_in_one_suite_of_a_workspace(manager: CampaignManager,
 
 
 def test_the_rewrite_and_the_generator_see_the_history(manager: CampaignManager, tiny_dataset: Path) -> None:
-    from evalcore.targets.config import REWRITE_PROMPT
+    from evalcore.targets.target_config import REWRITE_PROMPT
     from evalcore.testing import FakeOpenAIServer
 
     prefix = REWRITE_PROMPT.split("{")[0]
@@ -368,7 +368,7 @@ def test_a_comparison_of_conversations_resamples_whole_conversations(manager: Ca
 
 
 def test_conversation_measures_share_passed_and_first_failing_turn() -> None:
-    from evalcore.campaigns.talks import ConversationSummary, TurnLine, conversations_of, turn_passed
+    from evalcore.campaigns.conversation_measures import ConversationSummary, TurnLine, conversations_of, turn_passed
     from evalcore.diagnosis import GenerationMarks
 
     def line(turn: int, stage: str | None, error: str | None = None) -> TurnLine:
@@ -399,10 +399,10 @@ def test_conversation_measures_share_passed_and_first_failing_turn() -> None:
 def test_the_faces_carry_conversations_and_turns(manager: CampaignManager, capsys: pytest.CaptureFixture[str]) -> None:
     from fastapi.testclient import TestClient
 
+    from evalcore.access.api_keys import create_key
     from evalcore.api import create_app
     from evalcore.campaigns.export import export_campaign
     from evalcore.cli import main
-    from evalcore.keys import create_key
     from evalcore.notebook.views import CampaignView
 
     expected = {case.question: case.expected_answer for case in parse_suite_csv(SUITE_CSV).cases}
@@ -527,13 +527,13 @@ def test_conversation_judges_read_the_whole_conversation_and_keep_their_verdicts
         manager: CampaignManager, capsys: pytest.CaptureFixture[str]) -> None:
     from fastapi.testclient import TestClient
 
+    from evalcore.access.api_keys import create_key
     from evalcore.api import create_app
     from evalcore.campaigns import campaign_conversations
     from evalcore.campaigns.talk_judges import judge_conversations
     from evalcore.cli import main
     from evalcore.judges import JudgeResult
     from evalcore.judges.conversation import CONVERSATION_JUDGES, conversation_prompt, transcript
-    from evalcore.keys import create_key
     from evalcore.notebook.views import CampaignView
     from evalcore.testing import FakeOpenAIServer
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from evalcore.datasets.loader import load_dataset
+from evalcore.language.text import split_sentences, tokens
 from evalcore.targets import TargetConfig, build_target
 from evalcore.targets.base import Retrieved, TargetAnswer
 from evalcore.targets.generators import ExtractiveGenerator, language
 from evalcore.targets.knowledge import build_knowledge_base, clear_memo
 from evalcore.targets.sentences import FILE, SentenceTable, build_table, load_table
-from evalcore.testing.corpus import corpus
-from evalcore.text import split_sentences, tokens
+from evalcore.testing.multilingual_corpus import corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "dataset" / "samples"
@@ -134,7 +134,7 @@ def test_an_answer_of_whole_sentences_has_their_tokens() -> None:
     sentences' own, they equal the tokenizer's on the joined text."""
     import random
 
-    from evalcore.text import tokens_fresh
+    from evalcore.language.text import tokens_fresh
 
     texts = [*texts_of(None), *ODD, "Ends on a word\n第二句没有句号", "价格是3.\n5元。", "A\u0301. \u0301B。",
              "！\u0338"]
@@ -155,7 +155,7 @@ def test_an_answer_of_whole_sentences_has_their_tokens() -> None:
 
 
 def test_the_measures_read_the_answer_tokens_the_generator_gave(tmp_path: Path) -> None:
-    from evalcore.text import _given, clear_caches, tokens_fresh, tokens_once
+    from evalcore.language.text import _given, clear_caches, tokens_fresh, tokens_once
 
     target = build_target(TargetConfig.from_dict({"retriever": "bm25"}), cache_dir=tmp_path)
     target.prepare([*corpus(), *load_dataset(SAMPLE).passages])

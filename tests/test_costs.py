@@ -289,8 +289,8 @@ def test_the_api_resumes_a_campaign_stopped_at_its_budget_with_a_larger_one(pric
                                                                              tiny_dataset: Path) -> None:
     import httpx
 
+    from evalcore.access.api_keys import create_key
     from evalcore.api.app import create_app
-    from evalcore.keys import create_key
     from tests.test_api import serve
 
     per_question = (GEN_TOKENS[0] * 2.50 + GEN_TOKENS[1] * 10.00) / 1e6

@@ -79,16 +79,16 @@ def test_a_read_starts_no_collection_from_its_query_on(pair, collections, querie
 
 def test_a_comparison_starts_no_collection_from_its_first_query_until_it_is_kept(pair, collections, queried,
                                                                                  monkeypatch):
-    from evalcore.compare import saved
+    from evalcore.compare import saved_comparisons
 
     kept = []
-    keep = saved.keep
+    keep = saved_comparisons.keep
 
     def counted(*args, **kwargs):
         kept.append(len(collections))
         return keep(*args, **kwargs)
 
-    monkeypatch.setattr(saved, "keep", counted)
+    monkeypatch.setattr(saved_comparisons, "keep", counted)
     result = compare_campaigns(pair, "A", "B", resamples=200)
     assert len(result.questions) == 400
     assert len(queried) == 2

@@ -11,16 +11,16 @@ import pytest
 from streamlit import config as st_config
 
 import ui
-from evalcore.access import LOCAL, Action, Forbidden, LoginThrottle, Principal, is_loopback
+from evalcore.access.api_keys import create_key, revoke_key
+from evalcore.access.principals import LOCAL, Action, Forbidden, LoginThrottle, Principal, is_loopback
 from evalcore.campaigns import campaign_results, get_campaign, get_manager
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.compare import compare_campaigns
 from evalcore.datasets import validate_upload
-from evalcore.keys import create_key, revoke_key
 from evalcore.store import NotFound
 from evalcore.suites import Case, create_suite, delete_suite, get_suite, list_suites, replace_suite
 from evalcore.targets import TargetConfig
-from evalcore.targets.saved import get_target, list_targets, save_target
+from evalcore.targets.saved_targets import get_target, list_targets, save_target
 
 AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
 

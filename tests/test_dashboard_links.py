@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from streamlit.util import calc_hash
 
+from evalcore.access.api_keys import create_key
 from evalcore.campaigns import get_manager
 from evalcore.campaigns.launching import LaunchRequest
-from evalcore.keys import create_key
 from evalcore.store import Store
 from evalcore.suites import Case, create_suite
 from evalcore.targets import TargetConfig

@@ -10,10 +10,10 @@ import pytest
 import streamlit as st
 from streamlit import config
 
-from evalcore.access import Principal
+from evalcore.access.api_keys import create_key, end_session, principal_of, revoke_key, session_principal, start_session
+from evalcore.access.principals import Principal
 from evalcore.campaigns import get_manager
 from evalcore.cli import main
-from evalcore.keys import create_key, end_session, principal_of, revoke_key, session_principal, start_session
 from evalcore.store import Store
 from tests.test_dashboard_access import assert_clean, open_app, sign_in, titles
 

@@ -18,7 +18,7 @@ from evalcore.campaigns.launching import LaunchRequest
 from evalcore.models import ChatReply
 from evalcore.suites import Case, create_suite
 from evalcore.targets import Retrieved, TargetAnswer, TargetConfig
-from evalcore.targets.saved import save_target
+from evalcore.targets.saved_targets import save_target
 from tests.conftest import TINY, write_dataset
 from tests.test_dashboard import vega_charts
 

@@ -220,8 +220,8 @@ def test_cli_show_run_and_compare_print_the_stages(two, capsys: pytest.CaptureFi
 def test_api_detail_results_and_compare_carry_the_stages(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
+    from evalcore.access.api_keys import create_key
     from evalcore.api import create_app
-    from evalcore.keys import create_key
 
     manager, ids, db = make_two(tmp_path)  # its own database: a key turns the dashboard's sign-in on
     manager.close()

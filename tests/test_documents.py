@@ -17,14 +17,14 @@ from pypdf import PdfReader, PdfWriter
 from evalcore.datasets import dataset_stats, load_dataset
 from evalcore.documents import Chunking, ImportReport, Limits, import_corpus
 from evalcore.documents import passages as passages_module
+from evalcore.documents.import_report import Unreadable
 from evalcore.documents.passages import windows
 from evalcore.documents.pdf import read_pdf
-from evalcore.documents.records import Unreadable
 from evalcore.documents.word import read_docx
 from evalcore.errors import EvalError
 from evalcore.targets.knowledge import chunk_spans
-from evalcore.testing.corpus import EN, FR, ZH
 from evalcore.testing.documents import docx_bytes, pdf_bytes, write_mixed_folder, write_pdf
+from evalcore.testing.multilingual_corpus import EN, FR, ZH
 
 ROUTER = "The router restarts when the firmware update finishes, and its light turns green."
 ROUTEUR = "Le routeur redémarre après la mise à jour : la garantie court deux ans à compter de l'été."

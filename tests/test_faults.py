@@ -12,7 +12,7 @@ from evalcore.testing.faults import Drill, run_drill
 
 
 def test_a_short_fault_drill_loses_repeats_and_leaves_stuck_nothing(tmp_path: Path) -> None:
-    from evalcore.testing.postgres import postgres_bin
+    from evalcore.testing.postgres_server import postgres_bin
 
     if postgres_bin() is None:
         pytest.skip("PostgreSQL is not installed (Debian: apt-get install postgresql)")

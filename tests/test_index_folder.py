@@ -16,7 +16,7 @@ from evalcore.campaigns import CampaignManager
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.targets import TargetConfig, knowledge
 from evalcore.targets.knowledge import build_knowledge_base, clear_memo, index_dir
-from evalcore.testing.corpus import corpus
+from evalcore.testing.multilingual_corpus import corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -88,7 +88,7 @@ def test_another_process_reads_the_index_built_here(builds: list[Path], tmp_path
     assert len(builds) == 1
     assert not built.loaded_from_cache
     code = ("import json\nfrom evalcore.targets.knowledge import build_knowledge_base\n"
-            "from evalcore.testing.corpus import corpus\n"
+            "from evalcore.testing.multilingual_corpus import corpus\n"
             "kb = build_knowledge_base(corpus(), chunk_size=None)\n"
             "print(json.dumps([kb.loaded_from_cache, str(kb.folder)]))\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True,

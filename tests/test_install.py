@@ -21,8 +21,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from evalcore import compiled
-from evalcore.testing.dashboard import free_port
+from evalcore.runtime import compiled
+from evalcore.testing.served_dashboard import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 # What a source distribution leaves out (MANIFEST.in): the wheel is built from what a user would download.

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from evalcore.jobs import (
+from evalcore.jobs.job_queue import (
     JobContext,
     JobKind,
     JobStatus,

@@ -148,8 +148,8 @@ def test_the_run_page_checks_an_own_prompt_as_it_is_typed_previews_it_and_launch
 def test_the_api_takes_an_own_prompt_in_a_run_body_and_refuses_a_bad_one(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
+    from evalcore.access.api_keys import create_key
     from evalcore.api import create_app
-    from evalcore.keys import create_key
 
     root = tmp_path / "datasets"
     write_dataset(root / "tiny")

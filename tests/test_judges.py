@@ -416,15 +416,15 @@ def test_local_model_failure_is_unknown_not_a_crash():
 def test_a_prompt_over_the_window_is_an_overflow_for_both_backends(monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
 
-    from evalcore.models import local
+    from evalcore.models import local_model
 
     class Llama:  # llama-cpp-python's own words for a prompt over n_ctx
         def create_chat_completion(self, **kwargs):
             raise ValueError("Requested tokens (5012) exceed context window of 4096")
 
-    monkeypatch.setattr(local, "_load_local", lambda: (Llama(), threading.Lock()))
+    monkeypatch.setattr(local_model, "_load_local", lambda: (Llama(), threading.Lock()))
     with pytest.raises(ContextOverflow, match="exceed context window"):
-        local.LocalChatModel().chat([{"role": "user", "content": "x"}])
+        local_model.LocalChatModel().chat([{"role": "user", "content": "x"}])
     message = "This model's maximum context length is 8192 tokens (context_length_exceeded)"
     with FakeOpenAIServer([Reply.error(400, message)]) as server:
         model = OpenAIChatModel(server.base_url, "m", api_key_env="", retries=0)

@@ -94,7 +94,7 @@ def test_an_http_agent_is_judged_by_the_configured_model(manager: CampaignManage
 
 def test_an_http_agent_whose_configuration_names_its_chat_model_is_judged_by_it(tmp_path: Path) -> None:
     """No judge model named: the AI score asks the agent's own model, on the engine and through the API's suites."""
-    from evalcore.targets.saved import save_target
+    from evalcore.targets.saved_targets import save_target
     from tests.test_api import Api, make_api, serve, wait_done
 
     app, keys, targets = make_api(tmp_path)
@@ -401,9 +401,9 @@ def test_exports_and_the_api_give_the_evaluators_documented_names(manager: Campa
 
     from fastapi.testclient import TestClient
 
+    from evalcore.access.api_keys import create_key
     from evalcore.api import create_app
     from evalcore.campaigns.export import export_campaign
-    from evalcore.keys import create_key
 
     with FakeOpenAIServer(agent_and_judge) as server:
         config = judged(server, kind="http_agent", agent_url=f"{server.root_url}/agent")
@@ -492,8 +492,8 @@ def test_judges_see_the_whole_titled_context_and_a_cut_forced_by_the_window_is_s
     # And the API: the question's verdict carries it.
     from fastapi.testclient import TestClient
 
+    from evalcore.access.api_keys import create_key
     from evalcore.api import create_app
-    from evalcore.keys import create_key
 
     app = create_app(db)
     _, secret = create_key(app.state.store, tenant="default", role="viewer")

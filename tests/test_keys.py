@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from evalcore.access.api_keys import create_key, hash_secret, list_keys, revoke_key, verify_key
 from evalcore.errors import EvalError
-from evalcore.keys import create_key, hash_secret, list_keys, revoke_key, verify_key
 from evalcore.store import Store
 
 

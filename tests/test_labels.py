@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from evalcore.access import Forbidden, Principal
+from evalcore.access.principals import Forbidden, Principal
 from evalcore.campaigns import CampaignManager
-from evalcore.campaigns.labels import (
+from evalcore.campaigns.launching import LaunchRequest
+from evalcore.campaigns.question_labels import (
     campaign_agreement,
     campaign_labels,
     delete_label,
@@ -26,7 +27,6 @@ from evalcore.campaigns.labels import (
     labels_csv,
     set_label,
 )
-from evalcore.campaigns.launching import LaunchRequest
 from evalcore.cli import main
 from evalcore.errors import EvalError
 from evalcore.metrics.agreement import agreement, bootstrap_interval, confusion, kappa
@@ -202,8 +202,8 @@ def test_the_cli_and_the_api_label_import_export_and_report_agreement(
     assert main(["labels", "set", campaign_id, "1", "relevance", "great", "--db", db]) == 2
     from fastapi.testclient import TestClient
 
+    from evalcore.access.api_keys import create_key
     from evalcore.api import create_app
-    from evalcore.keys import create_key
 
     app = create_app(db)
     key_id, secret = create_key(app.state.store, tenant="acme", role="admin")

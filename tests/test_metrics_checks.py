@@ -8,7 +8,7 @@ import pytest
 
 from evalcore.errors import EvalError
 from evalcore.metrics import MEASURES, Inputs, score_question
-from evalcore.metrics.checks import number, parse_checks, passes
+from evalcore.metrics.answer_checks import number, parse_checks, passes
 
 # (checks as written, answer, expected answer, passes every check), by hand
 TABLE = [

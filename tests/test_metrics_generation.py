@@ -13,9 +13,9 @@ from rouge_score import rouge_scorer
 from sacrebleu.metrics import BLEU
 
 from evalcore.errors import EvalError
-from evalcore.metrics import generation, generation_scores
-from evalcore.metrics.generation import BLEU_ORDERS
-from evalcore.text import tokenize
+from evalcore.language.text import tokenize
+from evalcore.metrics import bleu_rouge, generation_scores
+from evalcore.metrics.bleu_rouge import BLEU_ORDERS
 
 # sacreBLEU warns on every sentence score without effective_order, which is what we compare to.
 logging.getLogger("sacrebleu").setLevel(logging.ERROR)
@@ -186,8 +186,8 @@ def textbook_lcs(first: list[str], second: list[str]) -> int:
 
 def test_the_lcs_is_exact_when_few_masks_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     """A long text keeps a few match masks and rebuilds the others (from a few positions, or many)."""
-    monkeypatch.setattr(generation, "SHORT_TEXT", 16)
-    monkeypatch.setattr(generation, "KEPT_MASKS", 3)
+    monkeypatch.setattr(bleu_rouge, "SHORT_TEXT", 16)
+    monkeypatch.setattr(bleu_rouge, "KEPT_MASKS", 3)
     rng = random.Random(5)
     words = [f"w{i}" for i in range(60)]
     for length in (17, 200, 700):
@@ -202,8 +202,8 @@ def test_scoring_a_long_reply_of_distinct_characters_takes_memory_linear_in_its_
     """60,000 Chinese characters, 30,000 of them distinct: one match mask as wide as the reply per distinct
     character took 2,150 bytes per character (quadratic: 1.5 GB at 199,000); now a few hundred."""
     from evalcore import metrics
-    from evalcore.metrics.generation import clear_caches
-    from evalcore.text import clear_caches as clear_token_caches
+    from evalcore.language.text import clear_caches as clear_token_caches
+    from evalcore.metrics.bleu_rouge import clear_caches
 
     reply = "".join(chr(0x4E00 + (i if i < 30000 else i * 7919 % 30000)) for i in range(60000))
     def score(answer: str) -> metrics.Scores:

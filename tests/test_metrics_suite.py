@@ -137,7 +137,7 @@ EXACT = [  # (answer, expected texts, exact match), by hand
 @pytest.mark.parametrize(("answer", "expected", "matched"), EXACT)
 def test_exact_match_on_a_hand_made_table_in_three_languages(answer: str, expected: list[str],
                                                              matched: bool | None) -> None:
-    from evalcore.metrics.suite import exact_match
+    from evalcore.metrics.expected_answer import exact_match
 
     assert exact_match(answer, expected) is matched
 

@@ -16,11 +16,11 @@ from evalcore.campaigns import CampaignManager
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.cli import main
 from evalcore.errors import EvalError
+from evalcore.language.text import name_key, name_problem, shown, skeleton
 from evalcore.store import Store
 from evalcore.suites import Case, DuplicateName, create_suite, suite_named
 from evalcore.targets import TargetConfig
-from evalcore.targets.saved import save_target
-from evalcore.text import name_key, name_problem, shown, skeleton
+from evalcore.targets.saved_targets import save_target
 from tests.test_api import Api, error_of, suite_body
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 
 from evalcore.campaigns import get_manager, list_campaigns
-from evalcore.campaigns.labels import set_label
 from evalcore.campaigns.launching import LaunchRequest
+from evalcore.campaigns.question_labels import set_label
 from evalcore.cli import COMMANDS, main
 from evalcore.compare import compare_campaigns
-from evalcore.lifecycle import CampaignStatus
+from evalcore.store.campaign_statuses import CampaignStatus
 from evalcore.suites import Case, create_suite
 from evalcore.targets import TargetConfig
 from evalcore.testing import FakeOpenAIServer

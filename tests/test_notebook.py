@@ -25,7 +25,7 @@ from evalcore.campaigns import campaign_aggregates, get_manager
 from evalcore.campaigns.export import export_campaign
 from evalcore.compare import compare_campaigns
 from evalcore.errors import EvalError
-from evalcore.text import tokenize
+from evalcore.language.text import tokenize
 from tests.test_metrics_cli import ORACLE_NAMES, write_random_trec
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,12 +19,12 @@ from typing import Any
 import httpx
 import pytest
 
-from evalcore.access import LOCAL, Forbidden, Principal
+from evalcore.access.principals import LOCAL, Forbidden, Principal
 from evalcore.campaigns import CampaignManager
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.targets import TargetConfig
 from evalcore.targets.allowed import check_request
-from evalcore.targets.saved import save_target
+from evalcore.targets.saved_targets import save_target
 from evalcore.testing import FakeOpenAIServer
 from tests.test_api import error_of, make_api, serve
 
@@ -154,7 +154,7 @@ def test_a_listed_scheduler_is_picked_by_name_or_address(monkeypatch: pytest.Mon
 
 def test_the_run_page_hides_the_scheduler_from_a_session_that_cannot_choose_it(tmp_path: Path,
                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from evalcore.keys import create_key
+    from evalcore.access.api_keys import create_key
     from evalcore.store import Store
     from tests.test_dashboard_access import assert_clean, open_app, sign_in
 

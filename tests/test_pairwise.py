@@ -19,10 +19,10 @@ from evalcore.campaigns import CampaignManager
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.cli import main
 from evalcore.compare import compare_campaigns
-from evalcore.compare.pairwise import judge_comparison
+from evalcore.compare.pairwise_job import judge_comparison
 from evalcore.compare.stats import sign_test, wilson_interval
 from evalcore.errors import EvalError
-from evalcore.jobs import list_jobs
+from evalcore.jobs.job_queue import list_jobs
 from evalcore.judges.pairwise import read_winner
 from evalcore.targets import TargetConfig
 from evalcore.testing import FakeOpenAIServer
@@ -319,7 +319,7 @@ def test_passages_over_the_judge_models_window_are_cut_and_the_verdict_says_so(
 def test_the_local_model_gives_a_readable_pairwise_verdict_in_both_orders(
         pair: tuple[CampaignManager, str, str]) -> None:
     from evalcore.campaigns import get_campaign
-    from evalcore.compare.pairwise import asks_local_model
+    from evalcore.compare.pairwise_job import asks_local_model
 
     manager, a_id, b_id = pair
     b = get_campaign(manager.store, b_id)

@@ -153,8 +153,8 @@ def api_progress(manager: CampaignManager, campaign_id: str) -> dict:
     """A campaign's progress as the API answers it."""
     from fastapi.testclient import TestClient
 
+    from evalcore.access.api_keys import create_key
     from evalcore.api import create_app
-    from evalcore.keys import create_key
 
     _, secret = create_key(manager.store, tenant="default", role="viewer")
     client = TestClient(create_app(manager.store.path))

@@ -174,7 +174,7 @@ def test_links_between_documents_point_at_files_that_exist() -> None:
 @pytest.mark.parametrize("package", ["evalcore.campaigns", "evalcore.compare", "evalcore.datasets", "evalcore.metrics",
                                      "evalcore.judges", "evalcore.targets"])
 def test_every_export_of_a_lazy_package_resolves(package: str) -> None:
-    # Their names are imported on first use (evalcore.lazy): a name in __all__ with no submodule behind it would
+    # Their names are imported on first use (evalcore.runtime.lazy): a name in __all__ with no submodule behind it would
     # only fail when some face first asked for it.
     module = importlib.import_module(package)
     assert [name for name in module.__all__ if getattr(module, name, None) is None] == []
@@ -187,7 +187,7 @@ def test_every_export_of_a_lazy_package_resolves(package: str) -> None:
 
 
 def test_the_key_table_in_the_docs_is_the_declared_one() -> None:
-    from evalcore.targets.config import key_reference
+    from evalcore.targets.target_config import key_reference
 
     text = (ROOT / "docs" / "targets.md").read_text(encoding="utf-8")
     table = text.split("<!-- keys:start -->\n", 1)[1].split("<!-- keys:end -->", 1)[0]

@@ -241,8 +241,8 @@ def test_values_are_checked_against_the_declared_scale() -> None:
 def test_the_api_lists_the_measures_in_python_and_names_a_bad_registration(own_measures, tmp_path) -> None:
     import httpx
 
+    from evalcore.access.api_keys import create_key
     from evalcore.api.app import create_app
-    from evalcore.keys import create_key
     from tests.test_api import serve
 
     own_measures(entry_point=True)

@@ -19,7 +19,7 @@ from evalcore.cli.compare import question_line
 from evalcore.compare import compare_campaigns
 from evalcore.store import Store
 from evalcore.targets import TargetConfig
-from evalcore.targets.config import REWRITE_PROMPT
+from evalcore.targets.target_config import REWRITE_PROMPT
 from evalcore.testing import FakeOpenAIServer, Reply
 
 REWRITE = "refund window days after delivery"
@@ -87,8 +87,8 @@ def test_queries_are_stored_counted_cached_and_exported(manager: CampaignManager
 def test_the_api_results_carry_the_queries(manager: CampaignManager, tiny_dataset: Path) -> None:
     from fastapi.testclient import TestClient
 
+    from evalcore.access.api_keys import create_key
     from evalcore.api import create_app
-    from evalcore.keys import create_key
 
     with FakeOpenAIServer(replies) as server:
         campaign_id = run(manager, tiny_dataset, config(server, tiny_dataset, query_transform="rewrite"))

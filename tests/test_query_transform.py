@@ -11,17 +11,16 @@ from pathlib import Path
 import pytest
 
 from evalcore.errors import EvalError
-from evalcore.models import ModelError, OpenAIChatModel, cache_key
-from evalcore.models import local as local_model
+from evalcore.models import ModelError, OpenAIChatModel, cache_key, local_model
 from evalcore.models.openai import frequency_penalty
 from evalcore.targets import RagTarget, Retrieved, TargetConfig
 from evalcore.targets import retrievers as retrieval_module
 from evalcore.targets.base import Hit
-from evalcore.targets.config import HYDE_PROMPT, REWRITE_PROMPT
 from evalcore.targets.query import MULTI_QUERY_NEXT, fuse
 from evalcore.targets.retrievers import bm25_scores, search
+from evalcore.targets.target_config import HYDE_PROMPT, REWRITE_PROMPT
 from evalcore.testing import FakeOpenAIServer, Reply
-from evalcore.testing.corpus import corpus
+from evalcore.testing.multilingual_corpus import corpus
 from tests.test_llm import DictCache
 
 # A follow-up question that names nothing: only a rewrite can make it findable.

@@ -17,8 +17,8 @@ from sklearn.metrics import cohen_kappa_score
 
 from evalcore.campaigns import CampaignManager, campaign_results, get_campaign, list_campaigns
 from evalcore.campaigns.export import export_campaign
-from evalcore.campaigns.labels import set_label
 from evalcore.campaigns.launching import LaunchRequest
+from evalcore.campaigns.question_labels import set_label
 from evalcore.campaigns.rejudging import RejudgeRequest
 from evalcore.campaigns.trust import comparison_trust
 from evalcore.cli import main
@@ -207,8 +207,8 @@ def test_the_api_judges_again_on_its_workers_and_compares_with_both_agreements(
         judged: tuple[CampaignManager, str, FakeOpenAIServer]) -> None:
     from fastapi.testclient import TestClient
 
+    from evalcore.access.api_keys import create_key
     from evalcore.api import create_app
-    from evalcore.keys import create_key
 
     manager, source, target = judged
     app = create_app(str(manager.store.path))

@@ -16,17 +16,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalcore import metrics, text
+from evalcore import metrics
 from evalcore.campaigns import CampaignManager, campaign_results, get_manager
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.errors import EvalError
-from evalcore.metrics.generation import clear_caches as clear_generation_caches
+from evalcore.language import text
+from evalcore.language.text import clear_caches as clear_text_caches
+from evalcore.metrics.bleu_rouge import clear_caches as clear_generation_caches
 from evalcore.models import OpenAIChatModel, ReplyTooLarge, reply_byte_limit
 from evalcore.targets import TargetConfig, build_target
-from evalcore.targets.config import GENERATION
+from evalcore.targets.target_config import GENERATION
 from evalcore.testing import FakeOpenAIServer, Reply
-from evalcore.testing.corpus import corpus
-from evalcore.text import clear_caches as clear_text_caches
+from evalcore.testing.multilingual_corpus import corpus
 from tests.test_llm import MESSAGES, DictCache
 
 LIMIT = 1_000

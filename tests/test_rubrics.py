@@ -182,8 +182,8 @@ def test_bad_rubrics_are_refused_by_the_configuration_the_cli_and_the_api(tmp_pa
     assert "rubrics.clarity: a [criteria] line" in capsys.readouterr().err
     from fastapi.testclient import TestClient
 
+    from evalcore.access.api_keys import create_key
     from evalcore.api import create_app
-    from evalcore.keys import create_key
 
     root = tmp_path / "datasets"
     write_dataset(root / "tiny")

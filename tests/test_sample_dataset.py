@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from evalcore.datasets import dataset_stats, load_dataset
-from evalcore.text import tokenize
+from evalcore.language.text import tokenize
 
 HAN = re.compile(r"[\u4e00-\u9fff]")
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from evalcore.keys import create_key
+from evalcore.access.api_keys import create_key
 from evalcore.store import Store, open_store
 from evalcore.targets import TargetConfig
-from evalcore.targets.saved import save_target
+from evalcore.targets.saved_targets import save_target
 from evalcore.testing.openai_server import FakeOpenAIServer
 from tests.conftest import write_dataset
 
@@ -65,7 +65,7 @@ def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
 
 def test_two_api_servers_and_a_worker_share_campaigns_and_survive_a_sigkill(
         postgres_server: str, tmp_path: Path, processes: list[subprocess.Popen[bytes]]) -> None:
-    from evalcore.testing.postgres import new_database
+    from evalcore.testing.postgres_server import new_database
 
     url = new_database(postgres_server)
     root = tmp_path / "datasets"

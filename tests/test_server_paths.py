@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from evalcore.access.api_keys import create_key
 from evalcore.campaigns import CampaignManager
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.cli import main
 from evalcore.datasets import load_dataset
-from evalcore.keys import create_key
 from evalcore.store import Store
 from evalcore.targets import TargetConfig
 from tests.test_dashboard_access import assert_clean, captions, open_app, sign_in

@@ -1,4 +1,4 @@
-"""A record's JSON shape is declared once (evalcore.shapes): its to_dict and the API's models agree with it.
+"""A record's JSON shape is declared once (evalcore.formats.shapes): its to_dict and the API's models agree with it.
 
 Each record is built with every field filled (optional ones present) from its type hints alone, so a
 field added to a record without its to_dict key, a to_dict key no field or JSON_EXTRA declares, or a
@@ -20,8 +20,8 @@ from pydantic import ValidationError
 
 from evalcore.api import routes_datasets, schemas
 from evalcore.campaigns import Aggregate, Campaign, QuestionResult, Summary
-from evalcore.campaigns.labels import Label
 from evalcore.campaigns.listing import CampaignRow, Settings
+from evalcore.campaigns.question_labels import Label
 from evalcore.campaigns.records import Outcome, Progress, Question, RunOptions, Source, Tokens, retrieved_to_json
 from evalcore.campaigns.trust import ComparisonTrust
 from evalcore.compare import Comparison
@@ -33,15 +33,15 @@ from evalcore.compare.sweep import SweepDelta
 from evalcore.compare.unpaired import UnpairedDelta
 from evalcore.diagnosis import Transition
 from evalcore.documents import DocumentRead, ImportReport, Skipped
+from evalcore.formats.shapes import doc, is_record, keys
 from evalcore.gates import Check
 from evalcore.judges import Claim, Spread, Verdict
 from evalcore.judges.pairwise import Asking, PairVerdict
 from evalcore.metrics.agreement import Agreement
-from evalcore.shapes import doc, is_record, keys
 from evalcore.suites import Case, Suite
 from evalcore.targets.base import Retrieved
-from evalcore.targets.config import Snapshot, TargetConfig
-from evalcore.targets.saved import SavedTarget
+from evalcore.targets.saved_targets import SavedTarget
+from evalcore.targets.target_config import Snapshot, TargetConfig
 from evalcore.telemetry import Rejected, Trace, TraceDocument, TraceImport, TraceSettings
 
 SCALARS: dict[Any, Any] = {bool: True, int: 2, float: 0.5, str: "x", Any: "any"}

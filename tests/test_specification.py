@@ -6,9 +6,9 @@ import ast
 import re
 from pathlib import Path
 
-from evalcore.metrics.generation import generation_scores
+from evalcore.language.text import tokenize
+from evalcore.metrics.bleu_rouge import generation_scores
 from evalcore.metrics.registry import aggregate
-from evalcore.text import tokenize
 from tests.test_api import Api, wait_done
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -265,7 +265,7 @@ def test_sqlite_placeholders_become_psycopg_ones_outside_quoted_text() -> None:
 
 
 def test_postgresql_refuses_a_newer_schema_and_servers_starting_together_migrate_once(postgres_server: str) -> None:
-    from evalcore.testing.postgres import new_database
+    from evalcore.testing.postgres_server import new_database
 
     url = new_database(postgres_server)
     opened: list[Store] = []

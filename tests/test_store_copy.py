@@ -7,20 +7,20 @@ from pathlib import Path
 
 import pytest
 
+from evalcore.access.api_keys import create_key, principal_of, start_session
 from evalcore.campaigns import CampaignManager, campaign_results, campaign_summary, list_campaigns
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.listing import campaign_rows
 from evalcore.cli import main
 from evalcore.compare import compare_campaigns
-from evalcore.jobs import submit
-from evalcore.keys import create_key, principal_of, start_session
+from evalcore.jobs.job_queue import submit
 from evalcore.store import StoreCallCache, open_store
 from evalcore.store.copy import TABLES, fingerprint
 from evalcore.suites import create_suite
 from evalcore.targets import TargetConfig
-from evalcore.targets.saved import save_target
+from evalcore.targets.saved_targets import save_target
 from evalcore.telemetry import import_text, set_trace_settings
-from evalcore.testing.traces import otlp_json, production
+from evalcore.testing.otel_traces import otlp_json, production
 
 
 def filled_store(path: Path, tiny_dataset: Path) -> str:
@@ -75,7 +75,7 @@ def filled_store(path: Path, tiny_dataset: Path) -> str:
 
 def test_a_store_copied_to_postgresql_and_back_has_every_row_and_reads_the_same(
         tmp_path: Path, tiny_dataset: Path, postgres_server: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from evalcore.testing.postgres import new_database
+    from evalcore.testing.postgres_server import new_database
 
     source = filled_store(tmp_path / "source.db", tiny_dataset)
     url = new_database(postgres_server)

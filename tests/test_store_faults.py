@@ -129,7 +129,7 @@ def test_cancel_ends_a_campaign_whose_owner_stopped_beating(db: str, tmp_path: P
 @pytest.fixture
 def own_postgres() -> Iterator[Any]:
     """A PostgreSQL server of this test alone, which it stops and restarts."""
-    from evalcore.testing.postgres import postgres_bin, running_postgres
+    from evalcore.testing.postgres_server import postgres_bin, running_postgres
 
     if postgres_bin() is None:
         pytest.skip("PostgreSQL is not installed (Debian: apt-get install postgresql)")
@@ -158,8 +158,8 @@ def test_a_postgresql_restart_mid_campaign_loses_and_repeats_no_question(
 def test_the_api_answers_503_with_retry_after_while_the_store_is_down(own_postgres: Any) -> None:
     import httpx
 
+    from evalcore.access.api_keys import create_key
     from evalcore.api.app import create_app
-    from evalcore.keys import create_key
     from tests.test_api import serve
 
     app = create_app(own_postgres.url)

@@ -15,7 +15,7 @@ from evalcore.campaigns.launching import LaunchRequest
 from evalcore.models import ModelError, OpenAIChatModel, noticed
 from evalcore.models import openai as openai_models
 from evalcore.targets import TargetConfig
-from evalcore.targets.config import KEYS
+from evalcore.targets.target_config import KEYS
 from evalcore.testing import FakeOpenAIServer, Reply
 
 MESSAGES = [{"role": "system", "content": "You grade answers."}, {"role": "user", "content": "Answer: 30 days."}]

@@ -133,7 +133,7 @@ def test_cli_ask_prints_passages_and_answer(tiny_dataset: Path, tmp_path: Path,
 def test_config_save_and_list_from_the_command_line(tmp_path, capsys) -> None:
     from evalcore.cli import main
     from evalcore.store import Store
-    from evalcore.targets.saved import get_target
+    from evalcore.targets.saved_targets import get_target
 
     toml = tmp_path / "bm25.toml"
     toml.write_text('retriever = "bm25"\nembedding_top_k = 10\n')
@@ -168,7 +168,7 @@ def test_graded_thresholds_under_the_evaluators_names(tmp_path: Path) -> None:
 
 
 def test_default_models_fill_only_roles_without_a_model_and_name_bad_settings() -> None:
-    from evalcore.targets.defaults import with_default_models
+    from evalcore.targets.default_models import with_default_models
 
     env = {"EVALCORE_DEFAULT_CHAT_MODEL": "house", "EVALCORE_DEFAULT_RERANK_URL": "http://r/rerank"}
     config, used = with_default_models(TargetConfig(generator="local"), {"chat": None, "rerank": None}, env)

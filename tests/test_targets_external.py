@@ -15,7 +15,7 @@ from evalcore.models import ModelError
 from evalcore.targets import TargetConfig, build_target
 from evalcore.targets.external import json_path
 from evalcore.testing import FakeOpenAIServer, Reply
-from evalcore.testing.corpus import corpus
+from evalcore.testing.multilingual_corpus import corpus
 
 AGENT_REPLY = {"data": {"reply": {"text": "Within 30 days."},
                         "docs": [{"doc_id": "0", "name": "Refund policy", "body": "Customers may...", "score": 0.9},

@@ -13,7 +13,7 @@ from evalcore.targets import TargetConfig, build_target
 from evalcore.targets.base import RERANK_EMPTY_NOTE
 from evalcore.targets.generators import ExtractiveGenerator, language
 from evalcore.testing import FakeOpenAIServer, Reply
-from evalcore.testing.corpus import corpus
+from evalcore.testing.multilingual_corpus import corpus
 
 ROUTER = "What is the default password of the router?"
 FAST = {"retry_backoff": 0.01, "timeout": 2.0, "retries": 2}

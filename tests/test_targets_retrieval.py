@@ -10,7 +10,7 @@ import pytest
 from evalcore.datasets import DATASET_ROOT, Passage, load_dataset
 from evalcore.targets import RagTarget, TargetConfig
 from evalcore.targets.knowledge import build_knowledge_base, chunk_passage, clear_memo
-from evalcore.testing.corpus import QUESTIONS, corpus
+from evalcore.testing.multilingual_corpus import QUESTIONS, corpus
 
 RETRIEVERS = ("bm25", "vector", "hybrid")
 

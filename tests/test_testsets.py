@@ -23,7 +23,7 @@ from evalcore.cli import main
 from evalcore.datasets import load_dataset
 from evalcore.documents import import_corpus
 from evalcore.errors import EvalError
-from evalcore.jobs import JobStatus, get_job, list_jobs, requeue_lapsed, run_now
+from evalcore.jobs.job_queue import JobStatus, get_job, list_jobs, requeue_lapsed, run_now
 from evalcore.metrics.agreement import kappa
 from evalcore.store import Store, open_store
 from evalcore.testing.documents import write_mixed_folder
@@ -39,7 +39,7 @@ from evalcore.testsets import (
     start_testset,
 )
 from evalcore.testsets.planning import language_of
-from evalcore.testsets.prompts import RETRY
+from evalcore.testsets.question_prompts import RETRY
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -248,9 +248,9 @@ def test_the_same_settings_and_cache_give_the_same_set_without_asking_again(corp
 
 CHILD = """
 import sys
-from evalcore.jobs import run_now
+from evalcore.jobs.job_queue import run_now
 from evalcore.store import open_store
-import evalcore.testsets.generation
+import evalcore.testsets.generation_job
 with open_store(sys.argv[1]) as store:
     run_now(store, sys.argv[2])
 """

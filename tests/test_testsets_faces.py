@@ -11,7 +11,7 @@ import pytest
 
 from evalcore.datasets import load_dataset
 from evalcore.documents import import_corpus
-from evalcore.jobs import JobStatus, list_jobs
+from evalcore.jobs.job_queue import JobStatus, list_jobs
 from evalcore.store import open_store
 from evalcore.testing.documents import write_mixed_folder
 from evalcore.testing.openai_server import FakeOpenAIServer

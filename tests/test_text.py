@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalcore.text import _patterns, fold, split_sentences, tokenize
+from evalcore.language.text import _patterns, fold, split_sentences, tokenize
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,7 +53,7 @@ def test_jiebas_dictionary_is_kept_whole_and_read_back_the_same(tmp_path, monkey
 
     import jieba
 
-    from evalcore.text import _jieba
+    from evalcore.language.text import _jieba
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     own = jieba.Tokenizer()
@@ -86,11 +86,11 @@ def test_jieba_is_loaded_without_pkg_resources_and_segments_as_jieba_does(tmp_pa
     import subprocess
     import sys
 
-    ours = ("import json, sys; from evalcore.text import tokens, _jieba; words = tokens(sys.argv[1]); "
+    ours = ("import json, sys; from evalcore.language.text import tokens, _jieba; words = tokens(sys.argv[1]); "
             "print(json.dumps([words, 'pkg_resources' in sys.modules, _jieba().total]))")
     theirs = ("import json, sys, jieba, importlib.util\n"
               "if importlib.util.find_spec('pkg_resources'): import pkg_resources\n"
-              "from evalcore.text import tokens, _jieba; "
+              "from evalcore.language.text import tokens, _jieba; "
               "print(json.dumps([tokens(sys.argv[1]), 'pkg_resources' in sys.modules, _jieba().total]))")
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     runs = [json.loads(subprocess.run([sys.executable, "-c", code, JIEBA_TEXT], capture_output=True, text=True,
@@ -161,7 +161,7 @@ def test_the_word_and_mark_classes_are_those_of_a_scan_of_every_code_point() -> 
     # gives the same classes (so the same tokens).
     import unicodedata
 
-    from evalcore import text
+    from evalcore.language import text
 
     planes = range(text._SCANNED_PLANES)
     word = [code for code in planes if not text._HAN_RUN.match(chr(code))
@@ -182,7 +182,7 @@ def test_jiebas_tokenizer_is_built_once_when_many_threads_ask_at_once(monkeypatc
 
     import jieba
 
-    from evalcore.text import _jieba
+    from evalcore.language.text import _jieba
 
     built = []
 
@@ -210,7 +210,7 @@ def test_once_builds_each_value_once_per_arguments_whatever_the_threads() -> Non
     import threading
     import time
 
-    from evalcore.lazy import once
+    from evalcore.runtime.lazy import once
 
     calls: list[int] = []
 
@@ -235,7 +235,7 @@ def test_once_builds_each_value_once_per_arguments_whatever_the_threads() -> Non
 def test_a_text_seen_once_segments_each_distinct_han_run_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """A long reply repeating a Chinese phrase: jieba is asked once per distinct run, not once per occurrence (a
     reply of 20,000 repeats otherwise kept its question's thread past its time limit)."""
-    from evalcore import text as text_module
+    from evalcore.language import text as text_module
 
     asked: list[str] = []
     cut = text_module._cut

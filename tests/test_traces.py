@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from evalcore.access import Forbidden, Principal
+from evalcore.access.api_keys import create_key
+from evalcore.access.principals import Forbidden, Principal
 from evalcore.campaigns import CampaignManager
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.queries import campaign_aggregates, campaign_results
@@ -23,7 +24,6 @@ from evalcore.cli import main
 from evalcore.compare.production import compare_groups, judged_traces, parse_group, timeline, worst_traces
 from evalcore.compare.unpaired import compare_means, compare_proportions
 from evalcore.errors import EvalError
-from evalcore.keys import create_key
 from evalcore.store import NotFound, Store
 from evalcore.targets import TargetConfig
 from evalcore.telemetry import (
@@ -38,7 +38,7 @@ from evalcore.telemetry import (
 )
 from evalcore.telemetry.redaction import Redactor
 from evalcore.testing import FakeOpenAIServer
-from evalcore.testing.traces import Answered, jsonl_lines, otlp_json, production
+from evalcore.testing.otel_traces import Answered, jsonl_lines, otlp_json, production
 from tests.test_api import serve
 
 DAY_NS = 86_400 * 10**9
@@ -528,7 +528,7 @@ def test_the_api_imports_jsonl_launches_a_traces_campaign_and_shows_its_timeline
 
 def test_traces_on_postgresql(postgres_server: str) -> None:
     from evalcore.store import open_store
-    from evalcore.testing.postgres import new_database
+    from evalcore.testing.postgres_server import new_database
 
     with open_store(new_database(postgres_server)) as pg:
         set_trace_settings(pg, "acme", retention_days=3, patterns=[("ticket", r"TCK-\d+")])

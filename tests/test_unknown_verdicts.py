@@ -76,8 +76,8 @@ def test_a_judge_that_never_answers_readably_says_so_on_every_face_and_fails_the
     # The API's campaign: its summary (a key now exists: the page above was drawn before, without sign-in).
     from fastapi.testclient import TestClient
 
+    from evalcore.access.api_keys import create_key
     from evalcore.api import create_app
-    from evalcore.keys import create_key
 
     app = create_app(db)
     _, secret = create_key(app.state.store, tenant="default", role="viewer")

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from evalcore.compare import compare_campaigns, worker
+from evalcore.compare import compare_campaigns, statistics_process
 from evalcore.store import Store
 
 
@@ -53,13 +53,13 @@ def computed(store, **options):
 def started(monkeypatch):
     """The processes started, each as its exit code once it ended."""
     codes = []
-    start = worker.Statistics.__init__
+    start = statistics_process.Statistics.__init__
 
     def counted(self):
         start(self)
         codes.append(self._process)
 
-    monkeypatch.setattr(worker.Statistics, "__init__", counted)
+    monkeypatch.setattr(statistics_process.Statistics, "__init__", counted)
     return codes
 
 
@@ -72,12 +72,12 @@ def test_statistics_in_a_process_are_the_in_process_ones_to_the_last_bit(pair, m
     in_process = computed(pair)
     assert not started
     assert here == [1]  # 400 questions: below the size where a process pays
-    monkeypatch.setattr(worker, "FROM_QUESTIONS", 100)
+    monkeypatch.setattr(statistics_process, "FROM_QUESTIONS", 100)
     assert computed(pair) == in_process
     assert len(started) == 1
     assert started[0].returncode == 0
     assert here == [1]  # computed there, not here
-    monkeypatch.setenv(worker.SWITCH, "0")   # switched off: in process again
+    monkeypatch.setenv(statistics_process.SWITCH, "0")   # switched off: in process again
     assert computed(pair) == in_process
     assert len(started) == 1
 
@@ -88,8 +88,8 @@ def test_statistics_in_a_process_are_the_in_process_ones_to_the_last_bit(pair, m
 def test_a_process_that_fails_leaves_the_comparison_to_be_computed_in_process(pair, monkeypatch, started, serve,
                                                                              caplog):
     in_process = computed(pair)
-    monkeypatch.setattr(worker, "FROM_QUESTIONS", 100)
-    monkeypatch.setattr(worker, "SERVE", serve)
+    monkeypatch.setattr(statistics_process, "FROM_QUESTIONS", 100)
+    monkeypatch.setattr(statistics_process, "SERVE", serve)
     with caplog.at_level("WARNING", logger="evalcore.compare"):
         assert computed(pair) == in_process
     assert len(started) == 1
@@ -100,17 +100,17 @@ def test_a_process_that_fails_leaves_the_comparison_to_be_computed_in_process(pa
 
 def test_a_process_that_cannot_start_changes_nothing(pair, monkeypatch, started):
     in_process = computed(pair)
-    monkeypatch.setattr(worker, "FROM_QUESTIONS", 100)
-    monkeypatch.setattr(worker.sys, "executable", "/nonexistent/python")
+    monkeypatch.setattr(statistics_process, "FROM_QUESTIONS", 100)
+    monkeypatch.setattr(statistics_process.sys, "executable", "/nonexistent/python")
     assert computed(pair) == in_process
     assert not started
 
 
 def test_a_process_that_hangs_is_stopped_and_changes_nothing(pair, monkeypatch, started):
     in_process = computed(pair)
-    monkeypatch.setattr(worker, "FROM_QUESTIONS", 100)
-    monkeypatch.setattr(worker, "SERVE", "import time; time.sleep(60)")
-    monkeypatch.setattr(worker, "TIMEOUT", 0.5)
+    monkeypatch.setattr(statistics_process, "FROM_QUESTIONS", 100)
+    monkeypatch.setattr(statistics_process, "SERVE", "import time; time.sleep(60)")
+    monkeypatch.setattr(statistics_process, "TIMEOUT", 0.5)
     assert computed(pair) == in_process
     assert len(started) == 1
     assert started[0].poll() is not None  # killed once given up on
@@ -119,7 +119,7 @@ def test_a_process_that_hangs_is_stopped_and_changes_nothing(pair, monkeypatch, 
 def test_a_comparison_that_fails_before_its_statistics_stops_the_process(pair, monkeypatch, started):
     from evalcore.compare import comparison
 
-    monkeypatch.setattr(worker, "FROM_QUESTIONS", 100)
+    monkeypatch.setattr(statistics_process, "FROM_QUESTIONS", 100)
 
     def broken(*args, **kwargs):
         raise RuntimeError("the store went away")
@@ -134,9 +134,10 @@ def test_a_comparison_that_fails_before_its_statistics_stops_the_process(pair, m
 
 def test_the_process_multiplies_on_one_blas_thread_from_its_start(pair, monkeypatch, caplog):
     # Its products are on one thread anyway; OpenBLAS's threads, started as numpy loads, would only spin.
-    monkeypatch.setattr(worker, "FROM_QUESTIONS", 100)
-    monkeypatch.setattr(worker, "SERVE", "import os, pickle, sys; sys.stdin.buffer.read(); sys.stdout.buffer.write("
-                        f"pickle.dumps((False, [os.environ.get(name) for name in {worker.ONE_THREAD!r}])))")
+    monkeypatch.setattr(statistics_process, "FROM_QUESTIONS", 100)
+    monkeypatch.setattr(statistics_process, "SERVE",
+                        "import os, pickle, sys; sys.stdin.buffer.read(); sys.stdout.buffer.write("
+                        f"pickle.dumps((False, [os.environ.get(name) for name in {statistics_process.ONE_THREAD!r}])))")
     with caplog.at_level("WARNING", logger="evalcore.compare"):
         computed(pair)
     assert "failed (['1', '1'])" in caplog.text

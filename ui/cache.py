@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from evalcore.access import Principal
+from evalcore.access.principals import Principal
 from evalcore.campaigns import (
     Aggregate,
     Campaign,
@@ -20,7 +20,7 @@ from evalcore.campaigns.listing import CampaignRow, campaign_rows
 from evalcore.campaigns.records import results_version
 from evalcore.campaigns.result_rows import QuestionLine
 from evalcore.datasets import Dataset, DatasetStats, dataset_stats, load_dataset, resolve_dataset
-from evalcore.text import tokenize
+from evalcore.language.text import tokenize
 from ui.engine import db_path, store
 
 

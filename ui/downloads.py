@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow as pa
 import streamlit as st
 
-from evalcore.csvcells import csv_text
+from evalcore.formats.csvcells import csv_text
 
 
 def csv_bytes(frame: pd.DataFrame, context: Mapping[str, str] | None = None) -> bytes:

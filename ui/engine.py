@@ -5,9 +5,9 @@ from __future__ import annotations
 from evalcore.campaigns import CampaignManager, get_manager
 from evalcore.campaigns.listing import keep_ended_figures
 from evalcore.campaigns.supervisor import dashboard_mode
-from evalcore.compare import compare_with_previous, pairwise
+from evalcore.compare import compare_with_previous, pairwise_job
 from evalcore.store import Store, db_location
-from evalcore.testsets.generation import TESTSET
+from evalcore.testsets.generation_job import TESTSET
 
 
 def db_path() -> str:
@@ -25,7 +25,7 @@ def manager() -> CampaignManager:
     found.after_each(compare_with_previous)
     if dashboard_mode() == "process":
         found.supervise_worker()
-    found.serve_jobs(pairwise.PAIRWISE, TESTSET)  # jobs run on job threads, never in a page's script
+    found.serve_jobs(pairwise_job.PAIRWISE, TESTSET)  # jobs run on job threads, never in a page's script
     return found
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from evalcore.access import Principal
+from evalcore.access.principals import Principal
 from evalcore.campaigns import list_campaigns
 from evalcore.campaigns.listing import HEADLINE, CampaignRow, search_rows, suite_rows
 from evalcore.store import Store
 from evalcore.suites import Suite
 from evalcore.targets.presets import DEFAULTS
-from evalcore.targets.saved import list_targets
+from evalcore.targets.saved_targets import list_targets
 from ui.cache import rows_of
 from ui.engine import store
 from ui.text import cells, fmt_value, fmt_when

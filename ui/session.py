@@ -11,8 +11,7 @@ from urllib.parse import urlparse
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
-from evalcore.access import LOCAL, Action, LoginThrottle, Principal, is_loopback
-from evalcore.keys import (
+from evalcore.access.api_keys import (
     MAX_SECRET,
     SESSION_TTL_S,
     end_session,
@@ -21,10 +20,11 @@ from evalcore.keys import (
     sign_in,
     start_session,
 )
+from evalcore.access.principals import LOCAL, Action, LoginThrottle, Principal, is_loopback
 from ui.engine import store
 from ui.text import escape_md
 
-SESSION_TOKEN = "_session_token"  # this session's sign-in (evalcore.keys.start_session), never the API key
+SESSION_TOKEN = "_session_token"  # this session's sign-in (evalcore.access.api_keys.start_session), never the API key
 SESSION_COOKIE = "evalcore_session"  # the same token in the browser: a reload or a new tab stays signed in
 SIGNED_OUT = "_signed_out"  # set by the sign-out button for the run it triggers (session_cookie)
 # Failed sign-ins back off per session and per client address, across every session of this process.

@@ -11,12 +11,12 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from evalcore.access import Action, Principal
+from evalcore.access.principals import Action, Principal
 from evalcore.datasets import Dataset, resolve_dataset
 from evalcore.datasets.loader import DATASET_ID
 from evalcore.datasets.uploads import upload_root
 from evalcore.errors import EvalError
-from evalcore.jobs import Job, cancel_job, get_job, list_jobs
+from evalcore.jobs.job_queue import Job, cancel_job, get_job, list_jobs
 from evalcore.testsets import (
     LANGUAGES,
     PROVENANCE_FILE,

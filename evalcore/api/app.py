@@ -10,7 +10,7 @@ from evalcore import __version__
 from evalcore.api import (
     auth,
     docs,
-    errors,
+    error_envelope,
     routes_campaigns,
     routes_datasets,
     routes_evaluation,
@@ -27,8 +27,8 @@ from evalcore.api.limits import MAX_BODY_BYTES, BodyLimit
 from evalcore.api.normalize import Normalize
 from evalcore.campaigns import get_manager
 from evalcore.campaigns.listing import keep_ended_figures
-from evalcore.compare import compare_with_previous, pairwise, power
-from evalcore.testsets.generation import TESTSET
+from evalcore.compare import compare_with_previous, pairwise_job, power
+from evalcore.testsets.generation_job import TESTSET
 
 DESCRIPTION = """RAG evaluation workbench API: evaluation tasks, question suites
 and their campaigns, paged per-question results and comparisons.
@@ -50,14 +50,14 @@ def create_app(db_path: str | Path | None = None, *, dataset_root: Path | None =
     manager.after_each(keep_ended_figures)  # lists and summaries then read its figures
     manager.after_each(compare_with_previous)
     # The pairwise judge and test-set generation run on this server's job threads, not in a request.
-    manager.serve_jobs(pairwise.PAIRWISE, TESTSET)
+    manager.serve_jobs(pairwise_job.PAIRWISE, TESTSET)
     # The stock /docs and /redoc pages load their scripts from CDNs: ours (evalcore.api.docs) work offline.
     app = FastAPI(title="evalcore", version=__version__, description=DESCRIPTION,
                   docs_url=None, redoc_url=None)
     app.state.store = manager.store
     app.state.dataset_root = dataset_root
     app.state.manager = manager
-    errors.install(app, auth.authentication_error)
+    error_envelope.install(app, auth.authentication_error)
     app.add_middleware(BodyLimit, limit=max_body_bytes)
     app.add_middleware(Normalize)
     for module in (routes_evaluation, routes_suites, routes_targets, routes_campaigns, routes_gates, routes_labels,

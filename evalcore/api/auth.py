@@ -9,9 +9,9 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from evalcore.access import Action, Principal
-from evalcore.api.errors import ApiError
-from evalcore.keys import KeyInfo, verify_key
+from evalcore.access.api_keys import KeyInfo, verify_key
+from evalcore.access.principals import Action, Principal
+from evalcore.api.error_envelope import ApiError
 
 # auto_error=False: a missing header must answer our 401 envelope, not FastAPI's own error.
 bearer = HTTPBearer(auto_error=False, description="An API key from `python -m evalcore keys create`")
@@ -56,7 +56,7 @@ def _checker(action: Action) -> Callable[[KeyInfo], Principal]:
     return check
 
 
-# The engine keeps the rules (evalcore.access); checking them here too answers 403 before the body is read.
+# The engine keeps the rules (evalcore.access.principals); checking them here too answers 403 before the body is read.
 # Viewer reads; admin creates, changes, deletes and launches; both need an evaluation capability.
 Viewer = Annotated[Principal, Depends(_checker(Action.READ))]
 Admin = Annotated[Principal, Depends(_checker(Action.CHANGE))]

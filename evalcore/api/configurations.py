@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from evalcore.access import Principal
-from evalcore.api.errors import ApiError, shown
+from evalcore.access.principals import Principal
+from evalcore.api.error_envelope import ApiError, shown
 from evalcore.store import NotFound, Store
 from evalcore.targets import TargetConfig
-from evalcore.targets.config import GENERATION, PROMPTS, RERANK
-from evalcore.targets.defaults import CHAT_ROLE, RERANK_ROLE, with_default_models
-from evalcore.targets.saved import get_target
+from evalcore.targets.default_models import CHAT_ROLE, RERANK_ROLE, with_default_models
+from evalcore.targets.saved_targets import get_target
+from evalcore.targets.target_config import GENERATION, PROMPTS, RERANK
 
 # What chat_id and rerank_id select: the generation (resp. rerank) settings of a saved target
 # configuration, laid over the base configuration. Our "models" are configurations, so an id names a

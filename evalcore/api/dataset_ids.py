@@ -6,7 +6,7 @@ from pathlib import Path
 
 from fastapi import Request
 
-from evalcore.api.errors import ApiError, shown
+from evalcore.api.error_envelope import ApiError, shown
 from evalcore.datasets import load_dataset, resolve_dataset
 from evalcore.datasets.loader import DATASET_ID
 from evalcore.errors import EvalError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from evalcore.api.errors import envelope
+from evalcore.api.error_envelope import envelope
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # room for a full suite: 100 cases at their longest fields
 # Before a 413, the rest of a body up to this many times the limit is read and dropped: a client

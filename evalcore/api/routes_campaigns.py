@@ -8,9 +8,9 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from evalcore.access import Principal
+from evalcore.access.principals import Principal
 from evalcore.api.auth import Admin, Viewer
-from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
+from evalcore.api.error_envelope import ERROR_RESPONSES, not_found, ok
 from evalcore.api.inputs import RequestBody
 from evalcore.api.routes_jobs import wake_jobs
 from evalcore.api.runs import JudgeModelIn, JudgingIn, bounded, judge_settings
@@ -48,9 +48,9 @@ from evalcore.campaigns.rejudging import RejudgeRequest
 from evalcore.campaigns.trust import comparison_trust
 from evalcore.compare import Comparison, compare_campaigns, power
 from evalcore.compare.json_text import comparison_pieces, encode
-from evalcore.compare.pairwise import start_pairwise
+from evalcore.compare.pairwise_job import start_pairwise
 from evalcore.datasets.names import dataset_label
-from evalcore.jobs import get_job
+from evalcore.jobs.job_queue import get_job
 from evalcore.judges import FIELD_NAMES
 from evalcore.metrics import MEASURES
 from evalcore.metrics.registry import listing

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
-from evalcore.access import Forbidden
+from evalcore.access.principals import Forbidden
 from evalcore.api.auth import Admin
-from evalcore.api.errors import ERROR_RESPONSES, ApiError, ok
+from evalcore.api.error_envelope import ERROR_RESPONSES, ApiError, ok
 from evalcore.api.inputs import RequestBody
 from evalcore.api.schemas import Ok, model_of
 from evalcore.datasets import DATASET_ROOT

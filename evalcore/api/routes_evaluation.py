@@ -11,14 +11,14 @@ from pydantic import BaseModel, Field
 from evalcore.api.auth import Admin, Viewer
 from evalcore.api.configurations import resolve_target
 from evalcore.api.dataset_ids import dataset_path
-from evalcore.api.errors import ERROR_RESPONSES, ok
+from evalcore.api.error_envelope import ERROR_RESPONSES, ok
 from evalcore.api.routes_campaigns import campaign_of
 from evalcore.api.runs import RunSettings, configured, launch
 from evalcore.campaigns import Campaign, CampaignStatus, campaign_aggregates, get_campaign, new_campaign_id
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.datasets.names import dataset_label
 from evalcore.metrics import MEASURES
-from evalcore.targets.saved import ID_NAMES
+from evalcore.targets.saved_targets import ID_NAMES
 
 router = APIRouter(prefix="/api/v1/evaluation", tags=["evaluation tasks"], responses=ERROR_RESPONSES)
 

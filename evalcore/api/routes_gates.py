@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 
 from evalcore.api.auth import Viewer
-from evalcore.api.errors import ERROR_RESPONSES, ok
+from evalcore.api.error_envelope import ERROR_RESPONSES, ok
 from evalcore.api.routes_campaigns import CampaignId, campaign_of
 from evalcore.api.schemas import ChecksData, Ok
 from evalcore.campaigns import CampaignStatus, campaign_results

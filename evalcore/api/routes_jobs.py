@@ -8,9 +8,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request
 
 from evalcore.api.auth import Admin, Viewer
-from evalcore.api.errors import ERROR_RESPONSES, not_found, ok
+from evalcore.api.error_envelope import ERROR_RESPONSES, not_found, ok
 from evalcore.api.schemas import JobData, JobList, Ok
-from evalcore.jobs import cancel_job, get_job, list_jobs
+from evalcore.jobs.job_queue import cancel_job, get_job, list_jobs
 from evalcore.store import NotFound
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"], responses=ERROR_RESPONSES)

@@ -8,11 +8,11 @@ from fastapi import APIRouter, Body, Path, Request, Response
 from pydantic import Field
 
 from evalcore.api.auth import Labeller, Viewer
-from evalcore.api.errors import ERROR_RESPONSES, ok
+from evalcore.api.error_envelope import ERROR_RESPONSES, ok
 from evalcore.api.inputs import RequestBody
 from evalcore.api.routes_campaigns import CampaignId, campaign_of
 from evalcore.api.schemas import AgreementData, ImportedLabels, LabelList, LabelOnly, Ok
-from evalcore.campaigns.labels import (
+from evalcore.campaigns.question_labels import (
     NOTE_CHARS,
     campaign_agreement,
     campaign_labels,

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Request
 
 from evalcore import __version__
 from evalcore.api.auth import Caller
-from evalcore.api.errors import ok
+from evalcore.api.error_envelope import ok
 from evalcore.api.schemas import Health, Me, Ok
 from evalcore.store import StoreUnavailable
 

@@ -7,12 +7,12 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Path, Request, Response
 from pydantic import Field
 
-from evalcore.access import Principal
+from evalcore.access.principals import Principal
 from evalcore.api import runs
 from evalcore.api.auth import Admin, Viewer
 from evalcore.api.configurations import saved_target
 from evalcore.api.dataset_ids import dataset_path
-from evalcore.api.errors import ERROR_RESPONSES, ApiError, not_found, ok
+from evalcore.api.error_envelope import ERROR_RESPONSES, ApiError, not_found, ok
 from evalcore.api.inputs import RequestBody
 from evalcore.api.routes_campaigns import FieldNames, campaign_json, campaign_of, result_json
 from evalcore.api.runs import RunSettings, configured
@@ -32,7 +32,7 @@ from evalcore.suites import (
     replace_suite,
 )
 from evalcore.targets import TargetConfig
-from evalcore.targets.saved import ID_NAMES
+from evalcore.targets.saved_targets import ID_NAMES
 
 router = APIRouter(prefix="/api/v1/eval-suites", tags=["eval suites"], responses=ERROR_RESPONSES)
 SuiteId = Annotated[str, Path(max_length=200)]

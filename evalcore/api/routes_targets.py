@@ -9,11 +9,11 @@ from pydantic import Field
 
 from evalcore.api.auth import FullAdmin, Viewer
 from evalcore.api.dataset_ids import dataset_path
-from evalcore.api.errors import ERROR_RESPONSES, ApiError, not_found, ok
+from evalcore.api.error_envelope import ERROR_RESPONSES, ApiError, not_found, ok
 from evalcore.api.inputs import RequestBody
 from evalcore.api.schemas import Ok, TargetDetail, TargetList
 from evalcore.targets import TargetConfig
-from evalcore.targets.saved import list_targets, save_target
+from evalcore.targets.saved_targets import list_targets, save_target
 
 router = APIRouter(prefix="/api/v1/targets", tags=["targets"], responses=ERROR_RESPONSES)
 

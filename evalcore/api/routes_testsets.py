@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, Field
 
-from evalcore.access import Forbidden
+from evalcore.access.principals import Forbidden
 from evalcore.api.auth import Admin, FullAdmin, Viewer
-from evalcore.api.errors import ERROR_RESPONSES, ApiError, ok
+from evalcore.api.error_envelope import ERROR_RESPONSES, ApiError, ok
 from evalcore.api.inputs import RequestBody
 from evalcore.api.routes_jobs import wake_jobs
 from evalcore.api.runs import JudgeModelIn
@@ -19,7 +19,7 @@ from evalcore.api.schemas import JobData, Ok, model_of
 from evalcore.datasets import DATASET_ROOT, resolve_dataset
 from evalcore.datasets.loader import DATASET_ID
 from evalcore.errors import EvalError
-from evalcore.jobs import get_job
+from evalcore.jobs.job_queue import get_job
 from evalcore.store import Conflict
 from evalcore.testsets import (
     LANGUAGES,

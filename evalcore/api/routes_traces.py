@@ -15,9 +15,9 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
-from evalcore.access import Action, Principal
+from evalcore.access.principals import Action, Principal
 from evalcore.api.auth import Admin, Viewer, _checker
-from evalcore.api.errors import ERROR_RESPONSES, ApiError, ok
+from evalcore.api.error_envelope import ERROR_RESPONSES, ApiError, ok
 from evalcore.api.inputs import RequestBody
 from evalcore.api.schemas import Ok, api_type
 from evalcore.campaigns.launching import LaunchRequest
@@ -32,7 +32,7 @@ from evalcore.compare.production import (
     worst_traces,
 )
 from evalcore.compare.unpaired import UnpairedDelta
-from evalcore.targets.saved import ID_NAMES
+from evalcore.targets.saved_targets import ID_NAMES
 from evalcore.telemetry import (
     Trace,
     TraceFilter,

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from evalcore.access import Action, Principal
-from evalcore.api.errors import ApiError
+from evalcore.access.principals import Action, Principal
+from evalcore.api.error_envelope import ApiError
 from evalcore.api.inputs import RequestBody
 from evalcore.campaigns import CampaignManager
 from evalcore.campaigns.launching import LaunchRequest
@@ -16,7 +16,7 @@ from evalcore.campaigns.records import DEFAULT_MAX_FAILED_SHARE, DEFAULT_TIME_LI
 from evalcore.judges import JUDGES
 from evalcore.judges.scale import HIGHEST, LOWEST
 from evalcore.targets import TargetConfig
-from evalcore.targets.config import KEYS, TABLES
+from evalcore.targets.target_config import KEYS, TABLES
 
 
 def key_field(name: str, **limits: Any) -> Any:

@@ -1,7 +1,7 @@
 """What the API answers: one response model per route, wrapping the engine's records as clients see them.
 
 Every success is `{"success": true, "data": ...}` (`Ok[T]`). A record's model is derived from the
-record's own declaration (`model_of`, over evalcore.shapes): its keys, their types and descriptions,
+record's own declaration (`model_of`, over evalcore.formats.shapes): its keys, their types and descriptions,
 nested records as their own models. Keys a record gives only sometimes are left out when absent; keys it
 keeps from clients (the server's own file paths) never appear; a key it does not declare is an error.
 """
@@ -19,20 +19,20 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.experimental.missing_sentinel import MISSING
 
 from evalcore.campaigns import Aggregate, Campaign, QuestionResult, Summary
+from evalcore.campaigns.conversation_measures import ConversationResult, ConversationSummary
 from evalcore.campaigns.estimate import Estimate
-from evalcore.campaigns.labels import Label
 from evalcore.campaigns.listing import CampaignRow
+from evalcore.campaigns.question_labels import Label
 from evalcore.campaigns.records import DIAGNOSIS
-from evalcore.campaigns.talks import ConversationResult, ConversationSummary
 from evalcore.campaigns.trust import ComparisonTrust
 from evalcore.compare import Comparison
 from evalcore.compare.preference import Preference
+from evalcore.formats.shapes import is_record, keys
 from evalcore.gates import Check
-from evalcore.jobs import Job
+from evalcore.jobs.job_queue import Job
 from evalcore.metrics.agreement import Agreement
-from evalcore.shapes import is_record, keys
 from evalcore.suites import Case, Suite
-from evalcore.targets.saved import ID_NAMES, SavedTarget
+from evalcore.targets.saved_targets import ID_NAMES, SavedTarget
 
 T = TypeVar("T")
 

@@ -2,11 +2,12 @@
 
 from typing import TYPE_CHECKING
 
-from evalcore.lazy import lazy_exports
-from evalcore.lifecycle import ACTIVE, CampaignStatus
+from evalcore.runtime.lazy import lazy_exports
 from evalcore.store import Conflict, NotFound
+from evalcore.store.campaign_statuses import ACTIVE, CampaignStatus
 
 if TYPE_CHECKING:
+    from evalcore.campaigns.conversation_measures import ConversationResult, ConversationSummary, campaign_conversations
     from evalcore.campaigns.manager import CampaignManager, get_manager, new_campaign_id
     from evalcore.campaigns.queries import (
         campaign_aggregates,
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
         Summary,
         Tokens,
     )
-    from evalcore.campaigns.talks import ConversationResult, ConversationSummary, campaign_conversations
 
 __all__ = [
     "ACTIVE", "Aggregate", "Campaign", "CampaignKind", "CampaignManager", "CampaignStatus", "Conflict",
@@ -54,5 +54,5 @@ __getattr__ = lazy_exports(__name__, {
         "Aggregate", "Campaign", "CampaignKind", "Outcome", "Progress", "Question", "QuestionResult", "RunOptions",
         "Source", "Summary", "Tokens",
     ),
-    "talks": ("ConversationResult", "ConversationSummary", "campaign_conversations"),
+    "conversation_measures": ("ConversationResult", "ConversationSummary", "campaign_conversations"),
 })

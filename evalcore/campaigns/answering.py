@@ -13,7 +13,7 @@ from evalcore.costs import GENERATOR, PriceTable, Usage, price_table, priced
 from evalcore.diagnosis import Evidence, GenerationMarks, Stage, attribute
 from evalcore.errors import EvalError
 from evalcore.judges import JudgeSettings, Passage, Verdict, run_judge
-from evalcore.metrics.checks import prepared
+from evalcore.metrics.answer_checks import prepared
 from evalcore.metrics.graded import GradedScale
 from evalcore.models import Meter, metered, noticed, refuse_long_reply
 from evalcore.models.http import Calls

@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from evalcore.campaigns.records import Outcome
 from evalcore.costs import money
 from evalcore.errors import EvalError
-from evalcore.lifecycle import CampaignStatus
 from evalcore.store import Store
+from evalcore.store.campaign_statuses import CampaignStatus
 
 DAILY = "EVALCORE_DAILY_BUDGET"
 REFRESH_S = 30.0  # how often a running campaign reads again what its tenant's other campaigns spent today

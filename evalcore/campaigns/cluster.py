@@ -29,8 +29,8 @@ from evalcore.campaigns.records import Outcome, Question
 from evalcore.errors import EvalError
 from evalcore.targets import Target, TargetConfig, build_target
 from evalcore.targets.allowed import scheduler_choice
-from evalcore.targets.config import scheduler_problem
 from evalcore.targets.knowledge import PassageLike, Progress, corpus_hash, index_dir
+from evalcore.targets.target_config import scheduler_problem
 
 CONNECT_S = 5.0  # a scheduler that does not answer within this refuses the launch
 BATCH = 16  # questions per task at most: enough to make a task's own cost small beside its questions'

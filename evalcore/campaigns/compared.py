@@ -27,13 +27,13 @@ from evalcore.campaigns.result_rows import (
     no_cycle_collection,
     read_results,
 )
+from evalcore.datasets.relevance import is_relevant
 from evalcore.diagnosis import Stage
 from evalcore.judges import JudgeResult, Verdict
 from evalcore.judges.verdict import StoredVerdicts
-from evalcore.lazy import once
 from evalcore.metrics import MEASURES, sources_found
 from evalcore.metrics.graded import stored_column
-from evalcore.relevance import is_relevant
+from evalcore.runtime.lazy import once
 from evalcore.store import KEYS_HEAD, Store, read_titles
 
 PASS_SUFFIX = ":pass"

@@ -20,10 +20,10 @@ from evalcore.campaigns.queries import campaign_summary, list_campaigns
 from evalcore.campaigns.records import Question
 from evalcore.costs import GENERATOR, QUERY, RERANK, Cost, Usage, cost_line, price_table, priced, summed
 from evalcore.datasets import Dataset
-from evalcore.shapes import doc
+from evalcore.formats.shapes import doc
+from evalcore.language.text import counted
 from evalcore.store import Store
-from evalcore.targets.config import TargetConfig, under_test
-from evalcore.text import counted
+from evalcore.targets.target_config import TargetConfig, under_test
 
 SAMPLE = 50  # questions whose prompts are counted
 PASSAGES = 500  # passages whose length is averaged

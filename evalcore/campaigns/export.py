@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 
-from evalcore.access import Principal
+from evalcore.access.principals import Principal
 from evalcore.campaigns.queries import campaign_results, get_campaign
 from evalcore.campaigns.records import Outcome, QuestionResult
-from evalcore.csvcells import csv_text
 from evalcore.errors import EvalError
+from evalcore.formats.csvcells import csv_text
 from evalcore.judges import FIELD_NAMES, flat_fields
 from evalcore.store import Store
 

@@ -8,12 +8,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalcore.access import Principal
+from evalcore.access.principals import Principal
 from evalcore.errors import EvalError
 from evalcore.store import Store
 from evalcore.suites import Suite
 from evalcore.targets import TargetConfig
-from evalcore.targets.saved import get_target
+from evalcore.targets.saved_targets import get_target
 
 if TYPE_CHECKING:
     from evalcore.targets.base import Target

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalcore.access import Principal, owned, scope
+from evalcore.access.principals import Principal, owned, scope
 from evalcore.campaigns.queries import (
     HEADLINE_FIGURES,
     get_campaign,
@@ -23,13 +23,13 @@ from evalcore.campaigns.records import Campaign, CampaignKind, results_version
 from evalcore.costs import Cost
 from evalcore.datasets.names import dataset_label
 from evalcore.errors import EvalError
+from evalcore.formats.shapes import doc
 from evalcore.metrics.registry import display_order, higher_is_better, verdict_basis
-from evalcore.shapes import doc
 from evalcore.store import Store
 from evalcore.suites import Suite, list_suites
-from evalcore.targets.config import TargetConfig
 from evalcore.targets.presets import DEFAULTS
-from evalcore.targets.saved import list_targets
+from evalcore.targets.saved_targets import list_targets
+from evalcore.targets.target_config import TargetConfig
 
 COST_FIGURES = "cost/1"  # a campaign's total as lists show it, kept beside its headline means
 # The measures that decide a question's verdict in a comparison are the ones a list shows.

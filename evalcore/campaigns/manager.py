@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from evalcore.access import Action, Principal, scope
+from evalcore.access.principals import Action, Principal, scope
 from evalcore.campaigns.queries import get_campaign
 from evalcore.campaigns.records import (
     DEFAULT_MAX_FAILED_SHARE,
@@ -25,8 +25,8 @@ from evalcore.campaigns.records import (
     run_option_problem,
 )
 from evalcore.errors import EvalError
-from evalcore.lifecycle import ACTIVE, OWNED, CampaignStatus, sql_list
-from evalcore.memory import limit_arenas
+from evalcore.language.text import name_problem, shown
+from evalcore.runtime.memory import limit_arenas
 from evalcore.store import (
     QUEUED,
     Conflict,
@@ -42,11 +42,11 @@ from evalcore.store import (
     open_store,
     require_store,
 )
-from evalcore.text import name_problem, shown
+from evalcore.store.campaign_statuses import ACTIVE, OWNED, CampaignStatus, sql_list
 
 if TYPE_CHECKING:
     from evalcore.campaigns.answering import Plan
-    from evalcore.campaigns.claims import Workers
+    from evalcore.campaigns.campaign_queue import Workers
     from evalcore.campaigns.cluster import Cluster
     from evalcore.campaigns.estimate import Estimate
     from evalcore.campaigns.launching import LaunchRequest
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from evalcore.campaigns.runner import Runner
     from evalcore.campaigns.supervisor import WorkerProcess
     from evalcore.datasets import Dataset
-    from evalcore.jobs import JobKind, JobWorkers
+    from evalcore.jobs.job_queue import JobKind, JobWorkers
     from evalcore.judges import JudgeSettings
     from evalcore.models import ChatModel
     from evalcore.suites import Suite
@@ -82,7 +82,7 @@ def get_manager(db_path: str | Path | None = None, *, create: bool = True) -> Ca
 
 def new_campaign_id(tenant: str, dataset: str | None) -> str:
     """An evaluation task's id `evaluation_{tenant}_{unix_ms}_{8 hex}_{dataset_id}`; `run_...` for suite campaigns."""
-    from evalcore.campaigns.corpus import dataset_tag
+    from evalcore.campaigns.campaign_dataset import dataset_tag
 
     stem = f"{tenant}_{int(time.time() * 1000)}_{secrets.token_hex(4)}"
     return f"evaluation_{stem}_{dataset_tag(dataset)}" if dataset is not None else f"run_{stem}"
@@ -194,7 +194,7 @@ class CampaignManager:
     def serve_queue(self, slots: int | None = None, tenant_cap: int | None = None) -> None:
         """From now on launches queue their campaign in the store; this process claims and runs queued campaigns
         (any process's) with threads, at most `slots` at once and `tenant_cap` of one tenant over every process."""
-        from evalcore.campaigns.claims import Workers
+        from evalcore.campaigns.campaign_queue import Workers
 
         with self._lock:  # pages of several sessions may ask at once: one set of workers
             if self.workers is None:
@@ -204,7 +204,7 @@ class CampaignManager:
     def serve_jobs(self, *kinds: JobKind) -> None:
         """From now on this process claims and runs queued jobs of these kinds (any process's), under the job caps;
         closing the manager puts those running here back in the queue."""
-        from evalcore.jobs import JobWorkers, register
+        from evalcore.jobs.job_queue import JobWorkers, register
 
         for kind in kinds:
             register(kind)
@@ -239,7 +239,7 @@ class CampaignManager:
 
     def _resolved(self, request: LaunchRequest) -> Resolved:
         """What a launch asks for, checked: its tenant, suite, configuration, questions and judges."""
-        from evalcore.campaigns.corpus import load_corpus
+        from evalcore.campaigns.campaign_dataset import load_corpus
         from evalcore.campaigns.launching import check_judges, resolve_config
         from evalcore.campaigns.questions import dataset_questions, suite_questions
         from evalcore.suites import get_suite
@@ -290,8 +290,8 @@ class CampaignManager:
         A principal launches in its own tenant, and only with a role that may change things.
         """
         from evalcore.campaigns.budget import refuse_over_daily_budget
+        from evalcore.campaigns.campaign_dataset import graded_for
         from evalcore.campaigns.cluster import cluster_for
-        from evalcore.campaigns.corpus import graded_for
         from evalcore.metrics.registry import check_python_measures
         from evalcore.targets.allowed import check_request
 
@@ -331,7 +331,7 @@ class CampaignManager:
 
     def _launch_traces(self, request: LaunchRequest) -> str:
         """A campaign over a sample of the tenant's traces (evalcore.campaigns.traced): it runs in this process."""
-        from evalcore.campaigns.corpus import load_corpus
+        from evalcore.campaigns.campaign_dataset import load_corpus
         from evalcore.campaigns.launching import check_judges, resolve_config
         from evalcore.campaigns.traced import DEFAULT_JUDGES, TraceAnswers, check_reference_free, trace_questions
         from evalcore.targets.allowed import check_request
@@ -373,7 +373,7 @@ class CampaignManager:
         Nothing is asked of the target: the new campaign reads the answers where they are stored
         (evalcore.campaigns.rejudging). Only a campaign of the principal's tenant whose every question ran.
         """
-        from evalcore.campaigns.corpus import load_corpus, stored_dataset_path
+        from evalcore.campaigns.campaign_dataset import load_corpus, stored_dataset_path
         from evalcore.campaigns.questions import stored_questions
         from evalcore.campaigns.rejudging import judged_campaign, rejudge_judges, rejudge_name, rejudged_config
         from evalcore.targets import TargetConfig
@@ -435,7 +435,7 @@ class CampaignManager:
         """Build and check the target (fails fast when a model is unreachable); a re-judge's target gives back the
         answers stored by `answers_from`."""
         from evalcore.campaigns.answering import Plan
-        from evalcore.campaigns.corpus import graded_for
+        from evalcore.campaigns.campaign_dataset import graded_for
         from evalcore.campaigns.rejudging import StoredAnswers
         from evalcore.costs import price_table
         from evalcore.metrics.registry import check_python_measures
@@ -544,8 +544,8 @@ class CampaignManager:
                run_on: tuple[str | None, str | None] = (None, None), principal: Principal | None = None,
                max_cost: float | None = None) -> str:
         from evalcore.campaigns.budget import refuse_budget_spent, refuse_over_daily_budget
+        from evalcore.campaigns.campaign_dataset import load_corpus, stored_dataset_path
         from evalcore.campaigns.cluster import cluster_for
-        from evalcore.campaigns.corpus import load_corpus, stored_dataset_path
         from evalcore.campaigns.questions import stored_questions
         from evalcore.campaigns.rejudging import refuse_if_judged_again
         from evalcore.targets import TargetConfig
@@ -589,8 +589,8 @@ class CampaignManager:
         """Run a campaign this process claimed from the queue (its questions without a result), on a thread; one
         that cannot start here (its dataset is not on this host, a model is unreachable) fails with the reason."""
         from evalcore.campaigns.answering import error_text
+        from evalcore.campaigns.campaign_dataset import load_corpus, stored_dataset_path
         from evalcore.campaigns.cluster import cluster_for
-        from evalcore.campaigns.corpus import load_corpus, stored_dataset_path
         from evalcore.campaigns.questions import stored_questions
         from evalcore.targets import TargetConfig
 

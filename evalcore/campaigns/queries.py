@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evalcore.access import Principal, owned, scope
+from evalcore.access.principals import Principal, owned, scope
 from evalcore.campaigns.records import UNRECORDED, Aggregate, Campaign, QuestionResult, Summary, Tokens, results_version
 from evalcore.campaigns.result_rows import QuestionLine, read_lines, read_results
 from evalcore.costs import GENERATOR, Usage, summed

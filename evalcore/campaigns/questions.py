@@ -8,7 +8,7 @@ from dataclasses import replace
 from evalcore.campaigns.records import Question
 from evalcore.datasets import Dataset
 from evalcore.metrics.abstention import is_unanswerable_marker
-from evalcore.metrics.checks import parse_checks
+from evalcore.metrics.answer_checks import parse_checks
 from evalcore.store import Connection, Store, dumps
 from evalcore.suites import Suite
 

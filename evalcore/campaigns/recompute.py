@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from evalcore.access import Action, Principal, scope
-from evalcore.campaigns.corpus import stored_dataset_path
+from evalcore.access.principals import Action, Principal, scope
+from evalcore.campaigns.campaign_dataset import stored_dataset_path
 from evalcore.campaigns.queries import campaign_results, get_campaign
 from evalcore.campaigns.questions import answerability
 from evalcore.campaigns.records import Campaign, CampaignKind, QuestionResult

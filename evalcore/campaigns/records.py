@@ -19,13 +19,13 @@ from evalcore import store
 from evalcore.campaigns.pace import estimate
 from evalcore.costs import Cost, Usage
 from evalcore.diagnosis import Stage
+from evalcore.formats.shapes import Key, doc
 from evalcore.judges import JudgeResult, Verdict
-from evalcore.lifecycle import CampaignStatus
 from evalcore.metrics.graded import stored_values
-from evalcore.shapes import Key, doc
+from evalcore.store.campaign_statuses import CampaignStatus
 from evalcore.targets.base import Retrieved, Round
-from evalcore.targets.config import Snapshot
-from evalcore.targets.saved import ID_NAMES
+from evalcore.targets.saved_targets import ID_NAMES
+from evalcore.targets.target_config import Snapshot
 
 Row = store.Row | Mapping[str, Any]
 UNRECORDED = "a model not recorded (stored before costs were kept)"
@@ -271,7 +271,7 @@ class Question:
     conversation: str | None = field(default=None, metadata=doc("the conversation it is a turn of (null: a question "
                                                                 "asked alone)"))
     turn: int | None = field(default=None, metadata=doc("its turn in the conversation, from 1 (null: asked alone)"))
-    # The earlier rounds the target is given with it (evalcore.campaigns.conversations): set just before it is
+    # The earlier rounds the target is given with it (evalcore.campaigns.turn_order): set just before it is
     # asked, never stored with the snapshot.
     history: tuple[Round, ...] = field(default=(), metadata=doc(hidden=True))
 

@@ -15,17 +15,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalcore.access import Principal
+from evalcore.access.principals import Principal
 from evalcore.campaigns.launching import check_judges
 from evalcore.campaigns.queries import get_campaign
 from evalcore.campaigns.records import Campaign, QuestionResult
 from evalcore.campaigns.result_rows import read_results
 from evalcore.errors import EvalError
-from evalcore.lifecycle import CampaignStatus
+from evalcore.language.text import counted
 from evalcore.store import Conflict, Store
+from evalcore.store.campaign_statuses import CampaignStatus
 from evalcore.targets import Chat, TargetAnswer, TargetConfig
-from evalcore.targets.config import JUDGE, TABLES
-from evalcore.text import counted
+from evalcore.targets.target_config import JUDGE, TABLES
 
 if TYPE_CHECKING:
     from evalcore.models import ChatModel

@@ -12,16 +12,16 @@ from typing import TypeVar
 
 from evalcore.campaigns.answering import Plan, error_text
 from evalcore.campaigns.budget import Budget
-from evalcore.campaigns.conversations import Conversations, stored_answers, talking
 from evalcore.campaigns.executors import Executor, LocalExecutor
 from evalcore.campaigns.pace import Window
 from evalcore.campaigns.questions import stored_questions
 from evalcore.campaigns.records import Outcome, Question
 from evalcore.campaigns.result_rows import NotOwner, ResultWriter
+from evalcore.campaigns.turn_order import Conversations, stored_answers, talking
 from evalcore.errors import EvalError
-from evalcore.lifecycle import CampaignStatus
-from evalcore.memory import give_back
+from evalcore.runtime.memory import give_back
 from evalcore.store import HEARTBEAT_S, Connection, Store, StoreUnavailable, lease_s
+from evalcore.store.campaign_statuses import CampaignStatus
 
 log = logging.getLogger("evalcore.campaigns")
 T = TypeVar("T")

@@ -8,7 +8,7 @@ import json
 import time
 from collections.abc import Sequence
 
-from evalcore.access import Action, Principal, scope
+from evalcore.access.principals import Action, Principal, scope
 from evalcore.campaigns.manager import judge_settings
 from evalcore.campaigns.queries import get_campaign
 from evalcore.errors import EvalError

@@ -12,7 +12,7 @@ from evalcore.errors import EvalError
 from evalcore.store import Store
 from evalcore.targets import TargetAnswer, TargetConfig
 from evalcore.targets.base import Chat, Retrieved
-from evalcore.telemetry.records import Trace
+from evalcore.telemetry.trace_records import Trace
 
 if TYPE_CHECKING:
     from evalcore.models import ChatModel

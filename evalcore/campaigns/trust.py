@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalcore.access import Principal
-from evalcore.campaigns.labels import (
+from evalcore.access.principals import Principal
+from evalcore.campaigns.queries import campaign_results, get_campaign
+from evalcore.campaigns.question_labels import (
     PASS_FAIL,
     comparison_agreement,
     judge_scale,
@@ -16,12 +17,11 @@ from evalcore.campaigns.labels import (
     trust_lines,
     trust_text,
 )
-from evalcore.campaigns.queries import campaign_results, get_campaign
 from evalcore.campaigns.records import Campaign, QuestionResult
 from evalcore.campaigns.result_rows import answers_holder
+from evalcore.formats.shapes import doc
 from evalcore.judges import Verdict
 from evalcore.metrics.agreement import Agreement, agreement
-from evalcore.shapes import doc
 from evalcore.store import Store
 
 

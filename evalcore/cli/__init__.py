@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 
 from evalcore.errors import EvalError
-from evalcore.text import shown
+from evalcore.language.text import shown
 
 # The module that registers each command. Running a command imports only its module: importing
 # them all (the campaign engine, pandas, the HTTP stack) costs a second or more, which `score`

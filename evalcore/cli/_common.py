@@ -135,7 +135,7 @@ def write_file(path: Path, text: str, what: str = "the file") -> None:
 
 def add_judge_model_flags(group: argparse._ArgumentGroup) -> None:
     """--judge-kind, --judge-model, ...: the judges' model keys, typed and explained by their configuration key."""
-    from evalcore.targets.config import KEYS  # here: the other commands start without the configuration's module
+    from evalcore.targets.target_config import KEYS  # here: the other commands start without the configuration's module
 
     for key in JUDGE_FLAGS:
         group.add_argument("--" + key.replace("_", "-"), dest=key, type=type(KEYS[key].default),

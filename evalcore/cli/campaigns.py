@@ -34,7 +34,7 @@ from evalcore.cli._common import (
 )
 from evalcore.cli.run import Report, follow, format_report
 from evalcore.judges import FIELD_NAMES
-from evalcore.text import counted
+from evalcore.language.text import counted
 
 
 def register(commands: Commands) -> None:

@@ -36,9 +36,9 @@ from evalcore.datasets.names import dataset_label
 from evalcore.diagnosis import STAGES, Transition
 from evalcore.errors import EvalError
 from evalcore.judges import FIELD_NAMES, LOCAL_PAIRWISE_NOTE
-from evalcore.lifecycle import CampaignStatus
+from evalcore.language.text import counted
 from evalcore.store import Store
-from evalcore.text import counted
+from evalcore.store.campaign_statuses import CampaignStatus
 
 if TYPE_CHECKING:
     from evalcore.compare.preference import Preference
@@ -155,7 +155,7 @@ def ask_pairwise(args: argparse.Namespace, ids: list[str]) -> None:
     if len(ids) != 2:
         raise EvalError("the pairwise judge compares two campaigns, not a sweep", where="--pairwise",
                         found=str(len(ids)), fix="give A and B")
-    from evalcore.compare.pairwise import asks_local_model, judge_comparison  # the judge's model: only when asked
+    from evalcore.compare.pairwise_job import asks_local_model, judge_comparison  # the judge's model: only when asked
 
     if asks_local_model(get_campaign(store_of(args), ids[1]), judge):
         print(f"note: {LOCAL_PAIRWISE_NOTE}", file=sys.stderr, flush=True)

@@ -7,12 +7,12 @@ import json
 import sys
 from pathlib import Path
 
+from evalcore.access.api_keys import check_tenant
 from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands, add_db_option, store_of
-from evalcore.keys import check_tenant
 from evalcore.targets import TargetConfig, build_target
-from evalcore.targets.config import EXECUTION_KEYS, key_reference, under_test
-from evalcore.targets.saved import list_targets, save_target
+from evalcore.targets.saved_targets import list_targets, save_target
+from evalcore.targets.target_config import EXECUTION_KEYS, key_reference, under_test
 
 
 def register(commands: Commands) -> None:

@@ -41,7 +41,7 @@ def register(commands: Any) -> None:
 def _import(args: argparse.Namespace) -> int:
     from evalcore.datasets import resolve_dataset
     from evalcore.documents import Chunking, import_corpus
-    from evalcore.targets.config import TargetConfig
+    from evalcore.targets.target_config import TargetConfig
 
     config = TargetConfig.from_toml(args.config) if args.config else None
     chunking = Chunking.of(args.chunk_size, args.chunk_overlap, config)

@@ -6,10 +6,10 @@ import argparse
 import sys
 import time
 
-from evalcore.access import Principal
+from evalcore.access.api_keys import CAPABILITIES, ROLES, create_key, list_keys, revoke_key
+from evalcore.access.principals import Principal
 from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands, add_db_option, store_of
-from evalcore.keys import CAPABILITIES, ROLES, create_key, list_keys, revoke_key
 
 
 def register(commands: Commands) -> None:

@@ -8,12 +8,12 @@ import json
 import sys
 from pathlib import Path
 
-from evalcore.campaigns.labels import campaign_agreement, import_labels_csv, labels_csv, set_label
+from evalcore.campaigns.question_labels import campaign_agreement, import_labels_csv, labels_csv, set_label
 from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands, add_campaign_argument, add_db_option, store_of
 from evalcore.errors import EvalError
+from evalcore.language.text import counted
 from evalcore.metrics.agreement import Agreement
-from evalcore.text import counted
 
 
 def register(commands: Commands) -> None:

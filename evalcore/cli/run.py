@@ -53,15 +53,15 @@ from evalcore.gates import (
 )
 from evalcore.judges import JUDGES, local_notes
 from evalcore.judges.scale import HIGHEST, LOWEST, PASS_MARK
+from evalcore.language.text import counted
 from evalcore.metrics import panels
 from evalcore.store import Store
 from evalcore.suites import find_suite, get_suite
 from evalcore.targets import TargetConfig
-from evalcore.targets.config import parse_sweep, read_prompt_files, setting_notes, sweep_values
 from evalcore.targets.generators import judge_model_name, judged_locally
 from evalcore.targets.presets import QUICK_START
-from evalcore.targets.saved import get_target
-from evalcore.text import counted
+from evalcore.targets.saved_targets import get_target
+from evalcore.targets.target_config import parse_sweep, read_prompt_files, setting_notes, sweep_values
 
 POLL_S = 0.5
 

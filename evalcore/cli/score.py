@@ -26,8 +26,8 @@ from evalcore.metrics import (
     graded_retrieval_scores,
     signature,
 )
+from evalcore.metrics.bleu_rouge import generation_scores
 from evalcore.metrics.document_retrieval import SHAPES, document_retrieval, package_shape, read_cases
-from evalcore.metrics.generation import generation_scores
 from evalcore.metrics.graded import default_thresholds, threshold_measure
 from evalcore.metrics.retrieval import GRADED_NDCG_MEASURES
 

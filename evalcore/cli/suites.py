@@ -11,6 +11,7 @@ from evalcore.campaigns.listing import suite_rows
 from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands, add_db_option, store_of
 from evalcore.errors import EvalError
+from evalcore.language.text import counted
 from evalcore.suites import (
     Case,
     DuplicateName,
@@ -22,8 +23,7 @@ from evalcore.suites import (
     parse_suite_jsonl,
     suite_csv_bytes,
 )
-from evalcore.targets.saved import ID_NAMES
-from evalcore.text import counted
+from evalcore.targets.saved_targets import ID_NAMES
 
 
 def register(commands: Commands) -> None:

@@ -73,7 +73,7 @@ def register(commands: Commands) -> None:
 
 def model_keys(args: argparse.Namespace) -> dict[str, Any]:
     """The model's keys: a configuration's (its judge keys, else its own model as the judge), then the flags."""
-    from evalcore.targets.config import KEYS, TargetConfig
+    from evalcore.targets.target_config import KEYS, TargetConfig
     from evalcore.testsets import MODEL_KEYS
 
     keys: dict[str, Any] = {}

@@ -11,7 +11,7 @@ from typing import Any
 from evalcore.cli import SUMMARIES
 from evalcore.cli._common import Commands, add_campaign_argument, add_db_option, manager_of, positive_int, store_of
 from evalcore.errors import EvalError
-from evalcore.text import counted
+from evalcore.language.text import counted
 
 NONE_WORDS = ("none", "off", "")
 
@@ -191,7 +191,7 @@ def _run(args: argparse.Namespace) -> int:
     from evalcore.cli.run import follow, judge_overrides
     from evalcore.compare.production import moment
     from evalcore.targets import TargetConfig
-    from evalcore.targets.saved import get_target
+    from evalcore.targets.saved_targets import get_target
     from evalcore.telemetry import TraceSample
     from evalcore.telemetry.stored import parse_filters
 

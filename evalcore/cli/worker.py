@@ -42,14 +42,14 @@ def serve_queue(args: argparse.Namespace) -> None:
     jobs (the pairwise judge's, test-set generation)."""
     from evalcore.campaigns import get_manager
     from evalcore.campaigns.listing import keep_ended_figures
-    from evalcore.compare import compare_with_previous, pairwise
-    from evalcore.testsets.generation import TESTSET
+    from evalcore.compare import compare_with_previous, pairwise_job
+    from evalcore.testsets.generation_job import TESTSET
 
     manager = get_manager(args.db, create=False)  # a worker of a store nobody made is a typo
     manager.after_each(keep_ended_figures)
     manager.after_each(compare_with_previous)
     manager.serve_queue(args.max_campaigns, args.max_per_tenant)
-    manager.serve_jobs(pairwise.PAIRWISE, TESTSET)
+    manager.serve_jobs(pairwise_job.PAIRWISE, TESTSET)
 
 
 def to_background() -> None:

@@ -2,7 +2,7 @@
 
 from typing import TYPE_CHECKING
 
-from evalcore.lazy import lazy_exports
+from evalcore.runtime.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from evalcore.campaigns.records import results_version
@@ -19,11 +19,11 @@ __all__ = ["CampaignHeader", "Change", "Comparison", "MeasureDelta", "Paired", "
            "compare_campaigns", "compare_results", "compare_sweep", "compare_with_previous", "question_key",
            "results_version", "row_values",
            "sweep_results"]
-# Imported on first use: a light module of this package does not load its heavy siblings (evalcore.lazy).
+# Imported on first use: a light module of this package does not load its heavy siblings (evalcore.runtime.lazy).
 __getattr__ = lazy_exports(__name__, {
     "comparison": ("compare_results", "question_key", "row_values"),
     "deltas": ("CampaignHeader", "Change", "Comparison", "MeasureDelta", "Paired", "QuestionDiff"),
-    "saved": ("results_version",),
+    "saved_comparisons": ("results_version",),
     "stored": ("compare_campaigns", "compare_with_previous"),
     "sweep": ("Sweep", "SweepRow", "compare_sweep", "sweep_results"),
 })

@@ -24,8 +24,8 @@ from evalcore.compare.deltas import Comparison, MeasureDelta, Paired
 from evalcore.compare.export_context import LINE_IN_CHART, ExportContext, Fact, shown
 from evalcore.compare.sweep import Sweep
 from evalcore.diagnosis import NOT_ATTRIBUTED, STAGES, StageCounts, side_counts
+from evalcore.language.text import counted
 from evalcore.metrics import SCALES, display_order, higher_is_better, scale_of
-from evalcore.text import counted
 
 GREEN, RED, GREY = "#2e7d32", "#c62828", "#607d8b"
 SAME_VALUE = 9  # decimals two values must share to be drawn as one point of the scatter

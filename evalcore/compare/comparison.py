@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from evalcore.access import Principal, scope
+from evalcore.access.principals import Principal, scope
 from evalcore.campaigns import (
     Campaign,
     CampaignStatus,
@@ -26,7 +26,7 @@ from evalcore.campaigns.compared import (
     row_values,
 )
 from evalcore.campaigns.result_rows import no_cycle_collection
-from evalcore.compare import power, stats, worker
+from evalcore.compare import power, statistics_process, stats
 from evalcore.compare.costs import cost_delta
 from evalcore.compare.deltas import (
     PASS_SUFFIX,
@@ -42,11 +42,11 @@ from evalcore.compare.deltas import (
 from evalcore.compare.exact import check_draws
 from evalcore.compare.measure_stats import measure_entries
 from evalcore.errors import EvalError
+from evalcore.language.text import counted
 from evalcore.metrics import judged_by, tolerance_of, verdict_basis
 from evalcore.metrics.registry import SIDES, family
 from evalcore.store import Store
-from evalcore.targets.config import under_test
-from evalcore.text import counted
+from evalcore.targets.target_config import under_test
 
 # Besides what this module defines, the question key and values of a result, as the comparison reads them.
 __all__ = ["compare_results", "compare_rows", "question_key", "row_values"]
@@ -145,7 +145,7 @@ def incomparable_judges(a_judges: Mapping[str, set[tuple[str, str]]],
 
 def config_side(key: str) -> str:
     """"retrieval" or "generation" for a configuration key of that side of the system, else "other"."""
-    from evalcore.targets.config import GENERATION_SIDE, RETRIEVAL_SIDE, TargetConfig
+    from evalcore.targets.target_config import GENERATION_SIDE, RETRIEVAL_SIDE, TargetConfig
 
     if key in TargetConfig.keys_in(*RETRIEVAL_SIDE):
         return "retrieval"
@@ -257,7 +257,7 @@ def compare_results(a_campaign: Campaign, a_rows: list[QuestionResult], b_campai
 
 def compare_rows(a_campaign: Campaign, a: ComparedRows, b_campaign: Campaign, b: ComparedRows, *, seed: int = 0,
                  resamples: int = stats.RESAMPLES, effect: float = power.EFFECT, basis: str | None = None,
-                 tolerances: Mapping[str, float] | None = None, process: worker.Statistics | None = None,
+                 tolerances: Mapping[str, float] | None = None, process: statistics_process.Statistics | None = None,
                  ) -> Comparison:
     """compare_results on the questions as a comparison reads them (`ComparedRows`, from records or the store).
 
@@ -372,7 +372,7 @@ def compared_results(store: Store, campaign_id: str) -> list[QuestionResult]:
 
 def computed(store: Store, a: Campaign, b: Campaign, *, seed: int, resamples: int, **options: Any) -> Comparison:
     """The comparison of two stored campaigns computed from their rows (stored.compare_campaigns keeps it)."""
-    process = worker.start(a.finished, b.finished)   # it gets ready while the campaigns are read
+    process = statistics_process.start(a.finished, b.finished)   # it gets ready while the campaigns are read
     if process is None:
         power.prepare()
     try:

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalcore.costs import money
-from evalcore.shapes import doc
-from evalcore.text import counted
+from evalcore.formats.shapes import doc
+from evalcore.language.text import counted
 
 QuestionCost = tuple[float | None, str]  # a question's cost (None: a model without a price) and its currency
 

@@ -14,18 +14,18 @@ from evalcore import diagnosis
 from evalcore.campaigns import Campaign
 from evalcore.campaigns.records import CampaignKind
 from evalcore.compare import power
+from evalcore.compare.conversation_verdicts import ConversationVerdict, conversation_verdicts
 from evalcore.compare.costs import CostDelta
 from evalcore.compare.exact import McNemar
 from evalcore.compare.preference import Preference
-from evalcore.compare.talks import ConversationVerdict, conversation_verdicts
 from evalcore.costs import money
 from evalcore.diagnosis import Stage, Transition
 from evalcore.errors import EvalError
+from evalcore.formats.shapes import Key, doc
 from evalcore.judges import Verdict
 from evalcore.judges.verdict import StoredVerdicts, verdicts_json, verdicts_text
-from evalcore.shapes import Key, doc
-from evalcore.targets.config import Snapshot
-from evalcore.text import counted
+from evalcore.language.text import counted
+from evalcore.targets.target_config import Snapshot
 
 if TYPE_CHECKING:
     import numpy as np

@@ -12,7 +12,7 @@ from statistics import NormalDist
 from typing import Any
 
 from evalcore.errors import EvalError
-from evalcore.shapes import doc
+from evalcore.formats.shapes import doc
 
 RESAMPLES = 10_000
 ALPHA = 0.05

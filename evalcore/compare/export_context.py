@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from evalcore.access import Principal, scope
+from evalcore.access.principals import Principal, scope
 from evalcore.campaigns import Campaign, CampaignKind
 from evalcore.campaigns.listing import source_name, suite_names
 from evalcore.compare.deltas import ONE_SIDED, Comparison

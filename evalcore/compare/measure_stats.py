@@ -1,7 +1,7 @@
 """Each measure's delta between two campaigns over their common questions: its 95% interval, a paired test, its
 significance and power; when the questions are turns of conversations, the interval and test resample whole
 conversations. What a comparison computes in process, or in the statistics process of a large one
-(`evalcore.compare.worker`), which imports only this."""
+(`evalcore.compare.statistics_process`), which imports only this."""
 
 from __future__ import annotations
 

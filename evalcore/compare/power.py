@@ -29,7 +29,7 @@ from functools import lru_cache
 from statistics import NormalDist
 
 from evalcore.errors import EvalError
-from evalcore.text import counted
+from evalcore.language.text import counted
 
 ALPHA = 0.05
 POWER = 0.8

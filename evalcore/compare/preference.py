@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalcore.compare import exact
+from evalcore.formats.shapes import Key, doc
 from evalcore.judges.pairwise import PairVerdict
-from evalcore.shapes import Key, doc
-from evalcore.text import counted
+from evalcore.language.text import counted
 
 INTERVAL = "95% Wilson score interval over the readable questions, ties counted half"
 TEST = "exact two-sided sign test on the questions that are not ties"

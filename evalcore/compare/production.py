@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from evalcore.access import Principal
+from evalcore.access.principals import Principal
 from evalcore.campaigns.queries import campaign_results, get_campaign
 from evalcore.campaigns.records import CampaignKind
 from evalcore.compare.stats import wilson_interval
 from evalcore.compare.unpaired import LEVEL, UnpairedDelta, compare_means, compare_proportions, t_quantile
 from evalcore.errors import EvalError
+from evalcore.formats.shapes import doc
 from evalcore.judges import JudgeResult
-from evalcore.shapes import doc
 from evalcore.store import Store
 from evalcore.telemetry import Trace, TraceFilter, list_traces
 from evalcore.telemetry.sampling import PERIODS, period_of

@@ -18,7 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from evalcore.access import Principal
+from evalcore.access.principals import Principal
 from evalcore.campaigns import Campaign
 from evalcore.compare import charts
 from evalcore.compare.deltas import Change, Comparison, QuestionDiff
@@ -61,7 +61,7 @@ def comparison_report(comparison: Comparison, a: Campaign, b: Campaign, sources:
     """The HTML report of A (baseline) against B, with a sweep's table and chart when given; each judged question's
     judge results under our names, or names="evaluator" under the evaluators' documented names.
 
-    `trust` says how far each judge agrees with people's labels (evalcore.campaigns.labels.trust_lines).
+    `trust` says how far each judge agrees with people's labels (evalcore.campaigns.question_labels.trust_lines).
     """
     context = comparison_context(comparison, a, b, sources, today)
     parts = [f"<h1>{esc(b.name)} against {esc(a.name)}</h1>", facts_table(context),

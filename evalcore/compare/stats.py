@@ -38,9 +38,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from evalcore import compiled
 from evalcore.compare.exact import ALPHA, RESAMPLES, McNemar, mcnemar_exact, sign_test, wilson_interval
-from evalcore.lazy import once
+from evalcore.runtime import compiled
+from evalcore.runtime.lazy import once
 
 T = TypeVar("T")
 # Besides what this module defines, the draws' count and the exact tests (evalcore.compare.exact: they need no

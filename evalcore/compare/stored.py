@@ -1,4 +1,4 @@
-"""Comparisons of two stored campaigns: the kept one read back (evalcore.compare.saved), else computed
+"""Comparisons of two stored campaigns: the kept one read back (evalcore.compare.saved_comparisons), else computed
 (evalcore.compare.comparison, which loads numpy, the statistics and the measure registry only then) and kept."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from evalcore.access import Principal, scope
+from evalcore.access.principals import Principal, scope
 from evalcore.campaigns import get_campaign, list_campaigns
-from evalcore.compare import power, saved
+from evalcore.compare import power, saved_comparisons
 from evalcore.compare.deltas import Comparison
 from evalcore.compare.exact import RESAMPLES, check_draws
 from evalcore.compare.pairing import previous
@@ -32,18 +32,18 @@ def compare_campaigns(store: Store, a_id: str, b_id: str, *, seed: int = 0, resa
     effect = power.check_effect(effect)
     tenant = scope(principal, tenant)
     a, b = get_campaign(store, a_id, tenant=tenant), get_campaign(store, b_id, tenant=tenant)
-    pairwise = saved.find_preference(store, a, b)
+    pairwise = saved_comparisons.find_preference(store, a, b)
     if basis:  # an asked basis is not the stored default: computed, not kept
         from evalcore.compare.comparison import computed
 
         return replace(computed(store, a, b, seed=seed, resamples=resamples, effect=effect, basis=basis,
                                 tolerances=tolerances), pairwise=pairwise)
-    comparison = saved.find(store, a, b, seed=seed, resamples=resamples, read_later=read_later)
+    comparison = saved_comparisons.find(store, a, b, seed=seed, resamples=resamples, read_later=read_later)
     if comparison is None:
         from evalcore.compare.comparison import computed  # the statistics (numpy), the measure registry: only now
 
         comparison = computed(store, a, b, seed=seed, resamples=resamples)
-        saved.keep(store, comparison, a, b)
+        saved_comparisons.keep(store, comparison, a, b)
     return replace(comparison.with_effect(effect).with_tolerances(tolerances or {}), pairwise=pairwise)
 
 

@@ -6,16 +6,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalcore.access import Principal
+from evalcore.access.principals import Principal
 from evalcore.campaigns import Campaign, QuestionResult
 from evalcore.compare import stats
 from evalcore.compare.comparison import compare_results, load, row_values
 from evalcore.compare.deltas import MeasureDelta
 from evalcore.compare.exact import check_draws
 from evalcore.errors import EvalError
-from evalcore.shapes import doc
+from evalcore.formats.shapes import doc
 from evalcore.store import Store
-from evalcore.targets.config import EXECUTION_KEYS
+from evalcore.targets.target_config import EXECUTION_KEYS
 
 
 @dataclass(frozen=True)

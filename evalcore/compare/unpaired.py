@@ -28,7 +28,7 @@ from typing import Any
 
 from evalcore.compare.power import ALPHA, POWER, power_at, root, z_sum
 from evalcore.compare.stats import wilson_interval
-from evalcore.shapes import Key, doc
+from evalcore.formats.shapes import Key, doc
 
 LEVEL = 0.95
 MAX_N = 1e9

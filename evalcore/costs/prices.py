@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from evalcore.costs import defaults
+from evalcore.costs import default_prices
 from evalcore.errors import EvalError
-from evalcore.shapes import doc
+from evalcore.formats.shapes import doc
 
 PRICES_FILE = "prices.csv"  # beside a SQLite store
 COLUMNS = ("model", "input", "output", "cached_input", "currency", "read", "same_as")
@@ -86,9 +86,9 @@ def candidates(name: str) -> list[str]:
 
 
 def default_table() -> dict[str, Price]:
-    """The default table (evalcore.costs.defaults), by folded model name."""
-    return {model.casefold(): Price(model, sent_in, sent_out, cached, currency, defaults.READ, "default table")
-            for model, sent_in, sent_out, cached, currency in defaults.ROWS}
+    """The default table (evalcore.costs.default_prices), by folded model name."""
+    return {model.casefold(): Price(model, sent_in, sent_out, cached, currency, default_prices.READ, "default table")
+            for model, sent_in, sent_out, cached, currency in default_prices.ROWS}
 
 
 def operator_files(store_location: str | None) -> list[Path]:

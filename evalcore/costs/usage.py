@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, NamedTuple
 
 from evalcore.costs.prices import PriceTable
-from evalcore.shapes import doc
+from evalcore.formats.shapes import doc
 
 # The roles a target's calls count under (a judge's: "judge:" and its name).
 GENERATOR, QUERY, RERANK = "generator", "query", "rerank"

@@ -2,7 +2,7 @@
 
 from typing import TYPE_CHECKING
 
-from evalcore.lazy import lazy_exports
+from evalcore.runtime.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from evalcore.datasets.loader import (
@@ -34,7 +34,7 @@ __all__ = [
     "list_datasets", "load_dataset", "resolve_dataset", "upload_limit_mb", "upload_name_problem", "upload_root",
     "validate_upload",
 ]
-# Imported on first use: naming the default dataset does not load the loader and pyarrow (evalcore.lazy).
+# Imported on first use: naming the default dataset does not load the loader and pyarrow (evalcore.runtime.lazy).
 __getattr__ = lazy_exports(__name__, {
     "names": ("DEFAULT_DATASET",),
     "loader": (

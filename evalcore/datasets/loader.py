@@ -14,10 +14,10 @@ from typing import Any, NamedTuple, cast
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalcore.datasets.conversations import TurnOf, conversation_id, turn_problems
+from evalcore.datasets.conversation_checks import TurnOf, conversation_id, turn_problems
 from evalcore.datasets.names import DEFAULT_DATASET
+from evalcore.datasets.relevance import relevant_ids
 from evalcore.errors import EvalError
-from evalcore.relevance import relevant_ids
 
 # A checkout keeps its datasets in its dataset/ folder, the sample in dataset/samples. An installed package carries
 # the sample inside it (setup.py copies it there) and finds other datasets in dataset/ under the working folder.
@@ -472,7 +472,7 @@ def _spread(values: list[int]) -> Spread:
 
 def dataset_stats(ds: Dataset) -> DatasetStats:
     """The five headline statistics plus what an analyst needs to trust a dataset."""
-    from evalcore.text import tokenize
+    from evalcore.language.text import tokenize
 
     labeled = [q for q in ds.questions if q.relevant]
     referenced = {pid for q in ds.questions for pid in q.labels}

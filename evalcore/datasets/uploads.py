@@ -10,7 +10,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from evalcore.access import Action, Principal
+from evalcore.access.principals import Action, Principal
 from evalcore.datasets.loader import DATASET_ID, DATASET_ROOT, FILES, load_dataset
 from evalcore.errors import EvalError
 

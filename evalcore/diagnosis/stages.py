@@ -28,8 +28,8 @@ from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any, Protocol
 
+from evalcore.datasets.relevance import relevant_ids
 from evalcore.judges import JudgeResult
-from evalcore.relevance import relevant_ids
 
 
 class Stage(StrEnum):
@@ -113,7 +113,7 @@ def relevance(labels: Mapping[int, int] | None, expected_sources: Sequence[str])
         return lambda hit: hit.pid in pids
     wanted = [source for source in expected_sources if source.strip()]
     if wanted:
-        from evalcore.metrics.suite import sources_found  # its tokenizer: only for a suite's expected sources
+        from evalcore.metrics.expected_answer import sources_found  # its tokenizer: only for a suite's expected sources
 
         return lambda hit: any(sources_found([source], [source_of(hit)]) for source in wanted)
     return None

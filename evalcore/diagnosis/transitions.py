@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalcore.diagnosis.stages import NOT_ATTRIBUTED, STAGES, StageCounts
-from evalcore.shapes import Key, doc
+from evalcore.formats.shapes import Key, doc
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,13 @@ yet), with a report of what was read and what was skipped, and why."""
 
 from typing import TYPE_CHECKING
 
-from evalcore.lazy import lazy_exports
+from evalcore.runtime.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from evalcore.documents.folders import Limits, import_roots, requested_folder
+    from evalcore.documents.import_report import DocumentRead, ImportReport, Kind, Skipped
     from evalcore.documents.importing import import_corpus
     from evalcore.documents.passages import Chunking
-    from evalcore.documents.records import DocumentRead, ImportReport, Kind, Skipped
     from evalcore.documents.requested import import_folder, import_uploads
 
 __all__ = ["Chunking", "DocumentRead", "ImportReport", "Kind", "Limits", "Skipped", "import_corpus", "import_folder",
@@ -19,6 +19,6 @@ __getattr__ = lazy_exports(__name__, {
     "folders": ("Limits", "import_roots", "requested_folder"),
     "importing": ("import_corpus",),
     "passages": ("Chunking",),
-    "records": ("DocumentRead", "ImportReport", "Kind", "Skipped"),
+    "import_report": ("DocumentRead", "ImportReport", "Kind", "Skipped"),
     "requested": ("import_folder", "import_uploads"),
 })

@@ -11,7 +11,7 @@ from __future__ import annotations
 import codecs
 import re
 
-from evalcore.documents.records import Unreadable
+from evalcore.documents.import_report import Unreadable
 
 BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))

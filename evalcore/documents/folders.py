@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
-from evalcore.access import Forbidden
-from evalcore.documents.records import SUFFIXES, Kind, Skipped
+from evalcore.access.principals import Forbidden
+from evalcore.documents.import_report import SUFFIXES, Kind, Skipped
 from evalcore.errors import EvalError
-from evalcore.text import shown
+from evalcore.language.text import shown
 
 FILE_MB_SETTING = "EVALCORE_IMPORT_FILE_MB"
 FILES_SETTING = "EVALCORE_IMPORT_FILES"

@@ -25,11 +25,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalcore.documents.folders import Found, Limits, scan
+from evalcore.documents.import_report import DocumentRead, ImportReport, Skipped, Unreadable
 from evalcore.documents.passages import Chunking, Kept, pieces
 from evalcore.documents.reading import read_document
-from evalcore.documents.records import DocumentRead, ImportReport, Skipped, Unreadable
 from evalcore.errors import EvalError
-from evalcore.text import shown
+from evalcore.language.text import shown
 
 Progress = Callable[[int, int, str], None]  # (documents done, documents in all, the file being read)
 CORPUS = pa.schema([("id", pa.int64()), ("text", pa.string()), ("title", pa.string()), ("file_name", pa.string()),

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from evalcore.errors import EvalError
-from evalcore.targets.config import TargetConfig
 from evalcore.targets.knowledge import chunk_spans
+from evalcore.targets.target_config import TargetConfig
 
 BLOCK_CHARS = 200_000
 ID_BITS = 52  # ids stay exact in JavaScript numbers (2^53) and in int64

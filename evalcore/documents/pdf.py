@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from evalcore.documents.import_report import Unreadable, reason_of
 from evalcore.documents.markup import clean, unwrap
-from evalcore.documents.records import Unreadable, reason_of
 
 # pypdf logs every oddity of a file it reads past (a repaired cross-reference table, a duplicate key): the
 # import reports what it could not read, and these lines would bury that report.

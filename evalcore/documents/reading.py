@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalcore.documents.encodings import decode
+from evalcore.documents.import_report import Kind, Unreadable, reason_of
 from evalcore.documents.markup import clean, html, markdown
-from evalcore.documents.records import Kind, Unreadable, reason_of
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,15 @@ import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from evalcore.access import Action, Principal
+from evalcore.access.principals import Action, Principal
 from evalcore.datasets.loader import DATASET_ID, DATASET_ROOT
 from evalcore.datasets.uploads import upload_limit_mb, upload_name_problem, upload_root
 from evalcore.documents.folders import Limits, requested_folder
+from evalcore.documents.import_report import ImportReport, Skipped, reason_of
 from evalcore.documents.importing import Progress, import_corpus
 from evalcore.documents.passages import Chunking
-from evalcore.documents.records import ImportReport, Skipped, reason_of
 from evalcore.errors import EvalError
-from evalcore.text import shown
+from evalcore.language.text import shown
 
 
 def import_uploads(files: list[tuple[str, bytes]], name: str, *, principal: Principal | None = None,

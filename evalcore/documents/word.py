@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from evalcore.documents.folders import FILE_MB_SETTING, megabytes
+from evalcore.documents.import_report import Unreadable
 from evalcore.documents.markup import clean
-from evalcore.documents.records import Unreadable
 
 TITLE_WITHIN = 20  # paragraphs in which a Title or Heading paragraph is the document's title
 MAX_ENTRIES = 10_000  # a Word document has tens of parts, a few hundred with many images

@@ -23,9 +23,9 @@ from evalcore.compare.deltas import PASS_SUFFIX
 from evalcore.compare.stats import bootstrap_ci
 from evalcore.costs import money
 from evalcore.errors import EvalError
+from evalcore.formats.shapes import doc
 from evalcore.gates.exits import SEVERITY, Exit
 from evalcore.metrics import MEASURES, higher_is_better
-from evalcore.shapes import doc
 
 BOUNDS = ("mean", "lower")
 

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from evalcore.gates.checks import Check
-from evalcore.text import counted
+from evalcore.language.text import counted
 
 SUITES = {"gate": "gates", "regression": "regressions", "question": "questions"}
 

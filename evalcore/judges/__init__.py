@@ -2,12 +2,12 @@
 
 from typing import TYPE_CHECKING
 
-from evalcore.lazy import lazy_exports
+from evalcore.runtime.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from evalcore.judges.claim import VERDICTS, Claim
-    from evalcore.judges.claims import faithfulness
-    from evalcore.judges.local import LOCAL_CLAIMS_NOTE, LOCAL_JUDGE_NOTE, LOCAL_PAIRWISE_NOTE, local_notes
+    from evalcore.judges.claim_faithfulness import faithfulness
+    from evalcore.judges.local_judges import LOCAL_CLAIMS_NOTE, LOCAL_JUDGE_NOTE, LOCAL_PAIRWISE_NOTE, local_notes
     from evalcore.judges.parsing import PARSER_VERSION, Reading, parse_reply
     from evalcore.judges.prompts import (
         ALIASES,
@@ -76,11 +76,11 @@ __all__ = [
     "signature_of",
     "text_hash",
 ]
-# Imported on first use: a light module of this package does not load its heavy siblings (evalcore.lazy).
+# Imported on first use: a light module of this package does not load its heavy siblings (evalcore.runtime.lazy).
 __getattr__ = lazy_exports(__name__, {
     "claim": ("VERDICTS", "Claim"),
-    "claims": ("faithfulness",),
-    "local": ("LOCAL_CLAIMS_NOTE", "LOCAL_JUDGE_NOTE", "LOCAL_PAIRWISE_NOTE", "local_notes"),
+    "claim_faithfulness": ("faithfulness",),
+    "local_judges": ("LOCAL_CLAIMS_NOTE", "LOCAL_JUDGE_NOTE", "LOCAL_PAIRWISE_NOTE", "local_notes"),
     "parsing": ("PARSER_VERSION", "Reading", "parse_reply"),
     "prompts": (
         "ALIASES", "DEFAULT_THRESHOLD", "JUDGES", "JudgePrompt", "Passage", "build_messages", "builtin_text",

@@ -1,5 +1,5 @@
-"""One claim of an answer and its verdict: what claim-level faithfulness (`evalcore.judges.claims`) is made of, and
-what a judge's reading (`evalcore.judges.parsing.Reading`) carries."""
+"""One claim of an answer and its verdict: what claim-level faithfulness (`evalcore.judges.claim_faithfulness`) is made
+of, and what a judge's reading (`evalcore.judges.parsing.Reading`) carries."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalcore.shapes import doc
+from evalcore.formats.shapes import doc
 
 SUPPORTED, CONTRADICTED, NOT_FOUND = "supported", "contradicted", "not found"
 VERDICTS = (SUPPORTED, CONTRADICTED, NOT_FOUND)

@@ -15,7 +15,7 @@ from evalcore.errors import EvalError
 from evalcore.judges.prompts import PROMPT_DIR, JudgePrompt, meta_lines, sections, text_hash
 from evalcore.judges.running import JudgeSettings, run_judge
 from evalcore.judges.verdict import Verdict
-from evalcore.lazy import once
+from evalcore.runtime.lazy import once
 
 CONVERSATION_JUDGES = ("conversation_contradiction", "conversation_goal")
 NO_ANSWER = "(no answer)"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import EvalError
+from evalcore.formats.shapes import Key, doc
 from evalcore.judges.parsing import THINKING, first_key, json_objects
 from evalcore.judges.prompts import (
     PROMPT_DIR,
@@ -26,8 +27,7 @@ from evalcore.judges.prompts import (
     sections,
     text_hash,
 )
-from evalcore.lazy import once
-from evalcore.shapes import Key, doc
+from evalcore.runtime.lazy import once
 
 if TYPE_CHECKING:
     from evalcore.judges.running import JudgeSettings

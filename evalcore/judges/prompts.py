@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from evalcore.errors import EvalError
-from evalcore.judges.claims import reply_schema as claims_schema
+from evalcore.judges.claim_faithfulness import reply_schema as claims_schema
 from evalcore.judges.parsing import PARSER_VERSION
 from evalcore.judges.scale import PASS_MARK
-from evalcore.lazy import once
+from evalcore.runtime.lazy import once
 
 JUDGES = ("score", "retrieval", "groundedness", "groundedness_pro", "relevance", "completeness", "refusal", "claims")
 ALIASES = {"response_completeness": "completeness", "ai_score": "score"}

@@ -9,9 +9,9 @@ from typing import NamedTuple
 
 from evalcore.errors import EvalError
 from evalcore.judges.claim import Claim
-from evalcore.judges.claims import ALL_SUPPORTED, parse_claims
-from evalcore.judges.claims import MAX_TOKENS as CLAIMS_MAX_TOKENS
-from evalcore.judges.claims import RETRY_MESSAGE as CLAIMS_RETRY_MESSAGE
+from evalcore.judges.claim_faithfulness import ALL_SUPPORTED, parse_claims
+from evalcore.judges.claim_faithfulness import MAX_TOKENS as CLAIMS_MAX_TOKENS
+from evalcore.judges.claim_faithfulness import RETRY_MESSAGE as CLAIMS_RETRY_MESSAGE
 from evalcore.judges.parsing import Reading, parse_reply
 from evalcore.judges.prompts import (
     DEFAULT_THRESHOLD,

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from evalcore.formats.shapes import Key, doc
 from evalcore.judges.claim import Claim
-from evalcore.judges.claims import claims_text
-from evalcore.shapes import Key, doc
+from evalcore.judges.claim_faithfulness import claims_text
 from evalcore.store import dumps
 
 

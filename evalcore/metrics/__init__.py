@@ -2,13 +2,13 @@
 
 from typing import TYPE_CHECKING
 
-from evalcore.lazy import lazy_exports
-
 # Eager: the function has its module's name, which importing the module would otherwise bind here instead.
 from evalcore.metrics.document_retrieval import document_retrieval
+from evalcore.runtime.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from evalcore.metrics.generation import GENERATION_MEASURES, generation_scores
+    from evalcore.metrics.bleu_rouge import GENERATION_MEASURES, generation_scores
+    from evalcore.metrics.expected_answer import coverage, important_words, sources_found
     from evalcore.metrics.graded import GRADED_MEASURES
     from evalcore.metrics.registry import (
         MEASURES,
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     )
     from evalcore.metrics.retrieval import RETRIEVAL_MEASURES, retrieval_scores
     from evalcore.metrics.similarity import AnswerEmbedding, answer_similarity, cosine
-    from evalcore.metrics.suite import coverage, important_words, sources_found
 
 __all__ = [
     "GENERATION_MEASURES",
@@ -72,9 +71,9 @@ __all__ = [
     "tolerance_of",
     "verdict_basis",
 ]
-# Imported on first use: a light module of this package does not load its heavy siblings (evalcore.lazy).
+# Imported on first use: a light module of this package does not load its heavy siblings (evalcore.runtime.lazy).
 __getattr__ = lazy_exports(__name__, {
-    "generation": ("GENERATION_MEASURES", "generation_scores"),
+    "bleu_rouge": ("GENERATION_MEASURES", "generation_scores"),
     "graded": ("GRADED_MEASURES",),
     "registry": (
         "MEASURES", "PANELS", "SCALES", "Inputs", "Measure", "Scores", "abstention_measures", "aggregate",
@@ -83,5 +82,5 @@ __getattr__ = lazy_exports(__name__, {
     ),
     "retrieval": ("RETRIEVAL_MEASURES", "retrieval_scores"),
     "similarity": ("AnswerEmbedding", "answer_similarity", "cosine"),
-    "suite": ("coverage", "important_words", "sources_found"),
+    "expected_answer": ("coverage", "important_words", "sources_found"),
 })

@@ -7,7 +7,7 @@ declines (`is_refusal`) when it is empty, starts with the target's `fallback_ans
 its first sentence (after apologies such as "Sorry."; within its first `OPENING_CHARS`) holds one
 of the `REFUSALS` phrasings and no contrast word ("but", "mais", "但是") follows the phrasing in
 that sentence: "I don't know Paris well, but the answer is 30 days" answers. Matching is on folded text
-(case and accents removed, `evalcore.text.fold`). The phrasing list is versioned
+(case and accents removed, `evalcore.language.text.fold`). The phrasing list is versioned
 (`REFUSALS_VERSION`, recorded in the measures' signatures): a change to it gets a new version, never an edit in place.
 
 Measures (1/0 per question, present only where they apply): `correct_abstention` (unanswerable
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import re
 
+from evalcore.language.text import fold_once, split_sentences
 from evalcore.metrics.measure import Inputs, Measure
-from evalcore.text import fold_once, split_sentences
 
 REFUSALS_VERSION = "1"
 

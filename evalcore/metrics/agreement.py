@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalcore.shapes import doc
+from evalcore.formats.shapes import doc
 
 if TYPE_CHECKING:
     import numpy as np

@@ -83,7 +83,7 @@ class Inputs:
     answerable: bool | None = None
     fallback_answer: str = ""
     similarity: Embedding | None = None
-    checks: Sequence[Any] = ()  # the exact checks the question asserts (`evalcore.metrics.checks.Check`)
+    checks: Sequence[Any] = ()  # the exact checks the question asserts (`evalcore.metrics.answer_checks.Check`)
     question: str | None = None
     passages: Sequence[Any] = ()  # retrieved passages (`evalcore.targets.base.Retrieved`)
     _shared: dict[Callable[..., Any], Any] = field(default_factory=dict, compare=False, repr=False)

@@ -16,7 +16,16 @@ from typing import NamedTuple
 
 from evalcore.errors import EvalError
 from evalcore.judges import JUDGES, JudgeResult, load_prompt
-from evalcore.metrics import abstention, checks, generation, graded, python_measures, retrieval, similarity, suite
+from evalcore.metrics import (
+    abstention,
+    answer_checks,
+    bleu_rouge,
+    expected_answer,
+    graded,
+    python_measures,
+    retrieval,
+    similarity,
+)
 from evalcore.metrics.abstention import abstention_scores
 from evalcore.metrics.graded import DocId, GradedScale, graded_values
 from evalcore.metrics.measure import DEPARTURES, PANELS, SCALES, TOLERANCES, Inputs, Measure
@@ -48,8 +57,9 @@ def _judge_measure(name: str) -> Measure:
 
 
 def _registry() -> dict[str, Measure]:
-    declared = [*retrieval.DECLARED, *generation.DECLARED, *similarity.DECLARED, *suite.DECLARED, *checks.DECLARED,
-                *abstention.DECLARED, *graded.DECLARED, *(_judge_measure(name) for name in JUDGES)]
+    declared = [*retrieval.DECLARED, *bleu_rouge.DECLARED, *similarity.DECLARED, *expected_answer.DECLARED,
+                *answer_checks.DECLARED, *abstention.DECLARED, *graded.DECLARED,
+                *(_judge_measure(name) for name in JUDGES)]
     return {m.name: replace(m, order=order) for order, m in enumerate(declared)}
 
 
@@ -209,7 +219,7 @@ def score_question(inputs: Inputs) -> Scores:
             values[measure.name] = value
             used = measure.signed(inputs) if measure.signed else {}
             signatures[measure.name] = _signature(measure.name, tuple(used.items()))
-    return Scores(values, signatures, results, tuple(failures), checks.check_results(inputs))
+    return Scores(values, signatures, results, tuple(failures), answer_checks.check_results(inputs))
 
 
 def judge_abstention(scores: Scores, *, answer: str | None, answerable: bool | None, refused: bool) -> None:

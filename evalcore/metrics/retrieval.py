@@ -14,9 +14,9 @@ from typing import TypeVar
 
 import numpy as np
 
+from evalcore.datasets.relevance import relevant_ids
 from evalcore.errors import EvalError
 from evalcore.metrics.measure import Inputs, Measure
-from evalcore.relevance import relevant_ids
 
 RETRIEVAL_MEASURES = ("precision", "recall", "ndcg@3", "ndcg@10", "mrr", "map")
 NDCG_CUTS = (3, 10)

@@ -6,8 +6,8 @@ compares folded words.
 
 from __future__ import annotations
 
-from evalcore.lazy import once
-from evalcore.text import fold
+from evalcore.language.text import fold
+from evalcore.runtime.lazy import once
 
 ENGLISH = ["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "as",
            "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "cannot",

@@ -22,12 +22,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evalcore import compiled
 from evalcore.errors import EvalError
 from evalcore.metrics import trec_scan
 from evalcore.metrics.retrieval import GRADED_NDCG_MEASURES, batch_scores, graded_ndcg
 from evalcore.metrics.trec_files import Judgements, Ranking, row_place
 from evalcore.metrics.trec_scan import Ids, Spans, as_numpy, from_numpy
+from evalcore.runtime import compiled
 
 BUCKET_BITS = 22
 HASH_BLOCK = 1 << 20

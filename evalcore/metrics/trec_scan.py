@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evalcore import compiled
+from evalcore.runtime import compiled
 
 WORD = 8
 SCAN_BLOCK = 1 << 19

@@ -20,7 +20,7 @@ from evalcore.models.chat import (
     refuse_long_reply,
 )
 from evalcore.models.http import backoff_delay, check_reachable, new_client, post_json, reply_byte_limit
-from evalcore.models.local import LOCAL_INSTALL, LOCAL_MODEL_NAME, LocalChatModel, local_model_path
+from evalcore.models.local_model import LOCAL_INSTALL, LOCAL_MODEL_NAME, LocalChatModel, local_model_path
 from evalcore.models.openai import OpenAIChatModel
 
 __all__ = [

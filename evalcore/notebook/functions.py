@@ -14,7 +14,7 @@ from evalcore.campaigns.launching import LaunchRequest, sweep_requests
 from evalcore.campaigns.listing import campaign_rows
 from evalcore.campaigns.rejudging import RejudgeRequest
 from evalcore.compare import compare_campaigns, compare_sweep
-from evalcore.compare.pairwise import judge_comparison
+from evalcore.compare.pairwise_job import judge_comparison
 from evalcore.compare.production import (
     EFFECT_MEAN,
     EFFECT_RATE,
@@ -29,16 +29,16 @@ from evalcore.compare.stats import RESAMPLES
 from evalcore.datasets import Dataset
 from evalcore.datasets import load_dataset as _load_dataset
 from evalcore.errors import EvalError
+from evalcore.formats.shapes import keys
 from evalcore.metrics import GENERATION_MEASURES, RETRIEVAL_MEASURES, generation_scores
 from evalcore.metrics.trec import TrecOptions, evaluate
 from evalcore.metrics.trec_files import read_pair
 from evalcore.notebook.views import CampaignView, ComparisonView, RunHandle, SweepView
-from evalcore.shapes import keys
 from evalcore.suites import DuplicateName, Suite, create_suite, get_suite, parse_suite_csv, parse_suite_jsonl
 from evalcore.targets import TargetConfig
-from evalcore.targets.config import parse_sweep
 from evalcore.targets.presets import PRESETS, QUICK_START
-from evalcore.targets.saved import get_target
+from evalcore.targets.saved_targets import get_target
+from evalcore.targets.target_config import parse_sweep
 from evalcore.telemetry import TraceFilter, TraceImport, TraceSample, import_file, list_traces
 from evalcore.telemetry.stored import as_mapping
 

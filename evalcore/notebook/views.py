@@ -22,9 +22,9 @@ from evalcore.campaigns import (
     campaign_summary,
     get_campaign,
 )
+from evalcore.campaigns.conversation_measures import campaign_conversations
 from evalcore.campaigns.export import graded_marks, result_table
 from evalcore.campaigns.talk_judges import judge_conversations
-from evalcore.campaigns.talks import campaign_conversations
 from evalcore.compare import Comparison, Sweep, tables
 from evalcore.compare.charts import delta_figure, delta_specs, series_figure, series_spec, stage_bars, stage_bars_spec
 from evalcore.compare.export_context import comparison_context, source_names, sweep_context

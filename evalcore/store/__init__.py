@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 from evalcore.errors import EvalError
-from evalcore.lazy import lazy_exports
-from evalcore.lifecycle import OWNED, CampaignStatus, sql_list
+from evalcore.runtime.lazy import lazy_exports
+from evalcore.store.campaign_statuses import OWNED, CampaignStatus, sql_list
 
 if TYPE_CHECKING:
     from evalcore.store.opening import open_store as open_store  # an explicit re-export: the store has no __all__
@@ -36,7 +36,7 @@ PAGE_SIZE = 16384  # bytes per page of a new SQLite database
 # A running campaign whose heartbeat is older than this has lost its owner (crash, kill, reboot, a store it could
 # not reach): its lease (EVALCORE_LEASE_S overrides it).
 STALE_S = 30.0
-QUEUED = CampaignStatus.QUEUED.value  # waiting for a worker to claim it (evalcore.campaigns.claims)
+QUEUED = CampaignStatus.QUEUED.value  # waiting for a worker to claim it (evalcore.campaigns.campaign_queue)
 
 SCHEMA_V1 = """
 CREATE TABLE targets (
@@ -113,7 +113,7 @@ CREATE TABLE campaign_signatures (
     campaign_id TEXT NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE, name TEXT NOT NULL,
     signature TEXT NOT NULL, PRIMARY KEY (campaign_id, name));
 """
-# v6: comparisons computed once and kept (evalcore.compare.saved): one row per pair of campaigns,
+# v6: comparisons computed once and kept (evalcore.compare.saved_comparisons): one row per pair of campaigns,
 # seed and resamples, used while both campaigns' results versions match; gone with either campaign.
 SCHEMA_V6 = """
 CREATE TABLE comparisons (
@@ -149,8 +149,8 @@ ALTER TABLE campaigns ADD COLUMN pace_rate REAL;
 ALTER TABLE campaigns ADD COLUMN pace_at REAL;
 ALTER TABLE campaigns ADD COLUMN pace_done INTEGER;
 """
-# v11: the dashboard's signed-in sessions (evalcore.keys.start_session): the hash of each session token (never
-# the token, never the API key), the key it signed in with, when it expires and when it was signed out.
+# v11: the dashboard's signed-in sessions (evalcore.access.api_keys.start_session): the hash of each session token
+# (never the token, never the API key), the key it signed in with, when it expires and when it was signed out.
 SCHEMA_V11 = """
 CREATE TABLE dashboard_sessions (
     token_hash TEXT PRIMARY KEY,
@@ -173,7 +173,7 @@ CREATE UNIQUE INDEX campaigns_one_active_per_suite ON campaigns(suite_id)
     WHERE suite_id IS NOT NULL AND status IN ('queued', 'pending', 'running');
 CREATE INDEX campaigns_status ON campaigns(status, created_at);
 """
-# v13: people's labels of questions for the judges (evalcore.campaigns.labels): one per campaign, question
+# v13: people's labels of questions for the judges (evalcore.campaigns.question_labels): one per campaign, question
 # and judge, on the judge's scale or pass/fail, with a note, who labelled and when; gone with the campaign.
 SCHEMA_V13 = """
 CREATE TABLE labels (
@@ -181,7 +181,7 @@ CREATE TABLE labels (
     judge TEXT NOT NULL, label TEXT NOT NULL, note TEXT NOT NULL DEFAULT '', author TEXT NOT NULL,
     labelled_at REAL NOT NULL, PRIMARY KEY (campaign_id, qid, judge));
 """
-# v14: the pairwise judge's verdicts on two campaigns (evalcore.compare.pairwise): one row per pair and judge
+# v14: the pairwise judge's verdicts on two campaigns (evalcore.compare.pairwise_job): one row per pair and judge
 # (its signature: prompt, parser, model), used while both campaigns' results versions match; gone with either.
 SCHEMA_V14 = """
 CREATE TABLE pairwise (
@@ -257,13 +257,13 @@ CREATE TABLE trace_settings (
     tenant TEXT PRIMARY KEY, retention_days REAL, default_patterns INTEGER NOT NULL DEFAULT 1,
     patterns TEXT NOT NULL DEFAULT '[]', updated_at REAL NOT NULL);
 """
-# v22: each exact check of a question and whether its answer passed it (evalcore.metrics.checks): a JSON object
+# v22: each exact check of a question and whether its answer passed it (evalcore.metrics.answer_checks): a JSON object
 # {check as written: true/false}; NULL (rows stored before, questions without checks): none recorded.
 SCHEMA_V22 = """
 ALTER TABLE results ADD COLUMN check_results TEXT;
 """
 # v23: conversations: a suite's case and a campaign's question may belong to a conversation, at a turn number
-# (evalcore.campaigns.conversations runs a conversation's turns in order, each with its history).
+# (evalcore.campaigns.turn_order runs a conversation's turns in order, each with its history).
 SCHEMA_V23 = """
 ALTER TABLE cases ADD COLUMN conversation TEXT;
 ALTER TABLE cases ADD COLUMN turn INTEGER;

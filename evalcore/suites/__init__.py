@@ -2,7 +2,7 @@
 
 from typing import TYPE_CHECKING
 
-from evalcore.lazy import lazy_exports
+from evalcore.runtime.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from evalcore.suites.csvfile import CsvLine, CsvReport, export_suite_csv, parse_suite_csv, suite_csv_bytes
@@ -30,7 +30,7 @@ __all__ = [
     "create_suite", "delete_suite", "export_suite_csv", "find_suite", "get_suite", "list_suites", "parse_suite_csv",
     "parse_suite_jsonl", "replace_suite", "suite_csv_bytes", "suite_named", "validate_cases",
 ]
-# Imported on first use (evalcore.lazy): listing campaigns needs the suites, not their CSV files.
+# Imported on first use (evalcore.runtime.lazy): listing campaigns needs the suites, not their CSV files.
 __getattr__ = lazy_exports(__name__, {
     "csvfile": ("CsvLine", "CsvReport", "export_suite_csv", "parse_suite_csv", "suite_csv_bytes"),
     "jsonlfile": ("parse_suite_jsonl",),

@@ -15,12 +15,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from evalcore.csvcells import csv_text, restore_cell
-from evalcore.datasets.conversations import conversation_id, turns_in_order
+from evalcore.datasets.conversation_checks import conversation_id, turns_in_order
 from evalcore.errors import EvalError
-from evalcore.metrics.checks import checks_cell, parse_checks
+from evalcore.formats.csvcells import csv_text, restore_cell
+from evalcore.language.text import counted
+from evalcore.metrics.answer_checks import checks_cell, parse_checks
 from evalcore.suites.suite import MAX_CASES, MAX_SOURCES, Case
-from evalcore.text import counted
 
 COLUMNS = 3
 MAX_COLUMNS = 5  # the exact checks and the conversation are optional

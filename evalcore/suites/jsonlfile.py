@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from evalcore.datasets.conversations import TurnOf, conversation_id, turn_problems
+from evalcore.datasets.conversation_checks import TurnOf, conversation_id, turn_problems
 from evalcore.errors import EvalError
 from evalcore.suites.suite import MAX_CASES, Case, as_case, with_turns
 

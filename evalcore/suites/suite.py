@@ -10,13 +10,13 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from evalcore.access import LOCAL_TENANT, Action, Principal, owned, scope
-from evalcore.datasets.conversations import TurnOf, conversation_id, turn_problems, turns_in_order
+from evalcore.access.principals import LOCAL_TENANT, Action, Principal, owned, scope
+from evalcore.datasets.conversation_checks import TurnOf, conversation_id, turn_problems, turns_in_order
 from evalcore.errors import EvalError
-from evalcore.metrics.checks import parse_check, parse_checks
-from evalcore.shapes import Key, doc
+from evalcore.formats.shapes import Key, doc
+from evalcore.language.text import counted, name_key, name_problem, shown
+from evalcore.metrics.answer_checks import parse_check, parse_checks
 from evalcore.store import Conflict, Connection, NotFound, Row, Store, dumps
-from evalcore.text import counted, name_key, name_problem, shown
 
 MAX_CASES = 100
 MAX_SOURCES = 10

@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalcore.lazy import lazy_exports
+from evalcore.runtime.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from evalcore.models import CallCache
     from evalcore.targets.base import Chat, Retrieved, Round, Target, TargetAnswer
-    from evalcore.targets.config import TargetConfig
     from evalcore.targets.external import HttpAgentTarget, ResultsFileTarget
     from evalcore.targets.rag import RagTarget
+    from evalcore.targets.target_config import TargetConfig
 
 
 def build_target(config: TargetConfig, *, cache: CallCache | None = None, cache_dir: Path | None = None) -> Target:
@@ -39,10 +39,10 @@ __all__ = [
     "TargetConfig",
     "build_target",
 ]
-# Imported on first use: the records that hold a Retrieved need not load the pipeline (evalcore.lazy).
+# Imported on first use: the records that hold a Retrieved need not load the pipeline (evalcore.runtime.lazy).
 __getattr__ = lazy_exports(__name__, {
     "base": ("Chat", "Retrieved", "Round", "Target", "TargetAnswer"),
-    "config": ("TargetConfig",),
+    "target_config": ("TargetConfig",),
     "external": ("HttpAgentTarget", "ResultsFileTarget"),
     "rag": ("RagTarget",),
 })

@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import re
 
-from evalcore.access import Forbidden
+from evalcore.access.principals import Forbidden
 from evalcore.errors import EvalError
-from evalcore.targets.config import SCHEDULER_ADDRESS, TargetConfig
+from evalcore.targets.target_config import SCHEDULER_ADDRESS, TargetConfig
 
 SCHEDULERS_SETTING = "EVALCORE_DASK_SCHEDULERS"
 ENV_SETTING = "EVALCORE_ALLOWED_ENV"

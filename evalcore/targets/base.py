@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, NamedTuple, Protocol
 
-from evalcore.shapes import doc
+from evalcore.formats.shapes import doc
 
 if TYPE_CHECKING:  # only named in annotations: the records that hold a Retrieved need not load the HTTP stack or numpy
     from evalcore.models import ChatModel, ChatReply
-    from evalcore.targets.config import TargetConfig
     from evalcore.targets.knowledge import PassageLike, Progress
+    from evalcore.targets.target_config import TargetConfig
 
 RERANK_EMPTY_NOTE = "rerank returned nothing: using retrieval list"
 

@@ -12,9 +12,9 @@ from typing import Any
 from evalcore.errors import EvalError
 from evalcore.models import ChatModel, check_reachable, new_client, post_json
 from evalcore.targets.base import Chat, Retrieved, TargetAnswer, history_messages, history_text
-from evalcore.targets.config import TargetConfig, header_problem
 from evalcore.targets.generators import own_chat_model
 from evalcore.targets.knowledge import Progress
+from evalcore.targets.target_config import TargetConfig, header_problem
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Where an agent's source usually names its file, in the order they are tried (agent_source_file overrides).

@@ -14,10 +14,10 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any, Protocol
 
 from evalcore.errors import EvalError
+from evalcore.language.text import language_once
 from evalcore.models import ChatModel, ChatReply, LocalChatModel, Message, OpenAIChatModel
 from evalcore.targets.base import Retrieved, Round, TargetAnswer, history_messages
-from evalcore.targets.config import TargetConfig
-from evalcore.text import language_once
+from evalcore.targets.target_config import TargetConfig
 
 if TYPE_CHECKING:  # numpy is loaded with the knowledge base, not with the generators
     from evalcore.targets.sentences import SentenceTable
@@ -64,7 +64,7 @@ class ExtractiveGenerator:
 
     def _read(self, question: str, asked: str, context: list[Retrieved]) -> str:
         """The answer from the context's text itself (split, detected and tokenized here)."""
-        from evalcore.text import tokens, tokens_once
+        from evalcore.language.text import tokens, tokens_once
 
         sentences = [(rank, s) for rank, item in enumerate(context, 1) for s in _sentences(item.text)]
         # The sentences with words in the question's language, else those with words in any: a sentence in another
@@ -96,8 +96,8 @@ def _from_table(corpus: SentenceTable, question: str, asked: str, context: list[
     rounded sums. None when a context chunk is not in the table."""
     import numpy as np
 
+    from evalcore.language.text import give_tokens, tokens_once
     from evalcore.targets.sentences import LANGUAGES
-    from evalcore.text import give_tokens, tokens_once
 
     rows = corpus.rows([item.text for item in context])
     if rows is None:
@@ -163,7 +163,7 @@ def _ranges(firsts: Any, counts: Any) -> Any:
 @functools.lru_cache(maxsize=1 << 14)
 def _token_set(sentence: str) -> frozenset[str]:
     """A context sentence's distinct words (cached with its sentence)."""
-    from evalcore.text import tokens
+    from evalcore.language.text import tokens
 
     return frozenset(tokens(sentence))
 
@@ -171,7 +171,7 @@ def _token_set(sentence: str) -> frozenset[str]:
 @functools.lru_cache(maxsize=1 << 12)
 def _sentences(text: str) -> tuple[str, ...]:
     """A context passage's sentences (cached: the same passages come back in the contexts of many questions)."""
-    from evalcore.text import split_sentences
+    from evalcore.language.text import split_sentences
 
     return tuple(split_sentences(text))
 

@@ -131,7 +131,7 @@ def _word_starts(text: str) -> list[int]:
 
 
 def _han_word_starts(run: str, offset: int) -> list[int]:
-    from evalcore.text import tokens
+    from evalcore.language.text import tokens
 
     starts: list[int] = []
     position = 0
@@ -270,7 +270,7 @@ def build_knowledge_base(passages: Sequence[PassageLike], *, chunk_size: int | N
     host's index folder unless `cache_dir` names another."""
     if not passages:
         raise EvalError("the knowledge base has no passages", where="knowledge_base", fix="ingest a non-empty corpus")
-    from evalcore.text import TOKENIZER
+    from evalcore.language.text import TOKENIZER
 
     chunking = "none" if chunk_size is None else f"tokens{chunk_size}-{chunk_overlap}"
     name = f"{FORMAT}-{corpus_hash(passages)[:24]}-tok_{TOKENIZER}-{chunking}"
@@ -351,7 +351,7 @@ def _build(passages: Sequence[PassageLike], size: int | None, overlap: int, fold
            progress: Progress | None) -> KnowledgeBase:
     import bm25s
 
-    from evalcore.text import tokens
+    from evalcore.language.text import tokens
 
     spans = [(index, start, end, number) for index, passage in enumerate(passages)
              for number, (start, end) in enumerate(chunk_spans(passage.text, size, overlap))]

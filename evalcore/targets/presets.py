@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from evalcore.targets.config import TargetConfig
+from evalcore.targets.target_config import TargetConfig
 
 
 class Preset(NamedTuple):

@@ -22,10 +22,10 @@ from collections.abc import Callable, Sequence
 from evalcore.costs import QUERY
 from evalcore.models import ChatModel, Message, ModelError, counted_as
 from evalcore.targets.base import Hit, Round, TargetAnswer, history_text
-from evalcore.targets.config import TargetConfig
 from evalcore.targets.generators import sampled_chat
 from evalcore.targets.knowledge import KnowledgeBase
 from evalcore.targets.retrievers import search
+from evalcore.targets.target_config import TargetConfig
 
 MULTI_QUERY_NEXT = ("Write one more search query for the same question, different from the queries above. "
                     "Reply with the query only.")

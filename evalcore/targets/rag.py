@@ -9,7 +9,6 @@ from typing import Any
 from evalcore.errors import EvalError
 from evalcore.models import CallCache, ChatModel
 from evalcore.targets.base import Chat, TargetAnswer
-from evalcore.targets.config import TargetConfig
 from evalcore.targets.generators import ExtractiveGenerator, build_chat_model, build_generator
 from evalcore.targets.knowledge import KnowledgeBase, Progress, build_knowledge_base, get_embedder
 from evalcore.targets.query import retrieve
@@ -21,6 +20,7 @@ from evalcore.targets.rerank import (
     rerank_chat_model,
     rerank_embedding_model,
 )
+from evalcore.targets.target_config import TargetConfig
 
 
 class RagTarget:

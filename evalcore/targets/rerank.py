@@ -23,8 +23,8 @@ from evalcore.models import (
     post_json,
 )
 from evalcore.targets.base import RERANK_EMPTY_NOTE, Hit, Retrieved, TargetAnswer
-from evalcore.targets.config import TargetConfig
 from evalcore.targets.knowledge import KnowledgeBase, embed_query
+from evalcore.targets.target_config import TargetConfig
 
 LLM_RERANK_SYSTEM = "You judge whether a passage helps answer a question. Reply with one word: yes or no."
 LLM_RERANK_PROMPT = "Question: {question}\n\nPassage: {title}\n{text}\n\nDoes the passage help answer the question?"

@@ -16,13 +16,13 @@ from __future__ import annotations
 import numpy as np
 
 from evalcore.targets.base import Hit, Retrieved
-from evalcore.targets.config import TargetConfig
 from evalcore.targets.knowledge import KnowledgeBase, embed_query
+from evalcore.targets.target_config import TargetConfig
 
 
 def bm25_scores(kb: KnowledgeBase, query: str) -> np.ndarray:
     """Raw BM25 of every chunk for the query's default-tokenizer tokens (0 when none match)."""
-    from evalcore.text import tokens_once
+    from evalcore.language.text import tokens_once
 
     query_tokens = list(tokens_once(query))
     if not query_tokens:

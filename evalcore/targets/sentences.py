@@ -113,7 +113,7 @@ class TableBuilder:
 
     def add(self, text: str) -> None:
         """Split, detect and tokenize one chunk's sentences, as the extractive generator would."""
-        from evalcore.text import language_once, split_sentences, tokens_fresh
+        from evalcore.language.text import language_once, split_sentences, tokens_fresh
 
         vocabulary, position = self.vocabulary, 0
         for sentence in split_sentences(text):

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evalcore.telemetry.otlp import plain
-from evalcore.telemetry.records import Rejected, Trace, TraceDocument
+from evalcore.telemetry.trace_records import Rejected, Trace, TraceDocument
 
 FIELDS = ("time", "question", "answer", "contexts", "metadata", "trace_id", "model", "prompt_tokens",
           "completion_tokens", "ended_at")

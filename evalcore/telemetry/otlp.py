@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evalcore.telemetry.records import MetadataValue, Rejected, Trace, TraceDocument
+from evalcore.telemetry.trace_records import MetadataValue, Rejected, Trace, TraceDocument
 
 SPAN_KIND = "openinference.span.kind"
 DOCUMENT_KEY = re.compile(r"^retrieval\.documents\.(\d+)\.document\.(id|content|score|metadata)$")

@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from evalcore.access import Principal
+from evalcore.access.principals import Principal
 from evalcore.errors import EvalError
-from evalcore.shapes import doc
+from evalcore.formats.shapes import doc
 from evalcore.store import Store
-from evalcore.telemetry.records import Trace
 from evalcore.telemetry.stored import TraceFilter, list_traces
+from evalcore.telemetry.trace_records import Trace
 
 PERIODS = ("day", "week")
 NONE = "(none)"  # the stratum of traces without the metadata key

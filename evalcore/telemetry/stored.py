@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalcore.access import Action, Principal, scope
+from evalcore.access.principals import Action, Principal, scope
 from evalcore.errors import EvalError
-from evalcore.shapes import doc
+from evalcore.formats.shapes import doc
 from evalcore.store import Connection, NotFound, Store, dumps
 from evalcore.telemetry.lines import parse_lines
 from evalcore.telemetry.otlp import Span, SpanProblem, assemble, group, parse_requests, root_of
-from evalcore.telemetry.records import Rejected, Trace, TraceDocument, TraceImport
 from evalcore.telemetry.redaction import Redactor, check_patterns
+from evalcore.telemetry.trace_records import Rejected, Trace, TraceDocument, TraceImport
 
 DAY_S = 86_400.0
 MAX_FILE_BYTES = 512 * 1024 * 1024

@@ -27,13 +27,13 @@ import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalcore.keys import create_key
+from evalcore.access.api_keys import create_key
+from evalcore.language.text import counted
 from evalcore.store import open_store
 from evalcore.targets import TargetConfig
-from evalcore.targets.saved import save_target
+from evalcore.targets.saved_targets import save_target
 from evalcore.testing.openai_server import FakeOpenAIServer, Reply
-from evalcore.testing.postgres import PostgresServer, running_postgres
-from evalcore.text import counted
+from evalcore.testing.postgres_server import PostgresServer, running_postgres
 
 REPO = Path(__file__).resolve().parents[2]
 ACTIVE = ("queued", "pending", "running")

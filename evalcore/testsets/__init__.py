@@ -4,10 +4,10 @@ a dataset with its provenance."""
 
 from typing import TYPE_CHECKING
 
-from evalcore.lazy import lazy_exports
+from evalcore.runtime.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from evalcore.testsets.generation import (
+    from evalcore.testsets.generation_job import (
         MODEL_KEYS,
         TESTSET,
         TESTSET_JOB,
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         review_question,
     )
     from evalcore.testsets.quality import QualityReport
-    from evalcore.testsets.records import LANGUAGES, Candidate, Decision, Kind, Review
+    from evalcore.testsets.testset_records import LANGUAGES, Candidate, Decision, Kind, Review
 
 __all__ = [
     "LANGUAGES", "MODEL_KEYS", "PROVENANCE_FILE", "TESTSET", "TESTSET_JOB", "Candidate", "Decision",
@@ -34,9 +34,9 @@ __all__ = [
     "kept_questions", "max_questions", "measure_testset", "read_provenance", "review_question", "start_testset",
 ]
 __getattr__ = lazy_exports(__name__, {
-    "generation": ("MODEL_KEYS", "TESTSET", "TESTSET_JOB", "GenerationRequest", "generate_testset", "max_questions",
+    "generation_job": ("MODEL_KEYS", "TESTSET", "TESTSET_JOB", "GenerationRequest", "generate_testset", "max_questions",
                    "start_testset", "measure_testset"),
     "output": ("PROVENANCE_FILE", "Provenance", "add_review", "kept_questions", "read_provenance", "review_question"),
     "quality": ("QualityReport",),
-    "records": ("LANGUAGES", "Candidate", "Decision", "Kind", "Review"),
+    "testset_records": ("LANGUAGES", "Candidate", "Decision", "Kind", "Review"),
 })

@@ -25,10 +25,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalcore.access import Action, Principal
+from evalcore.access.principals import Action, Principal
 from evalcore.errors import EvalError
-from evalcore.testsets.records import Candidate, Decision, Review
-from evalcore.text import shown
+from evalcore.language.text import shown
+from evalcore.testsets.testset_records import Candidate, Decision, Review
 
 PROVENANCE_FILE = "testset.json"
 QUERIES = pa.schema([("id", pa.int64()), ("text", pa.string()), ("answerable", pa.bool_())])

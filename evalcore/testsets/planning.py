@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from evalcore.datasets import Passage
 from evalcore.errors import EvalError
-from evalcore.testsets.records import LANGUAGES, Kind
+from evalcore.testsets.testset_records import LANGUAGES, Kind
 
 MIN_WORDS = 8  # a passage shorter than this has no fact to ask about
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 
 from evalcore.datasets import Passage
+from evalcore.formats.shapes import doc
 from evalcore.metrics.agreement import Agreement, agreement
-from evalcore.shapes import doc
 from evalcore.testsets.output import Provenance, kept_questions
-from evalcore.testsets.records import Candidate, Kind
+from evalcore.testsets.testset_records import Candidate, Kind
 
 RECALL_DEPTH = 10
 DUPLICATE = "near-duplicate of question"
@@ -59,8 +59,8 @@ def reject_duplicates(candidates: Sequence[Candidate], embed: Embed, threshold: 
 
 def bm25_search(passages: Sequence[Passage]) -> Search:
     """The baseline retriever: BM25 over whole passages (the index cached on disk by corpus, as campaigns do)."""
+    from evalcore.language.text import tokens
     from evalcore.targets.knowledge import build_knowledge_base
-    from evalcore.text import tokens
 
     kb = build_knowledge_base(passages, chunk_size=None)
 

@@ -10,11 +10,11 @@ from typing import Any
 
 from evalcore.datasets import Passage
 from evalcore.judges.parsing import THINKING, json_objects
+from evalcore.language.text import tokens
 from evalcore.models import ChatModel, Message
 from evalcore.testsets.planning import Planned
-from evalcore.testsets.prompts import RETRY, critic_messages, related_messages, writer_messages
-from evalcore.testsets.records import Candidate, Kind
-from evalcore.text import tokens
+from evalcore.testsets.question_prompts import RETRY, critic_messages, related_messages, writer_messages
+from evalcore.testsets.testset_records import Candidate, Kind
 
 PARAPHRASE_OVERLAP = 0.5  # a paraphrase sharing more of its words with its passage is rejected
 RELATED_CANDIDATES = 3  # other passages the second check reads, the baseline retriever's first

@@ -7,16 +7,16 @@ from typing import Any
 import streamlit as st
 
 import ui
-from evalcore.access import Action, Principal
+from evalcore.access.principals import Action, Principal
 from evalcore.campaigns import Campaign, get_campaign
 from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.campaigns.rejudging import JUDGEABLE, RejudgeRequest
 from evalcore.costs import money
 from evalcore.errors import EvalError
 from evalcore.judges import JUDGES
-from evalcore.lifecycle import CampaignStatus
+from evalcore.language.text import counted
 from evalcore.store import Store
-from evalcore.text import counted
+from evalcore.store.campaign_statuses import CampaignStatus
 
 RUBRIC_HELP = ("Optional: a judge defined in plain words, e.g. '# output: 1-5', '# reads: question, answer, "
                "expected', then [criteria] and its text (see the Run page's rubric judges)")

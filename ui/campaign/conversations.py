@@ -7,11 +7,11 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from evalcore.access import Action, Principal
+from evalcore.access.principals import Action, Principal
 from evalcore.campaigns import Campaign, ConversationResult, ConversationSummary, campaign_results
 from evalcore.campaigns.talk_judges import judge_conversations
+from evalcore.language.text import counted
 from evalcore.store import Store
-from evalcore.text import counted
 from ui.campaign.result import show_result
 from ui.campaign.tables import stage_line
 

@@ -6,7 +6,7 @@ from functools import partial
 
 import streamlit as st
 
-from evalcore.access import Principal
+from evalcore.access.principals import Principal
 from evalcore.campaigns import Campaign
 from evalcore.campaigns.export import export_campaign
 from evalcore.errors import EvalError

@@ -6,11 +6,17 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from evalcore.access import Action, Principal
+from evalcore.access.principals import Action, Principal
 from evalcore.campaigns import Campaign
-from evalcore.campaigns.labels import campaign_agreement, campaign_labels, import_labels_csv, labels_csv, set_label
+from evalcore.campaigns.question_labels import (
+    campaign_agreement,
+    campaign_labels,
+    import_labels_csv,
+    labels_csv,
+    set_label,
+)
+from evalcore.language.text import counted
 from evalcore.store import Store
-from evalcore.text import counted
 from ui.campaign.result import show_for_labelling
 from ui.campaign.tables import agreement_lines, key_help, next_unlabelled, scale_keys
 

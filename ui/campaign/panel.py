@@ -5,14 +5,14 @@ from __future__ import annotations
 import streamlit as st
 
 import ui
-from evalcore.access import Principal
+from evalcore.access.principals import Principal
 from evalcore.campaigns import Campaign, get_campaign
 from evalcore.campaigns.pace import duration_text
 from evalcore.campaigns.result_rows import load_signatures
 from evalcore.costs import cost_line
+from evalcore.language.text import counted
 from evalcore.metrics import panels
 from evalcore.store import Store
-from evalcore.text import counted
 from ui.campaign.tables import measure_value
 
 PANEL_COLUMNS = 4  # measures a row of a panel shows

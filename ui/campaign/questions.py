@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 import ui
-from evalcore.access import Principal
+from evalcore.access.principals import Principal
 from evalcore.campaigns import Campaign, campaign_diagnosis
 from evalcore.diagnosis import NOT_ATTRIBUTED
 from evalcore.metrics import question_columns

@@ -8,7 +8,7 @@ import streamlit as st
 
 import ui
 from evalcore.campaigns import QuestionResult
-from evalcore.campaigns.labels import Label
+from evalcore.campaigns.question_labels import Label
 from evalcore.costs import cost_line
 from evalcore.judges import Verdict
 from evalcore.targets import Retrieved

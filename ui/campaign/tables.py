@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from evalcore.campaigns import Aggregate, QuestionResult
-from evalcore.campaigns.labels import Label, judge_scale
+from evalcore.campaigns.question_labels import Label, judge_scale
 from evalcore.campaigns.records import Campaign
 from evalcore.diagnosis import NOT_ATTRIBUTED, relevance
 from evalcore.metrics import MEASURES, in_words

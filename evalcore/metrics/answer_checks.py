@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evalcore.errors import EvalError
+from evalcore.language.text import fold, fold_once
 from evalcore.metrics.measure import Inputs, Measure
-from evalcore.text import fold, fold_once
 
 if TYPE_CHECKING:
     import regex

@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import Any
 
 from evalcore.errors import EvalError
-from evalcore.shapes import Key, doc
+from evalcore.formats.shapes import Key, doc
 
 
 class Kind(StrEnum):

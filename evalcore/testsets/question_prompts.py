@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
-from evalcore.testsets.records import LANGUAGES, Kind
+from evalcore.testsets.testset_records import LANGUAGES, Kind
 
 PROMPTS_VERSION = 1
 

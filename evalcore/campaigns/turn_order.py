@@ -20,7 +20,7 @@ from dataclasses import replace
 from evalcore.campaigns.records import Outcome, Question
 from evalcore.store import Store
 from evalcore.targets.base import Round
-from evalcore.targets.config import TargetConfig
+from evalcore.targets.target_config import TargetConfig
 
 NOT_ASKED = "not asked"
 

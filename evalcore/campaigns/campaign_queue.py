@@ -16,9 +16,9 @@ import threading
 import time
 from typing import Protocol
 
-from evalcore.jobs import cap
-from evalcore.lifecycle import OWNED, CampaignStatus, sql_list
+from evalcore.jobs.job_queue import cap
 from evalcore.store import QUEUED, Connection, Store, mark_orphans, new_owner_token
+from evalcore.store.campaign_statuses import OWNED, CampaignStatus, sql_list
 
 log = logging.getLogger("evalcore.campaigns")
 

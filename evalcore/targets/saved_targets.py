@@ -15,13 +15,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalcore.access import LOCAL_TENANT, Action, Principal, owned, scope
+from evalcore.access.principals import LOCAL_TENANT, Action, Principal, owned, scope
 from evalcore.errors import EvalError
-from evalcore.shapes import doc
+from evalcore.formats.shapes import doc
+from evalcore.language.text import name_problem, shown
 from evalcore.store import NotFound, Store, dumps
 from evalcore.targets.allowed import check_request
-from evalcore.targets.config import Snapshot, TargetConfig
-from evalcore.text import name_problem, shown
+from evalcore.targets.target_config import Snapshot, TargetConfig
 
 ID_NAMES = {
     "target_id": "a saved target configuration's id (target_…): the configuration a campaign ran, or a suite's "

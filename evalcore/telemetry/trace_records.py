@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalcore.shapes import doc
-from evalcore.text import counted
+from evalcore.formats.shapes import doc
+from evalcore.language.text import counted
 
 MetadataValue = str | int | float | bool
 

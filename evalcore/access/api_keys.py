@@ -10,7 +10,7 @@ import secrets
 import time
 from typing import NamedTuple
 
-from evalcore.access import CAPABILITIES, EVALUATION_CAPABILITIES, ROLES, Principal
+from evalcore.access.principals import CAPABILITIES, EVALUATION_CAPABILITIES, ROLES, Principal
 from evalcore.errors import EvalError
 from evalcore.store import Connection, Row, Store
 

@@ -15,12 +15,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from evalcore.access import Principal
+from evalcore.access.principals import Principal
 from evalcore.campaigns.queries import get_campaign
 from evalcore.diagnosis import GenerationMarks, Stage
+from evalcore.formats.shapes import doc
 from evalcore.judges import Verdict
 from evalcore.metrics.graded import stored_column
-from evalcore.shapes import doc
 from evalcore.store import Store
 
 MISSES = frozenset({Stage.RETRIEVAL_MISS.value, Stage.RANKING_MISS.value, Stage.GENERATION_MISS.value})

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from evalcore.shapes import doc
+from evalcore.formats.shapes import doc
 
 
 class Unreadable(Exception):

@@ -57,7 +57,7 @@ def otlp_json(answers: Sequence[Answered], *, service: str = "helpdesk", version
     exporter = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": service, "service.version": version}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("evalcore.testing.traces")
+    tracer = provider.get_tracer("evalcore.testing.otel_traces")
     kind, docs = SpanAttributes.OPENINFERENCE_SPAN_KIND, SpanAttributes.RETRIEVAL_DOCUMENTS
     for item in answers:
         clock = _Clock(item.start_ns or time.time_ns(), item.duration_ns)

@@ -3,10 +3,10 @@
 The judge model is B's configuration's (its judge keys: `judge_kind`, `judge_model`, ...) unless the caller
 gives other judge keys; every call goes through the store's model-call cache, so asking again on the same
 answers asks the model nothing. The result is kept per pair of campaign versions and judge signature
-(`saved.keep_preference`), and every comparison of the pair carries the newest one (`compare_campaigns`).
+(`saved_comparisons.keep_preference`), and every comparison of the pair carries the newest one (`compare_campaigns`).
 
-Asking it is a job (`evalcore.jobs`, kind "pairwise"): started by a request at once (`start_pairwise`), run by a
-worker, each question's verdict kept as it comes, so a job resumed after its worker stopped asks only the rest.
+Asking it is a job (`evalcore.jobs.job_queue`, kind "pairwise"): started by a request at once (`start_pairwise`), run by
+a worker, each question's verdict kept as it comes, so a job resumed after its worker stopped asks only the rest.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-from evalcore import jobs
-from evalcore.access import Action, Principal, scope
+from evalcore.access.principals import Action, Principal, scope
 from evalcore.campaigns import Campaign, QuestionResult, campaign_results, get_campaign
-from evalcore.compare import saved
+from evalcore.compare import saved_comparisons
 from evalcore.compare.comparison import question_key
 from evalcore.compare.preference import Preference
 from evalcore.errors import EvalError
+from evalcore.jobs import job_queue
 from evalcore.judges import JudgeSettings, Passage
 from evalcore.judges.pairwise import PairVerdict, Side, judge_pair, pairwise_signature
 from evalcore.store import Store, StoreCallCache
@@ -88,7 +88,7 @@ def kept_pairwise(store: Store, a_id: str, b_id: str, *, tenant: str | None = No
                   principal: Principal | None = None) -> Preference | None:
     """The pairwise judge's newest verdicts on A and B as they are now, or None when it was not asked since."""
     tenant = scope(principal, tenant)
-    return saved.find_preference(store, get_campaign(store, a_id, tenant=tenant), get_campaign(store, b_id,
+    return saved_comparisons.find_preference(store, get_campaign(store, a_id, tenant=tenant), get_campaign(store, b_id,
                                                                                                 tenant=tenant))
 
 
@@ -125,10 +125,10 @@ def start_pairwise(store: Store, a_id: str, b_id: str, *, judge: Mapping[str, An
             principal.require(Action.CONFIGURE)  # a judge model names a host the server connects to
         check_request(config)
     params = {"a": a.id, "b": b.id, "judge": dict(judge or {}), "limit": limit}
-    return jobs.submit(store, PAIRWISE_JOB, params, tenant=b.tenant, total=len(pairs), unique=True)
+    return job_queue.submit(store, PAIRWISE_JOB, params, tenant=b.tenant, total=len(pairs), unique=True)
 
 
-def run_pairwise(context: jobs.JobContext) -> dict[str, Any]:
+def run_pairwise(context: job_queue.JobContext) -> dict[str, Any]:
     """The pairwise job: each common question judged (B's questions in flight at once) and kept as it is done, so
     a resumed job asks only the rest; then the preference, kept for the pair."""
     store, params = context.store, context.job.params
@@ -150,20 +150,20 @@ def run_pairwise(context: jobs.JobContext) -> dict[str, Any]:
     verdicts = tuple(PairVerdict.from_dict(kept[position]) for position in range(len(pairs)))
     preference = Preference(a.id, b.id, settings.model.name, pairwise_signature(settings.model.name), verdicts,
                             time.time())
-    saved.keep_preference(store, preference, a, b)
+    saved_comparisons.keep_preference(store, preference, a, b)
     return {"pairwise": preference.to_dict()}
 
 
-PAIRWISE = jobs.JobKind(PAIRWISE_JOB, run_pairwise)
-jobs.register(PAIRWISE)
+PAIRWISE = job_queue.JobKind(PAIRWISE_JOB, run_pairwise)
+job_queue.register(PAIRWISE)
 
 
 def judge_comparison(store: Store, a_id: str, b_id: str, *, judge: Mapping[str, Any] | None = None,
                      limit: int | None = None, tenant: str | None = None,
                      principal: Principal | None = None) -> Preference:
     """The pairwise job started and run on this thread (the CLI): its preference, kept."""
-    job = jobs.run_now(store, start_pairwise(store, a_id, b_id, judge=judge, limit=limit, tenant=tenant,
+    job = job_queue.run_now(store, start_pairwise(store, a_id, b_id, judge=judge, limit=limit, tenant=tenant,
                                              principal=principal))
-    if job.status != jobs.JobStatus.SUCCEEDED or job.result is None:
+    if job.status != job_queue.JobStatus.SUCCEEDED or job.result is None:
         raise EvalError(f"the pairwise judge {job.status.value}: {job.error or 'no result'}", where=job.id)
     return Preference.from_dict(job.result["pairwise"])

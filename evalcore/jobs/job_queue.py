@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from evalcore.access import Action, Principal, scope
+from evalcore.access.principals import Action, Principal, scope
 from evalcore.errors import EvalError
-from evalcore.memory import give_back
-from evalcore.shapes import Key, doc
+from evalcore.formats.shapes import Key, doc
+from evalcore.runtime.memory import give_back
 from evalcore.store import (
     HEARTBEAT_S,
     Conflict,
@@ -39,7 +39,7 @@ from evalcore.store import (
     new_owner_token,
 )
 
-log = logging.getLogger("evalcore.jobs")
+log = logging.getLogger("evalcore.jobs.job_queue")
 
 DEFAULT_PER_SERVER = 2
 DEFAULT_PER_TENANT = 2

@@ -16,15 +16,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalcore.access import Action, Principal
+from evalcore.access.principals import Action, Principal
 from evalcore.campaigns.queries import campaign_results, check_visible, get_campaign
 from evalcore.campaigns.records import Campaign, QuestionResult
 from evalcore.campaigns.result_rows import answers_holder
-from evalcore.csvcells import csv_text, restore_cell
 from evalcore.errors import EvalError
+from evalcore.formats.csvcells import csv_text, restore_cell
+from evalcore.formats.shapes import doc
 from evalcore.judges import Verdict, load_prompt, parse_rubric
 from evalcore.metrics.agreement import Agreement, agreement
-from evalcore.shapes import doc
 from evalcore.store import Store
 
 PASS_FAIL = ("fail", "pass")

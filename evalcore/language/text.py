@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from evalcore.lazy import once
+from evalcore.runtime.lazy import once
 
 if TYPE_CHECKING:
     import numpy as np

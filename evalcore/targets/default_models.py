@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalcore.errors import EvalError
-from evalcore.targets.config import TargetConfig
+from evalcore.targets.target_config import TargetConfig
 
 CHAT_ROLE, RERANK_ROLE = "chat", "rerank"
 

@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from evalcore.errors import EvalError
+from evalcore.language.text import TOKENIZER, tokens_once
 from evalcore.metrics.measure import Inputs, Measure
-from evalcore.text import TOKENIZER, tokens_once
 
 GENERATION_MEASURES = ("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel")
 BLEU_ORDERS = {"bleu1": 1, "bleu2": 2, "bleu4": 4}

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Match
 
-from evalcore.access import Forbidden
+from evalcore.access.principals import Forbidden
 from evalcore.api.inputs import NOT_UNICODE, NOT_UNICODE_MESSAGE, escaped
 from evalcore.datasets import DATASET_ROOT
 from evalcore.errors import EvalError

@@ -29,7 +29,7 @@ FROM_QUESTIONS = 4_000
 TIMEOUT = 600   # seconds the process may take before the statistics are computed in process instead
 SWITCH = "EVALCORE_STATISTICS_PROCESS"   # "0" keeps every comparison's statistics in process
 ROOT = str(Path(__file__).resolve().parents[2])   # the directory holding the evalcore package
-SERVE = "from evalcore.compare.worker import serve; serve()"   # what the process runs
+SERVE = "from evalcore.compare.statistics_process import serve; serve()"   # what the process runs
 ONE_THREAD = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")   # the BLAS libraries' thread counts, read as they load
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 
+from evalcore.language.text import TOKENIZER, fold, fold_once, is_han, tokens_once
 from evalcore.metrics.measure import Inputs, Measure
 from evalcore.metrics.stopwords import stopwords
-from evalcore.text import TOKENIZER, fold, fold_once, is_han, tokens_once
 
 
 def _important(word: str) -> bool:

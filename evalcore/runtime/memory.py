@@ -18,7 +18,7 @@ import ctypes.util
 import gc
 import sys
 
-from evalcore.lazy import once
+from evalcore.runtime.lazy import once
 
 ARENAS = 2
 M_ARENA_MAX = -8  # glibc's mallopt parameter

