@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import collections
 import graphlib
 import importlib
 import pkgutil
@@ -46,10 +47,11 @@ def test_engine_never_imports_streamlit() -> None:
 # The engine's layers, lowest first: a package may import only from layers below its own (and itself).
 # ARCHITECTURE.md explains each; a new package must be placed here.
 LAYERS = (
-    {"lazy"},  # the bottom of layer 0, which the rest of it may use: what is built on first use
-    {"errors", "text", "csvcells", "relevance", "lifecycle", "shapes", "compiled", "memory"},
-    {"store", "models", "access"},
-    {"keys", "datasets", "judges", "jobs", "costs"},
+    {"runtime"},  # the bottom of layer 0, which the rest of it may use: what is built on first use, memory, C loops
+    {"errors", "language", "formats"},
+    {"store", "models"},
+    {"access"},  # above the store, which keeps its API keys and sessions
+    {"datasets", "judges", "jobs", "costs"},
     {"metrics"},
     {"targets", "suites", "diagnosis", "telemetry"},
     {"campaigns", "documents", "testsets"},
@@ -96,6 +98,28 @@ def test_each_package_imports_only_the_layers_below() -> None:
             if other != own and _layer(other) >= _layer(own):
                 offenders.append(f"{path.relative_to(ROOT)} imports {module}")
     assert offenders == []
+
+
+# What the top of evalcore/ holds besides its packages: the package's own two files and the one error type every
+# layer raises (`from evalcore.errors import EvalError`).
+TOP_MODULES = {"__init__.py", "__main__.py", "errors.py"}
+
+
+def test_the_top_of_the_engine_shows_its_concepts() -> None:
+    """Every module of evalcore/ sits in the package of its concept; a module at the top says nothing of where it
+    belongs."""
+    loose = sorted(path.name for path in (ROOT / "evalcore").glob("*.py") if path.name not in TOP_MODULES)
+    assert loose == []
+
+
+def test_each_module_name_is_used_once_in_the_engine() -> None:
+    """A module's name says what it holds: one name in two packages (a `worker` that is a statistics process and one
+    that is a command, two `records` of different things) says neither, and a search for it finds both."""
+    where = collections.defaultdict(list)
+    for path in sorted((ROOT / "evalcore").rglob("*.py")):
+        if path.name not in {"__init__.py", "__main__.py"}:
+            where[path.stem].append(path.relative_to(ROOT).as_posix())
+    assert {name: paths for name, paths in where.items() if len(paths) > 1} == {}
 
 
 def test_every_environment_setting_is_documented() -> None:
