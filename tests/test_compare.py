@@ -17,9 +17,9 @@ from evalcore.campaigns import Campaign, CampaignStatus, Outcome, Question, Ques
 from evalcore.campaigns.compared import ComparedRows
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.cli import main
+from evalcore.compare import campaign_pairs as stored_module
 from evalcore.compare import compare_campaigns, compare_results, stats, sweep_results
 from evalcore.compare import comparison as comparison_module
-from evalcore.compare import stored as stored_module
 from evalcore.compare.comparison import Passage
 from evalcore.errors import EvalError
 from evalcore.judges import Verdict
@@ -778,7 +778,7 @@ def test_cli_compare_on_a_kept_pair_imports_only_what_it_uses(two_stored, tmp_pa
                            str(tmp_path / "e.db")], capture_output=True, text=True, check=True,
                           cwd=Path(__file__).resolve().parent.parent)
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time")}
-    assert "evalcore.compare.stored" in imported   # what reads the kept comparison: the list is that command's
+    assert "evalcore.compare.campaign_pairs" in imported   # what reads the kept comparison: the list is that command's
     assert done.stdout.startswith("A (baseline)")
     heavy = {"pandas", "plotly", "pyarrow", "scipy", "scipy.stats", "scipy.optimize", "jieba", "numpy",
              "evalcore.compare.report", "evalcore.compare.comparison", "evalcore.compare.stats",

@@ -6,13 +6,13 @@ from evalcore.runtime.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from evalcore.campaigns.records import results_version
+    from evalcore.compare.campaign_pairs import compare_campaigns, compare_with_previous
     from evalcore.compare.comparison import (
         compare_results,
         question_key,
         row_values,
     )
     from evalcore.compare.deltas import CampaignHeader, Change, Comparison, MeasureDelta, Paired, QuestionDiff
-    from evalcore.compare.stored import compare_campaigns, compare_with_previous
     from evalcore.compare.sweep import Sweep, SweepRow, compare_sweep, sweep_results
 
 __all__ = ["CampaignHeader", "Change", "Comparison", "MeasureDelta", "Paired", "QuestionDiff", "Sweep", "SweepRow",
@@ -24,6 +24,6 @@ __getattr__ = lazy_exports(__name__, {
     "comparison": ("compare_results", "question_key", "row_values"),
     "deltas": ("CampaignHeader", "Change", "Comparison", "MeasureDelta", "Paired", "QuestionDiff"),
     "saved_comparisons": ("results_version",),
-    "stored": ("compare_campaigns", "compare_with_previous"),
+    "campaign_pairs": ("compare_campaigns", "compare_with_previous"),
     "sweep": ("Sweep", "SweepRow", "compare_sweep", "sweep_results"),
 })

@@ -21,11 +21,11 @@ from plotly.offline import get_plotlyjs
 from evalcore.access.principals import Principal
 from evalcore.campaigns import Campaign
 from evalcore.compare import charts
+from evalcore.compare.campaign_pairs import compare_campaigns
 from evalcore.compare.deltas import Change, Comparison, QuestionDiff
 from evalcore.compare.export_context import ExportContext, comparison_context, sweep_context, value_text
 from evalcore.compare.pairing import Group, group_of
 from evalcore.compare.preference import INTERVAL, TEST, Preference
-from evalcore.compare.stored import compare_campaigns
 from evalcore.compare.sweep import Sweep
 from evalcore.compare.tables import (
     MEASURE_COLUMNS,

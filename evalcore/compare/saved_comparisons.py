@@ -1,7 +1,7 @@
 """Comparisons kept in the store: computed once for a pair of campaign versions, then read back.
 
 A kept comparison is read with nothing but the store and the records (no numpy, no measure registry: `compare A B`
-prints at once); evalcore.compare.stored finds it here, or has evalcore.compare.comparison compute it.
+prints at once); evalcore.compare.campaign_pairs finds it here, or has evalcore.compare.comparison compute it.
 
 A row of the `comparisons` table is found by both campaigns' ids, the seed and the resamples
 (its primary key: one row per pair and draw, replaced when recomputed), and it is used only when
