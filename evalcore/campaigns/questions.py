@@ -67,13 +67,13 @@ def insert_questions(conn: Connection, campaign_id: str, questions: list[Questio
     conn.executemany(
         "INSERT INTO campaign_questions (campaign_id, position, qid, question, expected_answer, refs, relevant, "
         "expected_sources, answerable, checks, conversation, turn) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
+        (  # one row at a time: 100,000 questions' rows are never all in memory at once
             (campaign_id, q.position, q.qid, q.text, q.expected_answer, dumps(list(q.references)),
              dumps({str(k): v for k, v in q.relevant.items()}) if q.relevant is not None else None,
              dumps(list(q.expected_sources)), None if q.answerable is None else int(q.answerable),
              dumps(list(q.checks)) if q.checks else None, q.conversation, q.turn)
             for q in questions
-        ],
+        ),
     )
 
 
