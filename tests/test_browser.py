@@ -7,6 +7,7 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -33,19 +34,69 @@ def serve(home: Path, **extra: str) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The dashboard over an empty temporary database (no key: it opens as the local admin)."""
-    with serve(tmp_path_factory.mktemp("browser")) as url:
+def server_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of the shared dashboard's database (a test adds campaigns to it through a CampaignManager)."""
+    return tmp_path_factory.mktemp("browser")
+
+
+@pytest.fixture(scope="module")
+def server(server_home: Path) -> Iterator[str]:
+    """The dashboard over a temporary database, empty when it starts (no key: it opens as the local admin). Shared by
+    the tests that need no key: each opens its own browser context, hence its own session; what they launch is
+    named or picked by its id, so another test's campaigns in the same store change nothing they check."""
+    with serve(server_home) as url:
         yield url
 
 
-@contextmanager
-def browser_tab(url: str) -> Iterator[tuple]:
-    """A browser page opened on url, collecting console errors and uncaught page errors."""
-    problems: list[str] = []
+@dataclass(frozen=True)
+class Keyed:
+    """The dashboard over a store with keys: its address, the secrets of a viewer of tenant acme and of an admin of
+    tenant default, and the ids of tenant default's two finished campaigns by their top k."""
+
+    url: str
+    viewer: str
+    admin: str
+    ids: dict[int, str]
+
+
+@pytest.fixture(scope="module")
+def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keyed]:
+    """The dashboard that asks for a key, shared by the tests that sign in with one of its keys (each in its own
+    browser context): tenant default holds "keyword top 2" and "keyword top 5" (6 questions each, BM25); tenant
+    acme holds nothing."""
+    from evalcore.access.api_keys import create_key
+    from evalcore.campaigns import get_manager
+    from evalcore.targets import TargetConfig
+
+    home = tmp_path_factory.mktemp("keyed")
+    manager = get_manager(home / "evalcore.db")
+    ids = {k: manager.launch(LaunchRequest(dataset="default", config=TargetConfig.from_dict(
+        {"retriever": "bm25", "embedding_top_k": k}), limit=6, name=f"keyword top {k}")) for k in (2, 5)}
+    for campaign_id in ids.values():
+        assert manager.wait(campaign_id, timeout=120).status == "succeeded"
+    _, viewer = create_key(manager.store, tenant="acme", role="viewer", capability="run_evaluations")
+    _, admin = create_key(manager.store, tenant="default", role="admin", capability="full-access")
+    manager.close()
+    with serve(home) as url:
+        yield Keyed(url, viewer, admin, ids)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One Chromium for the module (launching it costs about 2 s of CPU); each test opens its own context in it, so
+    cookies, storage and cache stay apart between tests."""
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1400, "height": 2400}, accept_downloads=True)
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@contextmanager
+def browser_tab(browser: Any, url: str) -> Iterator[tuple]:
+    """A page of a new browser context opened on url, collecting console errors and uncaught page errors."""
+    problems: list[str] = []
+    context = browser.new_context(viewport={"width": 1400, "height": 2400}, accept_downloads=True)
+    try:
         tab = context.new_page()
         tab.on("console",
                lambda message: problems.append(f"console: {message.text}") if message.type == "error" else None)
@@ -53,22 +104,22 @@ def browser_tab(url: str) -> Iterator[tuple]:
         tab.on("requestfailed", lambda request: problems.append(f"request failed: {request.url} {request.failure}"))
         tab.goto(url)
         yield tab, problems
+    finally:
         context.close()
-        browser.close()
 
 
 @pytest.fixture
-def page(server: str) -> Iterator[tuple]:
+def page(browser: Any, server: str) -> Iterator[tuple]:
     """A browser page on the app's home page (Datasets)."""
-    with browser_tab(server) as (tab, problems):
+    with browser_tab(browser, server) as (tab, problems):
         tab.get_by_role("heading", name="Datasets").wait_for(timeout=60_000)
         yield tab, problems
 
 
-def test_a_deep_link_on_a_fresh_server_gets_the_apps_navigation(server: str) -> None:
+def test_a_deep_link_on_a_fresh_server_gets_the_apps_navigation(browser: Any, server: str) -> None:
     # Runs first (file order), before any session has run app.py: Streamlit then serves /run from
     # pages/ by itself, and the sidebar used to list "app", "campaigns", ... instead of our pages.
-    with browser_tab(f"{server}/run") as (tab, _):
+    with browser_tab(browser, f"{server}/run") as (tab, _):
         tab.get_by_role("heading", name="Run a campaign").wait_for(timeout=60_000)
         links = tab.locator("[data-testid='stSidebarNav'] a")
         links.first.wait_for(timeout=30_000)
@@ -78,14 +129,13 @@ def test_a_deep_link_on_a_fresh_server_gets_the_apps_navigation(server: str) -> 
         assert_no_exception_on(tab)
 
 
-def test_the_first_visit_after_streamlit_run_never_shows_the_folders_menu(tmp_path: Path) -> None:
+def test_the_first_visit_after_streamlit_run_never_shows_the_folders_menu(browser: Any, tmp_path: Path) -> None:
     """`streamlit run app.py` from the checkout (its settings read): from the first paint to the page, the sidebar
     lists the app's pages only, never the pages/ folder's file names ("app", "campaigns", ...)."""
     env = {"EVALCORE_DB": str(tmp_path / "evalcore.db"), "EVALCORE_UPLOAD_DIR": str(tmp_path / "uploads")}
-    with serve_streamlit(APP, env, tmp_path / "streamlit.log", cwd=APP.parent, timeout=60) as url, \
-            sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        tab = browser.new_page()
+    with serve_streamlit(APP, env, tmp_path / "streamlit.log", cwd=APP.parent, timeout=60) as url:
+        context = browser.new_context()
+        tab = context.new_page()
         tab.goto(url, wait_until="commit")
         def menu() -> tuple[str, ...]:
             return tuple(tab.eval_on_selector_all("[data-testid='stSidebarNav'] a", "els => els.map(e => e.innerText)"))
@@ -95,7 +145,7 @@ def test_the_first_visit_after_streamlit_run_never_shows_the_folders_menu(tmp_pa
             menus.add(menu())
             time.sleep(0.05)
         menus.add(menu())
-        browser.close()
+        context.close()
     assert menus - {()} == {("Datasets", "Suites", "Run", "Campaigns", "Compare", "Traces")}
 
 
@@ -204,7 +254,7 @@ def opened_offline(browser: object, path: Path) -> int:
     return drawn
 
 
-def test_a_report_opens_offline_with_its_charts(tmp_path: Path) -> None:
+def test_a_report_opens_offline_with_its_charts(browser: Any, tmp_path: Path) -> None:
     from dataclasses import replace
 
     from evalcore.compare import sweep_results
@@ -218,19 +268,12 @@ def test_a_report_opens_offline_with_its_charts(tmp_path: Path) -> None:
     path = tmp_path / "report.html"
     path.write_text(comparison_report(comparison, a, b, SOURCES, sweep=sweep, sweep_campaigns=[a, b, c]),
                     encoding="utf-8")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        assert opened_offline(browser, path) == 2  # the delta chart and the sweep's
-        browser.close()
+    assert opened_offline(browser, path) == 2  # the delta chart and the sweep's
 
 
-def test_a_viewer_signs_in_and_finds_no_launch_button(tmp_path: Path) -> None:
-    from evalcore.access.api_keys import create_key
-    from evalcore.store import Store
-
-    with Store(tmp_path / "evalcore.db") as store:
-        _, secret = create_key(store, tenant="acme", role="viewer", capability="run_evaluations")
-    with serve(tmp_path) as url, browser_tab(f"{url}/run") as (tab, problems):
+def test_a_viewer_signs_in_and_finds_no_launch_button(browser: Any, keyed_server: Keyed) -> None:
+    url, secret = keyed_server.url, keyed_server.viewer
+    with browser_tab(browser, f"{url}/run") as (tab, problems):
         tab.get_by_role("heading", name="Sign in").wait_for(timeout=60_000)
         assert tab.locator("[data-testid='stSidebarNav']").count() == 0  # nothing before a key is accepted
         tab.get_by_label("API key").fill(secret)
@@ -310,13 +353,13 @@ def test_a_named_campaign_is_listed_renamed_and_a_second_import_asks(page: tuple
     assert not problems, problems
 
 
-def test_a_sign_in_survives_a_reload_and_a_new_tab_and_keeps_the_deep_link(tmp_path: Path) -> None:
+def test_a_sign_in_survives_a_reload_and_a_new_tab_and_keeps_the_deep_link(browser: Any, tmp_path: Path) -> None:
     from evalcore.access.api_keys import create_key
     from evalcore.store import Store
 
     with Store(tmp_path / "evalcore.db") as store:
         _, secret = create_key(store, tenant="acme", role="admin", capability="full-access")
-    with serve(tmp_path) as url, browser_tab(f"{url}/campaigns") as (tab, problems):
+    with serve(tmp_path) as url, browser_tab(browser, f"{url}/campaigns") as (tab, problems):
         tab.get_by_role("heading", name="Sign in").wait_for(timeout=60_000)
         assert tab.get_by_text("Page not found").count() == 0  # the page asked for waits behind the form
         assert tab.get_by_label("API key").get_attribute("autocomplete") != "new-password"  # a manager may fill it
@@ -383,9 +426,10 @@ def download(tab: object, button: str, folder: Path) -> Path:
     return path
 
 
-def test_a_launch_shows_its_campaign_at_once_while_the_worker_process_checks_the_target(tmp_path: Path) -> None:
+def test_a_launch_shows_its_campaign_at_once_while_the_worker_process_checks_the_target(browser: Any,
+                                                                                         tmp_path: Path) -> None:
     # As the dashboard runs by default: campaigns in its worker process, whose check loads the embedding weights.
-    with serve(tmp_path, EVALCORE_DASHBOARD_WORKER="process") as url, browser_tab(url) as (tab, problems):
+    with serve(tmp_path, EVALCORE_DASHBOARD_WORKER="process") as url, browser_tab(browser, url) as (tab, problems):
         tab.get_by_role("heading", name="Datasets").wait_for(timeout=60_000)
         open_page(tab, "Run")
         tab.get_by_role("textbox", name="Campaign name").fill("at once")
@@ -400,10 +444,12 @@ def test_a_launch_shows_its_campaign_at_once_while_the_worker_process_checks_the
         assert not problems, problems
 
 
-def test_a_sweeps_pairs_download_under_their_own_names_and_the_csv_reads_as_a_table(tmp_path: Path) -> None:
+def test_a_sweeps_pairs_download_under_their_own_names_and_the_csv_reads_as_a_table(browser: Any, server: str,
+                                                                                    tmp_path: Path) -> None:
     import pandas as pd
 
-    with serve(tmp_path) as url, browser_tab(url) as (tab, problems):
+    # On the shared server: the pickers are given this test's names ("top_k=3 ·" is only in a named sweep's names).
+    with browser_tab(browser, server) as (tab, problems):
         tab.get_by_role("heading", name="Datasets").wait_for(timeout=60_000)
         launch(tab, "baseline quick start", 8)
         tab.get_by_text(re.compile(r"baseline quick start · succeeded · 8/8 questions")).wait_for(timeout=120_000)
@@ -428,7 +474,10 @@ def test_a_sweeps_pairs_download_under_their_own_names_and_the_csv_reads_as_a_ta
         assert set(table["context: A"]) == {"baseline quick start"}
         assert_no_exception_on(tab)
         assert not problems, problems
-def test_five_questions_are_labelled_from_the_keyboard_and_kappa_appears(tmp_path: Path) -> None:
+
+
+def test_five_questions_are_labelled_from_the_keyboard_and_kappa_appears(browser: Any, server: str,
+                                                                        server_home: Path) -> None:
     import json
 
     from evalcore.campaigns import CampaignManager
@@ -438,15 +487,16 @@ def test_five_questions_are_labelled_from_the_keyboard_and_kappa_appears(tmp_pat
     def judge(path: str, body: dict) -> str:  # a 1-5 that follows the question's length
         return json.dumps({"score": 1 + len(body["messages"][1]["content"]) % 5, "reason": "scripted"})
 
-    manager = CampaignManager(tmp_path / "evalcore.db")
-    with FakeOpenAIServer(judge) as server:
+    manager = CampaignManager(server_home / "evalcore.db")  # the shared server's store
+    with FakeOpenAIServer(judge) as judges:
         config = TargetConfig.from_dict({"retriever": "bm25", "judge_model": "judge-mini", "judge_api_key_env": "",
-                                         "judge_base_url": server.base_url})
+                                         "judge_base_url": judges.base_url})
         campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, judges=("relevance",), limit=6,
                                      name="judged for labels"))
         assert manager.wait(campaign_id, timeout=120).status == "succeeded"
     manager.close()
-    with serve(tmp_path) as url, browser_tab(f"{url}/campaigns") as (tab, problems):
+    # By its address: on the shared server another test's campaign may be the newest.
+    with browser_tab(browser, f"{server}/campaigns?campaign={campaign_id}") as (tab, problems):
         main = tab.locator("[data-testid='stMain']")
         main.get_by_role("heading", name="judged for labels").wait_for(timeout=60_000)
         main.get_by_role("tab", name="Labels").click()
@@ -474,20 +524,11 @@ def test_five_questions_are_labelled_from_the_keyboard_and_kappa_appears(tmp_pat
         assert not [p for p in problems if p.startswith("page error")], problems
 
 
-def test_a_deep_link_to_a_question_and_to_a_comparison_tab_survives_sign_in_and_reload(tmp_path: Path) -> None:
-    from evalcore.access.api_keys import create_key
-    from evalcore.campaigns import get_manager
-    from evalcore.targets import TargetConfig
-
-    manager = get_manager(tmp_path / "evalcore.db")
-    ids = {k: manager.launch(LaunchRequest(dataset="default", config=TargetConfig.from_dict(
-        {"retriever": "bm25", "embedding_top_k": k}), limit=6, name=f"keyword top {k}")) for k in (2, 5)}
-    for campaign_id in ids.values():
-        assert manager.wait(campaign_id, timeout=120).status == "succeeded"
-    _, secret = create_key(manager.store, tenant="default", role="admin", capability="full-access")
-    manager.close()
+def test_a_deep_link_to_a_question_and_to_a_comparison_tab_survives_sign_in_and_reload(browser: Any,
+                                                                                         keyed_server: Keyed) -> None:
+    url, secret, ids = keyed_server.url, keyed_server.admin, keyed_server.ids
     question = f"{ids[2]}&section=Questions&question=3"
-    with serve(tmp_path) as url, browser_tab(f"{url}/campaigns?campaign={question}") as (tab, problems):
+    with browser_tab(browser, f"{url}/campaigns?campaign={question}") as (tab, problems):
         main = tab.locator("[data-testid='stMain']")
         tab.get_by_role("heading", name="Sign in").wait_for(timeout=60_000)
         tab.get_by_label("API key").fill(secret)
