@@ -12,7 +12,8 @@ generator, cache off. Each round runs the whole process, `python -m evalcore run
 --config bm25.toml --db FRESH.db --no-cache`, output discarded: interpreter start, imports, the
 launch (dataset loaded and described, snapshot, the knowledge base read from the index cache,
 built once beforehand), every question, the report and the gates. The CPU is the child's user +
-system time (os.wait4), divided by the questions; the goal is under 2 ms. The store is the database
+system time (os.wait4), divided by the questions; the goal is under 2 ms on the sample's corpus, 1.2 ms on a
+realistic generator's (--data). The store is the database
 file after a WAL checkpoint (the log folded in), per question; the goal is at most 2.5 KB, passages counted.
 
 With --reference, a checkout of earlier code (e.g. `git archive main | tar -x -C /tmp/before`) runs
@@ -46,7 +47,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from scale import write_dataset
 from startup import bytecode_note, compiled
 
-CPU_GOAL_MS = 2.0
+CPU_GOAL_MS = 2.0  # the sample's corpus (305 passages)
+REALISTIC_CPU_GOAL_MS = 1.2  # a realistic generator's corpus (--data: 20,000 passages in three languages)
 STORE_GOAL_KB = 2.5
 
 
@@ -157,8 +159,9 @@ def main() -> None:
     ours = runs["ours"]
     cpu = statistics.median(m["cpu"] / n * 1000 for m in ours)
     kb = statistics.median(m["kb"] for m in ours)
-    print(f"\nCPU per question {cpu:.2f} ms against the goal of under {CPU_GOAL_MS:g} ms: "
-          f"{'met' if cpu < CPU_GOAL_MS else 'not met'}")
+    goal = REALISTIC_CPU_GOAL_MS if args.data else CPU_GOAL_MS
+    print(f"\nCPU per question {cpu:.2f} ms against the goal of under {goal:g} ms: "
+          f"{'met' if cpu < goal else 'not met'}")
     print(f"store per question {kb:.2f} KB against the goal of at most {STORE_GOAL_KB:g} KB: "
           f"{'met' if kb <= STORE_GOAL_KB else 'not met'}")
     if "reference" in measures:
