@@ -64,10 +64,10 @@ def session_cookie() -> None:
     token only, never the key, for the session's lifetime, sent to this app only. Written on every run where the
     browser's cookie (as sent when this session opened) differs, so a run cut short by a page switch loses none.
 
-    Right after a sign-out the cookie is cleared, and the sign-in form (sign_in_page) reloads the page."""
+    Right after a sign-out the sign-in form (sign_in_page) clears it and reloads the page: nothing to do here."""
     token = st.session_state.get(SESSION_TOKEN) or ""
     cookie = st.context.cookies.get(SESSION_COOKIE)
-    if token == (cookie if isinstance(cookie, str) else "") and not st.session_state.get(SIGNED_OUT):
+    if token == (cookie if isinstance(cookie, str) else "") or st.session_state.get(SIGNED_OUT):
         return
     _write_cookie(token)
 
