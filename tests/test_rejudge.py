@@ -426,4 +426,4 @@ def test_the_rejudges_next_step_compares_it_with_the_campaign_it_judged(
     (again,) = [c for c in list_campaigns(manager.store, "acme") if c.answers_from == source]
     judged_name = get_campaign(manager.store, source).name
     assert capsys.readouterr().out.splitlines()[-1] == (f"next: python -m evalcore compare {shlex.quote(judged_name)} "
-                                                        f"{shlex.quote(again.name)}")
+                                                        f"{shlex.quote(again.name)} --db {shlex.quote(db)}")

@@ -55,7 +55,7 @@ from evalcore.judges import JUDGES, local_notes
 from evalcore.judges.scale import HIGHEST, LOWEST, PASS_MARK
 from evalcore.language.text import counted
 from evalcore.metrics import panels
-from evalcore.store import Store
+from evalcore.store import Store, db_location, redact
 from evalcore.suites import find_suite, get_suite
 from evalcore.targets import TargetConfig
 from evalcore.targets.generators import judge_model_name, judged_locally
@@ -340,6 +340,8 @@ def next_lines(store: Store, campaign: Campaign) -> list[str]:
         baseline = previous(campaign, earlier)
     command = f"python -m evalcore compare {handle(store, baseline)} {handle(store, campaign)}" if baseline \
         else f"python -m evalcore campaigns show {campaign.id}"
+    if store.location != db_location():  # a store named by --db: the next command names it too (no URL's password)
+        command += f" --db {shlex.quote(redact(store.location))}"
     return ["", f"campaign {campaign.name!r} ({campaign.id})", f"next: {command}"]
 
 
