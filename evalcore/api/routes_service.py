@@ -12,7 +12,7 @@ from evalcore import __version__
 from evalcore.api.auth import Caller
 from evalcore.api.error_envelope import ok
 from evalcore.api.schemas import Health, Me, Ok
-from evalcore.store import StoreUnavailable
+from evalcore.store import StoreUnavailable, answers
 
 router = APIRouter(prefix="/api/v1", tags=["service"])
 HEALTH_S = 1.0
@@ -23,7 +23,7 @@ _CHECKS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="evalcore-health"
 async def health(request: Request) -> dict[str, Any]:
     """Answers only when the database can be read, within a second (503 otherwise), whatever the other requests are
     doing: its check runs on threads of its own, not on the pool every other route shares."""
-    check = asyncio.wrap_future(_CHECKS.submit(request.app.state.store.read, "SELECT 1"))
+    check = asyncio.wrap_future(_CHECKS.submit(answers, request.app.state.store))
     try:
         await asyncio.wait_for(check, HEALTH_S)
     except TimeoutError:

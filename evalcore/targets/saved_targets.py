@@ -20,6 +20,7 @@ from evalcore.errors import EvalError
 from evalcore.formats.shapes import doc
 from evalcore.language.text import name_problem, shown
 from evalcore.store import NotFound, Store, dumps
+from evalcore.store.target_rows import insert_target, target_row, target_rows
 from evalcore.targets.allowed import check_request
 from evalcore.targets.target_config import Snapshot, TargetConfig
 
@@ -50,12 +51,7 @@ def save_target(store: Store, config: TargetConfig, *, tenant: str = LOCAL_TENAN
         raise EvalError(problem, where="name", found=shown(repr(name[:40])))
     target_id = f"target_{secrets.token_hex(6)}"
     text, digest = dumps(config.to_dict()), config.config_hash()
-    store.write(
-        lambda conn: conn.execute(
-            "INSERT INTO targets (id, tenant, name, config, config_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (target_id, tenant, name, text, digest, time.time()),
-        )
-    )
+    store.write(lambda conn: insert_target(conn, target_id, tenant, name, text, digest, time.time()))
     return target_id
 
 
@@ -63,10 +59,10 @@ def get_target(store: Store, target_id: str, tenant: str | None = None, *,
                principal: Principal | None = None) -> TargetConfig:
     """A saved target configuration; NotFound when absent or owned by another tenant."""
     tenant = scope(principal, tenant)
-    rows = store.read("SELECT tenant, config FROM targets WHERE id = ?", (target_id,))
-    if not rows or not owned(rows[0]["tenant"], tenant):
+    row = target_row(store, target_id)
+    if row is None or not owned(row["tenant"], tenant):
         raise NotFound(f"no saved target {target_id!r}", where="target", fix="save one first or pass a configuration")
-    return TargetConfig.from_dict(json.loads(rows[0]["config"]))
+    return TargetConfig.from_dict(json.loads(row["config"]))
 
 
 @dataclass(frozen=True)
@@ -89,8 +85,6 @@ class SavedTarget:
 def list_targets(store: Store, tenant: str | None = None, *, principal: Principal | None = None) -> list[SavedTarget]:
     """Saved target configurations, newest first (of one tenant when given)."""
     tenant = scope(principal, tenant)
-    sql = ("SELECT * FROM targets" + (" WHERE tenant = ?" if tenant is not None else "")
-           + " ORDER BY created_at DESC, id")
-    rows = store.read(sql, (tenant,) if tenant is not None else ())
+    rows = target_rows(store, tenant)
     return [SavedTarget(row["id"], row["tenant"], row["name"], Snapshot(json.loads(row["config"])),
                         row["config_hash"], row["created_at"]) for row in rows]
