@@ -25,7 +25,8 @@ from evalcore.formats.csvcells import csv_text, restore_cell
 from evalcore.formats.shapes import doc
 from evalcore.judges import Verdict, load_prompt, parse_rubric
 from evalcore.metrics.agreement import Agreement, agreement
-from evalcore.store import Store
+from evalcore.store import Store, label_rows
+from evalcore.store.question_rows import has_question, question_ids, question_texts
 
 PASS_FAIL = ("fail", "pass")
 NOTE_CHARS = 2000
@@ -115,21 +116,18 @@ def set_label(store: Store, campaign_id: str, qid: int, judge: str, label: str, 
     is the principal's (`label_author`); `author` names the local operator."""
     campaign = labelling(store, campaign_id, principal)
     text = checked_label(campaign, judge, label)
-    if not store.read("SELECT 1 FROM campaign_questions WHERE campaign_id = ? AND qid = ?", (campaign_id, qid)):
+    if not has_question(store, campaign_id, qid):
         raise EvalError(f"campaign {campaign_id} has no question {qid}", where="qid")
     saved = Label(qid, judge, text, checked_note(note), label_author(principal, author), time.time())
-    store.write(lambda conn: conn.execute(
-        "INSERT OR REPLACE INTO labels (campaign_id, qid, judge, label, note, author, labelled_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (campaign_id, qid, judge, saved.label, saved.note, saved.author, saved.labelled_at)))
+    store.write(lambda conn: label_rows.put_labels(
+        conn, [(campaign_id, qid, judge, saved.label, saved.note, saved.author, saved.labelled_at)]))
     return saved
 
 
 def delete_label(store: Store, campaign_id: str, qid: int, judge: str, *, principal: Principal | None = None) -> None:
     """Take a label back (nothing happens when there is none); EvalError for a judge the campaign did not run."""
     judged_by(labelling(store, campaign_id, principal), judge)
-    store.write(lambda conn: conn.execute("DELETE FROM labels WHERE campaign_id = ? AND qid = ? AND judge = ?",
-                                          (campaign_id, qid, judge)))
+    store.write(lambda conn: label_rows.delete_label(conn, campaign_id, qid, judge))
 
 
 def labelling(store: Store, campaign_id: str, principal: Principal | None) -> Campaign:
@@ -143,15 +141,13 @@ def labelling(store: Store, campaign_id: str, principal: Principal | None) -> Ca
 def campaign_labels(store: Store, campaign_id: str, *, principal: Principal | None = None) -> list[Label]:
     """Every label of a campaign, by question then judge."""
     check_visible(store, campaign_id, principal)
-    rows = store.read("SELECT * FROM labels WHERE campaign_id = ? ORDER BY qid, judge", (campaign_id,))
-    return [Label.from_row(row) for row in rows]
+    return [Label.from_row(row) for row in label_rows.label_rows(store, campaign_id)]
 
 
 def labels_csv(store: Store, campaign_id: str, *, principal: Principal | None = None) -> str:
     """The labels as CSV (qid, judge, label, note, author, labelled_at, question), spreadsheet-safe; `labelled_at` in
     ISO 8601 with its zone (UTC)."""
-    questions = {r["qid"]: r["question"] for r in store.read(
-        "SELECT qid, question FROM campaign_questions WHERE campaign_id = ?", (campaign_id,))}
+    questions = question_texts(store, campaign_id)
     rows = [[x.qid, x.judge, x.label, x.note, x.author, iso_time(x.labelled_at), questions.get(x.qid, "")]
             for x in campaign_labels(store, campaign_id, principal=principal)]
     return csv_text([list(CSV_COLUMNS), *rows])
@@ -174,8 +170,7 @@ def import_labels_csv(store: Store, campaign_id: str, text: str, *, author: str 
     missing = [c for c in ("qid", "judge", "label") if rows and c not in rows[0]] or ([] if rows else ["qid"])
     if missing:
         raise EvalError(f"missing column {missing[0]!r}", where=f"{source} line 1", expected="qid, judge, label")
-    questions = {r["qid"] for r in store.read("SELECT qid FROM campaign_questions WHERE campaign_id = ?",
-                                              (campaign_id,))}
+    questions = question_ids(store, campaign_id)
     parsed, problems = [], []
     for line, row in enumerate(rows, start=2):
         try:
@@ -185,9 +180,7 @@ def import_labels_csv(store: Store, campaign_id: str, text: str, *, author: str 
     if problems:
         raise EvalError("invalid labels", problems=problems)
     now = time.time()
-    store.write(lambda conn: conn.executemany(
-        "INSERT OR REPLACE INTO labels (campaign_id, qid, judge, label, note, author, labelled_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)", [(campaign_id, *row, now) for row in parsed]))
+    store.write(lambda conn: label_rows.put_labels(conn, [(campaign_id, *row, now) for row in parsed]))
     return len(parsed)
 
 

@@ -9,7 +9,7 @@ from evalcore.campaigns.records import Question
 from evalcore.datasets import Dataset
 from evalcore.metrics.abstention import is_unanswerable_marker
 from evalcore.metrics.answer_checks import parse_checks
-from evalcore.store import Connection, Store, dumps
+from evalcore.store import Connection, Store, dumps, question_rows
 from evalcore.suites import Suite
 
 
@@ -64,9 +64,8 @@ def marked_answerable(expected_answer: str | None, references: tuple[str, ...], 
 
 def insert_questions(conn: Connection, campaign_id: str, questions: list[Question]) -> None:
     """Write the question snapshot."""
-    conn.executemany(
-        "INSERT INTO campaign_questions (campaign_id, position, qid, question, expected_answer, refs, relevant, "
-        "expected_sources, answerable, checks, conversation, turn) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    question_rows.insert_questions(
+        conn,
         (  # one row at a time: 100,000 questions' rows are never all in memory at once
             (campaign_id, q.position, q.qid, q.text, q.expected_answer, dumps(list(q.references)),
              dumps({str(k): v for k, v in q.relevant.items()}) if q.relevant is not None else None,
@@ -79,13 +78,4 @@ def insert_questions(conn: Connection, campaign_id: str, questions: list[Questio
 
 def stored_questions(store: Store, campaign_id: str, only: str) -> list[Question]:
     """Snapshot questions still to run: `missing` (no result) or `failed` (result with an error); or `all` of them."""
-    condition = {
-        "all": "1 = 1",
-        "missing": "NOT EXISTS (SELECT 1 FROM results r WHERE r.campaign_id = q.campaign_id AND r.position = "
-                   "q.position)",
-        "failed": "EXISTS (SELECT 1 FROM results r WHERE r.campaign_id = q.campaign_id AND r.position = q.position "
-                  "AND r.error IS NOT NULL)",
-    }[only]
-    rows = store.read(f"SELECT * FROM campaign_questions q WHERE q.campaign_id = ? AND {condition} ORDER BY q.position",
-                      (campaign_id,))
-    return [Question.from_row(row) for row in rows]
+    return [Question.from_row(row) for row in question_rows.question_rows(store, campaign_id, only)]
