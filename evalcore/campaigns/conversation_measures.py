@@ -22,6 +22,7 @@ from evalcore.formats.shapes import doc
 from evalcore.judges import Verdict
 from evalcore.metrics.graded import stored_column
 from evalcore.store import Store
+from evalcore.store.conversation_rows import conversation_verdict_rows, turn_result_rows
 
 MISSES = frozenset({Stage.RETRIEVAL_MISS.value, Stage.RANKING_MISS.value, Stage.GENERATION_MISS.value})
 
@@ -115,10 +116,7 @@ def campaign_conversations(store: Store, campaign_id: str, tenant: str | None = 
     """A campaign's conversations with their measures (empty when no question is a turn of one)."""
     config = get_campaign(store, campaign_id, tenant, principal=principal).config.target  # NotFound: another tenant's
     marks = GenerationMarks(config.generation_pass_rougel, config.generation_pass_coverage)
-    rows = store.read("SELECT q.conversation, q.turn, q.qid, q.question, r.diagnosis, r.error, r.measures, r.position "
-                      "FROM results "
-                      "r JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = r.position "
-                      "WHERE r.campaign_id = ? AND q.conversation IS NOT NULL ORDER BY r.position", (campaign_id,))
+    rows = turn_result_rows(store, campaign_id)
     measures = stored_column([row["measures"] for row in rows])
     verdicts = stored_verdicts(store, campaign_id)
     found = conversations_of(
@@ -132,8 +130,7 @@ def campaign_conversations(store: Store, campaign_id: str, tenant: str | None = 
 def stored_verdicts(store: Store, campaign_id: str) -> dict[str, dict[str, Verdict]]:
     """The conversation judges' verdicts kept for a campaign: conversation -> judge -> verdict."""
     out: dict[str, dict[str, Verdict]] = {}
-    for row in store.read("SELECT conversation, judge, verdict FROM conversation_verdicts WHERE campaign_id = ? "
-                          "ORDER BY conversation, judge", (campaign_id,)):
+    for row in conversation_verdict_rows(store, campaign_id):
         out.setdefault(row["conversation"], {})[row["judge"]] = Verdict.from_dict(json.loads(row["verdict"]))
     return out
 

@@ -16,16 +16,14 @@ from evalcore.judges import Verdict
 from evalcore.judges.conversation import CONVERSATION_JUDGES, ConversationJudging, Exchange
 from evalcore.models import ChatModel
 from evalcore.store import Conflict, Store, StoreCallCache
+from evalcore.store.conversation_rows import exchange_rows, put_conversation_verdicts
 from evalcore.targets.generators import build_chat_model, build_judge_model
 
 
 def conversation_exchanges(store: Store, campaign_id: str) -> dict[str, list[Exchange]]:
     """Each conversation's turns in turn order, as its judges read them (the answers stored; a reference answer or
     the expected answer as what a good answer says)."""
-    rows = store.read("SELECT q.conversation, q.turn, q.question, q.expected_answer, q.refs, r.answer FROM "
-                      "campaign_questions q LEFT JOIN results r ON r.campaign_id = q.campaign_id AND r.position = "
-                      "q.position WHERE q.campaign_id = ? AND q.conversation IS NOT NULL ORDER BY q.conversation, "
-                      "q.turn, q.position", (campaign_id,))
+    rows = exchange_rows(store, campaign_id)
     out: dict[str, list[Exchange]] = {}
     for row in rows:
         references = json.loads(row["refs"] or "[]")
@@ -65,10 +63,7 @@ def judge_conversations(store: Store, campaign_id: str, tenant: str | None = Non
     judging = ConversationJudging(judge_settings(model, config, 1))
     verdicts = {name: judging.judge(turns, judges) for name, turns in exchanges.items()}
     now = time.time()
-    store.write(lambda conn: conn.executemany(
-        "INSERT INTO conversation_verdicts (campaign_id, conversation, judge, verdict, judged_at) "
-        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (campaign_id, conversation, judge) DO UPDATE SET "
-        "verdict = excluded.verdict, judged_at = excluded.judged_at",
-        [(campaign_id, name, judge, json.dumps(verdict.to_dict(), ensure_ascii=False), now)
-         for name, by_judge in verdicts.items() for judge, verdict in by_judge.items()]))
+    store.write(lambda conn: put_conversation_verdicts(
+        conn, [(campaign_id, name, judge, json.dumps(verdict.to_dict(), ensure_ascii=False), now)
+               for name, by_judge in verdicts.items() for judge, verdict in by_judge.items()]))
     return verdicts

@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from evalcore.campaigns.records import Outcome, Question
 from evalcore.store import Store
+from evalcore.store.conversation_rows import answered_turns
 from evalcore.targets.base import Round
 from evalcore.targets.target_config import TargetConfig
 
@@ -103,9 +104,7 @@ class Conversations:
 
 def stored_answers(store: Store, campaign_id: str) -> dict[tuple[str, int], str | None]:
     """The answers a campaign's conversation turns already have (from an earlier session), by (conversation, turn)."""
-    rows = store.read("SELECT q.conversation, q.turn, r.answer FROM results r JOIN campaign_questions q "
-                      "ON q.campaign_id = r.campaign_id AND q.position = r.position "
-                      "WHERE r.campaign_id = ? AND q.conversation IS NOT NULL AND r.error IS NULL", (campaign_id,))
+    rows = answered_turns(store, campaign_id)
     return {(row["conversation"], int(row["turn"] or 0)): row["answer"] for row in rows}
 
 
