@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from evalcore.campaigns.records import Question
 from evalcore.errors import EvalError
 from evalcore.store import Store
+from evalcore.store.trace_rows import campaign_trace_rows
 from evalcore.targets import TargetAnswer, TargetConfig
 from evalcore.targets.base import Chat, Retrieved
 from evalcore.telemetry.trace_records import Trace
@@ -58,8 +59,7 @@ class TraceAnswers:
 
     def prepare(self, passages: Sequence[PassageLike], progress: Any = None) -> None:
         """Read the campaign's traces at once."""
-        rows = self._store.read("SELECT t.* FROM traces t JOIN campaign_questions q ON q.qid = t.number "
-                                "WHERE q.campaign_id = ?", (self._campaign_id,))
+        rows = campaign_trace_rows(self._store, self._campaign_id)
         self._traces = {row["number"]: Trace.from_row(row) for row in rows}
 
     def answer(self, question: str, qid: int | None = None, chat: Chat | None = None) -> TargetAnswer:

@@ -13,7 +13,7 @@ from typing import Any
 from evalcore.access.principals import Action, Principal, scope
 from evalcore.errors import EvalError
 from evalcore.formats.shapes import doc
-from evalcore.store import Connection, NotFound, Store, dumps
+from evalcore.store import Connection, NotFound, Store, dumps, trace_rows
 from evalcore.telemetry.lines import parse_lines
 from evalcore.telemetry.otlp import Span, SpanProblem, assemble, group, parse_requests, root_of
 from evalcore.telemetry.redaction import Redactor, check_patterns
@@ -47,10 +47,9 @@ class TraceSettings:
 
 def trace_settings(store: Store, tenant: str) -> TraceSettings:
     """The tenant's settings (nothing set: kept forever, the default patterns)."""
-    rows = store.read("SELECT * FROM trace_settings WHERE tenant = ?", (tenant,))
-    if not rows:
+    row = trace_rows.trace_settings_row(store, tenant)
+    if row is None:
         return TraceSettings(tenant, None, True, ())
-    row = rows[0]
     return TraceSettings(tenant, row["retention_days"], bool(row["default_patterns"]),
                          tuple((name, text) for name, text in json.loads(row["patterns"])))
 
@@ -73,11 +72,7 @@ def set_trace_settings(store: Store, tenant: str, *, retention_days: float | Non
         current.patterns if patterns is None else check_patterns(patterns))
     row = (tenant, settings.retention_days, int(settings.default_patterns), dumps([list(p) for p in settings.patterns]),
            time.time())
-    store.write(lambda conn: conn.execute(
-        "INSERT INTO trace_settings (tenant, retention_days, default_patterns, patterns, updated_at) "
-        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant) DO UPDATE SET retention_days = excluded.retention_days, "
-        "default_patterns = excluded.default_patterns, patterns = excluded.patterns, "
-        "updated_at = excluded.updated_at", row))
+    store.write(lambda conn: trace_rows.put_trace_settings(conn, row))
     return settings
 
 
@@ -165,8 +160,7 @@ def save_spans(store: Store, tenant: str, spans: list[Span], rejected: list[Reje
         waiting: list[Span] = []
         problems = list(rejected)
         for trace_id, members in groups.items():
-            kept = [Span.from_dict(json.loads(row[0])) for row in conn.execute(
-                "SELECT data FROM trace_spans WHERE tenant = ? AND trace_id = ?", (tenant, trace_id)).fetchall()]
+            kept = [Span.from_dict(json.loads(data)) for data in trace_rows.waiting_spans(conn, tenant, trace_id)]
             members = list({span.span_id: span for span in [*kept, *members]}.values())
             if root_of(members) is None:
                 waiting += [span for span in members if span.span_id not in {k.span_id for k in kept}]
@@ -176,10 +170,9 @@ def save_spans(store: Store, tenant: str, spans: list[Span], rejected: list[Reje
             except SpanProblem as error:
                 problems.append(Rejected(members[0].position, trace_id, str(error)))
             if kept:
-                conn.execute("DELETE FROM trace_spans WHERE tenant = ? AND trace_id = ?", (tenant, trace_id))
-        conn.executemany("INSERT INTO trace_spans (tenant, trace_id, span_id, data, received_at) "
-                         "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                         [(tenant, s.trace_id, s.span_id, dumps(s.to_dict()), moment) for s in waiting])
+                trace_rows.delete_waiting_spans(conn, tenant, trace_id)
+        trace_rows.put_waiting_spans(conn, [(tenant, s.trace_id, s.span_id, dumps(s.to_dict()), moment)
+                                            for s in waiting])
         report = insert_traces(conn, tenant, traces, problems, settings, source, moment)
         return TraceImport(report.source, report.stored, report.duplicates, len(spans), len(waiting),
                            report.redacted, report.expired, report.rejected)
@@ -203,7 +196,7 @@ def insert_traces(conn: Connection, tenant: str, traces: Iterable[Trace], reject
     cutoff = None if settings.retention_days is None else now - settings.retention_days * DAY_S
     if cutoff is not None:
         delete_before(conn, tenant, cutoff)
-    first = conn.execute("SELECT COALESCE(MAX(number), 0) FROM traces").fetchone()[0] + 1
+    first = trace_rows.next_trace_number(conn)
     rows: list[tuple[Any, ...]] = []
     seen: set[str] = set()
     changed = expired = duplicates = 0
@@ -211,8 +204,7 @@ def insert_traces(conn: Connection, tenant: str, traces: Iterable[Trace], reject
         if cutoff is not None and trace.started_at < cutoff:
             expired += 1
             continue
-        if trace.trace_id in seen or conn.execute("SELECT 1 FROM traces WHERE tenant = ? AND trace_id = ?",
-                                                  (tenant, trace.trace_id)).fetchone():
+        if trace.trace_id in seen or trace_rows.has_trace(conn, tenant, trace.trace_id):
             duplicates += 1
             continue
         seen.add(trace.trace_id)
@@ -221,30 +213,24 @@ def insert_traces(conn: Connection, tenant: str, traces: Iterable[Trace], reject
         rows.append((first + len(rows), tenant, clean.trace_id, clean.span_id, clean.started_at, clean.ended_at,
                      clean.question, clean.answer, dumps([d.to_dict() for d in clean.documents]), clean.model,
                      clean.prompt_tokens, clean.completion_tokens, dumps(clean.metadata), clean.source, now))
-    conn.executemany("INSERT INTO traces (number, tenant, trace_id, span_id, started_at, ended_at, question, answer, "
-                     "documents, model, prompt_tokens, completion_tokens, metadata, source, received_at) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    trace_rows.insert_traces(conn, rows)
     return TraceImport(source, len(rows), duplicates, 0, 0, changed, expired, tuple(rejected))
 
 
 def delete_before(conn: Connection, tenant: str, cutoff: float) -> int:
     """Delete the tenant's traces that started before cutoff, and spans waiting since before it; how many traces."""
-    count = conn.execute("DELETE FROM traces WHERE tenant = ? AND started_at < ?", (tenant, cutoff)).rowcount
-    conn.execute("DELETE FROM trace_spans WHERE tenant = ? AND received_at < ?", (tenant, cutoff))
-    return count
+    return trace_rows.delete_traces_before(conn, tenant, cutoff)
 
 
 def apply_retention(store: Store, *, tenant: str | None = None, now: float | None = None) -> dict[str, int]:
     """Delete every tenant's (or one tenant's) traces older than its retention; traces deleted per tenant. Spans
     waiting a day for their root span are dropped too."""
     moment = time.time() if now is None else now
-    settings = [trace_settings(store, row["tenant"]) for row in store.read(
-        "SELECT tenant FROM trace_settings WHERE retention_days IS NOT NULL"
-        + ("" if tenant is None else " AND tenant = ?"), () if tenant is None else (tenant,))]
+    settings = [trace_settings(store, name) for name in trace_rows.tenants_with_retention(store, tenant)]
 
     def prune(conn: Connection) -> dict[str, int]:
         deleted = {s.tenant: delete_before(conn, s.tenant, moment - (s.retention_days or 0) * DAY_S) for s in settings}
-        conn.execute("DELETE FROM trace_spans WHERE received_at < ?", (moment - WAITING_S,))
+        trace_rows.drop_spans_before(conn, moment - WAITING_S)
         return deleted
 
     return store.write(prune)
@@ -258,24 +244,6 @@ class TraceFilter:
     until: float | None = None  # started before
     metadata: tuple[tuple[str, str], ...] = ()  # key = value, all of them
     search: str = ""  # words of the question (case-insensitive)
-
-    def sql(self, tenant: str | None) -> tuple[str, list[Any]]:
-        """The WHERE clause and its parameters."""
-        clauses: list[str] = ["1 = 1"]
-        params: list[Any] = []
-        if tenant is not None:
-            clauses.append("tenant = ?")
-            params.append(tenant)
-        if self.since is not None:
-            clauses.append("started_at >= ?")
-            params.append(self.since)
-        if self.until is not None:
-            clauses.append("started_at < ?")
-            params.append(self.until)
-        if self.search:
-            clauses.append("LOWER(question) LIKE ?")
-            params.append(f"%{self.search.lower()}%")
-        return " AND ".join(clauses), params
 
     def keeps(self, trace: Trace) -> bool:
         """Whether the trace's metadata has every value asked for (compared as text)."""
@@ -297,8 +265,8 @@ def list_traces(store: Store, selection: TraceFilter | None = None, *, principal
                 tenant: str | None = None, limit: int | None = None, offset: int = 0) -> list[Trace]:
     """The traces a principal may read (its tenant's), newest first, filtered."""
     selection = selection or TraceFilter()
-    where, params = selection.sql(scope(principal, tenant, Action.READ))
-    rows = store.read(f"SELECT * FROM traces WHERE {where} ORDER BY started_at DESC, number DESC", params)
+    rows = trace_rows.trace_rows(store, scope(principal, tenant, Action.READ), selection.since, selection.until,
+                                 selection.search)
     traces = [trace for row in rows if selection.keeps(trace := Trace.from_row(row))]
     return traces[offset:offset + limit] if limit is not None else traces[offset:]
 
@@ -306,21 +274,15 @@ def list_traces(store: Store, selection: TraceFilter | None = None, *, principal
 def get_trace(store: Store, number: int, *, principal: Principal | None = None, tenant: str | None = None) -> Trace:
     """One trace by its number; NotFound for another tenant's, as for a missing one."""
     limited = scope(principal, tenant, Action.READ)
-    rows = store.read("SELECT * FROM traces WHERE number = ?", (number,))
-    if not rows or (limited is not None and rows[0]["tenant"] != limited):
+    row = trace_rows.trace_row(store, number)
+    if row is None or (limited is not None and row["tenant"] != limited):
         raise NotFound(f"no trace {number}", where="trace", fix="see `python -m evalcore traces list`")
-    return Trace.from_row(rows[0])
+    return Trace.from_row(row)
 
 
 def traces_by_number(store: Store, numbers: Sequence[int]) -> dict[int, Trace]:
     """Stored traces by number (those deleted since are absent)."""
-    found: dict[int, Trace] = {}
-    for start in range(0, len(numbers), 500):
-        chunk = list(numbers[start:start + 500])
-        marks = ", ".join("?" for _ in chunk)
-        found |= {row["number"]: Trace.from_row(row)
-                  for row in store.read(f"SELECT * FROM traces WHERE number IN ({marks})", chunk)}
-    return found
+    return {row["number"]: Trace.from_row(row) for row in trace_rows.trace_rows_by_number(store, numbers)}
 
 
 def metadata_values(traces: Iterable[Trace]) -> dict[str, list[str]]:
