@@ -16,7 +16,7 @@ from evalcore.errors import EvalError
 from evalcore.formats.shapes import Key, doc
 from evalcore.language.text import counted, name_key, name_problem, shown
 from evalcore.metrics.answer_checks import parse_check, parse_checks
-from evalcore.store import Conflict, Connection, NotFound, Row, Store, dumps
+from evalcore.store import Conflict, Connection, NotFound, Row, Store, dumps, suite_rows
 
 MAX_CASES = 100
 MAX_SOURCES = 10
@@ -176,10 +176,8 @@ def _choice(if_exists: IfExists | str) -> IfExists:
 
 
 def _insert_cases(conn: Connection, suite_id: str, cases: tuple[Case, ...]) -> None:
-    conn.executemany(
-        "INSERT INTO cases (suite_id, position, question, expected_answer, expected_sources, checks, conversation, "
-        "turn) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [(suite_id, i, c.question, c.expected_answer, dumps(list(c.expected_sources)),
+    suite_rows.insert_cases(
+        conn, [(suite_id, i, c.question, c.expected_answer, dumps(list(c.expected_sources)),
           dumps(list(c.checks)) if c.checks else None, c.conversation, c.turn) for i, c in enumerate(cases)],
     )
 
@@ -187,8 +185,7 @@ def _insert_cases(conn: Connection, suite_id: str, cases: tuple[Case, ...]) -> N
 def _named(conn: Connection, tenant: str, name: str, other_than: str = "") -> list[Row]:
     """The workspace's suites whose name is this one, compared by `name_key` (case, width, zero-width characters
     ignored), newest first."""
-    rows = conn.execute("SELECT id, name, created_at FROM suites WHERE tenant = ? AND id != ? "
-                        "ORDER BY created_at DESC, id", (tenant, other_than)).fetchall()
+    rows = suite_rows.tenant_suite_names(conn, tenant, other_than)
     key = name_key(name)
     return [row for row in rows if name_key(row["name"]) == key]
 
@@ -225,10 +222,7 @@ def create_suite(store: Store, *, tenant: str = LOCAL_TENANT, name: str, target_
             return Suite(existing[0]["id"], tenant, name, target_id, existing[0]["created_at"], now, valid)
         given = _free_name(conn, tenant, name) if existing else name
         suite = Suite(f"suite_{secrets.token_hex(6)}", tenant, given, target_id, now, now, valid)
-        conn.execute(
-            "INSERT INTO suites (id, tenant, name, target_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (suite.id, tenant, given, target_id, now, now),
-        )
+        suite_rows.insert_suite(conn, suite.id, tenant, given, target_id, now)
         _insert_cases(conn, suite.id, valid)
         return suite
 
@@ -243,14 +237,8 @@ def _refuse_shared_conversations(conn: Connection, tenant: str, cases: tuple[Cas
     if not names:
         return
     held: dict[str, Row] = {}
-    for start in range(0, len(names), 500):  # SQLite's limit on a statement's parameters
-        chunk = names[start:start + 500]
-        rows = conn.execute(
-            "SELECT DISTINCT c.conversation, s.id, s.name FROM cases c JOIN suites s ON s.id = c.suite_id "
-            f"WHERE s.tenant = ? AND s.id != ? AND c.conversation IN ({', '.join('?' * len(chunk))}) "
-            "ORDER BY s.created_at, s.id", (tenant, other_than, *chunk)).fetchall()
-        for row in rows:
-            held.setdefault(row["conversation"], row)
+    for row in suite_rows.conversation_holders(conn, tenant, other_than, names):
+        held.setdefault(row["conversation"], row)
     if not held:
         return
     where = list(places) if places is not None and len(places) == len(cases) else \
@@ -267,21 +255,20 @@ def _refuse_shared_conversations(conn: Connection, tenant: str, cases: tuple[Cas
 
 def _replace(conn: Connection, suite_id: str, name: str, target_id: str, cases: tuple[Case, ...],
              now: float) -> None:
-    conn.execute("UPDATE suites SET name = ?, target_id = ?, updated_at = ? WHERE id = ?",
-                 (name, target_id, now, suite_id))
-    conn.execute("DELETE FROM cases WHERE suite_id = ?", (suite_id,))
+    suite_rows.update_suite(conn, suite_id, name, target_id, now)
+    suite_rows.delete_cases(conn, suite_id)
     _insert_cases(conn, suite_id, cases)
 
 
 def _suite_row(store: Store, suite_id: str, tenant: str | None) -> Row:
-    rows = store.read("SELECT * FROM suites WHERE id = ?", (suite_id,))
-    if not rows or not owned(rows[0]["tenant"], tenant):
+    row = suite_rows.suite_row(store, suite_id)
+    if row is None or not owned(row["tenant"], tenant):
         raise NotFound(f"no suite {suite_id!r}", where="suite", fix="list them with `python -m evalcore suites list`")
-    return rows[0]
+    return row
 
 
 def _cases(store: Store, suite_id: str) -> tuple[Case, ...]:
-    rows = store.read("SELECT * FROM cases WHERE suite_id = ? ORDER BY position", (suite_id,))
+    rows = suite_rows.case_rows(store, suite_id)
     return tuple(Case(question=r["question"], expected_answer=r["expected_answer"],
                       expected_sources=tuple(json.loads(r["expected_sources"])),
                       checks=tuple(json.loads(r["checks"] or "[]")), conversation=r["conversation"], turn=r["turn"])
@@ -302,7 +289,7 @@ def suite_named(store: Store, name: str, tenant: str | None = None, *,
                 principal: Principal | None = None) -> Suite | None:
     """The workspace's suite of this name (case ignored; the newest when several), or None."""
     tenant, wanted = scope(principal, tenant), name_key(name)
-    rows = store.read("SELECT * FROM suites ORDER BY created_at DESC, id")
+    rows = suite_rows.suite_rows(store)
     row = next((r for r in rows if owned(r["tenant"], tenant) and name_key(r["name"]) == wanted), None)
     return _suite(store, row) if row is not None else None
 
@@ -323,11 +310,7 @@ def find_suite(store: Store, given: str, tenant: str | None = None, *, principal
 def list_suites(store: Store, tenant: str | None = None, *, principal: Principal | None = None) -> list[Suite]:
     """Every suite (of one tenant when given), newest first."""
     tenant = scope(principal, tenant)
-    if tenant is None:
-        rows = store.read("SELECT * FROM suites ORDER BY created_at DESC, id")
-    else:
-        rows = store.read("SELECT * FROM suites WHERE tenant = ? ORDER BY created_at DESC, id", (tenant,))
-    return [_suite(store, row) for row in rows]
+    return [_suite(store, row) for row in suite_rows.suite_rows(store, tenant)]
 
 
 def replace_suite(
@@ -356,4 +339,4 @@ def replace_suite(
 def delete_suite(store: Store, suite_id: str, tenant: str | None = None, *, principal: Principal | None = None) -> None:
     """Delete a suite, its cases and its campaigns (a running one stops at its next write)."""
     _suite_row(store, suite_id, scope(principal, tenant, Action.CHANGE))
-    store.write(lambda conn: conn.execute("DELETE FROM suites WHERE id = ?", (suite_id,)))
+    store.write(lambda conn: suite_rows.delete_suite(conn, suite_id))
