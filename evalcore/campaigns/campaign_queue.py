@@ -11,31 +11,17 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import threading
-import time
 from typing import Protocol
 
 from evalcore.jobs.job_queue import cap
-from evalcore.store import QUEUED, Connection, Store, mark_orphans, new_owner_token
-from evalcore.store.campaign_statuses import OWNED, CampaignStatus, sql_list
+from evalcore.store import Store, campaign_rows, mark_orphans, new_owner_token
 
 log = logging.getLogger("evalcore.campaigns")
 
 DEFAULT_PER_SERVER = 2
 DEFAULT_PER_TENANT = 4
 POLL_S = 1.0
-
-CLAIM = (
-    f"UPDATE campaigns SET status = '{CampaignStatus.PENDING.value}', owner_token = ?, owner_host = ?, "
-    "owner_pid = ?, heartbeat = ?, "
-    "error = NULL, ended_at = NULL, "
-    "finished = (SELECT count(*) FROM results r WHERE r.campaign_id = campaigns.id), "
-    "failed = (SELECT count(r.error) FROM results r WHERE r.campaign_id = campaigns.id) "
-    "WHERE id = (SELECT q.id FROM campaigns q WHERE q.status = ? AND "
-    f"(SELECT count(*) FROM campaigns o WHERE o.tenant = q.tenant AND o.status IN {sql_list(OWNED)}) < ? "
-    "ORDER BY q.created_at, q.id LIMIT 1{lock}) AND status = ? RETURNING id"
-)
 
 
 def per_server() -> int:
@@ -51,21 +37,13 @@ def per_tenant() -> int:
 
 def claim(store: Store, token: str, tenant_cap: int) -> str | None:
     """Claim the oldest queued campaign whose tenant runs fewer than tenant_cap (its id), or None."""
-    sql = CLAIM.format(lock=store.dialect.skip_locked)
-
-    def take(conn: Connection) -> str | None:
-        row = conn.execute(sql, (token, socket.gethostname(), os.getpid(), time.time(), QUEUED, tenant_cap,
-                                 QUEUED)).fetchone()
-        return None if row is None else str(row["id"])
-
-    return store.write(take)
+    lock = store.dialect.skip_locked
+    return store.write(lambda conn: campaign_rows.claim_queued(conn, lock, token, tenant_cap))
 
 
 def queued_ahead(store: Store, campaign_id: str) -> int:
     """How many queued campaigns were launched before this one (its place in the queue, 0 first)."""
-    rows = store.read("SELECT count(*) AS n FROM campaigns WHERE status = ? AND created_at < "
-                      "(SELECT created_at FROM campaigns WHERE id = ?)", (QUEUED, campaign_id))
-    return int(rows[0]["n"])
+    return campaign_rows.queued_before(store, campaign_id)
 
 
 class Runs(Protocol):

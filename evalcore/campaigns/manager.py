@@ -34,6 +34,7 @@ from evalcore.store import (
     NotFound,
     Store,
     StoreCallCache,
+    campaign_rows,
     db_location,
     dumps,
     lease_s,
@@ -42,7 +43,7 @@ from evalcore.store import (
     open_store,
     require_store,
 )
-from evalcore.store.campaign_statuses import ACTIVE, OWNED, CampaignStatus, sql_list
+from evalcore.store.campaign_statuses import OWNED, CampaignStatus
 
 if TYPE_CHECKING:
     from evalcore.campaigns.answering import Plan
@@ -91,14 +92,11 @@ def new_campaign_id(tenant: str, dataset: str | None) -> str:
 def _refuse_second_run(conn: Connection, suite_id: str | None, campaign_id: str) -> None:
     if suite_id is None:
         return
-    row = conn.execute(
-        f"SELECT id FROM campaigns WHERE suite_id = ? AND id != ? AND status IN {sql_list(ACTIVE)}",
-        (suite_id, campaign_id),
-    ).fetchone()
-    if row is not None:
+    running = campaign_rows.active_on_suite(conn, suite_id, campaign_id)
+    if running is not None:
         raise Conflict(
-            "a campaign is already running on this suite", where=f"suite {suite_id}", found=row["id"],
-            fix="wait for it to finish or cancel it", running_id=row["id"],
+            "a campaign is already running on this suite", where=f"suite {suite_id}", found=running,
+            fix="wait for it to finish or cancel it", running_id=running,
         )
 
 
@@ -157,8 +155,8 @@ def campaign_name(name: str | None, config: TargetConfig | None) -> str:
 
 def owned_elsewhere(campaign_id: str, store: Store) -> Conflict:
     """The refusal to resume a campaign a live process owns, saying which and what to do."""
-    row = store.read("SELECT owner_host, owner_pid FROM campaigns WHERE id = ?", (campaign_id,))
-    owner = f"process {row[0]['owner_pid']} on {row[0]['owner_host']}" if row else "another process"
+    row = campaign_rows.owner_of(store, campaign_id)
+    owner = f"process {row['owner_pid']} on {row['owner_host']}" if row is not None else "another process"
     return Conflict(f"the campaign is still running: {owner} owns it (it may be paused, by Ctrl-Z or a sleeping "
                     "laptop)", where=campaign_id, running_id=campaign_id,
                     fix="let it finish, cancel it, or take it over with --force (its questions in flight are "
@@ -480,7 +478,7 @@ class CampaignManager:
 
         mark_orphans(conn)
         _refuse_second_run(conn, record["suite_id"], record["id"])
-        if conn.execute("SELECT 1 FROM campaigns WHERE id = ?", (record["id"],)).fetchone():
+        if campaign_rows.campaign_exists(conn, record["id"]):
             raise Conflict("a campaign with this id exists", where="campaign_id", found=record["id"])
         now = time.time()
         row = {**record, "status": CampaignStatus.PENDING.value, "created_at": now, "heartbeat": now,
@@ -489,7 +487,7 @@ class CampaignManager:
             row |= {"status": QUEUED, "owner_token": None, "heartbeat": None, "queued_at": now}
         else:
             row["owner_token"] = plan.owner_token
-        conn.execute(f"INSERT INTO campaigns ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
+        campaign_rows.insert_campaign(conn, row)
         insert_questions(conn, record["id"], questions)
 
     def _start(self, plan: Plan, cluster: Cluster | None) -> None:
@@ -598,7 +596,7 @@ class CampaignManager:
             campaign = get_campaign(self.store, campaign_id)
             config = TargetConfig.from_dict(campaign.config)
             corpus = load_corpus(stored_dataset_path(campaign), campaign.dataset_hash)
-            only = self.store.read("SELECT rerun FROM campaigns WHERE id = ?", (campaign_id,))[0]["rerun"]
+            only = campaign_rows.rerun_of(self.store, campaign_id)
             questions = stored_questions(self.store, campaign_id, only)
             target: Target | None = None
             if campaign.kind == CampaignKind.TRACES:
@@ -615,33 +613,24 @@ class CampaignManager:
             return  # deleted since it was claimed
         except Exception as failure:  # noqa: BLE001 - the campaign fails with its reason; the worker goes on
             reason = f"setup failed: {error_text(failure)}"
-            self.store.write(lambda conn: conn.execute(
-                "UPDATE campaigns SET status = 'failed', error = ?, ended_at = ? WHERE id = ? AND owner_token = ?",
-                (reason, time.time(), campaign_id, token)))
+            self.store.write(lambda conn: campaign_rows.fail_setup(conn, campaign_id, token, reason, time.time()))
 
     @staticmethod
     def _reactivate(conn: Connection, campaign_id: str, suite_id: str | None, options: RunOptions,
                     config: TargetConfig, token: str | None, force: bool, only: str = "missing") -> None:
         """Make a campaign active again: owned by `token`, or queued for workers when it is None."""
         mark_orphans(conn)
-        row = conn.execute("SELECT status FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
+        row = campaign_rows.status_row(conn, campaign_id)
         if row is None or (row["status"] in OWNED and not force):
             raise Conflict("the campaign is already running or was deleted", where=campaign_id, running_id=campaign_id)
         if row["status"] in OWNED:  # taken over: the old owner's next write finds another token and stops
-            conn.execute("UPDATE campaigns SET status = ? WHERE id = ?",
-                         (CampaignStatus.INTERRUPTED.value, campaign_id))
+            campaign_rows.set_status(conn, campaign_id, CampaignStatus.INTERRUPTED.value)
         _refuse_second_run(conn, suite_id, campaign_id)
         # The runner moves the counters by each batch it writes; a new session starts them from the
         # stored rows (one count per session, not per write).
-        conn.execute(
-            "UPDATE campaigns SET status = ?, error = NULL, ended_at = NULL, cancel_requested = 0, queued_at = ?, "
-            "rerun = ?, owner_host = ?, owner_pid = ?, owner_token = ?, heartbeat = ?, options = ?, config = ?, "
-            "finished = (SELECT count(*) FROM results WHERE campaign_id = ?), "
-            "failed = (SELECT count(error) FROM results WHERE campaign_id = ?) WHERE id = ?",
-            (CampaignStatus.PENDING.value if token else QUEUED, None if token else time.time(), only,
-             socket.gethostname(), os.getpid(), token, time.time(), dumps(options.to_dict()), dumps(config.to_dict()),
-             campaign_id, campaign_id, campaign_id),
-        )
+        campaign_rows.reactivate(conn, campaign_id, CampaignStatus.PENDING.value if token else QUEUED,
+                                 None if token else time.time(), only, token, dumps(options.to_dict()),
+                                 dumps(config.to_dict()))
 
     def rename(self, campaign_id: str, name: str, *, tenant: str | None = None,
                principal: Principal | None = None) -> Campaign:
@@ -649,7 +638,7 @@ class CampaignManager:
         tenant = scope(principal, tenant, Action.CHANGE)
         get_campaign(self.store, campaign_id, tenant)
         new = campaign_name(name, None)
-        self.store.write(lambda conn: conn.execute("UPDATE campaigns SET name = ? WHERE id = ?", (new, campaign_id)))
+        self.store.write(lambda conn: campaign_rows.rename(conn, campaign_id, new))
         return get_campaign(self.store, campaign_id, tenant)
 
     def cancel(self, campaign_id: str, *, tenant: str | None = None, principal: Principal | None = None) -> None:
@@ -658,17 +647,18 @@ class CampaignManager:
 
         def request(conn: Connection) -> None:
             mark_orphans(conn)
-            row = conn.execute("SELECT status, heartbeat FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
+            row = campaign_rows.status_row(conn, campaign_id)
+            if row is None:  # deleted since get_campaign saw it
+                raise NotFound(f"no campaign {campaign_id!r}", where="campaign")
             status, now = row["status"], time.time()
             if status == QUEUED or (status in OWNED and (row["heartbeat"] or now) < now - lease_s()):
                 # No runner, or one silent past its lease (it stopped, or lost the store): cancelled at once, and
                 # a runner that comes back finds the campaign no longer its own.
-                conn.execute("UPDATE campaigns SET status = ?, ended_at = ?, owner_token = NULL WHERE id = ?",
-                             (CampaignStatus.CANCELLED.value, now, campaign_id))
+                campaign_rows.cancel_now(conn, campaign_id, now)
                 return
             if status not in OWNED:
                 raise Conflict(f"the campaign is {status}: there is nothing to cancel", where=campaign_id)
-            conn.execute("UPDATE campaigns SET cancel_requested = 1 WHERE id = ?", (campaign_id,))
+            campaign_rows.request_cancel(conn, campaign_id)
 
         self.store.write(request)
         runner = self._runners.get(campaign_id)
@@ -684,7 +674,7 @@ class CampaignManager:
         runner = self._runners.pop(campaign_id, None)
         if runner is not None:
             runner.cancelled.set()
-        self.store.write(lambda conn: conn.execute("DELETE FROM campaigns WHERE id = ?", (campaign_id,)))
+        self.store.write(lambda conn: campaign_rows.delete_campaign(conn, campaign_id))
 
     def wait(self, campaign_id: str, timeout: float | None = None) -> Campaign:
         """Block until the campaign is no longer pending/running (or timeout); return it."""

@@ -22,7 +22,7 @@ from evalcore.campaigns.records import Campaign, QuestionResult
 from evalcore.campaigns.result_rows import read_results
 from evalcore.errors import EvalError
 from evalcore.language.text import counted
-from evalcore.store import Conflict, Store
+from evalcore.store import Conflict, Store, campaign_rows
 from evalcore.store.campaign_statuses import CampaignStatus
 from evalcore.targets import Chat, TargetAnswer, TargetConfig
 from evalcore.targets.target_config import JUDGE, TABLES
@@ -101,11 +101,11 @@ def rejudge_name(name: str | None, source: Campaign, judges: Sequence[str], limi
 
 def refuse_if_judged_again(store: Store, campaign_id: str, doing: str) -> None:
     """Conflict when re-judges read this campaign's answers: deleting or answering it again would change theirs."""
-    readers = store.read("SELECT id FROM campaigns WHERE answers_from = ? ORDER BY created_at", (campaign_id,))
+    readers = campaign_rows.readers_of(store, campaign_id)
     if readers:
         raise Conflict(f"cannot {doing}: its answers are judged again by {counted(len(readers), 'campaign')}, "
                        "which read them from it",
-                       where=campaign_id, found=", ".join(row["id"] for row in readers),
+                       where=campaign_id, found=", ".join(readers),
                        fix="delete those campaigns first")
 
 

@@ -20,7 +20,7 @@ from evalcore.campaigns.result_rows import NotOwner, ResultWriter
 from evalcore.campaigns.turn_order import Conversations, stored_answers, talking
 from evalcore.errors import EvalError
 from evalcore.runtime.memory import give_back
-from evalcore.store import HEARTBEAT_S, Connection, Store, StoreUnavailable, lease_s
+from evalcore.store import HEARTBEAT_S, Connection, Store, StoreUnavailable, campaign_rows, lease_s
 from evalcore.store.campaign_statuses import CampaignStatus
 
 log = logging.getLogger("evalcore.campaigns")
@@ -28,7 +28,6 @@ T = TypeVar("T")
 # Questions finished within this many seconds of the first one unwritten are written together (at most SAVE_ROWS).
 SAVE_S = 0.1
 SAVE_ROWS = 64
-STAGE_COLUMNS = "stage = ?, stage_done = ?, stage_total = ?, pace_rate = ?, pace_at = ?, pace_done = ?"
 # A write that cannot reach the store is tried again for this share of the lease, and an owner whose heartbeat
 # could not be written for as long gives its campaign up: both before another worker may take it over.
 STORE_SHARE = 2 / 3
@@ -177,12 +176,7 @@ class Runner:
 
     def _set_up(self) -> None:
         now = time.time()
-        self._update(
-            "UPDATE campaigns SET status = ?, started_at = ?, heartbeat = ?, session_finished = finished, "
-            "stage = NULL, stage_done = NULL, stage_total = NULL, pace_rate = NULL, pace_at = NULL, pace_done = NULL "
-            "WHERE id = ?",
-            (CampaignStatus.RUNNING.value, now, now, self.plan.campaign_id),
-        )
+        self._update(lambda conn, token: campaign_rows.start_session(conn, self.plan.campaign_id, token, now))
         self._beats.start()
         self.executor.prepare(self._preparing)
         self._budget = Budget(self.store, self.plan.campaign_id, self.plan.target.config.max_cost)
@@ -201,20 +195,18 @@ class Runner:
             self._stage = (step, done, total, *pace)
             if new_step or done == total or now - self._stage_written >= 0.5:
                 self._stage_written = now
-                self._update(f"UPDATE campaigns SET {STAGE_COLUMNS} WHERE id = ?",
-                             (*self._stage, self.plan.campaign_id))
+                stage = self._stage
+                self._update(lambda conn, token: campaign_rows.set_stage(conn, self.plan.campaign_id, token, stage))
 
     def _questions_start(self) -> None:
         """The index is ready: no stage any more, and the questions' rate counts from now."""
         now = time.time()
 
         def start(conn: Connection) -> int:
-            row = conn.execute("UPDATE campaigns SET stage = NULL, stage_done = NULL, stage_total = NULL, "
-                               "pace_rate = NULL, pace_at = ?, pace_done = finished WHERE id = ? AND owner_token = ? "
-                               "RETURNING finished", (now, self.plan.campaign_id, self.plan.owner_token)).fetchone()
-            if row is None:
+            finished = campaign_rows.start_questions(conn, self.plan.campaign_id, self.plan.owner_token, now)
+            if finished is None:
                 raise CampaignGone  # deleted, or taken over by another process
-            return int(row["finished"])
+            return finished
 
         with self._stage_lock:
             self._stage = ()
@@ -312,10 +304,10 @@ class Runner:
         """A write of this runner, tried again while the store cannot be reached, for part of the lease."""
         return write_patiently(self.store, fn, time.monotonic() + STORE_SHARE * lease_s())
 
-    def _update(self, sql: str, params: tuple[object, ...]) -> None:
-        """An update of this campaign's row (`... WHERE id = ?`), only while this runner owns it."""
-        owned = f"{sql} AND owner_token = ?"
-        if self._write(lambda conn: conn.execute(owned, (*params, self.plan.owner_token)).rowcount) == 0:
+    def _update(self, change: Callable[[Connection, str], int]) -> None:
+        """An update of this campaign's row, given this runner's owner token (it changes the row only while the
+        token holds it, and says how many rows it changed)."""
+        if self._write(lambda conn: change(conn, self.plan.owner_token)) == 0:
             raise CampaignGone  # deleted, or taken over by another process: stop without writing
 
     def _beat_loop(self) -> None:
@@ -340,21 +332,19 @@ class Runner:
     def _beat(self) -> None:
         """One heartbeat, its writes tried once (the loop keeps count of the time without one)."""
         campaign_id = self.plan.campaign_id
-        rows = self.store.read("SELECT cancel_requested, finished FROM campaigns WHERE id = ?", (campaign_id,))
-        if rows and rows[0]["cancel_requested"]:
+        row = campaign_rows.beat_row(self.store, campaign_id)
+        if row is not None and row["cancel_requested"]:
             self.cancelled.set()
-        if not (rows and self._asking):
+        if not (row is not None and self._asking):
             # The latest report of the index build, in case the half-second rule held it back before a long step.
             with self._stage_lock:
-                stage = f", {STAGE_COLUMNS}" if self._stage else ""
-                self._update(f"UPDATE campaigns SET heartbeat = ?, cache_hits = ?{stage} WHERE id = ?",
-                             (time.time(), self._cache_hits(), *self._stage, campaign_id))
+                moment, hits, stage = time.time(), self._cache_hits(), self._stage
+                self._update(lambda conn, token: campaign_rows.beat(conn, campaign_id, token, moment, hits, stage))
             return
         # While questions run, each heartbeat samples their count: the pace the time left counts down from.
-        now = time.time()
-        self._update("UPDATE campaigns SET heartbeat = ?, cache_hits = ?, pace_rate = ?, pace_at = ?, pace_done = ? "
-                     "WHERE id = ?",
-                     (now, self._cache_hits(), *self._pace.sample(now, rows[0]["finished"]), campaign_id))
+        now, hits = time.time(), self._cache_hits()
+        pace = self._pace.sample(now, row["finished"])
+        self._update(lambda conn, token: campaign_rows.beat_with_pace(conn, campaign_id, token, now, hits, pace))
 
     def _finish(self, status: CampaignStatus, error: str | None) -> None:
         """Record how the campaign ended; one given up for the store that no worker runs (its own process launched
@@ -363,10 +353,6 @@ class Runner:
         lost = int(self.store_lost and status == CampaignStatus.QUEUED)
         if lost:
             error = "interrupted: the store could not be reached"
-        self._update(
-            "UPDATE campaigns SET status = CASE WHEN ? = 1 AND queued_at IS NULL THEN 'interrupted' ELSE ? END, "
-            "ended_at = CASE WHEN ? = 1 AND queued_at IS NULL THEN ? ELSE ? END, error = ?, heartbeat = ?, "
-            "cache_hits = ?, owner_token = CASE WHEN ? = 1 THEN NULL ELSE owner_token END WHERE id = ?",
-            (lost, status.value, lost, now, None if status.active else now, error, now, self._cache_hits(),
-             status.active, self.plan.campaign_id),
-        )
+        hits = self._cache_hits()
+        self._update(lambda conn, token: campaign_rows.finish_session(conn, self.plan.campaign_id, token, status, lost,
+                                                                      error, now, hits))
