@@ -18,6 +18,7 @@ from evalcore.costs import money
 from evalcore.errors import EvalError
 from evalcore.store import Store
 from evalcore.store.campaign_statuses import CampaignStatus
+from evalcore.store.result_sums import spent_by_campaign, spent_by_tenant_since, tenant_and_spent
 
 DAILY = "EVALCORE_DAILY_BUDGET"
 REFRESH_S = 30.0  # how often a running campaign reads again what its tenant's other campaigns spent today
@@ -54,11 +55,7 @@ def day_start(now: float) -> float:
 
 def spent_today(store: Store, tenant: str, now: float | None = None, *, besides: str | None = None) -> float:
     """What a tenant's questions answered since midnight UTC cost (those of campaign `besides` left out)."""
-    row = store.read(
-        "SELECT coalesce(sum(r.cost), 0) AS spent FROM results r JOIN campaigns c ON c.id = r.campaign_id "
-        "WHERE c.tenant = ? AND r.created_at >= ? AND c.id <> ?",
-        (tenant, day_start(time.time() if now is None else now), besides or ""))[0]
-    return float(row["spent"])
+    return spent_by_tenant_since(store, tenant, day_start(time.time() if now is None else now), besides or "")
 
 
 def refuse_over_daily_budget(store: Store, tenant: str) -> None:
@@ -71,8 +68,7 @@ def refuse_over_daily_budget(store: Store, tenant: str) -> None:
 
 def spent_by(store: Store, campaign_id: str) -> float:
     """What a campaign's stored questions cost."""
-    row = store.read("SELECT coalesce(sum(cost), 0) AS spent FROM results WHERE campaign_id = ?", (campaign_id,))[0]
-    return float(row["spent"])
+    return spent_by_campaign(store, campaign_id)
 
 
 def refuse_budget_spent(store: Store, campaign_id: str, max_cost: float | None) -> None:
@@ -89,11 +85,9 @@ class Budget:
 
     def __init__(self, store: Store, campaign_id: str, max_cost: float) -> None:
         self.store, self.campaign_id, self.max_cost = store, campaign_id, max_cost
-        rows = store.read("SELECT c.tenant AS tenant, coalesce(sum(r.cost), 0) AS spent FROM campaigns c "
-                          "LEFT JOIN results r ON r.campaign_id = c.id WHERE c.id = ? GROUP BY c.tenant",
-                          (campaign_id,))
-        self.tenant = rows[0]["tenant"] if rows else "default"
-        self.spent = float(rows[0]["spent"]) if rows else 0.0
+        row = tenant_and_spent(store, campaign_id)
+        self.tenant = row["tenant"] if row is not None else "default"
+        self.spent = float(row["spent"]) if row is not None else 0.0
         self.today = 0.0  # this campaign's spending since midnight UTC
         self.daily = daily_budget(self.tenant)
         self.others = 0.0  # the tenant's other campaigns' spending today, read every REFRESH_S
@@ -101,9 +95,7 @@ class Budget:
         self.unpriced: str | None = None
         self.before_today = 0.0  # what its questions stored today before this session cost
         if self.daily is not None:
-            self.before_today = float(store.read(
-                "SELECT coalesce(sum(cost), 0) AS spent FROM results WHERE campaign_id = ? AND created_at >= ?",
-                (campaign_id, day_start(time.time())))[0]["spent"])
+            self.before_today = spent_by_campaign(store, campaign_id, day_start(time.time()))
 
     def add(self, outcomes: Iterable[Outcome]) -> None:
         """Count what these questions cost."""

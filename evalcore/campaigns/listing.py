@@ -26,6 +26,8 @@ from evalcore.errors import EvalError
 from evalcore.formats.shapes import doc
 from evalcore.metrics.registry import display_order, higher_is_better, verdict_basis
 from evalcore.store import Store
+from evalcore.store.result_sums import cost_sums, measure_means
+from evalcore.store.suite_rows import suite_names_rows
 from evalcore.suites import Suite, list_suites
 from evalcore.targets.presets import DEFAULTS
 from evalcore.targets.saved_targets import list_targets
@@ -115,12 +117,7 @@ def campaign_costs(store: Store, campaigns: Sequence[Campaign]) -> dict[str, Cos
     missing = [c for c in campaigns if c.id not in costs]
     if not missing:
         return costs
-    rows = store.read(
-        "SELECT campaign_id, sum(cost) AS amount, min(currency) AS currency, count(DISTINCT currency) AS currencies, "
-        "count(CASE WHEN cost IS NULL AND prompt_tokens + completion_tokens + judge_prompt_tokens "
-        "+ judge_completion_tokens > 0 THEN 1 END) AS unpriced FROM results WHERE campaign_id IN "
-        f"({', '.join('?' * len(missing))}) GROUP BY campaign_id", [c.id for c in missing])
-    computed = {row["campaign_id"]: summed_cost(row) for row in rows}
+    computed = {row["campaign_id"]: summed_cost(row) for row in cost_sums(store, [c.id for c in missing])}
     ended = {c.id: versions[c.id] for c in missing if not c.active}
     if ended:
         keep_figures(store, COST_FIGURES, ended, {key: computed.get(key, Cost(0.0)).to_dict() for key in ended})
@@ -144,9 +141,7 @@ def headline_means(store: Store, campaigns: Sequence[Campaign]) -> dict[str, dic
     missing = [c for c in campaigns if c.id not in means]
     if not missing:
         return means
-    columns = ", ".join(f"avg({store.dialect.json_number('measures')}) AS m{i}" for i in range(len(HEADLINE)))
-    rows = store.read(f"SELECT campaign_id, {columns} FROM results WHERE campaign_id IN "
-                      f"({', '.join('?' * len(missing))}) GROUP BY campaign_id", [*HEADLINE, *(c.id for c in missing)])
+    rows = measure_means(store, HEADLINE, [c.id for c in missing])
     computed = {row["campaign_id"]: {name: row[f"m{i}"] for i, name in enumerate(HEADLINE) if row[f"m{i}"] is not None}
                 for row in rows}
     ended = {c.id: versions[c.id] for c in missing if not c.active}
@@ -167,8 +162,7 @@ def keep_ended_figures(store: Store, campaign_id: str) -> None:
 
 def suite_names(store: Store, tenant: str | None) -> dict[str, str]:
     """Suite id -> name, of a tenant's suites (every suite for None)."""
-    rows = store.read("SELECT id, tenant, name FROM suites")
-    return {row["id"]: row["name"] for row in rows if owned(row["tenant"], tenant)}
+    return {row["id"]: row["name"] for row in suite_names_rows(store) if owned(row["tenant"], tenant)}
 
 
 def source_name(kind: str, source: str, suites: Mapping[str, str]) -> str:

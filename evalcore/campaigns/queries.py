@@ -15,7 +15,7 @@ from evalcore.diagnosis import StageCounts
 from evalcore.errors import EvalError
 from evalcore.judges import JudgeResult
 from evalcore.metrics.graded import current_name
-from evalcore.store import Connection, NotFound, Store, dumps
+from evalcore.store import Connection, NotFound, Store, campaign_rows, dumps, figure_rows, result_sums
 
 CANDIDATES_SHOWN = 10  # campaigns an ambiguous name lists
 
@@ -24,11 +24,11 @@ def get_campaign(store: Store, campaign_id: str, tenant: str | None = None, *,
                  principal: Principal | None = None) -> Campaign:
     """One campaign with its configuration snapshot and progress; NotFound for other tenants too."""
     tenant = scope(principal, tenant)
-    rows = store.read(f"SELECT {Campaign.COLUMNS} FROM campaigns WHERE id = ?", (campaign_id,))
-    if not rows or not owned(rows[0]["tenant"], tenant):
+    row = campaign_rows.campaign_row(store, Campaign.COLUMNS, campaign_id)
+    if row is None or not owned(row["tenant"], tenant):
         raise NotFound(f"no campaign {campaign_id!r}", where="campaign",
                        fix="list them with `python -m evalcore campaigns list`")
-    return Campaign.from_row(rows[0])
+    return Campaign.from_row(row)
 
 
 def find_campaign(store: Store, text: str, tenant: str | None = None, *,
@@ -37,9 +37,9 @@ def find_campaign(store: Store, text: str, tenant: str | None = None, *,
 
     NotFound when none does; an EvalError listing the candidates when several do."""
     tenant = scope(principal, tenant)
-    rows = store.read(f"SELECT {Campaign.COLUMNS} FROM campaigns WHERE id = ?", (text,))
-    if rows and owned(rows[0]["tenant"], tenant):
-        return Campaign.from_row(rows[0])
+    row = campaign_rows.campaign_row(store, Campaign.COLUMNS, text)
+    if row is not None and owned(row["tenant"], tenant):
+        return Campaign.from_row(row)
     campaigns = list_campaigns(store, tenant)
     folded = text.casefold()
     for matches in ([c for c in campaigns if c.name == text],
@@ -65,16 +65,7 @@ def list_campaigns(store: Store, tenant: str | None = None, suite_id: str | None
                    principal: Principal | None = None) -> list[Campaign]:
     """Campaigns, newest first, optionally of one tenant and/or one suite."""
     tenant = scope(principal, tenant)
-    clauses, params = [], []
-    if tenant is not None:
-        clauses.append("tenant = ?")
-        params.append(tenant)
-    if suite_id is not None:
-        clauses.append("suite_id = ?")
-        params.append(suite_id)
-    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-    rows = store.read(f"SELECT {Campaign.COLUMNS} FROM campaigns {where} ORDER BY created_at DESC, id", params)
-    return [Campaign.from_row(row) for row in rows]
+    return [Campaign.from_row(row) for row in campaign_rows.campaign_rows(store, Campaign.COLUMNS, tenant, suite_id)]
 
 
 def campaign_results(store: Store, campaign_id: str, offset: int = 0, limit: int | None = None,
@@ -110,8 +101,8 @@ def visible_campaign(store: Store, campaign_id: str, principal: Principal | None
     is no such campaign."""
     if principal is not None:
         return get_campaign(store, campaign_id, principal=principal)
-    rows = store.read(f"SELECT {Campaign.COLUMNS} FROM campaigns WHERE id = ?", (campaign_id,))
-    return Campaign.from_row(rows[0]) if rows else None
+    row = campaign_rows.campaign_row(store, Campaign.COLUMNS, campaign_id)
+    return Campaign.from_row(row) if row is not None else None
 
 
 # A campaign's figures are computed from its result rows once it has ended and kept (campaign_figures), under its
@@ -152,8 +143,7 @@ def read_figures(store: Store, kind: str, versions: Mapping[str, str]) -> dict[s
     """The kept figures of this kind of the campaigns whose results version is still the one given."""
     if not versions:
         return {}
-    rows = store.read(f"SELECT campaign_id, version, data FROM campaign_figures WHERE kind = ? AND campaign_id IN "
-                      f"({', '.join('?' * len(versions))})", (kind, *versions))
+    rows = figure_rows.figure_rows(store, kind, list(versions))
     return {row["campaign_id"]: json.loads(row["data"]) for row in rows
             if versions.get(row["campaign_id"]) == row["version"]}
 
@@ -162,14 +152,10 @@ def keep_figures(store: Store, kind: str, versions: Mapping[str, str], data: Map
     """Keep figures computed from these results versions, for the campaigns still at them (a campaign resumed or
     retried meanwhile keeps none)."""
     def write(conn: Connection) -> None:
-        marks = ", ".join("?" * len(versions))
-        now = {row["id"]: results_version(Campaign.from_row(row)) for row in conn.execute(
-            f"SELECT {Campaign.COLUMNS} FROM campaigns WHERE id IN ({marks})", tuple(versions)).fetchall()}
-        conn.executemany(
-            "INSERT INTO campaign_figures (campaign_id, kind, version, data, created_at) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT (campaign_id, kind) DO UPDATE SET version = excluded.version, data = excluded.data, "
-            "created_at = excluded.created_at",
-            [(campaign_id, kind, version, dumps(data[campaign_id]), time.time())
+        now = {row["id"]: results_version(Campaign.from_row(row))
+               for row in campaign_rows.campaign_rows_by_id(conn, Campaign.COLUMNS, list(versions))}
+        figure_rows.put_figures(
+            conn, [(campaign_id, kind, version, dumps(data[campaign_id]), time.time())
              for campaign_id, version in versions.items() if now.get(campaign_id) == version])
 
     store.write(write)
@@ -177,26 +163,13 @@ def keep_figures(store: Store, kind: str, versions: Mapping[str, str], data: Map
 
 def compute_aggregates(store: Store, campaign_id: str) -> dict[str, Aggregate]:
     """Per measure: the mean over the campaign's stored results where it is present, and that count."""
-    sql = store.dialect
-    value = sql.entry_number("m.value")
-    rows = store.read(
-        f"SELECT m.key AS name, avg({value}) AS mean, count({value}) AS n "
-        f"FROM results r, {sql.json_entries('r.measures')} m WHERE r.campaign_id = ? GROUP BY m.key ORDER BY m.key",
-        (campaign_id,),
-    )
-    return {current_name(row["name"]): Aggregate(row["mean"], row["n"]) for row in rows}
+    return {current_name(row["name"]): Aggregate(row["mean"], row["n"])
+            for row in result_sums.measure_aggregates(store, campaign_id)}
 
 
 def compute_summary(store: Store, campaign_id: str, aggregates: Mapping[str, Aggregate]) -> Summary:
     """The campaign summary of suites, from the stored rows and the campaign's aggregates."""
-    row = store.read(
-        "SELECT count(*) AS n, count(*) - count(error) AS answered, count(error) AS failed, "
-        "avg(CASE WHEN error IS NULL THEN latency_s END) AS latency, "
-        "coalesce(sum(prompt_tokens), 0) AS prompt, coalesce(sum(completion_tokens), 0) AS completion, "
-        "coalesce(sum(judge_prompt_tokens), 0) AS judge_prompt, "
-        "coalesce(sum(judge_completion_tokens), 0) AS judge_completion FROM results WHERE campaign_id = ?",
-        (campaign_id,),
-    )[0]
+    row = result_sums.answer_sums(store, campaign_id)
     skipped = judge_counts(store, campaign_id, "result", f"= '{JudgeResult.SKIPPED}'")
     cut = judge_counts(store, campaign_id, "context_cut", "IS NOT NULL")
     no_claim = judge_counts(store, campaign_id, "result", f"= '{JudgeResult.NO_CLAIM}'")
@@ -220,8 +193,7 @@ def campaign_usage(store: Store, campaign_id: str) -> tuple[Usage, ...]:
     stored before costs were kept count without their model, and so without a price."""
     # Rows whose usage is an empty list (no model was called: retrieval, the extractive generator) add nothing: not
     # read, so a campaign without models reads none of its rows here.
-    rows = store.read("SELECT usage, prompt_tokens, completion_tokens, judge_prompt_tokens, judge_completion_tokens "
-                      "FROM results WHERE campaign_id = ? AND (usage IS NULL OR usage <> '[]')", (campaign_id,))
+    rows = result_sums.usage_rows(store, campaign_id)
     uses: list[Usage] = []
     for row in rows:
         if row["usage"] is None:
@@ -236,18 +208,10 @@ def campaign_usage(store: Store, campaign_id: str) -> tuple[Usage, ...]:
 
 def judge_counts(store: Store, campaign_id: str, key: str, test: str) -> dict[str, int]:
     """Per judge, the campaign's verdicts whose field `key` meets `test` (a constant SQL text, e.g. "IS NOT NULL")."""
-    sql = store.dialect
-    rows = store.read(
-        f"SELECT j.key AS judge, count(*) AS n FROM results r, {sql.json_entries('r.judges')} j "
-        f"WHERE r.campaign_id = ? AND {sql.entry_text('j.value', key)} {test} GROUP BY j.key ORDER BY j.key",
-        (campaign_id,),
-    )
-    return {r["judge"]: r["n"] for r in rows}
+    return result_sums.verdict_counts(store, campaign_id, key, test)
 
 
 def campaign_diagnosis(store: Store, campaign_id: str, *, principal: Principal | None = None) -> StageCounts:
     """How many of the stored questions failed at each stage (evalcore.diagnosis), from the stored stages."""
     check_visible(store, campaign_id, principal)
-    rows = store.read("SELECT diagnosis, count(*) AS n FROM results WHERE campaign_id = ? GROUP BY diagnosis",
-                      (campaign_id,))
-    return StageCounts.of((row["diagnosis"], row["n"]) for row in rows)
+    return StageCounts.of((row["diagnosis"], row["n"]) for row in result_sums.stage_counts(store, campaign_id))

@@ -1,0 +1,102 @@
+"""What the `results` table sums to (one row per answered question of a campaign): costs per campaign and per
+tenant's day, measure means, counts of answers, tokens, verdicts and failure stages. Measures and verdicts are read
+out of their JSON text through the store's dialect."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from evalcore.store import Row, Store
+
+
+def spent_by_tenant_since(store: Store, tenant: str, since: float, besides: str) -> float:
+    """What a tenant's questions stored since this time cost, those of campaign `besides` left out."""
+    row = store.read(
+        "SELECT coalesce(sum(r.cost), 0) AS spent FROM results r JOIN campaigns c ON c.id = r.campaign_id "
+        "WHERE c.tenant = ? AND r.created_at >= ? AND c.id <> ?", (tenant, since, besides))[0]
+    return float(row["spent"])
+
+
+def spent_by_campaign(store: Store, campaign_id: str, since: float | None = None) -> float:
+    """What a campaign's stored questions cost (those stored since this time, when given)."""
+    if since is None:
+        row = store.read("SELECT coalesce(sum(cost), 0) AS spent FROM results WHERE campaign_id = ?",
+                         (campaign_id,))[0]
+    else:
+        row = store.read("SELECT coalesce(sum(cost), 0) AS spent FROM results WHERE campaign_id = ? AND "
+                         "created_at >= ?", (campaign_id, since))[0]
+    return float(row["spent"])
+
+
+def tenant_and_spent(store: Store, campaign_id: str) -> Row | None:
+    """A campaign's tenant with what its stored questions cost (spent), or None without the campaign."""
+    rows = store.read("SELECT c.tenant AS tenant, coalesce(sum(r.cost), 0) AS spent FROM campaigns c "
+                      "LEFT JOIN results r ON r.campaign_id = c.id WHERE c.id = ? GROUP BY c.tenant", (campaign_id,))
+    return rows[0] if rows else None
+
+
+def cost_sums(store: Store, campaign_ids: Sequence[str]) -> list[Row]:
+    """Per campaign with stored questions: campaign_id, amount (the sum of their costs), currency (the least),
+    currencies (how many), unpriced (questions that used tokens without a cost)."""
+    return store.read(
+        "SELECT campaign_id, sum(cost) AS amount, min(currency) AS currency, count(DISTINCT currency) AS currencies, "
+        "count(CASE WHEN cost IS NULL AND prompt_tokens + completion_tokens + judge_prompt_tokens "
+        "+ judge_completion_tokens > 0 THEN 1 END) AS unpriced FROM results WHERE campaign_id IN "
+        f"({', '.join('?' * len(campaign_ids))}) GROUP BY campaign_id", list(campaign_ids))
+
+
+def measure_means(store: Store, names: Sequence[str], campaign_ids: Sequence[str]) -> list[Row]:
+    """Per campaign with stored questions: campaign_id and m0, m1... the mean of each named measure (None where no
+    question has it)."""
+    columns = ", ".join(f"avg({store.dialect.json_number('measures')}) AS m{i}" for i in range(len(names)))
+    return store.read(f"SELECT campaign_id, {columns} FROM results WHERE campaign_id IN "
+                      f"({', '.join('?' * len(campaign_ids))}) GROUP BY campaign_id", [*names, *campaign_ids])
+
+
+def measure_aggregates(store: Store, campaign_id: str) -> list[Row]:
+    """Per measure stored under this name (name), its mean over the campaign's questions that have it and their
+    count (n), by name."""
+    sql = store.dialect
+    value = sql.entry_number("m.value")
+    return store.read(
+        f"SELECT m.key AS name, avg({value}) AS mean, count({value}) AS n "
+        f"FROM results r, {sql.json_entries('r.measures')} m WHERE r.campaign_id = ? GROUP BY m.key ORDER BY m.key",
+        (campaign_id,),
+    )
+
+
+def answer_sums(store: Store, campaign_id: str) -> Row:
+    """A campaign's n, answered, failed, latency (mean of the answered), and its tokens summed: prompt,
+    completion, judge_prompt, judge_completion."""
+    return store.read(
+        "SELECT count(*) AS n, count(*) - count(error) AS answered, count(error) AS failed, "
+        "avg(CASE WHEN error IS NULL THEN latency_s END) AS latency, "
+        "coalesce(sum(prompt_tokens), 0) AS prompt, coalesce(sum(completion_tokens), 0) AS completion, "
+        "coalesce(sum(judge_prompt_tokens), 0) AS judge_prompt, "
+        "coalesce(sum(judge_completion_tokens), 0) AS judge_completion FROM results WHERE campaign_id = ?",
+        (campaign_id,),
+    )[0]
+
+
+def usage_rows(store: Store, campaign_id: str) -> list[Row]:
+    """The usage (JSON text, None before it was kept) and token counts of the campaign's questions that called a
+    model (an empty usage list is not read)."""
+    return store.read("SELECT usage, prompt_tokens, completion_tokens, judge_prompt_tokens, judge_completion_tokens "
+                      "FROM results WHERE campaign_id = ? AND (usage IS NULL OR usage <> '[]')", (campaign_id,))
+
+
+def verdict_counts(store: Store, campaign_id: str, key: str, test: str) -> dict[str, int]:
+    """Per judge, the campaign's verdicts whose field `key` meets `test` (a constant SQL text, e.g. "IS NOT NULL")."""
+    sql = store.dialect
+    rows = store.read(
+        f"SELECT j.key AS judge, count(*) AS n FROM results r, {sql.json_entries('r.judges')} j "
+        f"WHERE r.campaign_id = ? AND {sql.entry_text('j.value', key)} {test} GROUP BY j.key ORDER BY j.key",
+        (campaign_id,),
+    )
+    return {r["judge"]: r["n"] for r in rows}
+
+
+def stage_counts(store: Store, campaign_id: str) -> list[Row]:
+    """How many of the campaign's questions have each stored failure stage: diagnosis, n."""
+    return store.read("SELECT diagnosis, count(*) AS n FROM results WHERE campaign_id = ? GROUP BY diagnosis",
+                      (campaign_id,))
