@@ -35,6 +35,7 @@ from evalcore.store import (
     Store,
     StoreUnavailable,
     dumps,
+    job_rows,
     lease_s,
     new_owner_token,
 )
@@ -122,22 +123,16 @@ class JobContext:
 
     def kept(self) -> dict[int, Any]:
         """The pieces stored by this job so far (by position), from this run and any earlier one."""
-        rows = self.store.read("SELECT position, value FROM job_items WHERE job_id = ?", (self.job.id,))
+        rows = job_rows.item_rows(self.store, self.job.id)
         return {int(row["position"]): json.loads(row["value"]) for row in rows}
 
     def keep(self, position: int, value: Any, total: int) -> int:
         """Store one piece (once: a piece stored already stays) and the progress; how many are done."""
         def write(conn: Connection) -> int:
-            owner = conn.execute("SELECT owner_token FROM jobs WHERE id = ?", (self.job.id,)).fetchone()
+            owner = job_rows.owner_token(conn, self.job.id)
             if owner is None or owner["owner_token"] != self.token:
                 raise JobCancelled(self.job.id)  # deleted, cancelled or taken over elsewhere: write nothing
-            conn.execute("INSERT INTO job_items (job_id, position, value) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                         (self.job.id, position, dumps(value)))
-            done = int(conn.execute("SELECT count(*) AS n FROM job_items WHERE job_id = ?",
-                                    (self.job.id,)).fetchone()["n"])
-            conn.execute("UPDATE jobs SET done = ?, total = ?, heartbeat = ? WHERE id = ?",
-                         (done, total, time.time(), self.job.id))
-            return done
+            return job_rows.keep_item(conn, self.job.id, position, dumps(value), total)
 
         return self.store.write(write)
 
@@ -185,13 +180,10 @@ def submit(store: Store, kind: str, params: Mapping[str, Any], *, tenant: str, t
 
     def insert(conn: Connection) -> None:
         if unique:
-            same = conn.execute("SELECT id FROM jobs WHERE tenant = ? AND kind = ? AND params = ? AND status IN "
-                                "('queued', 'running')", (tenant, kind, text)).fetchone()
+            same = job_rows.active_same(conn, tenant, kind, text)
             if same is not None:
-                raise Conflict(f"the same {kind} job is already under way: follow it", where=same["id"],
-                               running_id=same["id"])
-        conn.execute("INSERT INTO jobs (id, tenant, kind, status, params, done, total, created_at) "
-                     "VALUES (?, ?, ?, 'queued', ?, 0, ?, ?)", (job_id, tenant, kind, text, total, time.time()))
+                raise Conflict(f"the same {kind} job is already under way: follow it", where=same, running_id=same)
+        job_rows.insert_job(conn, job_id, tenant, kind, text, total)
 
     store.write(insert)
     return job_id
@@ -200,26 +192,17 @@ def submit(store: Store, kind: str, params: Mapping[str, Any], *, tenant: str, t
 def get_job(store: Store, job_id: str, *, tenant: str | None = None, principal: Principal | None = None) -> Job:
     """A job (NotFound for another tenant's, as for a missing one)."""
     tenant = scope(principal, tenant)
-    rows = store.read("SELECT * FROM jobs WHERE id = ?", (job_id,))
-    if not rows or (tenant is not None and rows[0]["tenant"] != tenant):
+    row = job_rows.job_row(store, job_id)
+    if row is None or (tenant is not None and row["tenant"] != tenant):
         raise NotFound("no such job", where=job_id)
-    return Job.from_row(rows[0])
+    return Job.from_row(row)
 
 
 def list_jobs(store: Store, *, kind: str | None = None, tenant: str | None = None,
               principal: Principal | None = None, limit: int = 100) -> list[Job]:
     """The newest jobs first (of one kind when given), at most `limit`."""
     tenant = scope(principal, tenant)
-    where, params = ["1 = 1"], []
-    if tenant is not None:
-        where.append("tenant = ?")
-        params.append(tenant)
-    if kind is not None:
-        where.append("kind = ?")
-        params.append(kind)
-    rows = store.read(f"SELECT * FROM jobs WHERE {' AND '.join(where)} ORDER BY created_at DESC, id LIMIT ?",
-                      (*params, limit))
-    return [Job.from_row(row) for row in rows]
+    return [Job.from_row(row) for row in job_rows.job_rows(store, tenant, kind, limit)]
 
 
 def cancel_job(store: Store, job_id: str, *, tenant: str | None = None, principal: Principal | None = None) -> Job:
@@ -228,14 +211,13 @@ def cancel_job(store: Store, job_id: str, *, tenant: str | None = None, principa
     get_job(store, job_id, tenant=scope(principal, tenant, Action.CHANGE))
 
     def request(conn: Connection) -> None:
-        row = conn.execute("SELECT status, heartbeat FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        row = job_rows.status_row(conn, job_id)
         now = time.time()
         if row["status"] == JobStatus.QUEUED or (row["status"] == JobStatus.RUNNING
                                                  and (row["heartbeat"] or now) < now - lease_s()):
-            conn.execute("UPDATE jobs SET status = 'cancelled', ended_at = ?, owner_token = NULL WHERE id = ?",
-                         (now, job_id))
+            job_rows.cancel_now(conn, job_id, now)
         elif row["status"] == JobStatus.RUNNING:
-            conn.execute("UPDATE jobs SET cancel_requested = 1 WHERE id = ?", (job_id,))
+            job_rows.request_cancel(conn, job_id)
         else:
             raise Conflict(f"the job is {row['status']}: there is nothing to cancel", where=job_id)
 
@@ -245,23 +227,17 @@ def cancel_job(store: Store, job_id: str, *, tenant: str | None = None, principa
 
 def requeue_lapsed(conn: Connection) -> int:
     """Every running job whose heartbeat is older than the lease goes back to the queue (how many)."""
-    return conn.execute("UPDATE jobs SET status = 'queued', owner_token = NULL WHERE status = 'running' AND "
-                        "heartbeat < ?", (time.time() - lease_s(),)).rowcount
+    return job_rows.requeue_before(conn, time.time() - lease_s())
 
 
 def claim(store: Store, token: str, tenant_cap: int, names: tuple[str, ...]) -> Job | None:
     """Claim the oldest queued job of these kinds whose tenant runs fewer than tenant_cap jobs, or None."""
     if not names:
         return None
-    marks = ", ".join("?" * len(names))
-    sql = ("UPDATE jobs SET status = 'running', owner_token = ?, heartbeat = ?, started_at = ?, cancel_requested = 0 "
-           f"WHERE id = (SELECT q.id FROM jobs q WHERE q.status = 'queued' AND q.kind IN ({marks}) AND "
-           "(SELECT count(*) FROM jobs o WHERE o.tenant = q.tenant AND o.status = 'running') < ? "
-           f"ORDER BY q.created_at, q.id LIMIT 1{store.dialect.skip_locked}) AND status = 'queued' RETURNING *")
+    lock = store.dialect.skip_locked
 
     def take(conn: Connection) -> Job | None:
-        now = time.time()
-        row = conn.execute(sql, (token, now, now, *names, tenant_cap)).fetchone()
+        row = job_rows.claim_queued(conn, lock, token, tenant_cap, names)
         return None if row is None else Job.from_row(row)
 
     return store.write(take)
@@ -323,19 +299,16 @@ class JobRun:
 
     def _end(self, status: JobStatus, error: str | None, result: dict[str, Any] | None) -> None:
         ended = None if status.active else time.time()
-        self.store.write(lambda conn: conn.execute(
-            "UPDATE jobs SET status = ?, error = ?, result = ?, ended_at = ?, owner_token = NULL "
-            "WHERE id = ? AND owner_token = ?",
-            (status.value, error, None if result is None else dumps(result), ended, self.job.id, self.token)))
+        text = None if result is None else dumps(result)
+        self.store.write(lambda conn: job_rows.end_job(conn, self.job.id, self.token, status.value, error, text,
+                                                       ended))
 
     def _beat_loop(self) -> None:
         """Heartbeat; a cancel asked anywhere stops the job; no heartbeat for part of the lease gives it up."""
         last = time.monotonic()
         while not self.ended.wait(HEARTBEAT_S):
             try:
-                rows = self.store.write(lambda conn: conn.execute(
-                    "UPDATE jobs SET heartbeat = ? WHERE id = ? AND owner_token = ? RETURNING cancel_requested",
-                    (time.time(), self.job.id, self.token)).fetchall())
+                rows = self.store.write(lambda conn: job_rows.beat(conn, self.job.id, self.token))
                 last = time.monotonic()
             except StoreUnavailable:
                 if time.monotonic() - last >= 2 / 3 * lease_s():
@@ -413,9 +386,7 @@ class JobWorkers:
 def run_now(store: Store, job_id: str) -> Job:
     """Run a queued job on this thread (a command that waits for its result): the job as it ended."""
     token = new_owner_token()
-    rows = store.write(lambda conn: conn.execute(
-        "UPDATE jobs SET status = 'running', owner_token = ?, heartbeat = ?, started_at = ? WHERE id = ? AND "
-        "status = 'queued' RETURNING *", (token, time.time(), time.time(), job_id)).fetchall())
+    rows = store.write(lambda conn: job_rows.take_queued(conn, job_id, token))
     if not rows:
         raise Conflict("the job is not queued: another process runs it, or it ended", where=job_id)
     job = Job.from_row(rows[0])
