@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from evalcore.access.principals import CAPABILITIES, EVALUATION_CAPABILITIES, ROLES, Principal
 from evalcore.errors import EvalError
-from evalcore.store import Connection, Row, Store
+from evalcore.store import Row, Store, api_key_rows
 
 __all__ = ["CAPABILITIES", "EVALUATION_CAPABILITIES", "ROLES", "KeyInfo", "check_tenant", "create_key", "end_session",
            "hash_secret", "list_keys", "login_required", "principal_of", "revoke_key", "session_principal", "sign_in",
@@ -70,11 +70,7 @@ def create_key(store: Store, *, tenant: str, role: str, capability: str = "run_e
     key_id = "key_" + secrets.token_hex(6)
     row = (key_id, tenant, role, capability, hash_secret(secret), secret[:8], time.time())
 
-    def insert(conn: Connection) -> None:
-        conn.execute("INSERT INTO api_keys (id, tenant, role, capability, key_hash, prefix, created_at, revoked_at)"
-                     " VALUES (?, ?, ?, ?, ?, ?, ?, NULL)", row)
-
-    store.write(insert)
+    store.write(lambda conn: api_key_rows.insert_key(conn, row))
     return key_id, secret
 
 
@@ -89,10 +85,10 @@ def verify_key(store: Store, secret: str) -> KeyInfo | None:
     digest = hash_secret(secret[:MAX_SECRET])
     # Lookup by hash: the secret is never compared byte by byte, so timing reveals nothing about it;
     # malformed secrets are looked up too, so that every refusal takes the same path.
-    rows = store.read("SELECT * FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL", (digest,))
-    if not well_formed or not rows or not hmac.compare_digest(rows[0]["key_hash"], digest):
+    row = api_key_rows.active_key_by_hash(store, digest)
+    if not well_formed or row is None or not hmac.compare_digest(row["key_hash"], digest):
         return None
-    return _info(rows[0])
+    return _info(row)
 
 
 def sign_in(store: Store, secret: str) -> Principal | None:
@@ -105,8 +101,8 @@ def sign_in(store: Store, secret: str) -> Principal | None:
 
 def principal_of(store: Store, key_id: str) -> Principal | None:
     """The principal of a signed-in key if the key is still active (revoking it ends its sessions)."""
-    rows = store.read("SELECT * FROM api_keys WHERE id = ? AND revoked_at IS NULL", (key_id,))
-    return _info(rows[0]).principal() if rows else None
+    row = api_key_rows.active_key(store, key_id)
+    return _info(row).principal() if row is not None else None
 
 
 def start_session(store: Store, principal: Principal, ttl_s: float = SESSION_TTL_S) -> str:
@@ -115,11 +111,7 @@ def start_session(store: Store, principal: Principal, ttl_s: float = SESSION_TTL
     now = time.time()
     row = (hash_secret(token), principal.key_id, now, now + ttl_s)
 
-    def insert(conn: Connection) -> None:
-        conn.execute("INSERT INTO dashboard_sessions (token_hash, key_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                     row)
-
-    store.write(insert)
+    store.write(lambda conn: api_key_rows.insert_session(conn, row))
     return token
 
 
@@ -127,41 +119,32 @@ def session_principal(store: Store, token: str) -> Principal | None:
     """The principal of a session token while the session lasts: not expired, not signed out, its key not revoked."""
     if not token.startswith(SESSION_PREFIX) or len(token) > MAX_SECRET:
         return None
-    rows = store.read("SELECT key_id FROM dashboard_sessions WHERE token_hash = ? AND ended_at IS NULL AND "
-                      "expires_at > ?", (hash_secret(token), time.time()))
-    return principal_of(store, rows[0]["key_id"]) if rows else None
+    key_id = api_key_rows.session_key(store, hash_secret(token), time.time())
+    return principal_of(store, key_id) if key_id is not None else None
 
 
 def end_session(store: Store, token: str) -> None:
     """Sign a session out: its token stops working in every tab and browser that holds it."""
     digest, now = hash_secret(token[:MAX_SECRET]), time.time()
-    store.write(lambda conn: conn.execute(
-        "UPDATE dashboard_sessions SET ended_at = ? WHERE token_hash = ? AND ended_at IS NULL", (now, digest)))
+    store.write(lambda conn: api_key_rows.end_session(conn, digest, now))
 
 
 def login_required(store: Store) -> bool:
     """Whether the dashboard asks for a key: once any key exists (even revoked), or EVALCORE_REQUIRE_LOGIN=1."""
     if os.environ.get("EVALCORE_REQUIRE_LOGIN", "").strip().lower() in ("1", "true", "yes", "on"):
         return True
-    return bool(store.read("SELECT 1 FROM api_keys LIMIT 1"))
+    return api_key_rows.any_key(store)
 
 
 def list_keys(store: Store, tenant: str | None = None) -> list[KeyInfo]:
     """Every key (or one tenant's), oldest first."""
-    if tenant is None:
-        rows = store.read("SELECT * FROM api_keys ORDER BY created_at, id")
-    else:
-        rows = store.read("SELECT * FROM api_keys WHERE tenant = ? ORDER BY created_at, id", (tenant,))
-    return [_info(row) for row in rows]
+    return [_info(row) for row in api_key_rows.key_rows(store, tenant)]
 
 
 def revoke_key(store: Store, key_id: str) -> KeyInfo:
     """Revoke a key at once (idempotent); EvalError when the id is unknown."""
-    def revoke(conn: Connection) -> None:
-        conn.execute("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (time.time(), key_id))
-
-    store.write(revoke)
-    rows = store.read("SELECT * FROM api_keys WHERE id = ?", (key_id,))
-    if not rows:
+    store.write(lambda conn: api_key_rows.revoke(conn, key_id))
+    row = api_key_rows.key_row(store, key_id)
+    if row is None:
         raise EvalError(f"no API key with id {key_id!r}", where="key id", fix="see `python -m evalcore keys list`")
-    return _info(rows[0])
+    return _info(row)
