@@ -39,7 +39,7 @@ from evalcore.compare.deltas import (
 )
 from evalcore.compare.preference import Preference
 from evalcore.errors import EvalError
-from evalcore.store import Connection, Store, dumps
+from evalcore.store import Connection, Store, comparison_rows, dumps
 
 log = logging.getLogger("evalcore.compare")
 
@@ -63,7 +63,6 @@ def key(a: Campaign, b: Campaign, seed: int, resamples: int) -> tuple[Any, ...]:
 # With read_later, a kept comparison's head (all but its questions' lines: 145 kB at 10,000 questions) is read first;
 # its lines and per-measure values when a face reads them (the text report reads the lines of moved questions only).
 HEAD_CHARS = 1 << 18
-WHERE = "a_id = ? AND b_id = ? AND seed = ? AND resamples = ? AND a_version = ? AND b_version = ? AND format = ?"
 
 
 def find(store: Store, a: Campaign, b: Campaign, *, seed: int, resamples: int,
@@ -74,19 +73,17 @@ def find(store: Store, a: Campaign, b: Campaign, *, seed: int, resamples: int,
     head is read now; its question lines and per-measure values are read from the store when first used (`Later`)."""
     found = key(a, b, seed, resamples)
     if not read_later:
-        rows = store.read(f"SELECT data, paired FROM comparisons WHERE {WHERE}", found)
-        if not rows:
+        row = comparison_rows.comparison_row(store, found)
+        if row is None:
             return None
-        head, _, text = rows[0]["data"].partition("\n")
-        return kept_comparison(a, b, seed, resamples, head, text, rows[0]["paired"])
-    rows = store.read(f"SELECT substr(data, 1, {HEAD_CHARS}) AS start FROM comparisons WHERE {WHERE}", found)
-    if rows and "\n" not in rows[0]["start"]:   # a longer head: read the whole text
-        rows = store.read(f"SELECT data AS start FROM comparisons WHERE {WHERE}", found)
-    if not rows:
+        head, _, text = row["data"].partition("\n")
+        return kept_comparison(a, b, seed, resamples, head, text, row["paired"])
+    start = comparison_rows.comparison_start(store, found, HEAD_CHARS)
+    if start is None:
         return None
-    head = rows[0]["start"].partition("\n")[0]
-    # substr counts characters from 1, on SQLite as on PostgreSQL: the lines start after the head and its newline.
-    return kept_comparison(a, b, seed, resamples, head, Later(store, found, f"substr(data, {len(head) + 2})").text,
+    head = start.partition("\n")[0]
+    # Characters count from 1: the lines start after the head and its newline.
+    return kept_comparison(a, b, seed, resamples, head, Later(store, found, "lines", len(head) + 2).text,
                            Later(store, found, "paired").blob)
 
 
@@ -108,19 +105,21 @@ def kept_comparison(a: Campaign, b: Campaign, seed: int, resamples: int, head: s
 
 
 class Later:
-    """One part of a kept comparison, read from the store when first asked for (`text` or `blob`)."""
+    """One part of a kept comparison, read from the store when first asked for: its question `lines` (its data from
+    character `start`, as `text`) or its `paired` values (as `blob`)."""
 
-    def __init__(self, store: Store, found: tuple[Any, ...], part: str) -> None:
-        self.store, self.found, self.part = store, found, part
+    def __init__(self, store: Store, found: tuple[Any, ...], part: str, start: int = 1) -> None:
+        self.store, self.found, self.part, self.start = store, found, part, start
 
     def read(self) -> Any:
         """The part as stored; EvalError when the comparison was replaced since its head was read (a campaign's
         results changed meanwhile: its comparison is another one)."""
-        rows = self.store.read(f"SELECT {self.part} AS part FROM comparisons WHERE {WHERE}", self.found)
-        if not rows:
+        value = (comparison_rows.comparison_paired(self.store, self.found) if self.part == "paired"
+                 else comparison_rows.comparison_data_from(self.store, self.found, self.start))
+        if value is None:
             raise EvalError("the kept comparison changed while it was read: a campaign's results changed meanwhile",
                             where=f"comparison of {self.found[0]} and {self.found[1]}", fix="ask for it again")
-        return rows[0]["part"]
+        return value
 
     def text(self) -> str:
         """The part as text."""
@@ -156,11 +155,7 @@ def keep(store: Store, comparison: Comparison, a: Campaign, b: Campaign) -> None
 
     def insert(conn: Connection) -> None:
         try:
-            conn.execute(
-                "INSERT INTO comparisons (a_id, b_id, seed, resamples, a_version, b_version, format, data, paired, "
-                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (a_id, b_id, seed, resamples) DO "
-                "UPDATE SET a_version = excluded.a_version, b_version = excluded.b_version, format = excluded.format, "
-                "data = excluded.data, paired = excluded.paired, created_at = excluded.created_at", row)
+            comparison_rows.put_comparison(conn, row)
         except sqlite3.IntegrityError:
             return   # a campaign was deleted meanwhile: there is nothing to keep
 
@@ -220,16 +215,12 @@ class Packed(Mapping[str, Paired]):
 
 def find_preference(store: Store, a: Campaign, b: Campaign) -> Preference | None:
     """The newest pairwise judgement of A and B for their current results versions, or None."""
-    rows = store.read("SELECT data FROM pairwise WHERE a_id = ? AND b_id = ? AND a_version = ? AND b_version = ? "
-                      "ORDER BY created_at DESC LIMIT 1", (a.id, b.id, results_version(a), results_version(b)))
-    return Preference.from_dict(json.loads(rows[0]["data"])) if rows else None
+    data = comparison_rows.preference_data(store, a.id, b.id, results_version(a), results_version(b))
+    return Preference.from_dict(json.loads(data)) if data is not None else None
 
 
 def keep_preference(store: Store, preference: Preference, a: Campaign, b: Campaign) -> None:
     """Store a pairwise judgement under both campaigns' versions and its judge's signature (replacing an older one)."""
     row = (a.id, b.id, preference.signature, results_version(a), results_version(b), dumps(preference.to_dict()),
            preference.created_at)
-    store.write(lambda conn: conn.execute(
-        "INSERT INTO pairwise (a_id, b_id, signature, a_version, b_version, data, created_at) VALUES (?, ?, ?, ?, ?, "
-        "?, ?) ON CONFLICT (a_id, b_id, signature) DO UPDATE SET a_version = excluded.a_version, "
-        "b_version = excluded.b_version, data = excluded.data, created_at = excluded.created_at", row))
+    store.write(lambda conn: comparison_rows.put_preference(conn, row))
