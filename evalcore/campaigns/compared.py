@@ -20,13 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalcore.campaigns.records import QuestionResult
-from evalcore.campaigns.result_rows import (
-    ALL_ROWS,
-    answers_holder,
-    decode_ranked,
-    no_cycle_collection,
-    read_results,
-)
+from evalcore.campaigns.result_rows import answers_holder, decode_ranked, no_cycle_collection, read_results
 from evalcore.datasets.relevance import is_relevant
 from evalcore.diagnosis import Stage
 from evalcore.judges import JudgeResult, Verdict
@@ -35,6 +29,7 @@ from evalcore.metrics import MEASURES, sources_found
 from evalcore.metrics.graded import stored_column
 from evalcore.runtime.lazy import once
 from evalcore.store import KEYS_HEAD, Store, read_titles
+from evalcore.store.result_table import COMPARED_COLUMNS, compared_rows
 
 PASS_SUFFIX = ":pass"
 QuestionKey = tuple[int, str]
@@ -201,26 +196,8 @@ class ComparedRows:
         return rows
 
 
-# What a comparison reads of a question and its result; a re-judge's shared columns come from the judged campaign's
-# row (`s`) at the same position.
-_OWN = ("position", "qid", "measures", "judges", "error", "diagnosis", "cost", "currency")
-_SHARED = ("answer", "retrieved", "context", "sources", "queries")
-_QUESTION = ("question", "relevant", "expected_sources", "conversation", "turn")
-_COLUMNS = (*_QUESTION, *_OWN, *_SHARED)
-_AT = {name: position for position, name in enumerate(_COLUMNS)}
-_JOIN = "FROM results r JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = r.position"
-
-
-# A row stored before costs were kept has no cost: nothing when it spent no token (as Outcome.cost says).
-_COST = ("CASE WHEN r.usage IS NULL AND r.prompt_tokens + r.completion_tokens + r.judge_prompt_tokens "
-         "+ r.judge_completion_tokens = 0 THEN 0 ELSE r.cost END")
-
-
-def _select(shared: bool) -> str:
-    columns = ([f"q.{name}" for name in _QUESTION] + [_COST if name == "cost" else f"r.{name}" for name in _OWN]
-               + [f"{'s' if shared else 'r'}.{name}" for name in _SHARED])
-    join = " JOIN results s ON s.campaign_id = ? AND s.position = r.position" if shared else ""
-    return f"SELECT {', '.join(columns)} {_JOIN}{join} WHERE r.campaign_id = ? ORDER BY r.position LIMIT ?"
+# Where each column of a compared row is (`result_table.compared_rows`: a question and its result).
+_AT = {name: position for position, name in enumerate(COMPARED_COLUMNS)}
 
 
 @once
@@ -265,9 +242,8 @@ def read_compared(store: Store, campaign_id: str, *, pending: bool = False) -> C
     either way, so the two parts always describe the same rows.
     """
     holder = answers_holder(store, campaign_id)
-    shared = holder != campaign_id
     with no_cycle_collection():   # from the query on (read_results says why)
-        rows = store.read(_select(shared), (*((holder,) if shared else ()), campaign_id, ALL_ROWS))
+        rows = compared_rows(store, campaign_id, holder)
         if not rows:
             return ComparedRows()
         columns = list(zip(*rows, strict=True))

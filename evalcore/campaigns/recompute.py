@@ -18,7 +18,7 @@ from evalcore.campaigns.questions import answerability
 from evalcore.campaigns.records import Campaign, CampaignKind, QuestionResult
 from evalcore.datasets import load_dataset
 from evalcore.metrics import MEASURES, abstention_measures
-from evalcore.store import Conflict, Connection, Store, dumps
+from evalcore.store import Conflict, Connection, Store, comparison_rows, dumps, figure_rows, question_rows, result_table
 
 ABSTENTION = frozenset(name for name, measure in MEASURES.items() if measure.family == "abstention")
 
@@ -50,13 +50,11 @@ def _rewrite(conn: Connection, campaign: Campaign, changes: list[tuple[QuestionR
         refused = refusal.result.passed if refusal is not None else None
         reading = abstention_measures(outcome.answer, answerable, fallback, refused)
         measures = {k: v for k, v in outcome.measures.items() if k not in ABSTENTION} | reading.values
-        row = conn.execute("SELECT signatures FROM results WHERE campaign_id = ? AND position = ?",
-                           (campaign.id, result.question.position)).fetchone()
-        own = {k: v for k, v in json.loads(row["signatures"]).items() if k not in ABSTENTION} | reading.signatures
-        conn.execute("UPDATE results SET measures = ?, signatures = ? WHERE campaign_id = ? AND position = ?",
-                     (dumps(measures), dumps(own), campaign.id, result.question.position))
-        conn.execute("UPDATE campaign_questions SET answerable = ? WHERE campaign_id = ? AND position = ?",
-                     (None if answerable is None else int(answerable), campaign.id, result.question.position))
+        position = result.question.position
+        stored = result_table.signatures_of(conn, campaign.id, position)
+        own = {k: v for k, v in json.loads(stored).items() if k not in ABSTENTION} | reading.signatures
+        result_table.set_measures(conn, campaign.id, position, dumps(measures), dumps(own))
+        question_rows.set_answerable(conn, campaign.id, position, None if answerable is None else int(answerable))
     # Comparisons and figures kept in the store hold the old values: they are computed afresh when next asked for.
-    conn.execute("DELETE FROM comparisons WHERE a_id = ? OR b_id = ?", (campaign.id, campaign.id))
-    conn.execute("DELETE FROM campaign_figures WHERE campaign_id = ?", (campaign.id,))
+    comparison_rows.delete_comparisons_of(conn, campaign.id)
+    figure_rows.delete_figures(conn, campaign.id)

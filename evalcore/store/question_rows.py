@@ -48,3 +48,9 @@ def question_ids(store: Store, campaign_id: str) -> set[int]:
     """The qids a campaign asked."""
     return {row["qid"] for row in store.read("SELECT qid FROM campaign_questions WHERE campaign_id = ?",
                                              (campaign_id,))}
+
+
+def set_answerable(conn: Connection, campaign_id: str, position: int, answerable: int | None) -> None:
+    """A question's answerability (1, 0, or None when unknown)."""
+    conn.execute("UPDATE campaign_questions SET answerable = ? WHERE campaign_id = ? AND position = ?",
+                 (answerable, campaign_id, position))
