@@ -37,8 +37,7 @@ def per_tenant() -> int:
 
 def claim(store: Store, token: str, tenant_cap: int) -> str | None:
     """Claim the oldest queued campaign whose tenant runs fewer than tenant_cap (its id), or None."""
-    lock = store.dialect.skip_locked
-    return store.write(lambda conn: campaign_rows.claim_queued(conn, lock, token, tenant_cap))
+    return campaign_rows.claim_queued(store, token, tenant_cap)
 
 
 def queued_ahead(store: Store, campaign_id: str) -> int:

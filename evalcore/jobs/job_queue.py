@@ -234,13 +234,8 @@ def claim(store: Store, token: str, tenant_cap: int, names: tuple[str, ...]) -> 
     """Claim the oldest queued job of these kinds whose tenant runs fewer than tenant_cap jobs, or None."""
     if not names:
         return None
-    lock = store.dialect.skip_locked
-
-    def take(conn: Connection) -> Job | None:
-        row = job_rows.claim_queued(conn, lock, token, tenant_cap, names)
-        return None if row is None else Job.from_row(row)
-
-    return store.write(take)
+    row = job_rows.claim_queued(store, token, tenant_cap, names)
+    return None if row is None else Job.from_row(row)
 
 
 class JobRun:

@@ -153,12 +153,17 @@ def delete_campaign(conn: Connection, campaign_id: str) -> None:
 
 # The queue
 
-def claim_queued(conn: Connection, lock: str, token: str, tenant_cap: int) -> str | None:
-    """Take the oldest queued campaign whose tenant owns fewer than tenant_cap for this owner token (`lock`: the
-    dialect's row lock for a claimer, `skip_locked`); its id, or None."""
-    row = conn.execute(CLAIM.format(lock=lock), (token, socket.gethostname(), os.getpid(), time.time(), QUEUED,
-                                                 tenant_cap, QUEUED)).fetchone()
-    return None if row is None else str(row["id"])
+def claim_queued(store: Store, token: str, tenant_cap: int) -> str | None:
+    """Take the oldest queued campaign whose tenant owns fewer than tenant_cap for this owner token, in one write;
+    its id, or None."""
+    sql = CLAIM.format(lock=store.dialect.skip_locked)
+
+    def take(conn: Connection) -> str | None:
+        row = conn.execute(sql, (token, socket.gethostname(), os.getpid(), time.time(), QUEUED, tenant_cap,
+                                 QUEUED)).fetchone()
+        return None if row is None else str(row["id"])
+
+    return store.write(take)
 
 
 # A runner's writes to the campaign it owns: each changes the row only while `token` holds it and says how many rows
@@ -219,3 +224,28 @@ def finish_session(conn: Connection, campaign_id: str, token: str, status: Campa
         "AND owner_token = ?",
         (lost, status.value, lost, now, None if status.active else now, error, now, cache_hits, status.active,
          campaign_id, token)).rowcount)
+
+
+# What the writer of a campaign's results reads and moves in the same transaction.
+
+def owner_token(conn: Connection, campaign_id: str) -> Row | None:
+    """A campaign's owner_token as it is in this write, or None without the campaign."""
+    row: Row | None = conn.execute("SELECT owner_token FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
+    return row
+
+
+def add_counts(conn: Connection, campaign_id: str, added: int, failed: int, now: float,
+               cache_hits: int) -> tuple[int, int]:
+    """Move a campaign's counters by what a write added (and heartbeat): (finished, failed) after it."""
+    row = conn.execute(
+        "UPDATE campaigns SET finished = finished + :added, failed = failed + :failed, heartbeat = :now, "
+        "cache_hits = :hits WHERE id = :id RETURNING finished, failed",
+        {"id": campaign_id, "added": added, "failed": failed, "now": now, "hits": cache_hits},
+    ).fetchone()
+    return int(row["finished"]), int(row["failed"])
+
+
+def answers_from(store: Store, campaign_id: str) -> str | None:
+    """The campaign whose answers this one judges again (None when its answers are its own, or without it)."""
+    rows = store.read("SELECT answers_from FROM campaigns WHERE id = ?", (campaign_id,))
+    return rows[0]["answers_from"] if rows else None

@@ -83,17 +83,21 @@ def requeue_before(conn: Connection, heartbeat_before: float) -> int:
                             "heartbeat < ?", (heartbeat_before,)).rowcount)
 
 
-def claim_queued(conn: Connection, lock: str, token: str, tenant_cap: int, kinds: Sequence[str]) -> Row | None:
-    """Take the oldest queued job of these kinds whose tenant runs fewer than tenant_cap jobs for this owner token
-    (`lock`: the dialect's row lock for a claimer, `skip_locked`); its row, or None."""
+def claim_queued(store: Store, token: str, tenant_cap: int, kinds: Sequence[str]) -> Row | None:
+    """Take the oldest queued job of these kinds whose tenant runs fewer than tenant_cap jobs for this owner token,
+    in one write; its row, or None."""
     marks = ", ".join("?" * len(kinds))
     sql = ("UPDATE jobs SET status = 'running', owner_token = ?, heartbeat = ?, started_at = ?, cancel_requested = 0 "
            f"WHERE id = (SELECT q.id FROM jobs q WHERE q.status = 'queued' AND q.kind IN ({marks}) AND "
            "(SELECT count(*) FROM jobs o WHERE o.tenant = q.tenant AND o.status = 'running') < ? "
-           f"ORDER BY q.created_at, q.id LIMIT 1{lock}) AND status = 'queued' RETURNING *")
-    now = time.time()
-    row: Row | None = conn.execute(sql, (token, now, now, *kinds, tenant_cap)).fetchone()
-    return row
+           f"ORDER BY q.created_at, q.id LIMIT 1{store.dialect.skip_locked}) AND status = 'queued' RETURNING *")
+
+    def take(conn: Connection) -> Row | None:
+        now = time.time()
+        row: Row | None = conn.execute(sql, (token, now, now, *kinds, tenant_cap)).fetchone()
+        return row
+
+    return store.write(take)
 
 
 def take_queued(conn: Connection, job_id: str, token: str) -> list[Row]:

@@ -284,7 +284,10 @@ def _launch(fleet: Fleet, headers: dict[str, str], target_id: str, campaigns: in
 
 def _query(url: str, sql: str) -> list[tuple[Any, ...]]:
     """Rows of one query on a connection of its own (not a store: opening one would requeue lapsed campaigns
-    itself); none while the database cannot be reached."""
+    itself); none while the database cannot be reached.
+
+    The drill's few counting queries are therefore the one place outside evalcore/store/ that writes SQL (the
+    project's test of where SQL lives names this module)."""
     import psycopg
 
     try:
