@@ -170,11 +170,11 @@ def compute_aggregates(store: Store, campaign_id: str) -> dict[str, Aggregate]:
 def compute_summary(store: Store, campaign_id: str, aggregates: Mapping[str, Aggregate]) -> Summary:
     """The campaign summary of suites, from the stored rows and the campaign's aggregates."""
     row = result_sums.answer_sums(store, campaign_id)
-    skipped = judge_counts(store, campaign_id, "result", f"= '{JudgeResult.SKIPPED}'")
-    cut = judge_counts(store, campaign_id, "context_cut", "IS NOT NULL")
-    no_claim = judge_counts(store, campaign_id, "result", f"= '{JudgeResult.NO_CLAIM}'")
-    unknown = judge_counts(store, campaign_id, "result", f"= '{JudgeResult.UNKNOWN}'")
-    verdicts = judge_counts(store, campaign_id, "result", "IS NOT NULL")
+    skipped = judge_counts(store, campaign_id, "result", JudgeResult.SKIPPED.value)
+    cut = judge_counts(store, campaign_id, "context_cut")
+    no_claim = judge_counts(store, campaign_id, "result", JudgeResult.NO_CLAIM.value)
+    unknown = judge_counts(store, campaign_id, "result", JudgeResult.UNKNOWN.value)
+    verdicts = judge_counts(store, campaign_id, "result")
 
     def mean(name: str) -> float | None:
         return aggregates[name].mean if name in aggregates else None
@@ -206,9 +206,9 @@ def campaign_usage(store: Store, campaign_id: str) -> tuple[Usage, ...]:
     return summed(uses)
 
 
-def judge_counts(store: Store, campaign_id: str, key: str, test: str) -> dict[str, int]:
-    """Per judge, the campaign's verdicts whose field `key` meets `test` (a constant SQL text, e.g. "IS NOT NULL")."""
-    return result_sums.verdict_counts(store, campaign_id, key, test)
+def judge_counts(store: Store, campaign_id: str, key: str, value: str | None = None) -> dict[str, int]:
+    """Per judge, the campaign's verdicts whose field `key` is this value (any, without one)."""
+    return result_sums.verdict_counts(store, campaign_id, key, value)
 
 
 def campaign_diagnosis(store: Store, campaign_id: str, *, principal: Principal | None = None) -> StageCounts:

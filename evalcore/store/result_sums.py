@@ -85,13 +85,14 @@ def usage_rows(store: Store, campaign_id: str) -> list[Row]:
                       "FROM results WHERE campaign_id = ? AND (usage IS NULL OR usage <> '[]')", (campaign_id,))
 
 
-def verdict_counts(store: Store, campaign_id: str, key: str, test: str) -> dict[str, int]:
-    """Per judge, the campaign's verdicts whose field `key` meets `test` (a constant SQL text, e.g. "IS NOT NULL")."""
+def verdict_counts(store: Store, campaign_id: str, key: str, value: str | None = None) -> dict[str, int]:
+    """Per judge, the campaign's verdicts whose field `key` is this value (any value but null, without one)."""
     sql = store.dialect
+    test = "IS NOT NULL" if value is None else "= ?"
     rows = store.read(
         f"SELECT j.key AS judge, count(*) AS n FROM results r, {sql.json_entries('r.judges')} j "
         f"WHERE r.campaign_id = ? AND {sql.entry_text('j.value', key)} {test} GROUP BY j.key ORDER BY j.key",
-        (campaign_id,),
+        (campaign_id,) if value is None else (campaign_id, value),
     )
     return {r["judge"]: r["n"] for r in rows}
 
