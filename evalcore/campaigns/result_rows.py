@@ -35,10 +35,12 @@ from evalcore.store import (
     Row,
     Store,
     StoredPassage,
+    campaign_rows,
     dumps,
     put_passages,
     ranked_ids,
     read_passages,
+    result_table,
     with_ids,
 )
 from evalcore.targets import Retrieved
@@ -91,7 +93,7 @@ def ranked_by_key(store: Store, ranked: Sequence[str]) -> dict[int, Retrieved]:
 
 def load_signatures(store: Store, campaign_id: str) -> dict[str, str]:
     """The signatures shared by a campaign's questions (under the measures' documented names)."""
-    rows = store.read("SELECT name, signature FROM campaign_signatures WHERE campaign_id = ?", (campaign_id,))
+    rows = result_table.signature_rows(store, campaign_id)
     return {current_name(row["name"]): current_name(row["signature"]) for row in rows}
 
 
@@ -267,33 +269,24 @@ class ResultWriter:
 
         NotOwner, writing nothing, when another session took the campaign over.
         """
-        owner = conn.execute("SELECT owner_token FROM campaigns WHERE id = ?", (self.campaign_id,)).fetchone()
+        owner = campaign_rows.owner_token(conn, self.campaign_id)
         if owner is None or (self.owner_token and owner["owner_token"] != self.owner_token):
             raise NotOwner(self.campaign_id)
         positions = [row[1] for row in rows]
-        marks = ",".join("?" * len(positions))
-        before = conn.execute("SELECT count(*), count(error) FROM results WHERE campaign_id = ? AND position IN "
-                              f"({marks})",
-                              (self.campaign_id, *positions)).fetchone()
+        before = result_table.counts_at(conn, self.campaign_id, positions)
         if passages:  # stored once for every campaign: those another campaign stored already are found
             ids = put_passages(conn, [passage for _, passage in passages])
             by_key = {key: ids[passage.digest] for key, passage in passages}
             rows = [(*row[:RETRIEVED_COLUMN], with_ids(row[RETRIEVED_COLUMN], by_key), *row[RETRIEVED_COLUMN + 1:])
                     for row in rows]
             self.passages.stored(by_key)
-        conn.executemany("INSERT INTO campaign_signatures (campaign_id, name, signature) VALUES (?, ?, ?) "
-                         "ON CONFLICT DO NOTHING",
-                         signatures)
-        conn.executemany(INSERT_RESULT, rows)
+        result_table.put_signatures(conn, signatures)
+        result_table.put_results(conn, COLUMNS, rows)
         failed_now = sum(1 for row in rows if row[ERROR_COLUMN] is not None)
-        row = conn.execute(
-            "UPDATE campaigns SET finished = finished + :added, failed = failed + :failed, heartbeat = :now, "
-            "cache_hits = :hits WHERE id = :id RETURNING finished, failed",
-            {"id": self.campaign_id, "added": len(rows) - before[0], "failed": failed_now - before[1],
-             "now": time.time(), "hits": extra.get("cache_hits", 0)},
-        ).fetchone()
+        counts = campaign_rows.add_counts(conn, self.campaign_id, len(rows) - before[0], failed_now - before[1],
+                                          time.time(), extra.get("cache_hits", 0))
         self.written.update(positions)
-        return int(row["finished"]), int(row["failed"])
+        return counts
 
 
 COLUMNS = ("campaign_id", "position", "qid", "answer", "retrieved", "context", "sources", "measures", "signatures",
@@ -302,38 +295,13 @@ COLUMNS = ("campaign_id", "position", "qid", "answer", "retrieved", "context", "
            "currency", "check_results")
 ERROR_COLUMN = COLUMNS.index("error")
 RETRIEVED_COLUMN = COLUMNS.index("retrieved")
-INSERT_RESULT = (
-    f"INSERT INTO results ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))}) "
-    "ON CONFLICT (campaign_id, position) DO UPDATE SET "
-    + ", ".join(f"{name} = excluded.{name}" for name in COLUMNS[3:]) + ", attempts = results.attempts + 1"
-)
-
-
-ALL_ROWS = 2**63 - 1  # LIMIT for no limit on both backends (SQLite's -1 is an error on PostgreSQL)
 # What a re-judge reads from the row of the campaign holding the answers it judged (the rest is its own).
 SHARED_COLUMNS = ("answer", "retrieved", "context", "sources", "queries")
-_QUESTION = ("q.question, q.expected_answer, q.refs, q.relevant, q.expected_sources, q.answerable, q.checks, "
-             "q.conversation, q.turn")
-_ORDER = "WHERE r.campaign_id = ?{positions} ORDER BY r.position LIMIT ? OFFSET ?"
-READ_OWN = (f"SELECT {_QUESTION}, r.* FROM results r JOIN campaign_questions q ON q.campaign_id = r.campaign_id "
-            f"AND q.position = r.position {_ORDER}")
-READ_SHARED = (
-    f"SELECT {_QUESTION}, "
-    + ", ".join(f"s.{name} AS {name}" if name in SHARED_COLUMNS else f"r.{name}" for name in (*COLUMNS, "attempts"))
-    + " FROM results r JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = r.position "
-    f"JOIN results s ON s.campaign_id = ? AND s.position = r.position {_ORDER}"
-)
-# What a list of the questions shows and filters on, without the rest of each result: position, qid, question, answer,
-# error (a re-judge's answer is the judged campaign's).
-READ_LINES = ("SELECT r.position, r.qid, q.question, {answer} AS answer, r.error FROM results r "
-              "JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = r.position {shared}"
-              "WHERE r.campaign_id = ? ORDER BY r.position")
 
 
 def answers_holder(store: Store, campaign_id: str) -> str:
     """The campaign whose rows hold this campaign's answers: its own, or the judged one's for a re-judge."""
-    rows = store.read("SELECT answers_from FROM campaigns WHERE id = ?", (campaign_id,))
-    return rows[0]["answers_from"] or campaign_id if rows else campaign_id
+    return campaign_rows.answers_from(store, campaign_id) or campaign_id
 
 
 def read_results(store: Store, campaign_id: str, offset: int = 0, limit: int | None = None, *,
@@ -352,10 +320,7 @@ def read_results(store: Store, campaign_id: str, offset: int = 0, limit: int | N
     # read would walk all of them again.
     with no_cycle_collection():
         holder = answers_holder(store, campaign_id)
-        at = "" if positions is None else f" AND r.position IN ({', '.join('?' * len(positions))})"
-        rows = store.read((READ_OWN if holder == campaign_id else READ_SHARED).format(positions=at),
-                          (*(() if holder == campaign_id else (holder,)), campaign_id, *(positions or ()),
-                           ALL_ROWS if limit is None else limit, offset))
+        rows = result_table.result_rows(store, campaign_id, holder, COLUMNS, SHARED_COLUMNS, positions, limit, offset)
         if not rows:
             return []
         # A re-judge's ranked lists are the judged campaign's; a page of questions reads only the passages they rank.
@@ -382,11 +347,8 @@ class QuestionLine:
 def read_lines(store: Store, campaign_id: str) -> list[QuestionLine]:
     """Every finished question as a line, in question order: a few columns of each row, not its whole result."""
     holder = answers_holder(store, campaign_id)
-    own = holder == campaign_id
-    sql = READ_LINES.format(answer="r.answer" if own else "s.answer",
-                            shared="" if own else "JOIN results s ON s.campaign_id = ? AND s.position = r.position ")
     with no_cycle_collection():   # from the query on, as read_results
-        rows = store.read(sql, (campaign_id,) if own else (holder, campaign_id))
+        rows = result_table.line_rows(store, campaign_id, holder)
         return [QuestionLine(row["position"], row["qid"], row["question"], row["answer"], row["error"]) for row in rows]
 
 

@@ -3,6 +3,9 @@ verdicts and signatures as JSON text, tokens and cost), written and read back ro
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import Any
+
 from evalcore.store import Connection, Row, Store
 
 
@@ -45,3 +48,69 @@ def compared_rows(store: Store, campaign_id: str, holder: str) -> list[Row]:
     campaign; the campaign itself otherwise)."""
     shared = holder != campaign_id
     return store.read(_compared_select(shared), (*((holder,) if shared else ()), campaign_id, ALL_ROWS))
+
+
+def signature_rows(store: Store, campaign_id: str) -> list[Row]:
+    """The signatures shared by a campaign's questions (`campaign_signatures`): name, signature."""
+    return store.read("SELECT name, signature FROM campaign_signatures WHERE campaign_id = ?", (campaign_id,))
+
+
+def put_signatures(conn: Connection, rows: Iterable[tuple[str, str, str]]) -> None:
+    """Keep shared signatures, each (campaign_id, name, signature); one kept already stays."""
+    conn.executemany("INSERT INTO campaign_signatures (campaign_id, name, signature) VALUES (?, ?, ?) "
+                     "ON CONFLICT DO NOTHING", rows)
+
+
+def counts_at(conn: Connection, campaign_id: str, positions: Sequence[int]) -> tuple[int, int]:
+    """How many of these positions have a result, and how many of those an error, as they are in this write."""
+    marks = ",".join("?" * len(positions))
+    row = conn.execute(f"SELECT count(*), count(error) FROM results WHERE campaign_id = ? AND position IN ({marks})",
+                       (campaign_id, *positions)).fetchone()
+    return int(row[0]), int(row[1])
+
+
+def put_results(conn: Connection, columns: Sequence[str], rows: Iterable[tuple[Any, ...]]) -> None:
+    """Insert results, each the values of `columns` (campaign_id, position, qid, then the rest); a question's result
+    stored already is replaced and its attempts counted."""
+    conn.executemany(
+        f"INSERT INTO results ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
+        "ON CONFLICT (campaign_id, position) DO UPDATE SET "
+        + ", ".join(f"{name} = excluded.{name}" for name in columns[3:]) + ", attempts = results.attempts + 1", rows)
+
+
+# A result row as read back: its question's columns, then the result's.
+_QUESTION_READ = ("q.question, q.expected_answer, q.refs, q.relevant, q.expected_sources, q.answerable, q.checks, "
+                  "q.conversation, q.turn")
+_ORDER = "WHERE r.campaign_id = ?{positions} ORDER BY r.position LIMIT ? OFFSET ?"
+
+
+def result_rows(store: Store, campaign_id: str, holder: str, columns: Sequence[str], shared: Sequence[str],
+                positions: Sequence[int] | None, limit: int | None, offset: int) -> list[Row]:
+    """A campaign's results in question order, each with its question's columns (of the questions at `positions`
+    only, when given; `limit` from `offset`). Read from campaign `holder`'s row at the same position (a re-judge's
+    judged campaign; the campaign itself otherwise): the `shared` columns of `columns` (the rest, and attempts, are
+    the campaign's own)."""
+    at = "" if positions is None else f" AND r.position IN ({', '.join('?' * len(positions))})"
+    if holder == campaign_id:
+        sql = (f"SELECT {_QUESTION_READ}, r.* FROM results r JOIN campaign_questions q ON q.campaign_id = "
+               f"r.campaign_id AND q.position = r.position {_ORDER}")
+    else:
+        sql = (f"SELECT {_QUESTION_READ}, "
+               + ", ".join(f"s.{name} AS {name}" if name in shared else f"r.{name}"
+                           for name in (*columns, "attempts"))
+               + " FROM results r JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = "
+               f"r.position JOIN results s ON s.campaign_id = ? AND s.position = r.position {_ORDER}")
+    return store.read(sql.format(positions=at), (*(() if holder == campaign_id else (holder,)), campaign_id,
+                                                 *(positions or ()), ALL_ROWS if limit is None else limit, offset))
+
+
+def line_rows(store: Store, campaign_id: str, holder: str) -> list[Row]:
+    """What a list of the questions shows and filters on, without the rest of each result, in question order:
+    position, qid, question, answer (campaign `holder`'s: a re-judge's is the judged campaign's), error."""
+    own = holder == campaign_id
+    sql = ("SELECT r.position, r.qid, q.question, {answer} AS answer, r.error FROM results r "
+           "JOIN campaign_questions q ON q.campaign_id = r.campaign_id AND q.position = r.position {shared}"
+           "WHERE r.campaign_id = ? ORDER BY r.position").format(
+        answer="r.answer" if own else "s.answer",
+        shared="" if own else "JOIN results s ON s.campaign_id = ? AND s.position = r.position ")
+    return store.read(sql, (campaign_id,) if own else (holder, campaign_id))
