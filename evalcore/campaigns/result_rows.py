@@ -320,7 +320,8 @@ def read_results(store: Store, campaign_id: str, offset: int = 0, limit: int | N
     # read would walk all of them again.
     with no_cycle_collection():
         holder = answers_holder(store, campaign_id)
-        rows = result_table.result_rows(store, campaign_id, holder, COLUMNS, SHARED_COLUMNS, positions, limit, offset)
+        rows = result_table.results_with_questions(store, campaign_id, holder, COLUMNS, SHARED_COLUMNS, positions,
+                                                   limit, offset)
         if not rows:
             return []
         # A re-judge's ranked lists are the judged campaign's; a page of questions reads only the passages they rank.

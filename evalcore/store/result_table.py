@@ -84,8 +84,9 @@ _QUESTION_READ = ("q.question, q.expected_answer, q.refs, q.relevant, q.expected
 _ORDER = "WHERE r.campaign_id = ?{positions} ORDER BY r.position LIMIT ? OFFSET ?"
 
 
-def result_rows(store: Store, campaign_id: str, holder: str, columns: Sequence[str], shared: Sequence[str],
-                positions: Sequence[int] | None, limit: int | None, offset: int) -> list[Row]:
+def results_with_questions(store: Store, campaign_id: str, holder: str, columns: Sequence[str],
+                           shared: Sequence[str], positions: Sequence[int] | None, limit: int | None,
+                           offset: int) -> list[Row]:
     """A campaign's results in question order, each with its question's columns (of the questions at `positions`
     only, when given; `limit` from `offset`). Read from campaign `holder`'s row at the same position (a re-judge's
     judged campaign; the campaign itself otherwise): the `shared` columns of `columns` (the rest, and attempts, are
