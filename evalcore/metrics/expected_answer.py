@@ -16,9 +16,10 @@ from evalcore.metrics.stopwords import stopwords
 _JOINER = "\0"
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=1 << 14)
 def _important(word: str) -> bool:
-    """Not a stopword, and a number, a Han word of 2+ characters, or 3+ letters (cached: words come back)."""
+    """Not a stopword, and a number, a Han word of 2+ characters, or 3+ letters (cached: the frequent words come
+    back; a few thousand are kept, so that the cache stays small whatever the campaign's size)."""
     if word in stopwords():
         return False
     if any(char.isdigit() for char in word):
