@@ -274,7 +274,8 @@ def test_packed_ngrams_count_as_the_tokens_themselves(hyp: list[str], refs: list
     profile = references.profile(hyp)
     correct, total, length, _ = bleu_rouge.bleu_statistics(profile, references)
     assert correct == [_clipped_against_all(hyp, refs, n) for n in range(1, 5)]
-    assert total == [max(0, len(hyp) - n) for n in range(4)] and length == len(hyp)
+    assert total == [max(0, len(hyp) - n) for n in range(4)]
+    assert length == len(hyp)
     for ref, ref_profile in zip(refs, references.profiles, strict=True):
         for n in (1, 2, 3, 4):
             assert bleu_rouge._overlap(profile.ngrams[n - 1], ref_profile.ngrams[n - 1]) == _clipped(hyp, ref, n)
