@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import random
 import tracemalloc
+from collections import Counter
 
 import pytest
 from hypothesis import given, settings
@@ -241,3 +242,71 @@ def test_bounds_symmetry_and_more_references(hyp: list[str], ref: list[str], oth
     more = generation_scores(hyp_text, [ref_text, other_text])
     for name in ("rouge1", "rouge2", "rougel"):  # the best reference can only get better
         assert more[name] >= one[name]
+
+
+def _clipped(hyp: list[str], ref: list[str], n: int) -> int:
+    """Clipped n-gram overlap from counters of token tuples, as the definitions say."""
+    def grams(words: list[str]) -> Counter[tuple[str, ...]]:
+        return Counter(tuple(words[i:i + n]) for i in range(len(words) - n + 1))
+
+    ours, theirs = grams(hyp), grams(ref)
+    return sum(min(seen, theirs[gram]) for gram, seen in ours.items())
+
+
+def _clipped_against_all(hyp: list[str], refs: list[list[str]], n: int) -> int:
+    most: Counter[tuple[str, ...]] = Counter()
+    for ref in refs:
+        for gram, seen in Counter(tuple(ref[i:i + n]) for i in range(len(ref) - n + 1)).items():
+            most[gram] = max(most[gram], seen)
+    ours = Counter(tuple(hyp[i:i + n]) for i in range(len(hyp) - n + 1))
+    return sum(min(seen, most[gram]) for gram, seen in ours.items())
+
+
+# Few distinct words, so that n-grams repeat, and words the references may not hold.
+_FEW = st.text(alphabet="abcé北", min_size=1, max_size=2)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_FEW, max_size=25), st.lists(st.lists(_FEW, max_size=25), min_size=1, max_size=3))
+def test_packed_ngrams_count_as_the_tokens_themselves(hyp: list[str], refs: list[list[str]]) -> None:
+    # An n-gram is its tokens' numbers packed into one integer; the clipped counts are those of the tokens.
+    references = bleu_rouge.references_from(refs)
+    profile = references.profile(hyp)
+    correct, total, length, _ = bleu_rouge.bleu_statistics(profile, references)
+    assert correct == [_clipped_against_all(hyp, refs, n) for n in range(1, 5)]
+    assert total == [max(0, len(hyp) - n) for n in range(4)]
+    assert length == len(hyp)
+    for ref, ref_profile in zip(refs, references.profiles, strict=True):
+        for n in (1, 2, 3, 4):
+            assert bleu_rouge._overlap(profile.ngrams[n - 1], ref_profile.ngrams[n - 1]) == _clipped(hyp, ref, n)
+
+
+def test_packed_ngrams_of_a_large_vocabulary_stay_distinct() -> None:
+    # Words drawn from 5,000 (3,514 distinct): 12 bits a word, 48 for a 4-gram; the answer shares some.
+    rng = random.Random(3)
+    refs = [[f"w{rng.randrange(5000)}" for _ in range(3000)] for _ in range(2)]
+    hyp = [rng.choice(refs[rng.randrange(2)]) if rng.random() < 0.8 else f"x{rng.randrange(50)}" for _ in range(2000)]
+    hyp[100:140] = refs[0][500:540]
+    references = bleu_rouge.references_from(refs)
+    assert references.width == len(references.vocabulary).bit_length() == 12  # 3,514 distinct words
+    correct, *_ = bleu_rouge.bleu_statistics(references.profile(hyp), references)
+    assert correct == [_clipped_against_all(hyp, refs, n) for n in range(1, 5)]
+    assert correct[3] >= 37
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(WORDS), max_size=15), st.lists(st.lists(st.sampled_from(WORDS), max_size=15),
+                                                               min_size=1, max_size=3))
+def test_scores_are_the_formulas_on_the_counts_bit_for_bit(hyp: list[str], refs: list[list[str]]) -> None:
+    # The six values are the same float operations on the same integers: equal, not close.
+    hyp_text, ref_texts = " ".join(hyp), [" ".join(ref) for ref in refs]
+    words, ref_words = tokenize(hyp_text), [tokenize(text) for text in ref_texts]
+    correct = [_clipped_against_all(words, ref_words, n) for n in range(1, 5)]
+    total = [max(0, len(words) - n) for n in range(4)]
+    ref_length = min((abs(len(ref) - len(words)), len(ref)) for ref in ref_words)[1]
+    expected = bleu_rouge.bleu_from_logs(bleu_rouge.log_precisions(correct, total), correct, len(words), ref_length)
+    for n, name in ((1, "rouge1"), (2, "rouge2")):
+        expected[name] = max(bleu_rouge._f1(_clipped(words, ref, n), max(0, len(words) - n + 1),
+                                            max(0, len(ref) - n + 1)) for ref in ref_words)
+    scores = generation_scores(hyp_text, ref_texts)
+    assert {name: value for name, value in scores.items() if name != "rougel"} == expected

@@ -5,8 +5,11 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evalcore.errors import EvalError
+from evalcore.language.text import fold, is_han, tokenize
 from evalcore.metrics import (
     MEASURES,
     Inputs,
@@ -154,3 +157,51 @@ def test_exact_match_is_a_pass_fail_measure_of_every_question_with_a_reference()
     measure = MEASURES["exact_match"]
     assert (measure.binary, measure.family, measure.higher_is_better, measure.needs_reference) == (
         True, "generation", True, True)
+
+
+# Words of three languages, accents, combining marks, digits with points and commas, punctuation, and a few odd
+# characters (compatibility forms, a letter beyond the Basic Multilingual Plane).
+_PIECES = st.sampled_from(["the", "Refund", "window", "30", "3,5", "2.4", "délai", "ÉTÉ", "Noe\u0308l", "naïve", "ﬁle",
+                           "Straße", "路由器", "的", "默认地址", "设备重置", "。", "，", " ", " ", ".", "Ⅻ",
+                           "\U0001d400bc", "e\u0301", "œuvre", "ǅ", "İstanbul", "ﾊﾝ", "①", "\u093f"])
+_TEXTS = st.lists(_PIECES, max_size=14).map("".join)
+
+
+def _plain_folded(text: str) -> list[str]:
+    return [fold(word) for word in tokenize(text)]
+
+
+def _plain_coverage(answer: str, expected: str) -> float | None:
+    from evalcore.metrics.expected_answer import _important
+
+    wanted = list(dict.fromkeys(word for word in _plain_folded(expected) if _important(word)))
+    if not wanted:
+        return None
+    words, text = set(_plain_folded(answer)), fold(answer)
+    return sum(word in words or (is_han(word) and word in text) for word in wanted) / len(wanted)
+
+
+def _plain_normalized(text: str) -> tuple[str, ...]:
+    return tuple(piece for word in _plain_folded(text) for piece in (word if is_han(word) else (word,)))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.text(st.characters(blacklist_characters="\0"), min_size=1, max_size=6), max_size=10))
+def test_tokens_folded_as_one_text_are_each_token_folded(words: list[str]) -> None:
+    # Coverage and exact match fold a text's tokens in one call over the tokens joined by U+0000.
+    from evalcore.metrics.expected_answer import _fold_all
+
+    assert _fold_all(tuple(words)) == tuple(map(fold, words))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXTS, _TEXTS, _TEXTS)
+def test_coverage_and_exact_match_are_those_of_each_token_folded(answer: str, first: str, second: str) -> None:
+    # The shared folded tokens give the values of the definitions, token by token, on random texts.
+    from evalcore.metrics.expected_answer import exact_match, normalized
+
+    for expected in (first, second):
+        assert coverage(answer, expected) == _plain_coverage(answer, expected)
+        assert normalized(expected) == _plain_normalized(expected)
+    wanted = {words for words in map(_plain_normalized, (first, second)) if words}
+    assert exact_match(answer, [first, second]) == ((_plain_normalized(answer) in wanted) if wanted else None)

@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import re
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -156,6 +157,29 @@ def test_fast_word_pattern_agrees_below_the_first_mark(text: str) -> None:
     assert patterns.plain.findall(text) == patterns.word.findall(text)
 
 
+# Characters around word and mark boundaries: letters with accents, combining marks, digits with points and commas,
+# punctuation, Han, and a few beyond the Basic Multilingual Plane (so that the wide patterns are taken too).
+_MIXED = st.one_of(st.characters(max_codepoint=0x36F), st.sampled_from(list("0123456789.,, 。、€–\u0301\u0308\u093f")),
+                   st.characters(min_codepoint=0x370, max_codepoint=0xFFFF),
+                   st.characters(min_codepoint=0x10000, max_codepoint=0x1FFFF))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=0xFFFF), max_size=40) | st.text(alphabet=_MIXED, max_size=40))
+def test_the_plane_zero_patterns_agree_with_the_wide_ones(text: str) -> None:
+    # Text within the Basic Multilingual Plane is read with classes cut to it (one table lookup per character):
+    # the same words and the same accents dropped as the classes that cover every scanned plane.
+    from evalcore.language import text as module
+
+    within = "".join(char for char in text if ord(char) < 0x10000)
+    assert _patterns().bmp.findall(within) == _patterns().word.findall(within)
+    assert module._combining_bmp().sub("", within) == module._combining().sub("", within)
+    for sample in (text, within):
+        assert module._words(sample) == _patterns().word.findall(sample)
+        decomposed = unicodedata.normalize("NFKD", sample.casefold())
+        assert fold(sample) == (decomposed if decomposed.isascii() else module._combining().sub("", decomposed))
+
+
 def test_the_word_and_mark_classes_are_those_of_a_scan_of_every_code_point() -> None:
     # The classes are built from a few whole-plane passes; a code point at a time, with the same Unicode database,
     # gives the same classes (so the same tokens).
@@ -169,6 +193,9 @@ def test_the_word_and_mark_classes_are_those_of_a_scan_of_every_code_point() -> 
     combining = [code for code in planes if unicodedata.combining(chr(code))]
     assert text._patterns.__wrapped__().word.pattern.startswith(f"[{text._ranges(word)}]+")
     assert text._combining.__wrapped__().pattern == f"[{text._ranges(combining)}]+"
+    bmp = [code for code in combining if code < 0x10000]
+    assert text._combining_bmp.__wrapped__().pattern == f"[{text._ranges(bmp)}]+"
+    assert text._patterns.__wrapped__().bmp.pattern.startswith(f"[{text._ranges([c for c in word if c < 0x10000])}]+")
     assert text._ranges([ord(char) for char in "abcdfxy"]) == "a-dfx-y"
     assert text._ranges([ord("-"), ord("]"), ord("^")]) == "\\-\\]-\\^"   # ] and ^ are neighbours
 

@@ -50,10 +50,15 @@ def _ranges(codes: Sequence[int] | np.ndarray) -> str:
 class _Patterns(NamedTuple):
     word: re.Pattern[str]  # a word of letters, digits and marks (never Han)
     plain: re.Pattern[str]  # the same for text without marks: Python's own classes are faster
+    # The same for text within the Basic Multilingual Plane: its class is one table lookup, where `word`'s ranges
+    # beyond the plane are tried one by one at every character that ends a word.
+    bmp: re.Pattern[str]
 
 
 # Combining marks start at U+0300: text below it (ASCII, Latin-1, Latin Extended) has none.
 _FIRST_MARK = "\u0300"
+# The first code point beyond the Basic Multilingual Plane.
+_BEYOND_BMP = 0x10000
 
 
 @once
@@ -72,17 +77,35 @@ def _patterns() -> _Patterns:
     # A point or comma between two digits stays inside the token: 3.14, 3,5, 1,000.
     decimals = "(?:(?<=\\d)[.,](?=\\d){0})*"
     chars = f"[{_ranges(np.flatnonzero(word))}]+"
+    bmp = f"[{_ranges(np.flatnonzero(word[:_BEYOND_BMP]))}]+"
     return _Patterns(
         re.compile(chars + decimals.format(chars)),
         re.compile("[^\\W_]+" + decimals.format("[^\\W_]+")),
+        re.compile(bmp + decimals.format(bmp)),
     )
 
 
 @once
 def _combining() -> re.Pattern[str]:
     """Combining marks (a non-zero combining class), for accent stripping."""
+    return re.compile(f"[{_ranges(_combining_marks())}]+")
+
+
+@once
+def _combining_bmp() -> re.Pattern[str]:
+    """The same within the Basic Multilingual Plane, for text that has nothing beyond it: one table lookup per
+    character, where `_combining`'s ranges beyond the plane are tried one by one at every character that is no
+    mark (180 µs for a French sentence of 300 characters, against 10)."""
+    marks = _combining_marks()
+    return re.compile(f"[{_ranges(marks[marks < _BEYOND_BMP])}]+")
+
+
+@once
+def _combining_marks() -> np.ndarray:
+    """The code points of the scanned planes with a non-zero combining class, in order."""
     other, codes = _not_alphanumeric()
-    return re.compile(f"[{_ranges(codes[[bool(unicodedata.combining(char)) for char in other]])}]+")
+    marks: np.ndarray = codes[[bool(unicodedata.combining(char)) for char in other]]
+    return marks
 
 
 @once
@@ -289,7 +312,10 @@ def normalize(text: str) -> str:
 
 def _words(segment: str) -> list[str]:
     patterns = _patterns()
-    return (patterns.plain if max(segment, default="a") < _FIRST_MARK else patterns.word).findall(segment)
+    top = max(segment, default="a")
+    if top < _FIRST_MARK:
+        return patterns.plain.findall(segment)
+    return (patterns.bmp if ord(top) < _BEYOND_BMP else patterns.word).findall(segment)
 
 
 def _tokenize(text: str, segment: Callable[[str], tuple[str, ...]]) -> tuple[str, ...]:
@@ -418,7 +444,9 @@ def fold_once(text: str) -> str:
 @functools.lru_cache(maxsize=1 << 16)
 def _fold(text: str) -> str:
     decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return decomposed if decomposed.isascii() else _combining().sub("", decomposed)
+    if decomposed.isascii():
+        return decomposed
+    return (_combining_bmp() if ord(max(decomposed)) < _BEYOND_BMP else _combining()).sub("", decomposed)
 
 
 _FRENCH_WORDS = {"le", "la", "les", "des", "du", "un", "une", "est", "et", "quel", "quelle", "quels", "quelles",
@@ -440,6 +468,11 @@ def language_once(text: str) -> str:
 def is_han(text: str) -> bool:
     """True when every character of `text` is a Han ideograph (and there is at least one)."""
     return _HAN_RUN.fullmatch(text) is not None
+
+
+def has_han(text: str) -> bool:
+    """True when `text` holds a Han ideograph."""
+    return _HAN_RUN.search(text) is not None
 
 
 # A sentence ends after . ! ? or an ellipsis followed by a space (so 2.4 and 3,5 never end one),

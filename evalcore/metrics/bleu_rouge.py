@@ -10,10 +10,13 @@ as the shorter text per distinct token) are built during the LCS for the tokens 
 for, and only a bounded number is kept at once on long texts, so memory stays linear in the length
 (a reply of 70,000 distinct characters would otherwise hold gigabytes of masks).
 
-How the n-grams are held, for speed: an n-gram is its tokens joined by U+0000 (a string, which
-the garbage collector never walks, where a tuple of strings is one more object to track), and
-a text keeps the set of its distinct n-grams plus the extra count of the few that repeat. The
-clipped overlap of two texts is then a set intersection in C, corrected by the repeats. Only
+How the n-grams are held, for speed: the references' distinct tokens are numbered from 1 (the answer's other
+tokens are 0, and match nothing), and an n-gram is its tokens' numbers packed into one integer, each in as many
+bits as the largest number needs: one distinct integer per n-gram of a given order, and one that can equal a
+reference's only when all its tokens are the reference's. An integer hashes in a few instructions and is built by
+`map` over shifts in C, where a joined string must be made and hashed. A text keeps the set of its distinct n-grams
+plus the extra count of the few that repeat. The clipped overlap of two texts is then a set intersection in C,
+corrected by the repeats. The counts, so the values, are those of the n-grams of the tokens themselves. Only
 the last few reference sets are cached (the answers scored one after another against the same question reuse
 them), never a campaign's worth: what is kept per question would grow with the campaign. An answer's own n-grams
 are built when it is scored, since it is rarely scored twice.
@@ -25,6 +28,8 @@ import functools
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import chain, count, repeat
+from operator import lshift, or_
 from typing import NamedTuple
 
 from evalcore.errors import EvalError
@@ -36,9 +41,6 @@ BLEU_ORDERS = {"bleu1": 1, "bleu2": 2, "bleu4": 4}
 MAX_ORDER = 4
 # Default smoothing values, as in sacreBLEU.
 SMOOTHING = {"none": None, "floor": 0.1, "add-k": 1.0, "exp": None}
-# Joins the tokens of an n-gram: the `default` tokenizer keeps only letters, digits, marks and
-# Han characters, so no token holds it.
-GRAM_JOINER = "\0"
 # The LCS builds every match mask of a text up to this many tokens (at most SHORT_TEXT**2 bits, 2 MB),
 # and keeps at most KEPT_MASKS masks of a longer one (the others are rebuilt when asked for again).
 SHORT_TEXT = 4096
@@ -46,72 +48,82 @@ KEPT_MASKS = 64
 
 
 class Grams(NamedTuple):
-    """The distinct n-grams of one order, and count - 1 of those seen more than once (or None)."""
+    """The distinct n-grams of one order (packed), and count - 1 of those seen more than once (or None)."""
 
-    distinct: frozenset[str]
-    repeats: Mapping[str, int] | None
+    distinct: frozenset[int]
+    repeats: Mapping[int, int] | None
 
 
 class Profile(NamedTuple):
-    """A text's tokens and its n-grams for n = 1..4."""
+    """A text's tokens and its n-grams for n = 1..4, numbered in its question's references' vocabulary."""
 
     tokens: tuple[str, ...]
     ngrams: tuple[Grams, ...]
 
 
-def _grams(words: tuple[str, ...], n: int) -> Grams:
-    def items() -> Iterable[str]:
-        return words if n == 1 else map(GRAM_JOINER.join, zip(*(words[i:] for i in range(n)), strict=False))
-
-    distinct = frozenset(items())
-    if len(distinct) == max(0, len(words) - n + 1):
+def _counted(grams: list[int]) -> Grams:
+    distinct = frozenset(grams)
+    if len(distinct) == len(grams):
         return Grams(distinct, None)
     # Repeats are few (mostly function words): counting everything again only for them is cheap.
-    return Grams(distinct, {gram: count - 1 for gram, count in Counter(items()).items() if count > 1})
+    return Grams(distinct, {gram: seen - 1 for gram, seen in Counter(grams).items() if seen > 1})
 
 
-def profile_tokens(words: Sequence[str]) -> Profile:
-    """The profile of an already tokenized text (tokens never hold GRAM_JOINER)."""
-    words = tuple(words)
-    return Profile(words, tuple(_grams(words, n) for n in range(1, MAX_ORDER + 1)))
-
-
-def profile(text: str) -> Profile:
-    """The profile of a text under tokenizer `default` (its tokens are not cached: an answer or a reference is seen
-    once in a campaign)."""
-    return profile_tokens(tokens_once(text))
+def _profile(words: tuple[str, ...], vocabulary: Mapping[str, int], width: int) -> Profile:
+    """The profile of tokens: each token's number (0 when the references do not hold it), and each order's n-grams
+    as the previous order's shifted left by `width` bits, or-ed with the next token's number."""
+    numbers = list(map(vocabulary.get, words, repeat(0)))
+    grams = [_counted(numbers)]
+    packed = numbers
+    for n in range(1, MAX_ORDER):
+        packed = list(map(or_, map(lshift, packed, repeat(width)), numbers[n:]))
+        grams.append(_counted(packed))
+    return Profile(words, tuple(grams))
 
 
 class References(NamedTuple):
-    """A question's references: their profiles and, per order, each n-gram's largest count."""
+    """A question's references: their profiles, per order each n-gram's largest count, and the numbering of their
+    tokens that the answer's n-grams are packed with."""
 
     profiles: tuple[Profile, ...]
     most: tuple[Grams, ...]
+    vocabulary: Mapping[str, int]
+    width: int
+
+    def profile(self, words: Sequence[str]) -> Profile:
+        """The profile of an answer's tokens, packed as the references' n-grams."""
+        return _profile(tuple(words), self.vocabulary, self.width)
 
 
 def _most(grams: Sequence[Grams]) -> Grams:
     """Per n-gram, the largest count over the texts (BLEU clips against it)."""
     if len(grams) == 1:
         return grams[0]
-    repeats: dict[str, int] = {}
+    repeats: dict[int, int] = {}
     for text_grams in grams:
         for gram, extra in (text_grams.repeats or {}).items():
             repeats[gram] = max(repeats.get(gram, 0), extra)
     return Grams(frozenset().union(*(text_grams.distinct for text_grams in grams)), repeats or None)
 
 
-def references_from(profiles: Sequence[Profile]) -> References:
-    """Merge the references' n-gram counts (max per n-gram) once, for BLEU's clipping."""
-    if not profiles:
+def references_from(tokens: Sequence[Sequence[str]]) -> References:
+    """The references' profiles from their tokens, and their n-gram counts merged (max per n-gram) once, for BLEU's
+    clipping."""
+    if not tokens:
         raise EvalError("no reference answer to score against", fix="give at least one reference")
+    words = [tuple(text) for text in tokens]
+    vocabulary = dict(zip(dict.fromkeys(chain.from_iterable(words)), count(1)))
+    width = max(1, len(vocabulary).bit_length())
+    profiles = tuple(_profile(text, vocabulary, width) for text in words)
     most = tuple(_most([p.ngrams[n] for p in profiles]) for n in range(MAX_ORDER))
-    return References(tuple(profiles), most)
+    return References(profiles, most, vocabulary, width)
 
 
 @functools.lru_cache(maxsize=1 << 6)
 def reference_set(texts: tuple[str, ...]) -> References:
-    """The merged references of a question, cached for the answers scored next against them."""
-    return references_from([profile(text) for text in texts])
+    """The merged references of a question, cached for the answers scored next against them (their tokens are not
+    cached here: a reference is seen once in a campaign)."""
+    return references_from([tokens_once(text) for text in texts])
 
 
 def clear_caches() -> None:
@@ -311,7 +323,8 @@ def generation_scores(
 ) -> dict[str, float]:
     """bleu1 bleu2 bleu4 rouge1 rouge2 rougel of one answer against its reference answers."""
     texts = _checked_references(hypothesis, references)
-    return generation_profiles_scores(profile(hypothesis), reference_set(texts), smooth, smooth_value)
+    refs = reference_set(texts)
+    return generation_profiles_scores(refs.profile(tokens_once(hypothesis)), refs, smooth, smooth_value)
 
 
 def _of_question(inputs: Inputs) -> dict[str, float]:

@@ -6,13 +6,20 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 
-from evalcore.language.text import TOKENIZER, fold, fold_once, is_han, tokens_once
+from evalcore.language.text import LONG_TEXT, TOKENIZER, fold, fold_once, has_han, is_han, tokens_once
 from evalcore.metrics.measure import Inputs, Measure
 from evalcore.metrics.stopwords import stopwords
 
+# Joins a text's tokens so that they are folded in one call: no token holds it, and folding (case folding, NFKD,
+# combining marks dropped) maps each character on its own, with this starter as a barrier, so the pieces of the
+# folded whole are the folded tokens.
+_JOINER = "\0"
 
+
+@functools.lru_cache(maxsize=1 << 14)
 def _important(word: str) -> bool:
-    """Not a stopword, and a number, a Han word of 2+ characters, or 3+ letters."""
+    """Not a stopword, and a number, a Han word of 2+ characters, or 3+ letters (cached: the frequent words come
+    back; a few thousand are kept, so that the cache stays small whatever the campaign's size)."""
     if word in stopwords():
         return False
     if any(char.isdigit() for char in word):
@@ -20,6 +27,22 @@ def _important(word: str) -> bool:
     if is_han(word):
         return len(word) >= 2
     return sum(char.isalpha() for char in word) >= 3
+
+
+def _fold_all(words: tuple[str, ...]) -> tuple[str, ...]:
+    """Each token folded (`fold`), in one pass over the joined text."""
+    return tuple(fold_once(_JOINER.join(words)).split(_JOINER)) if words else ()
+
+
+@functools.lru_cache(maxsize=1 << 6)
+def _short_folded(text: str) -> tuple[str, ...]:
+    return _fold_all(tokens_once(text))
+
+
+def _folded(text: str) -> tuple[str, ...]:
+    """The text's `default` tokens, folded: an answer and its references are read by coverage and exact match in turn
+    (only the last few texts are kept, and no long one)."""
+    return _short_folded(text) if len(text) <= LONG_TEXT else _fold_all(tokens_once(text))
 
 
 def important_words(text: str) -> list[str]:
@@ -31,7 +54,19 @@ def important_words(text: str) -> list[str]:
 def _important_words(text: str) -> tuple[str, ...]:
     """important_words as a tuple, cached: a dataset's expected answers are scored again and again. The expected text
     is mostly a reference, whose tokens BLEU and ROUGE have just read (`tokens_once` keeps them for the next reader)."""
-    return tuple(dict.fromkeys(word for word in map(fold, tokens_once(text)) if _important(word)))
+    return tuple(dict.fromkeys(filter(_important, _folded(text))))
+
+
+@functools.lru_cache(maxsize=4)
+def _answer_words(answer: str) -> frozenset[str]:
+    """The answer's folded tokens, read against each expected text in turn."""
+    return frozenset(_folded(answer))
+
+
+@functools.lru_cache(maxsize=4)
+def _answer_text(answer: str) -> str:
+    """The answer's folded text, where Han words are looked for."""
+    return fold_once(answer)
 
 
 def coverage(answer: str, expected: str) -> float | None:
@@ -43,17 +78,19 @@ def coverage(answer: str, expected: str) -> float | None:
     wanted = _important_words(expected)
     if not wanted:
         return None
-    answer_words = {fold(word) for word in tokens_once(answer)}
-    answer_text = fold_once(answer)
-    found = sum(word in answer_words or (is_han(word) and word in answer_text) for word in wanted)
+    answer_words = _answer_words(answer)
+    found = sum(word in answer_words or (is_han(word) and word in _answer_text(answer)) for word in wanted)
     return found / len(wanted)
 
 
 def normalized(text: str) -> tuple[str, ...]:
     """The text as exact match compares it: the `default` tokens (case and punctuation dropped), accents folded, and
     Han text character by character (jieba may cut the same characters differently in another sentence)."""
+    folded = _folded(text)
+    if not has_han(_JOINER.join(folded)):
+        return folded  # no word is Han
     words: list[str] = []
-    for word in map(fold, tokens_once(text)):
+    for word in folded:
         words.extend(word if is_han(word) else (word,))
     return tuple(words)
 

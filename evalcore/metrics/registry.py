@@ -205,8 +205,12 @@ def score_question(inputs: Inputs) -> Scores:
     signatures: dict[str, str] = {}
     results: dict[str, JudgeResult] = {}
     failures: list[str] = []
+    offered: dict[tuple[str, ...], bool] = {}  # measures mostly share their needs: each set is checked once
     for measure in COMPUTED:
-        if not all(inputs.offers(need) for need in measure.needs):
+        given = offered.get(measure.needs)
+        if given is None:
+            given = offered[measure.needs] = all(inputs.offers(need) for need in measure.needs)
+        if not given:
             continue
         try:
             value = measure.compute(inputs)  # type: ignore[misc]  # COMPUTED holds the measures with one
