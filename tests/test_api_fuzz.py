@@ -32,7 +32,8 @@ def fuzz_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
 
 @pytest.fixture
 def openapi(fuzz_server: tuple[str, str]) -> schemathesis.BaseSchema:
-    return schemathesis.openapi.from_url(f"{fuzz_server[0]}/openapi.json")
+    # The server builds the document on its first request: more than schemathesis' 10 s on a loaded machine.
+    return schemathesis.openapi.from_url(f"{fuzz_server[0]}/openapi.json", timeout=60)
 
 
 @schema.parametrize()
