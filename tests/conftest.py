@@ -17,6 +17,10 @@ import pytest
 os.environ.setdefault("EVALCORE_DASHBOARD_WORKER", "threads")
 # Indexes built by the tests go to a folder of this run, never to the user's own cache.
 os.environ.setdefault("EVALCORE_INDEX_DIR", tempfile.mkdtemp(prefix="evalcore-test-indexes-"))
+# The local model's threads (llama.cpp on OpenMP) wait for each other by spinning at every step of a token; with two
+# test workers on two cores the spinning thread holds the core the working one waits for: one claims verdict took
+# 175 s of CPU spinning and 14 s waiting asleep (read once, when OpenMP loads: so here, before any test imports it).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 TINY = {
     "queries": {"id": [1, 2, 3],
