@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,11 @@ os.environ.setdefault("EVALCORE_INDEX_DIR", tempfile.mkdtemp(prefix="evalcore-te
 # test workers on two cores the spinning thread holds the core the working one waits for: one claims verdict took
 # 175 s of CPU spinning and 14 s waiting asleep (read once, when OpenMP loads: so here, before any test imports it).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# Where the environment asks Python not to write bytecode, every test worker and every process a test starts (a
+# Streamlit server, the CLI, the API) would compile the whole project from source again: about 8 s of CPU per worker
+# at collection alone. The tests' processes keep bytecode in __pycache__ as an installed package does.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 TINY = {
     "queries": {"id": [1, 2, 3],

@@ -46,6 +46,11 @@ def _load_local() -> tuple[Any, threading.Lock]:
     path = local_model_path()
     with _LOCAL_LOCK:
         if str(path) not in _LOCAL_MODELS:
+            # llama.cpp's threads (OpenMP) wait for each other by spinning at every step of a token unless told to
+            # sleep; beside other work (a dashboard, the API, a second worker) the spinning thread holds the core the
+            # working one waits for: a claims verdict took 175 s of CPU spinning against 14 s asleep with two
+            # processes on two cores. Read once, when the library loads; a value the operator set is kept.
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:
                 import llama_cpp
             except ImportError:
