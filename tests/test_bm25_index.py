@@ -178,4 +178,5 @@ def test_frequent_terms_added_as_whole_rows_give_the_same_bits() -> None:
             np.add.at(expected, indices[indptr[term]:indptr[term + 1]], data[indptr[term]:indptr[term + 1]])
         assert same_bits(index.scores([f"t{term}" for term in terms]), expected), terms
     frequent = {term for term in range(40) if len(columns[term]) > size * DENSE_SHARE}
-    assert index._dense and set(index._dense) <= frequent  # the whole-row path was taken, for frequent terms only
+    assert index._dense  # the whole-row path was taken
+    assert set(index._dense) <= frequent  # for frequent terms only
