@@ -375,8 +375,8 @@ def _optional_text(table: pa.Table | None, column: str, problems: _Problems,
 def _assemble(columns: dict[str, dict[str, list[Any]]], labels: list[int], titles: list[str],
               files: list[str]) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool]:
     corpus = columns["corpus"]
-    passages = tuple(Passage(pid, text, title, file)
-                     for pid, text, title, file in zip(corpus["id"], corpus["text"], titles, files, strict=False))
+    # Made from their fields in order (`_make`): calling a named tuple per row is most of the time here.
+    passages = tuple(map(Passage._make, zip(corpus["id"], corpus["text"], titles, files, strict=False)))
     qrels: dict[int, dict[int, int]] = {}
     for qid, pid, label in zip(columns["qrels"]["qid"], columns["qrels"]["pid"], labels, strict=False):
         qrels.setdefault(qid, {})[pid] = max(label, qrels.get(qid, {}).get(pid, label))
@@ -385,13 +385,10 @@ def _assemble(columns: dict[str, dict[str, list[Any]]], labels: list[int], title
     for qid, aid in zip(columns["qas"]["qid"], columns["qas"]["aid"], strict=False):
         references.setdefault(qid, []).append(answer_text[aid])
     queries = columns["queries"]
-    questions = tuple(
-        Question(qid, text, qrels.get(qid, {}), tuple(references.get(qid, ())), answerable=answerable, checks=checks,
-                 conversation=conversation, turn=turn)
-        for qid, text, answerable, checks, conversation, turn in zip(
-            queries["id"], queries["text"], queries["answerable"], queries["checks"], queries["conversation"],
-            queries["turn"], strict=False)
-    )
+    ids = queries["id"]
+    questions = tuple(map(Question._make, zip(
+        ids, queries["text"], [qrels.get(qid, {}) for qid in ids], [tuple(references.get(qid, ())) for qid in ids],
+        queries["answerable"], queries["checks"], queries["conversation"], queries["turn"], strict=False)))
     return passages, questions, any(titles)
 
 
