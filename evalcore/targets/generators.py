@@ -124,28 +124,27 @@ def _from_table(corpus: SentenceTable, question: str, asked: str, context: list[
     wanted[np.fromiter(corpus.numbers(tokens_once(question)), dtype=np.int64)] = True
     found = wanted[words]
     total = sentence.size
-    terms: dict[int, list[float]] = {}
+    weighed: list[tuple[float, int]] = []
     if found.any():
         pairs = np.unique(np.repeat(np.arange(total, dtype=np.int64) * size, lengths)[found] + words[found])
-        hits = pairs % size
+        hits, positions = pairs % size, pairs // size
         ordered = np.sort(hits)
-        frequency = np.searchsorted(ordered, hits, "right") - np.searchsorted(ordered, hits, "left")
-        logs: dict[int, float] = {}
-        for position, times in zip((pairs // size).tolist(), frequency.tolist(), strict=True):
-            term = logs.get(times)
-            if term is None:
-                term = logs[times] = math.log(1 + total / times)
-            terms.setdefault(position, []).append(term)
-    ranks = rank.tolist()
-    weighed = sorted(((-math.fsum(values) / math.log2(ranks[position] + 1), position)
-                      for position, values in terms.items()))[:count]
+        frequency = (np.searchsorted(ordered, hits, "right") - np.searchsorted(ordered, hits, "left")).tolist()
+        logs = {times: math.log(1 + total / times) for times in set(frequency)}
+        terms = [logs[times] for times in frequency]  # a sentence's terms are a run of these (pairs sorted)
+        runs = np.flatnonzero(np.concatenate(([True], positions[1:] != positions[:-1])))
+        bounds = [*runs.tolist(), len(terms)]
+        ranks = rank.tolist()
+        weighed = sorted((-math.fsum(terms[start:end]) / math.log2(ranks[position] + 1), position)
+                         for position, start, end in zip(positions[runs].tolist(), bounds, bounds[1:], strict=False))
     # Every weight is positive (a log of more than 1) or 0: after the weighed sentences, the first unweighed ones.
-    best = [position for _, position in weighed]
+    best = [position for _, position in weighed[:count]]
     if len(best) < count:
-        best += [position for position in range(total) if position not in terms][: count - len(best)]
+        weighted = {position for _, position in weighed}
+        best += [position for position in range(total) if position not in weighted][: count - len(best)]
     spans = corpus.spans[sentence[best]].tolist()
-    picked = [(context[ranks[i] - 1].text[start:end], int(sentence[i]))
-              for i, (start, end) in zip(best, spans, strict=True)]
+    picked = [(context[rank_ - 1].text[start:end], int(sentence[i]))
+              for i, rank_, (start, end) in zip(best, rank[best].tolist(), spans, strict=True)]
     joiner = "" if asked == "zh" else " "
     text = joiner.join(part for part, _ in picked)
     tokens = corpus.answer_tokens(picked, joiner)
