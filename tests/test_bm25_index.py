@@ -180,3 +180,25 @@ def test_frequent_terms_added_as_whole_rows_give_the_same_bits() -> None:
     frequent = {term for term in range(40) if len(columns[term]) > size * DENSE_SHARE}
     assert index._dense  # the whole-row path was taken
     assert set(index._dense) <= frequent  # for frequent terms only
+
+
+def test_whole_rows_stop_at_their_memory_budget_with_the_same_bits(monkeypatch) -> None:
+    """Past DENSE_BYTES of rows, frequent terms are added by index again: the same sums, and no more rows kept."""
+    from evalcore.targets import bm25
+
+    rng = np.random.default_rng(5)
+    size = 300
+    columns = [np.sort(rng.choice(size, size=250, replace=False)) for _ in range(12)]
+    indptr = np.cumsum([0, *(len(c) for c in columns)])
+    indices = np.concatenate(columns).astype(np.int32)
+    data = rng.random(indices.size, dtype=np.float32)
+    monkeypatch.setattr(bm25, "DENSE_BYTES", 2 * size * 4)  # two rows
+    index = Bm25Index.of({f"t{i}": i for i in range(12)}, {"data": data, "indices": indices, "indptr": indptr,
+                                                          "num_docs": size})
+    for _ in range(20):
+        terms = rng.integers(0, 12, size=6).tolist()
+        expected = np.zeros(size, dtype=np.float32)
+        for term in terms:
+            np.add.at(expected, indices[indptr[term]:indptr[term + 1]], data[indptr[term]:indptr[term + 1]])
+        assert same_bits(index.scores([f"t{term}" for term in terms]), expected), terms
+    assert len(index._dense) == 2

@@ -33,6 +33,9 @@ WITH_NONOCCURRENCE = frozenset({"bm25l", "bm25+"})
 # included: one contiguous add instead of an indexed one over thousands of rows (4-5x faster per query on a
 # three-language corpus of 20,000 chunks, for about 130 rows of 4 bytes per chunk).
 DENSE_SHARE = 1 / 16
+# At most this many bytes of such rows per index (a row is 4 bytes per chunk: a corpus of millions of chunks keeps a
+# few rows, the others added by index as before).
+DENSE_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -90,12 +93,13 @@ class Bm25Index:
         ids = self.term_ids(tokens)
         data, indices, indptr = self.data, self.indices, self.indptr
         dense, frequent = self._dense, self.num_docs * DENSE_SHARE
+        rows = DENSE_BYTES // max(scores.nbytes, 1)
         for term in ids:
             start, end = int(indptr[term]), int(indptr[term + 1])
             if not self.once:
                 np.add.at(scores, indices[start:end], data[start:end])
-            elif end - start > frequent:  # a row's zeros leave a score as it is (never -0.0: sums start at +0.0)
-                row = dense.get(term)
+            elif end - start > frequent and (term in dense or len(dense) < rows):
+                row = dense.get(term)  # a row's zeros leave a score as it is (never -0.0: sums start at +0.0)
                 if row is None:
                     row = np.zeros(self.num_docs, dtype=data.dtype)
                     row[indices[start:end]] = data[start:end]
