@@ -156,3 +156,49 @@ def test_columns_naming_a_chunk_twice_are_summed_as_before() -> None:
     for term in (3, 7, 3, 29, 0):
         np.add.at(expected, repeated[indptr[term]:indptr[term + 1]], data[indptr[term]:indptr[term + 1]])
     assert twice.scores(query).tobytes() == expected.tobytes()
+
+
+def test_frequent_terms_added_as_whole_rows_give_the_same_bits() -> None:
+    """A term found in many chunks is added as a whole row (zeros where it is absent); interleaved in query order with
+    terms added by index, repeats and negative scores included, the sums are np.add.at's bit for bit."""
+    from evalcore.targets.bm25 import DENSE_SHARE
+
+    rng = np.random.default_rng(11)
+    size = 400
+    columns = [np.sort(rng.choice(size, size=int(rng.choice([3, 30, 200, 390])), replace=False)) for _ in range(40)]
+    indptr = np.cumsum([0, *(len(c) for c in columns)])
+    indices = np.concatenate(columns).astype(np.int32)
+    data = (rng.standard_normal(indices.size) * 3).astype(np.float32)
+    index = Bm25Index.of({f"t{i}": i for i in range(40)}, {"data": data, "indices": indices, "indptr": indptr,
+                                                          "num_docs": size})
+    for _ in range(50):
+        terms = rng.integers(0, 40, size=int(rng.integers(1, 12))).tolist()
+        expected = np.zeros(size, dtype=np.float32)
+        for term in terms:
+            np.add.at(expected, indices[indptr[term]:indptr[term + 1]], data[indptr[term]:indptr[term + 1]])
+        assert same_bits(index.scores([f"t{term}" for term in terms]), expected), terms
+    frequent = {term for term in range(40) if len(columns[term]) > size * DENSE_SHARE}
+    assert index._dense  # the whole-row path was taken
+    assert set(index._dense) <= frequent  # for frequent terms only
+
+
+def test_whole_rows_stop_at_their_memory_budget_with_the_same_bits(monkeypatch) -> None:
+    """Past DENSE_BYTES of rows, frequent terms are added by index again: the same sums, and no more rows kept."""
+    from evalcore.targets import bm25
+
+    rng = np.random.default_rng(5)
+    size = 300
+    columns = [np.sort(rng.choice(size, size=250, replace=False)) for _ in range(12)]
+    indptr = np.cumsum([0, *(len(c) for c in columns)])
+    indices = np.concatenate(columns).astype(np.int32)
+    data = rng.random(indices.size, dtype=np.float32)
+    monkeypatch.setattr(bm25, "DENSE_BYTES", 2 * size * 4)  # two rows
+    index = Bm25Index.of({f"t{i}": i for i in range(12)}, {"data": data, "indices": indices, "indptr": indptr,
+                                                          "num_docs": size})
+    for _ in range(20):
+        terms = rng.integers(0, 12, size=6).tolist()
+        expected = np.zeros(size, dtype=np.float32)
+        for term in terms:
+            np.add.at(expected, indices[indptr[term]:indptr[term + 1]], data[indptr[term]:indptr[term + 1]])
+        assert same_bits(index.scores([f"t{term}" for term in terms]), expected), terms
+    assert len(index._dense) == 2

@@ -333,3 +333,17 @@ def test_the_progress_bar_is_drawn_on_a_terminal_and_tqdm_is_not_even_imported_e
     assert code == 0
     assert "%|" not in written
     assert not any(re.search(r"\|\s+tqdm(\.\w+)*$", line.rstrip()) for line in written.splitlines())
+
+
+def test_a_run_without_a_sweep_or_gates_does_not_load_the_comparison(setup: tuple[Path, Path, Path],
+                                                                      tmp_path: Path) -> None:
+    """The sweep's table and the gates' statistics are loaded where they are used: a plain run imports none of the
+    comparison's modules (a second of a campaign's start, compiled from source)."""
+    data, config, db = setup
+    code, written = run_process(["run", "--dataset", str(data), "--config", str(config), "--db", str(db)],
+                                terminal=False, cwd=tmp_path)
+    assert code == 0
+    imported = {line.rsplit("|", 1)[-1].strip() for line in written.splitlines() if line.startswith("import time:")}
+    assert "evalcore.campaigns.runner" in imported  # the lines are read right
+    assert not imported & {"evalcore.cli.compare", "evalcore.compare.comparison", "evalcore.compare.sweep",
+                           "evalcore.compare.stats", "evalcore.compare.deltas"}

@@ -212,3 +212,36 @@ def test_relevance_column_wins_over_a_retrieval_score_column(tmp_path: Path) -> 
     ds = load_dataset(write_dataset(tmp_path / "both", tables))
     assert ds.questions[0].labels == {10: 2, 11: 0}
     assert ds.questions[0].relevant == frozenset({10})
+
+
+def test_integer_ids_of_every_width_load_as_the_row_by_row_reading_gives_them(tmp_path: Path) -> None:
+    """Integer columns without nulls are taken whole (no row can be out of range); an unsigned 64-bit column is still
+    read row by row, so an id past the int64 range is named."""
+    import pyarrow as pa
+
+    for kind in (pa.int8(), pa.int32(), pa.uint16(), pa.uint32(), pa.uint64()):
+        tables = copy.deepcopy(TINY)
+        tables["queries"]["id"] = pa.array([1, 2, 3], type=kind)
+        ds = load_dataset(write_dataset(tmp_path / str(kind), tables))
+        assert [q.qid for q in ds.questions] == [1, 2, 3]
+        assert all(type(q.qid) is int for q in ds.questions)
+    tables = copy.deepcopy(TINY)
+    tables["queries"]["id"] = pa.array([1, 2, 2**63], type=pa.uint64())
+    assert any("int64 range" in line for line in _problems(write_dataset(tmp_path / "wide", tables)))
+
+
+def test_a_launch_builds_only_the_questions_it_runs_and_describes_the_dataset_once(tiny_dataset: Path,
+                                                                                   monkeypatch) -> None:
+    from evalcore.campaigns.questions import dataset_questions
+    from evalcore.datasets import dataset_summary, loader
+
+    ds = load_dataset(tiny_dataset)
+    assert dataset_questions(ds, 2) == dataset_questions(ds)[:2]
+    assert len(dataset_questions(ds, 2)) == 2
+    searched: list[int] = []
+    share = loader._share
+    monkeypatch.setattr(loader, "_share", lambda passages, pattern: searched.append(1) or share(passages, pattern))
+    line = dataset_summary(ds)
+    assert dataset_summary(ds) == line
+    assert len(searched) == 2  # Han and accented letters, searched on the first call only
+    assert line.startswith(f"{ds.name}: 3 questions, 5 passages")

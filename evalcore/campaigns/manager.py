@@ -254,10 +254,10 @@ class CampaignManager:
                              request.dataset_root)
         if suite is None:  # a dataset campaign retrieves from the dataset's corpus: the snapshot names it
             config = replace(config, knowledge_base=corpus.name)
-        questions = dataset_questions(corpus) if suite is None else suite_questions(suite)
         if limit is not None and limit < 1:
             raise EvalError("the question limit must be at least 1", where="limit", found=str(limit),
                             fix="leave it out to run every question")
+        questions = dataset_questions(corpus, limit) if suite is None else suite_questions(suite)
         questions = questions[:limit] if limit else questions
         if not questions and suite is None:
             raise EvalError(f"no questions yet (a corpus of {len(corpus.passages)} passages)",

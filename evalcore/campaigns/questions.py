@@ -13,13 +13,16 @@ from evalcore.store import Connection, Store, dumps, question_rows
 from evalcore.suites import Suite
 
 
-def dataset_questions(dataset: Dataset) -> list[Question]:
-    """The question snapshot of a dataset campaign (labels, every reference answer, the dataset's answerability)."""
-    # Built marked (no copy of each question to mark it): a launch of thousands of questions waits for this.
+def dataset_questions(dataset: Dataset, limit: int | None = None) -> list[Question]:
+    """The question snapshot of a dataset campaign (labels, every reference answer, the dataset's answerability): its
+    first `limit` questions, or every one."""
+    # Built marked (no copy of each question to mark it): a launch of thousands of questions waits for this. Only the
+    # questions run are built (a run of 2,000 of 100,000 questions does not wait for the rest).
+    asked = dataset.questions[:limit] if limit else dataset.questions
     return [Question(position, q.qid, q.text, None, references, dict(q.labels) or None, (),
                      marked_answerable(None, references, q.answerable), checks=_checks(q.checks, q.qid),
                      conversation=q.conversation, turn=q.turn)
-            for position, q in enumerate(dataset.questions) for references in (tuple(q.references),)]
+            for position, q in enumerate(asked) for references in (tuple(q.references),)]
 
 
 def _checks(cell: str, qid: int) -> tuple[str, ...]:

@@ -133,6 +133,15 @@ def write_file(path: Path, text: str, what: str = "the file") -> None:
                         fix="give a file path in a folder you can write to") from None
 
 
+def add_sweep_columns(parser: argparse.ArgumentParser) -> None:
+    """The options choosing the measures of a sweep's table (compare with 3+ campaigns, run --sweep)."""
+    columns = parser.add_mutually_exclusive_group()
+    columns.add_argument("--measures", type=lambda text: [m.strip() for m in text.split(",") if m.strip()],
+                         metavar="M1,M2,...", help="the sweep table's measures (default: the headline measures, "
+                                                   "those deciding verdicts: ndcg@10, rougel, coverage, …)")
+    columns.add_argument("--all", action="store_true", help="every measure in the sweep table")
+
+
 def add_judge_model_flags(group: argparse._ArgumentGroup) -> None:
     """--judge-kind, --judge-model, ...: the judges' model keys, typed and explained by their configuration key."""
     from evalcore.targets.target_config import KEYS  # here: the other commands start without the configuration's module

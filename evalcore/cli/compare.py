@@ -18,6 +18,7 @@ from evalcore.cli._common import (
     add_campaign_argument,
     add_db_option,
     add_judge_model_flags,
+    add_sweep_columns,
     positive_int,
     store_of,
     write_file,
@@ -348,15 +349,6 @@ def question_line(q: QuestionDiff) -> str:
 def queries_text(queries: tuple[str, ...]) -> str:
     """A side's transformed queries, each cut to 60 characters, or "(the question)" without any."""
     return " | ".join(repr(" ".join(text.split())[:60]) for text in queries) or "(the question)"
-
-
-def add_sweep_columns(parser: argparse.ArgumentParser) -> None:
-    """The options choosing the measures of a sweep's table (compare with 3+ campaigns, run --sweep)."""
-    columns = parser.add_mutually_exclusive_group()
-    columns.add_argument("--measures", type=lambda text: [m.strip() for m in text.split(",") if m.strip()],
-                         metavar="M1,M2,...", help="the sweep table's measures (default: the headline measures, "
-                                                   "those deciding verdicts: ndcg@10, rougel, coverage, …)")
-    columns.add_argument("--all", action="store_true", help="every measure in the sweep table")
 
 
 def sweep_columns(sweep: Sweep, asked: list[str] | None = None, every: bool = False) -> list[str]:

@@ -29,9 +29,7 @@ from evalcore.campaigns import (
 from evalcore.campaigns.launching import LaunchRequest, sweep_requests
 from evalcore.campaigns.pace import duration_text
 from evalcore.cli import SUMMARIES, _common, _gates
-from evalcore.cli._common import JUDGE_FLAGS, Commands, add_db_option, add_judge_model_flags
-from evalcore.cli.compare import add_sweep_columns, format_sweep, sweep_columns
-from evalcore.compare import compare_sweep
+from evalcore.cli._common import JUDGE_FLAGS, Commands, add_db_option, add_judge_model_flags, add_sweep_columns
 from evalcore.compare.pairing import previous
 from evalcore.costs import cost_line
 from evalcore.datasets import dataset_summary, load_dataset
@@ -182,6 +180,9 @@ def run_command(args: argparse.Namespace) -> int:
         ids.append(launch(manager, each, as_json=args.json))
         if follow(manager, ids[-1], as_json=args.json) == LOST_EXIT:
             return LOST_EXIT
+    from evalcore.cli.compare import format_sweep, sweep_columns  # a sweep's table: not loaded for one campaign
+    from evalcore.compare import compare_sweep
+
     sweep = compare_sweep(manager.store, ids)
     print(json.dumps(sweep.to_dict(), indent=2, ensure_ascii=False, default=str) if args.json
           else "\n".join(format_sweep(sweep, sweep_columns(sweep, args.measures, args.all))))

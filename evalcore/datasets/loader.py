@@ -86,6 +86,7 @@ class Dataset:
     questions: tuple[Question, ...]
     has_titles: bool = False
     _by_pid: dict[int, Passage] = field(default_factory=dict, repr=False, compare=False)
+    _summary: list[str] = field(default_factory=list, init=False, repr=False, compare=False)  # dataset_summary once
 
     def passage(self, pid: int) -> Passage:
         """The passage with this id."""
@@ -157,15 +158,22 @@ def _arrow_reason(error: Exception) -> str:
     return text if len(text) <= 160 else text[:159] + "…"
 
 
+_NARROW_UNSIGNED = frozenset({pa.uint8(), pa.uint16(), pa.uint32()})
+
+
 def _int_column(table: pa.Table, file: str, column: str, problems: _Problems) -> list[int] | None:
     """Integers, or strings of digits (normalised), with every bad row named."""
     if column not in table.column_names:
         problems.add(file, f"missing column '{column}' (columns found: {', '.join(table.column_names) or 'none'})")
         return None
     kind = table.schema.field(column).type
+    values = table.column(column)
+    if values.null_count == 0 and (pa.types.is_signed_integer(kind) or kind in _NARROW_UNSIGNED):
+        ints: list[int] = values.to_pylist()  # every row an integer in the int64 range: nothing to check by row
+        return ints
     out: list[int] = []
     bad: list[tuple[int, str]] = []
-    for row, value in enumerate(table.column(column).to_pylist()):
+    for row, value in enumerate(values.to_pylist()):
         number = None if isinstance(value, bool) else _as_int(value, kind)
         if value is None or isinstance(value, bool):
             bad.append((row, f"found {value!r}, expected an integer id"))
@@ -367,8 +375,8 @@ def _optional_text(table: pa.Table | None, column: str, problems: _Problems,
 def _assemble(columns: dict[str, dict[str, list[Any]]], labels: list[int], titles: list[str],
               files: list[str]) -> tuple[tuple[Passage, ...], tuple[Question, ...], bool]:
     corpus = columns["corpus"]
-    passages = tuple(Passage(pid, text, title, file)
-                     for pid, text, title, file in zip(corpus["id"], corpus["text"], titles, files, strict=False))
+    # Made from their fields in order (`_make`): calling a named tuple per row is most of the time here.
+    passages = tuple(map(Passage._make, zip(corpus["id"], corpus["text"], titles, files, strict=False)))
     qrels: dict[int, dict[int, int]] = {}
     for qid, pid, label in zip(columns["qrels"]["qid"], columns["qrels"]["pid"], labels, strict=False):
         qrels.setdefault(qid, {})[pid] = max(label, qrels.get(qid, {}).get(pid, label))
@@ -377,13 +385,10 @@ def _assemble(columns: dict[str, dict[str, list[Any]]], labels: list[int], title
     for qid, aid in zip(columns["qas"]["qid"], columns["qas"]["aid"], strict=False):
         references.setdefault(qid, []).append(answer_text[aid])
     queries = columns["queries"]
-    questions = tuple(
-        Question(qid, text, qrels.get(qid, {}), tuple(references.get(qid, ())), answerable=answerable, checks=checks,
-                 conversation=conversation, turn=turn)
-        for qid, text, answerable, checks, conversation, turn in zip(
-            queries["id"], queries["text"], queries["answerable"], queries["checks"], queries["conversation"],
-            queries["turn"], strict=False)
-    )
+    ids = queries["id"]
+    questions = tuple(map(Question._make, zip(
+        ids, queries["text"], [qrels.get(qid, {}) for qid in ids], [tuple(references.get(qid, ())) for qid in ids],
+        queries["answerable"], queries["checks"], queries["conversation"], queries["turn"], strict=False)))
     return passages, questions, any(titles)
 
 
@@ -498,12 +503,17 @@ def dataset_stats(ds: Dataset) -> DatasetStats:
 
 def dataset_summary(ds: Dataset) -> str:
     """`dataset_stats(ds).summary()` without what the line does not show: counting every passage's and question's
-    tokens (which segments each Chinese passage with jieba, loading its dictionary: a second of a run's start)."""
+    tokens (which segments each Chinese passage with jieba, loading its dictionary: a second of a run's start).
+    Made once per loaded dataset: a launch prints it and logs it."""
+    if ds._summary:
+        return ds._summary[0]
     labeled = [q for q in ds.questions if q.relevant]
-    return _summary_line(ds.name, len(ds.questions), len(ds.passages),
+    line = _summary_line(ds.name, len(ds.questions), len(ds.passages),
                          (sum(len(q.relevant) for q in labeled) / len(labeled)) if labeled else 0.0, len(labeled),
                          sum(1 for q in ds.questions if q.references), _share(ds.passages, _HAN),
                          _share(ds.passages, _ACCENTED))
+    ds._summary[:] = [line]
+    return line
 
 
 def _summary_line(name: str, questions: int, passages: int, relevant: float, labeled: int, answered: int,

@@ -14,18 +14,18 @@ import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalcore.campaigns import CampaignStatus, QuestionResult, Summary
 from evalcore.campaigns.listing import HEADLINE
-from evalcore.compare import Comparison, MeasureDelta, row_values
-from evalcore.compare.deltas import PASS_SUFFIX
-from evalcore.compare.stats import bootstrap_ci
 from evalcore.costs import money
 from evalcore.errors import EvalError
 from evalcore.formats.shapes import doc
 from evalcore.gates.exits import SEVERITY, Exit
 from evalcore.metrics import MEASURES, higher_is_better
+
+if TYPE_CHECKING:  # the comparison's modules are loaded where a gate reads rows or a comparison, not by every run
+    from evalcore.compare import Comparison, MeasureDelta
 
 BOUNDS = ("mean", "lower")
 
@@ -83,6 +83,8 @@ def gate(measure: str, mark: float, bound: str) -> Gate:
     """A Gate, refusing an unknown bound or measure (before a campaign runs, not after)."""
     if bound not in BOUNDS:
         raise EvalError("unknown gate bound", where="bound", found=repr(bound), expected=" or ".join(BOUNDS))
+    from evalcore.compare.deltas import PASS_SUFFIX
+
     if measure.removesuffix(PASS_SUFFIX) not in MEASURES:
         close = difflib.get_close_matches(measure, list(MEASURES), n=1, cutoff=0.6)
         raise EvalError("unknown measure", where="gates", found=repr(measure),
@@ -113,6 +115,8 @@ def _is_mark(value: object) -> bool:
 def campaign_checks(gates: Sequence[Gate], rows: Sequence[QuestionResult]) -> list[Check]:
     """Each gate taken on the campaign's per-question values (judges included, as a comparison counts them)."""
     values: dict[str, list[float]] = {}
+    if rows:
+        from evalcore.compare import row_values
     for row in rows:
         for name, value in row_values(row).items():
             values.setdefault(name, []).append(value)
@@ -127,6 +131,8 @@ def gate_check(gate: Gate, values: Sequence[float]) -> Check:
     value = sum(values) / len(values)
     shown = f"mean {value:.4g} over {len(values)} questions"
     if gate.bound == "lower":
+        from evalcore.compare.stats import bootstrap_ci
+
         interval = bootstrap_ci(values)
         if interval is None:
             return Check("gate", gate.name, False, f"{gate.measure}: {shown}, too few for an interval")

@@ -117,33 +117,34 @@ def _from_table(corpus: SentenceTable, question: str, asked: str, context: list[
         return context[0].text
     sentence, rank, lengths = sentence[keep], rank[keep], lengths[keep]
     size = max(len(corpus.vocabulary), 1)
-    pairs = np.repeat(np.arange(sentence.size, dtype=np.int64) * size, lengths) \
-        + corpus.words[_ranges(starts[sentence], lengths)]
-    pairs.sort()
-    pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]  # each word once per sentence
-    words = pairs % size
+    # Only the (sentence, word) pairs of the question's words are weighed: a word's frequency (the sentences holding
+    # it) is counted among them, each pair once however often the sentence repeats the word.
+    words = corpus.words[_ranges(starts[sentence], lengths)]
     wanted = np.zeros(size, dtype=bool)
     wanted[np.fromiter(corpus.numbers(tokens_once(question)), dtype=np.int64)] = True
     found = wanted[words]
-    hits, total = words[found], sentence.size
-    terms: dict[int, list[float]] = {}
-    if hits.size:
-        ordered = np.sort(words)  # a word's frequency: the sentences holding it
-        frequency = np.searchsorted(ordered, hits, "right") - np.searchsorted(ordered, hits, "left")
-        logs: dict[int, float] = {}
-        for position, times in zip((pairs[found] // size).tolist(), frequency.tolist(), strict=True):
-            term = logs.get(times)
-            if term is None:
-                term = logs[times] = math.log(1 + total / times)
-            terms.setdefault(position, []).append(term)
-    ranks = rank.tolist()
-    weights = [0.0] * total
-    for position, values in terms.items():
-        weights[position] = math.fsum(values) / math.log2(ranks[position] + 1)
-    best = sorted(range(total), key=lambda i: (-weights[i], i))[:count]
+    total = sentence.size
+    weighed: list[tuple[float, int]] = []
+    if found.any():
+        pairs = np.unique(np.repeat(np.arange(total, dtype=np.int64) * size, lengths)[found] + words[found])
+        hits, positions = pairs % size, pairs // size
+        ordered = np.sort(hits)
+        frequency = (np.searchsorted(ordered, hits, "right") - np.searchsorted(ordered, hits, "left")).tolist()
+        logs = {times: math.log(1 + total / times) for times in set(frequency)}
+        terms = [logs[times] for times in frequency]  # a sentence's terms are a run of these (pairs sorted)
+        runs = np.flatnonzero(np.concatenate(([True], positions[1:] != positions[:-1])))
+        bounds = [*runs.tolist(), len(terms)]
+        ranks = rank.tolist()
+        weighed = sorted((-math.fsum(terms[start:end]) / math.log2(ranks[position] + 1), position)
+                         for position, start, end in zip(positions[runs].tolist(), bounds, bounds[1:], strict=False))
+    # Every weight is positive (a log of more than 1) or 0: after the weighed sentences, the first unweighed ones.
+    best = [position for _, position in weighed[:count]]
+    if len(best) < count:
+        weighted = {position for _, position in weighed}
+        best += [position for position in range(total) if position not in weighted][: count - len(best)]
     spans = corpus.spans[sentence[best]].tolist()
-    picked = [(context[ranks[i] - 1].text[start:end], int(sentence[i]))
-              for i, (start, end) in zip(best, spans, strict=True)]
+    picked = [(context[rank_ - 1].text[start:end], int(sentence[i]))
+              for i, rank_, (start, end) in zip(best, rank[best].tolist(), spans, strict=True)]
     joiner = "" if asked == "zh" else " "
     text = joiner.join(part for part, _ in picked)
     tokens = corpus.answer_tokens(picked, joiner)

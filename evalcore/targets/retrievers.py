@@ -49,12 +49,14 @@ ROUNDING_MARGIN = 1 - 2**-20
 
 def _candidates(raw: np.ndarray, top: float, k: int) -> np.ndarray:
     """Rows that can be among the k best: the positive rows whose raw score is at least the k-th
-    largest less the rounding margin. The rows above a share of the top score are found first,
-    in one quick pass, and only they are partitioned (partitioning every row is slow)."""
-    for share in (0.5, 0.125, 0.0):
-        rows = np.flatnonzero(raw >= top * share if share else raw > 0)
-        if rows.size >= k or not share:
+    largest less the rounding margin. The rows above a share of the top score are found first
+    (counted for each share, the rows listed once: listing many is slow), and only they are
+    partitioned (partitioning every row is slow)."""
+    for share in (0.5, 0.25, 0.125, 0.0):
+        above = raw >= top * share if share else raw > 0
+        if not share or np.count_nonzero(above) >= k:
             break
+    rows = np.flatnonzero(above)
     if rows.size <= k:
         return rows
     values = raw[rows]
@@ -134,10 +136,8 @@ def _hits(kb: KnowledgeBase, rows: np.ndarray, final: np.ndarray, at_rows: dict[
     at a time (`tolist` converts a whole column in one call)."""
     names = list(at_rows)
     columns = [[round(value, 6) for value in at_rows[name].tolist()] for name in names]
-    hits = []
-    for row, score, values in zip(rows.tolist(), final.tolist(), zip(*columns, strict=False), strict=False):
-        chunk = kb.chunks[row]
-        hits.append(Hit(row,
-                        Retrieved(chunk.pid, chunk.title, chunk.text, score, dict(zip(names, values, strict=False)),
-                                  file_name=chunk.file_name)))
-    return hits
+    chunks, make = kb.chunks, tuple.__new__  # the tuples made directly: a named tuple's own __new__ is slower
+    return [make(Hit, (row, make(Retrieved, (chunk.pid, chunk.title, chunk.text, score,
+                                             dict(zip(names, values, strict=True)), "", chunk.file_name))))
+            for row, score, values in zip(rows.tolist(), final.tolist(), zip(*columns, strict=True), strict=True)
+            for chunk in (chunks[row],)]

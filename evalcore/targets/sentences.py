@@ -88,9 +88,9 @@ class SentenceTable:
         mark)."""
         if joiner not in ("", " ") or (joiner == "" and any(text[-1:] not in _CLOSED for text, _ in sentences[:-1])):
             return None
-        names, words, starts = self._names, self.words, self.word_starts
-        return tuple(names[word] for _, number in sentences
-                     for word in words[starts[number]:starts[number + 1]].tolist())
+        words, starts = self.words, self.word_starts
+        numbers = [words[starts[number]:starts[number + 1]] for _, number in sentences]
+        return tuple(map(self._names.__getitem__, np.concatenate(numbers).tolist())) if numbers else ()
 
     def numbers(self, tokens: Sequence[str]) -> set[int]:
         """The numbers of the tokens the table knows (a token no sentence holds matches none)."""
