@@ -172,3 +172,53 @@ def test_a_new_sqlite_store_has_large_pages_and_an_existing_one_keeps_its_own(tm
     with Store(tmp_path / "old.db") as store:
         assert store.read("PRAGMA page_size")[0][0] == 4096
         assert store.read("SELECT count(*) AS n FROM passage_texts")[0]["n"] == 0
+
+
+def test_a_writer_that_meets_many_new_passages_compresses_them_with_a_dictionary_stored_once(db: str) -> None:
+    # A writer's first batch of many new passages teaches the store a dictionary of their words; their texts, and
+    # those of every later writer (another campaign), are compressed with it, smaller than alone, and read back
+    # exactly; passages stored before it (none here, older stores) keep theirs.
+    from evalcore.store import DICTIONARY_FROM, last_dictionary
+
+    words = ["délai", "remboursement", "commande", "livraison", "garantie", "退货", "三十天", "warranty", "returns",
+             "delivery", "within", "thirty", "days"]
+    texts = [" ".join(words[(n * 7 + k) % len(words)] for k in range(40)) + f" passage {n}."
+             for n in range(DICTIONARY_FROM * 2)]
+    hits = [hit(n, "", f"T{n}", text, 1.0 / (n + 1), {}) for n, text in enumerate(texts)]
+    with open_store(db) as store:
+        for campaign in ("A", "B"):
+            store.write(lambda conn, c=campaign: conn.execute(
+                "INSERT INTO campaigns (id, tenant, kind, source, status, total, finished, failed, created_at, config) "
+                f"VALUES ('{c}', 'default', 'dataset', 'default', 'running', 2, 0, 0, 0, '{{}}')"))
+            store.write(lambda conn, c=campaign: conn.execute(
+                "INSERT INTO campaign_questions (campaign_id, position, qid, question, refs, expected_sources) "
+                f"VALUES ('{c}', 0, 1, 'q', '[]', '[]'), ('{c}', 1, 2, 'q', '[]', '[]')"))
+        assert last_dictionary(store) is None
+        writer = ResultWriter(store, "A")
+        few = tuple(hits[:DICTIONARY_FROM - 1])  # too few to learn from: stored alone
+        rows, passages, signatures = writer.rows([(Question(0, 1, "q"), Outcome(answer="a", retrieved=few))])
+        store.write(lambda conn: writer.write(conn, rows, passages, signatures, {}))
+        assert last_dictionary(store) is None
+        many = tuple(hits)
+        rows, passages, signatures = writer.rows([(Question(1, 2, "q"), Outcome(answer="a", retrieved=many))])
+        store.write(lambda conn: writer.write(conn, rows, passages, signatures, {}))
+        dictionary = last_dictionary(store)
+        assert dictionary is not None and b"remboursement" in dictionary.data
+        stored = store.read("SELECT id, text, dictionary FROM passage_texts ORDER BY id")
+        assert [row["dictionary"] is None for row in stored] == [True] * (DICTIONARY_FROM - 1) + [False] * (
+            len(texts) - DICTIONARY_FROM + 1)
+        with_words = [bytes(row["text"]) for row in stored if row["dictionary"] is not None]
+        alone = [StoredPassage.of(n, "", f"T{n}", texts[n]).packed for n in range(DICTIONARY_FROM - 1, len(texts))]
+        assert sum(map(len, with_words)) < 0.8 * sum(map(len, alone))
+        assert sorted((pid, title, text) for _, pid, _, title, text in read_passages(store, range(len(texts)))) == \
+            [(n, f"T{n}", text) for n, text in enumerate(texts)]
+        # Another campaign's writer finds the store's dictionary; a passage it alone retrieved is compressed with it.
+        other = ResultWriter(store, "B")
+        assert other.dictionary == dictionary
+        extra = hit(999, "", "Extra", texts[0] + " encore", 1.0, {})
+        rows, passages, signatures = other.rows([(Question(0, 1, "q"), Outcome(answer="a", retrieved=(extra,)))])
+        store.write(lambda conn: other.write(conn, rows, passages, signatures, {}))
+        assert store.read("SELECT count(*) AS n FROM passage_dictionaries")[0]["n"] == 1
+        assert store.read("SELECT dictionary FROM passage_texts WHERE pid = 999")[0]["dictionary"] is not None
+        assert [r.outcome.retrieved for r in read_results(store, "B")] == [(extra,)]
+        assert [r.outcome.retrieved for r in read_results(store, "A")] == [few, many]

@@ -30,12 +30,15 @@ from typing import Any, cast
 from evalcore.campaigns.records import Outcome, Question, QuestionResult, retrieved_to_json, sources_of
 from evalcore.metrics.graded import current_name, stored_column, stored_values
 from evalcore.store import (
+    DICTIONARY_FROM,
     KEYS_HEAD,
     Connection,
     Row,
     Store,
     StoredPassage,
+    TextDictionary,
     dumps,
+    last_dictionary,
     put_passages,
     ranked_ids,
     read_passages,
@@ -104,6 +107,9 @@ def load_signatures(store: Store, campaign_id: str) -> dict[str, str]:
 # that number of digits. Rows written before keep "s" and every stage's list, and read as they did.
 # From shared passages on (schema version 25), float32 scores are written as "g": their 4 bytes each
 # (little-endian) in base64, 5.3 characters a score against about 10 in "f", read back as the same values.
+# From schema version 26 on, a stage's list whose every score has at most six decimal digits (BM25's raw scores, as
+# the retrievers round them) is written as a text: those scores in millionths, as 4-byte integers (little-endian)
+# in base64, 5.3 characters a score against about 9 in the list; read back as the same values.
 STAGE_DIGITS = 6  # the retrievers round each stage's scores to this many digits (evalcore.targets.retrievers)
 
 
@@ -115,8 +121,8 @@ def encode_ranked(hits: Sequence[Retrieved], passages: Passages, new: list[tuple
         for name, value in hit.stages.items():
             lists.setdefault(name, [None] * len(hits))[position] = value
     rounded = [round(score, STAGE_DIGITS) for score in scores] if all(type(s) is float for s in scores) else None
-    stages: dict[str, list[float | None] | int] = {
-        name: STAGE_DIGITS if rounded is not None and same_floats(values, rounded) else values
+    stages: dict[str, list[float | None] | int | str] = {
+        name: STAGE_DIGITS if rounded is not None and same_floats(values, rounded) else micros_bytes(values) or values
         for name, values in lists.items()}
     keys = dumps([passages.key(hit, new) for hit in hits])
     packed = float32_bytes(scores)
@@ -155,6 +161,31 @@ def same_floats(values: Sequence[object], expected: Sequence[float]) -> bool:
         for value, want in zip(values, expected, strict=True))
 
 
+MICROS_LIMIT = 2**31 // 10**6  # scores a 4-byte integer of millionths holds: below 2,147 in size
+
+
+def micros_bytes(values: Sequence[object]) -> str | None:
+    """Scores of at most six decimal digits as millionths, 4-byte integers (little-endian) in base64, when every
+    score is a float that reads back from them to the last bit; None otherwise."""
+    if not values or not all(type(value) is float and abs(value) < MICROS_LIMIT for value in values):
+        return None
+    floats = cast(list[float], values)
+    packed = array("i", [round(value * 1e6) for value in floats])
+    if sys.byteorder == "big":
+        packed.byteswap()
+    text = base64.b64encode(packed.tobytes()).decode("ascii")
+    return text if same_floats(unpacked_micros(text), floats) else None
+
+
+def unpacked_micros(text: str) -> list[float]:
+    """The scores back from micros_bytes's text."""
+    values = array("i")
+    values.frombytes(base64.b64decode(text))
+    if sys.byteorder == "big":
+        values.byteswap()
+    return [value / 1e6 for value in values]
+
+
 def single_floats(values: Sequence[float]) -> list[float]:
     """Each value rounded to the nearest float32, in its float64 form (as numpy's float32 `tolist` gives it)."""
     return array("f", values).tolist()
@@ -171,6 +202,8 @@ def decode_ranked(text: str, passages: Mapping[int, Retrieved]) -> tuple[Retriev
     for name, values in data["st"].items():
         if isinstance(values, int):  # the scores rounded to that many digits
             values = [round(score, values) for score in scores]
+        elif isinstance(values, str):  # the scores in millionths (micros_bytes)
+            values = unpacked_micros(values)
         for position, value in enumerate(values):
             if value is not None:
                 stages[position][name] = value
@@ -213,6 +246,8 @@ class ResultWriter:
         self.shared = shared  # a re-judge: the answers are another campaign's rows, not written again
         self.passages = Passages()  # filled as passages are met: one stored before is found by its content
         self.signatures = load_signatures(store, campaign_id)
+        # What new passages' texts are compressed with: the store's, or one learnt from the first batch of passages.
+        self.dictionary = last_dictionary(store)
         self.written: set[int] = set()  # positions written in this session
 
     def rows(self, finished: list[tuple[Question, Outcome]]) -> tuple[list[tuple[Any, ...]],
@@ -242,7 +277,10 @@ class ResultWriter:
                 dumps([use.to_json() for use in o.usage]), o.cost.amount, o.cost.currency or None,
                 dumps(o.check_results) if o.check_results else None,
             ))
-        passages = [(key, StoredPassage.of(hit.pid, hit.source, hit.title, hit.text)) for key, hit in new_passages]
+        if self.dictionary is None and len(new_passages) >= DICTIONARY_FROM:
+            self.dictionary = TextDictionary.learnt(hit.text for _, hit in new_passages)
+        passages = [(key, StoredPassage.of(hit.pid, hit.source, hit.title, hit.text, self.dictionary))
+                    for key, hit in new_passages]
         return rows, passages, [(self.campaign_id, name, sig) for name, sig in new_signatures.items()]
 
     def _answer_cells(self, o: Outcome, new: list[tuple[int, Retrieved]]) -> tuple[Any, ...]:
