@@ -35,6 +35,7 @@ from evalcore.store import (
     Store,
     StoreCallCache,
     db_location,
+    delete_unused_passages,
     dumps,
     lease_s,
     mark_orphans,
@@ -684,7 +685,13 @@ class CampaignManager:
         runner = self._runners.pop(campaign_id, None)
         if runner is not None:
             runner.cancelled.set()
-        self.store.write(lambda conn: conn.execute("DELETE FROM campaigns WHERE id = ?", (campaign_id,)))
+        dialect = self.store.dialect
+
+        def delete(conn: Connection) -> None:  # the passages no other campaign names go with its rows
+            conn.execute("DELETE FROM campaigns WHERE id = ?", (campaign_id,))
+            delete_unused_passages(conn, dialect)
+
+        self.store.write(delete)
 
     def wait(self, campaign_id: str, timeout: float | None = None) -> Campaign:
         """Block until the campaign is no longer pending/running (or timeout); return it."""

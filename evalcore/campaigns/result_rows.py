@@ -39,9 +39,11 @@ from evalcore.store import (
     TextDictionary,
     dumps,
     last_dictionary,
+    passage_sweeps,
     put_passages,
     ranked_ids,
     read_passages,
+    stored_ids,
     with_ids,
 )
 from evalcore.targets import Retrieved
@@ -76,6 +78,20 @@ class Passages:
         for content, key in self.fresh.items():
             self.keys[content] = ids[key]
             self.by_key[ids[key]] = self.by_key[key]
+
+    def forget_gone(self, stored: set[int]) -> dict[int, Retrieved]:
+        """Forget the passages known by ids no longer stored (a deleted campaign's, removed since): by their old ids
+        (a passage met again is looked up by its content)."""
+        gone = {key: self.by_key[key] for key in set(self.keys.values()) if key not in stored}
+        if gone:
+            self.keys = {content: key for content, key in self.keys.items() if key not in gone}
+        return gone
+
+    def restored(self, gone: Mapping[int, Retrieved], ids: Mapping[int, int]) -> None:
+        """The forgotten passages stored again under these ids (by their old ids)."""
+        for old, hit in gone.items():
+            self.keys[(hit.pid, hit.source, hit.title, hit.text)] = ids[old]
+            self.by_key[ids[old]] = hit
 
     def next_batch(self) -> None:
         """Forget the last batch's keys (its passages are known by their ids, or, when its write failed, met again
@@ -249,6 +265,10 @@ class ResultWriter:
         # What new passages' texts are compressed with: the store's, or one learnt from the first batch of passages.
         self.dictionary = last_dictionary(store)
         self.written: set[int] = set()  # positions written in this session
+        # The store's count of passage sweeps when this writer last checked the passages it knows by id (a write
+        # finding another count checks them again: a deleted campaign's passages no campaign named are gone).
+        self.sweeps = 0
+        self.checked_sweeps: int | None = None
 
     def rows(self, finished: list[tuple[Question, Outcome]]) -> tuple[list[tuple[Any, ...]],
                                                                       list[tuple[int, StoredPassage]],
@@ -257,6 +277,8 @@ class ResultWriter:
         the new passages by their batch keys, which `write` replaces with the store's ids."""
         new_passages: list[tuple[int, Retrieved]] = []
         self.passages.next_batch()
+        if self.checked_sweeps is not None:  # the last write checked the known passages at this count
+            self.sweeps, self.checked_sweeps = self.checked_sweeps, None
         new_signatures: dict[str, str] = {}
         now, rows = time.time(), []
         fresh = {question.position: (question, o) for question, o in finished if question.position not in self.written}
@@ -313,12 +335,19 @@ class ResultWriter:
         before = conn.execute("SELECT count(*), count(error) FROM results WHERE campaign_id = ? AND position IN "
                               f"({marks})",
                               (self.campaign_id, *positions)).fetchone()
+        gone: dict[int, Retrieved] = {}
+        if (sweeps := passage_sweeps(conn)) != self.sweeps:  # passages removed since: those known by id checked
+            gone = self.passages.forget_gone(stored_ids(conn, self.passages.keys.values()))
+            passages = [*passages, *((old, StoredPassage.of(hit.pid, hit.source, hit.title, hit.text,
+                                                           self.dictionary)) for old, hit in gone.items())]
+            self.checked_sweeps = sweeps  # from the next batch on (this write may be tried again)
         if passages:  # stored once for every campaign: those another campaign stored already are found
             ids = put_passages(conn, [passage for _, passage in passages])
             by_key = {key: ids[passage.digest] for key, passage in passages}
             rows = [(*row[:RETRIEVED_COLUMN], with_ids(row[RETRIEVED_COLUMN], by_key), *row[RETRIEVED_COLUMN + 1:])
                     for row in rows]
             self.passages.stored(by_key)
+            self.passages.restored(gone, by_key)
         conn.executemany("INSERT INTO campaign_signatures (campaign_id, name, signature) VALUES (?, ?, ?) "
                          "ON CONFLICT DO NOTHING",
                          signatures)

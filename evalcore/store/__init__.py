@@ -290,10 +290,14 @@ CREATE TABLE passage_texts (
 """
 # v26: passage texts compressed with a dictionary kept once per store (`passage_dictionaries`: the words the store's
 # passages use most, learnt from the first passages a writer stores), about 15% smaller than alone; a passage names
-# the dictionary its text needs (NULL: none, as every passage stored before).
+# the dictionary its text needs (NULL: none, as every passage stored before). Deleting a campaign removes the passages
+# no campaign names any more, and counts it in `passage_sweeps` (one row): a writer that finds the count moved checks
+# the passages it knows by id before naming them again.
 SCHEMA_V26 = """
 CREATE TABLE passage_dictionaries (id INTEGER PRIMARY KEY, digest BLOB NOT NULL UNIQUE, data BLOB NOT NULL);
 ALTER TABLE passage_texts ADD COLUMN dictionary INTEGER;
+CREATE TABLE passage_sweeps (sweeps INTEGER NOT NULL);
+INSERT INTO passage_sweeps (sweeps) VALUES (0);
 """
 MIGRATIONS: tuple[str, ...] = (SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5, SCHEMA_V6, SCHEMA_V7,
                                SCHEMA_V8, SCHEMA_V9, SCHEMA_V10, SCHEMA_V11, SCHEMA_V12, SCHEMA_V13, SCHEMA_V14,
@@ -414,6 +418,12 @@ class Dialect:
     def entry_text(value: str, key: str) -> str:
         """The text under a key (a literal) of an entry's JSON object value."""
         return f"json_extract({value}, '$.{key}')"
+
+    @staticmethod
+    def ranked_keys(column: str) -> str:
+        """A table (for FROM, its column `value`) of the passage ids a results row's ranked list names (none for a list
+        of whole passages, as rows stored before shared passages hold, or a re-judge's empty one)."""
+        return f"json_each(CASE WHEN {column} LIKE '{KEYS_HEAD}%' THEN {column} ELSE '{{\"k\":[]}}' END, '$.k')"
 
     # What ends a subquery that picks a row to claim: nothing on SQLite, whose one writer already serialises claims.
     skip_locked = ""
@@ -922,6 +932,40 @@ def put_passages(conn: Connection, passages: Iterable[StoredPassage]) -> dict[by
                              [(ids[p.digest], p.digest, p.pid, p.source, p.title, p.packed, numbers[d.digest])
                               for p in missing if (d := p.dictionary) is not None])
     return ids
+
+
+def passage_sweeps(conn: Connection) -> int:
+    """How many times passages no campaign names were removed from the store (a writer's known ids may be gone)."""
+    return int(conn.execute("SELECT sweeps FROM passage_sweeps").fetchone()[0])
+
+
+def stored_ids(conn: Connection, ids: Iterable[int]) -> set[int]:
+    """Those of these passage ids that are stored."""
+    found: set[int] = set()
+    for chunk in _chunks(sorted(set(ids))):
+        rows = conn.execute(f"SELECT id FROM passage_texts WHERE id IN ({', '.join('?' * len(chunk))})",
+                            tuple(chunk)).fetchall()
+        found.update(int(row[0]) for row in rows)
+    return found
+
+
+def delete_unused_passages(conn: Connection, dialect: Dialect) -> int:
+    """Remove the passages no results row names (after a campaign's rows are deleted, in the same transaction), and
+    count the sweep for writers that know passages by id; how many were removed.
+
+    With concurrent writers: on SQLite the one writer serialises this with every write; on PostgreSQL (serializable
+    writes) a write that found a removed passage by its content, or read the sweep count before it moved, conflicts
+    with this transaction and one of them is tried again.
+    """
+    used = {int(row[0]) for row in conn.execute(
+        f"SELECT DISTINCT k.value FROM results r, {dialect.ranked_keys('r.retrieved')} k").fetchall()}
+    unused = [number for row in conn.execute("SELECT id FROM passage_texts").fetchall()
+              if (number := int(row[0])) not in used]
+    for chunk in _chunks(unused):
+        conn.execute(f"DELETE FROM passage_texts WHERE id IN ({', '.join('?' * len(chunk))})", tuple(chunk))
+    if unused:
+        conn.execute("UPDATE passage_sweeps SET sweeps = sweeps + 1")
+    return len(unused)
 
 
 def read_passages(store: Store, ids: Iterable[int]) -> Iterator[tuple[int, int | None, str, str, str]]:
