@@ -206,7 +206,8 @@ def test_a_writer_that_meets_many_new_passages_compresses_them_with_a_dictionary
         rows, passages, signatures = writer.rows([(Question(1, 2, "q"), Outcome(answer="a", retrieved=many))])
         store.write(lambda conn: writer.write(conn, rows, passages, signatures, {}))
         dictionary = last_dictionary(store)
-        assert dictionary is not None and b"remboursement" in dictionary.data
+        assert dictionary is not None
+        assert b"remboursement" in dictionary.data
         stored = store.read("SELECT id, text, dictionary FROM passage_texts ORDER BY id")
         assert [row["dictionary"] is None for row in stored] == [True] * (DICTIONARY_FROM - 1) + [False] * (
             len(texts) - DICTIONARY_FROM + 1)
