@@ -14,7 +14,16 @@ from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.records import Outcome, Question
 from evalcore.campaigns.result_rows import ResultWriter, read_results
 from evalcore.compare import compare_campaigns
-from evalcore.store import MIGRATIONS, Store, StoredPassage, migration_step, read_passages, split_script, unpack
+from evalcore.store import (
+    MIGRATIONS,
+    Connection,
+    Store,
+    StoredPassage,
+    migration_step,
+    read_passages,
+    split_script,
+    unpack,
+)
 from evalcore.store.opening import open_store
 from evalcore.targets import Retrieved, TargetConfig
 from tests.conftest import write_dataset
@@ -172,3 +181,121 @@ def test_a_new_sqlite_store_has_large_pages_and_an_existing_one_keeps_its_own(tm
     with Store(tmp_path / "old.db") as store:
         assert store.read("PRAGMA page_size")[0][0] == 4096
         assert store.read("SELECT count(*) AS n FROM passage_texts")[0]["n"] == 0
+
+
+def test_a_writer_that_meets_many_new_passages_compresses_them_with_a_dictionary_stored_once(db: str) -> None:
+    # A writer's first batch of many new passages teaches the store a dictionary of their words; their texts, and
+    # those of every later writer (another campaign), are compressed with it, smaller than alone, and read back
+    # exactly; passages stored before it (none here, older stores) keep theirs.
+    from evalcore.store import DICTIONARY_FROM, last_dictionary
+
+    words = ["délai", "remboursement", "commande", "livraison", "garantie", "退货", "三十天", "warranty", "returns",
+             "delivery", "within", "thirty", "days"]
+    texts = [" ".join(words[(n * 7 + k) % len(words)] for k in range(40)) + f" passage {n}."
+             for n in range(DICTIONARY_FROM * 2)]
+    hits = [hit(n, "", f"T{n}", text, 1.0 / (n + 1), {}) for n, text in enumerate(texts)]
+    with open_store(db) as store:
+        running(store, "A", "B")
+        assert last_dictionary(store) is None
+        writer = ResultWriter(store, "A")
+        few = tuple(hits[:DICTIONARY_FROM - 1])  # too few to learn from: stored alone
+        rows, passages, signatures = writer.rows([(Question(0, 1, "q"), Outcome(answer="a", retrieved=few))])
+        store.write(lambda conn: writer.write(conn, rows, passages, signatures, {}))
+        assert last_dictionary(store) is None
+        many = tuple(hits)
+        rows, passages, signatures = writer.rows([(Question(1, 2, "q"), Outcome(answer="a", retrieved=many))])
+        store.write(lambda conn: writer.write(conn, rows, passages, signatures, {}))
+        dictionary = last_dictionary(store)
+        assert dictionary is not None
+        assert b"remboursement" in dictionary.data
+        stored = store.read("SELECT id, text, dictionary FROM passage_texts ORDER BY id")
+        assert [row["dictionary"] is None for row in stored] == [True] * (DICTIONARY_FROM - 1) + [False] * (
+            len(texts) - DICTIONARY_FROM + 1)
+        with_words = [bytes(row["text"]) for row in stored if row["dictionary"] is not None]
+        alone = [StoredPassage.of(n, "", f"T{n}", texts[n]).packed for n in range(DICTIONARY_FROM - 1, len(texts))]
+        assert sum(map(len, with_words)) < 0.8 * sum(map(len, alone))
+        assert sorted((pid, title, text) for _, pid, _, title, text in read_passages(store, range(len(texts)))) == \
+            [(n, f"T{n}", text) for n, text in enumerate(texts)]
+        # Another campaign's writer finds the store's dictionary; a passage it alone retrieved is compressed with it.
+        other = ResultWriter(store, "B")
+        assert other.dictionary == dictionary
+        extra = hit(999, "", "Extra", texts[0] + " encore", 1.0, {})
+        rows, passages, signatures = other.rows([(Question(0, 1, "q"), Outcome(answer="a", retrieved=(extra,)))])
+        store.write(lambda conn: other.write(conn, rows, passages, signatures, {}))
+        assert store.read("SELECT count(*) AS n FROM passage_dictionaries")[0]["n"] == 1
+        assert store.read("SELECT dictionary FROM passage_texts WHERE pid = 999")[0]["dictionary"] is not None
+        assert [r.outcome.retrieved for r in read_results(store, "B")] == [(extra,)]
+        assert [r.outcome.retrieved for r in read_results(store, "A")] == [few, many]
+
+
+def running(store: Store, *campaigns: str) -> None:
+    """Campaigns being written, each with two questions."""
+    for campaign in campaigns:
+        store.write(lambda conn, c=campaign: conn.execute(
+            "INSERT INTO campaigns (id, tenant, kind, source, status, total, finished, failed, created_at, config) "
+            f"VALUES ('{c}', 'default', 'dataset', 'default', 'running', 2, 0, 0, 0, '{{}}')"))
+        store.write(lambda conn, c=campaign: conn.execute(
+            "INSERT INTO campaign_questions (campaign_id, position, qid, question, refs, expected_sources) "
+            f"VALUES ('{c}', 0, 1, 'q', '[]', '[]'), ('{c}', 1, 2, 'q', '[]', '[]')"))
+
+
+def stored_pids(store: Store) -> list[int]:
+    return sorted(row["pid"] for row in store.read("SELECT pid FROM passage_texts"))
+
+
+def test_deleting_a_campaign_removes_the_passages_no_campaign_names_and_a_writer_stores_them_again(db: str) -> None:
+    from evalcore.store import delete_unused_passages
+
+    p1, p2, p3, p4 = (hit(n, "", f"T{n}", f"texte {n} 退货", 1.0 / n, {}) for n in (1, 2, 3, 4))
+    with open_store(db) as store:
+        running(store, "A", "B")
+
+        def write(writer: ResultWriter, position: int, ranked: tuple[Retrieved, ...]) -> None:
+            rows, passages, signatures = writer.rows([(Question(position, position + 1, "q"),
+                                                       Outcome(answer="a", retrieved=ranked))])
+            store.write(lambda conn: writer.write(conn, rows, passages, signatures, {}))
+
+        def delete(campaign: str) -> int:
+            def run(conn: Connection) -> int:
+                conn.execute("DELETE FROM campaigns WHERE id = ?", (campaign,))
+                return delete_unused_passages(conn, store.dialect)
+            return store.write(run)
+
+        write(ResultWriter(store, "A"), 0, (p1, p2))
+        b = ResultWriter(store, "B")
+        write(b, 0, (p2, p3))  # finds p2 by its content, stores p3
+        write(ResultWriter(store, "B"), 0, (p2,))  # another session writes question 0 again: p3 no longer named
+        assert stored_pids(store) == [1, 2, 3]
+        assert delete("A") == 2  # p1 (A's alone) and p3 (named by no row) go; p2, named by B, stays
+        assert stored_pids(store) == [2]
+        assert [[h.pid for h in r.outcome.retrieved] for r in read_results(store, "B")] == [[2]]
+        # B's first session still knows p3 by its old id, and meets p1 and p4 anew: all stored again, under ids
+        # named by the row, and read back whole.
+        write(b, 1, (p3, p1, p2, p4))
+        assert stored_pids(store) == [1, 2, 3, 4]
+        assert [r.outcome.retrieved for r in read_results(store, "B")] == [(p2,), (p3, p1, p2, p4)]
+        assert delete("B") == 4
+        assert stored_pids(store) == []
+        assert store.read("SELECT sweeps FROM passage_sweeps")[0]["sweeps"] == 2
+
+
+def test_deleting_real_campaigns_keeps_their_shared_passages_until_the_last_is_deleted(tmp_path: Path) -> None:
+    dataset = str(write_dataset(tmp_path / "tiny"))
+    manager = CampaignManager(tmp_path / "e.db")
+    try:
+        config = TargetConfig(retriever="bm25")
+        first = manager.launch(LaunchRequest(dataset=dataset, config=config))
+        manager.wait(first)
+        second = manager.launch(LaunchRequest(dataset=dataset, config=config, limit=2))
+        manager.wait(second)
+        before = stored_pids(manager.store)
+        expected = [r.outcome.retrieved for r in campaign_results(manager.store, second)]
+        manager.delete(first)
+        kept = stored_pids(manager.store)
+        assert 0 < len(kept) < len(before)  # the second campaign's passages alone
+        assert kept == sorted({h.pid for ranked in expected for h in ranked})
+        assert [r.outcome.retrieved for r in campaign_results(manager.store, second)] == expected
+        manager.delete(second)
+        assert stored_pids(manager.store) == []
+    finally:
+        manager.close()

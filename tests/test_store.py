@@ -311,7 +311,13 @@ def test_float32_scores_are_stored_short_and_read_back_to_the_last_bit() -> None
 
     import numpy as np
 
-    from evalcore.campaigns.result_rows import Passages, decode_ranked, encode_ranked, unpacked_floats
+    from evalcore.campaigns.result_rows import (
+        Passages,
+        decode_ranked,
+        encode_ranked,
+        unpacked_floats,
+        unpacked_micros,
+    )
 
     raw = np.array([11.044711, 10.421133, 4.428916, 1e-30, 0.0, 3e38, 7.0], dtype=np.float32)
     norm = (raw / raw[0]).tolist()
@@ -325,6 +331,12 @@ def test_float32_scores_are_stored_short_and_read_back_to_the_last_bit() -> None
         ([1, 0.5], [{"s": 1.0}, {"s": 0.5}]),
         ([0.5, 0.25], [{"s": 0.5}, {"t": 0.25}]),
         ([], []),
+        # A stage of scores with at most six decimals (BM25's raw scores) is written as millionths; one that is not
+        # (a seventh digit, a negative zero, 2,147 or more) keeps its list.
+        ([0.5, 0.25, 0.125], [{"bm25": 2146.999999}, {"bm25": -3.25}, {"bm25": 1e-06}]),
+        ([0.5, 0.25], [{"bm25": 0.1 + 0.2}, {"bm25": 1.5}]),
+        ([0.5, 0.25], [{"bm25": -0.0}, {"bm25": 1.5}]),
+        ([0.5, 0.25], [{"bm25": 2147.0}, {"bm25": 1.5}]),
     ]
     passages = Passages()
     for scores, stages in cases:
@@ -341,6 +353,12 @@ def test_float32_scores_are_stored_short_and_read_back_to_the_last_bit() -> None
     assert len(packed) == 4 * ((4 * len(norm) + 2) // 3)
     assert unpacked_floats(packed) == norm
     assert '"bm25_norm":6' in short
+    assert isinstance(json.loads(short)["st"]["bm25"], list)  # 3e38 is beyond 4 bytes of millionths
+    millionths = json.loads(encode_ranked(_ranked(norm[:3], bm25[:3]), passages, []))["st"]["bm25"]
+    assert len(millionths) == 16  # 4 bytes a score, in base64
+    assert unpacked_micros(millionths) == [11.044711, 10.421133, 4.428916]
+    assert [isinstance(json.loads(encode_ranked(_ranked(*case), passages, []))["st"]["bm25"], str)
+            for case in cases[-4:]] == [True, False, False, False]
     assert '"s":' in encode_ranked(_ranked(*cases[2]), passages, [])  # float64 scores keep their precision
 
 
@@ -404,7 +422,7 @@ def test_a_version_fifteen_store_is_migrated_and_its_rows_read_the_same(tmp_path
                                                                                 context=hits[:1]))])
         store.write(lambda conn: writer.write(conn, rows, passages, signatures, {}))
         stored = store.read("SELECT retrieved FROM results WHERE position = 1")[0]["retrieved"]
-        assert stored == '{"k":[0,1],"g":"AACAP+CLcT8=","st":{"bm25":[11.044711,10.421133],"bm25_norm":6}}'
+        assert stored == '{"k":[0,1],"g":"AACAP+CLcT8=","st":{"bm25":"Z4eoAI0DnwA=","bm25_norm":6}}'
         assert [r.outcome.retrieved for r in read_results(store, "c")] == [hits, hits]
 
 

@@ -14,7 +14,7 @@ from evalcore.campaigns.listing import campaign_rows
 from evalcore.cli import main
 from evalcore.compare import compare_campaigns
 from evalcore.jobs.job_queue import submit
-from evalcore.store import StoreCallCache, open_store
+from evalcore.store import StoreCallCache, StoredPassage, TextDictionary, open_store, put_passages
 from evalcore.store.copy import TABLES, fingerprint
 from evalcore.suites import create_suite
 from evalcore.targets import TargetConfig
@@ -66,6 +66,10 @@ def filled_store(path: Path, tiny_dataset: Path) -> str:
         manager.store.write(lambda conn: conn.execute(  # a conversation judge's verdict, as kept
             "INSERT INTO conversation_verdicts (campaign_id, conversation, judge, verdict, judged_at) "
             "VALUES (?, ?, ?, ?, ?)", (ids[0], "refunds", "conversation_goal", '{"judge": "conversation_goal"}', 3.5)))
+        # a passage compressed with the store's dictionary, as a writer that met many new passages stores it
+        words = TextDictionary.learnt(["refund the order within thirty days", "the order ships within two days"])
+        manager.store.write(lambda conn: put_passages(conn, [StoredPassage.of(
+            7, "", "Returns", "the order is refunded within thirty days", words)]))
         for table, order in TABLES:
             assert fingerprint(manager.store, table, order)[0] > 0, table
     finally:

@@ -36,6 +36,7 @@ from evalcore.store import (
     StoreCallCache,
     campaign_rows,
     db_location,
+    delete_unused_passages,
     dumps,
     lease_s,
     mark_orphans,
@@ -674,7 +675,13 @@ class CampaignManager:
         runner = self._runners.pop(campaign_id, None)
         if runner is not None:
             runner.cancelled.set()
-        self.store.write(lambda conn: campaign_rows.delete_campaign(conn, campaign_id))
+        dialect = self.store.dialect
+
+        def delete(conn: Connection) -> None:  # the passages no other campaign names go with its rows
+            campaign_rows.delete_campaign(conn, campaign_id)
+            delete_unused_passages(conn, dialect)
+
+        self.store.write(delete)
 
     def wait(self, campaign_id: str, timeout: float | None = None) -> Campaign:
         """Block until the campaign is no longer pending/running (or timeout); return it."""

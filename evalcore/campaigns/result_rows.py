@@ -30,17 +30,22 @@ from typing import Any, cast
 from evalcore.campaigns.records import Outcome, Question, QuestionResult, retrieved_to_json, sources_of
 from evalcore.metrics.graded import current_name, stored_column, stored_values
 from evalcore.store import (
+    DICTIONARY_FROM,
     KEYS_HEAD,
     Connection,
     Row,
     Store,
     StoredPassage,
+    TextDictionary,
     campaign_rows,
     dumps,
+    last_dictionary,
+    passage_sweeps,
     put_passages,
     ranked_ids,
     read_passages,
     result_table,
+    stored_ids,
     with_ids,
 )
 from evalcore.targets import Retrieved
@@ -76,6 +81,20 @@ class Passages:
             self.keys[content] = ids[key]
             self.by_key[ids[key]] = self.by_key[key]
 
+    def forget_gone(self, stored: set[int]) -> dict[int, Retrieved]:
+        """Forget the passages known by ids no longer stored (a deleted campaign's, removed since): by their old ids
+        (a passage met again is looked up by its content)."""
+        gone = {key: self.by_key[key] for key in set(self.keys.values()) if key not in stored}
+        if gone:
+            self.keys = {content: key for content, key in self.keys.items() if key not in gone}
+        return gone
+
+    def restored(self, gone: Mapping[int, Retrieved], ids: Mapping[int, int]) -> None:
+        """The forgotten passages stored again under these ids (by their old ids)."""
+        for old, hit in gone.items():
+            self.keys[(hit.pid, hit.source, hit.title, hit.text)] = ids[old]
+            self.by_key[ids[old]] = hit
+
     def next_batch(self) -> None:
         """Forget the last batch's keys (its passages are known by their ids, or, when its write failed, met again
         as new)."""
@@ -106,6 +125,9 @@ def load_signatures(store: Store, campaign_id: str) -> dict[str, str]:
 # that number of digits. Rows written before keep "s" and every stage's list, and read as they did.
 # From shared passages on (schema version 25), float32 scores are written as "g": their 4 bytes each
 # (little-endian) in base64, 5.3 characters a score against about 10 in "f", read back as the same values.
+# From schema version 26 on, a stage's list whose every score has at most six decimal digits (BM25's raw scores, as
+# the retrievers round them) is written as a text: those scores in millionths, as 4-byte integers (little-endian)
+# in base64, 5.3 characters a score against about 9 in the list; read back as the same values.
 STAGE_DIGITS = 6  # the retrievers round each stage's scores to this many digits (evalcore.targets.retrievers)
 
 
@@ -117,8 +139,8 @@ def encode_ranked(hits: Sequence[Retrieved], passages: Passages, new: list[tuple
         for name, value in hit.stages.items():
             lists.setdefault(name, [None] * len(hits))[position] = value
     rounded = [round(score, STAGE_DIGITS) for score in scores] if all(type(s) is float for s in scores) else None
-    stages: dict[str, list[float | None] | int] = {
-        name: STAGE_DIGITS if rounded is not None and same_floats(values, rounded) else values
+    stages: dict[str, list[float | None] | int | str] = {
+        name: STAGE_DIGITS if rounded is not None and same_floats(values, rounded) else micros_bytes(values) or values
         for name, values in lists.items()}
     keys = dumps([passages.key(hit, new) for hit in hits])
     packed = float32_bytes(scores)
@@ -130,7 +152,7 @@ def encode_ranked(hits: Sequence[Retrieved], passages: Passages, new: list[tuple
 def float32_bytes(scores: Sequence[object]) -> str | None:
     """The scores as float32 bytes (little-endian) in base64, when every score is a finite float32 value that reads
     back from them to the last bit; None otherwise."""
-    if not scores or not all(type(score) is float and math.isfinite(score) for score in scores):
+    if not scores or set(map(type, scores)) != {float} or not all(map(math.isfinite, cast(list[float], scores))):
         return None
     floats = cast(list[float], scores)
     packed = array("f", floats)
@@ -150,11 +172,45 @@ def unpacked_floats(text: str) -> list[float]:
 
 
 def same_floats(values: Sequence[object], expected: Sequence[float]) -> bool:
-    """Whether every value is a float equal to the expected one to the last bit (a zero's sign included)."""
-    return len(values) == len(expected) and all(
-        type(value) is float and value == want
-        and (value != 0.0 or math.copysign(1.0, value) == math.copysign(1.0, want))
-        for value, want in zip(values, expected, strict=True))
+    """Whether every value is a float equal to the expected one to the last bit (a zero's sign included).
+
+    The lists are compared whole and the values' types gathered in one call each (a row's encoding checks three
+    lists of 30 scores: value by value it took a third of the encoding); zeros alone are compared one by one.
+    """
+    got = values if type(values) is list else list(values)
+    want = expected if type(expected) is list else list(expected)
+    if got != want or not set(map(type, got)) <= {float}:
+        return False
+    return 0.0 not in want or all(math.copysign(1.0, cast(float, value)) == math.copysign(1.0, zero)
+                                  for value, zero in zip(got, want, strict=True) if zero == 0.0)
+
+
+MICROS_LIMIT = 2**31 // 10**6  # scores a 4-byte integer of millionths holds: below 2,147 in size
+_BELOW_MICROS_LIMIT = float(MICROS_LIMIT).__gt__  # whether a size is below it (False for NaN)
+
+
+def micros_bytes(values: Sequence[object]) -> str | None:
+    """Scores of at most six decimal digits as millionths, 4-byte integers (little-endian) in base64, when every
+    score is a float that reads back from them to the last bit; None otherwise."""
+    if not values or set(map(type, values)) != {float}:
+        return None
+    floats = cast(list[float], values)
+    if not all(map(_BELOW_MICROS_LIMIT, map(abs, floats))):  # NaN is not below it
+        return None
+    packed = array("i", [round(value * 1e6) for value in floats])
+    if sys.byteorder == "big":
+        packed.byteswap()
+    text = base64.b64encode(packed.tobytes()).decode("ascii")
+    return text if same_floats(unpacked_micros(text), floats) else None
+
+
+def unpacked_micros(text: str) -> list[float]:
+    """The scores back from micros_bytes's text."""
+    values = array("i")
+    values.frombytes(base64.b64decode(text))
+    if sys.byteorder == "big":
+        values.byteswap()
+    return [value / 1e6 for value in values]
 
 
 def single_floats(values: Sequence[float]) -> list[float]:
@@ -173,6 +229,8 @@ def decode_ranked(text: str, passages: Mapping[int, Retrieved]) -> tuple[Retriev
     for name, values in data["st"].items():
         if isinstance(values, int):  # the scores rounded to that many digits
             values = [round(score, values) for score in scores]
+        elif isinstance(values, str):  # the scores in millionths (micros_bytes)
+            values = unpacked_micros(values)
         for position, value in enumerate(values):
             if value is not None:
                 stages[position][name] = value
@@ -215,7 +273,13 @@ class ResultWriter:
         self.shared = shared  # a re-judge: the answers are another campaign's rows, not written again
         self.passages = Passages()  # filled as passages are met: one stored before is found by its content
         self.signatures = load_signatures(store, campaign_id)
+        # What new passages' texts are compressed with: the store's, or one learnt from the first batch of passages.
+        self.dictionary = last_dictionary(store)
         self.written: set[int] = set()  # positions written in this session
+        # The store's count of passage sweeps when this writer last checked the passages it knows by id (a write
+        # finding another count checks them again: a deleted campaign's passages no campaign named are gone).
+        self.sweeps = 0
+        self.checked_sweeps: int | None = None
 
     def rows(self, finished: list[tuple[Question, Outcome]]) -> tuple[list[tuple[Any, ...]],
                                                                       list[tuple[int, StoredPassage]],
@@ -224,6 +288,8 @@ class ResultWriter:
         the new passages by their batch keys, which `write` replaces with the store's ids."""
         new_passages: list[tuple[int, Retrieved]] = []
         self.passages.next_batch()
+        if self.checked_sweeps is not None:  # the last write checked the known passages at this count
+            self.sweeps, self.checked_sweeps = self.checked_sweeps, None
         new_signatures: dict[str, str] = {}
         now, rows = time.time(), []
         fresh = {question.position: (question, o) for question, o in finished if question.position not in self.written}
@@ -244,7 +310,10 @@ class ResultWriter:
                 dumps([use.to_json() for use in o.usage]), o.cost.amount, o.cost.currency or None,
                 dumps(o.check_results) if o.check_results else None,
             ))
-        passages = [(key, StoredPassage.of(hit.pid, hit.source, hit.title, hit.text)) for key, hit in new_passages]
+        if self.dictionary is None and len(new_passages) >= DICTIONARY_FROM:
+            self.dictionary = TextDictionary.learnt(hit.text for _, hit in new_passages)
+        passages = [(key, StoredPassage.of(hit.pid, hit.source, hit.title, hit.text, self.dictionary))
+                    for key, hit in new_passages]
         return rows, passages, [(self.campaign_id, name, sig) for name, sig in new_signatures.items()]
 
     def _answer_cells(self, o: Outcome, new: list[tuple[int, Retrieved]]) -> tuple[Any, ...]:
@@ -274,12 +343,19 @@ class ResultWriter:
             raise NotOwner(self.campaign_id)
         positions = [row[1] for row in rows]
         before = result_table.counts_at(conn, self.campaign_id, positions)
+        gone: dict[int, Retrieved] = {}
+        if (sweeps := passage_sweeps(conn)) != self.sweeps:  # passages removed since: those known by id checked
+            gone = self.passages.forget_gone(stored_ids(conn, self.passages.keys.values()))
+            passages = [*passages, *((old, StoredPassage.of(hit.pid, hit.source, hit.title, hit.text,
+                                                           self.dictionary)) for old, hit in gone.items())]
+            self.checked_sweeps = sweeps  # from the next batch on (this write may be tried again)
         if passages:  # stored once for every campaign: those another campaign stored already are found
             ids = put_passages(conn, [passage for _, passage in passages])
             by_key = {key: ids[passage.digest] for key, passage in passages}
             rows = [(*row[:RETRIEVED_COLUMN], with_ids(row[RETRIEVED_COLUMN], by_key), *row[RETRIEVED_COLUMN + 1:])
                     for row in rows]
             self.passages.stored(by_key)
+            self.passages.restored(gone, by_key)
         result_table.put_signatures(conn, signatures)
         result_table.put_results(conn, COLUMNS, rows)
         failed_now = sum(1 for row in rows if row[ERROR_COLUMN] is not None)

@@ -16,7 +16,7 @@ from evalcore.store import Connection, Row, Store
 TABLES: tuple[tuple[str, str], ...] = (
     ("targets", "id"), ("suites", "id"), ("cases", "suite_id, position"), ("campaigns", "id"),
     ("campaign_questions", "campaign_id, position"), ("results", "campaign_id, position"),
-    ("passage_texts", "id"), ("campaign_signatures", "campaign_id, name"),
+    ("passage_dictionaries", "id"), ("passage_texts", "id"), ("campaign_signatures", "campaign_id, name"),
     ("comparisons", "a_id, b_id, seed, resamples"), ("call_cache", "key"), ("api_keys", "id"),
     ("dashboard_sessions", "token_hash"), ("labels", "campaign_id, qid, judge"),
     ("pairwise", "a_id, b_id, signature"), ("campaign_figures", "campaign_id, kind"), ("jobs", "id"),

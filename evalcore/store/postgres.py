@@ -29,6 +29,7 @@ from psycopg.types.numeric import FloatLoader
 
 from evalcore.errors import EvalError
 from evalcore.store import (
+    KEYS_HEAD,
     MIGRATIONS,
     Connection,
     Cursor,
@@ -160,6 +161,11 @@ class PgDialect(Dialect):
     @staticmethod
     def entry_text(value: str, key: str) -> str:
         return f"({value} ->> '{key}')"
+
+    @staticmethod
+    def ranked_keys(column: str) -> str:
+        return (f"jsonb_array_elements_text((CASE WHEN {column} LIKE '{KEYS_HEAD}%' THEN {column} "
+                "ELSE '{\"k\":[]}' END)::jsonb -> 'k')")
 
     skip_locked = " FOR UPDATE SKIP LOCKED"  # claimers pass over a row another one is taking
 
