@@ -155,20 +155,29 @@ def float32_bytes(scores: Sequence[object]) -> str | None:
     if not scores or set(map(type, scores)) != {float} or not all(map(math.isfinite, cast(list[float], scores))):
         return None
     floats = cast(list[float], scores)
-    packed = array("f", floats)
-    if sys.byteorder == "big":
-        packed.byteswap()
-    text = base64.b64encode(packed.tobytes()).decode("ascii")
+    text = _base64_of(array("f", floats))
     return text if same_floats(unpacked_floats(text), floats) else None
 
 
 def unpacked_floats(text: str) -> list[float]:
     """float32 scores back from float32_bytes's text, in their float64 form."""
-    values = array("f")
+    return _array_of("f", text).tolist()
+
+
+def _base64_of(values: array[Any]) -> str:
+    """A packed array's bytes, little-endian whatever the machine, in base64."""
+    if sys.byteorder == "big":
+        values.byteswap()
+    return base64.b64encode(values.tobytes()).decode("ascii")
+
+
+def _array_of(typecode: str, text: str) -> array[Any]:
+    """The array of that type _base64_of wrote."""
+    values = array(typecode)
     values.frombytes(base64.b64decode(text))
     if sys.byteorder == "big":
         values.byteswap()
-    return values.tolist()
+    return values
 
 
 def same_floats(values: Sequence[object], expected: Sequence[float]) -> bool:
@@ -197,20 +206,13 @@ def micros_bytes(values: Sequence[object]) -> str | None:
     floats = cast(list[float], values)
     if not all(map(_BELOW_MICROS_LIMIT, map(abs, floats))):  # NaN is not below it
         return None
-    packed = array("i", [round(value * 1e6) for value in floats])
-    if sys.byteorder == "big":
-        packed.byteswap()
-    text = base64.b64encode(packed.tobytes()).decode("ascii")
+    text = _base64_of(array("i", [round(value * 1e6) for value in floats]))
     return text if same_floats(unpacked_micros(text), floats) else None
 
 
 def unpacked_micros(text: str) -> list[float]:
     """The scores back from micros_bytes's text."""
-    values = array("i")
-    values.frombytes(base64.b64decode(text))
-    if sys.byteorder == "big":
-        values.byteswap()
-    return [value / 1e6 for value in values]
+    return [value / 1e6 for value in _array_of("i", text)]
 
 
 def single_floats(values: Sequence[float]) -> list[float]:
