@@ -43,10 +43,10 @@ def import_documents(principal: Principal) -> None:
         name = st.text_input("Name", placeholder="my-documents", key="document_name",
                              help="Saved as dataset id uploads-<name>: a corpus with no questions yet.")
         left, right = st.columns(2)
-        size = left.number_input("Words per passage", min_value=8, max_value=8192, value=TargetConfig.chunk_size,
+        size = left.number_input("Words per passage", min_value=8, max_value=8192, value=TargetConfig().chunks.chunk_size,
                                  help=KEYS["chunk_size"].help + " (the chunk_size key)")
         overlap = right.number_input("Words shared by consecutive passages", min_value=0, max_value=8191,
-                                     value=TargetConfig.chunk_overlap, help="the chunk_overlap key")
+                                     value=TargetConfig().chunks.chunk_overlap, help="the chunk_overlap key")
         submitted = st.form_submit_button("Import")
     if submitted:
         with ui.guard():

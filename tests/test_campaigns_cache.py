@@ -29,7 +29,7 @@ def chat_requests(server: FakeOpenAIServer) -> int:
 
 def openai_config(server: FakeOpenAIServer, dataset: Path) -> TargetConfig:
     """Our pipeline with BM25 and an OpenAI-compatible generator on the loopback server."""
-    return TargetConfig(retriever="bm25", generator="openai", base_url=server.base_url, model="fake-model",
+    return TargetConfig().with_values(retriever="bm25", generator="openai", base_url=server.base_url, model="fake-model",
                         api_key_env="", knowledge_base=str(dataset), retries=0)
 
 

@@ -165,8 +165,8 @@ def test_a_snapshot_keeps_the_stored_json_and_reads_older_ones_as_a_typed_config
     assert json.dumps(snapshot.to_dict()) == json.dumps(stored)  # byte for byte
     target = snapshot.target
     assert target.retriever_label == "vector · E5 embeddings"
-    assert target.chunk_size == TargetConfig.chunk_size
-    assert Settings.of(target) == Settings("vector · E5 embeddings", "none", "extractive", TargetConfig.embedding_top_k)
+    assert target.chunks.chunk_size == TargetConfig().chunks.chunk_size
+    assert Settings.of(target) == Settings("vector · E5 embeddings", "none", "extractive", TargetConfig().retrieval.embedding_top_k)
     campaign = dataclasses.replace(build(Campaign), config=stored)  # a plain dict becomes a snapshot
     assert isinstance(campaign.config, Snapshot)
     assert campaign.to_dict()["config"] == stored

@@ -70,7 +70,7 @@ def model() -> Iterator[FakeOpenAIServer]:
 
 
 def config_for(model: FakeOpenAIServer, data: Path) -> TargetConfig:
-    return TargetConfig(knowledge_base=str(data), retriever="bm25", generator="openai", model="fake",
+    return TargetConfig().with_values(knowledge_base=str(data), retriever="bm25", generator="openai", model="fake",
                         base_url=model.base_url, api_key_env="")
 
 
