@@ -348,7 +348,8 @@ if submitted or estimating:
     with ui.guard():
         swept = None if sweep_key == NO_SWEEP else sweep_key
         own_judges = {"judge_prompts": prompts, "rubrics": rubrics}
-        config = TargetConfig.from_dict(form_values(values | execution | own_judges)).with_values(max_cost=float(budget))
+        config = TargetConfig.from_dict(form_values(values | execution | own_judges))
+        config = config.with_values(max_cost=float(budget))
         start = None if base in PRESETS or base.startswith(CAMPAIGN) else base
         request = LaunchRequest(dataset=dataset, suite_id=suite.id if suite else None, config=config,
                                 target_id=linked_target(start, base_config, [config]), use_judge=use_judge,

@@ -27,7 +27,7 @@ from evalcore.testing import FakeOpenAIServer, Reply
 
 distributed = pytest.importorskip("distributed")
 
-BM25 = TargetConfig().with_values(retriever="bm25", chunking="none")
+BM25 = TargetConfig.of(retriever="bm25", chunking="none")
 QUESTIONS = [question.text for question in load_dataset("default").questions]
 
 
@@ -84,8 +84,8 @@ def test_the_cluster_stores_the_same_rows_as_this_machine(manager: CampaignManag
 
 
 def llm_config(server: FakeOpenAIServer) -> TargetConfig:
-    return TargetConfig().with_values(retriever="bm25", chunking="none", generator="openai", model="fake", base_url=server.base_url,
-                        api_key_env="", retries=0)
+    return TargetConfig.of(retriever="bm25", chunking="none", generator="openai", model="fake",
+                           base_url=server.base_url, api_key_env="", retries=0)
 
 
 def asked(body: Any) -> str:

@@ -110,7 +110,7 @@ def test_configurations_read_and_write_as_before(name: str, data: dict[str, Any]
     for key, value in data.items():  # every key given reads back under its own name
         assert flat[key] == value, key
     assert TargetConfig.stored(flat) == config
-    assert TargetConfig().with_values(**{key: config.value(key) for key in data}) == config
+    assert TargetConfig.of(**{key: config.value(key) for key in data}) == config
     path = tmp_path / "target.toml"
     path.write_text(config.to_toml(), encoding="utf-8")
     assert TargetConfig.from_toml(path) == config
@@ -142,11 +142,11 @@ def test_a_key_declared_in_two_groups_is_refused() -> None:
 
 
 def test_with_values_routes_each_key_to_its_group() -> None:
-    config = TargetConfig().with_values(top_k=3, judge_model="x", retriever="bm25")
+    config = TargetConfig.of(top_k=3, judge_model="x", retriever="bm25")
     assert (config.generation.top_k, config.judge.judge_model, config.retrieval.retriever) == (3, "x", "bm25")
     assert config.diff(TargetConfig()).keys() == {"top_k", "judge_model", "retriever"}
     with pytest.raises(EvalError) as caught:
-        TargetConfig().with_values(top_kk=3)
+        TargetConfig.of(top_kk=3)
     assert "did you mean top_k?" in str(caught.value)
 
 

@@ -195,7 +195,8 @@ def diagnose(config: TargetConfig, question: Question, retrieved: tuple[Retrieve
     score = verdicts.get("score")
     evidence = Evidence(question.relevant, question.expected_sources, retrieved, context, measures,
                         judged=score.result if score else None)
-    return attribute(evidence, GenerationMarks(config.diagnosis.generation_pass_rougel, config.diagnosis.generation_pass_coverage))
+    marks = config.diagnosis
+    return attribute(evidence, GenerationMarks(marks.generation_pass_rougel, marks.generation_pass_coverage))
 
 
 def passage_id(hit: Retrieved) -> str:

@@ -134,7 +134,8 @@ def prompt_usage(config: TargetConfig, judges: Sequence[str], sample: Sequence[Q
         answer = min(config.generation.max_tokens, round(sum(map(approx_tokens, references)) / len(references))) \
             if references else config.generation.max_tokens // 4
         if model is not None:
-            calls.append((GENERATOR, model.name, approx_tokens(config.prompts.system_prompt + config.prompts.prompt_template)
+            prompts = config.prompts
+            calls.append((GENERATOR, model.name, approx_tokens(prompts.system_prompt + prompts.prompt_template)
                           + asked + context, answer))
             calls += query_calls(config, model.name, asked, passage)
         if config.kind == "rag" and config.rerank.reranker == "llm":

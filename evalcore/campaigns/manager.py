@@ -342,7 +342,8 @@ class CampaignManager:
         tenant = scope(request.principal, request.tenant, Action.CHANGE) or request.tenant
         config, target_id = resolve_config(self.store, request.config, request.target_id, None, tenant)
         names = (("score",) if request.use_judge else ()) + (tuple(request.judges) or DEFAULT_JUDGES)
-        judge_names = check_judges(names + tuple(name for name, _ in config.judge.rubrics), tuple(dict(config.judge.rubrics)))
+        rubrics = config.judge.rubrics
+        judge_names = check_judges(names + tuple(name for name, _ in rubrics), tuple(dict(rubrics)))
         check_reference_free(judge_names)
         if request.principal is not None:
             check_request(config)
@@ -720,7 +721,9 @@ def judge_settings(model: ChatModel, config: TargetConfig, samples: int) -> Judg
     from evalcore.judges import JudgeSettings, custom_prompt, parse_rubric, rubric_prompt
 
     rubrics = [parse_rubric(name, text) for name, text in config.judge.rubrics]
-    prompts = {name: custom_prompt(name, text, where=f"judge_prompts.{name}") for name, text in config.judge.judge_prompts}
+    prompts = {name: custom_prompt(name, text, where=f"judge_prompts.{name}")
+               for name, text in config.judge.judge_prompts}
     prompts |= {rubric.name: rubric_prompt(rubric) for rubric in rubrics}
     thresholds = dict(config.judge.judge_thresholds) | {rubric.name: rubric.pass_mark for rubric in rubrics}
-    return JudgeSettings(model, config.judge.judge_temperature, config.judge.judge_max_tokens, thresholds, samples, prompts)
+    judge = config.judge
+    return JudgeSettings(model, judge.judge_temperature, judge.judge_max_tokens, thresholds, samples, prompts)

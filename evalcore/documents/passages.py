@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from evalcore.errors import EvalError
 from evalcore.targets.knowledge import chunk_spans
-from evalcore.targets.target_config import TargetConfig
+from evalcore.targets.target_config import Chunks, TargetConfig
 
 BLOCK_CHARS = 200_000
 ID_BITS = 52  # ids stay exact in JavaScript numbers (2^53) and in int64
@@ -31,8 +31,8 @@ class Chunking:
     """Words per passage and words shared by consecutive passages: the configuration keys chunk_size and
     chunk_overlap, with their defaults and bounds."""
 
-    size: int = TargetConfig().chunks.chunk_size
-    overlap: int = TargetConfig().chunks.chunk_overlap
+    size: int = Chunks.chunk_size
+    overlap: int = Chunks.chunk_overlap
 
     @classmethod
     def of(cls, size: int | None = None, overlap: int | None = None,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalcore.errors import EvalError
-from evalcore.targets.target_config import TargetConfig
+from evalcore.targets.target_config import Generation, TargetConfig
 
 CHAT_ROLE, RERANK_ROLE = "chat", "rerank"
 
@@ -34,9 +34,9 @@ def default_models(environ: Mapping[str, str] | None = None) -> dict[str, Defaul
     env = os.environ if environ is None else environ
     found: dict[str, DefaultModel] = {}
     if model := env.get("EVALCORE_DEFAULT_CHAT_MODEL", "").strip():
-        url = env.get("EVALCORE_DEFAULT_CHAT_BASE_URL", "").strip() or TargetConfig().generation.base_url
+        url = env.get("EVALCORE_DEFAULT_CHAT_BASE_URL", "").strip() or Generation.base_url
         keys = {"generator": "openai", "model": model, "base_url": url,
-                "api_key_env": env.get("EVALCORE_DEFAULT_CHAT_API_KEY_ENV", TargetConfig().generation.api_key_env).strip()}
+                "api_key_env": env.get("EVALCORE_DEFAULT_CHAT_API_KEY_ENV", Generation.api_key_env).strip()}
         found[CHAT_ROLE] = DefaultModel(keys, f"the default chat model: {model} at {url}")
     if url := env.get("EVALCORE_DEFAULT_RERANK_URL", "").strip():
         model = env.get("EVALCORE_DEFAULT_RERANK_MODEL", "").strip()

@@ -88,7 +88,8 @@ class HttpAgentTarget:
 
     def check(self) -> None:
         """Fail fast: header secrets are set and the agent's server answers."""
-        check_reachable(self._client, self.config.agent.agent_url, self._headers(), self.config.generation.timeout, "agent_url")
+        check_reachable(self._client, self.config.agent.agent_url, self._headers(), self.config.generation.timeout,
+                        "agent_url")
 
     def prepare(self, passages: Sequence[Any], progress: Progress | None = None) -> None:
         """Nothing to ingest: the agent has its own knowledge."""

@@ -195,8 +195,9 @@ class ChatGenerator:
 def sampled_chat(model: ChatModel, config: TargetConfig, prompt: list[Message], max_tokens: int) -> ChatReply:
     """One call of the target's chat model under the generation sampling settings (temperature, top_p, top_k,
     repeat_penalty)."""
-    return model.chat(prompt, temperature=config.generation.temperature, top_p=config.generation.top_p, top_k=config.generation.top_k,
-                      repeat_penalty=config.generation.repeat_penalty, max_tokens=max_tokens)
+    generation = config.generation
+    return model.chat(prompt, temperature=generation.temperature, top_p=generation.top_p, top_k=generation.top_k,
+                      repeat_penalty=generation.repeat_penalty, max_tokens=max_tokens)
 
 
 def context_text(config: TargetConfig, context: list[Retrieved]) -> str:
@@ -216,13 +217,14 @@ def messages(config: TargetConfig, question: str, context: list[Retrieved],
 
 def build_chat_model(config: TargetConfig, cache: Any = None) -> ChatModel | None:
     """The generator's chat model; None for the extractive generator."""
-    if config.generation.generator == "openai":
-        return OpenAIChatModel(config.generation.base_url, config.generation.model, api_key_env=config.generation.api_key_env,
-                               timeout=config.generation.timeout, retries=config.generation.retries, backoff=config.generation.retry_backoff,
-                               cache=cache, max_reply_chars=config.generation.max_reply_chars, deployment=config.generation.deployment,
-                               api_version=config.generation.api_version, key_header=config.generation.api_key_header,
-                               structured_output=config.generation.structured_output)
-    if config.generation.generator == "local":
+    generation = config.generation
+    if generation.generator == "openai":
+        return OpenAIChatModel(generation.base_url, generation.model, api_key_env=generation.api_key_env,
+                               timeout=generation.timeout, retries=generation.retries, backoff=generation.retry_backoff,
+                               cache=cache, max_reply_chars=generation.max_reply_chars,
+                               deployment=generation.deployment, api_version=generation.api_version,
+                               key_header=generation.api_key_header, structured_output=generation.structured_output)
+    if generation.generator == "local":
         return LocalChatModel(cache=cache)
     return None
 
@@ -232,7 +234,8 @@ def own_chat_model(config: TargetConfig, cache: Any = None) -> ChatModel | None:
     model an HTTP agent's configuration names (generator "openai" with its model or deployment); else None."""
     if config.kind == "rag":
         return build_chat_model(config, cache)
-    if config.kind == "http_agent" and config.generation.generator == "openai" and (config.generation.model or config.generation.deployment):
+    generation = config.generation
+    if config.kind == "http_agent" and generation.generator == "openai" and (generation.model or generation.deployment):
         return build_chat_model(config, cache)
     return None
 
@@ -245,25 +248,26 @@ def build_judge_model(config: TargetConfig, own: ChatModel | None, cache: Any = 
 
     EvalError naming the keys to set when there is none.
     """
-    if config.judge.judge_kind == "auto" and own is not None and not named_judge(config):
+    judge, generation = config.judge, config.generation
+    if judge.judge_kind == "auto" and own is not None and not named_judge(config):
         return own
     model: OpenAIChatModel | LocalChatModel | None = None
     # A judge server named without its model: the target's own model's name there (the same model served elsewhere).
-    name = config.judge.judge_model or (config.generation.model if config.judge.judge_base_url and config.generation.generator == "openai" else "")
-    if config.judge.judge_kind == "local":
+    name = judge.judge_model or (generation.model if judge.judge_base_url and generation.generator == "openai" else "")
+    if judge.judge_kind == "local":
         model = LocalChatModel(cache=cache)
-    elif name or config.judge.judge_deployment:
-        model = OpenAIChatModel(config.judge.judge_base_url or config.generation.base_url, name,
-                                api_key_env=config.judge.judge_api_key_env, timeout=config.generation.timeout, retries=config.generation.retries,
-                                backoff=config.generation.retry_backoff, cache=cache, max_reply_chars=config.generation.max_reply_chars,
-                                deployment=config.judge.judge_deployment, api_version=config.judge.judge_api_version,
-                                key_header=config.judge.judge_api_key_header,
-                                structured_output=config.judge.judge_structured_output)
+    elif name or judge.judge_deployment:
+        model = OpenAIChatModel(judge.judge_base_url or generation.base_url, name,
+                                api_key_env=judge.judge_api_key_env, timeout=generation.timeout,
+                                retries=generation.retries, backoff=generation.retry_backoff, cache=cache,
+                                max_reply_chars=generation.max_reply_chars,
+                                deployment=judge.judge_deployment, api_version=judge.judge_api_version,
+                                key_header=judge.judge_api_key_header, structured_output=judge.judge_structured_output)
     if model is not None:
         if check:
             model.check()
         return model
-    if config.judge.judge_base_url:
+    if judge.judge_base_url:
         raise EvalError("judge_base_url names the judges' server, but no judge_model names the model there",
                         where="judge_model", fix="set judge_model (on the command line --judge-model NAME)")
     raise EvalError("judges need a chat model: this target has none and no judge model is configured",
@@ -291,9 +295,12 @@ def judged_locally(config: TargetConfig) -> bool:
     """Whether this configuration's judges ask the offline SmolLM2 (configured so, or the pipeline's own local
     model)."""
     own_local = config.kind == "rag" and config.generation.generator == "local"
-    return config.judge.judge_kind == "local" or (config.judge.judge_kind == "auto" and own_local and not named_judge(config))
+    kind = config.judge.judge_kind
+    return kind == "local" or (kind == "auto" and own_local and not named_judge(config))
 
 
 def build_generator(config: TargetConfig, model: ChatModel | None) -> Generator:
     """Extractive without a model, else the chat generator."""
-    return ChatGenerator(config, model) if model is not None else ExtractiveGenerator(config.generation.extractive_sentences)
+    if model is None:
+        return ExtractiveGenerator(config.generation.extractive_sentences)
+    return ChatGenerator(config, model)

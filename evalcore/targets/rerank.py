@@ -81,7 +81,8 @@ class HttpReranker:
 
     def check(self) -> None:
         """Fail fast: the key variable is set and the server answers."""
-        check_reachable(self._client, self.config.rerank.rerank_url, self._headers(), self.config.generation.timeout, "rerank_url")
+        check_reachable(self._client, self.config.rerank.rerank_url, self._headers(), self.config.generation.timeout,
+                        "rerank_url")
 
     def scores(self, question: str, hits: list[Hit], answer: TargetAnswer) -> dict[int, float]:
         """The server's relevance scores (documents it leaves out are dropped)."""
@@ -89,7 +90,8 @@ class HttpReranker:
                 "documents": [hit.item.text for hit in hits], "top_n": len(hits)}
         return post_json(self._client, self.config.rerank.rerank_url, body, headers=self._headers(),
                          timeout=self.config.generation.timeout, retries=self.config.generation.retries,
-                         backoff=self.config.generation.retry_backoff, parse=lambda data: _parse_rerank(data, len(hits)),
+                         backoff=self.config.generation.retry_backoff,
+                         parse=lambda data: _parse_rerank(data, len(hits)),
                          max_reply_chars=self.config.generation.max_reply_chars)
 
     def _headers(self) -> dict[str, str]:
@@ -131,9 +133,10 @@ def rerank_embedding_model(config: TargetConfig) -> str:
 def rerank_chat_model(config: TargetConfig, cache: Any = None) -> ChatModel:
     """The llm reranker's model: an OpenAI-compatible endpoint at rerank_url, else the local model."""
     if config.rerank.rerank_url:
-        return OpenAIChatModel(config.rerank.rerank_url, config.rerank.rerank_model, api_key_env=config.rerank.rerank_api_key_env,
-                               timeout=config.generation.timeout, retries=config.generation.retries, backoff=config.generation.retry_backoff,
-                               cache=cache, max_reply_chars=config.generation.max_reply_chars)
+        rerank, generation = config.rerank, config.generation
+        return OpenAIChatModel(rerank.rerank_url, rerank.rerank_model, api_key_env=rerank.rerank_api_key_env,
+                               timeout=generation.timeout, retries=generation.retries, backoff=generation.retry_backoff,
+                               cache=cache, max_reply_chars=generation.max_reply_chars)
     return LocalChatModel(cache=cache)
 
 

@@ -96,7 +96,8 @@ def search(kb: KnowledgeBase, config: TargetConfig, query: str, vector_query: st
         if config.retrieval.retriever == "hybrid":  # the weighted fusion reads the normalised scores of many rows
             stages["bm25_norm"] = _normalised(raw, top)
     if config.retrieval.retriever in ("vector", "hybrid"):
-        cosine = kb.embeddings[config.retrieval.embedding_model] @ embed_query(config.retrieval.embedding_model, vector_query or query)
+        model = config.retrieval.embedding_model
+        cosine = kb.embeddings[model] @ embed_query(model, vector_query or query)
         stages["vector"] = cosine
         kept["vector"] = top_rows(cosine, cosine >= config.retrieval.vector_threshold, config.retrieval.embedding_top_k)
     if config.retrieval.retriever == "bm25":

@@ -1,9 +1,11 @@
-"""The frozen, flat configuration of a target: one key per setting an analyst may change.
+"""The frozen configuration of a target: one key per setting an analyst may change, in groups.
 
-Keys are flat (no nested tables) so that `to_dict`, `diff`, the stored campaign snapshot, the
-UI and a TOML file all use the same names. A TOML file holds the keys at top level; the only
-table values are `agent_headers`, `judge_thresholds`, `judge_prompts`, `rubrics` and `graded_thresholds` (see
-TABLES). A `[gates]` table, the marks the campaign must reach, is not part of the target (`evalcore.gates`).
+Each group of keys is a frozen class (`Retrieval`, `Generation`, `Judge`...), held by `TargetConfig` as one
+attribute (`config.retrieval.retriever`). The keys' names are flat and unique across groups (no nested tables)
+so that `to_dict`, `diff`, the stored campaign snapshot, the UI and a TOML file all use the same names. A TOML file
+holds the keys at top level; the only table values are `agent_headers`, `judge_thresholds`, `judge_prompts`,
+`rubrics` and `graded_thresholds` (see TABLES). A `[gates]` table, the marks the campaign must reach, is not part
+of the target (`evalcore.gates`).
 """
 
 from __future__ import annotations
@@ -117,7 +119,7 @@ def retriever_text(retriever: str, fusion: str, embedding_model: str) -> str:
 
 
 @dataclass(frozen=True)
-class Chunking:
+class Chunks:
     """How the knowledge base is cut into chunks."""
 
     GROUP: ClassVar[str] = CHUNKING
@@ -242,7 +244,8 @@ class Prompts:
     """The texts the generator is given and the answer when nothing is retrieved."""
 
     GROUP: ClassVar[str] = PROMPTS
-    system_prompt: str = setting(SYSTEM_PROMPT, "the generator's system message", placeholders=(set(), set()), after="retry_backoff")
+    system_prompt: str = setting(SYSTEM_PROMPT, "the generator's system message", placeholders=(set(), set()),
+                                 after="retry_backoff")
     prompt_template: str = setting(PROMPT_TEMPLATE, "the user message: the context and the question",
                                    placeholders=({"question", "context"}, {"question", "context"}))
     context_template: str = setting(CONTEXT_TEMPLATE, "how each context chunk is written",
@@ -344,8 +347,8 @@ class Graded:
     # Graded document retrieval on datasets whose qrels carry graded labels.
     graded_label_min: int = setting(0, "the lowest relevance label of the scale", within=(0, 1000))
     graded_label_max: int = setting(0, "the highest label (0: the dataset's highest)", within=(0, 1000))
-    graded_thresholds: tuple[tuple[str, float], ...] = setting((), "pass mark per graded measure (or its threshold name)",
-                                                               table=float)
+    graded_thresholds: tuple[tuple[str, float], ...] = setting(
+        (), "pass mark per graded measure (or its threshold name)", table=float)
 
 
 @dataclass(frozen=True)
@@ -387,7 +390,7 @@ class TargetConfig:
     knowledge_base: str = setting("default", "the dataset whose whole corpus is ingested (distractors included)",
                                   essential=True)
     # The groups: each group's keys are read as config.<group>.<key>; the flat keys are the edges' names.
-    chunks: Chunking = field(default_factory=Chunking)
+    chunks: Chunks = field(default_factory=Chunks)
     query: QueryTransform = field(default_factory=QueryTransform)
     retrieval: Retrieval = field(default_factory=Retrieval)
     rerank: Rerank = field(default_factory=Rerank)
@@ -449,6 +452,11 @@ class TargetConfig:
         """The value of a flat key, read in its group."""
         group, _ = FLAT[key]
         return getattr(self if group is None else getattr(self, group), key)
+
+    @classmethod
+    def of(cls, **values: Any) -> TargetConfig:
+        """The defaults with these flat keys replaced (not validated: from_dict validates)."""
+        return cls().with_values(**values)
 
     def with_values(self, **values: Any) -> TargetConfig:
         """This configuration with these flat keys replaced, each in its group (not validated: from_dict validates);
@@ -526,7 +534,8 @@ class TargetConfig:
     @property
     def generator_label(self) -> str:
         """The generator as people name it: an OpenAI-compatible generator's model, `local model`, `extractive`."""
-        return {"openai": self.generation.model or "openai", "local": "local model"}.get(self.generation.generator, self.generation.generator)
+        generator = self.generation.generator
+        return {"openai": self.generation.model or "openai", "local": "local model"}.get(generator, generator)
 
     @classmethod
     def keys_in(cls, *groups: str) -> tuple[str, ...]:
@@ -875,7 +884,8 @@ def setting_notes(config: TargetConfig, keys: Iterable[str]) -> list[str]:
 def _dependency_problems(config: TargetConfig) -> list[str]:
     """Settings that only make sense together."""
     problems = []
-    if config.kind == "rag" and config.generation.generator == "openai" and not (config.generation.model or config.generation.deployment):
+    generation = config.generation
+    if config.kind == "rag" and generation.generator == "openai" and not (generation.model or generation.deployment):
         problems.append("model: required when generator is openai (e.g. gpt-4o-mini; or an Azure deployment)")
     problems += [f"{key}: expected a name of letters, digits, '.', '_' or '-', found {config.value(key)!r}"
                  for key in ("deployment", "judge_deployment", "api_version", "judge_api_version")
