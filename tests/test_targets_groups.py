@@ -145,9 +145,23 @@ def test_with_values_routes_each_key_to_its_group() -> None:
     config = TargetConfig.of(top_k=3, judge_model="x", retriever="bm25")
     assert (config.generation.top_k, config.judge.judge_model, config.retrieval.retriever) == (3, "x", "bm25")
     assert config.diff(TargetConfig()).keys() == {"top_k", "judge_model", "retriever"}
+    variant = TargetConfig.from_dict(RICH).with_values(top_k=7, kind="rag")
+    assert variant.diff(TargetConfig.from_dict(RICH)) == {"top_k": (7, 40)}
+    assert variant.judge == TargetConfig.from_dict(RICH).judge
     with pytest.raises(EvalError) as caught:
         TargetConfig.of(top_kk=3)
     assert "did you mean top_k?" in str(caught.value)
+
+
+def test_overlay_and_sweep_take_whole_groups_and_single_keys() -> None:
+    rich = TargetConfig.from_dict(RICH)
+    mixed = TargetConfig().overlay(rich, "retrieval", "judge")
+    assert mixed.retrieval == rich.retrieval
+    assert mixed.judge == rich.judge
+    assert mixed.generation == TargetConfig().generation
+    swept = rich.sweep("rerank_top_k", [5, 10])
+    assert [config.rerank.rerank_top_k for config in swept] == [5, 10]
+    assert [set(config.diff(rich)) for config in swept] == [{"rerank_top_k"}, {"rerank_top_k"}]
 
 
 def test_unknown_keys_still_suggest_the_flat_name() -> None:
