@@ -148,8 +148,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder:
             dataset = write_dataset(Path(folder) / "bench", args.questions)
             manager = CampaignManager(Path(folder) / "bench.db")
-            rag = TargetConfig(retriever="bm25", generator="openai", base_url=slow_url, model="bench",
-                               api_key_env="", retries=0, knowledge_base=str(dataset))
+            rag = TargetConfig.of(retriever="bm25", generator="openai", base_url=slow_url, model="bench",
+                                  api_key_env="", retries=0, knowledge_base=str(dataset))
             campaign(manager, dataset, rag, 16, 8)  # warm-up: tokenizer dictionaries, imports, connections
             runs: dict[tuple[str, int], list[dict[str, float]]] = {}
             for _ in range(args.rounds):
@@ -174,12 +174,12 @@ def measure_machinery(manager: CampaignManager, dataset: Path, url: str,
         "in-process target, 30 passages (dispatch, scoring, store)":
             lambda: campaign(manager, dataset, None, args.questions, 8, InstantTarget()),
         "HTTP agent, instant server (adds the HTTP call)":
-            lambda: campaign(manager, dataset, TargetConfig(
+            lambda: campaign(manager, dataset, TargetConfig.of(
                 kind="http_agent", agent_url=f"{url}/chat/completions", knowledge_base=str(dataset),
                 agent_body='{"model": "m", "messages": [{"role": "user", "content": "{question}"}]}',
                 agent_answer_path="choices.0.message.content"), args.questions, 8),
         "RAG, bm25 + openai generator, instant server (adds retrieval, prompt)":
-            lambda: campaign(manager, dataset, TargetConfig(
+            lambda: campaign(manager, dataset, TargetConfig.of(
                 retriever="bm25", generator="openai", base_url=url, model="bench", api_key_env="", retries=0,
                 knowledge_base=str(dataset)), args.questions, 8),
     }

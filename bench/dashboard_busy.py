@@ -61,7 +61,7 @@ def queue_campaign(db: str, dataset: Path) -> str:
     """Queue an embedding campaign in the store, as the dashboard's Run page does (its worker process claims it)."""
     manager = get_manager(db)
     manager.workers = Workers(manager)  # launches queue; this process never claims
-    config = TargetConfig(retriever="vector", knowledge_base=str(dataset))
+    config = TargetConfig.of(retriever="vector", knowledge_base=str(dataset))
     return manager.launch(LaunchRequest(dataset=str(dataset), config=config, cache=False))
 
 

@@ -54,8 +54,8 @@ def measure(base_url: str, questions: int, concurrency: int, rounds: int, mode: 
         runner.give_back = lambda: False  # type: ignore[assignment]
     folder = Path(tempfile.mkdtemp(prefix="evalcore-memory-"))
     manager = CampaignManager(folder / "memory.db")
-    config = TargetConfig(retriever="bm25", generator="openai", model="fake", base_url=base_url, api_key_env="",
-                          max_reply_chars=max(200_000, len(TEXT) * 10))
+    config = TargetConfig.of(retriever="bm25", generator="openai", model="fake", base_url=base_url, api_key_env="",
+                             max_reply_chars=max(200_000, len(TEXT) * 10))
     manager.wait(manager.launch(LaunchRequest(dataset="default", config=config, limit=2, concurrency=1, cache=False)))
     time.sleep(1.0)
     figures: dict[str, list[float]] = {"before": [], "peak": [], "after": []}

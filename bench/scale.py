@@ -120,7 +120,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         dataset = write_dataset(folder / "data", max(args.sizes))
-        config = TargetConfig(retriever="bm25", knowledge_base=str(dataset))
+        config = TargetConfig.of(retriever="bm25", knowledge_base=str(dataset))
         executors: dict[str, tuple[TargetConfig, Callable[[], float]]] = {"local": (config, no_workers)}
         cluster = None if args.no_dask else start_cluster(folder / "worker-index")
         if cluster is not None:

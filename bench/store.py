@@ -41,7 +41,7 @@ A, B = "bench_00", "bench_01"
 def campaign(location: str, dataset: Path, size: int) -> dict[str, float]:
     """One campaign of `size` questions in a fresh store; per question: wall and CPU ms, first and last fifth."""
     manager = CampaignManager(location)
-    config = TargetConfig(retriever="bm25", knowledge_base=str(dataset))
+    config = TargetConfig.of(retriever="bm25", knowledge_base=str(dataset))
     manager.wait(manager.launch(LaunchRequest(dataset=str(dataset), config=config, limit=20, cache=False)))  # imports
     cpu, start = time.process_time(), time.perf_counter()
     campaign_id = manager.launch(LaunchRequest(dataset=str(dataset), config=config, limit=size, cache=False))

@@ -10,7 +10,7 @@ from evalcore.access.principals import Action, Principal
 from evalcore.datasets import Dataset, Question
 from evalcore.documents import Chunking
 from evalcore.language.text import counted
-from evalcore.targets.target_config import KEYS, TargetConfig
+from evalcore.targets.target_config import KEYS, Chunks
 
 MAX_PICKED = 500
 IMPORTED = "documents-report"  # the last import's report, shown once after the rerun
@@ -43,10 +43,10 @@ def import_documents(principal: Principal) -> None:
         name = st.text_input("Name", placeholder="my-documents", key="document_name",
                              help="Saved as dataset id uploads-<name>: a corpus with no questions yet.")
         left, right = st.columns(2)
-        size = left.number_input("Words per passage", min_value=8, max_value=8192, value=TargetConfig.chunk_size,
+        size = left.number_input("Words per passage", min_value=8, max_value=8192, value=Chunks.chunk_size,
                                  help=KEYS["chunk_size"].help + " (the chunk_size key)")
         overlap = right.number_input("Words shared by consecutive passages", min_value=0, max_value=8191,
-                                     value=TargetConfig.chunk_overlap, help="the chunk_overlap key")
+                                     value=Chunks.chunk_overlap, help="the chunk_overlap key")
         submitted = st.form_submit_button("Import")
     if submitted:
         with ui.guard():

@@ -90,7 +90,7 @@ def _config_input(name: str, value: Any, default: Any, key: str, disabled: bool,
 def choice_text(name: str, base: TargetConfig, choice: str) -> str:
     """An option as offered, with why it cannot work with the starting configuration (a query transformation is
     written by the generator's chat model, which the extractive generator does not have)."""
-    if name == "query_transform" and choice != "none" and base.generator == "extractive":
+    if name == "query_transform" and choice != "none" and base.generation.generator == "extractive":
         return f"{choice} (needs generator openai or local, not extractive)"
     return str(choice)
 
@@ -116,7 +116,7 @@ def judge_prompt_inputs(base: TargetConfig, key: str, disabled: bool,
                         sample: tuple[str, list[str]] | None) -> dict[str, str]:
     """The campaign's own judge prompts: each starts from the built-in text, is checked as it is typed, and
     previewed on the first question."""
-    current = dict(base.judge_prompts)
+    current = dict(base.judge.judge_prompts)
     with st.expander(f"Judge prompts ({len(current)} replaced)" if current else "Judge prompts"):
         picked = st.multiselect("Replace the prompt of", JUDGES, default=list(current), key=f"{key}-judge_prompts",
                                 disabled=disabled, help="The text and its hash are stored with the campaign and enter "
@@ -145,7 +145,7 @@ def show_prompt_check(name: str, text: str, sample: tuple[str, list[str]] | None
 
 def rubric_inputs(base: TargetConfig, key: str, disabled: bool, sample: tuple[str, list[str]] | None) -> dict[str, str]:
     """Judges defined in plain words: a small form each, checked as it is filled and previewed on the first question."""
-    current = list(base.rubrics)
+    current = list(base.judge.rubrics)
     with st.expander(f"Rubric judges ({len(current)})" if current else "Rubric judges"):
         count = st.number_input("How many rubric judges", min_value=0, max_value=5, value=len(current),
                                 key=f"{key}-rubrics", disabled=disabled,
@@ -214,14 +214,14 @@ def execution_inputs(base: TargetConfig, key: str, configurable: bool) -> dict[s
     offered = list(listed) if configurable else []
     left, right = st.columns(2)
     # A past campaign's scheduler that the operator does not list is dropped (the server's default instead).
-    current = next((name for name, address in listed.items() if base.scheduler in (name, address)), None)
+    current = next((name for name, address in listed.items() if base.execution.scheduler in (name, address)), None)
     scheduler = current or ""
     if offered:
         scheduler = left.selectbox("Dask scheduler", offered, index=ui.index_of(offered, current),
                                    key=f"{key}-scheduler", help=f"The schedulers the server's operator lists "
                                    f"({SCHEDULERS_SETTING}; `default` is EVALCORE_DASK_SCHEDULER).")
-    choices = ["local", "dask"] if offered or "default" in listed or base.executor == "dask" else ["local"]
-    executor = right.selectbox("Answer the questions on", choices, index=ui.index_of(choices, base.executor),
+    choices = ["local", "dask"] if offered or "default" in listed or base.execution.executor == "dask" else ["local"]
+    executor = right.selectbox("Answer the questions on", choices, index=ui.index_of(choices, base.execution.executor),
                                key=f"{key}-executor", format_func=EXECUTORS.__getitem__,
                                help="The results are the same; a cluster spreads the work over its workers.")
     return {"executor": executor or "local", "scheduler": scheduler or ""}
@@ -328,7 +328,7 @@ with st.form("launch"):
     judge_samples = right.number_input("Ask each judge N times", min_value=1, max_value=20, value=1,
                                        help="Above 1, judges answer at temperature 0.7 and the spread is recorded.")
     budget = right.number_input("Budget: stop at this cost (0 = none)", min_value=0.0,
-                                value=float(base_config.max_cost), step=0.5, key=f"cfg-{base}-max_cost",
+                                value=float(base_config.execution.max_cost), step=0.5, key=f"cfg-{base}-max_cost",
                                 help="key max_cost · In the currency of the prices (the Campaigns page shows what each "
                                      "campaign cost). The campaign stops between questions once its model calls cost "
                                      "this much (status over_budget); resumed, it goes on.")
@@ -348,7 +348,8 @@ if submitted or estimating:
     with ui.guard():
         swept = None if sweep_key == NO_SWEEP else sweep_key
         own_judges = {"judge_prompts": prompts, "rubrics": rubrics}
-        config = replace(TargetConfig.from_dict(form_values(values | execution | own_judges)), max_cost=float(budget))
+        config = TargetConfig.from_dict(form_values(values | execution | own_judges))
+        config = config.with_values(max_cost=float(budget))
         start = None if base in PRESETS or base.startswith(CAMPAIGN) else base
         request = LaunchRequest(dataset=dataset, suite_id=suite.id if suite else None, config=config,
                                 target_id=linked_target(start, base_config, [config]), use_judge=use_judge,
@@ -364,7 +365,7 @@ if submitted or estimating:
         if save_as.strip():  # the first value of a sweep is the one saved, and its campaign stays linked to it
             saved = save_target(store, requests[0].config or config, name=save_as.strip(), principal=principal)
             requests[0] = replace(requests[0], target_id=saved)
-        if (use_judge or judges or config.rubrics) and judged_locally(config):
+        if (use_judge or judges or config.judge.rubrics) and judged_locally(config):
             for note in local_notes(judges):  # before launching: said even when the launch is refused
                 st.warning(note)
         # Launching checks the questions and the settings first; the worker that claims the campaign checks its

@@ -179,8 +179,8 @@ def scripted(replies: dict[str, str]):
 def launch(manager, data: Path, server: FakeOpenAIServer, **source: Any) -> str:
     """A campaign of the pipeline over `data`'s corpus with the chat server as its model (the dataset unless a
     suite)."""
-    config = TargetConfig(knowledge_base=str(data), retriever="bm25", generator="openai", base_url=server.base_url,
-                          model="fake", api_key_env="", keyword_threshold=0.0)
+    config = TargetConfig.of(knowledge_base=str(data), retriever="bm25", generator="openai", base_url=server.base_url,
+                             model="fake", api_key_env="", keyword_threshold=0.0)
     campaign_id = manager.launch(LaunchRequest(config=config, concurrency=1, **(source or {"dataset": str(data)})))
     assert manager.wait(campaign_id, timeout=60).status == "succeeded"
     return campaign_id
@@ -295,8 +295,8 @@ def test_the_refusal_judge_reads_what_the_phrasing_list_misses(tmp_path: Path) -
         return scripted({"refund": "30 days.", "warranty": "3 years.", "founded": evasive})(path, body)
 
     with FakeOpenAIServer(reply) as server:
-        config = TargetConfig(knowledge_base=str(data), retriever="bm25", generator="openai", model="fake",
-                              base_url=server.base_url, api_key_env="", keyword_threshold=0.0)
+        config = TargetConfig.of(knowledge_base=str(data), retriever="bm25", generator="openai", model="fake",
+                                 base_url=server.base_url, api_key_env="", keyword_threshold=0.0)
         plain = manager.launch(LaunchRequest(dataset=str(data), config=config, concurrency=1))
         judged = manager.launch(LaunchRequest(dataset=str(data), config=config, concurrency=1, judges=("refusal",)))
         for campaign_id in (plain, judged):

@@ -76,7 +76,7 @@ def make_api(tmp: Path) -> tuple[object, dict[str, str], dict[str, str]]:
     app = create_app(tmp / "api.db", dataset_root=root)
     store = app.state.store
     # Suite campaigns ingest the target's knowledge base: the tiny dataset, one chunk per passage, BM25.
-    fast = TargetConfig(knowledge_base="tiny", chunking="none", retriever="bm25", generator="extractive")
+    fast = TargetConfig.of(knowledge_base="tiny", chunking="none", retriever="bm25", generator="extractive")
     keys = {
         "admin": create_key(store, tenant="acme", role="admin")[1],
         "viewer": create_key(store, tenant="acme", role="viewer")[1],
@@ -86,8 +86,8 @@ def make_api(tmp: Path) -> tuple[object, dict[str, str], dict[str, str]]:
     }
     targets = {
         "fast": save_target(store, fast, tenant="acme", name="fast"),
-        "chat": save_target(store, TargetConfig(generator="extractive", extractive_sentences=1), tenant="acme"),
-        "rerank": save_target(store, TargetConfig(reranker="embedding", rerank_top_k=7), tenant="acme"),
+        "chat": save_target(store, TargetConfig.of(generator="extractive", extractive_sentences=1), tenant="acme"),
+        "rerank": save_target(store, TargetConfig.of(reranker="embedding", rerank_top_k=7), tenant="acme"),
         "other": save_target(store, fast, tenant="other"),
     }
     return app, keys, targets
@@ -494,7 +494,7 @@ def gated_agent(api: Api) -> Iterator[tuple[str, threading.Event]]:
         return Reply.json({"answer": "30 days after delivery", "sources": [{"id": "10", "title": "Terms 0"}]})
 
     with FakeOpenAIServer(agent) as server:
-        config = TargetConfig(kind="http_agent", agent_url=server.root_url + "/ask")
+        config = TargetConfig.of(kind="http_agent", agent_url=server.root_url + "/ask")
         try:
             yield save_target(api.app.state.store, config, tenant="acme"), gate
         finally:

@@ -119,8 +119,8 @@ def test_the_store_replaces_what_it_cannot_encode_instead_of_raising(tmp_path: P
 
     assert dumps({"a": SURROGATE}) == '{"a":"\ufffd"}'
     with Store(tmp_path / "s.db") as store:
-        target_id = save_target(store, TargetConfig(model=f"gpt{SURROGATE}"), name=SURROGATE)
-        assert get_target(store, target_id).model == "gpt\ufffd"
+        target_id = save_target(store, TargetConfig.of(model=f"gpt{SURROGATE}"), name=SURROGATE)
+        assert get_target(store, target_id).generation.model == "gpt\ufffd"
         rows = store.read("SELECT name FROM targets WHERE name = ?", (SURROGATE,))
         assert [row["name"] for row in rows] == ["\ufffd"]
 
@@ -168,8 +168,8 @@ def test_a_suite_runs_its_knowledge_base_from_the_servers_dataset_root_only(api:
 
     def run(knowledge_base: str) -> tuple[int, str]:
         # Saved as the command line would, then run through the API.
-        target = save_target(api.app.state.store, TargetConfig(knowledge_base=knowledge_base, retriever="bm25",
-                                                               chunking="none"), tenant="acme")
+        target = save_target(api.app.state.store, TargetConfig.of(knowledge_base=knowledge_base, retriever="bm25",
+                                                                  chunking="none"), tenant="acme")
         suite = api.call("POST", "/api/v1/eval-suites", json={**suite_body(api, n=1), "agent_id": target})
         launched = api.call("POST", f"/api/v1/eval-suites/{suite.json()['data']['suite']['id']}/runs")
         return launched.status_code, launched.text

@@ -168,7 +168,7 @@ def test_a_dataset_without_questions_is_refused_by_field(api: Api) -> None:
 
 
 def test_a_suite_whose_knowledge_base_is_missing_names_no_false_field(api: Api) -> None:
-    target = save_target(api.app.state.store, TargetConfig(knowledge_base="nonexistent", retriever="bm25"),
+    target = save_target(api.app.state.store, TargetConfig.of(knowledge_base="nonexistent", retriever="bm25"),
                          tenant="acme")
     suite = api.call("POST", "/api/v1/eval-suites",
                      json={**suite_body(api, n=1), "agent_id": target}).json()["data"]["suite"]
@@ -259,8 +259,8 @@ def test_serve_uses_its_dataset_root_and_a_restarted_server_resumes_the_task_of_
     with FakeOpenAIServer(agent_reply) as agent:
         with Store(db) as store:
             secret = create_key(store, tenant="ci", role="admin")[1]
-            target = save_target(store, TargetConfig(kind="http_agent", agent_url=agent.root_url + "/ask", timeout=120),
-                                 tenant="ci")
+            agent_config = TargetConfig.of(kind="http_agent", agent_url=agent.root_url + "/ask", timeout=120)
+            target = save_target(store, agent_config, tenant="ci")
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]

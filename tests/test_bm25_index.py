@@ -91,7 +91,7 @@ import json, sys
 from evalcore.datasets import DEFAULT_DATASET, load_dataset
 from evalcore.targets import RagTarget, TargetConfig
 dataset = load_dataset(DEFAULT_DATASET)
-target = RagTarget(TargetConfig(retriever="bm25"), cache_dir=sys.argv[1])
+target = RagTarget(TargetConfig.of(retriever="bm25"), cache_dir=sys.argv[1])
 target.prepare(dataset.passages)
 hits = [[(item.pid, item.score) for item in target.answer(q.text).retrieved] for q in dataset.questions[:20]]
 print(json.dumps([hits, "bm25s" in sys.modules, "scipy" in sys.modules]))

@@ -35,7 +35,7 @@ def manager(tmp_path: Path):
 
 
 def launch(manager: CampaignManager, dataset: Path) -> str:
-    campaign_id = manager.launch(LaunchRequest(dataset=str(dataset), config=TargetConfig(
+    campaign_id = manager.launch(LaunchRequest(dataset=str(dataset), config=TargetConfig.of(
         retriever="bm25", knowledge_base=str(dataset)), cache=False))
     assert manager.wait(campaign_id, timeout=60).status == "succeeded"
     deadline = time.monotonic() + 30

@@ -71,7 +71,7 @@ def _written(manager: CampaignManager, campaign_id: str) -> int:
 def test_campaign_keeps_nothing_per_question(tmp_path: Path) -> None:
     data = _dataset(tmp_path / "data", 2 * N)
     manager = CampaignManager(tmp_path / "memory.db")
-    config = TargetConfig(retriever="bm25", generator="extractive")
+    config = TargetConfig.of(retriever="bm25", generator="extractive")
     try:
         # A first campaign loads what every campaign loads: the index, jieba's dictionary, the measures.
         manager.wait(manager.launch(LaunchRequest(dataset=str(data), config=config, limit=20, concurrency=1,

@@ -22,7 +22,7 @@ from evalcore.targets import TargetConfig
 from evalcore.targets.target_config import Snapshot
 from tests.test_api import Api, error_of, suite_body, wait_done
 
-BM25 = TargetConfig(retriever="bm25", chunking="none")
+BM25 = TargetConfig.of(retriever="bm25", chunking="none")
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +77,8 @@ def test_rows_name_the_suite_the_dataset_the_settings_and_the_headline_measures(
 
 
 def test_settings_of_other_targets_and_dataset_labels() -> None:
-    hybrid = TargetConfig(retriever="hybrid", reranker="http", rerank_url="http://x", rerank_top_k=12,
-                          generator="openai", model="gpt-4o-mini", base_url="http://x")
+    hybrid = TargetConfig.of(retriever="hybrid", reranker="http", rerank_url="http://x", rerank_top_k=12,
+                             generator="openai", model="gpt-4o-mini", base_url="http://x")
     assert Settings.of(Snapshot(hybrid.to_dict()).target) == Settings("hybrid RRF · USE embeddings", "http",
                                                                       "gpt-4o-mini", 12)
     assert Settings.of(Snapshot({"kind": "http_agent"}).target).retriever == "HTTP agent"
@@ -212,16 +212,16 @@ def test_dataset_label_of_paths(tmp_path: Path) -> None:
 def test_a_sweep_is_one_request_per_value_named_after_it_and_a_suite_only_one_after_another() -> None:
     from evalcore.campaigns.launching import linked_target, sweep_requests
 
-    base = LaunchRequest(dataset="default", config=TargetConfig(retriever="bm25"), target_id="t1", name="base")
+    base = LaunchRequest(dataset="default", config=TargetConfig.of(retriever="bm25"), target_id="t1", name="base")
     swept = sweep_requests(base, "embedding_top_k", [5, 10], one_after_another=False)
-    assert [r.config.embedding_top_k for r in swept if r.config] == [5, 10]
+    assert [r.config.retrieval.embedding_top_k for r in swept if r.config] == [5, 10]
     assert [r.name for r in swept] == ["base · embedding_top_k=5", "base · embedding_top_k=10"]
     assert {r.target_id for r in swept} == {None}  # each value is another configuration than the saved one
     suite = LaunchRequest(suite_id="s1", config=TargetConfig())
     with pytest.raises(EvalError, match="one campaign at a time"):
         sweep_requests(suite, "top_p", [0.5, 0.9], one_after_another=False)
     assert len(sweep_requests(suite, "top_p", [0.5, 0.9], one_after_another=True)) == 2
-    config = TargetConfig(retriever="bm25")
+    config = TargetConfig.of(retriever="bm25")
     assert linked_target("t1", config, [config.run_on("local")]) == "t1"  # where it runs is no other configuration
-    assert linked_target("t1", config, [TargetConfig(retriever="vector")]) is None
+    assert linked_target("t1", config, [TargetConfig.of(retriever="vector")]) is None
     assert linked_target(None, config, [config]) is None  # a preset or a past campaign links to nothing

@@ -281,7 +281,7 @@ def test_results_file_campaign_collapses_duplicate_passages_and_skips_missing_an
     run.write_text('{"qid": 1, "ranked_ids": ["14", "14", "x", "10", "10"], "answer": "30 days."}\n'
                    '{"qid": 2, "ranked_ids": [12]}\n{"qid": 99, "ranked_ids": [10], "answer": "extra"}\n',
                    encoding="utf-8")
-    config = TargetConfig(kind="results_file", results_path=str(run))
+    config = TargetConfig.of(kind="results_file", results_path=str(run))
     campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config))
     assert manager.wait(campaign_id, timeout=30).status == "succeeded_with_failures"  # q3 has no row in the file
     first, second, third = campaign_results(manager.store, campaign_id)
@@ -301,10 +301,10 @@ def test_default_concurrency_follows_where_the_work_happens(monkeypatch: pytest.
     monkeypatch.setattr(concurrency.os, "cpu_count", lambda: 16)
     monkeypatch.delenv("EVALCORE_REMOTE_CONCURRENCY", raising=False)
     assert concurrency.default_concurrency(TargetConfig()) == 15
-    assert concurrency.default_concurrency(TargetConfig(generator="openai", model="m")) == 8
+    assert concurrency.default_concurrency(TargetConfig.of(generator="openai", model="m")) == 8
     # The in-process model answers one call at a time: more in flight would only queue for it.
-    assert concurrency.default_concurrency(TargetConfig(generator="local")) == 1
-    assert concurrency.default_concurrency(TargetConfig(reranker="llm", generator="openai", model="m")) == 1
+    assert concurrency.default_concurrency(TargetConfig.of(generator="local")) == 1
+    assert concurrency.default_concurrency(TargetConfig.of(reranker="llm", generator="openai", model="m")) == 1
 
 
 def test_cancel_during_setup_asks_no_question(manager: CampaignManager, tiny_dataset: Path) -> None:

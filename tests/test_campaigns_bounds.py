@@ -25,7 +25,7 @@ def manager(tmp_path: Path) -> Iterator[CampaignManager]:
 
 
 def agent(url: str) -> TargetConfig:
-    return TargetConfig(kind="http_agent", agent_url=url, timeout=60, retries=0)
+    return TargetConfig.of(kind="http_agent", agent_url=url, timeout=60, retries=0)
 
 
 def question_threads() -> int:

@@ -29,8 +29,8 @@ def chat_requests(server: FakeOpenAIServer) -> int:
 
 def openai_config(server: FakeOpenAIServer, dataset: Path) -> TargetConfig:
     """Our pipeline with BM25 and an OpenAI-compatible generator on the loopback server."""
-    return TargetConfig(retriever="bm25", generator="openai", base_url=server.base_url, model="fake-model",
-                        api_key_env="", knowledge_base=str(dataset), retries=0)
+    return TargetConfig.of(retriever="bm25", generator="openai", base_url=server.base_url, model="fake-model",
+                           api_key_env="", knowledge_base=str(dataset), retries=0)
 
 
 def test_second_identical_campaign_is_served_by_the_cache(manager: CampaignManager, tiny_dataset: Path) -> None:

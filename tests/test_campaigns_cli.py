@@ -260,7 +260,7 @@ def test_csv_export_keeps_one_record_per_question_and_neutralises_every_line(
         tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     db = tmp_path / "cli.db"
     with Store(db) as store:
-        config = TargetConfig(knowledge_base=str(write_dataset(tmp_path / "tiny")), retriever="bm25")
+        config = TargetConfig.of(knowledge_base=str(write_dataset(tmp_path / "tiny")), retriever="bm25")
         suite = create_suite(store, tenant="default", name="attacks", target_id=save_target(store, config),
                              cases=ATTACKS)
     code, report = run_json(capsys, "run", "--suite", "attacks", "--db", str(db))  # a suite by its name

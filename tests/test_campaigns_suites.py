@@ -48,7 +48,7 @@ def manager(tmp_path: Path):
 def suite_target(tiny_dataset: Path, delay: float = 0.0) -> FakeTarget:
     """A fake target whose knowledge base is the tiny dataset."""
     target = FakeTarget(delay=delay)
-    target.config = TargetConfig(knowledge_base=str(tiny_dataset))
+    target.config = TargetConfig.of(knowledge_base=str(tiny_dataset))
     return target
 
 
@@ -79,7 +79,7 @@ def test_suite_crud_and_limits(manager: CampaignManager) -> None:
 
 
 def test_saved_targets_round_trip(manager: CampaignManager) -> None:
-    config = TargetConfig(retriever="bm25", embedding_top_k=7)
+    config = TargetConfig.of(retriever="bm25", embedding_top_k=7)
     target_id = save_target(manager.store, config, tenant="acme", name="bm25 top 7")
     assert get_target(manager.store, target_id) == config
     assert [t.id for t in list_targets(manager.store)] == [target_id]

@@ -308,7 +308,7 @@ def test_the_claims_pass_mark_is_a_share_and_other_judges_keep_theirs_on_1_to_5(
     from evalcore.errors import EvalError
     from evalcore.targets import TargetConfig
 
-    assert TargetConfig.from_dict({"judge_thresholds": {"claims": 0.8, "score": 4}}).judge_thresholds
+    assert TargetConfig.from_dict({"judge_thresholds": {"claims": 0.8, "score": 4}}).judge.judge_thresholds
     with pytest.raises(EvalError) as refused:
         TargetConfig.from_dict({"judge_thresholds": {"claims": 3, "score": 0.5}})
     assert sorted(refused.value.problems) == ["judge_thresholds.claims: expected a pass mark in [0, 1], found 3.0",

@@ -441,7 +441,7 @@ def test_a_target_written_before_conversations_answers_each_turn_alone(manager: 
     from evalcore.targets import TargetAnswer
 
     class Legacy:
-        config = TargetConfig(knowledge_base=str(tiny_dataset))
+        config = TargetConfig.of(knowledge_base=str(tiny_dataset))
 
         def check(self) -> None: ...
 

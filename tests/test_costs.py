@@ -279,7 +279,7 @@ def test_a_budget_stops_between_questions_and_a_larger_one_resumes(prices: Path,
             assert len(server.requests) == 3  # only the question left
         assert done.status == "succeeded"
         assert done.finished == 3
-        assert get_campaign(manager.store, campaign_id).config.target.max_cost == 10 * per_question
+        assert get_campaign(manager.store, campaign_id).config.target.execution.max_cost == 10 * per_question
         assert campaign_summary(manager.store, campaign_id).cost.amount == pytest.approx(3 * per_question)
     finally:
         manager.close()

@@ -786,7 +786,7 @@ def test_an_agent_campaigns_trec_run_names_its_sources_or_says_why_there_is_none
 
     db = str(tmp_path / "db.sqlite")
     with FakeOpenAIServer(lambda path, body: Reply.json({"answer": "30 days", "sources": [source]})) as agent:
-        config = TargetConfig(kind="http_agent", agent_url=f"{agent.root_url}/agent")
+        config = TargetConfig.of(kind="http_agent", agent_url=f"{agent.root_url}/agent")
         campaign_id = get_manager(db).launch(LaunchRequest(dataset=str(tiny_dataset), config=config))
         assert get_manager(db).wait(campaign_id, timeout=60).status == "succeeded"
     store = get_manager(db).store

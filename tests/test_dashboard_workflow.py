@@ -33,12 +33,12 @@ def named(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     suite = create_suite(manager.store, name="Refund questions", target_id="default",
                          cases=[Case("What is the refund window?", "30 days", ("Terms of Sale",)),
                                 Case("Quel est le délai de rétractation ?", "14 jours", ("CGV",))])
-    bm25 = TargetConfig(retriever="bm25")
+    bm25 = TargetConfig.of(retriever="bm25")
     ids = {"suite_id": suite.id,
            "suite": manager.launch(LaunchRequest(suite_id=suite.id, config=bm25, name="suite baseline")),
            "named": manager.launch(LaunchRequest(dataset="default", config=bm25, limit=5, name="keyword baseline")),
            "made": manager.launch(LaunchRequest(dataset="default",
-                                                config=TargetConfig(retriever="bm25", embedding_top_k=7), limit=5))}
+                                                config=TargetConfig.of(retriever="bm25", embedding_top_k=7), limit=5))}
     for key in ("suite", "named", "made"):
         assert manager.wait(ids[key], timeout=120).status == "succeeded"
     yield {"db": db, **ids}

@@ -40,7 +40,7 @@ def test_the_calls_deadline_is_every_attempt_and_the_longest_back_off() -> None:
 
 def test_an_agents_trickled_reply_fails_its_question_with_the_reason() -> None:
     with LoopbackAgent(answer="x" * 20, trickle=0.05) as trickling:
-        target = HttpAgentTarget(TargetConfig(kind="http_agent", agent_url=trickling.url, timeout=0.4, retries=0))
+        target = HttpAgentTarget(TargetConfig.of(kind="http_agent", agent_url=trickling.url, timeout=0.4, retries=0))
         with pytest.raises(ModelError, match="no reply within"):
             target.answer("What is the refund window?")
 

@@ -260,10 +260,10 @@ def test_a_reranker_pushing_the_relevant_passage_out_of_the_context(tmp_path: Pa
     with FakeOpenAIServer(reply) as server:
         stages = {}
         for reranker in ("none", "http"):
-            config = TargetConfig(knowledge_base=str(data), retriever="bm25", keyword_threshold=0.0,
-                                  reranker=reranker, rerank_url=f"{server.root_url}/rerank", rerank_threshold=0.0,
-                                  context_top_k=1, generator="openai", base_url=server.base_url, model="m",
-                                  api_key_env="")
+            config = TargetConfig.of(knowledge_base=str(data), retriever="bm25", keyword_threshold=0.0,
+                                     reranker=reranker, rerank_url=f"{server.root_url}/rerank", rerank_threshold=0.0,
+                                     context_top_k=1, generator="openai", base_url=server.base_url, model="m",
+                                     api_key_env="")
             campaign_id = manager.launch(LaunchRequest(dataset=str(data), config=config))
             manager.wait(campaign_id, timeout=60)
             result = campaign_results(manager.store, campaign_id)[0]
@@ -302,8 +302,8 @@ def test_an_agent_judged_by_the_ai_score(tiny_dataset: Path, tmp_path: Path, sco
 
     manager = get_manager(tmp_path / "agent.db")
     with FakeOpenAIServer(reply) as server:
-        config = TargetConfig(kind="http_agent", agent_url=f"{server.root_url}/agent", judge_model="judge",
-                              judge_base_url=server.base_url, judge_api_key_env="")
+        config = TargetConfig.of(kind="http_agent", agent_url=f"{server.root_url}/agent", judge_model="judge",
+                                 judge_base_url=server.base_url, judge_api_key_env="")
         campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config, judges=("score",)))
         manager.wait(campaign_id, timeout=60)
     results = campaign_results(manager.store, campaign_id)

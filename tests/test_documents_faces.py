@@ -94,14 +94,15 @@ def test_a_campaign_refuses_a_corpus_without_questions_and_a_suite_matches_its_s
     manager = CampaignManager(tmp_path / "db.sqlite")
     try:
         with pytest.raises(EvalError) as error:
-            manager.launch(LaunchRequest(dataset=str(corpus), config=TargetConfig(retriever="bm25")))
+            manager.launch(LaunchRequest(dataset=str(corpus), config=TargetConfig.of(retriever="bm25")))
         assert error.value.line() == ("dataset corpus: no questions yet (a corpus of 3 passages). use it as a suite's "
                                       "knowledge base, or add questions to its queries.parquet first")
         suite = create_suite(manager.store, tenant="default", name="docs", target_id="default", cases=[
             Case("When does the router restart?", "When the firmware update finishes.", ("router.pdf",)),
             Case("How are refunds paid?", "Within 30 days.", ("terms.docx", "Terms of sale")),
             Case("When does the router restart?", None, ("terms.docx",))])
-        config = TargetConfig(knowledge_base=str(corpus), retriever="bm25", embedding_top_k=1, generator="extractive")
+        config = TargetConfig.of(knowledge_base=str(corpus), retriever="bm25", embedding_top_k=1,
+                                 generator="extractive")
         campaign = manager.launch(LaunchRequest(suite_id=suite.id, config=config))
         assert manager.wait(campaign, timeout=60).status == "succeeded"
         results = campaign_results(manager.store, campaign)

@@ -126,7 +126,7 @@ def test_the_gates_table_of_a_configuration(baseline, tmp_path, capsys) -> None:
     config.write_text(f'retriever = "bm25"\ngenerator = "extractive"\n\n[gates]\nbound = "mean"\n'
                       f'fail_under = {{ "ndcg@10" = {means["ndcg@10"] + 0.01:.4f}, coverage = 0.1 }}\n',
                       encoding="utf-8")
-    assert TargetConfig.from_toml(config) == TargetConfig(retriever="bm25", generator="extractive")
+    assert TargetConfig.from_toml(config) == TargetConfig.of(retriever="bm25", generator="extractive")
     assert [g.measure for g in gates_from_toml(config)] == ["ndcg@10", "coverage"]
     code, out = run(capsys, db, "--config", str(config))
     assert code == 4

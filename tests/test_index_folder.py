@@ -53,7 +53,7 @@ def builds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[list[Pat
 def test_stores_in_different_folders_share_one_build(builds: list[Path], tmp_path: Path,
                                                      tiny_dataset: Path) -> None:
     managers = [CampaignManager(tmp_path / name / "evalcore.db") for name in ("first", "second")]
-    config = TargetConfig(retriever="bm25", generator="extractive")
+    config = TargetConfig.of(retriever="bm25", generator="extractive")
     try:
         # Launched together: the second finds the build under way and waits for it.
         ids: dict[int, str] = {}

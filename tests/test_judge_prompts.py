@@ -66,7 +66,7 @@ def test_configurations_take_inline_text_or_a_file_next_to_the_toml(tmp_path: Pa
     toml.write_text('[judge_prompts]\nscore = "prompts/score.txt"\ngroundedness = """' + OWN.replace(
         "{expected}", "{context}") + '"""\n', encoding="utf-8")
     config = TargetConfig.from_toml(toml)
-    assert dict(config.judge_prompts)["score"] == OWN  # the text itself, not the path
+    assert dict(config.judge.judge_prompts)["score"] == OWN  # the text itself, not the path
     saved = tmp_path / "saved.toml"
     saved.write_text(config.to_toml(), encoding="utf-8")
     assert TargetConfig.from_toml(saved) == config  # a saved configuration keeps the texts

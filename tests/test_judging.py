@@ -146,12 +146,12 @@ def test_a_results_file_is_judged_on_its_own_contexts(manager: CampaignManager, 
 
 
 def test_no_judge_model_refuses_the_launch_naming_the_keys(manager: CampaignManager, tiny_dataset: Path) -> None:
-    agent = TargetConfig(kind="http_agent", agent_url="http://127.0.0.1:9/agent")
+    agent = TargetConfig.of(kind="http_agent", agent_url="http://127.0.0.1:9/agent")
     with pytest.raises(EvalError, match="judges need a chat model") as refused:
         manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=agent, judges=("score",)))
     assert refused.value.where == "judge_model"
     assert "judge_model" in refused.value.fix
-    extractive = TargetConfig(retriever="bm25")
+    extractive = TargetConfig.of(retriever="bm25")
     with pytest.raises(EvalError, match="judges need a chat model"):
         manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=extractive, use_judge=True))
     assert manager.store.read("SELECT count(*) AS n FROM campaigns")[0]["n"] == 0
@@ -223,7 +223,7 @@ def test_structured_replies_are_asked_and_an_endpoint_that_refuses_them_is_asked
 
 @pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python not installed")
 def test_the_local_model_gives_a_readable_verdict_every_time(manager: CampaignManager) -> None:
-    config = TargetConfig(retriever="bm25", generator="local", max_tokens=32, context_top_k=2)
+    config = TargetConfig.of(retriever="bm25", generator="local", max_tokens=32, context_top_k=2)
     # A 135M model on shared cores is slow (seconds a reply): a generous time limit, one question with two passages,
     # each judge's prompt and reply shape once (the grammar binds the reply, whatever the question).
     campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, limit=1, time_limit=900,
@@ -236,7 +236,7 @@ def test_the_local_model_gives_a_readable_verdict_every_time(manager: CampaignMa
 
 
 def test_graded_measures_in_campaigns_equal_the_function_on_the_same_ranked_lists(manager: CampaignManager) -> None:
-    config = TargetConfig(retriever="bm25", embedding_top_k=10, graded_thresholds={"ndcg@3": 0.7})
+    config = TargetConfig.of(retriever="bm25", embedding_top_k=10, graded_thresholds={"ndcg@3": 0.7})
     campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, limit=30))
     manager.wait(campaign_id, timeout=120)
     sample = load_dataset("default")
@@ -265,7 +265,7 @@ def test_graded_measures_in_campaigns_equal_the_function_on_the_same_ranked_list
 
 def test_a_name_stored_before_the_documented_one_reads_back_under_it(manager: CampaignManager) -> None:
     """Campaigns stored with `graded.total_groundtruth_documents` show it as `graded.total_ground_truth_documents`."""
-    campaign_id = manager.launch(LaunchRequest(dataset="default", config=TargetConfig(retriever="bm25"), limit=6))
+    campaign_id = manager.launch(LaunchRequest(dataset="default", config=TargetConfig.of(retriever="bm25"), limit=6))
     manager.wait(campaign_id, timeout=120)
     new, old = "graded.total_ground_truth_documents", "graded.total_groundtruth_documents"
     before = {r.question.qid: r.outcome for r in campaign_results(manager.store, campaign_id)}
@@ -287,7 +287,7 @@ def test_a_name_stored_before_the_documented_one_reads_back_under_it(manager: Ca
 
 def test_a_dataset_outside_the_configured_scale_is_refused(manager: CampaignManager) -> None:
     with pytest.raises(EvalError, match="outside the graded scale"):
-        manager.launch(LaunchRequest(dataset="default", config=TargetConfig(retriever="bm25", graded_label_max=2)))
+        manager.launch(LaunchRequest(dataset="default", config=TargetConfig.of(retriever="bm25", graded_label_max=2)))
 
 
 def failing_dataset(folder: Path, questions: int) -> Path:
@@ -305,8 +305,8 @@ def test_failed_questions_are_visible_and_the_stop_says_why(manager: CampaignMan
         return Reply.error(400, "bad request") if number in (2, 4, 6, 8) else "Within 30 days."
 
     with FakeOpenAIServer(every_other_fails) as server:
-        config = TargetConfig(retriever="bm25", generator="openai", base_url=server.base_url, model="m",
-                              api_key_env="")
+        config = TargetConfig.of(retriever="bm25", generator="openai", base_url=server.base_url, model="m",
+                                 api_key_env="")
         done = manager.wait(manager.launch(LaunchRequest(dataset=str(data), config=config, concurrency=1)), timeout=60)
         assert (done.status, done.failed, done.status_text) == ("succeeded_with_failures", 4, "succeeded with 4 failed")
         stopped = manager.wait(manager.launch(LaunchRequest(dataset=str(data), config=config, concurrency=1,
@@ -326,8 +326,8 @@ def test_a_failed_question_keeps_the_tokens_of_the_calls_that_succeeded(manager:
         return Reply.error(400, "generation refused")
 
     with FakeOpenAIServer(rerank_then_fail) as server:
-        config = TargetConfig(retriever="bm25", reranker="llm", rerank_url=server.base_url, rerank_model="m",
-                              generator="openai", base_url=server.base_url, model="m", api_key_env="")
+        config = TargetConfig.of(retriever="bm25", reranker="llm", rerank_url=server.base_url, rerank_model="m",
+                                 generator="openai", base_url=server.base_url, model="m", api_key_env="")
         campaign_id = manager.launch(LaunchRequest(dataset=str(data), config=config))
         done = manager.wait(campaign_id, timeout=60)
         reranks = sum(1 for body in judge_calls(server) if "Does the passage help" in user_prompt(body))
@@ -344,7 +344,7 @@ def test_suite_campaigns_ask_one_question_at_a_time_by_default(manager: Campaign
 
     suite = create_suite(manager.store, tenant="default", name="s", target_id="default",
                          cases=[Case("What is the refund window?", "30 days")])
-    campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, config=TargetConfig(retriever="bm25")))
+    campaign_id = manager.launch(LaunchRequest(suite_id=suite.id, config=TargetConfig.of(retriever="bm25")))
     assert get_campaign(manager.store, campaign_id).options.concurrency == 1
     manager.wait(campaign_id, timeout=60)
 
@@ -508,12 +508,12 @@ def test_judging_with_the_local_model_says_how_far_it_can_be_trusted(tmp_path: P
     from evalcore.judges import LOCAL_JUDGE_NOTE
     from evalcore.targets.generators import judged_locally
 
-    assert judged_locally(TargetConfig(judge_kind="local"))
-    assert judged_locally(TargetConfig(generator="local"))
-    assert (not judged_locally(TargetConfig(generator="local",
+    assert judged_locally(TargetConfig.of(judge_kind="local"))
+    assert judged_locally(TargetConfig.of(generator="local"))
+    assert (not judged_locally(TargetConfig.of(generator="local",
                                                                                                judge_kind="openai",
                                                                                                judge_model="m")))
-    assert not judged_locally(TargetConfig(kind="http_agent", agent_url="http://127.0.0.1:9/a", generator="local"))
+    assert not judged_locally(TargetConfig.of(kind="http_agent", agent_url="http://127.0.0.1:9/a", generator="local"))
     missing = str(tmp_path / "missing")  # the note comes first; the launch then fails on the dataset
     assert main(["run", "--dataset", missing, "--db", str(tmp_path / "n.db"), "--judge", "score",
                  "--set", "judge_kind=local"]) == 2

@@ -172,7 +172,7 @@ def test_checks_from_a_dataset_column_run_in_a_campaign_and_a_bad_one_refuses_th
     assert "checks_passed" not in measures[4]
     broken = {**checked, "queries": {**checked["queries"], "checks": ["contains:30 days", "regx:\\d+", None, None]}}
     bad = write_dataset(tmp_path / "bad", broken)
-    config = TargetConfig(knowledge_base=str(bad), retriever="bm25", generator="extractive")
+    config = TargetConfig.of(knowledge_base=str(bad), retriever="bm25", generator="extractive")
     with pytest.raises(EvalError) as caught:
         manager.launch(LaunchRequest(config=config, dataset=str(bad)))
     assert "unknown check" in str(caught.value)

@@ -78,7 +78,7 @@ def test_a_campaign_stores_the_similarity_with_its_model_in_the_signature(tmp_pa
         direct("e5", first.outcome.answer, list(first.question.references)), abs=1e-6)
     assert first.outcome.signatures["answer_similarity"].startswith("answer_similarity|model:e5|refs:max|")
     assert "answer_similarity" not in third.outcome.measures  # no reference answer: left out, not 0
-    off = manager.launch(LaunchRequest(dataset=dataset, config=TargetConfig(retriever="bm25")))
+    off = manager.launch(LaunchRequest(dataset=dataset, config=TargetConfig.of(retriever="bm25")))
     manager.wait(off, timeout=60)
     assert all("answer_similarity" not in r.outcome.measures for r in campaign_results(manager.store, off))
     manager.close()

@@ -26,7 +26,7 @@ from tests.test_api import Api, error_of, suite_body
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = "S\x1b]0;PWNED\x07\x1b[31mred"
 CASES = [Case("What is the refund window?", "30 days", ("Terms of Sale",))]
-BM25 = TargetConfig(retriever="bm25", chunking="none")
+BM25 = TargetConfig.of(retriever="bm25", chunking="none")
 
 
 @pytest.mark.parametrize("name", [HOSTILE, "a\x00b", "csi\x9b31m", "\u202eevil", "\u200b", " \u200b\u200c\ufeff ",

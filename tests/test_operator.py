@@ -121,7 +121,7 @@ def test_the_api_refuses_an_unlisted_scheduler_before_connecting(fake: FakeSched
 def test_the_engine_refuses_a_principal_an_unlisted_scheduler(fake: FakeScheduler, tmp_path: Path) -> None:
     """Launch, resume and a saved configuration, whoever the principal (the dashboard's local admin too)."""
     manager = CampaignManager(tmp_path / "db.sqlite")
-    config = TargetConfig(retriever="bm25", chunking="none", executor="dask", scheduler=fake.address)
+    config = TargetConfig.of(retriever="bm25", chunking="none", executor="dask", scheduler=fake.address)
     try:
         for principal in (LOCAL, RUNNER):
             with pytest.raises(Forbidden, match="EVALCORE_DASK_SCHEDULERS"):
@@ -144,12 +144,12 @@ def test_a_listed_scheduler_is_picked_by_name_or_address(monkeypatch: pytest.Mon
     monkeypatch.setenv("EVALCORE_DASK_SCHEDULERS", "gpu=tcp://10.0.0.5:8786, tcp://10.0.0.6:8786")
     monkeypatch.setenv("EVALCORE_DASK_SCHEDULER", "tcp://10.0.0.7:8786")
     for choice in ("gpu", "tcp://10.0.0.5:8786", "tcp://10.0.0.6:8786", "default", ""):
-        check_request(TargetConfig(executor="dask", scheduler=choice))
-    assert scheduler_address(TargetConfig(executor="dask", scheduler="gpu")) == "tcp://10.0.0.5:8786"
-    assert scheduler_address(TargetConfig(executor="dask")) == "tcp://10.0.0.7:8786"
+        check_request(TargetConfig.of(executor="dask", scheduler=choice))
+    assert scheduler_address(TargetConfig.of(executor="dask", scheduler="gpu")) == "tcp://10.0.0.5:8786"
+    assert scheduler_address(TargetConfig.of(executor="dask")) == "tcp://10.0.0.7:8786"
     monkeypatch.setenv("EVALCORE_DASK_SCHEDULERS", "gpu=10.0.0.5")
     with pytest.raises(Exception, match="EVALCORE_DASK_SCHEDULERS.*found gpu=10.0.0.5"):
-        check_request(TargetConfig(executor="dask", scheduler="gpu"))
+        check_request(TargetConfig.of(executor="dask", scheduler="gpu"))
 
 
 def test_the_run_page_hides_the_scheduler_from_a_session_that_cannot_choose_it(tmp_path: Path,
@@ -175,8 +175,8 @@ def test_the_run_page_hides_the_scheduler_from_a_session_that_cannot_choose_it(t
 
 
 def llm(server: FakeOpenAIServer, **keys: Any) -> TargetConfig:
-    return TargetConfig(retriever="bm25", chunking="none", generator="openai", model="fake", base_url=server.base_url,
-                        retries=0, **keys)
+    return TargetConfig.of(retriever="bm25", chunking="none", generator="openai", model="fake",
+                           base_url=server.base_url, retries=0, **keys)
 
 
 def test_a_request_sends_only_the_environment_variables_the_operator_allowed(tmp_path: Path,
@@ -254,8 +254,8 @@ def test_an_agent_header_whose_variable_expands_to_a_non_ascii_value_fails_its_c
     from evalcore.targets.external import HttpAgentTarget
 
     monkeypatch.setenv("TEAM_NAME", "中文")
-    target = HttpAgentTarget(TargetConfig(kind="http_agent", agent_url="http://127.0.0.1:9/ask",
-                                          agent_headers=(("X-Team", "${TEAM_NAME}"),)))
+    target = HttpAgentTarget(TargetConfig.of(kind="http_agent", agent_url="http://127.0.0.1:9/ask",
+                                             agent_headers=(("X-Team", "${TEAM_NAME}"),)))
     with pytest.raises(EvalError, match="agent_headers.X-Team: the value may hold printable ASCII") as caught:
         target.check()
     assert "after its ${VAR} parts were expanded" in str(caught.value)

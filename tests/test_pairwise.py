@@ -69,7 +69,7 @@ def pair(tmp_path: Path) -> Iterator[tuple[CampaignManager, str, str]]:
     dataset = str(write_dataset(tmp_path / "five", TABLES))
     ids = []
     for side in "AB":
-        config = TargetConfig(kind="results_file", results_path=str(results_file(tmp_path / f"{side}.jsonl", side)))
+        config = TargetConfig.of(kind="results_file", results_path=str(results_file(tmp_path / f"{side}.jsonl", side)))
         ids.append(manager.launch(LaunchRequest(dataset=dataset, config=config)))
         manager.wait(ids[-1], timeout=60)
     yield manager, ids[0], ids[1]
@@ -184,7 +184,7 @@ def finished_pair(manager: CampaignManager, tmp_path: Path) -> list[str]:
     dataset = str(write_dataset(tmp_path / "five", TABLES))
     ids = []
     for side in "AB":
-        config = TargetConfig(kind="results_file", results_path=str(results_file(tmp_path / f"{side}.jsonl", side)))
+        config = TargetConfig.of(kind="results_file", results_path=str(results_file(tmp_path / f"{side}.jsonl", side)))
         ids.append(manager.launch(LaunchRequest(dataset=dataset, config=config, tenant="acme")))
         manager.wait(ids[-1], timeout=60)
     return ids

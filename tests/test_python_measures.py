@@ -219,8 +219,8 @@ def test_a_bad_registration_is_an_error_naming_the_module_and_refuses_a_launch(o
     data = write_dataset(tmp_path / "data", ABSTAIN)
     manager = get_manager(tmp_path / "bad.db")
     with pytest.raises(EvalError, match="broken_measures"):
-        manager.launch(LaunchRequest(config=TargetConfig(knowledge_base=str(data), retriever="bm25",
-                                                         generator="extractive"), dataset=str(data)))
+        manager.launch(LaunchRequest(config=TargetConfig.of(knowledge_base=str(data), retriever="bm25",
+                                                            generator="extractive"), dataset=str(data)))
     manager.close()
     assert main(["measures"]) == 2
 

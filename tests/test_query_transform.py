@@ -220,8 +220,8 @@ def expected_fusion(target: RagTarget, texts: list[str]) -> list[tuple[int, Frac
     scores: dict[int, Fraction] = defaultdict(Fraction)
     for text in texts:
         for rank, hit in enumerate(search(target.kb, target.config, text), 1):
-            scores[hit.row] += Fraction(1, target.config.rrf_k + rank)
-    best = sorted(scores, key=lambda row: (-scores[row], row))[: target.config.embedding_top_k]
+            scores[hit.row] += Fraction(1, target.config.retrieval.rrf_k + rank)
+    best = sorted(scores, key=lambda row: (-scores[row], row))[: target.config.retrieval.embedding_top_k]
     return [(row, scores[row]) for row in best]
 
 

@@ -417,7 +417,7 @@ def test_the_rejudges_next_step_compares_it_with_the_campaign_it_judged(
         judged: tuple[CampaignManager, str, FakeOpenAIServer], capsys: pytest.CaptureFixture) -> None:
     manager, source, _ = judged
     db, dataset = str(manager.store.path), get_campaign(manager.store, source).source
-    later = manager.launch(LaunchRequest(dataset=dataset, config=TargetConfig(retriever="bm25"), tenant="acme",
+    later = manager.launch(LaunchRequest(dataset=dataset, config=TargetConfig.of(retriever="bm25"), tenant="acme",
                                          name="later"))   # newer than the judged one, on the same questions
     assert manager.wait(later, timeout=60).status == "succeeded"
     with FakeOpenAIServer(lambda path, body: verdict(SECOND, body)) as judge:

@@ -60,9 +60,9 @@ def chat(server: FakeOpenAIServer, cache: DictCache | None = None) -> OpenAIChat
 
 
 def test_the_key_is_a_generation_setting_with_a_validated_range() -> None:
-    assert TargetConfig().max_reply_chars == 200_000
+    assert TargetConfig().generation.max_reply_chars == 200_000
     assert "max_reply_chars" in TargetConfig.keys_in(GENERATION)
-    assert TargetConfig.from_dict({"max_reply_chars": 5000}).max_reply_chars == 5000
+    assert TargetConfig.from_dict({"max_reply_chars": 5000}).generation.max_reply_chars == 5000
     for bad in (99, 1_000_001, 2.5, "many"):
         with pytest.raises(EvalError, match="max_reply_chars"):
             TargetConfig.from_dict({"max_reply_chars": bad})
@@ -127,8 +127,8 @@ def test_a_streamed_body_is_given_up_at_the_limit_not_read_whole() -> None:
 
 def test_a_rerank_reply_over_the_limit_fails_the_question() -> None:
     with FakeOpenAIServer([Reply.json({"results": [], "padding": "x" * (2 * BODY_LIMIT)})]) as server:
-        target = build_target(TargetConfig(reranker="http", rerank_url=server.root_url + "/rerank", retriever="bm25",
-                                           max_reply_chars=LIMIT, retries=2))
+        target = build_target(TargetConfig.of(reranker="http", rerank_url=server.root_url + "/rerank", retriever="bm25",
+                                              max_reply_chars=LIMIT, retries=2))
         target.prepare(corpus())
         with pytest.raises(ReplyTooLarge, match="over the 1,060,576 bytes"):
             target.answer("What is the refund window?")
@@ -146,8 +146,8 @@ def test_agent_and_results_file_answers_over_the_cap_fail_their_question_before_
         return Reply.json({"answer": "z" * (LIMIT + 5), "sources": []})
 
     with FakeOpenAIServer(agent) as server:
-        for config in (TargetConfig(kind="results_file", results_path=str(run), max_reply_chars=LIMIT),
-                       TargetConfig(kind="http_agent", agent_url=server.root_url + "/ask", max_reply_chars=LIMIT)):
+        for config in (TargetConfig.of(kind="results_file", results_path=str(run), max_reply_chars=LIMIT),
+                       TargetConfig.of(kind="http_agent", agent_url=server.root_url + "/ask", max_reply_chars=LIMIT)):
             campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config))
             assert manager.wait(campaign_id, timeout=60).finished == 3
             errors = [result.outcome.error for result in campaign_results(manager.store, campaign_id)]

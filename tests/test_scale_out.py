@@ -78,8 +78,8 @@ def test_two_api_servers_and_a_worker_share_campaigns_and_survive_a_sigkill(
         "qas": {"qid": list(range(1, QUESTIONS + 1)), "aid": list(range(101, 101 + QUESTIONS))},
     })
     with FakeOpenAIServer(default="Refunds within 30 days.", delay=0.3) as model, open_store(url) as store:
-        config = TargetConfig(retriever="bm25", generator="openai", model="fake", base_url=model.base_url,
-                              api_key_env="")
+        config = TargetConfig.of(retriever="bm25", generator="openai", model="fake", base_url=model.base_url,
+                                 api_key_env="")
         target_id = save_target(store, config, tenant="acme", name="slow")
         _, secret = create_key(store, tenant="acme", role="admin", capability="full-access")
         servers = []

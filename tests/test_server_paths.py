@@ -40,7 +40,7 @@ def test_compare_names_the_dataset_not_its_folder(tmp_path: Path, capsys: pytest
     manager = CampaignManager(db)
     try:
         ids = [manager.wait(manager.launch(LaunchRequest(dataset=SAMPLES,
-                                                         config=TargetConfig(retriever="bm25", chunking=chunking),
+                                                         config=TargetConfig.of(retriever="bm25", chunking=chunking),
                                            limit=2)), timeout=60).id for chunking in ("none", "tokens")]
     finally:
         manager.close()

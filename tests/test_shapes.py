@@ -41,7 +41,7 @@ from evalcore.metrics.agreement import Agreement
 from evalcore.suites import Case, Suite
 from evalcore.targets.base import Retrieved
 from evalcore.targets.saved_targets import SavedTarget
-from evalcore.targets.target_config import Snapshot, TargetConfig
+from evalcore.targets.target_config import Chunks, Retrieval, Snapshot
 from evalcore.telemetry import Rejected, Trace, TraceDocument, TraceImport, TraceSettings
 
 SCALARS: dict[Any, Any] = {bool: True, int: 2, float: 0.5, str: "x", Any: "any"}
@@ -165,8 +165,8 @@ def test_a_snapshot_keeps_the_stored_json_and_reads_older_ones_as_a_typed_config
     assert json.dumps(snapshot.to_dict()) == json.dumps(stored)  # byte for byte
     target = snapshot.target
     assert target.retriever_label == "vector · E5 embeddings"
-    assert target.chunk_size == TargetConfig.chunk_size
-    assert Settings.of(target) == Settings("vector · E5 embeddings", "none", "extractive", TargetConfig.embedding_top_k)
+    assert target.chunks.chunk_size == Chunks.chunk_size
+    assert Settings.of(target) == Settings("vector · E5 embeddings", "none", "extractive", Retrieval.embedding_top_k)
     campaign = dataclasses.replace(build(Campaign), config=stored)  # a plain dict becomes a snapshot
     assert isinstance(campaign.config, Snapshot)
     assert campaign.to_dict()["config"] == stored

@@ -127,7 +127,7 @@ def test_a_passage_is_stored_once_whatever_the_campaigns_that_retrieved_it(tmp_p
     dataset = str(write_dataset(tmp_path / "tiny"))
     manager = CampaignManager(tmp_path / "e.db")
     try:
-        config = TargetConfig(retriever="bm25")
+        config = TargetConfig.of(retriever="bm25")
         first = manager.launch(LaunchRequest(dataset=dataset, config=config))
         manager.wait(first)
         count = manager.store.read("SELECT count(*) AS n FROM passage_texts")[0]["n"]
@@ -283,7 +283,7 @@ def test_deleting_real_campaigns_keeps_their_shared_passages_until_the_last_is_d
     dataset = str(write_dataset(tmp_path / "tiny"))
     manager = CampaignManager(tmp_path / "e.db")
     try:
-        config = TargetConfig(retriever="bm25")
+        config = TargetConfig.of(retriever="bm25")
         first = manager.launch(LaunchRequest(dataset=dataset, config=config))
         manager.wait(first)
         second = manager.launch(LaunchRequest(dataset=dataset, config=config, limit=2))

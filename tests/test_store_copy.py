@@ -32,7 +32,7 @@ def filled_store(path: Path, tiny_dataset: Path) -> str:
                    '{"qid": 2, "ranked_ids": [12], "answer": "14 jours, 路由器."}\n', encoding="utf-8")
     manager = CampaignManager(str(path))
     try:
-        config = TargetConfig(kind="results_file", results_path=str(run))
+        config = TargetConfig.of(kind="results_file", results_path=str(run))
         ids = [manager.launch(LaunchRequest(dataset=str(tiny_dataset), config=config)) for _ in range(2)]
         for campaign_id in ids:
             manager.wait(campaign_id, timeout=30)

@@ -70,8 +70,8 @@ def model() -> Iterator[FakeOpenAIServer]:
 
 
 def config_for(model: FakeOpenAIServer, data: Path) -> TargetConfig:
-    return TargetConfig(knowledge_base=str(data), retriever="bm25", generator="openai", model="fake",
-                        base_url=model.base_url, api_key_env="")
+    return TargetConfig.of(knowledge_base=str(data), retriever="bm25", generator="openai", model="fake",
+                           base_url=model.base_url, api_key_env="")
 
 
 def test_a_worker_campaign_whose_store_went_away_is_given_up_and_resumed_once_it_is_back(

@@ -13,10 +13,11 @@ from evalcore.targets import TargetConfig
 
 def test_seed_defaults() -> None:
     config = TargetConfig()
-    assert (config.keyword_threshold, config.vector_threshold) == (0.3, 0.2)
-    assert (config.embedding_top_k, config.rerank_top_k, config.rerank_threshold) == (30, 30, 0.3)
-    assert config.fallback_answer == "Sorry, I am unable to answer this question."
-    assert (config.kind, config.knowledge_base, config.generator, config.embedding_model) == (
+    assert (config.retrieval.keyword_threshold, config.retrieval.vector_threshold) == (0.3, 0.2)
+    assert (config.retrieval.embedding_top_k, config.rerank.rerank_top_k) == (30, 30)
+    assert config.rerank.rerank_threshold == 0.3
+    assert config.prompts.fallback_answer == "Sorry, I am unable to answer this question."
+    assert (config.kind, config.knowledge_base, config.generation.generator, config.retrieval.embedding_model) == (
         "rag", "default", "extractive", "use")
 
 
@@ -141,7 +142,7 @@ def test_config_save_and_list_from_the_command_line(tmp_path, capsys) -> None:
     assert main(["config", "save", str(toml), "--name", "bm25 top10", "--db", db]) == 0
     target_id = capsys.readouterr().out.strip()
     with Store(db) as store:
-        assert get_target(store, target_id) == TargetConfig(retriever="bm25", embedding_top_k=10)
+        assert get_target(store, target_id) == TargetConfig.of(retriever="bm25", embedding_top_k=10)
     assert main(["config", "list", "--db", db]) == 0
     assert target_id in capsys.readouterr().out
     assert main(["config", "save", str(toml), "--tenant", "bad_tenant", "--db", db]) == 2
@@ -150,8 +151,8 @@ def test_config_save_and_list_from_the_command_line(tmp_path, capsys) -> None:
 def test_the_made_name_tells_configurations_apart() -> None:
     assert TargetConfig().describe() == "hybrid RRF · USE embeddings · extractive"
     # Not the default.
-    assert TargetConfig(retriever="bm25", embedding_top_k=5).describe() == "bm25 · top 5 · extractive"
-    hybrid = TargetConfig(reranker="http", generator="openai", model="gpt-4o-mini", context_top_k=5)
+    assert TargetConfig.of(retriever="bm25", embedding_top_k=5).describe() == "bm25 · top 5 · extractive"
+    hybrid = TargetConfig.of(reranker="http", generator="openai", model="gpt-4o-mini", context_top_k=5)
     assert hybrid.describe() == "hybrid RRF · USE embeddings · rerank http · gpt-4o-mini · k=5"
 
 
@@ -160,8 +161,8 @@ def test_graded_thresholds_under_the_evaluators_names(tmp_path: Path) -> None:
     path.write_text('[graded_thresholds]\nndcg_threshold = 0.7\ntop1_relevance_threshold = 2\n"xdcg@3" = 40\n'
                     "total_groundtruth_documents = 2\n", encoding="utf-8")
     config = TargetConfig.from_toml(path)
-    assert dict(config.graded_thresholds) == {"ndcg_threshold": 0.7, "top1_relevance_threshold": 2.0, "xdcg@3": 40.0,
-                                              "total_groundtruth_documents": 2.0}
+    assert dict(config.graded.graded_thresholds) == {"ndcg_threshold": 0.7, "top1_relevance_threshold": 2.0,
+                                                     "xdcg@3": 40.0, "total_groundtruth_documents": 2.0}
     with pytest.raises(EvalError) as caught:
         TargetConfig.from_dict({"graded_thresholds": {"ndcg": 0.7}})
     assert caught.value.problems[0].startswith("graded_thresholds: unknown threshold 'ndcg' (known: ndcg_threshold,")
@@ -171,8 +172,8 @@ def test_default_models_fill_only_roles_without_a_model_and_name_bad_settings() 
     from evalcore.targets.default_models import with_default_models
 
     env = {"EVALCORE_DEFAULT_CHAT_MODEL": "house", "EVALCORE_DEFAULT_RERANK_URL": "http://r/rerank"}
-    config, used = with_default_models(TargetConfig(generator="local"), {"chat": None, "rerank": None}, env)
-    assert (config.generator, config.reranker, config.rerank_url) == ("local", "http", "http://r/rerank")
+    config, used = with_default_models(TargetConfig.of(generator="local"), {"chat": None, "rerank": None}, env)
+    assert (config.generation.generator, config.rerank.reranker, config.rerank.rerank_url) == ("local", "http", "http://r/rerank")
     assert used == {"chat": "the configuration's own chat model",
                     "rerank": "the default rerank model: http at http://r/rerank"}
     with pytest.raises(EvalError) as caught:

@@ -139,7 +139,7 @@ def test_extractive_is_deterministic_and_sized() -> None:
 
     context = [Retrieved(1, "t", "Alpha beta. Gamma delta refund window. Epsilon.", 1.0, {}),
                Retrieved(2, "t", "Refund window is 30 days. Zeta.", 0.5, {})]
-    generator = ExtractiveGenerator(items.extractive_sentences)
+    generator = ExtractiveGenerator(items.generation.extractive_sentences)
     answers = {generator.generate("What is the refund window?", context, TargetAnswer("", [])) for _ in range(3)}
     assert answers == {"Refund window is 30 days. Gamma delta refund window."}
 

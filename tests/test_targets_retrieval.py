@@ -72,7 +72,7 @@ def test_no_match_gives_fallback_answer(index_dir: Path) -> None:
     target = prepared(index_dir, corpus(), retriever="bm25")
     result = target.answer("zzzz qqqq")
     assert result.retrieved == []
-    assert result.answer == target.config.fallback_answer
+    assert result.answer == target.config.prompts.fallback_answer
     assert result.llm_calls == 0
 
 

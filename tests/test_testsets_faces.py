@@ -133,7 +133,7 @@ def test_a_test_set_runs_as_a_campaigns_dataset(tmp_path: Path) -> None:
             generate_testset(manager.store, GenerationRequest(
                 str(tmp_path / "corpus"), str(tmp_path / "set"), 8,
                 model={"judge_model": "fake", "judge_base_url": server.base_url, "judge_api_key_env": ""}))
-        config = TargetConfig(chunking="none", retriever="bm25", generator="extractive")
+        config = TargetConfig.of(chunking="none", retriever="bm25", generator="extractive")
         campaign_id = manager.launch(LaunchRequest(dataset=str(tmp_path / "set"), config=config))
         manager.wait(campaign_id, timeout=120)
         results = campaign_results(manager.store, campaign_id)

@@ -48,7 +48,7 @@ def server_files(request: Request, config: TargetConfig, given: dict[str, Any]) 
     dataset root); results_path is refused outright, since a results file is a file of the server's
     that a client has no business choosing (save results_file targets from the CLI or the dashboard).
     """
-    if config.results_path:
+    if config.results.results_path:
         raise ApiError(422, "config.results_path: a results file cannot be named through the API "
                             "(save results_file targets with the command line or the dashboard)",
                        field="config.results_path")

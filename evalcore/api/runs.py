@@ -114,7 +114,7 @@ def configured(config: TargetConfig, body: RunSettings, principal: Principal) ->
                                                     if body.graded_thresholds else {}) \
         | ({"max_cost": body.max_cost} if body.max_cost is not None else {})
     for table in set(overrides) & set(TABLES):  # their entries add to the configuration's
-        overrides[table] = {**dict(getattr(config, table)), **overrides[table]}
+        overrides[table] = {**dict(config.value(table)), **overrides[table]}
     return TargetConfig.from_dict({**config.to_dict(), **overrides}) if overrides else config
 
 

@@ -91,7 +91,7 @@ def ask(target: Target, question: Question) -> Asked:
                      else target.answer(question.text, qid=question.qid))
             # Scoring work grows with the answer's length: whatever the target, nothing over the cap is
             # scored, so a question past its time limit stops costing CPU within a bounded time.
-            refuse_long_reply(reply.answer, target.config.max_reply_chars)
+            refuse_long_reply(reply.answer, target.config.generation.max_reply_chars)
             return Asked(reply, latency_s=time.perf_counter() - start, calls=calls_of(meter, reply))
         except Exception as error:  # noqa: BLE001 - a failed question is recorded and the campaign goes on
             # The calls that did succeed were paid for: their tokens stay on the question.
@@ -153,8 +153,8 @@ def scored(plan: Plan, question: Question, asked: Asked, reply: TargetAnswer) ->
         references=list(question.references), expected_answer=question.expected_answer,
         expected_sources=list(question.expected_sources) or None,
         retrieved_sources=[source.to_dict() for source in sources], graded=plan.graded,
-        answerable=question.answerable, fallback_answer=plan.target.config.fallback_answer,
-        similarity=answer_embedding(plan.target.config.answer_similarity_model), checks=prepared(question.checks),
+        answerable=question.answerable, fallback_answer=plan.target.config.prompts.fallback_answer,
+        similarity=answer_embedding(plan.target.config.judge.answer_similarity_model), checks=prepared(question.checks),
         question=question.text, passages=retrieved,
     ))
     verdicts: dict[str, Verdict] = {}
@@ -195,7 +195,8 @@ def diagnose(config: TargetConfig, question: Question, retrieved: tuple[Retrieve
     score = verdicts.get("score")
     evidence = Evidence(question.relevant, question.expected_sources, retrieved, context, measures,
                         judged=score.result if score else None)
-    return attribute(evidence, GenerationMarks(config.generation_pass_rougel, config.generation_pass_coverage))
+    marks = config.diagnosis
+    return attribute(evidence, GenerationMarks(marks.generation_pass_rougel, marks.generation_pass_coverage))
 
 
 def passage_id(hit: Retrieved) -> str:

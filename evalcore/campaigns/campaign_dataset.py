@@ -53,13 +53,13 @@ def graded_scale(dataset: Dataset, config: TargetConfig) -> GradedScale | None:
     labels = [label for q in dataset.questions for label in q.labels.values()]
     if not labels or max(labels) <= 1:
         return None
-    low, high = config.graded_label_min, config.graded_label_max or max(labels)
+    low, high = config.graded.graded_label_min, config.graded.graded_label_max or max(labels)
     outside = sorted({label for label in labels if not low <= label <= high})
     if outside or high <= low:
         raise EvalError("the dataset's qrels labels fall outside the graded scale", where="graded_label_max",
                         found=f"labels {min(labels)}..{max(labels)}", expected=f"labels within {low}..{high}",
                         fix="set graded_label_min/graded_label_max to the scale the labels use")
-    return GradedScale(low, high, dict(config.graded_thresholds))
+    return GradedScale(low, high, dict(config.graded.graded_thresholds))
 
 
 def graded_for(dataset: Dataset, config: TargetConfig, questions: list[Question]) -> GradedScale | None:

@@ -59,12 +59,12 @@ class Cluster:
 def scheduler_address(config: TargetConfig) -> str:
     """The configuration's scheduler (an address, or the name of one in EVALCORE_DASK_SCHEDULERS), else
     EVALCORE_DASK_SCHEDULER; EvalError when neither is a valid address."""
-    address = config.scheduler or os.environ.get("EVALCORE_DASK_SCHEDULER", "").strip()
-    where = "scheduler" if config.scheduler else "EVALCORE_DASK_SCHEDULER"
+    address = config.execution.scheduler or os.environ.get("EVALCORE_DASK_SCHEDULER", "").strip()
+    where = "scheduler" if config.execution.scheduler else "EVALCORE_DASK_SCHEDULER"
     if not address:
         raise EvalError("the dask executor needs a scheduler address", where="scheduler",
                         fix='set scheduler = "tcp://HOST:PORT" (--scheduler), or EVALCORE_DASK_SCHEDULER')
-    address = scheduler_choice(address) if config.scheduler else address
+    address = scheduler_choice(address) if config.execution.scheduler else address
     problem = scheduler_problem(address)
     if problem or not address.startswith("tcp://"):
         raise EvalError(problem or f"expected a Dask scheduler address tcp://HOST:PORT, found {address!r}",
@@ -100,7 +100,7 @@ def connect(config: TargetConfig) -> Cluster:
 @contextmanager
 def cluster_for(config: TargetConfig, ready_made: bool) -> Iterator[Cluster | None]:
     """The cluster a launch runs on (None: this machine), disconnected again when the launch fails."""
-    if config.executor != "dask":
+    if config.execution.executor != "dask":
         yield None
         return
     if ready_made:

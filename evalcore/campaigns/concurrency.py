@@ -26,16 +26,16 @@ def is_remote(config: TargetConfig) -> bool:
     """Whether answering a question mostly waits on a remote service."""
     return (
         config.kind == "http_agent"
-        or (config.kind == "rag" and config.generator == "openai")
-        or config.reranker == "http"
-        or (config.reranker == "llm" and bool(config.rerank_url))
+        or (config.kind == "rag" and config.generation.generator == "openai")
+        or config.rerank.reranker == "http"
+        or (config.rerank.reranker == "llm" and bool(config.rerank.rerank_url))
     )
 
 
 def uses_local_model(config: TargetConfig) -> bool:
     """Whether answering runs the in-process model, which answers one call at a time."""
-    return config.kind == "rag" and (config.generator == "local"
-                                     or (config.reranker == "llm" and not config.rerank_url))
+    return config.kind == "rag" and (config.generation.generator == "local"
+                                     or (config.rerank.reranker == "llm" and not config.rerank.rerank_url))
 
 
 def default_concurrency(config: TargetConfig) -> int:

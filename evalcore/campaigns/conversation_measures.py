@@ -115,7 +115,7 @@ def campaign_conversations(store: Store, campaign_id: str, tenant: str | None = 
                            principal: Principal | None = None) -> list[ConversationResult]:
     """A campaign's conversations with their measures (empty when no question is a turn of one)."""
     config = get_campaign(store, campaign_id, tenant, principal=principal).config.target  # NotFound: another tenant's
-    marks = GenerationMarks(config.generation_pass_rougel, config.generation_pass_coverage)
+    marks = GenerationMarks(config.diagnosis.generation_pass_rougel, config.diagnosis.generation_pass_coverage)
     rows = turn_result_rows(store, campaign_id)
     measures = stored_column([row["measures"] for row in rows])
     verdicts = stored_verdicts(store, campaign_id)

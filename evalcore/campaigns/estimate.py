@@ -119,11 +119,11 @@ def prompt_usage(config: TargetConfig, judges: Sequence[str], sample: Sequence[Q
 
     passages = [approx_tokens(p.text) for p in corpus.passages[:PASSAGES]] or [0]
     passage = sum(passages) / len(passages)
-    if config.chunking == "tokens":
-        passage = min(passage, config.chunk_size * 4 / 3)
-    context = round(passage * config.context_top_k)
+    if config.chunks.chunking == "tokens":
+        passage = min(passage, config.chunks.chunk_size * 4 / 3)
+    context = round(passage * config.generation.context_top_k)
     model = build_chat_model(config) if config.kind == "rag" else None
-    rubrics = dict(config.rubrics)
+    rubrics = dict(config.judge.rubrics)
     templates = {name: rubric_prompt(parse_rubric(name, rubrics[name])) if name in rubrics else load_prompt(name)
                  for name in judges}
     judge_model = judge_model_name(config) if judges else None
@@ -131,31 +131,32 @@ def prompt_usage(config: TargetConfig, judges: Sequence[str], sample: Sequence[Q
     for question in sample:
         asked = approx_tokens(question.text)
         references = [*question.references, *([question.expected_answer] if question.expected_answer else [])]
-        answer = min(config.max_tokens, round(sum(map(approx_tokens, references)) / len(references))) \
-            if references else config.max_tokens // 4
+        answer = min(config.generation.max_tokens, round(sum(map(approx_tokens, references)) / len(references))) \
+            if references else config.generation.max_tokens // 4
         if model is not None:
-            calls.append((GENERATOR, model.name, approx_tokens(config.system_prompt + config.prompt_template)
+            prompts = config.prompts
+            calls.append((GENERATOR, model.name, approx_tokens(prompts.system_prompt + prompts.prompt_template)
                           + asked + context, answer))
             calls += query_calls(config, model.name, asked, passage)
-        if config.kind == "rag" and config.reranker == "llm":
+        if config.kind == "rag" and config.rerank.reranker == "llm":
             calls += [(RERANK, rerank_chat_model(config).name, approx_tokens(LLM_RERANK_PROMPT) + asked
-                       + round(passage), 1)] * config.embedding_top_k
+                       + round(passage), 1)] * config.retrieval.embedding_top_k
         if judge_model is not None:
             for name, prompt in templates.items():
                 read = approx_tokens(prompt.system + prompt.user) + asked + answer + context \
                     + sum(map(approx_tokens, references))
-                calls.append((f"judge:{name}", judge_model, read, min(VERDICT_TOKENS, config.judge_max_tokens)))
+                calls.append((f"judge:{name}", judge_model, read, min(VERDICT_TOKENS, config.judge.judge_max_tokens)))
     return calls
 
 
 def query_calls(config: TargetConfig, model: str, asked: int, passage: float) -> list[tuple[str, str, int, int]]:
     """A query transformation's calls for one question: a rewrite (or HyDE passage), or the multi-query ones."""
-    if config.query_transform == "none":
+    if config.query.query_transform == "none":
         return []
-    if config.query_transform == "hyde":
-        return [(QUERY, model, approx_tokens(config.hyde_prompt) + asked,
-                 min(config.query_max_tokens, round(passage)))]
-    calls = config.multi_query_n if config.query_transform == "multi_query" else 1
-    return [(QUERY, model, approx_tokens(config.rewrite_prompt) + asked * (1 + number), asked)
+    if config.query.query_transform == "hyde":
+        return [(QUERY, model, approx_tokens(config.query.hyde_prompt) + asked,
+                 min(config.query.query_max_tokens, round(passage)))]
+    calls = config.query.multi_query_n if config.query.query_transform == "multi_query" else 1
+    return [(QUERY, model, approx_tokens(config.query.rewrite_prompt) + asked * (1 + number), asked)
             for number in range(calls)]
 

@@ -119,6 +119,6 @@ def check_settings(config: TargetConfig, judges: tuple[str, ...], cache_dir: Pat
     if judges:
         build_judge_model(config, target.chat_model(), check=False)
     models = target.embedding_models() if isinstance(target, RagTarget) else ()
-    similarity = (config.answer_similarity_model,) if config.answer_similarity_model != "none" else ()
+    similarity = (config.judge.answer_similarity_model,) if config.judge.answer_similarity_model != "none" else ()
     for model in (*models, *similarity):
         require_embedder(model)

@@ -55,8 +55,8 @@ class Settings:
         if config.kind != "rag":
             label = {"http_agent": "HTTP agent", "results_file": "results file"}.get(config.kind, config.kind)
             return cls(label, "—", label, None)
-        top_k = config.rerank_top_k if config.reranker != "none" else config.embedding_top_k
-        return cls(config.retriever_label.strip(), config.reranker, config.generator_label, top_k)
+        top_k = config.rerank.rerank_top_k if config.rerank.reranker != "none" else config.retrieval.embedding_top_k
+        return cls(config.retriever_label.strip(), config.rerank.reranker, config.generator_label, top_k)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape."""

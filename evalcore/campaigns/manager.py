@@ -267,7 +267,7 @@ class CampaignManager:
         if not questions:
             raise EvalError("there is no question to run", where=suite_id, fix="add questions first")
         judge_names = check_judges((("score",) if use_judge else ()) + tuple(judges)
-                                   + tuple(name for name, _ in config.rubrics), tuple(dict(config.rubrics)))
+                                   + tuple(name for name, _ in config.judge.rubrics), tuple(dict(config.judge.rubrics)))
         return Resolved(tenant, suite, config, target_id, corpus, questions, judge_names)
 
     def estimate(self, request: LaunchRequest) -> Estimate:
@@ -342,7 +342,8 @@ class CampaignManager:
         tenant = scope(request.principal, request.tenant, Action.CHANGE) or request.tenant
         config, target_id = resolve_config(self.store, request.config, request.target_id, None, tenant)
         names = (("score",) if request.use_judge else ()) + (tuple(request.judges) or DEFAULT_JUDGES)
-        judge_names = check_judges(names + tuple(name for name, _ in config.rubrics), tuple(dict(config.rubrics)))
+        rubrics = config.judge.rubrics
+        judge_names = check_judges(names + tuple(name for name, _ in rubrics), tuple(dict(rubrics)))
         check_reference_free(judge_names)
         if request.principal is not None:
             check_request(config)
@@ -454,10 +455,10 @@ class CampaignManager:
 
             model = build_judge_model(config, target.chat_model(), StoreCallCache(self.store) if cache else None)
             judging = judge_settings(model, config, options.judge_samples)
-        if config.answer_similarity_model != "none":  # its weights load now: not installed fails the launch
+        if config.judge.answer_similarity_model != "none":  # its weights load now: not installed fails the launch
             from evalcore.targets.knowledge import get_embedder
 
-            get_embedder(config.answer_similarity_model)
+            get_embedder(config.judge.answer_similarity_model)
         calls = Calls()  # the check's connection is the campaign's too: closed when it ends
         try:
             with calls.active():
@@ -719,8 +720,10 @@ def judge_settings(model: ChatModel, config: TargetConfig, samples: int) -> Judg
     """How a campaign's judges ask: its model, its own prompts and rubrics, their pass marks."""
     from evalcore.judges import JudgeSettings, custom_prompt, parse_rubric, rubric_prompt
 
-    rubrics = [parse_rubric(name, text) for name, text in config.rubrics]
-    prompts = {name: custom_prompt(name, text, where=f"judge_prompts.{name}") for name, text in config.judge_prompts}
+    rubrics = [parse_rubric(name, text) for name, text in config.judge.rubrics]
+    prompts = {name: custom_prompt(name, text, where=f"judge_prompts.{name}")
+               for name, text in config.judge.judge_prompts}
     prompts |= {rubric.name: rubric_prompt(rubric) for rubric in rubrics}
-    thresholds = dict(config.judge_thresholds) | {rubric.name: rubric.pass_mark for rubric in rubrics}
-    return JudgeSettings(model, config.judge_temperature, config.judge_max_tokens, thresholds, samples, prompts)
+    thresholds = dict(config.judge.judge_thresholds) | {rubric.name: rubric.pass_mark for rubric in rubrics}
+    judge = config.judge
+    return JudgeSettings(model, judge.judge_temperature, judge.judge_max_tokens, thresholds, samples, prompts)

@@ -75,9 +75,9 @@ def rejudged_config(config: TargetConfig, settings: Mapping[str, Any]) -> Target
                         expected=", ".join(sorted(JUDGE_KEYS)),
                         fix="launch a new campaign to change what answers the questions")
     # A table (pass marks, prompts, rubrics) adds to the judged campaign's, as on a launch.
-    tables = {key: {**dict(getattr(config, key)), **dict(value)} for key, value in settings.items() if key in TABLES}
+    tables = {key: {**dict(config.value(key)), **dict(value)} for key, value in settings.items() if key in TABLES}
     changed = {**config.to_dict(), **settings, **tables, "executor": "local"}
-    if changed["judge_kind"] == "auto" and any(changed[key] != getattr(config, key) for key in MODEL_KEYS):
+    if changed["judge_kind"] == "auto" and any(changed[key] != config.value(key) for key in MODEL_KEYS):
         changed["judge_kind"] = "openai"
     return TargetConfig.from_dict(changed)
 
@@ -86,7 +86,7 @@ def rejudge_judges(source: Campaign, judges: Sequence[str], config: TargetConfig
                    settings: Mapping[str, Any]) -> tuple[str, ...]:
     """The judges of a re-judge: those named (built-in judges or rubrics of its configuration), else the judged
     campaign's and the rubrics given."""
-    rubrics = tuple(name for name, _ in config.rubrics)
+    rubrics = tuple(name for name, _ in config.judge.rubrics)
     names = check_judges(tuple(judges) or (*source.judges, *dict(settings.get("rubrics") or {})), rubrics)
     if not names:
         raise EvalError("a re-judge needs a judge", where="judges",

@@ -179,7 +179,7 @@ class Runner:
         self._update(lambda conn, token: campaign_rows.start_session(conn, self.plan.campaign_id, token, now))
         self._beats.start()
         self.executor.prepare(self._preparing)
-        self._budget = Budget(self.store, self.plan.campaign_id, self.plan.target.config.max_cost)
+        self._budget = Budget(self.store, self.plan.campaign_id, self.plan.target.config.execution.max_cost)
         self._questions_start()
 
     def _preparing(self, done: int, total: int, step: str = "indexing the corpus") -> None:

@@ -45,8 +45,8 @@ class Conversations:
 
     def __init__(self, questions: Sequence[Question], config: TargetConfig,
                  snapshot: Sequence[Question] = (), stored: Mapping[tuple[str, int], str | None] | None = None) -> None:
-        self.max_rounds = config.max_rounds
-        self.own_answers = config.history == "answers"
+        self.max_rounds = config.conversation.max_rounds
+        self.own_answers = config.conversation.history == "answers"
         self._alone: deque[Question] = deque(q for q in questions if q.conversation is None)
         self._turns: dict[str, deque[Question]] = {}
         for question in sorted((q for q in questions if q.conversation is not None), key=lambda q: q.turn or 0):

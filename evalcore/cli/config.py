@@ -118,7 +118,7 @@ def _ask(args: argparse.Namespace) -> int:
     for note in result.notes:
         print(f"note: {note}")
     answer = "(none)" if result.answer is None else result.answer
-    print(f"\nanswer ({config.generator if config.kind == 'rag' else config.kind}): {answer}")
+    print(f"\nanswer ({config.generation.generator if config.kind == 'rag' else config.kind}): {answer}")
     if result.llm_calls:
         print(f"tokens: {result.prompt_tokens} prompt + {result.completion_tokens} completion, "
               f"{result.llm_calls} calls ({result.cache_hits} cached)")

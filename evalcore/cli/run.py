@@ -160,7 +160,7 @@ def run_command(args: argparse.Namespace) -> int:
     config, target_id = configuration(manager, args)
     config = config.run_on(*_common.run_on(args))  # where it runs: still the saved target it was
     if args.max_cost is not None:
-        config = replace(config, max_cost=args.max_cost)
+        config = config.with_values(max_cost=args.max_cost)
     gates = run_gates(args)  # a mistyped gate fails before the run, not after it
     changed = [*pairs(args.set, None), *([parse_sweep(args.sweep)[0]] if args.sweep else [])]
     for note in setting_notes(config, changed):
@@ -252,7 +252,7 @@ def configuration(manager: CampaignManager, args: argparse.Namespace) -> tuple[T
     overrides = judge_overrides(args)
     for key in ("judge_thresholds", "judge_prompts", "rubrics"):  # their entries add to the configuration's
         if key in overrides:
-            overrides[key] = {**dict(getattr(config, key)), **overrides[key]}
+            overrides[key] = {**dict(config.value(key)), **overrides[key]}
     if not overrides:
         return config, target_id
     return TargetConfig.from_dict({**config.to_dict(), **overrides}), None
@@ -288,10 +288,10 @@ def launch(manager: CampaignManager, request: LaunchRequest, *, as_json: bool) -
     print(f"configuration: {config.describe()}; changed from the defaults: "
           f"{json.dumps(config.changed(), ensure_ascii=False) if config.changed() else 'nothing'}", file=out,
           flush=True)
-    if request.judges or config.rubrics:
+    if request.judges or config.judge.rubrics:
         judged_by = judge_model_name(config)
         if judged_by is not None:
-            print(f"judges ({', '.join([*request.judges, *dict(config.rubrics)])}) ask {judged_by}", file=out,
+            print(f"judges ({', '.join([*request.judges, *dict(config.judge.rubrics)])}) ask {judged_by}", file=out,
                   flush=True)
         if judged_locally(config):
             for note in local_notes(request.judges):

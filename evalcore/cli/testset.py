@@ -79,10 +79,12 @@ def model_keys(args: argparse.Namespace) -> dict[str, Any]:
     keys: dict[str, Any] = {}
     if args.config:
         config = TargetConfig.from_toml(args.config)
-        keys = {key: getattr(config, key) for key in MODEL_KEYS if getattr(config, key) != KEYS[key].default}
-        if not (config.judge_model or config.judge_deployment) and config.judge_kind != "local" and config.model:
-            keys |= {"judge_model": config.model, "judge_base_url": config.base_url,
-                     "judge_api_key_env": config.api_key_env}
+        keys = {key: config.value(key) for key in MODEL_KEYS if config.value(key) != KEYS[key].default}
+        judge = config.judge
+        named = judge.judge_model or judge.judge_deployment
+        if not named and judge.judge_kind != "local" and config.generation.model:
+            keys |= {"judge_model": config.generation.model, "judge_base_url": config.generation.base_url,
+                     "judge_api_key_env": config.generation.api_key_env}
     flags = {key: getattr(args, key, None) for key in (*MODEL_KEYS, "judge_model", "judge_base_url")}
     keys |= {key: value for key, value in flags.items() if value is not None}
     return keys

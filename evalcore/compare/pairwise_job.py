@@ -60,7 +60,7 @@ def pairwise_settings(store: Store, campaign: Campaign, judge: Mapping[str, Any]
         check_request(config)
     call_cache = StoreCallCache(store)
     model = build_judge_model(config, build_chat_model(config, call_cache), call_cache)
-    return JudgeSettings(model, config.judge_temperature, config.judge_max_tokens)
+    return JudgeSettings(model, config.judge.judge_temperature, config.judge.judge_max_tokens)
 
 
 def answered_pairs(a_rows: list[QuestionResult], b_rows: list[QuestionResult]) -> list[tuple[QuestionResult,

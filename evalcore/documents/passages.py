@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from evalcore.errors import EvalError
 from evalcore.targets.knowledge import chunk_spans
-from evalcore.targets.target_config import TargetConfig
+from evalcore.targets.target_config import Chunks, TargetConfig
 
 BLOCK_CHARS = 200_000
 ID_BITS = 52  # ids stay exact in JavaScript numbers (2^53) and in int64
@@ -31,21 +31,21 @@ class Chunking:
     """Words per passage and words shared by consecutive passages: the configuration keys chunk_size and
     chunk_overlap, with their defaults and bounds."""
 
-    size: int = TargetConfig.chunk_size
-    overlap: int = TargetConfig.chunk_overlap
+    size: int = Chunks.chunk_size
+    overlap: int = Chunks.chunk_overlap
 
     @classmethod
     def of(cls, size: int | None = None, overlap: int | None = None,
            config: TargetConfig | None = None) -> Chunking:
         """The values given, else the configuration's, else the defaults; EvalError naming a key out of bounds."""
         base = config or TargetConfig()
-        chosen = {"chunking": "tokens", "chunk_size": base.chunk_size if size is None else size,
-                  "chunk_overlap": base.chunk_overlap if overlap is None else overlap}
+        chosen = {"chunking": "tokens", "chunk_size": base.chunks.chunk_size if size is None else size,
+                  "chunk_overlap": base.chunks.chunk_overlap if overlap is None else overlap}
         try:
             checked = TargetConfig.from_dict(chosen)
         except EvalError as error:
             raise EvalError("invalid chunking", problems=error.problems) from None
-        return cls(checked.chunk_size, checked.chunk_overlap)
+        return cls(checked.chunks.chunk_size, checked.chunks.chunk_overlap)
 
 
 class Piece(NamedTuple):

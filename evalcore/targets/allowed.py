@@ -64,8 +64,8 @@ def allowed_env() -> frozenset[str]:
 
 def env_names(config: TargetConfig) -> list[tuple[str, str]]:
     """Every environment variable the configuration sends somewhere, as (key, variable)."""
-    named = [(key, getattr(config, key)) for key in ENV_KEYS if getattr(config, key)]
-    return named + [(f"agent_headers.{header}", name) for header, value in config.agent_headers
+    named = [(key, config.value(key)) for key in ENV_KEYS if config.value(key)]
+    return named + [(f"agent_headers.{header}", name) for header, value in config.agent.agent_headers
                     for name in ENV_REF.findall(value)]
 
 
@@ -78,12 +78,12 @@ def env_problems(config: TargetConfig) -> list[str]:
 
 def scheduler_refusal(config: TargetConfig) -> str | None:
     """Why a request may not name the configuration's scheduler, or None (none named, or a listed one)."""
-    if not config.scheduler:
+    if not config.execution.scheduler:
         return None  # the operator's default scheduler, if any
     listed = schedulers()
-    if config.scheduler in listed or config.scheduler in listed.values():
+    if config.execution.scheduler in listed or config.execution.scheduler in listed.values():
         return None
-    return (f"scheduler: {config.scheduler!r} is not one of the server's Dask schedulers "
+    return (f"scheduler: {config.execution.scheduler!r} is not one of the server's Dask schedulers "
             f"(allowed: {', '.join(listed) or 'none'}); the operator lists them in {SCHEDULERS_SETTING}")
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalcore.errors import EvalError
-from evalcore.targets.target_config import TargetConfig
+from evalcore.targets.target_config import Generation, TargetConfig
 
 CHAT_ROLE, RERANK_ROLE = "chat", "rerank"
 
@@ -34,9 +34,9 @@ def default_models(environ: Mapping[str, str] | None = None) -> dict[str, Defaul
     env = os.environ if environ is None else environ
     found: dict[str, DefaultModel] = {}
     if model := env.get("EVALCORE_DEFAULT_CHAT_MODEL", "").strip():
-        url = env.get("EVALCORE_DEFAULT_CHAT_BASE_URL", "").strip() or TargetConfig.base_url
+        url = env.get("EVALCORE_DEFAULT_CHAT_BASE_URL", "").strip() or Generation.base_url
         keys = {"generator": "openai", "model": model, "base_url": url,
-                "api_key_env": env.get("EVALCORE_DEFAULT_CHAT_API_KEY_ENV", TargetConfig.api_key_env).strip()}
+                "api_key_env": env.get("EVALCORE_DEFAULT_CHAT_API_KEY_ENV", Generation.api_key_env).strip()}
         found[CHAT_ROLE] = DefaultModel(keys, f"the default chat model: {model} at {url}")
     if url := env.get("EVALCORE_DEFAULT_RERANK_URL", "").strip():
         model = env.get("EVALCORE_DEFAULT_RERANK_MODEL", "").strip()
@@ -57,7 +57,7 @@ def with_default_models(config: TargetConfig, chosen: Mapping[str, str | None],
     used: dict[str, str] = {}
     keys: dict[str, Any] = {}
     for role, ident in chosen.items():
-        own = config.generator != "extractive" if role == CHAT_ROLE else config.reranker != "none"
+        own = config.generation.generator != "extractive" if role == CHAT_ROLE else config.rerank.reranker != "none"
         if ident:
             used[role] = f"{role}_id {ident}"
         elif own:

@@ -88,7 +88,8 @@ class HttpAgentTarget:
 
     def check(self) -> None:
         """Fail fast: header secrets are set and the agent's server answers."""
-        check_reachable(self._client, self.config.agent_url, self._headers(), self.config.timeout, "agent_url")
+        check_reachable(self._client, self.config.agent.agent_url, self._headers(), self.config.generation.timeout,
+                        "agent_url")
 
     def prepare(self, passages: Sequence[Any], progress: Progress | None = None) -> None:
         """Nothing to ingest: the agent has its own knowledge."""
@@ -96,45 +97,45 @@ class HttpAgentTarget:
     def answer(self, question: str, qid: int | None = None, chat: Chat | None = None) -> TargetAnswer:
         """One POST with retries; sources keep their order as the ranking. A turn of a conversation sends its id,
         turn and history where the body template asks for them (or the agent keeps its own session by the id)."""
-        body = fill_template(json.loads(self.config.agent_body), *agent_values(question, qid, chat))
-        answer, sources = post_json(self._client, self.config.agent_url, body, headers=self._headers(),
-                                    timeout=self.config.timeout, retries=self.config.retries,
-                                    backoff=self.config.retry_backoff, parse=self._parse,
-                                    max_reply_chars=self.config.max_reply_chars)
+        body = fill_template(json.loads(self.config.agent.agent_body), *agent_values(question, qid, chat))
+        answer, sources = post_json(self._client, self.config.agent.agent_url, body, headers=self._headers(),
+                                    timeout=self.config.generation.timeout, retries=self.config.generation.retries,
+                                    backoff=self.config.generation.retry_backoff, parse=self._parse,
+                                    max_reply_chars=self.config.generation.max_reply_chars)
         return TargetAnswer(answer=answer, retrieved=sources)
 
     def _parse(self, data: Any) -> tuple[str, list[Retrieved]]:
-        answer = json_path(data, self.config.agent_answer_path)
+        answer = json_path(data, self.config.agent.agent_answer_path)
         if not isinstance(answer, str):
-            raise TypeError(f"{self.config.agent_answer_path} is not text")
+            raise TypeError(f"{self.config.agent.agent_answer_path} is not text")
         try:
-            sources = json_path(data, self.config.agent_sources_path) or []
+            sources = json_path(data, self.config.agent.agent_sources_path) or []
         except (KeyError, IndexError):
             sources = []
         if isinstance(sources, dict):  # one source object instead of a list of them
             sources = [sources]
         if not isinstance(sources, list):  # iterating a text would make each character a source
-            raise TypeError(f"{self.config.agent_sources_path} is not a list of sources")
+            raise TypeError(f"{self.config.agent.agent_sources_path} is not a list of sources")
         return answer, [self._source(item) for item in sources]
 
     def _source(self, item: Any) -> Retrieved:
         if not isinstance(item, dict):
             return Retrieved(as_pid(item), "", "", 0.0, {}, str(item))
-        source = item.get(self.config.agent_source_id, "")
+        source = item.get(self.config.agent.agent_source_id, "")
         score = item.get("score")
-        return Retrieved(as_pid(source), str(item.get(self.config.agent_source_title) or ""),
-                         str(item.get(self.config.agent_source_text) or ""),
+        return Retrieved(as_pid(source), str(item.get(self.config.agent.agent_source_title) or ""),
+                         str(item.get(self.config.agent.agent_source_text) or ""),
                          float(score) if isinstance(score, (int, float)) else 0.0, {}, str(source),
                          self._file_name(item))
 
     def _file_name(self, item: dict[str, Any]) -> str:
         """The source's file name: agent_source_file's field, else the first of FILE_FIELDS that is text."""
-        fields = (self.config.agent_source_file,) if self.config.agent_source_file else FILE_FIELDS
+        fields = (self.config.agent.agent_source_file,) if self.config.agent.agent_source_file else FILE_FIELDS
         return next((value for name in fields if isinstance(value := item.get(name), str) and value.strip()), "")
 
     def _headers(self) -> dict[str, str]:
         """The agent headers with their ${VAR} parts expanded, checked again (EvalError naming the header)."""
-        headers = {name: expand_env(value, f"agent_headers.{name}") for name, value in self.config.agent_headers}
+        headers = {name: expand_env(value, f"agent_headers.{name}") for name, value in self.config.agent.agent_headers}
         for name, value in headers.items():
             if problem := header_problem(name, value):
                 raise EvalError(f"{problem} (after its ${{VAR}} parts were expanded)", where=f"agent_headers.{name}")
@@ -160,7 +161,7 @@ class ResultsFileTarget:
 
     def check(self) -> None:
         """Fail fast: the file exists and every row has the columns."""
-        rows = read_results(Path(self.config.results_path))
+        rows = read_results(Path(self.config.results.results_path))
         self._by_qid = {row["qid"]: row for row in rows if row["qid"] is not None}
         self._by_question = {row["question"].strip(): row for row in rows if row.get("question")}
 
@@ -176,7 +177,7 @@ class ResultsFileTarget:
         row = row or self._by_question.get(question.strip())
         if row is None:
             raise EvalError(f"no row for question {qid if qid is not None else question!r}",
-                            where=self.config.results_path, fix="add a row with this qid to the results file")
+                            where=self.config.results.results_path, fix="add a row with this qid to the results file")
         ranked = list(row["ranked_ids"])
         retrieved = [self._retrieved(source, rank, len(ranked)) for rank, source in enumerate(ranked)]
         # A row without an answer (a retrieval-only run) gets no generation measures, not zeros.

@@ -187,7 +187,7 @@ class ChatGenerator:
                  history: Sequence[Round] = ()) -> str:
         """The model's reply, stripped."""
         prompt = messages(self.config, question, context, history)
-        reply = sampled_chat(self.model, self.config, prompt, self.config.max_tokens)
+        reply = sampled_chat(self.model, self.config, prompt, self.config.generation.max_tokens)
         answer.record(reply)
         return reply.text.strip()
 
@@ -195,13 +195,14 @@ class ChatGenerator:
 def sampled_chat(model: ChatModel, config: TargetConfig, prompt: list[Message], max_tokens: int) -> ChatReply:
     """One call of the target's chat model under the generation sampling settings (temperature, top_p, top_k,
     repeat_penalty)."""
-    return model.chat(prompt, temperature=config.temperature, top_p=config.top_p, top_k=config.top_k,
-                      repeat_penalty=config.repeat_penalty, max_tokens=max_tokens)
+    generation = config.generation
+    return model.chat(prompt, temperature=generation.temperature, top_p=generation.top_p, top_k=generation.top_k,
+                      repeat_penalty=generation.repeat_penalty, max_tokens=max_tokens)
 
 
 def context_text(config: TargetConfig, context: list[Retrieved]) -> str:
     """The numbered context chunks through the context template."""
-    return "\n\n".join(config.context_template.format(index=i, title=item.title, text=item.text, pid=item.pid)
+    return "\n\n".join(config.prompts.context_template.format(index=i, title=item.title, text=item.text, pid=item.pid)
                        for i, item in enumerate(context, 1))
 
 
@@ -209,20 +210,21 @@ def messages(config: TargetConfig, question: str, context: list[Retrieved],
              history: Sequence[Round] = ()) -> list[dict[str, Any]]:
     """System prompt (when set), a conversation's earlier rounds as user and assistant messages, and the user prompt
     with question and context filled in."""
-    user = config.prompt_template.format(question=question, context=context_text(config, context))
-    system = [{"role": "system", "content": config.system_prompt}] if config.system_prompt else []
+    user = config.prompts.prompt_template.format(question=question, context=context_text(config, context))
+    system = [{"role": "system", "content": config.prompts.system_prompt}] if config.prompts.system_prompt else []
     return system + history_messages(history) + [{"role": "user", "content": user}]
 
 
 def build_chat_model(config: TargetConfig, cache: Any = None) -> ChatModel | None:
     """The generator's chat model; None for the extractive generator."""
-    if config.generator == "openai":
-        return OpenAIChatModel(config.base_url, config.model, api_key_env=config.api_key_env,
-                               timeout=config.timeout, retries=config.retries, backoff=config.retry_backoff,
-                               cache=cache, max_reply_chars=config.max_reply_chars, deployment=config.deployment,
-                               api_version=config.api_version, key_header=config.api_key_header,
-                               structured_output=config.structured_output)
-    if config.generator == "local":
+    generation = config.generation
+    if generation.generator == "openai":
+        return OpenAIChatModel(generation.base_url, generation.model, api_key_env=generation.api_key_env,
+                               timeout=generation.timeout, retries=generation.retries, backoff=generation.retry_backoff,
+                               cache=cache, max_reply_chars=generation.max_reply_chars,
+                               deployment=generation.deployment, api_version=generation.api_version,
+                               key_header=generation.api_key_header, structured_output=generation.structured_output)
+    if generation.generator == "local":
         return LocalChatModel(cache=cache)
     return None
 
@@ -232,7 +234,8 @@ def own_chat_model(config: TargetConfig, cache: Any = None) -> ChatModel | None:
     model an HTTP agent's configuration names (generator "openai" with its model or deployment); else None."""
     if config.kind == "rag":
         return build_chat_model(config, cache)
-    if config.kind == "http_agent" and config.generator == "openai" and (config.model or config.deployment):
+    generation = config.generation
+    if config.kind == "http_agent" and generation.generator == "openai" and (generation.model or generation.deployment):
         return build_chat_model(config, cache)
     return None
 
@@ -245,25 +248,26 @@ def build_judge_model(config: TargetConfig, own: ChatModel | None, cache: Any = 
 
     EvalError naming the keys to set when there is none.
     """
-    if config.judge_kind == "auto" and own is not None and not named_judge(config):
+    judge, generation = config.judge, config.generation
+    if judge.judge_kind == "auto" and own is not None and not named_judge(config):
         return own
     model: OpenAIChatModel | LocalChatModel | None = None
     # A judge server named without its model: the target's own model's name there (the same model served elsewhere).
-    name = config.judge_model or (config.model if config.judge_base_url and config.generator == "openai" else "")
-    if config.judge_kind == "local":
+    name = judge.judge_model or (generation.model if judge.judge_base_url and generation.generator == "openai" else "")
+    if judge.judge_kind == "local":
         model = LocalChatModel(cache=cache)
-    elif name or config.judge_deployment:
-        model = OpenAIChatModel(config.judge_base_url or config.base_url, name,
-                                api_key_env=config.judge_api_key_env, timeout=config.timeout, retries=config.retries,
-                                backoff=config.retry_backoff, cache=cache, max_reply_chars=config.max_reply_chars,
-                                deployment=config.judge_deployment, api_version=config.judge_api_version,
-                                key_header=config.judge_api_key_header,
-                                structured_output=config.judge_structured_output)
+    elif name or judge.judge_deployment:
+        model = OpenAIChatModel(judge.judge_base_url or generation.base_url, name,
+                                api_key_env=judge.judge_api_key_env, timeout=generation.timeout,
+                                retries=generation.retries, backoff=generation.retry_backoff, cache=cache,
+                                max_reply_chars=generation.max_reply_chars,
+                                deployment=judge.judge_deployment, api_version=judge.judge_api_version,
+                                key_header=judge.judge_api_key_header, structured_output=judge.judge_structured_output)
     if model is not None:
         if check:
             model.check()
         return model
-    if config.judge_base_url:
+    if judge.judge_base_url:
         raise EvalError("judge_base_url names the judges' server, but no judge_model names the model there",
                         where="judge_model", fix="set judge_model (on the command line --judge-model NAME)")
     raise EvalError("judges need a chat model: this target has none and no judge model is configured",
@@ -284,16 +288,19 @@ def judge_model_name(config: TargetConfig) -> str | None:
 def named_judge(config: TargetConfig) -> bool:
     """Whether the configuration names a judge model of its own (judge_model, judge_deployment or judge_base_url):
     under judge_kind "auto" that one judges, not the target's own chat model."""
-    return bool(config.judge_model or config.judge_deployment or config.judge_base_url)
+    return bool(config.judge.judge_model or config.judge.judge_deployment or config.judge.judge_base_url)
 
 
 def judged_locally(config: TargetConfig) -> bool:
     """Whether this configuration's judges ask the offline SmolLM2 (configured so, or the pipeline's own local
     model)."""
-    own_local = config.kind == "rag" and config.generator == "local"
-    return config.judge_kind == "local" or (config.judge_kind == "auto" and own_local and not named_judge(config))
+    own_local = config.kind == "rag" and config.generation.generator == "local"
+    kind = config.judge.judge_kind
+    return kind == "local" or (kind == "auto" and own_local and not named_judge(config))
 
 
 def build_generator(config: TargetConfig, model: ChatModel | None) -> Generator:
     """Extractive without a model, else the chat generator."""
-    return ChatGenerator(config, model) if model is not None else ExtractiveGenerator(config.extractive_sentences)
+    if model is None:
+        return ExtractiveGenerator(config.generation.extractive_sentences)
+    return ChatGenerator(config, model)

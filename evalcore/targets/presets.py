@@ -17,6 +17,6 @@ class Preset(NamedTuple):
 
 # No embedding index to build and no model to call: a first campaign finishes in seconds.
 QUICK_START = Preset("quick", "quick start (BM25 keyword retrieval, extractive answers)",
-                     TargetConfig(retriever="bm25", generator="extractive"))
+                     TargetConfig.of(retriever="bm25", generator="extractive"))
 DEFAULTS = Preset("default", "default configuration (hybrid retrieval, extractive answers)", TargetConfig())
 PRESETS = {preset.name: preset for preset in (QUICK_START, DEFAULTS)}

@@ -38,7 +38,7 @@ def retrieve(kb: KnowledgeBase, config: TargetConfig, model: ChatModel | None, q
 
     A rewrite (and the multi-query's first request) reads the conversation's earlier rounds through {history}, so
     that a follow-up ("and on weekends?") becomes a standalone query."""
-    transform = config.query_transform
+    transform = config.query.query_transform
     if transform == "none" or model is None:
         return search(kb, config, question)
     if transform == "multi_query":
@@ -46,10 +46,10 @@ def retrieve(kb: KnowledgeBase, config: TargetConfig, model: ChatModel | None, q
         if not answer.queries:
             return search(kb, config, question)
         lists = [search(kb, config, text) for text in (question, *answer.queries)]
-        return fuse(lists, config.rrf_k, config.embedding_top_k)
+        return fuse(lists, config.retrieval.rrf_k, config.retrieval.embedding_top_k)
     hyde = transform == "hyde"
-    prompt = (config.hyde_prompt.format(question=question) if hyde
-              else config.rewrite_prompt.format(question=question, history=history_text(history)))
+    prompt = (config.query.hyde_prompt.format(question=question) if hyde
+              else config.query.rewrite_prompt.format(question=question, history=history_text(history)))
     text = ask(config, model, [{"role": "user", "content": prompt}], answer, f"query {transform}",
                str.strip if hyde else one_line)
     if text is None:
@@ -61,11 +61,11 @@ def retrieve(kb: KnowledgeBase, config: TargetConfig, model: ChatModel | None, q
 def multi_queries(config: TargetConfig, model: ChatModel, question: str, answer: TargetAnswer,
                   history: Sequence[Round] = ()) -> list[str]:
     """Up to multi_query_n search queries, each asked after the ones before it; a failed call ends the list."""
-    first = config.rewrite_prompt.format(question=question, history=history_text(history))
+    first = config.query.rewrite_prompt.format(question=question, history=history_text(history))
     conversation: list[Message] = [{"role": "user", "content": first}]
     queries: list[str] = []
-    for number in range(1, config.multi_query_n + 1):
-        what = f"query multi_query {number} of {config.multi_query_n}"
+    for number in range(1, config.query.multi_query_n + 1):
+        what = f"query multi_query {number} of {config.query.multi_query_n}"
         query = ask(config, model, conversation, answer, what, one_line)
         if query is None:
             break
@@ -80,7 +80,7 @@ def ask(config: TargetConfig, model: ChatModel, messages: list[Message], answer:
     """The model's reply through `clean`, or None with a note on the question when the call failed or said nothing."""
     try:
         with counted_as(QUERY):
-            reply = sampled_chat(model, config, messages, config.query_max_tokens)
+            reply = sampled_chat(model, config, messages, config.query.query_max_tokens)
     except ModelError as error:
         answer.notes.append(f"{what} failed, the question was used instead: {error.line()}")
         return None

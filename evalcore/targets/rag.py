@@ -37,8 +37,8 @@ class RagTarget:
 
     def embedding_models(self) -> tuple[str, ...]:
         """Models whose chunk vectors the index needs (retrieval, embedding reranker)."""
-        models = [self.config.embedding_model] if self.config.retriever != "bm25" else []
-        if self.config.reranker == "embedding":
+        models = [self.config.retrieval.embedding_model] if self.config.retrieval.retriever != "bm25" else []
+        if self.config.rerank.reranker == "embedding":
             models.append(rerank_embedding_model(self.config))
         return tuple(dict.fromkeys(models))
 
@@ -47,9 +47,9 @@ class RagTarget:
         for model in self.embedding_models():
             get_embedder(model)
         remote: list[Any] = [self._model]
-        if self.config.reranker == "llm":
+        if self.config.rerank.reranker == "llm":
             remote.append(rerank_chat_model(self.config))
-        if self.config.reranker == "http":
+        if self.config.rerank.reranker == "http":
             remote.append(HttpReranker(self.config))
         for service in remote:
             if service is not None:
@@ -57,8 +57,8 @@ class RagTarget:
 
     def prepare(self, passages: Sequence[Any], progress: Progress | None = None) -> None:
         """Chunk, index and embed the whole corpus now (from the disk cache when possible)."""
-        size = self.config.chunk_size if self.config.chunking == "tokens" else None
-        self.kb = build_knowledge_base(passages, chunk_size=size, chunk_overlap=self.config.chunk_overlap,
+        size = self.config.chunks.chunk_size if self.config.chunks.chunking == "tokens" else None
+        self.kb = build_knowledge_base(passages, chunk_size=size, chunk_overlap=self.config.chunks.chunk_overlap,
                                        models=self.embedding_models(), cache_dir=self.cache_dir, progress=progress)
         self._reranker = build_reranker(self.config, self.kb, self.cache)
         if isinstance(self._generator, ExtractiveGenerator):
@@ -73,13 +73,13 @@ class RagTarget:
         history = chat.history if chat is not None else ()
         hits = retrieve(self.kb, self.config, self._model, question, result, history)
         result.retrieved = rerank(self.config, self._reranker, question, hits, result)
-        result.context = result.retrieved[: self.config.context_top_k]
+        result.context = result.retrieved[: self.config.generation.context_top_k]
         if not result.retrieved:
-            result.answer = self.config.fallback_answer
+            result.answer = self.config.prompts.fallback_answer
             result.notes.append("nothing retrieved: fallback answer")
             return result
         result.answer = (self._generator.generate(question, result.context, result, history)
-                         or self.config.fallback_answer)
+                         or self.config.prompts.fallback_answer)
         return result
 
     def chat_model(self) -> ChatModel | None:

@@ -76,24 +76,26 @@ class HttpReranker:
     """A remote /rerank API: POST {model, query, documents, top_n} -> {results: [{index, relevance_score}]}."""
 
     def __init__(self, config: TargetConfig) -> None:
-        self.config, self.name = config, f"http:{config.rerank_model}@{config.rerank_url}"
+        self.config, self.name = config, f"http:{config.rerank.rerank_model}@{config.rerank.rerank_url}"
         self._client = new_client()
 
     def check(self) -> None:
         """Fail fast: the key variable is set and the server answers."""
-        check_reachable(self._client, self.config.rerank_url, self._headers(), self.config.timeout, "rerank_url")
+        check_reachable(self._client, self.config.rerank.rerank_url, self._headers(), self.config.generation.timeout,
+                        "rerank_url")
 
     def scores(self, question: str, hits: list[Hit], answer: TargetAnswer) -> dict[int, float]:
         """The server's relevance scores (documents it leaves out are dropped)."""
-        body = {"model": self.config.rerank_model, "query": question,
+        body = {"model": self.config.rerank.rerank_model, "query": question,
                 "documents": [hit.item.text for hit in hits], "top_n": len(hits)}
-        return post_json(self._client, self.config.rerank_url, body, headers=self._headers(),
-                         timeout=self.config.timeout, retries=self.config.retries,
-                         backoff=self.config.retry_backoff, parse=lambda data: _parse_rerank(data, len(hits)),
-                         max_reply_chars=self.config.max_reply_chars)
+        return post_json(self._client, self.config.rerank.rerank_url, body, headers=self._headers(),
+                         timeout=self.config.generation.timeout, retries=self.config.generation.retries,
+                         backoff=self.config.generation.retry_backoff,
+                         parse=lambda data: _parse_rerank(data, len(hits)),
+                         max_reply_chars=self.config.generation.max_reply_chars)
 
     def _headers(self) -> dict[str, str]:
-        name = self.config.rerank_api_key_env
+        name = self.config.rerank.rerank_api_key_env
         if not name:
             return {}
         if not os.environ.get(name):
@@ -112,28 +114,29 @@ def _parse_rerank(data: Any, count: int) -> dict[int, float]:
 
 def build_reranker(config: TargetConfig, kb: KnowledgeBase | None, cache: Any = None) -> Reranker | None:
     """The configured reranker, None for `none`."""
-    if config.reranker == "embedding":
+    if config.rerank.reranker == "embedding":
         if kb is None:
             raise EvalError("the embedding reranker needs a prepared knowledge base")
         return EmbeddingReranker(kb, rerank_embedding_model(config))
-    if config.reranker == "llm":
+    if config.rerank.reranker == "llm":
         return LlmReranker(rerank_chat_model(config, cache))
-    if config.reranker == "http":
+    if config.rerank.reranker == "http":
         return HttpReranker(config)
     return None
 
 
 def rerank_embedding_model(config: TargetConfig) -> str:
     """rerank_model, or by default the model retrieval does not use ("a second model")."""
-    return config.rerank_model or ("e5" if config.embedding_model == "use" else "use")
+    return config.rerank.rerank_model or ("e5" if config.retrieval.embedding_model == "use" else "use")
 
 
 def rerank_chat_model(config: TargetConfig, cache: Any = None) -> ChatModel:
     """The llm reranker's model: an OpenAI-compatible endpoint at rerank_url, else the local model."""
-    if config.rerank_url:
-        return OpenAIChatModel(config.rerank_url, config.rerank_model, api_key_env=config.rerank_api_key_env,
-                               timeout=config.timeout, retries=config.retries, backoff=config.retry_backoff,
-                               cache=cache, max_reply_chars=config.max_reply_chars)
+    if config.rerank.rerank_url:
+        rerank, generation = config.rerank, config.generation
+        return OpenAIChatModel(rerank.rerank_url, rerank.rerank_model, api_key_env=rerank.rerank_api_key_env,
+                               timeout=generation.timeout, retries=generation.retries, backoff=generation.retry_backoff,
+                               cache=cache, max_reply_chars=generation.max_reply_chars)
     return LocalChatModel(cache=cache)
 
 
@@ -146,12 +149,12 @@ def rerank(config: TargetConfig, reranker: Reranker | None, question: str, hits:
     if reranker is None or not hits:
         return [hit.item for hit in hits]
     scores = reranker.scores(question, hits, answer)
-    kept = sorted((position for position, score in scores.items() if score >= config.rerank_threshold),
+    kept = sorted((position for position, score in scores.items() if score >= config.rerank.rerank_threshold),
                   key=lambda position: (-scores[position], position))
     if not kept:
         answer.notes.append(RERANK_EMPTY_NOTE)
-        return [hit.item for hit in hits][: config.rerank_top_k]
-    return [_rescored(hits[p].item, scores[p]) for p in kept[: config.rerank_top_k]]
+        return [hit.item for hit in hits][: config.rerank.rerank_top_k]
+    return [_rescored(hits[p].item, scores[p]) for p in kept[: config.rerank.rerank_top_k]]
 
 
 def _rescored(item: Retrieved, score: float) -> Retrieved:

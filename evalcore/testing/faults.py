@@ -238,9 +238,9 @@ def run_drill(drill: Drill, work: Path, say: Callable[[str], None] = print) -> O
     with running_postgres() as pg, FakeOpenAIServer(sometimes_slow(drill.slow_share, drill.delay_s)) as model, \
             FakeOpenAIServer(default=Reply.slow(20.0, '{"winner": "tie", "reason": "slow"}')) as slow_judge:
         with open_store(pg.url) as store:
-            config = TargetConfig(retriever="bm25", generator="openai", model="fake", base_url=model.base_url,
-                                  api_key_env="", timeout=10, judge_model="judge", judge_base_url=model.base_url,
-                                  judge_api_key_env="")
+            config = TargetConfig.of(retriever="bm25", generator="openai", model="fake", base_url=model.base_url,
+                                     api_key_env="", timeout=10, judge_model="judge", judge_base_url=model.base_url,
+                                     judge_api_key_env="")
             target_id = save_target(store, config, tenant="acme", name="drill")
             _, secret = create_key(store, tenant="acme", role="admin", capability="full-access")
         fleet = Fleet(pg.url, root, drill.lease_s, logs)

@@ -95,6 +95,7 @@ class Soak:
         agents = (self.trickling.url, self.long.url)
         ids = [manager.launch(LaunchRequest(dataset="default", limit=questions, concurrency=concurrency,
                               time_limit=time_limit, max_failed_share=1, cache=False, name=f"soak {n}",
-                              config=TargetConfig(kind="http_agent", agent_url=agents[n % 2], timeout=60, retries=0)))
+                              config=TargetConfig.of(kind="http_agent", agent_url=agents[n % 2], timeout=60,
+                                                     retries=0)))
                for n in range(campaigns)]
         return [str(manager.wait(campaign_id, timeout=600).status) for campaign_id in ids]

@@ -99,7 +99,7 @@ def model_config(model: Mapping[str, Any]) -> TargetConfig:
         raise EvalError("not a key of the model that writes questions", where=", ".join(unknown),
                         expected=", ".join(MODEL_KEYS))
     config = TargetConfig.from_dict(dict(model))
-    if config.judge_kind != "local" and not (config.judge_model or config.judge_deployment):
+    if config.judge.judge_kind != "local" and not (config.judge.judge_model or config.judge.judge_deployment):
         raise EvalError("no model to write the questions", where="judge_model",
                         fix="name one (--model and --base-url, or judge_model in the configuration), or use the "
                             "offline one (judge_kind = local)")
@@ -181,7 +181,7 @@ def _generate(context: job_queue.JobContext, request: GenerationRequest, dataset
     failed: dict[int, Candidate] = {}
     stopper = _Stopper()
     with ThreadPoolExecutor(max_workers=max(1, request.concurrency)) as pool:
-        asked = {pool.submit(_one, model, config.judge_temperature, config.judge_max_tokens, item, passages,
+        asked = {pool.submit(_one, model, config.judge.judge_temperature, config.judge.judge_max_tokens, item, passages,
                              neighbours): item for item in planned if item.position not in kept}
         try:
             for future in as_completed(asked):
