@@ -169,3 +169,16 @@ def test_unknown_keys_still_suggest_the_flat_name() -> None:
         TargetConfig.from_dict({"judge_modle": "x", "chunk_sise": 3})
     assert caught.value.problems == ["judge_modle: unknown key (did you mean judge_model?)",
                                      "chunk_sise: unknown key (did you mean chunk_size?)"]
+
+
+def test_code_written_with_flat_keys_builds_and_is_told_where_a_key_is_read() -> None:
+    """Notebooks written before the groups: `TargetConfig(retriever=...)` builds the same configuration as
+    TargetConfig.of; `config.retriever` is refused with the group it is read in, not a bare AttributeError."""
+    built = TargetConfig(retriever="bm25", top_k=3, kind="rag")  # type: ignore[call-arg]
+    assert built == TargetConfig.of(retriever="bm25", top_k=3)
+    assert built.retrieval.retriever == "bm25"
+    assert dataclasses.replace(built, kind="http_agent").retrieval.retriever == "bm25"
+    with pytest.raises(AttributeError, match=r"config\.retrieval\.retriever"):
+        built.retriever  # type: ignore[attr-defined]  # noqa: B018
+    with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
+        built.nothing  # type: ignore[attr-defined]  # noqa: B018

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from evalcore.errors import EvalError
@@ -623,6 +623,35 @@ KEYS: dict[str, Key] = {
     name: Key(name, _default(declared), (SETTING_GROUPS[group] if group else TargetConfig).GROUP,
               **{k: v for k, v in declared.metadata.items() if k != "after"})
     for name, (group, declared) in FLAT.items()}
+def _read_in_group(config: TargetConfig, name: str) -> Any:
+    """A flat key read as an attribute (`config.retriever`, written before the keys had groups): refused, naming
+    where it is read now."""
+    if name in FLAT and FLAT[name][0] is not None:
+        group = FLAT[name][0]
+        raise AttributeError(f"TargetConfig reads {name!r} in its group: config.{group}.{name} "
+                             f"(or config.value({name!r}))")
+    raise AttributeError(f"{type(config).__name__!r} object has no attribute {name!r}")
+
+
+_FIELDS_INIT = TargetConfig.__init__
+
+
+def _init_with_flat_keys(config: TargetConfig, *args: Any, **values: Any) -> None:
+    """`TargetConfig(retriever="bm25")`, written before the keys had groups, still builds: the flat keys are routed
+    to their groups as TargetConfig.of does (the type checker sees only the groups, so the engine uses of())."""
+    flat = {key: values.pop(key) for key in list(values) if key in FLAT and FLAT[key][0] is not None}
+    _FIELDS_INIT(config, *args, **values)
+    if flat:
+        routed = config.with_values(**flat)
+        for declared in fields(TargetConfig):
+            object.__setattr__(config, declared.name, getattr(routed, declared.name))
+
+
+if not TYPE_CHECKING:  # at run time only: the type checker keeps every read and build in its group
+    TargetConfig.__getattr__ = _read_in_group
+    TargetConfig.__init__ = _init_with_flat_keys
+
+
 # Views of KEYS by what the validation and the faces need.
 CHOICES = {name: key.choices for name, key in KEYS.items() if key.choices}
 RANGES = {name: key.within for name, key in KEYS.items() if key.within is not None}
