@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalcore import metrics
 from evalcore.campaigns.records import Outcome, Question, RunOptions, sources_of
@@ -20,6 +23,12 @@ from evalcore.models.http import Calls
 from evalcore.store import StoreCallCache
 from evalcore.targets import Chat, Retrieved, Target, TargetAnswer, TargetConfig
 from evalcore.targets.knowledge import PassageLike
+
+if TYPE_CHECKING:
+    from evalcore.datasets import Dataset
+    from evalcore.targets.knowledge import Progress
+
+logger = logging.getLogger(__name__)
 
 UNNAMED_MODEL = "the target's own model (not named)"
 
@@ -43,6 +52,28 @@ class Plan:
     calls: Calls = field(default_factory=Calls)  # its HTTP connections, closed when the campaign ends
     answers_from: str | None = None  # a re-judge: the campaign whose stored answers it judges
     prices: PriceTable = field(default_factory=price_table)  # what each question's model calls cost
+    dataset: Dataset | None = None  # the dataset the questions come from: its token table is read (`know_tokens`)
+
+
+def know_tokens(plan: Plan, progress: Progress | None = None) -> None:
+    """Give the tokenizer the plan's dataset's token table (its questions and references, tokenized once per dataset
+    content and kept in the index folder; built now when none is there). An index folder that cannot be written
+    leaves the texts to be tokenized as they come."""
+    if plan.dataset is None:
+        return
+    from evalcore.language.text import use_known_tokens
+    from evalcore.targets.knowledge import index_dir
+    from evalcore.targets.question_tokens import dataset_tokens
+    from evalcore.targets.rag import RagTarget
+
+    target = plan.target
+    root = (target.cache_dir if isinstance(target, RagTarget) else None) or index_dir()
+    try:
+        table = dataset_tokens(plan.dataset.content_hash, plan.dataset.questions, Path(root), progress)
+    except OSError as error:
+        logger.warning("the questions' tokens are not kept (%s): each is tokenized as it comes", error)
+        return
+    use_known_tokens(table)
 
 
 def error_text(error: BaseException) -> str:

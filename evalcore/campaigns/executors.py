@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Protocol
 
-from evalcore.campaigns.answering import Plan, answer_question, timed_out_text
+from evalcore.campaigns.answering import Plan, answer_question, know_tokens, timed_out_text
 from evalcore.campaigns.records import Outcome, Question
 from evalcore.models.http import Calls
 from evalcore.targets.knowledge import Progress
@@ -292,6 +292,7 @@ class LocalExecutor(Tracked):
     def prepare(self, progress: Progress) -> None:
         """Index the corpus here (from the disk cache when possible)."""
         self.plan.target.prepare(self.plan.passages, progress=progress)
+        know_tokens(self.plan, progress)
 
     def room(self) -> int:
         """Free slots under the concurrency, and among those waiting for a thread."""

@@ -471,7 +471,7 @@ class CampaignManager:
             graded = graded._replace(thresholds=dict(options.graded_thresholds))
         return Plan(campaign_id, target, tuple(corpus.passages), tuple(questions), total, options, judges, judging,
                     graded, call_cache, hits_before, token or new_owner_token(), calls, answers_from,
-                    price_table(self.store.location))
+                    price_table(self.store.location), dataset=corpus)
 
     @staticmethod
     def _insert(conn: Connection, record: dict[str, Any], questions: list[Question], plan: Plan | None) -> None:

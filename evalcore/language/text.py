@@ -19,7 +19,7 @@ import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from evalcore.runtime.lazy import once
 
@@ -357,6 +357,10 @@ def tokens_once(text: str) -> tuple[str, ...]:
     given = _given.get(text)
     if given is not None:
         return given
+    for table in _known:
+        given = table.get(text)
+        if given is not None:
+            return given
     return _once_tokens(text) if len(text) <= LONG_TEXT else _long_once_tokens(text)
 
 
@@ -391,6 +395,23 @@ _given = _Given(1 << 8)
 def give_tokens(text: str, words: tuple[str, ...]) -> None:
     """Tell `tokens_once` a text's tokens: the caller must know them to be exactly what the tokenizer gives."""
     _given.give(text, words)
+
+
+class KnownTokens(Protocol):
+    """Texts' tokens worked out ahead (a dataset's questions and references): None for a text it does not hold."""
+
+    def get(self, text: str) -> tuple[str, ...] | None: ...
+
+
+_known: tuple[KnownTokens, ...] = ()  # replaced whole, never changed in place: readers need no lock
+_KNOWN_TABLES = 4
+
+
+def use_known_tokens(table: KnownTokens) -> None:
+    """Let `tokens_once` read texts' tokens from this table (kept with the last few given): the caller must know them
+    to be exactly what the tokenizer gives."""
+    global _known
+    _known = (table, *(known for known in _known if known is not table))[:_KNOWN_TABLES]
 
 
 def tokens_fresh(text: str) -> tuple[str, ...]:
@@ -428,6 +449,13 @@ def clear_caches() -> None:
     _segment_han.cache_clear()
     _fold.cache_clear()
     _given.clear()
+    use_no_known_tokens()
+
+
+def use_no_known_tokens() -> None:
+    """Forget the tables given to `use_known_tokens`."""
+    global _known
+    _known = ()
 
 
 def fold(text: str) -> str:

@@ -1,0 +1,156 @@
+"""The `default` tokens of every question and reference answer of a dataset, kept in the index folder.
+
+A campaign reads each question's tokens (BM25's query, the extractive generator's words) and each reference's
+(BLEU, ROUGE, coverage). A dataset's questions are evaluated again and again, one change at a time, and jieba on
+their Chinese was a sizeable share of every campaign's CPU. So the first campaign on a dataset's content tokenizes
+them all once and saves the table in the index folder (`tokens.npz`, in a folder named by the dataset's content
+digest and the tokenizer); later campaigns read it back and `tokens_once` reads a text's tokens from it (a text not
+in the table is tokenized as before).
+
+A token is kept as its number in the table's own vocabulary, each text as its tokens' numbers in order; the texts
+themselves are not saved: they are the dataset's, in a fixed order (`dataset_texts`), which its digest pins.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import zipfile
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import chain
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+FILE = "tokens.npz"
+FORMAT = 1
+PROGRESS_EVERY = 500
+
+
+class _Question(Protocol):
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def references(self) -> tuple[str, ...]: ...
+
+
+class Progress(Protocol):
+    def __call__(self, done: int, total: int, step: str = ...) -> None: ...
+
+
+@dataclass
+class TokenTable:
+    """Texts' tokens (`get`), read from number arrays: row r's token numbers are words[starts[r]:starts[r + 1]]."""
+
+    texts: Sequence[str]
+    starts: np.ndarray
+    words: np.ndarray
+    names: list[str]
+    _rows: dict[str, int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._rows = {text: row for row, text in enumerate(self.texts)}
+
+    def get(self, text: str) -> tuple[str, ...] | None:
+        """The text's tokens, or None when the table does not hold it."""
+        row = self._rows.get(text)
+        if row is None:
+            return None
+        return tuple(map(self.names.__getitem__, self.words[self.starts[row]:self.starts[row + 1]].tolist()))
+
+
+def dataset_texts(questions: Iterable[_Question]) -> list[str]:
+    """The distinct texts of the questions and then of their references, in order."""
+    questions = list(questions)
+    return list(dict.fromkeys(chain((q.text for q in questions),
+                                    chain.from_iterable(q.references for q in questions))))
+
+
+def build_table(texts: Sequence[str], progress: Callable[[int, int], None] | None = None) -> TokenTable:
+    """Tokenize every text (`tokens_fresh`: what `tokens_once` gives, nothing kept in the caches)."""
+    from evalcore.language.text import tokens_fresh
+
+    vocabulary: dict[str, int] = {}
+    starts: list[int] = [0]
+    words: list[int] = []
+    for done, text in enumerate(texts, 1):
+        words.extend(vocabulary.setdefault(token, len(vocabulary)) for token in tokens_fresh(text))
+        starts.append(len(words))
+        if progress and (done % PROGRESS_EVERY == 0 or done == len(texts)):
+            progress(done, len(texts))
+    return TokenTable(texts, np.asarray(starts, dtype=np.int64), np.asarray(words, dtype=np.int32), list(vocabulary))
+
+
+def save_table(table: TokenTable, path: Path) -> None:
+    """Written under a temporary name, then renamed: readers never see half a file."""
+    names = np.frombuffer("\n".join(table.names).encode("utf-8"), dtype=np.uint8)
+    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npz", delete=False) as handle:
+        np.savez(handle, format=np.asarray([FORMAT, len(table.texts)], dtype=np.int64), starts=table.starts,
+                 words=table.words, names=names)
+    os.replace(handle.name, path)
+
+
+def load_table(path: Path, texts: Sequence[str]) -> TokenTable | None:
+    """The saved table of these texts; None when there is none, or it is in another format, for another number of
+    texts, or damaged."""
+    try:
+        with np.load(path) as saved:
+            if saved["format"].tolist() != [FORMAT, len(texts)]:
+                return None
+            joined = saved["names"].tobytes().decode("utf-8")
+            starts, words = saved["starts"], saved["words"]
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
+        return None
+    names = joined.split("\n") if joined else []
+    if starts.shape != (len(texts) + 1,) or int(starts[0]) != 0 or int(starts[-1]) != len(words) \
+            or bool(np.any(np.diff(starts) < 0)) or (len(words) and (int(words.min()) < 0
+                                                                      or int(words.max()) >= len(names))):
+        return None
+    return TokenTable(texts, starts, words, names)
+
+
+_MEMO: OrderedDict[str, TokenTable] = OrderedDict()
+_MEMO_LOCK = threading.Lock()
+_MEMO_SIZE = 4
+
+
+def dataset_tokens(content_hash: str, questions: Sequence[_Question], root: Path,
+                   progress: Progress | None = None) -> TokenTable:
+    """The dataset's token table: from this process's memo, else the index folder `root`, else built and saved there
+    (one build at a time per dataset, over every process: the index folder's lock)."""
+    from evalcore.language.text import TOKENIZER
+    from evalcore.targets.knowledge import building
+
+    folder = root / f"tokens-{FORMAT}-{content_hash[:24]}-tok_{TOKENIZER}"
+    key = str(folder.resolve())
+    with _MEMO_LOCK:
+        table = _MEMO.get(key)
+    if table is not None:
+        return table
+    texts = dataset_texts(questions)
+    with building(folder, progress):
+        table = load_table(folder / FILE, texts)
+        if table is None:
+            step = None
+            if progress is not None:
+                def step(done: int, total: int) -> None:
+                    progress(done, total, "reading the words of the questions and references")
+            table = build_table(texts, step)
+            save_table(table, folder / FILE)
+    with _MEMO_LOCK:
+        _MEMO[key] = table
+        _MEMO.move_to_end(key)
+        while len(_MEMO) > _MEMO_SIZE:
+            _MEMO.popitem(last=False)
+    return table
+
+
+def clear_memo() -> None:
+    """Forget the tables held in this process (the files stay)."""
+    with _MEMO_LOCK:
+        _MEMO.clear()

@@ -1,0 +1,126 @@
+"""A dataset's question and reference tokens, worked out once per dataset content and kept in the index folder, are
+exactly what the tokenizer gives; `tokens_once` reads them, and texts the table does not hold are tokenized."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from evalcore.campaigns import get_manager
+from evalcore.campaigns.launching import LaunchRequest
+from evalcore.datasets.loader import load_dataset
+from evalcore.language import text as text_module
+from evalcore.language.text import LONG_TEXT, clear_caches, tokens, tokens_once, use_known_tokens, use_no_known_tokens
+from evalcore.targets.knowledge import index_dir
+from evalcore.targets.question_tokens import (
+    FILE,
+    build_table,
+    clear_memo,
+    dataset_texts,
+    dataset_tokens,
+    load_table,
+    save_table,
+)
+from evalcore.testing.multilingual_corpus import corpus
+from tests.test_campaigns import FakeTarget
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "dataset" / "samples"
+
+
+@pytest.fixture(autouse=True)
+def _no_tables() -> None:
+    use_no_known_tokens()
+    clear_memo()
+
+
+def fresh(text: str) -> tuple[str, ...]:
+    """The tokenizer's output with nothing cached or given."""
+    clear_caches()
+    return tokens_once(text)
+
+
+def random_texts(count: int, seed: int) -> list[str]:
+    """Texts mixing English, French and Chinese passages' pieces, punctuation and spaces, a few past the long-text
+    limit."""
+    cut = [passage.text.replace("。", "。|").replace(". ", ". |") for passage in corpus()]
+    pieces = [piece for text in cut for piece in text.split("|")]
+    glue = [" ", "", "\n", "。", ", ", " 3,5 ", "Été ", "（注）", "…"]
+    rng = random.Random(seed)
+    texts = ["".join(rng.choice(pieces) + rng.choice(glue) for _ in range(rng.randint(0, 8))) for _ in range(count)]
+    long = " ".join(pieces)
+    while len(long) <= LONG_TEXT:
+        long += " " + long
+    return [*texts, long, long[: LONG_TEXT + 1], "", "   ", "a", "中"]
+
+
+def test_the_sample_datasets_questions_and_references_read_back_as_the_tokenizer_gives_them(tmp_path: Path) -> None:
+    dataset = load_dataset(SAMPLE)
+    texts = dataset_texts(dataset.questions)
+    assert set(texts) == {q.text for q in dataset.questions} | {r for q in dataset.questions for r in q.references}
+    table = dataset_tokens(dataset.content_hash, dataset.questions, tmp_path)
+    assert len(list(tmp_path.glob(f"tokens-*-{dataset.content_hash[:24]}-*/{FILE}"))) == 1
+    clear_memo()
+    loaded = dataset_tokens(dataset.content_hash, dataset.questions, tmp_path)  # read back from the file
+    assert loaded is not table
+    wanted = {text: fresh(text) for text in texts}
+    assert any(any("\u4e00" <= ch <= "\u9fff" for ch in text) for text in texts)  # jieba's part is covered
+    for text in texts:
+        assert table.get(text) == loaded.get(text) == wanted[text]
+    assert loaded.get("a text the dataset does not hold") is None
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_three_language_texts_read_back_as_the_tokenizer_gives_them(tmp_path: Path, seed: int) -> None:
+    texts = list(dict.fromkeys(random_texts(300, seed)))
+    save_table(build_table(texts), tmp_path / FILE)
+    table = load_table(tmp_path / FILE, texts)
+    assert table is not None
+    for text in texts:
+        assert table.get(text) == fresh(text) == tuple(tokens(text))
+
+
+def test_a_file_for_other_texts_or_damaged_is_not_read(tmp_path: Path) -> None:
+    texts = random_texts(20, 4)
+    path = tmp_path / FILE
+    save_table(build_table(texts), path)
+    assert load_table(path, texts[:-1]) is None
+    assert load_table(tmp_path / "missing.npz", texts) is None
+    path.write_bytes(path.read_bytes()[:100])
+    assert load_table(path, texts) is None
+
+
+def test_tokens_once_reads_the_table_and_tokenizes_what_it_does_not_hold() -> None:
+    class Marked:
+        def get(self, text: str) -> tuple[str, ...] | None:
+            return ("from", "the", "table") if text == "held" else None
+
+    use_known_tokens(Marked())
+    assert tokens_once("held") == ("from", "the", "table")
+    assert tokens_once("Not held, Été 退款政策") == tuple(tokens("Not held, Été 退款政策"))
+    use_no_known_tokens()
+    assert tokens_once("held") == ("held",)
+
+
+def test_a_campaign_builds_the_table_once_and_hands_it_to_the_tokenizer(tiny_dataset: Path, tmp_path: Path) -> None:
+    dataset = load_dataset(tiny_dataset)
+    manager = get_manager(str(tmp_path / "store.db"))
+    written: list[int] = []
+    try:
+        for _ in range(2):
+            clear_memo()  # as a new process: the second campaign reads the file
+            campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), target=FakeTarget(), concurrency=1))
+            assert manager.wait(campaign_id, timeout=30).status == "succeeded"
+            saved = list(index_dir().glob(f"tokens-*-{dataset.content_hash[:24]}-*/{FILE}"))
+            assert len(saved) == 1
+            written.append(saved[0].stat().st_mtime_ns)
+    finally:
+        manager.close()
+    assert written[0] == written[1]  # built by the first campaign only
+    tables = text_module._known
+    assert tables  # the last given first
+    for question in dataset.questions:
+        for text in (question.text, *question.references):
+            assert tables[0].get(text) == tuple(tokens(text))
