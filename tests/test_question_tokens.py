@@ -124,3 +124,29 @@ def test_a_campaign_builds_the_table_once_and_hands_it_to_the_tokenizer(tiny_dat
     for question in dataset.questions:
         for text in (question.text, *question.references):
             assert tables[0].get(text) == tuple(tokens(text))
+
+
+def test_a_campaign_on_under_half_the_questions_builds_no_table_but_reads_one_kept(
+        tiny_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first try on a few questions of a large dataset would pay for tokenizing all of them: it tokenizes its own
+    as they come; once a fuller campaign kept the table, a small one reads it."""
+    monkeypatch.setenv("EVALCORE_INDEX_DIR", str(tmp_path / "indexes"))
+    dataset = load_dataset(tiny_dataset)
+    manager = get_manager(str(tmp_path / "store.db"))
+
+    def run(limit: int | None) -> list[Path]:
+        clear_memo()
+        use_no_known_tokens()
+        campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), target=FakeTarget(), concurrency=1,
+                                                   limit=limit))
+        assert manager.wait(campaign_id, timeout=30).status == "succeeded"
+        return list((tmp_path / "indexes").glob(f"tokens-*-{dataset.content_hash[:24]}-*/{FILE}"))
+
+    try:
+        assert run(limit=1) == []  # 1 of 3 questions
+        assert text_module._known == ()
+        assert len(run(limit=None)) == 1
+        assert len(run(limit=1)) == 1
+    finally:
+        manager.close()
+    assert text_module._known[0].get(dataset.questions[0].text) == tuple(tokens(dataset.questions[0].text))

@@ -120,9 +120,10 @@ _MEMO_SIZE = 4
 
 
 def dataset_tokens(content_hash: str, questions: Sequence[_Question], root: Path,
-                   progress: Progress | None = None) -> TokenTable:
+                   progress: Progress | None = None, build: bool = True) -> TokenTable | None:
     """The dataset's token table: from this process's memo, else the index folder `root`, else built and saved there
-    (one build at a time per dataset, over every process: the index folder's lock)."""
+    (one build at a time per dataset, over every process: the index folder's lock); with `build` False, None where
+    none is kept yet."""
     from evalcore.language.text import TOKENIZER
     from evalcore.targets.knowledge import building
 
@@ -133,6 +134,9 @@ def dataset_tokens(content_hash: str, questions: Sequence[_Question], root: Path
     if table is not None:
         return table
     texts = dataset_texts(questions)
+    if not build:
+        table = load_table(folder / FILE, texts)
+        return None if table is None else _remembered(key, table)
     with building(folder, progress):
         table = load_table(folder / FILE, texts)
         if table is None:
@@ -142,6 +146,11 @@ def dataset_tokens(content_hash: str, questions: Sequence[_Question], root: Path
                     progress(done, total, "reading the words of the questions and references")
             table = build_table(texts, step)
             save_table(table, folder / FILE)
+    return _remembered(key, table)
+
+
+def _remembered(key: str, table: TokenTable) -> TokenTable:
+    """The table, kept in this process's memo (the last few)."""
     with _MEMO_LOCK:
         _MEMO[key] = table
         _MEMO.move_to_end(key)
