@@ -3,6 +3,7 @@ exactly what the tokenizer gives; `tokens_once` reads them, and texts the table 
 
 from __future__ import annotations
 
+import importlib.metadata
 import random
 from pathlib import Path
 
@@ -115,6 +116,7 @@ def test_a_campaign_builds_the_table_once_and_hands_it_to_the_tokenizer(tiny_dat
             assert manager.wait(campaign_id, timeout=30).status == "succeeded"
             saved = list(index_dir().glob(f"tokens-*-{dataset.content_hash[:24]}-*/{FILE}"))
             assert len(saved) == 1
+            assert saved[0].parent.name.endswith(f"-tok_default-jieba{importlib.metadata.version('jieba')}")
             written.append(saved[0].stat().st_mtime_ns)
     finally:
         manager.close()
@@ -150,3 +152,14 @@ def test_a_campaign_on_under_half_the_questions_builds_no_table_but_reads_one_ke
     finally:
         manager.close()
     assert text_module._known[0].get(dataset.questions[0].text) == tuple(tokens(dataset.questions[0].text))
+
+
+def test_the_tokenizer_key_names_the_jieba_that_cuts_chinese(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """An index or token table saved with one jieba is not read back with another (it may cut words differently)."""
+    assert text_module.tokenizer_key() == f"default-jieba{importlib.metadata.version('jieba')}"
+    fake = tmp_path / "jieba"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("from x import y\n__version__ = '9.9.9'\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(__import__("sys").modules, "jieba", raising=False)
+    assert text_module.tokenizer_key.__wrapped__() == "default-jieba9.9.9"  # type: ignore[attr-defined]

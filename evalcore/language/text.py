@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 TOKENIZER = "default"
+_JIEBA_VERSION = re.compile(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", re.MULTILINE)
 
 # CJK unified ideographs, extension A, compatibility ideographs, extensions B-I (planes 2-3).
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
@@ -176,6 +177,24 @@ def _without_pkg_resources() -> Iterator[None]:
     finally:
         if sys.modules.get("pkg_resources", False) is None:
             del sys.modules["pkg_resources"]
+
+
+@once
+def tokenizer_key() -> str:
+    """What a saved index or token table was tokenized with: the tokenizer's name and the version of jieba that cuts
+    its Chinese (a new jieba may cut words differently, so what an older one saved is not read back). The version is
+    read from jieba's source, not by importing it (a run that reads saved tokens never loads jieba)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("jieba")
+    version = "none"
+    if spec is not None and spec.origin:
+        try:
+            found = _JIEBA_VERSION.search(Path(spec.origin).read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            found = None
+        version = found.group(1) if found else "unknown"
+    return f"{TOKENIZER}-jieba{version}"
 
 
 _PREFIXES_MAGIC = b"evalcore jieba prefixes 1\n"

@@ -270,10 +270,10 @@ def build_knowledge_base(passages: Sequence[PassageLike], *, chunk_size: int | N
     host's index folder unless `cache_dir` names another."""
     if not passages:
         raise EvalError("the knowledge base has no passages", where="knowledge_base", fix="ingest a non-empty corpus")
-    from evalcore.language.text import TOKENIZER
+    from evalcore.language.text import tokenizer_key
 
     chunking = "none" if chunk_size is None else f"tokens{chunk_size}-{chunk_overlap}"
-    name = f"{FORMAT}-{corpus_hash(passages)[:24]}-tok_{TOKENIZER}-{chunking}"
+    name = f"{FORMAT}-{corpus_hash(passages)[:24]}-tok_{tokenizer_key()}-{chunking}"
     folder = Path(cache_dir or index_dir()) / name
     with _MEMO_LOCK:
         kb = _MEMO.get(str(folder.resolve()))

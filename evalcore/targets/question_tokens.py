@@ -124,10 +124,10 @@ def dataset_tokens(content_hash: str, questions: Sequence[_Question], root: Path
     """The dataset's token table: from this process's memo, else the index folder `root`, else built and saved there
     (one build at a time per dataset, over every process: the index folder's lock); with `build` False, None where
     none is kept yet."""
-    from evalcore.language.text import TOKENIZER
+    from evalcore.language.text import tokenizer_key
     from evalcore.targets.knowledge import building
 
-    folder = root / f"tokens-{FORMAT}-{content_hash[:24]}-tok_{TOKENIZER}"
+    folder = root / f"tokens-{FORMAT}-{content_hash[:24]}-tok_{tokenizer_key()}"
     key = str(folder.resolve())
     with _MEMO_LOCK:
         table = _MEMO.get(key)
