@@ -245,3 +245,18 @@ def test_a_launch_builds_only_the_questions_it_runs_and_describes_the_dataset_on
     assert dataset_summary(ds) == line
     assert len(searched) == 2  # Han and accented letters, searched on the first call only
     assert line.startswith(f"{ds.name}: 3 questions, 5 passages")
+
+
+def test_a_bare_name_is_the_roots_folder_else_the_working_folders(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "root"
+    work = tmp_path / "work"
+    write_dataset(work / "mine")
+    monkeypatch.chdir(work)
+    assert resolve_dataset("mine", root) == (work / "mine").resolve()
+    assert load_dataset("mine", root).name == "mine"
+    # the API names folders under its root only: the working folder is not looked at
+    assert resolve_dataset("mine", root, allow_paths=False) == root.resolve() / "mine"
+    # a folder under the root wins over the working folder's of the same name
+    write_dataset(root / "mine")
+    assert resolve_dataset("mine", root) == root.resolve() / "mine"

@@ -95,7 +95,8 @@ class Dataset:
 
 def resolve_dataset(ref: str | Path, root: Path | None = None, *, allow_paths: bool = True) -> Path:
     """`default` is the root's samples/ folder (else the built-in sample), a bare name is a folder under the root
-    (dataset/<name>), a path (when allowed) is itself.
+    (dataset/<name>), a path (when allowed) is itself. Where paths are allowed, a bare name that is no folder under
+    the root but is one in the working folder is that folder (`--dataset mydata` after `ls` shows it).
 
     The API passes allow_paths=False: a client may only name folders directly under the root.
     """
@@ -105,7 +106,10 @@ def resolve_dataset(ref: str | Path, root: Path | None = None, *, allow_paths: b
         return root / DEFAULT_DATASET if (root / DEFAULT_DATASET).is_dir() else SAMPLE_FOLDER.resolve()
     is_name = bool(text) and "/" not in text and "\\" not in text and text not in (".", "..")
     if is_name:
-        return root / text
+        under_root = root / text
+        if allow_paths and not under_root.is_dir() and Path(text).is_dir():
+            return Path(text).resolve()
+        return under_root
     if allow_paths and text:
         return Path(text).expanduser().resolve()
     raise EvalError(f"dataset id {text!r} is not a folder name under the dataset root", where="dataset_id",
