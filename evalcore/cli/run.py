@@ -69,7 +69,8 @@ def register(commands: Commands) -> None:
     parser = commands.add_parser("run", help=SUMMARIES["run"],
                                  description="Run a target over a dataset or a suite, with a progress bar.")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--dataset", metavar="ID_OR_DIR", help="dataset id under dataset/ ('default'), else a folder (a path, or a name in the working folder)")
+    source.add_argument("--dataset", metavar="ID_OR_DIR",
+                        help="'default', a folder name under dataset/ or in the working folder, or a folder path")
     source.add_argument("--suite", metavar="ID_OR_NAME", help="a suite, by its id or its name")
     parser.add_argument("--config", type=Path, metavar="FILE.toml", help="target configuration (default: built-in)")
     parser.add_argument("--target", metavar="ID", help="saved target configuration id (instead of --config)")
