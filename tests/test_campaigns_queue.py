@@ -15,6 +15,7 @@ import pytest
 from evalcore.campaigns import CampaignManager, get_campaign
 from evalcore.campaigns.campaign_queue import Workers
 from evalcore.campaigns.launching import LaunchRequest
+from evalcore.campaigns.supervisor import WorkerProcess
 from evalcore.errors import EvalError
 from evalcore.targets import TargetConfig
 from evalcore.testing.openai_server import FakeOpenAIServer
@@ -53,6 +54,22 @@ def managers(db: str) -> Iterator[list[CampaignManager]]:
     yield made
     for manager in made:
         manager.close()
+
+
+@pytest.fixture
+def foreground_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The supervised worker child at the usual priority instead of SCHED_IDLE (`--background`). In the background
+    it gets a core only when no other process wants one: beside the other test worker, its servers and its browser,
+    these tests waited up to 45 s of wall time for a child that used 1.2 s of CPU. What they check (the child runs
+    the campaigns, comes back after a SIGKILL, starts from any folder) does not depend on its priority, which
+    test_the_supervised_worker_runs_in_the_background_with_one_thread_per_numerical_library checks."""
+    made = WorkerProcess.__init__
+
+    def in_foreground(worker: WorkerProcess, *args: object, **kwargs: object) -> None:
+        made(worker, *args, **kwargs)
+        worker.args.remove("--background")
+
+    monkeypatch.setattr(WorkerProcess, "__init__", in_foreground)
 
 
 def stored_once(manager: CampaignManager, campaign_id: str) -> bool:
@@ -146,7 +163,7 @@ def test_caps_from_the_environment_are_checked(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_the_supervised_worker_process_runs_campaigns_and_comes_back_after_a_sigkill(
-        db: str, config: TargetConfig, dataset: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        db: str, config: TargetConfig, dataset: Path, monkeypatch: pytest.MonkeyPatch, foreground_worker: None) -> None:
     # The killed child's campaign is claimed again once its lease runs out: 8 s here (the child started next reads
     # it from the environment too) rather than the default 30, still four heartbeats.
     monkeypatch.setenv("EVALCORE_LEASE_S", "8")
@@ -229,8 +246,8 @@ def test_an_embedding_model_not_installed_is_refused_without_loading_weights(mon
 
 
 def test_the_supervised_worker_starts_from_any_working_directory(db: str, config: TargetConfig, dataset: Path,
-                                                                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                                                   ) -> None:
+                                                                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   foreground_worker: None) -> None:
     monkeypatch.chdir(tmp_path)  # a dashboard started from another folder, evalcore not installed
     manager = CampaignManager(db)
     try:
