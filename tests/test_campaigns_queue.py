@@ -15,7 +15,6 @@ import pytest
 from evalcore.campaigns import CampaignManager, get_campaign
 from evalcore.campaigns.campaign_queue import Workers
 from evalcore.campaigns.launching import LaunchRequest
-from evalcore.campaigns.supervisor import WorkerProcess
 from evalcore.errors import EvalError
 from evalcore.targets import TargetConfig
 from evalcore.testing.openai_server import FakeOpenAIServer
@@ -54,22 +53,6 @@ def managers(db: str) -> Iterator[list[CampaignManager]]:
     yield made
     for manager in made:
         manager.close()
-
-
-@pytest.fixture
-def foreground_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The supervised worker child at the usual priority instead of SCHED_IDLE (`--background`). In the background
-    it gets a core only when no other process wants one: beside the other test worker, its servers and its browser,
-    these tests waited up to 45 s of wall time for a child that used 1.2 s of CPU. What they check (the child runs
-    the campaigns, comes back after a SIGKILL, starts from any folder) does not depend on its priority, which
-    test_the_supervised_worker_runs_in_the_background_with_one_thread_per_numerical_library checks."""
-    made = WorkerProcess.__init__
-
-    def in_foreground(worker: WorkerProcess, *args: object, **kwargs: object) -> None:
-        made(worker, *args, **kwargs)
-        worker.args.remove("--background")
-
-    monkeypatch.setattr(WorkerProcess, "__init__", in_foreground)
 
 
 def stored_once(manager: CampaignManager, campaign_id: str) -> bool:
