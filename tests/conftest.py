@@ -96,6 +96,24 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield Api(url, app, tmp / "api.db", keys, targets)
 
 
+@pytest.fixture
+def foreground_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The supervised worker child at the usual priority instead of SCHED_IDLE (`--background`). In the background
+    it gets a core only when no other process wants one: beside the other test worker, its servers and its browser,
+    these tests waited up to 45 s of wall time for a child that used 1.2 s of CPU. What they check (the child runs
+    the campaigns, comes back after a SIGKILL, starts from any folder) does not depend on its priority, which
+    tests/test_campaigns_queue.py checks."""
+    from evalcore.campaigns.supervisor import WorkerProcess
+
+    made = WorkerProcess.__init__
+
+    def in_foreground(worker: Any, *args: object, **kwargs: object) -> None:
+        made(worker, *args, **kwargs)
+        worker.args.remove("--background")
+
+    monkeypatch.setattr(WorkerProcess, "__init__", in_foreground)
+
+
 def require_c(library: object) -> None:
     """Skip a test of the C loops themselves where this machine has no working C compiler (and no library was
     installed with the package): the numpy paths, tested everywhere, run there. Where a compiler answers, a missing

@@ -70,7 +70,9 @@ def test_run_then_list_show_export_delete(setup: tuple[Path, Path, Path], capsys
     assert main(["campaigns", "export", campaign_id, "--format", "trec", "--out", str(out), "--db", str(db)]) == 0
     lines = [line.split() for line in out.read_text().splitlines()]
     assert lines
-    assert all(len(fields) == 6 and fields[1] == "Q0" and fields[5] == campaign_id for fields in lines)
+    assert all(len(fields) == 6 for fields in lines)
+    assert all(fields[1] == "Q0" for fields in lines)
+    assert all(fields[5] == campaign_id for fields in lines)
     first = [fields for fields in lines if fields[0] == "1"]
     assert [int(fields[3]) for fields in first] == list(range(1, len(first) + 1))
     scores = [float(fields[4]) for fields in first]

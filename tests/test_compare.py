@@ -217,7 +217,8 @@ def test_sweep_table_and_series():
     series = sweep.series["recall"]
     assert [p["x"] for p in series] == [3, 5, 10]
     assert series[0]["mean"] < series[1]["mean"] < series[2]["mean"]
-    assert all(p["ci_low"] <= p["mean"] <= p["ci_high"] and p["count"] == 20 for p in series)
+    assert all(p["ci_low"] <= p["mean"] <= p["ci_high"] for p in series)
+    assert all(p["count"] == 20 for p in series)
     assert sweep.table[0].deltas is None
     assert sweep.table[2].deltas["recall"].significant
     mixed = sweep_results([runs[0], (campaign("x", {"top_k": 5, "retriever": "vector"}), runs[1][1])], resamples=500)
@@ -280,7 +281,9 @@ def test_cli_compare_text_json_and_sweep(stored, tmp_path, capsys):
 def test_a_campaign_compared_with_itself_is_all_same_and_never_significant():
     result = compare_results(campaign("A"), A_ROWS, campaign("A"), A_ROWS, resamples=500)
     assert set(result.verdicts) <= {"same", "unscored"}
-    assert all(m.delta == 0 and m.p_value == 1.0 and not m.significant for m in result.measures)
+    assert all(m.delta == 0 for m in result.measures)
+    assert all(m.p_value == 1.0 for m in result.measures)
+    assert all(not m.significant for m in result.measures)
     assert result.notes == [("A and B are the same campaign: every question is the same, no difference can be "
                              "significant")]
 
@@ -383,7 +386,8 @@ def test_a_comparison_is_computed_once_and_read_back(two_stored, monkeypatch):
     assert again.to_dict() == first.to_dict()
     assert again.paired.keys() == first.paired.keys() == {"coverage", "recall"}
     for name, values in first.paired.items():
-        assert all((x == y).all() and x.dtype == y.dtype for x, y in zip(values, again.paired[name], strict=False))
+        assert all((x == y).all() for x, y in zip(values, again.paired[name], strict=False))
+        assert all(x.dtype == y.dtype for x, y in zip(values, again.paired[name], strict=False))
     # Another effect size only changes the questions needed: no recomputation either.
     wider = compare_campaigns(two_stored, "A", "B", resamples=500, effect=0.1)
     assert [m.n_required for m in wider.measures] == [m.with_effect(0.1).n_required for m in first.measures]

@@ -360,7 +360,8 @@ def test_a_comparison_of_conversations_resamples_whole_conversations(manager: Ca
     assert [(t.turn, t.verdict) for t in refunds.turns] == [(1, "better"), (2, "worse"), (3, "better")]
     assert refunds.verdict == "better"
     assert (refunds.better, refunds.worse) == (2, 1)
-    assert all(t.stage_a is not None and t.stage_b is not None for t in refunds.turns)
+    assert all(t.stage_a is not None for t in refunds.turns)
+    assert all(t.stage_b is not None for t in refunds.turns)
     # Kept in the store and read back the same, in the JSON too.
     again = compare_campaigns(manager.store, ids[0], ids[1], resamples=2000)
     assert again.conversations == comparison.conversations
