@@ -16,6 +16,11 @@ import pytest
 # The dashboard's pages are tested in this process; its campaigns run on its threads here (a worker process per
 # test database would outlive each test). tests/test_campaigns_queue.py tests the supervised worker process.
 os.environ.setdefault("EVALCORE_DASHBOARD_WORKER", "threads")
+# Where a test does start the supervised worker process (the SIGKILL drill, a browser test of the worker), it runs at
+# the usual priority: in the background (SCHED_IDLE) it gets a core only when no other process wants one, and beside
+# the other test worker, its servers and its browser such a test waited up to 45 s of wall time for a child using
+# 1.2 s of CPU. test_campaigns_queue.py checks the background default.
+os.environ.setdefault("EVALCORE_DASHBOARD_WORKER_PRIORITY", "normal")
 # Indexes built by the tests go to a folder of this run, never to the user's own cache.
 os.environ.setdefault("EVALCORE_INDEX_DIR", tempfile.mkdtemp(prefix="evalcore-test-indexes-"))
 # The local model's threads (llama.cpp on OpenMP) wait for each other by spinning at every step of a token; with two
@@ -94,24 +99,6 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     app, keys, targets = make_api(tmp)
     with serve(app) as url:
         yield Api(url, app, tmp / "api.db", keys, targets)
-
-
-@pytest.fixture
-def foreground_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The supervised worker child at the usual priority instead of SCHED_IDLE (`--background`). In the background
-    it gets a core only when no other process wants one: beside the other test worker, its servers and its browser,
-    these tests waited up to 45 s of wall time for a child that used 1.2 s of CPU. What they check (the child runs
-    the campaigns, comes back after a SIGKILL, starts from any folder) does not depend on its priority, which
-    tests/test_campaigns_queue.py checks."""
-    from evalcore.campaigns.supervisor import WorkerProcess
-
-    made = WorkerProcess.__init__
-
-    def in_foreground(worker: Any, *args: object, **kwargs: object) -> None:
-        made(worker, *args, **kwargs)
-        worker.args.remove("--background")
-
-    monkeypatch.setattr(WorkerProcess, "__init__", in_foreground)
 
 
 def require_c(library: object) -> None:

@@ -15,6 +15,7 @@ import pytest
 from evalcore.campaigns import CampaignManager, get_campaign
 from evalcore.campaigns.campaign_queue import Workers
 from evalcore.campaigns.launching import LaunchRequest
+from evalcore.campaigns.supervisor import WorkerProcess
 from evalcore.errors import EvalError
 from evalcore.targets import TargetConfig
 from evalcore.testing.openai_server import FakeOpenAIServer
@@ -146,7 +147,7 @@ def test_caps_from_the_environment_are_checked(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_the_supervised_worker_process_runs_campaigns_and_comes_back_after_a_sigkill(
-        db: str, config: TargetConfig, dataset: Path, monkeypatch: pytest.MonkeyPatch, foreground_worker: None) -> None:
+        db: str, config: TargetConfig, dataset: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The killed child's campaign is claimed again once its lease runs out: 8 s here (the child started next reads
     # it from the environment too) rather than the default 30, still four heartbeats.
     monkeypatch.setenv("EVALCORE_LEASE_S", "8")
@@ -229,8 +230,8 @@ def test_an_embedding_model_not_installed_is_refused_without_loading_weights(mon
 
 
 def test_the_supervised_worker_starts_from_any_working_directory(db: str, config: TargetConfig, dataset: Path,
-                                                                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                   foreground_worker: None) -> None:
+                                                                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                   ) -> None:
     monkeypatch.chdir(tmp_path)  # a dashboard started from another folder, evalcore not installed
     manager = CampaignManager(db)
     try:
@@ -242,7 +243,9 @@ def test_the_supervised_worker_starts_from_any_working_directory(db: str, config
         manager.close()
 
 
-def test_the_supervised_worker_runs_in_the_background_with_one_thread_per_numerical_library(db: str) -> None:
+def test_the_supervised_worker_runs_in_the_background_with_one_thread_per_numerical_library(
+        db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EVALCORE_DASHBOARD_WORKER_PRIORITY")  # the default (the tests' own setting is `normal`)
     manager = CampaignManager(db)
     try:
         manager.supervise_worker(slots=1)
@@ -256,6 +259,19 @@ def test_the_supervised_worker_runs_in_the_background_with_one_thread_per_numeri
         assert environment["OMP_NUM_THREADS"] == environment["OPENBLAS_NUM_THREADS"] == "1"
     finally:
         manager.close()
+
+
+def test_the_worker_priority_normal_leaves_the_child_in_the_usual_class_and_a_typo_is_refused(
+        db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALCORE_DASHBOARD_WORKER_PRIORITY", "normal")
+    worker = WorkerProcess(db)
+    assert "--background" not in worker.args
+    monkeypatch.setenv("EVALCORE_DASHBOARD_WORKER_PRIORITY", "background")
+    assert "--background" in WorkerProcess(db).args
+    monkeypatch.setenv("EVALCORE_DASHBOARD_WORKER_PRIORITY", "idle")
+    with pytest.raises(EvalError, match="EVALCORE_DASHBOARD_WORKER_PRIORITY") as refused:
+        WorkerProcess(db)
+    assert "background or normal" in str(refused.value)
 
 
 def test_embedding_models_take_their_thread_count_from_omp_num_threads(monkeypatch: pytest.MonkeyPatch) -> None:

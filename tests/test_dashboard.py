@@ -319,7 +319,7 @@ def test_an_invalid_configuration_is_a_readable_message(tmp_path: Path, monkeypa
 
 
 def test_a_launch_shows_its_campaign_at_once_and_a_target_failing_its_check_fails_it_on_the_page(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, foreground_worker: None) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EVALCORE_DASHBOARD_WORKER", "process")  # as the dashboard runs: a worker process
     db = str(tmp_path / "db.sqlite")
     with socket.socket() as probe:  # a port nobody listens on

@@ -32,6 +32,7 @@ BACKOFF_S = (1.0, 300.0)
 ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                                      "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")}
 MODES = ("process", "threads")
+PRIORITIES = ("background", "normal")
 # The folder holding the evalcore package, which the child imports.
 PACKAGE_HOME = str(Path(__file__).resolve().parents[2])
 
@@ -44,6 +45,18 @@ def dashboard_mode() -> str:
         raise EvalError("unknown place to run the dashboard's campaigns", where="EVALCORE_DASHBOARD_WORKER",
                         found=mode, expected=" or ".join(MODES))
     return mode
+
+
+def worker_priority() -> str:
+    """How the dashboard's worker process is scheduled (EVALCORE_DASHBOARD_WORKER_PRIORITY): `background`, only on
+    the CPU time the pages leave (the default), or `normal`, as any other process: on a host where the pages are not
+    what comes first (a busy machine running tests or other campaigns beside the dashboard), a background worker may
+    wait for a free core for as long as the host stays busy."""
+    priority = os.environ.get("EVALCORE_DASHBOARD_WORKER_PRIORITY", "background").strip() or "background"
+    if priority not in PRIORITIES:
+        raise EvalError("unknown priority for the dashboard's worker process",
+                        where="EVALCORE_DASHBOARD_WORKER_PRIORITY", found=priority, expected=" or ".join(PRIORITIES))
+    return priority
 
 
 def worker_environment(location: str) -> dict[str, str]:
@@ -59,7 +72,8 @@ class WorkerProcess:
     def __init__(self, location: str, slots: int | None = None, tenant_cap: int | None = None) -> None:
         self.location = location
         # The store by the environment, not the command line, where any user could read a URL's password.
-        self.args = [sys.executable, "-m", "evalcore", "worker", "--exit-with", str(os.getpid()), "--background"]
+        self.args = [sys.executable, "-m", "evalcore", "worker", "--exit-with", str(os.getpid())]
+        self.args += ["--background"] if worker_priority() == "background" else []
         self.args += ["--max-campaigns", str(slots)] if slots else []
         self.args += ["--max-per-tenant", str(tenant_cap)] if tenant_cap else []
         self.process: subprocess.Popen[bytes] | None = None
