@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evalcore.store import Row, Store
+from evalcore.store.measure_codes import sql_name, stored_keys
 
 
 def spent_by_tenant_since(store: Store, tenant: str, since: float, besides: str) -> float:
@@ -47,20 +48,22 @@ def cost_sums(store: Store, campaign_ids: Sequence[str]) -> list[Row]:
 
 def measure_means(store: Store, names: Sequence[str], campaign_ids: Sequence[str]) -> list[Row]:
     """Per campaign with stored questions: campaign_id and m0, m1... the mean of each named measure (None where no
-    question has it)."""
-    columns = ", ".join(f"avg({store.dialect.json_number('measures')}) AS m{i}" for i in range(len(names)))
+    question has it); a row's measure read under its code or its name (evalcore.store.measure_codes)."""
+    number = store.dialect.json_number("measures")
+    columns = ", ".join(f"avg(coalesce({number}, {number})) AS m{i}" for i in range(len(names)))
+    keys = [key for name in names for key in stored_keys(name)]
     return store.read(f"SELECT campaign_id, {columns} FROM results WHERE campaign_id IN "
-                      f"({', '.join('?' * len(campaign_ids))}) GROUP BY campaign_id", [*names, *campaign_ids])
+                      f"({', '.join('?' * len(campaign_ids))}) GROUP BY campaign_id", [*keys, *campaign_ids])
 
 
 def measure_aggregates(store: Store, campaign_id: str) -> list[Row]:
-    """Per measure stored under this name (name), its mean over the campaign's questions that have it and their
-    count (n), by name."""
+    """Per measure stored under this name (name; a coded key read as its name), its mean over the campaign's questions
+    that have it and their count (n), by name."""
     sql = store.dialect
     value = sql.entry_number("m.value")
     return store.read(
-        f"SELECT m.key AS name, avg({value}) AS mean, count({value}) AS n "
-        f"FROM results r, {sql.json_entries('r.measures')} m WHERE r.campaign_id = ? GROUP BY m.key ORDER BY m.key",
+        f"SELECT {sql_name('m.key')} AS name, avg({value}) AS mean, count({value}) AS n "
+        f"FROM results r, {sql.json_entries('r.measures')} m WHERE r.campaign_id = ? GROUP BY 1 ORDER BY 1",
         (campaign_id,),
     )
 
