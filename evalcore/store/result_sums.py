@@ -58,14 +58,22 @@ def measure_means(store: Store, names: Sequence[str], campaign_ids: Sequence[str
 
 def measure_aggregates(store: Store, campaign_id: str) -> list[Row]:
     """Per measure stored under this name (name; a coded key read as its name), its mean over the campaign's questions
-    that have it and their count (n), by name."""
+    that have it and their count (n), by name.
+
+    The entries are grouped by their stored key and the few groups named after (naming each of a campaign's entries
+    took twice as long); a campaign holding a measure under both its code and its name (rows of an older campaign
+    scored again) has its entries named first, so that each mean is one average, as before codes."""
     sql = store.dialect
     value = sql.entry_number("m.value")
-    return store.read(
-        f"SELECT {sql_name('m.key')} AS name, avg({value}) AS mean, count({value}) AS n "
-        f"FROM results r, {sql.json_entries('r.measures')} m WHERE r.campaign_id = ? GROUP BY 1 ORDER BY 1",
-        (campaign_id,),
-    )
+    entries = f"FROM results r, {sql.json_entries('r.measures')} m WHERE r.campaign_id = ?"
+    rows = store.read(
+        f"SELECT {sql_name('g.key')} AS name, g.mean AS mean, g.n AS n FROM "
+        f"(SELECT m.key AS key, avg({value}) AS mean, count({value}) AS n {entries} GROUP BY m.key) g ORDER BY 1",
+        (campaign_id,))
+    if len({row["name"] for row in rows}) == len(rows):
+        return rows
+    return store.read(f"SELECT {sql_name('m.key')} AS name, avg({value}) AS mean, count({value}) AS n {entries} "
+                      "GROUP BY 1 ORDER BY 1", (campaign_id,))
 
 
 def answer_sums(store: Store, campaign_id: str) -> Row:
