@@ -47,6 +47,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from scale import write_dataset
 from startup import bytecode_note, compiled
 
+from evalcore.metrics.graded import stored_values
+
 CPU_GOAL_MS = 2.0  # the sample's corpus (305 passages)
 REALISTIC_CPU_GOAL_MS = 1.2  # a realistic generator's corpus (--data: 20,000 passages in three languages)
 STORE_GOAL_KB = 2.5
@@ -79,12 +81,13 @@ def checkpointed_bytes(db: Path) -> int:
 
 
 def stored_measures(db: Path) -> list[tuple[int, str, str]]:
-    """Every question's measures and pass/fail marks as stored: (position, measures, results), decoded and
-    written back in one canonical form (the float text Python writes for the value read)."""
+    """Every question's measures and pass/fail marks as stored: (position, measures, results), decoded (coded names
+    read back as the names) and written back in one canonical form (the float text Python writes for the value
+    read)."""
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT position, measures, results FROM results ORDER BY position").fetchall()
-    return [(position, json.dumps(json.loads(measures), sort_keys=True), json.dumps(json.loads(results),
-                                                                                    sort_keys=True))
+    return [(position, json.dumps(stored_values(measures), sort_keys=True),
+             json.dumps(stored_values(results), sort_keys=True))
             for position, measures, results in rows]
 
 

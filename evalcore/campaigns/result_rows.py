@@ -48,6 +48,7 @@ from evalcore.store import (
     stored_ids,
     with_ids,
 )
+from evalcore.store.measure_codes import coded
 from evalcore.targets import Retrieved
 
 PassageKey = tuple[int | None, str, str, str]  # pid, source, title, text
@@ -306,7 +307,7 @@ class ResultWriter:
             answer, retrieved, context, sources, latency, queries = self._answer_cells(o, new_passages)
             rows.append((
                 self.campaign_id, question.position, question.qid, answer, retrieved, context, sources,
-                dumps(o.measures), dumps(own), dumps(o.results),
+                dumps(coded(o.measures)), dumps(own), dumps(coded(o.results)),
                 dumps({name: verdict.to_dict() for name, verdict in o.judges.items()}), latency, o.prompt_tokens,
                 o.completion_tokens, *o.judge_tokens, o.error, dumps(list(o.notes)), now, o.diagnosis, queries,
                 dumps([use.to_json() for use in o.usage]), o.cost.amount, o.cost.currency or None,

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from evalcore.errors import EvalError
 from evalcore.metrics.measure import Inputs, Measure
+from evalcore.store.measure_codes import CODED_HEAD, named
 
 GRADED_MEASURES = (
     "ndcg@3", "xdcg@3", "fidelity", "top1_relevance", "top3_max_relevance",
@@ -99,11 +100,12 @@ def current_name(name: str) -> str:
 
 
 def stored_values(text: str | dict[str, Any]) -> dict[str, Any]:
-    """Values by measure from their stored JSON (measures, results, signatures), old names under the documented ones;
-    a dict is a value stored_column gave, decoded and renamed already."""
+    """Values by measure from their stored JSON (measures, results, signatures), coded names read back
+    (evalcore.store.measure_codes) and old names under the documented ones; a dict is a value stored_column gave,
+    decoded and renamed already."""
     if isinstance(text, dict):
         return text
-    values: dict[str, Any] = json.loads(text)
+    values: dict[str, Any] = named(json.loads(text))
     if not any(old in text for old in RENAMED):  # the common case costs one scan of the text
         return values
     return _documented(values)
@@ -113,6 +115,10 @@ def stored_column(texts: Sequence[str | None]) -> list[dict[str, Any] | None]:
     """stored_values of many rows' texts (None stays None), decoded in one call: a call per row takes twice as long."""
     joined = "[" + ",".join(text or "null" for text in texts) + "]"
     values: list[dict[str, Any] | None] = json.loads(joined)
+    if CODED_HEAD in joined:  # each row's dict replaced in its place: the coded one freed at once
+        for n, value in enumerate(values):
+            if value:
+                values[n] = named(value)
     if not any(old in joined for old in RENAMED):
         return values
     return [None if value is None else _documented(value) for value in values]

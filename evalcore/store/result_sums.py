@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evalcore.store import Row, Store
+from evalcore.store.measure_codes import sql_name, stored_keys
 
 
 def spent_by_tenant_since(store: Store, tenant: str, since: float, besides: str) -> float:
@@ -47,22 +48,32 @@ def cost_sums(store: Store, campaign_ids: Sequence[str]) -> list[Row]:
 
 def measure_means(store: Store, names: Sequence[str], campaign_ids: Sequence[str]) -> list[Row]:
     """Per campaign with stored questions: campaign_id and m0, m1... the mean of each named measure (None where no
-    question has it)."""
-    columns = ", ".join(f"avg({store.dialect.json_number('measures')}) AS m{i}" for i in range(len(names)))
+    question has it); a row's measure read under its code or its name (evalcore.store.measure_codes)."""
+    number = store.dialect.json_number("measures")
+    columns = ", ".join(f"avg(coalesce({number}, {number})) AS m{i}" for i in range(len(names)))
+    keys = [key for name in names for key in stored_keys(name)]
     return store.read(f"SELECT campaign_id, {columns} FROM results WHERE campaign_id IN "
-                      f"({', '.join('?' * len(campaign_ids))}) GROUP BY campaign_id", [*names, *campaign_ids])
+                      f"({', '.join('?' * len(campaign_ids))}) GROUP BY campaign_id", [*keys, *campaign_ids])
 
 
 def measure_aggregates(store: Store, campaign_id: str) -> list[Row]:
-    """Per measure stored under this name (name), its mean over the campaign's questions that have it and their
-    count (n), by name."""
+    """Per measure stored under this name (name; a coded key read as its name), its mean over the campaign's questions
+    that have it and their count (n), by name.
+
+    The entries are grouped by their stored key and the few groups named after (naming each of a campaign's entries
+    took twice as long); a campaign holding a measure under both its code and its name (rows of an older campaign
+    scored again) has its entries named first, so that each mean is one average, as before codes."""
     sql = store.dialect
     value = sql.entry_number("m.value")
-    return store.read(
-        f"SELECT m.key AS name, avg({value}) AS mean, count({value}) AS n "
-        f"FROM results r, {sql.json_entries('r.measures')} m WHERE r.campaign_id = ? GROUP BY m.key ORDER BY m.key",
-        (campaign_id,),
-    )
+    entries = f"FROM results r, {sql.json_entries('r.measures')} m WHERE r.campaign_id = ?"
+    rows = store.read(
+        f"SELECT {sql_name('g.key')} AS name, g.mean AS mean, g.n AS n FROM "
+        f"(SELECT m.key AS key, avg({value}) AS mean, count({value}) AS n {entries} GROUP BY m.key) g ORDER BY 1",
+        (campaign_id,))
+    if len({row["name"] for row in rows}) == len(rows):
+        return rows
+    return store.read(f"SELECT {sql_name('m.key')} AS name, avg({value}) AS mean, count({value}) AS n {entries} "
+                      "GROUP BY 1 ORDER BY 1", (campaign_id,))
 
 
 def answer_sums(store: Store, campaign_id: str) -> Row:
