@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
+from itertools import chain
 
 from evalcore.language.text import LONG_TEXT, TOKENIZER, fold, fold_once, has_han, is_han, tokens_once
 from evalcore.metrics.measure import Inputs, Measure
@@ -22,11 +23,11 @@ def _important(word: str) -> bool:
     back; a few thousand are kept, so that the cache stays small whatever the campaign's size)."""
     if word in stopwords():
         return False
-    if any(char.isdigit() for char in word):
+    if any(map(str.isdigit, word)):
         return True
     if is_han(word):
         return len(word) >= 2
-    return sum(char.isalpha() for char in word) >= 3
+    return sum(map(str.isalpha, word)) >= 3
 
 
 def _fold_all(words: tuple[str, ...]) -> tuple[str, ...]:
@@ -86,19 +87,34 @@ def coverage(answer: str, expected: str) -> float | None:
 def normalized(text: str) -> tuple[str, ...]:
     """The text as exact match compares it: the `default` tokens (case and punctuation dropped), accents folded, and
     Han text character by character (jieba may cut the same characters differently in another sentence)."""
-    folded = _folded(text)
+    return _normalized(_folded(text))
+
+
+def _normalized(folded: tuple[str, ...]) -> tuple[str, ...]:
+    """`normalized` of a text's folded tokens."""
     if not has_han(_JOINER.join(folded)):
         return folded  # no word is Han
-    words: list[str] = []
-    for word in folded:
-        words.extend(word if is_han(word) else (word,))
-    return tuple(words)
+    return tuple(chain.from_iterable(map(_compared, folded)))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _compared(word: str) -> tuple[str, ...]:
+    """A folded word as exact match compares it: a Han word character by character, any other whole (cached as
+    `_important`: the frequent words come back)."""
+    return tuple(word) if is_han(word) else (word,)
 
 
 def exact_match(answer: str, expected: Sequence[str]) -> bool | None:
     """Whether the normalized answer equals some normalized expected text; None when none has a word."""
-    wanted = {words for words in map(normalized, expected) if words}
-    return normalized(answer) in wanted if wanted else None
+    wanted = [words for words in map(_folded, expected) if words]  # normalized is empty when folded is
+    if not wanted:
+        return None
+    # Equal normalized texts hold as many characters (Han words are only cut into theirs): the answer is normalized
+    # only when some expected text has its number of characters, which an answer seldom has.
+    mine = _folded(answer)
+    size = sum(map(len, mine))
+    alike = [words for words in wanted if sum(map(len, words)) == size]
+    return bool(alike) and _normalized(mine) in set(map(_normalized, alike))
 
 
 def _matches(expected: str, source: Mapping[str, object]) -> bool:

@@ -34,6 +34,8 @@ def relevant_set(relevant: Mapping[DocId, int] | Collection[DocId]) -> set[DocId
 
 def relevance_flags(relevant: set[DocId], ranked: Sequence[DocId | None]) -> list[bool]:
     """Relevance per rank after collapsing duplicates to their first rank; None is a miss."""
+    if None not in ranked:  # the usual list: every id at its first rank, in one pass in C
+        return list(map(relevant.__contains__, dict.fromkeys(ranked)))
     seen: set[DocId] = set()
     flags = []
     for doc in ranked:
