@@ -33,7 +33,6 @@ TOLERANCES = {"share": 0.01, "score": 1.0, "label": 0.0, "likert": 0.0, "count":
 # run). Leaving them out at their defaults keeps the signatures stored before they existed equal to today's.
 DEPARTURES = ("depth", "queries")
 T = TypeVar("T")
-_COLLECTIONS = frozenset((dict, list, tuple))
 
 
 class LabelScale(Protocol):
@@ -92,11 +91,12 @@ class Inputs:
     def offers(self, need: str) -> bool:
         """Whether the input a measure needs is there: given (not None), and not empty for a collection."""
         value = getattr(self, need)
-        kind = type(value)
-        if kind in _COLLECTIONS:  # the usual inputs, without the slower abstract-class checks
+        if value is None:
+            return False
+        if isinstance(value, (dict, list, tuple)):  # the usual inputs, without the slower abstract-class checks
             return bool(value)
-        if value is None or kind is str:
-            return value is not None
+        if isinstance(value, (str, bool)):
+            return True
         return bool(value) if isinstance(value, (Mapping, Sequence)) and not isinstance(value, str) else (
             value is not None)
 
