@@ -116,6 +116,8 @@ def references_from(tokens: Sequence[Sequence[str]]) -> References:
     vocabulary = dict(zip(dict.fromkeys(chain.from_iterable(words)), count(1)))
     width = max(1, len(vocabulary).bit_length())
     profiles = tuple(_profile(text, vocabulary, width) for text in words)
+    if len(profiles) == 1:  # one reference's counts are the largest
+        return References(profiles, profiles[0].ngrams, vocabulary, width)
     most = tuple(_most([p.ngrams[n] for p in profiles]) for n in range(MAX_ORDER))
     return References(profiles, most, vocabulary, width)
 
@@ -271,11 +273,9 @@ def lcs_length(first: Profile, second: Profile) -> int:
     mask_of, width = _match_masks(second.tokens), len(second.tokens)
     full = (1 << width) - 1
     state = full
-    for word in first.tokens:
-        match = mask_of(word)
-        if match:
-            low = state & match
-            state = ((state + low) | (state - low)) & full
+    for match in filter(None, map(mask_of, first.tokens)):  # a word the other text lacks changes nothing
+        low = state & match
+        state = ((state + low) | (state - low)) & full
     return width - state.bit_count()
 
 
