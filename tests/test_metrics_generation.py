@@ -281,6 +281,17 @@ def test_packed_ngrams_count_as_the_tokens_themselves(hyp: list[str], refs: list
             assert bleu_rouge._overlap(profile.ngrams[n - 1], ref_profile.ngrams[n - 1]) == _clipped(hyp, ref, n)
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_FEW, max_size=25), st.lists(st.lists(_FEW, max_size=25), min_size=1, max_size=3),
+       st.sampled_from(["none", "floor", "add-k", "exp"]))
+def test_an_answer_scored_from_its_tokens_gets_its_profiles_values(hyp: list[str], refs: list[list[str]],
+                                                                   smooth: str) -> None:
+    # The measures match an answer's n-grams against the references' without collecting them into a profile.
+    references = bleu_rouge.references_from(refs)
+    expected = bleu_rouge.generation_profiles_scores(references.profile(hyp), references, smooth)
+    assert bleu_rouge.answer_scores(hyp, references, smooth) == expected
+
+
 def test_packed_ngrams_of_a_large_vocabulary_stay_distinct() -> None:
     # Words drawn from 5,000 (3,514 distinct): 12 bits a word, 48 for a 4-gram; the answer shares some.
     rng = random.Random(3)

@@ -60,6 +60,10 @@ class _Patterns(NamedTuple):
 _FIRST_MARK = "\u0300"
 # The first code point beyond the Basic Multilingual Plane.
 _BEYOND_BMP = 0x10000
+# Which word or mark pattern a text needs, found by a scan in C (max() of a text makes a string of every
+# character: three times as long on a French sentence).
+_FROM_FIRST_MARK = re.compile(f"[{_FIRST_MARK}-\U0010ffff]")
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
 @once
@@ -331,10 +335,9 @@ def normalize(text: str) -> str:
 
 def _words(segment: str) -> list[str]:
     patterns = _patterns()
-    top = max(segment, default="a")
-    if top < _FIRST_MARK:
+    if _FROM_FIRST_MARK.search(segment) is None:
         return patterns.plain.findall(segment)
-    return (patterns.bmp if ord(top) < _BEYOND_BMP else patterns.word).findall(segment)
+    return (patterns.word if _ASTRAL.search(segment) else patterns.bmp).findall(segment)
 
 
 def _tokenize(text: str, segment: Callable[[str], tuple[str, ...]]) -> tuple[str, ...]:
@@ -493,7 +496,7 @@ def _fold(text: str) -> str:
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     if decomposed.isascii():
         return decomposed
-    return (_combining_bmp() if ord(max(decomposed)) < _BEYOND_BMP else _combining()).sub("", decomposed)
+    return (_combining() if _ASTRAL.search(decomposed) else _combining_bmp()).sub("", decomposed)
 
 
 _FRENCH_WORDS = {"le", "la", "les", "des", "du", "un", "une", "est", "et", "quel", "quelle", "quels", "quelles",

@@ -105,7 +105,7 @@ def normalize(text: str) -> str:
 
 def has_cue(text: str) -> bool:
     """Whether the (normalized) text holds a cue of some phrasing: without one, it cannot decline in words."""
-    return any(cue in text for cue in _CUES)
+    return any(map(text.__contains__, _CUES))
 
 
 def declines(sentence: str) -> bool:
@@ -121,7 +121,7 @@ def declines(sentence: str) -> bool:
 def is_refusal(answer: str, fallback_answer: str = "") -> bool:
     """Whether the answer declines: empty, the fallback answer, or a refusal phrasing (see the module)."""
     text = normalize(answer.lstrip()[:OPENING_CHARS])
-    fallback = normalize(fallback_answer).rstrip(".!?。！？ ")
+    fallback = normalize(fallback_answer).rstrip(".!?。！？ ") if fallback_answer else ""
     if not text or (fallback and text.startswith(fallback)):
         return True
     if not has_cue(text):

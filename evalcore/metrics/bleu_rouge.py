@@ -18,8 +18,9 @@ reference's only when all its tokens are the reference's. An integer hashes in a
 plus the extra count of the few that repeat. The clipped overlap of two texts is then a set intersection in C,
 corrected by the repeats. The counts, so the values, are those of the n-grams of the tokens themselves. Only
 the last few reference sets are cached (the answers scored one after another against the same question reuse
-them), never a campaign's worth: what is kept per question would grow with the campaign. An answer's own n-grams
-are built when it is scored, since it is rarely scored twice.
+them), never a campaign's worth: what is kept per question would grow with the campaign. An answer is rarely
+scored twice, so its n-grams are never collected into sets: those the references hold are picked from its packed
+list by a filter in C, and only they are counted (`answer_scores`).
 """
 
 from __future__ import annotations
@@ -115,6 +116,8 @@ def references_from(tokens: Sequence[Sequence[str]]) -> References:
     vocabulary = dict(zip(dict.fromkeys(chain.from_iterable(words)), count(1)))
     width = max(1, len(vocabulary).bit_length())
     profiles = tuple(_profile(text, vocabulary, width) for text in words)
+    if len(profiles) == 1:  # one reference's counts are the largest
+        return References(profiles, profiles[0].ngrams, vocabulary, width)
     most = tuple(_most([p.ngrams[n] for p in profiles]) for n in range(MAX_ORDER))
     return References(profiles, most, vocabulary, width)
 
@@ -270,11 +273,9 @@ def lcs_length(first: Profile, second: Profile) -> int:
     mask_of, width = _match_masks(second.tokens), len(second.tokens)
     full = (1 << width) - 1
     state = full
-    for word in first.tokens:
-        match = mask_of(word)
-        if match:
-            low = state & match
-            state = ((state + low) | (state - low)) & full
+    for match in filter(None, map(mask_of, first.tokens)):  # a word the other text lacks changes nothing
+        low = state & match
+        state = ((state + low) | (state - low)) & full
     return width - state.bit_count()
 
 
@@ -323,8 +324,53 @@ def generation_scores(
 ) -> dict[str, float]:
     """bleu1 bleu2 bleu4 rouge1 rouge2 rougel of one answer against its reference answers."""
     texts = _checked_references(hypothesis, references)
-    refs = reference_set(texts)
-    return generation_profiles_scores(refs.profile(tokens_once(hypothesis)), refs, smooth, smooth_value)
+    return answer_scores(tokens_once(hypothesis), reference_set(texts), smooth, smooth_value)
+
+
+def _clipped(grams: list[int], ref: Grams) -> int:
+    """`_overlap` of an answer's n-grams of one order (packed, in order, repeats included) with a reference's: only the
+    answer's n-grams that the reference holds are kept (a filter in C), and only they are counted."""
+    hits = list(filter(ref.distinct.__contains__, grams))
+    if ref.repeats is None or len(hits) < 2:
+        return len(set(hits))  # min(count in the answer, 1) for each shared n-gram
+    repeats = ref.repeats
+    return sum(min(seen, 1 + repeats.get(gram, 0)) for gram, seen in Counter(hits).items())
+
+
+def answer_scores(
+    words: Sequence[str], refs: References, smooth: str = "none", smooth_value: float | None = None
+) -> dict[str, float]:
+    """`generation_profiles_scores` of an answer's tokens, without its profile: an answer is scored once, so its
+    n-grams are only matched against the references' (`_clipped`), never collected into sets of their own. The
+    counts are the profile's, so the values are too."""
+    words = tuple(words)
+    numbers = list(map(refs.vocabulary.get, words, repeat(0)))
+    length = len(words)
+    several = len(refs.profiles) > 1
+    packed = numbers
+    correct = [_clipped(numbers, refs.most[0])]
+    rouge1 = [_clipped(numbers, ref.ngrams[0]) for ref in refs.profiles] if several else correct
+    rouge2 = correct
+    for n in range(1, MAX_ORDER):
+        packed = list(map(or_, map(lshift, packed, repeat(refs.width)), numbers[n:]))
+        correct.append(_clipped(packed, refs.most[n]))
+        if n == 1 and several:
+            rouge2 = [_clipped(packed, ref.ngrams[1]) for ref in refs.profiles]
+    total = [max(0, length - n) for n in range(MAX_ORDER)]
+    ref_length = min((abs(len(r.tokens) - length), len(r.tokens)) for r in refs.profiles)[1]
+    scores = bleu_from_logs(log_precisions(correct, total, smooth, smooth_value), correct, length, ref_length)
+    lengths = [len(ref.tokens) for ref in refs.profiles]
+    if several:
+        scores["rouge1"] = max(_f1(overlap, length, max(0, size))
+                               for overlap, size in zip(rouge1, lengths, strict=True))
+        scores["rouge2"] = max(_f1(overlap, max(0, length - 1), max(0, size - 1))
+                               for overlap, size in zip(rouge2, lengths, strict=True))
+    else:  # BLEU's clipped matches are then exactly ROUGE's overlaps
+        scores["rouge1"] = _f1(correct[0], length, lengths[0])
+        scores["rouge2"] = _f1(correct[1], max(0, length - 1), max(0, lengths[0] - 1))
+    hyp = Profile(words, ())
+    scores["rougel"] = max(rouge_l(hyp, ref) for ref in refs.profiles)
+    return scores
 
 
 def _of_question(inputs: Inputs) -> dict[str, float]:

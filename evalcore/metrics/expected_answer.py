@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
+from itertools import chain, filterfalse
 
 from evalcore.language.text import LONG_TEXT, TOKENIZER, fold, fold_once, has_han, is_han, tokens_once
 from evalcore.metrics.measure import Inputs, Measure
@@ -22,11 +23,11 @@ def _important(word: str) -> bool:
     back; a few thousand are kept, so that the cache stays small whatever the campaign's size)."""
     if word in stopwords():
         return False
-    if any(char.isdigit() for char in word):
+    if any(map(str.isdigit, word)):
         return True
     if is_han(word):
         return len(word) >= 2
-    return sum(char.isalpha() for char in word) >= 3
+    return sum(map(str.isalpha, word)) >= 3
 
 
 def _fold_all(words: tuple[str, ...]) -> tuple[str, ...]:
@@ -78,27 +79,45 @@ def coverage(answer: str, expected: str) -> float | None:
     wanted = _important_words(expected)
     if not wanted:
         return None
-    answer_words = _answer_words(answer)
-    found = sum(word in answer_words or (is_han(word) and word in _answer_text(answer)) for word in wanted)
+    missing = list(filterfalse(_answer_words(answer).__contains__, wanted))  # in C: most words are found or not
+    found = len(wanted) - len(missing)
+    if missing and any(map(is_han, missing)):
+        text = _answer_text(answer)
+        found += sum(is_han(word) and word in text for word in missing)
     return found / len(wanted)
 
 
 def normalized(text: str) -> tuple[str, ...]:
     """The text as exact match compares it: the `default` tokens (case and punctuation dropped), accents folded, and
     Han text character by character (jieba may cut the same characters differently in another sentence)."""
-    folded = _folded(text)
+    return _normalized(_folded(text))
+
+
+def _normalized(folded: tuple[str, ...]) -> tuple[str, ...]:
+    """`normalized` of a text's folded tokens."""
     if not has_han(_JOINER.join(folded)):
         return folded  # no word is Han
-    words: list[str] = []
-    for word in folded:
-        words.extend(word if is_han(word) else (word,))
-    return tuple(words)
+    return tuple(chain.from_iterable(map(_compared, folded)))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _compared(word: str) -> tuple[str, ...]:
+    """A folded word as exact match compares it: a Han word character by character, any other whole (cached as
+    `_important`: the frequent words come back)."""
+    return tuple(word) if is_han(word) else (word,)
 
 
 def exact_match(answer: str, expected: Sequence[str]) -> bool | None:
     """Whether the normalized answer equals some normalized expected text; None when none has a word."""
-    wanted = {words for words in map(normalized, expected) if words}
-    return normalized(answer) in wanted if wanted else None
+    wanted = [words for words in map(_folded, expected) if words]  # normalized is empty when folded is
+    if not wanted:
+        return None
+    # Equal normalized texts hold as many characters (Han words are only cut into theirs): the answer is normalized
+    # only when some expected text has its number of characters, which an answer seldom has.
+    mine = _folded(answer)
+    size = sum(map(len, mine))
+    alike = [words for words in wanted if sum(map(len, words)) == size]
+    return bool(alike) and _normalized(mine) in set(map(_normalized, alike))
 
 
 def _matches(expected: str, source: Mapping[str, object]) -> bool:

@@ -14,6 +14,7 @@ import json
 import math
 import numbers
 from collections.abc import Hashable, Mapping, Sequence
+from itertools import repeat
 from typing import Any, NamedTuple, TypeVar
 
 from evalcore.errors import EvalError
@@ -36,6 +37,8 @@ THRESHOLD_NAMES = {
 }
 XDCG_DECAY = 0.6
 CUT = 3
+_XDCG_WEIGHTS = [XDCG_DECAY**i for i in range(CUT)]
+_XDCG_TOTAL = sum(_XDCG_WEIGHTS)
 DocId = TypeVar("DocId", bound=Hashable)
 
 
@@ -180,9 +183,8 @@ def _ndcg(found: list[int], every: list[int], label_min: int) -> float | None:
 
 
 def _xdcg(found: list[int], label_min: int, label_max: int) -> float:
-    weights = [XDCG_DECAY**i for i in range(CUT)]
-    gained = sum((g - label_min) * w for g, w in zip(found[:CUT], weights, strict=False))
-    return 100.0 / (label_max - label_min) * gained / sum(weights)
+    gained = sum((g - label_min) * w for g, w in zip(found[:CUT], _XDCG_WEIGHTS, strict=False))
+    return 100.0 / (label_max - label_min) * gained / _XDCG_TOTAL
 
 
 def _weight(grades: list[int], label_min: int) -> float:
@@ -192,9 +194,9 @@ def _weight(grades: list[int], label_min: int) -> float:
 def _values(
     labels: Mapping[DocId, int], order: list[DocId], label_min: int, label_max: int
 ) -> dict[str, float | None]:
-    found = [int(labels.get(doc, label_min)) for doc in order]
-    every = [int(label) for label in labels.values()]
-    holes = sum(doc not in labels for doc in order)
+    found = list(map(int, map(labels.get, order, repeat(label_min))))
+    every = list(map(int, labels.values()))
+    holes = len(order) - sum(map(labels.__contains__, order))
     total_weight = _weight(every, label_min)
     return {
         "ndcg@3": _ndcg(found, every, label_min),
@@ -221,12 +223,14 @@ def graded_values(labels: Mapping[DocId, int], retrieved: Sequence[tuple[DocId, 
 def _of_question(inputs: Inputs) -> dict[str, float | None]:
     """The graded measures of the ranked list the target returned, in its order (each miss a hole of its own)."""
     scale = inputs.graded or GradedScale(0, 4)
-    documents: list[int | str] = [pid if pid is not None else f"unmapped {rank}"
-                                  for rank, pid in enumerate(inputs.ranked)]
+    ranked = inputs.ranked
+    documents: list[int | str] = list(ranked) if None not in ranked else [  # type: ignore[arg-type]  # no None
+        pid if pid is not None else f"unmapped {rank}" for rank, pid in enumerate(ranked)]
     labels: dict[int | str, int] = dict((inputs.relevant or {}).items())
-    # Scores that keep the target's order: the measures re-sort by score.
-    return graded_values(labels, [(doc, float(-rank)) for rank, doc in enumerate(documents)], scale.label_min,
-                         scale.label_max)
+    _check(labels, scale.label_min, scale.label_max)
+    # The target's order as it is: what `graded_values` gives for scores falling with the rank (a stable sort by
+    # score keeps it), without building and sorting the pairs.
+    return _values(labels, list(dict.fromkeys(documents)), scale.label_min, scale.label_max)
 
 
 def _marks(inputs: Inputs) -> dict[str, float]:

@@ -91,6 +91,12 @@ class Inputs:
     def offers(self, need: str) -> bool:
         """Whether the input a measure needs is there: given (not None), and not empty for a collection."""
         value = getattr(self, need)
+        if value is None:
+            return False
+        if isinstance(value, (dict, list, tuple)):  # the usual inputs, without the slower abstract-class checks
+            return bool(value)
+        if isinstance(value, (str, bool)):
+            return True
         return bool(value) if isinstance(value, (Mapping, Sequence)) and not isinstance(value, str) else (
             value is not None)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -206,23 +206,33 @@ def score_question(inputs: Inputs) -> Scores:
     results: dict[str, JudgeResult] = {}
     failures: list[str] = []
     offered: dict[tuple[str, ...], bool] = {}  # measures mostly share their needs: each set is checked once
+    # Measures mostly share how they sign (the nine graded ones: the label scale): each way is asked once.
+    settings: dict[Callable[[Inputs], dict[str, str]], tuple[tuple[str, str], ...]] = {}
     for measure in COMPUTED:
-        given = offered.get(measure.needs)
+        needs = measure.needs
+        given = offered.get(needs)
         if given is None:
-            given = offered[measure.needs] = all(inputs.offers(need) for need in measure.needs)
+            given = offered[needs] = all(map(inputs.offers, needs))
         if not given:
             continue
+        name = measure.name
         try:
             value = measure.compute(inputs)  # type: ignore[misc]  # COMPUTED holds the measures with one
         except python_measures.MeasureFailed as failed:  # that measure on this question, not the question
-            failures.append(python_measures.failure_note(measure.name, str(failed)))
+            failures.append(python_measures.failure_note(name, str(failed)))
             continue
         if measure.mark is not None:
-            results[measure.name] = measure.result(value, measure.mark(inputs))
+            results[name] = measure.result(value, measure.mark(inputs))
         if value is not None:
-            values[measure.name] = value
-            used = measure.signed(inputs) if measure.signed else {}
-            signatures[measure.name] = _signature(measure.name, tuple(used.items()))
+            values[name] = value
+            signed = measure.signed
+            if signed is None:
+                signatures[name] = _signature(name)
+            else:
+                used = settings.get(signed)
+                if used is None:
+                    used = settings[signed] = tuple(signed(inputs).items())
+                signatures[name] = _signature(name, used)
     return Scores(values, signatures, results, tuple(failures), answer_checks.check_results(inputs))
 
 
