@@ -47,19 +47,30 @@ def top_rows(scores: np.ndarray, keep: np.ndarray, k: int) -> np.ndarray:
 ROUNDING_MARGIN = 1 - 2**-20
 
 
+# The shares of the top score `_candidates` tries, highest first.
+SHARES = (0.5, 0.25, 0.125)
+
+
 def _candidates(raw: np.ndarray, top: float, k: int) -> np.ndarray:
     """Rows that can be among the k best: the positive rows whose raw score is at least the k-th
     largest less the rounding margin. The rows above a share of the top score are found first
     (counted for each share, the rows listed once: listing many is slow), and only they are
-    partitioned (partitioning every row is slow)."""
-    for share in (0.5, 0.25, 0.125, 0.0):
-        above = raw >= top * share if share else raw > 0
-        if not share or np.count_nonzero(above) >= k:
+    partitioned (partitioning every row is slow). The corpus's rows are compared once, with the lowest share; the
+    higher shares count among the rows found."""
+    rows = np.flatnonzero(raw >= top * SHARES[-1])  # the rows above the lowest share: each higher one's among them
+    values = raw[rows]
+    for share in SHARES:
+        above = values >= top * share
+        if share == SHARES[-1] or np.count_nonzero(above) >= k:
             break
-    rows = np.flatnonzero(above)
+    if rows.size < k:  # too few even above the lowest share: every positive row
+        share = 0.0
+        rows = np.flatnonzero(raw > 0)
+        values = raw[rows]
+    elif share != SHARES[-1]:
+        rows, values = rows[above], values[above]
     if rows.size <= k:
         return rows
-    values = raw[rows]
     floor = float(np.partition(values, values.size - k)[values.size - k]) * ROUNDING_MARGIN
     return rows[values >= floor] if floor >= top * share else np.flatnonzero(raw >= floor)
 
@@ -101,10 +112,8 @@ def search(kb: KnowledgeBase, config: TargetConfig, query: str, vector_query: st
         stages["vector"] = cosine
         kept["vector"] = top_rows(cosine, cosine >= config.retrieval.vector_threshold, config.retrieval.embedding_top_k)
     if config.retrieval.retriever == "bm25":
-        rows = kept["bm25"]
-        at_rows = {"bm25": raw[rows], "bm25_norm": _normalised(raw[rows], top)}
-        final = at_rows["bm25_norm"]
-    elif config.retrieval.retriever == "vector":
+        return _bm25_hits(kb, raw, top, kept["bm25"])
+    if config.retrieval.retriever == "vector":
         rows = kept["vector"]
         at_rows = {"vector": stages["vector"][rows]}
         final = at_rows["vector"]
@@ -114,6 +123,18 @@ def search(kb: KnowledgeBase, config: TargetConfig, query: str, vector_query: st
         at_rows = {name: values[rows] for name, values in stages.items()}
         final = at_rows[config.retrieval.fusion]
     return _hits(kb, rows, final, at_rows)
+
+
+def _bm25_hits(kb: KnowledgeBase, raw: np.ndarray, top: float, rows: np.ndarray) -> list[Hit]:
+    """The hits of BM25 retrieval alone: its raw and normalised scores, ranked by the normalised one."""
+    values = raw[rows]
+    norm = _normalised(values, top)
+    chunks, make = kb.chunks, tuple.__new__  # as in `_hits`; the stage dict written out is quicker than zipped
+    return [make(Hit, (row, make(Retrieved, (chunk.pid, chunk.title, chunk.text, score,
+                                             {"bm25": round(bm25, 6), "bm25_norm": round(score, 6)}, "",
+                                             chunk.file_name))))
+            for row, score, bm25 in zip(rows.tolist(), norm.tolist(), values.tolist(), strict=True)
+            for chunk in (chunks[row],)]
 
 
 def _fuse(config: TargetConfig, stages: dict[str, np.ndarray], kept: dict[str, np.ndarray],
@@ -142,3 +163,4 @@ def _hits(kb: KnowledgeBase, rows: np.ndarray, final: np.ndarray, at_rows: dict[
                                              dict(zip(names, values, strict=True)), "", chunk.file_name))))
             for row, score, values in zip(rows.tolist(), final.tolist(), zip(*columns, strict=True), strict=True)
             for chunk in (chunks[row],)]
+
