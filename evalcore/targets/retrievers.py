@@ -47,30 +47,19 @@ def top_rows(scores: np.ndarray, keep: np.ndarray, k: int) -> np.ndarray:
 ROUNDING_MARGIN = 1 - 2**-20
 
 
-# The shares of the top score `_candidates` tries, highest first.
-SHARES = (0.5, 0.25, 0.125)
-
-
 def _candidates(raw: np.ndarray, top: float, k: int) -> np.ndarray:
     """Rows that can be among the k best: the positive rows whose raw score is at least the k-th
     largest less the rounding margin. The rows above a share of the top score are found first
     (counted for each share, the rows listed once: listing many is slow), and only they are
-    partitioned (partitioning every row is slow). The corpus's rows are compared once, with the lowest share; the
-    higher shares count among the rows found."""
-    rows = np.flatnonzero(raw >= top * SHARES[-1])  # the rows above the lowest share: each higher one's among them
-    values = raw[rows]
-    for share in SHARES:
-        above = values >= top * share
-        if share == SHARES[-1] or np.count_nonzero(above) >= k:
+    partitioned (partitioning every row is slow)."""
+    for share in (0.5, 0.25, 0.125, 0.0):
+        above = raw >= top * share if share else raw > 0
+        if not share or np.count_nonzero(above) >= k:
             break
-    if rows.size < k:  # too few even above the lowest share: every positive row
-        share = 0.0
-        rows = np.flatnonzero(raw > 0)
-        values = raw[rows]
-    elif share != SHARES[-1]:
-        rows, values = rows[above], values[above]
+    rows = np.flatnonzero(above)
     if rows.size <= k:
         return rows
+    values = raw[rows]
     floor = float(np.partition(values, values.size - k)[values.size - k]) * ROUNDING_MARGIN
     return rows[values >= floor] if floor >= top * share else np.flatnonzero(raw >= floor)
 
@@ -163,4 +152,3 @@ def _hits(kb: KnowledgeBase, rows: np.ndarray, final: np.ndarray, at_rows: dict[
                                              dict(zip(names, values, strict=True)), "", chunk.file_name))))
             for row, score, values in zip(rows.tolist(), final.tolist(), zip(*columns, strict=True), strict=True)
             for chunk in (chunks[row],)]
-
