@@ -156,6 +156,50 @@ def test_bm25_shortcut_selects_what_normalising_every_row_selects() -> None:
         assert _bm25_top(raw, top, threshold, k).tolist() == expected.tolist(), case
 
 
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bm25_shortcut_selects_the_same_rows_whichever_share_of_the_top_bounds_them(seed: int) -> None:
+    # Skewed scores (a few high, many low: a frequent word in most chunks), so that the k best lie above half the top
+    # score, above a quarter, above an eighth, or not even there (every positive row then): the same rows as
+    # normalising every row, in each case.
+    from evalcore.targets.retrievers import _bm25_top, top_rows
+
+    shares = (0.5, 0.25, 0.125)
+
+    rng = np.random.default_rng(seed)
+    bounded_by: set[float] = set()
+    for case in range(300):
+        size = int(rng.choice([5, 60, 800, 3000]))
+        raw = (rng.pareto(float(rng.choice([0.5, 1.5, 4.0])), size) * 3).astype(np.float32)
+        raw[rng.random(size) < float(rng.choice([0.0, 0.5, 0.95]))] = 0.0
+        if case % 4 == 0:  # ties at the k-th value and one ulp under it
+            raw[rng.integers(0, size, 20)] = np.float32(raw.max() * 0.3)
+            raw[rng.integers(0, size, 5)] = np.nextafter(np.float32(raw.max() * 0.3), np.float32(0))
+        top = float(raw.max())
+        threshold, k = float(rng.choice([0.0, 0.1, 0.3])), int(rng.choice([1, 3, 30, 100]))
+        norm = raw / top if top > 0 else np.zeros_like(raw)
+        expected = top_rows(norm, (raw > 0) & (norm >= threshold), k)
+        assert _bm25_top(raw, top, threshold, k).tolist() == expected.tolist(), (seed, case)
+        if top > 0:
+            bounded_by.add(next((share for share in shares if np.count_nonzero(raw >= top * share) >= k), 0.0))
+    assert bounded_by == {*shares, 0.0}  # every way of bounding the candidates was taken
+
+
+def test_bm25_hits_carry_both_stage_scores_rounded_and_the_normalised_score_whole(index_dir: Path) -> None:
+    # The BM25 retriever's hits, as the generic construction of hits writes them for the other retrievers.
+    from evalcore.targets.retrievers import _hits, bm25_scores, search
+
+    target = prepared(index_dir, corpus(), retriever="bm25", keyword_threshold=0.0, embedding_top_k=12)
+    assert target.kb is not None
+    for question, _ in QUESTIONS:
+        hits = search(target.kb, target.config, question)
+        raw = bm25_scores(target.kb, question)
+        rows = np.array([hit.row for hit in hits], dtype=np.int64)
+        norm = raw[rows] / float(raw.max())
+        assert hits == _hits(target.kb, rows, norm, {"bm25": raw[rows], "bm25_norm": norm})
+        assert hits[0].item.stages == {"bm25": round(float(raw.max()), 6), "bm25_norm": 1.0}
+
+
 def test_campaigns_building_one_index_at_once_build_it_once_and_a_waiting_one_can_cancel(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import threading

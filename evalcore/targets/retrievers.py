@@ -101,10 +101,8 @@ def search(kb: KnowledgeBase, config: TargetConfig, query: str, vector_query: st
         stages["vector"] = cosine
         kept["vector"] = top_rows(cosine, cosine >= config.retrieval.vector_threshold, config.retrieval.embedding_top_k)
     if config.retrieval.retriever == "bm25":
-        rows = kept["bm25"]
-        at_rows = {"bm25": raw[rows], "bm25_norm": _normalised(raw[rows], top)}
-        final = at_rows["bm25_norm"]
-    elif config.retrieval.retriever == "vector":
+        return _bm25_hits(kb, raw, top, kept["bm25"])
+    if config.retrieval.retriever == "vector":
         rows = kept["vector"]
         at_rows = {"vector": stages["vector"][rows]}
         final = at_rows["vector"]
@@ -114,6 +112,18 @@ def search(kb: KnowledgeBase, config: TargetConfig, query: str, vector_query: st
         at_rows = {name: values[rows] for name, values in stages.items()}
         final = at_rows[config.retrieval.fusion]
     return _hits(kb, rows, final, at_rows)
+
+
+def _bm25_hits(kb: KnowledgeBase, raw: np.ndarray, top: float, rows: np.ndarray) -> list[Hit]:
+    """The hits of BM25 retrieval alone: its raw and normalised scores, ranked by the normalised one."""
+    values = raw[rows]
+    norm = _normalised(values, top)
+    chunks, make = kb.chunks, tuple.__new__  # as in `_hits`; the stage dict written out is quicker than zipped
+    return [make(Hit, (row, make(Retrieved, (chunk.pid, chunk.title, chunk.text, score,
+                                             {"bm25": round(bm25, 6), "bm25_norm": round(score, 6)}, "",
+                                             chunk.file_name))))
+            for row, score, bm25 in zip(rows.tolist(), norm.tolist(), values.tolist(), strict=True)
+            for chunk in (chunks[row],)]
 
 
 def _fuse(config: TargetConfig, stages: dict[str, np.ndarray], kept: dict[str, np.ndarray],
