@@ -168,7 +168,7 @@ def test_the_measures_read_the_answer_tokens_the_generator_gave(tmp_path: Path) 
     assert given > len(questions()) * 3 // 4
 
 
-@pytest.mark.parametrize("count", [1, 2, 3])
+@pytest.mark.parametrize("count", [1, 2, 3, 6])
 def test_random_contexts_get_the_same_answers(tmp_path: Path, count: int) -> None:
     """Contexts of 1-8 chunks drawn at random from a corpus in three languages, with questions made of words of
     their sentences (so that many sentences share words and tie): the table's answer is the text's."""

@@ -299,3 +299,24 @@ def test_deleting_real_campaigns_keeps_their_shared_passages_until_the_last_is_d
         assert stored_pids(manager.store) == []
     finally:
         manager.close()
+
+
+def test_a_dictionary_compresses_each_text_to_the_bytes_a_new_compressor_gives() -> None:
+    # The compressor that has read the dictionary is copied for each text: random texts of the three languages, one
+    # after the other and under two dictionaries, get the bytes a compressor made for each text gives, and read back.
+    import random
+    import zlib
+
+    from evalcore.store import DICTIONARY_LEVEL, TextDictionary, unpack
+
+    rng = random.Random(3)
+    words = ["délai", "remboursement", "commande", "退货", "三十天", "warranty", "returns", "the", "of", "1755"]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(0, 300))) for _ in range(200)]
+    dictionaries = [TextDictionary.learnt(texts[:100]), TextDictionary.learnt(texts[100:])]
+    for n, text in enumerate(texts):
+        dictionary = dictionaries[n % 2]
+        assert dictionary is not None
+        fresh = zlib.compressobj(DICTIONARY_LEVEL, zdict=dictionary.data)
+        data = text.encode("utf-8")
+        assert dictionary.compress(data) == fresh.compress(data) + fresh.flush()
+        assert unpack(dictionary.compress(data), dictionary) == text

@@ -362,6 +362,68 @@ def test_float32_scores_are_stored_short_and_read_back_to_the_last_bit() -> None
     assert '"s":' in encode_ranked(_ranked(*cases[2]), passages, [])  # float64 scores keep their precision
 
 
+def test_ranked_lists_of_random_hits_are_encoded_as_stage_by_stage_and_hit_by_hit() -> None:
+    # The encoder reads the stages name by name when every hit has the same ones, and the passages' ids by content;
+    # on random lists (stages shared, in another order, missing, or of several kinds; passages stored or not) the
+    # text is the one a plain reading gives: each stage's list in the order its name first appears, None where a
+    # hit lacks it, and each passage's key as Passages.key gives it.
+    import random
+
+    from evalcore.campaigns.result_rows import (
+        STAGE_DIGITS,
+        Passages,
+        encode_ranked,
+        float32_bytes,
+        micros_bytes,
+        same_floats,
+    )
+    from evalcore.store import dumps
+
+    def plain(hits: tuple, passages: Passages, new: list) -> str:
+        scores = [hit.score for hit in hits]
+        lists: dict[str, list] = {}
+        for position, hit in enumerate(hits):
+            for name, value in hit.stages.items():
+                lists.setdefault(name, [None] * len(hits))[position] = value
+        rounded = [round(score, STAGE_DIGITS) for score in scores]
+        stages = {name: STAGE_DIGITS if same_floats(values, rounded) else micros_bytes(values) or values
+                  for name, values in lists.items()}
+        keys = dumps([passages.key(hit, new) for hit in hits])
+        packed = float32_bytes(scores)
+        if packed is None:
+            return f'{{"k":{keys},"s":{dumps(scores)},"st":{dumps(stages)}}}'
+        return f'{{"k":{keys},"g":"{packed}","st":{dumps(stages)}}}'
+
+    rng = random.Random(5)
+    ours, theirs = Passages(), Passages()
+    for _ in range(400):
+        size = rng.randint(1, 12)
+        scores = [rng.choice([round(rng.random(), 15), float(rng.randint(0, 3))]) for _ in range(size)]
+        names = rng.sample(["bm25", "vector", "rrf", "rerank"], rng.randint(0, 3))
+        kind = rng.choice(["same", "shuffled", "missing"])
+        stages = []
+        for score in scores:
+            own = list(names) if kind != "missing" else [n for n in names if rng.random() < 0.6]
+            if kind == "shuffled":
+                rng.shuffle(own)
+            stages.append({n: rng.choice([round(score, 6), round(rng.random() * 30, 6), 0.1 + 0.2]) for n in own})
+        pids = rng.sample(range(30), size)
+        hits = tuple(h._replace(pid=pid, title=f"title {pid}", text=f"text {pid}")
+                     for h, pid in zip(_ranked(scores, stages), pids, strict=True))
+        new_ours: list = []
+        new_theirs: list = []
+        text = encode_ranked(hits, ours, new_ours)
+        expected = plain(hits, theirs, new_theirs)
+        assert text == expected, hits
+        assert new_ours == new_theirs
+        if rng.random() < 0.5:  # the batch written: its passages known by their ids from now on
+            ids = {key: 100 + -key + len(ours.keys) for key in ours.fresh.values()}
+            ours.stored(ids)
+            theirs.stored(ids)
+        ours.next_batch()
+        theirs.next_batch()
+
+
 def test_ranked_lists_stored_before_read_as_they_did() -> None:
     # Rows written before schema version 16 hold the float64 form of every score and each stage's whole list; rows
     # written before passages were shared hold the passages themselves.

@@ -136,14 +136,19 @@ def encode_ranked(hits: Sequence[Retrieved], passages: Passages, new: list[tuple
     """A ranked list as passage keys, scores and each stage's scores (stages in the order they appear)."""
     scores = [hit.score for hit in hits]
     lists: dict[str, list[float | None]] = {}
-    for position, hit in enumerate(hits):
-        for name, value in hit.stages.items():
-            lists.setdefault(name, [None] * len(hits))[position] = value
+    first = hits[0].stages.keys() if hits else {}.keys()
+    if all(hit.stages.keys() == first for hit in hits):  # every hit has the same stages (a retriever's): by name
+        lists = {name: [hit.stages[name] for hit in hits] for name in first}
+    else:
+        for position, hit in enumerate(hits):
+            for name, value in hit.stages.items():
+                lists.setdefault(name, [None] * len(hits))[position] = value
     rounded = [round(score, STAGE_DIGITS) for score in scores] if all(type(s) is float for s in scores) else None
     stages: dict[str, list[float | None] | int | str] = {
         name: STAGE_DIGITS if rounded is not None and same_floats(values, rounded) else micros_bytes(values) or values
         for name, values in lists.items()}
-    keys = dumps([passages.key(hit, new) for hit in hits])
+    known = passages.keys.get  # most hits' passages are stored already: found by their content at once
+    keys = dumps([known((hit.pid, hit.source, hit.title, hit.text)) or passages.key(hit, new) for hit in hits])
     packed = float32_bytes(scores)
     if packed is None:
         return f'{{"k":{keys},"s":{dumps(scores)},"st":{dumps(stages)}}}'

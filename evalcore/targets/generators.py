@@ -90,9 +90,9 @@ class ExtractiveGenerator:
 
 def _from_table(corpus: SentenceTable, question: str, asked: str, context: list[Retrieved], count: int) -> str | None:
     """The extractive answer from the table's sentences of the context chunks, with the same weights, ties and
-    choice as `ExtractiveGenerator._best` on the text itself, worked out over arrays: a sentence's words are
-    numbers, its distinct words the distinct (sentence, word) pairs, a word's frequency the sentences holding it.
-    Only the question's words found in a sentence are weighed one by one, with the same logarithms and exactly
+    choice as `ExtractiveGenerator._best` on the text itself. A sentence's words are numbers; the context's words are
+    its chunks' runs of the table's word list, put together, and only the question's words found among them are
+    read one by one (a few dozen of some 750), each once per sentence holding it. The same logarithms and exactly
     rounded sums. None when a context chunk is not in the table."""
     import numpy as np
 
@@ -102,49 +102,69 @@ def _from_table(corpus: SentenceTable, question: str, asked: str, context: list[
     rows = corpus.rows([item.text for item in context])
     if rows is None:
         return None
-    firsts = corpus.sentence_starts[rows]
-    counts = corpus.sentence_starts[np.asarray(rows, dtype=np.int64) + 1] - firsts
-    sentence = _ranges(firsts, counts)
-    rank = np.repeat(np.arange(1, len(rows) + 1), counts)
-    starts = corpus.word_starts
-    lengths = starts[sentence + 1] - starts[sentence]
-    # The sentences with words in the question's language, else those with words in any.
-    worded = lengths > 0
-    keep = worded & (corpus.languages[sentence] == LANGUAGES.index(asked))
-    if not keep.any():
-        keep = worded
-    if not keep.any():
+    sentence_starts, word_starts, languages, table_words = (corpus.sentence_starts, corpus.word_starts,
+                                                           corpus.languages, corpus.words)
+    asked_number = LANGUAGES.index(asked)
+    # The context's sentences with words, in order (chunk by chunk): table number, chunk rank, whether in the
+    # question's language, and where their words start among the context's words.
+    numbers: list[int] = []
+    ranks: list[int] = []
+    same: list[bool] = []
+    offsets: list[int] = []
+    pieces = []
+    offset = 0
+    for rank, row in enumerate(rows, 1):
+        first, last = sentence_starts[row:row + 2].tolist()
+        if first == last:
+            continue
+        starts = word_starts[first:last + 1].tolist()
+        base = starts[0]
+        pieces.append(table_words[base:starts[-1]])
+        for number, language, start, end in zip(range(first, last), languages[first:last].tolist(), starts,
+                                                starts[1:], strict=False):
+            if end > start:
+                numbers.append(number)
+                ranks.append(rank)
+                same.append(language == asked_number)
+                offsets.append(offset + start - base)
+        offset += starts[-1] - base
+    if not numbers:
         return context[0].text
-    sentence, rank, lengths = sentence[keep], rank[keep], lengths[keep]
-    size = max(len(corpus.vocabulary), 1)
-    # Only the (sentence, word) pairs of the question's words are weighed: a word's frequency (the sentences holding
-    # it) is counted among them, each pair once however often the sentence repeats the word.
-    words = corpus.words[_ranges(starts[sentence], lengths)]
-    wanted = np.zeros(size, dtype=bool)
-    wanted[np.fromiter(corpus.numbers(tokens_once(question)), dtype=np.int64)] = True
-    found = wanted[words]
-    total = sentence.size
+    # The sentences in the question's language, else all of them; `place` is a context sentence's position among
+    # those kept (-1: not kept).
+    kept = [at for at, ours in enumerate(same) if ours] if any(same) else list(range(len(numbers)))
+    total = len(kept)
+    place = [-1] * len(numbers)
+    for position, at in enumerate(kept):
+        place[at] = position
     weighed: list[tuple[float, int]] = []
-    if found.any():
-        pairs = np.unique(np.repeat(np.arange(total, dtype=np.int64) * size, lengths)[found] + words[found])
-        hits, positions = pairs % size, pairs // size
-        ordered = np.sort(hits)
-        frequency = (np.searchsorted(ordered, hits, "right") - np.searchsorted(ordered, hits, "left")).tolist()
-        logs = {times: math.log(1 + total / times) for times in set(frequency)}
-        terms = [logs[times] for times in frequency]  # a sentence's terms are a run of these (pairs sorted)
-        runs = np.flatnonzero(np.concatenate(([True], positions[1:] != positions[:-1])))
-        bounds = [*runs.tolist(), len(terms)]
-        ranks = rank.tolist()
-        weighed = sorted((-math.fsum(terms[start:end]) / math.log2(ranks[position] + 1), position)
-                         for position, start, end in zip(positions[runs].tolist(), bounds, bounds[1:], strict=False))
+    if question_words := corpus.numbers(tokens_once(question)):
+        wanted = np.zeros(max(len(corpus.vocabulary), 1), dtype=bool)
+        wanted[list(question_words)] = True
+        words = np.concatenate(pieces) if len(pieces) > 1 else pieces[0]
+        hits = np.flatnonzero(wanted[words])
+        if hits.size:
+            owners = np.asarray(place)[np.searchsorted(np.asarray(offsets), hits, "right") - 1].tolist()
+            found: dict[int, set[int]] = {}  # a kept sentence's question words, each once
+            for position, word in zip(owners, words[hits].tolist(), strict=True):
+                if position >= 0:
+                    found.setdefault(position, set()).add(word)
+            frequency: dict[int, int] = {}  # the kept sentences holding each question word
+            for held in found.values():
+                for word in held:
+                    frequency[word] = frequency.get(word, 0) + 1
+            logs = {word: math.log(1 + total / times) for word, times in frequency.items()}
+            weighed = sorted((-math.fsum([logs[word] for word in held]) / _discount(ranks[kept[position]]), position)
+                             for position, held in found.items())
     # Every weight is positive (a log of more than 1) or 0: after the weighed sentences, the first unweighed ones.
     best = [position for _, position in weighed[:count]]
     if len(best) < count:
         weighted = {position for _, position in weighed}
         best += [position for position in range(total) if position not in weighted][: count - len(best)]
-    spans = corpus.spans[sentence[best]].tolist()
-    picked = [(context[rank_ - 1].text[start:end], int(sentence[i]))
-              for i, rank_, (start, end) in zip(best, rank[best].tolist(), spans, strict=True)]
+    chosen = [kept[position] for position in best]
+    spans = corpus.spans[[numbers[at] for at in chosen]].tolist()
+    picked = [(context[ranks[at] - 1].text[start:end], numbers[at])
+              for at, (start, end) in zip(chosen, spans, strict=True)]
     joiner = "" if asked == "zh" else " "
     text = joiner.join(part for part, _ in picked)
     tokens = corpus.answer_tokens(picked, joiner)
@@ -153,12 +173,10 @@ def _from_table(corpus: SentenceTable, question: str, asked: str, context: list[
     return text
 
 
-def _ranges(firsts: Any, counts: Any) -> Any:
-    """first, first + 1, ..., first + count - 1 for each (first, count), in one array."""
-    import numpy as np
-
-    ends = np.cumsum(counts)
-    return np.arange(int(ends[-1]) if ends.size else 0, dtype=np.int64) + np.repeat(firsts - (ends - counts), counts)
+@functools.lru_cache(maxsize=128)
+def _discount(rank: int) -> float:
+    """The DCG discount's divisor of a chunk's rank (1 = best): log2(rank + 1)."""
+    return math.log2(rank + 1)
 
 
 @functools.lru_cache(maxsize=1 << 14)
