@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from evalcore.campaigns import CampaignManager
 from evalcore.campaigns.launching import LaunchRequest
@@ -69,7 +68,6 @@ def _written(manager: CampaignManager, campaign_id: str) -> int:
     return int(rows[0]["n"])
 
 
-@pytest.mark.long
 def test_campaign_keeps_nothing_per_question(tmp_path: Path) -> None:
     data = _dataset(tmp_path / "data", 2 * N)
     manager = CampaignManager(tmp_path / "memory.db")
