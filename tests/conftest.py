@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -21,8 +23,11 @@ os.environ.setdefault("EVALCORE_DASHBOARD_WORKER", "threads")
 # the other test worker, its servers and its browser such a test waited up to 45 s of wall time for a child using
 # 1.2 s of CPU. test_campaigns_queue.py checks the background default.
 os.environ.setdefault("EVALCORE_DASHBOARD_WORKER_PRIORITY", "normal")
-# Indexes built by the tests go to a folder of this run, never to the user's own cache.
-os.environ.setdefault("EVALCORE_INDEX_DIR", tempfile.mkdtemp(prefix="evalcore-test-indexes-"))
+# Indexes built by the tests go to a folder of this run, never to the user's own cache: made by the process that
+# starts the run (the test workers inherit it) and removed when that process exits.
+if "EVALCORE_INDEX_DIR" not in os.environ:
+    os.environ["EVALCORE_INDEX_DIR"] = tempfile.mkdtemp(prefix="evalcore-test-indexes-")
+    atexit.register(shutil.rmtree, os.environ["EVALCORE_INDEX_DIR"], ignore_errors=True)
 # The local model's threads (llama.cpp on OpenMP) wait for each other by spinning at every step of a token; with two
 # test workers on two cores the spinning thread holds the core the working one waits for: one claims verdict took
 # 175 s of CPU spinning and 14 s waiting asleep (read once, when OpenMP loads: so here, before any test imports it).
@@ -112,3 +117,10 @@ def require_c(library: object) -> None:
     if compiled.toolchain() is None:
         pytest.skip("no working C compiler ($CC, cc, gcc or clang): the numpy path runs on this machine")
     pytest.fail("a C compiler answers --version, but the library did not build (the warning logged says why)")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long tests (marked `long`, and the groups that share one costly server or build) start first: the two
+    workers then finish together instead of one running a 4-minute group alone at the end. The order of the others is
+    kept (every worker collects the same order, as pytest-xdist requires)."""
+    items.sort(key=lambda item: 0 if item.get_closest_marker("long") or item.get_closest_marker("xdist_group") else 1)

@@ -36,6 +36,7 @@ def openapi(fuzz_server: tuple[str, str]) -> schemathesis.BaseSchema:
     return schemathesis.openapi.from_url(f"{fuzz_server[0]}/openapi.json", timeout=60)
 
 
+@pytest.mark.long
 @schema.parametrize()
 # Per operation: schemathesis' coverage phase in full (its boundaries, missing and wrong-typed fields: max_examples does
 # not bound it), then three random inputs (the random part's cost: one input can launch a campaign in the server).

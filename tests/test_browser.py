@@ -21,7 +21,9 @@ APP = Path(__file__).resolve().parent.parent / "app.py"
 # Text Streamlit shows when a script raised instead of reporting a readable message.
 EXCEPTION_TEXT = re.compile(r"Traceback \(most recent call last\)|StreamlitAPIException|^\w+Error: ", re.MULTILINE)
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium")
+# One worker runs the whole module: its servers and its browser are started once (and first: it is the longest).
+pytestmark = [pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"),
+              pytest.mark.xdist_group("browser")]
 sync_api = pytest.importorskip("playwright.sync_api")
 
 

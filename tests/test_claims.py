@@ -315,6 +315,7 @@ def test_the_claims_pass_mark_is_a_share_and_other_judges_keep_theirs_on_1_to_5(
                                               "judge_thresholds.score: expected a pass mark in [1, 5], found 0.5"]
 
 
+@pytest.mark.long
 @pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python not installed")
 def test_the_local_model_gives_a_claims_verdict_that_is_read_whole_or_said_unreadable() -> None:
     from evalcore.models.local_model import LocalChatModel

@@ -244,6 +244,7 @@ def test_the_sample_suite_is_one_click_away(tmp_path: Path, monkeypatch: pytest.
     assert len(at.data_editor[0].value) == len(suite.cases)
 
 
+@pytest.mark.long
 def test_the_selected_suite_launches_from_the_suites_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = str(tmp_path / "db.sqlite")
     at = page_test(db, monkeypatch, "pages/suites.py")

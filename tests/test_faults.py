@@ -11,6 +11,7 @@ import pytest
 from evalcore.testing.faults import Drill, run_drill
 
 
+@pytest.mark.long
 def test_a_short_fault_drill_loses_repeats_and_leaves_stuck_nothing(tmp_path: Path) -> None:
     from evalcore.testing.postgres_server import postgres_bin
 

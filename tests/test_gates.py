@@ -273,6 +273,7 @@ def test_the_first_commands_of_the_ci_page_run_as_written_on_the_sample(tmp_path
     assert (tmp_path / "compare.xml").is_file()
 
 
+@pytest.mark.long
 def test_the_ci_job_of_the_docs_runs_as_written(tmp_path) -> None:
     config = doc_blocks("toml")[0]
     assert "[gates]" in config

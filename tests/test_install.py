@@ -25,6 +25,8 @@ from evalcore.runtime import compiled
 from evalcore.testing.served_dashboard import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
+# One worker runs the module: the wheel is built and installed once.
+pytestmark = pytest.mark.xdist_group("install")
 # What a source distribution leaves out (MANIFEST.in): the wheel is built from what a user would download.
 LEFT_OUT = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__", ".evalcore", ".*_cache",
                                   ".hypothesis", ".benchmarks", "bench", "docs", "tests", "examples", "*.so",

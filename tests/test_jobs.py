@@ -182,6 +182,7 @@ def test_a_running_job_whose_lease_ran_out_goes_back_to_the_queue(store: Store) 
     assert get_job(store, job_id).status == JobStatus.QUEUED
 
 
+@pytest.mark.long
 def test_the_pairwise_request_answers_at_once_and_health_and_reads_answer_while_its_judge_is_slow(
         api: Any, tmp_path: Path) -> None:
     from evalcore.testing.openai_server import FakeOpenAIServer, Reply

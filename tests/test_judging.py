@@ -222,6 +222,7 @@ def test_structured_replies_are_asked_and_an_endpoint_that_refuses_them_is_asked
     assert all(r.outcome.judges["score"].score == 4.0 for r in campaign_results(manager.store, campaign_id))
 
 
+@pytest.mark.long
 @pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python not installed")
 def test_the_local_model_gives_a_readable_verdict_every_time(manager: CampaignManager) -> None:
     config = TargetConfig.of(retriever="bm25", generator="local", max_tokens=32, context_top_k=2)

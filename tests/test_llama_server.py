@@ -37,6 +37,7 @@ def asks_about(request: dict[str, Any], question: str) -> bool:
     return any(question in message["content"] for message in request["messages"])
 
 
+@pytest.mark.long
 def test_a_judged_campaign_on_llama_cpp_pythons_server_reads_or_counts_every_verdict_with_its_tokens(
         server: LlamaServer, tmp_path: Path) -> None:
     openai_models._ACCEPTED.clear()   # what this endpoint accepts is found out here, not remembered from elsewhere

@@ -41,6 +41,7 @@ def direct(model: str, answer: str, references: list[str]) -> float:
     return max(float(a @ r / np.sqrt((a @ a) * (r @ r))) for r in (raw_vector(model, t) for t in references))
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("model", ["use", "e5"])
 def test_answer_similarity_equals_the_cosine_computed_directly(model: str) -> None:
     embedding = metrics.AnswerEmbedding(model, get_embedder(model).query)

@@ -25,6 +25,8 @@ from tests.test_campaigns import FakeTarget
 from tests.test_dashboard import page_test
 
 AppTest = pytest.importorskip("streamlit.testing.v1").AppTest
+# One worker runs the module: its store of every kind of campaign is made once.
+pytestmark = pytest.mark.xdist_group("raw-values")
 
 STORED_STATUSES = sorted(status.value for status in CampaignStatus if "_" in status.value)
 RAW = re.compile(r"\bNone\b|\bnan\b|\bNaN\b|\(s\)|" + "|".join(STORED_STATUSES))

@@ -28,6 +28,7 @@ def _run(*command: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", *command], cwd=ROOT, capture_output=True, text=True, check=False)
 
 
+@pytest.mark.long
 def test_engine_type_checks() -> None:
     """The engine and the dashboard (its helpers, router and pages), strictly."""
     result = _run("mypy", "evalcore", "ui", "app.py", "pages")

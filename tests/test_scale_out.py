@@ -63,6 +63,7 @@ def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
             process.kill()
 
 
+@pytest.mark.long
 def test_two_api_servers_and_a_worker_share_campaigns_and_survive_a_sigkill(
         postgres_server: str, tmp_path: Path, processes: list[subprocess.Popen[bytes]]) -> None:
     from evalcore.testing.postgres_server import new_database

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from evalcore.testing.soak import Soak, settled
 
 
+@pytest.mark.long
 def test_threads_sockets_and_memory_come_back_after_twenty_campaigns(tmp_path: Path) -> None:
     with Soak(tmp_path / "soak.db") as soak:
         soak.run(20, 2)  # warm: what a process loads once, and the allocator's working size
