@@ -89,7 +89,7 @@ def main() -> None:
             children[name] = subprocess.Popen(
                 [sys.executable, "-c", CHILD, str(args.data.resolve()), str(args.questions), str(args.rounds),
                  str(folder)], env={**os.environ, "PYTHONPATH": str(code), "EVALCORE_INDEX_DIR": str(folder)},
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                cwd=folder, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # not the checkout we run from
             digests[name] = json.loads(children[name].stdout.readline())["digest"]  # type: ignore[union-attr]
         same = len(set(digests.values())) == 1
         print(f"answers and ranked lists {'identical' if same else 'DIFFER'}: {digests}", file=sys.stderr)
