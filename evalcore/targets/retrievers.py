@@ -47,30 +47,33 @@ def top_rows(scores: np.ndarray, keep: np.ndarray, k: int) -> np.ndarray:
 ROUNDING_MARGIN = 1 - 2**-20
 
 
-def _candidates(raw: np.ndarray, top: float, k: int) -> np.ndarray:
+def _candidates(raw: np.ndarray, top: float, k: int, least: float) -> np.ndarray:
     """Rows that can be among the k best: the positive rows whose raw score is at least the k-th
-    largest less the rounding margin. The rows above a share of the top score are found first
-    (counted for each share, the rows listed once: listing many is slow), and only they are
-    partitioned (partitioning every row is slow)."""
-    for share in (0.5, 0.25, 0.125, 0.0):
-        above = raw >= top * share if share else raw > 0
-        if not share or np.count_nonzero(above) >= k:
+    largest less the rounding margin, and at least `least` (no row under it can be kept). The rows
+    above a share of the top score are found first (counted for each share over `least`, the rows
+    listed once: listing many is slow), and only they are partitioned (partitioning every row is slow)."""
+    for level in [top * share for share in (0.5, 0.25, 0.125) if top * share > least]:
+        above = raw >= level
+        if np.count_nonzero(above) >= k:
             break
+    else:
+        level, above = least, (raw >= least if least > 0 else raw > 0)
     rows = np.flatnonzero(above)
     if rows.size <= k:
         return rows
     values = raw[rows]
     floor = float(np.partition(values, values.size - k)[values.size - k]) * ROUNDING_MARGIN
-    return rows[values >= floor] if floor >= top * share else np.flatnonzero(raw >= floor)
+    return rows[values >= floor] if floor >= level or level <= least else np.flatnonzero(raw >= floor)
 
 
 def _bm25_top(raw: np.ndarray, top: float, threshold: float, k: int) -> np.ndarray:
     """top_rows(raw / top, (raw > 0) & (raw / top >= threshold), k), without dividing, masking
     and sorting every row of the corpus: only the few rows that can make the top k (see
-    `_candidates`) are normalised and ranked."""
+    `_candidates`: none under the threshold times the top, less the rounding margin) are
+    normalised and ranked."""
     if top <= 0:
         return np.zeros(0, dtype=np.int64)
-    rows = _candidates(raw, top, k)
+    rows = _candidates(raw, top, k, top * threshold * ROUNDING_MARGIN)
     values = raw[rows]
     norm = values / top
     keep = (values > 0) & (norm >= threshold)
@@ -120,10 +123,21 @@ def _bm25_hits(kb: KnowledgeBase, raw: np.ndarray, top: float, rows: np.ndarray)
     norm = _normalised(values, top)
     chunks, make = kb.chunks, tuple.__new__  # as in `_hits`; the stage dict written out is quicker than zipped
     return [make(Hit, (row, make(Retrieved, (chunk.pid, chunk.title, chunk.text, score,
-                                             {"bm25": round(bm25, 6), "bm25_norm": round(score, 6)}, "",
-                                             chunk.file_name))))
-            for row, score, bm25 in zip(rows.tolist(), norm.tolist(), values.tolist(), strict=True)
+                                             {"bm25": bm25, "bm25_norm": rounded}, "", chunk.file_name))))
+            for row, score, bm25, rounded in zip(rows.tolist(), norm.tolist(), _rounded(values), _rounded(norm),
+                                                 strict=True)
             for chunk in (chunks[row],)]
+
+
+def _rounded(values: np.ndarray) -> list[float]:
+    """round(value, 6) of each value, as Python rounds it, a whole column at a time for single-precision values:
+    such a value times 10**6 is exact in double precision (24 + 14 significant bits), so `rint` rounds it half to
+    even as Python does, and dividing by 10**6 gives the double nearest the rounded decimal, which is what Python
+    returns (the tests check both on millions of values)."""
+    if values.dtype != np.float32:
+        return [round(value, 6) for value in values.tolist()]
+    rounded: list[float] = (np.rint(values.astype(np.float64) * 1e6) / 1e6).tolist()
+    return rounded
 
 
 def _fuse(config: TargetConfig, stages: dict[str, np.ndarray], kept: dict[str, np.ndarray],
