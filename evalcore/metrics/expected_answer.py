@@ -31,8 +31,13 @@ def _important(word: str) -> bool:
 
 
 def _fold_all(words: tuple[str, ...]) -> tuple[str, ...]:
-    """Each token folded (`fold`), in one pass over the joined text."""
-    return tuple(fold_once(_JOINER.join(words)).split(_JOINER)) if words else ()
+    """Each token folded (`fold`), in one pass over the joined text. ASCII text folds to its lower case, and tokens
+    already are (the tokenizer case folds): those are kept as they are."""
+    joined = _JOINER.join(words)
+    if not joined.isascii():
+        return tuple(fold_once(joined).split(_JOINER))
+    lowered = joined.lower()
+    return words if lowered == joined else tuple(lowered.split(_JOINER))
 
 
 @functools.lru_cache(maxsize=1 << 6)
