@@ -449,7 +449,7 @@ def _declare(name: str, doc: str, checked: str, verdict_priority: int | None = N
     """A measure of the answer's words against the reference answers, on the `default` tokens."""
     extra = (("smooth", "none"),) if name.startswith("bleu") else (("refs", "max"),)
     return Measure(name, doc, "generation", needs=("answer", "references"), settings=(("tok", TOKENIZER), *extra),
-                   verdict_priority=verdict_priority, compute=lambda inputs: inputs.shared(_of_question)[name],
+                   verdict_priority=verdict_priority, together=_of_question,
                    api_field=name, checked=checked)
 
 
