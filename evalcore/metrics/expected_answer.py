@@ -86,7 +86,7 @@ def coverage(answer: str, expected: str) -> float | None:
         return None
     missing = list(filterfalse(_answer_words(answer).__contains__, wanted))  # in C: most words are found or not
     found = len(wanted) - len(missing)
-    if missing and any(map(is_han, missing)):
+    if missing and not _JOINER.join(missing).isascii() and any(map(is_han, missing)):  # a Han word is not ASCII
         text = _answer_text(answer)
         found += sum(is_han(word) and word in text for word in missing)
     return found / len(wanted)
