@@ -18,9 +18,11 @@ reference's only when all its tokens are the reference's. An integer hashes in a
 plus the extra count of the few that repeat. The clipped overlap of two texts is then a set intersection in C,
 corrected by the repeats. The counts, so the values, are those of the n-grams of the tokens themselves. Only
 the last few reference sets are cached (the answers scored one after another against the same question reuse
-them), never a campaign's worth: what is kept per question would grow with the campaign. An answer is rarely
-scored twice, so its n-grams are never collected into sets: those the references hold are picked from its packed
-list by a filter in C, and only they are counted (`answer_scores`).
+them), never a campaign's worth: what is kept per question would grow with the campaign. A reference set works
+out an order's n-grams when an answer first asks for them: an answer sharing no n-gram of an order shares none
+of the higher ones, so those are never built for it. An answer is rarely scored twice, so its n-grams are never
+collected into sets: those the references hold are picked from its packed list by a filter in C, and only they
+are counted (`answer_scores`); its LCS with a reference reads the reference's match masks by token number.
 """
 
 from __future__ import annotations
