@@ -537,22 +537,30 @@ _ENUMERATOR = re.compile(r"(?:^|[:\uff1a]\s*)\d{1,3}\.$")
 
 def split_sentences(text: str) -> list[str]:
     """Sentences of `text`, stripped; every non-space character lands in exactly one sentence."""
-    pieces: list[str] = []
+    return list(sentences_of(text))
+
+
+def sentences_of(text: str) -> Iterator[str]:
+    """`split_sentences` one at a time, each found as it is asked for (a reader of the first few does not split the
+    rest)."""
+    carry = ""
+    for piece in _pieces(text):
+        merged = carry + piece
+        sentence = merged.strip()
+        carry = merged if _ENUMERATOR.search(sentence) else ""
+        if not carry and sentence:
+            yield sentence
+    if carry.strip():
+        yield carry.strip()
+
+
+def _pieces(text: str) -> Iterator[str]:
+    """The text cut after each sentence end, as it is read."""
     start = 0
     for match in _SENTENCE_END.finditer(text):
-        pieces.append(text[start : match.end()])
+        yield text[start : match.end()]
         start = match.end()
-    pieces.append(text[start:])
-    sentences: list[str] = []
-    carry = ""
-    for piece in pieces:
-        merged = carry + piece
-        carry = merged if _ENUMERATOR.search(merged.strip()) else ""
-        if not carry and merged.strip():
-            sentences.append(merged.strip())
-    if carry.strip():
-        sentences.append(carry.strip())
-    return sentences
+    yield text[start:]
 
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from evalcore.language.text import fold_once, split_sentences
+from evalcore.language.text import fold_once, sentences_of
 from evalcore.metrics.measure import Inputs, Measure
 
 REFUSALS_VERSION = "1"
@@ -96,11 +96,15 @@ _CUES = ("know", "sure", "can", "could", "unable", "able", "answer", "informatio
 # Only the opening sentences are read: an answer of 200,000 characters is not split whole.
 OPENING_CHARS = 2000
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'"})
+_CURLY = tuple(map(chr, _APOSTROPHES))
 
 
 def normalize(text: str) -> str:
     """Folded text (case, accents) with straight apostrophes and single spaces: what phrasings match."""
-    return " ".join(fold_once(text).translate(_APOSTROPHES).split())
+    folded = fold_once(text)
+    if any(map(folded.__contains__, _CURLY)):  # translating looks each character up: most texts have none to change
+        folded = folded.translate(_APOSTROPHES)
+    return " ".join(folded.split())
 
 
 def has_cue(text: str) -> bool:
@@ -126,10 +130,14 @@ def is_refusal(answer: str, fallback_answer: str = "") -> bool:
         return True
     if not has_cue(text):
         return False
-    sentences = split_sentences(text)
-    while len(sentences) > 1 and APOLOGY.match(sentences[0]):
-        sentences.pop(0)
-    return bool(sentences) and declines(sentences[0])
+    sentences = sentences_of(text)  # only the opening ones are split off: an apology, then what it says
+    first = next(sentences, None)
+    while first is not None and APOLOGY.match(first):
+        following = next(sentences, None)
+        if following is None:
+            break
+        first = following
+    return first is not None and declines(first)
 
 
 def is_unanswerable_marker(expected_answer: str | None) -> bool:
@@ -161,7 +169,7 @@ def _declare(name: str, doc: str, in_words: str, higher_is_better: bool = True) 
     return Measure(name, doc + " Refusal: evalcore.metrics.abstention.", "abstention", binary=True,
                    higher_is_better=higher_is_better, needs=("answer", "answerable"), in_words=in_words,
                    settings=(("refusals", REFUSALS_VERSION), ("match", "fold")),
-                   compute=lambda inputs: inputs.shared(_of_question).get(name),
+                   together=_of_question,
                    checked="tables of answers and refusals in English, French and Chinese")
 
 

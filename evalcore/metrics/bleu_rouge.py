@@ -18,16 +18,17 @@ reference's only when all its tokens are the reference's. An integer hashes in a
 plus the extra count of the few that repeat. The clipped overlap of two texts is then a set intersection in C,
 corrected by the repeats. The counts, so the values, are those of the n-grams of the tokens themselves. Only
 the last few reference sets are cached (the answers scored one after another against the same question reuse
-them), never a campaign's worth: what is kept per question would grow with the campaign. An answer is rarely
-scored twice, so its n-grams are never collected into sets: those the references hold are picked from its packed
-list by a filter in C, and only they are counted (`answer_scores`).
+them), never a campaign's worth: what is kept per question would grow with the campaign. A reference set works
+out an order's n-grams when an answer first asks for them: an answer sharing no n-gram of an order shares none
+of the higher ones, so those are never built for it. An answer is rarely scored twice, so its n-grams are never
+collected into sets: those the references hold are picked from its packed list by a filter in C, and only they
+are counted (`answer_scores`); its LCS with a reference reads the reference's match masks by token number.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain, count, repeat
 from operator import lshift, or_
@@ -66,8 +67,15 @@ def _counted(grams: list[int]) -> Grams:
     distinct = frozenset(grams)
     if len(distinct) == len(grams):
         return Grams(distinct, None)
-    # Repeats are few (mostly function words): counting everything again only for them is cheap.
-    return Grams(distinct, {gram: seen - 1 for gram, seen in Counter(grams).items() if seen > 1})
+    # Repeats are few (mostly function words): each is counted as it comes back.
+    repeats: dict[int, int] = {}
+    seen: set[int] = set()
+    for gram in grams:
+        if gram in seen:
+            repeats[gram] = repeats.get(gram, 0) + 1
+        else:
+            seen.add(gram)
+    return Grams(distinct, repeats)
 
 
 def _profile(words: tuple[str, ...], vocabulary: Mapping[str, int], width: int) -> Profile:
@@ -82,14 +90,58 @@ def _profile(words: tuple[str, ...], vocabulary: Mapping[str, int], width: int) 
     return Profile(words, tuple(grams))
 
 
-class References(NamedTuple):
-    """A question's references: their profiles, per order each n-gram's largest count, and the numbering of their
-    tokens that the answer's n-grams are packed with."""
+class References:
+    """A question's references: their tokens, the numbering of those tokens that n-grams are packed with, and, per
+    order, each reference's n-grams and each n-gram's largest count over them (BLEU clips against it). An order's
+    n-grams are worked out when first asked for: an answer that shares no n-gram of an order with the references
+    shares none of the higher orders (each holds one of that order), so those are never asked for."""
 
-    profiles: tuple[Profile, ...]
-    most: tuple[Grams, ...]
-    vocabulary: Mapping[str, int]
-    width: int
+    __slots__ = ("_masks", "_numbers", "_orders", "_packed", "lengths", "vocabulary", "width", "words")
+
+    def __init__(self, words: tuple[tuple[str, ...], ...]) -> None:
+        self.words = words
+        self.lengths = tuple(map(len, words))
+        self.vocabulary: Mapping[str, int] = dict(zip(dict.fromkeys(chain.from_iterable(words)), count(1)))
+        self.width = max(1, len(self.vocabulary).bit_length())
+        self._numbers = [list(map(self.vocabulary.__getitem__, text)) for text in words]
+        self._packed = self._numbers  # the last order's packed n-grams, per reference
+        self._orders: list[tuple[tuple[Grams, ...], Grams]] = []
+        self._masks: list[list[int]] | None = None
+
+    def order(self, n: int) -> tuple[tuple[Grams, ...], Grams]:
+        """Order n + 1's n-grams of each reference, and their largest counts over the references."""
+        orders = self._orders
+        while len(orders) <= n:
+            if orders:
+                width, numbers = self.width, self._numbers
+                self._packed = [list(map(or_, map(lshift, packed, repeat(width)), text[len(orders):]))
+                                for packed, text in zip(self._packed, numbers, strict=True)]
+            grams = tuple(map(_counted, self._packed))
+            orders.append((grams, grams[0] if len(grams) == 1 else _most(grams)))
+        return orders[n]
+
+    @property
+    def profiles(self) -> tuple[Profile, ...]:
+        """Each reference's profile."""
+        orders = [self.order(n)[0] for n in range(MAX_ORDER)]
+        return tuple(Profile(text, tuple(grams[index] for grams in orders)) for index, text in enumerate(self.words))
+
+    @property
+    def most(self) -> tuple[Grams, ...]:
+        """Per order, each n-gram's largest count over the references."""
+        return tuple(self.order(n)[1] for n in range(MAX_ORDER))
+
+    def masks(self) -> list[list[int]]:
+        """Each reference's match masks by token number (bit i set where its token i has that number; 0 for the
+        numbers it lacks, and for 0, the number of tokens no reference holds)."""
+        if self._masks is None:
+            self._masks = []
+            for numbers in self._numbers:
+                masks = [0] * (len(self.vocabulary) + 1)
+                for index, number in enumerate(numbers):
+                    masks[number] |= 1 << index
+                self._masks.append(masks)
+        return self._masks
 
     def profile(self, words: Sequence[str]) -> Profile:
         """The profile of an answer's tokens, packed as the references' n-grams."""
@@ -108,18 +160,10 @@ def _most(grams: Sequence[Grams]) -> Grams:
 
 
 def references_from(tokens: Sequence[Sequence[str]]) -> References:
-    """The references' profiles from their tokens, and their n-gram counts merged (max per n-gram) once, for BLEU's
-    clipping."""
+    """The references from their tokens (their n-grams worked out as they are asked for)."""
     if not tokens:
         raise EvalError("no reference answer to score against", fix="give at least one reference")
-    words = [tuple(text) for text in tokens]
-    vocabulary = dict(zip(dict.fromkeys(chain.from_iterable(words)), count(1)))
-    width = max(1, len(vocabulary).bit_length())
-    profiles = tuple(_profile(text, vocabulary, width) for text in words)
-    if len(profiles) == 1:  # one reference's counts are the largest
-        return References(profiles, profiles[0].ngrams, vocabulary, width)
-    most = tuple(_most([p.ngrams[n] for p in profiles]) for n in range(MAX_ORDER))
-    return References(profiles, most, vocabulary, width)
+    return References(tuple(tuple(text) for text in tokens))
 
 
 @functools.lru_cache(maxsize=1 << 6)
@@ -331,35 +375,45 @@ def _clipped(grams: list[int], ref: Grams) -> int:
     """`_overlap` of an answer's n-grams of one order (packed, in order, repeats included) with a reference's: only the
     answer's n-grams that the reference holds are kept (a filter in C), and only they are counted."""
     hits = list(filter(ref.distinct.__contains__, grams))
-    if ref.repeats is None or len(hits) < 2:
-        return len(set(hits))  # min(count in the answer, 1) for each shared n-gram
-    repeats = ref.repeats
-    return sum(min(seen, 1 + repeats.get(gram, 0)) for gram, seen in Counter(hits).items())
+    shared = set(hits)
+    total = len(shared)  # min(count in the answer, 1) for each shared n-gram
+    if ref.repeats is None or total == len(hits):
+        return total
+    # The few n-grams the reference repeats that the answer holds add what more of them it may count.
+    for gram in ref.repeats.keys() & shared:
+        total += min(hits.count(gram), 1 + ref.repeats[gram]) - 1
+    return total
 
 
 def answer_scores(
     words: Sequence[str], refs: References, smooth: str = "none", smooth_value: float | None = None
 ) -> dict[str, float]:
     """`generation_profiles_scores` of an answer's tokens, without its profile: an answer is scored once, so its
-    n-grams are only matched against the references' (`_clipped`), never collected into sets of their own. The
-    counts are the profile's, so the values are too."""
-    words = tuple(words)
+    n-grams are only matched against the references' (`_clipped`), never collected into sets of their own, and an
+    order it shares nothing of ends the matching (no higher order can share anything). Its tokens are numbered as
+    the references', which the LCS reads too. The counts are the profile's, so the values are too."""
     numbers = list(map(refs.vocabulary.get, words, repeat(0)))
-    length = len(words)
-    several = len(refs.profiles) > 1
-    packed = numbers
-    correct = [_clipped(numbers, refs.most[0])]
-    rouge1 = [_clipped(numbers, ref.ngrams[0]) for ref in refs.profiles] if several else correct
+    length = len(numbers)
+    several = len(refs.lengths) > 1
+    grams, most = refs.order(0)
+    correct = [_clipped(numbers, most)]
+    rouge1 = [_clipped(numbers, ref) for ref in grams] if several else correct
     rouge2 = correct
+    packed = numbers
     for n in range(1, MAX_ORDER):
+        if not correct[-1]:
+            correct += [0] * (MAX_ORDER - n)
+            rouge2 = [0] * len(refs.lengths) if n == 1 else rouge2
+            break
+        grams, most = refs.order(n)
         packed = list(map(or_, map(lshift, packed, repeat(refs.width)), numbers[n:]))
-        correct.append(_clipped(packed, refs.most[n]))
+        correct.append(_clipped(packed, most))
         if n == 1 and several:
-            rouge2 = [_clipped(packed, ref.ngrams[1]) for ref in refs.profiles]
+            rouge2 = [_clipped(packed, ref) for ref in grams]
     total = [max(0, length - n) for n in range(MAX_ORDER)]
-    ref_length = min((abs(len(r.tokens) - length), len(r.tokens)) for r in refs.profiles)[1]
+    lengths = refs.lengths
+    ref_length = min((abs(size - length), size) for size in lengths)[1]
     scores = bleu_from_logs(log_precisions(correct, total, smooth, smooth_value), correct, length, ref_length)
-    lengths = [len(ref.tokens) for ref in refs.profiles]
     if several:
         scores["rouge1"] = max(_f1(overlap, length, max(0, size))
                                for overlap, size in zip(rouge1, lengths, strict=True))
@@ -368,9 +422,24 @@ def answer_scores(
     else:  # BLEU's clipped matches are then exactly ROUGE's overlaps
         scores["rouge1"] = _f1(correct[0], length, lengths[0])
         scores["rouge2"] = _f1(correct[1], max(0, length - 1), max(0, lengths[0] - 1))
-    hyp = Profile(words, ())
-    scores["rougel"] = max(rouge_l(hyp, ref) for ref in refs.profiles)
+    if length and max(lengths) <= SHORT_TEXT:
+        scores["rougel"] = max(map(_rouge_l_numbers, repeat(numbers), refs.masks(), lengths))
+    else:  # no word, or a reference too long for all its masks at once
+        hyp = Profile(tuple(words), ())
+        scores["rougel"] = max(rouge_l(hyp, Profile(ref, ())) for ref in refs.words)
     return scores
+
+
+def _rouge_l_numbers(numbers: list[int], masks: list[int], size: int) -> float:
+    """`rouge_l` of an answer's token numbers against a reference's match masks by number (`References.masks`)."""
+    if not size:
+        return 0.0
+    full = (1 << size) - 1
+    state = full
+    for match in filter(None, map(masks.__getitem__, numbers)):  # a word the reference lacks changes nothing
+        low = state & match
+        state = ((state + low) | (state - low)) & full
+    return _f1(size - state.bit_count(), len(numbers), size)
 
 
 def _of_question(inputs: Inputs) -> dict[str, float]:
@@ -382,7 +451,7 @@ def _declare(name: str, doc: str, checked: str, verdict_priority: int | None = N
     """A measure of the answer's words against the reference answers, on the `default` tokens."""
     extra = (("smooth", "none"),) if name.startswith("bleu") else (("refs", "max"),)
     return Measure(name, doc, "generation", needs=("answer", "references"), settings=(("tok", TOKENIZER), *extra),
-                   verdict_priority=verdict_priority, compute=lambda inputs: inputs.shared(_of_question)[name],
+                   verdict_priority=verdict_priority, together=_of_question,
                    api_field=name, checked=checked)
 
 

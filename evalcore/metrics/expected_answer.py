@@ -31,8 +31,13 @@ def _important(word: str) -> bool:
 
 
 def _fold_all(words: tuple[str, ...]) -> tuple[str, ...]:
-    """Each token folded (`fold`), in one pass over the joined text."""
-    return tuple(fold_once(_JOINER.join(words)).split(_JOINER)) if words else ()
+    """Each token folded (`fold`), in one pass over the joined text. ASCII text folds to its lower case, and tokens
+    already are (the tokenizer case folds): those are kept as they are."""
+    joined = _JOINER.join(words)
+    if not joined.isascii():
+        return tuple(fold_once(joined).split(_JOINER))
+    lowered = joined.lower()
+    return words if lowered == joined else tuple(lowered.split(_JOINER))
 
 
 @functools.lru_cache(maxsize=1 << 6)
@@ -81,7 +86,7 @@ def coverage(answer: str, expected: str) -> float | None:
         return None
     missing = list(filterfalse(_answer_words(answer).__contains__, wanted))  # in C: most words are found or not
     found = len(wanted) - len(missing)
-    if missing and any(map(is_han, missing)):
+    if missing and not _JOINER.join(missing).isascii() and any(map(is_han, missing)):  # a Han word is not ASCII
         text = _answer_text(answer)
         found += sum(is_han(word) and word in text for word in missing)
     return found / len(wanted)

@@ -233,23 +233,36 @@ def _of_question(inputs: Inputs) -> dict[str, float | None]:
     return _values(labels, list(dict.fromkeys(documents)), scale.label_min, scale.label_max)
 
 
+def _measures_of_question(inputs: Inputs) -> dict[str, float | None]:
+    """The graded measures of the question's ranked list by their registered names, as floats."""
+    return {_REGISTERED[name]: None if found is None else float(found) for name, found in _of_question(inputs).items()}
+
+
+_REGISTERED = {name: f"graded.{name}" for name in GRADED_MEASURES}
+_DEFAULT_SCALE = GradedScale(0, 4)
+# The pass marks of the last scale asked for (a campaign's questions share one): its object and its marks.
+_last_marks: tuple[object, dict[str, float]] = (None, {})
+
+
 def _marks(inputs: Inputs) -> dict[str, float]:
-    return (inputs.graded or GradedScale(0, 4)).marks()
+    global _last_marks
+    scale = inputs.graded or _DEFAULT_SCALE
+    seen, marks = _last_marks
+    if seen is not scale:
+        marks = scale.marks()
+        _last_marks = (scale, marks)
+    return marks
 
 
 def _scale(inputs: Inputs) -> dict[str, str]:
-    return {"scale": (inputs.graded or GradedScale(0, 4)).text}
+    return {"scale": (inputs.graded or _DEFAULT_SCALE).text}
 
 
 def _declare(name: str, doc: str, higher_is_better: bool = True, scale: str = "share") -> Measure:
     """A graded measure of a question's ranked list on the dataset's label scale, with its pass/fail per question."""
-    def value(inputs: Inputs) -> float | None:
-        found = inputs.shared(_of_question)[name]
-        return None if found is None else float(found)
-
     return Measure(f"graded.{name}", doc + " Graded document retrieval.", "graded", higher_is_better=higher_is_better,
                    needs=("relevant", "graded"), settings=(("scale", "0-4"),), scale=scale, departs=True,
-                   compute=value, signed=_scale, mark=lambda inputs: inputs.shared(_marks)[name],
+                   together=_measures_of_question, signed=_scale, mark=lambda inputs: inputs.shared(_marks)[name],
                    checked="azure-ai-evaluation DocumentRetrievalEvaluator, values frozen on 200 random queries")
 
 

@@ -136,12 +136,19 @@ class Measure:
     compute: Callable[[Inputs], float | None] | None = field(default=None, compare=False, repr=False)
     signed: Callable[[Inputs], dict[str, str]] | None = field(default=None, compare=False, repr=False)
     mark: Callable[[Inputs], float] | None = field(default=None, compare=False, repr=False)
+    # The pass that computes it with other measures, once per question (`Inputs.shared`): their values by measure name
+    # (absent or None: no value). Its `compute` is then that pass's value of it.
+    together: Callable[[Inputs], Mapping[str, float | None]] | None = field(default=None, compare=False, repr=False)
     departs: bool = False  # its signature may also name DEPARTURES (a ranked list's measures)
     column: bool = False  # one of the few shown per question in a campaign's question table
     in_words: str = ""  # how its mean reads in a sentence: `{n}` of `{of}` questions, `{rate}` the mean
     checked: str = ""  # what its tests compare it against (a reference library, frozen or hand-checked values)
     api_field: str | None = None  # its field in the evaluation task API's metric groups, if it has one
     order: int = 0  # display position, set by the registry
+
+    def __post_init__(self) -> None:
+        if self.together is not None and self.compute is None:
+            object.__setattr__(self, "compute", _value_in(self.together, self.name))
 
     @property
     def signature(self) -> str:
@@ -174,3 +181,8 @@ class Measure:
     def tolerance(self) -> float:
         """The smallest meaningful difference of one question's value (a verdict's default tolerance)."""
         return 0.0 if self.binary else TOLERANCES[self.scale]
+
+
+def _value_in(together: Callable[[Inputs], Mapping[str, float | None]], name: str) -> Callable[[Inputs], float | None]:
+    """A measure's value from the pass that computes it with others."""
+    return lambda inputs: inputs.shared(together).get(name)

@@ -66,8 +66,9 @@ def _registry() -> dict[str, Measure]:
 BUILT_IN: dict[str, Measure] = _registry()
 # Every measure: the built-in ones, then the operator's measures in Python (`load_python_measures`).
 MEASURES: dict[str, Measure] = dict(BUILT_IN)
-# The measures a question's inputs give, in display order.
+# The measures a question's inputs give, in display order, and as `score_question` asks for them.
 COMPUTED: list[Measure] = []
+RUNS: list[_Run] = []
 # Why the operator's measures in Python could not be registered (None: they were, or there are none).
 _python_problem: list[EvalError] = []
 
@@ -86,6 +87,7 @@ def load_python_measures() -> None:
         _python_problem.append(error)
     MEASURES.update({m.name: replace(m, order=len(BUILT_IN) + order) for order, m in enumerate(own)})
     COMPUTED[:] = [m for m in MEASURES.values() if m.compute is not None]
+    RUNS[:] = _runs(COMPUTED)
     _signature.cache_clear()
 
 
@@ -195,6 +197,54 @@ class Scores(NamedTuple):
     checks: Mapping[str, bool] = {}  # each of the question's exact checks -> passed (never changed in place)
 
 
+class _Run(NamedTuple):
+    """Measures next to each other in the registry computed by one pass (`Measure.together`) with the same needs and
+    signing, or a measure computed alone: what `score_question` asks once for all of them."""
+
+    measures: tuple[Measure, ...]
+    needs: tuple[str, ...]
+    together: Callable[[Inputs], Mapping[str, float | None]] | None
+    signed: Callable[[Inputs], dict[str, str]] | None
+    signatures: tuple[str, ...]  # with the default settings
+    by_settings: dict[tuple[tuple[str, str], ...], tuple[str, ...]]  # with settings departing from them
+
+
+def _runs(computed: Sequence[Measure]) -> list[_Run]:
+    """The computed measures in registry order, as runs."""
+    groups: list[list[Measure]] = []
+    for measure in computed:
+        last = groups[-1][-1] if groups else None
+        if last is not None and measure.together is not None and (last.together, last.needs, last.signed) == (
+                measure.together, measure.needs, measure.signed):
+            groups[-1].append(measure)
+        else:
+            groups.append([measure])
+    return [_Run(tuple(group), group[0].needs, group[0].together, group[0].signed, tuple(m.signature for m in group),
+                 {}) for group in groups]
+
+
+Signing = Callable[[Inputs], dict[str, str]]
+
+
+def _signatures(run: _Run, inputs: Inputs, settings: dict[Signing, tuple[tuple[str, str], ...]]) -> tuple[str, ...]:
+    """The signatures of a run's measures with the settings the question's inputs give (each way of signing asked
+    once per question: the nine graded measures share the label scale)."""
+    if run.signed is None:
+        return run.signatures
+    used = settings.get(run.signed)
+    if used is None:
+        used = settings[run.signed] = tuple(run.signed(inputs).items())
+    found = run.by_settings.get(used)
+    if found is None:
+        if len(run.by_settings) >= _KEPT_SETTINGS:
+            run.by_settings.clear()
+        found = run.by_settings[used] = tuple(_signature(m.name, used) for m in run.measures)
+    return found
+
+
+_KEPT_SETTINGS = 64
+
+
 def score_question(inputs: Inputs) -> Scores:
     """Every measure that applies to one question, absent ones left out, with their signatures and, for those with a
     pass mark, pass/fail (unknown where the value is undefined). An unanswerable question has no reference to score
@@ -206,33 +256,35 @@ def score_question(inputs: Inputs) -> Scores:
     results: dict[str, JudgeResult] = {}
     failures: list[str] = []
     offered: dict[tuple[str, ...], bool] = {}  # measures mostly share their needs: each set is checked once
-    # Measures mostly share how they sign (the nine graded ones: the label scale): each way is asked once.
-    settings: dict[Callable[[Inputs], dict[str, str]], tuple[tuple[str, str], ...]] = {}
-    for measure in COMPUTED:
-        needs = measure.needs
+    settings: dict[Signing, tuple[tuple[str, str], ...]] = {}
+    for run in RUNS:
+        needs = run.needs
         given = offered.get(needs)
         if given is None:
             given = offered[needs] = all(map(inputs.offers, needs))
         if not given:
             continue
-        name = measure.name
-        try:
-            value = measure.compute(inputs)  # type: ignore[misc]  # COMPUTED holds the measures with one
-        except python_measures.MeasureFailed as failed:  # that measure on this question, not the question
-            failures.append(python_measures.failure_note(name, str(failed)))
-            continue
-        if measure.mark is not None:
-            results[name] = measure.result(value, measure.mark(inputs))
-        if value is not None:
-            values[name] = value
-            signed = measure.signed
-            if signed is None:
-                signatures[name] = _signature(name)
-            else:
-                used = settings.get(signed)
-                if used is None:
-                    used = settings[signed] = tuple(signed(inputs).items())
-                signatures[name] = _signature(name, used)
+        if run.together is None:
+            measure = run.measures[0]
+            try:
+                value = measure.compute(inputs)  # type: ignore[misc]  # COMPUTED holds the measures with one
+            except python_measures.MeasureFailed as failed:  # that measure on this question, not the question
+                failures.append(python_measures.failure_note(measure.name, str(failed)))
+                continue
+            found: Mapping[str, float | None] = {measure.name: value}
+        else:
+            found = inputs.shared(run.together)
+        signed: tuple[str, ...] | None = None
+        for index, measure in enumerate(run.measures):
+            name = measure.name
+            value = found.get(name)
+            if measure.mark is not None:
+                results[name] = measure.result(value, measure.mark(inputs))
+            if value is not None:
+                values[name] = value
+                if signed is None:
+                    signed = _signatures(run, inputs, settings)
+                signatures[name] = signed[index]
     return Scores(values, signatures, results, tuple(failures), answer_checks.check_results(inputs))
 
 

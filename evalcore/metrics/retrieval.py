@@ -184,7 +184,7 @@ def _declare(name: str, doc: str, trec_eval: str, verdict_priority: int | None =
     a chunk that maps to no passage a miss at its rank)."""
     return Measure(name, doc, "retrieval", needs=("relevant",), settings=(("rel", ">=1"), ("dup", "first"),
                    ("miss", "kept")), departs=True, verdict_priority=verdict_priority,
-                   compute=lambda inputs: inputs.shared(_of_question)[name], api_field=api_field or name, column=column,
+                   together=_of_question, api_field=api_field or name, column=column,
                    checked=f"pytrec_eval {trec_eval}")
 
 
