@@ -453,6 +453,7 @@ def test_a_version_fifteen_store_is_migrated_and_its_rows_read_the_same(tmp_path
     from evalcore.campaigns.records import Outcome, Question
     from evalcore.campaigns.result_rows import ResultWriter, read_results
     from evalcore.store import split_script
+    from evalcore.store.packing import RANKED, Ranked, sections, unpack_ranked
 
     path = tmp_path / "v15.db"
     conn = sqlite3.connect(path)
@@ -483,8 +484,10 @@ def test_a_version_fifteen_store_is_migrated_and_its_rows_read_the_same(tmp_path
         rows, passages, signatures = writer.rows([(Question(1, 2, "q2"), Outcome(answer="a", retrieved=hits,
                                                                                 context=hits[:1]))])
         store.write(lambda conn: writer.write(conn, rows, passages, signatures, {}))
-        stored = store.read("SELECT retrieved FROM results WHERE position = 1")[0]["retrieved"]
-        assert stored == '{"k":[0,1],"g":"AACAP+CLcT8=","st":{"bm25":"Z4eoAI0DnwA=","bm25_norm":6}}'
+        stored = store.read("SELECT retrieved, packed FROM results WHERE position = 1")[0]
+        assert stored["retrieved"] == ""  # a new row's ranked list is packed
+        assert unpack_ranked(sections(stored["packed"])[RANKED]) == Ranked(
+            [0, 1], [1.0, 0.9435405731201172], {"bm25": [11.044711, 10.421133], "bm25_norm": [1.0, 0.943541]})
         assert [r.outcome.retrieved for r in read_results(store, "c")] == [hits, hits]
 
 

@@ -497,11 +497,11 @@ def read_results(store: Store, campaign_id: str, offset: int = 0, limit: int | N
     # read would walk all of them again.
     with no_cycle_collection():
         holder = answers_holder(store, campaign_id)
-        rows = result_table.results_with_questions(store, campaign_id, holder, COLUMNS, SHARED_COLUMNS, positions,
-                                                   limit, offset)
-        if not rows:
+        stored = result_table.results_with_questions(store, campaign_id, holder, COLUMNS, SHARED_COLUMNS, positions,
+                                                     limit, offset)
+        if not stored:
             return []
-        rows = unpacked(store, rows)
+        rows = unpacked(store, stored)
         # A re-judge's ranked lists are the judged campaign's; a page of questions reads only the passages they rank.
         passages = ranked_by_key(store, [row["retrieved"] for row in rows])
         if not detail:
@@ -554,10 +554,12 @@ def unpacked(store: Store, rows: list[Row]) -> list[Row | dict[str, Any]]:
         cells["answer"] = answer
         if shared is not None and (ranked := sections(shared).get(RANKED)) is not None:
             cells["retrieved"] = ranked
-        if own is not None:
+        if own is not None:  # measures and marks written since (evalcore.campaigns.recompute) are in their columns
             parts = sections(own)
-            cells["measures"] = unpack_values(parts.get(MEASURES, b""))
-            cells["results"] = unpack_values(parts.get(MARKS, b""))
+            if MEASURES in parts:
+                cells["measures"] = unpack_values(parts[MEASURES])
+            if MARKS in parts:
+                cells["results"] = unpack_values(parts[MARKS])
         out.append(cells)
     return out
 
@@ -567,14 +569,15 @@ def values_column(cells: Sequence[str | dict[str, Any] | None]) -> list[dict[str
     texts = [cell for cell in cells if not isinstance(cell, dict)]
     if len(texts) == len(cells):
         return stored_column(cast(Sequence[str | None], cells))
-    decoded = iter(stored_column(cast(list[str | None], texts)))
+    decoded = iter(stored_column(texts))
     return [cell if isinstance(cell, dict) else next(decoded) for cell in cells]
 
 
 def measures_column(measures: Sequence[str | None], packed: Sequence[bytes | None]) -> list[dict[str, Any] | None]:
     """Each row's measures by name: from its packed value, or its `measures` column's JSON."""
-    return values_column([text if value is None else unpack_values(sections(value).get(MEASURES, b""))
-                          for text, value in zip(measures, packed, strict=True)])
+    parts = [None if value is None else sections(value).get(MEASURES) for value in packed]
+    return values_column([text if part is None else unpack_values(part)
+                          for text, part in zip(measures, parts, strict=True)])
 
 
 def decoded_rows(rows: list[Row | dict[str, Any]], passages: Mapping[int, Retrieved]) -> list[dict[str, Any]]:

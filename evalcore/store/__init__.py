@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 from evalcore.errors import EvalError
 from evalcore.runtime.lazy import lazy_exports
 from evalcore.store.campaign_statuses import OWNED, CampaignStatus, sql_list
-from evalcore.store.packing import measures_json, packed_ids
+from evalcore.store.packing import packed_ids
 
 if TYPE_CHECKING:
     from evalcore.store.opening import open_store as open_store  # an explicit re-export: the store has no __all__
@@ -442,15 +442,6 @@ class Dialect:
         of whole passages, as rows stored before shared passages hold, or a re-judge's empty one)."""
         return f"json_each(CASE WHEN {column} LIKE '{KEYS_HEAD}%' THEN {column} ELSE '{{\"k\":[]}}' END, '$.k')"
 
-    @staticmethod
-    def measures_text(row: str) -> str:
-        """A results row's measures as JSON text (`row`: the table's alias): a packed row's read by a function each
-        connection has (evalcore.store.packing.measures_json), so that means are summed by the database as before."""
-        return f"CASE WHEN {row}.packed IS NULL THEN {row}.measures ELSE evalcore_measures({row}.packed) END"
-
-    # Whether measures_text reads packed rows (PostgreSQL's has no such function: they are read in Python).
-    reads_packed = True
-
     # What ends a subquery that picks a row to claim: nothing on SQLite, whose one writer already serialises claims.
     skip_locked = ""
 
@@ -551,7 +542,6 @@ class Store:
         except sqlite3.Error as error:
             raise EvalError(f"cannot open the database: {error}", where=str(self.path)) from None
         conn.row_factory = sqlite3.Row
-        conn.create_function("evalcore_measures", 1, measures_json, deterministic=True)
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA busy_timeout = 30000")
         return conn

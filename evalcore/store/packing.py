@@ -32,7 +32,7 @@ from itertools import accumulate
 from operator import add, sub
 from typing import Any, NamedTuple, cast
 
-from evalcore.store.measure_codes import CODE_OF, CODED_NAMES, MARK
+from evalcore.store.measure_codes import CODED_NAMES
 
 FORMAT = 1  # the first byte of a packed value
 _DOUBLE = struct.Struct("<d")
@@ -110,7 +110,7 @@ def _read_floats(typecode: str, data: bytes) -> list[float]:
     values.frombytes(data)
     if not _LITTLE:
         values.byteswap()
-    return values.tolist()
+    return cast(list[float], values.tolist())
 
 
 def same_bits(got: Sequence[object], want: Sequence[float]) -> bool:
@@ -119,7 +119,7 @@ def same_bits(got: Sequence[object], want: Sequence[float]) -> bool:
     want = want if type(want) is list else list(want)
     if got != want or not set(map(type, got)) <= {float}:
         return False
-    return 0.0 not in want or all(math.copysign(1.0, value) == math.copysign(1.0, zero)  # type: ignore[arg-type]
+    return 0.0 not in want or all(math.copysign(1.0, cast(float, value)) == math.copysign(1.0, zero)
                                   for value, zero in zip(got, want, strict=True) if zero == 0.0)
 
 
@@ -489,13 +489,3 @@ def packed_ids(packed: bytes | memoryview) -> list[int]:
     """The passage ids a packed row's ranked list names (none without one)."""
     ranked = sections(packed).get(RANKED)
     return ranked_keys(ranked) if ranked is not None else []
-
-
-def measures_json(packed: bytes | None) -> str | None:
-    """A packed row's measures as the JSON text a row written before holds, codes as keys (for SQL's JSON functions
-    on SQLite)."""
-    if packed is None:
-        return None
-    values = unpack_values(sections(packed).get(MEASURES, b""))
-    return json.dumps({CODE_OF.get(name) or MARK + MARK + name: value for name, value in values.items()},
-                      ensure_ascii=False, separators=(",", ":"))

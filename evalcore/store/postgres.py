@@ -167,11 +167,6 @@ class PgDialect(Dialect):
         return (f"jsonb_array_elements_text((CASE WHEN {column} LIKE '{KEYS_HEAD}%' THEN {column} "
                 "ELSE '{\"k\":[]}' END)::jsonb -> 'k')")
 
-    @staticmethod
-    def measures_text(row: str) -> str:
-        return f"{row}.measures"
-
-    reads_packed = False  # packed rows' measures are read in Python (evalcore.store.result_sums)
     skip_locked = " FOR UPDATE SKIP LOCKED"  # claimers pass over a row another one is taking
 
 

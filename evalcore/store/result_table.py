@@ -4,7 +4,7 @@ verdicts and signatures as JSON text, tokens and cost), written and read back ro
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from evalcore.store import Connection, Row, Store, read_dictionaries
 from evalcore.store.packing import ANSWER, MEASURES, answer_parts, inflate, pack_row, sections
@@ -145,7 +145,18 @@ def with_answers(store: Store, rows: list[Row]) -> list[dict[str, Any]]:
     answers = answer_cells(store, [row["answer"] for row in rows], [row["shared_packed"] for row in rows])
     out = []
     for row, answer in zip(rows, answers, strict=True):
-        cells = dict(zip(row.keys(), row, strict=True))
+        cells = dict(zip(row.keys(), cast(Iterable[Any], row), strict=True))
         cells["answer"] = answer
         out.append(cells)
     return out
+
+
+def delete_results(conn: Connection, campaign_id: str) -> None:
+    """Every stored result of a campaign removed."""
+    conn.execute("DELETE FROM results WHERE campaign_id = ?", (campaign_id,))
+
+
+def set_attempts(conn: Connection, campaign_id: str, attempts: Iterable[tuple[int, int]]) -> None:
+    """The attempts of a campaign's results, each (position, attempts)."""
+    conn.executemany("UPDATE results SET attempts = ? WHERE campaign_id = ? AND position = ?",
+                     [(count, campaign_id, position) for position, count in attempts])
