@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import gc
 import json
-import math
 import sys
 import threading
 import time
@@ -136,42 +135,15 @@ def load_signatures(store: Store, campaign_id: str) -> dict[str, str]:
     return {current_name(row["name"]): current_name(row["signature"]) for row in rows}
 
 
-# How a ranked list is stored (schema version 16 on):
+# How a ranked list was stored before packed rows (schema versions 16 to 27), as rows written then are read:
 #   {"k": [passage keys], "f": [scores], "st": {stage: [scores] or DIGITS}}
-# "f" holds scores that are float32 numbers (BM25, cosine similarity), each in the shortest text that reads back
-# as the same float32 value, which is read back as that value (in its float64 form, as the retrievers give it);
-# any other list of scores is stored as "s", at full float64 precision, as before. A stage whose every score is the
-# list's score rounded to DIGITS digits (the final stage: `bm25_norm` for bm25, `vector`, `rrf`) is stored as
-# that number of digits. Rows written before keep "s" and every stage's list, and read as they did.
-# From shared passages on (schema version 25), float32 scores are written as "g": their 4 bytes each
-# (little-endian) in base64, 5.3 characters a score against about 10 in "f", read back as the same values.
-# From schema version 26 on, a stage's list whose every score has at most six decimal digits (BM25's raw scores, as
-# the retrievers round them) is written as a text: those scores in millionths, as 4-byte integers (little-endian)
-# in base64, 5.3 characters a score against about 9 in the list; read back as the same values.
-STAGE_DIGITS = 6  # the retrievers round each stage's scores to this many digits (evalcore.targets.retrievers)
-
-
-def encode_ranked(hits: Sequence[Retrieved], passages: Passages, new: list[tuple[int, Retrieved]]) -> str:
-    """A ranked list as passage keys, scores and each stage's scores (stages in the order they appear)."""
-    scores = [hit.score for hit in hits]
-    lists: dict[str, list[float | None]] = {}
-    first = hits[0].stages.keys() if hits else {}.keys()
-    if all(hit.stages.keys() == first for hit in hits):  # every hit has the same stages (a retriever's): by name
-        lists = {name: [hit.stages[name] for hit in hits] for name in first}
-    else:
-        for position, hit in enumerate(hits):
-            for name, value in hit.stages.items():
-                lists.setdefault(name, [None] * len(hits))[position] = value
-    rounded = [round(score, STAGE_DIGITS) for score in scores] if all(type(s) is float for s in scores) else None
-    stages: dict[str, list[float | None] | int | str] = {
-        name: STAGE_DIGITS if rounded is not None and same_floats(values, rounded) else micros_bytes(values) or values
-        for name, values in lists.items()}
-    known = passages.keys.get  # most hits' passages are stored already: found by their content at once
-    keys = dumps([known((hit.pid, hit.source, hit.title, hit.text)) or passages.key(hit, new) for hit in hits])
-    packed = float32_bytes(scores)
-    if packed is None:
-        return f'{{"k":{keys},"s":{dumps(scores)},"st":{dumps(stages)}}}'
-    return f'{{"k":{keys},"g":"{packed}","st":{dumps(stages)}}}'
+# "f" holds float32 scores in their shortest text, read back as those values (in their float64 form, as the
+# retrievers give them); any other list of scores is "s", at full float64 precision. A stage whose every score is the
+# list's score rounded to DIGITS digits is that number of digits. Rows written before keep "s" and every stage's
+# list. From shared passages on (schema version 25), float32 scores are "g": their 4 bytes each (little-endian) in
+# base64. From schema version 26 on, a stage's list of scores of at most six decimal digits may be a text: those
+# scores in millionths, as 4-byte integers (little-endian) in base64. From schema version 28 on, a new row's ranked
+# list is packed (evalcore.store.packing).
 
 
 def ranked_of(hits: Sequence[Retrieved], passages: Passages, new: list[tuple[int, Retrieved]]) -> Ranked:
@@ -190,30 +162,13 @@ def ranked_of(hits: Sequence[Retrieved], passages: Passages, new: list[tuple[int
     return Ranked(keys, [hit.score for hit in hits], lists)
 
 
-def float32_bytes(scores: Sequence[object]) -> str | None:
-    """The scores as float32 bytes (little-endian) in base64, when every score is a finite float32 value that reads
-    back from them to the last bit; None otherwise."""
-    if not scores or set(map(type, scores)) != {float} or not all(map(math.isfinite, cast(list[float], scores))):
-        return None
-    floats = cast(list[float], scores)
-    text = _base64_of(array("f", floats))
-    return text if same_floats(unpacked_floats(text), floats) else None
-
-
 def unpacked_floats(text: str) -> list[float]:
-    """float32 scores back from float32_bytes's text, in their float64 form."""
+    """float32 scores back from their bytes in base64 ("g"), in their float64 form."""
     return _array_of("f", text).tolist()
 
 
-def _base64_of(values: array[Any]) -> str:
-    """A packed array's bytes, little-endian whatever the machine, in base64."""
-    if sys.byteorder == "big":
-        values.byteswap()
-    return base64.b64encode(values.tobytes()).decode("ascii")
-
-
 def _array_of(typecode: str, text: str) -> array[Any]:
-    """The array of that type _base64_of wrote."""
+    """An array of that type from its bytes (little-endian) in base64."""
     values = array(typecode)
     values.frombytes(base64.b64decode(text))
     if sys.byteorder == "big":
@@ -221,38 +176,8 @@ def _array_of(typecode: str, text: str) -> array[Any]:
     return values
 
 
-def same_floats(values: Sequence[object], expected: Sequence[float]) -> bool:
-    """Whether every value is a float equal to the expected one to the last bit (a zero's sign included).
-
-    The lists are compared whole and the values' types gathered in one call each (a row's encoding checks three
-    lists of 30 scores: value by value it took a third of the encoding); zeros alone are compared one by one.
-    """
-    got = values if type(values) is list else list(values)
-    want = expected if type(expected) is list else list(expected)
-    if got != want or not set(map(type, got)) <= {float}:
-        return False
-    return 0.0 not in want or all(math.copysign(1.0, cast(float, value)) == math.copysign(1.0, zero)
-                                  for value, zero in zip(got, want, strict=True) if zero == 0.0)
-
-
-MICROS_LIMIT = 2**31 // 10**6  # scores a 4-byte integer of millionths holds: below 2,147 in size
-_BELOW_MICROS_LIMIT = float(MICROS_LIMIT).__gt__  # whether a size is below it (False for NaN)
-
-
-def micros_bytes(values: Sequence[object]) -> str | None:
-    """Scores of at most six decimal digits as millionths, 4-byte integers (little-endian) in base64, when every
-    score is a float that reads back from them to the last bit; None otherwise."""
-    if not values or set(map(type, values)) != {float}:
-        return None
-    floats = cast(list[float], values)
-    if not all(map(_BELOW_MICROS_LIMIT, map(abs, floats))):  # NaN is not below it
-        return None
-    text = _base64_of(array("i", [round(value * 1e6) for value in floats]))
-    return text if same_floats(unpacked_micros(text), floats) else None
-
-
 def unpacked_micros(text: str) -> list[float]:
-    """The scores back from micros_bytes's text."""
+    """A stage's scores back from their millionths' bytes in base64."""
     return [value / 1e6 for value in _array_of("i", text)]
 
 
@@ -276,7 +201,7 @@ def decode_ranked(text: str | bytes, passages: Mapping[int, Retrieved]) -> tuple
     for name, values in data["st"].items():
         if isinstance(values, int):  # the scores rounded to that many digits
             values = [round(score, values) for score in scores]
-        elif isinstance(values, str):  # the scores in millionths (micros_bytes)
+        elif isinstance(values, str):  # the scores in millionths (unpacked_micros)
             values = unpacked_micros(values)
         lists.append((name, values))
     return _hits(data["k"], scores, lists, passages)

@@ -202,7 +202,7 @@ ALTER TABLE campaigns ADD COLUMN answers_from TEXT;
 CREATE INDEX campaigns_answers_from ON campaigns(answers_from);
 """
 # v16: a ranked list's float32 scores (BM25, cosine similarity) stored in their own shortest form, and a stage that
-# is the score rounded stored as its number of digits (evalcore.campaigns.result_rows.encode_ranked): a quarter
+# is the score rounded stored as its number of digits (read by evalcore.campaigns.result_rows.decode_ranked): a quarter
 # less per question. No table changes; the version tells an older evalcore, which could not read such rows, to
 # refuse the store. Rows written before read as they did.
 SCHEMA_V16 = """
@@ -285,7 +285,7 @@ CREATE TABLE conversation_verdicts (
 # each distinct passage (corpus id, source, title, text compressed) under a number, found again by the digest of
 # its content; a ranked list's keys are those numbers. Every campaign's passages move there (the Python step after
 # the script), and the per-campaign table goes. A ranked list's float32 scores are written as their bytes
-# (evalcore.campaigns.result_rows.encode_ranked: "g"); rows written before read as they did.
+# (read by evalcore.campaigns.result_rows.decode_ranked: "g"); rows written before read as they did.
 SCHEMA_V25 = """
 CREATE TABLE passage_texts (
     id INTEGER PRIMARY KEY, digest BLOB NOT NULL UNIQUE, pid BIGINT, source TEXT NOT NULL, title TEXT NOT NULL,
