@@ -75,7 +75,8 @@ def test_a_bm25_list_takes_a_fraction_of_its_json() -> None:
 VALUES = {"precision": 0.03333333333333333, "recall": 1.0, "mrr": 0.5, "ndcg@3": -0.0, "bleu1": math.nan,
           "bleu2": math.inf, "graded.holes": 29.0, "graded.total_retrieved_documents": 30,
           "judge.score": None, "checks_passed": True, "rubric.tone": "pass", "exact_match": "fail",
-          "judge.refusal": "unknown", "custom": [1, "a"], "ndcg@10": 2049.0, "map": 1 / 1024, "rouge1": -7}
+          "judge.refusal": "unknown", "custom": [1, "a"], "ndcg@10": 2049.0, "map": 1 / 1024, "rouge1": -7,
+          "rouge2": 2**40}
 
 
 def test_measures_and_marks_read_back_to_the_last_bit_in_their_order() -> None:

@@ -64,7 +64,7 @@ from evalcore.store.packing import (
     unpack_ranked,
     unpack_values,
 )
-from evalcore.store.result_table import answer_cells
+from evalcore.store.result_table import answer_cells, packed_answers
 from evalcore.targets import Retrieved
 
 PassageKey = tuple[int | None, str, str, str]  # pid, source, title, text
@@ -468,23 +468,25 @@ def unpacked(store: Store, rows: list[Row]) -> list[Row | dict[str, Any]]:
     ranked list (its packed bytes, which decode_ranked reads), measures and marks (by name)."""
     if all(row["packed"] is None and row["shared_packed"] is None for row in rows):
         return list(rows)
-    answers = answer_cells(store, [row["answer"] for row in rows], [row["shared_packed"] for row in rows])
+    own = [None if row["packed"] is None else sections(row["packed"]) for row in rows]
+    shared = [parts if row["shared_packed"] == row["packed"] else sections(row["shared_packed"])
+              if row["shared_packed"] is not None else None for row, parts in zip(rows, own, strict=True)]
+    answers = packed_answers(store, [row["answer"] for row in rows],
+                             [None if parts is None else parts.get(ANSWER) for parts in shared])
     out: list[Row | dict[str, Any]] = []
-    for row, answer in zip(rows, answers, strict=True):
-        own, shared = row["packed"], row["shared_packed"]
-        if own is None and shared is None:
+    for row, answer, mine, theirs in zip(rows, answers, own, shared, strict=True):
+        if mine is None and theirs is None:
             out.append(row)
             continue
         cells = dict(zip(row.keys(), cast(Iterable[Any], row), strict=True))
         cells["answer"] = answer
-        if shared is not None and (ranked := sections(shared).get(RANKED)) is not None:
+        if theirs is not None and (ranked := theirs.get(RANKED)) is not None:
             cells["retrieved"] = ranked
-        if own is not None:  # measures and marks written since (evalcore.campaigns.recompute) are in their columns
-            parts = sections(own)
-            if MEASURES in parts:
-                cells["measures"] = unpack_values(parts[MEASURES])
-            if MARKS in parts:
-                cells["results"] = unpack_values(parts[MARKS])
+        if mine is not None:  # measures and marks written since (evalcore.campaigns.recompute) are in their columns
+            if (measures := mine.get(MEASURES)) is not None:
+                cells["measures"] = unpack_values(measures)
+            if (marks := mine.get(MARKS)) is not None:
+                cells["results"] = unpack_values(marks)
         out.append(cells)
     return out
 

@@ -300,11 +300,12 @@ def unpack_ranked(data: bytes) -> Ranked:
 
 # --- measures and marks ---------------------------------------------------------------------------------------
 # Tags: a value with bytes after the header (float16, float64, an integer, text, JSON) or a constant (none).
-_HALF, _DOUBLE_TAG, _INT, _STR, _JSON, _NONE, _FALSE, _TRUE, _PASS, _FAIL = range(10)
+_HALF, _DOUBLE_TAG, _INT, _STR, _JSON, _NONE, _FALSE, _TRUE, _PASS, _FAIL, _INT32 = range(11)
 _CONSTANTS: dict[int, Any] = {_NONE: None, _FALSE: False, _TRUE: True, _PASS: "pass", _FAIL: "fail"}
 _WORDS = {"pass": _PASS, "fail": _FAIL}
-_FORMATS = {_HALF: "e", _DOUBLE_TAG: "d"}
+_FORMATS = {_HALF: "e", _DOUBLE_TAG: "d", _INT32: "i"}  # the values of a fixed size: float16, float64, int32
 _HALF_STRUCT = struct.Struct("<e")
+_INT32_STRUCT = struct.Struct("<i")
 _LAYOUTS: dict[bytes, tuple[tuple[str, ...], struct.Struct, list[Any] | None] | None] = {}
 _TAKE = object()  # a layout's slot read from the bytes rather than a constant
 
@@ -341,8 +342,12 @@ def pack_values(values: Mapping[str, Any]) -> bytes:
         elif kind is bool:
             tags.append(_TRUE if value else _FALSE)
         elif kind is int:
-            tags.append(_INT)
-            payload += varint(_zigzag(value))
+            if -2**31 <= value < 2**31:
+                tags.append(_INT32)
+                payload += _INT32_STRUCT.pack(value)
+            else:
+                tags.append(_INT)
+                payload += varint(_zigzag(value))
         elif kind is str:
             tags.append(_STR)
             payload += _text(value)
@@ -415,6 +420,9 @@ def _slow_values(data: bytes, at: int, n: int) -> dict[str, Any]:
         elif tag == _DOUBLE_TAG:
             values[name] = _DOUBLE.unpack_from(data, at)[0]
             at += 8
+        elif tag == _INT32:
+            values[name] = _INT32_STRUCT.unpack_from(data, at)[0]
+            at += 4
         elif tag in _CONSTANTS:
             values[name] = _CONSTANTS[tag]
         elif tag == _INT:

@@ -130,7 +130,11 @@ def line_rows(store: Store, campaign_id: str, holder: str) -> list[Row]:
 
 def answer_cells(store: Store, answers: Sequence[str | None], packed: Sequence[bytes | None]) -> list[str | None]:
     """Each row's answer: its `answer` column, or the one its packed value holds (`shared_packed`)."""
-    parts = [None if value is None else sections(value).get(ANSWER) for value in packed]
+    return packed_answers(store, answers, [None if value is None else sections(value).get(ANSWER) for value in packed])
+
+
+def packed_answers(store: Store, answers: Sequence[str | None], parts: Sequence[bytes | None]) -> list[str | None]:
+    """Each row's answer: its `answer` column, or its packed answer section when it has one."""
     if not any(part is not None for part in parts):
         return list(answers)
     split = [None if part is None else answer_parts(part) for part in parts]
