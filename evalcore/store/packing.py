@@ -300,10 +300,11 @@ def unpack_ranked(data: bytes) -> Ranked:
 
 # --- measures and marks ---------------------------------------------------------------------------------------
 # Tags: a value with bytes after the header (float16, float64, an integer, text, JSON) or a constant (none).
-_HALF, _DOUBLE_TAG, _INT, _STR, _JSON, _NONE, _FALSE, _TRUE, _PASS, _FAIL, _INT32 = range(11)
+_HALF, _DOUBLE_TAG, _INT, _STR, _JSON, _NONE, _FALSE, _TRUE, _PASS, _FAIL, _INT32, _INT8 = range(12)
 _CONSTANTS: dict[int, Any] = {_NONE: None, _FALSE: False, _TRUE: True, _PASS: "pass", _FAIL: "fail"}
 _WORDS = {"pass": _PASS, "fail": _FAIL}
-_FORMATS = {_HALF: "e", _DOUBLE_TAG: "d", _INT32: "i"}  # the values of a fixed size: float16, float64, int32
+# The values of a fixed size: float16, float64, integers of 4 bytes and of 1.
+_FORMATS = {_HALF: "e", _DOUBLE_TAG: "d", _INT32: "i", _INT8: "b"}
 _HALF_STRUCT = struct.Struct("<e")
 _INT32_STRUCT = struct.Struct("<i")
 _LAYOUTS: dict[bytes, tuple[tuple[str, ...], struct.Struct, list[Any] | None] | None] = {}
@@ -342,7 +343,10 @@ def pack_values(values: Mapping[str, Any]) -> bytes:
         elif kind is bool:
             tags.append(_TRUE if value else _FALSE)
         elif kind is int:
-            if -2**31 <= value < 2**31:
+            if -128 <= value < 128:
+                tags.append(_INT8)
+                payload.append(value & 0xFF)
+            elif -2**31 <= value < 2**31:
                 tags.append(_INT32)
                 payload += _INT32_STRUCT.pack(value)
             else:
@@ -423,6 +427,9 @@ def _slow_values(data: bytes, at: int, n: int) -> dict[str, Any]:
         elif tag == _INT32:
             values[name] = _INT32_STRUCT.unpack_from(data, at)[0]
             at += 4
+        elif tag == _INT8:
+            values[name] = data[at] - 256 if data[at] >= 128 else data[at]
+            at += 1
         elif tag in _CONSTANTS:
             values[name] = _CONSTANTS[tag]
         elif tag == _INT:
