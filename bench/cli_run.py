@@ -48,6 +48,7 @@ from scale import write_dataset
 from startup import bytecode_note, compiled
 
 from evalcore.metrics.graded import stored_values
+from evalcore.store.packing import MARKS, MEASURES, sections, unpack_values
 
 CPU_GOAL_MS = 2.0  # the sample's corpus (305 passages)
 REALISTIC_CPU_GOAL_MS = 1.2  # a realistic generator's corpus (--data: 20,000 passages in three languages)
@@ -82,13 +83,18 @@ def checkpointed_bytes(db: Path) -> int:
 
 def stored_measures(db: Path) -> list[tuple[int, str, str]]:
     """Every question's measures and pass/fail marks as stored: (position, measures, results), decoded (coded names
-    read back as the names) and written back in one canonical form (the float text Python writes for the value
-    read)."""
+    read back as the names, packed rows unpacked) and written back in one canonical form (the float text Python
+    writes for the value read)."""
     with sqlite3.connect(db) as conn:
-        rows = conn.execute("SELECT position, measures, results FROM results ORDER BY position").fetchall()
-    return [(position, json.dumps(stored_values(measures), sort_keys=True),
-             json.dumps(stored_values(results), sort_keys=True))
-            for position, measures, results in rows]
+        packed = any(row[1] == "packed" for row in conn.execute("PRAGMA table_info(results)"))
+        rows = conn.execute(f"SELECT position, measures, results, {'packed' if packed else 'NULL'} FROM results "
+                            "ORDER BY position").fetchall()
+    return [(position, json.dumps(stored_values(measures) if value is None
+                                  else unpack_values(sections(value)[MEASURES]),
+                                  sort_keys=True),
+             json.dumps(stored_values(results) if value is None else unpack_values(sections(value)[MARKS]),
+                        sort_keys=True))
+            for position, measures, results, value in rows]
 
 
 def given_dataset(args: argparse.Namespace) -> Path:

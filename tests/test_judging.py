@@ -17,7 +17,7 @@ from evalcore.datasets import load_dataset
 from evalcore.errors import EvalError
 from evalcore.metrics import graded_retrieval_scores
 from evalcore.models import openai as openai_models
-from evalcore.store.measure_codes import named
+from evalcore.store.packing import MARKS, MEASURES, pack_row, sections, unpack_values
 from evalcore.targets import TargetConfig
 from evalcore.testing import FakeOpenAIServer, Reply
 from tests.conftest import TINY, write_dataset
@@ -272,11 +272,13 @@ def test_a_name_stored_before_the_documented_one_reads_back_under_it(manager: Ca
     new, old = "graded.total_ground_truth_documents", "graded.total_groundtruth_documents"
     before = {r.question.qid: r.outcome for r in campaign_results(manager.store, campaign_id)}
 
-    def downgrade(conn) -> None:  # what a store written before the rename (and before coded names) holds
-        rows = conn.execute("SELECT campaign_id, position, measures, results FROM results").fetchall()
-        conn.executemany("UPDATE results SET measures = ?, results = ? WHERE campaign_id = ? AND position = ?",
-                         [(json.dumps(named(json.loads(row[2]))), json.dumps(named(json.loads(row[3]))), row[0], row[1])
-                          for row in rows])
+    def downgrade(conn) -> None:  # what a store written before the rename (and before coded names, packed rows) holds
+        rows = conn.execute("SELECT campaign_id, position, packed FROM results").fetchall()
+        conn.executemany("UPDATE results SET measures = ?, results = ?, packed = ? WHERE campaign_id = ? "
+                         "AND position = ?",
+                         [(json.dumps(unpack_values(parts[MEASURES])), json.dumps(unpack_values(parts[MARKS])),
+                           pack_row((tag, data) for tag, data in parts.items() if tag not in (MEASURES, MARKS)),
+                           row[0], row[1]) for row in rows for parts in (sections(row[2]),)])
         for column in ("measures", "results", "signatures"):
             conn.execute(f"UPDATE results SET {column} = replace({column}, ?, ?)", (new, old))
         conn.execute("UPDATE campaign_signatures SET name = replace(name, ?, ?), signature = replace(signature, ?, ?)",

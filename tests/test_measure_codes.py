@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from evalcore.campaigns import CampaignManager
 from evalcore.campaigns.launching import LaunchRequest
@@ -12,6 +13,7 @@ from evalcore.campaigns.result_rows import read_results
 from evalcore.metrics.graded import stored_column, stored_values
 from evalcore.store import Store, result_sums
 from evalcore.store.measure_codes import CODED_NAMES, coded, named
+from evalcore.store.packing import MARKS, MEASURES, pack_row, sections, unpack_values
 from evalcore.targets import TargetConfig
 from tests.conftest import write_dataset
 
@@ -50,14 +52,19 @@ def _sums(store: Store, campaign_id: str, names: list[str]) -> tuple[list[tuple[
     return aggregates, [means[f"m{i}"] for i in range(len(names))]
 
 
-def _with_names(store: Store, campaign_id: str, positions: list[int]) -> None:
-    """Rewrite these rows as a store before codes holds them: the measures' and marks' names in full."""
-    rows = store.read("SELECT position, measures, results FROM results WHERE campaign_id = ? ORDER BY position",
-                      (campaign_id,))
-    plain = [(json.dumps(named(json.loads(row["measures"]))), json.dumps(named(json.loads(row["results"]))),
-              campaign_id, row["position"]) for row in rows if row["position"] in positions]
+def _with_names(store: Store, campaign_id: str, positions: list[int], rename: Any = lambda values: values) -> None:
+    """Rewrite these packed rows as a store before packed rows holds them: the measures and marks as JSON, under the
+    names `rename` gives (as they are: their codes; `named`: their names in full, as before codes)."""
+    rows = store.read("SELECT position, packed FROM results WHERE campaign_id = ? ORDER BY position", (campaign_id,))
+    plain = []
+    for row in rows:
+        if row["position"] in positions:
+            parts = sections(row["packed"])
+            rest = pack_row((tag, data) for tag, data in parts.items() if tag not in (MEASURES, MARKS))
+            plain.append((json.dumps(rename(coded(unpack_values(parts[MEASURES])))),
+                          json.dumps(rename(coded(unpack_values(parts[MARKS])))), rest, campaign_id, row["position"]))
     store.write(lambda conn: conn.executemany(
-        "UPDATE results SET measures = ?, results = ? WHERE campaign_id = ? AND position = ?", plain))
+        "UPDATE results SET measures = ?, results = ?, packed = ? WHERE campaign_id = ? AND position = ?", plain))
 
 
 def test_a_campaign_stores_codes_and_reads_and_sums_its_measures_as_with_names(db: str, tmp_path: Path) -> None:
@@ -67,19 +74,22 @@ def test_a_campaign_stores_codes_and_reads_and_sums_its_measures_as_with_names(d
         campaign_id = manager.launch(LaunchRequest(dataset=dataset, config=TargetConfig.of(retriever="bm25")))
         manager.wait(campaign_id)
         store = manager.store
-        stored = store.read("SELECT measures, results FROM results WHERE campaign_id = ?", (campaign_id,))
-        assert all(key.startswith("~") for row in stored for key in json.loads(row["measures"]))
-        assert any(json.loads(row["results"]) for row in stored)
-        assert all(key.startswith("~") for row in stored for key in json.loads(row["results"]))
+        stored = store.read("SELECT measures, results, packed FROM results WHERE campaign_id = ?", (campaign_id,))
+        assert all(row["measures"] == "{}" for row in stored)  # packed (schema version 28 on)
+        assert any(unpack_values(sections(row["packed"])[MARKS]) for row in stored)
         names = ["recall", "mrr", "graded.ndcg@3", "absent"]
         results = [(r.outcome.measures, r.outcome.results) for r in read_results(store, campaign_id)]
         sums = _sums(store, campaign_id, names)
         assert "recall" in {name for name, _, _ in sums[0]}
         assert sums[1][3] is None
-        _with_names(store, campaign_id, [0])  # a row of each form
+        _with_names(store, campaign_id, [0])  # a coded row and packed ones
         assert _sums(store, campaign_id, names) == sums
         assert [(r.outcome.measures, r.outcome.results) for r in read_results(store, campaign_id)] == results
-        _with_names(store, campaign_id, list(range(len(stored))))  # every row as stored before
+        _with_names(store, campaign_id, [1], named)  # a row of each form
+        assert _sums(store, campaign_id, names) == sums
+        assert [(r.outcome.measures, r.outcome.results) for r in read_results(store, campaign_id)] == results
+        _with_names(store, campaign_id, list(range(2, len(stored))), named)  # coded and named rows only
+        assert all(row["measures"] != "{}" for row in store.read("SELECT measures FROM results"))
         assert _sums(store, campaign_id, names) == sums
         assert [(r.outcome.measures, r.outcome.results) for r in read_results(store, campaign_id)] == results
     finally:

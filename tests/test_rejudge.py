@@ -24,7 +24,8 @@ from evalcore.campaigns.trust import comparison_trust
 from evalcore.cli import main
 from evalcore.compare import compare_campaigns
 from evalcore.errors import EvalError
-from evalcore.store import Conflict, NotFound, ranked_ids
+from evalcore.store import Conflict, NotFound
+from evalcore.store.packing import RANKED, packed_ids, sections
 from evalcore.targets import TargetConfig
 from evalcore.testing import FakeOpenAIServer, Reply
 from tests.conftest import write_dataset
@@ -102,8 +103,10 @@ def test_a_rejudge_asks_only_the_judge_and_keeps_the_answers_stored_once(
     assert by_campaign[again]["chars"] is None
     assert by_campaign[again]["n"] == 3
     assert by_campaign[again]["ranked"] == 0
-    ranked = manager.store.read("SELECT retrieved FROM results WHERE campaign_id = ?", (source,))
-    ids = {key for row in ranked for key in ranked_ids(row["retrieved"]) or ()}
+    packed = manager.store.read("SELECT packed FROM results WHERE campaign_id = ?", (again,))
+    assert not any(RANKED in sections(row["packed"]) for row in packed)  # the re-judge's rows pack no ranked list
+    ranked = manager.store.read("SELECT packed FROM results WHERE campaign_id = ?", (source,))
+    ids = {key for row in ranked for key in packed_ids(row["packed"])}
     stored = manager.store.read("SELECT count(*) AS n FROM passage_texts")
     assert stored[0]["n"] == len(ids)  # the passages are the judged campaign's only, each stored once
 

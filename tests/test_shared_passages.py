@@ -3,7 +3,6 @@ before they were shared is moved over on opening and reads the same."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from evalcore.store import (
     unpack,
 )
 from evalcore.store.opening import open_store
+from evalcore.store.packing import packed_ids
 from evalcore.targets import Retrieved, TargetConfig
 from tests.conftest import write_dataset
 
@@ -131,8 +131,8 @@ def test_a_passage_is_stored_once_whatever_the_campaigns_that_retrieved_it(tmp_p
         first = manager.launch(LaunchRequest(dataset=dataset, config=config))
         manager.wait(first)
         count = manager.store.read("SELECT count(*) AS n FROM passage_texts")[0]["n"]
-        ranked = manager.store.read("SELECT retrieved FROM results WHERE campaign_id = ?", (first,))
-        ids = {key for row in ranked for key in json.loads(row["retrieved"])["k"]}
+        ranked = manager.store.read("SELECT packed FROM results WHERE campaign_id = ?", (first,))
+        ids = {key for row in ranked for key in packed_ids(row["packed"])}
         assert count == len(ids)
         assert count > 0
         second = manager.launch(LaunchRequest(dataset=dataset, config=config))

@@ -302,28 +302,20 @@ def _same_bits(a: object, b: object) -> bool:
     return type(a) is type(b) and repr(a) == repr(b)
 
 
-def test_float32_scores_are_stored_short_and_read_back_to_the_last_bit() -> None:
-    # BM25 and cosine scores are float32 numbers, given in their float64 form: each is written as its 4 bytes
-    # (base64) and reads back as the identical float; the final stage (the score rounded to 6 digits) is
-    # written as its digits. Anything else (float64 scores, ints, NaN, infinities, missing stage values) is written
-    # as before, so every list reads back exactly as it was.
-    import json
-
+def test_ranked_lists_are_packed_and_read_back_to_the_last_bit() -> None:
+    # Every list reads back exactly as it was, whatever its scores: float32 numbers (BM25, cosine), float64, ints, NaN,
+    # infinities, zeros of either sign, missing stage values, stages of millionths or not.
     import numpy as np
 
-    from evalcore.campaigns.result_rows import (
-        Passages,
-        decode_ranked,
-        encode_ranked,
-        unpacked_floats,
-        unpacked_micros,
-    )
+    from evalcore.campaigns.result_rows import Passages, decode_ranked, ranked_of
+    from evalcore.store.packing import pack_ranked
 
     raw = np.array([11.044711, 10.421133, 4.428916, 1e-30, 0.0, 3e38, 7.0], dtype=np.float32)
     norm = (raw / raw[0]).tolist()
     bm25 = [{"bm25": round(r, 6), "bm25_norm": round(s, 6)} for r, s in zip(raw.tolist(), norm, strict=True)]
     cases = [
         (norm, bm25),
+        (norm[:3], bm25[:3]),
         ([-0.0, -0.5, 0.25], [{"vector": round(s, 6)} for s in (-0.0, -0.5, 0.25)]),
         ([1 / 61, 1 / 62 + 1 / 70, 0.1], [{"rrf": round(s, 6), "bm25": 1.5} for s in (1 / 61, 1 / 62 + 1 / 70, 0.1)]),
         ([1.0, 0.0, 2.0], [{"rerank": 1}, {"rerank": 0}, {}]),
@@ -331,68 +323,46 @@ def test_float32_scores_are_stored_short_and_read_back_to_the_last_bit() -> None
         ([1, 0.5], [{"s": 1.0}, {"s": 0.5}]),
         ([0.5, 0.25], [{"s": 0.5}, {"t": 0.25}]),
         ([], []),
-        # A stage of scores with at most six decimals (BM25's raw scores) is written as millionths; one that is not
-        # (a seventh digit, a negative zero, 2,147 or more) keeps its list.
         ([0.5, 0.25, 0.125], [{"bm25": 2146.999999}, {"bm25": -3.25}, {"bm25": 1e-06}]),
         ([0.5, 0.25], [{"bm25": 0.1 + 0.2}, {"bm25": 1.5}]),
         ([0.5, 0.25], [{"bm25": -0.0}, {"bm25": 1.5}]),
         ([0.5, 0.25], [{"bm25": 2147.0}, {"bm25": 1.5}]),
     ]
     passages = Passages()
+    stored = 0
     for scores, stages in cases:
         hits = _ranked(scores, stages)
-        text = encode_ranked(hits, passages, [])
-        back = decode_ranked(text, passages.by_key)
+        new: list = []
+        ranked = ranked_of(hits, passages, new)
+        ids = {key: stored + n for n, (key, _) in enumerate(new)}  # as a write stores the batch's new passages
+        stored += len(new)
+        passages.stored(ids)
+        packed = pack_ranked(ranked._replace(keys=[ids.get(key, key) for key in ranked.keys]))
+        back = decode_ranked(packed, passages.by_key)
         assert [h.pid for h in back] == [h.pid for h in hits]
-        assert all(_same_bits(a.score, b.score) for a, b in zip(back, hits, strict=True)), text
-        assert [list(h.stages) for h in back] == [list(h.stages) for h in hits], text
+        assert all(_same_bits(a.score, b.score) for a, b in zip(back, hits, strict=True)), packed
+        assert [list(h.stages) for h in back] == [list(h.stages) for h in hits], packed
         assert all(_same_bits(a.stages[name], b.stages[name]) for a, b in zip(back, hits, strict=True)
-                   for name in b.stages), text
-    short = encode_ranked(_ranked(norm, bm25), passages, [])
-    packed = json.loads(short)["g"]  # 4 bytes a float32 score, in base64
-    assert len(packed) == 4 * ((4 * len(norm) + 2) // 3)
-    assert unpacked_floats(packed) == norm
-    assert '"bm25_norm":6' in short
-    assert isinstance(json.loads(short)["st"]["bm25"], list)  # 3e38 is beyond 4 bytes of millionths
-    millionths = json.loads(encode_ranked(_ranked(norm[:3], bm25[:3]), passages, []))["st"]["bm25"]
-    assert len(millionths) == 16  # 4 bytes a score, in base64
-    assert unpacked_micros(millionths) == [11.044711, 10.421133, 4.428916]
-    assert [isinstance(json.loads(encode_ranked(_ranked(*case), passages, []))["st"]["bm25"], str)
-            for case in cases[-4:]] == [True, False, False, False]
-    assert '"s":' in encode_ranked(_ranked(*cases[2]), passages, [])  # float64 scores keep their precision
+                   for name in b.stages), packed
+        passages.next_batch()
 
 
-def test_ranked_lists_of_random_hits_are_encoded_as_stage_by_stage_and_hit_by_hit() -> None:
-    # The encoder reads the stages name by name when every hit has the same ones, and the passages' ids by content;
-    # on random lists (stages shared, in another order, missing, or of several kinds; passages stored or not) the
-    # text is the one a plain reading gives: each stage's list in the order its name first appears, None where a
-    # hit lacks it, and each passage's key as Passages.key gives it.
+def test_ranked_lists_of_random_hits_are_read_stage_by_stage_and_hit_by_hit() -> None:
+    # ranked_of reads the stages name by name when every hit has the same ones, and the passages' ids by content;
+    # on random lists (stages shared, in another order, missing, or of several kinds; passages stored or not) it
+    # gives what a plain reading gives: each stage's list in the order its name first appears, None where a hit
+    # lacks it, and each passage's key as Passages.key gives it.
     import random
 
-    from evalcore.campaigns.result_rows import (
-        STAGE_DIGITS,
-        Passages,
-        encode_ranked,
-        float32_bytes,
-        micros_bytes,
-        same_floats,
-    )
-    from evalcore.store import dumps
+    from evalcore.campaigns.result_rows import Passages, ranked_of
+    from evalcore.store.packing import Ranked
 
-    def plain(hits: tuple, passages: Passages, new: list) -> str:
-        scores = [hit.score for hit in hits]
+    def plain(hits: tuple, passages: Passages, new: list) -> Ranked:
         lists: dict[str, list] = {}
         for position, hit in enumerate(hits):
             for name, value in hit.stages.items():
                 lists.setdefault(name, [None] * len(hits))[position] = value
-        rounded = [round(score, STAGE_DIGITS) for score in scores]
-        stages = {name: STAGE_DIGITS if same_floats(values, rounded) else micros_bytes(values) or values
-                  for name, values in lists.items()}
-        keys = dumps([passages.key(hit, new) for hit in hits])
-        packed = float32_bytes(scores)
-        if packed is None:
-            return f'{{"k":{keys},"s":{dumps(scores)},"st":{dumps(stages)}}}'
-        return f'{{"k":{keys},"g":"{packed}","st":{dumps(stages)}}}'
+        return Ranked([passages.key(hit, new) for hit in hits], [hit.score for hit in hits], lists)
 
     rng = random.Random(5)
     ours, theirs = Passages(), Passages()
@@ -412,9 +382,7 @@ def test_ranked_lists_of_random_hits_are_encoded_as_stage_by_stage_and_hit_by_hi
                      for h, pid in zip(_ranked(scores, stages), pids, strict=True))
         new_ours: list = []
         new_theirs: list = []
-        text = encode_ranked(hits, ours, new_ours)
-        expected = plain(hits, theirs, new_theirs)
-        assert text == expected, hits
+        assert ranked_of(hits, ours, new_ours) == plain(hits, theirs, new_theirs), hits
         assert new_ours == new_theirs
         if rng.random() < 0.5:  # the batch written: its passages known by their ids from now on
             ids = {key: 100 + -key + len(ours.keys) for key in ours.fresh.values()}
@@ -426,25 +394,29 @@ def test_ranked_lists_of_random_hits_are_encoded_as_stage_by_stage_and_hit_by_hi
 
 def test_ranked_lists_stored_before_read_as_they_did() -> None:
     # Rows written before schema version 16 hold the float64 form of every score and each stage's whole list; rows
-    # written before passages were shared hold the passages themselves.
+    # written before passages were shared hold the passages themselves; rows of schema versions 25 to 27 hold float32
+    # scores as base64 bytes ("g") and a stage of millionths as base64 text.
     import json
 
-    from evalcore.campaigns.result_rows import Passages, decode_ranked, encode_ranked, ranked_passages
+    from evalcore.campaigns.result_rows import Passages, decode_ranked, ranked_of, ranked_passages
+    from evalcore.store.packing import pack_ranked
 
     passages = Passages()
     hits = _ranked([1.0, 0.9435405731201172], [{"bm25": 11.044711, "bm25_norm": 1.0},
                                                {"bm25": 10.421133, "bm25_norm": 0.943541}])
-    encode_ranked(hits, passages, [])
+    packed = pack_ranked(ranked_of(hits, passages, [])._replace(keys=[0, 1]))
     passages.stored({-1: 0, -2: 1})  # as a write stores them, under ids 0 and 1
     v15 = json.dumps({"k": [0, 1], "s": [1.0, 0.9435405731201172],
                       "st": {"bm25": [11.044711, 10.421133], "bm25_norm": [1.0, 0.943541]}}, separators=(",", ":"))
+    v26 = '{"k":[0,1],"g":"AACAP+CLcT8=","st":{"bm25":"Z4eoAI0DnwA=","bm25_norm":6}}'
     v4 = json.dumps([{"pid": 0, "title": "title 0", "text": "text 0", "score": 1.0,
                       "stages": {"bm25": 11.044711, "bm25_norm": 1.0}}])
     assert decode_ranked(v15, passages.by_key) == hits
-    assert decode_ranked(encode_ranked(hits, passages, []), passages.by_key) == hits
+    assert decode_ranked(v26, passages.by_key) == hits
+    assert decode_ranked(packed, passages.by_key) == hits
     assert decode_ranked(v4, passages.by_key) == hits[:1]
-    assert [[h.pid for h in ranked] for ranked in ranked_passages([v15, encode_ranked(hits, passages, []), v4],
-                                                                   passages.by_key)] == [[0, 1], [0, 1], [0]]
+    assert [[h.pid for h in ranked] for ranked in ranked_passages([v15, v26, packed, v4], passages.by_key)] == \
+        [[0, 1], [0, 1], [0, 1], [0]]
 
 
 def test_a_version_fifteen_store_is_migrated_and_its_rows_read_the_same(tmp_path: Path) -> None:
@@ -453,6 +425,7 @@ def test_a_version_fifteen_store_is_migrated_and_its_rows_read_the_same(tmp_path
     from evalcore.campaigns.records import Outcome, Question
     from evalcore.campaigns.result_rows import ResultWriter, read_results
     from evalcore.store import split_script
+    from evalcore.store.packing import RANKED, Ranked, sections, unpack_ranked
 
     path = tmp_path / "v15.db"
     conn = sqlite3.connect(path)
@@ -483,8 +456,10 @@ def test_a_version_fifteen_store_is_migrated_and_its_rows_read_the_same(tmp_path
         rows, passages, signatures = writer.rows([(Question(1, 2, "q2"), Outcome(answer="a", retrieved=hits,
                                                                                 context=hits[:1]))])
         store.write(lambda conn: writer.write(conn, rows, passages, signatures, {}))
-        stored = store.read("SELECT retrieved FROM results WHERE position = 1")[0]["retrieved"]
-        assert stored == '{"k":[0,1],"g":"AACAP+CLcT8=","st":{"bm25":"Z4eoAI0DnwA=","bm25_norm":6}}'
+        stored = store.read("SELECT retrieved, packed FROM results WHERE position = 1")[0]
+        assert stored["retrieved"] == ""  # a new row's ranked list is packed
+        assert unpack_ranked(sections(stored["packed"])[RANKED]) == Ranked(
+            [0, 1], [1.0, 0.9435405731201172], {"bm25": [11.044711, 10.421133], "bm25_norm": [1.0, 0.943541]})
         assert [r.outcome.retrieved for r in read_results(store, "c")] == [hits, hits]
 
 

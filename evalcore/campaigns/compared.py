@@ -17,19 +17,26 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from evalcore.campaigns.records import QuestionResult
-from evalcore.campaigns.result_rows import answers_holder, decode_ranked, no_cycle_collection, read_results
+from evalcore.campaigns.result_rows import (
+    answers_holder,
+    decode_ranked,
+    measures_column,
+    no_cycle_collection,
+    read_results,
+)
 from evalcore.datasets.relevance import is_relevant
 from evalcore.diagnosis import Stage
 from evalcore.judges import JudgeResult, Verdict
 from evalcore.judges.verdict import StoredVerdicts
 from evalcore.metrics import MEASURES, sources_found
-from evalcore.metrics.graded import stored_column
 from evalcore.runtime.lazy import once
 from evalcore.store import KEYS_HEAD, Store, read_titles
-from evalcore.store.result_table import COMPARED_COLUMNS, compared_rows
+from evalcore.store.packing import RANKED, sections
+from evalcore.store.packing import ranked_keys as packed_keys
+from evalcore.store.result_table import COMPARED_COLUMNS, answer_cells, compared_rows
 
 PASS_SUFFIX = ":pass"
 QuestionKey = tuple[int, str]
@@ -274,7 +281,8 @@ def _compared(columns: list[tuple[Any, ...]]) -> ComparedRows:
     out.conversations = list(_column(columns, "conversation"))
     out.turns = list(_column(columns, "turn"))
     out.keys = [key_of(qid, text) for qid, text in zip(_column(columns, "qid"), out.texts, strict=True)]
-    out.values = [measure_values(measures or {}) for measures in stored_column(_column(columns, "measures"))]
+    out.values = [measure_values(measures or {}) for measures in measures_column(_column(columns, "measures"),
+                                                                                   _column(columns, "packed"))]
     out.costs = [(cost, currency or "")
                  for cost, currency in zip(_column(columns, "cost"), _column(columns, "currency"), strict=True)]
     texts = _column(columns, "judges")
@@ -294,23 +302,27 @@ def _compared(columns: list[tuple[Any, ...]]) -> ComparedRows:
 
 def _rest(store: Store, out: ComparedRows, columns: list[tuple[Any, ...]]) -> None:
     """The rows' other fields: answers, errors, stages, queries, relevant and retrieved passages."""
-    out.answers = list(_column(columns, "answer"))
+    out.answers = answer_cells(store, _column(columns, "answer"), _column(columns, "shared_packed"))
     out.errors = list(_column(columns, "error"))
     out.diagnosis = [Stage(stage) if stage else None for stage in _column(columns, "diagnosis")]
     out.queries = [tuple(texts) for texts in decoded(_column(columns, "queries"))]
     out.relevant = [relevant_pids(relevant) for relevant in decoded(_column(columns, "relevant"))]
     out.has_sources = [bool(sources) for sources in decoded(_column(columns, "expected_sources"))]
-    out.ranked = ranked_keys(store, _column(columns, "retrieved"), out)
+    out.ranked = ranked_keys(store, [text if packed is None else sections(packed).get(RANKED, text) for text, packed
+                                     in zip(_column(columns, "retrieved"), _column(columns, "shared_packed"),
+                                            strict=True)], out)
     out.found = [frozenset()] * len(out.keys)
 
 
-def ranked_keys(store: Store, texts: Sequence[str], rows: ComparedRows) -> list[Ranked]:
+def ranked_keys(store: Store, texts: Sequence[str | bytes], rows: ComparedRows) -> list[Ranked]:
     """Each ranked list's passage keys, decoded for every row in one call (the scores after them are not read), with
     the titles of the stored passages they name in `rows.passages`; a row of whole passages (as older versions
-    stored them) gets keys of its own."""
-    shared = [text[len(KEYS_HEAD):text.index("]")] if text.startswith(KEYS_HEAD) else None for text in texts]
+    stored them) gets keys of its own; a packed one's (bytes) are read from it."""
+    shared = [text[len(KEYS_HEAD):text.index("]")] if type(text) is str and text.startswith(KEYS_HEAD)
+              else ",".join(map(str, packed_keys(text))) if type(text) is bytes else None for text in texts]
     decoded: list[list[int]] = json.loads("[" + ",".join(f"[{k}]" for k in shared if k is not None) + "]")
     rows.passages = read_titles(store, (key for keys in decoded for key in keys))
     keys = iter(decoded)
-    return [next(keys) if k is not None else [rows.key_of(hit.pid, hit.title) for hit in decode_ranked(text, {})]
+    return [next(keys) if k is not None else [rows.key_of(hit.pid, hit.title)
+                                               for hit in decode_ranked(cast(str, text), {})]
             for k, text in zip(shared, texts, strict=True)]

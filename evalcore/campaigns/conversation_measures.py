@@ -17,10 +17,10 @@ from typing import Any
 
 from evalcore.access.principals import Principal
 from evalcore.campaigns.queries import get_campaign
+from evalcore.campaigns.result_rows import measures_column
 from evalcore.diagnosis import GenerationMarks, Stage
 from evalcore.formats.shapes import doc
 from evalcore.judges import Verdict
-from evalcore.metrics.graded import stored_column
 from evalcore.store import Store
 from evalcore.store.conversation_rows import conversation_verdict_rows, turn_result_rows
 
@@ -117,7 +117,7 @@ def campaign_conversations(store: Store, campaign_id: str, tenant: str | None = 
     config = get_campaign(store, campaign_id, tenant, principal=principal).config.target  # NotFound: another tenant's
     marks = GenerationMarks(config.diagnosis.generation_pass_rougel, config.diagnosis.generation_pass_coverage)
     rows = turn_result_rows(store, campaign_id)
-    measures = stored_column([row["measures"] for row in rows])
+    measures = measures_column([row["measures"] for row in rows], [row["packed"] for row in rows])
     verdicts = stored_verdicts(store, campaign_id)
     found = conversations_of(
         (row["conversation"], TurnLine(int(row["turn"] or 1), row["qid"], row["question"], row["diagnosis"],

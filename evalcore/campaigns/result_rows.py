@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import gc
 import json
-import math
 import sys
 import threading
 import time
@@ -25,7 +24,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from evalcore.campaigns.records import Outcome, Question, QuestionResult, retrieved_to_json, sources_of
 from evalcore.metrics.graded import current_name, stored_column, stored_values
@@ -41,14 +40,31 @@ from evalcore.store import (
     dumps,
     last_dictionary,
     passage_sweeps,
+    put_dictionary,
     put_passages,
     ranked_ids,
     read_passages,
     result_table,
+    storable,
     stored_ids,
-    with_ids,
 )
-from evalcore.store.measure_codes import coded
+from evalcore.store.packing import (
+    ANSWER,
+    MARKS,
+    MEASURES,
+    RANKED,
+    Ranked,
+    deflate,
+    pack_ranked,
+    pack_row,
+    pack_values,
+    packed_answer,
+    ranked_keys,
+    sections,
+    unpack_ranked,
+    unpack_values,
+)
+from evalcore.store.result_table import answer_cells, packed_answers
 from evalcore.targets import Retrieved
 
 PassageKey = tuple[int | None, str, str, str]  # pid, source, title, text
@@ -104,9 +120,11 @@ class Passages:
         self.fresh.clear()
 
 
-def ranked_by_key(store: Store, ranked: Sequence[str]) -> dict[int, Retrieved]:
-    """The stored passages these ranked lists (their stored texts) name, by id: those alone."""
-    ids = {key for text in ranked if (keys := ranked_ids(text)) is not None for key in keys}
+def ranked_by_key(store: Store, ranked: Sequence[str | bytes]) -> dict[int, Retrieved]:
+    """The stored passages these ranked lists (their stored texts, or packed bytes) name, by id: those alone."""
+    ids = {key for text in ranked
+           if (keys := ranked_keys(text) if type(text) is bytes else ranked_ids(cast(str, text))) is not None
+           for key in keys}
     return {key: Retrieved(pid, title, text, 0.0, {}, source)
             for key, pid, source, title, text in read_passages(store, ids)}
 
@@ -117,25 +135,21 @@ def load_signatures(store: Store, campaign_id: str) -> dict[str, str]:
     return {current_name(row["name"]): current_name(row["signature"]) for row in rows}
 
 
-# How a ranked list is stored (schema version 16 on):
+# How a ranked list was stored before packed rows (schema versions 16 to 27), as rows written then are read:
 #   {"k": [passage keys], "f": [scores], "st": {stage: [scores] or DIGITS}}
-# "f" holds scores that are float32 numbers (BM25, cosine similarity), each in the shortest text that reads back
-# as the same float32 value, which is read back as that value (in its float64 form, as the retrievers give it);
-# any other list of scores is stored as "s", at full float64 precision, as before. A stage whose every score is the
-# list's score rounded to DIGITS digits (the final stage: `bm25_norm` for bm25, `vector`, `rrf`) is stored as
-# that number of digits. Rows written before keep "s" and every stage's list, and read as they did.
-# From shared passages on (schema version 25), float32 scores are written as "g": their 4 bytes each
-# (little-endian) in base64, 5.3 characters a score against about 10 in "f", read back as the same values.
-# From schema version 26 on, a stage's list whose every score has at most six decimal digits (BM25's raw scores, as
-# the retrievers round them) is written as a text: those scores in millionths, as 4-byte integers (little-endian)
-# in base64, 5.3 characters a score against about 9 in the list; read back as the same values.
-STAGE_DIGITS = 6  # the retrievers round each stage's scores to this many digits (evalcore.targets.retrievers)
+# "f" holds float32 scores in their shortest text, read back as those values (in their float64 form, as the
+# retrievers give them); any other list of scores is "s", at full float64 precision. A stage whose every score is the
+# list's score rounded to DIGITS digits is that number of digits. Rows written before keep "s" and every stage's
+# list. From shared passages on (schema version 25), float32 scores are "g": their 4 bytes each (little-endian) in
+# base64. From schema version 26 on, a stage's list of scores of at most six decimal digits may be a text: those
+# scores in millionths, as 4-byte integers (little-endian) in base64. From schema version 28 on, a new row's ranked
+# list is packed (evalcore.store.packing).
 
 
-def encode_ranked(hits: Sequence[Retrieved], passages: Passages, new: list[tuple[int, Retrieved]]) -> str:
-    """A ranked list as passage keys, scores and each stage's scores (stages in the order they appear)."""
-    scores = [hit.score for hit in hits]
-    lists: dict[str, list[float | None]] = {}
+def ranked_of(hits: Sequence[Retrieved], passages: Passages, new: list[tuple[int, Retrieved]]) -> Ranked:
+    """A ranked list as the store packs it: passage keys (a passage new to the store under its batch key), scores and
+    each stage's scores (stages in the order they appear; None where a hit has no score at that stage)."""
+    lists: dict[str, list[Any]] = {}
     first = hits[0].stages.keys() if hits else {}.keys()
     if all(hit.stages.keys() == first for hit in hits):  # every hit has the same stages (a retriever's): by name
         lists = {name: [hit.stages[name] for hit in hits] for name in first}
@@ -143,42 +157,18 @@ def encode_ranked(hits: Sequence[Retrieved], passages: Passages, new: list[tuple
         for position, hit in enumerate(hits):
             for name, value in hit.stages.items():
                 lists.setdefault(name, [None] * len(hits))[position] = value
-    rounded = [round(score, STAGE_DIGITS) for score in scores] if all(type(s) is float for s in scores) else None
-    stages: dict[str, list[float | None] | int | str] = {
-        name: STAGE_DIGITS if rounded is not None and same_floats(values, rounded) else micros_bytes(values) or values
-        for name, values in lists.items()}
     known = passages.keys.get  # most hits' passages are stored already: found by their content at once
-    keys = dumps([known((hit.pid, hit.source, hit.title, hit.text)) or passages.key(hit, new) for hit in hits])
-    packed = float32_bytes(scores)
-    if packed is None:
-        return f'{{"k":{keys},"s":{dumps(scores)},"st":{dumps(stages)}}}'
-    return f'{{"k":{keys},"g":"{packed}","st":{dumps(stages)}}}'
-
-
-def float32_bytes(scores: Sequence[object]) -> str | None:
-    """The scores as float32 bytes (little-endian) in base64, when every score is a finite float32 value that reads
-    back from them to the last bit; None otherwise."""
-    if not scores or set(map(type, scores)) != {float} or not all(map(math.isfinite, cast(list[float], scores))):
-        return None
-    floats = cast(list[float], scores)
-    text = _base64_of(array("f", floats))
-    return text if same_floats(unpacked_floats(text), floats) else None
+    keys = [known((hit.pid, hit.source, hit.title, hit.text)) or passages.key(hit, new) for hit in hits]
+    return Ranked(keys, [hit.score for hit in hits], lists)
 
 
 def unpacked_floats(text: str) -> list[float]:
-    """float32 scores back from float32_bytes's text, in their float64 form."""
+    """float32 scores back from their bytes in base64 ("g"), in their float64 form."""
     return _array_of("f", text).tolist()
 
 
-def _base64_of(values: array[Any]) -> str:
-    """A packed array's bytes, little-endian whatever the machine, in base64."""
-    if sys.byteorder == "big":
-        values.byteswap()
-    return base64.b64encode(values.tobytes()).decode("ascii")
-
-
 def _array_of(typecode: str, text: str) -> array[Any]:
-    """The array of that type _base64_of wrote."""
+    """An array of that type from its bytes (little-endian) in base64."""
     values = array(typecode)
     values.frombytes(base64.b64decode(text))
     if sys.byteorder == "big":
@@ -186,38 +176,8 @@ def _array_of(typecode: str, text: str) -> array[Any]:
     return values
 
 
-def same_floats(values: Sequence[object], expected: Sequence[float]) -> bool:
-    """Whether every value is a float equal to the expected one to the last bit (a zero's sign included).
-
-    The lists are compared whole and the values' types gathered in one call each (a row's encoding checks three
-    lists of 30 scores: value by value it took a third of the encoding); zeros alone are compared one by one.
-    """
-    got = values if type(values) is list else list(values)
-    want = expected if type(expected) is list else list(expected)
-    if got != want or not set(map(type, got)) <= {float}:
-        return False
-    return 0.0 not in want or all(math.copysign(1.0, cast(float, value)) == math.copysign(1.0, zero)
-                                  for value, zero in zip(got, want, strict=True) if zero == 0.0)
-
-
-MICROS_LIMIT = 2**31 // 10**6  # scores a 4-byte integer of millionths holds: below 2,147 in size
-_BELOW_MICROS_LIMIT = float(MICROS_LIMIT).__gt__  # whether a size is below it (False for NaN)
-
-
-def micros_bytes(values: Sequence[object]) -> str | None:
-    """Scores of at most six decimal digits as millionths, 4-byte integers (little-endian) in base64, when every
-    score is a float that reads back from them to the last bit; None otherwise."""
-    if not values or set(map(type, values)) != {float}:
-        return None
-    floats = cast(list[float], values)
-    if not all(map(_BELOW_MICROS_LIMIT, map(abs, floats))):  # NaN is not below it
-        return None
-    text = _base64_of(array("i", [round(value * 1e6) for value in floats]))
-    return text if same_floats(unpacked_micros(text), floats) else None
-
-
 def unpacked_micros(text: str) -> list[float]:
-    """The scores back from micros_bytes's text."""
+    """A stage's scores back from their millionths' bytes in base64."""
     return [value / 1e6 for value in _array_of("i", text)]
 
 
@@ -226,19 +186,32 @@ def single_floats(values: Sequence[float]) -> list[float]:
     return array("f", values).tolist()
 
 
-def decode_ranked(text: str, passages: Mapping[int, Retrieved]) -> tuple[Retrieved, ...]:
-    """The ranked list back (a list of passage objects in rows written before passages were shared)."""
+def decode_ranked(text: str | bytes, passages: Mapping[int, Retrieved]) -> tuple[Retrieved, ...]:
+    """The ranked list back (a list of passage objects in rows written before passages were shared; a packed one's
+    bytes in rows written from schema version 28 on)."""
+    if type(text) is bytes:
+        ranked = unpack_ranked(text)
+        return _hits(ranked.keys, ranked.scores, ranked.stages.items(), passages)
     data = json.loads(text)
     if isinstance(data, list):
         return tuple(Retrieved(h["pid"], h.get("title") or "", h.get("text") or "", h.get("score") or 0.0,
                                dict(h.get("stages") or {}), h.get("source") or "") for h in data)
     scores = data["s"] if "s" in data else unpacked_floats(data["g"]) if "g" in data else single_floats(data["f"])
-    stages: list[dict[str, float]] = [{} for _ in scores]
+    lists = []
     for name, values in data["st"].items():
         if isinstance(values, int):  # the scores rounded to that many digits
             values = [round(score, values) for score in scores]
-        elif isinstance(values, str):  # the scores in millionths (micros_bytes)
+        elif isinstance(values, str):  # the scores in millionths (unpacked_micros)
             values = unpacked_micros(values)
+        lists.append((name, values))
+    return _hits(data["k"], scores, lists, passages)
+
+
+def _hits(keys: Sequence[int], scores: Sequence[float], lists: Iterable[tuple[str, Sequence[Any]]],
+          passages: Mapping[int, Retrieved]) -> tuple[Retrieved, ...]:
+    """The hits of a ranked list: each stored passage with its score and stages."""
+    stages: list[dict[str, float]] = [{} for _ in scores]
+    for name, values in lists:
         for position, value in enumerate(values):
             if value is not None:
                 stages[position][name] = value
@@ -246,20 +219,23 @@ def decode_ranked(text: str, passages: Mapping[int, Retrieved]) -> tuple[Retriev
     # after the stages (source, file name, any added later) are the stored passage's.
     new = tuple.__new__
     return tuple(new(Retrieved, (*hit[:3], score, own, *hit[5:]))
-                 for hit, score, own in zip(map(passages.__getitem__, data["k"]), scores, stages, strict=True))
+                 for hit, score, own in zip(map(passages.__getitem__, keys), scores, stages, strict=True))
 
 
-def passages_of(text: str, passages: Mapping[int, Retrieved]) -> tuple[Retrieved, ...]:
+def passages_of(text: str | bytes, passages: Mapping[int, Retrieved]) -> tuple[Retrieved, ...]:
     """The ranked list's passages as the campaign stored them, without this question's scores."""
+    if type(text) is bytes:
+        return tuple(map(passages.__getitem__, ranked_keys(text)))
     data = json.loads(text)
     if isinstance(data, list):
         return decode_ranked(text, passages)
     return tuple(map(passages.__getitem__, data["k"]))
 
 
-def ranked_passages(texts: Sequence[str], passages: Mapping[int, Retrieved]) -> list[tuple[Retrieved, ...]]:
+def ranked_passages(texts: Sequence[str | bytes], passages: Mapping[int, Retrieved]) -> list[tuple[Retrieved, ...]]:
     """passages_of each text, the passage keys of every row decoded in one call (the scores after them are not read)."""
-    shared = [text[len(KEYS_HEAD):text.index("]")] if text.startswith(KEYS_HEAD) else None for text in texts]
+    shared = [text[len(KEYS_HEAD):text.index("]")] if type(text) is str and text.startswith(KEYS_HEAD) else None
+              for text in texts]
     keys = iter(json.loads("[" + ",".join(f"[{k}]" for k in shared if k is not None) + "]"))
     return [tuple(map(passages.__getitem__, next(keys))) if k is not None else passages_of(text, passages)
             for k, text in zip(shared, texts, strict=True)]
@@ -309,30 +285,47 @@ class ResultWriter:
                     self.signatures[name] = new_signatures[name] = sig
                 elif shared != sig:
                     own[name] = sig
-            answer, retrieved, context, sources, latency, queries = self._answer_cells(o, new_passages)
+            answer, ranked, context, sources, latency, queries = self._answer_cells(o, new_passages)
+            pending = Pending(ranked, pack_values(o.measures), pack_values(o.results), answer)
             rows.append((
-                self.campaign_id, question.position, question.qid, answer, retrieved, context, sources,
-                dumps(coded(o.measures)), dumps(own), dumps(coded(o.results)),
+                self.campaign_id, question.position, question.qid, answer, "", context, sources,
+                "{}", dumps(own), "{}",
                 dumps({name: verdict.to_dict() for name, verdict in o.judges.items()}), latency, o.prompt_tokens,
                 o.completion_tokens, *o.judge_tokens, o.error, dumps(list(o.notes)), now, o.diagnosis, queries,
                 dumps([use.to_json() for use in o.usage]), o.cost.amount, o.cost.currency or None,
-                dumps(o.check_results) if o.check_results else None,
+                dumps(o.check_results) if o.check_results else None, pending,
             ))
         if self.dictionary is None and len(new_passages) >= DICTIONARY_FROM:
             self.dictionary = TextDictionary.learnt(hit.text for _, hit in new_passages)
+        if self.dictionary is not None:
+            rows = [self._deflated(row, self.dictionary) for row in rows]
         passages = [(key, StoredPassage.of(hit.pid, hit.source, hit.title, hit.text, self.dictionary))
                     for key, hit in new_passages]
         return rows, passages, [(self.campaign_id, name, sig) for name, sig in new_signatures.items()]
+
+    @staticmethod
+    def _deflated(row: tuple[Any, ...], dictionary: TextDictionary) -> tuple[Any, ...]:
+        """A row whose answer is packed, deflated with the store's dictionary, when that is smaller."""
+        answer = row[ANSWER_COLUMN]
+        if not answer:
+            return row
+        text = storable(answer)
+        deflated = deflate(text, dictionary.data)
+        if len(deflated) + ANSWER_OVERHEAD >= len(text.encode("utf-8")):
+            return row
+        pending: Pending = row[PACKED_COLUMN]
+        return (*row[:ANSWER_COLUMN], None, *row[ANSWER_COLUMN + 1:PACKED_COLUMN],
+                pending._replace(answer=deflated))
 
     def _answer_cells(self, o: Outcome, new: list[tuple[int, Retrieved]]) -> tuple[Any, ...]:
         """The answer, ranked list, context, sources, response time and queries of a row; a re-judge's stay empty
         (they are the judged campaign's, read from its row)."""
         if self.shared:
-            return None, "", None, "", None, "[]"
+            return None, None, None, "", None, "[]"
         # The stored passages keep no file name: sources with one are stored as they are.
         sources = "" if o.sources == sources_of(o.context) and not any(s.file_name for s in o.sources) \
             else dumps([source.to_dict() for source in o.sources])
-        return (o.answer, encode_ranked(o.retrieved, self.passages, new), dumps(self._context(o, new)), sources,
+        return (o.answer, ranked_of(o.retrieved, self.passages, new), dumps(self._context(o, new)), sources,
                 o.latency_s, dumps(list(o.queries)))
 
     def _context(self, outcome: Outcome, new: list[tuple[int, Retrieved]]) -> int | list[dict[str, Any]]:
@@ -357,13 +350,15 @@ class ResultWriter:
             passages = [*passages, *((old, StoredPassage.of(hit.pid, hit.source, hit.title, hit.text,
                                                            self.dictionary)) for old, hit in gone.items())]
             self.checked_sweeps = sweeps  # from the next batch on (this write may be tried again)
+        by_key: dict[int, int] = {}
         if passages:  # stored once for every campaign: those another campaign stored already are found
             ids = put_passages(conn, [passage for _, passage in passages])
             by_key = {key: ids[passage.digest] for key, passage in passages}
-            rows = [(*row[:RETRIEVED_COLUMN], with_ids(row[RETRIEVED_COLUMN], by_key), *row[RETRIEVED_COLUMN + 1:])
-                    for row in rows]
             self.passages.stored(by_key)
             self.passages.restored(gone, by_key)
+        number = (put_dictionary(conn, self.dictionary) if self.dictionary is not None
+                  and any(row[PACKED_COLUMN].answer.__class__ is bytes for row in rows) else None)
+        rows = [(*row[:PACKED_COLUMN], row[PACKED_COLUMN].packed(by_key, number)) for row in rows]
         result_table.put_signatures(conn, signatures)
         result_table.put_results(conn, COLUMNS, rows)
         failed_now = sum(1 for row in rows if row[ERROR_COLUMN] is not None)
@@ -376,9 +371,32 @@ class ResultWriter:
 COLUMNS = ("campaign_id", "position", "qid", "answer", "retrieved", "context", "sources", "measures", "signatures",
            "results", "judges", "latency_s", "prompt_tokens", "completion_tokens", "judge_prompt_tokens",
            "judge_completion_tokens", "error", "notes", "created_at", "diagnosis", "queries", "usage", "cost",
-           "currency", "check_results")
+           "currency", "check_results", "packed")
 ERROR_COLUMN = COLUMNS.index("error")
-RETRIEVED_COLUMN = COLUMNS.index("retrieved")
+ANSWER_COLUMN = COLUMNS.index("answer")
+PACKED_COLUMN = COLUMNS.index("packed")
+ANSWER_OVERHEAD = 4  # what packing an answer adds to its deflated text: its section's tag and length, the dictionary
+
+
+class Pending(NamedTuple):
+    """A row's packed value before its write: the ranked list (passages met in this batch under batch keys), measures
+    and marks packed, and the answer deflated (bytes) or left in the `answer` column (text, None)."""
+
+    ranked: Ranked | None
+    measures: bytes
+    marks: bytes
+    answer: str | bytes | None
+
+    def packed(self, ids: Mapping[int, int], dictionary: int | None) -> bytes:
+        """The packed value, the batch's passage keys replaced by their store ids and the answer's dictionary named
+        by its number."""
+        parts = [(MEASURES, self.measures), (MARKS, self.marks)]
+        if self.ranked is not None:
+            keys = [ids.get(key, key) for key in self.ranked.keys]
+            parts.append((RANKED, pack_ranked(self.ranked._replace(keys=keys))))
+        if type(self.answer) is bytes and dictionary is not None:
+            parts.append((ANSWER, packed_answer(dictionary, self.answer)))
+        return pack_row(parts)
 # What a re-judge reads from the row of the campaign holding the answers it judged (the rest is its own).
 SHARED_COLUMNS = ("answer", "retrieved", "context", "sources", "queries")
 
@@ -404,10 +422,11 @@ def read_results(store: Store, campaign_id: str, offset: int = 0, limit: int | N
     # read would walk all of them again.
     with no_cycle_collection():
         holder = answers_holder(store, campaign_id)
-        rows = result_table.results_with_questions(store, campaign_id, holder, COLUMNS, SHARED_COLUMNS, positions,
-                                                   limit, offset)
-        if not rows:
+        stored = result_table.results_with_questions(store, campaign_id, holder, COLUMNS, SHARED_COLUMNS, positions,
+                                                     limit, offset)
+        if not stored:
             return []
+        rows = unpacked(store, stored)
         # A re-judge's ranked lists are the judged campaign's; a page of questions reads only the passages they rank.
         passages = ranked_by_key(store, [row["retrieved"] for row in rows])
         if not detail:
@@ -434,7 +453,9 @@ def read_lines(store: Store, campaign_id: str) -> list[QuestionLine]:
     holder = answers_holder(store, campaign_id)
     with no_cycle_collection():   # from the query on, as read_results
         rows = result_table.line_rows(store, campaign_id, holder)
-        return [QuestionLine(row["position"], row["qid"], row["question"], row["answer"], row["error"]) for row in rows]
+        answers = answer_cells(store, [row["answer"] for row in rows], [row["shared_packed"] for row in rows])
+        return [QuestionLine(row["position"], row["qid"], row["question"], answer, row["error"])
+                for row, answer in zip(rows, answers, strict=True)]
 
 
 # The JSON columns of a question and its result that a comparison reads, besides the ranked list.
@@ -442,17 +463,62 @@ JSON_COLUMNS = ("refs", "relevant", "expected_sources", "context", "sources", "j
 STORED_VALUES = ("measures", "results")
 
 
-def decoded_rows(rows: list[Row], passages: Mapping[int, Retrieved]) -> list[dict[str, Any]]:
+def unpacked(store: Store, rows: list[Row]) -> list[Row | dict[str, Any]]:
+    """Result rows (with `packed` and `shared_packed`) with what packed rows hold in their columns: the answer, the
+    ranked list (its packed bytes, which decode_ranked reads), measures and marks (by name)."""
+    if all(row["packed"] is None and row["shared_packed"] is None for row in rows):
+        return list(rows)
+    own = [None if row["packed"] is None else sections(row["packed"]) for row in rows]
+    shared = [parts if row["shared_packed"] == row["packed"] else sections(row["shared_packed"])
+              if row["shared_packed"] is not None else None for row, parts in zip(rows, own, strict=True)]
+    answers = packed_answers(store, [row["answer"] for row in rows],
+                             [None if parts is None else parts.get(ANSWER) for parts in shared])
+    out: list[Row | dict[str, Any]] = []
+    for row, answer, mine, theirs in zip(rows, answers, own, shared, strict=True):
+        if mine is None and theirs is None:
+            out.append(row)
+            continue
+        cells = dict(zip(row.keys(), cast(Iterable[Any], row), strict=True))
+        cells["answer"] = answer
+        if theirs is not None and (ranked := theirs.get(RANKED)) is not None:
+            cells["retrieved"] = ranked
+        if mine is not None:  # measures and marks written since (evalcore.campaigns.recompute) are in their columns
+            if (measures := mine.get(MEASURES)) is not None:
+                cells["measures"] = unpack_values(measures)
+            if (marks := mine.get(MARKS)) is not None:
+                cells["results"] = unpack_values(marks)
+        out.append(cells)
+    return out
+
+
+def values_column(cells: Sequence[str | dict[str, Any] | None]) -> list[dict[str, Any] | None]:
+    """stored_column of a column whose packed rows' values are read already (dicts)."""
+    texts = [cell for cell in cells if not isinstance(cell, dict)]
+    if len(texts) == len(cells):
+        return stored_column(cast(Sequence[str | None], cells))
+    decoded = iter(stored_column(texts))
+    return [cell if isinstance(cell, dict) else next(decoded) for cell in cells]
+
+
+def measures_column(measures: Sequence[str | None], packed: Sequence[bytes | None]) -> list[dict[str, Any] | None]:
+    """Each row's measures by name: from its packed value, or its `measures` column's JSON."""
+    parts = [None if value is None else sections(value).get(MEASURES) for value in packed]
+    return values_column([text if part is None else unpack_values(part)
+                          for text, part in zip(measures, parts, strict=True)])
+
+
+def decoded_rows(rows: list[Row | dict[str, Any]], passages: Mapping[int, Retrieved]) -> list[dict[str, Any]]:
     """The rows with their JSON columns decoded column by column, each for every row in one call (a call per row and
     column takes twice as long); measures and results under their documented names, as stored_values gives them;
     the ranked list as passages_of gives it."""
     names = rows[0].keys()
-    decoded = [dict(zip(names, cast(Iterable[Any], row), strict=True)) for row in rows]  # a row iterates its values
+    decoded = [dict(row) if isinstance(row, dict) else dict(zip(names, cast(Iterable[Any], row), strict=True))
+               for row in rows]  # a row iterates its values
     for row, ranked in zip(decoded, ranked_passages([row["retrieved"] for row in rows], passages), strict=True):
         row["retrieved"] = ranked
     for column in (*JSON_COLUMNS, *STORED_VALUES):
         texts = [row[column] for row in rows]
-        values = stored_column(texts) if column in STORED_VALUES else json.loads(
+        values = values_column(texts) if column in STORED_VALUES else json.loads(
             "[" + ",".join(text or "null" for text in texts) + "]")
         for row, value in zip(decoded, values, strict=True):
             row[column] = value
@@ -524,7 +590,8 @@ def no_cycle_collection() -> Iterator[None]:
         _PAUSE.exit()
 
 
-def outcome_from_row(row: Row, passages: Mapping[int, Retrieved], signatures: Mapping[str, str]) -> Outcome:
+def outcome_from_row(row: Row | dict[str, Any], passages: Mapping[int, Retrieved],
+                     signatures: Mapping[str, str]) -> Outcome:
     """An outcome from its results row, the campaign's passages and its shared signatures."""
     retrieved = decode_ranked(row["retrieved"], passages)
     own = stored_values(row["signatures"])

@@ -116,6 +116,13 @@ def fail_setup(conn: Connection, campaign_id: str, token: str, reason: str, now:
                  (reason, now, campaign_id, token))
 
 
+def recount(conn: Connection, campaign_id: str) -> None:
+    """A campaign's counters read from its stored results."""
+    conn.execute("UPDATE campaigns SET finished = (SELECT count(*) FROM results WHERE campaign_id = ?), "
+                 "failed = (SELECT count(error) FROM results WHERE campaign_id = ?) WHERE id = ?",
+                 (campaign_id, campaign_id, campaign_id))
+
+
 def reactivate(conn: Connection, campaign_id: str, status: str, queued_at: float | None, rerun: str,
                token: str | None, options: str, config: str) -> None:
     """Start a new session of a campaign (owned by `token`, or queued without one), its counters read from its

@@ -4,10 +4,13 @@ out of their JSON text through the store's dialect."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from typing import Any
 
 from evalcore.store import Row, Store
-from evalcore.store.measure_codes import sql_name, stored_keys
+from evalcore.store.measure_codes import named, sql_name, stored_keys
+from evalcore.store.packing import MEASURES, sections, unpack_values
 
 
 def spent_by_tenant_since(store: Store, tenant: str, since: float, besides: str) -> float:
@@ -46,17 +49,23 @@ def cost_sums(store: Store, campaign_ids: Sequence[str]) -> list[Row]:
         f"({', '.join('?' * len(campaign_ids))}) GROUP BY campaign_id", list(campaign_ids))
 
 
-def measure_means(store: Store, names: Sequence[str], campaign_ids: Sequence[str]) -> list[Row]:
+def measure_means(store: Store, names: Sequence[str], campaign_ids: Sequence[str]) -> list[Row | dict[str, Any]]:
     """Per campaign with stored questions: campaign_id and m0, m1... the mean of each named measure (None where no
     question has it); a row's measure read under its code or its name (evalcore.store.measure_codes)."""
     number = store.dialect.json_number("measures")
     columns = ", ".join(f"avg(coalesce({number}, {number})) AS m{i}" for i in range(len(names)))
     keys = [key for name in names for key in stored_keys(name)]
-    return store.read(f"SELECT campaign_id, {columns} FROM results WHERE campaign_id IN "
-                      f"({', '.join('?' * len(campaign_ids))}) GROUP BY campaign_id", [*keys, *campaign_ids])
+    rows: list[Row | dict[str, Any]] = list(store.read(
+        f"SELECT campaign_id, {columns} FROM results r WHERE campaign_id IN "
+        f"({', '.join('?' * len(campaign_ids))}) GROUP BY campaign_id", [*keys, *campaign_ids]))
+    packed = _packed_campaigns(store, campaign_ids)
+    means = [_python_means(store, campaign_id) for campaign_id in packed]
+    return [row for row in rows if row["campaign_id"] not in packed] + [
+        {"campaign_id": campaign_id, **{f"m{i}": found.get(name, (None,))[0] for i, name in enumerate(names)}}
+        for campaign_id, found in zip(packed, means, strict=True)]
 
 
-def measure_aggregates(store: Store, campaign_id: str) -> list[Row]:
+def measure_aggregates(store: Store, campaign_id: str) -> list[Row | dict[str, Any]]:
     """Per measure stored under this name (name; a coded key read as its name), its mean over the campaign's questions
     that have it and their count (n), by name.
 
@@ -64,6 +73,9 @@ def measure_aggregates(store: Store, campaign_id: str) -> list[Row]:
     took twice as long); a campaign holding a measure under both its code and its name (rows of an older campaign
     scored again) has its entries named first, so that each mean is one average, as before codes."""
     sql = store.dialect
+    if _packed_campaigns(store, [campaign_id]):
+        found = _python_means(store, campaign_id)
+        return [{"name": name, "mean": mean, "n": n} for name, (mean, n) in sorted(found.items())]
     value = sql.entry_number("m.value")
     entries = f"FROM results r, {sql.json_entries('r.measures')} m WHERE r.campaign_id = ?"
     rows = store.read(
@@ -71,9 +83,31 @@ def measure_aggregates(store: Store, campaign_id: str) -> list[Row]:
         f"(SELECT m.key AS key, avg({value}) AS mean, count({value}) AS n {entries} GROUP BY m.key) g ORDER BY 1",
         (campaign_id,))
     if len({row["name"] for row in rows}) == len(rows):
-        return rows
-    return store.read(f"SELECT {sql_name('m.key')} AS name, avg({value}) AS mean, count({value}) AS n {entries} "
-                      "GROUP BY 1 ORDER BY 1", (campaign_id,))
+        return list(rows)
+    return [*store.read(f"SELECT {sql_name('m.key')} AS name, avg({value}) AS mean, count({value}) AS n {entries} "
+                        "GROUP BY 1 ORDER BY 1", (campaign_id,))]
+
+
+def _packed_campaigns(store: Store, campaign_ids: Sequence[str]) -> list[str]:
+    """Those of these campaigns with packed rows (evalcore.store.packing)."""
+    return [row["campaign_id"] for row in store.read(
+        f"SELECT DISTINCT campaign_id FROM results WHERE packed IS NOT NULL AND campaign_id IN "
+        f"({', '.join('?' * len(campaign_ids))})", list(campaign_ids))]
+
+
+def _python_means(store: Store, campaign_id: str) -> dict[str, tuple[float | None, int]]:
+    """Each measure's mean over a campaign's questions that have it as a number, and their count, summed in question
+    order as the databases' avg() sums (for a campaign with packed rows, which SQL cannot read)."""
+    sums: dict[str, list[float]] = {}
+    for row in store.read("SELECT measures, packed FROM results WHERE campaign_id = ? ORDER BY position",
+                          (campaign_id,)):
+        part = None if row["packed"] is None else sections(row["packed"]).get(MEASURES)
+        values = unpack_values(part) if part is not None else named(json.loads(row["measures"]))
+        for name, value in values.items():
+            numbers = sums.setdefault(name, [])
+            if type(value) in (int, float):
+                numbers.append(value)
+    return {name: (sum(values) / len(values) if values else None, len(values)) for name, values in sums.items()}
 
 
 def answer_sums(store: Store, campaign_id: str) -> Row:
