@@ -453,3 +453,27 @@ def test_the_command_line_estimates_budgets_and_gates_the_cost(prices: Path, tmp
         assert "gate failed: cost <= 0.01 USD: the campaign cost 0.0263 USD, over the limit 0.01 USD" in \
             capsys.readouterr().out
         assert main([*run, "--fail-over-cost", "1"]) == 0
+
+
+@pytest.mark.parametrize("clustered", [False, True])
+def test_equal_costs_give_the_interval_resampling_gives_without_resampling(clustered: bool,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalcore.compare import stats
+    from evalcore.compare.costs import cost_delta
+
+    a = [(0.0, ""), (0.02, "USD"), (0.0, ""), (0.5, "USD"), (None, "")]
+    b = [(0.0, ""), (0.02, "USD"), (0.0, ""), (0.5, "USD"), (0.1, "USD")]
+    clusters = ["c1", "c1", "c2", "c3", "c3"] if clustered else None
+    resampled = cost_delta(a, b, seed=3, resamples=500, clusters=clusters)
+    assert resampled.ci_low == 0.0
+    assert resampled.ci_high == 0.0
+
+    def no_resampling(*args: object, **kwargs: object) -> None:
+        raise AssertionError("resampled equal costs")
+
+    monkeypatch.setattr(stats, "resample_counts", no_resampling)
+    shortcut = cost_delta(a, b, seed=3, resamples=500, clusters=clusters)
+    assert shortcut == resampled
+    assert str(shortcut.ci_low) == "0.0"
+    one = cost_delta(a[:1], b[:1], seed=3, resamples=500)
+    assert one.ci_low is None
