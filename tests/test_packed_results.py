@@ -26,6 +26,7 @@ from evalcore.store.packing import (
     RANKED,
     Ranked,
     pack_ranked,
+    pack_row,
     pack_values,
     sections,
     unpack_ranked,
@@ -156,3 +157,16 @@ def test_packed_rows_read_export_sum_and_compare_as_the_same_rows_stored_before(
             assert got == want
     finally:
         manager.close()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_packed_value_splits_back_into_its_sections(seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    for _ in range(500):
+        tags = rng.sample([ANSWER, RANKED, MEASURES, MARKS], rng.randrange(1, 5))
+        parts = {tag: rng.randbytes(rng.choice([0, 1, 127, 128, 129, 300, 16_400])) for tag in tags}
+        value = pack_row(parts.items())
+        assert sections(value) == parts
+        assert sections(memoryview(value)) == parts

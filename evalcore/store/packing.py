@@ -459,12 +459,15 @@ def pack_row(sections: Iterable[tuple[bytes, bytes]]) -> bytes:
 
 def sections(packed: bytes | memoryview) -> dict[bytes, bytes]:
     """A packed value's sections by tag."""
-    data = bytes(packed)
+    data = packed if type(packed) is bytes else bytes(packed)
     out: dict[bytes, bytes] = {}
-    at = 1
-    while at < len(data):
-        tag = data[at:at + 1]
-        size, at = read_varint(data, at + 1)
+    at, end = 1, len(data)
+    while at < end:
+        tag, size = data[at:at + 1], data[at + 1]
+        if size < 0x80:  # a section under 128 bytes: its size in one byte (read_varint's call costs more than its work)
+            at += 2
+        else:
+            size, at = read_varint(data, at + 1)
         out[tag] = data[at:at + size]
         at += size
     return out
