@@ -106,6 +106,26 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield Api(url, app, tmp / "api.db", keys, targets)
 
 
+def as_stored_before_packing(conn: Any, where: str = "1 = 1", params: tuple = (),
+                              drop: tuple[bytes, ...] = ()) -> None:
+    """Results rows as a store written before packed rows holds them, for a test that then writes an older row's
+    JSON columns: the measures and the pass/fail marks back in their JSON columns (by name), and the sections in
+    `drop` (the ranked list, the answer) taken out of the packed value, for the test to write the plain column."""
+    import json
+
+    from evalcore.store.packing import MARKS, MEASURES, pack_row, sections, unpack_values
+
+    rows = conn.execute(f"SELECT campaign_id, position, packed FROM results WHERE packed IS NOT NULL AND {where}",
+                        params).fetchall()
+    for campaign_id, position, packed in rows:
+        parts = sections(packed)
+        measures, marks = unpack_values(parts.get(MEASURES, b"")), unpack_values(parts.get(MARKS, b""))
+        kept = [(tag, data) for tag, data in parts.items() if tag not in (MEASURES, MARKS, *drop)]
+        conn.execute("UPDATE results SET measures = ?, results = ?, packed = ? WHERE campaign_id = ? AND position = ?",
+                     (json.dumps(measures), json.dumps(marks), pack_row(kept) if kept else None, campaign_id,
+                      position))
+
+
 def require_c(library: object) -> None:
     """Skip a test of the C loops themselves where this machine has no working C compiler (and no library was
     installed with the package): the numpy paths, tested everywhere, run there. Where a compiler answers, a missing

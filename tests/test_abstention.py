@@ -21,7 +21,7 @@ from evalcore.metrics.abstention import REFUSALS_VERSION, abstention_scores, is_
 from evalcore.suites import Case, create_suite
 from evalcore.targets import TargetConfig
 from evalcore.testing import FakeOpenAIServer
-from tests.conftest import write_dataset
+from tests.conftest import as_stored_before_packing, write_dataset
 
 FALLBACK = "Sorry, I am unable to answer this question."
 
@@ -262,6 +262,7 @@ def test_stored_campaigns_change_only_when_asked_to_recompute(tmp_path: Path, ca
         campaign = launch(manager, data, server, suite_id=suite.id)
 
     def old_rule(conn) -> None:  # what the previous rule stored for the case without an expected answer
+        as_stored_before_packing(conn, "campaign_id = ? AND position = 1", (campaign,))
         conn.execute("UPDATE campaign_questions SET answerable = 0 WHERE campaign_id = ? AND position = 1", (campaign,))
         conn.execute("UPDATE results SET measures = json_set(measures, '$.hallucination', 1.0, "
                      "'$.correct_abstention', 0.0) WHERE campaign_id = ? AND position = 1", (campaign,))

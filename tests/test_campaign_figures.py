@@ -24,6 +24,7 @@ from evalcore.campaigns.queries import PANEL_FIGURES, compute_aggregates, comput
 from evalcore.campaigns.recompute import recompute_abstention
 from evalcore.campaigns.records import results_version
 from evalcore.targets import TargetConfig
+from tests.conftest import as_stored_before_packing
 
 
 @pytest.fixture
@@ -78,9 +79,13 @@ def test_changed_results_are_computed_afresh(manager: CampaignManager, tiny_data
     campaign_aggregates(store, campaign_id)
     headline_means(store, list_campaigns(store))
 
-    def set_values(value: float) -> None:
-        store.write(lambda conn: conn.execute("UPDATE results SET measures = ? WHERE campaign_id = ?",
-                                              (json.dumps({measure: value}), campaign_id)))
+    def set_values(value: float) -> None:  # measures written to the rows' JSON column, as a recomputation does
+        def write(conn) -> None:
+            as_stored_before_packing(conn, "campaign_id = ?", (campaign_id,))
+            conn.execute("UPDATE results SET measures = ? WHERE campaign_id = ?", (json.dumps({measure: value}),
+                                                                                    campaign_id))
+
+        store.write(write)
 
     # Values changed under the same results version, as a recomputation of abstention does: it forgets the figures.
     set_values(0.25)

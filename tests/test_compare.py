@@ -25,7 +25,9 @@ from evalcore.errors import EvalError
 from evalcore.judges import Verdict
 from evalcore.language.text import counted
 from evalcore.store import Store
+from evalcore.store.packing import ANSWER, RANKED
 from evalcore.targets import Retrieved
+from tests.conftest import as_stored_before_packing
 
 
 def verdict(score, model="m1"):
@@ -640,12 +642,24 @@ def written_campaign(store, cid, shift, *, top_k):
     store.write(insert)
 
 
+# The rows written_pair's callers change to older shapes: A's first question's ranked list, B's second question's
+# measures and B's sixth question's answer are written to their plain columns, as before packed rows.
+OLDER_ROWS = (("A", 0, (RANKED,)), ("B", 1, ()), ("B", 5, (ANSWER,)))
+
+
 def written_pair(store, edits):
     """Campaigns A and B written by the runner's writer, then rows changed to shapes older versions stored
-    (`edits`: SQL statements with their parameters)."""
+    (`edits`: SQL statements with their parameters; the rows of OLDER_ROWS first stored as before packed rows)."""
     written_campaign(store, "A", 0, top_k=5)
     written_campaign(store, "B", 1, top_k=10)
-    store.write(lambda conn: [conn.execute(sql, params) for sql, params in edits])
+
+    def change(conn) -> None:
+        for campaign, position, drop in OLDER_ROWS:
+            as_stored_before_packing(conn, "campaign_id = ? AND position = ?", (campaign, position), drop)
+        for sql, params in edits:
+            conn.execute(sql, params)
+
+    store.write(change)
 
 
 def test_a_comparison_reads_less_of_the_results_and_finds_the_same(tmp_path):

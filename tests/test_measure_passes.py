@@ -16,7 +16,8 @@ def test_a_measure_of_a_pass_takes_its_value_from_the_pass_made_once_per_questio
     first = Measure("first", "a share.", "python", together=both)
     second = Measure("second", "a share.", "python", together=both)
     inputs = Inputs(answer="a")
-    assert first.compute is not None and second.compute is not None
+    assert first.compute is not None
+    assert second.compute is not None
     assert first.compute(inputs) == 0.25
     assert second.compute(inputs) is None
     assert len(calls) == 1
