@@ -55,12 +55,13 @@ def measure_means(store: Store, names: Sequence[str], campaign_ids: Sequence[str
     number = store.dialect.json_number("measures")
     columns = ", ".join(f"avg(coalesce({number}, {number})) AS m{i}" for i in range(len(names)))
     keys = [key for name in names for key in stored_keys(name)]
+    packed = _packed_campaigns(store, campaign_ids)
+    plain = [campaign_id for campaign_id in campaign_ids if campaign_id not in packed]
     rows: list[Row | dict[str, Any]] = list(store.read(
         f"SELECT campaign_id, {columns} FROM results r WHERE campaign_id IN "
-        f"({', '.join('?' * len(campaign_ids))}) GROUP BY campaign_id", [*keys, *campaign_ids]))
-    packed = _packed_campaigns(store, campaign_ids)
+        f"({', '.join('?' * len(plain))}) GROUP BY campaign_id", [*keys, *plain])) if plain else []
     means = [_python_means(store, campaign_id) for campaign_id in packed]
-    return [row for row in rows if row["campaign_id"] not in packed] + [
+    return rows + [
         {"campaign_id": campaign_id, **{f"m{i}": found.get(name, (None,))[0] for i, name in enumerate(names)}}
         for campaign_id, found in zip(packed, means, strict=True)]
 
