@@ -6,7 +6,8 @@
 The rows are a campaign's (bm25, extractive; run by the reference code on the first `--questions` questions of a
 dataset folder, e.g. the realistic generator's, or the first campaign of `--store`). Each round, each side (this
 code, then the reference, the order alternating by round) runs in its own process on its own copy of that store: it
-reads the campaign's results (not measured), deletes them and the passages no campaign names, then writes them again
+reads the campaign's results (not measured), deletes them (and, for a first campaign on the store, the passages no
+campaign names then: the writer stores them again; else the store holds them already), then writes them again
 through the campaign writer (evalcore.campaigns.result_rows.ResultWriter) in batches of `--batch` questions, as a
 runner writes the questions finished together: the rows built (`rows`) and each batch written in one transaction
 (`write`). The CPU measured (user + system of the process, every thread) is that of the writing alone, per row.
@@ -34,7 +35,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def child(db: Path, batch: int) -> None:
+MODES = ("passages stored", "passages new")  # a campaign on a store holding its passages; a first campaign
+
+
+def child(db: Path, batch: int, mode: str) -> None:
     """Run in a side's process (its code on PYTHONPATH): the campaign's rows written again; CPU figures as JSON."""
     from evalcore.campaigns.queries import list_campaigns
     from evalcore.campaigns.result_rows import ResultWriter, read_results
@@ -48,7 +52,8 @@ def child(db: Path, batch: int) -> None:
 
         def clear(conn: Connection) -> None:
             result_table.delete_results(conn, campaign_id)
-            delete_unused_passages(conn, store.dialect)
+            if mode == MODES[1]:
+                delete_unused_passages(conn, store.dialect)
 
         store.write(clear)
         writer = ResultWriter(store, campaign_id)
@@ -74,10 +79,11 @@ def stored_digest(db: Path) -> str:
     return digest.hexdigest()
 
 
-def side_run(code: Path, source: Path, db: Path, batch: int) -> dict[str, float]:
+def side_run(code: Path, source: Path, db: Path, batch: int, mode: str) -> dict[str, float]:
     shutil.copy(source, db)
     env = {**os.environ, "PYTHONPATH": str(code)}
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", str(db), "--batch", str(batch)],
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", str(db), "--batch", str(batch),
+                           "--mode", mode],
                           env=env, capture_output=True, check=False, cwd=db.parent)
     if done.returncode != 0:
         raise SystemExit(f"{code}: exit {done.returncode}\n{done.stderr.decode(errors='replace')[-2000:]}")
@@ -116,44 +122,46 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--mode", choices=MODES, default=MODES[0], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
-        child(args.child, args.batch)
+        child(args.child, args.batch, args.mode)
         return
     if args.reference is None:
         raise SystemExit("give --reference DIR (a checkout of earlier code)")
     sides = {"ours": ROOT, "reference": args.reference.resolve()}
-    runs: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
-    digests: dict[str, str] = {}
+    runs: dict[tuple[str, str], list[dict[str, float]]] = {(mode, name): [] for mode in MODES for name in sides}
+    digests: dict[tuple[str, str], str] = {}
     with tempfile.TemporaryDirectory(prefix="evalcore-write-rows-") as scratch:
         folder = Path(scratch)
         source = source_store(args, folder)
         for round_ in range(args.rounds):
-            for name in list(sides)[:: 1 if round_ % 2 == 0 else -1]:
-                db = folder / f"{name}-{round_}.db"
-                figures = side_run(sides[name], source, db, args.batch)
-                runs[name].append(figures)
-                if round_ == 0:
-                    digests[name] = stored_digest(db)
-                for path in folder.glob(f"{name}-{round_}.db*"):
-                    path.unlink()
-                print(f"round {round_ + 1} {name}: {figures['build'] + figures['write']:.3f} s CPU writing "
-                      f"{figures['rows']:,} rows", file=sys.stderr, flush=True)
-    n = runs["ours"][0]["rows"]
+            for mode in MODES:
+                for name in list(sides)[:: 1 if round_ % 2 == 0 else -1]:
+                    db = folder / f"{name}-{round_}.db"
+                    figures = side_run(sides[name], source, db, args.batch, mode)
+                    runs[mode, name].append(figures)
+                    if round_ == 0:
+                        digests[mode, name] = stored_digest(db)
+                    for path in folder.glob(f"{name}-{round_}.db*"):
+                        path.unlink()
+                    print(f"round {round_ + 1} {mode} {name}: {figures['build'] + figures['write']:.3f} s CPU "
+                          f"writing {figures['rows']:,} rows", file=sys.stderr, flush=True)
+    n = runs[MODES[0], "ours"][0]["rows"]
     print(f"Writing {n:,} result rows in batches of {args.batch} (rows built, then written), CPU (user + system) per "
           f"row in us, {args.rounds} rounds interleaved, median (min-max), {os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.1f}:\n")
-    print("| code | rows built | written | writer in all |")
-    print("|---|---:|---:|---:|")
-    for name, rounds in runs.items():
+    print("| store | code | rows built | written | writer in all | reference / ours, per round |")
+    print("|---|---|---:|---:|---:|---:|")
+    for (mode, name), rounds in runs.items():
         build = [m["build"] / m["rows"] * 1e6 for m in rounds]
         write = [m["write"] / m["rows"] * 1e6 for m in rounds]
         total = [b + w for b, w in zip(build, write, strict=True)]
-        print(f"| {name} | {cell(build)} | {cell(write)} | {cell(total)} |")
-    ratios = [(r["build"] + r["write"]) / (o["build"] + o["write"])
-              for o, r in zip(runs["ours"], runs["reference"], strict=True)]
-    print(f"\nreference / ours, per round: {cell(ratios, 2)}x")
-    same = digests["ours"] == digests["reference"]
+        ratios = [(r["build"] + r["write"]) / (o["build"] + o["write"])
+                  for o, r in zip(runs[mode, "ours"], runs[mode, "reference"], strict=True)]
+        print(f"| {mode} | {name} | {cell(build)} | {cell(write)} | {cell(total)} | "
+              f"{cell(ratios, 2) + 'x' if name == 'ours' else ''} |")
+    same = all(digests[mode, "ours"] == digests[mode, "reference"] for mode in MODES)
     print(f"stored rows and passages the same bytes as the reference's: {'yes' if same else 'NO'}")
     if not same:
         raise SystemExit(1)
