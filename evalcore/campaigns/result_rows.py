@@ -287,12 +287,13 @@ class ResultWriter:
                     own[name] = sig
             answer, ranked, context, sources, latency, queries = self._answer_cells(o, new_passages)
             pending = Pending(ranked, pack_values(o.measures), pack_values(o.results), answer)
+            cost = o.cost
             rows.append((
                 self.campaign_id, question.position, question.qid, answer, "", context, sources,
                 "{}", dumps(own), "{}",
                 dumps({name: verdict.to_dict() for name, verdict in o.judges.items()}), latency, o.prompt_tokens,
                 o.completion_tokens, *o.judge_tokens, o.error, dumps(list(o.notes)), now, o.diagnosis, queries,
-                dumps([use.to_json() for use in o.usage]), o.cost.amount, o.cost.currency or None,
+                dumps([use.to_json() for use in o.usage]), cost.amount, cost.currency or None,
                 dumps(o.check_results) if o.check_results else None, pending,
             ))
         if self.dictionary is None and len(new_passages) >= DICTIONARY_FROM:

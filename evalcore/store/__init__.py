@@ -483,7 +483,12 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 def dumps(value: Any) -> str:
     """Compact JSON for a column (lone surrogates replaced, as in every text the store writes)."""
+    if not value and type(value) in _EMPTY:  # most of a row's lists and maps (notes, judges, usage): known at once
+        return _EMPTY[type(value)]
     return storable(_COMPACT.encode(value))
+
+
+_EMPTY: dict[type, str] = {dict: "{}", list: "[]", tuple: "[]"}
 
 
 def _storable_params(params: Any) -> Any:
