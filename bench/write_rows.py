@@ -68,14 +68,22 @@ def child(db: Path, batch: int, mode: str) -> None:
 
 
 def stored_digest(db: Path) -> str:
-    """A digest of every result row's columns (by position) and every stored passage."""
+    """A digest of every result row's columns (by position) and every stored passage: the packed value's sections'
+    bytes, its pass/fail marks by value (a JudgeResult mark takes its tag alone since the reference)."""
+    from evalcore.store.packing import MARKS, sections, unpack_values
+
     digest = hashlib.sha256()
     with sqlite3.connect(db) as conn:
         for table, order in (("results", "position"), ("passage_texts", "id")):
             columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")
                        if row[1] not in ("created_at", "campaign_id")]
             for row in conn.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {order}"):
-                digest.update(repr(row).encode("utf-8"))
+                cells = list(row)
+                if "packed" in columns and (packed := cells[columns.index("packed")]) is not None:
+                    parts = sections(packed)
+                    cells[columns.index("packed")] = sorted((tag, unpack_values(data) if tag == MARKS else data)
+                                                            for tag, data in parts.items())
+                digest.update(repr(cells).encode("utf-8"))
     return digest.hexdigest()
 
 
@@ -129,6 +137,7 @@ def main() -> None:
         return
     if args.reference is None:
         raise SystemExit("give --reference DIR (a checkout of earlier code)")
+    sys.path.insert(0, str(ROOT))  # this code reads both sides' stores
     sides = {"ours": ROOT, "reference": args.reference.resolve()}
     runs: dict[tuple[str, str], list[dict[str, float]]] = {(mode, name): [] for mode in MODES for name in sides}
     digests: dict[tuple[str, str], str] = {}
@@ -162,7 +171,8 @@ def main() -> None:
         print(f"| {mode} | {name} | {cell(build)} | {cell(write)} | {cell(total)} | "
               f"{cell(ratios, 2) + 'x' if name == 'ours' else ''} |")
     same = all(digests[mode, "ours"] == digests[mode, "reference"] for mode in MODES)
-    print(f"stored rows and passages the same bytes as the reference's: {'yes' if same else 'NO'}")
+    print(f"stored rows and passages the same bytes as the reference's (marks the same values): "
+          f"{'yes' if same else 'NO'}")
     if not same:
         raise SystemExit(1)
 

@@ -97,6 +97,11 @@ def test_marks_of_an_enum_read_back_as_their_values() -> None:
     assert unpack_values(pack_values(marks)) == {name: mark.value for name, mark in marks.items()}
 
 
+def test_a_pass_or_fail_mark_takes_its_tag_alone() -> None:
+    # The mark's code and tag after the count; a JudgeResult was written as its JSON text before ('"pass"', 7 bytes).
+    assert len(pack_values({"graded.holes": JudgeResult.PASS, "graded.fidelity": JudgeResult.FAIL})) == 1 + 2 + 2
+
+
 def test_a_row_of_floats_is_smaller_than_its_json() -> None:
     values = {"precision": 0.03333333333333333, "recall": 1.0, "mrr": 0.5, "graded.holes": 29.0}
     assert len(pack_values(values)) == 1 + 4 + 4 + 8 + 3 * 2

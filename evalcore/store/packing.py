@@ -14,7 +14,7 @@ columns empty (`retrieved` "", `measures` and `results` "{}", `answer` NULL when
   bits each; else float32 or float64 bytes. Every form is checked to read back to the last bit when written.
 - Measures (`M`) and marks (`K`): each entry a measure's code (evalcore.store.measure_codes; 255 and the name for any
   other) and its value: a float as its 8 bytes (a whole number from 0 to 255 as one byte), None, booleans, integers,
-  `pass`/`fail`, other text, else JSON.
+  `pass`/`fail` (a JudgeResult's too), other text, else JSON.
 - Answer (`A`): the number of the store's passage dictionary and the answer's UTF-8 deflated with it (zlib, raw).
 """
 
@@ -28,7 +28,6 @@ import sys
 import zlib
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from enum import Enum
 from itertools import accumulate
 from operator import add, sub
 from typing import Any, NamedTuple, cast
@@ -379,8 +378,10 @@ def _float_struct(tags: bytes) -> struct.Struct:
 
 
 def _tagged(value: Any) -> tuple[int, bytes]:
-    """A value's tag and bytes."""
+    """A value's tag and bytes; a text enum's value (a JudgeResult mark) as its text."""
     kind = type(value)
+    if kind is not str and isinstance(value, str):  # written as JSON text before: 7 bytes a `pass` mark, not none
+        value, kind = str.__str__(value), str
     if kind is float:
         return (_HALF, _HALF_STRUCT.pack(value)) if _is_half(value) else (_DOUBLE_TAG, _DOUBLE.pack(value))
     if kind is str and value in _WORDS:
@@ -397,15 +398,7 @@ def _tagged(value: Any) -> tuple[int, bytes]:
         return _INT, varint(_zigzag(value))
     if kind is str:
         return _STR, _text(value)
-    if isinstance(value, Enum):  # a mark (JudgeResult): its JSON, made once per member
-        return _JSON, _enum_json(value)
     return _JSON, _json(value)
-
-
-@functools.lru_cache(maxsize=256, typed=True)  # typed: members of different enums with equal values kept apart
-def _enum_json(member: Enum) -> bytes:
-    """An enum member's JSON."""
-    return _json(member)
 
 
 def _layout(data: bytes, at: int, n: int) -> tuple[list[str], int]:
