@@ -17,6 +17,7 @@ from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.result_rows import ResultWriter, read_lines, read_results
 from evalcore.compare import compare_campaigns
 from evalcore.compare.json_text import comparison_text
+from evalcore.judges.verdict import JudgeResult
 from evalcore.store import Connection, Store, TextDictionary, comparison_rows, figure_rows, result_table
 from evalcore.store.measure_codes import coded
 from evalcore.store.packing import (
@@ -83,6 +84,22 @@ VALUES = {"precision": 0.03333333333333333, "recall": 1.0, "mrr": 0.5, "ndcg@3":
 def test_measures_and_marks_read_back_to_the_last_bit_in_their_order() -> None:
     assert same(unpack_values(pack_values(VALUES)), VALUES)
     assert same(unpack_values(pack_values(VALUES)), VALUES)  # a second read takes the layout kept from the first
+
+
+def test_a_row_of_floats_reads_back_to_the_last_bit() -> None:
+    values = {"precision": 0.1, "recall": 1.0, "mrr": -0.0, "ndcg@3": math.nan, "bleu1": math.inf, "map": 1 / 1024,
+              "ndcg@10": 2049.0, "graded.holes": 29.0, "custom": 2048.0}
+    assert same(unpack_values(pack_values(values)), values)
+
+
+def test_marks_of_an_enum_read_back_as_their_values() -> None:
+    marks = {"graded.holes": JudgeResult.PASS, "graded.fidelity": JudgeResult.FAIL, "custom": JudgeResult.UNKNOWN}
+    assert unpack_values(pack_values(marks)) == {name: mark.value for name, mark in marks.items()}
+
+
+def test_a_pass_or_fail_mark_takes_its_tag_alone() -> None:
+    # The mark's code and tag after the count; a JudgeResult was written as its JSON text before ('"pass"', 7 bytes).
+    assert len(pack_values({"graded.holes": JudgeResult.PASS, "graded.fidelity": JudgeResult.FAIL})) == 1 + 2 + 2
 
 
 def test_a_row_of_floats_is_smaller_than_its_json() -> None:

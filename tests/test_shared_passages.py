@@ -169,6 +169,17 @@ def test_put_passages_finds_those_stored_and_numbers_the_new_ones(tmp_path: Path
         assert [title for _, _, _, title, _ in read_passages(store, [0, 1, 2])] == ["t0", "t1", "t2"]
 
 
+def test_only_a_passage_the_store_does_not_hold_is_compressed(tmp_path: Path) -> None:
+    from evalcore.store import put_passages
+
+    with Store(tmp_path / "e.db") as store:
+        store.write(lambda conn: put_passages(conn, [StoredPassage.of(1, "", "t1", "text 1")]))
+        again, new = StoredPassage.of(1, "", "t1", "text 1"), StoredPassage.of(2, "", "t2", "text 2")
+        store.write(lambda conn: put_passages(conn, [again, new]))
+        assert "packed" not in vars(again)  # found by its digest: its text never compressed
+        assert "packed" in vars(new)
+
+
 def test_a_new_sqlite_store_has_large_pages_and_an_existing_one_keeps_its_own(tmp_path: Path) -> None:
     from evalcore.store import PAGE_SIZE
 

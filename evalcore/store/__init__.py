@@ -483,7 +483,12 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 def dumps(value: Any) -> str:
     """Compact JSON for a column (lone surrogates replaced, as in every text the store writes)."""
+    if not value and type(value) in _EMPTY:  # most of a row's lists and maps (notes, judges, usage): known at once
+        return _EMPTY[type(value)]
     return storable(_COMPACT.encode(value))
+
+
+_EMPTY: dict[type, str] = {dict: "{}", list: "[]", tuple: "[]"}
 
 
 def _storable_params(params: Any) -> Any:
@@ -881,14 +886,14 @@ def _primed(dictionary: bytes) -> Any:
 
 @dataclass(frozen=True)
 class StoredPassage:
-    """A passage as the store keeps it: its content digest, corpus id, source, title and compressed text (with the
-    dictionary it was compressed with, if any)."""
+    """A passage as the store keeps it: its content digest, corpus id, source, title and text, compressed (`packed`,
+    with the dictionary, if any) when first asked: only a passage the store does not hold yet is compressed."""
 
     digest: bytes
     pid: int | None
     source: str
     title: str
-    packed: bytes
+    text: str
     dictionary: TextDictionary | None = None
 
     @classmethod
@@ -896,9 +901,13 @@ class StoredPassage:
            dictionary: TextDictionary | None = None) -> StoredPassage:
         """A passage ready to store (texts storable first: the digest is of what is written)."""
         source, title, text = storable(source), storable(title), storable(text)
-        data = text.encode("utf-8")
-        packed = zlib.compress(data) if dictionary is None else dictionary.compress(data)
-        return cls(digest(pid, source, title, text), pid, source, title, packed, dictionary)
+        return cls(digest(pid, source, title, text), pid, source, title, text, dictionary)
+
+    @functools.cached_property
+    def packed(self) -> bytes:
+        """The text compressed (with the dictionary, if any)."""
+        data = self.text.encode("utf-8")
+        return zlib.compress(data) if self.dictionary is None else self.dictionary.compress(data)
 
 
 def digest(pid: int | None, source: str, title: str, text: str) -> bytes:

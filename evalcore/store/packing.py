@@ -14,7 +14,7 @@ columns empty (`retrieved` "", `measures` and `results` "{}", `answer` NULL when
   bits each; else float32 or float64 bytes. Every form is checked to read back to the last bit when written.
 - Measures (`M`) and marks (`K`): each entry a measure's code (evalcore.store.measure_codes; 255 and the name for any
   other) and its value: a float as its 8 bytes (a whole number from 0 to 255 as one byte), None, booleans, integers,
-  `pass`/`fail`, other text, else JSON.
+  `pass`/`fail` (a JudgeResult's too), other text, else JSON.
 - Answer (`A`): the number of the store's passage dictionary and the answer's UTF-8 deflated with it (zlib, raw).
 """
 
@@ -137,6 +137,7 @@ STAGE_DIGITS = 6  # the retrievers round each stage's scores to this many digits
 MICROS_LIMIT = 2**31 // 10**6  # scores a 4-byte integer of millionths holds: below 2,147 in size
 _STEPS = 7  # the most float32 steps a final score may be from its prediction
 _BELOW_MICROS_LIMIT = float(MICROS_LIMIT).__gt__  # whether a size is below it (False for NaN)
+_MILLION = 1e6
 
 
 def _text(value: str) -> bytes:
@@ -162,8 +163,8 @@ def _micros(values: list[float]) -> bytes | None:
     before, in byte planes (BM25's scores come in falling order; a list that rises anywhere is not written so)."""
     if not all(map(_BELOW_MICROS_LIMIT, map(abs, values))):  # NaN is not below it
         return None
-    micros = [round(value * 1e6) for value in values]
-    if micros[0] < 0 or not same_bits([value / 1e6 for value in micros], values):
+    micros = list(map(round, map(_MILLION.__mul__, values)))  # each value * 1e6, rounded half to even
+    if micros[0] < 0 or not same_bits(list(map(_MILLION.__rtruediv__, micros)), values):  # each micros / 1e6
         return None
     falls = list(map(sub, micros, micros[1:]))
     if falls and min(falls) < 0:
@@ -193,11 +194,11 @@ def _predicted(stage: list[float]) -> array[int] | None:
     return array("i", array("f", map(top.__rtruediv__, single)).tobytes())
 
 
-def _steps(scores: list[float], stage: list[float]) -> bytes | None:
-    """The final scores as float32 steps from a stage's prediction, four bits each; None when they are not."""
-    exact = _single(scores)
+def _steps(exact: bytes, stage: list[float]) -> bytes | None:
+    """The final scores (their float32 bytes) as float32 steps from a stage's prediction, four bits each; None when
+    they are not."""
     predicted = _predicted(stage)
-    if exact is None or predicted is None:
+    if predicted is None:
         return None
     steps = list(map(sub, array("i", exact), predicted))
     if min(steps) < -_STEPS - 1 or max(steps) > _STEPS:
@@ -231,19 +232,38 @@ def _stage(values: list[Any], rounded: list[float] | None) -> bytes:
     return b"J" + _json(values)
 
 
-def _final(scores: list[Any], stages: list[tuple[str, list[Any]]], kinds: list[bytes]) -> bytes:
-    """The final scores: float32 steps from the first stage written in full's prediction ("P" and the stage's place),
-    float32 ("F"), float64 ("D"), else JSON ("J")."""
-    if not _is_floats(scores) or not all(map(math.isfinite, scores)):
+def _final(scores: list[Any], single: bytes | None, stages: list[tuple[str, list[Any]]], kinds: list[bytes]) -> bytes:
+    """The final scores (finite floats, their float32 bytes `single` when they are float32 numbers; else written as
+    JSON): float32 steps from the first stage written in full's prediction ("P" and the stage's place), float32
+    ("F"), float64 ("D"), else JSON ("J")."""
+    if not _is_finite(scores):
         return b"J" + _json(scores)
     for place, ((_, values), kind) in enumerate(zip(stages, kinds, strict=True)):
         if kind[:1] in (b"M", b"F", b"D"):
-            steps = _steps(scores, values)
+            steps = None if single is None else _steps(single, values)
             if steps is not None:
                 return b"P" + bytes((place,)) + steps
             break
-    single = _single(scores)
     return b"F" + single if single is not None else b"D" + _floats("d", scores)
+
+
+def _is_finite(values: list[Any]) -> bool:
+    """Whether the values are finite floats (at least one)."""
+    return _is_floats(values) and all(map(math.isfinite, values))
+
+
+def _rounded(scores: list[float], single: bytes | None) -> list[float]:
+    """round(score, STAGE_DIGITS) of each score, as Python rounds it. For finite float32 scores (`single`, their
+    float32 bytes) without a call per score: such a score times 10**6 is exact in double precision, so rounding it to
+    a whole number (half to even) rounds the decimal as round does, and dividing by 10**6 gives the double nearest
+    the rounded decimal, which is what round returns; a zero keeps the score's sign, as round's does."""
+    if single is None:
+        return [round(score, STAGE_DIGITS) for score in scores]
+    rounded = list(map(_MILLION.__rtruediv__, map(round, map(_MILLION.__mul__, scores))))
+    if 0.0 in rounded:
+        return [math.copysign(0.0, score) if value == 0.0 else value for value, score in zip(rounded, scores,
+                                                                                            strict=True)]
+    return rounded
 
 
 def pack_ranked(ranked: Ranked) -> bytes:
@@ -251,10 +271,11 @@ def pack_ranked(ranked: Ranked) -> bytes:
     The keys are the store's passage ids (not negative)."""
     keys, scores = ranked.keys, ranked.scores
     stages = list(ranked.stages.items())
-    rounded = [round(score, STAGE_DIGITS) for score in scores] if _is_floats(scores) else None
+    single = _single(scores) if _is_finite(scores) else None
+    rounded = _rounded(scores, single) if _is_floats(scores) else None
     kinds = [_stage(values, rounded) for _, values in stages]
     body = b"".join(_text(name) + kind for (name, _), kind in zip(stages, kinds, strict=True))
-    return varint(len(keys)) + planes(keys) + varint(len(stages)) + body + _final(scores, stages, kinds)
+    return varint(len(keys)) + planes(keys) + varint(len(stages)) + body + _final(scores, single, stages, kinds)
 
 
 def ranked_keys(data: bytes) -> list[int]:
@@ -318,47 +339,66 @@ def _is_half(value: float) -> bool:
 
 def pack_values(values: Mapping[str, Any]) -> bytes:
     """A row's values by measure (measures, or pass/fail marks) as bytes: their count, each one's code, each one's
-    tag, the names of those without a code, then the values' bytes."""
-    codes, tags, names, payload = bytearray(), bytearray(), bytearray(), bytearray()
-    index, double, half = _INDEX.get, _DOUBLE.pack, _HALF_STRUCT.pack
-    for name, value in values.items():
-        code = index(name)
-        if code is None:
-            codes.append(_OTHER_NAME)
-            names += _text(name)
-        else:
-            codes.append(code)
-        kind = type(value)
-        if kind is float:
-            if _is_half(value):
-                tags.append(_HALF)
-                payload += half(value)
-            else:
-                tags.append(_DOUBLE_TAG)
-                payload += double(value)
-        elif kind is str and value in _WORDS:
-            tags.append(_WORDS[value])
-        elif value is None:
-            tags.append(_NONE)
-        elif kind is bool:
-            tags.append(_TRUE if value else _FALSE)
-        elif kind is int:
-            if -128 <= value < 128:
-                tags.append(_INT8)
-                payload.append(value & 0xFF)
-            elif -2**31 <= value < 2**31:
-                tags.append(_INT32)
-                payload += _INT32_STRUCT.pack(value)
-            else:
-                tags.append(_INT)
-                payload += varint(_zigzag(value))
-        elif kind is str:
-            tags.append(_STR)
-            payload += _text(value)
-        else:
-            tags.append(_JSON)
-            payload += _json(value)
-    return varint(len(codes)) + codes + tags + names + payload
+    tag, the names of those without a code, then the values' bytes.
+
+    A campaign's rows name the same measures: the count, codes and names are made once for those names. A row of
+    floats (most measures) is packed by one struct for its pattern of float16 and float64 values."""
+    names = tuple(values)
+    head = _HEADS.get(names)
+    if head is None:
+        head = _head(names)
+        if len(_HEADS) > 4096:
+            _HEADS.clear()
+        _HEADS[names] = head
+    items = list(values.values())
+    if set(map(type, items)) == {float}:
+        tags = bytes([_HALF if _is_half(value) else _DOUBLE_TAG for value in items])
+        return head[0] + tags + head[1] + _float_struct(tags).pack(*items)
+    tagged, payload = bytearray(), bytearray()
+    for value in items:
+        tag, data = _tagged(value)
+        tagged.append(tag)
+        payload += data
+    return head[0] + tagged + head[1] + payload
+
+
+_HEADS: dict[tuple[str, ...], tuple[bytes, bytes]] = {}
+
+
+def _head(names: tuple[str, ...]) -> tuple[bytes, bytes]:
+    """The count and codes of these names, and the names without a code."""
+    codes = bytes(_INDEX.get(name, _OTHER_NAME) for name in names)
+    return varint(len(names)) + codes, b"".join(_text(name) for name in names if name not in _INDEX)
+
+
+@functools.lru_cache(maxsize=256)
+def _float_struct(tags: bytes) -> struct.Struct:
+    """The struct of a row of floats with these tags (float16 or float64 each)."""
+    return struct.Struct("<" + "".join(_FORMATS[tag] for tag in tags))
+
+
+def _tagged(value: Any) -> tuple[int, bytes]:
+    """A value's tag and bytes; a text enum's value (a JudgeResult mark) as its text."""
+    kind = type(value)
+    if kind is not str and isinstance(value, str):  # written as JSON text before: 7 bytes a `pass` mark, not none
+        value, kind = str.__str__(value), str
+    if kind is float:
+        return (_HALF, _HALF_STRUCT.pack(value)) if _is_half(value) else (_DOUBLE_TAG, _DOUBLE.pack(value))
+    if kind is str and value in _WORDS:
+        return _WORDS[value], b""
+    if value is None:
+        return _NONE, b""
+    if kind is bool:
+        return (_TRUE if value else _FALSE), b""
+    if kind is int:
+        if -128 <= value < 128:
+            return _INT8, bytes((value & 0xFF,))
+        if -2**31 <= value < 2**31:
+            return _INT32, _INT32_STRUCT.pack(value)
+        return _INT, varint(_zigzag(value))
+    if kind is str:
+        return _STR, _text(value)
+    return _JSON, _json(value)
 
 
 def _layout(data: bytes, at: int, n: int) -> tuple[list[str], int]:
