@@ -103,9 +103,11 @@ class SentenceTable:
         mark)."""
         if joiner not in ("", " ") or (joiner == "" and any(text[-1:] not in _CLOSED for text, _ in sentences[:-1])):
             return None
-        words, starts = self.words, self.word_starts
-        numbers = [words[starts[number]:starts[number + 1]] for _, number in sentences]
-        return tuple(map(self._names.__getitem__, np.concatenate(numbers).tolist())) if numbers else ()
+        words, starts, numbers = self.words, self.word_starts, []
+        for _, number in sentences:  # a sentence's bounds as Python integers: slicing by numpy's is slower
+            first, last = starts[number:number + 2].tolist()
+            numbers += words[first:last].tolist()
+        return tuple(map(self._names.__getitem__, numbers))
 
     def chosen(self, rows: Sequence[int], question_words: set[int], asked: int,
                count: int) -> list[tuple[int, int]] | None:
@@ -127,8 +129,7 @@ class SentenceTable:
 
     def numbers(self, tokens: Sequence[str]) -> set[int]:
         """The numbers of the tokens the table knows (a token no sentence holds matches none)."""
-        vocabulary = self.vocabulary
-        return {vocabulary[token] for token in tokens if token in vocabulary}
+        return {number for number in map(self.vocabulary.get, tokens) if number is not None}
 
 
 def extract_library() -> ctypes.CDLL | None:
