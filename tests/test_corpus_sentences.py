@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from evalcore.datasets.loader import load_dataset
+from evalcore.datasets.loader import Passage, load_dataset
 from evalcore.language.text import split_sentences, tokens
-from evalcore.targets import TargetConfig, build_target
+from evalcore.targets import TargetConfig, build_target, sentences
 from evalcore.targets.base import Retrieved, TargetAnswer
-from evalcore.targets.generators import ExtractiveGenerator, language
+from evalcore.targets.generators import ExtractiveGenerator, _chosen, language
 from evalcore.targets.knowledge import build_knowledge_base, clear_memo
-from evalcore.targets.sentences import FILE, SentenceTable, build_table, load_table
+from evalcore.targets.sentences import COMPILED_WORDS, FILE, SentenceTable, build_table, load_table
 from evalcore.testing.multilingual_corpus import corpus
+from tests.conftest import require_c
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "dataset" / "samples"
@@ -168,12 +169,18 @@ def test_the_measures_read_the_answer_tokens_the_generator_gave(tmp_path: Path) 
     assert given > len(questions()) * 3 // 4
 
 
+@pytest.mark.parametrize("compiled", [True, False])  # the sentences chosen by the compiled loop, or in Python
 @pytest.mark.parametrize("count", [1, 2, 3, 6])
-def test_random_contexts_get_the_same_answers(tmp_path: Path, count: int) -> None:
+def test_random_contexts_get_the_same_answers(tmp_path: Path, count: int, compiled: bool,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Contexts of 1-8 chunks drawn at random from a corpus in three languages, with questions made of words of
     their sentences (so that many sentences share words and tie): the table's answer is the text's."""
     import random
 
+    if compiled:
+        require_c(sentences.extract_library())
+    else:
+        monkeypatch.setattr(sentences, "extract_library", lambda: None)
     kb = build_knowledge_base([*corpus(), *load_dataset(SAMPLE).passages], chunk_size=None, cache_dir=tmp_path)
     assert kb.sentences is not None
     generator, plain = ExtractiveGenerator(count, kb.sentences), ExtractiveGenerator(count)
@@ -189,3 +196,39 @@ def test_random_contexts_get_the_same_answers(tmp_path: Path, count: int) -> Non
         answer = generator.generate(question, context, TargetAnswer("", []))
         assert answer == plain.generate(question, context, TargetAnswer("", [])), question
     assert languages == {"en", "fr", "zh"}
+
+
+@pytest.mark.parametrize("count", [1, 2, 5])
+def test_the_compiled_choice_is_the_python_one(tmp_path: Path, count: int) -> None:
+    """Random contexts (a chunk twice, chunks without a sentence), question words drawn from the context's sentences
+    and from anywhere (none, a few, more than the compiled loop holds), every language asked: the compiled loop
+    chooses the sentences Python chooses, in the same order; over COMPILED_WORDS words it leaves the choice to
+    Python."""
+    import random
+
+    require_c(sentences.extract_library())
+    kb = build_knowledge_base([*corpus(), *load_dataset(SAMPLE).passages, *odd_passages()], chunk_size=None,
+                              cache_dir=tmp_path)
+    table = kb.sentences
+    assert table is not None
+    rng = random.Random(count)
+    compared = 0
+    for _ in range(400):
+        rows = [rng.randrange(len(kb.chunks)) for _ in range(rng.randint(1, 8))]
+        starts = [table.word_starts[table.sentence_starts[row:row + 2]].tolist() for row in rows]
+        words = [word for first, last in starts for word in table.words[first:last].tolist()]
+        question = set(rng.sample(words, min(len(words), rng.randint(0, 12))))
+        question |= {rng.randrange(len(table.vocabulary)) for _ in range(rng.choice([0, 3, 70]))}
+        asked = rng.randrange(3)
+        chosen = table.chosen(rows, question, asked, count)
+        if len(question) > COMPILED_WORDS:
+            assert chosen is None
+            continue
+        compared += 1
+        assert chosen == _chosen(table, rows, question, asked, count), (rows, sorted(question), asked)
+    assert compared > 250
+
+
+def odd_passages() -> list[Passage]:
+    """The odd texts as passages (a chunk with no sentence, one with no word)."""
+    return [Passage(10_000 + number, text, "") for number, text in enumerate(ODD)]

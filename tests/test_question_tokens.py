@@ -105,6 +105,25 @@ def test_tokens_once_reads_the_table_and_tokenizes_what_it_does_not_hold() -> No
     assert tokens_once("held") == ("held",)
 
 
+def test_a_text_read_from_a_table_is_read_once_until_the_tables_change() -> None:
+    class Counting:
+        def __init__(self, words: tuple[str, ...]) -> None:
+            self.words, self.reads = words, 0
+
+        def get(self, text: str) -> tuple[str, ...] | None:
+            self.reads += 1
+            return self.words if text == "held" else None
+
+    first, second = Counting(("first",)), Counting(("second",))
+    use_known_tokens(first)
+    assert [tokens_once("held") for _ in range(3)] == [("first",)] * 3
+    assert first.reads == 1  # retrieval, the generator and the measures read the question's tokens in turn
+    use_known_tokens(second)
+    assert tokens_once("held") == ("second",)
+    use_no_known_tokens()
+    assert tokens_once("held") == ("held",)
+
+
 def test_a_campaign_builds_the_table_once_and_hands_it_to_the_tokenizer(tiny_dataset: Path, tmp_path: Path) -> None:
     dataset = load_dataset(tiny_dataset)
     manager = get_manager(str(tmp_path / "store.db"))

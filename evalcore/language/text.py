@@ -377,11 +377,14 @@ def tokens_once(text: str) -> tuple[str, ...]:
     with its questions. The large caches are for texts that come back (a corpus's sentences, words). A text whose
     tokens were given (`give_tokens`) is not tokenized again."""
     given = _given.get(text)
+    if given is None:
+        given = _read_known.get(text)
     if given is not None:
         return given
     for table in _known:
         given = table.get(text)
         if given is not None:
+            _read_known.give(text, given)  # a question's tokens: retrieval, the generator and the measures read them
             return given
     return _once_tokens(text) if len(text) <= LONG_TEXT else _long_once_tokens(text)
 
@@ -426,6 +429,7 @@ class KnownTokens(Protocol):
 
 
 _known: tuple[KnownTokens, ...] = ()  # replaced whole, never changed in place: readers need no lock
+_read_known = _Given(1 << 6)  # the last texts read from those tables, forgotten with them
 _KNOWN_TABLES = 4
 
 
@@ -434,6 +438,7 @@ def use_known_tokens(table: KnownTokens) -> None:
     to be exactly what the tokenizer gives."""
     global _known
     _known = (table, *(known for known in _known if known is not table))[:_KNOWN_TABLES]
+    _read_known.clear()
 
 
 def tokens_fresh(text: str) -> tuple[str, ...]:
@@ -478,6 +483,7 @@ def use_no_known_tokens() -> None:
     """Forget the tables given to `use_known_tokens`."""
     global _known
     _known = ()
+    _read_known.clear()
 
 
 def fold(text: str) -> str:

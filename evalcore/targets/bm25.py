@@ -88,8 +88,7 @@ class Bm25Index:
 
     def term_ids(self, tokens: Sequence[str]) -> list[int]:
         """The ids of the tokens in the vocabulary, in order (repeats kept, unknown tokens left out)."""
-        vocab = self.vocab
-        return [vocab[token] for token in tokens if token in vocab]
+        return [term for term in map(self.vocab.get, tokens) if term is not None]  # one look-up a token
 
     def scores(self, tokens: Sequence[str]) -> np.ndarray:
         """The raw BM25 score of every chunk for these query tokens (zeros when none is in the vocabulary)."""

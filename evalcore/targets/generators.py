@@ -90,21 +90,42 @@ class ExtractiveGenerator:
 
 def _from_table(corpus: SentenceTable, question: str, asked: str, context: list[Retrieved], count: int) -> str | None:
     """The extractive answer from the table's sentences of the context chunks, with the same weights, ties and
-    choice as `ExtractiveGenerator._best` on the text itself. A sentence's words are numbers; the context's words are
-    its chunks' runs of the table's word list, put together, and only the question's words found among them are
-    read one by one (a few dozen of some 750), each once per sentence holding it. The same logarithms and exactly
-    rounded sums. None when a context chunk is not in the table."""
-    import numpy as np
-
+    choice as `ExtractiveGenerator._best` on the text itself: chosen by the compiled loop where there is one
+    (`SentenceTable.chosen`), else by `_chosen`. None when a context chunk is not in the table."""
     from evalcore.language.text import give_tokens, tokens_once
     from evalcore.targets.sentences import LANGUAGES
 
     rows = corpus.rows([item.text for item in context])
     if rows is None:
         return None
+    asked_number = LANGUAGES.index(asked)
+    question_words = corpus.numbers(tokens_once(question))
+    chosen = corpus.chosen(rows, question_words, asked_number, count)
+    if chosen is None:
+        chosen = _chosen(corpus, rows, question_words, asked_number, count)
+    if not chosen:
+        return context[0].text
+    spans = corpus.spans[[number for number, _ in chosen]].tolist()
+    picked = [(context[rank - 1].text[start:end], number)
+              for (number, rank), (start, end) in zip(chosen, spans, strict=True)]
+    joiner = "" if asked == "zh" else " "
+    text = joiner.join(part for part, _ in picked)
+    tokens = corpus.answer_tokens(picked, joiner)
+    if tokens is not None:  # the measures read the answer's tokens next
+        give_tokens(text, tokens)
+    return text
+
+
+def _chosen(corpus: SentenceTable, rows: list[int], question_words: set[int], asked_number: int,
+            count: int) -> list[tuple[int, int]]:
+    """The chosen sentences of the context chunks `rows`, best first, as (table number, chunk rank); none when no
+    context sentence has a word. A sentence's words are numbers; the context's words are its chunks' runs of the
+    table's word list, put together, and only the question's words found among them are read one by one (a few
+    dozen of some 750), each once per sentence holding it. The same logarithms and exactly rounded sums as `_best`."""
+    import numpy as np
+
     sentence_starts, word_starts, languages, table_words = (corpus.sentence_starts, corpus.word_starts,
                                                            corpus.languages, corpus.words)
-    asked_number = LANGUAGES.index(asked)
     # The context's sentences with words, in order (chunk by chunk): table number, chunk rank, whether in the
     # question's language, and where their words start among the context's words.
     numbers: list[int] = []
@@ -129,7 +150,7 @@ def _from_table(corpus: SentenceTable, question: str, asked: str, context: list[
                 offsets.append(offset + start - base)
         offset += starts[-1] - base
     if not numbers:
-        return context[0].text
+        return []
     # The sentences in the question's language, else all of them; `place` is a context sentence's position among
     # those kept (-1: not kept).
     kept = [at for at, ours in enumerate(same) if ours] if any(same) else list(range(len(numbers)))
@@ -138,7 +159,7 @@ def _from_table(corpus: SentenceTable, question: str, asked: str, context: list[
     for position, at in enumerate(kept):
         place[at] = position
     weighed: list[tuple[float, int]] = []
-    if question_words := corpus.numbers(tokens_once(question)):
+    if question_words:
         wanted = np.zeros(max(len(corpus.vocabulary), 1), dtype=bool)
         wanted[list(question_words)] = True
         words = np.concatenate(pieces) if len(pieces) > 1 else pieces[0]
@@ -161,16 +182,7 @@ def _from_table(corpus: SentenceTable, question: str, asked: str, context: list[
     if len(best) < count:
         weighted = {position for _, position in weighed}
         best += [position for position in range(total) if position not in weighted][: count - len(best)]
-    chosen = [kept[position] for position in best]
-    spans = corpus.spans[[numbers[at] for at in chosen]].tolist()
-    picked = [(context[ranks[at] - 1].text[start:end], numbers[at])
-              for at, (start, end) in zip(chosen, spans, strict=True)]
-    joiner = "" if asked == "zh" else " "
-    text = joiner.join(part for part, _ in picked)
-    tokens = corpus.answer_tokens(picked, joiner)
-    if tokens is not None:  # the measures read the answer's tokens next
-        give_tokens(text, tokens)
-    return text
+    return [(numbers[kept[position]], ranks[kept[position]]) for position in best]
 
 
 @functools.lru_cache(maxsize=128)

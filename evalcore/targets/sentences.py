@@ -14,6 +14,7 @@ answer again. A sentence is kept as its span in the chunk's text.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import tempfile
 from collections.abc import Callable, Sequence
@@ -23,10 +24,18 @@ from typing import NamedTuple
 
 import numpy as np
 
+from evalcore.runtime import compiled
+
 FILE = "sentences.npz"
 FORMAT = 2
 LANGUAGES = ("en", "fr", "zh")
 PROGRESS_EVERY = 200
+EXTRACT = Path(__file__).with_name("extract.c")
+# The compiled choice keeps a question's words as the bits of a 64-bit word: a question with more distinct words the
+# table knows is chosen in Python.
+COMPILED_WORDS = 64
+# The table's arrays as the compiled choice reads them.
+_LAYOUT = (("sentence_starts", np.int64), ("word_starts", np.int64), ("languages", np.uint8), ("words", np.int32))
 
 
 class Sentence(NamedTuple):
@@ -59,6 +68,12 @@ class SentenceTable:
     def __post_init__(self) -> None:
         self._rows = {text: row for row, text in enumerate(self.texts)}
         self._names = list(self.vocabulary)  # numbered in order
+        # The addresses of the arrays the compiled choice reads (taking one costs a few microseconds), or None when
+        # they are not laid out as it reads them.
+        arrays = [getattr(self, name) for name, _ in _LAYOUT]
+        laid_out = all(array.dtype == dtype and array.flags.c_contiguous
+                       for array, (_, dtype) in zip(arrays, _LAYOUT, strict=True))
+        self._addresses = tuple(ctypes.c_void_p(array.ctypes.data) for array in arrays) if laid_out else None
 
     def of(self, text: str) -> tuple[Sentence, ...] | None:
         """The sentences of a chunk's text, or None when no chunk has that text."""
@@ -88,14 +103,45 @@ class SentenceTable:
         mark)."""
         if joiner not in ("", " ") or (joiner == "" and any(text[-1:] not in _CLOSED for text, _ in sentences[:-1])):
             return None
-        words, starts = self.words, self.word_starts
-        numbers = [words[starts[number]:starts[number + 1]] for _, number in sentences]
-        return tuple(map(self._names.__getitem__, np.concatenate(numbers).tolist())) if numbers else ()
+        words, starts, numbers = self.words, self.word_starts, []
+        for _, number in sentences:  # a sentence's bounds as Python integers: slicing by numpy's is slower
+            first, last = starts[number:number + 2].tolist()
+            numbers += words[first:last].tolist()
+        return tuple(map(self._names.__getitem__, numbers))
+
+    def chosen(self, rows: Sequence[int], question_words: set[int], asked: int,
+               count: int) -> list[tuple[int, int]] | None:
+        """The extractive generator's choice among the sentences of the chunks `rows` (best first) by the compiled
+        loop (`extract.c`): the best `count`, best first, as (sentence number, chunk rank), none when no sentence
+        has a word; None where there is no compiled loop (or the question has over COMPILED_WORDS words the table
+        knows), and `generators._chosen` chooses the same."""
+        library = extract_library()
+        if library is None or self._addresses is None or len(question_words) > COMPILED_WORDS or count < 1:
+            return None
+        question = sorted(question_words)
+        numbers, ranks = (ctypes.c_int64 * count)(), (ctypes.c_int64 * count)()
+        found = library.evalcore_extract((ctypes.c_int64 * len(rows))(*rows), len(rows), *self._addresses,
+                                         (ctypes.c_int32 * len(question))(*question), len(question), asked, count,
+                                         numbers, ranks)
+        if found < 0:  # no memory for the loop's lists: Python's will fail as clearly
+            return None
+        return list(zip(numbers[:found], ranks[:found], strict=True))
 
     def numbers(self, tokens: Sequence[str]) -> set[int]:
         """The numbers of the tokens the table knows (a token no sentence holds matches none)."""
-        vocabulary = self.vocabulary
-        return {vocabulary[token] for token in tokens if token in vocabulary}
+        return {number for number in map(self.vocabulary.get, tokens) if number is not None}
+
+
+def extract_library() -> ctypes.CDLL | None:
+    """The compiled choice of sentences, its argument types declared (once per process); None where Python chooses."""
+    library = compiled.load(EXTRACT)
+    if library is not None and library.evalcore_extract.argtypes is None:
+        pointer, integer = ctypes.c_void_p, ctypes.c_int64
+        library.evalcore_extract.restype = integer
+        library.evalcore_extract.argtypes = [ctypes.POINTER(integer), integer, pointer, pointer, pointer, pointer,
+                                             ctypes.POINTER(ctypes.c_int32), integer, integer, integer,
+                                             ctypes.POINTER(integer), ctypes.POINTER(integer)]
+    return library
 
 
 class TableBuilder:
