@@ -7,14 +7,18 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from evalcore.campaigns.launching import LaunchRequest
+from evalcore.campaigns import CampaignManager
+from evalcore.campaigns.launching import LaunchRequest, sweep_requests
+from evalcore.campaigns.listing import keep_ended_figures
+from evalcore.compare import compare_with_previous
+from evalcore.targets import TargetConfig
 from evalcore.testing.served_dashboard import CHROMIUM, CHROMIUM_ARGS, serve_streamlit
 
 APP = Path(__file__).resolve().parent.parent / "app.py"
@@ -27,12 +31,31 @@ pytestmark = [pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's c
 sync_api = pytest.importorskip("playwright.sync_api")
 
 
+# The servers a browser has visited: a test of a server's first visit checks it is one (run alone or after another
+# test, it would otherwise pass on a server whose first visit is over).
+VISITED: set[str] = set()
+
+
 @contextmanager
 def serve(home: Path, **extra: str) -> Iterator[str]:
-    """The dashboard served on a loopback port over the database in home (extra environment variables given)."""
+    """`streamlit run app.py` from the checkout, as people start it (its .streamlit/config.toml read), on a loopback
+    port over the database in home (extra environment variables given)."""
     env = {"EVALCORE_DB": str(home / "evalcore.db"), "EVALCORE_UPLOAD_DIR": str(home / "uploads"), **extra}
-    with serve_streamlit(APP, env, home / "streamlit.log", cwd=home, timeout=60) as url:
+    with serve_streamlit(APP, env, home / "streamlit.log", cwd=APP.parent, timeout=60) as url:
         yield url
+
+
+def first_visit(url: str) -> str:
+    """The server's address, once checked that no browser has visited it yet (this visit is its first)."""
+    server = server_of(url)
+    assert server not in VISITED, f"{server} was visited before this test: run its test first, or alone"
+    VISITED.add(server)
+    return url
+
+
+def server_of(url: str) -> str:
+    parts = urlparse(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 @pytest.fixture(scope="module")
@@ -50,13 +73,22 @@ def server(server_home: Path) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="module")
+def worker_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The dashboard as it runs by default, its campaigns in its worker process (whose check of a target loads the
+    embedding weights), over an empty store. Its first visit is the test of the first visit's menu; then a launch."""
+    with serve(tmp_path_factory.mktemp("worker"), EVALCORE_DASHBOARD_WORKER="process") as url:
+        yield url
+
+
 @dataclass(frozen=True)
 class Keyed:
-    """The dashboard over a store with keys: its address, the secrets of a viewer of tenant acme and of an admin of
-    tenant default, and the ids of tenant default's two finished campaigns by their top k."""
+    """The dashboard over a store with keys: its address, the secrets of a viewer and of an admin of tenant acme and
+    of an admin of tenant default, and the ids of tenant default's two finished campaigns by their top k."""
 
     url: str
     viewer: str
+    acme_admin: str
     admin: str
     ids: dict[int, str]
 
@@ -64,11 +96,10 @@ class Keyed:
 @pytest.fixture(scope="module")
 def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keyed]:
     """The dashboard that asks for a key, shared by the tests that sign in with one of its keys (each in its own
-    browser context): tenant default holds "keyword top 2" and "keyword top 5" (6 questions each, BM25); tenant
-    acme holds nothing."""
+    browser context, a sign-out ending its own sign-in only): tenant default holds "keyword top 2" and "keyword
+    top 5" (6 questions each, BM25); tenant acme holds nothing."""
     from evalcore.access.api_keys import create_key
     from evalcore.campaigns import get_manager
-    from evalcore.targets import TargetConfig
 
     home = tmp_path_factory.mktemp("keyed")
     manager = get_manager(home / "evalcore.db")
@@ -77,10 +108,11 @@ def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keyed]:
     for campaign_id in ids.values():
         assert manager.wait(campaign_id, timeout=120).status == "succeeded"
     _, viewer = create_key(manager.store, tenant="acme", role="viewer", capability="run_evaluations")
+    _, acme_admin = create_key(manager.store, tenant="acme", role="admin", capability="full-access")
     _, admin = create_key(manager.store, tenant="default", role="admin", capability="full-access")
     manager.close()
     with serve(home) as url:
-        yield Keyed(url, viewer, admin, ids)
+        yield Keyed(url, viewer, acme_admin, admin, ids)
 
 
 @pytest.fixture(scope="module")
@@ -97,13 +129,17 @@ def browser() -> Iterator[Any]:
 def browser_tab(browser: Any, url: str) -> Iterator[tuple]:
     """A page of a new browser context opened on url, collecting console errors and uncaught page errors."""
     problems: list[str] = []
-    context = browser.new_context(viewport={"width": 1400, "height": 2400}, accept_downloads=True)
+    # Motion reduced, as a user may ask of the system: Streamlit's animations otherwise kept the headless browser
+    # drawing (a campaign's Questions section: 12-14 s of its CPU to load, 6-7 s with them off).
+    context = browser.new_context(viewport={"width": 1400, "height": 2400}, accept_downloads=True,
+                                  reduced_motion="reduce")
     try:
         tab = context.new_page()
         tab.on("console",
                lambda message: problems.append(f"console: {message.text}") if message.type == "error" else None)
         tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
         tab.on("requestfailed", lambda request: problems.append(f"request failed: {request.url} {request.failure}"))
+        VISITED.add(server_of(url))
         tab.goto(url)
         yield tab, problems
     finally:
@@ -121,7 +157,7 @@ def page(browser: Any, server: str) -> Iterator[tuple]:
 def test_a_deep_link_on_a_fresh_server_gets_the_apps_navigation(browser: Any, server: str) -> None:
     # Runs first (file order), before any session has run app.py: Streamlit then serves /run from
     # pages/ by itself, and the sidebar used to list "app", "campaigns", ... instead of our pages.
-    with browser_tab(browser, f"{server}/run") as (tab, _):
+    with browser_tab(browser, first_visit(f"{server}/run")) as (tab, _):
         tab.get_by_role("heading", name="Run a campaign").wait_for(timeout=60_000)
         links = tab.locator("[data-testid='stSidebarNav'] a")
         links.first.wait_for(timeout=30_000)
@@ -131,23 +167,22 @@ def test_a_deep_link_on_a_fresh_server_gets_the_apps_navigation(browser: Any, se
         assert_no_exception_on(tab)
 
 
-def test_the_first_visit_after_streamlit_run_never_shows_the_folders_menu(browser: Any, tmp_path: Path) -> None:
+def test_the_first_visit_after_streamlit_run_never_shows_the_folders_menu(browser: Any, worker_server: str) -> None:
     """`streamlit run app.py` from the checkout (its settings read): from the first paint to the page, the sidebar
     lists the app's pages only, never the pages/ folder's file names ("app", "campaigns", ...)."""
-    env = {"EVALCORE_DB": str(tmp_path / "evalcore.db"), "EVALCORE_UPLOAD_DIR": str(tmp_path / "uploads")}
-    with serve_streamlit(APP, env, tmp_path / "streamlit.log", cwd=APP.parent, timeout=60) as url:
-        context = browser.new_context()
-        tab = context.new_page()
-        tab.goto(url, wait_until="commit")
-        def menu() -> tuple[str, ...]:
-            return tuple(tab.eval_on_selector_all("[data-testid='stSidebarNav'] a", "els => els.map(e => e.innerText)"))
+    context = browser.new_context()
+    tab = context.new_page()
+    tab.goto(first_visit(worker_server), wait_until="commit")
 
-        menus, deadline = {menu()}, time.monotonic() + 60
-        while time.monotonic() < deadline and tab.get_by_role("heading", name="Datasets").count() == 0:
-            menus.add(menu())
-            time.sleep(0.05)
+    def menu() -> tuple[str, ...]:
+        return tuple(tab.eval_on_selector_all("[data-testid='stSidebarNav'] a", "els => els.map(e => e.innerText)"))
+
+    menus, deadline = {menu()}, time.monotonic() + 60
+    while time.monotonic() < deadline and tab.get_by_role("heading", name="Datasets").count() == 0:
         menus.add(menu())
-        context.close()
+        time.sleep(0.05)
+    menus.add(menu())
+    context.close()
     assert menus - {()} == {("Datasets", "Suites", "Run", "Campaigns", "Compare", "Traces")}
 
 
@@ -355,13 +390,10 @@ def test_a_named_campaign_is_listed_renamed_and_a_second_import_asks(page: tuple
     assert not problems, problems
 
 
-def test_a_sign_in_survives_a_reload_and_a_new_tab_and_keeps_the_deep_link(browser: Any, tmp_path: Path) -> None:
-    from evalcore.access.api_keys import create_key
-    from evalcore.store import Store
-
-    with Store(tmp_path / "evalcore.db") as store:
-        _, secret = create_key(store, tenant="acme", role="admin", capability="full-access")
-    with serve(tmp_path) as url, browser_tab(browser, f"{url}/campaigns") as (tab, problems):
+def test_a_sign_in_survives_a_reload_and_a_new_tab_and_keeps_the_deep_link(browser: Any, keyed_server: Keyed) -> None:
+    # Signing out ends this sign-in only: the other tests on the server sign in for themselves.
+    url, secret = keyed_server.url, keyed_server.acme_admin
+    with browser_tab(browser, f"{url}/campaigns") as (tab, problems):
         tab.get_by_role("heading", name="Sign in").wait_for(timeout=60_000)
         assert tab.get_by_text("Page not found").count() == 0  # the page asked for waits behind the form
         assert tab.get_by_label("API key").get_attribute("autocomplete") != "new-password"  # a manager may fill it
@@ -429,9 +461,9 @@ def download(tab: object, button: str, folder: Path) -> Path:
 
 
 def test_a_launch_shows_its_campaign_at_once_while_the_worker_process_checks_the_target(browser: Any,
-                                                                                         tmp_path: Path) -> None:
+                                                                                         worker_server: str) -> None:
     # As the dashboard runs by default: campaigns in its worker process, whose check loads the embedding weights.
-    with serve(tmp_path, EVALCORE_DASHBOARD_WORKER="process") as url, browser_tab(browser, url) as (tab, problems):
+    with browser_tab(browser, worker_server) as (tab, problems):
         tab.get_by_role("heading", name="Datasets").wait_for(timeout=60_000)
         open_page(tab, "Run")
         tab.get_by_role("textbox", name="Campaign name").fill("at once")
@@ -462,18 +494,27 @@ def report_once_drawn(tab: Any, part: str, folder: Path, attempts: int = 20) -> 
 
 
 def test_a_sweeps_pairs_download_under_their_own_names_and_the_csv_reads_as_a_table(browser: Any, server: str,
+                                                                                    server_home: Path,
                                                                                     tmp_path: Path) -> None:
     import pandas as pd
 
-    # On the shared server: the pickers are given this test's names ("top_k=3 ·" is only in a named sweep's names).
+    # A baseline, then a named sweep of embedding_top_k, made as the Run page makes them (a launch from the page is
+    # tested above) and ended as on the dashboard (figures kept, each compared with the previous one), on keyword
+    # retrieval; on the shared server, the pickers are given this test's names ("top_k=3 ·" is only in a named
+    # sweep's names).
+    baseline = LaunchRequest(dataset="default", config=TargetConfig.from_dict({"retriever": "bm25"}), limit=8,
+                             name="baseline quick start")
+    sweep = sweep_requests(replace(baseline, name="topk sweep"), "embedding_top_k", [3, 5, 10],
+                           one_after_another=False)
+    manager = CampaignManager(server_home / "evalcore.db")
+    for launched in ([baseline], sweep):
+        for campaign_id in [manager.launch(request) for request in launched]:
+            assert manager.wait(campaign_id, timeout=120).status == "succeeded"
+            for hook in (keep_ended_figures, compare_with_previous):  # the dashboard's, run here before closing
+                hook(manager.store, campaign_id)
+    manager.close()
     with browser_tab(browser, server) as (tab, problems):
         tab.get_by_role("heading", name="Datasets").wait_for(timeout=60_000)
-        launch(tab, "baseline quick start", 8)
-        tab.get_by_text(re.compile(r"baseline quick start · succeeded · 8/8 questions")).wait_for(timeout=120_000)
-        launch(tab, "topk sweep", 8, sweep="3, 5, 10")
-        tab.get_by_text(re.compile(r"embedding_top_k=10 · succeeded · 8/8 questions")).wait_for(timeout=180_000)
-        for value in (3, 5):
-            tab.get_by_text(re.compile(rf"embedding_top_k={value} · succeeded · 8/8")).wait_for(timeout=60_000)
         open_page(tab, "Compare")
         reports = []
         for value in (3, 5, 10):
@@ -494,8 +535,6 @@ def test_five_questions_are_labelled_from_the_keyboard_and_kappa_appears(browser
                                                                         server_home: Path) -> None:
     import json
 
-    from evalcore.campaigns import CampaignManager
-    from evalcore.targets import TargetConfig
     from evalcore.testing import FakeOpenAIServer
 
     def judge(path: str, body: dict) -> str:  # a 1-5 that follows the question's length
