@@ -20,6 +20,7 @@ phrasing list, and the signatures say `match:judge` instead of `match:fold`.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from evalcore.language.text import fold_once, sentences_of
@@ -125,7 +126,7 @@ def declines(sentence: str) -> bool:
 def is_refusal(answer: str, fallback_answer: str = "") -> bool:
     """Whether the answer declines: empty, the fallback answer, or a refusal phrasing (see the module)."""
     text = normalize(answer.lstrip()[:OPENING_CHARS])
-    fallback = normalize(fallback_answer).rstrip(".!?。！？ ") if fallback_answer else ""
+    fallback = _fallback_opening(fallback_answer) if fallback_answer else ""
     if not text or (fallback and text.startswith(fallback)):
         return True
     if not has_cue(text):
@@ -138,6 +139,12 @@ def is_refusal(answer: str, fallback_answer: str = "") -> bool:
             break
         first = following
     return first is not None and declines(first)
+
+
+@functools.lru_cache(maxsize=4)
+def _fallback_opening(fallback_answer: str) -> str:
+    """The normalized fallback answer without its closing punctuation (a campaign's questions share one)."""
+    return normalize(fallback_answer).rstrip(".!?。！？ ")
 
 
 def is_unanswerable_marker(expected_answer: str | None) -> bool:

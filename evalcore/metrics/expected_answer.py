@@ -60,7 +60,7 @@ def important_words(text: str) -> list[str]:
 def _important_words(text: str) -> tuple[str, ...]:
     """important_words as a tuple, cached: a dataset's expected answers are scored again and again. The expected text
     is mostly a reference, whose tokens BLEU and ROUGE have just read (`tokens_once` keeps them for the next reader)."""
-    return tuple(dict.fromkeys(filter(_important, _folded(text))))
+    return tuple(filter(_important, dict.fromkeys(_folded(text))))  # each distinct word looked at once
 
 
 @functools.lru_cache(maxsize=4)

@@ -135,6 +135,9 @@ def _documented(values: dict[str, Any]) -> dict[str, Any]:
 def _check(labels: Mapping[DocId, int], label_min: int, label_max: int) -> None:
     if label_min >= label_max:
         raise EvalError("label range is empty", found=f"{label_min}..{label_max}", expected="label_min < label_max")
+    given = labels.values()
+    if not given or (set(map(type, given)) == {int} and label_min <= min(given) and max(given) <= label_max):
+        return  # the usual labels, checked in C
     fractional = [doc for doc, label in labels.items() if not _is_integer(label)]
     if fractional:
         raise EvalError("relevance label is not an integer", where=f"document {fractional[0]}",
@@ -224,9 +227,9 @@ def _of_question(inputs: Inputs) -> dict[str, float | None]:
     """The graded measures of the ranked list the target returned, in its order (each miss a hole of its own)."""
     scale = inputs.graded or GradedScale(0, 4)
     ranked = inputs.ranked
-    documents: list[int | str] = list(ranked) if None not in ranked else [  # type: ignore[arg-type]  # no None
+    documents: Sequence[int | str] = ranked if None not in ranked else [  # type: ignore[assignment]  # no None
         pid if pid is not None else f"unmapped {rank}" for rank, pid in enumerate(ranked)]
-    labels: dict[int | str, int] = dict((inputs.relevant or {}).items())
+    labels: Mapping[int | str, int] = inputs.relevant or {}  # type: ignore[assignment]  # ids are ints
     _check(labels, scale.label_min, scale.label_max)
     # The target's order as it is: what `graded_values` gives for scores falling with the rank (a stable sort by
     # score keeps it), without building and sorting the pairs.

@@ -88,6 +88,7 @@ def load_python_measures() -> None:
     MEASURES.update({m.name: replace(m, order=len(BUILT_IN) + order) for order, m in enumerate(own)})
     COMPUTED[:] = [m for m in MEASURES.values() if m.compute is not None]
     RUNS[:] = _runs(COMPUTED)
+    _NEEDED[:] = dict.fromkeys(need for m in COMPUTED for need in m.needs)
     _signature.cache_clear()
 
 
@@ -202,11 +203,13 @@ class _Run(NamedTuple):
     signing, or a measure computed alone: what `score_question` asks once for all of them."""
 
     measures: tuple[Measure, ...]
-    needs: tuple[str, ...]
+    names: tuple[str, ...]
+    needs: frozenset[str]
     together: Callable[[Inputs], Mapping[str, float | None]] | None
     signed: Callable[[Inputs], dict[str, str]] | None
-    signatures: tuple[str, ...]  # with the default settings
-    by_settings: dict[tuple[tuple[str, str], ...], tuple[str, ...]]  # with settings departing from them
+    marked: bool  # some of its measures have a pass mark
+    signatures: dict[str, str]  # by measure, with the default settings
+    by_settings: dict[tuple[tuple[str, str], ...], dict[str, str]]  # with settings departing from them
 
 
 def _runs(computed: Sequence[Measure]) -> list[_Run]:
@@ -219,14 +222,15 @@ def _runs(computed: Sequence[Measure]) -> list[_Run]:
             groups[-1].append(measure)
         else:
             groups.append([measure])
-    return [_Run(tuple(group), group[0].needs, group[0].together, group[0].signed, tuple(m.signature for m in group),
-                 {}) for group in groups]
+    return [_Run(tuple(group), tuple(m.name for m in group), frozenset(group[0].needs), group[0].together,
+                 group[0].signed, any(m.mark is not None for m in group), {m.name: m.signature for m in group}, {})
+            for group in groups]
 
 
 Signing = Callable[[Inputs], dict[str, str]]
 
 
-def _signatures(run: _Run, inputs: Inputs, settings: dict[Signing, tuple[tuple[str, str], ...]]) -> tuple[str, ...]:
+def _signatures(run: _Run, inputs: Inputs, settings: dict[Signing, tuple[tuple[str, str], ...]]) -> dict[str, str]:
     """The signatures of a run's measures with the settings the question's inputs give (each way of signing asked
     once per question: the nine graded measures share the label scale)."""
     if run.signed is None:
@@ -238,11 +242,13 @@ def _signatures(run: _Run, inputs: Inputs, settings: dict[Signing, tuple[tuple[s
     if found is None:
         if len(run.by_settings) >= _KEPT_SETTINGS:
             run.by_settings.clear()
-        found = run.by_settings[used] = tuple(_signature(m.name, used) for m in run.measures)
+        found = run.by_settings[used] = {m.name: _signature(m.name, used) for m in run.measures}
     return found
 
 
 _KEPT_SETTINGS = 64
+# Every input some computed measure needs: each is looked at once per question.
+_NEEDED: list[str] = []
 
 
 def score_question(inputs: Inputs) -> Scores:
@@ -255,14 +261,10 @@ def score_question(inputs: Inputs) -> Scores:
     signatures: dict[str, str] = {}
     results: dict[str, JudgeResult] = {}
     failures: list[str] = []
-    offered: dict[tuple[str, ...], bool] = {}  # measures mostly share their needs: each set is checked once
+    offered = frozenset(filter(inputs.offers, _NEEDED))
     settings: dict[Signing, tuple[tuple[str, str], ...]] = {}
     for run in RUNS:
-        needs = run.needs
-        given = offered.get(needs)
-        if given is None:
-            given = offered[needs] = all(map(inputs.offers, needs))
-        if not given:
+        if not run.needs <= offered:
             continue
         if run.together is None:
             measure = run.measures[0]
@@ -271,20 +273,29 @@ def score_question(inputs: Inputs) -> Scores:
             except python_measures.MeasureFailed as failed:  # that measure on this question, not the question
                 failures.append(python_measures.failure_note(measure.name, str(failed)))
                 continue
-            found: Mapping[str, float | None] = {measure.name: value}
-        else:
-            found = inputs.shared(run.together)
-        signed: tuple[str, ...] | None = None
-        for index, measure in enumerate(run.measures):
-            name = measure.name
-            value = found.get(name)
             if measure.mark is not None:
-                results[name] = measure.result(value, measure.mark(inputs))
+                results[measure.name] = measure.result(value, measure.mark(inputs))
+            if value is not None:
+                values[measure.name] = value
+                signatures[measure.name] = _signatures(run, inputs, settings)[measure.name]
+            continue
+        found = inputs.shared(run.together)
+        if run.marked:
+            for measure in run.measures:
+                if measure.mark is not None:
+                    results[measure.name] = measure.result(found.get(measure.name), measure.mark(inputs))
+        if tuple(found) == run.names and None not in found.values():  # the usual pass: every value, in order
+            values.update(found)  # type: ignore[arg-type]  # no None among them
+            signatures.update(_signatures(run, inputs, settings))
+            continue
+        signed: dict[str, str] | None = None
+        for name in run.names:
+            value = found.get(name)
             if value is not None:
                 values[name] = value
                 if signed is None:
                     signed = _signatures(run, inputs, settings)
-                signatures[name] = signed[index]
+                signatures[name] = signed[name]
     return Scores(values, signatures, results, tuple(failures), answer_checks.check_results(inputs))
 
 
