@@ -5,6 +5,7 @@ wherever no library can be had."""
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import random
@@ -276,3 +277,19 @@ def test_without_a_library_the_numpy_path_reads_the_same(tmp_path: Path, cache: 
     assert expected is not None
     assert columns is not None
     _assert_same(expected, columns)
+
+
+def test_a_callers_signatures_are_declared_though_the_library_was_loaded_first_without_them(cache: Path) -> None:
+    assert compiled.load(SOURCE) is not None  # loaded first by a caller declaring nothing
+    library = compiled.load(SOURCE, {"evalcore_scan": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64])})
+    assert library is not None
+    assert library.evalcore_scan.argtypes == [ctypes.c_void_p, ctypes.c_int64]
+    assert library.evalcore_scan.restype is ctypes.c_int
+
+
+def test_signatures_already_declared_are_kept(cache: Path) -> None:
+    first = [ctypes.c_void_p]
+    assert compiled.load(SOURCE, {"evalcore_scan": (ctypes.c_int, first)}) is not None
+    library = compiled.load(SOURCE, {"evalcore_scan": (ctypes.c_int64, [ctypes.c_int32])})
+    assert library is not None
+    assert library.evalcore_scan.argtypes == first

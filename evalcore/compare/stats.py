@@ -114,12 +114,9 @@ def block_rows(n: int, resamples: int) -> list[int]:
 
 def _resampler() -> ctypes.CDLL | None:
     """The compiled counting of draws (`resample.c`), its argument types declared (once per process)."""
-    library = compiled.load(Path(__file__).with_name("resample.c"))
-    if library is not None and library.evalcore_count_pcg64.argtypes is None:
-        pointer = ctypes.c_void_p
-        library.evalcore_count_pcg64.argtypes = [pointer, ctypes.c_uint64, ctypes.c_uint64, pointer, ctypes.c_int64]
-        library.evalcore_count_pcg64.restype = None
-    return library
+    pointer = ctypes.c_void_p
+    return compiled.load(Path(__file__).with_name("resample.c"), {
+        "evalcore_count_pcg64": (None, [pointer, ctypes.c_uint64, ctypes.c_uint64, pointer, ctypes.c_int64])})
 
 
 WORD_MASK = (1 << 64) - 1

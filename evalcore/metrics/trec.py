@@ -247,16 +247,11 @@ _TWICE_ROW, _TWICE_FIRST, _REPEATS, _SCATTERED = range(4)  # trec_label.c's repo
 
 def _label_library() -> ctypes.CDLL | None:
     """The compiled labelling pass, its argument types declared (once per process)."""
-    library = compiled.load(Path(__file__).with_name("trec_label.c"))
-    if library is not None and library.evalcore_label.argtypes is None:
-        library.evalcore_label.argtypes = [_INT64, *[_POINTER] * 5, _INT64, *[_POINTER] * 6, _INT32, _INT32,
-                                           _POINTER, _INT64, _POINTER]
-        library.evalcore_label.restype = ctypes.c_int
-        library.evalcore_rank_order.argtypes = [_INT64, _POINTER, _POINTER, _INT32, _POINTER]
-        library.evalcore_rank_order.restype = ctypes.c_int
-        library.evalcore_codes.argtypes = [_INT64, *[_POINTER] * 3, _INT64, *[_POINTER] * 5]
-        library.evalcore_codes.restype = ctypes.c_int64
-    return library
+    return compiled.load(Path(__file__).with_name("trec_label.c"), {
+        "evalcore_label": (ctypes.c_int, [_INT64, *[_POINTER] * 5, _INT64, *[_POINTER] * 6, _INT32, _INT32,
+                                          _POINTER, _INT64, _POINTER]),
+        "evalcore_rank_order": (ctypes.c_int, [_INT64, _POINTER, _POINTER, _INT32, _POINTER]),
+        "evalcore_codes": (ctypes.c_int64, [_INT64, *[_POINTER] * 3, _INT64, *[_POINTER] * 5])})
 
 
 def _span_pointers(spans: Spans | None) -> list[int | None]:

@@ -468,12 +468,9 @@ _DONE, _FULL = 0, 2  # the C scan's answers (1: not a well-formed file)
 
 def _library() -> ctypes.CDLL | None:
     """The compiled scan, its argument types declared (once per process)."""
-    library = compiled.load(Path(__file__).with_suffix(".c"))
-    if library is not None and library.evalcore_scan.argtypes is None:
-        library.evalcore_scan.argtypes = [_POINTER, _INT64, _INT32, _INT32, _INT32, _INT32, _INT32, _INT64,
-                                          *[_POINTER] * 8]
-        library.evalcore_scan.restype = ctypes.c_int
-    return library
+    return compiled.load(Path(__file__).with_suffix(".c"), {
+        "evalcore_scan": (ctypes.c_int, [_POINTER, _INT64, _INT32, _INT32, _INT32, _INT32, _INT32, _INT64,
+                                         *[_POINTER] * 8])})
 
 
 class _Output:

@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -55,14 +56,25 @@ def enabled() -> bool:
     return os.environ.get("EVALCORE_COMPILED", "1").strip() != "0" and sys.byteorder == "little"
 
 
-def load(source: Path) -> ctypes.CDLL | None:
-    """The library of this C source: the one installed with the package, else one built here (once), else None."""
+Signatures = dict[str, tuple[Any, list[Any]]]  # a library's functions: name -> (return type, argument types)
+
+
+def load(source: Path, signatures: Signatures | None = None) -> ctypes.CDLL | None:
+    """The library of this C source: the one installed with the package, else one built here (once), else None;
+    the functions named in `signatures` declared with their return and argument types (once: whoever loads it first,
+    a later caller's signatures are declared then)."""
     if not enabled():
         return None
     with _lock:
         if source.name not in _loaded:
             _loaded[source.name] = _prebuilt(source) or _build(source)
-        return _loaded[source.name]
+        library = _loaded[source.name]
+        if library is not None:
+            for name, (returns, arguments) in (signatures or {}).items():
+                function = getattr(library, name)
+                if function.argtypes is None:
+                    function.restype, function.argtypes = returns, arguments
+        return library
 
 
 def prebuilt_name(source: Path) -> str:

@@ -134,14 +134,11 @@ class SentenceTable:
 
 def extract_library() -> ctypes.CDLL | None:
     """The compiled choice of sentences, its argument types declared (once per process); None where Python chooses."""
-    library = compiled.load(EXTRACT)
-    if library is not None and library.evalcore_extract.argtypes is None:
-        pointer, integer = ctypes.c_void_p, ctypes.c_int64
-        library.evalcore_extract.restype = integer
-        library.evalcore_extract.argtypes = [ctypes.POINTER(integer), integer, pointer, pointer, pointer, pointer,
-                                             ctypes.POINTER(ctypes.c_int32), integer, integer, integer,
-                                             ctypes.POINTER(integer), ctypes.POINTER(integer)]
-    return library
+    pointer, integer = ctypes.c_void_p, ctypes.c_int64
+    return compiled.load(EXTRACT, {
+        "evalcore_extract": (integer, [ctypes.POINTER(integer), integer, pointer, pointer, pointer, pointer,
+                                       ctypes.POINTER(ctypes.c_int32), integer, integer, integer,
+                                       ctypes.POINTER(integer), ctypes.POINTER(integer)])})
 
 
 class TableBuilder:
