@@ -678,7 +678,35 @@ def answers(store: Store) -> None:
 
 
 def migrate(conn: sqlite3.Connection, path: Path) -> None:
-    """Apply every migration newer than the database's user_version, each in its own transaction."""
+    """Apply every migration newer than the database's user_version, each in its own transaction.
+
+    The version is read inside each transaction (BEGIN IMMEDIATE holds the database's write lock): processes opening
+    a new database at once (a worker and two API servers started together) migrate it one after the other, each
+    applying only what the others have not. An up-to-date database is opened without taking the lock.
+    """
+    if _pending_migration(conn, path) is None:
+        return
+    while True:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            number = _pending_migration(conn, path)
+            if number is None:
+                conn.execute("COMMIT")
+                return
+            for statement in split_script(MIGRATIONS[number]):
+                conn.execute(statement)
+            if (step := migration_step(MIGRATIONS[number])) is not None:
+                step(conn)
+            conn.execute(f"PRAGMA user_version = {number + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+
+def _pending_migration(conn: sqlite3.Connection, path: Path) -> int | None:
+    """The number of the next migration to apply (None: the database is up to date); refuses a newer database."""
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > len(MIGRATIONS):
         raise EvalError(
@@ -688,14 +716,7 @@ def migrate(conn: sqlite3.Connection, path: Path) -> None:
             expected=f"at most {len(MIGRATIONS)}",
             fix="upgrade evalcore or use another --db",
         )
-    for number in range(version, len(MIGRATIONS)):
-        conn.execute("BEGIN IMMEDIATE")
-        for statement in split_script(MIGRATIONS[number]):
-            conn.execute(statement)
-        if (step := migration_step(MIGRATIONS[number])) is not None:
-            step(conn)
-        conn.execute(f"PRAGMA user_version = {number + 1}")
-        conn.execute("COMMIT")
+    return version if version < len(MIGRATIONS) else None
 
 
 def split_script(script: str) -> list[str]:
