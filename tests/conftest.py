@@ -51,6 +51,17 @@ def _scan_components_once() -> None:
 
 _scan_components_once()
 
+# Streamlit runs a page as the module __main__ and leaves it there (AppTest too): a test process that then starts
+# processes by spawning (dask's LocalCluster, multiprocessing) had each child run the dashboard's script first, which
+# opened the checkout's own store (two at once failed). The test process's own __main__ is put back after each test.
+_MAIN_MODULE = sys.modules["__main__"]
+
+
+@pytest.fixture(autouse=True)
+def _own_main_module() -> Iterator[None]:
+    yield
+    sys.modules["__main__"] = _MAIN_MODULE
+
 TINY = {
     "queries": {"id": [1, 2, 3],
                 "text": ["What is the refund window?", "Quel est le délai ?", "路由器的默认地址是什么？"]},
