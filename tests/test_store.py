@@ -260,28 +260,33 @@ def test_a_version_one_database_is_migrated_on_open(tmp_path: Path) -> None:
 def test_stores_opening_a_new_sqlite_file_together_migrate_it_once(tmp_path: Path) -> None:
     """Each opener reads the schema's version under the write lock: none applies a migration another applied."""
     for attempt in range(5):
-        path = tmp_path / f"new-{attempt}.db"
-        together = threading.Barrier(6)
-        opened: list[Store] = []
-        failures: list[BaseException] = []
-
-        def open_it() -> None:
-            together.wait()
-            try:
-                opened.append(Store(path))
-            except BaseException as error:  # noqa: BLE001 - collected for the assertion
-                failures.append(error)
-
-        openers = [threading.Thread(target=open_it) for _ in range(6)]
-        for thread in openers:
-            thread.start()
-        for thread in openers:
-            thread.join()
+        opened, failures = _open_together(tmp_path / f"new-{attempt}.db", 6)
         assert failures == []
         assert len(opened) == 6
         assert opened[0].read("PRAGMA user_version")[0][0] == len(MIGRATIONS)
         for store in opened:
             store.close()
+
+
+def _open_together(path: Path, count: int) -> tuple[list[Store], list[BaseException]]:
+    """`count` stores opened on `path` by as many threads released at the same moment."""
+    together = threading.Barrier(count)
+    opened: list[Store] = []
+    failures: list[BaseException] = []
+
+    def open_it() -> None:
+        together.wait()
+        try:
+            opened.append(Store(path))
+        except BaseException as error:  # noqa: BLE001 - collected for the assertion
+            failures.append(error)
+
+    openers = [threading.Thread(target=open_it) for _ in range(count)]
+    for thread in openers:
+        thread.start()
+    for thread in openers:
+        thread.join()
+    return opened, failures
 
 
 def test_sqlite_placeholders_become_psycopg_ones_outside_quoted_text() -> None:
