@@ -116,6 +116,7 @@ def test_the_command_runs_a_campaign_on_the_shipped_sample_with_the_shipped_loop
                         CC="/bin/false", EVALCORE_COMPILED_CACHE=str(cache))
     assert "91 questions" in ran.stdout + ran.stderr
     assert "campaign 'installed'" in ran.stdout
+    assert "next: evalcore campaigns show " in ran.stdout  # the command as it was installed, not `python -m`
     assert (installed.work / ".evalcore" / "evalcore.db").is_file()  # the store of the folder it ran in
     # The libraries built with the package load (nothing is compiled: there is no compiler), with numpy's values;
     # a wheel built without a compiler has none, and the numpy path runs.

@@ -58,11 +58,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def program() -> str:
+    """How this process was started, as the commands its messages suggest are spelled: `evalcore` when run as the
+    installed command, `python -m evalcore` otherwise (a checkout)."""
+    return "evalcore" if Path(sys.argv[0]).stem == "evalcore" else "python -m evalcore"
+
+
 def top_parser() -> tuple[argparse.ArgumentParser, Any]:
     """The program's parser and its (still empty) commands (argparse's _SubParsersAction, private in typeshed)."""
-    # `evalcore` when run as the installed command, `python -m evalcore` otherwise.
-    prog = "evalcore" if Path(sys.argv[0]).stem == "evalcore" else "python -m evalcore"
-    parser = argparse.ArgumentParser(prog=prog, description="RAG evaluation workbench")
+    parser = argparse.ArgumentParser(prog=program(), description="RAG evaluation workbench")
     return parser, parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
 

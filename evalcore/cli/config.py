@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from evalcore.access.api_keys import check_tenant
-from evalcore.cli import SUMMARIES
+from evalcore.cli import SUMMARIES, program
 from evalcore.cli._common import Commands, add_db_option, store_of
 from evalcore.targets import TargetConfig, build_target
 from evalcore.targets.saved_targets import list_targets, save_target
@@ -89,7 +89,7 @@ def _list(args: argparse.Namespace) -> int:
         print(f"{target.id}  {target.tenant:10} {config.get('kind', 'rag'):12} {config.get('retriever', ''):8} "
               f"{config.get('generator', ''):10} {target.name}")
     if not targets:
-        print("no saved configuration: `python -m evalcore config save FILE.toml`", file=sys.stderr)
+        print(f"no saved configuration: `{program()} config save FILE.toml`", file=sys.stderr)
     return 0
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Self
 
-from evalcore.cli import SUMMARIES
+from evalcore.cli import SUMMARIES, program
 from evalcore.cli._common import positive_int
 
 
@@ -53,7 +53,7 @@ def _import(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
     else:
         print("\n".join(report.lines()))
-        print(f"next: python -m evalcore dataset stats {out}")
+        print(f"next: {program()} dataset stats {out}")
     return 0
 
 

@@ -28,7 +28,7 @@ from evalcore.campaigns import (
 )
 from evalcore.campaigns.launching import LaunchRequest, sweep_requests
 from evalcore.campaigns.pace import duration_text
-from evalcore.cli import SUMMARIES, _common, _gates
+from evalcore.cli import SUMMARIES, _common, _gates, program
 from evalcore.cli._common import JUDGE_FLAGS, Commands, add_db_option, add_judge_model_flags, add_sweep_columns
 from evalcore.compare.pairing import previous
 from evalcore.costs import cost_line
@@ -316,13 +316,13 @@ def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
                     show_progress(bar, campaign.progress(), campaign.failed)
     except KeyboardInterrupt:
         manager.cancel(campaign_id)
-        print(f"cancelling; resume with `python -m evalcore campaigns resume {campaign_id}`", file=sys.stderr)
+        print(f"cancelling; resume with `{program()} campaigns resume {campaign_id}`", file=sys.stderr)
     # Cancelled, or ended under another owner before this process's runner noticed that it lost the campaign: the
     # runner stops (within a heartbeat), and then lost() tells.
     campaign = manager.wait(campaign_id)
     if manager.lost(campaign_id):
         print(f"this process lost campaign {campaign_id}: another process took it over (or it was deleted), and "
-              "its results are that process's (`python -m evalcore campaigns show ID` shows them)", file=sys.stderr)
+              f"its results are that process's (`{program()} campaigns show ID` shows them)", file=sys.stderr)
         return LOST_EXIT
     report = Report.of(manager.store, campaign)
     print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False) if as_json else format_report(report))
@@ -340,8 +340,8 @@ def next_lines(store: Store, campaign: Campaign) -> list[str]:
         earlier = [c for c in list_campaigns(store, campaign.tenant)
                    if c.id != campaign.id and c.finished and c.created_at < campaign.created_at]
         baseline = previous(campaign, earlier)
-    command = f"python -m evalcore compare {handle(store, baseline)} {handle(store, campaign)}" if baseline \
-        else f"python -m evalcore campaigns show {campaign.id}"
+    command = f"{program()} compare {handle(store, baseline)} {handle(store, campaign)}" if baseline \
+        else f"{program()} campaigns show {campaign.id}"
     if store.location != db_location():  # a store named by --db: the next command names it too (no URL's password)
         command += f" --db {shlex.quote(redact(store.location))}"
     return ["", f"campaign {campaign.name!r} ({campaign.id})", f"next: {command}"]

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from evalcore.campaigns.listing import suite_rows
-from evalcore.cli import SUMMARIES
+from evalcore.cli import SUMMARIES, program
 from evalcore.cli._common import Commands, add_db_option, store_of
 from evalcore.errors import EvalError
 from evalcore.language.text import counted
@@ -100,7 +100,7 @@ def list_command(args: argparse.Namespace) -> int:
     """One line per suite: name, dataset, cases, target, updated, its last campaign, id."""
     rows = suite_rows(store_of(args), tenant=args.tenant)
     if not rows:
-        print("no suite yet: import one with `python -m evalcore suites import FILE.csv --name N --target ID`")
+        print(f"no suite yet: import one with `{program()} suites import FILE.csv --name N --target ID`")
         return 0
     width = max(len(f"{r.suite.tenant}/{r.suite.name}") for r in rows)
     print(f"{'name':<{width}}  {'dataset':<12}  {'cases':>5}  {'target':<20}  {'updated':<16}  {'last campaign':<24}  "

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from evalcore.cli import SUMMARIES
+from evalcore.cli import SUMMARIES, program
 from evalcore.cli._common import (
     Commands,
     add_db_option,
@@ -103,7 +103,7 @@ def _generate(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
     else:
         print("\n".join([f"test set written to {out}", *report.lines(),
-                         (f"next: review it (dashboard: Datasets; or python -m evalcore testset review {out} QID "
+                         (f"next: review it (dashboard: Datasets; or {program()} testset review {out} QID "
                           "accept|edit|reject), then run a campaign on it")]))
     return 0
 
