@@ -174,6 +174,38 @@ def test_a_job_whose_worker_stopped_is_resumed_elsewhere_asking_only_the_rest(st
     assert done == 2  # none asked twice
 
 
+def test_a_closing_worker_hands_back_a_job_stuck_in_a_call_and_another_finishes_it(store: Store) -> None:
+    kind = Pieces("count-stuck")
+    job_id = submit(store, kind.name, {"n": 3}, tenant="acme")
+    call_returns = threading.Event()  # a model call that ignores the stop: the piece's own wait, not the gate's
+
+    def stuck(context: JobContext) -> dict[str, Any]:
+        if not context.kept():
+            context.keep(0, 0, 3)
+            call_returns.wait(60)
+        return kind.run(context)
+
+    register(JobKind("count-stuck", stuck))
+    first = JobWorkers(store, slots=1, tenant_cap=1, poll_s=0.05)
+    first.start()
+    wait_until(lambda: get_job(store, job_id).done == 1)
+    started = time.monotonic()
+    first.close(grace_s=0.3)
+    closing_s = time.monotonic() - started
+    job = get_job(store, job_id)
+    assert job.status == JobStatus.QUEUED
+    assert closing_s < 10  # not the call's 60 s
+    second = JobWorkers(store, slots=1, tenant_cap=1, poll_s=0.05)
+    second.start()
+    try:
+        wait_until(lambda: not get_job(store, job_id).active)
+        assert get_job(store, job_id).result == {"sum": 30}
+        assert sorted(position for _, position in kind.ran) == [1, 2]  # the piece kept before is not asked again
+    finally:
+        call_returns.set()  # the first thread's call returns: what it finishes is not written
+        second.close()
+
+
 def test_a_running_job_whose_lease_ran_out_goes_back_to_the_queue(store: Store) -> None:
     job_id = submit(store, "count-lapsed", {"n": 1}, tenant="acme")
     store.write(lambda conn: conn.execute("UPDATE jobs SET status = 'running', owner_token = 'gone', heartbeat = ? "

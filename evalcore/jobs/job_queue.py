@@ -45,6 +45,9 @@ log = logging.getLogger("evalcore.jobs.job_queue")
 DEFAULT_PER_SERVER = 2
 DEFAULT_PER_TENANT = 2
 POLL_S = 1.0
+# How long a closing process waits for its jobs to stop at their next step before handing back those still busy (in
+# a slow model call that cannot be interrupted) as they are: a SIGTERM ends the process in seconds, not after a call.
+CLOSE_GRACE_S = 5.0
 
 
 class JobStatus(StrEnum):
@@ -246,6 +249,7 @@ class JobRun:
         self.stop = threading.Event()
         self.ended = threading.Event()
         self.released = False  # given up by this process (closing, or the store away): back to the queue
+        self.handed_back = False  # put back in the queue while its thread was still busy: what it ends with is dropped
         self.thread = threading.Thread(target=self._run, name=f"job-{job.id}", daemon=True)
         self._beats = threading.Thread(target=self._beat_loop, name=f"job-heartbeat-{job.id}", daemon=True)
 
@@ -264,12 +268,25 @@ class JobRun:
         self.released = True
         self.stop.set()
 
+    def hand_back(self) -> None:
+        """Put the job back in the queue now, while its thread is still busy (a call that cannot be interrupted):
+        another worker resumes it from what it kept; whatever this thread finishes later is not written (the job is
+        no longer held by its owner token). Its heartbeat stops."""
+        self.handed_back = True
+        self.ended.set()
+        try:
+            self.store.write(lambda conn: job_rows.end_job(conn, self.job.id, self.token, JobStatus.QUEUED.value,
+                                                           None, None, None))
+        except (StoreUnavailable, EvalError):
+            log.warning("job %s not handed back: the store cannot be written (its lease runs out)", self.job.id)
+
     def _run(self) -> None:
         try:
             status, error, result = self._outcome()
             if self.released and status == JobStatus.CANCELLED:
                 status = JobStatus.QUEUED
-            self._end(status, error, result)
+            if not self.handed_back:
+                self._end(status, error, result)
         except StoreUnavailable:
             log.warning("job %s given up: the store cannot be reached (its lease runs out)", self.job.id)
         except Exception:
@@ -343,16 +360,21 @@ class JobWorkers:
         """How many jobs run here now."""
         return sum(not run.ended.is_set() for run in list(self.runs.values()))
 
-    def close(self) -> None:
-        """Claim no more; the jobs running here go back to the queue (to be resumed), once they stopped."""
+    def close(self, grace_s: float = CLOSE_GRACE_S) -> None:
+        """Claim no more; the jobs running here go back to the queue (to be resumed): each stops at its next step,
+        and one still busy after `grace_s` is handed back as it is (its daemon thread ends with the process)."""
         self._stop.set()
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join()
-        for run in list(self.runs.values()):
+        runs = list(self.runs.values())
+        for run in runs:
             run.release()
-        for run in list(self.runs.values()):
-            run.thread.join()
+        deadline = time.monotonic() + grace_s
+        for run in runs:
+            run.thread.join(max(0.0, deadline - time.monotonic()))
+            if run.thread.is_alive():
+                run.hand_back()
 
     def _loop(self) -> None:
         while not self._stop.is_set():
