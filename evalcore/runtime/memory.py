@@ -17,6 +17,9 @@ import ctypes
 import ctypes.util
 import gc
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from evalcore.runtime.lazy import once
 
@@ -62,3 +65,51 @@ def rss_bytes() -> int:
     import os
 
     return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+# While a campaign runs, the cycle collector's youngest generation is collected after this many allocations (more
+# than freed) instead of CPython's 700. A question allocates thousands of short-lived tuples, lists and dicts, nearly
+# all freed by their reference counts: collected every 700, the same live ones (a question's tokens, hits, scores)
+# were walked again and again, 7% of a bm25 + extractive campaign's CPU (0.9 s over 2,000 questions, against 0.25 s
+# at this threshold). The cyclic garbage it leaves a little longer is a few thousand objects at most.
+CAMPAIGN_YOUNG = 20_000
+
+
+class _CampaignCollection:
+    """The youngest generation's threshold raised while campaigns run: the first to start raises it, the last to end
+    puts back what it was (several campaigns of a server overlap: one cannot restore it under another)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running = 0
+        self._saved: tuple[int, int, int] | None = None
+
+    def enter(self) -> None:
+        with self._lock:
+            self._running += 1
+            if self._running == 1:
+                thresholds = gc.get_threshold()
+                if thresholds[0] < CAMPAIGN_YOUNG:
+                    self._saved = thresholds
+                    gc.set_threshold(CAMPAIGN_YOUNG, *thresholds[1:])
+
+    def exit(self) -> None:
+        with self._lock:
+            self._running -= 1
+            if self._running == 0 and self._saved is not None:
+                if gc.get_threshold()[0] == CAMPAIGN_YOUNG:  # unless someone else changed it meanwhile
+                    gc.set_threshold(*self._saved)
+                self._saved = None
+
+
+_CAMPAIGNS = _CampaignCollection()
+
+
+@contextmanager
+def campaign_collection() -> Iterator[None]:
+    """Collect cyclic garbage less often while the campaign runs (`CAMPAIGN_YOUNG`)."""
+    _CAMPAIGNS.enter()
+    try:
+        yield
+    finally:
+        _CAMPAIGNS.exit()
