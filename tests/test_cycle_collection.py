@@ -163,8 +163,9 @@ def test_a_collector_turned_off_elsewhere_stays_off_after_a_read():
 
 def test_a_pause_ends_after_its_limit_even_when_reads_keep_overlapping(monkeypatch):
     from evalcore.campaigns import result_rows
+    from evalcore.runtime import memory
 
-    monkeypatch.setattr(result_rows._CollectorPause, "MAX_PAUSE_S", 0.0)
+    monkeypatch.setattr(memory.CollectorPause, "MAX_PAUSE_S", 0.0)
     with result_rows.no_cycle_collection():
         assert not gc.isenabled()   # the first read pauses it
         with result_rows.no_cycle_collection():
@@ -173,3 +174,23 @@ def test_a_pause_ends_after_its_limit_even_when_reads_keep_overlapping(monkeypat
     assert gc.isenabled()
     with result_rows.no_cycle_collection():
         assert not gc.isenabled()   # with no read left, the next one pauses it anew
+
+
+def test_a_dataset_s_passages_and_questions_are_made_without_the_collector(tmp_path, monkeypatch):
+    from evalcore.datasets import loader
+    from tests.test_campaigns import many_questions
+
+    folder = many_questions(tmp_path / "data", 300)
+    made = loader._assemble
+    within = []
+
+    def assemble(*args, **kwargs):
+        within.append(gc.isenabled())
+        return made(*args, **kwargs)
+
+    monkeypatch.setattr(loader, "_assemble", assemble)
+    assert gc.isenabled()
+    dataset = loader.load_dataset(folder)
+    assert len(dataset.questions) == 300
+    assert within == [False]   # paused while they are made
+    assert gc.isenabled()   # and back on after

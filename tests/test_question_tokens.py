@@ -182,3 +182,48 @@ def test_the_tokenizer_key_names_the_jieba_that_cuts_chinese(monkeypatch: pytest
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(__import__("sys").modules, "jieba", raising=False)
     assert text_module.tokenizer_key.__wrapped__() == "default-jieba9.9.9"  # type: ignore[attr-defined]
+
+
+def test_a_campaign_on_enough_of_a_large_dataset_keeps_a_table_of_its_own_questions(
+        tiny_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fewer than half the questions, from OWN_TABLE_FROM on: a table of the campaign's own texts, named by them, built
+    by the first campaign on them and read by the next."""
+    from evalcore.campaigns import answering
+
+    monkeypatch.setenv("EVALCORE_INDEX_DIR", str(tmp_path / "indexes"))
+    monkeypatch.setattr(answering, "OWN_TABLE_FROM", 1)
+    dataset = load_dataset(tiny_dataset)
+    manager = get_manager(str(tmp_path / "store.db"))
+    asked = dataset.questions[:1]
+    key = answering.own_texts_key(dataset.content_hash, asked)
+
+    def run() -> list[Path]:
+        clear_memo()
+        use_no_known_tokens()
+        campaign_id = manager.launch(LaunchRequest(dataset=str(tiny_dataset), target=FakeTarget(), concurrency=1,
+                                                   limit=1))
+        assert manager.wait(campaign_id, timeout=30).status == "succeeded"
+        return list((tmp_path / "indexes").glob(f"tokens-*/{FILE}"))
+
+    try:
+        first = run()
+        assert [path.parent.name.split("-")[2] for path in first] == [key[:24]]  # not the whole dataset's
+        built = first[0].stat().st_mtime_ns
+        assert run() == first
+        assert first[0].stat().st_mtime_ns == built  # read back, not built again
+    finally:
+        manager.close()
+    table = text_module._known[0]
+    for text in (asked[0].text, *asked[0].references):
+        assert table.get(text) == tuple(tokens(text))
+    assert table.get(dataset.questions[1].text) is None  # a question not asked is not in it
+
+
+def test_the_own_questions_table_is_named_by_their_texts(tiny_dataset: Path) -> None:
+    from evalcore.campaigns.answering import own_texts_key
+
+    dataset = load_dataset(tiny_dataset)
+    first, second = dataset.questions[:1], dataset.questions[1:2]
+    assert own_texts_key(dataset.content_hash, first) == own_texts_key(dataset.content_hash, first)
+    assert own_texts_key(dataset.content_hash, first) != own_texts_key(dataset.content_hash, second)
+    assert own_texts_key(dataset.content_hash, first) != own_texts_key("another content", first)

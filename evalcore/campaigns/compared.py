@@ -24,7 +24,6 @@ from evalcore.campaigns.result_rows import (
     answers_holder,
     decode_ranked,
     measures_column,
-    no_cycle_collection,
     read_results,
 )
 from evalcore.datasets.relevance import is_relevant
@@ -33,6 +32,7 @@ from evalcore.judges import JudgeResult, Verdict
 from evalcore.judges.verdict import StoredVerdicts
 from evalcore.metrics import MEASURES, sources_found
 from evalcore.runtime.lazy import once
+from evalcore.runtime.memory import no_cycle_collection
 from evalcore.store import KEYS_HEAD, Store, read_titles
 from evalcore.store.packing import RANKED, sections
 from evalcore.store.packing import ranked_keys as packed_keys

@@ -15,19 +15,17 @@ its rows takes them from the judged campaign's row at the same position.
 from __future__ import annotations
 
 import base64
-import gc
 import json
 import sys
-import threading
 import time
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
 
 from evalcore.campaigns.records import Outcome, Question, QuestionResult, retrieved_to_json, sources_of
 from evalcore.metrics.graded import current_name, stored_column, stored_values
+from evalcore.runtime.memory import no_cycle_collection
 from evalcore.store import (
     DICTIONARY_FROM,
     KEYS_HEAD,
@@ -524,71 +522,6 @@ def decoded_rows(rows: list[Row | dict[str, Any]], passages: Mapping[int, Retrie
         for row, value in zip(decoded, values, strict=True):
             row[column] = value
     return decoded
-
-
-class _CollectorPause:
-    """The cycle collector paused while reads run, in a process of many threads (a server).
-
-    The collector is one switch for the whole process, so each read cannot save and restore it on its own: two
-    overlapping reads would turn it back on under the other, and a thread's saved "off" could outlive the pause.
-    Reads are counted instead: the first to start pauses the collector, the last to end resumes it (only if it was
-    on: a collector someone else turned off stays off). Other threads' cyclic garbage waits while the collector is
-    paused, so a pause ends after MAX_PAUSE_S even when reads keep overlapping: the collector then runs until no
-    read is left, and the next read starts a new pause.
-    """
-
-    MAX_PAUSE_S = 10.0
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._readers = 0
-        self._paused = False  # whether this pause turned the collector off (and must turn it on)
-        self._since = 0.0
-
-    def enter(self) -> None:
-        with self._lock:
-            self._readers += 1
-            if self._readers == 1 and gc.isenabled():
-                gc.disable()
-                self._paused, self._since = True, time.monotonic()
-            else:
-                self._end_if_long()
-
-    def exit(self) -> None:
-        with self._lock:
-            self._readers -= 1
-            if self._readers == 0:
-                self._end()
-            else:
-                self._end_if_long()
-
-    def _end_if_long(self) -> None:
-        if self._paused and time.monotonic() - self._since > self.MAX_PAUSE_S:
-            self._end()
-
-    def _end(self) -> None:
-        if self._paused:
-            gc.enable()
-            self._paused = False
-
-
-_PAUSE = _CollectorPause()
-
-
-@contextmanager
-def no_cycle_collection() -> Iterator[None]:
-    """Pause the cycle collector while building many objects that hold no cycles (records, tuples, dicts).
-
-    At 10,000 questions a read builds about a million objects; the collector would walk them again and again for
-    nothing: with a heap of a million objects besides (a server's), a read took 2.2 s of CPU paused against 2.6 s with
-    the collector running (bench/read_gc.py, medians of 12 reads). Safe with many threads reading at once
-    (`_CollectorPause`).
-    """
-    _PAUSE.enter()
-    try:
-        yield
-    finally:
-        _PAUSE.exit()
 
 
 def outcome_from_row(row: Row | dict[str, Any], passages: Mapping[int, Retrieved],

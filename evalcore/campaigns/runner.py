@@ -19,7 +19,7 @@ from evalcore.campaigns.records import Outcome, Question
 from evalcore.campaigns.result_rows import NotOwner, ResultWriter
 from evalcore.campaigns.turn_order import Conversations, stored_answers, talking
 from evalcore.errors import EvalError
-from evalcore.runtime.memory import give_back
+from evalcore.runtime.memory import campaign_collection, give_back
 from evalcore.store import HEARTBEAT_S, Connection, Store, StoreUnavailable, campaign_rows, lease_s
 from evalcore.store.campaign_statuses import CampaignStatus
 
@@ -107,7 +107,8 @@ class Runner:
     def run(self) -> None:
         """Set up the target, run every question, record how the campaign ended; then release what it held."""
         try:
-            self._record()
+            with campaign_collection():
+                self._record()
         finally:
             if self.ended is not None:
                 self.ended(self)

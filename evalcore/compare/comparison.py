@@ -25,7 +25,6 @@ from evalcore.campaigns.compared import (
     read_compared,
     row_values,
 )
-from evalcore.campaigns.result_rows import no_cycle_collection
 from evalcore.compare import power, statistics_process, stats
 from evalcore.compare.costs import cost_delta
 from evalcore.compare.deltas import (
@@ -45,6 +44,7 @@ from evalcore.errors import EvalError
 from evalcore.language.text import counted
 from evalcore.metrics import judged_by, tolerance_of, verdict_basis
 from evalcore.metrics.registry import SIDES, family
+from evalcore.runtime.memory import no_cycle_collection
 from evalcore.store import Store
 from evalcore.targets.target_config import under_test
 

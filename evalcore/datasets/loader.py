@@ -18,6 +18,7 @@ from evalcore.datasets.conversation_checks import TurnOf, conversation_id, turn_
 from evalcore.datasets.names import DEFAULT_DATASET
 from evalcore.datasets.relevance import relevant_ids
 from evalcore.errors import EvalError
+from evalcore.runtime.memory import no_cycle_collection
 
 # A checkout keeps its datasets in its dataset/ folder, the sample in dataset/samples. An installed package carries
 # the sample inside it (setup.py copies it there) and finds other datasets in dataset/ under the working folder.
@@ -325,7 +326,10 @@ def _check_references(columns: dict[str, dict[str, list[Any]]], tables: dict[str
     if problems.lines or labels is None or titles is None or files is None or checks is None:
         return None
     columns["queries"]["checks"] = checks
-    return _assemble(columns, labels, titles, files)
+    # A dataset's tens of thousands of passages and questions hold no cycle: the collector walking them again and
+    # again as they are made was 0.13 s of a CLI run's CPU on 20,000 passages and 10,000 questions.
+    with no_cycle_collection():
+        return _assemble(columns, labels, titles, files)
 
 
 def _answerable(queries: pa.Table | None, problems: _Problems) -> list[bool | None]:
