@@ -79,3 +79,10 @@ class LocalLlama(llama_cpp.Llama):
                 or any(kwargs.get(name, value) != value for name, value in NEUTRAL.items())):
             return super()._init_sampler(*args, **kwargs)
         return GrammarFirstGreedy(self._model, grammar, self._n_vocab)
+
+    def close(self) -> None:
+        """Free the last reply's grammar with the model (not later, when the interpreter is shutting down)."""
+        sampler, self._sampler = self._sampler, None
+        if isinstance(sampler, GrammarFirstGreedy):
+            sampler.close()
+        super().close()
