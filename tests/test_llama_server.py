@@ -20,7 +20,7 @@ from evalcore.testing.llama_server import MODEL, LlamaServer, missing
 REASON = missing()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=f"needs llama-cpp-python's server: {REASON}")
 JUDGES = ("score", "groundedness_pro")
-# Two questions, two passages each in the judges' prompts: every behaviour checked here (the refusal found once, each
+# Two questions, one passage each in the judges' prompts: every behaviour checked here (the refusal found once, each
 # judge's verdicts read or counted, tokens against usage) shows on the first question; the second one's calls are
 # the first asked with the switch remembered. Each reply of a 135M model on shared cores costs seconds.
 QUESTIONS = 2
@@ -45,7 +45,7 @@ def test_a_judged_campaign_on_llama_cpp_pythons_server_reads_or_counts_every_ver
     try:
         config = TargetConfig.from_dict({"retriever": "bm25", "judge_model": MODEL, "judge_base_url": server.base_url,
                                          "judge_api_key_env": "", "retries": 1, "retry_backoff": 0.01,
-                                         "timeout": 600.0, "context_top_k": 2})
+                                         "timeout": 600.0, "context_top_k": 1})
         campaign_id = manager.launch(LaunchRequest(dataset="default", config=config, judges=JUDGES, limit=QUESTIONS,
                                                    concurrency=1, cache=False, time_limit=1800))
         done = manager.wait(campaign_id, timeout=3600)

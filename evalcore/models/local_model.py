@@ -52,12 +52,12 @@ def _load_local() -> tuple[Any, threading.Lock]:
             # processes on two cores. Read once, when the library loads; a value the operator set is kept.
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:
-                import llama_cpp
+                from evalcore.models.local_sampling import LocalLlama
             except ImportError:
                 raise EvalError("llama-cpp-python is not installed", where="generator = \"local\"",
                                 fix=f"install it with `{LOCAL_INSTALL}`") from None
-            llama = llama_cpp.Llama(model_path=str(path), n_ctx=4096, n_threads=max(os.cpu_count() or 1, 1),
-                                    seed=0, verbose=False)
+            llama = LocalLlama(model_path=str(path), n_ctx=4096, n_threads=max(os.cpu_count() or 1, 1), seed=0,
+                               verbose=False)
             _LOCAL_MODELS[str(path)] = (llama, threading.Lock())
             if len(_LOCAL_MODELS) == 1:
                 atexit.register(_close_local_models)
