@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from evalcore.targets.base import Hit, Retrieved
+from evalcore.targets.bm25 import Best
 from evalcore.targets.knowledge import KnowledgeBase, embed_query
 from evalcore.targets.target_config import TargetConfig
 
@@ -89,22 +90,21 @@ def _normalised(raw: np.ndarray, top: float) -> np.ndarray:
 def search(kb: KnowledgeBase, config: TargetConfig, query: str, vector_query: str | None = None) -> list[Hit]:
     """The ranked chunks for a query under the configured retriever (the vector side embeds `vector_query` when
     given)."""
+    if config.retrieval.retriever == "bm25":
+        return _bm25_hits(kb, _bm25_best(kb, config, query))
     stages: dict[str, np.ndarray] = {}
     kept: dict[str, np.ndarray] = {}
-    if config.retrieval.retriever in ("bm25", "hybrid"):
+    if config.retrieval.retriever == "hybrid":
         raw = bm25_scores(kb, query)
         top = float(raw.max()) if len(raw) else 0.0
         stages["bm25"] = raw
         kept["bm25"] = _bm25_top(raw, top, config.retrieval.keyword_threshold, config.retrieval.embedding_top_k)
-        if config.retrieval.retriever == "hybrid":  # the weighted fusion reads the normalised scores of many rows
-            stages["bm25_norm"] = _normalised(raw, top)
+        stages["bm25_norm"] = _normalised(raw, top)  # the weighted fusion reads the normalised scores of many rows
     if config.retrieval.retriever in ("vector", "hybrid"):
         model = config.retrieval.embedding_model
         cosine = kb.embeddings[model] @ embed_query(model, vector_query or query)
         stages["vector"] = cosine
         kept["vector"] = top_rows(cosine, cosine >= config.retrieval.vector_threshold, config.retrieval.embedding_top_k)
-    if config.retrieval.retriever == "bm25":
-        return _bm25_hits(kb, raw, top, kept["bm25"])
     if config.retrieval.retriever == "vector":
         rows = kept["vector"]
         at_rows = {"vector": stages["vector"][rows]}
@@ -117,15 +117,29 @@ def search(kb: KnowledgeBase, config: TargetConfig, query: str, vector_query: st
     return _hits(kb, rows, final, at_rows)
 
 
-def _bm25_hits(kb: KnowledgeBase, raw: np.ndarray, top: float, rows: np.ndarray) -> list[Hit]:
-    """The hits of BM25 retrieval alone: its raw and normalised scores, ranked by the normalised one."""
+def _bm25_best(kb: KnowledgeBase, config: TargetConfig, query: str) -> Best:
+    """BM25 retrieval alone: the kept chunks, best first, by the compiled loop (`Bm25Index.best`) where there is one,
+    else from every chunk's scores (`bm25_scores`, `_bm25_top`): the same rows and scores either way."""
+    from evalcore.language.text import tokens_once
+
+    threshold, k = config.retrieval.keyword_threshold, config.retrieval.embedding_top_k
+    best = kb.bm25.best(kb.bm25.term_ids(tokens_once(query)), threshold, k)
+    if best is not None:
+        return best
+    raw = bm25_scores(kb, query)
+    top = float(raw.max()) if len(raw) else 0.0
+    rows = _bm25_top(raw, top, threshold, k)
     values = raw[rows]
     norm = _normalised(values, top)
+    return Best(rows.tolist(), norm.tolist(), _rounded(values), _rounded(norm))
+
+
+def _bm25_hits(kb: KnowledgeBase, best: Best) -> list[Hit]:
+    """The hits of BM25 retrieval alone: its raw and normalised scores, ranked by the normalised one."""
     chunks, make = kb.chunks, tuple.__new__  # as in `_hits`; the stage dict written out is quicker than zipped
     return [make(Hit, (row, make(Retrieved, (chunk.pid, chunk.title, chunk.text, score,
                                              {"bm25": bm25, "bm25_norm": rounded}, "", chunk.file_name))))
-            for row, score, bm25, rounded in zip(rows.tolist(), norm.tolist(), _rounded(values), _rounded(norm),
-                                                 strict=True)
+            for row, score, bm25, rounded in zip(*best, strict=True)
             for chunk in (chunks[row],)]
 
 
