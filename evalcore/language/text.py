@@ -511,14 +511,20 @@ _ENGLISH_WORDS = {"the", "a", "an", "is", "are", "what", "which", "how", "why", 
                   "to", "in", "for", "on", "and", "does", "do", "can"}
 
 
+_CHINESE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_WORD = re.compile(r"\w+")
+_FRENCH_LETTER = re.compile(r"[éèêàçùûôîœ]")
+
+
 def language_once(text: str) -> str:
     """A coarse guess, zh / fr / en (the extractive generator answers in the question's language; not cached: a
     question is seen once)."""
-    if re.search(r"[\u3400-\u4dbf\u4e00-\u9fff]", text):
+    if _CHINESE.search(text):
         return "zh"
-    words = re.findall(r"\w+", text.casefold())
-    french = sum(w in _FRENCH_WORDS for w in words) + 2 * len(re.findall(r"[éèêàçùûôîœ]", text.casefold()))
-    return "fr" if french > sum(w in _ENGLISH_WORDS for w in words) else "en"
+    folded = text.casefold()
+    words = _WORD.findall(folded)
+    french = sum(map(_FRENCH_WORDS.__contains__, words)) + 2 * len(_FRENCH_LETTER.findall(folded))
+    return "fr" if french > sum(map(_ENGLISH_WORDS.__contains__, words)) else "en"
 
 
 def is_han(text: str) -> bool:

@@ -35,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,22 @@ def load(source: Path, signatures: Signatures | None = None) -> ctypes.CDLL | No
                 if function.argtypes is None:
                     function.restype, function.argtypes = returns, arguments
         return library
+
+
+def loader(source: Path, signatures: Callable[[], Signatures]) -> Callable[[], ctypes.CDLL | None]:
+    """`load` of this source and signatures for a caller that asks for it question after question: the library is
+    loaded and declared the first time, each later call only checks that compiled loops are still enabled (`load`
+    reads its path and takes a lock each time: several microseconds)."""
+    loaded: list[ctypes.CDLL | None] = []
+
+    def library() -> ctypes.CDLL | None:
+        if not enabled():
+            return None
+        if not loaded:
+            loaded.append(load(source, signatures()))
+        return loaded[0]
+
+    return library
 
 
 def prebuilt_name(source: Path) -> str:

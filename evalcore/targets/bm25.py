@@ -177,12 +177,15 @@ class Bm25Index:
         return row
 
 
-def best_library() -> ctypes.CDLL | None:
-    """The compiled BM25 retrieval, its argument types declared (once per process); None where numpy scores."""
+def _best_signatures() -> compiled.Signatures:
     pointer, integer, double = ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_double)
-    return compiled.load(BEST, {
-        "evalcore_bm25_best": (integer, [pointer, pointer, pointer, integer, ctypes.POINTER(integer), integer,
-                                         ctypes.c_double, integer, ctypes.POINTER(integer), double, double, double])})
+    return {"evalcore_bm25_best": (integer, [pointer, pointer, pointer, integer, ctypes.POINTER(integer), integer,
+                                             ctypes.c_double, integer, ctypes.POINTER(integer), double, double,
+                                             double])}
+
+
+# The compiled BM25 retrieval, its argument types declared (once per process); None where numpy scores.
+best_library = compiled.loader(BEST, _best_signatures)
 
 
 def _rising(indices: np.ndarray, indptr: np.ndarray) -> bool:

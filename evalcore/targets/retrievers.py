@@ -13,6 +13,8 @@ The vector side may embed another text than BM25 searches (`vector_query`: a HyD
 
 from __future__ import annotations
 
+from itertools import repeat
+
 import numpy as np
 
 from evalcore.targets.base import Hit, Retrieved
@@ -135,12 +137,17 @@ def _bm25_best(kb: KnowledgeBase, config: TargetConfig, query: str) -> Best:
 
 
 def _bm25_hits(kb: KnowledgeBase, best: Best) -> list[Hit]:
-    """The hits of BM25 retrieval alone: its raw and normalised scores, ranked by the normalised one."""
-    chunks, make = kb.chunks, tuple.__new__  # as in `_hits`; the stage dict written out is quicker than zipped
-    return [make(Hit, (row, make(Retrieved, (chunk.pid, chunk.title, chunk.text, score,
-                                             {"bm25": bm25, "bm25_norm": rounded}, "", chunk.file_name))))
-            for row, score, bm25, rounded in zip(*best, strict=True)
-            for chunk in (chunks[row],)]
+    """The hits of BM25 retrieval alone: its raw and normalised scores, ranked by the normalised one. The records are
+    made from columns by C loops (map, zip: zip hands its tuple back for the next record once tuple.__new__ has
+    copied it); only the stage dicts are written out one by one (quicker than zipped by name)."""
+    if not best.rows:
+        return []
+    pids, titles, texts, _, files = zip(*map(kb.chunks.__getitem__, best.rows), strict=True)
+    stages = [{"bm25": bm25, "bm25_norm": rounded} for bm25, rounded in zip(best.raws_rounded, best.norms_rounded,
+                                                                              strict=True)]
+    make = tuple.__new__  # as in `_hits`: the tuples made directly
+    items = map(make, repeat(Retrieved), zip(pids, titles, texts, best.norms, stages, repeat(""), files, strict=False))
+    return list(map(make, repeat(Hit), zip(best.rows, items, strict=True)))
 
 
 def _rounded(values: np.ndarray) -> list[float]:
