@@ -17,7 +17,7 @@ import tempfile
 import threading
 import unicodedata
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -427,6 +427,9 @@ class KnownTokens(Protocol):
 
     def get(self, text: str) -> tuple[str, ...] | None: ...
 
+    def numbers(self, text: str, vocabulary: Mapping[str, int]) -> list[int] | None:
+        """The text's tokens as their numbers in `vocabulary`, in order (those it lacks left out), or None."""
+
 
 _known: tuple[KnownTokens, ...] = ()  # replaced whole, never changed in place: readers need no lock
 _read_known = _Given(1 << 6)  # the last texts read from those tables, forgotten with them
@@ -439,6 +442,17 @@ def use_known_tokens(table: KnownTokens) -> None:
     global _known
     _known = (table, *(known for known in _known if known is not table))[:_KNOWN_TABLES]
     _read_known.clear()
+
+
+def known_numbers(text: str, vocabulary: Mapping[str, int]) -> list[int] | None:
+    """The numbers in `vocabulary` of a text's `tokens_once` tokens, in order, those it does not hold left out (an
+    index's term ids, a sentence table's word numbers), read from the tables given to `use_known_tokens`, which
+    number their words once per vocabulary rather than once per text; None when no table holds the text."""
+    for table in _known:
+        numbers = table.numbers(text, vocabulary)
+        if numbers is not None:
+            return numbers
+    return None
 
 
 def tokens_fresh(text: str) -> tuple[str, ...]:

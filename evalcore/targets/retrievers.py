@@ -122,10 +122,11 @@ def search(kb: KnowledgeBase, config: TargetConfig, query: str, vector_query: st
 def _bm25_best(kb: KnowledgeBase, config: TargetConfig, query: str) -> Best:
     """BM25 retrieval alone: the kept chunks, best first, by the compiled loop (`Bm25Index.best`) where there is one,
     else from every chunk's scores (`bm25_scores`, `_bm25_top`): the same rows and scores either way."""
-    from evalcore.language.text import tokens_once
+    from evalcore.language.text import known_numbers, tokens_once
 
     threshold, k = config.retrieval.keyword_threshold, config.retrieval.embedding_top_k
-    best = kb.bm25.best(kb.bm25.term_ids(tokens_once(query)), threshold, k)
+    ids = known_numbers(query, kb.bm25.vocab)  # a dataset's question, its terms numbered with the whole dataset's
+    best = kb.bm25.best(kb.bm25.term_ids(tokens_once(query)) if ids is None else ids, threshold, k)
     if best is not None:
         return best
     raw = bm25_scores(kb, query)
