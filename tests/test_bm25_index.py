@@ -280,3 +280,13 @@ def test_a_normalised_score_at_the_thresholds_single_precision_value_is_kept_as_
                                     "indptr": np.array([0, 3], dtype=np.int64), "num_docs": 3})
     assert numpy_best(index, ["a"], 0.7, 5).rows == [0, 1]
     assert index.best(index.term_ids(["a"]), 0.7, 5) == numpy_best(index, ["a"], 0.7, 5)
+
+
+def test_an_id_that_is_no_column_matches_nothing_in_the_compiled_loop() -> None:
+    # Ids come from the vocabulary; one from elsewhere is never read past the arrays' ends.
+    require_c(best_library())
+    index = Bm25Index.of({"a": 0}, {"data": np.array([1.0, 0.5], dtype=np.float32),
+                                    "indices": np.array([0, 1], dtype=np.int32),
+                                    "indptr": np.array([0, 2], dtype=np.int64), "num_docs": 2})
+    assert index.best([0, 1, -1, 1 << 40], 0.0, 5) == index.best([0], 0.0, 5)
+    assert index.best([1, -1], 0.0, 5) == Best([], [], [], [])

@@ -27,16 +27,17 @@ static float largest(const float *scores, int64_t n) {
 }
 
 /* The best chunks for the `nterms` term ids `terms` (columns of the compressed sparse column arrays data, indices,
- * indptr over num_docs chunks): their rows into found_rows, best first, their normalised scores into norms, their
- * raw and normalised scores rounded into raws_rounded and norms_rounded (each with room for k); their number is
- * returned, or -1 when memory runs out. */
-int64_t evalcore_bm25_best(const float *data, const int32_t *indices, const int64_t *indptr, int64_t num_docs,
-                           const int64_t *terms, int64_t nterms, double threshold, int64_t k, int64_t *found_rows,
+ * indptr, `columns` of them, over num_docs chunks; an id that is no column's matches nothing): their rows into
+ * found_rows, best first, their normalised scores into norms, their raw and normalised scores rounded into
+ * raws_rounded and norms_rounded (each with room for k); their number is returned, or -1 when memory runs out. */
+int64_t evalcore_bm25_best(const float *data, const int32_t *indices, const int64_t *indptr, int64_t columns,
+                           int64_t num_docs, const int64_t *terms, int64_t nterms, double threshold, int64_t k, int64_t *found_rows,
                            double *norms, double *raws_rounded, double *norms_rounded) {
     if (num_docs <= 0 || k <= 0) return 0;
     float *scores = calloc((size_t)num_docs, sizeof(float));
     if (!scores) return -1;
     for (int64_t t = 0; t < nterms; t++) {
+        if (terms[t] < 0 || terms[t] >= columns) continue;
         const int64_t end = indptr[terms[t] + 1];
         for (int64_t j = indptr[terms[t]]; j < end; j++) scores[indices[j]] += data[j];
     }

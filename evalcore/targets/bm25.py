@@ -156,7 +156,8 @@ class Bm25Index:
             return None
         rows, norms = (ctypes.c_int64 * k)(), (ctypes.c_double * k)()
         raws_rounded, norms_rounded = (ctypes.c_double * k)(), (ctypes.c_double * k)()
-        found = library.evalcore_bm25_best(*self._compiled[1], self.num_docs, (ctypes.c_int64 * len(ids))(*ids),
+        found = library.evalcore_bm25_best(*self._compiled[1], len(self._bounds) - 1, self.num_docs,
+                                           (ctypes.c_int64 * len(ids))(*ids),
                                            len(ids), threshold, k, rows, norms, raws_rounded, norms_rounded)
         if found < 0:  # no memory for the scores: numpy's path will fail as clearly
             return None
@@ -179,9 +180,9 @@ class Bm25Index:
 
 def _best_signatures() -> compiled.Signatures:
     pointer, integer, double = ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_double)
-    return {"evalcore_bm25_best": (integer, [pointer, pointer, pointer, integer, ctypes.POINTER(integer), integer,
-                                             ctypes.c_double, integer, ctypes.POINTER(integer), double, double,
-                                             double])}
+    return {"evalcore_bm25_best": (integer, [pointer, pointer, pointer, integer, integer, ctypes.POINTER(integer),
+                                             integer, ctypes.c_double, integer, ctypes.POINTER(integer), double,
+                                             double, double])}
 
 
 # The compiled BM25 retrieval, its argument types declared (once per process); None where numpy scores.
