@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from evalcore.errors import EvalError
-from evalcore.targets.bm25 import Bm25Index
+from evalcore.targets.bm25 import Best, Bm25Index, best_library
+from tests.conftest import require_c
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = ["the", "a", "retour", "été", "café", "北京", "天安门", "退货", "3.14", "kestrel", "r5", "x" * 40, "élève",
@@ -202,3 +203,90 @@ def test_whole_rows_stop_at_their_memory_budget_with_the_same_bits(monkeypatch) 
             np.add.at(expected, indices[indptr[term]:indptr[term + 1]], data[indptr[term]:indptr[term + 1]])
         assert same_bits(index.scores([f"t{term}" for term in terms]), expected), terms
     assert len(index._dense) == 2
+
+
+def numpy_best(index: Bm25Index, query: list[str], threshold: float, k: int) -> Best:
+    """The best chunks as retrieval finds them without the compiled loop: every chunk's scores, then the selection."""
+    from evalcore.targets.retrievers import _bm25_top, _rounded
+
+    raw = index.scores(query)
+    top = float(raw.max())
+    rows = _bm25_top(raw, top, threshold, k)
+    values = raw[rows]
+    norm = values / top
+    return Best(rows.tolist(), norm.tolist(), _rounded(values), _rounded(norm))
+
+
+# Thresholds: none, the default, one whose single-precision value is under it (0.7 + 1e-12 rounds down: numpy
+# compares in single precision), the top score only.
+THRESHOLDS = (0.0, 0.3, 0.7 + 1e-12, 1.0)
+
+
+@pytest.mark.parametrize("method", ["lucene", "robertson", "atire"])
+@pytest.mark.parametrize("seed", range(4))
+def test_the_compiled_best_chunks_are_numpys(method: str, seed: int) -> None:
+    # Ranked rows, normalised scores and both rounded stage scores equal, bit for bit, to numpy's scores and
+    # selection: ties (repeated chunks), negative scores (robertson), queries matching nothing, every threshold, k.
+    require_c(best_library())
+    rng = random.Random(f"best-{method}-{seed}")
+    docs = corpus(rng, rng.choice([7, 120, 900]))
+    docs += [list(doc) for doc in rng.sample(docs, min(len(docs), 20))]  # the same words: tied scores
+    if not any(docs):
+        docs.append(["the"])
+    model = bm25s.BM25(method=method)
+    model.index(docs, show_progress=False)
+    index = Bm25Index.of(model.vocab_dict, model.scores, model.nonoccurrence_array)
+    kept = 0
+    for query in queries(rng, docs):
+        for threshold in THRESHOLDS:
+            for k in (1, 3, 30, 1000):
+                best = index.best(index.term_ids(query), threshold, k)
+                assert best == numpy_best(index, query, threshold, k), (query, threshold, k)
+                kept += len(best.rows) if best else 0
+    assert kept  # chunks were kept, not only empty lists compared
+
+
+def test_the_compiled_best_chunks_of_columns_naming_a_chunk_twice_are_numpys() -> None:
+    require_c(best_library())
+    rng = np.random.default_rng(8)
+    columns = [rng.choice(40, size=int(rng.integers(1, 30))) for _ in range(20)]  # repeats, in any order
+    indptr = np.cumsum([0, *(len(c) for c in columns)])
+    indices = np.concatenate(columns).astype(np.int32)
+    data = rng.random(indices.size, dtype=np.float32)
+    index = Bm25Index.of({f"t{i}": i for i in range(20)}, {"data": data, "indices": indices, "indptr": indptr,
+                                                          "num_docs": 40})
+    assert not index.once
+    for _ in range(40):
+        query = [f"t{term}" for term in rng.integers(0, 20, size=int(rng.integers(1, 8)))]
+        for threshold in THRESHOLDS:
+            assert index.best(index.term_ids(query), threshold, 10) == numpy_best(index, query, threshold, 10)
+
+
+def test_variants_with_a_non_occurrence_score_are_left_to_numpy() -> None:
+    # BM25L and BM25+ add each query term's score to the chunks that lack it: the compiled loop does not, numpy does.
+    docs = corpus(random.Random(4), 50)
+    model = bm25s.BM25(method="bm25l")
+    model.index(docs, show_progress=False)
+    index = Bm25Index.of(model.vocab_dict, model.scores, model.nonoccurrence_array)
+    assert index.best(index.term_ids(docs[0] or ["the"]), 0.3, 10) is None
+
+
+def test_a_normalised_score_at_the_thresholds_single_precision_value_is_kept_as_numpy_keeps_it() -> None:
+    # float32(0.7) is under 0.7: numpy compares the float32 scores with the threshold in single precision and keeps
+    # the chunk scoring it; a comparison in double precision would drop it.
+    require_c(best_library())
+    data = np.array([1.0, 0.7, 0.5], dtype=np.float32)
+    index = Bm25Index.of({"a": 0}, {"data": data, "indices": np.array([0, 1, 2], dtype=np.int32),
+                                    "indptr": np.array([0, 3], dtype=np.int64), "num_docs": 3})
+    assert numpy_best(index, ["a"], 0.7, 5).rows == [0, 1]
+    assert index.best(index.term_ids(["a"]), 0.7, 5) == numpy_best(index, ["a"], 0.7, 5)
+
+
+def test_an_id_that_is_no_column_matches_nothing_in_the_compiled_loop() -> None:
+    # Ids come from the vocabulary; one from elsewhere is never read past the arrays' ends.
+    require_c(best_library())
+    index = Bm25Index.of({"a": 0}, {"data": np.array([1.0, 0.5], dtype=np.float32),
+                                    "indices": np.array([0, 1], dtype=np.int32),
+                                    "indptr": np.array([0, 2], dtype=np.int64), "num_docs": 2})
+    assert index.best([0, 1, -1, 1 << 40], 0.0, 5) == index.best([0], 0.0, 5)
+    assert index.best([1, -1], 0.0, 5) == Best([], [], [], [])

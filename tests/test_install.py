@@ -101,8 +101,8 @@ def test_the_wheel_declares_the_requirements_files_extras_and_command_and_carrie
     assert "evalcore = evalcore.__main__:run" in scripts
     with zipfile.ZipFile(installed.wheel) as archive:
         names = set(archive.namelist())
-    # The four C loops, built where a compiler answers; without one the install succeeds all the same.
-    assert len([name for name in names if name.endswith(".so")]) == (4 if _BUILT_WITH_C else 0)
+    # The five C loops, built where a compiler answers; without one the install succeeds all the same.
+    assert len([name for name in names if name.endswith(".so")]) == (5 if _BUILT_WITH_C else 0)
     assert {"evalcore/dashboard/app.py", "evalcore/dashboard/ui/__init__.py", "evalcore/dashboard/pages/run.py",
             "evalcore/dashboard/.streamlit/config.toml", "evalcore/datasets/samples/queries.parquet",
             "evalcore/datasets/samples/suite.csv"} <= names
@@ -124,9 +124,9 @@ def test_the_command_runs_a_campaign_on_the_shipped_sample_with_the_shipped_loop
              "import numpy as np\n"
              "from evalcore.compare import stats\n"
              "from evalcore.metrics import trec, trec_scan\n"
-             "from evalcore.targets import sentences\n"
+             "from evalcore.targets import bm25, sentences\n"
              "libraries = [trec_scan._library(), trec._label_library(), stats._resampler(),\n"
-             "             sentences.extract_library()]\n"
+             "             sentences.extract_library(), bm25.best_library()]\n"
              "columns = np.random.default_rng(5).random((1_001, 4))\n"
              "first = stats.bootstrap_means(columns, resamples=300, seed=2)\n"
              "os.environ['EVALCORE_COMPILED'] = '0'\n"
@@ -135,7 +135,7 @@ def test_the_command_runs_a_campaign_on_the_shipped_sample_with_the_shipped_loop
              "                  'same': np.array_equal(first.view(np.uint64), second.view(np.uint64))}))")
     found = json.loads(installed.run("python", "-c", check, CC="/bin/false", EVALCORE_COMPILED_CACHE=str(cache)).stdout)
     site = installed.bin.parent / "lib"
-    expected = [True] * 4 if _BUILT_WITH_C else [False] * 4
+    expected = [True] * 5 if _BUILT_WITH_C else [False] * 5
     assert [bool(path) and Path(path).is_relative_to(site) for path in found["libraries"]] == expected
     assert found["same"] is True
     assert not cache.exists()

@@ -227,3 +227,44 @@ def test_the_own_questions_table_is_named_by_their_texts(tiny_dataset: Path) -> 
     assert own_texts_key(dataset.content_hash, first) == own_texts_key(dataset.content_hash, first)
     assert own_texts_key(dataset.content_hash, first) != own_texts_key(dataset.content_hash, second)
     assert own_texts_key(dataset.content_hash, first) != own_texts_key("another content", first)
+
+
+def test_a_texts_tokens_numbered_in_a_vocabulary_are_its_tokens_looked_up_there() -> None:
+    # Each vocabulary (an index's terms, a sentence table's words) holds some of the table's words: a text's numbers
+    # are its tokens' numbers in order, repeats kept, the words the vocabulary lacks left out; the tables given to
+    # the tokenizer answer `known_numbers`, a text they do not hold has none.
+    from evalcore.language.text import known_numbers
+
+    texts = random_texts(60, 4)
+    table = build_table(texts)
+    words = sorted({token for text in texts for token in tokens(text)})
+    rng = random.Random(2)
+    vocabularies = [{word: number for number, word in enumerate(rng.sample(words, len(words) // share))}
+                    for share in (1, 2, 5)] + [{}]
+    for _ in range(2):  # numbered once per vocabulary, read back from then on
+        for vocabulary in vocabularies:
+            for text in texts:
+                expected = [vocabulary[token] for token in tokens(text) if token in vocabulary]
+                assert table.numbers(text, vocabulary) == expected, text
+    assert table.numbers("no such text", vocabularies[0]) is None
+    use_known_tokens(table)
+    assert known_numbers(texts[0], vocabularies[1]) == [vocabularies[1][token] for token in tokens(texts[0])
+                                                        if token in vocabularies[1]]
+    assert known_numbers("no such text", vocabularies[1]) is None
+
+
+def test_answers_are_the_same_whether_the_questions_words_are_numbered_from_the_table_or_tokenized(
+        tmp_path: Path) -> None:
+    # BM25's term ids and the extractive generator's question words, read from the dataset's table (numbered once
+    # per vocabulary) or from the question's tokens: the same answers, hits and scores.
+    from evalcore.targets import RagTarget, TargetConfig
+    from evalcore.testing.multilingual_corpus import QUESTIONS
+
+    questions = [question for question, _ in QUESTIONS] + random_texts(40, 9)
+    target = RagTarget(TargetConfig.from_dict({"retriever": "bm25", "keyword_threshold": 0.0}), cache_dir=tmp_path)
+    target.prepare(corpus())
+    tokenized = [target.answer(question) for question in questions]
+    use_known_tokens(build_table(questions))
+    numbered = [target.answer(question) for question in questions]
+    assert [(a.answer, a.retrieved) for a in numbered] == [(a.answer, a.retrieved) for a in tokenized]
+    assert sum(len(a.retrieved) for a in tokenized) > len(questions)  # chunks were retrieved, not only fallbacks

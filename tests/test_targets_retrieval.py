@@ -241,3 +241,20 @@ def test_campaigns_building_one_index_at_once_build_it_once_and_a_waiting_one_ca
     clear_memo()
     with knowledge.building(tmp_path / "shared" / name, None), pytest.raises(Cancelled):
         build_knowledge_base(passages, chunk_size=None, cache_dir=tmp_path / "shared", progress=cancel)
+
+
+@pytest.mark.parametrize("settings", [{}, {"keyword_threshold": 0.0, "embedding_top_k": 50}])
+def test_bm25_hits_are_the_same_with_and_without_the_compiled_loop(index_dir: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    settings: dict[str, object]) -> None:
+    from evalcore.targets import bm25
+    from evalcore.targets.retrievers import search
+    from tests.conftest import require_c
+
+    require_c(bm25.best_library())
+    target = prepared(index_dir, corpus(), retriever="bm25", **settings)
+    assert target.kb is not None
+    questions = [question for question, _ in QUESTIONS] + ["nothing matches zzzz", ""]
+    compiled = [search(target.kb, target.config, question) for question in questions]
+    monkeypatch.setattr(bm25, "best_library", lambda: None)
+    assert [search(target.kb, target.config, question) for question in questions] == compiled
+    assert any(compiled)

@@ -17,7 +17,7 @@ import tempfile
 import threading
 import unicodedata
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -427,6 +427,9 @@ class KnownTokens(Protocol):
 
     def get(self, text: str) -> tuple[str, ...] | None: ...
 
+    def numbers(self, text: str, vocabulary: Mapping[str, int]) -> list[int] | None:
+        """The text's tokens as their numbers in `vocabulary`, in order (those it lacks left out), or None."""
+
 
 _known: tuple[KnownTokens, ...] = ()  # replaced whole, never changed in place: readers need no lock
 _read_known = _Given(1 << 6)  # the last texts read from those tables, forgotten with them
@@ -439,6 +442,17 @@ def use_known_tokens(table: KnownTokens) -> None:
     global _known
     _known = (table, *(known for known in _known if known is not table))[:_KNOWN_TABLES]
     _read_known.clear()
+
+
+def known_numbers(text: str, vocabulary: Mapping[str, int]) -> list[int] | None:
+    """The numbers in `vocabulary` of a text's `tokens_once` tokens, in order, those it does not hold left out (an
+    index's term ids, a sentence table's word numbers), read from the tables given to `use_known_tokens`, which
+    number their words once per vocabulary rather than once per text; None when no table holds the text."""
+    for table in _known:
+        numbers = table.numbers(text, vocabulary)
+        if numbers is not None:
+            return numbers
+    return None
 
 
 def tokens_fresh(text: str) -> tuple[str, ...]:
@@ -511,14 +525,20 @@ _ENGLISH_WORDS = {"the", "a", "an", "is", "are", "what", "which", "how", "why", 
                   "to", "in", "for", "on", "and", "does", "do", "can"}
 
 
+_CHINESE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_WORD = re.compile(r"\w+")
+_FRENCH_LETTER = re.compile(r"[éèêàçùûôîœ]")
+
+
 def language_once(text: str) -> str:
     """A coarse guess, zh / fr / en (the extractive generator answers in the question's language; not cached: a
     question is seen once)."""
-    if re.search(r"[\u3400-\u4dbf\u4e00-\u9fff]", text):
+    if _CHINESE.search(text):
         return "zh"
-    words = re.findall(r"\w+", text.casefold())
-    french = sum(w in _FRENCH_WORDS for w in words) + 2 * len(re.findall(r"[éèêàçùûôîœ]", text.casefold()))
-    return "fr" if french > sum(w in _ENGLISH_WORDS for w in words) else "en"
+    folded = text.casefold()
+    words = _WORD.findall(folded)
+    french = sum(map(_FRENCH_WORDS.__contains__, words)) + 2 * len(_FRENCH_LETTER.findall(folded))
+    return "fr" if french > sum(map(_ENGLISH_WORDS.__contains__, words)) else "en"
 
 
 def is_han(text: str) -> bool:

@@ -9,19 +9,26 @@ saved arrays here spares every process that only queries an index the import of 
 brings in scipy's sparse matrices (0.3-0.4 s). The sums are the same float32 additions in the same
 order (term after term), so the scores equal bm25s's `get_scores` bit for bit (the
 tests check it).
+
+BM25 retrieval alone reads only a query's best chunks: a C loop (`bm25.c`, `Bm25Index.best`) sums the same
+single-precision scores, finds the top one and picks the best chunks in one call, without numpy's temporary arrays
+or the Python loop over the query's terms; where it is not built, numpy's scores and retrieval's selection give the
+same chunks and scores.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from evalcore.errors import EvalError
+from evalcore.runtime import compiled
 
 # bm25s's file names inside a saved index.
 PARAMS, VOCAB = "params.index.json", "vocab.index.json"
@@ -36,6 +43,17 @@ DENSE_SHARE = 1 / 16
 # At most this many bytes of such rows per index (a row is 4 bytes per chunk: a corpus of millions of chunks keeps a
 # few rows, the others added by index as before).
 DENSE_BYTES = 32 << 20
+BEST = Path(__file__).with_suffix(".c")
+
+
+class Best(NamedTuple):
+    """A query's best chunks, best first: their rows, normalised scores (raw / the query's top raw score), and raw and
+    normalised scores rounded to 6 decimals."""
+
+    rows: list[int]
+    norms: list[float]
+    raws_rounded: list[float]
+    norms_rounded: list[float]
 
 
 @dataclass(frozen=True)
@@ -54,9 +72,22 @@ class Bm25Index:
     # The frequent terms' whole rows (see DENSE_SHARE), made the first time a query names them.
     _dense: dict[int, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
     _bounds: list[int] = field(init=False, compare=False, repr=False)  # indptr as Python integers
+    # The arrays as the compiled loop reads them, and their addresses; None when it cannot read them (scores in
+    # another precision than single, a non-occurrence score, columns out of order).
+    _compiled: tuple[tuple[np.ndarray, ...], tuple[ctypes.c_void_p, ...]] | None = field(
+        init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_bounds", self.indptr.tolist())
+        object.__setattr__(self, "_compiled", self._laid_out())
+
+    def _laid_out(self) -> tuple[tuple[np.ndarray, ...], tuple[ctypes.c_void_p, ...]] | None:
+        if self.data.dtype != np.float32 or self.nonoccurrence is not None or self.num_docs >= 2**31 \
+                or int(self.indptr[0]) != 0 or bool(np.any(np.diff(self.indptr) < 0)):
+            return None
+        arrays = (np.ascontiguousarray(self.data), np.ascontiguousarray(self.indices, dtype=np.int32),
+                  np.ascontiguousarray(self.indptr, dtype=np.int64))
+        return arrays, tuple(ctypes.c_void_p(array.ctypes.data) for array in arrays)
 
     @classmethod
     def of(cls, vocab: dict[str, int], scores: dict[str, Any], nonoccurrence: np.ndarray | None = None) -> Bm25Index:
@@ -116,6 +147,22 @@ class Bm25Index:
             scores += self.nonoccurrence[np.asarray(ids, dtype=np.int64)].sum()
         return scores
 
+    def best(self, ids: Sequence[int], threshold: float, k: int) -> Best | None:
+        """The best `k` chunks for the query's term ids (`term_ids`) by the compiled loop (`bm25.c`): those with a
+        positive raw score (`scores`) whose normalised score is at least `threshold`, by (-normalised score, row);
+        None where there is no compiled loop, and `scores` with retrieval's selection give the same."""
+        library = best_library()
+        if library is None or self._compiled is None or k < 1:
+            return None
+        rows, norms = (ctypes.c_int64 * k)(), (ctypes.c_double * k)()
+        raws_rounded, norms_rounded = (ctypes.c_double * k)(), (ctypes.c_double * k)()
+        found = library.evalcore_bm25_best(*self._compiled[1], len(self._bounds) - 1, self.num_docs,
+                                           (ctypes.c_int64 * len(ids))(*ids),
+                                           len(ids), threshold, k, rows, norms, raws_rounded, norms_rounded)
+        if found < 0:  # no memory for the scores: numpy's path will fail as clearly
+            return None
+        return Best(rows[:found], norms[:found], raws_rounded[:found], norms_rounded[:found])
+
     def _row(self, term: int, size: int) -> np.ndarray | None:
         """The whole row of a frequent term (see DENSE_SHARE), made the first time a query names it; None for
         another term, or once the rows kept are DENSE_BYTES."""
@@ -129,6 +176,17 @@ class Bm25Index:
         row += 0.0  # -0.0 to +0.0, as adding it to zeros makes it
         self._dense[term] = row
         return row
+
+
+def _best_signatures() -> compiled.Signatures:
+    pointer, integer, double = ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_double)
+    return {"evalcore_bm25_best": (integer, [pointer, pointer, pointer, integer, integer, ctypes.POINTER(integer),
+                                             integer, ctypes.c_double, integer, ctypes.POINTER(integer), double,
+                                             double, double])}
+
+
+# The compiled BM25 retrieval, its argument types declared (once per process); None where numpy scores.
+best_library = compiled.loader(BEST, _best_signatures)
 
 
 def _rising(indices: np.ndarray, indptr: np.ndarray) -> bool:

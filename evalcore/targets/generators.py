@@ -92,14 +92,15 @@ def _from_table(corpus: SentenceTable, question: str, asked: str, context: list[
     """The extractive answer from the table's sentences of the context chunks, with the same weights, ties and
     choice as `ExtractiveGenerator._best` on the text itself: chosen by the compiled loop where there is one
     (`SentenceTable.chosen`), else by `_chosen`. None when a context chunk is not in the table."""
-    from evalcore.language.text import give_tokens, tokens_once
+    from evalcore.language.text import give_tokens, known_numbers, tokens_once
     from evalcore.targets.sentences import LANGUAGES
 
     rows = corpus.rows([item.text for item in context])
     if rows is None:
         return None
     asked_number = LANGUAGES.index(asked)
-    question_words = corpus.numbers(tokens_once(question))
+    known = known_numbers(question, corpus.vocabulary)  # a dataset's question, numbered with the whole dataset's
+    question_words = corpus.numbers(tokens_once(question)) if known is None else set(known)
     chosen = corpus.chosen(rows, question_words, asked_number, count)
     if chosen is None:
         chosen = _chosen(corpus, rows, question_words, asked_number, count)

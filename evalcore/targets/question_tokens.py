@@ -18,9 +18,9 @@ import tempfile
 import threading
 import zipfile
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Protocol
 
@@ -29,6 +29,7 @@ import numpy as np
 FILE = "tokens.npz"
 FORMAT = 1
 PROGRESS_EVERY = 500
+_VOCABULARIES = 4  # vocabularies a table keeps its texts numbered in
 
 
 class _Question(Protocol):
@@ -52,9 +53,12 @@ class TokenTable:
     words: np.ndarray
     names: list[str]
     _rows: dict[str, int] = field(init=False, repr=False)
+    # By a vocabulary's id: the vocabulary, and the texts' tokens numbered in it (`_numbered`).
+    _vocabularies: dict[int, tuple[Mapping[str, int], np.ndarray, list[int]]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._rows = {text: row for row, text in enumerate(self.texts)}
+        self._vocabularies = {}
 
     def get(self, text: str) -> tuple[str, ...] | None:
         """The text's tokens, or None when the table does not hold it."""
@@ -62,6 +66,33 @@ class TokenTable:
         if row is None:
             return None
         return tuple(map(self.names.__getitem__, self.words[self.starts[row]:self.starts[row + 1]].tolist()))
+
+    def numbers(self, text: str, vocabulary: Mapping[str, int]) -> list[int] | None:
+        """The text's tokens as their numbers in `vocabulary`, in order, those it does not hold left out; None when
+        the table does not hold the text. The table's words are looked up in a vocabulary once (`_numbered`)."""
+        row = self._rows.get(text)
+        if row is None:
+            return None
+        words, starts = self._numbered(vocabulary)
+        numbers: list[int] = words[starts[row]:starts[row + 1]].tolist()
+        return numbers
+
+    def _numbered(self, vocabulary: Mapping[str, int]) -> tuple[np.ndarray, list[int]]:
+        """Every text's tokens numbered in `vocabulary` (those it lacks dropped), one after the other, and where each
+        text's start: worked out the first time a vocabulary is asked for (a few milliseconds for a dataset of
+        10,000 questions), kept for the last few vocabularies (the index's terms, the sentence table's words)."""
+        found = self._vocabularies.get(id(vocabulary))
+        if found is not None and found[0] is vocabulary:
+            return found[1], found[2]
+        lookup = np.fromiter(map(vocabulary.get, self.names, repeat(-1)), dtype=np.int64, count=len(self.names))
+        mapped = lookup[self.words] if len(self.words) else np.zeros(0, dtype=np.int64)
+        held = mapped >= 0
+        before = np.concatenate([[0], np.cumsum(held)])  # the held tokens before each token
+        words, starts = mapped[held].astype(np.int32), before[self.starts].tolist()
+        vocabularies = dict(list(self._vocabularies.items())[-(_VOCABULARIES - 1):])  # replaced whole: no lock
+        vocabularies[id(vocabulary)] = (vocabulary, words, starts)
+        self._vocabularies = vocabularies
+        return words, starts
 
 
 def dataset_texts(questions: Iterable[_Question]) -> list[str]:

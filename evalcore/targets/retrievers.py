@@ -13,9 +13,12 @@ The vector side may embed another text than BM25 searches (`vector_query`: a HyD
 
 from __future__ import annotations
 
+from itertools import repeat
+
 import numpy as np
 
 from evalcore.targets.base import Hit, Retrieved
+from evalcore.targets.bm25 import Best
 from evalcore.targets.knowledge import KnowledgeBase, embed_query
 from evalcore.targets.target_config import TargetConfig
 
@@ -89,22 +92,21 @@ def _normalised(raw: np.ndarray, top: float) -> np.ndarray:
 def search(kb: KnowledgeBase, config: TargetConfig, query: str, vector_query: str | None = None) -> list[Hit]:
     """The ranked chunks for a query under the configured retriever (the vector side embeds `vector_query` when
     given)."""
+    if config.retrieval.retriever == "bm25":
+        return _bm25_hits(kb, _bm25_best(kb, config, query))
     stages: dict[str, np.ndarray] = {}
     kept: dict[str, np.ndarray] = {}
-    if config.retrieval.retriever in ("bm25", "hybrid"):
+    if config.retrieval.retriever == "hybrid":
         raw = bm25_scores(kb, query)
         top = float(raw.max()) if len(raw) else 0.0
         stages["bm25"] = raw
         kept["bm25"] = _bm25_top(raw, top, config.retrieval.keyword_threshold, config.retrieval.embedding_top_k)
-        if config.retrieval.retriever == "hybrid":  # the weighted fusion reads the normalised scores of many rows
-            stages["bm25_norm"] = _normalised(raw, top)
+        stages["bm25_norm"] = _normalised(raw, top)  # the weighted fusion reads the normalised scores of many rows
     if config.retrieval.retriever in ("vector", "hybrid"):
         model = config.retrieval.embedding_model
         cosine = kb.embeddings[model] @ embed_query(model, vector_query or query)
         stages["vector"] = cosine
         kept["vector"] = top_rows(cosine, cosine >= config.retrieval.vector_threshold, config.retrieval.embedding_top_k)
-    if config.retrieval.retriever == "bm25":
-        return _bm25_hits(kb, raw, top, kept["bm25"])
     if config.retrieval.retriever == "vector":
         rows = kept["vector"]
         at_rows = {"vector": stages["vector"][rows]}
@@ -117,16 +119,36 @@ def search(kb: KnowledgeBase, config: TargetConfig, query: str, vector_query: st
     return _hits(kb, rows, final, at_rows)
 
 
-def _bm25_hits(kb: KnowledgeBase, raw: np.ndarray, top: float, rows: np.ndarray) -> list[Hit]:
-    """The hits of BM25 retrieval alone: its raw and normalised scores, ranked by the normalised one."""
+def _bm25_best(kb: KnowledgeBase, config: TargetConfig, query: str) -> Best:
+    """BM25 retrieval alone: the kept chunks, best first, by the compiled loop (`Bm25Index.best`) where there is one,
+    else from every chunk's scores (`bm25_scores`, `_bm25_top`): the same rows and scores either way."""
+    from evalcore.language.text import known_numbers, tokens_once
+
+    threshold, k = config.retrieval.keyword_threshold, config.retrieval.embedding_top_k
+    ids = known_numbers(query, kb.bm25.vocab)  # a dataset's question, its terms numbered with the whole dataset's
+    best = kb.bm25.best(kb.bm25.term_ids(tokens_once(query)) if ids is None else ids, threshold, k)
+    if best is not None:
+        return best
+    raw = bm25_scores(kb, query)
+    top = float(raw.max()) if len(raw) else 0.0
+    rows = _bm25_top(raw, top, threshold, k)
     values = raw[rows]
     norm = _normalised(values, top)
-    chunks, make = kb.chunks, tuple.__new__  # as in `_hits`; the stage dict written out is quicker than zipped
-    return [make(Hit, (row, make(Retrieved, (chunk.pid, chunk.title, chunk.text, score,
-                                             {"bm25": bm25, "bm25_norm": rounded}, "", chunk.file_name))))
-            for row, score, bm25, rounded in zip(rows.tolist(), norm.tolist(), _rounded(values), _rounded(norm),
-                                                 strict=True)
-            for chunk in (chunks[row],)]
+    return Best(rows.tolist(), norm.tolist(), _rounded(values), _rounded(norm))
+
+
+def _bm25_hits(kb: KnowledgeBase, best: Best) -> list[Hit]:
+    """The hits of BM25 retrieval alone: its raw and normalised scores, ranked by the normalised one. The records are
+    made from columns by C loops (map, zip: zip hands its tuple back for the next record once tuple.__new__ has
+    copied it); only the stage dicts are written out one by one (quicker than zipped by name)."""
+    if not best.rows:
+        return []
+    pids, titles, texts, _, files = zip(*map(kb.chunks.__getitem__, best.rows), strict=True)
+    stages = [{"bm25": bm25, "bm25_norm": rounded} for bm25, rounded in zip(best.raws_rounded, best.norms_rounded,
+                                                                              strict=True)]
+    make = tuple.__new__  # as in `_hits`: the tuples made directly
+    items = map(make, repeat(Retrieved), zip(pids, titles, texts, best.norms, stages, repeat(""), files, strict=False))
+    return list(map(make, repeat(Hit), zip(best.rows, items, strict=True)))
 
 
 def _rounded(values: np.ndarray) -> list[float]:

@@ -132,13 +132,15 @@ class SentenceTable:
         return {number for number in map(self.vocabulary.get, tokens) if number is not None}
 
 
-def extract_library() -> ctypes.CDLL | None:
-    """The compiled choice of sentences, its argument types declared (once per process); None where Python chooses."""
+def _extract_signatures() -> compiled.Signatures:
     pointer, integer = ctypes.c_void_p, ctypes.c_int64
-    return compiled.load(EXTRACT, {
-        "evalcore_extract": (integer, [ctypes.POINTER(integer), integer, pointer, pointer, pointer, pointer,
-                                       ctypes.POINTER(ctypes.c_int32), integer, integer, integer,
-                                       ctypes.POINTER(integer), ctypes.POINTER(integer)])})
+    return {"evalcore_extract": (integer, [ctypes.POINTER(integer), integer, pointer, pointer, pointer, pointer,
+                                           ctypes.POINTER(ctypes.c_int32), integer, integer, integer,
+                                           ctypes.POINTER(integer), ctypes.POINTER(integer)])}
+
+
+# The compiled choice of sentences, its argument types declared (once per process); None where Python chooses.
+extract_library = compiled.loader(EXTRACT, _extract_signatures)
 
 
 class TableBuilder:
