@@ -101,7 +101,9 @@ def test_a_queued_campaign_is_cancelled_at_once_and_never_runs(
     manager.cancel(second)
     assert get_campaign(manager.store, second).status.value == "cancelled"
     assert manager.wait(first, timeout=30).status.value == "succeeded"
-    time.sleep(1.5)  # a worker round or more
+    # One launched after it, on one question: once it ran, the worker claimed the queue past the cancelled one.
+    third = manager.launch(LaunchRequest(dataset=str(dataset), config=config, concurrency=1, limit=1))
+    assert manager.wait(third, timeout=30).status.value == "succeeded"
     assert get_campaign(manager.store, second).status.value == "cancelled"
     assert manager.store.read("SELECT count(*) AS n FROM results WHERE campaign_id = ?", (second,))[0]["n"] == 0
 
