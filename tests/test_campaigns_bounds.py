@@ -43,10 +43,11 @@ def settles(condition: Callable[[], bool], seconds: float = 10) -> bool:
 def test_a_question_past_its_time_limit_ends_its_thread_and_closes_its_connection(manager: CampaignManager) -> None:
     before = question_threads()
     # 80 s per reply, one byte at a time. The limit of 2 s leaves each question time to reach the agent even when
-    # other tests load both cores (at 0.5 s, one in a loaded CI run timed out before its request was read).
+    # other tests load both cores (at 0.5 s, one in a loaded CI run timed out before its request was read). The six
+    # questions at once: one limit's wait, not three.
     with LoopbackAgent(answer="x" * 4000, trickle=0.02) as trickling:
         campaign = manager.wait(manager.launch(LaunchRequest(dataset="default", config=agent(trickling.url), limit=6,
-                                                             concurrency=2,
+                                                             concurrency=6,
                                                time_limit=2, max_failed_share=1, cache=False)), timeout=60)
         assert campaign.failed == 6
         assert settles(lambda: trickling.open == 0 and question_threads() == before), (trickling.open,

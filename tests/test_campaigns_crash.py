@@ -107,8 +107,9 @@ sys.exit(follow(manager, campaign_id, as_json=False))  # what `python -m evalcor
 
 
 def paused(tmp_path: Path, monkeypatch, script: str = PAUSED_CHILD) -> tuple[subprocess.Popen[str], str, Path]:
-    """A child process running a campaign, stopped (SIGSTOP) long past the heartbeat's staleness."""
-    monkeypatch.setattr("evalcore.store.STALE_S", 0.5)
+    """A child process running a campaign, stopped (SIGSTOP) until its heartbeat is stale by age."""
+    stale_s = 0.5
+    monkeypatch.setattr("evalcore.store.STALE_S", stale_s)
     data = many_questions(tmp_path / "forty", 40)
     db = tmp_path / "paused.db"
     child = subprocess.Popen([sys.executable, "-c", script, str(db), str(data)], cwd=REPO, stdout=subprocess.PIPE,
@@ -117,7 +118,10 @@ def paused(tmp_path: Path, monkeypatch, script: str = PAUSED_CHILD) -> tuple[sub
     with Store(db) as watcher:
         wait_for(lambda: get_campaign(watcher, campaign_id).finished >= 4)
     os.kill(child.pid, signal.SIGSTOP)
-    time.sleep(2.5)  # several heartbeats missed: stale by age
+    with Store(db) as watcher:  # its last heartbeat, written before the stop
+        beat = get_campaign(watcher, campaign_id).heartbeat
+    assert beat is not None
+    time.sleep(max(0.0, beat + 2 * stale_s - time.time()))  # two leases without a heartbeat: stale by age
     return child, campaign_id, db
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from evalcore.campaigns import CampaignManager, get_campaign
+from evalcore.campaigns import CampaignManager, get_campaign, supervisor
 from evalcore.campaigns.campaign_queue import Workers
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.campaigns.supervisor import WorkerProcess
@@ -101,7 +101,9 @@ def test_a_queued_campaign_is_cancelled_at_once_and_never_runs(
     manager.cancel(second)
     assert get_campaign(manager.store, second).status.value == "cancelled"
     assert manager.wait(first, timeout=30).status.value == "succeeded"
-    time.sleep(1.5)  # a worker round or more
+    # One launched after it, on one question: once it ran, the worker claimed the queue past the cancelled one.
+    third = manager.launch(LaunchRequest(dataset=str(dataset), config=config, concurrency=1, limit=1))
+    assert manager.wait(third, timeout=30).status.value == "succeeded"
     assert get_campaign(manager.store, second).status.value == "cancelled"
     assert manager.store.read("SELECT count(*) AS n FROM results WHERE campaign_id = ?", (second,))[0]["n"] == 0
 
@@ -151,6 +153,9 @@ def test_the_supervised_worker_process_runs_campaigns_and_comes_back_after_a_sig
     # The killed child's campaign is claimed again once its lease runs out: 8 s here (the child started next reads
     # it from the environment too) rather than the default 30, still four heartbeats.
     monkeypatch.setenv("EVALCORE_LEASE_S", "8")
+    # Its end seen within 0.05 s (not 1 s), and a child that ran for seconds started again after 0.05 s, not 1 s.
+    monkeypatch.setattr(supervisor, "CHECK_S", 0.05)
+    monkeypatch.setattr(supervisor, "BACKOFF_S", (0.05, 1.6))
     manager = CampaignManager(db)
     try:
         manager.supervise_worker(slots=1)

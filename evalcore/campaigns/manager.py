@@ -689,11 +689,18 @@ class CampaignManager:
         deadline = None if timeout is None else time.monotonic() + timeout
         runner = self._runners.get(campaign_id)
         if runner is not None and runner.thread.ident is not None:  # registered just before it starts: poll instead
-            runner.thread.join(timeout)
-        campaign = get_campaign(self.store, campaign_id)
-        # Owned by another process: poll the store.
+            runner.thread.join(timeout)  # even when the store says it ended (another owner): this runner's end
+        campaign, pause = get_campaign(self.store, campaign_id), 0.01
         while campaign.active and (deadline is None or time.monotonic() < deadline):
-            time.sleep(0.2)
+            # Claimed since by this process's workers: until its thread ends. Queued, registered just before its
+            # thread starts, or owned by another process: poll the store, soon at first (a claim here takes
+            # milliseconds), then every 0.2 s.
+            runner = self._runners.get(campaign_id)
+            if runner is not None and runner.thread.ident is not None and runner.thread.is_alive():
+                runner.thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            else:
+                time.sleep(pause)
+                pause = min(2 * pause, 0.2)
             campaign = get_campaign(self.store, campaign_id)
         return campaign
 

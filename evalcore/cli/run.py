@@ -6,7 +6,6 @@ import argparse
 import json
 import shlex
 import sys
-import time
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -61,7 +60,7 @@ from evalcore.targets.presets import QUICK_START
 from evalcore.targets.saved_targets import get_target
 from evalcore.targets.target_config import parse_sweep, read_prompt_files, setting_notes, sweep_values
 
-POLL_S = 0.5
+POLL_S = 0.5  # seconds between refreshes of the progress bar
 
 
 def register(commands: Commands) -> None:
@@ -310,8 +309,9 @@ def follow(manager: CampaignManager, campaign_id: str, *, as_json: bool) -> int:
     try:
         with progress_bar(campaign) as bar:
             while campaign.active and not manager.lost(campaign_id):
-                time.sleep(POLL_S)
-                campaign = get_campaign(manager.store, campaign_id)
+                # Until it ends (its runner's thread joined), for at most a refresh of the bar: the command ends with
+                # its campaign, not up to a refresh later.
+                campaign = manager.wait(campaign_id, timeout=POLL_S)
                 if bar is not None:
                     show_progress(bar, campaign.progress(), campaign.failed)
     except KeyboardInterrupt:

@@ -272,7 +272,7 @@ class RunHandle:
 
 
 def follow(manager: CampaignManager, campaign_id: str, timeout: float | None, progress: bool) -> None:
-    """Poll the campaign until it ends or time is up, showing finished questions on a progress bar."""
+    """Follow the campaign until it ends or time is up, showing finished questions on a progress bar."""
     deadline = None if timeout is None else time.monotonic() + timeout
     campaign = get_campaign(manager.store, campaign_id)
     shown = None
@@ -284,8 +284,9 @@ def follow(manager: CampaignManager, campaign_id: str, timeout: float | None, pr
                 bar.update(campaign.finished - bar.n)
             if not campaign.active or (deadline is not None and time.monotonic() >= deadline):
                 return
-            time.sleep(POLL_S)
-            campaign = get_campaign(manager.store, campaign_id)
+            # Until it ends (its runner's thread joined, when it runs here), for at most a refresh of the bar.
+            step = POLL_S if deadline is None else max(0.0, min(POLL_S, deadline - time.monotonic()))
+            campaign = manager.wait(campaign_id, timeout=step)
 
 
 def progress_bar(total: int, *, disable: bool) -> Any:
