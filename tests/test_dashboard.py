@@ -802,3 +802,14 @@ def test_an_agent_campaigns_trec_run_names_its_sources_or_says_why_there_is_none
             export_campaign(store, campaign_id, "trec")
         assert button.disabled
         assert "TREC run: no TREC run to write" in unescape(texts(at))
+
+
+def test_a_script_changed_between_runs_runs_its_new_text(tmp_path: Path) -> None:
+    """The tests keep each script's compiled code for the process (tests/conftest.py), keyed on its text: a script
+    changed on disk runs as changed, in a new session and in one already open."""
+    script = tmp_path / "app.py"
+    script.write_text('import streamlit as st\nst.title("one")\n')
+    opened = AppTest.from_file(str(script)).run()
+    script.write_text('import streamlit as st\nst.title("two")\n')
+    assert AppTest.from_file(str(script)).run().title[0].value == "two"
+    assert opened.run().title[0].value == "two"

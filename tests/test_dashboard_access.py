@@ -201,9 +201,11 @@ def test_a_revoked_key_ends_its_session(store_db: str, monkeypatch: pytest.Monke
     assert titles(at) == ["Sign in"]
 
 
-@pytest.fixture
-def two_tenants(store_db: str) -> dict[str, str]:
-    """Tenants acme and other, each with a saved target, a suite and a finished campaign; keys for acme."""
+@pytest.fixture(scope="module")
+def two_tenants(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Tenants acme and other, each with a saved target, a suite and a finished campaign; keys for acme. One store for
+    the module (four campaigns run once): the tests using it only read it, and change nothing they could change."""
+    store_db = str(tmp_path_factory.mktemp("tenants") / "evalcore.db")
     manager = get_manager(store_db)
     ids: dict[str, str] = {"db": store_db}
     for tenant in ("acme", "other"):
