@@ -3,7 +3,7 @@ passed on."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -47,8 +47,10 @@ async def authentication_error(request: Request) -> ApiError | None:
     return None
 
 
-def _checker(action: Action) -> Callable[[KeyInfo], Principal]:
-    def check(key: Annotated[KeyInfo, Depends(current_key)]) -> Principal:
+def _checker(action: Action) -> Callable[[KeyInfo], Awaitable[Principal]]:
+    # A coroutine: the check reads only the key already loaded, so it runs on the event loop rather than costing
+    # every request a second hop to the thread pool (the key lookup itself, a store read, stays a thread's).
+    async def check(key: Annotated[KeyInfo, Depends(current_key)]) -> Principal:
         principal = key.principal()
         if (reason := principal.refusal(action)) is not None:
             raise ApiError(403, reason)
