@@ -173,7 +173,7 @@ def no_cycle_collection() -> Iterator[None]:
     At 10,000 questions a read builds about a million objects; the collector would walk them again and again for
     nothing: with a heap of a million objects besides (a server's), a read took 2.2 s of CPU paused against 2.6 s with
     the collector running (bench/read_gc.py, medians of 12 reads). Safe with many threads reading at once
-    (`_CollectorPause`).
+    (`CollectorPause`).
     """
     _PAUSE.enter()
     try:
