@@ -14,7 +14,7 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any, Protocol
 
 from evalcore.errors import EvalError
-from evalcore.language.text import language_once
+from evalcore.language.text import known_language, language_once
 from evalcore.models import ChatModel, ChatReply, LocalChatModel, Message, OpenAIChatModel
 from evalcore.targets.base import Retrieved, Round, TargetAnswer, history_messages
 from evalcore.targets.target_config import TargetConfig
@@ -55,7 +55,7 @@ class ExtractiveGenerator:
     def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer,
                  history: Sequence[Round] = ()) -> str:
         """The best sentences, best first, joined by a space (a conversation's history plays no part)."""
-        asked = language_once(question)
+        asked = known_language(question) or language_once(question)
         if self.corpus is not None:
             found = _from_table(self.corpus, question, asked, context, self.sentences)
             if found is not None:
