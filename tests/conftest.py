@@ -176,13 +176,15 @@ def as_stored_before_packing(conn: Any, where: str = "1 = 1", params: tuple = ()
 
 
 def require_c(library: object) -> None:
-    """Skip a test of the C loops themselves where this machine has no working C compiler (and no library was
-    installed with the package): the numpy paths, tested everywhere, run there. Where a compiler answers, a missing
-    library fails the test."""
+    """Skip a test of the C loops themselves where compiled loops are switched off, or this machine has no working C
+    compiler (and no library was installed with the package): the numpy paths, tested everywhere, run there. Where a
+    compiler answers, a missing library fails the test."""
     if library is not None:
         return
     from evalcore.runtime import compiled
 
+    if not compiled.enabled():
+        pytest.skip("compiled loops switched off (EVALCORE_COMPILED=0): the numpy path runs")
     if compiled.toolchain() is None:
         pytest.skip("no working C compiler ($CC, cc, gcc or clang): the numpy path runs on this machine")
     pytest.fail("a C compiler answers --version, but the library did not build (the warning logged says why)")

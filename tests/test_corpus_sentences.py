@@ -147,7 +147,8 @@ def test_an_answer_of_whole_sentences_has_their_tokens() -> None:
     given = {" ": 0, "": 0}
     for pair in pairs:
         for joiner in given:
-            words = table.answer_tokens([(s.text, s.number) for s in pair], joiner)
+            words = table.answer_tokens([s.text for s in pair], table.choice([(s.number, 1) for s in pair]).words,
+                                        joiner)
             if words is not None:
                 given[joiner] += 1
                 assert words == tokens_fresh(joiner.join(s.text for s in pair)), pair
@@ -198,15 +199,18 @@ def test_random_contexts_get_the_same_answers(tmp_path: Path, count: int, compil
     assert languages == {"en", "fr", "zh"}
 
 
+@pytest.mark.parametrize("words", [sentences.ANSWER_WORDS, 0])  # 0: the answer's words asked again with more room
 @pytest.mark.parametrize("count", [1, 2, 5])
-def test_the_compiled_choice_is_the_python_one(tmp_path: Path, count: int) -> None:
+def test_the_compiled_choice_is_the_python_one(tmp_path: Path, count: int, words: int,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Random contexts (a chunk twice, chunks without a sentence), question words drawn from the context's sentences
     and from anywhere (none, a few, more than the compiled loop holds), every language asked: the compiled loop
-    chooses the sentences Python chooses, in the same order; over COMPILED_WORDS words it leaves the choice to
-    Python."""
+    chooses the sentences Python chooses, in the same order, with the same spans and words; over COMPILED_WORDS
+    words it leaves the choice to Python."""
     import random
 
     require_c(sentences.extract_library())
+    monkeypatch.setattr(sentences, "ANSWER_WORDS", words)
     kb = build_knowledge_base([*corpus(), *load_dataset(SAMPLE).passages, *odd_passages()], chunk_size=None,
                               cache_dir=tmp_path)
     table = kb.sentences
@@ -225,8 +229,30 @@ def test_the_compiled_choice_is_the_python_one(tmp_path: Path, count: int) -> No
             assert chosen is None
             continue
         compared += 1
-        assert chosen == _chosen(table, rows, question, asked, count), (rows, sorted(question), asked)
+        assert chosen == table.choice(_chosen(table, rows, question, asked, count)), (rows, sorted(question), asked)
     assert compared > 250
+
+
+def test_the_compiled_choice_tells_apart_words_whose_numbers_share_their_low_bits() -> None:
+    """A table of many more words than the compiled loop's filter has bits (FILTER_BITS in extract.c), questions of
+    context words and of words whose numbers differ from theirs only above those bits: the compiled loop chooses the
+    sentences Python chooses."""
+    import random
+
+    require_c(sentences.extract_library())
+    rng = random.Random(11)
+    texts = [" ".join(" ".join(f"w{rng.randrange(30_000)}" for _ in range(rng.randint(1, 30))) + "."
+                      for _ in range(rng.randint(1, 9))) for _ in range(800)]
+    table = build_table(texts)
+    assert len(table.vocabulary) > 4 * 4096
+    for _ in range(300):
+        rows = [rng.randrange(len(texts)) for _ in range(rng.randint(1, 6))]
+        first, last = table.word_starts[table.sentence_starts[[rows[0], rows[0] + 1]]].tolist()
+        near = rng.sample(table.words[first:last].tolist(), min(last - first, rng.randint(1, 8)))
+        question = {number ^ (4096 << rng.randrange(3)) for number in near} & set(range(len(table.vocabulary)))
+        question |= set(rng.sample(near, rng.randint(0, len(near))))
+        for count in (1, 3):
+            assert table.chosen(rows, question, 0, count) == table.choice(_chosen(table, rows, question, 0, count))
 
 
 def odd_passages() -> list[Passage]:

@@ -13,7 +13,15 @@ from evalcore.campaigns import get_manager
 from evalcore.campaigns.launching import LaunchRequest
 from evalcore.datasets.loader import load_dataset
 from evalcore.language import text as text_module
-from evalcore.language.text import LONG_TEXT, clear_caches, tokens, tokens_once, use_known_tokens, use_no_known_tokens
+from evalcore.language.text import (
+    LONG_TEXT,
+    clear_caches,
+    language_once,
+    tokens,
+    tokens_once,
+    use_known_tokens,
+    use_no_known_tokens,
+)
 from evalcore.targets.knowledge import index_dir
 from evalcore.targets.question_tokens import (
     FILE,
@@ -70,7 +78,9 @@ def test_the_sample_datasets_questions_and_references_read_back_as_the_tokenizer
     assert any(any("\u4e00" <= ch <= "\u9fff" for ch in text) for text in texts)  # jieba's part is covered
     for text in texts:
         assert table.get(text) == loaded.get(text) == wanted[text]
+        assert table.language(text) == loaded.language(text) == language_once(text)
     assert loaded.get("a text the dataset does not hold") is None
+    assert loaded.language("a text the dataset does not hold") is None
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -81,6 +91,8 @@ def test_random_three_language_texts_read_back_as_the_tokenizer_gives_them(tmp_p
     assert table is not None
     for text in texts:
         assert table.get(text) == fresh(text) == tuple(tokens(text))
+        assert table.language(text) == language_once(text)
+    assert {table.language(text) for text in texts} == {"en", "fr", "zh"}
 
 
 def test_a_file_for_other_texts_or_damaged_is_not_read(tmp_path: Path) -> None:
@@ -255,8 +267,8 @@ def test_a_texts_tokens_numbered_in_a_vocabulary_are_its_tokens_looked_up_there(
 
 def test_answers_are_the_same_whether_the_questions_words_are_numbered_from_the_table_or_tokenized(
         tmp_path: Path) -> None:
-    # BM25's term ids and the extractive generator's question words, read from the dataset's table (numbered once
-    # per vocabulary) or from the question's tokens: the same answers, hits and scores.
+    # BM25's term ids and the extractive generator's question words and language, read from the dataset's table
+    # (numbered once per vocabulary) or from the question's tokens and text: the same answers, hits and scores.
     from evalcore.targets import RagTarget, TargetConfig
     from evalcore.testing.multilingual_corpus import QUESTIONS
 

@@ -430,6 +430,9 @@ class KnownTokens(Protocol):
     def numbers(self, text: str, vocabulary: Mapping[str, int]) -> list[int] | None:
         """The text's tokens as their numbers in `vocabulary`, in order (those it lacks left out), or None."""
 
+    def language(self, text: str) -> str | None:
+        """The text's `language_once`, or None."""
+
 
 _known: tuple[KnownTokens, ...] = ()  # replaced whole, never changed in place: readers need no lock
 _read_known = _Given(1 << 6)  # the last texts read from those tables, forgotten with them
@@ -452,6 +455,16 @@ def known_numbers(text: str, vocabulary: Mapping[str, int]) -> list[int] | None:
         numbers = table.numbers(text, vocabulary)
         if numbers is not None:
             return numbers
+    return None
+
+
+def known_language(text: str) -> str | None:
+    """A text's `language_once`, read from the tables given to `use_known_tokens` (a dataset's question, its language
+    told once with its tokens); None when no table holds the text."""
+    for table in _known:
+        language = table.language(text)
+        if language is not None:
+            return language
     return None
 
 

@@ -26,22 +26,40 @@ static float largest(const float *scores, int64_t n) {
     return top[0];
 }
 
-/* The best chunks for the `nterms` term ids `terms` (columns of the compressed sparse column arrays data, indices,
- * indptr, `columns` of them, over num_docs chunks; an id that is no column's matches nothing): their rows into
- * found_rows, best first, their normalised scores into norms, their raw and normalised scores rounded into
- * raws_rounded and norms_rounded (each with room for k); their number is returned, or -1 when memory runs out. */
-int64_t evalcore_bm25_best(const float *data, const int32_t *indices, const int64_t *indptr, int64_t columns,
-                           int64_t num_docs, const int64_t *terms, int64_t nterms, double threshold, int64_t k, int64_t *found_rows,
-                           double *norms, double *raws_rounded, double *norms_rounded) {
+/* Scores are passed over a block at a time, most blocks having none at the cut: one comparison of them all (compiled
+ * without a branch per score) tells. */
+#define BLOCK 16
+
+/* Whether any of the BLOCK scores is at least `low`. */
+static int reaches(const float *scores, float low) {
+    int any = 0;
+    for (int j = 0; j < BLOCK; j++) any |= scores[j] >= low;
+    return any;
+}
+
+/* The best chunks for a query. `index`: the addresses of the compressed sparse column arrays data, indices and
+ * indptr, then their number of columns and the number of chunks (num_docs). `io` holds on entry the query's `nterms`
+ * term ids (an id that is no column's matches nothing), and has room for k rows after them; on return the best
+ * chunks' rows follow the ids, best first, and `scores` (room for 3 * k) holds their normalised scores from
+ * scores[0], their raw scores rounded from scores[k] and their normalised scores rounded from scores[2 * k]. Their
+ * number is returned, or -1 when memory runs out. */
+int64_t evalcore_bm25_best(const int64_t *index, int64_t *io, int64_t nterms, double threshold, int64_t k,
+                           double *scores) {
+    const float *data = (const float *)index[0];
+    const int32_t *indices = (const int32_t *)index[1];
+    const int64_t *indptr = (const int64_t *)index[2];
+    const int64_t columns = index[3], num_docs = index[4], *terms = io;
+    int64_t *found_rows = io + nterms;
+    double *norms = scores, *raws_rounded = scores + k, *norms_rounded = scores + 2 * k;
     if (num_docs <= 0 || k <= 0) return 0;
-    float *scores = calloc((size_t)num_docs, sizeof(float));
-    if (!scores) return -1;
+    float *sums = calloc((size_t)num_docs, sizeof(float));
+    if (!sums) return -1;
     for (int64_t t = 0; t < nterms; t++) {
         if (terms[t] < 0 || terms[t] >= columns) continue;
         const int64_t end = indptr[terms[t] + 1];
-        for (int64_t j = indptr[terms[t]]; j < end; j++) scores[indices[j]] += data[j];
+        for (int64_t j = indptr[terms[t]]; j < end; j++) sums[indices[j]] += data[j];
     }
-    const float top = largest(scores, num_docs);
+    const float top = largest(sums, num_docs);
     int64_t found = 0;
     if (top > 0) {
         const float least = (float)threshold;
@@ -53,7 +71,11 @@ int64_t evalcore_bm25_best(const float *data, const int32_t *indices, const int6
         float low = (float)cut;
         if ((double)low > cut) low = nextafterf(low, -INFINITY);
         for (int64_t i = 0; i < num_docs; i++) {
-            const float raw = scores[i];
+            if (i % BLOCK == 0 && i + BLOCK <= num_docs && !reaches(sums + i, low)) {
+                i += BLOCK - 1;
+                continue;
+            }
+            const float raw = sums[i];
             if (raw < low || !(raw > 0)) continue;
             const float norm = raw / top;
             if (!(norm >= least) || (found == k && !(norm > norms[k - 1]))) continue;
@@ -75,6 +97,6 @@ int64_t evalcore_bm25_best(const float *data, const int32_t *indices, const int6
         raws_rounded[i] = rint(raws_rounded[i] * 1e6) / 1e6;
         norms_rounded[i] = rint(norms[i] * 1e6) / 1e6;
     }
-    free(scores);
+    free(sums);
     return found;
 }

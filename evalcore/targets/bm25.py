@@ -72,22 +72,24 @@ class Bm25Index:
     # The frequent terms' whole rows (see DENSE_SHARE), made the first time a query names them.
     _dense: dict[int, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
     _bounds: list[int] = field(init=False, compare=False, repr=False)  # indptr as Python integers
-    # The arrays as the compiled loop reads them, and their addresses; None when it cannot read them (scores in
-    # another precision than single, a non-occurrence score, columns out of order).
-    _compiled: tuple[tuple[np.ndarray, ...], tuple[ctypes.c_void_p, ...]] | None = field(
+    # The arrays as the compiled loop reads them, and their addresses with the numbers of columns and chunks, in one
+    # argument; None when it cannot read them (scores in another precision than single, a non-occurrence score,
+    # columns out of order).
+    _compiled: tuple[tuple[np.ndarray, ...], ctypes.Array[ctypes.c_int64]] | None = field(
         init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_bounds", self.indptr.tolist())
         object.__setattr__(self, "_compiled", self._laid_out())
 
-    def _laid_out(self) -> tuple[tuple[np.ndarray, ...], tuple[ctypes.c_void_p, ...]] | None:
+    def _laid_out(self) -> tuple[tuple[np.ndarray, ...], ctypes.Array[ctypes.c_int64]] | None:
         if self.data.dtype != np.float32 or self.nonoccurrence is not None or self.num_docs >= 2**31 \
                 or int(self.indptr[0]) != 0 or bool(np.any(np.diff(self.indptr) < 0)):
             return None
         arrays = (np.ascontiguousarray(self.data), np.ascontiguousarray(self.indices, dtype=np.int32),
                   np.ascontiguousarray(self.indptr, dtype=np.int64))
-        return arrays, tuple(ctypes.c_void_p(array.ctypes.data) for array in arrays)
+        return arrays, (ctypes.c_int64 * 5)(*(array.ctypes.data for array in arrays), self.indptr.size - 1,
+                                            self.num_docs)
 
     @classmethod
     def of(cls, vocab: dict[str, int], scores: dict[str, Any], nonoccurrence: np.ndarray | None = None) -> Bm25Index:
@@ -154,14 +156,12 @@ class Bm25Index:
         library = best_library()
         if library is None or self._compiled is None or k < 1:
             return None
-        rows, norms = (ctypes.c_int64 * k)(), (ctypes.c_double * k)()
-        raws_rounded, norms_rounded = (ctypes.c_double * k)(), (ctypes.c_double * k)()
-        found = library.evalcore_bm25_best(*self._compiled[1], len(self._bounds) - 1, self.num_docs,
-                                           (ctypes.c_int64 * len(ids))(*ids),
-                                           len(ids), threshold, k, rows, norms, raws_rounded, norms_rounded)
+        count = len(ids)
+        io, scores = (ctypes.c_int64 * (count + k))(*ids), (ctypes.c_double * (3 * k))()
+        found = library.evalcore_bm25_best(self._compiled[1], io, count, threshold, k, scores)
         if found < 0:  # no memory for the scores: numpy's path will fail as clearly
             return None
-        return Best(rows[:found], norms[:found], raws_rounded[:found], norms_rounded[:found])
+        return Best(io[count:count + found], scores[:found], scores[k:k + found], scores[2 * k:2 * k + found])
 
     def _row(self, term: int, size: int) -> np.ndarray | None:
         """The whole row of a frequent term (see DENSE_SHARE), made the first time a query names it; None for
@@ -179,10 +179,9 @@ class Bm25Index:
 
 
 def _best_signatures() -> compiled.Signatures:
-    pointer, integer, double = ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_double)
-    return {"evalcore_bm25_best": (integer, [pointer, pointer, pointer, integer, integer, ctypes.POINTER(integer),
-                                             integer, ctypes.c_double, integer, ctypes.POINTER(integer), double,
-                                             double, double])}
+    integer = ctypes.c_int64
+    return {"evalcore_bm25_best": (integer, [ctypes.POINTER(integer), ctypes.POINTER(integer), integer,
+                                             ctypes.c_double, integer, ctypes.POINTER(ctypes.c_double)])}
 
 
 # The compiled BM25 retrieval, its argument types declared (once per process); None where numpy scores.

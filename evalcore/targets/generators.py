@@ -14,7 +14,7 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any, Protocol
 
 from evalcore.errors import EvalError
-from evalcore.language.text import language_once
+from evalcore.language.text import known_language, language_once
 from evalcore.models import ChatModel, ChatReply, LocalChatModel, Message, OpenAIChatModel
 from evalcore.targets.base import Retrieved, Round, TargetAnswer, history_messages
 from evalcore.targets.target_config import TargetConfig
@@ -55,7 +55,7 @@ class ExtractiveGenerator:
     def generate(self, question: str, context: list[Retrieved], answer: TargetAnswer,
                  history: Sequence[Round] = ()) -> str:
         """The best sentences, best first, joined by a space (a conversation's history plays no part)."""
-        asked = language_once(question)
+        asked = known_language(question) or language_once(question)
         if self.corpus is not None:
             found = _from_table(self.corpus, question, asked, context, self.sentences)
             if found is not None:
@@ -91,7 +91,8 @@ class ExtractiveGenerator:
 def _from_table(corpus: SentenceTable, question: str, asked: str, context: list[Retrieved], count: int) -> str | None:
     """The extractive answer from the table's sentences of the context chunks, with the same weights, ties and
     choice as `ExtractiveGenerator._best` on the text itself: chosen by the compiled loop where there is one
-    (`SentenceTable.chosen`), else by `_chosen`. None when a context chunk is not in the table."""
+    (`SentenceTable.chosen`), else by `_chosen` (and read by `SentenceTable.choice`). None when a context chunk is
+    not in the table."""
     from evalcore.language.text import give_tokens, known_numbers, tokens_once
     from evalcore.targets.sentences import LANGUAGES
 
@@ -101,17 +102,16 @@ def _from_table(corpus: SentenceTable, question: str, asked: str, context: list[
     asked_number = LANGUAGES.index(asked)
     known = known_numbers(question, corpus.vocabulary)  # a dataset's question, numbered with the whole dataset's
     question_words = corpus.numbers(tokens_once(question)) if known is None else set(known)
-    chosen = corpus.chosen(rows, question_words, asked_number, count)
-    if chosen is None:
-        chosen = _chosen(corpus, rows, question_words, asked_number, count)
-    if not chosen:
+    choice = corpus.chosen(rows, question_words, asked_number, count)
+    if choice is None:
+        choice = corpus.choice(_chosen(corpus, rows, question_words, asked_number, count))
+    if not choice.ranks:
         return context[0].text
-    spans = corpus.spans[[number for number, _ in chosen]].tolist()
-    picked = [(context[rank - 1].text[start:end], number)
-              for (number, rank), (start, end) in zip(chosen, spans, strict=True)]
+    parts = [context[rank - 1].text[start:end] for rank, start, end in zip(choice.ranks, choice.starts, choice.ends,
+                                                                             strict=True)]
     joiner = "" if asked == "zh" else " "
-    text = joiner.join(part for part, _ in picked)
-    tokens = corpus.answer_tokens(picked, joiner)
+    text = joiner.join(parts)
+    tokens = corpus.answer_tokens(parts, choice.words, joiner)
     if tokens is not None:  # the measures read the answer's tokens next
         give_tokens(text, tokens)
     return text

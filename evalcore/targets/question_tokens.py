@@ -8,7 +8,8 @@ digest and the tokenizer); later campaigns read it back and `tokens_once` reads 
 in the table is tokenized as before).
 
 A token is kept as its number in the table's own vocabulary, each text as its tokens' numbers in order; the texts
-themselves are not saved: they are the dataset's, in a fixed order (`dataset_texts`), which its digest pins.
+themselves are not saved: they are the dataset's, in a fixed order (`dataset_texts`), which its digest pins. Each
+text's language (`language_once`: the extractive generator answers in the question's) is kept beside its tokens.
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ from typing import Protocol
 
 import numpy as np
 
+from evalcore.targets.sentences import LANGUAGES
+
 FILE = "tokens.npz"
-FORMAT = 1
+FORMAT = 2
 PROGRESS_EVERY = 500
 _VOCABULARIES = 4  # vocabularies a table keeps its texts numbered in
 
@@ -46,19 +49,23 @@ class Progress(Protocol):
 
 @dataclass
 class TokenTable:
-    """Texts' tokens (`get`), read from number arrays: row r's token numbers are words[starts[r]:starts[r + 1]]."""
+    """Texts' tokens (`get`), read from number arrays: row r's token numbers are words[starts[r]:starts[r + 1]]; its
+    language is LANGUAGES[languages[r]] (`language`)."""
 
     texts: Sequence[str]
     starts: np.ndarray
     words: np.ndarray
     names: list[str]
+    languages: np.ndarray
     _rows: dict[str, int] = field(init=False, repr=False)
+    _languages: list[str] = field(init=False, repr=False)
     # By a vocabulary's id: the vocabulary, and the texts' tokens numbered in it (`_numbered`).
     _vocabularies: dict[int, tuple[Mapping[str, int], np.ndarray, list[int]]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._rows = {text: row for row, text in enumerate(self.texts)}
         self._vocabularies = {}
+        self._languages = [LANGUAGES[number] for number in self.languages.tolist()]
 
     def get(self, text: str) -> tuple[str, ...] | None:
         """The text's tokens, or None when the table does not hold it."""
@@ -66,6 +73,11 @@ class TokenTable:
         if row is None:
             return None
         return tuple(map(self.names.__getitem__, self.words[self.starts[row]:self.starts[row + 1]].tolist()))
+
+    def language(self, text: str) -> str | None:
+        """The text's `language_once`, or None when the table does not hold it."""
+        row = self._rows.get(text)
+        return None if row is None else self._languages[row]
 
     def numbers(self, text: str, vocabulary: Mapping[str, int]) -> list[int] | None:
         """The text's tokens as their numbers in `vocabulary`, in order, those it does not hold left out; None when
@@ -103,18 +115,22 @@ def dataset_texts(questions: Iterable[_Question]) -> list[str]:
 
 
 def build_table(texts: Sequence[str], progress: Callable[[int, int], None] | None = None) -> TokenTable:
-    """Tokenize every text (`tokens_fresh`: what `tokens_once` gives, nothing kept in the caches)."""
-    from evalcore.language.text import tokens_fresh
+    """Tokenize every text (`tokens_fresh`: what `tokens_once` gives, nothing kept in the caches) and tell its
+    language."""
+    from evalcore.language.text import language_once, tokens_fresh
 
     vocabulary: dict[str, int] = {}
     starts: list[int] = [0]
     words: list[int] = []
+    languages: list[int] = []
     for done, text in enumerate(texts, 1):
         words.extend(vocabulary.setdefault(token, len(vocabulary)) for token in tokens_fresh(text))
         starts.append(len(words))
+        languages.append(LANGUAGES.index(language_once(text)))
         if progress and (done % PROGRESS_EVERY == 0 or done == len(texts)):
             progress(done, len(texts))
-    return TokenTable(texts, np.asarray(starts, dtype=np.int64), np.asarray(words, dtype=np.int32), list(vocabulary))
+    return TokenTable(texts, np.asarray(starts, dtype=np.int64), np.asarray(words, dtype=np.int32), list(vocabulary),
+                      np.asarray(languages, dtype=np.uint8))
 
 
 def save_table(table: TokenTable, path: Path) -> None:
@@ -122,7 +138,7 @@ def save_table(table: TokenTable, path: Path) -> None:
     names = np.frombuffer("\n".join(table.names).encode("utf-8"), dtype=np.uint8)
     with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npz", delete=False) as handle:
         np.savez(handle, format=np.asarray([FORMAT, len(table.texts)], dtype=np.int64), starts=table.starts,
-                 words=table.words, names=names)
+                 words=table.words, names=names, languages=table.languages)
     os.replace(handle.name, path)
 
 
@@ -134,15 +150,17 @@ def load_table(path: Path, texts: Sequence[str]) -> TokenTable | None:
             if saved["format"].tolist() != [FORMAT, len(texts)]:
                 return None
             joined = saved["names"].tobytes().decode("utf-8")
-            starts, words = saved["starts"], saved["words"]
+            starts, words, languages = saved["starts"], saved["words"], saved["languages"]
     except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
         return None
     names = joined.split("\n") if joined else []
     if starts.shape != (len(texts) + 1,) or int(starts[0]) != 0 or int(starts[-1]) != len(words) \
             or bool(np.any(np.diff(starts) < 0)) or (len(words) and (int(words.min()) < 0
-                                                                      or int(words.max()) >= len(names))):
+                                                                      or int(words.max()) >= len(names))) \
+            or languages.shape != (len(texts),) \
+            or (len(texts) and not 0 <= int(languages.min()) <= int(languages.max()) < len(LANGUAGES)):
         return None
-    return TokenTable(texts, starts, words, names)
+    return TokenTable(texts, starts, words, names, languages)
 
 
 _MEMO: OrderedDict[str, TokenTable] = OrderedDict()

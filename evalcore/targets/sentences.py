@@ -35,7 +35,11 @@ EXTRACT = Path(__file__).with_name("extract.c")
 # table knows is chosen in Python.
 COMPILED_WORDS = 64
 # The table's arrays as the compiled choice reads them.
-_LAYOUT = (("sentence_starts", np.int64), ("word_starts", np.int64), ("languages", np.uint8), ("words", np.int32))
+_LAYOUT = (("sentence_starts", np.int64), ("word_starts", np.int64), ("languages", np.uint8), ("words", np.int32),
+           ("spans", np.int64))
+# Room for this many words of the chosen sentences in the compiled choice's answer (a longer answer is asked again
+# with the room it needs).
+ANSWER_WORDS = 256
 
 
 class Sentence(NamedTuple):
@@ -53,6 +57,17 @@ class Sentence(NamedTuple):
 _CLOSED = frozenset("。！？!?”’」』）)")
 
 
+class Choice(NamedTuple):
+    """The extractive generator's chosen sentences, best first: their table numbers, their chunks' ranks in the
+    context (1 = best), their spans in their chunks' texts, and their words' numbers, sentence after sentence."""
+
+    numbers: list[int]
+    ranks: list[int]
+    starts: list[int]
+    ends: list[int]
+    words: list[int]
+
+
 @dataclass
 class SentenceTable:
     """Every chunk's sentences (rows in index order), read by chunk text; `vocabulary` numbers the tokens."""
@@ -68,12 +83,12 @@ class SentenceTable:
     def __post_init__(self) -> None:
         self._rows = {text: row for row, text in enumerate(self.texts)}
         self._names = list(self.vocabulary)  # numbered in order
-        # The addresses of the arrays the compiled choice reads (taking one costs a few microseconds), or None when
-        # they are not laid out as it reads them.
+        # The addresses of the arrays the compiled choice reads, in one argument (each taken once: taking one costs a
+        # few microseconds), or None when they are not laid out as it reads them.
         arrays = [getattr(self, name) for name, _ in _LAYOUT]
         laid_out = all(array.dtype == dtype and array.flags.c_contiguous
-                       for array, (_, dtype) in zip(arrays, _LAYOUT, strict=True))
-        self._addresses = tuple(ctypes.c_void_p(array.ctypes.data) for array in arrays) if laid_out else None
+                       for array, (_, dtype) in zip(arrays, _LAYOUT, strict=True)) and self.spans.ndim == 2
+        self._addresses = (ctypes.c_int64 * len(arrays))(*(array.ctypes.data for array in arrays)) if laid_out else None
 
     def of(self, text: str) -> tuple[Sentence, ...] | None:
         """The sentences of a chunk's text, or None when no chunk has that text."""
@@ -97,35 +112,45 @@ class SentenceTable:
         rows = [self._rows.get(text) for text in texts]
         return None if None in rows else rows  # type: ignore[return-value]
 
-    def answer_tokens(self, sentences: Sequence[tuple[str, int]], joiner: str) -> tuple[str, ...] | None:
-        """The `default` tokens of sentences (text, number) joined by `joiner` (" " or ""), from theirs; None when
-        that could differ from tokenizing the joined text (with "", a sentence that does not end on a closing
-        mark)."""
-        if joiner not in ("", " ") or (joiner == "" and any(text[-1:] not in _CLOSED for text, _ in sentences[:-1])):
+    def answer_tokens(self, texts: Sequence[str], words: Sequence[int], joiner: str) -> tuple[str, ...] | None:
+        """The `default` tokens of sentences (their texts, and their words' numbers one sentence after the other)
+        joined by `joiner` (" " or ""), from theirs; None when that could differ from tokenizing the joined text
+        (with "", a sentence that does not end on a closing mark)."""
+        if joiner not in ("", " ") or (joiner == "" and any(text[-1:] not in _CLOSED for text in texts[:-1])):
             return None
-        words, starts, numbers = self.words, self.word_starts, []
-        for _, number in sentences:  # a sentence's bounds as Python integers: slicing by numpy's is slower
-            first, last = starts[number:number + 2].tolist()
-            numbers += words[first:last].tolist()
-        return tuple(map(self._names.__getitem__, numbers))
+        return tuple(map(self._names.__getitem__, words))
 
-    def chosen(self, rows: Sequence[int], question_words: set[int], asked: int,
-               count: int) -> list[tuple[int, int]] | None:
+    def choice(self, chosen: Sequence[tuple[int, int]]) -> Choice:
+        """The choice of these sentences (sentence number, chunk rank), best first: their spans and words read."""
+        numbers = [number for number, _ in chosen]
+        spans = self.spans[numbers].tolist()
+        words: list[int] = []
+        for number in numbers:  # a sentence's bounds as Python integers: slicing by numpy's is slower
+            first, last = self.word_starts[number:number + 2].tolist()
+            words += self.words[first:last].tolist()
+        return Choice(numbers, [rank for _, rank in chosen], [start for start, _ in spans], [end for _, end in spans],
+                      words)
+
+    def chosen(self, rows: Sequence[int], question_words: set[int], asked: int, count: int) -> Choice | None:
         """The extractive generator's choice among the sentences of the chunks `rows` (best first) by the compiled
-        loop (`extract.c`): the best `count`, best first, as (sentence number, chunk rank), none when no sentence
-        has a word; None where there is no compiled loop (or the question has over COMPILED_WORDS words the table
-        knows), and `generators._chosen` chooses the same."""
+        loop (`extract.c`): the best `count`, best first (none when no sentence has a word); None where there is no
+        compiled loop (or the question has over COMPILED_WORDS words the table knows), and `generators._chosen`
+        with `choice` gives the same."""
         library = extract_library()
         if library is None or self._addresses is None or len(question_words) > COMPILED_WORDS or count < 1:
             return None
-        question = sorted(question_words)
-        numbers, ranks = (ctypes.c_int64 * count)(), (ctypes.c_int64 * count)()
-        found = library.evalcore_extract((ctypes.c_int64 * len(rows))(*rows), len(rows), *self._addresses,
-                                         (ctypes.c_int32 * len(question))(*question), len(question), asked, count,
-                                         numbers, ranks)
+        room = max(len(rows) + len(question_words), 4 * count + 1 + ANSWER_WORDS)
+        while True:
+            io = (ctypes.c_int64 * room)(*rows, *sorted(question_words))
+            found = library.evalcore_extract(self._addresses, io, room, len(rows), len(question_words), asked, count)
+            if found != -2:
+                break
+            room = io[0]
         if found < 0:  # no memory for the loop's lists: Python's will fail as clearly
             return None
-        return list(zip(numbers[:found], ranks[:found], strict=True))
+        end = 4 * count + 1
+        return Choice(io[:found], io[count:count + found], io[2 * count:2 * count + found],
+                      io[3 * count:3 * count + found], io[end:end + io[end - 1]] if found else [])
 
     def numbers(self, tokens: Sequence[str]) -> set[int]:
         """The numbers of the tokens the table knows (a token no sentence holds matches none)."""
@@ -133,10 +158,9 @@ class SentenceTable:
 
 
 def _extract_signatures() -> compiled.Signatures:
-    pointer, integer = ctypes.c_void_p, ctypes.c_int64
-    return {"evalcore_extract": (integer, [ctypes.POINTER(integer), integer, pointer, pointer, pointer, pointer,
-                                           ctypes.POINTER(ctypes.c_int32), integer, integer, integer,
-                                           ctypes.POINTER(integer), ctypes.POINTER(integer)])}
+    integer = ctypes.c_int64
+    numbers = ctypes.POINTER(integer)
+    return {"evalcore_extract": (integer, [numbers, numbers, integer, integer, integer, integer, integer])}
 
 
 # The compiled choice of sentences, its argument types declared (once per process); None where Python chooses.
