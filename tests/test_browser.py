@@ -254,20 +254,14 @@ def test_launch_compare_screenshot_and_export(page: tuple, tmp_path: Path) -> No
     shot = Path(os.environ.get("EVALCORE_SCREENSHOT_DIR") or tmp_path) / "compare.png"
     tab.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
-    with tab.expect_download(timeout=60_000) as download:
-        tab.get_by_role("button", name="PNG", exact=True).first.click()  # ours, not the chart's camera
-    exported = tmp_path / download.value.suggested_filename
-    download.value.save_as(exported)
+    exported = download(tab, "PNG", tmp_path)  # ours, not the chart's camera
     assert exported.suffix == ".png"
     assert exported.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert re.fullmatch(r"compare_[^_]+_vs_[^_]+_\d{4}-\d{2}-\d{2}\.png", exported.name)
     assert len(exported.name) < 100
     a_part, b_part = exported.name.split("_")[1:4:2]
     assert a_part != b_part  # the two sides of a sweep are told apart
-    with tab.expect_download(timeout=60_000) as download:
-        tab.get_by_role("button", name="Report (HTML)", exact=True).click()
-    report = tmp_path / download.value.suggested_filename
-    download.value.save_as(report)
+    report = download(tab, "Report (HTML)", tmp_path)
     assert report.name.startswith("report_")
     assert report.suffix == ".html"
     assert_no_exception_on(tab)
@@ -451,12 +445,36 @@ def launch(tab: object, name: str, questions: int, sweep: str = "") -> None:
     tab.get_by_role("button", name="Launch").click()
 
 
-def download(tab: object, button: str, folder: Path) -> Path:
-    """Click a download button of the page and save the file under the name the page gives it."""
-    with tab.expect_download(timeout=60_000) as started:
-        tab.get_by_role("button", name=button, exact=True).first.click()
-    path = folder / started.value.suggested_filename
-    started.value.save_as(path)
+def download(tab: Any, button: str, folder: Path, attempts: int = 3) -> Path:
+    """Click a download button of the page and save the file under the name the page gives it.
+
+    A button that builds its file when clicked carries an id that Streamlit draws anew on every run of the page and
+    forgets once the next run ends: a click sent as a run begins (a pick just made) can reach the server after that
+    run ended, and the page then says "Failed to generate file for download" under the button, nothing downloaded.
+    Such a click is made again once the page has settled, a few times at most; a click that neither downloads nor
+    fails within 30 s is made again too."""
+    started: list[Any] = []
+
+    def collect(started_download: Any) -> None:
+        started.append(started_download)
+
+    tab.on("download", collect)
+    try:
+        for _ in range(attempts):
+            tab.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=60_000)
+            tab.get_by_role("button", name=button, exact=True).first.click()
+            failed = tab.get_by_test_id("stDownloadButtonError")
+            deadline = time.monotonic() + 30
+            while not started and not failed.count() and time.monotonic() < deadline:
+                tab.wait_for_timeout(100)  # lets Playwright deliver the download event
+            if started:
+                break
+            failed.first.wait_for(state="detached", timeout=30_000)  # the message goes after 5 s
+    finally:
+        tab.remove_listener("download", collect)
+    assert started, f"{button!r} downloaded nothing after {attempts} clicks"
+    path = folder / started[0].suggested_filename
+    started[0].save_as(path)
     return path
 
 
@@ -557,17 +575,18 @@ def test_five_questions_are_labelled_from_the_keyboard_and_kappa_appears(browser
         assert main.get_by_text(re.compile(r"relevance: \d labelled")).count() == 0
         status = main.get_by_text(re.compile(r"answered questions labelled for relevance")).first
         for key in ["5", "4", "ArrowLeft", "3", "2", "ArrowRight", "1", "5"]:
-            tab.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=60_000)  # not mid-run
             before = status.inner_text()
-            for _press in range(2):  # a key pressed while the page was still drawing its buttons is lost: once more
+            for _press in range(3):  # a key pressed while the page was still drawing its buttons is lost: once more
+                tab.locator("[data-testid='stStatusWidget']").wait_for(state="hidden", timeout=60_000)  # not mid-run
                 tab.evaluate("document.activeElement && document.activeElement.blur()")  # keys to the page
                 tab.keyboard.press(key)
-                for _ in range(150):  # the page reruns: the line changes (a label counted, another question)
-                    tab.wait_for_timeout(200)
-                    if status.inner_text() != before:
-                        break
+                if taken(tab, status, before):
+                    break
+            # The page reruns: the line changes (a label counted, another question).
+            for _ in range(300):
                 if status.inner_text() != before:
                     break
+                tab.wait_for_timeout(200)
             assert status.inner_text() != before, f"key {key} changed nothing"
         main.get_by_text("5 of 6 answered questions labelled for relevance").wait_for(timeout=30_000)
         line = main.get_by_text(re.compile(r"relevance: 5 labelled · accuracy [\d.]+ · kappa -?[\d.—]+"))
@@ -575,6 +594,18 @@ def test_five_questions_are_labelled_from_the_keyboard_and_kappa_appears(browser
         assert "weighted kappa" in line.inner_text()
         assert_no_exception_on(tab)
         assert not [p for p in problems if p.startswith("page error")], problems
+
+
+def taken(tab: Any, line: Any, before: str, seconds: float = 5) -> bool:
+    """Whether the page took a key: within a few seconds it ran again (its status widget shows from the moment a
+    rerun is asked for, and stays 0.2 s as it fades) or the line no longer reads as before. A key the page did not
+    take is pressed again at once, where waiting for its effect would wait as long as the slowest run."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if tab.locator("[data-testid='stStatusWidget']").is_visible() or line.inner_text() != before:
+            return True
+        tab.wait_for_timeout(100)
+    return False
 
 
 def test_a_deep_link_to_a_question_and_to_a_comparison_tab_survives_sign_in_and_reload(browser: Any,

@@ -221,7 +221,7 @@ def test_the_pairwise_request_answers_at_once_and_health_and_reads_answer_while_
     from tests.test_pairwise import finished_pair
 
     ids = finished_pair(api.app.state.manager, tmp_path)
-    slow = Reply.slow(3.0, '{"winner": "tie", "reason": "slow"}')
+    slow = Reply.slow(1.0, '{"winner": "tie", "reason": "slow"}')
     with FakeOpenAIServer([slow] * 40, default=slow) as judge:
         body = {"judge": {"model": "judge-mini", "base_url": judge.base_url, "api_key_env": ""}}
         asked = api.call("POST", "/api/v1/compare/pairwise", params={"a": ids[0], "b": ids[1]}, json=body,
