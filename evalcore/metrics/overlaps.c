@@ -10,8 +10,9 @@
  *                         smaller of its counts in the two (rouge-score);
  *   out[5 + 3k]:          the same for bigrams (ROUGE-2);
  *   out[6 + 3k]:          the length of the longest common subsequence of the answer and reference k (ROUGE-L).
- * The texts are short (the caller sends at most a few hundred tokens each): every pair of positions is compared,
- * each comparison reading at most four tokens. Returns 0, or -1 when memory runs out.
+ * The texts are short (the caller sends at most a few hundred tokens each): each place of the answer whose token
+ * some reference holds is compared with every other place of the answer and of the references, each comparison
+ * reading at most four tokens. Returns 0, or -1 when memory runs out.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,52 +48,51 @@ int32_t evalcore_overlaps(const int32_t *a, int32_t na, const int32_t *r, const 
     int32_t longest = 0;
     for (int32_t k = 0; k < nrefs; k++)
         if (starts[k + 1] - starts[k] > longest) longest = starts[k + 1] - starts[k];
-    /* in_answer[n][i]: how many times the n-gram at i is in the answer; later[n][i]: it is also at an earlier
-     * place (only its first place counts it); in_reference[(n * na + i) * nrefs + k]: how many times in
-     * reference k. */
-    size_t cells = (size_t)ORDERS * (size_t)(na > 0 ? na : 1);
-    int32_t *in_answer = calloc(cells, sizeof(int32_t));
-    char *later = calloc(cells, 1);
-    int32_t *in_reference = calloc(cells * (size_t)(nrefs > 0 ? nrefs : 1), sizeof(int32_t));
+    /* theirs[n * nrefs + k]: how many times the answer's n-gram at i is in reference k */
+    int32_t *theirs = malloc((size_t)ORDERS * (size_t)(nrefs > 0 ? nrefs : 1) * sizeof(int32_t));
     int32_t *row = malloc((size_t)(longest + 1) * sizeof(int32_t));
-    if (!in_answer || !later || !in_reference || !row) {
-        free(in_answer); free(later); free(in_reference); free(row);
+    if (!theirs || !row) {
+        free(theirs); free(row);
         return -1;
     }
+    memset(out, 0, (size_t)(ORDERS + 3 * nrefs) * sizeof(int32_t));
     for (int32_t i = 0; i < na; i++) {
+        if (a[i] == 0) continue;  /* no reference holds it, nor any n-gram starting with it */
         int most = smaller(ORDERS, na - i);
-        for (int n = 0; n < most; n++) in_answer[n * na + i] += 1;  /* itself */
-        for (int32_t j = i + 1; j < na; j++) {
+        /* mine[n]: how many times the n-gram at i is in the answer; earlier[n]: it is also at an earlier place
+         * (only its first place counts it) */
+        int32_t mine[ORDERS] = {1, 1, 1, 1};
+        int earlier[ORDERS] = {0, 0, 0, 0};
+        for (int32_t j = 0; j < na; j++) {
+            if (a[j] != a[i] || j == i) continue;
             int same = run_length(a + i, a + j, smaller(most, na - j));
             for (int n = 0; n < same; n++) {
-                in_answer[n * na + i] += 1;
-                in_answer[n * na + j] += 1;
-                later[n * na + j] = 1;
+                mine[n] += 1;
+                earlier[n] |= j < i;
             }
         }
-        if (a[i] == 0) continue;  /* no reference holds it */
+        if (earlier[most - 1]) continue;  /* so were the shorter ones: every n-gram at i was counted earlier */
+        memset(theirs, 0, (size_t)ORDERS * (size_t)nrefs * sizeof(int32_t));
         for (int32_t k = 0; k < nrefs; k++) {
             for (int32_t j = starts[k]; j < starts[k + 1]; j++) {
+                if (r[j] != a[i]) continue;
                 int same = run_length(a + i, r + j, smaller(most, starts[k + 1] - j));
-                for (int n = 0; n < same; n++) in_reference[((size_t)n * na + i) * nrefs + k] += 1;
+                for (int n = 0; n < same; n++) theirs[n * nrefs + k] += 1;
             }
         }
-    }
-    memset(out, 0, (size_t)(ORDERS + 3 * nrefs) * sizeof(int32_t));
-    for (int n = 0; n < ORDERS; n++) {
-        for (int32_t i = 0; i < na; i++) {
-            if (later[n * na + i]) continue;
-            int32_t mine = in_answer[n * na + i], largest = 0;
-            const int32_t *theirs = in_reference + ((size_t)n * na + i) * nrefs;
+        for (int n = 0; n < most; n++) {
+            if (earlier[n]) continue;
+            int32_t largest = 0;
             for (int32_t k = 0; k < nrefs; k++) {
-                if (theirs[k] > largest) largest = theirs[k];
-                if (n < 2) out[ORDERS + 3 * k + n] += smaller(mine, theirs[k]);
+                int32_t held = theirs[n * nrefs + k];
+                if (held > largest) largest = held;
+                if (n < 2) out[ORDERS + 3 * k + n] += smaller(mine[n], held);
             }
-            out[n] += smaller(mine, largest);
+            out[n] += smaller(mine[n], largest);
         }
     }
     for (int32_t k = 0; k < nrefs; k++)
         out[ORDERS + 3 * k + 2] = common_subsequence(a, na, r + starts[k], starts[k + 1] - starts[k], row);
-    free(in_answer); free(later); free(in_reference); free(row);
+    free(theirs); free(row);
     return 0;
 }
