@@ -26,8 +26,8 @@ are counted (`_set_counts`); its LCS with a reference reads the reference's matc
 
 Where the compiled loop is there (`overlaps.c`) and the texts are short (at most `COMPARED_TEXT` tokens each: nearly
 every answer and reference), an answer's counts (BLEU's clipped matches, ROUGE-1's and ROUGE-2's overlaps, the LCS)
-come from one call on the token numbers instead, every pair of places compared: no reference set is built. The
-counts are the same integers, so the values are the same floats (a test compares both on random texts).
+come from one call on the token numbers instead, the places holding the same token compared: no reference set is
+built. The counts are the same integers, so the values are the same floats (a test compares both on random texts).
 """
 
 from __future__ import annotations

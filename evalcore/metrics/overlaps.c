@@ -11,8 +11,8 @@
  *   out[5 + 3k]:          the same for bigrams (ROUGE-2);
  *   out[6 + 3k]:          the length of the longest common subsequence of the answer and reference k (ROUGE-L).
  * The texts are short (the caller sends at most a few hundred tokens each): each place of the answer whose token
- * some reference holds is compared with every other place of the answer and of the references, each comparison
- * reading at most four tokens. Returns 0, or -1 when memory runs out.
+ * some reference holds is compared with the places of the answer and of the references holding the same token, each
+ * comparison reading at most four tokens; the LCS is bit-parallel. Returns 0, or -1 when memory runs out.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -29,30 +29,50 @@ static int run_length(const int32_t *x, const int32_t *y, int most) {
 
 static int smaller(int x, int y) { return x < y ? x : y; }
 
-/* The longest common subsequence of x[0..nx) and y[0..ny), one row of the table at a time. */
-static int32_t common_subsequence(const int32_t *x, int32_t nx, const int32_t *y, int32_t ny, int32_t *row) {
-    memset(row, 0, (size_t)(ny + 1) * sizeof(int32_t));
+/* The length of the longest common subsequence of x[0..nx) and y[0..ny) (ny > 0), bit-parallel (Hyyro 2004, as
+ * bleu_rouge.py's `lcs_length`): bit j of `state` (ny bits, in 64-bit words) is cleared as y[j] joins the
+ * subsequence. masks has room for `numbers` match masks of y (y's tokens are below `numbers`; a token of x at or
+ * above it, or 0, matches nothing). */
+static int32_t common_subsequence(const int32_t *x, int32_t nx, const int32_t *y, int32_t ny, int32_t numbers,
+                                  uint64_t *masks, uint64_t *state) {
+    int32_t words = (ny + 63) / 64;
+    uint64_t top = ny % 64 ? (UINT64_C(1) << (ny % 64)) - 1 : ~UINT64_C(0);
+    memset(masks, 0, (size_t)numbers * (size_t)words * sizeof(uint64_t));
+    for (int32_t j = 0; j < ny; j++) masks[(size_t)y[j] * words + j / 64] |= UINT64_C(1) << (j % 64);
+    for (int32_t w = 0; w < words; w++) state[w] = ~UINT64_C(0);
+    state[words - 1] = top;
     for (int32_t i = 0; i < nx; i++) {
-        int32_t diagonal = 0;  /* the previous row's value at j */
-        for (int32_t j = 0; j < ny; j++) {
-            int32_t above = row[j + 1];
-            row[j + 1] = x[i] == y[j] ? diagonal + 1 : (above > row[j] ? above : row[j]);
-            diagonal = above;
+        if (x[i] <= 0 || x[i] >= numbers) continue;
+        const uint64_t *match = masks + (size_t)x[i] * words;
+        uint64_t carry = 0;
+        for (int32_t w = 0; w < words; w++) {
+            uint64_t old = state[w], low = old & match[w];
+            uint64_t sum = old + low, with_carry = sum + carry;
+            carry = (sum < old) | (with_carry < sum);
+            state[w] = with_carry | (old & ~low);  /* old - low: low's bits are old's, so nothing borrows */
         }
+        state[words - 1] &= top;
     }
-    return row[ny];
+    int32_t left = 0;
+    for (int32_t w = 0; w < words; w++)
+        for (uint64_t bits = state[w]; bits; bits &= bits - 1) left++;
+    return ny - left;
 }
 
 int32_t evalcore_overlaps(const int32_t *a, int32_t na, const int32_t *r, const int32_t *starts, int32_t nrefs,
                           int32_t *out) {
-    int32_t longest = 0;
+    int32_t longest = 0, numbers = 1;
     for (int32_t k = 0; k < nrefs; k++)
         if (starts[k + 1] - starts[k] > longest) longest = starts[k + 1] - starts[k];
+    for (int32_t j = 0; j < starts[nrefs]; j++)
+        if (r[j] >= numbers) numbers = r[j] + 1;
+    int32_t words = (longest + 63) / 64 + 1;  /* one more than the longest needs: never 0 */
     /* theirs[n * nrefs + k]: how many times the answer's n-gram at i is in reference k */
     int32_t *theirs = malloc((size_t)ORDERS * (size_t)(nrefs > 0 ? nrefs : 1) * sizeof(int32_t));
-    int32_t *row = malloc((size_t)(longest + 1) * sizeof(int32_t));
-    if (!theirs || !row) {
-        free(theirs); free(row);
+    uint64_t *masks = malloc((size_t)numbers * (size_t)words * sizeof(uint64_t));
+    uint64_t *state = malloc((size_t)words * sizeof(uint64_t));
+    if (!theirs || !masks || !state) {
+        free(theirs); free(masks); free(state);
         return -1;
     }
     memset(out, 0, (size_t)(ORDERS + 3 * nrefs) * sizeof(int32_t));
@@ -92,7 +112,9 @@ int32_t evalcore_overlaps(const int32_t *a, int32_t na, const int32_t *r, const 
         }
     }
     for (int32_t k = 0; k < nrefs; k++)
-        out[ORDERS + 3 * k + 2] = common_subsequence(a, na, r + starts[k], starts[k + 1] - starts[k], row);
-    free(theirs); free(row);
+        if (starts[k + 1] > starts[k])
+            out[ORDERS + 3 * k + 2] = common_subsequence(a, na, r + starts[k], starts[k + 1] - starts[k], numbers,
+                                                         masks, state);
+    free(theirs); free(masks); free(state);
     return 0;
 }
