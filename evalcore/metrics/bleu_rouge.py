@@ -56,9 +56,11 @@ SMOOTHING = {"none": None, "floor": 0.1, "add-k": 1.0, "exp": None}
 # and keeps at most KEPT_MASKS masks of a longer one (the others are rebuilt when asked for again).
 SHORT_TEXT = 4096
 KEPT_MASKS = 64
-# The compiled counts (`overlaps.c`) compare every pair of places: they take an answer and references of at most
-# this many tokens each (nearly every answer), the sets below the rest.
+# The compiled counts (`overlaps.c`) compare the places of the texts holding the same token: they take an answer and
+# references of at most this many tokens each (nearly every answer), the sets below the rest. They read C's 32-bit
+# integers, which an array of typecode "i" holds on every platform Python supports but the rarest.
 COMPARED_TEXT = 256
+_INT32 = array("i").itemsize == 4
 
 
 class Grams(NamedTuple):
@@ -434,7 +436,7 @@ def _compiled_counts(numbers: list[int], refs: References) -> tuple[list[int], .
     """(BLEU's clipped matches per order, ROUGE-1's and ROUGE-2's overlap with each reference, the LCS's length with
     each) by the compiled loop; None where there is none, or a text is longer than COMPARED_TEXT."""
     library = overlaps_library()
-    if library is None or len(numbers) > COMPARED_TEXT or max(refs.lengths) > COMPARED_TEXT:
+    if library is None or not _INT32 or len(numbers) > COMPARED_TEXT or max(refs.lengths) > COMPARED_TEXT:
         return None
     tokens, starts = refs.flat()
     answer = array("i", numbers)
