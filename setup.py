@@ -15,8 +15,8 @@ from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
-C_SOURCES = ("evalcore/metrics/trec_scan.c", "evalcore/metrics/trec_label.c", "evalcore/compare/resample.c",
-             "evalcore/targets/extract.c", "evalcore/targets/bm25.c")
+C_SOURCES = ("evalcore/metrics/trec_scan.c", "evalcore/metrics/trec_label.c", "evalcore/metrics/overlaps.c",
+             "evalcore/compare/resample.c", "evalcore/targets/extract.c", "evalcore/targets/bm25.c")
 # What the package carries beyond evalcore/: the dashboard runs from evalcore/dashboard (app.py finds pages/ and
 # ui/ beside it), the sample is evalcore/datasets/samples.
 COPIES = {"app.py": "dashboard", "pages/*.py": "dashboard/pages", "ui/*.py": "dashboard/ui",

@@ -17,6 +17,7 @@ from evalcore.errors import EvalError
 from evalcore.language.text import tokenize
 from evalcore.metrics import bleu_rouge, generation_scores
 from evalcore.metrics.bleu_rouge import BLEU_ORDERS
+from tests.conftest import require_c
 
 # sacreBLEU warns on every sentence score without effective_order, which is what we compare to.
 logging.getLogger("sacrebleu").setLevel(logging.ERROR)
@@ -321,3 +322,62 @@ def test_scores_are_the_formulas_on_the_counts_bit_for_bit(hyp: list[str], refs:
                                             max(0, len(ref) - n + 1)) for ref in ref_words)
     scores = generation_scores(hyp_text, ref_texts)
     assert {name: value for name, value in scores.items() if name != "rougel"} == expected
+
+
+def _random_words(rng: random.Random, size: int) -> list[str]:
+    """Tokens of random English, French and Chinese text, or a few distinct words (n-grams repeat), or none."""
+    if rng.random() < 0.4:
+        few = rng.sample(WORDS, rng.choice([1, 2, 3]))
+        return [rng.choice(few) for _ in range(rng.randint(0, size))]
+    words = [rng.choice(WORDS) + rng.choice(PUNCTUATION) for _ in range(rng.randint(0, size))]
+    return tokenize(rng.choice([" ", ""]).join(words))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_compiled_counts_are_the_sets(seed: int) -> None:
+    # The compiled loop's counts (overlaps.c) equal the sets' (`_set_counts`) and the definitions' on random
+    # answers and 1-3 references: empty ones, repeated n-grams, three scripts, up to the longest it takes.
+    require_c(bleu_rouge.overlaps_library())
+    rng = random.Random(f"overlaps-{seed}")
+    compared = 0
+    for case in range(700):
+        size = rng.choice([0, 3, 12, 40, bleu_rouge.COMPARED_TEXT])
+        refs = [_random_words(rng, size)[:bleu_rouge.COMPARED_TEXT] for _ in range(rng.randint(1, 3))]
+        hyp = _random_words(rng, rng.choice([0, 5, 40, bleu_rouge.COMPARED_TEXT]))[:bleu_rouge.COMPARED_TEXT]
+        references = bleu_rouge.references_from(refs)
+        numbers = [references.vocabulary.get(word, 0) for word in hyp]
+        found = bleu_rouge._compiled_counts(numbers, references)
+        assert found is not None
+        correct, rouge1, rouge2, common = found
+        sets = bleu_rouge._set_counts(numbers, hyp, references)
+        assert (correct, rouge1, rouge2) == sets[:3], case
+        assert correct == [_clipped_against_all(hyp, refs, n) for n in range(1, 5)], case
+        assert rouge1 == [_clipped(hyp, ref, 1) for ref in refs], case
+        assert rouge2 == [_clipped(hyp, ref, 2) for ref in refs], case
+        assert max(bleu_rouge._f1(length, len(hyp), len(ref)) for length, ref in zip(common, refs, strict=True)) \
+            == sets[3], case
+        compared += bool(hyp) and any(correct)
+    assert compared > 200  # a third of the cases or more share words with their references
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_answers_score_the_same_with_and_without_the_compiled_counts(seed: int,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    require_c(bleu_rouge.overlaps_library())
+    rng = random.Random(f"answers-{seed}")
+    cases = []
+    for _ in range(400):
+        refs = [_random_words(rng, rng.choice([0, 8, 30])) for _ in range(rng.randint(1, 3))]
+        cases.append((_random_words(rng, rng.choice([0, 10, 60, bleu_rouge.COMPARED_TEXT + 40])), refs,
+                      rng.choice(["none", "floor", "add-k", "exp"])))
+    compiled = [bleu_rouge.answer_scores(hyp, bleu_rouge.references_from(refs), smooth) for hyp, refs, smooth in cases]
+    monkeypatch.setattr(bleu_rouge, "overlaps_library", lambda: None)
+    assert compiled == [bleu_rouge.answer_scores(hyp, bleu_rouge.references_from(refs), smooth)
+                        for hyp, refs, smooth in cases]
+
+
+def test_texts_longer_than_the_compiled_loop_takes_are_counted_by_the_sets() -> None:
+    references = bleu_rouge.references_from([["a"] * 3])
+    assert bleu_rouge._compiled_counts([1] * (bleu_rouge.COMPARED_TEXT + 1), references) is None
+    assert bleu_rouge._compiled_counts([1], bleu_rouge.references_from([["a"] * (bleu_rouge.COMPARED_TEXT + 1)])) \
+        is None

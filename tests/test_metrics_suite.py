@@ -205,3 +205,18 @@ def test_coverage_and_exact_match_are_those_of_each_token_folded(answer: str, fi
         assert normalized(expected) == _plain_normalized(expected)
     wanted = {words for words in map(_plain_normalized, (first, second)) if words}
     assert exact_match(answer, [first, second]) == ((_plain_normalized(answer) in wanted) if wanted else None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_TEXTS, _TEXTS)
+def test_coverage_reads_the_same_foldings_when_its_word_tables_are_replaced(answer: str, expected: str) -> None:
+    # Tokens' foldings and words' importance are kept in tables replaced by empty ones past a size: tiny tables
+    # (replaced at nearly every text) give the definitions' values too.
+    from evalcore.metrics import expected_answer
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(expected_answer, "_KEPT_WORDS", 2)
+        expected_answer._short_folded.cache_clear()
+        expected_answer._important_words.cache_clear()
+        assert coverage(answer, expected) == _plain_coverage(answer, expected)
+        assert expected_answer.normalized(expected) == _plain_normalized(expected)

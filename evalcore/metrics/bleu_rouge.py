@@ -22,21 +22,30 @@ them), never a campaign's worth: what is kept per question would grow with the c
 out an order's n-grams when an answer first asks for them: an answer sharing no n-gram of an order shares none
 of the higher ones, so those are never built for it. An answer is rarely scored twice, so its n-grams are never
 collected into sets: those the references hold are picked from its packed list by a filter in C, and only they
-are counted (`answer_scores`); its LCS with a reference reads the reference's match masks by token number.
+are counted (`_set_counts`); its LCS with a reference reads the reference's match masks by token number.
+
+Where the compiled loop is there (`overlaps.c`) and the texts are short (at most `COMPARED_TEXT` tokens each: nearly
+every answer and reference), an answer's counts (BLEU's clipped matches, ROUGE-1's and ROUGE-2's overlaps, the LCS)
+come from one call on the token numbers instead, the places holding the same token compared: no reference set is
+built. The counts are the same integers, so the values are the same floats (a test compares both on random texts).
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import math
+from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import chain, count, repeat
+from itertools import accumulate, chain, count, repeat
 from operator import lshift, or_
+from pathlib import Path
 from typing import NamedTuple
 
 from evalcore.errors import EvalError
 from evalcore.language.text import TOKENIZER, tokens_once
 from evalcore.metrics.measure import Inputs, Measure
+from evalcore.runtime import compiled
 
 GENERATION_MEASURES = ("bleu1", "bleu2", "bleu4", "rouge1", "rouge2", "rougel")
 BLEU_ORDERS = {"bleu1": 1, "bleu2": 2, "bleu4": 4}
@@ -47,6 +56,11 @@ SMOOTHING = {"none": None, "floor": 0.1, "add-k": 1.0, "exp": None}
 # and keeps at most KEPT_MASKS masks of a longer one (the others are rebuilt when asked for again).
 SHORT_TEXT = 4096
 KEPT_MASKS = 64
+# The compiled counts (`overlaps.c`) compare the places of the texts holding the same token: they take an answer and
+# references of at most this many tokens each (nearly every answer), the sets below the rest. They read C's 32-bit
+# integers, which an array of typecode "i" holds on every platform Python supports but the rarest.
+COMPARED_TEXT = 256
+_INT32 = array("i").itemsize == 4
 
 
 class Grams(NamedTuple):
@@ -96,7 +110,7 @@ class References:
     n-grams are worked out when first asked for: an answer that shares no n-gram of an order with the references
     shares none of the higher orders (each holds one of that order), so those are never asked for."""
 
-    __slots__ = ("_masks", "_numbers", "_orders", "_packed", "lengths", "vocabulary", "width", "words")
+    __slots__ = ("_flat", "_masks", "_numbers", "_orders", "_packed", "lengths", "vocabulary", "width", "words")
 
     def __init__(self, words: tuple[tuple[str, ...], ...]) -> None:
         self.words = words
@@ -107,6 +121,14 @@ class References:
         self._packed = self._numbers  # the last order's packed n-grams, per reference
         self._orders: list[tuple[tuple[Grams, ...], Grams]] = []
         self._masks: list[list[int]] | None = None
+        self._flat: tuple[array[int], array[int]] | None = None
+
+    def flat(self) -> tuple[array[int], array[int]]:
+        """Every reference's token numbers one after the other, and where each starts (one more: the end), as the
+        compiled counts read them."""
+        if self._flat is None:
+            self._flat = (array("i", chain.from_iterable(self._numbers)), array("i", [0, *accumulate(self.lengths)]))
+        return self._flat
 
     def order(self, n: int) -> tuple[tuple[Grams, ...], Grams]:
         """Order n + 1's n-grams of each reference, and their largest counts over the references."""
@@ -388,46 +410,82 @@ def _clipped(grams: list[int], ref: Grams) -> int:
 def answer_scores(
     words: Sequence[str], refs: References, smooth: str = "none", smooth_value: float | None = None
 ) -> dict[str, float]:
-    """`generation_profiles_scores` of an answer's tokens, without its profile: an answer is scored once, so its
-    n-grams are only matched against the references' (`_clipped`), never collected into sets of their own, and an
-    order it shares nothing of ends the matching (no higher order can share anything). Its tokens are numbered as
-    the references', which the LCS reads too. The counts are the profile's, so the values are too."""
+    """`generation_profiles_scores` of an answer's tokens, without its profile: its tokens numbered as the
+    references', its counts worked out by the compiled loop (`overlaps.c`) where there is one and the texts are
+    short, else by `_set_counts`. The counts are the profile's, so the values are too."""
     numbers = list(map(refs.vocabulary.get, words, repeat(0)))
+    length = len(numbers)
+    lengths = refs.lengths
+    counted = _compiled_counts(numbers, refs)
+    if counted is None:
+        correct, rouge1, rouge2, rougel = _set_counts(numbers, words, refs)
+    else:
+        correct, rouge1, rouge2, common = counted
+        rougel = max(map(_f1, common, repeat(length), lengths))
+    total = [max(0, length - n) for n in range(MAX_ORDER)]
+    ref_length = min((abs(size - length), size) for size in lengths)[1]
+    scores = bleu_from_logs(log_precisions(correct, total, smooth, smooth_value), correct, length, ref_length)
+    scores["rouge1"] = max(_f1(overlap, length, max(0, size)) for overlap, size in zip(rouge1, lengths, strict=True))
+    scores["rouge2"] = max(_f1(overlap, max(0, length - 1), max(0, size - 1))
+                           for overlap, size in zip(rouge2, lengths, strict=True))
+    scores["rougel"] = rougel
+    return scores
+
+
+def _compiled_counts(numbers: list[int], refs: References) -> tuple[list[int], ...] | None:
+    """(BLEU's clipped matches per order, ROUGE-1's and ROUGE-2's overlap with each reference, the LCS's length with
+    each) by the compiled loop; None where there is none, or a text is longer than COMPARED_TEXT."""
+    library = overlaps_library()
+    if library is None or not _INT32 or len(numbers) > COMPARED_TEXT or max(refs.lengths) > COMPARED_TEXT:
+        return None
+    tokens, starts = refs.flat()
+    answer = array("i", numbers)
+    out = array("i", bytes(answer.itemsize * (MAX_ORDER + 3 * len(refs.lengths))))
+    if library.evalcore_overlaps(answer.buffer_info()[0], len(numbers), tokens.buffer_info()[0],
+                                 starts.buffer_info()[0], len(refs.lengths), out.buffer_info()[0]):
+        return None  # out of memory: the sets need less
+    found = out.tolist()
+    return found[:MAX_ORDER], found[MAX_ORDER::3], found[MAX_ORDER + 1::3], found[MAX_ORDER + 2::3]
+
+
+def _overlaps_signatures() -> compiled.Signatures:
+    pointer, integer = ctypes.c_void_p, ctypes.c_int32
+    return {"evalcore_overlaps": (integer, [pointer, integer, pointer, pointer, integer, pointer])}
+
+
+# The compiled counts, their argument types declared (once per process); None where the sets count.
+overlaps_library = compiled.loader(Path(__file__).with_name("overlaps.c"), _overlaps_signatures)
+
+
+def _set_counts(numbers: list[int], words: Sequence[str], refs: References) -> tuple[list[int], list[int], list[int],
+                                                                                   float]:
+    """(BLEU's clipped matches per order, ROUGE-1's and ROUGE-2's overlap with each reference, ROUGE-L) of an answer's
+    token numbers: an answer is scored once, so its n-grams are only matched against the references' (`_clipped`),
+    never collected into sets of their own, and an order it shares nothing of ends the matching (no higher order can
+    share anything); its LCS reads the references' match masks by number."""
     length = len(numbers)
     several = len(refs.lengths) > 1
     grams, most = refs.order(0)
     correct = [_clipped(numbers, most)]
-    rouge1 = [_clipped(numbers, ref) for ref in grams] if several else correct
-    rouge2 = correct
+    rouge1 = [_clipped(numbers, ref) for ref in grams] if several else correct[:]  # one: BLEU's clipped matches
+    rouge2 = None
     packed = numbers
     for n in range(1, MAX_ORDER):
         if not correct[-1]:
             correct += [0] * (MAX_ORDER - n)
-            rouge2 = [0] * len(refs.lengths) if n == 1 else rouge2
             break
         grams, most = refs.order(n)
         packed = list(map(or_, map(lshift, packed, repeat(refs.width)), numbers[n:]))
         correct.append(_clipped(packed, most))
-        if n == 1 and several:
-            rouge2 = [_clipped(packed, ref) for ref in grams]
-    total = [max(0, length - n) for n in range(MAX_ORDER)]
+        if n == 1:
+            rouge2 = [_clipped(packed, ref) for ref in grams] if several else [correct[1]]
     lengths = refs.lengths
-    ref_length = min((abs(size - length), size) for size in lengths)[1]
-    scores = bleu_from_logs(log_precisions(correct, total, smooth, smooth_value), correct, length, ref_length)
-    if several:
-        scores["rouge1"] = max(_f1(overlap, length, max(0, size))
-                               for overlap, size in zip(rouge1, lengths, strict=True))
-        scores["rouge2"] = max(_f1(overlap, max(0, length - 1), max(0, size - 1))
-                               for overlap, size in zip(rouge2, lengths, strict=True))
-    else:  # BLEU's clipped matches are then exactly ROUGE's overlaps
-        scores["rouge1"] = _f1(correct[0], length, lengths[0])
-        scores["rouge2"] = _f1(correct[1], max(0, length - 1), max(0, lengths[0] - 1))
     if length and max(lengths) <= SHORT_TEXT:
-        scores["rougel"] = max(map(_rouge_l_numbers, repeat(numbers), refs.masks(), lengths))
+        rougel = max(map(_rouge_l_numbers, repeat(numbers), refs.masks(), lengths))
     else:  # no word, or a reference too long for all its masks at once
         hyp = Profile(tuple(words), ())
-        scores["rougel"] = max(rouge_l(hyp, Profile(ref, ())) for ref in refs.words)
-    return scores
+        rougel = max(rouge_l(hyp, Profile(ref, ())) for ref in refs.words)
+    return correct, rouge1, rouge2 or [0] * len(lengths), rougel
 
 
 def _rouge_l_numbers(numbers: list[int], masks: list[int], size: int) -> float:

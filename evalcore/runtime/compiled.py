@@ -1,13 +1,14 @@
 """The package's C inner loops: built with the package where it can, else by this machine's C compiler on first use.
 
-A source (`metrics/trec_scan.c`, `metrics/trec_label.c`, `compare/resample.c`, `targets/extract.c`,
-`targets/bm25.c`: each beside the module that calls it) is a plain C library loaded with ctypes. Installing the
-package builds each one beside its source (setup.py), named by the source's digest (`prebuilt_name`), so a library
-built from another version of the source is never loaded. A checkout that was not installed, or an install that had
-no compiler, builds it on first use into a cache folder of the user's own (`$EVALCORE_COMPILED_CACHE`, else
-`$XDG_CACHE_HOME/evalcore`, else `~/.cache/evalcore`), named by a digest of the source, the compiler's `--version`
-output, the flags and the machine, so an edited source or another compiler builds its own. Compiling takes a
-fraction of a second; two processes compiling at once each write a file of their own and rename it into place.
+A source (`metrics/trec_scan.c`, `metrics/trec_label.c`, `metrics/overlaps.c`, `compare/resample.c`,
+`targets/extract.c`, `targets/bm25.c`: each beside the module that calls it) is a plain C library loaded with
+ctypes. Installing the package builds each one beside its source (setup.py), named by the source's digest
+(`prebuilt_name`), so a library built from another version of the source is never loaded. A checkout that was not
+installed, or an install that had no compiler, builds it on first use into a cache folder of the user's own
+(`$EVALCORE_COMPILED_CACHE`, else `$XDG_CACHE_HOME/evalcore`, else `~/.cache/evalcore`), named by a digest of the
+source, the compiler's `--version` output, the flags and the machine, so an edited source or another compiler builds
+its own. Compiling takes a fraction of a second; two processes compiling at once each write a file of their own and
+rename it into place.
 
 A library in the cache runs inside every process that loads it, so it is trusted only where no other user could
 have replaced it: the cache folder must be this user's and writable by no one else, every folder above it this
