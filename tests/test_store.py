@@ -436,12 +436,14 @@ def test_ranked_of_tells_stages_of_the_same_count_apart_and_finds_a_passage_stor
     new: list = []
     first = ranked_of(hits, passages, new)
     assert first.stages == {"bm25": [3.0, 2.0, 1.0], "vector": [0.9, None, 0.1], "rerank": [None, 0.4, None]}
-    assert first.keys == [-1, -2, -3] and [key for key, _ in new] == [-1, -2, -3]
+    assert first.keys == [-1, -2, -3]
+    assert [key for key, _ in new] == [-1, -2, -3]
     passages.stored({-1: 0, -2: 7, -3: 9})
     passages.next_batch()
     again: list = []
     ranked = ranked_of(hits[::-1], passages, again)
-    assert ranked.keys == [9, 7, 0] and again == []
+    assert ranked.keys == [9, 7, 0]
+    assert again == []
     assert ranked.scores == [0.25, 0.5, 1.0]
     assert ranked.stages == {"vector": [0.1, None, 0.9], "bm25": [1.0, 2.0, 3.0], "rerank": [None, 0.4, None]}
     same = ranked_of(_ranked([0.5, 0.25], [{"a": 1.0, "b": 2.0}, {"b": 3.0, "a": 4.0}]), passages, again)
