@@ -67,6 +67,39 @@ def test_a_ranked_list_reads_back_to_the_last_bit(ranked: Ranked) -> None:
     assert same(list(back), list(ranked))
 
 
+# Each list's bytes as the packer wrote them when its checks were made once per list (written by that code): a change to
+# how a list is checked or packed must leave every stored byte as it was.
+PACKED_BEFORE = [
+    ("050303700c0500001100000000010000000204626d32354de78ea20503daad5fa18392ecf0092c531909626d32355f6e6f726d4e06500088"
+     "8888"),
+    "020101020106766563746f724e06460000503f0000003f",
+    ("02010102020372726644343333333333d33f59f3f8c21f6ea50104626d32354a0a5b6e756c6c2c332e355d44343333333333d33f59f3f8"
+     "c21f6ea501"),
+    "03010102030104626d32354e0646000040400000c03f00000040",
+    "0101040101784d00014600000080",
+    "020104050101784a055b312c325d4a055b312c325d",
+    "010104004a055b4e614e5d",
+    "0001004a025b5d",
+    "020101020104626d323546000000800000c03f460000003f0000803e",
+    "03010102030104626d32354dc08db70103404042420f0f4a125b496e66696e6974792c302e352c4e614e5d",
+    "020101020201734e0601744e06460000003f0000803e",
+    "020107080104626d32354dbfbde2ff0704be9ef87f460000803f0000003f",
+]
+MORE_LISTS = [
+    Ranked([1, 2], [0.5, 0.25], {"bm25": [-0.0, 1.5]}),  # a stage's zero of the minus sign: not millionths
+    Ranked([1, 2, 3], [math.inf, 0.5, math.nan], {"bm25": [3.0, 2.0, 1.0]}),  # final scores not finite
+    Ranked([1, 2], [0.5, 0.25], {"s": [0.5, 0.25], "t": [0.5, 0.25]}),  # stages that are the final scores
+    Ranked([7, 8], [1.0, 0.5], {"bm25": [2146.999999, 1e-06]}),  # millionths at their limit
+]
+
+
+@pytest.mark.parametrize(("ranked", "before"), list(zip(RANKED_LISTS + MORE_LISTS, PACKED_BEFORE, strict=True)))
+def test_a_ranked_list_packs_to_the_bytes_it_did(ranked: Ranked, before: str) -> None:
+    packed = pack_ranked(ranked)
+    assert packed.hex() == before
+    assert same(list(unpack_ranked(packed)), list(ranked))
+
+
 def test_a_bm25_list_takes_a_fraction_of_its_json() -> None:
     packed = pack_ranked(RANKED_LISTS[0])
     # Keys in three byte planes (one passage id is above 65,535), raw scores as falls in millionths, final scores as

@@ -424,6 +424,34 @@ def test_ranked_lists_of_random_hits_are_read_stage_by_stage_and_hit_by_hit() ->
         theirs.next_batch()
 
 
+def test_ranked_of_tells_stages_of_the_same_count_apart_and_finds_a_passage_stored_under_id_zero() -> None:
+    # Every hit having the first's stage names is not enough to read them by those names (one may have more), nor is
+    # every hit having as many stages (one may lack a name the first has and have another). A passage stored under id
+    # 0 is known by that id, not met as new again.
+    from evalcore.campaigns.result_rows import Passages, ranked_of
+
+    hits = _ranked([1.0, 0.5, 0.25], [{"bm25": 3.0, "vector": 0.9}, {"bm25": 2.0, "rerank": 0.4},
+                                      {"vector": 0.1, "bm25": 1.0}])
+    passages = Passages()
+    new: list = []
+    first = ranked_of(hits, passages, new)
+    assert first.stages == {"bm25": [3.0, 2.0, 1.0], "vector": [0.9, None, 0.1], "rerank": [None, 0.4, None]}
+    assert first.keys == [-1, -2, -3]
+    assert [key for key, _ in new] == [-1, -2, -3]
+    passages.stored({-1: 0, -2: 7, -3: 9})
+    passages.next_batch()
+    again: list = []
+    ranked = ranked_of(hits[::-1], passages, again)
+    assert ranked.keys == [9, 7, 0]
+    assert again == []
+    assert ranked.scores == [0.25, 0.5, 1.0]
+    assert ranked.stages == {"vector": [0.1, None, 0.9], "bm25": [1.0, 2.0, 3.0], "rerank": [None, 0.4, None]}
+    same = ranked_of(_ranked([0.5, 0.25], [{"a": 1.0, "b": 2.0}, {"b": 3.0, "a": 4.0}]), passages, again)
+    assert same.stages == {"a": [1.0, 4.0], "b": [2.0, 3.0]}
+    more = ranked_of(_ranked([0.5, 0.25], [{"a": 1.0}, {"a": 2.0, "b": 3.0}]), passages, again)  # the first's, and more
+    assert more.stages == {"a": [1.0, 2.0], "b": [None, 3.0]}
+
+
 def test_ranked_lists_stored_before_read_as_they_did() -> None:
     # Rows written before schema version 16 hold the float64 form of every score and each stage's whole list; rows
     # written before passages were shared hold the passages themselves; rows of schema versions 25 to 27 hold float32

@@ -113,13 +113,12 @@ def _read_floats(typecode: str, data: bytes) -> list[float]:
     return cast(list[float], values.tolist())
 
 
-def same_bits(got: Sequence[object], want: Sequence[float]) -> bool:
-    """Whether every value is a float equal to the wanted one to the last bit (a zero's sign included; NaN never)."""
-    got = got if type(got) is list else list(got)
-    want = want if type(want) is list else list(want)
-    if got != want or not set(map(type, got)) <= {float}:
+def _same_floats(got: list[float], want: list[float]) -> bool:
+    """Whether every value equals the wanted one to the last bit (a zero's sign included; NaN never): lists of floats,
+    their types checked once by the packer."""
+    if got != want:
         return False
-    return 0.0 not in want or all(math.copysign(1.0, cast(float, value)) == math.copysign(1.0, zero)
+    return 0.0 not in want or all(math.copysign(1.0, value) == math.copysign(1.0, zero)
                                   for value, zero in zip(got, want, strict=True) if zero == 0.0)
 
 
@@ -164,7 +163,7 @@ def _micros(values: list[float]) -> bytes | None:
     if not all(map(_BELOW_MICROS_LIMIT, map(abs, values))):  # NaN is not below it
         return None
     micros = list(map(round, map(_MILLION.__mul__, values)))  # each value * 1e6, rounded half to even
-    if micros[0] < 0 or not same_bits(list(map(_MILLION.__rtruediv__, micros)), values):  # each micros / 1e6
+    if micros[0] < 0 or not _same_floats(list(map(_MILLION.__rtruediv__, micros)), values):  # each micros / 1e6
         return None
     falls = list(map(sub, micros, micros[1:]))
     if falls and min(falls) < 0:
@@ -180,9 +179,9 @@ def _read_micros(data: bytes, at: int, n: int) -> tuple[list[float], int]:
 
 
 def _single(values: list[float]) -> bytes | None:
-    """float32 bytes of values that are float32 numbers to the last bit."""
+    """float32 bytes of values (floats) that are float32 numbers to the last bit."""
     packed = _floats("f", values)
-    return packed if same_bits(_read_floats("f", packed), values) else None
+    return packed if _same_floats(_read_floats("f", packed), values) else None
 
 
 def _predicted(stage: list[float]) -> array[int] | None:
@@ -222,7 +221,7 @@ def _stage(values: list[Any], rounded: list[float] | None) -> bytes:
     """One stage's scores: their digits ("N") when they are the final scores rounded, millionths ("M"), float32
     ("F"), float64 ("D"), else JSON ("J", None where a passage has no score at that stage)."""
     if _is_floats(values):
-        if rounded is not None and same_bits(values, rounded):
+        if rounded is not None and _same_floats(values, rounded):
             return b"N" + bytes((STAGE_DIGITS,))
         if (micros := _micros(values)) is not None:
             return b"M" + micros
@@ -232,11 +231,12 @@ def _stage(values: list[Any], rounded: list[float] | None) -> bytes:
     return b"J" + _json(values)
 
 
-def _final(scores: list[Any], single: bytes | None, stages: list[tuple[str, list[Any]]], kinds: list[bytes]) -> bytes:
-    """The final scores (finite floats, their float32 bytes `single` when they are float32 numbers; else written as
-    JSON): float32 steps from the first stage written in full's prediction ("P" and the stage's place), float32
-    ("F"), float64 ("D"), else JSON ("J")."""
-    if not _is_finite(scores):
+def _final(scores: list[Any], finite: bool, single: bytes | None, stages: list[tuple[str, list[Any]]],
+           kinds: list[bytes]) -> bytes:
+    """The final scores (`finite`: finite floats, their float32 bytes `single` when they are float32 numbers; else
+    written as JSON): float32 steps from the first stage written in full's prediction ("P" and the stage's place),
+    float32 ("F"), float64 ("D"), else JSON ("J")."""
+    if not finite:
         return b"J" + _json(scores)
     for place, ((_, values), kind) in enumerate(zip(stages, kinds, strict=True)):
         if kind[:1] in (b"M", b"F", b"D"):
@@ -245,11 +245,6 @@ def _final(scores: list[Any], single: bytes | None, stages: list[tuple[str, list
                 return b"P" + bytes((place,)) + steps
             break
     return b"F" + single if single is not None else b"D" + _floats("d", scores)
-
-
-def _is_finite(values: list[Any]) -> bool:
-    """Whether the values are finite floats (at least one)."""
-    return _is_floats(values) and all(map(math.isfinite, values))
 
 
 def _rounded(scores: list[float], single: bytes | None) -> list[float]:
@@ -271,11 +266,14 @@ def pack_ranked(ranked: Ranked) -> bytes:
     The keys are the store's passage ids (not negative)."""
     keys, scores = ranked.keys, ranked.scores
     stages = list(ranked.stages.items())
-    single = _single(scores) if _is_finite(scores) else None
-    rounded = _rounded(scores, single) if _is_floats(scores) else None
+    floats = _is_floats(scores)  # each property of the scores checked once
+    finite = floats and all(map(math.isfinite, scores))
+    single = _single(scores) if finite else None
+    rounded = _rounded(scores, single) if floats else None
     kinds = [_stage(values, rounded) for _, values in stages]
     body = b"".join(_text(name) + kind for (name, _), kind in zip(stages, kinds, strict=True))
-    return varint(len(keys)) + planes(keys) + varint(len(stages)) + body + _final(scores, single, stages, kinds)
+    return (varint(len(keys)) + planes(keys) + varint(len(stages)) + body
+            + _final(scores, finite, single, stages, kinds))
 
 
 def ranked_keys(data: bytes) -> list[int]:
