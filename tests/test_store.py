@@ -528,3 +528,23 @@ def test_a_store_given_where_its_location_is_expected_is_refused_naming_it(tmp_p
     with open_store(tmp_path / "e.db") as store, pytest.raises(TypeError, match=r"found Store \(pass its location"):
         open_store(store)  # type: ignore[arg-type]
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("e.db")) == []  # no file named by a repr
+
+
+def test_a_new_sqlite_store_waits_for_a_write_lock_on_the_file_before_turning_it_to_write_ahead_logging(
+        tmp_path: Path) -> None:
+    """Turning a file to write-ahead logging takes its exclusive lock without SQLite's busy handler while another
+    connection holds the file's write lock (as a second opener of a new store does for a moment): an opener asks
+    again until the lock is free, not failing at once with "database is locked"."""
+    path = tmp_path / "new.db"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")  # the write lock of a file still in rollback mode, held until the rollback
+    releaser = threading.Timer(0.5, holder.rollback)
+    releaser.start()
+    try:
+        store = Store(path)
+    finally:
+        releaser.join()
+        holder.close()
+    assert store.read("PRAGMA journal_mode")[0][0] == "wal"
+    assert store.read("PRAGMA user_version")[0][0] == len(MIGRATIONS)
+    store.close()

@@ -508,6 +508,27 @@ class _Connection(sqlite3.Connection):
         return super().executemany(sql, (_storable_params(params) for params in parameters))
 
 
+WAL_WAIT_S = 30.0  # as long as a write waits for the lock (busy_timeout)
+
+
+def _write_ahead(conn: sqlite3.Connection) -> None:
+    """The database in write-ahead-log mode. Turning a new file to it takes the file's exclusive lock without
+    SQLite's busy handler: another process opening the same new store at that moment (a worker and an API server
+    started together) makes it fail at once with "database is locked". It is asked again until the lock is free,
+    for as long as a write would wait; a file another opener turned already answers at once."""
+    deadline = time.monotonic() + WAL_WAIT_S
+    pause = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
 class Store:
     """One SQLite database: writes go through one thread, reads share a small pool of connections.
 
@@ -557,7 +578,7 @@ class Store:
             # Pages of 16 KiB (a new database's; an existing one keeps its own): a results row is 1-2 KB, and 4 KiB
             # pages hold two of them, a quarter of each page left empty; 16 KiB pages leave a twentieth.
             conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            _write_ahead(conn)
             # NORMAL in WAL mode: a committed transaction survives a killed process.
             conn.execute("PRAGMA synchronous = NORMAL")
             migrate(conn, self.path)
