@@ -51,7 +51,7 @@ def main() -> int:
                                               f"(slowest {outcome.slowest_probe_s:.2f} s)")),
         ("of them during the flood, its jobs waiting on the judge", (f"{outcome.flood_probes_within_1s} of "
                                                                      f"{outcome.flood_probes} "
-                                                                     f"({outcome.flood_jobs_running} jobs)")),
+                                                                     f"({outcome.flood_jobs_waiting} jobs)")),
         *((f"campaigns held by the killed {who}: finished elsewhere, each question once",
            f"{takeover.finished_elsewhere} of {len(takeover.held)}") for who, takeover in outcome.takeovers.items()),
         ("RSS of serve B before / after (MB)", (f"{outcome.rss_before_mb:.0f} / {outcome.rss_after_mb:.0f} "

@@ -34,6 +34,6 @@ def test_a_short_fault_drill_loses_repeats_and_leaves_stuck_nothing(tmp_path: Pa
     assert outcome.probes_within_1s == outcome.probes, outcome.log
     assert set(outcome.flood_answers) <= {202, 409}, outcome.flood_answers
     # Health was probed while the flood's jobs waited on the 20 s judge, and answered in time.
-    assert outcome.flood_jobs_running > 0, outcome
+    assert outcome.flood_jobs_waiting > 0, outcome
     assert outcome.flood_probes > 0, outcome
     assert outcome.flood_probes_within_1s == outcome.flood_probes, outcome.log

@@ -82,7 +82,7 @@ class Outcome:
     flood_answers: dict[int, int] = field(default_factory=dict)
     flood_probes: int = 0  # health probes from the flood's start to the end of its hold
     flood_probes_within_1s: int = 0
-    flood_jobs_running: int = 0  # the flood's jobs still waiting on the slow judge at the end of the hold
+    flood_jobs_waiting: int = 0  # the flood's jobs running at the end of the hold, no question judged yet
     rss_before_mb: float = 0.0
     rss_after_mb: float = 0.0
     recoveries: dict[str, float] = field(default_factory=dict)  # seconds until the work went on after each fault
@@ -450,12 +450,13 @@ def _flood(fleet: Fleet, prober: Prober, headers: dict[str, str], ids: list[str]
     time.sleep(drill.flood_hold_s)  # health probed while the slow judge holds the job threads
     outcome.flood_probes, outcome.flood_probes_within_1s = prober.probes - probes, prober.in_time - in_time
     jobs = httpx.get(f"{fleet.base('B')}/api/v1/jobs", headers=headers, timeout=10).json()["data"]["jobs"]
-    outcome.flood_jobs_running = sum(job["status"] == "running" for job in jobs)  # the earlier job has ended
+    # Running with no question judged: their threads held by the judge all along (the earlier job has ended).
+    outcome.flood_jobs_waiting = sum(job["status"] == "running" and job["done"] == 0 for job in jobs)
     for status in answers:
         outcome.flood_answers[status] = outcome.flood_answers.get(status, 0) + 1
     say(f"{drill.flood} pairwise requests against a 20 s judge answered: {outcome.flood_answers}; "
         f"{outcome.flood_probes_within_1s} of {outcome.flood_probes} health probes within 1 s while "
-        f"{counted(outcome.flood_jobs_running, 'job')} waited on the judge")
+        f"{counted(outcome.flood_jobs_waiting, 'job')} waited on the judge")
     for job in jobs:
         if job["status"] in ACTIVE:
             httpx.post(f"{fleet.base('B')}/api/v1/jobs/{job['id']}/cancel", headers=headers, timeout=10)
