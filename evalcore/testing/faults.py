@@ -3,9 +3,10 @@ sometimes slow, and each of them killed or restarted while campaigns and a pairw
 what it measures; tests/test_faults.py runs a short one and checks it).
 
 What it counts: every question of every campaign stored exactly once (lost: no row; duplicated: a row written more
-than once), campaigns and the pairwise job still active at the end (stuck), health probes of the servers that were
-up answered within a second (during a flood of pairwise requests against a slow judge too), and the resident memory
-of the server that was never killed before the campaigns and after them.
+than once), the campaigns each killed process held and how many of them another process finished, campaigns and the
+pairwise job still active at the end (stuck), health probes of the servers that were up answered within a second
+(during a flood of pairwise requests against a slow judge too), and the resident memory of the server that was never
+killed before the campaigns and after them.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from evalcore.testing.postgres_server import PostgresServer, running_postgres
 
 REPO = Path(__file__).resolve().parents[2]
 ACTIVE = ("queued", "pending", "running")
+HOLD_WAIT_S = 60.0  # at most this long for serve A to run a campaign before it is killed
 
 
 @dataclass
@@ -49,8 +51,19 @@ class Drill:
     delay_s: float = 0.3  # every reply of the model
     slow_share: float = 0.2  # of the model's replies, each 1-3 s later still
     flood: int = 60  # pairwise requests sent at once against a slow judge
+    flood_hold_s: float = 3.0  # health probed this long after the flood, while its jobs wait on the slow judge
     deadline_s: float = 300.0
     settle_s: float = 2.0  # before each reading of the servers' memory (0: the memory is not what is looked at)
+
+
+@dataclass
+class Takeover:
+    """The campaigns a killed process ran when it was killed, and how many of them another process finished with
+    every question stored once."""
+
+    pid: int
+    held: list[str] = field(default_factory=list)
+    finished_elsewhere: int = 0
 
 
 @dataclass
@@ -67,9 +80,13 @@ class Outcome:
     probes_within_1s: int = 0
     slowest_probe_s: float = 0.0
     flood_answers: dict[int, int] = field(default_factory=dict)
+    flood_probes: int = 0  # health probes from the flood's start to the end of its hold
+    flood_probes_within_1s: int = 0
+    flood_jobs_waiting: int = 0  # the flood's jobs running at the end of the hold, no question judged yet
     rss_before_mb: float = 0.0
     rss_after_mb: float = 0.0
     recoveries: dict[str, float] = field(default_factory=dict)  # seconds until the work went on after each fault
+    takeovers: dict[str, Takeover] = field(default_factory=dict)  # by the process killed: "worker", "serve A"
     log: list[str] = field(default_factory=list)
 
 
@@ -303,34 +320,59 @@ def _progress(url: str, ids: list[str]) -> int:
     return int(rows[0][0]) if rows else 0
 
 
+def _owned(url: str, pid: int) -> list[str]:
+    """The campaigns a process has claimed and not ended (ids)."""
+    return [row[0] for row in _query(url, f"SELECT id FROM campaigns WHERE owner_pid = {pid} AND status IN "
+                                          "('pending', 'running')")]
+
+
+def _kill_holding(fleet: Fleet, prober: Prober, name: str, url: str, wait_s: float) -> Takeover:
+    """SIGKILL a process once it holds a campaign (waiting at most wait_s, 0: at once): the campaigns it held.
+
+    They are read before the kill: after it, a survivor may already have put them back in the queue or claimed them
+    (each looks for lost owners every second), and they would go uncounted. One the process ended itself between
+    the reading and the kill is left out."""
+    takeover = Takeover(fleet.processes[name].pid)
+
+    def holding() -> bool:
+        takeover.held = _owned(url, takeover.pid)
+        return bool(takeover.held)
+
+    if not holding():
+        wait_until(holding, wait_s, 0.1)
+    if name in fleet.ports:
+        prober.down.add(name)
+    fleet.kill(name)
+    ended = {key for key, owner, status in _query(url, "SELECT id, owner_pid, status FROM campaigns")
+             if owner == takeover.pid and status not in ACTIVE}
+    takeover.held = [key for key in takeover.held if key not in ended]
+    return takeover
+
+
 def _faults(fleet: Fleet, pg: PostgresServer, prober: Prober, outcome: Outcome, say: Callable[[str], None], *,
             store_url: str, ids: list[str], lease_s: float) -> None:
     """Each process killed (and started again) and the database restarted while the campaigns run; how long until
     the killed process's campaigns ran again elsewhere, and until questions were stored again after the restart."""
-    def resumed(what: str, pid: int) -> None:
-        held = {row[0] for row in _query(store_url, f"SELECT id FROM campaigns WHERE owner_pid = {pid} AND status IN "
-                                                    "('pending', 'running')")}
-
+    def resumed(what: str, takeover: Takeover) -> None:
         def moved() -> bool:
             rows = _query(store_url, "SELECT id, owner_pid, status FROM campaigns")
-            return bool(rows) and all(owner != pid or status not in ACTIVE for key, owner, status in rows
-                                      if key in held)
+            return bool(rows) and all(owner != takeover.pid or status not in ACTIVE for key, owner, status in rows
+                                      if key in takeover.held)
 
         seconds = wait_until(moved, 120, 0.1)
-        outcome.recoveries[f"{what}: its {counted(len(held), 'campaign')} running again elsewhere"] = seconds
-        say(f"{what}: its {counted(len(held), 'campaign')} running again elsewhere after {seconds:.1f} s")
+        its = f"its {counted(len(takeover.held), 'campaign')} running again elsewhere"
+        outcome.recoveries[f"{what}: {its}"] = seconds
+        say(f"{what}: {its} after {seconds:.1f} s")
 
     wait_until(lambda: _progress(store_url, ids) >= 4, 120)
-    pid = fleet.processes["worker"].pid
-    fleet.kill("worker")
+    # The worker runs only what the servers have no room for: killed at once, whether it holds a campaign or not.
+    outcome.takeovers["worker"] = _kill_holding(fleet, prober, "worker", store_url, 0.0)
     say("worker killed (SIGKILL)")
     fleet.start("worker")
-    resumed("worker SIGKILL", pid)
-    prober.down.add("A")
-    pid = fleet.processes["A"].pid
-    fleet.kill("A")
+    resumed("worker SIGKILL", outcome.takeovers["worker"])
+    outcome.takeovers["serve A"] = _kill_holding(fleet, prober, "A", store_url, HOLD_WAIT_S)
     say("serve A killed (SIGKILL)")
-    resumed(f"serve A SIGKILL (lease {lease_s:g} s)", pid)
+    resumed(f"serve A SIGKILL (lease {lease_s:g} s)", outcome.takeovers["serve A"])
     fleet.start("A")
     prober.down.discard("A")
     prober.down.update({"A", "B"})  # the database restarting: health answers 503 by design
@@ -381,6 +423,13 @@ def _pairwise(fleet: Fleet, prober: Prober, headers: dict[str, str], ids: list[s
     outcome.pairwise = job_status()
     outcome.recoveries["pairwise job after its server's SIGKILL"] = seconds
     say(f"pairwise job {outcome.pairwise} after {seconds:.1f} s")
+    _flood(fleet, prober, headers, ids, slow_judge, drill, outcome, say)
+
+
+def _flood(fleet: Fleet, prober: Prober, headers: dict[str, str], ids: list[str], slow_judge: str, drill: Drill,
+           outcome: Outcome, say: Callable[[str], None]) -> None:
+    """Pairwise requests sent at once against a judge that takes 20 s a reply, then health probed while the jobs
+    they started wait on it; those jobs cancelled after."""
     body = {"judge": {"model": "slow", "base_url": slow_judge, "api_key_env": ""}}
 
     def one(n: int) -> int:
@@ -393,22 +442,31 @@ def _pairwise(fleet: Fleet, prober: Prober, headers: dict[str, str], ids: list[s
 
     answers: list[int] = []
     threads = [threading.Thread(target=lambda n=n: answers.append(one(n))) for n in range(drill.flood)]
+    probes, in_time = prober.probes, prober.in_time
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    time.sleep(3.0)  # health probed while the slow judge holds the job threads
+    time.sleep(drill.flood_hold_s)  # health probed while the slow judge holds the job threads
+    outcome.flood_probes, outcome.flood_probes_within_1s = prober.probes - probes, prober.in_time - in_time
+    jobs = httpx.get(f"{fleet.base('B')}/api/v1/jobs", headers=headers, timeout=10).json()["data"]["jobs"]
+    # Running with no question judged: their threads held by the judge all along (the earlier job has ended).
+    outcome.flood_jobs_waiting = sum(job["status"] == "running" and job["done"] == 0 for job in jobs)
     for status in answers:
         outcome.flood_answers[status] = outcome.flood_answers.get(status, 0) + 1
-    say(f"{drill.flood} pairwise requests against a 20 s judge answered: {outcome.flood_answers}")
-    for reply in httpx.get(f"{fleet.base('B')}/api/v1/jobs", headers=headers, timeout=10).json()["data"]["jobs"]:
-        if reply["status"] in ACTIVE:
-            httpx.post(f"{fleet.base('B')}/api/v1/jobs/{reply['id']}/cancel", headers=headers, timeout=10)
+    say(f"{drill.flood} pairwise requests against a 20 s judge answered: {outcome.flood_answers}; "
+        f"{outcome.flood_probes_within_1s} of {outcome.flood_probes} health probes within 1 s while "
+        f"{counted(outcome.flood_jobs_waiting, 'job')} waited on the judge")
+    for job in jobs:
+        if job["status"] in ACTIVE:
+            httpx.post(f"{fleet.base('B')}/api/v1/jobs/{job['id']}/cancel", headers=headers, timeout=10)
 
 
 def _count(url: str, ids: list[str], drill: Drill, outcome: Outcome) -> None:
     rows = _query(url, "SELECT campaign_id, position, attempts FROM results")
-    statuses = dict(_query(url, "SELECT id, status FROM campaigns"))
+    campaigns = _query(url, "SELECT id, status, owner_pid FROM campaigns")
+    statuses = {campaign_id: status for campaign_id, status, _ in campaigns}
+    owners = {campaign_id: owner for campaign_id, _, owner in campaigns}
     stored = {(campaign_id, position) for campaign_id, position, _ in rows}
     wanted = {(campaign_id, position) for campaign_id in ids for position in range(drill.questions)}
     outcome.lost = len(wanted - stored)
@@ -418,3 +476,9 @@ def _count(url: str, ids: list[str], drill: Drill, outcome: Outcome) -> None:
         outcome.stuck.append("pairwise job")
     for status in statuses.values():
         outcome.statuses[status] = outcome.statuses.get(status, 0) + 1
+    tries: dict[str, list[int]] = {}
+    for campaign_id, _, attempts in rows:
+        tries.setdefault(campaign_id, []).append(attempts)
+    for takeover in outcome.takeovers.values():
+        takeover.finished_elsewhere = sum(statuses.get(key) == "succeeded" and owners.get(key) != takeover.pid
+                                          and tries.get(key) == [1] * drill.questions for key in takeover.held)
