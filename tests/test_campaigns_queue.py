@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
+import subprocess
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from evalcore.campaigns import CampaignManager, get_campaign, supervisor
 from evalcore.campaigns.campaign_queue import Workers
 from evalcore.campaigns.launching import LaunchRequest
-from evalcore.campaigns.supervisor import WorkerProcess
+from evalcore.campaigns.supervisor import WorkerProcess, worker_environment
 from evalcore.errors import EvalError
 from evalcore.targets import TargetConfig
-from evalcore.testing.openai_server import FakeOpenAIServer
+from evalcore.testing.openai_server import FakeOpenAIServer, Reply
 from tests.conftest import write_dataset
 
 
@@ -288,3 +292,43 @@ def test_embedding_models_take_their_thread_count_from_omp_num_threads(monkeypat
     assert compute_threads() == (os.cpu_count() or 1)
     monkeypatch.delenv("OMP_NUM_THREADS")
     assert compute_threads() == (os.cpu_count() or 1)
+
+
+def test_a_stopped_worker_process_exits_though_a_question_waits_for_a_slow_target_and_another_resumes_it(
+        managers: list[CampaignManager], dataset: Path) -> None:
+    first, second = managers
+    first.workers = Workers(first, slots=1, tenant_cap=1)  # launches queue; the worker process claims
+    slow = threading.Event()  # the third question's reply is a minute away, until the worker stopped
+    slow.set()
+    asked = Counter[int]()
+
+    def model(path: str, body: Any) -> str | Reply:
+        case = int(re.findall(r"case (\d+)", body["messages"][-1]["content"])[-1])
+        asked[case] += 1
+        return Reply.slow(60.0, "Refunds within 30 days.") if case == 3 and slow.is_set() else "Refunds within 30 days."
+
+    with FakeOpenAIServer(model) as server:
+        config = TargetConfig.of(knowledge_base=str(dataset), retriever="bm25", generator="openai", model="fake",
+                                 base_url=server.base_url, api_key_env="")
+        campaign_id = first.launch(LaunchRequest(dataset=str(dataset), config=config, concurrency=2))
+        location = first.store.location
+        worker = subprocess.Popen(WorkerProcess(location).args, stdin=subprocess.DEVNULL,
+                                  env=worker_environment(location))
+        try:
+            deadline = time.monotonic() + 60
+            while get_campaign(first.store, campaign_id).finished < 7 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            stored = get_campaign(first.store, campaign_id).finished
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(15)  # a bound on its exit: the call's minute otherwise (the campaign handed back after 5 s)
+        finally:
+            worker.kill()
+        assert (stored, worker.returncode) == (7, 0)
+        assert get_campaign(first.store, campaign_id).status.value == "queued"
+        slow.clear()
+        second.serve_queue(slots=1, tenant_cap=1)
+        watch(second, [campaign_id])
+    assert get_campaign(second.store, campaign_id).status.value == "succeeded"
+    assert stored_once(second, campaign_id)
+    assert asked[3] == 2  # the one in flight when the worker stopped, asked again
+    assert sorted(asked.values()) == [1] * 7 + [2]  # those stored were not

@@ -237,3 +237,52 @@ def test_the_pairwise_request_answers_at_once_and_health_and_reads_answer_while_
         assert api.call("POST", f"/api/v1/jobs/{job_id}/cancel", key="viewer").status_code == 403
         assert api.call("POST", f"/api/v1/jobs/{job_id}/cancel").status_code == 202
         wait_until(lambda: api.call("GET", f"/api/v1/jobs/{job_id}").json()["data"]["job"]["status"] == "cancelled")
+
+
+def test_a_stopped_worker_process_exits_though_its_job_waits_for_a_slow_judge_and_another_finishes_it(
+        db: str, tmp_path: Path) -> None:
+    import signal
+    import subprocess
+
+    from evalcore.campaigns import CampaignManager
+    from evalcore.campaigns.supervisor import WorkerProcess, worker_environment
+    from evalcore.compare.pairwise_job import PAIRWISE, start_pairwise
+    from evalcore.testing.openai_server import FakeOpenAIServer, Reply
+    from tests.test_pairwise import QUESTIONS, finished_pair
+
+    slow = threading.Event()  # the judge answers the third question and on after a minute, until the worker stopped
+    slow.set()
+    asked = Counter[int]()
+
+    def judge(path: str, body: Any) -> str | Reply:
+        qid = next(i for i, q in enumerate(QUESTIONS, 1) if q in body["messages"][1]["content"])
+        asked[qid] += 1
+        reply = '{"winner": "tie", "reason": "judged"}'
+        return Reply.slow(60.0, reply) if qid >= 3 and slow.is_set() else reply
+
+    manager = CampaignManager(db)
+    try:
+        ids = finished_pair(manager, tmp_path)
+        with FakeOpenAIServer(judge) as server:
+            job_id = start_pairwise(manager.store, *ids, judge={"judge_model": "judge-mini", "judge_api_key_env": "",
+                                                               "judge_base_url": server.base_url})
+            worker = subprocess.Popen(WorkerProcess(db).args, stdin=subprocess.DEVNULL, env=worker_environment(db))
+            try:
+                # Two questions kept; the third's reply is a minute away.
+                wait_until(lambda: get_job(manager.store, job_id).done == 2 and asked[3] >= 1)
+                kept_before = dict(asked)
+                worker.send_signal(signal.SIGTERM)
+                worker.wait(15)  # a bound on its exit: the call's minute otherwise (the job handed back after 5 s)
+            finally:
+                worker.kill()
+            assert worker.returncode == 0
+            assert get_job(manager.store, job_id).status == JobStatus.QUEUED
+            slow.clear()
+            manager.serve_jobs(PAIRWISE)
+            wait_until(lambda: not get_job(manager.store, job_id).active)
+            job = get_job(manager.store, job_id)
+            assert job.status == JobStatus.SUCCEEDED, job.error
+            assert (asked[1], asked[2]) == (kept_before[1], kept_before[2])  # kept pieces not asked again
+            assert asked[5] >= 1
+    finally:
+        manager.close()

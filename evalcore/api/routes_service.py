@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -12,11 +11,12 @@ from evalcore import __version__
 from evalcore.api.auth import Caller
 from evalcore.api.error_envelope import ok
 from evalcore.api.schemas import Health, Me, Ok
+from evalcore.runtime.threads import DaemonPool
 from evalcore.store import StoreUnavailable, answers
 
 router = APIRouter(prefix="/api/v1", tags=["service"])
 HEALTH_S = 1.0
-_CHECKS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="evalcore-health")
+_CHECKS = DaemonPool(2, "evalcore-health")  # a check stuck on a database away never holds the exit
 
 
 @router.get("/health", response_model=Ok[Health], summary="Liveness and database check (no key needed)")

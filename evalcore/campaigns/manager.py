@@ -705,18 +705,29 @@ class CampaignManager:
         return campaign
 
     def close(self) -> None:
-        """Stop claiming, cancel local runners, wait for them, close the store, and forget this manager."""
+        """Stop claiming, cancel local runners, wait for them, close the store, and forget this manager. A campaign
+        claimed from the queue and still busy after the grace (a question waiting for a slow target) is handed back
+        as it is: its daemon threads end with the process."""
+        from evalcore.jobs.job_queue import CLOSE_GRACE_S
+
         if self.workers is not None:
             self.workers.stop()
         if self.job_workers is not None:
             self.job_workers.close()
-        for campaign_id, runner in list(self._runners.items()):
+        runners = list(self._runners.items())
+        for campaign_id, runner in runners:
             if campaign_id in self._claimed:
                 runner.release()  # another worker resumes it
             else:
                 runner.cancelled.set()
-        for runner in list(self._runners.values()):
-            runner.thread.join()
+        deadline = time.monotonic() + CLOSE_GRACE_S
+        for campaign_id, runner in runners:
+            if campaign_id not in self._claimed:
+                runner.thread.join()
+                continue
+            runner.thread.join(max(0.0, deadline - time.monotonic()))
+            if runner.thread.is_alive():
+                runner.hand_back()
         self.store.close()
         with _MANAGERS_LOCK:
             for key in [k for k, v in _MANAGERS.items() if v is self]:

@@ -104,6 +104,19 @@ class Runner:
         self.released.set()
         self.cancelled.set()
 
+    def hand_back(self) -> None:
+        """Put the campaign back in the queue now, while a question still holds its thread (a target's call that
+        cannot be interrupted): another worker resumes it from what was stored; what this runner finishes later is
+        not written (the campaign no longer has its owner token). Its heartbeat stops."""
+        self._ended.set()
+        campaign_id, token, hits, now = self.plan.campaign_id, self.plan.owner_token, self._cache_hits(), time.time()
+        try:  # once, not patiently: the process is closing (a campaign ended or taken over meanwhile is left)
+            self.store.write(lambda conn: campaign_rows.finish_session(conn, campaign_id, token, CampaignStatus.QUEUED,
+                                                                       0, None, now, hits))
+        except StoreUnavailable:
+            log.warning("campaign %s not handed back: the store cannot be written (its lease runs out)",
+                        self.plan.campaign_id)
+
     def run(self) -> None:
         """Set up the target, run every question, record how the campaign ended; then release what it held."""
         try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from typing import Any
 
 from evalcore.access.principals import Action, Principal, scope
@@ -25,6 +25,7 @@ from evalcore.errors import EvalError
 from evalcore.jobs import job_queue
 from evalcore.judges import JudgeSettings, Passage
 from evalcore.judges.pairwise import PairVerdict, Side, judge_pair, pairwise_signature
+from evalcore.runtime.threads import DaemonPool
 from evalcore.store import Store, StoreCallCache
 from evalcore.targets import TargetConfig
 from evalcore.targets.allowed import check_request
@@ -137,7 +138,7 @@ def run_pairwise(context: job_queue.JobContext) -> dict[str, Any]:
     settings = pairwise_settings(store, b, params.get("judge") or {}, None)
     kept = context.kept()
     todo = [position for position in range(len(pairs)) if position not in kept]
-    with ThreadPoolExecutor(max_workers=max(1, b.options.concurrency)) as pool:  # B's questions in flight
+    with DaemonPool(b.options.concurrency, "pairwise-judge") as pool:  # B's questions in flight
         asked = {pool.submit(judge_question, settings, *pairs[position]): position for position in todo}
         try:
             for future in as_completed(asked):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +23,7 @@ from evalcore.datasets import Dataset, load_dataset, resolve_dataset
 from evalcore.errors import EvalError
 from evalcore.jobs import job_queue
 from evalcore.models import ChatModel, ModelError
+from evalcore.runtime.threads import DaemonPool
 from evalcore.store import Store, StoreCallCache
 from evalcore.targets import TargetConfig
 from evalcore.testsets.output import PROVENANCE_FILE, Provenance, read_provenance, write_testset
@@ -180,7 +181,7 @@ def _generate(context: job_queue.JobContext, request: GenerationRequest, dataset
     kept = {position: Candidate.from_dict(value) for position, value in context.kept().items()}
     failed: dict[int, Candidate] = {}
     stopper = _Stopper()
-    with ThreadPoolExecutor(max_workers=max(1, request.concurrency)) as pool:
+    with DaemonPool(request.concurrency, "testset-writer") as pool:
         asked = {pool.submit(_one, model, config.judge.judge_temperature, config.judge.judge_max_tokens, item, passages,
                              neighbours): item for item in planned if item.position not in kept}
         try:
